@@ -1,0 +1,3 @@
+from configbags.cli import main
+
+raise SystemExit(main())
