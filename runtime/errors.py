@@ -1,0 +1,53 @@
+"""One exception hierarchy for everything configbags raises at run time.
+
+Every message names the leaf (and its namespace), the policy or role involved, and says
+how to fix it, so an operator reading a log line needs nothing else."""
+
+from __future__ import annotations
+
+
+class ConfigError(Exception):
+    """Base of every configbags run-time error."""
+
+
+class NotPublishedError(ConfigError):
+    """A config accessor was called before `publish()` installed the process context."""
+
+
+class UnknownLeafError(ConfigError, KeyError):
+    """A name that is not a leaf of the schema."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class LeafValueError(ConfigError, ValueError):
+    """A value of the wrong type, out of range, or not among the choices."""
+
+
+class PolicyError(ConfigError):
+    """An override the leaf's override policy forbids at this point of the lifecycle."""
+
+
+class OwnerError(ConfigError):
+    """An override from a process role that does not own the leaf."""
+
+
+class CapacityError(ConfigError):
+    """An override above the capacity leaf that bounds a runtime-tunable leaf."""
+
+
+class RoleError(ConfigError):
+    """A role problem: an unknown role, or (enforce mode) a read outside the role's set."""
+
+
+class RankNotStampedError(ConfigError, AttributeError):
+    """A rank was read before publish stamped it from the process's world rank."""
+
+
+class RecordError(ConfigError, ValueError):
+    """Bad operator input for the raw ServerArgs record (config file, dict or CLI)."""
+
+
+class DistributedConfigError(ConfigError):
+    """Ranks disagree, or a rank is missing, when config crosses a torch.distributed group."""

@@ -1,0 +1,117 @@
+"""The leaf type language (`int`, `float`, `bool`, `str`, `list[int]`, `list[str]`, `json`,
+each optionally `optional `) and value checking for it.
+
+Shared by build time (codegen checks schema defaults with it) and run time (overrides and
+operator input are checked with it), so a value accepted in one place is accepted in the
+other."""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+
+from runtime.errors import LeafValueError
+
+BASE_TYPES = ("int", "float", "bool", "str", "list[int]", "list[str]", "json")
+NUMERIC = ("int", "float")
+
+
+@attrs.frozen
+class TypeSpec:
+    base: str
+    optional: bool
+
+    @classmethod
+    def parse(cls, spec: str) -> TypeSpec:
+        optional = spec.startswith("optional ")
+        base = spec[len("optional ") :] if optional else spec
+        if base not in BASE_TYPES:
+            raise LeafValueError(f"unknown type {spec!r}; use one of {', '.join(BASE_TYPES)}")
+        return cls(base, optional)
+
+    @property
+    def numeric(self) -> bool:
+        return self.base in NUMERIC
+
+    def __str__(self) -> str:
+        return f"optional {self.base}" if self.optional else self.base
+
+    def coerce(self, value: Any) -> Any:
+        """Return `value` in its canonical form (ints widen to float for a float leaf,
+        lists become tuples so frozen bags stay immutable), or raise LeafValueError."""
+        if value is None:
+            if self.optional:
+                return None
+            raise LeafValueError(f"None is not allowed for type {self}; give a {self.base}")
+        base = self.base
+        if base == "bool":
+            if isinstance(value, bool):
+                return value
+        elif base == "int":
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        elif base == "float":
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if math.isfinite(value):
+                    return float(value)
+                raise LeafValueError(f"{value!r} is not a finite float")
+        elif base == "str":
+            if isinstance(value, str):
+                return value
+        elif base in ("list[int]", "list[str]"):
+            if isinstance(value, (list, tuple)):
+                item = TypeSpec("int" if base == "list[int]" else "str", False)
+                return tuple(item.coerce(v) for v in value)
+        elif base == "json":
+            _check_json(value)
+            return value
+        raise LeafValueError(f"{value!r} ({type(value).__name__}) is not a {self}")
+
+
+def _check_json(value: Any) -> None:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            _check_json(v)
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise LeafValueError(f"json object keys must be strings, got {k!r}")
+            _check_json(v)
+        return
+    raise LeafValueError(f"{value!r} ({type(value).__name__}) is not JSON data")
+
+
+def check_bounds(
+    value: Any,
+    *,
+    choices: Sequence[Any] | None,
+    minimum: float | None,
+    maximum: float | None,
+) -> None:
+    """Raise LeafValueError when `value` (already coerced) breaks choices, min or max.
+    None (an unset optional leaf) is always within bounds."""
+    if value is None:
+        return
+    items = value if isinstance(value, tuple) else (value,)
+    for item in items:
+        if choices is not None and item not in choices:
+            raise LeafValueError(
+                f"{item!r} is not one of the choices: {', '.join(map(repr, choices))}"
+            )
+        if minimum is not None and item < minimum:
+            raise LeafValueError(f"{item!r} is below the minimum {minimum!r}")
+        if maximum is not None and item > maximum:
+            raise LeafValueError(f"{item!r} is above the maximum {maximum!r}")
+
+
+def closest(name: str, candidates: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest candidate, or '' when none is close."""
+    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""

@@ -1,0 +1,147 @@
+"""Generic machinery behind the generated `ServerArgs` record: operator input from a dict,
+a YAML/JSON config file (validated against the generated JSON Schema) or the command line,
+with one precedence rule: defaults < config file < flags given on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+from runtime.errors import LeafValueError, RecordError
+from runtime.leaftypes import check_bounds, closest
+from runtime.registry import LeafSpec
+
+R = TypeVar("R")
+
+
+def json_value(text: str) -> Any:
+    """argparse `type=` for json leaves (argparse names the function in its error)."""
+    return json.loads(text)
+
+
+json_value.__name__ = "json"
+
+
+def check_value(spec: LeafSpec, value: Any, source: str) -> Any:
+    try:
+        coerced = spec.type.coerce(value)
+        check_bounds(coerced, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
+    except LeafValueError as exc:
+        flag = f" ({spec.flags[0]})" if spec.flags else ""
+        raise RecordError(f"{source}: {spec.namespace}.{spec.name}{flag}: {exc}") from None
+    return coerced
+
+
+def validate_record(record: Any, leaves: Mapping[str, LeafSpec]) -> None:
+    """Check every field of a freshly built record and store its canonical form
+    (lists as tuples, ints widened for float leaves)."""
+    for name, spec in leaves.items():
+        value = getattr(record, name)
+        coerced = check_value(spec, value, type(record).__name__)
+        if coerced is not value:
+            object.__setattr__(record, name, coerced)
+
+
+def record_from_dict(cls: type[R], leaves: Mapping[str, LeafSpec], data: Mapping[str, Any], source: str) -> R:
+    unknown = [k for k in data if k not in leaves]
+    if unknown:
+        k = unknown[0]
+        raise RecordError(
+            f"{source}: {k!r} is not a server leaf{closest(str(k), leaves)}; see generated/CONFIG.md "
+            f"for the leaves and their flags"
+        )
+    missing = [n for n, s in leaves.items() if s.required and n not in data]
+    if missing:
+        spec = leaves[missing[0]]
+        flag = spec.flags[0] if spec.flags else spec.name
+        raise RecordError(f"{source}: {spec.name} is required: pass {flag} or set {spec.name} in --config FILE")
+    values = {k: check_value(leaves[k], v, source) for k, v in data.items()}
+    return cls(**values)
+
+
+def record_to_dict(record: Any, leaves: Mapping[str, LeafSpec]) -> dict[str, Any]:
+    return {name: _plain(getattr(record, name)) for name in leaves}
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
+    """Read a YAML or JSON config file and validate it against the generated JSON Schema;
+    an error names the file, the key and what to do."""
+    import jsonschema
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise RecordError(f"{path}: cannot read config file: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: a config file must hold a mapping of leaf names to values")
+    schema = json.loads(schema_path.read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        error = errors[0]
+        if error.validator == "additionalProperties":
+            known = schema["properties"]
+            extra = sorted(set(data) - set(known))
+            key = extra[0]
+            raise RecordError(
+                f"{path}: unknown key {key!r}{closest(key, known)}; config files take leaf names "
+                f"(see generated/CONFIG.md)"
+            )
+        key = ".".join(map(str, error.absolute_path)) or "<file>"
+        raise RecordError(f"{path}: key {key}: {error.message}")
+    return dict(data)
+
+
+def add_config_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="YAML or JSON file of leaf values; flags given on the command line win over it",
+    )
+
+
+def record_from_cli_args(
+    cls: type[R], leaves: Mapping[str, LeafSpec], namespace: argparse.Namespace, schema_path: Path
+) -> R:
+    given = {k: v for k, v in vars(namespace).items() if k in leaves}
+    config = getattr(namespace, "config", None)
+    values = load_config_file(config, schema_path) if config else {}
+    values.update(given)
+    return record_from_dict(cls, leaves, values, "command line" + (f" and {config}" if config else ""))
+
+
+def record_from_cli(
+    cls: type[R],
+    leaves: Mapping[str, LeafSpec],
+    add_cli_args: Any,
+    argv: Sequence[str] | None,
+    schema_path: Path,
+    prog: str | None = None,
+) -> R:
+    parser = argparse.ArgumentParser(prog=prog, description="Launch-time server configuration.")
+    add_cli_args(parser)
+    namespace = parser.parse_args(argv)
+    try:
+        return record_from_cli_args(cls, leaves, namespace, schema_path)
+    except RecordError as exc:
+        parser.error(str(exc))
+
+
+def replace(record: R, **changes: Any) -> R:
+    """A new record with `changes`; the original never changes."""
+    return attrs.evolve(record, **changes)  # type: ignore[misc]
