@@ -55,7 +55,12 @@ class Leaf:
     hash: bool
     capacity: str | None
     deprecated: str | None
-    where: Where
+    where: Where  # the line of the leaf's name
+    lines: dict[str, int] = attrs.field(factory=dict, eq=False, repr=False)  # property -> line
+
+    def at(self, prop: str) -> Where:
+        """Where a property of this leaf is written (falls back to the leaf's name)."""
+        return Where(self.where.file, self.lines.get(prop, self.where.line))
 
 
 @attrs.frozen
@@ -220,17 +225,21 @@ class _Builder:
         if src.path.stem != path:
             self.error(where, f"file declares namespace {path!r} but is named {src.path.name}",
                        hint=f"rename the file to {path}.yaml or fix `namespace:`")
-        leaves = tuple(self.leaf(src, path, name, spec) for name, spec in data["leaves"].items())
+        leaves = tuple(
+            self.leaf(src, path, name, spec, data["leaves"].line_of(name))
+            for name, spec in data["leaves"].items()
+        )
         derived = tuple(
-            self.derived_value(src, path, name, spec) for name, spec in data.get("derived", {}).items()
+            self.derived_value(src, path, name, spec, data["derived"].line_of(name))
+            for name, spec in data.get("derived", {}).items()
         )
         ranks = tuple(
             Rank(name, spec["help"], Where(src.display, spec.line)) for name, spec in data.get("ranks", {}).items()
         )
         return Namespace(path, data["doc"], leaves, derived, ranks, where)
 
-    def leaf(self, src: SourceFile, namespace: str, name: str, spec: Marked) -> Leaf:
-        where = Where(src.display, spec.line)
+    def leaf(self, src: SourceFile, namespace: str, name: str, spec: Marked, line: int) -> Leaf:
+        where = Where(src.display, line)
         type_ = TypeSpec.parse(spec["type"])
         cli_spec = spec.get("cli", {})
         cli = None
@@ -257,9 +266,10 @@ class _Builder:
             capacity=spec.get("capacity"),
             deprecated=spec.get("deprecated"),
             where=where,
+            lines=dict(spec.key_lines),
         )
 
-    def derived_value(self, src: SourceFile, namespace: str, name: str, spec: Marked) -> Derived:
+    def derived_value(self, src: SourceFile, namespace: str, name: str, spec: Marked, line: int) -> Derived:
         return Derived(
             name=name,
             namespace=namespace,
@@ -269,7 +279,7 @@ class _Builder:
             help=spec["help"],
             pinned=spec.get("pin") == "publish",
             hash=spec.get("hash", True),
-            where=Where(src.display, spec.line),
+            where=Where(src.display, line),
         )
 
     # -- cross-file checks -----------------------------------------------------------
@@ -317,55 +327,58 @@ class _Builder:
         return leaf.cli.flags
 
     def check_leaf(self, leaf: Leaf, roles: set[str], numeric: dict[str, bool]) -> None:
-        def bad(message: str, hint: str) -> None:
-            self.error(leaf.where, message, leaf.name, hint)
+        def bad(message: str, hint: str, prop: str = "") -> None:
+            self.error(leaf.at(prop), message, leaf.name, hint)
 
         if roles and leaf.owner not in roles:
-            bad(f"owner {leaf.owner!r} is not a role in roles.yaml", f"use one of {', '.join(sorted(roles))}")
+            bad(f"owner {leaf.owner!r} is not a role in roles.yaml", f"use one of {', '.join(sorted(roles))}", "owner")
         base = leaf.type.base
         if leaf.choices is not None and base in ("bool", "json"):
-            bad(f"choices make no sense for type {leaf.type}", "remove `choices`")
+            bad(f"choices make no sense for type {leaf.type}", "remove `choices`", "choices")
         elif leaf.choices is not None:
             item = TypeSpec("int" if base == "list[int]" else "str" if base == "list[str]" else base, False)
             for choice in leaf.choices:
                 try:
                     item.coerce(choice)
                 except LeafValueError as exc:
-                    bad(f"choice {choice!r} does not fit the type: {exc}", f"make every choice a {item}")
+                    bad(f"choice {choice!r} does not fit the type: {exc}", f"make every choice a {item}", "choices")
         if (leaf.minimum is not None or leaf.maximum is not None) and base not in ("int", "float", "list[int]"):
-            bad(f"min/max only apply to numeric types, not {leaf.type}", "remove `min`/`max`")
+            bad(f"min/max only apply to numeric types, not {leaf.type}", "remove `min`/`max`", "type")
+            return  # value checks against nonsensical bounds would only add noise
         if leaf.minimum is not None and leaf.maximum is not None and leaf.minimum > leaf.maximum:
-            bad(f"min {leaf.minimum} is greater than max {leaf.maximum}", "swap or fix them")
+            bad(f"min {leaf.minimum} is greater than max {leaf.maximum}", "swap or fix them", "max")
         if not leaf.required:
             self._check_value(leaf, "default", leaf.default)
         if leaf.has_fallback:
             if leaf.default is not None:
                 bad("a fallback is only allowed with `default: null`",
-                    "drop the fallback, or make the default null so the fallback applies when unset")
+                    "drop the fallback, or make the default null so the fallback applies when unset", "fallback")
             elif not leaf.type.optional:
-                bad(f"a fallback needs an optional type, not {leaf.type}", f"use `type: optional {base}`")
+                bad(f"a fallback needs an optional type, not {leaf.type}", f"use `type: optional {base}`",
+                    "fallback")
             elif base in ("list[int]", "list[str]", "json"):
-                bad("a fallback must be an immutable scalar", "use a scalar type or drop the fallback")
+                bad("a fallback must be an immutable scalar", "use a scalar type or drop the fallback", "fallback")
             else:
                 self._check_value(leaf, "fallback", leaf.fallback)
         if leaf.capacity is not None:
             if leaf.capacity not in numeric:
                 bad(f"capacity {leaf.capacity!r} is not a leaf or derived value",
-                    "name the leaf that bounds this one")
+                    "name the leaf that bounds this one", "capacity")
             elif not numeric[leaf.capacity]:
-                bad(f"capacity {leaf.capacity!r} is not numeric", "a capacity must be an int or float leaf")
+                bad(f"capacity {leaf.capacity!r} is not numeric", "a capacity must be an int or float leaf",
+                    "capacity")
             if not leaf.type.numeric:
-                bad(f"only numeric leaves can have a capacity, not {leaf.type}", "remove `capacity`")
+                bad(f"only numeric leaves can have a capacity, not {leaf.type}", "remove `capacity`", "capacity")
             if leaf.policy == "startup":
                 bad("a capacity bounds overrides, but this leaf is `override: startup`",
-                    "make it load_time/runtime or remove `capacity`")
+                    "make it load_time/runtime or remove `capacity`", "capacity")
 
     def _check_value(self, leaf: Leaf, what: str, value: Any) -> None:
         try:
             value = leaf.type.coerce(value)
             check_bounds(value, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
         except LeafValueError as exc:
-            self.error(leaf.where, f"{what} {value!r} is invalid: {exc}", leaf.name,
+            self.error(leaf.at(what), f"{what} {value!r} is invalid: {exc}", leaf.name,
                        f"make the {what} fit the type, choices and min/max")
 
     def check_derived(self, namespaces: list[Namespace]) -> tuple[str, ...]:
@@ -413,13 +426,13 @@ class _Builder:
             reads = tuple(top) if reads_all else tuple(sorted(spec["reads"]))
             for ns in () if reads_all else reads:
                 if ns not in top:
-                    self.error(where, f"role {name!r} reads unknown namespace {ns!r}", None,
+                    self.error(Where(src.display, spec.line_of("reads")), f"role {name!r} reads unknown namespace {ns!r}", None,
                                f"use top-level namespaces: {', '.join(top)}")
             audits = []
             for audit in spec.get("audits", ()):
                 for ns in audit["observed"]:
                     if ns not in top:
-                        self.error(Where(src.display, audit.line), f"audit of role {name!r} observed unknown "
+                        self.error(Where(src.display, audit.line_of("observed")), f"audit of role {name!r} observed unknown "
                                    f"namespace {ns!r}", None, f"use top-level namespaces: {', '.join(top)}")
                 audits.append(Audit(audit["date"], audit["workload"], tuple(sorted(audit["observed"])),
                                     tuple(audit["uncovered"]), audit["decision"]))

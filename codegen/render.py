@@ -328,7 +328,6 @@ def _leaf(leaf: Leaf) -> RLeaf:
         Kwarg("hash", py(leaf.hash)),
         Kwarg("capacity", py(leaf.capacity)),
         Kwarg("flags", py(leaf.cli.flags if leaf.cli else ())),
-        Kwarg("help", py(leaf.help)),
     )
     flags = leaf.cli.flags if leaf.cli else ()
     return RLeaf(
@@ -369,7 +368,6 @@ def _derived(d: Derived) -> RDerived:
             Kwarg("inputs", py(d.inputs)),
             Kwarg("pinned", py(d.pinned)),
             Kwarg("hash", py(d.hash)),
-            Kwarg("help", py(d.help)),
         ),
         md_type=f"`{md(d.type)}`",
         md_help=md(d.help),

@@ -34,10 +34,6 @@ import attrs
 from runtime.context import unstamped_rank
 
 __all__ = [
-    "Config",
-    "Device",
-    "Disagg",
-    "Exec",
     "ExecComm",
     "ExecGraph",
     "ExecKernel",
@@ -45,6 +41,9 @@ __all__ = [
     "ExecMoe",
     "ExecOffload",
     "ExecOverlap",
+    "Device",
+    "Disagg",
+    "Exec",
     "Lora",
     "Memory",
     "Mm",
@@ -54,6 +53,7 @@ __all__ = [
     "Schedule",
     "Serving",
     "Spec",
+    "Config",
 ]
 
 

@@ -27,6 +27,8 @@ derived functions and their inputs, and how bags nest."""
 
 from __future__ import annotations
 
+from runtime.leaftypes import TypeSpec
+from runtime.registry import DerivedSpec, LeafSpec, NamespaceSpec, Registry, RoleSpec
 from runtime.derive import attn_dcp_size as _runtime_derive__attn_dcp_size
 from runtime.derive import attn_dp_size as _runtime_derive__attn_dp_size
 from runtime.derive import attn_tp_size as _runtime_derive__attn_tp_size
@@ -43,8 +45,6 @@ from runtime.derive import (
 )
 from runtime.derive import moe_ep_size as _runtime_derive__moe_ep_size
 from runtime.derive import moe_tp_size as _runtime_derive__moe_tp_size
-from runtime.leaftypes import TypeSpec
-from runtime.registry import DerivedSpec, LeafSpec, NamespaceSpec, Registry, RoleSpec
 
 from . import bags
 from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY
@@ -66,7 +66,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--device",),
-        help="Accelerator type to run on (cuda, xpu, hpu, npu, cpu, musa). Unset means the available device is detected automatically.",
     ),
     "base_gpu_id": LeafSpec(
         name="base_gpu_id",
@@ -84,7 +83,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--base-gpu-id",),
-        help="Physical GPU index at which this server starts assigning devices; its ranks use GPUs counting up from here.",
     ),
     "random_seed": LeafSpec(
         name="random_seed",
@@ -102,7 +100,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--random-seed",),
-        help="Seed for the sampling random number generators. Unset means a random seed is chosen at startup.",
     ),
     "watchdog_timeout": LeafSpec(
         name="watchdog_timeout",
@@ -120,7 +117,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--watchdog-timeout",),
-        help="Seconds a single forward batch may run before the watchdog considers the server hung and aborts it.",
     ),
     "disaggregation_mode": LeafSpec(
         name="disaggregation_mode",
@@ -138,7 +134,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disaggregation-mode",),
-        help="This server's role in prefill/decode disaggregation (prefill or decode); the string 'null' means a normal colocated server. PD role switching may change it at runtime.",
     ),
     "disaggregation_transfer_backend": LeafSpec(
         name="disaggregation_transfer_backend",
@@ -156,7 +151,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disaggregation-transfer-backend",),
-        help="Transfer engine that sends KV cache from prefill servers to decode servers.",
     ),
     "disaggregation_bootstrap_port": LeafSpec(
         name="disaggregation_bootstrap_port",
@@ -174,7 +168,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--disaggregation-bootstrap-port",),
-        help="Port of the bootstrap service on the prefill server, which decode servers contact to set up KV transfer.",
     ),
     "disaggregation_ib_device": LeafSpec(
         name="disaggregation_ib_device",
@@ -192,7 +185,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--disaggregation-ib-device",),
-        help="InfiniBand/RDMA device name(s) used for KV transfer. Unset means the devices are detected automatically.",
     ),
     "disaggregation_decode_extra_slots": LeafSpec(
         name="disaggregation_decode_extra_slots",
@@ -210,7 +202,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disaggregation-decode-extra-slots",),
-        help="Additional request slots (req_to_token rows) on a decode server for requests whose KV is still arriving. Unset uses the built-in default.",
     ),
     "num_reserved_decode_tokens": LeafSpec(
         name="num_reserved_decode_tokens",
@@ -228,7 +219,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--num-reserved-decode-tokens",),
-        help="KV cache tokens set aside for each request when it enters the decode batch, so it can keep generating without being retracted.",
     ),
     "disaggregation_decode_enable_radix_cache": LeafSpec(
         name="disaggregation_decode_enable_radix_cache",
@@ -246,7 +236,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disaggregation-decode-enable-radix-cache",),
-        help="Enable the prefix (radix) cache on a decode server; off by default because decode servers receive their KV from prefill.",
     ),
     "disaggregation_decode_retraction_backup": LeafSpec(
         name="disaggregation_decode_retraction_backup",
@@ -264,7 +253,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disaggregation-decode-retraction-backup",),
-        help="Where a decode server saves the KV of requests it retracts: a CPU tensor or the host memory pool. Unset means no backup is kept.",
     ),
     "enable_pd_role_switch": LeafSpec(
         name="enable_pd_role_switch",
@@ -282,7 +270,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-pd-role-switch",),
-        help="Allow this server to switch between the prefill and decode roles while running.",
     ),
     "encoder_only": LeafSpec(
         name="encoder_only",
@@ -300,7 +287,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--encoder-only",),
-        help="Run only the multimodal encoder (encoder disaggregation); the language model is served by another server.",
     ),
     "language_only": LeafSpec(
         name="language_only",
@@ -318,7 +304,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--language-only",),
-        help="Load only the language model and take multimodal embeddings from a separate encoder server.",
     ),
     "enable_symm_mem": LeafSpec(
         name="enable_symm_mem",
@@ -336,7 +321,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-symm-mem",),
-        help="Use NCCL symmetric memory buffers for collective operations.",
     ),
     "disable_custom_all_reduce": LeafSpec(
         name="disable_custom_all_reduce",
@@ -354,7 +338,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disable-custom-all-reduce",),
-        help="Disable the custom all-reduce kernel and use NCCL all-reduce instead.",
     ),
     "cuda_graph_config": LeafSpec(
         name="cuda_graph_config",
@@ -372,7 +355,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--cuda-graph-config",),
-        help="Per-phase CUDA graph settings as a JSON object, e.g. {decode: {backend, max_bs}, prefill: {...}}. Unset uses the individual graph options.",
     ),
     "cuda_graph_max_bs_decode": LeafSpec(
         name="cuda_graph_max_bs_decode",
@@ -390,7 +372,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--cuda-graph-max-bs-decode",),
-        help="Largest decode batch size captured as a CUDA graph; larger batches run eagerly. Unset picks a default for the GPU.",
     ),
     "cuda_graph_bs_decode": LeafSpec(
         name="cuda_graph_bs_decode",
@@ -408,7 +389,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--cuda-graph-bs-decode",),
-        help="Exact list of decode batch sizes to capture as CUDA graphs. Unset derives the list from the maximum captured batch size.",
     ),
     "disable_cuda_graph": LeafSpec(
         name="disable_cuda_graph",
@@ -426,7 +406,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=(),
-        help="Internal master switch that turns off all CUDA graph capture. Set by the server; there is no CLI flag.",
     ),
     "disable_decode_cuda_graph": LeafSpec(
         name="disable_decode_cuda_graph",
@@ -444,7 +423,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disable-decode-cuda-graph",),
-        help="Run the decode phase eagerly, without CUDA graphs.",
     ),
     "enable_torch_compile": LeafSpec(
         name="enable_torch_compile",
@@ -462,7 +440,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-torch-compile",),
-        help="Compile the model forward pass with torch.compile; usually faster, but startup takes longer.",
     ),
     "torch_compile_max_bs": LeafSpec(
         name="torch_compile_max_bs",
@@ -480,7 +457,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--torch-compile-max-bs",),
-        help="Largest batch size that uses the torch.compile-compiled forward; larger batches run uncompiled.",
     ),
     "attention_backend": LeafSpec(
         name="attention_backend",
@@ -524,7 +500,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--attention-backend",),
-        help="Attention kernel backend for both prefill and decode. Unset picks one based on the hardware and model.",
     ),
     "prefill_attention_backend": LeafSpec(
         name="prefill_attention_backend",
@@ -568,7 +543,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--prefill-attention-backend",),
-        help="Attention backend for prefill only, overriding attention_backend for that phase. Unset uses attention_backend.",
     ),
     "decode_attention_backend": LeafSpec(
         name="decode_attention_backend",
@@ -612,7 +586,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--decode-attention-backend",),
-        help="Attention backend for decode only, overriding attention_backend for that phase. Unset uses attention_backend.",
     ),
     "sampling_backend": LeafSpec(
         name="sampling_backend",
@@ -630,7 +603,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=(),
-        help="Implementation used for token sampling. Internal, with no CLI flag; unset lets the server choose for the platform.",
     ),
     "grammar_backend": LeafSpec(
         name="grammar_backend",
@@ -648,7 +620,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--grammar-backend",),
-        help="Library used for grammar-constrained (structured) output. Unset selects the default; the server may set it to none at load time if xgrammar is unusable.",
     ),
     "fp8_gemm_runner_backend": LeafSpec(
         name="fp8_gemm_runner_backend",
@@ -676,7 +647,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--fp8-gemm-backend",),
-        help="Kernel for block-wise FP8 matrix multiplies, set with --fp8-gemm-backend; auto picks one for the hardware.",
     ),
     "prefill_kv_cache_dequant_dtype": LeafSpec(
         name="prefill_kv_cache_dequant_dtype",
@@ -694,7 +664,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--prefill-kv-cache-dequant-dtype",),
-        help="Precision an NVFP4 KV cache is dequantized to when prefill reads it; auto chooses based on the backend.",
     ),
     "mamba_ssm_dtype": LeafSpec(
         name="mamba_ssm_dtype",
@@ -712,7 +681,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mamba-ssm-dtype",),
-        help="Precision of the SSM state stored in the mamba pool. Unset uses the value from the model config.",
     ),
     "mamba_radix_cache_strategy": LeafSpec(
         name="mamba_radix_cache_strategy",
@@ -730,7 +698,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mamba-radix-cache-strategy",),
-        help="How the prefix cache keeps mamba states (no_buffer, extra_buffer or extra_buffer_lazy); auto picks one for the model.",
     ),
     "uses_mamba_radix_cache": LeafSpec(
         name="uses_mamba_radix_cache",
@@ -748,7 +715,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=(),
-        help="Whether the model goes through the hybrid mamba prefix cache. Resolved by the server from the architecture; no CLI flag.",
     ),
     "mamba_track_interval": LeafSpec(
         name="mamba_track_interval",
@@ -766,7 +732,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mamba-track-interval",),
-        help="Number of decode steps between the mamba state snapshots kept for prefix caching.",
     ),
     "enable_int8_mamba_checkpoint": LeafSpec(
         name="enable_int8_mamba_checkpoint",
@@ -784,7 +749,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-int8-mamba-checkpoint",),
-        help="Keep prefix-cached mamba states in a separate int8 pool to save memory.",
     ),
     "int8_mamba_ckpt_size": LeafSpec(
         name="int8_mamba_ckpt_size",
@@ -802,7 +766,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--int8-mamba-ckpt-size",),
-        help="Number of slots in the int8 mamba checkpoint pool. Unset means twice the size of the active mamba pool.",
     ),
     "linear_attn_backend": LeafSpec(
         name="linear_attn_backend",
@@ -829,7 +792,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--linear-attn-backend",),
-        help="Default kernel backend for linear-attention layers (GDN, KDA).",
     ),
     "linear_attn_prefill_backend": LeafSpec(
         name="linear_attn_prefill_backend",
@@ -856,7 +818,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--linear-attn-prefill-backend",),
-        help="Kernel backend for linear-attention prefill. Unset uses linear_attn_backend, though the server may pick its own default on some GPUs (e.g. SM100).",
     ),
     "enable_linear_replayssm": LeafSpec(
         name="enable_linear_replayssm",
@@ -874,7 +835,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-linear-replayssm",),
-        help="Use buffered ReplaySSM decode for linear attention, which adds a small per-slot ring of recent updates.",
     ),
     "linear_replayssm_cache_len": LeafSpec(
         name="linear_replayssm_cache_len",
@@ -892,7 +852,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--linear-replayssm-cache-len",),
-        help="Length of the ReplaySSM ring: decode steps buffered before the full state is flushed.",
     ),
     "moe_runner_backend": LeafSpec(
         name="moe_runner_backend",
@@ -930,7 +889,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--moe-runner-backend",),
-        help="Kernel backend that computes the expert MLPs; auto picks one for the hardware and quantization.",
     ),
     "moe_a2a_backend": LeafSpec(
         name="moe_a2a_backend",
@@ -961,7 +919,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--moe-a2a-backend",),
-        help="All-to-all backend that dispatches tokens to experts under expert parallelism; none means no dedicated all-to-all.",
     ),
     "deepep_mode": LeafSpec(
         name="deepep_mode",
@@ -979,7 +936,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--deepep-mode",),
-        help="DeepEP dispatch mode: normal, low_latency, or auto (low_latency for decode, normal otherwise).",
     ),
     "ep_num_redundant_experts": LeafSpec(
         name="ep_num_redundant_experts",
@@ -997,7 +953,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--ep-num-redundant-experts",),
-        help="Number of extra expert slots that hold replicas of heavily used experts, for load balancing.",
     ),
     "enable_eplb": LeafSpec(
         name="enable_eplb",
@@ -1015,7 +970,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-eplb",),
-        help="Enable expert load balancing, which periodically moves experts between EP ranks according to observed load.",
     ),
     "ep_join_mode": LeafSpec(
         name="ep_join_mode",
@@ -1033,7 +987,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--elastic-ep-join-mode",),
-        help="Role of a process joining an elastic-EP group (set with --elastic-ep-join-mode): recover refills a failed slot, scale adds capacity. Unset means not a joiner.",
     ),
     "disable_shared_experts_fusion": LeafSpec(
         name="disable_shared_experts_fusion",
@@ -1051,7 +1004,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disable-shared-experts-fusion",),
-        help="Compute shared experts separately instead of fusing them into the routed-expert kernel.",
     ),
     "cpu_offload_gb": LeafSpec(
         name="cpu_offload_gb",
@@ -1069,7 +1021,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--cpu-offload-gb",),
-        help="Host RAM, in GiB, reserved for model weights offloaded from the GPU; 0 turns offloading off.",
     ),
     "offload_group_size": LeafSpec(
         name="offload_group_size",
@@ -1087,7 +1038,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--offload-group-size",),
-        help="Number of layers per offload group; -1 disables group-based layer offloading.",
     ),
     "offload_num_in_group": LeafSpec(
         name="offload_num_in_group",
@@ -1105,7 +1055,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--offload-num-in-group",),
-        help="How many layers in each offload group are kept in host memory.",
     ),
     "enable_two_batch_overlap": LeafSpec(
         name="enable_two_batch_overlap",
@@ -1123,7 +1072,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-two-batch-overlap",),
-        help="Split each batch into two micro-batches so that one computes while the other communicates.",
     ),
     "tbo_token_distribution_threshold": LeafSpec(
         name="tbo_token_distribution_threshold",
@@ -1141,7 +1089,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--tbo-token-distribution-threshold",),
-        help="Token-imbalance threshold (0 to 1) for choosing between two-batch and two-chunk overlap; 0 disables two-chunk overlap.",
     ),
     "enable_lora": LeafSpec(
         name="enable_lora",
@@ -1159,7 +1106,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-lora",),
-        help="Enable LoRA adapter serving. Unset turns it on automatically when lora_paths is given.",
     ),
     "max_lora_rank": LeafSpec(
         name="max_lora_rank",
@@ -1177,7 +1123,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-lora-rank",),
-        help="Largest LoRA rank that adapter buffers are sized for. Unset uses the largest rank among the preloaded adapters.",
     ),
     "lora_target_modules": LeafSpec(
         name="lora_target_modules",
@@ -1195,7 +1140,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--lora-target-modules",),
-        help="Modules that adapters may modify (the union across adapters); 'all' means every supported module. Unset infers them from the preloaded adapters.",
     ),
     "lora_paths": LeafSpec(
         name="lora_paths",
@@ -1213,7 +1157,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--lora-paths",),
-        help="Adapters to load at startup, given as paths, name=path pairs, or objects with a pinned flag. Unset preloads none.",
     ),
     "max_loaded_loras": LeafSpec(
         name="max_loaded_loras",
@@ -1231,7 +1174,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-loaded-loras",),
-        help="Most adapters held in host memory at once; must be at least max_loras_per_batch. Unset means no limit.",
     ),
     "max_loras_per_batch": LeafSpec(
         name="max_loras_per_batch",
@@ -1249,7 +1191,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-loras-per-batch",),
-        help="Most distinct adapters allowed in one batch, counting the base model as one.",
     ),
     "lora_backend": LeafSpec(
         name="lora_backend",
@@ -1267,7 +1208,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--lora-backend",),
-        help="Kernel backend for batched LoRA matrix multiplies.",
     ),
     "max_lora_chunk_size": LeafSpec(
         name="max_lora_chunk_size",
@@ -1285,7 +1225,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-lora-chunk-size",),
-        help="Chunk size used by the chunked SGMV (csgmv) LoRA kernel.",
     ),
     "enable_lora_overlap_loading": LeafSpec(
         name="enable_lora_overlap_loading",
@@ -1303,7 +1242,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-lora-overlap-loading",),
-        help="Load adapter weights asynchronously so loading overlaps with compute. Unset uses the server default.",
     ),
     "disable_radix_cache": LeafSpec(
         name="disable_radix_cache",
@@ -1321,7 +1259,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disable-radix-cache",),
-        help="Turn off the prefix (radix-tree) cache, so KV is not reused across requests. PD role switching may change it at runtime.",
     ),
     "radix_eviction_policy": LeafSpec(
         name="radix_eviction_policy",
@@ -1339,7 +1276,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--radix-eviction-policy",),
-        help="Policy for choosing which cached prefixes to evict when the KV pool is full.",
     ),
     "enable_hierarchical_cache": LeafSpec(
         name="enable_hierarchical_cache",
@@ -1357,7 +1293,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-hierarchical-cache",),
-        help="Add a host-memory tier (HiCache) behind the GPU KV pool so evicted prefixes can be loaded back.",
     ),
     "hicache_host_memory_mode": LeafSpec(
         name="hicache_host_memory_mode",
@@ -1375,7 +1310,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--hicache-host-memory-mode",),
-        help="Whether the host tier is a persistent cache (cache) or only a transient staging buffer (buffer_only).",
     ),
     "hicache_ratio": LeafSpec(
         name="hicache_ratio",
@@ -1393,7 +1327,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--hicache-ratio",),
-        help="Size of the host KV pool as a multiple of the device pool. Unset uses a default that depends on hicache_host_memory_mode.",
     ),
     "hicache_size": LeafSpec(
         name="hicache_size",
@@ -1411,7 +1344,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--hicache-size",),
-        help="Host KV pool size in GiB; when non-zero it takes precedence over hicache_ratio.",
     ),
     "hicache_write_policy": LeafSpec(
         name="hicache_write_policy",
@@ -1429,7 +1361,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--hicache-write-policy",),
-        help="When KV pages are copied from the GPU to the host tier. May be changed when HiCache is attached at runtime.",
     ),
     "hicache_mem_layout": LeafSpec(
         name="hicache_mem_layout",
@@ -1453,7 +1384,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--hicache-mem-layout",),
-        help="How KV data is arranged in the host pool (layer-first, page-first or a variant); affects the speed of host-device copies.",
     ),
     "hicache_storage_backend": LeafSpec(
         name="hicache_storage_backend",
@@ -1484,7 +1414,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--hicache-storage-backend",),
-        help="Storage tier (disk or remote) behind the host cache. Unset means no storage tier; one can be attached at runtime.",
     ),
     "hicache_storage_prefetch_policy": LeafSpec(
         name="hicache_storage_prefetch_policy",
@@ -1502,7 +1431,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--hicache-storage-prefetch-policy",),
-        help="When prefetching a request's KV from storage stops (best_effort, wait_complete or timeout).",
     ),
     "hicache_storage_backend_extra_config": LeafSpec(
         name="hicache_storage_backend_extra_config",
@@ -1520,7 +1448,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--hicache-storage-backend-extra-config",),
-        help="Extra backend-specific options for the storage tier, as a JSON object. Unset passes none.",
     ),
     "enable_unified_memory": LeafSpec(
         name="enable_unified_memory",
@@ -1538,7 +1465,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-unified-memory",),
-        help="Use one shared byte buffer that the full-attention, SWA and mamba sub-pools draw from as needed.",
     ),
     "enable_page_major_kv_layout": LeafSpec(
         name="enable_page_major_kv_layout",
@@ -1556,7 +1482,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-page-major-kv-layout",),
-        help="Store KV and mamba state page-major instead of layer-major.",
     ),
     "enable_multimodal": LeafSpec(
         name="enable_multimodal",
@@ -1574,7 +1499,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-multimodal",),
-        help="Accept image, video and audio inputs for models that support them. Unset decides from the model.",
     ),
     "mm_attention_backend": LeafSpec(
         name="mm_attention_backend",
@@ -1602,7 +1526,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mm-attention-backend",),
-        help="Attention kernel for the vision or audio encoder. Unset picks one for the platform.",
     ),
     "mm_feature_transport": LeafSpec(
         name="mm_feature_transport",
@@ -1620,7 +1543,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mm-feature-transport",),
-        help="How encoder outputs reach the scheduler (cpu, cuda_ipc or cuda_vmm); the GPU modes reserve device memory. Unset uses the default.",
     ),
     "mm_process_config": LeafSpec(
         name="mm_process_config",
@@ -1638,7 +1560,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mm-process-config",),
-        help="Preprocessing options per modality (image, video, audio), as a JSON object. Unset uses the model's defaults.",
     ),
     "mm_enable_dp_encoder": LeafSpec(
         name="mm_enable_dp_encoder",
@@ -1656,7 +1577,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mm-enable-dp-encoder",),
-        help="Give each TP rank its own copy of the multimodal encoder and split encoder inputs among them, instead of sharding the encoder.",
     ),
     "limit_mm_data_per_request": LeafSpec(
         name="limit_mm_data_per_request",
@@ -1674,7 +1594,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--limit-mm-data-per-request",),
-        help="Most inputs of each modality allowed in one request, e.g. {image: 1}. Unset means no limit.",
     ),
     "mm_preprocess_cache_size_mb": LeafSpec(
         name="mm_preprocess_cache_size_mb",
@@ -1692,7 +1611,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mm-preprocess-cache-size-mb",),
-        help="Host memory in MiB for caching preprocessed multimodal inputs; 0 disables the cache. Unset uses the default size.",
     ),
     "model_path": LeafSpec(
         name="model_path",
@@ -1710,7 +1628,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--model-path", "--model"),
-        help="Local directory or Hugging Face Hub id of the model weights. Required; it changes at runtime when weights are reloaded.",
     ),
     "load_format": LeafSpec(
         name="load_format",
@@ -1747,7 +1664,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--load-format",),
-        help="Format or loader used to read the weights; auto picks from the files present. May change when weights are reloaded.",
     ),
     "context_length": LeafSpec(
         name="context_length",
@@ -1765,7 +1681,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--context-length",),
-        help="Maximum sequence length (prompt plus output). Unset uses the value from the model config.",
     ),
     "dtype": LeafSpec(
         name="dtype",
@@ -1783,7 +1698,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--dtype",),
-        help="Precision of weights and activations; auto follows the checkpoint. The server may adjust it at load time for GPU compatibility.",
     ),
     "kv_cache_dtype": LeafSpec(
         name="kv_cache_dtype",
@@ -1810,7 +1724,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--kv-cache-dtype",),
-        help="Precision of stored KV cache entries; auto uses the model dtype, or FP8 when the checkpoint declares FP8 KV quantization.",
     ),
     "quantization": LeafSpec(
         name="quantization",
@@ -1860,7 +1773,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--quantization",),
-        help="Weight quantization method. Unset detects it from the checkpoint's quantization config.",
     ),
     "quantization_param_path": LeafSpec(
         name="quantization_param_path",
@@ -1878,7 +1790,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--quantization-param-path",),
-        help="Path to a JSON file of KV cache scaling factors, used with an FP8 KV cache. Unset means a scale of 1.0.",
     ),
     "is_embedding": LeafSpec(
         name="is_embedding",
@@ -1896,7 +1807,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--is-embedding",),
-        help="Serve the model as an embedding model instead of for text generation.",
     ),
     "json_model_override_args": LeafSpec(
         name="json_model_override_args",
@@ -1914,7 +1824,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--json-model-override-args",),
-        help="Fields merged over the model's config before loading, as a JSON object; empty means no overrides.",
     ),
     "log_level": LeafSpec(
         name="log_level",
@@ -1932,7 +1841,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--log-level",),
-        help="Log level for all loggers (e.g. debug, info, warning).",
     ),
     "log_requests_level": LeafSpec(
         name="log_requests_level",
@@ -1950,7 +1858,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--log-requests-level",),
-        help="How much of each request is logged, from 0 (metadata only) to 3 (full inputs and outputs).",
     ),
     "enable_metrics": LeafSpec(
         name="enable_metrics",
@@ -1968,7 +1875,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--enable-metrics",),
-        help="Expose Prometheus metrics from the server.",
     ),
     "enable_metrics_for_all_schedulers": LeafSpec(
         name="enable_metrics_for_all_schedulers",
@@ -1986,7 +1892,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--enable-metrics-for-all-schedulers",),
-        help="Record metrics on every TP rank instead of only rank 0.",
     ),
     "decode_log_interval": LeafSpec(
         name="decode_log_interval",
@@ -2004,7 +1909,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--decode-log-interval",),
-        help="Number of decode iterations between decode statistics log lines.",
     ),
     "kv_events_config": LeafSpec(
         name="kv_events_config",
@@ -2022,7 +1926,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--kv-events-config",),
-        help="Settings for publishing KV cache events, as JSON. Unset means no events are published.",
     ),
     "enable_forward_pass_metrics": LeafSpec(
         name="enable_forward_pass_metrics",
@@ -2040,7 +1943,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--enable-forward-pass-metrics",),
-        help="Publish metrics for each forward pass over a ZMQ IPC socket.",
     ),
     "forward_pass_metrics_ipc_name": LeafSpec(
         name="forward_pass_metrics_ipc_name",
@@ -2058,7 +1960,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--forward-pass-metrics-ipc-name",),
-        help="IPC address for forward-pass metrics. Filled in by the server at runtime; the flag is hidden from help. Unset until then.",
     ),
     "kv_canary": LeafSpec(
         name="kv_canary",
@@ -2076,7 +1977,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--kv-canary",),
-        help="KV cache corruption check: none disables it, log reports mismatches, raise fails on them.",
     ),
     "tp_size": LeafSpec(
         name="tp_size",
@@ -2094,7 +1994,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--tp-size", "--tensor-parallel-size"),
-        help="Tensor-parallel size: number of GPUs that split each layer of one model replica.",
     ),
     "pp_size": LeafSpec(
         name="pp_size",
@@ -2112,7 +2011,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--pp-size", "--pipeline-parallel-size"),
-        help="Number of pipeline-parallel stages; each stage holds a contiguous range of layers.",
     ),
     "dp_size": LeafSpec(
         name="dp_size",
@@ -2130,7 +2028,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--dp-size", "--data-parallel-size"),
-        help="Number of data-parallel replicas, or of attention-DP groups when enable_dp_attention is set. Elastic EP may change it at runtime.",
     ),
     "ep_size": LeafSpec(
         name="ep_size",
@@ -2148,7 +2045,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--ep-size", "--expert-parallel-size", "--ep"),
-        help="Expert-parallel size for MoE layers. Elastic EP may change it at runtime.",
     ),
     "attn_cp_size": LeafSpec(
         name="attn_cp_size",
@@ -2166,7 +2062,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--attn-cp-size", "--attention-context-parallel-size"),
-        help="Context-parallel size for attention, taken out of the tp_size ranks.",
     ),
     "dcp_size": LeafSpec(
         name="dcp_size",
@@ -2184,7 +2079,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--dcp-size", "--decode-context-parallel-size"),
-        help="Decode context-parallel size: number of ranks the KV cache is sharded across during decode.",
     ),
     "moe_dp_size": LeafSpec(
         name="moe_dp_size",
@@ -2202,7 +2096,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--moe-dp-size", "--moe-data-parallel-size"),
-        help="Data-parallel size within MoE layers.",
     ),
     "moe_dense_tp_size": LeafSpec(
         name="moe_dense_tp_size",
@@ -2220,7 +2113,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--moe-dense-tp-size",),
-        help="Tensor-parallel size for the dense MLP layers of MoE models. Unset uses tp_size.",
     ),
     "enable_dp_attention": LeafSpec(
         name="enable_dp_attention",
@@ -2238,7 +2130,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-dp-attention",),
-        help="Split attention into dp_size data-parallel groups, each handling its own requests, while FFN/MoE layers remain tensor-parallel.",
     ),
     "pp_max_micro_batch_size": LeafSpec(
         name="pp_max_micro_batch_size",
@@ -2256,7 +2147,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--pp-max-micro-batch-size",),
-        help="Most requests per pipeline micro-batch. Unset means max(max_running_requests // pp_size, 1); adjustable at runtime via /set_internal_state.",
     ),
     "pp_async_batch_depth": LeafSpec(
         name="pp_async_batch_depth",
@@ -2274,7 +2164,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--pp-async-batch-depth",),
-        help="How many pipeline micro-batches may be in flight asynchronously.",
     ),
     "nnodes": LeafSpec(
         name="nnodes",
@@ -2292,7 +2181,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--nnodes",),
-        help="Number of nodes (hosts) in a multi-node launch.",
     ),
     "node_rank": LeafSpec(
         name="node_rank",
@@ -2310,7 +2198,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--node-rank",),
-        help="Rank of this node among the nnodes nodes, starting at 0.",
     ),
     "dist_init_addr": LeafSpec(
         name="dist_init_addr",
@@ -2328,7 +2215,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--dist-init-addr", "--nccl-init-addr"),
-        help="host:port used to initialize the distributed backend across nodes. Unset uses a local address.",
     ),
     "max_ep_size": LeafSpec(
         name="max_ep_size",
@@ -2346,7 +2232,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-ep-size",),
-        help="Largest expert-parallel size that elastic scaling may grow to; buffers are pre-sized for it. Unset sizes them for ep_size.",
     ),
     "mem_fraction_static": LeafSpec(
         name="mem_fraction_static",
@@ -2364,7 +2249,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mem-fraction-static",),
-        help="Fraction of free GPU memory (measured before loading) given to weights plus the KV cache pool. Unset derives it from the GPU's memory size.",
     ),
     "max_running_requests": LeafSpec(
         name="max_running_requests",
@@ -2382,7 +2266,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-running-requests",),
-        help="Most requests allowed to run at once. Unset estimates it from the KV cache capacity.",
     ),
     "max_queued_requests": LeafSpec(
         name="max_queued_requests",
@@ -2400,7 +2283,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--max-queued-requests",),
-        help="Most requests that may wait in the queue before new ones are rejected; not enforced under disaggregation. Unset means no limit.",
     ),
     "max_total_tokens": LeafSpec(
         name="max_total_tokens",
@@ -2418,7 +2300,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-total-tokens",),
-        help="Upper bound on token slots in the KV cache pool. Unset sizes the pool from profiled free memory.",
     ),
     "chunked_prefill_size": LeafSpec(
         name="chunked_prefill_size",
@@ -2436,7 +2317,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--chunked-prefill-size",),
-        help="Most tokens per prefill chunk; -1 disables chunked prefill. Unset picks a default for the GPU. PD role switching may change it.",
     ),
     "max_prefill_tokens": LeafSpec(
         name="max_prefill_tokens",
@@ -2454,7 +2334,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-prefill-tokens",),
-        help="Token budget for one prefill batch; the effective limit is never below the model's context length.",
     ),
     "prefill_max_requests": LeafSpec(
         name="prefill_max_requests",
@@ -2472,7 +2351,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--prefill-max-requests",),
-        help="Most requests in one prefill batch. Unset means no limit.",
     ),
     "schedule_policy": LeafSpec(
         name="schedule_policy",
@@ -2499,7 +2377,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--schedule-policy",),
-        help="Policy deciding which waiting requests are scheduled next, e.g. fcfs (arrival order), lpm (longest prefix match) or priority.",
     ),
     "schedule_conservativeness": LeafSpec(
         name="schedule_conservativeness",
@@ -2517,7 +2394,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--schedule-conservativeness",),
-        help="How much KV space is held back for running requests; higher values admit fewer new requests but retract less often.",
     ),
     "page_size": LeafSpec(
         name="page_size",
@@ -2535,7 +2411,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--page-size",),
-        help="Number of tokens per KV cache page. Unset picks a value suited to the attention backend.",
     ),
     "swa_full_tokens_ratio": LeafSpec(
         name="swa_full_tokens_ratio",
@@ -2553,7 +2428,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--swa-full-tokens-ratio",),
-        help="KV tokens for sliding-window layers as a fraction (0 to 1) of those for full-attention layers. Unset falls back to 0.8.",
     ),
     "disable_hybrid_swa_memory": LeafSpec(
         name="disable_hybrid_swa_memory",
@@ -2571,7 +2445,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disable-hybrid-swa-memory",),
-        help="Give sliding-window layers the same KV capacity as full layers instead of a separate, smaller pool.",
     ),
     "disable_chunked_prefix_cache": LeafSpec(
         name="disable_chunked_prefix_cache",
@@ -2589,7 +2462,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disable-chunked-prefix-cache",),
-        help="Turn off the chunked prefix cache path used by MLA models. The server may also turn it off at load time.",
     ),
     "disable_overlap_schedule": LeafSpec(
         name="disable_overlap_schedule",
@@ -2607,7 +2479,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--disable-overlap-schedule",),
-        help="Turn off overlapping CPU scheduling with GPU execution, so each batch is scheduled after the previous one finishes.",
     ),
     "enable_mixed_chunk": LeafSpec(
         name="enable_mixed_chunk",
@@ -2625,7 +2496,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-mixed-chunk",),
-        help="Allow a prefill chunk and decode requests to run in the same batch.",
     ),
     "max_mamba_cache_size": LeafSpec(
         name="max_mamba_cache_size",
@@ -2643,7 +2513,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-mamba-cache-size",),
-        help="Number of mamba state slots per DP shard. Unset sizes it from available memory and the request limits.",
     ),
     "mamba_full_memory_ratio": LeafSpec(
         name="mamba_full_memory_ratio",
@@ -2661,7 +2530,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mamba-full-memory-ratio",),
-        help="Mamba state memory relative to full-attention KV memory when the memory budget is split. Unset falls back to 0.9.",
     ),
     "prefill_only_disable_kv_cache": LeafSpec(
         name="prefill_only_disable_kv_cache",
@@ -2679,7 +2547,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--prefill-only-disable-kv-cache",),
-        help="Skip allocating a physical KV cache for prefill-only workloads such as embeddings.",
     ),
     "host": LeafSpec(
         name="host",
@@ -2697,7 +2564,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--host",),
-        help="IP address the HTTP server listens on.",
     ),
     "port": LeafSpec(
         name="port",
@@ -2715,7 +2581,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--port",),
-        help="Port the HTTP server listens on.",
     ),
     "served_model_name": LeafSpec(
         name="served_model_name",
@@ -2733,7 +2598,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--served-model-name",),
-        help="Name clients see and use for the model in the OpenAI-compatible API. Unset uses model_path.",
     ),
     "tokenizer_path": LeafSpec(
         name="tokenizer_path",
@@ -2751,7 +2615,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--tokenizer-path",),
-        help="Path or Hub id of the tokenizer. Unset uses model_path.",
     ),
     "skip_tokenizer_init": LeafSpec(
         name="skip_tokenizer_init",
@@ -2769,7 +2632,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--skip-tokenizer-init",),
-        help="Load no tokenizer; requests must send token ids and responses return token ids.",
     ),
     "weight_version": LeafSpec(
         name="weight_version",
@@ -2787,7 +2649,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--weight-version",),
-        help="Version label of the weights being served; updated at runtime when weights are swapped.",
     ),
     "api_key": LeafSpec(
         name="api_key",
@@ -2805,7 +2666,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--api-key",),
-        help="API key that clients must send as a bearer token. Unset means no authentication.",
     ),
     "chat_template": LeafSpec(
         name="chat_template",
@@ -2823,7 +2683,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--chat-template",),
-        help="Built-in chat template name or path to a template file. Unset uses the tokenizer's own template.",
     ),
     "reasoning_parser": LeafSpec(
         name="reasoning_parser",
@@ -2841,7 +2700,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--reasoning-parser",),
-        help="Parser that separates reasoning text from the final answer. Unset disables it unless one is detected from the chat template.",
     ),
     "tool_call_parser": LeafSpec(
         name="tool_call_parser",
@@ -2859,7 +2717,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--tool-call-parser",),
-        help="Parser that extracts tool calls from model output. Unset disables it unless one is detected from the chat template.",
     ),
     "stream_interval": LeafSpec(
         name="stream_interval",
@@ -2877,7 +2734,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--stream-interval",),
-        help="Number of tokens generated between streamed response chunks.",
     ),
     "speculative_algorithm": LeafSpec(
         name="speculative_algorithm",
@@ -2895,7 +2751,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-algorithm",),
-        help="Speculative decoding algorithm, e.g. EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM or DFLASH. Unset disables speculative decoding.",
     ),
     "speculative_draft_model_path": LeafSpec(
         name="speculative_draft_model_path",
@@ -2913,7 +2768,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-draft-model-path", "--speculative-draft-model"),
-        help="Path or Hub id of the draft model weights. Unset lets the algorithm supply its own draft (e.g. NEXTN uses the target checkpoint).",
     ),
     "speculative_num_steps": LeafSpec(
         name="speculative_num_steps",
@@ -2931,7 +2785,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-num-steps",),
-        help="Number of autoregressive draft steps per verification round. Unset picks a default; adaptive speculation may change it at runtime.",
     ),
     "speculative_eagle_topk": LeafSpec(
         name="speculative_eagle_topk",
@@ -2949,7 +2802,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-eagle-topk",),
-        help="Candidates kept at each draft step, i.e. the branching factor of the draft tree. Unset picks a default.",
     ),
     "speculative_num_draft_tokens": LeafSpec(
         name="speculative_num_draft_tokens",
@@ -2967,7 +2819,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity="max_speculative_num_draft_tokens",
         flags=("--speculative-num-draft-tokens",),
-        help="Draft tokens verified by the target model per round (the current value). Unset picks a default; adaptive speculation may change it at runtime.",
     ),
     "speculative_accept_threshold_single": LeafSpec(
         name="speculative_accept_threshold_single",
@@ -2985,7 +2836,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-accept-threshold-single",),
-        help="Accept a draft token outright when its target-model probability exceeds this threshold. Adjustable at runtime via /set_internal_state.",
     ),
     "speculative_accept_threshold_acc": LeafSpec(
         name="speculative_accept_threshold_acc",
@@ -3003,7 +2853,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-accept-threshold-acc",),
-        help="Relaxes acceptance: a draft token's acceptance probability p becomes min(1, p / threshold). Adjustable at runtime via /set_internal_state.",
     ),
     "speculative_attention_mode": LeafSpec(
         name="speculative_attention_mode",
@@ -3021,7 +2870,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-attention-mode",),
-        help="Whether target verification and draft extension use prefill or decode attention kernels.",
     ),
     "speculative_draft_attention_backend": LeafSpec(
         name="speculative_draft_attention_backend",
@@ -3039,7 +2887,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-draft-attention-backend",),
-        help="Attention backend for the draft model. Unset uses the target model's attention backend.",
     ),
     "speculative_draft_load_format": LeafSpec(
         name="speculative_draft_load_format",
@@ -3076,7 +2923,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-draft-load-format",),
-        help="Weight format for loading the draft model. Unset uses load_format.",
     ),
     "speculative_draft_kv_cache_dtype": LeafSpec(
         name="speculative_draft_kv_cache_dtype",
@@ -3094,7 +2940,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-draft-kv-cache-dtype",),
-        help="KV cache precision for the draft model. Unset uses kv_cache_dtype.",
     ),
     "speculative_draft_window_size": LeafSpec(
         name="speculative_draft_window_size",
@@ -3112,7 +2957,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-draft-window-size",),
-        help="Sliding-window size for the draft model's attention. Unset means no window (full attention).",
     ),
     "enable_multi_layer_eagle": LeafSpec(
         name="enable_multi_layer_eagle",
@@ -3130,7 +2974,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--enable-multi-layer-eagle",),
-        help="Use a multi-layer EAGLE draft head instead of a single layer.",
     ),
     "speculative_adaptive": LeafSpec(
         name="speculative_adaptive",
@@ -3148,7 +2991,6 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-adaptive",),
-        help="Adjust draft depth at runtime based on the observed acceptance rate.",
     ),
 }
 
@@ -3162,7 +3004,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("dcp_size",),
         pinned=False,
         hash=True,
-        help="Derived: dcp_size if dcp_size > 1 else 1. Decode context-parallel size used by attention.",
     ),
     "attn_dp_size": DerivedSpec(
         name="attn_dp_size",
@@ -3172,7 +3013,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("dp_size", "enable_dp_attention"),
         pinned=False,
         hash=True,
-        help="Derived: dp_size if enable_dp_attention else 1. Number of attention data-parallel groups; elastic EP may restamp it.",
     ),
     "dcp_enabled": DerivedSpec(
         name="dcp_enabled",
@@ -3182,7 +3022,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("dcp_size",),
         pinned=False,
         hash=True,
-        help="Derived: dcp_size > 1. The decode context-parallel group is only created when this is true.",
     ),
     "enable_mamba_extra_buffer": DerivedSpec(
         name="enable_mamba_extra_buffer",
@@ -3192,7 +3031,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("disable_radix_cache", "mamba_radix_cache_strategy"),
         pinned=False,
         hash=True,
-        help="Derived: (not disable_radix_cache) and mamba_radix_cache_strategy in {extra_buffer, extra_buffer_lazy}. True when mamba states get extra prefix-cache buffers.",
     ),
     "enable_mamba_extra_buffer_lazy": DerivedSpec(
         name="enable_mamba_extra_buffer_lazy",
@@ -3202,7 +3040,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("mamba_radix_cache_strategy",),
         pinned=False,
         hash=True,
-        help="Derived: mamba_radix_cache_strategy == extra_buffer_lazy. True when the extra mamba buffers are filled lazily.",
     ),
     "is_ep_joiner": DerivedSpec(
         name="is_ep_joiner",
@@ -3212,7 +3049,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("ep_join_mode",),
         pinned=False,
         hash=True,
-        help="Derived: ep_join_mode in {scale, recover}. True when this process joins an existing elastic-EP group.",
     ),
     "max_speculative_num_draft_tokens": DerivedSpec(
         name="max_speculative_num_draft_tokens",
@@ -3228,7 +3064,6 @@ DERIVED: dict[str, DerivedSpec] = {
         ),
         pinned=True,
         hash=True,
-        help="Derived, pinned at publish: max(speculative_num_draft_tokens, draft-token capacity). Upper bound used to size KV headroom while the active value adapts.",
     ),
     "moe_ep_size": DerivedSpec(
         name="moe_ep_size",
@@ -3238,7 +3073,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("ep_size",),
         pinned=False,
         hash=True,
-        help="Derived: equal to ep_size as configured. The live expert group may differ under elastic EP.",
     ),
     "attn_tp_size": DerivedSpec(
         name="attn_tp_size",
@@ -3248,7 +3082,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("tp_size", "attn_dp_size", "attn_cp_size"),
         pinned=False,
         hash=True,
-        help="Derived: tp_size // attn_dp_size // attn_cp_size. Tensor-parallel size within each attention group.",
     ),
     "moe_tp_size": DerivedSpec(
         name="moe_tp_size",
@@ -3258,7 +3091,6 @@ DERIVED: dict[str, DerivedSpec] = {
         inputs=("tp_size", "moe_ep_size", "moe_dp_size"),
         pinned=False,
         hash=True,
-        help="Derived: tp_size // moe_ep_size // moe_dp_size. Tensor-parallel size within MoE layers.",
     ),
 }
 

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
+from types import MemberDescriptorType
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -104,17 +105,23 @@ def _jsonable(value: Any) -> Any:
 
 class ProcessView:
     """The slots the generated accessors read: one per top-level namespace plus the raw
-    record. The generated subclass declares the slots with their types. A read of an
-    empty slot falls through to `__getattr__`, which is therefore never on the read path
-    of an installed bag: it explains (not published, role scoping) or records."""
+    record. The generated subclass declares the slots with their types.
+
+    No `__getattr__` here: its mere presence stops CPython from specializing attribute loads
+    on the type, so every accessor read would pay for it (about 1.4x, bench/bench_roles.py).
+    Instead the context switches the view's class to a sibling (same slots, no new layout)
+    in which each *unfilled* name is a property that explains (not published, role
+    scoping) or records; a filled slot is a plain, specialized slot read."""
 
     __slots__ = ("_context",)
+    _context: Context[Any]
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        context: Context[Any] = object.__getattribute__(self, "_context")
-        return context._missing(name)
+
+def _unfilled_slot(name: str) -> property:
+    def read(view: ProcessView) -> Any:
+        return view._context._missing(name)
+
+    return property(read, doc=f"unfilled {name!r}: explains (or, in record mode, records)")
 
 
 V = TypeVar("V", bound=ProcessView)
@@ -128,6 +135,13 @@ class Context(Generic[V]):
         self.registry = registry
         self.view = view
         object.__setattr__(view, "_context", self)
+        # Role scoping and "not published" act through the view's class: see ProcessView.
+        self._view_base = type(view)
+        self._slots = {n: d for n in (*registry.top_level, RECORD_SLOT)
+                       if isinstance(d := getattr(self._view_base, n, None), MemberDescriptorType)}
+        self._view_classes: dict[frozenset[str], type] = {}
+        self._unfilled: frozenset[str] = frozenset()
+        self._retype(frozenset(self._slots))
         self._runner_view_cls = runner_view or RunnerView
         self._state: State | None = None
         self._lock = threading.RLock()
@@ -165,6 +179,39 @@ class Context(Generic[V]):
             else:
                 self.republish_report = None
             self._install(state)
+            if self._recorder is not None:
+                self._recorder.published(role)
+        return self
+
+    def adopt(
+        self,
+        record: Any,
+        *,
+        role: str,
+        log: tuple[OverrideEntry, ...] = (),
+        epoch: int,
+        sealed: bool = False,
+        ranks: Mapping[str, int] | None = None,
+    ) -> Context[V]:
+        """Install a state exported by another process or rank (runtime.dist): resolve
+        `record`, fold `log` onto it keeping its entries and `epoch` as they are, so this
+        state equals the exporter's. Values are checked (type, range, capacity), not policy
+        or owner: the exporter already admitted them. Unlike publish, nothing is replayed."""
+        if role not in self.registry.roles:
+            raise RoleError(f"adopt(role={role!r}): unknown role{closest(role, self.registry.roles)}")
+        with self._lock:
+            stamped = dict(ranks or {})
+            values = self._resolve_record(record)
+            state = State(record=record, role=role, values=values,
+                          bags=self._build_bags(values, stamped), log=(), epoch=epoch,
+                          sealed=sealed, ranks=stamped)
+            if log:
+                final = {e.leaf: e.new for e in log}  # later entries win, as they did there
+                changes = self._validate(state, final, source="adopt", check_policy=False)
+                values, bags = self._recompute(state, changes)
+                state = attrs.evolve(state, values=values, bags=bags, log=tuple(log))
+            self._install(state)
+            self.republish_report = None
             if self._recorder is not None:
                 self._recorder.published(role)
         return self
@@ -314,7 +361,7 @@ class Context(Generic[V]):
         for d in reg.derived:  # registry order: inputs before dependents
             spec = reg.derived[d]
             if d in touched and not spec.pinned:
-                values[d] = spec.fn(**{i: values[i] for i in spec.inputs})
+                values[d] = spec.fn(*[values[i] for i in spec.inputs])
         spaces = {ns for n in touched for ns in reg.rebuild[n]}
         bags = dict(state.bags)
         for path, _ns in reg.namespaces.items():  # children before parents
@@ -326,7 +373,7 @@ class Context(Generic[V]):
     def _resolve_record(self, record: Any) -> dict[str, Any]:
         values = {name: _with_fallback(spec, getattr(record, name)) for name, spec in self.registry.leaves.items()}
         for name, spec in self.registry.derived.items():
-            values[name] = spec.fn(**{i: values[i] for i in spec.inputs})
+            values[name] = spec.fn(*[values[i] for i in spec.inputs])
         return values
 
     def _build_bags(self, values: Mapping[str, Any], ranks: Mapping[str, int]) -> dict[str, Any]:
@@ -353,22 +400,37 @@ class Context(Generic[V]):
         view = self.view
         old = self._state
         self._state = state
+        slots = self._slots  # set through the base's slot descriptors: properties shadow them
         if state is None:
-            for slot in (*self.registry.top_level, RECORD_SLOT):
-                if hasattr(type(view), slot):
-                    with suppress(AttributeError):
-                        object.__delattr__(view, slot)
+            for slot in slots.values():
+                with suppress(AttributeError):
+                    slot.__delete__(view)
+            self._retype(frozenset(slots))
             return
-        object.__setattr__(view, RECORD_SLOT, state.record)
+        slots[RECORD_SLOT].__set__(view, state.record)
         allowed = self._visible(state)
         for ns in self.registry.top_level:
             if old is not None and old.bags.get(ns) is state.bags[ns] and old.role == state.role:
                 continue
             if ns in allowed:
-                object.__setattr__(view, ns, state.bags[ns])
+                slots[ns].__set__(view, state.bags[ns])
             else:
                 with suppress(AttributeError):
-                    object.__delattr__(view, ns)
+                    slots[ns].__delete__(view)
+        self._retype(frozenset(ns for ns in self.registry.top_level if ns not in allowed))
+
+    def _retype(self, unfilled: frozenset[str]) -> None:
+        """Give the view the class whose properties cover exactly the `unfilled` names."""
+        if unfilled == self._unfilled and type(self.view) is not self._view_base:
+            return
+        cls = self._view_classes.get(unfilled)
+        if cls is None:
+            base = self._view_base
+            body: dict[str, Any] = {"__slots__": (), "__module__": base.__module__}
+            body.update({name: _unfilled_slot(name) for name in sorted(unfilled)})
+            cls = self._view_classes[unfilled] = type(base.__name__, (base,), body)
+        object.__setattr__(self.view, "__class__", cls)
+        self._unfilled = unfilled
 
     def _visible(self, state: State) -> frozenset[str] | set[str]:
         if self._mode == "off":
@@ -403,7 +465,8 @@ class Context(Generic[V]):
                 assert self._recorder is not None
                 self._recorder.read(state.role, name)
             current = self.state
-            object.__setattr__(self.view, name, current.bags[name])
+            self._slots[name].__set__(self.view, current.bags[name])
+            self._retype(self._unfilled - {name})
             return current.bags[name]
 
     # -- scopes (tests) -------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Derived values of the bundled schema. Each function takes the leaves named in its
-`inputs:` as keyword arguments and returns the derived value; the context recomputes a
+`inputs:`, positionally and in that order, and returns the derived value; the context recomputes a
 non-pinned one whenever an input changes, so no reader can see a stale derived value."""
 
 from __future__ import annotations
@@ -8,46 +8,45 @@ EP_JOIN_MODES = frozenset({"scale", "recover"})
 EXTRA_BUFFER_STRATEGIES = frozenset({"extra_buffer", "extra_buffer_lazy"})
 
 
-def attn_dp_size(*, dp_size: int, enable_dp_attention: bool) -> int:
+def attn_dp_size(dp_size: int, enable_dp_attention: bool) -> int:
     return dp_size if enable_dp_attention else 1
 
 
-def attn_tp_size(*, tp_size: int, attn_dp_size: int, attn_cp_size: int) -> int:
+def attn_tp_size(tp_size: int, attn_dp_size: int, attn_cp_size: int) -> int:
     return max(1, tp_size // attn_dp_size // attn_cp_size)
 
 
-def attn_dcp_size(*, dcp_size: int) -> int:
+def attn_dcp_size(dcp_size: int) -> int:
     return dcp_size if dcp_size > 1 else 1
 
 
-def dcp_enabled(*, dcp_size: int) -> bool:
+def dcp_enabled(dcp_size: int) -> bool:
     # The DCP group is only built when there is more than one rank to shard KV over.
     return dcp_size > 1
 
 
-def moe_ep_size(*, ep_size: int) -> int:
+def moe_ep_size(ep_size: int) -> int:
     # As configured; under elastic EP the live group may differ until the next override.
     return ep_size
 
 
-def moe_tp_size(*, tp_size: int, moe_ep_size: int, moe_dp_size: int) -> int:
+def moe_tp_size(tp_size: int, moe_ep_size: int, moe_dp_size: int) -> int:
     return max(1, tp_size // moe_ep_size // moe_dp_size)
 
 
-def is_ep_joiner(*, ep_join_mode: str | None) -> bool:
+def is_ep_joiner(ep_join_mode: str | None) -> bool:
     return ep_join_mode in EP_JOIN_MODES
 
 
-def enable_mamba_extra_buffer(*, disable_radix_cache: bool, mamba_radix_cache_strategy: str) -> bool:
+def enable_mamba_extra_buffer(disable_radix_cache: bool, mamba_radix_cache_strategy: str) -> bool:
     return not disable_radix_cache and mamba_radix_cache_strategy in EXTRA_BUFFER_STRATEGIES
 
 
-def enable_mamba_extra_buffer_lazy(*, mamba_radix_cache_strategy: str) -> bool:
+def enable_mamba_extra_buffer_lazy(mamba_radix_cache_strategy: str) -> bool:
     return mamba_radix_cache_strategy == "extra_buffer_lazy"
 
 
 def max_speculative_num_draft_tokens(
-    *,
     speculative_algorithm: str | None,
     speculative_num_draft_tokens: int | None,
     speculative_num_steps: int | None,

@@ -30,7 +30,6 @@ class LeafSpec:
     hash: bool
     capacity: str | None
     flags: tuple[str, ...]
-    help: str
 
 
 @attrs.frozen
@@ -42,7 +41,6 @@ class DerivedSpec:
     inputs: tuple[str, ...]
     pinned: bool
     hash: bool
-    help: str
 
 
 @attrs.frozen

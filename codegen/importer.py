@@ -1,0 +1,420 @@
+"""`configbags import-dataclass FILE:CLASS --out DIR [--mapping FILE]`.
+
+Turn an existing dataclass-style `ServerArgs` (SGLang's shape: annotated fields with
+defaults, and an `add_cli_args` that calls `parser.add_argument(...)`) into schema YAML.
+The source is read with `ast` and never imported: importing an engine's config module
+pulls in torch, CUDA probes and side effects, and may not even work on this machine.
+
+Each field becomes a leaf with its type, default, flag and aliases, help and choices, owned
+by `launcher` with override policy `startup` (the safe starting point: the record is
+fixed at publish; loosen per leaf afterwards). `--mapping` is a YAML file `{leaf:
+namespace}`; unmapped leaves go to the `legacy` namespace. `roles.yaml` is written when
+the folder has none, so the result passes the generator as it stands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+DEFAULT_NAMESPACE = "legacy"
+DEFAULT_OWNER = "launcher"
+DEFAULT_OVERRIDE = "startup"
+_MISSING = object()
+_LEAF_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+# Names the generated ServerArgs uses itself (codegen.model.RESERVED), plus its flags.
+_RESERVED = frozenset(
+    {"config", "from_cli", "from_cli_args", "from_dict", "from_file", "to_dict", "add_cli_args", "replace"}
+)
+_SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str"}
+_LISTS = {"List", "list", "Sequence", "Tuple", "tuple", "Set", "set", "FrozenSet", "frozenset"}
+
+ROLES_YAML = """\
+# Written by `configbags import-dataclass`: the smallest set of roles that lets the
+# imported schema generate. Add the engine's real process roles and narrow `reads`.
+roles:
+  launcher:
+    doc: Parses operator input and publishes the record.
+    reads: all
+  test:
+    doc: Unit tests; may read every namespace and write every leaf.
+    reads: all
+    write_any: true
+"""
+
+
+class ImportError_(Exception):
+    """The source cannot be imported as asked (file, class or mapping missing or wrong)."""
+
+
+@attrs.define
+class Field:
+    name: str
+    line: int
+    annotation: ast.expr | None
+    default: Any = _MISSING  # _MISSING: no default; the leaf is required
+    default_note: str | None = None  # why the default could not be read
+    doc: str | None = None
+
+
+@attrs.define
+class Argument:
+    dest: str
+    flags: list[str]
+    kwargs: dict[str, ast.expr]
+    line: int
+
+
+@attrs.frozen
+class ImportResult:
+    leaves: dict[str, dict[str, dict[str, Any]]]  # namespace -> leaf -> spec
+    warnings: tuple[str, ...]
+
+
+def _literal(node: ast.expr | None, constants: Mapping[str, Any]) -> Any:
+    """The value of a literal expression, resolving module-level constants; _MISSING if not."""
+    if node is None:
+        return _MISSING
+    if isinstance(node, ast.Name) and node.id in constants:
+        return constants[node.id]
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("list", "tuple", "sorted", "set")
+        and len(node.args) == 1
+    ):
+        inner = _literal(node.args[0], constants)
+        if inner is not _MISSING and isinstance(inner, (list, tuple, set, dict)):
+            values = list(inner)
+            return sorted(values) if node.func.id in ("sorted", "set") else values
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_literal(e, constants) for e in node.elts]
+        return _MISSING if _MISSING in items else items
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _MISSING
+
+
+def _module_constants(tree: ast.Module) -> dict[str, Any]:
+    constants: dict[str, Any] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = _literal(stmt.value, constants)
+            if value is not _MISSING:
+                constants[stmt.targets[0].id] = value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
+            value = _literal(stmt.value, constants)
+            if value is not _MISSING:
+                constants[stmt.target.id] = value
+    return constants
+
+
+def _fields(cls: ast.ClassDef, constants: Mapping[str, Any]) -> list[Field]:
+    fields: list[Field] = []
+    body = cls.body
+    for index, stmt in enumerate(body):
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        name = stmt.target.id
+        annotation_text = ast.unparse(stmt.annotation)
+        if name.startswith("_") or "ClassVar" in annotation_text or "InitVar" in annotation_text:
+            continue
+        field = Field(name, stmt.lineno, stmt.annotation)
+        value = stmt.value
+        if isinstance(value, ast.Call) and ast.unparse(value.func) in ("field", "dataclasses.field"):
+            keywords = {k.arg: k.value for k in value.keywords if k.arg}
+            if "default" in keywords:
+                value = keywords["default"]
+            elif "default_factory" in keywords:
+                factory = keywords["default_factory"]
+                made = {"list": [], "dict": {}, "tuple": [], "set": []}.get(ast.unparse(factory), _MISSING)
+                if made is _MISSING and isinstance(factory, ast.Lambda):
+                    made = _literal(factory.body, constants)
+                field.default = made
+                if made is _MISSING:
+                    field.default_note = f"default_factory={ast.unparse(factory)}"
+                value = None
+            else:
+                value = None
+        if value is not None:
+            field.default = _literal(value, constants)
+            if field.default is _MISSING:
+                field.default_note = ast.unparse(value)
+        # vLLM style: a string literal right after the field documents it
+        following = body[index + 1] if index + 1 < len(body) else None
+        if (
+            isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            field.doc = " ".join(following.value.value.split())
+        fields.append(field)
+    return fields
+
+
+def _arguments(tree: ast.Module) -> dict[str, Argument]:
+    found: dict[str, Argument] = {}
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            continue
+        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        kwargs = {k.arg: k.value for k in node.keywords if k.arg}
+        dest_node = kwargs.get("dest")
+        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
+            dest = dest_node.value
+        else:
+            long_flags = [f for f in flags if f.startswith("--")]
+            if not long_flags:
+                continue
+            dest = long_flags[0][2:].replace("-", "_")
+        found.setdefault(dest, Argument(dest, flags, kwargs, node.lineno))
+    return found
+
+
+def _type_of(annotation: ast.expr | None) -> tuple[str, list[Any] | None]:
+    """(schema type, choices from a Literal) for a field annotation."""
+    if annotation is None:
+        return "json", None
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return "json", None
+    optional = False
+    node = annotation
+    # X | None, Optional[X], Union[X, None]
+    while True:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            parts = [node.left, node.right]
+        elif isinstance(node, ast.Subscript) and _name(node.value) in ("Optional", "Union"):
+            inner = node.slice
+            parts = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
+            if _name(node.value) == "Optional":
+                parts.append(ast.Constant(None))
+        else:
+            break
+        rest = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
+        optional = optional or len(rest) < len(parts)
+        if len(rest) != 1:
+            return ("optional json" if optional else "json"), None
+        node = rest[0]
+    prefix = "optional " if optional else ""
+    name = _name(node)
+    if name in _SCALARS:
+        return prefix + _SCALARS[name], None
+    if isinstance(node, ast.Subscript) and _name(node.value) == "Literal":
+        inner = node.slice
+        values = [e.value for e in (inner.elts if isinstance(inner, ast.Tuple) else [inner]) if isinstance(e, ast.Constant)]
+        kinds = {type(v) for v in values}
+        base = "str" if kinds == {str} else "int" if kinds == {int} else "json"
+        return prefix + base, values
+    if isinstance(node, ast.Subscript) and _name(node.value) in _LISTS:
+        inner = node.slice
+        first = inner.elts[0] if isinstance(inner, ast.Tuple) and inner.elts else inner
+        element = _name(first)
+        if element in ("int", "str"):
+            return f"{prefix}list[{element}]", None
+    return prefix + "json", None
+
+
+def _name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return ""
+
+
+def _help_text(text: str, default: Any) -> str:
+    # argparse help strings are %-formatted; the schema holds plain text (the generator
+    # escapes % itself), so undo the escaping and fill in %(default)s.
+    text = text.replace("%(default)s", str(default) if default is not _MISSING else "unset")
+    return " ".join(text.replace("%%", "%").split())
+
+
+def import_dataclass(
+    source: str, class_name: str, mapping: Mapping[str, str], *, origin: str = "<source>"
+) -> ImportResult:
+    tree = ast.parse(source)
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
+    if not classes:
+        raise ImportError_(f"{origin}: no class {class_name!r}")
+    constants = _module_constants(tree)
+    arguments = _arguments(tree)
+    warnings: list[str] = []
+    leaves: dict[str, dict[str, dict[str, Any]]] = {}
+    for field in _fields(classes[0], constants):
+        where = f"{origin}:{field.line}: {field.name}"
+        if not _LEAF_NAME.match(field.name) or field.name in _RESERVED:
+            warnings.append(f"{where}: skipped, not a usable leaf name (lowercase, not reserved)")
+            continue
+        type_, literal_choices = _type_of(field.annotation)
+        spec: dict[str, Any] = {"type": type_}
+        argument = arguments.get(field.name)
+        default = field.default
+        if default is _MISSING and field.default_note is None:
+            spec["required"] = True
+        else:
+            if default is _MISSING:
+                warnings.append(f"{where}: default `{field.default_note}` is not a literal; imported as null")
+                default = None
+                if not type_.startswith("optional "):
+                    spec["type"] = type_ = "optional " + type_
+            elif isinstance(default, tuple):
+                default = list(default)
+            if default is None and not type_.startswith("optional "):
+                spec["type"] = type_ = "optional " + type_
+            spec["default"] = default
+        help_text = None
+        if argument is not None and "help" in argument.kwargs:
+            raw_help = _literal(argument.kwargs["help"], constants)
+            if isinstance(raw_help, str):
+                help_text = _help_text(raw_help, field.default)
+            else:
+                warnings.append(f"{where}: help is not a literal string; used the field's doc or a placeholder")
+        help_text = help_text or field.doc or f"Imported from {class_name}.{field.name}; the source has no help text."
+        spec["help"] = help_text
+        if argument is None:
+            spec["cli"] = False
+        else:
+            cli = _cli_spec(field.name, argument, where, warnings)
+            if cli is not None:
+                spec["cli"] = cli
+        choices = literal_choices
+        if argument is not None and "choices" in argument.kwargs:
+            listed = _literal(argument.kwargs["choices"], constants)
+            if isinstance(listed, (list, tuple)) and listed:
+                choices = list(listed)
+            else:
+                warnings.append(f"{where}: choices `{ast.unparse(argument.kwargs['choices'])}` are not literal; left out")
+        if choices:
+            spec["choices"] = list(dict.fromkeys(choices))
+        spec["owner"] = DEFAULT_OWNER
+        spec["override"] = DEFAULT_OVERRIDE
+        namespace = mapping.get(field.name, DEFAULT_NAMESPACE)
+        leaves.setdefault(namespace, {})[field.name] = spec
+    for dest in sorted(set(arguments) - {f.name for f in _fields(classes[0], constants)}):
+        warnings.append(f"{origin}:{arguments[dest].line}: flag for {dest!r} has no field; not imported")
+    return ImportResult(leaves, tuple(warnings))
+
+
+def _cli_spec(name: str, argument: Argument, where: str, warnings: list[str]) -> dict[str, Any] | None:
+    action = argument.kwargs.get("action")
+    if isinstance(action, ast.Constant) and action.value == "store_false":
+        # `--disable-x` storing False into `x` has no schema spelling; the generator's
+        # own bool flag for the leaf replaces it.
+        warnings.append(f"{where}: store_false flag {argument.flags} inverts the leaf; the generated flag replaces it")
+        return None
+    usable = [f for f in argument.flags if _FLAG.match(f)]
+    dropped = [f for f in argument.flags if f not in usable]
+    if dropped:
+        warnings.append(f"{where}: flags {dropped} are not --long-lowercase; left out")
+    if not usable:
+        return None
+    spec: dict[str, Any] = {}
+    default_flag = "--" + name.replace("_", "-")
+    if usable[0] != default_flag:
+        spec["flag"] = usable[0]
+    aliases = [f for f in usable[1:] if f != default_flag or "flag" not in spec]
+    if aliases:
+        spec["aliases"] = aliases
+    return spec or None
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block mappings with flow lists, the layout of the bundled schema."""
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+_Dumper.add_representer(list, _represent_list)
+
+
+def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
+    """Write `out/namespaces/<ns>.yaml` (and parents) plus `out/roles.yaml` if missing."""
+    written: list[Path] = []
+    folder = out / "namespaces"
+    folder.mkdir(parents=True, exist_ok=True)
+    namespaces = set(result.leaves)
+    for namespace in list(namespaces):
+        parts = namespace.split(".")
+        namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    for namespace in sorted(namespaces):
+        path = folder / f"{namespace}.yaml"
+        leaves = result.leaves.get(namespace, {})
+        doc = (
+            f"Imported from {origin} by configbags import-dataclass; review types, owners and "
+            f"override policies."
+            if namespace != DEFAULT_NAMESPACE
+            else f"Leaves of {origin} not yet mapped to a namespace (configbags import-dataclass)."
+        )
+        body = yaml.dump(
+            {"namespace": namespace, "doc": doc, "leaves": leaves},
+            Dumper=_Dumper,
+            sort_keys=False,
+            allow_unicode=True,
+            width=100,
+            default_flow_style=False,
+        )
+        header = f"# Written by `configbags import-dataclass {origin}`; edit freely from here on.\n"
+        path.write_text(header + body, encoding="utf-8")
+        written.append(path)
+    roles = out / "roles.yaml"
+    if not roles.exists():
+        roles.write_text(ROLES_YAML, encoding="utf-8")
+        written.append(roles)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="configbags import-dataclass", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("source", metavar="FILE:CLASS", help="e.g. python/sglang/srt/server_args.py:ServerArgs")
+    parser.add_argument("--out", type=Path, required=True, help="schema folder to write")
+    parser.add_argument("--mapping", type=Path, help="YAML {leaf: namespace}; unmapped go to `legacy`")
+    args = parser.parse_args(argv)
+    file_name, _, class_name = args.source.rpartition(":")
+    if not file_name or not class_name:
+        print("configbags import-dataclass: expected FILE:CLASS", file=sys.stderr)
+        return 2
+    path = Path(file_name)
+    try:
+        source = path.read_text(encoding="utf-8")
+        mapping: dict[str, str] = {}
+        if args.mapping is not None:
+            loaded = yaml.safe_load(args.mapping.read_text(encoding="utf-8")) or {}
+            if not isinstance(loaded, dict):
+                raise ImportError_(f"{args.mapping}: expected a mapping {{leaf: namespace}}")
+            mapping = {str(k): str(v) for k, v in loaded.items()}
+        result = import_dataclass(source, class_name, mapping, origin=f"{path.name}:{class_name}")
+    except (OSError, SyntaxError, yaml.YAMLError, ImportError_) as exc:
+        print(f"configbags import-dataclass: {exc}", file=sys.stderr)
+        return 1
+    for unknown in sorted(set(mapping) - {n for leaves in result.leaves.values() for n in leaves}):
+        print(f"warning: mapping names {unknown!r}, which is not a field of {class_name}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    written = write_schema(result, args.out, origin=f"{path.name}:{class_name}")
+    count = sum(map(len, result.leaves.values()))
+    print(
+        f"import-dataclass: {count} leaves into {len(result.leaves)} namespaces; wrote "
+        f"{len(written)} files under {args.out}; next: configbags gen --schema {args.out}"
+    )
+    return 0

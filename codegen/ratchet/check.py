@@ -1,0 +1,233 @@
+"""Hold the raw reads found by the scanner to the allowlist, exactly and in both directions.
+
+Keyed by (file, function, leaf): a read without an entry fails and names the accessor to
+use instead; an entry without a read fails until it is removed, so the allowlist only ever
+shrinks (`configbags ratchet update` removes such entries). Writes to the record and renamed
+raw accessors fail whatever the allowlist says, and so does a scan that read too few files
+or could not read one: a ratchet that sees nothing passes everything.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+import attrs
+import yaml
+
+from codegen.ratchet.scan import Read, ScanResult
+
+DEFAULT_MIN_FILES = 5
+REASON_PLACEHOLDER = "<why this read stays raw>"
+
+# How each spelling reached the record, for messages.
+_VIA = {
+    "accessor": "the raw accessor",
+    "alias": "an alias of the raw record",
+    "parameter": "a parameter holding the raw record",
+    "attribute": "a record attribute (e.g. self.server_args)",
+    "self_alias": "a self. attribute holding the raw record",
+    "wrapper": "a function returning the raw record",
+    "constructed": "a ServerArgs built in place",
+}
+
+
+class AllowEntry(NamedTuple):
+    """One allowlist entry; the generated `ratchet_allowlist.AllowEntry` has the same shape."""
+
+    file: str
+    function: str
+    leaf: str
+    reason: str
+
+
+Key = tuple[str, str, str]
+
+
+@attrs.frozen
+class Failure:
+    kind: str  # new_read, stale_entry, write, renamed_accessor, unreadable, too_few_files, entry
+    message: str
+
+
+@attrs.frozen
+class CheckReport:
+    failures: tuple[Failure, ...]
+    reads: int
+    keys: int
+    allowed: int
+    files_parsed: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def render(self) -> str:
+        lines = [failure.message for failure in self.failures]
+        status = "FAILED" if self.failures else "ok"
+        lines.append(
+            f"ratchet {status}: {self.files_parsed} files scanned, {self.reads} raw reads at "
+            f"{self.keys} (file, function, leaf) keys, {self.allowed} allowlisted, "
+            f"{len(self.failures)} failures"
+        )
+        return "\n".join(lines)
+
+
+def yaml_scalar(value: str) -> str:
+    """`value` as a YAML scalar that is safe inside a flow mapping."""
+    dumped = yaml.safe_dump({"k": value}, default_flow_style=True, width=10**9)
+    return dumped.strip()[len("{k: ") : -1]
+
+
+def entry_flow(file: str, function: str, leaf: str, reason: str | None = None) -> str:
+    """An allowlist entry as one YAML flow mapping, the way ratchet.yaml lists them."""
+    parts = [f"file: {yaml_scalar(file)}", f"function: {yaml_scalar(function)}"]
+    parts.append(f"leaf: {yaml_scalar(leaf)}")
+    if reason is not None:
+        parts.append(f"reason: {yaml_scalar(reason)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _as_entry(raw: Any) -> AllowEntry:
+    if isinstance(raw, Mapping):
+        return AllowEntry(
+            str(raw.get("file", "")),
+            str(raw.get("function", "")),
+            str(raw.get("leaf", "")),
+            str(raw.get("reason") or ""),
+        )
+    return AllowEntry(str(raw.file), str(raw.function), str(raw.leaf), str(raw.reason or ""))
+
+
+def suggestion(leaf: str, accessors: Mapping[str, str]) -> str:
+    """What to read instead of the raw leaf, in words."""
+    if leaf == "*":
+        return (
+            "this reads the record dynamically or whole; read the leaves you need by name "
+            "through their accessors"
+        )
+    accessor = accessors.get(leaf)
+    if accessor is None:
+        return f"`{leaf}` is not a config leaf, so no accessor replaces it"
+    return f"use {accessor} instead (`configbags ratchet fix` rewrites it)"
+
+
+def check(
+    result: ScanResult,
+    allowlist: Iterable[Any],
+    accessors: Mapping[str, str],
+    *,
+    allowlist_file: str = "schema/ratchet.yaml",
+    min_files: int = DEFAULT_MIN_FILES,
+    roots: Iterable[str] = (),
+) -> CheckReport:
+    """Compare `result` with `allowlist` (AllowEntry-like objects or mappings)."""
+    failures: list[Failure] = []
+
+    for problem in result.problems:
+        failures.append(
+            Failure(
+                "unreadable",
+                f"{problem.file}: could not be scanned: {problem.reason}. Raw reads in it would "
+                f"go unseen: fix the file, or add it to scan.excludes in {allowlist_file}.",
+            )
+        )
+    if result.files_parsed < min_files:
+        failures.append(
+            Failure(
+                "too_few_files",
+                f"the scan read {result.files_parsed} files under roots {sorted(roots)} "
+                f"({len(result.files)} listed), fewer than the {min_files} expected; a scan that "
+                f"reads nothing passes everything: check scan.roots in {allowlist_file}.",
+            )
+        )
+
+    for violation in result.violations:
+        where = f"{violation.file}:{violation.line} ({violation.function})"
+        if violation.kind == "write":
+            leaf = violation.leaf if violation.leaf != "*" else "<leaf>"
+            failures.append(
+                Failure(
+                    "write",
+                    f"{where}: writes the raw record: `{violation.detail}`. The record is "
+                    f"read-only and writes cannot be allowlisted; change the value with "
+                    f'get_context().override("<source>", {leaf}=...), which is validated and '
+                    f"logged, or build a new record before publish.",
+                )
+            )
+        else:
+            failures.append(
+                Failure(
+                    "renamed_accessor",
+                    f"{where}: the raw accessor is renamed (`{violation.detail}`); a renamed "
+                    f"accessor hides reads from review and cannot be allowlisted. Read through "
+                    f"the generated accessors, or keep the name get_server_args.",
+                )
+            )
+
+    reads_by_key: dict[Key, list[Read]] = defaultdict(list)
+    for read in result.reads:
+        reads_by_key[(read.file, read.function, read.leaf)].append(read)
+
+    entries: dict[Key, AllowEntry] = {}
+    for raw in allowlist:
+        entry = _as_entry(raw)
+        key = (entry.file, entry.function, entry.leaf)
+        shown = entry_flow(*key)
+        if key in entries:
+            failures.append(
+                Failure("entry", f"{allowlist_file}: duplicate allowlist entry {shown}; keep one.")
+            )
+            continue
+        entries[key] = entry
+        if not entry.reason.strip():
+            failures.append(
+                Failure(
+                    "entry",
+                    f"{allowlist_file}: allowlist entry {shown} has no reason; say why this read "
+                    f"stays raw.",
+                )
+            )
+
+    for key in sorted(reads_by_key.keys() - entries.keys()):
+        file, function, leaf = key
+        reads = sorted(reads_by_key[key], key=lambda r: (r.line, r.col))
+        first = reads[0]
+        where = f"{file}:{first.line} ({function})"
+        also = "" if len(reads) == 1 else f" (also lines {', '.join(str(r.line) for r in reads[1:])})"
+        what = "a dynamic or whole-record read" if leaf == "*" else f"a raw read of {leaf!r}"
+        via = _VIA.get(first.via, first.via)
+        failures.append(
+            Failure(
+                "new_read",
+                f"{where}: {what} through {via}{also}; {suggestion(leaf, accessors)}.\n"
+                f"    If it must stay raw, allowlist it with a reason in {allowlist_file}:\n"
+                f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
+            )
+        )
+
+    for key in sorted(entries.keys() - reads_by_key.keys()):
+        failures.append(
+            Failure(
+                "stale_entry",
+                f"{allowlist_file}: stale allowlist entry {entry_flow(*key)}: that read is gone. "
+                f"Remove the entry (`configbags ratchet update` removes stale entries) so the "
+                f"ratchet keeps its ground.",
+            )
+        )
+
+    return CheckReport(
+        failures=tuple(failures),
+        reads=len(result.reads),
+        keys=len(reads_by_key),
+        allowed=len(entries.keys() & reads_by_key.keys()),
+        files_parsed=result.files_parsed,
+    )
+
+
+def stale_keys(result: ScanResult, allowlist: Iterable[Any]) -> set[Key]:
+    """Entries that match no read (what `ratchet update` removes)."""
+    present = {(r.file, r.function, r.leaf) for r in result.reads}
+    keys = {(e.file, e.function, e.leaf) for e in map(_as_entry, allowlist)}
+    return keys - present

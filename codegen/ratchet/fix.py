@@ -1,0 +1,253 @@
+"""`configbags ratchet fix`: rewrite raw record reads to the generated accessors.
+
+`self.server_args.page_size` becomes `get_schedule().page_size`, and
+`from <accessors module> import get_schedule` is added. The scanner decides *what* is a
+raw read (so fix and check can never disagree); libcst does the rewriting, so formatting
+and comments outside the rewritten expressions stay byte for byte.
+
+Fix refuses what it cannot prove safe, and says why: writes; dynamic `getattr`; whole-record
+reads (`vars`, `asdict`, `__dict__`); `hasattr`; names that are not config leaves; a
+`getattr` default that could have side effects; an accessor name already bound to
+something else in the module. The refusal reason is what `ratchet fix` writes into the
+allowlist entry, so every read that stays raw says why.
+
+A rewrite changes what the reader sees in one intended way: the bag value is the resolved
+value (fallbacks, derived values, post-publish overrides), not the raw operator input.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import attrs
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from codegen.ratchet.scan import Read, ScanSettings, scan_tree
+
+Span = tuple[int, int, int, int]  # start line, start column, end line, end column (chars)
+
+
+@attrs.frozen
+class Change:
+    file: str
+    function: str
+    leaf: str
+    line: int
+    old: str
+    new: str
+
+
+@attrs.frozen
+class Skip:
+    file: str
+    function: str
+    leaf: str
+    line: int
+    reason: str
+
+
+@attrs.frozen
+class FixReport:
+    changed: tuple[Change, ...]
+    skipped: tuple[Skip, ...]
+    files_changed: tuple[str, ...]
+
+    def render(self) -> str:
+        lines = [f"{c.file}:{c.line} ({c.function}): {c.old} -> {c.new}" for c in self.changed]
+        lines += [f"{s.file}:{s.line} ({s.function}): skipped {s.leaf!r}: {s.reason}" for s in self.skipped]
+        lines.append(
+            f"ratchet fix: rewrote {len(self.changed)} reads in {len(self.files_changed)} files; "
+            f"skipped {len(self.skipped)}"
+        )
+        return "\n".join(lines)
+
+
+def refusal(read: Read, accessors: Mapping[str, str]) -> str | None:
+    """Why `read` cannot be rewritten without looking at the code, or None."""
+    if read.form == "getattr_dynamic":
+        return "dynamic getattr: the leaf name is only known at run time"
+    if read.form == "whole":
+        return "reads the whole record (vars/asdict/__dict__); no single accessor replaces it"
+    if read.form == "hasattr":
+        return "hasattr on the raw record; every leaf exists on the bags, so decide by hand"
+    if read.leaf not in accessors:
+        return f"`{read.leaf}` is not a config leaf; no accessor replaces it"
+    return None
+
+
+def _char_column(lines: Sequence[str], line: int, byte_col: int) -> int:
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    if text.isascii():
+        return byte_col
+    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+
+def _char_span(lines: Sequence[str], read: Read) -> Span:
+    return (
+        read.line,
+        _char_column(lines, read.line, read.col),
+        read.end_line,
+        _char_column(lines, read.end_line, read.end_col),
+    )
+
+
+def _simple(expr: cst.BaseExpression) -> bool:
+    """Evaluating it can have no side effects, so dropping it is safe."""
+    return isinstance(
+        expr, (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)
+    ) or (isinstance(expr, cst.UnaryOperation) and _simple(expr.expression))
+
+
+def _module_bindings(tree: ast.Module) -> dict[str, str]:
+    """Top-level name -> where it comes from: the import source module, or '' when the
+    module defines or assigns it itself."""
+    bound: dict[str, str] = {}
+    for stmt in ast.walk(tree):
+        if isinstance(stmt, ast.ImportFrom) and stmt.level == 0:
+            for alias in stmt.names:
+                bound.setdefault(alias.asname or alias.name, f"{stmt.module}.{alias.name}")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.setdefault(stmt.name, "")
+        elif isinstance(stmt, ast.Name) and isinstance(stmt.ctx, ast.Store):
+            bound.setdefault(stmt.id, "")
+    return bound
+
+
+class _Rewriter(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, targets: dict[Span, tuple[Read, str]]) -> None:
+        super().__init__()
+        self.targets = targets
+        self.done: dict[Span, str] = {}  # span -> original source text
+        self.refused: dict[Span, str] = {}
+
+    def _replace(
+        self, original: cst.Attribute | cst.Call, updated: cst.Attribute | cst.Call
+    ) -> cst.BaseExpression:
+        position = self.get_metadata(PositionProvider, original)
+        span = (position.start.line, position.start.column, position.end.line, position.end.column)
+        target = self.targets.get(span)
+        if target is None:
+            return updated
+        read, expression = target
+        if isinstance(original, cst.Call) and read.form == "getattr_default":
+            default = original.args[2].value if len(original.args) > 2 else None
+            if default is not None and not _simple(default):
+                self.refused[span] = "getattr default could have side effects; rewrite by hand"
+                return updated
+        self.done[span] = cst.Module(body=[]).code_for_node(original)
+        replacement = cst.parse_expression(expression)
+        assert isinstance(replacement, cst.Attribute)
+        return replacement.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        return self._replace(original_node, updated_node)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        return self._replace(original_node, updated_node)
+
+
+def fix_source(
+    source: str,
+    reads: Sequence[Read],
+    accessors: Mapping[str, str],
+    accessors_module: str,
+) -> tuple[str, list[Change], list[Skip]]:
+    """Rewrite `reads` (found in `source` by the scanner) and return the new source."""
+    lines = source.splitlines()
+    bindings = _module_bindings(ast.parse(source))
+    targets: dict[Span, tuple[Read, str]] = {}
+    skipped: list[Skip] = []
+
+    def skip(read: Read, reason: str) -> None:
+        skipped.append(Skip(read.file, read.function, read.leaf, read.line, reason))
+
+    for read in reads:
+        reason = refusal(read, accessors)
+        if reason is None:
+            expression = accessors[read.leaf]
+            function = expression.split("(", 1)[0]
+            source_of_name = bindings.get(function)
+            if source_of_name is not None and source_of_name != f"{accessors_module}.{function}":
+                where = source_of_name or "this module"
+                reason = f"`{function}` is already bound here (to {where}); rewrite by hand"
+        if reason is not None:
+            skip(read, reason)
+            continue
+        targets[_char_span(lines, read)] = (read, accessors[read.leaf])
+    if not targets:
+        return source, [], skipped
+
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    rewriter = _Rewriter(targets)
+    module = wrapper.visit(rewriter)
+    changed: list[Change] = []
+    context = CodemodContext()
+    for span, (read, expression) in targets.items():
+        if span in rewriter.done:
+            changed.append(
+                Change(read.file, read.function, read.leaf, read.line, rewriter.done[span], expression)
+            )
+            AddImportsVisitor.add_needed_import(context, accessors_module, expression.split("(", 1)[0])
+        else:
+            skip(read, rewriter.refused.get(span, "could not locate the read in the source"))
+    if changed:
+        module = AddImportsVisitor(context).transform_module(module)
+    changed.sort(key=lambda c: (c.line, c.leaf))
+    skipped.sort(key=lambda s: (s.line, s.leaf))
+    return module.code, changed, skipped
+
+
+def fix_tree(
+    project: Path,
+    settings: ScanSettings,
+    accessors: Mapping[str, str],
+    accessors_module: str,
+    *,
+    dry_run: bool = False,
+) -> FixReport:
+    """Rewrite every rewritable raw read under the roots; writes are reported, never touched."""
+    result = scan_tree(project, settings)
+    by_file: dict[str, list[Read]] = defaultdict(list)
+    for read in result.reads:
+        by_file[read.file].append(read)
+    changed: list[Change] = []
+    skipped: list[Skip] = [
+        Skip(
+            v.file,
+            v.function,
+            v.leaf,
+            v.line,
+            "write to the raw record: never rewritten; use get_context().override"
+            if v.kind == "write"
+            else "renamed raw accessor: import it under its own name",
+        )
+        for v in result.violations
+    ]
+    files_changed: list[str] = []
+    for file, reads in sorted(by_file.items()):
+        path = project / file
+        try:
+            # bytes, not text mode: text mode would turn CRLF files into LF files
+            source = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            skipped += [Skip(r.file, r.function, r.leaf, r.line, "file is not UTF-8") for r in reads]
+            continue
+        new_source, file_changes, file_skips = fix_source(source, reads, accessors, accessors_module)
+        changed += file_changes
+        skipped += file_skips
+        if new_source != source:
+            files_changed.append(file)
+            if not dry_run:
+                path.write_bytes(new_source.encode("utf-8"))
+    skipped.sort(key=lambda s: (s.file, s.line, s.leaf))
+    return FixReport(tuple(changed), tuple(skipped), tuple(files_changed))

@@ -1,0 +1,856 @@
+"""Find every read of the raw `ServerArgs` record in a source tree.
+
+A read is reported as (file, enclosing function qualname, leaf, line). The record is
+reached through any of these spellings, and the scanner follows all of them:
+
+- the raw accessor, bare or module-qualified: `get_server_args().x`, `acc.get_server_args().x`;
+- `getattr(get_server_args(), "x")` (a non-literal name is a *dynamic* read, leaf `*`);
+- aliases: local, copied (`b = a`), module-level, and `self.`/class attributes, including
+  those bound inside if/try/with, unless lexically shadowed in the reading scope;
+- parameters annotated as the record (`server_args: ServerArgs`, `Optional[...]`, strings),
+  and unannotated parameters named like a record attribute (`def f(server_args)`);
+- record attributes on any object: `self.server_args.x`, `runner.server_args.x`;
+- functions and properties that return the record.
+
+Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
+(`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
+the check fails on them whatever the allowlist says.
+
+Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). So it
+parses every file but walks only the top-level statements whose lines mention one of the
+names that can reach the record (found with one regex over the bytes); when analysis
+discovers a new such name (a module alias, a `self.` attribute, a rename), the search
+repeats with it. Results are cached by content hash, so a warm re-scan parses nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import fnmatch
+import functools
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import attrs
+
+# Bump when the analysis changes, so old cache entries are not served.
+SCANNER_VERSION = 3
+
+# Whole-record readers: calling these on the record reads every leaf at once.
+_WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
+# Go's convention for generated files (golang.org/s/generatedcode), which linters skip;
+# configbags' own generated modules start with it.
+_GENERATED_HEADER = re.compile(rb"\A[^\n]{0,20}Code generated [^\n]* DO NOT EDIT\.")
+_SKIP_DIRS = frozenset({"__pycache__", ".git", ".venv", "node_modules", ".mypy_cache"})
+
+
+@attrs.frozen
+class ScanSettings:
+    """What to scan and which names denote the raw record (`scan:` in ratchet.yaml)."""
+
+    roots: tuple[str, ...] = ("runtime",)
+    excludes: tuple[str, ...] = ()
+    raw_accessor: str = "get_server_args"
+    record_class: str = "ServerArgs"
+    record_attributes: tuple[str, ...] = ("server_args",)
+    # Bigger files are reported, not parsed: a multi-megabyte .py is data, not code.
+    max_bytes: int = 4_000_000
+
+    def analysis_key(self) -> str:
+        """Everything a per-file result depends on besides the file's bytes."""
+        parts = [
+            str(SCANNER_VERSION),
+            self.raw_accessor,
+            self.record_class,
+            ",".join(self.record_attributes),
+            str(self.max_bytes),
+        ]
+        return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
+
+
+class Read(NamedTuple):
+    file: str
+    function: str  # enclosing qualname, `<module>` for module-level code
+    leaf: str  # attribute name; `*` for a dynamic getattr or a whole-record read
+    line: int
+    col: int  # ast columns: UTF-8 byte offsets
+    end_line: int
+    end_col: int
+    via: str  # how the record was reached: accessor, alias, parameter, attribute, ...
+    form: str  # attribute, getattr, getattr_default, getattr_dynamic, hasattr, whole
+
+
+class Violation(NamedTuple):
+    """Never allowed: a write to the record, or a renamed raw accessor."""
+
+    file: str
+    function: str
+    line: int
+    kind: str  # "write" or "renamed_accessor"
+    leaf: str  # the written leaf (`*` when unknown) or the new name of the accessor
+    detail: str  # the offending source text, shortened
+
+
+class Problem(NamedTuple):
+    """A file the scanner could not read; the scan goes on without it."""
+
+    file: str
+    reason: str
+
+
+@attrs.frozen
+class FileScan:
+    """The result for one file's bytes; cached by content hash, so it holds no path."""
+
+    reads: tuple[tuple[Any, ...], ...] = ()
+    violations: tuple[tuple[Any, ...], ...] = ()
+    problem: str | None = None
+    generated: bool = False
+
+
+@attrs.frozen
+class ScanResult:
+    reads: tuple[Read, ...]
+    violations: tuple[Violation, ...]
+    problems: tuple[Problem, ...]
+    files: tuple[str, ...]  # every file listed under the roots, scanned or not
+    files_parsed: int  # files whose analysis ran or came from cache
+    files_generated: int  # skipped: they carry a "Code generated ... DO NOT EDIT." header
+    files_from_cache: int
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+class _Scope:
+    __slots__ = (
+        "aliases",
+        "assigns",
+        "bound",
+        "globals",
+        "kind",
+        "nonlocals",
+        "parent",
+        "qualname",
+        "returns",
+        "self_assigns",
+        "self_name",
+    )
+
+    def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
+        self.kind = kind  # module, class, function, lambda, comprehension
+        self.qualname = qualname
+        self.parent = parent
+        self.bound: set[str] = set()
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        self.assigns: list[tuple[str, ast.expr]] = []
+        self.self_assigns: list[tuple[str, ast.expr]] = []
+        self.returns: list[ast.expr] = []
+        self.aliases: dict[str, str] = {}  # name -> via
+        self.self_name: str | None = None  # first parameter of a method
+
+    def child_prefix(self) -> str:
+        return "" if self.kind == "module" else self.qualname + "."
+
+
+def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+
+
+def _target_names(target: ast.expr) -> Iterator[ast.Name]:
+    if isinstance(target, ast.Name):
+        yield target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from _target_names(elt)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+class _Analysis:
+    """Per-file state shared by the binding pass and the read pass."""
+
+    def __init__(self, settings: ScanSettings) -> None:
+        self.settings = settings
+        self.raw_names: set[str] = {settings.raw_accessor}
+        self.class_names: set[str] = {settings.record_class}
+        self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
+        self.self_attrs: set[str] = set()  # `self.<attr>` holds the record (module-wide)
+        self.imported: set[str] = set()  # names bound by import: modules, not objects
+        self.wrappers: set[str] = set()  # module functions that return the record
+        self.module = _Scope("module", "<module>", None)
+        self.scopes: list[_Scope] = [self.module]
+        self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
+        self.violations: list[tuple[Any, ...]] = []
+        self.reads: list[tuple[Any, ...]] = []
+
+    def names_of_interest(self) -> frozenset[str]:
+        names = self.raw_names | self.class_names | self.record_attrs
+        return frozenset(names | self.self_attrs | self.wrappers | set(self.module.aliases))
+
+    # ---- what is the record
+
+    def via(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """How `expr` evaluates to the record, or None when it does not."""
+        if isinstance(expr, ast.Call):
+            return self._via_call(expr, scope)
+        if isinstance(expr, ast.Name):
+            return self._lookup(expr.id, scope)
+        if isinstance(expr, ast.Attribute):
+            if expr.attr in self.record_attrs:
+                # `pkg.server_args` where `pkg` is an imported module names a module
+                base = expr.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in self.imported:
+                    return None
+                return "attribute"
+            if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
+                return "self_alias"
+            return None
+        if isinstance(expr, ast.NamedExpr):
+            return self.via(expr.value, scope)
+        if isinstance(expr, ast.IfExp):
+            return self.via(expr.body, scope) or self.via(expr.orelse, scope)
+        if isinstance(expr, ast.BoolOp):
+            for value in expr.values:
+                found = self.via(value, scope)
+                if found:
+                    return found
+        return None
+
+    def _via_call(self, call: ast.Call, scope: _Scope) -> str | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            if func.id in self.raw_names:
+                return "accessor"
+            if func.id in self.wrappers:
+                return "wrapper"
+            if func.id in self.class_names:
+                return "constructed"
+            if func.id in ("copy", "deepcopy") and call.args:
+                return self.via(call.args[0], scope)
+        elif isinstance(func, ast.Attribute):
+            if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
+                return "accessor"
+            if func.attr in self.class_names:
+                return "constructed"  # mod.ServerArgs(...)
+            if isinstance(func.value, ast.Name) and func.value.id in self.class_names:
+                return "constructed"  # ServerArgs.from_cli(...)
+            if func.attr in ("copy", "deepcopy") and call.args:
+                return self.via(call.args[0], scope)
+            if func.attr in self.self_attrs and self._is_self(func.value, scope):
+                return "self_alias"  # self.args() where args returns the record
+        return None
+
+    def _lookup(self, name: str, scope: _Scope) -> str | None:
+        current: _Scope | None = scope
+        first = True
+        while current is not None:
+            if current.kind == "class" and not first:
+                current = current.parent  # class bodies do not enclose their methods
+                continue
+            if name in current.globals:
+                current = self.module
+            if name in current.aliases:
+                return current.aliases[name]
+            if name in current.bound and name not in current.nonlocals:
+                return None  # lexically shadowed by a binding that is not the record
+            current = current.parent
+            first = False
+        return None
+
+    def _is_self(self, expr: ast.expr, scope: _Scope) -> bool:
+        if not isinstance(expr, ast.Name):
+            return False
+        current: _Scope | None = scope
+        while current is not None and current.kind != "module":
+            if current.kind == "function" and current.self_name == expr.id:
+                return True
+            if expr.id in current.bound:
+                return False
+            current = current.parent
+        return False
+
+    def is_record_annotation(self, node: ast.expr | None) -> bool:
+        if node is None:
+            return False
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except SyntaxError:
+                return False
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in self.class_names:
+                return True
+            if isinstance(sub, ast.Attribute) and sub.attr in self.class_names:
+                return True
+            if isinstance(sub, ast.Constant) and sub.value in self.class_names:
+                return True
+        return False
+
+    # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
+
+    def resolve(self) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for scope in self.scopes:
+                for name, value in scope.assigns:
+                    owner = self._binding_scope(name, scope)
+                    if name not in owner.aliases and self.via(value, scope):
+                        owner.aliases[name] = "alias"
+                        changed = True
+                for attr, value in scope.self_assigns:
+                    if attr not in self.self_attrs and self.via(value, scope):
+                        self.self_attrs.add(attr)
+                        changed = True
+                if scope.kind == "class":
+                    # class-level aliases are read as self.NAME / cls.NAME
+                    new = set(scope.aliases) - self.self_attrs
+                    if new:
+                        self.self_attrs |= new
+                        changed = True
+                if scope.kind == "function" and scope.returns:
+                    name = scope.qualname.rsplit(".", 1)[-1]
+                    known = self.self_attrs if scope.self_name else self.wrappers
+                    if name not in known and any(self.via(v, scope) for v in scope.returns):
+                        known.add(name)
+                        changed = True
+
+    def _binding_scope(self, name: str, scope: _Scope) -> _Scope:
+        if name in scope.globals:
+            return self.module
+        if name in scope.nonlocals:
+            current = scope.parent
+            while current is not None and current.kind != "module":
+                if current.kind == "function" and name in current.bound:
+                    return current
+                current = current.parent
+        return scope
+
+
+class _Binder(ast.NodeVisitor):
+    """Pass 1: build scopes and collect bindings (names, `self.x = ...`, returns)."""
+
+    def __init__(self, analysis: _Analysis) -> None:
+        self.a = analysis
+        self.scope = analysis.module
+
+    def _open(self, node: ast.AST, kind: str, name: str | None) -> _Scope:
+        qualname = self.scope.child_prefix() + name if name else self.scope.qualname
+        scope = _Scope(kind, qualname, self.scope)
+        self.a.scopes.append(scope)
+        self.a.scope_of[id(node)] = scope
+        return scope
+
+    def _visit_in(self, scope: _Scope, nodes: Iterable[ast.AST]) -> None:
+        outer, self.scope = self.scope, scope
+        for node in nodes:
+            self.visit(node)
+        self.scope = outer
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self.scope.bound.add(node.name)
+        in_class = self.scope.kind == "class"
+        scope = self._open(node, "function", node.name)
+        self._bind_params(scope, node.args)
+        positional = [*node.args.posonlyargs, *node.args.args]
+        if in_class and positional and not _is_staticmethod(node):
+            scope.self_name = positional[0].arg
+        self._visit_in(scope, node.body)
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    def _bind_params(self, scope: _Scope, args: ast.arguments) -> None:
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                scope.bound.add(extra.arg)
+        for arg in every:
+            scope.bound.add(arg.arg)
+            if self.a.is_record_annotation(arg.annotation) or (
+                arg.annotation is None and arg.arg in self.a.record_attrs
+            ):
+                scope.aliases[arg.arg] = "parameter"
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for expr in [*node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        scope = self._open(node, "lambda", None)
+        self._bind_params(scope, node.args)
+        self._visit_in(scope, [node.body])
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(expr)
+        self.scope.bound.add(node.name)
+        self._visit_in(self._open(node, "class", node.name), node.body)
+
+    def visit_ListComp(self, node: ast.ListComp) -> None:
+        self._comprehension(node)
+
+    visit_SetComp = visit_ListComp  # type: ignore[assignment]
+    visit_GeneratorExp = visit_ListComp  # type: ignore[assignment]
+    visit_DictComp = visit_ListComp  # type: ignore[assignment]
+
+    def _comprehension(self, node: ast.AST) -> None:
+        scope = self._open(node, "comprehension", None)
+        outer, self.scope = self.scope, scope
+        self.generic_visit(node)
+        self.scope = outer
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.scope.globals.update(node.names)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.scope.nonlocals.update(node.names)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            self.scope.bound.add(node.id)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            local = (alias.asname or alias.name).split(".")[0]
+            self.scope.bound.add(local)
+            self.a.imported.add(local)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        settings = self.a.settings
+        for alias in node.names:
+            local = alias.asname or alias.name
+            self.scope.bound.add(local)
+            self.a.imported.add(local)
+            if alias.name == settings.raw_accessor and local != alias.name:
+                self.a.raw_names.add(local)
+                self._renamed(node, local, f"import {alias.name} as {local}")
+            elif alias.name in self.a.class_names:
+                self.a.class_names.add(local)
+
+    def _renamed(self, node: ast.stmt | ast.expr, new_name: str, detail: str) -> None:
+        self.a.violations.append(
+            (self.scope.qualname, node.lineno, "renamed_accessor", new_name, detail)
+        )
+
+    def _method_self(self) -> str | None:
+        return self.scope.self_name if self.scope.kind == "function" else None
+
+    def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
+        if isinstance(target, ast.Name):
+            if value is not None:
+                self.scope.assigns.append((target.id, value))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
+            if values is not None and len(values) == len(target.elts):
+                for sub_target, sub_value in zip(target.elts, values, strict=True):
+                    self._bind(sub_target, sub_value)
+        elif isinstance(target, ast.Attribute) and value is not None:
+            base = target.value
+            if isinstance(base, ast.Name) and base.id == self._method_self():
+                self.scope.self_assigns.append((target.attr, value))
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        for target in node.targets:
+            self._bind(target, value)
+            if isinstance(target, ast.Name) and self._names_raw_accessor(value):
+                self.a.raw_names.add(target.id)
+                self._renamed(node, target.id, f"{target.id} = {ast.unparse(value)}")
+        self.generic_visit(node)
+
+    def _names_raw_accessor(self, value: ast.expr) -> bool:
+        if isinstance(value, ast.Name):
+            return value.id in self.a.raw_names
+        return isinstance(value, ast.Attribute) and value.attr == self.a.settings.raw_accessor
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        target = node.target
+        if self.a.is_record_annotation(node.annotation):
+            if isinstance(target, ast.Name):
+                self.scope.aliases[target.id] = "alias"
+            elif (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self._method_self()
+            ):
+                self.a.self_attrs.add(target.attr)
+        if node.value is not None:
+            self._bind(target, node.value)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        # A walrus in a comprehension binds in the enclosing function (PEP 572).
+        scope = self.scope
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        scope.bound.add(node.target.id)
+        scope.assigns.append((node.target.id, node.value))
+        self.visit(node.value)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            if self.scope.kind == "function":
+                self.scope.returns.append(node.value)
+            self.visit(node.value)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self.scope.bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        if node.name:
+            self.scope.bound.add(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        if node.name:
+            self.scope.bound.add(node.name)
+
+
+class _Reader(ast.NodeVisitor):
+    """Pass 2: with every alias resolved, report reads and writes."""
+
+    def __init__(self, analysis: _Analysis) -> None:
+        self.a = analysis
+        self.scope = analysis.module
+
+    def _enter(self, node: ast.AST) -> None:
+        outer = self.scope
+        self.scope = self.a.scope_of.get(id(node), outer)
+        self.generic_visit(node)
+        self.scope = outer
+
+    visit_FunctionDef = _enter  # decorators and defaults are attributed to the function
+    visit_AsyncFunctionDef = _enter
+    visit_ClassDef = _enter
+    visit_Lambda = _enter
+    visit_ListComp = _enter
+    visit_SetComp = _enter
+    visit_GeneratorExp = _enter
+    visit_DictComp = _enter
+
+    def _read(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
+        end_line = node.end_lineno or node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        self.a.reads.append(
+            (self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form)
+        )
+
+    def _write(self, node: ast.AST, leaf: str) -> None:
+        text = ast.unparse(node)
+        ctx = getattr(node, "ctx", None)
+        if isinstance(ctx, ast.Store):
+            text += " = ..."
+        elif isinstance(ctx, ast.Del):
+            text = "del " + text
+        if len(text) > 80:
+            text = text[:77] + "..."
+        self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), "write", leaf, text))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        via = self.a.via(node.value, self.scope)
+        if via:
+            if isinstance(node.ctx, ast.Load):
+                self._read(node, node.attr, via, "whole" if node.attr == "__dict__" else "attribute")
+            else:
+                self._write(node, node.attr)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        # rec.__dict__["x"] = v and vars(rec)["x"] = v are writes too
+        if not isinstance(node.ctx, ast.Load):
+            base = node.value
+            if isinstance(base, ast.Attribute) and base.attr == "__dict__":
+                if self.a.via(base.value, self.scope):
+                    self._write(node, "*")
+            elif self._whole_record_call(base):
+                self._write(node, "*")
+        self.generic_visit(node)
+
+    def _whole_record_call(self, node: ast.expr) -> bool:
+        if not isinstance(node, ast.Call) or not node.args:
+            return False
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name in _WHOLE_RECORD_CALLS and self.a.via(node.args[0], self.scope) is not None
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else None
+        args = node.args
+        if name in ("getattr", "hasattr") and len(args) >= 2:
+            via = self.a.via(args[0], self.scope)
+            if via:
+                key = args[1]
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    form = "hasattr" if name == "hasattr" else "getattr_default" if len(args) > 2 else "getattr"
+                    self._read(node, key.value, via, form)
+                else:
+                    self._read(node, "*", via, "getattr_dynamic")
+        elif name in ("setattr", "delattr") and args:
+            if self.a.via(args[0], self.scope):
+                self._write(node, self._literal_leaf(args))
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr == "__setattr__"
+            and args
+            and self.a.via(args[0], self.scope)
+        ):
+            self._write(node, self._literal_leaf(args))
+        elif self._whole_record_call(node):
+            self._read(node, "*", self.a.via(args[0], self.scope) or "", "whole")
+        self.generic_visit(node)
+
+    @staticmethod
+    def _literal_leaf(args: Sequence[ast.expr]) -> str:
+        if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+            return args[1].value
+        return "*"
+
+
+@functools.lru_cache(maxsize=64)
+def _names_regex(names: frozenset[str]) -> re.Pattern[bytes]:
+    ordered = sorted(names, key=lambda n: (-len(n), n))
+    return re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in ordered) + rb")\b")
+
+
+def _mention_lines(data: bytes, regex: re.Pattern[bytes]) -> list[int]:
+    lines: list[int] = []
+    line, previous = 1, 0
+    for match in regex.finditer(data):
+        start = match.start()
+        line += data.count(b"\n", previous, start)
+        previous = start
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _statement_span(stmt: ast.stmt) -> tuple[int, int]:
+    start = stmt.lineno
+    for decorator in getattr(stmt, "decorator_list", ()):
+        start = min(start, decorator.lineno)
+    return start, stmt.end_lineno or stmt.lineno
+
+
+def _mentions(lines: list[int], span: tuple[int, int]) -> bool:
+    index = bisect.bisect_left(lines, span[0])
+    return index < len(lines) and lines[index] <= span[1]
+
+
+def _decode(data: bytes) -> str | None:
+    """The source text, or None when it is not UTF-8 and declares no other encoding."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    head = data.split(b"\n", 2)[:2]
+    for line in head:
+        match = re.match(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
+        if match:
+            try:
+                return data.decode(match.group(1).decode("ascii"))
+            except (LookupError, UnicodeDecodeError):
+                return None
+    return None
+
+
+def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
+    """Analyse one file's bytes. Never raises on bad input: it reports a problem instead."""
+    if len(data) > settings.max_bytes:
+        return FileScan(problem=f"too large to scan ({len(data)} bytes > {settings.max_bytes})")
+    if _GENERATED_HEADER.match(data):
+        return FileScan(generated=True)
+    text = _decode(data)
+    if text is None:
+        return FileScan(problem="not UTF-8 (and no coding declaration); not scanned")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        return FileScan(problem=f"syntax error at line {exc.lineno}: {exc.msg}; not scanned")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
+
+    analysis = _Analysis(settings)
+    names = analysis.names_of_interest()
+    lines = _mention_lines(data, _names_regex(names))
+    if not lines:
+        return FileScan()
+    body = tree.body
+    spans = [_statement_span(stmt) for stmt in body]
+    binder = _Binder(analysis)
+    chosen: list[int] = []
+    pending = set(range(len(body)))
+    while True:
+        found = [i for i in sorted(pending) if _mentions(lines, spans[i])]
+        for index in found:
+            binder.visit(body[index])
+        pending.difference_update(found)
+        chosen.extend(found)
+        analysis.resolve()
+        grown = analysis.names_of_interest()
+        if grown == names or not pending:
+            break
+        names = grown
+        lines = _mention_lines(data, _names_regex(names))
+    reader = _Reader(analysis)
+    for index in sorted(chosen):
+        reader.visit(body[index])
+    return FileScan(reads=tuple(analysis.reads), violations=tuple(analysis.violations))
+
+
+# --------------------------------------------------------------------------- the tree
+
+
+def list_files(project: Path, settings: ScanSettings) -> list[str]:
+    """Python files under the roots, minus excludes, as sorted project-relative paths."""
+    found: list[str] = []
+    for root in settings.roots:
+        top = project / root
+        if top.is_file():
+            rel = Path(root).as_posix()
+            if not _excluded(rel, settings.excludes):
+                found.append(rel)
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            rel_dir = Path(dirpath).relative_to(project).as_posix()
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if d not in _SKIP_DIRS and not _excluded(f"{rel_dir}/{d}", settings.excludes)
+            )
+            found.extend(
+                f"{rel_dir}/{name}"
+                for name in filenames
+                if name.endswith(".py") and not _excluded(f"{rel_dir}/{name}", settings.excludes)
+            )
+    return sorted(set(found))
+
+
+def _excluded(rel: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns)
+
+
+class ScanCache:
+    """Per-file results keyed by a hash of the file's bytes, in one JSON file.
+
+    JSON rather than pickle: loading a cache must never run code."""
+
+    def __init__(self, path: Path | None, settings: ScanSettings) -> None:
+        self.path = path
+        self.key = settings.analysis_key()
+        self.entries: dict[str, FileScan] = {}
+        self.used: set[str] = set()
+        if path is not None and path.is_file():
+            try:
+                raw = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                raw = {}
+            if isinstance(raw, dict) and raw.get("key") == self.key:
+                for digest, entry in raw.get("files", {}).items():
+                    self.entries[digest] = FileScan(
+                        reads=tuple(map(tuple, entry["r"])),
+                        violations=tuple(map(tuple, entry["v"])),
+                        problem=entry["p"],
+                        generated=entry["g"],
+                    )
+
+    def get(self, digest: str) -> FileScan | None:
+        found = self.entries.get(digest)
+        if found is not None:
+            self.used.add(digest)
+        return found
+
+    def put(self, digest: str, result: FileScan) -> None:
+        self.entries[digest] = result
+        self.used.add(digest)
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        files = {
+            digest: {"r": e.reads, "v": e.violations, "p": e.problem, "g": e.generated}
+            for digest, e in sorted(self.entries.items())
+            if digest in self.used  # drop results for content that no longer exists
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"key": self.key, "files": files}, separators=(",", ":")))
+        tmp.replace(self.path)
+
+
+def default_cache_path(project: Path) -> Path:
+    return project / ".configbags-cache" / "ratchet-scan.json"
+
+
+def scan_tree(
+    project: Path,
+    settings: ScanSettings,
+    *,
+    cache_path: Path | None = None,
+    files: Sequence[str] | None = None,
+) -> ScanResult:
+    """Scan the roots (or `files`, project-relative). With `cache_path`, files whose bytes
+    were seen before are served from the cache and the cache is rewritten afterwards."""
+    listed = list_files(project, settings) if files is None else sorted(files)
+    cache = ScanCache(cache_path, settings) if cache_path is not None else None
+    reads: list[Read] = []
+    violations: list[Violation] = []
+    problems: list[Problem] = []
+    parsed = generated = from_cache = 0
+    for rel in listed:
+        path = project / rel
+        try:
+            size = path.stat().st_size
+            if size > settings.max_bytes:
+                problems.append(Problem(rel, f"too large to scan ({size} bytes > {settings.max_bytes})"))
+                continue
+            data = path.read_bytes()
+        except OSError as exc:
+            problems.append(Problem(rel, f"cannot read: {exc.strerror or exc}"))
+            continue
+        result: FileScan | None = None
+        digest = ""
+        if cache is not None:
+            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            result = cache.get(digest)
+            if result is not None:
+                from_cache += 1
+        if result is None:
+            result = scan_source(data, settings)
+            if cache is not None:
+                cache.put(digest, result)
+        if result.problem is not None:
+            problems.append(Problem(rel, result.problem))
+            continue
+        if result.generated:
+            generated += 1
+            continue
+        parsed += 1
+        reads.extend(Read(rel, *row) for row in result.reads)
+        violations.extend(Violation(rel, *row) for row in result.violations)
+    if cache is not None:
+        cache.save()
+    return ScanResult(
+        reads=tuple(reads),
+        violations=tuple(violations),
+        problems=tuple(problems),
+        files=tuple(listed),
+        files_parsed=parsed,
+        files_generated=generated,
+        files_from_cache=from_cache,
+    )

@@ -1,0 +1,112 @@
+"""A catalogue of bad schemas: each must fail with exit code 2, a message naming the file,
+line and leaf, and leave the output folder byte-identical."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from genutil import copy_case, generate, snapshot
+
+CORE = "namespaces/core.yaml"
+TUNE = "namespaces/core.tune.yaml"
+
+# (id, file, old text, new text, expected "file:line", expected leaf or None, message part)
+CASES = [
+    ("yaml-syntax", CORE, "  width:\n    type: int", "  width:\n    type: [int", "core.yaml:6", None, "YAML error"),
+    ("duplicate-key", CORE, "    default: 2\n", "    default: 2\n    default: 3\n", "core.yaml:7", None, "duplicate key 'default'"),
+    ("missing-help", CORE, "    help: How many lanes run side by side.\n", "", "core.yaml:4", "width", "'help' is a required property"),
+    ("typo-property", CORE, "    default: 2\n", "    defualt: 2\n", "core.yaml:4", "width", "defualt"),
+    ("bad-type", CORE, "    type: int\n    default: 2", "    type: integer\n    default: 2", "core.yaml:5", "width", "does not match"),
+    ("bad-policy", CORE, "    override: startup\n\n  name:", "    override: sometimes\n\n  name:", "core.yaml:12", "width", "'sometimes' is not one of"),
+    ("default-and-required", CORE, "    required: true\n", "    required: true\n    default: x\n", "core.yaml:14", "name", "exactly one of 'default' or 'required: true'"),
+    ("file-name-mismatch", CORE, "namespace: core\n", "namespace: kernel\n", "core.yaml:1", None, "is named core.yaml"),
+    ("missing-parent", None, None, None, "core.tune.yaml:1", None, "has no parent namespace file"),
+    ("duplicate-leaf", TUNE, "  mode:\n", "  width:\n", "core.tune.yaml:4", "width", "duplicate leaf name"),
+    ("leaf-collides-with-subnamespace", CORE, "  verbose:\n", "  tune:\n", "core.yaml:31", "tune", "collides with a sub-namespace"),
+    ("keyword-name", CORE, "  verbose:\n", "  lambda:\n", "core.yaml:31", "lambda", "Python keyword"),
+    ("reserved-name", CORE, "  verbose:\n", "  config:\n", "core.yaml:31", "config", "reserved"),
+    ("unknown-owner", CORE, "    owner: worker\n", "    owner: janitor\n", "core.yaml:28", "ratio", "owner 'janitor' is not a role"),
+    ("default-wrong-type", CORE, "    default: 2\n", "    default: two\n", "core.yaml:6", "width", "default 'two' is invalid"),
+    ("default-not-a-choice", TUNE, "    default: fast\n", "    default: slow\n", "core.tune.yaml:6", "mode", "not one of the choices"),
+    ("default-below-min", CORE, "    default: 2\n", "    default: 0\n", "core.yaml:6", "width", "below the minimum 1"),
+    ("default-above-max", CORE, "    max: 1.0\n", "    max: 1.0\n    default_ignored: 1\n", "core.yaml:21", "ratio", "default_ignored"),
+    ("choice-wrong-type", TUNE, "    choices: [fast, safe]\n", "    choices: [fast, 3]\n", "core.tune.yaml:7", "mode", "choice 3 does not fit"),
+    ("min-greater-than-max", CORE, "    min: 0.0\n    max: 1.0\n", "    min: 1.0\n    max: 0.5\n", "core.yaml:26", "ratio", "greater than max"),
+    ("min-on-string", TUNE, "    choices: [fast, safe]\n", "    choices: [fast, safe]\n    min: 1\n", "core.tune.yaml:5", "mode", "min/max only apply to numeric"),
+    ("fallback-with-default", CORE, "    default: null\n    fallback: 0.5\n", "    default: 0.3\n    fallback: 0.5\n", "core.yaml:24", "ratio", "only allowed with `default: null`"),
+    ("fallback-not-optional", CORE, "    type: optional float\n    default: null\n", "    type: float\n    default: null\n", "core.yaml:23", "ratio", "default None is invalid"),
+    ("fallback-out-of-range", CORE, "    fallback: 0.5\n", "    fallback: 5.0\n", "core.yaml:24", "ratio", "above the maximum"),
+    ("fallback-not-scalar", CORE, "    fallback: 0.5\n", "    fallback: [0.5]\n", "core.yaml:24", "ratio", "is not of type"),
+    ("capacity-missing", TUNE, "    capacity: width\n", "    capacity: widht\n", "core.tune.yaml:38", "budget", "capacity 'widht' is not a leaf"),
+    ("capacity-not-numeric", TUNE, "    capacity: width\n", "    capacity: verbose\n", "core.tune.yaml:38", "budget", "capacity 'verbose' is not numeric"),
+    ("capacity-on-startup-leaf", TUNE, "    capacity: width\n    owner: boss\n    override: runtime\n", "    capacity: width\n    owner: boss\n    override: startup\n", "core.tune.yaml:38", "budget", "`override: startup`"),
+    ("derived-unknown-input", CORE, "    inputs: [width]\n", "    inputs: [widht]\n", "core.yaml:40", "width_root", "unknown derived input 'widht'"),
+    ("derived-module-missing", CORE, "    fn: math:isqrt\n", "    fn: no_such_module:f\n", "core.yaml:40", "width_root", "cannot import module 'no_such_module'"),
+    ("derived-function-missing", CORE, "    fn: math:isqrt\n", "    fn: math:no_such_function\n", "core.yaml:40", "width_root", "has no function 'no_such_function'"),
+    ("derived-cycle", CORE, "    inputs: [width]\n", "    inputs: [width_root]\n", "core.yaml:40", "width_root", "cycle"),
+    ("duplicate-flag", TUNE, "  mode:\n    type: str\n", "  mode:\n    cli: {flag: --lanes}\n    type: str\n", "core.tune.yaml:4", "mode", "--lanes is also used by leaf 'width'"),
+    ("bool-no-twin-clash", TUNE, "  mode:\n    type: str\n", "  mode:\n    cli: {flag: --no-verbose}\n    type: str\n", "core.tune.yaml:4", "mode", "--no-verbose"),
+    ("reserved-flag", TUNE, "  mode:\n    type: str\n", "  mode:\n    cli: {flag: --config}\n    type: str\n", "core.tune.yaml:4", "mode", "--config is reserved"),
+    ("role-reads-unknown-namespace", "roles.yaml", "    reads: [core]\n", "    reads: [core, kernel]\n", "roles.yaml:7", None, "reads unknown namespace 'kernel'"),
+    ("audit-unknown-namespace", "roles.yaml", "        observed: [core]\n", "        observed: [cor]\n", "roles.yaml:11", None, "observed unknown namespace 'cor'"),
+    ("allowlist-without-reason", "ratchet.yaml", ', reason: "kept raw for the demo"}', "}", "ratchet.yaml:8", None, "'reason' is a required property"),
+    ("allowlist-unknown-leaf", "ratchet.yaml", "leaf: width,", "leaf: widht,", "ratchet.yaml:8", "widht", "unknown leaf 'widht'"),
+    ("missing-roles-file", None, None, None, "roles.yaml:0", None, "roles.yaml is missing"),
+]
+
+
+def _mutate(schema: Path, case: tuple[str, str | None, str | None, str | None, str, str | None, str]) -> None:
+    name, file, old, new = case[:4]
+    if name == "missing-parent":
+        (schema / CORE).unlink()
+        return
+    if name == "missing-roles-file":
+        (schema / "roles.yaml").unlink()
+        return
+    assert file and old is not None and new is not None
+    path = schema / file
+    text = path.read_text()
+    assert old in text, f"case {name}: fixture text {old!r} not found"
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_schema_is_reported_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: tuple) -> None:  # type: ignore[type-arg]
+    schema = tmp_path / "schema"
+    copy_case("tiny", tmp_path)
+    out = tmp_path / "generated"
+    assert generate(schema, out) == 0
+    before = snapshot(out)
+    capsys.readouterr()
+
+    _mutate(schema, case)
+    assert generate(schema, out) == 2
+    err = capsys.readouterr().err
+    _, _, _, _, where, leaf, message = case
+    assert "nothing was written" in err
+    lines = [line for line in err.splitlines() if where in line]
+    assert lines, f"no error at {where}:\n{err}"
+    matching = [line for line in lines if message in line]
+    assert matching, f"no error at {where} mentions {message!r}:\n{err}"
+    if leaf is not None:
+        assert any(f"leaf {leaf!r}" in line for line in matching), err
+    assert all("->" in line for line in matching), "every error says what to do"
+    assert snapshot(out) == before
+
+
+def test_catalogue_is_large_and_distinct() -> None:
+    assert len(CASES) >= 25
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+def test_all_errors_come_out_in_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_case("tiny", tmp_path)
+    core = schema / CORE
+    core.write_text(core.read_text().replace("    default: 2\n", "    default: 0\n").replace("owner: worker", "owner: nobody"))
+    assert generate(schema, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "2 schema error(s)" in err
+    assert "below the minimum" in err and "'nobody' is not a role" in err
+    assert not (tmp_path / "out").exists()

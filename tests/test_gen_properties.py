@@ -1,0 +1,88 @@
+"""Property tests: arbitrary help text, string defaults and choices generate code that
+compiles and round-trips the exact values; schema text can never inject code."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import tempfile
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codegen.emit import emit
+from codegen.model import load_schema
+
+NASTY = st.sampled_from(['"', "'", '"""', "'''", "\\", "\\n", "{{ x }}", "{% if %}", "%s", "%(x)d",
+                         "\n", "\t", "é", "名", "\u2028", "\x00", "`", "|", "<b>", "#", "]]>", "\r\n"])
+TEXT = st.lists(st.one_of(NASTY, st.text(min_size=1, max_size=8)), min_size=1, max_size=6).map("".join)
+HELP = TEXT.filter(lambda s: s.strip() != "")
+
+ROLES = {"roles": {"boss": {"doc": "b", "reads": "all"}, "test": {"doc": "t", "reads": "all", "write_any": True}}}
+
+
+def _schema(root: Path, help_text: str, default: str, choices: list[str]) -> None:
+    (root / "namespaces").mkdir(parents=True)
+    doc = {
+        "namespace": "core",
+        "doc": help_text,
+        "leaves": {
+            "label": {"type": "str", "default": default, "help": help_text, "choices": choices,
+                      "owner": "boss", "override": "runtime"},
+            "other": {"type": "str", "default": default, "help": help_text + help_text,
+                      "owner": "boss", "override": "startup"},
+        },
+    }
+    (root / "namespaces" / "core.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True))
+    (root / "roles.yaml").write_text(yaml.safe_dump(ROLES))
+
+
+def _field_docs(source: str, cls: str) -> dict[str, str]:
+    """Attribute docstrings of a class, read back from the generated source."""
+    tree = ast.parse(source)
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls).body
+    docs = {}
+    for a, b in zip(body, body[1:], strict=False):
+        if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr):
+            docs[a.target.id] = ast.literal_eval(b.value)
+    return docs
+
+
+def _strings_in(source: str) -> set[str]:
+    return {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(help_text=HELP, default=TEXT, extra=st.lists(TEXT, max_size=3))
+def test_text_round_trips_and_cannot_inject(help_text: str, default: str, extra: list[str]) -> None:
+    choices = list(dict.fromkeys([default, *extra]))
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        _schema(tmp / "schema", help_text, default, choices)
+        files = emit(load_schema(tmp / "schema"), "regen")
+        for name, source in files.items():
+            if name.endswith(".py"):
+                compile(source, name, "exec")
+        # ServerArgs: the exact default and help, as data, nowhere else
+        server_args = files["server_args.py"]
+        cls = next(n for n in ast.parse(server_args).body if isinstance(n, ast.ClassDef))
+        defaults = {a.target.id: ast.literal_eval(a.value) for a in cls.body
+                    if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and a.value is not None}
+        assert defaults == {"label": default, "other": default}
+        assert _field_docs(server_args, "ServerArgs") == {"label": help_text, "other": help_text + help_text}
+        assert _field_docs(files["bags.py"], "Core") == {"label": help_text, "other": help_text + help_text}
+        # choices survive exactly in the registry and the argparse call
+        registry = files["registry.py"]
+        tuples = [ast.literal_eval(n) for n in ast.walk(ast.parse(registry))
+                  if isinstance(n, ast.Tuple) and n.elts and all(isinstance(e, ast.Constant) for e in n.elts)]
+        assert tuple(choices) in tuples
+        # argparse help is the help text with % doubled, prefix of the help argument
+        assert any(s.startswith(help_text.replace("%", "%%")) for s in _strings_in(server_args))
+        # no schema text became code: every generated function/class name is one we expect
+        names = {n.name for n in ast.walk(ast.parse(server_args)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        assert names == {"ServerArgs", "__attrs_post_init__", "from_dict", "from_file", "from_cli",
+                         "from_cli_args", "to_dict", "replace", "add_cli_args"}
+    finally:
+        shutil.rmtree(tmp)
