@@ -53,6 +53,15 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Marked:
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def plain(value: Any) -> Any:
+    """The value without line marks (plain dicts), for values that end up in output."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
 @attrs.frozen
 class SourceFile:
     """One validated YAML file: its display path (relative to the schema folder's parent,

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from codegen.errors import SchemaError, SchemaInvalid
-from codegen.load import BUNDLED_META, Marked, SourceFile, read_yaml
+from codegen.load import BUNDLED_META, Marked, SourceFile, plain, read_yaml
 from runtime.errors import LeafValueError
 from runtime.leaftypes import TypeSpec, check_bounds
 
@@ -252,12 +252,12 @@ class _Builder:
             namespace=namespace,
             type=type_,
             required=bool(spec.get("required", False)),
-            default=spec.get("default"),
+            default=plain(spec.get("default")),
             has_fallback="fallback" in spec,
             fallback=spec.get("fallback"),
             help=spec["help"],
             cli=cli,
-            choices=tuple(choices) if choices is not None else None,
+            choices=tuple(plain(choices)) if choices is not None else None,
             minimum=spec.get("min"),
             maximum=spec.get("max"),
             owner=spec["owner"],
@@ -421,7 +421,7 @@ class _Builder:
         top = sorted(ns.path for ns in namespaces if "." not in ns.path)
         out = []
         for name, spec in src.data["roles"].items():
-            where = Where(src.display, spec.line)
+            Where(src.display, spec.line)
             reads_all = spec["reads"] == "all"
             reads = tuple(top) if reads_all else tuple(sorted(spec["reads"]))
             for ns in () if reads_all else reads:

@@ -9,6 +9,7 @@ never reaches generated code except inside a literal that `repr` or `docstring` 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import attrs
@@ -136,7 +137,7 @@ class RDerived:
     name: str
     module: str
     function: str
-    alias: str  # import alias, unique per function
+    ref: str  # how the registry names the function: module.function
     spec_args: tuple[Kwarg, ...]
     md_type: str
     md_help: str
@@ -176,6 +177,11 @@ class RAllow:
     args: tuple[Kwarg, ...]
 
 
+def export_order(name: str) -> tuple[int, str]:
+    """isort-style order for __all__: CONSTANTS, Classes, functions."""
+    return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
+
+
 @attrs.frozen
 class RenderModel:
     header_sources: tuple[str, ...]
@@ -184,7 +190,10 @@ class RenderModel:
     top_bags: tuple[RChild, ...]
     accessors: tuple[RAccessor, ...]
     groups: tuple[RGroup, ...]
-    derived_imports: tuple[RDerived, ...]
+    derived_imports: str  # `import x` lines for derived functions, in isort sections
+    accessor_exports: tuple[str, ...]
+    view_slots: tuple[str, ...]
+    bag_exports: tuple[str, ...]
     derived_order: tuple[RDerived, ...]
     roles: tuple[RRole, ...]
     write_any_roles: tuple[str, ...]  # literals
@@ -215,7 +224,12 @@ def build(schema: Schema, regen: str) -> RenderModel:
             for ns in schema.namespaces if (p := ns.path) in top
         ),
         groups=groups,
-        derived_imports=tuple(sorted(derived_all.values(), key=lambda d: d.alias)),
+        derived_imports=_derived_imports({d.module for d in derived_all.values()}),
+        accessor_exports=tuple(sorted(
+            [*(f"get_{t}" for t in top), "ConfigView", "ProcessConfigView", "get_context",
+             "get_server_args", "publish", "runner_view"], key=export_order)),
+        view_slots=tuple(sorted([*top, "server_args"])),
+        bag_exports=tuple(sorted([*(class_name(ns.path) for ns in schema.namespaces), "Config"], key=export_order)),
         derived_order=tuple(derived_all[n] for n in schema.derived_order),
         roles=tuple(_role(r, top) for r in schema.roles),
         write_any_roles=tuple(py(r.name) for r in schema.roles if r.write_any),
@@ -237,6 +251,13 @@ def build(schema: Schema, regen: str) -> RenderModel:
         ),
         leaf_count=len(schema.leaves),
     )
+
+
+def _derived_imports(modules: set[str]) -> str:
+    stdlib = sorted(m for m in modules if m.split(".")[0] in sys.stdlib_module_names)
+    other = sorted(modules.difference(stdlib))
+    blocks = ["\n".join(f"import {m}" for m in block) for block in (stdlib, other) if block]
+    return "\n\n".join(blocks)
 
 
 def _accessor_expr(namespace: str, name: str) -> str:
@@ -266,7 +287,8 @@ def _default_expr(leaf: Leaf) -> str:
     value = leaf.type.coerce(leaf.default)
     if isinstance(value, (dict, list)):
         # A mutable JSON default gets a fresh copy per record.
-        return f"attrs.field(factory=lambda: {value!r})"
+        factory = ("dict" if isinstance(value, dict) else "list") if not value else f"lambda: {value!r}"
+        return f"attrs.field(factory={factory})"
     return py(value)
 
 
@@ -354,17 +376,17 @@ def _leaf(leaf: Leaf) -> RLeaf:
 
 def _derived(d: Derived) -> RDerived:
     module, _, function = d.fn.partition(":")
-    alias = "_" + module.replace(".", "_") + "__" + function
+    ref = f"{module}.{function}"
     return RDerived(
         name=d.name,
         module=module,
         function=function,
-        alias=alias,
+        ref=ref,
         spec_args=(
             Kwarg("name", py(d.name)),
             Kwarg("namespace", py(d.namespace)),
             Kwarg("type", f"TypeSpec({d.type.base!r}, {d.type.optional!r})"),
-            Kwarg("fn", alias),
+            Kwarg("fn", ref),
             Kwarg("inputs", py(d.inputs)),
             Kwarg("pinned", py(d.pinned)),
             Kwarg("hash", py(d.hash)),

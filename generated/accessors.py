@@ -56,9 +56,9 @@ __all__ = [
     "get_observability",
     "get_parallel",
     "get_schedule",
+    "get_server_args",
     "get_serving",
     "get_spec",
-    "get_server_args",
     "publish",
     "runner_view",
 ]
@@ -78,9 +78,9 @@ class ProcessConfigView(ProcessView):
         "observability",
         "parallel",
         "schedule",
+        "server_args",
         "serving",
         "spec",
-        "server_args",
     )
     device: bags.Device
     disagg: bags.Disagg

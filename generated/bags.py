@@ -34,6 +34,10 @@ import attrs
 from runtime.context import unstamped_rank
 
 __all__ = [
+    "Config",
+    "Device",
+    "Disagg",
+    "Exec",
     "ExecComm",
     "ExecGraph",
     "ExecKernel",
@@ -41,9 +45,6 @@ __all__ = [
     "ExecMoe",
     "ExecOffload",
     "ExecOverlap",
-    "Device",
-    "Disagg",
-    "Exec",
     "Lora",
     "Memory",
     "Mm",
@@ -53,7 +54,6 @@ __all__ = [
     "Schedule",
     "Serving",
     "Spec",
-    "Config",
 ]
 
 

@@ -27,24 +27,9 @@ derived functions and their inputs, and how bags nest."""
 
 from __future__ import annotations
 
+import runtime.derive
 from runtime.leaftypes import TypeSpec
 from runtime.registry import DerivedSpec, LeafSpec, NamespaceSpec, Registry, RoleSpec
-from runtime.derive import attn_dcp_size as _runtime_derive__attn_dcp_size
-from runtime.derive import attn_dp_size as _runtime_derive__attn_dp_size
-from runtime.derive import attn_tp_size as _runtime_derive__attn_tp_size
-from runtime.derive import dcp_enabled as _runtime_derive__dcp_enabled
-from runtime.derive import (
-    enable_mamba_extra_buffer as _runtime_derive__enable_mamba_extra_buffer,
-)
-from runtime.derive import (
-    enable_mamba_extra_buffer_lazy as _runtime_derive__enable_mamba_extra_buffer_lazy,
-)
-from runtime.derive import is_ep_joiner as _runtime_derive__is_ep_joiner
-from runtime.derive import (
-    max_speculative_num_draft_tokens as _runtime_derive__max_speculative_num_draft_tokens,
-)
-from runtime.derive import moe_ep_size as _runtime_derive__moe_ep_size
-from runtime.derive import moe_tp_size as _runtime_derive__moe_tp_size
 
 from . import bags
 from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY
@@ -3000,7 +2985,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="attn_dcp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=_runtime_derive__attn_dcp_size,
+        fn=runtime.derive.attn_dcp_size,
         inputs=("dcp_size",),
         pinned=False,
         hash=True,
@@ -3009,7 +2994,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="attn_dp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=_runtime_derive__attn_dp_size,
+        fn=runtime.derive.attn_dp_size,
         inputs=("dp_size", "enable_dp_attention"),
         pinned=False,
         hash=True,
@@ -3018,7 +3003,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="dcp_enabled",
         namespace="parallel",
         type=TypeSpec("bool", False),
-        fn=_runtime_derive__dcp_enabled,
+        fn=runtime.derive.dcp_enabled,
         inputs=("dcp_size",),
         pinned=False,
         hash=True,
@@ -3027,7 +3012,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="enable_mamba_extra_buffer",
         namespace="exec.mamba",
         type=TypeSpec("bool", False),
-        fn=_runtime_derive__enable_mamba_extra_buffer,
+        fn=runtime.derive.enable_mamba_extra_buffer,
         inputs=("disable_radix_cache", "mamba_radix_cache_strategy"),
         pinned=False,
         hash=True,
@@ -3036,7 +3021,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="enable_mamba_extra_buffer_lazy",
         namespace="exec.mamba",
         type=TypeSpec("bool", False),
-        fn=_runtime_derive__enable_mamba_extra_buffer_lazy,
+        fn=runtime.derive.enable_mamba_extra_buffer_lazy,
         inputs=("mamba_radix_cache_strategy",),
         pinned=False,
         hash=True,
@@ -3045,7 +3030,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="is_ep_joiner",
         namespace="exec.moe",
         type=TypeSpec("bool", False),
-        fn=_runtime_derive__is_ep_joiner,
+        fn=runtime.derive.is_ep_joiner,
         inputs=("ep_join_mode",),
         pinned=False,
         hash=True,
@@ -3054,7 +3039,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="max_speculative_num_draft_tokens",
         namespace="spec",
         type=TypeSpec("int", False),
-        fn=_runtime_derive__max_speculative_num_draft_tokens,
+        fn=runtime.derive.max_speculative_num_draft_tokens,
         inputs=(
             "speculative_algorithm",
             "speculative_num_draft_tokens",
@@ -3069,7 +3054,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="moe_ep_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=_runtime_derive__moe_ep_size,
+        fn=runtime.derive.moe_ep_size,
         inputs=("ep_size",),
         pinned=False,
         hash=True,
@@ -3078,7 +3063,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="attn_tp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=_runtime_derive__attn_tp_size,
+        fn=runtime.derive.attn_tp_size,
         inputs=("tp_size", "attn_dp_size", "attn_cp_size"),
         pinned=False,
         hash=True,
@@ -3087,7 +3072,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="moe_tp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=_runtime_derive__moe_tp_size,
+        fn=runtime.derive.moe_tp_size,
         inputs=("tp_size", "moe_ep_size", "moe_dp_size"),
         pinned=False,
         hash=True,

@@ -231,7 +231,7 @@ class ServerArgs:
     """Path to a JSON file of KV cache scaling factors, used with an FP8 KV cache. Unset means a scale of 1.0."""
     is_embedding: bool = False
     """Serve the model as an embedding model instead of for text generation."""
-    json_model_override_args: Any = attrs.field(factory=lambda: {})
+    json_model_override_args: Any = attrs.field(factory=dict)
     """Fields merged over the model's config before loading, as a JSON object; empty means no overrides."""
     log_level: str = "info"
     """Log level for all loggers (e.g. debug, info, warning)."""

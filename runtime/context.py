@@ -17,8 +17,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping
+from contextlib import suppress
 from types import MemberDescriptorType
 from typing import Any, Generic, TypeVar
 
@@ -470,29 +470,14 @@ class Context(Generic[V]):
             return current.bags[name]
 
     # -- scopes (tests) -------------------------------------------------------------------
-    @contextmanager
-    def restoring(self) -> Iterator[None]:
+    def restoring(self) -> Restoring:
         """Restore the exact state on exit, exceptions included (published or not)."""
-        with self._lock:
-            saved, saved_report = self._state, self.republish_report
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._install(saved)
-                self.republish_report = saved_report
+        return Restoring(self)
 
-    @contextmanager
-    def scoped(self, source: str = "test-scope", /, **leaves: Any) -> Iterator[Context[V]]:
+    def scoped(self, source: str = "test-scope", /, **leaves: Any) -> Restoring:
         """Override `leaves` for the block, bypassing policy and owner (tests set what they
         need) but not type, range or capacity; restore the exact earlier state on exit."""
-        with self.restoring():
-            with self._lock:
-                state = self.state
-                changes = self._validate(state, leaves, source=source, check_policy=False)
-                new_state, _ = self._apply(state, source, changes)
-                self._install(new_state)
-            yield self
+        return Restoring(self, source, leaves)
 
     # -- readback -----------------------------------------------------------------------
     def server_info(self) -> dict[str, Any]:
@@ -573,6 +558,40 @@ class Context(Generic[V]):
             log.warning("re-publish: override of %s from %r no longer applies: %s",
                         d.entry.leaf, d.entry.source, d.reason)
         return state
+
+
+class Restoring:
+    """A scope that saves the state on enter and re-installs it on exit. A class rather than
+    a generator on purpose: a dropped generator-based scope would be closed by the garbage
+    collector, restoring (un-publishing) at a random moment; this one restores only in
+    __exit__, and defines no __del__."""
+
+    def __init__(self, context: Context[Any], source: str = "", leaves: Mapping[str, Any] | None = None) -> None:
+        self._context = context
+        self._source = source
+        self._leaves = dict(leaves or {})
+        self._saved: list[tuple[State | None, RepublishReport | None]] = []
+
+    def __enter__(self) -> Context[Any]:
+        ctx = self._context
+        with ctx._lock:
+            self._saved.append((ctx._state, ctx.republish_report))
+            if self._leaves:
+                try:
+                    state = ctx.state
+                    changes = ctx._validate(state, self._leaves, source=self._source, check_policy=False)
+                    ctx._install(ctx._apply(state, self._source, changes)[0])
+                except BaseException:
+                    self._saved.pop()
+                    raise
+        return ctx
+
+    def __exit__(self, *exc: object) -> None:
+        ctx = self._context
+        with ctx._lock:
+            state, report = self._saved.pop()
+            ctx._install(state)
+            ctx.republish_report = report
 
 
 def _with_fallback(spec: LeafSpec, value: Any) -> Any:

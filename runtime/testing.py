@@ -8,12 +8,11 @@ Use from a conftest: `pytest_plugins = ["runtime.testing"]`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from runtime.context import Context
+from runtime.context import Context, Restoring
 
 
 def _context() -> Context[Any]:
@@ -22,25 +21,29 @@ def _context() -> Context[Any]:
     return get_context()
 
 
-@contextmanager
-def published(record: Any, *, role: str = "test", context: Context[Any] | None = None,
-              **ranks: int) -> Iterator[Context[Any]]:
+class published(Restoring):
     """Publish `record` for the block; afterwards the process is exactly as before
     (unpublished, or published with the earlier state)."""
-    ctx = context or _context()
-    with ctx.restoring():
-        ctx.publish(record, role=role, ranks=ranks or None)
-        yield ctx
+
+    def __init__(self, record: Any, *, role: str = "test", context: Context[Any] | None = None,
+                 **ranks: int) -> None:
+        super().__init__(context or _context())
+        self._record, self._role, self._ranks = record, role, ranks
+
+    def __enter__(self) -> Context[Any]:
+        ctx = super().__enter__()
+        try:
+            return ctx.publish(self._record, role=self._role, ranks=self._ranks or None)
+        except BaseException:
+            self.__exit__()
+            raise
 
 
-@contextmanager
 def scoped_override(source: str = "test-scope", /, *, context: Context[Any] | None = None,
-                    **leaves: Any) -> Iterator[Context[Any]]:
+                    **leaves: Any) -> Restoring:
     """Override `leaves` for the block (policy and owner are not checked; type, range and
-    capacity are). Nestable."""
-    ctx = context or _context()
-    with ctx.scoped(source, **leaves):
-        yield ctx
+    capacity are). Nestable; a dropped scope object never restores by itself."""
+    return (context or _context()).scoped(source, **leaves)
 
 
 @pytest.fixture

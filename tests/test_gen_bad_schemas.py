@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from genutil import copy_case, generate, snapshot
 
 CORE = "namespaces/core.yaml"
@@ -65,7 +64,9 @@ def _mutate(schema: Path, case: tuple[str, str | None, str | None, str | None, s
     if name == "missing-roles-file":
         (schema / "roles.yaml").unlink()
         return
-    assert file and old is not None and new is not None
+    assert file
+    assert old is not None
+    assert new is not None
     path = schema / file
     text = path.read_text()
     assert old in text, f"case {name}: fixture text {old!r} not found"
@@ -108,5 +109,6 @@ def test_all_errors_come_out_in_one_run(tmp_path: Path, capsys: pytest.CaptureFi
     assert generate(schema, tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert "2 schema error(s)" in err
-    assert "below the minimum" in err and "'nobody' is not a role" in err
+    assert "below the minimum" in err
+    assert "'nobody' is not a role" in err
     assert not (tmp_path / "out").exists()

@@ -6,9 +6,10 @@ import difflib
 import shutil
 from pathlib import Path
 
+from genutil import REPO
+
 from codegen.emit import emit
 from codegen.model import load_schema
-from genutil import REPO
 
 REGEN = "python -m codegen --schema schema --out generated  (make gen)"
 

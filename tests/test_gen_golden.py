@@ -10,18 +10,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from genutil import CASES, REPO, import_generated
 
 from codegen.emit import emit
 from codegen.model import load_schema
 from codegen.write import diff, write_tree
-from genutil import CASES, REPO, import_generated
 
 CASE_NAMES = sorted(p.name for p in CASES.iterdir() if (p / "schema").is_dir())
 UPDATE = "UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_gen_golden.py"
 
 
 def _regen(case: str) -> str:
-    return f"python -m codegen --schema schema --out expected  (make gen)"
+    return "python -m codegen --schema schema --out expected  (make gen)"
 
 
 @pytest.mark.parametrize("case", CASE_NAMES)

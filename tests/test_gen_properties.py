@@ -4,6 +4,7 @@ compiles and round-trips the exact values; schema text can never inject code."""
 from __future__ import annotations
 
 import ast
+import itertools
 import shutil
 import tempfile
 from pathlib import Path
@@ -44,7 +45,7 @@ def _field_docs(source: str, cls: str) -> dict[str, str]:
     tree = ast.parse(source)
     body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls).body
     docs = {}
-    for a, b in zip(body, body[1:], strict=False):
+    for a, b in itertools.pairwise(body):
         if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr):
             docs[a.target.id] = ast.literal_eval(b.value)
     return docs

@@ -195,7 +195,8 @@ def check(
         reads = sorted(reads_by_key[key], key=lambda r: (r.line, r.col))
         first = reads[0]
         where = f"{file}:{first.line} ({function})"
-        also = "" if len(reads) == 1 else f" (also lines {', '.join(str(r.line) for r in reads[1:])})"
+        more = sorted({r.line for r in reads} - {first.line})
+        also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
         what = "a dynamic or whole-record read" if leaf == "*" else f"a raw read of {leaf!r}"
         via = _VIA.get(first.via, first.via)
         failures.append(

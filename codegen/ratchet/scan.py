@@ -33,7 +33,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -133,6 +133,7 @@ class _Scope:
         "aliases",
         "assigns",
         "bound",
+        "defaults",
         "globals",
         "kind",
         "nonlocals",
@@ -151,6 +152,7 @@ class _Scope:
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
         self.assigns: list[tuple[str, ast.expr]] = []
+        self.defaults: list[tuple[str, ast.expr]] = []  # parameter defaults: outer scope
         self.self_assigns: list[tuple[str, ast.expr]] = []
         self.returns: list[ast.expr] = []
         self.aliases: dict[str, str] = {}  # name -> via
@@ -162,16 +164,6 @@ class _Scope:
 
 def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-
-
-def _target_names(target: ast.expr) -> Iterator[ast.Name]:
-    if isinstance(target, ast.Name):
-        yield target
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for elt in target.elts:
-            yield from _target_names(elt)
-    elif isinstance(target, ast.Starred):
-        yield from _target_names(target.value)
 
 
 class _Analysis:
@@ -308,6 +300,10 @@ class _Analysis:
                     if name not in owner.aliases and self.via(value, scope):
                         owner.aliases[name] = "alias"
                         changed = True
+                for name, value in scope.defaults:
+                    if name not in scope.aliases and scope.parent and self.via(value, scope.parent):
+                        scope.aliases[name] = "parameter"
+                        changed = True
                 for attr, value in scope.self_assigns:
                     if attr not in self.self_attrs and self.via(value, scope):
                         self.self_attrs.add(attr)
@@ -378,6 +374,10 @@ class _Binder(ast.NodeVisitor):
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
                 scope.bound.add(extra.arg)
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+        scope.defaults.extend((arg.arg, default) for arg, default in pairs)
         for arg in every:
             scope.bound.add(arg.arg)
             if self.a.is_record_annotation(arg.annotation) or (

@@ -17,9 +17,9 @@ import attrs
 from runtime.context import unstamped_rank
 
 __all__ = [
-    "CoreTune",
-    "Core",
     "Config",
+    "Core",
+    "CoreTune",
 ]
 
 

@@ -10,9 +10,9 @@ derived functions and their inputs, and how bags nest."""
 
 from __future__ import annotations
 
+import math
 from runtime.leaftypes import TypeSpec
 from runtime.registry import DerivedSpec, LeafSpec, NamespaceSpec, Registry, RoleSpec
-from math import isqrt as _math__isqrt
 
 from . import bags
 from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY
@@ -179,7 +179,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="width_root",
         namespace="core",
         type=TypeSpec("int", False),
-        fn=_math__isqrt,
+        fn=math.isqrt,
         inputs=("width",),
         pinned=False,
         hash=True,

@@ -48,7 +48,7 @@ class ServerArgs:
     """Batch sizes to prepare."""
     tags: tuple[str, ...] = ("a", "b")
     """Free-form labels."""
-    extra: Any = attrs.field(factory=lambda: {})
+    extra: Any = attrs.field(factory=dict)
     """Anything else, as JSON."""
     budget: int | None = None
     """Tokens per step."""

@@ -1,0 +1,297 @@
+"""RuntimeContext: publish, overrides with provenance, derived values, one readback,
+re-publish, scopes, runner views, thread safety, config hash, and the seed scenarios."""
+
+from __future__ import annotations
+
+import gc
+import threading
+from typing import Any
+
+import pytest
+
+from generated.accessors import (
+    get_context,
+    get_model,
+    get_parallel,
+    get_schedule,
+    get_server_args,
+    get_spec,
+    runner_view,
+)
+from generated.server_args import ServerArgs
+from runtime.context import Context
+from runtime.errors import (
+    CapacityError,
+    ConfigError,
+    LeafValueError,
+    NotPublishedError,
+    OwnerError,
+    PolicyError,
+    RoleError,
+    UnknownLeafError,
+)
+from runtime.testing import published, scoped_override
+
+SPEC = {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4}
+
+
+@pytest.fixture
+def ctx(config_scope: Context[Any], record: ServerArgs) -> Context[Any]:
+    return config_scope.publish(record, role="test")
+
+
+def test_accessors_before_publish_name_themselves() -> None:
+    with get_context().restoring():
+        get_context()._install(None)
+        with pytest.raises(NotPublishedError, match=r"get_parallel\(\) was called before publish"):
+            get_parallel()
+        with pytest.raises(NotPublishedError, match=r"get_server_args\(\)"):
+            get_server_args()
+        with pytest.raises(NotPublishedError):
+            get_context().override("x", tp_size=2)
+
+
+def test_publish_resolves_fallbacks_derived_and_pins(config_scope: Context[Any]) -> None:
+    record = ServerArgs(model_path="m", tp_size=8, dp_size=2, enable_dp_attention=True, **SPEC)
+    config_scope.publish(record, role="launcher")
+    assert get_schedule().swa_full_tokens_ratio == 0.8  # fallback
+    assert record.swa_full_tokens_ratio is None  # the record keeps the operator's input
+    assert (get_parallel().attn_dp_size, get_parallel().attn_tp_size) == (2, 4)
+    assert get_spec().max_speculative_num_draft_tokens == 4
+    assert get_server_args() is record
+
+
+def test_unknown_role_is_refused(config_scope: Context[Any], record: ServerArgs) -> None:
+    with pytest.raises(RoleError, match="unknown role.*did you mean 'worker'"):
+        config_scope.publish(record, role="wroker")
+
+
+@pytest.mark.parametrize(
+    ("leaves", "error", "message"),
+    [
+        ({"tp_sise": 2}, UnknownLeafError, "did you mean 'tp_size'"),
+        ({"attn_tp_size": 2}, PolicyError, "derived from tp_size, attn_dp_size, attn_cp_size"),
+        ({"max_running_requests": "many"}, LeafValueError, "schedule.max_running_requests.*is not a optional int"),
+        ({"mem_fraction_static": 1.5}, LeafValueError, "above the maximum 1.0"),
+        ({"schedule_policy": "fastest"}, LeafValueError, "not one of the choices"),
+    ],
+)
+def test_override_validation(ctx: Context[Any], leaves: dict[str, Any], error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        ctx.override("test", **leaves)
+
+
+def test_policies(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="worker")
+    with pytest.raises(PolicyError, match=r"parallel.tp_size \(policy startup, owner launcher\).*--tp-size"):
+        ctx.override("x", tp_size=2)
+    ctx.override("loader", kv_cache_dtype="bf16")  # load_time, owner worker, before seal
+    ctx.seal()
+    with pytest.raises(PolicyError, match="sealed at the end of model load"):
+        ctx.override("loader", kv_cache_dtype="fp8_e4m3")
+    with pytest.raises(OwnerError, match="role 'worker'.*only the owner role 'scheduler'"):
+        ctx.override("x", speculative_accept_threshold_acc=0.5)
+
+
+def test_runtime_override_allowed_after_seal(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="scheduler")
+    ctx.seal()
+    ctx.override("set_internal_state", speculative_accept_threshold_acc=0.5)
+    assert get_spec().speculative_accept_threshold_acc == 0.5
+
+
+def test_all_or_nothing(ctx: Context[Any]) -> None:
+    before = ctx.state
+    with pytest.raises(LeafValueError):
+        ctx.override("x", max_running_requests=64, mem_fraction_static=2.0)
+    assert ctx.state is before
+    assert get_schedule().max_running_requests is None
+
+
+def test_log_epoch_and_record(ctx: Context[Any], record: ServerArgs) -> None:
+    epoch = ctx.epoch
+    entries = ctx.override("tuner", max_running_requests=64, chunked_prefill_size=512)
+    assert {e.epoch for e in entries} == {epoch + 1}
+    assert ctx.epoch == epoch + 1
+    e = entries[0]
+    assert (e.source, e.leaf, e.namespace, e.old, e.new) == ("tuner", "max_running_requests", "schedule", None, 64)
+    assert e.wall_time > 0
+    assert ctx.override("tuner", max_running_requests=64) == ()  # no change, no entry, same epoch
+    assert ctx.epoch == epoch + 1
+    assert get_server_args().max_running_requests is None
+    assert record.max_running_requests is None
+
+
+def test_derived_recomputed_on_input_override(config_scope: Context[Any]) -> None:
+    ctx = config_scope.publish(ServerArgs(model_path="m", tp_size=8, dp_size=2, enable_dp_attention=True),
+                               role="scheduler")
+    ctx.override("elastic_ep", dp_size=4)
+    assert (get_parallel().attn_dp_size, get_parallel().attn_tp_size) == (4, 2)
+    assert ctx.server_info()["resolved"]["attn_tp_size"] == 2
+
+
+def test_seed_a_draft_tokens_bound(config_scope: Context[Any]) -> None:
+    ctx = config_scope.publish(ServerArgs(model_path="m", **SPEC), role="scheduler")
+    ctx.override("adaptive_spec", speculative_num_draft_tokens=2)
+    assert get_spec().speculative_num_draft_tokens == 2
+    assert get_spec().max_speculative_num_draft_tokens == 4  # pinned: never shrinks
+    with pytest.raises(CapacityError, match="above its capacity spec.max_speculative_num_draft_tokens=4"):
+        ctx.override("adaptive_spec", speculative_num_draft_tokens=5)
+
+
+def test_seed_b_kv_cache_dtype_at_load_time(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="worker")
+    ctx.override("ModelRunner.configure_kv_cache_dtype", kv_cache_dtype="fp8_e4m3")
+    assert get_model().kv_cache_dtype == "fp8_e4m3"
+    assert get_server_args().kv_cache_dtype == "auto"
+    info = ctx.server_info()
+    assert info["record"]["kv_cache_dtype"] == "auto"
+    assert info["resolved"]["kv_cache_dtype"] == "fp8_e4m3"
+
+
+def test_seed_c_and_d_server_info_and_republish(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="scheduler")
+    ctx.override("set_internal_state", speculative_accept_threshold_single=0.3, pp_max_micro_batch_size=8)
+    info = ctx.server_info()
+    assert [(o["leaf"], o["new"], o["source"]) for o in info["overrides"]] == [
+        ("speculative_accept_threshold_single", 0.3, "set_internal_state"),
+        ("pp_max_micro_batch_size", 8, "set_internal_state"),
+    ]
+    assert info["resolved"]["pp_max_micro_batch_size"] == 8
+    assert info["record"]["pp_max_micro_batch_size"] is None
+    # (d) re-publish a new record: the overrides are replayed, and a moot one is reported
+    ctx.publish(record.replace(pp_max_micro_batch_size=8, tp_size=2), role="scheduler")
+    assert get_spec().speculative_accept_threshold_single == 0.3
+    assert get_parallel().tp_size == 2
+    report = ctx.republish_report
+    assert report is not None
+    assert [e.leaf for e in report.replayed] == ["speculative_accept_threshold_single"]
+    assert [(d.entry.leaf, "already sets" in d.reason) for d in report.dropped] == [("pp_max_micro_batch_size", True)]
+
+
+def test_republish_reports_override_that_no_longer_fits(config_scope: Context[Any]) -> None:
+    ctx = config_scope.publish(ServerArgs(model_path="m", **SPEC), role="scheduler")
+    ctx.override("adaptive_spec", speculative_num_draft_tokens=3)
+    ctx.publish(ServerArgs(model_path="m", **{**SPEC, "speculative_num_draft_tokens": 2}), role="scheduler")
+    report = ctx.republish_report
+    assert report is not None
+    assert not report.replayed
+    assert "capacity" in report.dropped[0].reason
+    assert get_spec().speculative_num_draft_tokens == 2
+
+
+def test_seed_e_scope_restores_even_after_exception(ctx: Context[Any]) -> None:
+    state = ctx.state
+    with pytest.raises(RuntimeError), scoped_override(max_running_requests=7, tp_size=4):
+        assert get_parallel().tp_size == 4
+        assert get_schedule().max_running_requests == 7
+        raise RuntimeError("boom")
+    assert ctx.state is state
+    assert get_parallel().tp_size == 1
+
+
+def test_scopes_nest(ctx: Context[Any]) -> None:
+    with scoped_override(tp_size=2):
+        with scoped_override(tp_size=4, page_size=16):
+            assert (get_parallel().tp_size, get_schedule().page_size) == (4, 16)
+        assert (get_parallel().tp_size, get_schedule().page_size) == (2, None)
+    assert get_parallel().tp_size == 1
+
+
+def test_published_scope_restores_unpublished_state(record: ServerArgs) -> None:
+    ctx = get_context()
+    with ctx.restoring():
+        ctx._install(None)
+        with published(record, role="worker"):
+            assert get_parallel().tp_size == 1
+        with pytest.raises(NotPublishedError):
+            get_parallel()
+
+
+def test_garbage_collection_cannot_unpublish(ctx: Context[Any]) -> None:
+    state = ctx.state
+    scope = scoped_override(tp_size=2)
+    scope.__enter__()
+    del scope
+    gc.collect()
+    assert get_parallel().tp_size == 2  # still in force: only an explicit exit restores
+    ctx._install(state)
+
+
+def test_runner_view_overlays_without_leaking(ctx: Context[Any]) -> None:
+    draft = runner_view("draft", kv_cache_dtype="fp8_e4m3", tp_size=1)
+    with scoped_override(tp_size=2):
+        assert draft.model.kv_cache_dtype == "fp8_e4m3"
+        assert get_model().kv_cache_dtype == "auto"  # target readers never see the draft's dtype
+        ctx.override("loader", context_length=4096)
+        assert draft.model.context_length == 4096  # follows process overrides it does not overlay
+        assert draft.parallel.tp_size == 1
+        assert get_parallel().tp_size == 2
+        assert draft.parallel.attn_tp_size == 1  # derived values follow the overlay
+    with pytest.raises(LeafValueError):
+        runner_view("draft", kv_cache_dtype="fp3")
+
+
+def test_readers_never_see_half_applied_override(ctx: Context[Any]) -> None:
+    stop = threading.Event()
+    torn: list[tuple[Any, Any]] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            bag = get_schedule()
+            if bag.max_running_requests != bag.chunked_prefill_size:
+                torn.append((bag.max_running_requests, bag.chunked_prefill_size))
+
+    with scoped_override(max_running_requests=1, chunked_prefill_size=1):
+        threads = [threading.Thread(target=reader) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for i in range(2, 400):
+            ctx.override("writer", max_running_requests=i, chunked_prefill_size=i)
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not torn
+
+
+def test_concurrent_overrides_are_serialized(ctx: Context[Any]) -> None:
+    start = ctx.epoch
+
+    def writer(k: int) -> None:
+        for i in range(50):
+            ctx.override(f"w{k}", max_running_requests=1000 * k + i + 1)
+
+    with scoped_override():
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        epochs = [e.epoch for e in ctx.state.log]
+        assert epochs == list(range(start + 1, start + 201))
+        assert ctx.epoch == start + 200
+
+
+def test_config_hash(ctx: Context[Any]) -> None:
+    h = ctx.config_hash()
+    with scoped_override(tp_size=2):
+        assert ctx.config_hash() != h  # hashed leaf
+    with scoped_override(port=31000, log_level="debug"):
+        assert ctx.config_hash() == h  # hash: false leaves
+    assert ctx.config_hash() == h
+
+
+def test_explain_shows_every_layer(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="worker")
+    ctx.override("kv_pool", kv_cache_dtype="bf16")
+    info = ctx.explain("kv_cache_dtype")
+    assert info["record"] == "auto"
+    assert info["resolved"] == "bf16"
+    assert info["accessor"] == "get_model().kv_cache_dtype"
+    assert [o["source"] for o in info["overrides"]] == ["kv_pool"]
+
+
+def test_every_error_is_a_config_error() -> None:
+    for cls in (UnknownLeafError, LeafValueError, PolicyError, OwnerError, CapacityError, RoleError, NotPublishedError):
+        assert issubclass(cls, ConfigError)
