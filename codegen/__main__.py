@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+import black
+
 from codegen.emit import emit
 from codegen.errors import SchemaInvalid
 from codegen.model import load_schema
@@ -13,6 +15,7 @@ from codegen.write import diff, write_tree
 
 EXIT_SCHEMA = 2
 EXIT_STALE = 1
+EXIT_INTERNAL = 3
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         for error in exc.errors:
             print(f"  {error}", file=sys.stderr)
         return EXIT_SCHEMA
+    except black.InvalidInput as exc:
+        # Templates produced code black cannot parse: a generator bug, never the schema's.
+        print(f"configbags gen: internal error, generated code does not parse ({exc}); nothing "
+              f"was written. Please report it with the schema that triggered it.", file=sys.stderr)
+        return EXIT_INTERNAL
     if args.check:
         stale = diff(args.out, files)
         if stale:

@@ -22,6 +22,7 @@ RESERVED = frozenset(
     {"config", "from_cli", "from_cli_args", "from_dict", "from_file", "to_dict", "add_cli_args"}
 )
 RESERVED_FLAGS = frozenset({"--config", "--help"})
+DEFAULT_MIN_FILES = 5  # a ratchet scan reading fewer files than this is taken as broken
 
 
 @attrs.frozen
@@ -135,6 +136,7 @@ class Ratchet:
     raw_accessor: str = "get_server_args"
     record_class: str = "ServerArgs"
     record_attributes: tuple[str, ...] = ("server_args",)
+    min_files: int = DEFAULT_MIN_FILES
     allowlist: tuple[AllowEntry, ...] = ()
 
 
@@ -201,7 +203,7 @@ class _Builder:
         self.check_namespaces(namespaces)
         self.check_leaves(namespaces, {r.name for r in roles})
         order = self.check_derived(namespaces)
-        ratchet = self.ratchet(ratchet_src, namespaces) if ratchet_src else Ratchet()
+        ratchet = self.ratchet(ratchet_src) if ratchet_src else Ratchet()
         if self.errors:
             raise SchemaInvalid(self.errors)
         sources = [self.display(f) for f in files] + [self.display(self.root / "roles.yaml")]
@@ -440,20 +442,18 @@ class _Builder:
                             tuple(audits)))
         return tuple(sorted(out, key=lambda r: r.name))
 
-    def ratchet(self, src: SourceFile, namespaces: list[Namespace]) -> Ratchet:
-        names = {x.name for ns in namespaces for x in (*ns.leaves, *ns.derived)}
+    def ratchet(self, src: SourceFile) -> Ratchet:
         scan = src.data["scan"]
-        entries = []
-        for entry in src.data["allowlist"]:
-            if entry["leaf"] not in names:
-                self.error(Where(src.display, entry.line), f"allowlist entry names unknown leaf {entry['leaf']!r}",
-                           entry["leaf"], "remove the entry or fix the leaf name")
-            entries.append(AllowEntry(entry["file"], entry["function"], entry["leaf"], entry["reason"]))
+        entries = [
+            AllowEntry(entry["file"], entry["function"], entry["leaf"], entry["reason"])
+            for entry in src.data["allowlist"]
+        ]
         return Ratchet(
             roots=tuple(scan["roots"]),
             excludes=tuple(scan.get("excludes", ())),
             raw_accessor=scan["raw_accessor"],
             record_class=scan["record_class"],
             record_attributes=tuple(scan["record_attributes"]),
+            min_files=scan.get("min_files", DEFAULT_MIN_FILES),
             allowlist=tuple(sorted(entries, key=lambda e: (e.file, e.function, e.leaf))),
         )

@@ -193,6 +193,7 @@ class RenderModel:
     derived_imports: str  # `import x` lines for derived functions, in isort sections
     accessor_exports: tuple[str, ...]
     view_slots: tuple[str, ...]
+    bags_use_any: bool  # json leaves are typed Any
     bag_exports: tuple[str, ...]
     derived_order: tuple[RDerived, ...]
     roles: tuple[RRole, ...]
@@ -205,6 +206,7 @@ class RenderModel:
     raw_accessor: str
     record_class: str
     record_attributes: str
+    min_files: int
     allowlist: tuple[RAllow, ...]
     accessor_exprs: tuple[Kwarg, ...]
     leaf_count: int
@@ -229,6 +231,7 @@ def build(schema: Schema, regen: str) -> RenderModel:
             [*(f"get_{t}" for t in top), "ConfigView", "ProcessConfigView", "get_context",
              "get_server_args", "publish", "runner_view"], key=export_order)),
         view_slots=tuple(sorted([*top, "server_args"])),
+        bags_use_any=any(x.type.base == "json" for x in (*schema.leaves, *schema.derived)),
         bag_exports=tuple(sorted([*(class_name(ns.path) for ns in schema.namespaces), "Config"], key=export_order)),
         derived_order=tuple(derived_all[n] for n in schema.derived_order),
         roles=tuple(_role(r, top) for r in schema.roles),
@@ -241,6 +244,7 @@ def build(schema: Schema, regen: str) -> RenderModel:
         raw_accessor=py(schema.ratchet.raw_accessor),
         record_class=py(schema.ratchet.record_class),
         record_attributes=py(tuple(schema.ratchet.record_attributes)),
+        min_files=schema.ratchet.min_files,
         allowlist=tuple(
             RAllow(tuple(Kwarg(k, py(getattr(e, k))) for k in ("file", "function", "leaf", "reason")))
             for e in schema.ratchet.allowlist

@@ -29,8 +29,8 @@
     get_parallel().tp_size
 
 Each reads one slot of the process view that `publish`/`override` keep current; before
-`publish` (or, in enforce mode, outside the role's namespaces) the empty slot explains
-itself. Importing this module does not import torch."""
+`publish` (or, in enforce mode, outside the role's namespaces) the slot is empty and the
+context explains why. Importing this module does not import torch."""
 
 from __future__ import annotations
 
@@ -185,67 +185,106 @@ def get_context() -> Context[ProcessConfigView]:
 def get_server_args() -> ServerArgs:
     """The raw operator record, as given. New code reads the bags instead (the read
     ratchet keeps count); this never reflects overrides."""
-    return _view.server_args
+    try:
+        return _view.server_args
+    except AttributeError:
+        return _context.missing("server_args")  # type: ignore[no-any-return]
 
 
 def get_device() -> bags.Device:
     """The current `device` bag of this process. Accelerator selection and per-process device settings: device kind, first GPU index, random seed and forward watchdog."""
-    return _view.device
+    try:
+        return _view.device
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("device")  # type: ignore[no-any-return]
 
 
 def get_disagg() -> bags.Disagg:
     """The current `disagg` bag of this process. Prefill/decode disaggregation: this server's role, the KV transfer backend, and decode-side capacity reservations."""
-    return _view.disagg
+    try:
+        return _view.disagg
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("disagg")  # type: ignore[no-any-return]
 
 
 def get_exec() -> bags.Exec:
     """The current `exec` bag of this process. Execution engine settings; the sub-namespaces cover kernels, MoE, graph capture, mamba, communication, overlap and offload."""
-    return _view.exec
+    try:
+        return _view.exec
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("exec")  # type: ignore[no-any-return]
 
 
 def get_lora() -> bags.Lora:
     """The current `lora` bag of this process. LoRA adapter serving: enablement, adapters to preload, rank and batch limits, and kernel backend."""
-    return _view.lora
+    try:
+        return _view.lora
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("lora")  # type: ignore[no-any-return]
 
 
 def get_memory() -> bags.Memory:
     """The current `memory` bag of this process. KV reuse across requests: the prefix (radix) cache and the hierarchical cache in host memory and storage."""
-    return _view.memory
+    try:
+        return _view.memory
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("memory")  # type: ignore[no-any-return]
 
 
 def get_mm() -> bags.Mm:
     """The current `mm` bag of this process. Multimodal input handling: encoder attention, feature transport, preprocessing and per-request limits."""
-    return _view.mm
+    try:
+        return _view.mm
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("mm")  # type: ignore[no-any-return]
 
 
 def get_model() -> bags.Model:
     """The current `model` bag of this process. Which model is served and how its weights are loaded, quantized and typed, including KV cache precision."""
-    return _view.model
+    try:
+        return _view.model
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("model")  # type: ignore[no-any-return]
 
 
 def get_observability() -> bags.Observability:
     """The current `observability` bag of this process. Logging, metrics and KV-event reporting."""
-    return _view.observability
+    try:
+        return _view.observability
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("observability")  # type: ignore[no-any-return]
 
 
 def get_parallel() -> bags.Parallel:
     """The current `parallel` bag of this process. Parallel layout: tensor, pipeline, data, expert and context-parallel sizes, plus the attention and MoE group sizes derived from them."""
-    return _view.parallel
+    try:
+        return _view.parallel
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("parallel")  # type: ignore[no-any-return]
 
 
 def get_schedule() -> bags.Schedule:
     """The current `schedule` bag of this process. Scheduler capacity and policy: memory fraction, request and token limits, chunked prefill, KV page size and hybrid-pool ratios."""
-    return _view.schedule
+    try:
+        return _view.schedule
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("schedule")  # type: ignore[no-any-return]
 
 
 def get_serving() -> bags.Serving:
     """The current `serving` bag of this process. HTTP front end: listen address, API key, served model name, tokenizer, chat template and output parsers."""
-    return _view.serving
+    try:
+        return _view.serving
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("serving")  # type: ignore[no-any-return]
 
 
 def get_spec() -> bags.Spec:
     """The current `spec` bag of this process. Speculative decoding: algorithm, draft model, draft-tree shape, acceptance thresholds and draft-token budget."""
-    return _view.spec
+    try:
+        return _view.spec
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("spec")  # type: ignore[no-any-return]
 
 
 def runner_view(name: str, /, **leaves: Any) -> ConfigView:

@@ -23,7 +23,9 @@
 #   schema/roles.yaml
 # Regenerate: python -m codegen --schema schema --out generated  (make gen)
 """One frozen, slotted attrs class per namespace. Leaves are plain attributes: a read is a
-slot load, with no properties or __getattr__ on the path of a published value."""
+slot load, with no properties or __getattr__ on the path of a published value. (Ranks are
+properties: they are facts stamped at publish, and an unstamped one must explain itself.)
+"""
 
 from __future__ import annotations
 
@@ -406,40 +408,79 @@ class Parallel:
     """Derived: equal to ep_size as configured. The live expert group may differ under elastic EP."""
     moe_tp_size: int
     """Derived: tp_size // moe_ep_size // moe_dp_size. Tensor-parallel size within MoE layers."""
-    world_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """This process's rank in the whole launch (torch.distributed world rank)."""
-    tp_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """Rank inside the tensor-parallel group (world_rank mod tp_size)."""
-    pp_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """Pipeline stage of this process (world_rank // tp_size)."""
-    attn_tp_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """Rank inside the attention tensor-parallel group."""
-    attn_dp_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """Attention data-parallel group this rank belongs to."""
-    attn_cp_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """Rank inside the attention context-parallel group."""
-    moe_ep_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """Rank inside the MoE expert-parallel group."""
-    moe_tp_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """Rank inside the MoE tensor-parallel group."""
-    moe_dp_rank: int = attrs.field(init=False, eq=False, repr=False)
-    """Rank inside the MoE data-parallel group."""
+    _ranks: dict[str, int] = attrs.field(init=False, factory=dict, eq=False, repr=False)
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for a slot that was never set: a rank that publish did not stamp.
-        if name in (
-            "world_rank",
-            "tp_rank",
-            "pp_rank",
-            "attn_tp_rank",
-            "attn_dp_rank",
-            "attn_cp_rank",
-            "moe_ep_rank",
-            "moe_tp_rank",
-            "moe_dp_rank",
-        ):
-            raise unstamped_rank(self, name)
-        raise AttributeError(name)
+    @property
+    def world_rank(self) -> int:
+        """This process's rank in the whole launch (torch.distributed world rank)."""
+        try:
+            return self._ranks["world_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "world_rank") from None
+
+    @property
+    def tp_rank(self) -> int:
+        """Rank inside the tensor-parallel group (world_rank mod tp_size)."""
+        try:
+            return self._ranks["tp_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "tp_rank") from None
+
+    @property
+    def pp_rank(self) -> int:
+        """Pipeline stage of this process (world_rank // tp_size)."""
+        try:
+            return self._ranks["pp_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "pp_rank") from None
+
+    @property
+    def attn_tp_rank(self) -> int:
+        """Rank inside the attention tensor-parallel group."""
+        try:
+            return self._ranks["attn_tp_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "attn_tp_rank") from None
+
+    @property
+    def attn_dp_rank(self) -> int:
+        """Attention data-parallel group this rank belongs to."""
+        try:
+            return self._ranks["attn_dp_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "attn_dp_rank") from None
+
+    @property
+    def attn_cp_rank(self) -> int:
+        """Rank inside the attention context-parallel group."""
+        try:
+            return self._ranks["attn_cp_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "attn_cp_rank") from None
+
+    @property
+    def moe_ep_rank(self) -> int:
+        """Rank inside the MoE expert-parallel group."""
+        try:
+            return self._ranks["moe_ep_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "moe_ep_rank") from None
+
+    @property
+    def moe_tp_rank(self) -> int:
+        """Rank inside the MoE tensor-parallel group."""
+        try:
+            return self._ranks["moe_tp_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "moe_tp_rank") from None
+
+    @property
+    def moe_dp_rank(self) -> int:
+        """Rank inside the MoE data-parallel group."""
+        try:
+            return self._ranks["moe_dp_rank"]
+        except KeyError:
+            raise unstamped_rank(self, "moe_dp_rank") from None
 
 
 @attrs.frozen(kw_only=True)

@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Mapping
 from contextlib import suppress
-from types import MemberDescriptorType
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -105,23 +104,14 @@ def _jsonable(value: Any) -> Any:
 
 class ProcessView:
     """The slots the generated accessors read: one per top-level namespace plus the raw
-    record. The generated subclass declares the slots with their types.
+    record; the generated subclass declares them with their types. An accessor reads its
+    slot inside a try block (free when it succeeds); an empty slot raises AttributeError
+    and the accessor asks `Context.missing` to explain (not published, role scoping) or,
+    in record mode, to record and fill it. There is deliberately no `__getattr__`: its
+    mere presence stops CPython from specializing attribute loads on the class, which
+    would slow every accessor read (about 1.4x, bench/bench_roles.py)."""
 
-    No `__getattr__` here: its mere presence stops CPython from specializing attribute loads
-    on the type, so every accessor read would pay for it (about 1.4x, bench/bench_roles.py).
-    Instead the context switches the view's class to a sibling (same slots, no new layout)
-    in which each *unfilled* name is a property that explains (not published, role
-    scoping) or records; a filled slot is a plain, specialized slot read."""
-
-    __slots__ = ("_context",)
-    _context: Context[Any]
-
-
-def _unfilled_slot(name: str) -> property:
-    def read(view: ProcessView) -> Any:
-        return view._context._missing(name)
-
-    return property(read, doc=f"unfilled {name!r}: explains (or, in record mode, records)")
+    __slots__ = ()
 
 
 V = TypeVar("V", bound=ProcessView)
@@ -134,14 +124,6 @@ class Context(Generic[V]):
     def __init__(self, registry: Registry, view: V, runner_view: type[RunnerView] | None = None) -> None:
         self.registry = registry
         self.view = view
-        object.__setattr__(view, "_context", self)
-        # Role scoping and "not published" act through the view's class: see ProcessView.
-        self._view_base = type(view)
-        self._slots = {n: d for n in (*registry.top_level, RECORD_SLOT)
-                       if isinstance(d := getattr(self._view_base, n, None), MemberDescriptorType)}
-        self._view_classes: dict[frozenset[str], type] = {}
-        self._unfilled: frozenset[str] = frozenset()
-        self._retype(frozenset(self._slots))
         self._runner_view_cls = runner_view or RunnerView
         self._state: State | None = None
         self._lock = threading.RLock()
@@ -388,11 +370,10 @@ class Context(Generic[V]):
         kwargs = {f: values[f] for f in ns.fields}
         kwargs.update({attr: bags[child] for attr, child in ns.children})
         bag = ns.bag(**kwargs)
-        # Ranks are facts of this process, not config: stamped into slots that stay unset
-        # otherwise, so an unstamped read misses and explains itself (the bag's __getattr__).
-        for rank in ns.ranks:
-            if rank in ranks:
-                object.__setattr__(bag, rank, ranks[rank])
+        if ns.ranks and ranks:
+            # Ranks are facts of this process, not config: stamped after construction; an
+            # unstamped one raises from its property, saying what did not happen.
+            object.__setattr__(bag, "_ranks", {r: ranks[r] for r in ns.ranks if r in ranks})
         return bag
 
     # -- installing into the accessor view ----------------------------------------------
@@ -400,37 +381,21 @@ class Context(Generic[V]):
         view = self.view
         old = self._state
         self._state = state
-        slots = self._slots  # set through the base's slot descriptors: properties shadow them
         if state is None:
-            for slot in slots.values():
+            for slot in (*self.registry.top_level, RECORD_SLOT):
                 with suppress(AttributeError):
-                    slot.__delete__(view)
-            self._retype(frozenset(slots))
+                    object.__delattr__(view, slot)
             return
-        slots[RECORD_SLOT].__set__(view, state.record)
+        object.__setattr__(view, RECORD_SLOT, state.record)
         allowed = self._visible(state)
         for ns in self.registry.top_level:
             if old is not None and old.bags.get(ns) is state.bags[ns] and old.role == state.role:
                 continue
             if ns in allowed:
-                slots[ns].__set__(view, state.bags[ns])
+                object.__setattr__(view, ns, state.bags[ns])
             else:
                 with suppress(AttributeError):
-                    slots[ns].__delete__(view)
-        self._retype(frozenset(ns for ns in self.registry.top_level if ns not in allowed))
-
-    def _retype(self, unfilled: frozenset[str]) -> None:
-        """Give the view the class whose properties cover exactly the `unfilled` names."""
-        if unfilled == self._unfilled and type(self.view) is not self._view_base:
-            return
-        cls = self._view_classes.get(unfilled)
-        if cls is None:
-            base = self._view_base
-            body: dict[str, Any] = {"__slots__": (), "__module__": base.__module__}
-            body.update({name: _unfilled_slot(name) for name in sorted(unfilled)})
-            cls = self._view_classes[unfilled] = type(base.__name__, (base,), body)
-        object.__setattr__(self.view, "__class__", cls)
-        self._unfilled = unfilled
+                    object.__delattr__(view, ns)
 
     def _visible(self, state: State) -> frozenset[str] | set[str]:
         if self._mode == "off":
@@ -440,8 +405,8 @@ class Context(Generic[V]):
             return role.reads if role else frozenset()
         return {ns for r, ns in self._observed if r == state.role}
 
-    def _missing(self, name: str) -> Any:
-        """A view slot was empty: explain, or (record mode) record and install."""
+    def missing(self, name: str) -> Any:
+        """An accessor found its view slot empty: explain, or (record mode) record and fill."""
         accessor = f"get_{name}()"
         state = self._state
         if state is None:
@@ -465,8 +430,7 @@ class Context(Generic[V]):
                 assert self._recorder is not None
                 self._recorder.read(state.role, name)
             current = self.state
-            self._slots[name].__set__(self.view, current.bags[name])
-            self._retype(self._unfilled - {name})
+            object.__setattr__(self.view, name, current.bags[name])
             return current.bags[name]
 
     # -- scopes (tests) -------------------------------------------------------------------

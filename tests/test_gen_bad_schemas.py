@@ -51,7 +51,7 @@ CASES = [
     ("role-reads-unknown-namespace", "roles.yaml", "    reads: [core]\n", "    reads: [core, kernel]\n", "roles.yaml:7", None, "reads unknown namespace 'kernel'"),
     ("audit-unknown-namespace", "roles.yaml", "        observed: [core]\n", "        observed: [cor]\n", "roles.yaml:11", None, "observed unknown namespace 'cor'"),
     ("allowlist-without-reason", "ratchet.yaml", ', reason: "kept raw for the demo"}', "}", "ratchet.yaml:8", None, "'reason' is a required property"),
-    ("allowlist-unknown-leaf", "ratchet.yaml", "leaf: width,", "leaf: widht,", "ratchet.yaml:8", "widht", "unknown leaf 'widht'"),
+    ("allowlist-bad-leaf-name", "ratchet.yaml", "leaf: width,", "leaf: 'width size',", "ratchet.yaml:8", None, "does not match"),
     ("missing-roles-file", None, None, None, "roles.yaml:0", None, "roles.yaml is missing"),
 ]
 

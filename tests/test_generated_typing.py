@@ -7,9 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from mypy import api as mypy_api
-
 from genutil import REPO
+from mypy import api as mypy_api
 
 
 def test_accessor_reads_type_check(tmp_path: Path) -> None:

@@ -30,13 +30,16 @@ def test_help_lists_every_cli_leaf_with_help_and_default() -> None:
         assert spec.flags[0] in text, spec.name
         for alias in spec.flags[1:]:
             assert alias in text, alias
-    assert "Tensor" in text and "(default: 1" in text
+    assert "Tensor" in text
+    assert "(default: 1" in text
     assert "--sampling-backend" not in text  # cli: false
 
 
 def test_defaults_and_required() -> None:
     args = ServerArgs.from_cli(["--model-path", "m"])
-    assert args.tp_size == 1 and args.kv_cache_dtype == "auto" and args.watchdog_timeout == 300.0
+    assert args.tp_size == 1
+    assert args.kv_cache_dtype == "auto"
+    assert args.watchdog_timeout == 300.0
     with pytest.raises(SystemExit):
         ServerArgs.from_cli([])
 
@@ -119,5 +122,6 @@ def test_record_is_frozen_and_validated() -> None:
         args.tp_size = 2  # type: ignore[misc]
     with pytest.raises(RecordError, match="tp_size.*below the minimum"):
         ServerArgs(model_path="m", tp_size=0)
-    assert args.replace(tp_size=2).tp_size == 2 and args.tp_size == 1
+    assert args.replace(tp_size=2).tp_size == 2
+    assert args.tp_size == 1
     assert ServerArgs.from_dict(args.to_dict()) == args

@@ -16,11 +16,12 @@ Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw ac
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
 the check fails on them whatever the allowlist says.
 
-Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). So it
-parses every file but walks only the top-level statements whose lines mention one of the
-names that can reach the record (found with one regex over the bytes); when analysis
-discovers a new such name (a module alias, a `self.` attribute, a rename), the search
-repeats with it. Results are cached by content hash, so a warm re-scan parses nothing.
+Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). It
+parses every file (so broken files are reported), but walks only the statements, at any
+depth, whose lines mention a name through which the record can be reached (one regex over
+the bytes). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
+a wrapper), it starts again with the larger set, so pruning never hides a binding. Results
+are cached by content hash, so a warm re-scan parses nothing.
 """
 
 from __future__ import annotations
@@ -169,8 +170,9 @@ def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 class _Analysis:
     """Per-file state shared by the binding pass and the read pass."""
 
-    def __init__(self, settings: ScanSettings) -> None:
+    def __init__(self, settings: ScanSettings, lines: list[int]) -> None:
         self.settings = settings
+        self.lines = lines  # lines that mention a name of interest, sorted
         self.raw_names: set[str] = {settings.raw_accessor}
         self.class_names: set[str] = {settings.record_class}
         self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
@@ -184,8 +186,12 @@ class _Analysis:
         self.reads: list[tuple[Any, ...]] = []
 
     def names_of_interest(self) -> frozenset[str]:
-        names = self.raw_names | self.class_names | self.record_attrs
-        return frozenset(names | self.self_attrs | self.wrappers | set(self.module.aliases))
+        """Every name through which the record can be reached: any statement that reads,
+        binds or shadows the record mentions one of them on one of its lines."""
+        names = self.raw_names | self.class_names | self.record_attrs | self.self_attrs | self.wrappers
+        for scope in self.scopes:
+            names |= scope.aliases.keys()
+        return frozenset(names)
 
     # ---- what is the record
 
@@ -333,7 +339,39 @@ class _Analysis:
         return scope
 
 
-class _Binder(ast.NodeVisitor):
+class _Pruned(ast.NodeVisitor):
+    """Visits only statements whose lines mention a name of interest (and always
+    `global`/`nonlocal`, which change what a mention elsewhere binds). A statement that
+    mentions none can neither read nor bind nor shadow the record, so most of a file is
+    never walked: this is what keeps the scan close to the cost of `ast.parse`."""
+
+    a: _Analysis
+
+    def visit_statements(self, statements: Iterable[ast.AST]) -> None:
+        lines = self.a.lines
+        for node in statements:
+            if (
+                not isinstance(node, ast.stmt)
+                or isinstance(node, (ast.Global, ast.Nonlocal))
+                or _mentions(lines, _statement_span(node))
+            ):
+                self.visit(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                if value and isinstance(value[0], ast.stmt):
+                    self.visit_statements(value)
+                else:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+
+class _Binder(_Pruned):
     """Pass 1: build scopes and collect bindings (names, `self.x = ...`, returns)."""
 
     def __init__(self, analysis: _Analysis) -> None:
@@ -349,8 +387,7 @@ class _Binder(ast.NodeVisitor):
 
     def _visit_in(self, scope: _Scope, nodes: Iterable[ast.AST]) -> None:
         outer, self.scope = self.scope, scope
-        for node in nodes:
-            self.visit(node)
+        self.visit_statements(nodes)
         self.scope = outer
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -521,7 +558,7 @@ class _Binder(ast.NodeVisitor):
             self.scope.bound.add(node.name)
 
 
-class _Reader(ast.NodeVisitor):
+class _Reader(_Pruned):
     """Pass 2: with every alias resolved, report reads and writes."""
 
     def __init__(self, analysis: _Analysis) -> None:
@@ -628,7 +665,10 @@ def _names_regex(names: frozenset[str]) -> re.Pattern[bytes]:
     return re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in ordered) + rb")\b")
 
 
-def _mention_lines(data: bytes, regex: re.Pattern[bytes]) -> list[int]:
+def _mention_lines(data: bytes, regex: re.Pattern[bytes], names: Iterable[str] = ()) -> list[int]:
+    # Substring tests run at memchr speed; most files mention no name, and skip the regex.
+    if names and not any(name.encode() in data for name in names):
+        return []
     lines: list[int] = []
     line, previous = 1, 0
     for match in regex.finditer(data):
@@ -675,41 +715,34 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         return FileScan(problem=f"too large to scan ({len(data)} bytes > {settings.max_bytes})")
     if _GENERATED_HEADER.match(data):
         return FileScan(generated=True)
-    text = _decode(data)
-    if text is None:
+    if _decode(data) is None:
         return FileScan(problem="not UTF-8 (and no coding declaration); not scanned")
     try:
-        tree = ast.parse(text)
+        tree = ast.parse(data)
     except SyntaxError as exc:
         return FileScan(problem=f"syntax error at line {exc.lineno}: {exc.msg}; not scanned")
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
 
-    analysis = _Analysis(settings)
-    names = analysis.names_of_interest()
-    lines = _mention_lines(data, _names_regex(names))
-    if not lines:
-        return FileScan()
-    body = tree.body
-    spans = [_statement_span(stmt) for stmt in body]
-    binder = _Binder(analysis)
-    chosen: list[int] = []
-    pending = set(range(len(body)))
+    settings_names = frozenset(
+        {settings.raw_accessor, settings.record_class, *settings.record_attributes}
+    )
+    names = settings_names
+    # Rounds until the names of interest stop growing: a round that finds a new alias
+    # (or rename, self attribute, wrapper) must look again at the lines that mention it.
+    # Each round starts afresh, so pruning never hides a binding found later.
     while True:
-        found = [i for i in sorted(pending) if _mentions(lines, spans[i])]
-        for index in found:
-            binder.visit(body[index])
-        pending.difference_update(found)
-        chosen.extend(found)
+        lines = _mention_lines(data, _names_regex(names), names)
+        if not lines:
+            return FileScan()
+        analysis = _Analysis(settings, lines)
+        _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
-        grown = analysis.names_of_interest()
-        if grown == names or not pending:
+        grown = analysis.names_of_interest() | names
+        if grown == names:
             break
         names = grown
-        lines = _mention_lines(data, _names_regex(names))
-    reader = _Reader(analysis)
-    for index in sorted(chosen):
-        reader.visit(body[index])
+    _Reader(analysis).visit_statements(tree.body)
     return FileScan(reads=tuple(analysis.reads), violations=tuple(analysis.violations))
 
 

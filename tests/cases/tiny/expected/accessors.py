@@ -12,8 +12,8 @@
     get_parallel().tp_size
 
 Each reads one slot of the process view that `publish`/`override` keep current; before
-`publish` (or, in enforce mode, outside the role's namespaces) the empty slot explains
-itself. Importing this module does not import torch."""
+`publish` (or, in enforce mode, outside the role's namespaces) the slot is empty and the
+context explains why. Importing this module does not import torch."""
 
 from __future__ import annotations
 
@@ -80,12 +80,18 @@ def get_context() -> Context[ProcessConfigView]:
 def get_server_args() -> ServerArgs:
     """The raw operator record, as given. New code reads the bags instead (the read
     ratchet keeps count); this never reflects overrides."""
-    return _view.server_args
+    try:
+        return _view.server_args
+    except AttributeError:
+        return _context.missing("server_args")  # type: ignore[no-any-return]
 
 
 def get_core() -> bags.Core:
     """The current `core` bag of this process. Core sizes of a tiny server."""
-    return _view.core
+    try:
+        return _view.core
+    except AttributeError:  # free while the slot is filled (zero-cost try)
+        return _context.missing("core")  # type: ignore[no-any-return]
 
 
 def runner_view(name: str, /, **leaves: Any) -> ConfigView:

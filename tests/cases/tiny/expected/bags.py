@@ -6,7 +6,9 @@
 #   schema/roles.yaml
 # Regenerate: python -m codegen --schema schema --out expected  (make gen)
 """One frozen, slotted attrs class per namespace. Leaves are plain attributes: a read is a
-slot load, with no properties or __getattr__ on the path of a published value."""
+slot load, with no properties or __getattr__ on the path of a published value. (Ranks are
+properties: they are facts stamped at publish, and an unstamped one must explain itself.)
+"""
 
 from __future__ import annotations
 

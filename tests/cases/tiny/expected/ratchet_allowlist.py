@@ -25,6 +25,7 @@ EXCLUDES: tuple[str, ...] = ()
 RAW_ACCESSOR: str = "get_server_args"
 RECORD_CLASS: str = "ServerArgs"
 RECORD_ATTRIBUTES: tuple[str, ...] = ("server_args",)
+MIN_FILES: int = 5
 
 ALLOWLIST: tuple[AllowEntry, ...] = (
     AllowEntry(

@@ -1,0 +1,345 @@
+"""`configbags audit`: learn which namespaces each process role reads, and turn the evidence
+into an audit record for `schema/roles.yaml`.
+
+    configbags audit record [--out FILE] [--append] -- CMD ...
+    configbags audit report FILES... [--workload TEXT] [--date YYYY-MM-DD]
+
+`record` runs CMD with `CONFIGBAGS_ROLE_NAMESPACES=record` and
+`CONFIGBAGS_ROLE_NAMESPACES_OUT=FILE` (inherited by every process CMD starts), then prints
+what the roles read. `report` reads one or more such files (JSON lines written by
+`runtime.roles.Recorder`) and prints, per role, the declared set next to the observed one,
+then proposes audit records as YAML to paste under each role's `audits:`.
+
+The proposal never narrows a declared set: a record-mode run only shows what one workload
+touched, and a namespace it did not touch may still be read by a shape it did not exercise
+(seed 000: the 2026-08-06 tokenizer run observed exactly {serving}, yet multimodal, LoRA,
+disaggregated and gRPC shapes were not covered, so the full set stayed). Narrowing `reads`
+is a human edit of `schema/roles.yaml` followed by `make gen`; this command only writes to
+stdout (and, for `record`, the observation file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from runtime import roles as role_modes
+
+# A line `audit record` writes before running the command, so `report` can default the
+# workload to the command line that produced the observations.
+RUN_EVENT = "run"
+
+KEEP = "keep declared set"
+
+
+@attrs.frozen
+class RoleObservation:
+    """What one role did across every process and file of a run."""
+
+    role: str
+    observed: frozenset[str]
+    pids: frozenset[int]
+    published: bool  # a publish marker was seen (the role ran, even if it read nothing)
+
+
+@attrs.frozen
+class Observations:
+    roles: Mapping[str, RoleObservation]
+    commands: tuple[str, ...]  # from `run` events, in file order
+    dates: tuple[str, ...]
+    skipped: tuple[str, ...]  # "FILE:LINE: why" for lines that could not be read
+
+
+def load(paths: Iterable[str | Path]) -> Observations:
+    """Read observation files. A line cut short (a process killed mid-write) or an unknown
+    event is skipped and reported, not fatal: the rest of the evidence still counts."""
+    observed: dict[str, set[str]] = {}
+    pids: dict[str, set[int]] = {}
+    published: set[str] = set()
+    commands: list[str] = []
+    dates: list[str] = []
+    skipped: list[str] = []
+    for path in paths:
+        text = Path(path).read_text(encoding="utf-8")
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                skipped.append(f"{path}:{lineno}: not a JSON line")
+                continue
+            kind = event.get("event") if isinstance(event, dict) else None
+            if kind == RUN_EVENT:
+                commands.append(str(event.get("command", "")))
+                dates.append(str(event.get("date", "")))
+                continue
+            role = event.get("role") if isinstance(event, dict) else None
+            if kind not in ("publish", "read") or not isinstance(role, str):
+                skipped.append(f"{path}:{lineno}: not a publish/read event")
+                continue
+            observed.setdefault(role, set())
+            if isinstance(event.get("pid"), int):
+                pids.setdefault(role, set()).add(event["pid"])
+            if kind == "publish":
+                published.add(role)
+            elif isinstance(event.get("namespace"), str):
+                observed[role].add(event["namespace"])
+            else:
+                skipped.append(f"{path}:{lineno}: read event without a namespace")
+    roles = {
+        role: RoleObservation(role, frozenset(ns), frozenset(pids.get(role, ())), role in published)
+        for role, ns in sorted(observed.items())
+    }
+    return Observations(roles, tuple(commands), tuple(dates), tuple(skipped))
+
+
+@attrs.frozen
+class RoleReport:
+    role: str
+    declared: frozenset[str] | None  # None: the role is not in schema/roles.yaml
+    observed: frozenset[str]
+    processes: int
+
+    @property
+    def uncovered(self) -> frozenset[str]:
+        """Declared but not read by this workload: candidates to review, not to drop."""
+        return (self.declared or frozenset()) - self.observed
+
+    @property
+    def outside(self) -> frozenset[str]:
+        """Read but not declared: enforce mode would refuse these reads."""
+        return self.observed - (self.declared or frozenset())
+
+    @property
+    def decision(self) -> str:
+        """Proposed decision text. Every branch keeps the declared set."""
+        if self.declared is None:
+            return (
+                f"role {self.role!r} is not in schema/roles.yaml; add it with a declared set "
+                f"before recording audits for it"
+            )
+        parts = [KEEP]
+        if self.outside:
+            parts.append(
+                f"this workload read {_braces(self.outside)} outside it, which enforce mode "
+                f"refuses: move those reads to a role that declares them, or widen `reads` with "
+                f"this record as evidence"
+            )
+        if self.uncovered:
+            parts.append("review uncovered before narrowing")
+        else:
+            parts.append("every declared namespace was observed")
+        return "; ".join(parts)
+
+    def audit_record(self, *, date: str, workload: str) -> dict[str, Any]:
+        """An audit record in the shape schema/meta/roles.schema.json requires."""
+        return {
+            "date": date,
+            "workload": workload,
+            "observed": sorted(self.observed),
+            "uncovered": sorted(self.uncovered),
+            "decision": self.decision,
+        }
+
+
+def build_reports(
+    observations: Observations, declared: Mapping[str, frozenset[str]] | None = None
+) -> list[RoleReport]:
+    declared = _declared_sets(declared)
+    return [
+        RoleReport(role, declared.get(role), obs.observed, len(obs.pids))
+        for role, obs in sorted(observations.roles.items())
+    ]
+
+
+def _braces(names: Iterable[str]) -> str:
+    return "{" + ", ".join(sorted(names)) + "}"
+
+
+def render_roles(reports: Sequence[RoleReport]) -> str:
+    """Per role, the declared set next to the observed one."""
+    blocks = []
+    for r in reports:
+        n = r.processes
+        lines = [f"{r.role} ({n} process{'es' if n != 1 else ''})"]
+        if r.declared is None:
+            lines.append("  declared:  (not in schema/roles.yaml)")
+        else:
+            lines.append(f"  declared:  {_braces(r.declared)}")
+        lines.append(f"  observed:  {_braces(r.observed)}")
+        if r.declared is not None:
+            lines.append(f"  uncovered: {_braces(r.uncovered)}")
+        if r.outside and r.declared is not None:
+            lines.append(f"  outside the declared set (enforce mode refuses): {_braces(r.outside)}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Indent list items under their key, as schema/roles.yaml is written."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+def render_proposal(reports: Sequence[RoleReport], *, date: str, workload: str) -> str:
+    body = {
+        "roles": {
+            r.role: {"audits": [r.audit_record(date=date, workload=workload)]}
+            for r in reports
+            if r.declared is not None
+        }
+    }
+    head = (
+        "# Proposed audit records for schema/roles.yaml: review, then append each record to\n"
+        "# that role's `audits:` list. Declared `reads` sets are left as they are; narrowing\n"
+        "# one is a human decision (edit schema/roles.yaml, then make gen).\n"
+    )
+    # One line per key (no wrapping) so a record pastes cleanly.
+    text: str = yaml.dump(body, Dumper=_Dumper, sort_keys=False, default_flow_style=None,
+                          width=1 << 16)
+    return head + text
+
+
+def report(
+    paths: Sequence[str | Path],
+    *,
+    workload: str | None = None,
+    date: str | None = None,
+    declared: Mapping[str, frozenset[str]] | None = None,
+) -> str:
+    """The whole `audit report` text for observation files `paths`."""
+    observations = load(paths)
+    reports = build_reports(observations, declared)
+    all_declared = _declared_sets(declared)
+    if workload is None:
+        commands = sorted(set(observations.commands))
+        workload = (
+            "record-mode run of: " + " | ".join(commands)
+            if commands
+            else "unspecified workload (pass --workload to describe it)"
+        )
+    if date is None:
+        dates = sorted({d for d in observations.dates if d})
+        date = dates[-1] if dates else dt.date.today().isoformat()
+    out = [f"role reads from {len(paths)} file(s); workload: {workload}", ""]
+    if reports:
+        out.append(render_roles(reports))
+    else:
+        out.append("no role published in these files (was the command run in record mode?)")
+    missing = sorted(set(all_declared) - set(observations.roles))
+    if missing:
+        out += ["", f"roles that did not publish in this run (no evidence either way): "
+                    f"{', '.join(missing)}"]
+    for line in observations.skipped:
+        out.append(f"skipped {line}")
+    if reports:
+        out += ["", render_proposal(reports, date=date, workload=workload).rstrip()]
+    return "\n".join(out) + "\n"
+
+
+def _declared_sets(declared: Mapping[str, frozenset[str]] | None) -> Mapping[str, frozenset[str]]:
+    if declared is not None:
+        return declared
+    from generated.role_audit import ROLE_NAMESPACE_SETS
+
+    return ROLE_NAMESPACE_SETS
+
+
+def record(command: Sequence[str], out: Path, *, append: bool = False) -> int:
+    """Run `command` in record mode writing to `out`; return its exit status (128+N for a
+    death by signal N, as a shell reports it)."""
+    out = out.resolve()  # children may change directory; the variable must still point here
+    out.parent.mkdir(parents=True, exist_ok=True)
+    run_line = json.dumps(
+        {"event": RUN_EVENT, "command": " ".join(command), "date": dt.date.today().isoformat()},
+        sort_keys=True,
+    )
+    with out.open("a" if append else "w", encoding="utf-8") as f:
+        f.write(run_line + "\n")
+    env = dict(os.environ)
+    env[role_modes.MODE_VAR] = "record"
+    env[role_modes.OUT_VAR] = str(out)
+    try:
+        proc = subprocess.run(list(command), env=env, check=False)
+    except OSError as exc:
+        print(f"configbags audit record: cannot run {command[0]!r}: {exc}", file=sys.stderr)
+        return 127
+    status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+    if proc.returncode < 0:
+        name = signal.Signals(-proc.returncode).name
+        print(f"configbags audit record: command died by {name}; reads up to then were kept",
+              file=sys.stderr)
+    elif proc.returncode:
+        print(f"configbags audit record: command exited with {proc.returncode}", file=sys.stderr)
+    return status
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="configbags audit",
+        description="Record which namespaces each process role reads, and propose audit "
+        "records for schema/roles.yaml (never narrowing a declared set).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser(
+        "record",
+        help="run a command in record mode and print what each role read",
+        description="Run CMD with CONFIGBAGS_ROLE_NAMESPACES=record; every process it starts "
+        "appends (role, namespace) pairs to --out as they happen.",
+    )
+    rec.add_argument("--out", type=Path, default=Path(role_modes.DEFAULT_OUT),
+                     help=f"observation file (default: {role_modes.DEFAULT_OUT})")
+    rec.add_argument("--append", action="store_true",
+                     help="add to --out instead of starting it afresh")
+    rec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    rep = sub.add_parser(
+        "report",
+        help="declared vs observed namespaces per role, and a proposed audit record",
+    )
+    rep.add_argument("files", nargs="+", type=Path, metavar="FILES")
+    rep.add_argument("--workload", help="what the recorded run exercised (default: its command)")
+    rep.add_argument("--date", type=_iso_date, help="audit date, YYYY-MM-DD (default: the run's)")
+    return parser.parse_args(argv)
+
+
+def _iso_date(text: str) -> str:
+    try:
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date in YYYY-MM-DD form") from None
+
+
+def main(argv: list[str]) -> int:
+    args = _parse(argv)
+    if args.command == "record":
+        cmd = list(args.cmd)
+        if cmd and cmd[0] == "--":
+            cmd = cmd[1:]
+        if not cmd:
+            print("configbags audit record: give the command after --, e.g. "
+                  "configbags audit record -- python -m myserver", file=sys.stderr)
+            return 2
+        status = record(cmd, args.out, append=args.append)
+        print(report([args.out]), end="")
+        print(f"observations in {args.out}; re-run the report with: "
+              f"configbags audit report {args.out} --workload '...'")
+        return status
+    missing = [str(p) for p in args.files if not p.is_file()]
+    if missing:
+        print(f"configbags audit report: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    print(report(args.files, workload=args.workload, date=args.date), end="")
+    return 0

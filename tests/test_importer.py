@@ -1,0 +1,147 @@
+"""`configbags import-dataclass`: AST only, one test per field shape, and the output
+passes the generator's loader."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codegen.importer import import_dataclass, main
+from codegen.model import load_schema
+
+SOURCE = textwrap.dedent(
+    '''\
+    import dataclasses
+    import os
+    from dataclasses import dataclass, field
+    from typing import ClassVar, Dict, List, Literal, Optional
+
+    import torch  # never imported: the importer only parses this file
+
+    raise SystemExit("importing this module is an error")
+
+    BACKENDS = ["fa3", "triton"]
+    POLICIES = tuple(["fcfs", "lpm"])
+
+
+    @dataclass
+    class ServerArgs:
+        model_path: str
+        tp_size: int = 1
+        mem_fraction: float = 0.9
+        enable_metrics: bool = False
+        backend: Optional[str] = None
+        policy: Literal["fcfs", "lpm"] = "fcfs"
+        sizes: List[int] = field(default_factory=lambda: [1, 2])
+        names: list[str] = field(default_factory=list)
+        extra: Dict[str, int] = field(default_factory=dict)
+        port: int | None = None
+        cache_dir: str = os.environ.get("CACHE", "/tmp")
+        seed: int = 0
+        """Seed for every random draw."""
+        _private: int = 0
+        LIMIT: ClassVar[int] = 3
+
+        @staticmethod
+        def add_cli_args(parser):
+            parser.add_argument("--model-path", "--model", type=str, required=True, help="Weights.")
+            parser.add_argument("--tp-size", "--tensor-parallel-size", "-tp", type=int, default=ServerArgs.tp_size,
+                                help="TP width (default %(default)s).")
+            parser.add_argument("--mem-fraction-static", dest="mem_fraction", type=float, help="Share (50%% or more).")
+            parser.add_argument("--enable-metrics", action="store_true", help="Export " "metrics.")
+            parser.add_argument("--backend", choices=BACKENDS, help=f"Kernels {BACKENDS}.")
+            parser.add_argument("--policy", choices=POLICIES, help="Order.")
+            parser.add_argument("--sizes", type=int, nargs="+", help="Sizes.")
+            parser.add_argument("--orphan", type=int, help="No field.")
+    '''
+)
+
+
+@pytest.fixture
+def leaves() -> dict[str, dict[str, object]]:
+    result = import_dataclass(SOURCE, "ServerArgs", {"tp_size": "parallel", "backend": "exec.kernel"})
+    flat = {name: spec for ns in result.leaves.values() for name, spec in ns.items()}
+    flat["__namespaces__"] = {name: ns for ns, specs in result.leaves.items() for name in specs}
+    flat["__warnings__"] = list(result.warnings)  # type: ignore[assignment]
+    return flat
+
+
+def test_types_defaults_and_requiredness(leaves: dict[str, dict[str, object]]) -> None:
+    assert leaves["model_path"] == {
+        "type": "str", "required": True, "help": "Weights.", "cli": {"aliases": ["--model"]},
+        "owner": "launcher", "override": "startup",
+    }
+    shapes = {name: (leaves[name]["type"], leaves[name].get("default")) for name in (
+        "tp_size", "mem_fraction", "enable_metrics", "backend", "policy", "sizes", "names", "extra", "port", "seed"
+    )}
+    assert shapes == {
+        "tp_size": ("int", 1),
+        "mem_fraction": ("float", 0.9),
+        "enable_metrics": ("bool", False),
+        "backend": ("optional str", None),
+        "policy": ("str", "fcfs"),
+        "sizes": ("list[int]", [1, 2]),
+        "names": ("list[str]", []),
+        "extra": ("json", {}),
+        "port": ("optional int", None),
+        "seed": ("int", 0),
+    }
+    assert "_private" not in leaves and "LIMIT" not in leaves
+
+
+def test_flags_aliases_help_and_choices(leaves: dict[str, dict[str, object]]) -> None:
+    assert leaves["tp_size"]["cli"] == {"aliases": ["--tensor-parallel-size"]}
+    assert leaves["tp_size"]["help"] == "TP width (default 1)."
+    assert leaves["mem_fraction"]["cli"] == {"flag": "--mem-fraction-static"}
+    assert leaves["mem_fraction"]["help"] == "Share (50% or more)."
+    assert leaves["enable_metrics"]["help"] == "Export metrics."
+    assert leaves["backend"]["choices"] == ["fa3", "triton"]
+    assert leaves["policy"]["choices"] == ["fcfs", "lpm"]
+    assert leaves["seed"]["cli"] is False  # no add_argument: not on the command line
+    assert leaves["seed"]["help"] == "Seed for every random draw."
+    assert leaves["names"]["help"] == "Imported from ServerArgs.names; the source has no help text."
+
+
+def test_mapping_and_the_legacy_namespace(leaves: dict[str, dict[str, object]]) -> None:
+    namespaces = leaves["__namespaces__"]
+    assert namespaces["tp_size"] == "parallel"
+    assert namespaces["backend"] == "exec.kernel"
+    assert namespaces["seed"] == "legacy"
+
+
+def test_what_cannot_be_read_is_warned_about(leaves: dict[str, dict[str, object]]) -> None:
+    warnings = "\n".join(leaves["__warnings__"])  # type: ignore[arg-type]
+    assert "cache_dir: default `os.environ.get('CACHE', '/tmp')` is not a literal; imported as null" in warnings
+    assert leaves["cache_dir"]["type"] == "optional str"
+    assert "flags ['-tp'] are not --long-lowercase; left out" in warnings
+    assert "backend: help is not a literal string" in warnings
+    assert "flag for 'orphan' has no field; not imported" in warnings
+
+
+def test_cli_writes_a_schema_the_generator_loads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "server_args.py"
+    source.write_text(SOURCE)
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text("tp_size: parallel\nbackend: exec.kernel\nnot_a_field: parallel\n")
+    out = tmp_path / "schema"
+    assert main([f"{source}:ServerArgs", "--out", str(out), "--mapping", str(mapping)]) == 0
+    captured = capsys.readouterr()
+    assert "import-dataclass: 12 leaves into 3 namespaces" in captured.out
+    assert "mapping names 'not_a_field', which is not a field of ServerArgs" in captured.err
+    files = sorted(p.name for p in (out / "namespaces").iterdir())
+    assert files == ["exec.kernel.yaml", "exec.yaml", "legacy.yaml", "parallel.yaml"]
+    assert yaml.safe_load((out / "namespaces" / "exec.yaml").read_text())["leaves"] == {}
+    schema = load_schema(out)  # raises SchemaInvalid with every problem if the output is wrong
+    assert {leaf.name for leaf in schema.leaves} >= {"tp_size", "backend", "seed", "model_path"}
+    assert (out / "roles.yaml").exists()
+
+
+def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "s.py"
+    source.write_text(SOURCE)
+    assert main([f"{source}:Missing", "--out", str(tmp_path / "o")]) == 1
+    assert "no class 'Missing'" in capsys.readouterr().err
+    assert main([str(source), "--out", str(tmp_path / "o")]) == 2

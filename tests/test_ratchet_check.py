@@ -1,0 +1,300 @@
+"""The ratchet check, exact and two-sided, one test per failure message; and the
+`configbags ratchet check|init|update|scan` commands on small projects."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codegen.ratchet.check import AllowEntry, check
+from codegen.ratchet.cli import main
+from codegen.ratchet.scan import ScanSettings, scan_tree
+
+ACCESSORS = {
+    "tp_size": "get_parallel().tp_size",
+    "page_size": "get_schedule().page_size",
+    "attention_backend": "get_exec().kernel.attention_backend",
+}
+SETTINGS = ScanSettings(roots=("pkg",))
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+READER = """\
+    from generated.accessors import get_server_args
+
+
+    class Foo:
+        def bar(self):
+            return get_server_args().tp_size + get_server_args().tp_size
+
+        def baz(self):
+            if self.server_args.page_size > 1:
+                return 0
+            return self.server_args.page_size
+    """
+PLAIN = "x = 1\n"
+
+
+def _run(tmp_path: Path, files: dict[str, str], allowlist: list[AllowEntry], **kwargs: object) -> list[str]:
+    project = _project(tmp_path, files)
+    result = scan_tree(project, SETTINGS)
+    options = {"min_files": 1, "roots": SETTINGS.roots, **kwargs}
+    report = check(result, allowlist, ACCESSORS, **options)  # type: ignore[arg-type]
+    assert report.ok == (not report.failures)
+    return [failure.message for failure in report.failures]
+
+
+FULL_ALLOWLIST = [
+    AllowEntry("pkg/reader.py", "Foo.bar", "tp_size", "launch-time check"),
+    AllowEntry("pkg/reader.py", "Foo.baz", "page_size", "draft runner reads its own record"),
+]
+
+
+def test_an_allowlist_that_matches_exactly_passes(tmp_path: Path) -> None:
+    assert _run(tmp_path, {"reader.py": READER}, FULL_ALLOWLIST) == []
+
+
+def test_a_new_read_names_the_accessor_and_how_to_allowlist_it(tmp_path: Path) -> None:
+    (message,) = _run(tmp_path, {"reader.py": READER}, FULL_ALLOWLIST[1:])
+    assert message == (
+        "pkg/reader.py:6 (Foo.bar): a raw read of 'tp_size' through the raw accessor; "
+        "use get_parallel().tp_size instead (`configbags ratchet fix` rewrites it).\n"
+        "    If it must stay raw, allowlist it with a reason in schema/ratchet.yaml:\n"
+        "      - {file: pkg/reader.py, function: Foo.bar, leaf: tp_size, reason: <why this read stays raw>}"
+    )
+
+
+def test_a_new_read_through_a_record_attribute(tmp_path: Path) -> None:
+    (message,) = _run(tmp_path, {"reader.py": READER}, FULL_ALLOWLIST[:1])
+    assert message.startswith(
+        "pkg/reader.py:9 (Foo.baz): a raw read of 'page_size' through a record attribute "
+        "(e.g. self.server_args) (also line 11); use get_schedule().page_size instead"
+    )
+
+
+def test_a_new_read_of_something_that_is_not_a_leaf(tmp_path: Path) -> None:
+    files = {"m.py": "def f(server_args):\n    return server_args.url()\n"}
+    (message,) = _run(tmp_path, files, [])
+    assert "a raw read of 'url' through a parameter holding the raw record" in message
+    assert "`url` is not a config leaf, so no accessor replaces it" in message
+
+
+def test_a_new_dynamic_read(tmp_path: Path) -> None:
+    files = {"m.py": "def f(server_args, name):\n    return getattr(server_args, name)\n"}
+    (message,) = _run(tmp_path, files, [])
+    assert "pkg/m.py:2 (f): a dynamic or whole-record read" in message
+    assert "read the leaves you need by name through their accessors" in message
+    assert "leaf: '*'" in message
+
+
+def test_a_stale_entry_fails_until_removed(tmp_path: Path) -> None:
+    gone = AllowEntry("pkg/reader.py", "Foo.gone", "tp_size", "was needed once")
+    (message,) = _run(tmp_path, {"reader.py": READER}, [*FULL_ALLOWLIST, gone])
+    assert message == (
+        "schema/ratchet.yaml: stale allowlist entry {file: pkg/reader.py, function: Foo.gone, "
+        "leaf: tp_size}: that read is gone. Remove the entry (`configbags ratchet update` removes "
+        "stale entries) so the ratchet keeps its ground."
+    )
+
+
+def test_a_write_fails_even_when_allowlisted(tmp_path: Path) -> None:
+    files = {"w.py": "def f(server_args):\n    server_args.tp_size = 2\n"}
+    allow = [AllowEntry("pkg/w.py", "f", "tp_size", "please")]
+    messages = _run(tmp_path, files, allow)
+    assert messages[0] == (
+        "pkg/w.py:2 (f): writes the raw record: `server_args.tp_size = ...`. The record is read-only "
+        'and writes cannot be allowlisted; change the value with get_context().override("<source>", '
+        "tp_size=...), which is validated and logged, or build a new record before publish."
+    )
+    assert "stale allowlist entry" in messages[1]  # a write is not a read
+
+
+def test_setattr_is_a_write(tmp_path: Path) -> None:
+    files = {"w.py": "def f(server_args, v):\n    setattr(server_args, 'page_size', v)\n"}
+    (message,) = _run(tmp_path, files, [])
+    assert message.startswith("pkg/w.py:2 (f): writes the raw record: `setattr(server_args, 'page_size', v)`")
+
+
+def test_a_renamed_raw_accessor_fails(tmp_path: Path) -> None:
+    files = {"r.py": "from generated.accessors import get_server_args as gsa\n"}
+    (message,) = _run(tmp_path, files, [])
+    assert message == (
+        "pkg/r.py:1 (<module>): the raw accessor is renamed (`import get_server_args as gsa`); a "
+        "renamed accessor hides reads from review and cannot be allowlisted. Read through the "
+        "generated accessors, or keep the name get_server_args."
+    )
+
+
+def test_an_unreadable_file_fails(tmp_path: Path) -> None:
+    (message,) = _run(tmp_path, {"ok.py": PLAIN, "bad.py": "def (:\n"}, [])
+    assert message == (
+        "pkg/bad.py: could not be scanned: syntax error at line 1: invalid syntax; not scanned. "
+        "Raw reads in it would go unseen: fix the file, or add it to scan.excludes in schema/ratchet.yaml."
+    )
+
+
+def test_a_scan_that_read_too_few_files_fails(tmp_path: Path) -> None:
+    (message,) = _run(tmp_path, {"a.py": PLAIN, "b.py": PLAIN}, [], min_files=5)
+    assert message == (
+        "the scan read 2 files under roots ['pkg'] (2 listed), fewer than the 5 expected; a scan "
+        "that reads nothing passes everything: check scan.roots in schema/ratchet.yaml."
+    )
+
+
+def test_entries_need_a_reason_and_must_be_unique(tmp_path: Path) -> None:
+    entries = [FULL_ALLOWLIST[0], FULL_ALLOWLIST[0], FULL_ALLOWLIST[1]._replace(reason=" ")]
+    messages = _run(tmp_path, {"reader.py": READER}, entries)
+    assert messages == [
+        "schema/ratchet.yaml: duplicate allowlist entry {file: pkg/reader.py, function: Foo.bar, "
+        "leaf: tp_size}; keep one.",
+        "schema/ratchet.yaml: allowlist entry {file: pkg/reader.py, function: Foo.baz, leaf: "
+        "page_size} has no reason; say why this read stays raw.",
+    ]
+
+
+def test_allowlist_entries_may_be_mappings(tmp_path: Path) -> None:
+    entries = [e._asdict() for e in FULL_ALLOWLIST]
+    assert _run(tmp_path, {"reader.py": READER}, entries) == []  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def _schema(project: Path, allowlist: list[dict[str, str]] | None = None, roots: tuple[str, ...] = ("pkg",)) -> Path:
+    schema = project / "schema"
+    (schema / "namespaces").mkdir(parents=True, exist_ok=True)
+    (schema / "namespaces" / "parallel.yaml").write_text(
+        "namespace: parallel\ndoc: d\nleaves:\n  tp_size: {type: int, default: 1, help: h, owner: launcher, override: startup}\n"
+    )
+    (schema / "namespaces" / "schedule.yaml").write_text(
+        "namespace: schedule\ndoc: d\nleaves:\n  page_size: {type: int, default: 1, help: h, owner: launcher, override: startup}\n"
+    )
+    data = {
+        "scan": {"roots": list(roots), "excludes": [], "raw_accessor": "get_server_args",
+                 "record_class": "ServerArgs", "record_attributes": ["server_args"]},
+        "allowlist": allowlist or [],
+    }
+    (schema / "ratchet.yaml").write_text("# keep this comment\n" + yaml.safe_dump(data, sort_keys=False))
+    return schema
+
+
+MANY = {f"filler{i}.py": PLAIN for i in range(5)}
+
+
+def test_cli_check_passes_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"reader.py": READER, **MANY})
+    schema = _schema(project, [e._asdict() for e in FULL_ALLOWLIST])
+    assert main(["check", "--schema", str(schema)]) == 0
+    assert "ratchet ok: 6 files scanned, 4 raw reads at 2" in capsys.readouterr().out
+    (project / "pkg" / "new.py").write_text("def f(server_args):\n    return server_args.tp_size\n")
+    assert main(["check", "--schema", str(schema)]) == 1
+    out = capsys.readouterr().out
+    assert "pkg/new.py:2 (f): a raw read of 'tp_size'" in out
+    assert "use get_parallel().tp_size instead" in out  # accessor derived from namespaces/
+
+
+def test_cli_check_asserts_a_non_trivial_scan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"reader.py": READER})
+    schema = _schema(project, [e._asdict() for e in FULL_ALLOWLIST], roots=("pkg", "missing"))
+    assert main(["check", "--schema", str(schema)]) == 1
+    assert "the scan read 1 files under roots ['missing', 'pkg']" in capsys.readouterr().out
+
+
+def test_cli_check_against_a_generated_allowlist_module(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"reader.py": READER, **MANY})
+    package = project / "gen_pkg_for_test"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ratchet_allowlist.py").write_text(textwrap.dedent(f"""\
+        from typing import NamedTuple
+        class AllowEntry(NamedTuple):
+            file: str
+            function: str
+            leaf: str
+            reason: str
+        ROOTS = ("pkg",)
+        EXCLUDES = ()
+        RAW_ACCESSOR = "get_server_args"
+        RECORD_CLASS = "ServerArgs"
+        RECORD_ATTRIBUTES = ("server_args",)
+        ALLOWLIST = (AllowEntry("pkg/reader.py", "Foo.bar", "tp_size", "launch-time check"),)
+        ACCESSORS = {ACCESSORS!r}
+        """))
+    try:
+        code = main(["check", "--schema", str(project / "schema"), "--generated", "gen_pkg_for_test"])
+    finally:
+        for name in [m for m in sys.modules if m.startswith("gen_pkg_for_test")]:
+            del sys.modules[name]
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "(Foo.baz): a raw read of 'page_size'" in out
+    assert "use get_schedule().page_size instead" in out
+
+
+def test_cli_init_writes_a_baseline_and_keeps_known_reasons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"reader.py": READER, "skip.py": READER, **MANY})
+    schema = _schema(project, [FULL_ALLOWLIST[1]._asdict()])
+    assert main(["init", "--schema", str(schema), "--root", str(project / "pkg"), "--exclude", "pkg/skip.py"]) == 0
+    data = yaml.safe_load((schema / "ratchet.yaml").read_text())
+    assert data["scan"]["roots"] == ["pkg"]
+    assert data["scan"]["excludes"] == ["pkg/skip.py"]
+    assert data["allowlist"] == [
+        {"file": "pkg/reader.py", "function": "Foo.bar", "leaf": "tp_size", "reason": "baseline"},
+        {"file": "pkg/reader.py", "function": "Foo.baz", "leaf": "page_size", "reason": "draft runner reads its own record"},
+    ]
+    assert "wrote" in capsys.readouterr().out
+    assert main(["check", "--schema", str(schema)]) == 0
+
+
+def test_cli_init_creates_the_schema_folder_and_warns_about_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"w.py": "def f(server_args):\n    server_args.tp_size = 1\n    return server_args.page_size\n"})
+    assert main(["init", "--schema", str(project / "schema"), "--root", str(project / "pkg")]) == 0
+    out = capsys.readouterr().out
+    assert "warning: pkg/w.py:2: write (`server_args.tp_size = ...`) cannot be allowlisted" in out
+    data = yaml.safe_load((project / "schema" / "ratchet.yaml").read_text())
+    assert data["allowlist"] == [{"file": "pkg/w.py", "function": "f", "leaf": "page_size", "reason": "baseline"}]
+
+
+def test_cli_update_removes_stale_entries_and_never_adds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"reader.py": READER, **MANY})
+    stale = {"file": "pkg/old.py", "function": "f", "leaf": "tp_size", "reason": "gone now"}
+    schema = _schema(project, [FULL_ALLOWLIST[0]._asdict(), stale])  # Foo.baz is missing
+    assert main(["update", "--schema", str(schema)]) == 0
+    assert "removed stale entry: pkg/old.py f tp_size" in capsys.readouterr().out
+    text = (schema / "ratchet.yaml").read_text()
+    assert text.startswith("# keep this comment\n")
+    assert yaml.safe_load(text)["allowlist"] == [FULL_ALLOWLIST[0]._asdict()]
+
+
+def test_cli_scan_lists_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"reader.py": READER})
+    schema = _schema(project)
+    assert main(["scan", "--schema", str(schema)]) == 0
+    out = capsys.readouterr().out
+    assert "pkg/reader.py:9: Foo.baz: read page_size (attribute, attribute)" in out
+    assert "1 files listed, 1 scanned" in out
+
+
+def test_cli_reports_a_missing_ratchet_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--schema", str(tmp_path / "schema")]) == 2
+    assert "ratchet init --root DIR" in capsys.readouterr().err
+
+
+def test_the_configbags_dispatcher_routes_ratchet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.cli import main as configbags_main
+
+    project = _project(tmp_path, {"reader.py": READER})
+    schema = _schema(project)
+    assert configbags_main(["ratchet", "scan", "--schema", str(schema)]) == 0
+    assert "read tp_size" in capsys.readouterr().out

@@ -1,0 +1,27 @@
+"""The read ratchet on this repository itself: CI fails on a new raw read, a stale entry,
+a write to the record or a renamed accessor anywhere under schema/ratchet.yaml's roots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codegen.ratchet.check import check
+from codegen.ratchet.scan import scan_tree
+from codegen.ratchet.settings import load_from_generated, load_from_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_repository_passes_its_read_ratchet() -> None:
+    inputs = load_from_schema(ROOT / "schema")
+    result = scan_tree(inputs.project, inputs.settings)
+    report = check(result, inputs.allowlist, inputs.accessors, min_files=inputs.min_files, roots=inputs.settings.roots)
+    assert report.ok, report.render()
+
+
+def test_the_generated_allowlist_says_the_same_as_the_schema() -> None:
+    from_schema = load_from_schema(ROOT / "schema")
+    generated = load_from_generated(ROOT, "generated")
+    assert generated.settings == from_schema.settings
+    assert sorted(generated.allowlist) == sorted(from_schema.allowlist)
+    assert generated.accessors == from_schema.accessors

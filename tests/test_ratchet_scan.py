@@ -1,0 +1,189 @@
+"""The scanner: one fixture file per spelling, checked exactly against its markers, plus
+robustness (bad files are reported and the scan goes on) and the content-hash cache."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from codegen.ratchet.scan import ScanSettings, scan_source, scan_tree
+
+SPELLINGS = Path(__file__).parent / "fixtures" / "ratchet_spellings"
+SETTINGS = ScanSettings(roots=(".",))
+_MARKER = re.compile(r"#\s*((?:read|write|renamed):.*)$")
+
+
+def _expected(text: str) -> set[tuple[str, int, str]]:
+    """(kind, line, leaf) from `# read: a, b` / `# write: a` / `# renamed: n` markers."""
+    found: set[tuple[str, int, str]] = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _MARKER.search(line)
+        if not match:
+            continue
+        kind = ""
+        for token in re.split(r",\s*", match.group(1)):
+            if ":" in token:
+                kind, token = (part.strip() for part in token.split(":", 1))
+            found.add((kind, number, token.strip()))
+    return found
+
+
+def _reported(data: bytes) -> set[tuple[str, int, str]]:
+    result = scan_source(data, SETTINGS)
+    assert result.problem is None
+    reported = {("read", line, leaf) for _, leaf, line, *_ in result.reads}
+    for _, line, kind, leaf, _ in result.violations:
+        reported.add(("write" if kind == "write" else "renamed", line, leaf))
+    return reported
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SPELLINGS.glob("*.py")))
+def test_spelling_fixture_is_reported_exactly(name: str) -> None:
+    data = (SPELLINGS / name).read_bytes()
+    expected = _expected(data.decode())
+    assert expected or name == "negatives.py", "a fixture without markers tests nothing"
+    assert _reported(data) == expected
+
+
+def test_every_spelling_has_a_fixture() -> None:
+    names = {p.stem for p in SPELLINGS.glob("*.py")}
+    assert {
+        "accessor_bare",
+        "accessor_module_qualified",
+        "getattr_forms",
+        "alias_local",
+        "alias_module",
+        "alias_self",
+        "parameter_annotated",
+        "record_attribute",
+        "renamed_import",
+        "writes",
+        "wrapper",
+        "negatives",
+    } <= names
+
+
+def _reads(source: str, settings: ScanSettings = SETTINGS) -> list[tuple[object, ...]]:
+    return [(fn, leaf, line, via, form) for fn, leaf, line, _, _, _, via, form in scan_source(source.encode(), settings).reads]
+
+
+def test_qualnames_and_how_the_record_was_reached() -> None:
+    source = (
+        "from generated.accessors import get_server_args\n"
+        "class Outer:\n"
+        "    class Inner:\n"
+        "        def method(self, server_args):\n"
+        "            def helper():\n"
+        "                return server_args.tp_size\n"
+        "            return helper\n"
+        "X = get_server_args().pp_size\n"
+        "class Body:\n"
+        "    Y = get_server_args().dp_size\n"
+    )
+    assert _reads(source) == [
+        ("Outer.Inner.method.helper", "tp_size", 6, "parameter", "attribute"),
+        ("<module>", "pp_size", 8, "accessor", "attribute"),
+        ("Body", "dp_size", 10, "accessor", "attribute"),
+    ]
+
+
+def test_settings_name_the_raw_record() -> None:
+    settings = ScanSettings(
+        roots=(".",), raw_accessor="global_config", record_class="EngineArgs", record_attributes=("engine_args",)
+    )
+    source = (
+        "def f(e: EngineArgs):\n    return e.a + global_config().b + self.engine_args.c + get_server_args().d\n"
+    )
+    assert [leaf for _, leaf, *_ in _reads(source, settings)] == ["a", "b", "c"]
+
+
+def test_columns_are_utf8_byte_offsets_like_ast() -> None:
+    source = "def f(server_args):\n    return 'é' + server_args.tp_size\n"
+    (read,) = scan_source(source.encode(), SETTINGS).reads
+    assert read[2:5] == (2, 18, 2)  # line 2, col 18 in bytes (the character column is 17)
+
+
+def _tree(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    for name, data in files.items():
+        path = tmp_path / "src" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return tmp_path
+
+
+GOOD = b"from generated.accessors import get_server_args\nx = get_server_args().tp_size\n"
+
+
+def test_bad_files_are_reported_and_the_scan_goes_on(tmp_path: Path) -> None:
+    project = _tree(
+        tmp_path,
+        {
+            "a_syntax.py": b"def broken(:\n    pass\n",
+            "b_latin1.py": b"x = '\xe9t\xe9'\n",
+            "c_huge.py": b"x = 1\n" * 2000,
+            "d_nul.py": b"x = 1\x00\n",
+            "e_good.py": GOOD,
+            "f_declared_latin1.py": (
+                b"# -*- coding: latin-1 -*-\nx = '\xe9'\ndef f(server_args):\n    return server_args.pp_size\n"
+            ),
+        },
+    )
+    result = scan_tree(project, ScanSettings(roots=("src",), max_bytes=5000))
+    problems = dict(result.problems)
+    assert problems["src/a_syntax.py"].startswith("syntax error at line 1")
+    assert problems["src/b_latin1.py"].startswith("not UTF-8")
+    assert problems["src/c_huge.py"].startswith("too large to scan (12000 bytes > 5000)")
+    assert "src/d_nul.py" in problems
+    assert [(r.file, r.leaf) for r in result.reads] == [
+        ("src/e_good.py", "tp_size"),
+        ("src/f_declared_latin1.py", "pp_size"),
+    ]
+    assert result.files_parsed == 2
+
+
+def test_roots_excludes_and_generated_files(tmp_path: Path) -> None:
+    project = _tree(
+        tmp_path,
+        {
+            "keep.py": GOOD,
+            "skip_me.py": GOOD,
+            "vendored/lib.py": GOOD,
+            "gen/accessors.py": b"# Code generated by codegen from 3 schema files. DO NOT EDIT.\n" + GOOD,
+            "notes.txt": GOOD,
+        },
+    )
+    settings = ScanSettings(roots=("src",), excludes=("src/skip_*.py", "src/vendored"))
+    result = scan_tree(project, settings)
+    assert result.files == ("src/gen/accessors.py", "src/keep.py")
+    assert [r.file for r in result.reads] == ["src/keep.py"]
+    assert (result.files_parsed, result.files_generated) == (1, 1)
+
+
+def test_warm_scan_is_served_from_the_content_hash_cache(tmp_path: Path) -> None:
+    files = {f"m{i}.py": GOOD.replace(b"tp_size", f"leaf_{i}".encode()) for i in range(4)}
+    project = _tree(tmp_path, files)
+    cache = tmp_path / "cache.json"
+    settings = ScanSettings(roots=("src",))
+    cold = scan_tree(project, settings, cache_path=cache)
+    assert cold.files_from_cache == 0
+    warm = scan_tree(project, settings, cache_path=cache)
+    assert warm.files_from_cache == 4
+    assert warm.reads == cold.reads
+
+    (project / "src" / "m1.py").write_bytes(GOOD.replace(b"tp_size", b"changed"))
+    edited = scan_tree(project, settings, cache_path=cache)
+    assert edited.files_from_cache == 3
+    assert "changed" in {r.leaf for r in edited.reads}
+
+    other = ScanSettings(roots=("src",), raw_accessor="other_accessor")
+    assert scan_tree(project, other, cache_path=cache).files_from_cache == 0
+
+
+def test_a_corrupt_cache_is_ignored(tmp_path: Path) -> None:
+    project = _tree(tmp_path, {"m.py": GOOD})
+    cache = tmp_path / "cache.json"
+    cache.write_text("{not json")
+    result = scan_tree(project, ScanSettings(roots=("src",)), cache_path=cache)
+    assert [r.leaf for r in result.reads] == ["tp_size"]

@@ -1,0 +1,199 @@
+"""`configbags audit report` and `record`: the declared set next to the observed one, and
+the proposed audit record (its shape, its uncovered set, and that it never narrows)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from configbags.cli import main as cli_main
+from generated.role_audit import ROLE_NAMESPACE_SETS
+from runtime import audit
+
+REPO = Path(__file__).resolve().parent.parent
+AUDIT_SCHEMA = {
+    **json.loads((REPO / "schema/meta/roles.schema.json").read_text())["$defs"]["audit"],
+    "$defs": json.loads((REPO / "schema/meta/roles.schema.json").read_text())["$defs"],
+}
+
+
+def write_events(path: Path, *events: dict[str, Any], tail: str = "") -> Path:
+    path.write_text("".join(json.dumps(e) + "\n" for e in events) + tail)
+    return path
+
+
+def proposal(text: str) -> dict[str, Any]:
+    """The YAML block at the end of a report."""
+    body = text[text.index("# Proposed audit records"):]
+    loaded: dict[str, Any] = yaml.safe_load(body)
+    return loaded
+
+
+@pytest.fixture
+def run_file(tmp_path: Path) -> Path:
+    return write_events(
+        tmp_path / "reads.jsonl",
+        {"event": "run", "command": "python -m server --model m", "date": "2026-08-06"},
+        {"event": "publish", "role": "tokenizer", "pid": 11},
+        {"event": "read", "role": "tokenizer", "namespace": "serving", "pid": 11},
+        {"event": "publish", "role": "detokenizer", "pid": 12},
+        {"event": "read", "role": "detokenizer", "namespace": "serving", "pid": 12},
+        {"event": "read", "role": "detokenizer", "namespace": "schedule", "pid": 12},
+        {"event": "publish", "role": "dp_controller", "pid": 13},  # read nothing
+        {"event": "publish", "role": "tokenizer", "pid": 14},  # a second tokenizer process
+        {"event": "read", "role": "tokenizer", "namespace": "serving", "pid": 14},
+    )
+
+
+def test_report_shows_declared_next_to_observed(run_file: Path) -> None:
+    text = audit.report([run_file])
+    assert "tokenizer (2 processes)\n  declared:  {device, disagg, exec," in text
+    assert "\n  observed:  {serving}\n" in text
+    assert (
+        "detokenizer (1 process)\n"
+        "  declared:  {model, observability, serving}\n"
+        "  observed:  {schedule, serving}\n"
+        "  uncovered: {model, observability}\n"
+        "  outside the declared set (enforce mode refuses): {schedule}\n"
+    ) in text
+    # The marker: a role that read nothing is still reported, with an empty observed set.
+    assert "dp_controller (1 process)\n  declared:  {disagg, observability, parallel, schedule, serving}\n  observed:  {}\n" in text
+    assert "roles that did not publish in this run (no evidence either way): launcher, scheduler, test, worker" in text
+
+
+def test_proposal_is_a_valid_audit_record_per_role(run_file: Path) -> None:
+    roles = proposal(audit.report([run_file], workload="text chat, 100 requests"))["roles"]
+    assert sorted(roles) == ["detokenizer", "dp_controller", "tokenizer"]
+    for role, body in roles.items():
+        assert list(body) == ["audits"]  # never a `reads:` key: nothing to narrow
+        (record,) = body["audits"]
+        jsonschema.validate(record, AUDIT_SCHEMA)
+        assert record["date"] == "2026-08-06"  # the run's date
+        assert record["workload"] == "text chat, 100 requests"
+        assert record["uncovered"] == sorted(ROLE_NAMESPACE_SETS[role] - set(record["observed"]))
+        assert record["decision"].startswith("keep declared set")
+    assert roles["tokenizer"]["audits"][0]["observed"] == ["serving"]
+    assert roles["dp_controller"]["audits"][0]["observed"] == []
+    assert roles["dp_controller"]["audits"][0]["uncovered"] == sorted(ROLE_NAMESPACE_SETS["dp_controller"])
+    assert "review uncovered before narrowing" in roles["tokenizer"]["audits"][0]["decision"]
+    assert "{schedule} outside it" in roles["detokenizer"]["audits"][0]["decision"]
+
+
+def test_decision_never_narrows() -> None:
+    declared = {"r": frozenset({"a", "b"})}
+    obs = [
+        audit.RoleReport("r", declared["r"], frozenset(seen), 1)
+        for seen in [(), ("a",), ("a", "b"), ("a", "c"), ("a", "b", "c")]
+    ]
+    for r in obs:
+        assert r.decision.startswith("keep declared set;"), r
+        assert "narrow to" not in r.decision
+    assert obs[2].decision == "keep declared set; every declared namespace was observed"
+    assert obs[1].decision == "keep declared set; review uncovered before narrowing"
+
+
+def test_defaults_workload_to_the_command_and_date_to_today(tmp_path: Path) -> None:
+    bare = write_events(tmp_path / "bare.jsonl", {"event": "publish", "role": "worker", "pid": 1})
+    (record,) = proposal(audit.report([bare]))["roles"]["worker"]["audits"]
+    assert record["workload"] == "unspecified workload (pass --workload to describe it)"
+    assert len(record["date"]) == 10
+    ran = write_events(tmp_path / "ran.jsonl",
+                       {"event": "run", "command": "python serve.py", "date": "2026-01-02"},
+                       {"event": "publish", "role": "worker", "pid": 1})
+    (record,) = proposal(audit.report([ran]))["roles"]["worker"]["audits"]
+    assert record == {**record, "workload": "record-mode run of: python serve.py", "date": "2026-01-02"}
+
+
+def test_several_files_are_merged_and_a_cut_line_is_skipped(tmp_path: Path) -> None:
+    a = write_events(tmp_path / "a.jsonl", {"event": "publish", "role": "worker", "pid": 1},
+                     {"event": "read", "role": "worker", "namespace": "model", "pid": 1},
+                     tail='{"event": "read", "role": "wor')  # killed mid-write
+    b = write_events(tmp_path / "b.jsonl", {"event": "publish", "role": "worker", "pid": 2},
+                     {"event": "read", "role": "worker", "namespace": "parallel", "pid": 2})
+    text = audit.report([a, b])
+    assert "worker (2 processes)" in text
+    assert "  observed:  {model, parallel}\n" in text
+    assert f"skipped {a}:3: not a JSON line" in text
+
+
+def test_a_role_missing_from_the_schema_is_reported_not_proposed(tmp_path: Path) -> None:
+    f = write_events(tmp_path / "x.jsonl", {"event": "publish", "role": "router", "pid": 1},
+                     {"event": "publish", "role": "worker", "pid": 2})
+    text = audit.report([f])
+    assert "router (1 process)\n  declared:  (not in schema/roles.yaml)" in text
+    assert sorted(proposal(text)["roles"]) == ["worker"]
+
+
+def test_cli_report_prints_and_never_edits_roles_yaml(run_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    roles_yaml = REPO / "schema/roles.yaml"
+    before = hashlib.sha256(roles_yaml.read_bytes()).hexdigest()
+    assert cli_main(["audit", "report", str(run_file), "--workload", "w", "--date", "2026-09-01"]) == 0
+    out = capsys.readouterr().out
+    assert "- date: '2026-09-01'" in out
+    assert hashlib.sha256(roles_yaml.read_bytes()).hexdigest() == before
+
+
+def test_cli_report_refuses_a_bad_date_and_a_missing_file(run_file: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        audit.main(["report", str(run_file), "--date", "06/08/2026"])
+    assert exc.value.code == 2
+    assert "not a date in YYYY-MM-DD form" in capsys.readouterr().err
+    assert audit.main(["report", str(tmp_path / "nope.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_cli_record_runs_the_command_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sub" / "reads.jsonl"
+    code = (
+        "import os, sys\n"
+        "assert os.environ['CONFIGBAGS_ROLE_NAMESPACES'] == 'record'\n"
+        "from generated.accessors import publish, get_model\n"
+        "from generated.server_args import ServerArgs\n"
+        "publish(ServerArgs(model_path='m'), role='worker')\n"
+        "get_model()\n"
+        "sys.exit(3)\n"
+    )
+    status = audit.main(["record", "--out", str(out), "--", sys.executable, "-c", code])
+    captured = capsys.readouterr()
+    assert status == 3  # the command's own status comes back
+    assert "command exited with 3" in captured.err
+    assert "worker (1 process)" in captured.out
+    assert "  observed:  {model}\n" in captured.out
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["event"] == "run"
+    assert first["command"].endswith(code)
+    # A second record run starts the file afresh unless --append.
+    audit.main(["record", "--out", str(out), "--", sys.executable, "-c", "pass"])
+    assert len(out.read_text().splitlines()) == 1
+    audit.main(["record", "--out", str(out), "--append", "--", sys.executable, "-c", "pass"])
+    assert len(out.read_text().splitlines()) == 2
+
+
+def test_cli_record_keeps_reads_of_a_command_killed_by_signal(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "reads.jsonl"
+    code = (
+        "import os, signal\n"
+        "from generated.accessors import publish, get_parallel\n"
+        "from generated.server_args import ServerArgs\n"
+        "publish(ServerArgs(model_path='m'), role='worker')\n"
+        "get_parallel()\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    assert audit.main(["record", "--out", str(out), "--", sys.executable, "-c", code]) == 128 + 9
+    captured = capsys.readouterr()
+    assert "died by SIGKILL" in captured.err
+    assert "  observed:  {parallel}\n" in captured.out
+
+
+def test_cli_record_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert audit.main(["record", "--"]) == 2
+    assert "give the command after --" in capsys.readouterr().err
