@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import suppress
 from typing import Any, Generic, TypeVar
 
@@ -66,6 +66,46 @@ class OverrideEntry:
         }
 
 
+class OverrideLog:
+    """The append-only override history. States share it: appending links a new node to
+    the old log instead of copying it, so an override stays O(1) however long a server
+    has run; iterating walks the chain once, oldest entry first. Compares equal to any
+    sequence of the same entries."""
+
+    __slots__ = ("_entries", "_len", "_parent")
+
+    def __init__(self, entries: Iterable[OverrideEntry] = (), parent: OverrideLog | None = None) -> None:
+        self._entries = tuple(entries)
+        self._parent = parent
+        self._len = len(self._entries) + (len(parent) if parent is not None else 0)
+
+    def __add__(self, entries: Iterable[OverrideEntry]) -> OverrideLog:
+        more = tuple(entries)
+        return OverrideLog(more, self) if more else self
+
+    def __iter__(self) -> Iterator[OverrideEntry]:
+        chunks = []
+        node: OverrideLog | None = self
+        while node is not None:
+            chunks.append(node._entries)
+            node = node._parent
+        for chunk in reversed(chunks):
+            yield from chunk
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (OverrideLog, tuple, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OverrideLog({list(self)!r})"
+
+
 @attrs.frozen
 class Dropped:
     """An override that a re-publish could not carry onto the new record, and why."""
@@ -88,7 +128,7 @@ class State:
     role: str
     values: Mapping[str, Any]  # leaves (fallbacks applied, overrides folded) and derived
     bags: Mapping[str, Any]  # namespace path -> bag object
-    log: tuple[OverrideEntry, ...]
+    log: OverrideLog
     epoch: int
     sealed: bool
     ranks: Mapping[str, int]
@@ -151,7 +191,7 @@ class Context(Generic[V]):
                 role=role,
                 values=values,
                 bags=self._build_bags(values, dict(ranks or {})),
-                log=(),
+                log=OverrideLog(),
                 epoch=(previous.epoch + 1) if previous else 1,
                 sealed=False,
                 ranks=dict(ranks or {}),
@@ -170,7 +210,7 @@ class Context(Generic[V]):
         record: Any,
         *,
         role: str,
-        log: tuple[OverrideEntry, ...] = (),
+        log: Iterable[OverrideEntry] = (),
         epoch: int,
         sealed: bool = False,
         ranks: Mapping[str, int] | None = None,
@@ -185,13 +225,14 @@ class Context(Generic[V]):
             stamped = dict(ranks or {})
             values = self._resolve_record(record)
             state = State(record=record, role=role, values=values,
-                          bags=self._build_bags(values, stamped), log=(), epoch=epoch,
+                          bags=self._build_bags(values, stamped), log=OverrideLog(), epoch=epoch,
                           sealed=sealed, ranks=stamped)
-            if log:
-                final = {e.leaf: e.new for e in log}  # later entries win, as they did there
+            entries = tuple(log)
+            if entries:
+                final = {e.leaf: e.new for e in entries}  # later entries win, as they did there
                 changes = self._validate(state, final, source="adopt", check_policy=False)
                 values, bags = self._recompute(state, changes)
-                state = attrs.evolve(state, values=values, bags=bags, log=tuple(log))
+                state = attrs.evolve(state, values=values, bags=bags, log=OverrideLog(entries))
             self._install(state)
             self.republish_report = None
             if self._recorder is not None:
@@ -325,7 +366,9 @@ class Context(Generic[V]):
             for n, v in changed.items()
         )
         values, bags = self._recompute(state, changed)
-        return attrs.evolve(state, values=values, bags=bags, log=state.log + entries, epoch=epoch), entries
+        new_state = State(record=state.record, role=state.role, values=values, bags=bags,
+                          log=state.log + entries, epoch=epoch, sealed=state.sealed, ranks=state.ranks)
+        return new_state, entries
 
     def _recompute(
         self, state: State, changed: Mapping[str, Any], *, overlay: bool = False
@@ -497,7 +540,7 @@ class Context(Generic[V]):
         return self._runner_view_cls(self, name, overlay)
 
     # -- re-publish -------------------------------------------------------------------------
-    def _replay(self, state: State, old_log: tuple[OverrideEntry, ...]) -> State:
+    def _replay(self, state: State, old_log: OverrideLog) -> State:
         replayed: list[OverrideEntry] = []
         dropped: list[Dropped] = []
         calls: dict[tuple[int, str], list[OverrideEntry]] = {}

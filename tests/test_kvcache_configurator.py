@@ -1,0 +1,249 @@
+"""The configurator through the published context: it reads the accessors, writes its
+load-time decisions back as tagged overrides, reconfigures consistently, takes one
+draft-token bound, and allocates exactly the planned bytes."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+
+import attrs
+import pytest
+
+from generated.accessors import get_model, get_schedule, runner_view
+from generated.server_args import ServerArgs
+from runtime.errors import CapacityError, ConfigError, PolicyError
+from runtime.kvcache.configurator import KvCacheConfigurator, read_settings
+from runtime.kvcache.model_shape import load_model_shape
+from runtime.kvcache.planner import DeviceMemory, KvPlan
+from runtime.testing import published
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+GiB = 1073741824
+
+
+def configurator(model: str, pre: int, weights: int | None = None) -> KvCacheConfigurator:
+    return KvCacheConfigurator(load_model_shape(MODELS / f"{model}.json"), DeviceMemory(pre, weights))
+
+
+def args(**leaves: object) -> ServerArgs:
+    return ServerArgs(model_path="m", **leaves)
+
+
+def test_write_backs_are_tagged_load_time_overrides() -> None:
+    with published(args(), role="worker") as ctx:
+        plan = configurator("llama-3.1-8b", 80 * GiB).configure()
+        # Same numbers as the hand-derived llama8b-tp1-defaults case.
+        assert plan.max_total_num_tokens == 454184
+        info = ctx.server_info()
+        written = {(o["source"], o["leaf"], o["new"]) for o in info["overrides"]}
+        assert written == {
+            ("kv_pool.resolve_dtype", "dtype", "bfloat16"),
+            ("kv_pool.resolve_kv_cache_dtype", "kv_cache_dtype", "bf16"),
+            ("kv_pool.resolve_page_size", "page_size", 1),
+            ("kv_pool.resolve_context_length", "context_length", 131072),
+            ("kv_pool.default_mem_fraction_static", "mem_fraction_static", 0.88),
+            ("kv_pool.default_max_running_requests", "max_running_requests", 2048),
+        }
+        # The raw record keeps the operator's input; readers see the resolved value.
+        assert info["record"]["kv_cache_dtype"] == "auto"
+        assert info["record"]["max_running_requests"] is None
+        assert info["resolved"]["kv_cache_dtype"] == "bf16"
+        assert get_model().kv_cache_dtype == "bf16"
+        assert get_schedule().max_running_requests == 2048
+
+
+def test_operator_values_are_not_overwritten() -> None:
+    given = args(kv_cache_dtype="fp8_e4m3", page_size=16, mem_fraction_static=0.85, context_length=8192)
+    with published(given, role="worker") as ctx:
+        configurator("llama-3.1-8b", 80 * GiB).configure()
+        leaves = {o["leaf"] for o in ctx.server_info()["overrides"]}
+        assert leaves == {"dtype", "max_running_requests"}
+
+
+def test_mamba_cache_size_written_from_the_state_budget() -> None:
+    # Hand-derived in test_kvcache_plan (qwen3next-tp4-mamba-budget): 800 slots.
+    with published(args(tp_size=4, mem_fraction_static=0.88), role="worker") as ctx:
+        plan = configurator("qwen3-next-80b-a3b", 80 * GiB, 40 * GiB).configure()
+        assert plan.mamba_slots == 800
+        assert ctx.explain("max_mamba_cache_size")["overrides"][0]["source"] == "mamba_pool.memory_budget"
+        assert get_schedule().max_mamba_cache_size == 800
+        assert ctx.server_info()["record"]["max_mamba_cache_size"] is None
+
+
+def test_reconfigure_after_seal_writes_nothing_and_agrees() -> None:
+    with published(args(tp_size=4, mem_fraction_static=0.88), role="worker") as ctx:
+        c = configurator("qwen3-next-80b-a3b", 80 * GiB, 40 * GiB)
+        first = c.configure()
+        ctx.seal()
+        epoch = ctx.epoch
+        again = c.configure()  # reads its own write-backs as input
+        assert ctx.epoch == epoch
+        assert (again.max_total_num_tokens, again.mamba_slots, again.max_running_requests) == (
+            first.max_total_num_tokens,
+            first.mamba_slots,
+            first.max_running_requests,
+        )
+        assert again.pools == first.pools
+        assert again.decisions == ()
+
+
+def test_a_new_decision_after_seal_is_refused() -> None:
+    with published(args(), role="worker") as ctx:
+        ctx.seal()
+        with pytest.raises(PolicyError, match="sealed"):
+            configurator("llama-3.1-8b", 80 * GiB).configure()
+
+
+def test_write_backs_need_the_worker_role() -> None:
+    with published(args(), role="scheduler"), pytest.raises(ConfigError, match="owner role 'worker'"):
+        configurator("llama-3.1-8b", 80 * GiB).configure()
+
+
+SPEC = {
+    "speculative_algorithm": "EAGLE",
+    "speculative_num_steps": 3,
+    "speculative_eagle_topk": 4,
+    "speculative_num_draft_tokens": 8,
+    "tp_size": 2,
+    "page_size": 16,
+    "kv_cache_dtype": "fp8_e4m3",
+    "mem_fraction_static": 0.85,
+}
+
+
+def _consistent(plan_obj: KvPlan) -> None:
+    d = plan_obj.spec.max_draft_tokens
+    # The row headroom and every speculative buffer take the same bound D.
+    assert plan_obj.spec.extra_context_len >= 4 + d
+    assert plan_obj.req_to_token_shape[1] == plan_obj.context_length + plan_obj.spec.extra_context_len
+    for buf in plan_obj.spec_buffers:
+        if buf.name != "out_cache_loc":
+            assert buf.shape[1] == d
+        else:
+            assert buf.shape == (plan_obj.max_running_requests * plan_obj.spec.alloc_reserve_per_decode,)
+
+
+def test_runtime_draft_token_override_within_capacity_keeps_sizes() -> None:
+    with published(args(**SPEC), role="worker") as ctx:
+        c = configurator("llama-3.1-8b", 80 * GiB, 8030261248)
+        before = c.configure()
+        ctx.seal()
+        assert before.spec.max_draft_tokens == 8
+        _consistent(before)
+        # Adaptive speculation (the scheduler's runtime leaf) lowers the active count.
+        with ctx.scoped("adaptive_spec", speculative_num_draft_tokens=5):
+            after = c.configure()
+            assert read_settings().speculative_num_draft_tokens == 5
+        _consistent(after)
+        assert after.spec.max_draft_tokens == 8  # pinned at publish
+        assert after.spec == attrs.evolve(before.spec, active_draft_tokens=5)
+        assert (after.req_to_token_shape, after.spec_buffers, after.pools) == (
+            before.req_to_token_shape,
+            before.spec_buffers,
+            before.pools,
+        )
+        # Hand-derived (test_kvcache_plan, llama8b-tp2-page16-fp8-eagle): extra 271, D 8.
+        assert after.req_to_token_shape == (4097, 131072 + 271)
+
+
+def test_draft_token_override_above_capacity_is_refused() -> None:
+    # The scheduler's adaptive change, modelled in-process: scopes skip the owner check but
+    # not the capacity check.
+    with (
+        published(args(**SPEC), role="worker") as ctx,
+        pytest.raises(CapacityError, match="max_speculative_num_draft_tokens=8"),
+        ctx.scoped("adaptive_spec", speculative_num_draft_tokens=9),
+    ):
+        pass
+    with published(args(**SPEC), role="test") as ctx:  # a role that may write any leaf
+        with pytest.raises(CapacityError):
+            ctx.override("adaptive_spec", speculative_num_draft_tokens=9)
+        assert ctx.override("adaptive_spec", speculative_num_draft_tokens=6)
+
+
+def test_runner_view_plans_without_touching_the_process_bags() -> None:
+    with published(args(page_size=16, mem_fraction_static=0.88), role="worker"):
+        c = configurator("llama-3.1-8b", 80 * GiB)
+        draft = runner_view("draft", kv_cache_dtype="fp8_e4m3")
+        draft_plan = c.plan(draft)
+        target_plan = c.plan()
+        assert draft_plan.kv_cache_dtype == "fp8_e4m3"
+        assert target_plan.kv_cache_dtype == "bf16"
+        assert get_model().kv_cache_dtype == "auto"  # plan() has no side effects
+        # Half the bytes per token: twice the tokens (up to page rounding).
+        assert draft_plan.cell.bytes_per_token * 2 == target_plan.cell.bytes_per_token
+
+
+@pytest.mark.parametrize(
+    ("model", "leaves", "pre", "weights"),
+    [
+        ("llama-3.1-8b", {"tp_size": 8, "speculative_algorithm": "EAGLE", "speculative_num_steps": 2}, 80 * GiB, None),
+        ("gemma-2-9b", {"tp_size": 2}, 40 * GiB, None),
+        ("gpt-oss-20b", {"tp_size": 8, "page_size": 16}, 80 * GiB, None),
+        ("deepseek-v3", {"tp_size": 8, "kv_cache_dtype": "fp8_e4m3"}, 140 * GiB, 84 * GiB),
+        ("qwen3-next-80b-a3b", {"tp_size": 4}, 80 * GiB, 40 * GiB),
+        ("nemotron-h-56b", {"tp_size": 8}, 80 * GiB, 14 * GiB),
+    ],
+)
+def test_meta_allocation_bytes_equal_the_plan(model: str, leaves: dict[str, object], pre: int, weights: int | None) -> None:
+    with published(args(**leaves), role="worker"):
+        c = configurator(model, pre, weights)
+        plan = c.configure()
+        pools = c.allocate(plan, "meta")
+        assert pools.pool_bytes == plan.pool_bytes
+        assert pools.spec_buffer_bytes == plan.budget.spec_buffers
+        assert tuple(pools.req_to_token.shape) == plan.req_to_token_shape
+        assert pools.req_to_token.numel() * 4 == plan.budget.req_to_token
+        for spec in plan.pools:
+            group = pools.pools[spec.name]
+            assert len(group) == spec.count
+            assert all(tuple(t.shape) == spec.shape for t in group)
+        # The token slots fill the KV budget; the padding page comes from the slack.
+        assert plan.budget.kv_bytes + plan.budget.kv_padding + plan.budget.mamba_state <= plan.pool_bytes
+        assert plan.budget.kv_utilization >= 0.999
+
+
+def test_cpu_allocation_of_a_small_plan() -> None:
+    import torch
+
+    given = args(mem_fraction_static=0.88, context_length=4096)
+    with published(given, role="worker"):
+        c = configurator("qwen2.5-0.5b", 2 * GiB)
+        plan = c.configure()
+        pools = c.allocate(plan, "cpu")
+        assert pools.pool_bytes == plan.pool_bytes
+        assert pools.pools["k"][0].device == torch.device("cpu")
+        assert pools.pools["k"][0].dtype == torch.bfloat16
+        # One backing buffer: views do not overlap, each padded to the alignment at most.
+        views = [t for group in pools.pools.values() for t in group]
+        views += [pools.req_to_token, *pools.spec_buffers.values()]
+        spans = sorted((t.data_ptr(), t.data_ptr() + t.numel() * t.element_size()) for t in views)
+        assert all(end <= nxt for (_, end), (nxt, _) in itertools.pairwise(spans))
+        total = sum(e - b for b, e in spans)
+        assert total <= pools.backing.numel() < total + 512 * len(views)
+        pools.pools["k"][0].fill_(1.0)
+        pools.pools["k"][1].fill_(2.0)
+        assert pools.pools["k"][0].max().item() == 1.0
+
+
+def test_fp8_pools_are_stored_as_uint8() -> None:
+    import torch
+
+    with published(args(kv_cache_dtype="fp8_e4m3", tp_size=8), role="worker"):
+        c = configurator("llama-3.1-8b", 80 * GiB)
+        pools = c.allocate(c.configure(), "meta")
+        assert pools.pools["k"][0].dtype == torch.uint8
+
+
+def test_meta_allocation_of_70b_at_tp8_is_fast() -> None:
+    # The acceptance bar is "well under a second"; bench/bench_plan.py measures it. Here only
+    # a generous bound, so a loaded CI machine cannot make the test flaky.
+    with published(args(tp_size=8), role="worker"):
+        c = configurator("llama-3.1-70b", 80 * GiB)
+        plan = c.configure()
+        start = time.perf_counter()
+        pools = c.allocate(plan, "meta")
+        assert time.perf_counter() - start < 5.0
+        assert len(pools.pools["k"]) == 80

@@ -1,0 +1,172 @@
+"""Model shapes read from the bundled Hugging Face configs; expected values are read off the
+config files by hand, and parameter counts are the published ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runtime.kvcache.errors import ModelConfigError
+from runtime.kvcache.model_shape import LayerKind, load_model_shape, model_shape_from_dict
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+FULL, SLIDING, MLA, LINEAR, NONE = (
+    LayerKind.FULL,
+    LayerKind.SLIDING,
+    LayerKind.MLA,
+    LayerKind.LINEAR,
+    LayerKind.NONE,
+)
+
+
+def load(name: str):  # type: ignore[no-untyped-def]
+    return load_model_shape(MODELS / f"{name}.json")
+
+
+@pytest.mark.parametrize(
+    ("name", "kv_heads", "head_dim", "context", "dtype", "counts"),
+    [
+        ("llama-3.1-8b", 8, 128, 131072, "bfloat16", {FULL: 32}),
+        ("llama-3.1-70b", 8, 128, 131072, "bfloat16", {FULL: 80}),
+        ("qwen2.5-7b", 4, 128, 32768, "bfloat16", {FULL: 28}),  # use_sliding_window false
+        ("qwen2.5-0.5b", 2, 64, 32768, "bfloat16", {FULL: 24}),
+        ("mistral-7b-v0.1", 8, 128, 32768, "bfloat16", {SLIDING: 32}),
+        ("gemma-2-9b", 8, 256, 8192, "float32", {FULL: 21, SLIDING: 21}),
+        ("gpt-oss-20b", 8, 64, 131072, "float32", {FULL: 12, SLIDING: 12}),  # no torch_dtype
+        ("deepseek-v3", 128, 192, 163840, "bfloat16", {MLA: 61}),  # 128 nope + 64 rope
+        ("deepseek-v2-lite", 16, 192, 163840, "bfloat16", {MLA: 27}),
+        ("qwen3-next-80b-a3b", 2, 256, 262144, "bfloat16", {FULL: 12, LINEAR: 36}),
+        ("nemotron-h-56b", 8, 128, 8192, "bfloat16", {FULL: 10, LINEAR: 54, NONE: 54}),
+    ],
+)
+def test_geometry(name: str, kv_heads: int, head_dim: int, context: int, dtype: str, counts: dict[LayerKind, int]) -> None:
+    shape = load(name)
+    assert shape.num_key_value_heads == kv_heads
+    assert shape.head_dim == head_dim
+    assert shape.context_length == context
+    assert shape.torch_dtype == dtype
+    assert {k: shape.count(k) for k in LayerKind if shape.count(k)} == counts
+
+
+def test_interleaving_patterns() -> None:
+    gemma = load("gemma-2-9b").layer_kinds
+    assert gemma[:4] == (SLIDING, FULL, SLIDING, FULL)  # even layers slide
+    oss = load("gpt-oss-20b").layer_kinds
+    assert oss[:2] == (SLIDING, FULL)
+    qwen_next = load("qwen3-next-80b-a3b").layer_kinds
+    assert qwen_next[:4] == (LINEAR, LINEAR, LINEAR, FULL)  # every 4th layer is full
+    nemotron = load("nemotron-h-56b").layer_kinds
+    assert nemotron[:9] == (LINEAR, NONE, LINEAR, NONE, LINEAR, NONE, LINEAR, FULL, NONE)  # "M-M-M-M*-"
+
+
+def test_hybrid_flags() -> None:
+    assert load("gemma-2-9b").is_hybrid_swa
+    assert not load("mistral-7b-v0.1").is_hybrid_swa  # every layer slides: sized as full
+    assert load("qwen3-next-80b-a3b").is_hybrid_linear
+    assert load("deepseek-v3").is_mla
+
+
+def test_mla_dims() -> None:
+    mla = load("deepseek-v3").mla
+    assert mla is not None
+    assert (mla.kv_lora_rank, mla.qk_rope_head_dim, mla.qk_nope_head_dim, mla.v_head_dim) == (512, 64, 128, 128)
+    assert mla.q_lora_rank == 1536
+    assert load("deepseek-v2-lite").mla.q_lora_rank is None  # type: ignore[union-attr]
+    assert load("deepseek-v3").num_nextn_predict_layers == 1
+
+
+def test_linear_state_shapes() -> None:
+    # Nemotron-H: conv over x, B, C = 256 x 64 + 2 x 8 groups x 256 = 20480; kernel 4.
+    m = load("nemotron-h-56b").linear
+    assert m is not None
+    assert (m.kind, m.conv_dim, m.conv_kernel, m.num_heads, m.head_dim, m.state_size) == (
+        "mamba2", 20480, 4, 256, 64, 256,
+    )
+    # Qwen3-Next GDN: conv over q, k (16 x 128 each) and v (32 x 128) = 8192; state 128 x 128
+    # per value head.
+    g = load("qwen3-next-80b-a3b").linear
+    assert g is not None
+    assert (g.kind, g.conv_dim, g.conv_kernel, g.num_heads, g.head_dim, g.state_size) == (
+        "gated_delta_net", 8192, 4, 32, 128, 128,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        # Published parameter counts of the dense models; the estimate counts embeddings,
+        # projections, biases and norms, so it is exact for them.
+        ("llama-3.1-8b", 8_030_261_248),
+        ("llama-3.1-70b", 70_553_706_496),
+        ("qwen2.5-7b", 7_615_616_512),
+        ("qwen2.5-0.5b", 494_032_768),
+        ("mistral-7b-v0.1", 7_241_732_096),
+        ("gemma-2-9b", 9_241_705_984),
+    ],
+)
+def test_dense_parameter_counts_are_exact(name: str, params: int) -> None:
+    assert load(name).weights.total_params == params
+
+
+@pytest.mark.parametrize(
+    ("name", "billions"),
+    [
+        # Model cards: DeepSeek-V3 671B (+ the MTP module), V2-Lite 15.7B, gpt-oss-20b 20.9B,
+        # Qwen3-Next 80B, Nemotron-H 56B. MoE/hybrid counts are estimates: within 2%.
+        ("deepseek-v3", 671.0),
+        ("deepseek-v2-lite", 15.7),
+        ("gpt-oss-20b", 20.9),
+        ("qwen3-next-80b-a3b", 80.0),
+        ("nemotron-h-56b", 56.0),
+    ],
+)
+def test_moe_and_hybrid_parameter_estimates(name: str, billions: float) -> None:
+    assert load(name).weights.total_params / 1e9 == pytest.approx(billions, rel=0.02)
+
+
+def test_quantized_weight_bytes() -> None:
+    # DeepSeek-V3 is fp8: decoder linears take 1 byte, embeddings (2 x 129280 x 7168 + 7168)
+    # stay bf16 -> bytes = params + embedding params.
+    w = load("deepseek-v3").weights
+    assert w.quant_method == "fp8"
+    assert w.bytes(2) == w.total_params + w.embedding_params
+    # gpt-oss: mxfp4 experts at 17/32 byte per parameter; the checkpoint is ~13.8 GB.
+    oss = load("gpt-oss-20b").weights
+    assert oss.bytes(2) == (oss.embedding_params + oss.layer_params) * 2 + oss.expert_params * 17 // 32
+    assert oss.bytes(2) / 1e9 == pytest.approx(13.8, rel=0.02)
+
+
+def test_missing_fields_are_all_named_with_the_file(tmp_path: Path) -> None:
+    config = json.loads((MODELS / "deepseek-v3.json").read_text())
+    del config["qk_rope_head_dim"], config["v_head_dim"]
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(ModelConfigError) as err:
+        load_model_shape(path)
+    assert str(path) in str(err.value)
+    assert "qk_rope_head_dim" in str(err.value)
+    assert "v_head_dim" in str(err.value)
+
+
+def test_missing_basic_fields() -> None:
+    with pytest.raises(ModelConfigError, match="hidden_size, num_hidden_layers"):
+        model_shape_from_dict({"vocab_size": 10, "max_position_embeddings": 8}, source="x.json")
+    with pytest.raises(ModelConfigError, match="max_position_embeddings or"):
+        model_shape_from_dict({"vocab_size": 10, "num_hidden_layers": 2, "hidden_size": 8}, source="x.json")
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    with pytest.raises(ModelConfigError, match="does not exist"):
+        load_model_shape(tmp_path / "nope.json")
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ModelConfigError, match="not valid JSON"):
+        load_model_shape(tmp_path / "bad.json")
+
+
+def test_declared_fp8_kv_quantization() -> None:
+    config = json.loads((MODELS / "llama-3.1-8b.json").read_text())
+    config["quantization_config"] = {"quant_method": "modelopt", "kv_cache_quant_algo": "FP8"}
+    assert model_shape_from_dict(config, source="m").kv_quant_dtype == "fp8_e4m3"
+    assert load("deepseek-v3").kv_quant_dtype is None  # fp8 weights, not fp8 KV

@@ -1,0 +1,817 @@
+"""The pure plan arithmetic against numbers derived by hand from reference/KV_SIZING.md.
+
+Every expected value below is a literal; the comment above each case shows the arithmetic
+(GiB = 1073741824; 80 GiB = 85899345920). Decimal fractions are exact decimals: slack at
+mem_fraction_static 0.88 is floor(pre * 12 / 100). Weights are either given (as a measured
+size would be) or the hand-counted parameters times the dtype size.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime.kvcache.errors import BudgetError, ContextTooLongError, KvPlanError
+from runtime.kvcache.model_shape import ModelShape, load_model_shape
+from runtime.kvcache.planner import (
+    DeviceMemory,
+    KvPlan,
+    PlanSettings,
+    default_max_running_requests,
+    min_mem_fraction_static,
+    plan_kv,
+)
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+GiB = 1073741824
+_SHAPES: dict[str, ModelShape] = {}
+
+
+def shape(name: str) -> ModelShape:
+    if name not in _SHAPES:
+        _SHAPES[name] = load_model_shape(MODELS / f"{name}.json")
+    return _SHAPES[name]
+
+
+def tp(n: int, **kw: Any) -> dict[str, Any]:
+    return {"tp_size": n, "attn_tp_size": n, **kw}
+
+
+@attrs.frozen
+class Case:
+    id: str
+    model: str
+    settings: PlanSettings
+    memory: DeviceMemory
+    cell: float  # bytes per token on the binding stage
+    kv_budget: int
+    tokens: int
+    max_running_requests: int
+    req_to_token: tuple[int, int]
+    pools: dict[str, tuple[int, tuple[int, ...], str]]  # name -> (count, shape, storage dtype)
+    swa_tokens: int | None = None
+    mamba_slots: int | None = None
+
+
+CASES = [
+    # llama-3.1-8b, tp 1, everything defaulted. Weights: 8,030,261,248 params (hand count:
+    # 2 x 128256 x 4096 embeddings + 32 x 218,112,000 per layer + 4096 final norm) x 2 B.
+    # mfs default (tp 1) 0.88: slack = floor(85899345920 * 0.12) = 10307921510
+    # rest = 85899345920 - 16060522496 - 10307921510 = 59530901914
+    # cell = 8 kv heads x (128 + 128) x 32 layers x 2 B = 131072
+    # tokens = 59530901914 // 131072 = 454184 (page 1)
+    # requests = clamp(454184 * 512 // 131072 = 1774, 2048, 4096) = 2048
+    # req_to_token = (2048 + 1, 131072 + 4)
+    Case(
+        "llama8b-tp1-defaults",
+        "llama-3.1-8b",
+        PlanSettings(),
+        DeviceMemory(80 * GiB),
+        cell=131072,
+        kv_budget=59530901914,
+        tokens=454184,
+        max_running_requests=2048,
+        req_to_token=(2049, 131076),
+        pools={"k": (32, (454185, 8, 128), "bfloat16"), "v": (32, (454185, 8, 128), "bfloat16")},
+    ),
+    # llama-3.1-8b, tp 2, page 16, fp8_e4m3, mfs 0.85, EAGLE steps 3 topk 4 draft tokens 8.
+    # weights given 8030261248 per rank; draft weights: one average decoder layer
+    # 218,112,000 params x 2 B / 2 ranks = 218112000.
+    # slack = 85899345920 * 15 / 100 = 12884901888
+    # rest = 85899345920 - 8030261248 - 218112000 - 12884901888 = 64766070784
+    # cell = 4 heads x 256 x 1 B x (32 + 1 draft layer) = 33792
+    # tokens = 64766070784 // 33792 = 1916609 -> page 16 -> 1916608
+    # requests = clamp(1916608 * 512 // 131072 = 7486) = 4096
+    # D = 8; alloc_page 16, topk 4: ceil_pages = (15 + 3 + 15) // 16 = 2,
+    #   len = max(2 * 16 * 4, 8) = 128, reserve 256, extra = max(4 + 8, 256 + 15) = 271
+    Case(
+        "llama8b-tp2-page16-fp8-eagle",
+        "llama-3.1-8b",
+        PlanSettings(
+            **tp(2),
+            page_size=16,
+            kv_cache_dtype="fp8_e4m3",
+            mem_fraction_static=0.85,
+            speculative_algorithm="EAGLE",
+            speculative_num_steps=3,
+            speculative_eagle_topk=4,
+            speculative_num_draft_tokens=8,
+            max_speculative_num_draft_tokens=8,
+        ),
+        DeviceMemory(80 * GiB, weight_bytes=8030261248),
+        cell=33792,
+        kv_budget=64766070784,
+        tokens=1916608,
+        max_running_requests=4096,
+        req_to_token=(4097, 131072 + 271),
+        pools={
+            "k": (32, (1916624, 4, 128), "uint8"),
+            "v": (32, (1916624, 4, 128), "uint8"),
+            "draft_k": (1, (1916624, 4, 128), "uint8"),
+            "draft_v": (1, (1916624, 4, 128), "uint8"),
+        },
+    ),
+    # llama-3.1-70b, tp 8. Weights 70,553,706,496 params x 2 B / 8 = 17638426624.
+    # mfs default (tp 8) 0.81: slack = floor(85899345920 * 0.19) = 16320875724
+    # rest = 85899345920 - 17638426624 - 16320875724 = 51940043572
+    # cell = max(1, 8 // 8) head x 256 x 80 layers x 2 B = 40960
+    # tokens = 51940043572 // 40960 = 1268067; requests = clamp(4953) = 4096
+    Case(
+        "llama70b-tp8",
+        "llama-3.1-70b",
+        PlanSettings(**tp(8)),
+        DeviceMemory(80 * GiB),
+        cell=40960,
+        kv_budget=51940043572,
+        tokens=1268067,
+        max_running_requests=4096,
+        req_to_token=(4097, 131076),
+        pools={"k": (80, (1268068, 1, 128), "bfloat16"), "v": (80, (1268068, 1, 128), "bfloat16")},
+    ),
+    # llama-3.1-70b, tp 4 x pp 2 (40 layers a stage), page 64, fp8_e5m2, mfs 0.9, 35 GiB weights.
+    # slack = 85899345920 / 10 = 8589934592; rest = 85899345920 - 37580963840 - 8589934592
+    #   = 39728447488
+    # cell = 2 heads x 256 x 40 layers x 1 B = 20480
+    # tokens = 39728447488 // 20480 = 1939865 -> page 64 -> 1939840
+    # requests = clamp(1939840 * 512 // 8192) = 4096; rows = 1939840 + 64
+    Case(
+        "llama70b-tp4-pp2-page64-fp8e5m2",
+        "llama-3.1-70b",
+        PlanSettings(
+            **tp(4),
+            pp_size=2,
+            page_size=64,
+            kv_cache_dtype="fp8_e5m2",
+            mem_fraction_static=0.9,
+            context_length=8192,
+        ),
+        DeviceMemory(80 * GiB, weight_bytes=35 * GiB),
+        cell=20480,
+        kv_budget=39728447488,
+        tokens=1939840,
+        max_running_requests=4096,
+        req_to_token=(4097, 8196),
+        pools={"k": (40, (1939904, 2, 128), "uint8"), "v": (40, (1939904, 2, 128), "uint8")},
+    ),
+    # qwen2.5-7b, tp 1 on 24 GiB (25769803776). Weights 7,615,616,512 params (with q/k/v
+    # biases) x 2 B = 15231233024. slack = floor(25769803776 * 0.12) = 3092376453
+    # rest = 25769803776 - 15231233024 - 3092376453 = 7446194299
+    # cell = 4 x 256 x 28 x 2 = 57344; tokens = 7446194299 // 57344 = 129851
+    # requests = clamp(129851 * 512 // 32768 = 2028) = 2048 (<= 129851 // 2)
+    Case(
+        "qwen7b-tp1-24gib",
+        "qwen2.5-7b",
+        PlanSettings(),
+        DeviceMemory(24 * GiB),
+        cell=57344,
+        kv_budget=7446194299,
+        tokens=129851,
+        max_running_requests=2048,
+        req_to_token=(2049, 32772),
+        pools={"k": (28, (129852, 4, 128), "bfloat16"), "v": (28, (129852, 4, 128), "bfloat16")},
+    ),
+    # qwen2.5-7b, tp 8 with DP attention 2 (attention TP 4), page 32, max_total_tokens 100010,
+    # operator max_running_requests 512, 2 GiB weights, mfs 0.88.
+    # rest = 85899345920 - 2147483648 - 10307921510 = 73443940762
+    # cell = 4 // 4 = 1 head x 256 x 28 x 2 = 14336; fit = 73443940762 // 14336 // 32 * 32
+    #   = 5123040; capped: 100010 // 32 * 32 = 100000; requests = 512 // 2 DP shards = 256
+    Case(
+        "qwen7b-tp8-dpattn2-cap",
+        "qwen2.5-7b",
+        PlanSettings(
+            tp_size=8,
+            attn_tp_size=4,
+            attn_dp_size=2,
+            page_size=32,
+            max_total_tokens=100010,
+            max_running_requests=512,
+            mem_fraction_static=0.88,
+        ),
+        DeviceMemory(80 * GiB, weight_bytes=2 * GiB),
+        cell=14336,
+        kv_budget=73443940762,
+        tokens=100000,
+        max_running_requests=256,
+        req_to_token=(257, 32772),
+        pools={"k": (28, (100032, 1, 128), "bfloat16"), "v": (28, (100032, 1, 128), "bfloat16")},
+    ),
+    # qwen2.5-0.5b, tp 1 on 4 GiB (4294967296). Weights 494,032,768 params (tied embeddings)
+    # x 2 B = 988065536. slack = floor(4294967296 * 0.12) = 515396075
+    # rest = 4294967296 - 988065536 - 515396075 = 2791505685
+    # cell = 2 x 128 x 24 x 2 = 12288; tokens = 2791505685 // 12288 = 227173
+    # requests = clamp(227173 * 512 // 32768 = 3549) = 3549
+    Case(
+        "qwen05b-tp1-4gib",
+        "qwen2.5-0.5b",
+        PlanSettings(),
+        DeviceMemory(4 * GiB),
+        cell=12288,
+        kv_budget=2791505685,
+        tokens=227173,
+        max_running_requests=3549,
+        req_to_token=(3550, 32772),
+        pools={"k": (24, (227174, 2, 64), "bfloat16"), "v": (24, (227174, 2, 64), "bfloat16")},
+    ),
+    # qwen2.5-0.5b, tp 2, mfs 0.88, page 4, fp8_e4m3, NGRAM (no draft model: no draft layers) with D = 8.
+    # weights 988065536 / 2 = 494032768; rest = 4294967296 - 494032768 - 515396075 = 3285538453
+    # cell = 1 head x 128 x 24 x 1 B = 3072; tokens = 3285538453 // 3072 // 4 * 4 = 1069508
+    # requests = 4096; topk 1: len = max(1 * 1, 8) = 8, reserve 16,
+    #   extra = max(4 + 8, 16 + 4 - 1) = 19
+    Case(
+        "qwen05b-tp2-page4-fp8-ngram",
+        "qwen2.5-0.5b",
+        PlanSettings(
+            **tp(2),
+            page_size=4,
+            mem_fraction_static=0.88,
+            kv_cache_dtype="fp8_e4m3",
+            speculative_algorithm="NGRAM",
+            speculative_num_draft_tokens=8,
+            max_speculative_num_draft_tokens=8,
+        ),
+        DeviceMemory(4 * GiB),
+        cell=3072,
+        kv_budget=3285538453,
+        tokens=1069508,
+        max_running_requests=4096,
+        req_to_token=(4097, 32768 + 19),
+        pools={"k": (24, (1069512, 1, 64), "uint8"), "v": (24, (1069512, 1, 64), "uint8")},
+    ),
+    # mistral-7b-v0.1: a window on every layer is sized as full attention (SGLang does too).
+    # Weights 7,241,732,096 x 2 = 14483464192; rest = 85899345920 - 14483464192 - 10307921510
+    #   = 61107960218; cell = 8 x 256 x 32 x 2 = 131072; tokens = 466216; requests = 4096
+    Case(
+        "mistral-tp1",
+        "mistral-7b-v0.1",
+        PlanSettings(),
+        DeviceMemory(80 * GiB),
+        cell=131072,
+        kv_budget=61107960218,
+        tokens=466216,
+        max_running_requests=4096,
+        req_to_token=(4097, 32772),
+        pools={"k": (32, (466217, 8, 128), "bfloat16"), "v": (32, (466217, 8, 128), "bfloat16")},
+    ),
+    # mistral, tp 4, page 16, mfs 0.8, fp8_e4m3, 4 GiB weights.
+    # slack = 85899345920 * 20 / 100 = 17179869184; rest = 85899345920 - 4294967296 - 17179869184
+    #   = 64424509440 = 60 GiB; cell = 2 x 256 x 32 x 1 = 16384 -> tokens 3932160 exactly
+    Case(
+        "mistral-tp4-page16-fp8",
+        "mistral-7b-v0.1",
+        PlanSettings(**tp(4), page_size=16, mem_fraction_static=0.8, kv_cache_dtype="fp8_e4m3"),
+        DeviceMemory(80 * GiB, weight_bytes=4 * GiB),
+        cell=16384,
+        kv_budget=64424509440,
+        tokens=3932160,
+        max_running_requests=4096,
+        req_to_token=(4097, 32772),
+        pools={"k": (32, (3932176, 2, 128), "uint8"), "v": (32, (3932176, 2, 128), "uint8")},
+    ),
+    # gemma-2-9b, tp 1 on 40 GiB (42949672960): float32 checkpoint runs in bfloat16.
+    # Weights 9,241,705,984 params x 2 = 18483411968; slack = floor(42949672960 * 0.12)
+    #   = 5153960755; rest = 42949672960 - 18483411968 - 5153960755 = 19312300237
+    # per layer 8 x 512 x 2 = 8192; 21 full + 21 sliding, r = 0.8:
+    #   cell = 8192 x 21 + 0.8 x 8192 x 21 = 309657.6
+    # full = floor(19312300237 / 309657.6) = 62366; swa = floor(62366 x 0.8) = 49892
+    # requests = clamp(62366 * 512 // 8192 = 3897) = 3897
+    Case(
+        "gemma2-tp1-swa",
+        "gemma-2-9b",
+        PlanSettings(),
+        DeviceMemory(40 * GiB),
+        cell=309657.6,
+        kv_budget=19312300237,
+        tokens=62366,
+        swa_tokens=49892,
+        max_running_requests=3897,
+        req_to_token=(3898, 8196),
+        pools={
+            "k": (21, (62367, 8, 256), "bfloat16"),
+            "v": (21, (62367, 8, 256), "bfloat16"),
+            "k_swa": (21, (49893, 8, 256), "bfloat16"),
+            "v_swa": (21, (49893, 8, 256), "bfloat16"),
+        },
+    ),
+    # gemma-2-9b, tp 2, mfs 0.88, --disable-hybrid-swa-memory: all 42 layers at full length.
+    # weights 18483411968 / 2 = 9241705984; rest = 42949672960 - 9241705984 - 5153960755
+    #   = 28554006221; cell = 4 x 512 x 2 x 42 = 172032; tokens = 165980; requests = 4096
+    Case(
+        "gemma2-tp2-no-swa-split",
+        "gemma-2-9b",
+        PlanSettings(**tp(2), mem_fraction_static=0.88, disable_hybrid_swa_memory=True),
+        DeviceMemory(40 * GiB),
+        cell=172032,
+        kv_budget=28554006221,
+        tokens=165980,
+        max_running_requests=4096,
+        req_to_token=(4097, 8196),
+        pools={"k": (42, (165981, 4, 256), "bfloat16"), "v": (42, (165981, 4, 256), "bfloat16")},
+    ),
+    # gpt-oss-20b, tp 1, 14 GiB weights, swa_full_tokens_ratio 0.5; layers alternate 12/12.
+    # rest = 85899345920 - 15032385536 - 10307921510 = 60559038874
+    # per layer 8 x 128 x 2 = 2048; cell = 2048 x 12 + 0.5 x 2048 x 12 = 36864
+    # full = 60559038874 // 36864 = 1642769; swa = floor(1642769 / 2) = 821384
+    Case(
+        "gptoss-tp1-ratio05",
+        "gpt-oss-20b",
+        PlanSettings(swa_full_tokens_ratio=0.5),
+        DeviceMemory(80 * GiB, weight_bytes=14 * GiB),
+        cell=36864,
+        kv_budget=60559038874,
+        tokens=1642769,
+        swa_tokens=821384,
+        max_running_requests=4096,
+        req_to_token=(4097, 131076),
+        pools={
+            "k": (12, (1642770, 8, 64), "bfloat16"),
+            "k_swa": (12, (821385, 8, 64), "bfloat16"),
+        },
+    ),
+    # gpt-oss-20b, tp 8, page 16, mfs 0.85, EAGLE3 steps 3 topk 1 draft tokens 4 (one draft
+    # full layer), r 0.8, weights 2 GiB + draft 100 MiB.
+    # rest = 85899345920 - 2147483648 - 104857600 - 12884901888 = 70762102784
+    # per layer 1 x 128 x 2 = 256; cell = 256 x (12 + 1) + 0.8 x 256 x 12 = 5785.6
+    # full = floor(70762102784 / 5785.6) = 12230728 -> page 16 -> 12230720
+    # swa = floor(12230720 x 0.8) = 9784576 (already a page multiple)
+    # topk 1: len = max(3, 4) = 4, reserve 8, extra = max(4 + 4, 8 + 15) = 23
+    Case(
+        "gptoss-tp8-page16-eagle3",
+        "gpt-oss-20b",
+        PlanSettings(
+            **tp(8),
+            page_size=16,
+            mem_fraction_static=0.85,
+            speculative_algorithm="EAGLE3",
+            speculative_num_steps=3,
+            speculative_eagle_topk=1,
+            speculative_num_draft_tokens=4,
+            max_speculative_num_draft_tokens=4,
+        ),
+        DeviceMemory(80 * GiB, weight_bytes=2 * GiB, draft_weight_bytes=100 * 1048576),
+        cell=5785.6,
+        kv_budget=70762102784,
+        tokens=12230720,
+        swa_tokens=9784576,
+        max_running_requests=4096,
+        req_to_token=(4097, 131072 + 23),
+        pools={
+            "k": (12, (12230736, 1, 64), "bfloat16"),
+            "k_swa": (12, (9784592, 1, 64), "bfloat16"),
+            "draft_k": (1, (12230736, 1, 64), "bfloat16"),
+        },
+    ),
+    # deepseek-v3, tp 8 on 140 GiB (150323855360), 84 GiB weights, mfs 0.9, bf16 KV.
+    # slack = 15032385536; rest = 150323855360 - 90194313216 - 15032385536 = 45097156608
+    # MLA cell = (512 + 64) x 61 x 2 = 70272 (one latent per token, not divided by tp)
+    # tokens = 45097156608 // 70272 = 641751; requests = clamp(641751*512//163840 = 2005) = 2048
+    Case(
+        "dsv3-tp8-mla",
+        "deepseek-v3",
+        PlanSettings(**tp(8), mem_fraction_static=0.9),
+        DeviceMemory(140 * GiB, weight_bytes=84 * GiB),
+        cell=70272,
+        kv_budget=45097156608,
+        tokens=641751,
+        max_running_requests=2048,
+        req_to_token=(2049, 163844),
+        pools={"kv": (61, (641752, 1, 576), "bfloat16")},
+    ),
+    # deepseek-v3, NEXTN (num_nextn_predict_layers = 1 draft layer), fp8 KV, flashmla backend
+    # (page size resolves to 64), steps 3 topk 1 draft tokens 4, ctx 32768, draft 2 GiB.
+    # rest = 150323855360 - 90194313216 - 2147483648 - 15032385536 = 42949672960
+    # cell = 576 x (61 + 1) x 1 = 35712; tokens = 42949672960 // 35712 = 1202667 -> 1202624
+    # len = max(3, 4) = 4, reserve 8, extra = max(8, 8 + 63) = 71
+    Case(
+        "dsv3-tp8-nextn-fp8-flashmla",
+        "deepseek-v3",
+        PlanSettings(
+            **tp(8),
+            mem_fraction_static=0.9,
+            kv_cache_dtype="fp8_e4m3",
+            attention_backend="flashmla",
+            context_length=32768,
+            speculative_algorithm="NEXTN",
+            speculative_num_steps=3,
+            speculative_eagle_topk=1,
+            speculative_num_draft_tokens=4,
+            max_speculative_num_draft_tokens=4,
+        ),
+        DeviceMemory(140 * GiB, weight_bytes=84 * GiB, draft_weight_bytes=2 * GiB),
+        cell=35712,
+        kv_budget=42949672960,
+        tokens=1202624,
+        max_running_requests=4096,
+        req_to_token=(4097, 32768 + 71),
+        pools={
+            "kv": (61, (1202688, 1, 576), "uint8"),
+            "draft_kv": (1, (1202688, 1, 576), "uint8"),
+        },
+    ),
+    # deepseek-v2-lite, tp 1, 80 GiB, weights 31412968448 (15.7B params x 2 B), mfs 0.88.
+    # rest = 85899345920 - 31412968448 - 10307921510 = 44178455962
+    # cell = 576 x 27 x 2 = 31104; tokens = 1420346; requests = clamp(4438) = 4096
+    Case(
+        "v2lite-tp1",
+        "deepseek-v2-lite",
+        PlanSettings(mem_fraction_static=0.88),
+        DeviceMemory(80 * GiB, weight_bytes=31412968448),
+        cell=31104,
+        kv_budget=44178455962,
+        tokens=1420346,
+        max_running_requests=4096,
+        req_to_token=(4097, 163844),
+        pools={"kv": (27, (1420347, 1, 576), "bfloat16")},
+    ),
+    # deepseek-v2-lite, tp 2 (the latent is replicated, not split), page 64, fp8, ctx 16384.
+    # rest = 85899345920 - 15706484224 - 10307921510 = 59884940186
+    # cell = 576 x 27 x 1 = 15552; tokens = 3850626 -> page 64 -> 3850624
+    Case(
+        "v2lite-tp2-page64-fp8",
+        "deepseek-v2-lite",
+        PlanSettings(
+            **tp(2),
+            mem_fraction_static=0.88,
+            page_size=64,
+            kv_cache_dtype="fp8_e4m3",
+            context_length=16384,
+        ),
+        DeviceMemory(80 * GiB, weight_bytes=15706484224),
+        cell=15552,
+        kv_budget=59884940186,
+        tokens=3850624,
+        max_running_requests=4096,
+        req_to_token=(4097, 16388),
+        pools={"kv": (27, (3850688, 1, 576), "uint8")},
+    ),
+    # qwen3-next-80b-a3b, tp 4, 40 GiB weights: 12 full-attention + 36 gated-delta-net layers.
+    # rest = 85899345920 - 42949672960 - 10307921510 = 32641751450
+    # per slot: 36 x (conv 8192/4 x 3 x 2 B + temporal 32/4 x 128 x 128 x 4 B (float32))
+    #   = 36 x (12288 + 524288) = 19316736
+    # state budget = floor(32641751450 x 0.9 / 1.9) = 15461882265; slots = // 19316736 = 800
+    # KV rest = 32641751450 - 800 x 19316736 = 17188362650
+    # cell = 1 head (2 // 4 replicated) x 512 x 2 x 12 = 12288; tokens = 1398792
+    # requests = min(clamp(1398792 * 512 // 262144 = 2732), 800 slots // 3 per request) = 266
+    Case(
+        "qwen3next-tp4-mamba-budget",
+        "qwen3-next-80b-a3b",
+        PlanSettings(**tp(4), mem_fraction_static=0.88),
+        DeviceMemory(80 * GiB, weight_bytes=40 * GiB),
+        cell=12288,
+        kv_budget=17188362650,
+        tokens=1398792,
+        mamba_slots=800,
+        max_running_requests=266,
+        req_to_token=(267, 262148),
+        pools={
+            "k": (12, (1398793, 1, 256), "bfloat16"),
+            "mamba_conv": (1, (36, 801, 2048, 3), "bfloat16"),
+            "mamba_temporal": (1, (36, 801, 8, 128, 128), "float32"),
+        },
+    ),
+    # qwen3-next, tp 8, operator max_mamba_cache_size 600, radix cache off (1 slot per
+    # request), bfloat16 SSM state, ctx 32768, 20 GiB weights.
+    # rest = 85899345920 - 21474836480 - 10307921510 = 54116587930
+    # per slot: 36 x (1024 x 3 x 2 + 4 x 128 x 128 x 2) = 36 x 137216 = 4939776
+    # KV rest = 54116587930 - 600 x 4939776 = 51152722330; tokens = // 12288 = 4162819
+    # requests = min(4096, 600 // 1) = 600
+    Case(
+        "qwen3next-tp8-mamba600-noradix",
+        "qwen3-next-80b-a3b",
+        PlanSettings(
+            **tp(8),
+            mem_fraction_static=0.88,
+            max_mamba_cache_size=600,
+            disable_radix_cache=True,
+            mamba_ssm_dtype="bfloat16",
+            context_length=32768,
+        ),
+        DeviceMemory(80 * GiB, weight_bytes=20 * GiB),
+        cell=12288,
+        kv_budget=51152722330,
+        tokens=4162819,
+        mamba_slots=600,
+        max_running_requests=600,
+        req_to_token=(601, 32772),
+        pools={
+            "k": (12, (4162820, 1, 256), "bfloat16"),
+            "mamba_conv": (1, (36, 601, 1024, 3), "bfloat16"),
+            "mamba_temporal": (1, (36, 601, 4, 128, 128), "bfloat16"),
+        },
+    ),
+    # nemotron-h-56b, tp 8, 14 GiB weights: 54 mamba-2 + 10 attention + 54 MLP-only layers;
+    # extra-buffer strategy with overlap: 3 + 2 slots per request.
+    # rest = 85899345920 - 15032385536 - 10307921510 = 60559038874
+    # conv_dim = 256 x 64 + 2 x 8 x 256 = 20480
+    # per slot: 54 x (20480/8 x 3 x 2 + 256/8 x 64 x 256 x 4) = 54 x 2112512 = 114075648
+    # state = floor(60559038874 x 9 / 19) = 28685860519; slots = 251
+    # KV rest = 60559038874 - 251 x 114075648 = 31926051226
+    # cell = 1 x 256 x 2 x 10 = 5120; tokens = 6235556; requests = min(4096, 251 // 5) = 50
+    Case(
+        "nemotronh-tp8-extra-buffer",
+        "nemotron-h-56b",
+        PlanSettings(**tp(8), mem_fraction_static=0.88, enable_mamba_extra_buffer=True),
+        DeviceMemory(80 * GiB, weight_bytes=14 * GiB),
+        cell=5120,
+        kv_budget=31926051226,
+        tokens=6235556,
+        mamba_slots=251,
+        max_running_requests=50,
+        req_to_token=(51, 8196),
+        pools={
+            "k": (10, (6235557, 1, 128), "bfloat16"),
+            "mamba_conv": (1, (54, 252, 2560, 3), "bfloat16"),
+            "mamba_temporal": (1, (54, 252, 32, 64, 256), "float32"),
+        },
+    ),
+    # nemotron-h-56b, tp 4, page 16, fp8 KV, mamba_full_memory_ratio 0.5, 28 GiB weights.
+    # rest = 85899345920 - 30064771072 - 10307921510 = 45526653338
+    # per slot: 54 x (5120 x 3 x 2 + 64 x 64 x 256 x 4) = 54 x 4225024 = 228151296
+    # state = floor(45526653338 / 3) = 15175551112; slots = 66
+    # KV rest = 45526653338 - 66 x 228151296 = 30468667802
+    # cell = 2 x 256 x 1 x 10 = 5120; tokens = 5950911 -> page 16 -> 5950896
+    # requests = min(4096, 66 // 3) = 22
+    Case(
+        "nemotronh-tp4-page16-fp8-ratio05",
+        "nemotron-h-56b",
+        PlanSettings(
+            **tp(4),
+            mem_fraction_static=0.88,
+            page_size=16,
+            kv_cache_dtype="fp8_e4m3",
+            mamba_full_memory_ratio=0.5,
+        ),
+        DeviceMemory(80 * GiB, weight_bytes=28 * GiB),
+        cell=5120,
+        kv_budget=30468667802,
+        tokens=5950896,
+        mamba_slots=66,
+        max_running_requests=22,
+        req_to_token=(23, 8196),
+        pools={
+            "k": (10, (5950912, 2, 128), "uint8"),
+            "mamba_conv": (1, (54, 67, 5120, 3), "bfloat16"),
+            "mamba_temporal": (1, (54, 67, 64, 64, 256), "float32"),
+        },
+    ),
+]
+
+
+def run(case: Case) -> KvPlan:
+    return plan_kv(shape(case.model), case.settings, case.memory)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_plan_matches_hand_derivation(case: Case) -> None:
+    plan = run(case)
+    assert float(plan.cell.bytes_per_token) == case.cell
+    assert plan.budget.kv_budget == case.kv_budget
+    assert plan.max_total_num_tokens == case.tokens
+    assert plan.swa_tokens == case.swa_tokens
+    assert plan.mamba_slots == case.mamba_slots
+    assert plan.max_running_requests == case.max_running_requests
+    assert plan.req_to_token_shape == case.req_to_token
+    pools = {p.name: (p.count, p.shape, p.storage_dtype) for p in plan.pools}
+    for name, expected in case.pools.items():
+        assert pools[name] == expected, name
+
+
+def test_every_bundled_model_has_two_cases() -> None:
+    per_model: dict[str, int] = {}
+    for case in CASES:
+        per_model[case.model] = per_model.get(case.model, 0) + 1
+    bundled = {p.stem for p in MODELS.glob("*.json")}
+    assert set(per_model) == bundled
+    assert min(per_model.values()) >= 2
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_kv_uses_the_budget_short_only_by_page_rounding(case: Case) -> None:
+    plan = run(case)
+    if case.settings.max_total_tokens is not None:
+        return  # an operator cap leaves budget unused on purpose
+    assert plan.budget.kv_bytes <= plan.budget.kv_budget
+    assert plan.budget.kv_utilization >= 0.999
+    # Pool tensors are the token slots plus one dummy page of rows, paid from the slack.
+    assert plan.budget.kv_padding == plan.page_size * (
+        plan.cell.per_layer_full * plan.cell.full_layers
+        + plan.cell.per_layer_draft * plan.cell.draft_layers
+        + plan.cell.per_layer_swa * plan.cell.swa_layers
+    )
+
+
+def test_llama8b_weight_estimate_and_defaults_are_decisions() -> None:
+    plan = run(CASES[0])
+    # 8,030,261,248 params x 2 B (the published Llama-3.1-8B parameter count)
+    assert plan.budget.weights == 16060522496
+    assert plan.budget.slack == 10307921510
+    assert {d.leaf: d.value for d in plan.decisions} == {
+        "dtype": "bfloat16",
+        "kv_cache_dtype": "bf16",
+        "page_size": 1,
+        "context_length": 131072,
+        "mem_fraction_static": 0.88,
+        "max_running_requests": 2048,
+    }
+    assert {d.source for d in plan.decisions} >= {"kv_pool.resolve_kv_cache_dtype"}
+
+
+def test_draft_weights_are_one_average_layer_per_rank() -> None:
+    # llama-3.1-8b EAGLE at tp 2: (8,030,261,248 - 1,050,677,248 embedding params) x 2 B / 32
+    # layers / 2 ranks = 218,112,000
+    plan = plan_kv(
+        shape("llama-3.1-8b"),
+        attrs.evolve(CASES[1].settings),
+        DeviceMemory(80 * GiB, weight_bytes=8030261248),
+    )
+    assert plan.budget.draft_weights == 218112000
+
+
+def test_speculative_sizes_share_one_bound() -> None:
+    plan = run(CASES[1])  # D = 8
+    assert plan.spec.max_draft_tokens == 8
+    assert plan.spec.alloc_len_per_decode == 128
+    assert plan.spec.alloc_reserve_per_decode == 256
+    assert plan.spec.extra_context_len == 271
+    buffers = {b.name: b.shape for b in plan.spec_buffers}
+    assert buffers == {
+        "draft_token_ids": (4096, 8),
+        "draft_positions": (4096, 8),
+        "retrieve_index": (4096, 8),
+        "tree_mask": (4096, 8, 8),
+        "out_cache_loc": (4096 * 256,),
+    }
+
+
+def test_active_draft_count_below_the_bound_changes_nothing() -> None:
+    base = CASES[1].settings
+    lowered = attrs.evolve(base, speculative_num_draft_tokens=5)
+    a, b = run(CASES[1]), plan_kv(shape("llama-3.1-8b"), lowered, CASES[1].memory)
+    assert b.spec.max_draft_tokens == 8
+    assert (a.req_to_token_shape, a.spec_buffers, a.pools) == (b.req_to_token_shape, b.spec_buffers, b.pools)
+
+
+def test_no_speculation_has_no_buffers_and_four_spare_columns() -> None:
+    plan = run(CASES[0])
+    assert plan.spec_buffers == ()
+    assert plan.spec.extra_context_len == 4
+    assert plan.spec.alloc_len_per_decode == 1
+
+
+def test_gemma_float32_checkpoint_runs_in_bfloat16() -> None:
+    plan = run(CASES[10])
+    assert plan.dtype == "bfloat16"
+    assert plan.kv_cache_dtype == "bf16"
+    assert plan.budget.weights == 18483411968  # 9,241,705,984 params x 2 B
+
+
+def test_flashmla_resolves_page_64() -> None:
+    plan = run(CASES[15])
+    assert plan.page_size == 64
+    assert plan.decision("page_size") == 64
+
+
+def test_mamba_slots_become_a_decision_only_when_sized_from_memory() -> None:
+    assert run(CASES[18]).decision("max_mamba_cache_size") == 800
+    with pytest.raises(KeyError):
+        run(CASES[19]).decision("max_mamba_cache_size")
+
+
+def test_pipeline_stages_split_layers_evenly_last_takes_remainder() -> None:
+    # 61 layers over pp 2: [0, 30) and [30, 61); the last stage has more layers, so it binds.
+    plan = plan_kv(
+        shape("deepseek-v3"),
+        PlanSettings(**tp(8), pp_size=2, mem_fraction_static=0.9),
+        DeviceMemory(140 * GiB, weight_bytes=42 * GiB),
+    )
+    assert [s.layers for s in plan.stages] == [(0, 30), (30, 61)]
+    assert plan.binding_stage == 1
+    assert plan.pools[0].count == 31
+    # rest = 150323855360 - 45097156608 - 15032385536 = 90194313216
+    # tokens = 90194313216 // (576 x 31 x 2 = 35712) = 2525602
+    assert plan.max_total_num_tokens == 2525602
+
+
+# --- errors ------------------------------------------------------------------------------
+
+
+def test_budget_error_names_the_smallest_mem_fraction_static() -> None:
+    # llama-3.1-70b at tp 2: weights 141,107,412,992 / 2 = 70553706496 per rank.
+    # avail = 85899345920 - 70553706496 = 15345639424; mfs 0.8 leaves slack 17179869184 > avail.
+    # smallest mfs: ceil((1 - 15345639424 / 85899345920) x 1000) / 1000 = ceil(821.35...) = 0.822
+    with pytest.raises(BudgetError, match=r"at least 0\.822"):
+        plan_kv(shape("llama-3.1-70b"), PlanSettings(**tp(2), mem_fraction_static=0.8), DeviceMemory(80 * GiB))
+    # At 0.822 the budget is positive (a few hundred tokens: enough for a short context).
+    barely = PlanSettings(**tp(2), mem_fraction_static=0.822, context_length=256)
+    assert plan_kv(shape("llama-3.1-70b"), barely, DeviceMemory(80 * GiB)).budget.kv_budget > 0
+
+
+def test_budget_error_when_weights_exceed_the_device() -> None:
+    with pytest.raises(BudgetError, match="no mem_fraction_static is enough"):
+        plan_kv(shape("llama-3.1-70b"), PlanSettings(), DeviceMemory(80 * GiB))
+
+
+def test_min_mem_fraction_static_boundary() -> None:
+    assert min_mem_fraction_static(avail=50, pre=100) == 0.501  # 0.5 leaves exactly 0
+    assert min_mem_fraction_static(avail=15345639424, pre=85899345920) == 0.822
+
+
+def test_context_too_long_names_the_largest_context_that_fits() -> None:
+    # llama-3.1-8b on 24 GiB: rest = 25769803776 - 16060522496 - 3092376453 = 6616904827
+    # tokens = 6616904827 // 131072 = 50482 < 131072
+    with pytest.raises(ContextTooLongError, match=r"largest context that fits is 50482"):
+        plan_kv(shape("llama-3.1-8b"), PlanSettings(), DeviceMemory(24 * GiB))
+    plan = plan_kv(shape("llama-3.1-8b"), PlanSettings(context_length=50482), DeviceMemory(24 * GiB))
+    assert plan.max_total_num_tokens == 50482
+
+
+def test_context_above_the_model_limit_is_refused() -> None:
+    with pytest.raises(KvPlanError, match="exceeds the 32768 tokens"):
+        plan_kv(shape("mistral-7b-v0.1"), PlanSettings(context_length=65536), DeviceMemory(80 * GiB))
+
+
+def test_swa_pool_must_hold_a_window() -> None:
+    # gpt-oss window 128: full ~1.9M tokens x 0.00005 = ~95 SWA tokens < 128 + 1
+    with pytest.raises(KvPlanError, match="window of 128 tokens"):
+        plan_kv(
+            shape("gpt-oss-20b"),
+            PlanSettings(swa_full_tokens_ratio=0.00005),
+            DeviceMemory(80 * GiB, weight_bytes=14 * GiB),
+        )
+
+
+def test_block_scaled_kv_dtypes_are_refused_clearly() -> None:
+    with pytest.raises(KvPlanError, match="block-scaled"):
+        plan_kv(shape("llama-3.1-8b"), PlanSettings(kv_cache_dtype="nvfp4"), DeviceMemory(80 * GiB))
+
+
+def test_default_request_rule() -> None:
+    assert default_max_running_requests(454184, 131072) == 2048  # 1774 clamped up
+    assert default_max_running_requests(10_000_000, 8192) == 4096  # clamped down
+    assert default_max_running_requests(3000, 8) == 1500  # never above tokens // 2
+
+
+# --- properties ----------------------------------------------------------------------------
+
+_FITTING = ["llama-3.1-8b", "qwen2.5-7b", "qwen2.5-0.5b", "mistral-7b-v0.1", "gemma-2-9b", "gpt-oss-20b",
+            "deepseek-v2-lite", "qwen3-next-80b-a3b", "nemotron-h-56b"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    model=st.sampled_from(_FITTING),
+    tp_size=st.sampled_from([1, 2, 4, 8]),
+    page=st.sampled_from([1, 16, 64]),
+    kv=st.sampled_from(["auto", "fp8_e4m3"]),
+    mfs=st.integers(700, 950).map(lambda m: m / 1000),
+    pre_gib=st.integers(24, 192),
+)
+def test_budget_is_used_up_to_page_rounding(
+    model: str, tp_size: int, page: int, kv: str, mfs: float, pre_gib: int
+) -> None:
+    settings_ = PlanSettings(**tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs,
+                             context_length=4096)
+    try:
+        plan = plan_kv(shape(model), settings_, DeviceMemory(pre_gib * GiB, weight_bytes=8 * GiB))
+    except KvPlanError:
+        return  # budget or SWA-window refusals are covered above
+    b, cell = plan.budget, plan.cell
+    assert b.kv_budget - b.kv_bytes >= 0
+    # Short by less than one page of tokens; an SWA split rounds its pool down by another
+    # page: rest - full_tokens x cell < page x cell, and swa_tokens > full_tokens x r - page.
+    full = cell.per_layer_full * cell.full_layers + cell.per_layer_draft * cell.draft_layers
+    swa = cell.per_layer_swa * cell.swa_layers
+    rounding = page * (full + 2 * swa) + full + swa
+    assert b.kv_budget - b.kv_bytes < rounding
+    if b.kv_budget >= 1000 * rounding:  # budgets of realistic size: rounding is < 0.1%
+        assert b.kv_utilization >= 0.999
+    assert plan.pool_bytes == sum(p.nbytes for p in plan.pools)
+
+
+def test_auto_kv_dtype_follows_a_declared_fp8_kv_quantization() -> None:
+    quantized = attrs.evolve(shape("llama-3.1-8b"), kv_quant_dtype="fp8_e4m3")
+    plan = plan_kv(quantized, PlanSettings(), DeviceMemory(80 * GiB))
+    assert plan.decision("kv_cache_dtype") == "fp8_e4m3"
+    # cell = 8 x 256 x 32 x 1 B = 65536, half of the bf16 cell
+    assert plan.cell.bytes_per_token == 65536
+    assert plan.pools[0].storage_dtype == "uint8"
+
+
+def test_draft_pool_takes_its_own_kv_dtype() -> None:
+    # llama-3.1-8b tp 1, bf16 target, fp8 draft: cell = 8 x 256 x 2 B x 32 + 8 x 256 x 1 B x 1
+    #   = 131072 + 2048 = 133120
+    settings_ = PlanSettings(
+        speculative_algorithm="EAGLE",
+        speculative_num_draft_tokens=4,
+        max_speculative_num_draft_tokens=4,
+        speculative_draft_kv_cache_dtype="fp8_e4m3",
+        context_length=8192,
+    )
+    plan = plan_kv(shape("llama-3.1-8b"), settings_, DeviceMemory(80 * GiB))
+    assert plan.cell.bytes_per_token == 133120
+    pools = {p.name: p.storage_dtype for p in plan.pools}
+    assert pools == {"k": "bfloat16", "v": "bfloat16", "draft_k": "uint8", "draft_v": "uint8"}

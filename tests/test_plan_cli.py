@@ -1,0 +1,116 @@
+"""`configbags plan` end to end: table, JSON readback, allocation check, chart, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from configbags.cli import main as configbags
+from generated.accessors import get_context
+from runtime.plan import main, parse_bytes
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+LLAMA = str(MODELS / "llama-3.1-8b.json")
+
+
+@pytest.fixture(autouse=True)
+def _restore_context() -> object:
+    # The command publishes for real (as the engine would); undo it after each test.
+    with get_context().restoring():
+        yield
+
+
+def test_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert configbags(["plan", "--model-config", LLAMA, "--device-memory", "80GiB"]) == 0
+    out = capsys.readouterr().out
+    # Hand-derived (test_kvcache_plan, llama8b-tp1-defaults): 454184 tokens, 2048 requests.
+    assert "max_total_num_tokens      454,184" in out
+    assert "max_running_requests        2,048" in out
+    assert "req_to_token         (2049, 131076) int32" in out
+    assert "kv_pool.resolve_kv_cache_dtype" in out and "kv_cache_dtype = 'bf16'" in out
+    for word in ("pre-load free", "weights", "slack", "KV budget", "KV used", "cell", "pools"):
+        assert word in out
+
+
+def test_json_carries_the_plan_and_server_info(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", LLAMA, "--device-memory", "80GiB", "--tp-size", "2", "--page-size", "16",
+            "--kv-cache-dtype", "fp8_e4m3", "--mem-fraction-static", "0.85", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    plan, info = out["plan"], out["server_info"]
+    # rest = 85899345920 - 8030261248 (estimated weights / 2) - 12884901888 = 64984182784
+    # cell = 4 x 256 x 32 x 1 = 32768; tokens = 1983159 -> page 16 -> 1983152
+    assert plan["budget"]["kv_budget"] == 64984182784
+    assert plan["max_total_num_tokens"] == 1983152
+    assert info["record"]["kv_cache_dtype"] == "fp8_e4m3"
+    assert info["record"]["max_running_requests"] is None
+    assert info["resolved"]["max_running_requests"] == 4096
+    assert {o["source"] for o in info["overrides"]} == {
+        "kv_pool.resolve_dtype",
+        "kv_pool.resolve_context_length",
+        "kv_pool.default_max_running_requests",
+    }
+    assert plan["pools"][0]["nbytes"] == 32 * 1983168 * 4 * 128
+
+
+def test_allocate_meta_checks_the_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", str(MODELS / "llama-3.1-70b.json"), "--device-memory", "80GiB", "--tp-size", "8",
+            "--allocate", "meta"]
+    assert main(argv) == 0
+    assert "(equal to the plan)" in capsys.readouterr().out
+
+
+def test_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "plan.png"
+    argv = ["--model-config", str(MODELS / "qwen3-next-80b-a3b.json"), "--device-memory", "80GiB",
+            "--tp-size", "4", "--weight-bytes", "40GiB", "--chart", str(png)]
+    assert main(argv) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "mamba slots" in capsys.readouterr().out
+
+
+def test_budget_error_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", str(MODELS / "llama-3.1-70b.json"), "--device-memory", "80GiB", "--tp-size", "2",
+            "--mem-fraction-static", "0.8"]
+    assert main(argv) == 1
+    assert "raise --mem-fraction-static to at least 0.822" in capsys.readouterr().err
+
+
+def test_context_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--model-config", LLAMA, "--device-memory", "24GiB"]) == 1
+    assert "largest context that fits is 50482" in capsys.readouterr().err
+
+
+def test_missing_fields_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"model_type": "llama", "vocab_size": 10}))
+    assert main(["--model-config", str(broken), "--device-memory", "8GiB"]) == 1
+    err = capsys.readouterr().err
+    assert str(broken) in err and "hidden_size" in err and "num_hidden_layers" in err
+
+
+def test_no_device_memory_without_cuda(capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("CUDA present: memory comes from torch.cuda.mem_get_info")
+    assert main(["--model-config", LLAMA]) == 1
+    assert "--device-memory" in capsys.readouterr().err
+
+
+def test_bad_flag_value_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--model-config", LLAMA, "--device-memory", "lots"])
+    assert exc.value.code == 2
+    assert "not a size" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("80GiB", 85899345920), ("80 GB", 80_000_000_000), ("1.5TiB", 1649267441664), ("1024", 1024), ("512mib", 536870912)],
+)
+def test_parse_bytes(text: str, value: int) -> None:
+    assert parse_bytes(text) == value
