@@ -239,6 +239,23 @@ class Context(Generic[V]):
                 self._recorder.published(role)
         return self
 
+    def apply_entries(self, entries: Iterable[OverrideEntry]) -> None:
+        """Apply override entries another process or rank already admitted (runtime.dist),
+        keeping their epoch, source and time, so both sides hold the same log. Values are
+        checked (type, range, capacity), not policy or owner: the origin checked those.
+        Costs what an override costs, however long the log."""
+        batch = tuple(entries)
+        if not batch:
+            return
+        with self._lock:
+            state = self.state
+            final = {e.leaf: e.new for e in batch}  # later entries win, as they did there
+            changes = self._validate(state, final, source=batch[0].source, check_policy=False)
+            values, bags = self._recompute(state, changes)
+            self._install(State(record=state.record, role=state.role, values=values, bags=bags,
+                                log=state.log + batch, epoch=max(e.epoch for e in batch),
+                                sealed=state.sealed, ranks=state.ranks))
+
     def seal(self) -> None:
         """End of model load: `load_time` leaves are fixed from here on."""
         with self._lock:

@@ -1,0 +1,581 @@
+"""Config across processes and ranks: one resolved config, at one epoch, everywhere.
+
+Three pieces, each usable alone:
+
+- **State transfer** (`export_state` / `from_state`): a stable, versioned JSON form of the
+  published state (record, override log, role, ranks, sealed, epoch). A child process
+  adopts it and holds exactly the parent's state: the same `server_info()`, the same
+  `config_hash()`, the same epochs. Re-deriving from the bare record (SGLang's bug) would
+  lose every override the parent took.
+- **Rank layout** (`Layout`, `compute_ranks`, `group_ranks`, `build_groups`): one stride
+  table per parallel axis. The stamped ranks and the torch groups both come from it, so a
+  rank's stamped `tp_rank` is its rank in the TP group torch built.
+- **Multi-rank propagation** (`init_distributed`, `DistributedContext`): publish and
+  overrides are decided on the source rank and broadcast, so every rank applies the same
+  entries in the same order with the same epoch; a refused override fails on every rank;
+  `check_consistency` all-gathers hashes and epochs and names the ranks that diverged.
+  Every collective starts with a check-in through the rendezvous store, so a rank that died
+  or never joined is named in a timeout error instead of hanging the others.
+
+torch is imported here only; `generated.accessors` never imports this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import attrs
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import PrefixStore, Store, TCPStore  # typed home of these
+
+from runtime import errors
+from runtime.context import Context, OverrideEntry
+from runtime.errors import ConfigError, DistributedConfigError
+
+log = logging.getLogger("configbags")
+
+FORMAT = "configbags.state"
+FORMAT_VERSION = 1
+DEFAULT_TIMEOUT_S = 60.0
+
+
+# ---------------------------------------------------------------------------------------
+# State transfer between processes
+# ---------------------------------------------------------------------------------------
+
+
+def _default_context() -> Context[Any]:
+    # Imported lazily: runtime stays generic over schemas; the bundled one is the default.
+    from generated.accessors import get_context
+
+    return get_context()
+
+
+def _default_record_type() -> Any:
+    from generated.server_args import ServerArgs
+
+    return ServerArgs
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
+    """The published state as plain JSON-able data (format version 1):
+
+    `format`, `version`, `role`, `epoch`, `sealed`, `ranks`, `record` (leaf -> operator
+    value), `log` (entries: epoch, source, leaf, namespace, old, new, wall_time) and
+    `config_hash` (checked on import, so a schema mismatch between processes is caught)."""
+    ctx = context or _default_context()
+    state = ctx.state
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "role": state.role,
+        "epoch": state.epoch,
+        "sealed": state.sealed,
+        "ranks": dict(state.ranks),
+        "record": _plain(state.record.to_dict()),
+        "log": [e.as_dict() for e in state.log],
+        "config_hash": ctx.config_hash(),
+    }
+
+
+def export_state(context: Context[Any] | None = None) -> str:
+    """`state_dict` as canonical JSON text (sorted keys): pass it to a child process."""
+    return json.dumps(state_dict(context), sort_keys=True, separators=(",", ":"))
+
+
+def _coerce(context: Context[Any], leaf: str, value: Any) -> Any:
+    # JSON turned tuples into lists; the leaf type gives back the canonical form. A value the
+    # type refuses (e.g. a fallback-applied `old`) is kept as it came.
+    spec = context.registry.leaves.get(leaf)
+    if spec is None:
+        return value
+    try:
+        return spec.type.coerce(value)
+    except ConfigError:
+        return value
+
+
+def _entry(context: Context[Any], data: Mapping[str, Any]) -> OverrideEntry:
+    leaf = data["leaf"]
+    if leaf not in context.registry.leaves:
+        raise DistributedConfigError(
+            f"imported override log names {leaf!r}, which is not a leaf of this process's schema; "
+            f"parent and child must run the same generated code (make gen)"
+        )
+    return OverrideEntry(
+        epoch=int(data["epoch"]),
+        source=str(data["source"]),
+        leaf=leaf,
+        namespace=str(data["namespace"]),
+        old=_coerce(context, leaf, data["old"]),
+        new=_coerce(context, leaf, data["new"]),
+        wall_time=float(data["wall_time"]),
+    )
+
+
+def import_state(
+    data: Mapping[str, Any] | str,
+    context: Context[Any] | None = None,
+    *,
+    role: str | None = None,
+    ranks: Mapping[str, int] | None = None,
+    record_type: Any = None,
+) -> Context[Any]:
+    """Install an exported state into `context` (default: this process's context).
+
+    `role` and `ranks` replace the exported ones (a scheduler spawning a detokenizer, a rank
+    stamping its own ranks); by default the child takes the parent's. The log and epochs are
+    kept as they are (no replay), so the resulting state equals the exporter's."""
+    if isinstance(data, str):
+        data = json.loads(data)
+        assert isinstance(data, Mapping)
+    if data.get("format") != FORMAT:
+        raise DistributedConfigError(f"not an exported configbags state (format={data.get('format')!r})")
+    if data.get("version") != FORMAT_VERSION:
+        raise DistributedConfigError(
+            f"exported state has format version {data.get('version')!r}; this process reads "
+            f"version {FORMAT_VERSION}: run the same configbags version on both sides"
+        )
+    ctx = context or _default_context()
+    rtype = record_type or _default_record_type()
+    record = rtype.from_dict(data["record"], source="exported state")
+    entries = tuple(_entry(ctx, e) for e in data["log"])
+    ctx.adopt(
+        record,
+        role=role or data["role"],
+        log=entries,
+        epoch=int(data["epoch"]),
+        sealed=bool(data["sealed"]),
+        ranks=dict(data["ranks"]) if ranks is None else dict(ranks),
+    )
+    got = ctx.config_hash()
+    if got != data["config_hash"]:
+        raise DistributedConfigError(
+            f"imported state resolves to config_hash {got}, the exporter had "
+            f"{data['config_hash']}: the processes run different schemas or derivations"
+        )
+    return ctx
+
+
+def from_state(
+    text: str,
+    context: Context[Any] | None = None,
+    *,
+    role: str | None = None,
+    ranks: Mapping[str, int] | None = None,
+) -> Context[Any]:
+    """Child side of `export_state`: publish the parent's exact state in this process."""
+    return import_state(text, context, role=role, ranks=ranks)
+
+
+# ---------------------------------------------------------------------------------------
+# Rank layout
+# ---------------------------------------------------------------------------------------
+
+#: (rank name, group name) per axis, in stamping order.
+AXES: tuple[tuple[str, str], ...] = (
+    ("tp_rank", "tp"),
+    ("pp_rank", "pp"),
+    ("attn_tp_rank", "attn_tp"),
+    ("attn_cp_rank", "attn_cp"),
+    ("attn_dp_rank", "attn_dp"),
+    ("moe_tp_rank", "moe_tp"),
+    ("moe_ep_rank", "moe_ep"),
+    ("moe_dp_rank", "moe_dp"),
+)
+
+
+@attrs.frozen
+class Layout:
+    """Group sizes of one launch. World rank `w = tp_size * pp_rank + tp_rank`; inside a TP
+    block the attention axes nest as (attn_dp, attn_cp, attn_tp) and the MoE axes as
+    (moe_dp, moe_ep, moe_tp), innermost last, as SGLang builds its groups."""
+
+    tp_size: int
+    pp_size: int = 1
+    attn_tp_size: int | None = None  # None: tp_size // attn_dp_size // attn_cp_size
+    attn_cp_size: int = 1
+    attn_dp_size: int = 1
+    moe_tp_size: int | None = None  # None: tp_size // moe_ep_size // moe_dp_size
+    moe_ep_size: int = 1
+    moe_dp_size: int = 1
+
+    @classmethod
+    def from_values(cls, values: Any) -> Layout:
+        """From a parallel bag, or any mapping of resolved values."""
+        names = [f.name for f in attrs.fields(cls)]
+        if isinstance(values, Mapping):
+            return cls(**{n: values[n] for n in names})
+        return cls(**{n: getattr(values, n) for n in names})
+
+    @property
+    def world_size(self) -> int:
+        return self.tp_size * self.pp_size
+
+    def strides(self) -> dict[str, tuple[int, int]]:
+        """Group name -> (size, stride in world ranks); checks that the axes tile TP."""
+        a_tp = self.attn_tp_size or max(1, self.tp_size // self.attn_dp_size // self.attn_cp_size)
+        m_tp = self.moe_tp_size or max(1, self.tp_size // self.moe_ep_size // self.moe_dp_size)
+        for kind, parts in (
+            ("attention", (a_tp, self.attn_cp_size, self.attn_dp_size)),
+            ("MoE", (m_tp, self.moe_ep_size, self.moe_dp_size)),
+        ):
+            if parts[0] * parts[1] * parts[2] != self.tp_size or min(parts) < 1:
+                raise DistributedConfigError(
+                    f"the {kind} groups (tp {parts[0]} x cp/ep {parts[1]} x dp {parts[2]}) do not "
+                    f"tile tp_size={self.tp_size}; choose sizes whose product is tp_size"
+                )
+        return {
+            "tp": (self.tp_size, 1),
+            "pp": (self.pp_size, self.tp_size),
+            "attn_tp": (a_tp, 1),
+            "attn_cp": (self.attn_cp_size, a_tp),
+            "attn_dp": (self.attn_dp_size, a_tp * self.attn_cp_size),
+            "moe_tp": (m_tp, 1),
+            "moe_ep": (self.moe_ep_size, m_tp),
+            "moe_dp": (self.moe_dp_size, m_tp * self.moe_ep_size),
+        }
+
+
+def compute_ranks(world_rank: int, layout: Layout | None = None, /, **sizes: int) -> dict[str, int]:
+    """Every stamped rank of `world_rank`: `(world_rank // stride) % size` per axis, the
+    same strides `group_ranks` builds the groups from. Give a `Layout` or its sizes."""
+    lay = layout or Layout(**sizes)
+    if not 0 <= world_rank < lay.world_size:
+        raise DistributedConfigError(
+            f"world rank {world_rank} is outside the launch of tp_size*pp_size={lay.world_size} ranks"
+        )
+    strides = lay.strides()
+    ranks = {"world_rank": world_rank}
+    for rank_name, group in AXES:
+        size, stride = strides[group]
+        ranks[rank_name] = (world_rank // stride) % size
+    return ranks
+
+
+def group_ranks(layout: Layout) -> dict[str, list[list[int]]]:
+    """Group name -> the world ranks of every group of that axis, in a deterministic order
+    (every rank must create every group, in the same order, for torch's new_group)."""
+    out: dict[str, list[list[int]]] = {}
+    for group, (size, stride) in layout.strides().items():
+        seen: dict[int, list[int]] = {}
+        for w in range(layout.world_size):
+            base = w - ((w // stride) % size) * stride
+            seen.setdefault(base, [base + i * stride for i in range(size)])
+        out[group] = list(seen.values())
+    return out
+
+
+@attrs.frozen
+class ParallelGroups:
+    """This rank's torch process group on each axis, plus the rank lists they came from."""
+
+    groups: Mapping[str, Any]  # group name -> dist.ProcessGroup containing this rank
+    ranks: Mapping[str, list[list[int]]]
+
+
+def build_groups(layout: Layout, *, backend: str | None = None) -> ParallelGroups:
+    """Create the torch.distributed groups of `layout` (collective: every rank calls it)."""
+    if dist.get_world_size() != layout.world_size:
+        raise DistributedConfigError(
+            f"layout needs tp_size*pp_size={layout.world_size} ranks, the world has {dist.get_world_size()}"
+        )
+    me = dist.get_rank()
+    lists = group_ranks(layout)
+    mine: dict[str, Any] = {}
+    made: dict[tuple[int, ...], Any] = {}  # axes of equal membership share one group
+    for name, groups in lists.items():
+        for members in groups:
+            key = tuple(members)
+            if key not in made:
+                made[key] = dist.new_group(members, backend=backend)
+            if me in members:
+                mine[name] = made[key]
+    return ParallelGroups(groups=mine, ranks=lists)
+
+
+# ---------------------------------------------------------------------------------------
+# Rendezvous and check-ins
+# ---------------------------------------------------------------------------------------
+
+
+def default_backend() -> str:
+    """NCCL where there is a GPU, gloo on CPU."""
+    return "nccl" if torch.cuda.is_available() else "gloo"
+
+
+def connect_store(addr: str, *, is_master: bool, timeout: float = DEFAULT_TIMEOUT_S) -> Store:
+    """A TCPStore at `host:port`. The master does not wait for workers here: the check-in
+    that follows does, and names who is missing."""
+    host, _, port = addr.rpartition(":")
+    return TCPStore(host or "127.0.0.1", int(port), None, is_master,
+                         timedelta(seconds=timeout), wait_for_workers=False)
+
+
+def check_in(store: Store, what: str, rank: int, world_size: int, timeout: float) -> None:
+    """Announce `rank` under key `what` and wait for every rank; on timeout raise
+    DistributedConfigError naming the ranks that did not arrive."""
+    store.set(f"{what}/{rank}", "1")
+    keys = [f"{what}/{r}" for r in range(world_size)]
+    try:
+        store.wait(keys, timedelta(seconds=timeout))
+    except Exception as exc:  # DistStoreError / RuntimeError, depending on the store
+        try:
+            missing = [r for r in range(world_size) if not store.check([keys[r]])]
+        except Exception:
+            raise DistributedConfigError(
+                f"{what}: rank {rank} lost the rendezvous store while waiting for {world_size} "
+                f"ranks ({exc}); the store host (rank 0 or the launcher) is probably gone"
+            ) from exc
+        if not missing:  # they all arrived just after the deadline
+            return
+        raise DistributedConfigError(
+            f"{what}: rank(s) {', '.join(map(str, missing))} of {world_size} did not arrive within "
+            f"{timeout:g} s (dead, hung, or never started); waiting on rank {rank}"
+        ) from None
+
+
+def init_distributed(
+    rank: int,
+    world_size: int,
+    *,
+    store: Store | None = None,
+    init_addr: str | None = None,
+    backend: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    context: Context[Any] | None = None,
+) -> DistributedContext:
+    """Join the launch: check in through the store (a rank that never joins is named after
+    `timeout` s), then init the default process group with the same timeout, so later
+    collectives on a dead peer fail instead of hanging. Give a `store`, or `init_addr`
+    (`host:port`, rank 0 hosts a TCPStore there)."""
+    if store is None:
+        if init_addr is None:
+            raise DistributedConfigError("init_distributed needs a store or an init_addr host:port")
+        store = connect_store(init_addr, is_master=rank == 0, timeout=timeout)
+    own = PrefixStore("configbags", store)
+    check_in(own, "join", rank, world_size, timeout)
+    backend = backend or default_backend()
+    if backend == "nccl":
+        # NCCL object collectives run on the current device; one GPU per local rank.
+        torch.cuda.set_device(rank % torch.cuda.device_count())
+    dist.init_process_group(backend, store=store, rank=rank,
+                            world_size=world_size, timeout=timedelta(seconds=timeout))
+    global _default
+    _default = DistributedContext(context, store=own, timeout=timeout)
+    return _default
+
+
+# ---------------------------------------------------------------------------------------
+# Multi-rank propagation
+# ---------------------------------------------------------------------------------------
+
+
+def _error_class(name: str) -> type[ConfigError]:
+    cls = getattr(errors, name, None)
+    if isinstance(cls, type) and issubclass(cls, ConfigError):
+        return cls
+    return DistributedConfigError
+
+
+def _digest(values: Mapping[str, Any]) -> str:
+    # All resolved values, hash: false leaves included, which config_hash leaves out.
+    text = json.dumps({k: _plain(v) for k, v in values.items()}, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class DistributedContext:
+    """The process context, kept identical across the ranks of a torch.distributed group.
+
+    Every method is collective: each rank of the group calls it in the same order. Only the
+    source rank's arguments count (others may pass none), like `broadcast_object_list`."""
+
+    def __init__(
+        self,
+        context: Context[Any] | None = None,
+        *,
+        group: Any = None,
+        store: Store | None = None,
+        src: int = 0,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        tag: str = "ctx",
+    ) -> None:
+        self.context = context or _default_context()
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.world_size = dist.get_world_size(group)
+        self.src = src
+        self.timeout = timeout
+        if store is None:
+            # The store torch's default group was created with; private, hence getattr.
+            getter = getattr(dist.distributed_c10d, "_get_default_store", None)
+            store = PrefixStore("configbags", getter()) if getter else None
+        self.store = store
+        self._tag = tag
+        self._seq = 0
+        self._last_key: str | None = None
+
+    @property
+    def is_src(self) -> bool:
+        return self.rank == self.src
+
+    def _arrive(self, what: str) -> None:
+        """Check in before a collective, so a missing rank is named rather than waited on."""
+        if self.store is None:
+            return
+        self._seq += 1
+        key = f"{self._tag}/{self._seq}/{what}"
+        check_in(self.store, key, self.rank, self.world_size, self.timeout)
+        # Every rank got past the previous check-in (it set this one after), so our key of
+        # it is spent; deleting it keeps the store from growing with every override.
+        if self._last_key is not None:
+            self.store.delete_key(f"{self._last_key}/{self.rank}")
+        self._last_key = key
+
+    def _broadcast(self, obj: Any) -> Any:
+        box = [obj if self.is_src else None]
+        dist.broadcast_object_list(box, src=dist.get_global_rank(self.group, self.src)
+                                   if self.group is not None else self.src, group=self.group)
+        return box[0]
+
+    # -- publish -------------------------------------------------------------------------
+    def publish(self, record: Any = None, *, role: str | None = None) -> Context[Any]:
+        """Publish on the source rank (or, with `record=None`, take what it already
+        published) and install the same state on every rank, each stamping its own ranks
+        from its rank in the group with the layout of the resolved parallel sizes."""
+        self._arrive("publish")
+        message: dict[str, Any]
+        if self.is_src:
+            try:
+                if record is not None:
+                    if role is None:
+                        raise DistributedConfigError("publish(record, role=...): the role is required")
+                    self.context.publish(record, role=role)
+                message = {"ok": True, "state": state_dict(self.context),
+                           "layout": attrs.asdict(Layout.from_values(self.context.state.values))}
+            except ConfigError as exc:
+                message = {"ok": False, "kind": type(exc).__name__, "message": str(exc)}
+                self._broadcast(message)
+                raise
+        else:
+            message = {}
+        message = self._broadcast(message)
+        if not message["ok"]:
+            raise _error_class(message["kind"])(f"publish refused on rank {self.src}: {message['message']}")
+        layout = Layout(**message["layout"])
+        if layout.world_size != self.world_size:
+            raise DistributedConfigError(
+                f"the config lays out tp_size*pp_size={layout.tp_size}*{layout.pp_size}="
+                f"{layout.world_size} ranks, but the group has {self.world_size}"
+            )
+        import_state(message["state"], self.context, ranks=compute_ranks(self.rank, layout))
+        return self.context
+
+    # -- overrides -----------------------------------------------------------------------
+    def override(self, source: str, /, **leaves: Any) -> tuple[OverrideEntry, ...]:
+        """Validate and apply `leaves` on the source rank, then apply the very same log
+        entries (same epoch, same wall time) on every other rank. A refused override raises
+        the same error class on every rank and changes nothing anywhere. Keyword arguments
+        are leaves only (no options), so no leaf name can collide with one."""
+        self._arrive("override")
+        ctx = self.context
+        message: dict[str, Any]
+        if self.is_src:
+            base = ctx.epoch
+            try:
+                entries = ctx.override(source, **leaves)
+            except ConfigError as exc:
+                self._broadcast({"ok": False, "kind": type(exc).__name__, "message": str(exc)})
+                raise
+            message = self._broadcast({"ok": True, "base": base, "epoch": ctx.epoch, "entries": entries})
+        else:
+            message = self._broadcast(None)
+            if not message["ok"]:
+                raise _error_class(message["kind"])(
+                    f"override refused on rank {self.src}, so on every rank: {message['message']}"
+                )
+            entries = message["entries"]
+            if entries:
+                state = ctx.state
+                if state.epoch != message["base"]:
+                    # Diverged already; apply anyway and let check_consistency name it.
+                    log.warning("rank %d was at epoch %d, rank %d at %d before override from %r",
+                                self.rank, state.epoch, self.src, message["base"], source)
+                ctx.apply_entries(entries)
+        return tuple(entries)
+
+    def override_checked(self, source: str, /, **leaves: Any) -> tuple[OverrideEntry, ...]:
+        """`override`, then `check_consistency` (one more collective): also catches a rank
+        that had diverged before, and fails on every rank if one could not apply."""
+        entries = self.override(source, **leaves)
+        self.check_consistency()
+        return entries
+
+    def seal(self) -> None:
+        """End of model load on every rank, at the same point of the override sequence."""
+        self._arrive("seal")
+        self.context.seal()
+
+    # -- consistency ---------------------------------------------------------------------
+    def check_consistency(self) -> list[tuple[str, int, str]]:
+        """All-gather (config_hash, epoch, digest of all resolved values) and raise
+        DistributedConfigError on every rank if any rank differs from the source rank,
+        naming each diverged rank and its values. Returns the gathered tuples."""
+        self._arrive("check")
+        ctx = self.context
+        mine = (ctx.config_hash(), ctx.epoch, _digest(ctx.state.values))
+        gathered: list[Any] = [None] * self.world_size
+        dist.all_gather_object(gathered, mine, group=self.group)
+        ref = gathered[self.src]
+        bad = [r for r, v in enumerate(gathered) if tuple(v) != tuple(ref)]
+        if bad:
+            detail = "; ".join(
+                f"rank {r}: config_hash={gathered[r][0]} epoch={gathered[r][1]} values={gathered[r][2]}"
+                for r in bad
+            )
+            raise DistributedConfigError(
+                f"config diverged on rank(s) {', '.join(map(str, bad))} of {self.world_size}: {detail}; "
+                f"rank {self.src} (reference) has config_hash={ref[0]} epoch={ref[1]} values={ref[2]}. "
+                f"Overrides must go through DistributedContext.override, not a rank's own context"
+            )
+        return [tuple(v) for v in gathered]
+
+
+_default: DistributedContext | None = None
+
+
+def distributed() -> DistributedContext:
+    """The DistributedContext `init_distributed` made (or one over the default group)."""
+    global _default
+    if _default is None:
+        _default = DistributedContext()
+    return _default
+
+
+def publish_distributed(record: Any = None, *, role: str | None = None) -> Context[Any]:
+    """Collective publish over the default group; see `DistributedContext.publish`."""
+    return distributed().publish(record, role=role)
+
+
+def override_everywhere(source: str, /, **leaves: Any) -> tuple[OverrideEntry, ...]:
+    """Collective override over the default group; see `DistributedContext.override`."""
+    return distributed().override(source, **leaves)
+
+
+def check_consistency() -> list[tuple[str, int, str]]:
+    """Collective consistency check over the default group."""
+    return distributed().check_consistency()

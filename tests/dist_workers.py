@@ -1,0 +1,173 @@
+"""Rank bodies for the multi-process tests (spawned by torch.multiprocessing, so they live
+in an importable module). Each writes what it saw to `outdir/<name>-<rank>.json`; the test
+process compares across ranks. Assertions inside a rank surface through spawn()."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+STORE_TIMEOUT = 60.0
+
+# Layouts per world size: (record fields, description). Each must fill the whole world.
+LAYOUTS: dict[int, list[dict[str, Any]]] = {
+    2: [
+        {"tp_size": 2},
+        {"tp_size": 1, "pp_size": 2},
+        {"tp_size": 2, "enable_dp_attention": True, "dp_size": 2},
+        {"tp_size": 2, "ep_size": 2},
+    ],
+    4: [
+        {"tp_size": 4},
+        {"tp_size": 2, "pp_size": 2},
+        {"tp_size": 4, "enable_dp_attention": True, "dp_size": 2},
+        {"tp_size": 4, "attn_cp_size": 2},
+        {"tp_size": 4, "ep_size": 2},
+        {"tp_size": 2, "pp_size": 2, "enable_dp_attention": True, "dp_size": 2, "ep_size": 2},
+    ],
+}
+RANK_OF_GROUP = {
+    "tp": "tp_rank", "pp": "pp_rank", "attn_tp": "attn_tp_rank", "attn_cp": "attn_cp_rank",
+    "attn_dp": "attn_dp_rank", "moe_tp": "moe_tp_rank", "moe_ep": "moe_ep_rank",
+    "moe_dp": "moe_dp_rank",
+}
+
+
+def _write(outdir: str, name: str, rank: int, data: Any) -> None:
+    Path(outdir, f"{name}-{rank}.json").write_text(json.dumps(data, sort_keys=True))
+
+
+def _join(rank: int, world: int, port: int, timeout: float = STORE_TIMEOUT) -> Any:
+    from runtime.dist import connect_store, init_distributed
+
+    # The test process hosts the store, so a rank that dies cannot take it down.
+    store = connect_store(f"127.0.0.1:{port}", is_master=False, timeout=timeout)
+    return init_distributed(rank, world, store=store, backend="gloo", timeout=timeout)
+
+
+def scenario(rank: int, world: int, port: int, outdir: str) -> None:
+    """Publish from rank 0, overrides seen everywhere, refused override fails everywhere,
+    divergence detected and healed, stamped ranks equal torch's group ranks."""
+    import torch.distributed as dist
+
+    from generated.accessors import get_context, get_parallel, get_schedule
+    from generated.server_args import ServerArgs
+    from runtime.dist import Layout, build_groups
+    from runtime.errors import DistributedConfigError, PolicyError
+
+    dctx = _join(rank, world, port)
+    ctx = get_context()
+    out: dict[str, Any] = {}
+
+    # 1. publish on rank 0 only; every rank gets the same state and stamps its own ranks
+    record = ServerArgs(model_path="m", tp_size=world) if rank == 0 else None
+    dctx.publish(record, role="scheduler")
+    assert get_parallel().world_rank == rank
+    assert get_parallel().tp_rank == rank
+    out["published_epoch"] = ctx.epoch
+
+    # 2. overrides from rank 0 reach every rank, in order, with rank 0's epochs
+    for value in (1024, 2048, 4096):
+        leaves = {"chunked_prefill_size": value} if rank == 0 else {}
+        entries = dctx.override("rebalance", **leaves)
+        assert get_schedule().chunked_prefill_size == value, (rank, value)
+        assert [e.new for e in entries] == [value]
+    dctx.override_checked("multi",
+                  **({"chunked_prefill_size": 512, "dp_size": 2} if rank == 0 else {}))
+    out["after_overrides"] = ctx.server_info()
+    out["hash"] = ctx.config_hash()
+    out["epoch"] = ctx.epoch
+    out["seen"] = get_schedule().chunked_prefill_size
+
+    # 3. a refused override (startup leaf) fails on every rank and changes nothing
+    before = ctx.epoch
+    try:
+        dctx.override("bad", **({"tp_size": 8} if rank == 0 else {}))
+    except PolicyError as exc:
+        out["refused"] = type(exc).__name__
+    assert ctx.epoch == before
+    dctx.check_consistency()
+
+    # 4. a rank overriding behind the group's back is named by the consistency check
+    if rank == world - 1:
+        ctx.override("rogue", chunked_prefill_size=999)
+    try:
+        dctx.check_consistency()
+    except DistributedConfigError as exc:
+        out["divergence"] = str(exc)
+    # re-broadcasting rank 0's state heals it
+    dctx.publish()
+    out["healed"] = dctx.check_consistency()[world - 1][0] == ctx.config_hash()
+
+    # 5. stamped ranks equal the ranks torch.distributed gives each rank in the built groups
+    checked = []
+    for fields in LAYOUTS[world]:
+        dctx.publish(ServerArgs(model_path="m", **fields) if rank == 0 else None, role="scheduler")
+        par = get_parallel()
+        groups = build_groups(Layout.from_values(par), backend="gloo")
+        assert par.world_rank == dist.get_rank()
+        for name, pg in groups.groups.items():
+            assert dist.get_rank(pg) == getattr(par, RANK_OF_GROUP[name]), (fields, name)
+        checked.append({r: getattr(par, r) for r in RANK_OF_GROUP.values()})
+    out["layouts"] = checked
+    _write(outdir, "scenario", rank, out)
+    dist.destroy_process_group()
+
+
+def never_joins(rank: int, world: int, port: int, outdir: str) -> None:
+    """Only world-1 ranks start; each must get an error naming the missing one."""
+    from runtime.dist import check_in, connect_store
+    from runtime.errors import DistributedConfigError
+
+    # The live ranks meet first (long timeout), so start-up skew on a loaded machine cannot
+    # make a slow live rank look missing in the 2 s join below.
+    store = connect_store(f"127.0.0.1:{port}", is_master=False)
+    check_in(store, "test-started", rank, world - 1, STORE_TIMEOUT)
+    try:
+        _join(rank, world, port, timeout=2.0)
+    except DistributedConfigError as exc:
+        _write(outdir, "never", rank, str(exc))
+        return
+    raise AssertionError("init_distributed returned although a rank never joined")
+
+
+def dies(rank: int, world: int, port: int, outdir: str) -> None:
+    """The last rank dies after publish; the others' next override names it."""
+    import torch.distributed as dist
+
+    from generated.accessors import get_context
+    from generated.server_args import ServerArgs
+    from runtime.errors import DistributedConfigError
+
+    dctx = _join(rank, world, port)
+    dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="scheduler")
+    if rank == world - 1:
+        os._exit(0)  # no cleanup, like a crash
+    dctx.timeout = 2.0
+    epoch = get_context().epoch
+    try:
+        dctx.override("after-death", **({"chunked_prefill_size": 64} if rank == 0 else {}))
+    except DistributedConfigError as exc:
+        _write(outdir, "dies", rank, {"error": str(exc), "epoch_kept": get_context().epoch == epoch})
+        dist.destroy_process_group()
+        return
+    raise AssertionError("override returned although a rank was dead")
+
+
+def child(text: str, outpath: str) -> None:
+    """Spawned child: adopt the parent's exported state and report what it sees."""
+    from generated.accessors import get_schedule
+    from runtime.dist import from_state
+
+    ctx = from_state(text)
+    Path(outpath).write_text(json.dumps({
+        "server_info": ctx.server_info(),
+        "hash": ctx.config_hash(),
+        "epoch": ctx.epoch,
+        "sealed": ctx.sealed,
+        "role": ctx.role,
+        "chunked_prefill_size": get_schedule().chunked_prefill_size,
+        "entry_epochs": [e.epoch for e in ctx.state.log],
+    }, sort_keys=True))

@@ -1,0 +1,67 @@
+"""Multi-rank config over torch.distributed (gloo, localhost, 2 and 4 spawned ranks)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import dist_workers
+import pytest
+import torch.multiprocessing as mp
+from torch._C._distributed_c10d import TCPStore
+
+
+@pytest.fixture
+def store_port() -> Any:
+    # The test process hosts the rendezvous store on a free port (port 0): no port race, and
+    # it outlives a rank that dies.
+    store = TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=60), wait_for_workers=False)
+    yield store.port
+    del store
+
+
+def _read(outdir: Path, name: str, ranks: range) -> list[Any]:
+    return [json.loads((outdir / f"{name}-{r}.json").read_text()) for r in ranks]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_publish_override_divergence_and_groups(world: int, store_port: int, tmp_path: Path) -> None:
+    mp.spawn(dist_workers.scenario, args=(world, store_port, str(tmp_path)), nprocs=world, join=True)
+    seen = _read(tmp_path, "scenario", range(world))
+    ref = seen[0]
+    # every rank: the same server_info (record, log with epochs and times, resolved), hash, epoch
+    for rank, s in enumerate(seen):
+        assert s["after_overrides"] == ref["after_overrides"], rank
+        assert (s["hash"], s["epoch"], s["seen"]) == (ref["hash"], ref["epoch"], 512)
+        assert s["refused"] == "PolicyError"
+        assert f"rank(s) {world - 1} of {world}" in s["divergence"]
+        assert s["healed"] is True
+    log = ref["after_overrides"]["overrides"]
+    assert [(e["leaf"], e["new"]) for e in log] == [
+        ("chunked_prefill_size", 1024), ("chunked_prefill_size", 2048),
+        ("chunked_prefill_size", 4096), ("chunked_prefill_size", 512), ("dp_size", 2),
+    ]
+    assert [e["epoch"] for e in log] == [ref["published_epoch"] + i for i in (1, 2, 3, 4, 4)]
+    # every layout: the stamped ranks differ across ranks the way the layout says
+    for i, _fields in enumerate(dist_workers.LAYOUTS[world]):
+        coords = {tuple(sorted(s["layouts"][i].items())) for s in seen}
+        assert len(coords) == world  # no two ranks share every coordinate
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_rank_that_never_joins_is_named(world: int, store_port: int, tmp_path: Path) -> None:
+    mp.spawn(dist_workers.never_joins, args=(world, store_port, str(tmp_path)), nprocs=world - 1,
+             join=True)
+    for msg in _read(tmp_path, "never", range(world - 1)):
+        assert f"join: rank(s) {world - 1} of {world} did not arrive within 2 s" in msg
+
+
+def test_rank_that_dies_is_named(store_port: int, tmp_path: Path) -> None:
+    world = 4
+    mp.spawn(dist_workers.dies, args=(world, store_port, str(tmp_path)), nprocs=world, join=True)
+    for got in _read(tmp_path, "dies", range(world - 1)):
+        assert f"rank(s) {world - 1} of {world} did not arrive within 2 s" in got["error"]
+        assert "override" in got["error"]
+        assert got["epoch_kept"] is True
