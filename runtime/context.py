@@ -387,9 +387,7 @@ class Context(Generic[V]):
                           log=state.log + entries, epoch=epoch, sealed=state.sealed, ranks=state.ranks)
         return new_state, entries
 
-    def _recompute(
-        self, state: State, changed: Mapping[str, Any], *, overlay: bool = False
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _recompute(self, state: State, changed: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """New flat values and bags after `changed`: fallbacks re-applied, every dependent
         non-pinned derived value recomputed, only touched bags (and their parents) rebuilt."""
         reg = self.registry
@@ -636,7 +634,7 @@ class RunnerView:
         state = self._context.state
         cached = self._cache
         if cached is None or cached[0] is not state:
-            _, bags = self._context._recompute(state, self.overlay, overlay=True)
+            _, bags = self._context._recompute(state, self.overlay)
             cached = self._cache = (state, bags)
         return cached[1][path]
 
