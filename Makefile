@@ -24,7 +24,7 @@ gen-check: setup
 
 lint: setup
 	$(PY) -m ruff check .
-	$(PY) -m mypy generated runtime
+	$(PY) -m mypy generated runtime codegen configbags
 
 test: gen-check lint
 	$(PY) -m pytest -n 2

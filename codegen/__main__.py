@@ -6,12 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import black
+from black.parsing import InvalidInput
 
 from codegen.emit import emit
 from codegen.errors import SchemaInvalid
 from codegen.model import load_schema
-from codegen.write import diff, write_tree
+from codegen.write import NotOurFolder, check_out, diff, write_tree
 
 EXIT_SCHEMA = 2
 EXIT_STALE = 1
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         for error in exc.errors:
             print(f"  {error}", file=sys.stderr)
         return EXIT_SCHEMA
-    except black.InvalidInput as exc:
+    except InvalidInput as exc:
         # Templates produced code black cannot parse: a generator bug, never the schema's.
         print(f"configbags gen: internal error, generated code does not parse ({exc}); nothing "
               f"was written. Please report it with the schema that triggered it.", file=sys.stderr)
@@ -44,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{args.out} is out of date with {args.schema}; run make gen", file=sys.stderr)
             return EXIT_STALE
         return 0
+    try:
+        check_out(args.out, args.schema)
+    except NotOurFolder as exc:
+        print(f"configbags gen: {exc}; nothing was written", file=sys.stderr)
+        return EXIT_SCHEMA
     changed = write_tree(args.out, files)
     print(f"configbags gen: {args.out} {'updated' if changed else 'already up to date'} ({len(files)} files)")
     return 0

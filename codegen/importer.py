@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import math
 import re
 import sys
 from collections.abc import Mapping
@@ -25,16 +26,17 @@ from typing import Any
 import attrs
 import yaml
 
+# The generator's own rules, so that what is imported is what `make gen` accepts.
+from codegen.model import RESERVED, RESERVED_FLAGS
+from runtime.errors import LeafValueError
+from runtime.leaftypes import TypeSpec
+
 DEFAULT_NAMESPACE = "legacy"
 DEFAULT_OWNER = "launcher"
 DEFAULT_OVERRIDE = "startup"
 _MISSING = object()
 _LEAF_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
-# Names the generated ServerArgs uses itself (codegen.model.RESERVED), plus its flags.
-_RESERVED = frozenset(
-    {"config", "from_cli", "from_cli_args", "from_dict", "from_file", "to_dict", "add_cli_args", "replace"}
-)
 _SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str"}
 _LISTS = {"List", "list", "Sequence", "Tuple", "tuple", "Set", "set", "FrozenSet", "frozenset"}
 
@@ -219,6 +221,9 @@ def _type_of(annotation: ast.expr | None) -> tuple[str, list[Any] | None]:
     if isinstance(node, ast.Subscript) and _name(node.value) == "Literal":
         inner = node.slice
         values = [e.value for e in (inner.elts if isinstance(inner, ast.Tuple) else [inner]) if isinstance(e, ast.Constant)]
+        if None in values:  # Literal["a", None] is Optional[Literal["a"]]
+            values = [v for v in values if v is not None]
+            prefix = "optional "
         kinds = {type(v) for v in values}
         base = "str" if kinds == {str} else "int" if kinds == {int} else "json"
         return prefix + base, values
@@ -259,7 +264,7 @@ def import_dataclass(
     leaves: dict[str, dict[str, dict[str, Any]]] = {}
     for field in _fields(classes[0], constants):
         where = f"{origin}:{field.line}: {field.name}"
-        if not _LEAF_NAME.match(field.name) or field.name in _RESERVED:
+        if not _LEAF_NAME.match(field.name) or field.name in RESERVED:
             warnings.append(f"{where}: skipped, not a usable leaf name (lowercase, not reserved)")
             continue
         type_, literal_choices = _type_of(field.annotation)
@@ -303,13 +308,144 @@ def import_dataclass(
                 warnings.append(f"{where}: choices `{ast.unparse(argument.kwargs['choices'])}` are not literal; left out")
         if choices:
             spec["choices"] = list(dict.fromkeys(choices))
+        _settle_values(spec, where, warnings)
         spec["owner"] = DEFAULT_OWNER
         spec["override"] = DEFAULT_OVERRIDE
         namespace = mapping.get(field.name, DEFAULT_NAMESPACE)
         leaves.setdefault(namespace, {})[field.name] = spec
     for dest in sorted(set(arguments) - {f.name for f in _fields(classes[0], constants)}):
         warnings.append(f"{origin}:{arguments[dest].line}: flag for {dest!r} has no field; not imported")
+    _settle_flags(leaves, origin, warnings)
     return ImportResult(leaves, tuple(warnings))
+
+
+def _finite(value: Any) -> None:
+    """YAML and JSON Schema have no portable inf/nan (`1e999` parses to inf): refuse them
+    anywhere in a value, as a LeafValueError like the type checks."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise LeafValueError(f"{value!r} is not a finite number")
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _finite(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _finite(item)
+
+
+def _settle_values(spec: dict[str, Any], where: str, warnings: list[str]) -> None:
+    """Make the leaf's type, choices and default pass the generator's value rules (those
+    of codegen.model's leaf checks: TypeSpec.coerce and check_bounds; no choices on bool
+    or json). What does not fit is degraded, each time with a warning, rather than
+    written as YAML that `make gen` rejects: bad choices are dropped, an int leaf with a
+    float default becomes float, any other default that does not fit becomes null (and
+    the type optional), and a default argparse allowed outside its `choices` (argparse
+    never checks defaults) joins the choices."""
+    type_ = TypeSpec.parse(spec["type"])
+    choices: list[Any] | None = spec.pop("choices", None)
+    if choices is not None and type_.base in ("bool", "json"):
+        warnings.append(f"{where}: choices {choices!r} make no sense for type {type_}; dropped")
+        choices = None
+    if "default" in spec:
+        default = spec["default"]
+        try:
+            _finite(default)
+            type_.coerce(default)
+        except LeafValueError as exc:
+            if type_.base == "int" and isinstance(default, float) and math.isfinite(default):
+                type_ = TypeSpec("float", type_.optional)
+                warnings.append(f"{where}: default {default!r} is not an int; type widened to {type_}")
+            else:
+                widened = TypeSpec(type_.base, True)
+                warnings.append(
+                    f"{where}: default {default!r} does not fit type {type_} ({exc}); imported as null"
+                    + (f", type {widened}" if widened != type_ else "")
+                )
+                spec["default"] = None
+                type_ = widened
+    if choices is not None:
+        item = TypeSpec({"list[int]": "int", "list[str]": "str"}.get(type_.base, type_.base), False)
+        kept: list[Any] = []
+        dropped: list[Any] = []
+        for choice in choices:
+            try:
+                _finite(choice)
+                item.coerce(choice)
+            except LeafValueError:
+                dropped.append(choice)
+                continue
+            if choice not in kept:
+                kept.append(choice)
+        if dropped:
+            warnings.append(f"{where}: choices {dropped!r} are not {item} values; dropped")
+        default = spec.get("default")
+        values = default if isinstance(default, list) else [default]
+        missing = [v for v in values if v is not None and v not in kept]
+        if missing and kept:
+            warnings.append(
+                f"{where}: default {default!r} is not among the choices; added them to the choices "
+                f"(argparse never checks a default against its choices)"
+            )
+            kept.extend(v for v in missing if v not in kept)
+        if kept:
+            choices = kept
+        else:
+            warnings.append(f"{where}: no usable choices left; the leaf takes any {item}")
+            choices = None
+    spec["type"] = str(type_)
+    if choices:
+        spec["choices"] = choices
+
+
+def _flag_spellings(name: str, spec: Mapping[str, Any]) -> list[str]:
+    cli = spec.get("cli")
+    if cli is False:
+        return []
+    cli = cli or {}
+    flags = [cli.get("flag", "--" + name.replace("_", "-")), *cli.get("aliases", ())]
+    if spec["type"] == "bool":  # the generated bool flags have a --no- twin each
+        flags += ["--no-" + f[2:] for f in flags]
+    return flags
+
+
+def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, warnings: list[str]) -> None:
+    """The generator rejects reserved flags (--config, --help) and one flag for two leaves.
+    Drop such aliases (or leave the leaf off the command line when its primary flag is the
+    problem); among equals, the first leaf in source order keeps a contested flag."""
+    taken: dict[str, str] = {}
+    # A leaf's own (primary) flag wins over another leaf's alias of the same spelling:
+    # `--tp` with alias `--tp-size` loses the alias to the leaf `tp_size`, not the reverse.
+    for primaries_only in (True, False):
+        for namespace_leaves in leaves.values():
+            for name, spec in namespace_leaves.items():
+                flags = _flag_spellings(name, spec)
+                if primaries_only:
+                    flags = flags[:1] + [f for f in flags[1:] if f == "--no-" + flags[0][2:]]
+                for flag in flags:
+                    taken.setdefault(flag, name)
+    for namespace_leaves in leaves.values():
+        for name, spec in namespace_leaves.items():
+            flags = _flag_spellings(name, spec)
+            bad = [f for f in flags if f in RESERVED_FLAGS or taken.get(f) != name]
+            if not bad:
+                continue
+            cli = dict(spec.get("cli") or {})
+            primary = cli.get("flag", "--" + name.replace("_", "-"))
+            twins = {primary, "--no-" + primary[2:]}
+            if twins & set(bad):
+                warnings.append(f"{origin}: {name}: flag {primary} is reserved or used by another leaf; "
+                                f"imported with `cli: false`")
+                spec["cli"] = False
+                continue
+            aliases = [a for a in cli.get("aliases", ()) if a not in bad and "--no-" + a[2:] not in bad]
+            warnings.append(f"{origin}: {name}: aliases {sorted(set(cli.get('aliases', ())) - set(aliases))} "
+                            f"are reserved or used by another leaf; left out")
+            if aliases:
+                cli["aliases"] = aliases
+            else:
+                cli.pop("aliases", None)
+            spec["cli"] = cli or {}
+            if not spec["cli"]:
+                del spec["cli"]
 
 
 def _cli_spec(name: str, argument: Argument, where: str, warnings: list[str]) -> dict[str, Any] | None:

@@ -38,14 +38,19 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Marked:
     mapping.line = node.start_mark.line + 1
     mapping.key_lines = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
+        if not isinstance(key, str):
+            # YAML 1.1 reads `yes:`, `on:` or `1:` as a bool or an int, never a name.
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is a {type(key).__name__}, not a name; quote it", key_node.start_mark
+            )
         if key in mapping:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (first on line {mapping.key_lines[key]})",
                 key_node.start_mark,
             )
-        mapping[key] = loader.construct_object(value_node, deep=True)  # type: ignore[no-untyped-call]
+        mapping[key] = loader.construct_object(value_node, deep=True)
         mapping.key_lines[key] = line
     return mapping
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import keyword
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,13 +17,22 @@ from codegen.load import BUNDLED_META, Marked, SourceFile, plain, read_yaml
 from runtime.errors import LeafValueError
 from runtime.leaftypes import TypeSpec, check_bounds
 
-POLICIES = ("startup", "load_time", "runtime")
-# Names the generated ServerArgs or its CLI already use; a leaf may not take them.
+# Names the generated ServerArgs uses (its methods, --config, and `attrs`, which its class
+# body reads); a leaf may not take them.
 RESERVED = frozenset(
-    {"config", "from_cli", "from_cli_args", "from_dict", "from_file", "to_dict", "add_cli_args"}
+    {"config", "from_cli", "from_cli_args", "from_dict", "from_file", "to_dict", "add_cli_args",
+     "replace", "attrs"}
 )
+# Top-level namespaces become accessors (`get_<name>`), view slots and runner-view
+# properties; these would shadow `get_context()`, `get_server_args()` or view attributes.
+RESERVED_NAMESPACES = frozenset({"context", "server_args", "config", "bag", "name", "overlay"})
 RESERVED_FLAGS = frozenset({"--config", "--help"})
 DEFAULT_MIN_FILES = 5  # a ratchet scan reading fewer files than this is taken as broken
+
+
+def class_name(path: str) -> str:
+    """The bag class of a namespace: `exec.kernel` -> `ExecKernel`."""
+    return "".join(part.title().replace("_", "") for part in path.split("."))
 
 
 @attrs.frozen
@@ -94,6 +104,11 @@ class Namespace:
     where: Where
 
     @property
+    def values(self) -> tuple[Leaf | Derived, ...]:
+        """Everything a bag of this namespace holds as a field, in bag order."""
+        return (*self.leaves, *self.derived)
+
+    @property
     def parent(self) -> str | None:
         return self.path.rpartition(".")[0] or None
 
@@ -158,6 +173,10 @@ class Schema:
         return tuple(d for ns in self.namespaces for d in ns.derived)
 
     @property
+    def values(self) -> tuple[Leaf | Derived, ...]:
+        return tuple(x for ns in self.namespaces for x in ns.values)
+
+    @property
     def top_level(self) -> tuple[str, ...]:
         return tuple(ns.path for ns in self.namespaces if "." not in ns.path)
 
@@ -190,7 +209,7 @@ class _Builder:
         files = sorted((self.root / "namespaces").glob("*.yaml"))
         if not files:
             self.errors.append(
-                SchemaError(f"{self.root.name}/namespaces", 0, "no namespace files found",
+                SchemaError(f"{self.root.name}/namespaces", 1, "no namespace files found",
                             hint="add schema/namespaces/<namespace>.yaml files")
             )
         namespaces = [ns for f in files if (src := self.read(f, "namespace.schema.json"))
@@ -200,7 +219,8 @@ class _Builder:
         ratchet_src = self.read(ratchet_path, "ratchet.schema.json") if ratchet_path.exists() else None
         namespaces.sort(key=lambda ns: ns.path)
         roles = self.roles(roles_src, namespaces) if roles_src else ()
-        self.check_namespaces(namespaces)
+        # parents count as present when their file exists, valid or not (no follow-on errors)
+        self.check_namespaces(namespaces, {f.stem for f in files})
         self.check_leaves(namespaces, {r.name for r in roles})
         order = self.check_derived(namespaces)
         ratchet = self.ratchet(ratchet_src) if ratchet_src else Ratchet()
@@ -214,7 +234,7 @@ class _Builder:
     def _required_file(self, name: str, meta: str) -> SourceFile | None:
         path = self.root / name
         if not path.exists():
-            self.errors.append(SchemaError(self.display(path), 0, f"{name} is missing",
+            self.errors.append(SchemaError(self.display(path), 1, f"{name} is missing",
                                            hint=f"every schema folder needs {name}; see schema/meta/{meta}"))
             return None
         return self.read(path, meta)
@@ -285,15 +305,24 @@ class _Builder:
         )
 
     # -- cross-file checks -----------------------------------------------------------
-    def check_namespaces(self, namespaces: list[Namespace]) -> None:
-        paths = {ns.path for ns in namespaces}
+    def check_namespaces(self, namespaces: list[Namespace], present: set[str]) -> None:
         sub_names = {ns.attr for ns in namespaces if ns.parent}
         seen: dict[str, Where] = {}
+        classes: dict[str, str] = {"Config": "the root bag"}
         for ns in namespaces:
-            if ns.parent and ns.parent not in paths:
+            if not ns.parent and ns.path in RESERVED_NAMESPACES:
+                self.error(ns.where, f"top-level namespace {ns.path!r} would shadow a generated name",
+                           hint=f"rename it (reserved: {', '.join(sorted(RESERVED_NAMESPACES))})")
+            cls = class_name(ns.path)
+            if cls in classes:
+                self.error(ns.where, f"namespace {ns.path!r} gets class name {cls}, as does {classes[cls]}",
+                           hint="rename one of the namespaces")
+            classes.setdefault(cls, f"namespace {ns.path!r}")
+            if ns.parent and ns.parent not in present:
                 self.error(ns.where, f"namespace {ns.path!r} has no parent namespace file",
                            hint=f"add namespaces/{ns.parent}.yaml with a doc (it may have no leaves)")
-            for item in (*ns.leaves, *ns.derived, *ns.ranks):
+            names: tuple[Leaf | Derived | Rank, ...] = (*ns.values, *ns.ranks)
+            for item in names:
                 if item.name in seen:
                     first = seen[item.name]
                     self.error(item.where, f"duplicate leaf name (first declared at {first.file}:{first.line})",
@@ -307,7 +336,7 @@ class _Builder:
                                item.name, f"rename it (reserved: {', '.join(sorted(RESERVED))})")
 
     def check_leaves(self, namespaces: list[Namespace], roles: set[str]) -> None:
-        numeric = {x.name: x.type.numeric for ns in namespaces for x in (*ns.leaves, *ns.derived)}
+        numeric = {x.name: x.type.numeric for ns in namespaces for x in ns.values}
         flags: dict[str, str] = {}
         for ns in namespaces:
             for leaf in ns.leaves:
@@ -347,6 +376,10 @@ class _Builder:
         if (leaf.minimum is not None or leaf.maximum is not None) and base not in ("int", "float", "list[int]"):
             bad(f"min/max only apply to numeric types, not {leaf.type}", "remove `min`/`max`", "type")
             return  # value checks against nonsensical bounds would only add noise
+        for prop, bound in (("min", leaf.minimum), ("max", leaf.maximum)):
+            if bound is not None and not math.isfinite(bound):
+                bad(f"{prop} {bound!r} is not a finite number", f"give a finite {prop} or none", prop)
+                return
         if leaf.minimum is not None and leaf.maximum is not None and leaf.minimum > leaf.maximum:
             bad(f"min {leaf.minimum} is greater than max {leaf.maximum}", "swap or fix them", "max")
         if not leaf.required:
@@ -423,7 +456,6 @@ class _Builder:
         top = sorted(ns.path for ns in namespaces if "." not in ns.path)
         out = []
         for name, spec in src.data["roles"].items():
-            Where(src.display, spec.line)
             reads_all = spec["reads"] == "all"
             reads = tuple(top) if reads_all else tuple(sorted(spec["reads"]))
             for ns in () if reads_all else reads:

@@ -14,8 +14,9 @@ from typing import Any
 
 import attrs
 
-from codegen.model import Derived, Leaf, Namespace, Role, Schema
+from codegen.model import Derived, Leaf, Namespace, Role, Schema, class_name
 from runtime.leaftypes import TypeSpec
+from runtime.registry import accessor_expression
 
 HINTS = {
     "int": "int",
@@ -26,15 +27,7 @@ HINTS = {
     "list[str]": "tuple[str, ...]",
     "json": "Any",
 }
-JSON_TYPES = {
-    "int": {"type": "integer"},
-    "float": {"type": "number"},
-    "bool": {"type": "boolean"},
-    "str": {"type": "string"},
-    "list[int]": {"type": "array", "items": {"type": "integer"}},
-    "list[str]": {"type": "array", "items": {"type": "string"}},
-    "json": {},
-}
+JSON_SCALARS = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
 
 
 def docstring(text: str) -> str:
@@ -67,10 +60,6 @@ def hint(t: TypeSpec) -> str:
     return f"{h} | None" if t.optional and h != "Any" else h
 
 
-def class_name(path: str) -> str:
-    return "".join(part.title().replace("_", "") for part in path.split("."))
-
-
 @attrs.frozen
 class Kwarg:
     key: str
@@ -88,6 +77,7 @@ class RField:
 class RChild:
     attr: str
     class_name: str
+    path: str
 
 
 @attrs.frozen
@@ -135,9 +125,6 @@ class RLeaf:
 @attrs.frozen
 class RDerived:
     name: str
-    module: str
-    function: str
-    ref: str  # how the registry names the function: module.function
     spec_args: tuple[Kwarg, ...]
     md_type: str
     md_help: str
@@ -220,18 +207,18 @@ def build(schema: Schema, regen: str) -> RenderModel:
         header_sources=schema.sources,
         regen=regen,
         bags=tuple(_bag(schema, ns) for ns in sorted(schema.namespaces, key=lambda n: (-n.path.count("."), n.path))),
-        top_bags=tuple(RChild(p, class_name(p)) for p in top),
+        top_bags=tuple(RChild(p, class_name(p), p) for p in top),
         accessors=tuple(
             RAccessor(p, f"get_{p}", class_name(p), docstring(_accessor_doc(ns)))
             for ns in schema.namespaces if (p := ns.path) in top
         ),
         groups=groups,
-        derived_imports=_derived_imports({d.module for d in derived_all.values()}),
+        derived_imports=_derived_imports({d.fn.partition(":")[0] for d in schema.derived}),
         accessor_exports=tuple(sorted(
             [*(f"get_{t}" for t in top), "ConfigView", "ProcessConfigView", "get_context",
              "get_server_args", "publish", "runner_view"], key=export_order)),
         view_slots=tuple(sorted([*top, "server_args"])),
-        bags_use_any=any(x.type.base == "json" for x in (*schema.leaves, *schema.derived)),
+        bags_use_any=any(x.type.base == "json" for x in schema.values),
         bag_exports=tuple(sorted([*(class_name(ns.path) for ns in schema.namespaces), "Config"], key=export_order)),
         derived_order=tuple(derived_all[n] for n in schema.derived_order),
         roles=tuple(_role(r, top) for r in schema.roles),
@@ -250,8 +237,8 @@ def build(schema: Schema, regen: str) -> RenderModel:
             for e in schema.ratchet.allowlist
         ),
         accessor_exprs=tuple(
-            Kwarg(py(x.name), py(_accessor_expr(x.namespace, x.name)))
-            for x in sorted((*schema.leaves, *schema.derived), key=lambda x: x.name)
+            Kwarg(py(x.name), py(accessor_expression(x.namespace, x.name)))
+            for x in sorted(schema.values, key=lambda x: x.name)
         ),
         leaf_count=len(schema.leaves),
     )
@@ -264,23 +251,18 @@ def _derived_imports(modules: set[str]) -> str:
     return "\n\n".join(blocks)
 
 
-def _accessor_expr(namespace: str, name: str) -> str:
-    top, *rest = namespace.split(".")
-    return ".".join([f"get_{top}()", *rest, name])
-
-
 def _accessor_doc(ns: Namespace) -> str:
     return f"The current `{ns.path}` bag of this process. {ns.doc}"
 
 
 def _bag(schema: Schema, ns: Namespace) -> RBag:
-    fields = tuple(RField(x.name, hint(x.type), docstring(x.help)) for x in (*ns.leaves, *ns.derived))
+    fields = tuple(RField(x.name, hint(x.type), docstring(x.help)) for x in ns.values)
     return RBag(
         path=ns.path,
         class_name=class_name(ns.path),
         doc=docstring(ns.doc),
         fields=fields,
-        children=tuple(RChild(c.attr, class_name(c.path)) for c in schema.children(ns.path)),
+        children=tuple(RChild(c.attr, class_name(c.path), c.path) for c in schema.children(ns.path)),
         ranks=tuple(RField(r.name, "int", docstring(r.help)) for r in ns.ranks),
         field_names=py(tuple(f.name for f in fields)),
         rank_names=py(tuple(r.name for r in ns.ranks)),
@@ -321,6 +303,8 @@ def _cli_kwargs(leaf: Leaf) -> tuple[Kwarg, ...]:
 
 def _cli_help(leaf: Leaf) -> str:
     default = "required" if leaf.required else f"default: {_shown_default(leaf)}"
+    if leaf.choices is not None and leaf.type.base != "bool":
+        default += "; one of: " + ", ".join(map(str, leaf.choices))
     extra = f"; unset falls back to {leaf.fallback!r}" if leaf.has_fallback else ""
     policy = {"startup": "", "load_time": "; may be resolved at load time", "runtime": "; tunable at runtime"}
     deprecated = f" DEPRECATED: {leaf.deprecated}" if leaf.deprecated else ""
@@ -380,17 +364,13 @@ def _leaf(leaf: Leaf) -> RLeaf:
 
 def _derived(d: Derived) -> RDerived:
     module, _, function = d.fn.partition(":")
-    ref = f"{module}.{function}"
     return RDerived(
         name=d.name,
-        module=module,
-        function=function,
-        ref=ref,
         spec_args=(
             Kwarg("name", py(d.name)),
             Kwarg("namespace", py(d.namespace)),
             Kwarg("type", f"TypeSpec({d.type.base!r}, {d.type.optional!r})"),
-            Kwarg("fn", ref),
+            Kwarg("fn", f"{module}.{function}"),  # the registry imports each module whole
             Kwarg("inputs", py(d.inputs)),
             Kwarg("pinned", py(d.pinned)),
             Kwarg("hash", py(d.hash)),
@@ -409,7 +389,7 @@ def _group(ns: Namespace, derived: dict[str, RDerived]) -> RGroup:
         doc_literal=py(ns.doc.replace("%", "%%")),
         md_path=md(ns.path),
         md_doc=md(ns.doc),
-        accessor=_accessor_expr(ns.path, "").rstrip("."),
+        accessor=accessor_expression(ns.path, "").rstrip("."),
         leaves=tuple(_leaf(leaf) for leaf in ns.leaves),
         derived=tuple(derived[d.name] for d in ns.derived),
         has_derived=bool(ns.derived),
@@ -433,3 +413,39 @@ def _role(role: Role, top: tuple[str, ...]) -> RRole:
             for a in role.audits
         ),
     )
+
+
+def config_file_schema(schema: Schema, regen: str) -> dict[str, Any]:
+    """The JSON Schema of a `--config` file for ServerArgs (leaf names as keys)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$comment": f"Code generated by codegen from {schema.name}/. DO NOT EDIT. Regenerate: {regen}",
+        "title": "ServerArgs config file",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {leaf.name: _json_property(leaf) for leaf in schema.leaves},
+    }
+
+
+def _json_property(leaf: Leaf) -> dict[str, Any]:
+    """One leaf's property, built fresh each time (no shared sub-dicts between leaves)."""
+    base, optional = leaf.type.base, leaf.type.optional
+    prop: dict[str, Any]
+    if base in ("list[int]", "list[str]"):
+        item: dict[str, Any] = {"type": "integer" if base == "list[int]" else "string"}
+        prop = {"type": ["array", "null"] if optional else "array", "items": item}
+    elif base == "json":
+        prop = item = {}
+    else:
+        prop = item = {"type": [JSON_SCALARS[base], "null"] if optional else JSON_SCALARS[base]}
+    # choices and bounds constrain each item of a list, the value itself otherwise
+    if leaf.choices is not None:
+        item["enum"] = [*leaf.choices, *([None] if optional and item is prop else [])]
+    if leaf.minimum is not None:
+        item["minimum"] = leaf.minimum
+    if leaf.maximum is not None:
+        item["maximum"] = leaf.maximum
+    prop["description"] = leaf.help
+    if not leaf.required:
+        prop["default"] = leaf.default
+    return prop

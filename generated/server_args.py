@@ -457,7 +457,7 @@ class ServerArgs:
             type=str,
             choices=("null", "prefill", "decode"),
             default=argparse.SUPPRESS,
-            help="This server's role in prefill/decode disaggregation (prefill or decode); the string 'null' means a normal colocated server. PD role switching may change it at runtime. (default: 'null'; tunable at runtime)",
+            help="This server's role in prefill/decode disaggregation (prefill or decode); the string 'null' means a normal colocated server. PD role switching may change it at runtime. (default: 'null'; one of: null, prefill, decode; tunable at runtime)",
             metavar="DISAGGREGATION_MODE",
         )
         group.add_argument(
@@ -466,7 +466,7 @@ class ServerArgs:
             type=str,
             choices=("mooncake", "nixl", "ascend", "fake", "mori", "mooncake_tcp"),
             default=argparse.SUPPRESS,
-            help="Transfer engine that sends KV cache from prefill servers to decode servers. (default: 'mooncake')",
+            help="Transfer engine that sends KV cache from prefill servers to decode servers. (default: 'mooncake'; one of: mooncake, nixl, ascend, fake, mori, mooncake_tcp)",
             metavar="DISAGGREGATION_TRANSFER_BACKEND",
         )
         group.add_argument(
@@ -514,7 +514,7 @@ class ServerArgs:
             type=str,
             choices=("cpu_tensor", "host_pool"),
             default=argparse.SUPPRESS,
-            help="Where a decode server saves the KV of requests it retracts: a CPU tensor or the host memory pool. Unset means no backup is kept. (default: None)",
+            help="Where a decode server saves the KV of requests it retracts: a CPU tensor or the host memory pool. Unset means no backup is kept. (default: None; one of: cpu_tensor, host_pool)",
             metavar="DISAGGREGATION_DECODE_RETRACTION_BACKUP",
         )
         group.add_argument(
@@ -643,7 +643,7 @@ class ServerArgs:
                 "mlu",
             ),
             default=argparse.SUPPRESS,
-            help="Attention kernel backend for both prefill and decode. Unset picks one based on the hardware and model. (default: None)",
+            help="Attention kernel backend for both prefill and decode. Unset picks one based on the hardware and model. (default: None; one of: triton, torch_native, flex_attention, dsa, nsa, qsa, dsv4, compressed, fa3, fa4, flashinfer, flashmla, trtllm_mla, cutedsl_mla, tokenspeed_mla, trtllm_mha, hpc_ops, minicpm_flashattn, minicpm_flashinfer, aiter, wave, intel_amx, ascend, intel_xpu, mlu)",
             metavar="ATTENTION_BACKEND",
         )
         group.add_argument(
@@ -678,7 +678,7 @@ class ServerArgs:
                 "mlu",
             ),
             default=argparse.SUPPRESS,
-            help="Attention backend for prefill only, overriding attention_backend for that phase. Unset uses attention_backend. (default: None)",
+            help="Attention backend for prefill only, overriding attention_backend for that phase. Unset uses attention_backend. (default: None; one of: triton, torch_native, flex_attention, dsa, nsa, qsa, dsv4, compressed, fa3, fa4, flashinfer, flashmla, trtllm_mla, cutedsl_mla, tokenspeed_mla, trtllm_mha, hpc_ops, minicpm_flashattn, minicpm_flashinfer, aiter, wave, intel_amx, ascend, intel_xpu, mlu)",
             metavar="PREFILL_ATTENTION_BACKEND",
         )
         group.add_argument(
@@ -713,7 +713,7 @@ class ServerArgs:
                 "mlu",
             ),
             default=argparse.SUPPRESS,
-            help="Attention backend for decode only, overriding attention_backend for that phase. Unset uses attention_backend. (default: None)",
+            help="Attention backend for decode only, overriding attention_backend for that phase. Unset uses attention_backend. (default: None; one of: triton, torch_native, flex_attention, dsa, nsa, qsa, dsv4, compressed, fa3, fa4, flashinfer, flashmla, trtllm_mla, cutedsl_mla, tokenspeed_mla, trtllm_mha, hpc_ops, minicpm_flashattn, minicpm_flashinfer, aiter, wave, intel_amx, ascend, intel_xpu, mlu)",
             metavar="DECODE_ATTENTION_BACKEND",
         )
         group.add_argument(
@@ -722,7 +722,7 @@ class ServerArgs:
             type=str,
             choices=("xgrammar", "outlines", "llguidance", "none"),
             default=argparse.SUPPRESS,
-            help="Library used for grammar-constrained (structured) output. Unset selects the default; the server may set it to none at load time if xgrammar is unusable. (default: None; may be resolved at load time)",
+            help="Library used for grammar-constrained (structured) output. Unset selects the default; the server may set it to none at load time if xgrammar is unusable. (default: None; one of: xgrammar, outlines, llguidance, none; may be resolved at load time)",
             metavar="GRAMMAR_BACKEND",
         )
         group.add_argument(
@@ -741,7 +741,7 @@ class ServerArgs:
                 "aiter",
             ),
             default=argparse.SUPPRESS,
-            help="Kernel for block-wise FP8 matrix multiplies, set with --fp8-gemm-backend; auto picks one for the hardware. (default: 'auto')",
+            help="Kernel for block-wise FP8 matrix multiplies, set with --fp8-gemm-backend; auto picks one for the hardware. (default: 'auto'; one of: auto, deep_gemm, flashinfer_trtllm, flashinfer_cutlass, flashinfer_deepgemm, flashinfer_cutedsl, cutlass, triton, aiter)",
             metavar="FP8_GEMM_RUNNER_BACKEND",
         )
         group.add_argument(
@@ -750,7 +750,7 @@ class ServerArgs:
             type=str,
             choices=("auto", "nvfp4", "fp8_e4m3"),
             default=argparse.SUPPRESS,
-            help="Precision an NVFP4 KV cache is dequantized to when prefill reads it; auto chooses based on the backend. (default: 'auto')",
+            help="Precision an NVFP4 KV cache is dequantized to when prefill reads it; auto chooses based on the backend. (default: 'auto'; one of: auto, nvfp4, fp8_e4m3)",
             metavar="PREFILL_KV_CACHE_DEQUANT_DTYPE",
         )
         group = parser.add_argument_group(
@@ -763,7 +763,7 @@ class ServerArgs:
             type=str,
             choices=("float32", "bfloat16", "float16"),
             default=argparse.SUPPRESS,
-            help="Precision of the SSM state stored in the mamba pool. Unset uses the value from the model config. (default: None)",
+            help="Precision of the SSM state stored in the mamba pool. Unset uses the value from the model config. (default: None; one of: float32, bfloat16, float16)",
             metavar="MAMBA_SSM_DTYPE",
         )
         group.add_argument(
@@ -772,7 +772,7 @@ class ServerArgs:
             type=str,
             choices=("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"),
             default=argparse.SUPPRESS,
-            help="How the prefix cache keeps mamba states (no_buffer, extra_buffer or extra_buffer_lazy); auto picks one for the model. (default: 'auto')",
+            help="How the prefix cache keeps mamba states (no_buffer, extra_buffer or extra_buffer_lazy); auto picks one for the model. (default: 'auto'; one of: auto, no_buffer, extra_buffer, extra_buffer_lazy)",
             metavar="MAMBA_RADIX_CACHE_STRATEGY",
         )
         group.add_argument(
@@ -813,7 +813,7 @@ class ServerArgs:
                 "intel_xpu",
             ),
             default=argparse.SUPPRESS,
-            help="Default kernel backend for linear-attention layers (GDN, KDA). (default: 'triton')",
+            help="Default kernel backend for linear-attention layers (GDN, KDA). (default: 'triton'; one of: triton, cutedsl, flashinfer, flashkda, nvidia_kda, ptx_kda, helion, intel_xpu)",
             metavar="LINEAR_ATTN_BACKEND",
         )
         group.add_argument(
@@ -831,7 +831,7 @@ class ServerArgs:
                 "intel_xpu",
             ),
             default=argparse.SUPPRESS,
-            help="Kernel backend for linear-attention prefill. Unset uses linear_attn_backend, though the server may pick its own default on some GPUs (e.g. SM100). (default: None; may be resolved at load time)",
+            help="Kernel backend for linear-attention prefill. Unset uses linear_attn_backend, though the server may pick its own default on some GPUs (e.g. SM100). (default: None; one of: triton, cutedsl, flashinfer, flashkda, nvidia_kda, ptx_kda, helion, intel_xpu; may be resolved at load time)",
             metavar="LINEAR_ATTN_PREFILL_BACKEND",
         )
         group.add_argument(
@@ -879,7 +879,7 @@ class ServerArgs:
                 "intel_xpu",
             ),
             default=argparse.SUPPRESS,
-            help="Kernel backend that computes the expert MLPs; auto picks one for the hardware and quantization. (default: 'auto')",
+            help="Kernel backend that computes the expert MLPs; auto picks one for the hardware and quantization. (default: 'auto'; one of: auto, deep_gemm, triton, triton_kernel, flashinfer_trtllm, experimental_sgl_trtllm, flashinfer_trtllm_routed, flashinfer_cutlass, flashinfer_mxfp4, flashinfer_cutedsl, flashinfer_megamoe, cutlass, aiter, marlin, humming, experimental_sgl_marlin, hpc_ops, megamoe, intel_xpu)",
             metavar="MOE_RUNNER_BACKEND",
         )
         group.add_argument(
@@ -901,7 +901,7 @@ class ServerArgs:
                 "flashinfer_megamoe",
             ),
             default=argparse.SUPPRESS,
-            help="All-to-all backend that dispatches tokens to experts under expert parallelism; none means no dedicated all-to-all. (default: 'none')",
+            help="All-to-all backend that dispatches tokens to experts under expert parallelism; none means no dedicated all-to-all. (default: 'none'; one of: none, deepep, mooncake, nixl, mori, ascend_fuseep, flashinfer, megamoe, deepep_v2, pplx, ascend_tp, flashinfer_megamoe)",
             metavar="MOE_A2A_BACKEND",
         )
         group.add_argument(
@@ -910,7 +910,7 @@ class ServerArgs:
             type=str,
             choices=("auto", "normal", "low_latency"),
             default=argparse.SUPPRESS,
-            help="DeepEP dispatch mode: normal, low_latency, or auto (low_latency for decode, normal otherwise). (default: 'auto')",
+            help="DeepEP dispatch mode: normal, low_latency, or auto (low_latency for decode, normal otherwise). (default: 'auto'; one of: auto, normal, low_latency)",
             metavar="DEEPEP_MODE",
         )
         group.add_argument(
@@ -934,7 +934,7 @@ class ServerArgs:
             type=str,
             choices=("scale", "recover"),
             default=argparse.SUPPRESS,
-            help="Role of a process joining an elastic-EP group (set with --elastic-ep-join-mode): recover refills a failed slot, scale adds capacity. Unset means not a joiner. (default: None)",
+            help="Role of a process joining an elastic-EP group (set with --elastic-ep-join-mode): recover refills a failed slot, scale adds capacity. Unset means not a joiner. (default: None; one of: scale, recover)",
             metavar="EP_JOIN_MODE",
         )
         group.add_argument(
@@ -1048,7 +1048,7 @@ class ServerArgs:
             type=str,
             choices=("triton", "csgmv", "ascend", "torch_native"),
             default=argparse.SUPPRESS,
-            help="Kernel backend for batched LoRA matrix multiplies. (default: 'csgmv')",
+            help="Kernel backend for batched LoRA matrix multiplies. (default: 'csgmv'; one of: triton, csgmv, ascend, torch_native)",
             metavar="LORA_BACKEND",
         )
         group.add_argument(
@@ -1057,7 +1057,7 @@ class ServerArgs:
             type=int,
             choices=(16, 32, 64, 128),
             default=argparse.SUPPRESS,
-            help="Chunk size used by the chunked SGMV (csgmv) LoRA kernel. (default: 16)",
+            help="Chunk size used by the chunked SGMV (csgmv) LoRA kernel. (default: 16; one of: 16, 32, 64, 128)",
             metavar="MAX_LORA_CHUNK_SIZE",
         )
         group.add_argument(
@@ -1084,7 +1084,7 @@ class ServerArgs:
             type=str,
             choices=("lru", "lfu", "slru", "priority", "tlru"),
             default=argparse.SUPPRESS,
-            help="Policy for choosing which cached prefixes to evict when the KV pool is full. (default: 'lru')",
+            help="Policy for choosing which cached prefixes to evict when the KV pool is full. (default: 'lru'; one of: lru, lfu, slru, priority, tlru)",
             metavar="RADIX_EVICTION_POLICY",
         )
         group.add_argument(
@@ -1100,7 +1100,7 @@ class ServerArgs:
             type=str,
             choices=("cache", "buffer_only"),
             default=argparse.SUPPRESS,
-            help="Whether the host tier is a persistent cache (cache) or only a transient staging buffer (buffer_only). (default: 'cache')",
+            help="Whether the host tier is a persistent cache (cache) or only a transient staging buffer (buffer_only). (default: 'cache'; one of: cache, buffer_only)",
             metavar="HICACHE_HOST_MEMORY_MODE",
         )
         group.add_argument(
@@ -1125,7 +1125,7 @@ class ServerArgs:
             type=str,
             choices=("write_back", "write_through", "write_through_selective"),
             default=argparse.SUPPRESS,
-            help="When KV pages are copied from the GPU to the host tier. May be changed when HiCache is attached at runtime. (default: 'write_through'; tunable at runtime)",
+            help="When KV pages are copied from the GPU to the host tier. May be changed when HiCache is attached at runtime. (default: 'write_through'; one of: write_back, write_through, write_through_selective; tunable at runtime)",
             metavar="HICACHE_WRITE_POLICY",
         )
         group.add_argument(
@@ -1140,7 +1140,7 @@ class ServerArgs:
                 "page_head",
             ),
             default=argparse.SUPPRESS,
-            help="How KV data is arranged in the host pool (layer-first, page-first or a variant); affects the speed of host-device copies. (default: 'page_first')",
+            help="How KV data is arranged in the host pool (layer-first, page-first or a variant); affects the speed of host-device copies. (default: 'page_first'; one of: layer_first, page_first, page_first_direct, page_first_kv_split, page_head)",
             metavar="HICACHE_MEM_LAYOUT",
         )
         group.add_argument(
@@ -1162,7 +1162,7 @@ class ServerArgs:
                 "shm",
             ),
             default=argparse.SUPPRESS,
-            help="Storage tier (disk or remote) behind the host cache. Unset means no storage tier; one can be attached at runtime. (default: None; tunable at runtime)",
+            help="Storage tier (disk or remote) behind the host cache. Unset means no storage tier; one can be attached at runtime. (default: None; one of: file, sim, mooncake, npu_memcache, hf3fs, nixl, aibrix, dynamic, eic, simm, mori, shm; tunable at runtime)",
             metavar="HICACHE_STORAGE_BACKEND",
         )
         group.add_argument(
@@ -1171,7 +1171,7 @@ class ServerArgs:
             type=str,
             choices=("best_effort", "wait_complete", "timeout"),
             default=argparse.SUPPRESS,
-            help="When prefetching a request's KV from storage stops (best_effort, wait_complete or timeout). (default: 'timeout'; tunable at runtime)",
+            help="When prefetching a request's KV from storage stops (best_effort, wait_complete or timeout). (default: 'timeout'; one of: best_effort, wait_complete, timeout; tunable at runtime)",
             metavar="HICACHE_STORAGE_PREFETCH_POLICY",
         )
         group.add_argument(
@@ -1223,7 +1223,7 @@ class ServerArgs:
                 "xpu_attn",
             ),
             default=argparse.SUPPRESS,
-            help="Attention kernel for the vision or audio encoder. Unset picks one for the platform. (default: None)",
+            help="Attention kernel for the vision or audio encoder. Unset picks one for the platform. (default: None; one of: sdpa, fa3, fa4, triton_attn, ascend_attn, aiter_attn, flashinfer_cudnn, amx_attn, xpu_attn)",
             metavar="MM_ATTENTION_BACKEND",
         )
         group.add_argument(
@@ -1232,7 +1232,7 @@ class ServerArgs:
             type=str,
             choices=("cpu", "cuda_ipc", "cuda_vmm"),
             default=argparse.SUPPRESS,
-            help="How encoder outputs reach the scheduler (cpu, cuda_ipc or cuda_vmm); the GPU modes reserve device memory. Unset uses the default. (default: None)",
+            help="How encoder outputs reach the scheduler (cpu, cuda_ipc or cuda_vmm); the GPU modes reserve device memory. Unset uses the default. (default: None; one of: cpu, cuda_ipc, cuda_vmm)",
             metavar="MM_FEATURE_TRANSPORT",
         )
         group.add_argument(
@@ -1304,7 +1304,7 @@ class ServerArgs:
                 "runai_streamer",
             ),
             default=argparse.SUPPRESS,
-            help="Format or loader used to read the weights; auto picks from the files present. May change when weights are reloaded. (default: 'auto'; tunable at runtime)",
+            help="Format or loader used to read the weights; auto picks from the files present. May change when weights are reloaded. (default: 'auto'; one of: auto, pt, safetensors, npcache, dummy, sharded_state, presharded, gguf, expert_pack, bitsandbytes, mistral, layered, flash_rl, remote, remote_instance, fastsafetensors, private, runai_streamer; tunable at runtime)",
             metavar="LOAD_FORMAT",
         )
         group.add_argument(
@@ -1321,7 +1321,7 @@ class ServerArgs:
             type=str,
             choices=("auto", "half", "float16", "bfloat16", "float", "float32"),
             default=argparse.SUPPRESS,
-            help="Precision of weights and activations; auto follows the checkpoint. The server may adjust it at load time for GPU compatibility. (default: 'auto'; may be resolved at load time)",
+            help="Precision of weights and activations; auto follows the checkpoint. The server may adjust it at load time for GPU compatibility. (default: 'auto'; one of: auto, half, float16, bfloat16, float, float32; may be resolved at load time)",
             metavar="DTYPE",
         )
         group.add_argument(
@@ -1339,7 +1339,7 @@ class ServerArgs:
                 "fp4_mx_block16",
             ),
             default=argparse.SUPPRESS,
-            help="Precision of stored KV cache entries; auto uses the model dtype, or FP8 when the checkpoint declares FP8 KV quantization. (default: 'auto'; may be resolved at load time)",
+            help="Precision of stored KV cache entries; auto uses the model dtype, or FP8 when the checkpoint declares FP8 KV quantization. (default: 'auto'; one of: auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16; may be resolved at load time)",
             metavar="KV_CACHE_DTYPE",
         )
         group.add_argument(
@@ -1380,7 +1380,7 @@ class ServerArgs:
                 "humming",
             ),
             default=argparse.SUPPRESS,
-            help="Weight quantization method. Unset detects it from the checkpoint's quantization config. (default: None)",
+            help="Weight quantization method. Unset detects it from the checkpoint's quantization config. (default: None; one of: awq, fp8, mxfp8, gptq, gptq_marlin, awq_marlin, bitsandbytes, gguf, modelopt, modelopt_fp8, modelopt_fp4, nvfp4_online, modelopt_mixed, petit_nvfp4, w8a8_int8, w8a8_fp8, moe_wna16, w4afp8, mxfp4, auto-round, auto-round-int8, compressed-tensors, modelslim, mxfp_w4a8, quark, quark_int4fp8_moe, quark_mxfp4, mlx_q4, mlx_q8, unquant, humming)",
             metavar="QUANTIZATION",
         )
         group.add_argument(
@@ -1423,7 +1423,7 @@ class ServerArgs:
             type=int,
             choices=(0, 1, 2, 3),
             default=argparse.SUPPRESS,
-            help="How much of each request is logged, from 0 (metadata only) to 3 (full inputs and outputs). (default: 2)",
+            help="How much of each request is logged, from 0 (metadata only) to 3 (full inputs and outputs). (default: 2; one of: 0, 1, 2, 3)",
             metavar="LOG_REQUESTS_LEVEL",
         )
         group.add_argument(
@@ -1477,7 +1477,7 @@ class ServerArgs:
             type=str,
             choices=("none", "log", "raise"),
             default=argparse.SUPPRESS,
-            help="KV cache corruption check: none disables it, log reports mismatches, raise fails on them. (default: 'none')",
+            help="KV cache corruption check: none disables it, log reports mismatches, raise fails on them. (default: 'none'; one of: none, log, raise)",
             metavar="KV_CANARY",
         )
         group = parser.add_argument_group(
@@ -1687,7 +1687,7 @@ class ServerArgs:
                 "hrrn",
             ),
             default=argparse.SUPPRESS,
-            help="Policy deciding which waiting requests are scheduled next, e.g. fcfs (arrival order), lpm (longest prefix match) or priority. (default: 'fcfs')",
+            help="Policy deciding which waiting requests are scheduled next, e.g. fcfs (arrival order), lpm (longest prefix match) or priority. (default: 'fcfs'; one of: lpm, random, fcfs, dfs-weight, lof, priority, routing-key, hrrn)",
             metavar="SCHEDULE_POLICY",
         )
         group.add_argument(
@@ -1923,7 +1923,7 @@ class ServerArgs:
             type=str,
             choices=("prefill", "decode"),
             default=argparse.SUPPRESS,
-            help="Whether target verification and draft extension use prefill or decode attention kernels. (default: 'prefill')",
+            help="Whether target verification and draft extension use prefill or decode attention kernels. (default: 'prefill'; one of: prefill, decode)",
             metavar="SPECULATIVE_ATTENTION_MODE",
         )
         group.add_argument(
@@ -1959,7 +1959,7 @@ class ServerArgs:
                 "runai_streamer",
             ),
             default=argparse.SUPPRESS,
-            help="Weight format for loading the draft model. Unset uses load_format. (default: None)",
+            help="Weight format for loading the draft model. Unset uses load_format. (default: None; one of: auto, pt, safetensors, npcache, dummy, sharded_state, presharded, gguf, expert_pack, bitsandbytes, mistral, layered, flash_rl, remote, remote_instance, fastsafetensors, private, runai_streamer)",
             metavar="SPECULATIVE_DRAFT_LOAD_FORMAT",
         )
         group.add_argument(
@@ -1968,7 +1968,7 @@ class ServerArgs:
             type=str,
             choices=("auto", "fp8_e5m2", "fp8_e4m3", "bf16", "bfloat16"),
             default=argparse.SUPPRESS,
-            help="KV cache precision for the draft model. Unset uses kv_cache_dtype. (default: None)",
+            help="KV cache precision for the draft model. Unset uses kv_cache_dtype. (default: None; one of: auto, fp8_e5m2, fp8_e4m3, bf16, bfloat16)",
             metavar="SPECULATIVE_DRAFT_KV_CACHE_DTYPE",
         )
         group.add_argument(

@@ -35,6 +35,7 @@ import attrs
 import yaml
 
 from runtime import roles as role_modes
+from runtime.roles import RAW_RECORD
 
 # A line `audit record` writes before running the command, so `report` can default the
 # workload to the command line that produced the observations.
@@ -111,16 +112,30 @@ class RoleReport:
     declared: frozenset[str] | None  # None: the role is not in schema/roles.yaml
     observed: frozenset[str]
     processes: int
+    everything: frozenset[str] = frozenset()  # every namespace any role declares
+
+    @property
+    def raw(self) -> bool:
+        """Whether the role read the raw record, which can reach any namespace."""
+        return RAW_RECORD in self.observed
+
+    @property
+    def namespaces(self) -> frozenset[str]:
+        return self.observed - {RAW_RECORD}
 
     @property
     def uncovered(self) -> frozenset[str]:
-        """Declared but not read by this workload: candidates to review, not to drop."""
-        return (self.declared or frozenset()) - self.observed
+        """Declared but not read by this workload: candidates to review, not to drop. A raw
+        record read may have touched any of them, so then nothing counts as uncovered."""
+        return frozenset() if self.raw else (self.declared or frozenset()) - self.namespaces
 
     @property
     def outside(self) -> frozenset[str]:
-        """Read but not declared: enforce mode would refuse these reads."""
-        return self.observed - (self.declared or frozenset())
+        """Read but not declared: enforce mode would refuse these reads (the raw record
+        too, unless the role declares every namespace)."""
+        declared = self.declared or frozenset()
+        raw_refused = self.raw and not declared >= self.everything
+        return (self.namespaces - declared) | ({RAW_RECORD} if raw_refused else frozenset())
 
     @property
     def decision(self) -> str:
@@ -131,6 +146,11 @@ class RoleReport:
                 f"before recording audits for it"
             )
         parts = [KEEP]
+        if self.raw:
+            parts.append(
+                "it read the raw record (get_server_args), which counts as every namespace: "
+                "migrate those reads to accessors before narrowing"
+            )
         if self.outside:
             parts.append(
                 f"this workload read {_braces(self.outside)} outside it, which enforce mode "
@@ -148,7 +168,7 @@ class RoleReport:
         return {
             "date": date,
             "workload": workload,
-            "observed": sorted(self.observed),
+            "observed": sorted(self.namespaces),
             "uncovered": sorted(self.uncovered),
             "decision": self.decision,
         }
@@ -158,8 +178,9 @@ def build_reports(
     observations: Observations, declared: Mapping[str, frozenset[str]] | None = None
 ) -> list[RoleReport]:
     declared = _declared_sets(declared)
+    everything = frozenset().union(*declared.values())
     return [
-        RoleReport(role, declared.get(role), obs.observed, len(obs.pids))
+        RoleReport(role, declared.get(role), obs.observed, len(obs.pids), everything)
         for role, obs in sorted(observations.roles.items())
     ]
 

@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
 from typing import Any, Generic, TypeVar
 
@@ -35,9 +35,13 @@ from runtime.errors import (
     UnknownLeafError,
 )
 from runtime.leaftypes import check_bounds, closest
-from runtime.registry import LeafSpec, Registry
+from runtime.registry import DerivedSpec, LeafSpec, Registry
 
 log = logging.getLogger("configbags")
+
+# Stamped ranks: fixed values, or a function of the resolved values that computes them.
+RankFn = Callable[[Mapping[str, Any]], Mapping[str, int]]
+Ranks = Mapping[str, int] | RankFn
 
 RECORD_SLOT = "server_args"
 
@@ -116,8 +120,11 @@ class Dropped:
 
 @attrs.frozen
 class RepublishReport:
-    replayed: tuple[OverrideEntry, ...]
-    dropped: tuple[Dropped, ...]
+    """What a re-publish did with the old override log."""
+
+    replayed: tuple[OverrideEntry, ...]  # applied again onto the new record
+    subsumed: tuple[OverrideEntry, ...]  # the new record already holds the overridden value
+    dropped: tuple[Dropped, ...]  # no longer valid, with the reason (also logged as a warning)
 
 
 @attrs.frozen(eq=False)
@@ -132,6 +139,7 @@ class State:
     epoch: int
     sealed: bool
     ranks: Mapping[str, int]
+    rank_fn: RankFn | None = None
 
 
 def _jsonable(value: Any) -> Any:
@@ -174,27 +182,22 @@ class Context(Generic[V]):
         self.republish_report: RepublishReport | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
-    def publish(self, record: Any, *, role: str, ranks: Mapping[str, int] | None = None) -> Context[V]:
+    def publish(self, record: Any, *, role: str, ranks: Ranks | None = None) -> Context[V]:
         """Resolve `record` (fallbacks, derived values, pins) and install it. Publishing
         again replays the override log onto the new record and reports what no longer
-        applies (`republish_report`), rather than dropping overrides silently."""
-        if role not in self.registry.roles:
-            raise RoleError(
-                f"publish(role={role!r}): unknown role{closest(role, self.registry.roles)}; "
-                f"roles are {', '.join(sorted(self.registry.roles))} (schema/roles.yaml)"
-            )
+        applies (`republish_report`), rather than dropping overrides silently; the seal
+        carries over (a re-publish does not reopen load time).
+
+        `ranks` stamps the process's ranks: a mapping, or a function of the resolved values
+        (`runtime.dist` passes one), which is re-run whenever an override changes the bag
+        holding them, so elastic resizing cannot leave a stale rank behind."""
+        self._check_role(role, "publish")
         with self._lock:
             previous = self._state
-            values = self._resolve_record(record)
-            state = State(
-                record=record,
-                role=role,
-                values=values,
-                bags=self._build_bags(values, dict(ranks or {})),
-                log=OverrideLog(),
+            state = self._fresh_state(
+                record, role, ranks,
                 epoch=(previous.epoch + 1) if previous else 1,
-                sealed=False,
-                ranks=dict(ranks or {}),
+                sealed=previous.sealed if previous else False,
             )
             if previous is not None and previous.log:
                 state = self._replay(state, previous.log)
@@ -213,28 +216,16 @@ class Context(Generic[V]):
         log: Iterable[OverrideEntry] = (),
         epoch: int,
         sealed: bool = False,
-        ranks: Mapping[str, int] | None = None,
+        ranks: Ranks | None = None,
     ) -> Context[V]:
         """Install a state exported by another process or rank (runtime.dist): resolve
         `record`, fold `log` onto it keeping its entries and `epoch` as they are, so this
         state equals the exporter's. Values are checked (type, range, capacity), not policy
         or owner: the exporter already admitted them. Unlike publish, nothing is replayed."""
-        if role not in self.registry.roles:
-            raise RoleError(f"adopt(role={role!r}): unknown role{closest(role, self.registry.roles)}")
+        self._check_role(role, "adopt")
         with self._lock:
-            stamped = dict(ranks or {})
-            values = self._resolve_record(record)
-            state = State(record=record, role=role, values=values,
-                          bags=self._build_bags(values, stamped), log=OverrideLog(), epoch=epoch,
-                          sealed=sealed, ranks=stamped)
-            entries = tuple(log)
-            if entries:
-                final = {e.leaf: e.new for e in entries}  # later entries win, as they did there
-                changes = self._validate(state, final, source="adopt", check_policy=False)
-                values, bags = self._recompute(state, changes)
-                state = attrs.evolve(state, values=values, bags=bags, log=OverrideLog(entries))
-            self._install(state)
-            self.republish_report = None
+            state = self._fresh_state(record, role, ranks, epoch=epoch, sealed=sealed)
+            self._install(self._folded(state, tuple(log), epoch))
             if self._recorder is not None:
                 self._recorder.published(role)
         return self
@@ -245,16 +236,33 @@ class Context(Generic[V]):
         checked (type, range, capacity), not policy or owner: the origin checked those.
         Costs what an override costs, however long the log."""
         batch = tuple(entries)
-        if not batch:
-            return
-        with self._lock:
-            state = self.state
-            final = {e.leaf: e.new for e in batch}  # later entries win, as they did there
-            changes = self._validate(state, final, source=batch[0].source, check_policy=False)
-            values, bags = self._recompute(state, changes)
-            self._install(State(record=state.record, role=state.role, values=values, bags=bags,
-                                log=state.log + batch, epoch=max(e.epoch for e in batch),
-                                sealed=state.sealed, ranks=state.ranks))
+        if batch:
+            with self._lock:
+                self._install(self._folded(self.state, batch, max(e.epoch for e in batch)))
+
+    def _check_role(self, role: str, verb: str) -> None:
+        if role not in self.registry.roles:
+            raise RoleError(
+                f"{verb}(role={role!r}): unknown role{closest(role, self.registry.roles)}; "
+                f"roles are {', '.join(sorted(self.registry.roles))} (schema/roles.yaml)"
+            )
+
+    def _fresh_state(self, record: Any, role: str, ranks: Ranks | None, *, epoch: int, sealed: bool) -> State:
+        values = self._resolve_record(record)
+        if ranks is None or isinstance(ranks, Mapping):
+            rank_fn, stamped = None, dict(ranks or {})
+        else:
+            rank_fn, stamped = ranks, dict(ranks(values))
+        return State(record=record, role=role, values=values, bags=self._build_bags(values, stamped),
+                     log=OverrideLog(), epoch=epoch, sealed=sealed, ranks=stamped, rank_fn=rank_fn)
+
+    def _folded(self, state: State, entries: tuple[OverrideEntry, ...], epoch: int) -> State:
+        """`state` with already-admitted `entries` applied and appended, at `epoch`."""
+        if not entries:
+            return state
+        final = {e.leaf: e.new for e in entries}  # later entries win, as they did there
+        changes = self._validate(state, final, source=entries[0].source, check_policy=False)
+        return self._next(state, changes, state.log + entries, epoch)
 
     def seal(self) -> None:
         """End of model load: `load_time` leaves are fixed from here on."""
@@ -327,8 +335,9 @@ class Context(Generic[V]):
                 check_bounds(new, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
             except LeafValueError as exc:
                 raise LeafValueError(
-                    f"override of {spec.namespace}.{name} from {source!r}: {exc}; "
-                    f"give a value of type {spec.type} within the declared choices/range"
+                    f"override of {spec.namespace}.{name} (policy {spec.policy}, owner "
+                    f"{spec.owner}) from {source!r} in role {state.role!r}: {exc}; give a value "
+                    f"of type {spec.type} within the declared choices/range"
                 ) from None
             if check_policy:
                 self._check_policy(state, spec, source)
@@ -363,57 +372,79 @@ class Context(Generic[V]):
         bound = batch.get(spec.capacity, state.values.get(spec.capacity))
         if bound is not None and new > bound:
             raise CapacityError(
-                f"override of {spec.namespace}.{spec.name}={new!r} refused: above its capacity "
+                f"override of {spec.namespace}.{spec.name}={new!r} (policy {spec.policy}, owner "
+                f"{spec.owner}, role {state.role!r}) refused: above its capacity "
                 f"{self.registry.namespace_of(spec.capacity)}.{spec.capacity}={bound!r}, which "
-                f"sized buffers at publish; raise the capacity at startup instead"
+                f"sized buffers at publish; {self._raise_capacity_hint(spec.capacity)}"
             )
+
+    def _raise_capacity_hint(self, capacity: str) -> str:
+        derived = self.registry.derived.get(capacity)
+        if derived is None:
+            flags = self.registry.leaves[capacity].flags
+            return f"raise {capacity} at startup ({flags[0] if flags else 'config file'})"
+        inputs = [self.registry.leaves[i] for i in derived.inputs if i in self.registry.leaves]
+        named = ", ".join(s.flags[0] if s.flags else s.name for s in inputs)
+        return f"it is derived at publish from its inputs; raise them at startup ({named})"
 
     def _apply(
         self, state: State, source: str, changes: Mapping[str, Any]
     ) -> tuple[State, tuple[OverrideEntry, ...]]:
-        """Build (not install) the state after `changes`; unchanged values log nothing."""
-        changed = {n: v for n, v in changes.items() if state.values[n] != v or type(state.values[n]) is not type(v)}
+        """Build (not install) the state after `changes`; a value that resolves to what is
+        already in force (after fallbacks) is no change and logs nothing."""
+        reg = self.registry
+        changed = {
+            n: v for n, v in changes.items()
+            if (resolved := _with_fallback(reg.leaves[n], v)) != state.values[n]
+            or type(resolved) is not type(state.values[n])
+        }
         if not changed:
             return state, ()
         epoch = state.epoch + 1
         now = time.time()
-        reg = self.registry
         entries = tuple(
             OverrideEntry(epoch, source, n, reg.leaves[n].namespace, state.values[n], v, now)
             for n, v in changed.items()
         )
-        values, bags = self._recompute(state, changed)
-        new_state = State(record=state.record, role=state.role, values=values, bags=bags,
-                          log=state.log + entries, epoch=epoch, sealed=state.sealed, ranks=state.ranks)
-        return new_state, entries
+        return self._next(state, changed, state.log + entries, epoch), entries
 
-    def _recompute(self, state: State, changed: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """New flat values and bags after `changed`: fallbacks re-applied, every dependent
-        non-pinned derived value recomputed, only touched bags (and their parents) rebuilt."""
+    def _next(self, state: State, changed: Mapping[str, Any], log_: OverrideLog, epoch: int) -> State:
+        values, bags, ranks = self._recompute(state, changed)
+        return State(record=state.record, role=state.role, values=values, bags=bags, log=log_,
+                     epoch=epoch, sealed=state.sealed, ranks=ranks, rank_fn=state.rank_fn)
+
+    def _recompute(
+        self, state: State, changed: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any], Mapping[str, int]]:
+        """New flat values, bags and ranks after `changed`: fallbacks re-applied, every
+        dependent non-pinned derived value recomputed, only touched bags (and their parents)
+        rebuilt, ranks re-stamped if their bag is rebuilt and they come from a function."""
         reg = self.registry
         values = dict(state.values)
         touched: set[str] = set()
         for name, value in changed.items():
             values[name] = _with_fallback(reg.leaves[name], value)
             touched.add(name)
-            for d in reg.dependents[name]:
-                touched.add(d)
+            touched.update(reg.dependents[name])
         for d in reg.derived:  # registry order: inputs before dependents
             spec = reg.derived[d]
             if d in touched and not spec.pinned:
-                values[d] = spec.fn(*[values[i] for i in spec.inputs])
+                values[d] = _derive(spec, values)
         spaces = {ns for n in touched for ns in reg.rebuild[n]}
+        ranks = state.ranks
+        if state.rank_fn is not None and any(reg.namespaces[p].ranks for p in spaces):
+            ranks = dict(state.rank_fn(values))
         bags = dict(state.bags)
-        for path, _ns in reg.namespaces.items():  # children before parents
+        for path in reg.namespaces:  # children before parents
             if path in spaces:
-                bags[path] = self._make_bag(path, values, bags, state.ranks)
-        return values, bags
+                bags[path] = self._make_bag(path, values, bags, ranks)
+        return values, bags, ranks
 
     # -- resolution and bags -------------------------------------------------------------
     def _resolve_record(self, record: Any) -> dict[str, Any]:
         values = {name: _with_fallback(spec, getattr(record, name)) for name, spec in self.registry.leaves.items()}
-        for name, spec in self.registry.derived.items():
-            values[name] = spec.fn(*[values[i] for i in spec.inputs])
+        for spec in self.registry.derived.values():
+            values[spec.name] = _derive(spec, values)
         return values
 
     def _build_bags(self, values: Mapping[str, Any], ranks: Mapping[str, int]) -> dict[str, Any]:
@@ -438,30 +469,64 @@ class Context(Generic[V]):
     def _install(self, state: State | None) -> None:
         view = self.view
         old = self._state
-        self._state = state
         if state is None:
+            self._state = None
             for slot in (*self.registry.top_level, RECORD_SLOT):
                 with suppress(AttributeError):
                     object.__delattr__(view, slot)
             return
-        object.__setattr__(view, RECORD_SLOT, state.record)
         allowed = self._visible(state)
-        for ns in self.registry.top_level:
-            if old is not None and old.bags.get(ns) is state.bags[ns] and old.role == state.role:
+        for ns in (*self.registry.top_level, RECORD_SLOT):
+            value = state.record if ns == RECORD_SLOT else state.bags[ns]
+            if old is not None and old.role == state.role and _slot_value(old, ns) is value:
                 continue
             if ns in allowed:
-                object.__setattr__(view, ns, state.bags[ns])
+                object.__setattr__(view, ns, value)
             else:
                 with suppress(AttributeError):
                     object.__delattr__(view, ns)
+        # Last, so `state` (server_info, snapshot) is never older than what accessors return.
+        self._state = state
 
     def _visible(self, state: State) -> frozenset[str] | set[str]:
+        """The slots to fill: all (off), the role's namespaces (enforce; the raw record only
+        for a role that may read everything, since it spans every namespace), or what the
+        role has already read (record)."""
         if self._mode == "off":
-            return frozenset(self.registry.top_level)
+            return frozenset((*self.registry.top_level, RECORD_SLOT))
         if self._mode == "enforce":
-            role = self.registry.roles.get(state.role)
-            return role.reads if role else frozenset()
+            return self._readable(state.role)
         return {ns for r, ns in self._observed if r == state.role}
+
+    def _readable(self, role_name: str) -> frozenset[str]:
+        role = self.registry.roles.get(role_name)
+        if role is None:
+            return frozenset()
+        everything = role.reads >= frozenset(self.registry.top_level)
+        return role.reads | {RECORD_SLOT} if everything else role.reads
+
+    def _admit(self, state: State, name: str, what: str) -> None:
+        """The role check of one read of top-level namespace `name` (or the raw record):
+        raise in enforce mode if the role may not read it; in record mode, record it once."""
+        if self._mode == "enforce" and name not in self._readable(state.role):
+            declared = "{" + ", ".join(sorted(self.registry.roles[state.role].reads)) + "}"
+            if name == RECORD_SLOT:
+                raise RoleError(
+                    f"{what}: role {state.role!r} may not read the raw record, which spans every "
+                    f"namespace; its declared set is {declared}. Read those namespaces through "
+                    f"their accessors instead"
+                )
+            raise RoleError(
+                f"{what}: role {state.role!r} may not read namespace {name!r}; its declared set "
+                f"is {declared}. Pass the value in from a role that owns it, or add {name!r} to "
+                f"the role's `reads` in schema/roles.yaml (with an audit record) and run make gen"
+            )
+        if self._mode == "record" and (state.role, name) not in self._observed:
+            with self._lock:
+                if (state.role, name) not in self._observed:
+                    self._observed.add((state.role, name))
+                    assert self._recorder is not None
+                    self._recorder.read(state.role, role_modes.RAW_RECORD if name == RECORD_SLOT else name)
 
     def missing(self, name: str) -> Any:
         """An accessor found its view slot empty: explain, or (record mode) record and fill."""
@@ -472,24 +537,14 @@ class Context(Generic[V]):
                 f"{accessor} was called before publish(); publish the ServerArgs record at process "
                 f"start (publish(server_args, role=...)), or in tests use runtime.testing.published"
             )
-        if name not in self.registry.top_level:
+        if name not in self.registry.top_level and name != RECORD_SLOT:
             raise AttributeError(name)
-        role = self.registry.roles[state.role]
-        if self._mode == "enforce" and name not in role.reads:
-            raise RoleError(
-                f"{accessor}: role {state.role!r} may not read namespace {name!r}; its declared "
-                f"set is {{{', '.join(sorted(role.reads))}}}. Pass the value in from a role that "
-                f"owns it, or add {name!r} to the role's `reads` in schema/roles.yaml (with an audit "
-                f"record) and run make gen"
-            )
+        self._admit(state, name, accessor)
         with self._lock:
-            if self._mode == "record" and (state.role, name) not in self._observed:
-                self._observed.add((state.role, name))
-                assert self._recorder is not None
-                self._recorder.read(state.role, name)
             current = self.state
-            object.__setattr__(self.view, name, current.bags[name])
-            return current.bags[name]
+            value = _slot_value(current, name)
+            object.__setattr__(self.view, name, value)
+            return value
 
     # -- scopes (tests) -------------------------------------------------------------------
     def restoring(self) -> Restoring:
@@ -542,8 +597,20 @@ class Context(Generic[V]):
         return digest
 
     def bag(self, path: str) -> Any:
-        """The current bag of any namespace path (`exec.kernel`), for generic code."""
-        return self.state.bags[path]
+        """The current bag of any namespace path (`exec.kernel`), for generic code; role
+        scoping applies as it does to the accessors."""
+        state = self.state
+        self._admit(state, path.partition(".")[0], f"bag({path!r})")
+        return state.bags[path]
+
+    def snapshot(self) -> Mapping[str, Any]:
+        """Every bag of one state, by namespace path: for a reader that needs several
+        namespaces from the same moment (each accessor returns the bag in force when it
+        is called, so two accessor calls can straddle an override)."""
+        state = self.state
+        for top in self.registry.top_level:
+            self._admit(state, top, "snapshot()")
+        return state.bags
 
     # -- runner views ----------------------------------------------------------------------
     def runner_view(self, name: str, /, **leaves: Any) -> RunnerView:
@@ -556,26 +623,33 @@ class Context(Generic[V]):
 
     # -- re-publish -------------------------------------------------------------------------
     def _replay(self, state: State, old_log: OverrideLog) -> State:
+        """Carry the old overrides onto a freshly published state, call by call (so each
+        stays all-or-nothing), each re-validated against the new record and role."""
         replayed: list[OverrideEntry] = []
+        subsumed: list[OverrideEntry] = []
         dropped: list[Dropped] = []
         calls: dict[tuple[int, str], list[OverrideEntry]] = {}
         for entry in old_log:
             calls.setdefault((entry.epoch, entry.source), []).append(entry)
+        role = self.registry.roles[state.role]
         for (_, source), entries in calls.items():
             wanted: dict[str, Any] = {}
             for e in entries:
-                if state.values.get(e.leaf) == e.new and getattr(state.record, e.leaf) == e.new:
-                    dropped.append(Dropped(e, f"the new record already sets {e.leaf}={e.new!r}"))
-                    continue
-                try:
-                    self._validate(state, {e.leaf: e.new}, source=source, check_policy=False)
-                except (LeafValueError, CapacityError) as exc:
-                    dropped.append(Dropped(e, str(exc)))
-                    continue
-                wanted[e.leaf] = e.new
+                spec = self.registry.leaves[e.leaf]
+                if getattr(state.record, e.leaf) == e.new:
+                    subsumed.append(e)  # nothing lost: the new record says the same
+                elif spec.owner != state.role and not role.write_any:
+                    dropped.append(Dropped(e, f"{spec.namespace}.{e.leaf} is owned by {spec.owner!r}; "
+                                              f"this process now publishes as {state.role!r}"))
+                else:
+                    try:
+                        self._validate(state, {e.leaf: e.new}, source=source, check_policy=False)
+                        wanted[e.leaf] = e.new
+                    except (LeafValueError, CapacityError) as exc:
+                        dropped.append(Dropped(e, str(exc)))
             state, applied = self._apply(state, source, wanted)
             replayed.extend(applied)
-        self.republish_report = RepublishReport(tuple(replayed), tuple(dropped))
+        self.republish_report = RepublishReport(tuple(replayed), tuple(subsumed), tuple(dropped))
         for d in dropped:
             log.warning("re-publish: override of %s from %r no longer applies: %s",
                         d.entry.leaf, d.entry.source, d.reason)
@@ -616,6 +690,21 @@ class Restoring:
             ctx.republish_report = report
 
 
+def _slot_value(state: State, slot: str) -> Any:
+    return state.record if slot == RECORD_SLOT else state.bags[slot]
+
+
+def _derive(spec: DerivedSpec, values: Mapping[str, Any]) -> Any:
+    value = spec.fn(*[values[i] for i in spec.inputs])
+    try:
+        return spec.type.coerce(value)
+    except LeafValueError as exc:
+        raise LeafValueError(
+            f"derived value {spec.namespace}.{spec.name}: {exc}; its function returned the wrong "
+            f"type for inputs {', '.join(spec.inputs)} (fix the function or the declared type)"
+        ) from None
+
+
 def _with_fallback(spec: LeafSpec, value: Any) -> Any:
     return spec.fallback if value is None and spec.has_fallback else value
 
@@ -631,10 +720,12 @@ class RunnerView:
         self._cache: tuple[State, dict[str, Any]] | None = None
 
     def bag(self, path: str) -> Any:
-        state = self._context.state
+        context = self._context
+        state = context.state
+        context._admit(state, path.partition(".")[0], f"runner view {self.name!r}")
         cached = self._cache
         if cached is None or cached[0] is not state:
-            _, bags = self._context._recompute(state, self.overlay)
+            _, bags, _ = self._context._recompute(state, self.overlay)
             cached = self._cache = (state, bags)
         return cached[1][path]
 

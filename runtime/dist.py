@@ -22,6 +22,7 @@ torch is imported here only; `generated.accessors` never imports this module.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -35,7 +36,7 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import PrefixStore, Store, TCPStore  # typed home of these
 
 from runtime import errors
-from runtime.context import Context, OverrideEntry
+from runtime.context import Context, OverrideEntry, Ranks
 from runtime.errors import ConfigError, DistributedConfigError
 
 log = logging.getLogger("configbags")
@@ -132,7 +133,7 @@ def import_state(
     context: Context[Any] | None = None,
     *,
     role: str | None = None,
-    ranks: Mapping[str, int] | None = None,
+    ranks: Ranks | None = None,
     record_type: Any = None,
 ) -> Context[Any]:
     """Install an exported state into `context` (default: this process's context).
@@ -160,7 +161,7 @@ def import_state(
         log=entries,
         epoch=int(data["epoch"]),
         sealed=bool(data["sealed"]),
-        ranks=dict(data["ranks"]) if ranks is None else dict(ranks),
+        ranks=dict(data["ranks"]) if ranks is None else ranks,
     )
     got = ctx.config_hash()
     if got != data["config_hash"]:
@@ -176,7 +177,7 @@ def from_state(
     context: Context[Any] | None = None,
     *,
     role: str | None = None,
-    ranks: Mapping[str, int] | None = None,
+    ranks: Ranks | None = None,
 ) -> Context[Any]:
     """Child side of `export_state`: publish the parent's exact state in this process."""
     return import_state(text, context, role=role, ranks=ranks)
@@ -265,6 +266,13 @@ def compute_ranks(world_rank: int, layout: Layout | None = None, /, **sizes: int
         size, stride = strides[group]
         ranks[rank_name] = (world_rank // stride) % size
     return ranks
+
+
+def stamp_ranks(world_rank: int, values: Mapping[str, Any]) -> dict[str, int]:
+    """The rank function a distributed context publishes with: the context re-runs it with
+    the resolved values whenever an override rebuilds the parallel bag, so an elastic
+    resize of dp_size or ep_size re-stamps every rank instead of leaving stale ones."""
+    return compute_ranks(world_rank, Layout.from_values(values))
 
 
 def group_ranks(layout: Layout) -> dict[str, list[list[int]]]:
@@ -482,7 +490,7 @@ class DistributedContext:
                 f"the config lays out tp_size*pp_size={layout.tp_size}*{layout.pp_size}="
                 f"{layout.world_size} ranks, but the group has {self.world_size}"
             )
-        import_state(message["state"], self.context, ranks=compute_ranks(self.rank, layout))
+        import_state(message["state"], self.context, ranks=functools.partial(stamp_ranks, self.rank))
         return self.context
 
     # -- overrides -----------------------------------------------------------------------

@@ -7,6 +7,7 @@ other."""
 
 from __future__ import annotations
 
+import copy
 import difflib
 import math
 from collections.abc import Iterable, Sequence
@@ -68,8 +69,10 @@ class TypeSpec:
                 return tuple(item.coerce(v) for v in value)
         elif base == "json":
             _check_json(value)
-            return value
-        raise LeafValueError(f"{value!r} ({type(value).__name__}) is not a {self}")
+            # A private copy: a caller mutating its dict later must not change a published
+            # bag, an override log entry or a cached config hash behind the context's back.
+            return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
+        raise LeafValueError(f"{value!r} ({type(value).__name__}) is not of type {self}")
 
 
 def _check_json(value: Any) -> None:

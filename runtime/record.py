@@ -133,7 +133,9 @@ def record_from_cli(
     schema_path: Path,
     prog: str | None = None,
 ) -> R:
-    parser = argparse.ArgumentParser(prog=prog, description="Launch-time server configuration.")
+    # No abbreviations: a flag added later must not change what an old command line means.
+    parser = argparse.ArgumentParser(prog=prog, description="Launch-time server configuration.",
+                                     allow_abbrev=False)
     add_cli_args(parser)
     namespace = parser.parse_args(argv)
     try:

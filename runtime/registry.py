@@ -10,8 +10,6 @@ import attrs
 
 from runtime.leaftypes import TypeSpec
 
-POLICIES = ("startup", "load_time", "runtime")
-
 
 @attrs.frozen
 class LeafSpec:
@@ -59,6 +57,14 @@ class RoleSpec:
     write_any: bool
 
 
+def accessor_expression(namespace: str, name: str) -> str:
+    """How code reads a leaf: `accessor_expression("exec.kernel", "attention_backend")` is
+    `get_exec().kernel.attention_backend`. One spelling for the generator, the ratchet's
+    messages and fixes, and run-time errors."""
+    top, *rest = namespace.split(".")
+    return ".".join([f"get_{top}()", *rest, name])
+
+
 def _ancestors(path: str) -> tuple[str, ...]:
     parts = path.split(".")
     return tuple(".".join(parts[:i]) for i in range(len(parts), 0, -1))
@@ -102,5 +108,4 @@ class Registry:
 
     def accessor_of(self, name: str) -> str:
         """How code should read a leaf: `get_exec().kernel.attention_backend`."""
-        top, *rest = self.namespace_of(name).split(".")
-        return ".".join([f"get_{top}()", *rest, name])
+        return accessor_expression(self.namespace_of(name), name)

@@ -25,6 +25,9 @@ MODE_VAR = "CONFIGBAGS_ROLE_NAMESPACES"
 OUT_VAR = "CONFIGBAGS_ROLE_NAMESPACES_OUT"
 MODES = ("off", "record", "enforce")
 DEFAULT_OUT = "configbags-role-reads.jsonl"
+# What record mode writes for a read of the raw ServerArgs record: it can reach any
+# namespace, so an audit counts it as reading all of them.
+RAW_RECORD = "*"
 
 
 def mode_from_env(environ: dict[str, str] | os._Environ[str] | None = None) -> str:

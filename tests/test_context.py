@@ -72,7 +72,7 @@ def test_unknown_role_is_refused(config_scope: Context[Any], record: ServerArgs)
     [
         ({"tp_sise": 2}, UnknownLeafError, "did you mean 'tp_size'"),
         ({"attn_tp_size": 2}, PolicyError, "derived from tp_size, attn_dp_size, attn_cp_size"),
-        ({"max_running_requests": "many"}, LeafValueError, "schedule.max_running_requests.*is not a optional int"),
+        ({"max_running_requests": "many"}, LeafValueError, "schedule.max_running_requests \\(policy load_time, owner worker\\).*is not of type optional int"),
         ({"mem_fraction_static": 1.5}, LeafValueError, "above the maximum 1.0"),
         ({"schedule_policy": "fastest"}, LeafValueError, "not one of the choices"),
     ],
@@ -167,7 +167,8 @@ def test_seed_c_and_d_server_info_and_republish(config_scope: Context[Any], reco
     report = ctx.republish_report
     assert report is not None
     assert [e.leaf for e in report.replayed] == ["speculative_accept_threshold_single"]
-    assert [(d.entry.leaf, "already sets" in d.reason) for d in report.dropped] == [("pp_max_micro_batch_size", True)]
+    assert [e.leaf for e in report.subsumed] == ["pp_max_micro_batch_size"]
+    assert report.dropped == ()
 
 
 def test_republish_reports_override_that_no_longer_fits(config_scope: Context[Any]) -> None:
@@ -295,3 +296,69 @@ def test_explain_shows_every_layer(config_scope: Context[Any], record: ServerArg
 def test_every_error_is_a_config_error() -> None:
     for cls in (UnknownLeafError, LeafValueError, PolicyError, OwnerError, CapacityError, RoleError, NotPublishedError):
         assert issubclass(cls, ConfigError)
+
+
+def test_override_to_none_of_a_fallback_leaf_in_force_is_no_change(ctx: Context[Any]) -> None:
+    epoch = ctx.epoch
+    with scoped_override(swa_full_tokens_ratio=None):
+        assert ctx.epoch == epoch and get_schedule().swa_full_tokens_ratio == 0.8
+    with scoped_override(swa_full_tokens_ratio=0.8):
+        assert ctx.epoch == epoch and not ctx.state.log
+
+
+def test_republish_keeps_the_seal(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="worker")
+    ctx.seal()
+    ctx.publish(record.replace(tp_size=2), role="worker")
+    assert ctx.sealed
+    with pytest.raises(PolicyError, match="sealed"):
+        ctx.override("late", max_running_requests=32)
+
+
+def test_republish_under_another_role_drops_overrides_it_does_not_own(config_scope: Context[Any],
+                                                                      record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="worker")
+    ctx.override("kv_pool", kv_cache_dtype="bf16")
+    ctx.publish(record, role="detokenizer")
+    report = ctx.republish_report
+    assert report is not None and not report.replayed
+    assert "owned by 'worker'" in report.dropped[0].reason
+    assert get_model().kv_cache_dtype == "auto"
+
+
+def test_snapshot_is_one_moment_across_namespaces(ctx: Context[Any]) -> None:
+    stop = threading.Event()
+    torn: list[tuple[Any, Any]] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            bags = ctx.snapshot()
+            if bags["parallel"].pp_max_micro_batch_size != bags["schedule"].chunked_prefill_size:
+                torn.append((bags["parallel"].pp_max_micro_batch_size, bags["schedule"].chunked_prefill_size))
+
+    with scoped_override(pp_max_micro_batch_size=1, chunked_prefill_size=1):
+        threads = [threading.Thread(target=reader) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for i in range(2, 300):
+            ctx.override("writer", pp_max_micro_batch_size=i, chunked_prefill_size=i)
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not torn
+
+
+def test_capacity_error_names_the_inputs_of_a_derived_capacity(config_scope: Context[Any]) -> None:
+    ctx = config_scope.publish(ServerArgs(model_path="m", **SPEC), role="scheduler")
+    with pytest.raises(CapacityError, match=r"derived at publish from its inputs; raise them at startup \(.*--speculative-num-draft-tokens"):
+        ctx.override("adaptive_spec", speculative_num_draft_tokens=9)
+
+
+def test_json_values_are_private_copies(ctx: Context[Any]) -> None:
+    extra = {"a": 1}
+    with scoped_override(hicache_storage_backend_extra_config=extra):
+        h = ctx.config_hash()
+        extra["a"] = 2
+        assert get_context().bag("memory").hicache_storage_backend_extra_config == {"a": 1}
+        assert ctx.state.log and list(ctx.state.log)[-1].new == {"a": 1}
+        assert ctx.config_hash() == h

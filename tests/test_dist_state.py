@@ -174,3 +174,23 @@ def test_layouts_that_do_not_tile_are_refused(sizes: dict[str, int], match: str)
 def test_rank_outside_the_launch_is_refused() -> None:
     with pytest.raises(DistributedConfigError, match="outside the launch"):
         compute_ranks(4, tp_size=2, pp_size=2)
+
+
+def test_runtime_resize_restamps_ranks(config_scope: Any) -> None:
+    """An elastic resize (dp_size is a runtime leaf) re-stamps the ranks from the rank
+    function, so no rank read after it contradicts the sizes next to it."""
+    import functools
+
+    from generated.accessors import get_parallel
+    from runtime.dist import compute_ranks, stamp_ranks
+
+    record = ServerArgs(model_path="m", tp_size=8, dp_size=2, enable_dp_attention=True)
+    ctx = config_scope.publish(record, role="scheduler", ranks=functools.partial(stamp_ranks, 5))
+    assert (get_parallel().attn_dp_rank, get_parallel().attn_tp_rank) == (1, 1)
+    ctx.override("elastic_ep", dp_size=4)
+    expected = compute_ranks(5, tp_size=8, attn_dp_size=4, attn_tp_size=2)
+    par = get_parallel()
+    assert (par.attn_dp_size, par.attn_tp_size) == (4, 2)
+    assert (par.attn_dp_rank, par.attn_tp_rank, par.world_rank) == (
+        expected["attn_dp_rank"], expected["attn_tp_rank"], 5)
+    assert ctx.state.ranks == compute_ranks(5, tp_size=8, attn_dp_size=4, attn_tp_size=2)

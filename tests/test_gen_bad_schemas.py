@@ -30,7 +30,14 @@ CASES = [
     ("default-wrong-type", CORE, "    default: 2\n", "    default: two\n", "core.yaml:6", "width", "default 'two' is invalid"),
     ("default-not-a-choice", TUNE, "    default: fast\n", "    default: slow\n", "core.tune.yaml:6", "mode", "not one of the choices"),
     ("default-below-min", CORE, "    default: 2\n", "    default: 0\n", "core.yaml:6", "width", "below the minimum 1"),
-    ("default-above-max", CORE, "    max: 1.0\n", "    max: 1.0\n    default_ignored: 1\n", "core.yaml:21", "ratio", "default_ignored"),
+    ("unknown-property", CORE, "    max: 1.0\n", "    max: 1.0\n    default_ignored: 1\n", "core.yaml:21", "ratio", "default_ignored"),
+    ("default-above-max", CORE, "    min: 1\n    help: How many", "    min: 1\n    max: 1\n    help: How many", "core.yaml:6", "width", "above the maximum 1"),
+    ("non-finite-bound", CORE, "    max: 1.0\n", "    max: .nan\n", "core.yaml:26", "ratio", "max nan is not a finite number"),
+    ("non-string-key", CORE, "  verbose:\n", "  yes:\n", "core.yaml:31", None, "key True is a bool, not a name; quote it"),
+    ("leaf-named-replace", CORE, "  verbose:\n", "  replace:\n", "core.yaml:31", "replace", "reserved"),
+    ("leaf-named-attrs", CORE, "  verbose:\n", "  attrs:\n", "core.yaml:31", "attrs", "reserved"),
+    ("reserved-namespace", CORE, "namespace: core\n", "namespace: context\n", "context.yaml:1", None, "would shadow a generated name"),
+    ("class-name-clash", None, None, None, "core_tune.yaml:1", None, "gets class name CoreTune, as does namespace 'core.tune'"),
     ("choice-wrong-type", TUNE, "    choices: [fast, safe]\n", "    choices: [fast, 3]\n", "core.tune.yaml:7", "mode", "choice 3 does not fit"),
     ("min-greater-than-max", CORE, "    min: 0.0\n    max: 1.0\n", "    min: 1.0\n    max: 0.5\n", "core.yaml:26", "ratio", "greater than max"),
     ("min-on-string", TUNE, "    choices: [fast, safe]\n", "    choices: [fast, safe]\n    min: 1\n", "core.tune.yaml:5", "mode", "min/max only apply to numeric"),
@@ -38,9 +45,9 @@ CASES = [
     ("fallback-not-optional", CORE, "    type: optional float\n    default: null\n", "    type: float\n    default: null\n", "core.yaml:23", "ratio", "default None is invalid"),
     ("fallback-out-of-range", CORE, "    fallback: 0.5\n", "    fallback: 5.0\n", "core.yaml:24", "ratio", "above the maximum"),
     ("fallback-not-scalar", CORE, "    fallback: 0.5\n", "    fallback: [0.5]\n", "core.yaml:24", "ratio", "is not of type"),
-    ("capacity-missing", TUNE, "    capacity: width\n", "    capacity: widht\n", "core.tune.yaml:38", "budget", "capacity 'widht' is not a leaf"),
-    ("capacity-not-numeric", TUNE, "    capacity: width\n", "    capacity: verbose\n", "core.tune.yaml:38", "budget", "capacity 'verbose' is not numeric"),
-    ("capacity-on-startup-leaf", TUNE, "    capacity: width\n    owner: boss\n    override: runtime\n", "    capacity: width\n    owner: boss\n    override: startup\n", "core.tune.yaml:38", "budget", "`override: startup`"),
+    ("capacity-missing", TUNE, "    capacity: width\n", "    capacity: widht\n", "core.tune.yaml:41", "budget", "capacity 'widht' is not a leaf"),
+    ("capacity-not-numeric", TUNE, "    capacity: width\n", "    capacity: verbose\n", "core.tune.yaml:41", "budget", "capacity 'verbose' is not numeric"),
+    ("capacity-on-startup-leaf", TUNE, "    capacity: width\n    owner: boss\n    override: runtime\n", "    capacity: width\n    owner: boss\n    override: startup\n", "core.tune.yaml:41", "budget", "`override: startup`"),
     ("derived-unknown-input", CORE, "    inputs: [width]\n", "    inputs: [widht]\n", "core.yaml:40", "width_root", "unknown derived input 'widht'"),
     ("derived-module-missing", CORE, "    fn: math:isqrt\n", "    fn: no_such_module:f\n", "core.yaml:40", "width_root", "cannot import module 'no_such_module'"),
     ("derived-function-missing", CORE, "    fn: math:isqrt\n", "    fn: math:no_such_function\n", "core.yaml:40", "width_root", "has no function 'no_such_function'"),
@@ -52,7 +59,7 @@ CASES = [
     ("audit-unknown-namespace", "roles.yaml", "        observed: [core]\n", "        observed: [cor]\n", "roles.yaml:11", None, "observed unknown namespace 'cor'"),
     ("allowlist-without-reason", "ratchet.yaml", ', reason: "kept raw for the demo"}', "}", "ratchet.yaml:8", None, "'reason' is a required property"),
     ("allowlist-bad-leaf-name", "ratchet.yaml", "leaf: width,", "leaf: 'width size',", "ratchet.yaml:8", None, "does not match"),
-    ("missing-roles-file", None, None, None, "roles.yaml:0", None, "roles.yaml is missing"),
+    ("missing-roles-file", None, None, None, "roles.yaml:1", None, "roles.yaml is missing"),
 ]
 
 
@@ -63,6 +70,19 @@ def _mutate(schema: Path, case: tuple[str, str | None, str | None, str | None, s
         return
     if name == "missing-roles-file":
         (schema / "roles.yaml").unlink()
+        return
+    if name == "reserved-namespace":
+        (schema / CORE).rename(schema / "namespaces" / "context.yaml")
+        (schema / TUNE).unlink()
+        (schema / "roles.yaml").write_text((schema / "roles.yaml").read_text().replace("[core]", "[context]"))
+        (schema / "ratchet.yaml").unlink()
+        file, old, new = "namespaces/context.yaml", "namespace: core\n", "namespace: context\n"
+    if name == "class-name-clash":
+        clash = (schema / TUNE).read_text().replace("namespace: core.tune", "namespace: core_tune")
+        (schema / "namespaces" / "core_tune.yaml").write_text(clash.replace("  mode:", "  mode2:", 1)
+                                                              .replace("  sizes:", "  sizes2:").replace("  tags:", "  tags2:")
+                                                              .replace("  extra:", "  extra2:").replace("  budget:", "  budget2:")
+                                                              .replace("--lanes", "--lanes2"))
         return
     assert file
     assert old is not None

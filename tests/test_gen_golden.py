@@ -4,11 +4,13 @@ prints the diff and the one command that updates the goldens."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from genutil import CASES, REPO, import_generated
 
@@ -20,14 +22,13 @@ CASE_NAMES = sorted(p.name for p in CASES.iterdir() if (p / "schema").is_dir())
 UPDATE = "UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_gen_golden.py"
 
 
-def _regen(case: str) -> str:
-    return "python -m codegen --schema schema --out expected  (make gen)"
+REGEN = "python -m codegen --schema schema --out expected  (make gen)"
 
 
 @pytest.mark.parametrize("case", CASE_NAMES)
 def test_golden(case: str) -> None:
     folder = CASES / case
-    files = emit(load_schema(folder / "schema"), _regen(case))
+    files = emit(load_schema(folder / "schema"), REGEN)
     if os.environ.get("UPDATE_GOLDEN"):
         write_tree(folder / "expected", files)
     stale = diff(folder / "expected", files)
@@ -38,12 +39,14 @@ def test_golden(case: str) -> None:
 def test_standard_checks(case: str, tmp_path: Path) -> None:
     """Every case: the package imports, defaults instantiate, --help works, publish works."""
     out = tmp_path / "expected"
-    write_tree(out, emit(load_schema(CASES / case / "schema"), _regen(case)))
+    write_tree(out, emit(load_schema(CASES / case / "schema"), REGEN))
     mods = import_generated(out)
     leaves = mods["registry"].LEAVES
     required = {n: ("x" if s.type.base == "str" else 1) for n, s in leaves.items() if s.required}
     record = mods["server_args"].ServerArgs(**required)
     assert record.to_dict() == mods["server_args"].ServerArgs.from_dict(record.to_dict()).to_dict()
+    # the defaults are a valid config file under the case's own JSON Schema
+    jsonschema.validate(record.to_dict(), json.loads((out / "server_args.schema.json").read_text()))
     parser = argparse.ArgumentParser(prog="server")
     mods["server_args"].ServerArgs.add_cli_args(parser)
     assert "--config" in parser.format_help()
@@ -53,12 +56,11 @@ def test_standard_checks(case: str, tmp_path: Path) -> None:
 
 
 def test_bundled_generated_is_current() -> None:
-    stale = diff(REPO / "generated", emit(load_schema(REPO / "schema"), _bundled_regen()))
+    stale = diff(REPO / "generated", emit(load_schema(REPO / "schema"), BUNDLED_REGEN))
     assert not stale, f"generated/ is out of date with schema/; run make gen\n{stale[:4000]}"
 
 
-def _bundled_regen() -> str:
-    return "python -m codegen --schema schema --out generated  (make gen)"
+BUNDLED_REGEN = "python -m codegen --schema schema --out generated  (make gen)"
 
 
 def test_deterministic_across_hash_seeds(tmp_path: Path) -> None:

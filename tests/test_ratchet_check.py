@@ -7,10 +7,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import attrs
 import pytest
 import yaml
 
-from codegen.ratchet.check import AllowEntry, check
+from codegen.importer import ROLES_YAML
+from codegen.model import AllowEntry
+from codegen.ratchet.check import check
 from codegen.ratchet.cli import main
 from codegen.ratchet.scan import ScanSettings, scan_tree
 
@@ -153,7 +156,7 @@ def test_a_scan_that_read_too_few_files_fails(tmp_path: Path) -> None:
 
 
 def test_entries_need_a_reason_and_must_be_unique(tmp_path: Path) -> None:
-    entries = [FULL_ALLOWLIST[0], FULL_ALLOWLIST[0], FULL_ALLOWLIST[1]._replace(reason=" ")]
+    entries = [FULL_ALLOWLIST[0], FULL_ALLOWLIST[0], attrs.evolve(FULL_ALLOWLIST[1], reason=" ")]
     messages = _run(tmp_path, {"reader.py": READER}, entries)
     assert messages == [
         "schema/ratchet.yaml: duplicate allowlist entry {file: pkg/reader.py, function: Foo.bar, "
@@ -164,7 +167,7 @@ def test_entries_need_a_reason_and_must_be_unique(tmp_path: Path) -> None:
 
 
 def test_allowlist_entries_may_be_mappings(tmp_path: Path) -> None:
-    entries = [e._asdict() for e in FULL_ALLOWLIST]
+    entries = [attrs.asdict(e) for e in FULL_ALLOWLIST]
     assert _run(tmp_path, {"reader.py": READER}, entries) == []  # type: ignore[arg-type]
 
 
@@ -186,6 +189,7 @@ def _schema(project: Path, allowlist: list[dict[str, str]] | None = None, roots:
         "allowlist": allowlist or [],
     }
     (schema / "ratchet.yaml").write_text("# keep this comment\n" + yaml.safe_dump(data, sort_keys=False))
+    (schema / "roles.yaml").write_text(ROLES_YAML)  # the schema loader needs a whole schema
     return schema
 
 
@@ -194,7 +198,7 @@ MANY = {f"filler{i}.py": PLAIN for i in range(5)}
 
 def test_cli_check_passes_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     project = _project(tmp_path, {"reader.py": READER, **MANY})
-    schema = _schema(project, [e._asdict() for e in FULL_ALLOWLIST])
+    schema = _schema(project, [attrs.asdict(e) for e in FULL_ALLOWLIST])
     assert main(["check", "--schema", str(schema)]) == 0
     assert "ratchet ok: 6 files scanned, 4 raw reads at 2" in capsys.readouterr().out
     (project / "pkg" / "new.py").write_text("def f(server_args):\n    return server_args.tp_size\n")
@@ -206,7 +210,7 @@ def test_cli_check_passes_and_fails(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_cli_check_asserts_a_non_trivial_scan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     project = _project(tmp_path, {"reader.py": READER})
-    schema = _schema(project, [e._asdict() for e in FULL_ALLOWLIST], roots=("pkg", "missing"))
+    schema = _schema(project, [attrs.asdict(e) for e in FULL_ALLOWLIST], roots=("pkg", "missing"))
     assert main(["check", "--schema", str(schema)]) == 1
     assert "the scan read 1 files under roots ['missing', 'pkg']" in capsys.readouterr().out
 
@@ -244,7 +248,7 @@ def test_cli_check_against_a_generated_allowlist_module(tmp_path: Path, capsys: 
 
 def test_cli_init_writes_a_baseline_and_keeps_known_reasons(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     project = _project(tmp_path, {"reader.py": READER, "skip.py": READER, **MANY})
-    schema = _schema(project, [FULL_ALLOWLIST[1]._asdict()])
+    schema = _schema(project, [attrs.asdict(FULL_ALLOWLIST[1])])
     assert main(["init", "--schema", str(schema), "--root", str(project / "pkg"), "--exclude", "pkg/skip.py"]) == 0
     data = yaml.safe_load((schema / "ratchet.yaml").read_text())
     assert data["scan"]["roots"] == ["pkg"]
@@ -269,12 +273,12 @@ def test_cli_init_creates_the_schema_folder_and_warns_about_writes(tmp_path: Pat
 def test_cli_update_removes_stale_entries_and_never_adds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     project = _project(tmp_path, {"reader.py": READER, **MANY})
     stale = {"file": "pkg/old.py", "function": "f", "leaf": "tp_size", "reason": "gone now"}
-    schema = _schema(project, [FULL_ALLOWLIST[0]._asdict(), stale])  # Foo.baz is missing
+    schema = _schema(project, [attrs.asdict(FULL_ALLOWLIST[0]), stale])  # Foo.baz is missing
     assert main(["update", "--schema", str(schema)]) == 0
     assert "removed stale entry: pkg/old.py f tp_size" in capsys.readouterr().out
     text = (schema / "ratchet.yaml").read_text()
     assert text.startswith("# keep this comment\n")
-    assert yaml.safe_load(text)["allowlist"] == [FULL_ALLOWLIST[0]._asdict()]
+    assert yaml.safe_load(text)["allowlist"] == [attrs.asdict(FULL_ALLOWLIST[0])]
 
 
 def test_cli_scan_lists_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -298,3 +302,48 @@ def test_the_configbags_dispatcher_routes_ratchet(tmp_path: Path, capsys: pytest
     schema = _schema(project)
     assert configbags_main(["ratchet", "scan", "--schema", str(schema)]) == 0
     assert "read tp_size" in capsys.readouterr().out
+
+
+def test_cli_init_keeps_min_files(tmp_path: Path) -> None:
+    # `ratchet init` rewrites ratchet.yaml; it must not drop (and so loosen) the floor.
+    project = _project(tmp_path, {"reader.py": READER, **MANY})
+    schema = _schema(project)
+    text = (schema / "ratchet.yaml").read_text().replace("  raw_accessor:", "  min_files: 3\n  raw_accessor:")
+    (schema / "ratchet.yaml").write_text(text)
+    assert main(["init", "--schema", str(schema), "--root", str(project / "pkg")]) == 0
+    assert yaml.safe_load((schema / "ratchet.yaml").read_text())["scan"]["min_files"] == 3
+
+
+def test_cli_loads_ratchet_yaml_through_the_schema_loader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The meta-schema requires at least one root; `roots: []` must not quietly become the
+    # default root, and the error is a clean message (exit 2), not a traceback.
+    project = _project(tmp_path, {"reader.py": READER, **MANY})
+    schema = _schema(project, roots=())
+    assert main(["check", "--schema", str(schema)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("configbags ratchet: the schema in ")
+    assert "ratchet.yaml" in err and "roots" in err
+
+
+def test_cli_reports_an_invalid_namespace_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"reader.py": READER, **MANY})
+    schema = _schema(project)
+    (schema / "namespaces" / "parallel.yaml").write_text("namespace: parallel\ndoc: d\nleaves: {tp_size: {type: int}}\n")
+    assert main(["scan", "--schema", str(schema)]) == 2
+    assert "parallel.yaml" in capsys.readouterr().err
+
+
+def test_check_output_lists_skipped_generated_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    header = "# Code generated by codegen from 2 schema files. DO NOT EDIT.\n"
+    files = {
+        "reader.py": READER,
+        **MANY,
+        "gen/accessors.py": header + "def get_server_args():\n    return _RECORD\n",
+        "gen/ratchet_allowlist.py": header + "ALLOWLIST = ()\n",
+    }
+    project = _project(tmp_path, files)
+    schema = _schema(project, [attrs.asdict(e) for e in FULL_ALLOWLIST])
+    assert main(["check", "--schema", str(schema)]) == 0
+    assert "skipped 2 generated files in generated packages: pkg/gen\n" in capsys.readouterr().out

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from codegen.importer import ROLES_YAML
 from codegen.ratchet.check import check
 from codegen.ratchet.cli import main
 from codegen.ratchet.fix import fix_source, fix_tree
@@ -22,11 +23,13 @@ ACCESSORS = {
 MODULE = "generated.accessors"
 
 
-def _fix(source: str) -> tuple[str, list[str], list[str]]:
+def _fix(source: str, *, rewrite_parameters: bool = True) -> tuple[str, list[str], list[str]]:
+    """Most tests here are about *how* a read is rewritten, on records handed in as
+    parameters; which records may be rewritten at all is tested with the flag off."""
     source = textwrap.dedent(source)
     scanned = scan_source(source.encode(), ScanSettings(roots=(".",)))
     reads = [Read("m.py", *row) for row in scanned.reads]
-    new, changed, skipped = fix_source(source, reads, ACCESSORS, MODULE)
+    new, changed, skipped = fix_source(source, reads, ACCESSORS, MODULE, rewrite_parameters=rewrite_parameters)
     return new, [f"{c.old} -> {c.new}" for c in changed], [f"{s.leaf}: {s.reason}" for s in skipped]
 
 
@@ -155,7 +158,7 @@ def test_fix_tree_reports_writes_keeps_crlf_and_is_idempotent(tmp_path: Path) ->
         },
     )
     settings = ScanSettings(roots=("pkg",))
-    report = fix_tree(project, settings, ACCESSORS, MODULE)
+    report = fix_tree(project, settings, ACCESSORS, MODULE, rewrite_parameters=True)
     assert report.files_changed == ("pkg/a.py", "pkg/crlf.py")
     assert [(s.file, s.line, s.reason.split(":")[0]) for s in report.skipped] == [
         ("pkg/a.py", 2, "write to the raw record")
@@ -165,7 +168,7 @@ def test_fix_tree_reports_writes_keeps_crlf_and_is_idempotent(tmp_path: Path) ->
         b"from generated.accessors import get_schedule\r\n\r\n"
         b"def g(server_args):\r\n    return get_schedule().page_size\r\n"
     )
-    again = fix_tree(project, settings, ACCESSORS, MODULE)
+    again = fix_tree(project, settings, ACCESSORS, MODULE, rewrite_parameters=True)
     assert again.changed == () and again.files_changed == ()
     after = check(scan_tree(project, settings), [], ACCESSORS, min_files=1)
     assert [f.kind for f in after.failures] == ["write"]  # the only thing left is the write
@@ -174,7 +177,7 @@ def test_fix_tree_reports_writes_keeps_crlf_and_is_idempotent(tmp_path: Path) ->
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:
     project = _tree(tmp_path, {"a.py": "def f(server_args):\n    return server_args.tp_size\n"})
     before = (project / "pkg/a.py").read_text()
-    report = fix_tree(project, ScanSettings(roots=("pkg",)), ACCESSORS, MODULE, dry_run=True)
+    report = fix_tree(project, ScanSettings(roots=("pkg",)), ACCESSORS, MODULE, dry_run=True, rewrite_parameters=True)
     assert report.files_changed == ("pkg/a.py",)
     assert (project / "pkg/a.py").read_text() == before
 
@@ -189,8 +192,10 @@ def test_cli_fix_updates_the_allowlist(tmp_path: Path, capsys: pytest.CaptureFix
     (schema / "namespaces" / "parallel.yaml").write_text(
         "namespace: parallel\ndoc: d\nleaves:\n  tp_size: {type: int, default: 1, help: h, owner: launcher, override: startup}\n"
     )
+    (schema / "roles.yaml").write_text(ROLES_YAML)
     assert main(["init", "--schema", str(schema), "--root", str(project / "pkg")]) == 0
-    assert main(["fix", "--schema", str(schema), "--accessors-module", "app.config.accessors"]) == 0
+    fix = ["fix", "--schema", str(schema), "--accessors-module", "app.config.accessors"]
+    assert main([*fix, "--rewrite-parameters"]) == 0
     out = capsys.readouterr().out
     assert "pkg/a.py:2 (f): server_args.tp_size -> get_parallel().tp_size" in out
     assert "removed 1 entries for rewritten reads, gave 1 refused reads their reason" in out
@@ -205,3 +210,135 @@ def test_cli_fix_updates_the_allowlist(tmp_path: Path, capsys: pytest.CaptureFix
         }
     ]
     assert main(["check", "--schema", str(schema), "--min-files", "1"]) == 0
+
+
+# --------------------------------------------------------------------------- meaning kept
+
+
+@pytest.mark.parametrize(
+    ("source", "reason"),
+    [
+        # a record built here is not the published one the accessor reads
+        (
+            "def f(argv):\n    args = ServerArgs.from_cli(argv)\n    return args.tp_size\n",
+            "tp_size: reads a ServerArgs built here",
+        ),
+        ("def f():\n    return ServerArgs(tp_size=2).tp_size\n", "tp_size: reads a ServerArgs built here"),
+        # the call has effects; replacing the expression would drop it
+        (
+            "def f():\n    return make_runner().server_args.tp_size\n",
+            "tp_size: the receiver `make_runner().server_args` may have side effects",
+        ),
+        (
+            "def f(runners):\n    return runners[0].server_args.tp_size\n",
+            "tp_size: the receiver `runners[0].server_args` may have side effects",
+        ),
+        # the walrus binds `sa`, which later code may use
+        (
+            "def f():\n    return (sa := get_server_args()).tp_size, sa\n",
+            "tp_size: the receiver binds a name with `:=`",
+        ),
+        (
+            "def f(rec):\n    return getattr((sa := rec.server_args), 'tp_size'), sa\n",
+            "tp_size: the receiver binds a name with `:=`",
+        ),
+        # `with f(record) as sa`: sa is whatever f yields
+        (
+            "def f(lock):\n    with lock(get_server_args()) as sa:\n        return sa.tp_size\n",
+            "tp_size: bound by `with ... as NAME` around the record",
+        ),
+    ],
+)
+def test_refuses_what_would_change_meaning_or_drop_code(source: str, reason: str) -> None:
+    new, changed, skipped = _fix(source, rewrite_parameters=True)  # refused even with the flag
+    assert new == source
+    assert changed == []
+    assert len(skipped) == 1 and skipped[0].startswith(reason), skipped
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(other: ServerArgs):\n    return other.tp_size\n",
+        "def f(server_args):\n    return server_args.tp_size\n",
+        "class Draft:\n    def f(self):\n        return self.server_args.tp_size\n",
+        "def f(runner):\n    return getattr(runner.server_args, 'tp_size')\n",
+    ],
+)
+def test_held_records_are_rewritten_only_when_the_user_says_so(source: str) -> None:
+    # A draft runner holds its own record: rewriting its reads to the process bags would
+    # bring back the draft-vs-target bug, so without --rewrite-parameters fix refuses.
+    new, changed, skipped = _fix(source, rewrite_parameters=False)
+    assert (new, changed) == (source, [])
+    assert skipped == [
+        "tp_size: may be a runner's own record; pass --rewrite-parameters if it is the process record"
+    ]
+    new, changed, skipped = _fix(source, rewrite_parameters=True)
+    assert len(changed) == 1 and skipped == []
+    assert "get_parallel().tp_size" in new
+
+
+def test_fetched_records_are_rewritten_without_the_flag() -> None:
+    new, changed, skipped = _fix(
+        """\
+        from contextlib import nullcontext
+        from generated import accessors
+        from generated.accessors import get_server_args
+
+
+        def f():
+            args = get_server_args()
+            with nullcontext(get_server_args()) as sa:
+                return args.tp_size + sa.tp_size + accessors.get_server_args().page_size
+        """,
+        rewrite_parameters=False,
+    )
+    assert skipped == []
+    assert len(changed) == 3
+    assert "return get_parallel().tp_size + get_parallel().tp_size + get_schedule().page_size\n" in new
+
+
+def test_cli_fix_without_the_flag_allowlists_held_reads_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _tree(
+        tmp_path,
+        {
+            "a.py": """\
+                from generated.accessors import get_server_args
+
+
+                def f(server_args):
+                    return server_args.tp_size + get_server_args().tp_size
+
+
+                def g():
+                    return get_server_args().tp_size
+                """
+        },
+    )
+    schema = project / "schema"
+    (schema / "namespaces").mkdir(parents=True)
+    (schema / "namespaces" / "parallel.yaml").write_text(
+        "namespace: parallel\ndoc: d\nleaves:\n  tp_size: {type: int, default: 1, help: h, owner: launcher, override: startup}\n"
+    )
+    (schema / "roles.yaml").write_text(ROLES_YAML)
+    assert main(["init", "--schema", str(schema), "--root", str(project / "pkg")]) == 0
+    fix = ["fix", "--schema", str(schema), "--accessors-module", "generated.accessors"]
+    assert main(fix) == 0
+    allowlist = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
+    assert allowlist == [
+        {
+            "file": "pkg/a.py",
+            "function": "f",
+            "leaf": "tp_size",
+            "reason": "fix refused: may be a runner's own record; pass --rewrite-parameters if it "
+            "is the process record",
+        }
+    ]
+    assert main(["check", "--schema", str(schema), "--min-files", "1"]) == 0
+    # with the flag, the rest goes, and so does the entry fix wrote
+    assert main([*fix, "--rewrite-parameters"]) == 0
+    assert yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"] == []
+    assert main(["check", "--schema", str(schema), "--min-files", "1"]) == 0
+    capsys.readouterr()

@@ -197,3 +197,25 @@ def test_cli_record_keeps_reads_of_a_command_killed_by_signal(tmp_path: Path,
 def test_cli_record_needs_a_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert audit.main(["record", "--"]) == 2
     assert "give the command after --" in capsys.readouterr().err
+
+
+def test_a_raw_record_read_counts_as_every_namespace(tmp_path: Path) -> None:
+    """A role that read get_server_args() may have touched anything: nothing is uncovered,
+    and for a role without `reads: all` enforce mode would refuse it."""
+    events = tmp_path / "reads.jsonl"
+    events.write_text(
+        "\n".join(json.dumps(e) for e in [
+            {"event": "publish", "role": "tokenizer", "pid": 1},
+            {"event": "read", "role": "tokenizer", "namespace": "*", "pid": 1},
+            {"event": "publish", "role": "detokenizer", "pid": 2},
+            {"event": "read", "role": "detokenizer", "namespace": "serving", "pid": 2},
+            {"event": "read", "role": "detokenizer", "namespace": "*", "pid": 2},
+        ]) + "\n"
+    )
+    reports = {r.role: r for r in audit.build_reports(audit.load([events]))}
+    tok, detok = reports["tokenizer"], reports["detokenizer"]
+    assert tok.raw and tok.uncovered == frozenset() and tok.outside == frozenset()
+    assert detok.outside == frozenset({"*"}) and detok.uncovered == frozenset()
+    record = detok.audit_record(date="2026-11-29", workload="w")
+    assert record["observed"] == ["serving"]
+    assert "raw record" in record["decision"]

@@ -281,3 +281,46 @@ def test_unpublished_again_after_a_restoring_scope(mode: str, tmp_path: Path) ->
         print(json.dumps([errors, get_parallel().tp_size]))
         """, mode=mode, out=tmp_path / "reads.jsonl")
     assert last_json(proc) == [["NotPublishedError", "NotPublishedError"], 1]
+
+
+def test_enforce_guards_the_raw_record_and_generic_reads() -> None:
+    """The raw record spans every namespace: only a role that may read them all gets it;
+    ctx.bag() and runner views are scoped like the accessors."""
+    proc = run_python("""
+        import json
+        from generated.accessors import publish, get_server_args, get_context, runner_view
+        from generated.server_args import ServerArgs
+        from runtime.errors import RoleError
+        out = {}
+        publish(ServerArgs(model_path="m"), role="detokenizer")
+        for name, read in [("raw", lambda: get_server_args().tp_size),
+                           ("bag", lambda: get_context().bag("parallel")),
+                           ("view", lambda: runner_view("draft").parallel),
+                           ("allowed", lambda: get_context().bag("serving").port)]:
+            try:
+                read()
+                out[name] = "ok"
+            except RoleError as exc:
+                out[name] = str(exc)
+        publish(ServerArgs(model_path="m"), role="tokenizer")
+        out["raw_all"] = get_server_args().tp_size
+        print(json.dumps(out))
+        """, mode="enforce")
+    out = last_json(proc)
+    assert "may not read the raw record, which spans every namespace" in out["raw"]
+    assert "may not read namespace 'parallel'" in out["bag"]
+    assert "runner view 'draft'" in out["view"]
+    assert out["allowed"] == "ok" and out["raw_all"] == 1
+
+
+def test_record_mode_records_raw_record_reads(tmp_path: Path) -> None:
+    out = tmp_path / "reads.jsonl"
+    run_python("""
+        from generated.accessors import publish, get_server_args
+        from generated.server_args import ServerArgs
+        publish(ServerArgs(model_path="m"), role="tokenizer")
+        get_server_args().tp_size
+        get_server_args().port
+        """, mode="record", out=out)
+    events = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [e.get("namespace") for e in events if e["event"] == "read"] == ["*"]

@@ -12,7 +12,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from codegen.ratchet.check import AllowEntry, check, stale_keys
+import attrs
+
+from codegen.model import AllowEntry
+from codegen.ratchet.check import check, stale_keys
 from codegen.ratchet.fix import fix_tree
 from codegen.ratchet.scan import ScanSettings, default_cache_path, scan_tree
 from codegen.ratchet.settings import (
@@ -66,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
         help="import path of the generated accessors (default: generated.accessors)",
     )
     fix_cmd.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    fix_cmd.add_argument(
+        "--rewrite-parameters",
+        action="store_true",
+        help="also rewrite reads of a held record (server_args: ServerArgs parameters, "
+        "self.server_args): say so only when the tree has one record per process, with no "
+        "runner (e.g. a draft model) holding its own",
+    )
     return parser
 
 
@@ -154,7 +164,9 @@ def _init(args: argparse.Namespace) -> int:
     keys = sorted({(r.file, r.function, r.leaf) for r in result.reads})
     entries = [AllowEntry(*key, kept.get(key) or BASELINE) for key in keys]
     schema.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_ratchet_yaml(settings, entries), encoding="utf-8")
+    min_files = scan.get("min_files")
+    text = render_ratchet_yaml(settings, entries, min_files=None if min_files is None else int(min_files))
+    path.write_text(text, encoding="utf-8")
     print(
         f"wrote {path}: {len(entries)} allowlist entries for {len(result.reads)} raw reads in "
         f"{result.files_parsed} files"
@@ -189,7 +201,12 @@ def _update(args: argparse.Namespace) -> int:
 def _fix(args: argparse.Namespace) -> int:
     inputs = load_from_schema(args.schema)
     report = fix_tree(
-        inputs.project, inputs.settings, inputs.accessors, args.accessors_module, dry_run=args.dry_run
+        inputs.project,
+        inputs.settings,
+        inputs.accessors,
+        args.accessors_module,
+        dry_run=args.dry_run,
+        rewrite_parameters=args.rewrite_parameters,
     )
     print(report.render())
     if args.dry_run:
@@ -208,8 +225,9 @@ def _fix(args: argparse.Namespace) -> int:
         key = (entry.file, entry.function, entry.leaf)
         if key in stale:
             return None
-        if entry.reason == BASELINE and reasons.get(key):
-            return entry._replace(reason=FIX_REFUSED + "; ".join(reasons[key]))
+        # A reason fix wrote itself (or the baseline) is refreshed; a person's is kept.
+        if (entry.reason == BASELINE or entry.reason.startswith(FIX_REFUSED)) and reasons.get(key):
+            return attrs.evolve(entry, reason=FIX_REFUSED + "; ".join(reasons[key]))
         return entry
 
     path = args.schema / RATCHET_FILE

@@ -11,6 +11,19 @@ reads (`vars`, `asdict`, `__dict__`); `hasattr`; names that are not config leave
 something else in the module. The refusal reason is what `ratchet fix` writes into the
 allowlist entry, so every read that stays raw says why.
 
+It also refuses whatever would change *which* record is read, or drop code:
+- a record built in the code (`ServerArgs.from_cli(argv)`, `ServerArgs(...)`), which is not
+  the published record the accessors read;
+- a name bound by `with f(record) as name`, which may not be the record at all;
+- a receiver that is not side-effect free: only a name, an attribute chain on a name
+  (`self.server_args`) or a bare raw accessor call may be dropped, so
+  `make_runner().server_args.x` and `(sa := get_server_args()).x` stay as written;
+- unless `rewrite_parameters` (`--rewrite-parameters`) is given, a record that is held
+  rather than fetched: an annotated parameter (`server_args: ServerArgs`) or a record
+  attribute (`self.server_args`). It is usually the process record, but a draft runner
+  holds its own, and rewriting its reads to the process bags is the draft-vs-target bug.
+  Whoever knows the tree has one record per process says so with the flag.
+
 A rewrite changes what the reader sees in one intended way: the bag value is the resolved
 value (fallbacks, derived values, post-publish overrides), not the raw operator input.
 """
@@ -24,6 +37,7 @@ from pathlib import Path
 
 import attrs
 import libcst as cst
+import libcst.matchers as m
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -68,7 +82,19 @@ class FixReport:
         return "\n".join(lines)
 
 
-def refusal(read: Read, accessors: Mapping[str, str]) -> str | None:
+HELD_REASON = "may be a runner's own record; pass --rewrite-parameters if it is the process record"
+CONSTRUCTED_REASON = (
+    "reads a ServerArgs built here (ServerArgs(...), from_cli, ...), not the published "
+    "record the accessors read; rewrite by hand"
+)
+WRAPPED_REASON = (
+    "bound by `with ... as NAME` around the record; NAME may not be the record itself, "
+    "rewrite by hand"
+)
+WALRUS_REASON = "the receiver binds a name with `:=`; dropping it would lose the binding"
+
+
+def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: bool = False) -> str | None:
     """Why `read` cannot be rewritten without looking at the code, or None."""
     if read.form == "getattr_dynamic":
         return "dynamic getattr: the leaf name is only known at run time"
@@ -78,6 +104,12 @@ def refusal(read: Read, accessors: Mapping[str, str]) -> str | None:
         return "hasattr on the raw record; every leaf exists on the bags, so decide by hand"
     if read.leaf not in accessors:
         return f"`{read.leaf}` is not a config leaf; no accessor replaces it"
+    if read.origin == "constructed":
+        return CONSTRUCTED_REASON
+    if read.origin == "wrapped":
+        return WRAPPED_REASON
+    if read.origin == "held" and not rewrite_parameters:
+        return HELD_REASON
     return None
 
 
@@ -102,6 +134,37 @@ def _simple(expr: cst.BaseExpression) -> bool:
     return isinstance(
         expr, (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)
     ) or (isinstance(expr, cst.UnaryOperation) and _simple(expr.expression))
+
+
+def _chain_on_name(expr: cst.BaseExpression) -> bool:
+    while isinstance(expr, cst.Attribute):
+        expr = expr.value
+    return isinstance(expr, cst.Name)
+
+
+def _receiver_refusal(receiver: cst.BaseExpression, read: Read) -> str | None:
+    """Why the expression the leaf is read from may not be dropped, or None.
+
+    The rewrite replaces `receiver.leaf` as a whole, so the receiver is no longer
+    evaluated: that is only sound when evaluating it does nothing. A name or an attribute
+    chain on a name (`self.server_args`) qualifies; so does the raw accessor called with
+    no arguments (the scanner saw it as the accessor). Anything else (other calls,
+    subscripts, walrus bindings, conditionals) stays as written."""
+    if m.findall(receiver, m.NamedExpr()):
+        return WALRUS_REASON
+    if _chain_on_name(receiver):
+        return None
+    if (
+        isinstance(receiver, cst.Call)
+        and read.via == "accessor"
+        and not receiver.args
+        and _chain_on_name(receiver.func)
+    ):
+        return None
+    code = cst.Module(body=[]).code_for_node(receiver)
+    if len(code) > 60:
+        code = code[:57] + "..."
+    return f"the receiver `{code}` may have side effects; dropping it would drop them, rewrite by hand"
 
 
 def _module_bindings(tree: ast.Module) -> dict[str, str]:
@@ -137,6 +200,11 @@ class _Rewriter(cst.CSTTransformer):
         if target is None:
             return updated
         read, expression = target
+        receiver = original.value if isinstance(original, cst.Attribute) else original.args[0].value
+        why = _receiver_refusal(receiver, read)
+        if why is not None:
+            self.refused[span] = why
+            return updated
         if isinstance(original, cst.Call) and read.form == "getattr_default":
             default = original.args[2].value if len(original.args) > 2 else None
             if default is not None and not _simple(default):
@@ -161,8 +229,12 @@ def fix_source(
     reads: Sequence[Read],
     accessors: Mapping[str, str],
     accessors_module: str,
+    *,
+    rewrite_parameters: bool = False,
 ) -> tuple[str, list[Change], list[Skip]]:
-    """Rewrite `reads` (found in `source` by the scanner) and return the new source."""
+    """Rewrite `reads` (found in `source` by the scanner) and return the new source.
+    `rewrite_parameters`: treat held records (parameters, `self.server_args`) as the
+    process record (see the module docstring)."""
     lines = source.splitlines()
     bindings = _module_bindings(ast.parse(source))
     targets: dict[Span, tuple[Read, str]] = {}
@@ -172,7 +244,7 @@ def fix_source(
         skipped.append(Skip(read.file, read.function, read.leaf, read.line, reason))
 
     for read in reads:
-        reason = refusal(read, accessors)
+        reason = refusal(read, accessors, rewrite_parameters=rewrite_parameters)
         if reason is None:
             expression = accessors[read.leaf]
             function = expression.split("(", 1)[0]
@@ -214,6 +286,7 @@ def fix_tree(
     accessors_module: str,
     *,
     dry_run: bool = False,
+    rewrite_parameters: bool = False,
 ) -> FixReport:
     """Rewrite every rewritable raw read under the roots; writes are reported, never touched."""
     result = scan_tree(project, settings)
@@ -242,7 +315,9 @@ def fix_tree(
         except UnicodeDecodeError:
             skipped += [Skip(r.file, r.function, r.leaf, r.line, "file is not UTF-8") for r in reads]
             continue
-        new_source, file_changes, file_skips = fix_source(source, reads, accessors, accessors_module)
+        new_source, file_changes, file_skips = fix_source(
+            source, reads, accessors, accessors_module, rewrite_parameters=rewrite_parameters
+        )
         changed += file_changes
         skipped += file_skips
         if new_source != source:

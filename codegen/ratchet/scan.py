@@ -6,11 +6,19 @@ reached through any of these spellings, and the scanner follows all of them:
 - the raw accessor, bare or module-qualified: `get_server_args().x`, `acc.get_server_args().x`;
 - `getattr(get_server_args(), "x")` (a non-literal name is a *dynamic* read, leaf `*`);
 - aliases: local, copied (`b = a`), module-level, and `self.`/class attributes, including
-  those bound inside if/try/with, unless lexically shadowed in the reading scope;
+  those bound inside if/try/with, unless lexically shadowed in the reading scope; tuple
+  unpacking (starred targets too), `for x in (rec, ...)` loops and comprehensions, and
+  `with nullcontext(rec) as x` (or any `with f(rec) as x`, reported with origin "wrapped");
 - parameters annotated as the record (`server_args: ServerArgs`, `Optional[...]`, strings),
   and unannotated parameters named like a record attribute (`def f(server_args)`);
 - record attributes on any object: `self.server_args.x`, `runner.server_args.x`;
 - functions and properties that return the record.
+
+Each read also says which record it reaches (`origin`, see ORIGINS), which is what
+`ratchet fix` needs to know to rewrite it without changing its meaning.
+
+Files with a "Code generated ... DO NOT EDIT." header are skipped only inside a generated
+package (see _GENERATED_PACKAGE_MARKERS); elsewhere the header hides nothing.
 
 Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
@@ -41,7 +49,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 3
+SCANNER_VERSION = 4
 
 # Whole-record readers: calling these on the record reads every leaf at once.
 _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
@@ -49,6 +57,33 @@ _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
 # configbags' own generated modules start with it.
 _GENERATED_HEADER = re.compile(rb"\A[^\n]{0,20}Code generated [^\n]* DO NOT EDIT\.")
 _SKIP_DIRS = frozenset({"__pycache__", ".git", ".venv", "node_modules", ".mypy_cache"})
+# A header alone does not make a file generated (a hand-written file could add it to hide
+# its reads): it is skipped only inside a generated package, a folder whose
+# `accessors.py` and `ratchet_allowlist.py` both carry the header. `make gen` replaces
+# that folder wholesale and `make gen-check` fails on strays, so nothing hand-written
+# can live there for long.
+_GENERATED_PACKAGE_MARKERS = ("accessors.py", "ratchet_allowlist.py")
+
+# Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
+# read of the *process* record to an accessor; the others would change meaning:
+#   process      the raw accessor (or a copy, alias or wrapper of it): the published record;
+#   held         a parameter, annotated name or record attribute (`self.server_args`):
+#                usually the process record, but a draft runner holds its own;
+#   wrapped      bound by `with f(record) as name`: may not be the record at all;
+#   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`): not the
+#                published record (or not yet).
+# When one name is bound several ways, the later origin in this order wins (the join),
+# so an alias is only "process" when every binding of it is.
+ORIGINS = ("process", "held", "wrapped", "constructed")
+_ORIGIN_RANK = {origin: rank for rank, origin in enumerate(ORIGINS)}
+
+
+def join_origin(a: str, b: str) -> str:
+    """The less provable of two origins."""
+    return a if _ORIGIN_RANK[a] >= _ORIGIN_RANK[b] else b
+
+
+Reach = tuple[str, str]  # (via, origin)
 
 
 @attrs.frozen
@@ -85,6 +120,9 @@ class Read(NamedTuple):
     end_col: int
     via: str  # how the record was reached: accessor, alias, parameter, attribute, ...
     form: str  # attribute, getattr, getattr_default, getattr_dynamic, hasattr, whole
+    # Which record it is, as far as the code shows (see ORIGINS): what `ratchet fix` may
+    # assume. Defaulted so rows written by hand in tests stay short.
+    origin: str = "process"
 
 
 class Violation(NamedTuple):
@@ -122,8 +160,9 @@ class ScanResult:
     problems: tuple[Problem, ...]
     files: tuple[str, ...]  # every file listed under the roots, scanned or not
     files_parsed: int  # files whose analysis ran or came from cache
-    files_generated: int  # skipped: they carry a "Code generated ... DO NOT EDIT." header
+    files_generated: int  # skipped: generated files inside a generated package
     files_from_cache: int
+    generated_files: tuple[str, ...] = ()  # which ones, so a report can show them
 
 
 # --------------------------------------------------------------------------- analysis
@@ -152,11 +191,12 @@ class _Scope:
         self.bound: set[str] = set()
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
-        self.assigns: list[tuple[str, ast.expr]] = []
+        # name, value, and an origin forced on top of the value's (`with f(rec) as name`)
+        self.assigns: list[tuple[str, ast.expr, str | None]] = []
         self.defaults: list[tuple[str, ast.expr]] = []  # parameter defaults: outer scope
         self.self_assigns: list[tuple[str, ast.expr]] = []
         self.returns: list[ast.expr] = []
-        self.aliases: dict[str, str] = {}  # name -> via
+        self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
         self.self_name: str | None = None  # first parameter of a method
 
     def child_prefix(self) -> str:
@@ -176,9 +216,9 @@ class _Analysis:
         self.raw_names: set[str] = {settings.raw_accessor}
         self.class_names: set[str] = {settings.record_class}
         self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
-        self.self_attrs: set[str] = set()  # `self.<attr>` holds the record (module-wide)
+        self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
         self.imported: set[str] = set()  # names bound by import: modules, not objects
-        self.wrappers: set[str] = set()  # module functions that return the record
+        self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
         self.module = _Scope("module", "<module>", None)
         self.scopes: list[_Scope] = [self.module]
         self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
@@ -188,7 +228,8 @@ class _Analysis:
     def names_of_interest(self) -> frozenset[str]:
         """Every name through which the record can be reached: any statement that reads,
         binds or shadows the record mentions one of them on one of its lines."""
-        names = self.raw_names | self.class_names | self.record_attrs | self.self_attrs | self.wrappers
+        names = self.raw_names | self.class_names | self.record_attrs
+        names |= self.self_attrs.keys() | self.wrappers.keys()
         for scope in self.scopes:
             names |= scope.aliases.keys()
         return frozenset(names)
@@ -197,8 +238,13 @@ class _Analysis:
 
     def via(self, expr: ast.expr, scope: _Scope) -> str | None:
         """How `expr` evaluates to the record, or None when it does not."""
+        found = self.reach(expr, scope)
+        return found[0] if found else None
+
+    def reach(self, expr: ast.expr, scope: _Scope) -> Reach | None:
+        """(via, origin) when `expr` evaluates to the record, else None."""
         if isinstance(expr, ast.Call):
-            return self._via_call(expr, scope)
+            return self._reach_call(expr, scope)
         if isinstance(expr, ast.Name):
             return self._lookup(expr.id, scope)
         if isinstance(expr, ast.Attribute):
@@ -209,46 +255,53 @@ class _Analysis:
                     base = base.value
                 if isinstance(base, ast.Name) and base.id in self.imported:
                     return None
-                return "attribute"
+                # whose record is `x.server_args`? Only the author knows: "held".
+                return ("attribute", "held")
             if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
-                return "self_alias"
+                return ("self_alias", self.self_attrs[expr.attr])
             return None
         if isinstance(expr, ast.NamedExpr):
-            return self.via(expr.value, scope)
+            return self.reach(expr.value, scope)
+        branches: list[ast.expr] = []
         if isinstance(expr, ast.IfExp):
-            return self.via(expr.body, scope) or self.via(expr.orelse, scope)
-        if isinstance(expr, ast.BoolOp):
-            for value in expr.values:
-                found = self.via(value, scope)
-                if found:
-                    return found
-        return None
+            branches = [expr.body, expr.orelse]
+        elif isinstance(expr, ast.BoolOp):
+            branches = list(expr.values)
+        # Either branch may be the value: the first one found names the spelling, the
+        # join of all of them says which record it may be.
+        result: Reach | None = None
+        for branch in branches:
+            found = self.reach(branch, scope)
+            if found is not None:
+                result = found if result is None else (result[0], join_origin(result[1], found[1]))
+        return result
 
-    def _via_call(self, call: ast.Call, scope: _Scope) -> str | None:
+    def _reach_call(self, call: ast.Call, scope: _Scope) -> Reach | None:
         func = call.func
         if isinstance(func, ast.Name):
             if func.id in self.raw_names:
-                return "accessor"
+                return ("accessor", "process")
             if func.id in self.wrappers:
-                return "wrapper"
+                return ("wrapper", self.wrappers[func.id])
             if func.id in self.class_names:
-                return "constructed"
+                return ("constructed", "constructed")
             if func.id in ("copy", "deepcopy") and call.args:
-                return self.via(call.args[0], scope)
+                return self.reach(call.args[0], scope)
         elif isinstance(func, ast.Attribute):
             if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
-                return "accessor"
+                return ("accessor", "process")
             if func.attr in self.class_names:
-                return "constructed"  # mod.ServerArgs(...)
+                return ("constructed", "constructed")  # mod.ServerArgs(...)
             if isinstance(func.value, ast.Name) and func.value.id in self.class_names:
-                return "constructed"  # ServerArgs.from_cli(...)
+                return ("constructed", "constructed")  # ServerArgs.from_cli(...)
             if func.attr in ("copy", "deepcopy") and call.args:
-                return self.via(call.args[0], scope)
+                return self.reach(call.args[0], scope)
             if func.attr in self.self_attrs and self._is_self(func.value, scope):
-                return "self_alias"  # self.args() where args returns the record
+                # self.args() where args returns the record
+                return ("self_alias", self.self_attrs[func.attr])
         return None
 
-    def _lookup(self, name: str, scope: _Scope) -> str | None:
+    def _lookup(self, name: str, scope: _Scope) -> Reach | None:
         current: _Scope | None = scope
         first = True
         while current is not None:
@@ -297,35 +350,36 @@ class _Analysis:
     # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
 
     def resolve(self) -> None:
+        # Origins only ever move up the (finite) ORIGINS order, so this terminates.
         changed = True
         while changed:
             changed = False
             for scope in self.scopes:
-                for name, value in scope.assigns:
-                    owner = self._binding_scope(name, scope)
-                    if name not in owner.aliases and self.via(value, scope):
-                        owner.aliases[name] = "alias"
-                        changed = True
+                for name, value, forced in scope.assigns:
+                    found = self.reach(value, scope)
+                    if found is not None:
+                        origin = join_origin(found[1], forced) if forced else found[1]
+                        owner = self._binding_scope(name, scope)
+                        changed |= _merge(owner.aliases, name, ("alias", origin))
                 for name, value in scope.defaults:
-                    if name not in scope.aliases and scope.parent and self.via(value, scope.parent):
-                        scope.aliases[name] = "parameter"
-                        changed = True
+                    found = self.reach(value, scope.parent) if scope.parent else None
+                    if found is not None:
+                        changed |= _merge(scope.aliases, name, ("parameter", found[1]))
                 for attr, value in scope.self_assigns:
-                    if attr not in self.self_attrs and self.via(value, scope):
-                        self.self_attrs.add(attr)
-                        changed = True
+                    found = self.reach(value, scope)
+                    if found is not None:
+                        changed |= _merge_origin(self.self_attrs, attr, found[1])
                 if scope.kind == "class":
                     # class-level aliases are read as self.NAME / cls.NAME
-                    new = set(scope.aliases) - self.self_attrs
-                    if new:
-                        self.self_attrs |= new
-                        changed = True
+                    for name, (_, origin) in list(scope.aliases.items()):
+                        changed |= _merge_origin(self.self_attrs, name, origin)
                 if scope.kind == "function" and scope.returns:
                     name = scope.qualname.rsplit(".", 1)[-1]
                     known = self.self_attrs if scope.self_name else self.wrappers
-                    if name not in known and any(self.via(v, scope) for v in scope.returns):
-                        known.add(name)
-                        changed = True
+                    for value in scope.returns:
+                        found = self.reach(value, scope)
+                        if found is not None:
+                            changed |= _merge_origin(known, name, found[1])
 
     def _binding_scope(self, name: str, scope: _Scope) -> _Scope:
         if name in scope.globals:
@@ -337,6 +391,64 @@ class _Analysis:
                     return current
                 current = current.parent
         return scope
+
+
+def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
+    """Record that `name` reaches the record as `new`; keep the first spelling, join the
+    origins. True when the table changed."""
+    old = table.get(name)
+    merged = new if old is None else (old[0], join_origin(old[1], new[1]))
+    if merged != old:
+        table[name] = merged
+        return True
+    return False
+
+
+def _merge_origin(table: dict[str, str], name: str, origin: str) -> bool:
+    old = table.get(name)
+    merged = origin if old is None else join_origin(old, origin)
+    if merged != old:
+        table[name] = merged
+        return True
+    return False
+
+
+def _name_of(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) pairs whose positions are certain in `targets = values`.
+
+    Positions are known from the left up to the first starred element on either side, and
+    likewise from the right; a starred target takes a list, never the record itself, so it
+    is bound (shadowing) but never an alias. With no starred element, the lengths must
+    match (otherwise the assignment raises)."""
+    starred = any(isinstance(x, ast.Starred) for x in (*targets, *values))
+    if not starred:
+        return list(zip(targets, values, strict=True)) if len(targets) == len(values) else []
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    left = 0
+    while (
+        left < len(targets)
+        and left < len(values)
+        and not isinstance(targets[left], ast.Starred)
+        and not isinstance(values[left], ast.Starred)
+    ):
+        pairs.append((targets[left], values[left]))
+        left += 1
+    right = 1
+    while (
+        right <= len(targets) - left
+        and right <= len(values) - left
+        and not isinstance(targets[-right], ast.Starred)
+        and not isinstance(values[-right], ast.Starred)
+    ):
+        pairs.append((targets[-right], values[-right]))
+        right += 1
+    return pairs
 
 
 class _Pruned(ast.NodeVisitor):
@@ -420,7 +532,7 @@ class _Binder(_Pruned):
             if self.a.is_record_annotation(arg.annotation) or (
                 arg.annotation is None and arg.arg in self.a.record_attrs
             ):
-                scope.aliases[arg.arg] = "parameter"
+                _merge(scope.aliases, arg.arg, ("parameter", "held"))
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for expr in [*node.args.defaults, *node.args.kw_defaults]:
@@ -485,19 +597,61 @@ class _Binder(_Pruned):
     def _method_self(self) -> str | None:
         return self.scope.self_name if self.scope.kind == "function" else None
 
-    def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
+    def _bind(self, target: ast.expr, value: ast.expr | None, forced: str | None = None) -> None:
         if isinstance(target, ast.Name):
             if value is not None:
-                self.scope.assigns.append((target.id, value))
+                self.scope.assigns.append((target.id, value, forced))
         elif isinstance(target, (ast.Tuple, ast.List)):
-            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else None
-            if values is not None and len(values) == len(target.elts):
-                for sub_target, sub_value in zip(target.elts, values, strict=True):
-                    self._bind(sub_target, sub_value)
+            if isinstance(value, (ast.Tuple, ast.List)):
+                for sub_target, sub_value in _unpacked(target.elts, value.elts):
+                    self._bind(sub_target, sub_value, forced)
         elif isinstance(target, ast.Attribute) and value is not None:
             base = target.value
             if isinstance(base, ast.Name) and base.id == self._method_self():
                 self.scope.self_assigns.append((target.attr, value))
+
+    def _bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        # `for sa in (get_server_args(),)`: over a literal, the target takes each element
+        # in turn, so bind it to every one (flow-insensitively, like any other binding).
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            for element in iterable.elts:
+                if not isinstance(element, ast.Starred):
+                    self._bind(target, element)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._bind_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._bind_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            if item.optional_vars is None:
+                continue
+            context = item.context_expr
+            if (
+                isinstance(context, ast.Call)
+                and len(context.args) == 1
+                and not context.keywords
+                and not isinstance(context.args[0], ast.Starred)
+            ):
+                if _name_of(context.func) == "nullcontext":
+                    # nullcontext(x).__enter__() returns x itself
+                    self._bind(item.optional_vars, context.args[0])
+                else:
+                    # `with f(rec) as name`: name is whatever f's manager yields; often
+                    # the record, never provably. Report its reads, refuse to fix them.
+                    self._bind(item.optional_vars, context.args[0], forced="wrapped")
+            else:
+                # `with rec as name` binds rec.__enter__(), not provably rec
+                self._bind(item.optional_vars, context, forced="wrapped")
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
@@ -517,13 +671,13 @@ class _Binder(_Pruned):
         target = node.target
         if self.a.is_record_annotation(node.annotation):
             if isinstance(target, ast.Name):
-                self.scope.aliases[target.id] = "alias"
+                _merge(self.scope.aliases, target.id, ("alias", "held"))
             elif (
                 isinstance(target, ast.Attribute)
                 and isinstance(target.value, ast.Name)
                 and target.value.id == self._method_self()
             ):
-                self.a.self_attrs.add(target.attr)
+                _merge_origin(self.a.self_attrs, target.attr, "held")
         if node.value is not None:
             self._bind(target, node.value)
         self.generic_visit(node)
@@ -534,7 +688,7 @@ class _Binder(_Pruned):
         while scope.kind == "comprehension" and scope.parent is not None:
             scope = scope.parent
         scope.bound.add(node.target.id)
-        scope.assigns.append((node.target.id, node.value))
+        scope.assigns.append((node.target.id, node.value, None))
         self.visit(node.value)
 
     def visit_Return(self, node: ast.Return) -> None:
@@ -580,11 +734,12 @@ class _Reader(_Pruned):
     visit_GeneratorExp = _enter
     visit_DictComp = _enter
 
-    def _read(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
+    def _read(self, node: ast.expr, leaf: str, reach: Reach, form: str) -> None:
         end_line = node.end_lineno or node.lineno
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        via, origin = reach
         self.a.reads.append(
-            (self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form)
+            (self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form, origin)
         )
 
     def _write(self, node: ast.AST, leaf: str) -> None:
@@ -599,10 +754,10 @@ class _Reader(_Pruned):
         self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), "write", leaf, text))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        via = self.a.via(node.value, self.scope)
-        if via:
+        reach = self.a.reach(node.value, self.scope)
+        if reach:
             if isinstance(node.ctx, ast.Load):
-                self._read(node, node.attr, via, "whole" if node.attr == "__dict__" else "attribute")
+                self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
             else:
                 self._write(node, node.attr)
         self.generic_visit(node)
@@ -630,14 +785,14 @@ class _Reader(_Pruned):
         name = func.id if isinstance(func, ast.Name) else None
         args = node.args
         if name in ("getattr", "hasattr") and len(args) >= 2:
-            via = self.a.via(args[0], self.scope)
-            if via:
+            reach = self.a.reach(args[0], self.scope)
+            if reach:
                 key = args[1]
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     form = "hasattr" if name == "hasattr" else "getattr_default" if len(args) > 2 else "getattr"
-                    self._read(node, key.value, via, form)
+                    self._read(node, key.value, reach, form)
                 else:
-                    self._read(node, "*", via, "getattr_dynamic")
+                    self._read(node, "*", reach, "getattr_dynamic")
         elif name in ("setattr", "delattr") and args:
             if self.a.via(args[0], self.scope):
                 self._write(node, self._literal_leaf(args))
@@ -649,7 +804,7 @@ class _Reader(_Pruned):
         ):
             self._write(node, self._literal_leaf(args))
         elif self._whole_record_call(node):
-            self._read(node, "*", self.a.via(args[0], self.scope) or "", "whole")
+            self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
         self.generic_visit(node)
 
     @staticmethod
@@ -713,8 +868,9 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     """Analyse one file's bytes. Never raises on bad input: it reports a problem instead."""
     if len(data) > settings.max_bytes:
         return FileScan(problem=f"too large to scan ({len(data)} bytes > {settings.max_bytes})")
-    if _GENERATED_HEADER.match(data):
-        return FileScan(generated=True)
+    # The header is only noted here; whether it lets the file be skipped depends on the
+    # folder it lives in (scan_tree), which this cached, path-free result cannot know.
+    generated = _GENERATED_HEADER.match(data) is not None
     if _decode(data) is None:
         return FileScan(problem="not UTF-8 (and no coding declaration); not scanned")
     try:
@@ -734,7 +890,7 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     while True:
         lines = _mention_lines(data, _names_regex(names), names)
         if not lines:
-            return FileScan()
+            return FileScan(generated=generated)
         analysis = _Analysis(settings, lines)
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
@@ -743,7 +899,7 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
             break
         names = grown
     _Reader(analysis).visit_statements(tree.body)
-    return FileScan(reads=tuple(analysis.reads), violations=tuple(analysis.violations))
+    return FileScan(reads=tuple(analysis.reads), violations=tuple(analysis.violations), generated=generated)
 
 
 # --------------------------------------------------------------------------- the tree
@@ -826,6 +982,29 @@ class ScanCache:
         tmp.replace(self.path)
 
 
+class _GeneratedPackages:
+    """Is a folder a generated package (see _GENERATED_PACKAGE_MARKERS)? Memoised per folder."""
+
+    def __init__(self) -> None:
+        self.known: dict[Path, bool] = {}
+
+    def __call__(self, folder: Path) -> bool:
+        found = self.known.get(folder)
+        if found is None:
+            found = all(_has_generated_header(folder / name) for name in _GENERATED_PACKAGE_MARKERS)
+            self.known[folder] = found
+        return found
+
+
+def _has_generated_header(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return False
+    return _GENERATED_HEADER.match(head) is not None
+
+
 def default_cache_path(project: Path) -> Path:
     return project / ".configbags-cache" / "ratchet-scan.json"
 
@@ -844,7 +1023,9 @@ def scan_tree(
     reads: list[Read] = []
     violations: list[Violation] = []
     problems: list[Problem] = []
-    parsed = generated = from_cache = 0
+    parsed = from_cache = 0
+    generated_files: list[str] = []
+    in_generated_package = _GeneratedPackages()
     for rel in listed:
         path = project / rel
         try:
@@ -870,8 +1051,8 @@ def scan_tree(
         if result.problem is not None:
             problems.append(Problem(rel, result.problem))
             continue
-        if result.generated:
-            generated += 1
+        if result.generated and in_generated_package(path.parent):
+            generated_files.append(rel)
             continue
         parsed += 1
         reads.extend(Read(rel, *row) for row in result.reads)
@@ -884,6 +1065,7 @@ def scan_tree(
         problems=tuple(problems),
         files=tuple(listed),
         files_parsed=parsed,
-        files_generated=generated,
+        files_generated=len(generated_files),
         files_from_cache=from_cache,
+        generated_files=tuple(generated_files),
     )

@@ -17,8 +17,13 @@ from typing import Any
 import attrs
 import yaml
 
-from codegen.ratchet.check import DEFAULT_MIN_FILES, AllowEntry, yaml_scalar
+from codegen.errors import SchemaInvalid
+from codegen.model import DEFAULT_MIN_FILES, AllowEntry, load_schema
+from codegen.ratchet.check import yaml_scalar
 from codegen.ratchet.scan import ScanSettings
+
+# The one definition of how a leaf is read (the generator and the runtime share it).
+from runtime.registry import accessor_expression
 
 RATCHET_FILE = "ratchet.yaml"
 
@@ -37,37 +42,6 @@ class RatchetInputs:
     source: str = "schema/ratchet.yaml"  # shown in messages
 
 
-def accessor_expression(namespace: str, leaf: str) -> str:
-    first, *rest = namespace.split(".")
-    return f"get_{first}()" + "".join(f".{part}" for part in rest) + f".{leaf}"
-
-
-def accessors_from_namespaces(folder: Path) -> dict[str, str]:
-    """leaf -> accessor expression for every leaf and derived value under `folder`."""
-    accessors: dict[str, str] = {}
-    for path in sorted(folder.glob("*.yaml")):
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise RatchetConfigError(f"{path}: cannot read: {exc}") from exc
-        namespace = str(data.get("namespace") or path.stem)
-        for section in ("leaves", "derived"):
-            for leaf in data.get(section) or {}:
-                accessors[str(leaf)] = accessor_expression(namespace, str(leaf))
-    return accessors
-
-
-def _settings_from(scan: Mapping[str, Any]) -> ScanSettings:
-    defaults = ScanSettings()
-    return ScanSettings(
-        roots=tuple(scan.get("roots") or defaults.roots),
-        excludes=tuple(scan.get("excludes") or ()),
-        raw_accessor=str(scan.get("raw_accessor") or defaults.raw_accessor),
-        record_class=str(scan.get("record_class") or defaults.record_class),
-        record_attributes=tuple(scan.get("record_attributes") or defaults.record_attributes),
-    )
-
-
 def read_ratchet_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -83,24 +57,36 @@ def read_ratchet_yaml(path: Path) -> dict[str, Any]:
 
 
 def load_from_schema(schema: Path) -> RatchetInputs:
+    """The ratchet's inputs from a schema folder, through the one schema loader: the same
+    meta-schemas and cross-file checks as `make gen`, so the ratchet never accepts a
+    ratchet.yaml (or namespace file) the generator would reject."""
     schema = schema.resolve()
-    data = read_ratchet_yaml(schema / RATCHET_FILE)
-    scan = data.get("scan") or {}
-    entries = tuple(
-        AllowEntry(
-            str(e.get("file", "")),
-            str(e.get("function", "")),
-            str(e.get("leaf", "")),
-            str(e.get("reason") or ""),
-        )
-        for e in data.get("allowlist") or ()
+    path = schema / RATCHET_FILE
+    if not path.is_file():
+        # load_schema treats ratchet.yaml as optional (a schema may have no ratchet);
+        # the ratchet commands need one.
+        raise RatchetConfigError(f"{path} does not exist; `configbags ratchet init --root DIR` writes one")
+    try:
+        loaded = load_schema(schema)
+    except SchemaInvalid as exc:
+        problems = "\n  ".join(map(str, exc.errors))
+        raise RatchetConfigError(f"the schema in {schema} is invalid:\n  {problems}") from exc
+    ratchet = loaded.ratchet
+    settings = ScanSettings(
+        roots=ratchet.roots,
+        excludes=ratchet.excludes,
+        raw_accessor=ratchet.raw_accessor,
+        record_class=ratchet.record_class,
+        record_attributes=ratchet.record_attributes,
     )
+    accessors = {leaf.name: accessor_expression(leaf.namespace, leaf.name) for leaf in loaded.leaves}
+    accessors.update((d.name, accessor_expression(d.namespace, d.name)) for d in loaded.derived)
     return RatchetInputs(
         project=schema.parent,
-        settings=_settings_from(scan),
-        allowlist=entries,
-        accessors=accessors_from_namespaces(schema / "namespaces"),
-        min_files=int(scan.get("min_files", DEFAULT_MIN_FILES)),
+        settings=settings,
+        allowlist=ratchet.allowlist,
+        accessors=accessors,
+        min_files=ratchet.min_files,
         source=f"{schema.name}/{RATCHET_FILE}",
     )
 
@@ -148,7 +134,11 @@ def _flow_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(yaml_scalar(v) for v in values) + "]"
 
 
-def render_ratchet_yaml(settings: ScanSettings, entries: Iterable[AllowEntry]) -> str:
+def render_ratchet_yaml(
+    settings: ScanSettings, entries: Iterable[AllowEntry], *, min_files: int | None = None
+) -> str:
+    """ratchet.yaml as `ratchet init` writes it. `min_files` is written when given (init
+    passes the previous file's value on, so rewriting the file never loosens the floor)."""
     lines = [
         "# The read ratchet: what `configbags ratchet check` scans, and the raw ServerArgs",
         "# reads that may stay, each with the reason why. The list only shrinks:",
@@ -160,6 +150,8 @@ def render_ratchet_yaml(settings: ScanSettings, entries: Iterable[AllowEntry]) -
         f"  record_class: {yaml_scalar(settings.record_class)}",
         f"  record_attributes: {_flow_list(settings.record_attributes)}",
     ]
+    if min_files is not None:
+        lines.append(f"  min_files: {int(min_files)}")
     ordered = sorted(entries, key=lambda e: (e.file, e.function, e.leaf))
     if not ordered:
         lines.append("allowlist: []")

@@ -34,11 +34,13 @@ class CoreTune:
     sizes: tuple[int, ...] | None
     """Batch sizes to prepare."""
     tags: tuple[str, ...]
-    """Free-form labels."""
+    """Labels, from a fixed set."""
     extra: Any
     """Anything else, as JSON."""
     budget: int | None
     """Tokens per step."""
+    widths: tuple[int, ...]
+    """An unbounded list beside a bounded one (their JSON Schemas must not mix)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -47,4 +47,5 @@ ACCESSORS: dict[str, str] = {
     "verbose": "get_core().verbose",
     "width": "get_core().width",
     "width_root": "get_core().width_root",
+    "widths": "get_core().tune.widths",
 }

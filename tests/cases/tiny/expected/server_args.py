@@ -47,11 +47,13 @@ class ServerArgs:
     sizes: tuple[int, ...] | None = None
     """Batch sizes to prepare."""
     tags: tuple[str, ...] = ("a", "b")
-    """Free-form labels."""
+    """Labels, from a fixed set."""
     extra: Any = attrs.field(factory=dict)
     """Anything else, as JSON."""
     budget: int | None = None
     """Tokens per step."""
+    widths: tuple[int, ...] = (100, 200)
+    """An unbounded list beside a bounded one (their JSON Schemas must not mix)."""
 
     def __attrs_post_init__(self) -> None:
         _record.validate_record(self, LEAVES)
@@ -138,7 +140,7 @@ class ServerArgs:
             type=str,
             choices=("fast", "safe"),
             default=argparse.SUPPRESS,
-            help="Which trade-off to make. (default: 'fast'; tunable at runtime)",
+            help="Which trade-off to make. (default: 'fast'; one of: fast, safe; tunable at runtime)",
             metavar="MODE",
         )
         group.add_argument(
@@ -165,4 +167,13 @@ class ServerArgs:
             default=argparse.SUPPRESS,
             help="Tokens per step. (default: None; tunable at runtime)",
             metavar="BUDGET",
+        )
+        group.add_argument(
+            "--widths",
+            dest="widths",
+            type=int,
+            nargs="+",
+            default=argparse.SUPPRESS,
+            help="An unbounded list beside a bounded one (their JSON Schemas must not mix). (default: [100, 200])",
+            metavar="WIDTHS",
         )
