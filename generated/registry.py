@@ -1699,6 +1699,7 @@ LEAVES: dict[str, LeafSpec] = {
             "mxfp8",
             "bf16",
             "bfloat16",
+            "float16",
             "nvfp4",
             "fp4_mx_block16",
         ),

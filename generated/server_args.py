@@ -1335,11 +1335,12 @@ class ServerArgs:
                 "mxfp8",
                 "bf16",
                 "bfloat16",
+                "float16",
                 "nvfp4",
                 "fp4_mx_block16",
             ),
             default=argparse.SUPPRESS,
-            help="Precision of stored KV cache entries; auto uses the model dtype, or FP8 when the checkpoint declares FP8 KV quantization. (default: 'auto'; one of: auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16; may be resolved at load time)",
+            help="Precision of stored KV cache entries; auto uses the model dtype, or FP8 when the checkpoint declares FP8 KV quantization. (default: 'auto'; one of: auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, float16, nvfp4, fp4_mx_block16; may be resolved at load time)",
             metavar="KV_CACHE_DTYPE",
         )
         group.add_argument(

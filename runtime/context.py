@@ -34,7 +34,7 @@ from runtime.errors import (
     RoleError,
     UnknownLeafError,
 )
-from runtime.leaftypes import check_bounds, closest
+from runtime.leaftypes import check_bounds, closest, jsonable
 from runtime.registry import DerivedSpec, LeafSpec, Registry
 
 log = logging.getLogger("configbags")
@@ -64,8 +64,8 @@ class OverrideEntry:
             "source": self.source,
             "leaf": self.leaf,
             "namespace": self.namespace,
-            "old": _jsonable(self.old),
-            "new": _jsonable(self.new),
+            "old": jsonable(self.old),
+            "new": jsonable(self.new),
             "wall_time": self.wall_time,
         }
 
@@ -142,14 +142,6 @@ class State:
     rank_fn: RankFn | None = None
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
-
-
 class ProcessView:
     """The slots the generated accessors read: one per top-level namespace plus the raw
     record; the generated subclass declares them with their types. An accessor reads its
@@ -169,10 +161,10 @@ class Context(Generic[V]):
     """The config of one process. The generated `accessors` module creates exactly one and
     exposes it through `publish()` and `get_context()`."""
 
-    def __init__(self, registry: Registry, view: V, runner_view: type[RunnerView] | None = None) -> None:
+    def __init__(self, registry: Registry, view: V, runner_view_type: type[RunnerView] | None = None) -> None:
         self.registry = registry
         self.view = view
-        self._runner_view_cls = runner_view or RunnerView
+        self._runner_view_cls = runner_view_type or RunnerView
         self._state: State | None = None
         self._lock = threading.RLock()
         self._mode = role_modes.MODE
@@ -563,9 +555,9 @@ class Context(Generic[V]):
         the overrides folded onto the record with fallbacks and derived values applied."""
         state = self.state
         return {
-            "record": _jsonable(state.record.to_dict()),
+            "record": jsonable(state.record.to_dict()),
             "overrides": [e.as_dict() for e in state.log],
-            "resolved": {n: _jsonable(v) for n, v in state.values.items()},
+            "resolved": {n: jsonable(v) for n, v in state.values.items()},
         }
 
     def explain(self, leaf: str) -> dict[str, Any]:
@@ -580,9 +572,9 @@ class Context(Generic[V]):
             "accessor": self.registry.accessor_of(leaf),
             "policy": spec.policy if spec else "derived",
             "owner": spec.owner if spec else None,
-            "record": _jsonable(getattr(state.record, leaf)) if spec else None,
+            "record": jsonable(getattr(state.record, leaf)) if spec else None,
             "overrides": [e.as_dict() for e in state.log if e.leaf == leaf],
-            "resolved": _jsonable(state.values[leaf]),
+            "resolved": jsonable(state.values[leaf]),
         }
 
     def config_hash(self) -> str:
@@ -591,7 +583,7 @@ class Context(Generic[V]):
         cached = self._hash_cache
         if cached is not None and cached[0] is state:
             return cached[1]
-        payload = {n: _jsonable(state.values[n]) for n in self.registry.hashed}
+        payload = {n: jsonable(state.values[n]) for n in self.registry.hashed}
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
         self._hash_cache = (state, digest)
         return digest

@@ -38,6 +38,7 @@ from torch._C._distributed_c10d import PrefixStore, Store, TCPStore  # typed hom
 from runtime import errors
 from runtime.context import Context, OverrideEntry, Ranks
 from runtime.errors import ConfigError, DistributedConfigError
+from runtime.leaftypes import jsonable
 
 log = logging.getLogger("configbags")
 
@@ -64,14 +65,6 @@ def _default_record_type() -> Any:
     return ServerArgs
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
 def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
     """The published state as plain JSON-able data (format version 1):
 
@@ -87,7 +80,7 @@ def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
         "epoch": state.epoch,
         "sealed": state.sealed,
         "ranks": dict(state.ranks),
-        "record": _plain(state.record.to_dict()),
+        "record": jsonable(state.record.to_dict()),
         "log": [e.as_dict() for e in state.log],
         "config_hash": ctx.config_hash(),
     }
@@ -402,7 +395,7 @@ def _error_class(name: str) -> type[ConfigError]:
 
 def _digest(values: Mapping[str, Any]) -> str:
     # All resolved values, hash: false leaves included, which config_hash leaves out.
-    text = json.dumps({k: _plain(v) for k, v in values.items()}, sort_keys=True, default=repr)
+    text = json.dumps({k: jsonable(v) for k, v in values.items()}, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -91,6 +91,15 @@ def _check_json(value: Any) -> None:
     raise LeafValueError(f"{value!r} ({type(value).__name__}) is not JSON data")
 
 
+def jsonable(value: Any) -> Any:
+    """A leaf value as JSON data: the tuples that keep bags immutable become lists."""
+    if isinstance(value, tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    return value
+
+
 def check_bounds(
     value: Any,
     *,

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import attrs
 
 from runtime.errors import LeafValueError, RecordError
-from runtime.leaftypes import check_bounds, closest
+from runtime.leaftypes import check_bounds, closest, jsonable
 from runtime.registry import LeafSpec
 
 R = TypeVar("R")
@@ -65,11 +65,7 @@ def record_from_dict(cls: type[R], leaves: Mapping[str, LeafSpec], data: Mapping
 
 
 def record_to_dict(record: Any, leaves: Mapping[str, LeafSpec]) -> dict[str, Any]:
-    return {name: _plain(getattr(record, name)) for name in leaves}
-
-
-def _plain(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+    return {name: jsonable(getattr(record, name)) for name in leaves}
 
 
 def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
