@@ -255,8 +255,16 @@ def _accessor_doc(ns: Namespace) -> str:
     return f"The current `{ns.path}` bag of this process. {ns.doc}"
 
 
+def _resolved_hint(x: Leaf | Derived) -> str:
+    """A bag holds resolved values: a leaf with a fallback is never None there, even though
+    the operator may leave it unset in the record."""
+    if isinstance(x, Leaf) and x.has_fallback:
+        return hint(TypeSpec(x.type.base, optional=False))
+    return hint(x.type)
+
+
 def _bag(schema: Schema, ns: Namespace) -> RBag:
-    fields = tuple(RField(x.name, hint(x.type), docstring(x.help)) for x in ns.values)
+    fields = tuple(RField(x.name, _resolved_hint(x), docstring(x.help)) for x in ns.values)
     return RBag(
         path=ns.path,
         class_name=class_name(ns.path),

@@ -507,7 +507,7 @@ class Schedule:
     """How much KV space is held back for running requests; higher values admit fewer new requests but retract less often."""
     page_size: int | None
     """Number of tokens per KV cache page. Unset picks a value suited to the attention backend."""
-    swa_full_tokens_ratio: float | None
+    swa_full_tokens_ratio: float
     """KV tokens for sliding-window layers as a fraction (0 to 1) of those for full-attention layers. Unset falls back to 0.8."""
     disable_hybrid_swa_memory: bool
     """Give sliding-window layers the same KV capacity as full layers instead of a separate, smaller pool."""
@@ -519,7 +519,7 @@ class Schedule:
     """Allow a prefill chunk and decode requests to run in the same batch."""
     max_mamba_cache_size: int | None
     """Number of mamba state slots per DP shard. Unset sizes it from available memory and the request limits."""
-    mamba_full_memory_ratio: float | None
+    mamba_full_memory_ratio: float
     """Mamba state memory relative to full-attention KV memory when the memory budget is split. Unset falls back to 0.9."""
     prefill_only_disable_kv_cache: bool
     """Skip allocating a physical KV cache for prefill-only workloads such as embeddings."""

@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import torch
@@ -36,7 +36,7 @@ import torch.distributed as dist
 from torch._C._distributed_c10d import PrefixStore, Store, TCPStore  # typed home of these
 
 from runtime import errors
-from runtime.context import Context, OverrideEntry, Ranks
+from runtime.context import Context, OverrideEntry, Ranks, RepublishReport
 from runtime.errors import ConfigError, DistributedConfigError
 from runtime.leaftypes import jsonable
 
@@ -386,11 +386,32 @@ def init_distributed(
 # ---------------------------------------------------------------------------------------
 
 
+@functools.cache
+def _error_classes() -> Mapping[str, type[ConfigError]]:
+    """Every ConfigError class a source rank may raise, by name: the context's errors and the
+    KV configurator's (imported here, not at module top: it is torch-free and small, but
+    dist should not depend on it for anything else)."""
+    from runtime.kvcache import errors as kv_errors
+
+    found: dict[str, type[ConfigError]] = {}
+    for module in (errors, kv_errors):
+        for name, obj in vars(module).items():
+            if isinstance(obj, type) and issubclass(obj, ConfigError):
+                found[name] = obj
+    return found
+
+
 def _error_class(name: str) -> type[ConfigError]:
-    cls = getattr(errors, name, None)
-    if isinstance(cls, type) and issubclass(cls, ConfigError):
-        return cls
-    return DistributedConfigError
+    """The class a follower raises for a refusal of kind `name` on the source rank, so
+    `except BudgetError` works the same on every rank. A kind this process does not know
+    (e.g. a ConfigError subclass of some other package) is raised as ConfigError."""
+    return _error_classes().get(name, ConfigError)
+
+
+def _failure(exc: Exception) -> dict[str, Any]:
+    """The message a source rank broadcasts instead of a result when it raised."""
+    return {"ok": False, "kind": type(exc).__name__, "config_error": isinstance(exc, ConfigError),
+            "message": str(exc)}
 
 
 def _digest(values: Mapping[str, Any]) -> str:
@@ -429,6 +450,10 @@ class DistributedContext:
         self._tag = tag
         self._seq = 0
         self._last_key: str | None = None
+        #: The source rank's `republish_report` after the last `publish` (None when that
+        #: publish had no override log to replay), the same on every rank: a re-publish on
+        #: the source replays the log there, and followers only see its outcome through this.
+        self.republish_report: RepublishReport | None = None
 
     @property
     def is_src(self) -> bool:
@@ -453,38 +478,75 @@ class DistributedContext:
                                    if self.group is not None else self.src, group=self.group)
         return box[0]
 
+    def _raise_failure(self, verb: str, message: Mapping[str, Any]) -> NoReturn:
+        """On a follower: raise what the source rank raised. A refusal (a ConfigError) keeps
+        its class, so callers catch the same error on every rank; any other exception there
+        is a failure of the source rank, reported as DistributedConfigError naming it."""
+        if message.get("config_error", True):
+            cls: type[ConfigError] = _error_class(message["kind"])
+            text = f"{verb} refused on rank {self.src}, so on every rank: {message['message']}"
+        else:
+            cls = DistributedConfigError
+            text = (f"{verb} failed on rank {self.src} (the source rank) with {message['kind']}: "
+                    f"{message['message']}; nothing was applied on any rank")
+        try:
+            error = cls(text)
+        except TypeError:  # a class with another constructor: keep the message, lose the class
+            error = ConfigError(text)
+        raise error
+
     # -- publish -------------------------------------------------------------------------
     def publish(self, record: Any = None, *, role: str | None = None) -> Context[Any]:
         """Publish on the source rank (or, with `record=None`, take what it already
         published) and install the same state on every rank, each stamping its own ranks
-        from its rank in the group with the layout of the resolved parallel sizes."""
+        from its rank in the group with the layout of the resolved parallel sizes.
+
+        The source rank publishes once, with its rank function, and keeps that state (it is
+        not re-imported there, so its re-publish replay and report stand as they are); the
+        followers import it. The source's `republish_report` travels with the state and is
+        set on every rank's context and on `self.republish_report`. If the source raises
+        anything, the followers raise promptly too instead of waiting for the group timeout."""
         self._arrive("publish")
+        ctx = self.context
         message: dict[str, Any]
         if self.is_src:
             try:
+                stamp = functools.partial(stamp_ranks, self.rank)
                 if record is not None:
                     if role is None:
                         raise DistributedConfigError("publish(record, role=...): the role is required")
-                    self.context.publish(record, role=role)
-                message = {"ok": True, "state": state_dict(self.context),
-                           "layout": attrs.asdict(Layout.from_values(self.context.state.values))}
-            except ConfigError as exc:
-                message = {"ok": False, "kind": type(exc).__name__, "message": str(exc)}
-                self._broadcast(message)
+                    ctx.publish(record, role=role, ranks=stamp)
+                elif ctx.state.rank_fn is None:
+                    # Published by hand without ranks: stamp them, keeping log and epoch.
+                    state = ctx.state
+                    ctx.adopt(state.record, role=state.role, log=state.log, epoch=state.epoch,
+                              sealed=state.sealed, ranks=stamp)
+                layout = Layout.from_values(ctx.state.values)
+                if layout.world_size != self.world_size:
+                    raise DistributedConfigError(
+                        f"the config lays out tp_size*pp_size={layout.tp_size}*{layout.pp_size}="
+                        f"{layout.world_size} ranks, but the group has {self.world_size}"
+                    )
+                message = {"ok": True, "state": state_dict(ctx), "report": ctx.republish_report}
+            except Exception as exc:
+                # Any exception, not only refusals: the followers are already waiting in the
+                # broadcast below and would otherwise block until the process-group timeout.
+                self._broadcast(_failure(exc))
                 raise
+            self._broadcast(message)
         else:
-            message = {}
-        message = self._broadcast(message)
-        if not message["ok"]:
-            raise _error_class(message["kind"])(f"publish refused on rank {self.src}: {message['message']}")
-        layout = Layout(**message["layout"])
-        if layout.world_size != self.world_size:
-            raise DistributedConfigError(
-                f"the config lays out tp_size*pp_size={layout.tp_size}*{layout.pp_size}="
-                f"{layout.world_size} ranks, but the group has {self.world_size}"
-            )
-        import_state(message["state"], self.context, ranks=functools.partial(stamp_ranks, self.rank))
-        return self.context
+            message = self._broadcast(None)
+            if not message["ok"]:
+                self._raise_failure("publish", message)
+            import_state(message["state"], ctx, ranks=functools.partial(stamp_ranks, self.rank))
+            report: RepublishReport | None = message["report"]
+            ctx.republish_report = report
+            for dropped in report.dropped if report else ():
+                # The source rank logged these when it replayed; say it on every rank.
+                log.warning("re-publish on rank %d: override of %s from %r no longer applies: %s",
+                            self.src, dropped.entry.leaf, dropped.entry.source, dropped.reason)
+        self.republish_report = message["report"]
+        return ctx
 
     # -- overrides -----------------------------------------------------------------------
     def override(self, source: str, /, **leaves: Any) -> tuple[OverrideEntry, ...]:
@@ -499,16 +561,14 @@ class DistributedContext:
             base = ctx.epoch
             try:
                 entries = ctx.override(source, **leaves)
-            except ConfigError as exc:
-                self._broadcast({"ok": False, "kind": type(exc).__name__, "message": str(exc)})
+            except Exception as exc:  # any: followers wait in the broadcast (see publish)
+                self._broadcast(_failure(exc))
                 raise
             message = self._broadcast({"ok": True, "base": base, "epoch": ctx.epoch, "entries": entries})
         else:
             message = self._broadcast(None)
             if not message["ok"]:
-                raise _error_class(message["kind"])(
-                    f"override refused on rank {self.src}, so on every rank: {message['message']}"
-                )
+                self._raise_failure("override", message)
             entries = message["entries"]
             if entries:
                 state = ctx.state

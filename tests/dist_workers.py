@@ -171,3 +171,80 @@ def child(text: str, outpath: str) -> None:
         "chunked_prefill_size": get_schedule().chunked_prefill_size,
         "entry_epochs": [e.epoch for e in ctx.state.log],
     }, sort_keys=True))
+
+
+def failures(rank: int, world: int, port: int, outdir: str) -> None:
+    """A re-publish's report reaches every rank; a source rank that raises anything makes
+    every follower fail promptly (not at the group timeout), with the source's error class
+    for refusals (KV configurator errors included) and naming the source rank otherwise."""
+    import time
+
+    import torch.distributed as dist
+
+    from generated.accessors import get_context, get_schedule, get_spec
+    from generated.server_args import ServerArgs
+    from runtime.dist import check_in, connect_store
+    from runtime.kvcache.errors import BudgetError
+
+    # Meet first with a long timeout (start-up skew), then join with a short group timeout:
+    # a follower left waiting in a broadcast would hit it, and the test would see it.
+    store = connect_store(f"127.0.0.1:{port}", is_master=False)
+    check_in(store, "failures-started", rank, world, STORE_TIMEOUT)
+    dctx = _join(rank, world, port, timeout=FAILURE_TIMEOUT)
+    ctx = get_context()
+    out: dict[str, Any] = {}
+    src = rank == 0
+
+    spec = {"tp_size": world, "speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 4}
+    dctx.publish(ServerArgs(model_path="m", **spec) if src else None, role="scheduler")
+    out["first_report_none"] = dctx.republish_report is None
+    dctx.override("tune", **({"chunked_prefill_size": 1024} if src else {}))
+    dctx.override("adaptive_spec", **({"speculative_num_draft_tokens": 3} if src else {}))
+    # Re-publish with a bound of 2: the draft-token override no longer fits and is dropped.
+    again = ServerArgs(model_path="m", **{**spec, "speculative_num_draft_tokens": 2})
+    dctx.publish(again if src else None, role="scheduler")
+    reports = (dctx.republish_report, ctx.republish_report)
+    out["reports"] = [
+        None if r is None else {
+            "replayed": [e.leaf for e in r.replayed],
+            "dropped": [(d.entry.leaf, "capacity" in d.reason) for d in r.dropped],
+        }
+        for r in reports
+    ]
+    out["values"] = (get_schedule().chunked_prefill_size, get_spec().speculative_num_draft_tokens)
+
+    def attempt(name: str, call: Any, exc_type: type[BaseException]) -> None:
+        start = time.monotonic()
+        try:
+            call()
+        except exc_type as exc:
+            out[name] = {"type": type(exc).__name__, "message": str(exc),
+                         "seconds": time.monotonic() - start}
+        else:
+            out[name] = {"type": None}
+
+    epoch = ctx.epoch
+    # a publish the source rank cannot even read (not a record): AttributeError there
+    attempt("publish_crash", lambda: dctx.publish(object() if src else None, role="scheduler"),
+            Exception)
+
+    def boom(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("boom")
+
+    def short(*_a: Any, **_k: Any) -> Any:
+        raise BudgetError("no KV left")
+
+    for name, fake in (("override_crash", boom), ("override_kv_error", short)):
+        if src:
+            ctx.override = fake  # type: ignore[method-assign]
+        attempt(name, lambda: dctx.override("x", **({"chunked_prefill_size": 7} if src else {})),
+                Exception)
+        if src:
+            del ctx.override
+    out["epoch_kept"] = ctx.epoch == epoch
+    dctx.check_consistency()  # still in step: every rank passed the same collectives
+    _write(outdir, "failures", rank, out)
+    dist.destroy_process_group()
+
+
+FAILURE_TIMEOUT = 20.0

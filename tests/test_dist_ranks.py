@@ -65,3 +65,31 @@ def test_rank_that_dies_is_named(store_port: int, tmp_path: Path) -> None:
         assert f"rank(s) {world - 1} of {world} did not arrive within 2 s" in got["error"]
         assert "override" in got["error"]
         assert got["epoch_kept"] is True
+
+
+def test_republish_report_and_source_failures_reach_every_rank(store_port: int, tmp_path: Path) -> None:
+    world = 2
+    mp.spawn(dist_workers.failures, args=(world, store_port, str(tmp_path)), nprocs=world, join=True)
+    for rank, got in enumerate(_read(tmp_path, "failures", range(world))):
+        assert got["first_report_none"] is True, rank  # nothing to replay on a first publish
+        # The source's re-publish report, on the DistributedContext and the context alike.
+        expected = {"replayed": ["chunked_prefill_size"], "dropped": [["speculative_num_draft_tokens", True]]}
+        assert got["reports"] == [expected, expected], rank
+        assert got["values"] == [1024, 2], rank
+        assert got["epoch_kept"] is True
+        crash, kv_error = got["override_crash"], got["override_kv_error"]
+        if rank == 0:  # the source re-raises its own exception
+            assert got["publish_crash"]["type"] == "AttributeError"
+            assert (crash["type"], crash["message"]) == ("RuntimeError", "boom")
+            assert (kv_error["type"], kv_error["message"]) == ("BudgetError", "no KV left")
+            continue
+        # followers: promptly (well inside the group timeout) and naming the source rank
+        for failed in (got["publish_crash"], crash):
+            assert failed["type"] == "DistributedConfigError"
+            assert "failed on rank 0 (the source rank)" in failed["message"]
+            assert failed["seconds"] < dist_workers.FAILURE_TIMEOUT / 2
+        assert "with AttributeError" in got["publish_crash"]["message"]
+        assert "with RuntimeError: boom" in crash["message"]
+        # a refusal keeps its class on every rank, KV configurator errors included
+        assert kv_error["type"] == "BudgetError"
+        assert "override refused on rank 0" in kv_error["message"]

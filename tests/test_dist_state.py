@@ -194,3 +194,16 @@ def test_runtime_resize_restamps_ranks(config_scope: Any) -> None:
     assert (par.attn_dp_rank, par.attn_tp_rank, par.world_rank) == (
         expected["attn_dp_rank"], expected["attn_tp_rank"], 5)
     assert ctx.state.ranks == compute_ranks(5, tp_size=8, attn_dp_size=4, attn_tp_size=2)
+
+
+def test_error_kinds_map_to_their_classes() -> None:
+    from runtime.dist import _error_class
+    from runtime.errors import CapacityError, ConfigError
+    from runtime.kvcache.errors import BudgetError, ContextTooLongError
+
+    assert _error_class("CapacityError") is CapacityError
+    assert _error_class("DistributedConfigError") is DistributedConfigError
+    assert _error_class("BudgetError") is BudgetError  # the KV configurator's errors too
+    assert _error_class("ContextTooLongError") is ContextTooLongError
+    assert _error_class("SomeoneElsesError") is ConfigError  # unknown here: the base class
+    assert _error_class("RuntimeError") is ConfigError  # never a non-config class

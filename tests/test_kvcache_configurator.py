@@ -247,3 +247,25 @@ def test_meta_allocation_of_70b_at_tp8_is_fast() -> None:
         pools = c.allocate(plan, "meta")
         assert time.perf_counter() - start < 5.0
         assert len(pools.pools["k"]) == 80
+
+
+def test_fallback_leaves_reach_the_planner_resolved() -> None:
+    # The context applies the schema's fallbacks; the planner keeps no copy of them.
+    from generated.registry import LEAVES
+
+    with published(args(), role="worker"):
+        s = read_settings()
+        assert s.swa_full_tokens_ratio == LEAVES["swa_full_tokens_ratio"].fallback
+        assert s.mamba_full_memory_ratio == LEAVES["mamba_full_memory_ratio"].fallback
+    with published(args(swa_full_tokens_ratio=0.5), role="worker"):
+        assert read_settings().swa_full_tokens_ratio == 0.5
+
+
+def test_float16_model_resolves_kv_cache_dtype_float16() -> None:
+    fp16 = attrs.evolve(load_model_shape(MODELS / "llama-3.1-8b.json"), torch_dtype="float16")
+    with published(args(), role="worker") as ctx:
+        plan = KvCacheConfigurator(fp16, DeviceMemory(80 * GiB)).configure()
+        assert plan.kv_dtype == "float16"
+        assert get_model().kv_cache_dtype == "float16"  # written back: a choice of the leaf
+        assert get_model().dtype == "float16"
+        assert ctx.server_info()["record"]["kv_cache_dtype"] == "auto"

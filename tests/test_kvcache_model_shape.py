@@ -64,8 +64,8 @@ def test_interleaving_patterns() -> None:
 def test_hybrid_flags() -> None:
     assert load("gemma-2-9b").is_hybrid_swa
     assert not load("mistral-7b-v0.1").is_hybrid_swa  # every layer slides: sized as full
-    assert load("qwen3-next-80b-a3b").is_hybrid_linear
-    assert load("deepseek-v3").is_mla
+    assert load("qwen3-next-80b-a3b").linear is not None
+    assert load("deepseek-v3").mla is not None
 
 
 def test_mla_dims() -> None:

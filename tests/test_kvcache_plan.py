@@ -8,6 +8,7 @@ size would be) or the hand-counted parameters times the dtype size.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from generated.registry import LEAVES
 from runtime.kvcache.errors import BudgetError, ContextTooLongError, KvPlanError
 from runtime.kvcache.model_shape import ModelShape, load_model_shape
 from runtime.kvcache.planner import (
@@ -36,6 +38,13 @@ def shape(name: str) -> ModelShape:
     if name not in _SHAPES:
         _SHAPES[name] = load_model_shape(MODELS / f"{name}.json")
     return _SHAPES[name]
+
+
+def plan_settings(**leaves: Any) -> PlanSettings:
+    """PlanSettings as the accessors would return them: the leaves whose schema fallback the
+    context applies take it from the generated registry (the one source of those values)."""
+    fallbacks = {n: LEAVES[n].fallback for n in ("swa_full_tokens_ratio", "mamba_full_memory_ratio")}
+    return PlanSettings(**{**fallbacks, **leaves})
 
 
 def tp(n: int, **kw: Any) -> dict[str, Any]:
@@ -70,7 +79,7 @@ CASES = [
     Case(
         "llama8b-tp1-defaults",
         "llama-3.1-8b",
-        PlanSettings(),
+        plan_settings(),
         DeviceMemory(80 * GiB),
         cell=131072,
         kv_budget=59530901914,
@@ -92,7 +101,7 @@ CASES = [
     Case(
         "llama8b-tp2-page16-fp8-eagle",
         "llama-3.1-8b",
-        PlanSettings(
+        plan_settings(
             **tp(2),
             page_size=16,
             kv_cache_dtype="fp8_e4m3",
@@ -124,7 +133,7 @@ CASES = [
     Case(
         "llama70b-tp8",
         "llama-3.1-70b",
-        PlanSettings(**tp(8)),
+        plan_settings(**tp(8)),
         DeviceMemory(80 * GiB),
         cell=40960,
         kv_budget=51940043572,
@@ -142,7 +151,7 @@ CASES = [
     Case(
         "llama70b-tp4-pp2-page64-fp8e5m2",
         "llama-3.1-70b",
-        PlanSettings(
+        plan_settings(
             **tp(4),
             pp_size=2,
             page_size=64,
@@ -166,7 +175,7 @@ CASES = [
     Case(
         "qwen7b-tp1-24gib",
         "qwen2.5-7b",
-        PlanSettings(),
+        plan_settings(),
         DeviceMemory(24 * GiB),
         cell=57344,
         kv_budget=7446194299,
@@ -183,7 +192,7 @@ CASES = [
     Case(
         "qwen7b-tp8-dpattn2-cap",
         "qwen2.5-7b",
-        PlanSettings(
+        plan_settings(
             tp_size=8,
             attn_tp_size=4,
             attn_dp_size=2,
@@ -208,7 +217,7 @@ CASES = [
     Case(
         "qwen05b-tp1-4gib",
         "qwen2.5-0.5b",
-        PlanSettings(),
+        plan_settings(),
         DeviceMemory(4 * GiB),
         cell=12288,
         kv_budget=2791505685,
@@ -225,7 +234,7 @@ CASES = [
     Case(
         "qwen05b-tp2-page4-fp8-ngram",
         "qwen2.5-0.5b",
-        PlanSettings(
+        plan_settings(
             **tp(2),
             page_size=4,
             mem_fraction_static=0.88,
@@ -248,7 +257,7 @@ CASES = [
     Case(
         "mistral-tp1",
         "mistral-7b-v0.1",
-        PlanSettings(),
+        plan_settings(),
         DeviceMemory(80 * GiB),
         cell=131072,
         kv_budget=61107960218,
@@ -263,7 +272,7 @@ CASES = [
     Case(
         "mistral-tp4-page16-fp8",
         "mistral-7b-v0.1",
-        PlanSettings(**tp(4), page_size=16, mem_fraction_static=0.8, kv_cache_dtype="fp8_e4m3"),
+        plan_settings(**tp(4), page_size=16, mem_fraction_static=0.8, kv_cache_dtype="fp8_e4m3"),
         DeviceMemory(80 * GiB, weight_bytes=4 * GiB),
         cell=16384,
         kv_budget=64424509440,
@@ -282,7 +291,7 @@ CASES = [
     Case(
         "gemma2-tp1-swa",
         "gemma-2-9b",
-        PlanSettings(),
+        plan_settings(),
         DeviceMemory(40 * GiB),
         cell=309657.6,
         kv_budget=19312300237,
@@ -303,7 +312,7 @@ CASES = [
     Case(
         "gemma2-tp2-no-swa-split",
         "gemma-2-9b",
-        PlanSettings(**tp(2), mem_fraction_static=0.88, disable_hybrid_swa_memory=True),
+        plan_settings(**tp(2), mem_fraction_static=0.88, disable_hybrid_swa_memory=True),
         DeviceMemory(40 * GiB),
         cell=172032,
         kv_budget=28554006221,
@@ -319,7 +328,7 @@ CASES = [
     Case(
         "gptoss-tp1-ratio05",
         "gpt-oss-20b",
-        PlanSettings(swa_full_tokens_ratio=0.5),
+        plan_settings(swa_full_tokens_ratio=0.5),
         DeviceMemory(80 * GiB, weight_bytes=14 * GiB),
         cell=36864,
         kv_budget=60559038874,
@@ -342,7 +351,7 @@ CASES = [
     Case(
         "gptoss-tp8-page16-eagle3",
         "gpt-oss-20b",
-        PlanSettings(
+        plan_settings(
             **tp(8),
             page_size=16,
             mem_fraction_static=0.85,
@@ -372,7 +381,7 @@ CASES = [
     Case(
         "dsv3-tp8-mla",
         "deepseek-v3",
-        PlanSettings(**tp(8), mem_fraction_static=0.9),
+        plan_settings(**tp(8), mem_fraction_static=0.9),
         DeviceMemory(140 * GiB, weight_bytes=84 * GiB),
         cell=70272,
         kv_budget=45097156608,
@@ -389,7 +398,7 @@ CASES = [
     Case(
         "dsv3-tp8-nextn-fp8-flashmla",
         "deepseek-v3",
-        PlanSettings(
+        plan_settings(
             **tp(8),
             mem_fraction_static=0.9,
             kv_cache_dtype="fp8_e4m3",
@@ -418,7 +427,7 @@ CASES = [
     Case(
         "v2lite-tp1",
         "deepseek-v2-lite",
-        PlanSettings(mem_fraction_static=0.88),
+        plan_settings(mem_fraction_static=0.88),
         DeviceMemory(80 * GiB, weight_bytes=31412968448),
         cell=31104,
         kv_budget=44178455962,
@@ -433,7 +442,7 @@ CASES = [
     Case(
         "v2lite-tp2-page64-fp8",
         "deepseek-v2-lite",
-        PlanSettings(
+        plan_settings(
             **tp(2),
             mem_fraction_static=0.88,
             page_size=64,
@@ -459,7 +468,7 @@ CASES = [
     Case(
         "qwen3next-tp4-mamba-budget",
         "qwen3-next-80b-a3b",
-        PlanSettings(**tp(4), mem_fraction_static=0.88),
+        plan_settings(**tp(4), mem_fraction_static=0.88),
         DeviceMemory(80 * GiB, weight_bytes=40 * GiB),
         cell=12288,
         kv_budget=17188362650,
@@ -482,7 +491,7 @@ CASES = [
     Case(
         "qwen3next-tp8-mamba600-noradix",
         "qwen3-next-80b-a3b",
-        PlanSettings(
+        plan_settings(
             **tp(8),
             mem_fraction_static=0.88,
             max_mamba_cache_size=600,
@@ -514,7 +523,7 @@ CASES = [
     Case(
         "nemotronh-tp8-extra-buffer",
         "nemotron-h-56b",
-        PlanSettings(**tp(8), mem_fraction_static=0.88, enable_mamba_extra_buffer=True),
+        plan_settings(**tp(8), mem_fraction_static=0.88, enable_mamba_extra_buffer=True),
         DeviceMemory(80 * GiB, weight_bytes=14 * GiB),
         cell=5120,
         kv_budget=31926051226,
@@ -538,7 +547,7 @@ CASES = [
     Case(
         "nemotronh-tp4-page16-fp8-ratio05",
         "nemotron-h-56b",
-        PlanSettings(
+        plan_settings(
             **tp(4),
             mem_fraction_static=0.88,
             page_size=16,
@@ -655,6 +664,22 @@ def test_active_draft_count_below_the_bound_changes_nothing() -> None:
     assert (a.req_to_token_shape, a.spec_buffers, a.pools) == (b.req_to_token_shape, b.spec_buffers, b.pools)
 
 
+def test_active_draft_count_without_speculation_does_not_widen_rows() -> None:
+    # Speculation off: the resolved bound is 0, so an active count the operator left in the
+    # flags sizes nothing (it used to widen every row to ctx + 4 + 8).
+    plan = plan_kv(shape("llama-3.1-8b"), plan_settings(speculative_num_draft_tokens=8), DeviceMemory(80 * GiB))
+    assert plan.spec.max_draft_tokens == 0
+    assert plan.req_to_token_shape == (2049, 131076)
+    assert plan.spec_buffers == ()
+
+
+def test_active_draft_count_above_the_bound_is_refused() -> None:
+    # The context never lets this happen (capacity check); a pure caller is told, not obeyed.
+    over = attrs.evolve(CASES[1].settings, speculative_num_draft_tokens=9)
+    with pytest.raises(KvPlanError, match="max_speculative_num_draft_tokens=8"):
+        plan_kv(shape("llama-3.1-8b"), over, CASES[1].memory)
+
+
 def test_no_speculation_has_no_buffers_and_four_spare_columns() -> None:
     plan = run(CASES[0])
     assert plan.spec_buffers == ()
@@ -663,10 +688,36 @@ def test_no_speculation_has_no_buffers_and_four_spare_columns() -> None:
 
 
 def test_gemma_float32_checkpoint_runs_in_bfloat16() -> None:
+    # dtype auto: float32 checkpoints run (and cache KV) in bfloat16; both are written back.
     plan = run(CASES[10])
     assert plan.dtype == "bfloat16"
     assert plan.kv_cache_dtype == "bf16"
+    assert (plan.decision("dtype"), plan.decision("kv_cache_dtype")) == ("bfloat16", "bf16")
     assert plan.budget.weights == 18483411968  # 9,241,705,984 params x 2 B
+
+
+def test_float16_checkpoint_resolves_kv_cache_dtype_float16() -> None:
+    fp16 = attrs.evolve(shape("llama-3.1-8b"), torch_dtype="float16")
+    plan = plan_kv(fp16, plan_settings(), DeviceMemory(80 * GiB))
+    assert (plan.dtype, plan.kv_dtype) == ("float16", "float16")
+    assert plan.decision("kv_cache_dtype") == "float16"  # a choice of the leaf: written back
+    assert plan.notes == ("weights are estimated from the model config (pass --weight-bytes to use a measured size)",)
+    assert plan.cell.bytes_per_token == 131072  # same 2 bytes as bf16
+    # An explicit float16 is taken as given, with nothing to write back.
+    given = plan_kv(shape("llama-3.1-8b"), plan_settings(kv_cache_dtype="float16"), DeviceMemory(80 * GiB))
+    assert given.pools[0].storage_dtype == "float16"
+    with pytest.raises(KeyError):
+        given.decision("kv_cache_dtype")
+
+
+def test_float32_model_with_auto_kv_is_refused_clearly() -> None:
+    # kv_cache_dtype has no float32 choice, so `auto` could not be written back: the operator
+    # is asked to pick a KV dtype rather than have server_info() say `auto` over float32 pools.
+    with pytest.raises(KvPlanError, match="--kv-cache-dtype"):
+        plan_kv(shape("gemma-2-9b"), plan_settings(dtype="float32"), DeviceMemory(80 * GiB))
+    plan = plan_kv(shape("gemma-2-9b"), plan_settings(dtype="float32", kv_cache_dtype="bf16", context_length=4096),
+                   DeviceMemory(80 * GiB))
+    assert (plan.dtype, plan.kv_dtype) == ("float32", "bfloat16")
 
 
 def test_flashmla_resolves_page_64() -> None:
@@ -685,7 +736,7 @@ def test_pipeline_stages_split_layers_evenly_last_takes_remainder() -> None:
     # 61 layers over pp 2: [0, 30) and [30, 61); the last stage has more layers, so it binds.
     plan = plan_kv(
         shape("deepseek-v3"),
-        PlanSettings(**tp(8), pp_size=2, mem_fraction_static=0.9),
+        plan_settings(**tp(8), pp_size=2, mem_fraction_static=0.9),
         DeviceMemory(140 * GiB, weight_bytes=42 * GiB),
     )
     assert [s.layers for s in plan.stages] == [(0, 30), (30, 61)]
@@ -699,20 +750,42 @@ def test_pipeline_stages_split_layers_evenly_last_takes_remainder() -> None:
 # --- errors ------------------------------------------------------------------------------
 
 
-def test_budget_error_names_the_smallest_mem_fraction_static() -> None:
+def test_budget_error_names_the_mem_fraction_static_that_fits_one_request() -> None:
     # llama-3.1-70b at tp 2: weights 141,107,412,992 / 2 = 70553706496 per rank.
     # avail = 85899345920 - 70553706496 = 15345639424; mfs 0.8 leaves slack 17179869184 > avail.
-    # smallest mfs: ceil((1 - 15345639424 / 85899345920) x 1000) / 1000 = ceil(821.35...) = 0.822
-    with pytest.raises(BudgetError, match=r"at least 0\.822"):
-        plan_kv(shape("llama-3.1-70b"), PlanSettings(**tp(2), mem_fraction_static=0.8), DeviceMemory(80 * GiB))
-    # At 0.822 the budget is positive (a few hundred tokens: enough for a short context).
-    barely = PlanSettings(**tp(2), mem_fraction_static=0.822, context_length=256)
-    assert plan_kv(shape("llama-3.1-70b"), barely, DeviceMemory(80 * GiB)).budget.kv_budget > 0
+    # A positive budget: ceil((1 - 15345639424 / 85899345920) x 1000) / 1000 = ceil(821.35) = 0.822.
+    # One request of 32768 tokens: cell = 4 heads x 256 x 80 layers x 2 B = 163840, so rest must
+    # be >= 32768 x 163840 = 5368709120, slack <= 15345639424 - 5368709120 = 9976930304:
+    #   0.884: slack = floor(pre x 0.116) = 9964324126, rest 5381315298, 32844 tokens (fits)
+    #   0.883: slack = floor(pre x 0.117) = 10050223472, rest 5295415952, 32320 tokens (short)
+    llama70 = shape("llama-3.1-70b")
+    with pytest.raises(BudgetError) as err:
+        plan_kv(llama70, plan_settings(**tp(2), mem_fraction_static=0.8, context_length=32768), DeviceMemory(80 * GiB))
+    assert "at least 0.884 to fit one request of context_length=32768" in str(err.value)
+    assert "0.822 only makes the KV budget positive" in str(err.value)
+    fits = plan_kv(llama70, plan_settings(**tp(2), mem_fraction_static=0.884, context_length=32768),
+                   DeviceMemory(80 * GiB))
+    assert fits.max_total_num_tokens == 32844
+    with pytest.raises(ContextTooLongError, match="largest context that fits is 32320"):
+        plan_kv(llama70, plan_settings(**tp(2), mem_fraction_static=0.883, context_length=32768),
+                DeviceMemory(80 * GiB))
+
+
+def test_budget_error_when_no_fraction_fits_the_full_context() -> None:
+    # The reviewer's case: at the full 131072 context one request needs 131072 x 163840 B =
+    # 20 GiB, more than the 14.29 GiB left after the weights even at mem_fraction_static 1.0;
+    # the old message suggested 0.822, which led straight to a 339-token pool.
+    with pytest.raises(BudgetError) as err:
+        plan_kv(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.8), DeviceMemory(80 * GiB))
+    msg = str(err.value)
+    assert "no mem_fraction_static fits one request of context_length=131072" in msg
+    assert "needs 20.00 GiB" in msg and "at most 14.29 GiB" in msg
+    assert "0.822 only makes the KV budget positive" in msg
 
 
 def test_budget_error_when_weights_exceed_the_device() -> None:
     with pytest.raises(BudgetError, match="no mem_fraction_static is enough"):
-        plan_kv(shape("llama-3.1-70b"), PlanSettings(), DeviceMemory(80 * GiB))
+        plan_kv(shape("llama-3.1-70b"), plan_settings(), DeviceMemory(80 * GiB))
 
 
 def test_min_mem_fraction_static_boundary() -> None:
@@ -722,16 +795,74 @@ def test_min_mem_fraction_static_boundary() -> None:
 
 def test_context_too_long_names_the_largest_context_that_fits() -> None:
     # llama-3.1-8b on 24 GiB: rest = 25769803776 - 16060522496 - 3092376453 = 6616904827
-    # tokens = 6616904827 // 131072 = 50482 < 131072
-    with pytest.raises(ContextTooLongError, match=r"largest context that fits is 50482"):
-        plan_kv(shape("llama-3.1-8b"), PlanSettings(), DeviceMemory(24 * GiB))
-    plan = plan_kv(shape("llama-3.1-8b"), PlanSettings(context_length=50482), DeviceMemory(24 * GiB))
+    # tokens = 6616904827 // 131072 = 50482 < 131072. No mem_fraction_static fits 131072
+    # tokens (16 GiB of KV; 8.07 GiB are left after the weights).
+    with pytest.raises(ContextTooLongError, match=r"largest context that fits is 50482") as err:
+        plan_kv(shape("llama-3.1-8b"), plan_settings(), DeviceMemory(24 * GiB))
+    assert "no mem_fraction_static fits one request of context_length=131072" in str(err.value)
+    plan = plan_kv(shape("llama-3.1-8b"), plan_settings(context_length=50482), DeviceMemory(24 * GiB))
     assert plan.max_total_num_tokens == 50482
+
+
+def test_context_error_suggests_the_fraction_that_fits() -> None:
+    # llama-3.1-70b tp 2, 32768 tokens, mfs 0.85: slack = pre x 0.15 = 12884901888,
+    # rest = 15345639424 - 12884901888 = 2460737536, tokens = 2460737536 // 163840 = 15019;
+    # 0.884 fits (see the budget error test above).
+    with pytest.raises(ContextTooLongError) as err:
+        plan_kv(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.85, context_length=32768),
+                DeviceMemory(80 * GiB))
+    assert "largest context that fits is 15019 (set --context-length 15019)" in str(err.value)
+    assert "raise --mem-fraction-static to at least 0.884" in str(err.value)
+
+
+def test_context_error_never_suggests_a_zero_context() -> None:
+    # mfs 0.822 leaves rest = 15345639424 - floor(pre x 0.178) = 55555851 B = 339 tokens at page 1;
+    # at page 512 not one page fits, so there is no context to suggest, only memory.
+    with pytest.raises(ContextTooLongError) as err:
+        plan_kv(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.822, page_size=512,
+                                                      context_length=4096), DeviceMemory(80 * GiB))
+    msg = str(err.value)
+    assert "--context-length 0" not in msg
+    assert "not one page of 512 tokens fits" in msg
+    # 4096 tokens need 671088640 B: slack <= 14674550784 = pre x 0.17083..., so 0.830
+    assert re.search(r"raise --mem-fraction-static to at least 0\.83\b", msg)
+
+
+def test_context_error_names_max_total_tokens_when_it_caps_the_pool() -> None:
+    # 454184 tokens fit in memory; the operator cap of 1000 is what is short of 4096.
+    with pytest.raises(ContextTooLongError) as err:
+        plan_kv(shape("llama-3.1-8b"), plan_settings(max_total_tokens=1000, context_length=4096),
+                DeviceMemory(80 * GiB))
+    msg = str(err.value)
+    assert "max_total_tokens=1000 caps the KV pool at 1000 tokens" in msg
+    assert "raise --max-total-tokens to at least 4096 or set --context-length 1000" in msg
+    assert "mem-fraction-static" not in msg and "tp-size" not in msg
+    # A cap below one page leaves no context to suggest.
+    with pytest.raises(ContextTooLongError) as err:
+        plan_kv(shape("llama-3.1-8b"), plan_settings(max_total_tokens=10, page_size=16, context_length=4096),
+                DeviceMemory(80 * GiB))
+    assert "--context-length 0" not in str(err.value)
+    assert "raise --max-total-tokens to at least 4096" in str(err.value)
+
+
+def test_pipeline_errors_name_the_binding_stage() -> None:
+    # deepseek-v3 at pp 2: stage 1 holds layers 30-60 (31 layers), so it binds.
+    # 50 GiB, 42 GiB weights, mfs 0.9: rest = 53687091200 - 45097156608 - 5368709120 = 3221225472,
+    # stage 1 tokens = 3221225472 // (576 x 31 x 2 = 35712) = 90200 < 163840.
+    with pytest.raises(ContextTooLongError, match=r"pipeline stage pp_rank=1 of 2 \(layers 30-60\)") as err:
+        plan_kv(shape("deepseek-v3"), plan_settings(**tp(8), pp_size=2, mem_fraction_static=0.9),
+                DeviceMemory(50 * GiB, weight_bytes=42 * GiB))
+    assert "largest context that fits is 90200" in str(err.value)
+    # 45 GiB: slack 4.5 GiB + 42 GiB of weights leave nothing on either stage; the one with
+    # more layers per token is named.
+    with pytest.raises(BudgetError, match=r"pipeline stage pp_rank=1 of 2 \(layers 30-60\)"):
+        plan_kv(shape("deepseek-v3"), plan_settings(**tp(8), pp_size=2, mem_fraction_static=0.9),
+                DeviceMemory(45 * GiB, weight_bytes=42 * GiB))
 
 
 def test_context_above_the_model_limit_is_refused() -> None:
     with pytest.raises(KvPlanError, match="exceeds the 32768 tokens"):
-        plan_kv(shape("mistral-7b-v0.1"), PlanSettings(context_length=65536), DeviceMemory(80 * GiB))
+        plan_kv(shape("mistral-7b-v0.1"), plan_settings(context_length=65536), DeviceMemory(80 * GiB))
 
 
 def test_swa_pool_must_hold_a_window() -> None:
@@ -739,14 +870,14 @@ def test_swa_pool_must_hold_a_window() -> None:
     with pytest.raises(KvPlanError, match="window of 128 tokens"):
         plan_kv(
             shape("gpt-oss-20b"),
-            PlanSettings(swa_full_tokens_ratio=0.00005),
+            plan_settings(swa_full_tokens_ratio=0.00005),
             DeviceMemory(80 * GiB, weight_bytes=14 * GiB),
         )
 
 
 def test_block_scaled_kv_dtypes_are_refused_clearly() -> None:
     with pytest.raises(KvPlanError, match="block-scaled"):
-        plan_kv(shape("llama-3.1-8b"), PlanSettings(kv_cache_dtype="nvfp4"), DeviceMemory(80 * GiB))
+        plan_kv(shape("llama-3.1-8b"), plan_settings(kv_cache_dtype="nvfp4"), DeviceMemory(80 * GiB))
 
 
 def test_default_request_rule() -> None:
@@ -773,7 +904,7 @@ _FITTING = ["llama-3.1-8b", "qwen2.5-7b", "qwen2.5-0.5b", "mistral-7b-v0.1", "ge
 def test_budget_is_used_up_to_page_rounding(
     model: str, tp_size: int, page: int, kv: str, mfs: float, pre_gib: int
 ) -> None:
-    settings_ = PlanSettings(**tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs,
+    settings_ = plan_settings(**tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs,
                              context_length=4096)
     try:
         plan = plan_kv(shape(model), settings_, DeviceMemory(pre_gib * GiB, weight_bytes=8 * GiB))
@@ -794,7 +925,7 @@ def test_budget_is_used_up_to_page_rounding(
 
 def test_auto_kv_dtype_follows_a_declared_fp8_kv_quantization() -> None:
     quantized = attrs.evolve(shape("llama-3.1-8b"), kv_quant_dtype="fp8_e4m3")
-    plan = plan_kv(quantized, PlanSettings(), DeviceMemory(80 * GiB))
+    plan = plan_kv(quantized, plan_settings(), DeviceMemory(80 * GiB))
     assert plan.decision("kv_cache_dtype") == "fp8_e4m3"
     # cell = 8 x 256 x 32 x 1 B = 65536, half of the bf16 cell
     assert plan.cell.bytes_per_token == 65536
@@ -804,7 +935,7 @@ def test_auto_kv_dtype_follows_a_declared_fp8_kv_quantization() -> None:
 def test_draft_pool_takes_its_own_kv_dtype() -> None:
     # llama-3.1-8b tp 1, bf16 target, fp8 draft: cell = 8 x 256 x 2 B x 32 + 8 x 256 x 1 B x 1
     #   = 131072 + 2048 = 133120
-    settings_ = PlanSettings(
+    settings_ = plan_settings(
         speculative_algorithm="EAGLE",
         speculative_num_draft_tokens=4,
         max_speculative_num_draft_tokens=4,

@@ -75,13 +75,44 @@ def test_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_budget_error_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["--model-config", str(MODELS / "llama-3.1-70b.json"), "--device-memory", "80GiB", "--tp-size", "2",
             "--mem-fraction-static", "0.8"]
-    assert main(argv) == 1
-    assert "raise --mem-fraction-static to at least 0.822" in capsys.readouterr().err
+    assert main([*argv, "--context-length", "32768"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    # Hand-derived in test_kvcache_plan: 0.884 fits one 32768-token request; 0.822 (the bare
+    # "budget > 0" bound) would only lead to a context error.
+    assert "raise --mem-fraction-static to at least 0.884 to fit one request of context_length=32768" in err
+    assert "0.822 only makes the KV budget positive" in err
+    assert main(argv) == 1  # the full 131072 context needs 20 GiB: no fraction is enough
+    assert "no mem_fraction_static fits one request of context_length=131072" in capsys.readouterr().err
 
 
 def test_context_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--model-config", LLAMA, "--device-memory", "24GiB"]) == 1
     assert "largest context that fits is 50482" in capsys.readouterr().err
+
+
+def test_active_draft_tokens_without_speculation_leave_rows_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    # Speculation off: the resolved bound is 0, whatever --speculative-num-draft-tokens says.
+    argv = ["--model-config", LLAMA, "--device-memory", "80GiB", "--json"]
+    assert main([*argv, "--speculative-num-draft-tokens", "8"]) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert plan["req_to_token_shape"] == [2049, 131076]
+    assert plan["spec"]["max_draft_tokens"] == 0
+
+
+def test_float16_checkpoint_writes_back_kv_cache_dtype_float16(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = json.loads(Path(LLAMA).read_text())
+    fp16 = tmp_path / "llama-fp16.json"
+    fp16.write_text(json.dumps({**config, "torch_dtype": "float16"}))
+    assert main(["--model-config", str(fp16), "--device-memory", "80GiB", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    info = out["server_info"]
+    assert info["record"]["kv_cache_dtype"] == "auto"
+    assert info["resolved"]["kv_cache_dtype"] == "float16"
+    assert ("kv_pool.resolve_kv_cache_dtype", "float16") in {(o["source"], o["new"]) for o in info["overrides"]}
+    assert out["plan"]["pools"][0]["storage_dtype"] == "float16"
 
 
 def test_missing_fields_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

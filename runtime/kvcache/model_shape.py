@@ -148,10 +148,6 @@ class ModelShape:
         return sum(1 for k in (self.layer_kinds if layers is None else layers) if k is kind)
 
     @property
-    def is_mla(self) -> bool:
-        return self.mla is not None
-
-    @property
     def is_hybrid_swa(self) -> bool:
         """Both full and sliding layers: the only case with a separate SWA pool.
 
@@ -159,10 +155,6 @@ class ModelShape:
         SGLang does: the window only bounds what the kernel reads, and a pool holding only
         windows would need a per-request eviction the radix cache does not do."""
         return LayerKind.FULL in self.layer_kinds and LayerKind.SLIDING in self.layer_kinds
-
-    @property
-    def is_hybrid_linear(self) -> bool:
-        return self.linear is not None and LayerKind.LINEAR in self.layer_kinds
 
 
 def load_model_shape(path: str | Path) -> ModelShape:
@@ -527,13 +519,6 @@ def _mlp_params(
     return lambda _i, _kind: (gated * hidden * inter, 0)
 
 
-def dtype_bytes(dtype: str) -> int:
-    try:
-        return DTYPE_BYTES[dtype]
-    except KeyError:
-        raise ModelConfigError(f"unknown dtype {dtype!r}; known: {sorted(DTYPE_BYTES)}") from None
-
-
 __all__ = [
     "DTYPE_BYTES",
     "LayerKind",
@@ -541,7 +526,6 @@ __all__ = [
     "MlaShape",
     "ModelShape",
     "WeightEstimate",
-    "dtype_bytes",
     "load_model_shape",
     "model_shape_from_dict",
 ]

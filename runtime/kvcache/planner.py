@@ -17,6 +17,12 @@ Simplifications (each says so where it is made, and the tests pin it):
 - padding rows (KV slot 0 page, mamba slot 0, req_to_token row 0) and the req_to_token
   and speculative buffers are paid from the slack, not from the KV budget, as in SGLang;
 - the multimodal encoder reserve is zero (text-only planning).
+
+Errors say what binds (the operator's max_total_tokens or memory; with pp > 1, which
+stage) and the value that would work. The mem_fraction_static they suggest is the smallest
+(in 1/1000) at which one request of the full context fits, found by re-running this very
+sizing (`_Sizer`), not by a second formula; the reference's `rest > 0` bound is also given,
+as it alone can still leave a pool of a few hundred tokens.
 """
 
 from __future__ import annotations
@@ -60,8 +66,15 @@ _MODEL_DTYPES: Mapping[str, str] = {
     "float": "float32",
     "float32": "float32",
 }
-# kv_cache_dtype value written back for a resolved `auto`: only names among the leaf's choices.
-_KV_CHOICE_FOR: Mapping[str, str] = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3"}
+# The kv_cache_dtype choice an `auto` resolves to, by logical KV dtype: the value written
+# back through the context, so server_info() names the dtype the pools really hold. Every
+# dtype `auto` can reach is here except float32 (a model run with --dtype float32), which
+# the leaf's choices cannot name; that case is refused with a fix (resolve_kv_dtype).
+_KV_CHOICE_FOR: Mapping[str, str] = {
+    "bfloat16": "bf16",
+    "float16": "float16",
+    "float8_e4m3fn": "fp8_e4m3",
+}
 
 # Attention backends that only work with one page size (SGLang forces these).
 _BACKEND_PAGE_SIZE: Mapping[str, int] = {"flashmla": 64, "trtllm_mla": 64}
@@ -69,14 +82,19 @@ _BACKEND_PAGE_SIZE: Mapping[str, int] = {"flashmla": 64, "trtllm_mla": 64}
 # Draft algorithms without a draft model, hence without draft KV layers.
 _MODEL_FREE_DRAFTS = frozenset({"NGRAM", "LOOKAHEAD"})
 
-SWA_RATIO_FALLBACK = 0.8  # schedule.swa_full_tokens_ratio's fallback
-MAMBA_RATIO_FALLBACK = 0.9  # schedule.mamba_full_memory_ratio's fallback
 
-
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class PlanSettings:
-    """The config leaves the plan reads, as the accessors return them (None = unresolved)."""
+    """The config leaves the plan reads, as the accessors return them (None = unresolved,
+    i.e. a load-time value the planner resolves and writes back).
 
+    The two ratios are required and never None: the context applies their schema fallbacks
+    before any reader sees them, so the planner keeps no copy of those values. A caller
+    without a context (tests, tools) takes them from `generated.registry.LEAVES[leaf].fallback`.
+    """
+
+    swa_full_tokens_ratio: float
+    mamba_full_memory_ratio: float
     tp_size: int = 1
     attn_tp_size: int = 1
     attn_dp_size: int = 1
@@ -89,10 +107,8 @@ class PlanSettings:
     mem_fraction_static: float | None = None
     max_total_tokens: int | None = None
     max_running_requests: int | None = None
-    swa_full_tokens_ratio: float | None = None
     disable_hybrid_swa_memory: bool = False
     max_mamba_cache_size: int | None = None
-    mamba_full_memory_ratio: float | None = None
     mamba_ssm_dtype: str | None = None
     disable_radix_cache: bool = False
     enable_mamba_extra_buffer: bool = False
@@ -101,8 +117,8 @@ class PlanSettings:
     speculative_algorithm: str | None = None
     speculative_num_steps: int | None = None
     speculative_eagle_topk: int | None = None
-    speculative_num_draft_tokens: int | None = None
-    max_speculative_num_draft_tokens: int = 0
+    speculative_num_draft_tokens: int | None = None  # the active count; sizes nothing
+    max_speculative_num_draft_tokens: int = 0  # the resolved bound D; sizes everything
     speculative_draft_kv_cache_dtype: str | None = None
 
 
@@ -297,7 +313,11 @@ def resolve_kv_dtype(
     kv_cache_dtype: str, model_dtype: str, shape: ModelShape
 ) -> tuple[str, str, str]:
     """-> (choice name, logical dtype, storage dtype). `auto` takes the FP8 KV quantization
-    the checkpoint declares, else the model dtype."""
+    the checkpoint declares, else the model dtype, and names it with a choice of the leaf
+    (bfloat16 -> bf16, float16 -> float16, float8_e4m3fn -> fp8_e4m3) so the configurator can
+    write it back. A float32 checkpoint under dtype auto runs, and caches KV, in bfloat16
+    (`resolve_model_dtype`); only an explicit --dtype float32 reaches float32 KV, which
+    the leaf cannot name, so that one asks for an explicit --kv-cache-dtype."""
     if kv_cache_dtype in _UNSUPPORTED_KV_DTYPES:
         raise KvPlanError(
             f"kv_cache_dtype={kv_cache_dtype} is block-scaled; the planner sizes "
@@ -306,7 +326,13 @@ def resolve_kv_dtype(
     if kv_cache_dtype == "auto":
         choice = shape.kv_quant_dtype or model_dtype
         logical, storage = KV_DTYPES[choice]
-        return _KV_CHOICE_FOR.get(logical, choice), logical, storage
+        if logical not in _KV_CHOICE_FOR:
+            raise KvPlanError(
+                f"kv_cache_dtype=auto would store the KV cache in {logical} (the model dtype), "
+                "which kv_cache_dtype cannot name, so the resolved value could not be written "
+                "back; pass --kv-cache-dtype bf16 (or float16, fp8_e4m3) explicitly"
+            )
+        return _KV_CHOICE_FOR[logical], logical, storage
     if kv_cache_dtype not in KV_DTYPES:
         raise KvPlanError(f"kv_cache_dtype {kv_cache_dtype!r} is not one of {sorted(KV_DTYPES)}")
     logical, storage = KV_DTYPES[kv_cache_dtype]
@@ -325,6 +351,172 @@ def _exact(x: float) -> Fraction:
     return Fraction(str(x))
 
 
+def _ceil_to(n: int, page: int) -> int:
+    return -(-n // page) * page
+
+
+@attrs.frozen
+class _StageSizing:
+    """One pipeline stage under one mem_fraction_static (before any check)."""
+
+    plan: StagePlan  # kv_budget = rest - mamba state; may be <= 0 here
+    avail: int  # pre - weights - draft weights on this stage
+    weights: int
+    draft_weights: int
+    mamba_bytes: int
+
+    @property
+    def per_token(self) -> Fraction:
+        return self.plan.cell.bytes_per_token
+
+    def where(self, pp_size: int) -> str:
+        if pp_size == 1:
+            return ""
+        start, end = self.plan.layers
+        return f" on pipeline stage pp_rank={self.plan.rank} of {pp_size} (layers {start}-{end - 1})"
+
+
+@attrs.frozen
+class _Sizing:
+    """Every stage under one mem_fraction_static."""
+
+    slack: int
+    stages: tuple[_StageSizing, ...]
+
+    def short(self) -> _StageSizing | None:
+        """The binding stage of a budget at or below zero: the least budget, then the most
+        bytes per token (stages with equal budgets: the one with more layers)."""
+        short = [st for st in self.stages if st.plan.kv_budget <= 0]
+        return min(short, key=lambda st: (st.plan.kv_budget, -st.per_token)) if short else None
+
+    def binding(self) -> _StageSizing | None:
+        """The stage with the fewest token slots (None: no stage keeps a KV cache)."""
+        sized = [st for st in self.stages if st.plan.tokens_fit >= 0]
+        return min(sized, key=lambda st: st.plan.tokens_fit) if sized else None
+
+    def mamba_slots(self) -> int | None:
+        slots = [st.plan.mamba_slots for st in self.stages if st.plan.mamba_slots is not None]
+        return min(slots) if slots else None
+
+
+@attrs.frozen
+class _Sizer:
+    """The part of the plan that depends on mem_fraction_static, as a function of it: the
+    plan sizes once with the operator's value, and an error sizes again to find the value
+    that would work, with the very same arithmetic (no second formula to drift)."""
+
+    shape: ModelShape
+    settings: PlanSettings
+    pre: int
+    weights: int
+    draft_weights: int
+    draft_layers: int
+    per_layer: int
+    per_layer_draft: int
+    split_swa: bool
+    swa_r: Fraction
+    mamba_r: Fraction
+    slot_bytes_per_layer: int
+    page: int
+    mm_reserve: int = 0  # text-only planning (module docstring)
+
+    def size(self, mfs: Fraction) -> _Sizing:
+        s, shape, page = self.settings, self.shape, self.page
+        slack = math.floor(self.pre * (1 - mfs))
+        stages: list[_StageSizing] = []
+        for rank, (start, end) in enumerate(stage_layers(shape.num_layers, s.pp_size)):
+            kinds = shape.layer_kinds[start:end]
+            last = rank == s.pp_size - 1
+            stage_draft = self.draft_layers if last else 0
+            stage_draft_weights = self.draft_weights if last else 0
+            avail = self.pre - self.weights - stage_draft_weights
+            rest = avail - slack - self.mm_reserve
+            full = shape.count(LayerKind.FULL, kinds) + shape.count(LayerKind.MLA, kinds)
+            sliding = shape.count(LayerKind.SLIDING, kinds)
+            if not self.split_swa:
+                full, sliding = full + sliding, 0
+            linear_layers = shape.count(LayerKind.LINEAR, kinds)
+            mamba_bytes, slots = 0, None
+            if linear_layers:
+                bps = linear_layers * self.slot_bytes_per_layer
+                if s.max_mamba_cache_size is not None:
+                    slots = s.max_mamba_cache_size
+                else:
+                    # The state budget is r / (1 + r) of the rest (r = mamba_full_memory_ratio).
+                    slots = max(0, math.floor(rest * self.mamba_r / (1 + self.mamba_r))) // bps
+                mamba_bytes = slots * bps
+            kv_budget = rest - mamba_bytes
+            cell = Cell(
+                per_layer_full=self.per_layer,
+                per_layer_swa=self.per_layer if self.split_swa else 0,
+                full_layers=full,
+                swa_layers=sliding,
+                draft_layers=stage_draft,
+                per_layer_draft=self.per_layer_draft,
+                swa_ratio=self.swa_r if self.split_swa else None,
+            )
+            per_token = cell.bytes_per_token
+            fit = -1  # no KV layer on this stage
+            if per_token:
+                fit = math.floor(kv_budget / per_token) // page * page if kv_budget > 0 else 0
+            stages.append(
+                _StageSizing(
+                    StagePlan(rank, (start, end), cell, kv_budget, fit, slots),
+                    avail,
+                    self.weights,
+                    stage_draft_weights,
+                    mamba_bytes,
+                )
+            )
+        return _Sizing(slack, tuple(stages))
+
+    def per_request_slots(self) -> int:
+        """Mamba slots one running request holds: its own state, plus (with the radix cache)
+        about two cached checkpoints, plus ping-pong buffers under the extra-buffer strategy."""
+        s = self.settings
+        slots = 1 if s.disable_radix_cache else 3
+        if s.enable_mamba_extra_buffer:
+            slots += 1 if s.disable_overlap_schedule else 2
+        return slots
+
+    def fits_one_request(self, sizing: _Sizing, ctx: int) -> bool:
+        """Memory holds one request of `ctx` tokens (the operator's max_total_tokens aside):
+        every stage has a budget, the pool has `ctx` slots, the SWA pool a window, and the
+        mamba pool one request's slots."""
+        binding = sizing.binding()
+        if sizing.short() is not None or binding is None:
+            return False
+        tokens = binding.plan.tokens_fit
+        if tokens < ctx or default_max_running_requests(tokens, ctx) < 1:
+            return False
+        ratio = binding.plan.cell.swa_ratio
+        if ratio is not None:
+            swa = math.floor(tokens * ratio) // self.page * self.page
+            if not (self.shape.sliding_window or 0) + self.page < swa:
+                return False
+        slots = sizing.mamba_slots()
+        return slots is None or slots >= self.per_request_slots()
+
+    def min_fraction_for(self, ctx: int) -> float | None:
+        """The smallest mem_fraction_static (in 1/1000) whose plan holds one request of `ctx`
+        tokens, or None when not even 1.0 does. Every quantity grows with the fraction (less
+        slack: more rest, more tokens, more mamba slots), so a bisection finds it."""
+        if not self.fits_one_request(self.size(Fraction(1)), ctx):
+            return None
+        lo, hi = 0, 1000  # fits at hi; not known at lo
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.fits_one_request(self.size(Fraction(mid, 1000)), ctx):
+                hi = mid
+            else:
+                lo = mid
+        return hi / 1000
+
+    def one_request_bytes(self, stage: _StageSizing, ctx: int) -> Fraction:
+        """KV bytes one request of `ctx` tokens takes on `stage` (page-rounded)."""
+        return _ceil_to(ctx, self.page) * stage.per_token
+
+
 def plan_kv(
     shape: ModelShape, settings: PlanSettings, memory: DeviceMemory
 ) -> KvPlan:
@@ -338,14 +530,7 @@ def plan_kv(
         decisions.append(Decision("kv_pool.resolve_dtype", "dtype", dtype))
     kv_choice, kv_dtype, kv_storage = resolve_kv_dtype(s.kv_cache_dtype, dtype, shape)
     if s.kv_cache_dtype == "auto":
-        if kv_choice in ("bf16", "fp8_e4m3"):
-            decisions.append(
-                Decision("kv_pool.resolve_kv_cache_dtype", "kv_cache_dtype", kv_choice)
-            )
-        else:  # e.g. float16: not among the leaf's choices, so the leaf stays "auto"
-            notes.append(
-                f"kv_cache_dtype auto resolves to {kv_dtype}, which is not a choice of the leaf"
-            )
+        decisions.append(Decision("kv_pool.resolve_kv_cache_dtype", "kv_cache_dtype", kv_choice))
     page = s.page_size
     if page is None:
         page = _BACKEND_PAGE_SIZE.get(s.attention_backend or "", 1)
@@ -365,27 +550,36 @@ def plan_kv(
         decisions.append(
             Decision("kv_pool.default_mem_fraction_static", "mem_fraction_static", mfs)
         )
-    swa_r = _exact(
-        SWA_RATIO_FALLBACK if s.swa_full_tokens_ratio is None else s.swa_full_tokens_ratio
-    )
-    mamba_r = _exact(
-        MAMBA_RATIO_FALLBACK if s.mamba_full_memory_ratio is None else s.mamba_full_memory_ratio
-    )
 
     # --- speculative sizing: one bound D for headroom and buffers -------------------------
     spec_on = s.speculative_algorithm is not None
-    # The same defaults runtime.derive uses for the pinned bound, so they cannot disagree.
-    steps, topk = (s.speculative_num_steps or 1), (s.speculative_eagle_topk or 1)
+    # D is the resolved bound (max_speculative_num_draft_tokens, pinned at publish; 0 without
+    # a draft algorithm). The active count never sizes anything: with speculation off it is
+    # ignored, and with it on the context's capacity check keeps it <= D. A pure caller that
+    # breaks that is refused instead of silently getting rows the buffers disagree with.
     bound = s.max_speculative_num_draft_tokens
-    if s.speculative_num_draft_tokens is not None:
-        bound = max(bound, s.speculative_num_draft_tokens)
-    geometry = DecodeGeometry(spec_on, page, s.attn_dcp_size, steps, topk)
+    active = s.speculative_num_draft_tokens
+    if spec_on and active is not None and active > bound:
+        raise KvPlanError(
+            f"speculative_num_draft_tokens={active} exceeds its capacity "
+            f"max_speculative_num_draft_tokens={bound}; the sizes take the bound, so the "
+            "active count must stay within it"
+        )
+    # The alloc-length formula itself needs the draft steps and branching; unset means one
+    # step and one branch (the geometry's neutral values). They do not feed D.
+    geometry = DecodeGeometry(spec_on, page, s.attn_dcp_size)
+    if spec_on:
+        geometry = attrs.evolve(
+            geometry,
+            num_steps=s.speculative_num_steps or geometry.num_steps,
+            eagle_topk=s.speculative_eagle_topk or geometry.eagle_topk,
+        )
     spec = SpecSizing(
         enabled=spec_on,
         algorithm=s.speculative_algorithm,
-        num_steps=steps,
-        eagle_topk=topk,
-        active_draft_tokens=s.speculative_num_draft_tokens,
+        num_steps=geometry.num_steps,
+        eagle_topk=geometry.eagle_topk,
+        active_draft_tokens=active,
         max_draft_tokens=bound,
         alloc_len_per_decode=get_alloc_len_per_decode(geometry, max_draft_tokens=bound),
         alloc_reserve_per_decode=get_alloc_reserve_per_decode(geometry, max_draft_tokens=bound),
@@ -426,12 +620,7 @@ def plan_kv(
     if memory.draft_weight_bytes is not None:
         draft_weights = memory.draft_weight_bytes if draft_layers else 0
 
-    pre = memory.pre_bytes
-    slack = math.floor(pre * (1 - _exact(mfs)))
-    mm_reserve = 0
-
-    # --- per stage: budget, mamba state, tokens that fit ----------------------------------
-    stages: list[StagePlan] = []
+    # --- mamba state geometry ---------------------------------------------------------------
     linear = shape.linear
     conv_dtype, ssm_dtype = dtype, (
         s.mamba_ssm_dtype or (linear.ssm_dtype if linear else None) or "float32"
@@ -443,73 +632,38 @@ def plan_kv(
             (linear.num_heads // tpa) * linear.head_dim * linear.state_size * DTYPE_BYTES[ssm_dtype]
         )
         slot_bytes_per_layer = conv + temporal
-    budgets: list[tuple[int, int, int]] = []  # (avail, weights, draft weights) per stage
-    for rank, (start, end) in enumerate(stage_layers(shape.num_layers, s.pp_size)):
-        kinds = shape.layer_kinds[start:end]
-        last = rank == s.pp_size - 1
-        stage_draft = draft_layers if last else 0
-        stage_draft_weights = draft_weights if last else 0
-        avail = pre - weights - stage_draft_weights
-        rest = avail - slack - mm_reserve
-        full = shape.count(LayerKind.FULL, kinds) + shape.count(LayerKind.MLA, kinds)
-        sliding = shape.count(LayerKind.SLIDING, kinds)
-        if not split_swa:
-            full, sliding = full + sliding, 0
-        linear_layers = shape.count(LayerKind.LINEAR, kinds)
-        mamba_bytes, slots = 0, None
-        if linear_layers:
-            bps = linear_layers * slot_bytes_per_layer
-            if s.max_mamba_cache_size is not None:
-                slots = s.max_mamba_cache_size
-            else:
-                # The state budget is r / (1 + r) of the rest (r = mamba_full_memory_ratio).
-                slots = max(0, math.floor(rest * mamba_r / (1 + mamba_r))) // bps
-            mamba_bytes = slots * bps
-        if rest - mamba_bytes <= 0:
-            floor_mfs = min_mem_fraction_static(
-                avail - mm_reserve - (mamba_bytes if s.max_mamba_cache_size else 0), pre
-            )
-            fix = (
-                f"raise --mem-fraction-static to at least {floor_mfs}"
-                if floor_mfs <= 1
-                else "no mem_fraction_static is enough: raise --tp-size or use a larger device"
-            )
-            raise BudgetError(
-                f"no memory left for the KV cache on pipeline stage {rank}: pre-load free "
-                f"{_gib(pre)}, weights {_gib(weights + stage_draft_weights)}, slack "
-                f"{_gib(slack)} (1 - mem_fraction_static={mfs})"
-                + (f", mamba state {_gib(mamba_bytes)}" if mamba_bytes else "")
-                + f" leave {_gib(rest - mamba_bytes)}; {fix}"
-            )
-        rest -= mamba_bytes
-        cell = Cell(
-            per_layer_full=per_layer,
-            per_layer_swa=per_layer if split_swa else 0,
-            full_layers=full,
-            swa_layers=sliding,
-            draft_layers=stage_draft,
-            per_layer_draft=per_layer_draft,
-            swa_ratio=swa_r if split_swa else None,
-        )
-        per_token = cell.bytes_per_token
-        fit = math.floor(rest / per_token) // page * page if per_token else None
-        stages.append(StagePlan(rank, (start, end), cell, rest, -1 if fit is None else fit, slots))
-        budgets.append((avail, weights, stage_draft_weights))
 
-    sized = [st for st in stages if st.tokens_fit >= 0]
-    if not sized:
+    # --- per stage: budget, mamba state, tokens that fit ----------------------------------
+    sizer = _Sizer(
+        shape=shape,
+        settings=s,
+        pre=memory.pre_bytes,
+        weights=weights,
+        draft_weights=draft_weights,
+        draft_layers=draft_layers,
+        per_layer=per_layer,
+        per_layer_draft=per_layer_draft,
+        split_swa=split_swa,
+        swa_r=_exact(s.swa_full_tokens_ratio),
+        mamba_r=_exact(s.mamba_full_memory_ratio),
+        slot_bytes_per_layer=slot_bytes_per_layer,
+        page=page,
+    )
+    sizing = sizer.size(_exact(mfs))
+    short = sizing.short()
+    if short is not None:
+        raise BudgetError(_budget_message(sizer, sizing, short, mfs, ctx))
+    found = sizing.binding()
+    if found is None:
         raise KvPlanError(f"{shape.source}: no layer keeps a KV cache; nothing to plan")
-    binding = min(sized, key=lambda st: st.tokens_fit)
-    tokens = binding.tokens_fit
+    binding = found.plan
+    fit = binding.tokens_fit
+    tokens = fit
     if s.max_total_tokens is not None and s.max_total_tokens < tokens:
         tokens = s.max_total_tokens // page * page
         notes.append(f"max_total_tokens={s.max_total_tokens} caps the pool")
     if ctx > tokens:
-        raise ContextTooLongError(
-            f"one request of context_length={ctx} does not fit: the KV pool holds {tokens} "
-            f"tokens; the largest context that fits is {tokens} (set --context-length {tokens}, "
-            "or free memory: higher --mem-fraction-static, --kv-cache-dtype fp8_e4m3, larger --tp-size)"
-        )
+        raise ContextTooLongError(_context_message(sizer, found, tokens, mfs, ctx))
     swa_tokens = None
     if binding.cell.swa_ratio is not None:
         swa_tokens = math.floor(tokens * binding.cell.swa_ratio) // page * page
@@ -520,8 +674,7 @@ def plan_kv(
                 f"{float(binding.cell.swa_ratio)}) cannot hold one window of {window} tokens plus a "
                 "page; raise --swa-full-tokens-ratio or pass --disable-hybrid-swa-memory"
             )
-    slots_list = [st.mamba_slots for st in stages if st.mamba_slots is not None]
-    mamba_slots = min(slots_list) if slots_list else None
+    mamba_slots = sizing.mamba_slots()
     if mamba_slots is not None and s.max_mamba_cache_size is None:
         decisions.append(Decision("mamba_pool.memory_budget", "max_mamba_cache_size", mamba_slots))
 
@@ -532,16 +685,16 @@ def plan_kv(
     else:
         max_reqs = default_max_running_requests(tokens, ctx)
     if mamba_slots is not None:
-        # A running request holds its own state, plus (with the radix cache) about two cached
-        # checkpoints, plus ping-pong buffers when the extra-buffer strategy is on.
-        per_request_slots = 1 if s.disable_radix_cache else 3
-        if s.enable_mamba_extra_buffer:
-            per_request_slots += 1 if s.disable_overlap_schedule else 2
+        per_request_slots = sizer.per_request_slots()
         max_reqs = min(max_reqs, mamba_slots // per_request_slots)
     if max_reqs < 1:
+        if s.max_mamba_cache_size is not None and mamba_slots is not None:
+            fix = f"raise --max-mamba-cache-size to at least {per_request_slots}"
+        else:
+            fix = _memory_fix(sizer, found, ctx)
         raise KvPlanError(
             f"the pools hold {tokens} tokens and {mamba_slots} mamba slots: not one request "
-            "can run; free memory (higher --mem-fraction-static, larger --tp-size)"
+            f"can run; {fix}"
         )
     if s.max_running_requests is None:
         # Written back as the total over attention-DP shards, so a reconfigure that reads it
@@ -612,14 +765,13 @@ def plan_kv(
     if swa_tokens is not None:
         kv_used += swa_tokens * binding.cell.per_layer_swa * binding.cell.swa_layers
     kv_pool_bytes = sum(p.nbytes for p in pools if not p.name.startswith("mamba_"))
-    avail, weights_b, draft_b = budgets[binding.rank]
     budget = Budget(
-        pre=pre,
-        weights=weights_b,
-        draft_weights=draft_b,
-        avail=avail,
-        slack=slack,
-        multimodal_reserve=mm_reserve,
+        pre=memory.pre_bytes,
+        weights=found.weights,
+        draft_weights=found.draft_weights,
+        avail=found.avail,
+        slack=sizing.slack,
+        multimodal_reserve=sizer.mm_reserve,
         mamba_state=(mamba_slots or 0) * linear_here * slot_bytes_per_layer,
         kv_budget=binding.kv_budget,
         kv_bytes=kv_used,
@@ -638,7 +790,7 @@ def plan_kv(
         mem_fraction_static=mfs,
         budget=budget,
         cell=binding.cell,
-        stages=tuple(stages),
+        stages=tuple(st.plan for st in sizing.stages),
         binding_stage=binding.rank,
         max_total_num_tokens=tokens,
         swa_tokens=swa_tokens,
@@ -652,6 +804,85 @@ def plan_kv(
         decisions=tuple(decisions),
         notes=tuple(notes),
     )
+
+
+# --- error messages: each says what binds and the value that would work ----------------------
+
+
+def _memory_fix(sizer: _Sizer, stage: _StageSizing, ctx: int) -> str:
+    """How to free enough memory for one request of `ctx` tokens: the mem_fraction_static
+    that does it (sized with the plan's own arithmetic), or why none does."""
+    fit = sizer.min_fraction_for(ctx)
+    if fit is not None:
+        return f"raise --mem-fraction-static to at least {fit} to fit one request of context_length={ctx}"
+    # At 1.0 (no slack at all) the stage keeps its whole avail; say how far that is short.
+    best = sizer.size(Fraction(1)).stages[stage.plan.rank]
+    return (
+        f"no mem_fraction_static fits one request of context_length={ctx}: it needs "
+        f"{_gib(sizer.one_request_bytes(best, ctx))} of KV{stage.where(sizer.settings.pp_size)}, "
+        f"and at most {_gib(max(0, best.plan.kv_budget))} is left after the weights even at "
+        "1.0; raise --tp-size, use --kv-cache-dtype fp8_e4m3, or lower --context-length"
+    )
+
+
+def _budget_message(
+    sizer: _Sizer, sizing: _Sizing, short: _StageSizing, mfs: float, ctx: int
+) -> str:
+    s = sizer.settings
+    # The fraction at which every stage's budget turns positive (SGLang's hint); a fixed
+    # mamba pool (operator's max_mamba_cache_size) is taken off first, a sized one shrinks.
+    fixed_mamba = s.max_mamba_cache_size is not None
+    positive = max(
+        min_mem_fraction_static(
+            st.avail - sizer.mm_reserve - (st.mamba_bytes if fixed_mamba else 0), sizer.pre
+        )
+        for st in sizing.stages
+    )
+    head = (
+        f"no memory left for the KV cache{short.where(s.pp_size)}: pre-load free "
+        f"{_gib(sizer.pre)}, weights {_gib(short.weights + short.draft_weights)}, slack "
+        f"{_gib(sizing.slack)} (1 - mem_fraction_static={mfs})"
+        + (f", mamba state {_gib(short.mamba_bytes)}" if short.mamba_bytes else "")
+        + f" leave {_gib(short.plan.kv_budget)}"
+    )
+    if positive > 1:
+        return (
+            f"{head}; no mem_fraction_static is enough: the weights alone fill the device; "
+            "raise --tp-size (or --pp-size) or use a larger device"
+        )
+    return f"{head}; {_memory_fix(sizer, short, ctx)} ({positive} only makes the KV budget positive)"
+
+
+def _context_message(
+    sizer: _Sizer, binding: _StageSizing, tokens: int, mfs: float, ctx: int
+) -> str:
+    s, page = sizer.settings, sizer.page
+    fit = binding.plan.tokens_fit  # what memory holds, before the operator's cap
+    cap = s.max_total_tokens
+    head = f"one request of context_length={ctx} does not fit"
+    # Only a positive context is ever suggested: a pool below one page has none to offer.
+    shorter = f" or set --context-length {tokens}" if tokens > 0 else ""
+    if fit >= ctx and cap is not None:
+        # Memory is not the limit, the operator's cap is: say so, and no memory advice.
+        return (
+            f"{head}: max_total_tokens={cap} caps the KV pool at {tokens} tokens (memory holds "
+            f"{fit}); raise --max-total-tokens to at least {_ceil_to(ctx, page)}{shorter}"
+        )
+    where = binding.where(s.pp_size)
+    if tokens > 0:
+        largest = (
+            f"the KV pool{where} holds {tokens} tokens at mem_fraction_static={mfs}; the "
+            f"largest context that fits is {tokens} (set --context-length {tokens})"
+        )
+    else:
+        largest = (
+            f"the KV pool{where} holds {fit} tokens at mem_fraction_static={mfs}: not one "
+            f"page of {page} tokens fits"
+        )
+    capped = (
+        f" (max_total_tokens={cap} caps it too)" if cap is not None and cap < ctx else ""
+    )
+    return f"{head}: {largest}{capped}; {_memory_fix(sizer, binding, ctx)}"
 
 
 def _pool_tensors(

@@ -51,7 +51,7 @@ class Core:
     """How many lanes run side by side."""
     name: str
     """What the server is called."""
-    ratio: float | None
+    ratio: float
     """Share of memory kept back; unset means 0.5."""
     verbose: bool
     """Print more."""
