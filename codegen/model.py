@@ -17,11 +17,11 @@ from codegen.load import BUNDLED_META, Marked, SourceFile, plain, read_yaml
 from runtime.errors import LeafValueError
 from runtime.leaftypes import TypeSpec, check_bounds
 
-# Names the generated ServerArgs uses (its methods, --config, and `attrs`, which its class
-# body reads); a leaf may not take them.
+# Names the generated ServerArgs uses (its methods, --config, `self` in the attrs __init__,
+# and the names its class body reads: attrs, dict, list, tuple); a leaf may not take them.
 RESERVED = frozenset(
     {"config", "from_cli", "from_cli_args", "from_dict", "from_file", "to_dict", "add_cli_args",
-     "replace", "attrs"}
+     "replace", "attrs", "self", "dict", "list", "tuple"}
 )
 # Top-level namespaces become accessors (`get_<name>`), view slots and runner-view
 # properties; these would shadow `get_context()`, `get_server_args()` or view attributes.
@@ -313,6 +313,10 @@ class _Builder:
             if not ns.parent and ns.path in RESERVED_NAMESPACES:
                 self.error(ns.where, f"top-level namespace {ns.path!r} would shadow a generated name",
                            hint=f"rename it (reserved: {', '.join(sorted(RESERVED_NAMESPACES))})")
+            bad_parts = [p for p in ns.path.split(".") if keyword.iskeyword(p)]
+            if bad_parts:
+                self.error(ns.where, f"namespace part {bad_parts[0]!r} is a Python keyword, so "
+                           f"`{ns.path}` cannot be an attribute path", hint="rename the namespace")
             cls = class_name(ns.path)
             if cls in classes:
                 self.error(ns.where, f"namespace {ns.path!r} gets class name {cls}, as does {classes[cls]}",

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from codegen.model import Derived, Leaf, Namespace, Role, Schema, class_name
-from runtime.leaftypes import TypeSpec
+from runtime.leaftypes import TypeSpec, jsonable
 from runtime.registry import accessor_expression
 
 HINTS = {
@@ -278,8 +278,8 @@ def _bag(schema: Schema, ns: Namespace) -> RBag:
 
 
 def _default_expr(leaf: Leaf) -> str:
-    value = leaf.type.coerce(leaf.default)
-    if isinstance(value, (dict, list)):
+    value = jsonable(leaf.type.coerce(leaf.default))  # json leaves coerce to frozen views
+    if isinstance(value, (dict, list)) and leaf.type.base == "json":
         # A mutable JSON default gets a fresh copy per record.
         factory = ("dict" if isinstance(value, dict) else "list") if not value else f"lambda: {value!r}"
         return f"attrs.field(factory={factory})"
@@ -334,7 +334,7 @@ def _leaf(leaf: Leaf) -> RLeaf:
         Kwarg("name", py(leaf.name)),
         Kwarg("namespace", py(leaf.namespace)),
         Kwarg("type", f"TypeSpec({t.base!r}, {t.optional!r})"),
-        Kwarg("default", "None" if leaf.required else py(t.coerce(leaf.default))),
+        Kwarg("default", "None" if leaf.required else py(jsonable(t.coerce(leaf.default)))),
         Kwarg("required", py(leaf.required)),
         Kwarg("has_fallback", py(leaf.has_fallback)),
         Kwarg("fallback", py(leaf.fallback)),

@@ -50,6 +50,9 @@ class NotOurFolder(Exception):
 def check_out(out: Path, schema: Path) -> None:
     """Refuse an output folder the swap would destroy: one holding the schema or the
     working directory, or a non-empty folder with no generated `__init__.py`."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise NotOurFolder(f"--out {out} is a {'symbolic link' if out.is_symlink() else 'file'}; "
+                           f"give a folder (generation replaces it whole)")
     target, here = out.resolve(), Path.cwd().resolve()
     for inside, what in ((schema.resolve(), "the schema folder"), (here, "the working directory")):
         if inside == target or target in inside.parents:

@@ -168,7 +168,8 @@ class RoleReport:
         return {
             "date": date,
             "workload": workload,
-            "observed": sorted(self.namespaces),
+            # a raw-record read may have reached any namespace, so it counts as all of them
+            "observed": sorted(self.everything | self.namespaces if self.raw else self.namespaces),
             "uncovered": sorted(self.uncovered),
             "decision": self.decision,
         }

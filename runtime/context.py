@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
+from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -123,7 +124,7 @@ class RepublishReport:
     """What a re-publish did with the old override log."""
 
     replayed: tuple[OverrideEntry, ...]  # applied again onto the new record
-    subsumed: tuple[OverrideEntry, ...]  # the new record already holds the overridden value
+    subsumed: tuple[OverrideEntry, ...]  # the value was already in force at that point
     dropped: tuple[Dropped, ...]  # no longer valid, with the reason (also logged as a warning)
 
 
@@ -186,6 +187,9 @@ class Context(Generic[V]):
         self._check_role(role, "publish")
         with self._lock:
             previous = self._state
+            if ranks is None and previous is not None:
+                # A world rank does not change because the record was re-published.
+                ranks = previous.rank_fn or previous.ranks
             state = self._fresh_state(
                 record, role, ranks,
                 epoch=(previous.epoch + 1) if previous else 1,
@@ -592,17 +596,23 @@ class Context(Generic[V]):
         """The current bag of any namespace path (`exec.kernel`), for generic code; role
         scoping applies as it does to the accessors."""
         state = self.state
+        if path not in state.bags:
+            raise UnknownLeafError(f"bag({path!r}): no such namespace{closest(path, state.bags)}")
         self._admit(state, path.partition(".")[0], f"bag({path!r})")
         return state.bags[path]
 
     def snapshot(self) -> Mapping[str, Any]:
-        """Every bag of one state, by namespace path: for a reader that needs several
-        namespaces from the same moment (each accessor returns the bag in force when it
-        is called, so two accessor calls can straddle an override)."""
+        """The bags of one state, by namespace path: for a reader that needs several
+        namespaces from the same moment (each accessor returns the bag in force when it is
+        called, so two accessor calls can straddle an override). Read-only; in enforce mode
+        it holds the role's namespaces only, and in record mode it counts as reading every
+        namespace it holds."""
         state = self.state
+        readable = self._readable(state.role) if self._mode == "enforce" else set(self.registry.top_level)
         for top in self.registry.top_level:
-            self._admit(state, top, "snapshot()")
-        return state.bags
+            if top in readable:
+                self._admit(state, top, "snapshot()")
+        return MappingProxyType({p: b for p, b in state.bags.items() if p.partition(".")[0] in readable})
 
     # -- runner views ----------------------------------------------------------------------
     def runner_view(self, name: str, /, **leaves: Any) -> RunnerView:
@@ -628,8 +638,10 @@ class Context(Generic[V]):
             wanted: dict[str, Any] = {}
             for e in entries:
                 spec = self.registry.leaves[e.leaf]
-                if getattr(state.record, e.leaf) == e.new:
-                    subsumed.append(e)  # nothing lost: the new record says the same
+                # Compared with what is in force at this point of the replay (not with the
+                # record), so an override that was later undone is undone again.
+                if _with_fallback(spec, e.new) == state.values[e.leaf]:
+                    subsumed.append(e)  # nothing lost: the new state already says the same
                 elif spec.owner != state.role and not role.write_any:
                     dropped.append(Dropped(e, f"{spec.namespace}.{e.leaf} is owned by {spec.owner!r}; "
                                               f"this process now publishes as {state.role!r}"))

@@ -7,10 +7,10 @@ other."""
 
 from __future__ import annotations
 
-import copy
 import difflib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -69,20 +69,23 @@ class TypeSpec:
                 return tuple(item.coerce(v) for v in value)
         elif base == "json":
             _check_json(value)
-            # A private copy: a caller mutating its dict later must not change a published
-            # bag, an override log entry or a cached config hash behind the context's back.
-            return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
+            # Frozen (read-only mappings, tuples): neither the caller nor a reader can change a
+            # record, a bag, a log entry or a cached config hash behind the context's back.
+            # `jsonable()` turns it back into plain JSON data.
+            return freeze(value)
         raise LeafValueError(f"{value!r} ({type(value).__name__}) is not of type {self}")
 
 
 def _check_json(value: Any) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise LeafValueError(f"{value!r} is not a finite number (JSON has no NaN or infinity)")
     if value is None or isinstance(value, (bool, int, float, str)):
         return
     if isinstance(value, (list, tuple)):
         for v in value:
             _check_json(v)
         return
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         for k, v in value.items():
             if not isinstance(k, str):
                 raise LeafValueError(f"json object keys must be strings, got {k!r}")
@@ -91,11 +94,21 @@ def _check_json(value: Any) -> None:
     raise LeafValueError(f"{value!r} ({type(value).__name__}) is not JSON data")
 
 
+def freeze(value: Any) -> Any:
+    """JSON data made immutable: objects become read-only mappings, arrays tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
 def jsonable(value: Any) -> Any:
-    """A leaf value as JSON data: the tuples that keep bags immutable become lists."""
+    """A leaf value as plain JSON data: the tuples and read-only mappings that keep records
+    and bags immutable become lists and dicts."""
     if isinstance(value, tuple):
         return [jsonable(v) for v in value]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {k: jsonable(v) for k, v in value.items()}
     return value
 

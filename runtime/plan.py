@@ -41,7 +41,10 @@ def parse_bytes(text: str) -> int:
     unit = match.group(2).lower() if match else ""
     if not match or unit not in _UNITS:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size; write e.g. 80GiB, 40GB or 85899345920")
-    return int(Fraction(match.group(1)) * _UNITS[unit])
+    size = int(Fraction(match.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a memory size must be positive")
+    return size
 
 
 parse_bytes.__name__ = "size"

@@ -48,6 +48,9 @@ def validate_record(record: Any, leaves: Mapping[str, LeafSpec]) -> None:
 
 
 def record_from_dict(cls: type[R], leaves: Mapping[str, LeafSpec], data: Mapping[str, Any], source: str) -> R:
+    for k in data:
+        if not isinstance(k, str):
+            raise RecordError(f"{source}: key {k!r} is a {type(k).__name__}, not a leaf name; quote it")
     unknown = [k for k in data if k not in leaves]
     if unknown:
         k = unknown[0]
@@ -87,6 +90,9 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
     schema = json.loads(schema_path.read_text())
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    for key in data:
+        if not isinstance(key, str):  # YAML reads `yes:` or `1:` as a bool or an int
+            raise RecordError(f"{path}: key {key!r} is a {type(key).__name__}, not a leaf name; quote it")
     if errors:
         error = errors[0]
         if error.validator == "additionalProperties":

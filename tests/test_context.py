@@ -362,3 +362,41 @@ def test_json_values_are_private_copies(ctx: Context[Any]) -> None:
         assert get_context().bag("memory").hicache_storage_backend_extra_config == {"a": 1}
         assert ctx.state.log and list(ctx.state.log)[-1].new == {"a": 1}
         assert ctx.config_hash() == h
+
+
+def test_republish_does_not_revive_an_undone_override(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="scheduler")
+    ctx.override("tuner", speculative_accept_threshold_acc=0.5)
+    ctx.override("tuner", speculative_accept_threshold_acc=1.0)  # back to the record's value
+    ctx.publish(record, role="scheduler")
+    assert get_spec().speculative_accept_threshold_acc == 1.0
+    report = ctx.republish_report
+    assert report is not None and [e.new for e in report.replayed] == [0.5, 1.0]
+
+
+def test_republish_keeps_the_stamped_ranks(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="worker", ranks={"world_rank": 0, "tp_rank": 0})
+    ctx.publish(record.replace(max_running_requests=8), role="worker")
+    assert get_parallel().tp_rank == 0
+
+
+def test_bag_and_snapshot(ctx: Context[Any]) -> None:
+    with pytest.raises(UnknownLeafError, match=r"bag\('exec.kernal'\): no such namespace \(did you mean 'exec.kernel'\?\)"):
+        ctx.bag("exec.kernal")
+    snap = ctx.snapshot()
+    assert snap["exec.kernel"] is get_context().bag("exec.kernel")
+    with pytest.raises(TypeError):
+        snap["memory"] = None  # type: ignore[index]
+
+
+def test_json_values_are_frozen_for_readers(config_scope: Context[Any]) -> None:
+    record = ServerArgs.from_cli(["--model-path", "m", "--hicache-storage-backend-extra-config", '{"a": [1]}'])
+    ctx = config_scope.publish(record, role="test")
+    h = ctx.config_hash()
+    value = get_context().bag("memory").hicache_storage_backend_extra_config
+    with pytest.raises(TypeError):
+        value["a"] = 999
+    assert ctx.server_info()["record"]["hicache_storage_backend_extra_config"] == {"a": [1]}
+    assert ctx.config_hash() == h
+    with pytest.raises(LeafValueError, match="not a finite number"):
+        ctx.override("x", json_model_override_args={"a": float("nan")})

@@ -35,6 +35,9 @@ CASES = [
     ("non-finite-bound", CORE, "    max: 1.0\n", "    max: .nan\n", "core.yaml:26", "ratio", "max nan is not a finite number"),
     ("non-string-key", CORE, "  verbose:\n", "  yes:\n", "core.yaml:31", None, "key True is a bool, not a name; quote it"),
     ("leaf-named-replace", CORE, "  verbose:\n", "  replace:\n", "core.yaml:31", "replace", "reserved"),
+    ("leaf-named-self", CORE, "  verbose:\n", "  self:\n", "core.yaml:31", "self", "reserved"),
+    ("leaf-named-dict", CORE, "  verbose:\n", "  dict:\n", "core.yaml:31", "dict", "reserved"),
+    ("keyword-namespace-part", None, None, None, "core.class.yaml:1", None, "is a Python keyword"),
     ("leaf-named-attrs", CORE, "  verbose:\n", "  attrs:\n", "core.yaml:31", "attrs", "reserved"),
     ("reserved-namespace", CORE, "namespace: core\n", "namespace: context\n", "context.yaml:1", None, "would shadow a generated name"),
     ("class-name-clash", None, None, None, "core_tune.yaml:1", None, "gets class name CoreTune, as does namespace 'core.tune'"),
@@ -77,6 +80,11 @@ def _mutate(schema: Path, case: tuple[str, str | None, str | None, str | None, s
         (schema / "roles.yaml").write_text((schema / "roles.yaml").read_text().replace("[core]", "[context]"))
         (schema / "ratchet.yaml").unlink()
         file, old, new = "namespaces/context.yaml", "namespace: core\n", "namespace: context\n"
+    if name == "keyword-namespace-part":
+        text = (schema / TUNE).read_text().replace("namespace: core.tune", "namespace: core.class")
+        (schema / TUNE).unlink()
+        (schema / "namespaces" / "core.class.yaml").write_text(text)
+        return
     if name == "class-name-clash":
         clash = (schema / TUNE).read_text().replace("namespace: core.tune", "namespace: core_tune")
         (schema / "namespaces" / "core_tune.yaml").write_text(clash.replace("  mode:", "  mode2:", 1)

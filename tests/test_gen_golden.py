@@ -113,3 +113,20 @@ def test_check_mode_prints_diff_and_fails(tmp_path: Path, capsys: pytest.Capture
     assert "+    Print much more." in captured.out or '"""Print much more."""' in captured.out
     assert "run make gen" in captured.err
     assert (out / "bags.py").read_bytes() == before
+
+
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_out_must_be_a_folder(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from genutil import copy_case, generate
+
+    schema = copy_case("tiny", tmp_path)
+    real = tmp_path / "real"
+    real.mkdir()
+    out = tmp_path / "out"
+    if kind == "file":
+        out.write_text("keep me\n")
+    else:
+        out.symlink_to(real)
+    assert generate(schema, out) == 2
+    assert f"is a {'file' if kind == 'file' else 'symbolic link'}" in capsys.readouterr().err
+    assert out.is_symlink() if kind == "symlink" else out.read_text() == "keep me\n"

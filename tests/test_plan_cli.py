@@ -145,3 +145,9 @@ def test_bad_flag_value_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_parse_bytes(text: str, value: int) -> None:
     assert parse_bytes(text) == value
+
+
+def test_device_memory_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--model-config", LLAMA, "--device-memory", "0GiB"])
+    assert "a memory size must be positive" in capsys.readouterr().err

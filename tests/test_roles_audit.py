@@ -217,5 +217,5 @@ def test_a_raw_record_read_counts_as_every_namespace(tmp_path: Path) -> None:
     assert tok.raw and tok.uncovered == frozenset() and tok.outside == frozenset()
     assert detok.outside == frozenset({"*"}) and detok.uncovered == frozenset()
     record = detok.audit_record(date="2026-11-29", workload="w")
-    assert record["observed"] == ["serving"]
+    assert record["observed"] == sorted(ROLE_NAMESPACE_SETS["tokenizer"]) and record["uncovered"] == []
     assert "raw record" in record["decision"]

@@ -11,6 +11,7 @@ import pytest
 from generated.registry import LEAVES
 from generated.server_args import ServerArgs
 from runtime.errors import RecordError
+from runtime.leaftypes import jsonable
 
 
 def _help() -> str:
@@ -67,7 +68,7 @@ def test_alias_and_primary_flag_agree() -> None:
 )
 def test_each_type_shape(argv: list[str], leaf: str, expected: object) -> None:
     args = ServerArgs.from_cli(["--model-path", "m", *argv])
-    assert getattr(args, leaf) == expected
+    assert jsonable(getattr(args, leaf)) == jsonable(expected)
 
 
 @pytest.mark.parametrize(
@@ -125,3 +126,10 @@ def test_record_is_frozen_and_validated() -> None:
     assert args.replace(tp_size=2).tp_size == 2
     assert args.tp_size == 1
     assert ServerArgs.from_dict(args.to_dict()) == args
+
+
+def test_config_file_with_a_non_string_key(tmp_path: Path) -> None:
+    config = tmp_path / "server.yaml"
+    config.write_text("model_path: /m\nyes: 1\n")
+    with pytest.raises(RecordError, match=r"server.yaml: key True is a bool, not a leaf name; quote it"):
+        ServerArgs.from_file(config)

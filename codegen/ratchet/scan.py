@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 4
+SCANNER_VERSION = 5
 
 # Whole-record readers: calling these on the record reads every leaf at once.
 _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
@@ -67,14 +67,22 @@ _GENERATED_PACKAGE_MARKERS = ("accessors.py", "ratchet_allowlist.py")
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
 #   process      the raw accessor (or a copy, alias or wrapper of it): the published record;
-#   held         a parameter, annotated name or record attribute (`self.server_args`):
+#   held         a parameter, annotated name or record attribute (`self.server_args`),
+#                or a parameter defaulting to the record (a caller may pass another):
 #                usually the process record, but a draft runner holds its own;
+#   rebound      a name (or `self.` attribute) that the record is bound to, but that is
+#                also bound to something else in the same scope (`sa = other`, a loop
+#                target, `except ... as sa`, `del sa`, a `None` placeholder, a parameter
+#                the record is a fallback for), or bound to a value that is the record
+#                only on some branches (`rec if c else other`, `rec or other`). Bindings
+#                are not ordered (flow-insensitive): any other binding anywhere in the
+#                scope taints every read of the name, since a read may see either;
 #   wrapped      bound by `with f(record) as name`: may not be the record at all;
 #   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`): not the
 #                published record (or not yet).
 # When one name is bound several ways, the later origin in this order wins (the join),
 # so an alias is only "process" when every binding of it is.
-ORIGINS = ("process", "held", "wrapped", "constructed")
+ORIGINS = ("process", "held", "rebound", "wrapped", "constructed")
 _ORIGIN_RANK = {origin: rank for rank, origin in enumerate(ORIGINS)}
 
 
@@ -191,10 +199,13 @@ class _Scope:
         self.bound: set[str] = set()
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
-        # name, value, and an origin forced on top of the value's (`with f(rec) as name`)
-        self.assigns: list[tuple[str, ast.expr, str | None]] = []
+        # Every binding of a name in this scope: name, value, and an origin forced on top
+        # of the value's (`with f(rec) as name`). The value is None when the binding is
+        # opaque (a loop over a non-literal, `except ... as`, `del`, an import, a `def`,
+        # a plain parameter, ...): never the record, so it only ever taints an alias.
+        self.assigns: list[tuple[str, ast.expr | None, str | None]] = []
         self.defaults: list[tuple[str, ast.expr]] = []  # parameter defaults: outer scope
-        self.self_assigns: list[tuple[str, ast.expr]] = []
+        self.self_assigns: list[tuple[str, ast.expr | None]] = []  # None: opaque, as above
         self.returns: list[ast.expr] = []
         self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
         self.self_name: str | None = None  # first parameter of a method
@@ -224,6 +235,9 @@ class _Analysis:
         self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
         self.violations: list[tuple[Any, ...]] = []
         self.reads: list[tuple[Any, ...]] = []
+        # Set by resolve() once the set of aliases is final (see there): from then on a
+        # conditional value with a branch that is not the record is "rebound".
+        self.strict = False
 
     def names_of_interest(self) -> frozenset[str]:
         """Every name through which the record can be reached: any statement that reads,
@@ -268,12 +282,20 @@ class _Analysis:
         elif isinstance(expr, ast.BoolOp):
             branches = list(expr.values)
         # Either branch may be the value: the first one found names the spelling, the
-        # join of all of them says which record it may be.
+        # join of all of them says which record it may be. A branch that is not the
+        # record at all makes the whole value only maybe the record ("rebound"); that is
+        # only decided once the aliases are final (strict), since a branch that is not an
+        # alias yet may become one later in the fixpoint.
         result: Reach | None = None
+        missed = False
         for branch in branches:
             found = self.reach(branch, scope)
-            if found is not None:
+            if found is None:
+                missed = True
+            else:
                 result = found if result is None else (result[0], join_origin(result[1], found[1]))
+        if result is not None and missed and self.strict:
+            result = (result[0], join_origin(result[1], "rebound"))
         return result
 
     def _reach_call(self, call: ast.Call, scope: _Scope) -> Reach | None:
@@ -350,13 +372,36 @@ class _Analysis:
     # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
 
     def resolve(self) -> None:
+        """Two fixpoints. The first finds which names, attributes and functions reach the
+        record. Only then is it known which bindings are *not* the record (a value that
+        does not reach it now never will), so those taint their names as "rebound", and
+        the second fixpoint carries the raised origins through copies (`b = a`),
+        `self.` attributes and wrappers. Origins only rise, so neither undoes the other."""
+        self._propagate()
+        self.strict = True
+        for scope in self.scopes:
+            for name, value, _ in scope.assigns:
+                if value is None or self.reach(value, scope) is None:
+                    owner = self._binding_scope(name, scope)
+                    if name in owner.aliases:
+                        _merge(owner.aliases, name, ("alias", "rebound"))
+            for name, value in scope.defaults:
+                # `def f(sa=None)` with `sa = get_server_args()` in the body: the caller's sa
+                if name in scope.aliases and (scope.parent is None or self.reach(value, scope.parent) is None):
+                    _merge(scope.aliases, name, ("parameter", "rebound"))
+            for attr, value in scope.self_assigns:
+                if attr in self.self_attrs and (value is None or self.reach(value, scope) is None):
+                    _merge_origin(self.self_attrs, attr, "rebound")
+        self._propagate()
+
+    def _propagate(self) -> None:
         # Origins only ever move up the (finite) ORIGINS order, so this terminates.
         changed = True
         while changed:
             changed = False
             for scope in self.scopes:
                 for name, value, forced in scope.assigns:
-                    found = self.reach(value, scope)
+                    found = self.reach(value, scope) if value is not None else None
                     if found is not None:
                         origin = join_origin(found[1], forced) if forced else found[1]
                         owner = self._binding_scope(name, scope)
@@ -364,9 +409,11 @@ class _Analysis:
                 for name, value in scope.defaults:
                     found = self.reach(value, scope.parent) if scope.parent else None
                     if found is not None:
-                        changed |= _merge(scope.aliases, name, ("parameter", found[1]))
-                for attr, value in scope.self_assigns:
-                    found = self.reach(value, scope)
+                        # any caller may pass another record: held, like an annotated one
+                        origin = join_origin(found[1], "held")
+                        changed |= _merge(scope.aliases, name, ("parameter", origin))
+                for attr, self_value in scope.self_assigns:
+                    found = self.reach(self_value, scope) if self_value is not None else None
                     if found is not None:
                         changed |= _merge_origin(self.self_attrs, attr, found[1])
                 if scope.kind == "class":
