@@ -342,3 +342,65 @@ def test_cli_fix_without_the_flag_allowlists_held_reads_with_the_reason(
     assert yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"] == []
     assert main(["check", "--schema", str(schema), "--min-files", "1"]) == 0
     capsys.readouterr()
+
+
+# --------------------------------------------------------------------------- rebound names
+
+REBOUND = (
+    "the name is also bound to something else in its scope (another value, a None placeholder, "
+    "a loop, with or except target, ...) or only conditionally to the record, so this read may "
+    "not see the record; rewrite by hand"
+)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # the reproductions from review: each was rewritten to get_parallel().tp_size
+        "def f(other):\n    sa = get_server_args()\n    sa = other\n    return sa.tp_size\n",
+        "def f(c, other):\n    sa = get_server_args() if c else other\n    return sa.tp_size\n",
+        "def f(items):\n    sa = get_server_args()\n    for sa in items:\n        pass\n    return sa.tp_size\n",
+        "def f(c, other):\n    sa = get_server_args()\n    if c:\n        sa = other\n    return sa.tp_size\n",
+    ],
+)
+@pytest.mark.parametrize("rewrite_parameters", [False, True])
+def test_refuses_a_name_that_is_also_bound_to_something_else(source: str, rewrite_parameters: bool) -> None:
+    # refused even with --rewrite-parameters: the other binding is not a record at all
+    new, changed, skipped = _fix(source, rewrite_parameters=rewrite_parameters)
+    assert (new, changed) == (source, [])
+    assert skipped == [f"tp_size: {REBOUND}"]
+
+
+def _rebound_fixture() -> str:
+    return (Path(__file__).parent / "fixtures" / "ratchet_spellings" / "alias_rebound.py").read_text()
+
+
+def test_fix_refuses_every_read_in_the_rebound_fixture() -> None:
+    source = _rebound_fixture()
+    reads = scan_source(source.encode(), ScanSettings(roots=(".",))).reads
+    assert len(reads) >= 25
+    new, changed, skipped = _fix(source, rewrite_parameters=True)
+    assert (new, changed) == (source, [])
+    assert len(skipped) == len(reads)
+    assert {s.split(": ", 1)[1] for s in skipped} == {REBOUND}
+
+
+def test_check_reports_rebound_reads_and_does_not_promise_a_fix(tmp_path: Path) -> None:
+    project = _tree(tmp_path, {"rebound.py": _rebound_fixture()})
+    result = scan_tree(project, ScanSettings(roots=("pkg",)))
+    report = check(result, [], ACCESSORS, min_files=1)
+    keys = {(r.function, r.leaf) for r in result.reads}
+    new_reads = [f.message for f in report.failures if f.kind == "new_read"]
+    assert len(new_reads) == len(keys) == len(result.reads)
+    assert all("by hand" in m and "will not rewrite it" in m for m in new_reads)
+    (first,) = [m for m in new_reads if "(reassigned)" in m]
+    assert first.startswith(
+        "pkg/rebound.py:42 (reassigned): a raw read of 'tp_size' through an alias of the raw record; "
+        "use get_parallel().tp_size instead, by hand: this may not be the process record "
+        "(origin 'rebound'), so `configbags ratchet fix` will not rewrite it."
+    )
+    # fix leaves them all; once allowlisted with fix's reason, the check passes
+    report_fix = fix_tree(project, ScanSettings(roots=("pkg",)), ACCESSORS, MODULE, rewrite_parameters=True)
+    assert report_fix.changed == () and report_fix.files_changed == ()
+    allowlist = [{"file": "pkg/rebound.py", "function": f, "leaf": leaf, "reason": REBOUND} for f, leaf in keys]
+    assert check(scan_tree(project, ScanSettings(roots=("pkg",))), allowlist, ACCESSORS, min_files=1).ok

@@ -72,12 +72,20 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert ratchet_main([*fix, "--rewrite-parameters"]) == 0
     assert ratchet_main(["check", "--schema", str(schema)]) == 0
     out = capsys.readouterr().out
-    assert "ratchet ok: 11 files scanned, 6 raw reads at 6 (file, function, leaf) keys" in out
+    assert "ratchet ok: 11 files scanned, 14 raw reads at 14 (file, function, leaf) keys" in out
 
     allowlist = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
     constructed = (
         "fix refused: reads a ServerArgs built here (ServerArgs(...), from_cli, ...), not the "
         "published record the accessors read; rewrite by hand"
+    )
+    # metrics.py and parallel_state.py keep the record in a module global that starts as
+    # a `None` placeholder: before configure()/initialize() a read raises AttributeError,
+    # and a rewritten read would not, so fix leaves them to be rewritten by hand.
+    rebound = (
+        "fix refused: the name is also bound to something else in its scope (another value, "
+        "a None placeholder, a loop, with or except target, ...) or only conditionally to the "
+        "record, so this read may not see the record; rewrite by hand"
     )
     assert [(e["file"], e["function"], e["leaf"], e["reason"]) for e in allowlist] == [
         ("legacy_engine/kv_cache.py", "knob", "*",
@@ -89,6 +97,14 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
         ("legacy_engine/launch.py", "launch", "watchdog_timeout", constructed),
         ("legacy_engine/lora_manager.py", "LoRAManager.snapshot", "*",
          "fix refused: reads the whole record (vars/asdict/__dict__); no single accessor replaces it"),
+        ("legacy_engine/metrics.py", "enabled", "enable_metrics", rebound),
+        ("legacy_engine/metrics.py", "labels", "model_path", rebound),
+        ("legacy_engine/metrics.py", "labels", "tp_size", rebound),
+        ("legacy_engine/metrics.py", "log_level", "log_level", rebound),
+        ("legacy_engine/parallel_state.py", "is_pipelined", "pp_size", rebound),
+        ("legacy_engine/parallel_state.py", "world_size", "dp_size", rebound),
+        ("legacy_engine/parallel_state.py", "world_size", "pp_size", rebound),
+        ("legacy_engine/parallel_state.py", "world_size", "tp_size", rebound),
         ("legacy_engine/tokenizer_manager.py", "TokenizerManager.endpoint", "url",
          "fix refused: `url` is not a config leaf; no accessor replaces it"),
     ]

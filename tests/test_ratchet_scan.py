@@ -66,6 +66,7 @@ def test_every_spelling_has_a_fixture() -> None:
         "alias_with",
         "alias_loop",
         "alias_unpack",
+        "alias_rebound",
     } <= names
 
 
@@ -294,7 +295,62 @@ def test_origin_says_which_record_is_read() -> None:
         ("rebound", "tp_size"): "constructed",
         ("managed", "tp_size"): "wrapped",
         ("nulled", "tp_size"): "process",
-        ("defaulted", "tp_size"): "process",
+        # a caller may pass another record for `a`: held, like an annotated parameter
+        ("defaulted", "tp_size"): "held",
         ("via_wrapper", "tp_size"): "process",
         ("via_builder", "tp_size"): "constructed",
     }
+
+
+def test_a_binding_in_another_scope_does_not_taint_an_alias() -> None:
+    # Rebinding taints only the scope that binds: a comprehension, lambda, nested function
+    # or method that binds the same name has its own variable (unless it says nonlocal or
+    # global), and `global NAME` without a binding changes nothing.
+    assert _origins(
+        """\
+        from generated.accessors import get_server_args
+
+        ARGS = get_server_args()
+
+        def only_declares():
+            global ARGS
+            return ARGS.tp_size
+
+        def shadowing_elsewhere(items):
+            sa = get_server_args()
+            names = [sa for sa in items]
+            pick = lambda sa: sa
+            def inner(sa=None):
+                sa = 1
+                return sa
+            return sa.page_size, names, pick, inner
+
+        def rebinding_a_copy_only(other):
+            sa = get_server_args()
+            copy = sa
+            copy = other
+            return sa.attention_backend, copy
+        """
+    ) == {
+        ("only_declares", "tp_size"): "process",
+        ("shadowing_elsewhere", "page_size"): "process",
+        ("rebinding_a_copy_only", "attention_backend"): "process",
+    }
+
+
+def test_a_rebound_name_taints_its_copies_whatever_the_order() -> None:
+    # flow-insensitive: the copy is made before the rebinding, the read after; and the
+    # taint follows the copy into a closure
+    assert _origins(
+        """\
+        from generated.accessors import get_server_args
+
+        def f(other):
+            sa = get_server_args()
+            copy = sa
+            def inner():
+                return copy.tp_size
+            sa = other
+            return inner
+        """
+    ) == {("f.inner", "tp_size"): "rebound"}

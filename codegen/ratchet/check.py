@@ -9,6 +9,7 @@ or could not read one: a ratchet that sees nothing passes everything.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,7 +19,7 @@ import yaml
 
 # One definition of each: the schema model owns the allowlist entry and the default floor.
 from codegen.model import DEFAULT_MIN_FILES, AllowEntry
-from codegen.ratchet.scan import Read, ScanResult
+from codegen.ratchet.scan import Read, ScanResult, join_origin
 
 REASON_PLACEHOLDER = "<why this read stays raw>"
 
@@ -100,7 +101,12 @@ def _as_entry(raw: Any) -> AllowEntry:
     return AllowEntry(str(raw.file), str(raw.function), str(raw.leaf), str(raw.reason or ""))
 
 
-def suggestion(leaf: str, accessors: Mapping[str, str]) -> str:
+# Origins (see codegen.ratchet.scan.ORIGINS) for which `ratchet fix` always refuses: the
+# name may not hold the process record, so the message must not promise an automatic fix.
+_BY_HAND_ORIGINS = frozenset({"rebound", "wrapped", "constructed"})
+
+
+def suggestion(leaf: str, accessors: Mapping[str, str], origin: str = "process") -> str:
     """What to read instead of the raw leaf, in words."""
     if leaf == "*":
         return (
@@ -110,6 +116,11 @@ def suggestion(leaf: str, accessors: Mapping[str, str]) -> str:
     accessor = accessors.get(leaf)
     if accessor is None:
         return f"`{leaf}` is not a config leaf, so no accessor replaces it"
+    if origin in _BY_HAND_ORIGINS:
+        return (
+            f"use {accessor} instead, by hand: this may not be the process record "
+            f"(origin {origin!r}), so `configbags ratchet fix` will not rewrite it"
+        )
     return f"use {accessor} instead (`configbags ratchet fix` rewrites it)"
 
 
@@ -199,10 +210,12 @@ def check(
         also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
         what = "a dynamic or whole-record read" if leaf == "*" else f"a raw read of {leaf!r}"
         via = _VIA.get(first.via, first.via)
+        # the least provable origin among the key's reads decides whether fix can help
+        origin = functools.reduce(join_origin, (r.origin for r in reads))
         failures.append(
             Failure(
                 "new_read",
-                f"{where}: {what} through {via}{also}; {suggestion(leaf, accessors)}.\n"
+                f"{where}: {what} through {via}{also}; {suggestion(leaf, accessors, origin)}.\n"
                 f"    If it must stay raw, allowlist it with a reason in {allowlist_file}:\n"
                 f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
             )

@@ -15,6 +15,11 @@ It also refuses whatever would change *which* record is read, or drop code:
 - a record built in the code (`ServerArgs.from_cli(argv)`, `ServerArgs(...)`), which is not
   the published record the accessors read;
 - a name bound by `with f(record) as name`, which may not be the record at all;
+- a name that is also bound to something else in the same scope (`sa = other`, a loop
+  target, `except ... as sa`, `del sa`, a `None` placeholder, a parameter the record is
+  a fallback for) or to a value that is the record only on some branches
+  (`rec if c else other`): a read may see the other value, and the scanner does not
+  follow control flow to tell which;
 - a receiver that is not side-effect free: only a name, an attribute chain on a name
   (`self.server_args`) or a bare raw accessor call may be dropped, so
   `make_runner().server_args.x` and `(sa := get_server_args()).x` stay as written;
@@ -91,6 +96,11 @@ WRAPPED_REASON = (
     "bound by `with ... as NAME` around the record; NAME may not be the record itself, "
     "rewrite by hand"
 )
+REBOUND_REASON = (
+    "the name is also bound to something else in its scope (another value, a None "
+    "placeholder, a loop, with or except target, ...) or only conditionally to the record, "
+    "so this read may not see the record; rewrite by hand"
+)
 WALRUS_REASON = "the receiver binds a name with `:=`; dropping it would lose the binding"
 
 
@@ -108,6 +118,9 @@ def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: boo
         return CONSTRUCTED_REASON
     if read.origin == "wrapped":
         return WRAPPED_REASON
+    if read.origin == "rebound":
+        # never overridden by --rewrite-parameters: the other binding is not a record at all
+        return REBOUND_REASON
     if read.origin == "held" and not rewrite_parameters:
         return HELD_REASON
     return None

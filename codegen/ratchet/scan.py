@@ -235,7 +235,7 @@ class _Analysis:
         self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
         self.violations: list[tuple[Any, ...]] = []
         self.reads: list[tuple[Any, ...]] = []
-        # Set by resolve() once the set of aliases is final (see there): from then on a
+        # Set by resolve_rebound() once the aliases are final (see there): from then on a
         # conditional value with a branch that is not the record is "rebound".
         self.strict = False
 
@@ -372,12 +372,16 @@ class _Analysis:
     # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
 
     def resolve(self) -> None:
-        """Two fixpoints. The first finds which names, attributes and functions reach the
-        record. Only then is it known which bindings are *not* the record (a value that
-        does not reach it now never will), so those taint their names as "rebound", and
-        the second fixpoint carries the raised origins through copies (`b = a`),
-        `self.` attributes and wrappers. Origins only rise, so neither undoes the other."""
+        """The first fixpoint: which names, attributes and functions reach the record."""
         self._propagate()
+
+    def resolve_rebound(self) -> None:
+        """After resolve(), in the final round only: names of interest do not depend on
+        origins, so earlier rounds skip this. Only now is it known which bindings are
+        *not* the record (a value that does not reach it now never will), so those taint
+        their names as "rebound", and a second fixpoint carries the raised origins through
+        copies (`b = a`), `self.` attributes and wrappers. Origins only rise, so it never
+        undoes the first."""
         self.strict = True
         for scope in self.scopes:
             for name, value, _ in scope.assigns:
@@ -553,7 +557,7 @@ class _Binder(_Pruned):
         for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
             if expr is not None:
                 self.visit(expr)
-        self.scope.bound.add(node.name)
+        self._bind_opaque(node.name)  # `def sa(): ...` rebinds sa
         in_class = self.scope.kind == "class"
         scope = self._open(node, "function", node.name)
         self._bind_params(scope, node.args)
@@ -570,16 +574,22 @@ class _Binder(_Pruned):
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
                 scope.bound.add(extra.arg)
+                scope.assigns.append((extra.arg, None, None))  # a tuple or dict, never the record
         positional = [*args.posonlyargs, *args.args]
         pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
         pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
         scope.defaults.extend((arg.arg, default) for arg, default in pairs)
+        defaulted = {arg.arg for arg, _ in pairs}
         for arg in every:
             scope.bound.add(arg.arg)
             if self.a.is_record_annotation(arg.annotation) or (
                 arg.annotation is None and arg.arg in self.a.record_attrs
             ):
                 _merge(scope.aliases, arg.arg, ("parameter", "held"))
+            elif arg.arg not in defaulted:
+                # whatever the caller passes: `def f(sa): if sa is None: sa = get_server_args()`
+                # must not make sa the process record. (Defaults are judged in resolve_rebound().)
+                scope.assigns.append((arg.arg, None, None))
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for expr in [*node.args.defaults, *node.args.kw_defaults]:
@@ -592,7 +602,7 @@ class _Binder(_Pruned):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.visit(expr)
-        self.scope.bound.add(node.name)
+        self._bind_opaque(node.name)
         self._visit_in(self._open(node, "class", node.name), node.body)
 
     def visit_ListComp(self, node: ast.ListComp) -> None:
@@ -621,14 +631,14 @@ class _Binder(_Pruned):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             local = (alias.asname or alias.name).split(".")[0]
-            self.scope.bound.add(local)
+            self._bind_opaque(local)
             self.a.imported.add(local)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         settings = self.a.settings
         for alias in node.names:
             local = alias.asname or alias.name
-            self.scope.bound.add(local)
+            self._bind_opaque(local)
             self.a.imported.add(local)
             if alias.name == settings.raw_accessor and local != alias.name:
                 self.a.raw_names.add(local)
@@ -644,15 +654,32 @@ class _Binder(_Pruned):
     def _method_self(self) -> str | None:
         return self.scope.self_name if self.scope.kind == "function" else None
 
+    def _bind_opaque(self, name: str) -> None:
+        """`name` is bound here to something that is not the record (an import, a `def`,
+        `except ... as name`, a match capture): it taints an alias of the same name."""
+        self.scope.bound.add(name)
+        self.scope.assigns.append((name, None, None))
+
     def _bind(self, target: ast.expr, value: ast.expr | None, forced: str | None = None) -> None:
+        """Record that `target` is bound to `value`; None when the value is unknown.
+
+        Every name in the target gets a binding, so that one that is not the record
+        (an unpacked call, a starred target, `sa += 1`, `del sa`) taints an alias of the
+        same name in resolve_rebound() instead of being ignored."""
         if isinstance(target, ast.Name):
-            if value is not None:
-                self.scope.assigns.append((target.id, value, forced))
+            self.scope.assigns.append((target.id, value, forced))
         elif isinstance(target, (ast.Tuple, ast.List)):
+            paired: set[int] = set()
             if isinstance(value, (ast.Tuple, ast.List)):
                 for sub_target, sub_value in _unpacked(target.elts, value.elts):
+                    paired.add(id(sub_target))
                     self._bind(sub_target, sub_value, forced)
-        elif isinstance(target, ast.Attribute) and value is not None:
+            for sub_target in target.elts:
+                if id(sub_target) not in paired:
+                    self._bind(sub_target, None)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, None)  # a starred target takes a list
+        elif isinstance(target, ast.Attribute):
             base = target.value
             if isinstance(base, ast.Name) and base.id == self._method_self():
                 self.scope.self_assigns.append((target.attr, value))
@@ -660,10 +687,12 @@ class _Binder(_Pruned):
     def _bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
         # `for sa in (get_server_args(),)`: over a literal, the target takes each element
         # in turn, so bind it to every one (flow-insensitively, like any other binding).
+        # Over anything else (or a starred element) the target takes unknown values.
         if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
             for element in iterable.elts:
-                if not isinstance(element, ast.Starred):
-                    self._bind(target, element)
+                self._bind(target, None if isinstance(element, ast.Starred) else element)
+        else:
+            self._bind(target, None)
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self._bind_loop(node.target, node.iter)
@@ -714,6 +743,17 @@ class _Binder(_Pruned):
             return value.id in self.a.raw_names
         return isinstance(value, ast.Attribute) and value.attr == self.a.settings.raw_accessor
 
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        # `sa += x` binds sa to `sa.__iadd__(x)`: not provably the record
+        self._bind(node.target, None)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        # after `del sa`, a read raises NameError: a rewritten read would not
+        for target in node.targets:
+            self._bind(target, None)
+        self.generic_visit(node)
+
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         target = node.target
         if self.a.is_record_annotation(node.annotation):
@@ -746,17 +786,22 @@ class _Binder(_Pruned):
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.name:
-            self.scope.bound.add(node.name)
+            self._bind_opaque(node.name)
         self.generic_visit(node)
 
     def visit_MatchAs(self, node: ast.MatchAs) -> None:
         if node.name:
-            self.scope.bound.add(node.name)
+            self._bind_opaque(node.name)
         self.generic_visit(node)
 
     def visit_MatchStar(self, node: ast.MatchStar) -> None:
         if node.name:
-            self.scope.bound.add(node.name)
+            self._bind_opaque(node.name)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        if node.rest:
+            self._bind_opaque(node.rest)
+        self.generic_visit(node)
 
 
 class _Reader(_Pruned):
@@ -945,6 +990,7 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         if grown == names:
             break
         names = grown
+    analysis.resolve_rebound()
     _Reader(analysis).visit_statements(tree.body)
     return FileScan(reads=tuple(analysis.reads), violations=tuple(analysis.violations), generated=generated)
 
