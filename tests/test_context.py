@@ -234,26 +234,36 @@ def test_runner_view_overlays_without_leaking(ctx: Context[Any]) -> None:
         runner_view("draft", kv_cache_dtype="fp3")
 
 
-def test_readers_never_see_half_applied_override(ctx: Context[Any]) -> None:
+def _race(ctx: Context[Any], read_pair: Any, leaves: tuple[str, str], rounds: int) -> list[tuple[Any, Any]]:
+    """Two readers compare a pair of values while a writer overrides both leaves together
+    to the same value; returns every pair a reader saw disagree."""
     stop = threading.Event()
     torn: list[tuple[Any, Any]] = []
 
     def reader() -> None:
         while not stop.is_set():
-            bag = get_schedule()
-            if bag.max_running_requests != bag.chunked_prefill_size:
-                torn.append((bag.max_running_requests, bag.chunked_prefill_size))
+            a, b = read_pair()
+            if a != b:
+                torn.append((a, b))
 
-    with scoped_override(max_running_requests=1, chunked_prefill_size=1):
+    with scoped_override(**dict.fromkeys(leaves, 1)):
         threads = [threading.Thread(target=reader) for _ in range(2)]
         for t in threads:
             t.start()
-        for i in range(2, 400):
-            ctx.override("writer", max_running_requests=i, chunked_prefill_size=i)
+        for i in range(2, rounds):
+            ctx.override("writer", **dict.fromkeys(leaves, i))
         stop.set()
         for t in threads:
             t.join()
-    assert not torn
+    return torn
+
+
+def test_readers_never_see_half_applied_override(ctx: Context[Any]) -> None:
+    def read_pair() -> tuple[Any, Any]:
+        bag = get_schedule()
+        return bag.max_running_requests, bag.chunked_prefill_size
+
+    assert not _race(ctx, read_pair, ("max_running_requests", "chunked_prefill_size"), 400)
 
 
 def test_concurrent_overrides_are_serialized(ctx: Context[Any]) -> None:
@@ -327,25 +337,11 @@ def test_republish_under_another_role_drops_overrides_it_does_not_own(config_sco
 
 
 def test_snapshot_is_one_moment_across_namespaces(ctx: Context[Any]) -> None:
-    stop = threading.Event()
-    torn: list[tuple[Any, Any]] = []
+    def read_pair() -> tuple[Any, Any]:
+        bags = ctx.snapshot()
+        return bags["parallel"].pp_max_micro_batch_size, bags["schedule"].chunked_prefill_size
 
-    def reader() -> None:
-        while not stop.is_set():
-            bags = ctx.snapshot()
-            if bags["parallel"].pp_max_micro_batch_size != bags["schedule"].chunked_prefill_size:
-                torn.append((bags["parallel"].pp_max_micro_batch_size, bags["schedule"].chunked_prefill_size))
-
-    with scoped_override(pp_max_micro_batch_size=1, chunked_prefill_size=1):
-        threads = [threading.Thread(target=reader) for _ in range(2)]
-        for t in threads:
-            t.start()
-        for i in range(2, 300):
-            ctx.override("writer", pp_max_micro_batch_size=i, chunked_prefill_size=i)
-        stop.set()
-        for t in threads:
-            t.join()
-    assert not torn
+    assert not _race(ctx, read_pair, ("pp_max_micro_batch_size", "chunked_prefill_size"), 300)
 
 
 def test_capacity_error_names_the_inputs_of_a_derived_capacity(config_scope: Context[Any]) -> None:
