@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import ast
 import itertools
+import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
 
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +18,8 @@ from codegen.emit import emit
 from codegen.model import load_schema
 
 NASTY = st.sampled_from(['"', "'", '"""', "'''", "\\", "\\n", "{{ x }}", "{% if %}", "%s", "%(x)d",
-                         "\n", "\t", "é", "名", "\u2028", "\x00", "`", "|", "<b>", "#", "]]>", "\r\n"])
+                         "\n", "\t", "é", "名", "\u2028", "\x00", "`", "|", "<b>", "#", "]]>", "\r\n",
+                         "\x85", "\U000102da", "\ufeff"])
 TEXT = st.lists(st.one_of(NASTY, st.text(min_size=1, max_size=8)), min_size=1, max_size=6).map("".join)
 HELP = TEXT.filter(lambda s: s.strip() != "")
 
@@ -36,8 +38,22 @@ def _schema(root: Path, help_text: str, default: str, choices: list[str]) -> Non
                       "owner": "boss", "override": "startup"},
         },
     }
-    (root / "namespaces" / "core.yaml").write_text(yaml.safe_dump(doc, allow_unicode=True))
-    (root / "roles.yaml").write_text(yaml.safe_dump(ROLES))
+    (root / "namespaces" / "core.yaml").write_text(_exact_yaml(doc))
+    (root / "roles.yaml").write_text(_exact_yaml(ROLES))
+
+
+def _exact_yaml(data: object) -> str:
+    """YAML that every string survives exactly: JSON with every non-ASCII character escaped,
+    astral ones as YAML's \\U escape (YAML does not join JSON's surrogate pairs). PyYAML's own
+    dumper folds characters such as U+0085 (NEL) into spaces, which would test the dumper."""
+    text = json.dumps(data, ensure_ascii=True)
+    pair = re.compile(r"\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})")
+
+    def astral(m: re.Match[str]) -> str:
+        high, low = int(m[1], 16) - 0xD800, int(m[2], 16) - 0xDC00
+        return f"\\U{0x10000 + (high << 10) + low:08x}"
+
+    return pair.sub(astral, text)
 
 
 def _field_docs(source: str, cls: str) -> dict[str, str]:
