@@ -12,19 +12,19 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev,chart]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 gen: setup
-	$(PY) -m codegen --schema schema --out generated
+	$(PY) -m configbags.codegen --schema schema --out generated
 
 gen-check: setup
-	@$(PY) -m codegen --schema schema --out generated --check \
+	@$(PY) -m configbags.codegen --schema schema --out generated --check \
 		|| { echo "generated/ is out of date with schema/; run: make gen"; exit 1; }
 
 lint: setup
 	$(PY) -m ruff check .
-	$(PY) -m mypy generated runtime codegen configbags
+	$(PY) -m mypy -p configbags
 
 test: gen-check lint
 	$(PY) -m pytest -n 2
@@ -36,4 +36,4 @@ run: setup
 	$(VENV)/bin/configbags plan --model-config $(MODEL) --device-memory 80GiB --tp-size 1 --page-size 16 --allocate meta
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .mypy_cache .ruff_cache .hypothesis .configbags-cache build dist *.egg-info

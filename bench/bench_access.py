@@ -11,8 +11,8 @@ from typing import Any
 
 import attrs
 
-from generated.accessors import get_context, get_parallel, get_server_args, publish
-from generated.server_args import ServerArgs
+from configbags.generated.accessors import get_context, get_parallel, get_server_args, publish
+from configbags.generated.server_args import ServerArgs
 
 
 def bag_with_membership(bag: Any) -> Any:

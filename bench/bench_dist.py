@@ -26,8 +26,8 @@ WARMUP, ITERS = 30, 300
 def _rank(rank: int, world: int, port: int, out: str) -> None:
     import torch.distributed as dist
 
-    from generated.server_args import ServerArgs
-    from runtime.dist import connect_store, init_distributed
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import connect_store, init_distributed
 
     dctx = init_distributed(rank, world, store=connect_store(f"127.0.0.1:{port}", is_master=False),
                             backend="gloo")

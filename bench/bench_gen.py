@@ -52,8 +52,8 @@ def in_process(schema: Path, repeat: int) -> float:
     """Load + render + format (serially, so both sizes take the same path), best of `repeat`;
     interpreter start-up and imports are left out, which would otherwise flatter the larger
     schema's per-leaf figure."""
-    from codegen.emit import emit
-    from codegen.model import load_schema
+    from configbags.codegen.emit import emit
+    from configbags.codegen.model import load_schema
 
     best = float("inf")
     for _ in range(repeat):
@@ -67,7 +67,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmpdir = Path(tmp)
         bundled = timed_gen(REPO / "schema", tmpdir / "bundled" / "generated")
-        print(f"bundled schema: make gen (python -m codegen, cold process) {bundled:.2f} s  (goal < 2 s)")
+        print(f"bundled schema: make gen (python -m configbags.codegen, cold process) {bundled:.2f} s  (goal < 2 s)")
         per_leaf = {}
         for n in (200, 2000):
             schema = tmpdir / f"s{n}" / "schema"

@@ -24,12 +24,12 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402  (after the path so a source checkout runs without installing)
 
-from generated.server_args import ServerArgs  # noqa: E402
-from runtime.kvcache.configurator import KvCacheConfigurator  # noqa: E402
-from runtime.kvcache.model_shape import load_model_shape  # noqa: E402
-from runtime.kvcache.planner import DeviceMemory, GiB, KvPlan  # noqa: E402
-from runtime.kvcache.pools import allocate  # noqa: E402
-from runtime.testing import published  # noqa: E402
+from configbags.generated.server_args import ServerArgs  # noqa: E402
+from configbags.runtime.kvcache.configurator import KvCacheConfigurator  # noqa: E402
+from configbags.runtime.kvcache.model_shape import load_model_shape  # noqa: E402
+from configbags.runtime.kvcache.planner import DeviceMemory, GiB, KvPlan  # noqa: E402
+from configbags.runtime.kvcache.pools import allocate  # noqa: E402
+from configbags.runtime.testing import published  # noqa: E402
 
 # model -> (server flags, device memory, weights per rank or None to estimate)
 SETUPS: dict[str, tuple[dict[str, object], int, int | None]] = {

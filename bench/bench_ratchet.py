@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from codegen.ratchet.scan import ScanSettings, list_files, scan_tree
+from configbags.migrate.scan import ScanSettings, list_files, scan_tree
 
 GOAL_COLD = 1.3
 GOAL_WARM = 0.1
@@ -69,7 +69,7 @@ def synthetic_module(rng: random.Random, number: int, target_lines: int) -> str:
         "from dataclasses import dataclass",
         "",
         "from generated import accessors",
-        "from generated.accessors import get_server_args",
+        "from configbags.generated.accessors import get_server_args",
         "",
         f"LIMIT_{number} = {rng.randint(100, 999)}",
         "",

@@ -1,7 +1,7 @@
 """Role modes: what an accessor read costs in off, record and enforce modes, against the
 plain accessor, measured side by side in one run.
 
-The mode is fixed when `runtime.roles` is imported, so each mode is measured in its own
+The mode is fixed when `configbags.runtime.roles` is imported, so each mode is measured in its own
 interpreter (this script re-runs itself with `--child MODE` and CONFIGBAGS_ROLE_NAMESPACES
 set), with a fixed iteration count. Each child also measures the baseline, interleaved with
 the accessor so drift hits both alike: the plain accessor is the same shape of code with no
@@ -56,9 +56,9 @@ def plain_get_parallel() -> Any:
 def child(iterations: int, repeat: int) -> dict[str, Any]:
     """Runs in a fresh interpreter whose CONFIGBAGS_ROLE_NAMESPACES is already set."""
     sys.path.insert(0, str(REPO))
-    from generated.accessors import get_context, get_parallel, publish
-    from generated.server_args import ServerArgs
-    from runtime import roles
+    from configbags.generated.accessors import get_context, get_parallel, publish
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime import roles
 
     publish(ServerArgs(model_path="bench", tp_size=2), role=ROLE)
     start = time.perf_counter_ns()

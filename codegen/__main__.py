@@ -1,4 +1,4 @@
-"""`python -m codegen --schema DIR --out DIR [--check]` (also `configbags gen`)."""
+"""`python -m configbags.codegen --schema DIR --out DIR [--check]` (also `configbags gen`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 
 from black.parsing import InvalidInput
 
-from codegen.emit import emit
-from codegen.errors import SchemaInvalid
-from codegen.model import load_schema
-from codegen.write import NotOurFolder, check_out, diff, write_tree
+from configbags.codegen.emit import emit
+from configbags.codegen.errors import SchemaInvalid
+from configbags.codegen.model import load_schema
+from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
 
 EXIT_SCHEMA = 2
 EXIT_STALE = 1
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("generated"), help="output folder (default: generated)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if out is stale")
     args = parser.parse_args(argv)
-    regen = f"python -m codegen --schema {args.schema.name} --out {args.out.name}  (make gen)"
+    regen = f"python -m configbags.codegen --schema {args.schema.name} --out {args.out.name}  (make gen)"
     try:
         files = emit(load_schema(args.schema), regen)
     except SchemaInvalid as exc:

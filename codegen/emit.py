@@ -14,8 +14,8 @@ import black
 import jinja2
 from black.mode import TargetVersion
 
-from codegen import render
-from codegen.model import Schema
+from configbags.codegen import render
+from configbags.codegen.model import Schema
 
 TEMPLATES = Path(__file__).parent / "templates"
 PY_FILES = (

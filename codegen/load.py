@@ -12,10 +12,10 @@ import attrs
 import jsonschema
 import yaml
 
-from codegen.errors import SchemaError
+from configbags.codegen.errors import SchemaError
 
-# The bundled meta-schemas; a schema folder with its own `meta/` uses those instead.
-BUNDLED_META = Path(__file__).resolve().parent.parent / "schema" / "meta"
+# The meta-schemas of the schema language: part of the generator, packaged with it.
+META_DIR = Path(__file__).resolve().parent / "meta"
 
 
 class Marked(dict[str, Any]):
@@ -144,7 +144,7 @@ def read_yaml(
                 line_at(data, path_list),
                 _describe(error),
                 leaf=_leaf_of(path_list),
-                hint=f"see schema/meta/{meta}",
+                hint=f"see the schema language in configbags/codegen/meta/{meta}",
             )
         )
         found = True

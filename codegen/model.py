@@ -12,10 +12,10 @@ from typing import Any
 
 import attrs
 
-from codegen.errors import SchemaError, SchemaInvalid
-from codegen.load import BUNDLED_META, Marked, SourceFile, plain, read_yaml
-from runtime.errors import LeafValueError
-from runtime.leaftypes import TypeSpec, check_bounds
+from configbags.codegen.errors import SchemaError, SchemaInvalid
+from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
+from configbags.runtime.errors import LeafValueError
+from configbags.runtime.leaftypes import TypeSpec, check_bounds
 
 # Names the generated ServerArgs uses (its methods, --config, `self` in the attrs __init__,
 # and the names its class body reads: attrs, dict, list, tuple); a leaf may not take them.
@@ -192,7 +192,7 @@ def load_schema(schema_dir: Path) -> Schema:
 class _Builder:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.meta = root / "meta" if (root / "meta").is_dir() else BUNDLED_META
+        self.meta = META_DIR
         self.errors: list[SchemaError] = []
 
     def display(self, path: Path) -> str:
@@ -235,7 +235,7 @@ class _Builder:
         path = self.root / name
         if not path.exists():
             self.errors.append(SchemaError(self.display(path), 1, f"{name} is missing",
-                                           hint=f"every schema folder needs {name}; see schema/meta/{meta}"))
+                                           hint=f"every schema folder needs {name}; see configbags/codegen/meta/{meta}"))
             return None
         return self.read(path, meta)
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import attrs
 
-from codegen.model import Derived, Leaf, Namespace, Role, Schema, class_name
-from runtime.leaftypes import TypeSpec, jsonable
-from runtime.registry import accessor_expression
+from configbags.codegen.model import Derived, Leaf, Namespace, Role, Schema, class_name
+from configbags.runtime.leaftypes import TypeSpec, jsonable
+from configbags.runtime.registry import accessor_expression
 
 HINTS = {
     "int": "int",

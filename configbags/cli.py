@@ -8,11 +8,11 @@ import sys
 
 # command -> (module with `main(argv: list[str]) -> int`, one-line description)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "gen": ("codegen.__main__", "generate generated/ from a schema folder"),
-    "ratchet": ("codegen.ratchet.cli", "scan, check, init, update and fix raw ServerArgs reads"),
-    "import-dataclass": ("codegen.importer", "turn a dataclass ServerArgs into schema YAML"),
-    "audit": ("runtime.audit", "record and report which namespaces each role reads"),
-    "plan": ("runtime.plan", "how much KV cache a model gets on a device, and why"),
+    "gen": ("configbags.codegen.__main__", "generate generated/ from a schema folder"),
+    "ratchet": ("configbags.migrate.cli", "scan, check, init, update and fix raw ServerArgs reads"),
+    "import-dataclass": ("configbags.migrate.importer", "turn a dataclass ServerArgs into schema YAML"),
+    "audit": ("configbags.runtime.audit", "record and report which namespaces each role reads"),
+    "plan": ("configbags.runtime.plan", "how much KV cache a model gets on a device, and why"),
 }
 
 

@@ -21,5 +21,5 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m codegen --schema schema --out generated  (make gen)
+# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
 """Generated config package: bags, accessors, the ServerArgs record, the registry."""

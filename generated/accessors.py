@@ -21,10 +21,10 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m codegen --schema schema --out generated  (make gen)
+# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
 """Accessors: plain functions returning the current bag of this process, fully typed.
 
-    from generated.accessors import publish, get_parallel
+    from configbags.generated.accessors import publish, get_parallel
     publish(ServerArgs.from_cli(argv), role="launcher")
     get_parallel().tp_size
 
@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.context import Context, ProcessView, RunnerView
+from configbags.runtime.context import Context, ProcessView, RunnerView
 
 from . import bags, registry
 from .server_args import ServerArgs
@@ -163,7 +163,11 @@ class ConfigView(RunnerView):
 
 
 _context: Context[ProcessConfigView] = Context(
-    registry.REGISTRY, ProcessConfigView(), ConfigView
+    registry.REGISTRY,
+    ProcessConfigView(),
+    ConfigView,
+    record_type=ServerArgs,
+    package=__package__,
 )
 _view = _context.view
 

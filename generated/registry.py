@@ -21,15 +21,21 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m codegen --schema schema --out generated  (make gen)
+# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
 """Leaf metadata the run-time context uses: types, policies, owners, capacities, hashing,
 derived functions and their inputs, and how bags nest."""
 
 from __future__ import annotations
 
-import runtime.derive
-from runtime.leaftypes import TypeSpec
-from runtime.registry import DerivedSpec, LeafSpec, NamespaceSpec, Registry, RoleSpec
+import configbags.runtime.derive
+from configbags.runtime.leaftypes import TypeSpec
+from configbags.runtime.registry import (
+    DerivedSpec,
+    LeafSpec,
+    NamespaceSpec,
+    Registry,
+    RoleSpec,
+)
 
 from . import bags
 from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY
@@ -2986,7 +2992,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="attn_dcp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=runtime.derive.attn_dcp_size,
+        fn=configbags.runtime.derive.attn_dcp_size,
         inputs=("dcp_size",),
         pinned=False,
         hash=True,
@@ -2995,7 +3001,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="attn_dp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=runtime.derive.attn_dp_size,
+        fn=configbags.runtime.derive.attn_dp_size,
         inputs=("dp_size", "enable_dp_attention"),
         pinned=False,
         hash=True,
@@ -3004,7 +3010,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="dcp_enabled",
         namespace="parallel",
         type=TypeSpec("bool", False),
-        fn=runtime.derive.dcp_enabled,
+        fn=configbags.runtime.derive.dcp_enabled,
         inputs=("dcp_size",),
         pinned=False,
         hash=True,
@@ -3013,7 +3019,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="enable_mamba_extra_buffer",
         namespace="exec.mamba",
         type=TypeSpec("bool", False),
-        fn=runtime.derive.enable_mamba_extra_buffer,
+        fn=configbags.runtime.derive.enable_mamba_extra_buffer,
         inputs=("disable_radix_cache", "mamba_radix_cache_strategy"),
         pinned=False,
         hash=True,
@@ -3022,7 +3028,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="enable_mamba_extra_buffer_lazy",
         namespace="exec.mamba",
         type=TypeSpec("bool", False),
-        fn=runtime.derive.enable_mamba_extra_buffer_lazy,
+        fn=configbags.runtime.derive.enable_mamba_extra_buffer_lazy,
         inputs=("mamba_radix_cache_strategy",),
         pinned=False,
         hash=True,
@@ -3031,7 +3037,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="is_ep_joiner",
         namespace="exec.moe",
         type=TypeSpec("bool", False),
-        fn=runtime.derive.is_ep_joiner,
+        fn=configbags.runtime.derive.is_ep_joiner,
         inputs=("ep_join_mode",),
         pinned=False,
         hash=True,
@@ -3040,7 +3046,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="max_speculative_num_draft_tokens",
         namespace="spec",
         type=TypeSpec("int", False),
-        fn=runtime.derive.max_speculative_num_draft_tokens,
+        fn=configbags.runtime.derive.max_speculative_num_draft_tokens,
         inputs=(
             "speculative_algorithm",
             "speculative_num_draft_tokens",
@@ -3055,7 +3061,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="moe_ep_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=runtime.derive.moe_ep_size,
+        fn=configbags.runtime.derive.moe_ep_size,
         inputs=("ep_size",),
         pinned=False,
         hash=True,
@@ -3064,7 +3070,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="attn_tp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=runtime.derive.attn_tp_size,
+        fn=configbags.runtime.derive.attn_tp_size,
         inputs=("tp_size", "attn_dp_size", "attn_cp_size"),
         pinned=False,
         hash=True,
@@ -3073,7 +3079,7 @@ DERIVED: dict[str, DerivedSpec] = {
         name="moe_tp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
-        fn=runtime.derive.moe_tp_size,
+        fn=configbags.runtime.derive.moe_tp_size,
         inputs=("tp_size", "moe_ep_size", "moe_dp_size"),
         pinned=False,
         hash=True,

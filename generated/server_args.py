@@ -21,7 +21,7 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m codegen --schema schema --out generated  (make gen)
+# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
 """`ServerArgs`: the raw operator input, every leaf flat, frozen. It is what the operator
 gave and never changes; resolved values (overrides, fallbacks, derived) live in the bags.
 
@@ -37,8 +37,8 @@ from typing import Any
 
 import attrs
 
-from runtime import record as _record
-from runtime.record import json_value
+from configbags.runtime import record as _record
+from configbags.runtime.record import json_value
 
 from .registry import LEAVES
 

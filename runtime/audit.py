@@ -7,7 +7,7 @@ into an audit record for `schema/roles.yaml`.
 `record` runs CMD with `CONFIGBAGS_ROLE_NAMESPACES=record` and
 `CONFIGBAGS_ROLE_NAMESPACES_OUT=FILE` (inherited by every process CMD starts), then prints
 what the roles read. `report` reads one or more such files (JSON lines written by
-`runtime.roles.Recorder`) and prints, per role, the declared set next to the observed one,
+`configbags.runtime.roles.Recorder`) and prints, per role, the declared set next to the observed one,
 then proposes audit records as YAML to paste under each role's `audits:`.
 
 The proposal never narrows a declared set: a record-mode run only shows what one workload
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import json
 import os
 import signal
@@ -34,8 +35,9 @@ from typing import Any
 import attrs
 import yaml
 
-from runtime import roles as role_modes
-from runtime.roles import RAW_RECORD
+from configbags.runtime import roles as role_modes
+from configbags.runtime.project import load_project
+from configbags.runtime.roles import RAW_RECORD
 
 # A line `audit record` writes before running the command, so `report` can default the
 # workload to the command line that produced the observations.
@@ -164,7 +166,7 @@ class RoleReport:
         return "; ".join(parts)
 
     def audit_record(self, *, date: str, workload: str) -> dict[str, Any]:
-        """An audit record in the shape schema/meta/roles.schema.json requires."""
+        """An audit record in the shape codegen/meta/roles.schema.json requires."""
         return {
             "date": date,
             "workload": workload,
@@ -275,9 +277,14 @@ def report(
 def _declared_sets(declared: Mapping[str, frozenset[str]] | None) -> Mapping[str, frozenset[str]]:
     if declared is not None:
         return declared
-    from generated.role_audit import ROLE_NAMESPACE_SETS
+    return declared_sets(load_project().package)
 
-    return ROLE_NAMESPACE_SETS
+
+def declared_sets(package: str) -> Mapping[str, frozenset[str]]:
+    """The declared role sets of a generated package (its `role_audit` module)."""
+    module = importlib.import_module(f"{package}.role_audit")
+    sets: Mapping[str, frozenset[str]] = module.ROLE_NAMESPACE_SETS
+    return sets
 
 
 def record(command: Sequence[str], out: Path, *, append: bool = False) -> int:
@@ -334,6 +341,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     rep.add_argument("files", nargs="+", type=Path, metavar="FILES")
     rep.add_argument("--workload", help="what the recorded run exercised (default: its command)")
     rep.add_argument("--date", type=_iso_date, help="audit date, YYYY-MM-DD (default: the run's)")
+    rep.add_argument("--package", help="the generated config package whose roles to compare "
+                     "with (default: [tool.configbags] package in pyproject.toml)")
     return parser.parse_args(argv)
 
 
@@ -363,5 +372,6 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"configbags audit report: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    print(report(args.files, workload=args.workload, date=args.date), end="")
+    declared = declared_sets(args.package) if args.package else None
+    print(report(args.files, workload=args.workload, date=args.date, declared=declared), end="")
     return 0

@@ -13,6 +13,7 @@ fills at install time; role scoping acts there too, so an allowed read costs not
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import logging
 import threading
@@ -24,9 +25,10 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from runtime import roles as role_modes
-from runtime.errors import (
+from configbags.runtime import roles as role_modes
+from configbags.runtime.errors import (
     CapacityError,
+    ConfigError,
     LeafValueError,
     NotPublishedError,
     OwnerError,
@@ -35,8 +37,8 @@ from runtime.errors import (
     RoleError,
     UnknownLeafError,
 )
-from runtime.leaftypes import check_bounds, closest, jsonable
-from runtime.registry import DerivedSpec, LeafSpec, Registry
+from configbags.runtime.leaftypes import check_bounds, closest, jsonable
+from configbags.runtime.registry import DerivedSpec, LeafSpec, Registry
 
 log = logging.getLogger("configbags")
 
@@ -160,11 +162,24 @@ V = TypeVar("V", bound=ProcessView)
 
 class Context(Generic[V]):
     """The config of one process. The generated `accessors` module creates exactly one and
-    exposes it through `publish()` and `get_context()`."""
+    exposes it through `publish()` and `get_context()`; schema-generic code finds it with
+    `process_context()`, never by importing a generated package."""
 
-    def __init__(self, registry: Registry, view: V, runner_view_type: type[RunnerView] | None = None) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        view: V,
+        runner_view_type: type[RunnerView] | None = None,
+        *,
+        record_type: type[Any] | None = None,
+        package: str | None = None,
+    ) -> None:
         self.registry = registry
         self.view = view
+        self.record_type = record_type  # the generated ServerArgs (rebuilds exported records)
+        self.package = package
+        if package is not None:
+            _CONTEXTS[package] = self
         self._runner_view_cls = runner_view_type or RunnerView
         self._state: State | None = None
         self._lock = threading.RLock()
@@ -182,7 +197,7 @@ class Context(Generic[V]):
         carries over (a re-publish does not reopen load time).
 
         `ranks` stamps the process's ranks: a mapping, or a function of the resolved values
-        (`runtime.dist` passes one), which is re-run whenever an override changes the bag
+        (`configbags.runtime.dist` passes one), which is re-run whenever an override changes the bag
         holding them, so elastic resizing cannot leave a stale rank behind."""
         self._check_role(role, "publish")
         with self._lock:
@@ -214,7 +229,7 @@ class Context(Generic[V]):
         sealed: bool = False,
         ranks: Ranks | None = None,
     ) -> Context[V]:
-        """Install a state exported by another process or rank (runtime.dist): resolve
+        """Install a state exported by another process or rank (configbags.runtime.dist): resolve
         `record`, fold `log` onto it keeping its entries and `epoch` as they are, so this
         state equals the exporter's. Values are checked (type, range, capacity), not policy
         or owner: the exporter already admitted them. Unlike publish, nothing is replayed."""
@@ -227,7 +242,7 @@ class Context(Generic[V]):
         return self
 
     def apply_entries(self, entries: Iterable[OverrideEntry]) -> None:
-        """Apply override entries another process or rank already admitted (runtime.dist),
+        """Apply override entries another process or rank already admitted (configbags.runtime.dist),
         keeping their epoch, source and time, so both sides hold the same log. Values are
         checked (type, range, capacity), not policy or owner: the origin checked those.
         Costs what an override costs, however long the log."""
@@ -272,7 +287,7 @@ class Context(Generic[V]):
         if state is None:
             raise NotPublishedError(
                 "the config context is not published yet; call publish(server_args, role=...) "
-                "at process start (tests: use runtime.testing.published)"
+                "at process start (tests: use configbags.runtime.testing.published)"
             )
         return state
 
@@ -531,7 +546,7 @@ class Context(Generic[V]):
         if state is None:
             raise NotPublishedError(
                 f"{accessor} was called before publish(); publish the ServerArgs record at process "
-                f"start (publish(server_args, role=...)), or in tests use runtime.testing.published"
+                f"start (publish(server_args, role=...)), or in tests use configbags.runtime.testing.published"
             )
         if name not in self.registry.top_level and name != RECORD_SLOT:
             raise AttributeError(name)
@@ -660,6 +675,47 @@ class Context(Generic[V]):
         return state
 
 
+# generated package name -> its process context; filled when its accessors module is imported
+_CONTEXTS: dict[str, Context[Any]] = {}
+
+
+def process_context(package: str | None = None, *, record: Any = None) -> Context[Any]:
+    """The context of a generated package of this process: the one named, the one whose
+    `ServerArgs` type `record` has, or else the only published one (or the only one loaded).
+    Schema-generic code (dist, testing, the KV configurator) uses this instead of importing
+    a generated package."""
+    if record is not None:
+        for ctx in _CONTEXTS.values():
+            if ctx.record_type is type(record):
+                return ctx
+    if package is not None:
+        if package not in _CONTEXTS:
+            try:
+                importlib.import_module(f"{package}.accessors")  # registers its context
+            except ImportError as exc:
+                raise ConfigError(
+                    f"cannot import the generated config package {package!r} ({exc}); generate "
+                    f"it with `configbags gen --package {package}` or fix the package name"
+                ) from None
+        if package not in _CONTEXTS:
+            raise ConfigError(f"{package}.accessors did not register a context; regenerate it (configbags gen)")
+        return _CONTEXTS[package]
+    # An engine publishes one package; a process that loaded several (a test suite) means
+    # the published one.
+    candidates = [c for c in _CONTEXTS.values() if c.published] or list(_CONTEXTS.values())
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise NotPublishedError(
+            "no generated config package is loaded in this process; import its accessors "
+            "(e.g. `from myengine.config.accessors import publish`) or pass a context explicitly"
+        )
+    raise ConfigError(
+        f"several generated config packages are loaded ({', '.join(sorted(c.package or '?' for c in candidates))}); "
+        f"pass the context (or package=...) explicitly"
+    )
+
+
 class Restoring:
     """A scope that saves the state on enter and re-installs it on exit. A class rather than
     a generator on purpose: a dropped generator-based scope would be closed by the garbage
@@ -723,6 +779,10 @@ class RunnerView:
         self._context = context
         self._cache: tuple[State, dict[str, Any]] | None = None
 
+    @property
+    def registry(self) -> Registry:
+        return self._context.registry
+
     def bag(self, path: str) -> Any:
         context = self._context
         state = context.state
@@ -741,6 +801,6 @@ def unstamped_rank(bag: object, name: str) -> RankNotStampedError:
     """The error for a rank read before publish stamped it (used by generated bags)."""
     return RankNotStampedError(
         f"{type(bag).__name__}.{name} was never stamped: ranks come from the process's world "
-        f"rank at publish (publish(..., ranks=...) or runtime.dist.publish_distributed); this "
+        f"rank at publish (publish(..., ranks=...) or configbags.runtime.dist.publish_distributed); this "
         f"process published without them"
     )

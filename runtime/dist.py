@@ -17,7 +17,7 @@ Three pieces, each usable alone:
   Every collective starts with a check-in through the rendezvous store, so a rank that died
   or never joined is named in a timeout error instead of hanging the others.
 
-torch is imported here only; `generated.accessors` never imports this module.
+torch is imported here only; generated accessors never import this module.
 """
 
 from __future__ import annotations
@@ -35,10 +35,16 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import PrefixStore, Store, TCPStore  # typed home of these
 
-from runtime import errors
-from runtime.context import Context, OverrideEntry, Ranks, RepublishReport
-from runtime.errors import ConfigError, DistributedConfigError
-from runtime.leaftypes import jsonable
+from configbags.runtime import errors
+from configbags.runtime.context import (
+    Context,
+    OverrideEntry,
+    Ranks,
+    RepublishReport,
+    process_context,
+)
+from configbags.runtime.errors import ConfigError, DistributedConfigError
+from configbags.runtime.leaftypes import jsonable
 
 log = logging.getLogger("configbags")
 
@@ -52,26 +58,13 @@ DEFAULT_TIMEOUT_S = 60.0
 # ---------------------------------------------------------------------------------------
 
 
-def _default_context() -> Context[Any]:
-    # Imported lazily: runtime stays generic over schemas; the bundled one is the default.
-    from generated.accessors import get_context
-
-    return get_context()
-
-
-def _default_record_type() -> Any:
-    from generated.server_args import ServerArgs
-
-    return ServerArgs
-
-
 def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
     """The published state as plain JSON-able data (format version 1):
 
     `format`, `version`, `role`, `epoch`, `sealed`, `ranks`, `record` (leaf -> operator
     value), `log` (entries: epoch, source, leaf, namespace, old, new, wall_time) and
     `config_hash` (checked on import, so a schema mismatch between processes is caught)."""
-    ctx = context or _default_context()
+    ctx = context or process_context()
     state = ctx.state
     return {
         "format": FORMAT,
@@ -144,8 +137,10 @@ def import_state(
             f"exported state has format version {data.get('version')!r}; this process reads "
             f"version {FORMAT_VERSION}: run the same configbags version on both sides"
         )
-    ctx = context or _default_context()
-    rtype = record_type or _default_record_type()
+    ctx = context or process_context()
+    rtype = record_type or ctx.record_type
+    if rtype is None:
+        raise DistributedConfigError("import_state: this context has no record type; pass record_type=")
     record = rtype.from_dict(data["record"], source="exported state")
     entries = tuple(_entry(ctx, e) for e in data["log"])
     ctx.adopt(
@@ -391,7 +386,7 @@ def _error_classes() -> Mapping[str, type[ConfigError]]:
     """Every ConfigError class a source rank may raise, by name: the context's errors and the
     KV configurator's (imported here, not at module top: it is torch-free and small, but
     dist should not depend on it for anything else)."""
-    from runtime.kvcache import errors as kv_errors
+    from configbags.runtime.kvcache import errors as kv_errors
 
     found: dict[str, type[ConfigError]] = {}
     for module in (errors, kv_errors):
@@ -436,7 +431,7 @@ class DistributedContext:
         timeout: float = DEFAULT_TIMEOUT_S,
         tag: str = "ctx",
     ) -> None:
-        self.context = context or _default_context()
+        self.context = context or process_context()
         self.group = group
         self.rank = dist.get_rank(group)
         self.world_size = dist.get_world_size(group)

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from runtime.errors import LeafValueError
+from configbags.runtime.errors import LeafValueError
 
 BASE_TYPES = ("int", "float", "bool", "str", "list[int]", "list[str]", "json")
 NUMERIC = ("int", "float")

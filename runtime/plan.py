@@ -17,6 +17,7 @@ import argparse
 import json
 import re
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from fractions import Fraction
@@ -24,12 +25,12 @@ from typing import Any
 
 import attrs
 
-from generated.accessors import publish
-from generated.server_args import ServerArgs
-from runtime.errors import ConfigError
-from runtime.kvcache.configurator import KvCacheConfigurator
-from runtime.kvcache.model_shape import load_model_shape
-from runtime.kvcache.planner import DeviceMemory, GiB, KvPlan, PoolTensor
+from configbags.runtime.context import Context, process_context
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.kvcache.configurator import KvCacheConfigurator
+from configbags.runtime.kvcache.model_shape import load_model_shape
+from configbags.runtime.kvcache.planner import DeviceMemory, GiB, KvPlan, PlanSettings, PoolTensor
+from configbags.runtime.project import BUNDLED_PACKAGE, load_project
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
@@ -50,14 +51,19 @@ def parse_bytes(text: str) -> int:
 parse_bytes.__name__ = "size"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(package: str | None = None) -> argparse.ArgumentParser:
+    """The plan's own flags. Server flags are parsed by the generated package's `ServerArgs`
+    (`--help-all` lists them); `--help` names only the ones the plan reads."""
     parser = argparse.ArgumentParser(
         prog="configbags plan",
-        description=(
+        description=textwrap.fill(
             "Size the KV cache of a model (Hugging Face config.json) for the given server flags. "
             "SGLang semantics: --mem-fraction-static is the share of the memory free before "
-            "weights load that weights plus KV may take."
+            "weights load that weights plus KV may take.", width=88,
         ),
+        allow_abbrev=False,
+        epilog=_server_flags_epilog(package),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     plan = parser.add_argument_group("plan")
     plan.add_argument("--model-config", required=True, metavar="FILE", help="the model's config.json")
@@ -71,8 +77,26 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also allocate the pools with torch on this device and check the bytes")
     plan.add_argument("--json", action="store_true", help="print the plan and server_info() as JSON")
     plan.add_argument("--chart", metavar="PNG", help="draw the memory breakdown (needs matplotlib)")
-    ServerArgs.add_cli_args(parser)
+    plan.add_argument("--package", metavar="PKG",
+                      help="the generated config package to plan with (default: [tool.configbags] "
+                           f"package in pyproject.toml, else {BUNDLED_PACKAGE})")
+    plan.add_argument("--help-all", action="store_true", help="list every server flag and exit")
     return parser
+
+
+def _server_flags_epilog(package: str | None) -> str:
+    try:
+        leaves = _package(package).registry.leaves
+    except ConfigError:  # help must print even when the package does not import
+        return "server flags: those of the generated ServerArgs (--help-all lists them)"
+    read = [f.name for f in attrs.fields(PlanSettings)]
+    flags = [leaves[n].flags[0] for n in read if n in leaves and leaves[n].flags]
+    lines = textwrap.wrap(", ".join(flags), width=86, initial_indent="  ", subsequent_indent="  ")
+    return "\n".join(["server flags the plan reads (--help-all lists every server flag):", *lines])
+
+
+def _package(package: str | None) -> Context[Any]:
+    return process_context(package or load_project().package)
 
 
 def device_memory(given: int | None) -> tuple[int, str]:
@@ -87,18 +111,36 @@ def device_memory(given: int | None) -> tuple[int, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    ns = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-    if not hasattr(ns, "model_path"):  # the plan needs no weights; name the config instead
-        ns.model_path = ns.model_config
+    args = sys.argv[1:] if argv is None else list(argv)
+    package = _peek_package(args)
+    parser = build_parser(package)
+    ns, server_argv = parser.parse_known_args(args)
     try:
-        record = ServerArgs.from_cli_args(ns)
+        ctx = _package(ns.package)
+    except ConfigError as exc:
+        print(f"configbags plan: error: {exc}", file=sys.stderr)
+        return 2
+    record_type = ctx.record_type
+    assert record_type is not None
+    server = argparse.ArgumentParser(
+        prog="configbags plan", allow_abbrev=False,
+        usage="configbags plan --model-config FILE [plan flags] [server flags]  (--help, --help-all)",
+    )
+    record_type.add_cli_args(server)
+    if ns.help_all:
+        server.print_help()
+        return 0
+    if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
+        server_argv += ["--model-path", ns.model_config]  # the plan needs no weights
+    server_ns = server.parse_args(server_argv)
+    try:
+        record = record_type.from_cli_args(server_ns)
         shape = load_model_shape(ns.model_config)
         pre, source = device_memory(ns.device_memory)
         memory = DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source)
-        ctx = publish(record, role="worker")
+        ctx.publish(record, role="worker")
         start = time.perf_counter()
-        plan = KvCacheConfigurator(shape, memory).configure()
+        plan = KvCacheConfigurator(shape, memory, ctx).configure()
         plan_ms = (time.perf_counter() - start) * 1e3
         ctx.seal()  # what a worker does at the end of model load
         allocated = _allocate(plan, ns.allocate) if ns.allocate else None
@@ -123,8 +165,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _peek_package(args: list[str]) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == "--package" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--package="):
+            return arg.partition("=")[2]
+    return None
+
+
 def _allocate(plan: KvPlan, device: str) -> dict[str, Any]:
-    from runtime.kvcache.pools import allocate
+    from configbags.runtime.kvcache.pools import allocate
 
     start = time.perf_counter()
     pools = allocate(plan, device)

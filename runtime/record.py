@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from runtime.errors import LeafValueError, RecordError
-from runtime.leaftypes import check_bounds, closest, jsonable
-from runtime.registry import LeafSpec
+from configbags.runtime.errors import LeafValueError, RecordError
+from configbags.runtime.leaftypes import check_bounds, closest, jsonable
+from configbags.runtime.registry import LeafSpec
 
 R = TypeVar("R")
 

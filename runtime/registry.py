@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from runtime.leaftypes import TypeSpec
+from configbags.runtime.leaftypes import TypeSpec
 
 
 @attrs.frozen

@@ -19,7 +19,7 @@ import os
 import threading
 from pathlib import Path
 
-from runtime.errors import RoleError
+from configbags.runtime.errors import RoleError
 
 MODE_VAR = "CONFIGBAGS_ROLE_NAMESPACES"
 OUT_VAR = "CONFIGBAGS_ROLE_NAMESPACES_OUT"

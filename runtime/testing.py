@@ -3,7 +3,7 @@ pytest fixtures built on them. Every helper restores the exact earlier state on 
 exceptions included, by re-installing the saved immutable State. Nothing relies on
 garbage collection (no __del__): dropping a scope object cannot un-publish anything.
 
-Use from a conftest: `pytest_plugins = ["runtime.testing"]`."""
+Use from a conftest: `pytest_plugins = ["configbags.runtime.testing"]`."""
 
 from __future__ import annotations
 
@@ -12,13 +12,7 @@ from typing import Any
 
 import pytest
 
-from runtime.context import Context, Restoring
-
-
-def _context() -> Context[Any]:
-    from generated.accessors import get_context
-
-    return get_context()
+from configbags.runtime.context import Context, Restoring, process_context
 
 
 class published(Restoring):
@@ -27,7 +21,7 @@ class published(Restoring):
 
     def __init__(self, record: Any, *, role: str = "test", context: Context[Any] | None = None,
                  **ranks: int) -> None:
-        super().__init__(context or _context())
+        super().__init__(context or process_context(record=record))
         self._record, self._role, self._ranks = record, role, ranks
 
     def __enter__(self) -> Context[Any]:
@@ -43,12 +37,12 @@ def scoped_override(source: str = "test-scope", /, *, context: Context[Any] | No
                     **leaves: Any) -> Restoring:
     """Override `leaves` for the block (policy and owner are not checked; type, range and
     capacity are). Nestable; a dropped scope object never restores by itself."""
-    return (context or _context()).scoped(source, **leaves)
+    return (context or process_context()).scoped(source, **leaves)
 
 
 @pytest.fixture
 def config_scope() -> Iterator[Context[Any]]:
     """Whatever the test publishes or overrides is undone afterwards."""
-    ctx = _context()
+    ctx = process_context()
     with ctx.restoring():
         yield ctx

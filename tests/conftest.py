@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from generated.server_args import ServerArgs
+from configbags.generated.server_args import ServerArgs
 
-pytest_plugins = ["runtime.testing"]
+pytest_plugins = ["configbags.runtime.testing"]
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ def _write(outdir: str, name: str, rank: int, data: Any) -> None:
 
 
 def _join(rank: int, world: int, port: int, timeout: float = STORE_TIMEOUT) -> Any:
-    from runtime.dist import connect_store, init_distributed
+    from configbags.runtime.dist import connect_store, init_distributed
 
     # The test process hosts the store, so a rank that dies cannot take it down.
     store = connect_store(f"127.0.0.1:{port}", is_master=False, timeout=timeout)
@@ -52,10 +52,10 @@ def scenario(rank: int, world: int, port: int, outdir: str) -> None:
     divergence detected and healed, stamped ranks equal torch's group ranks."""
     import torch.distributed as dist
 
-    from generated.accessors import get_context, get_parallel, get_schedule
-    from generated.server_args import ServerArgs
-    from runtime.dist import Layout, build_groups
-    from runtime.errors import DistributedConfigError, PolicyError
+    from configbags.generated.accessors import get_context, get_parallel, get_schedule
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import Layout, build_groups
+    from configbags.runtime.errors import DistributedConfigError, PolicyError
 
     dctx = _join(rank, world, port)
     ctx = get_context()
@@ -118,8 +118,8 @@ def scenario(rank: int, world: int, port: int, outdir: str) -> None:
 
 def never_joins(rank: int, world: int, port: int, outdir: str) -> None:
     """Only world-1 ranks start; each must get an error naming the missing one."""
-    from runtime.dist import check_in, connect_store
-    from runtime.errors import DistributedConfigError
+    from configbags.runtime.dist import check_in, connect_store
+    from configbags.runtime.errors import DistributedConfigError
 
     # The live ranks meet first (long timeout), so start-up skew on a loaded machine cannot
     # make a slow live rank look missing in the 2 s join below.
@@ -137,9 +137,9 @@ def dies(rank: int, world: int, port: int, outdir: str) -> None:
     """The last rank dies after publish; the others' next override names it."""
     import torch.distributed as dist
 
-    from generated.accessors import get_context
-    from generated.server_args import ServerArgs
-    from runtime.errors import DistributedConfigError
+    from configbags.generated.accessors import get_context
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.errors import DistributedConfigError
 
     dctx = _join(rank, world, port)
     dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="scheduler")
@@ -158,8 +158,8 @@ def dies(rank: int, world: int, port: int, outdir: str) -> None:
 
 def child(text: str, outpath: str) -> None:
     """Spawned child: adopt the parent's exported state and report what it sees."""
-    from generated.accessors import get_schedule
-    from runtime.dist import from_state
+    from configbags.generated.accessors import get_schedule
+    from configbags.runtime.dist import from_state
 
     ctx = from_state(text)
     Path(outpath).write_text(json.dumps({
@@ -181,10 +181,10 @@ def failures(rank: int, world: int, port: int, outdir: str) -> None:
 
     import torch.distributed as dist
 
-    from generated.accessors import get_context, get_schedule, get_spec
-    from generated.server_args import ServerArgs
-    from runtime.dist import check_in, connect_store
-    from runtime.kvcache.errors import BudgetError
+    from configbags.generated.accessors import get_context, get_schedule, get_spec
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import check_in, connect_store
+    from configbags.runtime.kvcache.errors import BudgetError
 
     # Meet first with a long timeout (start-up skew), then join with a short group timeout:
     # a follower left waiting in a broadcast would hit it, and the test would see it.

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from codegen.__main__ import main as gen_main
+from configbags.codegen.__main__ import main as gen_main
 
 CASES = Path(__file__).parent / "cases"
 REPO = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
 """A miniature engine for the role-scoping tests: a launcher publishes, then spawns a
 tokenizer, a scheduler and a detokenizer (multiprocessing, spawn context, so each child
-imports `runtime.roles` afresh with the inherited CONFIGBAGS_ROLE_NAMESPACES), and each
+imports `configbags.runtime.roles` afresh with the inherited CONFIGBAGS_ROLE_NAMESPACES), and each
 child publishes with its own role and reads what that role reads.
 
 The detokenizer's declared set is {serving, observability, model}; it also reads
@@ -16,14 +16,14 @@ import sys
 
 
 def _publish(role: str) -> None:
-    from generated.accessors import publish
-    from generated.server_args import ServerArgs
+    from configbags.generated.accessors import publish
+    from configbags.generated.server_args import ServerArgs
 
     publish(ServerArgs(model_path="demo-model", tp_size=2), role=role)
 
 
 def tokenizer() -> None:
-    from generated.accessors import get_serving
+    from configbags.generated.accessors import get_serving
 
     _publish("tokenizer")
     # Like the 2026-08-06 text-model audit in seed 000: only the HTTP front end.
@@ -32,7 +32,7 @@ def tokenizer() -> None:
 
 
 def scheduler() -> None:
-    from generated.accessors import get_memory, get_parallel, get_schedule, get_spec
+    from configbags.generated.accessors import get_memory, get_parallel, get_schedule, get_spec
 
     _publish("scheduler")
     assert get_parallel().tp_size == 2
@@ -40,7 +40,7 @@ def scheduler() -> None:
 
 
 def detokenizer() -> None:
-    from generated.accessors import get_observability, get_schedule, get_serving
+    from configbags.generated.accessors import get_observability, get_schedule, get_serving
 
     _publish("detokenizer")
     _ = get_serving().port, get_observability()
@@ -51,7 +51,7 @@ CHILDREN = {"tokenizer": tokenizer, "scheduler": scheduler, "detokenizer": detok
 
 
 def launcher() -> int:
-    from generated.accessors import get_model, get_parallel
+    from configbags.generated.accessors import get_model, get_parallel
 
     _publish("launcher")
     _ = get_parallel().tp_size, get_model().model_path

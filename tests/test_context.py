@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from generated.accessors import (
+from configbags.generated.accessors import (
     get_context,
     get_model,
     get_parallel,
@@ -18,9 +18,9 @@ from generated.accessors import (
     get_spec,
     runner_view,
 )
-from generated.server_args import ServerArgs
-from runtime.context import Context
-from runtime.errors import (
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.context import Context
+from configbags.runtime.errors import (
     CapacityError,
     ConfigError,
     LeafValueError,
@@ -30,7 +30,7 @@ from runtime.errors import (
     RoleError,
     UnknownLeafError,
 )
-from runtime.testing import published, scoped_override
+from configbags.runtime.testing import published, scoped_override
 
 SPEC = {"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
         "speculative_num_draft_tokens": 4}

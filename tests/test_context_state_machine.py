@@ -10,10 +10,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from generated.accessors import get_context
-from generated.registry import LEAVES, REGISTRY
-from generated.server_args import ServerArgs
-from runtime.errors import ConfigError
+from configbags.generated.accessors import get_context
+from configbags.generated.registry import LEAVES, REGISTRY
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.errors import ConfigError
 
 # Leaves a scheduler may override, with values inside and (for the last ones) outside range.
 TUNABLE = {

@@ -12,9 +12,9 @@ from typing import Any
 import dist_workers
 import pytest
 
-from generated.accessors import get_context, get_parallel, get_schedule, publish
-from generated.server_args import ServerArgs
-from runtime.dist import (
+from configbags.generated.accessors import get_context, get_parallel, get_schedule, publish
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.dist import (
     FORMAT_VERSION,
     Layout,
     compute_ranks,
@@ -24,7 +24,7 @@ from runtime.dist import (
     import_state,
     state_dict,
 )
-from runtime.errors import DistributedConfigError, RankNotStampedError
+from configbags.runtime.errors import DistributedConfigError, RankNotStampedError
 
 
 @pytest.fixture
@@ -181,8 +181,8 @@ def test_runtime_resize_restamps_ranks(config_scope: Any) -> None:
     function, so no rank read after it contradicts the sizes next to it."""
     import functools
 
-    from generated.accessors import get_parallel
-    from runtime.dist import compute_ranks, stamp_ranks
+    from configbags.generated.accessors import get_parallel
+    from configbags.runtime.dist import compute_ranks, stamp_ranks
 
     record = ServerArgs(model_path="m", tp_size=8, dp_size=2, enable_dp_attention=True)
     ctx = config_scope.publish(record, role="scheduler", ranks=functools.partial(stamp_ranks, 5))
@@ -197,9 +197,9 @@ def test_runtime_resize_restamps_ranks(config_scope: Any) -> None:
 
 
 def test_error_kinds_map_to_their_classes() -> None:
-    from runtime.dist import _error_class
-    from runtime.errors import CapacityError, ConfigError
-    from runtime.kvcache.errors import BudgetError, ContextTooLongError
+    from configbags.runtime.dist import _error_class
+    from configbags.runtime.errors import CapacityError, ConfigError
+    from configbags.runtime.kvcache.errors import BudgetError, ContextTooLongError
 
     assert _error_class("CapacityError") is CapacityError
     assert _error_class("DistributedConfigError") is DistributedConfigError

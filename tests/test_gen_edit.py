@@ -8,10 +8,10 @@ from pathlib import Path
 
 from genutil import REPO
 
-from codegen.emit import emit
-from codegen.model import load_schema
+from configbags.codegen.emit import emit
+from configbags.codegen.model import load_schema
 
-REGEN = "python -m codegen --schema schema --out generated  (make gen)"
+REGEN = "python -m configbags.codegen --schema schema --out generated  (make gen)"
 
 
 def test_one_help_edit_changes_only_its_lines(tmp_path: Path) -> None:

@@ -14,15 +14,16 @@ import jsonschema
 import pytest
 from genutil import CASES, REPO, import_generated
 
-from codegen.emit import emit
-from codegen.model import load_schema
-from codegen.write import diff, write_tree
+from configbags.codegen.emit import emit
+from configbags.codegen.model import load_schema
+from configbags.codegen.write import diff, write_tree
+from configbags.runtime.testing import published
 
 CASE_NAMES = sorted(p.name for p in CASES.iterdir() if (p / "schema").is_dir())
 UPDATE = "UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_gen_golden.py"
 
 
-REGEN = "python -m codegen --schema schema --out expected  (make gen)"
+REGEN = "python -m configbags.codegen --schema schema --out expected  (make gen)"
 
 
 @pytest.mark.parametrize("case", CASE_NAMES)
@@ -50,9 +51,10 @@ def test_standard_checks(case: str, tmp_path: Path) -> None:
     parser = argparse.ArgumentParser(prog="server")
     mods["server_args"].ServerArgs.add_cli_args(parser)
     assert "--config" in parser.format_help()
-    ctx = mods["accessors"].publish(record, role="test")
-    for top in mods["registry"].REGISTRY.top_level:
-        assert getattr(mods["accessors"], f"get_{top}")() is ctx.bag(top)
+    with published(record, role="test") as ctx:  # the record's type picks the case's context
+        assert ctx is mods["accessors"].get_context()
+        for top in mods["registry"].REGISTRY.top_level:
+            assert getattr(mods["accessors"], f"get_{top}")() is ctx.bag(top)
 
 
 def test_bundled_generated_is_current() -> None:
@@ -60,7 +62,7 @@ def test_bundled_generated_is_current() -> None:
     assert not stale, f"generated/ is out of date with schema/; run make gen\n{stale[:4000]}"
 
 
-BUNDLED_REGEN = "python -m codegen --schema schema --out generated  (make gen)"
+BUNDLED_REGEN = "python -m configbags.codegen --schema schema --out generated  (make gen)"
 
 
 def test_deterministic_across_hash_seeds(tmp_path: Path) -> None:

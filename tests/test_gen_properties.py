@@ -14,8 +14,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codegen.emit import emit
-from codegen.model import load_schema
+from configbags.codegen.emit import emit
+from configbags.codegen.model import load_schema
 
 NASTY = st.sampled_from(['"', "'", '"""', "'''", "\\", "\\n", "{{ x }}", "{% if %}", "%s", "%(x)d",
                          "\n", "\t", "é", "名", "\u2028", "\x00", "`", "|", "<b>", "#", "]]>", "\r\n",

@@ -14,7 +14,7 @@ from mypy import api as mypy_api
 def test_accessor_reads_type_check(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text(textwrap.dedent("""
-        from generated.accessors import get_exec, get_parallel, get_schedule
+        from configbags.generated.accessors import get_exec, get_parallel, get_schedule
         reveal_type(get_parallel().tp_size)
         reveal_type(get_exec().kernel.attention_backend)
         reveal_type(get_schedule().swa_full_tokens_ratio)
@@ -30,6 +30,6 @@ def test_accessor_reads_type_check(tmp_path: Path) -> None:
 
 
 def test_importing_accessors_does_not_import_torch() -> None:
-    code = "import sys, generated.accessors, generated.server_args; print('torch' in sys.modules)"
+    code = "import sys, configbags.generated.accessors, configbags.generated.server_args; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

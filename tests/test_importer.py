@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codegen.importer import import_dataclass, main
-from codegen.model import load_schema
+from configbags.codegen.model import load_schema
+from configbags.migrate.importer import import_dataclass, main
 
 SOURCE = textwrap.dedent(
     '''\
@@ -185,7 +185,7 @@ NASTY = textwrap.dedent(
 def test_a_nasty_dataclass_still_generates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Every shape here used to produce YAML that `make gen` rejects; each is now degraded
     # with a warning, and the generator accepts the result.
-    from codegen.__main__ import main as gen_main
+    from configbags.codegen.__main__ import main as gen_main
 
     source = tmp_path / "server_args.py"
     source.write_text(NASTY)

@@ -11,13 +11,13 @@ from pathlib import Path
 import attrs
 import pytest
 
-from generated.accessors import get_model, get_schedule, runner_view
-from generated.server_args import ServerArgs
-from runtime.errors import CapacityError, ConfigError, PolicyError
-from runtime.kvcache.configurator import KvCacheConfigurator, read_settings
-from runtime.kvcache.model_shape import load_model_shape
-from runtime.kvcache.planner import DeviceMemory, KvPlan
-from runtime.testing import published
+from configbags.generated.accessors import get_model, get_schedule, runner_view
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.errors import CapacityError, ConfigError, PolicyError
+from configbags.runtime.kvcache.configurator import KvCacheConfigurator, read_settings
+from configbags.runtime.kvcache.model_shape import load_model_shape
+from configbags.runtime.kvcache.planner import DeviceMemory, KvPlan
+from configbags.runtime.testing import published
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 GiB = 1073741824
@@ -251,7 +251,7 @@ def test_meta_allocation_of_70b_at_tp8_is_fast() -> None:
 
 def test_fallback_leaves_reach_the_planner_resolved() -> None:
     # The context applies the schema's fallbacks; the planner keeps no copy of them.
-    from generated.registry import LEAVES
+    from configbags.generated.registry import LEAVES
 
     with published(args(), role="worker"):
         s = read_settings()

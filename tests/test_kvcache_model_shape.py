@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from runtime.kvcache.errors import ModelConfigError
-from runtime.kvcache.model_shape import LayerKind, load_model_shape, model_shape_from_dict
+from configbags.runtime.kvcache.errors import ModelConfigError
+from configbags.runtime.kvcache.model_shape import (
+    LayerKind,
+    load_model_shape,
+    model_shape_from_dict,
+)
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 FULL, SLIDING, MLA, LINEAR, NONE = (

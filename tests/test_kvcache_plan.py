@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generated.registry import LEAVES
-from runtime.kvcache.errors import BudgetError, ContextTooLongError, KvPlanError
-from runtime.kvcache.model_shape import ModelShape, load_model_shape
-from runtime.kvcache.planner import (
+from configbags.generated.registry import LEAVES
+from configbags.runtime.kvcache.errors import BudgetError, ContextTooLongError, KvPlanError
+from configbags.runtime.kvcache.model_shape import ModelShape, load_model_shape
+from configbags.runtime.kvcache.planner import (
     DeviceMemory,
     KvPlan,
     PlanSettings,

@@ -11,11 +11,11 @@ import attrs
 import pytest
 import yaml
 
-from codegen.importer import ROLES_YAML
-from codegen.model import AllowEntry
-from codegen.ratchet.check import check
-from codegen.ratchet.cli import main
-from codegen.ratchet.scan import ScanSettings, scan_tree
+from configbags.codegen.model import AllowEntry
+from configbags.migrate.check import check
+from configbags.migrate.cli import main
+from configbags.migrate.importer import ROLES_YAML
+from configbags.migrate.scan import ScanSettings, scan_tree
 
 ACCESSORS = {
     "tp_size": "get_parallel().tp_size",
@@ -34,7 +34,7 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 READER = """\
-    from generated.accessors import get_server_args
+    from configbags.generated.accessors import get_server_args
 
 
     class Foo:
@@ -130,7 +130,7 @@ def test_setattr_is_a_write(tmp_path: Path) -> None:
 
 
 def test_a_renamed_raw_accessor_fails(tmp_path: Path) -> None:
-    files = {"r.py": "from generated.accessors import get_server_args as gsa\n"}
+    files = {"r.py": "from configbags.generated.accessors import get_server_args as gsa\n"}
     (message,) = _run(tmp_path, files, [])
     assert message == (
         "pkg/r.py:1 (<module>): the raw accessor is renamed (`import get_server_args as gsa`); a "

@@ -9,18 +9,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codegen.importer import ROLES_YAML
-from codegen.ratchet.check import check
-from codegen.ratchet.cli import main
-from codegen.ratchet.fix import fix_source, fix_tree
-from codegen.ratchet.scan import Read, ScanSettings, scan_source, scan_tree
+from configbags.migrate.check import check
+from configbags.migrate.cli import main
+from configbags.migrate.fix import fix_source, fix_tree
+from configbags.migrate.importer import ROLES_YAML
+from configbags.migrate.scan import Read, ScanSettings, scan_source, scan_tree
 
 ACCESSORS = {
     "tp_size": "get_parallel().tp_size",
     "page_size": "get_schedule().page_size",
     "attention_backend": "get_exec().kernel.attention_backend",
 }
-MODULE = "generated.accessors"
+MODULE = "configbags.generated.accessors"
 
 
 def _fix(source: str, *, rewrite_parameters: bool = True) -> tuple[str, list[str], list[str]]:
@@ -60,7 +60,7 @@ def test_rewrites_keep_formatting_and_comments_and_add_the_import() -> None:
         from __future__ import annotations
 
         import os  # stays
-        from generated.accessors import get_exec, get_schedule
+        from configbags.generated.accessors import get_exec, get_schedule
 
 
         class Scheduler:
@@ -87,8 +87,8 @@ def test_rewrites_keep_formatting_and_comments_and_add_the_import() -> None:
 def test_each_spelling_is_rewritten() -> None:
     new, changed, _ = _fix(
         """\
-        from generated import accessors
-        from generated.accessors import get_parallel, get_server_args
+        from configbags.generated import accessors
+        from configbags.generated.accessors import get_parallel, get_server_args
 
         MODULE_ARGS = get_server_args()
 
@@ -104,7 +104,7 @@ def test_each_spelling_is_rewritten() -> None:
     assert "return (get_parallel().tp_size, get_schedule().page_size, get_parallel().tp_size,\n" in new
     assert "get_schedule().page_size, get_parallel().tp_size, get_schedule().page_size)" in new
     # merged into the existing import from the accessors module, not a second one
-    (line,) = [x for x in new.splitlines() if x.startswith("from generated.accessors import")]
+    (line,) = [x for x in new.splitlines() if x.startswith("from configbags.generated.accessors import")]
     assert sorted(line.split(" import ")[1].split(", ")) == ["get_parallel", "get_schedule", "get_server_args"]
 
 
@@ -165,7 +165,7 @@ def test_fix_tree_reports_writes_keeps_crlf_and_is_idempotent(tmp_path: Path) ->
     ]
     assert "server_args.tp_size = 2\n    return get_parallel().tp_size\n" in (project / "pkg/a.py").read_text()
     assert (project / "pkg/crlf.py").read_bytes() == (
-        b"from generated.accessors import get_schedule\r\n\r\n"
+        b"from configbags.generated.accessors import get_schedule\r\n\r\n"
         b"def g(server_args):\r\n    return get_schedule().page_size\r\n"
     )
     again = fix_tree(project, settings, ACCESSORS, MODULE, rewrite_parameters=True)
@@ -282,8 +282,8 @@ def test_fetched_records_are_rewritten_without_the_flag() -> None:
     new, changed, skipped = _fix(
         """\
         from contextlib import nullcontext
-        from generated import accessors
-        from generated.accessors import get_server_args
+        from configbags.generated import accessors
+        from configbags.generated.accessors import get_server_args
 
 
         def f():
@@ -305,7 +305,7 @@ def test_cli_fix_without_the_flag_allowlists_held_reads_with_the_reason(
         tmp_path,
         {
             "a.py": """\
-                from generated.accessors import get_server_args
+                from configbags.generated.accessors import get_server_args
 
 
                 def f(server_args):
@@ -324,7 +324,7 @@ def test_cli_fix_without_the_flag_allowlists_held_reads_with_the_reason(
     )
     (schema / "roles.yaml").write_text(ROLES_YAML)
     assert main(["init", "--schema", str(schema), "--root", str(project / "pkg")]) == 0
-    fix = ["fix", "--schema", str(schema), "--accessors-module", "generated.accessors"]
+    fix = ["fix", "--schema", str(schema), "--accessors-module", "configbags.generated.accessors"]
     assert main(fix) == 0
     allowlist = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
     assert allowlist == [

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codegen.__main__ import main as gen_main
-from codegen.importer import main as import_main
-from codegen.ratchet.cli import main as ratchet_main
-from codegen.ratchet.scan import ScanSettings, scan_tree
+from configbags.codegen.__main__ import main as gen_main
+from configbags.migrate.cli import main as ratchet_main
+from configbags.migrate.importer import main as import_main
+from configbags.migrate.scan import ScanSettings, scan_tree
 
 FIXTURE = Path(__file__).parent / "fixtures" / "legacy_engine"
 

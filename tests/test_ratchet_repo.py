@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codegen.model import AllowEntry
-from codegen.ratchet.check import check
-from codegen.ratchet.scan import scan_tree
-from codegen.ratchet.settings import load_from_generated, load_from_schema
+from configbags.codegen.model import AllowEntry
+from configbags.migrate.check import check
+from configbags.migrate.scan import scan_tree
+from configbags.migrate.settings import load_from_generated, load_from_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _key(entry: AllowEntry) -> tuple[str, str, str, str]:
-    # codegen.model.AllowEntry is an attrs record without ordering
+    # configbags.codegen.model.AllowEntry is an attrs record without ordering
     return (entry.file, entry.function, entry.leaf, entry.reason)
 
 
@@ -27,7 +27,7 @@ def test_the_repository_passes_its_read_ratchet() -> None:
 
 def test_the_generated_allowlist_says_the_same_as_the_schema() -> None:
     from_schema = load_from_schema(ROOT / "schema")
-    generated = load_from_generated(ROOT, "generated")
+    generated = load_from_generated(ROOT, "configbags.generated")
     assert generated.settings == from_schema.settings
     assert sorted(generated.allowlist, key=_key) == sorted(from_schema.allowlist, key=_key)
     assert generated.accessors == from_schema.accessors

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.ratchet.scan import ScanSettings, scan_source, scan_tree
+from configbags.migrate.scan import ScanSettings, scan_source, scan_tree
 
 SPELLINGS = Path(__file__).parent / "fixtures" / "ratchet_spellings"
 SETTINGS = ScanSettings(roots=(".",))
@@ -77,7 +77,7 @@ def _reads(source: str, settings: ScanSettings = SETTINGS) -> list[tuple[object,
 
 def test_qualnames_and_how_the_record_was_reached() -> None:
     source = (
-        "from generated.accessors import get_server_args\n"
+        "from configbags.generated.accessors import get_server_args\n"
         "class Outer:\n"
         "    class Inner:\n"
         "        def method(self, server_args):\n"
@@ -119,7 +119,7 @@ def _tree(tmp_path: Path, files: dict[str, bytes]) -> Path:
     return tmp_path
 
 
-GOOD = b"from generated.accessors import get_server_args\nx = get_server_args().tp_size\n"
+GOOD = b"from configbags.generated.accessors import get_server_args\nx = get_server_args().tp_size\n"
 
 
 def test_bad_files_are_reported_and_the_scan_goes_on(tmp_path: Path) -> None:
@@ -237,8 +237,8 @@ def test_origin_says_which_record_is_read() -> None:
     assert _origins(
         """\
         from contextlib import nullcontext
-        from generated.accessors import get_server_args
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import get_server_args
+        from configbags.generated.server_args import ServerArgs
 
         def fetched():
             args = get_server_args()
@@ -308,7 +308,7 @@ def test_a_binding_in_another_scope_does_not_taint_an_alias() -> None:
     # global), and `global NAME` without a binding changes nothing.
     assert _origins(
         """\
-        from generated.accessors import get_server_args
+        from configbags.generated.accessors import get_server_args
 
         ARGS = get_server_args()
 
@@ -343,7 +343,7 @@ def test_a_rebound_name_taints_its_copies_whatever_the_order() -> None:
     # taint follows the copy into a closure
     assert _origins(
         """\
-        from generated.accessors import get_server_args
+        from configbags.generated.accessors import get_server_args
 
         def f(other):
             sa = get_server_args()

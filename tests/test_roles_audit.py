@@ -14,13 +14,13 @@ import pytest
 import yaml
 
 from configbags.cli import main as cli_main
-from generated.role_audit import ROLE_NAMESPACE_SETS
-from runtime import audit
+from configbags.generated.role_audit import ROLE_NAMESPACE_SETS
+from configbags.runtime import audit
 
 REPO = Path(__file__).resolve().parent.parent
 AUDIT_SCHEMA = {
-    **json.loads((REPO / "schema/meta/roles.schema.json").read_text())["$defs"]["audit"],
-    "$defs": json.loads((REPO / "schema/meta/roles.schema.json").read_text())["$defs"],
+    **json.loads((REPO / "codegen/meta/roles.schema.json").read_text())["$defs"]["audit"],
+    "$defs": json.loads((REPO / "codegen/meta/roles.schema.json").read_text())["$defs"],
 }
 
 
@@ -155,8 +155,8 @@ def test_cli_record_runs_the_command_and_reports(tmp_path: Path, capsys: pytest.
     code = (
         "import os, sys\n"
         "assert os.environ['CONFIGBAGS_ROLE_NAMESPACES'] == 'record'\n"
-        "from generated.accessors import publish, get_model\n"
-        "from generated.server_args import ServerArgs\n"
+        "from configbags.generated.accessors import publish, get_model\n"
+        "from configbags.generated.server_args import ServerArgs\n"
         "publish(ServerArgs(model_path='m'), role='worker')\n"
         "get_model()\n"
         "sys.exit(3)\n"
@@ -182,8 +182,8 @@ def test_cli_record_keeps_reads_of_a_command_killed_by_signal(tmp_path: Path,
     out = tmp_path / "reads.jsonl"
     code = (
         "import os, signal\n"
-        "from generated.accessors import publish, get_parallel\n"
-        "from generated.server_args import ServerArgs\n"
+        "from configbags.generated.accessors import publish, get_parallel\n"
+        "from configbags.generated.server_args import ServerArgs\n"
         "publish(ServerArgs(model_path='m'), role='worker')\n"
         "get_parallel()\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

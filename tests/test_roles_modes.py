@@ -1,8 +1,8 @@
 """Role modes: validation at import, what each mode installs into the accessor view, the
 enforce-mode messages, and record mode's marker and immediate appends.
 
-The mode is read once, when `runtime.roles` is imported, and the process context (created
-when `generated.accessors` is imported) keeps it; so every mode is exercised in a fresh
+The mode is read once, when `configbags.runtime.roles` is imported, and the process context (created
+when `configbags.generated.accessors` is imported) keeps it; so every mode is exercised in a fresh
 interpreter with CONFIGBAGS_ROLE_NAMESPACES set, exactly as an engine process would start,
 rather than by patching the already-imported modules of this test process."""
 
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from runtime import roles
-from runtime.errors import RoleError
+from configbags.runtime import roles
+from configbags.runtime.errors import RoleError
 
 REPO = Path(__file__).resolve().parent.parent
 TOP_LEVEL = sorted(
@@ -31,7 +31,7 @@ TOP_LEVEL = sorted(
 # unfilled-name properties, so the probe itself records nothing).
 FILLED = """
 def filled():
-    from generated.accessors import get_context
+    from configbags.generated.accessors import get_context
     view = get_context().view
     return sorted(ns for ns in get_context().registry.top_level if hasattr(view, ns))
 """
@@ -77,7 +77,7 @@ def test_a_typo_is_an_error_naming_the_variable_and_the_modes(typo: str) -> None
     assert "off, record, enforce" in message
 
 
-@pytest.mark.parametrize("module", ["runtime.roles", "generated.accessors"])
+@pytest.mark.parametrize("module", ["configbags.runtime.roles", "configbags.generated.accessors"])
 def test_a_typo_fails_the_import(module: str) -> None:
     proc = run_python(f"import {module}", mode="recrod")
     assert proc.returncode != 0
@@ -91,8 +91,8 @@ def test_off_installs_every_namespace_and_records_nothing(tmp_path: Path) -> Non
     out = tmp_path / "reads.jsonl"
     proc = run_python("""
         import json
-        from generated.accessors import publish, get_schedule
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish, get_schedule
+        from configbags.generated.server_args import ServerArgs
         publish(ServerArgs(model_path="m"), role="detokenizer")
         before = filled()
         get_schedule().schedule_policy  # outside the detokenizer's set: off does not care
@@ -107,8 +107,8 @@ def test_off_view_class_has_no_per_read_hook() -> None:
     accessor read costs what a plain slot read costs)."""
     proc = run_python("""
         import json
-        from generated.accessors import publish, get_context
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish, get_context
+        from configbags.generated.server_args import ServerArgs
         from types import MemberDescriptorType
         view = get_context().view
         publish(ServerArgs(model_path="m"), role="detokenizer")
@@ -126,8 +126,8 @@ def test_off_view_class_has_no_per_read_hook() -> None:
 
 ENFORCE_PROBE = """
     import json
-    from generated.accessors import publish, get_serving, get_schedule
-    from generated.server_args import ServerArgs
+    from configbags.generated.accessors import publish, get_serving, get_schedule
+    from configbags.generated.server_args import ServerArgs
     publish(ServerArgs(model_path="m"), role="detokenizer")
     installed = filled()
     get_serving().port  # allowed
@@ -154,8 +154,8 @@ def test_enforce_installs_only_the_declared_set_and_refuses_the_rest() -> None:
 def test_enforce_refuses_an_unknown_role_at_publish() -> None:
     proc = run_python("""
         import json
-        from generated.accessors import publish
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish
+        from configbags.generated.server_args import ServerArgs
         try:
             publish(ServerArgs(model_path="m"), role="tokeniser")
         except Exception as exc:
@@ -170,8 +170,8 @@ def test_enforce_refuses_an_unknown_role_at_publish() -> None:
 def test_enforce_keeps_scoping_across_overrides_and_scopes() -> None:
     proc = run_python("""
         import json
-        from generated.accessors import publish, get_context, get_serving
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish, get_context, get_serving
+        from configbags.generated.server_args import ServerArgs
         ctx = publish(ServerArgs(model_path="m"), role="detokenizer")
         with ctx.scoped(port=31000):
             inside = (get_serving().port, filled())
@@ -192,8 +192,8 @@ def test_record_writes_the_marker_and_each_first_read_at_once(tmp_path: Path) ->
     proc = run_python(f"""
         import os, signal, sys
         from pathlib import Path
-        from generated.accessors import publish, get_parallel, get_serving
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish, get_parallel, get_serving
+        from configbags.generated.server_args import ServerArgs
         out = Path({str(out)!r})
         def lines():
             return len(out.read_text().splitlines())
@@ -225,8 +225,8 @@ def test_record_writes_the_marker_and_each_first_read_at_once(tmp_path: Path) ->
 def test_record_marks_a_role_that_reads_nothing(tmp_path: Path) -> None:
     out = tmp_path / "reads.jsonl"
     proc = run_python("""
-        from generated.accessors import publish
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish
+        from configbags.generated.server_args import ServerArgs
         publish(ServerArgs(model_path="m"), role="dp_controller")
         """, mode="record", out=out)
     assert proc.returncode == 0, proc.stderr
@@ -239,8 +239,8 @@ def test_record_marks_a_role_that_reads_nothing(tmp_path: Path) -> None:
 def test_record_starts_afresh_for_a_new_role_and_survives_overrides(tmp_path: Path) -> None:
     out = tmp_path / "reads.jsonl"
     proc = run_python("""
-        from generated.accessors import publish, get_context, get_parallel, get_schedule
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish, get_context, get_parallel, get_schedule
+        from configbags.generated.server_args import ServerArgs
         publish(ServerArgs(model_path="m"), role="launcher")
         get_parallel(), get_schedule()
         with get_context().scoped(schedule_policy="lpm"):
@@ -266,8 +266,8 @@ def test_record_starts_afresh_for_a_new_role_and_survives_overrides(tmp_path: Pa
 def test_unpublished_again_after_a_restoring_scope(mode: str, tmp_path: Path) -> None:
     proc = run_python("""
         import json
-        from generated.accessors import publish, get_context, get_parallel, get_server_args
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish, get_context, get_parallel, get_server_args
+        from configbags.generated.server_args import ServerArgs
         errors = []
         with get_context().restoring():
             publish(ServerArgs(model_path="m"), role="worker")
@@ -288,9 +288,9 @@ def test_enforce_guards_the_raw_record_and_generic_reads() -> None:
     ctx.bag() and runner views are scoped like the accessors."""
     proc = run_python("""
         import json
-        from generated.accessors import publish, get_server_args, get_context, runner_view
-        from generated.server_args import ServerArgs
-        from runtime.errors import RoleError
+        from configbags.generated.accessors import publish, get_server_args, get_context, runner_view
+        from configbags.generated.server_args import ServerArgs
+        from configbags.runtime.errors import RoleError
         out = {}
         publish(ServerArgs(model_path="m"), role="detokenizer")
         for name, read in [("raw", lambda: get_server_args().tp_size),
@@ -316,8 +316,8 @@ def test_enforce_guards_the_raw_record_and_generic_reads() -> None:
 def test_record_mode_records_raw_record_reads(tmp_path: Path) -> None:
     out = tmp_path / "reads.jsonl"
     run_python("""
-        from generated.accessors import publish, get_server_args
-        from generated.server_args import ServerArgs
+        from configbags.generated.accessors import publish, get_server_args
+        from configbags.generated.server_args import ServerArgs
         publish(ServerArgs(model_path="m"), role="tokenizer")
         get_server_args().tp_size
         get_server_args().port

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime import audit, roles
+from configbags.runtime import audit, roles
 
 REPO = Path(__file__).resolve().parent.parent
 APP = REPO / "tests" / "roles_app.py"
@@ -64,12 +64,12 @@ def test_enforce_run_fails_in_the_process_that_reads_outside_its_set(tmp_path: P
     ]
     assert "Process detokenizer:" in proc.stderr  # multiprocessing names the failed process
     assert (
-        "runtime.errors.RoleError: get_schedule(): role 'detokenizer' may not read namespace "
+        "configbags.runtime.errors.RoleError: get_schedule(): role 'detokenizer' may not read namespace "
         "'schedule'; its declared set is {model, observability, serving}. Pass the value in "
         "from a role that owns it, or add 'schedule' to the role's `reads` in "
         "schema/roles.yaml (with an audit record) and run make gen"
     ) in proc.stderr
-    assert proc.stderr.count("runtime.errors.RoleError:") == 1
+    assert proc.stderr.count("configbags.runtime.errors.RoleError:") == 1
     assert not (tmp_path / "unused.jsonl").exists()
 
 

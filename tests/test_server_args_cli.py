@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from generated.registry import LEAVES
-from generated.server_args import ServerArgs
-from runtime.errors import RecordError
-from runtime.leaftypes import jsonable
+from configbags.generated.registry import LEAVES
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.errors import RecordError
+from configbags.runtime.leaftypes import jsonable
 
 
 def _help() -> str:

@@ -1,9 +1,9 @@
-"""Errors of the KV pool configurator. They derive from `runtime.errors.ConfigError`, so a
+"""Errors of the KV pool configurator. They derive from `configbags.runtime.errors.ConfigError`, so a
 caller catching configbags errors catches these, and every message says how to fix it."""
 
 from __future__ import annotations
 
-from runtime.errors import ConfigError
+from configbags.runtime.errors import ConfigError
 
 
 class KvPlanError(ConfigError):

@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 
-from runtime.kvcache.errors import ModelConfigError
+from configbags.runtime.kvcache.errors import ModelConfigError
 
 # Bytes per element of the dtype names used in plans. fp8 variants are stored as uint8
 # (SGLang does the same so that index_put works on every backend).

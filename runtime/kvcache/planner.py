@@ -33,14 +33,14 @@ from fractions import Fraction
 
 import attrs
 
-from runtime.kvcache.allocation_sizing import (
+from configbags.runtime.kvcache.allocation_sizing import (
     DecodeGeometry,
     get_alloc_len_per_decode,
     get_alloc_reserve_per_decode,
     get_req_to_token_extra_context_len,
 )
-from runtime.kvcache.errors import BudgetError, ContextTooLongError, KvPlanError
-from runtime.kvcache.model_shape import DTYPE_BYTES, LayerKind, ModelShape
+from configbags.runtime.kvcache.errors import BudgetError, ContextTooLongError, KvPlanError
+from configbags.runtime.kvcache.model_shape import DTYPE_BYTES, LayerKind, ModelShape
 
 GiB = 1 << 30
 
@@ -90,7 +90,7 @@ class PlanSettings:
 
     The two ratios are required and never None: the context applies their schema fallbacks
     before any reader sees them, so the planner keeps no copy of those values. A caller
-    without a context (tests, tools) takes them from `generated.registry.LEAVES[leaf].fallback`.
+    without a context (tests, tools) takes them from `configbags.generated.registry.LEAVES[leaf].fallback`.
     """
 
     swa_full_tokens_ratio: float

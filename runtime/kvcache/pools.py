@@ -10,8 +10,8 @@ from collections.abc import Mapping
 import attrs
 import torch
 
-from runtime.kvcache.model_shape import DTYPE_BYTES
-from runtime.kvcache.planner import KvPlan, PoolTensor
+from configbags.runtime.kvcache.model_shape import DTYPE_BYTES
+from configbags.runtime.kvcache.planner import KvPlan, PoolTensor
 
 TORCH_DTYPES: Mapping[str, torch.dtype] = {
     "float32": torch.float32,

@@ -4,5 +4,5 @@
 #   schema/namespaces/core.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m codegen --schema schema --out expected  (make gen)
+# Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """Generated config package: bags, accessors, the ServerArgs record, the registry."""

@@ -4,7 +4,7 @@
 #   schema/namespaces/core.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m codegen --schema schema --out expected  (make gen)
+# Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """One frozen, slotted attrs class per namespace. Leaves are plain attributes: a read is a
 slot load, with no properties or __getattr__ on the path of a published value. (Ranks are
 properties: they are facts stamped at publish, and an unstamped one must explain itself.)
@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from runtime.context import unstamped_rank
+from configbags.runtime.context import unstamped_rank
 
 __all__ = [
     "Config",

@@ -4,7 +4,7 @@
 #   schema/namespaces/core.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m codegen --schema schema --out expected  (make gen)
+# Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """The read ratchet's scan settings and allowlist (from schema/ratchet.yaml), and the
 accessor that replaces a raw read of each leaf."""
 

@@ -4,15 +4,21 @@
 #   schema/namespaces/core.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m codegen --schema schema --out expected  (make gen)
+# Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """Leaf metadata the run-time context uses: types, policies, owners, capacities, hashing,
 derived functions and their inputs, and how bags nest."""
 
 from __future__ import annotations
 
 import math
-from runtime.leaftypes import TypeSpec
-from runtime.registry import DerivedSpec, LeafSpec, NamespaceSpec, Registry, RoleSpec
+from configbags.runtime.leaftypes import TypeSpec
+from configbags.runtime.registry import (
+    DerivedSpec,
+    LeafSpec,
+    NamespaceSpec,
+    Registry,
+    RoleSpec,
+)
 
 from . import bags
 from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY

@@ -17,13 +17,13 @@ from typing import Any
 import attrs
 import yaml
 
-from codegen.errors import SchemaInvalid
-from codegen.model import DEFAULT_MIN_FILES, AllowEntry, load_schema
-from codegen.ratchet.check import yaml_scalar
-from codegen.ratchet.scan import ScanSettings
+from configbags.codegen.errors import SchemaInvalid
+from configbags.codegen.model import DEFAULT_MIN_FILES, AllowEntry, load_schema
+from configbags.migrate.check import yaml_scalar
+from configbags.migrate.scan import ScanSettings
 
 # The one definition of how a leaf is read (the generator and the runtime share it).
-from runtime.registry import accessor_expression
+from configbags.runtime.registry import accessor_expression
 
 RATCHET_FILE = "ratchet.yaml"
 

@@ -18,8 +18,8 @@ import attrs
 import yaml
 
 # One definition of each: the schema model owns the allowlist entry and the default floor.
-from codegen.model import DEFAULT_MIN_FILES, AllowEntry
-from codegen.ratchet.scan import Read, ScanResult, join_origin
+from configbags.codegen.model import DEFAULT_MIN_FILES, AllowEntry
+from configbags.migrate.scan import Read, ScanResult, join_origin
 
 REASON_PLACEHOLDER = "<why this read stays raw>"
 
@@ -101,7 +101,7 @@ def _as_entry(raw: Any) -> AllowEntry:
     return AllowEntry(str(raw.file), str(raw.function), str(raw.leaf), str(raw.reason or ""))
 
 
-# Origins (see codegen.ratchet.scan.ORIGINS) for which `ratchet fix` always refuses: the
+# Origins (see configbags.migrate.scan.ORIGINS) for which `ratchet fix` always refuses: the
 # name may not hold the process record, so the message must not promise an automatic fix.
 _BY_HAND_ORIGINS = frozenset({"rebound", "wrapped", "constructed"})
 

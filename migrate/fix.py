@@ -47,7 +47,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from codegen.ratchet.scan import Read, ScanSettings, scan_tree
+from configbags.migrate.scan import Read, ScanSettings, scan_tree
 
 Span = tuple[int, int, int, int]  # start line, start column, end line, end column (chars)
 

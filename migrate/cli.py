@@ -14,11 +14,11 @@ from pathlib import Path
 
 import attrs
 
-from codegen.model import AllowEntry
-from codegen.ratchet.check import check, stale_keys
-from codegen.ratchet.fix import fix_tree
-from codegen.ratchet.scan import ScanSettings, default_cache_path, scan_tree
-from codegen.ratchet.settings import (
+from configbags.codegen.model import AllowEntry
+from configbags.migrate.check import check, stale_keys
+from configbags.migrate.fix import fix_tree
+from configbags.migrate.scan import ScanSettings, default_cache_path, scan_tree
+from configbags.migrate.settings import (
     RATCHET_FILE,
     RatchetConfigError,
     RatchetInputs,
@@ -65,8 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     fix_cmd = command("fix", "rewrite raw reads to the generated accessors")
     fix_cmd.add_argument(
         "--accessors-module",
-        default="generated.accessors",
-        help="import path of the generated accessors (default: generated.accessors)",
+        default="configbags.generated.accessors",
+        help="import path of the generated accessors (default: configbags.generated.accessors)",
     )
     fix_cmd.add_argument("--dry-run", action="store_true", help="report, change nothing")
     fix_cmd.add_argument(

@@ -27,9 +27,9 @@ import attrs
 import yaml
 
 # The generator's own rules, so that what is imported is what `make gen` accepts.
-from codegen.model import RESERVED, RESERVED_FLAGS
-from runtime.errors import LeafValueError
-from runtime.leaftypes import TypeSpec
+from configbags.codegen.model import RESERVED, RESERVED_FLAGS
+from configbags.runtime.errors import LeafValueError
+from configbags.runtime.leaftypes import TypeSpec
 
 DEFAULT_NAMESPACE = "legacy"
 DEFAULT_OWNER = "launcher"
@@ -334,7 +334,7 @@ def _finite(value: Any) -> None:
 
 def _settle_values(spec: dict[str, Any], where: str, warnings: list[str]) -> None:
     """Make the leaf's type, choices and default pass the generator's value rules (those
-    of codegen.model's leaf checks: TypeSpec.coerce and check_bounds; no choices on bool
+    of configbags.codegen.model's leaf checks: TypeSpec.coerce and check_bounds; no choices on bool
     or json). What does not fit is degraded, each time with a warning, rather than
     written as YAML that `make gen` rejects: bad choices are dropped, an int leaf with a
     float default becomes float, any other default that does not fit becomes null (and

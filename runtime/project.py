@@ -1,0 +1,96 @@
+"""Project settings: which generated config package a project uses and where its schema
+lives, read from `[tool.configbags]` in the nearest `pyproject.toml`.
+
+    [tool.configbags]
+    package = "myengine.config"   # import name of the generated package
+    schema = "schema"             # schema folder, relative to pyproject.toml
+    out = "myengine/config"       # where `configbags gen` writes (default: from package)
+
+Every `configbags` command takes its defaults from here, so an engine's maintainers type
+`configbags gen`, `configbags plan ...` or `configbags audit report ...` with no flags.
+Without a setting, the package is configbags' own bundled server (`configbags.generated`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import attrs
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from configbags.runtime.errors import ConfigError
+
+BUNDLED_PACKAGE = "configbags.generated"
+
+
+@attrs.frozen
+class ProjectSettings:
+    root: Path  # the folder holding pyproject.toml (or the starting folder without one)
+    package: str
+    schema: Path
+    out: Path
+    configured: bool  # whether [tool.configbags] was found
+
+    @property
+    def regenerate(self) -> str:
+        """The command that regenerates the package, as the generated headers print it."""
+        return f"configbags gen --schema {self.rel(self.schema)} --package {self.package}"
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix() or "."
+        except ValueError:
+            return path.as_posix()
+
+
+def package_folder(root: Path, package: str) -> Path:
+    """Where the source of `package` lives in a project: `<root>/src/a/b` in a src layout
+    (when `<root>/src/<first part>` exists), else `<root>/a/b`."""
+    parts = package.split(".")
+    base = root / "src" if (root / "src" / parts[0]).is_dir() else root
+    return base.joinpath(*parts)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_project(start: Path | None = None) -> ProjectSettings:
+    """The settings of the project containing `start` (default: the working folder)."""
+    start = (start or Path.cwd()).resolve()
+    pyproject = find_pyproject(start)
+    table: dict[str, object] = {}
+    root = start
+    if pyproject is not None:
+        root = pyproject.parent
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{pyproject}: cannot read [tool.configbags] ({exc}); fix the file") from None
+        found = data.get("tool", {}).get("configbags")
+        if isinstance(found, dict):
+            table = found
+        elif found is not None:
+            raise ConfigError(f"{pyproject}: [tool.configbags] must be a table")
+    unknown = sorted(set(table) - {"package", "schema", "out"})
+    if unknown:
+        raise ConfigError(
+            f"{pyproject}: [tool.configbags] has unknown key(s) {', '.join(unknown)}; "
+            f"the keys are package, schema and out"
+        )
+    for key, value in table.items():
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{pyproject}: [tool.configbags] {key} must be a non-empty string")
+    package = str(table.get("package", BUNDLED_PACKAGE))
+    schema = root / str(table.get("schema", "schema"))
+    out = root / str(table["out"]) if "out" in table else package_folder(root, package)
+    return ProjectSettings(root, package, schema, out, configured=bool(table))
