@@ -72,9 +72,9 @@ def emit(schema: Schema, regen: str, *, parallel: bool = True) -> dict[str, str]
     """File name -> content for every generated file (`parallel=False`: format serially)."""
     model = render.build(schema, regen)
     env = environment()
-    files = _format_all({name: env.get_template(f"{name}.j2").render(m=model) for name in PY_FILES}, parallel)
+    files = _format_all({name: env.get_template(f"{name}.j2").render(package=model) for name in PY_FILES}, parallel)
     for name in MD_FILES:
-        files[name] = env.get_template(f"{name}.j2").render(m=model)
+        files[name] = env.get_template(f"{name}.j2").render(package=model)
     config_schema = render.config_file_schema(schema, regen)
     files["server_args.schema.json"] = json.dumps(config_schema, indent=2, sort_keys=True) + "\n"
     files["py.typed"] = ""

@@ -15,7 +15,7 @@ import attrs
 from configbags.codegen.errors import SchemaError, SchemaInvalid
 from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
 from configbags.runtime.errors import LeafValueError
-from configbags.runtime.leaftypes import TypeSpec, check_bounds
+from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds
 
 # Names the generated ServerArgs uses (its methods, --config, `self` in the attrs __init__,
 # and the names its class body reads: attrs, dict, list, tuple); a leaf may not take them.
@@ -62,7 +62,7 @@ class Leaf:
     minimum: float | None
     maximum: float | None
     owner: str
-    policy: str
+    policy: Policy
     hash: bool
     capacity: str | None
     deprecated: str | None
@@ -283,7 +283,7 @@ class _Builder:
             minimum=spec.get("min"),
             maximum=spec.get("max"),
             owner=spec["owner"],
-            policy=spec["override"],
+            policy=Policy(spec["override"]),
             hash=spec.get("hash", True),
             capacity=spec.get("capacity"),
             deprecated=spec.get("deprecated"),
@@ -371,13 +371,13 @@ class _Builder:
         if leaf.choices is not None and base in ("bool", "json"):
             bad(f"choices make no sense for type {leaf.type}", "remove `choices`", "choices")
         elif leaf.choices is not None:
-            item = TypeSpec("int" if base == "list[int]" else "str" if base == "list[str]" else base, False)
+            item = leaf.type.item or TypeSpec(base, False)
             for choice in leaf.choices:
                 try:
                     item.coerce(choice)
                 except LeafValueError as exc:
                     bad(f"choice {choice!r} does not fit the type: {exc}", f"make every choice a {item}", "choices")
-        if (leaf.minimum is not None or leaf.maximum is not None) and base not in ("int", "float", "list[int]"):
+        if (leaf.minimum is not None or leaf.maximum is not None) and not (leaf.type.numeric or (leaf.type.item and leaf.type.item.numeric)):
             bad(f"min/max only apply to numeric types, not {leaf.type}", "remove `min`/`max`", "type")
             return  # value checks against nonsensical bounds would only add noise
         for prop, bound in (("min", leaf.minimum), ("max", leaf.maximum)):
@@ -395,7 +395,7 @@ class _Builder:
             elif not leaf.type.optional:
                 bad(f"a fallback needs an optional type, not {leaf.type}", f"use `type: optional {base}`",
                     "fallback")
-            elif base in ("list[int]", "list[str]", "json"):
+            elif leaf.type.item is not None or base == "json":
                 bad("a fallback must be an immutable scalar", "use a scalar type or drop the fallback", "fallback")
             else:
                 self._check_value(leaf, "fallback", leaf.fallback)
@@ -408,7 +408,7 @@ class _Builder:
                     "capacity")
             if not leaf.type.numeric:
                 bad(f"only numeric leaves can have a capacity, not {leaf.type}", "remove `capacity`", "capacity")
-            if leaf.policy == "startup":
+            if leaf.policy is Policy.STARTUP:
                 bad("a capacity bounds overrides, but this leaf is `override: startup`",
                     "make it load_time/runtime or remove `capacity`", "capacity")
 

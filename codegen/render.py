@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 from configbags.codegen.model import Derived, Leaf, Namespace, Role, Schema, class_name
-from configbags.runtime.leaftypes import TypeSpec, jsonable
+from configbags.runtime.leaftypes import Policy, TypeSpec, jsonable
 from configbags.runtime.registry import accessor_expression
 
 HINTS = {
@@ -67,33 +67,33 @@ class Kwarg:
 
 
 @attrs.frozen
-class RField:
+class BagAttribute:
     name: str
     hint: str
     doc: str  # docstring literal
 
 
 @attrs.frozen
-class RChild:
+class NestedBag:
     attr: str
     class_name: str
     path: str
 
 
 @attrs.frozen
-class RBag:
+class BagClass:
     path: str
     class_name: str
     doc: str
-    fields: tuple[RField, ...]
-    children: tuple[RChild, ...]
-    ranks: tuple[RField, ...]
+    fields: tuple[BagAttribute, ...]
+    children: tuple[NestedBag, ...]
+    ranks: tuple[BagAttribute, ...]
     field_names: str  # a tuple literal, for the registry
     rank_names: str  # a tuple literal
 
 
 @attrs.frozen
-class RAccessor:
+class AccessorFunction:
     namespace: str
     function: str
     class_name: str
@@ -101,7 +101,7 @@ class RAccessor:
 
 
 @attrs.frozen
-class RLeaf:
+class LeafSpellings:
     name: str
     namespace: str
     hint: str
@@ -123,7 +123,7 @@ class RLeaf:
 
 
 @attrs.frozen
-class RDerived:
+class DerivedSpellings:
     name: str
     spec_args: tuple[Kwarg, ...]
     md_type: str
@@ -133,7 +133,7 @@ class RDerived:
 
 
 @attrs.frozen
-class RGroup:
+class NamespaceSection:
     """One namespace's CLI group and CONFIG.md section."""
 
     path: str
@@ -142,13 +142,13 @@ class RGroup:
     md_path: str
     md_doc: str
     accessor: str
-    leaves: tuple[RLeaf, ...]
-    derived: tuple[RDerived, ...]
+    leaves: tuple[LeafSpellings, ...]
+    derived: tuple[DerivedSpellings, ...]
     has_derived: bool
 
 
 @attrs.frozen
-class RRole:
+class RoleRow:
     name: str
     literal: str
     reads: str  # frozenset literal
@@ -160,7 +160,7 @@ class RRole:
 
 
 @attrs.frozen
-class RAllow:
+class AllowlistEntry:
     args: tuple[Kwarg, ...]
 
 
@@ -173,17 +173,17 @@ def export_order(name: str) -> tuple[int, str]:
 class RenderModel:
     header_sources: tuple[str, ...]
     regen: str
-    bags: tuple[RBag, ...]  # children first
-    top_bags: tuple[RChild, ...]
-    accessors: tuple[RAccessor, ...]
-    groups: tuple[RGroup, ...]
+    bags: tuple[BagClass, ...]  # children first
+    top_bags: tuple[NestedBag, ...]
+    accessors: tuple[AccessorFunction, ...]
+    groups: tuple[NamespaceSection, ...]
     derived_imports: str  # `import x` lines for derived functions, in isort sections
     accessor_exports: tuple[str, ...]
     view_slots: tuple[str, ...]
     bags_use_any: bool  # json leaves are typed Any
     bag_exports: tuple[str, ...]
-    derived_order: tuple[RDerived, ...]
-    roles: tuple[RRole, ...]
+    derived_order: tuple[DerivedSpellings, ...]
+    roles: tuple[RoleRow, ...]
     write_any_roles: tuple[str, ...]  # literals
     top_namespaces: tuple[str, ...]
     md_namespace_header: str
@@ -194,7 +194,7 @@ class RenderModel:
     record_class: str
     record_attributes: str
     min_files: int
-    allowlist: tuple[RAllow, ...]
+    allowlist: tuple[AllowlistEntry, ...]
     accessor_exprs: tuple[Kwarg, ...]
     leaf_count: int
 
@@ -207,9 +207,9 @@ def build(schema: Schema, regen: str) -> RenderModel:
         header_sources=schema.sources,
         regen=regen,
         bags=tuple(_bag(schema, ns) for ns in sorted(schema.namespaces, key=lambda n: (-n.path.count("."), n.path))),
-        top_bags=tuple(RChild(p, class_name(p), p) for p in top),
+        top_bags=tuple(NestedBag(p, class_name(p), p) for p in top),
         accessors=tuple(
-            RAccessor(p, f"get_{p}", class_name(p), docstring(_accessor_doc(ns)))
+            AccessorFunction(p, f"get_{p}", class_name(p), docstring(_accessor_doc(ns)))
             for ns in schema.namespaces if (p := ns.path) in top
         ),
         groups=groups,
@@ -233,7 +233,7 @@ def build(schema: Schema, regen: str) -> RenderModel:
         record_attributes=py(tuple(schema.ratchet.record_attributes)),
         min_files=schema.ratchet.min_files,
         allowlist=tuple(
-            RAllow(tuple(Kwarg(k, py(getattr(e, k))) for k in ("file", "function", "leaf", "reason")))
+            AllowlistEntry(tuple(Kwarg(k, py(getattr(e, k))) for k in ("file", "function", "leaf", "reason")))
             for e in schema.ratchet.allowlist
         ),
         accessor_exprs=tuple(
@@ -263,15 +263,15 @@ def _resolved_hint(x: Leaf | Derived) -> str:
     return hint(x.type)
 
 
-def _bag(schema: Schema, ns: Namespace) -> RBag:
-    fields = tuple(RField(x.name, _resolved_hint(x), docstring(x.help)) for x in ns.values)
-    return RBag(
+def _bag(schema: Schema, ns: Namespace) -> BagClass:
+    fields = tuple(BagAttribute(x.name, _resolved_hint(x), docstring(x.help)) for x in ns.values)
+    return BagClass(
         path=ns.path,
         class_name=class_name(ns.path),
         doc=docstring(ns.doc),
         fields=fields,
-        children=tuple(RChild(c.attr, class_name(c.path), c.path) for c in schema.children(ns.path)),
-        ranks=tuple(RField(r.name, "int", docstring(r.help)) for r in ns.ranks),
+        children=tuple(NestedBag(c.attr, class_name(c.path), c.path) for c in schema.children(ns.path)),
+        ranks=tuple(BagAttribute(r.name, "int", docstring(r.help)) for r in ns.ranks),
         field_names=py(tuple(f.name for f in fields)),
         rank_names=py(tuple(r.name for r in ns.ranks)),
     )
@@ -293,8 +293,8 @@ def _cli_kwargs(leaf: Leaf) -> tuple[Kwarg, ...]:
         kw.append(Kwarg("action", "argparse.BooleanOptionalAction"))
     elif t.base in ("int", "float", "str"):
         kw.append(Kwarg("type", t.base))
-    elif t.base in ("list[int]", "list[str]"):
-        kw += [Kwarg("type", "int" if t.base == "list[int]" else "str"), Kwarg("nargs", py("+"))]
+    elif t.item is not None:
+        kw += [Kwarg("type", t.item.base), Kwarg("nargs", py("+"))]
     else:
         kw.append(Kwarg("type", "json_value"))
     if leaf.choices is not None and t.base != "bool":
@@ -314,7 +314,8 @@ def _cli_help(leaf: Leaf) -> str:
     if leaf.choices is not None and leaf.type.base != "bool":
         default += "; one of: " + ", ".join(map(str, leaf.choices))
     extra = f"; unset falls back to {leaf.fallback!r}" if leaf.has_fallback else ""
-    policy = {"startup": "", "load_time": "; may be resolved at load time", "runtime": "; tunable at runtime"}
+    policy = {Policy.STARTUP: "", Policy.LOAD_TIME: "; may be resolved at load time",
+              Policy.RUNTIME: "; tunable at runtime"}
     deprecated = f" DEPRECATED: {leaf.deprecated}" if leaf.deprecated else ""
     text = f"{leaf.help}{deprecated} ({default}{extra}{policy[leaf.policy]})"
     return text.replace("%", "%%")  # argparse formats help with %
@@ -328,7 +329,7 @@ def _shown_default(leaf: Leaf) -> str:
     return repr(leaf.default) if isinstance(leaf.default, str) else str(leaf.default)
 
 
-def _leaf(leaf: Leaf) -> RLeaf:
+def _leaf(leaf: Leaf) -> LeafSpellings:
     t = leaf.type
     spec = (
         Kwarg("name", py(leaf.name)),
@@ -342,13 +343,13 @@ def _leaf(leaf: Leaf) -> RLeaf:
         Kwarg("minimum", py(leaf.minimum)),
         Kwarg("maximum", py(leaf.maximum)),
         Kwarg("owner", py(leaf.owner)),
-        Kwarg("policy", py(leaf.policy)),
+        Kwarg("policy", f"Policy.{leaf.policy.name}"),
         Kwarg("hash", py(leaf.hash)),
         Kwarg("capacity", py(leaf.capacity)),
         Kwarg("flags", py(leaf.cli.flags if leaf.cli else ())),
     )
     flags = leaf.cli.flags if leaf.cli else ()
-    return RLeaf(
+    return LeafSpellings(
         name=leaf.name,
         namespace=leaf.namespace,
         hint=hint(t),
@@ -363,16 +364,16 @@ def _leaf(leaf: Leaf) -> RLeaf:
         md_type=f"`{md(t)}`",
         md_default="**required**" if leaf.required else f"`{md(_shown_default(leaf))}`"
         + (f" (fallback `{md(leaf.fallback)}`)" if leaf.has_fallback else ""),
-        md_policy=leaf.policy + (f" (≤ `{md(leaf.capacity)}`)" if leaf.capacity else ""),
+        md_policy=leaf.policy.value + (f" (≤ `{md(leaf.capacity)}`)" if leaf.capacity else ""),
         md_owner=leaf.owner,
         md_help=md(leaf.help) + (f" **Deprecated:** {md(leaf.deprecated)}" if leaf.deprecated else ""),
         md_hash="yes" if leaf.hash else "no",
     )
 
 
-def _derived(d: Derived) -> RDerived:
+def _derived(d: Derived) -> DerivedSpellings:
     module, _, function = d.fn.partition(":")
-    return RDerived(
+    return DerivedSpellings(
         name=d.name,
         spec_args=(
             Kwarg("name", py(d.name)),
@@ -390,8 +391,8 @@ def _derived(d: Derived) -> RDerived:
     )
 
 
-def _group(ns: Namespace, derived: dict[str, RDerived]) -> RGroup:
-    return RGroup(
+def _group(ns: Namespace, derived: dict[str, DerivedSpellings]) -> NamespaceSection:
+    return NamespaceSection(
         path=ns.path,
         title=py(ns.path),
         doc_literal=py(ns.doc.replace("%", "%%")),
@@ -404,8 +405,8 @@ def _group(ns: Namespace, derived: dict[str, RDerived]) -> RGroup:
     )
 
 
-def _role(role: Role, top: tuple[str, ...]) -> RRole:
-    return RRole(
+def _role(role: Role, top: tuple[str, ...]) -> RoleRow:
+    return RoleRow(
         name=role.name,
         literal=py(role.name),
         reads=f"frozenset({py(tuple(role.reads))})",
@@ -439,8 +440,8 @@ def _json_property(leaf: Leaf) -> dict[str, Any]:
     """One leaf's property, built fresh each time (no shared sub-dicts between leaves)."""
     base, optional = leaf.type.base, leaf.type.optional
     prop: dict[str, Any]
-    if base in ("list[int]", "list[str]"):
-        item: dict[str, Any] = {"type": "integer" if base == "list[int]" else "string"}
+    if leaf.type.item is not None:
+        item: dict[str, Any] = {"type": JSON_SCALARS[leaf.type.item.base]}
         prop = {"type": ["array", "null"] if optional else "array", "items": item}
     elif base == "json":
         prop = item = {}

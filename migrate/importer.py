@@ -363,7 +363,7 @@ def _settle_values(spec: dict[str, Any], where: str, warnings: list[str]) -> Non
                 spec["default"] = None
                 type_ = widened
     if choices is not None:
-        item = TypeSpec({"list[int]": "int", "list[str]": "str"}.get(type_.base, type_.base), False)
+        item = type_.item or TypeSpec(type_.base, False)
         kept: list[Any] = []
         dropped: list[Any] = []
         for choice in choices:

@@ -37,7 +37,7 @@ from configbags.runtime.errors import (
     RoleError,
     UnknownLeafError,
 )
-from configbags.runtime.leaftypes import check_bounds, closest, jsonable
+from configbags.runtime.leaftypes import Policy, check_bounds, closest, jsonable
 from configbags.runtime.registry import DerivedSpec, LeafSpec, Registry
 
 log = logging.getLogger("configbags")
@@ -359,12 +359,12 @@ class Context(Generic[V]):
 
     def _check_policy(self, state: State, spec: LeafSpec, source: str) -> None:
         where = f"{spec.namespace}.{spec.name} (policy {spec.policy}, owner {spec.owner})"
-        if spec.policy == "startup":
+        if spec.policy is Policy.STARTUP:
             raise PolicyError(
                 f"override of {where} from {source!r} refused: startup leaves are fixed at publish; "
                 f"set it in the operator input ({'/'.join(spec.flags) or 'config file'}) instead"
             )
-        if spec.policy == "load_time" and state.sealed:
+        if spec.policy is Policy.LOAD_TIME and state.sealed:
             raise PolicyError(
                 f"override of {where} from {source!r} refused: the context was sealed at the end of "
                 f"model load; resolve it before seal() or declare it `override: runtime`"

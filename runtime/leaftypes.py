@@ -8,6 +8,7 @@ other."""
 from __future__ import annotations
 
 import difflib
+import enum
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -19,6 +20,20 @@ from configbags.runtime.errors import LeafValueError
 
 BASE_TYPES = ("int", "float", "bool", "str", "list[int]", "list[str]", "json")
 NUMERIC = ("int", "float")
+# list type -> element type: the one place that says what a list leaf holds
+LIST_ELEMENTS = {"list[int]": "int", "list[str]": "str"}
+
+
+class Policy(str, enum.Enum):
+    """When a leaf may change after publish. A `str` enum, so YAML, JSON and messages spell
+    it as the plain word."""
+
+    STARTUP = "startup"  # fixed at publish
+    LOAD_TIME = "load_time"  # the owner may set it until the context is sealed
+    RUNTIME = "runtime"  # may be overridden any time, logged, bounded by its capacity
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @attrs.frozen
@@ -37,6 +52,12 @@ class TypeSpec:
     @property
     def numeric(self) -> bool:
         return self.base in NUMERIC
+
+    @property
+    def item(self) -> TypeSpec | None:
+        """The element type of a list type (`list[int]` -> `int`), else None."""
+        element = LIST_ELEMENTS.get(self.base)
+        return TypeSpec(element, False) if element else None
 
     def __str__(self) -> str:
         return f"optional {self.base}" if self.optional else self.base
@@ -63,9 +84,8 @@ class TypeSpec:
         elif base == "str":
             if isinstance(value, str):
                 return value
-        elif base in ("list[int]", "list[str]"):
+        elif (item := self.item) is not None:
             if isinstance(value, (list, tuple)):
-                item = TypeSpec("int" if base == "list[int]" else "str", False)
                 return tuple(item.coerce(v) for v in value)
         elif base == "json":
             _check_json(value)

@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from configbags.runtime.leaftypes import TypeSpec
+from configbags.runtime.leaftypes import Policy, TypeSpec
 
 
 @attrs.frozen
@@ -24,7 +24,7 @@ class LeafSpec:
     minimum: float | None
     maximum: float | None
     owner: str
-    policy: str
+    policy: Policy
     hash: bool
     capacity: str | None
     flags: tuple[str, ...]

@@ -115,3 +115,24 @@ def test_the_wheel_installs_one_import_root() -> None:
 
     find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
     assert find["include"] == ["configbags*"]
+
+
+def test_the_policy_words_have_one_source() -> None:
+    """The meta-schema's `override:` enum is the runtime's Policy enum, word for word."""
+    import json
+
+    from configbags.runtime.leaftypes import Policy
+
+    meta = json.loads((REPO / "codegen/meta/namespace.schema.json").read_text())
+    found = [node["enum"] for node in _walk_json(meta) if set(node.get("enum", ())) & {"startup"}]
+    assert found == [[p.value for p in Policy]]
+
+
+def _walk_json(node: object) -> Iterator[dict[str, object]]:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk_json(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk_json(value)
