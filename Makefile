@@ -12,14 +12,14 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]' --config-settings editable_mode=strict
 	touch $(STAMP)
 
 gen: setup
-	$(PY) -m configbags.codegen --schema schema --out generated
+	$(VENV)/bin/configbags gen
 
 gen-check: setup
-	@$(PY) -m configbags.codegen --schema schema --out generated --check \
+	@$(VENV)/bin/configbags gen --check \
 		|| { echo "generated/ is out of date with schema/; run: make gen"; exit 1; }
 
 lint: setup

@@ -1,8 +1,12 @@
-"""`python -m configbags.codegen --schema DIR --out DIR [--check]` (also `configbags gen`)."""
+"""`configbags gen [--schema DIR] [--package PKG] [--out DIR] [--check]` (also
+`python -m configbags.codegen`). Defaults come from `[tool.configbags]` in the nearest
+pyproject.toml (see `configbags init`); the output folder defaults to the package's folder.
+"""
 
 from __future__ import annotations
 
 import argparse
+import keyword
 import sys
 from pathlib import Path
 
@@ -12,21 +16,62 @@ from configbags.codegen.emit import emit
 from configbags.codegen.errors import SchemaInvalid
 from configbags.codegen.model import load_schema
 from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.project import ProjectSettings, load_project, package_folder
 
 EXIT_SCHEMA = 2
 EXIT_STALE = 1
 EXIT_INTERNAL = 3
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="configbags gen", description=__doc__)
-    parser.add_argument("--schema", type=Path, default=Path("schema"), help="schema folder (default: schema)")
-    parser.add_argument("--out", type=Path, default=Path("generated"), help="output folder (default: generated)")
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="configbags gen", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--schema", type=Path, help="schema folder (default: [tool.configbags] schema, else schema)")
+    parser.add_argument("--package", help="import name of the generated package, e.g. myengine.config "
+                                          "(default: [tool.configbags] package)")
+    parser.add_argument("--out", type=Path, help="output folder (default: [tool.configbags] out, else the "
+                                                 "package's folder in the project)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if out is stale")
-    args = parser.parse_args(argv)
-    regen = f"python -m configbags.codegen --schema {args.schema.name} --out {args.out.name}  (make gen)"
+    return parser
+
+
+def _valid_package(name: str) -> bool:
+    return all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split("."))
+
+
+def resolve_target(args: argparse.Namespace, project: ProjectSettings) -> tuple[Path, str, Path]:
+    """(schema folder, package name, output folder) from the flags over the project settings."""
+    schema = args.schema or project.schema
+    if args.package:
+        package = args.package
+        out = args.out or package_folder(project.root, package)
+    elif args.out is None or args.out.resolve() == project.out.resolve():
+        package, out = project.package, args.out or project.out
+    else:
+        package, out = args.out.name, args.out  # a folder of its own, imported by its name
+    return schema, package, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        files = emit(load_schema(args.schema), regen)
+        project = load_project()
+    except ConfigError as exc:
+        print(f"configbags gen: {exc}", file=sys.stderr)
+        return EXIT_SCHEMA
+    schema, package, out = resolve_target(args, project)
+    if not _valid_package(package):
+        print(f"configbags gen: {package!r} is not an importable package name; give --package "
+              f"a dotted name of identifiers, e.g. myengine.config", file=sys.stderr)
+        return EXIT_SCHEMA
+    if not schema.is_dir():
+        print(f"configbags gen: schema folder {schema} does not exist; pass --schema DIR, set "
+              f"[tool.configbags] schema, or scaffold one with `configbags init`", file=sys.stderr)
+        return EXIT_SCHEMA
+    regen = f"configbags gen --schema {project.rel(schema)} --package {package} --out {project.rel(out)}"
+    try:
+        files = emit(load_schema(schema), regen, package=package)
     except SchemaInvalid as exc:
         print(f"configbags gen: {len(exc.errors)} schema error(s); nothing was written", file=sys.stderr)
         for error in exc.errors:
@@ -38,19 +83,20 @@ def main(argv: list[str] | None = None) -> int:
               f"was written. Please report it with the schema that triggered it.", file=sys.stderr)
         return EXIT_INTERNAL
     if args.check:
-        stale = diff(args.out, files)
+        stale = diff(out, files)
         if stale:
             sys.stdout.write(stale)
-            print(f"\n{args.out} is out of date with {args.schema}; run make gen", file=sys.stderr)
+            print(f"\n{out} is out of date with {schema}; run: {regen}  (make gen)", file=sys.stderr)
             return EXIT_STALE
         return 0
     try:
-        check_out(args.out, args.schema)
+        check_out(out, schema)
     except NotOurFolder as exc:
         print(f"configbags gen: {exc}; nothing was written", file=sys.stderr)
         return EXIT_SCHEMA
-    changed = write_tree(args.out, files)
-    print(f"configbags gen: {args.out} {'updated' if changed else 'already up to date'} ({len(files)} files)")
+    changed = write_tree(out, files)
+    print(f"configbags gen: {out} {'updated' if changed else 'already up to date'} "
+          f"({len(files)} files, package {package})")
     return 0
 
 

@@ -68,9 +68,10 @@ def _format_all(sources: dict[str, str], parallel: bool) -> dict[str, str]:
         return dict(zip(names, pool.map(format_python, [sources[n] for n in names]), strict=True))
 
 
-def emit(schema: Schema, regen: str, *, parallel: bool = True) -> dict[str, str]:
-    """File name -> content for every generated file (`parallel=False`: format serially)."""
-    model = render.build(schema, regen)
+def emit(schema: Schema, regen: str, *, package: str = "generated", parallel: bool = True) -> dict[str, str]:
+    """File name -> content for every generated file of package `package` (its import
+    name; `parallel=False`: format serially)."""
+    model = render.build(schema, regen, package)
     env = environment()
     files = _format_all({name: env.get_template(f"{name}.j2").render(package=model) for name in PY_FILES}, parallel)
     for name in MD_FILES:

@@ -173,14 +173,16 @@ def export_order(name: str) -> tuple[int, str]:
 class RenderModel:
     header_sources: tuple[str, ...]
     regen: str
+    import_name: str  # the generated package's own import name (docstrings)
     bags: tuple[BagClass, ...]  # children first
     top_bags: tuple[NestedBag, ...]
     accessors: tuple[AccessorFunction, ...]
     groups: tuple[NamespaceSection, ...]
-    derived_imports: str  # `import x` lines for derived functions, in isort sections
+    registry_imports: str
     accessor_exports: tuple[str, ...]
     view_slots: tuple[str, ...]
-    bags_use_any: bool  # json leaves are typed Any
+    bags_imports: str  # the import block of bags.py, in isort sections
+    server_args_imports: str
     bag_exports: tuple[str, ...]
     derived_order: tuple[DerivedSpellings, ...]
     roles: tuple[RoleRow, ...]
@@ -199,13 +201,14 @@ class RenderModel:
     leaf_count: int
 
 
-def build(schema: Schema, regen: str) -> RenderModel:
+def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
     derived_all = {d.name: _derived(d) for d in schema.derived}
     groups = tuple(_group(ns, derived_all) for ns in schema.namespaces)
     top = schema.top_level
     return RenderModel(
         header_sources=schema.sources,
         regen=regen,
+        import_name=import_name,
         bags=tuple(_bag(schema, ns) for ns in sorted(schema.namespaces, key=lambda n: (-n.path.count("."), n.path))),
         top_bags=tuple(NestedBag(p, class_name(p), p) for p in top),
         accessors=tuple(
@@ -213,12 +216,26 @@ def build(schema: Schema, regen: str) -> RenderModel:
             for ns in schema.namespaces if (p := ns.path) in top
         ),
         groups=groups,
-        derived_imports=_derived_imports({d.fn.partition(":")[0] for d in schema.derived}),
+        registry_imports=_registry_imports({d.fn.partition(":")[0] for d in schema.derived}),
         accessor_exports=tuple(sorted(
             [*(f"get_{t}" for t in top), "ConfigView", "ProcessConfigView", "get_context",
              "get_server_args", "publish", "runner_view"], key=export_order)),
         view_slots=tuple(sorted([*top, "server_args"])),
-        bags_use_any=any(x.type.base == "json" for x in schema.values),
+        bags_imports=import_block(
+            ["from typing import Any"] if any(x.type.base == "json" for x in schema.values) else [],
+            ["import attrs",
+             *(["from configbags.runtime.context import unstamped_rank"] if any(ns.ranks for ns in schema.namespaces)
+               else [])],
+        ),
+        server_args_imports=import_block(
+            ["import argparse", "from collections.abc import Mapping, Sequence", "from pathlib import Path",
+             "from typing import Any"],
+            ["import attrs",
+             "from configbags.runtime import record as _record",
+             *(["from configbags.runtime.record import json_value"] if any(
+                 leaf.type.base == "json" and leaf.cli is not None for leaf in schema.leaves) else [])],
+            ["from .registry import LEAVES"],
+        ),
         bag_exports=tuple(sorted([*(class_name(ns.path) for ns in schema.namespaces), "Config"], key=export_order)),
         derived_order=tuple(derived_all[n] for n in schema.derived_order),
         roles=tuple(_role(r, top) for r in schema.roles),
@@ -244,11 +261,27 @@ def build(schema: Schema, regen: str) -> RenderModel:
     )
 
 
-def _derived_imports(modules: set[str]) -> str:
-    stdlib = sorted(m for m in modules if m.split(".")[0] in sys.stdlib_module_names)
-    other = sorted(modules.difference(stdlib))
-    blocks = ["\n".join(f"import {m}" for m in block) for block in (stdlib, other) if block]
-    return "\n\n".join(blocks)
+def import_block(*sections: list[str]) -> str:
+    """Import lines, one isort section per argument (stdlib, third party, first party,
+    relative), empty sections dropped: generated code imports nothing it does not use.
+    configbags counts as third party, as it is in the engine that imports the generated
+    package (configbags' own repo ignores I001 for its generated files)."""
+    return "\n\n".join("\n".join(lines) for lines in sections if lines)
+
+
+def _registry_imports(derive_modules: set[str]) -> str:
+    """Derived functions' modules: the stdlib, configbags (third party), or the engine's own."""
+    stdlib = sorted(m for m in derive_modules if m.split(".")[0] in sys.stdlib_module_names)
+    ours = sorted(m for m in derive_modules if m.split(".")[0] == "configbags")
+    engine = sorted(derive_modules.difference(stdlib, ours))
+    return import_block(
+        [f"import {m}" for m in stdlib],
+        [*(f"import {m}" for m in ours),
+         "from configbags.runtime.leaftypes import Policy, TypeSpec",
+         "from configbags.runtime.registry import DerivedSpec, LeafSpec, NamespaceSpec, Registry, RoleSpec"],
+        [f"import {m}" for m in engine],
+        ["from . import bags", "from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY"],
+    )
 
 
 def _accessor_doc(ns: Namespace) -> str:

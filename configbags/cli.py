@@ -4,23 +4,36 @@ imports codegen and `gen` never imports torch."""
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
 
-# command -> (module with `main(argv: list[str]) -> int`, one-line description)
-COMMANDS: dict[str, tuple[str, str]] = {
-    "gen": ("configbags.codegen.__main__", "generate generated/ from a schema folder"),
-    "ratchet": ("configbags.migrate.cli", "scan, check, init, update and fix raw ServerArgs reads"),
-    "import-dataclass": ("configbags.migrate.importer", "turn a dataclass ServerArgs into schema YAML"),
-    "audit": ("configbags.runtime.audit", "record and report which namespaces each role reads"),
-    "plan": ("configbags.runtime.plan", "how much KV cache a model gets on a device, and why"),
+# command -> (module with `main(argv: list[str]) -> int`, the extra it needs, one-line description)
+COMMANDS: dict[str, tuple[str, str | None, str]] = {
+    "init": ("configbags.codegen.scaffold", "gen", "scaffold a schema folder and [tool.configbags] in a project"),
+    "gen": ("configbags.codegen.__main__", "gen", "generate the config package from a schema folder"),
+    "ratchet": ("configbags.migrate.cli", "gen", "scan, check, init, update and fix raw ServerArgs reads"),
+    "import-dataclass": ("configbags.migrate.importer", "gen", "turn a dataclass ServerArgs into schema YAML"),
+    "audit": ("configbags.runtime.audit", None, "record and report which namespaces each role reads"),
+    "plan": ("configbags.runtime.plan", None, "how much KV cache a model gets on a device, and why"),
 }
+# third-party import names -> the extra that installs them
+EXTRA_OF = {"jinja2": "gen", "black": "gen", "libcst": "gen", "torch": "kv", "matplotlib": "chart",
+            "fastapi": "serve", "uvicorn": "serve"}
 
 
 def _usage() -> str:
     width = max(map(len, COMMANDS))
-    lines = ["usage: configbags <command> [args...]", "", "commands:"]
-    lines += [f"  {name.ljust(width)}  {desc}" for name, (_, desc) in COMMANDS.items()]
+    lines = ["usage: configbags <command> [args...]", "       configbags --version", "", "commands:"]
+    lines += [f"  {name.ljust(width)}  {desc}" for name, (_, _, desc) in COMMANDS.items()]
+    lines += ["", "`configbags <command> --help` describes each command."]
     return "\n".join(lines)
+
+
+def version() -> str:
+    try:
+        return importlib.metadata.version("configbags")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without install
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,10 +41,23 @@ def main(argv: list[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help"):
         print(_usage())
         return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        print(f"configbags {version()}")
+        return 0
     command, rest = args[0], args[1:]
     if command not in COMMANDS:
         print(f"configbags: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    module = importlib.import_module(COMMANDS[command][0])
+    module_name, extra, _ = COMMANDS[command]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        needed = EXTRA_OF.get(missing, extra)
+        if missing == "configbags" or needed is None:
+            raise
+        print(f"configbags {command} needs {missing}, which the base install leaves out; install "
+              f"the extra: pip install 'configbags[{needed}]'", file=sys.stderr)
+        return 2
     result: int = module.main(rest)
     return result

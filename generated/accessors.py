@@ -21,7 +21,7 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
+# Regenerate: configbags gen --schema schema --package configbags.generated --out generated
 """Accessors: plain functions returning the current bag of this process, fully typed.
 
     from configbags.generated.accessors import publish, get_parallel

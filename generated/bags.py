@@ -21,7 +21,7 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
+# Regenerate: configbags gen --schema schema --package configbags.generated --out generated
 """One frozen, slotted attrs class per namespace. Leaves are plain attributes: a read is a
 slot load, with no properties or __getattr__ on the path of a published value. (Ranks are
 properties: they are facts stamped at publish, and an unstamped one must explain itself.)
@@ -32,7 +32,6 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-
 from configbags.runtime.context import unstamped_rank
 
 __all__ = [

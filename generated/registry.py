@@ -21,7 +21,7 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
+# Regenerate: configbags gen --schema schema --package configbags.generated --out generated
 """Leaf metadata the run-time context uses: types, policies, owners, capacities, hashing,
 derived functions and their inputs, and how bags nest."""
 

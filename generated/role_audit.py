@@ -21,7 +21,7 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
+# Regenerate: configbags gen --schema schema --package configbags.generated --out generated
 """Which top-level namespaces each process role may read, and the audit records that
 justify each set (from schema/roles.yaml). Enforced with CONFIGBAGS_ROLE_NAMESPACES=enforce.
 """

@@ -21,7 +21,7 @@
 #   schema/namespaces/spec.yaml
 #   schema/ratchet.yaml
 #   schema/roles.yaml
-# Regenerate: python -m configbags.codegen --schema schema --out generated  (make gen)
+# Regenerate: configbags gen --schema schema --package configbags.generated --out generated
 """`ServerArgs`: the raw operator input, every leaf flat, frozen. It is what the operator
 gave and never changes; resolved values (overrides, fallbacks, derived) live in the bags.
 
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
 from configbags.runtime import record as _record
 from configbags.runtime.record import json_value
 

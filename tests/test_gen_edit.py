@@ -11,7 +11,7 @@ from genutil import REPO
 from configbags.codegen.emit import emit
 from configbags.codegen.model import load_schema
 
-REGEN = "python -m configbags.codegen --schema schema --out generated  (make gen)"
+REGEN = "configbags gen --schema schema --package configbags.generated --out generated"
 
 
 def test_one_help_edit_changes_only_its_lines(tmp_path: Path) -> None:
@@ -24,8 +24,8 @@ def test_one_help_edit_changes_only_its_lines(tmp_path: Path) -> None:
     new_help = "Tensor-parallel width, edited by the five-minute tour."
     path.write_text(text.replace(old_line, f"    help: {new_help}", 1))
 
-    before = emit(load_schema(REPO / "schema"), REGEN)
-    after = emit(load_schema(schema), REGEN)
+    before = emit(load_schema(REPO / "schema"), REGEN, package="configbags.generated")
+    after = emit(load_schema(schema), REGEN, package="configbags.generated")
     changed: dict[str, list[str]] = {}
     for name in before:
         diff = [

@@ -7,7 +7,7 @@
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """Accessors: plain functions returning the current bag of this process, fully typed.
 
-    from configbags.generated.accessors import publish, get_parallel
+    from generated.accessors import publish, get_parallel
     publish(ServerArgs.from_cli(argv), role="launcher")
     get_parallel().tp_size
 

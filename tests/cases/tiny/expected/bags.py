@@ -16,8 +16,6 @@ from typing import Any
 
 import attrs
 
-from configbags.runtime.context import unstamped_rank
-
 __all__ = [
     "Config",
     "Core",

@@ -11,6 +11,7 @@ derived functions and their inputs, and how bags nest."""
 from __future__ import annotations
 
 import math
+
 from configbags.runtime.leaftypes import Policy, TypeSpec
 from configbags.runtime.registry import (
     DerivedSpec,

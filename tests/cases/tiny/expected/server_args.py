@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
 from configbags.runtime import record as _record
 from configbags.runtime.record import json_value
 

@@ -1,0 +1,66 @@
+"""`configbags init` in an engine's own project: scaffold, generate into the engine's
+package, publish and read with types, as a new user would (every step a subprocess)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def run(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, timeout=180, check=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme-engine"\nversion = "0.1"\n')
+    (tmp_path / "acme_engine").mkdir()
+    (tmp_path / "acme_engine" / "__init__.py").write_text("")
+    return tmp_path
+
+
+def test_init_gen_publish_and_a_typed_read(project: Path) -> None:
+    init = run(project, str(BIN / "configbags"), "init")
+    assert init.returncode == 0, init.stderr
+    assert '[tool.configbags]\npackage = "acme_engine.config"' in (project / "pyproject.toml").read_text()
+    gen = run(project, str(BIN / "configbags"), "gen")
+    assert gen.returncode == 0, gen.stderr
+    assert (project / "acme_engine" / "config" / "accessors.py").is_file()
+    use = project / "use.py"
+    use.write_text(
+        "from acme_engine.config.accessors import get_parallel, get_schedule, publish\n"
+        "from acme_engine.config.server_args import ServerArgs\n\n"
+        "publish(ServerArgs.from_cli(['--tp-size', '2']), role='launcher')\n"
+        "tp: int = get_parallel().tp_size\n"
+        "cap: int | None = get_schedule().max_running_requests\n"
+        "print(tp, cap)\n"
+    )
+    ran = run(project, sys.executable, "use.py")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["2", "None"]
+    typed = run(project, sys.executable, "-m", "mypy", "--strict", "--no-incremental", "use.py", "acme_engine")
+    assert typed.returncode == 0, typed.stdout
+    wrong = project / "wrong.py"
+    wrong.write_text("from acme_engine.config.accessors import get_parallel\n\nname: str = get_parallel().tp_size\n")
+    refused = run(project, sys.executable, "-m", "mypy", "--strict", "--no-incremental", "wrong.py")
+    assert refused.returncode == 1 and 'expression has type "int"' in refused.stdout
+    # generated code is lint-clean where configbags is a third-party package
+    lint = run(project, sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F,I,UP,B",
+               "acme_engine/config")
+    assert lint.returncode == 0, lint.stdout
+
+
+def test_init_never_overwrites(project: Path) -> None:
+    assert run(project, str(BIN / "configbags"), "init").returncode == 0
+    again = run(project, str(BIN / "configbags"), "init")
+    assert again.returncode == 2 and "already has [tool.configbags]" in again.stderr
+
+
+def test_init_needs_a_project(tmp_path: Path) -> None:
+    lonely = run(tmp_path, str(BIN / "configbags"), "init")
+    assert lonely.returncode == 2 and "no pyproject.toml" in lonely.stderr
