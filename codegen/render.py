@@ -218,7 +218,7 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         groups=groups,
         registry_imports=_registry_imports({d.fn.partition(":")[0] for d in schema.derived}),
         accessor_exports=tuple(sorted(
-            [*(f"get_{t}" for t in top), "ConfigView", "ProcessConfigView", "get_context",
+            [*(f"get_{t}" for t in top), "ConfigView", "ProcessConfigView", "cfg", "get_context",
              "get_server_args", "publish", "runner_view"], key=export_order)),
         view_slots=tuple(sorted([*top, "server_args"])),
         bags_imports=import_block(

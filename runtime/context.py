@@ -176,6 +176,12 @@ class Context(Generic[V]):
     ) -> None:
         self.registry = registry
         self.view = view
+        # `cfg`, the module-level view generated packages export: the same slots, but an
+        # unreadable one holds an `Unread` that explains (or records) on attribute access,
+        # so `cfg.parallel.tp_size` is two slot loads and never a function call.
+        self.cfg: V = type(view)()
+        for slot in (*registry.top_level, RECORD_SLOT):
+            object.__setattr__(self.cfg, slot, Unread(self, slot))
         self.record_type = record_type  # the generated ServerArgs (rebuilds exported records)
         self.package = package
         if package is not None:
@@ -478,13 +484,14 @@ class Context(Generic[V]):
 
     # -- installing into the accessor view ----------------------------------------------
     def _install(self, state: State | None) -> None:
-        view = self.view
+        view, cfg = self.view, self.cfg
         old = self._state
         if state is None:
             self._state = None
             for slot in (*self.registry.top_level, RECORD_SLOT):
                 with suppress(AttributeError):
                     object.__delattr__(view, slot)
+                object.__setattr__(cfg, slot, Unread(self, slot))
             return
         allowed = self._visible(state)
         for ns in (*self.registry.top_level, RECORD_SLOT):
@@ -493,9 +500,11 @@ class Context(Generic[V]):
                 continue
             if ns in allowed:
                 object.__setattr__(view, ns, value)
+                object.__setattr__(cfg, ns, value)
             else:
                 with suppress(AttributeError):
                     object.__delattr__(view, ns)
+                object.__setattr__(cfg, ns, Unread(self, ns))
         # Last, so `state` (server_info, snapshot) is never older than what accessors return.
         self._state = state
 
@@ -555,6 +564,7 @@ class Context(Generic[V]):
             current = self.state
             value = _slot_value(current, name)
             object.__setattr__(self.view, name, value)
+            object.__setattr__(self.cfg, name, value)
             return value
 
     # -- scopes (tests) -------------------------------------------------------------------
@@ -714,6 +724,25 @@ def process_context(package: str | None = None, *, record: Any = None) -> Contex
         f"several generated config packages are loaded ({', '.join(sorted(c.package or '?' for c in candidates))}); "
         f"pass the context (or package=...) explicitly"
     )
+
+
+class Unread:
+    """Stands in a `cfg` slot whose namespace this process may not read yet (before publish;
+    outside the role's set in enforce mode; not yet recorded in record mode). Any attribute
+    read asks the context, which explains why or, in record mode, records, fills the slot
+    and answers."""
+
+    __slots__ = ("_context", "_slot")
+
+    def __init__(self, context: Context[Any], slot: str) -> None:
+        self._context = context
+        self._slot = slot
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context.missing(self._slot), name)
+
+    def __repr__(self) -> str:
+        return f"<unread config namespace {self._slot!r}>"
 
 
 class Restoring:

@@ -28,6 +28,7 @@ from .server_args import ServerArgs
 __all__ = [
     "ConfigView",
     "ProcessConfigView",
+    "cfg",
     "get_context",
     "get_core",
     "get_server_args",
@@ -65,6 +66,12 @@ _context: Context[ProcessConfigView] = Context(
     package=__package__,
 )
 _view = _context.view
+
+cfg: ProcessConfigView = _context.cfg
+"""The config in force, as one object: `cfg.parallel.tp_size` costs two slot loads, as
+cheap as a legacy `self.server_args.tp_size`, and is never stale: publish and every
+override refill its slots. Before publish (or outside the role's namespaces) a slot holds
+a stand-in whose attributes raise the same explaining errors as the accessors."""
 
 
 def publish(
