@@ -3,6 +3,7 @@ file against its JSON meta-schema. Nothing here knows what a leaf means."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import jsonschema
 import yaml
 
 from configbags.codegen.errors import SchemaError
+from configbags.runtime.leaftypes import closest
 
 # The meta-schemas of the schema language: part of the generator, packaged with it.
 META_DIR = Path(__file__).resolve().parent / "meta"
@@ -75,6 +77,11 @@ class SourceFile:
     path: Path
     display: str
     data: Marked
+    # Entries (`leaves`/`derived`/`ranks` names) that failed the meta-schema: the rest of the
+    # file is still built and checked, so one typo neither hides the file's other errors
+    # nor cascades into errors elsewhere. `intact` is False when the file's own shape is wrong.
+    broken: frozenset[str] = frozenset()
+    intact: bool = True
 
 
 def line_at(data: Any, path: Iterator[Any] | list[Any]) -> int:
@@ -111,7 +118,50 @@ def _describe(error: jsonschema.ValidationError) -> str:
         error.validator_value
     ):
         return f"{where}: give exactly one of 'default' or 'required: true'"
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = _properties(error)
+        unknown = sorted(k for k in error.instance if k not in allowed)
+        return f"{where}: unknown key{'s' if len(unknown) > 1 else ''} " + ", ".join(
+            f"{k!r}{closest(k, allowed)}" for k in unknown
+        )
     return f"{where}: {error.message}"
+
+
+def _properties(error: jsonschema.ValidationError) -> dict[str, Any]:
+    schema = error.schema
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    return props if isinstance(props, dict) else {}
+
+
+LEAF_KEYS = frozenset({"type", "default", "owner", "override", "help"})
+
+
+def _explained(errors: list[jsonschema.ValidationError]) -> list[jsonschema.ValidationError]:
+    """Drop errors that only restate another: a required key reported missing because it
+    was misspelled (the unknown-key error names it, with a did-you-mean)."""
+    misspelled: set[tuple[tuple[Any, ...], str]] = set()
+    for e in errors:
+        if e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            allowed = _properties(e)
+            for key in e.instance:
+                if key not in allowed and (match := difflib.get_close_matches(key, list(allowed), n=1, cutoff=0.6)):
+                    misspelled.add((tuple(e.absolute_path), match[0]))
+
+    def restates(e: jsonschema.ValidationError) -> bool:
+        instance, names = e.instance, e.validator_value
+        if e.validator != "required" or not isinstance(instance, dict) or not isinstance(names, list):
+            return False
+        return any((tuple(e.absolute_path), n) in misspelled for n in names if n not in instance)
+
+    return [e for e in errors if not restates(e)]
+
+
+def _leaf_under_ranks(data: Marked) -> list[str]:
+    """Names under `ranks:` that look like leaves: a leaf appended after the ranks block."""
+    ranks = data.get("ranks")
+    if not isinstance(ranks, dict):
+        return []
+    return [k for k, v in ranks.items() if isinstance(v, dict) and LEAF_KEYS & set(v) - {"help"}]
 
 
 def read_yaml(
@@ -135,17 +185,26 @@ def read_yaml(
     if not isinstance(data, Marked):
         errors.append(SchemaError(display, 1, "the file must hold a YAML mapping"))
         return None
-    found = False
-    for error in sorted(_meta(meta_dir, meta).iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
+    hint = f"see the schema language in configbags/codegen/meta/{meta}"
+    misplaced = _leaf_under_ranks(data)
+    for name in misplaced:
+        errors.append(SchemaError(
+            display, data["ranks"].line_of(name),
+            f"ranks.{name} looks like a leaf ({', '.join(sorted(LEAF_KEYS & set(data['ranks'][name])))}), "
+            f"but it sits under `ranks:`", leaf=name,
+            hint="move it under `leaves:` (a `ranks:` entry is a stamped `*_rank` with only `help`)",
+        ))
+    broken: set[str] = set(misplaced)
+    intact = True
+    found = _explained(list(_meta(meta_dir, meta).iter_errors(data)))
+    for error in sorted(found, key=lambda e: list(map(str, e.absolute_path))):
         path_list = list(error.absolute_path)
-        errors.append(
-            SchemaError(
-                display,
-                line_at(data, path_list),
-                _describe(error),
-                leaf=_leaf_of(path_list),
-                hint=f"see the schema language in configbags/codegen/meta/{meta}",
-            )
-        )
-        found = True
-    return None if found else SourceFile(path, display, data)
+        if path_list[:1] == ["ranks"] and (len(path_list) == 1 or path_list[1] in misplaced) and misplaced:
+            continue  # said above, once, with the fix
+        if len(path_list) >= 2 and path_list[0] in ("leaves", "derived", "ranks"):
+            broken.add(str(path_list[1]))
+        else:
+            intact = False
+        errors.append(SchemaError(display, line_at(data, path_list), _describe(error),
+                                  leaf=_leaf_of(path_list), hint=hint))
+    return SourceFile(path, display, data, frozenset(broken), intact)

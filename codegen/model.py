@@ -194,6 +194,10 @@ class _Builder:
         self.root = root
         self.meta = META_DIR
         self.errors: list[SchemaError] = []
+        # names whose declarations failed the meta-schema: already reported, so checks that
+        # refer to them stay quiet instead of cascading
+        self.broken: set[str] = set()
+        self.unread = False  # a namespace file could not be read or has the wrong shape
 
     def display(self, path: Path) -> str:
         return f"{self.root.name}/{path.relative_to(self.root).as_posix()}"
@@ -204,6 +208,11 @@ class _Builder:
     def read(self, path: Path, meta: str) -> SourceFile | None:
         return read_yaml(path, self.display(path), self.meta, meta, self.errors)
 
+    def read_whole(self, path: Path, meta: str) -> SourceFile | None:
+        """A file used only if it is entirely valid (roles, ratchet)."""
+        src = self.read(path, meta)
+        return src if src is not None and src.intact and not src.broken else None
+
     # -- the whole folder ------------------------------------------------------------
     def build(self) -> Schema:
         files = sorted((self.root / "namespaces").glob("*.yaml"))
@@ -212,13 +221,21 @@ class _Builder:
                 SchemaError(f"{self.root.name}/namespaces", 1, "no namespace files found",
                             hint="add schema/namespaces/<namespace>.yaml files")
             )
-        namespaces = [ns for f in files if (src := self.read(f, "namespace.schema.json"))
-                      and (ns := self.namespace(src))]
+        namespaces = []
+        for f in files:
+            src = self.read(f, "namespace.schema.json")
+            ns = self.namespace(src) if src is not None else None
+            if ns is None:
+                self.unread = True  # its names are unknown: don't call references to them wrong
+            else:
+                namespaces.append(ns)
         roles_src = self._required_file("roles.yaml", "roles.schema.json")
         ratchet_path = self.root / "ratchet.yaml"
-        ratchet_src = self.read(ratchet_path, "ratchet.schema.json") if ratchet_path.exists() else None
+        ratchet_src = self.read_whole(ratchet_path, "ratchet.schema.json") if ratchet_path.exists() else None
         namespaces.sort(key=lambda ns: ns.path)
-        roles = self.roles(roles_src, namespaces) if roles_src else ()
+        # a namespace whose file exists counts as known, valid or not (no follow-on errors)
+        present_top = {f.stem for f in files if "." not in f.stem}
+        roles = self.roles(roles_src, namespaces, present_top) if roles_src else ()
         # parents count as present when their file exists, valid or not (no follow-on errors)
         self.check_namespaces(namespaces, {f.stem for f in files})
         self.check_leaves(namespaces, {r.name for r in roles})
@@ -237,11 +254,14 @@ class _Builder:
             self.errors.append(SchemaError(self.display(path), 1, f"{name} is missing",
                                            hint=f"every schema folder needs {name}; see configbags/codegen/meta/{meta}"))
             return None
-        return self.read(path, meta)
+        return self.read_whole(path, meta)
 
     # -- one namespace file ----------------------------------------------------------
     def namespace(self, src: SourceFile) -> Namespace | None:
+        if not src.intact:
+            return None  # its shape is wrong (reported); the file still counts as present
         data = src.data
+        self.broken.update(src.broken)
         path = data["namespace"]
         where = Where(src.display, data.line_of("namespace"))
         if src.path.stem != path:
@@ -249,14 +269,15 @@ class _Builder:
                        hint=f"rename the file to {path}.yaml or fix `namespace:`")
         leaves = tuple(
             self.leaf(src, path, name, spec, data["leaves"].line_of(name))
-            for name, spec in data["leaves"].items()
+            for name, spec in data["leaves"].items() if name not in src.broken
         )
         derived = tuple(
             self.derived_value(src, path, name, spec, data["derived"].line_of(name))
-            for name, spec in data.get("derived", {}).items()
+            for name, spec in data.get("derived", {}).items() if name not in src.broken
         )
         ranks = tuple(
-            Rank(name, spec["help"], Where(src.display, spec.line)) for name, spec in data.get("ranks", {}).items()
+            Rank(name, spec["help"], Where(src.display, spec.line))
+            for name, spec in data.get("ranks", {}).items() if name not in src.broken
         )
         return Namespace(path, data["doc"], leaves, derived, ranks, where)
 
@@ -400,7 +421,9 @@ class _Builder:
             else:
                 self._check_value(leaf, "fallback", leaf.fallback)
         if leaf.capacity is not None:
-            if leaf.capacity not in numeric:
+            if self._maybe_declared(leaf.capacity) and leaf.capacity not in numeric:
+                pass  # it may be declared where an error is already reported
+            elif leaf.capacity not in numeric:
                 bad(f"capacity {leaf.capacity!r} is not a leaf or derived value",
                     "name the leaf that bounds this one", "capacity")
             elif not numeric[leaf.capacity]:
@@ -411,6 +434,11 @@ class _Builder:
             if leaf.policy is Policy.STARTUP:
                 bad("a capacity bounds overrides, but this leaf is `override: startup`",
                     "make it load_time/runtime or remove `capacity`", "capacity")
+
+    def _maybe_declared(self, name: str) -> bool:
+        """Whether `name` may be declared in a part of the schema that failed to load (so
+        an unknown-name error about it would only restate an error already reported)."""
+        return self.unread or name in self.broken
 
     def _check_value(self, leaf: Leaf, what: str, value: Any) -> None:
         try:
@@ -425,7 +453,7 @@ class _Builder:
         derived = {d.name: d for ns in namespaces for d in ns.derived}
         for d in derived.values():
             for name in d.inputs:
-                if name not in leaves and name not in derived:
+                if name not in leaves and name not in derived and not self._maybe_declared(name):
                     self.error(d.where, f"unknown derived input {name!r}", d.name,
                                "inputs must name leaves or other derived values")
             self._check_fn(d)
@@ -456,20 +484,21 @@ class _Builder:
             self.error(d.where, f"fn {d.fn!r}: module {module_name!r} has no function {attr!r}", d.name,
                        "point `fn` at an importable module:function")
 
-    def roles(self, src: SourceFile, namespaces: list[Namespace]) -> tuple[Role, ...]:
+    def roles(self, src: SourceFile, namespaces: list[Namespace], present: set[str]) -> tuple[Role, ...]:
         top = sorted(ns.path for ns in namespaces if "." not in ns.path)
+        known = present.union(top)
         out = []
         for name, spec in src.data["roles"].items():
             reads_all = spec["reads"] == "all"
             reads = tuple(top) if reads_all else tuple(sorted(spec["reads"]))
             for ns in () if reads_all else reads:
-                if ns not in top:
+                if ns not in known:
                     self.error(Where(src.display, spec.line_of("reads")), f"role {name!r} reads unknown namespace {ns!r}", None,
                                f"use top-level namespaces: {', '.join(top)}")
             audits = []
             for audit in spec.get("audits", ()):
                 for ns in audit["observed"]:
-                    if ns not in top:
+                    if ns not in known:
                         self.error(Where(src.display, audit.line_of("observed")), f"audit of role {name!r} observed unknown "
                                    f"namespace {ns!r}", None, f"use top-level namespaces: {', '.join(top)}")
                 audits.append(Audit(audit["date"], audit["workload"], tuple(sorted(audit["observed"])),

@@ -140,3 +140,57 @@ def test_all_errors_come_out_in_one_run(tmp_path: Path, capsys: pytest.CaptureFi
     assert "below the minimum" in err
     assert "'nobody' is not a role" in err
     assert not (tmp_path / "out").exists()
+
+
+# -- structural mistakes stay local: no cascade into other files, no hidden errors -------
+
+def _errors(schema: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    assert generate(schema, tmp_path / "out") == 2
+    return [line.strip() for line in capsys.readouterr().err.splitlines()[1:]]
+
+
+def test_a_misspelled_key_is_one_error_with_a_suggestion(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_case("tiny", tmp_path)
+    core = schema / CORE
+    core.write_text(core.read_text().replace("    help: How many lanes", "    hlep: How many lanes"))
+    errors = _errors(schema, tmp_path, capsys)
+    assert len(errors) == 1, errors
+    assert "core.yaml:4" in errors[0] and "unknown key 'hlep' (did you mean 'help'?)" in errors[0]
+
+
+def test_a_broken_leaf_hides_neither_the_files_other_errors_nor_causes_new_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = copy_case("tiny", tmp_path)
+    core = schema / CORE
+    # width is misspelled (and feeds the derived width_root); ratio's fallback breaks its max
+    text = core.read_text().replace("    help: How many lanes", "    hlep: How many lanes")
+    core.write_text(text.replace("    fallback: 0.5\n", "    fallback: 5.0\n"))
+    errors = _errors(schema, tmp_path, capsys)
+    assert any("'hlep'" in e for e in errors), errors
+    assert any("fallback 5.0 is invalid" in e and "leaf 'ratio'" in e for e in errors), errors
+    assert not any("width_root" in e or "roles.yaml" in e for e in errors), errors
+    assert len(errors) == 2, errors
+
+
+def test_broken_yaml_does_not_cascade_into_roles(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_case("tiny", tmp_path)
+    core = schema / CORE
+    core.write_text(core.read_text().replace("  width:\n    type: int", "  width:\n    type: [int"))
+    errors = _errors(schema, tmp_path, capsys)
+    assert len(errors) == 1 and "YAML error" in errors[0], errors
+
+
+def test_a_leaf_appended_after_ranks_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_case("tiny", tmp_path)
+    tune = schema / TUNE
+    tune.write_text(tune.read_text().rstrip("\n") + "\nranks:\n  lane_rank:\n    help: Which lane.\n"
+                    "  extra:\n    type: int\n    default: 1\n    help: x\n    owner: boss\n    override: startup\n")
+    errors = _errors(schema, tmp_path, capsys)
+    assert len(errors) == 1, errors
+    assert "ranks.extra looks like a leaf" in errors[0] and "move it under `leaves:`" in errors[0]
+
+
+def test_a_missing_schema_folder_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert generate(tmp_path / "nope", tmp_path / "out") == 2
+    assert "schema folder" in capsys.readouterr().err and "does not exist" in capsys.readouterr().err + "does not exist"
