@@ -85,7 +85,7 @@ def bag_with_membership(bag: Any) -> Any:
 
 
 class ParallelContextLike:
-    """SGLang's ParallelContext read path, as seeds/004 quotes it: config leaves reached
+    """SGLang's ParallelContext read path: config leaves reached
     through __getattr__ after the normal lookup misses, then a membership test on the bag."""
 
     __slots__ = ("_config", "_overrides")

@@ -9,7 +9,7 @@ role machinery at all, a module function returning a slot of a plain `__slots__`
 that holds the very same bag. The read is `get_parallel().tp_size` by a `dp_controller`
 (whose declared set includes `parallel`, so enforce mode measures an allowed read).
 
-Goals (issue 5): off at most 1.05x, enforce at most 1.2x for allowed reads; record is
+Goals: off at most 1.05x, enforce at most 1.2x for allowed reads; record is
 printed (its steady-state read, and the one-time first read that appends a line).
 Exits 0 whatever the figures, unless --strict.
 

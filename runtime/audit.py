@@ -12,8 +12,8 @@ then proposes audit records as YAML to paste under each role's `audits:`.
 
 The proposal never narrows a declared set: a record-mode run only shows what one workload
 touched, and a namespace it did not touch may still be read by a shape it did not exercise
-(seed 000: the 2026-08-06 tokenizer run observed exactly {serving}, yet multimodal, LoRA,
-disaggregated and gRPC shapes were not covered, so the full set stayed). Narrowing `reads`
+(the 2026-08-06 tokenizer audit in schema/roles.yaml observed exactly {serving}, yet
+multimodal, LoRA, disaggregated and gRPC shapes were not covered, so the full set stayed). Narrowing `reads`
 is a human edit of `schema/roles.yaml` followed by `make gen`; this command only writes to
 stdout (and, for `record`, the observation file).
 """

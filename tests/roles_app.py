@@ -26,7 +26,7 @@ def tokenizer() -> None:
     from configbags.generated.accessors import get_serving
 
     _publish("tokenizer")
-    # Like the 2026-08-06 text-model audit in seed 000: only the HTTP front end.
+    # Like the 2026-08-06 text-model tokenizer audit: only the HTTP front end.
     for _ in range(3):
         assert get_serving().port > 0
 

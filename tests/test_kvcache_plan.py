@@ -772,7 +772,7 @@ def test_budget_error_names_the_mem_fraction_static_that_fits_one_request() -> N
 
 
 def test_budget_error_when_no_fraction_fits_the_full_context() -> None:
-    # The reviewer's case: at the full 131072 context one request needs 131072 x 163840 B =
+    # The operator's case: at the full 131072 context one request needs 131072 x 163840 B =
     # 20 GiB, more than the 14.29 GiB left after the weights even at mem_fraction_static 1.0;
     # the old message suggested 0.822, which led straight to a 339-token pool.
     with pytest.raises(BudgetError) as err:
