@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import-dataclass": ("configbags.migrate.importer", "turn a dataclass ServerArgs into schema YAML"),
     "audit": ("configbags.runtime.audit", "record and report which namespaces each role reads"),
     "plan": ("configbags.runtime.plan", "how much KV cache a model gets on a device, and why"),
+    "serve": ("configbags.serve.cli", "publish the config and serve the operator's HTTP config API"),
 }
 
 
