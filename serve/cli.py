@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+from types import FrameType
 from typing import Any
 
 from configbags.runtime.context import Context, process_context
@@ -87,7 +89,12 @@ def main(argv: list[str] | None = None) -> int:
                                 log_level=args.log_level, access_log=False, timeout_graceful_shutdown=5)
         print(f"configbags serve: http://{host}:{port} ({args.ranks} rank(s); operator may change "
               f"{len(door.writable)} leaves)", file=sys.stderr, flush=True)
-        uvicorn.Server(config).run()  # returns after SIGTERM / SIGINT, once requests finish
+        # uvicorn shuts down on SIGTERM/SIGINT, then restores these handlers and re-raises the
+        # signal to them; left at the defaults, that would kill the process (-15) after a
+        # clean shutdown, or print a KeyboardInterrupt traceback.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _stopped)
+        uvicorn.Server(config).run()  # returns once in-flight requests finish
     except ConfigError as exc:
         print(f"configbags serve: {exc}", file=sys.stderr)
         return 2
@@ -95,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         if ranks is not None:
             ranks.stop()
     return 0
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    """Re-raised by uvicorn after its graceful shutdown: nothing left to do."""
 
 
 def _start_ranks(context: Context[Any], package: str, record: Any, args: argparse.Namespace) -> Any:

@@ -42,6 +42,7 @@ ADMIN_KEY_LEAF = "admin_api_key"  # PATCH needs this key; unset disables PATCH
 KEY_LEAVES = (API_KEY_LEAF, ADMIN_KEY_LEAF)
 REDACTED = "<redacted>"
 MAX_SOURCE_CHARS = 200
+MAX_DEPTH = 32  # JSON nesting a PATCH body may have; config values need far less
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
 # status of each refusal the context raises; the first matching class wins
@@ -121,6 +122,9 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
         raise _bad_body(f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise _bad_body(f"the body is a JSON {type(data).__name__}, not an object")
+    if _too_deep(data, MAX_DEPTH):
+        # checked here, without recursion, so no value checker recurses that deep either
+        raise _bad_body(f"the JSON body is nested too deeply (more than {MAX_DEPTH} levels)")
     extra = sorted(set(data) - {"source", "leaves"})
     if extra:
         raise _bad_body(f"unknown key(s) {', '.join(map(repr, extra))} in the body")
@@ -135,6 +139,17 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
     if not isinstance(leaves, dict) or not leaves:
         raise _bad_body("`leaves` must be a non-empty object of leaf names to new values")
     return source, leaves
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return False
+
 
 def _bad_body(message: str) -> DoorError:
     return DoorError(400, "bad_request", message,
