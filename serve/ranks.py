@@ -17,19 +17,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from configbags.runtime import dist
 from configbags.runtime.context import Context, OverrideEntry, process_context
 from configbags.runtime.errors import ConfigError, DistributedConfigError
 
+if TYPE_CHECKING:
+    from configbags.runtime import dist
+
 OP_KEY = "serve/op/{}"
 JOIN_TIMEOUT_S = 120.0  # workers import torch before they join: slow on a loaded machine
-POLL_S = 0.5  # how often an idle worker checks that the server is still there
+POLL_S = 1.0  # how often an idle worker checks that the server is still there
 
 
 class RankGroup:
@@ -48,16 +51,22 @@ class RankGroup:
         self._op = 0
 
     def start(self, record: Any, *, role: str) -> None:
-        """Start the workers, join the group, publish `record` on every rank and seal."""
-        store = dist.connect_store("127.0.0.1:0", is_master=True, timeout=JOIN_TIMEOUT_S)
-        addr = f"127.0.0.1:{store.port}"  # type: ignore[attr-defined]  # TCPStore has it
+        """Start the workers, join the group, publish `record` on every rank and seal.
+        The workers start before this process imports torch, so the imports (seconds each)
+        overlap."""
+        addr = f"127.0.0.1:{_free_port()}"
         for rank in range(1, self.world_size):
             self.procs.append(subprocess.Popen(
                 [sys.executable, "-m", "configbags.serve.ranks", "--package", self.package,
                  "--rank", str(rank), "--world-size", str(self.world_size), "--init-addr", addr,
                  "--parent", str(os.getpid())],
                 stdin=subprocess.DEVNULL,
+                # an idle worker's waits time out every POLL_S, which c10d logs as a warning
+                env={**os.environ, "TORCH_CPP_LOG_LEVEL": os.environ.get("TORCH_CPP_LOG_LEVEL", "ERROR")},
             ))
+        from configbags.runtime import dist
+
+        store = dist.connect_store(addr, is_master=True, timeout=JOIN_TIMEOUT_S)
         dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo",
                                      timeout=JOIN_TIMEOUT_S, context=self.context)
         dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
@@ -112,6 +121,8 @@ class RankGroup:
 
 def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int) -> int:
     """One worker rank: adopt the config from rank 0, then follow its operations."""
+    from configbags.runtime import dist
+
     context = process_context(package)
     dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, backend="gloo",
                                  timeout=JOIN_TIMEOUT_S, context=context)
@@ -140,6 +151,13 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
                 return 0
         except ConfigError:
             pass  # raised on rank 0 too, which answers the request; nothing changed here
+
+
+def _free_port() -> int:
+    # bound and released: rank 0's store binds it a moment later (a clash fails the start loudly)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _store_alive(store: Any, key: str) -> bool:
