@@ -664,7 +664,6 @@ class Context(Generic[V]):
         calls: dict[tuple[int, str], list[OverrideEntry]] = {}
         for entry in old_log:
             calls.setdefault((entry.epoch, entry.source), []).append(entry)
-        role = self.registry.roles[state.role]
         for (_, source), entries in calls.items():
             wanted: dict[str, Any] = {}
             for e in entries:
@@ -673,7 +672,7 @@ class Context(Generic[V]):
                 # record), so an override that was later undone is undone again.
                 if _with_fallback(spec, e.new) == state.values[e.leaf]:
                     subsumed.append(e)  # nothing lost: the new state already says the same
-                elif spec.owner != state.role and not role.write_any:
+                elif not self.registry.may_write(state.role, spec):
                     dropped.append(Dropped(e, f"{spec.namespace}.{e.leaf} is owned by {spec.owner!r}; "
                                               f"this process now publishes as {state.role!r}"))
                 else:

@@ -116,6 +116,10 @@ def _start_ranks(context: Context[Any], package: str, record: Any, args: argpars
     ranks = RankGroup(context, package, args.ranks, timeout=args.rank_timeout)
     try:
         ranks.start(record, role=args.role)
+    except ConfigError as exc:
+        ranks.stop(grace_s=0.5)
+        raise ConfigError(f"{exc}; with --ranks {args.ranks}, give parallel sizes whose product is "
+                          f"{args.ranks} (e.g. --tp-size {args.ranks})") from None
     except BaseException:
         ranks.stop(grace_s=0.5)
         raise

@@ -111,6 +111,19 @@ def test_acting_as_checks_the_writer_role_not_the_process_role(config_scope: Con
         ctx.acting_as("operater")
 
 
+def test_republish_keeps_overrides_the_new_role_may_write_as_a_writer(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="operator")
+    ctx.override("http", speculative_accept_threshold_acc=0.5)  # operator is a writer
+    ctx.override("http", weight_version="v2")
+    ctx.publish(record, role="operator")
+    assert ctx.republish_report is not None and not ctx.republish_report.dropped
+    assert get_spec().speculative_accept_threshold_acc == 0.5
+    ctx.publish(record, role="launcher")  # neither owner nor writer: dropped, with the reason
+    dropped = {d.entry.leaf: d.reason for d in ctx.republish_report.dropped}
+    assert set(dropped) == {"speculative_accept_threshold_acc", "weight_version"}
+    assert "now publishes as 'launcher'" in dropped["weight_version"]
+
+
 def test_acting_as_holds_for_its_own_thread_only(config_scope: Context[Any], record: ServerArgs) -> None:
     ctx = config_scope.publish(record, role="launcher")
     errors: list[BaseException] = []

@@ -82,3 +82,17 @@ def test_a_patch_reaches_every_rank_and_an_unreachable_rank_is_named(server: Ser
         assert explained["value"] == 0.5 and len(explained["overrides"]) == 1
     assert server.terminate() == 0
 
+
+
+def test_ranks_that_do_not_match_the_layout_exit_2_naming_the_fix() -> None:
+    import subprocess
+    import sys
+
+    from serve_server import REPO, free_port
+
+    done = subprocess.run(
+        [sys.executable, "-m", "configbags", "serve", "--ranks", "2", "--model-path", "m", "--port", str(free_port())],
+        cwd=REPO, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "the group has 2" in done.stderr and "--tp-size 2" in done.stderr
