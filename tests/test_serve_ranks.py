@@ -21,7 +21,8 @@ ADMIN = auth(ADMIN_KEY)
 
 @pytest.fixture
 def server() -> Iterator[Server]:
-    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY)
+    # two processes import torch on a shared machine: give the start room
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, start_timeout=240)
     try:
         yield srv
     finally:
