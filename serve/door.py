@@ -56,6 +56,7 @@ _STATUS: tuple[tuple[type[ConfigError], int, str], ...] = (
     (DistributedConfigError, 503, "rank_unreachable"),
 )
 
+
 @attrs.frozen
 class DoorError(Exception):
     """A refused request: the status, a stable error code, a message naming the leaf, the
@@ -79,13 +80,16 @@ class DoorError(Exception):
     def __str__(self) -> str:
         return f"{self.status} {self.code}: {self.message}"
 
+
 def is_secret(spec: LeafSpec) -> bool:
     """Whether a leaf's value must never leave the process: the schema's `secret: true`
     where the schema language has it, and the leaves the door reads its keys from."""
     return bool(getattr(spec, "secret", False)) or spec.name in KEY_LEAVES
 
+
 def secret_leaves(registry: Registry) -> frozenset[str]:
     return frozenset(name for name, spec in registry.leaves.items() if is_secret(spec))
+
 
 def redact(info: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
     """`info` (a server_info() or explain() readback, changed in place and returned) with
@@ -108,6 +112,7 @@ def redact(info: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
         if entry.get("leaf") in secrets:
             entry["old"], entry["new"] = hide(entry["old"]), hide(entry["new"])
     return info
+
 
 def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
     """The `{"source": ..., "leaves": {...}}` of a PATCH body (already size-limited), or a
@@ -140,6 +145,7 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
         raise _bad_body("`leaves` must be a non-empty object of leaf names to new values")
     return source, leaves
 
+
 def _too_deep(value: Any, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
@@ -156,6 +162,7 @@ def _bad_body(message: str) -> DoorError:
                      'send {"source": "<who asks>", "leaves": {"<leaf>": <value>}} as JSON '
                      "(GET /openapi.json describes the leaves you may change)")
 
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -164,8 +171,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out[key] = value
     return out
 
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
 
 def _bearer(header: str | None) -> str | None:
     if header is None:
@@ -173,9 +182,11 @@ def _bearer(header: str | None) -> str | None:
     scheme, _, token = header.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
+
 def _matches(given: str, expected: str) -> bool:
     # constant time, so response timing does not reveal how much of a guess was right
     return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8"))
+
 
 class Door:
     """The operator API over one process context, and over every rank when `ranks` is
@@ -324,12 +335,14 @@ class Door:
                          "nothing was applied; restart the rank(s) named (or the server) and retry",
                          ranks=named)
 
+
 def _named_leaf(message: str, leaves: Mapping[str, Any]) -> str | None:
     """The requested leaf a context message is about (messages name it as `ns.leaf`)."""
     for name in leaves:
         if re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", message):
             return name
     return None
+
 
 def _ranks_in(message: str) -> list[int]:
     """The rank numbers a DistributedConfigError message names (`rank(s) 1, 3 of 4`)."""

@@ -84,7 +84,6 @@ def test_a_patch_reaches_every_rank_and_an_unreachable_rank_is_named(server: Ser
     assert server.terminate() == 0
 
 
-
 def test_ranks_that_do_not_match_the_layout_exit_2_naming_the_fix() -> None:
     import subprocess
     import sys
