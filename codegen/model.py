@@ -67,6 +67,7 @@ class Leaf:
     capacity: str | None
     deprecated: str | None
     where: Where  # the line of the leaf's name
+    writers: tuple[str, ...] = ()  # roles besides the owner that may override it
     lines: dict[str, int] = attrs.field(factory=dict, eq=False, repr=False)  # property -> line
 
     def at(self, prop: str) -> Where:
@@ -309,6 +310,7 @@ class _Builder:
             capacity=spec.get("capacity"),
             deprecated=spec.get("deprecated"),
             where=where,
+            writers=tuple(spec.get("writers", ())),
             lines=dict(spec.key_lines),
         )
 
@@ -388,6 +390,15 @@ class _Builder:
 
         if roles and leaf.owner not in roles:
             bad(f"owner {leaf.owner!r} is not a role in roles.yaml", f"use one of {', '.join(sorted(roles))}", "owner")
+        for writer in leaf.writers:
+            if roles and writer not in roles:
+                bad(f"writer {writer!r} is not a role in roles.yaml", f"use one of {', '.join(sorted(roles))}", "writers")
+            elif writer == leaf.owner:
+                bad(f"writer {writer!r} is the owner, which always writes the leaf", f"remove {writer!r} from `writers`",
+                    "writers")
+        if leaf.writers and leaf.policy is Policy.STARTUP:
+            bad("`writers` may override the leaf, but it is `override: startup` (fixed at publish)",
+                "make it load_time/runtime or remove `writers`", "writers")
         base = leaf.type.base
         if leaf.choices is not None and base in ("bool", "json"):
             bad(f"choices make no sense for type {leaf.type}", "remove `choices`", "choices")

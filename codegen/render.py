@@ -380,6 +380,8 @@ def _leaf(leaf: Leaf) -> LeafSpellings:
         Kwarg("hash", py(leaf.hash)),
         Kwarg("capacity", py(leaf.capacity)),
         Kwarg("flags", py(leaf.cli.flags if leaf.cli else ())),
+        # only when declared, so the registry of a schema without writers reads as before
+        *((Kwarg("writers", py(leaf.writers)),) if leaf.writers else ()),
     )
     flags = leaf.cli.flags if leaf.cli else ()
     return LeafSpellings(
@@ -398,7 +400,7 @@ def _leaf(leaf: Leaf) -> LeafSpellings:
         md_default="**required**" if leaf.required else f"`{md(_shown_default(leaf))}`"
         + (f" (fallback `{md(leaf.fallback)}`)" if leaf.has_fallback else ""),
         md_policy=leaf.policy.value + (f" (≤ `{md(leaf.capacity)}`)" if leaf.capacity else ""),
-        md_owner=leaf.owner,
+        md_owner=leaf.owner + "".join(f", {md(w)}" for w in leaf.writers),
         md_help=md(leaf.help) + (f" **Deprecated:** {md(leaf.deprecated)}" if leaf.deprecated else ""),
         md_hash="yes" if leaf.hash else "no",
     )

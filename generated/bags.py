@@ -542,6 +542,8 @@ class Serving:
     """Version label of the weights being served; updated at runtime when weights are swapped."""
     api_key: str | None
     """API key that clients must send as a bearer token. Unset means no authentication."""
+    admin_api_key: str | None
+    """Key that administrative requests (PATCH /config of configbags serve) must send as a bearer token. Unset disables them."""
     chat_template: str | None
     """Built-in chat template name or path to a template file. Unset uses the tokenizer's own template."""
     reasoning_parser: str | None

@@ -47,6 +47,7 @@ MIN_FILES: int = 5
 ALLOWLIST: tuple[AllowEntry, ...] = ()
 
 ACCESSORS: dict[str, str] = {
+    "admin_api_key": "get_serving().admin_api_key",
     "api_key": "get_serving().api_key",
     "attention_backend": "get_exec().kernel.attention_backend",
     "attn_cp_size": "get_parallel().attn_cp_size",

@@ -2309,6 +2309,7 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--chunked-prefill-size",),
+        writers=("operator",),
     ),
     "max_prefill_tokens": LeafSpec(
         name="max_prefill_tokens",
@@ -2641,6 +2642,7 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--weight-version",),
+        writers=("operator",),
     ),
     "api_key": LeafSpec(
         name="api_key",
@@ -2658,6 +2660,23 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--api-key",),
+    ),
+    "admin_api_key": LeafSpec(
+        name="admin_api_key",
+        namespace="serving",
+        type=TypeSpec("str", True),
+        default=None,
+        required=False,
+        has_fallback=False,
+        fallback=None,
+        choices=None,
+        minimum=None,
+        maximum=None,
+        owner="launcher",
+        policy=Policy.STARTUP,
+        hash=False,
+        capacity=None,
+        flags=("--admin-api-key",),
     ),
     "chat_template": LeafSpec(
         name="chat_template",
@@ -2811,6 +2830,7 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity="max_speculative_num_draft_tokens",
         flags=("--speculative-num-draft-tokens",),
+        writers=("operator",),
     ),
     "speculative_accept_threshold_single": LeafSpec(
         name="speculative_accept_threshold_single",
@@ -2828,6 +2848,7 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-accept-threshold-single",),
+        writers=("operator",),
     ),
     "speculative_accept_threshold_acc": LeafSpec(
         name="speculative_accept_threshold_acc",
@@ -2845,6 +2866,7 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--speculative-accept-threshold-acc",),
+        writers=("operator",),
     ),
     "speculative_attention_mode": LeafSpec(
         name="speculative_attention_mode",
@@ -3379,6 +3401,7 @@ NAMESPACES: dict[str, NamespaceSpec] = {
             "skip_tokenizer_init",
             "weight_version",
             "api_key",
+            "admin_api_key",
             "chat_template",
             "reasoning_parser",
             "tool_call_parser",

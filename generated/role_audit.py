@@ -60,6 +60,22 @@ ROLE_NAMESPACE_SETS: dict[str, frozenset[str]] = {
             "spec",
         )
     ),
+    "operator": frozenset(
+        (
+            "device",
+            "disagg",
+            "exec",
+            "lora",
+            "memory",
+            "mm",
+            "model",
+            "observability",
+            "parallel",
+            "schedule",
+            "serving",
+            "spec",
+        )
+    ),
     "scheduler": frozenset(
         (
             "device",
@@ -136,6 +152,7 @@ ROLE_AUDITS: dict[str, tuple[AuditRecord, ...]] = {
     "detokenizer": (),
     "dp_controller": (),
     "launcher": (),
+    "operator": (),
     "scheduler": (),
     "test": (),
     "tokenizer": (

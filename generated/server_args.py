@@ -330,6 +330,8 @@ class ServerArgs:
     """Version label of the weights being served; updated at runtime when weights are swapped."""
     api_key: str | None = None
     """API key that clients must send as a bearer token. Unset means no authentication."""
+    admin_api_key: str | None = None
+    """Key that administrative requests (PATCH /config of configbags serve) must send as a bearer token. Unset disables them."""
     chat_template: str | None = None
     """Built-in chat template name or path to a template file. Unset uses the tokenizer's own template."""
     reasoning_parser: str | None = None
@@ -1823,6 +1825,14 @@ class ServerArgs:
             default=argparse.SUPPRESS,
             help="API key that clients must send as a bearer token. Unset means no authentication. (default: None)",
             metavar="API_KEY",
+        )
+        group.add_argument(
+            "--admin-api-key",
+            dest="admin_api_key",
+            type=str,
+            default=argparse.SUPPRESS,
+            help="Key that administrative requests (PATCH /config of configbags serve) must send as a bearer token. Unset disables them. (default: None)",
+            metavar="ADMIN_API_KEY",
         )
         group.add_argument(
             "--chat-template",

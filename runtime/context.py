@@ -12,6 +12,7 @@ fills at install time; role scoping acts there too, so an allowed read costs not
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib
 import json
@@ -194,6 +195,11 @@ class Context(Generic[V]):
         self._observed: set[tuple[str, str]] = set()
         self._hash_cache: tuple[State, str] | None = None
         self.republish_report: RepublishReport | None = None
+        # The role overrides are checked as, when not the process's own (see acting_as). A
+        # context variable, so it holds for one thread or task and never leaks to another.
+        self._writer: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+            f"configbags_writer_{id(self)}", default=None
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
     def publish(self, record: Any, *, role: str, ranks: Ranks | None = None) -> Context[V]:
@@ -329,6 +335,14 @@ class Context(Generic[V]):
                              e.source, e.namespace, e.leaf, e.old, e.new, e.epoch)
             return entries
 
+    def acting_as(self, role: str) -> ActingAs:
+        """Check the overrides made in this block (in this thread or task) as written by
+        `role`, not by the process's role: an HTTP config API in the tokenizer process writes
+        for the `operator`, so only leaves whose schema names `operator` as owner or writer
+        pass. Policy, type, range and capacity checks are unchanged."""
+        self._check_role(role, "acting_as")
+        return ActingAs(self._writer, role)
+
     def _validate(
         self, state: State, leaves: Mapping[str, Any], *, source: str, check_policy: bool
     ) -> dict[str, Any]:
@@ -375,12 +389,14 @@ class Context(Generic[V]):
                 f"override of {where} from {source!r} refused: the context was sealed at the end of "
                 f"model load; resolve it before seal() or declare it `override: runtime`"
             )
-        role = self.registry.roles.get(state.role)
-        if state.role != spec.owner and not (role and role.write_any):
+        writer = self._writer.get()
+        if not self.registry.may_write(writer or state.role, spec):
+            who = f"it is written as role {writer!r}" if writer else f"this process has role {state.role!r}"
+            allowed = f"the owner role {spec.owner!r}" + "".join(f" or writer {w!r}" for w in spec.writers)
             raise OwnerError(
-                f"override of {where} from {source!r} refused: this process has role "
-                f"{state.role!r}, and only the owner role {spec.owner!r} may write it; do it in "
-                f"the {spec.owner} process or change `owner:` in the schema"
+                f"override of {where} from {source!r} refused: {who}, and only {allowed} may "
+                f"write it; do it in the {spec.owner} process, or name the role in the leaf's "
+                f"`writers:` in the schema"
             )
 
     def _check_capacity(self, state: State, spec: LeafSpec, new: Any, batch: Mapping[str, Any]) -> None:
@@ -658,7 +674,6 @@ class Context(Generic[V]):
         calls: dict[tuple[int, str], list[OverrideEntry]] = {}
         for entry in old_log:
             calls.setdefault((entry.epoch, entry.source), []).append(entry)
-        role = self.registry.roles[state.role]
         for (_, source), entries in calls.items():
             wanted: dict[str, Any] = {}
             for e in entries:
@@ -667,7 +682,7 @@ class Context(Generic[V]):
                 # record), so an override that was later undone is undone again.
                 if _with_fallback(spec, e.new) == state.values[e.leaf]:
                     subsumed.append(e)  # nothing lost: the new state already says the same
-                elif spec.owner != state.role and not role.write_any:
+                elif not self.registry.may_write(state.role, spec):
                     dropped.append(Dropped(e, f"{spec.namespace}.{e.leaf} is owned by {spec.owner!r}; "
                                               f"this process now publishes as {state.role!r}"))
                 else:
@@ -743,6 +758,23 @@ class Unread:
 
     def __repr__(self) -> str:
         return f"<unread config namespace {self._slot!r}>"
+
+
+class ActingAs:
+    """The block of `Context.acting_as`: sets the writer role on enter, restores the earlier
+    one on exit (a class, like Restoring, so only __exit__ restores)."""
+
+    def __init__(self, var: contextvars.ContextVar[str | None], role: str) -> None:
+        self._var = var
+        self._role = role
+        self._tokens: list[contextvars.Token[str | None]] = []
+
+    def __enter__(self) -> str:
+        self._tokens.append(self._var.set(self._role))
+        return self._role
+
+    def __exit__(self, *exc: object) -> None:
+        self._var.reset(self._tokens.pop())
 
 
 class Restoring:

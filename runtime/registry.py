@@ -28,6 +28,7 @@ class LeafSpec:
     hash: bool
     capacity: str | None
     flags: tuple[str, ...]
+    writers: tuple[str, ...] = ()  # roles besides the owner that may override it (schema `writers:`)
 
 
 @attrs.frozen
@@ -101,6 +102,17 @@ class Registry:
         hashed = [n for n, s in self.leaves.items() if s.hash]
         hashed += [n for n, d in self.derived.items() if d.hash]
         object.__setattr__(self, "hashed", tuple(sorted(hashed)))
+
+    def may_write(self, role: str, leaf: LeafSpec) -> bool:
+        """Whether `role` may override `leaf`, its policy aside: the owner, a role the leaf
+        names in `writers`, or a `write_any` role (tests). The one owner rule: the context
+        enforces it, and the HTTP config API derives its writable leaves from it."""
+        spec = self.roles.get(role)
+        return role == leaf.owner or role in leaf.writers or bool(spec and spec.write_any)
+
+    def writable_by(self, role: str) -> tuple[LeafSpec, ...]:
+        """The leaves `role` may override after publish (not `startup`), in schema order."""
+        return tuple(s for s in self.leaves.values() if s.policy is not Policy.STARTUP and self.may_write(role, s))
 
     def namespace_of(self, name: str) -> str:
         spec = self.leaves.get(name) or self.derived.get(name)

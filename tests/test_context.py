@@ -94,6 +94,53 @@ def test_policies(config_scope: Context[Any], record: ServerArgs) -> None:
         ctx.override("x", speculative_accept_threshold_acc=0.5)
 
 
+def test_acting_as_checks_the_writer_role_not_the_process_role(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="launcher")
+    with ctx.acting_as("operator"):
+        # schema: speculative_accept_threshold_acc names `writers: [operator]`; dp_size does not
+        (entry,) = ctx.override("http", speculative_accept_threshold_acc=0.5)
+        with pytest.raises(OwnerError, match="written as role 'operator', and only the owner role 'scheduler' may write"):
+            ctx.override("http", dp_size=2)
+        with pytest.raises(PolicyError, match="startup leaves are fixed"):
+            ctx.override("http", tp_size=2)
+    assert entry.new == 0.5 and get_spec().speculative_accept_threshold_acc == 0.5
+    # outside the block the process role (launcher, not a writer) counts again
+    with pytest.raises(OwnerError, match="this process has role 'launcher'"):
+        ctx.override("x", speculative_accept_threshold_acc=0.6)
+    with pytest.raises(RoleError, match="unknown role"):
+        ctx.acting_as("operater")
+
+
+def test_republish_keeps_overrides_the_new_role_may_write_as_a_writer(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="operator")
+    ctx.override("http", speculative_accept_threshold_acc=0.5)  # operator is a writer
+    ctx.override("http", weight_version="v2")
+    ctx.publish(record, role="operator")
+    assert ctx.republish_report is not None and not ctx.republish_report.dropped
+    assert get_spec().speculative_accept_threshold_acc == 0.5
+    ctx.publish(record, role="launcher")  # neither owner nor writer: dropped, with the reason
+    dropped = {d.entry.leaf: d.reason for d in ctx.republish_report.dropped}
+    assert set(dropped) == {"speculative_accept_threshold_acc", "weight_version"}
+    assert "now publishes as 'launcher'" in dropped["weight_version"]
+
+
+def test_acting_as_holds_for_its_own_thread_only(config_scope: Context[Any], record: ServerArgs) -> None:
+    ctx = config_scope.publish(record, role="launcher")
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            ctx.override("x", speculative_accept_threshold_acc=0.6)
+        except OwnerError as exc:
+            errors.append(exc)
+
+    with ctx.acting_as("operator"):
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join(timeout=10)
+    assert len(errors) == 1 and "role 'launcher'" in str(errors[0])
+
+
 def test_runtime_override_allowed_after_seal(config_scope: Context[Any], record: ServerArgs) -> None:
     ctx = config_scope.publish(record, role="scheduler")
     ctx.seal()

@@ -63,6 +63,9 @@ CASES = [
     ("allowlist-without-reason", "ratchet.yaml", ', reason: "kept raw for the demo"}', "}", "ratchet.yaml:8", None, "'reason' is a required property"),
     ("allowlist-bad-leaf-name", "ratchet.yaml", "leaf: width,", "leaf: 'width size',", "ratchet.yaml:8", None, "does not match"),
     ("missing-roles-file", None, None, None, "roles.yaml:1", None, "roles.yaml is missing"),
+    ("writer-unknown-role", TUNE, "    help: Which trade-off to make.\n", "    help: Which trade-off to make.\n    writers: [janitor]\n", "core.tune.yaml:9", "mode", "writer 'janitor' is not a role"),
+    ("writer-is-owner", TUNE, "    help: Which trade-off to make.\n", "    help: Which trade-off to make.\n    writers: [boss]\n", "core.tune.yaml:9", "mode", "writer 'boss' is the owner"),
+    ("writers-on-startup-leaf", TUNE, "    help: Batch sizes to prepare.\n", "    help: Batch sizes to prepare.\n    writers: [worker]\n", "core.tune.yaml:18", "sizes", "`override: startup`"),
 ]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-ROOMS = ("codegen", "runtime", "generated", "migrate")
+ROOMS = ("codegen", "runtime", "generated", "migrate", "serve")
 GENERIC_NAMES = {*ROOMS, "tests", "bench"}
 # torch is imported by these modules only (DESIGN: torch only in pool and dist modules; plan
 # measures CUDA memory when asked to).
@@ -76,7 +76,8 @@ def test_every_import_goes_through_the_configbags_root() -> None:
 
 
 def test_the_runtime_never_imports_a_generated_package_or_build_time_code() -> None:
-    found = _violations(("runtime",), ("configbags.generated", "configbags.codegen", "configbags.migrate"))
+    found = _violations(("runtime",), ("configbags.generated", "configbags.codegen", "configbags.migrate",
+                                       "configbags.serve"))
     assert not found, "runtime/ must stay schema-generic and run-time only:\n" + "\n".join(found)
 
 
@@ -96,9 +97,22 @@ def test_generated_code_imports_the_runtime_by_name_and_siblings_relatively() ->
                 )
 
 
+def test_the_door_takes_the_generated_package_by_name_and_no_build_time_code() -> None:
+    """serve/ reaches a generated package only through process_context(package), so it
+    serves any engine's schema; torch only through configbags.runtime.dist."""
+    found = _violations(("serve",), ("configbags.generated", "configbags.codegen", "configbags.migrate", "torch"))
+    assert not found, "\n".join(found)
+
+
+def test_the_http_stack_stays_in_the_door() -> None:
+    web = ("fastapi", "uvicorn", "starlette", "httpx", "pydantic")
+    found = _violations(("codegen", "runtime", "generated", "migrate"), web)
+    assert not found, "only serve/ may import the HTTP stack (the serve extra):\n" + "\n".join(found)
+
+
 def test_torch_stays_in_the_pool_dist_and_plan_modules() -> None:
     found = [
-        v for v in _violations(("runtime", "generated", "codegen", "migrate"), ("torch",))
+        v for v in _violations(("runtime", "generated", "codegen", "migrate", "serve"), ("torch",))
         if v.partition(":")[0] not in TORCH_MODULES
     ]
     assert not found, "\n".join(found)

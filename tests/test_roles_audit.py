@@ -65,7 +65,7 @@ def test_report_shows_declared_next_to_observed(run_file: Path) -> None:
     ) in text
     # The marker: a role that read nothing is still reported, with an empty observed set.
     assert "dp_controller (1 process)\n  declared:  {disagg, observability, parallel, schedule, serving}\n  observed:  {}\n" in text
-    assert "roles that did not publish in this run (no evidence either way): launcher, scheduler, test, worker" in text
+    assert "roles that did not publish in this run (no evidence either way): launcher, operator, scheduler, test, worker" in text
 
 
 def test_proposal_is_a_valid_audit_record_per_role(run_file: Path) -> None:

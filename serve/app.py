@@ -1,0 +1,170 @@
+"""The FastAPI application of the door: routes, auth, size-limited bodies, JSON errors, and
+an OpenAPI document whose PATCH body is built from the schema."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from configbags.runtime.registry import LeafSpec
+from configbags.serve.door import (
+    DEFAULT_MAX_BODY_BYTES,
+    MAX_SOURCE_CHARS,
+    Door,
+    DoorError,
+    parse_patch,
+)
+
+JSON_SCALARS = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
+
+ERROR_BODY: dict[str, Any] = {
+    "type": "object",
+    "required": ["error", "message", "fix"],
+    "properties": {
+        "error": {"type": "string", "description": "a stable error code"},
+        "message": {"type": "string", "description": "what was refused, naming the leaf"},
+        "fix": {"type": "string", "description": "what to do about it"},
+        "leaf": {"type": "string"},
+        "ranks": {"type": "array", "items": {"type": "integer"}, "description": "ranks that did not answer"},
+    },
+}
+
+
+def leaf_schema(spec: LeafSpec) -> dict[str, Any]:
+    """The JSON Schema of one leaf's value in a PATCH body: type, choices and bounds (on
+    each item of a list leaf), its capacity named in the description."""
+    t = spec.type
+    item_type = t.item
+    prop: dict[str, Any]
+    if item_type is not None:
+        target: dict[str, Any] = {"type": JSON_SCALARS[item_type.base]}
+        prop = {"type": ["array", "null"] if t.optional else "array", "items": target}
+    elif t.base == "json":
+        prop = target = {}
+    else:
+        prop = target = {"type": [JSON_SCALARS[t.base], "null"] if t.optional else JSON_SCALARS[t.base]}
+    if spec.choices is not None:
+        target["enum"] = [*spec.choices, *([None] if t.optional and target is prop else [])]
+    integral = (item_type or t).base == "int"
+    for key, bound in (("minimum", spec.minimum), ("maximum", spec.maximum)):
+        if bound is not None:
+            target[key] = int(bound) if integral else bound
+    text = f"{spec.namespace}.{spec.name} ({t}; policy {spec.policy}; owner {spec.owner})"
+    if spec.capacity is not None:
+        text += f"; at most the current value of {spec.capacity} (409 above it)"
+        prop["x-configbags-capacity"] = spec.capacity
+    prop["description"] = text
+    return prop
+
+
+def patch_body_schema(door: Door) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["source", "leaves"],
+        "additionalProperties": False,
+        "properties": {
+            "source": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_CHARS,
+                       "description": "who asks; recorded in the override log as http:<source>"},
+            "leaves": {
+                "type": "object",
+                "minProperties": 1,
+                "additionalProperties": False,
+                "description": "leaf -> new value; only leaves whose schema names the operator "
+                               "role as a writer (never startup leaves); all or none are applied",
+                "properties": {spec.name: leaf_schema(spec) for spec in door.writable},
+            },
+        },
+    }
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    what = {400: "unknown leaf, bad value or bad body", 401: "missing or bad key",
+            403: "policy or owner refuses the leaf", 409: "above the leaf's capacity",
+            413: "body too large", 503: "a rank did not answer (named)"}
+    return {c: {"description": what[c], "content": {"application/json": {"schema": ERROR_BODY}}}
+            for c in codes}
+
+
+def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+    """The operator API over `door`. Work that touches ranks runs on one thread, in
+    arrival order (every rank must enter the same collectives in the same order); without
+    ranks a request is served on the event loop (microseconds of work, no thread hop)."""
+    app = FastAPI(title="configbags operator API", version="1", docs_url=None, redoc_url=None,
+                  openapi_url="/openapi.json")
+    rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
+
+    async def run(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        if rank_thread is None:
+            return fn()
+        return await asyncio.get_running_loop().run_in_executor(rank_thread, fn)
+
+    @app.exception_handler(DoorError)
+    async def door_error(request: Request, exc: DoorError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": "http", "message": str(exc.detail),
+                             "fix": "see GET /openapi.json for the routes"}, status_code=exc.status_code)
+
+    @app.get("/health", responses=_errors(503))
+    async def health() -> JSONResponse:
+        """Liveness: 200 while every rank is up."""
+        return JSONResponse(door.health())
+
+    @app.get("/server_info", responses=_errors(401, 503))
+    async def server_info(request: Request) -> JSONResponse:
+        """The operator input (record), the override log, the resolved values, epoch, seal,
+        config hash and each rank's epoch and hash; secrets redacted."""
+        door.authorize(request.headers.get("authorization"), admin=False)
+        return JSONResponse(await run(door.server_info))
+
+    @app.get("/config/{leaf}", responses=_errors(400, 401))
+    async def explain(leaf: str, request: Request) -> JSONResponse:
+        """One leaf: value, layer and source, policy, owner, capacity and history."""
+        door.authorize(request.headers.get("authorization"), admin=False)
+        return JSONResponse(door.explain(leaf))
+
+    @app.patch(
+        "/config",
+        openapi_extra={"requestBody": {"required": True, "content": {
+            "application/json": {"schema": patch_body_schema(door)}}}},
+        responses=_errors(400, 401, 403, 409, 413, 503),
+    )
+    async def patch(request: Request) -> JSONResponse:
+        """Change leaves as the operator, on every rank, all or none; returns the new epoch
+        and the log entries. Needs the admin key."""
+        door.authorize(request.headers.get("authorization"), admin=True)
+        body = await read_body(request, max_body_bytes)
+        source, leaves = parse_patch(body)
+        return JSONResponse(await run(lambda: door.patch(source, leaves)))
+
+    return app
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it exceeds `limit` bytes (by its
+    Content-Length, or while streaming a chunked one): never buffered whole first."""
+    too_large = DoorError(413, "body_too_large", f"the body exceeds {limit} bytes",
+                          "send fewer leaves per request")
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise DoorError(400, "bad_request", "Content-Length is not a number", "send a valid Content-Length")
+        if int(declared) > limit:
+            raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)

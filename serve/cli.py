@@ -1,0 +1,129 @@
+"""`configbags serve [door flags] [server flags]`: publish the config from the server flags
+and serve the operator's HTTP API (FastAPI on uvicorn) until SIGTERM or Ctrl-C, then shut
+down cleanly with exit code 0.
+
+Door flags are the few below; every other flag is a server flag of the generated
+`ServerArgs` (`--model-path`, `--host`, `--port`, `--api-key`, `--admin-api-key`, ...).
+The door listens on the config's own `host` and `port` leaves."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from types import FrameType
+from typing import Any
+
+from configbags.runtime.context import Context, process_context
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.project import load_project
+from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door
+
+HOST_LEAF, PORT_LEAF = "host", "port"
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="configbags serve",
+        allow_abbrev=False,  # an abbreviation could swallow a server flag
+        description="Publish the config and serve the operator's HTTP config API.",
+        epilog="Every other flag is a server flag (generated/CONFIG.md), e.g. --model-path M "
+               "--port 30000 --api-key KEY --admin-api-key KEY. Endpoints: GET /health, "
+               "GET /server_info, GET /config/{leaf}, PATCH /config, GET /openapi.json.",
+    )
+    parser.add_argument("--ranks", type=int, default=1, metavar="N",
+                        help="hold the config on N gloo ranks: this process is rank 0 and starts "
+                             "N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks)")
+    parser.add_argument("--rank-timeout", type=float, default=10.0, metavar="S",
+                        help="seconds to wait for a rank before answering 503 (default 10)")
+    parser.add_argument("--package", default=None,
+                        help="generated config package (default: [tool.configbags] package)")
+    parser.add_argument("--role", default="launcher",
+                        help="the role this process publishes as (default launcher); changes "
+                             f"over HTTP are always checked as the {OPERATOR!r} role")
+    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="B",
+                        help=f"largest PATCH body accepted (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args, server_flags = parser.parse_known_args(argv)
+    if args.ranks < 1:
+        parser.error("--ranks must be at least 1")
+    if args.max_body_bytes < 1:
+        parser.error("--max-body-bytes must be at least 1")
+    try:
+        import uvicorn
+
+        from configbags.serve.app import create_app
+    except ImportError as exc:
+        print(f"configbags serve needs the serve extra ({exc}): pip install 'configbags[serve]'", file=sys.stderr)
+        return 2
+    try:
+        package = args.package or load_project().package
+        context = process_context(package)
+    except ConfigError as exc:
+        parser.error(str(exc))
+    record_type = context.record_type
+    if record_type is None:
+        parser.error(f"{package} has no ServerArgs record type; regenerate it (configbags gen)")
+    record = record_type.from_cli(server_flags, prog="configbags serve")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    ranks = None
+    try:
+        if args.ranks > 1:
+            ranks = _start_ranks(context, package, record, args)
+        else:
+            context.publish(record, role=args.role)
+            context.seal()  # the door serves a running server: model load is over
+        door = Door(context, ranks)
+        values = context.state.values
+        host = str(values.get(HOST_LEAF, DEFAULT_HOST))
+        port = int(values.get(PORT_LEAF, DEFAULT_PORT))
+        config = uvicorn.Config(create_app(door, max_body_bytes=args.max_body_bytes), host=host, port=port,
+                                log_level=args.log_level, access_log=False, timeout_graceful_shutdown=5,
+                                # a client's pooled connection must not be closed under it while
+                                # a burst of requests queues (uvicorn's default is 5 s)
+                                timeout_keep_alive=30)
+        print(f"configbags serve: http://{host}:{port} ({args.ranks} rank(s); operator may change "
+              f"{len(door.writable)} leaves)", file=sys.stderr, flush=True)
+        # uvicorn shuts down on SIGTERM/SIGINT, then restores these handlers and re-raises the
+        # signal to them; left at the defaults, that would kill the process (-15) after a
+        # clean shutdown, or print a KeyboardInterrupt traceback.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, _stopped)
+        uvicorn.Server(config).run()  # returns once in-flight requests finish
+    except ConfigError as exc:
+        print(f"configbags serve: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if ranks is not None:
+            ranks.stop()
+    return 0
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    """Re-raised by uvicorn after its graceful shutdown: nothing left to do."""
+
+
+def _start_ranks(context: Context[Any], package: str, record: Any, args: argparse.Namespace) -> Any:
+    try:
+        from configbags.serve.ranks import RankGroup
+    except ImportError as exc:
+        raise ConfigError(f"--ranks needs torch, from the kv extra ({exc}): pip install 'configbags[kv]'") from None
+    ranks = RankGroup(context, package, args.ranks, timeout=args.rank_timeout)
+    try:
+        ranks.start(record, role=args.role)
+    except ConfigError as exc:
+        ranks.stop(grace_s=0.5)
+        raise ConfigError(f"{exc}; with --ranks {args.ranks}, give parallel sizes whose product is "
+                          f"{args.ranks} (e.g. --tp-size {args.ranks})") from None
+    except BaseException:
+        ranks.stop(grace_s=0.5)
+        raise
+    return ranks

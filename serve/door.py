@@ -1,0 +1,350 @@
+"""What the HTTP config API may do, decided from the schema, without any HTTP.
+
+The door writes as the `operator` role (`Context.acting_as`), so the leaves it may change
+are exactly those whose schema names `operator` as owner or in `writers:` and whose policy
+is not `startup` (`Registry.writable_by`); the context enforces that rule on every PATCH,
+and the OpenAPI document lists the same leaves. There is no list of leaves here.
+
+Errors are `DoorError`s: an HTTP status and a JSON body naming the leaf and the fix.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from configbags.runtime.context import Context, OverrideEntry
+from configbags.runtime.errors import (
+    CapacityError,
+    ConfigError,
+    DistributedConfigError,
+    LeafValueError,
+    OwnerError,
+    PolicyError,
+    RoleError,
+    UnknownLeafError,
+)
+from configbags.runtime.leaftypes import closest
+from configbags.runtime.registry import LeafSpec, Registry
+
+if TYPE_CHECKING:
+    from configbags.serve.ranks import RankGroup
+
+OPERATOR = "operator"  # the role the door writes as (schema/roles.yaml)
+API_KEY_LEAF = "api_key"  # reads need this key when it is set
+ADMIN_KEY_LEAF = "admin_api_key"  # PATCH needs this key; unset disables PATCH
+KEY_LEAVES = (API_KEY_LEAF, ADMIN_KEY_LEAF)
+REDACTED = "<redacted>"
+MAX_SOURCE_CHARS = 200
+MAX_DEPTH = 32  # JSON nesting a PATCH body may have; config values need far less
+DEFAULT_MAX_BODY_BYTES = 64 * 1024
+
+# status of each refusal the context raises; the first matching class wins
+_STATUS: tuple[tuple[type[ConfigError], int, str], ...] = (
+    (UnknownLeafError, 400, "unknown_leaf"),
+    (LeafValueError, 400, "bad_value"),
+    (CapacityError, 409, "above_capacity"),
+    (PolicyError, 403, "policy"),
+    (OwnerError, 403, "not_writable"),
+    (RoleError, 403, "not_writable"),
+    (DistributedConfigError, 503, "rank_unreachable"),
+)
+
+
+@attrs.frozen
+class DoorError(Exception):
+    """A refused request: the status, a stable error code, a message naming the leaf, the
+    fix, and for 503 the ranks that did not answer."""
+
+    status: int
+    code: str
+    message: str
+    fix: str
+    leaf: str | None = None
+    ranks: tuple[int, ...] = ()
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"error": self.code, "message": self.message, "fix": self.fix}
+        if self.leaf is not None:
+            out["leaf"] = self.leaf
+        if self.ranks:
+            out["ranks"] = list(self.ranks)
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.code}: {self.message}"
+
+
+def is_secret(spec: LeafSpec) -> bool:
+    """Whether a leaf's value must never leave the process: the schema's `secret: true`
+    where the schema language has it, and the leaves the door reads its keys from."""
+    return bool(getattr(spec, "secret", False)) or spec.name in KEY_LEAVES
+
+
+def secret_leaves(registry: Registry) -> frozenset[str]:
+    return frozenset(name for name, spec in registry.leaves.items() if is_secret(spec))
+
+
+def redact(info: dict[str, Any], secrets: frozenset[str]) -> dict[str, Any]:
+    """`info` (a server_info() or explain() readback, changed in place and returned) with
+    every set secret value replaced by REDACTED. Unset stays null: whether a key is set is
+    no secret, and operators need to see it."""
+
+    def hide(value: Any) -> Any:
+        return None if value is None else REDACTED
+
+    for section in ("record", "resolved"):
+        values = info.get(section)
+        if isinstance(values, dict):
+            for name in secrets.intersection(values):
+                values[name] = hide(values[name])
+    if info.get("leaf") in secrets:  # explain() of one leaf
+        for key in ("record", "resolved", "value"):
+            if key in info:
+                info[key] = hide(info[key])
+    for entry in info.get("overrides", ()):
+        if entry.get("leaf") in secrets:
+            entry["old"], entry["new"] = hide(entry["old"]), hide(entry["new"])
+    return info
+
+
+def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
+    """The `{"source": ..., "leaves": {...}}` of a PATCH body (already size-limited), or a
+    400 DoorError saying what is wrong. Hostile JSON is refused, not interpreted: invalid
+    UTF-8, NaN or Infinity, duplicate keys (which value would win is a guess), nesting deep
+    enough to exhaust the parser."""
+    try:
+        data = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except RecursionError:
+        raise _bad_body("the JSON body is nested too deeply") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad_body(f"the body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _bad_body(f"the body is a JSON {type(data).__name__}, not an object")
+    if _too_deep(data, MAX_DEPTH):
+        # checked here, without recursion, so no value checker recurses that deep either
+        raise _bad_body(f"the JSON body is nested too deeply (more than {MAX_DEPTH} levels)")
+    extra = sorted(set(data) - {"source", "leaves"})
+    if extra:
+        raise _bad_body(f"unknown key(s) {', '.join(map(repr, extra))} in the body")
+    source, leaves = data.get("source"), data.get("leaves")
+    if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
+        raise _bad_body(
+            f"`source` must be a non-empty string of at most {MAX_SOURCE_CHARS} characters naming "
+            f"who asks (it goes into the override log)"
+        )
+    if not source.isprintable():
+        raise _bad_body("`source` must be printable text (it is written to logs)")
+    if not isinstance(leaves, dict) or not leaves:
+        raise _bad_body("`leaves` must be a non-empty object of leaf names to new values")
+    return source, leaves
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return False
+
+
+def _bad_body(message: str) -> DoorError:
+    return DoorError(400, "bad_request", message,
+                     'send {"source": "<who asks>", "leaves": {"<leaf>": <value>}} as JSON '
+                     "(GET /openapi.json describes the leaves you may change)")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _bearer(header: str | None) -> str | None:
+    if header is None:
+        return None
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _matches(given: str, expected: str) -> bool:
+    # constant time, so response timing does not reveal how much of a guess was right
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode("utf-8"))
+
+
+class Door:
+    """The operator API over one process context, and over every rank when `ranks` is
+    given (then every call that touches ranks runs on the caller's single rank thread)."""
+
+    def __init__(self, context: Context[Any], ranks: RankGroup | None = None) -> None:
+        self.context = context
+        self.ranks = ranks
+        registry = context.registry
+        self.writable: tuple[LeafSpec, ...] = registry.writable_by(OPERATOR) if OPERATOR in registry.roles else ()
+        self.secrets = secret_leaves(registry)
+        self._lock = threading.Lock()  # one change at a time: an epoch read after it is its own
+
+    # -- auth ------------------------------------------------------------------------
+    def _key(self, leaf: str) -> str | None:
+        value = self.context.state.values.get(leaf)
+        return value if isinstance(value, str) and value else None
+
+    def authorize(self, header: str | None, *, admin: bool) -> None:
+        """Raise a 401/403 DoorError unless the `Authorization: Bearer` header carries the
+        key this request needs: the admin key for changes; for reads the api key when one
+        is set (the admin key also reads). Keys are never echoed."""
+        api_key, admin_key = self._key(API_KEY_LEAF), self._key(ADMIN_KEY_LEAF)
+        if admin and admin_key is None:
+            raise DoorError(403, "changes_disabled", "config changes over HTTP are disabled: no admin key is set",
+                            "start the server with --admin-api-key KEY and send it as `Authorization: Bearer KEY`")
+        wanted = [k for k in ((admin_key,) if admin else (api_key, admin_key)) if k is not None]
+        if not wanted or (not admin and api_key is None):
+            return
+        given = _bearer(header)
+        what = "the admin key (--admin-api-key)" if admin else "the api key (--api-key)"
+        if given is None:
+            raise DoorError(401, "missing_key", f"this request needs {what}",
+                            "send it as the header `Authorization: Bearer KEY`")
+        # compare with every candidate (no early exit), so timing says nothing either
+        matched = [_matches(given, k) for k in wanted]
+        if not any(matched):
+            raise DoorError(401, "bad_key", f"the key sent is not {what}",
+                            "send the key the server was started with as `Authorization: Bearer KEY`")
+
+    # -- reads ------------------------------------------------------------------------
+    def server_info(self) -> dict[str, Any]:
+        """server_info() plus epoch, seal, config hash and each rank's epoch and hash,
+        secrets redacted."""
+        ctx = self.context
+        ranks = self.rank_states()
+        with self._lock:
+            info = ctx.server_info()
+            info["epoch"] = ctx.epoch
+            info["sealed"] = ctx.sealed
+            info["config_hash"] = ctx.config_hash()
+        info["ranks"] = ranks
+        return redact(info, self.secrets)
+
+    def rank_states(self) -> list[dict[str, Any]]:
+        if self.ranks is None:
+            return [{"rank": 0, "epoch": self.context.epoch, "config_hash": self.context.config_hash()}]
+        try:
+            gathered = self.ranks.check()
+        except DistributedConfigError as exc:
+            raise self._rank_error(exc) from None
+        return [{"rank": r, "config_hash": h, "epoch": e} for r, (h, e, _) in enumerate(gathered)]
+
+    def explain(self, leaf: str) -> dict[str, Any]:
+        """One leaf: value, where it comes from, policy, owner, whether the operator may
+        change it, its capacity and its history."""
+        ctx = self.context
+        registry = ctx.registry
+        try:
+            info = ctx.explain(leaf)
+        except UnknownLeafError:
+            raise DoorError(400, "unknown_leaf", f"{leaf!r} is not a config leaf{closest(leaf, ctx.state.values)}",
+                            "name a leaf of generated/CONFIG.md", leaf=leaf) from None
+        spec = registry.leaves.get(leaf)
+        info.setdefault("value", info["resolved"])
+        if info["overrides"]:
+            info.setdefault("layer", "override")
+            info.setdefault("source", info["overrides"][-1]["source"])
+        else:
+            info.setdefault("layer", "record" if spec else "derived")
+            info.setdefault("source", "operator input" if spec else "derived")
+        info["operator_writable"] = spec in self.writable
+        info["writers"] = [spec.owner, *spec.writers] if spec else []
+        if spec is not None and spec.capacity is not None:
+            info["capacity"] = {"leaf": spec.capacity, "value": ctx.state.values[spec.capacity]}
+        else:
+            info["capacity"] = None
+        return redact(info, self.secrets)
+
+    def health(self) -> dict[str, Any]:
+        dead = self.ranks.dead() if self.ranks else []
+        if dead:
+            raise DoorError(503, "rank_unreachable", f"rank(s) {', '.join(map(str, dead))} exited",
+                            "restart the server; config changes are refused until every rank answers",
+                            ranks=tuple(dead))
+        return {"status": "ok", "epoch": self.context.epoch,
+                "ranks": self.ranks.world_size if self.ranks else 1}
+
+    # -- changes ------------------------------------------------------------------------
+    def patch(self, source: str, leaves: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply `leaves` through the context as the operator, on every rank, all or none.
+        Returns the epoch after the change and the log entries (none if nothing changed)."""
+        source = f"http:{source}"
+        unknown = [name for name in leaves if name not in self.context.registry.leaves
+                   and name not in self.context.registry.derived]
+        if unknown:
+            name = unknown[0]
+            raise DoorError(400, "unknown_leaf",
+                            f"{name!r} is not a config leaf{closest(name, self.context.registry.leaves)}",
+                            self._writable_hint(), leaf=name)
+        try:
+            with self._lock:
+                entries = self._apply(source, dict(leaves))
+                epoch = entries[0].epoch if entries else self.context.epoch
+        except ConfigError as exc:
+            raise self._refusal(exc, leaves) from None
+        return {"epoch": epoch, "entries": [redact({"overrides": [e.as_dict()]}, self.secrets)["overrides"][0]
+                                            for e in entries]}
+
+    def _apply(self, source: str, leaves: dict[str, Any]) -> tuple[OverrideEntry, ...]:
+        if self.ranks is not None:
+            return self.ranks.override(source, leaves)
+        with self.context.acting_as(OPERATOR):
+            return self.context.override(source, **leaves)
+
+    def _writable_hint(self) -> str:
+        names = ", ".join(s.name for s in self.writable) or "none"
+        return f"the leaves an operator may change are: {names} (schema: `writers: [operator]`)"
+
+    def _refusal(self, exc: ConfigError, leaves: Mapping[str, Any]) -> DoorError:
+        message = str(exc)
+        if isinstance(exc, DistributedConfigError):
+            return self._rank_error(exc)
+        status, code = next(((s, c) for cls, s, c in _STATUS if isinstance(exc, cls)), (400, "refused"))
+        leaf = _named_leaf(message, leaves)
+        # every context message ends with its fix after the last "; "
+        fix = message.rpartition("; ")[2] if "; " in message else self._writable_hint()
+        if code == "not_writable":
+            fix = f"{fix}. {self._writable_hint()}"
+        return DoorError(status, code, message, fix, leaf=leaf)
+
+    def _rank_error(self, exc: DistributedConfigError) -> DoorError:
+        dead = self.ranks.dead() if self.ranks else []
+        named = tuple(dead or getattr(exc, "ranks", ()) or _ranks_in(str(exc)))
+        return DoorError(503, "rank_unreachable", str(exc),
+                         "nothing was applied; restart the rank(s) named (or the server) and retry",
+                         ranks=named)
+
+
+def _named_leaf(message: str, leaves: Mapping[str, Any]) -> str | None:
+    """The requested leaf a context message is about (messages name it as `ns.leaf`)."""
+    for name in leaves:
+        if re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", message):
+            return name
+    return None
+
+
+def _ranks_in(message: str) -> list[int]:
+    """The rank numbers a DistributedConfigError message names (`rank(s) 1, 3 of 4`)."""
+    found = re.search(r"rank\(s\) ([\d, ]+)", message) or re.search(r"rank (\d+)", message)
+    return [int(r) for r in re.findall(r"\d+", found.group(1))] if found else []

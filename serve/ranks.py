@@ -1,0 +1,189 @@
+"""`configbags serve --ranks N`: this process is rank 0 of a gloo group and starts N-1
+worker processes (ranks 1..N-1) that adopt its config; an HTTP change is applied on every
+rank through `configbags.runtime.dist` (one override broadcast, same entries and epoch).
+
+The group's collectives must be entered by every rank in the same order, but a worker
+cannot know when an operator will call. So rank 0 posts each operation under a numbered
+key of the rendezvous store (`serve/op/<n>`: override, check or stop) before entering
+it; workers wait for the next key in short slices (noticing a vanished server in between)
+and then enter the same collective. A worker that died is seen from its process handle,
+so a request fails at once with 503 naming it instead of waiting for a timeout.
+
+Run as `python -m configbags.serve.ranks ...` for one worker rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from configbags.runtime.context import Context, OverrideEntry, process_context
+from configbags.runtime.errors import ConfigError, DistributedConfigError
+
+if TYPE_CHECKING:
+    from configbags.runtime import dist
+
+OP_KEY = "serve/op/{}"
+JOIN_TIMEOUT_S = 120.0  # workers import torch before they join: slow on a loaded machine
+POLL_S = 1.0  # how often an idle worker checks that the server is still there
+
+
+class RankGroup:
+    """Rank 0's side: the worker processes and the distributed context over all ranks.
+    Not thread-safe: the door calls it from one thread."""
+
+    def __init__(self, context: Context[Any], package: str, world_size: int, *, timeout: float) -> None:
+        if world_size < 2:
+            raise DistributedConfigError(f"--ranks {world_size}: a rank group needs at least 2 ranks")
+        self.context = context
+        self.package = package
+        self.world_size = world_size
+        self.timeout = timeout
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.dctx: dist.DistributedContext | None = None
+        self._op = 0
+
+    def start(self, record: Any, *, role: str) -> None:
+        """Start the workers, join the group, publish `record` on every rank and seal.
+        The workers start before this process imports torch, so the imports (seconds each)
+        overlap."""
+        addr = f"127.0.0.1:{_free_port()}"
+        for rank in range(1, self.world_size):
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "configbags.serve.ranks", "--package", self.package,
+                 "--rank", str(rank), "--world-size", str(self.world_size), "--init-addr", addr,
+                 "--parent", str(os.getpid())],
+                stdin=subprocess.DEVNULL,
+                # an idle worker's waits time out every POLL_S, which c10d logs as a warning
+                env={**os.environ, "TORCH_CPP_LOG_LEVEL": os.environ.get("TORCH_CPP_LOG_LEVEL", "ERROR")},
+            ))
+        from configbags.runtime import dist
+
+        store = dist.connect_store(addr, is_master=True, timeout=JOIN_TIMEOUT_S)
+        dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo",
+                                     timeout=JOIN_TIMEOUT_S, context=self.context)
+        dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
+        self.dctx = dctx
+        dctx.publish(record, role=role)
+        dctx.seal()
+
+    def dead(self) -> list[int]:
+        """Worker ranks whose process has exited."""
+        return [rank for rank, proc in enumerate(self.procs, start=1) if proc.poll() is not None]
+
+    def _post(self, op: str) -> dist.DistributedContext:
+        dead = self.dead()
+        if dead:
+            raise DistributedConfigError(
+                f"rank(s) {', '.join(map(str, dead))} of {self.world_size} exited; nothing was applied on any rank"
+            )
+        assert self.dctx is not None, "start() first"
+        assert self.dctx.store is not None, "init_distributed gives a store"
+        self._op += 1
+        self.dctx.store.set(OP_KEY.format(self._op), op)
+        return self.dctx
+
+    def override(self, source: str, leaves: dict[str, Any]) -> tuple[OverrideEntry, ...]:
+        """Apply `leaves` as the operator on every rank (the caller holds acting_as off:
+        this sets it for the source rank, where policy and owner are checked)."""
+        from configbags.serve.door import OPERATOR
+
+        dctx = self._post("override")
+        with self.context.acting_as(OPERATOR):
+            return dctx.override(source, **leaves)
+
+    def check(self) -> list[tuple[str, int, str]]:
+        """Every rank's (config_hash, epoch, digest of all values), or DistributedConfigError
+        naming the ranks that differ or did not answer."""
+        return self._post("check").check_consistency()
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Tell the workers to exit, wait `grace_s`, then kill what is left."""
+        if self.dctx is not None and not self.dead():
+            # a worker or the store may be gone by now: killing below covers it
+            with contextlib.suppress(ConfigError, RuntimeError, OSError):
+                self._post("stop")
+        deadline = time.monotonic() + grace_s
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+
+
+def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int) -> int:
+    """One worker rank: adopt the config from rank 0, then follow its operations."""
+    from configbags.runtime import dist
+
+    context = process_context(package)
+    dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, backend="gloo",
+                                 timeout=JOIN_TIMEOUT_S, context=context)
+    dctx.publish()
+    dctx.seal()
+    store = dctx.store
+    assert store is not None
+    op = 0
+    while True:
+        op += 1
+        key = OP_KEY.format(op)
+        while True:
+            try:
+                store.wait([key], timedelta(seconds=POLL_S))
+                break
+            except Exception:  # a timeout, or the store is gone with the server
+                if os.getppid() != parent or not _store_alive(store, key):
+                    return 0
+        what = store.get(key).decode()
+        try:
+            if what == "override":
+                dctx.override("")  # the source rank's leaves and entries count
+            elif what == "check":
+                dctx.check_consistency()
+            elif what == "stop":
+                return 0
+        except ConfigError:
+            pass  # raised on rank 0 too, which answers the request; nothing changed here
+
+
+def _free_port() -> int:
+    # bound and released: rank 0's store binds it a moment later (a clash fails the start loudly)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _store_alive(store: Any, key: str) -> bool:
+    try:
+        store.check([key])
+    except Exception:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="configbags.serve.ranks", description="one worker rank of configbags serve")
+    parser.add_argument("--package", required=True)
+    parser.add_argument("--rank", type=int, required=True)
+    parser.add_argument("--world-size", type=int, required=True)
+    parser.add_argument("--init-addr", required=True)
+    parser.add_argument("--parent", type=int, required=True)
+    args = parser.parse_args(argv)
+    try:
+        return worker(args.package, args.rank, args.world_size, args.init_addr, args.parent)
+    except ConfigError as exc:
+        print(f"configbags serve rank {args.rank}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
