@@ -615,7 +615,7 @@ class Context(Generic[V]):
             "leaf": leaf,
             "namespace": self.registry.namespace_of(leaf),
             "accessor": self.registry.accessor_of(leaf),
-            "policy": spec.policy if spec else "derived",
+            "policy": spec.policy.value if spec else "derived",
             "owner": spec.owner if spec else None,
             "record": jsonable(getattr(state.record, leaf)) if spec else None,
             "overrides": [e.as_dict() for e in state.log if e.leaf == leaf],

@@ -351,8 +351,19 @@ def test_explain_shows_every_layer(config_scope: Context[Any], record: ServerArg
 
 
 def test_every_error_is_a_config_error() -> None:
-    for cls in (UnknownLeafError, LeafValueError, PolicyError, OwnerError, CapacityError, RoleError, NotPublishedError):
-        assert issubclass(cls, ConfigError)
+    """Every exception class the errors modules define, found there rather than listed."""
+    import inspect
+
+    from configbags.runtime import errors
+    from configbags.runtime.kvcache import errors as kv_errors
+
+    found = [
+        cls for module in (errors, kv_errors) for _, cls in inspect.getmembers(module, inspect.isclass)
+        if issubclass(cls, BaseException) and cls.__module__ == module.__name__
+    ]
+    assert len(found) >= 8
+    for cls in found:
+        assert cls is ConfigError or issubclass(cls, ConfigError), cls
 
 
 def test_override_to_none_of_a_fallback_leaf_in_force_is_no_change(ctx: Context[Any]) -> None:
