@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,16 @@ class LinearStateShape:
     head_dim: int
     state_size: int
     ssm_dtype: str | None  # a dtype the checkpoint declares for the SSM state, if any
+    n_groups: int = 0  # mamba-2 B/C groups (their conv channels are in conv_dim)
+
+
+@attrs.frozen
+class WeightQuant:
+    """How a checkpoint stores its quantized linear weights, from `quantization_config`."""
+
+    method: str  # quant_method (plus the algorithm where one method covers several)
+    bytes_per_param: Fraction  # one quantized weight, its share of scales and zeros included
+    experts_only: bool = False  # mxfp4 (gpt-oss) quantizes the routed experts only
 
 
 @attrs.frozen
@@ -93,30 +105,33 @@ class WeightEstimate:
     """Parameter counts in three groups that quantize differently.
 
     Exact for the dense families (it counts embeddings, projections, biases and norms),
-    an estimate for MoE/hybrids: block scales of quantized weights and tiny per-layer
-    vectors of exotic blocks are left out (well under 0.1% of the total)."""
+    an estimate for MoE/hybrids: tiny per-layer vectors of exotic blocks are left out
+    (well under 0.1% of the total). A quantized checkpoint stores every decoder parameter
+    at the quantized width (norms and biases, a fraction of a percent, included) and
+    keeps embeddings and the LM head in the model dtype."""
 
     embedding_params: int  # token embeddings, lm head (unless tied), final norm
     layer_params: int  # attention / mixer, dense MLPs, shared experts, routers, norms
     expert_params: int  # routed experts
-    quant_method: str | None  # quantization_config.quant_method, lower case
+    quant: WeightQuant | None = None
 
     @property
     def total_params(self) -> int:
         return self.embedding_params + self.layer_params + self.expert_params
 
-    def bytes(self, dtype_bytes: int) -> int:
-        """Checkpoint bytes when unquantized tensors are `dtype_bytes` wide.
+    @property
+    def quant_method(self) -> str | None:
+        return None if self.quant is None else self.quant.method
 
-        fp8 checkpoints (DeepSeek-V3) store every decoder linear in one byte; mxfp4
-        (gpt-oss) stores routed experts in 4 bits plus one e8m0 scale per 32 values,
-        i.e. 17/32 byte per parameter, and keeps the rest unquantized."""
-        layer, experts = self.layer_params * dtype_bytes, self.expert_params * dtype_bytes
-        if self.quant_method == "fp8":
-            layer, experts = self.layer_params, self.expert_params
-        elif self.quant_method == "mxfp4":
-            experts = self.expert_params * 17 // 32
-        return self.embedding_params * dtype_bytes + layer + experts
+    def bytes(self, dtype_bytes: int) -> int:
+        """Checkpoint bytes when unquantized tensors are `dtype_bytes` wide."""
+        q = self.quant
+        if q is None:
+            return self.total_params * dtype_bytes
+        layer = self.layer_params * (dtype_bytes if q.experts_only else q.bytes_per_param)
+        return math.ceil(
+            self.embedding_params * dtype_bytes + layer + self.expert_params * q.bytes_per_param
+        )
 
 
 @attrs.frozen
@@ -126,6 +141,7 @@ class ModelShape:
     name: str
     source: str
     model_type: str
+    architectures: tuple[str, ...]
     layer_kinds: tuple[LayerKind, ...]
     num_attention_heads: int
     num_key_value_heads: int
@@ -139,6 +155,7 @@ class ModelShape:
     kv_quant_dtype: str | None  # "fp8_e4m3" when the checkpoint declares FP8 KV
     weights: WeightEstimate
     num_nextn_predict_layers: int  # built-in MTP draft layers (DeepSeek-V3)
+    warnings: tuple[str, ...] = ()  # what the planner assumed (e.g. an unknown architecture)
 
     @property
     def num_layers(self) -> int:
@@ -158,27 +175,43 @@ class ModelShape:
 
 
 def load_model_shape(path: str | Path) -> ModelShape:
-    """Read a `config.json` file. Missing fields raise ModelConfigError naming them."""
+    """Read a `config.json` file, or the `config.json` of a model folder (a Hugging Face
+    snapshot). Anything unreadable or unusable raises ModelConfigError naming the field."""
     p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
     try:
-        # Nemotron-H's config holds the non-standard token `Infinity`; json accepts it.
+        # Nemotron-H's config holds the non-standard token `Infinity`; json accepts it, and
+        # every numeric field the planner reads is type-checked afterwards.
         config = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ModelConfigError(f"model config {p} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ModelConfigError(f"model config {p} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ModelConfigError(f"model config {p} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ModelConfigError(f"model config {p} is nested too deeply to be a model config") from None
+    except OSError as exc:
+        raise ModelConfigError(f"model config {p} cannot be read: {exc.strerror or exc}") from None
     if not isinstance(config, dict):
         raise ModelConfigError(f"model config {p} holds a {type(config).__name__}, not an object")
-    return model_shape_from_dict(config, source=str(p), name=p.stem)
+    name = p.parent.name if p.name == "config.json" else p.stem
+    return model_shape_from_dict(config, source=str(p), name=name)
+
+
+# Real models have at most a few hundred decoder layers; a bound keeps a hostile config
+# (num_hidden_layers: 10**9) from building a billion-entry layer table.
+MAX_LAYERS = 4096
 
 
 class _Fields:
-    """Reads a config dict and collects every missing required key, so the error names
-    all of them at once instead of one per attempt."""
+    """Reads a config dict: every number is type- and range-checked by name, and missing
+    required keys are collected so the error names all of them at once."""
 
     def __init__(self, config: Mapping[str, Any], source: str) -> None:
         self._config = config
-        self._source = source
+        self.source = source
         self.missing: list[str] = []
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -188,15 +221,29 @@ class _Fields:
     def has(self, key: str) -> bool:
         return self._config.get(key) is not None
 
-    def integer(self, key: str) -> int:
-        value = self._config.get(key)
-        if value is None:
+    def refuse(self, key: str, value: Any, rule: str) -> ModelConfigError:
+        return ModelConfigError(f"{self.source}: {key} is {value!r}; {rule}")
+
+    def integer(self, key: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+        """A required integer field, within [minimum, maximum]."""
+        if self._config.get(key) is None:
             self.missing.append(key)
-            return 1  # placeholder; check() raises before it is used
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ModelConfigError(
-                f"{self._source}: {key} must be a non-negative integer, not {value!r}"
-            )
+            return max(minimum, 1)  # placeholder; check() raises before it is used
+        return self._checked(key, self._config[key], minimum, maximum)
+
+    def optional_int(self, key: str, default: int, *, minimum: int = 1) -> int:
+        value = self._config.get(key)
+        return default if value is None else self._checked(key, value, minimum, None)
+
+    def _checked(self, key: str, value: Any, minimum: int, maximum: int | None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            kind = "a number that is not a whole number" if isinstance(value, float) else f"a {type(value).__name__}"
+            raise self.refuse(key, value, f"it must be an integer, not {kind}")
+        if value < minimum:
+            rule = "positive" if minimum == 1 else f"at least {minimum}"
+            raise self.refuse(key, value, f"it must be {rule}")
+        if maximum is not None and value > maximum:
+            raise self.refuse(key, value, f"the planner accepts at most {maximum}")
         return value
 
     def first_int(self, keys: Sequence[str]) -> int:
@@ -206,48 +253,87 @@ class _Fields:
         self.missing.append(" or ".join(keys))
         return 1
 
+    def string(self, key: str, default: str = "") -> str:
+        value = self._config.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.refuse(key, value, "it must be a string")
+        return value
+
     def check(self, family: str) -> None:
         if self.missing:
             names = ", ".join(sorted(set(self.missing)))
             raise ModelConfigError(
-                f"{self._source}: a {family} model config needs {names}, which it does not "
+                f"{self.source}: a {family} model config needs {names}, which it does not "
                 "define; add them (copy them from the published config.json)"
             )
+
+
+# Architectures whose cache geometry the planner models (the families of models/ and their
+# close relatives); any other is planned from the generic fields, with a warning.
+KNOWN_ARCHITECTURES = frozenset({
+    "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM",
+    "Qwen2MoeForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM",
+    "Gemma2ForCausalLM", "Gemma3ForCausalLM", "GptOssForCausalLM", "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM", "NemotronHForCausalLM",
+})
 
 
 def model_shape_from_dict(
     config: Mapping[str, Any], *, source: str, name: str | None = None
 ) -> ModelShape:
     f = _Fields(config, source)
-    model_type = str(f.get("model_type", "unknown"))
-    num_layers = f.integer("num_hidden_layers")
+    model_type = f.string("model_type", "unknown")
+    num_layers = f.integer("num_hidden_layers", maximum=MAX_LAYERS)
     hidden = f.integer("hidden_size")
     vocab = f.integer("vocab_size")
     context_length = f.first_int(_CONTEXT_KEYS)
     f.check(model_type)
+    architectures = _architectures(f)
+    warnings: list[str] = []
+    unknown = [a for a in architectures if a not in KNOWN_ARCHITECTURES]
+    if unknown or not architectures:
+        what = ", ".join(unknown) if unknown else "no architectures field"
+        warnings.append(
+            f"{what}: not an architecture the planner knows; planned from num_key_value_heads, "
+            "head_dim and the layer fields as a "
+            + ("dense decoder" if not unknown or "Moe" not in unknown[0] else "decoder")
+            + " (check the numbers against the engine's log)"
+        )
 
     family, kinds = _layer_kinds(f, model_type, num_layers)
+    attends = any(k is not LayerKind.NONE and k is not LayerKind.LINEAR for k in kinds)
     # HF's convention: a config without num_key_value_heads is plain MHA.
-    heads = f.integer("num_attention_heads") if any(k is not LayerKind.NONE for k in kinds) else 0
-    kv_heads = int(f.get("num_key_value_heads", heads))
-    head_dim = int(f.get("head_dim", f.get("attention_head_dim", hidden // max(heads, 1))))
+    heads = f.integer("num_attention_heads") if attends else f.optional_int("num_attention_heads", 0, minimum=0)
+    kv_heads = f.optional_int("num_key_value_heads", heads, minimum=1 if attends else 0)
+    if kv_heads > heads and attends:
+        raise f.refuse("num_key_value_heads", kv_heads,
+                       f"it cannot exceed num_attention_heads ({heads})")
+    if attends and heads % kv_heads:
+        raise f.refuse("num_key_value_heads", kv_heads,
+                       f"it must divide num_attention_heads ({heads})")
+    head_dim = f.optional_int("head_dim", 0, minimum=1) or f.optional_int(
+        "attention_head_dim", hidden // max(heads, 1), minimum=1
+    )
     v_head_dim = head_dim
 
     mla: MlaShape | None = None
     if family == "mla":
+        q_lora = config.get("q_lora_rank")
         mla = MlaShape(
             kv_lora_rank=f.integer("kv_lora_rank"),
             qk_rope_head_dim=f.integer("qk_rope_head_dim"),
             qk_nope_head_dim=f.integer("qk_nope_head_dim"),
             v_head_dim=f.integer("v_head_dim"),
-            q_lora_rank=f.get("q_lora_rank"),
+            q_lora_rank=None if q_lora is None else f.integer("q_lora_rank"),
         )
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         v_head_dim = mla.v_head_dim
     linear = _linear_state(f, family, hidden)
-    window = f.get("sliding_window") if LayerKind.SLIDING in kinds else None
-    if LayerKind.SLIDING in kinds and window is None:
-        f.missing.append("sliding_window")
+    window = None
+    if LayerKind.SLIDING in kinds:
+        window = f.integer("sliding_window")
     f.check(f"{model_type} ({family})")
 
     torch_dtype = _checkpoint_dtype(f, source)
@@ -259,20 +345,29 @@ def model_shape_from_dict(
         name=name or model_type,
         source=source,
         model_type=model_type,
+        architectures=architectures,
         layer_kinds=kinds,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
         head_dim=head_dim,
         v_head_dim=v_head_dim,
         mla=mla,
-        sliding_window=None if window is None else int(window),
+        sliding_window=window,
         linear=linear,
         context_length=context_length,
         torch_dtype=torch_dtype,
         kv_quant_dtype=_declared_kv_quant(config),
         weights=weights,
-        num_nextn_predict_layers=int(f.get("num_nextn_predict_layers", 0)),
+        num_nextn_predict_layers=f.optional_int("num_nextn_predict_layers", 0, minimum=0),
+        warnings=tuple(warnings),
     )
+
+
+def _architectures(f: _Fields) -> tuple[str, ...]:
+    value = f.get("architectures", [])
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise f.refuse("architectures", value, "it must be a list of class names")
+    return tuple(value)
 
 
 def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerKind, ...]]:
@@ -281,7 +376,7 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerK
     if f.has("kv_lora_rank"):
         return "mla", (LayerKind.MLA,) * n
     if f.has("hybrid_override_pattern"):  # Nemotron-H: M mamba-2, * attention, - / E MLP
-        pattern = str(f.get("hybrid_override_pattern"))
+        pattern = f.string("hybrid_override_pattern")
         codes = {"M": linear, "*": full, "-": LayerKind.NONE, "E": LayerKind.NONE}
         if len(pattern) != n or set(pattern) - set(codes):
             raise ModelConfigError(
@@ -302,7 +397,9 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerK
             "linear_attention": linear,
             "mamba": linear,
         }
-        types = list(f.get("layer_types"))
+        types = f.get("layer_types")
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+            raise f.refuse("layer_types", types, "it must be a list of layer type names")
         unknown = sorted({t for t in types if t not in names})
         if len(types) != n or unknown:
             raise ModelConfigError(
@@ -310,8 +407,7 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerK
                 f"num_hidden_layers={n} entries among {sorted(names)}"
             )
         return "attention", tuple(names[t] for t in types)
-    window = f.get("sliding_window")
-    if window is None:
+    if not f.has("sliding_window"):
         return "attention", (full,) * n
     if model_type == "gemma2":
         # Gemma-2 interleaves: even layers slide, odd layers attend to everything.
@@ -322,14 +418,14 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerK
     if f.get("use_sliding_window") is False:  # Qwen2 declares a window it does not use
         return "attention", (full,) * n
     if f.get("use_sliding_window") is True and f.has("max_window_layers"):
-        first = f.integer("max_window_layers")
+        first = f.integer("max_window_layers", minimum=0)
         return "attention", tuple(sliding if i >= first else full for i in range(n))
     return "attention", (sliding,) * n  # Mistral-7B-v0.1: one window on every layer
 
 
 def _linear_state(f: _Fields, family: str, hidden: int) -> LinearStateShape | None:
     ssm_dtype = f.get("mamba_ssm_cache_dtype", f.get("mamba_ssm_dtype"))
-    ssm = None if ssm_dtype is None else _CHECKPOINT_DTYPES.get(str(ssm_dtype).lower())
+    ssm = _CHECKPOINT_DTYPES.get(ssm_dtype.lower()) if isinstance(ssm_dtype, str) else None
     if family == "mamba2":
         heads, head_dim = f.integer("mamba_num_heads"), f.integer("mamba_head_dim")
         groups, state = f.integer("n_groups"), f.integer("ssm_state_size")
@@ -342,6 +438,7 @@ def _linear_state(f: _Fields, family: str, hidden: int) -> LinearStateShape | No
             head_dim=head_dim,
             state_size=state,
             ssm_dtype=ssm,
+            n_groups=groups,
         )
     if family == "gated_delta_net":
         k_heads, k_dim = f.integer("linear_num_key_heads"), f.integer("linear_key_head_dim")
@@ -402,8 +499,8 @@ def _estimate_weights(
     mla: MlaShape | None,
     linear: LinearStateShape | None,
 ) -> WeightEstimate:
-    model_type = str(f.get("model_type", ""))
-    tied = bool(f.get("tie_word_embeddings", model_type.startswith("gemma")))
+    model_type = f.string("model_type")
+    tied = f.get("tie_word_embeddings", model_type.startswith("gemma")) is True
     embedding = vocab * hidden * (1 if tied else 2) + hidden  # + final norm
 
     attention = _attention_params(f, model_type, hidden, heads, kv_heads, head_dim, mla)
@@ -423,14 +520,81 @@ def _estimate_weights(
         dense, experts = mlp_for_layer(i, kind)
         layer_params += mixer[kind] + dense + norms
         expert_params += experts
-    quant = f.get("quantization_config")
-    method = quant.get("quant_method") if isinstance(quant, Mapping) else None
     return WeightEstimate(
         embedding_params=embedding,
         layer_params=layer_params,
         expert_params=expert_params,
-        quant_method=None if method is None else str(method).lower(),
+        quant=_weight_quant(f),
     )
+
+
+# The quantization methods a checkpoint may declare, and what one weight costs. Group-wise
+# integer formats (AWQ, GPTQ) keep one float16 scale and one packed zero point per group.
+_FP4_BLOCK = Fraction(1, 2) + Fraction(1, 16)  # nvfp4: 4 bits + one fp8 scale per 16
+
+
+def _weight_quant(f: _Fields) -> WeightQuant | None:
+    """The storage of quantized weights the checkpoint declares (`quantization_config`):
+    AWQ and GPTQ (`bits`, `group_size`), compressed-tensors (`config_groups`), fp8 (with
+    `weight_block_size` scales), mxfp4 and nvfp4 (ModelOpt or compressed-tensors)."""
+    quant = f.get("quantization_config")
+    if quant is None:
+        return None
+    if not isinstance(quant, Mapping):
+        raise f.refuse("quantization_config", quant, "it must be an object")
+    q = _Fields(quant, f"{f.source}: quantization_config")
+    method = q.string("quant_method").lower()
+    if method in ("awq", "awq_marlin", "gptq", "gptq_marlin"):
+        bits = q.integer("bits", maximum=16)
+        group = q.optional_int("group_size", -1, minimum=-1)
+        zero = method.startswith("gptq") or q.get("zero_point", True) is True
+        overhead = Fraction(0) if group <= 0 else Fraction(16 + (bits if zero else 0), 8 * group)
+        return WeightQuant(method, Fraction(bits, 8) + overhead)
+    if method == "fp8":
+        block = q.get("weight_block_size")
+        scales = Fraction(0)
+        if block is not None:
+            if not (isinstance(block, list) and len(block) == 2 and all(
+                    isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
+                raise q.refuse("weight_block_size", block, "it must be two positive integers")
+            scales = Fraction(4, block[0] * block[1])  # one float32 scale per block
+        return WeightQuant("fp8", 1 + scales)
+    if method == "mxfp4":  # 4 bits + one e8m0 scale per 32 values, routed experts only
+        return WeightQuant("mxfp4", Fraction(17, 32), experts_only=True)
+    if method in ("modelopt", "modelopt_fp4", "modelopt_fp8"):
+        algo = q.string("quant_algo", "FP4" if method == "modelopt_fp4" else "FP8").upper()
+        if algo in ("NVFP4", "FP4"):
+            return WeightQuant("nvfp4", _FP4_BLOCK)
+        if algo == "FP8":
+            return WeightQuant("fp8", Fraction(1))
+        raise q.refuse("quant_algo", algo, "the planner sizes FP8 and NVFP4 ModelOpt checkpoints")
+    if method == "compressed-tensors":
+        return _compressed_tensors(q)
+    raise f.refuse(
+        "quantization_config.quant_method", method,
+        "the planner sizes awq, gptq, compressed-tensors, fp8, mxfp4 and modelopt (fp8, nvfp4) "
+        "checkpoints; pass --weight-bytes with the measured size",
+    )
+
+
+def _compressed_tensors(q: _Fields) -> WeightQuant:
+    if "nvfp4" in q.string("format").lower():
+        return WeightQuant("compressed-tensors nvfp4", _FP4_BLOCK)
+    groups = q.get("config_groups")
+    if not isinstance(groups, Mapping) or not groups:
+        raise q.refuse("config_groups", groups, "it must name at least one quantization group")
+    first = next(iter(groups.values()))
+    weights = first.get("weights") if isinstance(first, Mapping) else None
+    if not isinstance(weights, Mapping):
+        raise q.refuse("config_groups", groups, "its first group must hold a `weights` scheme")
+    w = _Fields(weights, f"{q.source}.config_groups.weights")
+    bits = w.integer("num_bits", maximum=16)
+    group = w.optional_int("group_size", 0, minimum=0)
+    if w.string("type", "int") == "float" and bits == 4:
+        return WeightQuant("compressed-tensors nvfp4", _FP4_BLOCK)
+    zero = bits if w.get("symmetric", True) is False else 0
+    overhead = Fraction(16 + zero, 8 * group) if group else Fraction(0)
+    return WeightQuant(f"compressed-tensors w{bits}", Fraction(bits, 8) + overhead)
 
 
 def _attention_params(
@@ -488,16 +652,16 @@ def _mlp_params(
     f: _Fields, model_type: str, family: str, hidden: int
 ) -> Callable[[int, LayerKind], tuple[int, int]]:
     """A function: layer index and kind -> (dense MLP params, routed-expert params)."""
-    inter = int(f.get("intermediate_size", 0))
-    gated = 2 if str(f.get("mlp_hidden_act", "")) == "relu2" else 3
+    inter = f.optional_int("intermediate_size", 0, minimum=0)
+    gated = 2 if f.get("mlp_hidden_act") == "relu2" else 3
     if family == "mamba2":
         # Nemotron-H: MLP only in "-" blocks, up and down projections with relu^2.
         return lambda _i, kind: ((gated * hidden * inter, 0) if kind is LayerKind.NONE else (0, 0))
     if f.has("n_routed_experts"):  # DeepSeek V2/V3
-        experts, shared = f.integer("n_routed_experts"), int(f.get("n_shared_experts", 0))
-        moe_inter, first_dense = f.integer("moe_intermediate_size"), int(
-            f.get("first_k_dense_replace", 0)
-        )
+        experts = f.integer("n_routed_experts")
+        shared = f.optional_int("n_shared_experts", 0, minimum=0)
+        moe_inter = f.integer("moe_intermediate_size")
+        first_dense = f.optional_int("first_k_dense_replace", 0, minimum=0)
         router = experts * hidden + (experts if f.get("topk_method") == "noaux_tc" else 0)
 
         def deepseek(i: int, _kind: LayerKind) -> tuple[int, int]:
@@ -508,7 +672,7 @@ def _mlp_params(
         return deepseek
     if model_type == "qwen3_next" or f.has("num_experts"):
         experts, moe_inter = f.integer("num_experts"), f.integer("moe_intermediate_size")
-        shared_inter = int(f.get("shared_expert_intermediate_size", 0))
+        shared_inter = f.optional_int("shared_expert_intermediate_size", 0, minimum=0)
         # router, shared expert and its scalar gate; routed experts apart.
         dense = experts * hidden + 3 * hidden * shared_inter + (hidden if shared_inter else 0)
         return lambda _i, _kind: (dense, experts * 3 * hidden * moe_inter)
@@ -526,6 +690,7 @@ __all__ = [
     "MlaShape",
     "ModelShape",
     "WeightEstimate",
+    "WeightQuant",
     "load_model_shape",
     "model_shape_from_dict",
 ]
