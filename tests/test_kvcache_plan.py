@@ -9,6 +9,7 @@ size would be) or the hand-counted parameters times the dtype size.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from configbags.generated.registry import LEAVES
-from configbags.runtime.kvcache.errors import BudgetError, ContextTooLongError, KvPlanError
+from configbags.runtime.kvcache.errors import (
+    BudgetError,
+    ContextTooLongError,
+    DoesNotFitError,
+    KvPlanError,
+    SettingsError,
+)
 from configbags.runtime.kvcache.model_shape import ModelShape, load_model_shape
 from configbags.runtime.kvcache.planner import (
     DeviceMemory,
@@ -28,6 +35,7 @@ from configbags.runtime.kvcache.planner import (
     min_mem_fraction_static,
     plan_kv,
 )
+from configbags.runtime.kvcache.validate import validate_parallel
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 GiB = 1073741824
@@ -957,39 +965,133 @@ def test_default_request_rule() -> None:
 
 # --- properties ----------------------------------------------------------------------------
 
-_FITTING = ["llama-3.1-8b", "qwen2.5-7b", "qwen2.5-0.5b", "mistral-7b-v0.1", "gemma-2-9b", "gpt-oss-20b",
-            "deepseek-v2-lite", "qwen3-next-80b-a3b", "nemotron-h-56b"]
+_MODELS = sorted(p.stem for p in MODELS.glob("*.json"))
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    model=st.sampled_from(_FITTING),
-    tp_size=st.sampled_from([1, 2, 4, 8]),
-    page=st.sampled_from([1, 16, 64]),
-    kv=st.sampled_from(["auto", "fp8_e4m3"]),
-    mfs=st.integers(700, 950).map(lambda m: m / 1000),
-    pre_gib=st.integers(24, 192),
-)
-def test_budget_is_used_up_to_page_rounding(
-    model: str, tp_size: int, page: int, kv: str, mfs: float, pre_gib: int
-) -> None:
-    settings_ = plan_settings(**tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs,
-                             context_length=4096)
-    try:
-        plan = plan_kv(shape(model), settings_, DeviceMemory(pre_gib * GiB, weight_bytes=8 * GiB))
-    except KvPlanError:
-        return  # budget or SWA-window refusals are covered above
-    b, cell = plan.budget, plan.cell
-    assert b.kv_budget - b.kv_bytes >= 0
-    # Short by less than one page of tokens; an SWA split rounds its pool down by another
-    # page: rest - full_tokens x cell < page x cell, and swa_tokens > full_tokens x r - page.
-    full = cell.per_layer_full * cell.full_layers + cell.per_layer_draft * cell.draft_layers
-    swa = cell.per_layer_swa * cell.swa_layers
-    rounding = page * (full + 2 * swa) + full + swa
-    assert b.kv_budget - b.kv_bytes < rounding
-    if b.kv_budget >= 1000 * rounding:  # budgets of realistic size: rounding is < 0.1%
-        assert b.kv_utilization >= 0.999
-    assert plan.pool_bytes == sum(p.nbytes for p in plan.pools)
+def _valid_tp(model: str) -> list[int]:
+    """The TP sizes every head count of the model shards evenly over."""
+    valid = []
+    for size in (1, 2, 4, 8, 16):
+        try:
+            validate_parallel(shape(model), size)
+        except SettingsError:
+            continue
+        valid.append(size)
+    return valid
+
+
+@st.composite
+def _model_and_tp(draw: st.DrawFn) -> tuple[str, int]:
+    model = draw(st.sampled_from(_MODELS))
+    return model, draw(st.sampled_from(_valid_tp(model)))
+
+
+def test_budget_is_used_up_to_page_rounding() -> None:
+    outcomes: Counter[str] = Counter()
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(
+        model_tp=_model_and_tp(),
+        page=st.sampled_from([1, 16, 64]),
+        kv=st.sampled_from(["auto", "fp8_e4m3"]),
+        mfs=st.integers(700, 950).map(lambda m: m / 1000),
+        pre_gib=st.integers(24, 192),
+    )
+    def check(model_tp: tuple[str, int], page: int, kv: str, mfs: float, pre_gib: int) -> None:
+        model, tp_size = model_tp
+        settings_ = plan_settings(**tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs,
+                                  context_length=4096)
+        try:
+            plan = plan_kv(shape(model), settings_, DeviceMemory(pre_gib * GiB, weight_bytes=8 * GiB))
+        except DoesNotFitError:
+            outcomes["does not fit"] += 1  # budget or SWA-window refusals, tested above
+            return
+        outcomes["planned"] += 1
+        b, cell = plan.budget, plan.cell
+        assert b.kv_budget - b.kv_bytes >= 0
+        # Short by less than one page of tokens; an SWA split rounds its pool down by another
+        # page: rest - full_tokens x cell < page x cell, and swa_tokens > full_tokens x r - page.
+        swa = cell.per_layer_swa * cell.swa_layers
+        rounding = page * (cell.full_bytes + 2 * swa) + cell.full_bytes + swa
+        assert b.kv_budget - b.kv_bytes < rounding
+        if b.kv_budget >= 1000 * rounding:  # budgets of realistic size: rounding is < 0.1%
+            assert b.kv_utilization >= 0.999
+
+    check()
+    # 8 GiB of weights on 24-192 GiB fits nearly always; a test whose every draw is refused
+    # would check nothing, so the refusals are counted and bounded.
+    assert outcomes["planned"] >= 100, outcomes
+    assert outcomes["does not fit"] <= outcomes["planned"] // 4, outcomes
+
+
+def test_allocations_stay_within_the_budget_and_every_row_is_accounted_for() -> None:
+    """For any valid model and settings: what the pools allocate in the budget is at most
+    the budget, every tensor row is one the plan counts (tokens + a page, slots + a padding
+    slot, requests x D), and all of it together fits the device."""
+    outcomes: Counter[str] = Counter()
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(
+        model_tp=_model_and_tp(),
+        page=st.sampled_from([1, 16, 64]),
+        kv=st.sampled_from(["auto", "fp8_e4m3"]),
+        mfs=st.one_of(st.none(), st.integers(700, 950).map(lambda m: m / 1000)),
+        pre_gib=st.integers(24, 200),
+        weight_gib=st.one_of(st.none(), st.integers(1, 40)),
+        ctx=st.sampled_from([2048, 4096, 8192]),
+        spec=st.sampled_from([None, ("EAGLE", 3, 1, 4), ("NEXTN", 3, 1, 4), ("EAGLE", 2, 4, 8), ("NGRAM", 1, 1, 8)]),
+        radix_off=st.booleans(),
+        extra=st.sampled_from([(False, False), (True, False), (True, True)]),
+        mrr=st.one_of(st.none(), st.integers(1, 512)),
+        cap=st.one_of(st.none(), st.integers(1, 2_000_000)),
+    )
+    def check(model_tp: tuple[str, int], page: int, kv: str, mfs: float | None, pre_gib: int,
+              weight_gib: int | None, ctx: int, spec: tuple[str, int, int, int] | None, radix_off: bool,
+              extra: tuple[bool, bool], mrr: int | None, cap: int | None) -> None:
+        model, tp_size = model_tp
+        spec_leaves: dict[str, Any] = {}
+        if spec is not None:
+            algo, steps, topk, d = spec
+            spec_leaves = dict(speculative_algorithm=algo, speculative_num_steps=steps, speculative_eagle_topk=topk,
+                               speculative_num_draft_tokens=d, max_speculative_num_draft_tokens=d)
+        settings_ = plan_settings(
+            **tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs, context_length=ctx,
+            disable_radix_cache=radix_off, enable_mamba_extra_buffer=extra[0] and not radix_off,
+            enable_mamba_extra_buffer_lazy=extra[1] and not radix_off, max_running_requests=mrr,
+            max_total_tokens=cap, **spec_leaves,
+        )
+        weights = None if weight_gib is None else weight_gib * GiB
+        try:
+            plan = plan_kv(shape(model), settings_, DeviceMemory(pre_gib * GiB, weight_bytes=weights))
+        except DoesNotFitError:
+            outcomes["does not fit"] += 1
+            return
+        outcomes["planned"] += 1
+        b = plan.budget
+        assert b.in_budget <= b.rest
+        # Rows, from the tensors: KV pools hold tokens + one page (SWA: swa_tokens + a page),
+        # mamba pools slots + the padding slot, speculative states requests x D.
+        tokens, page_ = plan.max_total_num_tokens, plan.page_size
+        for p in plan.pools:
+            if p.name.startswith("mamba_spec"):
+                assert p.shape[2] == plan.spec.max_draft_tokens
+            elif p.name.startswith("mamba_"):
+                assert p.shape[1] == plan.mamba_slots + 1
+            elif p.name.endswith("_swa"):
+                assert p.shape[0] == plan.swa_tokens + page_
+            else:
+                assert p.shape[0] == tokens + page_
+        tensors = plan.pool_bytes + plan.req_to_token_bytes + sum(t.nbytes for t in plan.spec_buffers)
+        assert tensors == b.allocated  # every byte allocated is on a budget line
+        if b.from_slack <= b.slack:
+            assert b.allocated <= b.avail - b.multimodal_reserve
+        else:
+            outcomes["tables exceed the slack"] += 1
+            assert any("tables" in w for w in plan.warnings)
+
+    check()
+    assert outcomes["planned"] >= 100, outcomes
+    assert outcomes["tables exceed the slack"] <= outcomes["planned"] // 10, outcomes
 
 
 def test_auto_kv_dtype_follows_a_declared_fp8_kv_quantization() -> None:

@@ -453,6 +453,12 @@ def _assemble(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, r: _Reso
             f"mem_fraction_static={r.mfs} leaves {gib(budget.slack)} for activations, CUDA graphs "
             f"and tables; SGLang reserves {gib(budget.activation_reserve)} on this device"
         )
+    if budget.from_slack > budget.slack:
+        log.warnings.append(
+            f"the tables paid from the slack (req_to_token, KV padding, speculative buffers: "
+            f"{gib(budget.from_slack)}) exceed it ({gib(budget.slack)}); lower "
+            "--mem-fraction-static or --max-running-requests"
+        )
     tokens_cap = min(r.ctx, tokens)
     return KvPlan(
         model=shape.name,
