@@ -131,14 +131,16 @@ def test_moe_and_hybrid_parameter_estimates(name: str, billions: float) -> None:
 
 
 def test_quantized_weight_bytes() -> None:
-    # DeepSeek-V3 is fp8: decoder linears take 1 byte, embeddings (2 x 129280 x 7168 + 7168)
-    # stay bf16 -> bytes = params + embedding params.
+    # DeepSeek-V3 is fp8 with 128 x 128 weight blocks: decoder linears take 1 byte plus one
+    # float32 scale per block (4 / 16384 B per weight); embeddings (2 x 129280 x 7168 + 7168)
+    # stay bf16.
     w = load("deepseek-v3").weights
     assert w.quant_method == "fp8"
-    assert w.bytes(2) == w.total_params + w.embedding_params
+    decoder = w.layer_params + w.expert_params
+    assert w.bytes(2) == w.embedding_params * 2 + decoder + -(-decoder * 4 // 16384)
     # gpt-oss: mxfp4 experts at 17/32 byte per parameter; the checkpoint is ~13.8 GB.
     oss = load("gpt-oss-20b").weights
-    assert oss.bytes(2) == (oss.embedding_params + oss.layer_params) * 2 + oss.expert_params * 17 // 32
+    assert oss.bytes(2) == (oss.embedding_params + oss.layer_params) * 2 + -(-oss.expert_params * 17 // 32)
     assert oss.bytes(2) / 1e9 == pytest.approx(13.8, rel=0.02)
 
 

@@ -1052,8 +1052,9 @@ def test_allocations_stay_within_the_budget_and_every_row_is_accounted_for() -> 
         spec_leaves: dict[str, Any] = {}
         if spec is not None:
             algo, steps, topk, d = spec
-            spec_leaves = dict(speculative_algorithm=algo, speculative_num_steps=steps, speculative_eagle_topk=topk,
-                               speculative_num_draft_tokens=d, max_speculative_num_draft_tokens=d)
+            spec_leaves = {"speculative_algorithm": algo, "speculative_num_steps": steps,
+                           "speculative_eagle_topk": topk, "speculative_num_draft_tokens": d,
+                           "max_speculative_num_draft_tokens": d}
         settings_ = plan_settings(
             **tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs, context_length=ctx,
             disable_radix_cache=radix_off, enable_mamba_extra_buffer=extra[0] and not radix_off,

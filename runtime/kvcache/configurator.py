@@ -81,13 +81,15 @@ class KvCacheConfigurator:
     shape: ModelShape
     memory: DeviceMemory
     context: Context[Any] | None = None  # default: this process's context
+    require_full_context: bool = False  # refuse, rather than cap, a context that does not fit
 
     def _context(self) -> Context[Any]:
         return self.context if self.context is not None else process_context()
 
     def plan(self, view: RunnerView | None = None) -> KvPlan:
         """The plan under the current config (or a runner's view of it); no side effects."""
-        return plan_kv(self.shape, read_settings(view if view is not None else self._context()), self.memory)
+        settings = read_settings(view if view is not None else self._context())
+        return plan_kv(self.shape, settings, self.memory, require_full_context=self.require_full_context)
 
     def configure(self) -> KvPlan:
         """Plan from the process bags and write the load-time decisions back; the returned
