@@ -64,8 +64,8 @@ def test_plan_command_takes_the_package(kvmini: dict[str, ModuleType], capsys: p
     out = json.loads(capsys.readouterr().out)
     assert out["plan"]["max_total_num_tokens"] == 1016480
     assert out["server_info"]["record"]["page_size"] == 16
-    with ctx.restoring():  # --help names only the flags this schema declares
-        with pytest.raises(SystemExit):
-            main(["--package", package, "--model-config", LLAMA, "--help"])
+    # --help names only the flags this schema declares
+    with ctx.restoring(), pytest.raises(SystemExit):
+        main(["--package", package, "--model-config", LLAMA, "--help"])
     help_text = capsys.readouterr().out
     assert "--mem-fraction-static" in help_text and "--speculative-algorithm" not in help_text
