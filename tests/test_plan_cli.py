@@ -158,3 +158,37 @@ def test_device_memory_must_be_positive(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         main(["--model-config", LLAMA, "--device-memory", "0GiB"])
     assert "a memory size must be positive" in capsys.readouterr().err
+
+
+def test_comparison_over_gpus_and_tp_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", LLAMA, "--gpu", "H100,H200", "--tp-size", "1,3,8", "--workload", "2000:500", "--json"]
+    assert main(argv) == 0  # some points plan
+    rows = json.loads(capsys.readouterr().out)["comparison"]
+    assert [(r["gpu"], r["tp_size"]) for r in rows] == [
+        ("H100", 1), ("H100", 3), ("H100", 8), ("H200", 1), ("H200", 3), ("H200", 8)]
+    by = {(r["gpu"], r["tp_size"]): r for r in rows}
+    assert by[("H100", 3)]["status"] == "refused"  # 32 heads over 3 ranks
+    h100 = by[("H100", 1)]
+    # H100 preset: 81559 MiB; default mfs round((81559 - 10240) / 81559, 3) = 0.874
+    # (ServerArgs._handle_gpu_memory_settings); 2500-token requests: tokens // 2500.
+    assert h100["mem_fraction_static"] == 0.874
+    assert h100["concurrency"] == h100["tokens"] // 2500 and h100["binds"] == "kv tokens"
+    assert by[("H200", 8)]["tokens"] > by[("H100", 8)]["tokens"] > h100["tokens"]
+    assert main(argv[:-1]) == 0  # the table
+    out = capsys.readouterr().out
+    assert "fit at once" in out and "refused: " in out
+
+
+def test_comparison_where_nothing_fits_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", str(MODELS / "llama-3.1-70b.json"), "--gpu", "L40S", "--tp-size", "1,2"]
+    assert main(argv) == 1
+    assert capsys.readouterr().out.count("does not fit") == 2
+
+
+def test_workload_concurrency_in_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", LLAMA, "--gpu", "H100", "--context-length", "8192", "--workload", "1000:1000"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "requests of 1,000 + 1,000 tokens; kv tokens binds" in out
+    assert "SGLang reserves 10.00 GiB for activations and CUDA graphs" in out
+    assert "models SGLang v0.5.x" in out
