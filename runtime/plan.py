@@ -301,6 +301,7 @@ def _compare(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argumen
                            max_running_requests=plan.max_running_requests, concurrency=load.requests,
                            request_tokens=load.request_tokens, binds=load.binds,
                            mem_fraction_static=plan.mem_fraction_static, max_req_len=plan.max_req_len,
+                           context_capped=plan.context_capped,
                            weights_gib=round(plan.budget.weights / GiB, 2))
         rows.append(row)
     if ns.json:
@@ -323,8 +324,9 @@ def render_comparison(shape: ModelShape, rows: list[dict[str, Any]]) -> str:
             lines.append(f"{head} {row['status']}: {reason[:140]}")
             continue
         fit = f"{row['concurrency']:,}"
+        capped = f"; requests capped at {row['max_req_len']:,} tokens" if row["context_capped"] else ""
         lines.append(f"{head} {row['mem_fraction_static']:>6} {row['tokens']:>12,} "
-                     f"{row['max_running_requests']:>9,} {fit:>12}  {row['binds']}")
+                     f"{row['max_running_requests']:>9,} {fit:>12}  {row['binds']}{capped}")
     tokens = {row["request_tokens"] for row in rows if row["status"] == "planned"}
     if tokens:
         lines += ["", f"fit at once: requests of {', '.join(f'{t:,}' for t in sorted(tokens))} tokens "

@@ -87,7 +87,7 @@ def forces_full_attention(architectures: Iterable[str]) -> bool:
 
 
 def forced_page_size(attention_backend: str | None) -> int | None:
-    """The page size an attention backend only works with (`ServerArgs._handle_page_size`:
+    """The page size an attention backend only works with (`ServerArgs._handle_attention_backend_compatibility`:
     flashmla and trtllm_mla need 64), or None when any page size works."""
     return _BACKEND_PAGE_SIZE.get(attention_backend or "")
 

@@ -72,6 +72,7 @@ from configbags.runtime.kvcache.sizing import (
     exact,
     min_mem_fraction_static,
     stage_layers,
+    stages_of,
 )
 from configbags.runtime.kvcache.tensors import kv_tensors, mamba_tensors, spec_buffers
 from configbags.runtime.kvcache.validate import validate_settings
@@ -308,6 +309,7 @@ def _sizer(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, r: _Resolve
         spec_draft_tokens=spec.max_draft_tokens if spec.enabled else 0,
         page=r.page,
         activation_reserve=r.activation_reserve,
+        stages=stages_of(shape, s.pp_size),
     )
 
 

@@ -91,6 +91,31 @@ class Sizing:
 
 
 @attrs.frozen
+class StageLayers:
+    """Layer counts of one pipeline stage, by what each keeps."""
+
+    rank: int
+    start: int
+    end: int
+    attention: int  # full and MLA layers
+    sliding: int
+    linear: int
+
+
+def stages_of(shape: ModelShape, pp_size: int) -> tuple[StageLayers, ...]:
+    out = []
+    for rank, (start, end) in enumerate(stage_layers(shape.num_layers, pp_size)):
+        kinds = shape.layer_kinds[start:end]
+        out.append(StageLayers(
+            rank, start, end,
+            attention=shape.count(LayerKind.FULL, kinds) + shape.count(LayerKind.MLA, kinds),
+            sliding=shape.count(LayerKind.SLIDING, kinds),
+            linear=shape.count(LayerKind.LINEAR, kinds),
+        ))
+    return tuple(out)
+
+
+@attrs.frozen
 class Sizer:
     """Everything but mem_fraction_static, fixed: `size(mfs)` plans every stage."""
 
@@ -109,29 +134,23 @@ class Sizer:
     spec_draft_tokens: int  # D of the mamba intermediate states (0 without speculation)
     page: int
     activation_reserve: int  # SGLang's reserve; suggestions never eat into it
+    stages: tuple[StageLayers, ...]  # counted once; every size() reuses them
     mm_reserve: int = 0  # text-only planning
 
     def size(self, mfs: Fraction) -> Sizing:
-        s, shape = self.settings, self.shape
         slack = math.floor(self.pre * (1 - mfs))
-        stages = tuple(
-            self._stage(rank, start, end, slack)
-            for rank, (start, end) in enumerate(stage_layers(shape.num_layers, s.pp_size))
-        )
-        return Sizing(slack, stages)
+        return Sizing(slack, tuple(self._stage(stage, slack) for stage in self.stages))
 
-    def _stage(self, rank: int, start: int, end: int, slack: int) -> StageSizing:
-        shape = self.shape
-        kinds = shape.layer_kinds[start:end]
+    def _stage(self, layers: StageLayers, slack: int) -> StageSizing:
+        rank, start, end = layers.rank, layers.start, layers.end
         last = rank == self.settings.pp_size - 1
         draft_weights = self.draft_weights if last else 0
         avail = self.pre - self.weights - draft_weights
         rest = avail - slack - self.mm_reserve
-        full = shape.count(LayerKind.FULL, kinds) + shape.count(LayerKind.MLA, kinds)
-        sliding = shape.count(LayerKind.SLIDING, kinds)
+        full, sliding = layers.attention, layers.sliding
         if not self.split_swa:
             full, sliding = full + sliding, 0
-        linear_layers = shape.count(LayerKind.LINEAR, kinds)
+        linear_layers = layers.linear
         mamba = None
         if linear_layers:
             mamba = size_mamba_slots(
