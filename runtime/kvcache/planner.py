@@ -338,11 +338,12 @@ def _tokens(sizer: Sizer, binding: StageSizing, r: _Resolved, log: _Log, require
     if tokens < page or (r.ctx > tokens and require_full):
         raise ContextTooLongError(context_message(sizer, binding, tokens, r.mfs, r.ctx))
     if r.ctx > tokens:
+        memory_binds = binding.plan.tokens_fit < r.ctx
+        fix = memory_fix(sizer, binding, r.ctx) if memory_binds else "raise --max-total-tokens"
         log.warnings.append(
             f"context_length={r.ctx} does not fit: requests are capped at {tokens - 1} tokens "
-            f"(SGLang's max_req_len); to serve the full context, "
-            f"{memory_fix(sizer, binding, r.ctx) if binding.plan.tokens_fit < r.ctx else 'raise --max-total-tokens'}"
-            " (--require-full-context makes this an error)"
+            f"(SGLang's max_req_len); to serve the full context, {fix} "
+            "(--require-full-context makes this an error)"
         )
     return tokens
 
