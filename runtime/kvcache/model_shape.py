@@ -15,13 +15,14 @@ import enum
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from configbags.runtime.kvcache.config_fields import MAX_LAYERS, ConfigFields
 from configbags.runtime.kvcache.errors import ModelConfigError
+from configbags.runtime.kvcache.quantization import WeightQuant, weight_quant
 
 # Bytes per element of the dtype names used in plans. fp8 variants are stored as uint8
 # (SGLang does the same so that index_put works on every backend).
@@ -89,15 +90,6 @@ class LinearStateShape:
     state_size: int
     ssm_dtype: str | None  # a dtype the checkpoint declares for the SSM state, if any
     n_groups: int = 0  # mamba-2 B/C groups (their conv channels are in conv_dim)
-
-
-@attrs.frozen
-class WeightQuant:
-    """How a checkpoint stores its quantized linear weights, from `quantization_config`."""
-
-    method: str  # quant_method (plus the algorithm where one method covers several)
-    bytes_per_param: Fraction  # one quantized weight, its share of scales and zeros included
-    experts_only: bool = False  # mxfp4 (gpt-oss) quantizes the routed experts only
 
 
 @attrs.frozen
@@ -200,76 +192,6 @@ def load_model_shape(path: str | Path) -> ModelShape:
     return model_shape_from_dict(config, source=str(p), name=name)
 
 
-# Real models have at most a few hundred decoder layers; a bound keeps a hostile config
-# (num_hidden_layers: 10**9) from building a billion-entry layer table.
-MAX_LAYERS = 4096
-
-
-class _Fields:
-    """Reads a config dict: every number is type- and range-checked by name, and missing
-    required keys are collected so the error names all of them at once."""
-
-    def __init__(self, config: Mapping[str, Any], source: str) -> None:
-        self._config = config
-        self.source = source
-        self.missing: list[str] = []
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self._config.get(key)
-        return default if value is None else value
-
-    def has(self, key: str) -> bool:
-        return self._config.get(key) is not None
-
-    def refuse(self, key: str, value: Any, rule: str) -> ModelConfigError:
-        return ModelConfigError(f"{self.source}: {key} is {value!r}; {rule}")
-
-    def integer(self, key: str, *, minimum: int = 1, maximum: int | None = None) -> int:
-        """A required integer field, within [minimum, maximum]."""
-        if self._config.get(key) is None:
-            self.missing.append(key)
-            return max(minimum, 1)  # placeholder; check() raises before it is used
-        return self._checked(key, self._config[key], minimum, maximum)
-
-    def optional_int(self, key: str, default: int, *, minimum: int = 1) -> int:
-        value = self._config.get(key)
-        return default if value is None else self._checked(key, value, minimum, None)
-
-    def _checked(self, key: str, value: Any, minimum: int, maximum: int | None) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            kind = "a number that is not a whole number" if isinstance(value, float) else f"a {type(value).__name__}"
-            raise self.refuse(key, value, f"it must be an integer, not {kind}")
-        if value < minimum:
-            rule = "positive" if minimum == 1 else f"at least {minimum}"
-            raise self.refuse(key, value, f"it must be {rule}")
-        if maximum is not None and value > maximum:
-            raise self.refuse(key, value, f"the planner accepts at most {maximum}")
-        return value
-
-    def first_int(self, keys: Sequence[str]) -> int:
-        for key in keys:
-            if self.has(key):
-                return self.integer(key)
-        self.missing.append(" or ".join(keys))
-        return 1
-
-    def string(self, key: str, default: str = "") -> str:
-        value = self._config.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self.refuse(key, value, "it must be a string")
-        return value
-
-    def check(self, family: str) -> None:
-        if self.missing:
-            names = ", ".join(sorted(set(self.missing)))
-            raise ModelConfigError(
-                f"{self.source}: a {family} model config needs {names}, which it does not "
-                "define; add them (copy them from the published config.json)"
-            )
-
-
 # Architectures whose cache geometry the planner models (the families of models/ and their
 # close relatives); any other is planned from the generic fields, with a warning.
 KNOWN_ARCHITECTURES = frozenset({
@@ -283,7 +205,7 @@ KNOWN_ARCHITECTURES = frozenset({
 def model_shape_from_dict(
     config: Mapping[str, Any], *, source: str, name: str | None = None
 ) -> ModelShape:
-    f = _Fields(config, source)
+    f = ConfigFields(config, source)
     model_type = f.string("model_type", "unknown")
     num_layers = f.integer("num_hidden_layers", maximum=MAX_LAYERS)
     hidden = f.integer("hidden_size")
@@ -363,14 +285,14 @@ def model_shape_from_dict(
     )
 
 
-def _architectures(f: _Fields) -> tuple[str, ...]:
+def _architectures(f: ConfigFields) -> tuple[str, ...]:
     value = f.get("architectures", [])
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
         raise f.refuse("architectures", value, "it must be a list of class names")
     return tuple(value)
 
 
-def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerKind, ...]]:
+def _layer_kinds(f: ConfigFields, model_type: str, n: int) -> tuple[str, tuple[LayerKind, ...]]:
     """The family name and the cache kind of each of the `n` decoder layers."""
     full, sliding, linear = LayerKind.FULL, LayerKind.SLIDING, LayerKind.LINEAR
     if f.has("kv_lora_rank"):
@@ -423,7 +345,7 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerK
     return "attention", (sliding,) * n  # Mistral-7B-v0.1: one window on every layer
 
 
-def _linear_state(f: _Fields, family: str, hidden: int) -> LinearStateShape | None:
+def _linear_state(f: ConfigFields, family: str, hidden: int) -> LinearStateShape | None:
     ssm_dtype = f.get("mamba_ssm_cache_dtype", f.get("mamba_ssm_dtype"))
     ssm = _CHECKPOINT_DTYPES.get(ssm_dtype.lower()) if isinstance(ssm_dtype, str) else None
     if family == "mamba2":
@@ -456,7 +378,7 @@ def _linear_state(f: _Fields, family: str, hidden: int) -> LinearStateShape | No
     return None
 
 
-def _checkpoint_dtype(f: _Fields, source: str) -> str:
+def _checkpoint_dtype(f: ConfigFields, source: str) -> str:
     raw = f.get("torch_dtype", f.get("dtype"))
     if raw is None:
         return "float32"  # transformers loads a config without a dtype in float32
@@ -488,7 +410,7 @@ def _declared_kv_quant(config: Mapping[str, Any]) -> str | None:
 
 
 def _estimate_weights(
-    f: _Fields,
+    f: ConfigFields,
     family: str,
     kinds: tuple[LayerKind, ...],
     hidden: int,
@@ -524,81 +446,12 @@ def _estimate_weights(
         embedding_params=embedding,
         layer_params=layer_params,
         expert_params=expert_params,
-        quant=_weight_quant(f),
+        quant=weight_quant(f),
     )
-
-
-# The quantization methods a checkpoint may declare, and what one weight costs. Group-wise
-# integer formats (AWQ, GPTQ) keep one float16 scale and one packed zero point per group.
-_FP4_BLOCK = Fraction(1, 2) + Fraction(1, 16)  # nvfp4: 4 bits + one fp8 scale per 16
-
-
-def _weight_quant(f: _Fields) -> WeightQuant | None:
-    """The storage of quantized weights the checkpoint declares (`quantization_config`):
-    AWQ and GPTQ (`bits`, `group_size`), compressed-tensors (`config_groups`), fp8 (with
-    `weight_block_size` scales), mxfp4 and nvfp4 (ModelOpt or compressed-tensors)."""
-    quant = f.get("quantization_config")
-    if quant is None:
-        return None
-    if not isinstance(quant, Mapping):
-        raise f.refuse("quantization_config", quant, "it must be an object")
-    q = _Fields(quant, f"{f.source}: quantization_config")
-    method = q.string("quant_method").lower()
-    if method in ("awq", "awq_marlin", "gptq", "gptq_marlin"):
-        bits = q.integer("bits", maximum=16)
-        group = q.optional_int("group_size", -1, minimum=-1)
-        zero = method.startswith("gptq") or q.get("zero_point", True) is True
-        overhead = Fraction(0) if group <= 0 else Fraction(16 + (bits if zero else 0), 8 * group)
-        return WeightQuant(method, Fraction(bits, 8) + overhead)
-    if method == "fp8":
-        block = q.get("weight_block_size")
-        scales = Fraction(0)
-        if block is not None:
-            if not (isinstance(block, list) and len(block) == 2 and all(
-                    isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in block)):
-                raise q.refuse("weight_block_size", block, "it must be two positive integers")
-            scales = Fraction(4, block[0] * block[1])  # one float32 scale per block
-        return WeightQuant("fp8", 1 + scales)
-    if method == "mxfp4":  # 4 bits + one e8m0 scale per 32 values, routed experts only
-        return WeightQuant("mxfp4", Fraction(17, 32), experts_only=True)
-    if method in ("modelopt", "modelopt_fp4", "modelopt_fp8"):
-        algo = q.string("quant_algo", "FP4" if method == "modelopt_fp4" else "FP8").upper()
-        if algo in ("NVFP4", "FP4"):
-            return WeightQuant("nvfp4", _FP4_BLOCK)
-        if algo == "FP8":
-            return WeightQuant("fp8", Fraction(1))
-        raise q.refuse("quant_algo", algo, "the planner sizes FP8 and NVFP4 ModelOpt checkpoints")
-    if method == "compressed-tensors":
-        return _compressed_tensors(q)
-    raise f.refuse(
-        "quantization_config.quant_method", method,
-        "the planner sizes awq, gptq, compressed-tensors, fp8, mxfp4 and modelopt (fp8, nvfp4) "
-        "checkpoints; pass --weight-bytes with the measured size",
-    )
-
-
-def _compressed_tensors(q: _Fields) -> WeightQuant:
-    if "nvfp4" in q.string("format").lower():
-        return WeightQuant("compressed-tensors nvfp4", _FP4_BLOCK)
-    groups = q.get("config_groups")
-    if not isinstance(groups, Mapping) or not groups:
-        raise q.refuse("config_groups", groups, "it must name at least one quantization group")
-    first = next(iter(groups.values()))
-    weights = first.get("weights") if isinstance(first, Mapping) else None
-    if not isinstance(weights, Mapping):
-        raise q.refuse("config_groups", groups, "its first group must hold a `weights` scheme")
-    w = _Fields(weights, f"{q.source}.config_groups.weights")
-    bits = w.integer("num_bits", maximum=16)
-    group = w.optional_int("group_size", 0, minimum=0)
-    if w.string("type", "int") == "float" and bits == 4:
-        return WeightQuant("compressed-tensors nvfp4", _FP4_BLOCK)
-    zero = bits if w.get("symmetric", True) is False else 0
-    overhead = Fraction(16 + zero, 8 * group) if group else Fraction(0)
-    return WeightQuant(f"compressed-tensors w{bits}", Fraction(bits, 8) + overhead)
 
 
 def _attention_params(
-    f: _Fields,
+    f: ConfigFields,
     model_type: str,
     hidden: int,
     heads: int,
@@ -631,7 +484,7 @@ def _attention_params(
     return params
 
 
-def _linear_params(f: _Fields, s: LinearStateShape, hidden: int) -> int:
+def _linear_params(f: ConfigFields, s: LinearStateShape, hidden: int) -> int:
     if s.kind == "mamba2":
         inner = s.num_heads * s.head_dim
         groups = f.integer("n_groups")
@@ -649,7 +502,7 @@ def _linear_params(f: _Fields, s: LinearStateShape, hidden: int) -> int:
 
 
 def _mlp_params(
-    f: _Fields, model_type: str, family: str, hidden: int
+    f: ConfigFields, model_type: str, family: str, hidden: int
 ) -> Callable[[int, LayerKind], tuple[int, int]]:
     """A function: layer index and kind -> (dense MLP params, routed-expert params)."""
     inter = f.optional_int("intermediate_size", 0, minimum=0)
