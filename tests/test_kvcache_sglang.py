@@ -213,8 +213,11 @@ def test_the_activation_reserve_is_its_own_budget_line() -> None:
     assert plan.budget.activation_reserve == 10 * GiB  # 9.5 + 1 x 1 / 2 GiB on an 80 GiB device
     assert plan.mem_fraction_static == 0.875 == round((81920 - 10240) / 81920, 3)
     assert plan.budget.slack == plan.budget.activation_reserve  # 80 GiB x 0.125, exactly
-    # Tables are allocated from that slack; what is left is the headroom for activations.
-    assert plan.budget.headroom == plan.budget.slack - plan.budget.req_to_token - plan.budget.kv_padding
+    # Tables are allocated from that slack; what is left is the headroom for activations:
+    # requests clamp(450907 x 512 // 8192, 2048, 4096) = 4096, so req_to_token is
+    # 4097 x (8192 + 4) x 4 B = 134316048, and the KV padding page one 131072-byte token.
+    assert plan.max_running_requests == 4096
+    assert plan.budget.headroom == 10737418240 - 134316048 - 131072
 
 
 def test_a_fraction_that_eats_the_reserve_is_warned_about() -> None:

@@ -33,7 +33,6 @@ def reserved_memory_bytes(
     gpu_memory_bytes: int,
     tp_size: int = 1,
     pp_size: int = 1,
-    *,
     speculative_algorithm: str | None = None,
     dp_attention: bool = False,
 ) -> int:
@@ -41,7 +40,8 @@ def reserved_memory_bytes(
     metadata (`ServerArgs._handle_gpu_memory_settings`): by GPU size, `2.8 + tp*pp/10` GiB
     below 35 GiB, `9.5 + tp*pp/2` below 90 GiB, `12 + tp*pp/2` below 160 GiB and 32 GiB
     above; plus 6 GiB for a STANDALONE draft or 2 GiB for any other draft, plus 4 GiB for
-    DP attention."""
+    DP attention. The arguments are positional too, so a schema rule can pass its inputs
+    in order (capacity, tp_size, pp_size, speculative_algorithm, enable_dp_attention)."""
     gpu_mib = gpu_memory_bytes / MiB  # SGLang compares the capacity in MiB
     parallel = tp_size * pp_size
     if gpu_mib < 35 * 1024:
@@ -63,7 +63,6 @@ def default_mem_fraction_static(
     gpu_memory_bytes: int,
     tp_size: int = 1,
     pp_size: int = 1,
-    *,
     speculative_algorithm: str | None = None,
     dp_attention: bool = False,
 ) -> float:
