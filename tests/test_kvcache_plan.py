@@ -1,4 +1,4 @@
-"""The pure plan arithmetic against numbers derived by hand from reference/KV_SIZING.md.
+"""The pure plan arithmetic against numbers derived by hand from SGLang's sizing (docs/PLAN.md).
 
 Every expected value below is a literal; the comment above each case shows the arithmetic
 (GiB = 1073741824; 80 GiB = 85899345920). Decimal fractions are exact decimals: slack at
@@ -831,7 +831,7 @@ def test_budget_error_names_the_mem_fraction_static_that_fits_one_request() -> N
 
 
 def test_budget_error_when_no_fraction_fits_the_full_context() -> None:
-    # The reviewer's case: at the full 131072 context one request needs 131072 x 163840 B =
+    # At the full 131072 context one request needs 131072 x 163840 B =
     # 20 GiB, more than the 14.29 GiB left after the weights even at mem_fraction_static 1.0;
     # the old message suggested 0.822, which led straight to a 339-token pool.
     with pytest.raises(BudgetError) as err:
@@ -1044,10 +1044,11 @@ def test_allocations_stay_within_the_budget_and_every_row_is_accounted_for() -> 
         extra=st.sampled_from([(False, False), (True, False), (True, True)]),
         mrr=st.one_of(st.none(), st.integers(1, 512)),
         cap=st.one_of(st.none(), st.integers(1, 2_000_000)),
+        pp=st.sampled_from([1, 1, 2]),
     )
     def check(model_tp: tuple[str, int], page: int, kv: str, mfs: float | None, pre_gib: int,
               weight_gib: int | None, ctx: int, spec: tuple[str, int, int, int] | None, radix_off: bool,
-              extra: tuple[bool, bool], mrr: int | None, cap: int | None) -> None:
+              extra: tuple[bool, bool], mrr: int | None, cap: int | None, pp: int) -> None:
         model, tp_size = model_tp
         spec_leaves: dict[str, Any] = {}
         if spec is not None:
@@ -1059,7 +1060,7 @@ def test_allocations_stay_within_the_budget_and_every_row_is_accounted_for() -> 
             **tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs, context_length=ctx,
             disable_radix_cache=radix_off, enable_mamba_extra_buffer=extra[0] and not radix_off,
             enable_mamba_extra_buffer_lazy=extra[1] and not radix_off, max_running_requests=mrr,
-            max_total_tokens=cap, **spec_leaves,
+            max_total_tokens=cap, pp_size=pp, **spec_leaves,
         )
         weights = None if weight_gib is None else weight_gib * GiB
         try:
