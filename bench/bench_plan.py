@@ -1,5 +1,6 @@
-"""Plan time per model (goal: under 5 ms), and cpu allocation against a bare `torch.empty`
-of the same bytes, measured side by side in one run and printed as ratios.
+"""Plan time per model (goal: under 5 ms), a comparison sweep of 11 models x 4 GPUs x 4 TP
+sizes (goal: under 1 s in all), and cpu allocation against a bare `torch.empty` of the same
+bytes, measured side by side in one run and printed as ratios.
 
     .venv/bin/python bench/bench_plan.py [--repeat 200]
 
@@ -24,10 +25,21 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402  (after the path so a source checkout runs without installing)
 
+from configbags.generated.accessors import get_context  # noqa: E402  (registers the context)
+from configbags.generated.registry import LEAVES  # noqa: E402
 from configbags.generated.server_args import ServerArgs  # noqa: E402
 from configbags.runtime.kvcache.configurator import KvCacheConfigurator  # noqa: E402
+from configbags.runtime.kvcache.errors import DoesNotFitError, SettingsError  # noqa: E402
+from configbags.runtime.kvcache.gpus import gpu_preset  # noqa: E402
 from configbags.runtime.kvcache.model_shape import load_model_shape  # noqa: E402
-from configbags.runtime.kvcache.planner import DeviceMemory, GiB, KvPlan  # noqa: E402
+from configbags.runtime.kvcache.planner import (  # noqa: E402
+    DeviceMemory,
+    GiB,
+    KvPlan,
+    PlanSettings,
+    concurrency,
+    plan_kv,
+)
 from configbags.runtime.kvcache.pools import allocate  # noqa: E402
 from configbags.runtime.testing import published  # noqa: E402
 
@@ -63,13 +75,47 @@ def bench_plans(repeat: int) -> None:
     for name, (flags, pre, weights) in SETUPS.items():
         shape = load_model_shape(ROOT / "models" / f"{name}.json")
         c = KvCacheConfigurator(shape, DeviceMemory(pre, weights))
-        with published(ServerArgs(model_path=name, **flags), role="worker"):  # type: ignore[arg-type]
+        with published(ServerArgs(model_path=name, **flags), role="worker", context=get_context()):  # type: ignore[arg-type]
             c.configure()  # first call writes back the decisions; timed calls are reconfigures
             median, low = best_of(c.configure, repeat)
             plan = c.plan()
         flag = "" if median < 5e-3 else "  <-- over the 5 ms goal"
         print(f"  {name:<22} {median * 1e3:>10.3f} {low * 1e3:>8.3f}  "
               f"{plan.max_total_num_tokens:>12,} {plan.max_running_requests:>9,}{flag}")
+
+
+SWEEP_GPUS = ("H100", "H200", "B200", "A100-80G")
+SWEEP_TP = (1, 2, 4, 8)
+
+
+def bench_sweep() -> None:
+    """What `configbags plan --gpu ... --tp-size ...` computes, for every bundled model at
+    once: 176 plans with SGLang's defaults from each GPU, at a 2000 + 500 token workload."""
+    shapes = {name: load_model_shape(ROOT / "models" / f"{name}.json") for name in SETUPS}
+    ratios = {n: LEAVES[n].fallback for n in ("swa_full_tokens_ratio", "mamba_full_memory_ratio")}
+    outcomes: dict[str, int] = {"planned": 0, "does not fit": 0, "refused": 0}
+    start = time.perf_counter()
+    for shape in shapes.values():
+        for gpu in SWEEP_GPUS:
+            memory = gpu_preset(gpu).memory_bytes
+            for tp in SWEEP_TP:
+                settings = PlanSettings(**ratios, tp_size=tp, attn_tp_size=tp, context_length=min(
+                    8192, shape.context_length))  # type: ignore[arg-type]
+                try:
+                    plan = plan_kv(shape, settings, DeviceMemory(memory, capacity_bytes=memory))
+                except DoesNotFitError:
+                    outcomes["does not fit"] += 1
+                    continue
+                except SettingsError:  # e.g. 28 heads over 8 ranks
+                    outcomes["refused"] += 1
+                    continue
+                concurrency(plan, 2500)
+                outcomes["planned"] += 1
+    seconds = time.perf_counter() - start
+    points = sum(outcomes.values())
+    print(f"\nsweep: {len(shapes)} models x {len(SWEEP_GPUS)} GPUs x {len(SWEEP_TP)} TP sizes = {points} plans "
+          f"in {seconds * 1e3:.1f} ms ({seconds / points * 1e3:.3f} ms each; goal: all under 1 s); "
+          + ", ".join(f"{k} {v}" for k, v in outcomes.items()))
 
 
 def bench_allocation(repeat: int) -> None:
@@ -84,7 +130,7 @@ def bench_allocation(repeat: int) -> None:
     for name, (flags, pre, weights) in cases.items():
         shape = load_model_shape(ROOT / "models" / f"{name}.json")
         c = KvCacheConfigurator(shape, DeviceMemory(pre, weights))
-        with published(ServerArgs(model_path=name, **flags), role="worker"):  # type: ignore[arg-type]
+        with published(ServerArgs(model_path=name, **flags), role="worker", context=get_context()):  # type: ignore[arg-type]
             plan = c.configure()
         # The same bytes the backing buffer holds (tensors plus their alignment padding).
         total = allocate(plan, "meta").backing.numel()
@@ -109,7 +155,7 @@ def bench_allocation(repeat: int) -> None:
 def bench_meta_70b(repeat: int) -> None:
     shape = load_model_shape(ROOT / "models" / "llama-3.1-70b.json")
     c = KvCacheConfigurator(shape, DeviceMemory(80 * GiB))
-    with published(ServerArgs(model_path="llama-3.1-70b", tp_size=8), role="worker"):
+    with published(ServerArgs(model_path="llama-3.1-70b", tp_size=8), role="worker", context=get_context()):
         plan = c.configure()
     median, low = best_of(lambda: allocate(plan, "meta"), repeat)
     print(f"\nmeta allocation, llama-3.1-70b at tp 8 ({plan.pool_bytes / GiB:.1f} GiB of pools, "
@@ -123,6 +169,7 @@ def main() -> int:
     ns = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     bench_plans(ns.repeat)
+    bench_sweep()
     bench_allocation(max(5, ns.repeat // 10))
     bench_meta_70b(max(5, ns.repeat // 10))
     return 0

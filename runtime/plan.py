@@ -1,20 +1,25 @@
 """`configbags plan`: how many KV tokens and requests a model gets on a device with these
 server flags, and why.
 
-    configbags plan --model-config models/llama-3.1-8b.json --device-memory 80GiB \\
-        --tp-size 8 --mem-fraction-static 0.85 --page-size 16 --kv-cache-dtype fp8_e4m3
+    configbags plan --model-config models/llama-3.1-8b.json --gpu H100 \\
+        --tp-size 8 --page-size 16 --kv-cache-dtype fp8_e4m3 --workload 2000:500
 
 It publishes the flags as role `worker` (the role that owns the load-time leaves the
-configurator resolves), plans through the generated accessors exactly as the engine would,
-prints the budget breakdown, the cell, the capacities and every pool tensor, and the
-write-backs as `server_info()` reports them. Memory comes from `torch.cuda.mem_get_info`
-when CUDA is available and `--device-memory` is not given.
+configurator resolves), plans through the context exactly as the engine would, prints the
+budget breakdown, the cell, the capacities, the concurrency at the workload, every pool
+tensor, and the write-backs as `server_info()` reports them. Comma lists in `--gpu` and
+`--tp-size` plan every combination and print one comparison table instead.
+
+Memory comes from `--device-memory`, a `--gpu` preset, or `torch.cuda.mem_get_info` when
+CUDA is available. Exit status: 0 planned, 1 does not fit, 2 a wrong input.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import re
 import sys
 import textwrap
@@ -28,27 +33,78 @@ import attrs
 from configbags.runtime.context import Context, process_context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.kvcache.configurator import KvCacheConfigurator
-from configbags.runtime.kvcache.model_shape import load_model_shape
-from configbags.runtime.kvcache.planner import DeviceMemory, GiB, KvPlan, PlanSettings, PoolTensor
+from configbags.runtime.kvcache.errors import DoesNotFitError
+from configbags.runtime.kvcache.gpus import GPU_PRESETS, GpuPreset, gpu_preset
+from configbags.runtime.kvcache.model_shape import ModelShape, load_model_shape
+from configbags.runtime.kvcache.planner import (
+    SGLANG_VERSION,
+    DeviceMemory,
+    GiB,
+    KvPlan,
+    PlanSettings,
+    PoolTensor,
+    concurrency,
+)
 from configbags.runtime.project import BUNDLED_PACKAGE, load_project
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+# No accelerator holds a pebibyte; a bound keeps a 400-digit size out of the arithmetic.
+MAX_DEVICE_BYTES = 1 << 50
+
+EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_USER_ERROR = 0, 1, 2
 
 
 def parse_bytes(text: str) -> int:
     """`80GiB`, `80 GB`, `1.5TiB`, `85899345920` -> bytes (argparse `type=`)."""
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    match = re.fullmatch(r"\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([a-zA-Z]*)\s*", text)
     unit = match.group(2).lower() if match else ""
     if not match or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size; write e.g. 80GiB, 40GB or 85899345920")
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a size; write e.g. 80GiB, 40GB or 85899345920")
     size = int(Fraction(match.group(1)) * _UNITS[unit])
     if size <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: a memory size must be positive")
+    if size > MAX_DEVICE_BYTES:
+        raise argparse.ArgumentTypeError(f"{text!r}: more than 1 PiB; no device holds that much")
     return size
 
 
 parse_bytes.__name__ = "size"
+
+
+def parse_int_list(text: str) -> list[int]:
+    """`1,2,4,8` -> [1, 2, 4, 8] (argparse `type=`)."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a comma list of integers") from None
+    if not values or any(not 1 <= v <= 4096 for v in values):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: each size must be between 1 and 4096")
+    return values
+
+
+parse_int_list.__name__ = "sizes"
+
+
+def parse_gpus(text: str) -> list[GpuPreset]:
+    try:
+        return [gpu_preset(name) for name in text.split(",") if name.strip()]
+    except KeyError as exc:
+        raise argparse.ArgumentTypeError(str(exc.args[0])) from None
+
+
+parse_gpus.__name__ = "gpus"
+
+
+def parse_workload(text: str) -> tuple[int, int]:
+    """`2000:500` -> (input tokens, output tokens)."""
+    match = re.fullmatch(r"\s*([0-9]{1,9})\s*:\s*([0-9]{1,9})\s*", text)
+    if not match or int(match.group(1)) + int(match.group(2)) < 1:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not IN:OUT tokens, e.g. 2000:500")
+    return int(match.group(1)), int(match.group(2))
+
+
+parse_workload.__name__ = "workload"
 
 
 def build_parser(package: str | None = None) -> argparse.ArgumentParser:
@@ -58,17 +114,29 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
         prog="configbags plan",
         description=textwrap.fill(
             "Size the KV cache of a model (Hugging Face config.json) for the given server flags. "
-            "SGLang semantics: --mem-fraction-static is the share of the memory free before "
-            "weights load that weights plus KV may take.", width=88,
+            f"Models {SGLANG_VERSION}: --mem-fraction-static is the share of the memory free "
+            "before weights load that weights plus KV may take.", width=88,
         ),
         allow_abbrev=False,
         epilog=_server_flags_epilog(package),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     plan = parser.add_argument_group("plan")
-    plan.add_argument("--model-config", required=True, metavar="FILE", help="the model's config.json")
+    plan.add_argument("--model-config", required=True, metavar="PATH",
+                      help="the model's config.json, or a model folder holding one")
     plan.add_argument("--device-memory", type=parse_bytes, metavar="SIZE",
-                      help="free device memory before weights load, e.g. 80GiB (default: CUDA free memory)")
+                      help="free device memory before weights load, e.g. 80GiB (default: the --gpu "
+                           "preset, else CUDA free memory)")
+    plan.add_argument("--gpu", type=parse_gpus, metavar="GPU[,GPU...]",
+                      help=f"device presets to plan for ({', '.join(p.name for p in GPU_PRESETS.values())})")
+    plan.add_argument("--tp-size", type=parse_int_list, metavar="N[,N...]",
+                      help="tensor-parallel sizes; a list compares them")
+    plan.add_argument("--workload", type=parse_workload, metavar="IN:OUT",
+                      help="prompt and output tokens of one request: report how many fit at once "
+                           "(default: one request of the context length)")
+    plan.add_argument("--require-full-context", action="store_true",
+                      help="fail when one request of the full context does not fit (default: cap "
+                           "the request length, as SGLang does, and warn)")
     plan.add_argument("--weight-bytes", type=parse_bytes, metavar="SIZE",
                       help="measured weights per rank (default: estimated from the model config)")
     plan.add_argument("--draft-weight-bytes", type=parse_bytes, metavar="SIZE",
@@ -107,7 +175,18 @@ def device_memory(given: int | None) -> tuple[int, str]:
     if torch.cuda.is_available():
         free, _total = torch.cuda.mem_get_info()
         return int(free), f"torch.cuda.mem_get_info on {torch.cuda.get_device_name()}"
-    raise ConfigError("no CUDA device to measure: pass --device-memory SIZE (e.g. 80GiB)")
+    raise ConfigError("no CUDA device to measure: pass --device-memory SIZE (e.g. 80GiB) or --gpu H100")
+
+
+@attrs.frozen
+class _Point:
+    """One (device, TP size) combination to plan."""
+
+    gpu: GpuPreset | None
+    tp_size: int | None
+
+    def label(self) -> str:
+        return f"{self.gpu.name if self.gpu else 'device'} tp{self.tp_size or ''}".strip()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -118,51 +197,146 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         ctx = _package(ns.package)
     except ConfigError as exc:
-        print(f"configbags plan: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc)
     record_type = ctx.record_type
     assert record_type is not None
     server = argparse.ArgumentParser(
         prog="configbags plan", allow_abbrev=False,
-        usage="configbags plan --model-config FILE [plan flags] [server flags]  (--help, --help-all)",
+        usage="configbags plan --model-config PATH [plan flags] [server flags]  (--help, --help-all)",
     )
     record_type.add_cli_args(server)
     if ns.help_all:
         server.print_help()
-        return 0
+        return EXIT_OK
     if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
         server_argv += ["--model-path", ns.model_config]  # the plan needs no weights
-    server_ns = server.parse_args(server_argv)
+    points = [_Point(g, t) for g, t in itertools.product(ns.gpu or [None], ns.tp_size or [None])]
+    for point in points:  # a bad server flag is refused before any planning
+        server.parse_args(_with_tp(server_argv, point.tp_size))
     try:
-        record = record_type.from_cli_args(server_ns)
         shape = load_model_shape(ns.model_config)
-        pre, source = device_memory(ns.device_memory)
-        memory = DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source)
-        ctx.publish(record, role="worker")
-        start = time.perf_counter()
-        plan = KvCacheConfigurator(shape, memory, ctx).configure()
-        plan_ms = (time.perf_counter() - start) * 1e3
+    except ConfigError as exc:
+        return _fail(exc)
+    if len(points) > 1:
+        return _compare(ns, ctx, server, server_argv, shape, points)
+    return _plan_one(ns, ctx, server, server_argv, shape, points[0])
+
+
+def _with_tp(server_argv: list[str], tp_size: int | None) -> list[str]:
+    return server_argv if tp_size is None else [*server_argv, "--tp-size", str(tp_size)]
+
+
+def _memory(ns: argparse.Namespace, gpu: GpuPreset | None) -> DeviceMemory:
+    if gpu is not None:
+        pre = ns.device_memory or gpu.memory_bytes
+        source = "--device-memory" if ns.device_memory else f"--gpu {gpu.name} ({gpu.sm_count} SMs)"
+        return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source, gpu.memory_bytes)
+    pre, source = device_memory(ns.device_memory)
+    return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source)
+
+
+def _configure(ns: argparse.Namespace, ctx: Context[Any], server: argparse.ArgumentParser,
+               server_argv: list[str], shape: ModelShape, point: _Point) -> tuple[KvPlan, DeviceMemory, float]:
+    record_type = ctx.record_type
+    assert record_type is not None  # main() checked
+    record = record_type.from_cli_args(server.parse_args(_with_tp(server_argv, point.tp_size)))
+    memory = _memory(ns, point.gpu)
+    ctx.publish(record, role="worker")
+    start = time.perf_counter()
+    plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context).configure()
+    return plan, memory, (time.perf_counter() - start) * 1e3
+
+
+def _plan_one(ns: argparse.Namespace, ctx: Context[Any], server: argparse.ArgumentParser,
+              server_argv: list[str], shape: ModelShape, point: _Point) -> int:
+    try:
+        plan, memory, plan_ms = _configure(ns, ctx, server, server_argv, shape, point)
         ctx.seal()  # what a worker does at the end of model load
         allocated = _allocate(plan, ns.allocate) if ns.allocate else None
     except ConfigError as exc:
-        print(f"configbags plan: error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(exc)
+    load = concurrency(plan, _request_tokens(ns, plan))
     if ns.json:
-        out = {"plan": to_jsonable(plan), "server_info": ctx.server_info()}
+        out = {"plan": to_jsonable(plan), "server_info": ctx.server_info(), "sglang": SGLANG_VERSION,
+               "concurrency": to_jsonable(load)}
         if allocated:
             out["allocation"] = allocated
         print(json.dumps(out, indent=2, sort_keys=True))
     else:
-        print(render_table(plan, shape.source, source, plan_ms, allocated))
+        print(render_table(plan, shape.source, memory.source, plan_ms, allocated, ns.workload))
     if ns.chart:
         try:
             draw_chart(plan, ns.chart)
         except ImportError:
             print("configbags plan: --chart needs matplotlib: pip install 'configbags[chart]'", file=sys.stderr)
-            return 1
+            return EXIT_USER_ERROR
         if not ns.json:
             print(f"chart written to {ns.chart}")
-    return 0
+    return EXIT_OK
+
+
+def _request_tokens(ns: argparse.Namespace, plan: KvPlan) -> int:
+    if ns.workload is not None:
+        return int(sum(ns.workload))
+    return plan.context_length
+
+
+def _compare(ns: argparse.Namespace, ctx: Context[Any], server: argparse.ArgumentParser,
+             server_argv: list[str], shape: ModelShape, points: list[_Point]) -> int:
+    """Plan every point under a fresh publish and print one table: tokens, requests that
+    fit at the workload, and what binds (or why the point is refused)."""
+    rows: list[dict[str, Any]] = []
+    for point in points:
+        row: dict[str, Any] = {"gpu": point.gpu.name if point.gpu else None, "tp_size": point.tp_size}
+        with ctx.restoring():
+            try:
+                plan, _memory_used, _ms = _configure(ns, ctx, server, server_argv, shape, point)
+            except DoesNotFitError as exc:
+                row.update(status="does not fit", reason=str(exc))
+            except ConfigError as exc:
+                row.update(status="refused", reason=str(exc))
+            else:
+                load = concurrency(plan, _request_tokens(ns, plan))
+                row.update(status="planned", tokens=plan.max_total_num_tokens,
+                           max_running_requests=plan.max_running_requests, concurrency=load.requests,
+                           request_tokens=load.request_tokens, binds=load.binds,
+                           mem_fraction_static=plan.mem_fraction_static, max_req_len=plan.max_req_len,
+                           context_capped=plan.context_capped,
+                           weights_gib=round(plan.budget.weights / GiB, 2))
+        rows.append(row)
+    if ns.json:
+        print(json.dumps({"sglang": SGLANG_VERSION, "comparison": rows}, indent=2, sort_keys=True))
+    else:
+        print(render_comparison(shape, rows))
+    statuses = {row["status"] for row in rows}
+    if "planned" in statuses:
+        return EXIT_OK
+    return EXIT_DOES_NOT_FIT if "does not fit" in statuses else EXIT_USER_ERROR
+
+
+def render_comparison(shape: ModelShape, rows: list[dict[str, Any]]) -> str:
+    lines = [f"configbags plan: {shape.name} ({shape.source}), models {SGLANG_VERSION}", "",
+             f"{'gpu':<10} {'tp':>3} {'mfs':>6} {'tokens':>12} {'max reqs':>9} {'fit at once':>12}  binds"]
+    for row in rows:
+        head = f"{row['gpu'] or '-':<10} {row['tp_size'] or '-':>3}"
+        if row["status"] != "planned":
+            reason = row["reason"].split(";")[0]
+            lines.append(f"{head} {row['status']}: {reason[:140]}")
+            continue
+        fit = f"{row['concurrency']:,}"
+        capped = f"; requests capped at {row['max_req_len']:,} tokens" if row["context_capped"] else ""
+        lines.append(f"{head} {row['mem_fraction_static']:>6} {row['tokens']:>12,} "
+                     f"{row['max_running_requests']:>9,} {fit:>12}  {row['binds']}{capped}")
+    tokens = {row["request_tokens"] for row in rows if row["status"] == "planned"}
+    if tokens:
+        lines += ["", f"fit at once: requests of {', '.join(f'{t:,}' for t in sorted(tokens))} tokens "
+                      "held at the same time (--workload IN:OUT sets the size)"]
+    return "\n".join(lines)
+
+
+def _fail(exc: ConfigError) -> int:
+    print(f"configbags plan: error: {exc}", file=sys.stderr)
+    return EXIT_DOES_NOT_FIT if isinstance(exc, DoesNotFitError) else EXIT_USER_ERROR
 
 
 def _peek_package(args: list[str]) -> str | None:
@@ -174,11 +348,37 @@ def _peek_package(args: list[str]) -> str | None:
     return None
 
 
+def host_available_bytes() -> int | None:
+    """Memory the host can still give (`MemAvailable`), or None when it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def _allocate(plan: KvPlan, device: str) -> dict[str, Any]:
+    need = plan.budget.allocated
+    if device == "cpu":
+        available = host_available_bytes()
+        if available is not None and need > available:
+            raise DoesNotFitError(
+                f"--allocate cpu needs {need / GiB:.2f} GiB but the host has {available / GiB:.2f} GiB "
+                "available; use --allocate meta to check the shapes without memory"
+            )
     from configbags.runtime.kvcache.pools import allocate
 
     start = time.perf_counter()
-    pools = allocate(plan, device)
+    try:
+        pools = allocate(plan, device)
+    except (RuntimeError, MemoryError) as exc:  # the allocator's refusal, not a bug
+        raise DoesNotFitError(f"--allocate {device} failed: {str(exc).splitlines()[0][:200]}") from None
     seconds = time.perf_counter() - start
     if pools.pool_bytes != plan.pool_bytes:  # a plan the tensors disagree with is a bug
         raise ConfigError(f"allocated {pools.pool_bytes} bytes, but the plan says {plan.pool_bytes}")
@@ -206,10 +406,10 @@ def _gib(n: int | float | Fraction) -> str:
 
 
 def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: float,
-                 allocated: dict[str, Any] | None = None) -> str:
+                 allocated: dict[str, Any] | None = None, workload: tuple[int, int] | None = None) -> str:
     b, c, s = plan.budget, plan.cell, plan.settings
     lines = [
-        f"configbags plan: {plan.model} ({model_source})",
+        f"configbags plan: {plan.model} ({model_source}), models {SGLANG_VERSION}",
         f"  tp {s.tp_size} (attention tp {s.attn_tp_size}, dp {s.attn_dp_size}), pp {s.pp_size}, "
         f"dtype {plan.dtype}, kv {plan.kv_cache_dtype} ({plan.kv_dtype}), page {plan.page_size}, "
         f"context {plan.context_length:,}",
@@ -219,13 +419,20 @@ def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: f
         f"  pre-load free      {_gib(b.pre)}   ({memory_source})",
         f"  weights            {_gib(b.weights)}",
         f"  draft weights      {_gib(b.draft_weights)}",
-        f"  slack              {_gib(b.slack)}   (1 - mem_fraction_static: activations, graphs, and:)",
+        f"  slack              {_gib(b.slack)}   (1 - mem_fraction_static; SGLang reserves "
+        f"{_gib(b.activation_reserve).strip()} for activations and CUDA graphs)",
         f"    kv padding page  {_gib(b.kv_padding)}",
         f"    req_to_token     {_gib(b.req_to_token)}",
         f"    spec buffers     {_gib(b.spec_buffers)}",
+        f"    activations      {_gib(b.headroom)}   (what is left of the slack)",
     ]
     if plan.mamba_slots is not None:
-        lines.append(f"  mamba state        {_gib(b.mamba_state)}   ({plan.mamba_slots:,} slots)")
+        lines += [
+            f"  mamba state        {_gib(b.mamba_state)}   ({plan.mamba_slots:,} slots)",
+            f"  mamba padding slot {_gib(b.mamba_padding)}",
+        ]
+        if b.mamba_spec_states:
+            lines.append(f"  mamba spec states  {_gib(b.mamba_spec_states)}   (intermediate states for verify)")
     lines += [
         f"  KV budget          {_gib(b.kv_budget)}",
         f"  KV used            {_gib(b.kv_bytes)}   ({b.kv_utilization:.4%} of the budget)",
@@ -241,8 +448,13 @@ def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: f
         lines.append(f"swa tokens           {plan.swa_tokens:>12,}")
     if plan.mamba_slots is not None:
         lines.append(f"mamba slots          {plan.mamba_slots:>12,}   ({plan.mamba_slots_per_request} per request)")
+    load = concurrency(plan, int(sum(workload)) if workload else plan.context_length)
+    size = f"{workload[0]:,} + {workload[1]:,}" if workload else f"{plan.context_length:,} (the context)"
     lines += [
         f"max_running_requests {plan.max_running_requests:>12,}   (per attention-DP shard)",
+        f"max_req_len          {plan.max_req_len:>12,}"
+        + ("   (capped: the context does not fit)" if plan.context_capped else ""),
+        f"fit at once          {load.requests:>12,}   requests of {size} tokens; {load.binds} binds",
         f"req_to_token         {plan.req_to_token_shape} int32",
     ]
     sp = plan.spec
@@ -257,7 +469,7 @@ def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: f
     lines += ["", "pools (binding pipeline stage)"]
     for p in (*plan.pools, *plan.spec_buffers):
         dtype = p.dtype if p.dtype == p.storage_dtype else f"{p.dtype} as {p.storage_dtype}"
-        lines.append(f"  {p.name:<16} {p.count:>3} x {p.shape!s:<30} {dtype:<26} {_gib(p.nbytes)}")
+        lines.append(f"  {p.name:<19} {p.count:>3} x {p.shape!s:<30} {dtype:<26} {_gib(p.nbytes)}")
     lines += ["", "write-backs (load_time overrides from role worker; the record keeps the input)"]
     if not plan.decisions:
         lines.append("  none")
@@ -266,6 +478,10 @@ def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: f
         lines.append(f"  {d.source:<38} {d.leaf} = {d.value!r}   (was {before!r})")
     for note in plan.notes:
         lines.append(f"note: {note}")
+    for difference in plan.differences:
+        lines.append(f"differs from SGLang: {difference}")
+    for warning in plan.warnings:
+        lines.append(f"warning: {warning}")
     lines.append(f"planned in {plan_ms:.2f} ms")
     if allocated:
         lines.append(
@@ -282,13 +498,13 @@ def draw_chart(plan: KvPlan, path: str) -> None:
     import matplotlib.pyplot as plt
 
     b = plan.budget
-    used_slack = b.kv_padding + b.req_to_token + b.spec_buffers
+    used_slack = b.from_slack
     parts = [
         ("weights", b.weights, "#4c72b0"),
         ("draft weights", b.draft_weights, "#8172b2"),
-        ("mamba state", b.mamba_state, "#937860"),
+        ("mamba state", b.mamba_state + b.mamba_padding + b.mamba_spec_states, "#937860"),
         ("KV cache", b.kv_bytes, "#55a868"),
-        ("KV page rounding", b.kv_budget - b.kv_bytes, "#a1d99b"),
+        ("KV budget unused", b.kv_budget - b.kv_bytes, "#a1d99b"),
         ("slack: tables, padding", used_slack, "#dd8452"),
         ("slack: free", max(0, b.slack - used_slack), "#f0c8a0"),
     ]

@@ -35,7 +35,7 @@ def test_write_backs_are_tagged_load_time_overrides() -> None:
     with published(args(), role="worker") as ctx:
         plan = configurator("llama-3.1-8b", 80 * GiB).configure()
         # Same numbers as the hand-derived llama8b-tp1-defaults case.
-        assert plan.max_total_num_tokens == 454184
+        assert plan.max_total_num_tokens == 450907
         info = ctx.server_info()
         written = {(o["source"], o["leaf"], o["new"]) for o in info["overrides"]}
         assert written == {
@@ -43,7 +43,7 @@ def test_write_backs_are_tagged_load_time_overrides() -> None:
             ("kv_pool.resolve_kv_cache_dtype", "kv_cache_dtype", "bf16"),
             ("kv_pool.resolve_page_size", "page_size", 1),
             ("kv_pool.resolve_context_length", "context_length", 131072),
-            ("kv_pool.default_mem_fraction_static", "mem_fraction_static", 0.88),
+            ("kv_pool.default_mem_fraction_static", "mem_fraction_static", 0.875),
             ("kv_pool.default_max_running_requests", "max_running_requests", 2048),
         }
         # The raw record keeps the operator's input; readers see the resolved value.

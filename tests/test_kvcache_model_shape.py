@@ -131,14 +131,16 @@ def test_moe_and_hybrid_parameter_estimates(name: str, billions: float) -> None:
 
 
 def test_quantized_weight_bytes() -> None:
-    # DeepSeek-V3 is fp8: decoder linears take 1 byte, embeddings (2 x 129280 x 7168 + 7168)
-    # stay bf16 -> bytes = params + embedding params.
+    # DeepSeek-V3 is fp8 with 128 x 128 weight blocks: decoder linears take 1 byte plus one
+    # float32 scale per block (4 / 16384 B per weight); embeddings (2 x 129280 x 7168 + 7168)
+    # stay bf16.
     w = load("deepseek-v3").weights
     assert w.quant_method == "fp8"
-    assert w.bytes(2) == w.total_params + w.embedding_params
+    decoder = w.layer_params + w.expert_params
+    assert w.bytes(2) == w.embedding_params * 2 + decoder + -(-decoder * 4 // 16384)
     # gpt-oss: mxfp4 experts at 17/32 byte per parameter; the checkpoint is ~13.8 GB.
     oss = load("gpt-oss-20b").weights
-    assert oss.bytes(2) == (oss.embedding_params + oss.layer_params) * 2 + oss.expert_params * 17 // 32
+    assert oss.bytes(2) == (oss.embedding_params + oss.layer_params) * 2 + -(-oss.expert_params * 17 // 32)
     assert oss.bytes(2) / 1e9 == pytest.approx(13.8, rel=0.02)
 
 
@@ -174,3 +176,41 @@ def test_declared_fp8_kv_quantization() -> None:
     config["quantization_config"] = {"quant_method": "modelopt", "kv_cache_quant_algo": "FP8"}
     assert model_shape_from_dict(config, source="m").kv_quant_dtype == "fp8_e4m3"
     assert load("deepseek-v3").kv_quant_dtype is None  # fp8 weights, not fp8 KV
+
+
+@pytest.mark.parametrize(
+    ("quantization_config", "method", "bytes_per_weight"),
+    [
+        # AutoAWQ GEMM: 4-bit weights, one float16 scale and one 4-bit zero per 128
+        ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, "awq", 0.5 + 20 / 1024),
+        # GPTQ always stores packed zeros: 4/8 + (16 + 4) / (8 x 128)
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False}, "gptq", 0.5 + 20 / 1024),
+        ({"quant_method": "gptq", "bits": 8, "group_size": -1}, "gptq", 1.0),  # per channel
+        # compressed-tensors W4A16, symmetric, group 128: 4 bits + a 16-bit scale per group
+        ({"quant_method": "compressed-tensors", "format": "pack-quantized",
+          "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128,
+                                                    "symmetric": True}}}},
+         "compressed-tensors w4", 0.5 + 16 / 1024),
+        # compressed-tensors FP8 per channel
+        ({"quant_method": "compressed-tensors", "format": "float-quantized",
+          "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"}}}},
+         "compressed-tensors w8", 1.0),
+        ({"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "config_groups": {}},
+         "compressed-tensors nvfp4", 0.5 + 1 / 16),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4", 0.5 + 1 / 16),  # fp8 scale per 16
+        ({"quant_method": "modelopt", "quant_algo": "FP8"}, "fp8", 1.0),
+        ({"quant_method": "fp8", "weight_block_size": [128, 128]}, "fp8", 1 + 4 / 16384),
+    ],
+)
+def test_quantized_checkpoints(quantization_config: dict[str, object], method: str, bytes_per_weight: float) -> None:
+    config = json.loads((MODELS / "llama-3.1-8b.json").read_text())
+    w = model_shape_from_dict({**config, "quantization_config": quantization_config}, source="m").weights
+    assert w.quant is not None and w.quant.method == method
+    assert float(w.quant.bytes_per_param) == pytest.approx(bytes_per_weight)
+    # Decoder weights at the quantized width; embeddings (2 x 128256 x 4096 + 4096) at 2 B.
+    expected = w.embedding_params * 2 + (w.layer_params + w.expert_params) * bytes_per_weight
+    assert w.bytes(2) == pytest.approx(expected, abs=1)
+
+
+def test_awq_8b_checkpoint_is_about_5_7_gb() -> None:
+    assert load("llama-3.1-8b-awq").weights.bytes(2) / 1e9 == pytest.approx(5.73, abs=0.01)

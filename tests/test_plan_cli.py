@@ -25,8 +25,8 @@ def _restore_context() -> object:
 def test_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert configbags(["plan", "--model-config", LLAMA, "--device-memory", "80GiB"]) == 0
     out = capsys.readouterr().out
-    # Hand-derived (test_kvcache_plan, llama8b-tp1-defaults): 454184 tokens, 2048 requests.
-    assert "max_total_num_tokens      454,184" in out
+    # Hand-derived (test_kvcache_plan, llama8b-tp1-defaults): 450907 tokens, 2048 requests.
+    assert "max_total_num_tokens      450,907" in out
     assert "max_running_requests        2,048" in out
     assert "req_to_token         (2049, 131076) int32" in out
     assert "kv_pool.resolve_kv_cache_dtype" in out and "kv_cache_dtype = 'bf16'" in out
@@ -78,17 +78,24 @@ def test_budget_error_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> N
     assert main([*argv, "--context-length", "32768"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    # Hand-derived in test_kvcache_plan: 0.884 fits one 32768-token request; 0.822 (the bare
-    # "budget > 0" bound) would only lead to a context error.
-    assert "raise --mem-fraction-static to at least 0.884 to fit one request of context_length=32768" in err
+    # Hand-derived in test_kvcache_plan: 0.884 fits one 32768-token request but eats into
+    # SGLang's 10.5 GiB reserve; 0.822 (the bare "budget > 0" bound) would only lead to a
+    # context error.
+    assert "0.884 would, with only 9.28 GiB left for activations" in err
     assert "0.822 only makes the KV budget positive" in err
     assert main(argv) == 1  # the full 131072 context needs 20 GiB: no fraction is enough
     assert "no mem_fraction_static fits one request of context_length=131072" in capsys.readouterr().err
 
 
-def test_context_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--model-config", LLAMA, "--device-memory", "24GiB"]) == 1
-    assert "largest context that fits is 50482" in capsys.readouterr().err
+def test_context_that_does_not_fit_is_capped_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-8B on 24 GiB holds 50286 tokens (test_kvcache_plan): SGLang caps requests at
+    # 50285 and runs; so does the plan, and --require-full-context makes it an error.
+    assert main(["--model-config", LLAMA, "--device-memory", "24GiB"]) == 0
+    out = capsys.readouterr().out
+    assert "max_req_len                50,285   (capped: the context does not fit)" in out
+    assert "warning: context_length=131072 does not fit: requests are capped at 50285 tokens" in out
+    assert main(["--model-config", LLAMA, "--device-memory", "24GiB", "--require-full-context"]) == 1
+    assert "largest context that fits is 50286" in capsys.readouterr().err
 
 
 def test_active_draft_tokens_without_speculation_leave_rows_alone(capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,7 +125,7 @@ def test_float16_checkpoint_writes_back_kv_cache_dtype_float16(
 def test_missing_fields_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({"model_type": "llama", "vocab_size": 10}))
-    assert main(["--model-config", str(broken), "--device-memory", "8GiB"]) == 1
+    assert main(["--model-config", str(broken), "--device-memory", "8GiB"]) == 2
     err = capsys.readouterr().err
     assert str(broken) in err and "hidden_size" in err and "num_hidden_layers" in err
 
@@ -128,7 +135,7 @@ def test_no_device_memory_without_cuda(capsys: pytest.CaptureFixture[str]) -> No
 
     if torch.cuda.is_available():
         pytest.skip("CUDA present: memory comes from torch.cuda.mem_get_info")
-    assert main(["--model-config", LLAMA]) == 1
+    assert main(["--model-config", LLAMA]) == 2
     assert "--device-memory" in capsys.readouterr().err
 
 
@@ -151,3 +158,37 @@ def test_device_memory_must_be_positive(capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         main(["--model-config", LLAMA, "--device-memory", "0GiB"])
     assert "a memory size must be positive" in capsys.readouterr().err
+
+
+def test_comparison_over_gpus_and_tp_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", LLAMA, "--gpu", "H100,H200", "--tp-size", "1,3,8", "--workload", "2000:500", "--json"]
+    assert main(argv) == 0  # some points plan
+    rows = json.loads(capsys.readouterr().out)["comparison"]
+    assert [(r["gpu"], r["tp_size"]) for r in rows] == [
+        ("H100", 1), ("H100", 3), ("H100", 8), ("H200", 1), ("H200", 3), ("H200", 8)]
+    by = {(r["gpu"], r["tp_size"]): r for r in rows}
+    assert by[("H100", 3)]["status"] == "refused"  # 32 heads over 3 ranks
+    h100 = by[("H100", 1)]
+    # H100 preset: 81559 MiB; default mfs round((81559 - 10240) / 81559, 3) = 0.874
+    # (ServerArgs._handle_gpu_memory_settings); 2500-token requests: tokens // 2500.
+    assert h100["mem_fraction_static"] == 0.874
+    assert h100["concurrency"] == h100["tokens"] // 2500 and h100["binds"] == "kv tokens"
+    assert by[("H200", 8)]["tokens"] > by[("H100", 8)]["tokens"] > h100["tokens"]
+    assert main(argv[:-1]) == 0  # the table
+    out = capsys.readouterr().out
+    assert "fit at once" in out and "refused: " in out
+
+
+def test_comparison_where_nothing_fits_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", str(MODELS / "llama-3.1-70b.json"), "--gpu", "L40S", "--tp-size", "1,2"]
+    assert main(argv) == 1
+    assert capsys.readouterr().out.count("does not fit") == 2
+
+
+def test_workload_concurrency_in_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", LLAMA, "--gpu", "H100", "--context-length", "8192", "--workload", "1000:1000"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "requests of 1,000 + 1,000 tokens; kv tokens binds" in out
+    assert "SGLang reserves 10.00 GiB for activations and CUDA graphs" in out
+    assert "models SGLang v0.5.x" in out

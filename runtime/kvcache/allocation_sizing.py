@@ -4,8 +4,7 @@ req_to_token row needs, as SGLang's `mem_cache/allocation_sizing.py` computes th
 Every function takes the draft-token bound as a required keyword-only `max_draft_tokens`:
 the configurator resolves it once (`get_spec().max_speculative_num_draft_tokens`, pinned at
 publish) and passes the same value to the row headroom and to every speculative buffer, so
-a later override of the active draft-token count cannot make them disagree (SGLang once
-sized the two from different values after an adaptive-speculation override).
+a later override of the active draft-token count cannot make them disagree.
 """
 
 from __future__ import annotations

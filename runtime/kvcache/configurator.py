@@ -32,8 +32,17 @@ if TYPE_CHECKING:  # torch only where pools are allocated
 
     from configbags.runtime.kvcache.pools import KvPools
 
-# Leaves without which no plan means anything; every other PlanSettings field has a default.
-REQUIRED_LEAVES = ("tp_size", "page_size", "context_length", "mem_fraction_static", "kv_cache_dtype")
+# Leaves without which no plan means anything; every other PlanSettings field has a default
+# (the two ratios have schema fallbacks the planner deliberately keeps no copy of).
+REQUIRED_LEAVES = (
+    "tp_size",
+    "page_size",
+    "context_length",
+    "mem_fraction_static",
+    "kv_cache_dtype",
+    "swa_full_tokens_ratio",
+    "mamba_full_memory_ratio",
+)
 
 ConfigSource = Context[Any] | RunnerView
 
@@ -56,16 +65,20 @@ def read_settings(source: ConfigSource | None = None) -> PlanSettings:
         for f in attrs.fields(PlanSettings)
         if f.name in declared
     }
+    if "attn_tp_size" not in declared:  # a schema without attention DP: attention spans TP
+        values["attn_tp_size"] = values["tp_size"] // values.get("attn_dp_size", 1)
     return PlanSettings(**values)
 
 
 def write_back(plan: KvPlan, context: Context[Any] | None = None) -> tuple[OverrideEntry, ...]:
     """Record the plan's load-time decisions in the context, one override per source tag,
-    skipping values the context already holds."""
+    skipping values the context already holds and leaves its schema does not declare."""
     ctx = context if context is not None else process_context()
     entries: list[OverrideEntry] = []
     for decision in plan.decisions:
         if getattr(plan.settings, decision.leaf) == decision.value:
+            continue
+        if decision.leaf not in ctx.registry.leaves:  # a smaller schema: nothing to record it in
             continue
         entries.extend(ctx.override(decision.source, **{decision.leaf: decision.value}))
     return tuple(entries)
@@ -81,13 +94,15 @@ class KvCacheConfigurator:
     shape: ModelShape
     memory: DeviceMemory
     context: Context[Any] | None = None  # default: this process's context
+    require_full_context: bool = False  # refuse, rather than cap, a context that does not fit
 
     def _context(self) -> Context[Any]:
         return self.context if self.context is not None else process_context()
 
     def plan(self, view: RunnerView | None = None) -> KvPlan:
         """The plan under the current config (or a runner's view of it); no side effects."""
-        return plan_kv(self.shape, read_settings(view if view is not None else self._context()), self.memory)
+        settings = read_settings(view if view is not None else self._context())
+        return plan_kv(self.shape, settings, self.memory, require_full_context=self.require_full_context)
 
     def configure(self) -> KvPlan:
         """Plan from the process bags and write the load-time decisions back; the returned

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from configbags.runtime.kvcache.config_fields import MAX_LAYERS, ConfigFields
 from configbags.runtime.kvcache.errors import ModelConfigError
+from configbags.runtime.kvcache.quantization import WeightQuant, weight_quant
 
 # Bytes per element of the dtype names used in plans. fp8 variants are stored as uint8
 # (SGLang does the same so that index_put works on every backend).
@@ -86,6 +89,7 @@ class LinearStateShape:
     head_dim: int
     state_size: int
     ssm_dtype: str | None  # a dtype the checkpoint declares for the SSM state, if any
+    n_groups: int = 0  # mamba-2 B/C groups (their conv channels are in conv_dim)
 
 
 @attrs.frozen
@@ -93,30 +97,33 @@ class WeightEstimate:
     """Parameter counts in three groups that quantize differently.
 
     Exact for the dense families (it counts embeddings, projections, biases and norms),
-    an estimate for MoE/hybrids: block scales of quantized weights and tiny per-layer
-    vectors of exotic blocks are left out (well under 0.1% of the total)."""
+    an estimate for MoE/hybrids: tiny per-layer vectors of exotic blocks are left out
+    (well under 0.1% of the total). A quantized checkpoint stores every decoder parameter
+    at the quantized width (norms and biases, a fraction of a percent, included) and
+    keeps embeddings and the LM head in the model dtype."""
 
     embedding_params: int  # token embeddings, lm head (unless tied), final norm
     layer_params: int  # attention / mixer, dense MLPs, shared experts, routers, norms
     expert_params: int  # routed experts
-    quant_method: str | None  # quantization_config.quant_method, lower case
+    quant: WeightQuant | None = None
 
     @property
     def total_params(self) -> int:
         return self.embedding_params + self.layer_params + self.expert_params
 
-    def bytes(self, dtype_bytes: int) -> int:
-        """Checkpoint bytes when unquantized tensors are `dtype_bytes` wide.
+    @property
+    def quant_method(self) -> str | None:
+        return None if self.quant is None else self.quant.method
 
-        fp8 checkpoints (DeepSeek-V3) store every decoder linear in one byte; mxfp4
-        (gpt-oss) stores routed experts in 4 bits plus one e8m0 scale per 32 values,
-        i.e. 17/32 byte per parameter, and keeps the rest unquantized."""
-        layer, experts = self.layer_params * dtype_bytes, self.expert_params * dtype_bytes
-        if self.quant_method == "fp8":
-            layer, experts = self.layer_params, self.expert_params
-        elif self.quant_method == "mxfp4":
-            experts = self.expert_params * 17 // 32
-        return self.embedding_params * dtype_bytes + layer + experts
+    def bytes(self, dtype_bytes: int) -> int:
+        """Checkpoint bytes when unquantized tensors are `dtype_bytes` wide."""
+        q = self.quant
+        if q is None:
+            return self.total_params * dtype_bytes
+        layer = self.layer_params * (dtype_bytes if q.experts_only else q.bytes_per_param)
+        return math.ceil(
+            self.embedding_params * dtype_bytes + layer + self.expert_params * q.bytes_per_param
+        )
 
 
 @attrs.frozen
@@ -126,6 +133,7 @@ class ModelShape:
     name: str
     source: str
     model_type: str
+    architectures: tuple[str, ...]
     layer_kinds: tuple[LayerKind, ...]
     num_attention_heads: int
     num_key_value_heads: int
@@ -139,6 +147,7 @@ class ModelShape:
     kv_quant_dtype: str | None  # "fp8_e4m3" when the checkpoint declares FP8 KV
     weights: WeightEstimate
     num_nextn_predict_layers: int  # built-in MTP draft layers (DeepSeek-V3)
+    warnings: tuple[str, ...] = ()  # what the planner assumed (e.g. an unknown architecture)
 
     @property
     def num_layers(self) -> int:
@@ -158,96 +167,95 @@ class ModelShape:
 
 
 def load_model_shape(path: str | Path) -> ModelShape:
-    """Read a `config.json` file. Missing fields raise ModelConfigError naming them."""
+    """Read a `config.json` file, or the `config.json` of a model folder (a Hugging Face
+    snapshot). Anything unreadable or unusable raises ModelConfigError naming the field."""
     p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
     try:
-        # Nemotron-H's config holds the non-standard token `Infinity`; json accepts it.
+        # Nemotron-H's config holds the non-standard token `Infinity`; json accepts it, and
+        # every numeric field the planner reads is type-checked afterwards.
         config = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ModelConfigError(f"model config {p} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise ModelConfigError(f"model config {p} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ModelConfigError(f"model config {p} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ModelConfigError(f"model config {p} is nested too deeply to be a model config") from None
+    except OSError as exc:
+        raise ModelConfigError(f"model config {p} cannot be read: {exc.strerror or exc}") from None
     if not isinstance(config, dict):
         raise ModelConfigError(f"model config {p} holds a {type(config).__name__}, not an object")
-    return model_shape_from_dict(config, source=str(p), name=p.stem)
+    name = p.parent.name if p.name == "config.json" else p.stem
+    return model_shape_from_dict(config, source=str(p), name=name)
 
 
-class _Fields:
-    """Reads a config dict and collects every missing required key, so the error names
-    all of them at once instead of one per attempt."""
-
-    def __init__(self, config: Mapping[str, Any], source: str) -> None:
-        self._config = config
-        self._source = source
-        self.missing: list[str] = []
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self._config.get(key)
-        return default if value is None else value
-
-    def has(self, key: str) -> bool:
-        return self._config.get(key) is not None
-
-    def integer(self, key: str) -> int:
-        value = self._config.get(key)
-        if value is None:
-            self.missing.append(key)
-            return 1  # placeholder; check() raises before it is used
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ModelConfigError(
-                f"{self._source}: {key} must be a non-negative integer, not {value!r}"
-            )
-        return value
-
-    def first_int(self, keys: Sequence[str]) -> int:
-        for key in keys:
-            if self.has(key):
-                return self.integer(key)
-        self.missing.append(" or ".join(keys))
-        return 1
-
-    def check(self, family: str) -> None:
-        if self.missing:
-            names = ", ".join(sorted(set(self.missing)))
-            raise ModelConfigError(
-                f"{self._source}: a {family} model config needs {names}, which it does not "
-                "define; add them (copy them from the published config.json)"
-            )
+# Architectures whose cache geometry the planner models (the families of models/ and their
+# close relatives); any other is planned from the generic fields, with a warning.
+KNOWN_ARCHITECTURES = frozenset({
+    "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM",
+    "Qwen2MoeForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM",
+    "Gemma2ForCausalLM", "Gemma3ForCausalLM", "GptOssForCausalLM", "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM", "NemotronHForCausalLM",
+})
 
 
 def model_shape_from_dict(
     config: Mapping[str, Any], *, source: str, name: str | None = None
 ) -> ModelShape:
-    f = _Fields(config, source)
-    model_type = str(f.get("model_type", "unknown"))
-    num_layers = f.integer("num_hidden_layers")
+    f = ConfigFields(config, source)
+    model_type = f.string("model_type", "unknown")
+    num_layers = f.integer("num_hidden_layers", maximum=MAX_LAYERS)
     hidden = f.integer("hidden_size")
     vocab = f.integer("vocab_size")
     context_length = f.first_int(_CONTEXT_KEYS)
     f.check(model_type)
+    architectures = _architectures(f)
+    warnings: list[str] = []
+    unknown = [a for a in architectures if a not in KNOWN_ARCHITECTURES]
+    if unknown or not architectures:
+        what = ", ".join(unknown) if unknown else "no architectures field"
+        warnings.append(
+            f"{what}: not an architecture the planner knows; planned from num_key_value_heads, "
+            "head_dim and the layer fields as a "
+            + ("dense decoder" if not unknown or "Moe" not in unknown[0] else "decoder")
+            + " (check the numbers against the engine's log)"
+        )
 
     family, kinds = _layer_kinds(f, model_type, num_layers)
+    attends = any(k is not LayerKind.NONE and k is not LayerKind.LINEAR for k in kinds)
     # HF's convention: a config without num_key_value_heads is plain MHA.
-    heads = f.integer("num_attention_heads") if any(k is not LayerKind.NONE for k in kinds) else 0
-    kv_heads = int(f.get("num_key_value_heads", heads))
-    head_dim = int(f.get("head_dim", f.get("attention_head_dim", hidden // max(heads, 1))))
+    heads = f.integer("num_attention_heads") if attends else f.optional_int("num_attention_heads", 0, minimum=0)
+    kv_heads = f.optional_int("num_key_value_heads", heads, minimum=1 if attends else 0)
+    if kv_heads > heads and attends:
+        raise f.refuse("num_key_value_heads", kv_heads,
+                       f"it cannot exceed num_attention_heads ({heads})")
+    if attends and heads % kv_heads:
+        raise f.refuse("num_key_value_heads", kv_heads,
+                       f"it must divide num_attention_heads ({heads})")
+    head_dim = f.optional_int("head_dim", 0, minimum=1) or f.optional_int(
+        "attention_head_dim", hidden // max(heads, 1), minimum=1
+    )
     v_head_dim = head_dim
 
     mla: MlaShape | None = None
     if family == "mla":
+        q_lora = config.get("q_lora_rank")
         mla = MlaShape(
             kv_lora_rank=f.integer("kv_lora_rank"),
             qk_rope_head_dim=f.integer("qk_rope_head_dim"),
             qk_nope_head_dim=f.integer("qk_nope_head_dim"),
             v_head_dim=f.integer("v_head_dim"),
-            q_lora_rank=f.get("q_lora_rank"),
+            q_lora_rank=None if q_lora is None else f.integer("q_lora_rank"),
         )
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         v_head_dim = mla.v_head_dim
     linear = _linear_state(f, family, hidden)
-    window = f.get("sliding_window") if LayerKind.SLIDING in kinds else None
-    if LayerKind.SLIDING in kinds and window is None:
-        f.missing.append("sliding_window")
+    window = None
+    if LayerKind.SLIDING in kinds:
+        window = f.integer("sliding_window")
     f.check(f"{model_type} ({family})")
 
     torch_dtype = _checkpoint_dtype(f, source)
@@ -259,29 +267,38 @@ def model_shape_from_dict(
         name=name or model_type,
         source=source,
         model_type=model_type,
+        architectures=architectures,
         layer_kinds=kinds,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
         head_dim=head_dim,
         v_head_dim=v_head_dim,
         mla=mla,
-        sliding_window=None if window is None else int(window),
+        sliding_window=window,
         linear=linear,
         context_length=context_length,
         torch_dtype=torch_dtype,
         kv_quant_dtype=_declared_kv_quant(config),
         weights=weights,
-        num_nextn_predict_layers=int(f.get("num_nextn_predict_layers", 0)),
+        num_nextn_predict_layers=f.optional_int("num_nextn_predict_layers", 0, minimum=0),
+        warnings=tuple(warnings),
     )
 
 
-def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerKind, ...]]:
+def _architectures(f: ConfigFields) -> tuple[str, ...]:
+    value = f.get("architectures", [])
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise f.refuse("architectures", value, "it must be a list of class names")
+    return tuple(value)
+
+
+def _layer_kinds(f: ConfigFields, model_type: str, n: int) -> tuple[str, tuple[LayerKind, ...]]:
     """The family name and the cache kind of each of the `n` decoder layers."""
     full, sliding, linear = LayerKind.FULL, LayerKind.SLIDING, LayerKind.LINEAR
     if f.has("kv_lora_rank"):
         return "mla", (LayerKind.MLA,) * n
     if f.has("hybrid_override_pattern"):  # Nemotron-H: M mamba-2, * attention, - / E MLP
-        pattern = str(f.get("hybrid_override_pattern"))
+        pattern = f.string("hybrid_override_pattern")
         codes = {"M": linear, "*": full, "-": LayerKind.NONE, "E": LayerKind.NONE}
         if len(pattern) != n or set(pattern) - set(codes):
             raise ModelConfigError(
@@ -302,7 +319,9 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerK
             "linear_attention": linear,
             "mamba": linear,
         }
-        types = list(f.get("layer_types"))
+        types = f.get("layer_types")
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+            raise f.refuse("layer_types", types, "it must be a list of layer type names")
         unknown = sorted({t for t in types if t not in names})
         if len(types) != n or unknown:
             raise ModelConfigError(
@@ -310,8 +329,7 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerK
                 f"num_hidden_layers={n} entries among {sorted(names)}"
             )
         return "attention", tuple(names[t] for t in types)
-    window = f.get("sliding_window")
-    if window is None:
+    if not f.has("sliding_window"):
         return "attention", (full,) * n
     if model_type == "gemma2":
         # Gemma-2 interleaves: even layers slide, odd layers attend to everything.
@@ -322,14 +340,14 @@ def _layer_kinds(f: _Fields, model_type: str, n: int) -> tuple[str, tuple[LayerK
     if f.get("use_sliding_window") is False:  # Qwen2 declares a window it does not use
         return "attention", (full,) * n
     if f.get("use_sliding_window") is True and f.has("max_window_layers"):
-        first = f.integer("max_window_layers")
+        first = f.integer("max_window_layers", minimum=0)
         return "attention", tuple(sliding if i >= first else full for i in range(n))
     return "attention", (sliding,) * n  # Mistral-7B-v0.1: one window on every layer
 
 
-def _linear_state(f: _Fields, family: str, hidden: int) -> LinearStateShape | None:
+def _linear_state(f: ConfigFields, family: str, hidden: int) -> LinearStateShape | None:
     ssm_dtype = f.get("mamba_ssm_cache_dtype", f.get("mamba_ssm_dtype"))
-    ssm = None if ssm_dtype is None else _CHECKPOINT_DTYPES.get(str(ssm_dtype).lower())
+    ssm = _CHECKPOINT_DTYPES.get(ssm_dtype.lower()) if isinstance(ssm_dtype, str) else None
     if family == "mamba2":
         heads, head_dim = f.integer("mamba_num_heads"), f.integer("mamba_head_dim")
         groups, state = f.integer("n_groups"), f.integer("ssm_state_size")
@@ -342,6 +360,7 @@ def _linear_state(f: _Fields, family: str, hidden: int) -> LinearStateShape | No
             head_dim=head_dim,
             state_size=state,
             ssm_dtype=ssm,
+            n_groups=groups,
         )
     if family == "gated_delta_net":
         k_heads, k_dim = f.integer("linear_num_key_heads"), f.integer("linear_key_head_dim")
@@ -359,7 +378,7 @@ def _linear_state(f: _Fields, family: str, hidden: int) -> LinearStateShape | No
     return None
 
 
-def _checkpoint_dtype(f: _Fields, source: str) -> str:
+def _checkpoint_dtype(f: ConfigFields, source: str) -> str:
     raw = f.get("torch_dtype", f.get("dtype"))
     if raw is None:
         return "float32"  # transformers loads a config without a dtype in float32
@@ -391,7 +410,7 @@ def _declared_kv_quant(config: Mapping[str, Any]) -> str | None:
 
 
 def _estimate_weights(
-    f: _Fields,
+    f: ConfigFields,
     family: str,
     kinds: tuple[LayerKind, ...],
     hidden: int,
@@ -402,8 +421,8 @@ def _estimate_weights(
     mla: MlaShape | None,
     linear: LinearStateShape | None,
 ) -> WeightEstimate:
-    model_type = str(f.get("model_type", ""))
-    tied = bool(f.get("tie_word_embeddings", model_type.startswith("gemma")))
+    model_type = f.string("model_type")
+    tied = f.get("tie_word_embeddings", model_type.startswith("gemma")) is True
     embedding = vocab * hidden * (1 if tied else 2) + hidden  # + final norm
 
     attention = _attention_params(f, model_type, hidden, heads, kv_heads, head_dim, mla)
@@ -423,18 +442,16 @@ def _estimate_weights(
         dense, experts = mlp_for_layer(i, kind)
         layer_params += mixer[kind] + dense + norms
         expert_params += experts
-    quant = f.get("quantization_config")
-    method = quant.get("quant_method") if isinstance(quant, Mapping) else None
     return WeightEstimate(
         embedding_params=embedding,
         layer_params=layer_params,
         expert_params=expert_params,
-        quant_method=None if method is None else str(method).lower(),
+        quant=weight_quant(f),
     )
 
 
 def _attention_params(
-    f: _Fields,
+    f: ConfigFields,
     model_type: str,
     hidden: int,
     heads: int,
@@ -467,7 +484,7 @@ def _attention_params(
     return params
 
 
-def _linear_params(f: _Fields, s: LinearStateShape, hidden: int) -> int:
+def _linear_params(f: ConfigFields, s: LinearStateShape, hidden: int) -> int:
     if s.kind == "mamba2":
         inner = s.num_heads * s.head_dim
         groups = f.integer("n_groups")
@@ -485,19 +502,19 @@ def _linear_params(f: _Fields, s: LinearStateShape, hidden: int) -> int:
 
 
 def _mlp_params(
-    f: _Fields, model_type: str, family: str, hidden: int
+    f: ConfigFields, model_type: str, family: str, hidden: int
 ) -> Callable[[int, LayerKind], tuple[int, int]]:
     """A function: layer index and kind -> (dense MLP params, routed-expert params)."""
-    inter = int(f.get("intermediate_size", 0))
-    gated = 2 if str(f.get("mlp_hidden_act", "")) == "relu2" else 3
+    inter = f.optional_int("intermediate_size", 0, minimum=0)
+    gated = 2 if f.get("mlp_hidden_act") == "relu2" else 3
     if family == "mamba2":
         # Nemotron-H: MLP only in "-" blocks, up and down projections with relu^2.
         return lambda _i, kind: ((gated * hidden * inter, 0) if kind is LayerKind.NONE else (0, 0))
     if f.has("n_routed_experts"):  # DeepSeek V2/V3
-        experts, shared = f.integer("n_routed_experts"), int(f.get("n_shared_experts", 0))
-        moe_inter, first_dense = f.integer("moe_intermediate_size"), int(
-            f.get("first_k_dense_replace", 0)
-        )
+        experts = f.integer("n_routed_experts")
+        shared = f.optional_int("n_shared_experts", 0, minimum=0)
+        moe_inter = f.integer("moe_intermediate_size")
+        first_dense = f.optional_int("first_k_dense_replace", 0, minimum=0)
         router = experts * hidden + (experts if f.get("topk_method") == "noaux_tc" else 0)
 
         def deepseek(i: int, _kind: LayerKind) -> tuple[int, int]:
@@ -508,7 +525,7 @@ def _mlp_params(
         return deepseek
     if model_type == "qwen3_next" or f.has("num_experts"):
         experts, moe_inter = f.integer("num_experts"), f.integer("moe_intermediate_size")
-        shared_inter = int(f.get("shared_expert_intermediate_size", 0))
+        shared_inter = f.optional_int("shared_expert_intermediate_size", 0, minimum=0)
         # router, shared expert and its scalar gate; routed experts apart.
         dense = experts * hidden + 3 * hidden * shared_inter + (hidden if shared_inter else 0)
         return lambda _i, _kind: (dense, experts * 3 * hidden * moe_inter)
@@ -526,6 +543,7 @@ __all__ = [
     "MlaShape",
     "ModelShape",
     "WeightEstimate",
+    "WeightQuant",
     "load_model_shape",
     "model_shape_from_dict",
 ]

@@ -11,7 +11,7 @@ import attrs
 import torch
 
 from configbags.runtime.kvcache.model_shape import DTYPE_BYTES
-from configbags.runtime.kvcache.planner import KvPlan, PoolTensor
+from configbags.runtime.kvcache.records import KvPlan, PoolTensor
 
 TORCH_DTYPES: Mapping[str, torch.dtype] = {
     "float32": torch.float32,

@@ -1,0 +1,78 @@
+"""Typed reads of a Hugging Face config dict: every number type- and range-checked by
+name, so a bad field is refused with its value and the rule it breaks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from configbags.runtime.kvcache.errors import ModelConfigError
+
+# Real models have at most a few hundred decoder layers; a bound keeps a hostile config
+# (num_hidden_layers: 10**9) from building a billion-entry layer table.
+MAX_LAYERS = 4096
+
+
+class ConfigFields:
+    """Reads a config dict: every number is type- and range-checked by name, and missing
+    required keys are collected so the error names all of them at once."""
+
+    def __init__(self, config: Mapping[str, Any], source: str) -> None:
+        self._config = config
+        self.source = source
+        self.missing: list[str] = []
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._config.get(key)
+        return default if value is None else value
+
+    def has(self, key: str) -> bool:
+        return self._config.get(key) is not None
+
+    def refuse(self, key: str, value: Any, rule: str) -> ModelConfigError:
+        return ModelConfigError(f"{self.source}: {key} is {value!r}; {rule}")
+
+    def integer(self, key: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+        """A required integer field, within [minimum, maximum]."""
+        if self._config.get(key) is None:
+            self.missing.append(key)
+            return max(minimum, 1)  # placeholder; check() raises before it is used
+        return self._checked(key, self._config[key], minimum, maximum)
+
+    def optional_int(self, key: str, default: int, *, minimum: int = 1) -> int:
+        value = self._config.get(key)
+        return default if value is None else self._checked(key, value, minimum, None)
+
+    def _checked(self, key: str, value: Any, minimum: int, maximum: int | None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            kind = "a number that is not a whole number" if isinstance(value, float) else f"a {type(value).__name__}"
+            raise self.refuse(key, value, f"it must be an integer, not {kind}")
+        if value < minimum:
+            rule = "positive" if minimum == 1 else f"at least {minimum}"
+            raise self.refuse(key, value, f"it must be {rule}")
+        if maximum is not None and value > maximum:
+            raise self.refuse(key, value, f"the planner accepts at most {maximum}")
+        return value
+
+    def first_int(self, keys: Sequence[str]) -> int:
+        for key in keys:
+            if self.has(key):
+                return self.integer(key)
+        self.missing.append(" or ".join(keys))
+        return 1
+
+    def string(self, key: str, default: str = "") -> str:
+        value = self._config.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.refuse(key, value, "it must be a string")
+        return value
+
+    def check(self, family: str) -> None:
+        if self.missing:
+            names = ", ".join(sorted(set(self.missing)))
+            raise ModelConfigError(
+                f"{self.source}: a {family} model config needs {names}, which it does not "
+                "define; add them (copy them from the published config.json)"
+            )

@@ -1,0 +1,53 @@
+"""Settings no engine would run: refused by name, with the value and the rule it breaks,
+before any sizing (SGLang and vLLM refuse the same at start-up)."""
+
+from __future__ import annotations
+
+from configbags.runtime.kvcache.errors import SettingsError
+from configbags.runtime.kvcache.model_shape import LayerKind, ModelShape
+from configbags.runtime.kvcache.settings import PlanSettings
+
+_POSITIVE = ("tp_size", "attn_tp_size", "attn_dp_size", "attn_dcp_size", "pp_size")
+_POSITIVE_IF_SET = ("page_size", "context_length", "max_total_tokens", "max_running_requests",
+                    "max_mamba_cache_size", "speculative_num_steps", "speculative_eagle_topk")
+
+
+def validate_settings(shape: ModelShape, s: PlanSettings) -> None:
+    for name in _POSITIVE + _POSITIVE_IF_SET:
+        value = getattr(s, name)
+        if value is not None and value < 1:
+            raise SettingsError(f"{name}={value}: it must be a positive integer")
+    if s.max_speculative_num_draft_tokens < 0:
+        raise SettingsError(f"max_speculative_num_draft_tokens={s.max_speculative_num_draft_tokens}: "
+                            "it must not be negative")
+    mfs = s.mem_fraction_static
+    if mfs is not None and not 0 < mfs <= 1:
+        raise SettingsError(f"mem_fraction_static={mfs}: it must be in (0, 1]")
+    for name in ("swa_full_tokens_ratio", "mamba_full_memory_ratio"):
+        if not getattr(s, name) > 0:
+            raise SettingsError(f"{name}={getattr(s, name)}: it must be positive")
+    validate_parallel(shape, s.attn_tp_size)
+
+
+def validate_parallel(shape: ModelShape, tp: int) -> None:
+    """Attention heads, KV heads and recurrent heads must shard evenly over attention TP
+    (KV heads may instead be replicated: then TP must be a multiple of them)."""
+    where = f"{shape.source}: "
+    attends = any(k in (LayerKind.FULL, LayerKind.SLIDING, LayerKind.MLA) for k in shape.layer_kinds)
+    if attends and shape.num_attention_heads % tp:
+        raise SettingsError(
+            f"{where}num_attention_heads={shape.num_attention_heads} is not divisible by the "
+            f"attention TP size {tp}; use a TP size that divides it"
+        )
+    kv = shape.num_key_value_heads
+    if attends and shape.mla is None and (kv % tp if kv >= tp else tp % kv):
+        raise SettingsError(
+            f"{where}num_key_value_heads={kv} and attention TP size {tp}: one must divide the "
+            "other (KV heads are split, or replicated when there are fewer than ranks)"
+        )
+    linear = shape.linear
+    if linear is not None and linear.num_heads % tp:
+        field = "mamba_num_heads" if linear.kind == "mamba2" else "linear_num_value_heads"
+        raise SettingsError(
+            f"{where}{field}={linear.num_heads} is not divisible by the attention TP size {tp}"
+        )

@@ -1,0 +1,192 @@
+"""Nonsense in, a named refusal out: every bad model field or flag is refused by name with
+its value and the rule it breaks, with exit status 2 (1 is "does not fit"), and no input
+produces a traceback."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from configbags.generated.accessors import get_context
+from configbags.generated.registry import LEAVES
+from configbags.runtime.kvcache.errors import ModelConfigError, SettingsError
+from configbags.runtime.kvcache.model_shape import load_model_shape, model_shape_from_dict
+from configbags.runtime.kvcache.planner import DeviceMemory, PlanSettings, plan_kv
+from configbags.runtime.plan import main
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+LLAMA = json.loads((MODELS / "llama-3.1-8b.json").read_text())
+GiB = 1 << 30
+
+
+@pytest.fixture(autouse=True)
+def _restore_context() -> object:
+    with get_context().restoring():
+        yield
+
+
+def settings(**leaves: Any) -> PlanSettings:
+    fallbacks = {n: LEAVES[n].fallback for n in ("swa_full_tokens_ratio", "mamba_full_memory_ratio")}
+    if "tp_size" in leaves:
+        leaves.setdefault("attn_tp_size", leaves["tp_size"])
+    return PlanSettings(**{**fallbacks, **leaves})
+
+
+def llama(**changes: Any) -> dict[str, Any]:
+    return {**LLAMA, **changes}
+
+
+# --- 7. nonsense model fields are refused by name ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "rule"),
+    [
+        ("num_key_value_heads", 0, "must be positive"),
+        ("num_key_value_heads", -8, "must be positive"),
+        ("num_key_value_heads", 8.7, "must be an integer"),
+        ("num_key_value_heads", "8", "must be an integer, not a str"),
+        ("num_key_value_heads", 64, "cannot exceed num_attention_heads"),
+        ("num_key_value_heads", 5, "must divide num_attention_heads"),
+        ("num_attention_heads", 0, "must be positive"),
+        ("intermediate_size", -1, "must be at least 0"),
+        ("num_hidden_layers", 0, "must be positive"),
+        ("num_hidden_layers", 10**9, "accepts at most 4096"),
+        ("max_position_embeddings", 0, "must be positive"),
+        ("hidden_size", float("nan"), "must be an integer"),
+        ("vocab_size", float("inf"), "must be an integer"),
+        ("hidden_size", True, "must be an integer, not a bool"),
+        ("layer_types", 5, "must be a list of layer type names"),
+        ("architectures", "LlamaForCausalLM", "must be a list of class names"),
+        ("quantization_config", {"quant_method": "awq", "bits": "4"}, "must be an integer"),
+        ("quantization_config", {"quant_method": "bitsandbytes"}, "sizes awq, gptq"),
+    ],
+)
+def test_bad_fields_are_refused_by_name(field: str, value: Any, rule: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ModelConfigError) as err:
+        model_shape_from_dict(llama(**{field: value}), source="m.json")
+    assert time.perf_counter() - start < 1  # 10**9 layers are refused, not built
+    assert field in str(err.value) and rule in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("model", "tp", "field"),
+    [
+        ("llama-3.1-8b", 3, "num_attention_heads=32"),  # 32 heads over 3 ranks
+        ("llama-3.1-8b", 64, "num_attention_heads=32"),
+        ("qwen2.5-7b", 8, "num_attention_heads=28"),
+        ("nemotron-h-56b", 3, "num_attention_heads=64"),
+    ],
+)
+def test_tp_sizes_that_do_not_divide_the_heads_are_refused(model: str, tp: int, field: str) -> None:
+    shape = load_model_shape(MODELS / f"{model}.json")
+    with pytest.raises(SettingsError, match=field):
+        plan_kv(shape, settings(tp_size=tp, mem_fraction_static=0.88), DeviceMemory(80 * GiB))
+
+
+def test_kv_heads_replicate_only_when_tp_is_a_multiple() -> None:
+    # 8 KV heads: tp 16 replicates (16 % 8 == 0); 12 KV heads at tp 8 neither split nor replicate.
+    shape = model_shape_from_dict(llama(num_attention_heads=48, num_key_value_heads=12), source="m.json")
+    with pytest.raises(SettingsError, match="num_key_value_heads=12"):
+        plan_kv(shape, settings(tp_size=8, mem_fraction_static=0.88), DeviceMemory(80 * GiB))
+
+
+def test_bad_settings_are_refused_by_name() -> None:
+    shape = load_model_shape(MODELS / "llama-3.1-8b.json")
+    for leaves, name in [({"mem_fraction_static": 1.5}, "mem_fraction_static=1.5"),
+                         ({"page_size": 0}, "page_size=0"), ({"pp_size": 0}, "pp_size=0"),
+                         ({"swa_full_tokens_ratio": 0.0}, "swa_full_tokens_ratio=0.0")]:
+        with pytest.raises(SettingsError, match=name):
+            plan_kv(shape, settings(**leaves), DeviceMemory(80 * GiB))
+
+
+def test_an_unknown_architecture_is_planned_with_a_warning() -> None:
+    shape = model_shape_from_dict(llama(architectures=["FalconForCausalLM"]), source="m.json")
+    plan = plan_kv(shape, settings(context_length=8192), DeviceMemory(80 * GiB))
+    assert any("FalconForCausalLM" in w and "dense decoder" in w for w in plan.warnings)
+
+
+# --- 8. no input produces a traceback ---------------------------------------------------------
+
+
+def _write(tmp: Path, name: str, content: bytes) -> Path:
+    path = tmp / name
+    path.write_bytes(content)
+    return path
+
+
+HOSTILE: dict[str, Callable[[Path], Path]] = {
+    "layers 0": lambda t: _write(t, "c.json", json.dumps(llama(num_hidden_layers=0)).encode()),
+    "context 0": lambda t: _write(t, "c.json", json.dumps(llama(max_position_embeddings=0)).encode()),
+    "string size": lambda t: _write(t, "c.json", json.dumps(llama(hidden_size="4096")).encode()),
+    "NaN": lambda t: _write(t, "c.json", json.dumps(llama(num_key_value_heads=float("nan"))).encode()),
+    "Infinity": lambda t: _write(t, "c.json", json.dumps(llama(head_dim=float("inf"))).encode()),
+    "layer_types 5": lambda t: _write(t, "c.json", json.dumps(llama(layer_types=5)).encode()),
+    "non-UTF-8": lambda t: _write(t, "c.json", b'{"model_type": "\xff\xfe"}'),
+    "deep nesting": lambda t: _write(t, "c.json", b"[" * 100_000 + b"]" * 100_000),
+    "a list": lambda t: _write(t, "c.json", b"[1, 2]"),
+    "billion layers": lambda t: _write(t, "c.json", json.dumps(llama(num_hidden_layers=10**9)).encode()),
+    "empty folder": lambda t: t,
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_model_configs_exit_2_with_one_line(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = HOSTILE[case](tmp_path)
+    assert main(["--model-config", str(path), "--device-memory", "80GiB"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("configbags plan: error: ") and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_a_model_folder_reads_its_config_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = tmp_path / "Llama-3.1-8B"
+    snapshot.mkdir()
+    (snapshot / "config.json").write_text(json.dumps(LLAMA))
+    assert main(["--model-config", str(snapshot), "--device-memory", "80GiB", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plan"]["model"] == "Llama-3.1-8B"
+
+
+def test_a_400_digit_device_memory_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--model-config", str(MODELS / "llama-3.1-8b.json"), "--device-memory", "9" * 400])
+    assert exc.value.code == 2
+    assert "not a size" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["--model-config", str(MODELS / "llama-3.1-8b.json"), "--device-memory", "2048TiB"])
+    assert exc.value.code == 2
+    assert "no device holds that much" in capsys.readouterr().err
+
+
+def test_allocate_cpu_beyond_host_memory_is_refused_before_torch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import configbags.runtime.plan as plan_module
+
+    monkeypatch.setattr(plan_module, "host_available_bytes", lambda: 1 * GiB)
+    argv = ["--model-config", str(MODELS / "llama-3.1-8b.json"), "--device-memory", "80GiB", "--allocate", "cpu"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "--allocate cpu needs" in err and "the host has 1.00 GiB available" in err
+
+
+def test_an_unknown_gpu_and_a_bad_tp_list_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    for flags, words in ((["--gpu", "H300"], "unknown GPU 'H300'"), (["--tp-size", "1,x"], "comma list")):
+        with pytest.raises(SystemExit) as exc:
+            main(["--model-config", str(MODELS / "llama-3.1-8b.json"), *flags])
+        assert exc.value.code == 2
+        assert words in capsys.readouterr().err
+
+
+def test_a_tp_size_that_does_not_divide_the_heads_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", str(MODELS / "llama-3.1-8b.json"), "--device-memory", "80GiB", "--tp-size", "3"]
+    assert main(argv) == 2
+    assert "num_attention_heads=32 is not divisible by the attention TP size 3" in capsys.readouterr().err
