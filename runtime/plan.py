@@ -159,7 +159,8 @@ def _server_flags_epilog(package: str | None) -> str:
         return "server flags: those of the generated ServerArgs (--help-all lists them)"
     read = [f.name for f in attrs.fields(PlanSettings)]
     flags = [leaves[n].flags[0] for n in read if n in leaves and leaves[n].flags]
-    lines = textwrap.wrap(", ".join(flags), width=86, initial_indent="  ", subsequent_indent="  ")
+    lines = textwrap.wrap(", ".join(flags), width=86, initial_indent="  ", subsequent_indent="  ",
+                          break_on_hyphens=False)
     return "\n".join(["server flags the plan reads (--help-all lists every server flag):", *lines])
 
 

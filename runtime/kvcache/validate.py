@@ -26,6 +26,13 @@ def validate_settings(shape: ModelShape, s: PlanSettings) -> None:
     for name in ("swa_full_tokens_ratio", "mamba_full_memory_ratio"):
         if not getattr(s, name) > 0:
             raise SettingsError(f"{name}={getattr(s, name)}: it must be positive")
+    lazy = s.enable_mamba_extra_buffer and s.enable_mamba_extra_buffer_lazy
+    if shape.linear is not None and lazy and s.disable_overlap_schedule:
+        # SGLang asserts this in KVCacheConfigurator._calculate_mamba_ratio.
+        raise SettingsError(
+            "mamba_radix_cache_strategy=extra_buffer_lazy needs the overlap scheduler; drop "
+            "--disable-overlap-schedule or use extra_buffer"
+        )
     validate_parallel(shape, s.attn_tp_size)
 
 
