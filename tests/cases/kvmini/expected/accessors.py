@@ -7,7 +7,7 @@
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """Accessors: plain functions returning the current bag of this process, fully typed.
 
-    from configbags.generated.accessors import publish, get_parallel
+    from generated.accessors import publish, get_parallel
     publish(ServerArgs.from_cli(argv), role="launcher")
     get_parallel().tp_size
 
@@ -28,6 +28,7 @@ from .server_args import ServerArgs
 __all__ = [
     "ConfigView",
     "ProcessConfigView",
+    "cfg",
     "get_context",
     "get_engine",
     "get_pool",
@@ -73,6 +74,12 @@ _context: Context[ProcessConfigView] = Context(
     package=__package__,
 )
 _view = _context.view
+
+cfg: ProcessConfigView = _context.cfg
+"""The config in force, as one object: `cfg.parallel.tp_size` costs two slot loads, as
+cheap as a legacy `self.server_args.tp_size`, and is never stale: publish and every
+override refill its slots. Before publish (or outside the role's namespaces) a slot holds
+a stand-in whose attributes raise the same explaining errors as the accessors."""
 
 
 def publish(

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import attrs
 
-from configbags.runtime.context import unstamped_rank
-
 __all__ = [
     "Config",
     "Engine",

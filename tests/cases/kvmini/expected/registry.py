@@ -10,8 +10,7 @@ derived functions and their inputs, and how bags nest."""
 
 from __future__ import annotations
 
-
-from configbags.runtime.leaftypes import TypeSpec
+from configbags.runtime.leaftypes import Policy, TypeSpec
 from configbags.runtime.registry import (
     DerivedSpec,
     LeafSpec,
@@ -36,7 +35,7 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=1,
         maximum=None,
         owner="launcher",
-        policy="startup",
+        policy=Policy.STARTUP,
         hash=True,
         capacity=None,
         flags=("--tp-size",),
@@ -53,7 +52,7 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=1,
         maximum=None,
         owner="worker",
-        policy="load_time",
+        policy=Policy.LOAD_TIME,
         hash=True,
         capacity=None,
         flags=("--context-length",),
@@ -70,7 +69,7 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=None,
         maximum=None,
         owner="worker",
-        policy="load_time",
+        policy=Policy.LOAD_TIME,
         hash=True,
         capacity=None,
         flags=("--kv-cache-dtype",),
@@ -87,7 +86,7 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=0.0,
         maximum=1.0,
         owner="worker",
-        policy="load_time",
+        policy=Policy.LOAD_TIME,
         hash=True,
         capacity=None,
         flags=("--mem-fraction-static",),
@@ -104,7 +103,7 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=1,
         maximum=None,
         owner="worker",
-        policy="load_time",
+        policy=Policy.LOAD_TIME,
         hash=True,
         capacity=None,
         flags=("--page-size",),
@@ -121,7 +120,7 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=1,
         maximum=None,
         owner="worker",
-        policy="load_time",
+        policy=Policy.LOAD_TIME,
         hash=True,
         capacity=None,
         flags=("--max-running-requests",),
@@ -138,7 +137,7 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=0.0,
         maximum=1.0,
         owner="launcher",
-        policy="startup",
+        policy=Policy.STARTUP,
         hash=True,
         capacity=None,
         flags=("--swa-full-tokens-ratio",),
@@ -155,7 +154,7 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=0.0,
         maximum=None,
         owner="launcher",
-        policy="startup",
+        policy=Policy.STARTUP,
         hash=True,
         capacity=None,
         flags=("--mamba-full-memory-ratio",),

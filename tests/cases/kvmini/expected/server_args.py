@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
 from configbags.runtime import record as _record
-from configbags.runtime.record import json_value
 
 from .registry import LEAVES
 
