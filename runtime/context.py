@@ -37,7 +37,7 @@ from configbags.runtime.errors import (
     RoleError,
     UnknownLeafError,
 )
-from configbags.runtime.leaftypes import Policy, check_bounds, closest, jsonable
+from configbags.runtime.leaftypes import Policy, check_bounds, closest, jsonable, short_repr
 from configbags.runtime.registry import DerivedSpec, LeafSpec, Registry
 
 log = logging.getLogger("configbags")
@@ -755,7 +755,16 @@ def _slot_value(state: State, slot: str) -> Any:
 
 
 def _derive(spec: DerivedSpec, values: Mapping[str, Any]) -> Any:
-    value = spec.fn(*[values[i] for i in spec.inputs])
+    args = [values[i] for i in spec.inputs]
+    try:
+        value = spec.fn(*args)
+    except Exception as exc:
+        given = ", ".join(f"{i}={short_repr(a)}" for i, a in zip(spec.inputs, args, strict=True))
+        raise LeafValueError(
+            f"derived value {spec.namespace}.{spec.name}: its function raised "
+            f"{type(exc).__name__}: {exc} for inputs {given}; give inputs it accepts (or fix the "
+            f"function)"
+        ) from exc
     try:
         return spec.type.coerce(value)
     except LeafValueError as exc:

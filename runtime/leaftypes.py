@@ -101,7 +101,7 @@ class TypeSpec:
             # record, a bag, a log entry or a cached config hash behind the context's back.
             # `jsonable()` turns it back into plain JSON data.
             return freeze(value)
-        raise LeafValueError(f"{_short(value)} ({type(value).__name__}) is not of type {self}")
+        raise LeafValueError(f"{short_repr(value)} ({type(value).__name__}) is not of type {self}")
 
 
 def _check_int(value: int) -> None:
@@ -117,7 +117,7 @@ def _check_str(value: str) -> None:
         raise LeafValueError(f"a string of {len(value)} characters is over the limit of {LIMITS.string_chars}")
 
 
-def _short(value: Any) -> str:
+def short_repr(value: Any) -> str:
     """A bounded description of a value for a message (repr of a huge or cyclic value is not)."""
     if isinstance(value, int) and int_too_big(value):
         return f"an integer of about 2**{value.bit_length() - 1}"
@@ -155,7 +155,7 @@ def _check_json(value: Any) -> None:
             _check_str(v)
             return
         if not isinstance(v, (list, tuple, Mapping)):
-            raise LeafValueError(f"{_short(v)} ({type(v).__name__}) is not JSON data")
+            raise LeafValueError(f"{short_repr(v)} ({type(v).__name__}) is not JSON data")
         if id(v) in path:
             raise LeafValueError("json value is cyclic (it contains itself); JSON data is a tree")
         if depth > LIMITS.json_depth:
@@ -164,7 +164,7 @@ def _check_json(value: Any) -> None:
         if isinstance(v, Mapping):
             for k, item in v.items():
                 if not isinstance(k, str):
-                    raise LeafValueError(f"json object keys must be strings, got {_short(k)}")
+                    raise LeafValueError(f"json object keys must be strings, got {short_repr(k)}")
                 _check_str(k)
                 walk(item, depth + 1)
         else:
