@@ -132,7 +132,14 @@ class RepublishReport:
 
 @attrs.frozen(eq=False)
 class State:
-    """Everything published, frozen. Identity matters: scopes and caches compare `is`."""
+    """Everything published, frozen: the mappings are read-only views of dicts no one else
+    holds, and the record and bags are frozen, so `ctx.state.values[...] = x` raises
+    instead of making `server_info()` disagree with the bags. Identity matters: scopes and
+    caches compare `is`.
+
+    An operator readback, not a door for role code: it holds every namespace, so reading it
+    bypasses role scoping (enforce) and the record-mode log. Role code reads its accessors,
+    `bag()` or `snapshot()`, which are scoped."""
 
     record: Any
     role: str
@@ -214,9 +221,9 @@ class Context(Generic[V]):
                 state = self._replay(state, previous.log)
             else:
                 self.republish_report = None
-            self._install(state)
             if self._recorder is not None:
-                self._recorder.published(role)
+                self._recorder.published(role)  # before installing: a bad output path fails here
+            self._install(state)
         return self
 
     def adopt(
@@ -235,10 +242,11 @@ class Context(Generic[V]):
         or owner: the exporter already admitted them. Unlike publish, nothing is replayed."""
         self._check_role(role, "adopt")
         with self._lock:
-            state = self._fresh_state(record, role, ranks, epoch=epoch, sealed=sealed)
-            self._install(self._folded(state, tuple(log), epoch))
+            state = self._folded(self._fresh_state(record, role, ranks, epoch=epoch, sealed=sealed),
+                                 tuple(log), epoch)
             if self._recorder is not None:
-                self._recorder.published(role)
+                self._recorder.published(role)  # before installing: a bad output path fails here
+            self._install(state)
         return self
 
     def apply_entries(self, entries: Iterable[OverrideEntry]) -> None:
@@ -264,8 +272,9 @@ class Context(Generic[V]):
             rank_fn, stamped = None, dict(ranks or {})
         else:
             rank_fn, stamped = ranks, dict(ranks(values))
-        return State(record=record, role=role, values=values, bags=self._build_bags(values, stamped),
-                     log=OverrideLog(), epoch=epoch, sealed=sealed, ranks=stamped, rank_fn=rank_fn)
+        return State(record=record, role=role, values=MappingProxyType(values),
+                     bags=MappingProxyType(self._build_bags(values, stamped)), log=OverrideLog(),
+                     epoch=epoch, sealed=sealed, ranks=MappingProxyType(stamped), rank_fn=rank_fn)
 
     def _folded(self, state: State, entries: tuple[OverrideEntry, ...], epoch: int) -> State:
         """`state` with already-admitted `entries` applied and appended, at `epoch`."""
@@ -283,6 +292,7 @@ class Context(Generic[V]):
 
     @property
     def state(self) -> State:
+        """The current State: an operator readback (see `State`), not role-scoped."""
         state = self._state
         if state is None:
             raise NotPublishedError(
@@ -382,10 +392,19 @@ class Context(Generic[V]):
             return
         bound = batch.get(spec.capacity, state.values.get(spec.capacity))
         if bound is not None and new > bound:
+            where = self.registry.namespace_of(spec.capacity)
+            shown = f"={bound!r}"
+            if spec.capacity not in batch:  # the caller gave it: no news to them
+                top = where.partition(".")[0]
+                if self._mode == "enforce" and top not in self._readable(state.role):
+                    # The message must not reveal a namespace the role may not read.
+                    shown = f" (its value is in namespace {top!r}, which role {state.role!r} may not read)"
+                else:
+                    self._admit(state, top, f"capacity check of {spec.name}")
             raise CapacityError(
                 f"override of {spec.namespace}.{spec.name}={new!r} (policy {spec.policy}, owner "
                 f"{spec.owner}, role {state.role!r}) refused: above its capacity "
-                f"{self.registry.namespace_of(spec.capacity)}.{spec.capacity}={bound!r}, which "
+                f"{where}.{spec.capacity}{shown}, which "
                 f"sized buffers at publish; {self._raise_capacity_hint(spec.capacity)}"
             )
 
@@ -421,8 +440,9 @@ class Context(Generic[V]):
 
     def _next(self, state: State, changed: Mapping[str, Any], log_: OverrideLog, epoch: int) -> State:
         values, bags, ranks = self._recompute(state, changed)
-        return State(record=state.record, role=state.role, values=values, bags=bags, log=log_,
-                     epoch=epoch, sealed=state.sealed, ranks=ranks, rank_fn=state.rank_fn)
+        return State(record=state.record, role=state.role, values=MappingProxyType(values),
+                     bags=MappingProxyType(bags), log=log_, epoch=epoch, sealed=state.sealed,
+                     ranks=MappingProxyType(dict(ranks)), rank_fn=state.rank_fn)
 
     def _recompute(
         self, state: State, changed: Mapping[str, Any]
@@ -486,6 +506,9 @@ class Context(Generic[V]):
                 with suppress(AttributeError):
                     object.__delattr__(view, slot)
             return
+        # First, so `state` (server_info, snapshot) is never older than what an accessor
+        # returns: a reader that saw a new slot value finds this state (or a newer one).
+        self._state = state
         allowed = self._visible(state)
         for ns in (*self.registry.top_level, RECORD_SLOT):
             value = state.record if ns == RECORD_SLOT else state.bags[ns]
@@ -496,8 +519,6 @@ class Context(Generic[V]):
             else:
                 with suppress(AttributeError):
                     object.__delattr__(view, ns)
-        # Last, so `state` (server_info, snapshot) is never older than what accessors return.
-        self._state = state
 
     def _visible(self, state: State) -> frozenset[str] | set[str]:
         """The slots to fill: all (off), the role's namespaces (enforce; the raw record only
@@ -795,6 +816,10 @@ class RunnerView:
     def bag(self, path: str) -> Any:
         context = self._context
         state = context.state
+        if path not in state.bags:
+            raise UnknownLeafError(
+                f"runner view {self.name!r}: no namespace {path!r}{closest(path, state.bags)}"
+            )
         context._admit(state, path.partition(".")[0], f"runner view {self.name!r}")
         cached = self._cache
         if cached is None or cached[0] is not state:
