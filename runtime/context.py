@@ -152,6 +152,16 @@ class State:
     rank_fn: RankFn | None = None
 
 
+@attrs.frozen(eq=False)
+class Prepared:
+    """A validated change, built but not installed: the state it applies to (`base`), the
+    state after it, and its log entries (empty: no change)."""
+
+    base: State
+    state: State
+    entries: tuple[OverrideEntry, ...]
+
+
 class ProcessView:
     """The slots the generated accessors read: one per top-level namespace plus the raw
     record; the generated subclass declares them with their types. An accessor reads its
@@ -332,6 +342,40 @@ class Context(Generic[V]):
                     log.info("config override [%s] %s.%s: %r -> %r (epoch %d)",
                              e.source, e.namespace, e.leaf, e.old, e.new, e.epoch)
             return entries
+
+    # -- two-phase changes (configbags.runtime.dist) ---------------------------------------
+    def prepare_override(self, source: str, /, **leaves: Any) -> Prepared:
+        """Phase one of an override that several ranks commit together: validate exactly
+        as `override` does and build the next state, installing nothing."""
+        with self._lock:
+            base = self.state
+            changes = self._validate(base, leaves, source=source, check_policy=True)
+            state, entries = self._apply(base, source, changes)
+            return Prepared(base, state, entries)
+
+    def prepare_entries(self, entries: Iterable[OverrideEntry]) -> Prepared:
+        """Phase one of `apply_entries`: check entries another rank admitted and build the
+        state after them, installing nothing."""
+        batch = tuple(entries)
+        with self._lock:
+            base = self.state
+            state = self._folded(base, batch, max(e.epoch for e in batch)) if batch else base
+            return Prepared(base, state, batch)
+
+    def commit(self, prepared: Prepared) -> None:
+        """Phase two: install a prepared change, if nothing else changed the state since it
+        was prepared (else ConfigError, and nothing is installed)."""
+        with self._lock:
+            if self._state is not prepared.base:
+                raise ConfigError(
+                    "the config changed between prepare and commit (another override or publish "
+                    "ran in this process meanwhile); nothing was applied here"
+                )
+            if prepared.entries:
+                self._install(prepared.state)
+                for e in prepared.entries:
+                    log.info("config override [%s] %s.%s: %r -> %r (epoch %d)",
+                             e.source, e.namespace, e.leaf, e.old, e.new, e.epoch)
 
     def _validate(
         self, state: State, leaves: Mapping[str, Any], *, source: str, check_policy: bool
