@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 MODEL  ?= models/llama-3.1-8b.json
 
-.PHONY: setup gen gen-check lint test bench run clean
+.PHONY: setup gen gen-check lint test fuzz bench run clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,11 @@ lint: setup
 
 test: gen-check lint
 	$(PY) -m pytest -n 2
+
+# The hostile-input suite with the long hypothesis profile (about ten minutes): overrides,
+# CLI, config files, schema files and model config.json; any traceback fails it.
+fuzz: setup
+	CONFIGBAGS_FUZZ=long $(PY) -m pytest -q -n 2 -p no:cacheprovider tests/test_hostile_inputs.py
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

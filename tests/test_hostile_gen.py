@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from genutil import copy_case, generate, snapshot
-from hostile.corpus import billion_laughs
+from hostile.corpus import HANG_S, billion_laughs
 
 CORE = "namespaces/core.yaml"
 TUNE = "namespaces/core.tune.yaml"
@@ -66,7 +66,7 @@ def test_hostile_schema_is_refused_fast_and_writes_nothing(
     if leaf is not None:
         assert any(f"leaf {leaf!r}" in line for line in lines), err
     assert snapshot(out) == before
-    assert elapsed < 1.0, f"{name} took {elapsed:.2f} s"
+    assert elapsed < HANG_S, f"{name} took {elapsed:.2f} s"
 
 
 def test_namespace_any_would_shadow_typing_any(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,5 +84,5 @@ def test_schema_file_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path, 
     os.mkfifo(schema / "namespaces" / "zz.yaml")
     start = time.perf_counter()
     assert generate(schema, tmp_path / "generated") == 2
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < HANG_S
     assert "zz.yaml:1: cannot read file" in capsys.readouterr().err

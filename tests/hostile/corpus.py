@@ -3,6 +3,10 @@ attacks. Kept as text (not built values) where the attack is in the parsing."""
 
 from __future__ import annotations
 
+# A hang detector, not a speed target (bench/bench_hostile.py prints the real figures):
+# an unguarded bomb runs for minutes, a refused one in milliseconds.
+HANG_S = 20.0
+
 
 def billion_laughs(levels: int = 9, width: int = 9) -> str:
     """The classic alias bomb as a YAML flow value: `width**levels` strings from ~500 bytes."""
