@@ -28,6 +28,7 @@ WARMUP, ITERS = 30, 300
 def _rank(rank: int, world: int, port: int, out: str) -> None:
     import torch.distributed as dist
 
+    import configbags.generated.accessors  # noqa: F401  (registers the process context)
     from configbags.generated.server_args import ServerArgs
     from configbags.runtime.dist import connect_store, init_distributed
 
