@@ -3,13 +3,21 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+# The strict editable install links each module file; a module added or removed means
+# reinstalling (an edit to an existing one does not).
+MODULES := $(sort $(wildcard configbags/*.py */*.py */*/*.py */*/*/*.py))
+LISTED  := $(VENV)/.module-list
 MODEL  ?= models/llama-3.1-8b.json
 
-.PHONY: setup gen gen-check lint test bench run clean
+.PHONY: FORCE setup gen gen-check lint test fuzz bench run clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(LISTED): FORCE
+	@mkdir -p $(VENV)
+	@echo '$(filter-out tests/% bench/% .venv/% build/%,$(MODULES))' | cmp -s - $@ || echo '$(filter-out tests/% bench/% .venv/% build/%,$(MODULES))' > $@
+
+$(STAMP): pyproject.toml constraints.txt $(LISTED)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -c constraints.txt -e '.[dev]' --config-settings editable_mode=strict
@@ -28,6 +36,11 @@ lint: setup
 
 test: gen-check lint
 	$(PY) -m pytest -n 2
+
+# The hostile-input suite with the long hypothesis profile (about ten minutes): overrides,
+# CLI, config files, schema files and model config.json; any traceback fails it.
+fuzz: setup
+	CONFIGBAGS_FUZZ=long $(PY) -m pytest -q -n 2 -p no:cacheprovider tests/test_hostile_inputs.py
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -14,7 +14,9 @@ import jsonschema
 import yaml
 
 from configbags.codegen.errors import SchemaError
+from configbags.runtime.errors import YamlError
 from configbags.runtime.leaftypes import closest
+from configbags.runtime.yamlsafe import StrictLoader, load_yaml, read_text_limited
 
 # The meta-schemas of the schema language: part of the generator, packaged with it.
 META_DIR = Path(__file__).resolve().parent / "meta"
@@ -30,8 +32,9 @@ class Marked(dict[str, Any]):
         return self.key_lines.get(key, self.line)
 
 
-class _Loader(yaml.SafeLoader):
-    pass
+class _Loader(StrictLoader):
+    """The run time's strict loader (YAML 1.2 scalars, input limits, alias bombs refused
+    unexpanded), building line-marked mappings."""
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Marked:
@@ -169,17 +172,15 @@ def read_yaml(
 ) -> SourceFile | None:
     """Parse and validate one file; append every problem to `errors`."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text_limited(path)
+    except (OSError, YamlError) as exc:
         errors.append(SchemaError(display, 1, f"cannot read file: {exc}", hint="fix the file"))
         return None
     try:
-        data = yaml.load(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
+        data = load_yaml(text, _Loader)
+    except YamlError as exc:
         errors.append(
-            SchemaError(display, line, f"YAML error: {exc.problem or exc}", hint="fix the YAML syntax")
+            SchemaError(display, exc.line or 1, f"YAML error: {exc.problem}", hint="fix the YAML syntax")
         )
         return None
     if not isinstance(data, Marked):

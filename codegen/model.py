@@ -4,6 +4,7 @@ cross-file check, collecting all errors before giving up (so one run reports the
 from __future__ import annotations
 
 import importlib
+import inspect
 import keyword
 import math
 from collections.abc import Callable
@@ -21,7 +22,17 @@ from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds
 # and the names its class body reads: attrs, dict, list, tuple); a leaf may not take them.
 RESERVED = frozenset(
     {"config", "from_cli", "from_cli_args", "from_dict", "from_file", "to_dict", "add_cli_args",
-     "replace", "attrs", "self", "dict", "list", "tuple"}
+     "replace", "attrs", "self", "dict", "list", "tuple",
+     # the decorators and builtins the generated class bodies use after the fields
+     "classmethod", "staticmethod", "property", "object", "type", "super", "int", "float",
+     "bool", "str", "Any"}
+)
+# Names the generated modules import or define at module level; a bag class (from a
+# namespace: `any` -> `Any`) of the same name would shadow them.
+RESERVED_CLASSES = frozenset(
+    {"Any", "Mapping", "Sequence", "Path", "NamedTuple", "Policy", "TypeSpec", "Registry",
+     "ServerArgs", "Context", "ProcessView", "RunnerView", "ProcessConfigView", "ConfigView",
+     "AllowEntry", "AuditRecord"}
 )
 # Top-level namespaces become accessors (`get_<name>`), view slots and runner-view
 # properties; these would shadow `get_context()`, `get_server_args()` or view attributes.
@@ -341,7 +352,11 @@ class _Builder:
                 self.error(ns.where, f"namespace part {bad_parts[0]!r} is a Python keyword, so "
                            f"`{ns.path}` cannot be an attribute path", hint="rename the namespace")
             cls = class_name(ns.path)
-            if cls in classes:
+            if cls in RESERVED_CLASSES:
+                self.error(ns.where, f"namespace {ns.path!r} gets class name {cls}, which the generated "
+                           f"code already uses", hint=f"rename it (reserved class names: "
+                           f"{', '.join(sorted(RESERVED_CLASSES))})")
+            elif cls in classes:
                 self.error(ns.where, f"namespace {ns.path!r} gets class name {cls}, as does {classes[cls]}",
                            hint="rename one of the namespaces")
             classes.setdefault(cls, f"namespace {ns.path!r}")
@@ -494,6 +509,17 @@ class _Builder:
         if not callable(fn):
             self.error(d.where, f"fn {d.fn!r}: module {module_name!r} has no function {attr!r}", d.name,
                        "point `fn` at an importable module:function")
+            return
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return  # a builtin without a signature: its arity shows at publish
+        try:
+            signature.bind(*d.inputs)
+        except TypeError as exc:
+            self.error(d.where, f"fn {d.fn!r} cannot take the {len(d.inputs)} declared inputs "
+                       f"({', '.join(d.inputs)}): {exc}", d.name,
+                       "make `inputs` match the function's positional parameters")
 
     def roles(self, src: SourceFile, namespaces: list[Namespace], present: set[str]) -> tuple[Role, ...]:
         top = sorted(ns.path for ns in namespaces if "." not in ns.path)

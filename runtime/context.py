@@ -38,7 +38,7 @@ from configbags.runtime.errors import (
     RoleError,
     UnknownLeafError,
 )
-from configbags.runtime.leaftypes import Policy, check_bounds, closest, jsonable
+from configbags.runtime.leaftypes import Policy, check_bounds, closest, jsonable, short_repr
 from configbags.runtime.registry import DerivedSpec, LeafSpec, Registry
 
 log = logging.getLogger("configbags")
@@ -133,7 +133,14 @@ class RepublishReport:
 
 @attrs.frozen(eq=False)
 class State:
-    """Everything published, frozen. Identity matters: scopes and caches compare `is`."""
+    """Everything published, frozen: the mappings are read-only views of dicts no one else
+    holds, and the record and bags are frozen, so `ctx.state.values[...] = x` raises
+    instead of making `server_info()` disagree with the bags. Identity matters: scopes and
+    caches compare `is`.
+
+    An operator readback, not a door for role code: it holds every namespace, so reading it
+    bypasses role scoping (enforce) and the record-mode log. Role code reads its accessors,
+    `bag()` or `snapshot()`, which are scoped."""
 
     record: Any
     role: str
@@ -144,6 +151,16 @@ class State:
     sealed: bool
     ranks: Mapping[str, int]
     rank_fn: RankFn | None = None
+
+
+@attrs.frozen(eq=False)
+class Prepared:
+    """A validated change, built but not installed: the state it applies to (`base`), the
+    state after it, and its log entries (empty: no change)."""
+
+    base: State
+    state: State
+    entries: tuple[OverrideEntry, ...]
 
 
 class ProcessView:
@@ -226,9 +243,9 @@ class Context(Generic[V]):
                 state = self._replay(state, previous.log)
             else:
                 self.republish_report = None
-            self._install(state)
             if self._recorder is not None:
-                self._recorder.published(role)
+                self._recorder.published(role)  # before installing: a bad output path fails here
+            self._install(state)
         return self
 
     def adopt(
@@ -247,10 +264,11 @@ class Context(Generic[V]):
         or owner: the exporter already admitted them. Unlike publish, nothing is replayed."""
         self._check_role(role, "adopt")
         with self._lock:
-            state = self._fresh_state(record, role, ranks, epoch=epoch, sealed=sealed)
-            self._install(self._folded(state, tuple(log), epoch))
+            state = self._folded(self._fresh_state(record, role, ranks, epoch=epoch, sealed=sealed),
+                                 tuple(log), epoch)
             if self._recorder is not None:
-                self._recorder.published(role)
+                self._recorder.published(role)  # before installing: a bad output path fails here
+            self._install(state)
         return self
 
     def apply_entries(self, entries: Iterable[OverrideEntry]) -> None:
@@ -276,8 +294,9 @@ class Context(Generic[V]):
             rank_fn, stamped = None, dict(ranks or {})
         else:
             rank_fn, stamped = ranks, dict(ranks(values))
-        return State(record=record, role=role, values=values, bags=self._build_bags(values, stamped),
-                     log=OverrideLog(), epoch=epoch, sealed=sealed, ranks=stamped, rank_fn=rank_fn)
+        return State(record=record, role=role, values=MappingProxyType(values),
+                     bags=MappingProxyType(self._build_bags(values, stamped)), log=OverrideLog(),
+                     epoch=epoch, sealed=sealed, ranks=MappingProxyType(stamped), rank_fn=rank_fn)
 
     def _folded(self, state: State, entries: tuple[OverrideEntry, ...], epoch: int) -> State:
         """`state` with already-admitted `entries` applied and appended, at `epoch`."""
@@ -295,6 +314,7 @@ class Context(Generic[V]):
 
     @property
     def state(self) -> State:
+        """The current State: an operator readback (see `State`), not role-scoped."""
         state = self._state
         if state is None:
             raise NotPublishedError(
@@ -342,6 +362,39 @@ class Context(Generic[V]):
         pass. Policy, type, range and capacity checks are unchanged."""
         self._check_role(role, "acting_as")
         return ActingAs(self._writer, role)
+    # -- two-phase changes (configbags.runtime.dist) ---------------------------------------
+    def prepare_override(self, source: str, /, **leaves: Any) -> Prepared:
+        """Phase one of an override that several ranks commit together: validate exactly
+        as `override` does and build the next state, installing nothing."""
+        with self._lock:
+            base = self.state
+            changes = self._validate(base, leaves, source=source, check_policy=True)
+            state, entries = self._apply(base, source, changes)
+            return Prepared(base, state, entries)
+
+    def prepare_entries(self, entries: Iterable[OverrideEntry]) -> Prepared:
+        """Phase one of `apply_entries`: check entries another rank admitted and build the
+        state after them, installing nothing."""
+        batch = tuple(entries)
+        with self._lock:
+            base = self.state
+            state = self._folded(base, batch, max(e.epoch for e in batch)) if batch else base
+            return Prepared(base, state, batch)
+
+    def commit(self, prepared: Prepared) -> None:
+        """Phase two: install a prepared change, if nothing else changed the state since it
+        was prepared (else ConfigError, and nothing is installed)."""
+        with self._lock:
+            if self._state is not prepared.base:
+                raise ConfigError(
+                    "the config changed between prepare and commit (another override or publish "
+                    "ran in this process meanwhile); nothing was applied here"
+                )
+            if prepared.entries:
+                self._install(prepared.state)
+                for e in prepared.entries:
+                    log.info("config override [%s] %s.%s: %r -> %r (epoch %d)",
+                             e.source, e.namespace, e.leaf, e.old, e.new, e.epoch)
 
     def _validate(
         self, state: State, leaves: Mapping[str, Any], *, source: str, check_policy: bool
@@ -404,10 +457,19 @@ class Context(Generic[V]):
             return
         bound = batch.get(spec.capacity, state.values.get(spec.capacity))
         if bound is not None and new > bound:
+            where = self.registry.namespace_of(spec.capacity)
+            shown = f"={bound!r}"
+            if spec.capacity not in batch:  # the caller gave it: no news to them
+                top = where.partition(".")[0]
+                if self._mode == "enforce" and top not in self._readable(state.role):
+                    # The message must not reveal a namespace the role may not read.
+                    shown = f" (its value is in namespace {top!r}, which role {state.role!r} may not read)"
+                else:
+                    self._admit(state, top, f"capacity check of {spec.name}")
             raise CapacityError(
                 f"override of {spec.namespace}.{spec.name}={new!r} (policy {spec.policy}, owner "
                 f"{spec.owner}, role {state.role!r}) refused: above its capacity "
-                f"{self.registry.namespace_of(spec.capacity)}.{spec.capacity}={bound!r}, which "
+                f"{where}.{spec.capacity}{shown}, which "
                 f"sized buffers at publish; {self._raise_capacity_hint(spec.capacity)}"
             )
 
@@ -443,8 +505,9 @@ class Context(Generic[V]):
 
     def _next(self, state: State, changed: Mapping[str, Any], log_: OverrideLog, epoch: int) -> State:
         values, bags, ranks = self._recompute(state, changed)
-        return State(record=state.record, role=state.role, values=values, bags=bags, log=log_,
-                     epoch=epoch, sealed=state.sealed, ranks=ranks, rank_fn=state.rank_fn)
+        return State(record=state.record, role=state.role, values=MappingProxyType(values),
+                     bags=MappingProxyType(bags), log=log_, epoch=epoch, sealed=state.sealed,
+                     ranks=MappingProxyType(dict(ranks)), rank_fn=state.rank_fn)
 
     def _recompute(
         self, state: State, changed: Mapping[str, Any]
@@ -509,6 +572,9 @@ class Context(Generic[V]):
                     object.__delattr__(view, slot)
                 object.__setattr__(cfg, slot, Unread(self, slot))
             return
+        # First, so `state` (server_info, snapshot) is never older than what an accessor
+        # returns: a reader that saw a new slot value finds this state (or a newer one).
+        self._state = state
         allowed = self._visible(state)
         for ns in (*self.registry.top_level, RECORD_SLOT):
             value = state.record if ns == RECORD_SLOT else state.bags[ns]
@@ -521,8 +587,6 @@ class Context(Generic[V]):
                 with suppress(AttributeError):
                     object.__delattr__(view, ns)
                 object.__setattr__(cfg, ns, Unread(self, ns))
-        # Last, so `state` (server_info, snapshot) is never older than what accessors return.
-        self._state = state
 
     def _visible(self, state: State) -> frozenset[str] | set[str]:
         """The slots to fill: all (off), the role's namespaces (enforce; the raw record only
@@ -816,7 +880,16 @@ def _slot_value(state: State, slot: str) -> Any:
 
 
 def _derive(spec: DerivedSpec, values: Mapping[str, Any]) -> Any:
-    value = spec.fn(*[values[i] for i in spec.inputs])
+    args = [values[i] for i in spec.inputs]
+    try:
+        value = spec.fn(*args)
+    except Exception as exc:
+        given = ", ".join(f"{i}={short_repr(a)}" for i, a in zip(spec.inputs, args, strict=True))
+        raise LeafValueError(
+            f"derived value {spec.namespace}.{spec.name}: its function raised "
+            f"{type(exc).__name__}: {exc} for inputs {given}; give inputs it accepts (or fix the "
+            f"function)"
+        ) from exc
     try:
         return spec.type.coerce(value)
     except LeafValueError as exc:
@@ -847,6 +920,10 @@ class RunnerView:
     def bag(self, path: str) -> Any:
         context = self._context
         state = context.state
+        if path not in state.bags:
+            raise UnknownLeafError(
+                f"runner view {self.name!r}: no namespace {path!r}{closest(path, state.bags)}"
+            )
         context._admit(state, path.partition(".")[0], f"runner view {self.name!r}")
         cached = self._cache
         if cached is None or cached[0] is not state:

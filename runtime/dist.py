@@ -16,6 +16,13 @@ Three pieces, each usable alone:
   `check_consistency` all-gathers hashes and epochs and names the ranks that diverged.
   Every collective starts with a check-in through the rendezvous store, so a rank that died
   or never joined is named in a timeout error instead of hanging the others.
+- **Two-phase overrides**: an override travels through the rendezvous store, not gloo:
+  the source validates and posts a proposal, every rank checks it can apply it and votes,
+  the source decides commit (all voted yes in time) or abort, and every rank applies the
+  entries only on commit. The decision is one atomic compare-and-set on the store, which a
+  follower that gave up waiting may win with an abort, so no rank commits what another
+  aborted. A dead or stopped rank is named in a `DistributedConfigError` on every rank
+  that is alive, within about two timeouts, and no rank has applied the entry.
 
 torch is imported here only; generated accessors never import this module.
 """
@@ -39,6 +46,7 @@ from configbags.runtime import errors
 from configbags.runtime.context import (
     Context,
     OverrideEntry,
+    Prepared,
     Ranks,
     RepublishReport,
     process_context,
@@ -59,7 +67,9 @@ DEFAULT_TIMEOUT_S = 60.0
 
 
 def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
-    """The published state as plain JSON-able data (format version 1):
+    """The published state as plain JSON-able data (format version 1). An operator
+    readback and a transport for `import_state`, like `Context.state`: it holds every
+    namespace, unscoped by role, so role code does not read config through it.
 
     `format`, `version`, `role`, `epoch`, `sealed`, `ranks`, `record` (leaf -> operator
     value), `log` (entries: epoch, source, leaf, namespace, old, new, wall_time) and
@@ -445,6 +455,8 @@ class DistributedContext:
         self._tag = tag
         self._seq = 0
         self._last_key: str | None = None
+        self._last_override: str | None = None
+        self._refusal: Exception = ConfigError("no refusal")
         #: The source rank's `republish_report` after the last `publish` (None when that
         #: publish had no override log to replay), the same on every rank: a re-publish on
         #: the source replays the log there, and followers only see its outcome through this.
@@ -543,13 +555,160 @@ class DistributedContext:
         self.republish_report = message["report"]
         return ctx
 
-    # -- overrides -----------------------------------------------------------------------
+    # -- overrides ---------------------------------------------------------------------
     def override(self, source: str, /, **leaves: Any) -> tuple[OverrideEntry, ...]:
-        """Validate and apply `leaves` on the source rank, then apply the very same log
-        entries (same epoch, same wall time) on every other rank. A refused override raises
-        the same error class on every rank and changes nothing anywhere. Keyword arguments
-        are leaves only (no options), so no leaf name can collide with one."""
-        self._arrive("override")
+        """Validate `leaves` on the source rank and apply the very same log entries (same
+        epoch, same wall time) on every rank, all or none (two phases through the store,
+        see the module doc). A refused override raises the same error class on every rank
+        and changes nothing anywhere; a dead, stopped or refusing rank makes every live rank
+        raise DistributedConfigError naming it, with nothing applied anywhere. Keyword
+        arguments are leaves only (no options), so no leaf name can collide with one."""
+        if self.store is None:
+            return self._override_unchecked(source, leaves)
+        self._seq += 1
+        key = f"{self._tag}/{self._seq}/override"
+        if self.is_src:
+            prepared, proposal = self._propose(key, source, leaves)
+        else:
+            proposal = self._receive(key)
+            prepared = None
+        if not proposal["ok"]:
+            if self.is_src:
+                raise self._refusal  # the source re-raises its own exception as it was
+            self._raise_failure("override", proposal)
+        if prepared is None:
+            prepared = self._prepare_entries(key, proposal)
+        if not prepared.entries and not proposal["entries"]:
+            return ()  # no change: nothing to agree on
+        self._vote(key, prepared)
+        decision = self._decide(key) if self.is_src else self._await_decision(key)
+        if decision != "commit":
+            raise DistributedConfigError(f"override from {source!r} aborted: {decision}")
+        self._commit(key, prepared, proposal)
+        return prepared.entries
+
+    def _store(self) -> Store:
+        assert self.store is not None
+        return self.store
+
+    def _propose(self, key: str, source: str, leaves: Mapping[str, Any]) -> tuple[Prepared | None, dict[str, Any]]:
+        """Source, phase one: validate and post the proposal (or the refusal)."""
+        ctx = self.context
+        try:
+            prepared = ctx.prepare_override(source, **leaves)
+            proposal = {"ok": True, "base": prepared.base.epoch, "source": source,
+                        "entries": [e.as_dict() for e in prepared.entries]}
+        except Exception as exc:  # any: followers wait for the proposal (see publish)
+            self._refusal = exc
+            prepared, proposal = None, _failure(exc)
+        self._store().set(f"{key}/proposal", json.dumps(proposal))
+        return prepared, proposal
+
+    def _receive(self, key: str) -> dict[str, Any]:
+        """Follower, phase one: the source's proposal, or abort naming the source."""
+        store = self._store()
+        if not self._wait(f"{key}/proposal", self.timeout):
+            decision = self._abort(key, f"rank {self.src} (the source rank) did not send the "
+                                        f"override within {self.timeout:g} s (dead, hung, or never "
+                                        f"started); nothing was applied on any rank")
+            if decision == "commit":  # cannot happen without a proposal; kept total
+                raise DistributedConfigError(f"override: rank {self.src} committed without a proposal")
+            raise DistributedConfigError(f"override aborted: {decision}")
+        proposal: dict[str, Any] = json.loads(store.get(f"{key}/proposal"))
+        return proposal
+
+    def _prepare_entries(self, key: str, proposal: Mapping[str, Any]) -> Prepared:
+        """Follower: check the proposed entries apply here; a rank that cannot votes no."""
+        ctx = self.context
+        try:
+            entries = tuple(_entry(ctx, e) for e in proposal["entries"])
+            if entries and ctx.epoch != proposal["base"]:
+                # Diverged already; apply anyway and let check_consistency name it.
+                log.warning("rank %d was at epoch %d, rank %d at %d before override from %r",
+                            self.rank, ctx.epoch, self.src, proposal["base"], proposal["source"])
+            return ctx.prepare_entries(entries)
+        except Exception as exc:
+            self._store().set(f"{key}/vote/{self.rank}", f"no:{type(exc).__name__}: {exc}")
+            decision = self._await_decision(key)
+            raise DistributedConfigError(
+                f"override cannot be applied on rank {self.rank} ({type(exc).__name__}: {exc}); "
+                f"{'aborted everywhere' if decision != 'commit' else 'the others committed'}"
+            ) from exc
+
+    def _vote(self, key: str, prepared: Prepared) -> None:
+        """Phase two: this rank can apply the change."""
+        self._store().set(f"{key}/vote/{self.rank}", "yes")
+
+    def _decide(self, key: str) -> str:
+        """Source: commit when every rank voted yes within the timeout, else abort naming
+        the ranks that did not (or voted no). Returns the decision that stands."""
+        store = self._store()
+        votes = [f"{key}/vote/{r}" for r in range(self.world_size)]
+        if self._decided(key) is None:  # a follower may already have given up on us
+            self._wait_all(votes, self.timeout)
+        missing, refused = [], []
+        for r, k in enumerate(votes):
+            if not store.check([k]):
+                missing.append(r)
+            elif (vote := store.get(k).decode()) != "yes":
+                refused.append(f"rank {r}: {vote[3:]}")
+        if missing:
+            return self._abort(key, f"rank(s) {', '.join(map(str, missing))} of {self.world_size} "
+                                    f"did not acknowledge within {self.timeout:g} s (dead, hung, or "
+                                    f"never started); nothing was applied on any rank")
+        if refused:
+            return self._abort(key, f"refused by {'; '.join(refused)}; nothing was applied on any rank")
+        return store.compare_set(f"{key}/decision", "", "commit").decode()
+
+    def _await_decision(self, key: str) -> str:
+        """Follower: the source's decision; after twice the timeout, abort naming the source
+        (the source decides within one timeout of proposing unless it is dead or stopped)."""
+        if self._wait(f"{key}/decision", 2 * self.timeout):
+            return self._store().get(f"{key}/decision").decode()
+        return self._abort(key, f"rank {self.src} (the source rank) did not decide within "
+                                f"{2 * self.timeout:g} s (dead or hung); nothing was applied on any rank")
+
+    def _abort(self, key: str, reason: str) -> str:
+        """Record an abort unless a decision already stands; return the one that stands."""
+        return self._store().compare_set(f"{key}/decision", "", reason).decode()
+
+    def _decided(self, key: str) -> str | None:
+        store = self._store()
+        return store.get(f"{key}/decision").decode() if store.check([f"{key}/decision"]) else None
+
+    def _commit(self, key: str, prepared: Prepared, proposal: Mapping[str, Any]) -> None:
+        """Phase three: install, and drop this rank's keys of the previous override (every
+        rank has read them: each voted in this one, after reading that one's decision)."""
+        self.context.commit(prepared)
+        previous, self._last_override = self._last_override, key
+        if previous is not None:
+            store = self._store()
+            store.delete_key(f"{previous}/vote/{self.rank}")
+            if self.is_src:
+                store.delete_key(f"{previous}/proposal")
+                store.delete_key(f"{previous}/decision")
+
+    def _wait(self, key: str, timeout: float) -> bool:
+        return self._wait_all([key], timeout)
+
+    def _wait_all(self, keys: list[str], timeout: float) -> bool:
+        """Wait for `keys`; False on timeout. A store that is gone raises, naming it."""
+        store = self._store()
+        try:
+            store.wait(keys, timedelta(seconds=timeout))
+            return True
+        except Exception as exc:  # DistStoreError on timeout; other errors if the store is gone
+            try:
+                return all(store.check([k]) for k in keys)
+            except Exception:
+                raise DistributedConfigError(
+                    f"rank {self.rank} lost the rendezvous store while waiting ({exc}); the store "
+                    f"host (rank 0 or the launcher) is probably gone"
+                ) from None
+
+    def _override_unchecked(self, source: str, leaves: Mapping[str, Any]) -> tuple[OverrideEntry, ...]:
+        """Without a store (no rendezvous store known): apply on the source, broadcast the
+        entries with gloo, apply everywhere. A dead rank surfaces as a gloo error."""
         ctx = self.context
         message: dict[str, Any]
         if self.is_src:
@@ -559,18 +718,14 @@ class DistributedContext:
             except Exception as exc:  # any: followers wait in the broadcast (see publish)
                 self._broadcast(_failure(exc))
                 raise
-            message = self._broadcast({"ok": True, "base": base, "epoch": ctx.epoch, "entries": entries})
+            message = self._broadcast({"ok": True, "base": base, "epoch": ctx.epoch,
+                                       "entries": [e.as_dict() for e in entries]})
         else:
             message = self._broadcast(None)
             if not message["ok"]:
                 self._raise_failure("override", message)
-            entries = message["entries"]
+            entries = tuple(_entry(ctx, e) for e in message["entries"])
             if entries:
-                state = ctx.state
-                if state.epoch != message["base"]:
-                    # Diverged already; apply anyway and let check_consistency name it.
-                    log.warning("rank %d was at epoch %d, rank %d at %d before override from %r",
-                                self.rank, state.epoch, self.src, message["base"], source)
                 ctx.apply_entries(entries)
         return tuple(entries)
 

@@ -51,3 +51,13 @@ class RecordError(ConfigError, ValueError):
 
 class DistributedConfigError(ConfigError):
     """Ranks disagree, or a rank is missing, when config crosses a torch.distributed group."""
+
+
+class YamlError(ConfigError, ValueError):
+    """Text (YAML or JSON) that cannot be parsed, or that breaks the input limits
+    (`configbags.runtime.limits`): size, nesting, alias expansion, integer digits."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(f"line {line}: {message}" if line else message)
+        self.problem = message
+        self.line = line

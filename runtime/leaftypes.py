@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import enum
 import math
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import attrs
 
 from configbags.runtime.errors import LeafValueError
+from configbags.runtime.limits import LIMITS, int_too_big
 
 BASE_TYPES = ("int", "float", "bool", "str", "list[int]", "list[str]", "json")
 NUMERIC = ("int", "float")
@@ -75,17 +77,23 @@ class TypeSpec:
                 return value
         elif base == "int":
             if isinstance(value, int) and not isinstance(value, bool):
+                _check_int(value)
                 return value
         elif base == "float":
             if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if isinstance(value, int):
+                    _check_int(value)  # before float(): 2**2000 would raise OverflowError
                 if math.isfinite(value):
                     return float(value)
                 raise LeafValueError(f"{value!r} is not a finite float")
         elif base == "str":
             if isinstance(value, str):
+                _check_str(value)
                 return value
         elif (item := self.item) is not None:
             if isinstance(value, (list, tuple)):
+                if len(value) > LIMITS.nodes:
+                    raise LeafValueError(f"a list of {len(value)} items is over the limit of {LIMITS.nodes}")
                 return tuple(item.coerce(v) for v in value)
         elif base == "json":
             _check_json(value)
@@ -93,25 +101,78 @@ class TypeSpec:
             # record, a bag, a log entry or a cached config hash behind the context's back.
             # `jsonable()` turns it back into plain JSON data.
             return freeze(value)
-        raise LeafValueError(f"{value!r} ({type(value).__name__}) is not of type {self}")
+        raise LeafValueError(f"{short_repr(value)} ({type(value).__name__}) is not of type {self}")
+
+
+def _check_int(value: int) -> None:
+    if int_too_big(value):
+        raise LeafValueError(
+            f"an integer of more than {LIMITS.int_digits} digits is over the input limit "
+            f"(about 2**{value.bit_length() - 1})"
+        )
+
+
+def _check_str(value: str) -> None:
+    if len(value) > LIMITS.string_chars:
+        raise LeafValueError(f"a string of {len(value)} characters is over the limit of {LIMITS.string_chars}")
+
+
+def short_repr(value: Any) -> str:
+    """A bounded description of a value for a message (repr of a huge or cyclic value is not)."""
+    if isinstance(value, int) and int_too_big(value):
+        return f"an integer of about 2**{value.bit_length() - 1}"
+    try:
+        return _REPR.repr(value)
+    except Exception:  # a huge int inside a container, a hostile __repr__
+        return f"a {type(value).__name__}"
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 4
+_REPR.maxstring = _REPR.maxother = 80
 
 
 def _check_json(value: Any) -> None:
-    if isinstance(value, float) and not math.isfinite(value):
-        raise LeafValueError(f"{value!r} is not a finite number (JSON has no NaN or infinity)")
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            _check_json(v)
-        return
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                raise LeafValueError(f"json object keys must be strings, got {k!r}")
-            _check_json(v)
-        return
-    raise LeafValueError(f"{value!r} ({type(value).__name__}) is not JSON data")
+    """Raise LeafValueError unless `value` is JSON data within LIMITS: depth, node count,
+    integer digits and string size; a cyclic value is refused as such. Recursion is bounded
+    by the depth limit, far below Python's recursion limit."""
+    nodes = 0
+    path: set[int] = set()  # ids of the containers being walked: a repeat is a cycle
+
+    def walk(v: Any, depth: int) -> None:
+        nonlocal nodes
+        nodes += 1
+        if nodes > LIMITS.nodes:
+            raise LeafValueError(f"json value has more than {LIMITS.nodes} nodes (the input limit)")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise LeafValueError(f"{v!r} is not a finite number (JSON has no NaN or infinity)")
+        if v is None or isinstance(v, (bool, float)):
+            return
+        if isinstance(v, int):
+            _check_int(v)
+            return
+        if isinstance(v, str):
+            _check_str(v)
+            return
+        if not isinstance(v, (list, tuple, Mapping)):
+            raise LeafValueError(f"{short_repr(v)} ({type(v).__name__}) is not JSON data")
+        if id(v) in path:
+            raise LeafValueError("json value is cyclic (it contains itself); JSON data is a tree")
+        if depth > LIMITS.json_depth:
+            raise LeafValueError(f"json value nests deeper than {LIMITS.json_depth} levels (the input limit)")
+        path.add(id(v))
+        if isinstance(v, Mapping):
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise LeafValueError(f"json object keys must be strings, got {short_repr(k)}")
+                _check_str(k)
+                walk(item, depth + 1)
+        else:
+            for item in v:
+                walk(item, depth + 1)
+        path.discard(id(v))
+
+    walk(value, 1)
 
 
 def freeze(value: Any) -> Any:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from configbags.runtime.errors import LeafValueError, RecordError
+from configbags.runtime.errors import LeafValueError, RecordError, YamlError
 from configbags.runtime.leaftypes import check_bounds, closest, jsonable
 from configbags.runtime.registry import LeafSpec
 
@@ -20,8 +20,14 @@ R = TypeVar("R")
 
 
 def json_value(text: str) -> Any:
-    """argparse `type=` for json leaves (argparse names the function in its error)."""
-    return json.loads(text)
+    """argparse `type=` for json leaves (argparse names the function in its error, and
+    turns the ValueError into exit 2): JSON within the input limits."""
+    from configbags.runtime.yamlsafe import load_json  # yaml only when a CLI is parsed
+
+    try:
+        return load_json(text)
+    except YamlError as exc:
+        raise ValueError(str(exc)) from None
 
 
 json_value.__name__ = "json"
@@ -75,13 +81,14 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
     """Read a YAML or JSON config file and validate it against the generated JSON Schema;
     an error names the file, the key and what to do."""
     import jsonschema
-    import yaml
+
+    from configbags.runtime.yamlsafe import load_json, load_yaml, read_text_limited
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
+        text = read_text_limited(path)
+        data = load_json(text) if path.suffix == ".json" else load_yaml(text)
+    except (OSError, ValueError) as exc:  # YamlError is a ValueError
         raise RecordError(f"{path}: cannot read config file: {exc}") from None
     if data is None:
         return {}

@@ -62,8 +62,15 @@ class Recorder:
                 os.close(fd)
 
     def published(self, role: str) -> None:
-        """The marker: a role that read nothing still shows up in the report."""
-        self._append({"event": "publish", "role": role, "pid": os.getpid()})
+        """The marker: a role that read nothing still shows up in the report. Written before
+        the context installs anything, so an unwritable output path fails the publish."""
+        try:
+            self._append({"event": "publish", "role": role, "pid": os.getpid()})
+        except OSError as exc:
+            raise RoleError(
+                f"{MODE_VAR}=record cannot write its output {str(self.path)!r} ({exc.strerror}); "
+                f"point {OUT_VAR} at a writable file in an existing folder"
+            ) from None
 
     def read(self, role: str, namespace: str) -> None:
         self._append({"event": "read", "role": role, "namespace": namespace, "pid": os.getpid()})

@@ -236,11 +236,11 @@ def failures(rank: int, world: int, port: int, outdir: str) -> None:
 
     for name, fake in (("override_crash", boom), ("override_kv_error", short)):
         if src:
-            ctx.override = fake  # type: ignore[method-assign]
+            ctx.prepare_override = fake  # type: ignore[method-assign]
         attempt(name, lambda: dctx.override("x", **({"chunked_prefill_size": 7} if src else {})),
                 Exception)
         if src:
-            del ctx.override
+            del ctx.prepare_override
     out["epoch_kept"] = ctx.epoch == epoch
     dctx.check_consistency()  # still in step: every rank passed the same collectives
     _write(outdir, "failures", rank, out)
@@ -248,3 +248,82 @@ def failures(rank: int, world: int, port: int, outdir: str) -> None:
 
 
 FAILURE_TIMEOUT = 20.0
+
+
+# -- fault injection for the two-phase override (tests/test_dist_faults.py) -----------------
+
+FAULT_TIMEOUT = 2.0
+# (victim, phase): the DistributedContext method the victim is stopped or killed just
+# before, and whether the override still commits on the ranks that are alive.
+FAULT_PHASES: dict[tuple[str, str], tuple[str, bool]] = {
+    ("follower", "receive"): ("_receive", False),  # never reads the proposal
+    ("follower", "vote"): ("_vote", False),  # read it, never votes
+    ("follower", "decide"): ("_await_decision", True),  # voted: the others commit
+    ("follower", "commit"): ("_commit", True),  # knows the decision, never applies
+    ("source", "propose"): ("_propose", False),  # never proposes
+    ("source", "vote"): ("_vote", False),  # proposed, never votes
+    ("source", "decide"): ("_decide", False),  # everyone voted, never decides
+    ("source", "commit"): ("_commit", True),  # decided commit, never applies
+}
+
+
+def _outcome(call: Any) -> dict[str, Any]:
+    import time
+
+    from configbags.generated.accessors import get_context, get_schedule
+    from configbags.runtime.errors import ConfigError
+
+    start = time.monotonic()
+    try:
+        call()
+        out: dict[str, Any] = {"outcome": "ok"}
+    except ConfigError as exc:
+        out = {"outcome": "error", "type": type(exc).__name__, "message": str(exc)}
+    except Exception as exc:  # a raw error is a test failure; report it rather than crash
+        out = {"outcome": "raw", "type": type(exc).__name__, "message": str(exc)}
+    out["seconds"] = time.monotonic() - start
+    out["value"] = get_schedule().chunked_prefill_size
+    out["epoch"] = get_context().epoch
+    return out
+
+
+def faults(rank: int, world: int, port: int, outdir: str, signame: str, scenarios: list[list[Any]]) -> None:
+    """Run `scenarios` ([victim, phase, value]) in order; in each, the victim rank sends
+    itself `signame` just before its phase. SIGSTOP: the test process continues it once
+    the others have written their outcome, and every rank goes on to the next scenario.
+    SIGKILL: one scenario per run; the survivors then try a second override, which must
+    name the dead rank."""
+    import signal
+
+    import configbags.generated.accessors  # noqa: F401  (registers the process context)
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import check_in, connect_store
+
+    store = connect_store(f"127.0.0.1:{port}", is_master=False)
+    Path(outdir, f"pid-{rank}").write_text(str(os.getpid()))
+    check_in(store, "faults-started", rank, world, STORE_TIMEOUT)
+    dctx = _join(rank, world, port)
+    dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="scheduler")
+    dctx.timeout = FAULT_TIMEOUT
+    sig = getattr(signal, signame)
+    for i, (victim, phase, value) in enumerate(scenarios):
+        # Everyone (a continued victim included) starts each scenario together.
+        check_in(store, f"scenario-{i}", rank, world, STORE_TIMEOUT)
+        victim_rank = 0 if victim == "source" else world - 1
+        method, _ = FAULT_PHASES[(victim, phase)]
+        if rank == victim_rank:
+            real = getattr(dctx, method)
+
+            def trap(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                os.kill(os.getpid(), sig)  # SIGSTOP returns here once continued
+                return _real(*args, **kwargs)
+
+            setattr(dctx, method, trap)
+        leaves = {"chunked_prefill_size": value} if rank == 0 else {}
+        out = _outcome(lambda leaves=leaves: dctx.override("fault", **leaves))
+        if rank == victim_rank:
+            delattr(dctx, method)
+        if signame == "SIGKILL":
+            out["second"] = _outcome(lambda: dctx.override("after", **({"chunked_prefill_size": 77} if rank == 0 else {})))
+        _write(outdir, f"fault{i}", rank, out)
+    os._exit(0)  # skip gloo teardown: a peer may be dead

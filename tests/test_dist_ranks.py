@@ -62,7 +62,7 @@ def test_rank_that_dies_is_named(store_port: int, tmp_path: Path) -> None:
     world = 4
     mp.spawn(dist_workers.dies, args=(world, store_port, str(tmp_path)), nprocs=world, join=True)
     for got in _read(tmp_path, "dies", range(world - 1)):
-        assert f"rank(s) {world - 1} of {world} did not arrive within 2 s" in got["error"]
+        assert f"rank(s) {world - 1} of {world} did not acknowledge within 2 s" in got["error"]
         assert "override" in got["error"]
         assert got["epoch_kept"] is True
 

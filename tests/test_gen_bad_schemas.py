@@ -33,7 +33,7 @@ CASES = [
     ("unknown-property", CORE, "    max: 1.0\n", "    max: 1.0\n    default_ignored: 1\n", "core.yaml:21", "ratio", "default_ignored"),
     ("default-above-max", CORE, "    min: 1\n    help: How many", "    min: 1\n    max: 1\n    help: How many", "core.yaml:6", "width", "above the maximum 1"),
     ("non-finite-bound", CORE, "    max: 1.0\n", "    max: .nan\n", "core.yaml:26", "ratio", "max nan is not a finite number"),
-    ("non-string-key", CORE, "  verbose:\n", "  yes:\n", "core.yaml:31", None, "key True is a bool, not a name; quote it"),
+    ("non-string-key", CORE, "  verbose:\n", "  true:\n", "core.yaml:31", None, "key True is a bool, not a name; quote it"),
     ("leaf-named-replace", CORE, "  verbose:\n", "  replace:\n", "core.yaml:31", "replace", "reserved"),
     ("leaf-named-self", CORE, "  verbose:\n", "  self:\n", "core.yaml:31", "self", "reserved"),
     ("leaf-named-dict", CORE, "  verbose:\n", "  dict:\n", "core.yaml:31", "dict", "reserved"),

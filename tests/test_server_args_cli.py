@@ -130,6 +130,6 @@ def test_record_is_frozen_and_validated() -> None:
 
 def test_config_file_with_a_non_string_key(tmp_path: Path) -> None:
     config = tmp_path / "server.yaml"
-    config.write_text("model_path: /m\nyes: 1\n")
+    config.write_text("model_path: /m\ntrue: 1\n")
     with pytest.raises(RecordError, match=r"server.yaml: key True is a bool, not a leaf name; quote it"):
         ServerArgs.from_file(config)

@@ -1,0 +1,103 @@
+"""Config files and the command line against hostile input: alias bombs refused fast,
+YAML 1.2 numbers, duplicate keys, special files, and values beyond the input limits, each
+a RecordError naming the file (or exit 2 naming the flag), never a traceback."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hostile.corpus import HANG_S, YAML_1_1_TRAPS, billion_laughs, deep_json_text
+
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.errors import RecordError, YamlError
+from configbags.runtime.yamlsafe import load_json, load_yaml
+
+
+def _config(tmp_path: Path, body: str, suffix: str = ".yaml") -> Path:
+    path = tmp_path / f"server{suffix}"
+    path.write_text("model_path: /m\n" + body if suffix == ".yaml" else body)
+    return path
+
+
+def test_billion_laughs_under_a_json_leaf_is_refused_fast(tmp_path: Path) -> None:
+    path = _config(tmp_path, f"json_model_override_args: {{bomb: {billion_laughs()}}}\n")
+    assert path.stat().st_size < 1000
+    start = time.perf_counter()
+    with pytest.raises(RecordError, match=r"server.yaml: cannot read config file: line \d+: the document expands"):
+        ServerArgs.from_file(path)
+    assert time.perf_counter() - start < HANG_S
+
+
+@pytest.mark.parametrize(("text", "value"), sorted(YAML_1_1_TRAPS.items()))
+def test_yaml_1_1_traps_read_as_yaml_1_2(text: str, value: object) -> None:
+    assert load_yaml(f"x: {text}\n") == {"x": value}
+
+
+def test_tp_size_010_is_ten_and_1_20_is_not_80(tmp_path: Path) -> None:
+    assert ServerArgs.from_file(_config(tmp_path, "tp_size: 010\n")).tp_size == 10
+    with pytest.raises(RecordError, match=r"key tp_size: '1:20' is not of type 'integer'"):
+        ServerArgs.from_file(_config(tmp_path, "tp_size: 1:20\n"))
+
+
+def test_duplicate_keys_are_refused_naming_both_lines(tmp_path: Path) -> None:
+    with pytest.raises(RecordError, match=r"line 3: duplicate key 'tp_size' \(first on line 2\)"):
+        ServerArgs.from_file(_config(tmp_path, "tp_size: 2\ntp_size: 4\n"))
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("dp_size: " + "1" * 5000 + "\n", "an integer of 5000 digits is over the limit of 100"),
+        ("dp_size: " + "1" * 101 + "\n", "more than 100 digits"),
+        ("mem_fraction_static: " + str(2**2000) + "\n", "over the limit"),
+        ("json_model_override_args: " + deep_json_text(900) + "\n", "nests deeper than 200"),
+        ("json_model_override_args: " + deep_json_text(100) + "\n", "nests deeper than 64"),
+        ("json_model_override_args: &a [*a]\n", "recursive alias"),
+        ("json_model_override_args: !!python/object/apply:os.system ['true']\n", "could not determine a constructor"),
+        ("json_model_override_args: {a: \x00}\n", "#x0000"),
+    ],
+    ids=["5000-digits", "101-digits", "2**2000-float", "900-deep", "100-deep", "recursive-alias", "python-tag", "nul"],
+)
+def test_values_beyond_the_limits_are_record_errors(tmp_path: Path, body: str, message: str) -> None:
+    start = time.perf_counter()
+    with pytest.raises(RecordError, match="server.yaml") as info:
+        ServerArgs.from_file(_config(tmp_path, body))
+    assert message in str(info.value)
+    assert time.perf_counter() - start < HANG_S
+
+
+def test_json_config_file_goes_through_the_same_limits(tmp_path: Path) -> None:
+    with pytest.raises(RecordError, match=r"server.json: cannot read config file: nests deeper|the document nests deeper"):
+        ServerArgs.from_file(_config(tmp_path, '{"model_path": "/m", "json_model_override_args": ' + deep_json_text(5000) + "}", ".json"))
+    with pytest.raises(RecordError, match=r"server.json: .*over the limit of 100"):
+        ServerArgs.from_file(_config(tmp_path, '{"model_path": "/m", "dp_size": ' + "1" * 5000 + "}", ".json"))
+
+
+def test_a_fifo_or_device_config_is_refused_unopened(tmp_path: Path) -> None:
+    fifo = tmp_path / "server.yaml"
+    os.mkfifo(fifo)
+    start = time.perf_counter()
+    with pytest.raises(RecordError, match="is not a regular file"):
+        ServerArgs.from_file(fifo)
+    with pytest.raises(RecordError, match="is not a regular file"):
+        ServerArgs.from_file("/dev/zero")
+    assert time.perf_counter() - start < HANG_S
+
+
+@pytest.mark.parametrize("value", [deep_json_text(100_000), "1" * 5000, "[NaN]", '{"a": 1, "a": }'])
+def test_cli_json_flag_beyond_the_limits_exits_2(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        ServerArgs.from_cli(["--model-path", "/m", "--json-model-override-args", value])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--json-model-override-args" in err
+    assert "Traceback" not in err
+
+
+def test_json_loader_limits() -> None:
+    with pytest.raises(YamlError, match="nests deeper"):
+        load_json(deep_json_text(900))
+    assert load_json('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
