@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import-dataclass": ("configbags.migrate.importer", "turn a dataclass ServerArgs into schema YAML"),
     "audit": ("configbags.runtime.audit", "record and report which namespaces each role reads"),
     "plan": ("configbags.runtime.plan", "how much KV cache a model gets on a device, and why"),
+    "explain": ("configbags.runtime.explain", "why a leaf has its value: every layer, rule and source"),
 }
 
 
