@@ -292,8 +292,11 @@ class _Builder:
                     if settings_src else Settings())
         self.check_spellings(namespaces, settings)
         leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}
-        rules = self.rules(optional["rules.yaml"], leaves) if optional["rules.yaml"] else ()
-        presets = self.presets(optional["presets.yaml"], leaves) if optional["presets.yaml"] else ()
+        # A namespace file that did not validate would make every rule and preset naming
+        # its leaves an error too: check them only against a complete set of leaves.
+        complete = len(namespaces) == len(files)
+        rules = self.rules(optional["rules.yaml"], leaves) if optional["rules.yaml"] and complete else ()
+        presets = self.presets(optional["presets.yaml"], leaves) if optional["presets.yaml"] and complete else ()
         if self.errors:
             raise SchemaInvalid(self.errors)
         paths = [*files, self.root / "roles.yaml"]
