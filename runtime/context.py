@@ -518,7 +518,10 @@ class Context(Generic[V]):
             origins = done.origins
             for warning in done.forced:
                 log.warning("%s", warning)
-        values = {name: _with_fallback(spec, raw[name]) for name, spec in leaves.items()}
+        values = raw
+        for name, fallback in self.registry.fallbacks.items():
+            if values[name] is None:
+                values[name] = fallback
         for spec in self.registry.derived.values():
             values[spec.name] = _derive(spec, values)
         return values, origins

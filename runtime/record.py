@@ -11,6 +11,7 @@ once per spelling; once the schema version reaches their `remove_in` they are er
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import re
@@ -97,6 +98,8 @@ def origins_of(record: Any, leaves: Mapping[str, LeafSpec]) -> Mapping[str, Orig
         value = getattr(record, name)
         if value != spec.default and jsonable(value) != spec.default:
             out[name] = CODE_ORIGIN
+    with contextlib.suppress(AttributeError):  # a record type without the slot: infer each time
+        attach(record, out)  # the record never changes: infer once
     return out
 
 

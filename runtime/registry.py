@@ -169,6 +169,7 @@ class Registry:
     rules_by_leaf: Mapping[str, tuple[RuleSpec, ...]] = attrs.field(init=False)
     env_names: Mapping[str, str] = attrs.field(init=False)  # every bound variable (old ones too) -> leaf
     renamed: Mapping[str, tuple[str, Renamed]] = attrs.field(init=False)  # old name -> (leaf, spelling)
+    fallbacks: Mapping[str, Any] = attrs.field(init=False)  # leaf -> the value that replaces None
 
     def __attrs_post_init__(self) -> None:
         order = list(self.derived)
@@ -198,6 +199,7 @@ class Registry:
                 if old.env:
                     env[old.env] = n
         object.__setattr__(self, "env_names", env)
+        object.__setattr__(self, "fallbacks", {n: s.fallback for n, s in self.leaves.items() if s.has_fallback})
         object.__setattr__(self, "renamed", spellings)
 
     def shown(self, name: str, value: Any) -> Any:
