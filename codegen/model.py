@@ -561,8 +561,6 @@ class _Builder:
                 bad("a secret leaf cannot be hashed", "drop `hash: true` (secrets never enter the config hash)", "hash")
             if leaf.secret and leaf.default is not None:
                 bad("a secret leaf must default to null", "give it no value in the schema (`default: null`)", "default")
-            if leaf.env is None and leaf.cli is None and leaf.secret:
-                pass  # set only from a config file: allowed
             spellings = [(leaf.env, "env")] + [(r.env, "renamed_from") for r in leaf.renamed_from]
             for env, prop in spellings:
                 if env is None:
@@ -582,11 +580,9 @@ class _Builder:
                     bad(f"old flag {flag} is also a flag of leaf {flags.get(flag, '(reserved)')!r}",
                         "give the old spelling its own `flag:`", "renamed_from")
                 flags.setdefault(flag, leaf.name)
-                for prop, version in (("since", old.since), ("remove_in", old.remove_in)):
-                    if version is not None and old.since and old.remove_in and prop == "remove_in" \
-                            and _version(old.remove_in) <= _version(old.since):
-                        bad(f"renamed_from {old.name!r}: remove_in {version} is not after since {old.since}",
-                            "remove it in a later version", "renamed_from")
+                if old.since and old.remove_in and _version(old.remove_in) <= _version(old.since):
+                    bad(f"renamed_from {old.name!r}: remove_in {old.remove_in} is not after since {old.since}",
+                        "remove it in a later version", "renamed_from")
             dep = leaf.deprecated
             if dep is not None:
                 if dep.use is not None and (dep.use not in leaves or dep.use == leaf.name):

@@ -377,10 +377,10 @@ class ServerArgs:
     """Use a multi-layer EAGLE draft head instead of a single layer."""
     speculative_adaptive: bool = False
     """Adjust draft depth at runtime based on the observed acceptance rate."""
+    # Where each operator-set value came from (preset, config file, env, CLI); not a leaf.
     _input: _record.RecordInput | None = attrs.field(
         default=None, init=False, eq=False, repr=False
     )
-    """Where each operator-set value came from (preset, config file, env, CLI)."""
 
     def __attrs_post_init__(self) -> None:
         _record.validate_record(self, LEAVES)

@@ -128,13 +128,15 @@ def warn_once(spelling: str, message: str) -> None:
         log.warning("%s", message)
 
 
-def leaf_for(registry: Registry, key: str, spelling: str, where: str) -> str | None:
+def leaf_for(registry: Registry, key: str, spelling: str, where: str, value: Any = None) -> str | None:
     """The leaf a key names (its own name or an old one), warning about deprecated
-    spellings once and refusing removed ones; None when it names no leaf."""
+    spellings once and refusing removed ones; None when it names no leaf. A deprecated
+    leaf given its schema default sets nothing (a full record dump holds every leaf), so it
+    neither warns nor fails."""
     spec = registry.leaves.get(key)
     if spec is not None:
         dep = spec.deprecated
-        if dep is not None:
+        if dep is not None and value != spec.default and jsonable(value) != spec.default:
             use = f"; use {_spelling_like(registry, dep.use, spelling)} instead" if dep.use else ""
             if removed(registry, dep.remove_in):
                 raise RecordError(f"{where}: {spelling} was removed in {dep.remove_in} (deprecated since "
@@ -177,7 +179,7 @@ def _check_keys(data: Mapping[Any, Any], source: str) -> None:
 def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
-        leaf = leaf_for(registry, key, key, source)
+        leaf = leaf_for(registry, key, key, source, value)
         if leaf is None:
             raise RecordError(
                 f"{source}: {key!r} is not a server leaf{closest(key, registry.leaves)}; see "
@@ -325,10 +327,10 @@ def read_env(registry: Registry, environ: Mapping[str, str]) -> tuple[dict[str, 
         if spec.env != name:
             old = next(r for r in spec.renamed_from if r.env == name)
             leaf_for(registry, old.name, "$" + name, "environment")
-        else:
-            leaf_for(registry, leaf, "$" + name, "environment")
         source = f"environment variable {name}"
         values[leaf] = check_value(spec, parse_env(spec, name, environ[name]), source)
+        if spec.env == name:
+            leaf_for(registry, leaf, "$" + name, "environment", values[leaf])
         origins[leaf] = Origin(Layer.ENV, f"${name}")
     prefix = registry.env_prefix
     if prefix:
@@ -390,7 +392,7 @@ def record_from_cli_args(
         if key in leaves:
             spec = leaves[key]
             flag = spec.flags[0] if spec.flags else key
-            leaf_for(registry, key, flag, "command line")
+            leaf_for(registry, key, flag, "command line", value)
             values[key], origins[key] = value, Origin(Layer.CLI, flag)
     source = "command line" + (f" and {', '.join(paths)}" if paths else "")
     return build_record(cls, registry, values, origins, source, getattr(namespace, "dump_config", None))

@@ -19,6 +19,7 @@ from configbags.codegen.emit import emit
 from configbags.codegen.model import load_schema
 from configbags.codegen.write import write_tree
 from configbags.runtime import record as record_module
+from configbags.runtime.context import _CONTEXTS
 from configbags.runtime.errors import ConfigError, RecordError
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, resolve
 
@@ -29,10 +30,13 @@ TINY_MODEL = ModelFacts(("TinyForCausalLM",))
 
 
 @pytest.fixture(scope="module")
-def mods(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModuleType]:
+def mods(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ModuleType]]:
     out = tmp_path_factory.mktemp("layers") / "expected"
     write_tree(out, emit(load_schema(CASES / "layers" / "schema"), "make gen"))
-    return import_generated(out)
+    modules = import_generated(out)
+    yield modules
+    # Unregister it, so code that finds "the" context of this process is not left guessing.
+    _CONTEXTS.pop(modules["accessors"].__package__, None)
 
 
 @pytest.fixture

@@ -64,10 +64,10 @@ class ServerArgs:
     """A knob that is gone."""
     verbose: bool = False
     """Tunable at runtime."""
+    # Where each operator-set value came from (preset, config file, env, CLI); not a leaf.
     _input: _record.RecordInput | None = attrs.field(
         default=None, init=False, eq=False, repr=False
     )
-    """Where each operator-set value came from (preset, config file, env, CLI)."""
 
     def __attrs_post_init__(self) -> None:
         _record.validate_record(self, LEAVES)

@@ -57,10 +57,10 @@ class ServerArgs:
     """Tokens per step."""
     widths: tuple[int, ...] = (100, 200)
     """An unbounded list beside a bounded one (their JSON Schemas must not mix)."""
+    # Where each operator-set value came from (preset, config file, env, CLI); not a leaf.
     _input: _record.RecordInput | None = attrs.field(
         default=None, init=False, eq=False, repr=False
     )
-    """Where each operator-set value came from (preset, config file, env, CLI)."""
 
     def __attrs_post_init__(self) -> None:
         _record.validate_record(self, LEAVES)
