@@ -110,7 +110,7 @@ def _meta(meta_dir: Path, name: str) -> jsonschema.Draft202012Validator:
 
 
 def _leaf_of(path: list[Any]) -> str | None:
-    if len(path) >= 2 and path[0] in ("leaves", "derived"):
+    if len(path) >= 2 and path[0] in ("leaves", "derived", "rules"):
         return str(path[1])
     return None
 
@@ -120,6 +120,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.validator == "oneOf" and error.validator_value and "required" in str(
         error.validator_value
     ):
+        if "'fn'" in str(error.validator_value):
+            return f"{where}: give exactly one of 'value' or 'fn'"
         return f"{where}: give exactly one of 'default' or 'required: true'"
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = _properties(error)

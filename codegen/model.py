@@ -7,6 +7,7 @@ import importlib
 import inspect
 import keyword
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ import attrs
 from configbags.codegen.errors import SchemaError, SchemaInvalid
 from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
 from configbags.runtime.errors import LeafValueError
-from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds
+from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest
+from configbags.runtime.registry import Deprecation, Renamed
 
 # Names the generated ServerArgs uses (its methods, --config, `self` in the attrs __init__,
 # and the names its class body reads: attrs, dict, list, tuple); a leaf may not take them.
@@ -25,7 +27,7 @@ RESERVED = frozenset(
      "replace", "attrs", "self", "dict", "list", "tuple",
      # the decorators and builtins the generated class bodies use after the fields
      "classmethod", "staticmethod", "property", "object", "type", "super", "int", "float",
-     "bool", "str", "Any"}
+     "bool", "str", "Any", "_input"}
 )
 # Names the generated modules import or define at module level; a bag class (from a
 # namespace: `any` -> `Any`) of the same name would shadow them.
@@ -37,8 +39,21 @@ RESERVED_CLASSES = frozenset(
 # Top-level namespaces become accessors (`get_<name>`), view slots and runner-view
 # properties; these would shadow `get_context()`, `get_server_args()` or view attributes.
 RESERVED_NAMESPACES = frozenset({"context", "server_args", "config", "bag", "name", "overlay"})
-RESERVED_FLAGS = frozenset({"--config", "--help"})
+RESERVED_FLAGS = frozenset({"--config", "--help", "-h", "--preset", "--dump-config"})
+CONDITION_OPS = ("eq", "ne", "in", "not_in", "contains", "gte", "gt", "lte", "lt", "present")
 DEFAULT_MIN_FILES = 5  # a ratchet scan reading fewer files than this is taken as broken
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def _is_fact(subject: str) -> bool:
+    return subject.partition(".")[0] in ("gpu", "model")
+
+
+def rule_leaf_name(spec: Marked) -> str:
+    return str(spec["leaf"])
 
 
 def class_name(path: str) -> str:
@@ -76,14 +91,55 @@ class Leaf:
     policy: Policy
     hash: bool
     capacity: str | None
-    deprecated: str | None
+    deprecated: Deprecation | None
     where: Where  # the line of the leaf's name
     writers: tuple[str, ...] = ()  # roles besides the owner that may override it
+    env: str | None = None
+    secret: bool = False
+    kind: str | None = None
+    renamed_from: tuple[Renamed, ...] = ()
+    explicit_hash: bool | None = None  # `hash:` as written; `hash` is what follows from it
     lines: dict[str, int] = attrs.field(factory=dict, eq=False, repr=False)  # property -> line
 
     def at(self, prop: str) -> Where:
         """Where a property of this leaf is written (falls back to the leaf's name)."""
         return Where(self.where.file, self.lines.get(prop, self.where.line))
+
+
+@attrs.frozen
+class Condition:
+    subject: str
+    op: str
+    operand: Any
+
+
+@attrs.frozen
+class Rule:
+    id: str
+    leaf: str
+    layer: str  # hardware | model
+    when: tuple[Condition, ...]
+    has_value: bool
+    value: Any
+    fn: str | None
+    inputs: tuple[str, ...]
+    force: str | None
+    help: str
+    where: Where
+
+
+@attrs.frozen
+class Preset:
+    name: str
+    help: str
+    values: dict[str, Any]
+    where: Where
+
+
+@attrs.frozen
+class Settings:
+    version: str = "0"
+    env_prefix: str | None = None
 
 
 @attrs.frozen
@@ -175,6 +231,9 @@ class Schema:
     roles: tuple[Role, ...]
     ratchet: Ratchet
     derived_order: tuple[str, ...]  # derived names, inputs before dependents
+    rules: tuple[Rule, ...] = ()  # hardware rules first, then model rules, in file order
+    presets: tuple[Preset, ...] = ()
+    settings: Settings = Settings()
 
     @property
     def leaves(self) -> tuple[Leaf, ...]:
@@ -253,12 +312,32 @@ class _Builder:
         self.check_leaves(namespaces, {r.name for r in roles})
         order = self.check_derived(namespaces)
         ratchet = self.ratchet(ratchet_src) if ratchet_src else Ratchet()
+        optional = {name: self._optional_file(name, meta) for name, meta in
+                    (("settings.yaml", "settings.schema.json"), ("rules.yaml", "rules.schema.json"),
+                     ("presets.yaml", "presets.schema.json"))}
+        settings_src = optional["settings.yaml"]
+        settings = (Settings(settings_src.data["version"], settings_src.data.get("env_prefix"))
+                    if settings_src else Settings())
+        self.check_spellings(namespaces, settings)
+        leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}
+        # A namespace file that did not validate would make every rule and preset naming
+        # its leaves an error too: check them only against a complete set of leaves.
+        complete = len(namespaces) == len(files)
+        rules = self.rules(optional["rules.yaml"], leaves) if optional["rules.yaml"] and complete else ()
+        presets = self.presets(optional["presets.yaml"], leaves) if optional["presets.yaml"] and complete else ()
         if self.errors:
             raise SchemaInvalid(self.errors)
-        sources = [self.display(f) for f in files] + [self.display(self.root / "roles.yaml")]
+        paths = [*files, self.root / "roles.yaml"]
         if ratchet_src:
-            sources.append(self.display(ratchet_path))
-        return Schema(self.root.name, tuple(sorted(sources)), tuple(namespaces), roles, ratchet, order)
+            paths.append(ratchet_path)
+        paths += [self.root / name for name, src in optional.items() if src]
+        sources = tuple(sorted(self.display(f) for f in paths))
+        return Schema(self.root.name, sources, tuple(namespaces), roles, ratchet, order,
+                      rules, presets, settings)
+
+    def _optional_file(self, name: str, meta: str) -> SourceFile | None:
+        path = self.root / name
+        return self.read(path, meta) if path.exists() else None
 
     def _required_file(self, name: str, meta: str) -> SourceFile | None:
         path = self.root / name
@@ -317,12 +396,22 @@ class _Builder:
             maximum=spec.get("max"),
             owner=spec["owner"],
             policy=Policy(spec["override"]),
-            hash=spec.get("hash", True),
+            # Hashed unless it can change at runtime, sizes buffers or is a secret; `hash:`
+            # says otherwise explicitly. Capacity targets are marked in check_leaves.
+            hash=spec.get("hash", Policy(spec["override"]) is not Policy.RUNTIME
+                          and "kind" not in spec and not spec.get("secret", False)),
             capacity=spec.get("capacity"),
-            deprecated=spec.get("deprecated"),
+            deprecated=Deprecation(**plain(spec["deprecated"])) if "deprecated" in spec else None,
             where=where,
             writers=tuple(spec.get("writers", ())),
             lines=dict(spec.key_lines),
+            env=spec.get("env"),
+            secret=bool(spec.get("secret", False)),
+            kind=spec.get("kind"),
+            renamed_from=tuple(
+                Renamed(name=r) if isinstance(r, str) else Renamed(**plain(r)) for r in spec.get("renamed_from", ())
+            ),
+            explicit_hash=spec.get("hash"),
         )
 
     def derived_value(self, src: SourceFile, namespace: str, name: str, spec: Marked, line: int) -> Derived:
@@ -520,6 +609,148 @@ class _Builder:
             self.error(d.where, f"fn {d.fn!r} cannot take the {len(d.inputs)} declared inputs "
                        f"({', '.join(d.inputs)}): {exc}", d.name,
                        "make `inputs` match the function's positional parameters")
+
+    def check_spellings(self, namespaces: list[Namespace], settings: Settings) -> None:
+        """Env variables, old names and old flags: each spelling names one leaf; a secret is
+        never hashed; a deprecation's `use` names a leaf."""
+        leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}
+        flags = {f: leaf.name for leaf in leaves.values() for f in self._flag_spellings(leaf)}
+        envs: dict[str, str] = {}
+        names: dict[str, str] = {}
+        for leaf in leaves.values():
+            def bad(message: str, hint: str, prop: str, leaf: Leaf = leaf) -> None:
+                self.error(leaf.at(prop), message, leaf.name, hint)
+
+            if leaf.secret and leaf.explicit_hash:
+                bad("a secret leaf cannot be hashed", "drop `hash: true` (secrets never enter the config hash)", "hash")
+            if leaf.secret and leaf.default is not None:
+                bad("a secret leaf must default to null", "give it no value in the schema (`default: null`)", "default")
+            spellings = [(leaf.env, "env")] + [(r.env, "renamed_from") for r in leaf.renamed_from]
+            for env, prop in spellings:
+                if env is None:
+                    continue
+                if env in envs and envs[env] != leaf.name:
+                    bad(f"environment variable {env} is also bound to leaf {envs[env]!r}",
+                        "bind each variable to one leaf", prop)
+                envs.setdefault(env, leaf.name)
+            for old in leaf.renamed_from:
+                if old.name in leaves or old.name in names:
+                    other = old.name if old.name in leaves else names[old.name]
+                    bad(f"renamed_from {old.name!r} is also the name of leaf {other!r}",
+                        "an old name must not name a leaf", "renamed_from")
+                names.setdefault(old.name, leaf.name)
+                flag = old.flag or "--" + old.name.replace("_", "-")
+                if flag in flags or flag in RESERVED_FLAGS:
+                    bad(f"old flag {flag} is also a flag of leaf {flags.get(flag, '(reserved)')!r}",
+                        "give the old spelling its own `flag:`", "renamed_from")
+                flags.setdefault(flag, leaf.name)
+                if old.since and old.remove_in and _version(old.remove_in) <= _version(old.since):
+                    bad(f"renamed_from {old.name!r}: remove_in {old.remove_in} is not after since {old.since}",
+                        "remove it in a later version", "renamed_from")
+            dep = leaf.deprecated
+            if dep is not None:
+                if dep.use is not None and (dep.use not in leaves or dep.use == leaf.name):
+                    bad(f"deprecated.use {dep.use!r} is not another leaf{closest(dep.use, leaves)}",
+                        "name the leaf operators should set instead", "deprecated")
+                if dep.remove_in is not None and _version(dep.remove_in) <= _version(dep.since):
+                    bad(f"deprecated.remove_in {dep.remove_in} is not after since {dep.since}",
+                        "remove it in a later version", "deprecated")
+            if settings.env_prefix and leaf.env and not leaf.env.startswith(settings.env_prefix):
+                bad(f"environment variable {leaf.env} is not under the prefix {settings.env_prefix} "
+                    f"(settings.yaml)", f"name it {settings.env_prefix}...", "env")
+
+    def rules(self, src: SourceFile, leaves: dict[str, Leaf]) -> tuple[Rule, ...]:
+        out: list[Rule] = []
+        for rid, spec in src.data["rules"].items():
+            where = Where(src.display, src.data["rules"].line_of(rid))
+
+            def bad(message: str, hint: str, prop: str = "", spec: Marked = spec, rid: str = rid) -> None:
+                self.error(Where(src.display, spec.line_of(prop) if prop else spec.line), f"rule {rid}: {message}",
+                           None, hint)
+
+            leaf = leaves.get(spec["leaf"])
+            if leaf is None:
+                bad(f"unknown leaf {spec['leaf']!r}{closest(spec['leaf'], leaves)}", "name a leaf of the schema", "leaf")
+                continue
+            if leaf.secret:
+                bad(f"leaf {leaf.name!r} is secret; rules cannot set secrets", "set secrets through env or CLI", "leaf")
+            when = []
+            for subject, test in spec.get("when", {}).items():
+                if not _is_fact(subject) and subject not in leaves:
+                    bad(f"condition on {subject!r}: neither a fact (gpu.name, gpu.memory_bytes, gpu.sm, "
+                        f"model.architectures, model.config.<field>) nor a leaf{closest(subject, leaves)}",
+                        "test a fact or another leaf", "when")
+                if subject == rule_leaf_name(spec):
+                    bad("a rule cannot test the leaf it sets", "test facts or other leaves", "when")
+                op, operand = next(iter(test.items())) if isinstance(test, dict) else ("eq", test)
+                when.append(Condition(subject, op, plain(operand)))
+            inputs = tuple(spec.get("inputs", ()))
+            for name in inputs:
+                if not _is_fact(name) and name not in leaves:
+                    bad(f"input {name!r} is neither a fact nor a leaf{closest(name, leaves)}",
+                        "list facts or leaves", "inputs")
+            subjects = [c.subject for c in when] + list(inputs)
+            layer = spec.get("layer") or ("model" if any(x.startswith("model.") for x in subjects) else "hardware")
+            if layer == "hardware" and any(x.startswith("model.") for x in subjects):
+                bad("a hardware rule cannot test model facts", "declare `layer: model`", "layer")
+            fn = spec.get("fn")
+            if fn is not None:
+                self._check_rule_fn(fn, len(inputs), bad)
+            elif inputs:
+                bad("`inputs` only go with `fn`", "drop `inputs` or give a function", "inputs")
+            elif leaf.name in leaves:
+                try:
+                    value = leaf.type.coerce(plain(spec["value"]))
+                    check_bounds(value, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
+                except LeafValueError as exc:
+                    bad(f"value {spec['value']!r} does not fit leaf {leaf.name!r}: {exc}",
+                        f"give a {leaf.type} within its choices/range", "value")
+            out.append(Rule(rid, leaf.name, layer, tuple(when), "value" in spec, plain(spec.get("value")), fn,
+                            inputs, spec.get("force"), spec["help"], where))
+        return tuple(sorted(out, key=lambda r: r.layer != "hardware"))  # stable: file order within a layer
+
+    def _check_rule_fn(self, fn_path: str, arity: int, bad: Callable[..., None]) -> None:
+        module_name, _, attr = fn_path.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:
+            bad(f"fn {fn_path!r}: cannot import module {module_name!r}: {exc}",
+                "point `fn` at an importable module:function", "fn")
+            return
+        fn = getattr(module, attr, None)
+        if not callable(fn):
+            bad(f"fn {fn_path!r}: module {module_name!r} has no function {attr!r}",
+                "point `fn` at an importable module:function", "fn")
+            return
+        try:
+            inspect.signature(fn).bind(*range(arity))
+        except TypeError as exc:
+            bad(f"fn {fn_path!r} cannot be called with the {arity} declared input(s): {exc}",
+                "make `inputs` match the function's parameters", "inputs")
+        except ValueError:
+            pass  # no signature to inspect (a builtin): trust it
+
+    def presets(self, src: SourceFile, leaves: dict[str, Leaf]) -> tuple[Preset, ...]:
+        out = []
+        for name, spec in src.data["presets"].items():
+            values = spec["values"]
+            for key, value in values.items():
+                where = Where(src.display, values.line_of(key))
+                leaf = leaves.get(key)
+                if leaf is None:
+                    self.error(where, f"preset {name}: unknown leaf {key!r}{closest(key, leaves)}", None,
+                               "presets set leaves of the schema")
+                    continue
+                if leaf.secret:
+                    self.error(where, f"preset {name}: leaf {key!r} is secret", key, "presets cannot carry secrets")
+                try:
+                    coerced = leaf.type.coerce(plain(value))
+                    check_bounds(coerced, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
+                except LeafValueError as exc:
+                    self.error(where, f"preset {name}: value {value!r} is invalid: {exc}", key,
+                               f"give a {leaf.type} within its choices/range")
+            out.append(Preset(name, spec["help"], plain(values), Where(src.display, spec.line)))
+        return tuple(out)
 
     def roles(self, src: SourceFile, namespaces: list[Namespace], present: set[str]) -> tuple[Role, ...]:
         top = sorted(ns.path for ns in namespaces if "." not in ns.path)

@@ -14,9 +14,19 @@ from typing import Any
 
 import attrs
 
-from configbags.codegen.model import Derived, Leaf, Namespace, Role, Schema, class_name
+from configbags.codegen.model import (
+    Derived,
+    Leaf,
+    Namespace,
+    Preset,
+    Role,
+    Rule,
+    Schema,
+    class_name,
+)
 from configbags.runtime.leaftypes import Policy, TypeSpec, jsonable
-from configbags.runtime.registry import accessor_expression
+from configbags.runtime.record import RENAMED_DEST
+from configbags.runtime.registry import REDACTED, accessor_expression
 
 HINTS = {
     "int": "int",
@@ -101,6 +111,44 @@ class AccessorFunction:
 
 
 @attrs.frozen
+class OldFlag:
+    """An old (renamed_from) flag: registered hidden, so using it warns or, once removed,
+    fails with a message naming the new flag rather than argparse's 'unrecognized'."""
+
+    flags: str
+    cli_kwargs: tuple[Kwarg, ...]
+
+
+@attrs.frozen
+class EnvRow:
+    md_name: str
+    md_leaf: str
+    md_type: str
+    md_default: str
+    md_help: str
+
+
+@attrs.frozen
+class RuleRow:
+    args: tuple[Kwarg, ...]  # RuleSpec(...) arguments
+    md_id: str
+    md_leaf: str
+    md_layer: str
+    md_when: str
+    md_then: str
+    md_help: str
+
+
+@attrs.frozen
+class PresetRow:
+    name: str
+    args: tuple[Kwarg, ...]
+    md_name: str
+    md_help: str
+    md_values: str
+
+
+@attrs.frozen
 class LeafSpellings:
     name: str
     namespace: str
@@ -112,6 +160,7 @@ class LeafSpellings:
     has_cli: bool
     flags: str  # comma-separated literals
     cli_kwargs: tuple[Kwarg, ...]
+    old_flags: tuple[OldFlag, ...]
     # CONFIG.md cells
     md_flags: str
     md_type: str
@@ -199,6 +248,13 @@ class RenderModel:
     allowlist: tuple[AllowlistEntry, ...]
     accessor_exprs: tuple[Kwarg, ...]
     leaf_count: int
+    rules: tuple[RuleRow, ...]
+    presets: tuple[PresetRow, ...]
+    preset_names: str  # tuple literal
+    env_rows: tuple[EnvRow, ...]
+    md_env_prefix: str
+    schema_version: str  # literal
+    env_prefix: str  # literal
 
 
 def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
@@ -216,7 +272,15 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
             for ns in schema.namespaces if (p := ns.path) in top
         ),
         groups=groups,
-        registry_imports=_registry_imports({d.fn.partition(":")[0] for d in schema.derived}),
+        registry_imports=_registry_imports(
+            {d.fn.partition(":")[0] for d in schema.derived} | {r.fn.partition(":")[0] for r in schema.rules if r.fn},
+            sorted(
+                {"DerivedSpec", "LeafSpec", "NamespaceSpec", "PresetSpec", "Registry", "RoleSpec", "RuleSpec"}
+                | ({"Condition"} if any(r.when for r in schema.rules) else set())
+                | ({"Deprecation"} if any(x.deprecated for x in schema.leaves) else set())
+                | ({"Renamed"} if any(x.renamed_from for x in schema.leaves) else set())
+            ),
+        ),
         accessor_exports=tuple(sorted(
             [*(f"get_{t}" for t in top), "ConfigView", "ProcessConfigView", "cfg", "get_context",
              "get_server_args", "publish", "runner_view"], key=export_order)),
@@ -233,8 +297,9 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
             ["import attrs",
              "from configbags.runtime import record as _record",
              *(["from configbags.runtime.record import json_value"] if any(
-                 leaf.type.base == "json" and leaf.cli is not None for leaf in schema.leaves) else [])],
-            ["from .registry import LEAVES"],
+                 leaf.type.base == "json" and leaf.cli is not None for leaf in schema.leaves) else []),
+             "from configbags.runtime.resolve import Layer"],
+            ["from .registry import LEAVES, REGISTRY"],
         ),
         bag_exports=tuple(sorted([*(class_name(ns.path) for ns in schema.namespaces), "Config"], key=export_order)),
         derived_order=tuple(derived_all[n] for n in schema.derived_order),
@@ -258,6 +323,68 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
             for x in sorted(schema.values, key=lambda x: x.name)
         ),
         leaf_count=len(schema.leaves),
+        rules=tuple(_rule(r, schema) for r in schema.rules),
+        presets=tuple(_preset(p) for p in schema.presets),
+        preset_names=py(tuple(p.name for p in schema.presets)),
+        env_rows=tuple(_env_row(leaf, env, old) for leaf in sorted(schema.leaves, key=lambda x: x.env or "")
+                       for env, old in ((leaf.env, None), *((r.env, r.name) for r in leaf.renamed_from))
+                       if env),
+        md_env_prefix=md(schema.settings.env_prefix or ""),
+        schema_version=py(schema.settings.version),
+        env_prefix=py(schema.settings.env_prefix),
+    )
+
+
+def _env_row(leaf: Leaf, env: str, old: str | None) -> EnvRow:
+    note = f" **Deprecated** old name; use `{md(leaf.env or leaf.name)}`." if old else ""
+    return EnvRow(f"`{md(env)}`", f"`{md(leaf.name)}`", f"`{md(leaf.type)}`",
+                  f"`{md(_shown_default(leaf))}`", md(leaf.help) + note)
+
+
+def _rule(rule: Rule, schema: Schema) -> RuleRow:
+    module, _, function = (rule.fn or "").partition(":")
+    then = f"`{md(rule.fn)}({', '.join(rule.inputs)})`" if rule.fn else f"`{md(json.dumps(rule.value))}`"
+    when = "; ".join(
+        md(f"{c.subject} {c.op} {json.dumps(c.operand)}") for c in rule.when
+    ) or "always"
+    return RuleRow(
+        args=(
+            Kwarg("id", py(rule.id)),
+            Kwarg("leaf", py(rule.leaf)),
+            Kwarg("layer", py(rule.layer)),
+            Kwarg("when", "(" + "".join(f"Condition({py(c.subject)}, {py(c.op)}, {py(_frozen(c.operand))}), "
+                                       for c in rule.when) + ")"),
+            Kwarg("value", py(_frozen(rule.value))),
+            Kwarg("fn", f"{module}.{function}" if rule.fn else "None"),
+            Kwarg("inputs", py(rule.inputs)),
+            Kwarg("force", py(rule.force)),
+            Kwarg("help", py(rule.help)),
+            Kwarg("where", py(f"{rule.where.file}:{rule.where.line}")),
+        ),
+        md_id=md(rule.id),
+        md_leaf=md(rule.leaf),
+        md_layer=rule.layer,
+        md_when=when,
+        md_then=then + (f" **forced:** {md(rule.force)}" if rule.force else ""),
+        md_help=md(rule.help),
+    )
+
+
+def _frozen(value: Any) -> Any:
+    """Lists as tuples, so generated rule operands are immutable literals."""
+    if isinstance(value, list):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _preset(preset: Preset) -> PresetRow:
+    return PresetRow(
+        name=preset.name,
+        args=(Kwarg("name", py(preset.name)), Kwarg("help", py(preset.help)),
+              Kwarg("values", py(preset.values))),
+        md_name=md(preset.name),
+        md_help=md(preset.help),
+        md_values=", ".join(f"`{md(k)}={md(json.dumps(v))}`" for k, v in preset.values.items()),
     )
 
 
@@ -269,8 +396,9 @@ def import_block(*sections: list[str]) -> str:
     return "\n\n".join("\n".join(lines) for lines in sections if lines)
 
 
-def _registry_imports(derive_modules: set[str]) -> str:
-    """Derived functions' modules: the stdlib, configbags (third party), or the engine's own."""
+def _registry_imports(derive_modules: set[str], runtime_names: list[str]) -> str:
+    """Derived and rule functions' modules (the stdlib, configbags as third party, or the
+    engine's own), then what the registry uses from the runtime's registry module."""
     stdlib = sorted(m for m in derive_modules if m.split(".")[0] in sys.stdlib_module_names)
     ours = sorted(m for m in derive_modules if m.split(".")[0] == "configbags")
     engine = sorted(derive_modules.difference(stdlib, ours))
@@ -278,7 +406,7 @@ def _registry_imports(derive_modules: set[str]) -> str:
         [f"import {m}" for m in stdlib],
         [*(f"import {m}" for m in ours),
          "from configbags.runtime.leaftypes import Policy, TypeSpec",
-         "from configbags.runtime.registry import DerivedSpec, LeafSpec, NamespaceSpec, Registry, RoleSpec"],
+         f"from configbags.runtime.registry import {', '.join(runtime_names)}"],
         [f"import {m}" for m in engine],
         ["from . import bags", "from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY"],
     )
@@ -342,6 +470,11 @@ def _cli_kwargs(leaf: Leaf) -> tuple[Kwarg, ...]:
     return tuple(kw)
 
 
+def _old_cli_kwargs(leaf: Leaf, old: str) -> tuple[Kwarg, ...]:
+    kw = [Kwarg("dest", py(RENAMED_DEST + old)) if k.key == "dest" else k for k in _cli_kwargs(leaf)]
+    return tuple(Kwarg("help", "argparse.SUPPRESS") if k.key == "help" else k for k in kw)
+
+
 def _cli_help(leaf: Leaf) -> str:
     default = "required" if leaf.required else f"default: {_shown_default(leaf)}"
     if leaf.choices is not None and leaf.type.base != "bool":
@@ -349,12 +482,24 @@ def _cli_help(leaf: Leaf) -> str:
     extra = f"; unset falls back to {leaf.fallback!r}" if leaf.has_fallback else ""
     policy = {Policy.STARTUP: "", Policy.LOAD_TIME: "; may be resolved at load time",
               Policy.RUNTIME: "; tunable at runtime"}
-    deprecated = f" DEPRECATED: {leaf.deprecated}" if leaf.deprecated else ""
-    text = f"{leaf.help}{deprecated} ({default}{extra}{policy[leaf.policy]})"
+    deprecated = f" DEPRECATED: {_deprecation(leaf)}" if leaf.deprecated else ""
+    env = f"; env {leaf.env}" if leaf.env else ""
+    text = f"{leaf.help}{deprecated} ({default}{extra}{policy[leaf.policy]}{env})"
     return text.replace("%", "%%")  # argparse formats help with %
 
 
+def _deprecation(leaf: Leaf) -> str:
+    dep = leaf.deprecated
+    if dep is None:
+        return ""
+    use = f"; use {dep.use}" if dep.use else ""
+    until = f", removed in {dep.remove_in}" if dep.remove_in else ""
+    return f"since {dep.since}{until}{use}."
+
+
 def _shown_default(leaf: Leaf) -> str:
+    if leaf.secret and leaf.default is not None:
+        return REDACTED
     if leaf.default is None:
         return "None"
     if isinstance(leaf.default, (list, dict)):
@@ -382,6 +527,14 @@ def _leaf(leaf: Leaf) -> LeafSpellings:
         Kwarg("flags", py(leaf.cli.flags if leaf.cli else ())),
         # only when declared, so the registry of a schema without writers reads as before
         *((Kwarg("writers", py(leaf.writers)),) if leaf.writers else ()),
+        Kwarg("env", py(leaf.env)),
+        Kwarg("secret", py(leaf.secret)),
+        Kwarg("renamed_from", "(" + "".join(
+            f"Renamed({py(r.name)}, {py(r.flag)}, {py(r.env)}, {py(r.since)}, {py(r.remove_in)}), "
+            for r in leaf.renamed_from) + ")"),
+        Kwarg("deprecated", "None" if leaf.deprecated is None else
+              f"Deprecation({py(leaf.deprecated.since)}, {py(leaf.deprecated.use)}, {py(leaf.deprecated.remove_in)})"),
+        Kwarg("kind", py(leaf.kind)),
     )
     flags = leaf.cli.flags if leaf.cli else ()
     return LeafSpellings(
@@ -395,14 +548,21 @@ def _leaf(leaf: Leaf) -> LeafSpellings:
         has_cli=leaf.cli is not None,
         flags=", ".join(map(py, flags)),
         cli_kwargs=_cli_kwargs(leaf) if leaf.cli else (),
+        old_flags=tuple(
+            OldFlag(py(r.flag or "--" + r.name.replace("_", "-")), _old_cli_kwargs(leaf, r.name))
+            for r in leaf.renamed_from
+        ),
         md_flags="<br>".join(f"`{md(f)}`" for f in flags) or "(no flag)",
         md_type=f"`{md(t)}`",
         md_default="**required**" if leaf.required else f"`{md(_shown_default(leaf))}`"
         + (f" (fallback `{md(leaf.fallback)}`)" if leaf.has_fallback else ""),
         md_policy=leaf.policy.value + (f" (≤ `{md(leaf.capacity)}`)" if leaf.capacity else ""),
         md_owner=leaf.owner + "".join(f", {md(w)}" for w in leaf.writers),
-        md_help=md(leaf.help) + (f" **Deprecated:** {md(leaf.deprecated)}" if leaf.deprecated else ""),
-        md_hash="yes" if leaf.hash else "no",
+        md_help=md(leaf.help) + (f" **Deprecated** {md(_deprecation(leaf))}" if leaf.deprecated else "")
+        + (f" Env: `{md(leaf.env)}`." if leaf.env else "")
+        + (" **Secret:** redacted wherever shown, never hashed." if leaf.secret else "")
+        + (f" Old names: {', '.join(f'`{md(r.name)}`' for r in leaf.renamed_from)}." if leaf.renamed_from else ""),
+        md_hash="yes" if leaf.hash else "no" + (f" ({leaf.kind})" if leaf.kind else ""),
     )
 
 
@@ -467,7 +627,14 @@ def config_file_schema(schema: Schema, regen: str) -> dict[str, Any]:
         "title": "ServerArgs config file",
         "type": "object",
         "additionalProperties": False,
-        "properties": {leaf.name: _json_property(leaf) for leaf in schema.leaves},
+        "properties": {
+            **{leaf.name: _json_property(leaf) for leaf in schema.leaves},
+            **{old.name: {**_json_property(leaf), "deprecated": True,
+                          "description": f"Old name of {leaf.name}. {leaf.help}"}
+               for leaf in schema.leaves for old in leaf.renamed_from},
+        },
+        # keys whose values an error message must not quote
+        "x-secrets": sorted(leaf.name for leaf in schema.leaves if leaf.secret),
     }
 
 
@@ -490,6 +657,8 @@ def _json_property(leaf: Leaf) -> dict[str, Any]:
     if leaf.maximum is not None:
         item["maximum"] = leaf.maximum
     prop["description"] = leaf.help
+    if leaf.deprecated is not None:
+        prop["deprecated"] = True
     if not leaf.required:
         prop["default"] = leaf.default
     return prop

@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str | None, str]] = {
     "audit": ("configbags.runtime.audit", None, "record and report which namespaces each role reads"),
     "plan": ("configbags.runtime.plan", None, "how much KV cache a model gets on a device, and why"),
     "serve": ("configbags.serve.cli", "serve", "publish the config and serve the operator's HTTP config API"),
+    "explain": ("configbags.runtime.explain", None, "why a leaf has its value: every layer, rule and source"),
 }
 # third-party import names -> the extra that installs them
 EXTRA_OF = {"jinja2": "gen", "black": "gen", "libcst": "gen", "torch": "kv", "matplotlib": "chart",

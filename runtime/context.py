@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import importlib
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import suppress
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
@@ -39,7 +39,17 @@ from configbags.runtime.errors import (
     UnknownLeafError,
 )
 from configbags.runtime.leaftypes import Policy, check_bounds, closest, jsonable, short_repr
-from configbags.runtime.registry import DerivedSpec, LeafSpec, Registry
+from configbags.runtime.record import dump_path_of, origins_of
+from configbags.runtime.registry import REDACTED, DerivedSpec, LeafSpec, Registry
+from configbags.runtime.resolve import (
+    DEFAULT_ORIGIN,
+    NO_FACTS,
+    Facts,
+    Layer,
+    Origin,
+    resolve,
+    verdicts,
+)
 
 log = logging.getLogger("configbags")
 
@@ -62,16 +72,23 @@ class OverrideEntry:
     new: Any
     wall_time: float
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, spec: LeafSpec | None = None) -> dict[str, Any]:
+        """As plain data; with the leaf's `spec`, a secret's values are redacted (readbacks
+        pass it; configbags.runtime.dist, which carries secrets to other ranks, does not)."""
+        shown = spec.shown if spec is not None else _same
         return {
             "epoch": self.epoch,
             "source": self.source,
             "leaf": self.leaf,
             "namespace": self.namespace,
-            "old": jsonable(self.old),
-            "new": jsonable(self.new),
+            "old": jsonable(shown(self.old)),
+            "new": jsonable(shown(self.new)),
             "wall_time": self.wall_time,
         }
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 class OverrideLog:
@@ -151,6 +168,10 @@ class State:
     sealed: bool
     ranks: Mapping[str, int]
     rank_fn: RankFn | None = None
+    facts: Facts = NO_FACTS
+    # Where each value not at its schema default came from before any override (operator
+    # layers and rules); overrides are in `log`.
+    origins: Mapping[str, Origin] = attrs.field(factory=dict)
 
 
 @attrs.frozen(eq=False)
@@ -219,8 +240,14 @@ class Context(Generic[V]):
         )
 
     # -- lifecycle ---------------------------------------------------------------------
-    def publish(self, record: Any, *, role: str, ranks: Ranks | None = None) -> Context[V]:
-        """Resolve `record` (fallbacks, derived values, pins) and install it. Publishing
+    def publish(self, record: Any, *, role: str, ranks: Ranks | None = None,
+                facts: Facts | None = None) -> Context[V]:
+        """Resolve `record` (rules, fallbacks, derived values, pins) and install it.
+
+        `facts` (`configbags.runtime.resolve.Facts`: the GPU's name, memory and SM version,
+        the model's config.json) feed the hardware and model rules; without them those rules
+        do not apply and each leaf keeps its lower layer. A re-publish without facts keeps
+        the previous ones (the GPU did not change). Publishing
         again replays the override log onto the new record and reports what no longer
         applies (`republish_report`), rather than dropping overrides silently; the seal
         carries over (a re-publish does not reopen load time).
@@ -234,10 +261,13 @@ class Context(Generic[V]):
             if ranks is None and previous is not None:
                 # A world rank does not change because the record was re-published.
                 ranks = previous.rank_fn or previous.ranks
+            if facts is None:
+                facts = previous.facts if previous is not None else NO_FACTS
             state = self._fresh_state(
                 record, role, ranks,
                 epoch=(previous.epoch + 1) if previous else 1,
                 sealed=previous.sealed if previous else False,
+                facts=facts,
             )
             if previous is not None and previous.log:
                 state = self._replay(state, previous.log)
@@ -246,6 +276,10 @@ class Context(Generic[V]):
             if self._recorder is not None:
                 self._recorder.published(role)  # before installing: a bad output path fails here
             self._install(state)
+        log.info("config published (role %s, epoch %d): %s", role, state.epoch, _NonDefaults(self, state))
+        dump = dump_path_of(record)
+        if dump is not None:
+            self.dump_config(dump)
         return self
 
     def adopt(
@@ -257,15 +291,25 @@ class Context(Generic[V]):
         epoch: int,
         sealed: bool = False,
         ranks: Ranks | None = None,
+        facts: Facts | None = None,
+        resolution: Mapping[str, Any] | None = None,
     ) -> Context[V]:
         """Install a state exported by another process or rank (configbags.runtime.dist): resolve
         `record`, fold `log` onto it keeping its entries and `epoch` as they are, so this
         state equals the exporter's. Values are checked (type, range, capacity), not policy
-        or owner: the exporter already admitted them. Unlike publish, nothing is replayed."""
+        or owner: the exporter already admitted them. Unlike publish, nothing is replayed.
+
+        `resolution` is the exporter's `export_resolution()`: its rule results and origins
+        are taken as they are (this rank may have no facts); without it the rules run on
+        `facts` here."""
         self._check_role(role, "adopt")
         with self._lock:
-            state = self._folded(self._fresh_state(record, role, ranks, epoch=epoch, sealed=sealed),
-                                 tuple(log), epoch)
+            if facts is None and resolution is not None:
+                facts = Facts.from_dict(resolution.get("facts") or {})
+            state = self._folded(
+                self._fresh_state(record, role, ranks, epoch=epoch, sealed=sealed,
+                                  facts=facts or NO_FACTS, resolution=resolution),
+                tuple(log), epoch)
             if self._recorder is not None:
                 self._recorder.published(role)  # before installing: a bad output path fails here
             self._install(state)
@@ -288,15 +332,17 @@ class Context(Generic[V]):
                 f"roles are {', '.join(sorted(self.registry.roles))} (schema/roles.yaml)"
             )
 
-    def _fresh_state(self, record: Any, role: str, ranks: Ranks | None, *, epoch: int, sealed: bool) -> State:
-        values = self._resolve_record(record)
+    def _fresh_state(self, record: Any, role: str, ranks: Ranks | None, *, epoch: int, sealed: bool,
+                     facts: Facts = NO_FACTS, resolution: Mapping[str, Any] | None = None) -> State:
+        values, origins = self._resolve_record(record, facts, resolution)
         if ranks is None or isinstance(ranks, Mapping):
             rank_fn, stamped = None, dict(ranks or {})
         else:
             rank_fn, stamped = ranks, dict(ranks(values))
         return State(record=record, role=role, values=MappingProxyType(values),
                      bags=MappingProxyType(self._build_bags(values, stamped)), log=OverrideLog(),
-                     epoch=epoch, sealed=sealed, ranks=MappingProxyType(stamped), rank_fn=rank_fn)
+                     epoch=epoch, sealed=sealed, ranks=MappingProxyType(stamped), rank_fn=rank_fn,
+                     facts=facts, origins=MappingProxyType(dict(origins)))
 
     def _folded(self, state: State, entries: tuple[OverrideEntry, ...], epoch: int) -> State:
         """`state` with already-admitted `entries` applied and appended, at `epoch`."""
@@ -351,8 +397,9 @@ class Context(Generic[V]):
             if entries:
                 self._install(new_state)
                 for e in entries:
+                    spec = self.registry.leaves[e.leaf]
                     log.info("config override [%s] %s.%s: %r -> %r (epoch %d)",
-                             e.source, e.namespace, e.leaf, e.old, e.new, e.epoch)
+                             e.source, e.namespace, e.leaf, spec.shown(e.old), spec.shown(e.new), e.epoch)
             return entries
 
     def acting_as(self, role: str) -> ActingAs:
@@ -418,9 +465,10 @@ class Context(Generic[V]):
                 new = spec.type.coerce(value)
                 check_bounds(new, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
             except LeafValueError as exc:
+                why = REDACTED + " is not valid" if spec.secret else str(exc)
                 raise LeafValueError(
                     f"override of {spec.namespace}.{name} (policy {spec.policy}, owner "
-                    f"{spec.owner}) from {source!r} in role {state.role!r}: {exc}; give a value "
+                    f"{spec.owner}) from {source!r} in role {state.role!r}: {why}; give a value "
                     f"of type {spec.type} within the declared choices/range"
                 ) from None
             if check_policy:
@@ -507,7 +555,8 @@ class Context(Generic[V]):
         values, bags, ranks = self._recompute(state, changed)
         return State(record=state.record, role=state.role, values=MappingProxyType(values),
                      bags=MappingProxyType(bags), log=log_, epoch=epoch, sealed=state.sealed,
-                     ranks=MappingProxyType(dict(ranks)), rank_fn=state.rank_fn)
+                     ranks=MappingProxyType(dict(ranks)), rank_fn=state.rank_fn,
+                     facts=state.facts, origins=state.origins)
 
     def _recompute(
         self, state: State, changed: Mapping[str, Any]
@@ -537,11 +586,31 @@ class Context(Generic[V]):
         return values, bags, ranks
 
     # -- resolution and bags -------------------------------------------------------------
-    def _resolve_record(self, record: Any) -> dict[str, Any]:
-        values = {name: _with_fallback(spec, getattr(record, name)) for name, spec in self.registry.leaves.items()}
+    def _resolve_record(
+        self, record: Any, facts: Facts, resolution: Mapping[str, Any] | None = None
+    ) -> tuple[dict[str, Any], Mapping[str, Origin]]:
+        """The record's values with the rules applied (or an exported resolution taken as
+        is), then fallbacks and derived values; and the origin of each non-default value."""
+        leaves = self.registry.leaves
+        raw = {name: getattr(record, name) for name in leaves}
+        if resolution is not None:
+            origins: Mapping[str, Origin] = {
+                n: _origin_from(o) for n, o in resolution.get("origins", {}).items() if n in leaves
+            }
+            for name, value in resolution.get("rule_values", {}).items():
+                raw[name] = leaves[name].type.coerce(value)
+        else:
+            done = resolve(self.registry, raw, origins_of(record, leaves), facts)
+            origins = done.origins
+            for warning in done.forced:
+                log.warning("%s", warning)
+        values = raw
+        for name, fallback in self.registry.fallbacks.items():
+            if values[name] is None:
+                values[name] = fallback
         for spec in self.registry.derived.values():
             values[spec.name] = _derive(spec, values)
-        return values
+        return values, origins
 
     def _build_bags(self, values: Mapping[str, Any], ranks: Mapping[str, int]) -> dict[str, Any]:
         bags: dict[str, Any] = {}
@@ -660,42 +729,142 @@ class Context(Generic[V]):
     # -- readback -----------------------------------------------------------------------
     def server_info(self) -> dict[str, Any]:
         """The single readback every surface that reports config uses: the raw `record` the
-        operator gave, the `overrides` log (source, old, new, epoch, time), and `resolved`,
-        the overrides folded onto the record with fallbacks and derived values applied."""
+        operator gave, the `overrides` log (source, old, new, epoch, time), `resolved` (rules,
+        overrides, fallbacks and derived values applied), `layers` (each leaf's layer and
+        source, and the rule that set it) and the `facts` the rules saw. Secrets read as
+        REDACTED everywhere in it."""
         state = self.state
+        reg = self.registry
         return {
-            "record": jsonable(state.record.to_dict()),
-            "overrides": [e.as_dict() for e in state.log],
-            "resolved": {n: jsonable(v) for n, v in state.values.items()},
+            "record": {n: reg.shown(n, v) for n, v in jsonable(state.record.to_dict()).items()},
+            "overrides": [e.as_dict(reg.leaves.get(e.leaf)) for e in state.log],
+            "resolved": {n: jsonable(reg.shown(n, v)) for n, v in state.values.items()},
+            "layers": {n: o.as_dict() for n, o in self.origins().items()},
+            "facts": state.facts.as_dict(),
         }
 
+    def origins(self) -> dict[str, Origin]:
+        """Every leaf's origin now: its last override (layer load_time or runtime, by policy)
+        or else where publish resolved it from."""
+        state = self.state
+        out = {n: state.origins.get(n, DEFAULT_ORIGIN) for n in self.registry.leaves}
+        for e in state.log:
+            out[e.leaf] = _override_origin(self.registry.leaves[e.leaf], e)
+        return out
+
     def explain(self, leaf: str) -> dict[str, Any]:
-        """Every layer of one leaf, Envoy-style: record value, each override, resolved."""
+        """Every layer of one leaf: its schema default, what each rule made of the facts,
+        the operator value and its source, each override, and the resolved value with the
+        layer (and rule) it came from. Secrets read as REDACTED."""
         state = self.state
         if leaf not in state.values:
             raise UnknownLeafError(f"{leaf!r} is not a config leaf{closest(leaf, state.values)}")
         spec = self.registry.leaves.get(leaf)
-        return {
+        out: dict[str, Any] = {
             "leaf": leaf,
             "namespace": self.registry.namespace_of(leaf),
             "accessor": self.registry.accessor_of(leaf),
             "policy": spec.policy.value if spec else "derived",
             "owner": spec.owner if spec else None,
-            "record": jsonable(getattr(state.record, leaf)) if spec else None,
-            "overrides": [e.as_dict() for e in state.log if e.leaf == leaf],
-            "resolved": jsonable(state.values[leaf]),
+            "secret": spec.secret if spec else False,
+            "hashed": leaf in self.registry.hashed,
+            "record": jsonable(self.registry.shown(leaf, getattr(state.record, leaf))) if spec else None,
+            "overrides": [e.as_dict(spec) for e in state.log if e.leaf == leaf],
+            "resolved": jsonable(self.registry.shown(leaf, state.values[leaf])),
+        }
+        if spec is None:
+            derived = self.registry.derived[leaf]
+            out.update(layer="derived", source=f"derived from {', '.join(derived.inputs)}", rule=None, rules=[])
+            return out
+        origin = self.origins()[leaf]
+        base = {n: getattr(state.record, n) for n in self.registry.leaves}
+        base.update({n: state.values[n] for n, o in state.origins.items() if o.rule is not None})
+        out.update(
+            default=jsonable(spec.shown(spec.default)),
+            layer=origin.layer.value,
+            source=origin.source,
+            rule=origin.rule,
+            origin=origin.as_dict(),
+            rules=[v.as_dict(spec) for v in verdicts(self.registry, leaf, state.facts, base, state.origins)],
+            facts=state.facts.as_dict(),
+        )
+        if self.registry.rules_by_leaf.get(leaf) and state.facts == NO_FACTS:
+            out["note"] = "no facts were given at publish, so hardware and model rules did not apply"
+        return out
+
+    def export_resolution(self) -> dict[str, Any]:
+        """What the rules decided, as plain data for `adopt(..., resolution=...)` on another
+        rank or process (which may have no facts): the origins and the rule-set values.
+        Secrets never come from rules, so none is in it."""
+        state = self.state
+        return {
+            "facts": state.facts.as_dict(),
+            "origins": {n: o.as_dict() for n, o in state.origins.items()},
+            "rule_values": {n: jsonable(state.values[n]) for n, o in state.origins.items()
+                            if o.rule is not None},
+        }
+
+    def hash_factors(self) -> dict[str, Any]:
+        """What `config_hash()` covers: its purpose, the schema version, the
+        configbags version and each hashed leaf with its resolved value. Leaves that can
+        change at runtime, size buffers (`kind: memory/capacity`) or are secret are out
+        unless declared `hash: true` (secrets never)."""
+        state = self.state
+        reg = self.registry
+        return {
+            "purpose": HASH_PURPOSE,
+            "schema_version": reg.schema_version,
+            "configbags_version": _configbags_version(),
+            "leaves": {n: jsonable(reg.shown(n, state.values[n])) for n in reg.hashed},
         }
 
     def config_hash(self) -> str:
-        """A stable hash of the resolved `hash: true` leaves (a compile-cache key)."""
+        """A stable hash of the factors in `hash_factors()` (a compile-cache key). Values are
+        encoded canonically (-0.0 as 0.0, ints of any size), so it never raises for a
+        published state."""
         state = self.state
         cached = self._hash_cache
         if cached is not None and cached[0] is state:
             return cached[1]
-        payload = {n: jsonable(state.values[n]) for n in self.registry.hashed}
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-        self._hash_cache = (state, digest)
-        return digest
+        reg = self.registry
+        digest = hashlib.sha256()
+        for part in (HASH_PURPOSE, reg.schema_version, _configbags_version()):
+            digest.update(_canonical(part))
+        for name in reg.hashed:
+            digest.update(_canonical(name))
+            digest.update(_canonical(state.values[name]))
+        value = digest.hexdigest()[:16]
+        self._hash_cache = (state, value)
+        return value
+
+    def dump_config(self, path: str | Path) -> Path:
+        """Write the resolved config as a YAML config file: every leaf not at its schema
+        default (rule results included), so passing it back with `--config` reproduces this
+        run on any machine. Secrets are left out (named in a comment) and set as before."""
+        import yaml
+
+        state = self.state
+        reg = self.registry
+        values: dict[str, Any] = {}
+        secrets = []
+        origins = self.origins()
+        for name, spec in reg.leaves.items():
+            value = getattr(state.record, name) if origins[name].layer is Layer.DEFAULT else state.values[name]
+            if origins[name].layer is Layer.DEFAULT and (value == spec.default or jsonable(value) == spec.default):
+                continue
+            if spec.secret:
+                secrets.append(name)
+                continue
+            values[name] = jsonable(value)
+        header = [f"# Resolved config (schema version {reg.schema_version}, config hash {self.config_hash()}).",
+                  "# Pass it back with --config to reproduce this run."]
+        if secrets:
+            header.append(f"# Secrets left out (set them as before): {', '.join(sorted(secrets))}.")
+        text = "\n".join(header) + "\n" + yaml.safe_dump(values, sort_keys=True, allow_unicode=True)
+        out = Path(path)
+        out.write_text(text, encoding="utf-8")
+        log.info("config dumped to %s (%d values)", out, len(values))
+        return out
 
     def bag(self, path: str) -> Any:
         """The current bag of any namespace path (`exec.kernel`), for generic code; role
@@ -762,6 +931,65 @@ class Context(Generic[V]):
             log.warning("re-publish: override of %s from %r no longer applies: %s",
                         d.entry.leaf, d.entry.source, d.reason)
         return state
+
+
+HASH_PURPOSE = "compile-cache"
+
+
+def _configbags_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("configbags")
+    except PackageNotFoundError:  # a source checkout that is not installed
+        return "0+unknown"
+
+
+def _canonical(value: Any) -> bytes:
+    """A value as bytes that only equal values share: type-tagged, -0.0 as 0.0, ints in
+    hex (decimal conversion of huge ints raises), mappings by sorted key."""
+    if value is None:
+        return b"n;"
+    if isinstance(value, bool):
+        return b"t;" if value else b"f;"
+    if isinstance(value, int):
+        return b"i" + format(value, "x").encode() + b";"
+    if isinstance(value, float):
+        return b"d" + (value + 0.0 if value == 0 else value).hex().encode() + b";"
+    if isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        return b"s" + format(len(data), "x").encode() + b":" + data
+    if isinstance(value, (tuple, list)):
+        return b"[" + b"".join(_canonical(v) for v in value) + b"]"
+    if isinstance(value, Mapping):
+        return b"{" + b"".join(_canonical(str(k)) + _canonical(value[k]) for k in sorted(value, key=str)) + b"}"
+    return _canonical(repr(value))
+
+
+def _override_origin(spec: LeafSpec, entry: OverrideEntry) -> Origin:
+    layer = Layer.LOAD_TIME if spec.policy is Policy.LOAD_TIME else Layer.RUNTIME
+    return Origin(layer, f"override from {entry.source!r} at epoch {entry.epoch}")
+
+
+def _origin_from(data: Mapping[str, Any]) -> Origin:
+    over = data.get("forced_over")
+    return Origin(Layer(data["layer"]), data["source"], data.get("rule"),
+                  _origin_from(over) if over else None)
+
+
+class _NonDefaults:
+    """The publish log record's payload, formatted only if the record is emitted (publish
+    stays cheap with INFO logging off): each value not at its schema default, with its
+    layer; secrets redacted."""
+
+    def __init__(self, context: Context[Any], state: State) -> None:
+        self._context, self._state = context, state
+
+    def __str__(self) -> str:
+        reg = self._context.registry
+        parts = [f"{n}={reg.shown(n, self._state.values[n])!r} [{o.layer}: {o.source}]"
+                 for n, o in sorted(self._state.origins.items())]
+        return "; ".join(parts) or "all defaults"
 
 
 # generated package name -> its process context; filled when its accessors module is imported

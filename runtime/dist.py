@@ -86,6 +86,8 @@ def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
         "record": jsonable(state.record.to_dict()),
         "log": [e.as_dict() for e in state.log],
         "config_hash": ctx.config_hash(),
+        # what the rules decided from facts this process may not have, and every origin
+        "resolution": ctx.export_resolution(),
     }
 
 
@@ -160,6 +162,7 @@ def import_state(
         epoch=int(data["epoch"]),
         sealed=bool(data["sealed"]),
         ranks=dict(data["ranks"]) if ranks is None else ranks,
+        resolution=data.get("resolution"),
     )
     got = ctx.config_hash()
     if got != data["config_hash"]:
@@ -527,7 +530,8 @@ class DistributedContext:
                     # Published by hand without ranks: stamp them, keeping log and epoch.
                     state = ctx.state
                     ctx.adopt(state.record, role=state.role, log=state.log, epoch=state.epoch,
-                              sealed=state.sealed, ranks=stamp)
+                              sealed=state.sealed, ranks=stamp, facts=state.facts,
+                              resolution=ctx.export_resolution())
                 layout = Layout.from_values(ctx.state.values)
                 if layout.world_size != self.world_size:
                     raise DistributedConfigError(

@@ -1,12 +1,21 @@
 """Generic machinery behind the generated `ServerArgs` record: operator input from a dict,
-a YAML/JSON config file (validated against the generated JSON Schema) or the command line,
-with one precedence rule: defaults < config file < flags given on the command line."""
+YAML/JSON config files (validated against the generated JSON Schema), environment
+variables or the command line. Precedence, lowest first: schema defaults < preset <
+config files (in the order given) < environment < flags given on the command line.
+
+The record keeps, next to its values, the origin of every value the operator set (layer
+and spelling); `publish` runs the hardware and model rules under those (see
+`configbags.runtime.resolve`). Old spellings (`renamed_from`) and deprecated leaves warn
+once per spelling; once the schema version reaches their `remove_in` they are errors."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-from collections.abc import Mapping, Sequence
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,9 +23,32 @@ import attrs
 
 from configbags.runtime.errors import LeafValueError, RecordError, YamlError
 from configbags.runtime.leaftypes import check_bounds, closest, jsonable
-from configbags.runtime.registry import LeafSpec
+from configbags.runtime.registry import LeafSpec, Registry
+from configbags.runtime.resolve import Layer, Origin
 
 R = TypeVar("R")
+log = logging.getLogger("configbags")
+
+# Kubernetes injects these for every service in the namespace (`<SVC>_SERVICE_HOST`,
+# `<SVC>_PORT_8000_TCP_ADDR`, ...); a service named like the engine must not trip the
+# unknown-variable warning.
+KUBERNETES_ENV = re.compile(r".*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)(_(ADDR|PORT|PROTO))?)?)$")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+RENAMED_DEST = "renamed:"  # argparse dest prefix of an old flag: renamed:<old name>
+
+# Spellings already warned about in this process (a deprecation warns once per spelling).
+_warned: set[str] = set()
+
+
+@attrs.frozen
+class RecordInput:
+    """What a record knows beyond its values: the origin of each operator-set value
+    (sparse; a leaf not listed is at its schema default) and where to dump the resolved
+    config at publish (`--dump-config`)."""
+
+    origins: Mapping[str, Origin]
+    dump_config: str | None = None
 
 
 def json_value(text: str) -> Any:
@@ -39,7 +71,9 @@ def check_value(spec: LeafSpec, value: Any, source: str) -> Any:
         check_bounds(coerced, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
     except LeafValueError as exc:
         flag = f" ({spec.flags[0]})" if spec.flags else ""
-        raise RecordError(f"{source}: {spec.namespace}.{spec.name}{flag}: {exc}") from None
+        # A secret's value must not reach the message (LeafValueError quotes it).
+        why = "the value is not valid for its type, choices or range" if spec.secret else str(exc)
+        raise RecordError(f"{source}: {spec.namespace}.{spec.name}{flag}: {why}") from None
     return coerced
 
 
@@ -53,24 +87,138 @@ def validate_record(record: Any, leaves: Mapping[str, LeafSpec]) -> None:
             object.__setattr__(record, name, coerced)
 
 
-def record_from_dict(cls: type[R], leaves: Mapping[str, LeafSpec], data: Mapping[str, Any], source: str) -> R:
+def attach(record: R, origins: Mapping[str, Origin], dump_config: str | None = None) -> R:
+    object.__setattr__(record, "_input", RecordInput(dict(origins), dump_config))
+    return record
+
+
+def origins_of(record: Any, leaves: Mapping[str, LeafSpec]) -> Mapping[str, Origin]:
+    """The operator origins of `record`'s values. A record built in code
+    (`ServerArgs(tp_size=8)`) has none recorded: a value that differs from the schema
+    default counts as given on the command line."""
+    given: RecordInput | None = getattr(record, "_input", None)
+    if given is not None:
+        return given.origins
+    out = {}
+    for name, spec in leaves.items():
+        value = getattr(record, name)
+        if value != spec.default and jsonable(value) != spec.default:
+            out[name] = CODE_ORIGIN
+    with contextlib.suppress(AttributeError):  # a record type without the slot: infer each time
+        attach(record, out)  # the record never changes: infer once
+    return out
+
+
+CODE_ORIGIN = Origin(Layer.CLI, "ServerArgs(...)")
+
+
+def dump_path_of(record: Any) -> str | None:
+    given: RecordInput | None = getattr(record, "_input", None)
+    return given.dump_config if given is not None else None
+
+
+# -- spellings and deprecations ---------------------------------------------------------
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text))
+
+
+def removed(registry: Registry, remove_in: str | None) -> bool:
+    """Whether a spelling deprecated until `remove_in` is gone in this schema version."""
+    return remove_in is not None and _version(registry.schema_version) >= _version(remove_in)
+
+
+def warn_once(spelling: str, message: str) -> None:
+    if spelling not in _warned:
+        _warned.add(spelling)
+        log.warning("%s", message)
+
+
+def leaf_for(registry: Registry, key: str, spelling: str, where: str, value: Any = None) -> str | None:
+    """The leaf a key names (its own name or an old one), warning about deprecated
+    spellings once and refusing removed ones; None when it names no leaf. A deprecated
+    leaf given its schema default sets nothing (a full record dump holds every leaf), so it
+    neither warns nor fails."""
+    spec = registry.leaves.get(key)
+    if spec is not None:
+        dep = spec.deprecated
+        if dep is not None and value != spec.default and jsonable(value) != spec.default:
+            use = f"; use {_spelling_like(registry, dep.use, spelling)} instead" if dep.use else ""
+            if removed(registry, dep.remove_in):
+                raise RecordError(f"{where}: {spelling} was removed in {dep.remove_in} (deprecated since "
+                                  f"{dep.since}){use}")
+            until = f", removed in {dep.remove_in}" if dep.remove_in else ""
+            warn_once(spelling, f"{where}: {spelling} is deprecated since {dep.since}{until}{use}")
+        return key
+    if key in registry.renamed:
+        leaf, old = registry.renamed[key]
+        new = _spelling_like(registry, leaf, spelling)
+        if removed(registry, old.remove_in):
+            raise RecordError(f"{where}: {spelling} was removed in {old.remove_in}; use {new} instead")
+        since = f" since {old.since}" if old.since else ""
+        until = f", removed in {old.remove_in}" if old.remove_in else ""
+        warn_once(spelling, f"{where}: {spelling} is deprecated{since}{until}; use {new} instead")
+        return leaf
+    return None
+
+
+def _spelling_like(registry: Registry, leaf: str, spelling: str) -> str:
+    """The new leaf spelled the way the old one was (flag, env variable or key)."""
+    spec = registry.leaves.get(leaf)
+    if spec is None:
+        return leaf
+    if spelling.startswith("--") and spec.flags:
+        return spec.flags[0]
+    if spelling.startswith("$") and spec.env:
+        return "$" + spec.env
+    return leaf
+
+
+# -- dicts and config files -------------------------------------------------------------
+
+def _check_keys(data: Mapping[Any, Any], source: str) -> None:
     for k in data:
         if not isinstance(k, str):
             raise RecordError(f"{source}: key {k!r} is a {type(k).__name__}, not a leaf name; quote it")
-    unknown = [k for k in data if k not in leaves]
-    if unknown:
-        k = unknown[0]
-        raise RecordError(
-            f"{source}: {k!r} is not a server leaf{closest(str(k), leaves)}; see generated/CONFIG.md "
-            f"for the leaves and their flags"
-        )
-    missing = [n for n, s in leaves.items() if s.required and n not in data]
+
+
+def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        leaf = leaf_for(registry, key, key, source, value)
+        if leaf is None:
+            raise RecordError(
+                f"{source}: {key!r} is not a server leaf{closest(key, registry.leaves)}; see "
+                f"generated/CONFIG.md for the leaves and their flags"
+            )
+        out[leaf] = value
+    return out
+
+
+def build_record(cls: type[R], registry: Registry, values: Mapping[str, Any], origins: Mapping[str, Origin],
+                 source: str, dump_config: str | None = None) -> R:
+    """Check `values` (leaf names), build the record and attach the origins."""
+    leaves = registry.leaves
+    missing = [n for n, s in leaves.items() if s.required and n not in values]
     if missing:
         spec = leaves[missing[0]]
         flag = spec.flags[0] if spec.flags else spec.name
-        raise RecordError(f"{source}: {spec.name} is required: pass {flag} or set {spec.name} in --config FILE")
-    values = {k: check_value(leaves[k], v, source) for k, v in data.items()}
-    return cls(**values)
+        env = f", set ${spec.env}" if spec.env else ""
+        raise RecordError(f"{source}: {spec.name} is required: pass {flag}{env} or set {spec.name} in --config FILE")
+    checked = {k: check_value(leaves[k], v, _where(origins.get(k), source)) for k, v in values.items()}
+    return attach(cls(**checked), origins, dump_config)
+
+
+def _where(origin: Origin | None, fallback: str) -> str:
+    return origin.source if origin is not None else fallback
+
+
+def record_from_dict(cls: type[R], registry: Registry, data: Mapping[str, Any], source: str,
+                     layer: Layer = Layer.CLI) -> R:
+    _check_keys(data, source)
+    values = _canonical_keys(registry, data, source)
+    origin = Origin(layer, source)
+    return build_record(cls, registry, values, dict.fromkeys(values, origin), source)
 
 
 def record_to_dict(record: Any, leaves: Mapping[str, LeafSpec]) -> dict[str, Any]:
@@ -97,9 +245,7 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
     schema = json.loads(schema_path.read_text())
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    for key in data:
-        if not isinstance(key, str):  # YAML reads `yes:` or `1:` as a bool or an int
-            raise RecordError(f"{path}: key {key!r} is a {type(key).__name__}, not a leaf name; quote it")
+    _check_keys(data, str(path))
     if errors:
         error = errors[0]
         if error.validator == "additionalProperties":
@@ -111,48 +257,219 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
                 f"(see generated/CONFIG.md)"
             )
         key = ".".join(map(str, error.absolute_path)) or "<file>"
-        raise RecordError(f"{path}: key {key}: {error.message}")
+        # The JSON Schema message quotes the value; a secret's must not be printed.
+        secret = error.absolute_path and str(error.absolute_path[0]) in schema.get("x-secrets", ())
+        message = "the value is not valid for its type, choices or range" if secret else error.message
+        raise RecordError(f"{path}: key {key}: {message}")
     return dict(data)
 
 
-def add_config_flag(parser: argparse.ArgumentParser) -> None:
+def merge_config_files(
+    registry: Registry, paths: Sequence[str | Path], load: Callable[[Path], Mapping[str, Any]]
+) -> tuple[dict[str, Any], dict[str, Origin]]:
+    """Layer several config files in order (later wins), warning for each key a later
+    file overrides. `load` parses and validates one file (kept separate, so the parsing
+    can be hardened without touching the layering)."""
+    values: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    for path in paths:
+        data = load(Path(path))
+        for key, value in _canonical_keys(registry, data, str(path)).items():
+            if key in origins and values[key] != value:
+                spec = registry.leaves[key]
+                log.warning("config file %s overrides %s=%r from %s with %r", path, key,
+                            spec.shown(values[key]), origins[key].source, spec.shown(value))
+            values[key] = value
+            origins[key] = Origin(Layer.CONFIG_FILE, str(path))
+    return values, origins
+
+
+# -- environment ------------------------------------------------------------------------
+
+def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
+    """An environment variable's text as a value of the leaf's type; the error names the
+    variable and what it expects (never a secret's text)."""
+    t = spec.type
+    raw = text.strip()
+    shown = "" if spec.secret else f"={text!r}"
+    try:
+        if t.optional and raw.lower() in ("", "none", "null"):
+            return None
+        if t.base == "bool":
+            if raw.lower() in _TRUE:
+                return True
+            if raw.lower() in _FALSE:
+                return False
+            raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
+        if t.base == "int":
+            return int(raw, 10)
+        if t.base == "float":
+            return float(raw)
+        if t.base == "str":
+            return text
+        if t.item is not None:
+            items = json.loads(raw) if raw.startswith("[") else [p.strip() for p in raw.split(",") if p.strip()]
+            return [int(p, 10) if t.item.base == "int" and isinstance(p, str) else p for p in items]
+        return json.loads(raw)
+    except ValueError as exc:
+        why = "" if spec.secret else f" ({exc})"
+        raise RecordError(
+            f"environment variable {name}{shown}: not a valid {t} for {spec.namespace}.{spec.name}{why}; "
+            f"fix or unset it"
+        ) from None
+
+
+def read_env(registry: Registry, environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Origin]]:
+    """The env layer: every declared variable that is set (old names first, so the current
+    name wins), parsed by type; unknown variables under the engine prefix are warned about
+    with a did-you-mean, Kubernetes service variables excepted."""
+    values: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    declared = registry.env_names
+    for name in sorted(declared, key=lambda n: registry.leaves[declared[n]].env == n):
+        if name not in environ:
+            continue
+        leaf = declared[name]
+        spec = registry.leaves[leaf]
+        if spec.env != name:
+            old = next(r for r in spec.renamed_from if r.env == name)
+            leaf_for(registry, old.name, "$" + name, "environment")
+        source = f"environment variable {name}"
+        values[leaf] = check_value(spec, parse_env(spec, name, environ[name]), source)
+        if spec.env == name:
+            leaf_for(registry, leaf, "$" + name, "environment", values[leaf])
+        origins[leaf] = Origin(Layer.ENV, f"${name}")
+    prefix = registry.env_prefix
+    if prefix:
+        for name in sorted(environ):
+            if name.startswith(prefix) and name not in declared and not KUBERNETES_ENV.match(name):
+                warn_once("$" + name, f"environment variable {name} is not a known setting"
+                                      f"{closest(name, declared)}; it is ignored (see generated/CONFIG.md)")
+    return values, origins
+
+
+# -- the command line -------------------------------------------------------------------
+
+def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()) -> None:
     parser.add_argument(
         "--config",
         metavar="FILE",
+        action="append",
         default=None,
-        help="YAML or JSON file of leaf values; flags given on the command line win over it",
+        help="YAML or JSON file of leaf values; repeat it to layer files (later files win, "
+             "each overridden key is warned about); flags and environment win over files",
     )
+    if presets:
+        parser.add_argument("--preset", choices=list(presets), default=None,
+                            help="a named bundle of values (see CONFIG.md); anything set explicitly wins over it")
+    parser.add_argument("--dump-config", metavar="PATH", default=None,
+                        help="at publish, write the resolved config as a config file that reproduces "
+                             "this run when passed back with --config (secrets are left out)")
 
 
 def record_from_cli_args(
-    cls: type[R], leaves: Mapping[str, LeafSpec], namespace: argparse.Namespace, schema_path: Path
+    cls: type[R], registry: Registry, namespace: argparse.Namespace, schema_path: Path,
+    environ: Mapping[str, str] | None = None,
 ) -> R:
-    given = {k: v for k, v in vars(namespace).items() if k in leaves}
+    import os
+
+    leaves = registry.leaves
+    values: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
+    preset = getattr(namespace, "preset", None)
+    if preset:
+        origin = Origin(Layer.PRESET, f"preset {preset}")
+        for k, v in registry.presets[preset].values.items():
+            values[k], origins[k] = v, origin
     config = getattr(namespace, "config", None)
-    values = load_config_file(config, schema_path) if config else {}
-    values.update(given)
-    return record_from_dict(cls, leaves, values, "command line" + (f" and {config}" if config else ""))
+    paths = [config] if isinstance(config, str) else list(config or ())
+    file_values, file_origins = merge_config_files(registry, paths, lambda p: load_config_file(p, schema_path))
+    env_values, env_origins = read_env(registry, os.environ if environ is None else environ)
+    for layer_values, layer_origins in ((file_values, file_origins), (env_values, env_origins)):
+        values.update(layer_values)
+        origins.update(layer_origins)
+    for key, value in vars(namespace).items():
+        if key.startswith(RENAMED_DEST):
+            old = key[len(RENAMED_DEST):]
+            leaf, spelling = registry.renamed[old]
+            flag = spelling.flag or "--" + old.replace("_", "-")
+            leaf_for(registry, old, flag, "command line")
+            values[leaf], origins[leaf] = value, Origin(Layer.CLI, flag)
+    for key, value in vars(namespace).items():
+        if key in leaves:
+            spec = leaves[key]
+            flag = spec.flags[0] if spec.flags else key
+            leaf_for(registry, key, flag, "command line", value)
+            values[key], origins[key] = value, Origin(Layer.CLI, flag)
+    source = "command line" + (f" and {', '.join(paths)}" if paths else "")
+    return build_record(cls, registry, values, origins, source, getattr(namespace, "dump_config", None))
+
+
+class FilteredHelp(argparse.Action):
+    """`--help` prints everything; `--help=KEYWORD` only the flags whose spelling or help
+    mentions KEYWORD, and `--help=GROUP` one namespace's flags (as vLLM's --help does)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if not values:
+            parser.print_help()
+        else:
+            print(filtered_help(parser, str(values)), end="")
+        parser.exit()
+
+
+def filtered_help(parser: argparse.ArgumentParser, keyword: str) -> str:
+    kw = keyword.lower()
+    out = argparse.ArgumentParser(prog=parser.prog, add_help=False, allow_abbrev=False)
+    groups = [g for g in parser._action_groups if (g.title or "").lower() == kw]
+    found = False
+    for group in parser._action_groups:
+        if groups and group not in groups:
+            continue
+        actions = [
+            a for a in group._group_actions
+            if a.help is not argparse.SUPPRESS and a.option_strings and not isinstance(a, FilteredHelp)
+            and (groups or any(kw in o.lower() for o in a.option_strings) or kw in (a.help or "").lower())
+        ]
+        if actions:
+            found = True
+            target = out.add_argument_group(group.title, group.description if groups else None)
+            for action in actions:
+                target._add_action(action)
+    if not found:
+        titles = sorted(g.title for g in parser._action_groups if g.title and g._group_actions)
+        return f"no flag matches {keyword!r}; groups: {', '.join(titles)}\n"
+    return out.format_help()
 
 
 def record_from_cli(
     cls: type[R],
-    leaves: Mapping[str, LeafSpec],
+    registry: Registry,
     add_cli_args: Any,
     argv: Sequence[str] | None,
     schema_path: Path,
     prog: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> R:
     # No abbreviations: a flag added later must not change what an old command line means.
     parser = argparse.ArgumentParser(prog=prog, description="Launch-time server configuration.",
-                                     allow_abbrev=False)
+                                     allow_abbrev=False, add_help=False)
+    parser.add_argument("-h", "--help", nargs="?", const="", default=argparse.SUPPRESS, action=FilteredHelp,
+                        metavar="KEYWORD|GROUP",
+                        help="show this help; --help=KEYWORD lists the flags that mention KEYWORD, "
+                             "--help=GROUP the flags of one namespace")
     add_cli_args(parser)
     namespace = parser.parse_args(argv)
     try:
-        return record_from_cli_args(cls, leaves, namespace, schema_path)
+        return record_from_cli_args(cls, registry, namespace, schema_path, environ)
     except RecordError as exc:
         parser.error(str(exc))
 
 
 def replace(record: R, **changes: Any) -> R:
-    """A new record with `changes`; the original never changes."""
-    return attrs.evolve(record, **changes)  # type: ignore[misc]
+    """A new record with `changes` (given in code: the CLI layer); the original never changes."""
+    new = attrs.evolve(record, **changes)  # type: ignore[misc]
+    given: RecordInput | None = getattr(record, "_input", None)
+    if given is not None:
+        attach(new, {**given.origins, **dict.fromkeys(changes, Origin(Layer.CLI, "replace()"))}, given.dump_config)
+    return new

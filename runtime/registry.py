@@ -10,6 +10,32 @@ import attrs
 
 from configbags.runtime.leaftypes import Policy, TypeSpec
 
+# What every readback, log line, error message, config dump and doc page prints instead
+# of a secret leaf's value.
+REDACTED = "<redacted>"
+
+
+@attrs.frozen
+class Renamed:
+    """An old spelling of a leaf: its old name (config-file key), flag and env variable.
+    Using it warns once per spelling; once the schema version reaches `remove_in` it is an
+    error that names the replacement."""
+
+    name: str
+    flag: str | None = None
+    env: str | None = None
+    since: str | None = None
+    remove_in: str | None = None
+
+
+@attrs.frozen
+class Deprecation:
+    """A deprecated leaf: setting it warns once per spelling; from `remove_in` on it fails."""
+
+    since: str
+    use: str | None = None  # the leaf to set instead
+    remove_in: str | None = None
+
 
 @attrs.frozen
 class LeafSpec:
@@ -28,7 +54,59 @@ class LeafSpec:
     hash: bool
     capacity: str | None
     flags: tuple[str, ...]
+    env: str | None = None  # the environment variable that sets it (layer `env`)
+    secret: bool = False  # redacted everywhere it is shown, never hashed
+    renamed_from: tuple[Renamed, ...] = ()
+    deprecated: Deprecation | None = None
+    kind: str | None = None  # `memory` or `capacity`: sizing, not semantics (not hashed)
     writers: tuple[str, ...] = ()  # roles besides the owner that may override it (schema `writers:`)
+
+    def shown(self, value: Any) -> Any:
+        """The value as it may be printed: secrets (when set) become REDACTED."""
+        return redacted(self, value)
+
+
+def redacted(spec: LeafSpec | None, value: Any) -> Any:
+    """The one redaction rule: a set secret leaf prints as REDACTED, anything else as is.
+    server_info, explain, logs, the config dump, error messages and CONFIG.md all use it."""
+    if spec is not None and spec.secret and value is not None:
+        return REDACTED
+    return value
+
+
+@attrs.frozen
+class Condition:
+    """One test of a rule's `when:` on a fact (`gpu.memory_bytes`, `model.architectures`,
+    `model.config.<field>`) or on another leaf's value."""
+
+    subject: str
+    op: str  # eq ne in not_in contains gte gt lte lt present
+    operand: Any
+
+
+@attrs.frozen
+class RuleSpec:
+    """A declared rule: when every condition holds, `leaf` takes `value` (or what `fn`
+    returns for `inputs`; None means no opinion) at layer `hardware` or `model`. Operator
+    input (preset, config file, env, CLI) wins unless the rule says `force` (its reason)."""
+
+    id: str
+    leaf: str
+    layer: str
+    when: tuple[Condition, ...]
+    value: Any
+    fn: Callable[..., Any] | None
+    inputs: tuple[str, ...]
+    force: str | None
+    help: str
+    where: str  # file:line of its declaration
+
+
+@attrs.frozen
+class PresetSpec:
+    name: str
+    help: str
+    values: Mapping[str, Any]
 
 
 @attrs.frozen
@@ -80,11 +158,19 @@ class Registry:
     namespaces: Mapping[str, NamespaceSpec]  # parents after children (build order)
     roles: Mapping[str, RoleSpec]
     top_level: tuple[str, ...]
+    rules: tuple[RuleSpec, ...] = ()  # hardware rules first, then model rules, in file order
+    presets: Mapping[str, PresetSpec] = attrs.field(factory=dict)
+    schema_version: str = "0"
+    env_prefix: str | None = None  # unknown variables under it are warned about
     # leaf or derived name -> the derived values to recompute when it changes, in order
     dependents: Mapping[str, tuple[str, ...]] = attrs.field(init=False)
     # leaf or derived name -> its namespace and every ancestor, innermost first
     rebuild: Mapping[str, tuple[str, ...]] = attrs.field(init=False)
     hashed: tuple[str, ...] = attrs.field(init=False)
+    rules_by_leaf: Mapping[str, tuple[RuleSpec, ...]] = attrs.field(init=False)
+    env_names: Mapping[str, str] = attrs.field(init=False)  # every bound variable (old ones too) -> leaf
+    renamed: Mapping[str, tuple[str, Renamed]] = attrs.field(init=False)  # old name -> (leaf, spelling)
+    fallbacks: Mapping[str, Any] = attrs.field(init=False)  # leaf -> the value that replaces None
 
     def __attrs_post_init__(self) -> None:
         order = list(self.derived)
@@ -99,9 +185,27 @@ class Registry:
         where = {**{n: s.namespace for n, s in self.leaves.items()},
                  **{n: s.namespace for n, s in self.derived.items()}}
         object.__setattr__(self, "rebuild", {n: _ancestors(ns) for n, ns in where.items()})
-        hashed = [n for n, s in self.leaves.items() if s.hash]
+        hashed = [n for n, s in self.leaves.items() if s.hash and not s.secret]
         hashed += [n for n, d in self.derived.items() if d.hash]
         object.__setattr__(self, "hashed", tuple(sorted(hashed)))
+        rules: dict[str, tuple[RuleSpec, ...]] = {}
+        for rule in self.rules:
+            rules[rule.leaf] = (*rules.get(rule.leaf, ()), rule)
+        object.__setattr__(self, "rules_by_leaf", rules)
+        env = {s.env: n for n, s in self.leaves.items() if s.env}
+        spellings: dict[str, tuple[str, Renamed]] = {}
+        for n, s in self.leaves.items():
+            for old in s.renamed_from:
+                spellings[old.name] = (n, old)
+                if old.env:
+                    env[old.env] = n
+        object.__setattr__(self, "env_names", env)
+        object.__setattr__(self, "fallbacks", {n: s.fallback for n, s in self.leaves.items() if s.has_fallback})
+        object.__setattr__(self, "renamed", spellings)
+
+    def shown(self, name: str, value: Any) -> Any:
+        """`value` of leaf `name` as it may be printed (secrets redacted)."""
+        return redacted(self.leaves.get(name), value)
 
     def may_write(self, role: str, leaf: LeafSpec) -> bool:
         """Whether `role` may override `leaf`, its policy aside: the owner, a role the leaf

@@ -79,7 +79,7 @@ def test_format_is_versioned_json(parent: Any) -> None:
     assert data["format"] == "configbags.state"
     assert data["version"] == FORMAT_VERSION
     assert set(data) == {"format", "version", "role", "epoch", "sealed", "ranks", "record", "log",
-                         "config_hash"}
+                         "config_hash", "resolution"}
     assert set(data["log"][0]) == {"epoch", "source", "leaf", "namespace", "old", "new",
                                    "wall_time"}
     with pytest.raises(DistributedConfigError, match="format version 99"):

@@ -6,7 +6,8 @@
 #   schema/roles.yaml
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """Leaf metadata the run-time context uses: types, policies, owners, capacities, hashing,
-derived functions and their inputs, and how bags nest."""
+env variables, secrets, deprecations, derived functions and their inputs, how bags nest,
+the hardware and model rules and the presets."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from configbags.runtime.registry import (
     DerivedSpec,
     LeafSpec,
     NamespaceSpec,
+    PresetSpec,
     Registry,
     RoleSpec,
+    RuleSpec,
 )
 
 from . import bags
@@ -39,6 +42,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--tp-size",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "context_length": LeafSpec(
         name="context_length",
@@ -56,6 +64,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--context-length",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "kv_cache_dtype": LeafSpec(
         name="kv_cache_dtype",
@@ -73,6 +86,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--kv-cache-dtype",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "mem_fraction_static": LeafSpec(
         name="mem_fraction_static",
@@ -90,6 +108,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mem-fraction-static",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "page_size": LeafSpec(
         name="page_size",
@@ -107,6 +130,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--page-size",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "max_running_requests": LeafSpec(
         name="max_running_requests",
@@ -124,6 +152,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--max-running-requests",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "swa_full_tokens_ratio": LeafSpec(
         name="swa_full_tokens_ratio",
@@ -141,6 +174,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--swa-full-tokens-ratio",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "mamba_full_memory_ratio": LeafSpec(
         name="mamba_full_memory_ratio",
@@ -158,6 +196,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--mamba-full-memory-ratio",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
 }
 
@@ -188,6 +231,11 @@ NAMESPACES: dict[str, NamespaceSpec] = {
     ),
 }
 
+# Hardware rules first, then model rules, each in file order; later rules win.
+RULES: tuple[RuleSpec, ...] = ()
+
+PRESETS: dict[str, PresetSpec] = {}
+
 REGISTRY = Registry(
     leaves=LEAVES,
     derived=DERIVED,
@@ -200,4 +248,8 @@ REGISTRY = Registry(
         "engine",
         "pool",
     ),
+    rules=RULES,
+    presets=PRESETS,
+    schema_version="0",
+    env_prefix=None,
 )

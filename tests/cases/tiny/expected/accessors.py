@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from configbags.runtime.context import Context, ProcessView, RunnerView
+from configbags.runtime.resolve import Facts
 
 from . import bags, registry
 from .server_args import ServerArgs
@@ -75,12 +76,18 @@ a stand-in whose attributes raise the same explaining errors as the accessors.""
 
 
 def publish(
-    server_args: ServerArgs, *, role: str, ranks: Mapping[str, int] | None = None
+    server_args: ServerArgs,
+    *,
+    role: str,
+    ranks: Mapping[str, int] | None = None,
+    facts: Facts | None = None,
 ) -> Context[ProcessConfigView]:
-    """Resolve `server_args` (fallbacks, derived values, capacity pins) and install it as
-    this process's config; publishing again replays the override log onto the new record.
-    """
-    return _context.publish(server_args, role=role, ranks=ranks)
+    """Resolve `server_args` (hardware and model rules on `facts`, fallbacks, derived
+    values, capacity pins) and install it as this process's config; publishing again
+    replays the override log onto the new record. `facts` is a
+    `configbags.runtime.resolve.Facts` (GPU name, memory, SM; model config.json); without
+    it the rules do not apply."""
+    return _context.publish(server_args, role=role, ranks=ranks, facts=facts)
 
 
 def get_context() -> Context[ProcessConfigView]:

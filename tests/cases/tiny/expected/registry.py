@@ -6,7 +6,8 @@
 #   schema/roles.yaml
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """Leaf metadata the run-time context uses: types, policies, owners, capacities, hashing,
-derived functions and their inputs, and how bags nest."""
+env variables, secrets, deprecations, derived functions and their inputs, how bags nest,
+the hardware and model rules and the presets."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from configbags.runtime.registry import (
     DerivedSpec,
     LeafSpec,
     NamespaceSpec,
+    PresetSpec,
     Registry,
     RoleSpec,
+    RuleSpec,
 )
 
 from . import bags
@@ -41,6 +44,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--width", "--lanes"),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "name": LeafSpec(
         name="name",
@@ -58,6 +66,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--name",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "ratio": LeafSpec(
         name="ratio",
@@ -75,6 +88,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--ratio",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "verbose": LeafSpec(
         name="verbose",
@@ -92,6 +110,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=False,
         capacity=None,
         flags=("--verbose",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "mode": LeafSpec(
         name="mode",
@@ -106,9 +129,14 @@ LEAVES: dict[str, LeafSpec] = {
         maximum=None,
         owner="boss",
         policy=Policy.RUNTIME,
-        hash=True,
+        hash=False,
         capacity=None,
         flags=("--mode",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "sizes": LeafSpec(
         name="sizes",
@@ -126,6 +154,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--sizes",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "tags": LeafSpec(
         name="tags",
@@ -143,6 +176,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=(),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "extra": LeafSpec(
         name="extra",
@@ -160,6 +198,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--extra",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "budget": LeafSpec(
         name="budget",
@@ -174,9 +217,14 @@ LEAVES: dict[str, LeafSpec] = {
         maximum=None,
         owner="boss",
         policy=Policy.RUNTIME,
-        hash=True,
+        hash=False,
         capacity="width",
         flags=("--budget",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
     "widths": LeafSpec(
         name="widths",
@@ -194,6 +242,11 @@ LEAVES: dict[str, LeafSpec] = {
         hash=True,
         capacity=None,
         flags=("--widths",),
+        env=None,
+        secret=False,
+        renamed_from=(),
+        deprecated=None,
+        kind=None,
     ),
 }
 
@@ -228,6 +281,11 @@ NAMESPACES: dict[str, NamespaceSpec] = {
     ),
 }
 
+# Hardware rules first, then model rules, each in file order; later rules win.
+RULES: tuple[RuleSpec, ...] = ()
+
+PRESETS: dict[str, PresetSpec] = {}
+
 REGISTRY = Registry(
     leaves=LEAVES,
     derived=DERIVED,
@@ -237,4 +295,8 @@ REGISTRY = Registry(
         for name, reads in ROLE_NAMESPACE_SETS.items()
     },
     top_level=("core",),
+    rules=RULES,
+    presets=PRESETS,
+    schema_version="0",
+    env_prefix=None,
 )

@@ -8,8 +8,10 @@
 """`ServerArgs`: the raw operator input, every leaf flat, frozen. It is what the operator
 gave and never changes; resolved values (overrides, fallbacks, derived) live in the bags.
 
-Sources, lowest precedence first: schema defaults, a `--config` YAML/JSON file (validated
-against `server_args.schema.json`), flags given on the command line."""
+Sources, lowest precedence first: schema defaults, a `--preset`, `--config` YAML/JSON files
+in order (validated against `server_args.schema.json`), environment variables, flags given
+on the command line. The record remembers which of them set each value; publish runs the
+hardware and model rules under them."""
 
 from __future__ import annotations
 
@@ -21,8 +23,9 @@ from typing import Any
 import attrs
 from configbags.runtime import record as _record
 from configbags.runtime.record import json_value
+from configbags.runtime.resolve import Layer
 
-from .registry import LEAVES
+from .registry import LEAVES, REGISTRY
 
 __all__ = ["SCHEMA_PATH", "ServerArgs"]
 
@@ -53,6 +56,10 @@ class ServerArgs:
     """Tokens per step."""
     widths: tuple[int, ...] = (100, 200)
     """An unbounded list beside a bounded one (their JSON Schemas must not mix)."""
+    # Where each operator-set value came from (preset, config file, env, CLI); not a leaf.
+    _input: _record.RecordInput | None = attrs.field(
+        default=None, init=False, eq=False, repr=False
+    )
 
     def __attrs_post_init__(self) -> None:
         _record.validate_record(self, LEAVES)
@@ -62,28 +69,38 @@ class ServerArgs:
         cls, data: Mapping[str, Any], *, source: str = "ServerArgs.from_dict"
     ) -> ServerArgs:
         """Build from leaf names to values; unknown names and bad values are errors."""
-        return _record.record_from_dict(cls, LEAVES, data, source)
+        return _record.record_from_dict(cls, REGISTRY, data, source)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ServerArgs:
         """Build from a YAML or JSON config file validated against the JSON Schema."""
-        return cls.from_dict(
-            _record.load_config_file(path, SCHEMA_PATH), source=str(path)
+        data = _record.load_config_file(path, SCHEMA_PATH)
+        return _record.record_from_dict(
+            cls, REGISTRY, data, str(path), Layer.CONFIG_FILE
         )
 
     @classmethod
     def from_cli(
-        cls, argv: Sequence[str] | None = None, *, prog: str | None = None
+        cls,
+        argv: Sequence[str] | None = None,
+        *,
+        prog: str | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> ServerArgs:
-        """Parse the command line (`--config FILE` plus one flag per leaf)."""
+        """Parse the command line (`--preset`, `--config FILE`..., one flag per leaf) over
+        the environment (`os.environ` unless `environ` is given)."""
         return _record.record_from_cli(
-            cls, LEAVES, cls.add_cli_args, argv, SCHEMA_PATH, prog
+            cls, REGISTRY, cls.add_cli_args, argv, SCHEMA_PATH, prog, environ
         )
 
     @classmethod
-    def from_cli_args(cls, namespace: argparse.Namespace) -> ServerArgs:
+    def from_cli_args(
+        cls, namespace: argparse.Namespace, *, environ: Mapping[str, str] | None = None
+    ) -> ServerArgs:
         """Build from an argparse namespace filled by a parser that `add_cli_args` set up."""
-        return _record.record_from_cli_args(cls, LEAVES, namespace, SCHEMA_PATH)
+        return _record.record_from_cli_args(
+            cls, REGISTRY, namespace, SCHEMA_PATH, environ
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Leaf names to values (JSON-friendly: lists, not tuples)."""
@@ -95,8 +112,9 @@ class ServerArgs:
 
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
-        """Register `--config` and one flag per leaf, grouped by namespace."""
-        _record.add_config_flag(parser)
+        """Register `--config`, `--preset`, `--dump-config` and one flag per leaf (plus
+        hidden old spellings), grouped by namespace."""
+        _record.add_config_flag(parser, ())
         group = parser.add_argument_group("core", "Core sizes of a tiny server.")
         group.add_argument(
             "--width",

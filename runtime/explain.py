@@ -1,0 +1,104 @@
+"""`configbags explain LEAF [server flags]`: why a leaf has the value it has.
+
+    configbags explain mem_fraction_static --gpu-memory 80GiB --tp-size 2
+    configbags explain page_size --attention-backend flashmla --page-size 16
+    configbags explain disable_hybrid_swa_memory --model-config gemma-2-9b/config.json
+
+Parses the server flags (and the environment, presets and config files) as the server
+would, publishes them with the facts given here (GPU name, memory, SM version; the model's
+config.json), and prints every layer of the leaf: schema default, each rule and what it
+made of the facts, the operator value and where it came from, and the resolved value with
+its layer. Secrets print as <redacted>."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from configbags.runtime.context import Context, process_context
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.plan import parse_bytes
+from configbags.runtime.project import load_project
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="configbags explain", allow_abbrev=False,
+        description="Show every layer of one config leaf for these server flags and facts; "
+                    "server flags follow the explain flags.",
+    )
+    parser.add_argument("leaf", help="the leaf to explain, e.g. mem_fraction_static")
+    facts = parser.add_argument_group("facts (inputs of the hardware and model rules)")
+    facts.add_argument("--gpu-name", metavar="NAME", help="e.g. 'NVIDIA H100 80GB HBM3'")
+    facts.add_argument("--gpu-memory", type=parse_bytes, metavar="SIZE", help="total GPU memory, e.g. 80GiB")
+    facts.add_argument("--gpu-sm", type=int, metavar="SM", help="compute capability as major*10+minor, e.g. 90")
+    facts.add_argument("--model-config", metavar="FILE", help="the model's config.json")
+    parser.add_argument("--role", default="launcher", help="the role to publish as (default: launcher)")
+    parser.add_argument("--package", metavar="PKG", help="the generated config package (default: the project's)")
+    parser.add_argument("--json", action="store_true", help="print explain() as JSON")
+    return parser
+
+
+def facts_from(ns: argparse.Namespace) -> Facts:
+    gpu = None
+    if ns.gpu_name is not None or ns.gpu_memory is not None or ns.gpu_sm is not None:
+        gpu = GpuFacts(ns.gpu_name, ns.gpu_memory, ns.gpu_sm)
+    model = ModelFacts.from_config(ns.model_config) if ns.model_config else None
+    return Facts(gpu, model)
+
+
+def render(info: dict[str, Any]) -> str:
+    """explain() as text, one layer per line."""
+    lines = [f"{info['namespace']}.{info['leaf']} = {json.dumps(info['resolved'])}"
+             f"   [{info['layer']}: {info['source']}]",
+             f"  read it with  {info['accessor']}",
+             f"  policy {info['policy']}, owner {info['owner']}, "
+             f"{'hashed' if info['hashed'] else 'not hashed'}{', secret' if info['secret'] else ''}"]
+    if "default" in info:
+        lines.append(f"  schema default       {json.dumps(info['default'])}")
+    for verdict in info.get("rules", []):
+        mark = "applied" if verdict["applied"] else "skipped"
+        lines.append(f"  rule {verdict['rule']:<30} {mark}: {verdict['why']}")
+    forced = info.get("origin", {}).get("forced_over")
+    if forced:
+        lines.append(f"  operator value       {json.dumps(info['record'])} from {forced['source']} "
+                     f"({forced['layer']}), replaced by a forced rule")
+    elif info.get("layer") in ("preset", "config_file", "env", "cli"):
+        lines.append(f"  operator value       {json.dumps(info['record'])} from {info['source']}")
+    for entry in info["overrides"]:
+        lines.append(f"  override epoch {entry['epoch']:<5} {json.dumps(entry['old'])} -> "
+                     f"{json.dumps(entry['new'])} from {entry['source']!r}")
+    if "note" in info:
+        lines.append(f"  note: {info['note']}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    ns, server_argv = parser.parse_known_args(args)
+    try:
+        ctx: Context[Any] = process_context(ns.package or load_project().package)
+        record_type = ctx.record_type
+        assert record_type is not None
+        server = argparse.ArgumentParser(prog="configbags explain LEAF", allow_abbrev=False)
+        record_type.add_cli_args(server)
+        if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
+            server_argv += ["--model-path", ns.model_config or "model"]  # explain loads no weights
+        record = record_type.from_cli_args(server.parse_args(server_argv))
+        with ctx.restoring():
+            ctx.publish(record, role=ns.role, facts=facts_from(ns))
+            info = ctx.explain(ns.leaf)
+    except ConfigError as exc:
+        print(f"configbags explain: error: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(info, indent=2, sort_keys=True) if ns.json else render(info), end="\n" if ns.json else "")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,308 @@
+"""Resolution with provenance: the layers a leaf's value can come from, the facts rules
+test (GPU, model), and the rule pass that runs at publish.
+
+Layers, lowest to highest: schema default < hardware rules < model rules < preset <
+config file < environment < CLI < load_time overrides < runtime overrides. The record
+(`ServerArgs`) carries the operator layers (preset, config file, env, CLI) as origins;
+`resolve()` runs the declared rules over it, given the facts; the context folds the
+override log on top. Every value therefore knows its layer and, for a rule, which rule.
+
+Facts are inputs to publish, never read from the machine here: with no GPU facts the
+hardware rules do not apply and the leaf keeps its lower layer (explain says so)."""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from configbags.runtime.errors import ConfigError, LeafValueError
+from configbags.runtime.leaftypes import check_bounds, freeze, jsonable
+from configbags.runtime.registry import LeafSpec, Registry, RuleSpec
+
+
+class Layer(str, enum.Enum):
+    """Where a value comes from, lowest precedence first (definition order is rank)."""
+
+    DEFAULT = "default"
+    HARDWARE = "hardware"
+    MODEL = "model"
+    PRESET = "preset"
+    CONFIG_FILE = "config_file"
+    ENV = "env"
+    CLI = "cli"
+    LOAD_TIME = "load_time"
+    RUNTIME = "runtime"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {layer: i for i, layer in enumerate(Layer)}
+# Operator input: a rule does not touch a value set at one of these unless it says `force`.
+OPERATOR_LAYERS = frozenset({Layer.PRESET, Layer.CONFIG_FILE, Layer.ENV, Layer.CLI})
+
+
+@attrs.frozen
+class Origin:
+    """Where one value came from: its layer, the spelling or file or rule that set it, and,
+    for a forced rule, what it replaced."""
+
+    layer: Layer
+    source: str
+    rule: str | None = None
+    forced_over: Origin | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"layer": self.layer.value, "source": self.source}
+        if self.rule is not None:
+            out["rule"] = self.rule
+        if self.forced_over is not None:
+            out["forced_over"] = self.forced_over.as_dict()
+        return out
+
+
+DEFAULT_ORIGIN = Origin(Layer.DEFAULT, "schema default")
+
+
+@attrs.frozen
+class GpuFacts:
+    """What the hardware rules may test. `memory_bytes` is the device's total memory
+    (torch.cuda.get_device_properties(i).total_memory), `sm` the compute capability as
+    major*10+minor (90 for H100)."""
+
+    name: str | None = None
+    memory_bytes: int | None = None
+    sm: int | None = None
+
+
+@attrs.frozen
+class ModelFacts:
+    """What the model rules may test: the architectures and any field of config.json."""
+
+    architectures: tuple[str, ...] = ()
+    config: Mapping[str, Any] = attrs.field(factory=dict, converter=freeze)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | str | Path) -> ModelFacts:
+        """From a Hugging Face config.json (a path or its parsed mapping)."""
+        if not isinstance(config, Mapping):
+            try:
+                config = json.loads(Path(config).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"model facts: cannot read config.json {config}: {exc}") from None
+            if not isinstance(config, Mapping):
+                raise ConfigError("model facts: config.json must hold a JSON object")
+        archs = config.get("architectures") or ()
+        return cls(tuple(str(a) for a in archs), dict(config))
+
+
+@attrs.frozen
+class Facts:
+    """The inputs of the hardware and model rules, passed to `publish(..., facts=...)`."""
+
+    gpu: GpuFacts | None = None
+    model: ModelFacts | None = None
+
+    def lookup(self, subject: str) -> tuple[bool, Any]:
+        """(present, value) of a fact subject such as `gpu.memory_bytes`,
+        `model.architectures` or `model.config.text_config.sliding_window`."""
+        head, _, rest = subject.partition(".")
+        if head == "gpu":
+            if self.gpu is None:
+                return False, None
+            value = getattr(self.gpu, rest, None)
+            return value is not None, value
+        if head == "model":
+            if self.model is None:
+                return False, None
+            if rest == "architectures":
+                return bool(self.model.architectures), self.model.architectures
+            node: Any = self.model.config
+            for part in rest.removeprefix("config.").split("."):
+                if not isinstance(node, Mapping) or part not in node:
+                    return False, None
+                node = node[part]
+            return True, node
+        return False, None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Facts:
+        """The inverse of `as_dict` (a model's config.json fields other than its
+        architectures do not travel)."""
+        gpu, model = data.get("gpu"), data.get("model")
+        return cls(GpuFacts(**gpu) if gpu else None,
+                   ModelFacts(tuple(model.get("architectures", ()))) if model else None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": attrs.asdict(self.gpu) if self.gpu else None,
+            "model": {"architectures": list(self.model.architectures)} if self.model else None,
+        }
+
+
+NO_FACTS = Facts()
+FACT_ROOTS = ("gpu", "model")
+
+
+def is_fact(subject: str) -> bool:
+    return subject.partition(".")[0] in FACT_ROOTS
+
+
+def _holds(op: str, value: Any, operand: Any) -> bool:
+    try:
+        if op == "eq":
+            return bool(value == operand)
+        if op == "ne":
+            return bool(value != operand)
+        if op == "in":
+            return value in operand
+        if op == "not_in":
+            return value not in operand
+        if op == "contains":
+            return operand in value
+        if op == "gte":
+            return bool(value >= operand)
+        if op == "gt":
+            return bool(value > operand)
+        if op == "lte":
+            return bool(value <= operand)
+        if op == "lt":
+            return bool(value < operand)
+        if op == "present":
+            return (value is not None) == bool(operand)
+    except TypeError:  # e.g. None < 5: a missing value satisfies no ordering
+        return False
+    raise ValueError(f"unknown condition operator {op!r}")
+
+
+def _subject(subject: str, facts: Facts, values: Mapping[str, Any]) -> tuple[bool, Any]:
+    if is_fact(subject):
+        return facts.lookup(subject)
+    return True, values.get(subject)
+
+
+@attrs.frozen
+class Verdict:
+    """Why a rule did or did not set its leaf (explain shows one per rule)."""
+
+    rule: str
+    applied: bool
+    why: str
+    value: Any = None
+
+    def as_dict(self, spec: LeafSpec | None) -> dict[str, Any]:
+        from configbags.runtime.registry import redacted
+
+        return {"rule": self.rule, "applied": self.applied, "why": self.why,
+                "value": jsonable(redacted(spec, self.value))}
+
+
+def evaluate(rule: RuleSpec, facts: Facts, values: Mapping[str, Any]) -> tuple[str | None, Any]:
+    """(None, value) when `rule` applies to these facts and values, else (reason, None).
+    A function rule answering None has no opinion."""
+    for cond in rule.when:
+        present, value = _subject(cond.subject, facts, values)
+        if not present and cond.op != "present":
+            return f"no fact {cond.subject} given", None
+        if not _holds(cond.op, value, cond.operand):
+            return f"condition {cond.subject} {cond.op} {cond.operand!r} is false ({value!r})", None
+    if rule.fn is None:
+        return None, rule.value
+    args = []
+    for name in rule.inputs:
+        present, value = _subject(name, facts, values)
+        if not present:
+            return f"no fact {name} given", None
+        args.append(value)
+    result = rule.fn(*args)
+    if result is None:
+        return f"{rule.fn.__name__} had no opinion", None
+    return None, result
+
+
+def _checked(rule: RuleSpec, spec: LeafSpec, value: Any) -> Any:
+    try:
+        value = spec.type.coerce(value)
+        check_bounds(value, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
+    except LeafValueError as exc:
+        raise LeafValueError(
+            f"rule {rule.id} ({rule.where}) gave {spec.namespace}.{spec.name} a bad value: {exc}; "
+            f"fix the rule's value or function"
+        ) from None
+    return value
+
+
+@attrs.frozen
+class Resolution:
+    """The rule pass over one record: the values (record values with rules applied) and
+    the origin of every value not at its schema default (sparse)."""
+
+    values: dict[str, Any]
+    origins: Mapping[str, Origin]
+    forced: tuple[str, ...]  # one warning per forced rule that replaced operator input
+
+
+def resolve(registry: Registry, values: dict[str, Any], origins: Mapping[str, Origin],
+            facts: Facts) -> Resolution:
+    """Run every rule in order over `values` (the record's, mutated in place) whose
+    `origins` are the operator layers. Conditions read the values as resolved so far."""
+    if not registry.rules:
+        return Resolution(values, origins, ())
+    out = dict(origins)
+    forced: list[str] = []
+    for rule in registry.rules:
+        current = out.get(rule.leaf, DEFAULT_ORIGIN)
+        if current.layer in OPERATOR_LAYERS and rule.force is None:
+            continue
+        reason, value = evaluate(rule, facts, values)
+        if reason is not None:
+            continue
+        spec = registry.leaves[rule.leaf]
+        value = _checked(rule, spec, value)
+        old = values[rule.leaf]
+        layer = Layer(rule.layer)
+        if current.layer in OPERATOR_LAYERS:
+            if value == old:
+                continue  # the operator already chose what the rule requires
+            forced.append(
+                f"rule {rule.id} forces {spec.namespace}.{rule.leaf}={spec.shown(value)!r} over "
+                f"{spec.shown(old)!r} from {current.source} ({current.layer}): {rule.force}"
+            )
+            out[rule.leaf] = Origin(layer, f"rule {rule.id} ({rule.where})", rule.id, forced_over=current)
+        else:
+            out[rule.leaf] = Origin(layer, f"rule {rule.id} ({rule.where})", rule.id)
+        values[rule.leaf] = value
+    return Resolution(values, out, tuple(forced))
+
+
+def verdicts(registry: Registry, leaf: str, facts: Facts, values: Mapping[str, Any],
+             origins: Mapping[str, Origin]) -> list[Verdict]:
+    """What each rule of `leaf` made of this state (for explain), re-evaluated on demand so
+    publish does not pay for it."""
+    out = []
+    applied = origins.get(leaf, DEFAULT_ORIGIN).rule
+    for rule in registry.rules_by_leaf.get(leaf, ()):
+        if rule.id == applied:
+            out.append(Verdict(rule.id, True, "applied" + (f" (forced: {rule.force})" if rule.force else ""),
+                               values.get(leaf)))
+            continue
+        reason, value = evaluate(rule, facts, values)
+        origin = origins.get(leaf, DEFAULT_ORIGIN)
+        if reason is None:
+            if origin.layer in OPERATOR_LAYERS and rule.force is None:
+                reason = f"operator input wins: set by {origin.source} ({origin.layer})"
+            elif origin.layer.rank > Layer(rule.layer).rank or origin.rule is not None:
+                reason = f"a later rule or layer decided: {origin.source}"
+            else:
+                reason = "matched, value already in force"
+        out.append(Verdict(rule.id, False, reason, value))
+    return out

@@ -1,0 +1,216 @@
+"""The bundled server's resolution: the four ported rules, secrets redacted everywhere,
+the hash with a purpose (over- and under-hash cases) and the explain command."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from configbags.cli import main as cli_main
+from configbags.generated.accessors import get_context, get_exec, get_schedule, publish
+from configbags.generated.registry import LEAVES
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime import rules
+from configbags.runtime.dist import export_state, import_state
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
+
+GiB = 1 << 30
+REPO = Path(__file__).resolve().parent.parent
+SECRET = "sk-planted-7f3a9c"
+ADMIN = "adm-planted-51be0d"
+
+
+@pytest.fixture
+def ctx() -> Iterator[Any]:
+    context = get_context()
+    with context.restoring():
+        yield context
+
+
+def gpu(gib: float, name: str = "GPU") -> Facts:
+    return Facts(GpuFacts(name, int(gib * GiB), 90))
+
+
+# -- the ported rules -------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("flags", "gib", "expected"),
+    [
+        ({}, 80, round((80 - 12.5) / 80, 3)),  # 0.844
+        ({"tp_size": 8}, 80, round((80 - 16) / 80, 3)),  # 0.8
+        ({"tp_size": 2, "pp_size": 2}, 80, round((80 - 14) / 80, 3)),
+        ({"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+          "speculative_num_draft_tokens": 4}, 80, round((80 - 14.5) / 80, 3)),
+        ({"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, 141, round((141 - 17) / 141, 3)),
+    ],
+)
+def test_mem_fraction_static_follows_the_gpu_memory_formula(
+    ctx: Any, flags: dict[str, Any], gib: int, expected: float
+) -> None:
+    publish(ServerArgs(model_path="m", **flags), role="launcher", facts=gpu(gib))
+    assert get_schedule().mem_fraction_static == expected
+    assert ctx.explain("mem_fraction_static")["rule"] == "mem_fraction_static_from_gpu_memory"
+
+
+def test_mem_fraction_static_help_states_the_formula() -> None:
+    text = (REPO / "schema/namespaces/schedule.yaml").read_text()
+    assert "12 GiB + tp_size*pp_size/2 GiB, plus 2 GiB with speculative decoding and 4 GiB with DP attention" in text
+
+
+@given(st.integers(1, 4096), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2]), st.booleans(), st.booleans())
+def test_mem_fraction_static_is_always_a_valid_fraction(gib: int, tp: int, pp: int, spec: bool, dp: bool) -> None:
+    value = rules.mem_fraction_static(gib * GiB, tp, pp, "EAGLE" if spec else None, dp)
+    assert 0.0 < value < 1.0
+
+
+def test_operator_mem_fraction_static_wins_and_no_facts_leaves_it_unset(ctx: Any) -> None:
+    publish(ServerArgs(model_path="m", mem_fraction_static=0.7), role="launcher", facts=gpu(80))
+    assert get_schedule().mem_fraction_static == 0.7
+    publish(ServerArgs(model_path="m"), role="launcher", facts=Facts())
+    assert get_schedule().mem_fraction_static is None  # the planner's own default applies
+
+
+def test_gemma2_turns_off_hybrid_swa_memory(ctx: Any) -> None:
+    gemma = ModelFacts.from_config(REPO / "models/gemma-2-9b.json")
+    publish(ServerArgs(model_path="m"), role="launcher", facts=Facts(model=gemma))
+    assert get_schedule().disable_hybrid_swa_memory is True
+    assert ctx.explain("disable_hybrid_swa_memory")["layer"] == "model"
+    llama = ModelFacts.from_config(REPO / "models/llama-3.1-8b.json")
+    publish(ServerArgs(model_path="m"), role="launcher", facts=Facts(model=llama))
+    assert get_schedule().disable_hybrid_swa_memory is False
+
+
+@pytest.mark.parametrize(
+    ("backend", "given", "expected"),
+    [("flashmla", None, 64), ("flashmla", 16, 64), ("cutlass_mla", 1, 128), ("trtllm_mha", None, 64),
+     ("trtllm_mha", 32, 32), ("trtllm_mha", 16, 16), ("trtllm_mha", 8, 64), ("fa3", 8, 8), ("fa3", None, None)],
+)
+def test_page_size_forced_by_attention_backend(ctx: Any, backend: str, given: int | None, expected: int | None) -> None:
+    publish(ServerArgs(model_path="m", attention_backend=backend, page_size=given), role="launcher")
+    assert get_schedule().page_size == expected
+
+
+@pytest.mark.parametrize(
+    ("gib", "tp", "chunk", "graph_bs"),
+    [(16, 1, 2048, 8), (24, 1, 2048, 24), (24, 4, 2048, 80), (40, 1, 4096, 32), (48, 8, 4096, 160),
+     (80, 1, 8192, 256), (80, 4, 8192, 512), (141, 2, 8192, 256), (192, 1, 16384, 512)],
+)
+def test_chunked_prefill_and_cuda_graph_cap_by_memory_tier(ctx: Any, gib: int, tp: int, chunk: int, graph_bs: int) -> None:
+    publish(ServerArgs(model_path="m", tp_size=tp), role="launcher", facts=gpu(gib))
+    assert get_schedule().chunked_prefill_size == chunk
+    assert get_exec().graph.cuda_graph_max_bs_decode == graph_bs
+
+
+def test_a_published_state_with_rules_crosses_processes_unchanged(ctx: Any) -> None:
+    publish(ServerArgs(model_path="m", attention_backend="flashmla"), role="launcher", facts=gpu(80))
+    text, info, digest = export_state(ctx), ctx.server_info(), ctx.config_hash()
+    ctx.publish(ServerArgs(model_path="other"), role="launcher", facts=Facts())
+    import_state(text, ctx)  # a child with no facts of its own
+    assert (ctx.server_info(), ctx.config_hash()) == (info, digest)
+
+
+# -- secrets ----------------------------------------------------------------------------
+
+def test_a_planted_secret_appears_in_no_readback_log_file_or_error(
+    ctx: Any, caplog: pytest.LogCaptureFixture, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dump = tmp_path / "dump.yaml"
+    with caplog.at_level(logging.DEBUG, logger="configbags"):
+        record = ServerArgs.from_cli(["--model-path", "m", "--api-key", SECRET, "--dump-config", str(dump)],
+                                     environ={"SGLANG_ADMIN_API_KEY": ADMIN})
+        publish(record, role="launcher", facts=gpu(80))
+        with ctx.scoped("rotate", api_key=SECRET + "-2"):
+            surfaces = [json.dumps(ctx.server_info()), json.dumps(ctx.explain("api_key")),
+                        json.dumps(ctx.explain("admin_api_key")), json.dumps(ctx.hash_factors())]
+        errors = []
+        for bad in ({"api_key": 7}, {"admin_api_key": ["x", SECRET]}):
+            with pytest.raises(ConfigError) as exc:
+                ServerArgs.from_dict({"model_path": "m", **bad})
+            errors.append(str(exc.value))
+        with pytest.raises(ConfigError) as exc:
+            ctx.override("test", api_key=123456)
+        errors.append(str(exc.value))
+        assert cli_main(["explain", "api_key", "--api-key", SECRET]) == 0
+    logs = [r.getMessage() for r in caplog.records]
+    files = [dump.read_text(), (REPO / "generated/CONFIG.md").read_text(),
+             (REPO / "generated/server_args.schema.json").read_text()]
+    out = capsys.readouterr()
+    everything = "\n".join([*surfaces, *errors, *logs, *files, out.out, out.err])
+    for secret in (SECRET, ADMIN, "123456"):
+        assert secret not in everything
+    assert "<redacted>" in surfaces[0]
+    assert any("api_key='<redacted>' [cli: --api-key]" in line for line in logs)
+    # ...yet the value is there for the server, and travels to other ranks.
+    assert ctx.state.values["api_key"] == SECRET
+    assert SECRET in export_state(ctx) and ADMIN in export_state(ctx)
+    assert "api_key" not in ctx.hash_factors()["leaves"]
+
+
+def test_secrets_are_declared_in_the_registry() -> None:
+    assert LEAVES["api_key"].secret and LEAVES["admin_api_key"].secret
+    assert LEAVES["admin_api_key"].flags == ("--admin-api-key",)
+    assert not LEAVES["api_key"].hash
+
+
+# -- the hash -----------------------------------------------------------------------------
+
+def _hash(**flags: Any) -> str:
+    publish(ServerArgs(model_path="m", **flags), role="test")
+    return str(get_context().config_hash())
+
+
+def test_no_over_hash_of_memory_capacity_runtime_or_secret_leaves(ctx: Any) -> None:
+    base = _hash()
+    assert _hash(mem_fraction_static=0.7) == base
+    assert _hash(max_total_tokens=4096) == base
+    assert _hash(max_running_requests=8) == base
+    assert _hash(api_key="k") == base
+    ctx.override("tune", chunked_prefill_size=1024)  # runtime (launcher may not; the test role may)
+    assert ctx.config_hash() == base
+    factors = ctx.hash_factors()
+    assert {"mem_fraction_static", "max_total_tokens", "chunked_prefill_size"}.isdisjoint(factors["leaves"])
+
+
+def test_no_under_hash_of_semantic_leaves_rule_results_or_versions(ctx: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _hash()
+    assert _hash(kv_cache_dtype="fp8_e4m3") != base
+    assert _hash(attention_backend="fa3") != _hash(attention_backend="flashmla")
+    # page_size is resolved by rules: the hash follows the resolved value, not the input.
+    assert _hash(attention_backend="trtllm_mha", page_size=32) != _hash(attention_backend="trtllm_mha", page_size=16)
+    assert _hash(attention_backend="flashmla", page_size=16) == _hash(attention_backend="flashmla")
+    factors = ctx.hash_factors()
+    assert factors["purpose"] == "compile-cache"
+    assert factors["schema_version"] and factors["configbags_version"]
+    before = _hash()
+    monkeypatch.setattr("configbags.runtime.context._configbags_version", lambda: "99.0")
+    assert _hash() != before
+
+
+def test_hash_is_canonical_and_never_raises(ctx: Any) -> None:
+    a = _hash(schedule_conservativeness=0.0)
+    assert _hash(schedule_conservativeness=-0.0) == a
+    huge = 10 ** 5000  # beyond Python's int-to-decimal limit
+    publish(ServerArgs(model_path="m", max_prefill_tokens=huge), role="launcher")
+    assert len(ctx.config_hash()) == 16
+    assert ctx.config_hash() != _hash(max_prefill_tokens=huge + 1)
+
+
+# -- configbags explain --------------------------------------------------------------------
+
+def test_explain_command_shows_layer_and_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["explain", "mem_fraction_static", "--gpu-memory", "80GiB", "--tp-size", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "schedule.mem_fraction_static = 0.838   [hardware: rule mem_fraction_static_from_gpu_memory" in out
+    assert cli_main(["explain", "page_size", "--attention-backend", "flashmla", "--page-size", "16", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["resolved"], data["origin"]["forced_over"]["source"]) == (64, "--page-size")
+    assert cli_main(["explain", "page_sise"]) == 1
+    assert "'page_sise' is not a config leaf (did you mean 'page_size'?)" in capsys.readouterr().err
