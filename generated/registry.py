@@ -4282,7 +4282,7 @@ RULES: tuple[RuleSpec, ...] = (
             "enable_dp_attention",
         ),
         force=None,
-        help="(memory - (12 + tp*pp/2) GiB, less 2 GiB with speculative decoding and 4 GiB with DP attention) / memory.",
+        help="(memory - reserved) / memory, reserving by device size as SGLang does (12 + tp*pp/2 GiB on 90-160 GiB devices), plus 2 GiB with speculative decoding and 4 GiB with DP attention.",
         where="schema/rules.yaml:7",
     ),
     RuleSpec(

@@ -46,6 +46,7 @@ from configbags.runtime.kvcache.planner import (
     concurrency,
 )
 from configbags.runtime.project import BUNDLED_PACKAGE, load_project
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
@@ -242,7 +243,11 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argum
     assert record_type is not None  # main() checked
     record = record_type.from_cli_args(server.parse_args(_with_tp(server_argv, point.tp_size)))
     memory = _memory(ns, point.gpu)
-    ctx.publish(record, role="worker")
+    # the hardware and model rules (mem_fraction_static from GPU memory, Gemma-2's full
+    # sliding-window pool, ...) resolve at publish from these facts, as in the engine
+    facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes),
+                  ModelFacts(shape.architectures))
+    ctx.publish(record, role="worker", facts=facts)
     start = time.perf_counter()
     plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context).configure()
     return plan, memory, (time.perf_counter() - start) * 1e3

@@ -4,6 +4,8 @@ leaf keeps its lower layer). Each docstring names the SGLang code it follows."""
 
 from __future__ import annotations
 
+from configbags.runtime.kvcache.defaults import default_mem_fraction_static
+
 GiB = 1 << 30
 # SGLang compares GPU memory in MiB against these tier bounds (exclusive upper bounds).
 _TIERS_GIB = (20, 35, 60, 90, 160)
@@ -25,17 +27,16 @@ def mem_fraction_static(
     enable_dp_attention: bool,
 ) -> float:
     """Share of GPU memory for weights plus the KV pool, after reserving room for
-    activations and CUDA graphs: `(gpu_mem - reserved) / gpu_mem` with reserved =
-    12 GiB + tp*pp/2 GiB, plus 2 GiB with speculative decoding and 4 GiB with DP attention;
-    rounded to three decimals. Follows the reservation in SGLang's
+    activations and CUDA graphs: `(gpu_mem - reserved) / gpu_mem`, rounded to three
+    decimals, with SGLang's reservation by GPU size (12 GiB + tp*pp/2 GiB on 90-160 GiB
+    devices such as the H200, plus 2 GiB with speculative decoding and 4 GiB with DP
+    attention; see `reserved_memory_bytes`). The KV planner sizes with the same function,
+    so the rule and the plan cannot disagree. Follows SGLang's
     `ServerArgs._handle_gpu_memory_settings` (python/sglang/srt/server_args.py)."""
-    reserved = (12 + tp_size * pp_size / 2) * GiB
-    if speculative_algorithm is not None:
-        reserved += 2 * GiB
-    if enable_dp_attention:
-        reserved += 4 * GiB
-    fraction = (gpu_memory_bytes - reserved) / gpu_memory_bytes
-    return round(min(max(fraction, 0.05), 0.95), 3)
+    fraction = default_mem_fraction_static(
+        gpu_memory_bytes, tp_size, pp_size, speculative_algorithm, enable_dp_attention
+    )
+    return min(max(fraction, 0.05), 0.95)  # a usable fraction even on a very small device
 
 
 def chunked_prefill_size(gpu_memory_bytes: int) -> int:

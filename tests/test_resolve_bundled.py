@@ -19,7 +19,7 @@ from configbags.generated.registry import LEAVES
 from configbags.generated.server_args import ServerArgs
 from configbags.runtime import rules
 from configbags.runtime.dist import export_state, import_state
-from configbags.runtime.errors import ConfigError
+from configbags.runtime.errors import ConfigError, RecordError
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
 
 GiB = 1 << 30
@@ -44,12 +44,16 @@ def gpu(gib: float, name: str = "GPU") -> Facts:
 @pytest.mark.parametrize(
     ("flags", "gib", "expected"),
     [
-        ({}, 80, round((80 - 12.5) / 80, 3)),  # 0.844
-        ({"tp_size": 8}, 80, round((80 - 16) / 80, 3)),  # 0.8
-        ({"tp_size": 2, "pp_size": 2}, 80, round((80 - 14) / 80, 3)),
+        # 90-160 GiB devices (H200): reserved = 12 + tp*pp/2 GiB, +2 spec, +4 DP attention
+        ({}, 141, round((141 - 12.5) / 141, 3)),
+        ({"tp_size": 8}, 141, round((141 - 16) / 141, 3)),
+        ({"tp_size": 2, "pp_size": 2}, 141, round((141 - 14) / 141, 3)),
         ({"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
-          "speculative_num_draft_tokens": 4}, 80, round((80 - 14.5) / 80, 3)),
+          "speculative_num_draft_tokens": 4}, 141, round((141 - 14.5) / 141, 3)),
         ({"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, 141, round((141 - 17) / 141, 3)),
+        # SGLang reserves less below 90 GiB (H100 80 GB: 9.5 + tp*pp/2) and 32 GiB above 160
+        ({}, 80, round((80 - 10) / 80, 3)),
+        ({"tp_size": 8}, 192, round((192 - 32) / 192, 3)),
     ],
 )
 def test_mem_fraction_static_follows_the_gpu_memory_formula(
@@ -62,7 +66,8 @@ def test_mem_fraction_static_follows_the_gpu_memory_formula(
 
 def test_mem_fraction_static_help_states_the_formula() -> None:
     text = (REPO / "schema/namespaces/schedule.yaml").read_text()
-    assert "12 GiB + tp_size*pp_size/2 GiB, plus 2 GiB with speculative decoding and 4 GiB with DP attention" in text
+    assert "12 GiB + tp_size*pp_size/2 GiB on 90-160 GiB devices" in text
+    assert "plus 2 GiB with speculative decoding (6 GiB for a standalone draft) and 4 GiB with DP attention" in text
 
 
 @given(st.integers(1, 4096), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2]), st.booleans(), st.booleans())
@@ -197,7 +202,9 @@ def test_no_under_hash_of_semantic_leaves_rule_results_or_versions(ctx: Any, mon
 def test_hash_is_canonical_and_never_raises(ctx: Any) -> None:
     a = _hash(schedule_conservativeness=0.0)
     assert _hash(schedule_conservativeness=-0.0) == a
-    huge = 10 ** 5000  # beyond Python's int-to-decimal limit
+    with pytest.raises(RecordError, match="over the input limit"):
+        ServerArgs(model_path="m", max_prefill_tokens=10 ** 5000)  # refused at the door
+    huge = 10 ** 99  # the largest size the input limits admit still hashes
     publish(ServerArgs(model_path="m", max_prefill_tokens=huge), role="launcher")
     assert len(ctx.config_hash()) == 16
     assert ctx.config_hash() != _hash(max_prefill_tokens=huge + 1)
@@ -206,9 +213,9 @@ def test_hash_is_canonical_and_never_raises(ctx: Any) -> None:
 # -- configbags explain --------------------------------------------------------------------
 
 def test_explain_command_shows_layer_and_rule(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["explain", "mem_fraction_static", "--gpu-memory", "80GiB", "--tp-size", "2"]) == 0
+    assert cli_main(["explain", "mem_fraction_static", "--gpu-memory", "141GiB", "--tp-size", "2"]) == 0
     out = capsys.readouterr().out
-    assert "schedule.mem_fraction_static = 0.838   [hardware: rule mem_fraction_static_from_gpu_memory" in out
+    assert f"schedule.mem_fraction_static = {round((141 - 13) / 141, 3)}   [hardware: rule mem_fraction_static_from_gpu_memory" in out
     assert cli_main(["explain", "page_size", "--attention-backend", "flashmla", "--page-size", "16", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["resolved"], data["origin"]["forced_over"]["source"]) == (64, "--page-size")
