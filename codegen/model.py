@@ -153,6 +153,9 @@ class Ratchet:
     record_attributes: tuple[str, ...] = ("server_args",)
     min_files: int = DEFAULT_MIN_FILES
     allowlist: tuple[AllowEntry, ...] = ()
+    record_dicts: tuple[str, ...] = ()  # dict copies of the record, read and written by key
+    resolution: tuple[str, ...] = ()  # `FILE:QUALNAME` or `QUALNAME`: may write the record
+    writes: tuple[AllowEntry, ...] = ()  # writes outside the resolution phase kept for now
 
 
 @attrs.frozen
@@ -480,10 +483,11 @@ class _Builder:
 
     def ratchet(self, src: SourceFile) -> Ratchet:
         scan = src.data["scan"]
-        entries = [
-            AllowEntry(entry["file"], entry["function"], entry["leaf"], entry["reason"])
-            for entry in src.data["allowlist"]
-        ]
+
+        def entries(key: str) -> tuple[AllowEntry, ...]:
+            made = [AllowEntry(e["file"], e["function"], e["leaf"], e["reason"]) for e in src.data.get(key, ())]
+            return tuple(sorted(made, key=lambda e: (e.file, e.function, e.leaf)))
+
         return Ratchet(
             roots=tuple(scan["roots"]),
             excludes=tuple(scan.get("excludes", ())),
@@ -491,5 +495,8 @@ class _Builder:
             record_class=scan["record_class"],
             record_attributes=tuple(scan["record_attributes"]),
             min_files=scan.get("min_files", DEFAULT_MIN_FILES),
-            allowlist=tuple(sorted(entries, key=lambda e: (e.file, e.function, e.leaf))),
+            allowlist=entries("allowlist"),
+            record_dicts=tuple(scan.get("record_dicts", ())),
+            resolution=tuple(scan.get("resolution", ())),
+            writes=entries("writes"),
         )

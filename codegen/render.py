@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from configbags.codegen.model import Derived, Leaf, Namespace, Role, Schema, class_name
+from configbags.codegen.model import AllowEntry, Derived, Leaf, Namespace, Role, Schema, class_name
 from configbags.runtime.leaftypes import TypeSpec, jsonable
 from configbags.runtime.registry import accessor_expression
 
@@ -195,6 +195,10 @@ class RenderModel:
     record_attributes: str
     min_files: int
     allowlist: tuple[RAllow, ...]
+    record_dicts: str
+    resolution: str
+    writes: tuple[RAllow, ...]
+    override_policies: tuple[Kwarg, ...]  # leaf -> its override policy
     accessor_exprs: tuple[Kwarg, ...]
     leaf_count: int
 
@@ -232,9 +236,12 @@ def build(schema: Schema, regen: str) -> RenderModel:
         record_class=py(schema.ratchet.record_class),
         record_attributes=py(tuple(schema.ratchet.record_attributes)),
         min_files=schema.ratchet.min_files,
-        allowlist=tuple(
-            RAllow(tuple(Kwarg(k, py(getattr(e, k))) for k in ("file", "function", "leaf", "reason")))
-            for e in schema.ratchet.allowlist
+        allowlist=tuple(_allow(e) for e in schema.ratchet.allowlist),
+        record_dicts=py(tuple(schema.ratchet.record_dicts)),
+        resolution=py(tuple(schema.ratchet.resolution)),
+        writes=tuple(_allow(e) for e in schema.ratchet.writes),
+        override_policies=tuple(
+            Kwarg(py(leaf.name), py(leaf.policy)) for leaf in sorted(schema.leaves, key=lambda x: x.name)
         ),
         accessor_exprs=tuple(
             Kwarg(py(x.name), py(accessor_expression(x.namespace, x.name)))
@@ -242,6 +249,10 @@ def build(schema: Schema, regen: str) -> RenderModel:
         ),
         leaf_count=len(schema.leaves),
     )
+
+
+def _allow(entry: AllowEntry) -> RAllow:
+    return RAllow(tuple(Kwarg(k, py(getattr(entry, k))) for k in ("file", "function", "leaf", "reason")))
 
 
 def _derived_imports(modules: set[str]) -> str:

@@ -67,6 +67,16 @@ def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
+def _is_classmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in node.decorator_list)
+
+
+# Methods of a dict copy of the record that read one key, every key, or write.
+_DICT_READ_ONE = frozenset({"get"})
+_DICT_READ_ALL = frozenset({"items", "keys", "values", "copy"})
+_DICT_WRITES = frozenset({"update", "pop", "setdefault", "clear", "popitem", "__setitem__", "__delitem__"})
+
+
 class _Analysis:
     """Per-file state shared by the binding pass and the read pass."""
 
@@ -76,6 +86,7 @@ class _Analysis:
         self.raw_names: set[str] = {settings.raw_accessor}
         self.class_names: set[str] = {settings.record_class}
         self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
+        self.record_dicts: frozenset[str] = frozenset(settings.record_dicts)
         self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
         self.imported: set[str] = set()  # names bound by import: modules, not objects
         self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
@@ -91,7 +102,7 @@ class _Analysis:
     def names_of_interest(self) -> frozenset[str]:
         """Every name through which the record can be reached: any statement that reads,
         binds or shadows the record mentions one of them on one of its lines."""
-        names = self.raw_names | self.class_names | self.record_attrs
+        names = self.raw_names | self.class_names | self.record_attrs | self.record_dicts
         names |= self.self_attrs.keys() | self.wrappers.keys()
         for scope in self.scopes:
             names |= scope.aliases.keys()
@@ -413,6 +424,10 @@ class _Binder(_Pruned):
         positional = [*node.args.posonlyargs, *node.args.args]
         if in_class and positional and not _is_staticmethod(node):
             scope.self_name = positional[0].arg
+            if self.scope.qualname.rsplit(".", 1)[-1] in self.a.class_names and not _is_classmethod(node):
+                # a method of the record class (`__post_init__`, a resolution step):
+                # its `self` is a record, whichever one it was called on
+                _merge(scope.aliases, positional[0].arg, ("parameter", "held"))
         self._visit_in(scope, node.body)
 
     visit_FunctionDef = _visit_function
@@ -659,6 +674,9 @@ class _Reader(_Pruned):
     def __init__(self, analysis: _Analysis) -> None:
         self.a = analysis
         self.scope = analysis.module
+        # attributes that are called (`rec.url()`, `ServerArgs.from_cli_args(...)`):
+        # methods, not leaves, so not reads
+        self.called: set[int] = set()
 
     def _enter(self, node: ast.AST) -> None:
         outer = self.scope
@@ -683,7 +701,7 @@ class _Reader(_Pruned):
             (self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form, origin)
         )
 
-    def _write(self, node: ast.AST, leaf: str) -> None:
+    def _write(self, node: ast.AST, leaf: str, kind: str = "write") -> None:
         text = ast.unparse(node)
         ctx = getattr(node, "ctx", None)
         if isinstance(ctx, ast.Store):
@@ -692,18 +710,64 @@ class _Reader(_Pruned):
             text = "del " + text
         if len(text) > 80:
             text = text[:77] + "..."
-        self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), "write", leaf, text))
+        self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), kind, leaf, text))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
         if reach:
-            if isinstance(node.ctx, ast.Load):
-                self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
-            else:
+            if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr)
+            elif not called:
+                self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
+        elif self._is_record_class(node.value) and not node.attr.startswith("__"):
+            # `ServerArgs.base_gpu_id` reads the class default, never the published value;
+            # on a slotted attrs class it is a member descriptor, so `==` is always False
+            if not isinstance(node.ctx, ast.Load):
+                self._write(node, node.attr)
+            elif not called:
+                self._read(node, node.attr, ("class", "constructed"), "class_attribute")
+        self.generic_visit(node)
+
+    def _is_record_class(self, expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.id in self.a.class_names and self._global(expr.id)
+        return isinstance(expr, ast.Attribute) and expr.attr in self.a.class_names
+
+    def _global(self, name: str) -> bool:
+        """`name` is not bound by the reading scope or an enclosing function (so it is the
+        module's: a class or dict copy of the record, not a local of the same name)."""
+        scope: _Scope | None = self.scope
+        while scope is not None and scope.kind != "module":
+            if name in scope.bound and name not in scope.globals and scope.kind != "class":
+                return False
+            scope = scope.parent
+        return True
+
+    def _record_dict(self, expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.id in self.a.record_dicts and self._global(expr.id)
+        return isinstance(expr, ast.Attribute) and expr.attr in self.a.record_dicts
+
+    def _dict_key(self, node: ast.expr, key: ast.expr | None, form: str, *, write: bool) -> None:
+        leaf = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else "*"
+        if write:
+            self._write(node, leaf, "dict_write")
+        else:
+            self._read(node, leaf, ("record_dict", "process"), form if leaf != "*" else "dict_dynamic")
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        # `"x" in global_server_args_dict` asks whether the leaf is set
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, (ast.In, ast.NotIn)) and self._record_dict(right):
+                self._dict_key(node, left, "dict_in", write=False)
+            left = right
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
+        if self._record_dict(node.value):
+            self._dict_key(node, node.slice, "subscript", write=not isinstance(node.ctx, ast.Load))
         # rec.__dict__["x"] = v and vars(rec)["x"] = v are writes too
         if not isinstance(node.ctx, ast.Load):
             base = node.value
@@ -721,10 +785,32 @@ class _Reader(_Pruned):
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         return name in _WHOLE_RECORD_CALLS and self.a.via(node.args[0], self.scope) is not None
 
+    def _dict_call(self, node: ast.Call, method: str) -> None:
+        args = node.args
+        if method in _DICT_READ_ONE:
+            self._dict_key(node, args[0] if args else None, "dict_get", write=False)
+        elif method in _DICT_READ_ALL:
+            self._read(node, "*", ("record_dict", "process"), "whole")
+        elif method == "update":
+            # `d.update({"x": 1}, y=2)` writes x and y; any other argument writes unknown keys
+            keys: list[ast.expr | None] = [ast.Constant(k.arg) if k.arg else None for k in node.keywords]
+            for arg in args:
+                keys.extend(arg.keys if isinstance(arg, ast.Dict) else [None])
+            for key in keys or [None]:
+                self._dict_key(node, key, "", write=True)
+        else:
+            self._dict_key(node, args[0] if args else None, "", write=True)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         name = func.id if isinstance(func, ast.Name) else None
         args = node.args
+        if isinstance(func, ast.Attribute):
+            self.called.add(id(func))
+            if self._record_dict(func.value) and (
+                func.attr in _DICT_READ_ONE or func.attr in _DICT_READ_ALL or func.attr in _DICT_WRITES
+            ):
+                self._dict_call(node, func.attr)
         if name in ("getattr", "hasattr") and len(args) >= 2:
             reach = self.a.reach(args[0], self.scope)
             if reach:
@@ -794,7 +880,9 @@ def analyse(tree: ast.Module, data: bytes, settings: ScanSettings) -> tuple[list
     """The reads and violations in one parsed module (`data` is its bytes), as path-free
     rows: (function, leaf, line, col, end_line, end_col, via, form, origin) and
     (function, line, kind, leaf, detail)."""
-    names = frozenset({settings.raw_accessor, settings.record_class, *settings.record_attributes})
+    names = frozenset(
+        {settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts}
+    )
     # Rounds until the names of interest stop growing: a round that finds a new alias
     # (or rename, self attribute, wrapper) must look again at the lines that mention it.
     # Each round starts afresh, so pruning never hides a binding found later.

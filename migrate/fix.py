@@ -29,6 +29,21 @@ It also refuses whatever would change *which* record is read, or drop code:
   holds its own, and rewriting its reads to the process bags is the draft-vs-target bug.
   Whoever knows the tree has one record per process says so with the flag.
 
+- a read of a leaf that code outside the resolution phase writes (`rec.x = ...` in a
+  model-specific adjustment, a draft worker): the write changes the record, not the bags,
+  so a rewritten read would no longer see it. Move the write into the resolution phase
+  (its writes reach the bags through the bootstrap, configbags.runtime.legacy) or turn it
+  into an override first;
+- a read through a dict copy of the record (`global_server_args_dict["x"]`), whose values
+  may be converted (enums), and a class-attribute read (`ServerArgs.x`, a class default).
+
+`only` (`--only PATH...`) and `leaves` (`--leaf NAME...`) opt in per path and per leaf;
+`--rewrite-parameters` then vouches for held records within those paths only.
+
+The accessor import goes into the module's import block, after the docstring and any
+`from __future__` import, in the place ruff's isort rules give it; aliases of the record
+and imports of the raw accessor that the rewrite leaves unused are removed (F401, F841).
+
 A rewrite changes what the reader sees in one intended way: the bag value is the resolved
 value (fallbacks, derived values, post-publish overrides), not the raw operator input.
 """
@@ -43,11 +58,11 @@ from pathlib import Path
 import attrs
 import libcst as cst
 import libcst.matchers as m
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from configbags.migrate.check import in_resolution
 from configbags.migrate.scan import Read, ScanSettings, scan_tree
+from configbags.migrate.tidy import add_import, remove_unused_aliases
 
 Span = tuple[int, int, int, int]  # start line, start column, end line, end column (chars)
 
@@ -77,12 +92,14 @@ class FixReport:
     skipped: tuple[Skip, ...]
     files_changed: tuple[str, ...]
 
-    def render(self) -> str:
-        lines = [f"{c.file}:{c.line} ({c.function}): {c.old} -> {c.new}" for c in self.changed]
+    def render(self, *, dry_run: bool = False) -> str:
+        arrow = "would rewrite to" if dry_run else "->"
+        lines = [f"{c.file}:{c.line} ({c.function}): {c.old} {arrow} {c.new}" for c in self.changed]
         lines += [f"{s.file}:{s.line} ({s.function}): skipped {s.leaf!r}: {s.reason}" for s in self.skipped]
+        verb = "would rewrite" if dry_run else "rewrote"
         lines.append(
-            f"ratchet fix: rewrote {len(self.changed)} reads in {len(self.files_changed)} files; "
-            f"skipped {len(self.skipped)}"
+            f"ratchet fix: {verb} {len(self.changed)} reads in {len(self.files_changed)} files; "
+            f"skipped {len(self.skipped)}" + ("; nothing changed (--dry-run)" if dry_run else "")
         )
         return "\n".join(lines)
 
@@ -102,10 +119,30 @@ REBOUND_REASON = (
     "so this read may not see the record; rewrite by hand"
 )
 WALRUS_REASON = "the receiver binds a name with `:=`; dropping it would lose the binding"
+DICT_REASON = (
+    "reads a dict copy of the record, whose values may be converted (enums) or updated apart "
+    "from the record; rewrite by hand"
+)
+CLASS_REASON = (
+    "reads the record class's default, not the published value (on a slotted class, a "
+    "member descriptor); rewrite by hand"
+)
+
+
+def written_reason(leaf: str, where: str) -> str:
+    return (
+        f"`{leaf}` is written outside the resolution phase ({where}); the write changes the "
+        f"record, not the bags, so a rewritten read would miss it. Move the write into the "
+        f"resolution phase or make it an override first"
+    )
 
 
 def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: bool = False) -> str | None:
     """Why `read` cannot be rewritten without looking at the code, or None."""
+    if read.via == "record_dict":
+        return DICT_REASON
+    if read.via == "class":
+        return CLASS_REASON
     if read.form == "getattr_dynamic":
         return "dynamic getattr: the leaf name is only known at run time"
     if read.form == "whole":
@@ -244,10 +281,13 @@ def fix_source(
     accessors_module: str,
     *,
     rewrite_parameters: bool = False,
+    written: Mapping[str, str] | None = None,
 ) -> tuple[str, list[Change], list[Skip]]:
     """Rewrite `reads` (found in `source` by the scanner) and return the new source.
     `rewrite_parameters`: treat held records (parameters, `self.server_args`) as the
-    process record (see the module docstring)."""
+    process record (see the module docstring). `written`: leaf -> where code outside the
+    resolution phase writes it (`*`: some write whose leaf is unknown)."""
+    written = written or {}
     lines = source.splitlines()
     bindings = _module_bindings(ast.parse(source))
     targets: dict[Span, tuple[Read, str]] = {}
@@ -258,6 +298,9 @@ def fix_source(
 
     for read in reads:
         reason = refusal(read, accessors, rewrite_parameters=rewrite_parameters)
+        where_written = written.get(read.leaf) or written.get("*")
+        if reason is None and where_written:
+            reason = written_reason(read.leaf, where_written)
         if reason is None:
             expression = accessors[read.leaf]
             function = expression.split("(", 1)[0]
@@ -276,17 +319,18 @@ def fix_source(
     rewriter = _Rewriter(targets)
     module = wrapper.visit(rewriter)
     changed: list[Change] = []
-    context = CodemodContext()
+    needed: set[str] = set()
     for span, (read, expression) in targets.items():
         if span in rewriter.done:
             changed.append(
                 Change(read.file, read.function, read.leaf, read.line, rewriter.done[span], expression)
             )
-            AddImportsVisitor.add_needed_import(context, accessors_module, expression.split("(", 1)[0])
+            needed.add(expression.split("(", 1)[0])
         else:
             skip(read, rewriter.refused.get(span, "could not locate the read in the source"))
     if changed:
-        module = AddImportsVisitor(context).transform_module(module)
+        module = remove_unused_aliases(module, before=source)
+        module = add_import(module, accessors_module, sorted(needed))
     changed.sort(key=lambda c: (c.line, c.leaf))
     skipped.sort(key=lambda s: (s.line, s.leaf))
     return module.code, changed, skipped
@@ -300,12 +344,21 @@ def fix_tree(
     *,
     dry_run: bool = False,
     rewrite_parameters: bool = False,
+    only: Sequence[str] | None = None,
+    leaves: frozenset[str] | None = None,
+    resolution: Sequence[str] = (),
 ) -> FixReport:
-    """Rewrite every rewritable raw read under the roots; writes are reported, never touched."""
+    """Rewrite every rewritable raw read under the roots (within `only` and of `leaves`,
+    when given); writes are reported, never touched."""
     result = scan_tree(project, settings)
+    written: dict[str, str] = {}
+    for v in result.violations:
+        if v.kind == "write" and not in_resolution(v.file, v.function, resolution):
+            written.setdefault(v.leaf, f"{v.file}:{v.line}")
     by_file: dict[str, list[Read]] = defaultdict(list)
     for read in result.reads:
-        by_file[read.file].append(read)
+        if _selected(read, only, leaves):
+            by_file[read.file].append(read)
     changed: list[Change] = []
     skipped: list[Skip] = [
         Skip(
@@ -315,9 +368,12 @@ def fix_tree(
             v.line,
             "write to the raw record: never rewritten; use get_context().override"
             if v.kind == "write"
+            else "write to a dict copy of the record: never rewritten"
+            if v.kind == "dict_write"
             else "renamed raw accessor: import it under its own name",
         )
         for v in result.violations
+        if (only is None or _under(v.file, only)) and (leaves is None or v.leaf in leaves)
     ]
     files_changed: list[str] = []
     for file, reads in sorted(by_file.items()):
@@ -329,7 +385,8 @@ def fix_tree(
             skipped += [Skip(r.file, r.function, r.leaf, r.line, "file is not UTF-8") for r in reads]
             continue
         new_source, file_changes, file_skips = fix_source(
-            source, reads, accessors, accessors_module, rewrite_parameters=rewrite_parameters
+            source, reads, accessors, accessors_module,
+            rewrite_parameters=rewrite_parameters, written=written,
         )
         changed += file_changes
         skipped += file_skips
@@ -339,3 +396,11 @@ def fix_tree(
                 path.write_bytes(new_source.encode("utf-8"))
     skipped.sort(key=lambda s: (s.file, s.line, s.leaf))
     return FixReport(tuple(changed), tuple(skipped), tuple(files_changed))
+
+
+def _under(file: str, paths: Sequence[str]) -> bool:
+    return any(file == p.rstrip("/") or file.startswith(p.rstrip("/") + "/") for p in paths)
+
+
+def _selected(read: Read, only: Sequence[str] | None, leaves: frozenset[str] | None) -> bool:
+    return (only is None or _under(read.file, only)) and (leaves is None or read.leaf in leaves)

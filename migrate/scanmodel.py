@@ -51,6 +51,9 @@ class ScanSettings:
     raw_accessor: str = "get_server_args"
     record_class: str = "ServerArgs"
     record_attributes: tuple[str, ...] = ("server_args",)
+    # Module-global dict copies of the record (`global_server_args_dict`): read and
+    # written by key, so `d["x"]`, `d.get("x")`, `"x" in d` and `d.update(...)` count.
+    record_dicts: tuple[str, ...] = ()
     # Bigger files are reported, not parsed: a multi-megabyte .py is data, not code.
     max_bytes: int = 4_000_000
 
@@ -61,9 +64,20 @@ class ScanSettings:
             self.raw_accessor,
             self.record_class,
             ",".join(self.record_attributes),
+            ",".join(self.record_dicts),
             str(self.max_bytes),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
+
+
+class Entry(NamedTuple):
+    """An allowlist or write-baseline entry as the ratchet holds it: the same four fields
+    as the schema's configbags.codegen.model.AllowEntry, without importing the generator."""
+
+    file: str
+    function: str
+    leaf: str
+    reason: str
 
 
 class Read(NamedTuple):
@@ -81,13 +95,16 @@ class Read(NamedTuple):
     origin: str = "process"
 
 
+WRITE_KINDS = frozenset({"write", "dict_write"})
+
+
 class Violation(NamedTuple):
     """Never allowed: a write to the record, or a renamed raw accessor."""
 
     file: str
     function: str
     line: int
-    kind: str  # "write" or "renamed_accessor"
+    kind: str  # "write" (the record), "dict_write" (a dict copy of it) or "renamed_accessor"
     leaf: str  # the written leaf (`*` when unknown) or the new name of the accessor
     detail: str  # the offending source text, shortened
 
