@@ -167,26 +167,40 @@ def remove_unused_aliases(module: cst.Module, *, before: str) -> cst.Module:
 
 
 class _ImportPruner(cst.CSTTransformer):
+    """Drops unused names from the imports at the top level of the module and of function
+    bodies (never inside if/try/with, where an emptied block would not parse)."""
+
     def __init__(self, unused: set[str]) -> None:
         super().__init__()
         self.unused = unused
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
-        return False  # module-level imports only
+    def _prune(self, statements: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        kept: list[cst.BaseStatement] = []
+        for stmt in statements:
+            node = _import_of(stmt)
+            if node is None or isinstance(node.names, cst.ImportStar):
+                kept.append(stmt)
+                continue
+            names = [a for a in node.names if _bound(a) not in self.unused]
+            if len(names) == len(node.names):
+                kept.append(stmt)
+            elif names:
+                names = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in names]
+                assert isinstance(stmt, cst.SimpleStatementLine)
+                kept.append(stmt.with_changes(body=[node.with_changes(names=names)]))
+        return kept
 
-    def leave_SimpleStatementLine(
-        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
-        node = _import_of(updated_node)
-        if node is None or isinstance(node.names, cst.ImportStar):
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return updated_node.with_changes(body=self._prune(updated_node.body))
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        body = updated_node.body
+        if not isinstance(body, cst.IndentedBlock):
             return updated_node
-        kept = [a for a in node.names if _bound(a) not in self.unused]
-        if len(kept) == len(node.names):
-            return updated_node
-        if not kept:
-            return cst.RemovalSentinel.REMOVE
-        kept = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in kept]
-        return updated_node.with_changes(body=[node.with_changes(names=kept)])
+        kept = self._prune(body.body)
+        return updated_node.with_changes(body=body.with_changes(body=kept)) if kept else updated_node
 
 
 def _bound(alias: cst.ImportAlias) -> str:

@@ -373,3 +373,15 @@ def test_check_output_lists_skipped_generated_files(tmp_path: Path, capsys: pyte
     schema = _schema(project, [attrs.asdict(e) for e in FULL_ALLOWLIST])
     assert main(["check", "--schema", str(schema)]) == 0
     assert "skipped 2 generated files in generated packages: pkg/gen\n" in capsys.readouterr().out
+
+
+def test_roots_outside_the_project_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "project"
+    outside = _project(tmp_path / "elsewhere", {"reader.py": READER, **MANY}) / "pkg"
+    schema = _schema(project)
+    assert main(["init", "--schema", str(schema), "--root", str(outside)]) == 0
+    data = yaml.safe_load((schema / "ratchet.yaml").read_text())
+    assert data["scan"]["roots"] == [outside.resolve().as_posix()]
+    assert {e["file"] for e in data["allowlist"]} == {f"{outside.resolve().as_posix()}/reader.py"}
+    assert main(["check", "--schema", str(schema)]) == 0
+    assert "ratchet ok: 6 files scanned" in capsys.readouterr().out
