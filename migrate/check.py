@@ -297,16 +297,16 @@ def _entries(raw_entries: Iterable[Any], kind: str, allowlist_file: str, failure
     for raw in raw_entries:
         entry = _as_entry(raw)
         key = (entry.file, entry.function, entry.leaf)
-        shown = entry_flow(*key)
+        # entry_flow (a YAML dump) only for a failure: thousands of entries are the norm
         if key in entries:
-            failures.append(Failure("entry", f"{allowlist_file}: duplicate {kind} entry {shown}; keep one."))
+            failures.append(Failure("entry", f"{allowlist_file}: duplicate {kind} entry {entry_flow(*key)}; keep one."))
             continue
         entries[key] = entry
         if not entry.reason.strip():
             failures.append(
                 Failure(
                     "entry",
-                    f"{allowlist_file}: {kind} entry {shown} has no reason; say why this "
+                    f"{allowlist_file}: {kind} entry {entry_flow(*key)} has no reason; say why this "
                     f"{'read stays raw' if kind == 'allowlist' else 'write stays'}.",
                 )
             )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from configbags.migrate.check import check, stale_keys, stale_write_keys, write_keys
-from configbags.migrate.scan import ScanSettings, default_cache_path, scan_tree
+from configbags.migrate.scan import ScanSettings, default_cache_path, default_jobs, scan_tree
 from configbags.migrate.scanmodel import WRITE_KINDS, Entry
 from configbags.migrate.settings import (
     RATCHET_FILE,
@@ -47,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("--schema", type=Path, default=Path("schema"), help="schema folder")
+        sub.add_argument(
+            "--jobs", type=int, default=None, metavar="N",
+            help="processes that parse files the cache lacks (default: the CPUs, at most 8)",
+        )
         return sub
 
     check_cmd = command("check", "fail on any raw read or write not listed, and on stale entries")
@@ -119,6 +123,10 @@ def main(argv: list[str]) -> int:
         return 2
 
 
+def _jobs(args: argparse.Namespace) -> int:
+    return default_jobs() if args.jobs is None else max(1, args.jobs)
+
+
 def _cache(inputs: RatchetInputs, args: argparse.Namespace) -> Path | None:
     return None if getattr(args, "no_cache", False) else default_cache_path(inputs.project)
 
@@ -128,7 +136,7 @@ def _check(args: argparse.Namespace) -> int:
         inputs = load_from_generated(args.schema.resolve().parent, args.generated)
     else:
         inputs = load_from_schema(args.schema)
-    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
     report = check(
         result,
         inputs.allowlist,
@@ -146,7 +154,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def _scan(args: argparse.Namespace) -> int:
     inputs = load_from_schema(args.schema)
-    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
     for read in result.reads:
         print(f"{read.file}:{read.line}: {read.function}: read {read.leaf} ({read.via}, {read.form})")
     for violation in result.violations:
@@ -191,7 +199,7 @@ def _init(args: argparse.Namespace) -> int:
         record_dicts=merged("record_dicts", args.record_dict),
     )
     resolution = merged("resolution", args.resolution)
-    result = scan_tree(project, settings)
+    result = scan_tree(project, settings, jobs=_jobs(args))
 
     # Keep the reason of an entry that still matches: init must not erase why.
     def baseline(key: str, found: set[tuple[str, str, str]]) -> list[Entry]:
@@ -234,7 +242,9 @@ def _init(args: argparse.Namespace) -> int:
 
 def _update(args: argparse.Namespace) -> int:
     inputs = load_from_schema(args.schema)
-    result = scan_tree(inputs.project, inputs.settings, cache_path=default_cache_path(inputs.project))
+    result = scan_tree(
+        inputs.project, inputs.settings, cache_path=default_cache_path(inputs.project), jobs=_jobs(args)
+    )
     path = args.schema / RATCHET_FILE
     text = path.read_text(encoding="utf-8")
     removed_all: list[Entry] = []

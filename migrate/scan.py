@@ -34,8 +34,10 @@ together and re-exports the records of configbags.migrate.scanmodel.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from configbags.migrate.aliases import analyse
@@ -106,15 +108,40 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     return FileScan(reads=tuple(reads), violations=tuple(violations), generated=generated)
 
 
+# Below this many files to parse, worker processes cost more than they save.
+PARALLEL_MIN_FILES = 64
+
+
+def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int) -> list[FileScan]:
+    """scan_source over `sources`, in `jobs` worker processes when there are enough."""
+    if jobs <= 1 or len(sources) < PARALLEL_MIN_FILES:
+        return [scan_source(data, settings) for data in sources]
+    chunk = max(1, len(sources) // (jobs * 4))
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(scan_source, sources, [settings] * len(sources), chunksize=chunk))
+
+
+def default_jobs() -> int:
+    """Worker processes for a cold scan: the CPUs this process may use, at most 8."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))
+
+
 def scan_tree(
     project: Path,
     settings: ScanSettings,
     *,
     cache_path: Path | None = None,
     files: Sequence[str] | None = None,
+    jobs: int = 1,
 ) -> ScanResult:
     """Scan the roots (or `files`, project-relative). With `cache_path`, files whose bytes
-    were seen before are served from the cache and the cache is rewritten afterwards."""
+    were seen before are served from the cache and the cache is rewritten afterwards.
+    `jobs` > 1 parses the files the cache does not hold in that many worker processes
+    (the results are the same, in the same order)."""
     problems: list[Problem] = []
     if files is None:
         listing = list_tree(project, settings)
@@ -128,6 +155,8 @@ def scan_tree(
     parsed = from_cache = 0
     generated_files: list[str] = []
     in_generated_package = GeneratedPackages()
+    # Read everything first, so that what the cache lacks can be parsed in parallel.
+    loaded: list[tuple[str, Path, bytes, str, FileScan | None]] = []
     for rel in listed:
         path = Path(rel) if Path(rel).is_absolute() else project / rel
         try:
@@ -135,15 +164,17 @@ def scan_tree(
         except NotReadable as exc:
             problems.append(Problem(rel, str(exc)))
             continue
-        result: FileScan | None = None
-        digest = ""
-        if cache is not None:
-            digest = content_digest(data)
-            result = cache.get(digest)
-            if result is not None:
-                from_cache += 1
+        digest = content_digest(data) if cache is not None else ""
+        cached = cache.get(digest) if cache is not None else None
+        if cached is not None:
+            from_cache += 1
+        loaded.append((rel, path, data, digest, cached))
+    missing = [item for item in loaded if item[4] is None]
+    fresh = iter(_scan_many([item[2] for item in missing], settings, jobs))
+    for rel, path, _, digest, cached in loaded:
+        result = cached
         if result is None:
-            result = scan_source(data, settings)
+            result = next(fresh)
             if cache is not None:
                 cache.put(digest, result)
         if result.problem is not None:

@@ -156,3 +156,15 @@ def test_a_cache_of_the_wrong_shape_is_discarded(tmp_path: Path, text: str) -> N
     cache = tmp_path / "cache.json"
     cache.write_text(text)
     assert len(scan_tree(project, SETTINGS, cache_path=cache).reads) == 5
+
+
+def test_a_parallel_cold_scan_finds_the_same(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(70):  # above PARALLEL_MIN_FILES
+        (src / f"m{i}.py").write_bytes(RAW + f"y = get_server_args().leaf_{i}\n".encode())
+    (src / "broken.py").write_bytes(b"def (\n")
+    serial = scan_tree(tmp_path, SETTINGS, jobs=1)
+    parallel = scan_tree(tmp_path, SETTINGS, jobs=2, cache_path=tmp_path / "c.json")
+    assert parallel.reads == serial.reads and parallel.problems == serial.problems
+    assert len(serial.reads) == 140
