@@ -30,6 +30,15 @@ RESERVED_FLAGS = frozenset({"--config", "--help"})
 DEFAULT_MIN_FILES = 5  # a ratchet scan reading fewer files than this is taken as broken
 
 
+def flag_spellings(flags: tuple[str, ...], type_: TypeSpec) -> tuple[str, ...]:
+    """Every command-line spelling a leaf with these flags takes: a bool leaf (optional or
+    not) gets a --no- twin of each flag from BooleanOptionalAction. The one rule, shared
+    with the importer (configbags.migrate.importer)."""
+    if type_.base == "bool":
+        return flags + tuple("--no-" + f[2:] for f in flags)
+    return flags
+
+
 def class_name(path: str) -> str:
     """The bag class of a namespace: `exec.kernel` -> `ExecKernel`."""
     return "".join(part.title().replace("_", "") for part in path.split("."))
@@ -358,11 +367,7 @@ class _Builder:
 
     @staticmethod
     def _flag_spellings(leaf: Leaf) -> tuple[str, ...]:
-        if leaf.cli is None:
-            return ()
-        if leaf.type.base == "bool":  # BooleanOptionalAction adds a --no- twin of every flag
-            return leaf.cli.flags + tuple("--no-" + f[2:] for f in leaf.cli.flags)
-        return leaf.cli.flags
+        return flag_spellings(leaf.cli.flags, leaf.type) if leaf.cli is not None else ()
 
     def check_leaf(self, leaf: Leaf, roles: set[str], numeric: dict[str, bool]) -> None:
         def bad(message: str, hint: str, prop: str = "") -> None:
