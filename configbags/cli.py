@@ -11,6 +11,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gen": ("configbags.codegen.__main__", "generate generated/ from a schema folder"),
     "ratchet": ("configbags.migrate.cli", "scan, check, init, update and fix raw ServerArgs reads"),
     "import-dataclass": ("configbags.migrate.importer", "turn a dataclass ServerArgs into schema YAML"),
+    "cli-check": ("configbags.migrate.clicheck", "compare a legacy command line parser with the generated one"),
     "audit": ("configbags.runtime.audit", "record and report which namespaces each role reads"),
     "plan": ("configbags.runtime.plan", "how much KV cache a model gets on a device, and why"),
 }

@@ -51,12 +51,18 @@ value (fallbacks, derived values, post-publish overrides), not the raw operator 
 from __future__ import annotations
 
 import ast
+import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 import libcst as cst
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -282,6 +288,7 @@ def fix_source(
     *,
     rewrite_parameters: bool = False,
     written: Mapping[str, str] | None = None,
+    line_length: int = 88,
 ) -> tuple[str, list[Change], list[Skip]]:
     """Rewrite `reads` (found in `source` by the scanner) and return the new source.
     `rewrite_parameters`: treat held records (parameters, `self.server_args`) as the
@@ -330,7 +337,7 @@ def fix_source(
             skip(read, rewriter.refused.get(span, "could not locate the read in the source"))
     if changed:
         module = remove_unused_aliases(module, before=source)
-        module = add_import(module, accessors_module, sorted(needed))
+        module = add_import(module, accessors_module, sorted(needed), line_length=line_length)
     changed.sort(key=lambda c: (c.line, c.leaf))
     skipped.sort(key=lambda s: (s.line, s.leaf))
     return module.code, changed, skipped
@@ -347,10 +354,13 @@ def fix_tree(
     only: Sequence[str] | None = None,
     leaves: frozenset[str] | None = None,
     resolution: Sequence[str] = (),
+    line_length: int | None = None,
 ) -> FixReport:
     """Rewrite every rewritable raw read under the roots (within `only` and of `leaves`,
     when given); writes are reported, never touched."""
     result = scan_tree(project, settings)
+    if line_length is None:
+        line_length = ruff_line_length(project)
     written: dict[str, str] = {}
     for v in result.violations:
         if v.kind == "write" and not in_resolution(v.file, v.function, resolution):
@@ -386,7 +396,7 @@ def fix_tree(
             continue
         new_source, file_changes, file_skips = fix_source(
             source, reads, accessors, accessors_module,
-            rewrite_parameters=rewrite_parameters, written=written,
+            rewrite_parameters=rewrite_parameters, written=written, line_length=line_length,
         )
         changed += file_changes
         skipped += file_skips
@@ -404,3 +414,23 @@ def _under(file: str, paths: Sequence[str]) -> bool:
 
 def _selected(read: Read, only: Sequence[str] | None, leaves: frozenset[str] | None) -> bool:
     return (only is None or _under(read.file, only)) and (leaves is None or read.leaf in leaves)
+
+
+def ruff_line_length(project: Path) -> int:
+    """The engine's line length, as ruff reads it (ruff.toml, .ruff.toml, pyproject.toml),
+    so an added import is wrapped exactly when ruff's isort would wrap it; 88 otherwise."""
+    for name, table in (("ruff.toml", ()), (".ruff.toml", ()), ("pyproject.toml", ("tool", "ruff"))):
+        path = project / name
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for key in table:
+            data = data.get(key, {})
+        if isinstance(data.get("line-length"), int):
+            return int(data["line-length"])
+        if table == ():
+            return 88
+    return 88

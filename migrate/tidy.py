@@ -38,10 +38,23 @@ def _is_future(node: cst.Import | cst.ImportFrom) -> bool:
     return isinstance(node, cst.ImportFrom) and _dotted(node.module) == "__future__"
 
 
-def add_import(module: cst.Module, from_module: str, names: Sequence[str]) -> cst.Module:
+def import_statement(from_module: str, names: Sequence[str], line_length: int = 88) -> cst.SimpleStatementLine:
+    """`from from_module import names`, sorted, wrapped one name a line when too long (as
+    isort and ruff lay it out)."""
+    ordered = sorted(dict.fromkeys(names), key=_name_key)
+    text = f"from {from_module} import {', '.join(ordered)}\n"
+    if len(text) - 1 > line_length:
+        text = f"from {from_module} import (\n" + "".join(f"    {n},\n" for n in ordered) + ")\n"
+    statement = cst.parse_statement(text)
+    assert isinstance(statement, cst.SimpleStatementLine)
+    return statement
+
+
+def add_import(module: cst.Module, from_module: str, names: Sequence[str], *, line_length: int = 88) -> cst.Module:
     """`from from_module import names` in the import block: merged into an existing import
     of that module, else among the imports of the same top-level package in sorted order,
-    else as a new block after the last import (after the docstring and `__future__`)."""
+    else as a new block after the last import (after the docstring and `__future__`).
+    `line_length` is the engine's (ruff's default 88 when it sets none)."""
     body = list(module.body)
     for index, stmt in enumerate(body):
         node = _import_of(stmt)
@@ -51,15 +64,15 @@ def add_import(module: cst.Module, from_module: str, names: Sequence[str]) -> cs
             and _dotted(node.module) == from_module
             and not isinstance(node.names, cst.ImportStar)
         ):
-            have = {_dotted(a.name): a for a in node.names}
-            for name in names:
-                have.setdefault(name, cst.ImportAlias(name=cst.Name(name)))
-            aliases = [have[n] for n in sorted(have, key=_name_key)]
-            commas = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
-            body[index] = stmt.with_changes(body=[node.with_changes(names=commas, lpar=None, rpar=None)])
+            if any(a.asname is not None for a in node.names):
+                continue  # an aliased import stays as written; add a plain one
+            merged = [*(_dotted(a.name) for a in node.names), *names]
+            assert isinstance(stmt, cst.SimpleStatementLine)
+            new_stmt = import_statement(from_module, merged, line_length)
+            body[index] = new_stmt.with_changes(leading_lines=stmt.leading_lines, trailing_whitespace=stmt.trailing_whitespace)
             return module.with_changes(body=body)
 
-    new = cst.parse_statement(f"from {from_module} import {', '.join(sorted(names, key=_name_key))}\n")
+    new = import_statement(from_module, names, line_length)
     top = from_module.split(".")[0]
     imports = [(i, n) for i, stmt in enumerate(body) if (n := _import_of(stmt)) is not None]
     same_package = [
@@ -176,18 +189,25 @@ class _ImportPruner(cst.CSTTransformer):
 
     def _prune(self, statements: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
         kept: list[cst.BaseStatement] = []
+        # blank lines and comments above a removed import stay, above what follows it
+        carried: Sequence[cst.EmptyLine] = ()
         for stmt in statements:
             node = _import_of(stmt)
-            if node is None or isinstance(node.names, cst.ImportStar):
-                kept.append(stmt)
-                continue
-            names = [a for a in node.names if _bound(a) not in self.unused]
-            if len(names) == len(node.names):
-                kept.append(stmt)
-            elif names:
-                names = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in names]
+            names = [] if node is None or isinstance(node.names, cst.ImportStar) else list(node.names)
+            left = [a for a in names if _bound(a) not in self.unused]
+            if node is not None and names and not left:
                 assert isinstance(stmt, cst.SimpleStatementLine)
-                kept.append(stmt.with_changes(body=[node.with_changes(names=names)]))
+                carried = carried or stmt.leading_lines
+                continue
+            if node is not None and len(left) < len(names):
+                left = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in left]
+                assert isinstance(stmt, cst.SimpleStatementLine)
+                stmt = stmt.with_changes(body=[node.with_changes(names=left, lpar=None, rpar=None)])
+            if carried and isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                if not stmt.leading_lines:
+                    stmt = stmt.with_changes(leading_lines=carried)
+                carried = ()
+            kept.append(stmt)
         return kept
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
