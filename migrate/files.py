@@ -28,8 +28,9 @@ class Listing:
 
 def display_path(path: Path, project: Path) -> str:
     """`path` relative to the project when inside it, else absolute: roots may lie anywhere."""
+    path = Path(os.path.normpath(path))
     try:
-        return path.relative_to(project).as_posix()
+        return path.relative_to(os.path.normpath(project)).as_posix()
     except ValueError:
         return path.as_posix()
 
@@ -76,7 +77,7 @@ def _walk(
         return  # a link loop, or a second way into a folder whose files are already listed
     seen.add(identity)
     for entry in entries:
-        rel = f"{rel_dir}/{entry.name}"
+        rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
         if _excluded(rel, settings.excludes):
             continue
         try:

@@ -28,6 +28,8 @@ import yaml
 
 # The generator's own rules, so that what is imported is what `make gen` accepts.
 from configbags.codegen.model import RESERVED, RESERVED_FLAGS, flag_spellings
+from configbags.migrate.proposal import propose, read_mapping, render
+from configbags.migrate.scan import ScanSettings
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
 
@@ -331,6 +333,7 @@ def import_dataclass(
     *,
     origin: str = "<source>",
     defaults: Mapping[str, Any] | None = None,
+    policies: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ImportResult:
     """Read `class_name` and its argparse registration from `source`. A default that the
     schema cannot hold as it is stops the import (ImportError_ names every such field and
@@ -408,8 +411,9 @@ def import_dataclass(
         if stop is not None:
             stops.append(stop)
             continue
-        spec["owner"] = DEFAULT_OWNER
-        spec["override"] = DEFAULT_OVERRIDE
+        policy = (policies or {}).get(field.name, {})
+        spec["owner"] = str(policy.get("owner") or DEFAULT_OWNER)
+        spec["override"] = str(policy.get("override") or DEFAULT_OVERRIDE)
         namespace = mapping.get(field.name, DEFAULT_NAMESPACE)
         leaves.setdefault(namespace, {})[field.name] = spec
     for dest in sorted(set(arguments) - {f.name for f in fields}):
@@ -598,6 +602,18 @@ def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
 _Dumper.add_representer(list, _represent_list)
 
 
+def roles_yaml(owners: set[str]) -> str:
+    """ROLES_YAML plus a role for each owner a policy names (a writing module)."""
+    extra = sorted(owners - {"launcher", "test"})
+    text = ROLES_YAML
+    for owner in extra:
+        text += (
+            f"  {owner}:\n    doc: Writes leaves after parsing (proposed from where the engine writes them).\n"
+            f"    reads: all\n"
+        )
+    return text
+
+
 def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
     """Write `out/namespaces/<ns>.yaml` (and parents) plus `out/roles.yaml` if missing."""
     written: list[Path] = []
@@ -629,7 +645,8 @@ def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
         written.append(path)
     roles = out / "roles.yaml"
     if not roles.exists():
-        roles.write_text(ROLES_YAML, encoding="utf-8")
+        owners = {str(spec["owner"]) for leaves in result.leaves.values() for spec in leaves.values()}
+        roles.write_text(roles_yaml(owners), encoding="utf-8")
         written.append(roles)
     return written
 
@@ -640,7 +657,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("source", metavar="FILE:CLASS", help="e.g. python/sglang/srt/server_args.py:ServerArgs")
     parser.add_argument("--out", type=Path, required=True, help="schema folder to write")
-    parser.add_argument("--mapping", type=Path, help="YAML {leaf: namespace}; unmapped go to `legacy`")
+    parser.add_argument(
+        "--mapping", type=Path,
+        help="YAML {leaf: namespace}, or a --propose-mapping file; unmapped go to `legacy`",
+    )
+    parser.add_argument(
+        "--propose-mapping", type=Path, metavar="FILE",
+        help="write an editable mapping (namespaces from section comments and name prefixes, "
+        "policies from writes under --engine-root) and stop",
+    )
+    parser.add_argument("--engine-root", type=Path, help="the engine's package, searched for writes")
+    parser.add_argument(
+        "--exclude", action="append", default=[], help="glob under --engine-root to leave out"
+    )
     parser.add_argument(
         "--default", action="append", default=[], metavar="NAME=VALUE",
         help="the default to import for a field whose own cannot be read or held (VALUE is YAML)",
@@ -654,11 +683,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         source = path.read_text(encoding="utf-8")
         mapping: dict[str, str] = {}
+        policies: dict[str, dict[str, Any]] = {}
+        if args.propose_mapping is not None:
+            return _propose(args, source, path, class_name)
         if args.mapping is not None:
             loaded = yaml.safe_load(args.mapping.read_text(encoding="utf-8")) or {}
-            if not isinstance(loaded, dict):
-                raise ImportError_(f"{args.mapping}: expected a mapping {{leaf: namespace}}")
-            mapping = {str(k): str(v) for k, v in loaded.items()}
+            try:
+                mapping, policies = read_mapping(loaded)
+            except ValueError as exc:
+                raise ImportError_(f"{args.mapping}: {exc}") from exc
         defaults: dict[str, Any] = {}
         for item in args.default:
             name, sep, value = item.partition("=")
@@ -666,7 +699,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ImportError_(f"--default {item!r}: expected NAME=VALUE")
             defaults[name.strip()] = yaml.safe_load(value)
         result = import_dataclass(
-            source, class_name, mapping, origin=f"{path.name}:{class_name}", defaults=defaults
+            source, class_name, mapping, origin=f"{path.name}:{class_name}", defaults=defaults,
+            policies=policies,
         )
     except (OSError, SyntaxError, yaml.YAMLError, ImportError_) as exc:
         print(f"configbags import-dataclass: {exc}", file=sys.stderr)
@@ -680,5 +714,27 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"import-dataclass: {count} leaves into {len(result.leaves)} namespaces; wrote "
         f"{len(written)} files under {args.out}; next: configbags gen --schema {args.out}"
+    )
+    return 0
+
+
+def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str) -> int:
+    tree = ast.parse(source)
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
+    if not classes:
+        raise ImportError_(f"{path}: no class {class_name!r}")
+    fields = [f.name for f in _fields(classes[0], _module_constants(tree))]
+    root = args.engine_root.resolve() if args.engine_root is not None else None
+    settings = None
+    if root is not None:
+        excludes = (*args.exclude, path.resolve().relative_to(root).as_posix()) if path.resolve().is_relative_to(root) else tuple(args.exclude)
+        settings = ScanSettings(roots=(".",), excludes=excludes, record_class=class_name)
+    proposal = propose(source, class_name, fields, engine_root=root, settings=settings)
+    args.propose_mapping.write_text(render(proposal, f"{path.name}:{class_name}"), encoding="utf-8")
+    namespaces = sorted(set(proposal["leaves"].values()))
+    print(
+        f"import-dataclass: proposed {len(fields)} leaves in {len(namespaces)} namespaces "
+        f"({', '.join(namespaces)}) and {len(proposal['policies'])} policy changes in "
+        f"{args.propose_mapping}; edit it, then import with --mapping {args.propose_mapping}"
     )
     return 0

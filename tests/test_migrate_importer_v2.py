@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from configbags.codegen.__main__ import main as gen_main
 from configbags.migrate.importer import import_dataclass, main
@@ -136,3 +137,37 @@ def test_the_imported_cli_parses_the_legacy_spellings(tmp_path: Path) -> None:
     ))
     assert (record.tp_size, record.pp_size, record.cuda_graph_bs, record.lora_paths) == (2, 3, (1, 2), ("a",))
     assert record.max_queued_requests == sys.maxsize
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "legacy_engine"
+
+
+def test_a_proposed_mapping_gives_real_namespaces_and_policies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = FIXTURE / "legacy_engine" / "server_args.py"
+    proposal = tmp_path / "mapping.yaml"
+    command = [f"{source}:ServerArgs", "--out", str(tmp_path / "schema")]
+    assert main([*command, "--propose-mapping", str(proposal), "--engine-root", str(FIXTURE / "legacy_engine")]) == 0
+    assert "edit it, then import with --mapping" in capsys.readouterr().out
+    data = yaml.safe_load(proposal.read_text())
+    # from the section comments of the dataclass
+    assert data["leaves"]["tp_size"] == "parallelism"
+    assert data["leaves"]["model_path"] == "model"
+    assert data["leaves"]["lora_paths"] == "lora"
+    # writes found in the engine become policy suggestions, with their evidence
+    assert data["policies"]["page_size"] == {
+        "override": "load_time", "owner": "model_config", "evidence": ["model_config.py:10"],
+    }
+    assert data["policies"]["attention_backend"]["evidence"] == [
+        "draft_worker.py:14", "draft_worker.py:18", "model_config.py:12",
+    ]
+    assert not (tmp_path / "schema").exists()  # proposing writes nothing else
+
+    assert main([*command, "--mapping", str(proposal)]) == 0
+    namespaces = sorted(p.stem for p in (tmp_path / "schema" / "namespaces").iterdir())
+    assert {"model", "parallelism", "scheduling", "lora"} <= set(namespaces)
+    # only the fields under "# Not yet sorted into a namespace" (a keyword) stay unsorted
+    legacy = yaml.safe_load((tmp_path / "schema" / "namespaces" / "legacy.yaml").read_text())
+    assert sorted(legacy["leaves"]) == ["random_seed", "watchdog_timeout"]
+    schedule = yaml.safe_load((tmp_path / "schema" / "namespaces" / "scheduling.yaml").read_text())
+    assert schedule["leaves"]["page_size"]["override"] == "load_time"
+    assert gen_main(["--schema", str(tmp_path / "schema"), "--out", str(tmp_path / "pkg")]) == 0
