@@ -104,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
         "where the record there is the process record, with no runner (e.g. a draft model) "
         "holding its own",
     )
+    fix_cmd.add_argument(
+        "--rewrite-writes",
+        action="store_true",
+        help="also turn writes of load_time/runtime leaves that no raw read sees any more into "
+        'get_context().override("<module>:<function>", leaf=value); say so only where the '
+        "written record is the process record (within the --only paths)",
+    )
     return parser
 
 
@@ -282,6 +289,8 @@ def _fix(args: argparse.Namespace) -> int:
         only=tuple(args.only) if args.only else None,
         leaves=frozenset(args.leaf) if args.leaf else None,
         resolution=inputs.resolution,
+        rewrite_writes=args.rewrite_writes,
+        policies=inputs.policies,
     )
     print(report.render(dry_run=args.dry_run))
     if args.dry_run:
@@ -311,9 +320,17 @@ def _record_fix(path: Path, inputs: RatchetInputs, report: FixReport) -> None:
         return entry
 
     text, removed, replaced = edit_allowlist(path.read_text(encoding="utf-8"), decide)
-    if removed or replaced:
+    # writes turned into overrides leave their baseline entries stale
+    stale_writes = stale_write_keys(result, inputs.writes, inputs.resolution)
+    removed_writes: list[Entry] = []
+    if stale_writes:
+        text, removed_writes, _ = edit_allowlist(
+            text, lambda e: None if (e.file, e.function, e.leaf) in stale_writes else e, key="writes"
+        )
+    if removed or replaced or removed_writes:
         path.write_text(text, encoding="utf-8")
     print(
-        f"{path}: removed {len(removed)} entries for rewritten reads, "
-        f"gave {len(replaced)} refused reads their reason"
+        f"{path}: removed {len(removed)} entries for rewritten reads"
+        + (f" and {len(removed_writes)} for rewritten writes" if removed_writes else "")
+        + f", gave {len(replaced)} refused reads their reason"
     )

@@ -40,6 +40,11 @@ It also refuses whatever would change *which* record is read, or drop code:
 `only` (`--only PATH...`) and `leaves` (`--leaf NAME...`) opt in per path and per leaf;
 `--rewrite-parameters` then vouches for held records within those paths only.
 
+With `rewrite_writes` (`--rewrite-writes`), a plain `record.leaf = value` statement becomes
+`get_context().override("<module>:<function>", leaf=value)` where the leaf's policy is
+load_time or runtime and no raw read of the leaf is left anywhere (it would not see the
+override); anything else is refused with its reason.
+
 The accessor import goes into the module's import block, after the docstring and any
 `from __future__` import, in the place ruff's isort rules give it; aliases of the record
 and imports of the raw accessor that the rewrite leaves unused are removed (F401, F841).
@@ -67,7 +72,7 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from configbags.migrate.check import in_resolution
-from configbags.migrate.scan import Read, ScanSettings, scan_tree
+from configbags.migrate.scan import Read, ScanSettings, Violation, scan_tree
 from configbags.migrate.tidy import add_import, remove_unused_aliases
 
 Span = tuple[int, int, int, int]  # start line, start column, end line, end column (chars)
@@ -241,11 +246,43 @@ def _module_bindings(tree: ast.Module) -> dict[str, str]:
 class _Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, targets: dict[Span, tuple[Read, str]]) -> None:
+    def __init__(
+        self, targets: dict[Span, tuple[Read, str]], writes: Mapping[int, tuple[Violation, str]] | None = None
+    ) -> None:
         super().__init__()
         self.targets = targets
         self.done: dict[Span, str] = {}  # span -> original source text
         self.refused: dict[Span, str] = {}
+        self.writes = writes or {}  # line -> (the write, its override source)
+        self.writes_done: dict[int, str] = {}
+        self.writes_refused: dict[int, str] = {}
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        """`rec.leaf = value` -> `get_context().override("<module>:<function>", leaf=value)`."""
+        line = self.get_metadata(PositionProvider, original_node).start.line
+        target = self.writes.get(line)
+        if target is None:
+            return updated_node
+        write, source = target
+        statement = updated_node.body[0] if len(updated_node.body) == 1 else None
+        if not (
+            isinstance(statement, cst.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Attribute)
+            and statement.targets[0].target.attr.value == write.leaf
+        ):
+            self.writes_refused[line] = "not a plain `record.leaf = value` statement; rewrite by hand"
+            return updated_node
+        if not _chain_on_name(statement.targets[0].target.value):
+            self.writes_refused[line] = "the record is reached through a call; rewrite by hand"
+            return updated_node
+        value = cst.Module(body=[]).code_for_node(statement.value)
+        call = cst.parse_statement(f"get_context().override({source!r}, {write.leaf}={value})\n")
+        assert isinstance(call, cst.SimpleStatementLine)
+        self.writes_done[line] = cst.Module(body=[]).code_for_node(original_node).strip()
+        return updated_node.with_changes(body=call.body)
 
     def _replace(
         self, original: cst.Attribute | cst.Call, updated: cst.Attribute | cst.Call
@@ -289,11 +326,15 @@ def fix_source(
     rewrite_parameters: bool = False,
     written: Mapping[str, str] | None = None,
     line_length: int = 88,
+    writes: Sequence[Violation] = (),
+    module_name: str = "",
 ) -> tuple[str, list[Change], list[Skip]]:
     """Rewrite `reads` (found in `source` by the scanner) and return the new source.
     `rewrite_parameters`: treat held records (parameters, `self.server_args`) as the
     process record (see the module docstring). `written`: leaf -> where code outside the
-    resolution phase writes it (`*`: some write whose leaf is unknown)."""
+    resolution phase writes it (`*`: some write whose leaf is unknown). `writes`: writes
+    to turn into overrides from source `<module_name>:<function>` (already vetted by
+    fix_tree: policy and no raw read left)."""
     written = written or {}
     lines = source.splitlines()
     bindings = _module_bindings(ast.parse(source))
@@ -319,14 +360,23 @@ def fix_source(
             skip(read, reason)
             continue
         targets[_char_span(lines, read)] = (read, accessors[read.leaf])
-    if not targets:
+    write_targets = {w.line: (w, f"{module_name}:{w.function}") for w in writes}
+    if not targets and not write_targets:
         return source, [], skipped
 
     wrapper = MetadataWrapper(cst.parse_module(source))
-    rewriter = _Rewriter(targets)
+    rewriter = _Rewriter(targets, write_targets)
     module = wrapper.visit(rewriter)
     changed: list[Change] = []
     needed: set[str] = set()
+    for line, (write, override_source) in write_targets.items():
+        if line in rewriter.writes_done:
+            new = f"get_context().override({override_source!r}, {write.leaf}=...)"
+            changed.append(Change(write.file, write.function, write.leaf, line, rewriter.writes_done[line], new))
+            needed.add("get_context")
+        else:
+            why = rewriter.writes_refused.get(line, "could not locate the write in the source")
+            skipped.append(Skip(write.file, write.function, write.leaf, line, why))
     for span, (read, expression) in targets.items():
         if span in rewriter.done:
             changed.append(
@@ -355,6 +405,8 @@ def fix_tree(
     leaves: frozenset[str] | None = None,
     resolution: Sequence[str] = (),
     line_length: int | None = None,
+    rewrite_writes: bool = False,
+    policies: Mapping[str, str] | None = None,
 ) -> FixReport:
     """Rewrite every rewritable raw read under the roots (within `only` and of `leaves`,
     when given); writes are reported, never touched."""
@@ -369,6 +421,19 @@ def fix_tree(
     for read in result.reads:
         if _selected(read, only, leaves):
             by_file[read.file].append(read)
+    writes_by_file: dict[str, list[Violation]] = defaultdict(list)
+    write_skips: list[Skip] = []
+    if rewrite_writes:
+        for write in result.violations:
+            if write.kind != "write" or in_resolution(write.file, write.function, resolution):
+                continue
+            if not ((only is None or _under(write.file, only)) and (leaves is None or write.leaf in leaves)):
+                continue
+            why = _write_refusal(write, result.reads, policies or {})
+            if why is None:
+                writes_by_file[write.file].append(write)
+            else:
+                write_skips.append(Skip(write.file, write.function, write.leaf, write.line, why))
     changed: list[Change] = []
     skipped: list[Skip] = [
         Skip(
@@ -384,19 +449,24 @@ def fix_tree(
         )
         for v in result.violations
         if (only is None or _under(v.file, only)) and (leaves is None or v.leaf in leaves)
+        and not (rewrite_writes and v.kind == "write")
     ]
+    skipped += write_skips
     files_changed: list[str] = []
-    for file, reads in sorted(by_file.items()):
+    for file in sorted(by_file.keys() | writes_by_file.keys()):
+        reads = by_file.get(file, [])
         path = project / file
         try:
             # bytes, not text mode: text mode would turn CRLF files into LF files
             source = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
             skipped += [Skip(r.file, r.function, r.leaf, r.line, "file is not UTF-8") for r in reads]
+            skipped += [Skip(w.file, w.function, w.leaf, w.line, "file is not UTF-8") for w in writes_by_file.get(file, [])]
             continue
         new_source, file_changes, file_skips = fix_source(
             source, reads, accessors, accessors_module,
             rewrite_parameters=rewrite_parameters, written=written, line_length=line_length,
+            writes=writes_by_file.get(file, ()), module_name=_module_name(file),
         )
         changed += file_changes
         skipped += file_skips
@@ -434,3 +504,26 @@ def ruff_line_length(project: Path) -> int:
         if table == ():
             return 88
     return 88
+
+
+def _module_name(file: str) -> str:
+    return file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def _write_refusal(write: Violation, reads: Sequence[Read], policies: Mapping[str, str]) -> str | None:
+    """Why a write cannot become an override, or None."""
+    policy = policies.get(write.leaf)
+    if policy is None:
+        return f"`{write.leaf}` is not a config leaf; no override replaces the write"
+    if policy not in ("load_time", "runtime"):
+        return (
+            f"`{write.leaf}` has override policy {policy}; give it load_time or runtime in the "
+            f"schema, or move the write into the resolution phase"
+        )
+    raw = sorted(f"{r.file}:{r.line}" for r in reads if r.leaf in (write.leaf, "*"))
+    if raw:
+        return (
+            f"raw reads of `{write.leaf}` remain ({', '.join(raw[:3])}{', ...' if len(raw) > 3 else ''}); "
+            f"they would not see an override, so move them onto the accessors first"
+        )
+    return None

@@ -167,3 +167,42 @@ def test_dry_run_says_would_rewrite(tmp_path: Path) -> None:
     assert "would rewrite to get_parallel().tp_size" in rendered
     assert "ratchet fix: would rewrite 2 reads in 1 files" in rendered
     assert (project / "engine" / "r.py").read_text() == textwrap.dedent(READER)
+
+
+WRITES = """\
+    from engine.server_args import ServerArgs
+
+
+    def tune(server_args: ServerArgs, load: int) -> None:
+        # the chunk shrinks under load
+        server_args.chunked_prefill_size = 1024 if load > 8 else 8192
+        server_args.tp_size = 2
+        server_args.page_size = 16
+
+
+    def reader(server_args: ServerArgs) -> int:
+        return server_args.page_size
+    """
+
+
+def test_a_write_becomes_an_override_where_the_policy_allows(tmp_path: Path) -> None:
+    project = _tree(tmp_path, {"tune.py": WRITES})
+    policies = {"chunked_prefill_size": "runtime", "tp_size": "startup", "page_size": "runtime"}
+    report = fix_tree(
+        project, SETTINGS, ACCESSORS, MODULE, rewrite_writes=True, policies=policies, leaves=frozenset(
+            {"chunked_prefill_size", "tp_size", "page_size"}
+        ),
+    )
+    assert [(c.leaf, c.new) for c in report.changed] == [
+        ("chunked_prefill_size", "get_context().override('engine.tune:tune', chunked_prefill_size=...)"),
+    ]
+    reasons = {(s.leaf, s.line): s.reason for s in report.skipped}
+    assert reasons[("tp_size", 7)].startswith("`tp_size` has override policy startup")
+    assert reasons[("page_size", 8)].startswith("raw reads of `page_size` remain (engine/tune.py:12)")
+    text = (project / "engine" / "tune.py").read_text()
+    assert (
+        "    # the chunk shrinks under load\n"
+        "    get_context().override('engine.tune:tune', chunked_prefill_size=1024 if load > 8 else 8192)\n"
+    ) in text
+    assert "from engine.config_bags.accessors import get_context\n" in text
+    assert _ruff([project / "engine" / "tune.py"]).returncode == 0
