@@ -12,12 +12,14 @@ elsewhere survive.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,38 +91,110 @@ def load_from_schema(schema: Path, *, cache: bool = True) -> RatchetInputs:
 def _load_validated(schema: Path) -> RatchetInputs:
     # The generator is imported here only: a warm check never needs it.
     from configbags.codegen.errors import SchemaInvalid
-    from configbags.codegen.model import load_schema
+    from configbags.codegen.model import DEFAULT_MIN_FILES, load_schema
 
     # The one definition of how a leaf is read (the generator and the runtime share it).
     from configbags.runtime.registry import accessor_expression
 
+    # ratchet.yaml holds one entry per raw read, thousands on a real engine, and the
+    # generator's line-marking YAML loader is slow on it. So it is read with the C loader
+    # and held to the same meta-schema here, and the generator's loader checks the rest
+    # of the folder (namespaces, roles) through a view without it. On any problem the
+    # whole folder goes through the generator's loader, for its exact messages.
+    ratchet = _fast_ratchet(schema / RATCHET_FILE)
     try:
-        loaded = load_schema(schema)
+        if ratchet is None:
+            loaded = load_schema(schema)
+            ratchet = _ratchet_data(loaded.ratchet)
+        else:
+            try:
+                with _without_ratchet(schema) as view:
+                    loaded = load_schema(view)
+            except OSError:  # no symlinks here: the whole folder, slowly
+                loaded = load_schema(schema)
     except SchemaInvalid as exc:
         problems = "\n  ".join(map(str, exc.errors))
         raise RatchetConfigError(f"the schema in {schema} is invalid:\n  {problems}") from exc
-    ratchet = loaded.ratchet
+    scan = ratchet["scan"]
     settings = ScanSettings(
-        roots=ratchet.roots,
-        excludes=ratchet.excludes,
-        raw_accessor=ratchet.raw_accessor,
-        record_class=ratchet.record_class,
-        record_attributes=ratchet.record_attributes,
-        record_dicts=ratchet.record_dicts,
+        roots=tuple(scan["roots"]),
+        excludes=tuple(scan.get("excludes", ())),
+        raw_accessor=scan["raw_accessor"],
+        record_class=scan["record_class"],
+        record_attributes=tuple(scan["record_attributes"]),
+        record_dicts=tuple(scan.get("record_dicts", ())),
     )
+
+    def entries(key: str) -> tuple[Entry, ...]:
+        made = [Entry(e["file"], e["function"], e["leaf"], e["reason"]) for e in ratchet.get(key) or ()]
+        return tuple(sorted(made, key=lambda e: (e.file, e.function, e.leaf)))
+
     accessors = {leaf.name: accessor_expression(leaf.namespace, leaf.name) for leaf in loaded.leaves}
     accessors.update((d.name, accessor_expression(d.namespace, d.name)) for d in loaded.derived)
     return RatchetInputs(
         project=schema.parent,
         settings=settings,
-        allowlist=tuple(Entry(e.file, e.function, e.leaf, e.reason) for e in ratchet.allowlist),
+        allowlist=entries("allowlist"),
         accessors=accessors,
-        min_files=ratchet.min_files,
+        min_files=int(scan.get("min_files", DEFAULT_MIN_FILES)),
         source=f"{schema.name}/{RATCHET_FILE}",
-        writes=tuple(Entry(e.file, e.function, e.leaf, e.reason) for e in ratchet.writes),
-        resolution=ratchet.resolution,
+        writes=entries("writes"),
+        resolution=tuple(scan.get("resolution", ())),
         policies={leaf.name: leaf.policy for leaf in loaded.leaves},
     )
+
+
+def _fast_ratchet(path: Path) -> dict[str, Any] | None:
+    """ratchet.yaml through libyaml and the generator's meta-schema; None when either is
+    unavailable or the file has any problem (the slow path then reports it exactly)."""
+    import jsonschema
+
+    from configbags.codegen.load import META_DIR
+
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None:
+        return None
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+        meta = json.loads((META_DIR / "ratchet.schema.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
+        return None
+    if not isinstance(data, dict) or not jsonschema.Draft202012Validator(meta).is_valid(data):
+        return None
+    return data
+
+
+def _ratchet_data(ratchet: Any) -> dict[str, Any]:
+    """The generator's Ratchet record as ratchet.yaml's data."""
+    def listed(items: Iterable[Any]) -> list[dict[str, str]]:
+        return [{"file": e.file, "function": e.function, "leaf": e.leaf, "reason": e.reason} for e in items]
+
+    return {
+        "scan": {
+            "roots": list(ratchet.roots),
+            "excludes": list(ratchet.excludes),
+            "raw_accessor": ratchet.raw_accessor,
+            "record_class": ratchet.record_class,
+            "record_attributes": list(ratchet.record_attributes),
+            "record_dicts": list(ratchet.record_dicts),
+            "resolution": list(ratchet.resolution),
+            "min_files": ratchet.min_files,
+        },
+        "allowlist": listed(ratchet.allowlist),
+        "writes": listed(ratchet.writes),
+    }
+
+
+@contextlib.contextmanager
+def _without_ratchet(schema: Path) -> Iterator[Path]:
+    """A folder of the same name with every entry of `schema` but ratchet.yaml, linked."""
+    with tempfile.TemporaryDirectory(prefix="configbags-ratchet-") as scratch:
+        view = Path(scratch) / schema.name
+        view.mkdir()
+        for entry in schema.iterdir():
+            if entry.name != RATCHET_FILE:
+                (view / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+        yield view
 
 
 def _schema_key(schema: Path) -> str:
