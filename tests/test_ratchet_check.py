@@ -16,6 +16,7 @@ from configbags.migrate.check import check
 from configbags.migrate.cli import main
 from configbags.migrate.importer import ROLES_YAML
 from configbags.migrate.scan import ScanSettings, scan_tree
+from configbags.migrate.settings import RatchetConfigError, load_from_schema
 
 ACCESSORS = {
     "tp_size": "get_parallel().tp_size",
@@ -385,3 +386,18 @@ def test_roots_outside_the_project_work(tmp_path: Path, capsys: pytest.CaptureFi
     assert {e["file"] for e in data["allowlist"]} == {f"{outside.resolve().as_posix()}/reader.py"}
     assert main(["check", "--schema", str(schema)]) == 0
     assert "ratchet ok: 6 files scanned" in capsys.readouterr().out
+
+
+def test_a_bad_ratchet_yaml_is_reported_as_the_generator_reports_it(tmp_path: Path) -> None:
+    schema = _schema(_project(tmp_path, {"reader.py": READER}), [
+        {"file": "pkg/reader.py", "function": "Foo.bar", "leaf": "tp_size", "reason": "ok"},  # too short
+    ])
+    with pytest.raises(RatchetConfigError, match=r"schema/ratchet.yaml:\d+: allowlist.0.reason: 'ok' is too short"):
+        load_from_schema(schema, cache=False)
+    # a sound one loads the same through the fast path, the cache and the generated module
+    good = _schema(tmp_path, [attrs.asdict(FULL_ALLOWLIST[0])])
+    fresh, cached, again = (load_from_schema(good, cache=c) for c in (False, True, True))
+    assert fresh == cached == again
+    assert fresh.allowlist[0].reason == FULL_ALLOWLIST[0].reason and fresh.policies == {
+        "tp_size": "startup", "page_size": "startup",
+    }
