@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +18,15 @@ from configbags.runtime.legacy import legacy_values, publish_legacy
 
 PACKAGE = "configbags.generated"
 assert accessors.get_context().package == PACKAGE
+
+
+@pytest.fixture
+def config_scope() -> Iterator[Context[Any]]:
+    """The bundled package's context, restored afterwards. Named explicitly: other tests in
+    the same process may have loaded other generated packages."""
+    ctx = accessors.get_context()
+    with ctx.restoring():
+        yield ctx
 
 
 class Backend(enum.Enum):
