@@ -37,7 +37,6 @@ import ast
 import os
 import re
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from configbags.migrate.aliases import analyse
@@ -116,6 +115,9 @@ def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int) -> list[
     """scan_source over `sources`, in `jobs` worker processes when there are enough."""
     if jobs <= 1 or len(sources) < PARALLEL_MIN_FILES:
         return [scan_source(data, settings) for data in sources]
+    # imported here only: a warm check, which parses nothing, never pays for it
+    from concurrent.futures import ProcessPoolExecutor
+
     chunk = max(1, len(sources) // (jobs * 4))
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(scan_source, sources, [settings] * len(sources), chunksize=chunk))

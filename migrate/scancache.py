@@ -45,6 +45,7 @@ class ScanCache:
         self.key = settings.analysis_key()
         self.entries: dict[str, FileScan] = {}
         self.used: set[str] = set()
+        self.added = False  # a result was put that the file does not hold yet
         self.discarded: str | None = None  # why a cache file present was not used
         if path is not None and path.is_file():
             try:
@@ -84,9 +85,11 @@ class ScanCache:
     def put(self, digest: str, result: FileScan) -> None:
         self.entries[digest] = result
         self.used.add(digest)
+        self.added = True
 
     def save(self) -> None:
-        if self.path is None:
+        # Unchanged (every entry used, none added): a warm check writes nothing.
+        if self.path is None or (not self.added and self.used == self.entries.keys()):
             return
         files: dict[str, dict[str, Any]] = {}
         for digest, e in sorted(self.entries.items()):
