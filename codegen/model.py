@@ -56,6 +56,15 @@ def rule_leaf_name(spec: Marked) -> str:
     return str(spec["leaf"])
 
 
+def flag_spellings(flags: tuple[str, ...], type_: TypeSpec) -> tuple[str, ...]:
+    """Every command-line spelling a leaf with these flags takes: a bool leaf (optional or
+    not) gets a --no- twin of each flag from BooleanOptionalAction. The one rule, shared
+    with the importer (configbags.migrate.importer)."""
+    if type_.base == "bool":
+        return flags + tuple("--no-" + f[2:] for f in flags)
+    return flags
+
+
 def class_name(path: str) -> str:
     """The bag class of a namespace: `exec.kernel` -> `ExecKernel`."""
     return "".join(part.title().replace("_", "") for part in path.split("."))
@@ -221,6 +230,9 @@ class Ratchet:
     record_attributes: tuple[str, ...] = ("server_args",)
     min_files: int = DEFAULT_MIN_FILES
     allowlist: tuple[AllowEntry, ...] = ()
+    record_dicts: tuple[str, ...] = ()  # dict copies of the record, read and written by key
+    resolution: tuple[str, ...] = ()  # `FILE:QUALNAME` or `QUALNAME`: may write the record
+    writes: tuple[AllowEntry, ...] = ()  # writes outside the resolution phase kept for now
 
 
 @attrs.frozen
@@ -482,11 +494,7 @@ class _Builder:
 
     @staticmethod
     def _flag_spellings(leaf: Leaf) -> tuple[str, ...]:
-        if leaf.cli is None:
-            return ()
-        if leaf.type.base == "bool":  # BooleanOptionalAction adds a --no- twin of every flag
-            return leaf.cli.flags + tuple("--no-" + f[2:] for f in leaf.cli.flags)
-        return leaf.cli.flags
+        return flag_spellings(leaf.cli.flags, leaf.type) if leaf.cli is not None else ()
 
     def check_leaf(self, leaf: Leaf, roles: set[str], numeric: dict[str, bool]) -> None:
         def bad(message: str, hint: str, prop: str = "") -> None:
@@ -777,10 +785,11 @@ class _Builder:
 
     def ratchet(self, src: SourceFile) -> Ratchet:
         scan = src.data["scan"]
-        entries = [
-            AllowEntry(entry["file"], entry["function"], entry["leaf"], entry["reason"])
-            for entry in src.data["allowlist"]
-        ]
+
+        def entries(key: str) -> tuple[AllowEntry, ...]:
+            made = [AllowEntry(e["file"], e["function"], e["leaf"], e["reason"]) for e in src.data.get(key, ())]
+            return tuple(sorted(made, key=lambda e: (e.file, e.function, e.leaf)))
+
         return Ratchet(
             roots=tuple(scan["roots"]),
             excludes=tuple(scan.get("excludes", ())),
@@ -788,5 +797,8 @@ class _Builder:
             record_class=scan["record_class"],
             record_attributes=tuple(scan["record_attributes"]),
             min_files=scan.get("min_files", DEFAULT_MIN_FILES),
-            allowlist=tuple(sorted(entries, key=lambda e: (e.file, e.function, e.leaf))),
+            allowlist=entries("allowlist"),
+            record_dicts=tuple(scan.get("record_dicts", ())),
+            resolution=tuple(scan.get("resolution", ())),
+            writes=entries("writes"),
         )

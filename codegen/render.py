@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from configbags.codegen.model import (
+    AllowEntry,
     Derived,
     Leaf,
     Namespace,
@@ -246,6 +247,10 @@ class RenderModel:
     record_attributes: str
     min_files: int
     allowlist: tuple[AllowlistEntry, ...]
+    record_dicts: str
+    resolution: str
+    writes: tuple[AllowlistEntry, ...]
+    override_policies: tuple[Kwarg, ...]  # leaf -> its override policy
     accessor_exprs: tuple[Kwarg, ...]
     leaf_count: int
     rules: tuple[RuleRow, ...]
@@ -314,9 +319,12 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         record_class=py(schema.ratchet.record_class),
         record_attributes=py(tuple(schema.ratchet.record_attributes)),
         min_files=schema.ratchet.min_files,
-        allowlist=tuple(
-            AllowlistEntry(tuple(Kwarg(k, py(getattr(e, k))) for k in ("file", "function", "leaf", "reason")))
-            for e in schema.ratchet.allowlist
+        allowlist=tuple(_allow(e) for e in schema.ratchet.allowlist),
+        record_dicts=py(tuple(schema.ratchet.record_dicts)),
+        resolution=py(tuple(schema.ratchet.resolution)),
+        writes=tuple(_allow(e) for e in schema.ratchet.writes),
+        override_policies=tuple(
+            Kwarg(py(leaf.name), py(leaf.policy.value)) for leaf in sorted(schema.leaves, key=lambda x: x.name)
         ),
         accessor_exprs=tuple(
             Kwarg(py(x.name), py(accessor_expression(x.namespace, x.name)))
@@ -410,6 +418,10 @@ def _registry_imports(derive_modules: set[str], runtime_names: list[str]) -> str
         [f"import {m}" for m in engine],
         ["from . import bags", "from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY"],
     )
+
+
+def _allow(entry: AllowEntry) -> AllowlistEntry:
+    return AllowlistEntry(tuple(Kwarg(k, py(getattr(entry, k))) for k in ("file", "function", "leaf", "reason")))
 
 
 def _accessor_doc(ns: Namespace) -> str:

@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str | None, str]] = {
     "gen": ("configbags.codegen.__main__", "gen", "generate the config package from a schema folder"),
     "ratchet": ("configbags.migrate.cli", "gen", "scan, check, init, update and fix raw ServerArgs reads"),
     "import-dataclass": ("configbags.migrate.importer", "gen", "turn a dataclass ServerArgs into schema YAML"),
+    "cli-check": ("configbags.migrate.clicheck", None, "compare a legacy command-line parser with the generated one"),
     "audit": ("configbags.runtime.audit", None, "record and report which namespaces each role reads"),
     "plan": ("configbags.runtime.plan", None, "how much KV cache a model gets on a device, and why"),
     "serve": ("configbags.serve.cli", "serve", "publish the config and serve the operator's HTTP config API"),

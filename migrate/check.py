@@ -1,10 +1,13 @@
-"""Hold the raw reads found by the scanner to the allowlist, exactly and in both directions.
+"""Hold the raw reads and writes found by the scanner to the allowlist and the write
+baseline, exactly and in both directions.
 
 Keyed by (file, function, leaf): a read without an entry fails and names the accessor to
 use instead; an entry without a read fails until it is removed, so the allowlist only ever
-shrinks (`configbags ratchet update` removes such entries). Writes to the record and renamed
-raw accessors fail whatever the allowlist says, and so does a scan that read too few files
-or could not read one: a ratchet that sees nothing passes everything.
+shrinks (`configbags ratchet update` removes such entries). Writes work the same way
+against `writes:`, except inside the resolution phase (`scan.resolution`: the legacy
+resolution, run as a hook before publish), where they are allowed. Renamed raw accessors
+fail whatever the lists say, and so does a scan that read too few files or could not read
+one: a ratchet that sees nothing passes everything.
 """
 
 from __future__ import annotations
@@ -17,9 +20,14 @@ from typing import Any
 import attrs
 import yaml
 
-# One definition of each: the schema model owns the allowlist entry and the default floor.
-from configbags.codegen.model import DEFAULT_MIN_FILES, AllowEntry
-from configbags.migrate.scan import Read, ScanResult, join_origin
+from configbags.migrate.scanmodel import (
+    WRITE_KINDS,
+    Entry,
+    Read,
+    ScanResult,
+    Violation,
+    join_origin,
+)
 
 REASON_PLACEHOLDER = "<why this read stays raw>"
 
@@ -32,6 +40,8 @@ _VIA = {
     "self_alias": "a self. attribute holding the raw record",
     "wrapper": "a function returning the raw record",
     "constructed": "a ServerArgs built in place",
+    "class": "the record class (a class default, never the published value)",
+    "record_dict": "a dict copy of the record",
 }
 
 
@@ -90,15 +100,15 @@ def entry_flow(file: str, function: str, leaf: str, reason: str | None = None) -
     return "{" + ", ".join(parts) + "}"
 
 
-def _as_entry(raw: Any) -> AllowEntry:
+def _as_entry(raw: Any) -> Entry:
     if isinstance(raw, Mapping):
-        return AllowEntry(
+        return Entry(
             str(raw.get("file", "")),
             str(raw.get("function", "")),
             str(raw.get("leaf", "")),
             str(raw.get("reason") or ""),
         )
-    return AllowEntry(str(raw.file), str(raw.function), str(raw.leaf), str(raw.reason or ""))
+    return Entry(str(raw.file), str(raw.function), str(raw.leaf), str(raw.reason or ""))
 
 
 # Origins (see configbags.migrate.scan.ORIGINS) for which `ratchet fix` always refuses: the
@@ -106,8 +116,45 @@ def _as_entry(raw: Any) -> AllowEntry:
 _BY_HAND_ORIGINS = frozenset({"rebound", "wrapped", "constructed"})
 
 
-def suggestion(leaf: str, accessors: Mapping[str, str], origin: str = "process") -> str:
+def in_resolution(file: str, function: str, resolution: Iterable[str]) -> bool:
+    """Is `function` (a qualname in `file`) part of the declared resolution phase? Entries
+    are `FILE:QUALNAME` or `QUALNAME`; functions nested in a listed one belong to it."""
+    for entry in resolution:
+        where, _, qualname = entry.rpartition(":")
+        if where and where != file:
+            continue
+        if function == qualname or function.startswith(qualname + "."):
+            return True
+    return False
+
+
+def write_suggestion(leaf: str, policies: Mapping[str, str]) -> str:
+    """What to do instead of writing the record, in words."""
+    policy = policies.get(leaf)
+    move = "or move it into the resolution phase (a function listed in scan.resolution, run before publish)"
+    if leaf == "*" or policy is None:
+        return f"override the leaf it means with get_context().override(\"<module>:<function>\", leaf=...), {move}"
+    if policy == "startup":
+        return (
+            f"`{leaf}` has override policy startup, so it may not change after publish: give it "
+            f"policy load_time or runtime and use get_context().override(\"<module>:<function>\", "
+            f"{leaf}=...), {move}"
+        )
+    return f"use get_context().override(\"<module>:<function>\", {leaf}=...) (policy {policy}), {move}"
+
+
+def suggestion(leaf: str, accessors: Mapping[str, str], origin: str = "process", via: str = "") -> str:
     """What to read instead of the raw leaf, in words."""
+    if via == "class" and leaf in accessors:
+        return (
+            f"this reads the class default, not the published value (on a slotted class a "
+            f"member descriptor); use {accessors[leaf]}, or the schema default, by hand"
+        )
+    if via == "record_dict" and leaf in accessors:
+        return (
+            f"use {accessors[leaf]} instead, by hand: the dict may hold converted values "
+            f"(enums), so `configbags ratchet fix` will not rewrite it"
+        )
     if leaf == "*":
         return (
             "this reads the record dynamically or whole; read the leaves you need by name "
@@ -130,11 +177,20 @@ def check(
     accessors: Mapping[str, str],
     *,
     allowlist_file: str = "schema/ratchet.yaml",
-    min_files: int = DEFAULT_MIN_FILES,
+    min_files: int | None = None,
     roots: Iterable[str] = (),
+    writes: Iterable[Any] = (),
+    resolution: Iterable[str] = (),
+    policies: Mapping[str, str] | None = None,
 ) -> CheckReport:
-    """Compare `result` with `allowlist` (AllowEntry-like objects or mappings)."""
+    """Compare `result` with `allowlist` and `writes` (Entry-like objects or mappings)."""
+    if min_files is None:
+        # imported only when not given: the generator is slow to import
+        from configbags.codegen.model import DEFAULT_MIN_FILES
+
+        min_files = DEFAULT_MIN_FILES
     failures: list[Failure] = []
+    resolution = tuple(resolution)
 
     for problem in result.problems:
         failures.append(
@@ -154,19 +210,12 @@ def check(
             )
         )
 
+    writes_by_key: dict[Key, list[Violation]] = defaultdict(list)
     for violation in result.violations:
         where = f"{violation.file}:{violation.line} ({violation.function})"
-        if violation.kind == "write":
-            leaf = violation.leaf if violation.leaf != "*" else "<leaf>"
-            failures.append(
-                Failure(
-                    "write",
-                    f"{where}: writes the raw record: `{violation.detail}`. The record is "
-                    f"read-only and writes cannot be allowlisted; change the value with "
-                    f'get_context().override("<source>", {leaf}=...), which is validated and '
-                    f"logged, or build a new record before publish.",
-                )
-            )
+        if violation.kind in WRITE_KINDS:
+            if not in_resolution(violation.file, violation.function, resolution):
+                writes_by_key[(violation.file, violation.function, violation.leaf)].append(violation)
         else:
             failures.append(
                 Failure(
@@ -181,25 +230,8 @@ def check(
     for read in result.reads:
         reads_by_key[(read.file, read.function, read.leaf)].append(read)
 
-    entries: dict[Key, AllowEntry] = {}
-    for raw in allowlist:
-        entry = _as_entry(raw)
-        key = (entry.file, entry.function, entry.leaf)
-        shown = entry_flow(*key)
-        if key in entries:
-            failures.append(
-                Failure("entry", f"{allowlist_file}: duplicate allowlist entry {shown}; keep one.")
-            )
-            continue
-        entries[key] = entry
-        if not entry.reason.strip():
-            failures.append(
-                Failure(
-                    "entry",
-                    f"{allowlist_file}: allowlist entry {shown} has no reason; say why this read "
-                    f"stays raw.",
-                )
-            )
+    entries = _entries(allowlist, "allowlist", allowlist_file, failures)
+    write_entries = _entries(writes, "writes", allowlist_file, failures)
 
     for key in sorted(reads_by_key.keys() - entries.keys()):
         file, function, leaf = key
@@ -215,21 +247,40 @@ def check(
         failures.append(
             Failure(
                 "new_read",
-                f"{where}: {what} through {via}{also}; {suggestion(leaf, accessors, origin)}.\n"
+                f"{where}: {what} through {via}{also}; {suggestion(leaf, accessors, origin, first.via)}.\n"
                 f"    If it must stay raw, allowlist it with a reason in {allowlist_file}:\n"
                 f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
             )
         )
 
-    for key in sorted(entries.keys() - reads_by_key.keys()):
+    for key in sorted(writes_by_key.keys() - write_entries.keys()):
+        file, function, leaf = key
+        found = sorted(writes_by_key[key], key=lambda v: v.line)
+        where = f"{file}:{found[0].line} ({function})"
         failures.append(
             Failure(
-                "stale_entry",
-                f"{allowlist_file}: stale allowlist entry {entry_flow(*key)}: that read is gone. "
-                f"Remove the entry (`configbags ratchet update` removes stale entries) so the "
-                f"ratchet keeps its ground.",
+                "write",
+                f"{where}: writes the raw record: `{found[0].detail}`; "
+                f"{write_suggestion(leaf, policies or {})}.\n"
+                f"    If it must stay for now, list it with a reason under `writes:` in {allowlist_file}:\n"
+                f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
             )
         )
+
+    for kind, listed, found_keys in (
+        ("allowlist", entries, reads_by_key.keys()),
+        ("writes", write_entries, writes_by_key.keys()),
+    ):
+        for key in sorted(listed.keys() - found_keys):
+            what = "read" if kind == "allowlist" else "write"
+            failures.append(
+                Failure(
+                    "stale_entry",
+                    f"{allowlist_file}: stale {kind} entry {entry_flow(*key)}: that {what} is gone. "
+                    f"Remove the entry (`configbags ratchet update` removes stale entries) so the "
+                    f"ratchet keeps its ground.",
+                )
+            )
 
     return CheckReport(
         failures=tuple(failures),
@@ -241,8 +292,45 @@ def check(
     )
 
 
+def _entries(raw_entries: Iterable[Any], kind: str, allowlist_file: str, failures: list[Failure]) -> dict[Key, Entry]:
+    entries: dict[Key, Entry] = {}
+    for raw in raw_entries:
+        entry = _as_entry(raw)
+        key = (entry.file, entry.function, entry.leaf)
+        # entry_flow (a YAML dump) only for a failure: thousands of entries are the norm
+        if key in entries:
+            failures.append(Failure("entry", f"{allowlist_file}: duplicate {kind} entry {entry_flow(*key)}; keep one."))
+            continue
+        entries[key] = entry
+        if not entry.reason.strip():
+            failures.append(
+                Failure(
+                    "entry",
+                    f"{allowlist_file}: {kind} entry {entry_flow(*key)} has no reason; say why this "
+                    f"{'read stays raw' if kind == 'allowlist' else 'write stays'}.",
+                )
+            )
+    return entries
+
+
+def write_keys(result: ScanResult, resolution: Iterable[str] = ()) -> set[Key]:
+    """(file, function, leaf) of every write outside the resolution phase."""
+    resolution = tuple(resolution)
+    return {
+        (v.file, v.function, v.leaf)
+        for v in result.violations
+        if v.kind in WRITE_KINDS and not in_resolution(v.file, v.function, resolution)
+    }
+
+
 def stale_keys(result: ScanResult, allowlist: Iterable[Any]) -> set[Key]:
     """Entries that match no read (what `ratchet update` removes)."""
     present = {(r.file, r.function, r.leaf) for r in result.reads}
     keys = {(e.file, e.function, e.leaf) for e in map(_as_entry, allowlist)}
     return keys - present
+
+
+def stale_write_keys(result: ScanResult, writes: Iterable[Any], resolution: Iterable[str] = ()) -> set[Key]:
+    """Write entries that match no write outside the resolution phase."""
+    keys = {(e.file, e.function, e.leaf) for e in map(_as_entry, writes)}
+    return keys - write_keys(result, resolution)

@@ -29,6 +29,26 @@ It also refuses whatever would change *which* record is read, or drop code:
   holds its own, and rewriting its reads to the process bags is the draft-vs-target bug.
   Whoever knows the tree has one record per process says so with the flag.
 
+- a read of a leaf that code outside the resolution phase writes (`rec.x = ...` in a
+  model-specific adjustment, a draft worker): the write changes the record, not the bags,
+  so a rewritten read would no longer see it. Move the write into the resolution phase
+  (its writes reach the bags through the bootstrap, configbags.runtime.legacy) or turn it
+  into an override first;
+- a read through a dict copy of the record (`global_server_args_dict["x"]`), whose values
+  may be converted (enums), and a class-attribute read (`ServerArgs.x`, a class default).
+
+`only` (`--only PATH...`) and `leaves` (`--leaf NAME...`) opt in per path and per leaf;
+`--rewrite-parameters` then vouches for held records within those paths only.
+
+With `rewrite_writes` (`--rewrite-writes`), a plain `record.leaf = value` statement becomes
+`get_context().override("<module>:<function>", leaf=value)` where the leaf's policy is
+load_time or runtime and no raw read of the leaf is left anywhere (it would not see the
+override); anything else is refused with its reason.
+
+The accessor import goes into the module's import block, after the docstring and any
+`from __future__` import, in the place ruff's isort rules give it; aliases of the record
+and imports of the raw accessor that the rewrite leaves unused are removed (F401, F841).
+
 A rewrite changes what the reader sees in one intended way: the bag value is the resolved
 value (fallbacks, derived values, post-publish overrides), not the raw operator input.
 """
@@ -36,18 +56,24 @@ value (fallbacks, derived values, post-publish overrides), not the raw operator 
 from __future__ import annotations
 
 import ast
+import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 import libcst as cst
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
 import libcst.matchers as m
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from configbags.migrate.scan import Read, ScanSettings, scan_tree
+from configbags.migrate.check import in_resolution
+from configbags.migrate.scan import Read, ScanSettings, Violation, scan_tree
+from configbags.migrate.tidy import add_import, remove_unused_aliases
 
 Span = tuple[int, int, int, int]  # start line, start column, end line, end column (chars)
 
@@ -77,12 +103,14 @@ class FixReport:
     skipped: tuple[Skip, ...]
     files_changed: tuple[str, ...]
 
-    def render(self) -> str:
-        lines = [f"{c.file}:{c.line} ({c.function}): {c.old} -> {c.new}" for c in self.changed]
+    def render(self, *, dry_run: bool = False) -> str:
+        arrow = "would rewrite to" if dry_run else "->"
+        lines = [f"{c.file}:{c.line} ({c.function}): {c.old} {arrow} {c.new}" for c in self.changed]
         lines += [f"{s.file}:{s.line} ({s.function}): skipped {s.leaf!r}: {s.reason}" for s in self.skipped]
+        verb = "would rewrite" if dry_run else "rewrote"
         lines.append(
-            f"ratchet fix: rewrote {len(self.changed)} reads in {len(self.files_changed)} files; "
-            f"skipped {len(self.skipped)}"
+            f"ratchet fix: {verb} {len(self.changed)} reads in {len(self.files_changed)} files; "
+            f"skipped {len(self.skipped)}" + ("; nothing changed (--dry-run)" if dry_run else "")
         )
         return "\n".join(lines)
 
@@ -102,10 +130,30 @@ REBOUND_REASON = (
     "so this read may not see the record; rewrite by hand"
 )
 WALRUS_REASON = "the receiver binds a name with `:=`; dropping it would lose the binding"
+DICT_REASON = (
+    "reads a dict copy of the record, whose values may be converted (enums) or updated apart "
+    "from the record; rewrite by hand"
+)
+CLASS_REASON = (
+    "reads the record class's default, not the published value (on a slotted class, a "
+    "member descriptor); rewrite by hand"
+)
+
+
+def written_reason(leaf: str, where: str) -> str:
+    return (
+        f"`{leaf}` is written outside the resolution phase ({where}); the write changes the "
+        f"record, not the bags, so a rewritten read would miss it. Move the write into the "
+        f"resolution phase or make it an override first"
+    )
 
 
 def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: bool = False) -> str | None:
     """Why `read` cannot be rewritten without looking at the code, or None."""
+    if read.via == "record_dict":
+        return DICT_REASON
+    if read.via == "class":
+        return CLASS_REASON
     if read.form == "getattr_dynamic":
         return "dynamic getattr: the leaf name is only known at run time"
     if read.form == "whole":
@@ -198,11 +246,43 @@ def _module_bindings(tree: ast.Module) -> dict[str, str]:
 class _Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, targets: dict[Span, tuple[Read, str]]) -> None:
+    def __init__(
+        self, targets: dict[Span, tuple[Read, str]], writes: Mapping[int, tuple[Violation, str]] | None = None
+    ) -> None:
         super().__init__()
         self.targets = targets
         self.done: dict[Span, str] = {}  # span -> original source text
         self.refused: dict[Span, str] = {}
+        self.writes = writes or {}  # line -> (the write, its override source)
+        self.writes_done: dict[int, str] = {}
+        self.writes_refused: dict[int, str] = {}
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        """`rec.leaf = value` -> `get_context().override("<module>:<function>", leaf=value)`."""
+        line = self.get_metadata(PositionProvider, original_node).start.line
+        target = self.writes.get(line)
+        if target is None:
+            return updated_node
+        write, source = target
+        statement = updated_node.body[0] if len(updated_node.body) == 1 else None
+        if not (
+            isinstance(statement, cst.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0].target, cst.Attribute)
+            and statement.targets[0].target.attr.value == write.leaf
+        ):
+            self.writes_refused[line] = "not a plain `record.leaf = value` statement; rewrite by hand"
+            return updated_node
+        if not _chain_on_name(statement.targets[0].target.value):
+            self.writes_refused[line] = "the record is reached through a call; rewrite by hand"
+            return updated_node
+        value = cst.Module(body=[]).code_for_node(statement.value)
+        call = cst.parse_statement(f"get_context().override({source!r}, {write.leaf}={value})\n")
+        assert isinstance(call, cst.SimpleStatementLine)
+        self.writes_done[line] = cst.Module(body=[]).code_for_node(original_node).strip()
+        return updated_node.with_changes(body=call.body)
 
     def _replace(
         self, original: cst.Attribute | cst.Call, updated: cst.Attribute | cst.Call
@@ -244,10 +324,18 @@ def fix_source(
     accessors_module: str,
     *,
     rewrite_parameters: bool = False,
+    written: Mapping[str, str] | None = None,
+    line_length: int = 88,
+    writes: Sequence[Violation] = (),
+    module_name: str = "",
 ) -> tuple[str, list[Change], list[Skip]]:
     """Rewrite `reads` (found in `source` by the scanner) and return the new source.
     `rewrite_parameters`: treat held records (parameters, `self.server_args`) as the
-    process record (see the module docstring)."""
+    process record (see the module docstring). `written`: leaf -> where code outside the
+    resolution phase writes it (`*`: some write whose leaf is unknown). `writes`: writes
+    to turn into overrides from source `<module_name>:<function>` (already vetted by
+    fix_tree: policy and no raw read left)."""
+    written = written or {}
     lines = source.splitlines()
     bindings = _module_bindings(ast.parse(source))
     targets: dict[Span, tuple[Read, str]] = {}
@@ -258,6 +346,9 @@ def fix_source(
 
     for read in reads:
         reason = refusal(read, accessors, rewrite_parameters=rewrite_parameters)
+        where_written = written.get(read.leaf) or written.get("*")
+        if reason is None and where_written:
+            reason = written_reason(read.leaf, where_written)
         if reason is None:
             expression = accessors[read.leaf]
             function = expression.split("(", 1)[0]
@@ -269,24 +360,34 @@ def fix_source(
             skip(read, reason)
             continue
         targets[_char_span(lines, read)] = (read, accessors[read.leaf])
-    if not targets:
+    write_targets = {w.line: (w, f"{module_name}:{w.function}") for w in writes}
+    if not targets and not write_targets:
         return source, [], skipped
 
     wrapper = MetadataWrapper(cst.parse_module(source))
-    rewriter = _Rewriter(targets)
+    rewriter = _Rewriter(targets, write_targets)
     module = wrapper.visit(rewriter)
     changed: list[Change] = []
-    context = CodemodContext()
+    needed: set[str] = set()
+    for line, (write, override_source) in write_targets.items():
+        if line in rewriter.writes_done:
+            new = f"get_context().override({override_source!r}, {write.leaf}=...)"
+            changed.append(Change(write.file, write.function, write.leaf, line, rewriter.writes_done[line], new))
+            needed.add("get_context")
+        else:
+            why = rewriter.writes_refused.get(line, "could not locate the write in the source")
+            skipped.append(Skip(write.file, write.function, write.leaf, line, why))
     for span, (read, expression) in targets.items():
         if span in rewriter.done:
             changed.append(
                 Change(read.file, read.function, read.leaf, read.line, rewriter.done[span], expression)
             )
-            AddImportsVisitor.add_needed_import(context, accessors_module, expression.split("(", 1)[0])
+            needed.add(expression.split("(", 1)[0])
         else:
             skip(read, rewriter.refused.get(span, "could not locate the read in the source"))
     if changed:
-        module = AddImportsVisitor(context).transform_module(module)
+        module = remove_unused_aliases(module, before=source)
+        module = add_import(module, accessors_module, sorted(needed), line_length=line_length)
     changed.sort(key=lambda c: (c.line, c.leaf))
     skipped.sort(key=lambda s: (s.line, s.leaf))
     return module.code, changed, skipped
@@ -300,12 +401,39 @@ def fix_tree(
     *,
     dry_run: bool = False,
     rewrite_parameters: bool = False,
+    only: Sequence[str] | None = None,
+    leaves: frozenset[str] | None = None,
+    resolution: Sequence[str] = (),
+    line_length: int | None = None,
+    rewrite_writes: bool = False,
+    policies: Mapping[str, str] | None = None,
 ) -> FixReport:
-    """Rewrite every rewritable raw read under the roots; writes are reported, never touched."""
+    """Rewrite every rewritable raw read under the roots (within `only` and of `leaves`,
+    when given); writes are reported, never touched."""
     result = scan_tree(project, settings)
+    if line_length is None:
+        line_length = ruff_line_length(project)
+    written: dict[str, str] = {}
+    for v in result.violations:
+        if v.kind == "write" and not in_resolution(v.file, v.function, resolution):
+            written.setdefault(v.leaf, f"{v.file}:{v.line}")
     by_file: dict[str, list[Read]] = defaultdict(list)
     for read in result.reads:
-        by_file[read.file].append(read)
+        if _selected(read, only, leaves):
+            by_file[read.file].append(read)
+    writes_by_file: dict[str, list[Violation]] = defaultdict(list)
+    write_skips: list[Skip] = []
+    if rewrite_writes:
+        for write in result.violations:
+            if write.kind != "write" or in_resolution(write.file, write.function, resolution):
+                continue
+            if not ((only is None or _under(write.file, only)) and (leaves is None or write.leaf in leaves)):
+                continue
+            why = _write_refusal(write, result.reads, policies or {})
+            if why is None:
+                writes_by_file[write.file].append(write)
+            else:
+                write_skips.append(Skip(write.file, write.function, write.leaf, write.line, why))
     changed: list[Change] = []
     skipped: list[Skip] = [
         Skip(
@@ -315,21 +443,30 @@ def fix_tree(
             v.line,
             "write to the raw record: never rewritten; use get_context().override"
             if v.kind == "write"
+            else "write to a dict copy of the record: never rewritten"
+            if v.kind == "dict_write"
             else "renamed raw accessor: import it under its own name",
         )
         for v in result.violations
+        if (only is None or _under(v.file, only)) and (leaves is None or v.leaf in leaves)
+        and not (rewrite_writes and v.kind == "write")
     ]
+    skipped += write_skips
     files_changed: list[str] = []
-    for file, reads in sorted(by_file.items()):
+    for file in sorted(by_file.keys() | writes_by_file.keys()):
+        reads = by_file.get(file, [])
         path = project / file
         try:
             # bytes, not text mode: text mode would turn CRLF files into LF files
             source = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
             skipped += [Skip(r.file, r.function, r.leaf, r.line, "file is not UTF-8") for r in reads]
+            skipped += [Skip(w.file, w.function, w.leaf, w.line, "file is not UTF-8") for w in writes_by_file.get(file, [])]
             continue
         new_source, file_changes, file_skips = fix_source(
-            source, reads, accessors, accessors_module, rewrite_parameters=rewrite_parameters
+            source, reads, accessors, accessors_module,
+            rewrite_parameters=rewrite_parameters, written=written, line_length=line_length,
+            writes=writes_by_file.get(file, ()), module_name=_module_name(file),
         )
         changed += file_changes
         skipped += file_skips
@@ -339,3 +476,54 @@ def fix_tree(
                 path.write_bytes(new_source.encode("utf-8"))
     skipped.sort(key=lambda s: (s.file, s.line, s.leaf))
     return FixReport(tuple(changed), tuple(skipped), tuple(files_changed))
+
+
+def _under(file: str, paths: Sequence[str]) -> bool:
+    return any(file == p.rstrip("/") or file.startswith(p.rstrip("/") + "/") for p in paths)
+
+
+def _selected(read: Read, only: Sequence[str] | None, leaves: frozenset[str] | None) -> bool:
+    return (only is None or _under(read.file, only)) and (leaves is None or read.leaf in leaves)
+
+
+def ruff_line_length(project: Path) -> int:
+    """The engine's line length, as ruff reads it (ruff.toml, .ruff.toml, pyproject.toml),
+    so an added import is wrapped exactly when ruff's isort would wrap it; 88 otherwise."""
+    for name, table in (("ruff.toml", ()), (".ruff.toml", ()), ("pyproject.toml", ("tool", "ruff"))):
+        path = project / name
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for key in table:
+            data = data.get(key, {})
+        if isinstance(data.get("line-length"), int):
+            return int(data["line-length"])
+        if table == ():
+            return 88
+    return 88
+
+
+def _module_name(file: str) -> str:
+    return file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
+def _write_refusal(write: Violation, reads: Sequence[Read], policies: Mapping[str, str]) -> str | None:
+    """Why a write cannot become an override, or None."""
+    policy = policies.get(write.leaf)
+    if policy is None:
+        return f"`{write.leaf}` is not a config leaf; no override replaces the write"
+    if policy not in ("load_time", "runtime"):
+        return (
+            f"`{write.leaf}` has override policy {policy}; give it load_time or runtime in the "
+            f"schema, or move the write into the resolution phase"
+        )
+    raw = sorted(f"{r.file}:{r.line}" for r in reads if r.leaf in (write.leaf, "*"))
+    if raw:
+        return (
+            f"raw reads of `{write.leaf}` remain ({', '.join(raw[:3])}{', ...' if len(raw) > 3 else ''}); "
+            f"they would not see an override, so move them onto the accessors first"
+        )
+    return None

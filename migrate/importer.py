@@ -27,7 +27,9 @@ import attrs
 import yaml
 
 # The generator's own rules, so that what is imported is what `make gen` accepts.
-from configbags.codegen.model import RESERVED, RESERVED_FLAGS
+from configbags.codegen.model import RESERVED, RESERVED_FLAGS, flag_spellings
+from configbags.migrate.proposal import propose, read_mapping, render
+from configbags.migrate.scan import ScanSettings
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
 
@@ -82,12 +84,27 @@ class ImportResult:
     warnings: tuple[str, ...]
 
 
+# Well-known constants an engine uses as big-int sentinels: they stay ints, never null.
+_SENTINELS = {"sys.maxsize": sys.maxsize, "math.inf": math.inf, "float('inf')": math.inf}
+
+
 def _literal(node: ast.expr | None, constants: Mapping[str, Any]) -> Any:
     """The value of a literal expression, resolving module-level constants; _MISSING if not."""
     if node is None:
         return _MISSING
     if isinstance(node, ast.Name) and node.id in constants:
         return constants[node.id]
+    if ast.unparse(node) in _SENTINELS:
+        return _SENTINELS[ast.unparse(node)]
+    if isinstance(node, ast.Call) and _name(node.func) == "keys" and isinstance(node.func, ast.Attribute):
+        # choices=list(BACKENDS.keys()) / BACKENDS.keys()
+        inner = _literal(node.func.value, constants)
+        return list(inner) if isinstance(inner, dict) else _MISSING
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left, constants), _literal(node.right, constants)
+        if isinstance(left, (list, tuple)) and isinstance(right, (list, tuple)):
+            return [*left, *right]
+        return _MISSING
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -99,8 +116,16 @@ def _literal(node: ast.expr | None, constants: Mapping[str, Any]) -> Any:
             values = list(inner)
             return sorted(values) if node.func.id in ("sorted", "set") else values
     if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_literal(e, constants) for e in node.elts]
-        return _MISSING if _MISSING in items else items
+        items: list[Any] = []
+        for element in node.elts:
+            if isinstance(element, ast.Starred):  # [*A, *B]
+                inner = _literal(element.value, constants)
+                if not isinstance(inner, (list, tuple)):
+                    return _MISSING
+                items.extend(inner)
+            else:
+                items.append(_literal(element, constants))
+        return _MISSING if any(i is _MISSING for i in items) else items
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -187,6 +212,56 @@ def _arguments(tree: ast.Module) -> dict[str, Argument]:
     return found
 
 
+def _cli_copies(tree: ast.Module) -> dict[str, str]:
+    """argparse dest -> record field, from the copies a `from_cli_args`-style function makes:
+    `args.tp_size = args.tensor_parallel_size`, `cls(tp_size=args.tensor_parallel_size)`
+    or `{"tp_size": args.tensor_parallel_size}`."""
+    copies: dict[str, str] = {}
+    for function in ast.walk(tree):
+        if not (isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and "cli" in function.name):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and target.attr != node.value.attr:
+                        copies.setdefault(node.value.attr, target.attr)
+            elif isinstance(node, ast.Call):
+                for keyword in node.keywords:
+                    if keyword.arg and isinstance(keyword.value, ast.Attribute) and keyword.value.attr != keyword.arg:
+                        copies.setdefault(keyword.value.attr, keyword.arg)
+            elif isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if (
+                        isinstance(key, ast.Constant)
+                        and isinstance(key.value, str)
+                        and isinstance(value, ast.Attribute)
+                        and value.attr != key.value
+                    ):
+                        copies.setdefault(value.attr, key.value)
+    return copies
+
+
+def _map_to_fields(arguments: dict[str, Argument], fields: set[str], copies: Mapping[str, str]) -> dict[str, Argument]:
+    """Key each argument by the field it fills: its dest when that is a field, else the
+    field a from_cli_args copy puts it in, else the field one of its flags is named after
+    (`--tensor-parallel-size/--tp-size` fills `tp_size`)."""
+    mapped: dict[str, Argument] = {}
+    for dest, argument in arguments.items():
+        field = dest if dest in fields else copies.get(dest)
+        if field is None:
+            named = [f[2:].replace("-", "_") for f in argument.flags if f.startswith("--")]
+            field = next((n for n in named if n in fields), dest)
+        other = mapped.get(field)
+        if other is None:
+            mapped[field] = attrs.evolve(argument, dest=field)
+            continue
+        # two registrations fill one field: the one whose dest is the field leads, the
+        # other's flags become aliases
+        lead, alias = (argument, other) if dest == field else (other, argument)
+        mapped[field] = attrs.evolve(lead, dest=field, flags=[*lead.flags, *alias.flags])
+    return mapped
+
+
 def _type_of(annotation: ast.expr | None) -> tuple[str, list[Any] | None]:
     """(schema type, choices from a Literal) for a field annotation."""
     if annotation is None:
@@ -252,34 +327,52 @@ def _help_text(text: str, default: Any) -> str:
 
 
 def import_dataclass(
-    source: str, class_name: str, mapping: Mapping[str, str], *, origin: str = "<source>"
+    source: str,
+    class_name: str,
+    mapping: Mapping[str, str],
+    *,
+    origin: str = "<source>",
+    defaults: Mapping[str, Any] | None = None,
+    policies: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ImportResult:
+    """Read `class_name` and its argparse registration from `source`. A default that the
+    schema cannot hold as it is stops the import (ImportError_ names every such field and
+    the fix) unless `defaults` gives the value to use: defaults never change silently."""
     tree = ast.parse(source)
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
     if not classes:
         raise ImportError_(f"{origin}: no class {class_name!r}")
     constants = _module_constants(tree)
-    arguments = _arguments(tree)
+    fields = _fields(classes[0], constants)
+    arguments = _map_to_fields(_arguments(tree), {f.name for f in fields}, _cli_copies(tree))
+    defaults = dict(defaults or {})
     warnings: list[str] = []
+    stops: list[str] = []
     leaves: dict[str, dict[str, dict[str, Any]]] = {}
-    for field in _fields(classes[0], constants):
+    for field in fields:
         where = f"{origin}:{field.line}: {field.name}"
         if not _LEAF_NAME.match(field.name) or field.name in RESERVED:
             warnings.append(f"{where}: skipped, not a usable leaf name (lowercase, not reserved)")
             continue
         type_, literal_choices = _type_of(field.annotation)
-        spec: dict[str, Any] = {"type": type_}
         argument = arguments.get(field.name)
+        type_ = _list_from_nargs(type_, argument)
+        spec: dict[str, Any] = {"type": type_}
         default = field.default
-        if default is _MISSING and field.default_note is None:
+        given = field.name in defaults
+        if given:
+            default = defaults.pop(field.name)
+        if default is _MISSING and field.default_note is None and not given:
             spec["required"] = True
         else:
             if default is _MISSING:
-                warnings.append(f"{where}: default `{field.default_note}` is not a literal; imported as null")
-                default = None
-                if not type_.startswith("optional "):
-                    spec["type"] = type_ = "optional " + type_
-            elif isinstance(default, tuple):
+                stops.append(
+                    f"{where}: default `{field.default_note}` is not a literal, so it cannot be "
+                    f"imported as it is; fix: --default {field.name}=VALUE (YAML) with the value "
+                    f"the engine resolves it to"
+                )
+                continue
+            if isinstance(default, tuple):
                 default = list(default)
             if default is None and not type_.startswith("optional "):
                 spec["type"] = type_ = "optional " + type_
@@ -308,15 +401,44 @@ def import_dataclass(
                 warnings.append(f"{where}: choices `{ast.unparse(argument.kwargs['choices'])}` are not literal; left out")
         if choices:
             spec["choices"] = list(dict.fromkeys(choices))
-        _settle_values(spec, where, warnings)
-        spec["owner"] = DEFAULT_OWNER
-        spec["override"] = DEFAULT_OVERRIDE
+        if argument is not None and "const" in argument.kwargs:
+            const = _literal(argument.kwargs["const"], constants)
+            warnings.append(
+                f"{where}: the bare flag `{argument.flags[0]}` stores const {const!r}; the "
+                f"generated flag needs a value (`{argument.flags[0]} {const}`)"
+            )
+        stop = _settle_values(spec, where, warnings, given=given)
+        if stop is not None:
+            stops.append(stop)
+            continue
+        policy = (policies or {}).get(field.name, {})
+        spec["owner"] = str(policy.get("owner") or DEFAULT_OWNER)
+        spec["override"] = str(policy.get("override") or DEFAULT_OVERRIDE)
         namespace = mapping.get(field.name, DEFAULT_NAMESPACE)
         leaves.setdefault(namespace, {})[field.name] = spec
-    for dest in sorted(set(arguments) - {f.name for f in _fields(classes[0], constants)}):
+    for dest in sorted(set(arguments) - {f.name for f in fields}):
         warnings.append(f"{origin}:{arguments[dest].line}: flag for {dest!r} has no field; not imported")
+    for name in sorted(defaults):
+        stops.append(f"{origin}: --default {name}=...: {class_name} has no field {name!r}")
+    if stops:
+        raise ImportError_(
+            f"{len(stops)} default{'s' if len(stops) > 1 else ''} cannot be imported without "
+            f"changing {'them' if len(stops) > 1 else 'it'}:\n  " + "\n  ".join(stops)
+        )
     _settle_flags(leaves, origin, warnings)
     return ImportResult(leaves, tuple(warnings))
+
+
+def _list_from_nargs(type_: str, argument: Argument | None) -> str:
+    """A field typed loosely (`list`, no annotation) whose flag takes `nargs` values of
+    `type=int` or `type=str` is a list of them."""
+    if argument is None or "nargs" not in argument.kwargs or TypeSpec.parse(type_).base != "json":
+        return type_
+    element = argument.kwargs.get("type")
+    name = _name(element) if element is not None else "str"
+    if name not in ("int", "str"):
+        return type_
+    return ("optional " if type_.startswith("optional ") else "") + f"list[{name}]"
 
 
 def _finite(value: Any) -> None:
@@ -332,14 +454,14 @@ def _finite(value: Any) -> None:
             _finite(item)
 
 
-def _settle_values(spec: dict[str, Any], where: str, warnings: list[str]) -> None:
+def _settle_values(spec: dict[str, Any], where: str, warnings: list[str], *, given: bool = False) -> str | None:
     """Make the leaf's type, choices and default pass the generator's value rules (those
     of configbags.codegen.model's leaf checks: TypeSpec.coerce and check_bounds; no choices on bool
     or json). What does not fit is degraded, each time with a warning, rather than
     written as YAML that `make gen` rejects: bad choices are dropped, an int leaf with a
-    float default becomes float, any other default that does not fit becomes null (and
-    the type optional), and a default argparse allowed outside its `choices` (argparse
-    never checks defaults) joins the choices."""
+    float default becomes float, and a default argparse allowed outside its `choices`
+    (argparse never checks defaults) joins the choices. A default that does not fit at all
+    is never changed: the returned message stops the import, naming the fix."""
     type_ = TypeSpec.parse(spec["type"])
     choices: list[Any] | None = spec.pop("choices", None)
     if choices is not None and type_.base in ("bool", "json"):
@@ -355,13 +477,12 @@ def _settle_values(spec: dict[str, Any], where: str, warnings: list[str]) -> Non
                 type_ = TypeSpec("float", type_.optional)
                 warnings.append(f"{where}: default {default!r} is not an int; type widened to {type_}")
             else:
-                widened = TypeSpec(type_.base, True)
-                warnings.append(
-                    f"{where}: default {default!r} does not fit type {type_} ({exc}); imported as null"
-                    + (f", type {widened}" if widened != type_ else "")
+                source = "the --default given" if given else "the field's default"
+                return (
+                    f"{where}: {source} {default!r} does not fit type {type_} ({exc}); fix: "
+                    f"--default {where.rsplit(': ', 1)[-1]}=VALUE (YAML) with a value of that type, "
+                    f"or change the field's annotation"
                 )
-                spec["default"] = None
-                type_ = widened
     if choices is not None:
         item = type_.item or TypeSpec(type_.base, False)
         kept: list[Any] = []
@@ -394,6 +515,7 @@ def _settle_values(spec: dict[str, Any], where: str, warnings: list[str]) -> Non
     spec["type"] = str(type_)
     if choices:
         spec["choices"] = choices
+    return None
 
 
 def _flag_spellings(name: str, spec: Mapping[str, Any]) -> list[str]:
@@ -401,10 +523,8 @@ def _flag_spellings(name: str, spec: Mapping[str, Any]) -> list[str]:
     if cli is False:
         return []
     cli = cli or {}
-    flags = [cli.get("flag", "--" + name.replace("_", "-")), *cli.get("aliases", ())]
-    if spec["type"] == "bool":  # the generated bool flags have a --no- twin each
-        flags += ["--no-" + f[2:] for f in flags]
-    return flags
+    flags = (cli.get("flag", "--" + name.replace("_", "-")), *cli.get("aliases", ()))
+    return list(flag_spellings(flags, TypeSpec.parse(spec["type"])))
 
 
 def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, warnings: list[str]) -> None:
@@ -465,7 +585,7 @@ def _cli_spec(name: str, argument: Argument, where: str, warnings: list[str]) ->
     default_flag = "--" + name.replace("_", "-")
     if usable[0] != default_flag:
         spec["flag"] = usable[0]
-    aliases = [f for f in usable[1:] if f != default_flag or "flag" not in spec]
+    aliases = usable[1:]  # every legacy spelling stays accepted
     if aliases:
         spec["aliases"] = aliases
     return spec or None
@@ -480,6 +600,18 @@ def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
 
 
 _Dumper.add_representer(list, _represent_list)
+
+
+def roles_yaml(owners: set[str]) -> str:
+    """ROLES_YAML plus a role for each owner a policy names (a writing module)."""
+    extra = sorted(owners - {"launcher", "test"})
+    text = ROLES_YAML
+    for owner in extra:
+        text += (
+            f"  {owner}:\n    doc: Writes leaves after parsing (proposed from where the engine writes them).\n"
+            f"    reads: all\n"
+        )
+    return text
 
 
 def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
@@ -513,7 +645,8 @@ def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
         written.append(path)
     roles = out / "roles.yaml"
     if not roles.exists():
-        roles.write_text(ROLES_YAML, encoding="utf-8")
+        owners = {str(spec["owner"]) for leaves in result.leaves.values() for spec in leaves.values()}
+        roles.write_text(roles_yaml(owners), encoding="utf-8")
         written.append(roles)
     return written
 
@@ -524,7 +657,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("source", metavar="FILE:CLASS", help="e.g. python/sglang/srt/server_args.py:ServerArgs")
     parser.add_argument("--out", type=Path, required=True, help="schema folder to write")
-    parser.add_argument("--mapping", type=Path, help="YAML {leaf: namespace}; unmapped go to `legacy`")
+    parser.add_argument(
+        "--mapping", type=Path,
+        help="YAML {leaf: namespace}, or a --propose-mapping file; unmapped go to `legacy`",
+    )
+    parser.add_argument(
+        "--propose-mapping", type=Path, metavar="FILE",
+        help="write an editable mapping (namespaces from section comments and name prefixes, "
+        "policies from writes under --engine-root) and stop",
+    )
+    parser.add_argument("--engine-root", type=Path, help="the engine's package, searched for writes")
+    parser.add_argument(
+        "--exclude", action="append", default=[], help="glob under --engine-root to leave out"
+    )
+    parser.add_argument(
+        "--default", action="append", default=[], metavar="NAME=VALUE",
+        help="the default to import for a field whose own cannot be read or held (VALUE is YAML)",
+    )
     args = parser.parse_args(argv)
     file_name, _, class_name = args.source.rpartition(":")
     if not file_name or not class_name:
@@ -534,12 +683,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         source = path.read_text(encoding="utf-8")
         mapping: dict[str, str] = {}
+        policies: dict[str, dict[str, Any]] = {}
+        if args.propose_mapping is not None:
+            return _propose(args, source, path, class_name)
         if args.mapping is not None:
             loaded = yaml.safe_load(args.mapping.read_text(encoding="utf-8")) or {}
-            if not isinstance(loaded, dict):
-                raise ImportError_(f"{args.mapping}: expected a mapping {{leaf: namespace}}")
-            mapping = {str(k): str(v) for k, v in loaded.items()}
-        result = import_dataclass(source, class_name, mapping, origin=f"{path.name}:{class_name}")
+            try:
+                mapping, policies = read_mapping(loaded)
+            except ValueError as exc:
+                raise ImportError_(f"{args.mapping}: {exc}") from exc
+        defaults: dict[str, Any] = {}
+        for item in args.default:
+            name, sep, value = item.partition("=")
+            if not sep:
+                raise ImportError_(f"--default {item!r}: expected NAME=VALUE")
+            defaults[name.strip()] = yaml.safe_load(value)
+        result = import_dataclass(
+            source, class_name, mapping, origin=f"{path.name}:{class_name}", defaults=defaults,
+            policies=policies,
+        )
     except (OSError, SyntaxError, yaml.YAMLError, ImportError_) as exc:
         print(f"configbags import-dataclass: {exc}", file=sys.stderr)
         return 1
@@ -552,5 +714,27 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"import-dataclass: {count} leaves into {len(result.leaves)} namespaces; wrote "
         f"{len(written)} files under {args.out}; next: configbags gen --schema {args.out}"
+    )
+    return 0
+
+
+def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str) -> int:
+    tree = ast.parse(source)
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
+    if not classes:
+        raise ImportError_(f"{path}: no class {class_name!r}")
+    fields = [f.name for f in _fields(classes[0], _module_constants(tree))]
+    root = args.engine_root.resolve() if args.engine_root is not None else None
+    settings = None
+    if root is not None:
+        excludes = (*args.exclude, path.resolve().relative_to(root).as_posix()) if path.resolve().is_relative_to(root) else tuple(args.exclude)
+        settings = ScanSettings(roots=(".",), excludes=excludes, record_class=class_name)
+    proposal = propose(source, class_name, fields, engine_root=root, settings=settings)
+    args.propose_mapping.write_text(render(proposal, f"{path.name}:{class_name}"), encoding="utf-8")
+    namespaces = sorted(set(proposal["leaves"].values()))
+    print(
+        f"import-dataclass: proposed {len(fields)} leaves in {len(namespaces)} namespaces "
+        f"({', '.join(namespaces)}) and {len(proposal['policies'])} policy changes in "
+        f"{args.propose_mapping}; edit it, then import with --mapping {args.propose_mapping}"
     )
     return 0

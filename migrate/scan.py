@@ -18,925 +18,56 @@ Each read also says which record it reaches (`origin`, see ORIGINS), which is wh
 `ratchet fix` needs to know to rewrite it without changing its meaning.
 
 Files with a "Code generated ... DO NOT EDIT." header are skipped only inside a generated
-package (see _GENERATED_PACKAGE_MARKERS); elsewhere the header hides nothing.
+package (configbags.migrate.generated); elsewhere the header hides nothing. Special files
+and unreadable ones are reported, never opened (configbags.migrate.files).
 
 Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
 the check fails on them whatever the allowlist says.
 
-Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). It
-parses every file (so broken files are reported), but walks only the statements, at any
-depth, whose lines mention a name through which the record can be reached (one regex over
-the bytes). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
-a wrapper), it starts again with the larger set, so pruning never hides a binding. Results
-are cached by content hash, so a warm re-scan parses nothing.
+The jobs live apart: the alias analysis in configbags.migrate.aliases, file listing and
+safe reading in configbags.migrate.files, the cache in configbags.migrate.scancache,
+generated-package detection in configbags.migrate.generated. This module ties them
+together and re-exports the records of configbags.migrate.scanmodel.
 """
 
 from __future__ import annotations
 
 import ast
-import bisect
-import fnmatch
-import functools
-import hashlib
-import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
 
-import attrs
-
-# Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 5
-
-# Whole-record readers: calling these on the record reads every leaf at once.
-_WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
-# Go's convention for generated files (golang.org/s/generatedcode), which linters skip;
-# configbags' own generated modules start with it.
-_GENERATED_HEADER = re.compile(rb"\A[^\n]{0,20}Code generated [^\n]* DO NOT EDIT\.")
-_SKIP_DIRS = frozenset({"__pycache__", ".git", ".venv", "node_modules", ".mypy_cache"})
-# A header alone does not make a file generated (a hand-written file could add it to hide
-# its reads): it is skipped only inside a generated package, a folder whose
-# `accessors.py` and `ratchet_allowlist.py` both carry the header. `make gen` replaces
-# that folder wholesale and `make gen-check` fails on strays, so nothing hand-written
-# can live there for long.
-_GENERATED_PACKAGE_MARKERS = ("accessors.py", "ratchet_allowlist.py")
-
-# Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
-# read of the *process* record to an accessor; the others would change meaning:
-#   process      the raw accessor (or a copy, alias or wrapper of it): the published record;
-#   held         a parameter, annotated name or record attribute (`self.server_args`),
-#                or a parameter defaulting to the record (a caller may pass another):
-#                usually the process record, but a draft runner holds its own;
-#   rebound      a name (or `self.` attribute) that the record is bound to, but that is
-#                also bound to something else in the same scope (`sa = other`, a loop
-#                target, `except ... as sa`, `del sa`, a `None` placeholder, a parameter
-#                the record is a fallback for), or bound to a value that is the record
-#                only on some branches (`rec if c else other`, `rec or other`). Bindings
-#                are not ordered (flow-insensitive): any other binding anywhere in the
-#                scope taints every read of the name, since a read may see either;
-#   wrapped      bound by `with f(record) as name`: may not be the record at all;
-#   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`): not the
-#                published record (or not yet).
-# When one name is bound several ways, the later origin in this order wins (the join),
-# so an alias is only "process" when every binding of it is.
-ORIGINS = ("process", "held", "rebound", "wrapped", "constructed")
-_ORIGIN_RANK = {origin: rank for rank, origin in enumerate(ORIGINS)}
-
-
-def join_origin(a: str, b: str) -> str:
-    """The less provable of two origins."""
-    return a if _ORIGIN_RANK[a] >= _ORIGIN_RANK[b] else b
-
-
-Reach = tuple[str, str]  # (via, origin)
-
-
-@attrs.frozen
-class ScanSettings:
-    """What to scan and which names denote the raw record (`scan:` in ratchet.yaml)."""
-
-    roots: tuple[str, ...] = ("runtime",)
-    excludes: tuple[str, ...] = ()
-    raw_accessor: str = "get_server_args"
-    record_class: str = "ServerArgs"
-    record_attributes: tuple[str, ...] = ("server_args",)
-    # Bigger files are reported, not parsed: a multi-megabyte .py is data, not code.
-    max_bytes: int = 4_000_000
-
-    def analysis_key(self) -> str:
-        """Everything a per-file result depends on besides the file's bytes."""
-        parts = [
-            str(SCANNER_VERSION),
-            self.raw_accessor,
-            self.record_class,
-            ",".join(self.record_attributes),
-            str(self.max_bytes),
-        ]
-        return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
-
-
-class Read(NamedTuple):
-    file: str
-    function: str  # enclosing qualname, `<module>` for module-level code
-    leaf: str  # attribute name; `*` for a dynamic getattr or a whole-record read
-    line: int
-    col: int  # ast columns: UTF-8 byte offsets
-    end_line: int
-    end_col: int
-    via: str  # how the record was reached: accessor, alias, parameter, attribute, ...
-    form: str  # attribute, getattr, getattr_default, getattr_dynamic, hasattr, whole
-    # Which record it is, as far as the code shows (see ORIGINS): what `ratchet fix` may
-    # assume. Defaulted so rows written by hand in tests stay short.
-    origin: str = "process"
-
-
-class Violation(NamedTuple):
-    """Never allowed: a write to the record, or a renamed raw accessor."""
-
-    file: str
-    function: str
-    line: int
-    kind: str  # "write" or "renamed_accessor"
-    leaf: str  # the written leaf (`*` when unknown) or the new name of the accessor
-    detail: str  # the offending source text, shortened
-
-
-class Problem(NamedTuple):
-    """A file the scanner could not read; the scan goes on without it."""
-
-    file: str
-    reason: str
-
-
-@attrs.frozen
-class FileScan:
-    """The result for one file's bytes; cached by content hash, so it holds no path."""
-
-    reads: tuple[tuple[Any, ...], ...] = ()
-    violations: tuple[tuple[Any, ...], ...] = ()
-    problem: str | None = None
-    generated: bool = False
-
-
-@attrs.frozen
-class ScanResult:
-    reads: tuple[Read, ...]
-    violations: tuple[Violation, ...]
-    problems: tuple[Problem, ...]
-    files: tuple[str, ...]  # every file listed under the roots, scanned or not
-    files_parsed: int  # files whose analysis ran or came from cache
-    files_generated: int  # skipped: generated files inside a generated package
-    files_from_cache: int
-    generated_files: tuple[str, ...] = ()  # which ones, so a report can show them
-
-
-# --------------------------------------------------------------------------- analysis
-
-
-class _Scope:
-    __slots__ = (
-        "aliases",
-        "assigns",
-        "bound",
-        "defaults",
-        "globals",
-        "kind",
-        "nonlocals",
-        "parent",
-        "qualname",
-        "returns",
-        "self_assigns",
-        "self_name",
-    )
-
-    def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
-        self.kind = kind  # module, class, function, lambda, comprehension
-        self.qualname = qualname
-        self.parent = parent
-        self.bound: set[str] = set()
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
-        # Every binding of a name in this scope: name, value, and an origin forced on top
-        # of the value's (`with f(rec) as name`). The value is None when the binding is
-        # opaque (a loop over a non-literal, `except ... as`, `del`, an import, a `def`,
-        # a plain parameter, ...): never the record, so it only ever taints an alias.
-        self.assigns: list[tuple[str, ast.expr | None, str | None]] = []
-        self.defaults: list[tuple[str, ast.expr]] = []  # parameter defaults: outer scope
-        self.self_assigns: list[tuple[str, ast.expr | None]] = []  # None: opaque, as above
-        self.returns: list[ast.expr] = []
-        self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
-        self.self_name: str | None = None  # first parameter of a method
-
-    def child_prefix(self) -> str:
-        return "" if self.kind == "module" else self.qualname + "."
-
-
-def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-
-
-class _Analysis:
-    """Per-file state shared by the binding pass and the read pass."""
-
-    def __init__(self, settings: ScanSettings, lines: list[int]) -> None:
-        self.settings = settings
-        self.lines = lines  # lines that mention a name of interest, sorted
-        self.raw_names: set[str] = {settings.raw_accessor}
-        self.class_names: set[str] = {settings.record_class}
-        self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
-        self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
-        self.imported: set[str] = set()  # names bound by import: modules, not objects
-        self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
-        self.module = _Scope("module", "<module>", None)
-        self.scopes: list[_Scope] = [self.module]
-        self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
-        self.violations: list[tuple[Any, ...]] = []
-        self.reads: list[tuple[Any, ...]] = []
-        # Set by resolve_rebound() once the aliases are final (see there): from then on a
-        # conditional value with a branch that is not the record is "rebound".
-        self.strict = False
-
-    def names_of_interest(self) -> frozenset[str]:
-        """Every name through which the record can be reached: any statement that reads,
-        binds or shadows the record mentions one of them on one of its lines."""
-        names = self.raw_names | self.class_names | self.record_attrs
-        names |= self.self_attrs.keys() | self.wrappers.keys()
-        for scope in self.scopes:
-            names |= scope.aliases.keys()
-        return frozenset(names)
-
-    # ---- what is the record
-
-    def via(self, expr: ast.expr, scope: _Scope) -> str | None:
-        """How `expr` evaluates to the record, or None when it does not."""
-        found = self.reach(expr, scope)
-        return found[0] if found else None
-
-    def reach(self, expr: ast.expr, scope: _Scope) -> Reach | None:
-        """(via, origin) when `expr` evaluates to the record, else None."""
-        if isinstance(expr, ast.Call):
-            return self._reach_call(expr, scope)
-        if isinstance(expr, ast.Name):
-            return self._lookup(expr.id, scope)
-        if isinstance(expr, ast.Attribute):
-            if expr.attr in self.record_attrs:
-                # `pkg.server_args` where `pkg` is an imported module names a module
-                base = expr.value
-                while isinstance(base, ast.Attribute):
-                    base = base.value
-                if isinstance(base, ast.Name) and base.id in self.imported:
-                    return None
-                # whose record is `x.server_args`? Only the author knows: "held".
-                return ("attribute", "held")
-            if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
-                return ("self_alias", self.self_attrs[expr.attr])
-            return None
-        if isinstance(expr, ast.NamedExpr):
-            return self.reach(expr.value, scope)
-        branches: list[ast.expr] = []
-        if isinstance(expr, ast.IfExp):
-            branches = [expr.body, expr.orelse]
-        elif isinstance(expr, ast.BoolOp):
-            branches = list(expr.values)
-        # Either branch may be the value: the first one found names the spelling, the
-        # join of all of them says which record it may be. A branch that is not the
-        # record at all makes the whole value only maybe the record ("rebound"); that is
-        # only decided once the aliases are final (strict), since a branch that is not an
-        # alias yet may become one later in the fixpoint.
-        result: Reach | None = None
-        missed = False
-        for branch in branches:
-            found = self.reach(branch, scope)
-            if found is None:
-                missed = True
-            else:
-                result = found if result is None else (result[0], join_origin(result[1], found[1]))
-        if result is not None and missed and self.strict:
-            result = (result[0], join_origin(result[1], "rebound"))
-        return result
-
-    def _reach_call(self, call: ast.Call, scope: _Scope) -> Reach | None:
-        func = call.func
-        if isinstance(func, ast.Name):
-            if func.id in self.raw_names:
-                return ("accessor", "process")
-            if func.id in self.wrappers:
-                return ("wrapper", self.wrappers[func.id])
-            if func.id in self.class_names:
-                return ("constructed", "constructed")
-            if func.id in ("copy", "deepcopy") and call.args:
-                return self.reach(call.args[0], scope)
-        elif isinstance(func, ast.Attribute):
-            if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
-                return ("accessor", "process")
-            if func.attr in self.class_names:
-                return ("constructed", "constructed")  # mod.ServerArgs(...)
-            if isinstance(func.value, ast.Name) and func.value.id in self.class_names:
-                return ("constructed", "constructed")  # ServerArgs.from_cli(...)
-            if func.attr in ("copy", "deepcopy") and call.args:
-                return self.reach(call.args[0], scope)
-            if func.attr in self.self_attrs and self._is_self(func.value, scope):
-                # self.args() where args returns the record
-                return ("self_alias", self.self_attrs[func.attr])
-        return None
-
-    def _lookup(self, name: str, scope: _Scope) -> Reach | None:
-        current: _Scope | None = scope
-        first = True
-        while current is not None:
-            if current.kind == "class" and not first:
-                current = current.parent  # class bodies do not enclose their methods
-                continue
-            if name in current.globals:
-                current = self.module
-            if name in current.aliases:
-                return current.aliases[name]
-            if name in current.bound and name not in current.nonlocals:
-                return None  # lexically shadowed by a binding that is not the record
-            current = current.parent
-            first = False
-        return None
-
-    def _is_self(self, expr: ast.expr, scope: _Scope) -> bool:
-        if not isinstance(expr, ast.Name):
-            return False
-        current: _Scope | None = scope
-        while current is not None and current.kind != "module":
-            if current.kind == "function" and current.self_name == expr.id:
-                return True
-            if expr.id in current.bound:
-                return False
-            current = current.parent
-        return False
-
-    def is_record_annotation(self, node: ast.expr | None) -> bool:
-        if node is None:
-            return False
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            try:
-                node = ast.parse(node.value, mode="eval").body
-            except SyntaxError:
-                return False
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and sub.id in self.class_names:
-                return True
-            if isinstance(sub, ast.Attribute) and sub.attr in self.class_names:
-                return True
-            if isinstance(sub, ast.Constant) and sub.value in self.class_names:
-                return True
-        return False
-
-    # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
-
-    def resolve(self) -> None:
-        """The first fixpoint: which names, attributes and functions reach the record."""
-        self._propagate()
-
-    def resolve_rebound(self) -> None:
-        """After resolve(), in the final round only: names of interest do not depend on
-        origins, so earlier rounds skip this. Only now is it known which bindings are
-        *not* the record (a value that does not reach it now never will), so those taint
-        their names as "rebound", and a second fixpoint carries the raised origins through
-        copies (`b = a`), `self.` attributes and wrappers. Origins only rise, so it never
-        undoes the first."""
-        self.strict = True
-        for scope in self.scopes:
-            for name, value, _ in scope.assigns:
-                if value is None or self.reach(value, scope) is None:
-                    owner = self._binding_scope(name, scope)
-                    if name in owner.aliases:
-                        _merge(owner.aliases, name, ("alias", "rebound"))
-            for name, value in scope.defaults:
-                # `def f(sa=None)` with `sa = get_server_args()` in the body: the caller's sa
-                if name in scope.aliases and (scope.parent is None or self.reach(value, scope.parent) is None):
-                    _merge(scope.aliases, name, ("parameter", "rebound"))
-            for attr, value in scope.self_assigns:
-                if attr in self.self_attrs and (value is None or self.reach(value, scope) is None):
-                    _merge_origin(self.self_attrs, attr, "rebound")
-        self._propagate()
-
-    def _propagate(self) -> None:
-        # Origins only ever move up the (finite) ORIGINS order, so this terminates.
-        changed = True
-        while changed:
-            changed = False
-            for scope in self.scopes:
-                for name, value, forced in scope.assigns:
-                    found = self.reach(value, scope) if value is not None else None
-                    if found is not None:
-                        origin = join_origin(found[1], forced) if forced else found[1]
-                        owner = self._binding_scope(name, scope)
-                        changed |= _merge(owner.aliases, name, ("alias", origin))
-                for name, value in scope.defaults:
-                    found = self.reach(value, scope.parent) if scope.parent else None
-                    if found is not None:
-                        # any caller may pass another record: held, like an annotated one
-                        origin = join_origin(found[1], "held")
-                        changed |= _merge(scope.aliases, name, ("parameter", origin))
-                for attr, self_value in scope.self_assigns:
-                    found = self.reach(self_value, scope) if self_value is not None else None
-                    if found is not None:
-                        changed |= _merge_origin(self.self_attrs, attr, found[1])
-                if scope.kind == "class":
-                    # class-level aliases are read as self.NAME / cls.NAME
-                    for name, (_, origin) in list(scope.aliases.items()):
-                        changed |= _merge_origin(self.self_attrs, name, origin)
-                if scope.kind == "function" and scope.returns:
-                    name = scope.qualname.rsplit(".", 1)[-1]
-                    known = self.self_attrs if scope.self_name else self.wrappers
-                    for value in scope.returns:
-                        found = self.reach(value, scope)
-                        if found is not None:
-                            changed |= _merge_origin(known, name, found[1])
-
-    def _binding_scope(self, name: str, scope: _Scope) -> _Scope:
-        if name in scope.globals:
-            return self.module
-        if name in scope.nonlocals:
-            current = scope.parent
-            while current is not None and current.kind != "module":
-                if current.kind == "function" and name in current.bound:
-                    return current
-                current = current.parent
-        return scope
-
-
-def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
-    """Record that `name` reaches the record as `new`; keep the first spelling, join the
-    origins. True when the table changed."""
-    old = table.get(name)
-    merged = new if old is None else (old[0], join_origin(old[1], new[1]))
-    if merged != old:
-        table[name] = merged
-        return True
-    return False
-
-
-def _merge_origin(table: dict[str, str], name: str, origin: str) -> bool:
-    old = table.get(name)
-    merged = origin if old is None else join_origin(old, origin)
-    if merged != old:
-        table[name] = merged
-        return True
-    return False
-
-
-def _name_of(func: ast.expr) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    return func.attr if isinstance(func, ast.Attribute) else ""
-
-
-def _unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[tuple[ast.expr, ast.expr]]:
-    """(target, value) pairs whose positions are certain in `targets = values`.
-
-    Positions are known from the left up to the first starred element on either side, and
-    likewise from the right; a starred target takes a list, never the record itself, so it
-    is bound (shadowing) but never an alias. With no starred element, the lengths must
-    match (otherwise the assignment raises)."""
-    starred = any(isinstance(x, ast.Starred) for x in (*targets, *values))
-    if not starred:
-        return list(zip(targets, values, strict=True)) if len(targets) == len(values) else []
-    pairs: list[tuple[ast.expr, ast.expr]] = []
-    left = 0
-    while (
-        left < len(targets)
-        and left < len(values)
-        and not isinstance(targets[left], ast.Starred)
-        and not isinstance(values[left], ast.Starred)
-    ):
-        pairs.append((targets[left], values[left]))
-        left += 1
-    right = 1
-    while (
-        right <= len(targets) - left
-        and right <= len(values) - left
-        and not isinstance(targets[-right], ast.Starred)
-        and not isinstance(values[-right], ast.Starred)
-    ):
-        pairs.append((targets[-right], values[-right]))
-        right += 1
-    return pairs
-
-
-class _Pruned(ast.NodeVisitor):
-    """Visits only statements whose lines mention a name of interest (and always
-    `global`/`nonlocal`, which change what a mention elsewhere binds). A statement that
-    mentions none can neither read nor bind nor shadow the record, so most of a file is
-    never walked: this is what keeps the scan close to the cost of `ast.parse`."""
-
-    a: _Analysis
-
-    def visit_statements(self, statements: Iterable[ast.AST]) -> None:
-        lines = self.a.lines
-        for node in statements:
-            if (
-                not isinstance(node, ast.stmt)
-                or isinstance(node, (ast.Global, ast.Nonlocal))
-                or _mentions(lines, _statement_span(node))
-            ):
-                self.visit(node)
-
-    def generic_visit(self, node: ast.AST) -> None:
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, list):
-                if value and isinstance(value[0], ast.stmt):
-                    self.visit_statements(value)
-                else:
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            self.visit(item)
-            elif isinstance(value, ast.AST):
-                self.visit(value)
-
-
-class _Binder(_Pruned):
-    """Pass 1: build scopes and collect bindings (names, `self.x = ...`, returns)."""
-
-    def __init__(self, analysis: _Analysis) -> None:
-        self.a = analysis
-        self.scope = analysis.module
-
-    def _open(self, node: ast.AST, kind: str, name: str | None) -> _Scope:
-        qualname = self.scope.child_prefix() + name if name else self.scope.qualname
-        scope = _Scope(kind, qualname, self.scope)
-        self.a.scopes.append(scope)
-        self.a.scope_of[id(node)] = scope
-        return scope
-
-    def _visit_in(self, scope: _Scope, nodes: Iterable[ast.AST]) -> None:
-        outer, self.scope = self.scope, scope
-        self.visit_statements(nodes)
-        self.scope = outer
-
-    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
-            if expr is not None:
-                self.visit(expr)
-        self._bind_opaque(node.name)  # `def sa(): ...` rebinds sa
-        in_class = self.scope.kind == "class"
-        scope = self._open(node, "function", node.name)
-        self._bind_params(scope, node.args)
-        positional = [*node.args.posonlyargs, *node.args.args]
-        if in_class and positional and not _is_staticmethod(node):
-            scope.self_name = positional[0].arg
-        self._visit_in(scope, node.body)
-
-    visit_FunctionDef = _visit_function
-    visit_AsyncFunctionDef = _visit_function
-
-    def _bind_params(self, scope: _Scope, args: ast.arguments) -> None:
-        every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-        for extra in (args.vararg, args.kwarg):
-            if extra is not None:
-                scope.bound.add(extra.arg)
-                scope.assigns.append((extra.arg, None, None))  # a tuple or dict, never the record
-        positional = [*args.posonlyargs, *args.args]
-        pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
-        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
-        scope.defaults.extend((arg.arg, default) for arg, default in pairs)
-        defaulted = {arg.arg for arg, _ in pairs}
-        for arg in every:
-            scope.bound.add(arg.arg)
-            if self.a.is_record_annotation(arg.annotation) or (
-                arg.annotation is None and arg.arg in self.a.record_attrs
-            ):
-                _merge(scope.aliases, arg.arg, ("parameter", "held"))
-            elif arg.arg not in defaulted:
-                # whatever the caller passes: `def f(sa): if sa is None: sa = get_server_args()`
-                # must not make sa the process record. (Defaults are judged in resolve_rebound().)
-                scope.assigns.append((arg.arg, None, None))
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        for expr in [*node.args.defaults, *node.args.kw_defaults]:
-            if expr is not None:
-                self.visit(expr)
-        scope = self._open(node, "lambda", None)
-        self._bind_params(scope, node.args)
-        self._visit_in(scope, [node.body])
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
-            self.visit(expr)
-        self._bind_opaque(node.name)
-        self._visit_in(self._open(node, "class", node.name), node.body)
-
-    def visit_ListComp(self, node: ast.ListComp) -> None:
-        self._comprehension(node)
-
-    visit_SetComp = visit_ListComp  # type: ignore[assignment]
-    visit_GeneratorExp = visit_ListComp  # type: ignore[assignment]
-    visit_DictComp = visit_ListComp  # type: ignore[assignment]
-
-    def _comprehension(self, node: ast.AST) -> None:
-        scope = self._open(node, "comprehension", None)
-        outer, self.scope = self.scope, scope
-        self.generic_visit(node)
-        self.scope = outer
-
-    def visit_Global(self, node: ast.Global) -> None:
-        self.scope.globals.update(node.names)
-
-    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
-        self.scope.nonlocals.update(node.names)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if not isinstance(node.ctx, ast.Load):
-            self.scope.bound.add(node.id)
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            local = (alias.asname or alias.name).split(".")[0]
-            self._bind_opaque(local)
-            self.a.imported.add(local)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        settings = self.a.settings
-        for alias in node.names:
-            local = alias.asname or alias.name
-            self._bind_opaque(local)
-            self.a.imported.add(local)
-            if alias.name == settings.raw_accessor and local != alias.name:
-                self.a.raw_names.add(local)
-                self._renamed(node, local, f"import {alias.name} as {local}")
-            elif alias.name in self.a.class_names:
-                self.a.class_names.add(local)
-
-    def _renamed(self, node: ast.stmt | ast.expr, new_name: str, detail: str) -> None:
-        self.a.violations.append(
-            (self.scope.qualname, node.lineno, "renamed_accessor", new_name, detail)
-        )
-
-    def _method_self(self) -> str | None:
-        return self.scope.self_name if self.scope.kind == "function" else None
-
-    def _bind_opaque(self, name: str) -> None:
-        """`name` is bound here to something that is not the record (an import, a `def`,
-        `except ... as name`, a match capture): it taints an alias of the same name."""
-        self.scope.bound.add(name)
-        self.scope.assigns.append((name, None, None))
-
-    def _bind(self, target: ast.expr, value: ast.expr | None, forced: str | None = None) -> None:
-        """Record that `target` is bound to `value`; None when the value is unknown.
-
-        Every name in the target gets a binding, so that one that is not the record
-        (an unpacked call, a starred target, `sa += 1`, `del sa`) taints an alias of the
-        same name in resolve_rebound() instead of being ignored."""
-        if isinstance(target, ast.Name):
-            self.scope.assigns.append((target.id, value, forced))
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            paired: set[int] = set()
-            if isinstance(value, (ast.Tuple, ast.List)):
-                for sub_target, sub_value in _unpacked(target.elts, value.elts):
-                    paired.add(id(sub_target))
-                    self._bind(sub_target, sub_value, forced)
-            for sub_target in target.elts:
-                if id(sub_target) not in paired:
-                    self._bind(sub_target, None)
-        elif isinstance(target, ast.Starred):
-            self._bind(target.value, None)  # a starred target takes a list
-        elif isinstance(target, ast.Attribute):
-            base = target.value
-            if isinstance(base, ast.Name) and base.id == self._method_self():
-                self.scope.self_assigns.append((target.attr, value))
-
-    def _bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
-        # `for sa in (get_server_args(),)`: over a literal, the target takes each element
-        # in turn, so bind it to every one (flow-insensitively, like any other binding).
-        # Over anything else (or a starred element) the target takes unknown values.
-        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
-            for element in iterable.elts:
-                self._bind(target, None if isinstance(element, ast.Starred) else element)
-        else:
-            self._bind(target, None)
-
-    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
-        self._bind_loop(node.target, node.iter)
-        self.generic_visit(node)
-
-    visit_AsyncFor = visit_For
-
-    def visit_comprehension(self, node: ast.comprehension) -> None:
-        self._bind_loop(node.target, node.iter)
-        self.generic_visit(node)
-
-    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
-        for item in node.items:
-            if item.optional_vars is None:
-                continue
-            context = item.context_expr
-            if (
-                isinstance(context, ast.Call)
-                and len(context.args) == 1
-                and not context.keywords
-                and not isinstance(context.args[0], ast.Starred)
-            ):
-                if _name_of(context.func) == "nullcontext":
-                    # nullcontext(x).__enter__() returns x itself
-                    self._bind(item.optional_vars, context.args[0])
-                else:
-                    # `with f(rec) as name`: name is whatever f's manager yields; often
-                    # the record, never provably. Report its reads, refuse to fix them.
-                    self._bind(item.optional_vars, context.args[0], forced="wrapped")
-            else:
-                # `with rec as name` binds rec.__enter__(), not provably rec
-                self._bind(item.optional_vars, context, forced="wrapped")
-        self.generic_visit(node)
-
-    visit_AsyncWith = visit_With
-
-    def visit_Assign(self, node: ast.Assign) -> None:
-        value = node.value
-        for target in node.targets:
-            self._bind(target, value)
-            if isinstance(target, ast.Name) and self._names_raw_accessor(value):
-                self.a.raw_names.add(target.id)
-                self._renamed(node, target.id, f"{target.id} = {ast.unparse(value)}")
-        self.generic_visit(node)
-
-    def _names_raw_accessor(self, value: ast.expr) -> bool:
-        if isinstance(value, ast.Name):
-            return value.id in self.a.raw_names
-        return isinstance(value, ast.Attribute) and value.attr == self.a.settings.raw_accessor
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        # `sa += x` binds sa to `sa.__iadd__(x)`: not provably the record
-        self._bind(node.target, None)
-        self.generic_visit(node)
-
-    def visit_Delete(self, node: ast.Delete) -> None:
-        # after `del sa`, a read raises NameError: a rewritten read would not
-        for target in node.targets:
-            self._bind(target, None)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        target = node.target
-        if self.a.is_record_annotation(node.annotation):
-            if isinstance(target, ast.Name):
-                _merge(self.scope.aliases, target.id, ("alias", "held"))
-            elif (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == self._method_self()
-            ):
-                _merge_origin(self.a.self_attrs, target.attr, "held")
-        if node.value is not None:
-            self._bind(target, node.value)
-        self.generic_visit(node)
-
-    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
-        # A walrus in a comprehension binds in the enclosing function (PEP 572).
-        scope = self.scope
-        while scope.kind == "comprehension" and scope.parent is not None:
-            scope = scope.parent
-        scope.bound.add(node.target.id)
-        scope.assigns.append((node.target.id, node.value, None))
-        self.visit(node.value)
-
-    def visit_Return(self, node: ast.Return) -> None:
-        if node.value is not None:
-            if self.scope.kind == "function":
-                self.scope.returns.append(node.value)
-            self.visit(node.value)
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        if node.name:
-            self._bind_opaque(node.name)
-        self.generic_visit(node)
-
-    def visit_MatchAs(self, node: ast.MatchAs) -> None:
-        if node.name:
-            self._bind_opaque(node.name)
-        self.generic_visit(node)
-
-    def visit_MatchStar(self, node: ast.MatchStar) -> None:
-        if node.name:
-            self._bind_opaque(node.name)
-
-    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
-        if node.rest:
-            self._bind_opaque(node.rest)
-        self.generic_visit(node)
-
-
-class _Reader(_Pruned):
-    """Pass 2: with every alias resolved, report reads and writes."""
-
-    def __init__(self, analysis: _Analysis) -> None:
-        self.a = analysis
-        self.scope = analysis.module
-
-    def _enter(self, node: ast.AST) -> None:
-        outer = self.scope
-        self.scope = self.a.scope_of.get(id(node), outer)
-        self.generic_visit(node)
-        self.scope = outer
-
-    visit_FunctionDef = _enter  # decorators and defaults are attributed to the function
-    visit_AsyncFunctionDef = _enter
-    visit_ClassDef = _enter
-    visit_Lambda = _enter
-    visit_ListComp = _enter
-    visit_SetComp = _enter
-    visit_GeneratorExp = _enter
-    visit_DictComp = _enter
-
-    def _read(self, node: ast.expr, leaf: str, reach: Reach, form: str) -> None:
-        end_line = node.end_lineno or node.lineno
-        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
-        via, origin = reach
-        self.a.reads.append(
-            (self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form, origin)
-        )
-
-    def _write(self, node: ast.AST, leaf: str) -> None:
-        text = ast.unparse(node)
-        ctx = getattr(node, "ctx", None)
-        if isinstance(ctx, ast.Store):
-            text += " = ..."
-        elif isinstance(ctx, ast.Del):
-            text = "del " + text
-        if len(text) > 80:
-            text = text[:77] + "..."
-        self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), "write", leaf, text))
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        reach = self.a.reach(node.value, self.scope)
-        if reach:
-            if isinstance(node.ctx, ast.Load):
-                self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
-            else:
-                self._write(node, node.attr)
-        self.generic_visit(node)
-
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        # rec.__dict__["x"] = v and vars(rec)["x"] = v are writes too
-        if not isinstance(node.ctx, ast.Load):
-            base = node.value
-            if isinstance(base, ast.Attribute) and base.attr == "__dict__":
-                if self.a.via(base.value, self.scope):
-                    self._write(node, "*")
-            elif self._whole_record_call(base):
-                self._write(node, "*")
-        self.generic_visit(node)
-
-    def _whole_record_call(self, node: ast.expr) -> bool:
-        if not isinstance(node, ast.Call) or not node.args:
-            return False
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        return name in _WHOLE_RECORD_CALLS and self.a.via(node.args[0], self.scope) is not None
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else None
-        args = node.args
-        if name in ("getattr", "hasattr") and len(args) >= 2:
-            reach = self.a.reach(args[0], self.scope)
-            if reach:
-                key = args[1]
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    form = "hasattr" if name == "hasattr" else "getattr_default" if len(args) > 2 else "getattr"
-                    self._read(node, key.value, reach, form)
-                else:
-                    self._read(node, "*", reach, "getattr_dynamic")
-        elif name in ("setattr", "delattr") and args:
-            if self.a.via(args[0], self.scope):
-                self._write(node, self._literal_leaf(args))
-        elif (
-            isinstance(func, ast.Attribute)
-            and func.attr == "__setattr__"
-            and args
-            and self.a.via(args[0], self.scope)
-        ):
-            self._write(node, self._literal_leaf(args))
-        elif self._whole_record_call(node):
-            self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
-        self.generic_visit(node)
-
-    @staticmethod
-    def _literal_leaf(args: Sequence[ast.expr]) -> str:
-        if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
-            return args[1].value
-        return "*"
-
-
-@functools.lru_cache(maxsize=64)
-def _names_regex(names: frozenset[str]) -> re.Pattern[bytes]:
-    ordered = sorted(names, key=lambda n: (-len(n), n))
-    return re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in ordered) + rb")\b")
-
-
-def _mention_lines(data: bytes, regex: re.Pattern[bytes], names: Iterable[str] = ()) -> list[int]:
-    # Substring tests run at memchr speed; most files mention no name, and skip the regex.
-    if names and not any(name.encode() in data for name in names):
-        return []
-    lines: list[int] = []
-    line, previous = 1, 0
-    for match in regex.finditer(data):
-        start = match.start()
-        line += data.count(b"\n", previous, start)
-        previous = start
-        if not lines or lines[-1] != line:
-            lines.append(line)
-    return lines
-
-
-def _statement_span(stmt: ast.stmt) -> tuple[int, int]:
-    start = stmt.lineno
-    for decorator in getattr(stmt, "decorator_list", ()):
-        start = min(start, decorator.lineno)
-    return start, stmt.end_lineno or stmt.lineno
-
-
-def _mentions(lines: list[int], span: tuple[int, int]) -> bool:
-    index = bisect.bisect_left(lines, span[0])
-    return index < len(lines) and lines[index] <= span[1]
+from configbags.migrate.aliases import analyse
+from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
+from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
+from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
+from configbags.migrate.scanmodel import (
+    ORIGINS,
+    FileScan,
+    Problem,
+    Read,
+    ScanResult,
+    ScanSettings,
+    Violation,
+    join_origin,
+)
+
+__all__ = [
+    "ORIGINS",
+    "FileScan",
+    "Problem",
+    "Read",
+    "ScanResult",
+    "ScanSettings",
+    "Violation",
+    "default_cache_path",
+    "join_origin",
+    "list_files",
+    "scan_source",
+    "scan_tree",
+]
 
 
 def _decode(data: bytes) -> str | None:
@@ -962,7 +93,7 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         return FileScan(problem=f"too large to scan ({len(data)} bytes > {settings.max_bytes})")
     # The header is only noted here; whether it lets the file be skipped depends on the
     # folder it lives in (scan_tree), which this cached, path-free result cannot know.
-    generated = _GENERATED_HEADER.match(data) is not None
+    generated = GENERATED_HEADER.match(data) is not None
     if _decode(data) is None:
         return FileScan(problem="not UTF-8 (and no coding declaration); not scanned")
     try:
@@ -972,134 +103,33 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
 
-    settings_names = frozenset(
-        {settings.raw_accessor, settings.record_class, *settings.record_attributes}
-    )
-    names = settings_names
-    # Rounds until the names of interest stop growing: a round that finds a new alias
-    # (or rename, self attribute, wrapper) must look again at the lines that mention it.
-    # Each round starts afresh, so pruning never hides a binding found later.
-    while True:
-        lines = _mention_lines(data, _names_regex(names), names)
-        if not lines:
-            return FileScan(generated=generated)
-        analysis = _Analysis(settings, lines)
-        _Binder(analysis).visit_statements(tree.body)
-        analysis.resolve()
-        grown = analysis.names_of_interest() | names
-        if grown == names:
-            break
-        names = grown
-    analysis.resolve_rebound()
-    _Reader(analysis).visit_statements(tree.body)
-    return FileScan(reads=tuple(analysis.reads), violations=tuple(analysis.violations), generated=generated)
+    reads, violations = analyse(tree, data, settings)
+    return FileScan(reads=tuple(reads), violations=tuple(violations), generated=generated)
 
 
-# --------------------------------------------------------------------------- the tree
+# Below this many files to parse, worker processes cost more than they save.
+PARALLEL_MIN_FILES = 64
 
 
-def list_files(project: Path, settings: ScanSettings) -> list[str]:
-    """Python files under the roots, minus excludes, as sorted project-relative paths."""
-    found: list[str] = []
-    for root in settings.roots:
-        top = project / root
-        if top.is_file():
-            rel = Path(root).as_posix()
-            if not _excluded(rel, settings.excludes):
-                found.append(rel)
-            continue
-        for dirpath, dirnames, filenames in os.walk(top):
-            rel_dir = Path(dirpath).relative_to(project).as_posix()
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if d not in _SKIP_DIRS and not _excluded(f"{rel_dir}/{d}", settings.excludes)
-            )
-            found.extend(
-                f"{rel_dir}/{name}"
-                for name in filenames
-                if name.endswith(".py") and not _excluded(f"{rel_dir}/{name}", settings.excludes)
-            )
-    return sorted(set(found))
+def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int) -> list[FileScan]:
+    """scan_source over `sources`, in `jobs` worker processes when there are enough."""
+    if jobs <= 1 or len(sources) < PARALLEL_MIN_FILES:
+        return [scan_source(data, settings) for data in sources]
+    # imported here only: a warm check, which parses nothing, never pays for it
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunk = max(1, len(sources) // (jobs * 4))
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(scan_source, sources, [settings] * len(sources), chunksize=chunk))
 
 
-def _excluded(rel: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns)
-
-
-class ScanCache:
-    """Per-file results keyed by a hash of the file's bytes, in one JSON file.
-
-    JSON rather than pickle: loading a cache must never run code."""
-
-    def __init__(self, path: Path | None, settings: ScanSettings) -> None:
-        self.path = path
-        self.key = settings.analysis_key()
-        self.entries: dict[str, FileScan] = {}
-        self.used: set[str] = set()
-        if path is not None and path.is_file():
-            try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                raw = {}
-            if isinstance(raw, dict) and raw.get("key") == self.key:
-                for digest, entry in raw.get("files", {}).items():
-                    self.entries[digest] = FileScan(
-                        reads=tuple(map(tuple, entry["r"])),
-                        violations=tuple(map(tuple, entry["v"])),
-                        problem=entry["p"],
-                        generated=entry["g"],
-                    )
-
-    def get(self, digest: str) -> FileScan | None:
-        found = self.entries.get(digest)
-        if found is not None:
-            self.used.add(digest)
-        return found
-
-    def put(self, digest: str, result: FileScan) -> None:
-        self.entries[digest] = result
-        self.used.add(digest)
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        files = {
-            digest: {"r": e.reads, "v": e.violations, "p": e.problem, "g": e.generated}
-            for digest, e in sorted(self.entries.items())
-            if digest in self.used  # drop results for content that no longer exists
-        }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"key": self.key, "files": files}, separators=(",", ":")))
-        tmp.replace(self.path)
-
-
-class _GeneratedPackages:
-    """Is a folder a generated package (see _GENERATED_PACKAGE_MARKERS)? Memoised per folder."""
-
-    def __init__(self) -> None:
-        self.known: dict[Path, bool] = {}
-
-    def __call__(self, folder: Path) -> bool:
-        found = self.known.get(folder)
-        if found is None:
-            found = all(_has_generated_header(folder / name) for name in _GENERATED_PACKAGE_MARKERS)
-            self.known[folder] = found
-        return found
-
-
-def _has_generated_header(path: Path) -> bool:
+def default_jobs() -> int:
+    """Worker processes for a cold scan: the CPUs this process may use, at most 8."""
     try:
-        with path.open("rb") as handle:
-            head = handle.read(512)
-    except OSError:
-        return False
-    return _GENERATED_HEADER.match(head) is not None
-
-
-def default_cache_path(project: Path) -> Path:
-    return project / ".configbags-cache" / "ratchet-scan.json"
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))
 
 
 def scan_tree(
@@ -1108,37 +138,45 @@ def scan_tree(
     *,
     cache_path: Path | None = None,
     files: Sequence[str] | None = None,
+    jobs: int = 1,
 ) -> ScanResult:
     """Scan the roots (or `files`, project-relative). With `cache_path`, files whose bytes
-    were seen before are served from the cache and the cache is rewritten afterwards."""
-    listed = list_files(project, settings) if files is None else sorted(files)
+    were seen before are served from the cache and the cache is rewritten afterwards.
+    `jobs` > 1 parses the files the cache does not hold in that many worker processes
+    (the results are the same, in the same order)."""
+    problems: list[Problem] = []
+    if files is None:
+        listing = list_tree(project, settings)
+        listed = list(listing.files)
+        problems.extend(Problem(*p) for p in listing.problems)
+    else:
+        listed = sorted(files)
     cache = ScanCache(cache_path, settings) if cache_path is not None else None
     reads: list[Read] = []
     violations: list[Violation] = []
-    problems: list[Problem] = []
     parsed = from_cache = 0
     generated_files: list[str] = []
-    in_generated_package = _GeneratedPackages()
+    in_generated_package = GeneratedPackages()
+    # Read everything first, so that what the cache lacks can be parsed in parallel.
+    loaded: list[tuple[str, Path, bytes, str, FileScan | None]] = []
     for rel in listed:
-        path = project / rel
+        path = Path(rel) if Path(rel).is_absolute() else project / rel
         try:
-            size = path.stat().st_size
-            if size > settings.max_bytes:
-                problems.append(Problem(rel, f"too large to scan ({size} bytes > {settings.max_bytes})"))
-                continue
-            data = path.read_bytes()
-        except OSError as exc:
-            problems.append(Problem(rel, f"cannot read: {exc.strerror or exc}"))
+            data = read_source(path, settings.max_bytes)
+        except NotReadable as exc:
+            problems.append(Problem(rel, str(exc)))
             continue
-        result: FileScan | None = None
-        digest = ""
-        if cache is not None:
-            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-            result = cache.get(digest)
-            if result is not None:
-                from_cache += 1
+        digest = content_digest(data) if cache is not None else ""
+        cached = cache.get(digest) if cache is not None else None
+        if cached is not None:
+            from_cache += 1
+        loaded.append((rel, path, data, digest, cached))
+    missing = [item for item in loaded if item[4] is None]
+    fresh = iter(_scan_many([item[2] for item in missing], settings, jobs))
+    for rel, path, _, digest, cached in loaded:
+        result = cached
         if result is None:
-            result = scan_source(data, settings)
+            result = next(fresh)
             if cache is not None:
                 cache.put(digest, result)
         if result.problem is not None:

@@ -1,31 +1,37 @@
 """Where the ratchet's inputs come from, and how ratchet.yaml is edited.
 
-Inputs are the scan settings, the allowlist and the leaf -> accessor map. They load either
-from a schema folder (`ratchet.yaml` plus `namespaces/*.yaml`, the source of truth) or from
-a generated `ratchet_allowlist` module (what CI holds the tree to). Edits to ratchet.yaml
-touch only the allowlist lines they must, so comments and layout elsewhere survive.
+Inputs are the scan settings, the allowlist, the write baseline, the resolution phase and
+the leaf -> accessor and leaf -> policy maps. They load either from a schema folder
+(`ratchet.yaml` plus `namespaces/*.yaml`, the source of truth) or from a generated
+`ratchet_allowlist` module (what CI holds the tree to). Loading a schema validates it
+with the generator's own loader, which costs more than a warm check may take; so the
+result is cached under `.configbags-cache/`, keyed by the bytes of every schema file.
+Edits to ratchet.yaml touch only the entry lines they must, so comments and layout
+elsewhere survive.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import importlib
+import json
+import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import yaml
 
-from configbags.codegen.errors import SchemaInvalid
-from configbags.codegen.model import DEFAULT_MIN_FILES, AllowEntry, load_schema
 from configbags.migrate.check import yaml_scalar
-from configbags.migrate.scan import ScanSettings
-
-# The one definition of how a leaf is read (the generator and the runtime share it).
-from configbags.runtime.registry import accessor_expression
+from configbags.migrate.scanmodel import SCANNER_VERSION, Entry, ScanSettings
 
 RATCHET_FILE = "ratchet.yaml"
+INPUTS_CACHE = Path(".configbags-cache") / "ratchet-inputs.json"
+_INPUTS_FORMAT = 1
 
 
 class RatchetConfigError(Exception):
@@ -36,10 +42,13 @@ class RatchetConfigError(Exception):
 class RatchetInputs:
     project: Path  # the folder holding schema/; roots and allowlist paths are relative to it
     settings: ScanSettings
-    allowlist: tuple[AllowEntry, ...]
+    allowlist: tuple[Entry, ...]
     accessors: Mapping[str, str]
-    min_files: int = DEFAULT_MIN_FILES
+    min_files: int = 5
     source: str = "schema/ratchet.yaml"  # shown in messages
+    writes: tuple[Entry, ...] = ()  # writes outside the resolution phase kept for now
+    resolution: tuple[str, ...] = ()  # functions whose writes are the legacy resolution
+    policies: Mapping[str, str] = attrs.field(factory=dict)  # leaf -> override policy
 
 
 def read_ratchet_yaml(path: Path) -> dict[str, Any]:
@@ -56,39 +65,218 @@ def read_ratchet_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_from_schema(schema: Path) -> RatchetInputs:
+def load_from_schema(schema: Path, *, cache: bool = True) -> RatchetInputs:
     """The ratchet's inputs from a schema folder, through the one schema loader: the same
     meta-schemas and cross-file checks as `make gen`, so the ratchet never accepts a
-    ratchet.yaml (or namespace file) the generator would reject."""
+    ratchet.yaml (or namespace file) the generator would reject. With `cache`, a result
+    loaded before from the same schema bytes is reused."""
     schema = schema.resolve()
     path = schema / RATCHET_FILE
     if not path.is_file():
         # load_schema treats ratchet.yaml as optional (a schema may have no ratchet);
         # the ratchet commands need one.
         raise RatchetConfigError(f"{path} does not exist; `configbags ratchet init --root DIR` writes one")
+    cache_path = schema.parent / INPUTS_CACHE
+    key = _schema_key(schema)
+    if cache:
+        cached = _read_inputs_cache(cache_path, key, schema)
+        if cached is not None:
+            return cached
+    inputs = _load_validated(schema)
+    if cache:
+        _write_inputs_cache(cache_path, key, inputs)
+    return inputs
+
+
+def _load_validated(schema: Path) -> RatchetInputs:
+    # The generator is imported here only: a warm check never needs it.
+    from configbags.codegen.errors import SchemaInvalid
+    from configbags.codegen.model import DEFAULT_MIN_FILES, load_schema
+
+    # The one definition of how a leaf is read (the generator and the runtime share it).
+    from configbags.runtime.registry import accessor_expression
+
+    # ratchet.yaml holds one entry per raw read, thousands on a real engine, and the
+    # generator's line-marking YAML loader is slow on it. So it is read with the C loader
+    # and held to the same meta-schema here, and the generator's loader checks the rest
+    # of the folder (namespaces, roles) through a view without it. On any problem the
+    # whole folder goes through the generator's loader, for its exact messages.
+    ratchet = _fast_ratchet(schema / RATCHET_FILE)
     try:
-        loaded = load_schema(schema)
+        if ratchet is None:
+            loaded = load_schema(schema)
+            ratchet = _ratchet_data(loaded.ratchet)
+        else:
+            try:
+                with _without_ratchet(schema) as view:
+                    loaded = load_schema(view)
+            except OSError:  # no symlinks here: the whole folder, slowly
+                loaded = load_schema(schema)
     except SchemaInvalid as exc:
         problems = "\n  ".join(map(str, exc.errors))
         raise RatchetConfigError(f"the schema in {schema} is invalid:\n  {problems}") from exc
-    ratchet = loaded.ratchet
+    scan = ratchet["scan"]
     settings = ScanSettings(
-        roots=ratchet.roots,
-        excludes=ratchet.excludes,
-        raw_accessor=ratchet.raw_accessor,
-        record_class=ratchet.record_class,
-        record_attributes=ratchet.record_attributes,
+        roots=tuple(scan["roots"]),
+        excludes=tuple(scan.get("excludes", ())),
+        raw_accessor=scan["raw_accessor"],
+        record_class=scan["record_class"],
+        record_attributes=tuple(scan["record_attributes"]),
+        record_dicts=tuple(scan.get("record_dicts", ())),
     )
+
+    def entries(key: str) -> tuple[Entry, ...]:
+        made = [Entry(e["file"], e["function"], e["leaf"], e["reason"]) for e in ratchet.get(key) or ()]
+        return tuple(sorted(made, key=lambda e: (e.file, e.function, e.leaf)))
+
     accessors = {leaf.name: accessor_expression(leaf.namespace, leaf.name) for leaf in loaded.leaves}
     accessors.update((d.name, accessor_expression(d.namespace, d.name)) for d in loaded.derived)
     return RatchetInputs(
         project=schema.parent,
         settings=settings,
-        allowlist=ratchet.allowlist,
+        allowlist=entries("allowlist"),
         accessors=accessors,
-        min_files=ratchet.min_files,
+        min_files=int(scan.get("min_files", DEFAULT_MIN_FILES)),
         source=f"{schema.name}/{RATCHET_FILE}",
+        writes=entries("writes"),
+        resolution=tuple(scan.get("resolution", ())),
+        policies={leaf.name: leaf.policy for leaf in loaded.leaves},
     )
+
+
+def _fast_ratchet(path: Path) -> dict[str, Any] | None:
+    """ratchet.yaml through libyaml and the generator's meta-schema; None when either is
+    unavailable or the file has any problem (the slow path then reports it exactly)."""
+    import jsonschema
+
+    from configbags.codegen.load import META_DIR
+
+    loader = getattr(yaml, "CSafeLoader", None)
+    if loader is None:
+        return None
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+        meta = json.loads((META_DIR / "ratchet.schema.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
+        return None
+    if not isinstance(data, dict) or not jsonschema.Draft202012Validator(meta).is_valid(data):
+        return None
+    return data
+
+
+def _ratchet_data(ratchet: Any) -> dict[str, Any]:
+    """The generator's Ratchet record as ratchet.yaml's data."""
+    def listed(items: Iterable[Any]) -> list[dict[str, str]]:
+        return [{"file": e.file, "function": e.function, "leaf": e.leaf, "reason": e.reason} for e in items]
+
+    return {
+        "scan": {
+            "roots": list(ratchet.roots),
+            "excludes": list(ratchet.excludes),
+            "raw_accessor": ratchet.raw_accessor,
+            "record_class": ratchet.record_class,
+            "record_attributes": list(ratchet.record_attributes),
+            "record_dicts": list(ratchet.record_dicts),
+            "resolution": list(ratchet.resolution),
+            "min_files": ratchet.min_files,
+        },
+        "allowlist": listed(ratchet.allowlist),
+        "writes": listed(ratchet.writes),
+    }
+
+
+@contextlib.contextmanager
+def _without_ratchet(schema: Path) -> Iterator[Path]:
+    """A folder of the same name with every entry of `schema` but ratchet.yaml, linked."""
+    with tempfile.TemporaryDirectory(prefix="configbags-ratchet-") as scratch:
+        view = Path(scratch) / schema.name
+        view.mkdir()
+        for entry in schema.iterdir():
+            if entry.name != RATCHET_FILE:
+                (view / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+        yield view
+
+
+def _schema_key(schema: Path) -> str:
+    """A digest of every file under the schema folder (names and bytes)."""
+    digest = hashlib.blake2b(f"{_INPUTS_FORMAT}|{SCANNER_VERSION}".encode(), digest_size=16)
+    for dirpath, dirnames, filenames in os.walk(schema):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            file = Path(dirpath) / name
+            digest.update(file.relative_to(schema).as_posix().encode() + b"\0")
+            try:
+                digest.update(file.read_bytes() if file.is_file() else b"<special>")
+            except OSError:
+                digest.update(b"<unreadable>")
+            digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _read_inputs_cache(path: Path, key: str, schema: Path) -> RatchetInputs | None:
+    """The cached inputs when the cache is for exactly these schema bytes; None on any doubt."""
+    try:
+        raw = json.loads(path.read_bytes())
+        if raw["format"] != _INPUTS_FORMAT or raw["key"] != key:
+            return None
+        scan = raw["settings"]
+        settings = ScanSettings(
+            roots=_strings(scan["roots"]),
+            excludes=_strings(scan["excludes"]),
+            raw_accessor=str(scan["raw_accessor"]),
+            record_class=str(scan["record_class"]),
+            record_attributes=_strings(scan["record_attributes"]),
+            record_dicts=_strings(scan["record_dicts"]),
+        )
+        return RatchetInputs(
+            project=schema.parent,
+            settings=settings,
+            allowlist=tuple(Entry(*_strings(e)) for e in raw["allowlist"]),
+            accessors={str(k): str(v) for k, v in raw["accessors"].items()},
+            min_files=int(raw["min_files"]),
+            source=str(raw["source"]),
+            writes=tuple(Entry(*_strings(e)) for e in raw["writes"]),
+            resolution=_strings(raw["resolution"]),
+            policies={str(k): str(v) for k, v in raw["policies"].items()},
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("expected a list of strings")
+    return tuple(value)
+
+
+def _write_inputs_cache(path: Path, key: str, inputs: RatchetInputs) -> None:
+    s = inputs.settings
+    document = {
+        "format": _INPUTS_FORMAT,
+        "key": key,
+        "settings": {
+            "roots": s.roots,
+            "excludes": s.excludes,
+            "raw_accessor": s.raw_accessor,
+            "record_class": s.record_class,
+            "record_attributes": s.record_attributes,
+            "record_dicts": s.record_dicts,
+        },
+        "allowlist": inputs.allowlist,
+        "accessors": dict(inputs.accessors),
+        "min_files": inputs.min_files,
+        "source": inputs.source,
+        "writes": inputs.writes,
+        "resolution": inputs.resolution,
+        "policies": dict(inputs.policies),
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(document), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # only costs speed next time
 
 
 def load_from_generated(project: Path, module: str) -> RatchetInputs:
@@ -108,22 +296,30 @@ def load_from_generated(project: Path, module: str) -> RatchetInputs:
         raw_accessor=generated.RAW_ACCESSOR,
         record_class=generated.RECORD_CLASS,
         record_attributes=tuple(generated.RECORD_ATTRIBUTES),
+        # absent from packages generated before the ratchet knew them
+        record_dicts=tuple(getattr(generated, "RECORD_DICTS", ())),
     )
-    entries = tuple(AllowEntry(e.file, e.function, e.leaf, e.reason) for e in generated.ALLOWLIST)
+
+    def entries(name: str) -> tuple[Entry, ...]:
+        return tuple(Entry(e.file, e.function, e.leaf, e.reason) for e in getattr(generated, name, ()))
+
     return RatchetInputs(
         project=project,
         settings=settings,
-        allowlist=entries,
+        allowlist=entries("ALLOWLIST"),
         accessors=dict(generated.ACCESSORS),
-        min_files=int(getattr(generated, "MIN_FILES", DEFAULT_MIN_FILES)),
+        min_files=int(getattr(generated, "MIN_FILES", 5)),
         source="schema/ratchet.yaml",
+        writes=entries("WRITES"),
+        resolution=tuple(getattr(generated, "RESOLUTION", ())),
+        policies=dict(getattr(generated, "OVERRIDE_POLICIES", {})),
     )
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def render_entry(entry: AllowEntry) -> str:
+def render_entry(entry: Entry) -> str:
     return (
         f"{{file: {yaml_scalar(entry.file)}, function: {yaml_scalar(entry.function)}, "
         f"leaf: {yaml_scalar(entry.leaf)}, reason: {yaml_scalar(entry.reason)}}}"
@@ -135,45 +331,55 @@ def _flow_list(values: Sequence[str]) -> str:
 
 
 def render_ratchet_yaml(
-    settings: ScanSettings, entries: Iterable[AllowEntry], *, min_files: int | None = None
+    settings: ScanSettings,
+    entries: Iterable[Entry],
+    *,
+    min_files: int | None = None,
+    resolution: Sequence[str] = (),
+    writes: Iterable[Entry] = (),
 ) -> str:
     """ratchet.yaml as `ratchet init` writes it. `min_files` is written when given (init
     passes the previous file's value on, so rewriting the file never loosens the floor)."""
     lines = [
         "# The read ratchet: what `configbags ratchet check` scans, and the raw ServerArgs",
-        "# reads that may stay, each with the reason why. The list only shrinks:",
-        "# `configbags ratchet fix` moves reads onto accessors, `ratchet update` drops stale entries.",
+        "# reads that may stay, each with the reason why; `writes:` does the same for writes",
+        "# outside the resolution phase (`scan.resolution`, whose writes are allowed). Both lists",
+        "# only shrink: `configbags ratchet fix` moves reads onto accessors, `ratchet update`",
+        "# drops stale entries.",
         "scan:",
         f"  roots: {_flow_list(settings.roots)}",
         f"  excludes: {_flow_list(settings.excludes)}",
         f"  raw_accessor: {yaml_scalar(settings.raw_accessor)}",
         f"  record_class: {yaml_scalar(settings.record_class)}",
         f"  record_attributes: {_flow_list(settings.record_attributes)}",
+        f"  record_dicts: {_flow_list(settings.record_dicts)}",
+        f"  resolution: {_flow_list(resolution)}",
     ]
     if min_files is not None:
         lines.append(f"  min_files: {int(min_files)}")
-    ordered = sorted(entries, key=lambda e: (e.file, e.function, e.leaf))
-    if not ordered:
-        lines.append("allowlist: []")
-    else:
-        lines.append("allowlist:")
-        lines.extend(f"  - {render_entry(e)}" for e in ordered)
+    for key, listed in (("writes", writes), ("allowlist", entries)):
+        ordered = sorted(listed, key=lambda e: (e.file, e.function, e.leaf))
+        if not ordered:
+            lines.append(f"{key}: []")
+        else:
+            lines.append(f"{key}:")
+            lines.extend(f"  - {render_entry(e)}" for e in ordered)
     return "\n".join(lines) + "\n"
 
 
 def edit_allowlist(
-    text: str, decide: Callable[[AllowEntry], AllowEntry | None]
-) -> tuple[str, list[AllowEntry], list[AllowEntry]]:
+    text: str, decide: Callable[[Entry], Entry | None], *, key: str = "allowlist"
+) -> tuple[str, list[Entry], list[Entry]]:
     """Apply `decide` to each allowlist entry: None removes it, a different entry replaces
     it. Returns (new text, removed, replaced). Only the lines of touched entries change;
     a flow-style allowlist, or one that ends up empty, is re-rendered as a block."""
     root = yaml.compose(text)
     lines = text.splitlines(keepends=True)
-    allow_key, allow_node = _allowlist_node(root)
+    allow_key, allow_node = _allowlist_node(root, key)
     items = allow_node.value if isinstance(allow_node, yaml.SequenceNode) else []
-    removed: list[AllowEntry] = []
-    replaced: list[AllowEntry] = []
-    new_items: list[tuple[yaml.Node, AllowEntry | None]] = []
+    removed: list[Entry] = []
+    replaced: list[Entry] = []
+    new_items: list[tuple[yaml.Node, Entry | None]] = []
     for item in items:
         entry = _as_entry_of(item)
         verdict = decide(entry)
@@ -191,7 +397,7 @@ def edit_allowlist(
         # Re-render the allowlist value from its key line to the end of the sequence.
         start = allow_key.start_mark.line
         end = _last_line(allow_node) if allow_node is not None else start
-        body = "allowlist: []\n" if not survivors else "allowlist:\n" + "".join(
+        body = f"{key}: []\n" if not survivors else f"{key}:\n" + "".join(
             f"  - {render_entry(e)}\n" for e in survivors
         )
         return "".join(lines[:start]) + body + "".join(lines[end + 1 :]), removed, replaced
@@ -218,9 +424,9 @@ def edit_allowlist(
     return "".join(out), removed, replaced
 
 
-def _as_entry_of(node: yaml.Node) -> AllowEntry:
+def _as_entry_of(node: yaml.Node) -> Entry:
     data = yaml.safe_load(yaml.serialize(node)) or {}
-    return AllowEntry(
+    return Entry(
         str(data.get("file", "")),
         str(data.get("function", "")),
         str(data.get("leaf", "")),
@@ -228,13 +434,13 @@ def _as_entry_of(node: yaml.Node) -> AllowEntry:
     )
 
 
-def _allowlist_node(root: yaml.Node | None) -> tuple[yaml.Node, yaml.Node | None]:
+def _allowlist_node(root: yaml.Node | None, name: str) -> tuple[yaml.Node, yaml.Node | None]:
     if not isinstance(root, yaml.MappingNode):
         raise RatchetConfigError("ratchet.yaml: expected a mapping with `scan` and `allowlist`")
     for key, value in root.value:
-        if isinstance(key, yaml.ScalarNode) and key.value == "allowlist":
+        if isinstance(key, yaml.ScalarNode) and key.value == name:
             return key, value
-    raise RatchetConfigError("ratchet.yaml: no `allowlist` key")
+    raise RatchetConfigError(f"ratchet.yaml: no `{name}` key")
 
 
 def _last_line(node: yaml.Node) -> int:

@@ -3,6 +3,7 @@ passes the generator's loader."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from configbags.codegen.model import load_schema
-from configbags.migrate.importer import import_dataclass, main
+from configbags.migrate.importer import ImportError_, import_dataclass, main
 
 SOURCE = textwrap.dedent(
     '''\
@@ -62,7 +63,9 @@ SOURCE = textwrap.dedent(
 
 @pytest.fixture
 def leaves() -> dict[str, dict[str, object]]:
-    result = import_dataclass(SOURCE, "ServerArgs", {"tp_size": "parallel", "backend": "exec.kernel"})
+    result = import_dataclass(
+        SOURCE, "ServerArgs", {"tp_size": "parallel", "backend": "exec.kernel"}, defaults={"cache_dir": "/tmp"}
+    )
     flat = {name: spec for ns in result.leaves.values() for name, spec in ns.items()}
     flat["__namespaces__"] = {name: ns for ns, specs in result.leaves.items() for name in specs}
     flat["__warnings__"] = list(result.warnings)  # type: ignore[assignment]
@@ -114,8 +117,8 @@ def test_mapping_and_the_legacy_namespace(leaves: dict[str, dict[str, object]]) 
 
 def test_what_cannot_be_read_is_warned_about(leaves: dict[str, dict[str, object]]) -> None:
     warnings = "\n".join(leaves["__warnings__"])
-    assert "cache_dir: default `os.environ.get('CACHE', '/tmp')` is not a literal; imported as null" in warnings
-    assert leaves["cache_dir"]["type"] == "optional str"
+    # a default that is not a literal is taken from --default, never made null
+    assert (leaves["cache_dir"]["type"], leaves["cache_dir"]["default"]) == ("str", "/tmp")
     assert "flags ['-tp'] are not --long-lowercase; left out" in warnings
     assert "backend: help is not a literal string" in warnings
     assert "flag for 'orphan' has no field; not imported" in warnings
@@ -127,7 +130,11 @@ def test_cli_writes_a_schema_the_generator_loads(tmp_path: Path, capsys: pytest.
     mapping = tmp_path / "mapping.yaml"
     mapping.write_text("tp_size: parallel\nbackend: exec.kernel\nnot_a_field: parallel\n")
     out = tmp_path / "schema"
-    assert main([f"{source}:ServerArgs", "--out", str(out), "--mapping", str(mapping)]) == 0
+    command = [f"{source}:ServerArgs", "--out", str(out), "--mapping", str(mapping)]
+    assert main(command) == 1  # cache_dir's default is not a literal: stop, naming the fix
+    assert "fix: --default cache_dir=VALUE" in capsys.readouterr().err
+    assert not out.exists()
+    assert main([*command, "--default", "cache_dir=/tmp"]) == 0
     captured = capsys.readouterr()
     assert "import-dataclass: 12 leaves into 3 namespaces" in captured.out
     assert "mapping names 'not_a_field', which is not a field of ServerArgs" in captured.err
@@ -159,12 +166,10 @@ NASTY = textwrap.dedent(
         half: int = 0.5
         mode: str = "auto"
         maybe: Optional[str] = None
-        huge: float = 1e999
         flag: bool = False
         pick: Literal["x", None] = None
         knob: dict = None
         ratio: float = 1
-        sizes: list[int] = (1, "two")
         config_file: str = "c.yaml"
         tp: int = 1
         tp_size: int = 1
@@ -199,12 +204,10 @@ def test_a_nasty_dataclass_still_generates(tmp_path: Path, capsys: pytest.Captur
         "half": ("float", 0.5, None),  # int = 0.5: widened
         "mode": ("str", "auto", ["fast", "slow", "auto"]),  # argparse never checks the default
         "maybe": ("optional str", None, ["x"]),  # choices=[None, "x"]
-        "huge": ("optional float", None, None),  # 1e999 is inf: not portable
         "flag": ("bool", False, None),  # no choices on bool
         "pick": ("optional str", None, ["x"]),  # Literal["x", None]
         "knob": ("optional json", None, None),
         "ratio": ("float", 1, [1, 2]),
-        "sizes": ("optional list[int]", None, None),
         "config_file": ("str", "c.yaml", None),
         "tp": ("int", 1, None),
         "tp_size": ("int", 1, None),
@@ -216,13 +219,44 @@ def test_a_nasty_dataclass_still_generates(tmp_path: Path, capsys: pytest.Captur
         "half: default 0.5 is not an int; type widened to float",
         "mode: default 'auto' is not among the choices",
         "maybe: choices [None] are not str values; dropped",
-        "huge: default inf does not fit type float",
         "flag: choices ['yes'] make no sense for type bool; dropped",
         "ratio: choices [inf] are not float values; dropped",
-        "sizes: default [1, 'two'] does not fit type list[int]",
         "config_file: aliases ['--config'] are reserved or used by another leaf; left out",
         "tp: aliases ['--tp-size'] are reserved or used by another leaf; left out",
     ):
         assert expected in err, expected
     assert gen_main(["--schema", str(out), "--out", str(tmp_path / "generated")]) == 0
     assert (tmp_path / "generated" / "server_args.py").exists()
+
+
+UNREPRESENTABLE = textwrap.dedent(
+    """\
+    import math
+    import sys
+    from dataclasses import dataclass
+
+
+    @dataclass
+    class ServerArgs:
+        huge: float = 1e999
+        sizes: list[int] = (1, "two")
+        limit: float = math.inf
+        max_queued_requests: int = sys.maxsize
+    """
+)
+
+
+def test_a_default_that_cannot_be_held_stops_the_import_naming_each_field() -> None:
+    with pytest.raises(ImportError_) as caught:
+        import_dataclass(UNREPRESENTABLE, "ServerArgs", {})
+    message = str(caught.value)
+    assert message.startswith("3 defaults cannot be imported without changing them:")
+    for name in ("huge", "sizes", "limit"):
+        assert f": {name}: the field's default" in message and f"--default {name}=VALUE" in message
+    result = import_dataclass(
+        UNREPRESENTABLE, "ServerArgs", {}, defaults={"huge": 1e30, "sizes": [1, 2], "limit": 1e9}
+    )
+    leaves = result.leaves["legacy"]
+    # a big-int sentinel stays an int: None would make an engine's scheduler raise TypeError
+    assert (leaves["max_queued_requests"]["type"], leaves["max_queued_requests"]["default"]) == ("int", sys.maxsize)
+    assert leaves["sizes"]["default"] == [1, 2]

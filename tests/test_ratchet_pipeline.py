@@ -15,6 +15,7 @@ import yaml
 
 from configbags.codegen.__main__ import main as gen_main
 from configbags.migrate.cli import main as ratchet_main
+from configbags.migrate.clicheck import cli_check
 from configbags.migrate.importer import main as import_main
 from configbags.migrate.scan import ScanSettings, scan_tree
 
@@ -31,12 +32,39 @@ def _engine_tests(root: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_fixture_is_a_real_legacy_engine() -> None:
     files = list((FIXTURE / "legacy_engine").glob("*.py"))
-    assert len(files) >= 10
-    settings = ScanSettings(roots=("legacy_engine",), excludes=("legacy_engine/server_args.py",))
+    assert len(files) >= 14
+    settings = ScanSettings(
+        roots=("legacy_engine",), excludes=("legacy_engine/server_args.py",),
+        record_dicts=("global_server_args_dict",),
+    )
     result = scan_tree(FIXTURE, settings)
     assert len(result.reads) >= 40
-    assert {"accessor", "alias", "parameter", "attribute", "self_alias"} <= {r.via for r in result.reads}
-    assert not result.violations and not result.problems
+    assert {"accessor", "alias", "parameter", "attribute", "self_alias", "record_dict", "class"} <= {
+        r.via for r in result.reads
+    }
+    # the model adjustment and the draft worker write the record
+    assert {(v.file, v.function) for v in result.violations} == {
+        ("legacy_engine/model_config.py", "adjust_for_model"),
+        ("legacy_engine/draft_worker.py", "DraftWorker.run"),
+    }
+    assert not result.problems
+
+
+def _ratchet_ok(schema: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    code = ratchet_main(["check", "--schema", str(schema)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return out
+
+
+def _ruff_clean(files: list[Path]) -> None:
+    ruff = Path(sys.executable).parent / "ruff"
+    done = subprocess.run(
+        [str(ruff), "check", "--isolated", "--select", "F401,F841,I001", "--config",
+         "lint.isort.known-first-party=['legacy_engine']", *map(str, files)],
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stdout
 
 
 def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,78 +72,88 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     shutil.copytree(FIXTURE, root)
     before = _engine_tests(root)
     assert before.returncode == 0, before.stdout + before.stderr
+    package = root / "legacy_engine"
 
     schema = root / "schema"
-    source = root / "legacy_engine" / "server_args.py"
+    source = package / "server_args.py"
     assert import_main([f"{source}:ServerArgs", "--out", str(schema), "--mapping", str(root / "mapping.yaml")]) == 0
-    assert gen_main(["--schema", str(schema), "--out", str(root / "legacy_engine" / "config_bags")]) == 0
-    init = ["init", "--schema", str(schema), "--root", str(root / "legacy_engine")]
-    assert ratchet_main([*init, "--exclude", "legacy_engine/server_args.py"]) == 0
-    baseline = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
-    assert len(baseline) >= 40 and {e["reason"] for e in baseline} == {"baseline"}
-    assert ratchet_main(["check", "--schema", str(schema)]) == 0
+    generated = package / "config_bags"
+    assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
+    init = [
+        "init", "--schema", str(schema), "--root", str(package),
+        "--exclude", "legacy_engine/server_args.py",
+        "--record-dict", "global_server_args_dict",
+        "--resolution", "legacy_engine/model_config.py:adjust_for_model",
+    ]
+    assert ratchet_main(init) == 0
+    capsys.readouterr()
+    ratchet = yaml.safe_load((schema / "ratchet.yaml").read_text())
+    assert len(ratchet["allowlist"]) >= 40 and {e["reason"] for e in ratchet["allowlist"]} == {"baseline"}
+    # the draft worker's writes are a baseline; the model adjustment is the resolution phase
+    assert {(e["file"], e["leaf"]) for e in ratchet["writes"]} == {("legacy_engine/draft_worker.py", "attention_backend")}
+    _ratchet_ok(schema, capsys)  # green right after init
+    assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
+    capsys.readouterr()
+    assert ratchet_main(["check", "--schema", str(schema), "--generated", "legacy_engine.config_bags"]) == 0
 
     accessors_module = "legacy_engine.config_bags.accessors"
     fix = ["fix", "--schema", str(schema), "--accessors-module", accessors_module]
-    # First pass, as a user would run it first: reads of the record fetched from the process
-    # global are rewritten; held records (parameters, self.server_args) are refused, each
-    # with the reason, since fix cannot know that no runner holds its own record.
+    # First pass: reads of the fetched process record are rewritten; held records
+    # (parameters, self.server_args) are refused, each with the reason.
     assert ratchet_main(fix) == 0
-    assert ratchet_main(["check", "--schema", str(schema)]) == 0
+    _ratchet_ok(schema, capsys)
     first = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
     held = [e for e in first if "--rewrite-parameters" in e["reason"]]
-    assert len(held) >= 10
     assert {e["file"] for e in held} >= {"legacy_engine/scheduler.py", "legacy_engine/kv_cache.py"}
     assert not any(e["file"] == "legacy_engine/model_runner.py" for e in first)  # all fetched
 
     # This engine has one record per process, so the user says so and fix does the rest.
     assert ratchet_main([*fix, "--rewrite-parameters"]) == 0
-    assert ratchet_main(["check", "--schema", str(schema)]) == 0
-    out = capsys.readouterr().out
-    assert "ratchet ok: 11 files scanned, 14 raw reads at 14 (file, function, leaf) keys" in out
+    assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
+    _ratchet_ok(schema, capsys)
 
-    allowlist = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
-    constructed = (
-        "fix refused: reads a ServerArgs built here (ServerArgs(...), from_cli, ...), not the "
-        "published record the accessors read; rewrite by hand"
-    )
-    # metrics.py and parallel_state.py keep the record in a module global that starts as
-    # a `None` placeholder: before configure()/initialize() a read raises AttributeError,
-    # and a rewritten read would not, so fix leaves them to be rewritten by hand.
-    rebound = (
-        "fix refused: the name is also bound to something else in its scope (another value, "
-        "a None placeholder, a loop, with or except target, ...) or only conditionally to the "
-        "record, so this read may not see the record; rewrite by hand"
-    )
-    assert [(e["file"], e["function"], e["leaf"], e["reason"]) for e in allowlist] == [
-        ("legacy_engine/kv_cache.py", "knob", "*",
-         "fix refused: dynamic getattr: the leaf name is only known at run time"),
-        # launch() reads the record it has just parsed, before (and apart from) publishing
-        ("legacy_engine/launch.py", "launch", "tp_size", constructed),
-        ("legacy_engine/launch.py", "launch", "url",
-         "fix refused: `url` is not a config leaf; no accessor replaces it"),
-        ("legacy_engine/launch.py", "launch", "watchdog_timeout", constructed),
-        ("legacy_engine/lora_manager.py", "LoRAManager.snapshot", "*",
-         "fix refused: reads the whole record (vars/asdict/__dict__); no single accessor replaces it"),
-        ("legacy_engine/metrics.py", "enabled", "enable_metrics", rebound),
-        ("legacy_engine/metrics.py", "labels", "model_path", rebound),
-        ("legacy_engine/metrics.py", "labels", "tp_size", rebound),
-        ("legacy_engine/metrics.py", "log_level", "log_level", rebound),
-        ("legacy_engine/parallel_state.py", "is_pipelined", "pp_size", rebound),
-        ("legacy_engine/parallel_state.py", "world_size", "dp_size", rebound),
-        ("legacy_engine/parallel_state.py", "world_size", "pp_size", rebound),
-        ("legacy_engine/parallel_state.py", "world_size", "tp_size", rebound),
-        ("legacy_engine/tokenizer_manager.py", "TokenizerManager.endpoint", "url",
-         "fix refused: `url` is not a config leaf; no accessor replaces it"),
-    ]
-    scheduler = (root / "legacy_engine" / "scheduler.py").read_text()
+    reasons = {(e["file"], e["function"], e["leaf"]): e["reason"] for e in
+               yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]}
+    written = "fix refused: `attention_backend` is written outside the resolution phase (legacy_engine/draft_worker.py:"
+    # the draft worker's own reads, and every other read of the leaf it writes, stay raw
+    assert reasons[("legacy_engine/draft_worker.py", "DraftWorker.kernels", "attention_backend")].startswith(written)
+    assert reasons[("legacy_engine/attention.py", "select_backend", "attention_backend")].startswith(written)
+    assert reasons[("legacy_engine/sampling.py", "uses_triton", "attention_backend")].startswith(
+        "fix refused: reads a dict copy of the record")
+    assert reasons[("legacy_engine/device.py", "is_first_gpu", "base_gpu_id")].startswith(
+        "fix refused: reads the record class's default")
+    # page_size is written only by the resolution phase, whose result is published: rewritten
+    assert ("legacy_engine/draft_worker.py", "DraftWorker.kernels", "page_size") not in reasons
+    assert all(reason.startswith("fix refused: ") for reason in reasons.values())
+
+    scheduler = (package / "scheduler.py").read_text()
     assert "return tokens * get_parallel().tp_size  # per-rank budget\n" in scheduler
     assert "        # The comment on this line must survive the rewrite.\n" in scheduler
+    _ruff_clean(sorted(package.glob("*.py")))
 
     after = _engine_tests(root)
     assert after.returncode == 0, after.stdout + after.stderr
-    assert "11 passed" in after.stdout
-    # the schema with the refused entries still generates, and the package stays current
-    generated = root / "legacy_engine" / "config_bags"
-    assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
+    assert "17 passed" in after.stdout
     assert gen_main(["--schema", str(schema), "--out", str(generated), "--check"]) == 0
+
+
+def test_the_cli_check_finds_no_difference_on_the_corpus(tmp_path: Path) -> None:
+    root = tmp_path / "engine"
+    shutil.copytree(FIXTURE, root)
+    schema = root / "schema"
+    mapping = ["--mapping", str(root / "mapping.yaml")]
+    assert import_main([f"{root / 'legacy_engine' / 'server_args.py'}:ServerArgs", "--out", str(schema), *mapping]) == 0
+    assert gen_main(["--schema", str(schema), "--out", str(root / "legacy_engine" / "config_bags")]) == 0
+    corpus = (root / "cli_corpus.txt").read_text()
+    report = cli_check("legacy_engine.server_args:ServerArgs", "legacy_engine.config_bags", corpus, path=[root])
+    assert report.lines >= 30
+    assert report.differences == (), report.render()
+    assert {"tp_size", "cuda_graph_bs", "max_queued_requests", "model_path"} <= set(report.compared_leaves)
+    # a changed meaning is found: the generated default of one leaf edited by hand
+    namespace = schema / "namespaces" / "serving.yaml"
+    namespace.write_text(namespace.read_text().replace("default: 30000", "default: 30001"))
+    assert gen_main(["--schema", str(schema), "--out", str(tmp_path / "other" / "config_bags")]) == 0
+    (tmp_path / "other" / "__init__.py").write_text("")
+    changed = cli_check("legacy_engine.server_args:ServerArgs", "other.config_bags", corpus, path=[root, tmp_path])
+    assert {d.leaf for d in changed.differences} == {"port"}
+    assert len(changed.differences) == 28  # every accepted line (30) but the two that set --port

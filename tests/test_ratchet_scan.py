@@ -12,7 +12,7 @@ import pytest
 from configbags.migrate.scan import ScanSettings, scan_source, scan_tree
 
 SPELLINGS = Path(__file__).parent / "fixtures" / "ratchet_spellings"
-SETTINGS = ScanSettings(roots=(".",))
+SETTINGS = ScanSettings(roots=(".",), record_dicts=("global_server_args_dict",))
 _MARKER = re.compile(r"#\s*((?:read|write|renamed):.*)$")
 
 
@@ -36,7 +36,7 @@ def _reported(data: bytes) -> set[tuple[str, int, str]]:
     assert result.problem is None
     reported = {("read", line, leaf) for _, leaf, line, *_ in result.reads}
     for _, line, kind, leaf, _ in result.violations:
-        reported.add(("write" if kind == "write" else "renamed", line, leaf))
+        reported.add(("write" if kind in ("write", "dict_write") else "renamed", line, leaf))
     return reported
 
 
@@ -67,6 +67,9 @@ def test_every_spelling_has_a_fixture() -> None:
         "alias_loop",
         "alias_unpack",
         "alias_rebound",
+        "record_dict",
+        "class_attribute",
+        "method_calls",
     } <= names
 
 

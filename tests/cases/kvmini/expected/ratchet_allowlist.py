@@ -5,8 +5,8 @@
 #   schema/ratchet.yaml
 #   schema/roles.yaml
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
-"""The read ratchet's scan settings and allowlist (from schema/ratchet.yaml), and the
-accessor that replaces a raw read of each leaf."""
+"""The read ratchet's scan settings, allowlist and write baseline (from schema/ratchet.yaml),
+each leaf's override policy, and the accessor that replaces a raw read of each leaf."""
 
 from __future__ import annotations
 
@@ -26,8 +26,23 @@ RAW_ACCESSOR: str = "get_server_args"
 RECORD_CLASS: str = "ServerArgs"
 RECORD_ATTRIBUTES: tuple[str, ...] = ("server_args",)
 MIN_FILES: int = 5
+RECORD_DICTS: tuple[str, ...] = ()
+RESOLUTION: tuple[str, ...] = ()
 
 ALLOWLIST: tuple[AllowEntry, ...] = ()
+
+WRITES: tuple[AllowEntry, ...] = ()
+
+OVERRIDE_POLICIES: dict[str, str] = {
+    "context_length": "load_time",
+    "kv_cache_dtype": "load_time",
+    "mamba_full_memory_ratio": "startup",
+    "max_running_requests": "load_time",
+    "mem_fraction_static": "load_time",
+    "page_size": "load_time",
+    "swa_full_tokens_ratio": "startup",
+    "tp_size": "startup",
+}
 
 ACCESSORS: dict[str, str] = {
     "context_length": "get_engine().context_length",

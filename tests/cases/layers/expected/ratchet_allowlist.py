@@ -6,8 +6,8 @@
 #   schema/rules.yaml
 #   schema/settings.yaml
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
-"""The read ratchet's scan settings and allowlist (from schema/ratchet.yaml), and the
-accessor that replaces a raw read of each leaf."""
+"""The read ratchet's scan settings, allowlist and write baseline (from schema/ratchet.yaml),
+each leaf's override policy, and the accessor that replaces a raw read of each leaf."""
 
 from __future__ import annotations
 
@@ -27,8 +27,28 @@ RAW_ACCESSOR: str = "get_server_args"
 RECORD_CLASS: str = "ServerArgs"
 RECORD_ATTRIBUTES: tuple[str, ...] = ("server_args",)
 MIN_FILES: int = 5
+RECORD_DICTS: tuple[str, ...] = ()
+RESOLUTION: tuple[str, ...] = ()
 
 ALLOWLIST: tuple[AllowEntry, ...] = ()
+
+WRITES: tuple[AllowEntry, ...] = ()
+
+OVERRIDE_POLICIES: dict[str, str] = {
+    "backend": "startup",
+    "block": "load_time",
+    "extra": "startup",
+    "gone_knob": "startup",
+    "home": "startup",
+    "items": "startup",
+    "loud": "startup",
+    "name": "startup",
+    "old_knob": "startup",
+    "ratio": "load_time",
+    "token": "startup",
+    "verbose": "runtime",
+    "width": "startup",
+}
 
 ACCESSORS: dict[str, str] = {
     "backend": "get_core().backend",

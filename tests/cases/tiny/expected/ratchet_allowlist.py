@@ -5,8 +5,8 @@
 #   schema/ratchet.yaml
 #   schema/roles.yaml
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
-"""The read ratchet's scan settings and allowlist (from schema/ratchet.yaml), and the
-accessor that replaces a raw read of each leaf."""
+"""The read ratchet's scan settings, allowlist and write baseline (from schema/ratchet.yaml),
+each leaf's override policy, and the accessor that replaces a raw read of each leaf."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ RAW_ACCESSOR: str = "get_server_args"
 RECORD_CLASS: str = "ServerArgs"
 RECORD_ATTRIBUTES: tuple[str, ...] = ("server_args",)
 MIN_FILES: int = 5
+RECORD_DICTS: tuple[str, ...] = ()
+RESOLUTION: tuple[str, ...] = ()
 
 ALLOWLIST: tuple[AllowEntry, ...] = (
     AllowEntry(
@@ -35,6 +37,21 @@ ALLOWLIST: tuple[AllowEntry, ...] = (
         reason="kept raw for the demo",
     ),
 )
+
+WRITES: tuple[AllowEntry, ...] = ()
+
+OVERRIDE_POLICIES: dict[str, str] = {
+    "budget": "runtime",
+    "extra": "startup",
+    "mode": "runtime",
+    "name": "startup",
+    "ratio": "load_time",
+    "sizes": "startup",
+    "tags": "startup",
+    "verbose": "runtime",
+    "width": "startup",
+    "widths": "startup",
+}
 
 ACCESSORS: dict[str, str] = {
     "budget": "get_core().tune.budget",

@@ -1,0 +1,902 @@
+"""The alias analysis: which names, attributes and functions of one module reach the
+raw record, and the reads and writes made through them (see configbags.migrate.scan for
+the spellings followed, and configbags.migrate.scanmodel.ORIGINS for what a read's origin
+means).
+
+Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). It
+parses every file (so broken files are reported), but walks only the statements, at any
+depth, whose lines mention a name through which the record can be reached (one regex over
+the bytes). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
+a wrapper), it starts again with the larger set, so pruning never hides a binding. Results
+are cached by content hash, so a warm re-scan parses nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from configbags.migrate.scanmodel import Reach, ScanSettings, join_origin
+
+# Whole-record readers: calling these on the record reads every leaf at once.
+_WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
+
+class _Scope:
+    __slots__ = (
+        "aliases",
+        "assigns",
+        "bound",
+        "defaults",
+        "globals",
+        "kind",
+        "nonlocals",
+        "parent",
+        "qualname",
+        "returns",
+        "self_assigns",
+        "self_name",
+    )
+
+    def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
+        self.kind = kind  # module, class, function, lambda, comprehension
+        self.qualname = qualname
+        self.parent = parent
+        self.bound: set[str] = set()
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        # Every binding of a name in this scope: name, value, and an origin forced on top
+        # of the value's (`with f(rec) as name`). The value is None when the binding is
+        # opaque (a loop over a non-literal, `except ... as`, `del`, an import, a `def`,
+        # a plain parameter, ...): never the record, so it only ever taints an alias.
+        self.assigns: list[tuple[str, ast.expr | None, str | None]] = []
+        self.defaults: list[tuple[str, ast.expr]] = []  # parameter defaults: outer scope
+        self.self_assigns: list[tuple[str, ast.expr | None]] = []  # None: opaque, as above
+        self.returns: list[ast.expr] = []
+        self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
+        self.self_name: str | None = None  # first parameter of a method
+
+    def child_prefix(self) -> str:
+        return "" if self.kind == "module" else self.qualname + "."
+
+
+def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+
+
+def _is_classmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "classmethod" for d in node.decorator_list)
+
+
+# Methods of a dict copy of the record that read one key, every key, or write.
+_DICT_READ_ONE = frozenset({"get"})
+_DICT_READ_ALL = frozenset({"items", "keys", "values", "copy"})
+_DICT_WRITES = frozenset({"update", "pop", "setdefault", "clear", "popitem", "__setitem__", "__delitem__"})
+
+
+class _Analysis:
+    """Per-file state shared by the binding pass and the read pass."""
+
+    def __init__(self, settings: ScanSettings, lines: list[int]) -> None:
+        self.settings = settings
+        self.lines = lines  # lines that mention a name of interest, sorted
+        self.raw_names: set[str] = {settings.raw_accessor}
+        self.class_names: set[str] = {settings.record_class}
+        self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
+        self.record_dicts: frozenset[str] = frozenset(settings.record_dicts)
+        self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
+        self.imported: set[str] = set()  # names bound by import: modules, not objects
+        self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
+        self.module = _Scope("module", "<module>", None)
+        self.scopes: list[_Scope] = [self.module]
+        self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
+        self.violations: list[tuple[Any, ...]] = []
+        self.reads: list[tuple[Any, ...]] = []
+        # Set by resolve_rebound() once the aliases are final (see there): from then on a
+        # conditional value with a branch that is not the record is "rebound".
+        self.strict = False
+
+    def names_of_interest(self) -> frozenset[str]:
+        """Every name through which the record can be reached: any statement that reads,
+        binds or shadows the record mentions one of them on one of its lines."""
+        names = self.raw_names | self.class_names | self.record_attrs | self.record_dicts
+        names |= self.self_attrs.keys() | self.wrappers.keys()
+        for scope in self.scopes:
+            names |= scope.aliases.keys()
+        return frozenset(names)
+
+    # ---- what is the record
+
+    def via(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """How `expr` evaluates to the record, or None when it does not."""
+        found = self.reach(expr, scope)
+        return found[0] if found else None
+
+    def reach(self, expr: ast.expr, scope: _Scope) -> Reach | None:
+        """(via, origin) when `expr` evaluates to the record, else None."""
+        if isinstance(expr, ast.Call):
+            return self._reach_call(expr, scope)
+        if isinstance(expr, ast.Name):
+            return self._lookup(expr.id, scope)
+        if isinstance(expr, ast.Attribute):
+            if expr.attr in self.record_attrs:
+                # `pkg.server_args` where `pkg` is an imported module names a module
+                base = expr.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in self.imported:
+                    return None
+                # whose record is `x.server_args`? Only the author knows: "held".
+                return ("attribute", "held")
+            if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
+                return ("self_alias", self.self_attrs[expr.attr])
+            return None
+        if isinstance(expr, ast.NamedExpr):
+            return self.reach(expr.value, scope)
+        branches: list[ast.expr] = []
+        if isinstance(expr, ast.IfExp):
+            branches = [expr.body, expr.orelse]
+        elif isinstance(expr, ast.BoolOp):
+            branches = list(expr.values)
+        # Either branch may be the value: the first one found names the spelling, the
+        # join of all of them says which record it may be. A branch that is not the
+        # record at all makes the whole value only maybe the record ("rebound"); that is
+        # only decided once the aliases are final (strict), since a branch that is not an
+        # alias yet may become one later in the fixpoint.
+        result: Reach | None = None
+        missed = False
+        for branch in branches:
+            found = self.reach(branch, scope)
+            if found is None:
+                missed = True
+            else:
+                result = found if result is None else (result[0], join_origin(result[1], found[1]))
+        if result is not None and missed and self.strict:
+            result = (result[0], join_origin(result[1], "rebound"))
+        return result
+
+    def _reach_call(self, call: ast.Call, scope: _Scope) -> Reach | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            if func.id in self.raw_names:
+                return ("accessor", "process")
+            if func.id in self.wrappers:
+                return ("wrapper", self.wrappers[func.id])
+            if func.id in self.class_names:
+                return ("constructed", "constructed")
+            if func.id in ("copy", "deepcopy") and call.args:
+                return self.reach(call.args[0], scope)
+        elif isinstance(func, ast.Attribute):
+            if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
+                return ("accessor", "process")
+            if func.attr in self.class_names:
+                return ("constructed", "constructed")  # mod.ServerArgs(...)
+            if isinstance(func.value, ast.Name) and func.value.id in self.class_names:
+                return ("constructed", "constructed")  # ServerArgs.from_cli(...)
+            if func.attr in ("copy", "deepcopy") and call.args:
+                return self.reach(call.args[0], scope)
+            if func.attr in self.self_attrs and self._is_self(func.value, scope):
+                # self.args() where args returns the record
+                return ("self_alias", self.self_attrs[func.attr])
+        return None
+
+    def _lookup(self, name: str, scope: _Scope) -> Reach | None:
+        current: _Scope | None = scope
+        first = True
+        while current is not None:
+            if current.kind == "class" and not first:
+                current = current.parent  # class bodies do not enclose their methods
+                continue
+            if name in current.globals:
+                current = self.module
+            if name in current.aliases:
+                return current.aliases[name]
+            if name in current.bound and name not in current.nonlocals:
+                return None  # lexically shadowed by a binding that is not the record
+            current = current.parent
+            first = False
+        return None
+
+    def _is_self(self, expr: ast.expr, scope: _Scope) -> bool:
+        if not isinstance(expr, ast.Name):
+            return False
+        current: _Scope | None = scope
+        while current is not None and current.kind != "module":
+            if current.kind == "function" and current.self_name == expr.id:
+                return True
+            if expr.id in current.bound:
+                return False
+            current = current.parent
+        return False
+
+    def is_record_annotation(self, node: ast.expr | None) -> bool:
+        if node is None:
+            return False
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                node = ast.parse(node.value, mode="eval").body
+            except SyntaxError:
+                return False
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in self.class_names:
+                return True
+            if isinstance(sub, ast.Attribute) and sub.attr in self.class_names:
+                return True
+            if isinstance(sub, ast.Constant) and sub.value in self.class_names:
+                return True
+        return False
+
+    # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
+
+    def resolve(self) -> None:
+        """The first fixpoint: which names, attributes and functions reach the record."""
+        self._propagate()
+
+    def resolve_rebound(self) -> None:
+        """After resolve(), in the final round only: names of interest do not depend on
+        origins, so earlier rounds skip this. Only now is it known which bindings are
+        *not* the record (a value that does not reach it now never will), so those taint
+        their names as "rebound", and a second fixpoint carries the raised origins through
+        copies (`b = a`), `self.` attributes and wrappers. Origins only rise, so it never
+        undoes the first."""
+        self.strict = True
+        for scope in self.scopes:
+            for name, value, _ in scope.assigns:
+                if value is None or self.reach(value, scope) is None:
+                    owner = self._binding_scope(name, scope)
+                    if name in owner.aliases:
+                        _merge(owner.aliases, name, ("alias", "rebound"))
+            for name, value in scope.defaults:
+                # `def f(sa=None)` with `sa = get_server_args()` in the body: the caller's sa
+                if name in scope.aliases and (scope.parent is None or self.reach(value, scope.parent) is None):
+                    _merge(scope.aliases, name, ("parameter", "rebound"))
+            for attr, value in scope.self_assigns:
+                if attr in self.self_attrs and (value is None or self.reach(value, scope) is None):
+                    _merge_origin(self.self_attrs, attr, "rebound")
+        self._propagate()
+
+    def _propagate(self) -> None:
+        # Origins only ever move up the (finite) ORIGINS order, so this terminates.
+        changed = True
+        while changed:
+            changed = False
+            for scope in self.scopes:
+                for name, value, forced in scope.assigns:
+                    found = self.reach(value, scope) if value is not None else None
+                    if found is not None:
+                        origin = join_origin(found[1], forced) if forced else found[1]
+                        owner = self._binding_scope(name, scope)
+                        changed |= _merge(owner.aliases, name, ("alias", origin))
+                for name, value in scope.defaults:
+                    found = self.reach(value, scope.parent) if scope.parent else None
+                    if found is not None:
+                        # any caller may pass another record: held, like an annotated one
+                        origin = join_origin(found[1], "held")
+                        changed |= _merge(scope.aliases, name, ("parameter", origin))
+                for attr, self_value in scope.self_assigns:
+                    found = self.reach(self_value, scope) if self_value is not None else None
+                    if found is not None:
+                        changed |= _merge_origin(self.self_attrs, attr, found[1])
+                if scope.kind == "class":
+                    # class-level aliases are read as self.NAME / cls.NAME
+                    for name, (_, origin) in list(scope.aliases.items()):
+                        changed |= _merge_origin(self.self_attrs, name, origin)
+                if scope.kind == "function" and scope.returns:
+                    name = scope.qualname.rsplit(".", 1)[-1]
+                    known = self.self_attrs if scope.self_name else self.wrappers
+                    for value in scope.returns:
+                        found = self.reach(value, scope)
+                        if found is not None:
+                            changed |= _merge_origin(known, name, found[1])
+
+    def _binding_scope(self, name: str, scope: _Scope) -> _Scope:
+        if name in scope.globals:
+            return self.module
+        if name in scope.nonlocals:
+            current = scope.parent
+            while current is not None and current.kind != "module":
+                if current.kind == "function" and name in current.bound:
+                    return current
+                current = current.parent
+        return scope
+
+
+def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
+    """Record that `name` reaches the record as `new`; keep the first spelling, join the
+    origins. True when the table changed."""
+    old = table.get(name)
+    merged = new if old is None else (old[0], join_origin(old[1], new[1]))
+    if merged != old:
+        table[name] = merged
+        return True
+    return False
+
+
+def _merge_origin(table: dict[str, str], name: str, origin: str) -> bool:
+    old = table.get(name)
+    merged = origin if old is None else join_origin(old, origin)
+    if merged != old:
+        table[name] = merged
+        return True
+    return False
+
+
+def _name_of(func: ast.expr) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def _unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) pairs whose positions are certain in `targets = values`.
+
+    Positions are known from the left up to the first starred element on either side, and
+    likewise from the right; a starred target takes a list, never the record itself, so it
+    is bound (shadowing) but never an alias. With no starred element, the lengths must
+    match (otherwise the assignment raises)."""
+    starred = any(isinstance(x, ast.Starred) for x in (*targets, *values))
+    if not starred:
+        return list(zip(targets, values, strict=True)) if len(targets) == len(values) else []
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    left = 0
+    while (
+        left < len(targets)
+        and left < len(values)
+        and not isinstance(targets[left], ast.Starred)
+        and not isinstance(values[left], ast.Starred)
+    ):
+        pairs.append((targets[left], values[left]))
+        left += 1
+    right = 1
+    while (
+        right <= len(targets) - left
+        and right <= len(values) - left
+        and not isinstance(targets[-right], ast.Starred)
+        and not isinstance(values[-right], ast.Starred)
+    ):
+        pairs.append((targets[-right], values[-right]))
+        right += 1
+    return pairs
+
+
+class _Pruned(ast.NodeVisitor):
+    """Visits only statements whose lines mention a name of interest (and always
+    `global`/`nonlocal`, which change what a mention elsewhere binds). A statement that
+    mentions none can neither read nor bind nor shadow the record, so most of a file is
+    never walked: this is what keeps the scan close to the cost of `ast.parse`."""
+
+    a: _Analysis
+
+    def visit_statements(self, statements: Iterable[ast.AST]) -> None:
+        lines = self.a.lines
+        for node in statements:
+            if (
+                not isinstance(node, ast.stmt)
+                or isinstance(node, (ast.Global, ast.Nonlocal))
+                or _mentions(lines, _statement_span(node))
+            ):
+                self.visit(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                if value and isinstance(value[0], ast.stmt):
+                    self.visit_statements(value)
+                else:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+
+class _Binder(_Pruned):
+    """Pass 1: build scopes and collect bindings (names, `self.x = ...`, returns)."""
+
+    def __init__(self, analysis: _Analysis) -> None:
+        self.a = analysis
+        self.scope = analysis.module
+
+    def _open(self, node: ast.AST, kind: str, name: str | None) -> _Scope:
+        qualname = self.scope.child_prefix() + name if name else self.scope.qualname
+        scope = _Scope(kind, qualname, self.scope)
+        self.a.scopes.append(scope)
+        self.a.scope_of[id(node)] = scope
+        return scope
+
+    def _visit_in(self, scope: _Scope, nodes: Iterable[ast.AST]) -> None:
+        outer, self.scope = self.scope, scope
+        self.visit_statements(nodes)
+        self.scope = outer
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self._bind_opaque(node.name)  # `def sa(): ...` rebinds sa
+        in_class = self.scope.kind == "class"
+        scope = self._open(node, "function", node.name)
+        self._bind_params(scope, node.args)
+        positional = [*node.args.posonlyargs, *node.args.args]
+        if in_class and positional and not _is_staticmethod(node):
+            scope.self_name = positional[0].arg
+            if self.scope.qualname.rsplit(".", 1)[-1] in self.a.class_names and not _is_classmethod(node):
+                # a method of the record class (`__post_init__`, a resolution step):
+                # its `self` is a record, whichever one it was called on
+                _merge(scope.aliases, positional[0].arg, ("parameter", "held"))
+        self._visit_in(scope, node.body)
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+    def _bind_params(self, scope: _Scope, args: ast.arguments) -> None:
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                scope.bound.add(extra.arg)
+                scope.assigns.append((extra.arg, None, None))  # a tuple or dict, never the record
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+        scope.defaults.extend((arg.arg, default) for arg, default in pairs)
+        defaulted = {arg.arg for arg, _ in pairs}
+        for arg in every:
+            scope.bound.add(arg.arg)
+            if self.a.is_record_annotation(arg.annotation) or (
+                arg.annotation is None and arg.arg in self.a.record_attrs
+            ):
+                _merge(scope.aliases, arg.arg, ("parameter", "held"))
+            elif arg.arg not in defaulted:
+                # whatever the caller passes: `def f(sa): if sa is None: sa = get_server_args()`
+                # must not make sa the process record. (Defaults are judged in resolve_rebound().)
+                scope.assigns.append((arg.arg, None, None))
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for expr in [*node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        scope = self._open(node, "lambda", None)
+        self._bind_params(scope, node.args)
+        self._visit_in(scope, [node.body])
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(expr)
+        self._bind_opaque(node.name)
+        self._visit_in(self._open(node, "class", node.name), node.body)
+
+    def visit_ListComp(self, node: ast.ListComp) -> None:
+        self._comprehension(node)
+
+    visit_SetComp = visit_ListComp  # type: ignore[assignment]
+    visit_GeneratorExp = visit_ListComp  # type: ignore[assignment]
+    visit_DictComp = visit_ListComp  # type: ignore[assignment]
+
+    def _comprehension(self, node: ast.AST) -> None:
+        scope = self._open(node, "comprehension", None)
+        outer, self.scope = self.scope, scope
+        self.generic_visit(node)
+        self.scope = outer
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.scope.globals.update(node.names)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.scope.nonlocals.update(node.names)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            self.scope.bound.add(node.id)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            local = (alias.asname or alias.name).split(".")[0]
+            self._bind_opaque(local)
+            self.a.imported.add(local)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        settings = self.a.settings
+        for alias in node.names:
+            local = alias.asname or alias.name
+            self._bind_opaque(local)
+            self.a.imported.add(local)
+            if alias.name == settings.raw_accessor and local != alias.name:
+                self.a.raw_names.add(local)
+                self._renamed(node, local, f"import {alias.name} as {local}")
+            elif alias.name in self.a.class_names:
+                self.a.class_names.add(local)
+
+    def _renamed(self, node: ast.stmt | ast.expr, new_name: str, detail: str) -> None:
+        self.a.violations.append(
+            (self.scope.qualname, node.lineno, "renamed_accessor", new_name, detail)
+        )
+
+    def _method_self(self) -> str | None:
+        return self.scope.self_name if self.scope.kind == "function" else None
+
+    def _bind_opaque(self, name: str) -> None:
+        """`name` is bound here to something that is not the record (an import, a `def`,
+        `except ... as name`, a match capture): it taints an alias of the same name."""
+        self.scope.bound.add(name)
+        self.scope.assigns.append((name, None, None))
+
+    def _bind(self, target: ast.expr, value: ast.expr | None, forced: str | None = None) -> None:
+        """Record that `target` is bound to `value`; None when the value is unknown.
+
+        Every name in the target gets a binding, so that one that is not the record
+        (an unpacked call, a starred target, `sa += 1`, `del sa`) taints an alias of the
+        same name in resolve_rebound() instead of being ignored."""
+        if isinstance(target, ast.Name):
+            self.scope.assigns.append((target.id, value, forced))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            paired: set[int] = set()
+            if isinstance(value, (ast.Tuple, ast.List)):
+                for sub_target, sub_value in _unpacked(target.elts, value.elts):
+                    paired.add(id(sub_target))
+                    self._bind(sub_target, sub_value, forced)
+            for sub_target in target.elts:
+                if id(sub_target) not in paired:
+                    self._bind(sub_target, None)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, None)  # a starred target takes a list
+        elif isinstance(target, ast.Attribute):
+            base = target.value
+            if isinstance(base, ast.Name) and base.id == self._method_self():
+                self.scope.self_assigns.append((target.attr, value))
+
+    def _bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        # `for sa in (get_server_args(),)`: over a literal, the target takes each element
+        # in turn, so bind it to every one (flow-insensitively, like any other binding).
+        # Over anything else (or a starred element) the target takes unknown values.
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            for element in iterable.elts:
+                self._bind(target, None if isinstance(element, ast.Starred) else element)
+        else:
+            self._bind(target, None)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._bind_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._bind_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            if item.optional_vars is None:
+                continue
+            context = item.context_expr
+            if (
+                isinstance(context, ast.Call)
+                and len(context.args) == 1
+                and not context.keywords
+                and not isinstance(context.args[0], ast.Starred)
+            ):
+                if _name_of(context.func) == "nullcontext":
+                    # nullcontext(x).__enter__() returns x itself
+                    self._bind(item.optional_vars, context.args[0])
+                else:
+                    # `with f(rec) as name`: name is whatever f's manager yields; often
+                    # the record, never provably. Report its reads, refuse to fix them.
+                    self._bind(item.optional_vars, context.args[0], forced="wrapped")
+            else:
+                # `with rec as name` binds rec.__enter__(), not provably rec
+                self._bind(item.optional_vars, context, forced="wrapped")
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        for target in node.targets:
+            self._bind(target, value)
+            if isinstance(target, ast.Name) and self._names_raw_accessor(value):
+                self.a.raw_names.add(target.id)
+                self._renamed(node, target.id, f"{target.id} = {ast.unparse(value)}")
+        self.generic_visit(node)
+
+    def _names_raw_accessor(self, value: ast.expr) -> bool:
+        if isinstance(value, ast.Name):
+            return value.id in self.a.raw_names
+        return isinstance(value, ast.Attribute) and value.attr == self.a.settings.raw_accessor
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        # `sa += x` binds sa to `sa.__iadd__(x)`: not provably the record
+        self._bind(node.target, None)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        # after `del sa`, a read raises NameError: a rewritten read would not
+        for target in node.targets:
+            self._bind(target, None)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        target = node.target
+        if self.a.is_record_annotation(node.annotation):
+            if isinstance(target, ast.Name):
+                _merge(self.scope.aliases, target.id, ("alias", "held"))
+            elif (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == self._method_self()
+            ):
+                _merge_origin(self.a.self_attrs, target.attr, "held")
+        if node.value is not None:
+            self._bind(target, node.value)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        # A walrus in a comprehension binds in the enclosing function (PEP 572).
+        scope = self.scope
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        scope.bound.add(node.target.id)
+        scope.assigns.append((node.target.id, node.value, None))
+        self.visit(node.value)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            if self.scope.kind == "function":
+                self.scope.returns.append(node.value)
+            self.visit(node.value)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self._bind_opaque(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        if node.name:
+            self._bind_opaque(node.name)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        if node.name:
+            self._bind_opaque(node.name)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        if node.rest:
+            self._bind_opaque(node.rest)
+        self.generic_visit(node)
+
+
+class _Reader(_Pruned):
+    """Pass 2: with every alias resolved, report reads and writes."""
+
+    def __init__(self, analysis: _Analysis) -> None:
+        self.a = analysis
+        self.scope = analysis.module
+        # attributes that are called (`rec.url()`, `ServerArgs.from_cli_args(...)`):
+        # methods, not leaves, so not reads
+        self.called: set[int] = set()
+
+    def _enter(self, node: ast.AST) -> None:
+        outer = self.scope
+        self.scope = self.a.scope_of.get(id(node), outer)
+        self.generic_visit(node)
+        self.scope = outer
+
+    visit_FunctionDef = _enter  # decorators and defaults are attributed to the function
+    visit_AsyncFunctionDef = _enter
+    visit_ClassDef = _enter
+    visit_Lambda = _enter
+    visit_ListComp = _enter
+    visit_SetComp = _enter
+    visit_GeneratorExp = _enter
+    visit_DictComp = _enter
+
+    def _read(self, node: ast.expr, leaf: str, reach: Reach, form: str) -> None:
+        end_line = node.end_lineno or node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        via, origin = reach
+        self.a.reads.append(
+            (self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form, origin)
+        )
+
+    def _write(self, node: ast.AST, leaf: str, kind: str = "write") -> None:
+        text = ast.unparse(node)
+        ctx = getattr(node, "ctx", None)
+        if isinstance(ctx, ast.Store):
+            text += " = ..."
+        elif isinstance(ctx, ast.Del):
+            text = "del " + text
+        if len(text) > 80:
+            text = text[:77] + "..."
+        self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), kind, leaf, text))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        called = id(node) in self.called
+        reach = self.a.reach(node.value, self.scope)
+        if reach:
+            if not isinstance(node.ctx, ast.Load):
+                self._write(node, node.attr)
+            elif not called:
+                self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
+        elif self._is_record_class(node.value) and not node.attr.startswith("__"):
+            # `ServerArgs.base_gpu_id` reads the class default, never the published value;
+            # on a slotted attrs class it is a member descriptor, so `==` is always False
+            if not isinstance(node.ctx, ast.Load):
+                self._write(node, node.attr)
+            elif not called:
+                self._read(node, node.attr, ("class", "constructed"), "class_attribute")
+        self.generic_visit(node)
+
+    def _is_record_class(self, expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.id in self.a.class_names and self._global(expr.id)
+        return isinstance(expr, ast.Attribute) and expr.attr in self.a.class_names
+
+    def _global(self, name: str) -> bool:
+        """`name` is not bound by the reading scope or an enclosing function (so it is the
+        module's: a class or dict copy of the record, not a local of the same name)."""
+        scope: _Scope | None = self.scope
+        while scope is not None and scope.kind != "module":
+            if name in scope.bound and name not in scope.globals and scope.kind != "class":
+                return False
+            scope = scope.parent
+        return True
+
+    def _record_dict(self, expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.id in self.a.record_dicts and self._global(expr.id)
+        return isinstance(expr, ast.Attribute) and expr.attr in self.a.record_dicts
+
+    def _dict_key(self, node: ast.expr, key: ast.expr | None, form: str, *, write: bool) -> None:
+        leaf = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else "*"
+        if write:
+            self._write(node, leaf, "dict_write")
+        else:
+            self._read(node, leaf, ("record_dict", "process"), form if leaf != "*" else "dict_dynamic")
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        # `"x" in global_server_args_dict` asks whether the leaf is set
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, (ast.In, ast.NotIn)) and self._record_dict(right):
+                self._dict_key(node, left, "dict_in", write=False)
+            left = right
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if self._record_dict(node.value):
+            self._dict_key(node, node.slice, "subscript", write=not isinstance(node.ctx, ast.Load))
+        # rec.__dict__["x"] = v and vars(rec)["x"] = v are writes too
+        if not isinstance(node.ctx, ast.Load):
+            base = node.value
+            if isinstance(base, ast.Attribute) and base.attr == "__dict__":
+                if self.a.via(base.value, self.scope):
+                    self._write(node, "*")
+            elif self._whole_record_call(base):
+                self._write(node, "*")
+        self.generic_visit(node)
+
+    def _whole_record_call(self, node: ast.expr) -> bool:
+        if not isinstance(node, ast.Call) or not node.args:
+            return False
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name in _WHOLE_RECORD_CALLS and self.a.via(node.args[0], self.scope) is not None
+
+    def _dict_call(self, node: ast.Call, method: str) -> None:
+        args = node.args
+        if method in _DICT_READ_ONE:
+            self._dict_key(node, args[0] if args else None, "dict_get", write=False)
+        elif method in _DICT_READ_ALL:
+            self._read(node, "*", ("record_dict", "process"), "whole")
+        elif method == "update":
+            # `d.update({"x": 1}, y=2)` writes x and y; any other argument writes unknown keys
+            keys: list[ast.expr | None] = [ast.Constant(k.arg) if k.arg else None for k in node.keywords]
+            for arg in args:
+                keys.extend(arg.keys if isinstance(arg, ast.Dict) else [None])
+            for key in keys or [None]:
+                self._dict_key(node, key, "", write=True)
+        else:
+            self._dict_key(node, args[0] if args else None, "", write=True)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else None
+        args = node.args
+        if isinstance(func, ast.Attribute):
+            self.called.add(id(func))
+            if self._record_dict(func.value) and (
+                func.attr in _DICT_READ_ONE or func.attr in _DICT_READ_ALL or func.attr in _DICT_WRITES
+            ):
+                self._dict_call(node, func.attr)
+        if name in ("getattr", "hasattr") and len(args) >= 2:
+            reach = self.a.reach(args[0], self.scope)
+            if reach:
+                key = args[1]
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    form = "hasattr" if name == "hasattr" else "getattr_default" if len(args) > 2 else "getattr"
+                    self._read(node, key.value, reach, form)
+                else:
+                    self._read(node, "*", reach, "getattr_dynamic")
+        elif name in ("setattr", "delattr") and args:
+            if self.a.via(args[0], self.scope):
+                self._write(node, self._literal_leaf(args))
+        elif (
+            isinstance(func, ast.Attribute)
+            and func.attr == "__setattr__"
+            and args
+            and self.a.via(args[0], self.scope)
+        ):
+            self._write(node, self._literal_leaf(args))
+        elif self._whole_record_call(node):
+            self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
+        self.generic_visit(node)
+
+    @staticmethod
+    def _literal_leaf(args: Sequence[ast.expr]) -> str:
+        if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
+            return args[1].value
+        return "*"
+
+
+@functools.lru_cache(maxsize=64)
+def _names_regex(names: frozenset[str]) -> re.Pattern[bytes]:
+    ordered = sorted(names, key=lambda n: (-len(n), n))
+    return re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in ordered) + rb")\b")
+
+
+def _mention_lines(data: bytes, regex: re.Pattern[bytes], names: Iterable[str] = ()) -> list[int]:
+    # Substring tests run at memchr speed; most files mention no name, and skip the regex.
+    if names and not any(name.encode() in data for name in names):
+        return []
+    lines: list[int] = []
+    line, previous = 1, 0
+    for match in regex.finditer(data):
+        start = match.start()
+        line += data.count(b"\n", previous, start)
+        previous = start
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _statement_span(stmt: ast.stmt) -> tuple[int, int]:
+    start = stmt.lineno
+    for decorator in getattr(stmt, "decorator_list", ()):
+        start = min(start, decorator.lineno)
+    return start, stmt.end_lineno or stmt.lineno
+
+
+def _mentions(lines: list[int], span: tuple[int, int]) -> bool:
+    index = bisect.bisect_left(lines, span[0])
+    return index < len(lines) and lines[index] <= span[1]
+
+
+
+
+def analyse(tree: ast.Module, data: bytes, settings: ScanSettings) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The reads and violations in one parsed module (`data` is its bytes), as path-free
+    rows: (function, leaf, line, col, end_line, end_col, via, form, origin) and
+    (function, line, kind, leaf, detail)."""
+    names = frozenset(
+        {settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts}
+    )
+    # Rounds until the names of interest stop growing: a round that finds a new alias
+    # (or rename, self attribute, wrapper) must look again at the lines that mention it.
+    # Each round starts afresh, so pruning never hides a binding found later.
+    while True:
+        lines = _mention_lines(data, _names_regex(names), names)
+        if not lines:
+            return [], []
+        analysis = _Analysis(settings, lines)
+        _Binder(analysis).visit_statements(tree.body)
+        analysis.resolve()
+        grown = analysis.names_of_interest() | names
+        if grown == names:
+            break
+        names = grown
+    analysis.resolve_rebound()
+    _Reader(analysis).visit_statements(tree.body)
+    return analysis.reads, analysis.violations

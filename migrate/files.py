@@ -1,0 +1,138 @@
+"""Which files a scan reads, and reading them safely.
+
+Only regular files are ever opened: a FIFO named `x.py` would block a read forever and a
+link to /dev/zero would stream forever, so special files are reported instead. Folders
+reached through a symlink are followed (a raw read inside one must not pass unseen),
+each real folder once, so a link loop ends."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from configbags.migrate.scanmodel import ScanSettings
+
+SKIP_DIRS = frozenset({"__pycache__", ".git", ".venv", "node_modules", ".mypy_cache"})
+
+
+@attrs.frozen
+class Listing:
+    files: tuple[str, ...]  # project-relative posix paths (or absolute ones for roots outside)
+    problems: tuple[tuple[str, str], ...] = ()  # (path, why it was not listed as a file)
+
+
+def display_path(path: Path, project: Path) -> str:
+    """`path` relative to the project when inside it, else absolute: roots may lie anywhere."""
+    path = Path(os.path.normpath(path))
+    try:
+        return path.relative_to(os.path.normpath(project)).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def list_files(project: Path, settings: ScanSettings) -> list[str]:
+    """Python files under the roots, minus excludes, as sorted paths (see display_path)."""
+    return list(list_tree(project, settings).files)
+
+
+def list_tree(project: Path, settings: ScanSettings) -> Listing:
+    found: set[str] = set()
+    problems: list[tuple[str, str]] = []
+    seen: set[tuple[int, int]] = set()  # (device, inode) of every folder walked
+    for root in settings.roots:
+        top = Path(root) if Path(root).is_absolute() else project / root
+        if not top.is_dir():
+            rel = display_path(top, project)
+            # a file root; reading it reports a special one (a missing root lists nothing,
+            # which the check's file floor catches)
+            if (top.exists() or top.is_symlink()) and not _excluded(rel, settings.excludes):
+                found.add(rel)
+            continue
+        _walk(top, project, settings, seen, found, problems)
+    return Listing(tuple(sorted(found)), tuple(sorted(set(problems))))
+
+
+def _walk(
+    folder: Path,
+    project: Path,
+    settings: ScanSettings,
+    seen: set[tuple[int, int]],
+    found: set[str],
+    problems: list[tuple[str, str]],
+) -> None:
+    rel_dir = display_path(folder, project)
+    try:
+        info = folder.stat()
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        problems.append((rel_dir, f"cannot list folder: {exc.strerror or exc}"))
+        return
+    identity = (info.st_dev, info.st_ino)
+    if identity in seen:
+        return  # a link loop, or a second way into a folder whose files are already listed
+    seen.add(identity)
+    for entry in entries:
+        rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
+        if _excluded(rel, settings.excludes):
+            continue
+        try:
+            is_dir = entry.is_dir()  # follows symlinks
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if entry.name not in SKIP_DIRS:
+                _walk(folder / entry.name, project, settings, seen, found, problems)
+        elif entry.name.endswith(".py"):
+            found.add(rel)
+
+
+def _excluded(rel: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns)
+
+
+class NotReadable(Exception):
+    """The file is not scanned; the message says why."""
+
+
+def read_source(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most `max_bytes`. Anything else (a FIFO, a device,
+    a socket, a link to one, a dangling link) raises NotReadable without being opened for
+    reading, and so does a file that grew past the limit between stat and read."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise NotReadable(f"cannot read: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise NotReadable(f"not a regular file ({_kind(info.st_mode)}); never opened")
+    if info.st_size > max_bytes:
+        raise NotReadable(f"too large to scan ({info.st_size} bytes > {max_bytes})")
+    try:
+        # O_NONBLOCK: should the file be swapped for a FIFO after the stat, open does not wait
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise NotReadable(f"cannot read: {exc.strerror or exc}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise NotReadable("not a regular file; not read")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise NotReadable(f"too large to scan (more than {max_bytes} bytes)")
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return name
+    return "a special file"

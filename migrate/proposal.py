@@ -1,0 +1,129 @@
+"""`import-dataclass --propose-mapping FILE`: an editable first guess at where each field
+belongs and which leaves need a looser override policy.
+
+Namespaces come from the record's own section comments (`# Parallelism` above a run of
+fields: the comment's first word, `parallelism`), else from a name prefix that at least
+two fields share (`lora_paths`, `lora_backend` -> `lora`), else `legacy`. Writes found in
+the engine tree (by the ratchet's scanner) become policy suggestions: a leaf something
+writes after parsing cannot stay `startup`, so it is proposed `load_time`, owned by the
+writing module, with the evidence as file:line. The user edits the file, then imports
+with `--mapping FILE`, which reads both parts.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from configbags.codegen.model import RESERVED_NAMESPACES
+from configbags.migrate.scan import ScanSettings, scan_tree
+
+DEFAULT_NAMESPACE = "legacy"
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+_IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def section_namespaces(source: str, class_name: str) -> dict[str, str]:
+    """field -> namespace from the section comments inside the class body."""
+    tree = ast.parse(source)
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
+    if not classes:
+        return {}
+    lines = source.splitlines()
+    found: dict[str, str] = {}
+    section: str | None = None
+    previous_end = classes[0].lineno  # the `class` line; comments below it open sections
+    for stmt in classes[0].body:
+        # a comment line between the previous statement and this one opens a section
+        for text in lines[previous_end : stmt.lineno - 1]:
+            stripped = text.strip()
+            if stripped.startswith("#"):
+                word = _WORD.search(stripped)
+                section = word.group(0).lower() if word else section
+        previous_end = stmt.end_lineno or stmt.lineno
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and section:
+            found[stmt.target.id] = section
+    return {k: v for k, v in found.items() if usable_namespace(v)}
+
+
+def usable_namespace(name: str) -> bool:
+    """The generator would take it as a top-level namespace (see configbags.codegen.model)."""
+    return bool(_IDENT.match(name)) and not keyword.iskeyword(name) and name not in RESERVED_NAMESPACES
+
+
+def prefix_namespaces(fields: Sequence[str]) -> dict[str, str]:
+    """field -> its first name part, when at least two fields share it."""
+    prefixes = Counter(f.split("_", 1)[0] for f in fields if "_" in f)
+    return {
+        f: prefix
+        for f in fields
+        if "_" in f and prefixes[prefix := f.split("_", 1)[0]] >= 2 and usable_namespace(prefix)
+    }
+
+
+def write_suggestions(engine_root: Path, settings: ScanSettings, fields: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """leaf -> {override, owner, evidence} for every leaf that code under the root writes."""
+    result = scan_tree(engine_root, settings)
+    evidence: dict[str, list[str]] = defaultdict(list)
+    owners: dict[str, str] = {}
+    for violation in result.violations:
+        if violation.kind != "write" or violation.leaf not in fields:
+            continue
+        evidence[violation.leaf].append(f"{violation.file}:{violation.line}")
+        module = Path(violation.file).stem
+        owners.setdefault(violation.leaf, module if _IDENT.match(module) else "launcher")
+    return {
+        leaf: {"override": "load_time", "owner": owners[leaf], "evidence": sorted(set(where))}
+        for leaf, where in sorted(evidence.items())
+    }
+
+
+def propose(
+    source: str,
+    class_name: str,
+    fields: Sequence[str],
+    *,
+    engine_root: Path | None = None,
+    settings: ScanSettings | None = None,
+) -> dict[str, Any]:
+    """The proposal: {"leaves": {field: namespace}, "policies": {leaf: {...}}}."""
+    by_section = section_namespaces(source, class_name)
+    by_prefix = prefix_namespaces(fields)
+    leaves = {f: by_section.get(f) or by_prefix.get(f) or DEFAULT_NAMESPACE for f in fields}
+    policies: dict[str, dict[str, Any]] = {}
+    if engine_root is not None:
+        policies = write_suggestions(engine_root, settings or ScanSettings(roots=(".",)), fields)
+    return {"leaves": leaves, "policies": policies}
+
+
+def render(proposal: Mapping[str, Any], origin: str) -> str:
+    header = (
+        f"# Proposed by `configbags import-dataclass {origin} --propose-mapping`: edit freely,\n"
+        f"# then import with --mapping this-file. `leaves` maps each field to its namespace\n"
+        f"# (from the section comments and name prefixes); `policies` holds leaves the engine\n"
+        f"# writes after parsing, so they cannot stay `startup` (evidence: where they are written).\n"
+    )
+    body = yaml.safe_dump(dict(proposal), sort_keys=False, default_flow_style=None, width=100)
+    return header + body
+
+
+def read_mapping(data: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """A mapping file: a flat {leaf: namespace}, or a proposal with `leaves` and `policies`."""
+    if not isinstance(data, dict):
+        raise ValueError("expected a mapping {leaf: namespace} or {leaves: ..., policies: ...}")
+    if "leaves" in data and isinstance(data["leaves"], dict):
+        policies = data.get("policies") or {}
+        if not isinstance(policies, dict):
+            raise ValueError("`policies` must map a leaf to {override, owner}")
+        return (
+            {str(k): str(v) for k, v in data["leaves"].items()},
+            {str(k): dict(v) for k, v in policies.items() if isinstance(v, dict)},
+        )
+    return {str(k): str(v) for k, v in data.items()}, {}

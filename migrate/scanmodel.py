@@ -1,0 +1,140 @@
+"""What the scanner is told and what it reports: its settings, the reads, writes and
+problems it finds, and which record a read reaches (its origin). Shared by the analysis,
+the cache, the check and the fix, so none of them imports another's internals."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, NamedTuple
+
+import attrs
+
+# Bump when the analysis changes, so old cache entries are not served.
+SCANNER_VERSION = 6
+
+# Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
+# read of the *process* record to an accessor; the others would change meaning:
+#   process      the raw accessor (or a copy, alias or wrapper of it): the published record;
+#   held         a parameter, annotated name or record attribute (`self.server_args`),
+#                or a parameter defaulting to the record (a caller may pass another):
+#                usually the process record, but a draft runner holds its own;
+#   rebound      a name (or `self.` attribute) that the record is bound to, but that is
+#                also bound to something else in the same scope (`sa = other`, a loop
+#                target, `except ... as sa`, `del sa`, a `None` placeholder, a parameter
+#                the record is a fallback for), or bound to a value that is the record
+#                only on some branches (`rec if c else other`, `rec or other`). Bindings
+#                are not ordered (flow-insensitive): any other binding anywhere in the
+#                scope taints every read of the name, since a read may see either;
+#   wrapped      bound by `with f(record) as name`: may not be the record at all;
+#   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`): not the
+#                published record (or not yet).
+# When one name is bound several ways, the later origin in this order wins (the join),
+# so an alias is only "process" when every binding of it is.
+ORIGINS = ("process", "held", "rebound", "wrapped", "constructed")
+_ORIGIN_RANK = {origin: rank for rank, origin in enumerate(ORIGINS)}
+
+
+def join_origin(a: str, b: str) -> str:
+    """The less provable of two origins."""
+    return a if _ORIGIN_RANK[a] >= _ORIGIN_RANK[b] else b
+
+
+Reach = tuple[str, str]  # (via, origin)
+
+
+@attrs.frozen
+class ScanSettings:
+    """What to scan and which names denote the raw record (`scan:` in ratchet.yaml)."""
+
+    roots: tuple[str, ...] = ("runtime",)
+    excludes: tuple[str, ...] = ()
+    raw_accessor: str = "get_server_args"
+    record_class: str = "ServerArgs"
+    record_attributes: tuple[str, ...] = ("server_args",)
+    # Module-global dict copies of the record (`global_server_args_dict`): read and
+    # written by key, so `d["x"]`, `d.get("x")`, `"x" in d` and `d.update(...)` count.
+    record_dicts: tuple[str, ...] = ()
+    # Bigger files are reported, not parsed: a multi-megabyte .py is data, not code.
+    max_bytes: int = 4_000_000
+
+    def analysis_key(self) -> str:
+        """Everything a per-file result depends on besides the file's bytes."""
+        parts = [
+            str(SCANNER_VERSION),
+            self.raw_accessor,
+            self.record_class,
+            ",".join(self.record_attributes),
+            ",".join(self.record_dicts),
+            str(self.max_bytes),
+        ]
+        return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
+
+
+class Entry(NamedTuple):
+    """An allowlist or write-baseline entry as the ratchet holds it: the same four fields
+    as the schema's configbags.codegen.model.AllowEntry, without importing the generator."""
+
+    file: str
+    function: str
+    leaf: str
+    reason: str
+
+
+class Read(NamedTuple):
+    file: str
+    function: str  # enclosing qualname, `<module>` for module-level code
+    leaf: str  # attribute name; `*` for a dynamic getattr or a whole-record read
+    line: int
+    col: int  # ast columns: UTF-8 byte offsets
+    end_line: int
+    end_col: int
+    via: str  # how the record was reached: accessor, alias, parameter, attribute, ...
+    form: str  # attribute, getattr, getattr_default, getattr_dynamic, hasattr, whole
+    # Which record it is, as far as the code shows (see ORIGINS): what `ratchet fix` may
+    # assume. Defaulted so rows written by hand in tests stay short.
+    origin: str = "process"
+
+
+WRITE_KINDS = frozenset({"write", "dict_write"})
+
+
+class Violation(NamedTuple):
+    """Never allowed: a write to the record, or a renamed raw accessor."""
+
+    file: str
+    function: str
+    line: int
+    kind: str  # "write" (the record), "dict_write" (a dict copy of it) or "renamed_accessor"
+    leaf: str  # the written leaf (`*` when unknown) or the new name of the accessor
+    detail: str  # the offending source text, shortened
+
+
+class Problem(NamedTuple):
+    """A file the scanner could not read; the scan goes on without it."""
+
+    file: str
+    reason: str
+
+
+@attrs.frozen
+class FileScan:
+    """The result for one file's bytes; cached by content hash, so it holds no path."""
+
+    reads: tuple[tuple[Any, ...], ...] = ()
+    violations: tuple[tuple[Any, ...], ...] = ()
+    problem: str | None = None
+    generated: bool = False
+
+
+@attrs.frozen
+class ScanResult:
+    reads: tuple[Read, ...]
+    violations: tuple[Violation, ...]
+    problems: tuple[Problem, ...]
+    files: tuple[str, ...]  # every file listed under the roots, scanned or not
+    files_parsed: int  # files whose analysis ran or came from cache
+    files_generated: int  # skipped: generated files inside a generated package
+    files_from_cache: int
+    generated_files: tuple[str, ...] = ()  # which ones, so a report can show them
+
+

@@ -1,0 +1,173 @@
+"""Importer v2: the CLI survives the import (dest-less aliased flags, nargs lists, choices
+from module constants, sentinels), the flag-spelling rule is the generator's own, and
+what is imported generates."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from configbags.codegen.__main__ import main as gen_main
+from configbags.migrate.importer import import_dataclass, main
+
+ENGINE = textwrap.dedent(
+    '''\
+    import argparse
+    import dataclasses
+    import sys
+    from dataclasses import dataclass
+    from typing import List, Optional
+
+    BACKENDS = {"flashinfer": 1, "triton": 2}
+    EXTRA_BACKENDS = ["torch_native"]
+    QUANT = ["fp8", "awq"]
+
+
+    @dataclass
+    class ServerArgs:
+        tp_size: int = 1
+        pp_size: int = 1
+        attention_backend: Optional[str] = None
+        quantization: Optional[str] = None
+        cuda_graph_bs: Optional[list] = None
+        lora_paths: Optional[List[str]] = None
+        max_queued_requests: int = sys.maxsize
+        enable_cache: Optional[bool] = None
+
+        @staticmethod
+        def add_cli_args(parser):
+            parser.add_argument("--tensor-parallel-size", "--tp-size", type=int, default=1)
+            parser.add_argument("--pipeline-parallel-size", "--pp-size", type=int, default=1)
+            parser.add_argument("--attention-backend", choices=[*BACKENDS.keys(), *EXTRA_BACKENDS])
+            parser.add_argument("--quantization", choices=QUANT + ["gptq"])
+            parser.add_argument("--cuda-graph-bs", type=int, nargs="+")
+            parser.add_argument("--lora-paths", nargs="*")
+            parser.add_argument("--max-queued-requests", type=int, default=sys.maxsize)
+            parser.add_argument("--enable-cache", action="store_true", default=None)
+
+        @classmethod
+        def from_cli_args(cls, args):
+            args.tp_size = args.tensor_parallel_size
+            return cls(pp_size=args.pipeline_parallel_size, **{
+                f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)
+            })
+    '''
+)
+
+
+def _leaves(source: str = ENGINE) -> dict[str, dict[str, object]]:
+    result = import_dataclass(source, "ServerArgs", {})
+    return {name: spec for ns in result.leaves.values() for name, spec in ns.items()}
+
+
+def test_dest_less_flags_reach_their_field_with_their_aliases() -> None:
+    leaves = _leaves()
+    # copied in from_cli_args (assignment and keyword), so the flags stay on the leaf
+    assert leaves["tp_size"]["cli"] == {"flag": "--tensor-parallel-size", "aliases": ["--tp-size"]}
+    assert leaves["pp_size"]["cli"] == {"flag": "--pipeline-parallel-size", "aliases": ["--pp-size"]}
+
+
+def test_nargs_lists_choices_from_constants_and_sentinels() -> None:
+    leaves = _leaves()
+    assert leaves["cuda_graph_bs"]["type"] == "optional list[int]"
+    assert leaves["lora_paths"]["type"] == "optional list[str]"
+    assert leaves["attention_backend"]["choices"] == ["flashinfer", "triton", "torch_native"]
+    assert leaves["quantization"]["choices"] == ["fp8", "awq", "gptq"]
+    assert (leaves["max_queued_requests"]["type"], leaves["max_queued_requests"]["default"]) == ("int", sys.maxsize)
+
+
+def test_a_bare_const_flag_is_warned_about() -> None:
+    source = ENGINE.replace('parser.add_argument("--quantization", choices=QUANT + ["gptq"])',
+                            'parser.add_argument("--quantization", nargs="?", const="fp8")')
+    warnings = "\n".join(import_dataclass(source, "ServerArgs", {}).warnings)
+    assert "the bare flag `--quantization` stores const 'fp8'" in warnings
+
+
+OPTIONAL_BOOL = textwrap.dedent(
+    '''\
+    from dataclasses import dataclass
+    from typing import Optional
+
+
+    @dataclass
+    class ServerArgs:
+        cache: Optional[bool] = None
+        no_cache: bool = False
+
+        @staticmethod
+        def add_cli_args(parser):
+            parser.add_argument("--cache", action="store_true", default=None, help="Cache.")
+            parser.add_argument("--no-cache", action="store_true", help="Never cache.")
+    '''
+)
+
+
+def test_an_optional_bool_with_a_no_flag_imports_and_generates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The generator gives every bool leaf, optional or not, a --no- twin; the importer uses
+    # the same rule, so the clash with --no-cache is settled at import, not at gen.
+    source = tmp_path / "server_args.py"
+    source.write_text(OPTIONAL_BOOL)
+    out = tmp_path / "schema"
+    assert main([f"{source}:ServerArgs", "--out", str(out)]) == 0
+    assert "no_cache: flag --no-cache is reserved or used by another leaf" in capsys.readouterr().err
+    assert gen_main(["--schema", str(out), "--out", str(tmp_path / "pkg")]) == 0
+
+
+def test_the_imported_cli_parses_the_legacy_spellings(tmp_path: Path) -> None:
+    source = tmp_path / "server_args.py"
+    source.write_text(ENGINE)
+    out = tmp_path / "schema"
+    assert main([f"{source}:ServerArgs", "--out", str(out)]) == 0
+    package = tmp_path / "engine_cfg"
+    assert gen_main(["--schema", str(out), "--out", str(package)]) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from engine_cfg.server_args import ServerArgs  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    record = ServerArgs.from_cli_args(parser.parse_args(
+        ["--tensor-parallel-size", "2", "--pp-size", "3", "--cuda-graph-bs", "1", "2", "--lora-paths", "a"]
+    ))
+    assert (record.tp_size, record.pp_size, record.cuda_graph_bs, record.lora_paths) == (2, 3, (1, 2), ("a",))
+    assert record.max_queued_requests == sys.maxsize
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "legacy_engine"
+
+
+def test_a_proposed_mapping_gives_real_namespaces_and_policies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = FIXTURE / "legacy_engine" / "server_args.py"
+    proposal = tmp_path / "mapping.yaml"
+    command = [f"{source}:ServerArgs", "--out", str(tmp_path / "schema")]
+    assert main([*command, "--propose-mapping", str(proposal), "--engine-root", str(FIXTURE / "legacy_engine")]) == 0
+    assert "edit it, then import with --mapping" in capsys.readouterr().out
+    data = yaml.safe_load(proposal.read_text())
+    # from the section comments of the dataclass
+    assert data["leaves"]["tp_size"] == "parallelism"
+    assert data["leaves"]["model_path"] == "model"
+    assert data["leaves"]["lora_paths"] == "lora"
+    # writes found in the engine become policy suggestions, with their evidence
+    assert data["policies"]["page_size"] == {
+        "override": "load_time", "owner": "model_config", "evidence": ["model_config.py:10"],
+    }
+    assert data["policies"]["attention_backend"]["evidence"] == [
+        "draft_worker.py:14", "draft_worker.py:18", "model_config.py:12",
+    ]
+    assert not (tmp_path / "schema").exists()  # proposing writes nothing else
+
+    assert main([*command, "--mapping", str(proposal)]) == 0
+    namespaces = sorted(p.stem for p in (tmp_path / "schema" / "namespaces").iterdir())
+    assert {"model", "parallelism", "scheduling", "lora"} <= set(namespaces)
+    # only the fields under "# Not yet sorted into a namespace" (a keyword) stay unsorted
+    legacy = yaml.safe_load((tmp_path / "schema" / "namespaces" / "legacy.yaml").read_text())
+    assert sorted(legacy["leaves"]) == ["random_seed", "watchdog_timeout"]
+    schedule = yaml.safe_load((tmp_path / "schema" / "namespaces" / "scheduling.yaml").read_text())
+    assert schedule["leaves"]["page_size"]["override"] == "load_time"
+    assert gen_main(["--schema", str(tmp_path / "schema"), "--out", str(tmp_path / "pkg")]) == 0
