@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from configbags.runtime.context import Context, Restoring, process_context
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.project import load_project
 
 
 class published(Restoring):
@@ -40,9 +42,18 @@ def scoped_override(source: str = "test-scope", /, *, context: Context[Any] | No
     return (context or process_context()).scoped(source, **leaves)
 
 
+def _suite_context() -> Context[Any]:
+    """This process's context; in a test suite that loaded several generated packages and
+    published none, the project's own (`[tool.configbags]` package)."""
+    try:
+        return process_context()
+    except ConfigError:
+        return process_context(load_project().package)
+
+
 @pytest.fixture
 def config_scope() -> Iterator[Context[Any]]:
     """Whatever the test publishes or overrides is undone afterwards."""
-    ctx = process_context()
+    ctx = _suite_context()
     with ctx.restoring():
         yield ctx

@@ -85,7 +85,7 @@ def test_explain_one_leaf(client: httpx.Client) -> None:
     assert info["capacity"] == {"leaf": "max_speculative_num_draft_tokens", "value": 0}
     startup = client.get("/config/tp_size", headers=READ).json()
     assert startup["policy"] == "startup" and startup["operator_writable"] is False
-    assert startup["layer"] == "record" and startup["value"] == 1 and startup["capacity"] is None
+    assert startup["layer"] == "default" and startup["value"] == 1 and startup["capacity"] is None
     secret = client.get("/config/admin_api_key", headers=READ).json()
     assert secret["value"] == secret["record"] == secret["resolved"] == "<redacted>"
 
@@ -108,7 +108,7 @@ def test_patch_changes_a_leaf_with_provenance(client: httpx.Client) -> None:
     assert entry["leaf"] == "speculative_accept_threshold_acc" and entry["new"] == 0.25
     assert entry["source"] == "http:alice" and entry["epoch"] == before + 1
     explained = client.get("/config/speculative_accept_threshold_acc", headers=READ).json()
-    assert explained["value"] == 0.25 and explained["layer"] == "override" and explained["source"] == "http:alice"
+    assert explained["value"] == 0.25 and explained["layer"] == "runtime" and "http:alice" in explained["source"]
     assert explained["overrides"][-1]["new"] == 0.25
     info = client.get("/server_info", headers=READ).json()
     assert info["resolved"]["speculative_accept_threshold_acc"] == 0.25
