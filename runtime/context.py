@@ -479,15 +479,14 @@ class Context(Generic[V]):
         return coerced
 
     def _check_policy(self, state: State, spec: LeafSpec, source: str) -> None:
-        where = f"{spec.namespace}.{spec.name} (policy {spec.policy}, owner {spec.owner})"
         if spec.policy is Policy.STARTUP:
             raise PolicyError(
-                f"override of {where} from {source!r} refused: startup leaves are fixed at publish; "
+                f"override of {_where(spec)} from {source!r} refused: startup leaves are fixed at publish; "
                 f"set it in the operator input ({'/'.join(spec.flags) or 'config file'}) instead"
             )
         if spec.policy is Policy.LOAD_TIME and state.sealed:
             raise PolicyError(
-                f"override of {where} from {source!r} refused: the context was sealed at the end of "
+                f"override of {_where(spec)} from {source!r} refused: the context was sealed at the end of "
                 f"model load; resolve it before seal() or declare it `override: runtime`"
             )
         writer = self._writer.get()
@@ -495,7 +494,7 @@ class Context(Generic[V]):
             who = f"it is written as role {writer!r}" if writer else f"this process has role {state.role!r}"
             allowed = f"the owner role {spec.owner!r}" + "".join(f" or writer {w!r}" for w in spec.writers)
             raise OwnerError(
-                f"override of {where} from {source!r} refused: {who}, and only {allowed} may "
+                f"override of {_where(spec)} from {source!r} refused: {who}, and only {allowed} may "
                 f"write it; do it in the {spec.owner} process, or name the role in the leaf's "
                 f"`writers:` in the schema"
             )
@@ -1101,6 +1100,11 @@ class Restoring:
             state, report = self._saved.pop()
             ctx._install(state)
             ctx.republish_report = report
+
+
+def _where(spec: LeafSpec) -> str:
+    """A leaf as refusals name it (built only when a refusal is raised)."""
+    return f"{spec.namespace}.{spec.name} (policy {spec.policy.value}, owner {spec.owner})"
 
 
 def _slot_value(state: State, slot: str) -> Any:
