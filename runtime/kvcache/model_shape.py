@@ -20,9 +20,11 @@ from typing import Any
 
 import attrs
 
+from configbags.runtime.errors import YamlError
 from configbags.runtime.kvcache.config_fields import MAX_LAYERS, ConfigFields
 from configbags.runtime.kvcache.errors import ModelConfigError
 from configbags.runtime.kvcache.quantization import WeightQuant, weight_quant
+from configbags.runtime.yamlsafe import read_text_limited
 
 # Bytes per element of the dtype names used in plans. fp8 variants are stored as uint8
 # (SGLang does the same so that index_put works on every backend).
@@ -175,13 +177,16 @@ def load_model_shape(path: str | Path) -> ModelShape:
     try:
         # Nemotron-H's config holds the non-standard token `Infinity`; json accepts it, and
         # every numeric field the planner reads is type-checked afterwards.
-        config = json.loads(p.read_text(encoding="utf-8"))
+        # (a regular file within the input limits: a FIFO or a device is never opened)
+        config = json.loads(read_text_limited(p))
     except FileNotFoundError:
         raise ModelConfigError(f"model config {p} does not exist") from None
-    except UnicodeDecodeError as exc:
-        raise ModelConfigError(f"model config {p} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except YamlError as exc:
+        raise ModelConfigError(f"model config {exc}") from None
     except json.JSONDecodeError as exc:
         raise ModelConfigError(f"model config {p} is not valid JSON: {exc}") from None
+    except ValueError as exc:  # e.g. an integer beyond Python's int-to-text digit limit
+        raise ModelConfigError(f"model config {p} holds a value json cannot read: {exc}") from None
     except RecursionError:
         raise ModelConfigError(f"model config {p} is nested too deeply to be a model config") from None
     except OSError as exc:
