@@ -564,7 +564,7 @@ class Context(Generic[V]):
         dependent non-pinned derived value recomputed, only touched bags (and their parents)
         rebuilt, ranks re-stamped if their bag is rebuilt and they come from a function."""
         reg = self.registry
-        values = dict(state.values)
+        values = _thaw(state.values)
         touched: set[str] = set()
         for name, value in changed.items():
             values[name] = _with_fallback(reg.leaves[name], value)
@@ -578,7 +578,7 @@ class Context(Generic[V]):
         ranks = state.ranks
         if state.rank_fn is not None and any(reg.namespaces[p].ranks for p in spaces):
             ranks = dict(state.rank_fn(values))
-        bags = dict(state.bags)
+        bags = _thaw(state.bags)
         for path in reg.namespaces:  # children before parents
             if path in spaces:
                 bags[path] = self._make_bag(path, values, bags, ranks)
@@ -1100,6 +1100,12 @@ class Restoring:
             state, report = self._saved.pop()
             ctx._install(state)
             ctx.republish_report = report
+
+
+def _thaw(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A fresh dict of a state's read-only mapping at dict-copy speed: `dict(proxy)` walks
+    the mapping protocol key by key, `proxy.copy()` copies the dict inside it at once."""
+    return mapping.copy() if isinstance(mapping, MappingProxyType) else dict(mapping)
 
 
 def _where(spec: LeafSpec) -> str:
