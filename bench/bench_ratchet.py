@@ -218,6 +218,9 @@ def _whole_processes(args: argparse.Namespace, label: str) -> None:
         (schema / "namespaces" / "parallel.yaml").write_text(_NAMESPACE + leaves)
         (schema / "roles.yaml").write_text(ROLES_YAML)
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        # An installed configbags has its bytecode (pip compiles at install); a machine
+        # that forbids writing it would time the compiler, not the ratchet.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         command = [sys.executable, "-m", "configbags", "ratchet"]
         subprocess.run(
             [*command, "init", "--schema", str(schema), "--root", str(root)],

@@ -4,7 +4,6 @@ imports codegen and `gen` never imports torch."""
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import sys
 
 # command -> (module with `main(argv: list[str]) -> int`, the extra it needs, one-line description)
@@ -33,6 +32,8 @@ def _usage() -> str:
 
 
 def version() -> str:
+    import importlib.metadata  # 60 ms: only --version pays it
+
     try:
         return importlib.metadata.version("configbags")
     except importlib.metadata.PackageNotFoundError:  # run from a checkout without install

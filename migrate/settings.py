@@ -21,14 +21,18 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import yaml
 
 from configbags.migrate.check import yaml_scalar
 from configbags.migrate.scanmodel import SCANNER_VERSION, Entry, ScanSettings
 
+if TYPE_CHECKING:
+    import yaml
+
+# PyYAML is imported where a YAML file is read or edited: a warm `check` reads the
+# cached inputs as JSON and never pays for it.
 RATCHET_FILE = "ratchet.yaml"
 INPUTS_CACHE = Path(".configbags-cache") / "ratchet-inputs.json"
 _INPUTS_FORMAT = 1
@@ -52,6 +56,8 @@ class RatchetInputs:
 
 
 def read_ratchet_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -148,6 +154,7 @@ def _fast_ratchet(path: Path) -> dict[str, Any] | None:
     """ratchet.yaml through libyaml and the generator's meta-schema; None when either is
     unavailable or the file has any problem (the slow path then reports it exactly)."""
     import jsonschema
+    import yaml
 
     from configbags.codegen.load import META_DIR
 
@@ -373,6 +380,8 @@ def edit_allowlist(
     """Apply `decide` to each allowlist entry: None removes it, a different entry replaces
     it. Returns (new text, removed, replaced). Only the lines of touched entries change;
     a flow-style allowlist, or one that ends up empty, is re-rendered as a block."""
+    import yaml
+
     root = yaml.compose(text)
     lines = text.splitlines(keepends=True)
     allow_key, allow_node = _allowlist_node(root, key)
@@ -425,6 +434,8 @@ def edit_allowlist(
 
 
 def _as_entry_of(node: yaml.Node) -> Entry:
+    import yaml
+
     data = yaml.safe_load(yaml.serialize(node)) or {}
     return Entry(
         str(data.get("file", "")),
@@ -435,6 +446,8 @@ def _as_entry_of(node: yaml.Node) -> Entry:
 
 
 def _allowlist_node(root: yaml.Node | None, name: str) -> tuple[yaml.Node, yaml.Node | None]:
+    import yaml
+
     if not isinstance(root, yaml.MappingNode):
         raise RatchetConfigError("ratchet.yaml: expected a mapping with `scan` and `allowlist`")
     for key, value in root.value:
@@ -446,6 +459,8 @@ def _allowlist_node(root: yaml.Node | None, name: str) -> tuple[yaml.Node, yaml.
 def _last_line(node: yaml.Node) -> int:
     """The last line holding part of `node` (0-based). A block node's end mark sits at the
     start of whatever follows it, so look at its children instead."""
+    import yaml
+
     if isinstance(node, yaml.ScalarNode) or getattr(node, "flow_style", False):
         end = node.end_mark
         return end.line if end.column > 0 else end.line - 1
