@@ -56,24 +56,19 @@ value (fallbacks, derived values, post-publish overrides), not the raw operator 
 from __future__ import annotations
 
 import ast
-import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
 import libcst as cst
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from configbags.migrate.check import in_resolution
 from configbags.migrate.scan import Read, ScanSettings, Violation, scan_tree
 from configbags.migrate.tidy import add_import, remove_unused_aliases
+from configbags.runtime.project import read_toml
 
 Span = tuple[int, int, int, int]  # start line, start column, end line, end column (chars)
 
@@ -494,7 +489,7 @@ def ruff_line_length(project: Path) -> int:
         if not path.is_file():
             continue
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = read_toml(path)
         except (OSError, ValueError):
             continue
         for key in table:

@@ -219,7 +219,9 @@ class Context(Generic[V]):
         # unreadable one holds an `Unread` that explains (or records) on attribute access,
         # so `cfg.parallel.tp_size` is two slot loads and never a function call.
         self.cfg: V = type(view)()
-        for slot in (*registry.top_level, RECORD_SLOT):
+        self._slots = (*registry.top_level, RECORD_SLOT)
+        self._all_slots = frozenset(self._slots)
+        for slot in self._slots:
             object.__setattr__(self.cfg, slot, Unread(self, slot))
         self.record_type = record_type  # the generated ServerArgs (rebuilds exported records)
         self.package = package
@@ -396,7 +398,8 @@ class Context(Generic[V]):
             new_state, entries = self._apply(state, source, changes)
             if entries:
                 self._install(new_state)
-                for e in entries:
+                # Values are shown (secrets redacted) only when someone listens.
+                for e in entries if log.isEnabledFor(logging.INFO) else ():
                     spec = self.registry.leaves[e.leaf]
                     log.info("config override [%s] %s.%s: %r -> %r (epoch %d)",
                              e.source, e.namespace, e.leaf, spec.shown(e.old), spec.shown(e.new), e.epoch)
@@ -552,9 +555,11 @@ class Context(Generic[V]):
 
     def _next(self, state: State, changed: Mapping[str, Any], log_: OverrideLog, epoch: int) -> State:
         values, bags, ranks = self._recompute(state, changed)
+        if ranks is not state.ranks:
+            ranks = MappingProxyType(dict(ranks))
         return State(record=state.record, role=state.role, values=MappingProxyType(values),
                      bags=MappingProxyType(bags), log=log_, epoch=epoch, sealed=state.sealed,
-                     ranks=MappingProxyType(dict(ranks)), rank_fn=state.rank_fn,
+                     ranks=ranks, rank_fn=state.rank_fn,
                      facts=state.facts, origins=state.origins)
 
     def _recompute(
@@ -635,7 +640,7 @@ class Context(Generic[V]):
         old = self._state
         if state is None:
             self._state = None
-            for slot in (*self.registry.top_level, RECORD_SLOT):
+            for slot in self._slots:
                 with suppress(AttributeError):
                     object.__delattr__(view, slot)
                 object.__setattr__(cfg, slot, Unread(self, slot))
@@ -644,10 +649,18 @@ class Context(Generic[V]):
         # returns: a reader that saw a new slot value finds this state (or a newer one).
         self._state = state
         allowed = self._visible(state)
-        for ns in (*self.registry.top_level, RECORD_SLOT):
-            value = state.record if ns == RECORD_SLOT else state.bags[ns]
-            if old is not None and old.role == state.role and _slot_value(old, ns) is value:
-                continue
+        # Only slots whose object changed are written: an override rebuilds one bag or two.
+        same = old is not None and old.role == state.role
+        old_bags, new_bags = (old.bags if old is not None else {}), state.bags
+        for ns in self._slots:
+            if ns == RECORD_SLOT:
+                value = state.record
+                if same and old is not None and old.record is value:
+                    continue
+            else:
+                value = new_bags[ns]
+                if same and old_bags[ns] is value:
+                    continue
             if ns in allowed:
                 object.__setattr__(view, ns, value)
                 object.__setattr__(cfg, ns, value)
@@ -661,7 +674,7 @@ class Context(Generic[V]):
         for a role that may read everything, since it spans every namespace), or what the
         role has already read (record)."""
         if self._mode == "off":
-            return frozenset((*self.registry.top_level, RECORD_SLOT))
+            return self._all_slots
         if self._mode == "enforce":
             return self._readable(state.role)
         return {ns for r, ns in self._observed if r == state.role}

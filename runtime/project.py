@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -64,6 +65,12 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+def read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's data. Raises OSError, or ValueError (a decode error of the text or the
+    TOML): the one place that knows tomllib is tomli before Python 3.11."""
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
 def load_project(start: Path | None = None) -> ProjectSettings:
     """The settings of the project containing `start` (default: the working folder)."""
     start = (start or Path.cwd()).resolve()
@@ -73,8 +80,8 @@ def load_project(start: Path | None = None) -> ProjectSettings:
     if pyproject is not None:
         root = pyproject.parent
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            data = read_toml(pyproject)
+        except (OSError, ValueError) as exc:
             raise ConfigError(f"{pyproject}: cannot read [tool.configbags] ({exc}); fix the file") from None
         found = data.get("tool", {}).get("configbags")
         if isinstance(found, dict):

@@ -1,5 +1,6 @@
 """Hostile input at every user-facing surface this package owns: runtime overrides, the
-command line, config files, schema files (through the generator) and model config.json.
+command line, config files, environment variables, schema files (through the generator),
+model config.json and the tree the ratchet scans.
 Each input gives either a result or a typed ConfigError (exit 2 for the CLI and the
 generator) whose message names the input; never a traceback, never a change of state.
 
@@ -23,8 +24,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from configbags.generated.accessors import get_context
-from configbags.generated.registry import LEAVES
+from configbags.generated.registry import LEAVES, REGISTRY
 from configbags.generated.server_args import ServerArgs
+from configbags.migrate.check import check
+from configbags.migrate.scan import ScanSettings, scan_tree
 from configbags.runtime.errors import ConfigError
 
 LEAF_NAMES = sorted(LEAVES)
@@ -84,6 +87,29 @@ def test_cli_gives_a_record_or_exit_2(argv: list[str]) -> None:
         assert "error:" in err.getvalue()
 
 
+# -- environment variables -------------------------------------------------------------------
+
+ENV_NAMES = sorted(REGISTRY.env_names)  # declared names and their old spellings
+env_names = st.one_of(st.sampled_from(ENV_NAMES), text.map(f"{REGISTRY.env_prefix}{{}}".format), text)
+
+
+@PROFILE
+@given(environ=st.dictionaries(env_names, text, max_size=4))
+def test_environment_gives_a_record_or_exit_2_naming_the_variable(environ: dict[str, str]) -> None:
+    err = io.StringIO()
+    code = None
+    with redirect_stderr(err):
+        try:
+            ServerArgs.from_cli(["--model-path", "/m"], environ=environ)
+        except SystemExit as exc:
+            code = exc.code
+    if code is not None:
+        assert code == 2, err.getvalue()
+        assert "Traceback" not in err.getvalue()
+        refused = [name for name in environ if name in REGISTRY.env_names and name in err.getvalue()]
+        assert refused, f"no variable named in: {err.getvalue()}"
+
+
 # -- config files ------------------------------------------------------------------------------
 
 @PROFILE
@@ -103,6 +129,43 @@ def test_config_file_gives_a_record_or_a_record_error_naming_the_file(body: list
         except ConfigError as exc:
             message = str(exc)
         assert message is None or str(path) in message
+
+
+# -- the tree the ratchet scans ---------------------------------------------------------------
+
+_SOURCE_PIECES = st.sampled_from([
+    "from configbags.generated.accessors import get_server_args\n",
+    "x = get_server_args().tp_size\n", "def f(server_args: ServerArgs):\n    return server_args.dp_size\n",
+    "class A:\n    def g(self):\n        return self.server_args.page_size\n",
+    "(" * 300 + ")" * 300 + "\n", "[" * 120 + "]" * 120 + "\n", "x = " + "-" * 5000 + "1\n",
+    "# -*- coding: latin-1 -*-\n", "# -*- coding: no-such-codec -*-\n", "\ufeff", "\x00", "\udcff",
+    "def f(:\n", "    \t  mixed\n", "lambda: (yield)\n", "get_server_args = None\n",
+    "getattr(get_server_args(), 'tp_size')\n", "s = get_server_args(); s.tp_size = 2\n",
+])
+_source_files = st.one_of(
+    st.binary(max_size=300),
+    st.lists(st.one_of(_SOURCE_PIECES, text), max_size=8).map("".join).map(
+        lambda t: t.encode("utf-8", errors="surrogatepass")
+    ),
+)
+
+
+@PROFILE
+@given(files=st.lists(_source_files, min_size=1, max_size=4))
+def test_ratchet_reads_or_reports_every_file_and_never_passes_unread(files: list[bytes]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "src").mkdir()
+        for i, data in enumerate(files):
+            (project / "src" / f"m{i}.py").write_bytes(data)
+        result = scan_tree(project, ScanSettings(roots=("src",)))
+        assert len(result.files) == len(files)
+        unread = {p.file for p in result.problems}
+        assert result.files_parsed + len(unread) == len(files)
+        report = check(result, [], {"tp_size": "get_parallel().tp_size"}, min_files=1)
+        assert report.render()
+        if unread or result.reads:
+            assert not report.ok  # a file it could not read, or a raw read, never passes
 
 
 # -- schema files, through the generator -------------------------------------------------------

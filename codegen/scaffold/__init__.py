@@ -11,12 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from configbags.runtime.project import find_pyproject, package_folder
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from configbags.runtime.project import find_pyproject, package_folder, read_toml
 
 TEMPLATE = Path(__file__).resolve().parent / "schema"
 
@@ -43,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     root = pyproject.parent
     text = pyproject.read_text(encoding="utf-8")
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = read_toml(pyproject)
+    except ValueError as exc:
         print(f"configbags init: {pyproject} does not parse ({exc}); fix it first", file=sys.stderr)
         return 2
     if "configbags" in data.get("tool", {}):
