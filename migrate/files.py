@@ -99,12 +99,12 @@ class NotReadable(Exception):
     """The file is not scanned; the message says why."""
 
 
-def read_source(path: Path, max_bytes: int) -> bytes:
+def read_source(path: str | Path, max_bytes: int) -> bytes:
     """The bytes of a regular file of at most `max_bytes`. Anything else (a FIFO, a device,
     a socket, a link to one, a dangling link) raises NotReadable without being opened for
     reading, and so does a file that grew past the limit between stat and read."""
     try:
-        info = path.stat()
+        info = os.stat(path)
     except OSError as exc:
         raise NotReadable(f"cannot read: {exc.strerror or exc}") from exc
     if not stat.S_ISREG(info.st_mode):

@@ -158,9 +158,10 @@ def scan_tree(
     generated_files: list[str] = []
     in_generated_package = GeneratedPackages()
     # Read everything first, so that what the cache lacks can be parsed in parallel.
-    loaded: list[tuple[str, Path, bytes, str, FileScan | None]] = []
+    loaded: list[tuple[str, str, bytes, str, FileScan | None]] = []
+    base = str(project)
     for rel in listed:
-        path = Path(rel) if Path(rel).is_absolute() else project / rel
+        path = os.path.join(base, rel)  # strings: pathlib costs more than the read itself here
         try:
             data = read_source(path, settings.max_bytes)
         except NotReadable as exc:
@@ -182,7 +183,7 @@ def scan_tree(
         if result.problem is not None:
             problems.append(Problem(rel, result.problem))
             continue
-        if result.generated and in_generated_package(path.parent):
+        if result.generated and in_generated_package(Path(path).parent):
             generated_files.append(rel)
             continue
         parsed += 1

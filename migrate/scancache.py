@@ -117,9 +117,12 @@ def _rows(value: Any, width: int) -> tuple[tuple[Any, ...], ...]:
     if not isinstance(value, list) or not all(isinstance(row, list) and len(row) == width for row in value):
         raise ValueError("malformed rows")
     for row in value:
-        if not all(isinstance(cell, (str, int)) and not isinstance(cell, bool) for cell in row):
+        if not {type(cell) for cell in row} <= _CELL_TYPES:  # exact types: a bool is no int here
             raise ValueError("malformed row")
     return tuple(tuple(row) for row in value)
+
+
+_CELL_TYPES = {str, int}
 
 
 def _optional_str(value: Any) -> str | None:
