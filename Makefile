@@ -37,10 +37,17 @@ lint: setup
 test: gen-check lint
 	$(PY) -m pytest -n 2
 
-# The hostile-input suite with the long hypothesis profile (about ten minutes): overrides,
-# CLI, config files, schema files and model config.json; any traceback fails it.
+# The hostile-input suite (overrides, CLI, config files, env vars, schema files, model
+# config.json, the ratchet's tree) with the long hypothesis profile, round after round with
+# a new seed each, for FUZZ_SECONDS (ten minutes); the first failure or traceback stops it.
+FUZZ_SECONDS ?= 600
 fuzz: setup
-	CONFIGBAGS_FUZZ=long $(PY) -m pytest -q -n 2 -p no:cacheprovider tests/test_hostile_inputs.py
+	@start=$$(date +%s); end=$$((start + $(FUZZ_SECONDS))); round=0; \
+	while [ $$(date +%s) -lt $$end ]; do \
+	  round=$$((round + 1)); echo "== fuzz round $$round (seed $$round)"; \
+	  CONFIGBAGS_FUZZ=long $(PY) -m pytest -q -n 2 -p no:cacheprovider --hypothesis-seed=$$round \
+	    tests/test_hostile_inputs.py tests/test_hostile_config.py tests/test_hostile_context.py || exit 1; \
+	done; echo "fuzz: $$round rounds in $$(( $$(date +%s) - start )) s, no failure"
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
