@@ -49,8 +49,20 @@ def resolve_target(args: argparse.Namespace, project: ProjectSettings) -> tuple[
     elif args.out is None or args.out.resolve() == project.out.resolve():
         package, out = project.package, args.out or project.out
     else:
-        package, out = args.out.name, args.out  # a folder of its own, imported by its name
+        package, out = package_of_folder(args.out), args.out
     return schema, package, out
+
+
+def package_of_folder(out: Path) -> str:
+    """The import name of a folder: its name, under each enclosing folder that is a package
+    (holds an `__init__.py`), so `--out legacy_engine/config_bags` is
+    `legacy_engine.config_bags` when legacy_engine is a package and `config_bags` when not."""
+    parts = [out.resolve().name]
+    parent = out.resolve().parent
+    while (parent / "__init__.py").is_file() and parent != parent.parent:
+        parts.append(parent.name)
+        parent = parent.parent
+    return ".".join(reversed(parts))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         stale = diff(out, files)
         if stale:
             sys.stdout.write(stale)
-            print(f"\n{out} is out of date with {schema}; run: {regen}  (make gen)", file=sys.stderr)
+            print(f"\n{out} is out of date with {schema}; run: {regen}", file=sys.stderr)
             return EXIT_STALE
         return 0
     try:

@@ -64,3 +64,23 @@ def test_init_never_overwrites(project: Path) -> None:
 def test_init_needs_a_project(tmp_path: Path) -> None:
     lonely = run(tmp_path, str(BIN / "configbags"), "init")
     assert lonely.returncode == 2 and "no pyproject.toml" in lonely.stderr
+
+
+def test_gen_out_inside_a_package_is_imported_by_its_dotted_name(tmp_path: Path) -> None:
+    """No [tool.configbags]: `--out legacy_engine/config_bags` generates the package
+    `legacy_engine.config_bags`, whose header, docstrings and accessors import by that name."""
+    (tmp_path / "legacy_engine").mkdir()
+    (tmp_path / "legacy_engine" / "__init__.py").write_text("")
+    init = run(tmp_path, str(BIN / "configbags"), "init")  # no pyproject: scaffolds nothing
+    assert init.returncode == 2
+    schema = Path(__file__).resolve().parent / "cases" / "tiny" / "schema"
+    gen = run(tmp_path, str(BIN / "configbags"), "gen", "--schema", str(schema), "--out", "legacy_engine/config_bags")
+    assert gen.returncode == 0, gen.stderr
+    assert "package legacy_engine.config_bags" in gen.stdout
+    accessors = (tmp_path / "legacy_engine" / "config_bags" / "accessors.py").read_text()
+    assert "--package legacy_engine.config_bags --out legacy_engine/config_bags" in accessors
+    ran = run(tmp_path, sys.executable, "-c", "import legacy_engine.config_bags.accessors as a; print(a.__name__)")
+    assert ran.returncode == 0 and ran.stdout.strip() == "legacy_engine.config_bags.accessors", ran.stderr
+    stale = run(tmp_path, str(BIN / "configbags"), "gen", "--schema", str(schema), "--out",
+                "legacy_engine/config_bags", "--check")
+    assert stale.returncode == 0, stale.stderr
