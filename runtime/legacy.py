@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -89,6 +90,8 @@ def _plain(value: Any) -> Any:
 
 
 def _hook_name(hook: Hook) -> str:
+    while isinstance(hook, functools.partial):  # name the function, not the partial
+        hook = hook.func
     module = getattr(hook, "__module__", None) or "?"
     qualname = getattr(hook, "__qualname__", None) or type(hook).__qualname__
     return f"{module}.{qualname}"

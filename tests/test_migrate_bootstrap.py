@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -102,3 +103,16 @@ def test_legacy_values_reads_dataclasses_and_enums() -> None:
     values = legacy_values(LegacyServerArgs(model_path="/m", attention_backend=Backend.TRITON))
     assert values["attention_backend"] == "triton"
     assert "resolved" not in values
+
+
+def adjust_for_architecture(args: LegacyServerArgs, architecture: str) -> None:
+    """A resolution step that needs more than the record."""
+    if architecture == "DeepseekV3":
+        args.chunked_prefill_size = 2048
+
+
+def test_a_bound_hook_is_named_after_its_function(config_scope: Context[Any]) -> None:
+    hook = functools.partial(adjust_for_architecture, architecture="DeepseekV3")
+    report = publish_legacy(LegacyServerArgs(model_path="/m"), role="test", resolve=hook, package=PACKAGE)
+    assert report.source == f"legacy:{__name__}.adjust_for_architecture"
+    assert config_scope.bag("schedule").chunked_prefill_size == 2048
