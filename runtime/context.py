@@ -569,24 +569,18 @@ class Context(Generic[V]):
         dependent non-pinned derived value recomputed, only touched bags (and their parents)
         rebuilt, ranks re-stamped if their bag is rebuilt and they come from a function."""
         reg = self.registry
+        cascade = reg.cascade(changed)
         values = _thaw(state.values)
-        touched: set[str] = set()
         for name, value in changed.items():
             values[name] = _with_fallback(reg.leaves[name], value)
-            touched.add(name)
-            touched.update(reg.dependents[name])
-        for d in reg.derived:  # registry order: inputs before dependents
-            spec = reg.derived[d]
-            if d in touched and not spec.pinned:
-                values[d] = _derive(spec, values)
-        spaces = {ns for n in touched for ns in reg.rebuild[n]}
+        for d in cascade.recompute:
+            values[d] = _derive(reg.derived[d], values)
         ranks = state.ranks
-        if state.rank_fn is not None and any(reg.namespaces[p].ranks for p in spaces):
+        if state.rank_fn is not None and cascade.restamp:
             ranks = dict(state.rank_fn(values))
         bags = _thaw(state.bags)
-        for path in reg.namespaces:  # children before parents
-            if path in spaces:
-                bags[path] = self._make_bag(path, values, bags, ranks)
+        for path in cascade.rebuild:
+            bags[path] = self._make_bag(path, values, bags, ranks)
         return values, bags, ranks
 
     # -- resolution and bags -------------------------------------------------------------
@@ -626,7 +620,8 @@ class Context(Generic[V]):
                   ranks: Mapping[str, int]) -> Any:
         ns = self.registry.namespaces[path]
         kwargs = {f: values[f] for f in ns.fields}
-        kwargs.update({attr: bags[child] for attr, child in ns.children})
+        for attr, child in ns.children:
+            kwargs[attr] = bags[child]
         bag = ns.bag(**kwargs)
         if ns.ranks and ranks:
             # Ranks are facts of this process, not config: stamped after construction; an

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -149,6 +149,14 @@ def _ancestors(path: str) -> tuple[str, ...]:
     return tuple(".".join(parts[:i]) for i in range(len(parts), 0, -1))
 
 
+class Cascade(NamedTuple):
+    """What a change of some leaves sets off, each in the order it must run."""
+
+    recompute: tuple[str, ...]  # derived values (not pinned), inputs before dependents
+    rebuild: tuple[str, ...]  # namespace paths, children before parents
+    restamp: bool  # a rebuilt namespace has ranks
+
+
 @attrs.frozen
 class Registry:
     """Everything the context knows about a schema, plus indexes computed once."""
@@ -171,6 +179,8 @@ class Registry:
     env_names: Mapping[str, str] = attrs.field(init=False)  # every bound variable (old ones too) -> leaf
     renamed: Mapping[str, tuple[str, Renamed]] = attrs.field(init=False)  # old name -> (leaf, spelling)
     fallbacks: Mapping[str, Any] = attrs.field(init=False)  # leaf -> the value that replaces None
+    # frozenset of changed names -> its Cascade; filled as overrides meet new sets of leaves
+    _cascades: dict[frozenset[str], Cascade] = attrs.field(init=False, factory=dict, eq=False)
 
     def __attrs_post_init__(self) -> None:
         order = list(self.derived)
@@ -202,6 +212,23 @@ class Registry:
         object.__setattr__(self, "env_names", env)
         object.__setattr__(self, "fallbacks", {n: s.fallback for n, s in self.leaves.items() if s.has_fallback})
         object.__setattr__(self, "renamed", spellings)
+
+    def cascade(self, names: Iterable[str]) -> Cascade:
+        """The derived values to recompute and the namespaces to rebuild when `names` change
+        (memoised: an override pays for a dict lookup, not for walking the schema)."""
+        key = frozenset(names)
+        found = self._cascades.get(key)
+        if found is None:
+            touched = set(key).union(*(self.dependents[n] for n in key))
+            spaces = {ns for n in touched for ns in self.rebuild[n]}
+            rebuild = tuple(p for p in self.namespaces if p in spaces)
+            found = Cascade(
+                recompute=tuple(d for d, spec in self.derived.items() if d in touched and not spec.pinned),
+                rebuild=rebuild,
+                restamp=any(self.namespaces[p].ranks for p in rebuild),
+            )
+            self._cascades[key] = found
+        return found
 
     def shown(self, name: str, value: Any) -> Any:
         """`value` of leaf `name` as it may be printed (secrets redacted)."""
