@@ -15,7 +15,7 @@ import yaml
 
 from configbags.codegen.__main__ import main as gen_main
 from configbags.migrate.cli import main as ratchet_main
-from configbags.migrate.clicheck import cli_check
+from configbags.migrate.clicheck import cli_check, read_corpus
 from configbags.migrate.importer import main as import_main
 from configbags.migrate.scan import ScanSettings, scan_tree
 
@@ -148,7 +148,11 @@ def test_the_cli_check_finds_no_difference_on_the_corpus(tmp_path: Path) -> None
     report = cli_check("legacy_engine.server_args:ServerArgs", "legacy_engine.config_bags", corpus, path=[root])
     assert report.lines >= 30
     assert report.differences == (), report.render()
-    assert {"tp_size", "cuda_graph_bs", "max_queued_requests", "model_path"} <= set(report.compared_leaves)
+    assert {"tp_size", "cuda_graph_bs", "max_queued_requests", "model_path", "speculative_algorithm",
+            "lora_paths"} <= set(report.compared_leaves)
+    # bare flags are in the corpus: a const flag alone and a nargs="*" list flag with no values
+    lines = {" ".join(argv) for _, argv in read_corpus(corpus)}
+    assert {"--model-path m --speculative-algorithm", "--model-path m --lora-paths"} <= lines
     # a changed meaning is found: the generated default of one leaf edited by hand
     namespace = schema / "namespaces" / "serving.yaml"
     namespace.write_text(namespace.read_text().replace("default: 30000", "default: 30001"))
@@ -156,4 +160,4 @@ def test_the_cli_check_finds_no_difference_on_the_corpus(tmp_path: Path) -> None
     (tmp_path / "other" / "__init__.py").write_text("")
     changed = cli_check("legacy_engine.server_args:ServerArgs", "other.config_bags", corpus, path=[root, tmp_path])
     assert {d.leaf for d in changed.differences} == {"port"}
-    assert len(changed.differences) == 28  # every accepted line (30) but the two that set --port
+    assert len(changed.differences) == 33  # every accepted line (35) but the two that set --port
