@@ -112,6 +112,28 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
     _ratchet_ok(schema, capsys)
 
+    # Writes into overrides: the draft worker mutates its record and restores it, which no
+    # process-wide override may replace, even with the leaf tunable at runtime and the held
+    # record vouched for; it stays raw, and its writes entry says why.
+    kernel = schema / "namespaces" / "exec.kernel.yaml"
+    text = kernel.read_text()
+    start = text.index("  attention_backend:")
+    end = text.index("override: startup", start)
+    kernel.write_text(text[:end] + "override: runtime" + text[end + len("override: startup"):])
+    assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
+    draft = (package / "draft_worker.py").read_text()
+    assert ratchet_main([*fix, "--rewrite-parameters", "--rewrite-writes"]) == 0
+    out = capsys.readouterr().out
+    assert (package / "draft_worker.py").read_text() == draft
+    assert "get_context().override" not in out
+    assert "skipped 'attention_backend': mutate-then-restore in DraftWorker.run" in out
+    writes = yaml.safe_load((schema / "ratchet.yaml").read_text())["writes"]
+    assert [(e["function"], e["reason"].split(":")[:2]) for e in writes] == [
+        ("DraftWorker.run", ["fix refused", " mutate-then-restore in DraftWorker.run"]),
+    ]
+    assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
+    _ratchet_ok(schema, capsys)
+
     reasons = {(e["file"], e["function"], e["leaf"]): e["reason"] for e in
                yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]}
     written = "fix refused: `attention_backend` is written outside the resolution phase (legacy_engine/draft_worker.py:"
