@@ -80,6 +80,13 @@ class Where:
 class Cli:
     flags: tuple[str, ...]  # primary first
     suppress_help: bool
+    # argparse's `const`: the value the bare flag stands for (`has_const` tells a written
+    # `const: null` from none); with nargs "?" the flag also takes a value, with 0 never.
+    has_const: bool = False
+    const: Any = None
+    # "+" or "*" for list leaves, "?" or 0 with a const; None: the type's own (a list
+    # leaf takes "+", a scalar one value)
+    nargs: str | int | None = None
 
 
 @attrs.frozen
@@ -391,7 +398,8 @@ class _Builder:
         cli = None
         if cli_spec is not False:
             flag = cli_spec.get("flag", "--" + name.replace("_", "-"))
-            cli = Cli((flag, *cli_spec.get("aliases", ())), bool(cli_spec.get("suppress_help", False)))
+            cli = Cli((flag, *cli_spec.get("aliases", ())), bool(cli_spec.get("suppress_help", False)),
+                      "const" in cli_spec, plain(cli_spec.get("const")), cli_spec.get("nargs"))
         choices = spec.get("choices")
         return Leaf(
             name=name,
@@ -416,7 +424,9 @@ class _Builder:
             deprecated=Deprecation(**plain(spec["deprecated"])) if "deprecated" in spec else None,
             where=where,
             writers=tuple(spec.get("writers", ())),
-            lines=dict(spec.key_lines),
+            # nested `cli:` keys (const, nargs) by their own line, for errors
+            lines={**spec.key_lines, **({f"cli.{k}": v for k, v in cli_spec.key_lines.items()}
+                                        if isinstance(cli_spec, Marked) else {})},
             env=spec.get("env"),
             secret=bool(spec.get("secret", False)),
             kind=spec.get("kind"),
@@ -484,6 +494,7 @@ class _Builder:
         for ns in namespaces:
             for leaf in ns.leaves:
                 self.check_leaf(leaf, roles, numeric)
+                self.check_cli(leaf)
                 for flag in self._flag_spellings(leaf):
                     if flag in RESERVED_FLAGS:
                         self.error(leaf.where, f"CLI flag {flag} is reserved", leaf.name, "pick another flag")
@@ -563,13 +574,50 @@ class _Builder:
         an unknown-name error about it would only restate an error already reported)."""
         return self.unread or name in self.broken
 
-    def _check_value(self, leaf: Leaf, what: str, value: Any) -> None:
+    def _check_value(self, leaf: Leaf, what: str, value: Any, prop: str | None = None) -> None:
         try:
             value = leaf.type.coerce(value)
             check_bounds(value, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
         except LeafValueError as exc:
-            self.error(leaf.at(what), f"{what} {value!r} is invalid: {exc}", leaf.name,
+            self.error(leaf.at(prop or what), f"{what} {value!r} is invalid: {exc}", leaf.name,
                        f"make the {what} fit the type, choices and min/max")
+
+    def check_cli(self, leaf: Leaf) -> None:
+        """A flag's `nargs` and `const` mean what argparse makes of them, and the value the
+        bare flag stands for is one the leaf can hold (argparse never checks a const)."""
+        cli = leaf.cli
+        if cli is None:
+            return
+        t = leaf.type
+
+        def bad(message: str, hint: str, prop: str) -> None:
+            self.error(leaf.at(prop), message, leaf.name, hint)
+
+        if cli.nargs is not None:
+            if t.item is not None:
+                if cli.nargs not in ("+", "*"):
+                    bad(f"nargs {cli.nargs!r} does not fit a list leaf",
+                        'use nargs "+" (one value or more; the default) or "*" (the bare flag gives an '
+                        "empty list)", "cli.nargs")
+            elif cli.nargs in ("+", "*"):
+                bad(f"nargs {cli.nargs!r} takes several values, but the leaf is {t}",
+                    "make the type a list, or drop `nargs`", "cli.nargs")
+            elif not cli.has_const:
+                bad(f"nargs {cli.nargs!r} lets the flag go without a value, but there is no `const` "
+                    f"for the bare flag to stand for", "add `const:` (the bare flag's value) or drop `nargs`",
+                    "cli.nargs")
+        if not cli.has_const:
+            return
+        if t.base == "bool":
+            bad("const on a bool leaf: its flag is bare already (--flag, --no-flag)", "drop `const`", "cli.const")
+        elif t.item is not None or t.base == "json":
+            bad(f"const needs a scalar int, float or str leaf, not {t}",
+                "drop `const`, or give the leaf a scalar type", "cli.const")
+        elif leaf.secret:
+            bad("a secret leaf cannot have a const: its value would be in the schema and the docs",
+                "drop `const`", "cli.const")
+        else:
+            self._check_value(leaf, "const", cli.const, "cli.const")
 
     def check_derived(self, namespaces: list[Namespace]) -> tuple[str, ...]:
         leaves = {leaf.name for ns in namespaces for leaf in ns.leaves}

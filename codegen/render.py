@@ -260,6 +260,7 @@ class RenderModel:
     md_env_prefix: str
     schema_version: str  # literal
     env_prefix: str  # literal
+    has_bare_flags: bool = False  # a flag with a const or nargs "*": CONFIG.md says what bare means
 
 
 def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
@@ -340,6 +341,7 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         md_env_prefix=md(schema.settings.env_prefix or ""),
         schema_version=py(schema.settings.version),
         env_prefix=py(schema.settings.env_prefix),
+        has_bare_flags=any(_bare_flag(leaf) for leaf in schema.leaves),
     )
 
 
@@ -461,23 +463,34 @@ def _default_expr(leaf: Leaf) -> str:
 
 def _cli_kwargs(leaf: Leaf) -> tuple[Kwarg, ...]:
     t = leaf.type
+    cli = leaf.cli
     kw = [Kwarg("dest", py(leaf.name))]
-    if t.base == "bool":
+    takes_value = True
+    if cli is not None and cli.has_const and cli.nargs == 0:
+        # the flag alone, never with a value: argparse's store_const
+        kw += [Kwarg("action", py("store_const")), Kwarg("const", py(t.coerce(cli.const)))]
+        takes_value = False
+    elif t.base == "bool":
         kw.append(Kwarg("action", "argparse.BooleanOptionalAction"))
+        takes_value = False
     elif t.base in ("int", "float", "str"):
         kw.append(Kwarg("type", t.base))
+        if cli is not None and cli.has_const:
+            # the bare flag stands for const (argparse converts only a str const, so the
+            # literal is the leaf's own type already)
+            kw += [Kwarg("nargs", py("?")), Kwarg("const", py(t.coerce(cli.const)))]
     elif t.item is not None:
-        kw += [Kwarg("type", t.item.base), Kwarg("nargs", py("+"))]
+        kw += [Kwarg("type", t.item.base), Kwarg("nargs", py(cli.nargs if cli and cli.nargs else "+"))]
     else:
         kw.append(Kwarg("type", "json_value"))
-    if leaf.choices is not None and t.base != "bool":
+    if leaf.choices is not None and takes_value:
         kw.append(Kwarg("choices", py(list(leaf.choices))))
     kw.append(Kwarg("default", "argparse.SUPPRESS"))  # unset flags must not mask --config
-    if leaf.cli is not None and leaf.cli.suppress_help:
+    if cli is not None and cli.suppress_help:
         kw.append(Kwarg("help", "argparse.SUPPRESS"))
     else:
         kw.append(Kwarg("help", py(_cli_help(leaf))))
-    if t.base not in ("bool",):
+    if takes_value:
         kw.append(Kwarg("metavar", py(leaf.name.upper())))
     return tuple(kw)
 
@@ -492,12 +505,27 @@ def _cli_help(leaf: Leaf) -> str:
     if leaf.choices is not None and leaf.type.base != "bool":
         default += "; one of: " + ", ".join(map(str, leaf.choices))
     extra = f"; unset falls back to {leaf.fallback!r}" if leaf.has_fallback else ""
+    extra += f"; {_bare_flag(leaf)}" if _bare_flag(leaf) else ""
     policy = {Policy.STARTUP: "", Policy.LOAD_TIME: "; may be resolved at load time",
               Policy.RUNTIME: "; tunable at runtime"}
     deprecated = f" DEPRECATED: {_deprecation(leaf)}" if leaf.deprecated else ""
     env = f"; env {leaf.env}" if leaf.env else ""
     text = f"{leaf.help}{deprecated} ({default}{extra}{policy[leaf.policy]}{env})"
     return text.replace("%", "%%")  # argparse formats help with %
+
+
+def _bare_flag(leaf: Leaf) -> str:
+    """What the flag given alone means, when that is not the usual (a bool's True, or an
+    error); empty otherwise. Shared by --help and CONFIG.md."""
+    cli = leaf.cli
+    if cli is None:
+        return ""
+    if cli.has_const:
+        const = _shown(leaf.type.coerce(cli.const))
+        return f"the flag alone sets {const}" if cli.nargs == 0 else f"the flag alone means {const}"
+    if cli.nargs == "*":
+        return "the flag alone gives an empty list"
+    return ""
 
 
 def _deprecation(leaf: Leaf) -> str:
@@ -512,11 +540,16 @@ def _deprecation(leaf: Leaf) -> str:
 def _shown_default(leaf: Leaf) -> str:
     if leaf.secret and leaf.default is not None:
         return REDACTED
-    if leaf.default is None:
+    return _shown(leaf.default)
+
+
+def _shown(value: Any) -> str:
+    """A value as --help and CONFIG.md show it."""
+    if value is None:
         return "None"
-    if isinstance(leaf.default, (list, dict)):
-        return json.dumps(leaf.default)
-    return repr(leaf.default) if isinstance(leaf.default, str) else str(leaf.default)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def _leaf(leaf: Leaf) -> LeafSpellings:
@@ -564,7 +597,8 @@ def _leaf(leaf: Leaf) -> LeafSpellings:
             OldFlag(py(r.flag or "--" + r.name.replace("_", "-")), _old_cli_kwargs(leaf, r.name))
             for r in leaf.renamed_from
         ),
-        md_flags="<br>".join(f"`{md(f)}`" for f in flags) or "(no flag)",
+        md_flags="<br>".join(f"`{md(f)}`" for f in flags) + (f" ({md(_bare_flag(leaf))})" if _bare_flag(leaf) else "")
+        if flags else "(no flag)",
         md_type=f"`{md(t)}`",
         md_default="**required**" if leaf.required else f"`{md(_shown_default(leaf))}`"
         + (f" (fallback `{md(leaf.fallback)}`)" if leaf.has_fallback else ""),

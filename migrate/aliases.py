@@ -24,6 +24,12 @@ from configbags.migrate.scanmodel import Reach, ScanSettings, join_origin
 
 # Whole-record readers: calling these on the record reads every leaf at once.
 _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
+# Copies of the record: the same values, so a read of one is a read of the record, but a
+# write to one changes only the copy (configbags.migrate.scanmodel.WRITE_ORIGINS).
+_COPY_CALLS = frozenset({"copy", "deepcopy"})
+# A new record from an old one with some fields changed (dataclasses.replace, attrs.evolve,
+# copy.replace): not the record, whose values it does not all have.
+_REPLACE_CALLS = frozenset({"replace", "evolve"})
 
 class _Scope:
     __slots__ = (
@@ -167,8 +173,10 @@ class _Analysis:
                 return ("wrapper", self.wrappers[func.id])
             if func.id in self.class_names:
                 return ("constructed", "constructed")
-            if func.id in ("copy", "deepcopy") and call.args:
+            if func.id in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
+            if func.id in _REPLACE_CALLS and call.args and self.reach(call.args[0], scope):
+                return ("constructed", "constructed")
         elif isinstance(func, ast.Attribute):
             if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
                 return ("accessor", "process")
@@ -176,11 +184,73 @@ class _Analysis:
                 return ("constructed", "constructed")  # mod.ServerArgs(...)
             if isinstance(func.value, ast.Name) and func.value.id in self.class_names:
                 return ("constructed", "constructed")  # ServerArgs.from_cli(...)
-            if func.attr in ("copy", "deepcopy") and call.args:
+            if func.attr in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
+            if func.attr in _REPLACE_CALLS and (
+                (call.args and self.reach(call.args[0], scope)) or self.reach(func.value, scope)
+            ):
+                # dataclasses.replace(rec, ...), attrs.evolve(rec, ...), rec.replace(...)
+                return ("constructed", "constructed")
             if func.attr in self.self_attrs and self._is_self(func.value, scope):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
+        return None
+
+    def write_origin(self, expr: ast.expr, scope: _Scope) -> str:
+        """Which record a write through `expr` changes (WRITE_ORIGINS): its origin as a
+        read, except that a copy of the record (`copy.copy(rec)`) is not the record."""
+        found = self.reach(expr, scope)
+        origin = found[1] if found else "process"
+        if origin in ("process", "held") and self.copied(expr, scope, frozenset()):
+            return "copied"
+        return origin
+
+    def copied(self, expr: ast.expr, scope: _Scope, seen: frozenset[str]) -> bool:
+        """Whether `expr` may be a copy of the record: a copy call, or a name or `self.`
+        attribute bound to one anywhere in its scope (flow-insensitive, like the aliases)."""
+        if isinstance(expr, ast.NamedExpr):
+            return self.copied(expr.value, scope, seen)
+        if isinstance(expr, ast.Call):
+            return _name_of(expr.func) in _COPY_CALLS and bool(expr.args)
+        if isinstance(expr, ast.IfExp):
+            return self.copied(expr.body, scope, seen) or self.copied(expr.orelse, scope, seen)
+        if isinstance(expr, ast.BoolOp):
+            return any(self.copied(value, scope, seen) for value in expr.values)
+        if isinstance(expr, ast.Name) and expr.id not in seen:
+            owner = self._owner(expr.id, scope)
+            if owner is None:
+                return False
+            return any(
+                value is not None and self.copied(value, where, seen | {expr.id})
+                for where in self.scopes
+                for name, value, _ in where.assigns
+                if name == expr.id and self._binding_scope(name, where) is owner
+            )
+        if isinstance(expr, ast.Attribute) and self._is_self(expr.value, scope) and "self." + expr.attr not in seen:
+            return any(
+                value is not None and self.copied(value, where, seen | {"self." + expr.attr})
+                for where in self.scopes
+                for attr, value in where.self_assigns
+                if attr == expr.attr
+            )
+        return False
+
+    def _owner(self, name: str, scope: _Scope) -> _Scope | None:
+        """The scope whose alias table holds `name` as seen from `scope` (as _lookup)."""
+        current: _Scope | None = scope
+        first = True
+        while current is not None:
+            if current.kind == "class" and not first:
+                current = current.parent
+                continue
+            if name in current.globals:
+                current = self.module
+            if name in current.aliases:
+                return current
+            if name in current.bound and name not in current.nonlocals:
+                return None
+            current = current.parent
+            first = False
         return None
 
     def _lookup(self, name: str, scope: _Scope) -> Reach | None:
@@ -512,7 +582,7 @@ class _Binder(_Pruned):
 
     def _renamed(self, node: ast.stmt | ast.expr, new_name: str, detail: str) -> None:
         self.a.violations.append(
-            (self.scope.qualname, node.lineno, "renamed_accessor", new_name, detail)
+            (self.scope.qualname, node.lineno, "renamed_accessor", new_name, detail, "process")
         )
 
     def _method_self(self) -> str | None:
@@ -701,7 +771,7 @@ class _Reader(_Pruned):
             (self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form, origin)
         )
 
-    def _write(self, node: ast.AST, leaf: str, kind: str = "write") -> None:
+    def _write(self, node: ast.AST, leaf: str, kind: str = "write", origin: str = "process") -> None:
         text = ast.unparse(node)
         ctx = getattr(node, "ctx", None)
         if isinstance(ctx, ast.Store):
@@ -710,21 +780,21 @@ class _Reader(_Pruned):
             text = "del " + text
         if len(text) > 80:
             text = text[:77] + "..."
-        self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), kind, leaf, text))
+        self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), kind, leaf, text, origin))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
         if reach:
             if not isinstance(node.ctx, ast.Load):
-                self._write(node, node.attr)
+                self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
             elif not called:
                 self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
         elif self._is_record_class(node.value) and not node.attr.startswith("__"):
             # `ServerArgs.base_gpu_id` reads the class default, never the published value;
             # on a slotted attrs class it is a member descriptor, so `==` is always False
             if not isinstance(node.ctx, ast.Load):
-                self._write(node, node.attr)
+                self._write(node, node.attr, origin="class")
             elif not called:
                 self._read(node, node.attr, ("class", "constructed"), "class_attribute")
         self.generic_visit(node)
@@ -773,9 +843,10 @@ class _Reader(_Pruned):
             base = node.value
             if isinstance(base, ast.Attribute) and base.attr == "__dict__":
                 if self.a.via(base.value, self.scope):
-                    self._write(node, "*")
+                    self._write(node, "*", origin=self.a.write_origin(base.value, self.scope))
             elif self._whole_record_call(base):
-                self._write(node, "*")
+                assert isinstance(base, ast.Call)
+                self._write(node, "*", origin=self.a.write_origin(base.args[0], self.scope))
         self.generic_visit(node)
 
     def _whole_record_call(self, node: ast.expr) -> bool:
@@ -822,14 +893,14 @@ class _Reader(_Pruned):
                     self._read(node, "*", reach, "getattr_dynamic")
         elif name in ("setattr", "delattr") and args:
             if self.a.via(args[0], self.scope):
-                self._write(node, self._literal_leaf(args))
+                self._write(node, self._literal_leaf(args), origin=self.a.write_origin(args[0], self.scope))
         elif (
             isinstance(func, ast.Attribute)
             and func.attr == "__setattr__"
             and args
             and self.a.via(args[0], self.scope)
         ):
-            self._write(node, self._literal_leaf(args))
+            self._write(node, self._literal_leaf(args), origin=self.a.write_origin(args[0], self.scope))
         elif self._whole_record_call(node):
             self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
         self.generic_visit(node)
@@ -879,7 +950,7 @@ def _mentions(lines: list[int], span: tuple[int, int]) -> bool:
 def analyse(tree: ast.Module, data: bytes, settings: ScanSettings) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The reads and violations in one parsed module (`data` is its bytes), as path-free
     rows: (function, leaf, line, col, end_line, end_col, via, form, origin) and
-    (function, line, kind, leaf, detail)."""
+    (function, line, kind, leaf, detail, origin)."""
     names = frozenset(
         {settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts}
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import defaultdict
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -301,36 +302,50 @@ def _fix(args: argparse.Namespace) -> int:
 
 def _record_fix(path: Path, inputs: RatchetInputs, report: FixReport) -> None:
     """The allowlist follows the code: entries for rewritten reads go, and a baseline entry
-    for a read that fix refused now says why it stays raw."""
+    for a read that fix refused now says why it stays raw; likewise a write that
+    `--rewrite-writes` refused says why in its `writes:` entry."""
+    from configbags.migrate.fix import WRITE_NEVER
+
     result = scan_tree(inputs.project, inputs.settings)
     stale = stale_keys(result, inputs.allowlist)
     reasons: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    write_reasons: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for skip in report.skipped:
+        if skip.write and skip.reason == WRITE_NEVER:
+            continue  # a write never rewritten (no --rewrite-writes) says nothing its entry does not
+        table = write_reasons if skip.write else reasons
         key = (skip.file, skip.function, skip.leaf)
-        if skip.reason not in reasons[key]:
-            reasons[key].append(skip.reason)
+        if skip.reason not in table[key]:
+            table[key].append(skip.reason)
 
-    def decide(entry: Entry) -> Entry | None:
-        key = (entry.file, entry.function, entry.leaf)
-        if key in stale:
-            return None
-        # A reason fix wrote itself (or the baseline) is refreshed; a person's is kept.
-        if (entry.reason == BASELINE or entry.reason.startswith(FIX_REFUSED)) and reasons.get(key):
-            return entry._replace(reason=FIX_REFUSED + "; ".join(reasons[key]))
-        return entry
+    def decider(
+        why: Mapping[tuple[str, str, str], list[str]], gone: set[tuple[str, str, str]]
+    ) -> Callable[[Entry], Entry | None]:
+        def decide(entry: Entry) -> Entry | None:
+            key = (entry.file, entry.function, entry.leaf)
+            if key in gone:
+                return None
+            # A reason fix wrote itself (or the baseline) is refreshed; a person's is kept.
+            if (entry.reason == BASELINE or entry.reason.startswith(FIX_REFUSED)) and why.get(key):
+                return entry._replace(reason=FIX_REFUSED + "; ".join(why[key]))
+            return entry
 
-    text, removed, replaced = edit_allowlist(path.read_text(encoding="utf-8"), decide)
+        return decide
+
+    text, removed, replaced = edit_allowlist(path.read_text(encoding="utf-8"), decider(reasons, stale))
     # writes turned into overrides leave their baseline entries stale
     stale_writes = stale_write_keys(result, inputs.writes, inputs.resolution)
     removed_writes: list[Entry] = []
-    if stale_writes:
-        text, removed_writes, _ = edit_allowlist(
-            text, lambda e: None if (e.file, e.function, e.leaf) in stale_writes else e, key="writes"
+    replaced_writes: list[Entry] = []
+    if stale_writes or write_reasons:
+        text, removed_writes, replaced_writes = edit_allowlist(
+            text, decider(write_reasons, stale_writes), key="writes"
         )
-    if removed or replaced or removed_writes:
+    if removed or replaced or removed_writes or replaced_writes:
         path.write_text(text, encoding="utf-8")
     print(
         f"{path}: removed {len(removed)} entries for rewritten reads"
         + (f" and {len(removed_writes)} for rewritten writes" if removed_writes else "")
         + f", gave {len(replaced)} refused reads their reason"
+        + (f" and {len(replaced_writes)} refused writes theirs" if replaced_writes else "")
     )

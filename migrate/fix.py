@@ -43,7 +43,18 @@ It also refuses whatever would change *which* record is read, or drop code:
 With `rewrite_writes` (`--rewrite-writes`), a plain `record.leaf = value` statement becomes
 `get_context().override("<module>:<function>", leaf=value)` where the leaf's policy is
 load_time or runtime and no raw read of the leaf is left anywhere (it would not see the
-override); anything else is refused with its reason.
+override); anything else is refused with its reason. An override changes the *process*
+config, so a write is only rewritten where it provably changes the process record, and
+refused (WRITE_ORIGINS in configbags.migrate.scanmodel) when it writes
+- a held record (a parameter, `self.server_args`), unless `--rewrite-parameters` vouches
+  for it as for reads: a draft runner's own record is held too;
+- a record built here or copied (`ServerArgs(...)`, `copy.copy`, `deepcopy`,
+  `dataclasses.replace`), a name that may be something else, or the record class;
+- the leaf in a mutate-then-restore pattern: the function also writes the leaf back to a
+  value saved from it (`old = rec.x; rec.x = y; ...; rec.x = old`, often in try/finally).
+  That is a temporary change of one record (a draft worker's, a test's), which as a
+  process-wide override would reach every reader and outlive the restore. Always
+  refused, `--rewrite-parameters` or not.
 
 The accessor import goes into the module's import block, after the docstring and any
 `from __future__` import, in the place ruff's isort rules give it; aliases of the record
@@ -67,6 +78,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from configbags.migrate.check import in_resolution
 from configbags.migrate.scan import Read, ScanSettings, Violation, scan_tree
+from configbags.migrate.scanmodel import WRITE_KINDS
 from configbags.migrate.tidy import add_import, remove_unused_aliases
 from configbags.runtime.project import read_toml
 
@@ -90,6 +102,7 @@ class Skip:
     leaf: str
     line: int
     reason: str
+    write: bool = False  # a refused write (its reason belongs to the `writes:` entry), not a read
 
 
 @attrs.frozen
@@ -112,7 +125,7 @@ class FixReport:
 
 HELD_REASON = "may be a runner's own record; pass --rewrite-parameters if it is the process record"
 CONSTRUCTED_REASON = (
-    "reads a ServerArgs built here (ServerArgs(...), from_cli, ...), not the published "
+    "reads a ServerArgs built here (ServerArgs(...), from_cli, dataclasses.replace, ...), not the published "
     "record the accessors read; rewrite by hand"
 )
 WRAPPED_REASON = (
@@ -371,7 +384,7 @@ def fix_source(
             needed.add("get_context")
         else:
             why = rewriter.writes_refused.get(line, "could not locate the write in the source")
-            skipped.append(Skip(write.file, write.function, write.leaf, line, why))
+            skipped.append(Skip(write.file, write.function, write.leaf, line, why, write=True))
     for span, (read, expression) in targets.items():
         if span in rewriter.done:
             changed.append(
@@ -418,17 +431,26 @@ def fix_tree(
             by_file[read.file].append(read)
     writes_by_file: dict[str, list[Violation]] = defaultdict(list)
     write_skips: list[Skip] = []
+    patterns: dict[str, dict[int, Restore]] = {}  # file -> its mutate-then-restore writes
     if rewrite_writes:
         for write in result.violations:
             if write.kind != "write" or in_resolution(write.file, write.function, resolution):
                 continue
             if not ((only is None or _under(write.file, only)) and (leaves is None or write.leaf in leaves)):
                 continue
-            why = _write_refusal(write, result.reads, policies or {})
+            if write.file not in patterns:
+                try:
+                    patterns[write.file] = restores((project / write.file).read_bytes().decode("utf-8"))
+                except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+                    patterns[write.file] = {}  # refused below when the file is rewritten
+            why = _write_refusal(
+                write, result.reads, policies or {}, rewrite_parameters=rewrite_parameters,
+                restore=patterns[write.file].get(write.line),
+            )
             if why is None:
                 writes_by_file[write.file].append(write)
             else:
-                write_skips.append(Skip(write.file, write.function, write.leaf, write.line, why))
+                write_skips.append(Skip(write.file, write.function, write.leaf, write.line, why, write=True))
     changed: list[Change] = []
     skipped: list[Skip] = [
         Skip(
@@ -436,11 +458,12 @@ def fix_tree(
             v.function,
             v.leaf,
             v.line,
-            "write to the raw record: never rewritten; use get_context().override"
+            WRITE_NEVER
             if v.kind == "write"
             else "write to a dict copy of the record: never rewritten"
             if v.kind == "dict_write"
             else "renamed raw accessor: import it under its own name",
+            write=v.kind in WRITE_KINDS,
         )
         for v in result.violations
         if (only is None or _under(v.file, only)) and (leaves is None or v.leaf in leaves)
@@ -456,7 +479,8 @@ def fix_tree(
             source = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
             skipped += [Skip(r.file, r.function, r.leaf, r.line, "file is not UTF-8") for r in reads]
-            skipped += [Skip(w.file, w.function, w.leaf, w.line, "file is not UTF-8") for w in writes_by_file.get(file, [])]
+            skipped += [Skip(w.file, w.function, w.leaf, w.line, "file is not UTF-8", write=True)
+                        for w in writes_by_file.get(file, [])]
             continue
         new_source, file_changes, file_skips = fix_source(
             source, reads, accessors, accessors_module,
@@ -505,11 +529,185 @@ def _module_name(file: str) -> str:
     return file.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
-def _write_refusal(write: Violation, reads: Sequence[Read], policies: Mapping[str, str]) -> str | None:
+WRITE_NEVER = "write to the raw record: never rewritten; use get_context().override"
+HELD_WRITE_REASON = (
+    "writes a held record (a parameter or `self.server_args`), which may be a runner's own; "
+    "an override would change the process config. Pass --rewrite-parameters if it is the "
+    "process record"
+)
+WRITE_ORIGIN_REASONS = {
+    "constructed": "writes a record built here (ServerArgs(...), from_cli, dataclasses.replace, ...), "
+    "not the process record; an override would change the process config; rewrite by hand",
+    "copied": "writes a copy of the record (copy.copy, deepcopy), not the process record; an "
+    "override would change the process config; rewrite by hand",
+    "rebound": "the written name is also bound to something else in its scope, so the write may "
+    "not change the process record; rewrite by hand",
+    "wrapped": "the written name is bound by `with ... as NAME` around the record and may not be "
+    "the record itself; rewrite by hand",
+    "class": "writes the record class's default, not the process record; rewrite by hand",
+}
+
+
+@attrs.frozen
+class Restore:
+    """A leaf written back to a value saved from it: `saved = rec.x` ... `rec.x = saved`."""
+
+    leaf: str
+    saved: str  # the saving target's source text
+    save_line: int
+    restore_line: int
+
+    def reason(self, function: str) -> str:
+        return (
+            f"mutate-then-restore in {function}: `{self.leaf}` is saved (`{self.saved} = ...`, line "
+            f"{self.save_line}) and written back from it (line {self.restore_line}): a temporary change "
+            f"of this one record (a draft runner's, a test's), which as a process-wide override "
+            f"would reach every reader and outlive the restore; rewrite by hand (a runner view "
+            f"for a draft, scoped_override in a test)"
+        )
+
+
+def _read_leaf(value: ast.expr) -> str | None:
+    """The leaf `value` reads from some object: `x.leaf`, `getattr(x, "leaf"[, default])`."""
+    if isinstance(value, ast.Attribute) and isinstance(value.ctx, ast.Load):
+        return value.attr
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "getattr"
+        and len(value.args) >= 2
+        and isinstance(value.args[1], ast.Constant)
+        and isinstance(value.args[1].value, str)
+    ):
+        return value.args[1].value
+    return None
+
+
+def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of a function's body, not of the functions and classes defined in it."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _pairs(node: ast.AST) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) of an assignment, tuples paired element by element."""
+    if isinstance(node, ast.Assign):
+        raw = [(target, node.value) for target in node.targets]
+    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        raw = [(node.target, node.value)]
+    else:
+        return []
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    for target, value in raw:
+        if (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+        ):
+            pairs.extend(zip(target.elts, value.elts, strict=True))
+        else:
+            pairs.append((target, value))
+    return pairs
+
+
+def _writes_in(nodes: Sequence[ast.AST]) -> list[tuple[int, str, ast.expr]]:
+    """(line, leaf, value) of each `x.leaf = value` and `setattr(x, "leaf", value)`."""
+    writes: list[tuple[int, str, ast.expr]] = []
+    for node in nodes:
+        for target, value in _pairs(node):
+            if isinstance(target, ast.Attribute):
+                writes.append((target.lineno, target.attr, value))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and len(node.args) == 3
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            writes.append((node.lineno, node.args[1].value, node.args[2]))
+    return writes
+
+
+def restores(source: str) -> dict[int, Restore]:
+    """Write line -> the mutate-then-restore pattern it belongs to: in one function, a leaf
+    saved from some record (`old = rec.x`, `self._old = getattr(rec, "x")`) is written back
+    from that saved value. Every write of the leaf in that function (and in the method that
+    saved it, for a `self.` attribute saved in another method of the class) belongs to it.
+    Syntax only: which record is written is the scanner's business (WRITE_ORIGINS)."""
+    tree = ast.parse(source)
+    functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            functions += [(f, node) for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not any(node is f for f, _ in functions):
+            functions.append((node, None))
+    saves: dict[int, dict[str, tuple[str, int]]] = {}  # id(function) -> (key, leaf) -> line
+    writes: dict[int, list[tuple[int, str, ast.expr]]] = {}
+    by_class: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}  # attribute saves of a class
+    for function, cls in functions:
+        nodes = _own_nodes(function)
+        own: dict[str, tuple[str, int]] = {}
+        params = [*function.args.posonlyargs, *function.args.args]
+        self_name = params[0].arg if cls is not None and params else None
+        for node in nodes:
+            for target, value in _pairs(node):
+                leaf = _read_leaf(value)
+                if leaf is not None and isinstance(target, (ast.Name, ast.Attribute)):
+                    key = ast.unparse(target)
+                    own.setdefault(f"{key}\0{leaf}", (key, target.lineno))
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and (
+                        target.value.id == self_name
+                    ):
+                        # saved on the instance: another method may restore it (__exit__)
+                        by_class.setdefault(id(cls), {}).setdefault((key, leaf), (target.lineno, id(function)))
+        saves[id(function)] = own
+        writes[id(function)] = _writes_in(nodes)
+    found: dict[int, Restore] = {}
+    for function, cls in functions:
+        for _, leaf, value in writes[id(function)]:
+            key = ast.unparse(value)
+            if f"{key}\0{leaf}" in saves[id(function)] and saves[id(function)][f"{key}\0{leaf}"][1] < value.lineno:
+                saved, save_line = saves[id(function)][f"{key}\0{leaf}"]
+                where = {id(function)}
+            elif cls is not None and (key, leaf) in by_class.get(id(cls), {}):
+                save_line, saver = by_class[id(cls)][(key, leaf)]
+                saved, where = key, {id(function), saver}
+            else:
+                continue
+            restore_line = value.lineno
+            for other, _ in functions:
+                if id(other) in where:
+                    for line, written, _ in writes[id(other)]:
+                        if written == leaf:
+                            found.setdefault(line, Restore(leaf, saved, save_line, restore_line))
+    return found
+
+
+def _write_refusal(
+    write: Violation,
+    reads: Sequence[Read],
+    policies: Mapping[str, str],
+    *,
+    rewrite_parameters: bool = False,
+    restore: Restore | None = None,
+) -> str | None:
     """Why a write cannot become an override, or None."""
     policy = policies.get(write.leaf)
     if policy is None:
         return f"`{write.leaf}` is not a config leaf; no override replaces the write"
+    if restore is not None:
+        return restore.reason(write.function)
+    if write.origin in WRITE_ORIGIN_REASONS:
+        return WRITE_ORIGIN_REASONS[write.origin]
+    if write.origin == "held" and not rewrite_parameters:
+        return HELD_WRITE_REASON
     if policy not in ("load_time", "runtime"):
         return (
             f"`{write.leaf}` has override policy {policy}; give it load_time or runtime in the "

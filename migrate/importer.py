@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import math
 import re
 import sys
@@ -401,16 +402,12 @@ def import_dataclass(
                 warnings.append(f"{where}: choices `{ast.unparse(argument.kwargs['choices'])}` are not literal; left out")
         if choices:
             spec["choices"] = list(dict.fromkeys(choices))
-        if argument is not None and "const" in argument.kwargs:
-            const = _literal(argument.kwargs["const"], constants)
-            warnings.append(
-                f"{where}: the bare flag `{argument.flags[0]}` stores const {const!r}; the "
-                f"generated flag needs a value (`{argument.flags[0]} {const}`)"
-            )
         stop = _settle_values(spec, where, warnings, given=given)
         if stop is not None:
             stops.append(stop)
             continue
+        if argument is not None and isinstance(spec.get("cli", {}), dict):
+            _bare_flag(spec, argument, constants, where, warnings)
         policy = (policies or {}).get(field.name, {})
         spec["owner"] = str(policy.get("owner") or DEFAULT_OWNER)
         spec["override"] = str(policy.get("override") or DEFAULT_OVERRIDE)
@@ -429,16 +426,83 @@ def import_dataclass(
     return ImportResult(leaves, tuple(warnings))
 
 
+def _nargs(argument: Argument) -> Any:
+    """The flag's `nargs` as written (a literal), or None."""
+    node = argument.kwargs.get("nargs")
+    value = _literal(node, {}) if node is not None else None
+    return None if value is _MISSING else value
+
+
 def _list_from_nargs(type_: str, argument: Argument | None) -> str:
     """A field typed loosely (`list`, no annotation) whose flag takes `nargs` values of
-    `type=int` or `type=str` is a list of them."""
+    `type=int` or `type=str` is a list of them (`nargs="?"` takes one value, not a list)."""
     if argument is None or "nargs" not in argument.kwargs or TypeSpec.parse(type_).base != "json":
+        return type_
+    if _nargs(argument) == "?":
         return type_
     element = argument.kwargs.get("type")
     name = _name(element) if element is not None else "str"
     if name not in ("int", "str"):
         return type_
     return ("optional " if type_.startswith("optional ") else "") + f"list[{name}]"
+
+
+def _bare_flag(
+    spec: dict[str, Any], argument: Argument, constants: Mapping[str, Any], where: str, warnings: list[str]
+) -> None:
+    """Keep what the flag given alone means: argparse's `const` (with `nargs="?"`, or
+    `action="store_const"`, which takes no value) becomes `cli: {const: ...}` (plus
+    `nargs: 0`), and a list flag with `nargs="*"` (alone: an empty list) `nargs: "*"`.
+    A const the leaf cannot hold is left out, with a warning: the generated flag then
+    needs a value."""
+    type_ = TypeSpec.parse(spec["type"])
+    nargs = _nargs(argument)
+    action_node = argument.kwargs.get("action")
+    action = _literal(action_node, constants) if action_node is not None else "store"
+    flag = argument.flags[0]
+    if type_.item is not None:
+        if nargs == "*":
+            _set_cli(spec, nargs="*")
+        return
+    if action not in ("store", "store_const") or (action == "store" and nargs != "?"):
+        return  # a plain value flag (or store_true/false, handled with the bool leaf)
+    const: Any = None
+    if "const" in argument.kwargs:
+        const = _literal(argument.kwargs["const"], constants)
+        if const is _MISSING:
+            warnings.append(f"{where}: the bare flag `{flag}` stores const "
+                            f"`{ast.unparse(argument.kwargs['const'])}`, which is not a literal; "
+                            f"left out: the generated flag needs a value")
+            return
+    if type_.base == "bool":
+        if const is not True or action == "store":
+            warnings.append(f"{where}: the bool flag `{flag}` stores const {const!r} when bare; the generated "
+                            f"`{flag}` means True and `--no-{flag[2:]}` False, and takes no value")
+        return
+    if isinstance(const, str) and action == "store" and type_.base in ("int", "float"):
+        # argparse runs a str const through `type=` (never any other const); one that
+        # fails there fails the bare legacy flag too, and is left out below
+        with contextlib.suppress(ValueError):
+            const = int(const) if type_.base == "int" else float(const)
+    try:
+        if type_.base == "json":
+            raise LeafValueError(f"a json leaf's flag parses JSON; const {const!r} cannot be kept")
+        _finite(const)
+        type_.coerce(const)
+        choices = spec.get("choices")
+        if const is not None and choices is not None and const not in choices:
+            raise LeafValueError(f"{const!r} is not one of the choices {choices!r}")
+    except LeafValueError as exc:
+        warnings.append(f"{where}: the bare flag `{flag}` stores const {const!r}, which the leaf cannot "
+                        f"hold ({exc}); left out: the generated flag needs a value (`{flag} VALUE`)")
+        return
+    _set_cli(spec, const=const, **({"nargs": 0} if action == "store_const" else {}))
+
+
+def _set_cli(spec: dict[str, Any], **keys: Any) -> None:
+    cli = dict(spec.get("cli") or {})
+    cli.update(keys)
+    spec["cli"] = cli
 
 
 def _finite(value: Any) -> None:

@@ -12,7 +12,9 @@ reached through any of these spellings, and the scanner follows all of them:
 - parameters annotated as the record (`server_args: ServerArgs`, `Optional[...]`, strings),
   and unannotated parameters named like a record attribute (`def f(server_args)`);
 - record attributes on any object: `self.server_args.x`, `runner.server_args.x`;
-- functions and properties that return the record.
+- functions and properties that return the record;
+- copies (`copy.copy(rec)`, `deepcopy`: the record's values, though a write changes only
+  the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`).
 
 Each read also says which record it reaches (`origin`, see ORIGINS), which is what
 `ratchet fix` needs to know to rewrite it without changing its meaning.

@@ -70,7 +70,7 @@ class ScanCache:
                 raise ValueError(f"entry {digest} does not match its seal")
             entries[digest] = FileScan(
                 reads=_rows(entry["r"], 9),
-                violations=_rows(entry["v"], 5),
+                violations=_rows(entry["v"], 6),
                 problem=_optional_str(entry["p"]),
                 generated=_bool(entry["g"]),
             )

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 6
+SCANNER_VERSION = 7
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -26,8 +26,9 @@ SCANNER_VERSION = 6
 #                are not ordered (flow-insensitive): any other binding anywhere in the
 #                scope taints every read of the name, since a read may see either;
 #   wrapped      bound by `with f(record) as name`: may not be the record at all;
-#   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`): not the
-#                published record (or not yet).
+#   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`, or from
+#                another with fields changed: `dataclasses.replace(rec, ...)`,
+#                `attrs.evolve`): not the published record (or not yet).
 # When one name is bound several ways, the later origin in this order wins (the join),
 # so an alias is only "process" when every binding of it is.
 ORIGINS = ("process", "held", "rebound", "wrapped", "constructed")
@@ -98,6 +99,16 @@ class Read(NamedTuple):
 WRITE_KINDS = frozenset({"write", "dict_write"})
 
 
+# Which record a write changes: a read's ORIGINS, plus
+#   copied       a copy of the record (`copy.copy(rec)`, `deepcopy`, or a name bound to one):
+#                it reads as the record, but a write changes only the copy;
+#   class        the record class itself (`ServerArgs.x = ...`, its default).
+# `ratchet fix --rewrite-writes` turns only a write to the process record into an
+# override (a held one with --rewrite-parameters); an override of any other would change
+# the process config for a write that changed one private record.
+WRITE_ORIGINS = (*ORIGINS, "copied", "class")
+
+
 class Violation(NamedTuple):
     """Never allowed: a write to the record, or a renamed raw accessor."""
 
@@ -107,6 +118,8 @@ class Violation(NamedTuple):
     kind: str  # "write" (the record), "dict_write" (a dict copy of it) or "renamed_accessor"
     leaf: str  # the written leaf (`*` when unknown) or the new name of the accessor
     detail: str  # the offending source text, shortened
+    # For a write, which record it changes (WRITE_ORIGINS); defaulted for short test rows.
+    origin: str = "process"
 
 
 class Problem(NamedTuple):

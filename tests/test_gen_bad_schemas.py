@@ -65,6 +65,17 @@ CASES = [
     ("missing-roles-file", None, None, None, "roles.yaml:1", None, "roles.yaml is missing"),
     ("writer-unknown-role", TUNE, "    help: Which trade-off to make.\n", "    help: Which trade-off to make.\n    writers: [janitor]\n", "core.tune.yaml:9", "mode", "writer 'janitor' is not a role"),
     ("writer-is-owner", TUNE, "    help: Which trade-off to make.\n", "    help: Which trade-off to make.\n    writers: [boss]\n", "core.tune.yaml:9", "mode", "writer 'boss' is the owner"),
+    ("const-not-a-choice", TUNE, "cli: {const: high}", "cli: {const: medium}", "core.tune.yaml:57", "level", "const 'medium' is invalid"),
+    ("const-wrong-type", TUNE, "const: 3, nargs: 0}", "const: many, nargs: 0}", "core.tune.yaml:74", "skip", "const 'many' is invalid"),
+    ("const-below-min", TUNE, "const: 3, nargs: 0}", "const: -1, nargs: 0}", "core.tune.yaml:74", "skip", "below the minimum 0"),
+    ("const-null-not-optional", TUNE, "const: 3, nargs: 0}", "const: null, nargs: 0}", "core.tune.yaml:74", "skip", "const None is invalid"),
+    ("const-on-list", TUNE, 'cli: {nargs: "*"}', 'cli: {nargs: "*", const: a}', "core.tune.yaml:65", "labels", "const needs a scalar"),
+    ("const-on-bool", CORE, "    help: Print more.\n", "    help: Print more.\n    cli: {const: true}\n", "core.yaml:35", "verbose", "const on a bool leaf"),
+    ("const-on-secret", TUNE, "    cli: {const: high}\n", "    cli: {const: high}\n    secret: true\n", "core.tune.yaml:57", "level", "a secret leaf cannot have a const"),
+    ("nargs-star-on-scalar", TUNE, "cli: {const: high}", 'cli: {nargs: "*"}', "core.tune.yaml:57", "level", "takes several values"),
+    ("nargs-zero-without-const", TUNE, "const: 3, nargs: 0}", "nargs: 0}", "core.tune.yaml:74", "skip", "no `const`"),
+    ("nargs-optional-on-list", TUNE, 'cli: {nargs: "*"}', 'cli: {nargs: "?"}', "core.tune.yaml:65", "labels", "does not fit a list leaf"),
+    ("nargs-unknown", TUNE, 'cli: {nargs: "*"}', "cli: {nargs: 2}", "core.tune.yaml:65", "labels", "nargs"),
     ("writers-on-startup-leaf", TUNE, "    help: Batch sizes to prepare.\n", "    help: Batch sizes to prepare.\n    writers: [worker]\n", "core.tune.yaml:18", "sizes", "`override: startup`"),
 ]
 

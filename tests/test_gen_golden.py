@@ -134,3 +134,31 @@ def test_out_must_be_a_folder(tmp_path: Path, kind: str, capsys: pytest.CaptureF
     assert generate(schema, out) == 2
     assert f"is a {'file' if kind == 'file' else 'symbolic link'}" in capsys.readouterr().err
     assert out.is_symlink() if kind == "symlink" else out.read_text() == "keep me\n"
+
+
+def test_bare_flags_mean_what_argparse_makes_of_them(tmp_path: Path) -> None:
+    """`cli: {const: ...}` and `nargs: "*"` (tiny's `--level`, `--skip-some`, `--labels`):
+    the generated parser reads a bare flag as the hand-written argparse one would."""
+    out = tmp_path / "expected"
+    write_tree(out, emit(load_schema(CASES / "tiny" / "schema"), REGEN))
+    record_type = import_generated(out)["server_args"].ServerArgs
+
+    def parse(*argv: str) -> tuple[object, object, object]:
+        record = record_type.from_cli(["--name", "n", *argv], environ={})
+        return record.level, record.labels, record.skip
+
+    legacy = argparse.ArgumentParser()
+    legacy.add_argument("--level", nargs="?", const="high", choices=["low", "high"], default=None)
+    legacy.add_argument("--labels", nargs="*", default=None)
+    legacy.add_argument("--skip-some", dest="skip", action="store_const", const=3, default=0)
+    for argv in ([], ["--level"], ["--level", "low"], ["--level", "--labels"], ["--labels"],
+                 ["--labels", "a", "b", "--skip-some"], ["--skip-some", "--level"]):
+        old = vars(legacy.parse_args(argv))
+        labels = tuple(old["labels"]) if old["labels"] is not None else None
+        assert parse(*argv) == (old["level"], labels, old["skip"]), argv
+    for refused in (["--skip-some", "4"], ["--level", "mid"]):
+        with pytest.raises(SystemExit):
+            parse(*refused)
+    parser = argparse.ArgumentParser(prog="server")
+    record_type.add_cli_args(parser)  # --help says what the bare flag means
+    assert "the flag alone means 'high'" in " ".join(parser.format_help().split())

@@ -188,10 +188,11 @@ WRITES = """\
 def test_a_write_becomes_an_override_where_the_policy_allows(tmp_path: Path) -> None:
     project = _tree(tmp_path, {"tune.py": WRITES})
     policies = {"chunked_prefill_size": "runtime", "tp_size": "startup", "page_size": "runtime"}
+    # the written record is a parameter: the user vouches that it is the process record
     report = fix_tree(
         project, SETTINGS, ACCESSORS, MODULE, rewrite_writes=True, policies=policies, leaves=frozenset(
             {"chunked_prefill_size", "tp_size", "page_size"}
-        ),
+        ), rewrite_parameters=True,
     )
     assert [(c.leaf, c.new) for c in report.changed] == [
         ("chunked_prefill_size", "get_context().override('engine.tune:tune', chunked_prefill_size=...)"),

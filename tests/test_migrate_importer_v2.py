@@ -81,11 +81,79 @@ def test_nargs_lists_choices_from_constants_and_sentinels() -> None:
     assert (leaves["max_queued_requests"]["type"], leaves["max_queued_requests"]["default"]) == ("int", sys.maxsize)
 
 
-def test_a_bare_const_flag_is_warned_about() -> None:
-    source = ENGINE.replace('parser.add_argument("--quantization", choices=QUANT + ["gptq"])',
-                            'parser.add_argument("--quantization", nargs="?", const="fp8")')
-    warnings = "\n".join(import_dataclass(source, "ServerArgs", {}).warnings)
-    assert "the bare flag `--quantization` stores const 'fp8'" in warnings
+BARE = textwrap.dedent(
+    '''\
+    from dataclasses import dataclass
+    from typing import List, Optional
+
+    ALGORITHMS = ["EAGLE", "NGRAM"]
+
+
+    @dataclass
+    class ServerArgs:
+        speculative_algorithm: Optional[str] = None
+        draft_tokens: int = 0
+        kv_cache_dtype: str = "auto"
+        log_every: Optional[int] = None
+        lora_paths: Optional[List[str]] = None
+        quantization: Optional[str] = None
+        cache_dtype: str = "auto"
+
+        @staticmethod
+        def add_cli_args(parser):
+            parser.add_argument("--speculative-algorithm", type=str, nargs="?", const="EAGLE",
+                                choices=ALGORITHMS, default=None)
+            parser.add_argument("--draft-tokens", type=int, nargs="?", const="4", default=0)
+            parser.add_argument("--fp8-kv", dest="kv_cache_dtype", action="store_const",
+                                const="fp8_e4m3", default="auto")
+            parser.add_argument("--log-every", type=int, nargs="?", default=None)
+            parser.add_argument("--lora-paths", type=str, nargs="*", default=None)
+            parser.add_argument("--quantization", nargs="?", const="gptq", choices=["fp8", "awq"])
+            parser.add_argument("--cache-dtype", nargs="?")
+    '''
+)
+
+
+def test_a_bare_const_flag_keeps_its_meaning() -> None:
+    result = import_dataclass(BARE, "ServerArgs", {})
+    leaves = {name: spec for ns in result.leaves.values() for name, spec in ns.items()}
+    assert leaves["speculative_algorithm"]["cli"] == {"const": "EAGLE"}
+    assert leaves["draft_tokens"]["cli"] == {"const": 4}  # argparse runs a str const through type=
+    assert leaves["kv_cache_dtype"]["cli"] == {"flag": "--fp8-kv", "const": "fp8_e4m3", "nargs": 0}
+    assert leaves["log_every"]["cli"] == {"const": None}  # nargs="?" alone: the bare flag is None
+    assert leaves["lora_paths"]["cli"] == {"nargs": "*"}
+    warnings = "\n".join(result.warnings)
+    # a const the leaf cannot hold is left out, and said so
+    assert "quantization" not in str(leaves["quantization"].get("cli"))
+    assert "the bare flag `--quantization` stores const 'gptq', which the leaf cannot hold" in warnings
+    assert "the bare flag `--cache-dtype` stores const None, which the leaf cannot hold" in warnings
+    assert "speculative_algorithm" not in warnings and "lora_paths" not in warnings
+
+
+def test_bare_flags_parse_as_the_legacy_parser_does(tmp_path: Path) -> None:
+    source = tmp_path / "server_args.py"
+    source.write_text(BARE)
+    out = tmp_path / "schema"
+    assert main([f"{source}:ServerArgs", "--out", str(out)]) == 0
+    assert gen_main(["--schema", str(out), "--out", str(tmp_path / "bare_cfg")]) == 0
+    sys.path.insert(0, str(tmp_path))
+    try:
+        from bare_cfg.server_args import ServerArgs  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+    namespace: dict[str, object] = {}
+    exec(compile(BARE, str(source), "exec"), namespace)
+    legacy = argparse.ArgumentParser()
+    namespace["ServerArgs"].add_cli_args(legacy)  # type: ignore[attr-defined]
+    compared = ("speculative_algorithm", "draft_tokens", "kv_cache_dtype", "log_every", "lora_paths")
+    for argv in (
+        [], ["--speculative-algorithm"], ["--speculative-algorithm", "NGRAM"], ["--draft-tokens"],
+        ["--draft-tokens", "7"], ["--fp8-kv"], ["--log-every"], ["--log-every", "3"], ["--lora-paths"],
+        ["--lora-paths", "a", "b"], ["--speculative-algorithm", "--lora-paths", "--fp8-kv", "--log-every"],
+    ):
+        old = vars(legacy.parse_args(argv))
+        new = ServerArgs.from_cli(argv, environ={}).to_dict()
+        assert {k: old[k] for k in compared} == {k: new[k] for k in compared}, argv
 
 
 OPTIONAL_BOOL = textwrap.dedent(

@@ -15,7 +15,7 @@ import yaml
 
 from configbags.codegen.__main__ import main as gen_main
 from configbags.migrate.cli import main as ratchet_main
-from configbags.migrate.clicheck import cli_check
+from configbags.migrate.clicheck import cli_check, read_corpus
 from configbags.migrate.importer import main as import_main
 from configbags.migrate.scan import ScanSettings, scan_tree
 
@@ -112,6 +112,28 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
     _ratchet_ok(schema, capsys)
 
+    # Writes into overrides: the draft worker mutates its record and restores it, which no
+    # process-wide override may replace, even with the leaf tunable at runtime and the held
+    # record vouched for; it stays raw, and its writes entry says why.
+    kernel = schema / "namespaces" / "exec.kernel.yaml"
+    text = kernel.read_text()
+    start = text.index("  attention_backend:")
+    end = text.index("override: startup", start)
+    kernel.write_text(text[:end] + "override: runtime" + text[end + len("override: startup"):])
+    assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
+    draft = (package / "draft_worker.py").read_text()
+    assert ratchet_main([*fix, "--rewrite-parameters", "--rewrite-writes"]) == 0
+    out = capsys.readouterr().out
+    assert (package / "draft_worker.py").read_text() == draft
+    assert "get_context().override" not in out
+    assert "skipped 'attention_backend': mutate-then-restore in DraftWorker.run" in out
+    writes = yaml.safe_load((schema / "ratchet.yaml").read_text())["writes"]
+    assert [(e["function"], e["reason"].split(":")[:2]) for e in writes] == [
+        ("DraftWorker.run", ["fix refused", " mutate-then-restore in DraftWorker.run"]),
+    ]
+    assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
+    _ratchet_ok(schema, capsys)
+
     reasons = {(e["file"], e["function"], e["leaf"]): e["reason"] for e in
                yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]}
     written = "fix refused: `attention_backend` is written outside the resolution phase (legacy_engine/draft_worker.py:"
@@ -148,7 +170,11 @@ def test_the_cli_check_finds_no_difference_on_the_corpus(tmp_path: Path) -> None
     report = cli_check("legacy_engine.server_args:ServerArgs", "legacy_engine.config_bags", corpus, path=[root])
     assert report.lines >= 30
     assert report.differences == (), report.render()
-    assert {"tp_size", "cuda_graph_bs", "max_queued_requests", "model_path"} <= set(report.compared_leaves)
+    assert {"tp_size", "cuda_graph_bs", "max_queued_requests", "model_path", "speculative_algorithm",
+            "lora_paths"} <= set(report.compared_leaves)
+    # bare flags are in the corpus: a const flag alone and a nargs="*" list flag with no values
+    lines = {" ".join(argv) for _, argv in read_corpus(corpus)}
+    assert {"--model-path m --speculative-algorithm", "--model-path m --lora-paths"} <= lines
     # a changed meaning is found: the generated default of one leaf edited by hand
     namespace = schema / "namespaces" / "serving.yaml"
     namespace.write_text(namespace.read_text().replace("default: 30000", "default: 30001"))
@@ -156,4 +182,4 @@ def test_the_cli_check_finds_no_difference_on_the_corpus(tmp_path: Path) -> None
     (tmp_path / "other" / "__init__.py").write_text("")
     changed = cli_check("legacy_engine.server_args:ServerArgs", "other.config_bags", corpus, path=[root, tmp_path])
     assert {d.leaf for d in changed.differences} == {"port"}
-    assert len(changed.differences) == 28  # every accepted line (30) but the two that set --port
+    assert len(changed.differences) == 33  # every accepted line (35) but the two that set --port

@@ -35,7 +35,7 @@ def _reported(data: bytes) -> set[tuple[str, int, str]]:
     result = scan_source(data, SETTINGS)
     assert result.problem is None
     reported = {("read", line, leaf) for _, leaf, line, *_ in result.reads}
-    for _, line, kind, leaf, _ in result.violations:
+    for _, line, kind, leaf, *_ in result.violations:
         reported.add(("write" if kind in ("write", "dict_write") else "renamed", line, leaf))
     return reported
 
@@ -357,3 +357,42 @@ def test_a_rebound_name_taints_its_copies_whatever_the_order() -> None:
             return inner
         """
     ) == {("f.inner", "tp_size"): "rebound"}
+
+
+def test_a_write_says_which_record_it_changes() -> None:
+    """A copy reads as the record but a write changes only the copy; a replaced record
+    (dataclasses.replace, attrs.evolve) is a new record, for reads and writes alike."""
+    source = textwrap.dedent(
+        """\
+        import copy
+        import dataclasses
+
+        from configbags.generated.accessors import get_server_args
+        from configbags.generated.server_args import ServerArgs
+
+        def process():
+            get_server_args().tp_size = 1
+
+        def held(server_args: ServerArgs):
+            server_args.tp_size = 2
+
+        def copied():
+            draft = copy.deepcopy(get_server_args())
+            draft.tp_size = 3
+            return draft.page_size
+
+        def replaced():
+            draft = dataclasses.replace(get_server_args(), tp_size=4)
+            draft.page_size = 5
+            return draft.dp_size
+
+        def klass():
+            ServerArgs.tp_size = 6
+        """
+    )
+    result = scan_source(source.encode(), SETTINGS)
+    assert {(v[0], v[3], v[5]) for v in result.violations} == {
+        ("process", "tp_size", "process"), ("held", "tp_size", "held"), ("copied", "tp_size", "copied"),
+        ("replaced", "page_size", "constructed"), ("klass", "tp_size", "class"),
+    }
+    assert _origins(source) == {("copied", "page_size"): "process", ("replaced", "dp_size"): "constructed"}

@@ -39,6 +39,12 @@ class CoreTune:
     """Tokens per step."""
     widths: tuple[int, ...]
     """An unbounded list beside a bounded one (their JSON Schemas must not mix)."""
+    level: str | None
+    """How hard to try."""
+    labels: tuple[str, ...] | None
+    """Free-form labels."""
+    skip: int
+    """Steps to skip."""
 
 
 @attrs.frozen(kw_only=True)

@@ -56,6 +56,12 @@ class ServerArgs:
     """Tokens per step."""
     widths: tuple[int, ...] = (100, 200)
     """An unbounded list beside a bounded one (their JSON Schemas must not mix)."""
+    level: str | None = None
+    """How hard to try."""
+    labels: tuple[str, ...] | None = None
+    """Free-form labels."""
+    skip: int = 0
+    """Steps to skip."""
     # Where each operator-set value came from (preset, config file, env, CLI); not a leaf.
     _input: _record.RecordInput | None = attrs.field(
         default=None, init=False, eq=False, repr=False
@@ -193,4 +199,32 @@ class ServerArgs:
             default=argparse.SUPPRESS,
             help="An unbounded list beside a bounded one (their JSON Schemas must not mix). (default: [100, 200])",
             metavar="WIDTHS",
+        )
+        group.add_argument(
+            "--level",
+            dest="level",
+            type=str,
+            nargs="?",
+            const="high",
+            choices=("low", "high"),
+            default=argparse.SUPPRESS,
+            help="How hard to try. (default: None; one of: low, high; the flag alone means 'high')",
+            metavar="LEVEL",
+        )
+        group.add_argument(
+            "--labels",
+            dest="labels",
+            type=str,
+            nargs="*",
+            default=argparse.SUPPRESS,
+            help="Free-form labels. (default: None; the flag alone gives an empty list)",
+            metavar="LABELS",
+        )
+        group.add_argument(
+            "--skip-some",
+            dest="skip",
+            action="store_const",
+            const=3,
+            default=argparse.SUPPRESS,
+            help="Steps to skip. (default: 0; the flag alone sets 3)",
         )
