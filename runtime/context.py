@@ -397,7 +397,7 @@ class Context(Generic[V]):
             changes = self._validate(state, leaves, source=source, check_policy=True)
             new_state, entries = self._apply(state, source, changes)
             if entries:
-                self._install(new_state)
+                self._install(new_state, self.registry.cascade(changes).slots)
                 # Values are shown (secrets redacted) only when someone listens.
                 for e in entries if log.isEnabledFor(logging.INFO) else ():
                     spec = self.registry.leaves[e.leaf]
@@ -630,7 +630,10 @@ class Context(Generic[V]):
         return bag
 
     # -- installing into the accessor view ----------------------------------------------
-    def _install(self, state: State | None) -> None:
+    def _install(self, state: State | None, slots: Iterable[str] | None = None) -> None:
+        """Make `state` the published one and fill the accessor slots from it. `slots`: the
+        only top-level namespaces whose bags may differ from the current state's (an
+        override knows them), else every slot is compared."""
         view, cfg = self.view, self.cfg
         old = self._state
         if state is None:
@@ -647,7 +650,7 @@ class Context(Generic[V]):
         # Only slots whose object changed are written: an override rebuilds one bag or two.
         same = old is not None and old.role == state.role
         old_bags, new_bags = (old.bags if old is not None else {}), state.bags
-        for ns in self._slots:
+        for ns in slots if same and slots is not None else self._slots:
             if ns == RECORD_SLOT:
                 value = state.record
                 if same and old is not None and old.record is value:

@@ -155,6 +155,7 @@ class Cascade(NamedTuple):
     recompute: tuple[str, ...]  # derived values (not pinned), inputs before dependents
     rebuild: tuple[str, ...]  # namespace paths, children before parents
     restamp: bool  # a rebuilt namespace has ranks
+    slots: tuple[str, ...]  # the rebuilt top-level namespaces: the accessor slots to refill
 
 
 @attrs.frozen
@@ -226,6 +227,7 @@ class Registry:
                 recompute=tuple(d for d, spec in self.derived.items() if d in touched and not spec.pinned),
                 rebuild=rebuild,
                 restamp=any(self.namespaces[p].ranks for p in rebuild),
+                slots=tuple(p for p in self.top_level if p in spaces),
             )
             self._cascades[key] = found
         return found

@@ -91,9 +91,9 @@ def test_the_lag_test_catches_an_install_that_fills_slots_first(
     the state (the order this code once had), with its window widened, is caught."""
     install = Context._install
 
-    def slots_first(self: Context[Any], state: Any) -> None:
+    def slots_first(self: Context[Any], state: Any, slots: Any = None) -> None:
         previous = self._state
-        install(self, state)
+        install(self, state, slots)
         if state is None or previous is None:
             return
         self._state = previous  # the slots already show `state`; the readback does not yet
