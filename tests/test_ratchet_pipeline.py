@@ -22,10 +22,11 @@ from configbags.migrate.scan import ScanSettings, scan_tree
 FIXTURE = Path(__file__).parent / "fixtures" / "legacy_engine"
 
 
-def _engine_tests(root: Path) -> subprocess.CompletedProcess[str]:
+def _engine_tests(root: Path, *only: str) -> subprocess.CompletedProcess[str]:
+    """The engine's own tests (or only the named ones) in a fresh process."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *sys.path])}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-c", str(root / "pytest.ini"), "--rootdir", str(root)],
+        [sys.executable, "-m", "pytest", "-c", str(root / "pytest.ini"), "--rootdir", str(root), *only],
         cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
 
@@ -111,6 +112,12 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert ratchet_main([*fix, "--rewrite-parameters"]) == 0
     assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
     _ratchet_ok(schema, capsys)
+    # ... but never inside the resolution phase, which runs before publish: there an
+    # accessor raises NotPublishedError in a fresh process (or, after an earlier publish in
+    # the same one, reads page_size 1 where the adjustment makes it 64)
+    assert "server_args.page_size == 1" in (package / "model_config.py").read_text()
+    alone = _engine_tests(root, "checks/check_engine.py::test_model_specific_adjustment")
+    assert alone.returncode == 0, alone.stdout + alone.stderr
 
     # Writes into overrides: the draft worker mutates its record and restores it, which no
     # process-wide override may replace, even with the leaf tunable at runtime and the held
@@ -146,6 +153,9 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
         "fix refused: reads the record class's default")
     # page_size is written only by the resolution phase, whose result is published: rewritten
     assert ("legacy_engine/draft_worker.py", "DraftWorker.kernels", "page_size") not in reasons
+    # the resolution phase's own reads stay raw, and say why
+    assert reasons[("legacy_engine/model_config.py", "adjust_for_model", "page_size")].startswith(
+        "fix refused: the resolution phase runs before publish; it reads the record it resolves")
     assert all(reason.startswith("fix refused: ") for reason in reasons.values())
 
     scheduler = (package / "scheduler.py").read_text()
