@@ -31,6 +31,7 @@ import yaml
 from configbags.codegen.model import RESERVED, RESERVED_FLAGS, flag_spellings
 from configbags.migrate.proposal import propose, read_mapping, render
 from configbags.migrate.scan import ScanSettings
+from configbags.migrate.targets import example_out, gen_hint
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
 
@@ -775,9 +776,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     written = write_schema(result, args.out, origin=f"{path.name}:{class_name}")
     count = sum(map(len, result.leaves.values()))
+    hint = gen_hint(args.out, example=example_out(path))
     print(
         f"import-dataclass: {count} leaves into {len(result.leaves)} namespaces; wrote "
-        f"{len(written)} files under {args.out}; next: configbags gen --schema {args.out}"
+        f"{len(written)} files under {args.out}; next: run {hint}"
     )
     return 0
 

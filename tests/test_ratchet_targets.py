@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from configbags.codegen.__main__ import main as gen_main
 from configbags.migrate.cli import main
 from configbags.migrate.importer import ROLES_YAML
+from configbags.migrate.importer import main as import_main
 
 READER = """\
 from eng_targets.server_args import get_server_args
@@ -220,3 +222,38 @@ def test_a_read_in_the_resolution_phase_is_not_promised_a_fix(tmp_path: Path, ca
     assert "in the resolution phase (scan.resolution), which runs before publish" in failure.message
     assert "ratchet fix` rewrites it" not in failure.message
 
+
+# --------------------------------------------------------------------------- gen hints
+
+
+def test_hints_name_out_without_a_table_and_a_bare_gen_with_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = Path(__file__).parent / "fixtures" / "legacy_engine"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "legacy_engine").mkdir()
+    (tmp_path / "legacy_engine" / "__init__.py").write_text("")
+    source = f"{fixture / 'legacy_engine' / 'server_args.py'}:ServerArgs"
+    assert import_main([source, "--out", "schema"]) == 0
+    out = capsys.readouterr().out
+    assert "next: run `configbags gen --schema schema --out <your package's config folder" in out
+    assert "[tool.configbags] in the engine's pyproject.toml" in out
+    # run as printed (a bare gen, or --schema alone), gen refuses the bundled package
+    for argv in ([], ["--schema", "schema"]):
+        assert gen_main(argv) == 2
+        err = capsys.readouterr().err
+        assert "no [tool.configbags] table" in err and "Pass --out <your package's config folder>" in err
+        assert "nothing was written" in err
+    assert not (tmp_path / "configbags").exists()
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "e"\n\n[tool.configbags]\npackage = "legacy_engine.config_bags"\n'
+        'schema = "schema"\nout = "legacy_engine/config_bags"\n'
+    )
+    assert import_main([source, "--out", "schema"]) == 0  # the same files again: no conflict
+    assert "next: run `configbags gen`\n" in capsys.readouterr().out
+    assert gen_main([]) == 0
+    assert (tmp_path / "legacy_engine" / "config_bags" / "accessors.py").is_file()
+    # a table for another schema: the hint names this one
+    assert import_main([source, "--out", "other"]) == 0
+    assert "next: run `configbags gen --schema other --out <" in capsys.readouterr().out
+    assert yaml.safe_load((tmp_path / "other" / "roles.yaml").read_text())["roles"]
