@@ -110,8 +110,21 @@ def render(proposal: Mapping[str, Any], origin: str) -> str:
         f"# (from the section comments and name prefixes); `policies` holds leaves the engine\n"
         f"# writes after parsing, so they cannot stay `startup` (evidence: where they are written).\n"
     )
-    body = yaml.safe_dump(dict(proposal), sort_keys=False, default_flow_style=None, width=100)
+    # block mappings, one leaf per line, so a person edits (and diffs) one line per leaf;
+    # only the evidence lists stay inline
+    body = yaml.dump(dict(proposal), Dumper=_BlockDumper, sort_keys=False, default_flow_style=False, width=100)
     return header + body
+
+
+class _BlockDumper(yaml.SafeDumper):
+    pass
+
+
+def _flow_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+_BlockDumper.add_representer(list, _flow_list)
 
 
 def read_mapping(data: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:

@@ -239,3 +239,16 @@ def test_a_proposed_mapping_gives_real_namespaces_and_policies(tmp_path: Path, c
     schedule = yaml.safe_load((tmp_path / "schema" / "namespaces" / "scheduling.yaml").read_text())
     assert schedule["leaves"]["page_size"]["override"] == "load_time"
     assert gen_main(["--schema", str(tmp_path / "schema"), "--out", str(tmp_path / "pkg")]) == 0
+
+
+def test_the_proposed_leaves_are_one_per_line_and_import_as_they_stand(tmp_path: Path) -> None:
+    source = FIXTURE / "legacy_engine" / "server_args.py"
+    proposal = tmp_path / "proposed.yaml"
+    assert main([f"{source}:ServerArgs", "--out", str(tmp_path / "schema"), "--propose-mapping", str(proposal)]) == 0
+    text = proposal.read_text()
+    assert "leaves: {" not in text  # a block mapping, not one long flow line
+    assert "\nleaves:\n  model_path: model\n  tokenizer_path: model\n" in text
+    leaves = yaml.safe_load(text)["leaves"]
+    assert all(f"\n  {name}: {namespace}\n" in text for name, namespace in leaves.items())
+    assert main([f"{source}:ServerArgs", "--out", str(tmp_path / "schema"), "--mapping", str(proposal)]) == 0
+
