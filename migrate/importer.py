@@ -679,17 +679,16 @@ def roles_yaml(owners: set[str]) -> str:
     return text
 
 
-def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
-    """Write `out/namespaces/<ns>.yaml` (and parents) plus `out/roles.yaml` if missing."""
-    written: list[Path] = []
+def schema_files(result: ImportResult, out: Path, *, origin: str) -> dict[Path, str]:
+    """What the import writes: `out/namespaces/<ns>.yaml` (and parents) and, when `out`
+    has none, `out/roles.yaml`, each path with its text."""
+    files: dict[Path, str] = {}
     folder = out / "namespaces"
-    folder.mkdir(parents=True, exist_ok=True)
     namespaces = set(result.leaves)
     for namespace in list(namespaces):
         parts = namespace.split(".")
         namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
     for namespace in sorted(namespaces):
-        path = folder / f"{namespace}.yaml"
         leaves = result.leaves.get(namespace, {})
         doc = (
             f"Imported from {origin} by configbags import-dataclass; review types, owners and "
@@ -706,14 +705,41 @@ def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
             default_flow_style=False,
         )
         header = f"# Written by `configbags import-dataclass {origin}`; edit freely from here on.\n"
-        path.write_text(header + body, encoding="utf-8")
-        written.append(path)
+        files[folder / f"{namespace}.yaml"] = header + body
     roles = out / "roles.yaml"
     if not roles.exists():
         owners = {str(spec["owner"]) for leaves in result.leaves.values() for spec in leaves.values()}
-        roles.write_text(roles_yaml(owners), encoding="utf-8")
-        written.append(roles)
-    return written
+        files[roles] = roles_yaml(owners)
+    return files
+
+
+def write_schema(
+    result: ImportResult, out: Path, *, origin: str, force: bool = False
+) -> tuple[list[Path], list[Path]]:
+    """Write the schema files (see schema_files); returns (written, overwritten). An
+    existing file whose text differs (a hand edit since the last import, or another
+    import) is only overwritten with `force`: otherwise ImportError_ lists every such file
+    and nothing is written."""
+    files = schema_files(result, out, origin=origin)
+    differing = []
+    for path, text in files.items():
+        try:
+            if path.is_file() and path.read_text(encoding="utf-8") != text:
+                differing.append(path)
+        except (OSError, UnicodeDecodeError):
+            differing.append(path)
+    if differing and not force:
+        listed = "\n  ".join(str(p) for p in differing)
+        raise ImportError_(
+            f"{len(differing)} schema file{'s' if len(differing) > 1 else ''} under {out} "
+            f"differ{'' if len(differing) > 1 else 's'} from what this import writes (edited "
+            f"since the last import?), so nothing was written:\n  {listed}\nKeep the edits "
+            f"(import into another --out and merge by hand), or pass --force to overwrite them"
+        )
+    (out / "namespaces").mkdir(parents=True, exist_ok=True)
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+    return list(files), differing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -734,6 +760,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine-root", type=Path, help="the engine's package, searched for writes")
     parser.add_argument(
         "--exclude", action="append", default=[], help="glob under --engine-root to leave out"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite schema files that differ from what the import writes",
     )
     parser.add_argument(
         "--default", action="append", default=[], metavar="NAME=VALUE",
@@ -774,7 +803,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: mapping names {unknown!r}, which is not a field of {class_name}", file=sys.stderr)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    written = write_schema(result, args.out, origin=f"{path.name}:{class_name}")
+    try:
+        written, overwritten = write_schema(result, args.out, origin=f"{path.name}:{class_name}", force=args.force)
+    except (OSError, ImportError_) as exc:
+        print(f"configbags import-dataclass: {exc}", file=sys.stderr)
+        return 1
+    for replaced in overwritten:
+        print(f"overwrote {replaced} (--force): its edits are gone")
     count = sum(map(len, result.leaves.values()))
     hint = gen_hint(args.out, example=example_out(path))
     print(

@@ -252,3 +252,26 @@ def test_the_proposed_leaves_are_one_per_line_and_import_as_they_stand(tmp_path:
     assert all(f"\n  {name}: {namespace}\n" in text for name, namespace in leaves.items())
     assert main([f"{source}:ServerArgs", "--out", str(tmp_path / "schema"), "--mapping", str(proposal)]) == 0
 
+
+def test_a_second_import_never_overwrites_hand_edits_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = FIXTURE / "legacy_engine" / "server_args.py"
+    out = tmp_path / "schema"
+    command = [f"{source}:ServerArgs", "--out", str(out), "--mapping", str(FIXTURE / "mapping.yaml")]
+    assert main(command) == 0
+    assert main(command) == 0  # the same import again changes nothing, so it goes through
+    assert "overwrote" not in capsys.readouterr().out
+    model, serving = out / "namespaces" / "model.yaml", out / "namespaces" / "serving.yaml"
+    edited = model.read_text().replace("override: startup", "override: runtime", 1)
+    model.write_text(edited)
+    serving.write_text(serving.read_text() + "# a note\n")
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert "2 schema files under" in err and "nothing was written" in err and "--force" in err
+    assert f"\n  {model}\n  {serving}\n" in err
+    assert model.read_text() == edited
+    assert main([*command, "--force"]) == 0
+    out_text = capsys.readouterr().out
+    assert f"overwrote {model} (--force)" in out_text and f"overwrote {serving} (--force)" in out_text
+    assert "override: runtime" not in model.read_text()
