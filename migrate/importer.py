@@ -8,8 +8,12 @@ pulls in torch, CUDA probes and side effects, and may not even work on this mach
 Each field becomes a leaf with its type, default, flag and aliases, help and choices, owned
 by `launcher` with override policy `startup` (the safe starting point: the record is
 fixed at publish; loosen per leaf afterwards). `--mapping` is a YAML file `{leaf:
-namespace}`; unmapped leaves go to the `legacy` namespace. `roles.yaml` is written when
-the folder has none, so the result passes the generator as it stands.
+namespace}`, or a `--propose-mapping` file whose `policies:` set override and owner per
+leaf; unmapped leaves go to the `legacy` namespace. With `--engine-root`, a leaf imported
+as startup that the engine writes after parsing (outside `--resolution`) is warned
+about: a startup leaf cannot take that write as an override. `roles.yaml` is written when
+the folder has none, so the result passes the generator as it stands. Schema files that
+differ from what the import writes (hand edits) are overwritten only with `--force`.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import yaml
 
 # The generator's own rules, so that what is imported is what `make gen` accepts.
 from configbags.codegen.model import RESERVED, RESERVED_FLAGS, flag_spellings
-from configbags.migrate.proposal import propose, read_mapping, render
+from configbags.migrate.proposal import engine_writes, propose, read_mapping, render
 from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
 from configbags.runtime.errors import LeafValueError
@@ -762,6 +766,11 @@ def main(argv: list[str] | None = None) -> int:
         "--exclude", action="append", default=[], help="glob under --engine-root to leave out"
     )
     parser.add_argument(
+        "--resolution", action="append", default=[], metavar="[FILE:]QUALNAME",
+        help="a function of the legacy resolution phase (as for `ratchet init`): its writes "
+        "under --engine-root need no looser policy",
+    )
+    parser.add_argument(
         "--force", action="store_true", help="overwrite schema files that differ from what the import writes",
     )
     parser.add_argument(
@@ -810,6 +819,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for replaced in overwritten:
         print(f"overwrote {replaced} (--force): its edits are gone")
+    if args.engine_root is not None:
+        for warning in _startup_writes(args, path, class_name, result):
+            print(f"warning: {warning}", file=sys.stderr)
     count = sum(map(len, result.leaves.values()))
     hint = gen_hint(args.out, example=example_out(path))
     print(
@@ -819,18 +831,55 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _engine_scan(args: argparse.Namespace, path: Path, class_name: str) -> tuple[Path, ScanSettings, tuple[str, ...]]:
+    """(root, scan settings, resolution) to search --engine-root for writes: the record's
+    own module left out, resolution files made relative to the root as the scan names
+    them (given as paths from the working folder, like `ratchet init --resolution`)."""
+    root = args.engine_root.resolve()
+    excludes = tuple(args.exclude)
+    if path.resolve().is_relative_to(root):
+        excludes += (path.resolve().relative_to(root).as_posix(),)
+    resolution: list[str] = []
+    for entry in args.resolution:
+        where, _, qualname = entry.rpartition(":")
+        if where:
+            file = Path(where).resolve()
+            where = file.relative_to(root).as_posix() if file.is_relative_to(root) else where
+        resolution.append(f"{where}:{qualname}" if where else qualname)
+    return root, ScanSettings(roots=(".",), excludes=excludes, record_class=class_name), tuple(resolution)
+
+
+def _startup_writes(args: argparse.Namespace, path: Path, class_name: str, result: ImportResult) -> list[str]:
+    """A warning for each leaf imported `startup` that the engine writes after parsing,
+    outside the resolution phase: such a write changes the record, not the bags, and as
+    an override a startup leaf refuses it."""
+    root, settings, resolution = _engine_scan(args, path, class_name)
+    imported = {name: spec for leaves in result.leaves.values() for name, spec in leaves.items()}
+    startup = [name for name, spec in imported.items() if spec.get("override") == DEFAULT_OVERRIDE]
+    where: dict[str, list[str]] = {}
+    for write in engine_writes(root, settings, startup, resolution):
+        where.setdefault(write.leaf, []).append(f"{write.file}:{write.line}")
+    mapping = args.mapping or "the --mapping file"
+    return [
+        f"{leaf} is imported with override: startup, but the engine writes it after parsing "
+        f"({', '.join(sorted(set(lines)))} under {args.engine_root}): give it `override: load_time` "
+        f"(and its owner) under `policies:` in {mapping} (--propose-mapping proposes it), or, if "
+        f"only the resolution phase writes it, pass --resolution FILE:QUALNAME"
+        for leaf, lines in sorted(where.items())
+    ]
+
+
 def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str) -> int:
     tree = ast.parse(source)
     classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
     if not classes:
         raise ImportError_(f"{path}: no class {class_name!r}")
     fields = [f.name for f in _fields(classes[0], _module_constants(tree))]
-    root = args.engine_root.resolve() if args.engine_root is not None else None
-    settings = None
-    if root is not None:
-        excludes = (*args.exclude, path.resolve().relative_to(root).as_posix()) if path.resolve().is_relative_to(root) else tuple(args.exclude)
-        settings = ScanSettings(roots=(".",), excludes=excludes, record_class=class_name)
-    proposal = propose(source, class_name, fields, engine_root=root, settings=settings)
+    root = settings = None
+    resolution: tuple[str, ...] = ()
+    if args.engine_root is not None:
+        root, settings, resolution = _engine_scan(args, path, class_name)
+    proposal = propose(source, class_name, fields, engine_root=root, settings=settings, resolution=resolution)
     args.propose_mapping.write_text(render(proposal, f"{path.name}:{class_name}"), encoding="utf-8")
     namespaces = sorted(set(proposal["leaves"].values()))
     print(

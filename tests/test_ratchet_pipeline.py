@@ -78,6 +78,18 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     schema = root / "schema"
     source = package / "server_args.py"
     assert import_main([f"{source}:ServerArgs", "--out", str(schema), "--mapping", str(root / "mapping.yaml")]) == 0
+    # the shipped mapping carries the proposal's policies: the leaves the engine writes
+    # after parsing are load_time, owned by the writing module's role
+    kernel = schema / "namespaces" / "exec.kernel.yaml"
+    leaves = {
+        **yaml.safe_load(kernel.read_text())["leaves"],
+        **yaml.safe_load((schema / "namespaces" / "schedule.yaml").read_text())["leaves"],
+    }
+    assert {name: (leaves[name]["override"], leaves[name]["owner"]) for name in ("attention_backend", "page_size")} == {
+        "attention_backend": ("load_time", "draft_worker"), "page_size": ("load_time", "model_config"),
+    }
+    assert {"draft_worker", "model_config"} <= set(yaml.safe_load((schema / "roles.yaml").read_text())["roles"])
+    assert leaves["sampling_backend"]["override"] == "startup"
     generated = package / "config_bags"
     assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
     init = [
@@ -122,11 +134,11 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     # Writes into overrides: the draft worker mutates its record and restores it, which no
     # process-wide override may replace, even with the leaf tunable at runtime and the held
     # record vouched for; it stays raw, and its writes entry says why.
-    kernel = schema / "namespaces" / "exec.kernel.yaml"
     text = kernel.read_text()
     start = text.index("  attention_backend:")
-    end = text.index("override: startup", start)
-    kernel.write_text(text[:end] + "override: runtime" + text[end + len("override: startup"):])
+    end = text.index("override: load_time", start)
+    assert end < text.index("  sampling_backend:")  # attention_backend's own policy
+    kernel.write_text(text[:end] + "override: runtime" + text[end + len("override: load_time"):])
     assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
     draft = (package / "draft_worker.py").read_text()
     assert ratchet_main([*fix, "--rewrite-parameters", "--rewrite-writes"]) == 0
