@@ -316,7 +316,7 @@ def _fix(args: argparse.Namespace) -> int:
     inputs = load_from_schema(args.schema)
     only = _only_paths(args.only, inputs) if args.only else None
     leaves = _known_leaves(args.leaf, inputs) if args.leaf else None
-    accessors_module, accessors_file = _accessors_module(args, inputs, leaves)
+    accessors_module, package_folder = _accessors_module(args, inputs, leaves)
     report = fix_tree(
         inputs.project,
         inputs.settings,
@@ -338,16 +338,17 @@ def _fix(args: argparse.Namespace) -> int:
 
     # the generated ratchet_allowlist is a copy of ratchet.yaml: `check --generated` holds
     # the tree to the old lists until gen runs
-    print(f"next: run {gen_hint(args.schema, accessors_file.parent)} so the generated ratchet_allowlist follows")
+    print(f"next: run {gen_hint(args.schema, package_folder)} so the generated ratchet_allowlist follows")
     return 0
 
 
 def _accessors_module(
     args: argparse.Namespace, inputs: RatchetInputs, leaves: frozenset[str] | None
-) -> tuple[str, Path]:
-    """The accessors module fix imports, and its file: given, or from [tool.configbags];
-    refused before anything is rewritten when it does not exist (by path, no import) or
-    lacks an accessor the rewrite may import."""
+) -> tuple[str, Path | None]:
+    """The accessors module fix imports, and its package's folder when that lies in the
+    project (None for an installed one): given, or from [tool.configbags]; refused before
+    anything is rewritten when it does not exist (by path, no import) or lacks an
+    accessor the rewrite may import."""
     from configbags.migrate.targets import (
         check_defines,
         default_accessors_module,
@@ -366,8 +367,9 @@ def _accessors_module(
         functions.add("get_context")
     # an installed module is no place to generate into: then the hint has a placeholder
     inside = path.resolve().is_relative_to(inputs.project.resolve())
-    check_defines(path, module, functions, gen_command(args.schema, path.parent if inside else None))
-    return module, path
+    folder = path.parent if inside else None
+    check_defines(path, module, functions, gen_command(args.schema, folder))
+    return module, folder
 
 
 def _only_paths(paths: list[str], inputs: RatchetInputs) -> tuple[str, ...] | None:
