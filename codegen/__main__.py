@@ -17,7 +17,12 @@ from configbags.codegen.errors import SchemaInvalid
 from configbags.codegen.model import load_schema
 from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.project import ProjectSettings, load_project, package_folder
+from configbags.runtime.project import (
+    BUNDLED_PACKAGE,
+    ProjectSettings,
+    load_project,
+    package_folder,
+)
 
 EXIT_SCHEMA = 2
 EXIT_STALE = 1
@@ -73,6 +78,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags gen: {exc}", file=sys.stderr)
         return EXIT_SCHEMA
     schema, package, out = resolve_target(args, project)
+    if package == BUNDLED_PACKAGE and not project.configured and not args.package:
+        # No table and no --out: the fallback is configbags' own bundled package, which in
+        # an engine's project would land in a stray configbags/generated folder.
+        where = "no [tool.configbags] table in " + (
+            str(project.root / "pyproject.toml") if (project.root / "pyproject.toml").is_file()
+            else f"a pyproject.toml above {project.root}"
+        )
+        print(f"configbags gen: {where}, and no --out or --package: this would generate configbags' "
+              f"own bundled package into {project.rel(out)}. Pass --out <your package's config "
+              f"folder> (e.g. --out myengine/config_bags; the package is named after it and the "
+              f"packages around it), or record package, schema and out under [tool.configbags] "
+              f"in the engine's pyproject.toml (`configbags init` writes one); nothing was "
+              f"written", file=sys.stderr)
+        return EXIT_SCHEMA
     if not _valid_package(package):
         print(f"configbags gen: {package!r} is not an importable package name; give --package "
               f"a dotted name of identifiers, e.g. myengine.config", file=sys.stderr)

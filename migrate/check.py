@@ -183,8 +183,12 @@ def check(
     writes: Iterable[Any] = (),
     resolution: Iterable[str] = (),
     policies: Mapping[str, str] | None = None,
+    generated: str | None = None,
+    regenerate: str = "configbags gen",
 ) -> CheckReport:
-    """Compare `result` with `allowlist` and `writes` (Entry-like objects or mappings)."""
+    """Compare `result` with `allowlist` and `writes` (Entry-like objects or mappings).
+    `generated`: the lists come from this generated module, a copy of `allowlist_file`
+    made by `regenerate`, so messages say where to edit and to regenerate."""
     if min_files is None:
         # imported only when not given: the generator is slow to import
         from configbags.codegen.model import DEFAULT_MIN_FILES
@@ -192,6 +196,16 @@ def check(
         min_files = DEFAULT_MIN_FILES
     failures: list[Failure] = []
     resolution = tuple(resolution)
+    # where an entry is added, where a stale one is listed, and how it goes away
+    add_in, listed_in = allowlist_file, allowlist_file
+    unstale = "Remove the entry (`configbags ratchet update` removes stale entries) so the ratchet keeps its ground."
+    if generated:
+        add_in = f"{allowlist_file}, then run `{regenerate}` ({generated} is a copy of it)"
+        listed_in = generated
+        unstale = (
+            f"{generated} is generated from {allowlist_file}: run `{regenerate}` to copy it "
+            f"again (first `configbags ratchet update` if {allowlist_file} still lists the entry)."
+        )
 
     for problem in result.problems:
         failures.append(
@@ -245,11 +259,15 @@ def check(
         via = _VIA.get(first.via, first.via)
         # the least provable origin among the key's reads decides whether fix can help
         origin = functools.reduce(join_origin, (r.origin for r in reads))
+        advice = suggestion(leaf, accessors, origin, first.via)
+        if in_resolution(file, function, resolution):
+            # runs before publish: no accessor can replace it, and fix never rewrites it
+            advice = "it is in the resolution phase (scan.resolution), which runs before publish and reads the record it resolves; allowlist it"
         failures.append(
             Failure(
                 "new_read",
-                f"{where}: {what} through {via}{also}; {suggestion(leaf, accessors, origin, first.via)}.\n"
-                f"    If it must stay raw, allowlist it with a reason in {allowlist_file}:\n"
+                f"{where}: {what} through {via}{also}; {advice}.\n"
+                f"    If it must stay raw, allowlist it with a reason in {add_in}:\n"
                 f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
             )
         )
@@ -263,7 +281,7 @@ def check(
                 "write",
                 f"{where}: writes the raw record: `{found[0].detail}`; "
                 f"{write_suggestion(leaf, policies or {})}.\n"
-                f"    If it must stay for now, list it with a reason under `writes:` in {allowlist_file}:\n"
+                f"    If it must stay for now, list it with a reason under `writes:` in {add_in}:\n"
                 f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
             )
         )
@@ -277,9 +295,7 @@ def check(
             failures.append(
                 Failure(
                     "stale_entry",
-                    f"{allowlist_file}: stale {kind} entry {entry_flow(*key)}: that {what} is gone. "
-                    f"Remove the entry (`configbags ratchet update` removes stale entries) so the "
-                    f"ratchet keeps its ground.",
+                    f"{listed_in}: stale {kind} entry {entry_flow(*key)}: that {what} is gone. {unstale}",
                 )
             )
 

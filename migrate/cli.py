@@ -18,9 +18,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
+
 from configbags.migrate.check import check, stale_keys, stale_write_keys, write_keys
 from configbags.migrate.scan import ScanSettings, default_cache_path, default_jobs, scan_tree
-from configbags.migrate.scanmodel import WRITE_KINDS, Entry
+from configbags.migrate.scanmodel import WRITE_KINDS, Entry, ScanResult
 from configbags.migrate.settings import (
     RATCHET_FILE,
     RatchetConfigError,
@@ -86,8 +88,11 @@ def _parser() -> argparse.ArgumentParser:
     fix_cmd = command("fix", "rewrite raw reads to the generated accessors")
     fix_cmd.add_argument(
         "--accessors-module",
-        default="configbags.generated.accessors",
-        help="import path of the generated accessors (default: configbags.generated.accessors)",
+        default=None,
+        metavar="MODULE",
+        help="import path of the generated accessors, e.g. myengine.config_bags.accessors "
+        "(default: <package>.accessors for the [tool.configbags] package of this schema; "
+        "required without one)",
     )
     fix_cmd.add_argument("--dry-run", action="store_true", help="say what would be rewritten, change nothing")
     fix_cmd.add_argument(
@@ -140,8 +145,11 @@ def _cache(inputs: RatchetInputs, args: argparse.Namespace) -> Path | None:
 
 
 def _check(args: argparse.Namespace) -> int:
+    generated: dict[str, str] = {}
     if args.generated:
         inputs = load_from_generated(args.schema.resolve().parent, args.generated)
+        generated = _generated_messages(args.schema, args.generated)
+        inputs = attrs.evolve(inputs, source=f"{args.schema.resolve().name}/{RATCHET_FILE}")
     else:
         inputs = load_from_schema(args.schema)
     result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
@@ -155,9 +163,22 @@ def _check(args: argparse.Namespace) -> int:
         writes=inputs.writes,
         resolution=inputs.resolution,
         policies=inputs.policies,
+        **generated,
     )
     print(report.render())
     return 0 if report.ok else 1
+
+
+def _generated_messages(schema: Path, package: str) -> dict[str, str]:
+    """check()'s `generated` and `regenerate` for `check --generated PKG`: the module the
+    lists came from (loaded by load_from_generated) and the gen command that copies
+    ratchet.yaml into it again."""
+    from configbags.migrate.targets import gen_command
+
+    name = package if package.endswith("ratchet_allowlist") else f"{package}.ratchet_allowlist"
+    file = getattr(sys.modules.get(name), "__file__", None)
+    out = Path(file).parent if file else None
+    return {"generated": name, "regenerate": gen_command(schema, out)}
 
 
 def _scan(args: argparse.Namespace) -> int:
@@ -244,8 +265,19 @@ def _init(args: argparse.Namespace) -> int:
             )
     for problem in result.problems:
         print(f"warning: {problem.file}: not scanned: {problem.reason}")
-    print(f"next: run `configbags gen --schema {args.schema}` so the generated ratchet_allowlist follows")
+    print(f"next: run {_gen_hint(args.schema, project, result, settings.roots)} so the generated ratchet_allowlist follows")
     return 0
+
+
+def _gen_hint(schema: Path, project: Path, result: ScanResult, roots: tuple[str, ...]) -> str:
+    """How to regenerate after ratchet.yaml changed: the one generated package the scan
+    skipped names `--out`; else the hint has a placeholder for it."""
+    from configbags.migrate.targets import example_out, gen_hint
+
+    folders = sorted({(project / f).parent for f in result.generated_files})
+    out = folders[0] if len(folders) == 1 else None
+    example = next((e for e in (example_out(project / r) for r in roots) if e), None)
+    return gen_hint(schema, out, example=example)
 
 
 def _update(args: argparse.Namespace) -> int:
@@ -271,7 +303,9 @@ def _update(args: argparse.Namespace) -> int:
             print(f"removed stale {what}: {entry.file} {entry.function} {entry.leaf}")
     if removed_all:
         path.write_text(text, encoding="utf-8")
-    print(f"ratchet update: removed {len(removed_all)} stale entries; run `configbags gen` to regenerate")
+    print(f"ratchet update: removed {len(removed_all)} stale entries")
+    hint = _gen_hint(args.schema, inputs.project, result, inputs.settings.roots)
+    print(f"next: run {hint} so the generated ratchet_allowlist follows")
     return 0
 
 
@@ -280,15 +314,18 @@ def _fix(args: argparse.Namespace) -> int:
     from configbags.migrate.fix import fix_tree
 
     inputs = load_from_schema(args.schema)
+    only = _only_paths(args.only, inputs) if args.only else None
+    leaves = _known_leaves(args.leaf, inputs) if args.leaf else None
+    accessors_module, package_folder = _accessors_module(args, inputs, leaves)
     report = fix_tree(
         inputs.project,
         inputs.settings,
         inputs.accessors,
-        args.accessors_module,
+        accessors_module,
         dry_run=args.dry_run,
         rewrite_parameters=args.rewrite_parameters,
-        only=tuple(args.only) if args.only else None,
-        leaves=frozenset(args.leaf) if args.leaf else None,
+        only=only,
+        leaves=leaves,
         resolution=inputs.resolution,
         rewrite_writes=args.rewrite_writes,
         policies=inputs.policies,
@@ -297,7 +334,91 @@ def _fix(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     _record_fix(args.schema / RATCHET_FILE, inputs, report)
+    from configbags.migrate.targets import gen_hint
+
+    # the generated ratchet_allowlist is a copy of ratchet.yaml: `check --generated` holds
+    # the tree to the old lists until gen runs
+    print(f"next: run {gen_hint(args.schema, package_folder)} so the generated ratchet_allowlist follows")
     return 0
+
+
+def _accessors_module(
+    args: argparse.Namespace, inputs: RatchetInputs, leaves: frozenset[str] | None
+) -> tuple[str, Path | None]:
+    """The accessors module fix imports, and its package's folder when that lies in the
+    project (None for an installed one): given, or from [tool.configbags]; refused before
+    anything is rewritten when it does not exist (by path, no import) or lacks an
+    accessor the rewrite may import."""
+    from configbags.migrate.targets import (
+        check_defines,
+        default_accessors_module,
+        find_accessors_module,
+        gen_command,
+    )
+
+    module = args.accessors_module or default_accessors_module(args.schema, inputs.settings.roots)
+    path = find_accessors_module(inputs.project, inputs.settings.roots, module)
+    functions = {
+        expression.split("(", 1)[0]
+        for leaf, expression in inputs.accessors.items()
+        if leaves is None or leaf in leaves
+    }
+    if args.rewrite_writes:
+        functions.add("get_context")
+    # an installed module is no place to generate into: then the hint has a placeholder
+    inside = path.resolve().is_relative_to(inputs.project.resolve())
+    folder = path.parent if inside else None
+    check_defines(path, module, functions, gen_command(args.schema, folder))
+    return module, folder
+
+
+def _only_paths(paths: list[str], inputs: RatchetInputs) -> tuple[str, ...] | None:
+    """--only paths as the scan names files (project-relative, or absolute outside the
+    project); None for the whole project. A path that does not exist, or lies outside the
+    scan roots, is refused, naming it: it would silently rewrite nothing."""
+    project = inputs.project.resolve()
+    roots = inputs.settings.roots
+    kept: list[str] = []
+    for given in paths:
+        path = Path(given)
+        target = path if path.is_absolute() else project / path
+        if not target.exists():
+            raise RatchetConfigError(
+                f"--only {given}: no such file or folder under {project} (--only paths are "
+                f"relative to the project, the folder holding the schema, e.g. "
+                f"{roots[0] if roots else 'mypkg'}/scheduler.py)"
+            )
+        rel = _root_setting(target, project)
+        if not any(_overlaps(rel, root) for root in roots):
+            raise RatchetConfigError(
+                f"--only {given}: outside the scan roots {list(roots)} (scan.roots in "
+                f"{inputs.source}), so nothing there is rewritten"
+            )
+        kept.append(rel)
+    return None if "." in kept else tuple(kept)
+
+
+def _overlaps(path: str, root: str) -> bool:
+    """Does the tree at `path` share files with the scan root `root` (both as ratchet.yaml
+    writes them)?"""
+    if root == ".":  # the project: every path inside it
+        return not Path(path).is_absolute()
+    if path == ".":
+        return not Path(root).is_absolute()
+    return path == root or path.startswith(root + "/") or root.startswith(path + "/")
+
+
+def _known_leaves(names: list[str], inputs: RatchetInputs) -> frozenset[str]:
+    """--leaf names, each a leaf (or derived value) of the schema; an unknown one is refused
+    with the closest name."""
+    from configbags.runtime.leaftypes import closest
+
+    unknown = [name for name in names if name not in inputs.accessors]
+    if unknown:
+        raise RatchetConfigError(
+            "; ".join(f"--leaf {name}: no such leaf in the schema{closest(name, inputs.accessors)}" for name in unknown)
+        )
+    return frozenset(names)
 
 
 def _record_fix(path: Path, inputs: RatchetInputs, report: FixReport) -> None:

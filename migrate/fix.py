@@ -35,7 +35,11 @@ It also refuses whatever would change *which* record is read, or drop code:
   (its writes reach the bags through the bootstrap, configbags.runtime.legacy) or turn it
   into an override first;
 - a read through a dict copy of the record (`global_server_args_dict["x"]`), whose values
-  may be converted (enums), and a class-attribute read (`ServerArgs.x`, a class default).
+  may be converted (enums), and a class-attribute read (`ServerArgs.x`, a class default);
+- any read inside the declared resolution phase (`resolution`, scan.resolution): it runs
+  before publish (as the hook of configbags.runtime.legacy.publish_legacy, or just before
+  it), so an accessor there raises NotPublishedError or reads an earlier publish. It
+  reads the record it resolves, and always will.
 
 `only` (`--only PATH...`) and `leaves` (`--leaf NAME...`) opt in per path and per leaf;
 `--rewrite-parameters` then vouches for held records within those paths only.
@@ -145,6 +149,12 @@ DICT_REASON = (
 CLASS_REASON = (
     "reads the record class's default, not the published value (on a slotted class, a "
     "member descriptor); rewrite by hand"
+)
+
+
+RESOLUTION_REASON = (
+    "the resolution phase runs before publish; it reads the record it resolves (an accessor "
+    "here would raise NotPublishedError or read an earlier publish), so this read stays raw"
 )
 
 
@@ -426,8 +436,14 @@ def fix_tree(
         if v.kind == "write" and not in_resolution(v.file, v.function, resolution):
             written.setdefault(v.leaf, f"{v.file}:{v.line}")
     by_file: dict[str, list[Read]] = defaultdict(list)
+    in_phase: list[Skip] = []
     for read in result.reads:
-        if _selected(read, only, leaves):
+        if not _selected(read, only, leaves):
+            continue
+        if in_resolution(read.file, read.function, resolution):
+            # before publish there are no bags to read: --rewrite-parameters cannot vouch here
+            in_phase.append(Skip(read.file, read.function, read.leaf, read.line, RESOLUTION_REASON))
+        else:
             by_file[read.file].append(read)
     writes_by_file: dict[str, list[Violation]] = defaultdict(list)
     write_skips: list[Skip] = []
@@ -469,7 +485,7 @@ def fix_tree(
         if (only is None or _under(v.file, only)) and (leaves is None or v.leaf in leaves)
         and not (rewrite_writes and v.kind == "write")
     ]
-    skipped += write_skips
+    skipped += write_skips + in_phase
     files_changed: list[str] = []
     for file in sorted(by_file.keys() | writes_by_file.keys()):
         reads = by_file.get(file, [])

@@ -8,8 +8,12 @@ pulls in torch, CUDA probes and side effects, and may not even work on this mach
 Each field becomes a leaf with its type, default, flag and aliases, help and choices, owned
 by `launcher` with override policy `startup` (the safe starting point: the record is
 fixed at publish; loosen per leaf afterwards). `--mapping` is a YAML file `{leaf:
-namespace}`; unmapped leaves go to the `legacy` namespace. `roles.yaml` is written when
-the folder has none, so the result passes the generator as it stands.
+namespace}`, or a `--propose-mapping` file whose `policies:` set override and owner per
+leaf; unmapped leaves go to the `legacy` namespace. With `--engine-root`, a leaf imported
+as startup that the engine writes after parsing (outside `--resolution`) is warned
+about: a startup leaf cannot take that write as an override. `roles.yaml` is written when
+the folder has none, so the result passes the generator as it stands. Schema files that
+differ from what the import writes (hand edits) are overwritten only with `--force`.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ import yaml
 
 # The generator's own rules, so that what is imported is what `make gen` accepts.
 from configbags.codegen.model import RESERVED, RESERVED_FLAGS, flag_spellings
-from configbags.migrate.proposal import propose, read_mapping, render
+from configbags.migrate.proposal import engine_writes, propose, read_mapping, render
 from configbags.migrate.scan import ScanSettings
+from configbags.migrate.targets import example_out, gen_hint
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
 
@@ -678,17 +683,16 @@ def roles_yaml(owners: set[str]) -> str:
     return text
 
 
-def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
-    """Write `out/namespaces/<ns>.yaml` (and parents) plus `out/roles.yaml` if missing."""
-    written: list[Path] = []
+def schema_files(result: ImportResult, out: Path, *, origin: str) -> dict[Path, str]:
+    """What the import writes: `out/namespaces/<ns>.yaml` (and parents) and, when `out`
+    has none, `out/roles.yaml`, each path with its text."""
+    files: dict[Path, str] = {}
     folder = out / "namespaces"
-    folder.mkdir(parents=True, exist_ok=True)
     namespaces = set(result.leaves)
     for namespace in list(namespaces):
         parts = namespace.split(".")
         namespaces.update(".".join(parts[:i]) for i in range(1, len(parts)))
     for namespace in sorted(namespaces):
-        path = folder / f"{namespace}.yaml"
         leaves = result.leaves.get(namespace, {})
         doc = (
             f"Imported from {origin} by configbags import-dataclass; review types, owners and "
@@ -705,14 +709,41 @@ def write_schema(result: ImportResult, out: Path, *, origin: str) -> list[Path]:
             default_flow_style=False,
         )
         header = f"# Written by `configbags import-dataclass {origin}`; edit freely from here on.\n"
-        path.write_text(header + body, encoding="utf-8")
-        written.append(path)
+        files[folder / f"{namespace}.yaml"] = header + body
     roles = out / "roles.yaml"
     if not roles.exists():
         owners = {str(spec["owner"]) for leaves in result.leaves.values() for spec in leaves.values()}
-        roles.write_text(roles_yaml(owners), encoding="utf-8")
-        written.append(roles)
-    return written
+        files[roles] = roles_yaml(owners)
+    return files
+
+
+def write_schema(
+    result: ImportResult, out: Path, *, origin: str, force: bool = False
+) -> tuple[list[Path], list[Path]]:
+    """Write the schema files (see schema_files); returns (written, overwritten). An
+    existing file whose text differs (a hand edit since the last import, or another
+    import) is only overwritten with `force`: otherwise ImportError_ lists every such file
+    and nothing is written."""
+    files = schema_files(result, out, origin=origin)
+    differing = []
+    for path, text in files.items():
+        try:
+            if path.is_file() and path.read_text(encoding="utf-8") != text:
+                differing.append(path)
+        except (OSError, UnicodeDecodeError):
+            differing.append(path)
+    if differing and not force:
+        listed = "\n  ".join(str(p) for p in differing)
+        raise ImportError_(
+            f"{len(differing)} schema file{'s' if len(differing) > 1 else ''} under {out} "
+            f"differ{'' if len(differing) > 1 else 's'} from what this import writes (edited "
+            f"since the last import?), so nothing was written:\n  {listed}\nKeep the edits "
+            f"(import into another --out and merge by hand), or pass --force to overwrite them"
+        )
+    (out / "namespaces").mkdir(parents=True, exist_ok=True)
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+    return list(files), differing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -733,6 +764,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine-root", type=Path, help="the engine's package, searched for writes")
     parser.add_argument(
         "--exclude", action="append", default=[], help="glob under --engine-root to leave out"
+    )
+    parser.add_argument(
+        "--resolution", action="append", default=[], metavar="[FILE:]QUALNAME",
+        help="a function of the legacy resolution phase (as for `ratchet init`): its writes "
+        "under --engine-root need no looser policy",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite schema files that differ from what the import writes",
     )
     parser.add_argument(
         "--default", action="append", default=[], metavar="NAME=VALUE",
@@ -773,13 +812,61 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: mapping names {unknown!r}, which is not a field of {class_name}", file=sys.stderr)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    written = write_schema(result, args.out, origin=f"{path.name}:{class_name}")
+    try:
+        written, overwritten = write_schema(result, args.out, origin=f"{path.name}:{class_name}", force=args.force)
+    except (OSError, ImportError_) as exc:
+        print(f"configbags import-dataclass: {exc}", file=sys.stderr)
+        return 1
+    for replaced in overwritten:
+        print(f"overwrote {replaced} (--force): its edits are gone")
+    if args.engine_root is not None:
+        for warning in _startup_writes(args, path, class_name, result):
+            print(f"warning: {warning}", file=sys.stderr)
     count = sum(map(len, result.leaves.values()))
+    hint = gen_hint(args.out, example=example_out(path))
     print(
         f"import-dataclass: {count} leaves into {len(result.leaves)} namespaces; wrote "
-        f"{len(written)} files under {args.out}; next: configbags gen --schema {args.out}"
+        f"{len(written)} files under {args.out}; next: run {hint}"
     )
     return 0
+
+
+def _engine_scan(args: argparse.Namespace, path: Path, class_name: str) -> tuple[Path, ScanSettings, tuple[str, ...]]:
+    """(root, scan settings, resolution) to search --engine-root for writes: the record's
+    own module left out, resolution files made relative to the root as the scan names
+    them (given as paths from the working folder, like `ratchet init --resolution`)."""
+    root = args.engine_root.resolve()
+    excludes = tuple(args.exclude)
+    if path.resolve().is_relative_to(root):
+        excludes += (path.resolve().relative_to(root).as_posix(),)
+    resolution: list[str] = []
+    for entry in args.resolution:
+        where, _, qualname = entry.rpartition(":")
+        if where:
+            file = Path(where).resolve()
+            where = file.relative_to(root).as_posix() if file.is_relative_to(root) else where
+        resolution.append(f"{where}:{qualname}" if where else qualname)
+    return root, ScanSettings(roots=(".",), excludes=excludes, record_class=class_name), tuple(resolution)
+
+
+def _startup_writes(args: argparse.Namespace, path: Path, class_name: str, result: ImportResult) -> list[str]:
+    """A warning for each leaf imported `startup` that the engine writes after parsing,
+    outside the resolution phase: such a write changes the record, not the bags, and as
+    an override a startup leaf refuses it."""
+    root, settings, resolution = _engine_scan(args, path, class_name)
+    imported = {name: spec for leaves in result.leaves.values() for name, spec in leaves.items()}
+    startup = [name for name, spec in imported.items() if spec.get("override") == DEFAULT_OVERRIDE]
+    where: dict[str, list[str]] = {}
+    for write in engine_writes(root, settings, startup, resolution):
+        where.setdefault(write.leaf, []).append(f"{write.file}:{write.line}")
+    mapping = args.mapping or "the --mapping file"
+    return [
+        f"{leaf} is imported with override: startup, but the engine writes it after parsing "
+        f"({', '.join(sorted(set(lines)))} under {args.engine_root}): give it `override: load_time` "
+        f"(and its owner) under `policies:` in {mapping} (--propose-mapping proposes it), or, if "
+        f"only the resolution phase writes it, pass --resolution FILE:QUALNAME"
+        for leaf, lines in sorted(where.items())
+    ]
 
 
 def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str) -> int:
@@ -788,12 +875,11 @@ def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str)
     if not classes:
         raise ImportError_(f"{path}: no class {class_name!r}")
     fields = [f.name for f in _fields(classes[0], _module_constants(tree))]
-    root = args.engine_root.resolve() if args.engine_root is not None else None
-    settings = None
-    if root is not None:
-        excludes = (*args.exclude, path.resolve().relative_to(root).as_posix()) if path.resolve().is_relative_to(root) else tuple(args.exclude)
-        settings = ScanSettings(roots=(".",), excludes=excludes, record_class=class_name)
-    proposal = propose(source, class_name, fields, engine_root=root, settings=settings)
+    root = settings = None
+    resolution: tuple[str, ...] = ()
+    if args.engine_root is not None:
+        root, settings, resolution = _engine_scan(args, path, class_name)
+    proposal = propose(source, class_name, fields, engine_root=root, settings=settings, resolution=resolution)
     args.propose_mapping.write_text(render(proposal, f"{path.name}:{class_name}"), encoding="utf-8")
     namespaces = sorted(set(proposal["leaves"].values()))
     print(

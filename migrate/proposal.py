@@ -23,7 +23,8 @@ from typing import Any
 import yaml
 
 from configbags.codegen.model import RESERVED_NAMESPACES
-from configbags.migrate.scan import ScanSettings, scan_tree
+from configbags.migrate.check import in_resolution
+from configbags.migrate.scan import ScanSettings, Violation, scan_tree
 
 DEFAULT_NAMESPACE = "legacy"
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
@@ -68,14 +69,24 @@ def prefix_namespaces(fields: Sequence[str]) -> dict[str, str]:
     }
 
 
-def write_suggestions(engine_root: Path, settings: ScanSettings, fields: Sequence[str]) -> dict[str, dict[str, Any]]:
+def engine_writes(
+    engine_root: Path, settings: ScanSettings, fields: Sequence[str], resolution: Sequence[str] = ()
+) -> list[Violation]:
+    """The writes of fields found under the root, outside the resolution phase (whose
+    writes are folded into the record before publish, so a startup leaf may take them)."""
+    return [
+        v for v in scan_tree(engine_root, settings).violations
+        if v.kind == "write" and v.leaf in fields and not in_resolution(v.file, v.function, resolution)
+    ]
+
+
+def write_suggestions(
+    engine_root: Path, settings: ScanSettings, fields: Sequence[str], resolution: Sequence[str] = ()
+) -> dict[str, dict[str, Any]]:
     """leaf -> {override, owner, evidence} for every leaf that code under the root writes."""
-    result = scan_tree(engine_root, settings)
     evidence: dict[str, list[str]] = defaultdict(list)
     owners: dict[str, str] = {}
-    for violation in result.violations:
-        if violation.kind != "write" or violation.leaf not in fields:
-            continue
+    for violation in engine_writes(engine_root, settings, fields, resolution):
         evidence[violation.leaf].append(f"{violation.file}:{violation.line}")
         module = Path(violation.file).stem
         owners.setdefault(violation.leaf, module if _IDENT.match(module) else "launcher")
@@ -92,6 +103,7 @@ def propose(
     *,
     engine_root: Path | None = None,
     settings: ScanSettings | None = None,
+    resolution: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The proposal: {"leaves": {field: namespace}, "policies": {leaf: {...}}}."""
     by_section = section_namespaces(source, class_name)
@@ -99,7 +111,7 @@ def propose(
     leaves = {f: by_section.get(f) or by_prefix.get(f) or DEFAULT_NAMESPACE for f in fields}
     policies: dict[str, dict[str, Any]] = {}
     if engine_root is not None:
-        policies = write_suggestions(engine_root, settings or ScanSettings(roots=(".",)), fields)
+        policies = write_suggestions(engine_root, settings or ScanSettings(roots=(".",)), fields, resolution)
     return {"leaves": leaves, "policies": policies}
 
 
@@ -110,8 +122,21 @@ def render(proposal: Mapping[str, Any], origin: str) -> str:
         f"# (from the section comments and name prefixes); `policies` holds leaves the engine\n"
         f"# writes after parsing, so they cannot stay `startup` (evidence: where they are written).\n"
     )
-    body = yaml.safe_dump(dict(proposal), sort_keys=False, default_flow_style=None, width=100)
+    # block mappings, one leaf per line, so a person edits (and diffs) one line per leaf;
+    # only the evidence lists stay inline
+    body = yaml.dump(dict(proposal), Dumper=_BlockDumper, sort_keys=False, default_flow_style=False, width=100)
     return header + body
+
+
+class _BlockDumper(yaml.SafeDumper):
+    pass
+
+
+def _flow_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+_BlockDumper.add_representer(list, _flow_list)
 
 
 def read_mapping(data: Any) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:

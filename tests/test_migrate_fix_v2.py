@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from configbags.migrate.fix import fix_tree
+from configbags.migrate.fix import RESOLUTION_REASON, fix_tree
 from configbags.migrate.scan import ScanSettings
 
 ACCESSORS = {
@@ -123,6 +123,44 @@ def test_a_write_in_the_resolution_phase_does_not_block_reads(tmp_path: Path) ->
     project = _tree(tmp_path, {"w.py": WRITER})
     report = fix_tree(project, SETTINGS, ACCESSORS, MODULE, resolution=("engine/w.py:adjust_for_model",))
     assert sorted(c.leaf for c in report.changed) == ["page_size", "tp_size"]
+
+
+ADJUST = """\
+    from engine.server_args import ServerArgs, get_server_args
+
+
+    def adjust_for_model(server_args: ServerArgs, arch: str) -> None:
+        if arch == "DeepseekV3" and server_args.page_size == 1:
+            server_args.page_size = 64
+
+        def nested() -> int:
+            return get_server_args().tp_size
+
+        nested()
+
+
+    def reader() -> int:
+        return get_server_args().page_size
+    """
+
+
+def test_reads_inside_the_resolution_phase_are_never_rewritten(tmp_path: Path) -> None:
+    # The resolution phase runs before publish: an accessor there raises NotPublishedError
+    # in a fresh process, or reads an earlier publish (page_size 1, not the resolved 64).
+    project = _tree(tmp_path, {"m.py": ADJUST})
+    report = fix_tree(
+        project, SETTINGS, ACCESSORS, MODULE, rewrite_parameters=True,
+        resolution=("engine/m.py:adjust_for_model",),
+    )
+    assert [(c.function, c.leaf) for c in report.changed] == [("reader", "page_size")]
+    refused = {(s.function, s.leaf): s.reason for s in report.skipped if not s.write}
+    assert refused == {
+        ("adjust_for_model", "page_size"): RESOLUTION_REASON,
+        ("adjust_for_model.nested", "tp_size"): RESOLUTION_REASON,
+    }
+    assert RESOLUTION_REASON.startswith("the resolution phase runs before publish; it reads the record it resolves")
+    text = (project / "engine" / "m.py").read_text()
+    assert "server_args.page_size == 1" in text and "return get_server_args().tp_size" in text
 
 
 def test_dict_copies_and_class_defaults_are_refused(tmp_path: Path) -> None:

@@ -239,3 +239,75 @@ def test_a_proposed_mapping_gives_real_namespaces_and_policies(tmp_path: Path, c
     schedule = yaml.safe_load((tmp_path / "schema" / "namespaces" / "scheduling.yaml").read_text())
     assert schedule["leaves"]["page_size"]["override"] == "load_time"
     assert gen_main(["--schema", str(tmp_path / "schema"), "--out", str(tmp_path / "pkg")]) == 0
+
+
+def test_the_proposed_leaves_are_one_per_line_and_import_as_they_stand(tmp_path: Path) -> None:
+    source = FIXTURE / "legacy_engine" / "server_args.py"
+    proposal = tmp_path / "proposed.yaml"
+    assert main([f"{source}:ServerArgs", "--out", str(tmp_path / "schema"), "--propose-mapping", str(proposal)]) == 0
+    text = proposal.read_text()
+    assert "leaves: {" not in text  # a block mapping, not one long flow line
+    assert "\nleaves:\n  model_path: model\n  tokenizer_path: model\n" in text
+    leaves = yaml.safe_load(text)["leaves"]
+    assert all(f"\n  {name}: {namespace}\n" in text for name, namespace in leaves.items())
+    assert main([f"{source}:ServerArgs", "--out", str(tmp_path / "schema"), "--mapping", str(proposal)]) == 0
+
+
+def _stderr_warnings(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if "imported with override: startup" in line]
+
+
+def test_a_written_leaf_imported_as_startup_is_warned_about(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = FIXTURE / "legacy_engine" / "server_args.py"
+    engine = ["--engine-root", str(FIXTURE / "legacy_engine")]
+    shipped = FIXTURE / "mapping.yaml"
+    flat = tmp_path / "flat.yaml"  # the shipped mapping without its policies
+    flat.write_text(yaml.safe_dump(yaml.safe_load(shipped.read_text())["leaves"]))
+
+    def imported(*extra: str) -> list[str]:
+        out = tmp_path / f"schema{len(list(tmp_path.iterdir()))}"
+        assert main([f"{source}:ServerArgs", "--out", str(out), *extra]) == 0
+        return _stderr_warnings(capsys)
+
+    # the shipped mapping gives the written leaves the proposal's policies: nothing to say
+    assert imported("--mapping", str(shipped), *engine) == []
+    # without them, each written leaf is named with where it is written and the fix
+    warnings = imported("--mapping", str(flat), *engine)
+    assert [w.split(" is imported")[0] for w in warnings] == ["warning: attention_backend", "warning: page_size"]
+    assert "(model_config.py:10 under " in warnings[1]
+    assert f"under `policies:` in {flat}" in warnings[1] and "--resolution FILE:QUALNAME" in warnings[1]
+    # the resolution phase's writes are folded in before publish: page_size may stay startup
+    resolution = ["--resolution", f"{FIXTURE / 'legacy_engine' / 'model_config.py'}:adjust_for_model"]
+    warnings = imported("--mapping", str(flat), *engine, *resolution)
+    assert len(warnings) == 1 and "draft_worker.py:14, draft_worker.py:18 under" in warnings[0]
+    # and the proposal leaves it out too
+    proposal = tmp_path / "proposed.yaml"
+    assert main([f"{source}:ServerArgs", "--out", str(tmp_path / "x"), "--propose-mapping", str(proposal),
+                 *engine, *resolution]) == 0
+    assert set(yaml.safe_load(proposal.read_text())["policies"]) == {"attention_backend"}
+    # without --engine-root nothing is scanned, so nothing is said
+    assert imported("--mapping", str(flat)) == []
+
+
+def test_a_second_import_never_overwrites_hand_edits_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = FIXTURE / "legacy_engine" / "server_args.py"
+    out = tmp_path / "schema"
+    command = [f"{source}:ServerArgs", "--out", str(out), "--mapping", str(FIXTURE / "mapping.yaml")]
+    assert main(command) == 0
+    assert main(command) == 0  # the same import again changes nothing, so it goes through
+    assert "overwrote" not in capsys.readouterr().out
+    model, serving = out / "namespaces" / "model.yaml", out / "namespaces" / "serving.yaml"
+    edited = model.read_text().replace("override: startup", "override: runtime", 1)
+    model.write_text(edited)
+    serving.write_text(serving.read_text() + "# a note\n")
+    assert main(command) == 1
+    err = capsys.readouterr().err
+    assert "2 schema files under" in err and "nothing was written" in err and "--force" in err
+    assert f"\n  {model}\n  {serving}\n" in err
+    assert model.read_text() == edited
+    assert main([*command, "--force"]) == 0
+    out_text = capsys.readouterr().out
+    assert f"overwrote {model} (--force)" in out_text and f"overwrote {serving} (--force)" in out_text
+    assert "override: runtime" not in model.read_text()

@@ -197,6 +197,9 @@ def test_cli_fix_updates_the_allowlist(tmp_path: Path, capsys: pytest.CaptureFix
     )
     (schema / "roles.yaml").write_text(ROLES_YAML)
     assert main(["init", "--schema", str(schema), "--root", str(project / "pkg")]) == 0
+    # fix checks that the module exists and defines the accessors before it rewrites
+    (project / "app" / "config").mkdir(parents=True)
+    (project / "app" / "config" / "accessors.py").write_text("def get_parallel(): ...\n")
     fix = ["fix", "--schema", str(schema), "--accessors-module", "app.config.accessors"]
     assert main([*fix, "--rewrite-parameters"]) == 0
     out = capsys.readouterr().out

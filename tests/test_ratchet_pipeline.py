@@ -22,10 +22,11 @@ from configbags.migrate.scan import ScanSettings, scan_tree
 FIXTURE = Path(__file__).parent / "fixtures" / "legacy_engine"
 
 
-def _engine_tests(root: Path) -> subprocess.CompletedProcess[str]:
+def _engine_tests(root: Path, *only: str) -> subprocess.CompletedProcess[str]:
+    """The engine's own tests (or only the named ones) in a fresh process."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *sys.path])}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-c", str(root / "pytest.ini"), "--rootdir", str(root)],
+        [sys.executable, "-m", "pytest", "-c", str(root / "pytest.ini"), "--rootdir", str(root), *only],
         cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
 
@@ -76,7 +77,21 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
 
     schema = root / "schema"
     source = package / "server_args.py"
-    assert import_main([f"{source}:ServerArgs", "--out", str(schema), "--mapping", str(root / "mapping.yaml")]) == 0
+    mapping = ["--mapping", str(root / "mapping.yaml"), "--engine-root", str(package)]
+    assert import_main([f"{source}:ServerArgs", "--out", str(schema), *mapping]) == 0
+    assert "imported with override: startup" not in capsys.readouterr().err  # every written leaf is loosened
+    # the shipped mapping carries the proposal's policies: the leaves the engine writes
+    # after parsing are load_time, owned by the writing module's role
+    kernel = schema / "namespaces" / "exec.kernel.yaml"
+    leaves = {
+        **yaml.safe_load(kernel.read_text())["leaves"],
+        **yaml.safe_load((schema / "namespaces" / "schedule.yaml").read_text())["leaves"],
+    }
+    assert {name: (leaves[name]["override"], leaves[name]["owner"]) for name in ("attention_backend", "page_size")} == {
+        "attention_backend": ("load_time", "draft_worker"), "page_size": ("load_time", "model_config"),
+    }
+    assert {"draft_worker", "model_config"} <= set(yaml.safe_load((schema / "roles.yaml").read_text())["roles"])
+    assert leaves["sampling_backend"]["override"] == "startup"
     generated = package / "config_bags"
     assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
     init = [
@@ -111,15 +126,21 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert ratchet_main([*fix, "--rewrite-parameters"]) == 0
     assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
     _ratchet_ok(schema, capsys)
+    # ... but never inside the resolution phase, which runs before publish: there an
+    # accessor raises NotPublishedError in a fresh process (or, after an earlier publish in
+    # the same one, reads page_size 1 where the adjustment makes it 64)
+    assert "server_args.page_size == 1" in (package / "model_config.py").read_text()
+    alone = _engine_tests(root, "checks/check_engine.py::test_model_specific_adjustment")
+    assert alone.returncode == 0, alone.stdout + alone.stderr
 
     # Writes into overrides: the draft worker mutates its record and restores it, which no
     # process-wide override may replace, even with the leaf tunable at runtime and the held
     # record vouched for; it stays raw, and its writes entry says why.
-    kernel = schema / "namespaces" / "exec.kernel.yaml"
     text = kernel.read_text()
     start = text.index("  attention_backend:")
-    end = text.index("override: startup", start)
-    kernel.write_text(text[:end] + "override: runtime" + text[end + len("override: startup"):])
+    end = text.index("override: load_time", start)
+    assert end < text.index("  sampling_backend:")  # attention_backend's own policy
+    kernel.write_text(text[:end] + "override: runtime" + text[end + len("override: load_time"):])
     assert gen_main(["--schema", str(schema), "--out", str(generated)]) == 0
     draft = (package / "draft_worker.py").read_text()
     assert ratchet_main([*fix, "--rewrite-parameters", "--rewrite-writes"]) == 0
@@ -146,6 +167,9 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
         "fix refused: reads the record class's default")
     # page_size is written only by the resolution phase, whose result is published: rewritten
     assert ("legacy_engine/draft_worker.py", "DraftWorker.kernels", "page_size") not in reasons
+    # the resolution phase's own reads stay raw, and say why
+    assert reasons[("legacy_engine/model_config.py", "adjust_for_model", "page_size")].startswith(
+        "fix refused: the resolution phase runs before publish; it reads the record it resolves")
     assert all(reason.startswith("fix refused: ") for reason in reasons.values())
 
     scheduler = (package / "scheduler.py").read_text()
