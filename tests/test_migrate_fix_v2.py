@@ -123,6 +123,8 @@ def test_a_write_in_the_resolution_phase_does_not_block_reads(tmp_path: Path) ->
     project = _tree(tmp_path, {"w.py": WRITER})
     report = fix_tree(project, SETTINGS, ACCESSORS, MODULE, resolution=("engine/w.py:adjust_for_model",))
     assert sorted(c.leaf for c in report.changed) == ["page_size", "tp_size"]
+    # and the write itself is allowed where it is: fix does not report it as refused
+    assert not [s for s in report.skipped if s.write and s.function == "adjust_for_model"]
 
 
 ADJUST = """\
