@@ -108,8 +108,13 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
 
-    reads, violations = analyse(tree, data, settings)
-    doors = find_doors(tree, data, settings)
+    try:
+        reads, violations = analyse(tree, data, settings)
+        doors = find_doors(tree, data, settings)
+    except RecursionError:
+        # ast.parse accepts expressions nested deeper (a long attribute chain) than the
+        # recursive walks here can follow; unread, the file must not pass unseen
+        return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
     return FileScan(reads=(*reads, *doors), violations=tuple(violations), generated=generated)
 
 

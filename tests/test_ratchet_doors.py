@@ -87,6 +87,17 @@ def test_rows_name_the_function_and_how_the_door_was_opened() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "receiver",
+    ["get_server_args()", "from configbags.generated.accessors import get_context\ny = get_context()"],
+)
+def test_a_file_too_deep_to_walk_is_reported_not_raised(receiver: str) -> None:
+    # ast.parse takes a 600-long attribute chain; a recursive walk of it overflows
+    source = f"{receiver}{'.a' * 600}.state\n"
+    result = scan_source(source.encode(), SETTINGS)
+    assert result.problem == "nested too deeply to analyse (RecursionError); not scanned"
+
+
 def _project(tmp_path: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = tmp_path / "pkg" / name
