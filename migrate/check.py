@@ -7,11 +7,12 @@ shrinks (`configbags ratchet update` removes such entries). Raw environment read
 declared variables (leaf `$NAME`) are held the same way. Operator readbacks in role code
 (leaf `Context.state` or `dist.state_dict`) fail naming the role-scoped doors, and only an
 entry with a reason of its own allows one (genuine operator code, an admin endpoint):
-`ratchet init` never baselines them. Writes work the same way
-against `writes:`, except inside the resolution phase (`scan.resolution`: the legacy
-resolution, run as a hook before publish), where they are allowed. Renamed raw accessors
-fail whatever the lists say, and so does a scan that read too few files or could not read
-one: a ratchet that sees nothing passes everything.
+`ratchet init` never baselines them.
+
+Writes work the same way against `writes:`, except inside the resolution phase
+(`scan.resolution`: the legacy resolution, run as a hook before publish), where they are
+allowed. Renamed raw accessors fail whatever the lists say, and so does a scan that read
+too few files or could not read one: a ratchet that sees nothing passes everything.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import attrs
 from configbags.migrate.scanmodel import (
     ENV_MARK,
     READBACKS,
+    STATE_DICT_READBACK,
     STATE_READBACK,
     WRITE_KINDS,
     Entry,
@@ -64,7 +66,7 @@ _ENV_FORMS = {
 }
 _READBACK_WHAT = {
     STATE_READBACK: "`.state` of the config context",
-    "dist.state_dict": "configbags.runtime.dist.state_dict",
+    STATE_DICT_READBACK: "configbags.runtime.dist.state_dict",
 }
 
 
