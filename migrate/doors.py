@@ -121,6 +121,8 @@ class _Doors:
         self._names: dict[tuple[int, str], str | None] = {}  # memo of name kinds
 
     def kind(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """What `expr` evaluates to, as far as the module shows: the dotted path it names,
+        _CONTEXT, or None (anything else, or unknown)."""
         if isinstance(expr, ast.Name):
             return self.name_kind(expr.id, scope)
         if isinstance(expr, ast.Attribute):
@@ -143,6 +145,8 @@ class _Doors:
         return None
 
     def name_kind(self, name: str, scope: _Scope) -> str | None:
+        """The kind of `name` read in `scope`: that of its bindings in the scope that binds
+        it (Python's rules: class bodies do not enclose methods), when they all agree."""
         current: _Scope | None = scope
         first = True
         while current is not None:
