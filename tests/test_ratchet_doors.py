@@ -6,6 +6,7 @@ declared variables (schema, cached inputs, generated module) and the fix's refus
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -92,9 +93,17 @@ def test_rows_name_the_function_and_how_the_door_was_opened() -> None:
     ["get_server_args()", "from configbags.generated.accessors import get_context\ny = get_context()"],
 )
 def test_a_file_too_deep_to_walk_is_reported_not_raised(receiver: str) -> None:
-    # ast.parse takes a 600-long attribute chain; a recursive walk of it overflows
+    # Under the default recursion limit, ast.parse builds a 600-long attribute chain that a
+    # recursive walk, a few frames per level, cannot follow. The limit is set here: other
+    # tests in the same process may have raised it.
     source = f"{receiver}{'.a' * 600}.state\n"
-    result = scan_source(source.encode(), SETTINGS)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        ast.parse(source)
+        result = scan_source(source.encode(), SETTINGS)
+    finally:
+        sys.setrecursionlimit(limit)
     assert result.problem == "nested too deeply to analyse (RecursionError); not scanned"
 
 
