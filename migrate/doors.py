@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from configbags.migrate.aliases import _mention_lines, _mentions, _names_regex, _statement_span
+from configbags.migrate.aliases import mention_lines, mentions, statement_span
 from configbags.migrate.scanmodel import (
     STATE_DICT_READBACK,
     STATE_READBACK,
@@ -198,9 +198,14 @@ class _Pruned(ast.NodeVisitor):
             if (
                 not isinstance(node, ast.stmt)
                 or isinstance(node, (ast.Global, ast.Nonlocal))
-                or _mentions(lines, _statement_span(node))
+                or mentions(lines, statement_span(node))
             ):
                 self.visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # ast.NodeVisitor's own visit_Constant looks for deprecated visit_Num & co. on
+        # every constant; a constant holds nothing to visit
+        pass
 
     def generic_visit(self, node: ast.AST) -> None:
         for field in node._fields:
@@ -461,18 +466,18 @@ class _Reader(_Pruned):
 
 
 @functools.lru_cache(maxsize=8)
-def _declared_set(env_vars: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(env_vars)
+def _declared_set(env_vars: tuple[str, ...]) -> tuple[frozenset[str], frozenset[bytes]]:
+    return frozenset(env_vars), frozenset(name.encode() for name in env_vars)
 
 
-def _may_open_a_door(data: bytes, declared: frozenset[str]) -> bool:
+def _may_open_a_door(data: bytes, declared: frozenset[bytes]) -> bool:
     """Could this file open a door at all? Substring tests, at memchr speed: most files
     mention none of the words, and are never walked."""
     # an environment read needs a declared name in quotes
     if (
         declared
         and any(word in data for word in _ENV_WORDS)
-        and any(name.decode() in declared for name in _QUOTED_NAME.findall(data))
+        and not declared.isdisjoint(_QUOTED_NAME.findall(data))
     ):
         return True
     if b".state" in data and any(word in data for word in _CONTEXT_WORDS):
@@ -483,13 +488,13 @@ def _may_open_a_door(data: bytes, declared: frozenset[str]) -> bool:
 def find_doors(tree: ast.Module, data: bytes, settings: ScanSettings) -> list[tuple[Any, ...]]:
     """The environment reads and operator readbacks in one parsed module (`data` is its
     bytes), as read rows: (function, leaf, line, col, end_line, end_col, via, form, origin)."""
-    declared = _declared_set(settings.env_vars)
-    if not _may_open_a_door(data, declared):
+    declared, declared_bytes = _declared_set(settings.env_vars)
+    if not _may_open_a_door(data, declared_bytes):
         return []
     names = _BASE_NAMES
     # Rounds until the names of interest stop growing (see configbags.migrate.aliases).
     while True:
-        doors = _Doors(_mention_lines(data, _names_regex(names)))
+        doors = _Doors(mention_lines(data, names))
         _Binder(doors).visit_statements(tree.body)
         grown = names | doors.alias_names()
         if grown == names:
