@@ -63,12 +63,14 @@ _READS = [
 ]
 _LEAVES = ["tp_size", "pp_size", "page_size", "dp_size", "attention_backend", "kv_cache_dtype"]
 # Reads around the record (configbags.migrate.doors): every module imports os and
-# get_context, so every one is walked for them, not only prechecked.
+# get_context and has a `self.state`, so every one is walked for them, not only
+# prechecked. Some reads are raw env reads of declared variables; the context is read
+# only through its scoped doors (a readback would fail the check right after init).
 _ENV = {"SGLANG_TP_SIZE": "tp_size", "SGLANG_PAGE_SIZE": "page_size"}
 _DOOR_READS = [
     'os.environ.get("SGLANG_PAGE_SIZE", "16")',
     'os.getenv("SGLANG_TP_SIZE")',
-    'get_context().state.values["{leaf}"]',
+    'get_context().bag("parallel").{leaf}',
 ]
 
 
@@ -124,6 +126,7 @@ def synthetic_module(rng: random.Random, number: int, target_lines: int) -> str:
             "        self.server_args = server_args",
             "        self.weights = weights or [1, 2, 3]",
             "        self.pending: list[int | None] = []",
+            '        self.state = "ready"',
             "",
         ]
         for index in range(rng.randint(6, 12)):
