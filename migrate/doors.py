@@ -29,12 +29,13 @@ growing the names and starting again when an alias is found, as the record analy
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from configbags.migrate.aliases import mention_lines, mentions, statement_span
+from configbags.migrate.aliases import mention_lines, statement_span
 from configbags.migrate.scanmodel import (
     STATE_DICT_READBACK,
     STATE_READBACK,
@@ -64,6 +65,7 @@ _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
     | _CONTEXT_FUNCTIONS
 )
+_FEW_NAMES = 16
 _QUOTED_NAME = re.compile(rb"""["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 
 
@@ -118,6 +120,7 @@ class _Doors:
         self.module = _Scope("module", "<module>", None)
         self.scopes: list[_Scope] = [self.module]
         self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
+        self.kept: dict[int, list[ast.AST]] = {}  # id(statement list) -> the ones walked
         self._names: dict[tuple[int, str], str | None] = {}  # memo of name kinds
 
     def kind(self, expr: ast.expr, scope: _Scope) -> str | None:
@@ -185,6 +188,28 @@ class _Doors:
         }
 
 
+def _mentioning(statements: Sequence[ast.AST], lines: list[int]) -> list[ast.AST]:
+    """The statements to walk: those whose lines mention a name of interest (`lines`,
+    sorted), `global` and `nonlocal`, and anything that is not a statement."""
+    kept: list[ast.AST] = []
+    count = len(lines)
+    index = 0
+    for node in statements:
+        if not isinstance(node, ast.stmt) or isinstance(node, (ast.Global, ast.Nonlocal)):
+            kept.append(node)
+            continue
+        start, end = statement_span(node)
+        # statements come in line order, so the search never goes back
+        index = bisect.bisect_left(lines, start, index)
+        if index < count and lines[index] <= end:
+            kept.append(node)
+        elif index == count:
+            # nothing later mentions a name; a `global` there cannot concern an earlier
+            # mention (compiling that is an error)
+            break
+    return kept
+
+
 class _Pruned(ast.NodeVisitor):
     """Visits only statements whose lines mention a name of interest (and `global` and
     `nonlocal`, which change what a binding elsewhere binds)."""
@@ -192,15 +217,14 @@ class _Pruned(ast.NodeVisitor):
     d: _Doors
     scope: _Scope
 
-    def visit_statements(self, statements: Iterable[ast.AST]) -> None:
-        lines = self.d.lines
-        for node in statements:
-            if (
-                not isinstance(node, ast.stmt)
-                or isinstance(node, (ast.Global, ast.Nonlocal))
-                or mentions(lines, statement_span(node))
-            ):
-                self.visit(node)
+    def visit_statements(self, statements: Sequence[ast.AST]) -> None:
+        # The binder and the reader walk the same statements: pick them once per list.
+        # Only the tree's own lists come here, so their ids stay theirs while it lives.
+        kept = self.d.kept.get(id(statements))
+        if kept is None:
+            kept = self.d.kept[id(statements)] = _mentioning(statements, self.d.lines)
+        for node in kept:
+            self.visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         # ast.NodeVisitor's own visit_Constant looks for deprecated visit_Num & co. on
@@ -235,7 +259,7 @@ class _Binder(_Pruned):
         self.d.scope_of[id(node)] = scope
         return scope
 
-    def _in(self, scope: _Scope, nodes: Iterable[ast.AST]) -> None:
+    def _in(self, scope: _Scope, nodes: Sequence[ast.AST]) -> None:
         outer, self.scope = self.scope, scope
         self.visit_statements(nodes)
         self.scope = outer
@@ -272,7 +296,9 @@ class _Binder(_Pruned):
                 self.visit(expr)
         scope = self._open(node, "lambda", None)
         self._params(scope, node.args)
-        self._in(scope, [node.body])
+        outer, self.scope = self.scope, scope
+        self.visit(node.body)  # an expression: never a statement list to pick from
+        self.scope = outer
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
@@ -404,14 +430,28 @@ class _Reader(_Pruned):
         self.generic_visit(node)
         self.scope = outer
 
-    visit_FunctionDef = _enter  # decorators and defaults are attributed to the function
-    visit_AsyncFunctionDef = _enter
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        # decorators and defaults are attributed to the function; annotations read nothing
+        outer = self.scope
+        self.scope = self.d.scope_of.get(id(node), outer)
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self.visit_statements(node.body)
+        self.scope = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
     visit_ClassDef = _enter
     visit_Lambda = _enter
     visit_ListComp = _enter
     visit_SetComp = _enter
     visit_GeneratorExp = _enter
     visit_DictComp = _enter
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        pass  # the binder took what imports bind; nothing in one is a read
+
+    visit_ImportFrom = visit_Import
 
     def _report(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
         end_line = node.end_lineno or node.lineno
@@ -473,16 +513,17 @@ def _declared_set(env_vars: tuple[str, ...]) -> tuple[frozenset[str], frozenset[
 def _may_open_a_door(data: bytes, declared: frozenset[bytes]) -> bool:
     """Could this file open a door at all? Substring tests, at memchr speed: most files
     mention none of the words, and are never walked."""
-    # an environment read needs a declared name in quotes
-    if (
-        declared
-        and any(word in data for word in _ENV_WORDS)
-        and not declared.isdisjoint(_QUOTED_NAME.findall(data))
-    ):
-        return True
     if b".state" in data and any(word in data for word in _CONTEXT_WORDS):
         return True
-    return b"state_dict" in data and b"configbags" in data
+    if b"state_dict" in data and b"configbags" in data:
+        return True
+    if not declared or not any(word in data for word in _ENV_WORDS):
+        return False
+    # An environment read needs a declared name: a few are looked for one by one, many
+    # through one pass over the quoted names.
+    if len(declared) <= _FEW_NAMES:
+        return any(name in data for name in declared)
+    return not declared.isdisjoint(_QUOTED_NAME.findall(data))
 
 
 def find_doors(tree: ast.Module, data: bytes, settings: ScanSettings) -> list[tuple[Any, ...]]:
