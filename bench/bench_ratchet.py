@@ -62,6 +62,16 @@ _READS = [
     "accessors.get_server_args().{leaf}",
 ]
 _LEAVES = ["tp_size", "pp_size", "page_size", "dp_size", "attention_backend", "kv_cache_dtype"]
+# Reads around the record (configbags.migrate.doors): every module imports os and
+# get_context and has a `self.state`, so every one is walked for them, not only
+# prechecked. Some reads are raw env reads of declared variables; the context is read
+# only through its scoped doors (a readback would fail the check right after init).
+_ENV = {"SGLANG_TP_SIZE": "tp_size", "SGLANG_PAGE_SIZE": "page_size"}
+_DOOR_READS = [
+    'os.environ.get("SGLANG_PAGE_SIZE", "16")',
+    'os.getenv("SGLANG_TP_SIZE")',
+    'get_context().bag("parallel").{leaf}',
+]
 
 
 def _method(rng: random.Random, index: int, reads: bool) -> list[str]:
@@ -76,7 +86,11 @@ def _method(rng: random.Random, index: int, reads: bool) -> list[str]:
     lines.append(f"                total -= position // {rng.randint(2, 7)}")
     if reads:
         spelling = rng.choice(_READS if arg == "server_args" else _READS[:2] + _READS[3:])
+        if rng.random() < 0.2:
+            spelling = rng.choice(_DOOR_READS)
         lines.append(f"        total += int(bool({spelling.format(leaf=rng.choice(_LEAVES))}))")
+    elif rng.random() < 0.05:
+        lines.append('        total += int(os.environ.get("CUDA_VISIBLE_DEVICES", "0")[:1] or 0)')
     lines.append("        queue = [item for item in self.pending if item is not None]")
     lines.append("        self.pending = queue[: limit]")
     lines.append("        return total + len(queue)")
@@ -91,10 +105,11 @@ def synthetic_module(rng: random.Random, number: int, target_lines: int) -> str:
         "from __future__ import annotations",
         "",
         "import math",
+        "import os",
         "from dataclasses import dataclass",
         "",
         "from generated import accessors",
-        "from configbags.generated.accessors import get_server_args",
+        "from configbags.generated.accessors import get_context, get_server_args",
         "",
         f"LIMIT_{number} = {rng.randint(100, 999)}",
         "",
@@ -111,6 +126,7 @@ def synthetic_module(rng: random.Random, number: int, target_lines: int) -> str:
             "        self.server_args = server_args",
             "        self.weights = weights or [1, 2, 3]",
             "        self.pending: list[int | None] = []",
+            '        self.state = "ready"',
             "",
         ]
         for index in range(rng.randint(6, 12)):
@@ -160,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             project = args.root.resolve()
             label = str(project)
-        settings = ScanSettings(roots=(".",), max_bytes=50_000_000)
+        settings = ScanSettings(roots=(".",), max_bytes=50_000_000, env_vars=tuple(sorted(_ENV)))
         files = list_files(project, settings)
         paths = [project / f for f in files]
         total_lines = sum(p.read_bytes().count(b"\n") for p in paths)
@@ -211,8 +227,11 @@ def _whole_processes(args: argparse.Namespace, label: str) -> None:
             root = args.root.resolve()
         schema = project / "schema"
         (schema / "namespaces").mkdir(parents=True)
+        env_of = {leaf: env for env, leaf in _ENV.items()}
         leaves = "".join(
-            f"  {leaf}: {{type: str, default: x, help: h, owner: launcher, override: startup}}\n"
+            f"  {leaf}: {{type: str, default: x, help: h, owner: launcher, override: startup"
+            + (f", env: {env_of[leaf]}" if leaf in env_of else "")
+            + "}\n"
             for leaf in _LEAVES
         )
         (schema / "namespaces" / "parallel.yaml").write_text(_NAMESPACE + leaves)

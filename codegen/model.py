@@ -270,6 +270,18 @@ class Schema:
     def top_level(self) -> tuple[str, ...]:
         return tuple(ns.path for ns in self.namespaces if "." not in ns.path)
 
+    @property
+    def env_leaves(self) -> dict[str, str]:
+        """Every declared environment variable, a leaf's `env:` and its old names', -> the
+        leaf, sorted: the variables whose raw reads the read ratchet holds."""
+        bound = {
+            env: leaf.name
+            for leaf in self.leaves
+            for env in (leaf.env, *(old.env for old in leaf.renamed_from))
+            if env
+        }
+        return dict(sorted(bound.items()))
+
     def children(self, path: str) -> tuple[Namespace, ...]:
         return tuple(ns for ns in self.namespaces if ns.parent == path)
 

@@ -251,6 +251,7 @@ class RenderModel:
     resolution: str
     writes: tuple[AllowlistEntry, ...]
     override_policies: tuple[Kwarg, ...]  # leaf -> its override policy
+    env_leaves: tuple[Kwarg, ...]  # declared environment variable -> its leaf
     accessor_exprs: tuple[Kwarg, ...]
     leaf_count: int
     rules: tuple[RuleRow, ...]
@@ -327,6 +328,7 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         override_policies=tuple(
             Kwarg(py(leaf.name), py(leaf.policy.value)) for leaf in sorted(schema.leaves, key=lambda x: x.name)
         ),
+        env_leaves=tuple(Kwarg(py(env), py(leaf)) for env, leaf in schema.env_leaves.items()),
         accessor_exprs=tuple(
             Kwarg(py(x.name), py(accessor_expression(x.namespace, x.name)))
             for x in sorted(schema.values, key=lambda x: x.name)

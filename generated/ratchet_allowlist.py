@@ -26,7 +26,8 @@
 #   schema/settings.yaml
 # Regenerate: configbags gen --schema schema --package configbags.generated --out generated
 """The read ratchet's scan settings, allowlist and write baseline (from schema/ratchet.yaml),
-each leaf's override policy, and the accessor that replaces a raw read of each leaf."""
+each leaf's override policy, the declared environment variables (raw reads of them are held
+too) with their leaves, and the accessor that replaces a raw read of each leaf."""
 
 from __future__ import annotations
 
@@ -49,7 +50,14 @@ MIN_FILES: int = 5
 RECORD_DICTS: tuple[str, ...] = ()
 RESOLUTION: tuple[str, ...] = ()
 
-ALLOWLIST: tuple[AllowEntry, ...] = ()
+ALLOWLIST: tuple[AllowEntry, ...] = (
+    AllowEntry(
+        file="runtime/dist.py",
+        function="state_dict",
+        leaf="Context.state",
+        reason="state_dict is the readback itself: the runtime's transport of the whole state to other processes and ranks, never called by role code",
+    ),
+)
 
 WRITES: tuple[AllowEntry, ...] = ()
 
@@ -214,6 +222,13 @@ OVERRIDE_POLICIES: dict[str, str] = {
     "uses_mamba_radix_cache": "startup",
     "watchdog_timeout": "startup",
     "weight_version": "runtime",
+}
+
+ENV_LEAVES: dict[str, str] = {
+    "SGLANG_ADMIN_API_KEY": "admin_api_key",
+    "SGLANG_API_KEY": "api_key",
+    "SGLANG_LOG_LEVEL": "log_level",
+    "SGLANG_TORCH_PROFILER_DIR": "torch_profiler_dir",
 }
 
 ACCESSORS: dict[str, str] = {

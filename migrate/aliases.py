@@ -5,8 +5,8 @@ means).
 
 Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). It
 parses every file (so broken files are reported), but walks only the statements, at any
-depth, whose lines mention a name through which the record can be reached (one regex over
-the bytes). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
+depth, whose lines mention a name through which the record can be reached (a substring
+scan of the bytes per name). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
 a wrapper), it starts again with the larger set, so pruning never hides a binding. Results
 are cached by content hash, so a warm re-scan parses nothing.
 """
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -446,9 +444,14 @@ class _Pruned(ast.NodeVisitor):
             if (
                 not isinstance(node, ast.stmt)
                 or isinstance(node, (ast.Global, ast.Nonlocal))
-                or _mentions(lines, _statement_span(node))
+                or mentions(lines, statement_span(node))
             ):
                 self.visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # ast.NodeVisitor's own visit_Constant looks for deprecated visit_Num & co. on
+        # every constant; a constant holds nothing to visit
+        pass
 
     def generic_visit(self, node: ast.AST) -> None:
         for field in node._fields:
@@ -912,20 +915,29 @@ class _Reader(_Pruned):
         return "*"
 
 
-@functools.lru_cache(maxsize=64)
-def _names_regex(names: frozenset[str]) -> re.Pattern[bytes]:
-    ordered = sorted(names, key=lambda n: (-len(n), n))
-    return re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in ordered) + rb")\b")
+# What `\b` in a bytes regex counts as a word character.
+_WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
 
 
-def _mention_lines(data: bytes, regex: re.Pattern[bytes], names: Iterable[str] = ()) -> list[int]:
-    # Substring tests run at memchr speed; most files mention no name, and skip the regex.
-    if names and not any(name.encode() in data for name in names):
-        return []
+def mention_lines(data: bytes, names: Iterable[str]) -> list[int]:
+    """The lines (1-based, sorted) where one of `names` (identifiers) occurs as a whole
+    word, as `\b(?:name|...)\b` would find them. One `bytes.find` scan per name runs at
+    memchr speed: several times faster than a regex alternation tried at every offset,
+    and most files mention no name at all."""
+    starts: list[int] = []
+    size = len(data)
+    for name in names:
+        word = name.encode()
+        at = data.find(word)
+        while at >= 0:
+            end = at + len(word)
+            if (at == 0 or data[at - 1] not in _WORD_BYTES) and (end == size or data[end] not in _WORD_BYTES):
+                starts.append(at)
+            # an identifier cannot occur as a whole word inside another occurrence of it
+            at = data.find(word, end)
     lines: list[int] = []
     line, previous = 1, 0
-    for match in regex.finditer(data):
-        start = match.start()
+    for start in sorted(starts):
         line += data.count(b"\n", previous, start)
         previous = start
         if not lines or lines[-1] != line:
@@ -933,14 +945,14 @@ def _mention_lines(data: bytes, regex: re.Pattern[bytes], names: Iterable[str] =
     return lines
 
 
-def _statement_span(stmt: ast.stmt) -> tuple[int, int]:
+def statement_span(stmt: ast.stmt) -> tuple[int, int]:
     start = stmt.lineno
     for decorator in getattr(stmt, "decorator_list", ()):
         start = min(start, decorator.lineno)
     return start, stmt.end_lineno or stmt.lineno
 
 
-def _mentions(lines: list[int], span: tuple[int, int]) -> bool:
+def mentions(lines: list[int], span: tuple[int, int]) -> bool:
     index = bisect.bisect_left(lines, span[0])
     return index < len(lines) and lines[index] <= span[1]
 
@@ -958,7 +970,7 @@ def analyse(tree: ast.Module, data: bytes, settings: ScanSettings) -> tuple[list
     # (or rename, self attribute, wrapper) must look again at the lines that mention it.
     # Each round starts afresh, so pruning never hides a binding found later.
     while True:
-        lines = _mention_lines(data, _names_regex(names), names)
+        lines = mention_lines(data, names)
         if not lines:
             return [], []
         analysis = _Analysis(settings, lines)

@@ -3,11 +3,16 @@ baseline, exactly and in both directions.
 
 Keyed by (file, function, leaf): a read without an entry fails and names the accessor to
 use instead; an entry without a read fails until it is removed, so the allowlist only ever
-shrinks (`configbags ratchet update` removes such entries). Writes work the same way
-against `writes:`, except inside the resolution phase (`scan.resolution`: the legacy
-resolution, run as a hook before publish), where they are allowed. Renamed raw accessors
-fail whatever the lists say, and so does a scan that read too few files or could not read
-one: a ratchet that sees nothing passes everything.
+shrinks (`configbags ratchet update` removes such entries). Raw environment reads of
+declared variables (leaf `$NAME`) are held the same way. Operator readbacks in role code
+(leaf `Context.state` or `dist.state_dict`) fail naming the role-scoped doors, and only an
+entry with a reason of its own allows one (genuine operator code, an admin endpoint):
+`ratchet init` never baselines them.
+
+Writes work the same way against `writes:`, except inside the resolution phase
+(`scan.resolution`: the legacy resolution, run as a hook before publish), where they are
+allowed. Renamed raw accessors fail whatever the lists say, and so does a scan that read
+too few files or could not read one: a ratchet that sees nothing passes everything.
 """
 
 from __future__ import annotations
@@ -20,6 +25,10 @@ from typing import Any
 import attrs
 
 from configbags.migrate.scanmodel import (
+    ENV_MARK,
+    READBACKS,
+    STATE_DICT_READBACK,
+    STATE_READBACK,
     WRITE_KINDS,
     Entry,
     Read,
@@ -29,6 +38,11 @@ from configbags.migrate.scanmodel import (
 )
 
 REASON_PLACEHOLDER = "<why this read stays raw>"
+READBACK_PLACEHOLDER = "<why this is operator code, not role code>"
+# Reasons the tools write themselves: `ratchet init`'s baseline, and `ratchet fix`'s
+# refusals (prefixed). Neither says why a readback is operator code.
+BASELINE = "baseline"
+FIX_REFUSED = "fix refused: "
 
 # How each spelling reached the record, for messages.
 _VIA = {
@@ -43,13 +57,27 @@ _VIA = {
     "record_dict": "a dict copy of the record",
 }
 
+# How each environment read is spelled, for messages.
+_ENV_FORMS = {
+    "environ_subscript": "os.environ[...]",
+    "environ_get": "os.environ.get(...)",
+    "environ_in": "... in os.environ",
+    "getenv": "os.getenv(...)",
+}
+_READBACK_WHAT = {
+    STATE_READBACK: "`.state` of the config context",
+    STATE_DICT_READBACK: "configbags.runtime.dist.state_dict",
+}
+
 
 Key = tuple[str, str, str]
 
 
 @attrs.frozen
 class Failure:
-    kind: str  # new_read, stale_entry, write, renamed_accessor, unreadable, too_few_files, entry
+    # new_read, operator_readback, stale_entry, write, renamed_accessor, unreadable,
+    # too_few_files, entry
+    kind: str
     message: str
 
 
@@ -172,6 +200,41 @@ def suggestion(leaf: str, accessors: Mapping[str, str], origin: str = "process",
     return f"use {accessor} instead (`configbags ratchet fix` rewrites it)"
 
 
+def explained(reason: str) -> bool:
+    """Does an allowlist entry for an operator readback say why, in a person's words?"""
+    text = reason.strip()
+    return bool(text) and text not in (BASELINE, READBACK_PLACEHOLDER) and not text.startswith(FIX_REFUSED)
+
+
+def env_suggestion(name: str, env_leaves: Mapping[str, str], accessors: Mapping[str, str]) -> str:
+    """What to read instead of environment variable `name`, in words."""
+    leaf = env_leaves.get(name)
+    if leaf is None or leaf not in accessors:
+        return "it sets a config leaf: read the leaf through its accessor instead, by hand"
+    return (
+        f"it sets leaf {leaf!r}, so use {accessors[leaf]} instead, by hand: the accessor has the "
+        f"value resolved over every layer (config file, environment, flags, overrides), the "
+        f"environment alone is one of them"
+    )
+
+
+def _readback_failure(key: Key, reads: list[Read], allowlist_file: str) -> Failure:
+    file, function, leaf = key
+    lines = sorted({r.line for r in reads})
+    also = f" (also line{'s' if len(lines) > 2 else ''} {', '.join(map(str, lines[1:]))})" if lines[1:] else ""
+    return Failure(
+        "operator_readback",
+        f"{file}:{lines[0]} ({function}): an operator readback in role code: "
+        f"{_READBACK_WHAT.get(leaf, leaf)}{also}. It holds every namespace and bypasses role "
+        f"scoping (the enforce and record modes), so role code does not read config through "
+        f"it: read the leaves through the generated accessors (cfg, get_<namespace>()), or "
+        f"ctx.bag(path) or ctx.snapshot(), which are scoped to the role.\n"
+        f"    If this is operator code (an HTTP admin endpoint, say), allowlist it in "
+        f"{allowlist_file} with the reason:\n"
+        f"      - {entry_flow(file, function, leaf, READBACK_PLACEHOLDER)}",
+    )
+
+
 def check(
     result: ScanResult,
     allowlist: Iterable[Any],
@@ -185,10 +248,13 @@ def check(
     policies: Mapping[str, str] | None = None,
     generated: str | None = None,
     regenerate: str = "configbags gen",
+    env_leaves: Mapping[str, str] | None = None,
 ) -> CheckReport:
     """Compare `result` with `allowlist` and `writes` (Entry-like objects or mappings).
     `generated`: the lists come from this generated module, a copy of `allowlist_file`
-    made by `regenerate`, so messages say where to edit and to regenerate."""
+    made by `regenerate`, so messages say where to edit and to regenerate. `env_leaves`
+    (declared environment variable -> its leaf) names the leaf and accessor in the message
+    for a raw environment read."""
     if min_files is None:
         # imported only when not given: the generator is slow to import
         from configbags.codegen.model import DEFAULT_MIN_FILES
@@ -248,25 +314,47 @@ def check(
     entries = _entries(allowlist, "allowlist", allowlist_file, failures)
     write_entries = _entries(writes, "writes", allowlist_file, failures)
 
+    for key in sorted(entries.keys() & reads_by_key.keys()):
+        reason = entries[key].reason
+        if key[2] in READBACKS and reason.strip() and not explained(reason):
+            failures.append(
+                Failure(
+                    "entry",
+                    f"{allowlist_file}: allowlist entry {entry_flow(*key)} allows an operator "
+                    f"readback with reason {reason!r}: say why this is operator "
+                    f"code, not role code (a readback is never baselined), or read through "
+                    f"the role-scoped accessors instead.",
+                )
+            )
+
     for key in sorted(reads_by_key.keys() - entries.keys()):
         file, function, leaf = key
         reads = sorted(reads_by_key[key], key=lambda r: (r.line, r.col))
+        if leaf in READBACKS:
+            failures.append(_readback_failure(key, reads, allowlist_file))
+            continue
         first = reads[0]
         where = f"{file}:{first.line} ({function})"
         more = sorted({r.line for r in reads} - {first.line})
         also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
-        what = "a dynamic or whole-record read" if leaf == "*" else f"a raw read of {leaf!r}"
-        via = _VIA.get(first.via, first.via)
-        # the least provable origin among the key's reads decides whether fix can help
-        origin = functools.reduce(join_origin, (r.origin for r in reads))
-        advice = suggestion(leaf, accessors, origin, first.via)
+        if leaf.startswith(ENV_MARK):
+            name = leaf[len(ENV_MARK) :]
+            what = f"a raw read of environment variable {name} ({_ENV_FORMS.get(first.form, first.form)})"
+            instead = env_suggestion(name, env_leaves or {}, accessors)
+        else:
+            what = "a dynamic or whole-record read" if leaf == "*" else f"a raw read of {leaf!r}"
+            via = _VIA.get(first.via, first.via)
+            what += f" through {via}"
+            # the least provable origin among the key's reads decides whether fix can help
+            origin = functools.reduce(join_origin, (r.origin for r in reads))
+            instead = suggestion(leaf, accessors, origin, first.via)
         if in_resolution(file, function, resolution):
             # runs before publish: no accessor can replace it, and fix never rewrites it
-            advice = "it is in the resolution phase (scan.resolution), which runs before publish and reads the record it resolves; allowlist it"
+            instead = "it is in the resolution phase (scan.resolution), which runs before publish and reads the record it resolves; allowlist it"
         failures.append(
             Failure(
                 "new_read",
-                f"{where}: {what} through {via}{also}; {advice}.\n"
+                f"{where}: {what}{also}; {instead}.\n"
                 f"    If it must stay raw, allowlist it with a reason in {add_in}:\n"
                 f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
             )

@@ -20,13 +20,22 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from configbags.migrate.check import check, stale_keys, stale_write_keys, write_keys
+from configbags.migrate.check import (
+    BASELINE,
+    FIX_REFUSED,
+    check,
+    explained,
+    stale_keys,
+    stale_write_keys,
+    write_keys,
+)
 from configbags.migrate.scan import ScanSettings, default_cache_path, default_jobs, scan_tree
-from configbags.migrate.scanmodel import WRITE_KINDS, Entry, ScanResult
+from configbags.migrate.scanmodel import READBACKS, WRITE_KINDS, Entry, ScanResult
 from configbags.migrate.settings import (
     RATCHET_FILE,
     RatchetConfigError,
     RatchetInputs,
+    declared_env,
     edit_allowlist,
     load_from_generated,
     load_from_schema,
@@ -37,13 +46,14 @@ from configbags.migrate.settings import (
 if TYPE_CHECKING:
     from configbags.migrate.fix import FixReport
 
-BASELINE = "baseline"
-FIX_REFUSED = "fix refused: "
+__all__ = ["BASELINE", "FIX_REFUSED", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="configbags ratchet", description="Hold raw ServerArgs reads and writes to an allowlist."
+        prog="configbags ratchet",
+        description="Hold raw ServerArgs reads and writes, raw reads of declared environment "
+        "variables and operator readbacks in role code to an allowlist.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -163,6 +173,7 @@ def _check(args: argparse.Namespace) -> int:
         writes=inputs.writes,
         resolution=inputs.resolution,
         policies=inputs.policies,
+        env_leaves=inputs.env_leaves,
         **generated,
     )
     print(report.render())
@@ -226,19 +237,28 @@ def _init(args: argparse.Namespace) -> int:
         record_class=str(scan.get("record_class") or defaults.record_class),
         record_attributes=tuple(scan.get("record_attributes") or defaults.record_attributes),
         record_dicts=merged("record_dicts", args.record_dict),
+        env_vars=tuple(declared_env(schema)),
     )
     resolution = merged("resolution", args.resolution)
     result = scan_tree(project, settings, jobs=_jobs(args))
 
     # Keep the reason of an entry that still matches: init must not erase why.
-    def baseline(key: str, found: set[tuple[str, str, str]]) -> list[Entry]:
-        kept = {
+    def kept_reasons(key: str) -> dict[tuple[str, str, str], str]:
+        return {
             (str(e.get("file")), str(e.get("function")), str(e.get("leaf"))): str(e.get("reason") or "")
             for e in previous.get(key) or ()
         }
+
+    def baseline(key: str, found: set[tuple[str, str, str]]) -> list[Entry]:
+        kept = kept_reasons(key)
         return [Entry(*k, kept.get(k) or BASELINE) for k in sorted(found)]
 
-    entries = baseline("allowlist", {(r.file, r.function, r.leaf) for r in result.reads})
+    # An operator readback is not a legacy read to baseline: role code must not use it, so
+    # only an entry that already says why (operator code) survives; the rest fail check.
+    explicit = {k for k, reason in kept_reasons("allowlist").items() if k[2] in READBACKS and explained(reason)}
+    readbacks = [r for r in result.reads if r.leaf in READBACKS and (r.file, r.function, r.leaf) not in explicit]
+    found = {(r.file, r.function, r.leaf) for r in result.reads}
+    entries = baseline("allowlist", {k for k in found if k[2] not in READBACKS} | (explicit & found))
     writes = baseline("writes", write_keys(result, resolution))
     schema.mkdir(parents=True, exist_ok=True)
     min_files = scan.get("min_files")
@@ -263,6 +283,13 @@ def _init(args: argparse.Namespace) -> int:
                 f"warning: {violation.file}:{violation.line}: {violation.kind} "
                 f"(`{violation.detail}`) cannot be listed; `ratchet check` fails until it is gone"
             )
+    for read in sorted(readbacks, key=lambda r: (r.file, r.line, r.col)):
+        print(
+            f"warning: {read.file}:{read.line}: operator readback {read.leaf} in {read.function} "
+            f"is not baselined: role code reads through the accessors, ctx.bag() or "
+            f"ctx.snapshot(); `ratchet check` fails until it does, or until an allowlist entry "
+            f"says why this is operator code"
+        )
     for problem in result.problems:
         print(f"warning: {problem.file}: not scanned: {problem.reason}")
     print(f"next: run {_gen_hint(args.schema, project, result, settings.roots)} so the generated ratchet_allowlist follows")

@@ -6,7 +6,8 @@ raw read (so fix and check can never disagree); libcst does the rewriting, so fo
 and comments outside the rewritten expressions stay byte for byte.
 
 Fix refuses what it cannot prove safe, and says why: writes; dynamic `getattr`; whole-record
-reads (`vars`, `asdict`, `__dict__`); `hasattr`; names that are not config leaves; a
+reads (`vars`, `asdict`, `__dict__`); `hasattr`; raw environment reads and operator
+readbacks (configbags.migrate.doors: neither reads the record); names that are not config leaves; a
 `getattr` default that could have side effects; an accessor name already bound to
 something else in the module. The refusal reason is what `ratchet fix` writes into the
 allowlist entry, so every read that stays raw says why.
@@ -150,6 +151,14 @@ CLASS_REASON = (
     "reads the record class's default, not the published value (on a slotted class, a "
     "member descriptor); rewrite by hand"
 )
+ENV_REASON = (
+    "reads the environment variable itself, one layer of the leaf's value; the accessor has "
+    "the value resolved over every layer, so what the code sees may change: rewrite by hand"
+)
+READBACK_REASON = (
+    "an operator readback, not a record read: read the leaves through the accessors, "
+    "ctx.bag() or ctx.snapshot() by hand, or allowlist it with the reason it is operator code"
+)
 
 
 RESOLUTION_REASON = (
@@ -168,6 +177,10 @@ def written_reason(leaf: str, where: str) -> str:
 
 def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: bool = False) -> str | None:
     """Why `read` cannot be rewritten without looking at the code, or None."""
+    if read.via == "environ":
+        return ENV_REASON
+    if read.via == "readback":
+        return READBACK_REASON
     if read.via == "record_dict":
         return DICT_REASON
     if read.via == "class":

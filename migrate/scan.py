@@ -23,6 +23,10 @@ Files with a "Code generated ... DO NOT EDIT." header are skipped only inside a 
 package (configbags.migrate.generated); elsewhere the header hides nothing. Special files
 and unreadable ones are reported, never opened (configbags.migrate.files).
 
+Reads that go around the accessors without touching the record are reported as reads too
+(configbags.migrate.doors): raw environment reads of declared variables (leaf `$NAME`) and
+operator readbacks (`Context.state`, `dist.state_dict`).
+
 Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
 the check fails on them whatever the allowlist says.
@@ -42,6 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from configbags.migrate.aliases import analyse
+from configbags.migrate.doors import find_doors
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
@@ -105,8 +110,14 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
 
-    reads, violations = analyse(tree, data, settings)
-    return FileScan(reads=tuple(reads), violations=tuple(violations), generated=generated)
+    try:
+        reads, violations = analyse(tree, data, settings)
+        doors = find_doors(tree, data, settings)
+    except RecursionError:
+        # ast.parse accepts expressions nested deeper (a long attribute chain) than the
+        # recursive walks here can follow; unread, the file must not pass unseen
+        return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
+    return FileScan(reads=(*reads, *doors), violations=tuple(violations), generated=generated)
 
 
 # Below this many files to parse, worker processes cost more than they save.

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 7
+SCANNER_VERSION = 8  # 7 was taken by two branches at once: the merged analysis is new
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -42,6 +42,18 @@ def join_origin(a: str, b: str) -> str:
 
 Reach = tuple[str, str]  # (via, origin)
 
+# Reads that go around the accessors without touching the record (configbags.migrate.doors)
+# are keyed like record reads, with a `leaf` no leaf name can be:
+ENV_MARK = "$"  # `$NAME`: a raw read of the declared environment variable NAME
+STATE_READBACK = "Context.state"  # `.state` of a config context
+STATE_DICT_READBACK = "dist.state_dict"  # configbags.runtime.dist.state_dict
+READBACKS = frozenset({STATE_READBACK, STATE_DICT_READBACK})
+
+
+def env_subject(name: str) -> str:
+    """The `leaf` of a raw read of environment variable `name`."""
+    return ENV_MARK + name
+
 
 @attrs.frozen
 class ScanSettings:
@@ -55,6 +67,9 @@ class ScanSettings:
     # Module-global dict copies of the record (`global_server_args_dict`): read and
     # written by key, so `d["x"]`, `d.get("x")`, `"x" in d` and `d.update(...)` count.
     record_dicts: tuple[str, ...] = ()
+    # Environment variables the schema declares (leaves' `env:` and their old names): a raw
+    # read of one is reported, since the leaf's accessor has the value of every layer.
+    env_vars: tuple[str, ...] = ()
     # Bigger files are reported, not parsed: a multi-megabyte .py is data, not code.
     max_bytes: int = 4_000_000
 
@@ -66,6 +81,7 @@ class ScanSettings:
             self.record_class,
             ",".join(self.record_attributes),
             ",".join(self.record_dicts),
+            ",".join(self.env_vars),
             str(self.max_bytes),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
@@ -84,13 +100,19 @@ class Entry(NamedTuple):
 class Read(NamedTuple):
     file: str
     function: str  # enclosing qualname, `<module>` for module-level code
-    leaf: str  # attribute name; `*` for a dynamic getattr or a whole-record read
+    # attribute name; `*` for a dynamic getattr or a whole-record read; `$NAME` for an
+    # environment read, `Context.state` / `dist.state_dict` for an operator readback
+    leaf: str
     line: int
     col: int  # ast columns: UTF-8 byte offsets
     end_line: int
     end_col: int
-    via: str  # how the record was reached: accessor, alias, parameter, attribute, ...
-    form: str  # attribute, getattr, getattr_default, getattr_dynamic, hasattr, whole
+    # how the record was reached: accessor, alias, parameter, attribute, ...; `environ` and
+    # `readback` for the doors around the record
+    via: str
+    # attribute, getattr, getattr_default, getattr_dynamic, hasattr, whole; environ_subscript,
+    # environ_get, environ_in, getenv; state, state_dict
+    form: str
     # Which record it is, as far as the code shows (see ORIGINS): what `ratchet fix` may
     # assume. Defaulted so rows written by hand in tests stay short.
     origin: str = "process"

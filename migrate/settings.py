@@ -1,7 +1,8 @@
 """Where the ratchet's inputs come from, and how ratchet.yaml is edited.
 
-Inputs are the scan settings, the allowlist, the write baseline, the resolution phase and
-the leaf -> accessor and leaf -> policy maps. They load either from a schema folder
+Inputs are the scan settings, the allowlist, the write baseline, the resolution phase,
+the leaf -> accessor and leaf -> policy maps, and the declared environment variables with
+their leaves (raw reads of them are held like record reads). They load either from a schema folder
 (`ratchet.yaml` plus `namespaces/*.yaml`, the source of truth) or from a generated
 `ratchet_allowlist` module (what CI holds the tree to). Loading a schema validates it
 with the generator's own loader, which costs more than a warm check may take; so the
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 # cached inputs as JSON and never pays for it.
 RATCHET_FILE = "ratchet.yaml"
 INPUTS_CACHE = Path(".configbags-cache") / "ratchet-inputs.json"
-_INPUTS_FORMAT = 1
+# 2: the declared environment variables (`env_leaves`, `settings.env_vars`)
+_INPUTS_FORMAT = 2
 
 
 class RatchetConfigError(Exception):
@@ -53,6 +55,8 @@ class RatchetInputs:
     writes: tuple[Entry, ...] = ()  # writes outside the resolution phase kept for now
     resolution: tuple[str, ...] = ()  # functions whose writes are the legacy resolution
     policies: Mapping[str, str] = attrs.field(factory=dict)  # leaf -> override policy
+    # declared environment variable -> its leaf; the scan settings' env_vars are its keys
+    env_leaves: Mapping[str, str] = attrs.field(factory=dict)
 
 
 def read_ratchet_yaml(path: Path) -> dict[str, Any]:
@@ -122,6 +126,7 @@ def _load_validated(schema: Path) -> RatchetInputs:
         problems = "\n  ".join(map(str, exc.errors))
         raise RatchetConfigError(f"the schema in {schema} is invalid:\n  {problems}") from exc
     scan = ratchet["scan"]
+    env_leaves = loaded.env_leaves
     settings = ScanSettings(
         roots=tuple(scan["roots"]),
         excludes=tuple(scan.get("excludes", ())),
@@ -129,6 +134,7 @@ def _load_validated(schema: Path) -> RatchetInputs:
         record_class=scan["record_class"],
         record_attributes=tuple(scan["record_attributes"]),
         record_dicts=tuple(scan.get("record_dicts", ())),
+        env_vars=tuple(sorted(env_leaves)),
     )
 
     def entries(key: str) -> tuple[Entry, ...]:
@@ -147,7 +153,31 @@ def _load_validated(schema: Path) -> RatchetInputs:
         writes=entries("writes"),
         resolution=tuple(scan.get("resolution", ())),
         policies={leaf.name: leaf.policy for leaf in loaded.leaves},
+        env_leaves=env_leaves,
     )
+
+
+def declared_env(schema: Path) -> dict[str, str]:
+    """The declared environment variables -> their leaves, from the namespace files alone
+    (for `ratchet init`, which may run before ratchet.yaml exists or to replace a broken
+    one); validated by the generator's loader. No namespaces folder declares none."""
+    schema = schema.resolve()
+    if not (schema / "namespaces").is_dir():
+        return {}
+    from configbags.codegen.errors import SchemaInvalid
+    from configbags.codegen.model import load_schema
+
+    try:
+        try:
+            with _without_ratchet(schema) as view:
+                return load_schema(view).env_leaves
+        except OSError:  # no symlinks here: the whole folder
+            return load_schema(schema).env_leaves
+    except SchemaInvalid as exc:
+        problems = "\n  ".join(map(str, exc.errors))
+        raise RatchetConfigError(
+            f"the schema in {schema} is invalid, so its environment variables are unknown:\n  {problems}"
+        ) from exc
 
 
 def _fast_ratchet(path: Path) -> dict[str, Any] | None:
@@ -234,7 +264,11 @@ def _read_inputs_cache(path: Path, key: str, schema: Path) -> RatchetInputs | No
             record_class=str(scan["record_class"]),
             record_attributes=_strings(scan["record_attributes"]),
             record_dicts=_strings(scan["record_dicts"]),
+            env_vars=_strings(scan["env_vars"]),
         )
+        env_leaves = {str(k): str(v) for k, v in raw["env_leaves"].items()}
+        if tuple(env_leaves) != settings.env_vars:
+            return None
         return RatchetInputs(
             project=schema.parent,
             settings=settings,
@@ -245,6 +279,7 @@ def _read_inputs_cache(path: Path, key: str, schema: Path) -> RatchetInputs | No
             writes=tuple(Entry(*_strings(e)) for e in raw["writes"]),
             resolution=_strings(raw["resolution"]),
             policies={str(k): str(v) for k, v in raw["policies"].items()},
+            env_leaves=env_leaves,
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
@@ -268,6 +303,7 @@ def _write_inputs_cache(path: Path, key: str, inputs: RatchetInputs) -> None:
             "record_class": s.record_class,
             "record_attributes": s.record_attributes,
             "record_dicts": s.record_dicts,
+            "env_vars": s.env_vars,
         },
         "allowlist": inputs.allowlist,
         "accessors": dict(inputs.accessors),
@@ -276,6 +312,7 @@ def _write_inputs_cache(path: Path, key: str, inputs: RatchetInputs) -> None:
         "writes": inputs.writes,
         "resolution": inputs.resolution,
         "policies": dict(inputs.policies),
+        "env_leaves": dict(inputs.env_leaves),
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -297,6 +334,8 @@ def load_from_generated(project: Path, module: str) -> RatchetInputs:
         raise RatchetConfigError(f"cannot import {name} from {project}: {exc}") from exc
     finally:
         sys.path.remove(str(project))
+    # absent from packages generated before the ratchet held environment reads
+    env_leaves = {str(k): str(v) for k, v in getattr(generated, "ENV_LEAVES", {}).items()}
     settings = ScanSettings(
         roots=tuple(generated.ROOTS),
         excludes=tuple(generated.EXCLUDES),
@@ -305,6 +344,7 @@ def load_from_generated(project: Path, module: str) -> RatchetInputs:
         record_attributes=tuple(generated.RECORD_ATTRIBUTES),
         # absent from packages generated before the ratchet knew them
         record_dicts=tuple(getattr(generated, "RECORD_DICTS", ())),
+        env_vars=tuple(sorted(env_leaves)),
     )
 
     def entries(name: str) -> tuple[Entry, ...]:
@@ -320,6 +360,7 @@ def load_from_generated(project: Path, module: str) -> RatchetInputs:
         writes=entries("WRITES"),
         resolution=tuple(getattr(generated, "RESOLUTION", ())),
         policies=dict(getattr(generated, "OVERRIDE_POLICIES", {})),
+        env_leaves=env_leaves,
     )
 
 

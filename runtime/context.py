@@ -157,7 +157,8 @@ class State:
 
     An operator readback, not a door for role code: it holds every namespace, so reading it
     bypasses role scoping (enforce) and the record-mode log. Role code reads its accessors,
-    `bag()` or `snapshot()`, which are scoped."""
+    `bag()` or `snapshot()`, which are scoped; the read ratchet reports `.state` of a context
+    in the scanned tree unless an allowlist entry says why it is operator code."""
 
     record: Any
     role: str
@@ -362,7 +363,8 @@ class Context(Generic[V]):
 
     @property
     def state(self) -> State:
-        """The current State: an operator readback (see `State`), not role-scoped."""
+        """The current State: an operator readback (see `State`), not role-scoped; the read
+        ratchet holds it out of role code."""
         state = self._state
         if state is None:
             raise NotPublishedError(

@@ -69,7 +69,8 @@ DEFAULT_TIMEOUT_S = 60.0
 def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
     """The published state as plain JSON-able data (format version 1). An operator
     readback and a transport for `import_state`, like `Context.state`: it holds every
-    namespace, unscoped by role, so role code does not read config through it.
+    namespace, unscoped by role, so role code does not read config through it (the read
+    ratchet reports it in the scanned tree unless an allowlist entry says why).
 
     `format`, `version`, `role`, `epoch`, `sealed`, `ranks`, `record` (leaf -> operator
     value), `log` (entries: epoch, source, leaf, namespace, old, new, wall_time) and

@@ -31,3 +31,4 @@ def test_the_generated_allowlist_says_the_same_as_the_schema() -> None:
     assert generated.settings == from_schema.settings
     assert sorted(generated.allowlist, key=_key) == sorted(from_schema.allowlist, key=_key)
     assert generated.accessors == from_schema.accessors
+    assert generated.env_leaves == from_schema.env_leaves

@@ -7,7 +7,8 @@
 #   schema/settings.yaml
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """The read ratchet's scan settings, allowlist and write baseline (from schema/ratchet.yaml),
-each leaf's override policy, and the accessor that replaces a raw read of each leaf."""
+each leaf's override policy, the declared environment variables (raw reads of them are held
+too) with their leaves, and the accessor that replaces a raw read of each leaf."""
 
 from __future__ import annotations
 
@@ -48,6 +49,17 @@ OVERRIDE_POLICIES: dict[str, str] = {
     "token": "startup",
     "verbose": "runtime",
     "width": "startup",
+}
+
+ENV_LEAVES: dict[str, str] = {
+    "TINY_BREADTH": "width",
+    "TINY_EXTRA": "extra",
+    "TINY_HOME": "home",
+    "TINY_ITEMS": "items",
+    "TINY_LOUD": "loud",
+    "TINY_NAME": "name",
+    "TINY_TOKEN": "token",
+    "TINY_WIDTH": "width",
 }
 
 ACCESSORS: dict[str, str] = {

@@ -6,7 +6,8 @@
 #   schema/roles.yaml
 # Regenerate: python -m configbags.codegen --schema schema --out expected  (make gen)
 """The read ratchet's scan settings, allowlist and write baseline (from schema/ratchet.yaml),
-each leaf's override policy, and the accessor that replaces a raw read of each leaf."""
+each leaf's override policy, the declared environment variables (raw reads of them are held
+too) with their leaves, and the accessor that replaces a raw read of each leaf."""
 
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ OVERRIDE_POLICIES: dict[str, str] = {
     "width": "startup",
     "widths": "startup",
 }
+
+ENV_LEAVES: dict[str, str] = {}
 
 ACCESSORS: dict[str, str] = {
     "budget": "get_core().tune.budget",

@@ -1,0 +1,546 @@
+"""Reads that go around the accessors without touching the raw record ("doors"), found so
+the ratchet can hold them to the allowlist like raw record reads:
+
+- a raw read of an environment variable the schema declares (a leaf's `env:`, or an old
+  name of it under `renamed_from`): `os.environ["NAME"]`, `os.environ.get("NAME")`,
+  `os.getenv("NAME")`, `"NAME" in os.environ`, also through `from os import environ` /
+  `getenv`, `import os as o` and aliases (`env = os.environ`, `get = os.environ.get`).
+  The environment is one layer of the leaf; its accessor has the value resolved over all
+  of them. Reported with leaf `$NAME`; an undeclared name or a key that is not a string
+  literal is not reported.
+- an operator readback: `.state` of a config context (`get_context().state`, `ctx.state`
+  after `ctx = get_context()`, and likewise `process_context`, the accessors' `publish`,
+  `import_state`, `from_state`, `publish_distributed`) and
+  `configbags.runtime.dist.state_dict`. Both hold every namespace and bypass role scoping,
+  so role code does not read through them. Reported with leaf `Context.state` or
+  `dist.state_dict`.
+
+A receiver counts only where the module's own imports and assignments show what it is:
+`self.state`, a parameter's `.state`, torch's `model.state_dict()` and the stdlib's
+`multiprocessing.get_context()` are never reported. A name is an alias only when every
+binding of it in its scope is the same door (flow-insensitive, like
+configbags.migrate.aliases).
+
+Speed: a file that mentions no trigger word is not walked at all (substring tests), and
+otherwise only statements whose lines mention a name of interest (or an import) are,
+growing the names and starting again when an alias is found, as the record analysis does.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import functools
+import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from configbags.migrate.aliases import mention_lines, statement_span
+from configbags.migrate.scanmodel import (
+    STATE_DICT_READBACK,
+    STATE_READBACK,
+    ScanSettings,
+    env_subject,
+)
+
+# What an expression is, as a "kind": the dotted path of what it names (`os.environ`,
+# `configbags.runtime.dist.state_dict`), or _CONTEXT for a config context object.
+_CONTEXT = "<context>"
+_ENVIRON = "os.environ"
+# callables that read one variable: path -> the form reported
+_ENV_GETTERS = {"os.environ.get": "environ_get", "os.getenv": "getenv"}
+_DIST = "configbags.runtime.dist"
+_STATE_DICT = f"{_DIST}.state_dict"
+_DIST_CONTEXTS = frozenset({f"{_DIST}.import_state", f"{_DIST}.from_state", f"{_DIST}.publish_distributed"})
+_CONTEXT_FUNCTIONS = frozenset({"get_context", "process_context"})
+# the stdlib's (and torch's copy of it) get_context returns a process-start method
+_NOT_CONFIG = frozenset({"multiprocessing", "multiprocess"})
+
+# A file can only open a door if it mentions one of these.
+_ENV_WORDS = (b"environ", b"getenv")
+_CONTEXT_WORDS = (b"get_context", b"process_context", b"publish", b"import_state", b"from_state")
+# Names of interest before any alias is known; `import` makes every import statement (and
+# whatever block holds it) visited, so a module's names are always known.
+_BASE_NAMES = frozenset(
+    {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
+    | _CONTEXT_FUNCTIONS
+)
+_FEW_NAMES = 16
+_QUOTED_NAME = re.compile(rb"""["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+
+
+def _is_context_source(path: str | None) -> bool:
+    """Does calling what `path` names return a config context?"""
+    if path is None or path == _CONTEXT:
+        return False
+    parts = path.split(".")
+    if parts[-1] in _CONTEXT_FUNCTIONS:
+        return not _NOT_CONFIG.intersection(parts)
+    if path in _DIST_CONTEXTS:
+        return True
+    # `publish` is a common name: only the generated accessors' (or configbags') counts
+    return parts[-1] == "publish" and len(parts) > 1 and (parts[-2] == "accessors" or parts[0] == "configbags")
+
+
+def _is_door(kind: str | None) -> bool:
+    """Is a name bound to this worth following (an alias of a door)?"""
+    return kind is not None and (
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT) or kind in _ENV_GETTERS or _is_context_source(kind)
+    )
+
+
+class _Imported(NamedTuple):
+    path: str  # the dotted path an import binds the name to
+
+
+_Value = ast.expr | _Imported | None  # None: bound to something that is no door
+
+
+class _Scope:
+    __slots__ = ("bindings", "globals", "kind", "nonlocals", "parent", "qualname")
+
+    def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
+        self.kind = kind  # module, class, function, lambda, comprehension
+        self.qualname = qualname
+        self.parent = parent
+        # name -> every binding in this scope: (value, the scope the value is evaluated in)
+        self.bindings: dict[str, list[tuple[_Value, _Scope]]] = {}
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+
+    def child_prefix(self) -> str:
+        return "" if self.kind == "module" else self.qualname + "."
+
+
+class _Doors:
+    """One module's scopes and bindings, and what its expressions are."""
+
+    def __init__(self, lines: list[int]) -> None:
+        self.lines = lines  # lines that mention a name of interest, sorted
+        self.module = _Scope("module", "<module>", None)
+        self.scopes: list[_Scope] = [self.module]
+        self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
+        self.kept: dict[int, list[ast.AST]] = {}  # id(statement list) -> the ones walked
+        self._names: dict[tuple[int, str], str | None] = {}  # memo of name kinds
+
+    def kind(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """What `expr` evaluates to, as far as the module shows: the dotted path it names,
+        _CONTEXT, or None (anything else, or unknown)."""
+        if isinstance(expr, ast.Name):
+            return self.name_kind(expr.id, scope)
+        if isinstance(expr, ast.Attribute):
+            base = self.kind(expr.value, scope)
+            return f"{base}.{expr.attr}" if base is not None and base != _CONTEXT else None
+        if isinstance(expr, ast.Call):
+            return _CONTEXT if _is_context_source(self.kind(expr.func, scope)) else None
+        if isinstance(expr, ast.NamedExpr):
+            return self.kind(expr.value, scope)
+        # `context or get_context()`: a branch that is a door makes the value one
+        branches: list[ast.expr] = []
+        if isinstance(expr, ast.IfExp):
+            branches = [expr.body, expr.orelse]
+        elif isinstance(expr, ast.BoolOp):
+            branches = list(expr.values)
+        for branch in branches:
+            found = self.kind(branch, scope)
+            if found is not None:
+                return found
+        return None
+
+    def name_kind(self, name: str, scope: _Scope) -> str | None:
+        """The kind of `name` read in `scope`: that of its bindings in the scope that binds
+        it (Python's rules: class bodies do not enclose methods), when they all agree."""
+        current: _Scope | None = scope
+        first = True
+        while current is not None:
+            if current.kind == "class" and not first:
+                current = current.parent  # class bodies do not enclose their methods
+                continue
+            first = False
+            if name in current.globals:
+                current = self.module
+            values = current.bindings.get(name)
+            if values is not None:
+                return self._bound_kind(name, current, values)
+            current = current.parent
+        return None  # a builtin, a star import: unknown
+
+    def _bound_kind(self, name: str, scope: _Scope, values: list[tuple[_Value, _Scope]]) -> str | None:
+        key = (id(scope), name)
+        if key in self._names:
+            return self._names[key]
+        self._names[key] = None  # `a = b; b = a`: a cycle is no door
+        kinds = {
+            value.path if isinstance(value, _Imported) else None if value is None else self.kind(value, where)
+            for value, where in values
+        }
+        found = kinds.pop() if len(kinds) == 1 else None
+        self._names[key] = found
+        return found
+
+    def alias_names(self) -> set[str]:
+        """Names bound to a door somewhere: statements mentioning them must be walked."""
+        return {
+            name
+            for scope in self.scopes
+            for name, values in scope.bindings.items()
+            if _is_door(self._bound_kind(name, scope, values))
+        }
+
+
+def _mentioning(statements: Sequence[ast.AST], lines: list[int]) -> list[ast.AST]:
+    """The statements to walk: those whose lines mention a name of interest (`lines`,
+    sorted), `global` and `nonlocal`, and anything that is not a statement."""
+    kept: list[ast.AST] = []
+    count = len(lines)
+    index = 0
+    for node in statements:
+        if not isinstance(node, ast.stmt) or isinstance(node, (ast.Global, ast.Nonlocal)):
+            kept.append(node)
+            continue
+        start, end = statement_span(node)
+        # statements come in line order, so the search never goes back
+        index = bisect.bisect_left(lines, start, index)
+        if index < count and lines[index] <= end:
+            kept.append(node)
+        elif index == count:
+            # nothing later mentions a name; a `global` there cannot concern an earlier
+            # mention (compiling that is an error)
+            break
+    return kept
+
+
+class _Pruned(ast.NodeVisitor):
+    """Visits only statements whose lines mention a name of interest (and `global` and
+    `nonlocal`, which change what a binding elsewhere binds)."""
+
+    d: _Doors
+    scope: _Scope
+
+    def visit_statements(self, statements: Sequence[ast.AST]) -> None:
+        # The binder and the reader walk the same statements: pick them once per list.
+        # Only the tree's own lists come here, so their ids stay theirs while it lives.
+        kept = self.d.kept.get(id(statements))
+        if kept is None:
+            kept = self.d.kept[id(statements)] = _mentioning(statements, self.d.lines)
+        for node in kept:
+            self.visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # ast.NodeVisitor's own visit_Constant looks for deprecated visit_Num & co. on
+        # every constant; a constant holds nothing to visit
+        pass
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                if value and isinstance(value[0], ast.stmt):
+                    self.visit_statements(value)
+                else:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+
+class _Binder(_Pruned):
+    """Pass 1: scopes and every binding in the walked statements."""
+
+    def __init__(self, doors: _Doors) -> None:
+        self.d = doors
+        self.scope = doors.module
+
+    def _open(self, node: ast.AST, kind: str, name: str | None) -> _Scope:
+        qualname = self.scope.child_prefix() + name if name else self.scope.qualname
+        scope = _Scope(kind, qualname, self.scope)
+        self.d.scopes.append(scope)
+        self.d.scope_of[id(node)] = scope
+        return scope
+
+    def _in(self, scope: _Scope, nodes: Sequence[ast.AST]) -> None:
+        outer, self.scope = self.scope, scope
+        self.visit_statements(nodes)
+        self.scope = outer
+
+    def _add(self, name: str, value: _Value, scope: _Scope | None = None) -> None:
+        where = scope or self.scope
+        owner = self.d.module if name in where.globals else where
+        if name in where.nonlocals:
+            owner = where.parent or where
+            while owner.parent is not None and not (owner.kind == "function" and name in owner.bindings):
+                owner = owner.parent
+        owner.bindings.setdefault(name, []).append((value, where))
+
+    def _params(self, scope: _Scope, args: ast.arguments) -> None:
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        for arg in every:
+            if arg is not None:
+                self._add(arg.arg, None, scope)  # whatever a caller passes
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self._add(node.name, None)
+        scope = self._open(node, "function", node.name)
+        self._params(scope, node.args)
+        self._in(scope, node.body)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for expr in [*node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        scope = self._open(node, "lambda", None)
+        self._params(scope, node.args)
+        outer, self.scope = self.scope, scope
+        self.visit(node.body)  # an expression: never a statement list to pick from
+        self.scope = outer
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(expr)
+        self._add(node.name, None)
+        self._in(self._open(node, "class", node.name), node.body)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        outer, self.scope = self.scope, self._open(node, "comprehension", None)
+        self.generic_visit(node)
+        self.scope = outer
+
+    visit_ListComp = _comprehension
+    visit_SetComp = _comprehension
+    visit_GeneratorExp = _comprehension
+    visit_DictComp = _comprehension
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._bind(node.target, None)
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.scope.globals.update(node.names)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.scope.nonlocals.update(node.names)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self._add(alias.asname, _Imported(alias.name))
+            else:  # `import os.path` binds `os`
+                root = alias.name.split(".")[0]
+                self._add(root, _Imported(root))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            # a relative import is never configbags or os, as seen from an engine
+            value = _Imported(f"{node.module}.{alias.name}") if node.level == 0 and node.module else None
+            self._add(alias.asname or alias.name, value)
+
+    def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
+        if isinstance(target, ast.Name):
+            self._add(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else []
+            paired = len(values) == len(target.elts) and not any(
+                isinstance(x, ast.Starred) for x in (*values, *target.elts)
+            )
+            for index, sub in enumerate(target.elts):
+                self._bind(sub, values[index] if paired else None)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, None)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._bind(target, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._bind(node.target, None)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        # in a comprehension, `:=` binds in the enclosing function (PEP 572)
+        scope = self.scope
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        self._add(node.target.id, node.value, scope)
+        self.visit(node.value)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._bind(node.target, None)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            if item.optional_vars is not None:
+                self._bind(item.optional_vars, None)
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            self._bind(target, None)
+        self.generic_visit(node)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self._add(node.name, None)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        if node.name:
+            self._add(node.name, None)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        if node.name:
+            self._add(node.name, None)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        if node.rest:
+            self._add(node.rest, None)
+        self.generic_visit(node)
+
+
+class _Reader(_Pruned):
+    """Pass 2: with every binding known, report the doors opened."""
+
+    def __init__(self, doors: _Doors, declared: frozenset[str]) -> None:
+        self.d = doors
+        self.scope = doors.module
+        self.declared = declared
+        self.reads: list[tuple[Any, ...]] = []
+
+    def _enter(self, node: ast.AST) -> None:
+        outer = self.scope
+        self.scope = self.d.scope_of.get(id(node), outer)
+        self.generic_visit(node)
+        self.scope = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        # decorators and defaults are attributed to the function; annotations read nothing
+        outer = self.scope
+        self.scope = self.d.scope_of.get(id(node), outer)
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self.visit_statements(node.body)
+        self.scope = outer
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_ClassDef = _enter
+    visit_Lambda = _enter
+    visit_ListComp = _enter
+    visit_SetComp = _enter
+    visit_GeneratorExp = _enter
+    visit_DictComp = _enter
+
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
+        pass  # the binder took what imports bind; nothing in one is a read
+
+    visit_ImportFrom = visit_Import
+
+    def _report(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
+        end_line = node.end_lineno or node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        self.reads.append((self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form, "process"))
+
+    def _declared(self, key: ast.expr | None) -> str | None:
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in self.declared:
+            return key.value
+        return None
+
+    def _env(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
+        name = self._declared(key)
+        if name is not None:
+            self._report(node, env_subject(name), "environ", form)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        # a store or del changes the environment; only reads are held to the allowlist
+        if self.declared and isinstance(node.ctx, ast.Load) and self.d.kind(node.value, self.scope) == _ENVIRON:
+            self._env(node, node.slice, "environ_subscript")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self.declared and (node.args or node.keywords):
+            form = _ENV_GETTERS.get(self.d.kind(node.func, self.scope) or "")
+            if form is not None:
+                key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
+                self._env(node, key, form)
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if self.declared:
+            left = node.left
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                if isinstance(op, (ast.In, ast.NotIn)) and self.d.kind(right, self.scope) == _ENVIRON:
+                    self._env(node, left, "environ_in")
+                left = right
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Load):
+            if node.attr == "state" and self.d.kind(node.value, self.scope) == _CONTEXT:
+                self._report(node, STATE_READBACK, "readback", "state")
+            elif node.attr == "state_dict" and self.d.kind(node, self.scope) == _STATE_DICT:
+                self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        # `from configbags.runtime.dist import state_dict [as name]`, called or passed on
+        if isinstance(node.ctx, ast.Load) and self.d.name_kind(node.id, self.scope) == _STATE_DICT:
+            self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+
+
+@functools.lru_cache(maxsize=8)
+def _declared_set(env_vars: tuple[str, ...]) -> tuple[frozenset[str], frozenset[bytes]]:
+    return frozenset(env_vars), frozenset(name.encode() for name in env_vars)
+
+
+def _may_open_a_door(data: bytes, declared: frozenset[bytes]) -> bool:
+    """Could this file open a door at all? Substring tests, at memchr speed: most files
+    mention none of the words, and are never walked."""
+    if b".state" in data and any(word in data for word in _CONTEXT_WORDS):
+        return True
+    if b"state_dict" in data and b"configbags" in data:
+        return True
+    if not declared or not any(word in data for word in _ENV_WORDS):
+        return False
+    # An environment read needs a declared name: a few are looked for one by one, many
+    # through one pass over the quoted names.
+    if len(declared) <= _FEW_NAMES:
+        return any(name in data for name in declared)
+    return not declared.isdisjoint(_QUOTED_NAME.findall(data))
+
+
+def find_doors(tree: ast.Module, data: bytes, settings: ScanSettings) -> list[tuple[Any, ...]]:
+    """The environment reads and operator readbacks in one parsed module (`data` is its
+    bytes), as read rows: (function, leaf, line, col, end_line, end_col, via, form, origin)."""
+    declared, declared_bytes = _declared_set(settings.env_vars)
+    if not _may_open_a_door(data, declared_bytes):
+        return []
+    names = _BASE_NAMES
+    # Rounds until the names of interest stop growing (see configbags.migrate.aliases).
+    while True:
+        doors = _Doors(mention_lines(data, names))
+        _Binder(doors).visit_statements(tree.body)
+        grown = names | doors.alias_names()
+        if grown == names:
+            break
+        names = grown
+    reader = _Reader(doors, declared)
+    reader.visit_statements(tree.body)
+    return reader.reads
