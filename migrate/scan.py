@@ -42,6 +42,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -104,7 +105,13 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     if _decode(data) is None:
         return FileScan(problem="not UTF-8 (and no coding declaration); not scanned")
     try:
-        tree = ast.parse(data)
+        # The engine's own compile warnings (`"\d"`, `1if x`) are its business: a scan of a
+        # whole tree would print them on every cold check, and under `-W error` they would
+        # turn a readable file into a "syntax error".
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            tree = ast.parse(data)
     except SyntaxError as exc:
         return FileScan(problem=f"syntax error at line {exc.lineno}: {exc.msg}; not scanned")
     except (ValueError, RecursionError, MemoryError) as exc:

@@ -396,3 +396,14 @@ def test_a_write_says_which_record_it_changes() -> None:
         ("replaced", "page_size", "constructed"), ("klass", "tp_size", "class"),
     }
     assert _origins(source) == {("copied", "page_size"): "process", ("replaced", "dp_size"): "constructed"}
+
+
+def test_the_engine_s_compile_warnings_are_neither_printed_nor_errors(tmp_path: Path) -> None:
+    import warnings
+
+    from configbags.migrate.scan import scan_source
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning the scan lets out fails here
+        result = scan_source(b'x = "\\d"\ny = 1if x else 2\n', ScanSettings(roots=("src",)))
+    assert result.problem is None
