@@ -18,6 +18,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -196,9 +197,42 @@ def _fast_ratchet(path: Path) -> dict[str, Any] | None:
         meta = json.loads((META_DIR / "ratchet.schema.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
         return None
-    if not isinstance(data, dict) or not jsonschema.Draft202012Validator(meta).is_valid(data):
+    if not isinstance(data, dict):
+        return None
+    # jsonschema walks the short `scan:` part; the entry lists (thousands of entries on a
+    # real engine, most of a cold check's schema time through jsonschema) are held to the
+    # same meta-schema's entry definition by a plain loop.
+    lists = {key: data[key] for key in ("allowlist", "writes") if isinstance(data.get(key), list)}
+    if not jsonschema.Draft202012Validator(meta).is_valid({**data, **{key: [] for key in lists}}):
+        return None
+    entry_ok = _entry_check(meta["$defs"]["entries"]["items"])
+    if not all(entry_ok(entry) for entries in lists.values() for entry in entries):
         return None
     return data
+
+
+def _entry_check(item: dict[str, Any]) -> Callable[[Any], bool]:
+    """A predicate equal to the meta-schema's `entries.items` (an object of exactly the
+    required string keys, each within its minLength and pattern) for the shapes it uses."""
+    keys = frozenset(item["required"])
+    fields = item["properties"]
+    if set(fields) != keys or item.get("additionalProperties") is not False:
+        raise ValueError("ratchet meta-schema: entry shape changed; update _entry_check")
+    limits = {k: (int(f.get("minLength", 0)), re.compile(f["pattern"]) if "pattern" in f else None)
+              for k, f in fields.items()}
+
+    def ok(entry: Any) -> bool:
+        if not isinstance(entry, dict) or entry.keys() != keys:
+            return False
+        for key, (shortest, pattern) in limits.items():
+            value = entry[key]
+            if not isinstance(value, str) or len(value) < shortest:
+                return False
+            if pattern is not None and pattern.search(value) is None:
+                return False
+        return True
+
+    return ok
 
 
 def _ratchet_data(ratchet: Any) -> dict[str, Any]:

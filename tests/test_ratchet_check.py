@@ -10,6 +10,8 @@ from pathlib import Path
 import attrs
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from configbags.codegen.model import AllowEntry
 from configbags.migrate.check import check
@@ -401,3 +403,32 @@ def test_a_bad_ratchet_yaml_is_reported_as_the_generator_reports_it(tmp_path: Pa
     assert fresh.allowlist[0].reason == FULL_ALLOWLIST[0].reason and fresh.policies == {
         "tp_size": "startup", "page_size": "startup",
     }
+
+
+_ENTRY_TEXT = st.one_of(
+    st.sampled_from(["", "a", "ab", "why", "tp_size", "$SGLANG_X", "Context.state", "dist.state_dict", "*", "x y",
+                     "9x", "$", "Context.states"]),
+    st.text(max_size=6),
+)
+_ENTRY = st.one_of(
+    st.dictionaries(st.sampled_from(["file", "function", "leaf", "reason", "extra"]),
+                    st.one_of(_ENTRY_TEXT, st.integers(), st.none()), max_size=5),
+    st.lists(st.integers(), max_size=2), st.none(), _ENTRY_TEXT,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(entry=_ENTRY)
+def test_the_fast_entry_check_agrees_with_the_meta_schema(entry: object) -> None:
+    """A cold check holds ratchet.yaml's entry lists to the meta-schema by a plain loop
+    (jsonschema is slow on thousands of entries): the two must accept the same entries."""
+    import json
+
+    import jsonschema
+
+    from configbags.codegen.load import META_DIR
+    from configbags.migrate.settings import _entry_check
+
+    meta = json.loads((META_DIR / "ratchet.schema.json").read_text(encoding="utf-8"))
+    item = meta["$defs"]["entries"]["items"]
+    assert _entry_check(item)(entry) == jsonschema.Draft202012Validator(item).is_valid(entry)
