@@ -430,23 +430,13 @@ def _unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[t
     return pairs
 
 
-class _Pruned(ast.NodeVisitor):
-    """Visits only statements whose lines mention a name of interest (and always
-    `global`/`nonlocal`, which change what a mention elsewhere binds). A statement that
-    mentions none can neither read nor bind nor shadow the record, so most of a file is
-    never walked: this is what keeps the scan close to the cost of `ast.parse`."""
+class StatementWalker(ast.NodeVisitor):
+    """A visitor that hands every list of statements to `visit_statements`, where a
+    subclass picks the statements worth walking (the scanner's passes skip most of a file)."""
 
-    a: _Analysis
-
-    def visit_statements(self, statements: Iterable[ast.AST]) -> None:
-        lines = self.a.lines
+    def visit_statements(self, statements: Sequence[ast.AST]) -> None:
         for node in statements:
-            if (
-                not isinstance(node, ast.stmt)
-                or isinstance(node, (ast.Global, ast.Nonlocal))
-                or mentions(lines, statement_span(node))
-            ):
-                self.visit(node)
+            self.visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         # ast.NodeVisitor's own visit_Constant looks for deprecated visit_Num & co. on
@@ -465,6 +455,25 @@ class _Pruned(ast.NodeVisitor):
                             self.visit(item)
             elif isinstance(value, ast.AST):
                 self.visit(value)
+
+
+class _Pruned(StatementWalker):
+    """Visits only statements whose lines mention a name of interest (and always
+    `global`/`nonlocal`, which change what a mention elsewhere binds). A statement that
+    mentions none can neither read nor bind nor shadow the record, so most of a file is
+    never walked: this is what keeps the scan close to the cost of `ast.parse`."""
+
+    a: _Analysis
+
+    def visit_statements(self, statements: Iterable[ast.AST]) -> None:
+        lines = self.a.lines
+        for node in statements:
+            if (
+                not isinstance(node, ast.stmt)
+                or isinstance(node, (ast.Global, ast.Nonlocal))
+                or mentions(lines, statement_span(node))
+            ):
+                self.visit(node)
 
 
 class _Binder(_Pruned):

@@ -35,7 +35,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from configbags.migrate.aliases import mention_lines, statement_span
+from configbags.migrate.aliases import StatementWalker, mention_lines, statement_span
 from configbags.migrate.scanmodel import (
     STATE_DICT_READBACK,
     STATE_READBACK,
@@ -210,7 +210,7 @@ def _mentioning(statements: Sequence[ast.AST], lines: list[int]) -> list[ast.AST
     return kept
 
 
-class _Pruned(ast.NodeVisitor):
+class _Pruned(StatementWalker):
     """Visits only statements whose lines mention a name of interest (and `global` and
     `nonlocal`, which change what a binding elsewhere binds)."""
 
@@ -225,24 +225,6 @@ class _Pruned(ast.NodeVisitor):
             kept = self.d.kept[id(statements)] = _mentioning(statements, self.d.lines)
         for node in kept:
             self.visit(node)
-
-    def visit_Constant(self, node: ast.Constant) -> None:
-        # ast.NodeVisitor's own visit_Constant looks for deprecated visit_Num & co. on
-        # every constant; a constant holds nothing to visit
-        pass
-
-    def generic_visit(self, node: ast.AST) -> None:
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, list):
-                if value and isinstance(value[0], ast.stmt):
-                    self.visit_statements(value)
-                else:
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            self.visit(item)
-            elif isinstance(value, ast.AST):
-                self.visit(value)
 
 
 class _Binder(_Pruned):
