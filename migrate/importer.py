@@ -771,7 +771,8 @@ def main(argv: list[str] | None = None) -> int:
         "under --engine-root need no looser policy",
     )
     parser.add_argument(
-        "--force", action="store_true", help="overwrite schema files that differ from what the import writes",
+        "--force", action="store_true",
+        help="overwrite schema files (or the --propose-mapping file) that differ from what the import writes",
     )
     parser.add_argument(
         "--default", action="append", default=[], metavar="NAME=VALUE",
@@ -880,7 +881,25 @@ def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str)
     if args.engine_root is not None:
         root, settings, resolution = _engine_scan(args, path, class_name)
     proposal = propose(source, class_name, fields, engine_root=root, settings=settings, resolution=resolution)
-    args.propose_mapping.write_text(render(proposal, f"{path.name}:{class_name}"), encoding="utf-8")
+    text = render(proposal, f"{path.name}:{class_name}")
+    target: Path = args.propose_mapping
+    if target.resolve() == path.resolve():
+        raise ImportError_(
+            f"--propose-mapping {target} is the record's own source file; nothing was written. "
+            f"Give a new file, e.g. --propose-mapping proposed.yaml"
+        )
+    if target.exists() and not args.force:
+        try:
+            current: str | None = target.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if current != text:  # an edited mapping, or some other file: never lost silently
+            raise ImportError_(
+                f"--propose-mapping {target} exists and differs from this proposal (an edited "
+                f"mapping, or another file); nothing was written. Give a new file, or pass --force "
+                f"to overwrite it"
+            )
+    target.write_text(text, encoding="utf-8")
     namespaces = sorted(set(proposal["leaves"].values()))
     print(
         f"import-dataclass: proposed {len(fields)} leaves in {len(namespaces)} namespaces "

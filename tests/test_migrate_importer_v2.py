@@ -253,6 +253,25 @@ def test_the_proposed_leaves_are_one_per_line_and_import_as_they_stand(tmp_path:
     assert main([f"{source}:ServerArgs", "--out", str(tmp_path / "schema"), "--mapping", str(proposal)]) == 0
 
 
+
+def test_propose_mapping_never_overwrites_the_source_or_an_edited_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "sa.py"
+    source.write_text("from dataclasses import dataclass\n\n\n@dataclass\nclass ServerArgs:\n    tp_size: int = 1\n")
+    before = source.read_text()
+    propose = [f"{source}:ServerArgs", "--out", str(tmp_path / "schema"), "--propose-mapping"]
+    assert main([*propose, str(source)]) == 1
+    assert "the record's own source file" in capsys.readouterr().err and source.read_text() == before
+    proposal = tmp_path / "proposed.yaml"
+    assert main([*propose, str(proposal)]) == 0
+    assert main([*propose, str(proposal)]) == 0  # the same proposal again: nothing lost
+    proposal.write_text(proposal.read_text() + "# my edit\n")
+    assert main([*propose, str(proposal)]) == 1
+    assert "exists and differs" in capsys.readouterr().err and proposal.read_text().endswith("# my edit\n")
+    assert main([*propose, str(proposal), "--force"]) == 0
+    assert not proposal.read_text().endswith("# my edit\n")
+
 def _stderr_warnings(capsys: pytest.CaptureFixture[str]) -> list[str]:
     return [line for line in capsys.readouterr().err.splitlines() if "imported with override: startup" in line]
 
