@@ -460,7 +460,7 @@ def fix_tree(
             by_file[read.file].append(read)
     writes_by_file: dict[str, list[Violation]] = defaultdict(list)
     write_skips: list[Skip] = []
-    patterns: dict[str, dict[int, Restore]] = {}  # file -> its mutate-then-restore writes
+    patterns: dict[str, dict[int, Restore | Temporary]] = {}  # file -> its mutate-then-restore writes
     if rewrite_writes:
         for write in result.violations:
             if write.kind != "write" or in_resolution(write.file, write.function, resolution):
@@ -598,6 +598,23 @@ class Restore:
         )
 
 
+@attrs.frozen
+class Temporary:
+    """A write that looks like a temporary change, though no saved value is seen: the leaf
+    is written more than once in one function (closures included), in a `finally:` block,
+    or in a generator (a context manager's `yield`)."""
+
+    leaf: str
+    why: str
+
+    def reason(self, function: str) -> str:
+        return (
+            f"a temporary change in {function}: `{self.leaf}` is {self.why}; as a process-wide "
+            f"override it would reach every reader and outlive the change; rewrite by hand (a "
+            f"runner view for a draft, scoped_override in a test)"
+        )
+
+
 def _read_leaf(value: ast.expr) -> str | None:
     """The leaf `value` reads from some object: `x.leaf`, `getattr(x, "leaf"[, default])`."""
     if isinstance(value, ast.Attribute) and isinstance(value.ctx, ast.Load):
@@ -666,7 +683,7 @@ def _writes_in(nodes: Sequence[ast.AST]) -> list[tuple[int, str, ast.expr]]:
     return writes
 
 
-def restores(source: str) -> dict[int, Restore]:
+def restores(source: str) -> dict[int, Restore | Temporary]:
     """Write line -> the mutate-then-restore pattern it belongs to: in one function, a leaf
     saved from some record (`old = rec.x`, `self._old = getattr(rec, "x")`) is written back
     from that saved value. Every write of the leaf in that function (and in the method that
@@ -700,7 +717,7 @@ def restores(source: str) -> dict[int, Restore]:
                         by_class.setdefault(id(cls), {}).setdefault((key, leaf), (target.lineno, id(function)))
         saves[id(function)] = own
         writes[id(function)] = _writes_in(nodes)
-    found: dict[int, Restore] = {}
+    found: dict[int, Restore | Temporary] = {}
     for function, cls in functions:
         for _, leaf, value in writes[id(function)]:
             key = ast.unparse(value)
@@ -718,6 +735,40 @@ def restores(source: str) -> dict[int, Restore]:
                     for line, written, _ in writes[id(other)]:
                         if written == leaf:
                             found.setdefault(line, Restore(leaf, saved, save_line, restore_line))
+    for function, _ in functions:
+        for line, temporary in _temporary_writes(function).items():
+            found.setdefault(line, temporary)
+    return found
+
+
+_TRY_NODES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # TryStar: `except*`, Python 3.11+
+
+
+def _temporary_writes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[int, Temporary]:
+    """Write line -> Temporary, for the shapes of a temporary change no saved value shows:
+    restored from a dict, a literal, an accessor read or in a closure, or around a yield."""
+    subtree = list(ast.walk(function))  # nested closures too: `def undo(): rec.x = old`
+    generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in subtree)
+    in_finally = {
+        line
+        for n in subtree if isinstance(n, _TRY_NODES)
+        for line, _, _ in _writes_in([m for stmt in n.finalbody for m in ast.walk(stmt)])
+    }
+    lines_of: dict[str, list[int]] = defaultdict(list)
+    for line, leaf, _ in _writes_in(subtree):
+        lines_of[leaf].append(line)
+    found: dict[int, Temporary] = {}
+    for leaf, lines in lines_of.items():
+        if len(lines) > 1:
+            why = f"written {len(lines)} times (lines {', '.join(map(str, sorted(lines)))})"
+        elif generator:
+            why = "written in a generator (around a yield, as a context manager does)"
+        elif lines[0] in in_finally:
+            why = "written in a finally block"
+        else:
+            continue
+        for line in lines:
+            found[line] = Temporary(leaf, why)
     return found
 
 
@@ -727,7 +778,7 @@ def _write_refusal(
     policies: Mapping[str, str],
     *,
     rewrite_parameters: bool = False,
-    restore: Restore | None = None,
+    restore: Restore | Temporary | None = None,
 ) -> str | None:
     """Why a write cannot become an override, or None."""
     policy = policies.get(write.leaf)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from configbags.migrate.fix import HELD_WRITE_REASON, fix_tree, restores
+from configbags.migrate.fix import HELD_WRITE_REASON, Restore, Temporary, fix_tree, restores
 from configbags.migrate.scan import ScanSettings
 
 ACCESSORS = {"attention_backend": "get_kernel().attention_backend", "page_size": "get_schedule().page_size"}
@@ -184,4 +184,60 @@ def test_restores_are_found_by_syntax() -> None:
     assert sorted(found) == [10, 15, 24, 25, 31, 34]  # not the saves (9, 23, 30)
     assert {r.leaf for r in found.values()} == {"attention_backend", "page_size"}
     plain = "def f(rec):\n    rec.page_size = 4\n    n = rec.page_size\n    rec.page_size = n * 2\n"
-    assert restores(plain) == {}
+    # no saved value is written back, but two writes of one leaf are refused all the same
+    assert not [r for r in restores(plain).values() if isinstance(r, Restore)]
+    assert sorted(restores(plain)) == [2, 4]
+
+
+TEMPORARY = """\
+    import contextlib
+
+    from engine.accessors import get_schedule
+    from engine.server_args import get_server_args
+
+
+    @contextlib.contextmanager
+    def smaller_batches():
+        get_server_args().page_size = 8
+        yield
+
+
+    def dict_saved():
+        saved = {"m": get_schedule().page_size}
+        get_server_args().page_size = 8
+        try:
+            pass
+        finally:
+            get_server_args().page_size = saved["m"]
+
+
+    def closure_restored():
+        get_server_args().page_size = 8
+
+        def undo():
+            get_server_args().page_size = 1
+
+        return undo
+
+
+    def literal_in_finally():
+        try:
+            pass
+        finally:
+            get_server_args().page_size = 1
+    """
+
+
+def test_temporary_changes_without_a_saved_value_are_refused(tmp_path: Path) -> None:
+    """Restored from a dict, in a closure, to a literal, or around a yield: the attacker's
+    shapes that no `old = rec.x` shows are still not turned into process-wide overrides."""
+    refused, rewritten, _ = _fix(tmp_path, TEMPORARY)
+    assert rewritten == []
+    assert refused[9].startswith("a temporary change in smaller_batches: `page_size` is written in a generator")
+    assert refused[15].startswith("a temporary change in dict_saved: `page_size` is written 2 times (lines 15, 19)")
+    assert refused[19] == refused[15]
+    assert "written 2 times (lines 23, 26)" in refused[23] and refused[26].startswith(
+        "a temporary change in closure_restored.undo: `page_size` is written"
+    )
+    assert refused[35].startswith("a temporary change in literal_in_finally: `page_size` is written in a finally block")
+    assert all(isinstance(t, Temporary) for t in restores(textwrap.dedent(TEMPORARY)).values())
