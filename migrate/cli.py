@@ -407,6 +407,8 @@ def _only_paths(paths: list[str], inputs: RatchetInputs) -> tuple[str, ...] | No
     roots = inputs.settings.roots
     kept: list[str] = []
     for given in paths:
+        if not given.strip():  # Path("") is the project itself: it would widen, not narrow
+            raise RatchetConfigError("--only '': an empty path; give the files or folders to rewrite")
         path = Path(given)
         target = path if path.is_absolute() else project / path
         if not target.exists():

@@ -502,9 +502,17 @@ def fix_tree(
     ]
     skipped += write_skips + in_phase
     files_changed: list[str] = []
+    # Where fix may write: the project, and roots declared outside it. A symlinked folder is
+    # scanned (nothing hides from the check) but what it leads to elsewhere is not ours.
+    ours = [project.resolve(), *(Path(r).resolve() for r in settings.roots if Path(r).is_absolute())]
     for file in sorted(by_file.keys() | writes_by_file.keys()):
         reads = by_file.get(file, [])
         path = project / file
+        if not any(path.resolve().is_relative_to(base) for base in ours):
+            why = "the file lies outside the project and its scan roots (through a symlink); not rewritten"
+            skipped += [Skip(r.file, r.function, r.leaf, r.line, why) for r in reads]
+            skipped += [Skip(w.file, w.function, w.leaf, w.line, why, write=True) for w in writes_by_file.get(file, [])]
+            continue
         try:
             # bytes, not text mode: text mode would turn CRLF files into LF files
             source = path.read_bytes().decode("utf-8")

@@ -170,6 +170,23 @@ def test_only_and_leaf_are_checked(project: Path, capsys: pytest.CaptureFixture[
     assert [n for n, text in _sources(project).items() if text != before[n]] == ["m1.py"]
 
 
+
+def test_an_empty_only_and_a_symlink_out_of_the_project_rewrite_nothing(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _accessors(project)
+    module = ["--accessors-module", "eng_targets.config_bags.accessors"]
+    before = _sources(project)
+    assert _fix(project, *module, "--only", "") == 2  # not "the whole project"
+    assert "--only '': an empty path" in capsys.readouterr().err
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "ext.py").write_text(READER)
+    (project / "eng_targets" / "outlink").symlink_to(outside, target_is_directory=True)
+    assert _fix(project, *module) == 0
+    assert (outside / "ext.py").read_text() == READER  # the scan sees it; fix leaves it alone
+    assert "outside the project and its scan roots" in capsys.readouterr().out
+    assert [n for n, text in _sources(project).items() if text != before[n]] == [f"m{i}.py" for i in range(5)]
+
 def test_fix_update_and_init_say_how_to_regenerate(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     schema = project / "schema"
     assert gen_main(["--schema", str(schema), "--out", str(project / "eng_targets" / "config_bags")]) == 0
