@@ -514,6 +514,12 @@ class _Builder:
                         self.error(leaf.where, f"CLI flag {flag} is also used by leaf {flags[flag]!r}",
                                    leaf.name, "give one of them another flag or alias")
                     flags.setdefault(flag, leaf.name)
+                spellings = self._flag_spellings(leaf)
+                for flag in sorted({f for f in spellings if spellings.count(f) > 1}):
+                    # argparse takes it, but one spelling listed twice (an alias equal to the flag,
+                    # `--no-x` beside bool `--x`'s own twin) is a slip in the schema
+                    self.error(leaf.at("cli"), f"CLI flag {flag} is spelled twice for this leaf", leaf.name,
+                               "drop the duplicate alias (a bool flag gets its --no- twin by itself)")
 
     @staticmethod
     def _flag_spellings(leaf: Leaf) -> tuple[str, ...]:
@@ -605,7 +611,9 @@ class _Builder:
         def bad(message: str, hint: str, prop: str) -> None:
             self.error(leaf.at(prop), message, leaf.name, hint)
 
-        if cli.nargs is not None:
+        if isinstance(cli.nargs, float):  # JSON Schema's enum lets 0.0 pass as 0
+            bad(f"nargs {cli.nargs!r} is not an integer", "write `nargs: 0`", "cli.nargs")
+        elif cli.nargs is not None:
             if t.item is not None:
                 if cli.nargs not in ("+", "*"):
                     bad(f"nargs {cli.nargs!r} does not fit a list leaf",
