@@ -63,6 +63,8 @@ _ENV_FORMS = {
     "environ_get": "os.environ.get(...)",
     "environ_in": "... in os.environ",
     "getenv": "os.getenv(...)",
+    "environ_pop": "os.environ.pop(...)",
+    "environ_setdefault": "os.environ.setdefault(...)",
 }
 _READBACK_WHAT = {
     STATE_READBACK: "`.state` of the config context",

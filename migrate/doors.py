@@ -3,23 +3,32 @@ the ratchet can hold them to the allowlist like raw record reads:
 
 - a raw read of an environment variable the schema declares (a leaf's `env:`, or an old
   name of it under `renamed_from`): `os.environ["NAME"]`, `os.environ.get("NAME")`,
-  `os.getenv("NAME")`, `"NAME" in os.environ`, also through `from os import environ` /
-  `getenv`, `import os as o` and aliases (`env = os.environ`, `get = os.environ.get`).
+  `os.environ.setdefault("NAME", ...)`, `os.environ.pop("NAME", ...)`, `os.getenv("NAME")`,
+  `"NAME" in os.environ` (or `os.environ.keys()`), a copy's `os.environ.copy()["NAME"]` and
+  `dict(os.environ)["NAME"]`, also through `from os import environ` / `getenv` / `*`,
+  `import os as o` and aliases (`env = os.environ`, `get = os.environ.get`). Not followed:
+  `os.environb`, `os.path.os.environ`.
   The environment is one layer of the leaf; its accessor has the value resolved over all
   of them. Reported with leaf `$NAME`; an undeclared name or a key that is not a string
   literal is not reported.
 - an operator readback: `.state` of a config context (`get_context().state`, `ctx.state`
   after `ctx = get_context()`, and likewise `process_context`, the accessors' `publish`,
   `import_state`, `from_state`, `publish_distributed`) and
-  `configbags.runtime.dist.state_dict`. Both hold every namespace and bypass role scoping,
+  `configbags.runtime.dist.state_dict`, also through `from configbags.runtime.dist import *`
+  and a star import of `configbags.runtime`, `configbags.runtime.context` or an `accessors`
+  module (which bind `get_context`, `process_context`, `publish`). Both hold every namespace and bypass role scoping,
   so role code does not read through them. Reported with leaf `Context.state` or
   `dist.state_dict`.
 
 A receiver counts only where the module's own imports and assignments show what it is:
 `self.state`, a parameter's `.state`, torch's `model.state_dict()` and the stdlib's
-`multiprocessing.get_context()` are never reported. A name is an alias only when every
-binding of it in its scope is the same door (flow-insensitive, like
-configbags.migrate.aliases).
+`multiprocessing.get_context()` are never reported. A name is a may-alias: it is a door
+when ANY binding of it in the scope it resolves to is one (flow-insensitive: `env = {}` in
+one branch or after the read does not clear `env = os.environ` in another), and each use
+is reported by the kinds that fit it (a name bound to `os.environ` and to `os.getenv` is
+read as the environment by `env["NAME"]` and as a getter by `env("NAME")`, once per use).
+A name bound only to things that are no door stays unreported, and a binding in an inner
+scope (a parameter) hides the outer ones, as in Python.
 
 Speed: a file that mentions no trigger word is not walked at all (substring tests), and
 otherwise only statements whose lines mention a name of interest (or an import) are,
@@ -48,13 +57,25 @@ from configbags.migrate.scanmodel import (
 _CONTEXT = "<context>"
 _ENVIRON = "os.environ"
 # callables that read one variable: path -> the form reported
-_ENV_GETTERS = {"os.environ.get": "environ_get", "os.getenv": "getenv"}
+_ENV_GETTERS = {
+    "os.environ.get": "environ_get",
+    "os.getenv": "getenv",
+    "os.environ.pop": "environ_pop",
+    "os.environ.setdefault": "environ_setdefault",
+}
+# calls that return the environment's contents (a copy, or its keys): read like it
+_ENV_VIEWS = frozenset({"os.environ.copy", "os.environ.keys"})
+_NO_KINDS: frozenset[str] = frozenset()
 _DIST = "configbags.runtime.dist"
 _STATE_DICT = f"{_DIST}.state_dict"
 _DIST_CONTEXTS = frozenset({f"{_DIST}.import_state", f"{_DIST}.from_state", f"{_DIST}.publish_distributed"})
 _CONTEXT_FUNCTIONS = frozenset({"get_context", "process_context"})
 # the stdlib's (and torch's copy of it) get_context returns a process-start method
 _NOT_CONFIG = frozenset({"multiprocessing", "multiprocess"})
+# What `from MODULE import *` binds that the scanner follows (environb is not followed).
+_STAR_DIST = ("state_dict", "import_state", "from_state", "publish_distributed")
+_STAR_CONTEXT = ("get_context", "process_context", "publish")
+_STAR_OS = ("environ", "getenv")
 
 # A file can only open a door if it mentions one of these.
 _ENV_WORDS = (b"environ", b"getenv")
@@ -82,10 +103,13 @@ def _is_context_source(path: str | None) -> bool:
     return parts[-1] == "publish" and len(parts) > 1 and (parts[-2] == "accessors" or parts[0] == "configbags")
 
 
-def _is_door(kind: str | None) -> bool:
+def _is_door(kind: str) -> bool:
     """Is a name bound to this worth following (an alias of a door)?"""
-    return kind is not None and (
-        kind in (_CONTEXT, _ENVIRON, _STATE_DICT) or kind in _ENV_GETTERS or _is_context_source(kind)
+    return (
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT)
+        or kind in _ENV_GETTERS
+        or kind in _ENV_VIEWS
+        or _is_context_source(kind)
     )
 
 
@@ -121,18 +145,20 @@ class _Doors:
         self.scopes: list[_Scope] = [self.module]
         self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
         self.kept: dict[int, list[ast.AST]] = {}  # id(statement list) -> the ones walked
-        self._names: dict[tuple[int, str], str | None] = {}  # memo of name kinds
+        self._names: dict[tuple[int, str], frozenset[str]] = {}  # memo of name kinds
+        self._active: set[tuple[int, str]] = set()  # names whose kinds are being found
+        self._cycles = 0  # how often a name was met again while its kinds were found
 
-    def kind(self, expr: ast.expr, scope: _Scope) -> str | None:
-        """What `expr` evaluates to, as far as the module shows: the dotted path it names,
-        _CONTEXT, or None (anything else, or unknown)."""
+    def kind(self, expr: ast.expr, scope: _Scope) -> frozenset[str]:
+        """What `expr` may evaluate to, as far as the module shows: the dotted paths it may
+        name, and _CONTEXT; empty for anything else, or unknown."""
         if isinstance(expr, ast.Name):
             return self.name_kind(expr.id, scope)
         if isinstance(expr, ast.Attribute):
             base = self.kind(expr.value, scope)
-            return f"{base}.{expr.attr}" if base is not None and base != _CONTEXT else None
+            return frozenset(f"{path}.{expr.attr}" for path in base if path != _CONTEXT) if base else _NO_KINDS
         if isinstance(expr, ast.Call):
-            return _CONTEXT if _is_context_source(self.kind(expr.func, scope)) else None
+            return self._call_kind(expr, scope)
         if isinstance(expr, ast.NamedExpr):
             return self.kind(expr.value, scope)
         # `context or get_context()`: a branch that is a door makes the value one
@@ -141,15 +167,37 @@ class _Doors:
             branches = [expr.body, expr.orelse]
         elif isinstance(expr, ast.BoolOp):
             branches = list(expr.values)
+        found: frozenset[str] = _NO_KINDS
         for branch in branches:
-            found = self.kind(branch, scope)
-            if found is not None:
-                return found
-        return None
+            found |= self.kind(branch, scope)
+        return found
 
-    def name_kind(self, name: str, scope: _Scope) -> str | None:
-        """The kind of `name` read in `scope`: that of its bindings in the scope that binds
-        it (Python's rules: class bodies do not enclose methods), when they all agree."""
+    def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
+        func = self.kind(expr.func, scope)
+        found: set[str] = set()
+        if any(_is_context_source(path) for path in func):
+            found.add(_CONTEXT)
+        if not func.isdisjoint(_ENV_VIEWS) and not expr.args and not expr.keywords:
+            found.add(_ENVIRON)  # `os.environ.copy()`, `os.environ.keys()`
+        elif (
+            isinstance(expr.func, ast.Name)
+            and expr.func.id == "dict"
+            and len(expr.args) == 1
+            and not expr.keywords
+            and self._builtin("dict", scope)
+            and _ENVIRON in self.kind(expr.args[0], scope)
+        ):
+            found.add(_ENVIRON)  # `dict(os.environ)`
+        return frozenset(found)
+
+    def _builtin(self, name: str, scope: _Scope) -> bool:
+        """Is `name` unbound in the module as far as it shows (so the builtin)?"""
+        return not any(name in each.bindings for each in self.scopes)
+
+    def name_kind(self, name: str, scope: _Scope) -> frozenset[str]:
+        """The kinds of `name` read in `scope`: those of every binding of it in the scope
+        that binds it (Python's rules: class bodies do not enclose methods). A may-alias:
+        one binding to a door makes the name one, whatever the others bind."""
         current: _Scope | None = scope
         first = True
         while current is not None:
@@ -163,20 +211,31 @@ class _Doors:
             if values is not None:
                 return self._bound_kind(name, current, values)
             current = current.parent
-        return None  # a builtin, a star import: unknown
+        return _NO_KINDS  # a builtin, an unfollowed star import: unknown
 
-    def _bound_kind(self, name: str, scope: _Scope, values: list[tuple[_Value, _Scope]]) -> str | None:
+    def _bound_kind(self, name: str, scope: _Scope, values: list[tuple[_Value, _Scope]]) -> frozenset[str]:
         key = (id(scope), name)
-        if key in self._names:
-            return self._names[key]
-        self._names[key] = None  # `a = b; b = a`: a cycle is no door
-        kinds = {
-            value.path if isinstance(value, _Imported) else None if value is None else self.kind(value, where)
-            for value, where in values
-        }
-        found = kinds.pop() if len(kinds) == 1 else None
-        self._names[key] = found
-        return found
+        found = self._names.get(key)
+        if found is not None:
+            return found
+        if key in self._active:
+            # `a = b; b = a`: the cycle adds nothing to what `a` gets elsewhere, but a name
+            # met inside it only knows part of its kinds, so that is not remembered
+            self._cycles += 1
+            return _NO_KINDS
+        self._active.add(key)
+        cycles = self._cycles
+        kinds: set[str] = set()
+        for value, where in values:
+            if isinstance(value, _Imported):
+                kinds.add(value.path)
+            elif value is not None:
+                kinds.update(self.kind(value, where))
+        self._active.discard(key)
+        result = frozenset(kinds)
+        if self._cycles == cycles or not self._active:
+            self._names[key] = result
+        return result
 
     def alias_names(self) -> set[str]:
         """Names bound to a door somewhere: statements mentioning them must be walked."""
@@ -184,7 +243,7 @@ class _Doors:
             name
             for scope in self.scopes
             for name, values in scope.bindings.items()
-            if _is_door(self._bound_kind(name, scope, values))
+            if any(_is_door(kind) for kind in self._bound_kind(name, scope, values))
         }
 
 
@@ -319,10 +378,27 @@ class _Binder(_Pruned):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         for alias in node.names:
             if alias.name == "*":
+                self._star(node)
                 continue
             # a relative import is never configbags or os, as seen from an engine
             value = _Imported(f"{node.module}.{alias.name}") if node.level == 0 and node.module else None
             self._add(alias.asname or alias.name, value)
+
+    def _star(self, node: ast.ImportFrom) -> None:
+        """`from MODULE import *` binds, of the names followed, those MODULE has."""
+        module = node.module if node.level == 0 else None
+        if module is None:
+            return
+        if module == "os":
+            names: Sequence[str] = _STAR_OS
+        elif module == _DIST:
+            names = _STAR_DIST
+        elif module in ("configbags.runtime", "configbags.runtime.context") or module.split(".")[-1] == "accessors":
+            names = _STAR_CONTEXT
+        else:
+            return
+        for name in names:
+            self._add(name, _Imported(f"{module}.{name}"))
 
     def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
         if isinstance(target, ast.Name):
@@ -452,14 +528,16 @@ class _Reader(_Pruned):
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         # a store or del changes the environment; only reads are held to the allowlist
-        if self.declared and isinstance(node.ctx, ast.Load) and self.d.kind(node.value, self.scope) == _ENVIRON:
+        if self.declared and isinstance(node.ctx, ast.Load) and _ENVIRON in self.d.kind(node.value, self.scope):
             self._env(node, node.slice, "environ_subscript")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         if self.declared and (node.args or node.keywords):
-            form = _ENV_GETTERS.get(self.d.kind(node.func, self.scope) or "")
-            if form is not None:
+            # a name bound to two getters is reported once, by the first form in order
+            forms = sorted(_ENV_GETTERS[path] for path in self.d.kind(node.func, self.scope) if path in _ENV_GETTERS)
+            if forms:
+                form = forms[0]
                 key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
                 self._env(node, key, form)
         self.generic_visit(node)
@@ -468,22 +546,22 @@ class _Reader(_Pruned):
         if self.declared:
             left = node.left
             for op, right in zip(node.ops, node.comparators, strict=True):
-                if isinstance(op, (ast.In, ast.NotIn)) and self.d.kind(right, self.scope) == _ENVIRON:
+                if isinstance(op, (ast.In, ast.NotIn)) and _ENVIRON in self.d.kind(right, self.scope):
                     self._env(node, left, "environ_in")
                 left = right
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if isinstance(node.ctx, ast.Load):
-            if node.attr == "state" and self.d.kind(node.value, self.scope) == _CONTEXT:
+            if node.attr == "state" and _CONTEXT in self.d.kind(node.value, self.scope):
                 self._report(node, STATE_READBACK, "readback", "state")
-            elif node.attr == "state_dict" and self.d.kind(node, self.scope) == _STATE_DICT:
+            elif node.attr == "state_dict" and _STATE_DICT in self.d.kind(node, self.scope):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
         # `from configbags.runtime.dist import state_dict [as name]`, called or passed on
-        if isinstance(node.ctx, ast.Load) and self.d.name_kind(node.id, self.scope) == _STATE_DICT:
+        if isinstance(node.ctx, ast.Load) and _STATE_DICT in self.d.name_kind(node.id, self.scope):
             self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
 
 

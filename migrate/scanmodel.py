@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 8
+SCANNER_VERSION = 9
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -111,7 +111,7 @@ class Read(NamedTuple):
     # `readback` for the doors around the record
     via: str
     # attribute, getattr, getattr_default, getattr_dynamic, hasattr, whole; environ_subscript,
-    # environ_get, environ_in, getenv; state, state_dict
+    # environ_get, environ_in, environ_pop, environ_setdefault, getenv; state, state_dict
     form: str
     # Which record it is, as far as the code shows (see ORIGINS): what `ratchet fix` may
     # assume. Defaulted so rows written by hand in tests stay short.

@@ -88,6 +88,30 @@ def test_rows_name_the_function_and_how_the_door_was_opened() -> None:
     ]
 
 
+def test_each_use_of_a_may_alias_is_reported_once_by_the_form_that_fits() -> None:
+    source = textwrap.dedent("""\
+        import os
+
+        def f(flag):
+            read = os.environ if flag else os.getenv
+            os.environ.setdefault("SGLANG_LOG_LEVEL", "info")
+            return read["SGLANG_PAGE_SIZE"], read("SGLANG_LOG_LEVEL"), os.environ.pop("SGLANG_KV_PAGE")
+        """)
+    rows = scan_source(source.encode(), SETTINGS).reads
+    assert [(leaf, line, form) for _, leaf, line, _, _, _, _, form, _ in rows] == [
+        ("$SGLANG_LOG_LEVEL", 5, "environ_setdefault"),
+        ("$SGLANG_PAGE_SIZE", 6, "environ_subscript"),
+        ("$SGLANG_LOG_LEVEL", 6, "getenv"),
+        ("$SGLANG_KV_PAGE", 6, "environ_pop"),
+    ]
+
+
+def test_a_pop_names_its_spelling(tmp_path: Path) -> None:
+    files = {"pop.py": "import os\n\ndef f():\n    return os.environ.pop('SGLANG_PAGE_SIZE', None)\n"}
+    ((_, message),) = _check(tmp_path, files, [])
+    assert "environment variable SGLANG_PAGE_SIZE (os.environ.pop(...))" in message
+
+
 @pytest.mark.parametrize(
     "receiver",
     ["get_server_args()", "from configbags.generated.accessors import get_context\ny = get_context()"],
