@@ -22,6 +22,7 @@ from configbags.runtime.project import (
     ProjectSettings,
     load_project,
     package_folder,
+    package_of_folder,
 )
 
 EXIT_SCHEMA = 2
@@ -54,20 +55,9 @@ def resolve_target(args: argparse.Namespace, project: ProjectSettings) -> tuple[
     elif args.out is None or args.out.resolve() == project.out.resolve():
         package, out = project.package, args.out or project.out
     else:
-        package, out = package_of_folder(args.out), args.out
+        package, out = package_of_folder(args.out.resolve()), args.out
     return schema, package, out
 
-
-def package_of_folder(out: Path) -> str:
-    """The import name of a folder: its name, under each enclosing folder that is a package
-    (holds an `__init__.py`), so `--out legacy_engine/config_bags` is
-    `legacy_engine.config_bags` when legacy_engine is a package and `config_bags` when not."""
-    parts = [out.resolve().name]
-    parent = out.resolve().parent
-    while (parent / "__init__.py").is_file() and parent != parent.parent:
-        parts.append(parent.name)
-        parent = parent.parent
-    return ".".join(reversed(parts))
 
 
 def main(argv: list[str] | None = None) -> int:

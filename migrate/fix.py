@@ -587,6 +587,10 @@ WRITE_ORIGIN_REASONS = {
 }
 
 
+# What a temporary change of one record becomes instead of a process-wide override.
+_BY_HAND = "rewrite by hand (a runner view for a draft, scoped_override in a test)"
+
+
 @attrs.frozen
 class Restore:
     """A leaf written back to a value saved from it: `saved = rec.x` ... `rec.x = saved`."""
@@ -601,8 +605,7 @@ class Restore:
             f"mutate-then-restore in {function}: `{self.leaf}` is saved (`{self.saved} = ...`, line "
             f"{self.save_line}) and written back from it (line {self.restore_line}): a temporary change "
             f"of this one record (a draft runner's, a test's), which as a process-wide override "
-            f"would reach every reader and outlive the restore; rewrite by hand (a runner view "
-            f"for a draft, scoped_override in a test)"
+            f"would reach every reader and outlive the restore; {_BY_HAND}"
         )
 
 
@@ -618,8 +621,7 @@ class Temporary:
     def reason(self, function: str) -> str:
         return (
             f"a temporary change in {function}: `{self.leaf}` is {self.why}; as a process-wide "
-            f"override it would reach every reader and outlive the change; rewrite by hand (a "
-            f"runner view for a draft, scoped_override in a test)"
+            f"override it would reach every reader and outlive the change; {_BY_HAND}"
         )
 
 

@@ -28,7 +28,12 @@ from configbags.migrate.generated import GeneratedPackages
 from configbags.migrate.settings import RatchetConfigError
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import closest
-from configbags.runtime.project import ProjectSettings, find_pyproject, load_project
+from configbags.runtime.project import (
+    ProjectSettings,
+    find_pyproject,
+    load_project,
+    package_of_folder,
+)
 
 FLAG = "--accessors-module"
 # folders never searched for generated packages: tool caches and environments
@@ -165,17 +170,9 @@ def generated_packages(project: Path, roots: Sequence[str]) -> list[tuple[str, P
                 and (not shallow or folder != start or (folder / d / "__init__.py").is_file())
             )
             if is_generated(folder):
-                found.setdefault(folder.resolve(), _dotted(folder))
+                found.setdefault(folder.resolve(), package_of_folder(folder))
     return sorted((name, folder) for folder, name in found.items())
 
-
-def _dotted(folder: Path) -> str:
-    parts = [folder.name]
-    parent = folder.parent
-    while (parent / "__init__.py").is_file() and parent != parent.parent:
-        parts.append(parent.name)
-        parent = parent.parent
-    return ".".join(reversed(parts))
 
 
 def default_accessors_module(schema: Path, roots: Sequence[str] = ()) -> str:

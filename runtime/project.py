@@ -57,6 +57,19 @@ def package_folder(root: Path, package: str) -> Path:
     return base.joinpath(*parts)
 
 
+def package_of_folder(folder: Path) -> str:
+    """The import name of a folder (the inverse of `package_folder`): its name under each
+    enclosing folder that is a package (holds an `__init__.py`), so `legacy_engine/config_bags`
+    is `legacy_engine.config_bags` when legacy_engine is a package and `config_bags` when not.
+    A relative `folder` stops at the working folder; resolve it first to look above."""
+    parts = [folder.name]
+    parent = folder.parent
+    while (parent / "__init__.py").is_file() and parent != parent.parent:
+        parts.append(parent.name)
+        parent = parent.parent
+    return ".".join(reversed(parts))
+
+
 def find_pyproject(start: Path) -> Path | None:
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"
