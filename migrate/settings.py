@@ -118,11 +118,7 @@ def _load_validated(schema: Path) -> RatchetInputs:
             loaded = load_schema(schema)
             ratchet = _ratchet_data(loaded.ratchet)
         else:
-            try:
-                with _without_ratchet(schema) as view:
-                    loaded = load_schema(view)
-            except OSError:  # no symlinks here: the whole folder, slowly
-                loaded = load_schema(schema)
+            loaded = _load_without_ratchet(schema)
     except SchemaInvalid as exc:
         problems = "\n  ".join(map(str, exc.errors))
         raise RatchetConfigError(f"the schema in {schema} is invalid:\n  {problems}") from exc
@@ -166,14 +162,9 @@ def declared_env(schema: Path) -> dict[str, str]:
     if not (schema / "namespaces").is_dir():
         return {}
     from configbags.codegen.errors import SchemaInvalid
-    from configbags.codegen.model import load_schema
 
     try:
-        try:
-            with _without_ratchet(schema) as view:
-                return load_schema(view).env_leaves
-        except OSError:  # no symlinks here: the whole folder
-            return load_schema(schema).env_leaves
+        return dict(_load_without_ratchet(schema).env_leaves)
     except SchemaInvalid as exc:
         problems = "\n  ".join(map(str, exc.errors))
         raise RatchetConfigError(
@@ -254,6 +245,18 @@ def _ratchet_data(ratchet: Any) -> dict[str, Any]:
         "allowlist": listed(ratchet.allowlist),
         "writes": listed(ratchet.writes),
     }
+
+
+def _load_without_ratchet(schema: Path) -> Any:
+    """The generator's load of every schema file but ratchet.yaml (read apart, see
+    _load_validated); the whole folder where the view cannot be linked."""
+    from configbags.codegen.model import load_schema
+
+    try:
+        with _without_ratchet(schema) as view:
+            return load_schema(view)
+    except OSError:  # no symlinks here: the whole folder, slowly
+        return load_schema(schema)
 
 
 @contextlib.contextmanager
