@@ -149,6 +149,9 @@ def _ancestors(path: str) -> tuple[str, ...]:
     return tuple(".".join(parts[:i]) for i in range(len(parts), 0, -1))
 
 
+_CASCADES_KEPT = 4096  # distinct sets of overridden leaves remembered per registry
+
+
 class Cascade(NamedTuple):
     """What a change of some leaves sets off, each in the order it must run."""
 
@@ -229,7 +232,8 @@ class Registry:
                 restamp=any(self.namespaces[p].ranks for p in rebuild),
                 slots=tuple(p for p in self.top_level if p in spaces),
             )
-            self._cascades[key] = found
+            if len(self._cascades) < _CASCADES_KEPT:  # sets of leaves come from callers: bounded
+                self._cascades[key] = found
         return found
 
     def shown(self, name: str, value: Any) -> Any:
