@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 # The strict editable install links each module file; a module added or removed means
 # reinstalling (an edit to an existing one does not).
-MODULES := $(sort $(wildcard configbags/*.py */*.py */*/*.py */*/*/*.py))
+MODULES := $(sort $(wildcard cli/*.py */*.py */*/*.py */*/*/*.py))
 LISTED  := $(VENV)/.module-list
 MODEL  ?= models/llama-3.1-8b.json
 

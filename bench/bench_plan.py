@@ -28,11 +28,12 @@ import torch  # noqa: E402  (after the path so a source checkout runs without in
 from configbags.generated.accessors import get_context  # noqa: E402  (registers the context)
 from configbags.generated.registry import LEAVES  # noqa: E402
 from configbags.generated.server_args import ServerArgs  # noqa: E402
-from configbags.runtime.kvcache.configurator import KvCacheConfigurator  # noqa: E402
-from configbags.runtime.kvcache.errors import DoesNotFitError, SettingsError  # noqa: E402
-from configbags.runtime.kvcache.gpus import gpu_preset  # noqa: E402
-from configbags.runtime.kvcache.model_shape import load_model_shape  # noqa: E402
-from configbags.runtime.kvcache.planner import (  # noqa: E402
+from configbags.runtime.testing import published  # noqa: E402
+from configbags.server.kvcache.configurator import KvCacheConfigurator  # noqa: E402
+from configbags.server.kvcache.errors import DoesNotFitError, SettingsError  # noqa: E402
+from configbags.server.kvcache.gpus import gpu_preset  # noqa: E402
+from configbags.server.kvcache.model_shape import load_model_shape  # noqa: E402
+from configbags.server.kvcache.planner import (  # noqa: E402
     DeviceMemory,
     GiB,
     KvPlan,
@@ -40,8 +41,7 @@ from configbags.runtime.kvcache.planner import (  # noqa: E402
     concurrency,
     plan_kv,
 )
-from configbags.runtime.kvcache.pools import allocate  # noqa: E402
-from configbags.runtime.testing import published  # noqa: E402
+from configbags.server.kvcache.pools import allocate  # noqa: E402
 
 # model -> (server flags, device memory, weights per rank or None to estimate)
 SETUPS: dict[str, tuple[dict[str, object], int, int | None]] = {

@@ -18,7 +18,6 @@ from configbags.codegen.model import load_schema
 from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import (
-    BUNDLED_PACKAGE,
     ProjectSettings,
     load_project,
     package_folder,
@@ -47,15 +46,17 @@ def _valid_package(name: str) -> bool:
 
 
 def resolve_target(args: argparse.Namespace, project: ProjectSettings) -> tuple[Path, str, Path]:
-    """(schema folder, package name, output folder) from the flags over the project settings."""
+    """(schema folder, package name, output folder) from the flags over the project settings;
+    ConfigError when neither names a package."""
     schema = args.schema or project.schema
     if args.package:
         package = args.package
         out = args.out or package_folder(project.root, package)
-    elif args.out is None or args.out.resolve() == project.out.resolve():
-        package, out = project.package, args.out or project.out
-    else:
+    elif args.out is not None and (project.out is None or args.out.resolve() != project.out.resolve()):
         package, out = package_of_folder(args.out.resolve()), args.out
+    else:
+        package = project.require_package("--package PKG or --out DIR")
+        out = args.out or project.out or package_folder(project.root, package)
     return schema, package, out
 
 
@@ -67,20 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"configbags gen: {exc}", file=sys.stderr)
         return EXIT_SCHEMA
-    schema, package, out = resolve_target(args, project)
-    if package == BUNDLED_PACKAGE and not project.configured and not args.package:
-        # No table and no --out: the fallback is configbags' own bundled package, which in
-        # an engine's project would land in a stray configbags/generated folder.
-        where = "no [tool.configbags] table in " + (
-            str(project.root / "pyproject.toml") if (project.root / "pyproject.toml").is_file()
-            else f"a pyproject.toml above {project.root}"
-        )
-        print(f"configbags gen: {where}, and no --out or --package: this would generate configbags' "
-              f"own bundled package into {project.rel(out)}. Pass --out <your package's config "
-              f"folder> (e.g. --out myengine/config_bags; the package is named after it and the "
-              f"packages around it), or record package, schema and out under [tool.configbags] "
-              f"in the engine's pyproject.toml (`configbags init` writes one); nothing was "
-              f"written", file=sys.stderr)
+    try:
+        schema, package, out = resolve_target(args, project)
+    except ConfigError as exc:
+        print(f"configbags gen: {exc}; nothing was written", file=sys.stderr)
         return EXIT_SCHEMA
     if not _valid_package(package):
         print(f"configbags gen: {package!r} is not an importable package name; give --package "

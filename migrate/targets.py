@@ -62,7 +62,7 @@ def plain_gen_applies(schema: Path, out: Path | None = None) -> bool:
     project = _project(None)
     return (
         project is not None
-        and project.configured
+        and project.out is not None
         and project.schema.resolve() == schema.resolve()
         and (out is None or project.out.resolve() == out.resolve())
     )
@@ -183,7 +183,7 @@ def default_accessors_module(schema: Path, roots: Sequence[str] = ()) -> str:
         project = load_project(project_root)
     except ConfigError as exc:
         raise RatchetConfigError(f"{FLAG} not given, and {exc}") from None
-    if project.configured and project.schema.resolve() == schema.resolve():
+    if project.package is not None and project.schema.resolve() == schema.resolve():
         return f"{project.package}.accessors"
     pyproject = find_pyproject(project_root)
     where = (

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
-import importlib
 import logging
 import threading
 import time
@@ -1019,15 +1018,11 @@ def process_context(package: str | None = None, *, record: Any = None) -> Contex
                 return ctx
     if package is not None:
         if package not in _CONTEXTS:
-            try:
-                importlib.import_module(f"{package}.accessors")  # registers its context
-            except ImportError as exc:
-                raise ConfigError(
-                    f"cannot import the generated config package {package!r} ({exc}); generate "
-                    f"it with `configbags gen --package {package}` or fix the package name"
-                ) from None
-        if package not in _CONTEXTS:
-            raise ConfigError(f"{package}.accessors did not register a context; regenerate it (configbags gen)")
+            raise ConfigError(
+                f"the generated config package {package!r} is not loaded in this process; import "
+                f"its accessors first (`import {package}.accessors`), or generate it with "
+                f"`configbags gen --package {package}`"
+            )
         return _CONTEXTS[package]
     # An engine publishes one package; a process that loaded several (a test suite) means
     # the published one.

@@ -42,7 +42,6 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import PrefixStore, Store, TCPStore  # typed home of these
 
-from configbags.runtime import errors
 from configbags.runtime.context import (
     Context,
     OverrideEntry,
@@ -395,18 +394,15 @@ def init_distributed(
 # ---------------------------------------------------------------------------------------
 
 
-@functools.cache
 def _error_classes() -> Mapping[str, type[ConfigError]]:
-    """Every ConfigError class a source rank may raise, by name: the context's errors and the
-    KV configurator's (imported here, not at module top: it is torch-free and small, but
-    dist should not depend on it for anything else)."""
-    from configbags.runtime.kvcache import errors as kv_errors
-
+    """Every ConfigError class this process has loaded, by name (an application's own, such
+    as the KV configurator's, register by being imported)."""
     found: dict[str, type[ConfigError]] = {}
-    for module in (errors, kv_errors):
-        for name, obj in vars(module).items():
-            if isinstance(obj, type) and issubclass(obj, ConfigError):
-                found[name] = obj
+    pending: list[type[ConfigError]] = [ConfigError]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.__name__, cls)
+        pending.extend(cls.__subclasses__())
     return found
 
 

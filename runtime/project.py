@@ -7,8 +7,8 @@ lives, read from `[tool.configbags]` in the nearest `pyproject.toml`.
     out = "myengine/config"       # where `configbags gen` writes (default: from package)
 
 Every `configbags` command takes its defaults from here, so an engine's maintainers type
-`configbags gen`, `configbags plan ...` or `configbags audit report ...` with no flags.
-Without a setting, the package is configbags' own bundled server (`configbags.generated`).
+`configbags gen`, `configbags explain ...` or `configbags audit report ...` with no flags.
+There is no default package: without a setting, a command that needs one says how to name it.
 """
 
 from __future__ import annotations
@@ -26,16 +26,27 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from configbags.runtime.errors import ConfigError
 
-BUNDLED_PACKAGE = "configbags.generated"
-
 
 @attrs.frozen
 class ProjectSettings:
     root: Path  # the folder holding pyproject.toml (or the starting folder without one)
-    package: str
+    package: str | None  # None: no `package` under [tool.configbags]
     schema: Path
-    out: Path
+    out: Path | None  # None: neither `out` nor `package` says where gen writes
     configured: bool  # whether [tool.configbags] was found
+
+    def require_package(self, flag: str = "--package PKG") -> str:
+        """The package named in the settings, or a ConfigError that says how to name one."""
+        if self.package is not None:
+            return self.package
+        where = "[tool.configbags] in " + (
+            str(self.root / "pyproject.toml") if (self.root / "pyproject.toml").is_file()
+            else f"a pyproject.toml above {self.root}"
+        )
+        raise ConfigError(
+            f"no generated config package is named: pass {flag}, or set `package = "
+            f"\"myengine.config\"` under {where} (`configbags init` writes one)"
+        )
 
     @property
     def regenerate(self) -> str:
@@ -110,7 +121,8 @@ def load_project(start: Path | None = None) -> ProjectSettings:
     for key, value in table.items():
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{pyproject}: [tool.configbags] {key} must be a non-empty string")
-    package = str(table.get("package", BUNDLED_PACKAGE))
+    package = str(table["package"]) if "package" in table else None
     schema = root / str(table.get("schema", "schema"))
-    out = root / str(table["out"]) if "out" in table else package_folder(root, package)
+    out = root / str(table["out"]) if "out" in table else (
+        package_folder(root, package) if package is not None else None)
     return ProjectSettings(root, package, schema, out, configured=bool(table))

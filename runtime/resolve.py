@@ -12,9 +12,12 @@ hardware rules do not apply and the leaf keeps its lower layer (explain says so)
 
 from __future__ import annotations
 
+import argparse
 import enum
 import json
+import re
 from collections.abc import Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +154,29 @@ class Facts:
 
 NO_FACTS = Facts()
 FACT_ROOTS = ("gpu", "model")
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+# No accelerator holds a pebibyte; a bound keeps a 400-digit size out of the arithmetic.
+MAX_DEVICE_BYTES = 1 << 50
+
+
+def parse_bytes(text: str) -> int:
+    """`80GiB`, `80 GB`, `1.5TiB`, `85899345920` -> bytes (argparse `type=`)."""
+    match = re.fullmatch(r"\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if not match or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a size; write e.g. 80GiB, 40GB or 85899345920")
+    size = int(Fraction(match.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a memory size must be positive")
+    if size > MAX_DEVICE_BYTES:
+        raise argparse.ArgumentTypeError(f"{text!r}: more than 1 PiB; no device holds that much")
+    return size
+
+
+parse_bytes.__name__ = "size"
 
 
 def is_fact(subject: str) -> bool:

@@ -48,7 +48,7 @@ def _suite_context() -> Context[Any]:
     try:
         return process_context()
     except ConfigError:
-        return process_context(load_project().package)
+        return process_context(load_project().require_package())
 
 
 @pytest.fixture

@@ -15,7 +15,8 @@ import sys
 from types import FrameType
 from typing import Any
 
-from configbags.runtime.context import Context, process_context
+from configbags.packages import load_context
+from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
 from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door
@@ -64,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags serve needs the serve extra ({exc}): pip install 'configbags[serve]'", file=sys.stderr)
         return 2
     try:
-        package = args.package or load_project().package
-        context = process_context(package)
+        package = args.package or load_project().require_package()
+        context = load_context(package)
     except ConfigError as exc:
         parser.error(str(exc))
     record_type = context.record_type

@@ -24,7 +24,8 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from configbags.runtime.context import Context, OverrideEntry, process_context
+from configbags.packages import load_context
+from configbags.runtime.context import Context, OverrideEntry
 from configbags.runtime.errors import ConfigError, DistributedConfigError
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
     """One worker rank: adopt the config from rank 0, then follow its operations."""
     from configbags.runtime import dist
 
-    context = process_context(package)
+    context = load_context(package)
     dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, backend="gloo",
                                  timeout=JOIN_TIMEOUT_S, context=context)
     dctx.publish()

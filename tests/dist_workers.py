@@ -184,7 +184,7 @@ def failures(rank: int, world: int, port: int, outdir: str) -> None:
     from configbags.generated.accessors import get_context, get_schedule, get_spec
     from configbags.generated.server_args import ServerArgs
     from configbags.runtime.dist import check_in, connect_store
-    from configbags.runtime.kvcache.errors import BudgetError
+    from configbags.server.kvcache.errors import BudgetError
 
     # Meet first with a long timeout (start-up skew), then join with a short group timeout:
     # a follower left waiting in a broadcast would hit it, and the test would see it.

@@ -355,7 +355,7 @@ def test_every_error_is_a_config_error() -> None:
     import inspect
 
     from configbags.runtime import errors
-    from configbags.runtime.kvcache import errors as kv_errors
+    from configbags.server.kvcache import errors as kv_errors
 
     found = [
         cls for module in (errors, kv_errors) for _, cls in inspect.getmembers(module, inspect.isclass)

@@ -199,7 +199,7 @@ def test_runtime_resize_restamps_ranks(config_scope: Any) -> None:
 def test_error_kinds_map_to_their_classes() -> None:
     from configbags.runtime.dist import _error_class
     from configbags.runtime.errors import CapacityError, ConfigError
-    from configbags.runtime.kvcache.errors import BudgetError, ContextTooLongError
+    from configbags.server.kvcache.errors import BudgetError, ContextTooLongError
 
     assert _error_class("CapacityError") is CapacityError
     assert _error_class("DistributedConfigError") is DistributedConfigError

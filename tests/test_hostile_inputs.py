@@ -198,7 +198,7 @@ model_fields = st.sampled_from(["hidden_size", "num_attention_heads", "num_key_v
 @PROFILE
 @given(config=st.dictionaries(model_fields, values, max_size=6), raw=st.one_of(st.none(), yaml_values))
 def test_model_config_gives_a_shape_or_a_typed_error(config: dict[str, Any], raw: str | None) -> None:
-    from configbags.runtime.kvcache.model_shape import load_model_shape
+    from configbags.server.kvcache.model_shape import load_model_shape
 
     base = json.loads(Path("models/llama-3.1-8b.json").read_text())
     with tempfile.TemporaryDirectory() as tmp:
@@ -220,7 +220,7 @@ def test_model_config_gives_a_shape_or_a_typed_error(config: dict[str, Any], raw
 
 def test_the_model_config_surface_holds_for_plain_bad_files(tmp_path: Path) -> None:
     """Plain bad files: each refused naming the file."""
-    from configbags.runtime.kvcache.model_shape import load_model_shape
+    from configbags.server.kvcache.model_shape import load_model_shape
 
     for content in ("[]", "{", '{"hidden_size": "x"}', ""):
         path = tmp_path / "config.json"

@@ -14,10 +14,10 @@ import pytest
 from configbags.generated.accessors import get_model, get_schedule, runner_view
 from configbags.generated.server_args import ServerArgs
 from configbags.runtime.errors import CapacityError, ConfigError, PolicyError
-from configbags.runtime.kvcache.configurator import KvCacheConfigurator, read_settings
-from configbags.runtime.kvcache.model_shape import load_model_shape
-from configbags.runtime.kvcache.planner import DeviceMemory, KvPlan
 from configbags.runtime.testing import published
+from configbags.server.kvcache.configurator import KvCacheConfigurator, read_settings
+from configbags.server.kvcache.model_shape import load_model_shape
+from configbags.server.kvcache.planner import DeviceMemory, KvPlan
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 GiB = 1073741824

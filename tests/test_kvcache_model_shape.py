@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from configbags.runtime.kvcache.errors import ModelConfigError
-from configbags.runtime.kvcache.model_shape import (
+from configbags.server.kvcache.errors import ModelConfigError
+from configbags.server.kvcache.model_shape import (
     LayerKind,
     load_model_shape,
     model_shape_from_dict,

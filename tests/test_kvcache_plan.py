@@ -19,15 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from configbags.generated.registry import LEAVES
-from configbags.runtime.kvcache.errors import (
+from configbags.server.kvcache.errors import (
     BudgetError,
     ContextTooLongError,
     DoesNotFitError,
     KvPlanError,
     SettingsError,
 )
-from configbags.runtime.kvcache.model_shape import ModelShape, load_model_shape
-from configbags.runtime.kvcache.planner import (
+from configbags.server.kvcache.model_shape import ModelShape, load_model_shape
+from configbags.server.kvcache.planner import (
     DeviceMemory,
     KvPlan,
     PlanSettings,
@@ -35,7 +35,7 @@ from configbags.runtime.kvcache.planner import (
     min_mem_fraction_static,
     plan_kv,
 )
-from configbags.runtime.kvcache.validate import validate_parallel
+from configbags.server.kvcache.validate import validate_parallel
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 GiB = 1073741824

@@ -12,10 +12,10 @@ import pytest
 from genutil import copy_case, generate, import_generated
 
 from configbags.runtime.context import process_context
-from configbags.runtime.kvcache.configurator import KvCacheConfigurator, read_settings
-from configbags.runtime.kvcache.model_shape import load_model_shape
-from configbags.runtime.kvcache.planner import DeviceMemory
-from configbags.runtime.plan import main
+from configbags.server.kvcache.configurator import KvCacheConfigurator, read_settings
+from configbags.server.kvcache.model_shape import load_model_shape
+from configbags.server.kvcache.planner import DeviceMemory
+from configbags.server.plan import main
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 LLAMA = str(MODELS / "llama-3.1-8b.json")

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from configbags.generated.registry import LEAVES
-from configbags.runtime.kvcache.defaults import (
+from configbags.server.kvcache.defaults import (
     default_mem_fraction_static,
     extra_groups_for_head_shards,
     forces_full_attention,
     mamba_slots_per_request,
     reserved_memory_bytes,
 )
-from configbags.runtime.kvcache.gpus import gpu_preset
-from configbags.runtime.kvcache.model_shape import ModelShape, load_model_shape
-from configbags.runtime.kvcache.planner import (
+from configbags.server.kvcache.gpus import gpu_preset
+from configbags.server.kvcache.model_shape import ModelShape, load_model_shape
+from configbags.server.kvcache.planner import (
     DeviceMemory,
     PlanSettings,
     concurrency,

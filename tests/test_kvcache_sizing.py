@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from configbags.runtime.kvcache.allocation_sizing import (
+from configbags.server.kvcache.allocation_sizing import (
     DecodeGeometry,
     get_alloc_len_per_decode,
     get_alloc_reserve_per_decode,

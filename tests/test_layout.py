@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-ROOMS = ("codegen", "runtime", "generated", "migrate", "serve")
-GENERIC_NAMES = {*ROOMS, "tests", "bench"}
+# folder -> import name: every room installs under the one root (pyproject's package-dir)
+ROOT_FOLDER = "cli"
+ROOMS = ("codegen", "runtime", "generated", "migrate", "serve", "server")
+GENERIC_NAMES = {*ROOMS, ROOT_FOLDER, "tests", "bench"}
 # torch is imported by these modules only (DESIGN: torch only in pool and dist modules; plan
 # measures CUDA memory when asked to).
-TORCH_MODULES = {"runtime/dist.py", "runtime/kvcache/pools.py", "runtime/plan.py"}
+TORCH_MODULES = {"runtime/dist.py", "server/kvcache/pools.py", "server/plan.py"}
 
 
 def _modules(room: str) -> list[Path]:
@@ -26,7 +28,8 @@ def _imports(path: Path) -> Iterator[tuple[int, str]]:
     """(line, absolute module name) of every import in the file that runs (not those under
     `if TYPE_CHECKING:`); relative imports resolved against the file's place under the root."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    package = ["configbags", *path.relative_to(REPO).parent.parts]
+    parts = path.relative_to(REPO).parent.parts
+    package = ["configbags", *(parts[1:] if parts[:1] == (ROOT_FOLDER,) else parts)]
     typing_only = {
         id(inner)
         for node in ast.walk(tree)
@@ -63,12 +66,10 @@ def _violations(rooms: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]
 
 def test_every_import_goes_through_the_configbags_root() -> None:
     bare = []
-    for room in (*ROOMS, "configbags", "tests", "bench"):
+    for room in (*ROOMS, ROOT_FOLDER, "tests", "bench"):
         for path in sorted((REPO / room).glob("**/*.py")):
-            if "fixtures" in path.parts or "cases" in path.parts or path.is_symlink():
+            if "fixtures" in path.parts or "cases" in path.parts:
                 continue
-            if room == "configbags" and path.parent != REPO / "configbags":
-                continue  # the links to the rooms, walked above under their own names
             for line, module in _imports(path):
                 if module.partition(".")[0] in GENERIC_NAMES - {"tests"}:
                     bare.append(f"{path.relative_to(REPO)}:{line}: imports {module}")
@@ -77,8 +78,41 @@ def test_every_import_goes_through_the_configbags_root() -> None:
 
 def test_the_runtime_never_imports_a_generated_package_or_build_time_code() -> None:
     found = _violations(("runtime",), ("configbags.generated", "configbags.codegen", "configbags.migrate",
-                                       "configbags.serve"))
+                                       "configbags.serve", "configbags.server", "configbags.cli",
+                                       "configbags.packages", "configbags.audit", "configbags.explain"))
     assert not found, "runtime/ must stay schema-generic and run-time only:\n" + "\n".join(found)
+
+
+def _dynamic_imports(path: Path) -> Iterator[int]:
+    """Lines of `importlib.import_module(...)`, `import_module(...)` and `__import__(...)`
+    calls: imports the statement walk above does not see."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            if name in ("importlib.import_module", "import_module", "__import__", "importlib.__import__"):
+                yield node.lineno
+
+
+@pytest.mark.parametrize("room", ["runtime", "generated"])
+def test_the_library_has_no_dynamic_import_back_edge(room: str) -> None:
+    """Nothing under runtime/ or generated/ imports a module by a computed name: the
+    command layer (configbags.packages) loads the package an operator names."""
+    found = [f"{path.relative_to(REPO)}:{line}" for path in _modules(room) for line in _dynamic_imports(path)]
+    assert not found, f"{room}/ imports by a computed name:\n" + "\n".join(found)
+
+
+def test_the_dynamic_import_check_sees_each_spelling(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("import importlib\nfrom importlib import import_module\n"
+                     "importlib.import_module('a')\nimport_module('b')\n__import__('c')\n")
+    assert list(_dynamic_imports(probe)) == [3, 4, 5]
+
+
+def test_the_bundled_server_reaches_its_config_through_the_generated_package() -> None:
+    """The application room sits above generated/: it may import it, and the runtime, but
+    no build-time code and not the door."""
+    found = _violations(("server",), ("configbags.codegen", "configbags.migrate", "configbags.serve"))
+    assert not found, "\n".join(found)
 
 
 def test_codegen_never_imports_generated_code_or_the_migration_toolkit() -> None:
@@ -112,23 +146,51 @@ def test_the_http_stack_stays_in_the_door() -> None:
 
 def test_torch_stays_in_the_pool_dist_and_plan_modules() -> None:
     found = [
-        v for v in _violations(("runtime", "generated", "codegen", "migrate", "serve"), ("torch",))
+        v for v in _violations(("runtime", "generated", "codegen", "migrate", "serve", "server"), ("torch",))
         if v.partition(":")[0] not in TORCH_MODULES
     ]
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("room", ROOMS)
-def test_each_room_is_linked_under_the_root(room: str) -> None:
-    link = REPO / "configbags" / room
-    assert link.is_symlink() and link.resolve() == (REPO / room).resolve()
-
-
-def test_the_wheel_installs_one_import_root() -> None:
+def _setuptools() -> dict[str, object]:
     import tomllib
 
-    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
-    assert find["include"] == ["configbags*"]
+    table: dict[str, object] = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return table
+
+
+def test_each_room_maps_under_the_root_by_package_dir() -> None:
+    mapping = _setuptools()["package-dir"]
+    assert mapping == {"configbags": ROOT_FOLDER, **{f"configbags.{room}": room for room in ROOMS}}
+
+
+def test_the_package_list_names_every_package_folder() -> None:
+    """setuptools installs the packages listed; a folder with an __init__.py left out of the
+    list would be missing from the wheel."""
+    folders = {ROOT_FOLDER: "configbags", **{room: f"configbags.{room}" for room in ROOMS}}
+    found = {
+        ".".join([folders[init.relative_to(REPO).parts[0]], *init.relative_to(REPO).parent.parts[1:]])
+        for folder in folders
+        for init in (REPO / folder).rglob("__init__.py")
+    }
+    assert sorted(found) == sorted(_setuptools()["packages"])  # type: ignore[arg-type]
+
+
+def test_the_repository_holds_no_link() -> None:
+    """A clone without symlink support (core.symlinks=false) must install and pass."""
+    skip = {".git", ".venv", "build", ".mypy_cache", ".ruff_cache", ".hypothesis", "dist"}
+    links = [
+        str(path.relative_to(REPO))
+        for top in REPO.iterdir() if top.name not in skip
+        for path in ([top] if top.is_symlink() else [p for p in top.rglob("*") if p.is_symlink()])
+    ]
+    assert not links, "links in the repository: " + ", ".join(links)
+
+
+def test_no_folder_of_the_checkout_shadows_the_import_root() -> None:
+    """`python -m pytest` puts the checkout first on sys.path: a `configbags/` folder there
+    (without the rooms under it) would hide the installed package."""
+    assert not (REPO / "configbags").exists()
 
 
 def test_the_policy_words_have_one_source() -> None:
@@ -150,3 +212,11 @@ def _walk_json(node: object) -> Iterator[dict[str, object]]:
     elif isinstance(node, list):
         for value in node:
             yield from _walk_json(value)
+
+
+def test_a_bare_room_import_fails_the_test_that_made_it(pytester: pytest.Pytester) -> None:
+    """The conftest guard fails a test that imports a room by its folder name."""
+    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))
+    pytester.makepyfile(runtime="X = 1", test_probe="def test_probe():\n    import runtime  # noqa: F401\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    result.assert_outcomes(passed=1, errors=1)

@@ -9,7 +9,7 @@ import pytest
 
 from configbags.cli import main as configbags
 from configbags.generated.accessors import get_context
-from configbags.runtime.plan import main, parse_bytes
+from configbags.server.plan import main, parse_bytes
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 LLAMA = str(MODELS / "llama-3.1-8b.json")

@@ -14,10 +14,10 @@ import pytest
 
 from configbags.generated.accessors import get_context
 from configbags.generated.registry import LEAVES
-from configbags.runtime.kvcache.errors import ModelConfigError, SettingsError
-from configbags.runtime.kvcache.model_shape import load_model_shape, model_shape_from_dict
-from configbags.runtime.kvcache.planner import DeviceMemory, PlanSettings, plan_kv
-from configbags.runtime.plan import main
+from configbags.server.kvcache.errors import ModelConfigError, SettingsError
+from configbags.server.kvcache.model_shape import load_model_shape, model_shape_from_dict
+from configbags.server.kvcache.planner import DeviceMemory, PlanSettings, plan_kv
+from configbags.server.plan import main
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 LLAMA = json.loads((MODELS / "llama-3.1-8b.json").read_text())
@@ -178,7 +178,7 @@ def test_a_400_digit_device_memory_is_refused(capsys: pytest.CaptureFixture[str]
 def test_allocate_cpu_beyond_host_memory_is_refused_before_torch(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import configbags.runtime.plan as plan_module
+    import configbags.server.plan as plan_module
 
     monkeypatch.setattr(plan_module, "host_available_bytes", lambda: 1 * GiB)
     argv = ["--model-config", str(MODELS / "llama-3.1-8b.json"), "--device-memory", "80GiB", "--allocate", "cpu"]

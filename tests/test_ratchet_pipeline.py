@@ -62,7 +62,7 @@ def _ruff_clean(files: list[Path]) -> None:
     ruff = Path(sys.executable).parent / "ruff"
     done = subprocess.run(
         [str(ruff), "check", "--isolated", "--select", "F401,F841,I001", "--config",
-         "lint.isort.known-first-party=['legacy_engine']", *map(str, files)],
+         "lint.isort.known-first-party=['legacy_engine', 'configbags']", *map(str, files)],
         capture_output=True, text=True, check=False,
     )
     assert done.returncode == 0, done.stdout

@@ -255,11 +255,13 @@ def test_hints_name_out_without_a_table_and_a_bare_gen_with_one(
     out = capsys.readouterr().out
     assert "next: run `configbags gen --schema schema --out <your package's config folder" in out
     assert "[tool.configbags] in the engine's pyproject.toml" in out
-    # run as printed (a bare gen, or --schema alone), gen refuses the bundled package
+    # run as printed (a bare gen, or --schema alone), gen has no package to write and says
+    # how to name one (there is no bundled-package default)
     for argv in ([], ["--schema", "schema"]):
         assert gen_main(argv) == 2
         err = capsys.readouterr().err
-        assert "no [tool.configbags] table" in err and "Pass --out <your package's config folder>" in err
+        assert "no generated config package is named: pass --package PKG or --out DIR" in err
+        assert "under [tool.configbags] in a pyproject.toml above" in err
         assert "nothing was written" in err
     assert not (tmp_path / "configbags").exists()
     (tmp_path / "pyproject.toml").write_text(

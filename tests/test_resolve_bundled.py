@@ -17,7 +17,7 @@ from configbags.cli import main as cli_main
 from configbags.generated.accessors import get_context, get_exec, get_schedule, publish
 from configbags.generated.registry import LEAVES
 from configbags.generated.server_args import ServerArgs
-from configbags.runtime import rules
+from configbags.server import rules
 from configbags.runtime.dist import export_state, import_state
 from configbags.runtime.errors import ConfigError, RecordError
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts

@@ -15,7 +15,7 @@ import yaml
 
 from configbags.cli import main as cli_main
 from configbags.generated.role_audit import ROLE_NAMESPACE_SETS
-from configbags.runtime import audit
+from configbags import audit
 
 REPO = Path(__file__).resolve().parent.parent
 AUDIT_SCHEMA = {

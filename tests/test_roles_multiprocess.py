@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from configbags.runtime import audit, roles
+from configbags import audit
+from configbags.runtime import roles
 
 REPO = Path(__file__).resolve().parent.parent
 APP = REPO / "tests" / "roles_app.py"

@@ -12,7 +12,7 @@ the hardware and model rules and the presets."""
 
 from __future__ import annotations
 
-import configbags.runtime.rules
+import configbags.server.rules
 from configbags.runtime.leaftypes import Policy, TypeSpec
 from configbags.runtime.registry import (
     Condition,
@@ -358,7 +358,7 @@ RULES: tuple[RuleSpec, ...] = (
         layer="hardware",
         when=(),
         value=None,
-        fn=configbags.runtime.rules.chunked_prefill_size,
+        fn=configbags.server.rules.chunked_prefill_size,
         inputs=("gpu.memory_bytes",),
         force=None,
         help="Bigger GPUs take bigger blocks.",

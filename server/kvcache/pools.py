@@ -10,8 +10,8 @@ from collections.abc import Mapping
 import attrs
 import torch
 
-from configbags.runtime.kvcache.model_shape import DTYPE_BYTES
-from configbags.runtime.kvcache.records import KvPlan, PoolTensor
+from configbags.server.kvcache.model_shape import DTYPE_BYTES
+from configbags.server.kvcache.records import KvPlan, PoolTensor
 
 TORCH_DTYPES: Mapping[str, torch.dtype] = {
     "float32": torch.float32,

@@ -3,9 +3,9 @@ before any sizing (SGLang and vLLM refuse the same at start-up)."""
 
 from __future__ import annotations
 
-from configbags.runtime.kvcache.errors import SettingsError
-from configbags.runtime.kvcache.model_shape import LayerKind, ModelShape
-from configbags.runtime.kvcache.settings import PlanSettings
+from configbags.server.kvcache.errors import SettingsError
+from configbags.server.kvcache.model_shape import LayerKind, ModelShape
+from configbags.server.kvcache.settings import PlanSettings
 
 _POSITIVE = ("tp_size", "attn_tp_size", "attn_dp_size", "attn_dcp_size", "pp_size")
 _POSITIVE_IF_SET = ("page_size", "context_length", "max_total_tokens", "max_running_requests",

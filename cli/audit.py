@@ -277,7 +277,7 @@ def report(
 def _declared_sets(declared: Mapping[str, frozenset[str]] | None) -> Mapping[str, frozenset[str]]:
     if declared is not None:
         return declared
-    return declared_sets(load_project().package)
+    return declared_sets(load_project().require_package())
 
 
 def declared_sets(package: str) -> Mapping[str, frozenset[str]]:

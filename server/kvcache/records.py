@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import attrs
 
-from configbags.runtime.kvcache.model_shape import DTYPE_BYTES
-from configbags.runtime.kvcache.settings import PlanSettings
+from configbags.server.kvcache.model_shape import DTYPE_BYTES
+from configbags.server.kvcache.settings import PlanSettings
 
 
 @attrs.frozen

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import attrs
 
-from configbags.runtime.kvcache.allocation_sizing import (
+from configbags.server.kvcache.allocation_sizing import (
     DecodeGeometry,
     get_alloc_len_per_decode,
     get_alloc_reserve_per_decode,
     get_req_to_token_extra_context_len,
 )
-from configbags.runtime.kvcache.defaults import (
+from configbags.server.kvcache.defaults import (
     GiB,
     default_max_running_requests,
     default_mem_fraction_static,
@@ -37,16 +37,16 @@ from configbags.runtime.kvcache.defaults import (
     mamba_slots_per_request,
     reserved_memory_bytes,
 )
-from configbags.runtime.kvcache.errors import (
+from configbags.server.kvcache.errors import (
     BudgetError,
     ContextTooLongError,
     DoesNotFitError,
     KvPlanError,
 )
-from configbags.runtime.kvcache.mamba import MambaGeometry, mamba_geometry
-from configbags.runtime.kvcache.messages import budget_message, context_message, gib, memory_fix
-from configbags.runtime.kvcache.model_shape import DTYPE_BYTES, ModelShape
-from configbags.runtime.kvcache.records import (
+from configbags.server.kvcache.mamba import MambaGeometry, mamba_geometry
+from configbags.server.kvcache.messages import budget_message, context_message, gib, memory_fix
+from configbags.server.kvcache.model_shape import DTYPE_BYTES, ModelShape
+from configbags.server.kvcache.records import (
     Budget,
     Cell,
     Concurrency,
@@ -57,14 +57,14 @@ from configbags.runtime.kvcache.records import (
     SpecSizing,
     StagePlan,
 )
-from configbags.runtime.kvcache.settings import (
+from configbags.server.kvcache.settings import (
     KV_DTYPES,
     DeviceMemory,
     PlanSettings,
     resolve_kv_dtype,
     resolve_model_dtype,
 )
-from configbags.runtime.kvcache.sizing import (
+from configbags.server.kvcache.sizing import (
     Sizer,
     Sizing,
     StageSizing,
@@ -74,8 +74,8 @@ from configbags.runtime.kvcache.sizing import (
     stage_layers,
     stages_of,
 )
-from configbags.runtime.kvcache.tensors import kv_tensors, mamba_tensors, spec_buffers
-from configbags.runtime.kvcache.validate import validate_settings
+from configbags.server.kvcache.tensors import kv_tensors, mamba_tensors, spec_buffers
+from configbags.server.kvcache.validate import validate_settings
 
 # Which SGLang the plan models (docs/PLAN.md): the sizing functions of this release line.
 SGLANG_VERSION = "SGLang v0.5.x (server_args.py, mem_cache/kv_cache_configurator.py, as of 2025-10)"

@@ -9,10 +9,10 @@ from fractions import Fraction
 
 import attrs
 
-from configbags.runtime.kvcache.defaults import extra_groups_for_head_shards
-from configbags.runtime.kvcache.model_shape import DTYPE_BYTES, LinearStateShape
-from configbags.runtime.kvcache.records import MambaSlots
-from configbags.runtime.kvcache.settings import PlanSettings
+from configbags.server.kvcache.defaults import extra_groups_for_head_shards
+from configbags.server.kvcache.model_shape import DTYPE_BYTES, LinearStateShape
+from configbags.server.kvcache.records import MambaSlots
+from configbags.server.kvcache.settings import PlanSettings
 
 
 @attrs.frozen

@@ -13,10 +13,10 @@ COMMANDS: dict[str, tuple[str, str | None, str]] = {
     "ratchet": ("configbags.migrate.cli", "gen", "scan, check, init, update and fix raw ServerArgs reads"),
     "import-dataclass": ("configbags.migrate.importer", "gen", "turn a dataclass ServerArgs into schema YAML"),
     "cli-check": ("configbags.migrate.clicheck", None, "compare a legacy command-line parser with the generated one"),
-    "audit": ("configbags.runtime.audit", None, "record and report which namespaces each role reads"),
-    "plan": ("configbags.runtime.plan", None, "how much KV cache a model gets on a device, and why"),
+    "audit": ("configbags.audit", None, "record and report which namespaces each role reads"),
+    "plan": ("configbags.server.plan", None, "the bundled server: how much KV cache a model gets on a device, and why"),
     "serve": ("configbags.serve.cli", "serve", "publish the config and serve the operator's HTTP config API"),
-    "explain": ("configbags.runtime.explain", None, "why a leaf has its value: every layer, rule and source"),
+    "explain": ("configbags.explain", None, "why a leaf has its value: every layer, rule and source"),
 }
 # third-party import names -> the extra that installs them
 EXTRA_OF = {"jinja2": "gen", "black": "gen", "libcst": "gen", "torch": "kv", "matplotlib": "chart",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from configbags.runtime.kvcache.errors import ModelConfigError
+from configbags.server.kvcache.errors import ModelConfigError
 
 # Real models have at most a few hundred decoder layers; a bound keeps a hostile config
 # (num_hidden_layers: 10**9) from building a billion-entry layer table.

@@ -23,14 +23,14 @@ import attrs
 
 from configbags.runtime.context import Context, OverrideEntry, RunnerView, process_context
 from configbags.runtime.errors import UnknownLeafError
-from configbags.runtime.kvcache.model_shape import ModelShape
-from configbags.runtime.kvcache.planner import DeviceMemory, KvPlan, PlanSettings, plan_kv
 from configbags.runtime.registry import DerivedSpec, LeafSpec
+from configbags.server.kvcache.model_shape import ModelShape
+from configbags.server.kvcache.planner import DeviceMemory, KvPlan, PlanSettings, plan_kv
 
 if TYPE_CHECKING:  # torch only where pools are allocated
     import torch
 
-    from configbags.runtime.kvcache.pools import KvPools
+    from configbags.server.kvcache.pools import KvPools
 
 # Leaves without which no plan means anything; every other PlanSettings field has a default
 # (the two ratios have schema fallbacks the planner deliberately keeps no copy of).
@@ -112,6 +112,6 @@ class KvCacheConfigurator:
         return plan
 
     def allocate(self, plan: KvPlan, device: str | torch.device = "cpu") -> KvPools:
-        from configbags.runtime.kvcache.pools import allocate
+        from configbags.server.kvcache.pools import allocate
 
         return allocate(plan, device)

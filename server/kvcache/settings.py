@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import attrs
 
-from configbags.runtime.kvcache.errors import SettingsError
-from configbags.runtime.kvcache.model_shape import ModelShape
+from configbags.server.kvcache.errors import SettingsError
+from configbags.server.kvcache.model_shape import ModelShape
 
 # kv_cache_dtype choice -> (logical dtype, storage dtype). fp8 is stored as uint8, as SGLang
 # does, so that index_put/copy work on every backend; the bytes are the same.

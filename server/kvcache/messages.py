@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from configbags.runtime.kvcache.defaults import GiB
-from configbags.runtime.kvcache.sizing import (
+from configbags.server.kvcache.defaults import GiB
+from configbags.server.kvcache.sizing import (
     Sizer,
     Sizing,
     StageSizing,

@@ -4,7 +4,7 @@ leaf keeps its lower layer). Each docstring names the SGLang code it follows."""
 
 from __future__ import annotations
 
-from configbags.runtime.kvcache.defaults import default_mem_fraction_static
+from configbags.server.kvcache.defaults import default_mem_fraction_static
 
 GiB = 1 << 30
 # SGLang compares GPU memory in MiB against these tier bounds (exclusive upper bounds).

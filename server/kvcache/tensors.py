@@ -3,9 +3,9 @@ speculative buffers (what `pools.allocate` carves out of one backing buffer)."""
 
 from __future__ import annotations
 
-from configbags.runtime.kvcache.mamba import MambaGeometry
-from configbags.runtime.kvcache.model_shape import ModelShape
-from configbags.runtime.kvcache.records import Cell, MambaSlots, PoolTensor
+from configbags.server.kvcache.mamba import MambaGeometry
+from configbags.server.kvcache.model_shape import ModelShape
+from configbags.server.kvcache.records import Cell, MambaSlots, PoolTensor
 
 
 def kv_tensors(

@@ -18,11 +18,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from configbags.runtime.context import Context, process_context
+from configbags.packages import named_context
+from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.plan import parse_bytes
-from configbags.runtime.project import load_project
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     ns, server_argv = parser.parse_known_args(args)
     try:
-        ctx: Context[Any] = process_context(ns.package or load_project().package)
+        ctx: Context[Any] = named_context(ns.package)
         record_type = ctx.record_type
         assert record_type is not None
         server = argparse.ArgumentParser(prog="configbags explain LEAF", allow_abbrev=False)

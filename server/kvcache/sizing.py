@@ -17,12 +17,12 @@ from fractions import Fraction
 
 import attrs
 
-from configbags.runtime.kvcache.defaults import default_max_running_requests
-from configbags.runtime.kvcache.errors import SettingsError
-from configbags.runtime.kvcache.mamba import size_mamba_slots
-from configbags.runtime.kvcache.model_shape import LayerKind, ModelShape
-from configbags.runtime.kvcache.records import Cell, MambaSlots, StagePlan
-from configbags.runtime.kvcache.settings import PlanSettings
+from configbags.server.kvcache.defaults import default_max_running_requests
+from configbags.server.kvcache.errors import SettingsError
+from configbags.server.kvcache.mamba import size_mamba_slots
+from configbags.server.kvcache.model_shape import LayerKind, ModelShape
+from configbags.server.kvcache.records import Cell, MambaSlots, StagePlan
+from configbags.server.kvcache.settings import PlanSettings
 
 
 def exact(x: float) -> Fraction:

@@ -30,13 +30,16 @@ from typing import Any
 
 import attrs
 
-from configbags.runtime.context import Context, process_context
+from configbags.packages import load_context
+from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.kvcache.configurator import KvCacheConfigurator
-from configbags.runtime.kvcache.errors import DoesNotFitError
-from configbags.runtime.kvcache.gpus import GPU_PRESETS, GpuPreset, gpu_preset
-from configbags.runtime.kvcache.model_shape import ModelShape, load_model_shape
-from configbags.runtime.kvcache.planner import (
+from configbags.runtime.project import load_project
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
+from configbags.server.kvcache.configurator import KvCacheConfigurator
+from configbags.server.kvcache.errors import DoesNotFitError
+from configbags.server.kvcache.gpus import GPU_PRESETS, GpuPreset, gpu_preset
+from configbags.server.kvcache.model_shape import ModelShape, load_model_shape
+from configbags.server.kvcache.planner import (
     SGLANG_VERSION,
     DeviceMemory,
     GiB,
@@ -45,32 +48,13 @@ from configbags.runtime.kvcache.planner import (
     PoolTensor,
     concurrency,
 )
-from configbags.runtime.project import BUNDLED_PACKAGE, load_project
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
 
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
-# No accelerator holds a pebibyte; a bound keeps a 400-digit size out of the arithmetic.
-MAX_DEVICE_BYTES = 1 << 50
+# The bundled server's own generated package, planned with when no project names another.
+SERVER_PACKAGE = "configbags.generated"
 
 EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_USER_ERROR = 0, 1, 2
 
 
-def parse_bytes(text: str) -> int:
-    """`80GiB`, `80 GB`, `1.5TiB`, `85899345920` -> bytes (argparse `type=`)."""
-    match = re.fullmatch(r"\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else ""
-    if not match or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a size; write e.g. 80GiB, 40GB or 85899345920")
-    size = int(Fraction(match.group(1)) * _UNITS[unit])
-    if size <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a memory size must be positive")
-    if size > MAX_DEVICE_BYTES:
-        raise argparse.ArgumentTypeError(f"{text!r}: more than 1 PiB; no device holds that much")
-    return size
-
-
-parse_bytes.__name__ = "size"
 
 
 def parse_int_list(text: str) -> list[int]:
@@ -148,7 +132,7 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     plan.add_argument("--chart", metavar="PNG", help="draw the memory breakdown (needs matplotlib)")
     plan.add_argument("--package", metavar="PKG",
                       help="the generated config package to plan with (default: [tool.configbags] "
-                           f"package in pyproject.toml, else {BUNDLED_PACKAGE})")
+                           f"package in pyproject.toml, else the bundled server's {SERVER_PACKAGE})")
     plan.add_argument("--help-all", action="store_true", help="list every server flag and exit")
     return parser
 
@@ -166,7 +150,7 @@ def _server_flags_epilog(package: str | None) -> str:
 
 
 def _package(package: str | None) -> Context[Any]:
-    return process_context(package or load_project().package)
+    return load_context(package or load_project().package or SERVER_PACKAGE)
 
 
 def device_memory(given: int | None) -> tuple[int, str]:
@@ -378,7 +362,7 @@ def _allocate(plan: KvPlan, device: str) -> dict[str, Any]:
                 f"--allocate cpu needs {need / GiB:.2f} GiB but the host has {available / GiB:.2f} GiB "
                 "available; use --allocate meta to check the shapes without memory"
             )
-    from configbags.runtime.kvcache.pools import allocate
+    from configbags.server.kvcache.pools import allocate
 
     start = time.perf_counter()
     try:

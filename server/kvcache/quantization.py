@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import attrs
 
-from configbags.runtime.kvcache.config_fields import ConfigFields
+from configbags.server.kvcache.config_fields import ConfigFields
 
 
 @attrs.frozen

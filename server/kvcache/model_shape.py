@@ -21,10 +21,10 @@ from typing import Any
 import attrs
 
 from configbags.runtime.errors import YamlError
-from configbags.runtime.kvcache.config_fields import MAX_LAYERS, ConfigFields
-from configbags.runtime.kvcache.errors import ModelConfigError
-from configbags.runtime.kvcache.quantization import WeightQuant, weight_quant
 from configbags.runtime.yamlsafe import read_text_limited
+from configbags.server.kvcache.config_fields import MAX_LAYERS, ConfigFields
+from configbags.server.kvcache.errors import ModelConfigError
+from configbags.server.kvcache.quantization import WeightQuant, weight_quant
 
 # Bytes per element of the dtype names used in plans. fp8 variants are stored as uint8
 # (SGLang does the same so that index_put works on every backend).
