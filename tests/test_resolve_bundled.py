@@ -17,10 +17,10 @@ from configbags.cli import main as cli_main
 from configbags.generated.accessors import get_context, get_exec, get_schedule, publish
 from configbags.generated.registry import LEAVES
 from configbags.generated.server_args import ServerArgs
-from configbags.server import rules
 from configbags.runtime.dist import export_state, import_state
 from configbags.runtime.errors import ConfigError, RecordError
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
+from configbags.server import rules
 
 GiB = 1 << 30
 REPO = Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 import yaml
 
+from configbags import audit
 from configbags.cli import main as cli_main
 from configbags.generated.role_audit import ROLE_NAMESPACE_SETS
-from configbags import audit
 
 REPO = Path(__file__).resolve().parent.parent
 AUDIT_SCHEMA = {
