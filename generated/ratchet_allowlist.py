@@ -52,7 +52,7 @@ RESOLUTION: tuple[str, ...] = ()
 
 ALLOWLIST: tuple[AllowEntry, ...] = (
     AllowEntry(
-        file="runtime/dist.py",
+        file="runtime/dist/_state.py",
         function="state_dict",
         leaf="Context.state",
         reason="state_dict is the readback itself: the runtime's transport of the whole state to other processes and ranks, never called by role code",

@@ -197,7 +197,7 @@ def test_runtime_resize_restamps_ranks(config_scope: Any) -> None:
 
 
 def test_error_kinds_map_to_their_classes() -> None:
-    from configbags.runtime.dist import _error_class
+    from configbags.runtime.dist._propagate import _error_class
     from configbags.runtime.errors import CapacityError, ConfigError
     from configbags.server.kvcache.errors import BudgetError, ContextTooLongError
 

@@ -17,7 +17,7 @@ ROOMS = ("codegen", "runtime", "generated", "migrate", "serve", "server")
 GENERIC_NAMES = {*ROOMS, ROOT_FOLDER, "tests", "bench"}
 # torch is imported by these modules only (DESIGN: torch only in pool and dist modules; plan
 # measures CUDA memory when asked to).
-TORCH_MODULES = {"runtime/dist.py", "server/kvcache/pools.py", "server/plan.py"}
+TORCH_MODULES = {"runtime/dist/_rendezvous.py", "runtime/dist/_propagate.py", "server/kvcache/pools.py", "server/plan.py"}
 
 
 def _modules(room: str) -> list[Path]:

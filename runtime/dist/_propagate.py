@@ -1,31 +1,7 @@
-"""Config across processes and ranks: one resolved config, at one epoch, everywhere.
-
-Three pieces, each usable alone:
-
-- **State transfer** (`export_state` / `from_state`): a stable, versioned JSON form of the
-  published state (record, override log, role, ranks, sealed, epoch). A child process
-  adopts it and holds exactly the parent's state: the same `server_info()`, the same
-  `config_hash()`, the same epochs. Re-deriving from the bare record (SGLang's bug) would
-  lose every override the parent took.
-- **Rank layout** (`Layout`, `compute_ranks`, `group_ranks`, `build_groups`): one stride
-  table per parallel axis. The stamped ranks and the torch groups both come from it, so a
-  rank's stamped `tp_rank` is its rank in the TP group torch built.
-- **Multi-rank propagation** (`init_distributed`, `DistributedContext`): publish and
-  overrides are decided on the source rank and broadcast, so every rank applies the same
-  entries in the same order with the same epoch; a refused override fails on every rank;
-  `check_consistency` all-gathers hashes and epochs and names the ranks that diverged.
-  Every collective starts with a check-in through the rendezvous store, so a rank that died
-  or never joined is named in a timeout error instead of hanging the others.
-- **Two-phase overrides**: an override travels through the rendezvous store, not gloo:
-  the source validates and posts a proposal, every rank checks it can apply it and votes,
-  the source decides commit (all voted yes in time) or abort, and every rank applies the
-  entries only on commit. The decision is one atomic compare-and-set on the store, which a
-  follower that gave up waiting may win with an abort, so no rank commits what another
-  aborted. A dead or stopped rank is named in a `DistributedConfigError` on every rank
-  that is alive, within about two timeouts, and no rank has applied the entry.
-
-torch is imported here only; generated accessors never import this module.
-"""
+"""Multi-rank propagation and two-phase overrides: publish and overrides are decided on the
+source rank and broadcast, so every rank applies the same entries in the same order with
+the same epoch; an override travels as a proposal every rank votes on, committed or aborted
+by one compare-and-set on the store."""
 
 from __future__ import annotations
 
@@ -37,325 +13,29 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, NoReturn
 
-import attrs
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import PrefixStore, Store, TCPStore  # typed home of these
+from torch._C._distributed_c10d import PrefixStore, Store
 
 from configbags.runtime.context import (
     Context,
     OverrideEntry,
     Prepared,
-    Ranks,
     RepublishReport,
     process_context,
 )
+from configbags.runtime.dist._layout import Layout, stamp_ranks
+from configbags.runtime.dist._rendezvous import (
+    DEFAULT_TIMEOUT_S,
+    check_in,
+    connect_store,
+    default_backend,
+)
+from configbags.runtime.dist._state import entry_from_dict, import_state, state_dict
 from configbags.runtime.errors import ConfigError, DistributedConfigError
 from configbags.runtime.leaftypes import jsonable
 
 log = logging.getLogger("configbags")
-
-FORMAT = "configbags.state"
-FORMAT_VERSION = 1
-DEFAULT_TIMEOUT_S = 60.0
-
-
-# ---------------------------------------------------------------------------------------
-# State transfer between processes
-# ---------------------------------------------------------------------------------------
-
-
-def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
-    """The published state as plain JSON-able data (format version 1). An operator
-    readback and a transport for `import_state`, like `Context.state`: it holds every
-    namespace, unscoped by role, so role code does not read config through it (the read
-    ratchet reports it in the scanned tree unless an allowlist entry says why).
-
-    `format`, `version`, `role`, `epoch`, `sealed`, `ranks`, `record` (leaf -> operator
-    value), `log` (entries: epoch, source, leaf, namespace, old, new, wall_time) and
-    `config_hash` (checked on import, so a schema mismatch between processes is caught)."""
-    ctx = context or process_context()
-    state = ctx.state
-    return {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "role": state.role,
-        "epoch": state.epoch,
-        "sealed": state.sealed,
-        "ranks": dict(state.ranks),
-        "record": jsonable(state.record.to_dict()),
-        "log": [e.as_dict() for e in state.log],
-        "config_hash": ctx.config_hash(),
-        # what the rules decided from facts this process may not have, and every origin
-        "resolution": ctx.export_resolution(),
-    }
-
-
-def export_state(context: Context[Any] | None = None) -> str:
-    """`state_dict` as canonical JSON text (sorted keys): pass it to a child process."""
-    return json.dumps(state_dict(context), sort_keys=True, separators=(",", ":"))
-
-
-def _coerce(context: Context[Any], leaf: str, value: Any) -> Any:
-    # JSON turned tuples into lists; the leaf type gives back the canonical form. A value the
-    # type refuses (e.g. a fallback-applied `old`) is kept as it came.
-    spec = context.registry.leaves.get(leaf)
-    if spec is None:
-        return value
-    try:
-        return spec.type.coerce(value)
-    except ConfigError:
-        return value
-
-
-def _entry(context: Context[Any], data: Mapping[str, Any]) -> OverrideEntry:
-    leaf = data["leaf"]
-    if leaf not in context.registry.leaves:
-        raise DistributedConfigError(
-            f"imported override log names {leaf!r}, which is not a leaf of this process's schema; "
-            f"parent and child must run the same generated code (make gen)"
-        )
-    return OverrideEntry(
-        epoch=int(data["epoch"]),
-        source=str(data["source"]),
-        leaf=leaf,
-        namespace=str(data["namespace"]),
-        old=_coerce(context, leaf, data["old"]),
-        new=_coerce(context, leaf, data["new"]),
-        wall_time=float(data["wall_time"]),
-    )
-
-
-def import_state(
-    data: Mapping[str, Any] | str,
-    context: Context[Any] | None = None,
-    *,
-    role: str | None = None,
-    ranks: Ranks | None = None,
-    record_type: Any = None,
-) -> Context[Any]:
-    """Install an exported state into `context` (default: this process's context).
-
-    `role` and `ranks` replace the exported ones (a scheduler spawning a detokenizer, a rank
-    stamping its own ranks); by default the child takes the parent's. The log and epochs are
-    kept as they are (no replay), so the resulting state equals the exporter's."""
-    if isinstance(data, str):
-        data = json.loads(data)
-        assert isinstance(data, Mapping)
-    if data.get("format") != FORMAT:
-        raise DistributedConfigError(f"not an exported configbags state (format={data.get('format')!r})")
-    if data.get("version") != FORMAT_VERSION:
-        raise DistributedConfigError(
-            f"exported state has format version {data.get('version')!r}; this process reads "
-            f"version {FORMAT_VERSION}: run the same configbags version on both sides"
-        )
-    ctx = context or process_context()
-    rtype = record_type or ctx.record_type
-    if rtype is None:
-        raise DistributedConfigError("import_state: this context has no record type; pass record_type=")
-    record = rtype.from_dict(data["record"], source="exported state")
-    entries = tuple(_entry(ctx, e) for e in data["log"])
-    ctx.adopt(
-        record,
-        role=role or data["role"],
-        log=entries,
-        epoch=int(data["epoch"]),
-        sealed=bool(data["sealed"]),
-        ranks=dict(data["ranks"]) if ranks is None else ranks,
-        resolution=data.get("resolution"),
-    )
-    got = ctx.config_hash()
-    if got != data["config_hash"]:
-        raise DistributedConfigError(
-            f"imported state resolves to config_hash {got}, the exporter had "
-            f"{data['config_hash']}: the processes run different schemas or derivations"
-        )
-    return ctx
-
-
-def from_state(
-    text: str,
-    context: Context[Any] | None = None,
-    *,
-    role: str | None = None,
-    ranks: Ranks | None = None,
-) -> Context[Any]:
-    """Child side of `export_state`: publish the parent's exact state in this process."""
-    return import_state(text, context, role=role, ranks=ranks)
-
-
-# ---------------------------------------------------------------------------------------
-# Rank layout
-# ---------------------------------------------------------------------------------------
-
-#: (rank name, group name) per axis, in stamping order.
-AXES: tuple[tuple[str, str], ...] = (
-    ("tp_rank", "tp"),
-    ("pp_rank", "pp"),
-    ("attn_tp_rank", "attn_tp"),
-    ("attn_cp_rank", "attn_cp"),
-    ("attn_dp_rank", "attn_dp"),
-    ("moe_tp_rank", "moe_tp"),
-    ("moe_ep_rank", "moe_ep"),
-    ("moe_dp_rank", "moe_dp"),
-)
-
-
-@attrs.frozen
-class Layout:
-    """Group sizes of one launch. World rank `w = tp_size * pp_rank + tp_rank`; inside a TP
-    block the attention axes nest as (attn_dp, attn_cp, attn_tp) and the MoE axes as
-    (moe_dp, moe_ep, moe_tp), innermost last, as SGLang builds its groups."""
-
-    tp_size: int
-    pp_size: int = 1
-    attn_tp_size: int | None = None  # None: tp_size // attn_dp_size // attn_cp_size
-    attn_cp_size: int = 1
-    attn_dp_size: int = 1
-    moe_tp_size: int | None = None  # None: tp_size // moe_ep_size // moe_dp_size
-    moe_ep_size: int = 1
-    moe_dp_size: int = 1
-
-    @classmethod
-    def from_values(cls, values: Any) -> Layout:
-        """From a parallel bag, or any mapping of resolved values."""
-        names = [f.name for f in attrs.fields(cls)]
-        if isinstance(values, Mapping):
-            return cls(**{n: values[n] for n in names})
-        return cls(**{n: getattr(values, n) for n in names})
-
-    @property
-    def world_size(self) -> int:
-        return self.tp_size * self.pp_size
-
-    def strides(self) -> dict[str, tuple[int, int]]:
-        """Group name -> (size, stride in world ranks); checks that the axes tile TP."""
-        a_tp = self.attn_tp_size or max(1, self.tp_size // self.attn_dp_size // self.attn_cp_size)
-        m_tp = self.moe_tp_size or max(1, self.tp_size // self.moe_ep_size // self.moe_dp_size)
-        for kind, parts in (
-            ("attention", (a_tp, self.attn_cp_size, self.attn_dp_size)),
-            ("MoE", (m_tp, self.moe_ep_size, self.moe_dp_size)),
-        ):
-            if parts[0] * parts[1] * parts[2] != self.tp_size or min(parts) < 1:
-                raise DistributedConfigError(
-                    f"the {kind} groups (tp {parts[0]} x cp/ep {parts[1]} x dp {parts[2]}) do not "
-                    f"tile tp_size={self.tp_size}; choose sizes whose product is tp_size"
-                )
-        return {
-            "tp": (self.tp_size, 1),
-            "pp": (self.pp_size, self.tp_size),
-            "attn_tp": (a_tp, 1),
-            "attn_cp": (self.attn_cp_size, a_tp),
-            "attn_dp": (self.attn_dp_size, a_tp * self.attn_cp_size),
-            "moe_tp": (m_tp, 1),
-            "moe_ep": (self.moe_ep_size, m_tp),
-            "moe_dp": (self.moe_dp_size, m_tp * self.moe_ep_size),
-        }
-
-
-def compute_ranks(world_rank: int, layout: Layout | None = None, /, **sizes: int) -> dict[str, int]:
-    """Every stamped rank of `world_rank`: `(world_rank // stride) % size` per axis, the
-    same strides `group_ranks` builds the groups from. Give a `Layout` or its sizes."""
-    lay = layout or Layout(**sizes)
-    if not 0 <= world_rank < lay.world_size:
-        raise DistributedConfigError(
-            f"world rank {world_rank} is outside the launch of tp_size*pp_size={lay.world_size} ranks"
-        )
-    strides = lay.strides()
-    ranks = {"world_rank": world_rank}
-    for rank_name, group in AXES:
-        size, stride = strides[group]
-        ranks[rank_name] = (world_rank // stride) % size
-    return ranks
-
-
-def stamp_ranks(world_rank: int, values: Mapping[str, Any]) -> dict[str, int]:
-    """The rank function a distributed context publishes with: the context re-runs it with
-    the resolved values whenever an override rebuilds the parallel bag, so an elastic
-    resize of dp_size or ep_size re-stamps every rank instead of leaving stale ones."""
-    return compute_ranks(world_rank, Layout.from_values(values))
-
-
-def group_ranks(layout: Layout) -> dict[str, list[list[int]]]:
-    """Group name -> the world ranks of every group of that axis, in a deterministic order
-    (every rank must create every group, in the same order, for torch's new_group)."""
-    out: dict[str, list[list[int]]] = {}
-    for group, (size, stride) in layout.strides().items():
-        seen: dict[int, list[int]] = {}
-        for w in range(layout.world_size):
-            base = w - ((w // stride) % size) * stride
-            seen.setdefault(base, [base + i * stride for i in range(size)])
-        out[group] = list(seen.values())
-    return out
-
-
-@attrs.frozen
-class ParallelGroups:
-    """This rank's torch process group on each axis, plus the rank lists they came from."""
-
-    groups: Mapping[str, Any]  # group name -> dist.ProcessGroup containing this rank
-    ranks: Mapping[str, list[list[int]]]
-
-
-def build_groups(layout: Layout, *, backend: str | None = None) -> ParallelGroups:
-    """Create the torch.distributed groups of `layout` (collective: every rank calls it)."""
-    if dist.get_world_size() != layout.world_size:
-        raise DistributedConfigError(
-            f"layout needs tp_size*pp_size={layout.world_size} ranks, the world has {dist.get_world_size()}"
-        )
-    me = dist.get_rank()
-    lists = group_ranks(layout)
-    mine: dict[str, Any] = {}
-    made: dict[tuple[int, ...], Any] = {}  # axes of equal membership share one group
-    for name, groups in lists.items():
-        for members in groups:
-            key = tuple(members)
-            if key not in made:
-                made[key] = dist.new_group(members, backend=backend)
-            if me in members:
-                mine[name] = made[key]
-    return ParallelGroups(groups=mine, ranks=lists)
-
-
-# ---------------------------------------------------------------------------------------
-# Rendezvous and check-ins
-# ---------------------------------------------------------------------------------------
-
-
-def default_backend() -> str:
-    """NCCL where there is a GPU, gloo on CPU."""
-    return "nccl" if torch.cuda.is_available() else "gloo"
-
-
-def connect_store(addr: str, *, is_master: bool, timeout: float = DEFAULT_TIMEOUT_S) -> Store:
-    """A TCPStore at `host:port`. The master does not wait for workers here: the check-in
-    that follows does, and names who is missing."""
-    host, _, port = addr.rpartition(":")
-    return TCPStore(host or "127.0.0.1", int(port), None, is_master,
-                         timedelta(seconds=timeout), wait_for_workers=False)
-
-
-def check_in(store: Store, what: str, rank: int, world_size: int, timeout: float) -> None:
-    """Announce `rank` under key `what` and wait for every rank; on timeout raise
-    DistributedConfigError naming the ranks that did not arrive."""
-    store.set(f"{what}/{rank}", "1")
-    keys = [f"{what}/{r}" for r in range(world_size)]
-    try:
-        store.wait(keys, timedelta(seconds=timeout))
-    except Exception as exc:  # DistStoreError / RuntimeError, depending on the store
-        try:
-            missing = [r for r in range(world_size) if not store.check([keys[r]])]
-        except Exception:
-            raise DistributedConfigError(
-                f"{what}: rank {rank} lost the rendezvous store while waiting for {world_size} "
-                f"ranks ({exc}); the store host (rank 0 or the launcher) is probably gone"
-            ) from exc
-        if not missing:  # they all arrived just after the deadline
-            return
-        raise DistributedConfigError(
-            f"{what}: rank(s) {', '.join(map(str, missing))} of {world_size} did not arrive within "
-            f"{timeout:g} s (dead, hung, or never started); waiting on rank {rank}"
-        ) from None
 
 
 def init_distributed(
@@ -389,9 +69,6 @@ def init_distributed(
     return _default
 
 
-# ---------------------------------------------------------------------------------------
-# Multi-rank propagation
-# ---------------------------------------------------------------------------------------
 
 
 def _error_classes() -> Mapping[str, type[ConfigError]]:
@@ -622,7 +299,7 @@ class DistributedContext:
         """Follower: check the proposed entries apply here; a rank that cannot votes no."""
         ctx = self.context
         try:
-            entries = tuple(_entry(ctx, e) for e in proposal["entries"])
+            entries = tuple(entry_from_dict(ctx, e) for e in proposal["entries"])
             if entries and ctx.epoch != proposal["base"]:
                 # Diverged already; apply anyway and let check_consistency name it.
                 log.warning("rank %d was at epoch %d, rank %d at %d before override from %r",
@@ -725,7 +402,7 @@ class DistributedContext:
             message = self._broadcast(None)
             if not message["ok"]:
                 self._raise_failure("override", message)
-            entries = tuple(_entry(ctx, e) for e in message["entries"])
+            entries = tuple(entry_from_dict(ctx, e) for e in message["entries"])
             if entries:
                 ctx.apply_entries(entries)
         return tuple(entries)

@@ -1,0 +1,80 @@
+"""Config across processes and ranks: one resolved config, at one epoch, everywhere.
+
+Three pieces, each usable alone:
+
+- **State transfer** (`export_state` / `from_state`): a stable, versioned JSON form of the
+  published state (record, override log, role, ranks, sealed, epoch). A child process
+  adopts it and holds exactly the parent's state: the same `server_info()`, the same
+  `config_hash()`, the same epochs. Re-deriving from the bare record (SGLang's bug) would
+  lose every override the parent took.
+- **Rank layout** (`Layout`, `compute_ranks`, `group_ranks`, `build_groups`): one stride
+  table per parallel axis. The stamped ranks and the torch groups both come from it, so a
+  rank's stamped `tp_rank` is its rank in the TP group torch built.
+- **Multi-rank propagation** (`init_distributed`, `DistributedContext`): publish and
+  overrides are decided on the source rank and broadcast, so every rank applies the same
+  entries in the same order with the same epoch; a refused override fails on every rank;
+  `check_consistency` all-gathers hashes and epochs and names the ranks that diverged.
+  Every collective starts with a check-in through the rendezvous store, so a rank that died
+  or never joined is named in a timeout error instead of hanging the others.
+- **Two-phase overrides**: an override travels through the rendezvous store, not gloo:
+  the source validates and posts a proposal, every rank checks it can apply it and votes,
+  the source decides commit (all voted yes in time) or abort, and every rank applies the
+  entries only on commit. The decision is one atomic compare-and-set on the store, which a
+  follower that gave up waiting may win with an abort, so no rank commits what another
+  aborted. A dead or stopped rank is named in a `DistributedConfigError` on every rank
+  that is alive, within about two timeouts, and no rank has applied the entry.
+
+torch is imported here only; generated accessors never import this module.
+"""
+
+from configbags.runtime.dist._layout import AXES, Layout, compute_ranks, group_ranks, stamp_ranks
+from configbags.runtime.dist._propagate import (
+    DistributedContext,
+    check_consistency,
+    distributed,
+    init_distributed,
+    override_everywhere,
+    publish_distributed,
+)
+from configbags.runtime.dist._rendezvous import (
+    DEFAULT_TIMEOUT_S,
+    ParallelGroups,
+    build_groups,
+    check_in,
+    connect_store,
+    default_backend,
+)
+from configbags.runtime.dist._state import (
+    FORMAT,
+    FORMAT_VERSION,
+    export_state,
+    from_state,
+    import_state,
+    state_dict,
+)
+
+__all__ = [
+    "AXES",
+    "DEFAULT_TIMEOUT_S",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "DistributedContext",
+    "Layout",
+    "ParallelGroups",
+    "build_groups",
+    "check_consistency",
+    "check_in",
+    "compute_ranks",
+    "connect_store",
+    "default_backend",
+    "distributed",
+    "export_state",
+    "from_state",
+    "group_ranks",
+    "import_state",
+    "init_distributed",
+    "override_everywhere",
+    "publish_distributed",
+    "stamp_ranks",
+    "state_dict",
+]
