@@ -141,7 +141,7 @@ def test_hostile_override_values_are_refused_by_the_limits(
 
 
 def test_derived_fn_that_raises_names_the_derived_leaf_and_inputs() -> None:
-    from configbags.runtime.context import _derive
+    from configbags.runtime.context._building import derive as _derive
     from configbags.runtime.leaftypes import TypeSpec
     from configbags.runtime.registry import DerivedSpec
 

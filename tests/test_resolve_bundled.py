@@ -195,7 +195,7 @@ def test_no_under_hash_of_semantic_leaves_rule_results_or_versions(ctx: Any, mon
     assert factors["purpose"] == "compile-cache"
     assert factors["schema_version"] and factors["configbags_version"]
     before = _hash()
-    monkeypatch.setattr("configbags.runtime.context._configbags_version", lambda: "99.0")
+    monkeypatch.setattr("configbags.runtime.context._readbacks.configbags_version", lambda: "99.0")
     assert _hash() != before
 
 

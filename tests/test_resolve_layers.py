@@ -19,7 +19,7 @@ from configbags.codegen.emit import emit
 from configbags.codegen.model import load_schema
 from configbags.codegen.write import write_tree
 from configbags.runtime import record as record_module
-from configbags.runtime.context import _CONTEXTS
+from configbags.runtime.context._process import CONTEXTS as _CONTEXTS
 from configbags.runtime.errors import ConfigError, RecordError
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, resolve
 

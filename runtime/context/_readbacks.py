@@ -1,0 +1,201 @@
+"""The readbacks: every surface that reports config (server_info, explain, the config hash,
+a dumped config file) reads one State through these functions, so they cannot disagree.
+Secrets read as REDACTED in each."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from configbags.runtime.context._records import State, override_origin
+from configbags.runtime.errors import UnknownLeafError
+from configbags.runtime.leaftypes import closest, jsonable
+from configbags.runtime.registry import Registry
+from configbags.runtime.resolve import DEFAULT_ORIGIN, NO_FACTS, Layer, Origin, verdicts
+
+log = logging.getLogger("configbags")
+
+
+def server_info(registry: Registry, state: State) -> dict[str, Any]:
+    """The single readback every surface that reports config uses: the raw `record` the
+    operator gave, the `overrides` log (source, old, new, epoch, time), `resolved` (rules,
+    overrides, fallbacks and derived values applied), `layers` (each leaf's layer and
+    source, and the rule that set it) and the `facts` the rules saw. Secrets read as
+    REDACTED everywhere in it."""
+    reg = registry
+    return {
+        "record": {n: reg.shown(n, v) for n, v in jsonable(state.record.to_dict()).items()},
+        "overrides": [e.as_dict(reg.leaves.get(e.leaf)) for e in state.log],
+        "resolved": {n: jsonable(reg.shown(n, v)) for n, v in state.values.items()},
+        "layers": {n: o.as_dict() for n, o in origins(registry, state).items()},
+        "facts": state.facts.as_dict(),
+    }
+
+
+def origins(registry: Registry, state: State) -> dict[str, Origin]:
+    """Every leaf's origin now: its last override (layer load_time or runtime, by policy)
+    or else where publish resolved it from."""
+    out = {n: state.origins.get(n, DEFAULT_ORIGIN) for n in registry.leaves}
+    for e in state.log:
+        out[e.leaf] = override_origin(registry.leaves[e.leaf], e)
+    return out
+
+
+def explain(registry: Registry, state: State, leaf: str) -> dict[str, Any]:
+    """Every layer of one leaf: its schema default, what each rule made of the facts,
+    the operator value and its source, each override, and the resolved value with the
+    layer (and rule) it came from. Secrets read as REDACTED."""
+    if leaf not in state.values:
+        raise UnknownLeafError(f"{leaf!r} is not a config leaf{closest(leaf, state.values)}")
+    spec = registry.leaves.get(leaf)
+    out: dict[str, Any] = {
+        "leaf": leaf,
+        "namespace": registry.namespace_of(leaf),
+        "accessor": registry.accessor_of(leaf),
+        "policy": spec.policy.value if spec else "derived",
+        "owner": spec.owner if spec else None,
+        "secret": spec.secret if spec else False,
+        "hashed": leaf in registry.hashed,
+        "record": jsonable(registry.shown(leaf, getattr(state.record, leaf))) if spec else None,
+        "overrides": [e.as_dict(spec) for e in state.log if e.leaf == leaf],
+        "resolved": jsonable(registry.shown(leaf, state.values[leaf])),
+    }
+    if spec is None:
+        derived = registry.derived[leaf]
+        out.update(layer="derived", source=f"derived from {', '.join(derived.inputs)}", rule=None, rules=[])
+        return out
+    origin = origins(registry, state)[leaf]
+    base = {n: getattr(state.record, n) for n in registry.leaves}
+    base.update({n: state.values[n] for n, o in state.origins.items() if o.rule is not None})
+    out.update(
+        default=jsonable(spec.shown(spec.default)),
+        layer=origin.layer.value,
+        source=origin.source,
+        rule=origin.rule,
+        origin=origin.as_dict(),
+        rules=[v.as_dict(spec) for v in verdicts(registry, leaf, state.facts, base, state.origins)],
+        facts=state.facts.as_dict(),
+    )
+    if registry.rules_by_leaf.get(leaf) and state.facts == NO_FACTS:
+        out["note"] = "no facts were given at publish, so hardware and model rules did not apply"
+    return out
+
+
+def export_resolution(state: State) -> dict[str, Any]:
+    """What the rules decided, as plain data for `adopt(..., resolution=...)` on another
+    rank or process (which may have no facts): the origins and the rule-set values.
+    Secrets never come from rules, so none is in it."""
+    return {
+        "facts": state.facts.as_dict(),
+        "origins": {n: o.as_dict() for n, o in state.origins.items()},
+        "rule_values": {n: jsonable(state.values[n]) for n, o in state.origins.items()
+                        if o.rule is not None},
+    }
+
+
+def hash_factors(registry: Registry, state: State) -> dict[str, Any]:
+    """What `config_hash()` covers: its purpose, the schema version, the
+    configbags version and each hashed leaf with its resolved value. Leaves that can
+    change at runtime, size buffers (`kind: memory/capacity`) or are secret are out
+    unless declared `hash: true` (secrets never)."""
+    reg = registry
+    return {
+        "purpose": HASH_PURPOSE,
+        "schema_version": reg.schema_version,
+        "configbags_version": configbags_version(),
+        "leaves": {n: jsonable(reg.shown(n, state.values[n])) for n in reg.hashed},
+    }
+
+
+def config_hash(registry: Registry, state: State) -> str:
+    """A stable hash of the factors in `hash_factors()` (a compile-cache key). Values are
+    encoded canonically (-0.0 as 0.0, ints of any size), so it never raises for a
+    published state."""
+    reg = registry
+    digest = hashlib.sha256()
+    for part in (HASH_PURPOSE, reg.schema_version, configbags_version()):
+        digest.update(canonical(part))
+    for name in reg.hashed:
+        digest.update(canonical(name))
+        digest.update(canonical(state.values[name]))
+    return digest.hexdigest()[:16]
+
+
+def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
+    """Write the resolved config as a YAML config file: every leaf not at its schema
+    default (rule results included), so passing it back with `--config` reproduces this
+    run on any machine. Secrets are left out (named in a comment) and set as before."""
+    import yaml
+
+    reg = registry
+    values: dict[str, Any] = {}
+    secrets = []
+    found = origins(registry, state)
+    for name, spec in reg.leaves.items():
+        value = getattr(state.record, name) if found[name].layer is Layer.DEFAULT else state.values[name]
+        if found[name].layer is Layer.DEFAULT and (value == spec.default or jsonable(value) == spec.default):
+            continue
+        if spec.secret:
+            secrets.append(name)
+            continue
+        values[name] = jsonable(value)
+    header = [f"# Resolved config (schema version {reg.schema_version}, config hash {config_hash(registry, state)}).",
+              "# Pass it back with --config to reproduce this run."]
+    if secrets:
+        header.append(f"# Secrets left out (set them as before): {', '.join(sorted(secrets))}.")
+    text = "\n".join(header) + "\n" + yaml.safe_dump(values, sort_keys=True, allow_unicode=True)
+    out = Path(path)
+    out.write_text(text, encoding="utf-8")
+    log.info("config dumped to %s (%d values)", out, len(values))
+    return out
+
+
+HASH_PURPOSE = "compile-cache"
+
+
+def configbags_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("configbags")
+    except PackageNotFoundError:  # a source checkout that is not installed
+        return "0+unknown"
+
+
+def canonical(value: Any) -> bytes:
+    """A value as bytes that only equal values share: type-tagged, -0.0 as 0.0, ints in
+    hex (decimal conversion of huge ints raises), mappings by sorted key."""
+    if value is None:
+        return b"n;"
+    if isinstance(value, bool):
+        return b"t;" if value else b"f;"
+    if isinstance(value, int):
+        return b"i" + format(value, "x").encode() + b";"
+    if isinstance(value, float):
+        return b"d" + (value + 0.0 if value == 0 else value).hex().encode() + b";"
+    if isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        return b"s" + format(len(data), "x").encode() + b":" + data
+    if isinstance(value, (tuple, list)):
+        return b"[" + b"".join(canonical(v) for v in value) + b"]"
+    if isinstance(value, Mapping):
+        return b"{" + b"".join(canonical(str(k)) + canonical(value[k]) for k in sorted(value, key=str)) + b"}"
+    return canonical(repr(value))
+
+
+class NonDefaults:
+    """The publish log record's payload, formatted only if the record is emitted (publish
+    stays cheap with INFO logging off): each value not at its schema default, with its
+    layer; secrets redacted."""
+
+    def __init__(self, registry: Registry, state: State) -> None:
+        self._registry, self._state = registry, state
+
+    def __str__(self) -> str:
+        reg = self._registry
+        parts = [f"{n}={reg.shown(n, self._state.values[n])!r} [{o.layer}: {o.source}]"
+                 for n, o in sorted(self._state.origins.items())]
+        return "; ".join(parts) or "all defaults"

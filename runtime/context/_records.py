@@ -1,0 +1,178 @@
+"""The context's records: the frozen `State` of one publish, the append-only override log
+and its entries, and the results of a prepared change and of a re-publish. Plain data; no
+behaviour beyond building and reading them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+
+from configbags.runtime.leaftypes import Policy, jsonable
+from configbags.runtime.registry import LeafSpec
+from configbags.runtime.resolve import NO_FACTS, Facts, Layer, Origin
+
+RankFn = Callable[[Mapping[str, Any]], Mapping[str, int]]
+Ranks = Mapping[str, int] | RankFn
+
+RECORD_SLOT = "server_args"
+
+
+@attrs.frozen
+class OverrideEntry:
+    """One leaf change: who asked, what it was, what it became, at which epoch."""
+
+    epoch: int
+    source: str
+    leaf: str
+    namespace: str
+    old: Any
+    new: Any
+    wall_time: float
+
+    def as_dict(self, spec: LeafSpec | None = None) -> dict[str, Any]:
+        """As plain data; with the leaf's `spec`, a secret's values are redacted (readbacks
+        pass it; configbags.runtime.dist, which carries secrets to other ranks, does not)."""
+        shown = spec.shown if spec is not None else _same
+        return {
+            "epoch": self.epoch,
+            "source": self.source,
+            "leaf": self.leaf,
+            "namespace": self.namespace,
+            "old": jsonable(shown(self.old)),
+            "new": jsonable(shown(self.new)),
+            "wall_time": self.wall_time,
+        }
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+class OverrideLog:
+    """The append-only override history. States share it: appending links a new node to
+    the old log instead of copying it, so an override stays O(1) however long a server
+    has run; iterating walks the chain once, oldest entry first. Compares equal to any
+    sequence of the same entries."""
+
+    __slots__ = ("_entries", "_len", "_parent")
+
+    def __init__(self, entries: Iterable[OverrideEntry] = (), parent: OverrideLog | None = None) -> None:
+        self._entries = tuple(entries)
+        self._parent = parent
+        self._len = len(self._entries) + (len(parent) if parent is not None else 0)
+
+    def __add__(self, entries: Iterable[OverrideEntry]) -> OverrideLog:
+        more = tuple(entries)
+        return OverrideLog(more, self) if more else self
+
+    def __iter__(self) -> Iterator[OverrideEntry]:
+        chunks = []
+        node: OverrideLog | None = self
+        while node is not None:
+            chunks.append(node._entries)
+            node = node._parent
+        for chunk in reversed(chunks):
+            yield from chunk
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (OverrideLog, tuple, list)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OverrideLog({list(self)!r})"
+
+
+@attrs.frozen
+class Dropped:
+    """An override that a re-publish could not carry onto the new record, and why."""
+
+    entry: OverrideEntry
+    reason: str
+
+
+@attrs.frozen
+class RepublishReport:
+    """What a re-publish did with the old override log."""
+
+    replayed: tuple[OverrideEntry, ...]  # applied again onto the new record
+    subsumed: tuple[OverrideEntry, ...]  # the value was already in force at that point
+    dropped: tuple[Dropped, ...]
+
+
+@attrs.frozen(eq=False)
+class State:
+    """Everything published, frozen: the mappings are read-only views of dicts no one else
+    holds, and the record and bags are frozen, so `ctx.state.values[...] = x` raises
+    instead of making `server_info()` disagree with the bags. Identity matters: scopes and
+    caches compare `is`.
+
+    An operator readback, not a door for role code: it holds every namespace, so reading it
+    bypasses role scoping (enforce) and the record-mode log. Role code reads its accessors,
+    `bag()` or `snapshot()`, which are scoped; the read ratchet reports `.state` of a context
+    in the scanned tree unless an allowlist entry says why it is operator code."""
+
+    record: Any
+    role: str
+    values: Mapping[str, Any]  # leaves (fallbacks applied, overrides folded) and derived
+    bags: Mapping[str, Any]  # namespace path -> bag object
+    log: OverrideLog
+    epoch: int
+    sealed: bool
+    ranks: Mapping[str, int]
+    rank_fn: RankFn | None = None
+    facts: Facts = NO_FACTS
+    # Where each value not at its schema default came from before any override (operator
+    # layers and rules); overrides are in `log`.
+    origins: Mapping[str, Origin] = attrs.field(factory=dict)
+
+
+@attrs.frozen(eq=False)
+class Prepared:
+    """A validated change, built but not installed: the state it applies to (`base`), the
+    state after it, and its log entries (empty: no change)."""
+
+    base: State
+    state: State
+    entries: tuple[OverrideEntry, ...]
+
+
+class ProcessView:
+    """The slots the generated accessors read: one per top-level namespace plus the raw
+    record; the generated subclass declares them with their types. An accessor reads its
+    slot inside a try block (free when it succeeds); an empty slot raises AttributeError
+    and the accessor asks `Context.missing` to explain (not published, role scoping) or,
+    in record mode, to record and fill it. There is deliberately no `__getattr__`: its
+    mere presence stops CPython from specializing attribute loads on the class, which
+    would slow every accessor read (about 1.4x, bench/bench_roles.py)."""
+
+    __slots__ = ()
+
+
+def override_origin(spec: LeafSpec, entry: OverrideEntry) -> Origin:
+    layer = Layer.LOAD_TIME if spec.policy is Policy.LOAD_TIME else Layer.RUNTIME
+    return Origin(layer, f"override from {entry.source!r} at epoch {entry.epoch}")
+
+
+def origin_from(data: Mapping[str, Any]) -> Origin:
+    over = data.get("forced_over")
+    return Origin(Layer(data["layer"]), data["source"], data.get("rule"),
+                  origin_from(over) if over else None)
+
+
+def slot_value(state: State, slot: str) -> Any:
+    return state.record if slot == RECORD_SLOT else state.bags[slot]
+
+
+def thaw(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A fresh dict of a state's read-only mapping at dict-copy speed: `dict(proxy)` walks
+    the mapping protocol key by key, `proxy.copy()` copies the dict inside it at once."""
+    return mapping.copy() if isinstance(mapping, MappingProxyType) else dict(mapping)
