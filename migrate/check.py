@@ -237,6 +237,28 @@ def _readback_failure(key: Key, reads: list[Read], allowlist_file: str) -> Failu
     )
 
 
+@attrs.frozen
+class _Advice:
+    """Where a new entry is added, where a stale one is listed, and how it goes away."""
+
+    add_in: str
+    listed_in: str
+    unstale: str
+
+    @classmethod
+    def of(cls, allowlist_file: str, generated: str | None, regenerate: str) -> _Advice:
+        if not generated:
+            return cls(allowlist_file, allowlist_file,
+                       "Remove the entry (`configbags ratchet update` removes stale entries) so the "
+                       "ratchet keeps its ground.")
+        return cls(
+            f"{allowlist_file}, then run `{regenerate}` ({generated} is a copy of it)",
+            generated,
+            f"{generated} is generated from {allowlist_file}: run `{regenerate}` to copy it "
+            f"again (first `configbags ratchet update` if {allowlist_file} still lists the entry).",
+        )
+
+
 def check(
     result: ScanResult,
     allowlist: Iterable[Any],
@@ -262,27 +284,51 @@ def check(
         from configbags.codegen.model import DEFAULT_MIN_FILES
 
         min_files = DEFAULT_MIN_FILES
-    failures: list[Failure] = []
     resolution = tuple(resolution)
-    # where an entry is added, where a stale one is listed, and how it goes away
-    add_in, listed_in = allowlist_file, allowlist_file
-    unstale = "Remove the entry (`configbags ratchet update` removes stale entries) so the ratchet keeps its ground."
-    if generated:
-        add_in = f"{allowlist_file}, then run `{regenerate}` ({generated} is a copy of it)"
-        listed_in = generated
-        unstale = (
-            f"{generated} is generated from {allowlist_file}: run `{regenerate}` to copy it "
-            f"again (first `configbags ratchet update` if {allowlist_file} still lists the entry)."
-        )
+    advice = _Advice.of(allowlist_file, generated, regenerate)
 
-    for problem in result.problems:
-        failures.append(
-            Failure(
-                "unreadable",
-                f"{problem.file}: could not be scanned: {problem.reason}. Raw reads in it would "
-                f"go unseen: fix the file, or add it to scan.excludes in {allowlist_file}.",
-            )
+    failures = _scan_failures(result, allowlist_file, min_files, roots)
+    writes_by_key = _writes_by_key(result, resolution, failures)
+    reads_by_key: dict[Key, list[Read]] = defaultdict(list)
+    for read in result.reads:
+        reads_by_key[(read.file, read.function, read.leaf)].append(read)
+    entries = _entries(allowlist, "allowlist", allowlist_file, failures)
+    write_entries = _entries(writes, "writes", allowlist_file, failures)
+
+    failures += _unexplained_readbacks(entries, reads_by_key, allowlist_file)
+    failures += [
+        _readback_failure(key, sorted(reads_by_key[key], key=lambda r: (r.line, r.col)), allowlist_file)
+        if key[2] in READBACKS
+        else _new_read_failure(key, reads_by_key[key], accessors, resolution, env_leaves or {}, advice)
+        for key in sorted(reads_by_key.keys() - entries.keys())
+    ]
+    failures += [
+        _write_failure(key, writes_by_key[key], policies or {}, advice)
+        for key in sorted(writes_by_key.keys() - write_entries.keys())
+    ]
+    failures += _stale_failures(
+        (("allowlist", entries, reads_by_key.keys()), ("writes", write_entries, writes_by_key.keys())), advice
+    )
+    return CheckReport(
+        failures=tuple(failures),
+        reads=len(result.reads),
+        keys=len(reads_by_key),
+        allowed=len(entries.keys() & reads_by_key.keys()),
+        files_parsed=result.files_parsed,
+        generated_files=result.generated_files,
+    )
+
+
+def _scan_failures(result: ScanResult, allowlist_file: str, min_files: int, roots: Iterable[str]) -> list[Failure]:
+    """Files the scan could not read, and a scan that read too little to mean anything."""
+    failures = [
+        Failure(
+            "unreadable",
+            f"{problem.file}: could not be scanned: {problem.reason}. Raw reads in it would "
+            f"go unseen: fix the file, or add it to scan.excludes in {allowlist_file}.",
         )
+        for problem in result.problems
+    ]
     if result.files_parsed < min_files:
         failures.append(
             Failure(
@@ -292,111 +338,98 @@ def check(
                 f"reads nothing passes everything: check scan.roots in {allowlist_file}.",
             )
         )
+    return failures
 
+
+def _writes_by_key(result: ScanResult, resolution: tuple[str, ...], failures: list[Failure]) -> dict[Key, list[Violation]]:
+    """The record writes outside the resolution phase, by key; a renamed raw accessor (the
+    other kind of violation) fails at once."""
     writes_by_key: dict[Key, list[Violation]] = defaultdict(list)
     for violation in result.violations:
-        where = f"{violation.file}:{violation.line} ({violation.function})"
-        if violation.kind in WRITE_KINDS:
-            if not in_resolution(violation.file, violation.function, resolution):
-                writes_by_key[(violation.file, violation.function, violation.leaf)].append(violation)
-        else:
+        if violation.kind not in WRITE_KINDS:
             failures.append(
                 Failure(
                     "renamed_accessor",
-                    f"{where}: the raw accessor is renamed (`{violation.detail}`); a renamed "
-                    f"accessor hides reads from review and cannot be allowlisted. Read through "
-                    f"the generated accessors, or keep the name get_server_args.",
+                    f"{violation.file}:{violation.line} ({violation.function}): the raw accessor is "
+                    f"renamed (`{violation.detail}`); a renamed accessor hides reads from review and "
+                    f"cannot be allowlisted. Read through the generated accessors, or keep the name "
+                    f"get_server_args.",
                 )
             )
+        elif not in_resolution(violation.file, violation.function, resolution):
+            writes_by_key[(violation.file, violation.function, violation.leaf)].append(violation)
+    return writes_by_key
 
-    reads_by_key: dict[Key, list[Read]] = defaultdict(list)
-    for read in result.reads:
-        reads_by_key[(read.file, read.function, read.leaf)].append(read)
 
-    entries = _entries(allowlist, "allowlist", allowlist_file, failures)
-    write_entries = _entries(writes, "writes", allowlist_file, failures)
-
-    for key in sorted(entries.keys() & reads_by_key.keys()):
-        reason = entries[key].reason
-        if key[2] in READBACKS and reason.strip() and not explained(reason):
-            failures.append(
-                Failure(
-                    "entry",
-                    f"{allowlist_file}: allowlist entry {entry_flow(*key)} allows an operator "
-                    f"readback with reason {reason!r}: say why this is operator "
-                    f"code, not role code (a readback is never baselined), or read through "
-                    f"the role-scoped accessors instead.",
-                )
-            )
-
-    for key in sorted(reads_by_key.keys() - entries.keys()):
-        file, function, leaf = key
-        reads = sorted(reads_by_key[key], key=lambda r: (r.line, r.col))
-        if leaf in READBACKS:
-            failures.append(_readback_failure(key, reads, allowlist_file))
-            continue
-        first = reads[0]
-        where = f"{file}:{first.line} ({function})"
-        more = sorted({r.line for r in reads} - {first.line})
-        also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
-        if leaf.startswith(ENV_MARK):
-            name = leaf[len(ENV_MARK) :]
-            what = f"a raw read of environment variable {name} ({_ENV_FORMS.get(first.form, first.form)})"
-            instead = env_suggestion(name, env_leaves or {}, accessors)
-        else:
-            what = "a dynamic or whole-record read" if leaf == "*" else f"a raw read of {leaf!r}"
-            via = _VIA.get(first.via, first.via)
-            what += f" through {via}"
-            # the least provable origin among the key's reads decides whether fix can help
-            origin = functools.reduce(join_origin, (r.origin for r in reads))
-            instead = suggestion(leaf, accessors, origin, first.via)
-        if in_resolution(file, function, resolution):
-            # runs before publish: no accessor can replace it, and fix never rewrites it
-            instead = "it is in the resolution phase (scan.resolution), which runs before publish and reads the record it resolves; allowlist it"
-        failures.append(
-            Failure(
-                "new_read",
-                f"{where}: {what}{also}; {instead}.\n"
-                f"    If it must stay raw, allowlist it with a reason in {add_in}:\n"
-                f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
-            )
+def _unexplained_readbacks(entries: Mapping[Key, Entry], reads_by_key: Mapping[Key, list[Read]],
+                           allowlist_file: str) -> list[Failure]:
+    """Allowlisted operator readbacks whose reason does not say why it is operator code."""
+    return [
+        Failure(
+            "entry",
+            f"{allowlist_file}: allowlist entry {entry_flow(*key)} allows an operator "
+            f"readback with reason {entries[key].reason!r}: say why this is operator "
+            f"code, not role code (a readback is never baselined), or read through "
+            f"the role-scoped accessors instead.",
         )
+        for key in sorted(entries.keys() & reads_by_key.keys())
+        if key[2] in READBACKS and entries[key].reason.strip() and not explained(entries[key].reason)
+    ]
 
-    for key in sorted(writes_by_key.keys() - write_entries.keys()):
-        file, function, leaf = key
-        found = sorted(writes_by_key[key], key=lambda v: v.line)
-        where = f"{file}:{found[0].line} ({function})"
-        failures.append(
-            Failure(
-                "write",
-                f"{where}: writes the raw record: `{found[0].detail}`; "
-                f"{write_suggestion(leaf, policies or {})}.\n"
-                f"    If it must stay for now, list it with a reason under `writes:` in {add_in}:\n"
-                f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
-            )
-        )
 
-    for kind, listed, found_keys in (
-        ("allowlist", entries, reads_by_key.keys()),
-        ("writes", write_entries, writes_by_key.keys()),
-    ):
-        for key in sorted(listed.keys() - found_keys):
-            what = "read" if kind == "allowlist" else "write"
-            failures.append(
-                Failure(
-                    "stale_entry",
-                    f"{listed_in}: stale {kind} entry {entry_flow(*key)}: that {what} is gone. {unstale}",
-                )
-            )
-
-    return CheckReport(
-        failures=tuple(failures),
-        reads=len(result.reads),
-        keys=len(reads_by_key),
-        allowed=len(entries.keys() & reads_by_key.keys()),
-        files_parsed=result.files_parsed,
-        generated_files=result.generated_files,
+def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str], resolution: tuple[str, ...],
+                      env_leaves: Mapping[str, str], advice: _Advice) -> Failure:
+    """A raw read without an entry: what it is, what replaces it, and the entry to add."""
+    file, function, leaf = key
+    reads = sorted(found, key=lambda r: (r.line, r.col))
+    first = reads[0]
+    more = sorted({r.line for r in reads} - {first.line})
+    also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
+    if leaf.startswith(ENV_MARK):
+        name = leaf[len(ENV_MARK) :]
+        what = f"a raw read of environment variable {name} ({_ENV_FORMS.get(first.form, first.form)})"
+        instead = env_suggestion(name, env_leaves, accessors)
+    else:
+        what = "a dynamic or whole-record read" if leaf == "*" else f"a raw read of {leaf!r}"
+        what += f" through {_VIA.get(first.via, first.via)}"
+        # the least provable origin among the key's reads decides whether fix can help
+        origin = functools.reduce(join_origin, (r.origin for r in reads))
+        instead = suggestion(leaf, accessors, origin, first.via)
+    if in_resolution(file, function, resolution):
+        # runs before publish: no accessor can replace it, and fix never rewrites it
+        instead = "it is in the resolution phase (scan.resolution), which runs before publish and reads the record it resolves; allowlist it"
+    return Failure(
+        "new_read",
+        f"{file}:{first.line} ({function}): {what}{also}; {instead}.\n"
+        f"    If it must stay raw, allowlist it with a reason in {advice.add_in}:\n"
+        f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
     )
+
+
+def _write_failure(key: Key, found: list[Violation], policies: Mapping[str, str], advice: _Advice) -> Failure:
+    """A record write without an entry: what it writes, what to do instead, the entry to add."""
+    file, function, leaf = key
+    first = min(found, key=lambda v: v.line)
+    return Failure(
+        "write",
+        f"{file}:{first.line} ({function}): writes the raw record: `{first.detail}`; "
+        f"{write_suggestion(leaf, policies)}.\n"
+        f"    If it must stay for now, list it with a reason under `writes:` in {advice.add_in}:\n"
+        f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
+    )
+
+
+def _stale_failures(lists: Iterable[tuple[str, Mapping[Key, Entry], Any]], advice: _Advice) -> list[Failure]:
+    """Entries (allowlist or writes) that match nothing the scan found any more."""
+    return [
+        Failure(
+            "stale_entry",
+            f"{advice.listed_in}: stale {kind} entry {entry_flow(*key)}: that "
+            f"{'read' if kind == 'allowlist' else 'write'} is gone. {advice.unstale}",
+        )
+        for kind, listed, found_keys in lists
+        for key in sorted(listed.keys() - found_keys)
+    ]
 
 
 def _entries(raw_entries: Iterable[Any], kind: str, allowlist_file: str, failures: list[Failure]) -> dict[Key, Entry]:
