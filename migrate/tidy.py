@@ -50,12 +50,25 @@ def import_statement(from_module: str, names: Sequence[str], line_length: int = 
     return statement
 
 
+# a module's statements, as add_import edits them in place
+_Body = list[cst.SimpleStatementLine | cst.BaseCompoundStatement]
+
+
 def add_import(module: cst.Module, from_module: str, names: Sequence[str], *, line_length: int = 88) -> cst.Module:
     """`from from_module import names` in the import block: merged into an existing import
     of that module, else among the imports of the same top-level package in sorted order,
     else as a new block after the last import (after the docstring and `__future__`).
     `line_length` is the engine's (ruff's default 88 when it sets none)."""
     body = list(module.body)
+    if not _merge_import(body, from_module, names, line_length):
+        new = import_statement(from_module, names, line_length)
+        if not _insert_beside_its_package(body, from_module, new):
+            _append_import_block(body, new)
+    return module.with_changes(body=body)
+
+
+def _merge_import(body: _Body, from_module: str, names: Sequence[str], line_length: int) -> bool:
+    """Merge `names` into a plain (unaliased) import of `from_module`, if there is one."""
     for index, stmt in enumerate(body):
         node = _import_of(stmt)
         if (
@@ -70,44 +83,51 @@ def add_import(module: cst.Module, from_module: str, names: Sequence[str], *, li
             assert isinstance(stmt, cst.SimpleStatementLine)
             new_stmt = import_statement(from_module, merged, line_length)
             body[index] = new_stmt.with_changes(leading_lines=stmt.leading_lines, trailing_whitespace=stmt.trailing_whitespace)
-            return module.with_changes(body=body)
+            return True
+    return False
 
-    new = import_statement(from_module, names, line_length)
+
+def _insert_beside_its_package(body: _Body, from_module: str, new: cst.SimpleStatementLine) -> bool:
+    """Insert `new` among the imports of its top-level package, in sorted order, if any."""
     top = from_module.split(".")[0]
-    imports = [(i, n) for i, stmt in enumerate(body) if (n := _import_of(stmt)) is not None]
     same_package = [
         (i, n)
-        for i, n in imports
-        if isinstance(n, cst.ImportFrom) and not n.relative and _dotted(n.module).split(".")[0] == top
+        for i, stmt in enumerate(body)
+        if isinstance(n := _import_of(stmt), cst.ImportFrom) and not n.relative and _dotted(n.module).split(".")[0] == top
     ]
-    if same_package:
-        for i, n in same_package:
-            if isinstance(n, cst.ImportFrom) and _dotted(n.module).lower() > from_module.lower():
-                # take its place, and the blank line or comment above it
-                below = body[i]
-                assert isinstance(below, cst.SimpleStatementLine)
-                body[i] = below.with_changes(leading_lines=[])
-                body.insert(i, new.with_changes(leading_lines=below.leading_lines))
-                return module.with_changes(body=body)
-        body.insert(same_package[-1][0] + 1, new)
-        return module.with_changes(body=body)
-    absolute = [(i, n) for i, n in imports if not (isinstance(n, cst.ImportFrom) and n.relative)]
-    # after the last import, else after the docstring
-    at = absolute[-1][0] + 1 if absolute else int(bool(body) and _is_docstring(body[0]))
+    if not same_package:
+        return False
+    for i, n in same_package:
+        if _dotted(n.module).lower() > from_module.lower():
+            # take its place, and the blank line or comment above it
+            below = body[i]
+            assert isinstance(below, cst.SimpleStatementLine)
+            body[i] = below.with_changes(leading_lines=[])
+            body.insert(i, new.with_changes(leading_lines=below.leading_lines))
+            return True
+    body.insert(same_package[-1][0] + 1, new)
+    return True
+
+
+def _append_import_block(body: _Body, new: cst.SimpleStatementLine) -> None:
+    """`new` as a block of its own after the last absolute import, else after the docstring,
+    with isort's blank lines after it: two before a def or class, else one."""
+    absolute = [i for i, stmt in enumerate(body)
+                if (n := _import_of(stmt)) is not None and not (isinstance(n, cst.ImportFrom) and n.relative)]
+    at = absolute[-1] + 1 if absolute else int(bool(body) and _is_docstring(body[0]))
     body.insert(at, new.with_changes(leading_lines=[cst.EmptyLine()] if at else []))
-    if at + 1 < len(body):
-        # isort's blank lines after the import block: two before a def or class, else one
-        following = body[at + 1]
-        wanted = 2 if isinstance(following, (cst.FunctionDef, cst.ClassDef)) else 1
-        blank = 0
-        for line in following.leading_lines:
-            if line.comment is not None:
-                break
-            blank += 1
-        if blank < wanted and not _import_of(following):
-            extra = [cst.EmptyLine()] * (wanted - blank)
-            body[at + 1] = following.with_changes(leading_lines=[*extra, *following.leading_lines])
-    return module.with_changes(body=body)
+    if at + 1 >= len(body):
+        return
+    following = body[at + 1]
+    wanted = 2 if isinstance(following, (cst.FunctionDef, cst.ClassDef)) else 1
+    blank = 0
+    for line in following.leading_lines:
+        if line.comment is not None:
+            break
+        blank += 1
+    if blank < wanted and not _import_of(following):
+        extra = [cst.EmptyLine()] * (wanted - blank)
+        body[at + 1] = following.with_changes(leading_lines=[*extra, *following.leading_lines])
 
 
 def _is_docstring(stmt: cst.CSTNode) -> bool:
