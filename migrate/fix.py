@@ -693,62 +693,92 @@ def _writes_in(nodes: Sequence[ast.AST]) -> list[tuple[int, str, ast.expr]]:
     return writes
 
 
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+_Write = tuple[int, str, ast.expr]  # (line, leaf, value written)
+
+
 def restores(source: str) -> dict[int, Restore | Temporary]:
     """Write line -> the mutate-then-restore pattern it belongs to: in one function, a leaf
     saved from some record (`old = rec.x`, `self._old = getattr(rec, "x")`) is written back
     from that saved value. Every write of the leaf in that function (and in the method that
     saved it, for a `self.` attribute saved in another method of the class) belongs to it.
     Syntax only: which record is written is the scanner's business (WRITE_ORIGINS)."""
-    tree = ast.parse(source)
-    functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef | None]] = []
+    functions = _functions_and_classes(ast.parse(source))
+    saves = _Saves.of(functions)
+    found: dict[int, Restore | Temporary] = {}
+    for function, cls in functions:
+        for _, leaf, value in saves.writes[id(function)]:
+            restored = saves.restored_by(function, cls, leaf, value)
+            if restored is None:
+                continue
+            saved, save_line, where = restored
+            for other, _ in functions:
+                if id(other) in where:
+                    for line, written, _ in saves.writes[id(other)]:
+                        if written == leaf:
+                            found.setdefault(line, Restore(leaf, saved, save_line, value.lineno))
+    for function, _ in functions:
+        for line, temporary in _temporary_writes(function).items():
+            found.setdefault(line, temporary)
+    return found
+
+
+def _functions_and_classes(tree: ast.Module) -> list[tuple[_Function, ast.ClassDef | None]]:
+    """Every function, with the class it is a method of (None for the others)."""
+    functions: list[tuple[_Function, ast.ClassDef | None]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             functions += [(f, node) for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not any(node is f for f, _ in functions):
             functions.append((node, None))
-    saves: dict[int, dict[str, tuple[str, int]]] = {}  # id(function) -> (key, leaf) -> line
-    writes: dict[int, list[tuple[int, str, ast.expr]]] = {}
-    by_class: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}  # attribute saves of a class
-    for function, cls in functions:
-        nodes = _own_nodes(function)
-        own: dict[str, tuple[str, int]] = {}
-        params = [*function.args.posonlyargs, *function.args.args]
-        self_name = params[0].arg if cls is not None and params else None
-        for node in nodes:
-            for target, value in _pairs(node):
-                leaf = _read_leaf(value)
-                if leaf is not None and isinstance(target, (ast.Name, ast.Attribute)):
+    return functions
+
+
+@attrs.frozen
+class _Saves:
+    """What each function saves from a record (`old = rec.x`) and writes, and what a class's
+    methods save on the instance (`self._old = rec.x`, which another method may restore)."""
+
+    own: dict[int, dict[str, tuple[str, int]]]  # id(function) -> "key\0leaf" -> (key, line)
+    writes: dict[int, list[_Write]]  # id(function) -> its writes
+    by_class: dict[int, dict[tuple[str, str], tuple[int, int]]]  # id(class) -> (key, leaf) -> (line, id(fn))
+
+    @classmethod
+    def of(cls, functions: list[tuple[_Function, ast.ClassDef | None]]) -> _Saves:
+        found = cls({}, {}, {})
+        for function, klass in functions:
+            nodes = _own_nodes(function)
+            own: dict[str, tuple[str, int]] = {}
+            params = [*function.args.posonlyargs, *function.args.args]
+            self_name = params[0].arg if klass is not None and params else None
+            for node in nodes:
+                for target, value in _pairs(node):
+                    leaf = _read_leaf(value)
+                    if leaf is None or not isinstance(target, (ast.Name, ast.Attribute)):
+                        continue
                     key = ast.unparse(target)
                     own.setdefault(f"{key}\0{leaf}", (key, target.lineno))
                     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and (
                         target.value.id == self_name
                     ):
                         # saved on the instance: another method may restore it (__exit__)
-                        by_class.setdefault(id(cls), {}).setdefault((key, leaf), (target.lineno, id(function)))
-        saves[id(function)] = own
-        writes[id(function)] = _writes_in(nodes)
-    found: dict[int, Restore | Temporary] = {}
-    for function, cls in functions:
-        for _, leaf, value in writes[id(function)]:
-            key = ast.unparse(value)
-            if f"{key}\0{leaf}" in saves[id(function)] and saves[id(function)][f"{key}\0{leaf}"][1] < value.lineno:
-                saved, save_line = saves[id(function)][f"{key}\0{leaf}"]
-                where = {id(function)}
-            elif cls is not None and (key, leaf) in by_class.get(id(cls), {}):
-                save_line, saver = by_class[id(cls)][(key, leaf)]
-                saved, where = key, {id(function), saver}
-            else:
-                continue
-            restore_line = value.lineno
-            for other, _ in functions:
-                if id(other) in where:
-                    for line, written, _ in writes[id(other)]:
-                        if written == leaf:
-                            found.setdefault(line, Restore(leaf, saved, save_line, restore_line))
-    for function, _ in functions:
-        for line, temporary in _temporary_writes(function).items():
-            found.setdefault(line, temporary)
-    return found
+                        found.by_class.setdefault(id(klass), {}).setdefault((key, leaf), (target.lineno, id(function)))
+            found.own[id(function)] = own
+            found.writes[id(function)] = _writes_in(nodes)
+        return found
+
+    def restored_by(self, function: _Function, cls: ast.ClassDef | None, leaf: str,
+                    value: ast.expr) -> tuple[str, int, set[int]] | None:
+        """(saved name, line saved, ids of the functions involved) when writing `value` to
+        `leaf` restores a value saved earlier; else None."""
+        key = ast.unparse(value)
+        saved = self.own[id(function)].get(f"{key}\0{leaf}")
+        if saved is not None and saved[1] < value.lineno:
+            return saved[0], saved[1], {id(function)}
+        if cls is not None and (key, leaf) in self.by_class.get(id(cls), {}):
+            save_line, saver = self.by_class[id(cls)][(key, leaf)]
+            return key, save_line, {id(function), saver}
+        return None
 
 
 _TRY_NODES = (ast.Try, getattr(ast, "TryStar", ast.Try))  # TryStar: `except*`, Python 3.11+
