@@ -83,7 +83,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from configbags.migrate.check import in_resolution
 from configbags.migrate.scan import Read, ScanSettings, Violation, scan_tree
-from configbags.migrate.scanmodel import WRITE_KINDS
+from configbags.migrate.scanmodel import WRITE_KINDS, ScanResult
 from configbags.migrate.tidy import add_import, remove_unused_aliases
 from configbags.runtime.project import read_toml
 
@@ -444,44 +444,115 @@ def fix_tree(
     result = scan_tree(project, settings)
     if line_length is None:
         line_length = ruff_line_length(project)
+    pick = _Pick(only, leaves, tuple(resolution))
+    by_file, skipped = _reads_to_fix(result, pick)
+    writes_by_file: dict[str, list[Violation]] = defaultdict(list)
+    if rewrite_writes:
+        writes_by_file, write_skips = _writes_to_fix(project, result, pick, policies or {}, rewrite_parameters)
+        skipped = write_skips + skipped
+    skipped = _reported_violations(result, pick, rewrite_writes) + skipped
     written: dict[str, str] = {}
     for v in result.violations:
-        if v.kind == "write" and not in_resolution(v.file, v.function, resolution):
+        if v.kind == "write" and not in_resolution(v.file, v.function, pick.resolution):
             written.setdefault(v.leaf, f"{v.file}:{v.line}")
+    changed: list[Change] = []
+    files_changed: list[str] = []
+    # Where fix may write: the project, and roots declared outside it. A symlinked folder is
+    # scanned (nothing hides from the check) but what it leads to elsewhere is not ours.
+    ours = [project.resolve(), *(Path(r).resolve() for r in settings.roots if Path(r).is_absolute())]
+    for file in sorted(by_file.keys() | writes_by_file.keys()):
+        reads, writes = by_file.get(file, []), writes_by_file.get(file, [])
+        path = project / file
+        why = None
+        if not any(path.resolve().is_relative_to(base) for base in ours):
+            why = "the file lies outside the project and its scan roots (through a symlink); not rewritten"
+        else:
+            try:
+                # bytes, not text mode: text mode would turn CRLF files into LF files
+                source = path.read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                why = "file is not UTF-8"
+        if why is not None:
+            skipped += [Skip(r.file, r.function, r.leaf, r.line, why) for r in reads]
+            skipped += [Skip(w.file, w.function, w.leaf, w.line, why, write=True) for w in writes]
+            continue
+        new_source, file_changes, file_skips = fix_source(
+            source, reads, accessors, accessors_module,
+            rewrite_parameters=rewrite_parameters, written=written, line_length=line_length,
+            writes=writes, module_name=_module_name(file),
+        )
+        changed += file_changes
+        skipped += file_skips
+        if new_source != source:
+            files_changed.append(file)
+            if not dry_run:
+                path.write_bytes(new_source.encode("utf-8"))
+    skipped.sort(key=lambda s: (s.file, s.line, s.leaf))
+    return FixReport(tuple(changed), tuple(skipped), tuple(files_changed))
+
+
+@attrs.frozen
+class _Pick:
+    """What a fix run selects: files under `only`, reads and writes of `leaves` (None: all),
+    and the resolution phase, whose reads and writes stay as they are."""
+
+    only: Sequence[str] | None
+    leaves: frozenset[str] | None
+    resolution: tuple[str, ...]
+
+    def selects(self, file: str, leaf: str) -> bool:
+        return (self.only is None or _under(file, self.only)) and (self.leaves is None or leaf in self.leaves)
+
+    def in_phase(self, file: str, function: str) -> bool:
+        return in_resolution(file, function, self.resolution)
+
+
+def _reads_to_fix(result: ScanResult, pick: _Pick) -> tuple[dict[str, list[Read]], list[Skip]]:
+    """The selected reads by file, and those skipped because they are in the resolution phase."""
     by_file: dict[str, list[Read]] = defaultdict(list)
     in_phase: list[Skip] = []
     for read in result.reads:
-        if not _selected(read, only, leaves):
+        if not pick.selects(read.file, read.leaf):
             continue
-        if in_resolution(read.file, read.function, resolution):
+        if pick.in_phase(read.file, read.function):
             # before publish there are no bags to read: --rewrite-parameters cannot vouch here
             in_phase.append(Skip(read.file, read.function, read.leaf, read.line, RESOLUTION_REASON))
         else:
             by_file[read.file].append(read)
+    return by_file, in_phase
+
+
+def _writes_to_fix(project: Path, result: ScanResult, pick: _Pick, policies: Mapping[str, str],
+                   rewrite_parameters: bool) -> tuple[dict[str, list[Violation]], list[Skip]]:
+    """The selected record writes that can become overrides, by file, and the refused ones."""
     writes_by_file: dict[str, list[Violation]] = defaultdict(list)
-    write_skips: list[Skip] = []
+    refused: list[Skip] = []
     patterns: dict[str, dict[int, Restore | Temporary]] = {}  # file -> its mutate-then-restore writes
-    if rewrite_writes:
-        for write in result.violations:
-            if write.kind != "write" or in_resolution(write.file, write.function, resolution):
-                continue
-            if not ((only is None or _under(write.file, only)) and (leaves is None or write.leaf in leaves)):
-                continue
-            if write.file not in patterns:
-                try:
-                    patterns[write.file] = restores((project / write.file).read_bytes().decode("utf-8"))
-                except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-                    patterns[write.file] = {}  # refused below when the file is rewritten
-            why = _write_refusal(
-                write, result.reads, policies or {}, rewrite_parameters=rewrite_parameters,
-                restore=patterns[write.file].get(write.line),
-            )
-            if why is None:
-                writes_by_file[write.file].append(write)
-            else:
-                write_skips.append(Skip(write.file, write.function, write.leaf, write.line, why, write=True))
-    changed: list[Change] = []
-    skipped: list[Skip] = [
+    for write in result.violations:
+        if write.kind != "write" or pick.in_phase(write.file, write.function):
+            continue
+        if not pick.selects(write.file, write.leaf):
+            continue
+        if write.file not in patterns:
+            try:
+                patterns[write.file] = restores((project / write.file).read_bytes().decode("utf-8"))
+            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+                patterns[write.file] = {}  # refused below when the file is rewritten
+        why = _write_refusal(
+            write, result.reads, policies, rewrite_parameters=rewrite_parameters,
+            restore=patterns[write.file].get(write.line),
+        )
+        if why is None:
+            writes_by_file[write.file].append(write)
+        else:
+            refused.append(Skip(write.file, write.function, write.leaf, write.line, why, write=True))
+    return writes_by_file, refused
+
+
+def _reported_violations(result: ScanResult, pick: _Pick, rewrite_writes: bool) -> list[Skip]:
+    """The violations fix never rewrites, reported as skips (the resolution phase's own
+    writes are allowed where they are: nothing to report)."""
+    return [
         Skip(
             v.file,
             v.function,
@@ -495,53 +566,14 @@ def fix_tree(
             write=v.kind in WRITE_KINDS,
         )
         for v in result.violations
-        if (only is None or _under(v.file, only)) and (leaves is None or v.leaf in leaves)
+        if pick.selects(v.file, v.leaf)
         and not (rewrite_writes and v.kind == "write")
-        # the resolution phase's own writes are allowed where they are: nothing to report
-        and not (v.kind == "write" and in_resolution(v.file, v.function, resolution))
+        and not (v.kind == "write" and pick.in_phase(v.file, v.function))
     ]
-    skipped += write_skips + in_phase
-    files_changed: list[str] = []
-    # Where fix may write: the project, and roots declared outside it. A symlinked folder is
-    # scanned (nothing hides from the check) but what it leads to elsewhere is not ours.
-    ours = [project.resolve(), *(Path(r).resolve() for r in settings.roots if Path(r).is_absolute())]
-    for file in sorted(by_file.keys() | writes_by_file.keys()):
-        reads = by_file.get(file, [])
-        path = project / file
-        if not any(path.resolve().is_relative_to(base) for base in ours):
-            why = "the file lies outside the project and its scan roots (through a symlink); not rewritten"
-            skipped += [Skip(r.file, r.function, r.leaf, r.line, why) for r in reads]
-            skipped += [Skip(w.file, w.function, w.leaf, w.line, why, write=True) for w in writes_by_file.get(file, [])]
-            continue
-        try:
-            # bytes, not text mode: text mode would turn CRLF files into LF files
-            source = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError:
-            skipped += [Skip(r.file, r.function, r.leaf, r.line, "file is not UTF-8") for r in reads]
-            skipped += [Skip(w.file, w.function, w.leaf, w.line, "file is not UTF-8", write=True)
-                        for w in writes_by_file.get(file, [])]
-            continue
-        new_source, file_changes, file_skips = fix_source(
-            source, reads, accessors, accessors_module,
-            rewrite_parameters=rewrite_parameters, written=written, line_length=line_length,
-            writes=writes_by_file.get(file, ()), module_name=_module_name(file),
-        )
-        changed += file_changes
-        skipped += file_skips
-        if new_source != source:
-            files_changed.append(file)
-            if not dry_run:
-                path.write_bytes(new_source.encode("utf-8"))
-    skipped.sort(key=lambda s: (s.file, s.line, s.leaf))
-    return FixReport(tuple(changed), tuple(skipped), tuple(files_changed))
 
 
 def _under(file: str, paths: Sequence[str]) -> bool:
     return any(file == p.rstrip("/") or file.startswith(p.rstrip("/") + "/") for p in paths)
-
-
-def _selected(read: Read, only: Sequence[str] | None, leaves: frozenset[str] | None) -> bool:
-    return (only is None or _under(read.file, only)) and (leaves is None or read.leaf in leaves)
 
 
 def ruff_line_length(project: Path) -> int:
