@@ -80,7 +80,9 @@ def test_operator_mem_fraction_static_wins_and_no_facts_leaves_it_unset(ctx: Any
     publish(ServerArgs(model_path="m", mem_fraction_static=0.7), role="launcher", facts=gpu(80))
     assert get_schedule().mem_fraction_static == 0.7
     publish(ServerArgs(model_path="m"), role="launcher", facts=Facts())
-    assert get_schedule().mem_fraction_static is None  # the planner's own default applies
+    # no rule applied, and the planner derives no default of its own: it refuses the
+    # unresolved value (test_kvcache_plan::test_the_planner_derives_no_mem_fraction_static_of_its_own)
+    assert get_schedule().mem_fraction_static is None
 
 
 def test_gemma2_turns_off_hybrid_swa_memory(ctx: Any) -> None:
@@ -95,10 +97,15 @@ def test_gemma2_turns_off_hybrid_swa_memory(ctx: Any) -> None:
 
 @pytest.mark.parametrize(
     ("backend", "given", "expected"),
-    [("flashmla", None, 64), ("flashmla", 16, 64), ("cutlass_mla", 1, 128), ("trtllm_mha", None, 64),
-     ("trtllm_mha", 32, 32), ("trtllm_mha", 16, 16), ("trtllm_mha", 8, 64), ("fa3", 8, 8), ("fa3", None, None)],
+    # SGLang's ServerArgs._handle_attention_backend_compatibility, then _handle_page_size
+    # (unset is 1): flashmla 64, cutlass_mla 128, trtllm_mla 32 or 64 (else 64), trtllm_mha
+    # 16, 32 or 64 (else 64), any other backend what was given.
+    [("flashmla", None, 64), ("flashmla", 16, 64), ("cutlass_mla", 1, 128), ("cutlass_mla", None, 128),
+     ("trtllm_mla", None, 64), ("trtllm_mla", 32, 32), ("trtllm_mla", 64, 64), ("trtllm_mla", 16, 64),
+     ("trtllm_mha", None, 64), ("trtllm_mha", 32, 32), ("trtllm_mha", 16, 16), ("trtllm_mha", 8, 64),
+     ("fa3", 8, 8), ("fa3", None, 1)],
 )
-def test_page_size_forced_by_attention_backend(ctx: Any, backend: str, given: int | None, expected: int | None) -> None:
+def test_page_size_forced_by_attention_backend(ctx: Any, backend: str, given: int | None, expected: int) -> None:
     publish(ServerArgs(model_path="m", attention_backend=backend, page_size=given), role="launcher")
     assert get_schedule().page_size == expected
 
