@@ -46,6 +46,7 @@ from configbags.runtime.resolve import (
     Facts,
     Layer,
     Origin,
+    is_fact,
     resolve,
     verdicts,
 )
@@ -799,8 +800,14 @@ class Context(Generic[V]):
             rules=[v.as_dict(spec) for v in verdicts(self.registry, leaf, state.facts, base, state.origins)],
             facts=state.facts.as_dict(),
         )
-        if self.registry.rules_by_leaf.get(leaf) and state.facts == NO_FACTS:
-            out["note"] = "no facts were given at publish, so hardware and model rules did not apply"
+        # Only rules that test a fact need one; a rule of leaves alone (the page size an
+        # attention backend forces) applies without facts, and the note must not say otherwise.
+        if state.facts == NO_FACTS and any(
+            is_fact(subject)
+            for rule in self.registry.rules_by_leaf.get(leaf, ())
+            for subject in (*(c.subject for c in rule.when), *rule.inputs)
+        ):
+            out["note"] = "no facts were given at publish, so the rules that test facts did not apply"
         return out
 
     def export_resolution(self) -> dict[str, Any]:

@@ -182,6 +182,14 @@ def test_plan_and_explain_agree_on_every_leaf_both_report(
         "page_size", "mem_fraction_static", "disable_hybrid_swa_memory"}
 
 
+def test_explain_says_no_facts_only_of_rules_that_test_facts(ctx: Any) -> None:
+    publish(ServerArgs(model_path="m", attention_backend="flashmla"), role="launcher", facts=Facts())
+    # the page-size rules test leaves only: they applied, and explain must not say otherwise
+    assert ctx.explain("page_size")["rule"] == "page_size_flashmla"
+    assert "note" not in ctx.explain("page_size")
+    assert "no facts" in ctx.explain("mem_fraction_static")["note"]
+
+
 def test_the_plan_text_names_the_rule_behind_each_input(ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:
     config = str(REPO / "models" / "gemma-2-9b.json")
     with ctx.restoring():
