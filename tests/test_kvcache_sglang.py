@@ -24,8 +24,7 @@ from configbags.server.kvcache.planner import (
     PlanSettings,
     concurrency,
 )
-from configbags.server.rules import mem_fraction_static as default_mem_fraction_static
-from configbags.server.rules import reserved_memory_bytes
+from configbags.server.rules import mem_fraction_static, reserved_memory_bytes
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 GiB = 1 << 30
@@ -214,7 +213,7 @@ def test_default_mem_fraction_static_from_gpu_memory(
     mem = gpu_preset(gpu).memory_bytes
     mib = mem / MiB
     expected = round((mib - reserved_gib * 1024) / mib, 3)
-    assert default_mem_fraction_static(mem, tp, 1, speculative_algorithm=spec, enable_dp_attention=dp) == expected
+    assert mem_fraction_static(mem, tp, 1, speculative_algorithm=spec, enable_dp_attention=dp) == expected
     assert reserved_memory_bytes(mem, tp, 1, speculative_algorithm=spec, enable_dp_attention=dp) == round(reserved_gib * GiB)
 
 
@@ -258,7 +257,7 @@ def test_concurrency_on_a_sliding_window_model_counts_windows() -> None:
 
 def test_a_small_device_reserves_little() -> None:
     # Under 35 GiB: 2.8 + tp x pp / 10 GiB; 24 GiB at tp 1 -> round((24576 - 2969.6) / 24576, 3)
-    assert default_mem_fraction_static(24 * GiB) == round((24576 - 2.9 * 1024) / 24576, 3) == 0.879
+    assert mem_fraction_static(24 * GiB) == round((24576 - 2.9 * 1024) / 24576, 3) == 0.879
 
 
 def test_quantized_awq_8b_is_sized_from_its_quantization_config() -> None:
