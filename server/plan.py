@@ -8,8 +8,8 @@ It publishes the flags as role `worker` (the role that owns the load-time leaves
 configurator resolves), plans through the context exactly as the engine would, prints the
 budget breakdown, the cell, the capacities, the concurrency at the workload, every pool
 tensor, the inputs it read with the layer and rule that decided each (as `configbags
-explain` shows them), and the write-backs as `server_info()` reports them. Comma lists in `--gpu` and
-`--tp-size` plan every combination and print one comparison table instead.
+explain` shows them), and the write-backs as `server_info()` reports them. Comma lists in
+`--gpu` and `--tp-size` plan every combination and print one comparison table instead.
 
 Memory comes from `--device-memory`, a `--gpu` preset, or `torch.cuda.mem_get_info` when
 CUDA is available. Exit status: 0 planned, 1 does not fit, 2 a wrong input.
