@@ -28,7 +28,9 @@ import torch  # noqa: E402  (after the path so a source checkout runs without in
 from configbags.generated.accessors import get_context  # noqa: E402  (registers the context)
 from configbags.generated.registry import LEAVES  # noqa: E402
 from configbags.generated.server_args import ServerArgs  # noqa: E402
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts  # noqa: E402
 from configbags.runtime.testing import published  # noqa: E402
+from configbags.server.kvcache.bundled import with_bundled_rules  # noqa: E402
 from configbags.server.kvcache.configurator import KvCacheConfigurator  # noqa: E402
 from configbags.server.kvcache.errors import DoesNotFitError, SettingsError  # noqa: E402
 from configbags.server.kvcache.gpus import gpu_preset  # noqa: E402
@@ -75,7 +77,9 @@ def bench_plans(repeat: int) -> None:
     for name, (flags, pre, weights) in SETUPS.items():
         shape = load_model_shape(ROOT / "models" / f"{name}.json")
         c = KvCacheConfigurator(shape, DeviceMemory(pre, weights))
-        with published(ServerArgs(model_path=name, **flags), role="worker", context=get_context()):  # type: ignore[arg-type]
+        facts = Facts(GpuFacts(memory_bytes=pre), ModelFacts(shape.architectures))  # the rules' inputs
+        with published(ServerArgs(model_path=name, **flags), role="worker", context=get_context(),  # type: ignore[arg-type]
+                       facts=facts):
             c.configure()  # first call writes back the decisions; timed calls are reconfigures
             median, low = best_of(c.configure, repeat)
             plan = c.plan()
@@ -99,10 +103,13 @@ def bench_sweep() -> None:
         for gpu in SWEEP_GPUS:
             memory = gpu_preset(gpu).memory_bytes
             for tp in SWEEP_TP:
-                settings = PlanSettings(**ratios, tp_size=tp, attn_tp_size=tp, context_length=min(
+                given = PlanSettings(**ratios, tp_size=tp, attn_tp_size=tp, context_length=min(
                     8192, shape.context_length))  # type: ignore[arg-type]
+                device = DeviceMemory(memory, capacity_bytes=memory)
+                # the bundled rules decide mem_fraction_static and the page size, as at publish
+                settings = with_bundled_rules(given, shape, device)
                 try:
-                    plan = plan_kv(shape, settings, DeviceMemory(memory, capacity_bytes=memory))
+                    plan = plan_kv(shape, settings, device)
                 except DoesNotFitError:
                     outcomes["does not fit"] += 1
                     continue
@@ -130,7 +137,9 @@ def bench_allocation(repeat: int) -> None:
     for name, (flags, pre, weights) in cases.items():
         shape = load_model_shape(ROOT / "models" / f"{name}.json")
         c = KvCacheConfigurator(shape, DeviceMemory(pre, weights))
-        with published(ServerArgs(model_path=name, **flags), role="worker", context=get_context()):  # type: ignore[arg-type]
+        facts = Facts(GpuFacts(memory_bytes=pre), ModelFacts(shape.architectures))  # the rules' inputs
+        with published(ServerArgs(model_path=name, **flags), role="worker", context=get_context(),  # type: ignore[arg-type]
+                       facts=facts):
             plan = c.configure()
         # The same bytes the backing buffer holds (tensors plus their alignment padding).
         total = allocate(plan, "meta").backing.numel()
@@ -155,7 +164,8 @@ def bench_allocation(repeat: int) -> None:
 def bench_meta_70b(repeat: int) -> None:
     shape = load_model_shape(ROOT / "models" / "llama-3.1-70b.json")
     c = KvCacheConfigurator(shape, DeviceMemory(80 * GiB))
-    with published(ServerArgs(model_path="llama-3.1-70b", tp_size=8), role="worker", context=get_context()):
+    with published(ServerArgs(model_path="llama-3.1-70b", tp_size=8), role="worker", context=get_context(),
+                   facts=Facts(GpuFacts(memory_bytes=80 * GiB), ModelFacts(shape.architectures))):
         plan = c.configure()
     median, low = best_of(lambda: allocate(plan, "meta"), repeat)
     print(f"\nmeta allocation, llama-3.1-70b at tp 8 ({plan.pool_bytes / GiB:.1f} GiB of pools, "

@@ -509,8 +509,8 @@ class Schedule:
     """Policy deciding which waiting requests are scheduled next, e.g. fcfs (arrival order), lpm (longest prefix match) or priority."""
     schedule_conservativeness: float
     """How much KV space is held back for running requests; higher values admit fewer new requests but retract less often."""
-    page_size: int | None
-    """Number of tokens per KV cache page. Unset picks a value suited to the attention backend; flashmla (64), cutlass_mla (128) and trtllm_mha (16, 32 or 64) force theirs."""
+    page_size: int
+    """Number of tokens per KV cache page. Unset is 1 (SGLang's default), except that flashmla (64), cutlass_mla (128), trtllm_mla (32 or 64) and trtllm_mha (16, 32 or 64) force theirs (rules page_size_*)."""
     swa_full_tokens_ratio: float
     """KV tokens for sliding-window layers as a fraction (0 to 1) of those for full-attention layers. Unset falls back to 0.8."""
     disable_hybrid_swa_memory: bool

@@ -3048,8 +3048,8 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("int", True),
         default=None,
         required=False,
-        has_fallback=False,
-        fallback=None,
+        has_fallback=True,
+        fallback=1,
         choices=None,
         minimum=1,
         maximum=None,
@@ -4283,7 +4283,7 @@ RULES: tuple[RuleSpec, ...] = (
         ),
         force=None,
         help="(memory - reserved) / memory, reserving by device size as SGLang does (12 + tp*pp/2 GiB on 90-160 GiB devices), plus 2 GiB with speculative decoding and 4 GiB with DP attention.",
-        where="schema/rules.yaml:7",
+        where="schema/rules.yaml:8",
     ),
     RuleSpec(
         id="chunked_prefill_size_by_gpu_memory",
@@ -4295,7 +4295,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=("gpu.memory_bytes",),
         force=None,
         help="Larger GPUs are faster, so they take larger prefill chunks (2k to 16k tokens).",
-        where="schema/rules.yaml:13",
+        where="schema/rules.yaml:14",
     ),
     RuleSpec(
         id="cuda_graph_max_bs_by_gpu_memory",
@@ -4307,7 +4307,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=("gpu.memory_bytes", "tp_size"),
         force=None,
         help="Capture larger decode batches as CUDA graphs on GPUs with more memory and at TP >= 4.",
-        where="schema/rules.yaml:19",
+        where="schema/rules.yaml:20",
     ),
     RuleSpec(
         id="page_size_flashmla",
@@ -4319,7 +4319,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=(),
         force="the FlashMLA kernels only run 64-token pages",
         help="FlashMLA needs page size 64.",
-        where="schema/rules.yaml:25",
+        where="schema/rules.yaml:26",
     ),
     RuleSpec(
         id="page_size_cutlass_mla",
@@ -4331,7 +4331,19 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=(),
         force="the CUTLASS MLA kernels only run 128-token pages",
         help="CUTLASS MLA needs page size 128.",
-        where="schema/rules.yaml:33",
+        where="schema/rules.yaml:34",
+    ),
+    RuleSpec(
+        id="page_size_trtllm_mla",
+        leaf="page_size",
+        layer="hardware",
+        when=(Condition("attention_backend", "eq", "trtllm_mla"),),
+        value=None,
+        fn=configbags.server.rules.trtllm_mla_page_size,
+        inputs=("page_size",),
+        force="TensorRT-LLM MLA kernels run 32- or 64-token pages only",
+        help="trtllm_mla keeps a page size of 32 or 64 and uses 64 otherwise.",
+        where="schema/rules.yaml:42",
     ),
     RuleSpec(
         id="page_size_trtllm_mha",
@@ -4343,7 +4355,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=("page_size",),
         force="TensorRT-LLM MHA kernels run 16-, 32- or 64-token pages only",
         help="trtllm_mha keeps a page size of 16, 32 or 64 and uses 64 otherwise.",
-        where="schema/rules.yaml:41",
+        where="schema/rules.yaml:51",
     ),
     RuleSpec(
         id="gemma2_full_swa_memory",
@@ -4355,7 +4367,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=(),
         force=None,
         help="Gemma-2 interleaves sliding-window and full layers; SGLang gives its sliding-window layers the full KV pool.",
-        where="schema/rules.yaml:50",
+        where="schema/rules.yaml:60",
     ),
 )
 

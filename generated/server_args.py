@@ -307,7 +307,7 @@ class ServerArgs:
     schedule_conservativeness: float = 1.0
     """How much KV space is held back for running requests; higher values admit fewer new requests but retract less often."""
     page_size: int | None = None
-    """Number of tokens per KV cache page. Unset picks a value suited to the attention backend; flashmla (64), cutlass_mla (128) and trtllm_mha (16, 32 or 64) force theirs."""
+    """Number of tokens per KV cache page. Unset is 1 (SGLang's default), except that flashmla (64), cutlass_mla (128), trtllm_mla (32 or 64) and trtllm_mha (16, 32 or 64) force theirs (rules page_size_*)."""
     swa_full_tokens_ratio: float | None = None
     """KV tokens for sliding-window layers as a fraction (0 to 1) of those for full-attention layers. Unset falls back to 0.8."""
     disable_hybrid_swa_memory: bool = False
@@ -1739,7 +1739,7 @@ class ServerArgs:
             dest="page_size",
             type=int,
             default=argparse.SUPPRESS,
-            help="Number of tokens per KV cache page. Unset picks a value suited to the attention backend; flashmla (64), cutlass_mla (128) and trtllm_mha (16, 32 or 64) force theirs. (default: None; may be resolved at load time)",
+            help="Number of tokens per KV cache page. Unset is 1 (SGLang's default), except that flashmla (64), cutlass_mla (128), trtllm_mla (32 or 64) and trtllm_mha (16, 32 or 64) force theirs (rules page_size_*). (default: None; unset falls back to 1; may be resolved at load time)",
             metavar="PAGE_SIZE",
         )
         group.add_argument(

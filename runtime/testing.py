@@ -15,21 +15,23 @@ import pytest
 from configbags.runtime.context import Context, Restoring, process_context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
+from configbags.runtime.resolve import Facts
 
 
 class published(Restoring):
-    """Publish `record` for the block; afterwards the process is exactly as before
-    (unpublished, or published with the earlier state)."""
+    """Publish `record` for the block, with the `facts` the hardware and model rules test
+    (None keeps an earlier publish's, as `publish` does); afterwards the process is exactly
+    as before (unpublished, or published with the earlier state)."""
 
     def __init__(self, record: Any, *, role: str = "test", context: Context[Any] | None = None,
-                 **ranks: int) -> None:
+                 facts: Facts | None = None, **ranks: int) -> None:
         super().__init__(context or process_context(record=record))
-        self._record, self._role, self._ranks = record, role, ranks
+        self._record, self._role, self._facts, self._ranks = record, role, facts, ranks
 
     def __enter__(self) -> Context[Any]:
         ctx = super().__enter__()
         try:
-            return ctx.publish(self._record, role=self._role, ranks=self._ranks or None)
+            return ctx.publish(self._record, role=self._role, ranks=self._ranks or None, facts=self._facts)
         except BaseException:
             self.__exit__()
             raise

@@ -7,8 +7,9 @@ server flags, and why.
 It publishes the flags as role `worker` (the role that owns the load-time leaves the
 configurator resolves), plans through the context exactly as the engine would, prints the
 budget breakdown, the cell, the capacities, the concurrency at the workload, every pool
-tensor, and the write-backs as `server_info()` reports them. Comma lists in `--gpu` and
-`--tp-size` plan every combination and print one comparison table instead.
+tensor, the inputs it read with the layer and rule that decided each (as `configbags
+explain` shows them), and the write-backs as `server_info()` reports them. Comma lists in
+`--gpu` and `--tp-size` plan every combination and print one comparison table instead.
 
 Memory comes from `--device-memory`, a `--gpu` preset, or `torch.cuda.mem_get_info` when
 CUDA is available. Exit status: 0 planned, 1 does not fit, 2 a wrong input.
@@ -34,7 +35,7 @@ from configbags.packages import load_context
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
+from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
 from configbags.server.kvcache.configurator import KvCacheConfigurator
 from configbags.server.kvcache.errors import DoesNotFitError
 from configbags.server.kvcache.gpus import GPU_PRESETS, GpuPreset, gpu_preset
@@ -221,39 +222,73 @@ def _memory(ns: argparse.Namespace, gpu: GpuPreset | None) -> DeviceMemory:
     return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source)
 
 
+@attrs.frozen
+class _Configured:
+    """One planned point: the plan, the memory it was planned for, how long planning took,
+    and `inputs`: each leaf the plan read, with its value and the layer (and rule) that
+    decided it, taken before the planner's write-backs."""
+
+    plan: KvPlan
+    memory: DeviceMemory
+    plan_ms: float
+    inputs: dict[str, dict[str, Any]]
+
+
 def _configure(ns: argparse.Namespace, ctx: Context[Any], server: argparse.ArgumentParser,
-               server_argv: list[str], shape: ModelShape, point: _Point) -> tuple[KvPlan, DeviceMemory, float]:
+               server_argv: list[str], shape: ModelShape, point: _Point) -> _Configured:
     record_type = ctx.record_type
     assert record_type is not None  # main() checked
     record = record_type.from_cli_args(server.parse_args(_with_tp(server_argv, point.tp_size)))
     memory = _memory(ns, point.gpu)
-    # the hardware and model rules (mem_fraction_static from GPU memory, Gemma-2's full
-    # sliding-window pool, ...) resolve at publish from these facts, as in the engine
+    # the hardware and model rules (mem_fraction_static from GPU memory, the page size an
+    # attention backend forces, Gemma-2's full sliding-window pool) resolve at publish from
+    # these facts, as in the engine; the model facts are explain's (the whole config.json)
     facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes),
-                  ModelFacts(shape.architectures))
+                  ModelFacts.from_config(shape.source))
     ctx.publish(record, role="worker", facts=facts)
+    inputs = plan_inputs(ctx)
     start = time.perf_counter()
     plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context).configure()
-    return plan, memory, (time.perf_counter() - start) * 1e3
+    return _Configured(plan, memory, (time.perf_counter() - start) * 1e3, inputs)
+
+
+def plan_inputs(ctx: Context[Any]) -> dict[str, dict[str, Any]]:
+    """Each leaf the plan reads that the schema declares: its value and where it came from
+    (`layer`, `source` and, for a rule, `rule`), exactly as `configbags explain` reports it.
+    Derived values read `layer: derived`."""
+    info = ctx.server_info()
+    origins = ctx.origins()
+    out: dict[str, dict[str, Any]] = {}
+    for name in (f.name for f in attrs.fields(PlanSettings)):
+        if name in ctx.registry.leaves:
+            origin = origins.get(name, DEFAULT_ORIGIN).as_dict()
+        elif name in ctx.registry.derived:
+            origin = {"layer": "derived", "source": f"derived from {', '.join(ctx.registry.derived[name].inputs)}"}
+        else:
+            continue
+        out[name] = {"value": info["resolved"][name], **origin}
+    return out
 
 
 def _plan_one(ns: argparse.Namespace, ctx: Context[Any], server: argparse.ArgumentParser,
               server_argv: list[str], shape: ModelShape, point: _Point) -> int:
     try:
-        plan, memory, plan_ms = _configure(ns, ctx, server, server_argv, shape, point)
+        done = _configure(ns, ctx, server, server_argv, shape, point)
+        plan = done.plan
         ctx.seal()  # what a worker does at the end of model load
         allocated = _allocate(plan, ns.allocate) if ns.allocate else None
     except ConfigError as exc:
         return _fail(exc)
     load = concurrency(plan, _request_tokens(ns, plan))
     if ns.json:
-        out = {"plan": to_jsonable(plan), "server_info": ctx.server_info(), "sglang": SGLANG_VERSION,
-               "concurrency": to_jsonable(load)}
+        out = {"plan": to_jsonable(plan), "inputs": done.inputs, "server_info": ctx.server_info(),
+               "sglang": SGLANG_VERSION, "concurrency": to_jsonable(load)}
         if allocated:
             out["allocation"] = allocated
         print(json.dumps(out, indent=2, sort_keys=True))
     else:
-        print(render_table(plan, shape.source, memory.source, plan_ms, allocated, ns.workload))
+        print(render_table(plan, shape.source, done.memory.source, done.plan_ms, allocated, ns.workload,
+                           done.inputs))
     if ns.chart:
         try:
             draw_chart(plan, ns.chart)
@@ -280,14 +315,15 @@ def _compare(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argumen
         row: dict[str, Any] = {"gpu": point.gpu.name if point.gpu else None, "tp_size": point.tp_size}
         with ctx.restoring():
             try:
-                plan, _memory_used, _ms = _configure(ns, ctx, server, server_argv, shape, point)
+                done = _configure(ns, ctx, server, server_argv, shape, point)
             except DoesNotFitError as exc:
                 row.update(status="does not fit", reason=str(exc))
             except ConfigError as exc:
                 row.update(status="refused", reason=str(exc))
             else:
+                plan = done.plan
                 load = concurrency(plan, _request_tokens(ns, plan))
-                row.update(status="planned", tokens=plan.max_total_num_tokens,
+                row.update(status="planned", inputs=done.inputs, tokens=plan.max_total_num_tokens,
                            max_running_requests=plan.max_running_requests, concurrency=load.requests,
                            request_tokens=load.request_tokens, binds=load.binds,
                            mem_fraction_static=plan.mem_fraction_static, max_req_len=plan.max_req_len,
@@ -396,7 +432,8 @@ def _gib(n: int | float | Fraction) -> str:
 
 
 def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: float,
-                 allocated: dict[str, Any] | None = None, workload: tuple[int, int] | None = None) -> str:
+                 allocated: dict[str, Any] | None = None, workload: tuple[int, int] | None = None,
+                 inputs: dict[str, dict[str, Any]] | None = None) -> str:
     b, c, s = plan.budget, plan.cell, plan.settings
     lines = [
         f"configbags plan: {plan.model} ({model_source}), models {SGLANG_VERSION}",
@@ -460,6 +497,11 @@ def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: f
     for p in (*plan.pools, *plan.spec_buffers):
         dtype = p.dtype if p.dtype == p.storage_dtype else f"{p.dtype} as {p.storage_dtype}"
         lines.append(f"  {p.name:<19} {p.count:>3} x {p.shape!s:<30} {dtype:<26} {_gib(p.nbytes)}")
+    decided = {n: i for n, i in (inputs or {}).items() if i["layer"] not in ("default", "derived")}
+    if decided:
+        lines += ["", "inputs set by the operator or a rule (layer: source; configbags explain LEAF shows every layer)"]
+        for name, given in decided.items():
+            lines.append(f"  {name:<32} = {json.dumps(given['value']):<14} [{given['layer']}: {given['source']}]")
     lines += ["", "write-backs (load_time overrides from role worker; the record keeps the input)"]
     if not plan.decisions:
         lines.append("  none")

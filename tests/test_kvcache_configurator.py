@@ -14,6 +14,7 @@ import pytest
 from configbags.generated.accessors import get_model, get_schedule, runner_view
 from configbags.generated.server_args import ServerArgs
 from configbags.runtime.errors import CapacityError, ConfigError, PolicyError
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
 from configbags.runtime.testing import published
 from configbags.server.kvcache.configurator import KvCacheConfigurator, read_settings
 from configbags.server.kvcache.model_shape import load_model_shape
@@ -31,8 +32,17 @@ def args(**leaves: object) -> ServerArgs:
     return ServerArgs(model_path="m", **leaves)
 
 
+def on_device(record: ServerArgs, memory: int = 80 * GiB, *, role: str = "worker",
+              model: str | None = None) -> published:
+    """Publish as the engine does on a device of `memory` bytes (and, given, the model's
+    architectures): the rules derive what the hardware and model decide (the default
+    mem_fraction_static, Gemma-2's full SWA pool) from those facts; the planner reads it."""
+    architectures = load_model_shape(MODELS / f"{model}.json").architectures if model else ()
+    return published(record, role=role, facts=Facts(GpuFacts(memory_bytes=memory), ModelFacts(architectures)))
+
+
 def test_write_backs_are_tagged_load_time_overrides() -> None:
-    with published(args(), role="worker") as ctx:
+    with on_device(args()) as ctx:
         plan = configurator("llama-3.1-8b", 80 * GiB).configure()
         # Same numbers as the hand-derived llama8b-tp1-defaults case.
         assert plan.max_total_num_tokens == 450907
@@ -41,11 +51,12 @@ def test_write_backs_are_tagged_load_time_overrides() -> None:
         assert written == {
             ("kv_pool.resolve_dtype", "dtype", "bfloat16"),
             ("kv_pool.resolve_kv_cache_dtype", "kv_cache_dtype", "bf16"),
-            ("kv_pool.resolve_page_size", "page_size", 1),
             ("kv_pool.resolve_context_length", "context_length", 131072),
-            ("kv_pool.default_mem_fraction_static", "mem_fraction_static", 0.875),
             ("kv_pool.default_max_running_requests", "max_running_requests", 2048),
         }
+        # What the rules decided is theirs, not a write-back: the planner read it as given.
+        assert info["layers"]["mem_fraction_static"]["rule"] == "mem_fraction_static_from_gpu_memory"
+        assert info["resolved"]["mem_fraction_static"] == plan.mem_fraction_static == 0.875
         # The raw record keeps the operator's input; readers see the resolved value.
         assert info["record"]["kv_cache_dtype"] == "auto"
         assert info["record"]["max_running_requests"] is None
@@ -90,14 +101,14 @@ def test_reconfigure_after_seal_writes_nothing_and_agrees() -> None:
 
 
 def test_a_new_decision_after_seal_is_refused() -> None:
-    with published(args(), role="worker") as ctx:
+    with on_device(args()) as ctx:
         ctx.seal()
         with pytest.raises(PolicyError, match="sealed"):
             configurator("llama-3.1-8b", 80 * GiB).configure()
 
 
 def test_write_backs_need_the_worker_role() -> None:
-    with published(args(), role="scheduler"), pytest.raises(ConfigError, match="owner role 'worker'"):
+    with on_device(args(), role="scheduler"), pytest.raises(ConfigError, match="owner role 'worker'"):
         configurator("llama-3.1-8b", 80 * GiB).configure()
 
 
@@ -188,7 +199,7 @@ def test_runner_view_plans_without_touching_the_process_bags() -> None:
     ],
 )
 def test_meta_allocation_bytes_equal_the_plan(model: str, leaves: dict[str, object], pre: int, weights: int | None) -> None:
-    with published(args(**leaves), role="worker"):
+    with on_device(args(**leaves), pre, model=model):
         c = configurator(model, pre, weights)
         plan = c.configure()
         pools = c.allocate(plan, "meta")
@@ -231,7 +242,7 @@ def test_cpu_allocation_of_a_small_plan() -> None:
 def test_fp8_pools_are_stored_as_uint8() -> None:
     import torch
 
-    with published(args(kv_cache_dtype="fp8_e4m3", tp_size=8), role="worker"):
+    with on_device(args(kv_cache_dtype="fp8_e4m3", tp_size=8)):
         c = configurator("llama-3.1-8b", 80 * GiB)
         pools = c.allocate(c.configure(), "meta")
         assert pools.pools["k"][0].dtype == torch.uint8
@@ -240,7 +251,7 @@ def test_fp8_pools_are_stored_as_uint8() -> None:
 def test_meta_allocation_of_70b_at_tp8_is_fast() -> None:
     # The acceptance bar is "well under a second"; bench/bench_plan.py measures it. Here only
     # a generous bound, so a loaded CI machine cannot make the test flaky.
-    with published(args(tp_size=8), role="worker"):
+    with on_device(args(tp_size=8)):
         c = configurator("llama-3.1-70b", 80 * GiB)
         plan = c.configure()
         start = time.perf_counter()
@@ -263,7 +274,7 @@ def test_fallback_leaves_reach_the_planner_resolved() -> None:
 
 def test_float16_model_resolves_kv_cache_dtype_float16() -> None:
     fp16 = attrs.evolve(load_model_shape(MODELS / "llama-3.1-8b.json"), torch_dtype="float16")
-    with published(args(), role="worker") as ctx:
+    with on_device(args()) as ctx:
         plan = KvCacheConfigurator(fp16, DeviceMemory(80 * GiB)).configure()
         assert plan.kv_dtype == "float16"
         assert get_model().kv_cache_dtype == "float16"  # written back: a choice of the leaf

@@ -19,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from configbags.generated.registry import LEAVES
+from configbags.server.kvcache import planner
+from configbags.server.kvcache.bundled import with_bundled_rules
 from configbags.server.kvcache.errors import (
     BudgetError,
     ContextTooLongError,
@@ -33,7 +35,6 @@ from configbags.server.kvcache.planner import (
     PlanSettings,
     default_max_running_requests,
     min_mem_fraction_static,
-    plan_kv,
 )
 from configbags.server.kvcache.validate import validate_parallel
 
@@ -53,6 +54,13 @@ def plan_settings(**leaves: Any) -> PlanSettings:
     context applies take it from the generated registry (the one source of those values)."""
     fallbacks = {n: LEAVES[n].fallback for n in ("swa_full_tokens_ratio", "mamba_full_memory_ratio")}
     return PlanSettings(**{**fallbacks, **leaves})
+
+def plan_kv(model: ModelShape, settings_: PlanSettings, memory: DeviceMemory, **kw: Any) -> KvPlan:
+    """The planner on `settings_` as the bundled server resolves them: the leaves its rules
+    and fallbacks decide (mem_fraction_static, page_size, disable_hybrid_swa_memory) come
+    from schema/rules.yaml with this device's and model's facts, as at publish."""
+    return planner.plan_kv(model, with_bundled_rules(settings_, model, memory), memory, **kw)
+
 
 
 def tp(n: int, **kw: Any) -> dict[str, Any]:
@@ -667,17 +675,18 @@ def test_kv_uses_the_budget_short_only_by_page_rounding(case: Case) -> None:
         assert plan.budget.kv_padding == plan.page_size * case.cell
 
 
-def test_llama8b_weight_estimate_and_defaults_are_decisions() -> None:
+def test_llama8b_weight_estimate_and_the_write_backs_are_only_what_the_plan_sizes() -> None:
     plan = run(CASE["llama8b-tp1-defaults"])
     # 8,030,261,248 params x 2 B (the published Llama-3.1-8B parameter count)
     assert plan.budget.weights == 16060522496
     assert plan.budget.slack == 10737418240  # 80 GiB x (1 - 0.875)
+    # mem_fraction_static (rule mem_fraction_static_from_gpu_memory) and page_size (schema
+    # fallback) are decided before the plan; the planner writes back only its own values.
+    assert (plan.mem_fraction_static, plan.page_size) == (0.875, 1)
     assert {d.leaf: d.value for d in plan.decisions} == {
         "dtype": "bfloat16",
         "kv_cache_dtype": "bf16",
-        "page_size": 1,
         "context_length": 131072,
-        "mem_fraction_static": 0.875,
         "max_running_requests": 2048,
     }
     assert {d.source for d in plan.decisions} >= {"kv_pool.resolve_kv_cache_dtype"}
@@ -774,10 +783,39 @@ def test_float32_model_with_auto_kv_is_refused_clearly() -> None:
     assert (plan.dtype, plan.kv_dtype) == ("float32", "bfloat16")
 
 
-def test_flashmla_resolves_page_64() -> None:
+def test_flashmla_page_64_is_the_rules_not_a_write_back() -> None:
     plan = run(CASE["dsv3-tp8-nextn-fp8-flashmla"])
-    assert plan.page_size == 64
-    assert plan.decision("page_size") == 64
+    assert plan.page_size == 64  # rule page_size_flashmla, applied by with_bundled_rules
+    with pytest.raises(KeyError):
+        plan.decision("page_size")
+
+
+@pytest.mark.parametrize("backend", ["flashmla", "cutlass_mla", "trtllm_mla", "trtllm_mha"])
+def test_the_planner_decides_no_page_size_of_its_own(backend: str) -> None:
+    # It used to fall back on a table of its own (flashmla 64, trtllm_mla 64) that had
+    # drifted from the rules; an unresolved page size is now refused, naming the fix.
+    unresolved = plan_settings(attention_backend=backend, mem_fraction_static=0.88)
+    with pytest.raises(SettingsError, match=r"page_size is unresolved.*--page-size.*fallback: 1"):
+        planner.plan_kv(shape("deepseek-v2-lite"), unresolved, DeviceMemory(80 * GiB))
+    # and a page size given to a pure caller is read as given, whatever the backend
+    given = planner.plan_kv(shape("deepseek-v2-lite"), attrs.evolve(unresolved, page_size=16), DeviceMemory(80 * GiB))
+    assert given.page_size == 16
+
+
+def test_the_planner_derives_no_mem_fraction_static_of_its_own() -> None:
+    with pytest.raises(SettingsError, match=r"mem_fraction_static is unresolved.*--mem-fraction-static.*GPU facts"):
+        planner.plan_kv(shape("llama-3.1-8b"), plan_settings(page_size=1), DeviceMemory(80 * GiB))
+
+
+def test_gemma2_full_swa_pool_is_the_rules_not_the_planners() -> None:
+    # Without the rule's decision (a pure caller passing the leaf as False) the planner
+    # splits Gemma-2's pools as for any sliding-window model: it keeps no architecture list.
+    split = planner.plan_kv(shape("gemma-2-9b"), plan_settings(page_size=1, mem_fraction_static=0.88,
+                                                               context_length=4096), DeviceMemory(80 * GiB))
+    assert split.swa_tokens is not None
+    full = plan_kv(shape("gemma-2-9b"), plan_settings(mem_fraction_static=0.88, context_length=4096),
+                   DeviceMemory(80 * GiB))
+    assert full.swa_tokens is None and full.settings.disable_hybrid_swa_memory
 
 
 def test_mamba_slots_become_a_decision_only_when_sized_from_memory() -> None:

@@ -12,6 +12,7 @@ import pytest
 from genutil import copy_case, generate, import_generated
 
 from configbags.runtime.context import process_context
+from configbags.runtime.resolve import Facts, GpuFacts
 from configbags.server.kvcache.configurator import KvCacheConfigurator, read_settings
 from configbags.server.kvcache.model_shape import load_model_shape
 from configbags.server.kvcache.planner import DeviceMemory
@@ -37,7 +38,9 @@ def _package(modules: dict[str, ModuleType]) -> str:
 def test_the_configurator_plans_through_a_smaller_schema(kvmini: dict[str, ModuleType]) -> None:
     ctx = process_context(_package(kvmini))
     with ctx.restoring():
-        ctx.publish(kvmini["server_args"].ServerArgs(tp_size=2, page_size=16), role="worker")
+        # GPU facts, as the engine gives them: the schema's own rule derives mem_fraction_static
+        ctx.publish(kvmini["server_args"].ServerArgs(tp_size=2, page_size=16), role="worker",
+                    facts=Facts(GpuFacts(memory_bytes=80 * GiB)))
         settings = read_settings(ctx)
         assert (settings.tp_size, settings.attn_tp_size) == (2, 2)  # attention spans TP here
         plan = KvCacheConfigurator(load_model_shape(LLAMA), DeviceMemory(80 * GiB), ctx).configure()
@@ -49,9 +52,10 @@ def test_the_configurator_plans_through_a_smaller_schema(kvmini: dict[str, Modul
         assert plan.mem_fraction_static == 0.869
         assert plan.max_total_num_tokens == 66616270357 // 65536 // 16 * 16 == 1016480
         overrides = {o["leaf"]: o["new"] for o in ctx.server_info()["overrides"]}
-        # Decisions on leaves this schema lacks (dtype) are not written anywhere.
-        assert overrides == {"kv_cache_dtype": "bf16", "context_length": 131072,
-                             "mem_fraction_static": 0.869, "max_running_requests": 3970}
+        # Decisions on leaves this schema lacks (dtype) are not written anywhere, and what
+        # the schema's rule decided is not written back.
+        assert overrides == {"kv_cache_dtype": "bf16", "context_length": 131072, "max_running_requests": 3970}
+        assert ctx.origins()["mem_fraction_static"].rule == "mem_fraction_static_from_gpu_memory"
 
 
 def test_plan_command_takes_the_package(kvmini: dict[str, ModuleType], capsys: pytest.CaptureFixture[str]) -> None:

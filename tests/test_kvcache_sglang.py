@@ -10,21 +10,21 @@ from typing import Any
 import pytest
 
 from configbags.generated.registry import LEAVES
+from configbags.server.kvcache import planner
+from configbags.server.kvcache.bundled import with_bundled_rules
 from configbags.server.kvcache.defaults import (
-    default_mem_fraction_static,
     extra_groups_for_head_shards,
-    forces_full_attention,
     mamba_slots_per_request,
-    reserved_memory_bytes,
 )
 from configbags.server.kvcache.gpus import gpu_preset
 from configbags.server.kvcache.model_shape import ModelShape, load_model_shape
 from configbags.server.kvcache.planner import (
     DeviceMemory,
+    KvPlan,
     PlanSettings,
     concurrency,
-    plan_kv,
 )
+from configbags.server.rules import mem_fraction_static, reserved_memory_bytes
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 GiB = 1 << 30
@@ -40,6 +40,13 @@ def settings(**leaves: Any) -> PlanSettings:
     if "tp_size" in leaves:
         leaves.setdefault("attn_tp_size", leaves["tp_size"])
     return PlanSettings(**{**fallbacks, **leaves})
+
+def plan_kv(model: ModelShape, settings_: PlanSettings, memory: DeviceMemory, **kw: Any) -> KvPlan:
+    """The planner on `settings_` as the bundled server resolves them: the leaves its rules
+    and fallbacks decide (mem_fraction_static, page_size, disable_hybrid_swa_memory) come
+    from schema/rules.yaml with this device's and model's facts, as at publish."""
+    return planner.plan_kv(model, with_bundled_rules(settings_, model, memory), memory, **kw)
+
 
 
 # --- SGLang's arithmetic, restated ------------------------------------------------------------
@@ -70,8 +77,10 @@ def mamba2_per_slot(layers: int, heads: int, head_dim: int, groups: int, state: 
 def test_gemma2_has_no_separate_swa_pool_as_in_sglang() -> None:
     # ServerArgs._handle_model_specific_adjustments sets disable_hybrid_swa_memory for
     # Gemma2ForCausalLM, so all 42 layers are full: cell = 8 x (256 + 256) x 42 x 2 = 344064.
-    assert forces_full_attention(["Gemma2ForCausalLM"]) and not forces_full_attention(["LlamaForCausalLM"])
+    # The rule gemma2_full_swa_memory decides it; the planner only reads the leaf.
     pre = 141 * GiB
+    assert with_bundled_rules(settings(), shape("gemma-2-9b"), DeviceMemory(pre)).disable_hybrid_swa_memory
+    assert not with_bundled_rules(settings(), shape("gpt-oss-20b"), DeviceMemory(pre)).disable_hybrid_swa_memory
     plan = plan_kv(shape("gemma-2-9b"), settings(mem_fraction_static=0.88, page_size=1), DeviceMemory(pre))
     expected = sglang_tokens(sglang_rest_gb(pre, plan.budget.weights, 0.88), 8 * 512 * 42 * 2)
     assert expected == 333503  # the figure SGLang reports
@@ -204,8 +213,8 @@ def test_default_mem_fraction_static_from_gpu_memory(
     mem = gpu_preset(gpu).memory_bytes
     mib = mem / MiB
     expected = round((mib - reserved_gib * 1024) / mib, 3)
-    assert default_mem_fraction_static(mem, tp, 1, speculative_algorithm=spec, dp_attention=dp) == expected
-    assert reserved_memory_bytes(mem, tp, 1, speculative_algorithm=spec, dp_attention=dp) == round(reserved_gib * GiB)
+    assert mem_fraction_static(mem, tp, 1, speculative_algorithm=spec, enable_dp_attention=dp) == expected
+    assert reserved_memory_bytes(mem, tp, 1, speculative_algorithm=spec, enable_dp_attention=dp) == round(reserved_gib * GiB)
 
 
 def test_the_activation_reserve_is_its_own_budget_line() -> None:
@@ -248,7 +257,7 @@ def test_concurrency_on_a_sliding_window_model_counts_windows() -> None:
 
 def test_a_small_device_reserves_little() -> None:
     # Under 35 GiB: 2.8 + tp x pp / 10 GiB; 24 GiB at tp 1 -> round((24576 - 2969.6) / 24576, 3)
-    assert default_mem_fraction_static(24 * GiB) == round((24576 - 2.9 * 1024) / 24576, 3) == 0.879
+    assert mem_fraction_static(24 * GiB) == round((24576 - 2.9 * 1024) / 24576, 3) == 0.879
 
 
 def test_quantized_awq_8b_is_sized_from_its_quantization_config() -> None:

@@ -14,9 +14,15 @@ import pytest
 
 from configbags.generated.accessors import get_context
 from configbags.generated.registry import LEAVES
+from configbags.server.kvcache import planner
+from configbags.server.kvcache.bundled import with_bundled_rules
 from configbags.server.kvcache.errors import ModelConfigError, SettingsError
-from configbags.server.kvcache.model_shape import load_model_shape, model_shape_from_dict
-from configbags.server.kvcache.planner import DeviceMemory, PlanSettings, plan_kv
+from configbags.server.kvcache.model_shape import (
+    ModelShape,
+    load_model_shape,
+    model_shape_from_dict,
+)
+from configbags.server.kvcache.planner import DeviceMemory, KvPlan, PlanSettings
 from configbags.server.plan import main
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -35,6 +41,13 @@ def settings(**leaves: Any) -> PlanSettings:
     if "tp_size" in leaves:
         leaves.setdefault("attn_tp_size", leaves["tp_size"])
     return PlanSettings(**{**fallbacks, **leaves})
+
+def plan_kv(model: ModelShape, settings_: PlanSettings, memory: DeviceMemory, **kw: Any) -> KvPlan:
+    """The planner on `settings_` as the bundled server resolves them: the leaves its rules
+    and fallbacks decide (mem_fraction_static, page_size, disable_hybrid_swa_memory) come
+    from schema/rules.yaml with this device's and model's facts, as at publish."""
+    return planner.plan_kv(model, with_bundled_rules(settings_, model, memory), memory, **kw)
+
 
 
 def llama(**changes: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -80,7 +81,9 @@ def test_operator_mem_fraction_static_wins_and_no_facts_leaves_it_unset(ctx: Any
     publish(ServerArgs(model_path="m", mem_fraction_static=0.7), role="launcher", facts=gpu(80))
     assert get_schedule().mem_fraction_static == 0.7
     publish(ServerArgs(model_path="m"), role="launcher", facts=Facts())
-    assert get_schedule().mem_fraction_static is None  # the planner's own default applies
+    # no rule applied, and the planner derives no default of its own: it refuses the
+    # unresolved value (test_kvcache_plan::test_the_planner_derives_no_mem_fraction_static_of_its_own)
+    assert get_schedule().mem_fraction_static is None
 
 
 def test_gemma2_turns_off_hybrid_swa_memory(ctx: Any) -> None:
@@ -95,10 +98,15 @@ def test_gemma2_turns_off_hybrid_swa_memory(ctx: Any) -> None:
 
 @pytest.mark.parametrize(
     ("backend", "given", "expected"),
-    [("flashmla", None, 64), ("flashmla", 16, 64), ("cutlass_mla", 1, 128), ("trtllm_mha", None, 64),
-     ("trtllm_mha", 32, 32), ("trtllm_mha", 16, 16), ("trtllm_mha", 8, 64), ("fa3", 8, 8), ("fa3", None, None)],
+    # SGLang's ServerArgs._handle_attention_backend_compatibility, then _handle_page_size
+    # (unset is 1): flashmla 64, cutlass_mla 128, trtllm_mla 32 or 64 (else 64), trtllm_mha
+    # 16, 32 or 64 (else 64), any other backend what was given.
+    [("flashmla", None, 64), ("flashmla", 16, 64), ("cutlass_mla", 1, 128), ("cutlass_mla", None, 128),
+     ("trtllm_mla", None, 64), ("trtllm_mla", 32, 32), ("trtllm_mla", 64, 64), ("trtllm_mla", 16, 64),
+     ("trtllm_mha", None, 64), ("trtllm_mha", 32, 32), ("trtllm_mha", 16, 16), ("trtllm_mha", 8, 64),
+     ("fa3", 8, 8), ("fa3", None, 1)],
 )
-def test_page_size_forced_by_attention_backend(ctx: Any, backend: str, given: int | None, expected: int | None) -> None:
+def test_page_size_forced_by_attention_backend(ctx: Any, backend: str, given: int | None, expected: int) -> None:
     publish(ServerArgs(model_path="m", attention_backend=backend, page_size=given), role="launcher")
     assert get_schedule().page_size == expected
 
@@ -112,6 +120,87 @@ def test_chunked_prefill_and_cuda_graph_cap_by_memory_tier(ctx: Any, gib: int, t
     publish(ServerArgs(model_path="m", tp_size=tp), role="launcher", facts=gpu(gib))
     assert get_schedule().chunked_prefill_size == chunk
     assert get_exec().graph.cuda_graph_max_bs_decode == graph_bs
+
+
+def _backend_rules() -> dict[str, set[str]]:
+    """Every attention backend a rule in schema/rules.yaml tests (`attention_backend: X`,
+    `{eq: X}` or `{in: [...]}`) -> the ids of those rules, read from the file, so a new
+    backend rule is covered without an edit here."""
+    rules_file = yaml.safe_load((REPO / "schema/rules.yaml").read_text(encoding="utf-8"))["rules"]
+    named: dict[str, set[str]] = {}
+    for rule_id, rule in rules_file.items():
+        condition = (rule.get("when") or {}).get("attention_backend")
+        if isinstance(condition, dict):
+            condition = [condition["eq"]] if "eq" in condition else condition.get("in", [])
+        for backend in [condition] if isinstance(condition, str) else condition or []:
+            named.setdefault(backend, set()).add(rule_id)
+    return named
+
+
+BACKEND_RULES = _backend_rules()
+BACKENDS = sorted(BACKEND_RULES)
+
+
+def test_the_rules_name_the_backends_sglang_forces_a_page_size_for() -> None:
+    assert {"flashmla", "cutlass_mla", "trtllm_mla", "trtllm_mha"} <= set(BACKENDS)
+
+
+@pytest.mark.parametrize("model", ["gemma-2-9b", "deepseek-v2-lite"])
+@pytest.mark.parametrize("backend", [None, *BACKENDS])
+def test_plan_and_explain_agree_on_every_leaf_both_report(
+    ctx: Any, capsys: pytest.CaptureFixture[str], backend: str | None, model: str
+) -> None:
+    """`configbags plan` reports each input with its value, layer and rule; `configbags
+    explain` run with the same flags and facts must say the same of every one of them
+    (page_size, mem_fraction_static, disable_hybrid_swa_memory among them)."""
+    config = str(REPO / "models" / f"{model}.json")
+    flags = ["--attention-backend", backend] if backend else []
+    with ctx.restoring():
+        assert cli_main(["plan", "--model-config", config, "--gpu", "H100", "--json", *flags]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    inputs = {n: i for n, i in planned["inputs"].items() if i["layer"] != "derived"}
+    assert {"page_size", "mem_fraction_static", "disable_hybrid_swa_memory"} <= set(inputs)
+    memory = str(planned["server_info"]["facts"]["gpu"]["memory_bytes"])
+    for leaf, reported in inputs.items():
+        with ctx.restoring():
+            assert cli_main(["explain", leaf, "--gpu-name", "H100", "--gpu-memory", memory,
+                             "--model-config", config, "--json", *flags]) == 0
+        explained = json.loads(capsys.readouterr().out)
+        said = {k: explained.get(k) for k in ("layer", "source", "rule")}
+        assert (reported["value"], {k: reported.get(k) for k in said}) == (explained["resolved"], said), leaf
+    # what the rules decide, named by the rule that decided it
+    assert inputs["mem_fraction_static"]["rule"] == "mem_fraction_static_from_gpu_memory"
+    gemma = inputs["disable_hybrid_swa_memory"]
+    assert (gemma["value"], gemma.get("rule")) == ((True, "gemma2_full_swa_memory") if model == "gemma-2-9b"
+                                                   else (False, None))
+    if backend is not None and inputs["page_size"]["layer"] != "default":
+        assert inputs["page_size"]["rule"] in BACKEND_RULES[backend]
+    assert planned["plan"]["page_size"] == inputs["page_size"]["value"]
+    assert planned["plan"]["mem_fraction_static"] == inputs["mem_fraction_static"]["value"]
+    # and the planner wrote none of them back
+    assert not {d["leaf"] for d in planned["plan"]["decisions"]} & {
+        "page_size", "mem_fraction_static", "disable_hybrid_swa_memory"}
+
+
+def test_explain_says_no_facts_only_of_rules_that_test_facts(ctx: Any) -> None:
+    publish(ServerArgs(model_path="m", attention_backend="flashmla"), role="launcher", facts=Facts())
+    # the page-size rules test leaves only: they applied, and explain must not say otherwise
+    assert ctx.explain("page_size")["rule"] == "page_size_flashmla"
+    assert "note" not in ctx.explain("page_size")
+    assert "no facts" in ctx.explain("mem_fraction_static")["note"]
+
+
+def test_the_plan_text_names_the_rule_behind_each_input(ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    config = str(REPO / "models" / "gemma-2-9b.json")
+    with ctx.restoring():
+        assert cli_main(["plan", "--model-config", config, "--gpu", "H100", "--attention-backend", "cutlass_mla"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    said = {line.split()[0]: line for line in lines[lines.index(next(x for x in lines if x.startswith("inputs "))) + 1:]
+            if line.startswith("  ") and " = " in line}
+    assert "[hardware: rule page_size_cutlass_mla (schema/rules.yaml:" in said["page_size"]
+    assert "[hardware: rule mem_fraction_static_from_gpu_memory (schema/rules.yaml:" in said["mem_fraction_static"]
+    assert "[model: rule gemma2_full_swa_memory (schema/rules.yaml:" in said["disable_hybrid_swa_memory"]
+    assert "[cli: --attention-backend]" in said["attention_backend"]
 
 
 def test_a_published_state_with_rules_crosses_processes_unchanged(ctx: Any) -> None:

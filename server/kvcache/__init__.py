@@ -2,8 +2,9 @@
 
 - `model_shape`: what a model's `config.json` says about its cache and weights;
 - `settings`: the leaves the plan reads, the device memory, the `auto` dtypes;
-- `defaults`: SGLang's hardware and model defaults as plain functions (also what the
-  resolution rules call);
+- `defaults`: SGLang's sizing formulas as plain functions (what the hardware and the model
+  decide about the config is the schema's rules, `configbags.server.rules`, not here);
+- `bundled`: the bundled rules' decisions for a caller that plans without a context;
 - `validate`: settings no engine would run, refused by name;
 - `sizing` and `mamba`: the budget as a function of mem_fraction_static, the mamba pool;
 - `planner`: `plan_kv`, the named steps from settings to a `KvPlan` (`records`);

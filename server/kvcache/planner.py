@@ -2,7 +2,7 @@
 a frozen `KvPlan` out. No torch and no config context here, so it is cheap (the plan
 command and tests call it directly) and every number can be checked by hand.
 
-`plan_kv` reads as its steps: resolve the load-time values, size the speculative
+`plan_kv` reads as its steps: resolve the load-time values it sizes, size the speculative
 headroom, the per-layer geometry and the weights, then the budget (under
 mem_fraction_static), the tokens, the mamba slots, the requests, and finally the tensors
 and the budget record. The SGLang functions each step follows, and where the plan
@@ -16,9 +16,17 @@ deliberately differs, are in docs/PLAN.md; in short:
 - the KV padding page, req_to_token and the speculative buffers are paid from the slack,
   as in SGLang; the mamba padding slot is paid from the budget (SGLang leaves it out);
 - the multimodal encoder reserve is zero (text-only planning).
+
+What the hardware and the model decide (the default mem_fraction_static, the page size an
+attention backend forces, Gemma-2's full sliding-window pool) the planner does not decide
+again: the schema's rules resolve those leaves at publish (schema/rules.yaml) and the plan
+reads them as given. It writes back only what it sizes or reads off the model: the
+`auto` dtypes, the context length, the request cap and the mamba slots.
 """
 
 from __future__ import annotations
+
+from typing import TypeVar
 
 import attrs
 
@@ -31,17 +39,14 @@ from configbags.server.kvcache.allocation_sizing import (
 from configbags.server.kvcache.defaults import (
     GiB,
     default_max_running_requests,
-    default_mem_fraction_static,
-    forced_page_size,
-    forces_full_attention,
     mamba_slots_per_request,
-    reserved_memory_bytes,
 )
 from configbags.server.kvcache.errors import (
     BudgetError,
     ContextTooLongError,
     DoesNotFitError,
     KvPlanError,
+    SettingsError,
 )
 from configbags.server.kvcache.mamba import MambaGeometry, mamba_geometry
 from configbags.server.kvcache.messages import budget_message, context_message, gib, memory_fix
@@ -76,9 +81,12 @@ from configbags.server.kvcache.sizing import (
 )
 from configbags.server.kvcache.tensors import kv_tensors, mamba_tensors, spec_buffers
 from configbags.server.kvcache.validate import validate_settings
+from configbags.server.rules import reserved_memory_bytes
 
 # Which SGLang the plan models (docs/PLAN.md): the sizing functions of this release line.
 SGLANG_VERSION = "SGLang v0.5.x (server_args.py, mem_cache/kv_cache_configurator.py, as of 2025-10)"
+
+_T = TypeVar("_T")
 
 # Draft algorithms without a draft model, hence without draft KV layers.
 _MODEL_FREE_DRAFTS = frozenset({"NGRAM", "LOOKAHEAD"})
@@ -168,8 +176,16 @@ def concurrency(plan: KvPlan, request_tokens: int) -> Concurrency:
 # --- steps ------------------------------------------------------------------------------
 
 
+def _decided(value: _T | None, leaf: str, fix: str) -> _T:
+    """A leaf the schema's rules or fallbacks decide; the planner never guesses it."""
+    if value is None:
+        raise SettingsError(f"{leaf} is unresolved: no operator value, rule or schema fallback set it; {fix}")
+    return value
+
+
 def _resolve(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, log: _Log) -> _Resolved:
-    """Load-time values: each one the planner resolves becomes a write-back."""
+    """Load-time values: each one the planner resolves becomes a write-back; the leaves the
+    rules decide (page size, mem_fraction_static, hybrid SWA memory) are read as given."""
     dtype = resolve_model_dtype(s.dtype, shape)
     if s.dtype == "auto":
         log.decide("kv_pool.resolve_dtype", "dtype", dtype)
@@ -180,10 +196,8 @@ def _resolve(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, log: _Log
     if s.speculative_draft_kv_cache_dtype not in (None, "auto"):
         _, *pair = resolve_kv_dtype(s.speculative_draft_kv_cache_dtype, dtype, shape)
         draft = (pair[0], pair[1])
-    page = s.page_size
-    if page is None:
-        page = forced_page_size(s.attention_backend) or 1
-        log.decide("kv_pool.resolve_page_size", "page_size", page)
+    page = _decided(s.page_size, "page_size",
+                    "pass --page-size, or give the leaf `fallback: 1` (SGLang's default) in its namespace file")
     ctx = s.context_length
     if ctx is None:
         ctx = shape.context_length
@@ -194,22 +208,18 @@ def _resolve(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, log: _Log
             "was trained for (max_position_embeddings); lower --context-length"
         )
     dp_attention = s.enable_dp_attention or s.attn_dp_size > 1
+    # The reserve SGLang's default fraction keeps, reported beside the budget (the same
+    # function as the rule that derives mem_fraction_static).
     reserve = reserved_memory_bytes(memory.capacity, s.tp_size, s.pp_size,
-                                    speculative_algorithm=s.speculative_algorithm,
-                                    dp_attention=dp_attention)
-    mfs = s.mem_fraction_static
-    if mfs is None:
-        mfs = default_mem_fraction_static(memory.capacity, s.tp_size, s.pp_size,
-                                          speculative_algorithm=s.speculative_algorithm,
-                                          dp_attention=dp_attention)
-        log.decide("kv_pool.default_mem_fraction_static", "mem_fraction_static", mfs)
+                                    s.speculative_algorithm, dp_attention)
+    mfs = _decided(
+        s.mem_fraction_static, "mem_fraction_static",
+        "pass --mem-fraction-static, or publish with GPU facts (Facts(GpuFacts(memory_bytes=...))) "
+        "so a rule such as mem_fraction_static_from_gpu_memory derives it",
+    )
     split_swa = shape.is_hybrid_swa and not s.disable_hybrid_swa_memory
-    if split_swa and forces_full_attention(shape.architectures):
-        split_swa = False
-        log.notes.append(
-            f"{', '.join(shape.architectures)}: SGLang disables hybrid SWA memory for this "
-            "architecture, so every sliding layer is sized at full length"
-        )
+    if shape.is_hybrid_swa and not split_swa:
+        log.notes.append("disable_hybrid_swa_memory: every sliding-window layer is sized at full length")
     return _Resolved(dtype, kv_choice, (kv_dtype, kv_storage), draft, page, ctx, mfs, split_swa, reserve)
 
 
