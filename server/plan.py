@@ -383,7 +383,7 @@ def _allocate(plan: KvPlan, device: str) -> dict[str, Any]:
 
 def to_jsonable(value: Any) -> Any:
     if attrs.has(type(value)):
-        out = {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        out = {name: to_jsonable(v) for name, v in attrs.asdict(value, recurse=False).items()}
         if isinstance(value, PoolTensor):
             out["nbytes"] = value.nbytes
         return out
