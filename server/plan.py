@@ -4,7 +4,8 @@ server flags, and why.
     configbags plan --model-config models/llama-3.1-8b.json --gpu H100 \\
         --tp-size 8 --page-size 16 --kv-cache-dtype fp8_e4m3 --workload 2000:500
 
-It publishes the flags as role `worker` (the role that owns the load-time leaves the
+It checks the package's schema against the configurator's seam (one error names all it
+lacks), publishes the flags as role `worker` (the role that owns the load-time leaves the
 configurator resolves), plans through the context exactly as the engine would, prints the
 budget breakdown, the cell, the capacities, the concurrency at the workload, every pool
 tensor, the inputs it read with the layer and rule that decided each (as `configbags
@@ -36,6 +37,7 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
+from configbags.server.kvcache import seam
 from configbags.server.kvcache.configurator import KvCacheConfigurator
 from configbags.server.kvcache.errors import DoesNotFitError
 from configbags.server.kvcache.gpus import GPU_PRESETS, GpuPreset, gpu_preset
@@ -143,7 +145,7 @@ def _server_flags_epilog(package: str | None) -> str:
         leaves = _package(package).registry.leaves
     except ConfigError:  # help must print even when the package does not import
         return "server flags: those of the generated ServerArgs (--help-all lists them)"
-    read = [f.name for f in attrs.fields(PlanSettings)]
+    read = [leaf.name for leaf in seam.SEAM]
     flags = [leaves[n].flags[0] for n in read if n in leaves and leaves[n].flags]
     lines = textwrap.wrap(", ".join(flags), width=86, initial_indent="  ", subsequent_indent="  ",
                           break_on_hyphens=False)
@@ -195,6 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.help_all:
         server.print_help()
         return EXIT_OK
+    try:  # everything the schema lacks, in one error, before anything is published
+        seam.check(ctx.registry, role=seam.CONFIGURATOR_ROLE, fixed_role=True)
+    except ConfigError as exc:
+        return _fail(exc)
     if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
         server_argv += ["--model-path", ns.model_config]  # the plan needs no weights
     points = [_Point(g, t) for g, t in itertools.product(ns.gpu or [None], ns.tp_size or [None])]
@@ -245,7 +251,7 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argum
     # these facts, as in the engine; the model facts are explain's (the whole config.json)
     facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes),
                   ModelFacts.from_config(shape.source))
-    ctx.publish(record, role="worker", facts=facts)
+    ctx.publish(record, role=seam.CONFIGURATOR_ROLE, facts=facts)
     inputs = plan_inputs(ctx)
     start = time.perf_counter()
     plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context).configure()
@@ -414,7 +420,7 @@ def _allocate(plan: KvPlan, device: str) -> dict[str, Any]:
 
 def to_jsonable(value: Any) -> Any:
     if attrs.has(type(value)):
-        out = {f.name: to_jsonable(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        out = {name: to_jsonable(v) for name, v in attrs.asdict(value, recurse=False).items()}
         if isinstance(value, PoolTensor):
             out["nbytes"] = value.nbytes
         return out
@@ -505,8 +511,9 @@ def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: f
     lines += ["", "write-backs (load_time overrides from role worker; the record keeps the input)"]
     if not plan.decisions:
         lines.append("  none")
+    was = s.written()
     for d in plan.decisions:
-        before = getattr(s, d.leaf)
+        before = was[d.leaf]
         lines.append(f"  {d.source:<38} {d.leaf} = {d.value!r}   (was {before!r})")
     for note in plan.notes:
         lines.append(f"note: {note}")

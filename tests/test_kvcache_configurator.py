@@ -4,21 +4,25 @@ draft-token bound, and allocates exactly the planned bytes."""
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import re
 import time
 from pathlib import Path
 
 import attrs
 import pytest
 
-from configbags.generated.accessors import get_model, get_schedule, runner_view
+from configbags.generated.accessors import get_model, get_parallel, get_schedule, runner_view
 from configbags.generated.server_args import ServerArgs
-from configbags.runtime.errors import CapacityError, ConfigError, PolicyError
+from configbags.runtime.errors import CapacityError, PolicyError
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
 from configbags.runtime.testing import published
 from configbags.server.kvcache.configurator import KvCacheConfigurator, read_settings
 from configbags.server.kvcache.model_shape import load_model_shape
-from configbags.server.kvcache.planner import DeviceMemory, KvPlan
+from configbags.server.kvcache.planner import DeviceMemory, KvPlan, PlanSettings
+from configbags.server.kvcache.seam import SEAM, SeamError, config_of, seam_table
+from configbags.server.kvcache.settings import WRITTEN_LEAVES
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 GiB = 1073741824
@@ -108,8 +112,16 @@ def test_a_new_decision_after_seal_is_refused() -> None:
 
 
 def test_write_backs_need_the_worker_role() -> None:
-    with on_device(args(), role="scheduler"), pytest.raises(ConfigError, match="owner role 'worker'"):
-        configurator("llama-3.1-8b", 80 * GiB).configure()
+    # Checked for every decision before the first is written: nothing is half written back.
+    with on_device(args(), role="scheduler") as ctx:
+        with pytest.raises(SeamError) as refused:
+            configurator("llama-3.1-8b", 80 * GiB).configure()
+        assert ctx.server_info()["overrides"] == []
+    message = str(refused.value)
+    for leaf in ("dtype", "kv_cache_dtype", "context_length", "max_running_requests"):
+        assert f"{leaf} (owner worker, override load_time) is written back at load time by role scheduler" in message
+    assert "page_size" not in message and "mem_fraction_static" not in message  # the rules decide them
+    assert "or run the configurator in role worker" in message
 
 
 SPEC = {
@@ -280,3 +292,70 @@ def test_float16_model_resolves_kv_cache_dtype_float16() -> None:
         assert get_model().kv_cache_dtype == "float16"  # written back: a choice of the leaf
         assert get_model().dtype == "float16"
         assert ctx.server_info()["record"]["kv_cache_dtype"] == "auto"
+
+
+# -- the typed seam ------------------------------------------------------------------------
+
+
+def test_no_config_read_is_any(tmp_path: Path) -> None:
+    """mypy with --disallow-any-expr over the configurator: not one expression in
+    `settings_from`, where every config read is, has a type involving Any."""
+    from mypy import api as mypy_api
+
+    from configbags.server.kvcache import configurator as module
+
+    out, _, _ = mypy_api.run(["--strict", "--disallow-any-expr", "--no-incremental", "--follow-imports", "silent",
+                              "--cache-dir", str(tmp_path / "cache"), "-m", module.__name__])
+    lines, first = inspect.getsourcelines(module.settings_from)
+    inside = [line for line in out.splitlines()
+              if (m := re.match(r".*configurator\.py:(\d+): error", line)) and first <= int(m.group(1)) < first + len(lines)]
+    assert "configurator.py" in out  # the check ran: the module's other code does handle Any contexts
+    assert inside == []
+
+
+def test_the_bundled_schema_is_read_as_its_own_bags() -> None:
+    with published(args(tp_size=2), role="worker") as ctx:
+        config = config_of(ctx)
+        assert config.parallel is get_parallel() and config.exec.kernel is ctx.bag("exec").kernel
+        draft = runner_view("draft", kv_cache_dtype="fp8_e4m3")
+        assert config_of(draft).model is draft.model and config_of(draft).model.kv_cache_dtype == "fp8_e4m3"
+
+
+def test_the_seam_defaults_are_plan_settings_defaults() -> None:
+    # One default per optional leaf: a caller building PlanSettings by hand gets what a schema
+    # without the leaf reads (attn_tp_size's None is "tp_size // attn_dp_size", 1 by default).
+    fields = attrs.fields_dict(PlanSettings)
+    optional = {leaf.name: leaf.default.value for leaf in SEAM if leaf.default is not None}
+    assert optional.pop("attn_tp_size") is None and fields["attn_tp_size"].default == 1
+    assert {name: fields[name].default for name in optional} == optional
+    assert {leaf.name for leaf in SEAM} == set(fields)  # every setting is read through the seam
+
+
+def test_every_write_back_is_a_written_leaf_of_the_seam() -> None:
+    assert tuple(PlanSettings(swa_full_tokens_ratio=0.8, mamba_full_memory_ratio=0.9).written()) == WRITTEN_LEAVES
+    assert set(WRITTEN_LEAVES) <= {leaf.name for leaf in SEAM}
+
+
+def test_docs_show_the_seam() -> None:
+    plan_md = (Path(__file__).resolve().parent.parent / "docs" / "PLAN.md").read_text()
+    assert seam_table() in plan_md
+
+
+ENFORCED = """
+import json
+from configbags.generated.accessors import publish
+from configbags.generated.server_args import ServerArgs
+from configbags.server.kvcache.configurator import read_settings
+publish(ServerArgs(model_path="m"), role="detokenizer")
+try:
+    read_settings()
+except Exception as exc:
+    print(json.dumps([type(exc).__name__, str(exc)]))
+"""
+
+
+def test_reads_through_the_seam_are_role_scoped() -> None:
+    from test_roles_modes import last_json, run_python
+
+    kind, message = last_json(run_python(ENFORCED, mode="enforce"))
+    assert kind == "RoleError" and "role 'detokenizer' may not read namespace 'parallel'" in message

@@ -14,7 +14,7 @@ from configbags.runtime.context._records import State, override_origin
 from configbags.runtime.errors import UnknownLeafError
 from configbags.runtime.leaftypes import closest, jsonable
 from configbags.runtime.registry import Registry
-from configbags.runtime.resolve import DEFAULT_ORIGIN, NO_FACTS, Layer, Origin, verdicts
+from configbags.runtime.resolve import DEFAULT_ORIGIN, NO_FACTS, Layer, Origin, is_fact, verdicts
 
 log = logging.getLogger("configbags")
 
@@ -79,8 +79,14 @@ def explain(registry: Registry, state: State, leaf: str) -> dict[str, Any]:
         rules=[v.as_dict(spec) for v in verdicts(registry, leaf, state.facts, base, state.origins)],
         facts=state.facts.as_dict(),
     )
-    if registry.rules_by_leaf.get(leaf) and state.facts == NO_FACTS:
-        out["note"] = "no facts were given at publish, so hardware and model rules did not apply"
+    # Only rules that test a fact need one; a rule of leaves alone (the page size an
+    # attention backend forces) applies without facts, and the note must not say otherwise.
+    if state.facts == NO_FACTS and any(
+        is_fact(subject)
+        for rule in registry.rules_by_leaf.get(leaf, ())
+        for subject in (*(c.subject for c in rule.when), *rule.inputs)
+    ):
+        out["note"] = "no facts were given at publish, so the rules that test facts did not apply"
     return out
 
 

@@ -1,11 +1,12 @@
-"""The KV pool configurator: reads the leaves it needs from a config context (or a runner's
-view) of any generated package whose schema declares them, plans with `planner.plan_kv`,
-writes its load-time decisions back through the context, and allocates the pools.
+"""The KV pool configurator: reads the config it needs through the typed seam
+(`seam.KvConfig`) from a context (or a runner's view) of any generated package whose schema
+declares those leaves, plans with `planner.plan_kv`, writes its load-time decisions back
+through the context, and allocates the pools.
 
-`PlanSettings` is the typed view of the leaves it reads; they are found by name through
-the context's registry, so the configurator works with the bundled server and with any
-engine's schema alike (a leaf the schema lacks keeps its `PlanSettings` default, except
-the few the plan cannot do without).
+`settings_from` is every config read the plan makes: attribute reads on the seam's
+Protocols, which mypy checks (and checks the bundled package against). A schema is checked
+against the seam once, when its context is first read: one SeamError names each missing
+leaf and the namespace to declare it in; an optional leaf it lacks reads its default.
 
 Write-backs are `load_time` overrides with one source tag per decision (e.g.
 `kv_pool.resolve_kv_cache_dtype`), so `server_info()` shows who resolved what while the raw
@@ -22,64 +23,77 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from configbags.runtime.context import Context, OverrideEntry, RunnerView, process_context
-from configbags.runtime.errors import UnknownLeafError
-from configbags.runtime.registry import DerivedSpec, LeafSpec
+from configbags.server.kvcache import seam
 from configbags.server.kvcache.model_shape import ModelShape
 from configbags.server.kvcache.planner import DeviceMemory, KvPlan, PlanSettings, plan_kv
+from configbags.server.kvcache.seam import KvConfig
 
 if TYPE_CHECKING:  # torch only where pools are allocated
     import torch
 
     from configbags.server.kvcache.pools import KvPools
 
-# Leaves without which no plan means anything; every other PlanSettings field has a default
-# (the two ratios have schema fallbacks the planner deliberately keeps no copy of).
-REQUIRED_LEAVES = (
-    "tp_size",
-    "page_size",
-    "context_length",
-    "mem_fraction_static",
-    "kv_cache_dtype",
-    "swa_full_tokens_ratio",
-    "mamba_full_memory_ratio",
-)
-
 ConfigSource = Context[Any] | RunnerView
 
 
+def settings_from(config: KvConfig) -> PlanSettings:
+    """Every leaf the plan reads, each a typed attribute read of the seam. Each namespace is
+    fetched once (for a context, one role-scoped `bag()` call)."""
+    parallel, model, schedule, memory, spec = config.parallel, config.model, config.schedule, config.memory, config.spec
+    kernel, mamba = config.exec.kernel, config.exec.mamba
+    attn_dp_size, attn_tp_size = parallel.attn_dp_size, parallel.attn_tp_size
+    return PlanSettings(
+        tp_size=parallel.tp_size,
+        # a schema without attention TP of its own: attention spans the TP ranks of its DP group
+        attn_tp_size=parallel.tp_size // attn_dp_size if attn_tp_size is None else attn_tp_size,
+        attn_dp_size=attn_dp_size,
+        attn_dcp_size=parallel.attn_dcp_size,
+        pp_size=parallel.pp_size,
+        enable_dp_attention=parallel.enable_dp_attention,
+        dtype=model.dtype,
+        kv_cache_dtype=model.kv_cache_dtype,
+        context_length=model.context_length,
+        page_size=schedule.page_size,
+        mem_fraction_static=schedule.mem_fraction_static,
+        swa_full_tokens_ratio=schedule.swa_full_tokens_ratio,
+        mamba_full_memory_ratio=schedule.mamba_full_memory_ratio,
+        max_total_tokens=schedule.max_total_tokens,
+        max_running_requests=schedule.max_running_requests,
+        disable_hybrid_swa_memory=schedule.disable_hybrid_swa_memory,
+        max_mamba_cache_size=schedule.max_mamba_cache_size,
+        disable_overlap_schedule=schedule.disable_overlap_schedule,
+        disable_radix_cache=memory.disable_radix_cache,
+        mamba_ssm_dtype=mamba.mamba_ssm_dtype,
+        enable_mamba_extra_buffer=mamba.enable_mamba_extra_buffer,
+        enable_mamba_extra_buffer_lazy=mamba.enable_mamba_extra_buffer_lazy,
+        attention_backend=kernel.attention_backend,
+        speculative_algorithm=spec.speculative_algorithm,
+        speculative_num_steps=spec.speculative_num_steps,
+        speculative_eagle_topk=spec.speculative_eagle_topk,
+        speculative_num_draft_tokens=spec.speculative_num_draft_tokens,
+        max_speculative_num_draft_tokens=spec.max_speculative_num_draft_tokens,
+        speculative_draft_kv_cache_dtype=spec.speculative_draft_kv_cache_dtype,
+    )
+
+
 def read_settings(source: ConfigSource | None = None) -> PlanSettings:
-    """The leaves the plan needs, from a context's bags or a runner's view (a draft runner
-    passes its own view, so its overlay never leaks into the target's plan). Each read goes
+    """The plan's settings from a context's bags or a runner's view (a draft runner passes
+    its own view, so its overlay never leaks into the target's plan). Each read goes
     through `bag()`, so role scoping applies as it does to the accessors."""
-    source = source if source is not None else process_context()
-    registry = source.registry
-    declared: dict[str, LeafSpec | DerivedSpec] = {**registry.leaves, **registry.derived}
-    missing = [name for name in REQUIRED_LEAVES if name not in declared]
-    if missing:
-        raise UnknownLeafError(
-            f"the KV configurator needs the leaves {', '.join(missing)}, which this schema does "
-            f"not declare; add them to a namespace file and run configbags gen"
-        )
-    values = {
-        f.name: getattr(source.bag(declared[f.name].namespace), f.name)
-        for f in attrs.fields(PlanSettings)
-        if f.name in declared
-    }
-    if "attn_tp_size" not in declared:  # a schema without attention DP: attention spans TP
-        values["attn_tp_size"] = values["tp_size"] // values.get("attn_dp_size", 1)
-    return PlanSettings(**values)
+    return settings_from(seam.config_of(source if source is not None else process_context()))
 
 
 def write_back(plan: KvPlan, context: Context[Any] | None = None) -> tuple[OverrideEntry, ...]:
     """Record the plan's load-time decisions in the context, one override per source tag,
-    skipping values the context already holds and leaves its schema does not declare."""
+    skipping values the context already holds and leaves its schema does not declare. The
+    role's right to write them is checked first, for all of them at once (one SeamError)."""
     ctx = context if context is not None else process_context()
+    was = plan.settings.written()
+    changes = [d for d in plan.decisions if was[d.leaf] != d.value and d.leaf in ctx.registry.leaves]
+    if changes:
+        seam.check(ctx.registry, role=ctx.role, writes=[d.leaf for d in changes])
     entries: list[OverrideEntry] = []
-    for decision in plan.decisions:
-        if getattr(plan.settings, decision.leaf) == decision.value:
-            continue
-        if decision.leaf not in ctx.registry.leaves:  # a smaller schema: nothing to record it in
-            continue
+    for decision in changes:
         entries.extend(ctx.override(decision.source, **{decision.leaf: decision.value}))
     return tuple(entries)
 

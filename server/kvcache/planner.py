@@ -66,6 +66,7 @@ from configbags.server.kvcache.settings import (
     KV_DTYPES,
     DeviceMemory,
     PlanSettings,
+    WrittenLeaf,
     resolve_kv_dtype,
     resolve_model_dtype,
 )
@@ -101,7 +102,7 @@ class _Log:
     warnings: list[str] = attrs.Factory(list)
     differences: list[str] = attrs.Factory(list)
 
-    def decide(self, source: str, leaf: str, value: object) -> None:
+    def decide(self, source: str, leaf: WrittenLeaf, value: object) -> None:
         self.decisions.append(Decision(source, leaf, value))
 
 

@@ -8,15 +8,17 @@ from fractions import Fraction
 import attrs
 
 from configbags.server.kvcache.model_shape import DTYPE_BYTES
-from configbags.server.kvcache.settings import PlanSettings
+from configbags.server.kvcache.settings import PlanSettings, WrittenLeaf
 
 
 @attrs.frozen
 class Decision:
-    """A load-time value the configurator resolved, to be written back through the context."""
+    """A load-time value the configurator resolved, to be written back through the context.
+    The planner decides only leaves that are unset (or `auto`), so a reconfigure that reads
+    its own write-backs decides nothing."""
 
     source: str
-    leaf: str
+    leaf: WrittenLeaf
     value: object
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal, get_args
 
 import attrs
 
@@ -41,6 +42,18 @@ _KV_CHOICE_FOR: Mapping[str, str] = {
     "float16": "float16",
     "float8_e4m3fn": "fp8_e4m3",
 }
+
+
+# The leaves a plan may write back (`Decision.leaf`): mypy checks each decision's name, and
+# the seam checks that a schema lets the configurator's role write them after publish.
+WrittenLeaf = Literal[
+    "dtype",
+    "kv_cache_dtype",
+    "context_length",
+    "max_running_requests",
+    "max_mamba_cache_size",
+]
+WRITTEN_LEAVES: tuple[WrittenLeaf, ...] = get_args(WrittenLeaf)
 
 
 @attrs.frozen(kw_only=True)
@@ -82,6 +95,16 @@ class PlanSettings:
     speculative_num_draft_tokens: int | None = None  # the active count; sizes nothing
     max_speculative_num_draft_tokens: int = 0  # the resolved bound D; sizes everything
     speculative_draft_kv_cache_dtype: str | None = None
+
+    def written(self) -> Mapping[WrittenLeaf, object]:
+        """The leaves a plan may write back, as read: what each decision replaces."""
+        return {
+            "dtype": self.dtype,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "context_length": self.context_length,
+            "max_running_requests": self.max_running_requests,
+            "max_mamba_cache_size": self.max_mamba_cache_size,
+        }
 
 
 @attrs.frozen

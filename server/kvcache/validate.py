@@ -7,14 +7,16 @@ from configbags.server.kvcache.errors import SettingsError
 from configbags.server.kvcache.model_shape import LayerKind, ModelShape
 from configbags.server.kvcache.settings import PlanSettings
 
-_POSITIVE = ("tp_size", "attn_tp_size", "attn_dp_size", "attn_dcp_size", "pp_size")
-_POSITIVE_IF_SET = ("page_size", "context_length", "max_total_tokens", "max_running_requests",
-                    "max_mamba_cache_size", "speculative_num_steps", "speculative_eagle_topk")
-
 
 def validate_settings(shape: ModelShape, s: PlanSettings) -> None:
-    for name in _POSITIVE + _POSITIVE_IF_SET:
-        value = getattr(s, name)
+    counts = {  # positive, or unset where None means "decide for me"
+        "tp_size": s.tp_size, "attn_tp_size": s.attn_tp_size, "attn_dp_size": s.attn_dp_size,
+        "attn_dcp_size": s.attn_dcp_size, "pp_size": s.pp_size, "page_size": s.page_size,
+        "context_length": s.context_length, "max_total_tokens": s.max_total_tokens,
+        "max_running_requests": s.max_running_requests, "max_mamba_cache_size": s.max_mamba_cache_size,
+        "speculative_num_steps": s.speculative_num_steps, "speculative_eagle_topk": s.speculative_eagle_topk,
+    }
+    for name, value in counts.items():
         if value is not None and value < 1:
             raise SettingsError(f"{name}={value}: it must be a positive integer")
     if s.max_speculative_num_draft_tokens < 0:
@@ -23,9 +25,10 @@ def validate_settings(shape: ModelShape, s: PlanSettings) -> None:
     mfs = s.mem_fraction_static
     if mfs is not None and not 0 < mfs <= 1:
         raise SettingsError(f"mem_fraction_static={mfs}: it must be in (0, 1]")
-    for name in ("swa_full_tokens_ratio", "mamba_full_memory_ratio"):
-        if not getattr(s, name) > 0:
-            raise SettingsError(f"{name}={getattr(s, name)}: it must be positive")
+    for name, ratio in (("swa_full_tokens_ratio", s.swa_full_tokens_ratio),
+                        ("mamba_full_memory_ratio", s.mamba_full_memory_ratio)):
+        if not ratio > 0:
+            raise SettingsError(f"{name}={ratio}: it must be positive")
     lazy = s.enable_mamba_extra_buffer and s.enable_mamba_extra_buffer_lazy
     if shape.linear is not None and lazy and s.disable_overlap_schedule:
         # SGLang asserts this in KVCacheConfigurator._calculate_mamba_ratio.
