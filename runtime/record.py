@@ -233,7 +233,9 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
     try:
         text = read_text_limited(path)
         data = load_json(text) if path.suffix == ".json" else load_yaml(text)
-    except (OSError, ValueError) as exc:  # YamlError is a ValueError
+    except YamlError as exc:
+        raise RecordError(f"{exc.at(path)}: cannot read config file: {exc.problem}") from None
+    except OSError as exc:
         raise RecordError(f"{path}: cannot read config file: {exc}") from None
     if data is None:
         return {}
