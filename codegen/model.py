@@ -767,8 +767,9 @@ class _Builder:
             if layer == "hardware" and any(x.startswith("model.") for x in subjects):
                 bad("a hardware rule cannot test model facts", "declare `layer: model`", "layer")
             fn = spec.get("fn")
-            if fn is not None and (problem := fn_problem(fn, inputs)):
-                bad(*problem)
+            if fn is not None:
+                if problem := fn_problem(fn, inputs):
+                    bad(*problem)
             elif inputs:
                 bad("`inputs` only go with `fn`", "drop `inputs` or give a function", "inputs")
             elif leaf.name in leaves:

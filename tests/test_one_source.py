@@ -143,3 +143,8 @@ def test_a_derived_value_and_a_rule_check_their_fn_alike(tmp_path: Path, capsys:
     err = capsys.readouterr().err
     assert "leaf 'root': fn 'math:isqrt' cannot take the 2 declared input(s) (x__y, no_bar)" in err
     assert "rule bar_by_memory: fn 'math:isqrt' cannot take the 2 declared input(s) (gpu.memory_bytes, x__y)" in err
+
+    # Inputs that fit pass both checks alike (and a rule's `fn` with `inputs` is no error).
+    _edit(schema / "namespaces" / "legacy.yaml", lambda data: data["derived"]["root"].update(inputs=["x__y"]))
+    _edit(schema / "rules.yaml", lambda data: data["rules"]["bar_by_memory"].update(inputs=["gpu.memory_bytes"]))
+    assert generate(schema, tmp_path / "out") == 0, capsys.readouterr().err
