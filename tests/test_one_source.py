@@ -1,7 +1,8 @@
 """Rules written once, seen from each of their callers: the same tricky input goes through
 the importer and the generator (flag spellings: configbags.runtime.spelling), a schema file
 and a config file (duplicate keys: yamlsafe.mapping_entries), and a derived value and a
-rule (`fn:`: codegen.model.fn_problem), and each pair gives the same answer."""
+rule (`fn:`: codegen.model.fn_problem), and the record's aliases and the environment's
+(Python scopes: configbags.migrate.scopes), and each pair gives the same answer."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import yaml
 from genutil import generate
 
 from configbags.migrate.importer import main as import_main
+from configbags.migrate.scan import ScanSettings, scan_source
 from configbags.runtime.errors import RecordError
 
 # x__y: its default flag is --x--y. --no-cache: an alias equal to the bool `cache`'s --no-
@@ -148,3 +150,56 @@ def test_a_derived_value_and_a_rule_check_their_fn_alike(tmp_path: Path, capsys:
     _edit(schema / "namespaces" / "legacy.yaml", lambda data: data["derived"]["root"].update(inputs=["x__y"]))
     _edit(schema / "rules.yaml", lambda data: data["rules"]["bar_by_memory"].update(inputs=["gpu.memory_bytes"]))
     assert generate(schema, tmp_path / "out") == 0, capsys.readouterr().err
+
+
+# Each scoping rule once for the record (`sa`) and once for the environment (`env`), each
+# pair read on one line: both analyses must see the same bindings.
+SCOPES = textwrap.dedent(
+    '''\
+    import os
+    from sglang.srt.server_args import get_server_args
+
+
+    def outer():
+        def inner():
+            nonlocal sa, env  # bound in outer only after this def
+            sa = get_server_args()
+            env = os.environ
+        sa = env = None
+        inner()
+        return sa.page_size, env["SGLANG_PAGE_SIZE"]  # read
+
+
+    for sa2, env2 in ((get_server_args(), os.environ),):  # a loop over a literal
+        print(sa2.log_level, env2["SGLANG_LOG_LEVEL"])  # read
+
+
+    def setter():
+        global sa3, env3
+        sa3 = get_server_args()
+        env3 = os.environ
+
+
+    def reader():
+        return sa3.kv_page, env3["SGLANG_KV_PAGE"]  # read
+
+
+    class Holder:
+        sa4 = get_server_args()
+        env4 = os.environ
+
+        def method(self):
+            return sa4.tp_size, env4["SGLANG_PAGE_SIZE"]  # a class body does not enclose it
+    '''
+)
+
+
+def test_the_record_and_the_environment_are_scoped_alike() -> None:
+    settings = ScanSettings(roots=("pkg",), env_vars=("SGLANG_KV_PAGE", "SGLANG_LOG_LEVEL", "SGLANG_PAGE_SIZE"))
+    result = scan_source(SCOPES.encode(), settings)
+    assert result.problem is None and result.violations == ()
+    marked = {n for n, line in enumerate(SCOPES.splitlines(), start=1) if line.endswith("# read")}
+    record = {(function, line) for function, leaf, line, *_ in result.reads if not leaf.startswith("$")}
+    environment = {(function, line) for function, leaf, line, *_ in result.reads if leaf.startswith("$")}
+    assert record == environment
+    assert {line for _, line in record} == marked
