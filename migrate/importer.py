@@ -483,7 +483,7 @@ def _bare_flag(
     if type_.base == "bool":
         if const is not True or action == "store":
             warnings.append(f"{where}: the bool flag `{flag}` stores const {const!r} when bare; the generated "
-                            f"`{flag}` means True and `--no-{flag[2:]}` False, and takes no value")
+                            f"`{flag}` means True and `{spellings([flag], True)[-1]}` False, and takes no value")
         return
     if isinstance(const, str) and action == "store" and type_.base in ("int", "float"):
         # argparse runs a str const through `type=` (never any other const); one that
