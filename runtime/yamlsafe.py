@@ -7,7 +7,7 @@ The YAML loader is PyYAML's SafeLoader with three changes:
   dates stay strings. Only `true`/`false`, `null`/`~`, decimal, `0o`/`0x` integers and
   decimal floats (with `.inf`/`.nan`) are resolved.
 - **Duplicate keys are refused**, naming both lines; YAML 1.1 merge keys (`<<`) are not
-  special, so they cannot smuggle a duplicate in.
+  special (an explicit `!!merge` is refused), so they cannot smuggle a duplicate in.
 - **Alias bombs are refused before anything is built**: the document is composed into its
   node graph (aliases stay shared references there), its size counted with every alias
   expanded (memoized, so counting is linear in the text), and only a graph within
@@ -134,6 +134,16 @@ def _refuse(loader: StrictLoader, node: yaml.Node) -> Any:
 
 for _tag in ("timestamp", "set", "omap", "pairs", "binary"):
     StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)
+
+
+def _refuse_merge(loader: StrictLoader, node: yaml.Node) -> Any:
+    # A merge would let a key come twice (the merged one, then its override) unrefused.
+    raise yaml.constructor.ConstructorError(
+        None, None, "a YAML merge key (`!!merge <<`) is not read here; write the keys out", node.start_mark
+    )
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:merge", _refuse_merge)
 
 
 def _measure(root: yaml.Node) -> None:

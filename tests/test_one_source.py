@@ -135,6 +135,24 @@ def test_a_duplicate_key_reads_the_same_in_a_schema_and_a_config_file(tmp_path: 
     assert found.groups() == ("schema/namespaces/legacy.yaml", str(first + 3), "default", str(first + 1))
 
 
+def test_an_explicit_merge_key_is_refused_in_a_schema_and_a_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # codegen's loader used to merge `!!merge <<:` (without the duplicate-key rule); now
+    # both loaders are one, and a merge is refused alike
+    schema, _ = _imported(tmp_path, capsys)
+    package = tmp_path / "merge_cfg"
+    assert generate(schema, package) == 0
+    refusal = "a YAML merge key (`!!merge <<`) is not read here; write the keys out"
+    config = tmp_path / "server.yaml"
+    config.write_text("base: &b {x__y: 2}\n!!merge <<: *b\n")
+    with pytest.raises(RecordError, match=re.escape(f"{config}:2: cannot read config file: {refusal}")):
+        _server_args(package).from_file(config)
+    namespace = schema / "namespaces" / "legacy.yaml"
+    namespace.write_text(namespace.read_text() + "x_anchor: &b {doc: x}\n!!merge <<: *b\n")
+    capsys.readouterr()
+    assert generate(schema, tmp_path / "out") == 2
+    assert re.search(r"schema/namespaces/legacy\.yaml:\d+: YAML error: " + re.escape(refusal), capsys.readouterr().err)
+
+
 def test_a_derived_value_and_a_rule_check_their_fn_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     schema, _ = _imported(tmp_path, capsys)
     _edit(schema / "namespaces" / "legacy.yaml", lambda data: data.update(derived={
