@@ -16,7 +16,7 @@ import yaml
 from configbags.codegen.errors import SchemaError
 from configbags.runtime.errors import YamlError
 from configbags.runtime.leaftypes import closest
-from configbags.runtime.yamlsafe import StrictLoader, load_yaml, read_text_limited
+from configbags.runtime.yamlsafe import StrictLoader, load_yaml, mapping_entries, read_text_limited
 
 # The meta-schemas of the schema language: part of the generator, packaged with it.
 META_DIR = Path(__file__).resolve().parent / "meta"
@@ -34,28 +34,22 @@ class Marked(dict[str, Any]):
 
 class _Loader(StrictLoader):
     """The run time's strict loader (YAML 1.2 scalars, input limits, alias bombs refused
-    unexpanded), building line-marked mappings."""
+    unexpanded, duplicate keys refused), building line-marked mappings whose keys are names."""
 
-
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Marked:
-    loader.flatten_mapping(node)
-    mapping = Marked()
-    mapping.line = node.start_mark.line + 1
-    mapping.key_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        line = key_node.start_mark.line + 1
+    def check_mapping_key(self, key: Any, node: yaml.Node) -> None:
         if not isinstance(key, str):
             # YAML 1.1 reads `yes:`, `on:` or `1:` as a bool or an int, never a name.
             raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is a {type(key).__name__}, not a name; quote it", key_node.start_mark
+                None, None, f"key {key!r} is a {type(key).__name__}, not a name; quote it", node.start_mark
             )
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (first on line {mapping.key_lines[key]})",
-                key_node.start_mark,
-            )
-        mapping[key] = loader.construct_object(value_node, deep=True)
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Marked:
+    mapping = Marked()
+    mapping.line = node.start_mark.line + 1
+    mapping.key_lines = {}
+    for key, value, line in mapping_entries(loader, node):
+        mapping[key] = value
         mapping.key_lines[key] = line
     return mapping
 

@@ -7,7 +7,6 @@ import importlib
 import inspect
 import keyword
 import math
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_ya
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest
 from configbags.runtime.registry import Deprecation, Renamed
+from configbags.runtime.spelling import Claim, clashes, flag_of, version_key
 
 # Names the generated ServerArgs uses (its methods, --config, `self` in the attrs __init__,
 # and the names its class body reads: attrs, dict, list, tuple); a leaf may not take them.
@@ -39,13 +39,8 @@ RESERVED_CLASSES = frozenset(
 # Top-level namespaces become accessors (`get_<name>`), view slots and runner-view
 # properties; these would shadow `get_context()`, `get_server_args()` or view attributes.
 RESERVED_NAMESPACES = frozenset({"context", "server_args", "config", "bag", "name", "overlay"})
-RESERVED_FLAGS = frozenset({"--config", "--help", "-h", "--preset", "--dump-config"})
 CONDITION_OPS = ("eq", "ne", "in", "not_in", "contains", "gte", "gt", "lte", "lt", "present")
 DEFAULT_MIN_FILES = 5  # a ratchet scan reading fewer files than this is taken as broken
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text))
 
 
 def _is_fact(subject: str) -> bool:
@@ -56,13 +51,35 @@ def rule_leaf_name(spec: Marked) -> str:
     return str(spec["leaf"])
 
 
-def flag_spellings(flags: tuple[str, ...], type_: TypeSpec) -> tuple[str, ...]:
-    """Every command-line spelling a leaf with these flags takes: a bool leaf (optional or
-    not) gets a --no- twin of each flag from BooleanOptionalAction. The one rule, shared
-    with the importer (configbags.migrate.importer)."""
-    if type_.base == "bool":
-        return flags + tuple("--no-" + f[2:] for f in flags)
-    return flags
+def _claim(leaf: Leaf) -> Claim:
+    return Claim.of(leaf.name, leaf.cli.flags if leaf.cli is not None else (),
+                    old=[flag_of(r.name, r.flag) for r in leaf.renamed_from], negatable=leaf.type.base == "bool")
+
+
+def fn_problem(path: str, inputs: tuple[str, ...]) -> tuple[str, str, str] | None:
+    """What is wrong with `fn: module:function` for a derived value or a rule given these
+    inputs, as (message, fix, property), or None: the module must import, the function
+    exist, and its signature take the inputs positionally (a builtin without one is
+    trusted; its arity shows at publish)."""
+    module_name, _, attr = path.partition(":")
+    fix = "point `fn` at an importable module:function"
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # whatever importing it raises, the schema cannot use it
+        return f"fn {path!r}: cannot import module {module_name!r}: {exc}", fix, "fn"
+    fn: Callable[..., Any] | None = getattr(module, attr, None)
+    if not callable(fn):
+        return f"fn {path!r}: module {module_name!r} has no function {attr!r}", fix, "fn"
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*inputs)
+    except TypeError as exc:
+        return (f"fn {path!r} cannot take the {len(inputs)} declared input(s) ({', '.join(inputs)}): {exc}",
+                "make `inputs` match the function's positional parameters", "inputs")
+    return None
 
 
 def class_name(path: str) -> str:
@@ -409,7 +426,7 @@ class _Builder:
         cli_spec = spec.get("cli", {})
         cli = None
         if cli_spec is not False:
-            flag = cli_spec.get("flag", "--" + name.replace("_", "-"))
+            flag = flag_of(name, cli_spec.get("flag"))
             cli = Cli((flag, *cli_spec.get("aliases", ())), bool(cli_spec.get("suppress_help", False)),
                       "const" in cli_spec, plain(cli_spec.get("const")), cli_spec.get("nargs"))
         choices = spec.get("choices")
@@ -502,28 +519,37 @@ class _Builder:
 
     def check_leaves(self, namespaces: list[Namespace], roles: set[str]) -> None:
         numeric = {x.name: x.type.numeric for ns in namespaces for x in ns.values}
-        flags: dict[str, str] = {}
         for ns in namespaces:
             for leaf in ns.leaves:
                 self.check_leaf(leaf, roles, numeric)
                 self.check_cli(leaf)
-                for flag in self._flag_spellings(leaf):
-                    if flag in RESERVED_FLAGS:
-                        self.error(leaf.where, f"CLI flag {flag} is reserved", leaf.name, "pick another flag")
-                    elif flag in flags and flags[flag] != leaf.name:
-                        self.error(leaf.where, f"CLI flag {flag} is also used by leaf {flags[flag]!r}",
-                                   leaf.name, "give one of them another flag or alias")
-                    flags.setdefault(flag, leaf.name)
-                spellings = self._flag_spellings(leaf)
-                for flag in sorted({f for f in spellings if spellings.count(f) > 1}):
-                    # argparse takes it, but one spelling listed twice (an alias equal to the flag,
-                    # `--no-x` beside bool `--x`'s own twin) is a slip in the schema
-                    self.error(leaf.at("cli"), f"CLI flag {flag} is spelled twice for this leaf", leaf.name,
-                               "drop the duplicate alias (a bool flag gets its --no- twin by itself)")
+        self.check_flags([leaf for ns in namespaces for leaf in ns.leaves])
 
-    @staticmethod
-    def _flag_spellings(leaf: Leaf) -> tuple[str, ...]:
-        return flag_spellings(leaf.cli.flags, leaf.type) if leaf.cli is not None else ()
+    def check_flags(self, leaves: list[Leaf]) -> None:
+        """Each spelling on the command line (flags, aliases, old names' flags, a bool's
+        --no- twins) names one leaf and none the parser keeps for itself; the rule of
+        configbags.runtime.spelling, which the importer settles clashes by."""
+        by_name = {leaf.name: leaf for leaf in leaves}
+        reported: set[tuple[str, str]] = set()
+        for clash in clashes(_claim(leaf) for leaf in leaves):
+            if (clash.leaf, clash.flag) in reported:
+                continue
+            reported.add((clash.leaf, clash.flag))
+            leaf = by_name[clash.leaf]
+            what, prop = ("old flag", "renamed_from") if clash.kind == "old" else ("CLI flag", "cli")
+            if clash.holder is None:
+                message, hint = f"{what} {clash.flag} is reserved", "pick another flag"
+            elif clash.holder == leaf.name:
+                # argparse takes it, but one spelling listed twice (an alias equal to the flag,
+                # `--no-x` beside bool `--x`'s own twin) is a slip in the schema
+                message = f"{what} {clash.flag} is spelled twice for this leaf"
+                hint = "drop the duplicate (a bool flag gets its --no- twin by itself)"
+            else:
+                message = f"{what} {clash.flag} is also used by leaf {clash.holder!r}"
+                hint = {"old": "give the old spelling its own `flag:`",
+                        "alias": f"drop the alias or change it (leaf {clash.holder!r} keeps {clash.flag})"}.get(
+                            clash.kind, "give one of the leaves another `flag:`")
+            self.error(leaf.at(prop), message, leaf.name, hint)
 
     def check_leaf(self, leaf: Leaf, roles: set[str], numeric: dict[str, bool]) -> None:
         def bad(message: str, hint: str, prop: str = "") -> None:
@@ -647,7 +673,8 @@ class _Builder:
                 if name not in leaves and name not in derived and not self._maybe_declared(name):
                     self.error(d.where, f"unknown derived input {name!r}", d.name,
                                "inputs must name leaves or other derived values")
-            self._check_fn(d)
+            if problem := fn_problem(d.fn, d.inputs):
+                self.error(d.where, problem[0], d.name, problem[1])
         # Kahn's algorithm over derived->derived edges; a leftover means a cycle.
         order: list[str] = []
         pending = {name: {i for i in d.inputs if i in derived} for name, d in derived.items()}
@@ -662,35 +689,10 @@ class _Builder:
                        name, "break the cycle")
         return tuple(order)
 
-    def _check_fn(self, d: Derived) -> None:
-        module_name, _, attr = d.fn.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:
-            self.error(d.where, f"fn {d.fn!r}: cannot import module {module_name!r}: {exc}", d.name,
-                       "point `fn` at an importable module:function")
-            return
-        fn: Callable[..., Any] | None = getattr(module, attr, None)
-        if not callable(fn):
-            self.error(d.where, f"fn {d.fn!r}: module {module_name!r} has no function {attr!r}", d.name,
-                       "point `fn` at an importable module:function")
-            return
-        try:
-            signature = inspect.signature(fn)
-        except (TypeError, ValueError):
-            return  # a builtin without a signature: its arity shows at publish
-        try:
-            signature.bind(*d.inputs)
-        except TypeError as exc:
-            self.error(d.where, f"fn {d.fn!r} cannot take the {len(d.inputs)} declared inputs "
-                       f"({', '.join(d.inputs)}): {exc}", d.name,
-                       "make `inputs` match the function's positional parameters")
-
     def check_spellings(self, namespaces: list[Namespace], settings: Settings) -> None:
         """Env variables, old names and old flags: each spelling names one leaf; a secret is
         never hashed; a deprecation's `use` names a leaf."""
         leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}
-        flags = {f: leaf.name for leaf in leaves.values() for f in self._flag_spellings(leaf)}
         envs: dict[str, str] = {}
         names: dict[str, str] = {}
         for leaf in leaves.values():
@@ -715,12 +717,7 @@ class _Builder:
                     bad(f"renamed_from {old.name!r} is also the name of leaf {other!r}",
                         "an old name must not name a leaf", "renamed_from")
                 names.setdefault(old.name, leaf.name)
-                flag = old.flag or "--" + old.name.replace("_", "-")
-                if flag in flags or flag in RESERVED_FLAGS:
-                    bad(f"old flag {flag} is also a flag of leaf {flags.get(flag, '(reserved)')!r}",
-                        "give the old spelling its own `flag:`", "renamed_from")
-                flags.setdefault(flag, leaf.name)
-                if old.since and old.remove_in and _version(old.remove_in) <= _version(old.since):
+                if old.since and old.remove_in and version_key(old.remove_in) <= version_key(old.since):
                     bad(f"renamed_from {old.name!r}: remove_in {old.remove_in} is not after since {old.since}",
                         "remove it in a later version", "renamed_from")
             dep = leaf.deprecated
@@ -728,7 +725,7 @@ class _Builder:
                 if dep.use is not None and (dep.use not in leaves or dep.use == leaf.name):
                     bad(f"deprecated.use {dep.use!r} is not another leaf{closest(dep.use, leaves)}",
                         "name the leaf operators should set instead", "deprecated")
-                if dep.remove_in is not None and _version(dep.remove_in) <= _version(dep.since):
+                if dep.remove_in is not None and version_key(dep.remove_in) <= version_key(dep.since):
                     bad(f"deprecated.remove_in {dep.remove_in} is not after since {dep.since}",
                         "remove it in a later version", "deprecated")
             if settings.env_prefix and leaf.env and not leaf.env.startswith(settings.env_prefix):
@@ -771,7 +768,8 @@ class _Builder:
                 bad("a hardware rule cannot test model facts", "declare `layer: model`", "layer")
             fn = spec.get("fn")
             if fn is not None:
-                self._check_rule_fn(fn, len(inputs), bad)
+                if problem := fn_problem(fn, inputs):
+                    bad(*problem)
             elif inputs:
                 bad("`inputs` only go with `fn`", "drop `inputs` or give a function", "inputs")
             elif leaf.name in leaves:
@@ -784,27 +782,6 @@ class _Builder:
             out.append(Rule(rid, leaf.name, layer, tuple(when), "value" in spec, plain(spec.get("value")), fn,
                             inputs, spec.get("force"), spec["help"], where))
         return tuple(sorted(out, key=lambda r: r.layer != "hardware"))  # stable: file order within a layer
-
-    def _check_rule_fn(self, fn_path: str, arity: int, bad: Callable[..., None]) -> None:
-        module_name, _, attr = fn_path.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:
-            bad(f"fn {fn_path!r}: cannot import module {module_name!r}: {exc}",
-                "point `fn` at an importable module:function", "fn")
-            return
-        fn = getattr(module, attr, None)
-        if not callable(fn):
-            bad(f"fn {fn_path!r}: module {module_name!r} has no function {attr!r}",
-                "point `fn` at an importable module:function", "fn")
-            return
-        try:
-            inspect.signature(fn).bind(*range(arity))
-        except TypeError as exc:
-            bad(f"fn {fn_path!r} cannot be called with the {arity} declared input(s): {exc}",
-                "make `inputs` match the function's parameters", "inputs")
-        except ValueError:
-            pass  # no signature to inspect (a builtin): trust it
 
     def presets(self, src: SourceFile, leaves: dict[str, Leaf]) -> tuple[Preset, ...]:
         out = []

@@ -28,6 +28,7 @@ from configbags.codegen.model import (
 from configbags.runtime.leaftypes import Policy, TypeSpec, jsonable
 from configbags.runtime.record import RENAMED_DEST
 from configbags.runtime.registry import REDACTED, accessor_expression
+from configbags.runtime.spelling import flag_of
 
 HINTS = {
     "int": "int",
@@ -596,7 +597,7 @@ def _leaf(leaf: Leaf) -> LeafSpellings:
         flags=", ".join(map(py, flags)),
         cli_kwargs=_cli_kwargs(leaf) if leaf.cli else (),
         old_flags=tuple(
-            OldFlag(py(r.flag or "--" + r.name.replace("_", "-")), _old_cli_kwargs(leaf, r.name))
+            OldFlag(py(flag_of(r.name, r.flag)), _old_cli_kwargs(leaf, r.name))
             for r in leaf.renamed_from
         ),
         md_flags="<br>".join(f"`{md(f)}`" for f in flags) + (f" ({md(_bare_flag(leaf))})" if _bare_flag(leaf) else "")

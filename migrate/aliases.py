@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from configbags.migrate.scanmodel import Reach, ScanSettings, join_origin
+from configbags.migrate.scopes import Scope, ScopeBinder, ScopeReader, Scopes, StatementWalker
 
 # Whole-record readers: calling these on the record reads every leaf at once.
 _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
@@ -29,29 +30,11 @@ _COPY_CALLS = frozenset({"copy", "deepcopy"})
 # copy.replace): not the record, whose values it does not all have.
 _REPLACE_CALLS = frozenset({"replace", "evolve"})
 
-class _Scope:
-    __slots__ = (
-        "aliases",
-        "assigns",
-        "bound",
-        "defaults",
-        "globals",
-        "kind",
-        "nonlocals",
-        "parent",
-        "qualname",
-        "returns",
-        "self_assigns",
-        "self_name",
-    )
+class _Scope(Scope):
+    __slots__ = ("aliases", "assigns", "defaults", "returns", "self_assigns", "self_name")
 
     def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
-        self.kind = kind  # module, class, function, lambda, comprehension
-        self.qualname = qualname
-        self.parent = parent
-        self.bound: set[str] = set()
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
+        super().__init__(kind, qualname, parent)
         # Every binding of a name in this scope: name, value, and an origin forced on top
         # of the value's (`with f(rec) as name`). The value is None when the binding is
         # opaque (a loop over a non-literal, `except ... as`, `del`, an import, a `def`,
@@ -62,9 +45,6 @@ class _Scope:
         self.returns: list[ast.expr] = []
         self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
         self.self_name: str | None = None  # first parameter of a method
-
-    def child_prefix(self) -> str:
-        return "" if self.kind == "module" else self.qualname + "."
 
 
 def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -81,10 +61,12 @@ _DICT_READ_ALL = frozenset({"items", "keys", "values", "copy"})
 _DICT_WRITES = frozenset({"update", "pop", "setdefault", "clear", "popitem", "__setitem__", "__delitem__"})
 
 
-class _Analysis:
-    """Per-file state shared by the binding pass and the read pass."""
+class _Analysis(Scopes[_Scope]):
+    """Per-file state shared by the binding pass and the read pass: the scopes, and the
+    names, attributes and functions through which the record is reached."""
 
     def __init__(self, settings: ScanSettings, lines: list[int]) -> None:
+        super().__init__(_Scope("module", "<module>", None))
         self.settings = settings
         self.lines = lines  # lines that mention a name of interest, sorted
         self.raw_names: set[str] = {settings.raw_accessor}
@@ -94,9 +76,6 @@ class _Analysis:
         self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
         self.imported: set[str] = set()  # names bound by import: modules, not objects
         self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
-        self.module = _Scope("module", "<module>", None)
-        self.scopes: list[_Scope] = [self.module]
-        self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
         self.violations: list[tuple[Any, ...]] = []
         self.reads: list[tuple[Any, ...]] = []
         # Set by resolve_rebound() once the aliases are final (see there): from then on a
@@ -222,7 +201,7 @@ class _Analysis:
                 value is not None and self.copied(value, where, seen | {expr.id})
                 for where in self.scopes
                 for name, value, _ in where.assigns
-                if name == expr.id and self._binding_scope(name, where) is owner
+                if name == expr.id and self.binding_scope(name, where) is owner
             )
         if isinstance(expr, ast.Attribute) and self._is_self(expr.value, scope) and "self." + expr.attr not in seen:
             return any(
@@ -235,38 +214,13 @@ class _Analysis:
 
     def _owner(self, name: str, scope: _Scope) -> _Scope | None:
         """The scope whose alias table holds `name` as seen from `scope` (as _lookup)."""
-        current: _Scope | None = scope
-        first = True
-        while current is not None:
-            if current.kind == "class" and not first:
-                current = current.parent
-                continue
-            if name in current.globals:
-                current = self.module
-            if name in current.aliases:
-                return current
-            if name in current.bound and name not in current.nonlocals:
-                return None
-            current = current.parent
-            first = False
-        return None
+        holder = self.visible(name, scope)
+        return holder if holder is not None and name in holder.aliases else None
 
     def _lookup(self, name: str, scope: _Scope) -> Reach | None:
-        current: _Scope | None = scope
-        first = True
-        while current is not None:
-            if current.kind == "class" and not first:
-                current = current.parent  # class bodies do not enclose their methods
-                continue
-            if name in current.globals:
-                current = self.module
-            if name in current.aliases:
-                return current.aliases[name]
-            if name in current.bound and name not in current.nonlocals:
-                return None  # lexically shadowed by a binding that is not the record
-            current = current.parent
-            first = False
-        return None
+        # a name bound in a nearer scope to something else shadows an outer alias
+        holder = self.visible(name, scope)
+        return holder.aliases.get(name) if holder is not None else None
 
     def _is_self(self, expr: ast.expr, scope: _Scope) -> bool:
         if not isinstance(expr, ast.Name):
@@ -314,7 +268,7 @@ class _Analysis:
         for scope in self.scopes:
             for name, value, _ in scope.assigns:
                 if value is None or self.reach(value, scope) is None:
-                    owner = self._binding_scope(name, scope)
+                    owner = self.binding_scope(name, scope)
                     if name in owner.aliases:
                         _merge(owner.aliases, name, ("alias", "rebound"))
             for name, value in scope.defaults:
@@ -336,7 +290,7 @@ class _Analysis:
                     found = self.reach(value, scope) if value is not None else None
                     if found is not None:
                         origin = join_origin(found[1], forced) if forced else found[1]
-                        owner = self._binding_scope(name, scope)
+                        owner = self.binding_scope(name, scope)
                         changed |= _merge(owner.aliases, name, ("alias", origin))
                 for name, value in scope.defaults:
                     found = self.reach(value, scope.parent) if scope.parent else None
@@ -359,17 +313,6 @@ class _Analysis:
                         found = self.reach(value, scope)
                         if found is not None:
                             changed |= _merge_origin(known, name, found[1])
-
-    def _binding_scope(self, name: str, scope: _Scope) -> _Scope:
-        if name in scope.globals:
-            return self.module
-        if name in scope.nonlocals:
-            current = scope.parent
-            while current is not None and current.kind != "module":
-                if current.kind == "function" and name in current.bound:
-                    return current
-                current = current.parent
-        return scope
 
 
 def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
@@ -398,65 +341,6 @@ def _name_of(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else ""
 
 
-def _unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[tuple[ast.expr, ast.expr]]:
-    """(target, value) pairs whose positions are certain in `targets = values`.
-
-    Positions are known from the left up to the first starred element on either side, and
-    likewise from the right; a starred target takes a list, never the record itself, so it
-    is bound (shadowing) but never an alias. With no starred element, the lengths must
-    match (otherwise the assignment raises)."""
-    starred = any(isinstance(x, ast.Starred) for x in (*targets, *values))
-    if not starred:
-        return list(zip(targets, values, strict=True)) if len(targets) == len(values) else []
-    pairs: list[tuple[ast.expr, ast.expr]] = []
-    left = 0
-    while (
-        left < len(targets)
-        and left < len(values)
-        and not isinstance(targets[left], ast.Starred)
-        and not isinstance(values[left], ast.Starred)
-    ):
-        pairs.append((targets[left], values[left]))
-        left += 1
-    right = 1
-    while (
-        right <= len(targets) - left
-        and right <= len(values) - left
-        and not isinstance(targets[-right], ast.Starred)
-        and not isinstance(values[-right], ast.Starred)
-    ):
-        pairs.append((targets[-right], values[-right]))
-        right += 1
-    return pairs
-
-
-class StatementWalker(ast.NodeVisitor):
-    """A visitor that hands every list of statements to `visit_statements`, where a
-    subclass picks the statements worth walking (the scanner's passes skip most of a file)."""
-
-    def visit_statements(self, statements: Sequence[ast.AST]) -> None:
-        for node in statements:
-            self.visit(node)
-
-    def visit_Constant(self, node: ast.Constant) -> None:
-        # ast.NodeVisitor's own visit_Constant looks for deprecated visit_Num & co. on
-        # every constant; a constant holds nothing to visit
-        pass
-
-    def generic_visit(self, node: ast.AST) -> None:
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, list):
-                if value and isinstance(value[0], ast.stmt):
-                    self.visit_statements(value)
-                else:
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            self.visit(item)
-            elif isinstance(value, ast.AST):
-                self.visit(value)
-
-
 class _Pruned(StatementWalker):
     """Visits only statements whose lines mention a name of interest (and always
     `global`/`nonlocal`, which change what a mention elsewhere binds). A statement that
@@ -476,33 +360,24 @@ class _Pruned(StatementWalker):
                 self.visit(node)
 
 
-class _Binder(_Pruned):
+class _Binder(_Pruned, ScopeBinder[_Scope]):
     """Pass 1: build scopes and collect bindings (names, `self.x = ...`, returns)."""
 
     def __init__(self, analysis: _Analysis) -> None:
-        self.a = analysis
+        self.a = self.scopes = analysis
         self.scope = analysis.module
 
-    def _open(self, node: ast.AST, kind: str, name: str | None) -> _Scope:
-        qualname = self.scope.child_prefix() + name if name else self.scope.qualname
-        scope = _Scope(kind, qualname, self.scope)
-        self.a.scopes.append(scope)
-        self.a.scope_of[id(node)] = scope
-        return scope
+    def new_scope(self, kind: str, qualname: str, parent: _Scope) -> _Scope:
+        return _Scope(kind, qualname, parent)
 
-    def _visit_in(self, scope: _Scope, nodes: Iterable[ast.AST]) -> None:
-        outer, self.scope = self.scope, scope
-        self.visit_statements(nodes)
-        self.scope = outer
+    def bind_name(self, name: str, value: ast.expr | None, forced: str | None = None,
+                  scope: _Scope | None = None) -> None:
+        # a binding to None (opaque: an import, a `def`, `except ... as name`, a match
+        # capture) is never the record: it taints an alias of the same name
+        (scope or self.scope).assigns.append((name, value, forced))
+        super().bind_name(name, value, forced, scope)
 
-    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
-            if expr is not None:
-                self.visit(expr)
-        self._bind_opaque(node.name)  # `def sa(): ...` rebinds sa
-        in_class = self.scope.kind == "class"
-        scope = self._open(node, "function", node.name)
-        self._bind_params(scope, node.args)
+    def opened_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope, in_class: bool) -> None:
         positional = [*node.args.posonlyargs, *node.args.args]
         if in_class and positional and not _is_staticmethod(node):
             scope.self_name = positional[0].arg
@@ -510,17 +385,12 @@ class _Binder(_Pruned):
                 # a method of the record class (`__post_init__`, a resolution step):
                 # its `self` is a record, whichever one it was called on
                 _merge(scope.aliases, positional[0].arg, ("parameter", "held"))
-        self._visit_in(scope, node.body)
 
-    visit_FunctionDef = _visit_function
-    visit_AsyncFunctionDef = _visit_function
-
-    def _bind_params(self, scope: _Scope, args: ast.arguments) -> None:
+    def bind_params(self, scope: _Scope, args: ast.arguments) -> None:
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
-                scope.bound.add(extra.arg)
-                scope.assigns.append((extra.arg, None, None))  # a tuple or dict, never the record
+                self.bind_name(extra.arg, None, scope=scope)  # a tuple or dict, never the record
         positional = [*args.posonlyargs, *args.args]
         pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
         pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
@@ -535,56 +405,19 @@ class _Binder(_Pruned):
             elif arg.arg not in defaulted:
                 # whatever the caller passes: `def f(sa): if sa is None: sa = get_server_args()`
                 # must not make sa the process record. (Defaults are judged in resolve_rebound().)
-                scope.assigns.append((arg.arg, None, None))
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        for expr in [*node.args.defaults, *node.args.kw_defaults]:
-            if expr is not None:
-                self.visit(expr)
-        scope = self._open(node, "lambda", None)
-        self._bind_params(scope, node.args)
-        self._visit_in(scope, [node.body])
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
-            self.visit(expr)
-        self._bind_opaque(node.name)
-        self._visit_in(self._open(node, "class", node.name), node.body)
-
-    def visit_ListComp(self, node: ast.ListComp) -> None:
-        self._comprehension(node)
-
-    visit_SetComp = visit_ListComp  # type: ignore[assignment]
-    visit_GeneratorExp = visit_ListComp  # type: ignore[assignment]
-    visit_DictComp = visit_ListComp  # type: ignore[assignment]
-
-    def _comprehension(self, node: ast.AST) -> None:
-        scope = self._open(node, "comprehension", None)
-        outer, self.scope = self.scope, scope
-        self.generic_visit(node)
-        self.scope = outer
-
-    def visit_Global(self, node: ast.Global) -> None:
-        self.scope.globals.update(node.names)
-
-    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
-        self.scope.nonlocals.update(node.names)
-
-    def visit_Name(self, node: ast.Name) -> None:
-        if not isinstance(node.ctx, ast.Load):
-            self.scope.bound.add(node.id)
+                self.bind_name(arg.arg, None, scope=scope)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             local = (alias.asname or alias.name).split(".")[0]
-            self._bind_opaque(local)
+            self.bind_name(local, None)
             self.a.imported.add(local)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         settings = self.a.settings
         for alias in node.names:
             local = alias.asname or alias.name
-            self._bind_opaque(local)
+            self.bind_name(local, None)
             self.a.imported.add(local)
             if alias.name == settings.raw_accessor and local != alias.name:
                 self.a.raw_names.add(local)
@@ -600,55 +433,10 @@ class _Binder(_Pruned):
     def _method_self(self) -> str | None:
         return self.scope.self_name if self.scope.kind == "function" else None
 
-    def _bind_opaque(self, name: str) -> None:
-        """`name` is bound here to something that is not the record (an import, a `def`,
-        `except ... as name`, a match capture): it taints an alias of the same name."""
-        self.scope.bound.add(name)
-        self.scope.assigns.append((name, None, None))
-
-    def _bind(self, target: ast.expr, value: ast.expr | None, forced: str | None = None) -> None:
-        """Record that `target` is bound to `value`; None when the value is unknown.
-
-        Every name in the target gets a binding, so that one that is not the record
-        (an unpacked call, a starred target, `sa += 1`, `del sa`) taints an alias of the
-        same name in resolve_rebound() instead of being ignored."""
-        if isinstance(target, ast.Name):
-            self.scope.assigns.append((target.id, value, forced))
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            paired: set[int] = set()
-            if isinstance(value, (ast.Tuple, ast.List)):
-                for sub_target, sub_value in _unpacked(target.elts, value.elts):
-                    paired.add(id(sub_target))
-                    self._bind(sub_target, sub_value, forced)
-            for sub_target in target.elts:
-                if id(sub_target) not in paired:
-                    self._bind(sub_target, None)
-        elif isinstance(target, ast.Starred):
-            self._bind(target.value, None)  # a starred target takes a list
-        elif isinstance(target, ast.Attribute):
-            base = target.value
-            if isinstance(base, ast.Name) and base.id == self._method_self():
-                self.scope.self_assigns.append((target.attr, value))
-
-    def _bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
-        # `for sa in (get_server_args(),)`: over a literal, the target takes each element
-        # in turn, so bind it to every one (flow-insensitively, like any other binding).
-        # Over anything else (or a starred element) the target takes unknown values.
-        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
-            for element in iterable.elts:
-                self._bind(target, None if isinstance(element, ast.Starred) else element)
-        else:
-            self._bind(target, None)
-
-    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
-        self._bind_loop(node.target, node.iter)
-        self.generic_visit(node)
-
-    visit_AsyncFor = visit_For
-
-    def visit_comprehension(self, node: ast.comprehension) -> None:
-        self._bind_loop(node.target, node.iter)
-        self.generic_visit(node)
+    def bind_attribute(self, target: ast.Attribute, value: ast.expr | None) -> None:
+        base = target.value
+        if isinstance(base, ast.Name) and base.id == self._method_self():
+            self.scope.self_assigns.append((target.attr, value))
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
@@ -663,14 +451,14 @@ class _Binder(_Pruned):
             ):
                 if _name_of(context.func) == "nullcontext":
                     # nullcontext(x).__enter__() returns x itself
-                    self._bind(item.optional_vars, context.args[0])
+                    self.bind(item.optional_vars, context.args[0])
                 else:
                     # `with f(rec) as name`: name is whatever f's manager yields; often
                     # the record, never provably. Report its reads, refuse to fix them.
-                    self._bind(item.optional_vars, context.args[0], forced="wrapped")
+                    self.bind(item.optional_vars, context.args[0], forced="wrapped")
             else:
                 # `with rec as name` binds rec.__enter__(), not provably rec
-                self._bind(item.optional_vars, context, forced="wrapped")
+                self.bind(item.optional_vars, context, forced="wrapped")
         self.generic_visit(node)
 
     visit_AsyncWith = visit_With
@@ -678,7 +466,7 @@ class _Binder(_Pruned):
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
         for target in node.targets:
-            self._bind(target, value)
+            self.bind(target, value)
             if isinstance(target, ast.Name) and self._names_raw_accessor(value):
                 self.a.raw_names.add(target.id)
                 self._renamed(node, target.id, f"{target.id} = {ast.unparse(value)}")
@@ -688,17 +476,6 @@ class _Binder(_Pruned):
         if isinstance(value, ast.Name):
             return value.id in self.a.raw_names
         return isinstance(value, ast.Attribute) and value.attr == self.a.settings.raw_accessor
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        # `sa += x` binds sa to `sa.__iadd__(x)`: not provably the record
-        self._bind(node.target, None)
-        self.generic_visit(node)
-
-    def visit_Delete(self, node: ast.Delete) -> None:
-        # after `del sa`, a read raises NameError: a rewritten read would not
-        for target in node.targets:
-            self._bind(target, None)
-        self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         target = node.target
@@ -711,18 +488,7 @@ class _Binder(_Pruned):
                 and target.value.id == self._method_self()
             ):
                 _merge_origin(self.a.self_attrs, target.attr, "held")
-        if node.value is not None:
-            self._bind(target, node.value)
-        self.generic_visit(node)
-
-    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
-        # A walrus in a comprehension binds in the enclosing function (PEP 572).
-        scope = self.scope
-        while scope.kind == "comprehension" and scope.parent is not None:
-            scope = scope.parent
-        scope.bound.add(node.target.id)
-        scope.assigns.append((node.target.id, node.value, None))
-        self.visit(node.value)
+        super().visit_AnnAssign(node)
 
     def visit_Return(self, node: ast.Return) -> None:
         if node.value is not None:
@@ -730,50 +496,16 @@ class _Binder(_Pruned):
                 self.scope.returns.append(node.value)
             self.visit(node.value)
 
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        if node.name:
-            self._bind_opaque(node.name)
-        self.generic_visit(node)
 
-    def visit_MatchAs(self, node: ast.MatchAs) -> None:
-        if node.name:
-            self._bind_opaque(node.name)
-        self.generic_visit(node)
-
-    def visit_MatchStar(self, node: ast.MatchStar) -> None:
-        if node.name:
-            self._bind_opaque(node.name)
-
-    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
-        if node.rest:
-            self._bind_opaque(node.rest)
-        self.generic_visit(node)
-
-
-class _Reader(_Pruned):
+class _Reader(_Pruned, ScopeReader[_Scope]):
     """Pass 2: with every alias resolved, report reads and writes."""
 
     def __init__(self, analysis: _Analysis) -> None:
-        self.a = analysis
+        self.a = self.scopes = analysis
         self.scope = analysis.module
         # attributes that are called (`rec.url()`, `ServerArgs.from_cli_args(...)`):
         # methods, not leaves, so not reads
         self.called: set[int] = set()
-
-    def _enter(self, node: ast.AST) -> None:
-        outer = self.scope
-        self.scope = self.a.scope_of.get(id(node), outer)
-        self.generic_visit(node)
-        self.scope = outer
-
-    visit_FunctionDef = _enter  # decorators and defaults are attributed to the function
-    visit_AsyncFunctionDef = _enter
-    visit_ClassDef = _enter
-    visit_Lambda = _enter
-    visit_ListComp = _enter
-    visit_SetComp = _enter
-    visit_GeneratorExp = _enter
-    visit_DictComp = _enter
 
     def _read(self, node: ast.expr, leaf: str, reach: Reach, form: str) -> None:
         end_line = node.end_lineno or node.lineno

@@ -44,13 +44,14 @@ import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from configbags.migrate.aliases import StatementWalker, mention_lines, statement_span
+from configbags.migrate.aliases import mention_lines, statement_span
 from configbags.migrate.scanmodel import (
     STATE_DICT_READBACK,
     STATE_READBACK,
     ScanSettings,
     env_subject,
 )
+from configbags.migrate.scopes import Scope, ScopeBinder, ScopeReader, Scopes, StatementWalker
 
 # What an expression is, as a "kind": the dotted path of what it names (`os.environ`,
 # `configbags.runtime.dist.state_dict`), or _CONTEXT for a config context object.
@@ -120,34 +121,32 @@ class _Imported(NamedTuple):
 _Value = ast.expr | _Imported | None  # None: bound to something that is no door
 
 
-class _Scope:
-    __slots__ = ("bindings", "globals", "kind", "nonlocals", "parent", "qualname")
+class _Scope(Scope):
+    __slots__ = ("bindings",)
 
     def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
-        self.kind = kind  # module, class, function, lambda, comprehension
-        self.qualname = qualname
-        self.parent = parent
-        # name -> every binding in this scope: (value, the scope the value is evaluated in)
+        super().__init__(kind, qualname, parent)
+        # name -> every binding landing in this scope: (value, the scope the value is
+        # evaluated in); filled by _Doors.settle() once the binder is done
         self.bindings: dict[str, list[tuple[_Value, _Scope]]] = {}
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
-
-    def child_prefix(self) -> str:
-        return "" if self.kind == "module" else self.qualname + "."
 
 
-class _Doors:
+class _Doors(Scopes[_Scope]):
     """One module's scopes and bindings, and what its expressions are."""
 
     def __init__(self, lines: list[int]) -> None:
+        super().__init__(_Scope("module", "<module>", None))
         self.lines = lines  # lines that mention a name of interest, sorted
-        self.module = _Scope("module", "<module>", None)
-        self.scopes: list[_Scope] = [self.module]
-        self.scope_of: dict[int, _Scope] = {}  # id(scope-opening node) -> scope
+        self.written: list[tuple[str, _Value, _Scope]] = []  # each binding, where it is written
         self.kept: dict[int, list[ast.AST]] = {}  # id(statement list) -> the ones walked
         self._names: dict[tuple[int, str], frozenset[str]] = {}  # memo of name kinds
         self._active: set[tuple[int, str]] = set()  # names whose kinds are being found
         self._cycles = 0  # how often a name was met again while its kinds were found
+
+    def settle(self) -> None:
+        """Hand each binding to the scope it lands in (`global`, `nonlocal`)."""
+        for name, value, where in self.written:
+            self.binding_scope(name, where).bindings.setdefault(name, []).append((value, where))
 
     def kind(self, expr: ast.expr, scope: _Scope) -> frozenset[str]:
         """What `expr` may evaluate to, as far as the module shows: the dotted paths it may
@@ -184,34 +183,21 @@ class _Doors:
             and expr.func.id == "dict"
             and len(expr.args) == 1
             and not expr.keywords
-            and self._builtin("dict", scope)
+            and self.unbound("dict")
             and _ENVIRON in self.kind(expr.args[0], scope)
         ):
             found.add(_ENVIRON)  # `dict(os.environ)`
         return frozenset(found)
 
-    def _builtin(self, name: str, scope: _Scope) -> bool:
-        """Is `name` unbound in the module as far as it shows (so the builtin)?"""
-        return not any(name in each.bindings for each in self.scopes)
-
     def name_kind(self, name: str, scope: _Scope) -> frozenset[str]:
         """The kinds of `name` read in `scope`: those of every binding of it in the scope
-        that binds it (Python's rules: class bodies do not enclose methods). A may-alias:
-        one binding to a door makes the name one, whatever the others bind."""
-        current: _Scope | None = scope
-        first = True
-        while current is not None:
-            if current.kind == "class" and not first:
-                current = current.parent  # class bodies do not enclose their methods
-                continue
-            first = False
-            if name in current.globals:
-                current = self.module
-            values = current.bindings.get(name)
-            if values is not None:
-                return self._bound_kind(name, current, values)
-            current = current.parent
-        return _NO_KINDS  # a builtin, an unfollowed star import: unknown
+        that binds it. A may-alias: one binding to a door makes the name one, whatever
+        the others bind."""
+        holder = self.visible(name, scope)
+        values = holder.bindings.get(name) if holder is not None else None
+        if holder is None or not values:
+            return _NO_KINDS  # a builtin, an unfollowed star import, a binding not walked
+        return self._bound_kind(name, holder, values)
 
     def _bound_kind(self, name: str, scope: _Scope, values: list[tuple[_Value, _Scope]]) -> frozenset[str]:
         key = (id(scope), name)
@@ -286,86 +272,24 @@ class _Pruned(StatementWalker):
             self.visit(node)
 
 
-class _Binder(_Pruned):
+class _Binder(_Pruned, ScopeBinder[_Scope]):
     """Pass 1: scopes and every binding in the walked statements."""
 
     def __init__(self, doors: _Doors) -> None:
-        self.d = doors
+        self.d = self.scopes = doors
         self.scope = doors.module
 
-    def _open(self, node: ast.AST, kind: str, name: str | None) -> _Scope:
-        qualname = self.scope.child_prefix() + name if name else self.scope.qualname
-        scope = _Scope(kind, qualname, self.scope)
-        self.d.scopes.append(scope)
-        self.d.scope_of[id(node)] = scope
-        return scope
+    def new_scope(self, kind: str, qualname: str, parent: _Scope) -> _Scope:
+        return _Scope(kind, qualname, parent)
 
-    def _in(self, scope: _Scope, nodes: Sequence[ast.AST]) -> None:
-        outer, self.scope = self.scope, scope
-        self.visit_statements(nodes)
-        self.scope = outer
+    def bind_name(self, name: str, value: ast.expr | None, forced: str | None = None,
+                  scope: _Scope | None = None) -> None:
+        self._add(name, value, scope)
 
     def _add(self, name: str, value: _Value, scope: _Scope | None = None) -> None:
         where = scope or self.scope
-        owner = self.d.module if name in where.globals else where
-        if name in where.nonlocals:
-            owner = where.parent or where
-            while owner.parent is not None and not (owner.kind == "function" and name in owner.bindings):
-                owner = owner.parent
-        owner.bindings.setdefault(name, []).append((value, where))
-
-    def _params(self, scope: _Scope, args: ast.arguments) -> None:
-        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-        for arg in every:
-            if arg is not None:
-                self._add(arg.arg, None, scope)  # whatever a caller passes
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
-            if expr is not None:
-                self.visit(expr)
-        self._add(node.name, None)
-        scope = self._open(node, "function", node.name)
-        self._params(scope, node.args)
-        self._in(scope, node.body)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        for expr in [*node.args.defaults, *node.args.kw_defaults]:
-            if expr is not None:
-                self.visit(expr)
-        scope = self._open(node, "lambda", None)
-        self._params(scope, node.args)
-        outer, self.scope = self.scope, scope
-        self.visit(node.body)  # an expression: never a statement list to pick from
-        self.scope = outer
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
-            self.visit(expr)
-        self._add(node.name, None)
-        self._in(self._open(node, "class", node.name), node.body)
-
-    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
-        outer, self.scope = self.scope, self._open(node, "comprehension", None)
-        self.generic_visit(node)
-        self.scope = outer
-
-    visit_ListComp = _comprehension
-    visit_SetComp = _comprehension
-    visit_GeneratorExp = _comprehension
-    visit_DictComp = _comprehension
-
-    def visit_comprehension(self, node: ast.comprehension) -> None:
-        self._bind(node.target, None)
-        self.generic_visit(node)
-
-    def visit_Global(self, node: ast.Global) -> None:
-        self.scope.globals.update(node.names)
-
-    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
-        self.scope.nonlocals.update(node.names)
+        self.d.written.append((name, value, where))
+        super().bind_name(name, None, scope=where)
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -400,93 +324,15 @@ class _Binder(_Pruned):
         for name in names:
             self._add(name, _Imported(f"{module}.{name}"))
 
-    def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
-        if isinstance(target, ast.Name):
-            self._add(target.id, value)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            values = value.elts if isinstance(value, (ast.Tuple, ast.List)) else []
-            paired = len(values) == len(target.elts) and not any(
-                isinstance(x, ast.Starred) for x in (*values, *target.elts)
-            )
-            for index, sub in enumerate(target.elts):
-                self._bind(sub, values[index] if paired else None)
-        elif isinstance(target, ast.Starred):
-            self._bind(target.value, None)
 
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for target in node.targets:
-            self._bind(target, node.value)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._bind(node.target, node.value)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._bind(node.target, None)
-        self.generic_visit(node)
-
-    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
-        # in a comprehension, `:=` binds in the enclosing function (PEP 572)
-        scope = self.scope
-        while scope.kind == "comprehension" and scope.parent is not None:
-            scope = scope.parent
-        self._add(node.target.id, node.value, scope)
-        self.visit(node.value)
-
-    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
-        self._bind(node.target, None)
-        self.generic_visit(node)
-
-    visit_AsyncFor = visit_For
-
-    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
-        for item in node.items:
-            if item.optional_vars is not None:
-                self._bind(item.optional_vars, None)
-        self.generic_visit(node)
-
-    visit_AsyncWith = visit_With
-
-    def visit_Delete(self, node: ast.Delete) -> None:
-        for target in node.targets:
-            self._bind(target, None)
-        self.generic_visit(node)
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        if node.name:
-            self._add(node.name, None)
-        self.generic_visit(node)
-
-    def visit_MatchAs(self, node: ast.MatchAs) -> None:
-        if node.name:
-            self._add(node.name, None)
-        self.generic_visit(node)
-
-    def visit_MatchStar(self, node: ast.MatchStar) -> None:
-        if node.name:
-            self._add(node.name, None)
-
-    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
-        if node.rest:
-            self._add(node.rest, None)
-        self.generic_visit(node)
-
-
-class _Reader(_Pruned):
+class _Reader(_Pruned, ScopeReader[_Scope]):
     """Pass 2: with every binding known, report the doors opened."""
 
     def __init__(self, doors: _Doors, declared: frozenset[str]) -> None:
-        self.d = doors
+        self.d = self.scopes = doors
         self.scope = doors.module
         self.declared = declared
         self.reads: list[tuple[Any, ...]] = []
-
-    def _enter(self, node: ast.AST) -> None:
-        outer = self.scope
-        self.scope = self.d.scope_of.get(id(node), outer)
-        self.generic_visit(node)
-        self.scope = outer
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # decorators and defaults are attributed to the function; annotations read nothing
@@ -499,12 +345,6 @@ class _Reader(_Pruned):
         self.scope = outer
 
     visit_AsyncFunctionDef = visit_FunctionDef
-    visit_ClassDef = _enter
-    visit_Lambda = _enter
-    visit_ListComp = _enter
-    visit_SetComp = _enter
-    visit_GeneratorExp = _enter
-    visit_DictComp = _enter
 
     def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
         pass  # the binder took what imports bind; nothing in one is a read
@@ -597,6 +437,7 @@ def find_doors(tree: ast.Module, data: bytes, settings: ScanSettings) -> list[tu
     while True:
         doors = _Doors(mention_lines(data, names))
         _Binder(doors).visit_statements(tree.body)
+        doors.settle()
         grown = names | doors.alias_names()
         if grown == names:
             break

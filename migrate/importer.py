@@ -32,12 +32,13 @@ import attrs
 import yaml
 
 # The generator's own rules, so that what is imported is what `make gen` accepts.
-from configbags.codegen.model import RESERVED, RESERVED_FLAGS, flag_spellings
+from configbags.codegen.model import RESERVED
 from configbags.migrate.proposal import engine_writes, propose, read_mapping, render
 from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
+from configbags.runtime.spelling import Claim, clashes, flag_of, spellings
 
 DEFAULT_NAMESPACE = "legacy"
 DEFAULT_OWNER = "launcher"
@@ -482,7 +483,7 @@ def _bare_flag(
     if type_.base == "bool":
         if const is not True or action == "store":
             warnings.append(f"{where}: the bool flag `{flag}` stores const {const!r} when bare; the generated "
-                            f"`{flag}` means True and `--no-{flag[2:]}` False, and takes no value")
+                            f"`{flag}` means True and `{spellings([flag], True)[-1]}` False, and takes no value")
         return
     if isinstance(const, str) and action == "store" and type_.base in ("int", "float"):
         # argparse runs a str const through `type=` (never any other const); one that
@@ -587,54 +588,50 @@ def _settle_values(spec: dict[str, Any], where: str, warnings: list[str], *, giv
     return None
 
 
-def _flag_spellings(name: str, spec: Mapping[str, Any]) -> list[str]:
+def _claim(name: str, spec: Mapping[str, Any]) -> Claim:
     cli = spec.get("cli")
-    if cli is False:
-        return []
-    cli = cli or {}
-    flags = (cli.get("flag", "--" + name.replace("_", "-")), *cli.get("aliases", ()))
-    return list(flag_spellings(flags, TypeSpec.parse(spec["type"])))
+    flags = () if cli is False else (flag_of(name, (cli or {}).get("flag")), *(cli or {}).get("aliases", ()))
+    return Claim.of(name, flags, negatable=TypeSpec.parse(spec["type"]).base == "bool")
 
 
 def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, warnings: list[str]) -> None:
-    """The generator rejects reserved flags (--config, --help) and one flag for two leaves.
-    Drop such aliases (or leave the leaf off the command line when its primary flag is the
-    problem); among equals, the first leaf in source order keeps a contested flag."""
-    taken: dict[str, str] = {}
-    # A leaf's own (primary) flag wins over another leaf's alias of the same spelling:
-    # `--tp` with alias `--tp-size` loses the alias to the leaf `tp_size`, not the reverse.
-    for primaries_only in (True, False):
-        for namespace_leaves in leaves.values():
-            for name, spec in namespace_leaves.items():
-                flags = _flag_spellings(name, spec)
-                if primaries_only:
-                    flags = flags[:1] + [f for f in flags[1:] if f == "--no-" + flags[0][2:]]
-                for flag in flags:
-                    taken.setdefault(flag, name)
-    for namespace_leaves in leaves.values():
-        for name, spec in namespace_leaves.items():
-            flags = _flag_spellings(name, spec)
-            bad = [f for f in flags if f in RESERVED_FLAGS or taken.get(f) != name]
-            if not bad:
-                continue
-            cli = dict(spec.get("cli") or {})
-            primary = cli.get("flag", "--" + name.replace("_", "-"))
-            twins = {primary, "--no-" + primary[2:]}
-            if twins & set(bad):
-                warnings.append(f"{origin}: {name}: flag {primary} is reserved or used by another leaf; "
-                                f"imported with `cli: false`")
-                spec["cli"] = False
-                continue
-            aliases = [a for a in cli.get("aliases", ()) if a not in bad and "--no-" + a[2:] not in bad]
-            warnings.append(f"{origin}: {name}: aliases {sorted(set(cli.get('aliases', ())) - set(aliases))} "
-                            f"are reserved or used by another leaf; left out")
-            if aliases:
-                cli["aliases"] = aliases
-            else:
-                cli.pop("aliases", None)
-            spec["cli"] = cli or {}
-            if not spec["cli"]:
-                del spec["cli"]
+    """The generator refuses reserved flags (--config, --help), one flag for two leaves and
+    one spelled twice; settle each clash by the generator's own rule
+    (configbags.runtime.spelling.clashes), so the imported schema generates: drop the
+    alias, or leave the leaf off the command line when its own flag is the problem."""
+    specs = {name: spec for namespace_leaves in leaves.values() for name, spec in namespace_leaves.items()}
+    claims = {name: _claim(name, spec) for name, spec in specs.items()}
+    lost: dict[str, set[str]] = {}  # leaf -> spellings others hold or reserve ("": its own flag)
+    for clash in clashes(claims.values()):
+        bad = lost.setdefault(clash.leaf, set())
+        if clash.holder != clash.leaf:  # one listed twice: keeping the first copy settles it
+            bad.add("" if clash.kind == "flag" else clash.flag)
+    for name, bad in lost.items():
+        spec = specs[name]
+        cli = dict(spec.get("cli") or {})
+        if "" in bad:  # its own flag (or the flag's --no- twin)
+            warnings.append(f"{origin}: {name}: flag {flag_of(name, cli.get('flag'))} is reserved or used by another "
+                            f"leaf; imported with `cli: false`")
+            spec["cli"] = False
+            continue
+        negatable = TypeSpec.parse(spec["type"]).base == "bool"
+        taken = set(claims[name].flags)
+        aliases: list[str] = []
+        dropped: list[str] = []
+        for alias in cli.get("aliases", ()):
+            mine = set(spellings([alias], negatable))
+            (dropped if mine & (bad | taken) else aliases).append(alias)
+            taken |= mine
+        warnings.append(f"{origin}: {name}: aliases {dropped} are reserved, used by another leaf or listed "
+                        f"twice; left out")
+        if aliases:
+            cli["aliases"] = aliases
+        else:
+            cli.pop("aliases", None)
+        if cli:
+            spec["cli"] = cli
+        else:
+            spec.pop("cli", None)
 
 
 def _cli_spec(name: str, argument: Argument, where: str, warnings: list[str]) -> dict[str, Any] | None:
@@ -651,8 +648,7 @@ def _cli_spec(name: str, argument: Argument, where: str, warnings: list[str]) ->
     if not usable:
         return None
     spec: dict[str, Any] = {}
-    default_flag = "--" + name.replace("_", "-")
-    if usable[0] != default_flag:
+    if usable[0] != flag_of(name):
         spec["flag"] = usable[0]
     aliases = usable[1:]  # every legacy spelling stays accepted
     if aliases:

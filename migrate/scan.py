@@ -31,7 +31,8 @@ Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw ac
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
 the check fails on them whatever the allowlist says.
 
-The jobs live apart: the alias analysis in configbags.migrate.aliases, file listing and
+The jobs live apart: the alias analysis in configbags.migrate.aliases and the door
+analysis in configbags.migrate.doors (over one Python scope model, configbags.migrate.scopes), file listing and
 safe reading in configbags.migrate.files, the cache in configbags.migrate.scancache,
 generated-package detection in configbags.migrate.generated. This module ties them
 together and re-exports the records of configbags.migrate.scanmodel.

@@ -61,3 +61,8 @@ class YamlError(ConfigError, ValueError):
         super().__init__(f"line {line}: {message}" if line else message)
         self.problem = message
         self.line = line
+
+    def at(self, file: object) -> str:
+        """Where the problem is, as `file:line` (the file alone when no line is to blame):
+        the one way schema and config files are named in a YAML error."""
+        return f"{file}:{self.line}" if self.line else str(file)

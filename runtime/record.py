@@ -25,6 +25,7 @@ from configbags.runtime.errors import LeafValueError, RecordError, YamlError
 from configbags.runtime.leaftypes import check_bounds, closest, jsonable
 from configbags.runtime.registry import LeafSpec, Registry
 from configbags.runtime.resolve import Layer, Origin
+from configbags.runtime.spelling import flag_of, version_key
 
 R = TypeVar("R")
 log = logging.getLogger("configbags")
@@ -119,13 +120,9 @@ def dump_path_of(record: Any) -> str | None:
 
 # -- spellings and deprecations ---------------------------------------------------------
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text))
-
-
 def removed(registry: Registry, remove_in: str | None) -> bool:
     """Whether a spelling deprecated until `remove_in` is gone in this schema version."""
-    return remove_in is not None and _version(registry.schema_version) >= _version(remove_in)
+    return remove_in is not None and version_key(registry.schema_version) >= version_key(remove_in)
 
 
 def warn_once(spelling: str, message: str) -> None:
@@ -236,7 +233,9 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
     try:
         text = read_text_limited(path)
         data = load_json(text) if path.suffix == ".json" else load_yaml(text)
-    except (OSError, ValueError) as exc:  # YamlError is a ValueError
+    except YamlError as exc:
+        raise RecordError(f"{exc.at(path)}: cannot read config file: {exc.problem}") from None
+    except OSError as exc:
         raise RecordError(f"{path}: cannot read config file: {exc}") from None
     if data is None:
         return {}
@@ -392,7 +391,7 @@ def record_from_cli_args(
         if key.startswith(RENAMED_DEST):
             old = key[len(RENAMED_DEST):]
             leaf, spelling = registry.renamed[old]
-            flag = spelling.flag or "--" + old.replace("_", "-")
+            flag = flag_of(old, spelling.flag)
             leaf_for(registry, old, flag, "command line")
             values[leaf], origins[leaf] = value, Origin(Layer.CLI, flag)
     for key, value in vars(namespace).items():

@@ -7,7 +7,7 @@ The YAML loader is PyYAML's SafeLoader with three changes:
   dates stay strings. Only `true`/`false`, `null`/`~`, decimal, `0o`/`0x` integers and
   decimal floats (with `.inf`/`.nan`) are resolved.
 - **Duplicate keys are refused**, naming both lines; YAML 1.1 merge keys (`<<`) are not
-  special, so they cannot smuggle a duplicate in.
+  special (an explicit `!!merge` is refused), so they cannot smuggle a duplicate in.
 - **Alias bombs are refused before anything is built**: the document is composed into its
   node graph (aliases stay shared references there), its size counted with every alias
   expanded (memoized, so counting is linear in the text), and only a graph within
@@ -36,7 +36,16 @@ MAX_NESTING = 200
 
 class StrictLoader(yaml.SafeLoader):
     """SafeLoader, YAML 1.2 core scalars, duplicate keys refused. Subclass it to change how
-    mappings are built (codegen keeps line marks); `load_yaml` adds the size checks."""
+    mappings are built (codegen keeps line marks, on `mapping_entries`) or which keys they
+    take (`check_mapping_key`); `load_yaml` adds the size checks."""
+
+    def check_mapping_key(self, key: Any, node: yaml.Node) -> None:
+        """Refuse a mapping key that is not a scalar (a list or a mapping as a key is no
+        config data, and unhashable besides)."""
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a {type(key).__name__} cannot be a mapping key", node.start_mark
+            )
 
 
 # None of SafeLoader's YAML 1.1 resolvers: the core schema's replace them.
@@ -90,23 +99,27 @@ def _construct_float(loader: StrictLoader, node: yaml.ScalarNode) -> float:
     return float(text)
 
 
-def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    mapping: dict[Any, Any] = {}
+def mapping_entries(loader: StrictLoader, node: yaml.MappingNode) -> list[tuple[Any, Any, int]]:
+    """Each entry of a mapping node as (key, value, line of the key). The one duplicate-key
+    rule of every loader here (codegen's line-marking one builds on it): a key given twice
+    is refused naming both lines, and a key the loader cannot take (`check_mapping_key`) too."""
+    entries: list[tuple[Any, Any, int]] = []
     lines: dict[Any, int] = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, (str, int, float, bool)) and key is not None:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a {type(key).__name__} cannot be a mapping key", key_node.start_mark
-            )
-        if key in mapping:
+        loader.check_mapping_key(key, key_node)
+        if key in lines:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (first on line {lines[key]}); keep one of them",
                 key_node.start_mark,
             )
-        mapping[key] = loader.construct_object(value_node, deep=True)
         lines[key] = key_node.start_mark.line + 1
-    return mapping
+        entries.append((key, loader.construct_object(value_node, deep=True), lines[key]))
+    return entries
+
+
+def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    return {key: value for key, value, _ in mapping_entries(loader, node)}
 
 
 StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
@@ -121,6 +134,16 @@ def _refuse(loader: StrictLoader, node: yaml.Node) -> Any:
 
 for _tag in ("timestamp", "set", "omap", "pairs", "binary"):
     StrictLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse)
+
+
+def _refuse_merge(loader: StrictLoader, node: yaml.Node) -> Any:
+    # A merge would let a key come twice (the merged one, then its override) unrefused.
+    raise yaml.constructor.ConstructorError(
+        None, None, "a YAML merge key (`!!merge <<`) is not read here; write the keys out", node.start_mark
+    )
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:merge", _refuse_merge)
 
 
 def _measure(root: yaml.Node) -> None:

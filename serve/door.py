@@ -31,7 +31,7 @@ from configbags.runtime.errors import (
     UnknownLeafError,
 )
 from configbags.runtime.leaftypes import closest
-from configbags.runtime.registry import LeafSpec, Registry
+from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
 if TYPE_CHECKING:
     from configbags.serve.ranks import RankGroup
@@ -40,7 +40,6 @@ OPERATOR = "operator"  # the role the door writes as (schema/roles.yaml)
 API_KEY_LEAF = "api_key"  # reads need this key when it is set
 ADMIN_KEY_LEAF = "admin_api_key"  # PATCH needs this key; unset disables PATCH
 KEY_LEAVES = (API_KEY_LEAF, ADMIN_KEY_LEAF)
-REDACTED = "<redacted>"
 MAX_SOURCE_CHARS = 200
 MAX_DEPTH = 32  # JSON nesting a PATCH body may have; config values need far less
 DEFAULT_MAX_BODY_BYTES = 64 * 1024

@@ -18,7 +18,7 @@ CASES = [
     ("rule-unknown-leaf", RULES, "    leaf: block\n    fn:", "    leaf: blok\n    fn:", "rules.yaml:3", "unknown leaf 'blok' (did you mean 'block'?)"),
     ("rule-fn-not-importable", RULES, "configbags.server.rules:chunked_prefill_size", "no_such.module:f", "rules.yaml:4", "cannot import module 'no_such.module'"),
     ("rule-fn-missing", RULES, "configbags.server.rules:chunked_prefill_size", "configbags.server.rules:nope", "rules.yaml:4", "has no function 'nope'"),
-    ("rule-fn-arity", RULES, "    inputs: [gpu.memory_bytes]\n", "    inputs: [gpu.memory_bytes, width]\n", "rules.yaml:5", "cannot be called with the 2 declared input(s)"),
+    ("rule-fn-arity", RULES, "    inputs: [gpu.memory_bytes]\n", "    inputs: [gpu.memory_bytes, width]\n", "rules.yaml:5", "cannot take the 2 declared input(s) (gpu.memory_bytes, width)"),
     ("rule-value-wrong-type", RULES, "    value: 64\n", "    value: lots\n", "rules.yaml:12", "value 'lots' does not fit leaf 'block'"),
     ("rule-value-out-of-range", RULES, "    value: 0.5\n", "    value: 1.5\n", "rules.yaml:20", "above the maximum"),
     ("rule-value-and-fn", RULES, "    value: 64\n", "    value: 64\n    fn: math:isqrt\n", "rules.yaml:8", "exactly one of 'value' or 'fn'"),

@@ -26,8 +26,8 @@ CASES = [
     ("bomb-in-choices", TUNE, "    choices: [fast, safe]\n", "    choices: " + billion_laughs() + "\n", "core.tune.yaml:", None, "alias bomb"),
     ("deep-json-default", TUNE, "  mode:\n", "  deep:\n    type: json\n    default: " + DEEP + "\n    help: x\n    owner: boss\n    override: startup\n  mode:\n", "core.tune.yaml:", None, "nests deeper"),
     ("65-deep-json-default", TUNE, "  mode:\n", "  deep:\n    type: json\n    default: " + "[" * 65 + "]" * 65 + "\n    help: x\n    owner: boss\n    override: startup\n  mode:\n", "core.tune.yaml:", "deep", "nests deeper than 64"),
-    ("derived-arity", CORE, "    inputs: [width]\n", "    inputs: [width, ratio]\n", "core.yaml:40", "width_root", "cannot take the 2 declared inputs"),
-    ("derived-arity-none", CORE, "    fn: math:isqrt\n", "    fn: platform:system\n", "core.yaml:40", "width_root", "cannot take the 1 declared inputs"),
+    ("derived-arity", CORE, "    inputs: [width]\n", "    inputs: [width, ratio]\n", "core.yaml:40", "width_root", "cannot take the 2 declared input(s) (width, ratio)"),
+    ("derived-arity-none", CORE, "    fn: math:isqrt\n", "    fn: platform:system\n", "core.yaml:40", "width_root", "cannot take the 1 declared input(s) (width)"),
     ("duplicate-key", CORE, "    default: 2\n", "    default: 2\n    default: 3\n", "core.yaml:7", None, "duplicate key 'default'"),
     ("yaml-1.1-octal-is-decimal", CORE, "    default: 2\n    min: 1\n", "    default: 010\n    min: 1\n    max: 9\n", "core.yaml:6", "width", "default 10 is invalid"),
 ]

@@ -221,8 +221,8 @@ def test_a_nasty_dataclass_still_generates(tmp_path: Path, capsys: pytest.Captur
         "maybe: choices [None] are not str values; dropped",
         "flag: choices ['yes'] make no sense for type bool; dropped",
         "ratio: choices [inf] are not float values; dropped",
-        "config_file: aliases ['--config'] are reserved or used by another leaf; left out",
-        "tp: aliases ['--tp-size'] are reserved or used by another leaf; left out",
+        "config_file: aliases ['--config'] are reserved, used by another leaf or listed twice; left out",
+        "tp: aliases ['--tp-size'] are reserved, used by another leaf or listed twice; left out",
     ):
         assert expected in err, expected
     assert gen_main(["--schema", str(out), "--out", str(tmp_path / "generated")]) == 0

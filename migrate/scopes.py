@@ -1,0 +1,367 @@
+"""The one Python scope model under the scanner's two analyses (the record's aliases in
+configbags.migrate.aliases, environment reads and readbacks in configbags.migrate.doors):
+scopes, what binds a name in them, where a binding lands and which binding a read sees,
+by Python's rules. Each analysis hangs its own facts on the scopes (a subclass of
+`Scope`) and says what a binding means (`ScopeBinder.bind_name`); the rules are here once:
+
+- a function, lambda, class and comprehension each open a scope; a class body does not
+  enclose its methods; decorators, defaults and bases are evaluated outside;
+- `global` sends a binding to the module, `nonlocal` to the nearest enclosing function
+  that binds the name, and a walrus in a comprehension to the enclosing scope (PEP 572);
+- a read sees the nearest scope that binds the name (builtins and star imports aside);
+- what binds: assignment targets (unpacked pairwise where both sides are literal),
+  `for` over a literal (each element in turn), `with ... as`, `def`, `class`, parameters,
+  imports, `except ... as`, match captures; `+=` and `del` bind to nothing provable.
+
+Also the walker both analyses build on: `StatementWalker` hands every statement list to
+one method, where an analysis picks the statements worth walking."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+class StatementWalker(ast.NodeVisitor):
+    """A visitor that hands every list of statements to `visit_statements`, where a
+    subclass picks the statements worth walking (the scanner's passes skip most of a file)."""
+
+    def visit_statements(self, statements: Sequence[ast.AST]) -> None:
+        for node in statements:
+            self.visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # ast.NodeVisitor's own visit_Constant looks for deprecated visit_Num & co. on
+        # every constant; a constant holds nothing to visit
+        pass
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                if value and isinstance(value[0], ast.stmt):
+                    self.visit_statements(value)
+                else:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
+
+class Scope:
+    __slots__ = ("bound", "globals", "kind", "nonlocals", "parent", "qualname")
+
+    def __init__(self, kind: str, qualname: str, parent: Self | None) -> None:
+        self.kind = kind  # module, class, function, lambda, comprehension
+        self.qualname = qualname
+        self.parent = parent
+        self.bound: set[str] = set()  # names a binding here writes (before global/nonlocal)
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+
+    def child_prefix(self) -> str:
+        return "" if self.kind == "module" else self.qualname + "."
+
+
+S = TypeVar("S", bound=Scope)
+
+
+class Scopes(Generic[S]):
+    """One module's scopes, as a binder opens them, and Python's rules over them."""
+
+    def __init__(self, module: S) -> None:
+        self.module = module
+        self.scopes: list[S] = [module]
+        self.scope_of: dict[int, S] = {}  # id(scope-opening node) -> scope
+
+    def visible(self, name: str, scope: S) -> S | None:
+        """The scope whose binding of `name` a read in `scope` sees: the nearest that
+        binds it (class bodies do not enclose their methods; `global` means the module's,
+        bound there or not), or None (a builtin, an unfollowed star import, unknown)."""
+        current: S | None = scope
+        first = True
+        while current is not None:
+            if current.kind == "class" and not first:
+                current = current.parent  # class bodies do not enclose their methods
+                continue
+            first = False
+            if name in current.globals:
+                return self.module
+            if name in current.bound and name not in current.nonlocals:
+                return current
+            current = current.parent
+        return None
+
+    def binding_scope(self, name: str, scope: S) -> S:
+        """The scope a binding of `name` written in `scope` lands in. Asked once every
+        binding is known, so a `nonlocal` finds an enclosing binding written after it."""
+        if name in scope.globals:
+            return self.module
+        if name in scope.nonlocals:
+            current = scope.parent
+            while current is not None and current.kind != "module":
+                if current.kind == "function" and name in current.bound:
+                    return current
+                current = current.parent
+        return scope
+
+    def unbound(self, name: str) -> bool:
+        """Whether no scope of the module binds `name` (so a read of it is the builtin)."""
+        return not any(name in scope.bound for scope in self.scopes)
+
+
+def unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) pairs whose positions are certain in `targets = values`.
+
+    Positions are known from the left up to the first starred element on either side, and
+    likewise from the right; a starred target takes a list, never what a value is, so it
+    is bound (shadowing) but never an alias. With no starred element, the lengths must
+    match (otherwise the assignment raises)."""
+    starred = any(isinstance(x, ast.Starred) for x in (*targets, *values))
+    if not starred:
+        return list(zip(targets, values, strict=True)) if len(targets) == len(values) else []
+    pairs: list[tuple[ast.expr, ast.expr]] = []
+    left = 0
+    while (
+        left < len(targets)
+        and left < len(values)
+        and not isinstance(targets[left], ast.Starred)
+        and not isinstance(values[left], ast.Starred)
+    ):
+        pairs.append((targets[left], values[left]))
+        left += 1
+    right = 1
+    while (
+        right <= len(targets) - left
+        and right <= len(values) - left
+        and not isinstance(targets[-right], ast.Starred)
+        and not isinstance(values[-right], ast.Starred)
+    ):
+        pairs.append((targets[-right], values[-right]))
+        right += 1
+    return pairs
+
+
+class ScopeBinder(StatementWalker, Generic[S]):
+    """Pass 1 of an analysis: open the scopes of the walked statements and hand every
+    binding to `bind_name`, with the value bound (None when nothing provable: a
+    parameter, `+=`, `del`, `except ... as`, a loop over a non-literal, ...) and an origin
+    `forced` on top of the value's (a subclass's `with`). Subclasses give `new_scope` and
+    `bind_name`, and override the visits whose bindings mean more to them."""
+
+    scopes: Scopes[S]
+    scope: S
+
+    def new_scope(self, kind: str, qualname: str, parent: S) -> S:
+        raise NotImplementedError
+
+    def bind_name(self, name: str, value: ast.expr | None, forced: str | None = None, scope: S | None = None) -> None:
+        """`name` is bound, in `scope` (the current one by default), to `value`. A
+        subclass records the binding and calls this, which marks the name bound."""
+        where = scope or self.scope
+        where.bound.add(name)
+        if name in where.globals:
+            self.scopes.module.bound.add(name)
+
+    def bind_params(self, scope: S, args: ast.arguments) -> None:
+        """The parameters are bound, to whatever a caller passes."""
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                self.bind_name(arg.arg, None, scope=scope)
+
+    def bind_attribute(self, target: ast.Attribute, value: ast.expr | None) -> None:
+        """An attribute is assigned (`self.x = value`): no name is bound."""
+
+    def opened_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: S, in_class: bool) -> None:
+        """A function's scope is open, its parameters not yet bound."""
+
+    # ---- scopes
+
+    def _open(self, node: ast.AST, kind: str, name: str | None) -> S:
+        qualname = self.scope.child_prefix() + name if name else self.scope.qualname
+        scope = self.new_scope(kind, qualname, self.scope)
+        self.scopes.scopes.append(scope)
+        self.scopes.scope_of[id(node)] = scope
+        return scope
+
+    def _visit_in(self, scope: S, nodes: Sequence[ast.AST]) -> None:
+        outer, self.scope = self.scope, scope
+        self.visit_statements(nodes)
+        self.scope = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self.bind_name(node.name, None)  # `def sa(): ...` rebinds sa
+        in_class = self.scope.kind == "class"
+        scope = self._open(node, "function", node.name)
+        self.opened_function(node, scope, in_class)
+        self.bind_params(scope, node.args)
+        self._visit_in(scope, node.body)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for expr in [*node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        scope = self._open(node, "lambda", None)
+        self.bind_params(scope, node.args)
+        outer, self.scope = self.scope, scope
+        self.visit(node.body)  # an expression: never a statement list to pick from
+        self.scope = outer
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(expr)
+        self.bind_name(node.name, None)
+        self._visit_in(self._open(node, "class", node.name), node.body)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        outer, self.scope = self.scope, self._open(node, "comprehension", None)
+        self.generic_visit(node)
+        self.scope = outer
+
+    visit_ListComp = _comprehension
+    visit_SetComp = _comprehension
+    visit_GeneratorExp = _comprehension
+    visit_DictComp = _comprehension
+
+    def visit_Global(self, node: ast.Global) -> None:
+        self.scope.globals.update(node.names)
+
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        self.scope.nonlocals.update(node.names)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            self.scope.bound.add(node.id)
+
+    # ---- bindings
+
+    def bind(self, target: ast.expr, value: ast.expr | None, forced: str | None = None) -> None:
+        """`target` is bound to `value` (None: unknown). Every name in the target gets a
+        binding, so one that is not provable (an unpacked call, a starred target) is a
+        binding to nothing rather than none at all."""
+        if isinstance(target, ast.Name):
+            self.bind_name(target.id, value, forced)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            paired: set[int] = set()
+            if isinstance(value, (ast.Tuple, ast.List)):
+                for sub_target, sub_value in unpacked(target.elts, value.elts):
+                    paired.add(id(sub_target))
+                    self.bind(sub_target, sub_value, forced)
+            for sub_target in target.elts:
+                if id(sub_target) not in paired:
+                    self.bind(sub_target, None)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, None)  # a starred target takes a list
+        elif isinstance(target, ast.Attribute):
+            self.bind_attribute(target, value)
+
+    def bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        # `for sa in (get_server_args(),)`: over a literal, the target takes each element
+        # in turn, so bind it to every one (flow-insensitively, like any other binding).
+        # Over anything else (or a starred element) the target takes unknown values.
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            for element in iterable.elts:
+                self.bind(target, None if isinstance(element, ast.Starred) else element)
+        else:
+            self.bind(target, None)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self.bind_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self.bind_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        # what `__enter__` returns is not provably anything
+        for item in node.items:
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, None)
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self.bind(target, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:  # a bare `x: T` makes x local, binding nothing
+            self.bind(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        # `sa += x` binds sa to `sa.__iadd__(x)`: not provably what sa was
+        self.bind(node.target, None)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        # after `del sa`, a read raises NameError
+        for target in node.targets:
+            self.bind(target, None)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        # A walrus in a comprehension binds in the enclosing function (PEP 572).
+        scope = self.scope
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        self.bind_name(node.target.id, node.value, scope=scope)
+        self.visit(node.value)
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self.bind_name(node.name, None)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        if node.name:
+            self.bind_name(node.name, None)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        if node.name:
+            self.bind_name(node.name, None)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        if node.rest:
+            self.bind_name(node.rest, None)
+        self.generic_visit(node)
+
+
+class ScopeReader(StatementWalker, Generic[S]):
+    """Pass 2 of an analysis: walk the same statements in the scopes the binder opened."""
+
+    scopes: Scopes[S]
+    scope: S
+
+    def _enter(self, node: ast.AST) -> None:
+        outer = self.scope
+        self.scope = self.scopes.scope_of.get(id(node), outer)
+        self.generic_visit(node)
+        self.scope = outer
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._enter(node)  # decorators and defaults are attributed to the function
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_ClassDef = _enter
+    visit_Lambda = _enter
+    visit_ListComp = _enter
+    visit_SetComp = _enter
+    visit_GeneratorExp = _enter
+    visit_DictComp = _enter
