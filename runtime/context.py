@@ -33,7 +33,6 @@ from configbags.runtime.errors import (
     NotPublishedError,
     OwnerError,
     PolicyError,
-    RankNotStampedError,
     RoleError,
     UnknownLeafError,
 )
@@ -1179,12 +1178,3 @@ class RunnerView:
 
     def __repr__(self) -> str:
         return f"RunnerView({self.name!r}, overlay={self.overlay!r})"
-
-
-def unstamped_rank(bag: object, name: str) -> RankNotStampedError:
-    """The error for a rank read before publish stamped it (used by generated bags)."""
-    return RankNotStampedError(
-        f"{type(bag).__name__}.{name} was never stamped: ranks come from the process's world "
-        f"rank at publish (publish(..., ranks=...) or configbags.runtime.dist.publish_distributed); this "
-        f"process published without them"
-    )

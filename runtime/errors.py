@@ -61,3 +61,12 @@ class YamlError(ConfigError, ValueError):
         super().__init__(f"line {line}: {message}" if line else message)
         self.problem = message
         self.line = line
+
+
+def unstamped_rank(bag: object, name: str) -> RankNotStampedError:
+    """The error for a rank read before publish stamped it (used by generated bags)."""
+    return RankNotStampedError(
+        f"{type(bag).__name__}.{name} was never stamped: ranks come from the process's world "
+        f"rank at publish (publish(..., ranks=...) or configbags.runtime.dist.publish_distributed); this "
+        f"process published without them"
+    )

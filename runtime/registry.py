@@ -37,23 +37,26 @@ class Deprecation:
     remove_in: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class LeafSpec:
+    """One leaf as the runtime sees it. Every field past `owner` has the default most
+    leaves share, and the generated registry spells out only the fields that differ."""
+
     name: str
     namespace: str
     type: TypeSpec
-    default: Any
-    required: bool
-    has_fallback: bool
-    fallback: Any
-    choices: tuple[Any, ...] | None
-    minimum: float | None
-    maximum: float | None
     owner: str
-    policy: Policy
-    hash: bool
-    capacity: str | None
-    flags: tuple[str, ...]
+    default: Any = None
+    required: bool = False
+    has_fallback: bool = False
+    fallback: Any = None
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    policy: Policy = Policy.STARTUP
+    hash: bool = True
+    capacity: str | None = None
+    flags: tuple[str, ...] = ()  # no flag: set by config file or environment only
     env: str | None = None  # the environment variable that sets it (layer `env`)
     secret: bool = False  # redacted everywhere it is shown, never hashed
     renamed_from: tuple[Renamed, ...] = ()

@@ -1,0 +1,116 @@
+"""The versioned face generated code imports (configbags.runtime.generated_api): the
+package checks at import that the runtime speaks its API, bags stay light, and a
+record's origins live beside it."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+from genutil import CASES, import_generated
+
+from configbags.codegen.emit import emit
+from configbags.codegen.model import load_schema
+from configbags.codegen.write import write_tree
+from configbags.runtime import generated_api, record
+from configbags.runtime.generated_api import API_VERSION, GeneratedApiError, require_api
+from configbags.runtime.resolve import Layer
+
+REGEN = "configbags gen --schema schema --package tinyengine.config --out src/tinyengine/config"
+
+
+def _generated(tmp_path: Path, case: str = "tiny") -> Path:
+    out = tmp_path / "expected"
+    write_tree(out, emit(load_schema(CASES / case / "schema"), REGEN, package="tinyengine.config"))
+    return out
+
+
+def test_a_package_records_the_api_it_was_generated_for(tmp_path: Path) -> None:
+    init = (_generated(tmp_path) / "__init__.py").read_text()
+    assert f"\nAPI_VERSION = {API_VERSION}\n" in init
+    assert "from configbags.runtime.generated_api import require_api" in init
+
+
+def test_a_package_of_another_api_fails_at_import_and_names_both_fixes(tmp_path: Path) -> None:
+    out = _generated(tmp_path)
+    init = out / "__init__.py"
+    init.write_text(init.read_text().replace(f"API_VERSION = {API_VERSION}\n", f"API_VERSION = {API_VERSION + 1}\n"))
+    with pytest.raises(GeneratedApiError) as caught:
+        import_generated(out)
+    message = str(caught.value)
+    assert f"generated for configbags runtime API {API_VERSION + 1}" in message
+    assert f"speaks API {API_VERSION}" in message
+    assert f"regenerate it with `{REGEN}`" in message
+    assert f"upgrade/downgrade configbags to a version that speaks API {API_VERSION + 1}" in message
+    assert isinstance(caught.value, ImportError)  # an import that cannot work, as Python sees it
+
+
+def test_a_runtime_that_moved_on_refuses_an_older_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(generated_api, "API_VERSION", API_VERSION + 1)
+    with pytest.raises(GeneratedApiError, match=f"generated for configbags runtime API {API_VERSION},"):
+        require_api(API_VERSION, "engine.config", REGEN)
+    monkeypatch.undo()
+    require_api(API_VERSION, "engine.config", REGEN)  # the version it speaks: silent
+
+
+def _loaded_after(statement: str) -> set[str]:
+    code = f"import sys\n{statement}\nprint(' '.join(m for m in sys.modules if m.startswith('configbags')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_bags_import_no_context_machinery() -> None:
+    """Bags are plain data: a process that only holds or type-checks them loads no context."""
+    loaded = _loaded_after("import configbags.generated.bags")
+    assert "configbags.generated.bags" in loaded
+    assert "configbags.runtime.context" not in loaded, sorted(loaded)
+    # the accessors do need it, and get it through the same face
+    assert "configbags.runtime.context" in _loaded_after("import configbags.generated.accessors")
+
+
+def test_the_face_lends_only_what_it_has() -> None:
+    assert generated_api.Context.__module__ == "configbags.runtime.context"
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        _ = generated_api.Nothing
+
+
+@pytest.fixture(scope="module")
+def server_args(tmp_path_factory: pytest.TempPathFactory) -> type:
+    mods = import_generated(_generated(tmp_path_factory.mktemp("face")))
+    cls: type = mods["server_args"].ServerArgs
+    return cls
+
+
+def test_origins_live_beside_the_frozen_record(server_args: type) -> None:
+    """The record holds its leaves and nothing else; where each value came from is kept
+    beside it, per record (not per value: equal records may come from different places)."""
+    assert not any(f.name.startswith("_") for f in attrs.fields(server_args))
+    from_cli = server_args.from_cli(["--name", "n"], environ={})
+    from_dict = server_args.from_dict({"name": "n"}, source="a dict")
+    assert from_cli == from_dict
+    registry = sys.modules[server_args.__module__.rpartition(".")[0] + ".registry"]
+    assert record.origins_of(from_cli, registry.LEAVES)["name"].layer is Layer.CLI
+    assert record.origins_of(from_dict, registry.LEAVES)["name"].source == "a dict"
+
+
+def test_a_replaced_record_keeps_the_origins_and_adds_its_own(server_args: type) -> None:
+    registry = sys.modules[server_args.__module__.rpartition(".")[0] + ".registry"]
+    base = server_args.from_dict({"name": "n"}, source="a dict")
+    new = base.replace(width=5)
+    origins = record.origins_of(new, registry.LEAVES)
+    assert origins["name"].source == "a dict"
+    assert origins["width"].source == "replace()"
+    assert "width" not in record.origins_of(base, registry.LEAVES)
+
+
+def test_the_side_table_lets_a_record_go(server_args: type) -> None:
+    before = len(record._inputs)
+    made = server_args.from_dict({"name": "n"})
+    assert len(record._inputs) == before + 1
+    del made
+    gc.collect()
+    assert len(record._inputs) == before
