@@ -674,7 +674,7 @@ def _group(ns: Namespace, derived: dict[str, DerivedSpellings]) -> NamespaceSect
         doc_literal=py(ns.doc.replace("%", "%%")),
         md_path=md(ns.path),
         md_doc=md(ns.doc),
-        accessor=accessor_expression(ns.path, "").rstrip("."),
+        accessor=accessor_expression(ns.path, ""),
         leaves=tuple(_leaf(leaf) for leaf in ns.leaves),
         derived=tuple(derived[d.name] for d in ns.derived),
         has_derived=bool(ns.derived),

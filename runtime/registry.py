@@ -141,10 +141,11 @@ class RoleSpec:
 
 def accessor_expression(namespace: str, name: str) -> str:
     """How code reads a leaf: `accessor_expression("exec.kernel", "attention_backend")` is
-    `get_exec().kernel.attention_backend`. One spelling for the generator, the ratchet's
-    messages and fixes, and run-time errors."""
-    top, *rest = namespace.split(".")
-    return ".".join([f"get_{top}()", *rest, name])
+    `cfg.exec.kernel.attention_backend`, the generated accessors module's `cfg` (slot loads,
+    about as cheap as a legacy `server_args.x`; a `get_exec().kernel...` call costs several
+    times that). One spelling for the generator, the ratchet's messages and fixes, and
+    run-time errors."""
+    return ".".join(["cfg", namespace, name] if name else ["cfg", namespace])
 
 
 def _ancestors(path: str) -> tuple[str, ...]:
@@ -259,5 +260,5 @@ class Registry:
         return spec.namespace if spec else "?"
 
     def accessor_of(self, name: str) -> str:
-        """How code should read a leaf: `get_exec().kernel.attention_backend`."""
+        """How code should read a leaf: `cfg.exec.kernel.attention_backend`."""
         return accessor_expression(self.namespace_of(name), name)

@@ -108,9 +108,9 @@ def test_a_replaced_record_keeps_the_origins_and_adds_its_own(server_args: type)
 
 
 def test_the_side_table_lets_a_record_go(server_args: type) -> None:
-    before = len(record._inputs)
     made = server_args.from_dict({"name": "n"})
-    assert len(record._inputs) == before + 1
+    key = id(made)
+    assert record._inputs[key][0]() is made
     del made
     gc.collect()
-    assert len(record._inputs) == before
+    assert key not in record._inputs  # no record was made since: the id is not reused

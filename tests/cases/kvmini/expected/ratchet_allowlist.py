@@ -48,12 +48,12 @@ OVERRIDE_POLICIES: dict[str, str] = {
 ENV_LEAVES: dict[str, str] = {}
 
 ACCESSORS: dict[str, str] = {
-    "context_length": "get_engine().context_length",
-    "kv_cache_dtype": "get_engine().kv_cache_dtype",
-    "mamba_full_memory_ratio": "get_pool().mamba_full_memory_ratio",
-    "max_running_requests": "get_pool().max_running_requests",
-    "mem_fraction_static": "get_pool().mem_fraction_static",
-    "page_size": "get_pool().page_size",
-    "swa_full_tokens_ratio": "get_pool().swa_full_tokens_ratio",
-    "tp_size": "get_engine().tp_size",
+    "context_length": "cfg.engine.context_length",
+    "kv_cache_dtype": "cfg.engine.kv_cache_dtype",
+    "mamba_full_memory_ratio": "cfg.pool.mamba_full_memory_ratio",
+    "max_running_requests": "cfg.pool.max_running_requests",
+    "mem_fraction_static": "cfg.pool.mem_fraction_static",
+    "page_size": "cfg.pool.page_size",
+    "swa_full_tokens_ratio": "cfg.pool.swa_full_tokens_ratio",
+    "tp_size": "cfg.engine.tp_size",
 }
