@@ -280,27 +280,27 @@ def relied_on(expression: str) -> set[str]:
 def _module_bindings(tree: ast.Module) -> dict[str, str]:
     """Name -> where it comes from, for every name the module binds anywhere (a function's
     local or parameter shadows an imported `cfg` inside it): the import source module, or
-    '' when the module defines, assigns or imports it otherwise."""
-    bound: dict[str, str] = {}
+    '' when the module defines, assigns or imports it otherwise, or binds it more than once
+    in different ways."""
+    bound: dict[str, set[str]] = defaultdict(set)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                source = f"{node.module}.{alias.name}" if node.level == 0 else ""
-                bound.setdefault(alias.asname or alias.name, source)
+                bound[alias.asname or alias.name].add(f"{node.module}.{alias.name}" if node.level == 0 else "")
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                bound.setdefault(alias.asname or alias.name.partition(".")[0], "")
+                bound[alias.asname or alias.name.partition(".")[0]].add("")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.setdefault(node.name, "")
+            bound[node.name].add("")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            bound.setdefault(node.id, "")
+            bound[node.id].add("")
         elif isinstance(node, ast.arg):
-            bound.setdefault(node.arg, "")
+            bound[node.arg].add("")
         elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            bound.setdefault(node.name, "")
+            bound[node.name].add("")
         elif isinstance(node, ast.MatchMapping) and node.rest:
-            bound.setdefault(node.rest, "")
-    return bound
+            bound[node.rest].add("")
+    return {name: next(iter(sources)) if len(sources) == 1 else "" for name, sources in bound.items()}
 
 
 class _Rewriter(cst.CSTTransformer):

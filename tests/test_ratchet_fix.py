@@ -151,6 +151,7 @@ def test_refuses_when_the_accessor_name_is_taken() -> None:
         "def f(server_args):\n    from . import cfg\n",
         "def f(server_args):\n    try:\n        pass\n    except E as cfg:\n        pass\n",
         "def f(server_args):\n    g = lambda cfg: cfg\n",
+        f"from {MODULE} import cfg\n\ndef f(server_args, cfg):\n",  # imported, and shadowed here
     ],
 )
 def test_a_local_cfg_keeps_the_read_raw(binding: str) -> None:
