@@ -325,8 +325,8 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
                  "Layer", "add_config_flag",
                  *(["json_value"] if any(leaf.type.base == "json" and leaf.cli is not None
                                          for leaf in schema.leaves) else []),
-                 "load_config_file", "record_from_cli", "record_from_cli_args", "record_from_dict",
-                 "record_to_dict", "replace_record", "validate_record"])],
+                 "leaf_converters", "load_config_file", "record_from_cli", "record_from_cli_args",
+                 "record_from_dict", "record_to_dict", "replace_record"])],
             ["from .registry import LEAVES, REGISTRY"],
         ),
         bag_exports=tuple(sorted([*(class_name(ns.path) for ns in schema.namespaces), "Config"], key=export_order)),

@@ -21,13 +21,13 @@ from configbags.runtime.leaftypes import Policy, TypeSpec
 from configbags.runtime.record import (
     add_config_flag,
     json_value,
+    leaf_converters,
     load_config_file,
     record_from_cli,
     record_from_cli_args,
     record_from_dict,
     record_to_dict,
     replace_record,
-    validate_record,
 )
 from configbags.runtime.registry import (
     Condition,
@@ -71,6 +71,7 @@ __all__ = [
     "TypeSpec",
     "add_config_flag",
     "json_value",
+    "leaf_converters",
     "load_config_file",
     "record_from_cli",
     "record_from_cli_args",
@@ -79,7 +80,6 @@ __all__ = [
     "replace_record",
     "require_api",
     "unstamped_rank",
-    "validate_record",
 ]
 
 _CONTEXT_NAMES = frozenset({"Context", "ProcessView", "RunnerView"})

@@ -78,14 +78,25 @@ def check_value(spec: LeafSpec, value: Any, source: str) -> Any:
     return coerced
 
 
-def validate_record(record: Any, leaves: Mapping[str, LeafSpec]) -> None:
-    """Check every field of a freshly built record and store its canonical form
-    (lists as tuples, ints widened for float leaves)."""
-    for name, spec in leaves.items():
-        value = getattr(record, name)
-        coerced = check_value(spec, value, type(record).__name__)
-        if coerced is not value:
-            object.__setattr__(record, name, coerced)
+def leaf_converters(
+    leaves: Mapping[str, LeafSpec],
+) -> Callable[[type, list[attrs.Attribute[Any]]], list[attrs.Attribute[Any]]]:
+    """The record class's `field_transformer`: each leaf field checks its value and stores
+    the canonical form (lists as tuples, ints widened for float leaves) as attrs builds the
+    record, so a frozen record is never changed once built."""
+
+    def transform(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+        return [field.evolve(converter=_canonical(leaves[field.name], cls.__name__)) if field.name in leaves
+                else field for field in fields]
+
+    return transform
+
+
+def _canonical(spec: LeafSpec, source: str) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        return check_value(spec, value, source)
+
+    return convert
 
 
 # Each record's RecordInput, kept beside the record rather than forced into it: a frozen

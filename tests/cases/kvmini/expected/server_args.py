@@ -25,13 +25,13 @@ import attrs
 from configbags.runtime.generated_api import (
     Layer,
     add_config_flag,
+    leaf_converters,
     load_config_file,
     record_from_cli,
     record_from_cli_args,
     record_from_dict,
     record_to_dict,
     replace_record,
-    validate_record,
 )
 
 from .registry import LEAVES, REGISTRY
@@ -41,7 +41,8 @@ __all__ = ["SCHEMA_PATH", "ServerArgs"]
 SCHEMA_PATH = Path(__file__).with_name("server_args.schema.json")
 
 
-@attrs.frozen(kw_only=True)
+# Each leaf field checks its value and keeps the canonical form as the record is built.
+@attrs.frozen(kw_only=True, field_transformer=leaf_converters(LEAVES))
 class ServerArgs:
     """Launch-time server configuration, exactly as the operator gave it."""
 
@@ -61,9 +62,6 @@ class ServerArgs:
     """Sliding-window pool size relative to the full pool."""
     mamba_full_memory_ratio: float | None = None
     """Mamba state memory relative to KV memory."""
-
-    def __attrs_post_init__(self) -> None:
-        validate_record(self, LEAVES)
 
     @classmethod
     def from_dict(

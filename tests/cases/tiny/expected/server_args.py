@@ -26,13 +26,13 @@ from configbags.runtime.generated_api import (
     Layer,
     add_config_flag,
     json_value,
+    leaf_converters,
     load_config_file,
     record_from_cli,
     record_from_cli_args,
     record_from_dict,
     record_to_dict,
     replace_record,
-    validate_record,
 )
 
 from .registry import LEAVES, REGISTRY
@@ -42,7 +42,8 @@ __all__ = ["SCHEMA_PATH", "ServerArgs"]
 SCHEMA_PATH = Path(__file__).with_name("server_args.schema.json")
 
 
-@attrs.frozen(kw_only=True)
+# Each leaf field checks its value and keeps the canonical form as the record is built.
+@attrs.frozen(kw_only=True, field_transformer=leaf_converters(LEAVES))
 class ServerArgs:
     """Launch-time server configuration, exactly as the operator gave it."""
 
@@ -72,9 +73,6 @@ class ServerArgs:
     """Free-form labels."""
     skip: int = 0
     """Steps to skip."""
-
-    def __attrs_post_init__(self) -> None:
-        validate_record(self, LEAVES)
 
     @classmethod
     def from_dict(
