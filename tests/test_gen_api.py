@@ -17,6 +17,7 @@ from configbags.codegen.emit import emit
 from configbags.codegen.model import load_schema
 from configbags.codegen.write import write_tree
 from configbags.runtime import generated_api, record
+from configbags.runtime.errors import ConfigError
 from configbags.runtime.generated_api import API_VERSION, GeneratedApiError, require_api
 from configbags.runtime.resolve import Layer
 
@@ -169,3 +170,18 @@ def test_the_face_holds_exactly_what_generated_code_imports() -> None:
             if isinstance(node, ast.ImportFrom) and node.module == "configbags.runtime.generated_api":
                 used.update(alias.name for alias in node.names)
     assert used == set(generated_api.__all__) - {"API_VERSION", "GeneratedApiError"}
+
+
+def test_a_built_record_is_never_written_to(server_args: type) -> None:
+    """The record checks and canonicalises each leaf while attrs builds it (converters), so
+    nothing writes to it afterwards: no post-init hook, no object.__setattr__ in record.py."""
+    import ast
+
+    assert "__attrs_post_init__" not in vars(server_args)
+    built = server_args(name="n", sizes=[4, 8])
+    assert built.sizes == (4, 8)  # the canonical form, from the converter
+    with pytest.raises(ConfigError, match=r"core\.tune\.sizes"):
+        server_args(name="n", sizes=[100])  # and the check, as it is built
+    source = (REPO / "runtime" / "record.py").read_text()
+    calls = [ast.unparse(n.func) for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
+    assert "object.__setattr__" not in calls
