@@ -25,10 +25,14 @@ from configbags.codegen.model import (
     Schema,
     class_name,
 )
+from configbags.runtime.generated_api import API_VERSION
 from configbags.runtime.leaftypes import Policy, TypeSpec, jsonable
 from configbags.runtime.record import RENAMED_DEST
-from configbags.runtime.registry import REDACTED, accessor_expression
+from configbags.runtime.registry import REDACTED, LeafSpec, accessor_expression
 from configbags.runtime.spelling import flag_of
+
+# The one runtime module generated code imports (its names and their version: API_VERSION).
+FACE = "configbags.runtime.generated_api"
 
 HINTS = {
     "int": "int",
@@ -223,7 +227,12 @@ def export_order(name: str) -> tuple[int, str]:
 @attrs.frozen
 class RenderModel:
     header_sources: tuple[str, ...]
+    schema_folder: str  # the schema folder's name, as the header prints it
     regen: str
+    regen_literal: str  # the regenerate command as a Python literal (the API check's advice)
+    api_version: int  # the runtime API (configbags.runtime.generated_api) the code is written for
+    init_imports: str
+    accessors_imports: str
     import_name: str  # the generated package's own import name (docstrings)
     bags: tuple[BagClass, ...]  # children first
     top_bags: tuple[NestedBag, ...]
@@ -271,7 +280,16 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
     top = schema.top_level
     return RenderModel(
         header_sources=schema.sources,
+        schema_folder=schema.name,
         regen=regen,
+        regen_literal=py(regen),
+        api_version=API_VERSION,
+        init_imports=import_block([f"from {FACE} import require_api"]),
+        accessors_imports=import_block(
+            ["from collections.abc import Mapping", "from typing import Any"],
+            [f"from {FACE} import Context, Facts, ProcessView, RunnerView"],
+            ["from . import bags, registry", "from .server_args import ServerArgs"],
+        ),
         import_name=import_name,
         bags=tuple(_bag(schema, ns) for ns in sorted(schema.namespaces, key=lambda n: (-n.path.count("."), n.path))),
         top_bags=tuple(NestedBag(p, class_name(p), p) for p in top),
@@ -283,7 +301,9 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         registry_imports=_registry_imports(
             {d.fn.partition(":")[0] for d in schema.derived} | {r.fn.partition(":")[0] for r in schema.rules if r.fn},
             sorted(
-                {"DerivedSpec", "LeafSpec", "NamespaceSpec", "PresetSpec", "Registry", "RoleSpec", "RuleSpec"}
+                {"DerivedSpec", "LeafSpec", "NamespaceSpec", "PresetSpec", "Registry", "RoleSpec", "RuleSpec",
+                 "TypeSpec"}
+                | ({"Policy"} if any(x.policy is not Policy.STARTUP for x in schema.leaves) else set())
                 | ({"Condition"} if any(r.when for r in schema.rules) else set())
                 | ({"Deprecation"} if any(x.deprecated for x in schema.leaves) else set())
                 | ({"Renamed"} if any(x.renamed_from for x in schema.leaves) else set())
@@ -296,17 +316,18 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         bags_imports=import_block(
             ["from typing import Any"] if any(x.type.base == "json" for x in schema.values) else [],
             ["import attrs",
-             *(["from configbags.runtime.context import unstamped_rank"] if any(ns.ranks for ns in schema.namespaces)
-               else [])],
+             *([f"from {FACE} import unstamped_rank"] if any(ns.ranks for ns in schema.namespaces) else [])],
         ),
         server_args_imports=import_block(
             ["import argparse", "from collections.abc import Mapping, Sequence", "from pathlib import Path",
              "from typing import Any"],
             ["import attrs",
-             "from configbags.runtime import record as _record",
-             *(["from configbags.runtime.record import json_value"] if any(
-                 leaf.type.base == "json" and leaf.cli is not None for leaf in schema.leaves) else []),
-             "from configbags.runtime.resolve import Layer"],
+             f"from {FACE} import " + ", ".join([
+                 "Layer", "add_config_flag",
+                 *(["json_value"] if any(leaf.type.base == "json" and leaf.cli is not None
+                                         for leaf in schema.leaves) else []),
+                 "leaf_converters", "load_config_file", "record_from_cli", "record_from_cli_args",
+                 "record_from_dict", "record_to_dict", "replace_record"])],
             ["from .registry import LEAVES, REGISTRY"],
         ),
         bag_exports=tuple(sorted([*(class_name(ns.path) for ns in schema.namespaces), "Config"], key=export_order)),
@@ -411,15 +432,14 @@ def import_block(*sections: list[str]) -> str:
 
 def _registry_imports(derive_modules: set[str], runtime_names: list[str]) -> str:
     """Derived and rule functions' modules (the stdlib, configbags as third party, or the
-    engine's own), then what the registry uses from the runtime's registry module."""
+    engine's own), then what the registry uses from the runtime."""
     stdlib = sorted(m for m in derive_modules if m.split(".")[0] in sys.stdlib_module_names)
     ours = sorted(m for m in derive_modules if m.split(".")[0] == "configbags")
     engine = sorted(derive_modules.difference(stdlib, ours))
     return import_block(
         [f"import {m}" for m in stdlib],
         [*(f"import {m}" for m in ours),
-         "from configbags.runtime.leaftypes import Policy, TypeSpec",
-         f"from configbags.runtime.registry import {', '.join(runtime_names)}"],
+         f"from {FACE} import {', '.join(runtime_names)}"],
         [f"import {m}" for m in engine],
         ["from . import bags", "from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY"],
     )
@@ -555,35 +575,48 @@ def _shown(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+# LeafSpec's field defaults: the registry spells out only the fields where a leaf differs.
+_LEAF_DEFAULTS = {f.name: f.default for f in attrs.fields(LeafSpec) if f.default is not attrs.NOTHING}
+
+
+def _non_default(args: tuple[tuple[str, Any, str], ...], defaults: dict[str, Any]) -> tuple[Kwarg, ...]:
+    """`key=expression` for each (key, value, expression) whose value is not the field's
+    default (compared with its type, so 1 is not taken for True)."""
+    return tuple(
+        Kwarg(key, expr) for key, value, expr in args
+        if key not in defaults or type(value) is not type(defaults[key]) or value != defaults[key]
+    )
+
+
 def _leaf(leaf: Leaf) -> LeafSpellings:
     t = leaf.type
-    spec = (
-        Kwarg("name", py(leaf.name)),
-        Kwarg("namespace", py(leaf.namespace)),
-        Kwarg("type", f"TypeSpec({t.base!r}, {t.optional!r})"),
-        Kwarg("default", "None" if leaf.required else py(jsonable(t.coerce(leaf.default)))),
-        Kwarg("required", py(leaf.required)),
-        Kwarg("has_fallback", py(leaf.has_fallback)),
-        Kwarg("fallback", py(leaf.fallback)),
-        Kwarg("choices", py(leaf.choices)),
-        Kwarg("minimum", py(leaf.minimum)),
-        Kwarg("maximum", py(leaf.maximum)),
-        Kwarg("owner", py(leaf.owner)),
-        Kwarg("policy", f"Policy.{leaf.policy.name}"),
-        Kwarg("hash", py(leaf.hash)),
-        Kwarg("capacity", py(leaf.capacity)),
-        Kwarg("flags", py(leaf.cli.flags if leaf.cli else ())),
-        # only when declared, so the registry of a schema without writers reads as before
-        *((Kwarg("writers", py(leaf.writers)),) if leaf.writers else ()),
-        Kwarg("env", py(leaf.env)),
-        Kwarg("secret", py(leaf.secret)),
-        Kwarg("renamed_from", "(" + "".join(
+    default = None if leaf.required else jsonable(t.coerce(leaf.default))
+    spec = _non_default((
+        ("name", leaf.name, py(leaf.name)),
+        ("namespace", leaf.namespace, py(leaf.namespace)),
+        ("type", t, f"TypeSpec({t.base!r}, {t.optional!r})"),
+        ("owner", leaf.owner, py(leaf.owner)),
+        ("default", default, py(default)),
+        ("required", leaf.required, py(leaf.required)),
+        ("has_fallback", leaf.has_fallback, py(leaf.has_fallback)),
+        ("fallback", leaf.fallback, py(leaf.fallback)),
+        ("choices", leaf.choices, py(leaf.choices)),
+        ("minimum", leaf.minimum, py(leaf.minimum)),
+        ("maximum", leaf.maximum, py(leaf.maximum)),
+        ("policy", leaf.policy, f"Policy.{leaf.policy.name}"),
+        ("hash", leaf.hash, py(leaf.hash)),
+        ("capacity", leaf.capacity, py(leaf.capacity)),
+        ("flags", tuple(leaf.cli.flags) if leaf.cli else (), py(leaf.cli.flags if leaf.cli else ())),
+        ("writers", tuple(leaf.writers), py(leaf.writers)),
+        ("env", leaf.env, py(leaf.env)),
+        ("secret", leaf.secret, py(leaf.secret)),
+        ("renamed_from", tuple(leaf.renamed_from), "(" + "".join(
             f"Renamed({py(r.name)}, {py(r.flag)}, {py(r.env)}, {py(r.since)}, {py(r.remove_in)}), "
             for r in leaf.renamed_from) + ")"),
-        Kwarg("deprecated", "None" if leaf.deprecated is None else
-              f"Deprecation({py(leaf.deprecated.since)}, {py(leaf.deprecated.use)}, {py(leaf.deprecated.remove_in)})"),
-        Kwarg("kind", py(leaf.kind)),
-    )
+        ("deprecated", leaf.deprecated, "None" if leaf.deprecated is None else
+         f"Deprecation({py(leaf.deprecated.since)}, {py(leaf.deprecated.use)}, {py(leaf.deprecated.remove_in)})"),
+        ("kind", leaf.kind, py(leaf.kind)),
+    ), _LEAF_DEFAULTS)
     flags = leaf.cli.flags if leaf.cli else ()
     return LeafSpellings(
         name=leaf.name,
@@ -642,7 +675,7 @@ def _group(ns: Namespace, derived: dict[str, DerivedSpellings]) -> NamespaceSect
         doc_literal=py(ns.doc.replace("%", "%%")),
         md_path=md(ns.path),
         md_doc=md(ns.doc),
-        accessor=accessor_expression(ns.path, "").rstrip("."),
+        accessor=accessor_expression(ns.path, ""),
         leaves=tuple(_leaf(leaf) for leaf in ns.leaves),
         derived=tuple(derived[d.name] for d in ns.derived),
         has_derived=bool(ns.derived),
@@ -672,7 +705,8 @@ def config_file_schema(schema: Schema, regen: str) -> dict[str, Any]:
     """The JSON Schema of a `--config` file for ServerArgs (leaf names as keys)."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$comment": f"Code generated by codegen from {schema.name}/. DO NOT EDIT. Regenerate: {regen}",
+        "$comment": f"Code generated by `configbags gen` from the schema folder {schema.name}/. DO NOT EDIT. "
+                    f"Regenerate: {regen}",
         "title": "ServerArgs config file",
         "type": "object",
         "additionalProperties": False,

@@ -376,6 +376,7 @@ def _accessors_module(
     project (None for an installed one): given, or from [tool.configbags]; refused before
     anything is rewritten when it does not exist (by path, no import) or lacks an
     accessor the rewrite may import."""
+    from configbags.migrate.fix import relied_on
     from configbags.migrate.targets import (
         check_defines,
         default_accessors_module,
@@ -386,9 +387,10 @@ def _accessors_module(
     module = args.accessors_module or default_accessors_module(args.schema, inputs.settings.roots)
     path = find_accessors_module(inputs.project, inputs.settings.roots, module)
     functions = {
-        expression.split("(", 1)[0]
+        name
         for leaf, expression in inputs.accessors.items()
         if leaves is None or leaf in leaves
+        for name in relied_on(expression)
     }
     if args.rewrite_writes:
         functions.add("get_context")

@@ -1,7 +1,9 @@
 """`configbags ratchet fix`: rewrite raw record reads to the generated accessors.
 
-`self.server_args.page_size` becomes `get_schedule().page_size`, and
-`from <accessors module> import get_schedule` is added. The scanner decides *what* is a
+`self.server_args.page_size` becomes `cfg.schedule.page_size`, and
+`from <accessors module> import cfg` is added: `cfg` is the accessors module's view of the
+config in force, two slot loads per read (about what the legacy read cost), never stale,
+and as role-checked as the accessor functions. The scanner decides *what* is a
 raw read (so fix and check can never disagree); libcst does the rewriting, so formatting
 and comments outside the rewritten expressions stay byte for byte.
 
@@ -9,7 +11,8 @@ Fix refuses what it cannot prove safe, and says why: writes; dynamic `getattr`; 
 reads (`vars`, `asdict`, `__dict__`); `hasattr`; raw environment reads and operator
 readbacks (configbags.migrate.doors: neither reads the record); names that are not config leaves; a
 `getattr` default that could have side effects; an accessor name already bound to
-something else in the module. The refusal reason is what `ratchet fix` writes into the
+something else in the module (`cfg` as a local variable or a parameter too, since the
+rewritten read would see that instead). The refusal reason is what `ratchet fix` writes into the
 allowlist entry, so every read that stays raw says why.
 
 It also refuses whatever would change *which* record is read, or drop code:
@@ -259,19 +262,45 @@ def _receiver_refusal(receiver: cst.BaseExpression, read: Read) -> str | None:
     return f"the receiver `{code}` may have side effects; dropping it would drop them, rewrite by hand"
 
 
+def bound_name(expression: str) -> str:
+    """The name a read expression starts from, which the rewrite imports:
+    `cfg.schedule.page_size` -> `cfg` (`get_schedule().page_size` -> `get_schedule`)."""
+    return expression.partition(".")[0].partition("(")[0]
+
+
+def relied_on(expression: str) -> set[str]:
+    """The names of the accessors module a rewrite to `expression` relies on: the one it
+    imports and, for a `cfg.<namespace>...` read, that namespace's accessor function,
+    which a module generated from another schema (or a stale one) lacks."""
+    name = bound_name(expression)
+    top = expression.split(".")[1] if name == "cfg" and "." in expression else None
+    return {name, *([f"get_{top}"] if top else [])}
+
+
 def _module_bindings(tree: ast.Module) -> dict[str, str]:
-    """Top-level name -> where it comes from: the import source module, or '' when the
-    module defines or assigns it itself."""
-    bound: dict[str, str] = {}
-    for stmt in ast.walk(tree):
-        if isinstance(stmt, ast.ImportFrom) and stmt.level == 0:
-            for alias in stmt.names:
-                bound.setdefault(alias.asname or alias.name, f"{stmt.module}.{alias.name}")
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.setdefault(stmt.name, "")
-        elif isinstance(stmt, ast.Name) and isinstance(stmt.ctx, ast.Store):
-            bound.setdefault(stmt.id, "")
-    return bound
+    """Name -> where it comes from, for every name the module binds anywhere (a function's
+    local or parameter shadows an imported `cfg` inside it): the import source module, or
+    '' when the module defines, assigns or imports it otherwise, or binds it more than once
+    in different ways."""
+    bound: dict[str, set[str]] = defaultdict(set)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                bound[alias.asname or alias.name].add(f"{node.module}.{alias.name}" if node.level == 0 else "")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound[alias.asname or alias.name.partition(".")[0]].add("")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound[node.name].add("")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound[node.id].add("")
+        elif isinstance(node, ast.arg):
+            bound[node.arg].add("")
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            bound[node.name].add("")
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound[node.rest].add("")
+    return {name: next(iter(sources)) if len(sources) == 1 else "" for name, sources in bound.items()}
 
 
 class _Rewriter(cst.CSTTransformer):
@@ -381,12 +410,11 @@ def fix_source(
         if reason is None and where_written:
             reason = written_reason(read.leaf, where_written)
         if reason is None:
-            expression = accessors[read.leaf]
-            function = expression.split("(", 1)[0]
-            source_of_name = bindings.get(function)
-            if source_of_name is not None and source_of_name != f"{accessors_module}.{function}":
+            name = bound_name(accessors[read.leaf])
+            source_of_name = bindings.get(name)
+            if source_of_name is not None and source_of_name != f"{accessors_module}.{name}":
                 where = source_of_name or "this module"
-                reason = f"`{function}` is already bound here (to {where}); rewrite by hand"
+                reason = f"`{name}` is already bound here (to {where}); rewrite by hand"
         if reason is not None:
             skip(read, reason)
             continue
@@ -413,7 +441,7 @@ def fix_source(
             changed.append(
                 Change(read.file, read.function, read.leaf, read.line, rewriter.done[span], expression)
             )
-            needed.add(expression.split("(", 1)[0])
+            needed.add(bound_name(expression))
         else:
             skip(read, rewriter.refused.get(span, "could not locate the read in the source"))
     if changed:

@@ -66,3 +66,12 @@ class YamlError(ConfigError, ValueError):
         """Where the problem is, as `file:line` (the file alone when no line is to blame):
         the one way schema and config files are named in a YAML error."""
         return f"{file}:{self.line}" if self.line else str(file)
+
+
+def unstamped_rank(bag: object, name: str) -> RankNotStampedError:
+    """The error for a rank read before publish stamped it (used by generated bags)."""
+    return RankNotStampedError(
+        f"{type(bag).__name__}.{name} was never stamped: ranks come from the process's world "
+        f"rank at publish (publish(..., ranks=...) or configbags.runtime.dist.publish_distributed); this "
+        f"process published without them"
+    )

@@ -3,8 +3,8 @@ YAML/JSON config files (validated against the generated JSON Schema), environmen
 variables or the command line. Precedence, lowest first: schema defaults < preset <
 config files (in the order given) < environment < flags given on the command line.
 
-The record keeps, next to its values, the origin of every value the operator set (layer
-and spelling); `publish` runs the hardware and model rules under those (see
+Beside each record (never in it: the record is frozen) the runtime keeps the origin of
+every value the operator set (layer and spelling, `origins_of`); `publish` runs the hardware and model rules under those (see
 `configbags.runtime.resolve`). Old spellings (`renamed_from`) and deprecated leaves warn
 once per spelling; once the schema version reaches their `remove_in` they are errors."""
 
@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -78,26 +79,60 @@ def check_value(spec: LeafSpec, value: Any, source: str) -> Any:
     return coerced
 
 
-def validate_record(record: Any, leaves: Mapping[str, LeafSpec]) -> None:
-    """Check every field of a freshly built record and store its canonical form
-    (lists as tuples, ints widened for float leaves)."""
-    for name, spec in leaves.items():
-        value = getattr(record, name)
-        coerced = check_value(spec, value, type(record).__name__)
-        if coerced is not value:
-            object.__setattr__(record, name, coerced)
+def leaf_converters(
+    leaves: Mapping[str, LeafSpec],
+) -> Callable[[type, list[attrs.Attribute[Any]]], list[attrs.Attribute[Any]]]:
+    """The record class's `field_transformer`: each leaf field checks its value and stores
+    the canonical form (lists as tuples, ints widened for float leaves) as attrs builds the
+    record, so a frozen record is never changed once built."""
+
+    def transform(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
+        return [field.evolve(converter=_canonical(leaves[field.name], cls.__name__)) if field.name in leaves
+                else field for field in fields]
+
+    return transform
+
+
+def _canonical(spec: LeafSpec, source: str) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        return check_value(spec, value, source)
+
+    return convert
+
+
+# Each record's RecordInput, kept beside the record rather than forced into it: a frozen
+# record is never changed after construction. Keyed by identity, not by value (two equal
+# records may have different origins, and a record holding a json leaf is unhashable),
+# and weakly: an entry goes when its record does.
+_inputs: dict[int, tuple[weakref.ref[Any], RecordInput]] = {}
 
 
 def attach(record: R, origins: Mapping[str, Origin], dump_config: str | None = None) -> R:
-    object.__setattr__(record, "_input", RecordInput(dict(origins), dump_config))
+    """Record, beside `record`, where its operator-set values came from. TypeError for a
+    record type that takes no weak reference (a slotted class without `__weakref__`)."""
+    key = id(record)
+
+    def forget(ref: weakref.ref[Any]) -> None:
+        # the id may already name a newer record: drop only this record's own entry
+        if _inputs.get(key, (None,))[0] is ref:
+            _inputs.pop(key, None)
+
+    _inputs[key] = (weakref.ref(record, forget), RecordInput(dict(origins), dump_config))
     return record
+
+
+def input_of(record: Any) -> RecordInput | None:
+    """What `record` knows beyond its values (origins, dump path); None for a record built
+    in code, which has none recorded."""
+    entry = _inputs.get(id(record))
+    return entry[1] if entry is not None and entry[0]() is record else None
 
 
 def origins_of(record: Any, leaves: Mapping[str, LeafSpec]) -> Mapping[str, Origin]:
     """The operator origins of `record`'s values. A record built in code
     (`ServerArgs(tp_size=8)`) has none recorded: a value that differs from the schema
     default counts as given on the command line."""
-    given: RecordInput | None = getattr(record, "_input", None)
+    given = input_of(record)
     if given is not None:
         return given.origins
     out = {}
@@ -105,7 +140,7 @@ def origins_of(record: Any, leaves: Mapping[str, LeafSpec]) -> Mapping[str, Orig
         value = getattr(record, name)
         if value != spec.default and jsonable(value) != spec.default:
             out[name] = CODE_ORIGIN
-    with contextlib.suppress(AttributeError):  # a record type without the slot: infer each time
+    with contextlib.suppress(TypeError):  # a record type without weak references: infer each time
         attach(record, out)  # the record never changes: infer once
     return out
 
@@ -114,7 +149,7 @@ CODE_ORIGIN = Origin(Layer.CLI, "ServerArgs(...)")
 
 
 def dump_path_of(record: Any) -> str | None:
-    given: RecordInput | None = getattr(record, "_input", None)
+    given = input_of(record)
     return given.dump_config if given is not None else None
 
 
@@ -465,10 +500,10 @@ def record_from_cli(
         parser.error(str(exc))
 
 
-def replace(record: R, **changes: Any) -> R:
+def replace_record(record: R, **changes: Any) -> R:
     """A new record with `changes` (given in code: the CLI layer); the original never changes."""
     new = attrs.evolve(record, **changes)  # type: ignore[misc]
-    given: RecordInput | None = getattr(record, "_input", None)
+    given = input_of(record)
     if given is not None:
         attach(new, {**given.origins, **dict.fromkeys(changes, Origin(Layer.CLI, "replace()"))}, given.dump_config)
     return new

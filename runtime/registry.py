@@ -37,23 +37,26 @@ class Deprecation:
     remove_in: str | None = None
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class LeafSpec:
+    """One leaf as the runtime sees it. Every field past `owner` has the default most
+    leaves share, and the generated registry spells out only the fields that differ."""
+
     name: str
     namespace: str
     type: TypeSpec
-    default: Any
-    required: bool
-    has_fallback: bool
-    fallback: Any
-    choices: tuple[Any, ...] | None
-    minimum: float | None
-    maximum: float | None
     owner: str
-    policy: Policy
-    hash: bool
-    capacity: str | None
-    flags: tuple[str, ...]
+    default: Any = None
+    required: bool = False
+    has_fallback: bool = False
+    fallback: Any = None
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    policy: Policy = Policy.STARTUP
+    hash: bool = True
+    capacity: str | None = None
+    flags: tuple[str, ...] = ()  # no flag: set by config file or environment only
     env: str | None = None  # the environment variable that sets it (layer `env`)
     secret: bool = False  # redacted everywhere it is shown, never hashed
     renamed_from: tuple[Renamed, ...] = ()
@@ -138,10 +141,11 @@ class RoleSpec:
 
 def accessor_expression(namespace: str, name: str) -> str:
     """How code reads a leaf: `accessor_expression("exec.kernel", "attention_backend")` is
-    `get_exec().kernel.attention_backend`. One spelling for the generator, the ratchet's
-    messages and fixes, and run-time errors."""
-    top, *rest = namespace.split(".")
-    return ".".join([f"get_{top}()", *rest, name])
+    `cfg.exec.kernel.attention_backend`, the generated accessors module's `cfg` (slot loads,
+    about as cheap as a legacy `server_args.x`; a `get_exec().kernel...` call costs several
+    times that). One spelling for the generator, the ratchet's messages and fixes, and
+    run-time errors."""
+    return ".".join(["cfg", namespace, name] if name else ["cfg", namespace])
 
 
 def _ancestors(path: str) -> tuple[str, ...]:
@@ -256,5 +260,5 @@ class Registry:
         return spec.namespace if spec else "?"
 
     def accessor_of(self, name: str) -> str:
-        """How code should read a leaf: `get_exec().kernel.attention_backend`."""
+        """How code should read a leaf: `cfg.exec.kernel.attention_backend`."""
         return accessor_expression(self.namespace_of(name), name)

@@ -346,7 +346,7 @@ def test_explain_shows_every_layer(config_scope: Context[Any], record: ServerArg
     info = ctx.explain("kv_cache_dtype")
     assert info["record"] == "auto"
     assert info["resolved"] == "bf16"
-    assert info["accessor"] == "get_model().kv_cache_dtype"
+    assert info["accessor"] == "cfg.model.kv_cache_dtype"
     assert [o["source"] for o in info["overrides"]] == ["kv_pool"]
 
 

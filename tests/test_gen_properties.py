@@ -85,9 +85,9 @@ def test_text_round_trips_and_cannot_inject(help_text: str, default: str, extra:
         # ServerArgs: the exact default and help, as data, nowhere else
         server_args = files["server_args.py"]
         cls = next(n for n in ast.parse(server_args).body if isinstance(n, ast.ClassDef))
+        # every annotated assignment is a leaf: origins live beside the record, not in it
         defaults = {a.target.id: ast.literal_eval(a.value) for a in cls.body
-                    if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and a.value is not None
-                    and not a.target.id.startswith("_")}  # `_input`: origins, not a leaf
+                    if isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and a.value is not None}
         assert defaults == {"label": default, "other": default}
         assert _field_docs(server_args, "ServerArgs") == {"label": help_text, "other": help_text + help_text}
         assert _field_docs(files["bags.py"], "Core") == {"label": help_text, "other": help_text + help_text}
@@ -100,7 +100,7 @@ def test_text_round_trips_and_cannot_inject(help_text: str, default: str, extra:
         assert any(s.startswith(help_text.replace("%", "%%")) for s in _strings_in(server_args))
         # no schema text became code: every generated function/class name is one we expect
         names = {n.name for n in ast.walk(ast.parse(server_args)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        assert names == {"ServerArgs", "__attrs_post_init__", "from_dict", "from_file", "from_cli",
+        assert names == {"ServerArgs", "from_dict", "from_file", "from_cli",
                          "from_cli_args", "to_dict", "replace", "add_cli_args"}
     finally:
         shutil.rmtree(tmp)

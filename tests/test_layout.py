@@ -120,15 +120,50 @@ def test_codegen_never_imports_generated_code_or_the_migration_toolkit() -> None
     assert not found, "\n".join(found)
 
 
-def test_generated_code_imports_the_runtime_by_name_and_siblings_relatively() -> None:
+GENERATED_FACE = "configbags.runtime.generated_api"
+
+
+def _schema_function_modules() -> set[str]:
+    """The modules the bundled schema names for its derived and rule functions (`fn:`):
+    the registry imports each, as any engine's registry imports the engine's own."""
+    from configbags.codegen.model import load_schema
+
+    schema = load_schema(REPO / "schema")
+    return {x.fn.partition(":")[0] for x in (*schema.derived, *schema.rules) if x.fn}
+
+
+def test_generated_code_imports_one_versioned_runtime_module_and_siblings_relatively() -> None:
+    """Generated code reaches the runtime only through its one versioned face (so a runtime
+    that changes a name changes the face's API_VERSION, which the package checks), its
+    siblings relatively (so it works under any package name), and otherwise only the
+    standard library, attrs and the functions its schema names."""
+    import sys
+
+    allowed = {GENERATED_FACE, "attrs", *_schema_function_modules()}
+    found = []
     for path in _modules("generated"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                assert not node.module.startswith("configbags.generated"), (
-                    f"{path.name}:{node.lineno} imports a sibling absolutely; generated code must "
-                    f"work under any package name"
-                )
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue  # a sibling, relatively
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else (
+                [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for module in names:
+                if module.partition(".")[0] in sys.stdlib_module_names or module in allowed:
+                    continue
+                found.append(f"{path.name}:{node.lineno}: imports {module}")
+    assert not found, (f"generated code imports only {GENERATED_FACE} from configbags (and its siblings "
+                       f"relatively):\n" + "\n".join(found))
+
+
+def test_the_generated_import_rule_catches_a_second_runtime_module(tmp_path: Path) -> None:
+    """The rule above reads module names the way this probe spells them."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from configbags.runtime.context import Context\nfrom . import bags\n")
+    tree = ast.parse(probe.read_text())
+    modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level]
+    assert modules == ["configbags.runtime.context"]
+    assert GENERATED_FACE not in modules
 
 
 def test_the_door_takes_the_generated_package_by_name_and_no_build_time_code() -> None:

@@ -16,9 +16,9 @@ from configbags.migrate.fix import RESOLUTION_REASON, fix_tree
 from configbags.migrate.scan import ScanSettings
 
 ACCESSORS = {
-    "tp_size": "get_parallel().tp_size",
-    "page_size": "get_schedule().page_size",
-    "dp_size": "get_parallel().dp_size",
+    "tp_size": "cfg.parallel.tp_size",
+    "page_size": "cfg.schedule.page_size",
+    "dp_size": "cfg.parallel.dp_size",
 }
 MODULE = "engine.config_bags.accessors"
 SETTINGS = ScanSettings(roots=("engine",), record_dicts=("global_server_args_dict",))
@@ -53,8 +53,8 @@ READER = '''\
 
     def world() -> int:
         args = get_server_args()
-        cfg = args
-        return cfg.tp_size * cfg.dp_size + len(os.sep)
+        sa = args
+        return sa.tp_size * sa.dp_size + len(os.sep)
     '''
 
 
@@ -72,11 +72,11 @@ def test_rewritten_files_are_ruff_clean_and_lose_their_unused_aliases(tmp_path: 
 
         import os
 
-        from engine.config_bags.accessors import get_parallel
+        from engine.config_bags.accessors import cfg
 
 
         def world() -> int:
-            return get_parallel().tp_size * get_parallel().dp_size + len(os.sep)
+            return cfg.parallel.tp_size * cfg.parallel.dp_size + len(os.sep)
         ''')
     after = _ruff([project / "engine" / "reader.py"])
     assert after.returncode == 0, after.stdout
@@ -87,7 +87,7 @@ def test_rewritten_files_are_ruff_clean_and_lose_their_unused_aliases(tmp_path: 
     [
         pytest.param('"""Doc."""\n\ndef f():\n    from engine.server_args import get_server_args\n    return get_server_args().tp_size\n', id="no-imports"),
         pytest.param('"""Doc."""\nfrom __future__ import annotations\n\nfrom engine.a import x\nfrom engine.server_args import get_server_args\nfrom engine.zz import y\n\nz = (x, y, get_server_args().tp_size)\n', id="between"),
-        pytest.param('import sys\n\nimport attrs\n\nfrom engine.config_bags.accessors import get_schedule\nfrom engine.server_args import get_server_args\n\nz = (sys, attrs, get_schedule, get_server_args().tp_size, get_server_args().page_size)\n', id="merged"),
+        pytest.param('import sys\n\nimport attrs\n\nfrom engine.config_bags.accessors import cfg\nfrom engine.server_args import get_server_args\n\nz = (sys, attrs, get_schedule, get_server_args().tp_size, get_server_args().page_size)\n', id="merged"),
         pytest.param('import sys\n\nfrom . import sibling\nfrom .server_args import get_server_args\n\nz = (sys, sibling, get_server_args().tp_size)\n', id="relative-last"),
     ],
 )
@@ -204,7 +204,7 @@ def test_dry_run_says_would_rewrite(tmp_path: Path) -> None:
     project = _tree(tmp_path, {"r.py": READER})
     report = fix_tree(project, SETTINGS, ACCESSORS, MODULE, dry_run=True)
     rendered = report.render(dry_run=True)
-    assert "would rewrite to get_parallel().tp_size" in rendered
+    assert "would rewrite to cfg.parallel.tp_size" in rendered
     assert "ratchet fix: would rewrite 2 reads in 1 files" in rendered
     assert (project / "engine" / "r.py").read_text() == textwrap.dedent(READER)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from configbags.migrate.fix import HELD_WRITE_REASON, Restore, Temporary, fix_tree, restores
 from configbags.migrate.scan import ScanSettings
 
-ACCESSORS = {"attention_backend": "get_kernel().attention_backend", "page_size": "get_schedule().page_size"}
+ACCESSORS = {"attention_backend": "cfg.kernel.attention_backend", "page_size": "cfg.schedule.page_size"}
 POLICIES = {"attention_backend": "runtime", "page_size": "runtime", "chunked_prefill_size": "runtime"}
 MODULE = "engine.config_bags.accessors"
 SETTINGS = ScanSettings(roots=("engine",))
@@ -192,7 +192,7 @@ def test_restores_are_found_by_syntax() -> None:
 TEMPORARY = """\
     import contextlib
 
-    from engine.accessors import get_schedule
+    from engine.accessors import cfg
     from engine.server_args import get_server_args
 
 
@@ -203,7 +203,7 @@ TEMPORARY = """\
 
 
     def dict_saved():
-        saved = {"m": get_schedule().page_size}
+        saved = {"m": cfg.schedule.page_size}
         get_server_args().page_size = 8
         try:
             pass

@@ -215,7 +215,7 @@ def test_cli_check_passes_and_fails(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["check", "--schema", str(schema)]) == 1
     out = capsys.readouterr().out
     assert "pkg/new.py:2 (f): a raw read of 'tp_size'" in out
-    assert "use get_parallel().tp_size instead" in out  # accessor derived from namespaces/
+    assert "use cfg.parallel.tp_size instead" in out  # accessor derived from namespaces/
 
 
 def test_cli_check_asserts_a_non_trivial_scan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,9 +16,9 @@ from configbags.migrate.importer import ROLES_YAML
 from configbags.migrate.scan import Read, ScanSettings, scan_source, scan_tree
 
 ACCESSORS = {
-    "tp_size": "get_parallel().tp_size",
-    "page_size": "get_schedule().page_size",
-    "attention_backend": "get_exec().kernel.attention_backend",
+    "tp_size": "cfg.parallel.tp_size",
+    "page_size": "cfg.schedule.page_size",
+    "attention_backend": "cfg.exec.kernel.attention_backend",
 }
 MODULE = "configbags.generated.accessors"
 
@@ -61,7 +61,7 @@ def test_rewrites_keep_formatting_and_comments_and_add_the_import() -> None:
 
         import os  # stays
 
-        from configbags.generated.accessors import get_exec, get_schedule
+        from configbags.generated.accessors import cfg
 
 
         class Scheduler:
@@ -71,16 +71,16 @@ def test_rewrites_keep_formatting_and_comments_and_add_the_import() -> None:
             def budget(self):
                 # a comment that must survive
                 return (
-                    get_schedule().page_size   *  2  # odd spacing stays
+                    cfg.schedule.page_size   *  2  # odd spacing stays
                 )
 
             def backend(self):
-                return get_exec().kernel.attention_backend or "fa3"
+                return cfg.exec.kernel.attention_backend or "fa3"
         """
     )
     assert changed == [
-        "self.server_args.page_size -> get_schedule().page_size",
-        'getattr(self.server_args, "attention_backend", None) -> get_exec().kernel.attention_backend',
+        "self.server_args.page_size -> cfg.schedule.page_size",
+        'getattr(self.server_args, "attention_backend", None) -> cfg.exec.kernel.attention_backend',
     ]
     assert skipped == []
 
@@ -102,17 +102,17 @@ def test_each_spelling_is_rewritten() -> None:
         """
     )
     assert len(changed) == 6
-    assert "return (get_parallel().tp_size, get_schedule().page_size, get_parallel().tp_size,\n" in new
-    assert "get_schedule().page_size, get_parallel().tp_size, get_schedule().page_size)" in new
+    assert "return (cfg.parallel.tp_size, cfg.schedule.page_size, cfg.parallel.tp_size,\n" in new
+    assert "cfg.schedule.page_size, cfg.parallel.tp_size, cfg.schedule.page_size)" in new
     # merged into the existing import from the accessors module, not a second one
     (line,) = [x for x in new.splitlines() if x.startswith("from configbags.generated.accessors import")]
-    assert sorted(line.split(" import ")[1].split(", ")) == ["get_parallel", "get_schedule", "get_server_args"]
+    assert sorted(line.split(" import ")[1].split(", ")) == ["cfg", "get_parallel", "get_server_args"]
 
 
 def test_parentheses_and_non_ascii_columns() -> None:
     new, changed, _ = _fix("def f(server_args):\n    return ('é', (server_args).tp_size, (server_args.page_size))\n")
     assert len(changed) == 2
-    assert "return ('é', get_parallel().tp_size, (get_schedule().page_size))" in new
+    assert "return ('é', cfg.parallel.tp_size, (cfg.schedule.page_size))" in new
 
 
 @pytest.mark.parametrize(
@@ -135,10 +135,32 @@ def test_refuses_what_it_cannot_prove_safe(body: str, reason: str) -> None:
 
 
 def test_refuses_when_the_accessor_name_is_taken() -> None:
-    source = "from elsewhere import get_parallel\n\ndef f(server_args):\n    return server_args.tp_size\n"
+    source = "from elsewhere import cfg\n\ndef f(server_args):\n    return server_args.tp_size\n"
     new, _, skipped = _fix(source)
     assert new == source
-    assert skipped == ["tp_size: `get_parallel` is already bound here (to elsewhere.get_parallel); rewrite by hand"]
+    assert skipped == ["tp_size: `cfg` is already bound here (to elsewhere.cfg); rewrite by hand"]
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        "def f(server_args, cfg):\n",  # a parameter
+        "def f(server_args):\n    cfg = load()\n",  # a local
+        "def f(server_args):\n    for cfg in ():\n        pass\n",
+        "def f(server_args):\n    import cfg\n",
+        "def f(server_args):\n    from . import cfg\n",
+        "def f(server_args):\n    try:\n        pass\n    except E as cfg:\n        pass\n",
+        "def f(server_args):\n    g = lambda cfg: cfg\n",
+        f"from {MODULE} import cfg\n\ndef f(server_args, cfg):\n",  # imported, and shadowed here
+    ],
+)
+def test_a_local_cfg_keeps_the_read_raw(binding: str) -> None:
+    """`cfg` is a common local name in engines: inside its scope the rewritten `cfg.x.y`
+    would read the local instead, so the read stays raw, with the reason."""
+    source = binding + "    return server_args.tp_size\n"
+    new, _, skipped = _fix(source)
+    assert new == source
+    assert skipped == ["tp_size: `cfg` is already bound here (to this module); rewrite by hand"]
 
 
 def _tree(tmp_path: Path, files: dict[str, str | bytes]) -> Path:
@@ -168,8 +190,8 @@ def test_fix_tree_reports_writes_keeps_crlf_and_is_idempotent(tmp_path: Path) ->
     ]
     assert "server_args.tp_size = 2\n    return server_args.tp_size\n" in (project / "pkg/a.py").read_text()
     assert (project / "pkg/crlf.py").read_bytes() == (
-        b"from configbags.generated.accessors import get_schedule\r\n\r\n\r\n"
-        b"def g(server_args):\r\n    return get_schedule().page_size\r\n"
+        b"from configbags.generated.accessors import cfg\r\n\r\n\r\n"
+        b"def g(server_args):\r\n    return cfg.schedule.page_size\r\n"
     )
     again = fix_tree(project, settings, ACCESSORS, MODULE, rewrite_parameters=True)
     assert again.changed == () and again.files_changed == ()
@@ -199,13 +221,13 @@ def test_cli_fix_updates_the_allowlist(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["init", "--schema", str(schema), "--root", str(project / "pkg")]) == 0
     # fix checks that the module exists and defines the accessors before it rewrites
     (project / "app" / "config").mkdir(parents=True)
-    (project / "app" / "config" / "accessors.py").write_text("def get_parallel(): ...\n")
+    (project / "app" / "config" / "accessors.py").write_text("def get_parallel(): ...\ncfg = ...\n")
     fix = ["fix", "--schema", str(schema), "--accessors-module", "app.config.accessors"]
     assert main([*fix, "--rewrite-parameters"]) == 0
     out = capsys.readouterr().out
-    assert "pkg/a.py:2 (f): server_args.tp_size -> get_parallel().tp_size" in out
+    assert "pkg/a.py:2 (f): server_args.tp_size -> cfg.parallel.tp_size" in out
     assert "removed 1 entries for rewritten reads, gave 1 refused reads their reason" in out
-    assert "from app.config.accessors import get_parallel" in (project / "pkg/a.py").read_text()
+    assert "from app.config.accessors import cfg" in (project / "pkg/a.py").read_text()
     allowlist = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
     assert allowlist == [
         {
@@ -281,7 +303,7 @@ def test_held_records_are_rewritten_only_when_the_user_says_so(source: str) -> N
     ]
     new, changed, skipped = _fix(source, rewrite_parameters=True)
     assert len(changed) == 1 and skipped == []
-    assert "get_parallel().tp_size" in new
+    assert "cfg.parallel.tp_size" in new
 
 
 def test_fetched_records_are_rewritten_without_the_flag() -> None:
@@ -301,7 +323,7 @@ def test_fetched_records_are_rewritten_without_the_flag() -> None:
     )
     assert skipped == []
     assert len(changed) == 3
-    assert "return get_parallel().tp_size + get_parallel().tp_size + get_schedule().page_size\n" in new
+    assert "return cfg.parallel.tp_size + cfg.parallel.tp_size + cfg.schedule.page_size\n" in new
 
 
 def test_cli_fix_without_the_flag_allowlists_held_reads_with_the_reason(
@@ -362,7 +384,7 @@ REBOUND = (
 @pytest.mark.parametrize(
     "source",
     [
-        # the reproductions from review: each was rewritten to get_parallel().tp_size
+        # the reproductions from review: each was rewritten to cfg.parallel.tp_size
         "def f(other):\n    sa = get_server_args()\n    sa = other\n    return sa.tp_size\n",
         "def f(c, other):\n    sa = get_server_args() if c else other\n    return sa.tp_size\n",
         "def f(items):\n    sa = get_server_args()\n    for sa in items:\n        pass\n    return sa.tp_size\n",
@@ -402,7 +424,7 @@ def test_check_reports_rebound_reads_and_does_not_promise_a_fix(tmp_path: Path) 
     (first,) = [m for m in new_reads if "(reassigned)" in m]
     assert first.startswith(
         "pkg/rebound.py:42 (reassigned): a raw read of 'tp_size' through an alias of the raw record; "
-        "use get_parallel().tp_size instead, by hand: this may not be the process record "
+        "use cfg.parallel.tp_size instead, by hand: this may not be the process record "
         "(origin 'rebound'), so `configbags ratchet fix` will not rewrite it."
     )
     # fix leaves them all; once allowlisted with fix's reason, the check passes

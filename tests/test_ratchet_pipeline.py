@@ -173,7 +173,7 @@ def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert all(reason.startswith("fix refused: ") for reason in reasons.values())
 
     scheduler = (package / "scheduler.py").read_text()
-    assert "return tokens * get_parallel().tp_size  # per-rank budget\n" in scheduler
+    assert "return tokens * cfg.parallel.tp_size  # per-rank budget\n" in scheduler
     assert "        # The comment on this line must survive the rewrite.\n" in scheduler
     _ruff_clean(sorted(package.glob("*.py")))
 

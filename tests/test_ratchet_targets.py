@@ -56,7 +56,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         del sys.modules[name]
 
 
-def _accessors(project: Path, text: str = "def get_parallel(): ...\n\n\ndef get_schedule(): ...\n") -> Path:
+def _accessors(project: Path, text: str = "def get_parallel(): ...\n\n\ndef get_schedule(): ...\n\n\ncfg = ...\n") -> Path:
     """A stand-in generated package: both marker files carry the generated header."""
     folder = project / "eng_targets" / "config_bags"
     folder.mkdir(exist_ok=True)
@@ -109,7 +109,7 @@ def test_an_installed_module_of_another_package_is_found_without_importing_it(
 
 
 def test_a_module_without_the_accessors_is_refused(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _accessors(project, "def get_parallel(): ...\n")  # no get_schedule: stale, or another schema's
+    _accessors(project, "def get_parallel(): ...\n\n\ncfg = ...\n")  # no get_schedule: stale, or another schema's
     before = _sources(project)
     assert _fix(project, "--accessors-module", "eng_targets.config_bags.accessors") == 2
     err = capsys.readouterr().err
@@ -118,7 +118,7 @@ def test_a_module_without_the_accessors_is_refused(project: Path, capsys: pytest
     assert _sources(project) == before
     # a --leaf subset needs only its own accessors
     assert _fix(project, "--accessors-module", "eng_targets.config_bags.accessors", "--leaf", "tp_size") == 0
-    assert "from eng_targets.config_bags.accessors import get_parallel" in (project / "eng_targets" / "m0.py").read_text()
+    assert "from eng_targets.config_bags.accessors import cfg" in (project / "eng_targets" / "m0.py").read_text()
 
 
 def test_without_the_flag_the_package_comes_from_tool_configbags(
@@ -139,7 +139,7 @@ def test_without_the_flag_the_package_comes_from_tool_configbags(
         '[project]\nname = "eng"\n\n[tool.configbags]\npackage = "eng_targets.config_bags"\nschema = "schema"\n'
     )
     assert _fix(project) == 0
-    assert "from eng_targets.config_bags.accessors import get_parallel" in (project / "eng_targets" / "m0.py").read_text()
+    assert "from eng_targets.config_bags.accessors import cfg" in (project / "eng_targets" / "m0.py").read_text()
     capsys.readouterr()
 
 

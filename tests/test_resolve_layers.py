@@ -21,6 +21,7 @@ from configbags.codegen.write import write_tree
 from configbags.runtime import record as record_module
 from configbags.runtime.context._process import CONTEXTS as _CONTEXTS
 from configbags.runtime.errors import ConfigError, RecordError
+from configbags.runtime.record import origins_of
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, resolve
 
 GiB = 1 << 30
@@ -153,7 +154,7 @@ def test_preset_loses_to_anything_explicit(mods: dict[str, ModuleType], ctx: Any
 def test_env_values_parse_by_type(mods: dict[str, ModuleType], var: str, text: str, leaf: str, value: Any) -> None:
     record = cli(mods, env={var: text})
     assert json.dumps(getattr(record, leaf), default=dict) == json.dumps(value, default=dict)
-    assert record._input.origins[leaf].source == f"${var}"
+    assert origins_of(record, mods["registry"].LEAVES)[leaf].source == f"${var}"
 
 
 @pytest.mark.parametrize(("var", "text"), [("TINY_WIDTH", "two"), ("TINY_LOUD", "maybe"),
@@ -227,7 +228,7 @@ def test_config_files_layer_in_order_and_warn_per_overridden_key(
     with caplog.at_level(logging.WARNING, logger="configbags"):
         record = cli(mods, "--config", str(a), "--config", str(b))
     assert (record.width, record.loud) == (4, True)
-    assert record._input.origins["width"].source == str(b)
+    assert origins_of(record, mods["registry"].LEAVES)["width"].source == str(b)
     messages = [r.getMessage() for r in caplog.records]
     assert messages == [f"config file {b} overrides width=3 from {a} with 4"]  # loud agrees: silent
 

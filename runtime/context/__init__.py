@@ -19,7 +19,7 @@ are the public face.
 
 from configbags.runtime.context._context import Context
 from configbags.runtime.context._install import Unread
-from configbags.runtime.context._process import process_context, unstamped_rank
+from configbags.runtime.context._process import process_context
 from configbags.runtime.context._readbacks import HASH_PURPOSE
 from configbags.runtime.context._records import (
     RECORD_SLOT,
@@ -53,5 +53,4 @@ __all__ = [
     "State",
     "Unread",
     "process_context",
-    "unstamped_rank",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from configbags.runtime.errors import ConfigError, NotPublishedError, RankNotStampedError
+from configbags.runtime.errors import ConfigError, NotPublishedError
 
 if TYPE_CHECKING:
     from configbags.runtime.context._context import Context
@@ -44,13 +44,4 @@ def process_context(package: str | None = None, *, record: Any = None) -> Contex
     raise ConfigError(
         f"several generated config packages are loaded ({', '.join(sorted(c.package or '?' for c in candidates))}); "
         f"pass the context (or package=...) explicitly"
-    )
-
-
-def unstamped_rank(bag: object, name: str) -> RankNotStampedError:
-    """The error for a rank read before publish stamped it (used by generated bags)."""
-    return RankNotStampedError(
-        f"{type(bag).__name__}.{name} was never stamped: ranks come from the process's world "
-        f"rank at publish (publish(..., ranks=...) or configbags.runtime.dist.publish_distributed); this "
-        f"process published without them"
     )
