@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 RATCHET_FILE = "ratchet.yaml"
 INPUTS_CACHE = Path(".configbags-cache") / "ratchet-inputs.json"
 # 2: the declared environment variables (`env_leaves`, `settings.env_vars`)
-_INPUTS_FORMAT = 2
+# 3: accessors in the cfg form (`cfg.<ns>.<leaf>`); a cache of the older form is refused
+_INPUTS_FORMAT = 3
 
 
 class RatchetConfigError(Exception):
