@@ -38,6 +38,7 @@ from configbags.migrate.scanmodel import (
 )
 
 REASON_PLACEHOLDER = "<why this read stays raw>"
+WRITE_PLACEHOLDER = "<why this write stays>"
 READBACK_PLACEHOLDER = "<why this is operator code, not role code>"
 # Reasons the tools write themselves: `ratchet init`'s baseline, and `ratchet fix`'s
 # refusals (prefixed). Neither says why a readback is operator code.
@@ -372,7 +373,7 @@ def check(
                 f"{where}: writes the raw record: `{found[0].detail}`; "
                 f"{write_suggestion(leaf, policies or {})}.\n"
                 f"    If it must stay for now, list it with a reason under `writes:` in {add_in}:\n"
-                f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
+                f"      - {entry_flow(file, function, leaf, WRITE_PLACEHOLDER)}",
             )
         )
 
