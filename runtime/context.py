@@ -47,6 +47,7 @@ from configbags.runtime.resolve import (
     Layer,
     Origin,
     resolve,
+    tests_a_fact,
     verdicts,
 )
 
@@ -247,8 +248,9 @@ class Context(Generic[V]):
         """Resolve `record` (rules, fallbacks, derived values, pins) and install it.
 
         `facts` (`configbags.runtime.resolve.Facts`: the GPU's name, memory and SM version,
-        the model's config.json) feed the hardware and model rules; without them those rules
-        do not apply and each leaf keeps its lower layer. A re-publish without facts keeps
+        the model's config.json) feed the hardware and model rules; a rule that tests a fact
+        does not apply without it (its leaf keeps its lower layer), while one that tests only
+        leaves applies all the same. A re-publish without facts keeps
         the previous ones (the GPU did not change). Publishing
         again replays the override log onto the new record and reports what no longer
         applies (`republish_report`), rather than dropping overrides silently; the seal
@@ -799,8 +801,9 @@ class Context(Generic[V]):
             rules=[v.as_dict(spec) for v in verdicts(self.registry, leaf, state.facts, base, state.origins)],
             facts=state.facts.as_dict(),
         )
-        if self.registry.rules_by_leaf.get(leaf) and state.facts == NO_FACTS:
-            out["note"] = "no facts were given at publish, so hardware and model rules did not apply"
+        needs_facts = [r.id for r in self.registry.rules_by_leaf.get(leaf, ()) if tests_a_fact(r)]
+        if needs_facts and state.facts == NO_FACTS:
+            out["note"] = f"no facts were given at publish, so the rules that test them did not apply: {', '.join(needs_facts)}"
         return out
 
     def export_resolution(self) -> dict[str, Any]:
