@@ -60,7 +60,7 @@ class Checkout:
         pytester.makeconftest(GUARD.read_text())
 
     def run(self, *args: str) -> pytest.RunResult:
-        return self.pytester.runpytest_subprocess(f"--basetemp={self.basetemp}", *args)
+        return self.pytester.runpytest_inprocess(f"--basetemp={self.basetemp}", *args)
 
 
 @pytest.fixture
