@@ -371,6 +371,7 @@ def send(client: httpx.Client, curl: list[str]) -> httpx.Response:
 SERVE = next(b for b in BLOCKS if _claimed(b) == "serve")
 
 
+@pytest.mark.slow  # a server process
 def test_the_serve_transcript_answers_what_it_shows() -> None:
     pytest.importorskip("fastapi")
     from serve_server import Server
