@@ -8,8 +8,13 @@ STAMP  := $(VENV)/.installed-stamp
 MODULES := $(sort $(wildcard cli/*.py */*.py */*/*.py */*/*/*.py))
 LISTED  := $(VENV)/.module-list
 MODEL  ?= models/llama-3.1-8b.json
+# The tests write nothing into the checkout: their byte code goes to the user's cache, not
+# `__pycache__/` beside each test module (ruff, mypy and hypothesis are pointed there by
+# pyproject.toml and tests/conftest.py).
+CACHE_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/configbags
+PYTEST := PYTHONPYCACHEPREFIX=$(CACHE_HOME)/pycache $(PY) -m pytest
 
-.PHONY: FORCE setup gen gen-check lint test fuzz bench run clean
+.PHONY: FORCE setup gen gen-check lint test quick fuzz bench run clean
 
 setup: $(STAMP)
 
@@ -34,8 +39,15 @@ lint: setup
 	$(PY) -m ruff check .
 	$(PY) -m mypy -p configbags
 
+# Everything, as CI runs it (.ci/run). worksteal: the slow tests are uneven (2 s to 25 s),
+# and an idle worker takes them over from a busy one.
 test: gen-check lint
-	$(PY) -m pytest -n 2
+	$(PYTEST) -n 2 --dist worksteal
+
+# The tests without the `slow` marker (spawned ranks, fault injection, servers): the
+# edit-and-check loop, about a minute on two cores.
+quick: setup
+	$(PYTEST) -n 2 --dist worksteal -m 'not slow'
 
 # The hostile-input suite (overrides, CLI, config files, env vars, schema files, model
 # config.json, the ratchet's tree) with the long hypothesis profile, round after round with
@@ -45,7 +57,7 @@ fuzz: setup
 	@start=$$(date +%s); end=$$((start + $(FUZZ_SECONDS))); round=0; \
 	while [ $$(date +%s) -lt $$end ]; do \
 	  round=$$((round + 1)); echo "== fuzz round $$round (seed $$round)"; \
-	  CONFIGBAGS_FUZZ=long $(PY) -m pytest -q -n 2 -p no:cacheprovider --hypothesis-seed=$$round \
+	  CONFIGBAGS_FUZZ=long $(PYTEST) -q -n 2 -p no:cacheprovider --hypothesis-seed=$$round \
 	    tests/test_hostile_inputs.py tests/test_hostile_config.py tests/test_hostile_context.py || exit 1; \
 	done; echo "fuzz: $$round rounds in $$(( $$(date +%s) - start )) s, no failure"
 

@@ -38,6 +38,7 @@ from configbags.migrate.scanmodel import (
 )
 
 REASON_PLACEHOLDER = "<why this read stays raw>"
+WRITE_PLACEHOLDER = "<why this write stays>"
 READBACK_PLACEHOLDER = "<why this is operator code, not role code>"
 # Reasons the tools write themselves: `ratchet init`'s baseline, and `ratchet fix`'s
 # refusals (prefixed). Neither says why a readback is operator code.
@@ -415,7 +416,7 @@ def _write_failure(key: Key, found: list[Violation], policies: Mapping[str, str]
         f"{file}:{first.line} ({function}): writes the raw record: `{first.detail}`; "
         f"{write_suggestion(leaf, policies)}.\n"
         f"    If it must stay for now, list it with a reason under `writes:` in {advice.add_in}:\n"
-        f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
+        f"      - {entry_flow(file, function, leaf, WRITE_PLACEHOLDER)}",
     )
 
 

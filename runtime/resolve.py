@@ -7,8 +7,9 @@ config file < environment < CLI < load_time overrides < runtime overrides. The r
 `resolve()` runs the declared rules over it, given the facts; the context folds the
 override log on top. Every value therefore knows its layer and, for a rule, which rule.
 
-Facts are inputs to publish, never read from the machine here: with no GPU facts the
-hardware rules do not apply and the leaf keeps its lower layer (explain says so)."""
+Facts are inputs to publish, never read from the machine here: without the facts a rule
+tests (GPU, model), that rule does not apply and the leaf keeps its lower layer (explain
+says so); a rule that tests only leaves applies all the same."""
 
 from __future__ import annotations
 
@@ -181,6 +182,12 @@ parse_bytes.__name__ = "size"
 
 def is_fact(subject: str) -> bool:
     return subject.partition(".")[0] in FACT_ROOTS
+
+
+def tests_a_fact(rule: RuleSpec) -> bool:
+    """Does `rule` need facts (a `gpu.`/`model.` condition or input)? One that tests only
+    leaves applies without any."""
+    return any(is_fact(s) for s in (*(c.subject for c in rule.when), *rule.inputs))
 
 
 def _holds(op: str, value: Any, operand: Any) -> bool:

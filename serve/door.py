@@ -260,13 +260,8 @@ class Door:
             raise DoorError(400, "unknown_leaf", f"{leaf!r} is not a config leaf{closest(leaf, ctx.state.values)}",
                             "name a leaf of generated/CONFIG.md", leaf=leaf) from None
         spec = registry.leaves.get(leaf)
+        # the layer and source are the context's (an override's is `runtime` or `load_time`)
         info.setdefault("value", info["resolved"])
-        if info["overrides"]:
-            info.setdefault("layer", "override")
-            info.setdefault("source", info["overrides"][-1]["source"])
-        else:
-            info.setdefault("layer", "record" if spec else "derived")
-            info.setdefault("source", "operator input" if spec else "derived")
         info["operator_writable"] = spec in self.writable
         info["writers"] = [spec.owner, *spec.writers] if spec else []
         if spec is not None and spec.capacity is not None:

@@ -1,13 +1,23 @@
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from configbags.generated.server_args import ServerArgs
 
-pytest_plugins = ["configbags.runtime.testing", "pytester"]
+# checkout_guard fails the session if the tests leave anything new in the checkout.
+pytest_plugins = ["configbags.runtime.testing", "pytester", "checkout_guard"]
+
+# The tests' caches live in the user's cache folder, never in the checkout. Hypothesis keeps
+# its example database (failing examples replay from it) and unicode tables in
+# `.hypothesis/` under the working folder unless told otherwise; the variable also reaches
+# the subprocesses tests start. Ruff and mypy take theirs from pyproject.toml.
+USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "configbags"
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(USER_CACHE / "hypothesis"))
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ import dist_workers
 import pytest
 from torch._C._distributed_c10d import TCPStore
 
+pytestmark = pytest.mark.slow  # ranks waiting out timeouts: most of the suite's time
+
 SCENARIOS = list(dist_workers.FAULT_PHASES)
 DEADLINE = 120.0
 

@@ -12,6 +12,8 @@ import pytest
 import torch.multiprocessing as mp
 from torch._C._distributed_c10d import TCPStore
 
+pytestmark = pytest.mark.slow  # spawned ranks, some waiting out a timeout
+
 
 @pytest.fixture
 def store_port() -> Any:

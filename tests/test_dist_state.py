@@ -47,6 +47,7 @@ def _info(ctx: Any) -> str:
     return json.dumps(ctx.server_info(), sort_keys=True)
 
 
+@pytest.mark.slow
 def test_spawned_child_sees_parent_overrides(parent: Any, tmp_path: Path) -> None:
     out = tmp_path / "child.json"
     proc = multiprocessing.get_context("spawn").Process(

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
+import subprocess
+import sys
 import tempfile
 from contextlib import redirect_stderr
 from pathlib import Path
@@ -229,6 +230,20 @@ def test_the_model_config_surface_holds_for_plain_bad_files(tmp_path: Path) -> N
             load_model_shape(path)
 
 
+def _profile_in_a_fresh_process(fuzz: str | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CONFIGBAGS_FUZZ"}
+    if fuzz is not None:
+        env["CONFIGBAGS_FUZZ"] = fuzz
+    probe = "from hostile.strategies import PROFILE, SLOW_PROFILE; print(PROFILE.max_examples, SLOW_PROFILE.max_examples)"
+    return subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).parent, env=env,
+                          capture_output=True, text=True, check=False)
+
+
 def test_profiles_are_selected_by_the_environment() -> None:
     assert PROFILE.max_examples == (4000 if os.environ.get("CONFIGBAGS_FUZZ") == "long" else 40)
-    assert not math.isnan(PROFILE.max_examples)
+    # (examples per property, per generator property) as each setting of the variable gives them
+    for fuzz, counts in ((None, "40 5"), ("", "40 5"), ("ci", "40 5"), ("long", "4000 400")):
+        done = _profile_in_a_fresh_process(fuzz)
+        assert (done.returncode, done.stdout.strip()) == (0, counts), (fuzz, done.stderr)
+    typo = _profile_in_a_fresh_process("lnog")  # a typo fails rather than running the ci profile
+    assert typo.returncode != 0 and "'lnog'" in typo.stderr, typo.stdout

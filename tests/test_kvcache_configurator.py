@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import itertools
 import re
-import time
 from pathlib import Path
 
 import attrs
@@ -260,26 +259,23 @@ def test_fp8_pools_are_stored_as_uint8() -> None:
         assert pools.pools["k"][0].dtype == torch.uint8
 
 
-def test_meta_allocation_of_70b_at_tp8_is_fast() -> None:
-    # The acceptance bar is "well under a second"; bench/bench_plan.py measures it. Here only
-    # a generous bound, so a loaded CI machine cannot make the test flaky.
+def test_meta_allocation_of_70b_at_tp8_gives_a_pool_per_layer() -> None:
+    # How fast this is (the bar is well under a second) is bench/bench_plan.py's to measure.
     with on_device(args(tp_size=8)):
         c = configurator("llama-3.1-70b", 80 * GiB)
-        plan = c.configure()
-        start = time.perf_counter()
-        pools = c.allocate(plan, "meta")
-        assert time.perf_counter() - start < 5.0
-        assert len(pools.pools["k"]) == 80
+        pools = c.allocate(c.configure(), "meta")
+        assert len(pools.pools["k"]) == len(pools.pools["v"]) == 80
+        assert all(pool.is_meta for pool in pools.pools["k"])
 
 
 def test_fallback_leaves_reach_the_planner_resolved() -> None:
-    # The context applies the schema's fallbacks; the planner keeps no copy of them.
-    from configbags.generated.registry import LEAVES
-
-    with published(args(), role="worker"):
+    # The context applies the schema's fallbacks (SGLang's 0.8 and 0.9, in
+    # schema/namespaces/schedule.yaml); the planner keeps no copy of them.
+    with published(args(), role="worker") as ctx:
         s = read_settings()
-        assert s.swa_full_tokens_ratio == LEAVES["swa_full_tokens_ratio"].fallback
-        assert s.mamba_full_memory_ratio == LEAVES["mamba_full_memory_ratio"].fallback
+        assert (s.swa_full_tokens_ratio, s.mamba_full_memory_ratio) == (0.8, 0.9)
+        record = ctx.server_info()["record"]
+        assert (record["swa_full_tokens_ratio"], record["mamba_full_memory_ratio"]) == (None, None)
     with published(args(swa_full_tokens_ratio=0.5), role="worker"):
         assert read_settings().swa_full_tokens_ratio == 0.5
 

@@ -252,6 +252,7 @@ def _walk_json(node: object) -> Iterator[dict[str, object]]:
 def test_a_bare_room_import_fails_the_test_that_made_it(pytester: pytest.Pytester) -> None:
     """The conftest guard fails a test that imports a room by its folder name."""
     pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))
+    pytester.makepyfile(checkout_guard=(Path(__file__).parent / "checkout_guard.py").read_text(encoding="utf-8"))
     pytester.makepyfile(runtime="X = 1", test_probe="def test_probe():\n    import runtime  # noqa: F401\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
     result.assert_outcomes(passed=1, errors=1)

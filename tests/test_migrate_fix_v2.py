@@ -35,7 +35,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 def _ruff(paths: list[Path]) -> subprocess.CompletedProcess[str]:
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     return subprocess.run(
-        [ruff, "check", "--isolated", "--select", "F401,F841,I001", "--config",
+        [ruff, "check", "--isolated", "--no-cache", "--select", "F401,F841,I001", "--config",
          "lint.isort.known-first-party=['engine']", *map(str, paths)],
         capture_output=True, text=True, check=False,
     )

@@ -128,7 +128,7 @@ def test_a_write_fails_unless_listed_under_writes(tmp_path: Path) -> None:
         'means with get_context().override("<module>:<function>", leaf=...), or move it into the '
         "resolution phase (a function listed in scan.resolution, run before publish).\n"
         "    If it must stay for now, list it with a reason under `writes:` in schema/ratchet.yaml:\n"
-        "      - {file: pkg/w.py, function: f, leaf: tp_size, reason: <why this read stays raw>}"
+        "      - {file: pkg/w.py, function: f, leaf: tp_size, reason: <why this write stays>}"
     )
     assert "stale allowlist entry" in messages[1]  # a write is not a read
 

@@ -61,13 +61,14 @@ def _ratchet_ok(schema: Path, capsys: pytest.CaptureFixture[str]) -> str:
 def _ruff_clean(files: list[Path]) -> None:
     ruff = Path(sys.executable).parent / "ruff"
     done = subprocess.run(
-        [str(ruff), "check", "--isolated", "--select", "F401,F841,I001", "--config",
+        [str(ruff), "check", "--isolated", "--no-cache", "--select", "F401,F841,I001", "--config",
          "lint.isort.known-first-party=['legacy_engine', 'configbags']", *map(str, files)],
         capture_output=True, text=True, check=False,
     )
     assert done.returncode == 0, done.stdout
 
 
+@pytest.mark.slow
 def test_import_gen_init_fix_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "engine"
     shutil.copytree(FIXTURE, root)

@@ -104,8 +104,15 @@ def test_without_facts_rules_do_not_apply_and_explain_says_so(mods: dict[str, Mo
     ctx.publish(cli(mods), role="boss")
     info = ctx.explain("block")
     assert (info["resolved"], info["layer"]) == (None, "default")
-    assert "no facts" in info["note"]
+    assert info["note"] == "no facts were given at publish, so the rules that test them did not apply: block_by_gpu_memory"
     assert "no fact gpu.memory_bytes given" in info["rules"][0]["why"]
+
+
+def test_without_facts_a_rule_that_tests_only_leaves_applies(mods: dict[str, ModuleType], ctx: Any) -> None:
+    ctx.publish(cli(mods, "--backend", "b"), role="boss")
+    info = ctx.explain("block")
+    assert (info["resolved"], info["layer"], info["rule"]) == (64, "hardware", "block_for_backend_b")
+    assert info["note"].endswith("did not apply: block_by_gpu_memory")  # only the rule that needs one
 
 
 def test_operator_input_wins_over_rules(mods: dict[str, ModuleType], ctx: Any) -> None:

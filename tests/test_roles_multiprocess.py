@@ -21,6 +21,7 @@ from configbags.runtime import roles
 
 REPO = Path(__file__).resolve().parent.parent
 APP = REPO / "tests" / "roles_app.py"
+pytestmark = pytest.mark.slow  # a launcher and three spawned role processes per test
 
 
 def run_app(mode: str, out: Path) -> subprocess.CompletedProcess[str]:

@@ -228,6 +228,7 @@ def test_unknown_route_is_a_json_404(client: httpx.Client) -> None:
     assert response.status_code == 404 and response.json()["error"] == "http"
 
 
+@pytest.mark.slow
 def test_concurrent_patches_and_reads_lose_nothing_and_leave_no_epoch_gap(server: Server) -> None:
     count = 200
 

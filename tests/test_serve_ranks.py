@@ -15,6 +15,7 @@ from serve_server import ADMIN_KEY, Server, auth
 
 pytest.importorskip("fastapi")
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # a server with spawned ranks, and a rank timeout
 
 ADMIN = auth(ADMIN_KEY)
 

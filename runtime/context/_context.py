@@ -98,8 +98,9 @@ class Context(Generic[V]):
         """Resolve `record` (rules, fallbacks, derived values, pins) and install it.
 
         `facts` (`configbags.runtime.resolve.Facts`: the GPU's name, memory and SM version,
-        the model's config.json) feed the hardware and model rules; without them those rules
-        do not apply and each leaf keeps its lower layer. A re-publish without facts keeps
+        the model's config.json) feed the hardware and model rules; a rule that tests a fact
+        does not apply without it (its leaf keeps its lower layer), while one that tests only
+        leaves applies all the same. A re-publish without facts keeps
         the previous ones (the GPU did not change). Publishing
         again replays the override log onto the new record and reports what no longer
         applies (`republish_report`), rather than dropping overrides silently; the seal

@@ -14,7 +14,14 @@ from configbags.runtime.context._records import State, override_origin
 from configbags.runtime.errors import UnknownLeafError
 from configbags.runtime.leaftypes import closest, jsonable
 from configbags.runtime.registry import Registry
-from configbags.runtime.resolve import DEFAULT_ORIGIN, NO_FACTS, Layer, Origin, is_fact, verdicts
+from configbags.runtime.resolve import (
+    DEFAULT_ORIGIN,
+    NO_FACTS,
+    Layer,
+    Origin,
+    tests_a_fact,
+    verdicts,
+)
 
 log = logging.getLogger("configbags")
 
@@ -81,12 +88,9 @@ def explain(registry: Registry, state: State, leaf: str) -> dict[str, Any]:
     )
     # Only rules that test a fact need one; a rule of leaves alone (the page size an
     # attention backend forces) applies without facts, and the note must not say otherwise.
-    if state.facts == NO_FACTS and any(
-        is_fact(subject)
-        for rule in registry.rules_by_leaf.get(leaf, ())
-        for subject in (*(c.subject for c in rule.when), *rule.inputs)
-    ):
-        out["note"] = "no facts were given at publish, so the rules that test facts did not apply"
+    needs_facts = [r.id for r in registry.rules_by_leaf.get(leaf, ()) if tests_a_fact(r)]
+    if needs_facts and state.facts == NO_FACTS:
+        out["note"] = f"no facts were given at publish, so the rules that test them did not apply: {', '.join(needs_facts)}"
     return out
 
 
