@@ -41,6 +41,7 @@ _MARK = "__configbags_piece_"
 # this, so pieces hold a few statements each and an edit moves no cut but its own.
 _CUT_EVERY = 8
 _BIG = 2000  # characters: a statement this long is a piece of its own anyway
+_FULL = 6000  # characters: a piece this long takes no more (so pieces stay small)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass, ast.Delete, ast.Return,
            ast.Raise, ast.Assert, ast.Global, ast.Nonlocal, ast.Break, ast.Continue)
@@ -74,7 +75,17 @@ class _NoSeam(Exception):
 
 
 def format_module(source: str, memo: Memo) -> str:
-    """Exactly `black.format_str(source, mode=BLACK_MODE)`."""
+    """Exactly `black.format_str(source, mode=BLACK_MODE)`. The whole module's result is
+    memoised too, so an unchanged module is not even parsed."""
+    key = digest(source)
+    found = memo.get(key)
+    if found is None:
+        found = _pieces(source, memo)
+        memo.put(key, found)
+    return found
+
+
+def _pieces(source: str, memo: Memo) -> str:
     try:
         tree = None if _unsafe(source) else ast.parse(source)
     except (SyntaxError, ValueError):
@@ -129,20 +140,20 @@ class _Splitter:
     def runs(self, body: Sequence[ast.stmt], depth: int) -> list[_Run]:
         """The block cut where black's blank lines are known and the content hash says so."""
         runs = [_Run([body[0]], 0)]
+        size = 0
         for i in range(1, len(body)):
             prev, cur = body[i - 1], body[i]
+            text = "".join(self.lines[_start(cur):_end(cur)])
             gap = None
-            if i > 1 and self.cut_before(cur):  # never right after a block's first statement
+            if i > 1 and _cut_before(text, size):  # never right after a block's first statement
                 gap = self.gap(prev, cur, depth)
             if gap is None:
                 runs[-1].stmts.append(cur)
+                size += len(text)
             else:
                 runs.append(_Run([cur], gap))
+                size = len(text)
         return runs
-
-    def cut_before(self, stmt: ast.stmt) -> bool:
-        text = "".join(self.lines[_start(stmt):_end(stmt)])
-        return len(text) > _BIG or int(digest(text)[:8], 16) % _CUT_EVERY == 0
 
     def gap(self, prev: ast.stmt, cur: ast.stmt, depth: int) -> int | None:
         between = self.lines[_end(prev):_start(cur)]
@@ -191,7 +202,7 @@ class _Splitter:
             elif isinstance(stmt, _DEFS) and _multiline(stmt) and self.indented(stmt.body, depth + 1):
                 runs = self.runs(stmt.body, depth + 1)
                 cursor = self.walk(runs[0].stmts, [*nest, stmt], parts, splices, cursor)
-                if len(runs) > 1 and _ends_plain(stmt):
+                if len(runs) > 1 and _ends_plain(stmt) and not self.comment_after(_end(stmt)):
                     parts.extend(self.lines[cursor:_end(runs[0].stmts[-1])])
                     line = _INDENT * (depth + 1) + self.mark() + " = 0\n"
                     parts.append(line)
@@ -201,6 +212,12 @@ class _Splitter:
                     for run in runs[1:]:
                         cursor = self.walk(run.stmts, [*nest, stmt], parts, splices, cursor)
         return cursor
+
+    def comment_after(self, end: int) -> bool:
+        """A comment follows (black indents it by the next code, which a cut-out body
+        would change)."""
+        following = next((line for line in self.lines[end:] if line.strip()), "")
+        return following.lstrip().startswith("#")
 
     def mark(self) -> str:
         self.marks += 1
@@ -248,7 +265,7 @@ class _Splitter:
         groups: list[str] = []
         for first, last, _, _ in spans:
             text = "".join(self.lines[first:last + 1])
-            if not groups or len(text) > _BIG or int(digest(text)[:8], 16) % _CUT_EVERY == 0:
+            if not groups or _cut_before(text, len(groups[-1])):
                 groups.append(text)
             else:
                 groups[-1] += text
@@ -303,6 +320,13 @@ class _Body:
         return head + body + out[at + len(self.line):]
 
 
+def _cut_before(text: str, piece_so_far: int) -> bool:
+    """Where the content says so (an edit moves no cut but its own), or the piece is full
+    (which may move the following cuts, up to the next the content makes)."""
+    return (len(text) > _BIG or piece_so_far + len(text) > _FULL
+            or int(digest(text)[:8], 16) % _CUT_EVERY == 0)
+
+
 def _find_once(text: str, needle: str) -> int:
     at = text.find(needle)
     if at <= 0 or text[at - 1] != "\n" or text.find(needle, at + 1) != -1:
@@ -338,11 +362,26 @@ def _multiline(stmt: ast.stmt) -> bool:
 def _ends_plain(stmt: ast.stmt) -> bool:
     """Its last line is a plain statement's (black treats a line after a one-line stub
     `def f(): ...` differently)."""
-    while isinstance(stmt, _DEFS):
-        if not _multiline(stmt):
+    while not isinstance(stmt, _SIMPLE):
+        if isinstance(stmt, _DEFS) and not _multiline(stmt):
             return False
-        stmt = stmt.body[-1]
-    return isinstance(stmt, _SIMPLE)
+        last = _last_statement(stmt)
+        if last is None:
+            return False
+        stmt = last
+    return True
+
+
+def _last_statement(stmt: ast.stmt) -> ast.stmt | None:
+    """The statement a compound statement's text ends with (its last clause's last)."""
+    if isinstance(stmt, ast.Match):
+        return stmt.cases[-1].body[-1] if stmt.cases else None
+    for clause in ("finalbody", "orelse", "handlers", "body"):
+        block = getattr(stmt, clause, None)
+        if block:
+            last = block[-1]
+            return last.body[-1] if isinstance(last, ast.ExceptHandler) else last
+    return None
 
 
 def _plain_or_def(stmt: ast.stmt) -> bool:
