@@ -51,6 +51,9 @@ _DISPLAYS = {ast.Dict: "{}", ast.Set: "{}", ast.List: "[]", ast.Tuple: "()"}
 class Memo(Protocol):
     def get(self, digest: str) -> str | None: ...
     def put(self, digest: str, formatted: str) -> None: ...
+    def depends(self, digest: str, on: list[str]) -> None:
+        """The entry `digest` was made from the entries `on` (a module's from its pieces'):
+        a memo that drops unused entries keeps those while it keeps this one."""
 
 
 class DictMemo:
@@ -64,6 +67,9 @@ class DictMemo:
 
     def put(self, digest: str, formatted: str) -> None:
         self.entries[digest] = formatted
+
+    def depends(self, digest: str, on: list[str]) -> None:
+        pass
 
 
 def digest(text: str) -> str:
@@ -80,9 +86,30 @@ def format_module(source: str, memo: Memo) -> str:
     key = digest(source)
     found = memo.get(key)
     if found is None:
-        found = _pieces(source, memo)
+        pieces = _Touched(memo)
+        found = _pieces(source, pieces)
         memo.put(key, found)
+        memo.depends(key, sorted(pieces.touched - {key}))
     return found
+
+
+class _Touched:
+    """A memo passing through to another, noting every entry looked up or made."""
+
+    def __init__(self, memo: Memo) -> None:
+        self.memo = memo
+        self.touched: set[str] = set()
+
+    def get(self, digest: str) -> str | None:
+        self.touched.add(digest)
+        return self.memo.get(digest)
+
+    def put(self, digest: str, formatted: str) -> None:
+        self.touched.add(digest)
+        self.memo.put(digest, formatted)
+
+    def depends(self, digest: str, on: list[str]) -> None:
+        self.memo.depends(digest, on)
 
 
 def _pieces(source: str, memo: Memo) -> str:

@@ -69,9 +69,10 @@ class _Recorder(DictMemo):
     """A worker's memo: reads the parent's cache (inherited through fork), records every
     entry it used or made, for the parent to merge."""
 
-    def __init__(self, base: Memo | None) -> None:
+    def __init__(self, base: FormatCache | None) -> None:
         super().__init__()
         self.base = base
+        self.deps: dict[str, list[str]] = {}
 
     def get(self, digest: str) -> str | None:
         found = super().get(digest)
@@ -79,15 +80,21 @@ class _Recorder(DictMemo):
             found = self.base.get(digest)
             if found is not None:
                 self.put(digest, found)
+                for piece in self.base.deps.get(digest, ()):  # a module found whole keeps its pieces
+                    if (text := self.base.entries.get(piece)) is not None:
+                        self.put(piece, text)
         return found
 
+    def depends(self, digest: str, on: list[str]) -> None:
+        self.deps[digest] = on
 
-_WORKER_BASE: Memo | None = None
+
+_WORKER_BASE: FormatCache | None = None
 
 
-def _format_in_worker(source: str) -> tuple[str, dict[str, str]]:
+def _format_in_worker(source: str) -> tuple[str, dict[str, str], dict[str, list[str]]]:
     memo = _Recorder(_WORKER_BASE)
-    return format_python(source, memo), memo.entries
+    return format_python(source, memo), memo.entries, memo.deps
 
 
 def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | None) -> dict[str, str]:
@@ -110,9 +117,9 @@ def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | No
     finally:
         _WORKER_BASE = None
     if cache is not None:
-        for _, seen in results:
-            cache.merge(seen)
-    return {name: text for name, (text, _) in zip(names, results, strict=True)}
+        for _, seen, deps in results:
+            cache.merge(seen, deps)
+    return {name: text for name, (text, _, _) in zip(names, results, strict=True)}
 
 
 def emit(schema: Schema, regen: str, *, package: str = "generated", parallel: bool = True,

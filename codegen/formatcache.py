@@ -21,7 +21,7 @@ from typing import Any
 from configbags.codegen.blackpieces import BLACK_MODE
 from configbags.runtime.project import find_pyproject
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 CACHE_DIR = ".configbags-cache"
 _DIGEST_CHARS = 32
 
@@ -51,17 +51,18 @@ class FormatCache:
         self.path = path
         self.key = black_key()
         self.entries: dict[str, str] = {}
+        self.deps: dict[str, list[str]] = {}  # a module's entry -> its pieces' (kept with it)
         self.used: set[str] = set()
         self.added = False
         self.discarded: str | None = None  # why a cache file present was not used
         if path is not None and path.is_file():
             try:
-                self.entries = self._load(json.loads(path.read_bytes()))
+                self.entries, self.deps = self._load(json.loads(path.read_bytes()))
             except (OSError, ValueError, TypeError, KeyError) as exc:
                 self.discarded = f"{type(exc).__name__}: {exc}"
-                self.entries = {}
+                self.entries, self.deps = {}, {}
 
-    def _load(self, raw: Any) -> dict[str, str]:
+    def _load(self, raw: Any) -> tuple[dict[str, str], dict[str, list[str]]]:
         if not isinstance(raw, dict) or raw.get("format") != CACHE_FORMAT:
             raise ValueError("not a cache of this format")
         if raw.get("key") != self.key:
@@ -78,12 +79,17 @@ class FormatCache:
             if seal != _seal(self.key, digest, text):
                 raise ValueError(f"entry {digest} does not match its seal")
             entries[digest] = text
-        return entries
+        deps = raw["deps"]
+        if not (isinstance(deps, dict) and all(
+                isinstance(on, list) and all(isinstance(d, str) for d in on) for on in deps.values())):
+            raise ValueError("malformed deps")
+        return entries, deps
 
     def get(self, digest: str) -> str | None:
         found = self.entries.get(digest)
         if found is not None:
             self.used.add(digest)
+            self.used.update(self.deps.get(digest, ()))
         return found
 
     def put(self, digest: str, formatted: str) -> None:
@@ -91,20 +97,30 @@ class FormatCache:
         self.used.add(digest)
         self.added = True
 
-    def merge(self, seen: dict[str, str]) -> None:
+    def depends(self, digest: str, on: list[str]) -> None:
+        if self.deps.get(digest) != on:
+            self.deps[digest] = on
+            self.added = True
+
+    def merge(self, seen: dict[str, str], deps: dict[str, list[str]]) -> None:
         """What a worker process looked up or computed."""
         for digest, text in seen.items():
             if digest not in self.entries:
                 self.added = True
             self.entries[digest] = text
             self.used.add(digest)
+        for digest, on in deps.items():
+            self.depends(digest, on)
+            self.used.update(on)
 
     def save(self) -> None:
         # Unchanged (every entry used, none added): a warm run writes nothing.
         if self.path is None or (not self.added and self.used == self.entries.keys()):
             return
-        entries = {d: [self.entries[d], _seal(self.key, d, self.entries[d])] for d in sorted(self.used)}
-        document = {"format": CACHE_FORMAT, "key": self.key, "entries": entries}
+        kept = sorted(self.used & self.entries.keys())
+        entries = {d: [self.entries[d], _seal(self.key, d, self.entries[d])] for d in kept}
+        deps = {d: on for d, on in sorted(self.deps.items()) if d in entries}
+        document = {"format": CACHE_FORMAT, "key": self.key, "entries": entries, "deps": deps}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")

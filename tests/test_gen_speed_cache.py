@@ -221,6 +221,19 @@ def test_a_one_leaf_edit_runs_black_on_a_few_pieces(tmp_path: Path, black_calls:
     assert {name: edited[name] for name in emit.PY_FILES} == {
         name: black_str(source) for name, source in pre_format(schema).items()}
 
+    # The help edit left registry.py as it was (found whole); its pieces were kept with it,
+    # so a later edit there is as cheap.
+    path_ns = schema / "namespaces" / "ns5.yaml"
+    doc = yaml.safe_load(path_ns.read_text())
+    doc["leaves"]["leaf_5_3_x_x_x"]["default"] = 7  # an int leaf
+    path_ns.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    black_calls.clear()
+    edited = emit.emit(load_schema(schema), "regen", parallel=False, cache=FormatCache(path))
+    assert first["registry.py"] != edited["registry.py"]
+    assert 0 < len(black_calls) <= cold // 10
+    assert {name: edited[name] for name in emit.PY_FILES} == {
+        name: black_str(source) for name, source in pre_format(schema).items()}
+
 
 def _mangle(path: Path, change: Callable[[dict[str, object]], None]) -> None:
     document = json.loads(path.read_text())
