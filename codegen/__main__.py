@@ -1,6 +1,8 @@
-"""`configbags gen [--schema DIR] [--package PKG] [--out DIR] [--check]` (also
+"""`configbags gen [--schema DIR] [--package PKG] [--out DIR] [--check] [--no-cache]` (also
 `python -m configbags.codegen`). Defaults come from `[tool.configbags]` in the nearest
 pyproject.toml (see `configbags init`); the output folder defaults to the package's folder.
+black's results are cached in `.configbags-cache/` of the project holding the output folder,
+so a regeneration formats only the pieces of text that changed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from black.parsing import InvalidInput
 
 from configbags.codegen.emit import emit
 from configbags.codegen.errors import SchemaInvalid
+from configbags.codegen.formatcache import FormatCache, default_cache_path
 from configbags.codegen.model import load_schema
 from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
 from configbags.runtime.errors import ConfigError
@@ -38,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, help="output folder (default: [tool.configbags] out, else the "
                                                  "package's folder in the project)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if out is stale")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write the format cache (.configbags-cache/gen-black.json "
+                             "in the project holding the output folder); output is the same either way")
     return parser
 
 
@@ -82,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
               f"[tool.configbags] schema, or scaffold one with `configbags init`", file=sys.stderr)
         return EXIT_SCHEMA
     regen = f"configbags gen --schema {project.rel(schema)} --package {package} --out {project.rel(out)}"
+    cache = FormatCache(None if args.no_cache else default_cache_path(out))
     try:
-        files = emit(load_schema(schema), regen, package=package)
+        files = emit(load_schema(schema), regen, package=package, cache=cache)
     except SchemaInvalid as exc:
         print(f"configbags gen: {len(exc.errors)} schema error(s); nothing was written", file=sys.stderr)
         for error in exc.errors:
@@ -94,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags gen: internal error, generated code does not parse ({exc}); nothing "
               f"was written. Please report it with the schema that triggered it.", file=sys.stderr)
         return EXIT_INTERNAL
+    cache.save()
     if args.check:
         stale = diff(out, files)
         if stale:

@@ -7,14 +7,16 @@ import gc
 import json
 import multiprocessing
 import os
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
-import black
 import jinja2
-from black.mode import TargetVersion
 
 from configbags.codegen import render
+from configbags.codegen.blackpieces import BLACK_MODE, DictMemo, Memo, format_module
+from configbags.codegen.formatcache import FormatCache
 from configbags.codegen.model import Schema
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -28,8 +30,7 @@ PY_FILES = (
     "ratchet_allowlist.py",
 )
 MD_FILES = ("CONFIG.md", "ROLES.md")
-# Explicit mode, so a user's [tool.black] section can never change generated output.
-BLACK_MODE = black.Mode(target_versions={TargetVersion.PY310}, line_length=88)
+__all__ = ["BLACK_MODE", "emit", "environment", "format_python"]
 
 
 def environment() -> jinja2.Environment:
@@ -44,36 +45,91 @@ def environment() -> jinja2.Environment:
     )
 
 
-def format_python(source: str) -> str:
+@contextmanager
+def _gc_paused() -> Iterator[None]:
     # black builds a large tree of long-lived objects; cyclic-GC passes over them made
-    # formatting superlinear in file size (bench/bench_gen.py), so pause GC for the call.
+    # formatting superlinear in file size (bench/bench_gen.py), so pause GC meanwhile.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return black.format_str(source, mode=BLACK_MODE)
+        yield
     finally:
         if enabled:
             gc.enable()
 
 
-def _format_all(sources: dict[str, str], parallel: bool) -> dict[str, str]:
-    """black dominates generation time; on a multi-core machine format files in parallel
-    (forked workers inherit the imported black, so they start in milliseconds)."""
+def format_python(source: str, memo: Memo | None = None) -> str:
+    """`black.format_str(source, mode=BLACK_MODE)`, byte for byte, piece by piece through
+    `memo` (see configbags.codegen.blackpieces)."""
+    with _gc_paused():
+        return format_module(source, memo if memo is not None else DictMemo())
+
+
+class _Recorder(DictMemo):
+    """A worker's memo: reads the parent's cache (inherited through fork), records every
+    entry it used or made, for the parent to merge."""
+
+    def __init__(self, base: FormatCache | None) -> None:
+        super().__init__()
+        self.base = base
+        self.deps: dict[str, list[str]] = {}
+
+    def get(self, digest: str) -> str | None:
+        found = super().get(digest)
+        if found is None and self.base is not None:
+            found = self.base.get(digest)
+            if found is not None:
+                self.put(digest, found)
+                for piece in self.base.deps.get(digest, ()):  # a module found whole keeps its pieces
+                    if (text := self.base.entries.get(piece)) is not None:
+                        self.put(piece, text)
+        return found
+
+    def depends(self, digest: str, on: list[str]) -> None:
+        self.deps[digest] = on
+
+
+_WORKER_BASE: FormatCache | None = None
+
+
+def _format_in_worker(source: str) -> tuple[str, dict[str, str], dict[str, list[str]]]:
+    memo = _Recorder(_WORKER_BASE)
+    return format_python(source, memo), memo.entries, memo.deps
+
+
+def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | None) -> dict[str, str]:
+    """black dominates a cold generation; on a multi-core machine format files in parallel
+    (forked workers inherit the imported black, so they start in milliseconds). A warm
+    cache leaves black little to do, and then the fork would cost more than it saves."""
+    global _WORKER_BASE
+    memo: Memo = cache if cache is not None else DictMemo()
     big = sum(map(len, sources.values())) > 200_000
+    cold = cache is None or not cache.entries
     workers = min(os.cpu_count() or 1, 4)
-    if not (parallel and big) or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        return {name: format_python(src) for name, src in sources.items()}
+    if (not (parallel and big and cold) or workers < 2
+            or "fork" not in multiprocessing.get_all_start_methods()):
+        return {name: format_python(src, memo) for name, src in sources.items()}
     names = sorted(sources, key=lambda n: -len(sources[n]))
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return dict(zip(names, pool.map(format_python, [sources[n] for n in names]), strict=True))
+    _WORKER_BASE = cache
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(_format_in_worker, [sources[n] for n in names]))
+    finally:
+        _WORKER_BASE = None
+    if cache is not None:
+        for _, seen, deps in results:
+            cache.merge(seen, deps)
+    return {name: text for name, (text, _, _) in zip(names, results, strict=True)}
 
 
-def emit(schema: Schema, regen: str, *, package: str = "generated", parallel: bool = True) -> dict[str, str]:
+def emit(schema: Schema, regen: str, *, package: str = "generated", parallel: bool = True,
+         cache: FormatCache | None = None) -> dict[str, str]:
     """File name -> content for every generated file of package `package` (its import
-    name; `parallel=False`: format serially)."""
+    name; `parallel=False`: format serially; `cache`: black's results from earlier runs,
+    updated in memory; the caller saves it)."""
     model = render.build(schema, regen, package)
     env = environment()
-    files = _format_all({name: env.get_template(f"{name}.j2").render(package=model) for name in PY_FILES}, parallel)
+    files = _format_all({name: env.get_template(f"{name}.j2").render(package=model) for name in PY_FILES}, parallel, cache)
     for name in MD_FILES:
         files[name] = env.get_template(f"{name}.j2").render(package=model)
     config_schema = render.config_file_schema(schema, regen)

@@ -1,0 +1,421 @@
+"""black's output for a generated module, computed piece by piece through a memo.
+
+Why: black is linear in the text, an engine-sized schema generates modules of tens of
+thousands of lines, and a one-leaf edit changes a handful of them. black's output for a
+module is, but for the blank lines between statements, its output for each statement on
+its own; and inside a bracketed literal that black explodes one element per line (a
+trailing comma after two or more elements) it is its output for each element on its own.
+So a module is cut at such seams, each piece goes through black in a small stand-in
+context of the same depth (the real enclosing kinds and a plain statement before it, or
+marker elements after literal elements), and the results are spliced back.
+
+The blank lines at a seam are black's rules, restated here only for seams where they are
+simple: two (nested: one) around a function or class, and the writer's own count, capped at
+two (nested: one), between plain statements. Nowhere else is a module cut: a shape these
+rules do not cover only makes a piece bigger, and a splice that does not land where
+expected formats the module whole.
+
+Every black call goes through a memo keyed by its exact input text, so a piece seen before
+(in this run or, with a `formatcache.FormatCache`, an earlier one) costs a look-up.
+tests/test_gen_speed_cache.py holds the result equal to `black.format_str` on the whole
+module, byte for byte."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import black
+from black.mode import TargetVersion
+from black.parsing import InvalidInput
+
+# Explicit mode, so a user's [tool.black] section can never change generated output.
+BLACK_MODE = black.Mode(target_versions={TargetVersion.PY310}, line_length=88)
+
+_INDENT = "    "
+_MARK = "__configbags_piece_"
+# Cut a run of statements (or of literal elements) before one whose text hashes to 0 mod
+# this, so pieces hold a few statements each and an edit moves no cut but its own.
+_CUT_EVERY = 8
+_BIG = 2000  # characters: a statement this long is a piece of its own anyway
+_FULL = 6000  # characters: a piece this long takes no more (so pieces stay small)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass, ast.Delete, ast.Return,
+           ast.Raise, ast.Assert, ast.Global, ast.Nonlocal, ast.Break, ast.Continue)
+_DISPLAYS = {ast.Dict: "{}", ast.Set: "{}", ast.List: "[]", ast.Tuple: "()"}
+
+
+class Memo(Protocol):
+    def get(self, digest: str) -> str | None: ...
+    def put(self, digest: str, formatted: str) -> None: ...
+    def depends(self, digest: str, on: list[str]) -> None:
+        """The entry `digest` was made from the entries `on` (a module's from its pieces'):
+        a memo that drops unused entries keeps those while it keeps this one."""
+
+
+class DictMemo:
+    """A memo for one run only."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, str] = {}
+
+    def get(self, digest: str) -> str | None:
+        return self.entries.get(digest)
+
+    def put(self, digest: str, formatted: str) -> None:
+        self.entries[digest] = formatted
+
+    def depends(self, digest: str, on: list[str]) -> None:
+        pass
+
+
+def digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+class _NoSeam(Exception):
+    """A formatted piece did not have the shape the splice expects."""
+
+
+def format_module(source: str, memo: Memo) -> str:
+    """Exactly `black.format_str(source, mode=BLACK_MODE)`. The whole module's result is
+    memoised too, so an unchanged module is not even parsed."""
+    key = digest(source)
+    found = memo.get(key)
+    if found is None:
+        pieces = _Touched(memo)
+        found = _pieces(source, pieces)
+        memo.put(key, found)
+        memo.depends(key, sorted(pieces.touched - {key}))
+    return found
+
+
+class _Touched:
+    """A memo passing through to another, noting every entry looked up or made."""
+
+    def __init__(self, memo: Memo) -> None:
+        self.memo = memo
+        self.touched: set[str] = set()
+
+    def get(self, digest: str) -> str | None:
+        self.touched.add(digest)
+        return self.memo.get(digest)
+
+    def put(self, digest: str, formatted: str) -> None:
+        self.touched.add(digest)
+        self.memo.put(digest, formatted)
+
+    def depends(self, digest: str, on: list[str]) -> None:
+        self.memo.depends(digest, on)
+
+
+def _pieces(source: str, memo: Memo) -> str:
+    try:
+        tree = None if _unsafe(source) else ast.parse(source)
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is None or not tree.body:
+        return _black(source, memo)
+    try:
+        return _Splitter(source, memo).module(tree.body)
+    except (_NoSeam, InvalidInput):
+        return _black(source, memo)  # the whole module: black's own answer, or its error
+
+
+def _black(text: str, memo: Memo) -> str:
+    key = digest(text)
+    found = memo.get(key)
+    if found is None:
+        found = black.format_str(text, mode=BLACK_MODE)
+        memo.put(key, found)
+    return found
+
+
+def _unsafe(source: str) -> bool:
+    """Text whose formatting reaches across statements (fmt: directives, form feeds) or
+    whose lines ast and this module might count differently."""
+    return any(s in source for s in ("\r", "\f", "\v", "fmt:", "fmt :", "yapf:", _MARK))
+
+
+@dataclass
+class _Run:
+    stmts: list[ast.stmt]
+    gap: int  # blank lines black prints before it
+
+
+class _Splitter:
+    def __init__(self, source: str, memo: Memo) -> None:
+        parts = source.split("\n")
+        if parts[-1] == "":
+            parts.pop()
+        self.lines = [part + "\n" for part in parts]
+        self.memo = memo
+        self.marks = 0
+
+    def module(self, body: list[ast.stmt]) -> str:
+        runs = self.runs(body, 0)
+        out = []
+        for i, run in enumerate(runs):
+            start = 0 if i == 0 else _start(run.stmts[0])
+            end = len(self.lines) if i == len(runs) - 1 else _end(run.stmts[-1])
+            out.append("\n" * run.gap + self.unit(run.stmts, [], start, end))
+        return "".join(out)
+
+    def runs(self, body: Sequence[ast.stmt], depth: int) -> list[_Run]:
+        """The block cut where black's blank lines are known and the content hash says so."""
+        runs = [_Run([body[0]], 0)]
+        size = 0
+        for i in range(1, len(body)):
+            prev, cur = body[i - 1], body[i]
+            text = "".join(self.lines[_start(cur):_end(cur)])
+            gap = None
+            if i > 1 and _cut_before(text, size):  # never right after a block's first statement
+                gap = self.gap(prev, cur, depth)
+            if gap is None:
+                runs[-1].stmts.append(cur)
+                size += len(text)
+            else:
+                runs.append(_Run([cur], gap))
+                size = len(text)
+        return runs
+
+    def gap(self, prev: ast.stmt, cur: ast.stmt, depth: int) -> int | None:
+        between = self.lines[_end(prev):_start(cur)]
+        if _end(prev) > _start(cur) or any(line.strip() for line in between):
+            return None  # same line, or a comment between: black attaches it, keep together
+        if not (_plain_or_def(prev) and _plain_or_def(cur)):
+            return None
+        if depth == 0 and (_is_string(prev) or _is_string(cur)):
+            return None  # module docstring rules
+        cap = 2 if depth == 0 else 1
+        if isinstance(prev, _DEFS) or isinstance(cur, _DEFS):
+            return cap
+        return min(len(between), cap)
+
+    def unit(self, stmts: list[ast.stmt], nest: list[ast.stmt], start: int, end: int) -> str:
+        """black's output for lines[start:end] (the statements `stmts` inside `nest`)."""
+        prefix = _nest_text(nest)
+        parts: list[str] = []
+        splices: list[_Splice] = []
+        cursor = self.walk(stmts, nest, parts, splices, start)
+        parts.extend(self.lines[cursor:end])
+        out = _black(prefix + "".join(parts), self.memo)
+        if not out.startswith(prefix):
+            raise _NoSeam
+        out = out[len(prefix):].lstrip("\n")
+        for splice in splices:
+            out = splice.apply(self, out)
+        return out
+
+    def walk(self, stmts: list[ast.stmt], nest: list[ast.stmt], parts: list[str],
+             splices: list[_Splice], cursor: int) -> int:
+        """Copy the statements' lines into `parts` up to where a piece is cut out, leaving a
+        marker there; returns how far the lines are copied."""
+        depth = len(nest)
+        for stmt in stmts:
+            literal = self.literal(stmt) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+            if literal is not None:
+                head, close, groups, is_dict = literal
+                mark = self.mark()
+                line = _INDENT * (depth + 1) + mark + (": 0,\n" if is_dict else ",\n")
+                parts.extend(self.lines[cursor:head + 1])
+                parts.append(line + line)
+                parts.append(self.lines[close])
+                splices.append(_Elements(line, nest, self.lines[head], self.lines[close], groups))
+                cursor = close + 1
+            elif isinstance(stmt, _DEFS) and _multiline(stmt) and self.indented(stmt.body, depth + 1):
+                runs = self.runs(stmt.body, depth + 1)
+                cursor = self.walk(runs[0].stmts, [*nest, stmt], parts, splices, cursor)
+                if len(runs) > 1 and _ends_plain(stmt) and not self.comment_after(_end(stmt)):
+                    parts.extend(self.lines[cursor:_end(runs[0].stmts[-1])])
+                    line = _INDENT * (depth + 1) + self.mark() + " = 0\n"
+                    parts.append(line)
+                    splices.append(_Body(line, [*nest, stmt], runs[1:]))
+                    cursor = _end(stmt)
+                elif len(runs) > 1:
+                    for run in runs[1:]:
+                        cursor = self.walk(run.stmts, [*nest, stmt], parts, splices, cursor)
+        return cursor
+
+    def comment_after(self, end: int) -> bool:
+        """A comment follows (black indents it by the next code, which a cut-out body
+        would change)."""
+        following = next((line for line in self.lines[end:] if line.strip()), "")
+        return following.lstrip().startswith("#")
+
+    def mark(self) -> str:
+        self.marks += 1
+        return f"{_MARK}{self.marks}__"
+
+    def indented(self, body: list[ast.stmt], depth: int) -> bool:
+        ind = _INDENT * depth
+        return all(self.lines[_start(s)].startswith(ind) and not self.lines[_start(s)][len(ind)].isspace()
+                   for s in body)
+
+    def literal(self, stmt: ast.Assign | ast.AnnAssign) -> tuple[int, int, list[str], bool] | None:
+        """(head line, closing line, element groups, is a dict) of an assignment of a
+        bracketed literal written one element per line with a trailing comma, which black
+        explodes the same way; None for any other shape."""
+        value = stmt.value
+        brackets = _DISPLAYS.get(type(value)) if value is not None else None
+        if value is None or brackets is None or value.end_lineno is None:
+            return None
+        head, close = stmt.lineno - 1, value.end_lineno - 1
+        head_line = self.lines[head].rstrip()
+        if (stmt.end_lineno != value.end_lineno or value.lineno - 1 != head or close - head < 3
+                or not head_line.endswith(brackets[0]) or len(head_line.encode()) - 1 != value.col_offset
+                or self.lines[close].strip() != brackets[1]):
+            return None
+        spans: list[tuple[int, int, ast.expr, ast.expr]] = []
+        if isinstance(value, ast.Dict):
+            for key, item in zip(value.keys, value.values, strict=True):
+                if key is None:
+                    return None
+                spans.append((key.lineno - 1, _end(item) - 1, key, item))
+        else:
+            assert isinstance(value, (ast.Set, ast.List, ast.Tuple))
+            for item in value.elts:
+                if isinstance(item, ast.Starred):
+                    return None
+                spans.append((item.lineno - 1, _end(item) - 1, item, item))
+        expected = head + 1
+        for first, last, start_node, end_node in spans:
+            if (first != expected or self.lines[first].encode()[:start_node.col_offset].strip()
+                    or self.lines[last].encode()[end_node.end_col_offset or 0:].strip() != b","):
+                return None
+            expected = last + 1
+        if len(spans) < 2 or expected != close:
+            return None
+        groups: list[str] = []
+        for first, last, _, _ in spans:
+            text = "".join(self.lines[first:last + 1])
+            if not groups or _cut_before(text, len(groups[-1])):
+                groups.append(text)
+            else:
+                groups[-1] += text
+        return head, close, groups, isinstance(value, ast.Dict)
+
+
+class _Splice(Protocol):
+    def apply(self, splitter: _Splitter, out: str) -> str: ...
+
+
+@dataclass
+class _Elements:
+    """The elements of one literal, formatted a group at a time between its head line and a
+    marker element, spliced over the two marker elements left in the skeleton."""
+
+    line: str  # a marker element, as black prints it
+    nest: list[ast.stmt]
+    head: str
+    close: str
+    groups: list[str]
+
+    def apply(self, splitter: _Splitter, out: str) -> str:
+        at = _find_once(out, self.line + self.line)
+        prefix = _nest_text(self.nest) + self.head
+        frame = _black(prefix + self.line + self.line + self.close, splitter.memo)
+        k = _find_once(frame, self.line + self.line)
+        before, after = frame[:k], self.line + frame[k + 2 * len(self.line):]
+        formatted = []
+        for group in self.groups:
+            text = _black(prefix + group + self.line + self.close, splitter.memo)
+            if not (text.startswith(before) and text.endswith(after) and len(text) > len(before) + len(after)):
+                raise _NoSeam
+            formatted.append(text[len(before):len(text) - len(after)])
+        return out[:at] + "".join(formatted) + out[at + 2 * len(self.line):]
+
+
+@dataclass
+class _Body:
+    """A block's statements after its first run, formatted run by run in a stand-in block
+    of the same depth, spliced over the marker statement left in the skeleton."""
+
+    line: str
+    nest: list[ast.stmt]
+    runs: list[_Run]
+
+    def apply(self, splitter: _Splitter, out: str) -> str:
+        at = _find_once(out, self.line)
+        head = out[:at].rstrip("\n") + "\n"  # black's blank lines before the marker
+        body = "".join("\n" * run.gap + splitter.unit(run.stmts, self.nest, _start(run.stmts[0]),
+                                                         _end(run.stmts[-1]))
+                       for run in self.runs)
+        return head + body + out[at + len(self.line):]
+
+
+def _cut_before(text: str, piece_so_far: int) -> bool:
+    """Where the content says so (an edit moves no cut but its own), or the piece is full
+    (which may move the following cuts, up to the next the content makes)."""
+    return (len(text) > _BIG or piece_so_far + len(text) > _FULL
+            or int(digest(text)[:8], 16) % _CUT_EVERY == 0)
+
+
+def _find_once(text: str, needle: str) -> int:
+    at = text.find(needle)
+    if at <= 0 or text[at - 1] != "\n" or text.find(needle, at + 1) != -1:
+        raise _NoSeam
+    return at
+
+
+def _nest_text(nest: list[ast.stmt]) -> str:
+    """A stand-in for the enclosing blocks: their kinds, then a plain statement, so that
+    what follows is at the same depth and not its block's first statement."""
+    if not nest:
+        return ""
+    heads = {ast.ClassDef: "class _:", ast.FunctionDef: "def _():", ast.AsyncFunctionDef: "async def _():"}
+    lines = [_INDENT * i + heads[type(block)] + "\n" for i, block in enumerate(nest)]
+    return "".join(lines) + _INDENT * len(nest) + "_ = 0\n"
+
+
+def _start(stmt: ast.stmt) -> int:
+    decorators: list[ast.expr] = stmt.decorator_list if isinstance(stmt, _DEFS) else []
+    return min([stmt.lineno, *(d.lineno for d in decorators)]) - 1
+
+
+def _end(node: ast.stmt | ast.expr) -> int:
+    end: int | None = node.end_lineno
+    assert end is not None
+    return end
+
+
+def _multiline(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, _DEFS) and stmt.body[0].lineno > stmt.lineno
+
+
+def _ends_plain(stmt: ast.stmt) -> bool:
+    """Its last line is a plain statement's (black treats a line after a one-line stub
+    `def f(): ...` differently)."""
+    while not isinstance(stmt, _SIMPLE):
+        if isinstance(stmt, _DEFS) and not _multiline(stmt):
+            return False
+        last = _last_statement(stmt)
+        if last is None:
+            return False
+        stmt = last
+    return True
+
+
+def _last_statement(stmt: ast.stmt) -> ast.stmt | None:
+    """The statement a compound statement's text ends with (its last clause's last)."""
+    if isinstance(stmt, ast.Match):
+        return stmt.cases[-1].body[-1] if stmt.cases else None
+    for clause in ("finalbody", "orelse", "handlers", "body"):
+        block = getattr(stmt, clause, None)
+        if block:
+            last = block[-1]
+            return last.body[-1] if isinstance(last, ast.ExceptHandler) else last
+    return None
+
+
+def _plain_or_def(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, _SIMPLE) or (isinstance(stmt, _DEFS) and _ends_plain(stmt))
+
+
+def _is_string(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and (
+        isinstance(stmt.value, ast.JoinedStr)
+        or (isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, (str, bytes))))
