@@ -74,6 +74,19 @@ _CONTEXT_FUNCTIONS = frozenset({"get_context", "process_context"})
 # the stdlib's (and torch's copy of it) get_context returns a process-start method
 _NOT_CONFIG = frozenset({"multiprocessing", "multiprocess"})
 # What `from MODULE import *` binds that the scanner follows (environb is not followed).
+# the private modules behind the public ones (`dist._state` holds `state_dict`): importing
+# a door from its own module opens the same door
+_PRIVATE_HOMES = {"configbags.runtime.dist.": _DIST, "configbags.runtime.context.": "configbags.runtime.context"}
+
+
+def _public(module: str) -> str:
+    """`module`, or the public module of the private one it is (`dist._state` -> `dist`)."""
+    for prefix, public in _PRIVATE_HOMES.items():
+        if module.startswith(prefix + "_"):
+            return public
+    return module
+
+
 _STAR_DIST = ("state_dict", "import_state", "from_state", "publish_distributed")
 _STAR_CONTEXT = ("get_context", "process_context", "publish")
 _STAR_OS = ("environ", "getenv")
@@ -294,7 +307,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             if alias.asname:
-                self._add(alias.asname, _Imported(alias.name))
+                self._add(alias.asname, _Imported(_public(alias.name)))
             else:  # `import os.path` binds `os`
                 root = alias.name.split(".")[0]
                 self._add(root, _Imported(root))
@@ -305,12 +318,12 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 self._star(node)
                 continue
             # a relative import is never configbags or os, as seen from an engine
-            value = _Imported(f"{node.module}.{alias.name}") if node.level == 0 and node.module else None
+            value = _Imported(f"{_public(node.module)}.{alias.name}") if node.level == 0 and node.module else None
             self._add(alias.asname or alias.name, value)
 
     def _star(self, node: ast.ImportFrom) -> None:
         """`from MODULE import *` binds, of the names followed, those MODULE has."""
-        module = node.module if node.level == 0 else None
+        module = _public(node.module) if node.level == 0 and node.module else None
         if module is None:
             return
         if module == "os":
