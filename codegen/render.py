@@ -65,9 +65,24 @@ def md(text: Any) -> str:
 
 
 def py(value: Any) -> str:
-    """A Python literal (lists become tuples: bags and records are immutable)."""
+    """A Python literal (lists become tuples: bags and records are immutable), quoted as
+    black quotes it, so black's first pass changes little and its second pass is cheap."""
+    return _literal(tuple(value) if isinstance(value, list) else value)
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        text = repr(value)
+        # repr picks single quotes unless the text holds one; black prefers double quotes
+        # wherever that needs no more escapes (both spell the same string)
+        return f'"{text[1:-1]}"' if text[0] == "'" and '"' not in value else text
+    if isinstance(value, tuple):
+        items = [_literal(v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if isinstance(value, list):
-        value = tuple(value)
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 
