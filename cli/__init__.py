@@ -1,2 +1,5 @@
-"""configbags: the `configbags` command. The work lives in `codegen/` (build time) and
-`runtime/` (inside the engine); this package only dispatches to them."""
+"""configbags: the import root and the `configbags` command. The rooms map under it
+(`pyproject.toml`'s package-dir): `codegen` (build time), `migrate` (the migration
+toolkit), `runtime` (the library inside any engine), `serve` (the HTTP door), `server`
+(the bundled server's application) and `generated` (its generated package). This folder
+holds the command's dispatcher and the commands that work on any generated package."""
