@@ -200,6 +200,7 @@ def _edit_help(schema: Path, text: str) -> None:
     path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
 
+@pytest.mark.slow  # generates a schema three times, cold and warm
 def test_a_one_leaf_edit_runs_black_on_a_few_pieces(tmp_path: Path, black_calls: list[str]) -> None:
     schema = synthetic(tmp_path, 200)
     path = tmp_path / "cache.json"

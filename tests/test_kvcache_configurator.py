@@ -293,6 +293,7 @@ def test_float16_model_resolves_kv_cache_dtype_float16() -> None:
 # -- the typed seam ------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # runs mypy in a subprocess (13 s)
 def test_no_config_read_is_any(tmp_path: Path) -> None:
     """mypy with --disallow-any-expr over the configurator: not one expression in
     `settings_from`, where every config read is, has a type involving Any."""
