@@ -250,7 +250,7 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argum
     # attention backend forces, Gemma-2's full sliding-window pool) resolve at publish from
     # these facts, as in the engine; the model facts are explain's (the whole config.json)
     facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes),
-                  ModelFacts.from_config(shape.source))
+                  ModelFacts.from_config(shape.config))
     ctx.publish(record, role=seam.CONFIGURATOR_ROLE, facts=facts)
     inputs = plan_inputs(ctx)
     start = time.perf_counter()

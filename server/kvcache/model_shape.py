@@ -150,6 +150,9 @@ class ModelShape:
     weights: WeightEstimate
     num_nextn_predict_layers: int  # built-in MTP draft layers (DeepSeek-V3)
     warnings: tuple[str, ...] = ()  # what the planner assumed (e.g. an unknown architecture)
+    # the config.json as read (within the input limits), for the model rules' facts: read
+    # once, never again from the file
+    config: Mapping[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
 
     @property
     def num_layers(self) -> int:
@@ -287,6 +290,7 @@ def model_shape_from_dict(
         weights=weights,
         num_nextn_predict_layers=f.optional_int("num_nextn_predict_layers", 0, minimum=0),
         warnings=tuple(warnings),
+        config=config,
     )
 
 
