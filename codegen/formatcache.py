@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from configbags.codegen.blackpieces import BLACK_MODE
-from configbags.runtime.project import find_pyproject
+from configbags.runtime.project import CACHE_DIR, find_pyproject
 
 CACHE_FORMAT = 2
-CACHE_DIR = ".configbags-cache"
 _DIGEST_CHARS = 32
 
 

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from configbags.migrate.scanmodel import SCANNER_VERSION, FileScan, ScanSettings
+from configbags.runtime.project import CACHE_DIR
 
 CACHE_FORMAT = 2
 _DIGEST_CHARS = 32  # blake2b, 16 bytes, hex
 
 
 def default_cache_path(project: Path) -> Path:
-    return project / ".configbags-cache" / "ratchet-scan.json"
+    return project / CACHE_DIR / "ratchet-scan.json"
 
 
 def content_digest(data: bytes) -> str:

@@ -29,6 +29,7 @@ import attrs
 
 from configbags.migrate.check import yaml_scalar
 from configbags.migrate.scanmodel import SCANNER_VERSION, Entry, ScanSettings
+from configbags.runtime.project import CACHE_DIR
 
 if TYPE_CHECKING:
     import yaml
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 # PyYAML is imported where a YAML file is read or edited: a warm `check` reads the
 # cached inputs as JSON and never pays for it.
 RATCHET_FILE = "ratchet.yaml"
-INPUTS_CACHE = Path(".configbags-cache") / "ratchet-inputs.json"
+INPUTS_CACHE = Path(CACHE_DIR) / "ratchet-inputs.json"
 # 2: the declared environment variables (`env_leaves`, `settings.env_vars`)
 # 3: accessors in the cfg form (`cfg.<ns>.<leaf>`); a cache of the older form is refused
 _INPUTS_FORMAT = 3

@@ -26,6 +26,10 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from configbags.runtime.errors import ConfigError
 
+# The one folder of a project where configbags' tools keep their caches (the ratchet's scan
+# and inputs, gen's format cache); an engine's .gitignore names it once.
+CACHE_DIR = ".configbags-cache"
+
 
 @attrs.frozen
 class ProjectSettings:

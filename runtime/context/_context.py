@@ -117,7 +117,7 @@ class Context(Generic[V]):
                 ranks = previous.rank_fn or previous.ranks
             if facts is None:
                 facts = previous.facts if previous is not None else NO_FACTS
-            state = self._fresh_state(
+            state = self.builder.fresh(
                 record, role, ranks,
                 epoch=(previous.epoch + 1) if previous else 1,
                 sealed=previous.sealed if previous else False,
@@ -161,8 +161,8 @@ class Context(Generic[V]):
             if facts is None and resolution is not None:
                 facts = Facts.from_dict(resolution.get("facts") or {})
             state = self._folded(
-                self._fresh_state(record, role, ranks, epoch=epoch, sealed=sealed,
-                                  facts=facts or NO_FACTS, resolution=resolution),
+                self.builder.fresh(record, role, ranks, epoch=epoch, sealed=sealed,
+                                 facts=facts or NO_FACTS, resolution=resolution),
                 tuple(log), epoch)
             if self.scoping.recorder is not None:
                 self.scoping.recorder.published(role)  # before installing: a bad output path fails here
@@ -185,11 +185,6 @@ class Context(Generic[V]):
                 f"{verb}(role={role!r}): unknown role{closest(role, self.registry.roles)}; "
                 f"roles are {', '.join(sorted(self.registry.roles))} (schema/roles.yaml)"
             )
-
-    def _fresh_state(self, record: Any, role: str, ranks: Ranks | None, *, epoch: int, sealed: bool,
-                     facts: Facts = NO_FACTS, resolution: Mapping[str, Any] | None = None) -> State:
-        return self.builder.fresh(record, role, ranks, epoch=epoch, sealed=sealed, facts=facts,
-                                  resolution=resolution)
 
     def _folded(self, state: State, entries: tuple[OverrideEntry, ...], epoch: int) -> State:
         """`state` with already-admitted `entries` applied and appended, at `epoch`."""
