@@ -1,0 +1,326 @@
+"""The one adapter between codegen's schema model and the evolution tools: a schema
+folder as plain, frozen views of what diff, lint and matrix compare (each leaf's
+spellings, type, bounds, policy, flags for the hash and secrets, lifecycle, where it is
+written), so a change to codegen's leaf record touches this file only.
+
+Views of a folder are cached by the digest of its files (`.configbags-cache/evolve-views/`
+in the project above the folder), so comparing with a revision loads that revision once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from configbags.codegen.errors import SchemaError
+from configbags.codegen.errors import SchemaInvalid as SchemaInvalid  # what load_view raises
+from configbags.codegen.load import META_DIR, read_yaml
+from configbags.codegen.model import Leaf, Schema, load_schema
+from configbags.runtime.leaftypes import TypeSpec
+from configbags.runtime.project import CACHE_DIR, find_pyproject
+from configbags.runtime.registry import Deprecation, Renamed
+from configbags.runtime.spelling import flag_of, spellings, version_key
+
+# Bump when a view's fields change: cached views of another format are not read.
+VIEW_FORMAT = 1
+
+
+@attrs.frozen
+class Where:
+    """A place in a schema file: `file` as a path to show (and to annotate in CI)."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@attrs.frozen
+class OldSpelling:
+    """An entry of `renamed_from`: the old name (config key), its flag and variable."""
+
+    name: str
+    flag: str
+    env: str | None
+    since: str | None
+    remove_in: str | None
+
+
+@attrs.frozen
+class LeafView:
+    name: str
+    namespace: str
+    type: TypeSpec
+    required: bool
+    default: Any
+    help: str
+    flags: tuple[str, ...]  # every command-line spelling: primary, aliases, a bool's --no- twins
+    env: str | None
+    choices: tuple[Any, ...] | None
+    minimum: float | None
+    maximum: float | None
+    policy: str
+    hashed: bool
+    capacity: str | None
+    secret: bool
+    old: tuple[OldSpelling, ...]
+    deprecated: Deprecation | None
+    where: Where
+    lines: Mapping[str, int] = attrs.field(factory=dict, eq=False)  # property -> line
+    negatable: bool = False  # a bool flag: bare, with a --no- twin
+    const: bool = False  # the flag may stand alone (argparse's const)
+
+    def at(self, prop: str) -> Where:
+        return Where(self.where.file, self.lines.get(prop, self.where.line))
+
+    @property
+    def primary_flag(self) -> str | None:
+        return self.flags[0] if self.flags else None
+
+
+@attrs.frozen
+class AttributeView:
+    """A derived value: an attribute of its namespace's bag that engine code reads."""
+
+    name: str
+    namespace: str
+    type: TypeSpec
+    where: Where
+
+
+@attrs.frozen
+class RoleView:
+    name: str
+    reads: tuple[str, ...]  # top-level namespaces, sorted; `("*",)` for reads: all
+    where: Where
+
+
+@attrs.frozen
+class PresetView:
+    name: str
+    values: Mapping[str, Any]
+    where: Where
+
+
+@attrs.frozen
+class SchemaView:
+    label: str  # how reports name this side: a folder, or `REV:path`
+    version: str
+    env_prefix: str | None
+    leaves: Mapping[str, LeafView]
+    attributes: Mapping[str, AttributeView]
+    roles: Mapping[str, RoleView]
+    presets: Mapping[str, PresetView]
+    rules: tuple[str, ...]  # rule ids, in resolution order
+    namespace_files: Mapping[str, Where]  # namespace -> its `namespace:` line
+    files: tuple[str, ...]
+
+    def version_reached(self, release: str | None) -> bool:
+        """Whether this schema's version is at or past `release`."""
+        return release is not None and version_key(self.version) >= version_key(release)
+
+    def spelling_index(self) -> dict[str, tuple[str, str]]:
+        """Every spelling an operator may write -> (leaf, kind), kind one of `key`, `flag`,
+        `env`, `old-key`, `old-flag`, `old-env`."""
+        index: dict[str, tuple[str, str]] = {}
+        for leaf in self.leaves.values():
+            index[leaf.name] = (leaf.name, "key")
+            for flag in leaf.flags:
+                index[flag] = (leaf.name, "flag")
+            if leaf.env:
+                index[leaf.env] = (leaf.name, "env")
+            for old in leaf.old:
+                index.setdefault(old.name, (leaf.name, "old-key"))
+                index.setdefault(old.flag, (leaf.name, "old-flag"))
+                if old.env:
+                    index.setdefault(old.env, (leaf.name, "old-env"))
+        return index
+
+
+def _display_to_path(display: str, shown_root: str) -> str:
+    """codegen names files `<folder name>/<relative path>`; reports name them from where
+    the user is (`shown_root`, the folder as given, or `REV:path` of a revision)."""
+    _, _, rest = display.partition("/")
+    return f"{shown_root.rstrip('/')}/{rest}" if rest else shown_root
+
+
+def _leaf(leaf: Leaf, root: str) -> LeafView:
+    flags = leaf.cli.flags if leaf.cli is not None else ()
+    bool_leaf = leaf.type.base == "bool"
+    return LeafView(
+        name=leaf.name,
+        namespace=leaf.namespace,
+        type=leaf.type,
+        required=leaf.required,
+        default=leaf.default,
+        help=leaf.help,
+        flags=spellings(flags, bool_leaf),
+        env=leaf.env,
+        choices=leaf.choices,
+        minimum=leaf.minimum,
+        maximum=leaf.maximum,
+        policy=leaf.policy.value,
+        hashed=leaf.hash,
+        capacity=leaf.capacity,
+        secret=leaf.secret,
+        old=tuple(_old(r) for r in leaf.renamed_from),
+        deprecated=leaf.deprecated,
+        where=Where(_display_to_path(leaf.where.file, root), leaf.where.line),
+        lines=dict(leaf.lines),
+        negatable=bool_leaf,
+        const=leaf.cli is not None and leaf.cli.has_const,
+    )
+
+
+def _old(r: Renamed) -> OldSpelling:
+    return OldSpelling(r.name, flag_of(r.name, r.flag), r.env, r.since, r.remove_in)
+
+
+def _role_lines(folder: Path, root: str) -> dict[str, int]:
+    errors: list[SchemaError] = []
+    src = read_yaml(folder / "roles.yaml", "roles.yaml", META_DIR, "roles.schema.json", errors)
+    if src is None:
+        return {}
+    return {name: src.data["roles"].line_of(name) for name in src.data["roles"]}
+
+
+def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
+    role_lines = _role_lines(folder, shown_root)
+    roles_file = f"{shown_root.rstrip('/')}/roles.yaml"
+    leaves = {leaf.name: _leaf(leaf, shown_root) for leaf in schema.leaves}
+    attributes = {
+        d.name: AttributeView(d.name, d.namespace, d.type, Where(_display_to_path(d.where.file, shown_root), d.where.line))
+        for d in schema.derived
+    }
+    roles = {
+        r.name: RoleView(r.name, ("*",) if r.reads_all else r.reads, Where(roles_file, role_lines.get(r.name, 1)))
+        for r in schema.roles
+    }
+    presets = {p.name: PresetView(p.name, p.values, Where(_display_to_path(p.where.file, shown_root), p.where.line))
+               for p in schema.presets}
+    return SchemaView(
+        label=shown_root,
+        version=schema.settings.version,
+        env_prefix=schema.settings.env_prefix,
+        leaves=leaves,
+        attributes=attributes,
+        roles=roles,
+        presets=presets,
+        rules=tuple(r.id for r in schema.rules),
+        namespace_files={ns.path: Where(_display_to_path(ns.where.file, shown_root), ns.where.line)
+                         for ns in schema.namespaces},
+        files=tuple(_display_to_path(s, shown_root) for s in schema.sources),
+    )
+
+
+# -- the cache ---------------------------------------------------------------------------
+def folder_digest(folder: Path) -> str:
+    """The digest of every file a schema is read from (and the view format)."""
+    h = hashlib.sha256(f"evolve-view {VIEW_FORMAT}\n".encode())
+    for path in sorted(folder.rglob("*.yaml")):
+        rel = path.relative_to(folder).as_posix()
+        data = path.read_bytes()
+        h.update(f"{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, TypeSpec):
+        return {"$type": str(value)}
+    if isinstance(value, (Deprecation, OldSpelling)):
+        return {"$" + type(value).__name__: attrs.asdict(value)}
+    if attrs.has(type(value)):
+        return {f.name: _encode(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if isinstance(value, Mapping):
+        return {"$map": [[k, _encode(v)] for k, v in value.items()]}
+    if isinstance(value, tuple):
+        return {"$tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "$type" in value:
+        return TypeSpec.parse(value["$type"])
+    if "$Deprecation" in value:
+        return Deprecation(**value["$Deprecation"])
+    if "$OldSpelling" in value:
+        return OldSpelling(**value["$OldSpelling"])
+    if "$map" in value:
+        return {k: _decode(v) for k, v in value["$map"]}
+    if "$tuple" in value:
+        return tuple(_decode(v) for v in value["$tuple"])
+    return value
+
+
+_CLASSES: dict[str, type[Any]] = {"leaves": LeafView, "attributes": AttributeView, "roles": RoleView,
+                                  "presets": PresetView}
+
+
+def _from_json(data: dict[str, Any], label: str) -> SchemaView:
+    def where(w: dict[str, Any]) -> Where:
+        return Where(**w)
+
+    def build(cls: type[Any], raw: dict[str, Any]) -> Any:
+        fields = {k: _decode(v) for k, v in raw.items()}
+        fields["where"] = where(raw["where"])
+        return cls(**fields)
+
+    out: dict[str, Any] = {k: _decode(v) for k, v in data.items() if k not in _CLASSES}
+    for key, cls in _CLASSES.items():
+        out[key] = {name: build(cls, raw) for name, raw in data[key]["$map"]}
+    out["namespace_files"] = {k: where(v) for k, v in data["namespace_files"]["$map"]}
+    out["label"] = label
+    return SchemaView(**out)
+
+
+def _cache_dir(folder: Path) -> Path | None:
+    pyproject = find_pyproject(folder.resolve().parent)
+    return pyproject.parent / CACHE_DIR / "evolve-views" if pyproject is not None else None
+
+
+def load_view(folder: Path, shown_root: str | None = None, *, cache: bool = True,
+              cache_dir: Path | None = None) -> SchemaView:
+    """The view of a schema folder, loaded and checked by codegen (SchemaInvalid when it
+    does not load). `shown_root` is how paths in it are shown (default: the folder as given).
+    With `cache`, a view of the same files under the same `shown_root` is read back from
+    `cache_dir` (default: the project's cache folder above `folder`, none outside a project)."""
+    shown = shown_root if shown_root is not None else folder.as_posix()
+    where = (cache_dir or _cache_dir(folder)) if cache else None
+    key = hashlib.sha256(f"{folder_digest(folder)}\0{shown}".encode()).hexdigest() if where else ""
+    if where is not None:
+        try:
+            data = json.loads((where / f"{key}.json").read_text(encoding="utf-8"))
+            if data.get("key") == key:
+                return _from_json(data["view"], shown)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # no entry, or one in doubt: load the folder
+    view = view_of_schema(load_schema(folder), folder, shown)
+    if where is not None:
+        _store(where, key, view)
+    return view
+
+
+def _store(where: Path, key: str, view: SchemaView) -> None:
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        payload = json.dumps({"key": key, "view": _encode(view)}, sort_keys=True)
+        fd, tmp = tempfile.mkstemp(dir=where, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(payload)
+        os.replace(tmp, where / f"{key}.json")
+    except OSError:
+        pass  # a cache that cannot be written only costs time
