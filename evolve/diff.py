@@ -27,7 +27,7 @@ import attrs
 from configbags.evolve import report
 from configbags.evolve.revisions import Side, side
 from configbags.evolve.rules import DIFF_RULES, RULES, Finding, Severity, fails, parse_severity
-from configbags.evolve.view import LeafView, SchemaInvalid, SchemaView, Where, load_view
+from configbags.evolve.view import LeafView, SchemaInvalid, SchemaView, Where, load_views
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.leaftypes import TypeSpec
 from configbags.runtime.project import load_project
@@ -78,6 +78,13 @@ class _Comparer:
     old: SchemaView
     new: SchemaView
     found: list[Finding] = attrs.field(factory=list)
+    # capacity leaf -> the leaves it bounds, in NEW
+    bounded: dict[str, list[str]] = attrs.field(factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        for leaf in self.new.leaves.values():
+            if leaf.capacity is not None:
+                self.bounded.setdefault(leaf.capacity, []).append(leaf.name)
 
     def add(self, rule: str, subject: str, where: Where, message: str, fix: str = "") -> None:
         self.found.append(Finding(rule, subject, message, where.file, where.line, fix))
@@ -286,7 +293,7 @@ class _Comparer:
         if new.capacity is not None and old.capacity is None:
             self.add("capacity-lowered", name, new.at("capacity"),
                      f"runtime overrides of {name!r} are bounded by {new.capacity!r} now")
-        bounds = [x.name for x in self.new.leaves.values() if x.capacity == name]
+        bounds = self.bounded.get(name, [])
         if (bounds and new.type.numeric and isinstance(old.default, (int, float)) and isinstance(new.default, (int, float))
                 and new.default < old.default):
             self.add("capacity-lowered", name, new.at("default"),
@@ -474,9 +481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         schema = ns.schema if ns.schema is not None else load_project().schema
         sides = _sides(ns)
         with _opened(sides, schema) as (old_side, new_side):
-            cache = not ns.no_cache
-            old = load_view(old_side.folder, old_side.shown, cache=cache)
-            new = load_view(new_side.folder, new_side.shown, cache=cache)
+            old, new = load_views([(old_side.folder, old_side.shown), (new_side.folder, new_side.shown)],
+                                  cache=not ns.no_cache)
             allow_path = ns.allow if ns.allow is not None else new_side.folder / ALLOW_FILE
             allowances = read_allow(allow_path) if ns.allow is not None or allow_path.is_file() else []
         findings, stale = apply_allow(compare(old, new), allowances)

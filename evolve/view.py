@@ -8,24 +8,27 @@ in the project above the folder), so comparing with a revision loads that revisi
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
+import multiprocessing
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from configbags.codegen.errors import SchemaError
 from configbags.codegen.errors import SchemaInvalid as SchemaInvalid  # what load_view raises
-from configbags.codegen.load import META_DIR, read_yaml
-from configbags.codegen.model import Leaf, Schema, load_schema
 from configbags.runtime.leaftypes import TypeSpec
 from configbags.runtime.project import CACHE_DIR, find_pyproject
 from configbags.runtime.registry import Deprecation, Renamed
 from configbags.runtime.spelling import flag_of, spellings, version_key
+
+if TYPE_CHECKING:
+    from configbags.codegen.model import Leaf, Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
 VIEW_FORMAT = 1
@@ -183,7 +186,10 @@ def _old(r: Renamed) -> OldSpelling:
     return OldSpelling(r.name, flag_of(r.name, r.flag), r.env, r.since, r.remove_in)
 
 
-def _role_lines(folder: Path, root: str) -> dict[str, int]:
+def _role_lines(folder: Path) -> dict[str, int]:
+    """Each role's line in roles.yaml (codegen's model keeps no place for a role)."""
+    from configbags.codegen.load import META_DIR, read_yaml
+
     errors: list[SchemaError] = []
     src = read_yaml(folder / "roles.yaml", "roles.yaml", META_DIR, "roles.schema.json", errors)
     if src is None:
@@ -191,8 +197,15 @@ def _role_lines(folder: Path, root: str) -> dict[str, int]:
     return {name: src.data["roles"].line_of(name) for name in src.data["roles"]}
 
 
+def _load(folder: Path, shown: str) -> SchemaView:
+    """Load and check the folder with codegen (imported here: a cached view needs none of it)."""
+    from configbags.codegen.model import load_schema
+
+    return view_of_schema(load_schema(folder), folder, shown)
+
+
 def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
-    role_lines = _role_lines(folder, shown_root)
+    role_lines = _role_lines(folder)
     roles_file = f"{shown_root.rstrip('/')}/roles.yaml"
     leaves = {leaf.name: _leaf(leaf, shown_root) for leaf in schema.leaves}
     attributes = {
@@ -292,6 +305,30 @@ def _cache_dir(folder: Path) -> Path | None:
     return pyproject.parent / CACHE_DIR / "evolve-views" if pyproject is not None else None
 
 
+@attrs.frozen
+class _Slot:
+    """Where one view's cache entry is (or would be): its folder and key."""
+
+    where: Path
+    key: str
+
+    @classmethod
+    def of(cls, folder: Path, shown: str, cache_dir: Path | None) -> _Slot | None:
+        where = cache_dir or _cache_dir(folder)
+        if where is None:
+            return None
+        return cls(where, hashlib.sha256(f"{folder_digest(folder)}\0{shown}".encode()).hexdigest())
+
+    def read(self, shown: str) -> SchemaView | None:
+        try:
+            data = json.loads((self.where / f"{self.key}.json").read_text(encoding="utf-8"))
+            if data.get("key") == self.key:
+                return _from_json(data["view"], shown)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # no entry, or one in doubt: load the folder
+        return None
+
+
 def load_view(folder: Path, shown_root: str | None = None, *, cache: bool = True,
               cache_dir: Path | None = None) -> SchemaView:
     """The view of a schema folder, loaded and checked by codegen (SchemaInvalid when it
@@ -299,19 +336,39 @@ def load_view(folder: Path, shown_root: str | None = None, *, cache: bool = True
     With `cache`, a view of the same files under the same `shown_root` is read back from
     `cache_dir` (default: the project's cache folder above `folder`, none outside a project)."""
     shown = shown_root if shown_root is not None else folder.as_posix()
-    where = (cache_dir or _cache_dir(folder)) if cache else None
-    key = hashlib.sha256(f"{folder_digest(folder)}\0{shown}".encode()).hexdigest() if where else ""
-    if where is not None:
-        try:
-            data = json.loads((where / f"{key}.json").read_text(encoding="utf-8"))
-            if data.get("key") == key:
-                return _from_json(data["view"], shown)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # no entry, or one in doubt: load the folder
-    view = view_of_schema(load_schema(folder), folder, shown)
-    if where is not None:
-        _store(where, key, view)
-    return view
+    return load_views([(folder, shown)], cache=cache, cache_dir=cache_dir)[0]
+
+
+def _load_or_errors(folder: Path, shown: str) -> SchemaView | list[SchemaError]:
+    """A worker's load: the view, or the schema's errors (SchemaInvalid does not pickle)."""
+    try:
+        return _load(folder, shown)
+    except SchemaInvalid as exc:
+        return exc.errors
+
+
+def load_views(sides: Sequence[tuple[Path, str]], *, cache: bool = True,
+               cache_dir: Path | None = None) -> list[SchemaView]:
+    """Several views (diff's two sides): cached ones read back, the others loaded at once
+    in forked workers where the platform forks and there are cores to spare, since loading
+    a schema (YAML and meta-schema validation) is most of a diff's time."""
+    slots = [_Slot.of(folder, shown, cache_dir) if cache else None for folder, shown in sides]
+    found: list[SchemaView | None] = [slot.read(shown) if slot else None
+                                      for slot, (_, shown) in zip(slots, sides, strict=True)]
+    todo = [i for i, view in enumerate(found) if view is None]
+    if len(todo) > 1 and "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(len(todo), mp_context=context) as pool:
+            results = list(pool.map(_load_or_errors, *zip(*(sides[i] for i in todo), strict=True)))
+    else:
+        results = [_load_or_errors(*sides[i]) for i in todo]
+    for i, result in zip(todo, results, strict=True):
+        if isinstance(result, list):
+            raise SchemaInvalid(result)
+        found[i] = result
+        if (slot := slots[i]) is not None:
+            _store(slot.where, slot.key, result)
+    return [view for view in found if view is not None]
 
 
 def _store(where: Path, key: str, view: SchemaView) -> None:
