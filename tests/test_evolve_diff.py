@@ -175,3 +175,20 @@ def test_the_view_cache_gives_the_same_view(tmp_path: Path) -> None:
 
 def test_rule_ids_are_stable_words() -> None:
     assert all(re.fullmatch(r"[a-z]+(-[a-z]+)*", rid) for rid in RULES)
+
+
+def test_the_docs_list_every_rule_with_its_severity_and_audience() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "EVOLVE.md").read_text()
+    rows = re.findall(r"^\| `([a-z-]+)` \| (\w+) \| ([^|]+) \|", text, re.MULTILINE)
+    documented = {rid: (severity, breaks.strip()) for rid, severity, breaks in rows}
+    assert documented == {r.id: (r.severity.value, ", ".join(map(str, r.breaks)) or "-") for r in RULES.values()}
+
+
+def test_a_schema_that_does_not_load_is_refused_with_its_errors(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    new = _copy("leaf-added", "new", tmp_path)
+    serving = new / "namespaces" / "serving.yaml"
+    serving.write_text(serving.read_text().replace("    owner: worker\n", "    owner: nobody\n", 1))
+    assert diff.main([str(CASES / "leaf-added" / "old"), str(new), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "a schema does not load" in err and "owner 'nobody' is not a role in roles.yaml" in err
