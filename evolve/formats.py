@@ -188,6 +188,8 @@ def parse_python(text: str, launchers: Sequence[str]) -> Parsed:
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise FormatError(f"Python syntax error: {exc.msg}", exc.lineno or 1) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, nesting past the parser's stack
+        raise FormatError(f"the Python parser refuses the file: {type(exc).__name__}: {exc}") from None
     commands: list[Command] = []
     env: list[EnvVar] = []
     in_lists: set[int] = set()
@@ -323,8 +325,8 @@ def _scalar_tokens(node: Marked) -> list[Token]:
     out = []
     for child in node.children():
         text = child.text
-        if text is None:
-            out.append(Token(json.dumps(child.value, default=str), child.line, dynamic=True))
+        if text is None:  # a mapping or list where a word belongs: nothing to check (and never expanded)
+            out.append(Token(f"<a YAML {'mapping' if child.is_map else 'list'}>", child.line, dynamic=True))
         else:
             out.append(Token(text, child.line, _dynamic(text)))
     return out

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import yaml
 
 from configbags.evolve import report
 from configbags.evolve.formats import (
@@ -254,12 +255,17 @@ class Linter:
         if parsed is None:
             return []
         found: list[Finding] = []
-        for command in parsed.commands:
-            found += self.command(command, shown)
-        for var in parsed.env:
-            found += self.env(var, shown)
-        for entry in parsed.config:
-            found += self.config(entry, shown)
+        try:
+            for command in parsed.commands:
+                found += self.command(command, shown)
+            for var in parsed.env:
+                found += self.env(var, shown)
+            for entry in parsed.config:
+                found += self.config(entry, shown)
+        except yaml.MarkedYAMLError as exc:  # a value PyYAML composed but cannot construct
+            mark = exc.problem_mark or exc.context_mark
+            return [Finding("lint-unreadable", shown, f"YAML error: {exc.problem or exc}", shown,
+                            mark.line + 1 if mark else 1)]
         return found
 
 

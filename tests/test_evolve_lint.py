@@ -125,3 +125,30 @@ def test_target_lints_against_a_future_schema(tmp_path: Path, monkeypatch: pytes
     assert data["schema"] == "v2:schema"
     assert {(f["rule"], f["subject"]) for f in data["findings"]} == {
         ("lint-bad-value", "--port"), ("lint-removed", "--stats-every")}
+
+
+@pytest.mark.parametrize("text", [
+    "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n"
+    "d: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d]\nmax_batch: [*e, *e, *e, *e, *e]\n"
+    "engine:\n  args: [*e, *e, *e]\n",
+    "max_batch: &r [*r]\n",
+    "? [a, b]\n: 1\n",
+    "max_batch: !!python/object:os.system x\n",
+    "port: 1e999999\nlog_level: \"\\ud800\"\n",
+])
+def test_hostile_yaml_is_a_finding_never_a_crash(tmp_path: Path, view: SchemaView, text: str) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(text)
+    for finding in lint.lint([path], view):
+        assert finding.file == path.as_posix() and finding.line >= 1
+
+
+def test_hostile_python_and_shell_are_findings(tmp_path: Path, view: SchemaView) -> None:
+    deep = tmp_path / "deep.py"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    nul = tmp_path / "nul.py"
+    nul.write_bytes(b"x = 1\x00\n")
+    quote = tmp_path / "quote.sh"
+    quote.write_text("python -m a.launch_server --port '30000\n")
+    found = {Path(f.file).name: f.rule for f in lint.lint([deep, nul, quote], view)}
+    assert found == {"deep.py": "lint-unreadable", "nul.py": "lint-unreadable", "quote.sh": "lint-unreadable"}
