@@ -18,7 +18,7 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,10 @@ def _show(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
+def _preset_value(values: Mapping[str, Any], key: str) -> str:
+    return _show(values[key]) if key in values else "(unset)"
+
+
 # -- comparing two views -----------------------------------------------------------------
 @attrs.define
 class _Comparer:
@@ -80,6 +84,7 @@ class _Comparer:
     found: list[Finding] = attrs.field(factory=list)
     # capacity leaf -> the leaves it bounds, in NEW
     bounded: dict[str, list[str]] = attrs.field(factory=dict)
+    renames: dict[str, str] = attrs.field(factory=dict)  # old leaf name -> new, through renamed_from
 
     def __attrs_post_init__(self) -> None:
         for leaf in self.new.leaves.values():
@@ -89,13 +94,19 @@ class _Comparer:
     def add(self, rule: str, subject: str, where: Where, message: str, fix: str = "") -> None:
         self.found.append(Finding(rule, subject, message, where.file, where.line, fix))
 
-    def gone_place(self, namespace: str, fallback: Where) -> Where:
-        """Where to annotate something the NEW schema no longer has: its namespace's file
-        in NEW, else the OLD place."""
-        return self.new.namespace_files.get(namespace, fallback)
+    def gone_place(self, namespace: str) -> Where:
+        """Where to annotate something NEW no longer has: its namespace's file in NEW, else
+        the nearest parent namespace's, else NEW's roles.yaml (which lists what roles read)."""
+        path = namespace
+        while path:
+            if path in self.new.namespace_files:
+                return self.new.namespace_files[path]
+            path = path.rpartition(".")[0]
+        return Where(f"{self.new.label.rstrip('/')}/roles.yaml", 1)
 
     def run(self) -> list[Finding]:
         pairs, removed, added = self.pair()
+        self.renames = {o: n for o, n in pairs if o != n}
         for name in removed:
             self.removed(self.old.leaves[name])
         for name in added:
@@ -104,6 +115,7 @@ class _Comparer:
         for old_name, new_name in pairs:
             self.changed(self.old.leaves[old_name], self.new.leaves[new_name])
         self.lifecycle()
+        self.namespaces()
         self.attributes()
         self.roles()
         self.presets()
@@ -127,7 +139,7 @@ class _Comparer:
         return pairs, removed, added
 
     def removed(self, leaf: LeafView) -> None:
-        where = self.gone_place(leaf.namespace, leaf.where)
+        where = self.gone_place(leaf.namespace)
         spelled = ", ".join([leaf.name, *leaf.flags[:1], *([leaf.env] if leaf.env else [])])
         dep = leaf.deprecated
         if dep is not None and dep.remove_in is not None:
@@ -315,12 +327,24 @@ class _Comparer:
                              f"{self.new.version}, past its remove_in {old.remove_in}",
                              "drop it from `renamed_from` (it already fails)")
 
+    def namespaces(self) -> None:
+        """A namespace gone is an accessor (`get_<name>()`) or a bag attribute gone, even
+        with no leaves of its own (a parent of sub-namespaces)."""
+        for path in self.old.namespace_files:
+            if path in self.new.namespace_files:
+                continue
+            parent = path.rpartition(".")[0]
+            where = self.gone_place(parent)
+            reader = f"get_{path}()" if not parent else f"the bag attribute {path}"
+            self.add("namespace-removed", path, where, f"namespace {path!r} removed: engine code reading {reader} breaks",
+                     "keep the namespace (it may hold no leaves) until no code reads it")
+
     def attributes(self) -> None:
         old, new = self.old.attributes, self.new.attributes
         for name, attr in old.items():
             if name in new or name in self.new.leaves:
                 continue
-            self.add("attribute-removed", name, self.gone_place(attr.namespace, attr.where),
+            self.add("attribute-removed", name, self.gone_place(attr.namespace),
                      f"derived value {attr.namespace}.{name} removed: engine code reading it breaks")
         for name, now in new.items():
             was = old.get(name)
@@ -353,12 +377,13 @@ class _Comparer:
             now = self.new.presets.get(name)
             if now is None:
                 self.add("preset-removed", name, presets_file, f"preset {name!r} removed: --preset {name} fails")
-            elif not _same_value(dict(now.values), dict(preset.values)):
-                changed = sorted(k for k in {*preset.values, *now.values}
-                                 if not _same_value(preset.values.get(k), now.values.get(k)))
-                self.add("preset-changed", name, now.where,
-                         f"preset {name!r} changed: " + ", ".join(
-                             f"{k} {_show(preset.values.get(k))} -> {_show(now.values.get(k))}" for k in changed))
+                continue
+            was = {self.renames.get(k, k): v for k, v in preset.values.items()}  # renamed leaves by their new name
+            changed = sorted(k for k in {*was, *now.values}
+                             if (k in was) != (k in now.values) or not _same_value(was[k], now.values[k]))
+            if changed:
+                self.add("preset-changed", name, now.where, f"preset {name!r} changed: " + ", ".join(
+                    f"{k} {_preset_value(was, k)} -> {_preset_value(now.values, k)}" for k in changed))
 
 
 def compare(old: SchemaView, new: SchemaView) -> list[Finding]:

@@ -83,6 +83,8 @@ _TABLE = (
     Rule("namespace-moved", B, (CODE,), "the leaf or derived value moved to another namespace (another "
          "accessor and bag)"),
     Rule("type-changed", B, (CODE,), "the attribute's Python type changed (readers see values of another type)"),
+    Rule("namespace-removed", B, (CODE,), "a namespace is gone: its accessor (`get_<name>()`) or bag attribute "
+         "with it"),
     Rule("attribute-removed", B, (CODE,), "a derived value (a bag attribute) is gone"),
     Rule("role-removed", B, (CODE,), "a role is gone: code publishing as it fails"),
     # security
