@@ -356,6 +356,8 @@ def load_views(sides: Sequence[tuple[Path, str]], *, cache: bool = True,
     found: list[SchemaView | None] = [slot.read(shown) if slot else None
                                       for slot, (_, shown) in zip(slots, sides, strict=True)]
     todo = [i for i, view in enumerate(found) if view is None]
+    if todo:
+        import configbags.codegen.model  # noqa: F401 - imported once here, so forked workers inherit it
     if len(todo) > 1 and "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1:
         context = multiprocessing.get_context("fork")
         with concurrent.futures.ProcessPoolExecutor(len(todo), mp_context=context) as pool:
