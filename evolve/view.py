@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from configbags.codegen.model import Leaf, Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
-VIEW_FORMAT = 1
+VIEW_FORMAT = 2
 
 
 @attrs.frozen
@@ -245,13 +245,17 @@ def folder_digest(folder: Path) -> str:
     return h.hexdigest()
 
 
+# Every value of a view as JSON, each class and container tagged (`{"$LeafView": {...}}`,
+# `{"$tuple": [...]}`, `{"$map": [[key, value], ...]}`), so reading it back is exact.
+_CLASSES: dict[str, type[Any]] = {cls.__name__: cls for cls in (
+    SchemaView, LeafView, AttributeView, RoleView, PresetView, Where, OldSpelling, Deprecation)}
+
+
 def _encode(value: Any) -> Any:
     if isinstance(value, TypeSpec):
         return {"$type": str(value)}
-    if isinstance(value, (Deprecation, OldSpelling)):
-        return {"$" + type(value).__name__: attrs.asdict(value)}
-    if attrs.has(type(value)):
-        return {f.name: _encode(getattr(value, f.name)) for f in attrs.fields(type(value))}
+    if type(value).__name__ in _CLASSES:
+        return {f"${type(value).__name__}": {f.name: _encode(getattr(value, f.name)) for f in attrs.fields(type(value))}}
     if isinstance(value, Mapping):
         return {"$map": [[k, _encode(v)] for k, v in value.items()]}
     if isinstance(value, tuple):
@@ -266,38 +270,14 @@ def _decode(value: Any) -> Any:
         return [_decode(v) for v in value]
     if not isinstance(value, dict):
         return value
-    if "$type" in value:
-        return TypeSpec.parse(value["$type"])
-    if "$Deprecation" in value:
-        return Deprecation(**value["$Deprecation"])
-    if "$OldSpelling" in value:
-        return OldSpelling(**value["$OldSpelling"])
-    if "$map" in value:
-        return {k: _decode(v) for k, v in value["$map"]}
-    if "$tuple" in value:
-        return tuple(_decode(v) for v in value["$tuple"])
-    return value
-
-
-_CLASSES: dict[str, type[Any]] = {"leaves": LeafView, "attributes": AttributeView, "roles": RoleView,
-                                  "presets": PresetView}
-
-
-def _from_json(data: dict[str, Any], label: str) -> SchemaView:
-    def where(w: dict[str, Any]) -> Where:
-        return Where(**w)
-
-    def build(cls: type[Any], raw: dict[str, Any]) -> Any:
-        fields = {k: _decode(v) for k, v in raw.items()}
-        fields["where"] = where(raw["where"])
-        return cls(**fields)
-
-    out: dict[str, Any] = {k: _decode(v) for k, v in data.items() if k not in _CLASSES}
-    for key, cls in _CLASSES.items():
-        out[key] = {name: build(cls, raw) for name, raw in data[key]["$map"]}
-    out["namespace_files"] = {k: where(v) for k, v in data["namespace_files"]["$map"]}
-    out["label"] = label
-    return SchemaView(**out)
+    [(tag, body)] = value.items()
+    if tag == "$type":
+        return TypeSpec.parse(body)
+    if tag == "$map":
+        return {k: _decode(v) for k, v in body}
+    if tag == "$tuple":
+        return tuple(_decode(v) for v in body)
+    return _CLASSES[tag[1:]](**{k: _decode(v) for k, v in body.items()})
 
 
 def _cache_dir(folder: Path) -> Path | None:
@@ -322,9 +302,10 @@ class _Slot:
     def read(self, shown: str) -> SchemaView | None:
         try:
             data = json.loads((self.where / f"{self.key}.json").read_text(encoding="utf-8"))
-            if data.get("key") == self.key:
-                return _from_json(data["view"], shown)
-        except (OSError, ValueError, KeyError, TypeError):
+            view = _decode(data["view"]) if data.get("key") == self.key else None
+            if isinstance(view, SchemaView) and view.label == shown:
+                return view
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass  # no entry, or one in doubt: load the folder
         return None
 
