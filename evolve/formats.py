@@ -582,10 +582,22 @@ def _is_dockerfile(path: Path) -> bool:
     return name == "Dockerfile" or name.startswith("Dockerfile.") or name.endswith(".Dockerfile") or name == "Containerfile"
 
 
+def _in_chart_templates(path: Path) -> bool:
+    """A Helm chart's templates (Go templates, not YAML until rendered): the chart's
+    values file is what the linter reads."""
+    parts = path.absolute().parts
+    if "templates" not in parts:
+        return False
+    chart = Path(*parts[: len(parts) - 1 - parts[::-1].index("templates")])
+    return (chart / "Chart.yaml").is_file()
+
+
 def format_of(path: Path, text: str) -> str | None:
     """The format of a file, by name and, for YAML, by its documents' shape; None for a
     file the linter does not read."""
     suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml", ".tpl") and _in_chart_templates(path):
+        return None
     if _is_dockerfile(path):
         return "dockerfile"
     if suffix in (".sh", ".bash") or text.startswith(("#!/bin/sh", "#!/bin/bash", "#!/usr/bin/env bash",

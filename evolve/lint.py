@@ -245,14 +245,23 @@ class Linter:
                                                        entry.line)) is not None:
             yield found
 
-    def lint_file(self, path: Path, shown: str, launchers: Sequence[str]) -> list[Finding]:
+    def is_config(self, entries: Sequence[ConfigEntry]) -> bool:
+        """Whether a YAML or JSON file found in a folder is an engine config file: at least
+        half its keys are the schema's (a CI workflow, a Chart.yaml or a linter's config is
+        not; a config file with a typo or two still is)."""
+        known = sum(1 for e in entries if e.key in self.keys)
+        return known > 0 and 2 * known >= len(entries)
+
+    def lint_file(self, path: Path, shown: str, launchers: Sequence[str], *, named: bool = True) -> list[Finding]:
+        """The findings of one file; `named`: the user named it (a YAML or JSON file found
+        in a folder is linted as a config file only when it looks like one)."""
         try:
             parsed = parse_file(path, launchers)
         except FormatError as exc:
             return [Finding("lint-unreadable", shown, str(exc), shown, exc.line, "fix the file's syntax")]
         except (OSError, YamlError) as exc:
             return [Finding("lint-unreadable", shown, f"cannot read: {exc}", shown, 1)]
-        if parsed is None:
+        if parsed is None or (parsed.format in ("config", "json") and not named and not self.is_config(parsed.config)):
             return []
         found: list[Finding] = []
         try:
@@ -280,25 +289,25 @@ def _bounds_hint(leaf: LeafView) -> str:
     return "give " + ", ".join(parts)
 
 
-def files_under(paths: Iterable[Path]) -> Iterator[Path]:
-    """The files named, and the files under the folders named, sorted, skipping VCS and
-    virtual-environment folders."""
+def files_under(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
+    """(file, named) for the files named and the files under the folders named, sorted,
+    skipping VCS, cache and virtual-environment folders."""
     for path in paths:
         if path.is_dir():
             for root, dirs, names in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
                 for name in sorted(names):
-                    yield Path(root) / name
+                    yield Path(root) / name, False
         else:
-            yield path
+            yield path, True
 
 
 def lint(paths: Sequence[Path], view: SchemaView, *, history: SchemaView | None = None,
          launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> list[Finding]:
     linter = Linter(view, history)
     found: list[Finding] = []
-    for path in files_under(paths):
-        found += linter.lint_file(path, path.as_posix(), launchers)
+    for path, named in files_under(paths):
+        found += linter.lint_file(path, path.as_posix(), launchers, named=named)
     return sorted(found, key=lambda f: (f.file, f.line, f.rule, f.subject))
 
 

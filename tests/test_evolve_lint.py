@@ -152,3 +152,18 @@ def test_hostile_python_and_shell_are_findings(tmp_path: Path, view: SchemaView)
     quote.write_text("python -m a.launch_server --port '30000\n")
     found = {Path(f.file).name: f.rule for f in lint.lint([deep, nul, quote], view)}
     assert found == {"deep.py": "lint-unreadable", "nul.py": "lint-unreadable", "quote.sh": "lint-unreadable"}
+
+
+def test_a_folder_walk_skips_yaml_that_is_no_config_and_chart_templates(tmp_path: Path, view: SchemaView) -> None:
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yml").write_text("on: push\njobs: {test: {runs-on: ubuntu}}\n")
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: engine\nversion: 1.0.0\n")
+    (chart / "templates" / "deployment.yaml").write_text("{{- if .Values.enabled }}\nkind: Deployment\n{{- end }}\n")
+    (chart / "values.yaml").write_text("engine:\n  args: [--port, '2000', --prot, '1']\n")
+    (tmp_path / "engine.yaml").write_text("port: 2000\nmax_bach: 3\n")  # half known: a config file with a typo
+    found = {(Path(f.file).relative_to(tmp_path).as_posix(), f.subject) for f in lint.lint([tmp_path], view)}
+    assert found == {("chart/values.yaml", "--prot"), ("engine.yaml", "max_bach")}
+    named = lint.lint([tmp_path / ".github" / "workflows" / "ci.yml"], view)  # named: read as a config file
+    assert {f.subject for f in named} == {"on", "jobs"}
