@@ -208,9 +208,11 @@ def parse_python(text: str, launchers: Sequence[str]) -> Parsed:
         elif isinstance(node, (ast.List, ast.Tuple)) and id(node) not in in_lists:
             tokens = _list_tokens(node)
             if tokens and not all(t.dynamic for t in tokens):
+                nested = _shell_c(tokens, launchers)  # ["bash", "-c", "python -m ... --flag"]
                 command = command_of(tokens, launchers)
-                if command.launch:
-                    commands.append(command)
+                if nested is not None or command.launch:
+                    commands += nested.commands if nested is not None else [command]
+                    env += nested.env if nested is not None else []
                     in_lists.update(id(e) for e in node.elts)
         elif isinstance(node, ast.Assign):
             for target in node.targets:

@@ -167,3 +167,10 @@ def test_a_folder_walk_skips_yaml_that_is_no_config_and_chart_templates(tmp_path
     assert found == {("chart/values.yaml", "--prot"), ("engine.yaml", "max_bach")}
     named = lint.lint([tmp_path / ".github" / "workflows" / "ci.yml"], view)  # named: read as a config file
     assert {f.subject for f in named} == {"on", "jobs"}
+
+
+def test_python_runs_a_shell_script_through_bash_c(tmp_path: Path, view: SchemaView) -> None:
+    script = tmp_path / "run.py"
+    script.write_text('import subprocess\nsubprocess.run(\n    ["bash", "-c", "APP_PORT=1 python -m e.launch_server --prot 2"])\n')
+    found = {(f.line, f.rule, f.subject) for f in lint.lint([script], view)}
+    assert found == {(3, "lint-bad-value", "APP_PORT"), (3, "lint-unknown", "--prot")}
