@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 # Bump when a view's fields change: cached views of another format are not read.
 VIEW_FORMAT = 2
+CACHE_ENTRIES = 16  # views kept in the cache folder, newest first
 
 
 @attrs.frozen
@@ -355,6 +356,8 @@ def load_views(sides: Sequence[tuple[Path, str]], *, cache: bool = True,
 
 
 def _store(where: Path, key: str, view: SchemaView) -> None:
+    """Write one entry atomically, keeping the newest CACHE_ENTRIES (every edit of a
+    working schema makes a new one)."""
     try:
         where.mkdir(parents=True, exist_ok=True)
         payload = json.dumps({"key": key, "view": _encode(view)}, sort_keys=True)
@@ -362,5 +365,8 @@ def _store(where: Path, key: str, view: SchemaView) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(payload)
         os.replace(tmp, where / f"{key}.json")
+        entries = sorted(where.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in entries[CACHE_ENTRIES:]:
+            old.unlink(missing_ok=True)
     except OSError:
         pass  # a cache that cannot be written only costs time

@@ -192,3 +192,16 @@ def test_a_schema_that_does_not_load_is_refused_with_its_errors(tmp_path: Path,
     assert diff.main([str(CASES / "leaf-added" / "old"), str(new), "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert "a schema does not load" in err and "owner 'nobody' is not a role in roles.yaml" in err
+
+
+def test_the_view_cache_keeps_the_newest_entries(tmp_path: Path) -> None:
+    from configbags.evolve import view
+
+    folder = Path(shutil.copytree(CASES / "leaf-added" / "old", tmp_path / "schema"))
+    cache = tmp_path / "cache"
+    serving = folder / "namespaces" / "serving.yaml"
+    text = serving.read_text()
+    for n in range(view.CACHE_ENTRIES + 3):
+        serving.write_text(f"{text}# edit {n}\n")  # each edit a new digest, so a new entry
+        load_view(folder, cache_dir=cache)
+    assert len(list(cache.glob("*.json"))) == view.CACHE_ENTRIES
