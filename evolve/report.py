@@ -29,7 +29,9 @@ def table(findings: Sequence[Finding], title: str) -> str:
     if not findings:
         return f"{title}: no findings\n"
     rows = [(str(f.severity) + (" (allowed)" if f.allowed is not None else ""), f.rule, f"{f.file}:{f.line}",
-             f.subject, f.message + (f"; fix: {f.fix}" if f.fix else "")) for f in findings]
+             f.subject, (f"[breaks {', '.join(map(str, f.spec.breaks))}] " if f.spec.breaks else "") + f.message
+             + (f"; fix: {f.fix}" if f.fix else "") + (f" (allowed: {f.allowed})" if f.allowed else ""))
+            for f in findings]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"{title}:"]
     for row in rows:

@@ -68,7 +68,7 @@ _TABLE = (
     Rule("leaf-deprecated", INFO, (OP,), "a leaf is newly deprecated"),
     Rule("leaf-renamed", W, (CODE,), "a leaf is renamed through `renamed_from`: operators keep the old "
          "spelling (with a warning), engine code reads the new attribute"),
-    Rule("likely-rename", INFO, (OP, CODE), "a removed and an added leaf share type, help and default: if it is a "
+    Rule("likely-rename", INFO, (), "a removed and an added leaf share type, help and default: if it is a "
          "rename, say so with `renamed_from`"),
     Rule("leaf-added", INFO, (), "a new optional leaf"),
     Rule("choices-added", INFO, (), "the leaf accepts more choices"),
