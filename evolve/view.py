@@ -3,6 +3,11 @@ folder as plain, frozen views of what diff, lint and matrix compare (each leaf's
 spellings, type, bounds, policy, flags for the hash and secrets, lifecycle, where it is
 written), so a change to codegen's leaf record touches this file only.
 
+Values come from codegen's loaded and checked schema, read by the fields its leaf record
+shares with the run time's LeafSpec; places (each leaf's and property's line) come from
+the files' own line marks, composed again here, so the views do not depend on where
+codegen keeps them.
+
 Views of a folder are cached by the digest of its files (`.configbags-cache/evolve-views/`
 in the project above the folder), so comparing with a revision loads that revision once."""
 
@@ -19,16 +24,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import yaml
 
 from configbags.codegen.errors import SchemaError
 from configbags.codegen.errors import SchemaInvalid as SchemaInvalid  # what load_view raises
+from configbags.runtime.errors import YamlError
 from configbags.runtime.leaftypes import TypeSpec
 from configbags.runtime.project import CACHE_DIR, find_pyproject
 from configbags.runtime.registry import Deprecation, Renamed
 from configbags.runtime.spelling import flag_of, spellings, version_key
+from configbags.runtime.yamlsafe import StrictLoader, read_text_limited
 
 if TYPE_CHECKING:
-    from configbags.codegen.model import Leaf, Schema
+    from configbags.codegen.model import Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
 VIEW_FORMAT = 2
@@ -155,15 +163,20 @@ def _display_to_path(display: str, shown_root: str) -> str:
     return f"{shown_root.rstrip('/')}/{rest}" if rest else shown_root
 
 
-def _leaf(leaf: Leaf, root: str) -> LeafView:
-    flags = leaf.cli.flags if leaf.cli is not None else ()
+def _leaf(leaf: Any, where: Where, lines: Mapping[str, int]) -> LeafView:
+    """One of codegen's leaves as a view. `leaf` is read by the fields its record and the
+    run time's LeafSpec share; the flags are on a `cli` part or on the leaf itself (codegen's
+    leaf record is being unified with LeafSpec, and this is the one place that knows)."""
+    cli = getattr(leaf, "cli", None)
+    flags: tuple[str, ...] = tuple(cli.flags if cli is not None else getattr(leaf, "flags", ()))
+    has_const = bool(cli.has_const if cli is not None else getattr(leaf, "has_const", False))
     bool_leaf = leaf.type.base == "bool"
     return LeafView(
         name=leaf.name,
         namespace=leaf.namespace,
         type=leaf.type,
         required=leaf.required,
-        default=leaf.default,
+        default=plain(leaf.default),
         help=leaf.help,
         flags=spellings(flags, bool_leaf),
         env=leaf.env,
@@ -176,26 +189,66 @@ def _leaf(leaf: Leaf, root: str) -> LeafView:
         secret=leaf.secret,
         old=tuple(_old(r) for r in leaf.renamed_from),
         deprecated=leaf.deprecated,
-        where=Where(_display_to_path(leaf.where.file, root), leaf.where.line),
-        lines=dict(leaf.lines),
+        where=where,
+        lines=dict(lines),
         negatable=bool_leaf,
-        const=leaf.cli is not None and leaf.cli.has_const,
+        const=has_const,
     )
+
+
+def plain(value: Any) -> Any:
+    """A default as the YAML wrote it (lists, not tuples), whichever way codegen keeps it."""
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    return value
 
 
 def _old(r: Renamed) -> OldSpelling:
     return OldSpelling(r.name, flag_of(r.name, r.flag), r.env, r.since, r.remove_in)
 
 
+# -- where things are written: the files' own line marks ------------------------------
+def _entries(node: yaml.Node | None) -> dict[str, tuple[int, yaml.Node]]:
+    """A YAML mapping node's keys -> (line, value node)."""
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(k.value): (int(k.start_mark.line) + 1, v) for k, v in node.value if isinstance(k, yaml.ScalarNode)}
+
+
+def _composed(path: Path) -> yaml.Node | None:
+    """A file codegen has already read and checked, composed again for its line marks
+    (libyaml's composer: no values built, no meta-schema run)."""
+    try:
+        loader = StrictLoader(read_text_limited(path))
+    except (OSError, YamlError, yaml.YAMLError):
+        return None
+    try:
+        return loader.get_single_node()
+    except yaml.YAMLError:
+        return None
+    finally:
+        loader.dispose()
+
+
+def _leaf_places(path: Path) -> dict[str, tuple[int, dict[str, int]]]:
+    """leaf -> (line of its name, property -> line; `cli.<key>` for the keys under `cli:`)."""
+    out = {}
+    leaves = _entries(_composed(path)).get("leaves")
+    for name, (line, spec) in _entries(leaves[1] if leaves else None).items():
+        props = _entries(spec)
+        lines = {prop: at for prop, (at, _) in props.items()}
+        if "cli" in props:
+            lines.update({f"cli.{k}": at for k, (at, _) in _entries(props["cli"][1]).items()})
+        out[name] = (line, lines)
+    return out
+
+
 def _role_lines(folder: Path) -> dict[str, int]:
     """Each role's line in roles.yaml (codegen's model keeps no place for a role)."""
-    from configbags.codegen.load import META_DIR, read_yaml
-
-    errors: list[SchemaError] = []
-    src = read_yaml(folder / "roles.yaml", "roles.yaml", META_DIR, "roles.schema.json", errors)
-    if src is None:
-        return {}
-    return {name: src.data["roles"].line_of(name) for name in src.data["roles"]}
+    roles = _entries(_composed(folder / "roles.yaml")).get("roles")
+    return {name: line for name, (line, _) in _entries(roles[1] if roles else None).items()}
 
 
 def _load(folder: Path, shown: str) -> SchemaView:
@@ -207,8 +260,15 @@ def _load(folder: Path, shown: str) -> SchemaView:
 
 def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
     role_lines = _role_lines(folder)
-    roles_file = f"{shown_root.rstrip('/')}/roles.yaml"
-    leaves = {leaf.name: _leaf(leaf, shown_root) for leaf in schema.leaves}
+    root = shown_root.rstrip("/")
+    roles_file = f"{root}/roles.yaml"
+    leaves = {}
+    for ns in schema.namespaces:
+        file = f"{root}/namespaces/{ns.path}.yaml"
+        places = _leaf_places(folder / "namespaces" / f"{ns.path}.yaml")
+        for leaf in ns.leaves:
+            line, lines = places.get(leaf.name, (ns.where.line, {}))
+            leaves[leaf.name] = _leaf(leaf, Where(file, line), lines)
     attributes = {
         d.name: AttributeView(d.name, d.namespace, d.type, Where(_display_to_path(d.where.file, shown_root), d.where.line))
         for d in schema.derived
