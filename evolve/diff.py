@@ -398,7 +398,7 @@ class Allowance:
     subject: str
     reason: str
     release: str
-    line: int
+    number: int  # its place in the file's list, from 1
 
 
 def read_allow(path: Path) -> list[Allowance]:
@@ -430,10 +430,10 @@ def apply_allow(findings: list[Finding], allowed: list[Allowance]) -> tuple[list
     for f in findings:
         match = next((a for a in allowed if a.rule == f.rule and a.subject == f.subject), None)
         if match is not None:
-            used.add(match.line)
+            used.add(match.number)
             f = attrs.evolve(f, allowed=f"{match.reason} (ships in {match.release})")
         out.append(f)
-    return out, [a for a in allowed if a.line not in used]
+    return out, [a for a in allowed if a.number not in used]
 
 
 # -- CONFIG.md's section -----------------------------------------------------------------
@@ -522,10 +522,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         extra={"old": old.label, "new": new.label, "old_version": old.version,
                                "new_version": new.version}), end="")
     for a in stale:
-        print(f"configbags diff: {allow_path}: allow entry {a.line} ({a.rule} {a.subject!r}) matches no "
+        print(f"configbags diff: {allow_path}: allow entry {a.number} ({a.rule} {a.subject!r}) matches no "
               f"change; remove it", file=sys.stderr)
     if ns.changes_md is not None:
-        write_section(ns.changes_md, markdown(findings, old.label))
+        write_section(ns.changes_md, markdown(findings, sides.old))  # as the user named it
     failed = fails(findings, parse_severity(ns.fail_on))
     if failed and ns.format != "table":
         worst = max((f.severity for f in findings if f.allowed is None), key=lambda s: s.rank, default=Severity.INFO)

@@ -126,7 +126,7 @@ def test_changes_md_section_is_written_and_replaced(tmp_path: Path) -> None:
     text = md.read_text()
     assert text.startswith("# Config\n\nreference\n\n")
     assert text.count(diff.MD_BEGIN) == 1 and "`max-lowered`" in text and "`min-raised`" not in text
-    assert f"## Changes since {CASES / 'max-lowered' / 'old'}" in text
+    assert f"## Changes since {CASES / 'max-lowered' / 'old'}" in text  # OLD as given
 
 
 def _git(repo: Path, *args: str) -> None:
