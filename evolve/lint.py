@@ -198,7 +198,7 @@ class Linter:
                 elif i < len(args) and not args[i].text.startswith("--"):
                     taken, i = [args[i]], i + 1
             if not taken:
-                if not leaf.const and not (leaf.type.item is not None and leaf.lines.get("cli.nargs")):
+                if not leaf.bare:
                     yield Finding("lint-bad-value", flag, f"{flag} needs a value ({leaf.type})", file, token.line)
                 continue
             if any(t.dynamic for t in taken):

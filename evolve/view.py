@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from configbags.codegen.model import Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
-VIEW_FORMAT = 2
+VIEW_FORMAT = 3
 CACHE_ENTRIES = 16  # views kept in the cache folder, newest first
 
 
@@ -87,7 +87,7 @@ class LeafView:
     where: Where
     lines: Mapping[str, int] = attrs.field(factory=dict, eq=False)  # property -> line
     negatable: bool = False  # a bool flag: bare, with a --no- twin
-    const: bool = False  # the flag may stand alone (argparse's const)
+    bare: bool = False  # the flag may stand alone (a const, or a list flag with nargs "*")
 
     def at(self, prop: str) -> Where:
         return Where(self.where.file, self.lines.get(prop, self.where.line))
@@ -169,7 +169,8 @@ def _leaf(leaf: Any, where: Where, lines: Mapping[str, int]) -> LeafView:
     leaf record is being unified with LeafSpec, and this is the one place that knows)."""
     cli = getattr(leaf, "cli", None)
     flags: tuple[str, ...] = tuple(cli.flags if cli is not None else getattr(leaf, "flags", ()))
-    has_const = bool(cli.has_const if cli is not None else getattr(leaf, "has_const", False))
+    part = cli if cli is not None else leaf
+    bare = bool(getattr(part, "has_const", False)) or getattr(part, "nargs", None) == "*"
     bool_leaf = leaf.type.base == "bool"
     return LeafView(
         name=leaf.name,
@@ -192,7 +193,7 @@ def _leaf(leaf: Any, where: Where, lines: Mapping[str, int]) -> LeafView:
         where=where,
         lines=dict(lines),
         negatable=bool_leaf,
-        const=has_const,
+        bare=bare,
     )
 
 

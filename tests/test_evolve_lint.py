@@ -174,3 +174,11 @@ def test_python_runs_a_shell_script_through_bash_c(tmp_path: Path, view: SchemaV
     script.write_text('import subprocess\nsubprocess.run(\n    ["bash", "-c", "APP_PORT=1 python -m e.launch_server --prot 2"])\n')
     found = {(f.line, f.rule, f.subject) for f in lint.lint([script], view)}
     assert found == {(3, "lint-bad-value", "APP_PORT"), (3, "lint-unknown", "--prot")}
+
+
+def test_flags_that_may_stand_alone_and_flags_that_need_a_value(tmp_path: Path, view: SchemaView) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("python -m e.launch_server --warmup-steps --tags --old-knob --no-old-knob --queue-timeout\n"
+                      "python -m e.launch_server --warmup-steps 3 --tags a b --max-batch 4 --old-knob=1\n")
+    found = {(f.line, f.rule, f.subject) for f in lint.lint([script], view) if f.rule != "lint-deprecated"}
+    assert found == {(1, "lint-bad-value", "--queue-timeout"), (2, "lint-bad-value", "--old-knob")}
