@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import json
+import re
 import shlex
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -24,8 +25,8 @@ from configbags.runtime.errors import YamlError
 from configbags.runtime.yamlsafe import StrictLoader, load_json, read_text_limited
 
 # A launch line is a command whose program words (the words before its first `--flag`)
-# match one of these: the bundled server's door and engines' launch modules.
-DEFAULT_LAUNCHERS = ("*launch_server*", "*configbags serve*")
+# match one of these: engines' launch modules (`python -m sglang.launch_server ...`).
+DEFAULT_LAUNCHERS = ("*launch_server*",)
 # Helm values keys whose mapping is a config file's content, and whose lists are arguments
 CONFIG_KEYS = frozenset({"config", "serverArgs", "engineArgs", "engineConfig", "serverConfig"})
 ARG_KEYS = frozenset({"args", "extraArgs", "command"})
@@ -80,8 +81,13 @@ class FormatError(Exception):
         self.line = line
 
 
+_FORMAT_FIELD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.]*(?:![rsa])?(?::[^{}]*)?\}")  # `{tp}`, `{n:03d}`: not JSON
+
+
 def _dynamic(text: str) -> bool:
-    return "$" in text or "{{" in text
+    """Text whose value is only known later: a shell or compose variable (`$X`), a Helm or
+    Jinja template (`{{ .Values.x }}`), a Python format field or brace expansion (`{tp}`)."""
+    return "$" in text or "{{" in text or _FORMAT_FIELD.search(text) is not None
 
 
 def command_of(tokens: Sequence[Token], launchers: Sequence[str], *, bare_args: bool = False) -> Command:

@@ -258,6 +258,8 @@ class Linter:
         try:
             parsed = parse_file(path, launchers)
         except FormatError as exc:
+            if not named and path.suffix.lower() == ".json":
+                return []  # a folder holds JSON of every kind (a model's config.json may say Infinity)
             return [Finding("lint-unreadable", shown, str(exc), shown, exc.line, "fix the file's syntax")]
         except (OSError, YamlError) as exc:
             return [Finding("lint-unreadable", shown, f"cannot read: {exc}", shown, 1)]

@@ -182,3 +182,11 @@ def test_flags_that_may_stand_alone_and_flags_that_need_a_value(tmp_path: Path, 
                       "python -m e.launch_server --warmup-steps 3 --tags a b --max-batch 4 --old-knob=1\n")
     found = {(f.line, f.rule, f.subject) for f in lint.lint([script], view) if f.rule != "lint-deprecated"}
     assert found == {(1, "lint-bad-value", "--queue-timeout"), (2, "lint-bad-value", "--old-knob")}
+
+
+def test_templates_and_format_fields_are_unknown_values_but_json_is_checked(tmp_path: Path) -> None:
+    bundled = load_view(Path(__file__).parent.parent / "schema", cache=False)
+    script = tmp_path / "launch.py"
+    script.write_text('CMD = "python -m e.launch_server --tp-size {tp} --page-size {{ page }} --port $PORT"\n'
+                      "ARGS = ['python', '-m', 'e.launch_server', '--json-model-override-args', '{\"a\": ']\n")
+    assert [(f.line, f.subject) for f in lint.lint([script], bundled)] == [(2, "--json-model-override-args")]
