@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from configbags.codegen.fleet import fleet_imports, fleet_literal
 from configbags.codegen.model import (
     AllowEntry,
     Derived,
@@ -287,6 +288,7 @@ class RenderModel:
     schema_version: str  # literal
     env_prefix: str  # literal
     has_bare_flags: bool = False  # a flag with a const or nargs "*": CONFIG.md says what bare means
+    fleet: str = "FleetSpec()"  # the registry's FleetSpec expression (codegen/fleet.py)
 
 
 def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
@@ -322,6 +324,7 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
                 | ({"Condition"} if any(r.when for r in schema.rules) else set())
                 | ({"Deprecation"} if any(x.deprecated for x in schema.leaves) else set())
                 | ({"Renamed"} if any(x.renamed_from for x in schema.leaves) else set())
+                | fleet_imports(schema.fleet)
             ),
         ),
         accessor_exports=tuple(sorted(
@@ -381,6 +384,7 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         schema_version=py(schema.settings.version),
         env_prefix=py(schema.settings.env_prefix),
         has_bare_flags=any(_bare_flag(leaf) for leaf in schema.leaves),
+        fleet=fleet_literal(schema.fleet),
     )
 
 

@@ -20,6 +20,7 @@ from configbags.serve.door import (
     DoorError,
     parse_patch,
 )
+from configbags.serve.fleet_routes import add_fleet_routes
 
 JSON_SCALARS = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
 
@@ -125,6 +126,8 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
         config hash and each rank's epoch and hash; secrets redacted."""
         door.authorize(request.headers.get("authorization"), admin=False)
         return JSONResponse(await run(door.server_info))
+
+    add_fleet_routes(app, door)  # first: /config/contracts is not a leaf
 
     @app.get("/config/{leaf}", responses=_errors(400, 401))
     async def explain(leaf: str, request: Request) -> JSONResponse:

@@ -1,0 +1,30 @@
+"""The door's fleet routes: `GET /config/contracts` (this server's deployment role and, per
+contract, its fingerprint and every member's value with the layer and rule that set it),
+read by `configbags fleet check`. Registered before `/config/{leaf}`, which would
+otherwise take `contracts` for a leaf name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from configbags.runtime.fleet import contracts_readback
+from configbags.serve.door import Door
+
+
+def contracts(door: Door) -> dict[str, Any]:
+    ctx = door.context
+    with door._lock:  # one state: the values and their origins from the same moment
+        state = ctx.state
+        return contracts_readback(ctx.registry, state, ctx.origins())
+
+
+def add_fleet_routes(app: FastAPI, door: Door) -> None:
+    @app.get("/config/contracts")
+    async def config_contracts(request: Request) -> JSONResponse:
+        """This server's deployment role and each contract's fingerprint, with every member's
+        value, layer, source and rule (secrets are never members). Needs the api key."""
+        door.authorize(request.headers.get("authorization"), admin=False)
+        return JSONResponse(contracts(door))
