@@ -1,6 +1,6 @@
 """The door's fleet routes: `GET /config/contracts` (this server's deployment role and, per
 contract, its fingerprint and every member's value with the layer and rule that set it),
-read by `configbags fleet check`. Registered before `/config/{leaf}`, which would
+read by `configbags fleet check`, and `GET /metrics` (serve/metrics.py). Registered before `/config/{leaf}`, which would
 otherwise take `contracts` for a leaf name."""
 
 from __future__ import annotations
@@ -8,10 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from configbags.runtime.fleet import contracts_readback
 from configbags.serve.door import Door
+from configbags.serve.metrics import (
+    CONTENT_TYPE_LATEST,
+    ConfigCollector,
+    exposition,
+    metrics_registry,
+)
 
 
 def contracts(door: Door) -> dict[str, Any]:
@@ -22,6 +28,16 @@ def contracts(door: Door) -> dict[str, Any]:
 
 
 def add_fleet_routes(app: FastAPI, door: Door) -> None:
+    registry = metrics_registry(ConfigCollector(door, lambda: getattr(app.state, "restart_required", {})))
+
+    @app.get("/metrics")
+    async def metrics(request: Request) -> Response:
+        """Prometheus exposition of the config (serve/metrics.py): server and contract info,
+        overrides by leaf and source kind, gauges of the schema's `metric: true` leaves.
+        Needs the api key, like every read."""
+        door.authorize(request.headers.get("authorization"), admin=False)
+        return Response(exposition(registry), media_type=CONTENT_TYPE_LATEST)
+
     @app.get("/config/contracts")
     async def config_contracts(request: Request) -> JSONResponse:
         """This server's deployment role and each contract's fingerprint, with every member's

@@ -9,7 +9,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from serve_server import Server, free_port
 
 from configbags.fleet.check import EXIT_BROKEN, EXIT_OK, EXIT_UNREACHABLE, main
@@ -102,6 +104,20 @@ def test_a_role_listed_wrong_fails(fleet: Fleet, tmp_path: Path, capsys: pytest.
     assert code == EXIT_BROKEN
     assert f"ROLE {fleet.servers['d1'].url} is listed as prefill but reports role decode" in out
     assert "rule deployment_role_decode" in out
+
+
+def test_each_server_scrapes_with_its_contract_fingerprints(fleet: Fleet) -> None:
+    """/metrics of a live server parses with prometheus_client's parser and carries the
+    same fingerprints as /config/contracts."""
+    for name, server in fleet.servers.items():
+        headers = {"Authorization": f"Bearer {KEYS[name]}"}
+        text = httpx.get(f"{server.url}/metrics", headers=headers, timeout=10).text
+        scraped = {s.labels["contract"]: s.labels["fingerprint"]
+                   for f in text_string_to_metric_families(text) if f.name == "configbags_contract_info"
+                   for s in f.samples}
+        contracts = httpx.get(f"{server.url}/config/contracts", headers=headers, timeout=10).json()
+        assert scraped == {c: v["fingerprint"] for c, v in contracts["contracts"].items()}
+        assert KEYS[name] not in text
 
 
 def test_fixed_it_passes_and_an_unreachable_server_is_reported(
