@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str | None, str]] = {
     "serve": ("configbags.serve.cli", "serve", "publish the config and serve the operator's HTTP config API"),
     "explain": ("configbags.explain", None, "why a leaf has its value: every layer, rule and source"),
     "fleet": ("configbags.fleet.cli", "fleet", "check that live servers agree on the schema's contracts"),
+    "rollout": ("configbags.fleet.rollout", "fleet", "split a config change into live (PATCH), reload and restart parts"),
 }
 # third-party import names -> the extra that installs them
 EXTRA_OF = {"jinja2": "gen", "black": "gen", "libcst": "gen", "torch": "kv", "matplotlib": "chart",

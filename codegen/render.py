@@ -26,6 +26,7 @@ from configbags.codegen.model import (
     Schema,
     class_name,
 )
+from configbags.runtime.fleet import apply_class
 from configbags.runtime.generated_api import API_VERSION
 from configbags.runtime.leaftypes import Policy, TypeSpec, jsonable
 from configbags.runtime.record import RENAMED_DEST
@@ -759,6 +760,7 @@ def _json_property(leaf: Leaf) -> dict[str, Any]:
     if leaf.maximum is not None:
         item["maximum"] = leaf.maximum
     prop["description"] = leaf.help
+    prop["x-configbags-apply"] = apply_class(leaf.policy).value  # for orchestrators: live, reload, restart
     if leaf.deprecated is not None:
         prop["deprecated"] = True
     if not leaf.required:

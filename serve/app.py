@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from configbags.runtime.fleet import apply_class
 from configbags.runtime.registry import LeafSpec
 from configbags.serve.door import (
     DEFAULT_MAX_BODY_BYTES,
@@ -61,6 +62,7 @@ def leaf_schema(spec: LeafSpec) -> dict[str, Any]:
         text += f"; at most the current value of {spec.capacity} (409 above it)"
         prop["x-configbags-capacity"] = spec.capacity
     prop["description"] = text
+    prop["x-configbags-apply"] = apply_class(spec.policy).value
     return prop
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from configbags.runtime.fleet import contracts_readback
+from configbags.runtime.fleet import apply_class, contracts_readback
 from configbags.serve.door import Door
 from configbags.serve.metrics import (
     CONTENT_TYPE_LATEST,
@@ -28,6 +28,7 @@ def contracts(door: Door) -> dict[str, Any]:
 
 
 def add_fleet_routes(app: FastAPI, door: Door) -> None:
+    add_apply_classes(app, door)
     registry = metrics_registry(ConfigCollector(door, lambda: getattr(app.state, "restart_required", {})))
 
     @app.get("/metrics")
@@ -44,3 +45,19 @@ def add_fleet_routes(app: FastAPI, door: Door) -> None:
         value, layer, source and rule (secrets are never members). Needs the api key."""
         door.authorize(request.headers.get("authorization"), admin=False)
         return JSONResponse(contracts(door))
+
+
+def add_apply_classes(app: FastAPI, door: Door) -> None:
+    """Every leaf's apply class (live, reload, restart: from its policy) as the OpenAPI
+    document's `x-configbags-apply`, for orchestrators that decide between a PATCH and a
+    rolling restart (the PATCH body's leaves carry theirs too)."""
+    build = app.openapi
+    classes = {name: apply_class(spec.policy).value for name, spec in door.context.registry.leaves.items()}
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            build()["x-configbags-apply"] = classes
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
