@@ -28,12 +28,11 @@ import httpx
 from configbags.packages import named_context
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.fleet import APPLY_REASONS, ApplyClass, apply_class
+from configbags.runtime.fleet import ApplyClass, apply_class, route
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.registry import REDACTED, Registry
 from configbags.runtime.yamlsafe import load_json, read_text_limited
 
-OPERATOR = "operator"  # the role a PATCH is checked as (the door's)
 READ_KEY_ENV, ADMIN_KEY_ENV = "CONFIGBAGS_API_KEY", "CONFIGBAGS_ADMIN_KEY"
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
@@ -59,8 +58,8 @@ class Plan:
     changes: tuple[Change, ...]
     unknown: tuple[str, ...] = ()  # secret leaves a readback hides: not compared
 
-    def part(self, route: str) -> tuple[Change, ...]:
-        return tuple(c for c in self.changes if c.route == route)
+    def part(self, name: str) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.route == name)
 
     def patch_body(self, source: str) -> dict[str, Any] | None:
         live = self.part("live")
@@ -68,20 +67,10 @@ class Plan:
 
 
 def classify(registry: Registry, leaf: str, old: Any, new: Any) -> Change:
-    """One change, routed: live only if the leaf is runtime and the operator may write it
-    (what the door's PATCH accepts; `Registry.may_write`, the one owner rule)."""
+    """One change, with its class and the route an operator has to it (`route`)."""
     spec = registry.leaves[leaf]
-    klass = apply_class(spec.policy)
-    route, why = klass.value, APPLY_REASONS[klass]
-    if klass is ApplyClass.LIVE and not registry.may_write(OPERATOR, spec):
-        route = ApplyClass.RESTART.value
-        why = (f"policy runtime, but only {spec.owner} may change it while the server runs (its schema "
-               f"`writers:` does not name {OPERATOR}); a restart applies it")
-    elif klass is ApplyClass.RELOAD:
-        why += "; a restart (or a model reload) applies it"
-    elif klass is ApplyClass.RESTART:
-        why += "; a restart applies it"
-    return Change(leaf, old, new, klass, route, why, spec.secret)
+    klass, why = route(registry, leaf)
+    return Change(leaf, old, new, apply_class(spec.policy), klass.value, why, spec.secret)
 
 
 def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any]) -> Plan:
@@ -143,15 +132,15 @@ def render(result: Plan, source: str) -> str:
     titles = {"live": "live, by PATCH /config (all or nothing):",
               "reload": "reload: the model must load again (restart the server, or reload the model):",
               "restart": "restart: a new server process:"}
-    for route in ("live", "reload", "restart"):
-        part = result.part(route)
+    for name in ("live", "reload", "restart"):
+        part = result.part(name)
         if not part:
             continue
-        lines.append(titles[route])
+        lines.append(titles[name])
         for c in part:
             d = c.as_dict()
             lines.append(f"  {c.leaf}: {json.dumps(d['old'])} -> {json.dumps(d['new'])}  ({c.why})")
-        if route == "live":
+        if name == "live":
             lines.append(f"  body: {json.dumps(result.patch_body(source))}")
     if result.unknown:
         lines.append(f"not compared (a readback shows secrets as {REDACTED}): {', '.join(result.unknown)}")

@@ -55,6 +55,26 @@ def apply_class(policy: Policy) -> ApplyClass:
     return _APPLY[policy]
 
 
+OPERATOR = "operator"  # the role HTTP changes are checked as (configbags serve's door)
+
+
+def route(registry: Registry, leaf: str, writer: str = OPERATOR) -> tuple[ApplyClass, str]:
+    """How a change to `leaf` reaches a running, sealed server when `writer` makes it: LIVE
+    only if the leaf is runtime and `writer` may write it (`Registry.may_write`, the rule the
+    context enforces), so a LIVE change is exactly what a PATCH accepts; else RELOAD or
+    RESTART, with the reason. `configbags rollout` and `serve --watch` route alike."""
+    spec = registry.leaves[leaf]
+    klass = apply_class(spec.policy)
+    if klass is ApplyClass.LIVE and not registry.may_write(writer, spec):
+        return ApplyClass.RESTART, (f"policy runtime, but only {spec.owner} may change it while the server "
+                                    f"runs (its schema `writers:` does not name {writer}); a restart applies it")
+    if klass is ApplyClass.RELOAD:
+        return klass, APPLY_REASONS[klass] + "; a restart (or a model reload) applies it"
+    if klass is ApplyClass.RESTART:
+        return klass, APPLY_REASONS[klass] + "; a restart applies it"
+    return klass, APPLY_REASONS[klass]
+
+
 @attrs.frozen
 class ContractSpec:
     """A named group of values (`members`: leaves, derived values or facts such as
