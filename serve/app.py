@@ -101,6 +101,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
     app = FastAPI(title="configbags operator API", version="1", docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json")
     rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
+    app.state.rank_thread = rank_thread  # serve --watch applies file changes on it too
 
     async def run(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         if rank_thread is None:

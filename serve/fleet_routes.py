@@ -29,7 +29,8 @@ def contracts(door: Door) -> dict[str, Any]:
 
 def add_fleet_routes(app: FastAPI, door: Door) -> None:
     add_apply_classes(app, door)
-    registry = metrics_registry(ConfigCollector(door, lambda: getattr(app.state, "restart_required", {})))
+    # a watched door (serve --watch) knows what only a restart applies; a plain one has nothing pending
+    registry = metrics_registry(ConfigCollector(door, getattr(door, "restart_required", dict)))
 
     @app.get("/metrics")
     async def metrics(request: Request) -> Response:
