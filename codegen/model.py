@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 from configbags.codegen.errors import SchemaError, SchemaInvalid
+from configbags.codegen.fleet import Fleet, build_fleet
 from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest
@@ -130,6 +131,7 @@ class Leaf:
     env: str | None = None
     secret: bool = False
     kind: str | None = None
+    metric: bool = False  # exported as a gauge on /metrics (codegen/fleet.py checks it)
     renamed_from: tuple[Renamed, ...] = ()
     explicit_hash: bool | None = None  # `hash:` as written; `hash` is what follows from it
     lines: dict[str, int] = attrs.field(factory=dict, eq=False, repr=False)  # property -> line
@@ -270,6 +272,7 @@ class Schema:
     rules: tuple[Rule, ...] = ()  # hardware rules first, then model rules, in file order
     presets: tuple[Preset, ...] = ()
     settings: Settings = Settings()
+    fleet: Fleet = attrs.field(factory=Fleet)  # contracts.yaml and the metric leaves
 
     @property
     def leaves(self) -> tuple[Leaf, ...]:
@@ -362,7 +365,7 @@ class _Builder:
         ratchet = self.ratchet(ratchet_src) if ratchet_src else Ratchet()
         optional = {name: self._optional_file(name, meta) for name, meta in
                     (("settings.yaml", "settings.schema.json"), ("rules.yaml", "rules.schema.json"),
-                     ("presets.yaml", "presets.schema.json"))}
+                     ("presets.yaml", "presets.schema.json"), ("contracts.yaml", "contracts.schema.json"))}
         settings_src = optional["settings.yaml"]
         settings = (Settings(settings_src.data["version"], settings_src.data.get("env_prefix"))
                     if settings_src else Settings())
@@ -373,6 +376,9 @@ class _Builder:
         complete = len(namespaces) == len(files)
         rules = self.rules(optional["rules.yaml"], leaves) if optional["rules.yaml"] and complete else ()
         presets = self.presets(optional["presets.yaml"], leaves) if optional["presets.yaml"] and complete else ()
+        fleet = build_fleet(optional["contracts.yaml"] if complete else None, leaves,
+                            {d.name: d for ns in namespaces for d in ns.derived},
+                            lambda where, message, leaf, hint: self.error(where, message, leaf, hint))
         if self.errors:
             raise SchemaInvalid(self.errors)
         paths = [*files, self.root / "roles.yaml"]
@@ -381,7 +387,7 @@ class _Builder:
         paths += [self.root / name for name, src in optional.items() if src]
         sources = tuple(sorted(self.display(f) for f in paths))
         return Schema(self.root.name, sources, tuple(namespaces), roles, ratchet, order,
-                      rules, presets, settings)
+                      rules, presets, settings, fleet)
 
     def _optional_file(self, name: str, meta: str) -> SourceFile | None:
         path = self.root / name
@@ -459,6 +465,7 @@ class _Builder:
             env=spec.get("env"),
             secret=bool(spec.get("secret", False)),
             kind=spec.get("kind"),
+            metric=bool(spec.get("metric", False)),
             renamed_from=tuple(
                 Renamed(name=r) if isinstance(r, str) else Renamed(**plain(r)) for r in spec.get("renamed_from", ())
             ),

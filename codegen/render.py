@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from configbags.codegen.fleet import fleet_imports, fleet_literal
 from configbags.codegen.model import (
     AllowEntry,
     Derived,
@@ -25,6 +26,7 @@ from configbags.codegen.model import (
     Schema,
     class_name,
 )
+from configbags.runtime.fleet import apply_class
 from configbags.runtime.generated_api import API_VERSION
 from configbags.runtime.leaftypes import Policy, TypeSpec, jsonable
 from configbags.runtime.record import RENAMED_DEST
@@ -287,6 +289,7 @@ class RenderModel:
     schema_version: str  # literal
     env_prefix: str  # literal
     has_bare_flags: bool = False  # a flag with a const or nargs "*": CONFIG.md says what bare means
+    fleet: str = "FleetSpec()"  # the registry's FleetSpec expression (codegen/fleet.py)
 
 
 def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
@@ -322,6 +325,7 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
                 | ({"Condition"} if any(r.when for r in schema.rules) else set())
                 | ({"Deprecation"} if any(x.deprecated for x in schema.leaves) else set())
                 | ({"Renamed"} if any(x.renamed_from for x in schema.leaves) else set())
+                | fleet_imports(schema.fleet)
             ),
         ),
         accessor_exports=tuple(sorted(
@@ -381,6 +385,7 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         schema_version=py(schema.settings.version),
         env_prefix=py(schema.settings.env_prefix),
         has_bare_flags=any(_bare_flag(leaf) for leaf in schema.leaves),
+        fleet=fleet_literal(schema.fleet),
     )
 
 
@@ -755,6 +760,7 @@ def _json_property(leaf: Leaf) -> dict[str, Any]:
     if leaf.maximum is not None:
         item["maximum"] = leaf.maximum
     prop["description"] = leaf.help
+    prop["x-configbags-apply"] = apply_class(leaf.policy).value  # for orchestrators: live, reload, restart
     if leaf.deprecated is not None:
         prop["deprecated"] = True
     if not leaf.required:

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from configbags.runtime.fleet import FleetSpec
 from configbags.runtime.leaftypes import Policy, TypeSpec
 
 # What every readback, log line, error message, config dump and doc page prints instead
@@ -178,6 +179,7 @@ class Registry:
     presets: Mapping[str, PresetSpec] = attrs.field(factory=dict)
     schema_version: str = "0"
     env_prefix: str | None = None  # unknown variables under it are warned about
+    fleet: FleetSpec = attrs.field(factory=FleetSpec)  # contracts, the deployment-role leaf, metric leaves
     # leaf or derived name -> the derived values to recompute when it changes, in order
     dependents: Mapping[str, tuple[str, ...]] = attrs.field(init=False)
     # leaf or derived name -> its namespace and every ancestor, innermost first

@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # folder -> import name: every room installs under the one root (pyproject's package-dir)
 ROOT_FOLDER = "cli"
-ROOMS = ("codegen", "runtime", "generated", "migrate", "serve", "server", "evolve")
+ROOMS = ("codegen", "runtime", "generated", "migrate", "serve", "server", "fleet", "evolve")
 GENERIC_NAMES = {*ROOMS, ROOT_FOLDER, "tests", "bench"}
 # torch is imported by these modules only (DESIGN: torch only in pool and dist modules; plan
 # measures CUDA memory when asked to).
@@ -182,6 +182,14 @@ def test_the_door_takes_the_generated_package_by_name_and_no_build_time_code() -
     """serve/ reaches a generated package only through process_context(package), so it
     serves any engine's schema; torch only through configbags.runtime.dist."""
     found = _violations(("serve",), ("configbags.generated", "configbags.codegen", "configbags.migrate", "torch"))
+    assert not found, "\n".join(found)
+
+
+def test_the_fleet_reads_servers_over_http_only() -> None:
+    """fleet/ talks to live servers through their door (httpx), so it needs no generated
+    package, no build-time code, no server framework and no torch."""
+    found = _violations(("fleet",), ("configbags.generated", "configbags.codegen", "configbags.migrate",
+                                     "configbags.server", "fastapi", "uvicorn", "starlette", "torch"))
     assert not found, "\n".join(found)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import configbags.server.rules
 from configbags.runtime.generated_api import (
     DerivedSpec,
+    FleetSpec,
     LeafSpec,
     NamespaceSpec,
     Policy,
@@ -163,6 +164,10 @@ RULES: tuple[RuleSpec, ...] = (
 
 PRESETS: dict[str, PresetSpec] = {}
 
+# The fleet: what servers of one deployment must agree on (contracts.yaml), the leaf that
+# names a server's deployment role, and the leaves exported as gauges (`metric: true`).
+FLEET = FleetSpec(role_leaf=None, contracts=(), metrics=())
+
 REGISTRY = Registry(
     leaves=LEAVES,
     derived=DERIVED,
@@ -180,4 +185,5 @@ REGISTRY = Registry(
     presets=PRESETS,
     schema_version="0",
     env_prefix=None,
+    fleet=FLEET,
 )

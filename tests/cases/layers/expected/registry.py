@@ -17,6 +17,7 @@ from configbags.runtime.generated_api import (
     Condition,
     Deprecation,
     DerivedSpec,
+    FleetSpec,
     LeafSpec,
     NamespaceSpec,
     Policy,
@@ -247,6 +248,10 @@ PRESETS: dict[str, PresetSpec] = {
     ),
 }
 
+# The fleet: what servers of one deployment must agree on (contracts.yaml), the leaf that
+# names a server's deployment role, and the leaves exported as gauges (`metric: true`).
+FLEET = FleetSpec(role_leaf=None, contracts=(), metrics=())
+
 REGISTRY = Registry(
     leaves=LEAVES,
     derived=DERIVED,
@@ -260,4 +265,5 @@ REGISTRY = Registry(
     presets=PRESETS,
     schema_version="2.0",
     env_prefix="TINY_",
+    fleet=FLEET,
 )
