@@ -42,7 +42,9 @@ def test_the_bundled_shapes_cover_every_rule_and_preset(bundled: Context[Any]) -
     cells = matrix.resolve(bundled, shapes.shapes)
     rules, presets = matrix.coverage(cells, shapes.shapes, [r.id for r in bundled.registry.rules],
                                      list(bundled.registry.presets))
-    assert (rules, presets) == ([], [])
+    assert (rules, presets) == ([], []), (
+        f"add shapes to {SHAPES.relative_to(REPO)} that trigger rules {rules} and use presets {presets}, then run "
+        f"`configbags matrix --write`")
     leaves = {c["leaf"] for c in cells if "leaf" in c}
     assert leaves == set(bundled.registry.leaves) | set(bundled.registry.derived)
     assert {c["layer"] for c in cells if "layer" in c} >= {"default", "hardware", "model", "preset", "config_file",
