@@ -106,10 +106,13 @@ def read_shapes(path: Path) -> Shapes:
             memory = g.get("memory")
             try:
                 memory_bytes = parse_bytes(str(memory)) if isinstance(memory, str) else memory
-            except ConfigError as exc:
+            except (ConfigError, argparse.ArgumentTypeError) as exc:
                 raise _bad(path, f"shape {name!r}: gpu memory: {exc}") from None
             gpu = GpuFacts(g.get("name"), memory_bytes, g.get("sm"))
         model = (path.parent / str(spec["model"])) if spec.get("model") is not None else None
+        if model is not None and not model.is_file():
+            raise _bad(path, f"shape {name!r}: model {spec['model']!r} is no file (it is a config.json, relative "
+                             f"to the shapes file)")
         out.append(Shape(str(name), str(spec.get("help", "")), tuple(str(a) for a in argv),
                          {str(k): str(v) for k, v in env.items()}, config, gpu, model, str(spec.get("role", role))))
     golden = path.parent / str(data.get("golden", "matrix.golden.jsonl"))

@@ -119,3 +119,16 @@ def test_a_shapes_file_with_a_typo_is_refused_with_the_fix(tmp_path: Path) -> No
     path.write_text("shapes:\n  a:\n    args: [--tp-size, '2']\n")
     with pytest.raises(ConfigError, match=r"shape 'a': unknown key\(s\) args; the keys are argv"):
         matrix.read_shapes(path)
+
+
+@pytest.mark.parametrize(("shape", "message"), [
+    ("gpu: {memory: lots}", r"shape 'a': gpu memory: 'lots' is not a size"),
+    ("model: nope.json", r"shape 'a': model 'nope.json' is no file"),
+    ("gpu: {name: x, cores: 3}", r"shape 'a': `gpu` takes name, memory"),
+    ("argv: --tp-size 2", r"shape 'a': `argv` is a list"),
+])
+def test_a_bad_shape_is_refused_naming_it(tmp_path: Path, shape: str, message: str) -> None:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(f"shapes:\n  a:\n    {shape}\n")
+    with pytest.raises(ConfigError, match=message):
+        matrix.read_shapes(path)
