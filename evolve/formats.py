@@ -31,7 +31,7 @@ DEFAULT_LAUNCHERS = ("*launch_server*",)
 CONFIG_KEYS = frozenset({"config", "serverArgs", "engineArgs", "engineConfig", "serverConfig"})
 ARG_KEYS = frozenset({"args", "extraArgs", "command"})
 ENV_KEYS = frozenset({"env", "extraEnv"})
-SHELLS = frozenset({"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/env"})
+SHELLS = frozenset({"sh", "bash", "dash", "zsh"})  # programs whose `-c SCRIPT` is a shell script
 
 
 @attrs.frozen
@@ -179,7 +179,7 @@ def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Par
 def _shell_c(tokens: Sequence[Token], launchers: Sequence[str]) -> Parsed | None:
     """`sh -c 'script'` (a container's command, a Dockerfile RUN): the script, parsed."""
     texts = [t.text for t in tokens]
-    if len(texts) >= 3 and Path(texts[0]).name in {Path(s).name for s in SHELLS} and "-c" in texts[1:3]:
+    if len(texts) >= 3 and Path(texts[0]).name in SHELLS and "-c" in texts[1:3]:
         at = texts.index("-c") + 1
         if at < len(tokens):
             return parse_shell(tokens[at].text, launchers, tokens[at].line)
