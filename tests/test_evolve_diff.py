@@ -205,3 +205,33 @@ def test_the_view_cache_keeps_the_newest_entries(tmp_path: Path) -> None:
         serving.write_text(f"{text}# edit {n}\n")  # each edit a new digest, so a new entry
         load_view(folder, cache_dir=cache)
     assert len(list(cache.glob("*.json"))) == view.CACHE_ENTRIES
+
+
+def _edited(tmp_path: Path, old: str, new: str) -> list[tuple[str, str, int]]:
+    """The findings of one text edit of the base schema's serving.yaml: (rule, subject, line)."""
+    base = CASES / "leaf-added" / "old"
+    edited = Path(shutil.copytree(base, tmp_path / "new"))
+    serving = edited / "namespaces" / "serving.yaml"
+    text = serving.read_text()
+    assert old in text
+    serving.write_text(text.replace(old, new, 1))
+    found = compare(load_view(base, cache=False), load_view(edited, cache=False))
+    return sorted((f.rule, f.subject, f.line) for f in found)
+
+
+def test_an_old_spelling_dropped_before_its_remove_in(tmp_path: Path) -> None:
+    renamed = '    renamed_from:\n      - {name: model_alias, since: "0.8", remove_in: "2.0"}\n'
+    leaf_line = 49  # served_name's own line: NEW has no `renamed_from:` line left to point at
+    assert _edited(tmp_path, renamed, "") == [("removed-early", "model_alias", leaf_line)]
+
+
+def test_an_unrelated_type_breaks_operators_and_engine_code(tmp_path: Path) -> None:
+    found = _edited(tmp_path, "    type: str\n    default: info\n    choices: [debug, info, warning]\n",
+                    "    type: int\n    default: 1\n")
+    assert [rule for rule, _, _ in found] == ["choices-added", "default-changed", "type-changed", "type-narrowed"]
+
+
+def test_a_flag_renamed_without_renamed_from_is_a_removed_flag(tmp_path: Path) -> None:
+    found = _edited(tmp_path, "    cli: {flag: --port, aliases: [--listen-port]}\n",
+                    "    cli: {flag: --http-port, aliases: [--listen-port]}\n")
+    assert found == [("flag-removed", "--port", 10)]
