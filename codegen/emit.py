@@ -122,16 +122,22 @@ def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | No
     return {name: text for name, (text, _, _) in zip(names, results, strict=True)}
 
 
+def rendered(schema: Schema, regen: str, package: str = "generated") -> dict[str, str]:
+    """File name -> text for each templated file, as its template prints its model (the
+    Python modules before black)."""
+    env = environment()
+    return {name: env.get_template(f"{name}.j2").render(file=model)
+            for name, model in render.build(schema, regen, package).items()}
+
+
 def emit(schema: Schema, regen: str, *, package: str = "generated", parallel: bool = True,
          cache: FormatCache | None = None) -> dict[str, str]:
     """File name -> content for every generated file of package `package` (its import
     name; `parallel=False`: format serially; `cache`: black's results from earlier runs,
     updated in memory; the caller saves it)."""
-    model = render.build(schema, regen, package)
-    env = environment()
-    files = _format_all({name: env.get_template(f"{name}.j2").render(package=model) for name in PY_FILES}, parallel, cache)
-    for name in MD_FILES:
-        files[name] = env.get_template(f"{name}.j2").render(package=model)
+    texts = rendered(schema, regen, package)
+    files = _format_all({name: texts[name] for name in PY_FILES}, parallel, cache)
+    files.update((name, texts[name]) for name in MD_FILES)
     config_schema = render.config_file_schema(schema, regen)
     files["server_args.schema.json"] = json.dumps(config_schema, indent=2, sort_keys=True) + "\n"
     files["py.typed"] = ""

@@ -15,7 +15,7 @@ from genutil import CASES, REPO, generate
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from configbags.codegen import blackpieces, emit, render
+from configbags.codegen import blackpieces, emit
 from configbags.codegen.blackpieces import BLACK_MODE, DictMemo, format_module
 from configbags.codegen.formatcache import FormatCache, default_cache_path
 from configbags.codegen.model import load_schema
@@ -36,9 +36,8 @@ def black_str(source: str) -> str:
 
 
 def pre_format(schema: Path) -> dict[str, str]:
-    model = render.build(load_schema(schema), "regen", "generated")
-    env = emit.environment()
-    return {name: env.get_template(f"{name}.j2").render(package=model) for name in emit.PY_FILES}
+    texts = emit.rendered(load_schema(schema), "regen", "generated")
+    return {name: texts[name] for name in emit.PY_FILES}
 
 
 def synthetic(root: Path, leaves: int, per_namespace: int = 10) -> Path:
