@@ -12,10 +12,18 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+import black
 import jinja2
 
 from configbags.codegen import render
-from configbags.codegen.blackpieces import BLACK_MODE, DictMemo, Memo, format_module
+from configbags.codegen.blackpieces import (
+    BLACK_MODE,
+    DictMemo,
+    Memo,
+    black_inputs,
+    digest,
+    format_module,
+)
 from configbags.codegen.formatcache import FormatCache
 from configbags.codegen.model import Schema
 
@@ -65,61 +73,43 @@ def format_python(source: str, memo: Memo | None = None) -> str:
         return format_module(source, memo if memo is not None else DictMemo())
 
 
-class _Recorder(DictMemo):
-    """A worker's memo: reads the parent's cache (inherited through fork), records every
-    entry it used or made, for the parent to merge."""
-
-    def __init__(self, base: FormatCache | None) -> None:
-        super().__init__()
-        self.base = base
-        self.deps: dict[str, list[str]] = {}
-
-    def get(self, digest: str) -> str | None:
-        found = super().get(digest)
-        if found is None and self.base is not None:
-            found = self.base.get(digest)
-            if found is not None:
-                self.put(digest, found)
-                for piece in self.base.deps.get(digest, ()):  # a module found whole keeps its pieces
-                    if (text := self.base.entries.get(piece)) is not None:
-                        self.put(piece, text)
-        return found
-
-    def depends(self, digest: str, on: list[str]) -> None:
-        self.deps[digest] = on
+def _black_piece(text: str) -> str | None:
+    """black's output for one piece, in a worker (None where black refuses it: the
+    parent's own pass then meets the same refusal and handles it as ever)."""
+    try:
+        with _gc_paused():
+            return black.format_str(text, mode=BLACK_MODE)
+    except Exception:  # whatever black raises, the parent's pass raises or recovers from it
+        return None
 
 
-_WORKER_BASE: FormatCache | None = None
-
-
-def _format_in_worker(source: str) -> tuple[str, dict[str, str], dict[str, list[str]]]:
-    memo = _Recorder(_WORKER_BASE)
-    return format_python(source, memo), memo.entries, memo.deps
+def _workers() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus, 8)
 
 
 def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | None) -> dict[str, str]:
-    """black dominates a cold generation; on a multi-core machine format files in parallel
-    (forked workers inherit the imported black, so they start in milliseconds). A warm
-    cache leaves black little to do, and then the fork would cost more than it saves."""
-    global _WORKER_BASE
+    """black dominates a cold generation; on a multi-core machine run it on the modules'
+    pieces in parallel, balanced across workers whatever the modules' sizes (forked
+    workers inherit the imported black, so they start in milliseconds), into the memo the
+    modules are then spliced from here. A warm cache leaves black little to do, and then
+    the fork would cost more than it saves."""
     memo: Memo = cache if cache is not None else DictMemo()
-    big = sum(map(len, sources.values())) > 200_000
-    cold = cache is None or not cache.entries
-    workers = min(os.cpu_count() or 1, 4)
-    if (not (parallel and big and cold) or workers < 2
-            or "fork" not in multiprocessing.get_all_start_methods()):
-        return {name: format_python(src, memo) for name, src in sources.items()}
-    names = sorted(sources, key=lambda n: -len(sources[n]))
-    _WORKER_BASE = cache
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            results = list(pool.map(_format_in_worker, [sources[n] for n in names]))
-    finally:
-        _WORKER_BASE = None
-    if cache is not None:
-        for _, seen, deps in results:
-            cache.merge(seen, deps)
-    return {name: text for name, (text, _, _) in zip(names, results, strict=True)}
+    workers = _workers()
+    if (parallel and workers > 1 and sum(map(len, sources.values())) > 200_000
+            and "fork" in multiprocessing.get_all_start_methods()):
+        wanted = {digest(text): text for source in sources.values() for text in black_inputs(source)}
+        missing = sorted((t for d, t in wanted.items() if memo.get(d) is None), key=len, reverse=True)
+        if len(missing) > len(wanted) // 2:  # cold: most of black's work is still to do
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                chunk = max(1, len(missing) // (workers * 8))
+                for text, formatted in zip(missing, pool.map(_black_piece, missing, chunksize=chunk), strict=True):
+                    if formatted is not None:
+                        memo.put(digest(text), formatted)
+    return {name: format_python(src, memo) for name, src in sources.items()}
 
 
 def rendered(schema: Schema, regen: str, package: str = "generated") -> dict[str, str]:
