@@ -98,17 +98,17 @@ def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | No
     modules are then spliced from here. A warm cache leaves black little to do, and then
     the fork would cost more than it saves."""
     memo: Memo = cache if cache is not None else DictMemo()
+    cold = cache is None or not cache.entries
     workers = _workers()
-    if (parallel and workers > 1 and sum(map(len, sources.values())) > 200_000
+    if (parallel and cold and workers > 1 and sum(map(len, sources.values())) > 200_000
             and "fork" in multiprocessing.get_all_start_methods()):
-        wanted = {digest(text): text for source in sources.values() for text in black_inputs(source)}
-        missing = sorted((t for d, t in wanted.items() if memo.get(d) is None), key=len, reverse=True)
-        if len(missing) > len(wanted) // 2:  # cold: most of black's work is still to do
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                chunk = max(1, len(missing) // (workers * 8))
-                for text, formatted in zip(missing, pool.map(_black_piece, missing, chunksize=chunk), strict=True):
-                    if formatted is not None:
-                        memo.put(digest(text), formatted)
+        pieces = {digest(text): text for source in sources.values() for text in black_inputs(source)}
+        todo = sorted(pieces.values(), key=len, reverse=True)  # longest first: the workers end together
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            chunk = max(1, len(todo) // (workers * 8))
+            for text, formatted in zip(todo, pool.map(_black_piece, todo, chunksize=chunk), strict=True):
+                if formatted is not None:
+                    memo.put(digest(text), formatted)
     return {name: format_python(src, memo) for name, src in sources.items()}
 
 

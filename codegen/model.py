@@ -413,9 +413,6 @@ class _Builder:
             minimum=spec.get("min"),
             maximum=spec.get("max"),
             policy=policy,
-            # Hashed unless it can change at runtime, sizes buffers or is a secret; `hash:`
-            # says otherwise explicitly.
-            hash=spec.get("hash", policy is not Policy.RUNTIME and "kind" not in spec and not secret),
             capacity=spec.get("capacity"),
             flags=leaf_spellings(name, cli, negatable=type_.base == "bool").declared,
             suppress_help=cli is not False and bool(cli.get("suppress_help", False)),
@@ -428,6 +425,7 @@ class _Builder:
             renamed_from=renamed,
             deprecated=Deprecation(**plain(spec["deprecated"])) if "deprecated" in spec else None,
             kind=spec.get("kind"),
+            **({"hash": spec["hash"]} if "hash" in spec else {}),  # else the record's rule
         )
 
     @staticmethod

@@ -94,7 +94,6 @@ LEAVES: dict[str, LeafSpec] = {
         default="null",
         choices=("null", "prefill", "decode"),
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "disaggregation_transfer_backend": LeafSpec(
         name="disaggregation_transfer_backend",
@@ -727,7 +726,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Turn off the prefix (radix-tree) cache, so KV is not reused across requests. PD role switching may change it at runtime.",
         default=False,
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "radix_eviction_policy": LeafSpec(
         name="radix_eviction_policy",
@@ -762,7 +760,6 @@ LEAVES: dict[str, LeafSpec] = {
         owner="worker",
         help="Size of the host KV pool as a multiple of the device pool. Unset uses a default that depends on hicache_host_memory_mode.",
         policy=Policy.LOAD_TIME,
-        hash=False,
         kind="memory",
     ),
     "hicache_size": LeafSpec(
@@ -773,7 +770,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Host KV pool size in GiB; when non-zero it takes precedence over hicache_ratio.",
         default=0,
         minimum=0,
-        hash=False,
         kind="memory",
     ),
     "hicache_write_policy": LeafSpec(
@@ -785,7 +781,6 @@ LEAVES: dict[str, LeafSpec] = {
         default="write_through",
         choices=("write_back", "write_through", "write_through_selective"),
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "hicache_mem_layout": LeafSpec(
         name="hicache_mem_layout",
@@ -823,7 +818,6 @@ LEAVES: dict[str, LeafSpec] = {
             "shm",
         ),
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "hicache_storage_prefetch_policy": LeafSpec(
         name="hicache_storage_prefetch_policy",
@@ -834,7 +828,6 @@ LEAVES: dict[str, LeafSpec] = {
         default="timeout",
         choices=("best_effort", "wait_complete", "timeout"),
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "hicache_storage_backend_extra_config": LeafSpec(
         name="hicache_storage_backend_extra_config",
@@ -843,7 +836,6 @@ LEAVES: dict[str, LeafSpec] = {
         owner="tokenizer",
         help="Extra backend-specific options for the storage tier, as a JSON object. Unset passes none.",
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "enable_unified_memory": LeafSpec(
         name="enable_unified_memory",
@@ -932,7 +924,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Local directory or Hugging Face Hub id of the model weights. Required; it changes at runtime when weights are reloaded.",
         required=True,
         policy=Policy.RUNTIME,
-        hash=False,
         flags=("--model-path", "--model"),
     ),
     "load_format": LeafSpec(
@@ -963,7 +954,6 @@ LEAVES: dict[str, LeafSpec] = {
             "runai_streamer",
         ),
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "context_length": LeafSpec(
         name="context_length",
@@ -1074,8 +1064,8 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Log level for all loggers (e.g. debug, info, warning).",
         default="info",
-        hash=False,
         env="SGLANG_LOG_LEVEL",
+        hash=False,
     ),
     "torch_profiler_dir": LeafSpec(
         name="torch_profiler_dir",
@@ -1083,9 +1073,9 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("str", True),
         owner="launcher",
         help="Folder where the torch profiler writes traces when profiling is started. Unset uses /tmp. Set only through the environment.",
-        hash=False,
         flags=(),
         env="SGLANG_TORCH_PROFILER_DIR",
+        hash=False,
     ),
     "log_requests_level": LeafSpec(
         name="log_requests_level",
@@ -1149,8 +1139,8 @@ LEAVES: dict[str, LeafSpec] = {
         owner="scheduler",
         help="IPC address for forward-pass metrics. Filled in by the server at runtime; the flag is hidden from help. Unset until then.",
         policy=Policy.LOAD_TIME,
-        hash=False,
         suppress_help=True,
+        hash=False,
     ),
     "kv_canary": LeafSpec(
         name="kv_canary",
@@ -1191,7 +1181,6 @@ LEAVES: dict[str, LeafSpec] = {
         default=1,
         minimum=1,
         policy=Policy.RUNTIME,
-        hash=False,
         flags=("--dp-size", "--data-parallel-size"),
     ),
     "ep_size": LeafSpec(
@@ -1203,7 +1192,6 @@ LEAVES: dict[str, LeafSpec] = {
         default=1,
         minimum=1,
         policy=Policy.RUNTIME,
-        hash=False,
         flags=("--ep-size", "--expert-parallel-size", "--ep"),
     ),
     "attn_cp_size": LeafSpec(
@@ -1260,7 +1248,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Most requests per pipeline micro-batch. Unset means max(max_running_requests // pp_size, 1); adjustable at runtime via /set_internal_state.",
         minimum=1,
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "pp_async_batch_depth": LeafSpec(
         name="pp_async_batch_depth",
@@ -1297,8 +1284,8 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("str", True),
         owner="launcher",
         help="host:port used to initialize the distributed backend across nodes. Unset uses a local address.",
-        hash=False,
         flags=("--dist-init-addr", "--nccl-init-addr"),
+        hash=False,
     ),
     "max_ep_size": LeafSpec(
         name="max_ep_size",
@@ -1317,7 +1304,6 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=0.0,
         maximum=1.0,
         policy=Policy.LOAD_TIME,
-        hash=False,
         kind="memory",
     ),
     "max_running_requests": LeafSpec(
@@ -1328,7 +1314,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Most requests allowed to run at once. Unset estimates it from the KV cache capacity.",
         minimum=1,
         policy=Policy.LOAD_TIME,
-        hash=False,
         kind="capacity",
     ),
     "max_queued_requests": LeafSpec(
@@ -1346,7 +1331,6 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Upper bound on token slots in the KV cache pool. Unset sizes the pool from profiled free memory.",
         minimum=1,
-        hash=False,
         kind="capacity",
     ),
     "chunked_prefill_size": LeafSpec(
@@ -1356,7 +1340,6 @@ LEAVES: dict[str, LeafSpec] = {
         owner="scheduler",
         help="Most tokens per prefill chunk; -1 disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it.",
         policy=Policy.RUNTIME,
-        hash=False,
         writers=("operator",),
     ),
     "max_prefill_tokens": LeafSpec(
@@ -1465,7 +1448,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of mamba state slots per DP shard. Unset sizes it from available memory and the request limits.",
         minimum=1,
         policy=Policy.LOAD_TIME,
-        hash=False,
         kind="capacity",
     ),
     "mamba_full_memory_ratio": LeafSpec(
@@ -1540,7 +1522,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Version label of the weights being served; updated at runtime when weights are swapped.",
         default="default",
         policy=Policy.RUNTIME,
-        hash=False,
         writers=("operator",),
     ),
     "api_key": LeafSpec(
@@ -1549,7 +1530,6 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("str", True),
         owner="launcher",
         help="API key that clients must send as a bearer token. Unset means no authentication.",
-        hash=False,
         env="SGLANG_API_KEY",
         secret=True,
     ),
@@ -1559,7 +1539,6 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("str", True),
         owner="launcher",
         help="Key that administrative requests (PATCH /config of configbags serve) must send as a bearer token. Unset disables them.",
-        hash=False,
         env="SGLANG_ADMIN_API_KEY",
         secret=True,
     ),
@@ -1622,7 +1601,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of autoregressive draft steps per verification round. Unset picks a default; adaptive speculation may change it at runtime.",
         minimum=1,
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "speculative_eagle_topk": LeafSpec(
         name="speculative_eagle_topk",
@@ -1640,7 +1618,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Draft tokens verified by the target model per round (the current value). Unset picks a default; adaptive speculation may change it at runtime.",
         minimum=1,
         policy=Policy.RUNTIME,
-        hash=False,
         capacity="max_speculative_num_draft_tokens",
         writers=("operator",),
     ),
@@ -1654,7 +1631,6 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=0.0,
         maximum=1.0,
         policy=Policy.RUNTIME,
-        hash=False,
         writers=("operator",),
     ),
     "speculative_accept_threshold_acc": LeafSpec(
@@ -1667,7 +1643,6 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=0.0,
         maximum=1.0,
         policy=Policy.RUNTIME,
-        hash=False,
         writers=("operator",),
     ),
     "speculative_attention_mode": LeafSpec(

@@ -42,6 +42,10 @@ def _default_flags(spec: LeafSpec) -> tuple[str, ...]:
     return (flag_of(spec.name),)
 
 
+def _default_hash(spec: LeafSpec) -> bool:
+    return spec.policy is not Policy.RUNTIME and spec.kind is None and not spec.secret
+
+
 @attrs.frozen(kw_only=True)
 class LeafSpec:
     """One leaf: the one record of it, which the generator builds from the schema (and
@@ -63,7 +67,6 @@ class LeafSpec:
     minimum: float | None = None
     maximum: float | None = None
     policy: Policy = Policy.STARTUP
-    hash: bool = True
     capacity: str | None = None  # the leaf that bounds a runtime-tunable one
     # primary first; `()`: no flag (`cli: false`), set by config file or environment only
     flags: tuple[str, ...] = attrs.field(default=attrs.Factory(_default_flags, takes_self=True))
@@ -79,6 +82,9 @@ class LeafSpec:
     renamed_from: tuple[Renamed, ...] = ()
     deprecated: Deprecation | None = None
     kind: str | None = None  # `memory` or `capacity`: sizing, not semantics (not hashed)
+    # whether it feeds the config hash; unless the schema says, only what can neither change
+    # at runtime, size buffers nor be secret
+    hash: bool = attrs.field(default=attrs.Factory(_default_hash, takes_self=True))
 
     @property
     def spellings(self) -> Claim:

@@ -61,7 +61,6 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("str", True),
         owner="boss",
         help="Bearer token clients send.",
-        hash=False,
         env="TINY_TOKEN",
         secret=True,
     ),
@@ -93,7 +92,6 @@ LEAVES: dict[str, LeafSpec] = {
         minimum=0.0,
         maximum=1.0,
         policy=Policy.LOAD_TIME,
-        hash=False,
         kind="memory",
     ),
     "items": LeafSpec(
@@ -157,7 +155,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Tunable at runtime.",
         default=False,
         policy=Policy.RUNTIME,
-        hash=False,
     ),
 }
 

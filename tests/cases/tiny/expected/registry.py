@@ -67,7 +67,6 @@ LEAVES: dict[str, LeafSpec] = {
         help="Print more.",
         default=False,
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "mode": LeafSpec(
         name="mode",
@@ -78,7 +77,6 @@ LEAVES: dict[str, LeafSpec] = {
         default="fast",
         choices=("fast", "safe"),
         policy=Policy.RUNTIME,
-        hash=False,
     ),
     "sizes": LeafSpec(
         name="sizes",
@@ -114,7 +112,6 @@ LEAVES: dict[str, LeafSpec] = {
         owner="boss",
         help="Tokens per step.",
         policy=Policy.RUNTIME,
-        hash=False,
         capacity="width",
     ),
     "widths": LeafSpec(
