@@ -8,7 +8,7 @@ import json
 import multiprocessing
 import os
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -73,14 +73,22 @@ def format_python(source: str, memo: Memo | None = None) -> str:
         return format_module(source, memo if memo is not None else DictMemo())
 
 
-def _black_piece(text: str) -> str | None:
-    """black's output for one piece, in a worker (None where black refuses it: the
+def _black_pieces(texts: list[str]) -> list[str | None]:
+    """black's output for each piece, in a worker (None where black refuses one: the
     parent's own pass then meets the same refusal and handles it as ever)."""
-    try:
-        with _gc_paused():
-            return black.format_str(text, mode=BLACK_MODE)
-    except Exception:  # whatever black raises, the parent's pass raises or recovers from it
-        return None
+    out: list[str | None] = []
+    with _gc_paused():
+        for text in texts:
+            try:
+                out.append(black.format_str(text, mode=BLACK_MODE))
+            except Exception:  # whatever black raises, the parent's pass raises or recovers from it
+                out.append(None)
+    return out
+
+
+# Below this much text a cold run formats serially (forking would cost more than it saves).
+PARALLEL_CHARS = 200_000
+_BATCH = 16  # pieces per task: few enough round trips, small enough to balance the workers
 
 
 def _workers() -> int:
@@ -100,16 +108,28 @@ def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | No
     memo: Memo = cache if cache is not None else DictMemo()
     cold = cache is None or not cache.entries
     workers = _workers()
-    if (parallel and cold and workers > 1 and sum(map(len, sources.values())) > 200_000
+    if not (parallel and cold and workers > 1 and sum(map(len, sources.values())) > PARALLEL_CHARS
             and "fork" in multiprocessing.get_all_start_methods()):
-        pieces = {digest(text): text for source in sources.values() for text in black_inputs(source)}
-        todo = sorted(pieces.values(), key=len, reverse=True)  # longest first: the workers end together
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            chunk = max(1, len(todo) // (workers * 8))
-            for text, formatted in zip(todo, pool.map(_black_piece, todo, chunksize=chunk), strict=True):
-                if formatted is not None:
-                    memo.put(digest(text), formatted)
-    return {name: format_python(src, memo) for name, src in sources.items()}
+        return {name: format_python(src, memo) for name, src in sources.items()}
+    seen: set[str] = set()
+    tasks: dict[str, list[tuple[list[str], Future[list[str | None]]]]] = {}
+    out: dict[str, str] = {}
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        # the biggest module first, its pieces to the workers while the next is planned ...
+        for name in sorted(sources, key=lambda n: -len(sources[n])):
+            pieces = {digest(text): text for text in black_inputs(sources[name])}
+            todo = [text for d, text in pieces.items() if d not in seen]
+            seen.update(pieces)
+            batches = [todo[k:k + _BATCH] for k in range(0, len(todo), _BATCH)]
+            tasks[name] = [(batch, pool.submit(_black_pieces, batch)) for batch in batches]
+        # ... and each spliced here once its pieces are back, while the workers go on
+        for name, module_tasks in tasks.items():
+            for batch, task in module_tasks:
+                for text, formatted in zip(batch, task.result(), strict=True):
+                    if formatted is not None:
+                        memo.put(digest(text), formatted)
+            out[name] = format_python(sources[name], memo)
+    return {name: out[name] for name in sources}
 
 
 def rendered(schema: Schema, regen: str, package: str = "generated") -> dict[str, str]:
