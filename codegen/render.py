@@ -245,7 +245,9 @@ class RegistryFile:
 def registry_file(schema: Schema, header: Header, import_name: str) -> RegistryFile:
     derived = {d.name: d for d in schema.derived}
     leaves = tuple(Row(leaf.name, leaf_args(leaf)) for leaf in schema.leaves)
-    spelled = set().union(*(classes_in(getattr(leaf, f.name)) for leaf in schema.leaves for f in _SHOWN))
+    # the runtime classes the printed fields spell (a default left out imports nothing)
+    spelled = set().union(*(classes_in(getattr(leaf, kw.key)) for leaf, row in zip(schema.leaves, leaves, strict=True)
+                            for kw in row.args))
     return RegistryFile(
         header=header,
         imports=_registry_imports(
