@@ -701,8 +701,9 @@ class _Builder:
         return tuple(order)
 
     def check_spellings(self, namespaces: list[Namespace], settings: Settings) -> None:
-        """Env variables, old names and old flags: each spelling names one leaf; a secret is
-        never hashed; a deprecation's `use` names a leaf."""
+        """Env variables and old names: each spelling names one leaf; a secret has no value
+        in the schema; a deprecation's `use` names a leaf. (A hashed secret is refused where
+        the leaf is read, `leaf`.)"""
         leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}
         envs: dict[str, str] = {}  # variable -> the leaf it was first bound to
         names: dict[str, str] = {}  # old name -> the leaf it was first given to
