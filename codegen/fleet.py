@@ -15,7 +15,8 @@ from configbags.runtime.leaftypes import closest
 
 if TYPE_CHECKING:
     from configbags.codegen.load import SourceFile
-    from configbags.codegen.model import Derived, Leaf, Where
+    from configbags.codegen.model import Derived, Where
+    from configbags.runtime.registry import LeafSpec
 
     ErrorFn = Callable[[Where, str, "str | None", "str | None"], None]
 
@@ -36,11 +37,12 @@ class Fleet:
     metrics: tuple[str, ...] = ()  # leaves marked `metric: true`, in schema order
 
 
-def build_fleet(src: SourceFile | None, leaves: Mapping[str, Leaf], derived: Mapping[str, Derived],
-                error: ErrorFn) -> Fleet:
+def build_fleet(src: SourceFile | None, leaves: Mapping[str, LeafSpec], derived: Mapping[str, Derived],
+                error: ErrorFn, place: Callable[[LeafSpec, str], Where]) -> Fleet:
     """The fleet model, reporting through `error(where, message, leaf, hint)`: a metric
     leaf must be numeric and not secret; a contract's members must be leaves, derived
-    values or facts, never secret; its roles must be choices of `role_leaf`."""
+    values or facts, never secret; its roles must be choices of `role_leaf`. `place(leaf,
+    prop)` is where a leaf's property is written."""
     from configbags.codegen.model import Where
 
     metrics = []
@@ -48,10 +50,10 @@ def build_fleet(src: SourceFile | None, leaves: Mapping[str, Leaf], derived: Map
         if not leaf.metric:
             continue
         if not leaf.type.numeric and leaf.type.base != "bool":
-            error(leaf.at("metric"), f"metric: true needs a numeric or bool leaf, not {leaf.type}", leaf.name,
+            error(place(leaf, "metric"), f"metric: true needs a numeric or bool leaf, not {leaf.type}", leaf.name,
                   "drop `metric: true` (a gauge holds a number; free text would be unbounded labels)")
         elif leaf.secret:
-            error(leaf.at("metric"), "a secret leaf cannot be a metric", leaf.name, "drop `metric: true`")
+            error(place(leaf, "metric"), "a secret leaf cannot be a metric", leaf.name, "drop `metric: true`")
         else:
             metrics.append(leaf.name)
     if src is None or not src.intact:

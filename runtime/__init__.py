@@ -18,7 +18,7 @@ The public face, for engine code:
 
 Generated code imports one module, `configbags.runtime.generated_api`, whose `API_VERSION`
 each generated package checks at import. Modules and names with a leading underscore
-(`context._building`, `dist._propagate`, ...) are private; the others (`record`, `registry`,
+(`context._building`, `dist._propagate`, ...) are private; the others (`record`, `registry`, `cliflags`,
 `leaftypes`, `spelling`, `yamlsafe`, `limits`, `roles`) serve the generated face, the
 generator and the toolkit, and an engine need not import them.
 """

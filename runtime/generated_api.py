@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from configbags.runtime.cliflags import add_leaf_arguments
 from configbags.runtime.errors import ConfigError, unstamped_rank
 from configbags.runtime.fleet import ContractSpec, FleetSpec
 from configbags.runtime.leaftypes import Policy, TypeSpec
 from configbags.runtime.record import (
     add_config_flag,
-    json_value,
     leaf_converters,
     load_config_file,
     record_from_cli,
@@ -73,7 +73,7 @@ __all__ = [
     "RunnerView",
     "TypeSpec",
     "add_config_flag",
-    "json_value",
+    "add_leaf_arguments",
     "leaf_converters",
     "load_config_file",
     "record_from_cli",
