@@ -173,6 +173,7 @@ class Preset:
 class Settings:
     version: str = "0"
     env_prefix: str | None = None
+    abbreviations: str = "off"  # settings.yaml `cli: {abbreviations: legacy}` keeps argparse's prefixes
 
 
 @attrs.frozen
@@ -364,7 +365,8 @@ class _Builder:
                     (("settings.yaml", "settings.schema.json"), ("rules.yaml", "rules.schema.json"),
                      ("presets.yaml", "presets.schema.json"))}
         settings_src = optional["settings.yaml"]
-        settings = (Settings(settings_src.data["version"], settings_src.data.get("env_prefix"))
+        settings = (Settings(settings_src.data["version"], settings_src.data.get("env_prefix"),
+                             (settings_src.data.get("cli") or {}).get("abbreviations", "off"))
                     if settings_src else Settings())
         self.check_spellings(namespaces, settings)
         leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}

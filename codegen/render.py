@@ -286,6 +286,7 @@ class RenderModel:
     md_env_prefix: str
     schema_version: str  # literal
     env_prefix: str  # literal
+    legacy_abbreviations: bool = False  # the registry keeps argparse's prefix matching
     has_bare_flags: bool = False  # a flag with a const or nargs "*": CONFIG.md says what bare means
 
 
@@ -380,6 +381,7 @@ def build(schema: Schema, regen: str, import_name: str) -> RenderModel:
         md_env_prefix=md(schema.settings.env_prefix or ""),
         schema_version=py(schema.settings.version),
         env_prefix=py(schema.settings.env_prefix),
+        legacy_abbreviations=schema.settings.abbreviations == "legacy",
         has_bare_flags=any(_bare_flag(leaf) for leaf in schema.leaves),
     )
 

@@ -37,7 +37,7 @@ import contextlib
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ from configbags.migrate.astvalues import (
     field_default,
     parse_module,
 )
+from configbags.migrate.clicheck import harvested, prefixes, read_corpus
 from configbags.migrate.proposal import (
     engine_writes,
     propose,
@@ -233,12 +234,14 @@ def import_dataclass(
     path: Path | None = None,
     names: MetadataNames | None = None,
     index: ModuleIndex | None = None,
+    corpus: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> ImportResult:
     """Read `class_name` and its argparse registration from `source` (at `path`, whose
     package's other modules are followed for defaults and config dataclasses). A default
     that the schema cannot hold as it is stops the import (ImportError_ names every such
     field and the fix) unless `defaults` gives the value to use: defaults never change
-    silently. What else cannot be carried over is listed in `losses`."""
+    silently. What else cannot be carried over is listed in `losses`. Each abbreviation
+    the legacy parser expands and a `corpus` line uses becomes an explicit alias."""
     record = read_record(source, class_name, path=path, origin=origin, names=names, index=index)
     given = dict(defaults or {})
     stops: list[str] = []
@@ -265,8 +268,40 @@ def import_dataclass(
             f"{len(stops)} default{'s' if len(stops) > 1 else ''} cannot be imported without "
             f"changing {'them' if len(stops) > 1 else 'it'}:\n  " + "\n  ".join(stops)
         )
+    _abbreviations(record, leaves, corpus)
     _settle_flags(leaves, origin, record)
     return ImportResult(leaves, tuple(record.warnings), tuple(record.losses), namespaces)
+
+
+def _abbreviations(
+    record: _Record, leaves: dict[str, dict[str, dict[str, Any]]], corpus: Sequence[tuple[str, Sequence[str]]]
+) -> None:
+    """argparse lets `--tp` stand for `--tp-size` when no other flag starts so; the
+    generated parser does not (a flag added later would change what an old line means).
+    Each prefix the launch lines use is kept as an explicit alias of the leaf it meant."""
+    if not corpus:
+        return
+    owner: dict[str, str] = {}
+    for name, argument in record.arguments.items():
+        owner.update(dict.fromkeys(argument.flags, name))
+    for name, old in record.old.items():
+        owner.update(dict.fromkeys((f for a in old for f in a.flags), name))
+    specs = {n: spec for ns in leaves.values() for n, spec in ns.items()}
+    for abbreviation in prefixes(corpus, [*owner, "--help"]):
+        places = ", ".join(abbreviation.wheres[:3])
+        if len(abbreviation.flags) > 1:
+            record.warnings.append(f"abbreviation {abbreviation.prefix} (used at {places}) is ambiguous to the "
+                                   f"legacy parser ({', '.join(abbreviation.flags)}); no alias proposed")
+            continue
+        leaf = owner.get(abbreviation.flags[0])
+        spec = specs.get(leaf or "")
+        if leaf is None or spec is None or spec.get("cli") is False:
+            continue
+        cli = dict(spec.get("cli") or {})
+        cli["aliases"] = [*cli.get("aliases", ()), abbreviation.prefix]
+        spec["cli"] = cli
+        record.warnings.append(f"{leaf}: alias {abbreviation.prefix} added: the legacy parser expands it to "
+                               f"{abbreviation.flags[0]}, and the launch lines use it ({places})")
 
 
 def field_marker(field: Field) -> str | None:
@@ -502,6 +537,9 @@ def _list_from_nargs(type_: str, argument: Argument | None) -> str:
     `type=int` or `type=str` is a list of them (`nargs="?"` takes one value, not a list)."""
     if argument is None or "nargs" not in argument.kwargs or TypeSpec.parse(type_).base != "json":
         return type_
+    action = argument.kwargs.get("action")
+    if action is not None and not isinstance(action, ast.Constant):
+        return type_  # a custom action decides what the values become (a dict, say): not a list
     if _nargs(argument) == "?":
         return type_
     element = argument.kwargs.get("type")
@@ -854,6 +892,13 @@ def main(argv: list[str] | None = None) -> int:
         "help=..., registrar=..., kwargs=get_kwargs (also [tool.configbags.import] in the engine's pyproject.toml)",
     )
     parser.add_argument(
+        "--harvest", type=Path, metavar="DIR",
+        help="launch lines under DIR (Markdown, shell, Python, YAML): each abbreviation they use becomes an alias",
+    )
+    parser.add_argument("--corpus", type=Path, metavar="FILE", help="a cli-check corpus, used as --harvest is")
+    parser.add_argument("--launcher", action="append", default=[], metavar="TEXT",
+                        help="with --harvest: what a launch line runs (default: the record's top-level package)")
+    parser.add_argument(
         "--accept-loss", action="store_true",
         help="write the schema even though something of the record or its flags could not be carried over "
         "(each is listed)",
@@ -885,7 +930,7 @@ def main(argv: list[str] | None = None) -> int:
         result = import_dataclass(
             source, class_name, mapping, origin=f"{path.name}:{class_name}", defaults=defaults,
             policies=policies, path=path, names=metadata_names(path, args.metadata),
-            index=_index(args, path),
+            index=_index(args, path), corpus=_corpus(args, path),
         )
     except (OSError, SyntaxError, yaml.YAMLError, ImportError_) as exc:
         print(f"configbags import-dataclass: {exc}", file=sys.stderr)
@@ -911,6 +956,18 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(written)} files under {args.out}; next: run {hint}"
     )
     return 0
+
+
+def _corpus(args: argparse.Namespace, path: Path) -> list[tuple[str, list[str]]]:
+    """Launch lines from --corpus and --harvest, each with where it was found."""
+    lines: list[tuple[str, list[str]]] = []
+    if args.corpus is not None:
+        text = args.corpus.read_text(encoding="utf-8")
+        lines += [(f"{args.corpus}:{n}", words) for n, words in read_corpus(text)]
+    if args.harvest is not None:
+        package = ModuleIndex.around(path).module_name(path) or path.stem
+        lines += harvested(args.harvest, package, args.launcher)
+    return lines
 
 
 def _report(result: ImportResult, class_name: str, out: Path, *, accept_loss: bool) -> bool:

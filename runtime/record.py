@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import re
+import sys
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -493,6 +494,10 @@ def record_from_cli(
                         help="show this help; --help=KEYWORD lists the flags that mention KEYWORD, "
                              "--help=GROUP the flags of one namespace")
     add_cli_args(parser)
+    if registry.abbreviations == "legacy":
+        from configbags.runtime.abbrev import expand_prefixes
+
+        argv = expand_prefixes(parser, sys.argv[1:] if argv is None else argv, warn_once)
     namespace = parser.parse_args(argv)
     try:
         return record_from_cli_args(cls, registry, namespace, schema_path, environ)

@@ -178,6 +178,7 @@ class Registry:
     presets: Mapping[str, PresetSpec] = attrs.field(factory=dict)
     schema_version: str = "0"
     env_prefix: str | None = None  # unknown variables under it are warned about
+    abbreviations: str = "off"  # "legacy": the CLI expands unique prefixes of flags, with a warning
     # leaf or derived name -> the derived values to recompute when it changes, in order
     dependents: Mapping[str, tuple[str, ...]] = attrs.field(init=False)
     # leaf or derived name -> its namespace and every ancestor, innermost first
