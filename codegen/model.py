@@ -132,6 +132,7 @@ class Leaf:
     kind: str | None = None
     renamed_from: tuple[Renamed, ...] = ()
     explicit_hash: bool | None = None  # `hash:` as written; `hash` is what follows from it
+    structure: Any = None  # a json leaf's declared inner structure (configbags.runtime.nested)
     lines: dict[str, int] = attrs.field(factory=dict, eq=False, repr=False)  # property -> line
 
     def at(self, prop: str) -> Where:
@@ -465,6 +466,7 @@ class _Builder:
                 Renamed(name=r) if isinstance(r, str) else Renamed(**plain(r)) for r in spec.get("renamed_from", ())
             ),
             explicit_hash=spec.get("hash"),
+            structure=plain(spec["structure"]) if "structure" in spec else None,
         )
 
     def derived_value(self, src: SourceFile, namespace: str, name: str, spec: Marked, line: int) -> Derived:
@@ -553,6 +555,29 @@ class _Builder:
                             clash.kind, "give one of the leaves another `flag:`")
             self.error(leaf.at(prop), message, leaf.name, hint)
 
+    @staticmethod
+    def check_structure(leaf: Leaf, bad: Callable[[str, str, str], None]) -> None:
+        """A structure is on a json leaf, names schema types, and its default fits it."""
+        import jsonschema
+
+        from configbags.runtime.nested import structure_schema
+
+        if leaf.type.base != "json":
+            bad(f"a structure describes a json leaf, not a {leaf.type} one", "remove `structure` or use type json",
+                "structure")
+            return
+        try:
+            schema = structure_schema(leaf.structure, optional=leaf.type.optional)
+        except ValueError as exc:
+            bad(f"structure: {exc}", "give each key a schema type (int, str, list[int], ...) or a mapping",
+                "structure")
+            return
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(leaf.default))
+        if error is not None and not leaf.required:
+            path = ".".join(str(p) for p in error.absolute_path)
+            bad(f"default {leaf.default!r} does not fit the structure{' at ' + path if path else ''}: {error.message}",
+                "make the default fit the structure", "default")
+
     def check_leaf(self, leaf: Leaf, roles: set[str], numeric: dict[str, bool]) -> None:
         def bad(message: str, hint: str, prop: str = "") -> None:
             self.error(leaf.at(prop), message, leaf.name, hint)
@@ -569,6 +594,8 @@ class _Builder:
             bad("`writers` may override the leaf, but it is `override: startup` (fixed at publish)",
                 "make it load_time/runtime or remove `writers`", "writers")
         base = leaf.type.base
+        if leaf.structure is not None:
+            self.check_structure(leaf, bad)
         if leaf.choices is not None and base in ("bool", "json"):
             bad(f"choices make no sense for type {leaf.type}", "remove `choices`", "choices")
         elif leaf.choices is not None:

@@ -27,6 +27,7 @@ from configbags.codegen.model import (
 )
 from configbags.runtime.generated_api import API_VERSION
 from configbags.runtime.leaftypes import Policy, TypeSpec, jsonable
+from configbags.runtime.nested import structure_schema
 from configbags.runtime.record import RENAMED_DEST
 from configbags.runtime.registry import REDACTED, LeafSpec, accessor_expression
 from configbags.runtime.spelling import flag_of
@@ -745,6 +746,8 @@ def _json_property(leaf: Leaf) -> dict[str, Any]:
     if leaf.type.item is not None:
         item: dict[str, Any] = {"type": JSON_SCALARS[leaf.type.item.base]}
         prop = {"type": ["array", "null"] if optional else "array", "items": item}
+    elif base == "json" and leaf.structure is not None:
+        prop = item = structure_schema(leaf.structure, optional=optional)
     elif base == "json":
         prop = item = {}
     else:

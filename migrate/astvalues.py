@@ -370,6 +370,8 @@ def field_default(value: ast.expr | None, evaluator: Evaluator) -> tuple[Any, st
                 return type(made)(), None
             if isinstance(factory, ast.Lambda):
                 made = evaluator.value(factory.body)
+            elif isinstance(evaluator.value(factory), ClassRef):
+                made = {}  # a config dataclass built with its own defaults: a json leaf's `{}`
             return made, None if made is not MISSING else f"default_factory={ast.unparse(factory)}"
         else:
             return MISSING, None

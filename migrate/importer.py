@@ -110,6 +110,7 @@ class Field:
     doc: str | None = None
     meta: FieldMeta = attrs.Factory(FieldMeta)
     owner: ClassRef | None = None  # the config dataclass a default like `ModelConfig.x` points into
+    structure: dict[str, Any] | None = None  # a json leaf's inner structure (a config dataclass's fields)
 
 
 @attrs.frozen
@@ -340,6 +341,8 @@ def _leaf(record: _Record, field: Field, given: dict[str, Any], stops: list[str]
     if stop is not None:
         stops.append(stop)
         return None
+    if field.structure is not None:
+        spec["structure"] = field.structure
     spec["help"] = _leaf_help(record, field, argument, where)
     _leaf_cli(record, field, argument, spec, where)
     spec_choices = _leaf_choices(record, field, argument, choices)
@@ -373,6 +376,8 @@ def _leaf_type(record: _Record, field: Field, argument: Argument | None) -> tupl
     type_ = _list_from_nargs(found.type, argument)
     if found.lossy and TypeSpec.parse(type_).base == "json":
         record.lose(field.name, f"{found.lossy}; imported as {type_} (its flag parses JSON)")
+    if found.structure is not None and TypeSpec.parse(type_).base == "json":
+        field.structure = found.structure
     return type_, found.choices
 
 

@@ -28,6 +28,7 @@ class SchemaType:
     type: str  # the schema's spelling: "optional list[int]"
     choices: list[Any] | None = None
     lossy: str | None = None  # why `json` is narrower in the source, when it is
+    structure: dict[str, Any] | None = None  # a config dataclass's fields, for a json leaf
 
 
 def name_of(node: ast.expr | None) -> str:
@@ -49,7 +50,7 @@ def schema_type(annotation: ast.expr | None, module: Module | None = None) -> Sc
     base = _base(*located)
     optional = optional or base.type.startswith("optional ")
     text = base.type.removeprefix("optional ")
-    return SchemaType(("optional " if optional else "") + text, base.choices, base.lossy)
+    return SchemaType(("optional " if optional else "") + text, base.choices, base.lossy, base.structure)
 
 
 _Where = tuple[ast.expr, "Module | None"]  # an expression and the module to read it in
@@ -133,6 +134,9 @@ def _base(node: ast.expr, module: Module | None) -> SchemaType:
     enum = _enum(node, module)
     if enum is not None:
         return enum
+    structure = dataclass_structure(node, module)
+    if structure is not None:
+        return SchemaType("json", structure=structure)
     return SchemaType("json", lossy=f"the type `{ast.unparse(node)}` has no schema type")
 
 
@@ -185,3 +189,30 @@ def _enum(node: ast.expr, module: Module | None) -> SchemaType | None:
     if kinds == {int}:
         return SchemaType("int", values)
     return None
+
+
+def dataclass_structure(node: ast.expr, module: Module | None, depth: int = 0) -> dict[str, Any] | None:
+    """A config dataclass of the engine (`compilation_config: CompilationConfig`) as a json
+    leaf's structure: each field's schema type, a nested dataclass as a nested structure;
+    None when it is no dataclass or a field has no schema type."""
+    if module is None or depth > 4 or not isinstance(node, (ast.Name, ast.Attribute)):
+        return None
+    ref = Evaluator(module).value(node)
+    if not isinstance(ref, ClassRef) or not any("dataclass" in ast.unparse(d) for d in ref.node.decorator_list):
+        return None
+    structure: dict[str, Any] = {}
+    for stmt in ref.node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        if stmt.target.id.startswith("_") or "ClassVar" in ast.unparse(stmt.annotation):
+            continue
+        inner, _ = unwrap(stmt.annotation)
+        nested = dataclass_structure(inner, ref.module, depth + 1) if inner is not None else None
+        if nested is not None:
+            structure[stmt.target.id] = nested
+            continue
+        found = schema_type(stmt.annotation, ref.module)
+        if found.lossy:
+            return None
+        structure[stmt.target.id] = found.type
+    return structure or None

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from configbags.runtime import nested
 from configbags.runtime.errors import LeafValueError, RecordError, YamlError
 from configbags.runtime.leaftypes import check_bounds, closest, jsonable
 from configbags.runtime.registry import LeafSpec, Registry
@@ -494,11 +495,17 @@ def record_from_cli(
                         help="show this help; --help=KEYWORD lists the flags that mention KEYWORD, "
                              "--help=GROUP the flags of one namespace")
     add_cli_args(parser)
+    words = list(sys.argv[1:] if argv is None else argv)
     if registry.abbreviations == "legacy":
         from configbags.runtime.abbrev import expand_prefixes
 
-        argv = expand_prefixes(parser, sys.argv[1:] if argv is None else argv, warn_once)
-    namespace = parser.parse_args(argv)
+        words = expand_prefixes(parser, words, warn_once)
+    structured = nested.structures(schema_path)  # json leaves with a declared structure
+    if structured:
+        words = nested.fold_dotted(parser, words, structured)
+    namespace = parser.parse_args(words)
+    if structured:
+        nested.check(parser, namespace, structured)
     try:
         return record_from_cli_args(cls, registry, namespace, schema_path, environ)
     except RecordError as exc:
