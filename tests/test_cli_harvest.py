@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_importer_v3 import held_by_the_ratchet
 
 from configbags.codegen.__main__ import main as gen_main
 from configbags.migrate.clicheck import check_lines, harvested
@@ -92,6 +93,7 @@ def test_abbreviations_become_aliases_and_actions_are_reported(
             "generated 'None'"]
     finally:
         _unload()
+    held_by_the_ratchet(root, "abbrev_engine", capsys, "abbrev_engine/server_args.py")
 
 
 @pytest.mark.slow

@@ -41,7 +41,8 @@ def _engine(tmp_path: Path, name: str) -> Path:
     return root
 
 
-def _held_by_the_ratchet(root: Path, package: str, capsys: pytest.CaptureFixture[str], *exclude: str) -> None:
+def held_by_the_ratchet(root: Path, package: str, capsys: pytest.CaptureFixture[str], *exclude: str) -> None:
+    """`ratchet init` is green on the imported engine, and `fix` moves its reads."""
     schema = root / "schema"
     init = ["init", "--schema", str(schema), "--root", str(root / package)]
     for path in exclude:
@@ -51,6 +52,17 @@ def _held_by_the_ratchet(root: Path, package: str, capsys: pytest.CaptureFixture
     assert allowlist, "the engine's raw reads are baselined"
     capsys.readouterr()
     assert ratchet_main(["check", "--schema", str(schema)]) == 0, capsys.readouterr()
+    # ... and fixed: the reads of the process record move onto the generated accessors
+    accessors = f"{package}.config_bags.accessors"
+    assert ratchet_main(["fix", "--schema", str(schema), "--accessors-module", accessors]) == 0
+    assert "ratchet fix: rewrote" in capsys.readouterr().out
+    assert gen_main(["--schema", str(schema), "--out", str(root / package / "config_bags")]) == 0
+    capsys.readouterr()
+    assert ratchet_main(["check", "--schema", str(schema)]) == 0, capsys.readouterr()
+    rewritten = [p for p in (root / package).rglob("*.py") if "from " + accessors + " import cfg" in p.read_text()]
+    assert rewritten
+    for path in rewritten:
+        compile(path.read_text(), str(path), "exec")
 
 
 @pytest.mark.slow
@@ -95,7 +107,7 @@ def test_an_annotated_record_with_a_dataclass_driven_parser(
         for name in [m for m in sys.modules if m.startswith("annotated_engine")]:
             del sys.modules[name]
     assert "0 differences" in capsys.readouterr().out
-    _held_by_the_ratchet(root, "annotated_engine", capsys, "annotated_engine/server_args.py")
+    held_by_the_ratchet(root, "annotated_engine", capsys, "annotated_engine/server_args.py")
 
 
 @pytest.mark.slow
@@ -137,7 +149,7 @@ def test_defaults_and_flag_kwargs_from_config_dataclasses_in_other_modules(
         for name in [m for m in sys.modules if m.startswith("config_engine")]:
             del sys.modules[name]
     assert "0 differences" in capsys.readouterr().out
-    _held_by_the_ratchet(root, "config_engine", capsys, "config_engine/engine_args.py")
+    held_by_the_ratchet(root, "config_engine", capsys, "config_engine/engine_args.py")
 
 
 LOSSY = textwrap.dedent(
