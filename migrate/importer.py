@@ -516,10 +516,6 @@ def _none_like(module: Module, converter: ast.expr) -> bool:
     return False
 
 
-def _name(node: ast.expr) -> str:
-    return name_of(node)
-
-
 def _help_text(text: str, default: Any) -> str:
     # argparse help strings are %-formatted; the schema holds plain text (the generator
     # escapes % itself), so undo the escaping and fill in %(default)s.
@@ -548,7 +544,7 @@ def _list_from_nargs(type_: str, argument: Argument | None) -> str:
     if _nargs(argument) == "?":
         return type_
     element = argument.kwargs.get("type")
-    name = _name(element) if element is not None else "str"
+    name = name_of(element) if element is not None else "str"
     if name not in ("int", "str"):
         return type_
     return ("optional " if type_.startswith("optional ") else "") + f"list[{name}]"
@@ -654,38 +650,44 @@ def _settle_values(spec: dict[str, Any], where: str, warnings: list[str], *, giv
                     f"or change the field's annotation"
                 )
     if choices is not None:
-        item = type_.item or TypeSpec(type_.base, False)
-        kept: list[Any] = []
-        dropped: list[Any] = []
-        for choice in choices:
-            try:
-                _finite(choice)
-                item.coerce(choice)
-            except LeafValueError:
-                dropped.append(choice)
-                continue
-            if choice not in kept:
-                kept.append(choice)
-        if dropped:
-            warnings.append(f"{where}: choices {dropped!r} are not {item} values; dropped")
-        default = spec.get("default")
-        values = default if isinstance(default, list) else [default]
-        missing = [v for v in values if v is not None and v not in kept]
-        if missing and kept:
-            warnings.append(
-                f"{where}: default {default!r} is not among the choices; added them to the choices "
-                f"(argparse never checks a default against its choices)"
-            )
-            kept.extend(v for v in missing if v not in kept)
-        if kept:
-            choices = kept
-        else:
-            warnings.append(f"{where}: no usable choices left; the leaf takes any {item}")
-            choices = None
+        choices = _settle_choices(choices, type_, spec.get("default"), where, warnings)
     spec["type"] = str(type_)
     if choices:
         spec["choices"] = choices
     return None
+
+
+def _settle_choices(
+    choices: list[Any], type_: TypeSpec, default: Any, where: str, warnings: list[str]
+) -> list[Any] | None:
+    """The choices the leaf can hold (each of its item type, once), with the default
+    among them: argparse never checks a default against its choices."""
+    item = type_.item or TypeSpec(type_.base, False)
+    kept: list[Any] = []
+    dropped: list[Any] = []
+    for choice in choices:
+        try:
+            _finite(choice)
+            item.coerce(choice)
+        except LeafValueError:
+            dropped.append(choice)
+            continue
+        if choice not in kept:
+            kept.append(choice)
+    if dropped:
+        warnings.append(f"{where}: choices {dropped!r} are not {item} values; dropped")
+    values = default if isinstance(default, list) else [default]
+    missing = [v for v in values if v is not None and v not in kept]
+    if missing and kept:
+        warnings.append(
+            f"{where}: default {default!r} is not among the choices; added them to the choices "
+            f"(argparse never checks a default against its choices)"
+        )
+        kept.extend(v for v in missing if v not in kept)
+    if not kept:
+        warnings.append(f"{where}: no usable choices left; the leaf takes any {item}")
+        return None
+    return kept
 
 
 def _old_flag(entry: Any) -> str:
@@ -916,22 +918,10 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(file_name)
     try:
         source = path.read_text(encoding="utf-8")
-        mapping: dict[str, str] = {}
-        policies: dict[str, dict[str, Any]] = {}
         if args.propose_mapping is not None:
             return _propose(args, source, path, class_name)
-        if args.mapping is not None:
-            loaded = yaml.safe_load(args.mapping.read_text(encoding="utf-8")) or {}
-            try:
-                mapping, policies = read_mapping(loaded)
-            except ValueError as exc:
-                raise ImportError_(f"{args.mapping}: {exc}") from exc
-        defaults: dict[str, Any] = {}
-        for item in args.default:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise ImportError_(f"--default {item!r}: expected NAME=VALUE")
-            defaults[name.strip()] = yaml.safe_load(value)
+        mapping, policies = _mapping(args.mapping)
+        defaults = _defaults(args.default)
         result = import_dataclass(
             source, class_name, mapping, origin=f"{path.name}:{class_name}", defaults=defaults,
             policies=policies, path=path, names=metadata_names(path, args.metadata),
@@ -961,6 +951,28 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(written)} files under {args.out}; next: run {hint}"
     )
     return 0
+
+
+def _mapping(path: Path | None) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """--mapping: {leaf: namespace} and the proposal's `policies:` (empty without one)."""
+    if path is None:
+        return {}, {}
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        return read_mapping(loaded)
+    except ValueError as exc:
+        raise ImportError_(f"{path}: {exc}") from exc
+
+
+def _defaults(items: list[str]) -> dict[str, Any]:
+    """--default NAME=VALUE (YAML) for each field whose own default cannot be held."""
+    defaults: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ImportError_(f"--default {item!r}: expected NAME=VALUE")
+        defaults[name.strip()] = yaml.safe_load(value)
+    return defaults
 
 
 def _corpus(args: argparse.Namespace, path: Path) -> list[tuple[str, list[str]]]:
