@@ -246,7 +246,11 @@ class Evaluator:
         if isinstance(owner, ClassRef):
             return class_default(owner, node.attr, self.depth + 1)
         if isinstance(owner, ModuleRef):
-            return Evaluator(owner.module, self.depth + 1).resolve_name(node.attr)
+            found = Evaluator(owner.module, self.depth + 1).resolve_name(node.attr)
+            if found is MISSING and owner.module.name is not None:  # `import a.b` then `a.b.X`
+                submodule = owner.module.index.find(f"{owner.module.name}.{node.attr}")
+                return ModuleRef(submodule) if submodule is not None else MISSING
+            return found
         return MISSING
 
     # -- computed values -------------------------------------------------------------

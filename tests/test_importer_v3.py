@@ -260,7 +260,8 @@ def test_constant_expressions_are_computed_and_other_modules_followed(tmp_path: 
     )
     (package / "args.py").write_text("")
     module = parse_module(
-        "from eng.consts import SIZES, KB\nfrom eng import cfg\nfrom .cfg import CacheConfig\nLIMIT = -(2 ** 10)\n",
+        "import eng.consts\nfrom eng.consts import SIZES, KB\nfrom eng import cfg\nfrom .cfg import CacheConfig\n"
+        "LIMIT = -(2 ** 10)\n",
         package / "args.py",
     )
     evaluator = Evaluator(module)
@@ -275,6 +276,7 @@ def test_constant_expressions_are_computed_and_other_modules_followed(tmp_path: 
     assert value("LIMIT") == -1024
     assert value("CacheConfig.block") == 4096
     assert value("cfg.CacheConfig.block") == 4096
+    assert value("eng.consts.KB + 1") == 1025  # `import eng.consts`: a submodule by attribute
     assert value('get_field(CacheConfig, "names")') == []
     assert repr(value("os.cpu_count()")) == "MISSING"  # run time: never guessed
     assert repr(value("CacheConfig.nothing")) == "MISSING"
