@@ -6,6 +6,9 @@ that name the engine's own generated files."""
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +116,56 @@ def test_messages_name_the_engines_own_reference(tmp_path: Path, monkeypatch: py
     folder = Path(modules["server_args"].__file__).parent.relative_to(tmp_path)
     assert f"see {folder.as_posix()}/CONFIG.md for the leaves" in str(caught.value)
     assert "generated/CONFIG.md" not in str(caught.value)
+
+
+HANDOFF = '''\
+import sys
+
+sys.modules["torch"] = None  # a base install: no torch, in the launcher and in the child
+
+import multiprocessing
+
+from configbags.runtime.dist import export_state, import_state
+
+
+def child_main(state: str) -> None:
+{child}
+
+
+if __name__ == "__main__":
+    from legacy_engine.server_args import ServerArgs, set_global_server_args
+
+    set_global_server_args(ServerArgs(model_path="m", tp_size=2))  # publishes through publish_legacy
+{launcher}
+    child.join()
+    sys.exit(child.exitcode)
+'''
+
+
+@pytest.mark.slow
+def test_migrating_step_5_hands_the_state_to_a_child_in_a_base_install(tmp_path: Path) -> None:
+    """The step-5 snippet of docs/MIGRATING.md, as written, on the fixture engine: the
+    launcher publishes, the spawned child adopts its state, neither imports torch."""
+    from configbags.codegen.__main__ import main as gen_main
+    from configbags.migrate.importer import main as import_main
+
+    root = tmp_path / "engine"
+    shutil.copytree(REPO / "tests" / "fixtures" / "legacy_engine", root)
+    schema = root / "schema"
+    assert import_main([f"{root / 'legacy_engine' / 'server_args.py'}:ServerArgs", "--out", str(schema),
+                        "--mapping", str(root / "mapping.yaml")]) == 0
+    assert gen_main(["--schema", str(schema), "--out", str(root / "legacy_engine" / "config_bags")]) == 0
+    doc = (REPO / "docs" / "MIGRATING.md").read_text()
+    step = doc[doc.index("## 5."):doc.index("## 6.")]
+    snippet = next(b for b in re.findall(r"```python\n(.*?)```", step, re.S) if "def child_main" in b)
+    body = snippet[snippet.index("def child_main"):].split("\n", 1)[1]
+    child, _, launcher = body.partition("# in the launcher, after publish_legacy:")
+    child = child.replace("    ...                                         # reads go through the accessors",
+                          "    from legacy_engine.config_bags.accessors import get_parallel\n"
+                          "    assert get_parallel().tp_size == 2, get_parallel().tp_size")
+    launcher = "    " + launcher.strip().replace(".start()", "")
+    script = root / "handoff.py"
+    script.write_text(HANDOFF.format(child=child.rstrip(), launcher=f"    child = {launcher.strip()}\n    child.start()"))
+    done = subprocess.run([sys.executable, str(script)], cwd=root, capture_output=True, text=True, timeout=300,
+                          check=False, env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stdout + done.stderr
