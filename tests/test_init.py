@@ -141,3 +141,19 @@ def test_init_asks_for_the_package_rather_than_guessing(tmp_path: Path) -> None:
     assert not (tmp_path / "schema").exists()
     chosen = run(tmp_path, str(BIN / "configbags"), "init", "--package", "beta.config")
     assert chosen.returncode == 0, chosen.stderr
+
+
+def test_gen_says_when_it_creates_a_package_folder_the_project_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from configbags.codegen.__main__ import main as gen_main
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme-serving"\nversion = "0.1"\n')
+    (tmp_path / "acmeserve").mkdir()
+    (tmp_path / "acmeserve" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    schema = Path(__file__).resolve().parent / "cases" / "tiny" / "schema"
+    assert gen_main(["--schema", str(schema), "--package", "acme_serving.config"]) == 0
+    assert "warning: creating acme_serving/, which the project did not have" in capsys.readouterr().err
+    assert gen_main(["--schema", str(schema), "--package", "acmeserve.config"]) == 0
+    assert "warning" not in capsys.readouterr().err
