@@ -44,10 +44,8 @@ def schema_type(annotation: ast.expr | None, module: Module | None = None) -> Sc
     node, _ = unwrap(annotation)
     if node is None:
         return SchemaType("json")
-    optional, located, split_loss = _split_optional(*_resolve_alias(node, module))
-    if located is None:
-        return SchemaType(("optional " if optional else "") + "json", lossy=split_loss)
-    base = _base(*located)
+    optional, located, members = _split_optional(*_resolve_alias(node, module))
+    base = _union(members, module) if located is None else _base(*located)
     optional = optional or base.type.startswith("optional ")
     text = base.type.removeprefix("optional ")
     return SchemaType(("optional " if optional else "") + text, base.choices, base.lossy, base.structure)
@@ -99,8 +97,8 @@ def _looks_like_type(node: ast.expr) -> bool:
                                           "float", "bool", "dict", "Dict", "Annotated", "tuple", "Tuple"))
 
 
-def _split_optional(node: ast.expr, module: Module | None) -> tuple[bool, _Where | None, str | None]:
-    """(has None, the one other member or None when there are several, why json then)."""
+def _split_optional(node: ast.expr, module: Module | None) -> tuple[bool, _Where | None, list[ast.expr]]:
+    """(has None, the one other member or None when there are several, the members then)."""
     optional = False
     while True:
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
@@ -111,14 +109,25 @@ def _split_optional(node: ast.expr, module: Module | None) -> tuple[bool, _Where
             if name_of(node.value) == "Optional":
                 parts.append(ast.Constant(None))
         else:
-            return optional, (node, module), None
+            return optional, (node, module), []
         parts = [unwrap(p)[0] or p for p in parts]
         rest = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
         optional = optional or len(rest) < len(parts)
         if len(rest) != 1:
-            shown = " | ".join(ast.unparse(p) for p in rest)
-            return optional, None, f"the union `{shown}` has no schema type"
+            return optional, None, rest
         node, module = _resolve_alias(rest[0], module)
+
+
+def _union(members: list[ast.expr], module: Module | None) -> SchemaType:
+    """A union of several types: strings of any kind (`str | Literal["auto"]`, a str Enum)
+    are a str; ints and floats a float; anything else has no schema type but json."""
+    bases = {_base(*_resolve_alias(m, module)).type for m in members}
+    if bases == {"str"}:
+        return SchemaType("str")
+    if bases <= {"int", "float"}:
+        return SchemaType("float")
+    shown = " | ".join(ast.unparse(m) for m in members)
+    return SchemaType("json", lossy=f"the union `{shown}` has no schema type")
 
 
 def _base(node: ast.expr, module: Module | None) -> SchemaType:

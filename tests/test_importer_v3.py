@@ -305,3 +305,24 @@ def test_the_proposal_takes_the_records_namespaces_before_comment_words(tmp_path
                  "--metadata", "namespace=NS"]) == 0
     leaves = yaml.safe_load(proposal.read_text())["leaves"]
     assert leaves == {"tp_size": "parallel", "page_size": "schedule", "lora_rank": "lora", "lora_alpha": "lora"}
+
+
+def test_unions_of_strings_or_numbers_keep_a_schema_type() -> None:
+    source = textwrap.dedent(
+        '''\
+        from dataclasses import dataclass
+        from typing import Literal, Optional, Union
+
+        Dtype = Literal["auto", "half"]
+
+        @dataclass
+        class ServerArgs:
+            dtype: Union[str, Dtype] = "auto"
+            ratio: Optional[Union[int, float]] = None
+            overrides: Optional[Union[str, dict]] = None
+        '''
+    )
+    result = import_dataclass(source, "ServerArgs", {})
+    assert {n: s["type"] for n, s in result.leaves["legacy"].items()} == {
+        "dtype": "str", "ratio": "optional float", "overrides": "optional json"}
+    assert [loss.field for loss in result.losses] == ["overrides"]  # only the real json one is listed
