@@ -68,5 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags {command} needs {missing}, which the base install leaves out; install "
               f"the extra: pip install 'configbags[{needed}]'", file=sys.stderr)
         return 2
-    result: int = module.main(rest)
+    try:
+        result: int = module.main(rest)
+    except ModuleNotFoundError as exc:  # an extra a code path needs (plan --allocate meta: torch)
+        missing = (exc.name or "").partition(".")[0]
+        if missing not in EXTRA_OF:
+            raise
+        print(f"configbags {command}: this needs {missing}, which the base install leaves out; install "
+              f"the extra: pip install 'configbags[{EXTRA_OF[missing]}]'", file=sys.stderr)
+        return 2
     return result

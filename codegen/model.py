@@ -135,6 +135,7 @@ class Preset:
 class Settings:
     version: str = "0"
     env_prefix: str | None = None
+    abbreviations: str = "off"  # settings.yaml `cli: {abbreviations: legacy}` keeps argparse's prefixes
 
 
 @attrs.frozen
@@ -328,7 +329,8 @@ class _Builder:
                     (("settings.yaml", "settings.schema.json"), ("rules.yaml", "rules.schema.json"),
                      ("presets.yaml", "presets.schema.json"), ("contracts.yaml", "contracts.schema.json"))}
         settings_src = optional["settings.yaml"]
-        settings = (Settings(settings_src.data["version"], settings_src.data.get("env_prefix"))
+        settings = (Settings(settings_src.data["version"], settings_src.data.get("env_prefix"),
+                             (settings_src.data.get("cli") or {}).get("abbreviations", "off"))
                     if settings_src else Settings())
         self.check_spellings(namespaces, settings)
         leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}
@@ -432,6 +434,7 @@ class _Builder:
             deprecated=Deprecation(**plain(spec["deprecated"])) if "deprecated" in spec else None,
             kind=spec.get("kind"),
             metric=bool(spec.get("metric", False)),
+            structure=plain(spec["structure"]) if "structure" in spec else None,
             **({"hash": spec["hash"]} if "hash" in spec else {}),  # else the record's rule
         )
 
@@ -543,6 +546,7 @@ class _Builder:
         bounds that make sense (else each would restate the bounds' error)."""
         self.check_writers(leaf, roles)
         self.check_choices(leaf)
+        self.check_structure(leaf)
         if not self.check_bounds(leaf):
             return
         if not leaf.required:
@@ -553,6 +557,31 @@ class _Builder:
     def leaf_error(self, leaf: LeafSpec, prop: str, message: str, hint: str) -> None:
         """An error at the line where `leaf` writes `prop` (its name's line for "")."""
         self.error(self.at(leaf, prop), message, leaf.name, hint)
+
+    def check_structure(self, leaf: LeafSpec) -> None:
+        """A structure is on a json leaf, names schema types, and its default fits it."""
+        if leaf.structure is None:
+            return
+        import jsonschema
+
+        from configbags.runtime.nested import structure_schema
+
+        if leaf.type.base != "json":
+            self.leaf_error(leaf, "structure", f"a structure describes a json leaf, not a {leaf.type} one",
+                            "remove `structure` or use type json")
+            return
+        try:
+            schema = structure_schema(leaf.structure, optional=leaf.type.optional)
+        except ValueError as exc:
+            self.leaf_error(leaf, "structure", f"structure: {exc}",
+                            "give each key a schema type (int, str, list[int], ...) or a mapping")
+            return
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(leaf.default))
+        if error is not None and not leaf.required:
+            path = ".".join(str(p) for p in error.absolute_path)
+            self.leaf_error(leaf, "default",
+                            f"default {leaf.default!r} does not fit the structure{' at ' + path if path else ''}: "
+                            f"{error.message}", "make the default fit the structure")
 
     def check_writers(self, leaf: LeafSpec, roles: set[str]) -> None:
         """The owner and writers are roles; a writer is not the owner and has something to write."""

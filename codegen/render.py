@@ -24,6 +24,7 @@ from configbags.runtime.cliflags import bare_flag, deprecation_note, shown_defau
 from configbags.runtime.fleet import apply_class
 from configbags.runtime.generated_api import API_VERSION
 from configbags.runtime.leaftypes import TypeSpec, jsonable
+from configbags.runtime.nested import structure_schema
 from configbags.runtime.registry import LeafSpec, accessor_expression
 
 # The one runtime module generated code imports (its names and their version: API_VERSION).
@@ -243,6 +244,7 @@ class RegistryFile:
     schema_version: str  # literal
     env_prefix: str  # literal
     fleet: str  # the registry's FleetSpec expression (codegen/fleet.py)
+    legacy_abbreviations: bool  # the registry keeps argparse's prefix matching
 
 
 def registry_file(schema: Schema, header: Header, import_name: str) -> RegistryFile:
@@ -274,6 +276,7 @@ def registry_file(schema: Schema, header: Header, import_name: str) -> RegistryF
         schema_version=py(schema.settings.version),
         env_prefix=py(schema.settings.env_prefix),
         fleet=fleet_literal(schema.fleet),
+        legacy_abbreviations=schema.settings.abbreviations == "legacy",
     )
 
 
@@ -743,6 +746,8 @@ def _json_property(leaf: LeafSpec) -> dict[str, Any]:
     if leaf.type.item is not None:
         item: dict[str, Any] = {"type": JSON_SCALARS[leaf.type.item.base]}
         prop = {"type": ["array", "null"] if optional else "array", "items": item}
+    elif base == "json" and leaf.structure is not None:
+        prop = item = structure_schema(leaf.structure, optional=optional)
     elif base == "json":
         prop = item = {}
     else:

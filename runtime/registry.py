@@ -84,6 +84,8 @@ class LeafSpec:
     deprecated: Deprecation | None = None
     kind: str | None = None  # `memory` or `capacity`: sizing, not semantics (not hashed)
     metric: bool = False  # exported as a gauge on /metrics (schema `metric: true`)
+    # a json leaf's declared inner structure (configbags.runtime.nested): dotted flags, checked
+    structure: Mapping[str, Any] | None = None
     # whether it feeds the config hash; unless the schema says, only what can neither change
     # at runtime, size buffers nor be secret
     hash: bool = attrs.field(default=attrs.Factory(_default_hash, takes_self=True))
@@ -210,6 +212,7 @@ class Registry:
     presets: Mapping[str, PresetSpec] = attrs.field(factory=dict)
     schema_version: str = "0"
     env_prefix: str | None = None  # unknown variables under it are warned about
+    abbreviations: str = "off"  # "legacy": the CLI expands unique prefixes of flags, with a warning
     fleet: FleetSpec = attrs.field(factory=FleetSpec)  # contracts, the deployment-role leaf, metric leaves
     # leaf or derived name -> the derived values to recompute when it changes, in order
     dependents: Mapping[str, tuple[str, ...]] = attrs.field(init=False)

@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from configbags.packages import load_context
+from configbags.runtime.cmdline import add_help, collisions, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
@@ -28,12 +29,12 @@ HOST_LEAF, PORT_LEAF = "host", "port"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(package: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="configbags serve",
+        prog="configbags serve", add_help=False,
         allow_abbrev=False,  # an abbreviation could swallow a server flag
         description="Publish the config and serve the operator's HTTP config API.",
-        epilog="Every other flag is a server flag (generated/CONFIG.md), e.g. --model-path M "
+        epilog="Every other flag is a server flag (the package's CONFIG.md), e.g. --model-path M "
                "--port 30000 --api-key KEY --admin-api-key KEY. Endpoints: GET /health, "
                "GET /server_info, GET /config/{leaf}, PATCH /config, GET /openapi.json.",
     )
@@ -55,12 +56,28 @@ def _parser() -> argparse.ArgumentParser:
                              "shown as restart required (docs/FLEET.md)")
     parser.add_argument("--watch-interval", type=float, default=DEFAULT_INTERVAL_S, metavar="S",
                         help=f"seconds between two looks at the watched file (default {DEFAULT_INTERVAL_S:g})")
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    # `--serve-log-level`, not `--log-level`: a server leaf is spelled so (the config's own log level)
+    parser.add_argument("--serve-log-level", default="warning", choices=["debug", "info", "warning", "error"],
+                        help="log level of the HTTP door (default warning); --log-level is the server's")
+    add_help(parser, lambda: _server_parser(package))
     return parser
 
 
+def _server_parser(package: str | None) -> argparse.ArgumentParser | None:
+    """The package's server flags, for --help (None when it does not load)."""
+    try:
+        record_type = load_context(package or load_project().require_package()).record_type
+    except ConfigError:
+        return None
+    if record_type is None:
+        return None
+    server = argparse.ArgumentParser(prog="configbags serve", allow_abbrev=False, add_help=False)
+    record_type.add_cli_args(server)
+    return server
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = _parser(peek_package(list(sys.argv[1:] if argv is None else argv)))
     args, server_flags = parser.parse_known_args(argv)
     if args.ranks < 1:
         parser.error("--ranks must be at least 1")
@@ -85,8 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     record_type = context.record_type
     if record_type is None:
         parser.error(f"{package} has no ServerArgs record type; regenerate it (configbags gen)")
+    server = _server_parser(package)
+    shadowed = collisions(parser, server) if server is not None else []
+    if shadowed:
+        # never let serve's own flag take a value the operator meant for the config
+        parser.error(f"server flag(s) {', '.join(shadowed)} of {package} are also flags of configbags serve, "
+                     f"which would take their values; rename the leaf's flag in the schema (cli: {{flag: ...}})")
     record = record_type.from_cli(server_flags, prog="configbags serve")
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=args.serve_log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     ranks = None
     watcher = None
@@ -104,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         host = str(values.get(HOST_LEAF, DEFAULT_HOST))
         port = int(values.get(PORT_LEAF, DEFAULT_PORT))
         config = uvicorn.Config(app, host=host, port=port,
-                                log_level=args.log_level, access_log=False, timeout_graceful_shutdown=5,
+                                log_level=args.serve_log_level, access_log=False, timeout_graceful_shutdown=5,
                                 # a client's pooled connection must not be closed under it while
                                 # a burst of requests queues (uvicorn's default is 5 s)
                                 timeout_keep_alive=30)

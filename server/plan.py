@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 
 from configbags.packages import load_context
+from configbags.runtime.cmdline import UsageErrors, add_help
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
@@ -105,7 +106,7 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
             f"Models {SGLANG_VERSION}: --mem-fraction-static is the share of the memory free "
             "before weights load that weights plus KV may take.", width=88,
         ),
-        allow_abbrev=False,
+        allow_abbrev=False, add_help=False,
         epilog=_server_flags_epilog(package),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -137,7 +138,21 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
                       help="the generated config package to plan with (default: [tool.configbags] "
                            f"package in pyproject.toml, else the bundled server's {SERVER_PACKAGE})")
     plan.add_argument("--help-all", action="store_true", help="list every server flag and exit")
+    add_help(parser, lambda: _server_parser(package))
     return parser
+
+
+def _server_parser(package: str | None) -> argparse.ArgumentParser | None:
+    """The package's server flags, for --help=KEYWORD (None when it does not load)."""
+    try:
+        record_type = _package(package).record_type
+    except ConfigError:
+        return None
+    if record_type is None:
+        return None
+    server = argparse.ArgumentParser(prog="configbags plan", allow_abbrev=False, add_help=False)
+    record_type.add_cli_args(server)
+    return server
 
 
 def _server_flags_epilog(package: str | None) -> str:
@@ -189,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc)
     record_type = ctx.record_type
     assert record_type is not None
-    server = argparse.ArgumentParser(
+    server = UsageErrors(
         prog="configbags plan", allow_abbrev=False,
         usage="configbags plan --model-config PATH [plan flags] [server flags]  (--help, --help-all)",
     )
