@@ -223,7 +223,7 @@ def _memory(ns: argparse.Namespace, gpu: GpuPreset | None) -> DeviceMemory:
     if gpu is not None:
         pre = ns.device_memory or gpu.memory_bytes
         source = "--device-memory" if ns.device_memory else f"--gpu {gpu.name} ({gpu.sm_count} SMs)"
-        return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source, gpu.memory_bytes)
+        return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source, gpu.memory_bytes, gpu.sm)
     pre, source = device_memory(ns.device_memory)
     return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source)
 
@@ -249,7 +249,8 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argum
     # the hardware and model rules (mem_fraction_static from GPU memory, the page size an
     # attention backend forces, Gemma-2's full sliding-window pool) resolve at publish from
     # these facts, as in the engine; the model facts are explain's (the whole config.json)
-    facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes),
+    facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes,
+                           memory.sm),
                   ModelFacts.from_config(shape.config))
     ctx.publish(record, role=seam.CONFIGURATOR_ROLE, facts=facts)
     inputs = plan_inputs(ctx)

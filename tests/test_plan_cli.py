@@ -25,8 +25,8 @@ def _restore_context() -> object:
 def test_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert configbags(["plan", "--model-config", LLAMA, "--device-memory", "80GiB"]) == 0
     out = capsys.readouterr().out
-    # Hand-derived (test_kvcache_plan, llama8b-tp1-defaults): 450907 tokens, 2048 requests.
-    assert "max_total_num_tokens      450,907" in out
+    # Hand-derived (test_kvcache_plan, llama8b-tp1-defaults): 425348 tokens, 2048 requests.
+    assert "max_total_num_tokens      425,348" in out
     assert "max_running_requests        2,048" in out
     assert "req_to_token         (2049, 131076) int32" in out
     assert "kv_pool.resolve_kv_cache_dtype" in out and "kv_cache_dtype = 'bf16'" in out
@@ -88,14 +88,14 @@ def test_budget_error_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_context_that_does_not_fit_is_capped_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
-    # Llama-3.1-8B on 24 GiB holds 50286 tokens (test_kvcache_plan): SGLang caps requests at
-    # 50285 and runs; so does the plan, and --require-full-context makes it an error.
+    # Llama-3.1-8B on 24 GiB holds 19025 tokens (test_kvcache_plan): SGLang caps requests at
+    # 19024 and runs; so does the plan, and --require-full-context makes it an error.
     assert main(["--model-config", LLAMA, "--device-memory", "24GiB"]) == 0
     out = capsys.readouterr().out
-    assert "max_req_len                50,285   (capped: the context does not fit)" in out
-    assert "warning: context_length=131072 does not fit: requests are capped at 50285 tokens" in out
+    assert "max_req_len                19,024   (capped: the context does not fit)" in out
+    assert "warning: context_length=131072 does not fit: requests are capped at 19024 tokens" in out
     assert main(["--model-config", LLAMA, "--device-memory", "24GiB", "--require-full-context"]) == 1
-    assert "largest context that fits is 50286" in capsys.readouterr().err
+    assert "largest context that fits is 19025" in capsys.readouterr().err
 
 
 def test_active_draft_tokens_without_speculation_leave_rows_alone(capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,9 +169,10 @@ def test_comparison_over_gpus_and_tp_sizes(capsys: pytest.CaptureFixture[str]) -
     by = {(r["gpu"], r["tp_size"]): r for r in rows}
     assert by[("H100", 3)]["status"] == "refused"  # 32 heads over 3 ranks
     h100 = by[("H100", 1)]
-    # H100 preset: 81559 MiB; default mfs round((81559 - 10240) / 81559, 3) = 0.874
-    # (ServerArgs._handle_gpu_memory_settings); 2500-token requests: tokens // 2500.
-    assert h100["mem_fraction_static"] == 0.874
+    # H100 preset: 81559 MiB; default mfs round((81559 - 13440) / 81559, 3) = 0.835
+    # (handle_gpu_memory_settings: 512 + 8192 x 1.5 + 128 + 256 x 2 MiB reserved);
+    # 2500-token requests: tokens // 2500.
+    assert h100["mem_fraction_static"] == 0.835
     assert h100["concurrency"] == h100["tokens"] // 2500 and h100["binds"] == "kv tokens"
     assert by[("H200", 8)]["tokens"] > by[("H100", 8)]["tokens"] > h100["tokens"]
     assert main(argv[:-1]) == 0  # the table
@@ -190,5 +191,5 @@ def test_workload_concurrency_in_the_table(capsys: pytest.CaptureFixture[str]) -
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "requests of 1,000 + 1,000 tokens; kv tokens binds" in out
-    assert "SGLang reserves 10.00 GiB for activations and CUDA graphs" in out
-    assert "models SGLang v0.5.x" in out
+    assert "SGLang reserves 13.12 GiB for activations and CUDA graphs" in out  # 13440 MiB
+    assert "models SGLang main @ 003fca80" in out

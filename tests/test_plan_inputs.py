@@ -122,8 +122,7 @@ def test_bad_settings_are_refused_by_name() -> None:
 def test_lazy_extra_buffer_without_overlap_is_refused() -> None:
     # KVCacheConfigurator._calculate_mamba_ratio asserts that lazy buffers have overlap.
     shape = load_model_shape(MODELS / "nemotron-h-56b.json")
-    lazy = settings(tp_size=8, enable_mamba_extra_buffer=True, enable_mamba_extra_buffer_lazy=True,
-                    disable_overlap_schedule=True)
+    lazy = settings(tp_size=8, mamba_radix_cache_strategy="extra_buffer_lazy", disable_overlap_schedule=True)
     with pytest.raises(SettingsError, match="extra_buffer_lazy needs the overlap scheduler"):
         plan_kv(shape, lazy, DeviceMemory(141 * GiB))
 

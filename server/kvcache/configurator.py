@@ -62,8 +62,10 @@ def settings_from(config: KvConfig) -> PlanSettings:
         disable_hybrid_swa_memory=schedule.disable_hybrid_swa_memory,
         max_mamba_cache_size=schedule.max_mamba_cache_size,
         disable_overlap_schedule=schedule.disable_overlap_schedule,
+        chunked_prefill_size=schedule.chunked_prefill_size,
         disable_radix_cache=memory.disable_radix_cache,
         mamba_ssm_dtype=mamba.mamba_ssm_dtype,
+        mamba_radix_cache_strategy=mamba.mamba_radix_cache_strategy,
         enable_mamba_extra_buffer=mamba.enable_mamba_extra_buffer,
         enable_mamba_extra_buffer_lazy=mamba.enable_mamba_extra_buffer_lazy,
         attention_backend=kernel.attention_backend,
@@ -73,6 +75,7 @@ def settings_from(config: KvConfig) -> PlanSettings:
         speculative_num_draft_tokens=spec.speculative_num_draft_tokens,
         max_speculative_num_draft_tokens=spec.max_speculative_num_draft_tokens,
         speculative_draft_kv_cache_dtype=spec.speculative_draft_kv_cache_dtype,
+        speculative_draft_model_path=spec.speculative_draft_model_path,
     )
 
 

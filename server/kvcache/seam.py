@@ -98,6 +98,8 @@ class ScheduleReads(Protocol):
     def max_mamba_cache_size(self) -> Annotated[int | None, Default(None)]: ...
     @property
     def disable_overlap_schedule(self) -> Annotated[bool, Default(False)]: ...
+    @property
+    def chunked_prefill_size(self) -> Annotated[int | None, Default(None)]: ...  # the SWA chunk cap
 
 
 class MemoryReads(Protocol):
@@ -113,6 +115,8 @@ class KernelReads(Protocol):
 class MambaReads(Protocol):
     @property
     def mamba_ssm_dtype(self) -> Annotated[str | None, Default(None)]: ...
+    @property
+    def mamba_radix_cache_strategy(self) -> Annotated[str, Default("auto")]: ...
     @property
     def enable_mamba_extra_buffer(self) -> Annotated[bool, Default(False)]: ...
     @property
@@ -139,6 +143,8 @@ class SpecReads(Protocol):
     def max_speculative_num_draft_tokens(self) -> Annotated[int, Default(0, SPECULATIVE)]: ...
     @property
     def speculative_draft_kv_cache_dtype(self) -> Annotated[str | None, Default(None, SPECULATIVE)]: ...
+    @property
+    def speculative_draft_model_path(self) -> Annotated[str | None, Default(None)]: ...
 
 
 class KvConfig(Protocol):
