@@ -62,8 +62,11 @@ EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_USER_ERROR = 0, 1, 2
 
 def parse_int_list(text: str) -> list[int]:
     """`1,2,4,8` -> [1, 2, 4, 8] (argparse `type=`)."""
+    parts = text.split(",")
+    if any(not part.strip() for part in parts):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} has an empty entry; write sizes like 1,2,4,8")
     try:
-        values = [int(part) for part in text.split(",") if part.strip()]
+        values = [int(part) for part in parts]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a comma list of integers") from None
     if not values or any(not 1 <= v <= 4096 for v in values):
@@ -72,6 +75,32 @@ def parse_int_list(text: str) -> list[int]:
 
 
 parse_int_list.__name__ = "sizes"
+
+
+def parse_size(text: str) -> int:
+    """A memory size (argparse `type=`): `parse_bytes`, and a negative one named as such."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: a memory size must be positive; write e.g. 80GiB")
+    return parse_bytes(text)
+
+
+parse_size.__name__ = "size"
+
+# Flags whose value may look like an option (`-80GiB`): main() joins them as `--flag=value`
+# so argparse hands the value to the type, which names the mistake.
+_SIZE_FLAGS = ("--device-memory", "--weight-bytes", "--draft-weight-bytes")
+
+
+def _join_size_values(args: list[str]) -> list[str]:
+    out: list[str] = []
+    it = iter(range(len(args)))
+    for i in it:
+        if args[i] in _SIZE_FLAGS and i + 1 < len(args) and args[i + 1].startswith("-") and args[i + 1][1:2].isdigit():
+            out.append(f"{args[i]}={args[i + 1]}")
+            next(it, None)
+        else:
+            out.append(args[i])
+    return out
 
 
 def parse_gpus(text: str) -> list[GpuPreset]:
@@ -112,7 +141,7 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     plan = parser.add_argument_group("plan")
     plan.add_argument("--model-config", required=True, metavar="PATH",
                       help="the model's config.json, or a model folder holding one")
-    plan.add_argument("--device-memory", type=parse_bytes, metavar="SIZE",
+    plan.add_argument("--device-memory", type=parse_size, metavar="SIZE",
                       help="free device memory before weights load, e.g. 80GiB (default: the --gpu "
                            "preset, else CUDA free memory)")
     plan.add_argument("--gpu", type=parse_gpus, metavar="GPU[,GPU...]",
@@ -125,9 +154,9 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     plan.add_argument("--require-full-context", action="store_true",
                       help="fail when one request of the full context does not fit (default: cap "
                            "the request length, as SGLang does, and warn)")
-    plan.add_argument("--weight-bytes", type=parse_bytes, metavar="SIZE",
+    plan.add_argument("--weight-bytes", type=parse_size, metavar="SIZE",
                       help="measured weights per rank (default: estimated from the model config)")
-    plan.add_argument("--draft-weight-bytes", type=parse_bytes, metavar="SIZE",
+    plan.add_argument("--draft-weight-bytes", type=parse_size, metavar="SIZE",
                       help="measured draft weights per rank (default: estimated)")
     plan.add_argument("--allocate", choices=["cpu", "meta"],
                       help="also allocate the pools with torch on this device and check the bytes")
@@ -179,7 +208,7 @@ class _Point:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
+    args = _join_size_values(sys.argv[1:] if argv is None else list(argv))
     package = _peek_package(args)
     parser = build_parser(package)
     ns, server_argv = parser.parse_known_args(args)
@@ -332,7 +361,7 @@ def _compare(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argumen
                 load = concurrency(plan, _request_tokens(ns, plan))
                 row.update(status="planned", inputs=done.inputs, tokens=plan.max_total_num_tokens,
                            max_running_requests=plan.max_running_requests, concurrency=load.requests,
-                           request_tokens=load.request_tokens, binds=load.binds,
+                           request_tokens=load.request_tokens, binds=load.binds, fit_reason=load.reason,
                            mem_fraction_static=plan.mem_fraction_static, max_req_len=plan.max_req_len,
                            context_capped=plan.context_capped,
                            weights_gib=round(plan.budget.weights / GiB, 2))
@@ -488,7 +517,8 @@ def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: f
         f"max_running_requests {plan.max_running_requests:>12,}   (per attention-DP shard)",
         f"max_req_len          {plan.max_req_len:>12,}"
         + ("   (capped: the context does not fit)" if plan.context_capped else ""),
-        f"fit at once          {load.requests:>12,}   requests of {size} tokens; {load.binds} binds",
+        f"fit at once          {load.requests:>12,}   requests of {size} tokens; {load.binds} binds"
+        + (f" ({load.reason})" if load.reason else ""),
         f"req_to_token         {plan.req_to_token_shape} int32",
     ]
     sp = plan.spec

@@ -237,6 +237,7 @@ def model_shape_from_dict(
     # HF's convention: a config without num_key_value_heads is plain MHA.
     heads = f.integer("num_attention_heads") if attends else f.optional_int("num_attention_heads", 0, minimum=0)
     kv_heads = f.optional_int("num_key_value_heads", heads, minimum=1 if attends else 0)
+    f.check(model_type)  # a missing head count is named, not compared as a placeholder
     if kv_heads > heads and attends:
         raise f.refuse("num_key_value_heads", kv_heads,
                        f"it cannot exceed num_attention_heads ({heads})")
