@@ -146,27 +146,29 @@ CASES = [
         },
     ),
     # llama-3.1-8b AWQ (4-bit, group 128, zero points), tp 1 on 24 GiB, mfs 0.88, ctx 32768.
-    # Weights: embeddings 2 x 128256 x 4096 + 4096 = 1,050,677,248 params x 2 B (float16)
-    #   = 2101354496; decoder 32 x 218,112,000 = 6,979,584,000 params x (4/8 + (16 + 4) / (8 x 128))
-    #   B = 3626112000; total 5727466496 (~5.7 GB, the checkpoint's size).
-    # slack = floor(25769803776 x 0.12) = 3092376453; rest = 25769803776 - 5727466496 - 3092376453
-    #   = 16949960827; cell = 8 x 256 x 32 x 2 (float16 KV) = 131072; tokens = 129317
-    # requests = clamp(129317 * 512 // 32768 = 2020) = 2048
+    # Weights: embeddings 2 x 128256 x 4096 = 1,050,673,152 params and the norms (32 x 2 x 4096
+    #   + 4096 = 266,240) x 2 B (float16) = 2101878784; the decoder's linears 32 x 217,849,856 =
+    #   6,971,195,392 params x (4/8 + (16 + 4) / (8 x 128)) B = 3625975808; total 5727854592
+    #   (~5.7 GB, the checkpoint's size).
+    # slack = floor(25769803776 x 0.12) = 3092376453; rest = 25769803776 - 5727854592 - 3092376453
+    #   = 16949572731; cell = 8 x 256 x 32 x 2 (float16 KV) = 131072; tokens = 129314
+    # requests = clamp(129314 * 512 // 32768 = 2020) = 2048
     Case(
         "llama8b-awq-tp1-24gib",
         "llama-3.1-8b-awq",
         plan_settings(mem_fraction_static=0.88, context_length=32768),
         DeviceMemory(24 * GiB),
         cell=131072,
-        kv_budget=16949960827,
-        tokens=129317,
+        kv_budget=16949572731,
+        tokens=129314,
         max_running_requests=2048,
         req_to_token=(2049, 32772),
-        pools={"k": (32, (129318, 8, 128), "float16"), "v": (32, (129318, 8, 128), "float16")},
+        pools={"k": (32, (129315, 8, 128), "float16"), "v": (32, (129315, 8, 128), "float16")},
     ),
-    # The same at tp 2 with fp8 KV and page 16: weights 5727466496 / 2 = 2863733248;
-    # rest = 25769803776 - 2863733248 - 3092376453 = 19813694075; cell = 4 x 256 x 32 x 1 = 32768;
-    # tokens = 604665 -> page 16 -> 604656; requests = clamp(604656 * 512 // 32768 = 9447) = 4096
+    # The same at tp 2 with fp8 KV and page 16: the linears and embeddings split, the norms
+    #   (532480 B) whole on each rank: (5727854592 - 532480) / 2 + 532480 = 2864193536;
+    # rest = 25769803776 - 2864193536 - 3092376453 = 19813233787; cell = 4 x 256 x 32 x 1 = 32768;
+    # tokens = 604652 -> page 16 -> 604640; requests = clamp(604640 * 512 // 32768 = 9447) = 4096
     Case(
         "llama8b-awq-tp2-fp8-page16",
         "llama-3.1-8b-awq",
@@ -174,28 +176,29 @@ CASES = [
                       page_size=16),
         DeviceMemory(24 * GiB),
         cell=32768,
-        kv_budget=19813694075,
-        tokens=604656,
+        kv_budget=19813233787,
+        tokens=604640,
         max_running_requests=4096,
         req_to_token=(4097, 32772),
-        pools={"k": (32, (604672, 4, 128), "uint8"), "v": (32, (604672, 4, 128), "uint8")},
+        pools={"k": (32, (604656, 4, 128), "uint8"), "v": (32, (604656, 4, 128), "uint8")},
     ),
-    # llama-3.1-70b, tp 8. Weights 70,553,706,496 params x 2 B / 8 = 17638426624.
+    # llama-3.1-70b, tp 8. Weights: 70,553,706,496 params x 2 B over 8 ranks, but the norms
+    # (80 x 2 x 8192 + 8192 params = 2,629,632 B) whole on each: 17640734720.
     # mfs 0.81: slack = floor(85899345920 * 0.19) = 16320875724
-    # rest = 85899345920 - 17638426624 - 16320875724 = 51940043572
+    # rest = 85899345920 - 17640734720 - 16320875724 = 51937735476
     # cell = max(1, 8 // 8) head x 256 x 80 layers x 2 B = 40960
-    # tokens = 51940043572 // 40960 = 1268067; requests = clamp(4953) = 4096
+    # tokens = 51937735476 // 40960 = 1268011; requests = clamp(4953) = 4096
     Case(
         "llama70b-tp8",
         "llama-3.1-70b",
         plan_settings(**tp(8), mem_fraction_static=0.81),
         DeviceMemory(80 * GiB),
         cell=40960,
-        kv_budget=51940043572,
-        tokens=1268067,
+        kv_budget=51937735476,
+        tokens=1268011,
         max_running_requests=4096,
         req_to_token=(4097, 131076),
-        pools={"k": (80, (1268068, 1, 128), "bfloat16"), "v": (80, (1268068, 1, 128), "bfloat16")},
+        pools={"k": (80, (1268012, 1, 128), "bfloat16"), "v": (80, (1268012, 1, 128), "bfloat16")},
     ),
     # llama-3.1-70b, tp 4 x pp 2 (40 layers a stage), page 64, fp8_e5m2, mfs 0.9, 35 GiB weights.
     # slack = 85899345920 / 10 = 8589934592; rest = 85899345920 - 37580963840 - 8589934592
@@ -282,8 +285,10 @@ CASES = [
         pools={"k": (24, (227174, 2, 64), "bfloat16"), "v": (24, (227174, 2, 64), "bfloat16")},
     ),
     # qwen2.5-0.5b, tp 2, mfs 0.88, page 4, fp8_e4m3, NGRAM (no draft model: no draft layers) with D = 8.
-    # weights 988065536 / 2 = 494032768; rest = 4294967296 - 494032768 - 515396075 = 3285538453
-    # cell = 1 head x 128 x 24 x 1 B = 3072; tokens = 3285538453 // 3072 // 4 * 4 = 1069508
+    # weights: the norms (24 x 2 x 896 + 896 params = 87808 B) whole on each rank, the rest
+    #   split: (988065536 - 87808) / 2 + 87808 = 494076672;
+    # rest = 4294967296 - 494076672 - 515396075 = 3285494549
+    # cell = 1 head x 128 x 24 x 1 B = 3072; tokens = 3285494549 // 3072 // 4 * 4 = 1069496
     # requests = 4096; topk 1: len = max(1 * 1, 8) = 8, reserve 16,
     #   extra = max(4 + 8, 16 + 4 - 1) = 19
     Case(
@@ -300,11 +305,11 @@ CASES = [
         ),
         DeviceMemory(4 * GiB),
         cell=3072,
-        kv_budget=3285538453,
-        tokens=1069508,
+        kv_budget=3285494549,
+        tokens=1069496,
         max_running_requests=4096,
         req_to_token=(4097, 32768 + 19),
-        pools={"k": (24, (1069512, 1, 64), "uint8"), "v": (24, (1069512, 1, 64), "uint8")},
+        pools={"k": (24, (1069500, 1, 64), "uint8"), "v": (24, (1069500, 1, 64), "uint8")},
     ),
     # mistral-7b-v0.1: a window on every layer is sized as full attention (SGLang does too).
     # Weights 7,241,732,096 x 2 = 14483464192; rest = 85899345920 - 14483464192 - 10307921510
@@ -356,19 +361,21 @@ CASES = [
         pools={"k": (42, (56130, 8, 256), "bfloat16"), "v": (42, (56130, 8, 256), "bfloat16")},
     ),
     # gemma-2-9b, tp 2, mfs 0.88, --disable-hybrid-swa-memory: all 42 layers at full length.
-    # weights 18483411968 / 2 = 9241705984; rest = 42949672960 - 9241705984 - 5153960755
-    #   = 28554006221; cell = 4 x 512 x 2 x 42 = 172032; tokens = 165980; requests = 4096
+    # weights: the norms (42 x 4 x 3584 + 3584 params = 1211392 B) whole on each rank, the rest
+    #   split: (18483411968 - 1211392) / 2 + 1211392 = 9242311680;
+    # rest = 42949672960 - 9242311680 - 5153960755 = 28553400525
+    # cell = 4 x 512 x 2 x 42 = 172032; tokens = 165977; requests = 4096
     Case(
         "gemma2-tp2-no-swa-split",
         "gemma-2-9b",
         plan_settings(**tp(2), mem_fraction_static=0.88, disable_hybrid_swa_memory=True),
         DeviceMemory(40 * GiB),
         cell=172032,
-        kv_budget=28554006221,
-        tokens=165980,
+        kv_budget=28553400525,
+        tokens=165977,
         max_running_requests=4096,
         req_to_token=(4097, 8196),
-        pools={"k": (42, (165981, 4, 256), "bfloat16"), "v": (42, (165981, 4, 256), "bfloat16")},
+        pools={"k": (42, (165978, 4, 256), "bfloat16"), "v": (42, (165978, 4, 256), "bfloat16")},
     ),
     # gpt-oss-20b, tp 1, 14 GiB weights, swa_full_tokens_ratio 0.5; layers alternate 12/12.
     # rest = 85899345920 - 15032385536 - 10307921510 = 60559038874
@@ -848,13 +855,14 @@ def test_pipeline_stages_split_layers_evenly_last_takes_remainder() -> None:
 
 
 def test_budget_error_names_the_mem_fraction_static_that_fits_one_request() -> None:
-    # llama-3.1-70b at tp 2: weights 141,107,412,992 / 2 = 70553706496 per rank.
-    # avail = 85899345920 - 70553706496 = 15345639424; mfs 0.8 leaves slack 17179869184 > avail.
-    # A positive budget: ceil((1 - 15345639424 / 85899345920) x 1000) / 1000 = ceil(821.35) = 0.822.
+    # llama-3.1-70b at tp 2: weights (141,107,412,992 - 2,629,632 B of norms) / 2 + the norms
+    # whole on each rank = 70555025408 per rank.
+    # avail = 85899345920 - 70555025408 = 15344320512; mfs 0.8 leaves slack 17179869184 > avail.
+    # A positive budget: ceil((1 - 15344320512 / 85899345920) x 1000) / 1000 = ceil(821.37) = 0.822.
     # One request of 32768 tokens: cell = 4 heads x 256 x 80 layers x 2 B = 163840, so rest must
-    # be >= 32768 x 163840 = 5368709120, slack <= 15345639424 - 5368709120 = 9976930304:
-    #   0.884: slack = floor(pre x 0.116) = 9964324126, rest 5381315298, 32844 tokens (fits)
-    #   0.883: slack = floor(pre x 0.117) = 10050223472, rest 5295415952, 32320 tokens (short)
+    # be >= 32768 x 163840 = 5368709120, slack <= 15344320512 - 5368709120 = 9975611392:
+    #   0.884: slack = floor(pre x 0.116) = 9964324126, rest 5379996386, 32836 tokens (fits)
+    #   0.883: slack = floor(pre x 0.117) = 10050223472, rest 5294097040, 32312 tokens (short)
     # But 0.884 leaves 9.28 GiB of slack, under the 512 + 8192 x 1.5 + 2 / 8 x 1024 + 256 x 2
     # = 13568 MiB (13.25 GiB) SGLang reserves on an 80 GiB device at tp 2
     # (handle_gpu_memory_settings): the largest fraction that keeps it is
@@ -868,8 +876,8 @@ def test_budget_error_names_the_mem_fraction_static_that_fits_one_request() -> N
     assert "0.822 only makes the KV budget positive" in msg
     fits = plan_kv(llama70, plan_settings(**tp(2), mem_fraction_static=0.884, context_length=32768),
                    DeviceMemory(80 * GiB))
-    assert fits.max_total_num_tokens == 32844
-    with pytest.raises(ContextTooLongError, match="largest context that fits is 32320"):
+    assert fits.max_total_num_tokens == 32836
+    with pytest.raises(ContextTooLongError, match="largest context that fits is 32312"):
         plan_strict(llama70, plan_settings(**tp(2), mem_fraction_static=0.883, context_length=32768),
                 DeviceMemory(80 * GiB))
 
@@ -893,7 +901,7 @@ def test_budget_error_when_weights_exceed_the_device() -> None:
 
 def test_min_mem_fraction_static_boundary() -> None:
     assert min_mem_fraction_static(avail=50, pre=100) == 0.501  # 0.5 leaves exactly 0
-    assert min_mem_fraction_static(avail=15345639424, pre=85899345920) == 0.822
+    assert min_mem_fraction_static(avail=15344320512, pre=85899345920) == 0.822
 
 
 def test_context_too_long_names_the_largest_context_that_fits() -> None:
@@ -921,15 +929,15 @@ def test_a_context_that_does_not_fit_caps_requests_as_sglang_does() -> None:
 
 def test_context_error_suggests_the_fraction_that_fits() -> None:
     # llama-3.1-70b tp 2, 32768 tokens, mfs 0.85: slack = pre x 0.15 = 12884901888,
-    # rest = 15345639424 - 12884901888 = 2460737536, tokens = 2460737536 // 163840 = 15019;
+    # rest = 15344320512 - 12884901888 = 2459418624, tokens = 2459418624 // 163840 = 15011;
     # 0.884 fits (see the budget error test above).
     with pytest.raises(ContextTooLongError) as err:
         plan_strict(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.85, context_length=32768),
                 DeviceMemory(80 * GiB))
-    assert "largest context that fits is 15019 (set --context-length 15019)" in str(err.value)
+    assert "largest context that fits is 15011 (set --context-length 15011)" in str(err.value)
     assert "0.884 would, with only 9.28 GiB left for activations" in str(err.value)
     # On a larger device the same fraction keeps SGLang's reserve, so it is suggested:
-    # 94 GiB at tp 2 reserves 12 + 1 = 13 GiB; 0.884 leaves 10.9 GiB... not enough either,
+    # 94 GiB at tp 2 reserves 13568 MiB (13.25 GiB); 0.884 leaves 10.9 GiB... not enough either,
     # hence a measured 70B weight share that leaves room: 60 GiB of weights on 94 GiB.
     with pytest.raises(ContextTooLongError) as err:
         plan_strict(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.65, context_length=32768),
@@ -939,7 +947,7 @@ def test_context_error_suggests_the_fraction_that_fits() -> None:
 
 
 def test_context_error_never_suggests_a_zero_context() -> None:
-    # mfs 0.822 leaves rest = 15345639424 - floor(pre x 0.178) = 55555851 B = 339 tokens at page 1;
+    # mfs 0.822 leaves rest = 15344320512 - floor(pre x 0.178) = 54236939 B = 331 tokens at page 1;
     # at page 512 not one page fits, so there is no context to suggest, only memory.
     with pytest.raises(ContextTooLongError) as err:
         plan_strict(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.822, page_size=512,
@@ -947,7 +955,7 @@ def test_context_error_never_suggests_a_zero_context() -> None:
     msg = str(err.value)
     assert "--context-length 0" not in msg
     assert "not one page of 512 tokens fits" in msg
-    # 4096 tokens need 671088640 B: slack <= 14674550784 = pre x 0.17083..., so 0.830
+    # 4096 tokens need 671088640 B: slack <= 14673231872 = pre x 0.17082..., so 0.830
     assert re.search(r"raise --mem-fraction-static to at least 0\.83\b", msg)
 
 

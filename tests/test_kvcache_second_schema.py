@@ -58,11 +58,12 @@ def test_the_configurator_plans_through_a_smaller_schema(kvmini: dict[str, Modul
         # 512 + 8192 x 1.5 + 2 / 8 x 1024 + 256 x 2 = 13568 MiB (handle_gpu_memory_settings,
         # with this schema's unset chunk and graph batch at their tier defaults)
         # -> round((81920 - 13568) / 81920, 3) = 0.834;
-        # slack = floor(80 GiB x 0.166) = 14259291422; weights 16060522496 / 2 = 8030261248;
-        # rest = 85899345920 - 8030261248 - 14259291422 = 63609793250; cell = 4 heads x 256
+        # slack = floor(80 GiB x 0.166) = 14259291422; weights (16060522496 - 532480 B of
+        # norms) / 2 + the norms whole on each rank = 8030527488;
+        # rest = 85899345920 - 8030527488 - 14259291422 = 63609527010; cell = 4 heads x 256
         # x 32 layers x 2 B = 65536 (get_cell_size_per_token); tokens = rest // 65536 // 16 x 16.
         assert plan.mem_fraction_static == 0.834
-        assert plan.max_total_num_tokens == 63609793250 // 65536 // 16 * 16 == 970608
+        assert plan.max_total_num_tokens == 63609527010 // 65536 // 16 * 16 == 970592
         overrides = {o["leaf"]: o["new"] for o in ctx.server_info()["overrides"]}
         # Decisions on leaves this schema lacks (dtype) are not written anywhere, and what
         # the schema's rule decided is not written back.
@@ -78,7 +79,7 @@ def test_plan_command_takes_the_package(kvmini: dict[str, ModuleType], capsys: p
                 "--tp-size", "2", "--page-size", "16", "--json"]
         assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["plan"]["max_total_num_tokens"] == 970608
+    assert out["plan"]["max_total_num_tokens"] == 970592
     assert out["server_info"]["record"]["page_size"] == 16
     # --help names only the flags this schema declares
     with ctx.restoring(), pytest.raises(SystemExit):

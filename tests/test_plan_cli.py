@@ -40,10 +40,11 @@ def test_json_carries_the_plan_and_server_info(capsys: pytest.CaptureFixture[str
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     plan, info = out["plan"], out["server_info"]
-    # rest = 85899345920 - 8030261248 (estimated weights / 2) - 12884901888 = 64984182784
-    # cell = 4 x 256 x 32 x 1 = 32768; tokens = 1983159 -> page 16 -> 1983152
-    assert plan["budget"]["kv_budget"] == 64984182784
-    assert plan["max_total_num_tokens"] == 1983152
+    # estimated weights: (16060522496 - 532480 B of norms) / 2 + the norms whole = 8030527488
+    # rest = 85899345920 - 8030527488 - 12884901888 = 64983916544
+    # cell = 4 x 256 x 32 x 1 = 32768; tokens = 1983151 -> page 16 -> 1983136
+    assert plan["budget"]["kv_budget"] == 64983916544
+    assert plan["max_total_num_tokens"] == 1983136
     assert info["record"]["kv_cache_dtype"] == "fp8_e4m3"
     assert info["record"]["max_running_requests"] is None
     assert info["resolved"]["max_running_requests"] == 4096
@@ -52,7 +53,7 @@ def test_json_carries_the_plan_and_server_info(capsys: pytest.CaptureFixture[str
         "kv_pool.resolve_context_length",
         "kv_pool.default_max_running_requests",
     }
-    assert plan["pools"][0]["nbytes"] == 32 * 1983168 * 4 * 128
+    assert plan["pools"][0]["nbytes"] == 32 * 1983152 * 4 * 128
 
 
 def test_allocate_meta_checks_the_bytes(capsys: pytest.CaptureFixture[str]) -> None:

@@ -305,18 +305,17 @@ def _sizer(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, r: _Resolve
     """Weights per rank (measured or estimated, quantization included) and everything else
     the budget needs but mem_fraction_static."""
     dtype_b = DTYPE_BYTES[r.dtype]
-    model_bytes = shape.weights.bytes(dtype_b)
     if memory.weight_bytes is not None:
         weights = memory.weight_bytes
     else:
-        weights = -(-model_bytes // (s.tp_size * s.pp_size))
+        weights = shape.weights.per_rank(dtype_b, s.tp_size, s.pp_size)
         quant = shape.weights.quant_method
         log.notes.append(
             "weights are estimated from the model config"
             + (f" ({quant} quantized)" if quant else "")
             + " (pass --weight-bytes to use a measured size)"
         )
-    layer_bytes = model_bytes - shape.weights.embedding_params * dtype_b
+    layer_bytes = shape.weights.decoder_bytes(dtype_b)
     draft_weights = -(-g.draft_layers * layer_bytes // (shape.num_layers * s.tp_size))
     if memory.draft_weight_bytes is not None:
         draft_weights = memory.draft_weight_bytes if g.draft_layers else 0
