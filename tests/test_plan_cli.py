@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -178,7 +179,7 @@ def test_comparison_over_gpus_and_tp_sizes(capsys: pytest.CaptureFixture[str]) -
     assert by[("H200", 8)]["tokens"] > by[("H100", 8)]["tokens"] > h100["tokens"]
     assert main(argv[:-1]) == 0  # the table
     out = capsys.readouterr().out
-    assert "fit at once" in out and "refused: " in out
+    assert "fit: requests of 2,500 tokens" in out and "refused\n" in out
 
 
 def test_comparison_where_nothing_fits_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -194,3 +195,92 @@ def test_workload_concurrency_in_the_table(capsys: pytest.CaptureFixture[str]) -
     assert "requests of 1,000 + 1,000 tokens; kv tokens binds" in out
     assert "SGLang reserves 13.12 GiB for activations and CUDA graphs" in out  # 13440 MiB
     assert "models SGLang main @ 003fca80" in out
+
+
+# --- comparing models in one call -------------------------------------------------------------
+
+
+def test_a_comma_list_of_models_compares_them(capsys: pytest.CaptureFixture[str]) -> None:
+    models = ",".join(str(MODELS / f"{m}.json") for m in ("llama-3.1-8b", "gpt-oss-20b", "llama-3.1-70b"))
+    argv = ["--model-config", models, "--gpu", "H100,L40S", "--tp-size", "1,2", "--workload", "2000:500"]
+    assert main([*argv, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["comparison"]
+    assert [(r["model"], r["gpu"], r["tp_size"]) for r in rows][:4] == [
+        ("llama-3.1-8b", "H100", 1), ("llama-3.1-8b", "H100", 2), ("llama-3.1-8b", "L40S", 1),
+        ("llama-3.1-8b", "L40S", 2)]
+    assert len(rows) == 12 and {r["status"] for r in rows} == {"planned", "does not fit"}
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+    # a refusal's reason is wrapped, never cut: joined back, every number is whole
+    refused = next(r for r in rows if r["status"] == "does not fit")
+    first_clause = refused["reason"].split("; ")[0]
+    assert " ".join(first_clause.split()) in " ".join(out.split())
+    # fractions print to one precision
+    planned = [line for line in lines if line.startswith("llama-3.1-8b ") and "H100" in line]
+    assert all(re.search(r" 0\.\d{3} ", line) for line in planned)
+
+
+def test_an_empty_model_entry_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--model-config", f"{LLAMA},,{LLAMA}", "--gpu", "H100"]) == 2
+    assert "--model-config" in capsys.readouterr().err
+
+
+# --- the inverse question: --fit ------------------------------------------------------------------
+
+FIT = ["--fit", "--workload", "8000:1000", "--concurrency", "256", "--model-config",
+       str(MODELS / "llama-3.1-70b.json"), "--gpu", "H100,H200,B200", "--tp-size", "1,2,4,8"]
+
+
+def test_fit_lists_what_holds_the_workload_cheapest_first(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*FIT, "--json"]) == 0
+    fit = json.loads(capsys.readouterr().out)["fit"]
+    entries = fit["entries"]
+    assert len(entries) == 12 and fit["concurrency"] == 256
+    fitting = [e for e in entries if e["fits"]]
+    # 9000 tokens x 256 requests x 40960 B/token per rank (tp 8) is 88 GiB of KV: H200 and
+    # B200 at tp 8 hold it, nothing smaller does
+    assert [(e["candidate"]["gpu"], e["gpus"]) for e in fitting] == [("H200", 8), ("B200", 8)]
+    assert entries[:2] == fitting  # fitting first, the smaller device first at equal GPUs
+    for e in fitting:
+        assert e["headroom"] > 0 and e["binds"] == "kv tokens"
+        assert e["launch"].startswith(f"--tp-size 8 --mem-fraction-static {e['mem_fraction_static']} "
+                                      "--max-running-requests 256")
+    short = next(e for e in entries if (e["candidate"]["gpu"], e["gpus"]) == ("H100", 8))
+    assert not short["fits"] and short["headroom"] < 0
+    assert f"kv tokens hold {short['requests']} of 256 requests: short by {256 - short['requests']} requests" \
+        in short["reason"]
+
+
+def test_launching_plan_with_the_fit_flags_confirms_each(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*FIT, "--json"]) == 0
+    fitting = [e for e in json.loads(capsys.readouterr().out)["fit"]["entries"] if e["fits"]]
+    assert fitting
+    for e in fitting:
+        argv = ["--model-config", str(MODELS / "llama-3.1-70b.json"), "--gpu", e["candidate"]["gpu"],
+                *e["launch"].split(), "--workload", "8000:1000", "--json"]
+        assert main(argv) == 0
+        load = json.loads(capsys.readouterr().out)["concurrency"]
+        assert (load["requests"], load["binds"]) == (256, "max_running_requests")
+
+
+def test_fit_shrinks_the_context_where_it_must(capsys: pytest.CaptureFixture[str]) -> None:
+    # At mem_fraction_static 0.998 the slack (0.16 GiB) cannot hold the request table of 400
+    # requests at the full context (401 x 131076 x 4 B = 0.2 GiB): the fit launches with the
+    # context the 1000 + 200 tokens need, rounded up to 1024 tokens (2048)
+    argv = ["--fit", "--workload", "1000:200", "--concurrency", "400", "--model-config", LLAMA, "--gpu", "H100",
+            "--tp-size", "1", "--mem-fraction-static", "0.998", "--json"]
+    assert main(argv) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["fit"]["entries"]
+    assert entry["fits"] and entry["context_length"] == 2048
+    assert entry["launch"] == ("--tp-size 1 --mem-fraction-static 0.998 --max-running-requests 400 "
+                               "--context-length 2048")
+    assert main(["--model-config", LLAMA, "--gpu", "H100", *entry["launch"].split(), "--workload", "1000:200",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["concurrency"]["requests"] == 400
+
+
+def test_fit_needs_a_workload_and_a_concurrency(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--fit", "--model-config", LLAMA, "--gpu", "H100"]) == 2
+    assert "--fit needs --workload IN:OUT and --concurrency N" in capsys.readouterr().err

@@ -86,8 +86,9 @@ from configbags.server.rules import reserved_memory_bytes
 
 # Which SGLang the plan models (docs/PLAN.md): one snapshot of SGLang's main branch, the
 # newest whose sizing code could be read, named by its commit.
+SGLANG_NAME = "SGLang main @ 003fca80"
 SGLANG_VERSION = (
-    "SGLang main @ 003fca80 (mem_cache/kv_cache_configurator.py, model_executor/pool_configurator.py, "
+    f"{SGLANG_NAME} (mem_cache/kv_cache_configurator.py, model_executor/pool_configurator.py, "
     "arg_groups/memory_hook.py, arg_groups/overrides.py; after v0.5.3)"
 )
 
@@ -179,7 +180,7 @@ def concurrency(plan: KvPlan, request_tokens: int) -> Concurrency:
         limits.append(("mamba slots", plan.mamba_slots // plan.mamba_slots_per_request))
     limits.append(("max_running_requests", plan.max_running_requests))
     binds, requests = min(limits, key=lambda item: item[1])
-    return Concurrency(request_tokens=request_tokens, requests=requests, binds=binds)
+    return Concurrency(request_tokens=request_tokens, requests=requests, binds=binds, limits=tuple(limits))
 
 
 def _too_long(plan: KvPlan, request_tokens: int) -> str:
@@ -563,6 +564,7 @@ def _assemble(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, r: _Reso
 
 __all__ = [
     "KV_DTYPES",
+    "SGLANG_NAME",
     "SGLANG_VERSION",
     "Budget",
     "Cell",

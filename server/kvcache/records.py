@@ -180,6 +180,7 @@ class Concurrency:
     requests: int
     binds: str  # "kv tokens", "swa tokens", "mamba slots", "max_running_requests" or "max_req_len"
     reason: str | None = None  # why none fits and what to set (requests == 0)
+    limits: tuple[tuple[str, int], ...] = ()  # requests each pool (and the cap) holds
 
 
 @attrs.frozen
