@@ -284,3 +284,11 @@ def test_fit_shrinks_the_context_where_it_must(capsys: pytest.CaptureFixture[str
 def test_fit_needs_a_workload_and_a_concurrency(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--fit", "--model-config", LLAMA, "--gpu", "H100"]) == 2
     assert "--fit needs --workload IN:OUT and --concurrency N" in capsys.readouterr().err
+
+
+def test_fit_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "fit.png"
+    assert main([*FIT, "--chart", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "ok llama-3.1-70b" in capsys.readouterr().out
