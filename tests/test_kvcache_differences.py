@@ -74,3 +74,16 @@ def test_speculative_defaults_fill_one_leaf_at_a_time() -> None:
     p = plan("llama-3.1-8b", DeviceMemory(80 * GiB), speculative_algorithm="EAGLE",
              speculative_draft_model_path="draft", speculative_eagle_topk=4, context_length=8192)
     assert (p.spec.num_steps, p.spec.max_draft_tokens) == (5, 8)
+
+
+def test_swa_chunk_cap_with_speculation_and_no_overlap_takes_one_decode_allocation() -> None:
+    # SWAChunkCapPoolConfigurator, spec-v1 (overlap off): per request window 128 + 128 x 4
+    # draft tokens + page 1 + one decode allocation (steps 3 x topk 1 -> max(3, 4) = 4 tokens)
+    # = 645; 32 requests + 1 chunk of 8192 + 1 page
+    p = plan("gpt-oss-20b", DeviceMemory(141 * GiB, weight_bytes=13751518848), mem_fraction_static=0.88,
+             disable_radix_cache=True, max_running_requests=32, chunked_prefill_size=8192,
+             disable_overlap_schedule=True, speculative_algorithm="EAGLE3", speculative_draft_model_path="draft",
+             speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4,
+             max_speculative_num_draft_tokens=4)
+    assert p.swa_per_request == 128 + 128 * 4 + 1 + 4
+    assert p.swa_tokens == 645 * 32 + 8192 + 1
