@@ -2196,6 +2196,7 @@ RULES: tuple[RuleSpec, ...] = (
             "dp_size",
             "max_prefill_tokens",
             "disable_cuda_graph",
+            "disable_decode_cuda_graph",
         ),
         force=None,
         help="(memory - reserved) / memory, reserving 512 MiB + 1.5 MiB per chunked-prefill token + tp*pp/8 GiB + 2 MiB per decode CUDA-graph batch slot, at least 10 GiB on devices above 60 GiB.",

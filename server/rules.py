@@ -53,6 +53,7 @@ def reserved_memory_bytes(
     dp_size: int = 1,
     max_prefill_tokens: int = 16384,
     disable_cuda_graph: bool = False,
+    disable_decode_cuda_graph: bool = False,
 ) -> int:
     """Memory SGLang keeps out of `mem_fraction_static` for activations, CUDA graphs and
     metadata (`handle_gpu_memory_settings`, `reserve_for_graph_mb`), in MiB: 512 +
@@ -67,7 +68,7 @@ def reserved_memory_bytes(
     max_bs = cuda_graph_max_bs_decode if cuda_graph_max_bs_decode is not None else cuda_graph_max_bs(gpu_memory_bytes, tp_size)
     activation_tokens = max(chunk if chunk > 0 else max_prefill_tokens, 2048)
     reserved = 512 + activation_tokens * 1.5 + tp_size * pp_size / 8 * 1024
-    if not disable_cuda_graph:
+    if not (disable_cuda_graph or disable_decode_cuda_graph):  # decode graphs captured
         reserved += max_bs * 2
     if enable_dp_attention:
         reserved += max_bs * dp_size * 3
@@ -88,6 +89,7 @@ def mem_fraction_static(
     dp_size: int = 1,
     max_prefill_tokens: int = 16384,
     disable_cuda_graph: bool = False,
+    disable_decode_cuda_graph: bool = False,
 ) -> float | None:
     """Share of GPU memory for weights plus the KV pool, after reserving room for
     activations and CUDA graphs: `round((gpu_mem - reserved) / gpu_mem, 3)` in MiB with
@@ -98,7 +100,7 @@ def mem_fraction_static(
     `handle_gpu_memory_settings` (arg_groups/memory_hook.py)."""
     reserved = reserved_memory_bytes(
         gpu_memory_bytes, tp_size, pp_size, chunked_prefill_size, cuda_graph_max_bs_decode,
-        enable_dp_attention, dp_size, max_prefill_tokens, disable_cuda_graph,
+        enable_dp_attention, dp_size, max_prefill_tokens, disable_cuda_graph, disable_decode_cuda_graph,
     )
     if reserved >= gpu_memory_bytes:
         return None  # a device smaller than SGLang's reserve: no default to give

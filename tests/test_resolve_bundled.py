@@ -318,3 +318,10 @@ def test_explain_command_shows_layer_and_rule(capsys: pytest.CaptureFixture[str]
     assert (data["resolved"], data["origin"]["forced_over"]["source"]) == (64, "--page-size")
     assert cli_main(["explain", "page_sise"]) == 1
     assert "'page_sise' is not a config leaf (did you mean 'page_size'?)" in capsys.readouterr().err
+
+
+def test_no_decode_cuda_graphs_reserve_no_graph_memory(ctx: Any) -> None:
+    # reserve_for_graph_mb: 2 MiB per decode graph batch slot only when decode graphs are
+    # captured; 141 GiB at tp 1 without them: 512 + 12288 + 128 = 12928 MiB
+    publish(ServerArgs(model_path="m", disable_decode_cuda_graph=True), role="launcher", facts=gpu(141))
+    assert get_schedule().mem_fraction_static == round((144384 - 12928) / 144384, 3)
