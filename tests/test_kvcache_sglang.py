@@ -358,3 +358,12 @@ def test_auto_mamba_strategy_is_no_buffer_without_overlap_at_page_1() -> None:
     assert plan.settings.mamba_radix_cache_strategy == "no_buffer" and plan.mamba_slots_per_request == 3
     paged = plan_kv("nemotron-h-56b", attrs.evolve(s, page_size=16), DeviceMemory(141 * GiB, weight_bytes=14081087616))
     assert paged.mamba_slots_per_request == 4  # extra_buffer without overlap: 3 + 1
+
+
+def test_the_reported_reserve_is_the_one_the_fraction_kept() -> None:
+    # an operator's decode graph batch of 8 on an H100: 512 + 8192 x 1.5 + 128 + 8 x 2 MiB
+    plan = plan_kv("llama-3.1-8b", settings(context_length=8192, cuda_graph_max_bs_decode=8),
+                   gpu_memory("H100", 16060522496))
+    assert plan.budget.activation_reserve == 12944 * MiB
+    assert plan.mem_fraction_static == round((81559 - 12944) / 81559, 3) == 0.841
+    assert not any("SGLang reserves" in w for w in plan.warnings)

@@ -235,7 +235,10 @@ def _resolve(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, log: _Log
     # function as the rule that derives mem_fraction_static).
     reserve = reserved_memory_bytes(memory.capacity, s.tp_size, s.pp_size,
                                     chunked_prefill_size=s.chunked_prefill_size,
-                                    enable_dp_attention=dp_attention, dp_size=s.attn_dp_size)
+                                    cuda_graph_max_bs_decode=s.cuda_graph_max_bs_decode,
+                                    enable_dp_attention=dp_attention, dp_size=s.attn_dp_size,
+                                    disable_cuda_graph=s.disable_cuda_graph,
+                                    disable_decode_cuda_graph=s.disable_decode_cuda_graph)
     mfs = _decided(
         s.mem_fraction_static, "mem_fraction_static",
         "pass --mem-fraction-static, or publish with GPU facts (Facts(GpuFacts(memory_bytes=...))) "

@@ -123,11 +123,23 @@ class MambaReads(Protocol):
     def enable_mamba_extra_buffer_lazy(self) -> Annotated[bool, Default(False)]: ...
 
 
+class GraphReads(Protocol):
+    # SGLang's activation and CUDA-graph reserve, reported beside the budget
+    @property
+    def cuda_graph_max_bs_decode(self) -> Annotated[int | None, Default(None)]: ...
+    @property
+    def disable_cuda_graph(self) -> Annotated[bool, Default(False)]: ...
+    @property
+    def disable_decode_cuda_graph(self) -> Annotated[bool, Default(False)]: ...
+
+
 class ExecReads(Protocol):
     @property
     def kernel(self) -> KernelReads: ...
     @property
     def mamba(self) -> MambaReads: ...
+    @property
+    def graph(self) -> GraphReads: ...
 
 
 class SpecReads(Protocol):

@@ -89,6 +89,9 @@ class PlanSettings:
     enable_mamba_extra_buffer_lazy: bool = False
     disable_overlap_schedule: bool = False
     chunked_prefill_size: int | None = None  # sizes the SWA pool from a request cap
+    cuda_graph_max_bs_decode: int | None = None  # with the next two: SGLang's reported reserve
+    disable_cuda_graph: bool = False
+    disable_decode_cuda_graph: bool = False
     mamba_radix_cache_strategy: str = "auto"
     attention_backend: str | None = None
     speculative_algorithm: str | None = None
