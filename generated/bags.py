@@ -495,7 +495,7 @@ class Schedule:
     """Scheduler capacity and policy: memory fraction, request and token limits, chunked prefill, KV page size and hybrid-pool ratios."""
 
     mem_fraction_static: float | None
-    """Fraction of GPU memory given to weights plus the KV cache pool. Unset, with GPU facts, it is (memory - reserved) / memory, reserving by device size as SGLang does (12 GiB + tp_size*pp_size/2 GiB on 90-160 GiB devices, 9.5 GiB + tp_size*pp_size/2 below 90 GiB, 2.8 GiB + tp_size*pp_size/10 below 35 GiB, 32 GiB above 160 GiB), plus 2 GiB with speculative decoding (6 GiB for a standalone draft) and 4 GiB with DP attention (rule mem_fraction_static_from_gpu_memory)."""
+    """Fraction of GPU memory given to weights plus the KV cache pool. Unset, with GPU facts, it is (memory - reserved) / memory as SGLang reserves it: 512 MiB + 1.5 MiB per chunked-prefill token + tp_size*pp_size/8 GiB + 2 MiB per decode CUDA-graph batch slot (more with DP attention), at least 10 GiB on devices above 60 GiB (rule mem_fraction_static_from_gpu_memory)."""
     max_running_requests: int | None
     """Most requests allowed to run at once. Unset estimates it from the KV cache capacity."""
     max_queued_requests: int | None

@@ -62,8 +62,8 @@ def test_a_deliberate_rule_change_shows_as_a_matrix_diff(bundled: Context[Any]) 
                                         record_type=bundled.record_type)
     after = matrix.resolve(changed_ctx, shapes.shapes)
     changed = matrix.changes(before, after)
-    assert changed == ["deepseek-v3-flashmla page_size: 64 [hardware rule page_size_flashmla] -> "
-                       "32 [hardware rule page_size_flashmla]"]
+    assert changed == ["deepseek-v3-flashmla page_size: 64 [model rule page_size_flashmla] -> "
+                       "32 [model rule page_size_flashmla]"]
 
 
 def _shapes_file(folder: Path, extra: str = "") -> Path:
@@ -91,8 +91,11 @@ def test_check_fails_on_a_changed_cell_printing_both_sides(tmp_path: Path, capsy
     _shapes_file(tmp_path, ', --chunked-prefill-size, "1024"')
     assert matrix.main(["--shapes", str(path), "--check"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out == ["small chunked_prefill_size: 8192 [hardware rule chunked_prefill_size_by_gpu_memory] -> "
-                   "1024 [cli from --chunked-prefill-size]"]
+    # the chunk feeds SGLang's memory reserve, so the memory fraction's cell changes with it
+    assert sorted(out) == ["small chunked_prefill_size: 8192 [hardware rule chunked_prefill_size_by_gpu_memory] -> "
+                           "1024 [cli from --chunked-prefill-size]",
+                           "small mem_fraction_static: 0.834 [hardware rule mem_fraction_static_from_gpu_memory] -> "
+                           "0.875 [hardware rule mem_fraction_static_from_gpu_memory]"]
     config_cell = [line for line in (tmp_path / "golden.jsonl").read_text().splitlines() if "config_file" in line]
     assert config_cell == ['{"layer": "config_file", "leaf": "max_running_requests", "shape": "from-config", '
                            '"source": "$CONFIG/from-config.json", "value": 8}']
