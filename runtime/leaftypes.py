@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import enum
 import math
+import re
 import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -18,7 +19,7 @@ from typing import Any
 import attrs
 
 from configbags.runtime.errors import LeafValueError
-from configbags.runtime.limits import INT_BOUND, LIMITS, int_too_big
+from configbags.runtime.limits import INT_BOUND, LIMITS, int_too_big, over
 
 BASE_TYPES = ("int", "float", "bool", "str", "list[int]", "list[str]", "json")
 NUMERIC = ("int", "float")
@@ -103,6 +104,54 @@ class TypeSpec:
             # `jsonable()` turns it back into plain JSON data.
             return freeze(value)
         raise LeafValueError(f"{short_repr(value)} ({type(value).__name__}) is not of type {self}")
+
+
+# The one grammar of numbers written as text, wherever they come from: a YAML 1.2 config
+# file (its core schema), a flag or an environment variable. ASCII digits only: Python's
+# int() and float() also take `1_000`, Arabic-Indic or full-width digits and `infinity`,
+# which no config file reads as a number.
+INT_TEXT = r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
+FLOAT_TEXT = (r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+              r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_INT = re.compile(INT_TEXT)
+_FLOAT = re.compile(FLOAT_TEXT)
+# What the text may carry around it (a shell's or a YAML plain scalar's spacing).
+_SPACE = " \t\r\n"
+
+
+def int_from_text(text: str) -> int:
+    """`010` -> 10, `0x1F` -> 31, `0o17` -> 15, `-5` -> -5; ValueError for anything else,
+    naming the grammar. Digits are counted before conversion (the input limit)."""
+    raw = text.strip(_SPACE)
+    if not _INT.fullmatch(raw):
+        raise ValueError(f"{short_repr(text)} is not an integer (ASCII digits, optionally signed, or 0x/0o)")
+    digits = raw.lstrip("+-")
+    if len(digits) > LIMITS.int_digits + 2:  # before int(): Python refuses > 4300 digits
+        raise ValueError(f"an integer of {len(digits)} digits is over {over('int_digits', 'digits')}")
+    sign = -1 if raw.startswith("-") else 1
+    if digits.startswith(("0o", "0x")):
+        return sign * int(digits[2:], 8 if digits[1] == "o" else 16)
+    return sign * int(digits, 10)  # `010` is ten: YAML 1.2 has no leading-zero octal
+
+
+def float_from_text(text: str) -> float:
+    """A float as a YAML 1.2 config file writes it (`1.5`, `1e-3`, `.inf`), or an integer
+    in the one int grammar; ValueError for anything else."""
+    raw = text.strip(_SPACE)
+    if _INT.fullmatch(raw):
+        value = int_from_text(raw)
+        _check_int(value)
+        return float(value)
+    if not _FLOAT.fullmatch(raw):
+        raise ValueError(f"{short_repr(text)} is not a number (ASCII digits, a point, an exponent)")
+    low = raw.lower()
+    if low.endswith(".inf"):
+        return float("-inf") if low.startswith("-") else float("inf")
+    return float("nan") if low == ".nan" else float(raw)
+
+
+int_from_text.__name__ = "int"  # argparse names the type in its message: "invalid int value"
+float_from_text.__name__ = "float"
 
 
 def _check_int(value: int) -> None:

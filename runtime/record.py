@@ -23,7 +23,13 @@ from typing import Any, TypeVar
 import attrs
 
 from configbags.runtime.errors import LeafValueError, RecordError, YamlError
-from configbags.runtime.leaftypes import check_bounds, closest, jsonable
+from configbags.runtime.leaftypes import (
+    check_bounds,
+    closest,
+    float_from_text,
+    int_from_text,
+    jsonable,
+)
 from configbags.runtime.registry import LeafSpec, Registry
 from configbags.runtime.resolve import Layer, Origin
 from configbags.runtime.spelling import flag_of, version_key
@@ -262,16 +268,15 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
     an error names the file, the key and what to do."""
     import jsonschema
 
-    from configbags.runtime.yamlsafe import load_json, load_yaml, read_text_limited
+    from configbags.runtime.yamlsafe import load_file
 
     path = Path(path)
     try:
-        text = read_text_limited(path)
-        data = load_json(text) if path.suffix == ".json" else load_yaml(text)
+        data = load_file(path)
     except YamlError as exc:
         raise RecordError(f"{exc.at(path)}: cannot read config file: {exc.problem}") from None
     except OSError as exc:
-        raise RecordError(f"{path}: cannot read config file: {exc}") from None
+        raise RecordError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -323,6 +328,8 @@ def merge_config_files(
 def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
     """An environment variable's text as a value of the leaf's type; the error names the
     variable and what it expects (never a secret's text)."""
+    from configbags.runtime.yamlsafe import load_json  # yaml only when a variable is set
+
     t = spec.type
     raw = text.strip()
     shown = "" if spec.secret else f"={text!r}"
@@ -336,16 +343,16 @@ def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
                 return False
             raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
         if t.base == "int":
-            return int(raw, 10)
+            return int_from_text(raw)
         if t.base == "float":
-            return float(raw)
+            return float_from_text(raw)
         if t.base == "str":
             return text
         if t.item is not None:
-            items = json.loads(raw) if raw.startswith("[") else [p.strip() for p in raw.split(",") if p.strip()]
-            return [int(p, 10) if t.item.base == "int" and isinstance(p, str) else p for p in items]
-        return json.loads(raw)
-    except ValueError as exc:
+            items = load_json(raw) if raw.startswith("[") else [p.strip() for p in raw.split(",") if p.strip()]
+            return [int_from_text(p) if t.item.base == "int" and isinstance(p, str) else p for p in items]
+        return load_json(raw)
+    except (ValueError, YamlError) as exc:
         why = "" if spec.secret else f" ({exc})"
         raise RecordError(
             f"environment variable {name}{shown}: not a valid {t} for {spec.namespace}.{spec.name}{why}; "
@@ -384,7 +391,23 @@ def read_env(registry: Registry, environ: Mapping[str, str]) -> tuple[dict[str, 
 
 # -- the command line -------------------------------------------------------------------
 
+class _Once(argparse.Action):
+    """A flag that may be given once: a second `--preset` would silently replace the first."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not None:
+            parser.error(f"{option_string} given twice ({earlier}, then {values}); give it once")
+        setattr(namespace, self.dest, values)
+
+
 def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()) -> None:
+    """The record's own flags (`--config`, `--preset`, `--dump-config`), and the one number
+    grammar for every `type=int`/`type=float` flag of `parser` (a config file's: no `1_000`,
+    no non-ASCII digits, which Python's int() and float() would take)."""
+    parser.register("type", int, int_from_text)
+    parser.register("type", float, float_from_text)
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -394,7 +417,7 @@ def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()
              "each overridden key is warned about); flags and environment win over files",
     )
     if presets:
-        parser.add_argument("--preset", choices=list(presets), default=None,
+        parser.add_argument("--preset", choices=list(presets), default=None, action=_Once,
                             help="a named bundle of values (see CONFIG.md); anything set explicitly wins over it")
     parser.add_argument("--dump-config", metavar="PATH", default=None,
                         help="at publish, write the resolved config as a config file that reproduces "

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import enum
-import json
 import re
 from collections.abc import Mapping
 from fractions import Fraction
@@ -24,8 +23,8 @@ from typing import Any
 
 import attrs
 
-from configbags.runtime.errors import ConfigError, LeafValueError
-from configbags.runtime.leaftypes import check_bounds, freeze, jsonable
+from configbags.runtime.errors import InputFileError, LeafValueError, RuleFunctionError, YamlError
+from configbags.runtime.leaftypes import check_bounds, freeze, jsonable, short_repr
 from configbags.runtime.registry import LeafSpec, Registry, RuleSpec
 
 
@@ -97,16 +96,29 @@ class ModelFacts:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | str | Path) -> ModelFacts:
-        """From a Hugging Face config.json (a path or its parsed mapping)."""
+        """From a Hugging Face config.json (a path, a model folder holding one, or its
+        parsed mapping). The file is read as every input file is, within the input limits
+        (a FIFO or a device is never opened); as Hugging Face reads it, a repeated key takes
+        its last value and `Infinity`/`NaN` are numbers. Any failure is a InputFileError
+        naming the file."""
         if not isinstance(config, Mapping):
+            from configbags.runtime.yamlsafe import load_json, read_text_limited
+
+            path = Path(config)
+            path = path / "config.json" if path.is_dir() else path
             try:
-                config = json.loads(Path(config).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"model facts: cannot read config.json {config}: {exc}") from None
+                config = load_json(read_text_limited(path), constants=True, duplicates=True)
+            except YamlError as exc:
+                raise InputFileError(f"model facts: cannot read {exc.at(path)}: {exc.problem}") from None
+            except OSError as exc:
+                raise InputFileError(f"model facts: cannot read {path}: {exc.strerror or exc}") from None
             if not isinstance(config, Mapping):
-                raise ConfigError("model facts: config.json must hold a JSON object")
+                raise InputFileError(f"model facts: {path} holds a {type(config).__name__}, not a JSON object")
         archs = config.get("architectures") or ()
-        return cls(tuple(str(a) for a in archs), dict(config))
+        if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
+            raise InputFileError(f"model facts: architectures is {short_repr(archs)}, not a list of "
+                                 f"names (e.g. [\"LlamaForCausalLM\"])")
+        return cls(tuple(archs), dict(config))
 
 
 @attrs.frozen
@@ -256,7 +268,15 @@ def evaluate(rule: RuleSpec, facts: Facts, values: Mapping[str, Any]) -> tuple[s
         if not present:
             return f"no fact {name} given", None
         args.append(value)
-    result = rule.fn(*args)
+    try:
+        result = rule.fn(*args)
+    except Exception as exc:
+        given = ", ".join(f"{name}={short_repr(a)}" for name, a in zip(rule.inputs, args, strict=True))
+        raise RuleFunctionError(
+            f"rule {rule.id} ({rule.where}): its function {rule.fn.__name__} raised "
+            f"{type(exc).__name__}: {short_repr(str(exc))} for inputs {given or '(none)'}; fix the "
+            f"function, or give facts and values it accepts"
+        ) from exc
     if result is None:
         return f"{rule.fn.__name__} had no opinion", None
     return None, result
