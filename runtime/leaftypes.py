@@ -80,7 +80,8 @@ class TypeSpec:
             if isinstance(value, int) and not isinstance(value, bool):
                 if not -INT_BOUND < value < INT_BOUND:  # inline: every override and derive passes here
                     _check_int(value)
-                return value
+                # An IntEnum or other int subclass is stored as the plain int it stands for.
+                return value if type(value) is int else int.__int__(value)
         elif base == "float":
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 if isinstance(value, int):
@@ -91,7 +92,7 @@ class TypeSpec:
         elif base == "str":
             if isinstance(value, str):
                 _check_str(value)
-                return value
+                return value if type(value) is str else str.__str__(value)  # a str enum: its text
         elif (item := self.item) is not None:
             if isinstance(value, (list, tuple)):
                 if len(value) > LIMITS.nodes:
@@ -164,7 +165,25 @@ def _check_int(value: int) -> None:
 
 def _check_str(value: str) -> None:
     if len(value) > LIMITS.string_chars:
-        raise LeafValueError(f"a string of {len(value)} characters is over the limit of {LIMITS.string_chars}")
+        raise LeafValueError(f"a string of {len(value)} characters is over {over('string_chars', 'characters')}")
+    if not is_text(value):
+        at = next(i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff")
+        raise LeafValueError(
+            f"the string holds a lone surrogate ({value[at]!r} at index {at}), which is no text: bytes that "
+            f"are not UTF-8 (from the command line or the environment) decode to these; give UTF-8 text"
+        )
+
+
+def is_text(value: str) -> bool:
+    """Whether `value` can be written as UTF-8: no lone surrogate, which is what Python makes
+    of undecodable argv or environment bytes, and what no log, JSON reply or file can carry."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def short_repr(value: Any) -> str:
@@ -226,11 +245,25 @@ def _check_json(value: Any) -> None:
 
 
 def freeze(value: Any) -> Any:
-    """JSON data made immutable: objects become read-only mappings, arrays tuples."""
+    """JSON data made immutable: objects become read-only mappings, arrays tuples, and
+    subclasses of str, int and float (enums among them) the plain values they stand for."""
     if isinstance(value, Mapping):
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+        return MappingProxyType({_plain(k): freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
         return tuple(freeze(v) for v in value)
+    return _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
     return value
 
 

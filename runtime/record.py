@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from configbags.runtime.errors import LeafValueError, RecordError, YamlError
+from configbags.runtime.errors import LeafValueError, OutputFileError, RecordError, YamlError
 from configbags.runtime.leaftypes import (
     check_bounds,
     closest,
@@ -77,6 +77,8 @@ def check_value(spec: LeafSpec, value: Any, source: str) -> Any:
     try:
         coerced = spec.type.coerce(value)
         check_bounds(coerced, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
+        if spec.required and isinstance(coerced, str) and not coerced.strip():
+            raise LeafValueError("it is required, and an empty text is no value; give one")
     except LeafValueError as exc:
         flag = f" ({spec.flags[0]})" if spec.flags else ""
         # A secret's value must not reach the message (LeafValueError quotes it).
@@ -244,6 +246,13 @@ def build_record(cls: type[R], registry: Registry, values: Mapping[str, Any], or
         env = f", set ${spec.env}" if spec.env else ""
         raise RecordError(f"{source}: {spec.name} is required: pass {flag}{env} or set {spec.name} in --config FILE")
     checked = {k: check_value(leaves[k], v, _where(origins.get(k), source)) for k, v in values.items()}
+    if dump_config is not None:  # refused with the flags, not after publish installed the config
+        from configbags.runtime.yamlsafe import check_output_path
+
+        try:
+            check_output_path(Path(dump_config), "--dump-config")
+        except OutputFileError as exc:
+            raise RecordError(str(exc)) from None
     return attach(cls(**checked), origins, dump_config)
 
 

@@ -108,8 +108,9 @@ class ModelFacts:
             path = path / "config.json" if path.is_dir() else path
             try:
                 config = load_json(read_text_limited(path), constants=True, duplicates=True)
-            except YamlError as exc:
-                raise InputFileError(f"model facts: cannot read {exc.at(path)}: {exc.problem}") from None
+            except YamlError as exc:  # a read error names the file itself; a parse error has its line
+                where = "" if str(path) in exc.problem else f"{exc.at(path)}: "
+                raise InputFileError(f"model facts: cannot read config.json: {where}{exc.problem}") from None
             except OSError as exc:
                 raise InputFileError(f"model facts: cannot read {path}: {exc.strerror or exc}") from None
             if not isinstance(config, Mapping):

@@ -28,6 +28,7 @@ refusal names the limit and the variable that raises it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -47,7 +48,7 @@ from yaml.events import (
     StreamEndEvent,
 )
 
-from configbags.runtime.errors import YamlError
+from configbags.runtime.errors import OutputFileError, YamlError
 from configbags.runtime.leaftypes import FLOAT_TEXT, INT_TEXT, float_from_text, int_from_text
 from configbags.runtime.limits import LIMITS, over
 
@@ -368,3 +369,38 @@ def dump_yaml(data: Any) -> str:
     if load_yaml(text) != data:
         raise YamlError("the value would not read back as it is; report it (configbags' YAML writer)", None)
     return text
+
+
+def check_output_path(path: Path, what: str) -> None:
+    """Refuse, before anything is done, a path that `write_text_atomic` could not write:
+    its folder missing or not writable, or the path a folder or something other than a
+    regular file (a FIFO would block the write). OutputFileError names the path and why."""
+    folder = path.parent
+    why = None
+    if path.is_dir():
+        why = "it is a folder; give a file name"
+    elif path.exists() and not path.is_file():
+        why = "it is not a regular file; give a file name"
+    elif not folder.is_dir():
+        why = f"its folder {folder} does not exist; create it first"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        why = f"its folder {folder} is not writable; choose a writable place"
+    elif path.exists() and not os.access(path, os.W_OK):
+        why = "the file is not writable; choose another path or make it writable"
+    if why is not None:
+        raise OutputFileError(f"{what} {path}: cannot be written: {why}")
+
+
+def write_text_atomic(path: Path, text: str, what: str) -> Path:
+    """Write `text` to `path` as UTF-8, replacing the file whole (a temporary file beside
+    it, then a rename): a failed write leaves the old file as it was. OutputFileError."""
+    check_output_path(path, what)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputFileError(f"{what} {path}: cannot be written: {exc.strerror or exc}") from None
+    return path

@@ -308,5 +308,5 @@ def test_explain_command_shows_layer_and_rule(capsys: pytest.CaptureFixture[str]
     assert cli_main(["explain", "page_size", "--attention-backend", "flashmla", "--page-size", "16", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["resolved"], data["origin"]["forced_over"]["source"]) == (64, "--page-size")
-    assert cli_main(["explain", "page_sise"]) == 1
+    assert cli_main(["explain", "page_sise"]) == 2
     assert "'page_sise' is not a config leaf (did you mean 'page_size'?)" in capsys.readouterr().err
