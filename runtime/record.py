@@ -60,14 +60,15 @@ class RecordInput:
 
 
 def json_value(text: str) -> Any:
-    """argparse `type=` for json leaves (argparse names the function in its error, and
-    turns the ValueError into exit 2): JSON within the input limits."""
+    """argparse `type=` for json leaves: JSON within the input limits, a key given twice
+    refused. argparse prints an ArgumentTypeError's message after the flag (and exits 2);
+    a plain ValueError would lose the reason."""
     from configbags.runtime.yamlsafe import load_json  # yaml only when a CLI is parsed
 
     try:
         return load_json(text)
     except YamlError as exc:
-        raise ValueError(str(exc)) from None
+        raise argparse.ArgumentTypeError(f"invalid json value: {exc}") from None
 
 
 json_value.__name__ = "json"

@@ -101,11 +101,13 @@ class ModelFacts:
         (a FIFO or a device is never opened); as Hugging Face reads it, a repeated key takes
         its last value and `Infinity`/`NaN` are numbers. Any failure is a InputFileError
         naming the file."""
+        source = "the given config"
         if not isinstance(config, Mapping):
             from configbags.runtime.yamlsafe import load_json, read_text_limited
 
             path = Path(config)
             path = path / "config.json" if path.is_dir() else path
+            source = str(path)
             try:
                 config = load_json(read_text_limited(path), constants=True, duplicates=True)
             except YamlError as exc:  # a read error names the file itself; a parse error has its line
@@ -117,8 +119,8 @@ class ModelFacts:
                 raise InputFileError(f"model facts: {path} holds a {type(config).__name__}, not a JSON object")
         archs = config.get("architectures") or ()
         if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
-            raise InputFileError(f"model facts: architectures is {short_repr(archs)}, not a list of "
-                                 f"names (e.g. [\"LlamaForCausalLM\"])")
+            raise InputFileError(f"model facts: {source}: architectures is {short_repr(archs)}, not a list "
+                                 f"of names (e.g. [\"LlamaForCausalLM\"])")
         return cls(tuple(archs), dict(config))
 
 
