@@ -250,7 +250,7 @@ class ServerArgs:
     json_model_override_args: Any = attrs.field(factory=dict)
     """Fields merged over the model's config before loading, as a JSON object; empty means no overrides."""
     log_level: str = "info"
-    """Log level for all loggers (e.g. debug, info, warning)."""
+    """Log level for all loggers (Python logging level names, either case)."""
     torch_profiler_dir: str | None = None
     """Folder where the torch profiler writes traces when profiling is started. Unset uses /tmp. Set only through the environment."""
     log_requests_level: int = 2
@@ -308,7 +308,7 @@ class ServerArgs:
     max_total_tokens: int | None = None
     """Upper bound on token slots in the KV cache pool. Unset sizes the pool from profiled free memory."""
     chunked_prefill_size: int | None = None
-    """Most tokens per prefill chunk; -1 disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it."""
+    """Most tokens per prefill chunk; -1 (or 0, as SGLang reads it) disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it."""
     max_prefill_tokens: int = 16384
     """Token budget for one prefill batch; the effective limit is never below the model's context length."""
     prefill_max_requests: int | None = None
@@ -1449,8 +1449,20 @@ class ServerArgs:
             "--log-level",
             dest="log_level",
             type=str,
+            choices=(
+                "debug",
+                "info",
+                "warning",
+                "error",
+                "critical",
+                "DEBUG",
+                "INFO",
+                "WARNING",
+                "ERROR",
+                "CRITICAL",
+            ),
             default=argparse.SUPPRESS,
-            help="Log level for all loggers (e.g. debug, info, warning). (default: 'info'; env SGLANG_LOG_LEVEL)",
+            help="Log level for all loggers (Python logging level names, either case). (default: 'info'; one of: debug, info, warning, error, critical, DEBUG, INFO, WARNING, ERROR, CRITICAL; env SGLANG_LOG_LEVEL)",
             metavar="LOG_LEVEL",
         )
         group.add_argument(
@@ -1689,7 +1701,7 @@ class ServerArgs:
             dest="chunked_prefill_size",
             type=int,
             default=argparse.SUPPRESS,
-            help="Most tokens per prefill chunk; -1 disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it. (default: None; tunable at runtime)",
+            help="Most tokens per prefill chunk; -1 (or 0, as SGLang reads it) disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it. (default: None; tunable at runtime)",
             metavar="CHUNKED_PREFILL_SIZE",
         )
         group.add_argument(

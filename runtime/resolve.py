@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -361,4 +361,69 @@ def verdicts(registry: Registry, leaf: str, facts: Facts, values: Mapping[str, A
             else:
                 reason = "matched, value already in force"
         out.append(Verdict(rule.id, False, reason, value))
+    return out
+
+
+def rule_cycles(rules: Iterable[tuple[str, str, Iterable[str]]]) -> list[str]:
+    """A warning for each set of rules whose leaves read one another, from (rule id, leaf it
+    sets, subjects it reads) triples: each rule sees the others' values as resolved so far,
+    so the rules' order decides the result, and explain (which re-evaluates a rule against
+    the final values) may say a skipped rule would match. A rule reading its own leaf (the
+    value below it) is no cycle."""
+    setters: dict[str, list[str]] = {}
+    reads: dict[str, set[str]] = {}
+    for rule_id, leaf, subjects in rules:
+        setters.setdefault(leaf, []).append(rule_id)
+        reads.setdefault(leaf, set()).update(s for s in subjects if not is_fact(s) and s != leaf)
+    graph = {leaf: sorted(r for r in read if r in setters) for leaf, read in reads.items()}
+    warnings = []
+    for component in _strongly_connected(graph):
+        if len(component) > 1:
+            ids = sorted(rid for leaf in component for rid in setters[leaf])
+            warnings.append(
+                f"rules {', '.join(ids)} set leaves that read one another ({', '.join(sorted(component))}): "
+                f"each sees the others' values as resolved so far, so their order in the rules file "
+                f"decides the result; keep that order deliberate, or have one of them read facts only"
+            )
+    return warnings
+
+
+def _strongly_connected(graph: Mapping[str, list[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively (a schema may have many rules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            successors = graph.get(node, [])
+            if child < len(successors):
+                work.append((node, child + 1))
+                succ = successors[child]
+                if succ not in index:
+                    work.append((succ, 0))
+                elif succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+                continue
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                out.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
     return out

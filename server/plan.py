@@ -39,7 +39,7 @@ from configbags.runtime.project import load_project
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
 from configbags.server.kvcache import seam
 from configbags.server.kvcache.configurator import KvCacheConfigurator
-from configbags.server.kvcache.errors import DoesNotFitError
+from configbags.server.kvcache.errors import BudgetError, DoesNotFitError
 from configbags.server.kvcache.gpus import GPU_PRESETS, GpuPreset, gpu_preset
 from configbags.server.kvcache.model_shape import ModelShape, load_model_shape
 from configbags.server.kvcache.planner import (
@@ -255,6 +255,10 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argum
     inputs = plan_inputs(ctx)
     start = time.perf_counter()
     plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context).configure()
+    if plan.budget.headroom < 0:  # the tables alone overrun the slack: nothing is left for activations
+        raise BudgetError(f"the tables paid from the slack need {plan.budget.from_slack / GiB:.2f} GiB, more than "
+                          f"its {plan.budget.slack / GiB:.2f} GiB, leaving nothing for activations; lower "
+                          "--context-length, --max-running-requests or --mem-fraction-static")
     return _Configured(plan, memory, (time.perf_counter() - start) * 1e3, inputs)
 
 

@@ -293,10 +293,10 @@ def test_hash_is_canonical_and_never_raises(ctx: Any) -> None:
     assert _hash(schedule_conservativeness=-0.0) == a
     with pytest.raises(RecordError, match="over the input limit"):
         ServerArgs(model_path="m", max_prefill_tokens=10 ** 5000)  # refused at the door
-    huge = 10 ** 99  # the largest size the input limits admit still hashes
-    publish(ServerArgs(model_path="m", max_prefill_tokens=huge), role="launcher")
+    huge = 10 ** 99  # the largest integer the input limits admit (in a json leaf: sizes are bounded) still hashes
+    publish(ServerArgs(model_path="m", json_model_override_args={"n": huge}), role="launcher")
     assert len(ctx.config_hash()) == 16
-    assert ctx.config_hash() != _hash(max_prefill_tokens=huge + 1)
+    assert ctx.config_hash() != _hash(json_model_override_args={"n": huge + 1})
 
 
 # -- configbags explain --------------------------------------------------------------------

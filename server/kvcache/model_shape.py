@@ -185,7 +185,7 @@ def load_model_shape(path: str | Path) -> ModelShape:
     except FileNotFoundError:
         raise ModelConfigError(f"model config {p} does not exist") from None
     except YamlError as exc:
-        where = "" if str(p) in exc.problem else f"{exc.at(p)}: "
+        where = "" if str(p) in exc.problem else f"{exc.at(p)} is not valid JSON: "
         raise ModelConfigError(f"model config {where}{exc.problem}") from None
     except OSError as exc:
         raise ModelConfigError(f"model config {p} cannot be read: {exc.strerror or exc}") from None
