@@ -313,7 +313,11 @@ def read_text_limited(path: Path) -> str:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise YamlError(f"{path} was replaced by something other than a regular file while it was opened",
                             None)
-        data = f.read(LIMITS.file_bytes + 1)
+        # A file's own size, and one byte more to see it grow (a /proc file says 0): never a
+        # buffer of the whole limit for a small file.
+        data = f.read((info.st_size or LIMITS.file_bytes) + 1)
+        if len(data) > info.st_size:
+            data += f.read(LIMITS.file_bytes + 1 - len(data))
     if len(data) > LIMITS.file_bytes:  # it grew between stat and read, or /proc says size 0
         raise YamlError(f"{path} is more than {LIMITS.file_bytes} bytes, over {over('file_bytes', 'bytes')}",
                         None)
