@@ -38,7 +38,7 @@ from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
-from configbags.runtime.spelling import Claim, clashes, flag_of, spellings
+from configbags.runtime.spelling import Claim, clashes, flag_of, leaf_spellings, spellings
 
 DEFAULT_NAMESPACE = "legacy"
 DEFAULT_OWNER = "launcher"
@@ -589,9 +589,7 @@ def _settle_values(spec: dict[str, Any], where: str, warnings: list[str], *, giv
 
 
 def _claim(name: str, spec: Mapping[str, Any]) -> Claim:
-    cli = spec.get("cli")
-    flags = () if cli is False else (flag_of(name, (cli or {}).get("flag")), *(cli or {}).get("aliases", ()))
-    return Claim.of(name, flags, negatable=TypeSpec.parse(spec["type"]).base == "bool")
+    return leaf_spellings(name, spec.get("cli"), negatable=TypeSpec.parse(spec["type"]).base == "bool")
 
 
 def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, warnings: list[str]) -> None:

@@ -9,9 +9,11 @@ The door listens on the config's own `host` and `port` leaves."""
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -20,6 +22,7 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
 from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door
+from configbags.serve.watch import DEFAULT_INTERVAL_S, ConfigWatcher, WatchedDoor
 
 HOST_LEAF, PORT_LEAF = "host", "port"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
@@ -46,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
                              f"over HTTP are always checked as the {OPERATOR!r} role")
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="B",
                         help=f"largest PATCH body accepted (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413")
+    parser.add_argument("--watch", type=Path, default=None, metavar="FILE",
+                        help="read FILE as a --config file and follow it as Kubernetes updates a mounted "
+                             "ConfigMap: live changes are applied on every rank (source file:FILE), the rest "
+                             "shown as restart required (docs/FLEET.md)")
+    parser.add_argument("--watch-interval", type=float, default=DEFAULT_INTERVAL_S, metavar="S",
+                        help=f"seconds between two looks at the watched file (default {DEFAULT_INTERVAL_S:g})")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -57,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--ranks must be at least 1")
     if args.max_body_bytes < 1:
         parser.error("--max-body-bytes must be at least 1")
+    if args.watch_interval <= 0:
+        parser.error("--watch-interval must be positive")
+    if args.watch is not None:
+        server_flags = [*server_flags, "--config", str(args.watch)]
     try:
         import uvicorn
 
@@ -76,17 +89,21 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     ranks = None
+    watcher = None
     try:
         if args.ranks > 1:
             ranks = _start_ranks(context, package, record, args)
         else:
             context.publish(record, role=args.role)
             context.seal()  # the door serves a running server: model load is over
-        door = Door(context, ranks)
+        door = Door(context, ranks) if args.watch is None else WatchedDoor(context, ranks)
+        app = create_app(door, max_body_bytes=args.max_body_bytes)
+        if isinstance(door, WatchedDoor):
+            watcher = _watch(door, app, record_type, server_flags, args)
         values = context.state.values
         host = str(values.get(HOST_LEAF, DEFAULT_HOST))
         port = int(values.get(PORT_LEAF, DEFAULT_PORT))
-        config = uvicorn.Config(create_app(door, max_body_bytes=args.max_body_bytes), host=host, port=port,
+        config = uvicorn.Config(app, host=host, port=port,
                                 log_level=args.log_level, access_log=False, timeout_graceful_shutdown=5,
                                 # a client's pooled connection must not be closed under it while
                                 # a burst of requests queues (uvicorn's default is 5 s)
@@ -103,9 +120,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags serve: {exc}", file=sys.stderr)
         return 2
     finally:
+        if watcher is not None:
+            watcher.stop()
         if ranks is not None:
             ranks.stop()
     return 0
+
+
+def _watch(door: WatchedDoor, app: Any, record_type: Any, server_flags: list[str],
+           args: argparse.Namespace) -> ConfigWatcher:
+    """Start following --watch FILE: the flags are parsed once, and each change rebuilds the
+    record from them as at start (their config files read again), so CLI flags keep winning."""
+    flags_parser = argparse.ArgumentParser(prog="configbags serve", allow_abbrev=False, add_help=False)
+    record_type.add_cli_args(flags_parser)
+    namespace = flags_parser.parse_args(server_flags)
+    watcher = ConfigWatcher(door, args.watch, lambda: record_type.from_cli_args(copy.copy(namespace)),
+                            interval=args.watch_interval, rank_thread=app.state.rank_thread)
+    door.watcher = watcher
+    watcher.start()
+    return watcher
 
 
 def _stopped(signum: int, frame: FrameType | None) -> None:
