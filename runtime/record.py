@@ -59,6 +59,11 @@ class RecordInput:
     dump_config: str | None = None
 
 
+class JsonFlagError(argparse.ArgumentTypeError, ValueError):
+    """A json flag's value that is not JSON within the limits: argparse prints its message;
+    callers outside argparse catch it as the ValueError a `type=` function raises."""
+
+
 def json_value(text: str) -> Any:
     """argparse `type=` for json leaves: JSON within the input limits, a key given twice
     refused. argparse prints an ArgumentTypeError's message after the flag (and exits 2);
@@ -68,7 +73,7 @@ def json_value(text: str) -> Any:
     try:
         return load_json(text)
     except YamlError as exc:
-        raise argparse.ArgumentTypeError(f"invalid json value: {exc}") from None
+        raise JsonFlagError(f"invalid json value: {exc}") from None
 
 
 json_value.__name__ = "json"
