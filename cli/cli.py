@@ -58,8 +58,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     module_name, extra, _ = COMMANDS[command]
+    from configbags.runtime.errors import ConfigError  # no third-party import: cheap
+
     try:
         module = importlib.import_module(module_name)
+    except ConfigError as exc:  # e.g. a CONFIGBAGS_* variable refused as the runtime loads
+        print(f"configbags {command}: error: {exc}", file=sys.stderr)
+        return 2
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         needed = EXTRA_OF.get(missing, extra)
@@ -76,5 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"configbags {command}: this needs {missing}, which the base install leaves out; install "
               f"the extra: pip install 'configbags[{EXTRA_OF[missing]}]'", file=sys.stderr)
+        return 2
+    except ConfigError as exc:  # every command: a typed error is the operator's to fix, never a traceback
+        print(f"configbags {command}: error: {exc}", file=sys.stderr)
         return 2
     return result

@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             info = ctx.explain(ns.leaf)
     except ConfigError as exc:
         print(f"configbags explain: error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     print(json.dumps(info, indent=2, sort_keys=True) if ns.json else render(info), end="\n" if ns.json else "")
     return 0
 

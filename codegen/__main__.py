@@ -26,6 +26,7 @@ from configbags.runtime.project import (
     package_folder,
     package_of_folder,
 )
+from configbags.runtime.resolve import rule_cycles
 
 EXIT_SCHEMA = 2
 EXIT_STALE = 1
@@ -90,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     regen = f"configbags gen --schema {project.rel(schema)} --package {package} --out {project.rel(out)}"
     cache = FormatCache(None if args.no_cache else default_cache_path(out))
     try:
-        files = emit(load_schema(schema), regen, package=package, cache=cache)
+        model = load_schema(schema)
+        files = emit(model, regen, package=package, cache=cache)
     except SchemaInvalid as exc:
         print(f"configbags gen: {len(exc.errors)} schema error(s); nothing was written", file=sys.stderr)
         for error in exc.errors:
@@ -102,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
               f"was written. Please report it with the schema that triggered it.", file=sys.stderr)
         return EXIT_INTERNAL
     cache.save()
+    for warning in rule_cycles((r.id, r.leaf, [*(c.subject for c in r.when), *r.inputs]) for r in model.rules):
+        print(f"configbags gen: warning: {warning}", file=sys.stderr)
     if args.check:
         stale = diff(out, files)
         if stale:

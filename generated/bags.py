@@ -348,7 +348,7 @@ class Observability:
     """Logging, metrics and KV-event reporting."""
 
     log_level: str
-    """Log level for all loggers (e.g. debug, info, warning)."""
+    """Log level for all loggers (Python logging level names, either case)."""
     torch_profiler_dir: str | None
     """Folder where the torch profiler writes traces when profiling is started. Unset uses /tmp. Set only through the environment."""
     log_requests_level: int
@@ -503,7 +503,7 @@ class Schedule:
     max_total_tokens: int | None
     """Upper bound on token slots in the KV cache pool. Unset sizes the pool from profiled free memory."""
     chunked_prefill_size: int | None
-    """Most tokens per prefill chunk; -1 disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it."""
+    """Most tokens per prefill chunk; -1 (or 0, as SGLang reads it) disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it."""
     max_prefill_tokens: int
     """Token budget for one prefill batch; the effective limit is never below the model's context length."""
     prefill_max_requests: int | None

@@ -69,6 +69,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Physical GPU index at which this server starts assigning devices; its ranks use GPUs counting up from here.",
         default=0,
         minimum=0,
+        maximum=65535,
         hash=False,
     ),
     "random_seed": LeafSpec(
@@ -77,6 +78,8 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("int", True),
         owner="launcher",
         help="Seed for the sampling random number generators. Unset means a random seed is chosen at startup.",
+        minimum=0,
+        maximum=4294967295,
         hash=False,
     ),
     "watchdog_timeout": LeafSpec(
@@ -86,6 +89,8 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Seconds a single forward batch may run before the watchdog considers the server hung and aborts it.",
         default=300.0,
+        minimum=0.0,
+        maximum=1000000000.0,
         hash=False,
     ),
     "disaggregation_mode": LeafSpec(
@@ -143,6 +148,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Additional request slots (req_to_token rows) on a decode server for requests whose KV is still arriving. Unset uses the built-in default.",
         minimum=0,
+        maximum=2147483647,
     ),
     "num_reserved_decode_tokens": LeafSpec(
         name="num_reserved_decode_tokens",
@@ -152,6 +158,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="KV cache tokens set aside for each request when it enters the decode batch, so it can keep generating without being retracted.",
         default=512,
         minimum=0,
+        maximum=2147483647,
     ),
     "disaggregation_decode_enable_radix_cache": LeafSpec(
         name="disaggregation_decode_enable_radix_cache",
@@ -223,6 +230,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Largest decode batch size captured as a CUDA graph; larger batches run eagerly. Unset, with GPU facts, a rule picks it by GPU memory tier and TP size.",
         minimum=1,
+        maximum=1048576,
         renamed_from=(Renamed("cuda_graph_max_bs", None, None, "0.5", None),),
     ),
     "cuda_graph_bs_decode": LeafSpec(
@@ -231,6 +239,8 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("list[int]", True),
         owner="launcher",
         help="Exact list of decode batch sizes to capture as CUDA graphs. Unset derives the list from the maximum captured batch size.",
+        minimum=1,
+        maximum=1048576,
     ),
     "disable_cuda_graph": LeafSpec(
         name="disable_cuda_graph",
@@ -266,6 +276,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Largest batch size that uses the torch.compile-compiled forward; larger batches run uncompiled.",
         default=32,
         minimum=1,
+        maximum=1048576,
     ),
     "attention_backend": LeafSpec(
         name="attention_backend",
@@ -453,6 +464,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of decode steps between the mamba state snapshots kept for prefix caching.",
         default=256,
         minimum=1,
+        maximum=1048576,
     ),
     "enable_int8_mamba_checkpoint": LeafSpec(
         name="enable_int8_mamba_checkpoint",
@@ -469,6 +481,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Number of slots in the int8 mamba checkpoint pool. Unset means twice the size of the active mamba pool.",
         minimum=0,
+        maximum=2147483647,
     ),
     "linear_attn_backend": LeafSpec(
         name="linear_attn_backend",
@@ -522,6 +535,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Length of the ReplaySSM ring: decode steps buffered before the full state is flushed.",
         default=16,
         minimum=1,
+        maximum=1048576,
     ),
     "moe_runner_backend": LeafSpec(
         name="moe_runner_backend",
@@ -591,6 +605,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of extra expert slots that hold replicas of heavily used experts, for load balancing.",
         default=0,
         minimum=0,
+        maximum=65536,
     ),
     "enable_eplb": LeafSpec(
         name="enable_eplb",
@@ -625,6 +640,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Host RAM, in GiB, reserved for model weights offloaded from the GPU; 0 turns offloading off.",
         default=0,
         minimum=0,
+        maximum=1048576,
     ),
     "offload_group_size": LeafSpec(
         name="offload_group_size",
@@ -633,6 +649,8 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Number of layers per offload group; -1 disables group-based layer offloading.",
         default=-1,
+        minimum=-1,
+        maximum=65536,
     ),
     "offload_num_in_group": LeafSpec(
         name="offload_num_in_group",
@@ -641,6 +659,8 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="How many layers in each offload group are kept in host memory.",
         default=1,
+        minimum=0,
+        maximum=65536,
     ),
     "enable_two_batch_overlap": LeafSpec(
         name="enable_two_batch_overlap",
@@ -674,6 +694,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Largest LoRA rank that adapter buffers are sized for. Unset uses the largest rank among the preloaded adapters.",
         minimum=1,
+        maximum=65536,
     ),
     "lora_target_modules": LeafSpec(
         name="lora_target_modules",
@@ -696,6 +717,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Most adapters held in host memory at once; must be at least max_loras_per_batch. Unset means no limit.",
         minimum=1,
+        maximum=65536,
     ),
     "max_loras_per_batch": LeafSpec(
         name="max_loras_per_batch",
@@ -705,6 +727,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Most distinct adapters allowed in one batch, counting the base model as one.",
         default=8,
         minimum=1,
+        maximum=65536,
     ),
     "lora_backend": LeafSpec(
         name="lora_backend",
@@ -772,6 +795,8 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("float", True),
         owner="worker",
         help="Size of the host KV pool as a multiple of the device pool. Unset uses a default that depends on hicache_host_memory_mode.",
+        minimum=0.0,
+        maximum=1024.0,
         policy=Policy.LOAD_TIME,
         kind="memory",
     ),
@@ -783,6 +808,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Host KV pool size in GiB; when non-zero it takes precedence over hicache_ratio.",
         default=0,
         minimum=0,
+        maximum=1048576,
         kind="memory",
     ),
     "hicache_write_policy": LeafSpec(
@@ -928,6 +954,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Host memory in MiB for caching preprocessed multimodal inputs; 0 disables the cache. Unset uses the default size.",
         minimum=0,
+        maximum=1073741824,
     ),
     "model_path": LeafSpec(
         name="model_path",
@@ -975,6 +1002,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="worker",
         help="Maximum sequence length (prompt plus output). Unset uses the value from the model config.",
         minimum=1,
+        maximum=2147483647,
         policy=Policy.LOAD_TIME,
         metric=True,
     ),
@@ -1076,8 +1104,20 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="observability",
         type=TypeSpec("str", False),
         owner="launcher",
-        help="Log level for all loggers (e.g. debug, info, warning).",
+        help="Log level for all loggers (Python logging level names, either case).",
         default="info",
+        choices=(
+            "debug",
+            "info",
+            "warning",
+            "error",
+            "critical",
+            "DEBUG",
+            "INFO",
+            "WARNING",
+            "ERROR",
+            "CRITICAL",
+        ),
         env="SGLANG_LOG_LEVEL",
         hash=False,
     ),
@@ -1127,6 +1167,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of decode iterations between decode statistics log lines.",
         default=40,
         minimum=1,
+        maximum=2147483647,
         hash=False,
     ),
     "kv_events_config": LeafSpec(
@@ -1174,6 +1215,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Tensor-parallel size: number of GPUs that split each layer of one model replica.",
         default=1,
         minimum=1,
+        maximum=65536,
         flags=("--tp-size", "--tensor-parallel-size"),
         metric=True,
     ),
@@ -1185,6 +1227,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of pipeline-parallel stages; each stage holds a contiguous range of layers.",
         default=1,
         minimum=1,
+        maximum=65536,
         flags=("--pp-size", "--pipeline-parallel-size"),
     ),
     "dp_size": LeafSpec(
@@ -1195,6 +1238,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of data-parallel replicas, or of attention-DP groups when enable_dp_attention is set. Elastic EP may change it at runtime.",
         default=1,
         minimum=1,
+        maximum=65536,
         policy=Policy.RUNTIME,
         flags=("--dp-size", "--data-parallel-size"),
     ),
@@ -1206,6 +1250,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Expert-parallel size for MoE layers. Elastic EP may change it at runtime.",
         default=1,
         minimum=1,
+        maximum=65536,
         policy=Policy.RUNTIME,
         flags=("--ep-size", "--expert-parallel-size", "--ep"),
     ),
@@ -1217,6 +1262,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Context-parallel size for attention, taken out of the tp_size ranks.",
         default=1,
         minimum=1,
+        maximum=65536,
         flags=("--attn-cp-size", "--attention-context-parallel-size"),
     ),
     "dcp_size": LeafSpec(
@@ -1227,6 +1273,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Decode context-parallel size: number of ranks the KV cache is sharded across during decode.",
         default=1,
         minimum=1,
+        maximum=65536,
         flags=("--dcp-size", "--decode-context-parallel-size"),
     ),
     "moe_dp_size": LeafSpec(
@@ -1237,6 +1284,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Data-parallel size within MoE layers.",
         default=1,
         minimum=1,
+        maximum=65536,
         flags=("--moe-dp-size", "--moe-data-parallel-size"),
     ),
     "moe_dense_tp_size": LeafSpec(
@@ -1246,6 +1294,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Tensor-parallel size for the dense MLP layers of MoE models. Unset uses tp_size.",
         minimum=1,
+        maximum=65536,
     ),
     "enable_dp_attention": LeafSpec(
         name="enable_dp_attention",
@@ -1262,6 +1311,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="scheduler",
         help="Most requests per pipeline micro-batch. Unset means max(max_running_requests // pp_size, 1); adjustable at runtime via /set_internal_state.",
         minimum=1,
+        maximum=1048576,
         policy=Policy.RUNTIME,
     ),
     "pp_async_batch_depth": LeafSpec(
@@ -1272,6 +1322,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="How many pipeline micro-batches may be in flight asynchronously.",
         default=0,
         minimum=0,
+        maximum=1024,
     ),
     "nnodes": LeafSpec(
         name="nnodes",
@@ -1281,6 +1332,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of nodes (hosts) in a multi-node launch.",
         default=1,
         minimum=1,
+        maximum=65536,
         hash=False,
     ),
     "node_rank": LeafSpec(
@@ -1291,6 +1343,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Rank of this node among the nnodes nodes, starting at 0.",
         default=0,
         minimum=0,
+        maximum=65535,
         hash=False,
     ),
     "dist_init_addr": LeafSpec(
@@ -1309,6 +1362,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Largest expert-parallel size that elastic scaling may grow to; buffers are pre-sized for it. Unset sizes them for ep_size.",
         minimum=1,
+        maximum=65536,
     ),
     "mem_fraction_static": LeafSpec(
         name="mem_fraction_static",
@@ -1329,6 +1383,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="worker",
         help="Most requests allowed to run at once. Unset estimates it from the KV cache capacity.",
         minimum=1,
+        maximum=2147483647,
         policy=Policy.LOAD_TIME,
         kind="capacity",
         metric=True,
@@ -1339,6 +1394,8 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("int", True),
         owner="launcher",
         help="Most requests that may wait in the queue before new ones are rejected; not enforced under disaggregation. Unset means no limit.",
+        minimum=0,
+        maximum=2147483647,
         hash=False,
     ),
     "max_total_tokens": LeafSpec(
@@ -1348,6 +1405,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Upper bound on token slots in the KV cache pool. Unset sizes the pool from profiled free memory.",
         minimum=1,
+        maximum=2147483647,
         kind="capacity",
     ),
     "chunked_prefill_size": LeafSpec(
@@ -1355,7 +1413,9 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="schedule",
         type=TypeSpec("int", True),
         owner="scheduler",
-        help="Most tokens per prefill chunk; -1 disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it.",
+        help="Most tokens per prefill chunk; -1 (or 0, as SGLang reads it) disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it.",
+        minimum=-1,
+        maximum=2147483647,
         policy=Policy.RUNTIME,
         writers=("operator",),
         metric=True,
@@ -1368,6 +1428,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Token budget for one prefill batch; the effective limit is never below the model's context length.",
         default=16384,
         minimum=1,
+        maximum=2147483647,
     ),
     "prefill_max_requests": LeafSpec(
         name="prefill_max_requests",
@@ -1376,6 +1437,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Most requests in one prefill batch. Unset means no limit.",
         minimum=1,
+        maximum=2147483647,
     ),
     "schedule_policy": LeafSpec(
         name="schedule_policy",
@@ -1402,6 +1464,8 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="How much KV space is held back for running requests; higher values admit fewer new requests but retract less often.",
         default=1.0,
+        minimum=0.0,
+        maximum=1000.0,
     ),
     "page_size": LeafSpec(
         name="page_size",
@@ -1412,6 +1476,7 @@ LEAVES: dict[str, LeafSpec] = {
         has_fallback=True,
         fallback=1,
         minimum=1,
+        maximum=65536,
         policy=Policy.LOAD_TIME,
         metric=True,
     ),
@@ -1466,6 +1531,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="worker",
         help="Number of mamba state slots per DP shard. Unset sizes it from available memory and the request limits.",
         minimum=1,
+        maximum=2147483647,
         policy=Policy.LOAD_TIME,
         kind="capacity",
     ),
@@ -1595,6 +1661,7 @@ LEAVES: dict[str, LeafSpec] = {
         help="Number of tokens generated between streamed response chunks.",
         default=1,
         minimum=1,
+        maximum=1048576,
         hash=False,
     ),
     "speculative_algorithm": LeafSpec(
@@ -1619,6 +1686,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="scheduler",
         help="Number of autoregressive draft steps per verification round. Unset picks a default; adaptive speculation may change it at runtime.",
         minimum=1,
+        maximum=1024,
         policy=Policy.RUNTIME,
     ),
     "speculative_eagle_topk": LeafSpec(
@@ -1628,6 +1696,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="launcher",
         help="Candidates kept at each draft step, i.e. the branching factor of the draft tree. Unset picks a default.",
         minimum=1,
+        maximum=1024,
     ),
     "speculative_num_draft_tokens": LeafSpec(
         name="speculative_num_draft_tokens",
@@ -1636,6 +1705,7 @@ LEAVES: dict[str, LeafSpec] = {
         owner="scheduler",
         help="Draft tokens verified by the target model per round (the current value). Unset picks a default; adaptive speculation may change it at runtime.",
         minimum=1,
+        maximum=1024,
         policy=Policy.RUNTIME,
         capacity="max_speculative_num_draft_tokens",
         writers=("operator",),
@@ -1722,6 +1792,8 @@ LEAVES: dict[str, LeafSpec] = {
         type=TypeSpec("int", True),
         owner="launcher",
         help="Sliding-window size for the draft model's attention. Unset means no window (full attention).",
+        minimum=1,
+        maximum=2147483647,
     ),
     "enable_multi_layer_eagle": LeafSpec(
         name="enable_multi_layer_eagle",

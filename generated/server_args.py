@@ -253,7 +253,7 @@ class ServerArgs:
     json_model_override_args: Any = attrs.field(factory=dict)
     """Fields merged over the model's config before loading, as a JSON object; empty means no overrides."""
     log_level: str = "info"
-    """Log level for all loggers (e.g. debug, info, warning)."""
+    """Log level for all loggers (Python logging level names, either case)."""
     torch_profiler_dir: str | None = None
     """Folder where the torch profiler writes traces when profiling is started. Unset uses /tmp. Set only through the environment."""
     log_requests_level: int = 2
@@ -311,7 +311,7 @@ class ServerArgs:
     max_total_tokens: int | None = None
     """Upper bound on token slots in the KV cache pool. Unset sizes the pool from profiled free memory."""
     chunked_prefill_size: int | None = None
-    """Most tokens per prefill chunk; -1 disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it."""
+    """Most tokens per prefill chunk; -1 (or 0, as SGLang reads it) disables chunked prefill. Unset, with GPU facts, a rule picks 2k to 16k by GPU memory tier. PD role switching may change it."""
     max_prefill_tokens: int = 16384
     """Token budget for one prefill batch; the effective limit is never below the model's context length."""
     prefill_max_requests: int | None = None

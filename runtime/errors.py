@@ -49,6 +49,20 @@ class RecordError(ConfigError, ValueError):
     """Bad operator input for the raw ServerArgs record (config file, dict or CLI)."""
 
 
+class InputFileError(ConfigError, ValueError):
+    """A file configbags was given that it cannot read: missing, not a regular file (a FIFO,
+    a device), over the input limits, not UTF-8, not parseable or of the wrong shape."""
+
+
+class OutputFileError(ConfigError):
+    """A file configbags was asked to write (`--dump-config PATH`) that cannot be written;
+    found before anything is installed."""
+
+
+class RuleFunctionError(ConfigError):
+    """A rule's function raised: the rule, its inputs and the exception are named."""
+
+
 class DistributedConfigError(ConfigError):
     """Ranks disagree, or a rank is missing, when config crosses a torch.distributed group."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import enum
 import math
+import re
 import reprlib
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -18,7 +19,7 @@ from typing import Any
 import attrs
 
 from configbags.runtime.errors import LeafValueError
-from configbags.runtime.limits import INT_BOUND, LIMITS, int_too_big
+from configbags.runtime.limits import INT_BOUND, LIMITS, int_too_big, over
 
 BASE_TYPES = ("int", "float", "bool", "str", "list[int]", "list[str]", "json")
 NUMERIC = ("int", "float")
@@ -79,7 +80,8 @@ class TypeSpec:
             if isinstance(value, int) and not isinstance(value, bool):
                 if not -INT_BOUND < value < INT_BOUND:  # inline: every override and derive passes here
                     _check_int(value)
-                return value
+                # An IntEnum or other int subclass is stored as the plain int it stands for.
+                return value if type(value) is int else int.__int__(value)
         elif base == "float":
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 if isinstance(value, int):
@@ -90,7 +92,7 @@ class TypeSpec:
         elif base == "str":
             if isinstance(value, str):
                 _check_str(value)
-                return value
+                return value if type(value) is str else str.__str__(value)  # a str enum: its text
         elif (item := self.item) is not None:
             if isinstance(value, (list, tuple)):
                 if len(value) > LIMITS.nodes:
@@ -105,6 +107,54 @@ class TypeSpec:
         raise LeafValueError(f"{short_repr(value)} ({type(value).__name__}) is not of type {self}")
 
 
+# The one grammar of numbers written as text, wherever they come from: a YAML 1.2 config
+# file (its core schema), a flag or an environment variable. ASCII digits only: Python's
+# int() and float() also take `1_000`, Arabic-Indic or full-width digits and `infinity`,
+# which no config file reads as a number.
+INT_TEXT = r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
+FLOAT_TEXT = (r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+              r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_INT = re.compile(INT_TEXT)
+_FLOAT = re.compile(FLOAT_TEXT)
+# What the text may carry around it (a shell's or a YAML plain scalar's spacing).
+_SPACE = " \t\r\n"
+
+
+def int_from_text(text: str) -> int:
+    """`010` -> 10, `0x1F` -> 31, `0o17` -> 15, `-5` -> -5; ValueError for anything else,
+    naming the grammar. Digits are counted before conversion (the input limit)."""
+    raw = text.strip(_SPACE)
+    if not _INT.fullmatch(raw):
+        raise ValueError(f"{short_repr(text)} is not an integer (ASCII digits, optionally signed, or 0x/0o)")
+    digits = raw.lstrip("+-")
+    if len(digits) > LIMITS.int_digits + 2:  # before int(): Python refuses > 4300 digits
+        raise ValueError(f"an integer of {len(digits)} digits is over {over('int_digits', 'digits')}")
+    sign = -1 if raw.startswith("-") else 1
+    if digits.startswith(("0o", "0x")):
+        return sign * int(digits[2:], 8 if digits[1] == "o" else 16)
+    return sign * int(digits, 10)  # `010` is ten: YAML 1.2 has no leading-zero octal
+
+
+def float_from_text(text: str) -> float:
+    """A float as a YAML 1.2 config file writes it (`1.5`, `1e-3`, `.inf`), or an integer
+    in the one int grammar; ValueError for anything else."""
+    raw = text.strip(_SPACE)
+    if _INT.fullmatch(raw):
+        value = int_from_text(raw)
+        _check_int(value)
+        return float(value)
+    if not _FLOAT.fullmatch(raw):
+        raise ValueError(f"{short_repr(text)} is not a number (ASCII digits, a point, an exponent)")
+    low = raw.lower()
+    if low.endswith(".inf"):
+        return float("-inf") if low.startswith("-") else float("inf")
+    return float("nan") if low == ".nan" else float(raw)
+
+
+int_from_text.__name__ = "int"  # argparse names the type in its message: "invalid int value"
+float_from_text.__name__ = "float"
+
+
 def _check_int(value: int) -> None:
     if int_too_big(value):
         raise LeafValueError(
@@ -115,7 +165,25 @@ def _check_int(value: int) -> None:
 
 def _check_str(value: str) -> None:
     if len(value) > LIMITS.string_chars:
-        raise LeafValueError(f"a string of {len(value)} characters is over the limit of {LIMITS.string_chars}")
+        raise LeafValueError(f"a string of {len(value)} characters is over {over('string_chars', 'characters')}")
+    if not is_text(value):
+        at = next(i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff")
+        raise LeafValueError(
+            f"the string holds a lone surrogate ({value[at]!r} at index {at}), which is no text: bytes that "
+            f"are not UTF-8 (from the command line or the environment) decode to these; give UTF-8 text"
+        )
+
+
+def is_text(value: str) -> bool:
+    """Whether `value` can be written as UTF-8: no lone surrogate, which is what Python makes
+    of undecodable argv or environment bytes, and what no log, JSON reply or file can carry."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def short_repr(value: Any) -> str:
@@ -177,11 +245,25 @@ def _check_json(value: Any) -> None:
 
 
 def freeze(value: Any) -> Any:
-    """JSON data made immutable: objects become read-only mappings, arrays tuples."""
+    """JSON data made immutable: objects become read-only mappings, arrays tuples, and
+    subclasses of str, int and float (enums among them) the plain values they stand for."""
     if isinstance(value, Mapping):
-        return MappingProxyType({k: freeze(v) for k, v in value.items()})
+        return MappingProxyType({_plain(k): freeze(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
         return tuple(freeze(v) for v in value)
+    return _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
     return value
 
 

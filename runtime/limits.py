@@ -1,33 +1,76 @@
 """The one declared set of input limits. Every surface that takes structured input from
 outside (overrides, config files, CLI json values, env values, schema files read by the
-generator) checks against these, so a value refused in one place is refused everywhere,
-and no input can make configbags recurse, hang or allocate without bound.
+generator, a model's config.json) checks against these, so a value refused in one place is
+refused everywhere, and no input can make configbags recurse, hang or allocate without bound.
 
 The numbers are generous for real configuration and small enough that the worst input
-within them is checked in milliseconds."""
+within them is refused in well under a second. An operator with a genuinely larger input
+raises one for a process with `CONFIGBAGS_LIMIT_<NAME>` (`CONFIGBAGS_LIMIT_FILE_BYTES=
+16777216`), read once when this module is imported; every refusal names its variable."""
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
+
 import attrs
+
+from configbags.runtime.errors import ConfigError
+
+ENV_PREFIX = "CONFIGBAGS_LIMIT_"
+# Python refuses to turn an int of more digits into text (sys.int_info.default_max_str_digits),
+# which config_hash, server_info and state export all do.
+MAX_INT_DIGITS = 4300
 
 
 @attrs.frozen
 class Limits:
     #: Deepest nesting of a json value (arrays and objects), counting the value itself as 1.
     json_depth: int = 64
-    #: Most nodes (scalars, arrays, objects, keys) in one json value or one YAML document,
-    #: YAML aliases counted as expanded, so an alias bomb is refused before it is built.
+    #: Most nodes (scalars, arrays, objects, keys) in one json value or one YAML or JSON
+    #: document, YAML aliases counted as expanded, so an alias bomb is refused before it is built.
     nodes: int = 100_000
     #: Longest string, in characters, inside a json value or YAML document.
     string_chars: int = 1_000_000
-    #: Most decimal digits of an integer anywhere (Python refuses to print beyond 4300,
-    #: which would break config_hash, server_info and state export long after the fact).
+    #: Most decimal digits of an integer anywhere (at most 4300, Python's own bound).
     int_digits: int = 100
     #: Largest config, schema or model file read, in bytes.
     file_bytes: int = 8 * 1024 * 1024
 
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> Limits:
+        """The defaults, each replaced by its `CONFIGBAGS_LIMIT_<NAME>` when set (a positive
+        decimal integer); anything else is a ConfigError naming the variable."""
+        given: dict[str, int] = {}
+        for field in attrs.fields(cls):
+            var = variable(field.name)
+            text = environ.get(var)
+            if text is None:
+                continue
+            if not re.fullmatch(r"[1-9][0-9]{0,17}", text.strip()):
+                raise ConfigError(f"{var}={text[:40]!r} is not a positive whole number; set it to one "
+                                  f"(the default is {field.default}) or unset it")
+            given[field.name] = int(text.strip())
+        if given.get("int_digits", 0) > MAX_INT_DIGITS:
+            raise ConfigError(f"{variable('int_digits')}={given['int_digits']} is above {MAX_INT_DIGITS}, "
+                              f"the most digits Python turns into text; set it lower")
+        return cls(**given)
 
-LIMITS = Limits()
+
+def variable(name: str) -> str:
+    """The environment variable that sets limit `name`."""
+    return ENV_PREFIX + name.upper()
+
+
+def over(name: str, unit: str = "") -> str:
+    """'the limit of N <unit> (raise it with CONFIGBAGS_LIMIT_NAME)': how every refusal
+    ends, so the operator knows both the bound and the knob."""
+    value = getattr(LIMITS, name)
+    return f"the limit of {value}{' ' + unit if unit else ''} (raise it with {variable(name)}=N)"
+
+
+LIMITS = Limits.from_environ(os.environ)
 
 # The smallest integer magnitude refused: checking `abs(v) < bound` never converts to text.
 INT_BOUND = int(10**LIMITS.int_digits)

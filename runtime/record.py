@@ -24,8 +24,14 @@ from typing import Any, TypeVar
 import attrs
 
 from configbags.runtime import nested
-from configbags.runtime.errors import LeafValueError, RecordError, YamlError
-from configbags.runtime.leaftypes import check_bounds, closest, jsonable
+from configbags.runtime.errors import LeafValueError, OutputFileError, RecordError, YamlError
+from configbags.runtime.leaftypes import (
+    check_bounds,
+    closest,
+    float_from_text,
+    int_from_text,
+    jsonable,
+)
 from configbags.runtime.registry import LeafSpec, Registry
 from configbags.runtime.resolve import Layer, Origin
 from configbags.runtime.spelling import flag_of, version_key
@@ -55,15 +61,21 @@ class RecordInput:
     dump_config: str | None = None
 
 
+class JsonFlagError(argparse.ArgumentTypeError, ValueError):
+    """A json flag's value that is not JSON within the limits: argparse prints its message;
+    callers outside argparse catch it as the ValueError a `type=` function raises."""
+
+
 def json_value(text: str) -> Any:
-    """argparse `type=` for json leaves (argparse names the function in its error, and
-    turns the ValueError into exit 2): JSON within the input limits."""
+    """argparse `type=` for json leaves: JSON within the input limits, a key given twice
+    refused. argparse prints an ArgumentTypeError's message after the flag (and exits 2);
+    a plain ValueError would lose the reason."""
     from configbags.runtime.yamlsafe import load_json  # yaml only when a CLI is parsed
 
     try:
         return load_json(text)
     except YamlError as exc:
-        raise ValueError(str(exc)) from None
+        raise JsonFlagError(f"invalid json value: {exc}") from None
 
 
 json_value.__name__ = "json"
@@ -73,6 +85,8 @@ def check_value(spec: LeafSpec, value: Any, source: str) -> Any:
     try:
         coerced = spec.type.coerce(value)
         check_bounds(coerced, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
+        if spec.required and isinstance(coerced, str) and not coerced.strip():
+            raise LeafValueError("it is required, and an empty text is no value; give one")
     except LeafValueError as exc:
         flag = f" ({spec.flags[0]})" if spec.flags else ""
         # A secret's value must not reach the message (LeafValueError quotes it).
@@ -258,6 +272,13 @@ def build_record(cls: type[R], registry: Registry, values: Mapping[str, Any], or
         env = f", set ${spec.env}" if spec.env else ""
         raise RecordError(f"{source}: {spec.name} is required: pass {flag}{env} or set {spec.name} in --config FILE")
     checked = {k: check_value(leaves[k], v, _where(origins.get(k), source)) for k, v in values.items()}
+    if dump_config is not None:  # refused with the flags, not after publish installed the config
+        from configbags.runtime.yamlsafe import check_output_path
+
+        try:
+            check_output_path(Path(dump_config), "--dump-config")
+        except OutputFileError as exc:
+            raise RecordError(str(exc)) from None
     return attach(cls(**checked), origins, dump_config)
 
 
@@ -282,16 +303,15 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
     an error names the file, the key and what to do."""
     import jsonschema
 
-    from configbags.runtime.yamlsafe import load_json, load_yaml, read_text_limited
+    from configbags.runtime.yamlsafe import load_file
 
     path = Path(path)
     try:
-        text = read_text_limited(path)
-        data = load_json(text) if path.suffix == ".json" else load_yaml(text)
+        data = load_file(path)
     except YamlError as exc:
         raise RecordError(f"{exc.at(path)}: cannot read config file: {exc.problem}") from None
     except OSError as exc:
-        raise RecordError(f"{path}: cannot read config file: {exc}") from None
+        raise RecordError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -343,6 +363,8 @@ def merge_config_files(
 def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
     """An environment variable's text as a value of the leaf's type; the error names the
     variable and what it expects (never a secret's text)."""
+    from configbags.runtime.yamlsafe import load_json  # yaml only when a variable is set
+
     t = spec.type
     raw = text.strip()
     shown = "" if spec.secret else f"={text!r}"
@@ -356,16 +378,16 @@ def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
                 return False
             raise ValueError("expected one of 1/0, true/false, yes/no, on/off")
         if t.base == "int":
-            return int(raw, 10)
+            return int_from_text(raw)
         if t.base == "float":
-            return float(raw)
+            return float_from_text(raw)
         if t.base == "str":
             return text
         if t.item is not None:
-            items = json.loads(raw) if raw.startswith("[") else [p.strip() for p in raw.split(",") if p.strip()]
-            return [int(p, 10) if t.item.base == "int" and isinstance(p, str) else p for p in items]
-        return json.loads(raw)
-    except ValueError as exc:
+            items = load_json(raw) if raw.startswith("[") else [p.strip() for p in raw.split(",") if p.strip()]
+            return [int_from_text(p) if t.item.base == "int" and isinstance(p, str) else p for p in items]
+        return load_json(raw)
+    except (ValueError, YamlError) as exc:
         why = "" if spec.secret else f" ({exc})"
         raise RecordError(
             f"environment variable {name}{shown}: not a valid {t} for {spec.namespace}.{spec.name}{why}; "
@@ -406,7 +428,23 @@ def read_env(
 
 # -- the command line -------------------------------------------------------------------
 
+class _Once(argparse.Action):
+    """A flag that may be given once: a second `--preset` would silently replace the first."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        earlier = getattr(namespace, self.dest, None)
+        if earlier is not None:
+            parser.error(f"{option_string} given twice ({earlier}, then {values}); give it once")
+        setattr(namespace, self.dest, values)
+
+
 def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()) -> None:
+    """The record's own flags (`--config`, `--preset`, `--dump-config`), and the one number
+    grammar for every `type=int`/`type=float` flag of `parser` (a config file's: no `1_000`,
+    no non-ASCII digits, which Python's int() and float() would take)."""
+    parser.register("type", int, int_from_text)
+    parser.register("type", float, float_from_text)
     parser.add_argument(
         "--config",
         metavar="FILE",
@@ -416,7 +454,7 @@ def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()
              "each overridden key is warned about); flags and environment win over files",
     )
     if presets:
-        parser.add_argument("--preset", choices=list(presets), default=None,
+        parser.add_argument("--preset", choices=list(presets), default=None, action=_Once,
                             help="a named bundle of values (see CONFIG.md); anything set explicitly wins over it")
     parser.add_argument("--dump-config", metavar="PATH", default=None,
                         help="at publish, write the resolved config as a config file that reproduces "

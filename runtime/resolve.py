@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import argparse
 import enum
-import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from configbags.runtime.errors import ConfigError, LeafValueError
-from configbags.runtime.leaftypes import check_bounds, freeze, jsonable
+from configbags.runtime.errors import InputFileError, LeafValueError, RuleFunctionError, YamlError
+from configbags.runtime.leaftypes import check_bounds, freeze, jsonable, short_repr
 from configbags.runtime.registry import LeafSpec, Registry, RuleSpec
 
 
@@ -97,16 +96,32 @@ class ModelFacts:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | str | Path) -> ModelFacts:
-        """From a Hugging Face config.json (a path or its parsed mapping)."""
+        """From a Hugging Face config.json (a path, a model folder holding one, or its
+        parsed mapping). The file is read as every input file is, within the input limits
+        (a FIFO or a device is never opened); as Hugging Face reads it, a repeated key takes
+        its last value and `Infinity`/`NaN` are numbers. Any failure is a InputFileError
+        naming the file."""
+        source = "the given config"
         if not isinstance(config, Mapping):
+            from configbags.runtime.yamlsafe import load_json, read_text_limited
+
+            path = Path(config)
+            path = path / "config.json" if path.is_dir() else path
+            source = str(path)
             try:
-                config = json.loads(Path(config).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"model facts: cannot read config.json {config}: {exc}") from None
+                config = load_json(read_text_limited(path), constants=True, duplicates=True)
+            except YamlError as exc:  # a read error names the file itself; a parse error has its line
+                where = "" if str(path) in exc.problem else f"{exc.at(path)}: "
+                raise InputFileError(f"model facts: cannot read config.json: {where}{exc.problem}") from None
+            except OSError as exc:
+                raise InputFileError(f"model facts: cannot read {path}: {exc.strerror or exc}") from None
             if not isinstance(config, Mapping):
-                raise ConfigError("model facts: config.json must hold a JSON object")
+                raise InputFileError(f"model facts: {path} holds a {type(config).__name__}, not a JSON object")
         archs = config.get("architectures") or ()
-        return cls(tuple(str(a) for a in archs), dict(config))
+        if not isinstance(archs, (list, tuple)) or not all(isinstance(a, str) for a in archs):
+            raise InputFileError(f"model facts: {source}: architectures is {short_repr(archs)}, not a list "
+                                 f"of names (e.g. [\"LlamaForCausalLM\"])")
+        return cls(tuple(archs), dict(config))
 
 
 @attrs.frozen
@@ -256,7 +271,15 @@ def evaluate(rule: RuleSpec, facts: Facts, values: Mapping[str, Any]) -> tuple[s
         if not present:
             return f"no fact {name} given", None
         args.append(value)
-    result = rule.fn(*args)
+    try:
+        result = rule.fn(*args)
+    except Exception as exc:
+        given = ", ".join(f"{name}={short_repr(a)}" for name, a in zip(rule.inputs, args, strict=True))
+        raise RuleFunctionError(
+            f"rule {rule.id} ({rule.where}): its function {rule.fn.__name__} raised "
+            f"{type(exc).__name__}: {short_repr(str(exc))} for inputs {given or '(none)'}; fix the "
+            f"function, or give facts and values it accepts"
+        ) from exc
     if result is None:
         return f"{rule.fn.__name__} had no opinion", None
     return None, result
@@ -338,4 +361,69 @@ def verdicts(registry: Registry, leaf: str, facts: Facts, values: Mapping[str, A
             else:
                 reason = "matched, value already in force"
         out.append(Verdict(rule.id, False, reason, value))
+    return out
+
+
+def rule_cycles(rules: Iterable[tuple[str, str, Iterable[str]]]) -> list[str]:
+    """A warning for each set of rules whose leaves read one another, from (rule id, leaf it
+    sets, subjects it reads) triples: each rule sees the others' values as resolved so far,
+    so the rules' order decides the result, and explain (which re-evaluates a rule against
+    the final values) may say a skipped rule would match. A rule reading its own leaf (the
+    value below it) is no cycle."""
+    setters: dict[str, list[str]] = {}
+    reads: dict[str, set[str]] = {}
+    for rule_id, leaf, subjects in rules:
+        setters.setdefault(leaf, []).append(rule_id)
+        reads.setdefault(leaf, set()).update(s for s in subjects if not is_fact(s) and s != leaf)
+    graph = {leaf: sorted(r for r in read if r in setters) for leaf, read in reads.items()}
+    warnings = []
+    for component in _strongly_connected(graph):
+        if len(component) > 1:
+            ids = sorted(rid for leaf in component for rid in setters[leaf])
+            warnings.append(
+                f"rules {', '.join(ids)} set leaves that read one another ({', '.join(sorted(component))}): "
+                f"each sees the others' values as resolved so far, so their order in the rules file "
+                f"decides the result; keep that order deliberate, or have one of them read facts only"
+            )
+    return warnings
+
+
+def _strongly_connected(graph: Mapping[str, list[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, iteratively (a schema may have many rules)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            successors = graph.get(node, [])
+            if child < len(successors):
+                work.append((node, child + 1))
+                succ = successors[child]
+                if succ not in index:
+                    work.append((succ, 0))
+                elif succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+                continue
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                out.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
     return out

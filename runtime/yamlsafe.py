@@ -1,36 +1,60 @@
-"""Safe parsing of operator and schema text: YAML and JSON within `LIMITS`.
+"""The one reader of operator and schema files, and safe parsing of their text: YAML and
+JSON within `LIMITS` (`configbags.runtime.limits`), every limit enforced while the input is
+read and parsed, never after it has been built.
 
-The YAML loader is PyYAML's SafeLoader with three changes:
+- **Files** (`read_text_limited`): only a regular file is opened, and without blocking, so
+  a FIFO, a device or a link to one is refused before it could hang or stream forever;
+  at most `LIMITS.file_bytes` bytes are read, and the text must be UTF-8.
+- **YAML** (`load_yaml`): PyYAML's SafeLoader (libyaml's parser where PyYAML has it) with
+  the YAML 1.2 core schema for scalars: `010` is the integer 10 (never octal 8), `1:20` is
+  the string "1:20" (never sexagesimal 80), `yes`/`on` are strings, not booleans, and dates
+  stay strings. Only `true`/`false`, `null`/`~`, decimal, `0o`/`0x` integers and decimal
+  floats (with `.inf`/`.nan`) are resolved. Duplicate keys are refused, naming both lines;
+  merge keys (`<<`) are not special (an explicit `!!merge` is refused). The composer
+  counts as it goes: nodes with every alias expanded (so an alias bomb stops at
+  `LIMITS.nodes` without being expanded), nesting, scalar length; a recursive alias is
+  refused. A document over a limit stops at the event that crosses it.
+- **JSON** (`load_json`): the document's skeleton (its text without strings) is measured
+  before `json.loads` builds anything: nodes, nesting, string length; integers by digits;
+  duplicate keys refused naming the key; no NaN or infinity unless asked.
+- **Dumping** (`dump_yaml`): the one writer of config files quotes every string that the
+  loader would read as anything but that string (it resolves plain scalars with the
+  loader's own YAML 1.2 rules), and writes any string holding a character YAML treats
+  specially (line breaks such as NEL, BOM, controls) double-quoted with escapes; a text it
+  produces reads back to the same data, which it checks before returning.
 
-- **YAML 1.2 core schema for scalars.** `010` is the integer 10 (never octal 8), `1:20` is
-  the string "1:20" (never sexagesimal 80), `yes`/`on` are strings, not booleans, and
-  dates stay strings. Only `true`/`false`, `null`/`~`, decimal, `0o`/`0x` integers and
-  decimal floats (with `.inf`/`.nan`) are resolved.
-- **Duplicate keys are refused**, naming both lines; YAML 1.1 merge keys (`<<`) are not
-  special (an explicit `!!merge` is refused), so they cannot smuggle a duplicate in.
-- **Alias bombs are refused before anything is built**: the document is composed into its
-  node graph (aliases stay shared references there), its size counted with every alias
-  expanded (memoized, so counting is linear in the text), and only a graph within
-  `LIMITS.nodes`, `LIMITS.json_depth`-ish nesting and without recursive aliases is
-  constructed.
-
-Every failure is a `YamlError` (a ConfigError) with the line and what to do."""
+Every failure is a `YamlError` (a ConfigError) with the line and what to do; a limit's
+refusal names the limit and the variable that raises it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from yaml.events import (
+    AliasEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
 
-from configbags.runtime.errors import YamlError
-from configbags.runtime.limits import LIMITS
+from configbags.runtime.errors import OutputFileError, YamlError
+from configbags.runtime.leaftypes import FLOAT_TEXT, INT_TEXT, float_from_text, int_from_text
+from configbags.runtime.limits import LIMITS, over
 
-# Composing recurses once per nesting level; documents nested deeper than this are
-# refused before PyYAML's composer could hit Python's recursion limit.
+# Composing and constructing recurse once per nesting level; a document nested deeper than
+# this is refused while it is composed, long before Python's recursion limit. A fixed bound
+# (no configuration or schema nests anywhere near it), not one of the operator's limits.
 MAX_NESTING = 200
 
 
@@ -42,10 +66,14 @@ else:
     _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def _line(mark: Any) -> int | None:
+    return mark.line + 1 if mark is not None else None
+
+
 class StrictLoader(_SafeLoader):
-    """SafeLoader, YAML 1.2 core scalars, duplicate keys refused. Subclass it to change how
-    mappings are built (codegen keeps line marks, on `mapping_entries`) or which keys they
-    take (`check_mapping_key`); `load_yaml` adds the size checks."""
+    """SafeLoader, YAML 1.2 core scalars, duplicate keys refused (`load_yaml` counts the
+    limits in a pass over the parser's events before this composes anything). Subclass it to change how mappings are built (codegen keeps line marks, on
+    `mapping_entries`) or which keys they take (`check_mapping_key`)."""
 
     def check_mapping_key(self, key: Any, node: yaml.Node) -> None:
         """Refuse a mapping key that is not a scalar (a list or a mapping as a key is no
@@ -64,13 +92,8 @@ StrictLoader.yaml_implicit_resolvers = {}
 _CORE: list[tuple[str, str, str]] = [
     ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", "~nN"),
-    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
-    (
-        "tag:yaml.org,2002:float",
-        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-        "-+.0123456789",
-    ),
+    ("tag:yaml.org,2002:int", f"^(?:{INT_TEXT})$", "-+0123456789"),
+    ("tag:yaml.org,2002:float", f"^(?:{FLOAT_TEXT})$", "-+.0123456789"),
 ]
 for _tag, _pattern, _first in _CORE:
     StrictLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
@@ -78,33 +101,15 @@ for _tag, _pattern, _first in _CORE:
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^$"), [None])
 
 
-def _mark(node: yaml.Node) -> str:
-    return f"line {node.start_mark.line + 1}"
-
-
 def _construct_int(loader: StrictLoader, node: yaml.ScalarNode) -> int:
-    text = str(loader.construct_scalar(node))
-    digits = text.lstrip("+-")
-    if len(digits) > LIMITS.int_digits + 2:  # before int(): Python refuses > 4300 digits
-        raise yaml.constructor.ConstructorError(
-            None, None, f"an integer of {len(digits)} digits is over the limit of {LIMITS.int_digits}",
-            node.start_mark,
-        )
-    sign = -1 if text.startswith("-") else 1
-    if digits.startswith("0o"):
-        return sign * int(digits[2:], 8)
-    if digits.startswith("0x"):
-        return sign * int(digits[2:], 16)
-    return sign * int(digits, 10)  # `010` is ten: YAML 1.2 has no leading-zero octal
+    try:
+        return int_from_text(str(loader.construct_scalar(node)))
+    except ValueError as exc:
+        raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from None
 
 
 def _construct_float(loader: StrictLoader, node: yaml.ScalarNode) -> float:
-    text = str(loader.construct_scalar(node)).lower()
-    if text.endswith(".inf"):
-        return float("-inf") if text.startswith("-") else float("inf")
-    if text == ".nan":
-        return float("nan")
-    return float(text)
+    return float_from_text(str(loader.construct_scalar(node)))
 
 
 def mapping_entries(loader: StrictLoader, node: yaml.MappingNode) -> list[tuple[Any, Any, int]]:
@@ -154,113 +159,139 @@ def _refuse_merge(loader: StrictLoader, node: yaml.Node) -> Any:
 StrictLoader.add_constructor("tag:yaml.org,2002:merge", _refuse_merge)
 
 
-def _measure(root: yaml.Node) -> None:
-    """Refuse a node graph that expands beyond LIMITS.nodes, nests deeper than MAX_NESTING,
-    holds an overlong string or refers to itself. Counts each distinct node once, with
-    memoized expanded sizes, so a bomb is measured without being expanded."""
-    size: dict[int, int] = {}
-    in_progress: set[int] = set()
-    # An explicit stack rather than recursion: the graph may be as deep as the text allows.
-    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
-    while stack:
-        node, depth, children_done = stack.pop()
-        key = id(node)
-        if children_done:
-            in_progress.discard(key)
-            total = 1 + sum(size[id(c)] for c in _children(node))
-            if total > LIMITS.nodes:
-                raise YamlError(
-                    f"the document expands to more than {LIMITS.nodes} nodes (aliases counted as "
-                    f"expanded); the input limit refuses it (an alias bomb?)", node.start_mark.line + 1,
-                )
-            size[key] = total
-            continue
-        if key in size:
-            continue
-        if key in in_progress:
-            raise YamlError("an alias refers to a node that contains it (a recursive alias)",
-                            node.start_mark.line + 1)
-        if depth > MAX_NESTING:
-            raise YamlError(f"the document nests deeper than {MAX_NESTING} levels", node.start_mark.line + 1)
-        if isinstance(node, yaml.ScalarNode):
-            if len(node.value) > LIMITS.string_chars:
-                raise YamlError(f"a scalar of {len(node.value)} characters is over the limit of "
-                                f"{LIMITS.string_chars}", node.start_mark.line + 1)
-            size[key] = 1
-            continue
-        in_progress.add(key)
-        stack.append((node, depth, True))
-        stack.extend((c, depth + 1, False) for c in _children(node))
 
 
-def _children(node: yaml.Node) -> list[yaml.Node]:
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    if isinstance(node, yaml.MappingNode):
-        return [n for pair in node.value for n in pair]
-    return []
-
-
-def _check_size(text: str) -> None:
-    if len(text) > LIMITS.file_bytes:
-        raise YamlError(f"the text is {len(text)} characters, over the limit of {LIMITS.file_bytes}", None)
-
-
-def _nesting_ok(text: str) -> None:
-    """Refuse text whose bracket nesting alone passes MAX_NESTING before the recursive
-    composer sees it (block nesting is bounded by indentation, which costs a line each)."""
-    depth = deepest = 0
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth = max(0, depth - 1)
-    if deepest > MAX_NESTING:
-        raise YamlError(f"the document nests deeper than {MAX_NESTING} levels", None)
+def _measure(parser: StrictLoader) -> None:
+    """Refuse a stream over the limits from its events alone, before anything is composed:
+    nodes with every alias expanded (an anchor's size is known when it closes, so a bomb is
+    counted, never expanded), nesting, scalar length, recursive aliases. It stops at the
+    event that crosses a limit, so a huge document costs only the part read up to there."""
+    nodes = 0
+    opened: list[tuple[int, str | None]] = []  # (nodes before it, its anchor) per open collection
+    sizes: dict[str, int] = {}  # anchor -> expanded size of its (closed) node
+    while True:
+        event = parser.get_event()  # type: ignore[no-untyped-call]
+        kind = type(event)
+        if kind is ScalarEvent:
+            nodes += 1
+            if len(event.value) > LIMITS.string_chars:
+                raise YamlError(f"a scalar of {len(event.value)} characters is over "
+                                f"{over('string_chars', 'characters')}", _line(event.start_mark))
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif kind is SequenceStartEvent or kind is MappingStartEvent:
+            opened.append((nodes, event.anchor))
+            nodes += 1
+            if len(opened) > MAX_NESTING:
+                raise YamlError(f"the document nests deeper than {MAX_NESTING} levels (a fixed bound)",
+                                _line(event.start_mark))
+        elif kind is SequenceEndEvent or kind is MappingEndEvent:
+            before, anchor = opened.pop()
+            if anchor is not None:
+                sizes[anchor] = nodes - before
+        elif kind is AliasEvent:
+            if any(anchor == event.anchor for _, anchor in opened):
+                raise YamlError("an alias refers to a node that contains it (a recursive alias)",
+                                _line(event.start_mark))
+            nodes += sizes.get(event.anchor, 1)  # an undefined alias: the composer names it
+        elif kind is StreamEndEvent:
+            return
+        if nodes > LIMITS.nodes:
+            raise YamlError(f"the document expands to more than {LIMITS.nodes} nodes (aliases counted "
+                            f"as expanded: an alias bomb?), over {over('nodes', 'nodes')}", _line(event.start_mark))
 
 
 def load_yaml(text: str, loader: type[StrictLoader] = StrictLoader) -> Any:
     """Parse one YAML document within LIMITS; raise YamlError (with the line) otherwise."""
     _check_size(text)
-    _nesting_ok(text)
     try:
-        parser = loader(text)
-    except yaml.YAMLError as exc:  # ReaderError: a NUL or other control character
-        raise YamlError(str(exc).replace("\n", " "), None) from None
-    try:
-        node = parser.get_single_node()
-        if node is None:
-            return None
-        _measure(node)
-        return parser.construct_document(node)
+        _parse(text, loader, _measure)
+        return _parse(text, loader, _compose)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        raise YamlError(str(exc.problem or exc), mark.line + 1 if mark else None) from None
+        raise YamlError(str(exc.problem or exc), _line(mark)) from None
     except yaml.YAMLError as exc:  # ReaderError (a control character) has no mark
         raise YamlError(str(exc).replace("\n", " "), None) from None
-    except RecursionError:
-        raise YamlError(f"the document nests deeper than {MAX_NESTING} levels", None) from None
+
+
+def _compose(parser: StrictLoader) -> Any:
+    node = parser.get_single_node()
+    return None if node is None else parser.construct_document(node)
+
+
+def _parse(text: str, loader: type[StrictLoader], step: Any) -> Any:
+    parser = loader(text)
+    try:
+        return step(parser)
     finally:
         parser.dispose()
 
 
-def load_json(text: str) -> Any:
-    """Parse JSON text within LIMITS (size, nesting, integer digits); raise YamlError.
-    The nesting pre-check comes first: `json.loads` recurses once per level."""
+def _check_size(text: str) -> None:
+    if len(text) > LIMITS.file_bytes:
+        raise YamlError(f"the text is {len(text)} characters, over {over('file_bytes', 'bytes')}", None)
+
+
+# A JSON string, or an unterminated one up to the end: possessive, so one pass over the text
+# finds every string (a text of unterminated strings cannot make the search quadratic).
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
+
+
+def _measure_json(text: str) -> None:
+    """Refuse JSON text over the node, nesting or string limits from its skeleton (the text
+    with its strings taken out), before anything is built: every count runs at C speed."""
+    skeleton, strings = _JSON_STRING.subn("", text)
+    # Every value and key but the first follows a `,` or `:`; containers are counted by
+    # their opening bracket (an empty one counts twice: a bound, not a census).
+    nodes = 1 + sum(skeleton.count(c) for c in ",:[{")
+    if max(nodes, strings) > LIMITS.nodes:
+        raise YamlError(f"the document has more than {LIMITS.nodes} nodes, over {over('nodes', 'nodes')}", None)
+    if len(text) - len(skeleton) > LIMITS.string_chars:
+        for match in _JSON_STRING.finditer(text):  # at most LIMITS.nodes of them, checked above
+            if match.end() - match.start() - 2 > LIMITS.string_chars:
+                raise YamlError(f"a string of {match.end() - match.start() - 2} characters is over "
+                                f"{over('string_chars', 'characters')}", text.count("\n", 0, match.start()) + 1)
+    brackets = _NOT_BRACKET.sub("", skeleton)
+    if len(brackets) > 2 * LIMITS.nodes:
+        return  # more closing than opening brackets: not JSON, and json.loads says where
+    depth = 0
+    for ch in brackets:
+        depth += 1 if ch in "[{" else -1
+        if depth > MAX_NESTING:
+            raise YamlError(f"the document nests deeper than {MAX_NESTING} levels (a fixed bound)", None)
+
+
+def load_json(text: str, *, constants: bool = False, duplicates: bool = False) -> Any:
+    """Parse JSON text within LIMITS (size, nodes, nesting, string length, integer digits);
+    raise YamlError. A key given twice in one object is refused naming it, unless
+    `duplicates` (the last wins, as Python's json and Hugging Face's readers take a model's
+    config.json); `NaN` and `Infinity` are refused unless `constants` (a model config may
+    hold them)."""
     _check_size(text)
-    _nesting_ok(text)
+    _measure_json(text)
 
     def parse_int(digits: str) -> int:
         if len(digits.lstrip("-")) > LIMITS.int_digits:
-            raise ValueError(f"an integer of {len(digits)} digits is over the limit of {LIMITS.int_digits}")
+            raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits is over "
+                             f"{over('int_digits', 'digits')}")
         return int(digits)
 
     def parse_constant(name: str) -> float:
+        if constants:
+            return float(name)
         raise ValueError(f"{name} is not JSON (no NaN or infinity)")
 
+    def pairs(items: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out and not duplicates:
+                raise ValueError(f"duplicate key {key!r} in one object; keep one of them")
+            out[key] = value
+        return out
+
     try:
-        return json.loads(text, parse_int=parse_int, parse_constant=parse_constant)
+        return json.loads(text, parse_int=parse_int, parse_constant=parse_constant, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise YamlError(exc.msg, exc.lineno) from None
     except (ValueError, RecursionError) as exc:
@@ -268,18 +299,112 @@ def load_json(text: str) -> Any:
 
 
 def read_text_limited(path: Path) -> str:
-    """A regular file's UTF-8 text, at most LIMITS.file_bytes: a FIFO, a device or a
-    folder is refused without being opened for reading (opening a FIFO would block)."""
+    """A regular file's UTF-8 text, at most LIMITS.file_bytes. Anything else (a FIFO, a
+    device, a folder, a link to one of them) is refused before it is opened for reading,
+    and the file is opened without blocking and checked again once open, so one swapped in
+    between cannot hang the read. Raises YamlError naming the file, or OSError."""
     info = path.stat()
     if not stat.S_ISREG(info.st_mode):
-        raise YamlError(f"{path} is not a regular file", None)
+        raise YamlError(f"{path} is not a regular file ({_kind(info.st_mode)}); give a file", None)
     if info.st_size > LIMITS.file_bytes:
-        raise YamlError(f"{path} is {info.st_size} bytes, over the limit of {LIMITS.file_bytes}", None)
-    with path.open("rb") as f:
-        data = f.read(LIMITS.file_bytes + 1)
-    if len(data) > LIMITS.file_bytes:  # it grew between stat and read
-        raise YamlError(f"{path} is over the limit of {LIMITS.file_bytes} bytes", None)
+        raise YamlError(f"{path} is {info.st_size} bytes, over {over('file_bytes', 'bytes')}", None)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise YamlError(f"{path} was replaced by something other than a regular file while it was opened",
+                            None)
+        # A file's own size, and one byte more to see it grow (a /proc file says 0): never a
+        # buffer of the whole limit for a small file.
+        data = f.read((info.st_size or LIMITS.file_bytes) + 1)
+        if len(data) > info.st_size:
+            data += f.read(LIMITS.file_bytes + 1 - len(data))
+    if len(data) > LIMITS.file_bytes:  # it grew between stat and read, or /proc says size 0
+        raise YamlError(f"{path} is more than {LIMITS.file_bytes} bytes, over {over('file_bytes', 'bytes')}",
+                        None)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise YamlError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})", None) from None
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def load_file(path: Path, loader: type[StrictLoader] = StrictLoader, **json_options: bool) -> Any:
+    """One config, schema or model file: read within the limits, parsed as JSON when it is
+    named `*.json` (with `load_json`'s options), as YAML otherwise."""
+    text = read_text_limited(path)
+    return load_json(text, **json_options) if path.suffix.lower() == ".json" else load_yaml(text, loader)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+class StrictDumper(yaml.SafeDumper):
+    """SafeDumper that resolves plain scalars with the loader's own YAML 1.2 rules, so any
+    string the loader would read as a number, a bool or null is quoted (YAML 1.1's rules
+    leave `1e3`, `0o17` or `1e400` plain, and a YAML 1.2 reader takes them as numbers)."""
+
+
+StrictDumper.yaml_implicit_resolvers = StrictLoader.yaml_implicit_resolvers
+# Printable ASCII with no space at either end: PyYAML's own analysis picks plain or quoted
+# for these; anything else (line breaks such as NEL or U+2028, a BOM, controls, non-ASCII)
+# is written double-quoted, where every such character is an escape and no folding applies.
+_PLAIN_ENOUGH = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+
+
+def _represent_str(dumper: StrictDumper, data: str) -> yaml.ScalarNode:
+    style = None if _PLAIN_ENOUGH.fullmatch(data) else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+StrictDumper.add_representer(str, _represent_str)
+
+
+def dump_yaml(data: Any) -> str:
+    """`data` (JSON data: mappings in their own order) as YAML text that `load_yaml` reads
+    back to equal data; YamlError if it would not (nothing is written in that case)."""
+    text: str = yaml.dump(data, Dumper=StrictDumper, sort_keys=False, allow_unicode=True,
+                          default_flow_style=False, width=1 << 20)
+    if load_yaml(text) != data:
+        raise YamlError("the value would not read back as it is; report it (configbags' YAML writer)", None)
+    return text
+
+
+def check_output_path(path: Path, what: str) -> None:
+    """Refuse, before anything is done, a path that `write_text_atomic` could not write:
+    its folder missing or not writable, or the path a folder or something other than a
+    regular file (a FIFO would block the write). OutputFileError names the path and why."""
+    folder = path.parent
+    why = None
+    if path.is_dir():
+        why = "it is a folder; give a file name"
+    elif path.exists() and not path.is_file():
+        why = "it is not a regular file; give a file name"
+    elif not folder.is_dir():
+        why = f"its folder {folder} does not exist; create it first"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        why = f"its folder {folder} is not writable; choose a writable place"
+    elif path.exists() and not os.access(path, os.W_OK):
+        why = "the file is not writable; choose another path or make it writable"
+    if why is not None:
+        raise OutputFileError(f"{what} {path}: cannot be written: {why}")
+
+
+def write_text_atomic(path: Path, text: str, what: str) -> Path:
+    """Write `text` to `path` as UTF-8, replacing the file whole (a temporary file beside
+    it, then a rename): a failed write leaves the old file as it was. OutputFileError."""
+    check_output_path(path, what)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OutputFileError(f"{what} {path}: cannot be written: {exc.strerror or exc}") from None
+    return path

@@ -42,7 +42,7 @@ from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFac
 from configbags.server import fit
 from configbags.server.kvcache import seam
 from configbags.server.kvcache.configurator import KvCacheConfigurator
-from configbags.server.kvcache.errors import DoesNotFitError
+from configbags.server.kvcache.errors import BudgetError, DoesNotFitError
 from configbags.server.kvcache.gpus import GPU_PRESETS, GpuPreset, gpu_preset
 from configbags.server.kvcache.model_shape import ModelShape, load_model_shape
 from configbags.server.kvcache.planner import (
@@ -351,7 +351,9 @@ class _Configured:
 
 
 def _configure(ns: argparse.Namespace, ctx: Context[Any], records: _Records, point: _Point,
-               extra: Sequence[str] = ()) -> _Configured:
+               extra: Sequence[str] = (), *, overrun_ok: bool = False) -> _Configured:
+    """Plan one point. `overrun_ok`: return a plan whose tables overrun the slack instead of
+    refusing it (`--fit` then tries the point again with a shorter context)."""
     shape = point.shape
     record = records.get(point, extra)
     memory = _memory(ns, point.gpu)
@@ -365,6 +367,10 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poi
     inputs = plan_inputs(ctx)
     start = time.perf_counter()
     plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context).configure()
+    if plan.budget.headroom < 0 and not overrun_ok:  # the tables alone overrun the slack: nothing left for activations
+        raise BudgetError(f"the tables paid from the slack need {plan.budget.from_slack / GiB:.2f} GiB, more than "
+                          f"its {plan.budget.slack / GiB:.2f} GiB, leaving nothing for activations; lower "
+                          "--context-length, --max-running-requests or --mem-fraction-static")
     return _Configured(plan, memory, (time.perf_counter() - start) * 1e3, inputs)
 
 
@@ -504,7 +510,7 @@ def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: l
         point = _Point(shape, gpu, tp)
         try:
             with ctx.restoring():
-                done = _configure(ns, ctx, records, point, extra)
+                done = _configure(ns, ctx, records, point, extra, overrun_ok=True)
             context = None
             if fit.needs_shorter_context(done.plan, isl, osl):
                 context = fit.context_for(isl, osl)

@@ -51,7 +51,7 @@ def test_duplicate_keys_are_refused_naming_both_lines(tmp_path: Path) -> None:
     ("body", "message"),
     [
         ("dp_size: " + "1" * 5000 + "\n", "an integer of 5000 digits is over the limit of 100"),
-        ("dp_size: " + "1" * 101 + "\n", "more than 100 digits"),
+        ("json_model_override_args: {n: " + "1" * 101 + "}\n", "more than 100 digits"),  # sizes are bounded lower
         ("mem_fraction_static: " + str(2**2000) + "\n", "over the limit"),
         ("json_model_override_args: " + deep_json_text(900) + "\n", "nests deeper than 200"),
         ("json_model_override_args: " + deep_json_text(100) + "\n", "nests deeper than 64"),

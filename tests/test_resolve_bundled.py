@@ -300,10 +300,10 @@ def test_hash_is_canonical_and_never_raises(ctx: Any) -> None:
     assert _hash(schedule_conservativeness=-0.0) == a
     with pytest.raises(RecordError, match="over the input limit"):
         ServerArgs(model_path="m", max_prefill_tokens=10 ** 5000)  # refused at the door
-    huge = 10 ** 99  # the largest size the input limits admit still hashes
-    publish(ServerArgs(model_path="m", max_prefill_tokens=huge), role="launcher")
+    huge = 10 ** 99  # the largest integer the input limits admit (in a json leaf: sizes are bounded) still hashes
+    publish(ServerArgs(model_path="m", json_model_override_args={"n": huge}), role="launcher")
     assert len(ctx.config_hash()) == 16
-    assert ctx.config_hash() != _hash(max_prefill_tokens=huge + 1)
+    assert ctx.config_hash() != _hash(json_model_override_args={"n": huge + 1})
 
 
 # -- configbags explain --------------------------------------------------------------------
@@ -316,7 +316,7 @@ def test_explain_command_shows_layer_and_rule(capsys: pytest.CaptureFixture[str]
     assert cli_main(["explain", "page_size", "--attention-backend", "flashmla", "--page-size", "16", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["resolved"], data["origin"]["forced_over"]["source"]) == (64, "--page-size")
-    assert cli_main(["explain", "page_sise"]) == 1
+    assert cli_main(["explain", "page_sise"]) == 2
     assert "'page_sise' is not a config leaf (did you mean 'page_size'?)" in capsys.readouterr().err
 
 

@@ -129,11 +129,11 @@ class Context(Generic[V]):
                 self.republish_report = None
             if self.scoping.recorder is not None:
                 self.scoping.recorder.published(role)  # before installing: a bad output path fails here
+            dump = dump_path_of(record)
+            if dump is not None:  # so does a --dump-config path that cannot be written
+                readbacks.dump_config(self.registry, state, dump)
             self._install(state)
         log.info("config published (role %s, epoch %d): %s", role, state.epoch, NonDefaults(self.registry, state))
-        dump = dump_path_of(record)
-        if dump is not None:
-            self.dump_config(dump)
         return self
 
     def adopt(

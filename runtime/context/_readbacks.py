@@ -139,14 +139,17 @@ def config_hash(registry: Registry, state: State) -> str:
 def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
     """Write the resolved config as a YAML config file: every leaf not at its schema
     default (rule results included), so passing it back with `--config` reproduces this
-    run on any machine. Secrets are left out (named in a comment) and set as before."""
-    import yaml
+    run on any machine: the same values and the same config hash (the writer quotes for the
+    loader's YAML 1.2 and checks the text reads back). Secrets are left out (named in a
+    comment) and set as before. The file is replaced whole or not at all; a path that
+    cannot be written is an OutputFileError."""
+    from configbags.runtime.yamlsafe import dump_yaml, write_text_atomic
 
     reg = registry
     values: dict[str, Any] = {}
     secrets = []
     found = origins(registry, state)
-    for name, spec in reg.leaves.items():
+    for name, spec in sorted(reg.leaves.items()):
         value = getattr(state.record, name) if found[name].layer is Layer.DEFAULT else state.values[name]
         if found[name].layer is Layer.DEFAULT and (value == spec.default or jsonable(value) == spec.default):
             continue
@@ -158,9 +161,7 @@ def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
               "# Pass it back with --config to reproduce this run."]
     if secrets:
         header.append(f"# Secrets left out (set them as before): {', '.join(sorted(secrets))}.")
-    text = "\n".join(header) + "\n" + yaml.safe_dump(values, sort_keys=True, allow_unicode=True)
-    out = Path(path)
-    out.write_text(text, encoding="utf-8")
+    out = write_text_atomic(Path(path), "\n".join(header) + "\n" + dump_yaml(values), "--dump-config")
     log.info("config dumped to %s (%d values)", out, len(values))
     return out
 

@@ -16,7 +16,7 @@ from configbags.runtime.errors import (
     PolicyError,
     UnknownLeafError,
 )
-from configbags.runtime.leaftypes import Policy, check_bounds, closest
+from configbags.runtime.leaftypes import Policy, check_bounds, closest, is_text, short_repr
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
 
@@ -35,6 +35,7 @@ class OverrideValidator:
         self, state: State, leaves: Mapping[str, Any], *, source: str, check_policy: bool
     ) -> dict[str, Any]:
         reg = self.registry
+        check_source(source)
         coerced: dict[str, Any] = {}
         for name, value in leaves.items():
             spec = reg.leaves.get(name)
@@ -121,3 +122,14 @@ class OverrideValidator:
 def where(spec: LeafSpec) -> str:
     """A leaf as refusals name it (built only when a refusal is raised)."""
     return f"{spec.namespace}.{spec.name} (policy {spec.policy.value}, owner {spec.owner})"
+
+
+def check_source(source: object) -> None:
+    """An override's source is what the log, server_info and explain show as who changed
+    the value: a short line of text (None or a dict would be logged as given)."""
+    if not isinstance(source, str) or not source.strip() or len(source) > 200 or not is_text(source) \
+            or any(c in source for c in "\r\n"):
+        raise LeafValueError(
+            f"an override's source must be a line of text naming who changes the config (e.g. "
+            f"'kv_pool.resolve'), not {short_repr(source)}"
+        )

@@ -12,7 +12,6 @@ Torch-free on purpose: the planner and `configbags plan` do all their math witho
 from __future__ import annotations
 
 import enum
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
@@ -22,7 +21,7 @@ from typing import Any
 import attrs
 
 from configbags.runtime.errors import YamlError
-from configbags.runtime.yamlsafe import read_text_limited
+from configbags.runtime.yamlsafe import load_json, read_text_limited
 from configbags.server.kvcache.config_fields import MAX_LAYERS, ConfigFields
 from configbags.server.kvcache.errors import ModelConfigError
 from configbags.server.kvcache.quantization import WeightQuant, weight_quant
@@ -202,20 +201,16 @@ def load_model_shape(path: str | Path) -> ModelShape:
     if p.is_dir():
         p = p / "config.json"
     try:
-        # Nemotron-H's config holds the non-standard token `Infinity`; json accepts it, and
-        # every numeric field the planner reads is type-checked afterwards.
-        # (a regular file within the input limits: a FIFO or a device is never opened)
-        config = json.loads(read_text_limited(p))
+        # The one reader of input files, within the input limits (a FIFO or a device is never
+        # opened). Nemotron-H's config holds the non-standard token `Infinity`, and a repeated
+        # key takes its last value, as Hugging Face reads it; every numeric field the planner
+        # reads is type-checked afterwards.
+        config = load_json(read_text_limited(p), constants=True, duplicates=True)
     except FileNotFoundError:
         raise ModelConfigError(f"model config {p} does not exist") from None
     except YamlError as exc:
-        raise ModelConfigError(f"model config {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ModelConfigError(f"model config {p} is not valid JSON: {exc}") from None
-    except ValueError as exc:  # e.g. an integer beyond Python's int-to-text digit limit
-        raise ModelConfigError(f"model config {p} holds a value json cannot read: {exc}") from None
-    except RecursionError:
-        raise ModelConfigError(f"model config {p} is nested too deeply to be a model config") from None
+        where = "" if str(p) in exc.problem else f"{exc.at(p)} is not valid JSON: "
+        raise ModelConfigError(f"model config {where}{exc.problem}") from None
     except OSError as exc:
         raise ModelConfigError(f"model config {p} cannot be read: {exc.strerror or exc}") from None
     if not isinstance(config, dict):

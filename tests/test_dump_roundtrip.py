@@ -1,0 +1,163 @@
+"""`--dump-config` round-trips by construction: the dumped file, passed back with
+`--config`, gives the same values and the same config hash, for every leaf type and any
+value a record accepts (strings YAML 1.1 would leave plain but YAML 1.2 reads as numbers,
+line breaks such as NEL, non-ASCII text, json values holding such strings). A path that
+cannot be written is refused before anything is installed."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hostile.strategies import PROFILE
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from configbags.generated.accessors import get_context
+from configbags.generated.registry import LEAVES
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.errors import ConfigError, OutputFileError, RecordError
+from configbags.runtime.registry import LeafSpec
+from configbags.runtime.yamlsafe import dump_yaml, load_yaml
+
+# Strings a YAML 1.1 writer leaves plain that a YAML 1.2 reader takes for numbers, and
+# characters a writer must escape rather than fold.
+TRAPS = ["1e3", "0o17", "-1e-3", "1e400", "+1", ".5", "0x1F", "1_000", "010", "-.inf", ".NaN", "Null", "~",
+         "TRUE", "yes", "", " ", " lead", "trail ", "a: b", "#x", "- x", "[1]", "{}", "&a", "*a", "!t", "'q'",
+         '"q"', "x\x85y", "\x85", "\u2028", "\u2029", "\ufeff", "\t", "\n", "a\nb", "\r\n", "\x00", "\x1b[0m",
+         "é", "💥", "\\", "%x", "@x", "`x", "|", ">", "?", ":", "---", "..."]
+texts = st.one_of(st.sampled_from(TRAPS), st.text(max_size=12))
+json_scalars = st.one_of(
+    st.none(), st.booleans(), texts, st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+json_values = st.recursive(json_scalars, lambda kids: st.one_of(
+    st.lists(kids, max_size=3), st.dictionaries(texts, kids, max_size=3)), max_leaves=8)
+
+
+def _values_for(spec: LeafSpec) -> st.SearchStrategy[Any]:
+    t = spec.type
+    if spec.choices is not None:
+        base: st.SearchStrategy[Any] = st.sampled_from(list(spec.choices))
+    elif t.base == "bool":
+        base = st.booleans()
+    elif t.base == "int":
+        base = st.integers(min_value=int(spec.minimum) if spec.minimum is not None else -(10**30),
+                           max_value=int(spec.maximum) if spec.maximum is not None else 10**30)
+    elif t.base == "float":
+        base = st.floats(min_value=spec.minimum, max_value=spec.maximum, allow_nan=False, allow_infinity=False)
+    elif t.base == "str":
+        base = texts
+    elif t.base == "list[int]":
+        base = st.lists(st.integers(min_value=1, max_value=1 << 16), max_size=4)
+    elif t.base == "list[str]":
+        base = st.lists(texts, max_size=4)
+    else:
+        base = json_values
+    return st.one_of(st.none(), base) if t.optional else base
+
+
+DUMPABLE = sorted(n for n, s in LEAVES.items() if not s.secret)
+configs = st.lists(st.sampled_from(DUMPABLE), min_size=1, max_size=6, unique=True).flatmap(
+    lambda names: st.fixed_dictionaries({n: _values_for(LEAVES[n]) for n in names}))
+
+
+def _published(record: ServerArgs) -> tuple[dict[str, Any], str]:
+    ctx = get_context()
+    ctx.publish(record, role="launcher")
+    values = {n: v for n, v in ctx.state.values.items() if not (n in LEAVES and LEAVES[n].secret)}
+    return values, ctx.config_hash()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, and floats equal to the bit (-0.0 is not 0.0 here)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if hasattr(a, "keys") and hasattr(b, "keys"):
+        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _round_trip(values: dict[str, Any]) -> None:
+    values = {"model_path": "/m", **values}
+    try:
+        record = ServerArgs(**values)
+    except RecordError:
+        assume(False)  # not a value the record accepts: nothing to round-trip
+    ctx = get_context()
+    with ctx.restoring(), tempfile.TemporaryDirectory() as tmp:
+        try:
+            first, first_hash = _published(record)
+        except ConfigError:
+            assume(False)  # a combination the rules or derived values refuse at publish
+        dump = Path(tmp) / "resolved.yaml"
+        ctx.dump_config(dump)
+        again = ServerArgs.from_cli(["--config", str(dump)], environ={})
+        second, second_hash = _published(again)
+        changed = {n: (first[n], second.get(n)) for n in first if not _same(first[n], second.get(n))}
+        assert not changed, f"{changed}\n{dump.read_text()}"
+        assert first_hash == second_hash
+
+
+@PROFILE
+@given(values=configs)
+def test_a_dumped_config_reloads_to_equal_values_and_the_same_hash(values: dict[str, Any]) -> None:
+    _round_trip(values)
+
+
+@pytest.mark.parametrize("text", ["1e3", "0o17", "-1e-3", "1e400", "x\x85y", "\u2028", "0x1F", "010"])
+def test_strings_that_yaml_1_1_leaves_plain_come_back_as_strings(text: str) -> None:
+    _round_trip({"host": text, "json_model_override_args": {"rope": text, "list": [text]}})
+
+
+def test_dump_yaml_checks_every_value_reads_back() -> None:
+    data = {"a": TRAPS, "b": {t: t for t in TRAPS}, "c": [1e16, -0.0, 5e-324, 10**99, True, None]}
+    assert load_yaml(dump_yaml(data)) == data
+
+
+def test_an_unwritable_dump_path_is_refused_before_anything_is_installed(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    for path in [tmp_path / "missing" / "x.yaml", tmp_path]:
+        with pytest.raises(SystemExit) as info:
+            ServerArgs.from_cli(["--model-path", "/m", "--dump-config", str(path)], environ={})
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert f"--dump-config {path}: cannot be written" in err and "Traceback" not in err, err
+    # a path that stops being writable after the flags were read: publish refuses it, typed,
+    # and installs nothing
+    folder = tmp_path / "out"
+    folder.mkdir()
+    record = ServerArgs.from_cli(["--model-path", "/m", "--tp-size", "2", "--dump-config", str(folder / "x.yaml")],
+                                 environ={})
+    folder.rmdir()
+    ctx = get_context()
+    with ctx.restoring():
+        before = ctx._state
+        with pytest.raises(OutputFileError, match="cannot be written"):
+            ctx.publish(record, role="launcher")
+        assert ctx._state is before
+
+
+def test_a_failed_dump_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "resolved.yaml"
+    ctx = get_context()
+    with ctx.restoring():
+        ctx.publish(ServerArgs(model_path="/m", host="\x85"), role="launcher")
+        ctx.dump_config(path)
+        before = path.read_bytes()
+        assert ServerArgs.from_file(path).host == "\x85"
+
+        def disk_full(*args: object) -> None:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr("os.replace", disk_full)
+        ctx.publish(ServerArgs(model_path="/other"), role="launcher")
+        with pytest.raises(OutputFileError, match="No space left on device"):
+            ctx.dump_config(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["resolved.yaml"]
