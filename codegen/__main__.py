@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
               f"was written. Please report it with the schema that triggered it.", file=sys.stderr)
         return EXIT_INTERNAL
     cache.save()
-    for warning in rule_cycles((r.id, r.leaf, [*(c.subject for c in r.when), *r.inputs]) for r in model.rules):
+    for warning in rule_cycles(((r.id, r.leaf, [*(c.subject for c in r.when), *r.inputs]) for r in model.rules),
+                               ordered=(r.id for r in model.rules if r.ordered)):
         print(f"configbags gen: warning: {warning}", file=sys.stderr)
     if args.check:
         stale = diff(out, files)

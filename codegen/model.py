@@ -121,6 +121,7 @@ class Rule:
     force: str | None
     help: str
     where: Where
+    ordered: str | None = None  # why its place in the file is deliberate (a rule cycle gen then accepts)
 
 
 @attrs.frozen
@@ -814,7 +815,8 @@ class _Builder:
         layer = self._rule_layer(spec, [c.subject for c in when] + list(inputs), bad)
         self._rule_value(spec, leaf, inputs, bad)
         return Rule(rid, leaf.name, layer, when, "value" in spec, plain(spec.get("value")), spec.get("fn"),
-                    inputs, spec.get("force"), spec["help"], Where(src.display, src.data["rules"].line_of(rid)))
+                    inputs, spec.get("force"), spec["help"], Where(src.display, src.data["rules"].line_of(rid)),
+                    spec.get("ordered"))
 
     @staticmethod
     def _rule_conditions(spec: Marked, leaves: dict[str, LeafSpec], bad: Callable[..., None]) -> tuple[Condition, ...]:

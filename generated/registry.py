@@ -2330,7 +2330,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=(),
         force=None,
         help="A prefill server of a disaggregated deployment has the fleet role prefill (contract kv_transfer).",
-        where="schema/rules.yaml:133",
+        where="schema/rules.yaml:138",
     ),
     RuleSpec(
         id="deployment_role_decode",
@@ -2342,7 +2342,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=(),
         force=None,
         help="A decode server of a disaggregated deployment has the fleet role decode (contract kv_transfer).",
-        where="schema/rules.yaml:140",
+        where="schema/rules.yaml:145",
     ),
     RuleSpec(
         id="speculative_num_steps_auto",
@@ -2378,7 +2378,7 @@ RULES: tuple[RuleSpec, ...] = (
         ),
         force=None,
         help="With a drafting algorithm and no steps, top-k or draft tokens given, SGLang picks top-k 1 for DeepSeek V2/V3 and 4 otherwise.",
-        where="schema/rules.yaml:35",
+        where="schema/rules.yaml:36",
     ),
     RuleSpec(
         id="speculative_num_draft_tokens_auto",
@@ -2396,7 +2396,7 @@ RULES: tuple[RuleSpec, ...] = (
         ),
         force=None,
         help="With a drafting algorithm and no steps, top-k or draft tokens given, SGLang picks 4 draft tokens for DeepSeek V2/V3 and 8 otherwise.",
-        where="schema/rules.yaml:41",
+        where="schema/rules.yaml:43",
     ),
     RuleSpec(
         id="attention_backend_deepseek_v3",
@@ -2408,7 +2408,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=("gpu.sm", "prefill_attention_backend", "decode_attention_backend"),
         force=None,
         help="DeepSeek V3/R1 on SM100 (B200) runs trtllm_mla when no attention backend is given.",
-        where="schema/rules.yaml:48",
+        where="schema/rules.yaml:51",
     ),
     RuleSpec(
         id="attention_backend_gpt_oss",
@@ -2420,7 +2420,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=("gpu.sm", "prefill_attention_backend", "decode_attention_backend"),
         force=None,
         help="GPT-OSS runs trtllm_mha on SM100 (B200), fa3 on Hopper and triton elsewhere when no attention backend is given.",
-        where="schema/rules.yaml:56",
+        where="schema/rules.yaml:59",
     ),
     RuleSpec(
         id="attention_backend_nemotron_h",
@@ -2438,7 +2438,7 @@ RULES: tuple[RuleSpec, ...] = (
         ),
         force=None,
         help="Nemotron-H on SM100 (B200) runs trtllm_mha when no attention backend is given (with speculative decoding only for top-k 1, else triton).",
-        where="schema/rules.yaml:64",
+        where="schema/rules.yaml:67",
     ),
     RuleSpec(
         id="page_size_flashmla",
@@ -2450,7 +2450,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=(),
         force="the FlashMLA kernels only run 64-token pages",
         help="FlashMLA needs page size 64.",
-        where="schema/rules.yaml:72",
+        where="schema/rules.yaml:75",
     ),
     RuleSpec(
         id="page_size_cutlass_mla",
@@ -2462,7 +2462,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=(),
         force="the CUTLASS MLA kernels only run 128-token pages",
         help="CUTLASS MLA needs page size 128.",
-        where="schema/rules.yaml:81",
+        where="schema/rules.yaml:84",
     ),
     RuleSpec(
         id="page_size_trtllm_mla",
@@ -2474,7 +2474,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=("page_size",),
         force="TensorRT-LLM MLA kernels run 32- or 64-token pages only",
         help="trtllm_mla keeps a page size of 32 or 64 and uses 64 otherwise.",
-        where="schema/rules.yaml:90",
+        where="schema/rules.yaml:93",
     ),
     RuleSpec(
         id="page_size_trtllm_mha",
@@ -2486,7 +2486,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=("page_size",),
         force="TensorRT-LLM MHA kernels run 16-, 32- or 64-token pages only",
         help="trtllm_mha keeps a page size of 16, 32 or 64 and uses 64 otherwise.",
-        where="schema/rules.yaml:100",
+        where="schema/rules.yaml:103",
     ),
     RuleSpec(
         id="gemma2_full_swa_memory",
@@ -2498,7 +2498,7 @@ RULES: tuple[RuleSpec, ...] = (
         inputs=(),
         force=None,
         help="Gemma-2 interleaves sliding-window and full layers; SGLang gives its sliding-window layers the full KV pool.",
-        where="schema/rules.yaml:110",
+        where="schema/rules.yaml:113",
     ),
     RuleSpec(
         id="overlap_off_for_mamba_no_buffer",
@@ -2517,7 +2517,7 @@ RULES: tuple[RuleSpec, ...] = (
         ),
         force="the no_buffer mamba radix cache runs without overlap scheduling",
         help="When auto resolves the mamba radix cache strategy to no_buffer, overlap scheduling goes off with it.",
-        where="schema/rules.yaml:119",
+        where="schema/rules.yaml:122",
     ),
     RuleSpec(
         id="mamba_radix_cache_strategy_auto",
@@ -2536,7 +2536,7 @@ RULES: tuple[RuleSpec, ...] = (
         ),
         force="auto asks the server to choose the strategy for the model",
         help="auto on a hybrid mamba model is extra_buffer (5 slots per running request) when overlap scheduling is on or pages exceed 1 token and the architecture supports it on the triton linear-attention backend, else no_buffer.",
-        where="schema/rules.yaml:126",
+        where="schema/rules.yaml:130",
     ),
 )
 

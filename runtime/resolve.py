@@ -364,12 +364,14 @@ def verdicts(registry: Registry, leaf: str, facts: Facts, values: Mapping[str, A
     return out
 
 
-def rule_cycles(rules: Iterable[tuple[str, str, Iterable[str]]]) -> list[str]:
+def rule_cycles(rules: Iterable[tuple[str, str, Iterable[str]]], ordered: Iterable[str] = ()) -> list[str]:
     """A warning for each set of rules whose leaves read one another, from (rule id, leaf it
     sets, subjects it reads) triples: each rule sees the others' values as resolved so far,
     so the rules' order decides the result, and explain (which re-evaluates a rule against
     the final values) may say a skipped rule would match. A rule reading its own leaf (the
-    value below it) is no cycle."""
+    value below it) is no cycle. A cycle whose every rule is in `ordered` (the schema says
+    why its order is deliberate: `ordered:`) is accepted without a warning."""
+    accepted = set(ordered)
     setters: dict[str, list[str]] = {}
     reads: dict[str, set[str]] = {}
     for rule_id, leaf, subjects in rules:
@@ -380,10 +382,13 @@ def rule_cycles(rules: Iterable[tuple[str, str, Iterable[str]]]) -> list[str]:
     for component in _strongly_connected(graph):
         if len(component) > 1:
             ids = sorted(rid for leaf in component for rid in setters[leaf])
+            if accepted.issuperset(ids):
+                continue
             warnings.append(
                 f"rules {', '.join(ids)} set leaves that read one another ({', '.join(sorted(component))}): "
                 f"each sees the others' values as resolved so far, so their order in the rules file "
-                f"decides the result; keep that order deliberate, or have one of them read facts only"
+                f"decides the result; if that order is deliberate, say why with `ordered:` on each of them, "
+                f"else have one of them read facts only"
             )
     return warnings
 

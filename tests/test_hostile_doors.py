@@ -255,8 +255,11 @@ def test_enum_and_subclass_values_are_stored_as_plain_values() -> None:
 def test_rule_cycles_are_warned_at_gen(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert rule_cycles([("r1", "a", ["b"]), ("r2", "b", ["a", "gpu.sm"]), ("r3", "c", ["c"])]) == [
         "rules r1, r2 set leaves that read one another (a, b): each sees the others' values as resolved so far, "
-        "so their order in the rules file decides the result; keep that order deliberate, or have one of them "
-        "read facts only"]
+        "so their order in the rules file decides the result; if that order is deliberate, say why with "
+        "`ordered:` on each of them, else have one of them read facts only"]
+    # a cycle is accepted once every rule in it says why its order is deliberate; one is not enough
+    assert rule_cycles([("r1", "a", ["b"]), ("r2", "b", ["a"])], ordered=["r1", "r2"]) == []
+    assert len(rule_cycles([("r1", "a", ["b"]), ("r2", "b", ["a"])], ordered=["r1"])) == 1
     schema = copy_case("tiny", tmp_path)  # width (int) and ratio (optional float) are leaves of it
     (schema / "rules.yaml").write_text(
         "rules:\n"
@@ -266,6 +269,14 @@ def test_rule_cycles_are_warned_at_gen(tmp_path: Path, capsys: pytest.CaptureFix
     assert generate(schema, tmp_path / "out") == 0, capsys.readouterr().err
     err = capsys.readouterr().err
     assert "warning: rules ratio_from_width, width_from_ratio set leaves that read one another (ratio, width)" in err
+    (schema / "rules.yaml").write_text(
+        "rules:\n"
+        "  width_from_ratio:\n    leaf: width\n    fn: math:floor\n    inputs: [ratio]\n    help: w\n"
+        "    ordered: the width follows an operator's ratio\n"
+        "  ratio_from_width:\n    leaf: ratio\n    fn: math:sqrt\n    inputs: [width]\n    help: r\n"
+        "    ordered: the ratio then follows the width\n")
+    assert generate(schema, tmp_path / "out2") == 0, capsys.readouterr().err
+    assert "read one another" not in capsys.readouterr().err
 
 
 def test_plan_refuses_a_negative_activation_budget(tmp_path: Path) -> None:
