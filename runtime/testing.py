@@ -25,7 +25,7 @@ class published(Restoring):
 
     def __init__(self, record: Any, *, role: str = "test", context: Context[Any] | None = None,
                  facts: Facts | None = None, **ranks: int) -> None:
-        super().__init__(context or process_context(record=record))
+        super().__init__(context or process_context(record=record), test=True)
         self._record, self._role, self._facts, self._ranks = record, role, facts, ranks
 
     def __enter__(self) -> Context[Any]:
@@ -57,5 +57,5 @@ def _suite_context() -> Context[Any]:
 def config_scope() -> Iterator[Context[Any]]:
     """Whatever the test publishes or overrides is undone afterwards."""
     ctx = _suite_context()
-    with ctx.restoring():
+    with ctx.restoring(test=True):
         yield ctx
