@@ -19,7 +19,7 @@ from configbags.packages import load_context
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
-from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door
+from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
 
 HOST_LEAF, PORT_LEAF = "host", "port"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ranks = None
     try:
+        check_keys(context.registry, record.to_dict())  # before any rank starts
         if args.ranks > 1:
             ranks = _start_ranks(context, package, record, args)
         else:
@@ -93,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                                 timeout_keep_alive=30)
         print(f"configbags serve: http://{host}:{port} ({args.ranks} rank(s); operator may change "
               f"{len(door.writable)} leaves)", file=sys.stderr, flush=True)
+        print(f"configbags serve: {protection(values)}", file=sys.stderr, flush=True)
         # uvicorn shuts down on SIGTERM/SIGINT, then restores these handlers and re-raises the
         # signal to them; left at the defaults, that would kill the process (-15) after a
         # clean shutdown, or print a KeyboardInterrupt traceback.
