@@ -124,7 +124,10 @@ class RankGroup:
 
     def _read(self, key: str) -> str | None:
         store = self._watch
-        return store.get(key).decode() if store.check([key]) else None
+        try:
+            return store.get(key).decode() if store.check([key]) else None
+        except Exception:  # the store closes with this process (shutdown): nothing to tell
+            return None
 
     def _post(self, op: str) -> dist.DistributedContext:
         dead = self.dead()
