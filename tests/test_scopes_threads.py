@@ -9,11 +9,15 @@ import threading
 from typing import Any
 
 import pytest
+from hostile.strategies import PROFILE
+from hypothesis import given
+from hypothesis import strategies as st
 
 from configbags.generated.accessors import get_context, get_schedule, get_spec
 from configbags.generated.server_args import ServerArgs
 from configbags.runtime.context import Context
 from configbags.runtime.errors import OwnerError, RoleError, ScopeError
+from configbags.runtime.testing import published
 
 
 @pytest.fixture
@@ -148,3 +152,45 @@ def test_acting_as_test_works_inside_a_test_scope(ctx: Context[Any], record: Ser
     with ctx.acting_as("test"):
         ctx.override("t", chunked_prefill_size=1024)
     assert get_schedule().chunked_prefill_size == 1024
+
+
+# -- the property (joins `make fuzz`) -----------------------------------------------------------
+
+TUNABLE = {"chunked_prefill_size": st.integers(1, 1 << 16), "max_running_requests": st.integers(1, 512),
+           "speculative_accept_threshold_acc": st.sampled_from([0.1, 0.25, 0.5, 0.75, 0.9])}
+
+
+@PROFILE
+@given(data=st.data(), scope_leaves=st.sets(st.sampled_from(sorted(TUNABLE)), min_size=1, max_size=2),
+       steps=st.lists(st.tuples(st.booleans(), st.sampled_from(sorted(TUNABLE))), max_size=8))
+def test_a_scope_exit_sets_back_only_its_threads_leaves_and_the_epoch_never_goes_back(
+        record: ServerArgs, data: st.DataObject, scope_leaves: set[str], steps: list[tuple[bool, str]]) -> None:
+    """A leaf scope, then overrides from its own thread (mine) and from another (theirs) in
+    any order, then the exit: each leaf another thread set keeps that thread's last value,
+    each leaf only this thread set is back at its entry value, the rest is untouched, and
+    no step ever lowered the epoch."""
+    with published(record, role="test") as ctx:  # one example's log is not the next one's
+        _scope_property(ctx, data, scope_leaves, steps)
+
+
+def _scope_property(ctx: Context[Any], data: st.DataObject, scope_leaves: set[str],
+                    steps: list[tuple[bool, str]]) -> None:
+    entry = dict(ctx.state.values)
+    epochs = [ctx.epoch]
+    theirs: dict[str, Any] = {}
+    with ctx.scoped("prop", **{n: data.draw(TUNABLE[n], label=n) for n in sorted(scope_leaves)}):
+        epochs.append(ctx.epoch)
+        for other, leaf in steps:
+            value = data.draw(TUNABLE[leaf], label=leaf)
+            if other:
+                if ctx.state.values[leaf] != value:  # an override to the value in force commits nothing
+                    theirs[leaf] = value
+                _in_thread(lambda leaf=leaf, value=value: ctx.override("theirs", **{leaf: value}))
+            else:
+                ctx.override("mine", **{leaf: value})
+            epochs.append(ctx.epoch)
+    epochs.append(ctx.epoch)
+    assert epochs == sorted(epochs)
+    values = ctx.state.values
+    for leaf in TUNABLE:
+        assert values[leaf] == theirs.get(leaf, entry[leaf]), leaf

@@ -16,6 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
+from hostile.strategies import PROFILE
+from hypothesis import given
+from hypothesis import strategies as st
 from serve_server import REPO, free_port
 
 import configbags.generated.accessors  # noqa: F401  (registers the process context)
@@ -23,6 +26,7 @@ from configbags.generated.registry import REGISTRY
 from configbags.generated.server_args import ServerArgs
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LeafValueError
+from configbags.runtime.testing import published
 
 pytest.importorskip("fastapi")
 
@@ -173,3 +177,33 @@ def test_the_start_up_line_says_what_is_protected() -> None:
     assert protection({"api_key": "a", "admin_api_key": "b"}) == (
         "reads need the api key (or the admin key); changes need the admin key")
     assert protection({"admin_api_key": "b"}).startswith("reads are OPEN")
+
+
+# -- the property (joins `make fuzz`) -----------------------------------------------------------
+
+# any text, lone surrogates included (hypothesis leaves them out of st.text by default)
+ANY_TEXT = st.text(alphabet=st.one_of(st.characters(), st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)),
+                   max_size=30)
+
+
+@PROFILE
+@given(value=ANY_TEXT, also=st.one_of(st.none(), ANY_TEXT))
+def test_any_text_patch_is_applied_or_refused_and_every_readback_still_answers(value: str, also: str | None) -> None:
+    with published(ServerArgs(model_path="m", admin_api_key=ADMIN_KEY), role="launcher") as ctx:
+        ctx.seal()
+        _patch_property(ctx, value, also)
+
+
+def _patch_property(ctx: Context[Any], value: str, also: str | None) -> None:
+    client = Client(create_app(Door(ctx)))
+    before = ctx.epoch
+    leaves: dict[str, Any] = {"weight_version": value}
+    if also is not None:
+        leaves[also] = 1  # as a leaf name too
+    body = json.dumps({"source": "fuzz", "leaves": leaves}).encode()  # ASCII: surrogates as \u escapes
+    response = client.patch("/config", content=body, headers={**ADMIN, "content-type": "application/json"})
+    assert response.status_code in (200, 400, 403, 409), response.text  # a refusal, never a 500
+    if response.status_code != 200:
+        assert ctx.epoch == before  # nothing applied
+    for path in ("/server_info", "/config/weight_version", "/health"):
+        assert client.get(path).status_code == 200, path
