@@ -38,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="hold the config on N gloo ranks: this process is rank 0 and starts "
                              "N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks)")
     parser.add_argument("--rank-timeout", type=float, default=10.0, metavar="S",
-                        help="seconds to wait for a rank before answering 503 (default 10)")
+                        help="seconds to wait for a rank before answering 503; a rank silent this "
+                             "long is stalled: /health names it until it answers again (default 10)")
     parser.add_argument("--package", default=None,
                         help="generated config package (default: [tool.configbags] package)")
     parser.add_argument("--role", default="launcher",
