@@ -69,12 +69,11 @@ def best(runs: int, once: Callable[[], float]) -> float:
 def bare_black(schema: Path) -> tuple[float, float]:
     """black.format_str over the same pre-format modules a generation formats, serially,
     GC paused as the generator does: what any generator formatting with black pays."""
-    from configbags.codegen import emit, render
+    from configbags.codegen import emit
     from configbags.codegen.model import load_schema
 
-    model = render.build(load_schema(schema), "regen", "pkg")
-    env = emit.environment()
-    sources = [env.get_template(f"{name}.j2").render(package=model) for name in emit.PY_FILES]
+    texts = emit.rendered(load_schema(schema), "regen", "pkg")
+    sources = [texts[name] for name in emit.PY_FILES]
     gc.disable()
     try:
         start, cpu = time.perf_counter(), time.process_time()

@@ -53,7 +53,8 @@ SETUPS: dict[str, tuple[dict[str, object], int, int | None]] = {
     "qwen2.5-0.5b": ({"tp_size": 1}, 24 * GiB, None),
     "mistral-7b-v0.1": ({"tp_size": 1}, 80 * GiB, None),
     "gemma-2-9b": ({"tp_size": 2}, 80 * GiB, None),
-    "gpt-oss-20b": ({"tp_size": 1, "speculative_algorithm": "EAGLE3", "speculative_num_steps": 3}, 80 * GiB, None),
+    "gpt-oss-20b": ({"tp_size": 1, "speculative_algorithm": "EAGLE3", "speculative_num_steps": 3,
+                     "speculative_draft_model_path": "draft"}, 80 * GiB, None),
     "deepseek-v3": ({"tp_size": 8, "kv_cache_dtype": "fp8_e4m3"}, 140 * GiB, None),
     "deepseek-v2-lite": ({"tp_size": 1}, 80 * GiB, None),
     "qwen3-next-80b-a3b": ({"tp_size": 4}, 80 * GiB, None),
@@ -129,7 +130,7 @@ def bench_allocation(repeat: int) -> None:
     print(f"\ncpu allocation: pools.allocate vs one torch.empty of the same bytes (median of {repeat})")
     print(f"  {'model':<22} {'tensors':>7} {'GiB':>8} {'allocate ms':>12} {'empty ms':>9} {'ratio':>7}")
     cases = {
-        "qwen2.5-0.5b": ({"tp_size": 1, "context_length": 4096}, 4 * GiB, None),
+        "qwen2.5-0.5b": ({"tp_size": 1, "context_length": 4096, "mem_fraction_static": 0.85}, 4 * GiB, None),
         "llama-3.1-8b": ({"tp_size": 8, "context_length": 8192}, 24 * GiB, None),
         "gemma-2-9b": ({"tp_size": 8, "context_length": 4096}, 12 * GiB, None),
         "qwen3-next-80b-a3b": ({"tp_size": 8, "context_length": 4096}, 24 * GiB, 10 * GiB),

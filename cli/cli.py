@@ -17,10 +17,15 @@ COMMANDS: dict[str, tuple[str, str | None, str]] = {
     "plan": ("configbags.server.plan", None, "the bundled server: how much KV cache a model gets on a device, and why"),
     "serve": ("configbags.serve.cli", "serve", "publish the config and serve the operator's HTTP config API"),
     "explain": ("configbags.explain", None, "why a leaf has its value: every layer, rule and source"),
+    "diff": ("configbags.evolve.diff", None, "classify schema changes by rule, severity and whom they break"),
+    "lint": ("configbags.evolve.lint", None, "check launch lines, config files and manifests against a schema"),
+    "matrix": ("configbags.evolve.matrix", None, "resolution of declared launch shapes x every leaf, as a golden file"),
+    "fleet": ("configbags.fleet.cli", "fleet", "check that live servers agree on the schema's contracts"),
+    "rollout": ("configbags.fleet.rollout", "fleet", "split a config change into live (PATCH), reload and restart parts"),
 }
 # third-party import names -> the extra that installs them
 EXTRA_OF = {"jinja2": "gen", "black": "gen", "libcst": "gen", "torch": "kv", "matplotlib": "chart",
-            "fastapi": "serve", "uvicorn": "serve"}
+            "fastapi": "serve", "uvicorn": "serve", "prometheus_client": "serve", "httpx": "fleet"}
 
 
 def _usage() -> str:
@@ -63,5 +68,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags {command} needs {missing}, which the base install leaves out; install "
               f"the extra: pip install 'configbags[{needed}]'", file=sys.stderr)
         return 2
-    result: int = module.main(rest)
+    try:
+        result: int = module.main(rest)
+    except ModuleNotFoundError as exc:  # an extra a code path needs (plan --allocate meta: torch)
+        missing = (exc.name or "").partition(".")[0]
+        if missing not in EXTRA_OF:
+            raise
+        print(f"configbags {command}: this needs {missing}, which the base install leaves out; install "
+              f"the extra: pip install 'configbags[{EXTRA_OF[missing]}]'", file=sys.stderr)
+        return 2
     return result

@@ -19,14 +19,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from configbags.packages import named_context
+from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="configbags explain", allow_abbrev=False,
+        prog="configbags explain", allow_abbrev=False, add_help=False,
         description="Show every layer of one config leaf for these server flags and facts; "
                     "server flags follow the explain flags.",
     )
@@ -39,7 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--role", default="launcher", help="the role to publish as (default: launcher)")
     parser.add_argument("--package", metavar="PKG", help="the generated config package (default: the project's)")
     parser.add_argument("--json", action="store_true", help="print explain() as JSON")
+    add_help(parser, lambda: server_parser(package, "configbags explain LEAF"))
     return parser
+
+
+def server_parser(package: str | None, prog: str) -> argparse.ArgumentParser | None:
+    """The generated package's server flags, for --help (None when it does not load)."""
+    try:
+        record_type = named_context(package).record_type
+    except ConfigError:
+        return None
+    if record_type is None:
+        return None
+    server = argparse.ArgumentParser(prog=prog, allow_abbrev=False, add_help=False)
+    record_type.add_cli_args(server)
+    return server
 
 
 def facts_from(ns: argparse.Namespace) -> Facts:
@@ -78,13 +93,13 @@ def render(info: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser = build_parser(peek_package(args))
     ns, server_argv = parser.parse_known_args(args)
     try:
         ctx: Context[Any] = named_context(ns.package)
         record_type = ctx.record_type
         assert record_type is not None
-        server = argparse.ArgumentParser(prog="configbags explain LEAF", allow_abbrev=False)
+        server = UsageErrors(prog="configbags explain LEAF", allow_abbrev=False)
         record_type.add_cli_args(server)
         if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
             server_argv += ["--model-path", ns.model_config or "model"]  # explain loads no weights

@@ -114,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     except NotOurFolder as exc:
         print(f"configbags gen: {exc}; nothing was written", file=sys.stderr)
         return EXIT_SCHEMA
+    if not out.parent.is_dir():
+        # a package folder the project does not have (a guessed name, a typo in --package)
+        print(f"configbags gen: warning: creating {project.rel(out.parent)}/, which the project did not "
+              f"have, for package {package}; if that is not your package, set [tool.configbags] package "
+              f"(or --package) to one inside it", file=sys.stderr)
     changed = write_tree(out, files)
     print(f"configbags gen: {out} {'updated' if changed else 'already up to date'} "
           f"({len(files)} files, package {package})")

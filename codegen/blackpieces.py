@@ -93,6 +93,20 @@ def format_module(source: str, memo: Memo) -> str:
     return found
 
 
+def black_inputs(source: str) -> list[str]:
+    """The texts `format_module(source, ...)` hands to black, in order, found without
+    running black (every one follows from the source alone): a caller may format them
+    ahead, in parallel, into the memo that `format_module` then only reads. A module that
+    does not split as planned costs its own black run then; the output is the same."""
+    try:
+        tree = None if _unsafe(source) else ast.parse(source)
+    except (SyntaxError, ValueError):
+        tree = None
+    if tree is None or not tree.body:
+        return [source]
+    return _Splitter(source, DictMemo()).module_inputs(tree.body)
+
+
 class _Touched:
     """A memo passing through to another, noting every entry looked up or made."""
 
@@ -164,6 +178,16 @@ class _Splitter:
             out.append("\n" * run.gap + self.unit(run.stmts, [], start, end))
         return "".join(out)
 
+    def module_inputs(self, body: list[ast.stmt]) -> list[str]:
+        """What `module` hands to black (the same walk, so the same marks)."""
+        out = []
+        runs = self.runs(body, 0)
+        for i, run in enumerate(runs):
+            start = 0 if i == 0 else _start(run.stmts[0])
+            end = len(self.lines) if i == len(runs) - 1 else _end(run.stmts[-1])
+            out += self.unit_inputs(run.stmts, [], start, end)
+        return out
+
     def runs(self, body: Sequence[ast.stmt], depth: int) -> list[_Run]:
         """The block cut where black's blank lines are known and the content hash says so."""
         runs = [_Run([body[0]], 0)]
@@ -208,6 +232,17 @@ class _Splitter:
         out = out[len(prefix):].lstrip("\n")
         for splice in splices:
             out = splice.apply(self, out)
+        return out
+
+    def unit_inputs(self, stmts: list[ast.stmt], nest: list[ast.stmt], start: int, end: int) -> list[str]:
+        """What `unit` hands to black: its skeleton, then each splice's pieces."""
+        parts: list[str] = []
+        splices: list[_Splice] = []
+        cursor = self.walk(stmts, nest, parts, splices, start)
+        parts.extend(self.lines[cursor:end])
+        out = [_nest_text(nest) + "".join(parts)]
+        for splice in splices:
+            out += splice.inputs(self)
         return out
 
     def walk(self, stmts: list[ast.stmt], nest: list[ast.stmt], parts: list[str],
@@ -301,6 +336,7 @@ class _Splitter:
 
 class _Splice(Protocol):
     def apply(self, splitter: _Splitter, out: str) -> str: ...
+    def inputs(self, splitter: _Splitter) -> list[str]: ...
 
 
 @dataclass
@@ -313,6 +349,11 @@ class _Elements:
     head: str
     close: str
     groups: list[str]
+
+    def inputs(self, splitter: _Splitter) -> list[str]:
+        prefix = _nest_text(self.nest) + self.head
+        return [prefix + self.line + self.line + self.close,
+                *(prefix + group + self.line + self.close for group in self.groups)]
 
     def apply(self, splitter: _Splitter, out: str) -> str:
         at = _find_once(out, self.line + self.line)
@@ -337,6 +378,10 @@ class _Body:
     line: str
     nest: list[ast.stmt]
     runs: list[_Run]
+
+    def inputs(self, splitter: _Splitter) -> list[str]:
+        return [text for run in self.runs
+                for text in splitter.unit_inputs(run.stmts, self.nest, _start(run.stmts[0]), _end(run.stmts[-1]))]
 
     def apply(self, splitter: _Splitter, out: str) -> str:
         at = _find_once(out, self.line)

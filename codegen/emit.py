@@ -8,14 +8,22 @@ import json
 import multiprocessing
 import os
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+import black
 import jinja2
 
 from configbags.codegen import render
-from configbags.codegen.blackpieces import BLACK_MODE, DictMemo, Memo, format_module
+from configbags.codegen.blackpieces import (
+    BLACK_MODE,
+    DictMemo,
+    Memo,
+    black_inputs,
+    digest,
+    format_module,
+)
 from configbags.codegen.formatcache import FormatCache
 from configbags.codegen.model import Schema
 
@@ -65,61 +73,71 @@ def format_python(source: str, memo: Memo | None = None) -> str:
         return format_module(source, memo if memo is not None else DictMemo())
 
 
-class _Recorder(DictMemo):
-    """A worker's memo: reads the parent's cache (inherited through fork), records every
-    entry it used or made, for the parent to merge."""
-
-    def __init__(self, base: FormatCache | None) -> None:
-        super().__init__()
-        self.base = base
-        self.deps: dict[str, list[str]] = {}
-
-    def get(self, digest: str) -> str | None:
-        found = super().get(digest)
-        if found is None and self.base is not None:
-            found = self.base.get(digest)
-            if found is not None:
-                self.put(digest, found)
-                for piece in self.base.deps.get(digest, ()):  # a module found whole keeps its pieces
-                    if (text := self.base.entries.get(piece)) is not None:
-                        self.put(piece, text)
-        return found
-
-    def depends(self, digest: str, on: list[str]) -> None:
-        self.deps[digest] = on
+def _black_pieces(texts: list[str]) -> list[str | None]:
+    """black's output for each piece, in a worker (None where black refuses one: the
+    parent's own pass then meets the same refusal and handles it as ever)."""
+    out: list[str | None] = []
+    with _gc_paused():
+        for text in texts:
+            try:
+                out.append(black.format_str(text, mode=BLACK_MODE))
+            except Exception:  # whatever black raises, the parent's pass raises or recovers from it
+                out.append(None)
+    return out
 
 
-_WORKER_BASE: FormatCache | None = None
+# Below this much text a cold run formats serially (forking would cost more than it saves).
+PARALLEL_CHARS = 200_000
+_BATCH = 16  # pieces per task: few enough round trips, small enough to balance the workers
 
 
-def _format_in_worker(source: str) -> tuple[str, dict[str, str], dict[str, list[str]]]:
-    memo = _Recorder(_WORKER_BASE)
-    return format_python(source, memo), memo.entries, memo.deps
+def _workers() -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return min(cpus, 8)
 
 
 def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | None) -> dict[str, str]:
-    """black dominates a cold generation; on a multi-core machine format files in parallel
-    (forked workers inherit the imported black, so they start in milliseconds). A warm
-    cache leaves black little to do, and then the fork would cost more than it saves."""
-    global _WORKER_BASE
+    """black dominates a cold generation; on a multi-core machine run it on the modules'
+    pieces in parallel, balanced across workers whatever the modules' sizes (forked
+    workers inherit the imported black, so they start in milliseconds), into the memo the
+    modules are then spliced from here. A warm cache leaves black little to do, and then
+    the fork would cost more than it saves."""
     memo: Memo = cache if cache is not None else DictMemo()
-    big = sum(map(len, sources.values())) > 200_000
     cold = cache is None or not cache.entries
-    workers = min(os.cpu_count() or 1, 4)
-    if (not (parallel and big and cold) or workers < 2
-            or "fork" not in multiprocessing.get_all_start_methods()):
+    workers = _workers()
+    if not (parallel and cold and workers > 1 and sum(map(len, sources.values())) > PARALLEL_CHARS
+            and "fork" in multiprocessing.get_all_start_methods()):
         return {name: format_python(src, memo) for name, src in sources.items()}
-    names = sorted(sources, key=lambda n: -len(sources[n]))
-    _WORKER_BASE = cache
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            results = list(pool.map(_format_in_worker, [sources[n] for n in names]))
-    finally:
-        _WORKER_BASE = None
-    if cache is not None:
-        for _, seen, deps in results:
-            cache.merge(seen, deps)
-    return {name: text for name, (text, _, _) in zip(names, results, strict=True)}
+    seen: set[str] = set()
+    tasks: dict[str, list[tuple[list[str], Future[list[str | None]]]]] = {}
+    out: dict[str, str] = {}
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        # the biggest module first, its pieces to the workers while the next is planned ...
+        for name in sorted(sources, key=lambda n: -len(sources[n])):
+            pieces = {digest(text): text for text in black_inputs(sources[name])}
+            todo = [text for d, text in pieces.items() if d not in seen]
+            seen.update(pieces)
+            batches = [todo[k:k + _BATCH] for k in range(0, len(todo), _BATCH)]
+            tasks[name] = [(batch, pool.submit(_black_pieces, batch)) for batch in batches]
+        # ... and each spliced here once its pieces are back, while the workers go on
+        for name, module_tasks in tasks.items():
+            for batch, task in module_tasks:
+                for text, formatted in zip(batch, task.result(), strict=True):
+                    if formatted is not None:
+                        memo.put(digest(text), formatted)
+            out[name] = format_python(sources[name], memo)
+    return {name: out[name] for name in sources}
+
+
+def rendered(schema: Schema, regen: str, package: str = "generated") -> dict[str, str]:
+    """File name -> text for each templated file, as its template prints its model (the
+    Python modules before black)."""
+    env = environment()
+    return {name: env.get_template(f"{name}.j2").render(file=model)
+            for name, model in render.build(schema, regen, package).items()}
 
 
 def emit(schema: Schema, regen: str, *, package: str = "generated", parallel: bool = True,
@@ -127,11 +145,9 @@ def emit(schema: Schema, regen: str, *, package: str = "generated", parallel: bo
     """File name -> content for every generated file of package `package` (its import
     name; `parallel=False`: format serially; `cache`: black's results from earlier runs,
     updated in memory; the caller saves it)."""
-    model = render.build(schema, regen, package)
-    env = environment()
-    files = _format_all({name: env.get_template(f"{name}.j2").render(package=model) for name in PY_FILES}, parallel, cache)
-    for name in MD_FILES:
-        files[name] = env.get_template(f"{name}.j2").render(package=model)
+    texts = rendered(schema, regen, package)
+    files = _format_all({name: texts[name] for name in PY_FILES}, parallel, cache)
+    files.update((name, texts[name]) for name in MD_FILES)
     config_schema = render.config_file_schema(schema, regen)
     files["server_args.schema.json"] = json.dumps(config_schema, indent=2, sort_keys=True) + "\n"
     files["py.typed"] = ""

@@ -7,18 +7,19 @@ import importlib
 import inspect
 import keyword
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from configbags.codegen.errors import SchemaError, SchemaInvalid
+from configbags.codegen.fleet import Fleet, build_fleet
 from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
 from configbags.runtime.errors import LeafValueError
-from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest
-from configbags.runtime.registry import Deprecation, Renamed
-from configbags.runtime.spelling import Claim, clashes, flag_of, version_key
+from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest, jsonable
+from configbags.runtime.registry import Deprecation, LeafSpec, Renamed
+from configbags.runtime.spelling import clashes, leaf_spellings, version_key
 
 # Names the generated ServerArgs uses (its methods, --config, `self` in the attrs __init__,
 # and the names its class body reads: attrs, dict, list, tuple); a leaf may not take them.
@@ -49,11 +50,6 @@ def _is_fact(subject: str) -> bool:
 
 def rule_leaf_name(spec: Marked) -> str:
     return str(spec["leaf"])
-
-
-def _claim(leaf: Leaf) -> Claim:
-    return Claim.of(leaf.name, leaf.cli.flags if leaf.cli is not None else (),
-                    old=[flag_of(r.name, r.flag) for r in leaf.renamed_from], negatable=leaf.type.base == "bool")
 
 
 def fn_problem(path: str, inputs: tuple[str, ...]) -> tuple[str, str, str] | None:
@@ -94,48 +90,14 @@ class Where:
 
 
 @attrs.frozen
-class Cli:
-    flags: tuple[str, ...]  # primary first
-    suppress_help: bool
-    # argparse's `const`: the value the bare flag stands for (`has_const` tells a written
-    # `const: null` from none); with nargs "?" the flag also takes a value, with 0 never.
-    has_const: bool = False
-    const: Any = None
-    # "+" or "*" for list leaves, "?" or 0 with a const; None: the type's own (a list
-    # leaf takes "+", a scalar one value)
-    nargs: str | int | None = None
+class Place:
+    """Where a leaf is declared: the line of its name and of each property it writes."""
 
-
-@attrs.frozen
-class Leaf:
-    name: str
-    namespace: str
-    type: TypeSpec
-    required: bool
-    default: Any
-    has_fallback: bool
-    fallback: Any
-    help: str
-    cli: Cli | None
-    choices: tuple[Any, ...] | None
-    minimum: float | None
-    maximum: float | None
-    owner: str
-    policy: Policy
-    hash: bool
-    capacity: str | None
-    deprecated: Deprecation | None
-    where: Where  # the line of the leaf's name
-    writers: tuple[str, ...] = ()  # roles besides the owner that may override it
-    env: str | None = None
-    secret: bool = False
-    kind: str | None = None
-    renamed_from: tuple[Renamed, ...] = ()
-    explicit_hash: bool | None = None  # `hash:` as written; `hash` is what follows from it
-    lines: dict[str, int] = attrs.field(factory=dict, eq=False, repr=False)  # property -> line
+    where: Where
+    lines: Mapping[str, int]  # property (`cli.const` for nested ones) -> line
 
     def at(self, prop: str) -> Where:
-        """Where a property of this leaf is written (falls back to the leaf's name)."""
+        """Where a property is written (falls back to the leaf's name)."""
         return Where(self.where.file, self.lines.get(prop, self.where.line))
 
 
@@ -173,6 +135,7 @@ class Preset:
 class Settings:
     version: str = "0"
     env_prefix: str | None = None
+    abbreviations: str = "off"  # settings.yaml `cli: {abbreviations: legacy}` keeps argparse's prefixes
 
 
 @attrs.frozen
@@ -199,13 +162,13 @@ class Rank:
 class Namespace:
     path: str
     doc: str
-    leaves: tuple[Leaf, ...]
+    leaves: tuple[LeafSpec, ...]
     derived: tuple[Derived, ...]
     ranks: tuple[Rank, ...]
     where: Where
 
     @property
-    def values(self) -> tuple[Leaf | Derived, ...]:
+    def values(self) -> tuple[LeafSpec | Derived, ...]:
         """Everything a bag of this namespace holds as a field, in bag order."""
         return (*self.leaves, *self.derived)
 
@@ -270,9 +233,10 @@ class Schema:
     rules: tuple[Rule, ...] = ()  # hardware rules first, then model rules, in file order
     presets: tuple[Preset, ...] = ()
     settings: Settings = Settings()
+    fleet: Fleet = attrs.field(factory=Fleet)  # contracts.yaml and the metric leaves
 
     @property
-    def leaves(self) -> tuple[Leaf, ...]:
+    def leaves(self) -> tuple[LeafSpec, ...]:
         return tuple(leaf for ns in self.namespaces for leaf in ns.leaves)
 
     @property
@@ -280,7 +244,7 @@ class Schema:
         return tuple(d for ns in self.namespaces for d in ns.derived)
 
     @property
-    def values(self) -> tuple[Leaf | Derived, ...]:
+    def values(self) -> tuple[LeafSpec | Derived, ...]:
         return tuple(x for ns in self.namespaces for x in ns.values)
 
     @property
@@ -317,6 +281,7 @@ class _Builder:
         # refer to them stay quiet instead of cascading
         self.broken: set[str] = set()
         self.unread = False  # a namespace file could not be read or has the wrong shape
+        self.places: dict[tuple[str, str], Place] = {}  # (namespace, leaf) -> where it is written
 
     def display(self, path: Path) -> str:
         return f"{self.root.name}/{path.relative_to(self.root).as_posix()}"
@@ -362,9 +327,10 @@ class _Builder:
         ratchet = self.ratchet(ratchet_src) if ratchet_src else Ratchet()
         optional = {name: self._optional_file(name, meta) for name, meta in
                     (("settings.yaml", "settings.schema.json"), ("rules.yaml", "rules.schema.json"),
-                     ("presets.yaml", "presets.schema.json"))}
+                     ("presets.yaml", "presets.schema.json"), ("contracts.yaml", "contracts.schema.json"))}
         settings_src = optional["settings.yaml"]
-        settings = (Settings(settings_src.data["version"], settings_src.data.get("env_prefix"))
+        settings = (Settings(settings_src.data["version"], settings_src.data.get("env_prefix"),
+                             (settings_src.data.get("cli") or {}).get("abbreviations", "off"))
                     if settings_src else Settings())
         self.check_spellings(namespaces, settings)
         leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}
@@ -373,6 +339,9 @@ class _Builder:
         complete = len(namespaces) == len(files)
         rules = self.rules(optional["rules.yaml"], leaves) if optional["rules.yaml"] and complete else ()
         presets = self.presets(optional["presets.yaml"], leaves) if optional["presets.yaml"] and complete else ()
+        fleet = build_fleet(optional["contracts.yaml"] if complete else None, leaves,
+                            {d.name: d for ns in namespaces for d in ns.derived},
+                            lambda where, message, leaf, hint: self.error(where, message, leaf, hint), self.at)
         if self.errors:
             raise SchemaInvalid(self.errors)
         paths = [*files, self.root / "roles.yaml"]
@@ -380,8 +349,9 @@ class _Builder:
             paths.append(ratchet_path)
         paths += [self.root / name for name, src in optional.items() if src]
         sources = tuple(sorted(self.display(f) for f in paths))
-        return Schema(self.root.name, sources, tuple(namespaces), roles, ratchet, order,
-                      rules, presets, settings)
+        records = tuple(attrs.evolve(ns, leaves=tuple(map(self.canonical, ns.leaves))) for ns in namespaces)
+        return Schema(self.root.name, sources, records, roles, ratchet, order, rules, presets, settings,
+                      fleet)
 
     def _optional_file(self, name: str, meta: str) -> SourceFile | None:
         path = self.root / name
@@ -420,50 +390,70 @@ class _Builder:
         )
         return Namespace(path, data["doc"], leaves, derived, ranks, where)
 
-    def leaf(self, src: SourceFile, namespace: str, name: str, spec: Marked, line: int) -> Leaf:
-        where = Where(src.display, line)
+    def leaf(self, src: SourceFile, namespace: str, name: str, spec: Marked, line: int) -> LeafSpec:
+        """The leaf's record as the schema writes it (its default not yet canonical: the
+        checks report a bad one as written; `canonical` finishes the record)."""
+        cli = spec.get("cli", {})
+        renamed = tuple(Renamed(name=r) if isinstance(r, str) else Renamed(**plain(r))
+                        for r in spec.get("renamed_from", ()))
         type_ = TypeSpec.parse(spec["type"])
-        cli_spec = spec.get("cli", {})
-        cli = None
-        if cli_spec is not False:
-            flag = flag_of(name, cli_spec.get("flag"))
-            cli = Cli((flag, *cli_spec.get("aliases", ())), bool(cli_spec.get("suppress_help", False)),
-                      "const" in cli_spec, plain(cli_spec.get("const")), cli_spec.get("nargs"))
         choices = spec.get("choices")
-        return Leaf(
+        policy = Policy(spec["override"])
+        secret = bool(spec.get("secret", False))
+        # nested `cli:` keys (const, nargs) by their own line, for errors
+        lines = {**spec.key_lines, **({f"cli.{k}": v for k, v in cli.key_lines.items()}
+                                      if isinstance(cli, Marked) else {})}
+        place = self.places[(namespace, name)] = Place(Where(src.display, line), lines)
+        if secret and spec.get("hash"):
+            self.error(place.at("hash"), "a secret leaf cannot be hashed", name,
+                       "drop `hash: true` (secrets never enter the config hash)")
+        return LeafSpec(
             name=name,
             namespace=namespace,
             type=type_,
-            required=bool(spec.get("required", False)),
+            owner=spec["owner"],
+            help=spec["help"],
             default=plain(spec.get("default")),
+            required=bool(spec.get("required", False)),
             has_fallback="fallback" in spec,
             fallback=spec.get("fallback"),
-            help=spec["help"],
-            cli=cli,
             choices=tuple(plain(choices)) if choices is not None else None,
             minimum=spec.get("min"),
             maximum=spec.get("max"),
-            owner=spec["owner"],
-            policy=Policy(spec["override"]),
-            # Hashed unless it can change at runtime, sizes buffers or is a secret; `hash:`
-            # says otherwise explicitly. Capacity targets are marked in check_leaves.
-            hash=spec.get("hash", Policy(spec["override"]) is not Policy.RUNTIME
-                          and "kind" not in spec and not spec.get("secret", False)),
+            policy=policy,
             capacity=spec.get("capacity"),
-            deprecated=Deprecation(**plain(spec["deprecated"])) if "deprecated" in spec else None,
-            where=where,
+            flags=leaf_spellings(name, cli, negatable=type_.base == "bool").declared,
+            suppress_help=cli is not False and bool(cli.get("suppress_help", False)),
+            has_const=cli is not False and "const" in cli,
+            const=None if cli is False else plain(cli.get("const")),
+            nargs=None if cli is False else cli.get("nargs"),
             writers=tuple(spec.get("writers", ())),
-            # nested `cli:` keys (const, nargs) by their own line, for errors
-            lines={**spec.key_lines, **({f"cli.{k}": v for k, v in cli_spec.key_lines.items()}
-                                        if isinstance(cli_spec, Marked) else {})},
             env=spec.get("env"),
-            secret=bool(spec.get("secret", False)),
+            secret=secret,
+            renamed_from=renamed,
+            deprecated=Deprecation(**plain(spec["deprecated"])) if "deprecated" in spec else None,
             kind=spec.get("kind"),
-            renamed_from=tuple(
-                Renamed(name=r) if isinstance(r, str) else Renamed(**plain(r)) for r in spec.get("renamed_from", ())
-            ),
-            explicit_hash=spec.get("hash"),
+            metric=bool(spec.get("metric", False)),
+            structure=plain(spec["structure"]) if "structure" in spec else None,
+            **({"hash": spec["hash"]} if "hash" in spec else {}),  # else the record's rule
         )
+
+    @staticmethod
+    def canonical(leaf: LeafSpec) -> LeafSpec:
+        """The record with its default and const as the runtime holds them (both checked
+        already): coerced to the type, lists as tuples; no default for a required leaf."""
+        const = leaf.type.coerce(leaf.const) if leaf.has_const else None
+        if leaf.required:
+            return attrs.evolve(leaf, default=None, const=const)
+        value = jsonable(leaf.type.coerce(leaf.default))  # json leaves coerce to frozen views
+        return attrs.evolve(leaf, default=tuple(value) if isinstance(value, list) else value, const=const)
+
+    def at(self, leaf: LeafSpec, prop: str = "") -> Where:
+        """Where a property of `leaf` is written (its name's line when not written)."""
+        return self.places[(leaf.namespace, leaf.name)].at(prop)
+
+    def where(self, item: LeafSpec | Derived | Rank) -> Where:
+        return self.at(item) if isinstance(item, LeafSpec) else item.where
 
     def derived_value(self, src: SourceFile, namespace: str, name: str, spec: Marked, line: int) -> Derived:
         return Derived(
@@ -503,18 +493,18 @@ class _Builder:
             if ns.parent and ns.parent not in present:
                 self.error(ns.where, f"namespace {ns.path!r} has no parent namespace file",
                            hint=f"add namespaces/{ns.parent}.yaml with a doc (it may have no leaves)")
-            names: tuple[Leaf | Derived | Rank, ...] = (*ns.values, *ns.ranks)
+            names: tuple[LeafSpec | Derived | Rank, ...] = (*ns.values, *ns.ranks)
             for item in names:
                 if item.name in seen:
                     first = seen[item.name]
-                    self.error(item.where, f"duplicate leaf name (first declared at {first.file}:{first.line})",
+                    self.error(self.where(item), f"duplicate leaf name (first declared at {first.file}:{first.line})",
                                item.name, "leaf names are flat and globally unique; rename one")
-                seen.setdefault(item.name, item.where)
+                seen.setdefault(item.name, self.where(item))
                 if item.name in sub_names:
-                    self.error(item.where, "name collides with a sub-namespace of the same name", item.name,
+                    self.error(self.where(item), "name collides with a sub-namespace of the same name", item.name,
                                "rename the leaf or the sub-namespace")
                 if keyword.iskeyword(item.name) or item.name in RESERVED:
-                    self.error(item.where, "name is a Python keyword or reserved by the generated code",
+                    self.error(self.where(item), "name is a Python keyword or reserved by the generated code",
                                item.name, f"rename it (reserved: {', '.join(sorted(RESERVED))})")
 
     def check_leaves(self, namespaces: list[Namespace], roles: set[str]) -> None:
@@ -525,13 +515,13 @@ class _Builder:
                 self.check_cli(leaf)
         self.check_flags([leaf for ns in namespaces for leaf in ns.leaves])
 
-    def check_flags(self, leaves: list[Leaf]) -> None:
+    def check_flags(self, leaves: list[LeafSpec]) -> None:
         """Each spelling on the command line (flags, aliases, old names' flags, a bool's
         --no- twins) names one leaf and none the parser keeps for itself; the rule of
         configbags.runtime.spelling, which the importer settles clashes by."""
         by_name = {leaf.name: leaf for leaf in leaves}
         reported: set[tuple[str, str]] = set()
-        for clash in clashes(_claim(leaf) for leaf in leaves):
+        for clash in clashes(leaf.spellings for leaf in leaves):
             if (clash.leaf, clash.flag) in reported:
                 continue
             reported.add((clash.leaf, clash.flag))
@@ -549,110 +539,167 @@ class _Builder:
                 hint = {"old": "give the old spelling its own `flag:`",
                         "alias": f"drop the alias or change it (leaf {clash.holder!r} keeps {clash.flag})"}.get(
                             clash.kind, "give one of the leaves another `flag:`")
-            self.error(leaf.at(prop), message, leaf.name, hint)
+            self.error(self.at(leaf, prop), message, leaf.name, hint)
 
-    def check_leaf(self, leaf: Leaf, roles: set[str], numeric: dict[str, bool]) -> None:
-        def bad(message: str, hint: str, prop: str = "") -> None:
-            self.error(leaf.at(prop), message, leaf.name, hint)
-
-        if roles and leaf.owner not in roles:
-            bad(f"owner {leaf.owner!r} is not a role in roles.yaml", f"use one of {', '.join(sorted(roles))}", "owner")
-        for writer in leaf.writers:
-            if roles and writer not in roles:
-                bad(f"writer {writer!r} is not a role in roles.yaml", f"use one of {', '.join(sorted(roles))}", "writers")
-            elif writer == leaf.owner:
-                bad(f"writer {writer!r} is the owner, which always writes the leaf", f"remove {writer!r} from `writers`",
-                    "writers")
-        if leaf.writers and leaf.policy is Policy.STARTUP:
-            bad("`writers` may override the leaf, but it is `override: startup` (fixed at publish)",
-                "make it load_time/runtime or remove `writers`", "writers")
-        base = leaf.type.base
-        if leaf.choices is not None and base in ("bool", "json"):
-            bad(f"choices make no sense for type {leaf.type}", "remove `choices`", "choices")
-        elif leaf.choices is not None:
-            item = leaf.type.item or TypeSpec(base, False)
-            for choice in leaf.choices:
-                try:
-                    item.coerce(choice)
-                except LeafValueError as exc:
-                    bad(f"choice {choice!r} does not fit the type: {exc}", f"make every choice a {item}", "choices")
-        if (leaf.minimum is not None or leaf.maximum is not None) and not (leaf.type.numeric or (leaf.type.item and leaf.type.item.numeric)):
-            bad(f"min/max only apply to numeric types, not {leaf.type}", "remove `min`/`max`", "type")
-            return  # value checks against nonsensical bounds would only add noise
-        for prop, bound in (("min", leaf.minimum), ("max", leaf.maximum)):
-            if bound is not None and not math.isfinite(bound):
-                bad(f"{prop} {bound!r} is not a finite number", f"give a finite {prop} or none", prop)
-                return
-        if leaf.minimum is not None and leaf.maximum is not None and leaf.minimum > leaf.maximum:
-            bad(f"min {leaf.minimum} is greater than max {leaf.maximum}", "swap or fix them", "max")
+    def check_leaf(self, leaf: LeafSpec, roles: set[str], numeric: dict[str, bool]) -> None:
+        """One leaf's own declaration, step by step; values are checked only against
+        bounds that make sense (else each would restate the bounds' error)."""
+        self.check_writers(leaf, roles)
+        self.check_choices(leaf)
+        self.check_structure(leaf)
+        if not self.check_bounds(leaf):
+            return
         if not leaf.required:
             self._check_value(leaf, "default", leaf.default)
-        if leaf.has_fallback:
-            if leaf.default is not None:
-                bad("a fallback is only allowed with `default: null`",
-                    "drop the fallback, or make the default null so the fallback applies when unset", "fallback")
-            elif not leaf.type.optional:
-                bad(f"a fallback needs an optional type, not {leaf.type}", f"use `type: optional {base}`",
-                    "fallback")
-            elif leaf.type.item is not None or base == "json":
-                bad("a fallback must be an immutable scalar", "use a scalar type or drop the fallback", "fallback")
-            else:
-                self._check_value(leaf, "fallback", leaf.fallback)
-        if leaf.capacity is not None:
-            if self._maybe_declared(leaf.capacity) and leaf.capacity not in numeric:
-                pass  # it may be declared where an error is already reported
-            elif leaf.capacity not in numeric:
-                bad(f"capacity {leaf.capacity!r} is not a leaf or derived value",
-                    "name the leaf that bounds this one", "capacity")
-            elif not numeric[leaf.capacity]:
-                bad(f"capacity {leaf.capacity!r} is not numeric", "a capacity must be an int or float leaf",
-                    "capacity")
-            if not leaf.type.numeric:
-                bad(f"only numeric leaves can have a capacity, not {leaf.type}", "remove `capacity`", "capacity")
-            if leaf.policy is Policy.STARTUP:
-                bad("a capacity bounds overrides, but this leaf is `override: startup`",
-                    "make it load_time/runtime or remove `capacity`", "capacity")
+        self.check_fallback(leaf)
+        self.check_capacity(leaf, numeric)
+
+    def leaf_error(self, leaf: LeafSpec, prop: str, message: str, hint: str) -> None:
+        """An error at the line where `leaf` writes `prop` (its name's line for "")."""
+        self.error(self.at(leaf, prop), message, leaf.name, hint)
+
+    def check_structure(self, leaf: LeafSpec) -> None:
+        """A structure is on a json leaf, names schema types, and its default fits it."""
+        if leaf.structure is None:
+            return
+        import jsonschema
+
+        from configbags.runtime.nested import structure_schema
+
+        if leaf.type.base != "json":
+            self.leaf_error(leaf, "structure", f"a structure describes a json leaf, not a {leaf.type} one",
+                            "remove `structure` or use type json")
+            return
+        try:
+            schema = structure_schema(leaf.structure, optional=leaf.type.optional)
+        except ValueError as exc:
+            self.leaf_error(leaf, "structure", f"structure: {exc}",
+                            "give each key a schema type (int, str, list[int], ...) or a mapping")
+            return
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(leaf.default))
+        if error is not None and not leaf.required:
+            path = ".".join(str(p) for p in error.absolute_path)
+            self.leaf_error(leaf, "default",
+                            f"default {leaf.default!r} does not fit the structure{' at ' + path if path else ''}: "
+                            f"{error.message}", "make the default fit the structure")
+
+    def check_writers(self, leaf: LeafSpec, roles: set[str]) -> None:
+        """The owner and writers are roles; a writer is not the owner and has something to write."""
+        known = f"use one of {', '.join(sorted(roles))}"
+        if roles and leaf.owner not in roles:
+            self.leaf_error(leaf, "owner", f"owner {leaf.owner!r} is not a role in roles.yaml", known)
+        for writer in leaf.writers:
+            if roles and writer not in roles:
+                self.leaf_error(leaf, "writers", f"writer {writer!r} is not a role in roles.yaml", known)
+            elif writer == leaf.owner:
+                self.leaf_error(leaf, "writers", f"writer {writer!r} is the owner, which always writes the leaf",
+                                f"remove {writer!r} from `writers`")
+        if leaf.writers and leaf.policy is Policy.STARTUP:
+            self.leaf_error(leaf, "writers", "`writers` may override the leaf, but it is `override: startup` "
+                            "(fixed at publish)", "make it load_time/runtime or remove `writers`")
+
+    def check_choices(self, leaf: LeafSpec) -> None:
+        if leaf.choices is None:
+            return
+        if leaf.type.base in ("bool", "json"):
+            self.leaf_error(leaf, "choices", f"choices make no sense for type {leaf.type}", "remove `choices`")
+            return
+        item = leaf.type.item or TypeSpec(leaf.type.base, False)
+        for choice in leaf.choices:
+            try:
+                item.coerce(choice)
+            except LeafValueError as exc:
+                self.leaf_error(leaf, "choices", f"choice {choice!r} does not fit the type: {exc}",
+                                f"make every choice a {item}")
+
+    def check_bounds(self, leaf: LeafSpec) -> bool:
+        """min/max are finite numbers of a numeric leaf (or list of them), min <= max;
+        False when values cannot be checked against them."""
+        if leaf.minimum is None and leaf.maximum is None:
+            return True
+        if not (leaf.type.numeric or (leaf.type.item and leaf.type.item.numeric)):
+            self.leaf_error(leaf, "type", f"min/max only apply to numeric types, not {leaf.type}",
+                            "remove `min`/`max`")
+            return False
+        for prop, bound in (("min", leaf.minimum), ("max", leaf.maximum)):
+            if bound is not None and not math.isfinite(bound):
+                self.leaf_error(leaf, prop, f"{prop} {bound!r} is not a finite number", f"give a finite {prop} or none")
+                return False
+        if leaf.minimum is not None and leaf.maximum is not None and leaf.minimum > leaf.maximum:
+            self.leaf_error(leaf, "max", f"min {leaf.minimum} is greater than max {leaf.maximum}", "swap or fix them")
+        return True
+
+    def check_fallback(self, leaf: LeafSpec) -> None:
+        """A fallback replaces an unset (null) optional scalar with a value the leaf can hold."""
+        if not leaf.has_fallback:
+            return
+        if leaf.default is not None:
+            self.leaf_error(leaf, "fallback", "a fallback is only allowed with `default: null`",
+                            "drop the fallback, or make the default null so the fallback applies when unset")
+        elif not leaf.type.optional:
+            self.leaf_error(leaf, "fallback", f"a fallback needs an optional type, not {leaf.type}",
+                            f"use `type: optional {leaf.type.base}`")
+        elif leaf.type.item is not None or leaf.type.base == "json":
+            self.leaf_error(leaf, "fallback", "a fallback must be an immutable scalar",
+                            "use a scalar type or drop the fallback")
+        else:
+            self._check_value(leaf, "fallback", leaf.fallback)
+
+    def check_capacity(self, leaf: LeafSpec, numeric: dict[str, bool]) -> None:
+        """A capacity names a numeric value that bounds this numeric, overridable leaf."""
+        if leaf.capacity is None:
+            return
+        if leaf.capacity not in numeric:
+            if not self._maybe_declared(leaf.capacity):  # else it may be declared where an error is reported
+                self.leaf_error(leaf, "capacity", f"capacity {leaf.capacity!r} is not a leaf or derived value",
+                                "name the leaf that bounds this one")
+        elif not numeric[leaf.capacity]:
+            self.leaf_error(leaf, "capacity", f"capacity {leaf.capacity!r} is not numeric",
+                            "a capacity must be an int or float leaf")
+        if not leaf.type.numeric:
+            self.leaf_error(leaf, "capacity", f"only numeric leaves can have a capacity, not {leaf.type}",
+                            "remove `capacity`")
+        if leaf.policy is Policy.STARTUP:
+            self.leaf_error(leaf, "capacity", "a capacity bounds overrides, but this leaf is `override: startup`",
+                            "make it load_time/runtime or remove `capacity`")
 
     def _maybe_declared(self, name: str) -> bool:
         """Whether `name` may be declared in a part of the schema that failed to load (so
         an unknown-name error about it would only restate an error already reported)."""
         return self.unread or name in self.broken
 
-    def _check_value(self, leaf: Leaf, what: str, value: Any, prop: str | None = None) -> None:
+    def _check_value(self, leaf: LeafSpec, what: str, value: Any, prop: str | None = None) -> None:
         try:
             value = leaf.type.coerce(value)
             check_bounds(value, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
         except LeafValueError as exc:
-            self.error(leaf.at(prop or what), f"{what} {value!r} is invalid: {exc}", leaf.name,
+            self.error(self.at(leaf, prop or what), f"{what} {value!r} is invalid: {exc}", leaf.name,
                        f"make the {what} fit the type, choices and min/max")
 
-    def check_cli(self, leaf: Leaf) -> None:
+    def check_cli(self, leaf: LeafSpec) -> None:
         """A flag's `nargs` and `const` mean what argparse makes of them, and the value the
         bare flag stands for is one the leaf can hold (argparse never checks a const)."""
-        cli = leaf.cli
-        if cli is None:
-            return
         t = leaf.type
 
         def bad(message: str, hint: str, prop: str) -> None:
-            self.error(leaf.at(prop), message, leaf.name, hint)
+            self.error(self.at(leaf, prop), message, leaf.name, hint)
 
-        if isinstance(cli.nargs, float):  # JSON Schema's enum lets 0.0 pass as 0
-            bad(f"nargs {cli.nargs!r} is not an integer", "write `nargs: 0`", "cli.nargs")
-        elif cli.nargs is not None:
+        if isinstance(leaf.nargs, float):  # JSON Schema's enum lets 0.0 pass as 0
+            bad(f"nargs {leaf.nargs!r} is not an integer", "write `nargs: 0`", "cli.nargs")
+        elif leaf.nargs is not None:
             if t.item is not None:
-                if cli.nargs not in ("+", "*"):
-                    bad(f"nargs {cli.nargs!r} does not fit a list leaf",
+                if leaf.nargs not in ("+", "*"):
+                    bad(f"nargs {leaf.nargs!r} does not fit a list leaf",
                         'use nargs "+" (one value or more; the default) or "*" (the bare flag gives an '
                         "empty list)", "cli.nargs")
-            elif cli.nargs in ("+", "*"):
-                bad(f"nargs {cli.nargs!r} takes several values, but the leaf is {t}",
+            elif leaf.nargs in ("+", "*"):
+                bad(f"nargs {leaf.nargs!r} takes several values, but the leaf is {t}",
                     "make the type a list, or drop `nargs`", "cli.nargs")
-            elif not cli.has_const:
-                bad(f"nargs {cli.nargs!r} lets the flag go without a value, but there is no `const` "
+            elif not leaf.has_const:
+                bad(f"nargs {leaf.nargs!r} lets the flag go without a value, but there is no `const` "
                     f"for the bare flag to stand for", "add `const:` (the bare flag's value) or drop `nargs`",
                     "cli.nargs")
-        if not cli.has_const:
+        if not leaf.has_const:
             return
         if t.base == "bool":
             bad("const on a bool leaf: its flag is bare already (--flag, --no-flag)", "drop `const`", "cli.const")
@@ -663,7 +710,7 @@ class _Builder:
             bad("a secret leaf cannot have a const: its value would be in the schema and the docs",
                 "drop `const`", "cli.const")
         else:
-            self._check_value(leaf, "const", cli.const, "cli.const")
+            self._check_value(leaf, "const", leaf.const, "cli.const")
 
     def check_derived(self, namespaces: list[Namespace]) -> tuple[str, ...]:
         leaves = {leaf.name for ns in namespaces for leaf in ns.leaves}
@@ -690,100 +737,126 @@ class _Builder:
         return tuple(order)
 
     def check_spellings(self, namespaces: list[Namespace], settings: Settings) -> None:
-        """Env variables, old names and old flags: each spelling names one leaf; a secret is
-        never hashed; a deprecation's `use` names a leaf."""
+        """Env variables and old names: each spelling names one leaf; a secret has no value
+        in the schema; a deprecation's `use` names a leaf. (A hashed secret is refused where
+        the leaf is read, `leaf`.)"""
         leaves = {leaf.name: leaf for ns in namespaces for leaf in ns.leaves}
-        envs: dict[str, str] = {}
-        names: dict[str, str] = {}
+        envs: dict[str, str] = {}  # variable -> the leaf it was first bound to
+        names: dict[str, str] = {}  # old name -> the leaf it was first given to
         for leaf in leaves.values():
-            def bad(message: str, hint: str, prop: str, leaf: Leaf = leaf) -> None:
-                self.error(leaf.at(prop), message, leaf.name, hint)
-
-            if leaf.secret and leaf.explicit_hash:
-                bad("a secret leaf cannot be hashed", "drop `hash: true` (secrets never enter the config hash)", "hash")
             if leaf.secret and leaf.default is not None:
-                bad("a secret leaf must default to null", "give it no value in the schema (`default: null`)", "default")
-            spellings = [(leaf.env, "env")] + [(r.env, "renamed_from") for r in leaf.renamed_from]
-            for env, prop in spellings:
-                if env is None:
-                    continue
-                if env in envs and envs[env] != leaf.name:
-                    bad(f"environment variable {env} is also bound to leaf {envs[env]!r}",
-                        "bind each variable to one leaf", prop)
-                envs.setdefault(env, leaf.name)
-            for old in leaf.renamed_from:
-                if old.name in leaves or old.name in names:
-                    other = old.name if old.name in leaves else names[old.name]
-                    bad(f"renamed_from {old.name!r} is also the name of leaf {other!r}",
-                        "an old name must not name a leaf", "renamed_from")
-                names.setdefault(old.name, leaf.name)
-                if old.since and old.remove_in and version_key(old.remove_in) <= version_key(old.since):
-                    bad(f"renamed_from {old.name!r}: remove_in {old.remove_in} is not after since {old.since}",
-                        "remove it in a later version", "renamed_from")
-            dep = leaf.deprecated
-            if dep is not None:
-                if dep.use is not None and (dep.use not in leaves or dep.use == leaf.name):
-                    bad(f"deprecated.use {dep.use!r} is not another leaf{closest(dep.use, leaves)}",
-                        "name the leaf operators should set instead", "deprecated")
-                if dep.remove_in is not None and version_key(dep.remove_in) <= version_key(dep.since):
-                    bad(f"deprecated.remove_in {dep.remove_in} is not after since {dep.since}",
-                        "remove it in a later version", "deprecated")
-            if settings.env_prefix and leaf.env and not leaf.env.startswith(settings.env_prefix):
-                bad(f"environment variable {leaf.env} is not under the prefix {settings.env_prefix} "
-                    f"(settings.yaml)", f"name it {settings.env_prefix}...", "env")
+                self.leaf_error(leaf, "default", "a secret leaf must default to null",
+                                "give it no value in the schema (`default: null`)")
+            self.check_envs(leaf, envs, settings)
+            self.check_old_names(leaf, leaves, names)
+            self.check_deprecation(leaf, leaves)
 
-    def rules(self, src: SourceFile, leaves: dict[str, Leaf]) -> tuple[Rule, ...]:
-        out: list[Rule] = []
-        for rid, spec in src.data["rules"].items():
-            where = Where(src.display, src.data["rules"].line_of(rid))
-
-            def bad(message: str, hint: str, prop: str = "", spec: Marked = spec, rid: str = rid) -> None:
-                self.error(Where(src.display, spec.line_of(prop) if prop else spec.line), f"rule {rid}: {message}",
-                           None, hint)
-
-            leaf = leaves.get(spec["leaf"])
-            if leaf is None:
-                bad(f"unknown leaf {spec['leaf']!r}{closest(spec['leaf'], leaves)}", "name a leaf of the schema", "leaf")
+    def check_envs(self, leaf: LeafSpec, envs: dict[str, str], settings: Settings) -> None:
+        """Each variable (the leaf's and its old names') is bound to one leaf; the leaf's
+        own is under the schema's prefix."""
+        for env, prop in [(leaf.env, "env")] + [(r.env, "renamed_from") for r in leaf.renamed_from]:
+            if env is None:
                 continue
-            if leaf.secret:
-                bad(f"leaf {leaf.name!r} is secret; rules cannot set secrets", "set secrets through env or CLI", "leaf")
-            when = []
-            for subject, test in spec.get("when", {}).items():
-                if not _is_fact(subject) and subject not in leaves:
-                    bad(f"condition on {subject!r}: neither a fact (gpu.name, gpu.memory_bytes, gpu.sm, "
-                        f"model.architectures, model.config.<field>) nor a leaf{closest(subject, leaves)}",
-                        "test a fact or another leaf", "when")
-                if subject == rule_leaf_name(spec):
-                    bad("a rule cannot test the leaf it sets", "test facts or other leaves", "when")
-                op, operand = next(iter(test.items())) if isinstance(test, dict) else ("eq", test)
-                when.append(Condition(subject, op, plain(operand)))
-            inputs = tuple(spec.get("inputs", ()))
-            for name in inputs:
-                if not _is_fact(name) and name not in leaves:
-                    bad(f"input {name!r} is neither a fact nor a leaf{closest(name, leaves)}",
-                        "list facts or leaves", "inputs")
-            subjects = [c.subject for c in when] + list(inputs)
-            layer = spec.get("layer") or ("model" if any(x.startswith("model.") for x in subjects) else "hardware")
-            if layer == "hardware" and any(x.startswith("model.") for x in subjects):
-                bad("a hardware rule cannot test model facts", "declare `layer: model`", "layer")
-            fn = spec.get("fn")
-            if fn is not None:
-                if problem := fn_problem(fn, inputs):
-                    bad(*problem)
-            elif inputs:
-                bad("`inputs` only go with `fn`", "drop `inputs` or give a function", "inputs")
-            elif leaf.name in leaves:
-                try:
-                    value = leaf.type.coerce(plain(spec["value"]))
-                    check_bounds(value, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
-                except LeafValueError as exc:
-                    bad(f"value {spec['value']!r} does not fit leaf {leaf.name!r}: {exc}",
-                        f"give a {leaf.type} within its choices/range", "value")
-            out.append(Rule(rid, leaf.name, layer, tuple(when), "value" in spec, plain(spec.get("value")), fn,
-                            inputs, spec.get("force"), spec["help"], where))
+            if envs.setdefault(env, leaf.name) != leaf.name:
+                self.leaf_error(leaf, prop, f"environment variable {env} is also bound to leaf {envs[env]!r}",
+                                "bind each variable to one leaf")
+        if settings.env_prefix and leaf.env and not leaf.env.startswith(settings.env_prefix):
+            self.leaf_error(leaf, "env", f"environment variable {leaf.env} is not under the prefix "
+                            f"{settings.env_prefix} (settings.yaml)", f"name it {settings.env_prefix}...")
+
+    def check_old_names(self, leaf: LeafSpec, leaves: Mapping[str, LeafSpec], names: dict[str, str]) -> None:
+        """An old name names no leaf and no other leaf's old name, and goes after it came."""
+        for old in leaf.renamed_from:
+            if old.name in leaves or old.name in names:
+                other = old.name if old.name in leaves else names[old.name]
+                self.leaf_error(leaf, "renamed_from", f"renamed_from {old.name!r} is also the name of leaf {other!r}",
+                                "an old name must not name a leaf")
+            names.setdefault(old.name, leaf.name)
+            if old.since and old.remove_in and version_key(old.remove_in) <= version_key(old.since):
+                self.leaf_error(leaf, "renamed_from", f"renamed_from {old.name!r}: remove_in {old.remove_in} is "
+                                f"not after since {old.since}", "remove it in a later version")
+
+    def check_deprecation(self, leaf: LeafSpec, leaves: Mapping[str, LeafSpec]) -> None:
+        dep = leaf.deprecated
+        if dep is None:
+            return
+        if dep.use is not None and (dep.use not in leaves or dep.use == leaf.name):
+            self.leaf_error(leaf, "deprecated", f"deprecated.use {dep.use!r} is not another leaf"
+                            f"{closest(dep.use, leaves)}", "name the leaf operators should set instead")
+        if dep.remove_in is not None and version_key(dep.remove_in) <= version_key(dep.since):
+            self.leaf_error(leaf, "deprecated", f"deprecated.remove_in {dep.remove_in} is not after since "
+                            f"{dep.since}", "remove it in a later version")
+
+    def rules(self, src: SourceFile, leaves: dict[str, LeafSpec]) -> tuple[Rule, ...]:
+        rules = (self.rule(src, rid, spec, leaves) for rid, spec in src.data["rules"].items())
+        out = [rule for rule in rules if rule is not None]
         return tuple(sorted(out, key=lambda r: r.layer != "hardware"))  # stable: file order within a layer
 
-    def presets(self, src: SourceFile, leaves: dict[str, Leaf]) -> tuple[Preset, ...]:
+    def rule(self, src: SourceFile, rid: str, spec: Marked, leaves: dict[str, LeafSpec]) -> Rule | None:
+        """One rule, step by step: the leaf it sets, its conditions, its inputs, its layer,
+        its value (a constant that fits the leaf, or a function that takes the inputs)."""
+        def bad(message: str, hint: str, prop: str = "") -> None:
+            self.error(Where(src.display, spec.line_of(prop) if prop else spec.line), f"rule {rid}: {message}",
+                       None, hint)
+
+        leaf = leaves.get(spec["leaf"])
+        if leaf is None:
+            bad(f"unknown leaf {spec['leaf']!r}{closest(spec['leaf'], leaves)}", "name a leaf of the schema", "leaf")
+            return None
+        if leaf.secret:
+            bad(f"leaf {leaf.name!r} is secret; rules cannot set secrets", "set secrets through env or CLI", "leaf")
+        when = self._rule_conditions(spec, leaves, bad)
+        inputs = tuple(spec.get("inputs", ()))
+        for name in inputs:
+            if not _is_fact(name) and name not in leaves:
+                bad(f"input {name!r} is neither a fact nor a leaf{closest(name, leaves)}", "list facts or leaves",
+                    "inputs")
+        layer = self._rule_layer(spec, [c.subject for c in when] + list(inputs), bad)
+        self._rule_value(spec, leaf, inputs, bad)
+        return Rule(rid, leaf.name, layer, when, "value" in spec, plain(spec.get("value")), spec.get("fn"),
+                    inputs, spec.get("force"), spec["help"], Where(src.display, src.data["rules"].line_of(rid)))
+
+    @staticmethod
+    def _rule_conditions(spec: Marked, leaves: dict[str, LeafSpec], bad: Callable[..., None]) -> tuple[Condition, ...]:
+        """`when:` tests facts or other leaves (`subject: value` is `eq`)."""
+        when = []
+        for subject, test in spec.get("when", {}).items():
+            if not _is_fact(subject) and subject not in leaves:
+                bad(f"condition on {subject!r}: neither a fact (gpu.name, gpu.memory_bytes, gpu.sm, "
+                    f"model.architectures, model.config.<field>) nor a leaf{closest(subject, leaves)}",
+                    "test a fact or another leaf", "when")
+            if subject == rule_leaf_name(spec):
+                bad("a rule cannot test the leaf it sets", "test facts or other leaves", "when")
+            op, operand = next(iter(test.items())) if isinstance(test, dict) else ("eq", test)
+            when.append(Condition(subject, op, plain(operand)))
+        return tuple(when)
+
+    @staticmethod
+    def _rule_layer(spec: Marked, subjects: list[str], bad: Callable[..., None]) -> str:
+        """`model` when it reads a model fact (or says so), else `hardware`."""
+        reads_model = any(x.startswith("model.") for x in subjects)
+        layer: str = spec.get("layer") or ("model" if reads_model else "hardware")
+        if layer == "hardware" and reads_model:
+            bad("a hardware rule cannot test model facts", "declare `layer: model`", "layer")
+        return layer
+
+    @staticmethod
+    def _rule_value(spec: Marked, leaf: LeafSpec, inputs: tuple[str, ...], bad: Callable[..., None]) -> None:
+        fn = spec.get("fn")
+        if fn is not None:
+            if problem := fn_problem(fn, inputs):
+                bad(*problem)
+        elif inputs:
+            bad("`inputs` only go with `fn`", "drop `inputs` or give a function", "inputs")
+        else:
+            try:
+                value = leaf.type.coerce(plain(spec["value"]))
+                check_bounds(value, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
+            except LeafValueError as exc:
+                bad(f"value {spec['value']!r} does not fit leaf {leaf.name!r}: {exc}",
+                    f"give a {leaf.type} within its choices/range", "value")
+
+    def presets(self, src: SourceFile, leaves: dict[str, LeafSpec]) -> tuple[Preset, ...]:
         out = []
         for name, spec in src.data["presets"].items():
             values = spec["values"]

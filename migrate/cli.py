@@ -42,6 +42,8 @@ from configbags.migrate.settings import (
     read_ratchet_yaml,
     render_ratchet_yaml,
 )
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.project import load_project
 
 if TYPE_CHECKING:
     from configbags.migrate.fix import FixReport
@@ -59,7 +61,9 @@ def _parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--schema", type=Path, default=Path("schema"), help="schema folder")
+        sub.add_argument("--schema", type=Path, default=None,
+                         help="schema folder (default: [tool.configbags] schema of the project around the "
+                         "working folder, else ./schema)")
         sub.add_argument(
             "--jobs", type=int, default=None, metavar="N",
             help="processes that parse files the cache lacks (default: the CPUs, at most 8)",
@@ -133,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.schema is None:
+            args.schema = _project_schema()
         handler = {
             "check": _check,
             "scan": _scan,
@@ -144,6 +150,18 @@ def main(argv: list[str]) -> int:
     except RatchetConfigError as exc:
         print(f"configbags ratchet: {exc}", file=sys.stderr)
         return 2
+
+
+def _project_schema() -> Path:
+    """The schema of the project around the working folder (from any subfolder of it), as
+    `configbags gen` finds it; ./schema outside a configured project."""
+    try:
+        project = load_project()
+    except ConfigError as exc:
+        raise RatchetConfigError(str(exc)) from None
+    if not project.configured:
+        return Path("schema")
+    return project.schema
 
 
 def _jobs(args: argparse.Namespace) -> int:

@@ -11,6 +11,13 @@ reported, and so is a line one parser accepts and the other refuses. The legacy 
 hook after parsing (configbags.runtime.legacy), so comparing it here would compare
 resolution, not parsing.
 
+`--harvest DIR` takes the lines from where people write them instead: the launch lines
+in the tree's Markdown, shell, Python and YAML files (configbags.migrate.harvest), each
+reported by file:line. Beside the differences, the report names every abbreviation the
+legacy parser expands (argparse's prefix matching) that the lines use, and every legacy
+flag whose value goes through code the generated parser does not run: a custom
+`argparse.Action`, a `type=` converter, one that turns "None" or "" into None.
+
 Importing the engine runs its code (torch, CUDA probes, whatever it imports), so the
 legacy side runs in a subprocess and only with `--import-engine`, the user's consent.
 """
@@ -26,11 +33,14 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
+
+from configbags.migrate.harvest import harvest
 
 # Runs in the subprocess: parse every command line with the legacy parser.
 _LEGACY_SIDE = r"""
@@ -45,6 +55,29 @@ def plain(value):
         return {str(k): plain(v) for k, v in value.items()}
     return value
 
+def notes(parser):
+    # what the legacy parser does to a value beyond parsing it as typed
+    out = []
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        flag = max(action.option_strings, key=len)
+        if type(action).__module__ != "argparse":
+            out.append([flag, action.dest, "action", type(action).__name__])
+        converter = action.type
+        if converter is None or converter in (int, float, str) or isinstance(converter, argparse.FileType):
+            continue
+        name = getattr(converter, "__name__", type(converter).__name__)
+        none_like = []
+        for text in ("None", ""):
+            try:
+                if converter(text) is None:
+                    none_like.append(text)
+            except Exception:
+                pass
+        out.append([flag, action.dest, "none-like" if none_like else "converter", name, none_like])
+    return out
+
 spec, lines = json.loads(sys.stdin.read())
 module_name, _, class_name = spec.partition(":")
 cls = importlib.import_module(module_name)
@@ -52,6 +85,9 @@ for part in class_name.split("."):
     cls = getattr(cls, part)
 if hasattr(cls, "__post_init__"):
     cls.__post_init__ = lambda self: None  # the legacy resolution is not parsing
+first = argparse.ArgumentParser(prog="legacy")
+cls.add_cli_args(first)
+options = sorted({o for a in first._actions for o in a.option_strings})
 out = []
 for argv in lines:
     parser = argparse.ArgumentParser(prog="legacy")
@@ -71,7 +107,7 @@ for argv in lines:
     else:
         values = dict(vars(record))
     out.append({"values": plain(values)})
-print(json.dumps(out))
+print(json.dumps({"results": out, "options": options, "notes": notes(first)}))
 """
 
 
@@ -81,17 +117,55 @@ class CliCheckError(Exception):
 
 @attrs.frozen
 class Difference:
-    line: int  # in the corpus
+    line: int  # in the corpus (0 for a harvested line: see `where`)
     argv: str
     leaf: str  # `<parse>` when one side refused the line
     legacy: Any
     generated: Any
+    where: str = ""  # `corpus line N`, or the harvested file:line
 
     def render(self) -> str:
-        return (
-            f"corpus line {self.line}: `{self.argv}`: {self.leaf}: legacy {self.legacy!r}, "
-            f"generated {self.generated!r}"
-        )
+        place = self.where or f"corpus line {self.line}"
+        return f"{place}: `{self.argv}`: {self.leaf}: legacy {self.legacy!r}, generated {self.generated!r}"
+
+
+@attrs.frozen
+class Abbreviation:
+    """A prefix the legacy parser expands (argparse's allow_abbrev) and the corpus uses."""
+
+    prefix: str
+    flags: tuple[str, ...]  # what it could mean: one flag, or several (ambiguous)
+    wheres: tuple[str, ...]
+
+    def render(self, accepted: bool) -> str:
+        places = ", ".join(self.wheres[:3]) + (f" and {len(self.wheres) - 3} more" if len(self.wheres) > 3 else "")
+        if len(self.flags) > 1:
+            return (f"abbreviation {self.prefix} is ambiguous to the legacy parser (it could mean "
+                    f"{', '.join(self.flags)}); used at {places}")
+        if accepted:
+            return f"abbreviation {self.prefix} of {self.flags[0]}: the generated parser takes it too; used at {places}"
+        return (f"abbreviation {self.prefix} of {self.flags[0]}: the legacy parser expands it, the generated one "
+                f"refuses it; used at {places}. Add it as an alias (`import-dataclass --harvest DIR` proposes "
+                f"it), or keep prefix matching with `cli: {{abbreviations: legacy}}` in settings.yaml")
+
+
+@attrs.frozen
+class Note:
+    """A legacy flag whose value goes through code the generated parser does not run."""
+
+    flag: str
+    dest: str
+    kind: str  # action, converter, none-like
+    detail: str
+
+    def render(self) -> str:
+        if self.kind == "action":
+            return (f"{self.flag} ({self.dest}): the custom action {self.detail} decides what it stores; the "
+                    f"generated flag stores the value as its leaf type parses it")
+        if self.kind == "none-like":
+            return (f"{self.flag} ({self.dest}): the type converter {self.detail} turns "
+                    f"'None'-like strings into None; the generated flag keeps the string")
+        return f"{self.flag} ({self.dest}): the type converter {self.detail} is not one the generated parser runs"
 
 
 @attrs.frozen
@@ -100,9 +174,13 @@ class CliCheckReport:
     compared_leaves: tuple[str, ...]
     legacy_only: tuple[str, ...]  # legacy fields that are not leaves: not compared
     differences: tuple[Difference, ...]
+    abbreviations: tuple[tuple[Abbreviation, bool], ...] = ()  # with: does the generated parser take it
+    notes: tuple[Note, ...] = ()
 
     def render(self) -> str:
         out = [d.render() for d in self.differences]
+        out += [f"note: {a.render(accepted)}" for a, accepted in self.abbreviations]
+        out += [f"note: {n.render()}" for n in self.notes]
         if self.legacy_only:
             out.append(f"not compared (legacy fields that are not leaves): {', '.join(self.legacy_only)}")
         status = "FAILED" if self.differences else "ok"
@@ -123,7 +201,14 @@ def read_corpus(text: str) -> list[tuple[int, list[str]]]:
     return found
 
 
-def legacy_parse(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = ()) -> list[dict[str, Any]]:
+@attrs.frozen
+class LegacySide:
+    results: tuple[dict[str, Any], ...]
+    options: tuple[str, ...]  # every option string the legacy parser declares
+    notes: tuple[Note, ...]
+
+
+def legacy_run(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = ()) -> LegacySide:
     """Parse each argv with the legacy parser, in a subprocess."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([*map(str, path), *sys.path])
@@ -134,8 +219,13 @@ def legacy_parse(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] 
     )
     if done.returncode != 0:
         raise CliCheckError(f"the legacy parser {spec} failed to run:\n{done.stderr.strip()}")
-    parsed: list[dict[str, Any]] = json.loads(done.stdout)
-    return parsed
+    data = json.loads(done.stdout)
+    notes = tuple(Note(n[0], n[1], n[2], n[3]) for n in data["notes"])
+    return LegacySide(tuple(data["results"]), tuple(data["options"]), notes)
+
+
+def legacy_parse(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = ()) -> list[dict[str, Any]]:
+    return list(legacy_run(spec, argvs, path=path).results)
 
 
 def generated_parse(package: str, argv: list[str]) -> dict[str, Any]:
@@ -143,7 +233,8 @@ def generated_parse(package: str, argv: list[str]) -> dict[str, Any]:
     record_type: Any = importlib.import_module(f"{package}.server_args").ServerArgs
     err = io.StringIO()
     try:
-        with contextlib.redirect_stderr(err):
+        with contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             record = record_type.from_cli(argv, prog="generated")
     except SystemExit:
         return {"error": err.getvalue().strip().splitlines()[-1:] or ["refused"]}
@@ -151,20 +242,42 @@ def generated_parse(package: str, argv: list[str]) -> dict[str, Any]:
     return {"values": json.loads(json.dumps(values))}  # tuples as lists, like the legacy side
 
 
+def prefixes(argvs: Iterable[tuple[str, Sequence[str]]], options: Iterable[str]) -> list[Abbreviation]:
+    """Every `--word` of the corpus that is no option string but a prefix of one (or of
+    several: ambiguous), as argparse's allow_abbrev reads it, with where it is used."""
+    declared = sorted(o for o in options if o.startswith("--"))
+    exact = set(options)
+    used: dict[str, list[str]] = {}
+    for where, argv in argvs:
+        for word in argv:
+            if word == "--":
+                break
+            flag = word.partition("=")[0]
+            if flag.startswith("--") and len(flag) > 2 and flag not in exact:
+                used.setdefault(flag, []).append(where)
+    found: list[Abbreviation] = []
+    for prefix, wheres in sorted(used.items()):
+        flags = tuple(o for o in declared if o.startswith(prefix))
+        if flags:
+            found.append(Abbreviation(prefix, flags, tuple(dict.fromkeys(wheres))))
+    return found
+
+
 def compare(
     corpus: Sequence[tuple[int, list[str]]],
     legacy: Sequence[dict[str, Any]],
     generated: Sequence[dict[str, Any]],
+    wheres: Sequence[str] | None = None,
 ) -> CliCheckReport:
     differences: list[Difference] = []
     compared: set[str] = set()
     legacy_only: set[str] = set()
-    for (line, argv), old, new in zip(corpus, legacy, generated, strict=True):
+    places = list(wheres) if wheres is not None else [f"corpus line {line}" for line, _ in corpus]
+    for (line, argv), old, new, where in zip(corpus, legacy, generated, places, strict=True):
         shown = shlex.join(argv)
         if ("error" in old) != ("error" in new):
             differences.append(Difference(
-                line, shown, "<parse>",
-                old.get("error", "accepted"), new.get("error", "accepted"),
+                line, shown, "<parse>", old.get("error", "accepted"), new.get("error", "accepted"), where,
             ))
             continue
         if "error" in old:
@@ -174,21 +287,46 @@ def compare(
         for leaf in sorted(old_values.keys() & new_values.keys()):
             compared.add(leaf)
             if old_values[leaf] != new_values[leaf]:
-                differences.append(Difference(line, shown, leaf, old_values[leaf], new_values[leaf]))
+                differences.append(Difference(line, shown, leaf, old_values[leaf], new_values[leaf], where))
     return CliCheckReport(len(corpus), tuple(sorted(compared)), tuple(sorted(legacy_only)), tuple(differences))
 
 
-def cli_check(spec: str, package: str, corpus_text: str, *, path: Sequence[Path] = ()) -> CliCheckReport:
-    corpus = read_corpus(corpus_text)
-    legacy = legacy_parse(spec, [argv for _, argv in corpus], path=path)
+def check_lines(
+    spec: str, package: str, corpus: Sequence[tuple[str, list[str]]], *, path: Sequence[Path] = ()
+) -> CliCheckReport:
+    """Compare the parsers on (where, argv) lines; abbreviations and notes reported too."""
+    legacy = legacy_run(spec, [argv for _, argv in corpus], path=path)
     for folder in reversed(path):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
     try:
         generated = [generated_parse(package, argv) for _, argv in corpus]
+        registered = _generated_options(package)
     except ImportError as exc:
         raise CliCheckError(f"cannot import {package}.server_args: {exc}; run configbags gen first") from exc
-    return compare(corpus, legacy, generated)
+    numbered = [(i, argv) for i, (_, argv) in enumerate(corpus, start=1)]
+    report = compare(numbered, legacy.results, generated, [w for w, _ in corpus])
+    abbreviations = tuple((a, a.prefix in registered) for a in prefixes(corpus, legacy.options))
+    return attrs.evolve(report, abbreviations=abbreviations, notes=legacy.notes)
+
+
+def _generated_options(package: str) -> set[str]:
+    record_type: Any = importlib.import_module(f"{package}.server_args").ServerArgs
+    parser = argparse.ArgumentParser(add_help=False)
+    record_type.add_cli_args(parser)
+    return {o for a in parser._actions for o in a.option_strings}
+
+
+def cli_check(spec: str, package: str, corpus_text: str, *, path: Sequence[Path] = ()) -> CliCheckReport:
+    corpus = [(f"corpus line {n}", argv) for n, argv in read_corpus(corpus_text)]
+    return check_lines(spec, package, corpus, path=path)
+
+
+def harvested(root: Path, spec: str, launchers: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """The launch lines under `root` (configbags.migrate.harvest); the launchers default to
+    the legacy module's top-level package name (`python -m myengine.launch_server ...`)."""
+    names = list(launchers) or [spec.partition(":")[0].split(".")[0]]
+    return [(launch.where, list(launch.argv)) for launch in harvest(root, names)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,7 +336,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--legacy", required=True, metavar="MODULE:CLASS",
                         help="the legacy record class, with add_cli_args and from_cli_args")
     parser.add_argument("--package", required=True, help="the generated package (e.g. myengine.config_bags)")
-    parser.add_argument("--corpus", required=True, type=Path, help="one legacy command line per line")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--corpus", type=Path, help="one legacy command line per line")
+    source.add_argument("--harvest", type=Path, metavar="DIR",
+                        help="collect launch lines from the Markdown, shell, Python and YAML files under DIR")
+    parser.add_argument("--launcher", action="append", default=[], metavar="TEXT",
+                        help="with --harvest: what a launch line runs (repeatable; default: the legacy "
+                        "module's top-level package, e.g. myengine)")
     parser.add_argument("--path", type=Path, action="append", default=[],
                         help="a folder to import the engine from (repeatable)")
     parser.add_argument("--import-engine", action="store_true",
@@ -212,10 +356,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        report = cli_check(
-            args.legacy, args.package, args.corpus.read_text(encoding="utf-8"),
-            path=[p.resolve() for p in args.path],
-        )
+        if args.harvest is not None:
+            corpus = harvested(args.harvest, args.legacy, args.launcher)
+            if not corpus:
+                raise CliCheckError(f"no launch lines under {args.harvest} (launchers: "
+                                    f"{args.launcher or [args.legacy.split('.')[0]]}); name them with --launcher")
+        else:
+            corpus = [(f"corpus line {n}", words) for n, words in
+                      read_corpus(args.corpus.read_text(encoding="utf-8"))]
+        report = check_lines(args.legacy, args.package, corpus, path=[p.resolve() for p in args.path])
     except (OSError, CliCheckError) as exc:
         print(f"configbags cli-check: {exc}", file=sys.stderr)
         return 2

@@ -1,19 +1,32 @@
 """`configbags import-dataclass FILE:CLASS --out DIR [--mapping FILE]`.
 
-Turn an existing dataclass-style `ServerArgs` (SGLang's shape: annotated fields with
-defaults, and an `add_cli_args` that calls `parser.add_argument(...)`) into schema YAML.
-The source is read with `ast` and never imported: importing an engine's config module
-pulls in torch, CUDA probes and side effects, and may not even work on this machine.
+Turn an existing dataclass-style record into schema YAML: SGLang's older shape (annotated
+fields with defaults, and an `add_cli_args` that calls `parser.add_argument(...)`), its
+newer one (`Annotated[T, "help", Arg(...), NS(...)]` fields registered by a
+dataclass-driven helper, configbags.migrate.annotated), and vLLM's (defaults and flag
+keywords taken from config dataclasses in other modules). The source is read with `ast`
+and never imported: importing an engine's config module pulls in torch, CUDA probes and
+side effects, and may not even work on this machine. Other modules of the engine are
+read the same way, found by path (configbags.migrate.astvalues).
 
-Each field becomes a leaf with its type, default, flag and aliases, help and choices, owned
+The import runs in named steps: read the record (`read_record`: fields, their Annotated
+metadata and computed defaults; then every registration of their flags), then per field
+`_leaf`: type, default, help, flags, choices, the generator's value rules, what a bare
+flag means and what a custom action or converter does. Each field becomes a leaf owned
 by `launcher` with override policy `startup` (the safe starting point: the record is
 fixed at publish; loosen per leaf afterwards). `--mapping` is a YAML file `{leaf:
 namespace}`, or a `--propose-mapping` file whose `policies:` set override and owner per
-leaf; unmapped leaves go to the `legacy` namespace. With `--engine-root`, a leaf imported
-as startup that the engine writes after parsing (outside `--resolution`) is warned
-about: a startup leaf cannot take that write as an override. `roles.yaml` is written when
-the folder has none, so the result passes the generator as it stands. Schema files that
-differ from what the import writes (hand edits) are overwritten only with `--force`.
+leaf; unmapped leaves go to the namespace the record gives them (a marker, the config
+class a default points into), else `legacy`. With `--engine-root`, a leaf imported as
+startup that the engine writes after parsing (outside `--resolution`) is warned about.
+`roles.yaml` is written when the folder has none, so the result passes the generator as
+it stands. Schema files that differ from what the import writes (hand edits) are
+overwritten only with `--force`.
+
+Whatever cannot be carried over (a type with no schema spelling, choices or a const
+dropped, a spelling lost to a clash, a custom argparse Action, an opaque type converter,
+metadata not understood) is listed with its field and reason, and nothing is written
+unless `--accept-loss` says so.
 """
 
 from __future__ import annotations
@@ -24,7 +37,7 @@ import contextlib
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +46,41 @@ import yaml
 
 # The generator's own rules, so that what is imported is what `make gen` accepts.
 from configbags.codegen.model import RESERVED
-from configbags.migrate.proposal import engine_writes, propose, read_mapping, render
+from configbags.migrate import annotated, astvalues, registration
+from configbags.migrate.annotated import FieldMeta, MetadataNames, unwrap
+from configbags.migrate.astvalues import (
+    MISSING,
+    ClassRef,
+    Evaluator,
+    Module,
+    ModuleIndex,
+    class_fields,
+    field_default,
+    parse_module,
+)
+from configbags.migrate.clicheck import harvested, prefixes, read_corpus
+from configbags.migrate.proposal import (
+    engine_writes,
+    propose,
+    read_mapping,
+    render,
+    usable_namespace,
+)
+from configbags.migrate.pytypes import name_of, schema_type
+from configbags.migrate.registration import Argument
 from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
-from configbags.runtime.spelling import Claim, clashes, flag_of, spellings
+from configbags.runtime.project import find_pyproject, read_toml
+from configbags.runtime.spelling import Claim, clashes, flag_of, leaf_spellings, spellings
 
 DEFAULT_NAMESPACE = "legacy"
 DEFAULT_OWNER = "launcher"
 DEFAULT_OVERRIDE = "startup"
-_MISSING = object()
 _LEAF_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
-_SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str"}
-_LISTS = {"List", "list", "Sequence", "Tuple", "tuple", "Set", "set", "FrozenSet", "frozenset"}
+_SHORT = re.compile(r"^-[A-Za-z][A-Za-z0-9]*$")  # `-tp`: kept as an alias, never a leaf's own flag
 
 ROLES_YAML = """\
 # Written by `configbags import-dataclass`: the smallest set of roles that lets the
@@ -71,266 +104,124 @@ class ImportError_(Exception):
 class Field:
     name: str
     line: int
-    annotation: ast.expr | None
-    default: Any = _MISSING  # _MISSING: no default; the leaf is required
+    annotation: ast.expr | None  # with any Annotated taken off
+    default: Any = MISSING  # MISSING: no default; the leaf is required
     default_note: str | None = None  # why the default could not be read
     doc: str | None = None
+    meta: FieldMeta = attrs.Factory(FieldMeta)
+    owner: ClassRef | None = None  # the config dataclass a default like `ModelConfig.x` points into
+    structure: dict[str, Any] | None = None  # a json leaf's inner structure (a config dataclass's fields)
 
 
-@attrs.define
-class Argument:
-    dest: str
-    flags: list[str]
-    kwargs: dict[str, ast.expr]
-    line: int
+@attrs.frozen
+class Loss:
+    """Something of the legacy record or command line the import could not carry over."""
+
+    field: str
+    reason: str
+
+    def render(self) -> str:
+        return f"{self.field}: {self.reason}"
 
 
 @attrs.frozen
 class ImportResult:
     leaves: dict[str, dict[str, dict[str, Any]]]  # namespace -> leaf -> spec
     warnings: tuple[str, ...]
+    losses: tuple[Loss, ...] = ()
+    namespaces: Mapping[str, str] = attrs.Factory(dict)  # field -> namespace its record names
 
 
-# Well-known constants an engine uses as big-int sentinels: they stay ints, never null.
-_SENTINELS = {"sys.maxsize": sys.maxsize, "math.inf": math.inf, "float('inf')": math.inf}
+@attrs.define
+class _Record:
+    """One record being imported: its module, how its engine spells metadata, its flags."""
+
+    module: Module
+    cls: ast.ClassDef
+    names: MetadataNames
+    origin: str
+    fields: list[Field] = attrs.Factory(list)
+    arguments: dict[str, Argument] = attrs.Factory(dict)
+    old: dict[str, list[Argument]] = attrs.Factory(dict)  # deprecated registrations per field
+    warnings: list[str] = attrs.Factory(list)
+    losses: list[Loss] = attrs.Factory(list)
+
+    @property
+    def evaluator(self) -> Evaluator:
+        return Evaluator(self.module)
+
+    def lose(self, field: str, reason: str) -> None:
+        self.losses.append(Loss(field, reason))
 
 
-def _literal(node: ast.expr | None, constants: Mapping[str, Any]) -> Any:
-    """The value of a literal expression, resolving module-level constants; _MISSING if not."""
-    if node is None:
-        return _MISSING
-    if isinstance(node, ast.Name) and node.id in constants:
-        return constants[node.id]
-    if ast.unparse(node) in _SENTINELS:
-        return _SENTINELS[ast.unparse(node)]
-    if isinstance(node, ast.Call) and _name(node.func) == "keys" and isinstance(node.func, ast.Attribute):
-        # choices=list(BACKENDS.keys()) / BACKENDS.keys()
-        inner = _literal(node.func.value, constants)
-        return list(inner) if isinstance(inner, dict) else _MISSING
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _literal(node.left, constants), _literal(node.right, constants)
-        if isinstance(left, (list, tuple)) and isinstance(right, (list, tuple)):
-            return [*left, *right]
-        return _MISSING
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in ("list", "tuple", "sorted", "set")
-        and len(node.args) == 1
-    ):
-        inner = _literal(node.args[0], constants)
-        if inner is not _MISSING and isinstance(inner, (list, tuple, set, dict)):
-            values = list(inner)
-            return sorted(values) if node.func.id in ("sorted", "set") else values
-    if isinstance(node, (ast.List, ast.Tuple)):
-        items: list[Any] = []
-        for element in node.elts:
-            if isinstance(element, ast.Starred):  # [*A, *B]
-                inner = _literal(element.value, constants)
-                if not isinstance(inner, (list, tuple)):
-                    return _MISSING
-                items.extend(inner)
-            else:
-                items.append(_literal(element, constants))
-        return _MISSING if any(i is _MISSING for i in items) else items
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _MISSING
+def read_record(
+    source: str, class_name: str, *, path: Path | None = None, origin: str = "<source>",
+    names: MetadataNames | None = None, index: ModuleIndex | None = None,
+) -> _Record:
+    """Step 1: the record class, its fields (Annotated taken apart, defaults computed,
+    followed into other modules) and every registration of its flags."""
+    module = parse_module(source, path, index)
+    classes = [n for n in ast.walk(module.tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
+    if not classes:
+        raise ImportError_(f"{origin}: no class {class_name!r}")
+    record = _Record(module, classes[0], names or MetadataNames(), origin)
+    record.fields = _fields(record)
+    _registrations(record)
+    return record
 
 
-def _module_constants(tree: ast.Module) -> dict[str, Any]:
-    constants: dict[str, Any] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            value = _literal(stmt.value, constants)
-            if value is not _MISSING:
-                constants[stmt.targets[0].id] = value
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value:
-            value = _literal(stmt.value, constants)
-            if value is not _MISSING:
-                constants[stmt.target.id] = value
-    return constants
-
-
-def _fields(cls: ast.ClassDef, constants: Mapping[str, Any]) -> list[Field]:
+def _fields(record: _Record) -> list[Field]:
     fields: list[Field] = []
-    body = cls.body
-    for index, stmt in enumerate(body):
-        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
-            continue
+    evaluator = record.evaluator
+    for _, stmt, doc in class_fields(record.cls):
+        assert isinstance(stmt.target, ast.Name)
         name = stmt.target.id
         annotation_text = ast.unparse(stmt.annotation)
         if name.startswith("_") or "ClassVar" in annotation_text or "InitVar" in annotation_text:
             continue
-        field = Field(name, stmt.lineno, stmt.annotation)
-        value = stmt.value
-        if isinstance(value, ast.Call) and ast.unparse(value.func) in ("field", "dataclasses.field"):
-            keywords = {k.arg: k.value for k in value.keywords if k.arg}
-            if "default" in keywords:
-                value = keywords["default"]
-            elif "default_factory" in keywords:
-                factory = keywords["default_factory"]
-                made = {"list": [], "dict": {}, "tuple": [], "set": []}.get(ast.unparse(factory), _MISSING)
-                if made is _MISSING and isinstance(factory, ast.Lambda):
-                    made = _literal(factory.body, constants)
-                field.default = made
-                if made is _MISSING:
-                    field.default_note = f"default_factory={ast.unparse(factory)}"
-                value = None
-            else:
-                value = None
-        if value is not None:
-            field.default = _literal(value, constants)
-            if field.default is _MISSING:
-                field.default_note = ast.unparse(value)
-        # vLLM style: a string literal right after the field documents it
-        following = body[index + 1] if index + 1 < len(body) else None
-        if (
-            isinstance(following, ast.Expr)
-            and isinstance(following.value, ast.Constant)
-            and isinstance(following.value.value, str)
-        ):
-            field.doc = " ".join(following.value.value.split())
+        annotation, metadata = unwrap(stmt.annotation)
+        field = Field(name, stmt.lineno, annotation, doc=doc)
+        field.meta = annotated.read(metadata, record.names, evaluator)
+        for reason in field.meta.lost:
+            record.lose(name, reason)
+        field.default, field.default_note = field_default(stmt.value, evaluator)
+        field.owner = _owning_class(stmt.value, evaluator)
         fields.append(field)
     return fields
 
 
-def _arguments(tree: ast.Module) -> dict[str, Argument]:
-    found: dict[str, Argument] = {}
-    for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "add_argument"
-        ):
-            continue
-        flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        kwargs = {k.arg: k.value for k in node.keywords if k.arg}
-        dest_node = kwargs.get("dest")
-        if isinstance(dest_node, ast.Constant) and isinstance(dest_node.value, str):
-            dest = dest_node.value
-        else:
-            long_flags = [f for f in flags if f.startswith("--")]
-            if not long_flags:
-                continue
-            dest = long_flags[0][2:].replace("-", "_")
-        found.setdefault(dest, Argument(dest, flags, kwargs, node.lineno))
-    return found
+def _owning_class(value: ast.expr | None, evaluator: Evaluator) -> ClassRef | None:
+    """The config class a default points into: `ModelConfig.x`, `get_field(ModelConfig, "x")`."""
+    if isinstance(value, ast.Attribute):
+        owner = evaluator.value(value.value)
+    elif isinstance(value, ast.Call) and name_of(value.func) == "get_field" and value.args:
+        owner = evaluator.value(value.args[0])
+    else:
+        return None
+    return owner if isinstance(owner, ClassRef) else None
 
 
-def _cli_copies(tree: ast.Module) -> dict[str, str]:
-    """argparse dest -> record field, from the copies a `from_cli_args`-style function makes:
-    `args.tp_size = args.tensor_parallel_size`, `cls(tp_size=args.tensor_parallel_size)`
-    or `{"tp_size": args.tensor_parallel_size}`."""
-    copies: dict[str, str] = {}
-    for function in ast.walk(tree):
-        if not (isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and "cli" in function.name):
-            continue
-        for node in ast.walk(function):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
-                for target in node.targets:
-                    if isinstance(target, ast.Attribute) and target.attr != node.value.attr:
-                        copies.setdefault(node.value.attr, target.attr)
-            elif isinstance(node, ast.Call):
-                for keyword in node.keywords:
-                    if keyword.arg and isinstance(keyword.value, ast.Attribute) and keyword.value.attr != keyword.arg:
-                        copies.setdefault(keyword.value.attr, keyword.arg)
-            elif isinstance(node, ast.Dict):
-                for key, value in zip(node.keys, node.values, strict=True):
-                    if (
-                        isinstance(key, ast.Constant)
-                        and isinstance(key.value, str)
-                        and isinstance(value, ast.Attribute)
-                        and value.attr != key.value
-                    ):
-                        copies.setdefault(value.attr, key.value)
-    return copies
-
-
-def _map_to_fields(arguments: dict[str, Argument], fields: set[str], copies: Mapping[str, str]) -> dict[str, Argument]:
-    """Key each argument by the field it fills: its dest when that is a field, else the
-    field a from_cli_args copy puts it in, else the field one of its flags is named after
-    (`--tensor-parallel-size/--tp-size` fills `tp_size`)."""
-    mapped: dict[str, Argument] = {}
-    for dest, argument in arguments.items():
-        field = dest if dest in fields else copies.get(dest)
-        if field is None:
-            named = [f[2:].replace("-", "_") for f in argument.flags if f.startswith("--")]
-            field = next((n for n in named if n in fields), dest)
-        other = mapped.get(field)
-        if other is None:
-            mapped[field] = attrs.evolve(argument, dest=field)
-            continue
-        # two registrations fill one field: the one whose dest is the field leads, the
-        # other's flags become aliases
-        lead, alias = (argument, other) if dest == field else (other, argument)
-        mapped[field] = attrs.evolve(lead, dest=field, flags=[*lead.flags, *alias.flags])
-    return mapped
-
-
-def _type_of(annotation: ast.expr | None) -> tuple[str, list[Any] | None]:
-    """(schema type, choices from a Literal) for a field annotation."""
-    if annotation is None:
-        return "json", None
-    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            annotation = ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
-            return "json", None
-    optional = False
-    node = annotation
-    # X | None, Optional[X], Union[X, None]
-    while True:
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            parts = [node.left, node.right]
-        elif isinstance(node, ast.Subscript) and _name(node.value) in ("Optional", "Union"):
-            inner = node.slice
-            parts = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
-            if _name(node.value) == "Optional":
-                parts.append(ast.Constant(None))
-        else:
-            break
-        rest = [p for p in parts if not (isinstance(p, ast.Constant) and p.value is None)]
-        optional = optional or len(rest) < len(parts)
-        if len(rest) != 1:
-            return ("optional json" if optional else "json"), None
-        node = rest[0]
-    prefix = "optional " if optional else ""
-    name = _name(node)
-    if name in _SCALARS:
-        return prefix + _SCALARS[name], None
-    if isinstance(node, ast.Subscript) and _name(node.value) == "Literal":
-        inner = node.slice
-        values = [e.value for e in (inner.elts if isinstance(inner, ast.Tuple) else [inner]) if isinstance(e, ast.Constant)]
-        if None in values:  # Literal["a", None] is Optional[Literal["a"]]
-            values = [v for v in values if v is not None]
-            prefix = "optional "
-        kinds = {type(v) for v in values}
-        base = "str" if kinds == {str} else "int" if kinds == {int} else "json"
-        return prefix + base, values
-    if isinstance(node, ast.Subscript) and _name(node.value) in _LISTS:
-        inner = node.slice
-        first = inner.elts[0] if isinstance(inner, ast.Tuple) and inner.elts else inner
-        element = _name(first)
-        if element in ("int", "str"):
-            return f"{prefix}list[{element}]", None
-    return prefix + "json", None
-
-
-def _name(node: ast.expr) -> str:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return ""
-
-
-def _help_text(text: str, default: Any) -> str:
-    # argparse help strings are %-formatted; the schema holds plain text (the generator
-    # escapes % itself), so undo the escaping and fill in %(default)s.
-    text = text.replace("%(default)s", str(default) if default is not _MISSING else "unset")
-    return " ".join(text.replace("%%", "%").split())
+def _registrations(record: _Record) -> None:
+    """Step 2: the flags, as the engine registers them: by hand (`add_argument`), through a
+    dataclass-driven helper (each field's flag derived as the helper derives it), or with
+    kwargs built from config dataclasses. Registrations of one field are merged."""
+    tree, evaluator = record.module.tree, record.evaluator
+    by_dest = registration.hand_written(tree, evaluator, record.names)
+    helper = bool(registration.registrar_calls(tree, record.cls.name, record.names))
+    for field in record.fields:
+        # a helper registers every field; flag metadata says its field is a flag even
+        # where the helper is not seen (called from another module)
+        if helper or field.meta.has_flag:
+            made = registration.derived(field.name, field.meta, field.line)
+            if made is not None and made.dest not in by_dest:
+                by_dest[made.dest] = made
+            elif made is not None:
+                registration.merge(by_dest, made.dest, made, leads=False)
+    names = {f.name for f in record.fields}
+    record.arguments, record.old = registration.fill_fields(by_dest, names, registration.cli_copies(tree))
+    for argument in by_dest.values():
+        for opaque in argument.opaque:
+            record.lose(argument.dest, f"flag keywords `{opaque}` are built at run time and could not be read")
 
 
 def import_dataclass(
@@ -341,102 +232,305 @@ def import_dataclass(
     origin: str = "<source>",
     defaults: Mapping[str, Any] | None = None,
     policies: Mapping[str, Mapping[str, Any]] | None = None,
+    path: Path | None = None,
+    names: MetadataNames | None = None,
+    index: ModuleIndex | None = None,
+    corpus: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> ImportResult:
-    """Read `class_name` and its argparse registration from `source`. A default that the
-    schema cannot hold as it is stops the import (ImportError_ names every such field and
-    the fix) unless `defaults` gives the value to use: defaults never change silently."""
-    tree = ast.parse(source)
-    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
-    if not classes:
-        raise ImportError_(f"{origin}: no class {class_name!r}")
-    constants = _module_constants(tree)
-    fields = _fields(classes[0], constants)
-    arguments = _map_to_fields(_arguments(tree), {f.name for f in fields}, _cli_copies(tree))
-    defaults = dict(defaults or {})
-    warnings: list[str] = []
+    """Read `class_name` and its argparse registration from `source` (at `path`, whose
+    package's other modules are followed for defaults and config dataclasses). A default
+    that the schema cannot hold as it is stops the import (ImportError_ names every such
+    field and the fix) unless `defaults` gives the value to use: defaults never change
+    silently. What else cannot be carried over is listed in `losses`. Each abbreviation
+    the legacy parser expands and a `corpus` line uses becomes an explicit alias."""
+    record = read_record(source, class_name, path=path, origin=origin, names=names, index=index)
+    given = dict(defaults or {})
     stops: list[str] = []
     leaves: dict[str, dict[str, dict[str, Any]]] = {}
-    for field in fields:
-        where = f"{origin}:{field.line}: {field.name}"
-        if not _LEAF_NAME.match(field.name) or field.name in RESERVED:
-            warnings.append(f"{where}: skipped, not a usable leaf name (lowercase, not reserved)")
+    namespaces: dict[str, str] = {}
+    for field in record.fields:
+        spec = _leaf(record, field, given, stops)
+        if spec is None:
             continue
-        type_, literal_choices = _type_of(field.annotation)
-        argument = arguments.get(field.name)
-        type_ = _list_from_nargs(type_, argument)
-        spec: dict[str, Any] = {"type": type_}
-        default = field.default
-        given = field.name in defaults
-        if given:
-            default = defaults.pop(field.name)
-        if default is _MISSING and field.default_note is None and not given:
-            spec["required"] = True
-        else:
-            if default is _MISSING:
-                stops.append(
-                    f"{where}: default `{field.default_note}` is not a literal, so it cannot be "
-                    f"imported as it is; fix: --default {field.name}=VALUE (YAML) with the value "
-                    f"the engine resolves it to"
-                )
-                continue
-            if isinstance(default, tuple):
-                default = list(default)
-            if default is None and not type_.startswith("optional "):
-                spec["type"] = type_ = "optional " + type_
-            spec["default"] = default
-        help_text = None
-        if argument is not None and "help" in argument.kwargs:
-            raw_help = _literal(argument.kwargs["help"], constants)
-            if isinstance(raw_help, str):
-                help_text = _help_text(raw_help, field.default)
-            else:
-                warnings.append(f"{where}: help is not a literal string; used the field's doc or a placeholder")
-        help_text = help_text or field.doc or f"Imported from {class_name}.{field.name}; the source has no help text."
-        spec["help"] = help_text
-        if argument is None:
-            spec["cli"] = False
-        else:
-            cli = _cli_spec(field.name, argument, where, warnings)
-            if cli is not None:
-                spec["cli"] = cli
-        choices = literal_choices
-        if argument is not None and "choices" in argument.kwargs:
-            listed = _literal(argument.kwargs["choices"], constants)
-            if isinstance(listed, (list, tuple)) and listed:
-                choices = list(listed)
-            else:
-                warnings.append(f"{where}: choices `{ast.unparse(argument.kwargs['choices'])}` are not literal; left out")
-        if choices:
-            spec["choices"] = list(dict.fromkeys(choices))
-        stop = _settle_values(spec, where, warnings, given=given)
-        if stop is not None:
-            stops.append(stop)
-            continue
-        if argument is not None and isinstance(spec.get("cli", {}), dict):
-            _bare_flag(spec, argument, constants, where, warnings)
         policy = (policies or {}).get(field.name, {})
         spec["owner"] = str(policy.get("owner") or DEFAULT_OWNER)
         spec["override"] = str(policy.get("override") or DEFAULT_OVERRIDE)
-        namespace = mapping.get(field.name, DEFAULT_NAMESPACE)
+        own = field_namespace(field, record.arguments.get(field.name))
+        if own is not None:
+            namespaces[field.name] = own
+        namespace = mapping.get(field.name) or own or DEFAULT_NAMESPACE
         leaves.setdefault(namespace, {})[field.name] = spec
-    for dest in sorted(set(arguments) - {f.name for f in fields}):
-        warnings.append(f"{origin}:{arguments[dest].line}: flag for {dest!r} has no field; not imported")
-    for name in sorted(defaults):
+    for dest in sorted(set(record.arguments) - {f.name for f in record.fields}):
+        record.warnings.append(f"{origin}:{record.arguments[dest].line}: flag for {dest!r} has no field; not imported")
+    for name in sorted(given):
         stops.append(f"{origin}: --default {name}=...: {class_name} has no field {name!r}")
     if stops:
         raise ImportError_(
             f"{len(stops)} default{'s' if len(stops) > 1 else ''} cannot be imported without "
             f"changing {'them' if len(stops) > 1 else 'it'}:\n  " + "\n  ".join(stops)
         )
-    _settle_flags(leaves, origin, warnings)
-    return ImportResult(leaves, tuple(warnings))
+    _abbreviations(record, leaves, corpus)
+    _settle_flags(leaves, origin, record)
+    return ImportResult(leaves, tuple(record.warnings), tuple(record.losses), namespaces)
+
+
+def _abbreviations(
+    record: _Record, leaves: dict[str, dict[str, dict[str, Any]]], corpus: Sequence[tuple[str, Sequence[str]]]
+) -> None:
+    """argparse lets `--tp` stand for `--tp-size` when no other flag starts so; the
+    generated parser does not (a flag added later would change what an old line means).
+    Each prefix the launch lines use is kept as an explicit alias of the leaf it meant."""
+    if not corpus:
+        return
+    owner: dict[str, str] = {}
+    for name, argument in record.arguments.items():
+        owner.update(dict.fromkeys(argument.flags, name))
+    for name, old in record.old.items():
+        owner.update(dict.fromkeys((f for a in old for f in a.flags), name))
+    specs = {n: spec for ns in leaves.values() for n, spec in ns.items()}
+    for abbreviation in prefixes(corpus, [*owner, "--help"]):
+        places = ", ".join(abbreviation.wheres[:3])
+        if len(abbreviation.flags) > 1:
+            record.warnings.append(f"abbreviation {abbreviation.prefix} (used at {places}) is ambiguous to the "
+                                   f"legacy parser ({', '.join(abbreviation.flags)}); no alias proposed")
+            continue
+        leaf = owner.get(abbreviation.flags[0])
+        spec = specs.get(leaf or "")
+        if leaf is None or spec is None or spec.get("cli") is False:
+            continue
+        cli = dict(spec.get("cli") or {})
+        cli["aliases"] = [*cli.get("aliases", ()), abbreviation.prefix]
+        spec["cli"] = cli
+        record.warnings.append(f"{leaf}: alias {abbreviation.prefix} added: the legacy parser expands it to "
+                               f"{abbreviation.flags[0]}, and the launch lines use it ({places})")
+
+
+def field_marker(field: Field) -> str | None:
+    """The namespace the record's own marker (`NS("parallel")`) gives the field."""
+    marker = field.meta.namespace
+    return marker if marker and all(usable_namespace(p) for p in marker.split(".")) else None
+
+
+def field_namespace(field: Field, argument: Argument | None = None) -> str | None:
+    """The field's namespace as the record says it: its marker, else the config class its
+    default points into (`ModelConfig.max_model_len` -> `model`) or its flag's keywords
+    are built from."""
+    owner = field.owner or (argument.config.owner if argument is not None and argument.config else None)
+    return field_marker(field) or (class_namespace(owner.name) if owner is not None else None)
+
+
+def class_namespace(class_name: str) -> str | None:
+    """`ModelConfig` -> `model`, `SpeculativeConfig` -> `speculative`."""
+    stem = re.sub(r"(Config|Configuration|Args|Arguments|Settings)$", "", class_name)
+    snake = re.sub(r"(?<!^)(?=[A-Z])", "_", stem).lower()
+    return snake if snake and usable_namespace(snake) else None
+
+
+def _leaf(record: _Record, field: Field, given: dict[str, Any], stops: list[str]) -> dict[str, Any] | None:
+    """Steps 3-8 for one field: type, default, help, flags, choices, then the generator's
+    value rules and what a bare flag means. None: the field is no leaf (or stops)."""
+    where = f"{record.origin}:{field.line}: {field.name}"
+    if not _LEAF_NAME.match(field.name) or field.name in RESERVED:
+        record.warnings.append(f"{where}: skipped, not a usable leaf name (lowercase, not reserved)")
+        return None
+    argument = record.arguments.get(field.name)
+    type_, choices = _leaf_type(record, field, argument)
+    spec: dict[str, Any] = {"type": type_}
+    is_given = field.name in given
+    stop = _leaf_default(spec, field, given, where)
+    if stop is not None:
+        stops.append(stop)
+        return None
+    if field.structure is not None:
+        spec["structure"] = field.structure
+    spec["help"] = _leaf_help(record, field, argument, where)
+    _leaf_cli(record, field, argument, spec, where)
+    spec_choices = _leaf_choices(record, field, argument, choices)
+    if spec_choices:
+        spec["choices"] = spec_choices
+    before = spec.get("choices")
+    stop = _settle_values(spec, where, record.warnings, given=is_given)
+    if stop is not None:
+        stops.append(stop)
+        return None
+    if before and not spec.get("choices"):
+        record.lose(field.name, f"choices {before!r} cannot be held by a {spec['type']} leaf")
+    if argument is not None and isinstance(spec.get("cli", {}), dict):
+        _bare_flag(spec, argument, record, where)
+        _conversions(record, field, argument, spec)
+    return spec
+
+
+def _leaf_type(record: _Record, field: Field, argument: Argument | None) -> tuple[str, list[Any] | None]:
+    """The schema type and any `Literal`/`Enum` choices: from the field's annotation, else
+    from the config dataclass field its flag kwargs are built from; nargs lists last."""
+    found = schema_type(field.annotation, record.module)
+    config = _config_field(argument)
+    if config is not None and (found.lossy or field.annotation is None or found.choices is None):
+        stmt, _ = config
+        theirs = schema_type(stmt.annotation, argument.config.owner.module if argument and argument.config else None)
+        if found.lossy or field.annotation is None:
+            found = theirs
+        elif theirs.choices and TypeSpec.parse(theirs.type).base == TypeSpec.parse(found.type).base:
+            found = attrs.evolve(found, choices=theirs.choices)
+    type_ = _list_from_nargs(found.type, argument)
+    if found.lossy and TypeSpec.parse(type_).base == "json":
+        record.lose(field.name, f"{found.lossy}; imported as {type_} (its flag parses JSON)")
+    if found.structure is not None and TypeSpec.parse(type_).base == "json":
+        field.structure = found.structure
+    return type_, found.choices
+
+
+def _config_field(argument: Argument | None) -> tuple[ast.AnnAssign, str | None] | None:
+    if argument is None or argument.config is None:
+        return None
+    return astvalues.field_of(argument.config.owner, argument.config.name)
+
+
+def _leaf_default(spec: dict[str, Any], field: Field, given: dict[str, Any], where: str) -> str | None:
+    """The default as the engine has it (a `--default` given wins); a message stops the
+    import when it cannot be computed."""
+    default = field.default
+    is_given = field.name in given
+    if is_given:
+        default = given.pop(field.name)
+    if default is MISSING and field.default_note is None and not is_given:
+        spec["required"] = True
+        return None
+    if default is MISSING:
+        return (
+            f"{where}: default `{field.default_note}` is not a literal, so it cannot be "
+            f"imported as it is; fix: --default {field.name}=VALUE (YAML) with the value "
+            f"the engine resolves it to"
+        )
+    if isinstance(default, (tuple, set, frozenset)):
+        default = list(default)
+    if default is None and not spec["type"].startswith("optional "):
+        spec["type"] = "optional " + spec["type"]
+    spec["default"] = default
+    return None
+
+
+def _leaf_help(record: _Record, field: Field, argument: Argument | None, where: str) -> str:
+    """The flag's help, else the annotation's, the config field's docstring, the field's
+    own docstring, or a placeholder that says the source has none."""
+    text: str | None = None
+    if argument is not None and "help" in argument.kwargs:
+        raw = record.evaluator.value(argument.kwargs["help"])
+        if isinstance(raw, str):
+            text = _help_text(raw, field.default)
+        else:
+            record.warnings.append(f"{where}: help is not a literal string; used the field's doc or a placeholder")
+    if not text and field.meta.help:
+        text = _help_text(field.meta.help, field.default)
+    config = _config_field(argument)
+    text = text or (config[1] if config else None) or field.doc
+    return text or f"Imported from {record.cls.name}.{field.name}; the source has no help text."
+
+
+def _leaf_cli(record: _Record, field: Field, argument: Argument | None, spec: dict[str, Any], where: str) -> None:
+    """`cli:` from the registration (or `false` without one), and the deprecated
+    spellings as `renamed_from` (never the leaf's only flag) or the leaf `deprecated`."""
+    old_flags = [*field.meta.deprecated_flags, *(f for a in record.old.get(field.name, ()) for f in a.flags)]
+    if argument is None and not old_flags:
+        spec["cli"] = False
+    elif argument is not None:
+        cli = _cli_spec(field.name, argument, where, record)
+        if cli is not None:
+            spec["cli"] = cli
+    renamed = _renamed(record, field, old_flags)
+    if renamed:
+        spec["renamed_from"] = renamed
+    if field.meta.deprecated:
+        spec["deprecated"] = {"since": "0"}
+        if isinstance(field.meta.deprecated, str):
+            record.warnings.append(f"{where}: deprecated ({field.meta.deprecated}); `since` set to 0, edit it")
+
+
+def _renamed(record: _Record, field: Field, flags: list[str]) -> list[Any]:
+    names = {f.name for f in record.fields}
+    out: list[Any] = []
+    for flag in dict.fromkeys(flags):
+        name = flag.lstrip("-").replace("-", "_")
+        if not _FLAG.match(flag) or not _LEAF_NAME.match(name) or name in names or name in RESERVED:
+            record.lose(field.name, f"the deprecated flag {flag} cannot be an old name of the leaf "
+                                    f"({name!r} is not a free leaf name); left out")
+            continue
+        out.append(name if flag == flag_of(name) else {"name": name, "flag": flag})
+    return out
+
+
+def _leaf_choices(
+    record: _Record, field: Field, argument: Argument | None, choices: list[Any] | None
+) -> list[Any] | None:
+    """`choices=` of the flag (or of its metadata), else the Literal or Enum choices."""
+    node = argument.kwargs.get("choices") if argument is not None else None
+    if node is None:
+        return list(dict.fromkeys(choices)) if choices else None
+    listed = record.evaluator.value(node)
+    if isinstance(listed, (list, tuple, dict)) and listed:
+        return list(dict.fromkeys(listed))
+    record.lose(field.name, f"choices `{ast.unparse(node)}` are not constant; left out, so the leaf takes any value")
+    return list(dict.fromkeys(choices)) if choices else None
+
+
+def _conversions(record: _Record, field: Field, argument: Argument, spec: dict[str, Any]) -> None:
+    """What argparse would do to a value that the generated flag does not: a custom
+    Action, a type converter that cannot be seen through, a None-like string conversion."""
+    action = argument.kwargs.get("action")
+    if action is not None and not isinstance(action, ast.Constant) and name_of(action) != "BooleanOptionalAction":
+        record.lose(field.name, f"the custom action `{ast.unparse(action)}` decides what {argument.flags[0]} "
+                                f"stores; the generated flag stores the {spec['type']} value as given")
+    converter = argument.kwargs.get("type")
+    if converter is None or name_of(converter) in _PLAIN_CONVERTERS:
+        return
+    if _none_like(record.module, converter):
+        record.lose(field.name, f"the type converter `{ast.unparse(converter)}` turns 'None'-like strings into "
+                                f"None; the generated {argument.flags[0]} keeps the string")
+    else:
+        record.lose(field.name, f"the type converter `{ast.unparse(converter)}` cannot be seen through; the "
+                                f"generated flag parses a plain {spec['type']}")
+
+
+_PLAIN_CONVERTERS = {"int", "float", "str", "bool"}
+
+
+def _none_like(module: Module, converter: ast.expr) -> bool:
+    """A converter function of the module that maps "None" or "" to None (`nullable_str`)."""
+    if isinstance(converter, ast.Lambda):
+        body: list[ast.AST] = [converter.body]
+    else:
+        functions = [s for s in module.tree.body if isinstance(s, ast.FunctionDef) and s.name == name_of(converter)]
+        if not functions:
+            return False
+        body = list(functions[0].body)
+    for node in (n for b in body for n in ast.walk(b)):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(c, ast.Constant) and c.value in ("None", "none", "", "null") for c in [*node.comparators, node.left]
+        ):
+            return True
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and any(
+            isinstance(e, ast.Constant) and e.value in ("None", "none", "null") for e in node.elts
+        ):
+            return True
+    return False
+
+
+def _help_text(text: str, default: Any) -> str:
+    # argparse help strings are %-formatted; the schema holds plain text (the generator
+    # escapes % itself), so undo the escaping and fill in %(default)s.
+    text = text.replace("%(default)s", str(default) if default is not MISSING else "unset")
+    return " ".join(text.replace("%%", "%").split())
 
 
 def _nargs(argument: Argument) -> Any:
     """The flag's `nargs` as written (a literal), or None."""
     node = argument.kwargs.get("nargs")
-    value = _literal(node, {}) if node is not None else None
-    return None if value is _MISSING else value
+    if node is None:
+        return None
+    with contextlib.suppress(ValueError, TypeError, SyntaxError):
+        return ast.literal_eval(node)
+    return None
 
 
 def _list_from_nargs(type_: str, argument: Argument | None) -> str:
@@ -444,28 +538,31 @@ def _list_from_nargs(type_: str, argument: Argument | None) -> str:
     `type=int` or `type=str` is a list of them (`nargs="?"` takes one value, not a list)."""
     if argument is None or "nargs" not in argument.kwargs or TypeSpec.parse(type_).base != "json":
         return type_
+    action = argument.kwargs.get("action")
+    if action is not None and not isinstance(action, ast.Constant):
+        return type_  # a custom action decides what the values become (a dict, say): not a list
     if _nargs(argument) == "?":
         return type_
     element = argument.kwargs.get("type")
-    name = _name(element) if element is not None else "str"
+    name = name_of(element) if element is not None else "str"
     if name not in ("int", "str"):
         return type_
     return ("optional " if type_.startswith("optional ") else "") + f"list[{name}]"
 
 
-def _bare_flag(
-    spec: dict[str, Any], argument: Argument, constants: Mapping[str, Any], where: str, warnings: list[str]
-) -> None:
+def _bare_flag(spec: dict[str, Any], argument: Argument, record: _Record, where: str) -> None:
     """Keep what the flag given alone means: argparse's `const` (with `nargs="?"`, or
     `action="store_const"`, which takes no value) becomes `cli: {const: ...}` (plus
     `nargs: 0`), and a list flag with `nargs="*"` (alone: an empty list) `nargs: "*"`.
-    A const the leaf cannot hold is left out, with a warning: the generated flag then
+    A const the leaf cannot hold is left out, and listed as lost: the generated flag then
     needs a value."""
+    evaluator, warnings = record.evaluator, record.warnings
+    name = where.rsplit(": ", 1)[-1]
     type_ = TypeSpec.parse(spec["type"])
     nargs = _nargs(argument)
     action_node = argument.kwargs.get("action")
-    action = _literal(action_node, constants) if action_node is not None else "store"
-    flag = argument.flags[0]
+    action = evaluator.value(action_node) if action_node is not None else "store"
+    flag = argument.flags[0] if argument.flags else flag_of(name)
     if type_.item is not None:
         if nargs == "*":
             _set_cli(spec, nargs="*")
@@ -474,11 +571,10 @@ def _bare_flag(
         return  # a plain value flag (or store_true/false, handled with the bool leaf)
     const: Any = None
     if "const" in argument.kwargs:
-        const = _literal(argument.kwargs["const"], constants)
-        if const is _MISSING:
-            warnings.append(f"{where}: the bare flag `{flag}` stores const "
-                            f"`{ast.unparse(argument.kwargs['const'])}`, which is not a literal; "
-                            f"left out: the generated flag needs a value")
+        const = evaluator.value(argument.kwargs["const"])
+        if const is MISSING:
+            record.lose(name, f"the bare flag `{flag}` stores const `{ast.unparse(argument.kwargs['const'])}`, "
+                              f"which is not a literal; left out: the generated flag needs a value")
             return
     if type_.base == "bool":
         if const is not True or action == "store":
@@ -499,8 +595,8 @@ def _bare_flag(
         if const is not None and choices is not None and const not in choices:
             raise LeafValueError(f"{const!r} is not one of the choices {choices!r}")
     except LeafValueError as exc:
-        warnings.append(f"{where}: the bare flag `{flag}` stores const {const!r}, which the leaf cannot "
-                        f"hold ({exc}); left out: the generated flag needs a value (`{flag} VALUE`)")
+        record.lose(name, f"the bare flag `{flag}` stores const {const!r}, which the leaf cannot "
+                          f"hold ({exc}); left out: the generated flag needs a value (`{flag} VALUE`)")
         return
     _set_cli(spec, const=const, **({"nargs": 0} if action == "store_const" else {}))
 
@@ -554,51 +650,62 @@ def _settle_values(spec: dict[str, Any], where: str, warnings: list[str], *, giv
                     f"or change the field's annotation"
                 )
     if choices is not None:
-        item = type_.item or TypeSpec(type_.base, False)
-        kept: list[Any] = []
-        dropped: list[Any] = []
-        for choice in choices:
-            try:
-                _finite(choice)
-                item.coerce(choice)
-            except LeafValueError:
-                dropped.append(choice)
-                continue
-            if choice not in kept:
-                kept.append(choice)
-        if dropped:
-            warnings.append(f"{where}: choices {dropped!r} are not {item} values; dropped")
-        default = spec.get("default")
-        values = default if isinstance(default, list) else [default]
-        missing = [v for v in values if v is not None and v not in kept]
-        if missing and kept:
-            warnings.append(
-                f"{where}: default {default!r} is not among the choices; added them to the choices "
-                f"(argparse never checks a default against its choices)"
-            )
-            kept.extend(v for v in missing if v not in kept)
-        if kept:
-            choices = kept
-        else:
-            warnings.append(f"{where}: no usable choices left; the leaf takes any {item}")
-            choices = None
+        choices = _settle_choices(choices, type_, spec.get("default"), where, warnings)
     spec["type"] = str(type_)
     if choices:
         spec["choices"] = choices
     return None
 
 
+def _settle_choices(
+    choices: list[Any], type_: TypeSpec, default: Any, where: str, warnings: list[str]
+) -> list[Any] | None:
+    """The choices the leaf can hold (each of its item type, once), with the default
+    among them: argparse never checks a default against its choices."""
+    item = type_.item or TypeSpec(type_.base, False)
+    kept: list[Any] = []
+    dropped: list[Any] = []
+    for choice in choices:
+        try:
+            _finite(choice)
+            item.coerce(choice)
+        except LeafValueError:
+            dropped.append(choice)
+            continue
+        if choice not in kept:
+            kept.append(choice)
+    if dropped:
+        warnings.append(f"{where}: choices {dropped!r} are not {item} values; dropped")
+    values = default if isinstance(default, list) else [default]
+    missing = [v for v in values if v is not None and v not in kept]
+    if missing and kept:
+        warnings.append(
+            f"{where}: default {default!r} is not among the choices; added them to the choices "
+            f"(argparse never checks a default against its choices)"
+        )
+        kept.extend(v for v in missing if v not in kept)
+    if not kept:
+        warnings.append(f"{where}: no usable choices left; the leaf takes any {item}")
+        return None
+    return kept
+
+
+def _old_flag(entry: Any) -> str:
+    return flag_of(entry, None) if isinstance(entry, str) else flag_of(entry["name"], entry.get("flag"))
+
+
 def _claim(name: str, spec: Mapping[str, Any]) -> Claim:
-    cli = spec.get("cli")
-    flags = () if cli is False else (flag_of(name, (cli or {}).get("flag")), *(cli or {}).get("aliases", ()))
-    return Claim.of(name, flags, negatable=TypeSpec.parse(spec["type"]).base == "bool")
+    renamed = [(entry, None) if isinstance(entry, str) else (entry["name"], entry.get("flag"))
+               for entry in spec.get("renamed_from", ())]
+    return leaf_spellings(name, spec.get("cli"), renamed=renamed, negatable=TypeSpec.parse(spec["type"]).base == "bool")
 
 
-def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, warnings: list[str]) -> None:
+def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, record: _Record) -> None:
     """The generator refuses reserved flags (--config, --help), one flag for two leaves and
     one spelled twice; settle each clash by the generator's own rule
     (configbags.runtime.spelling.clashes), so the imported schema generates: drop the
-    alias, or leave the leaf off the command line when its own flag is the problem."""
+    alias (or old spelling), or leave the leaf off the command line when its own flag is
+    the problem. Each is listed as lost: that spelling no longer reaches the leaf."""
     specs = {name: spec for namespace_leaves in leaves.values() for name, spec in namespace_leaves.items()}
     claims = {name: _claim(name, spec) for name, spec in specs.items()}
     lost: dict[str, set[str]] = {}  # leaf -> spellings others hold or reserve ("": its own flag)
@@ -610,8 +717,8 @@ def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, war
         spec = specs[name]
         cli = dict(spec.get("cli") or {})
         if "" in bad:  # its own flag (or the flag's --no- twin)
-            warnings.append(f"{origin}: {name}: flag {flag_of(name, cli.get('flag'))} is reserved or used by another "
-                            f"leaf; imported with `cli: false`")
+            record.lose(name, f"flag {flag_of(name, cli.get('flag'))} is reserved or used by another leaf; "
+                              f"imported with `cli: false`")
             spec["cli"] = False
             continue
         negatable = TypeSpec.parse(spec["type"]).base == "bool"
@@ -622,8 +729,14 @@ def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, war
             mine = set(spellings([alias], negatable))
             (dropped if mine & (bad | taken) else aliases).append(alias)
             taken |= mine
-        warnings.append(f"{origin}: {name}: aliases {dropped} are reserved, used by another leaf or listed "
-                        f"twice; left out")
+        old = [e for e in spec.get("renamed_from", ()) if not set(spellings([_old_flag(e)], negatable)) & bad]
+        dropped += [_old_flag(e) for e in spec.get("renamed_from", ()) if e not in old]
+        if dropped:
+            record.lose(name, f"aliases {dropped} are reserved, used by another leaf or listed twice; left out")
+        if old:
+            spec["renamed_from"] = old
+        else:
+            spec.pop("renamed_from", None)
         if aliases:
             cli["aliases"] = aliases
         else:
@@ -634,23 +747,28 @@ def _settle_flags(leaves: dict[str, dict[str, dict[str, Any]]], origin: str, war
             spec.pop("cli", None)
 
 
-def _cli_spec(name: str, argument: Argument, where: str, warnings: list[str]) -> dict[str, Any] | None:
+def _cli_spec(name: str, argument: Argument, where: str, record: _Record) -> dict[str, Any] | None:
+    """`cli:` for the leaf: the first long flag leads (unless it is the default spelling),
+    every other spelling stays accepted as an alias, short ones (`-tp`) included."""
     action = argument.kwargs.get("action")
     if isinstance(action, ast.Constant) and action.value == "store_false":
         # `--disable-x` storing False into `x` has no schema spelling; the generator's
         # own bool flag for the leaf replaces it.
-        warnings.append(f"{where}: store_false flag {argument.flags} inverts the leaf; the generated flag replaces it")
+        record.warnings.append(f"{where}: store_false flag {argument.flags} inverts the leaf; the generated flag "
+                               f"replaces it")
         return None
-    usable = [f for f in argument.flags if _FLAG.match(f)]
-    dropped = [f for f in argument.flags if f not in usable]
+    long = [f for f in argument.flags if _FLAG.match(f)]
+    short = [f for f in argument.flags if _SHORT.match(f)]
+    dropped = [f for f in argument.flags if f not in long and f not in short]
     if dropped:
-        warnings.append(f"{where}: flags {dropped} are not --long-lowercase; left out")
-    if not usable:
+        record.lose(name, f"flags {dropped} are not --long-lowercase or -short; left out")
+    if not long and not short:
         return None
     spec: dict[str, Any] = {}
-    if usable[0] != flag_of(name):
-        spec["flag"] = usable[0]
-    aliases = usable[1:]  # every legacy spelling stays accepted
+    primary = long[0] if long else flag_of(name)
+    if primary != flag_of(name):
+        spec["flag"] = primary
+    aliases = [f for f in [*long, *short] if f != primary]  # every legacy spelling stays accepted
     if aliases:
         spec["aliases"] = aliases
     return spec or None
@@ -774,6 +892,23 @@ def main(argv: list[str] | None = None) -> int:
         "--default", action="append", default=[], metavar="NAME=VALUE",
         help="the default to import for a field whose own cannot be read or held (VALUE is YAML)",
     )
+    parser.add_argument(
+        "--metadata", action="append", default=[], metavar="KIND=NAME",
+        help="the engine's name for its Annotated metadata or registration helper: flag=Arg, namespace=NS, "
+        "help=..., registrar=..., kwargs=get_kwargs (also [tool.configbags.import] in the engine's pyproject.toml)",
+    )
+    parser.add_argument(
+        "--harvest", type=Path, metavar="DIR",
+        help="launch lines under DIR (Markdown, shell, Python, YAML): each abbreviation they use becomes an alias",
+    )
+    parser.add_argument("--corpus", type=Path, metavar="FILE", help="a cli-check corpus, used as --harvest is")
+    parser.add_argument("--launcher", action="append", default=[], metavar="TEXT",
+                        help="with --harvest: what a launch line runs (default: the record's top-level package)")
+    parser.add_argument(
+        "--accept-loss", action="store_true",
+        help="write the schema even though something of the record or its flags could not be carried over "
+        "(each is listed)",
+    )
     args = parser.parse_args(argv)
     file_name, _, class_name = args.source.rpartition(":")
     if not file_name or not class_name:
@@ -782,33 +917,22 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(file_name)
     try:
         source = path.read_text(encoding="utf-8")
-        mapping: dict[str, str] = {}
-        policies: dict[str, dict[str, Any]] = {}
         if args.propose_mapping is not None:
             return _propose(args, source, path, class_name)
-        if args.mapping is not None:
-            loaded = yaml.safe_load(args.mapping.read_text(encoding="utf-8")) or {}
-            try:
-                mapping, policies = read_mapping(loaded)
-            except ValueError as exc:
-                raise ImportError_(f"{args.mapping}: {exc}") from exc
-        defaults: dict[str, Any] = {}
-        for item in args.default:
-            name, sep, value = item.partition("=")
-            if not sep:
-                raise ImportError_(f"--default {item!r}: expected NAME=VALUE")
-            defaults[name.strip()] = yaml.safe_load(value)
+        mapping, policies = _mapping(args.mapping)
+        defaults = _defaults(args.default)
         result = import_dataclass(
             source, class_name, mapping, origin=f"{path.name}:{class_name}", defaults=defaults,
-            policies=policies,
+            policies=policies, path=path, names=metadata_names(path, args.metadata),
+            index=_index(args, path), corpus=_corpus(args, path),
         )
     except (OSError, SyntaxError, yaml.YAMLError, ImportError_) as exc:
         print(f"configbags import-dataclass: {exc}", file=sys.stderr)
         return 1
     for unknown in sorted(set(mapping) - {n for leaves in result.leaves.values() for n in leaves}):
         print(f"warning: mapping names {unknown!r}, which is not a field of {class_name}", file=sys.stderr)
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+    if not _report(result, class_name, args.out, accept_loss=args.accept_loss):
+        return 1
     try:
         written, overwritten = write_schema(result, args.out, origin=f"{path.name}:{class_name}", force=args.force)
     except (OSError, ImportError_) as exc:
@@ -826,6 +950,85 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(written)} files under {args.out}; next: run {hint}"
     )
     return 0
+
+
+def _mapping(path: Path | None) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """--mapping: {leaf: namespace} and the proposal's `policies:` (empty without one)."""
+    if path is None:
+        return {}, {}
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        return read_mapping(loaded)
+    except ValueError as exc:
+        raise ImportError_(f"{path}: {exc}") from exc
+
+
+def _defaults(items: list[str]) -> dict[str, Any]:
+    """--default NAME=VALUE (YAML) for each field whose own default cannot be held."""
+    defaults: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ImportError_(f"--default {item!r}: expected NAME=VALUE")
+        defaults[name.strip()] = yaml.safe_load(value)
+    return defaults
+
+
+def _corpus(args: argparse.Namespace, path: Path) -> list[tuple[str, list[str]]]:
+    """Launch lines from --corpus and --harvest, each with where it was found."""
+    lines: list[tuple[str, list[str]]] = []
+    if args.corpus is not None:
+        text = args.corpus.read_text(encoding="utf-8")
+        lines += [(f"{args.corpus}:{n}", words) for n, words in read_corpus(text)]
+    if args.harvest is not None:
+        package = ModuleIndex.around(path).module_name(path) or path.stem
+        lines += harvested(args.harvest, package, args.launcher)
+    return lines
+
+
+def _report(result: ImportResult, class_name: str, out: Path, *, accept_loss: bool) -> bool:
+    """Print the warnings and every loss; False: losses stop the import (no --accept-loss)."""
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if not result.losses:
+        return True
+    count = len(result.losses)
+    print(f"{count} thing{'s' if count > 1 else ''} of {class_name} could not be carried over:", file=sys.stderr)
+    for loss in result.losses:
+        print(f"  lost: {loss.render()}", file=sys.stderr)
+    if not accept_loss:
+        print(f"configbags import-dataclass: nothing was written under {out}; fix what is listed "
+              f"(see docs/MIGRATING.md step 1), or pass --accept-loss to import without it", file=sys.stderr)
+    return accept_loss
+
+
+def metadata_names(path: Path, items: list[str]) -> MetadataNames:
+    """The engine's metadata names: its pyproject's [tool.configbags.import], then --metadata."""
+    names = MetadataNames()
+    pyproject = find_pyproject(path.resolve().parent)
+    if pyproject is not None:
+        try:
+            table = read_toml(pyproject).get("tool", {}).get("configbags", {}).get("import")
+        except (OSError, ValueError) as exc:
+            raise ImportError_(f"{pyproject}: cannot read [tool.configbags.import] ({exc})") from exc
+        if table is not None:
+            if not isinstance(table, dict):
+                raise ImportError_(f"{pyproject}: [tool.configbags.import] must be a table")
+            try:
+                names = MetadataNames.of(table, f"{pyproject} [tool.configbags.import]")
+            except ValueError as exc:
+                raise ImportError_(str(exc)) from exc
+    try:
+        return names.with_items(items)
+    except ValueError as exc:
+        raise ImportError_(str(exc)) from exc
+
+
+def _index(args: argparse.Namespace, path: Path) -> ModuleIndex:
+    """Where the engine's other modules are found: around the record's package, and the
+    folder above --engine-root."""
+    extra = [args.engine_root.resolve().parent] if args.engine_root is not None else []
+    return ModuleIndex.around(path, *extra)
 
 
 def _engine_scan(args: argparse.Namespace, path: Path, class_name: str) -> tuple[Path, ScanSettings, tuple[str, ...]]:
@@ -867,16 +1070,16 @@ def _startup_writes(args: argparse.Namespace, path: Path, class_name: str, resul
 
 
 def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str) -> int:
-    tree = ast.parse(source)
-    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
-    if not classes:
-        raise ImportError_(f"{path}: no class {class_name!r}")
-    fields = [f.name for f in _fields(classes[0], _module_constants(tree))]
+    record = read_record(source, class_name, path=path, origin=str(path),
+                         names=metadata_names(path, args.metadata), index=_index(args, path))
+    fields = [f.name for f in record.fields]
+    own = {f.name: ns for f in record.fields if (ns := field_namespace(f, record.arguments.get(f.name))) is not None}
     root = settings = None
     resolution: tuple[str, ...] = ()
     if args.engine_root is not None:
         root, settings, resolution = _engine_scan(args, path, class_name)
-    proposal = propose(source, class_name, fields, engine_root=root, settings=settings, resolution=resolution)
+    proposal = propose(source, class_name, fields, engine_root=root, settings=settings, resolution=resolution,
+                       own=own)
     text = render(proposal, f"{path.name}:{class_name}")
     target: Path = args.propose_mapping
     if target.resolve() == path.resolve():

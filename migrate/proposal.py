@@ -1,7 +1,10 @@
 """`import-dataclass --propose-mapping FILE`: an editable first guess at where each field
 belongs and which leaves need a looser override policy.
 
-Namespaces come from the record's own section comments (`# Parallelism` above a run of
+Namespaces come from the record itself first: a field's namespace marker
+(`Annotated[..., NS("parallel")]`) or the config class its default points into
+(`ModelConfig.max_model_len` -> `model`). A record that has such markers is taken at its
+word: comments are not read as namespaces there. Otherwise they come from its section comments (`# Parallelism` above a run of
 fields: the comment's first word, `parallelism`), else from a name prefix that at least
 two fields share (`lora_paths`, `lora_backend` -> `lora`), else `legacy`. Writes found in
 the engine tree (by the ratchet's scanner) become policy suggestions: a leaf something
@@ -104,11 +107,15 @@ def propose(
     engine_root: Path | None = None,
     settings: ScanSettings | None = None,
     resolution: Sequence[str] = (),
+    own: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The proposal: {"leaves": {field: namespace}, "policies": {leaf: {...}}}."""
-    by_section = section_namespaces(source, class_name)
+    """The proposal: {"leaves": {field: namespace}, "policies": {leaf: {...}}}. `own` holds
+    the namespaces the record itself gives (its namespace markers, or the config class a
+    field's default points into): they come before any guess from comments or names."""
+    own = own or {}
+    by_section = {} if own else section_namespaces(source, class_name)
     by_prefix = prefix_namespaces(fields)
-    leaves = {f: by_section.get(f) or by_prefix.get(f) or DEFAULT_NAMESPACE for f in fields}
+    leaves = {f: own.get(f) or by_section.get(f) or by_prefix.get(f) or DEFAULT_NAMESPACE for f in fields}
     policies: dict[str, dict[str, Any]] = {}
     if engine_root is not None:
         policies = write_suggestions(engine_root, settings or ScanSettings(roots=(".",)), fields, resolution)

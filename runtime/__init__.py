@@ -12,11 +12,13 @@ The public face, for engine code:
 - `configbags.runtime.dist`: the config across processes and ranks (torch);
 - `configbags.runtime.testing`: scopes and the `config_scope` pytest fixture;
 - `configbags.runtime.legacy`: publishing from a legacy record during a migration;
-- `configbags.runtime.project`: `[tool.configbags]`, for tools.
+- `configbags.runtime.project`: `[tool.configbags]`, for tools;
+- `configbags.runtime.fleet`: contracts and their fingerprints, apply classes (`live`,
+  `reload`, `restart`) and the route a change takes on a running server.
 
 Generated code imports one module, `configbags.runtime.generated_api`, whose `API_VERSION`
 each generated package checks at import. Modules and names with a leading underscore
-(`context._building`, `dist._propagate`, ...) are private; the others (`record`, `registry`,
+(`context._building`, `dist._propagate`, ...) are private; the others (`record`, `registry`, `cliflags`,
 `leaftypes`, `spelling`, `yamlsafe`, `limits`, `roles`) serve the generated face, the
 generator and the toolkit, and an engine need not import them.
 """

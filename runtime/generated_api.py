@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from configbags.runtime.cliflags import add_leaf_arguments
 from configbags.runtime.errors import ConfigError, unstamped_rank
+from configbags.runtime.fleet import ContractSpec, FleetSpec
 from configbags.runtime.leaftypes import Policy, TypeSpec
 from configbags.runtime.record import (
     add_config_flag,
-    json_value,
     leaf_converters,
     load_config_file,
     record_from_cli,
@@ -46,16 +47,18 @@ from configbags.runtime.resolve import Facts, Layer
 if TYPE_CHECKING:
     from configbags.runtime.context import Context, ProcessView, RunnerView
 
-API_VERSION = 1
+API_VERSION = 2
 """The version of this module's names and signatures that this configbags speaks."""
 
 __all__ = [
     "API_VERSION",
     "Condition",
     "Context",
+    "ContractSpec",
     "Deprecation",
     "DerivedSpec",
     "Facts",
+    "FleetSpec",
     "GeneratedApiError",
     "Layer",
     "LeafSpec",
@@ -70,7 +73,7 @@ __all__ = [
     "RunnerView",
     "TypeSpec",
     "add_config_flag",
-    "json_value",
+    "add_leaf_arguments",
     "leaf_converters",
     "load_config_file",
     "record_from_cli",

@@ -116,11 +116,13 @@ def load_project(start: Path | None = None) -> ProjectSettings:
             table = found
         elif found is not None:
             raise ConfigError(f"{pyproject}: [tool.configbags] must be a table")
+    # `import` is the importer's table ([tool.configbags.import], read by import-dataclass)
+    table = {k: v for k, v in table.items() if k != "import"}
     unknown = sorted(set(table) - {"package", "schema", "out"})
     if unknown:
         raise ConfigError(
             f"{pyproject}: [tool.configbags] has unknown key(s) {', '.join(unknown)}; "
-            f"the keys are package, schema and out"
+            f"the keys are package, schema and out (and the importer's [tool.configbags.import] table)"
         )
     for key, value in table.items():
         if not isinstance(value, str) or not value:

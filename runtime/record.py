@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import re
+import sys
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from configbags.runtime import nested
 from configbags.runtime.errors import LeafValueError, RecordError, YamlError
 from configbags.runtime.leaftypes import check_bounds, closest, jsonable
 from configbags.runtime.registry import LeafSpec, Registry
@@ -214,14 +216,32 @@ def _check_keys(data: Mapping[Any, Any], source: str) -> None:
             raise RecordError(f"{source}: key {k!r} is a {type(k).__name__}, not a leaf name; quote it")
 
 
-def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str) -> dict[str, Any]:
+def reference(schema_path: Path | None = None, cls: type | None = None) -> str:
+    """The operator reference of the generated package (its CONFIG.md, beside the
+    config-file schema and the record's module), as messages name it: relative to the
+    working folder when inside it, so an engine's user reads `myengine/config/CONFIG.md`."""
+    folder: Path | None = schema_path.parent if schema_path is not None else None
+    if folder is None and cls is not None:
+        module = sys.modules.get(cls.__module__)
+        file = getattr(module, "__file__", None)
+        folder = Path(file).parent if file else None
+    if folder is None:
+        return "the generated package's CONFIG.md"
+    docs = folder.resolve() / "CONFIG.md"
+    try:
+        return docs.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(docs)
+
+
+def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str, docs: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         leaf = leaf_for(registry, key, key, source, value)
         if leaf is None:
             raise RecordError(
                 f"{source}: {key!r} is not a server leaf{closest(key, registry.leaves)}; see "
-                f"generated/CONFIG.md for the leaves and their flags"
+                f"{docs or reference()} for the leaves and their flags"
             )
         out[leaf] = value
     return out
@@ -248,7 +268,7 @@ def _where(origin: Origin | None, fallback: str) -> str:
 def record_from_dict(cls: type[R], registry: Registry, data: Mapping[str, Any], source: str,
                      layer: Layer = Layer.CLI) -> R:
     _check_keys(data, source)
-    values = _canonical_keys(registry, data, source)
+    values = _canonical_keys(registry, data, source, reference(cls=cls))
     origin = Origin(layer, source)
     return build_record(cls, registry, values, dict.fromkeys(values, origin), source)
 
@@ -288,7 +308,7 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
             key = extra[0]
             raise RecordError(
                 f"{path}: unknown key {key!r}{closest(key, known)}; config files take leaf names "
-                f"(see generated/CONFIG.md)"
+                f"(see {reference(schema_path)})"
             )
         key = ".".join(map(str, error.absolute_path)) or "<file>"
         # The JSON Schema message quotes the value; a secret's must not be printed.
@@ -299,7 +319,7 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
 
 
 def merge_config_files(
-    registry: Registry, paths: Sequence[str | Path], load: Callable[[Path], Mapping[str, Any]]
+    registry: Registry, paths: Sequence[str | Path], load: Callable[[Path], Mapping[str, Any]], docs: str = ""
 ) -> tuple[dict[str, Any], dict[str, Origin]]:
     """Layer several config files in order (later wins), warning for each key a later
     file overrides. `load` parses and validates one file (kept separate, so the parsing
@@ -308,7 +328,7 @@ def merge_config_files(
     origins: dict[str, Origin] = {}
     for path in paths:
         data = load(Path(path))
-        for key, value in _canonical_keys(registry, data, str(path)).items():
+        for key, value in _canonical_keys(registry, data, str(path), docs).items():
             if key in origins and values[key] != value:
                 spec = registry.leaves[key]
                 log.warning("config file %s overrides %s=%r from %s with %r", path, key,
@@ -353,7 +373,9 @@ def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
         ) from None
 
 
-def read_env(registry: Registry, environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Origin]]:
+def read_env(
+    registry: Registry, environ: Mapping[str, str], docs: str = ""
+) -> tuple[dict[str, Any], dict[str, Origin]]:
     """The env layer: every declared variable that is set (old names first, so the current
     name wins), parsed by type; unknown variables under the engine prefix are warned about
     with a did-you-mean, Kubernetes service variables excepted."""
@@ -378,7 +400,7 @@ def read_env(registry: Registry, environ: Mapping[str, str]) -> tuple[dict[str, 
         for name in sorted(environ):
             if name.startswith(prefix) and name not in declared and not KUBERNETES_ENV.match(name):
                 warn_once("$" + name, f"environment variable {name} is not a known setting"
-                                      f"{closest(name, declared)}; it is ignored (see generated/CONFIG.md)")
+                                      f"{closest(name, declared)}; it is ignored (see {docs or reference()})")
     return values, origins
 
 
@@ -443,8 +465,9 @@ def record_from_cli_args(
             values[k], origins[k] = v, origin
     config = getattr(namespace, "config", None)
     paths = [config] if isinstance(config, str) else list(config or ())
-    file_values, file_origins = merge_config_files(registry, paths, lambda p: load_config_file(p, schema_path))
-    env_values, env_origins = read_env(registry, os.environ if environ is None else environ)
+    docs = reference(schema_path)
+    file_values, file_origins = merge_config_files(registry, paths, lambda p: load_config_file(p, schema_path), docs)
+    env_values, env_origins = read_env(registry, os.environ if environ is None else environ, docs)
     for layer_values, layer_origins in ((file_values, file_origins), (env_values, env_origins)):
         keep_secrets(registry, values, origins, layer_values, layer_origins)
         values.update(layer_values)
@@ -481,6 +504,8 @@ class FilteredHelp(argparse.Action):
 
 
 def filtered_help(parser: argparse.ArgumentParser, keyword: str) -> str:
+    from configbags.runtime.cmdline import matches  # whole words and flag names, as every command
+
     kw = keyword.lower()
     out = argparse.ArgumentParser(prog=parser.prog, add_help=False, allow_abbrev=False)
     groups = [g for g in parser._action_groups if (g.title or "").lower() == kw]
@@ -491,7 +516,7 @@ def filtered_help(parser: argparse.ArgumentParser, keyword: str) -> str:
         actions = [
             a for a in group._group_actions
             if a.help is not argparse.SUPPRESS and a.option_strings and not isinstance(a, FilteredHelp)
-            and (groups or any(kw in o.lower() for o in a.option_strings) or kw in (a.help or "").lower())
+            and (groups or matches(a, kw))
         ]
         if actions:
             found = True
@@ -514,14 +539,26 @@ def record_from_cli(
     environ: Mapping[str, str] | None = None,
 ) -> R:
     # No abbreviations: a flag added later must not change what an old command line means.
-    parser = argparse.ArgumentParser(prog=prog, description="Launch-time server configuration.",
-                                     allow_abbrev=False, add_help=False)
+    from configbags.runtime.cmdline import UsageErrors  # one line and a hint, not the whole usage
+
+    parser = UsageErrors(prog=prog, description="Launch-time server configuration.",
+                         allow_abbrev=False, add_help=False)
     parser.add_argument("-h", "--help", nargs="?", const="", default=argparse.SUPPRESS, action=FilteredHelp,
                         metavar="KEYWORD|GROUP",
                         help="show this help; --help=KEYWORD lists the flags that mention KEYWORD, "
                              "--help=GROUP the flags of one namespace")
     add_cli_args(parser)
-    namespace = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if registry.abbreviations == "legacy":
+        from configbags.runtime.abbrev import expand_prefixes
+
+        words = expand_prefixes(parser, words, warn_once)
+    structured = nested.structures(registry)  # json leaves with a declared structure
+    if structured:
+        words = nested.fold_dotted(parser, words, structured)
+    namespace = parser.parse_args(words)
+    if structured:
+        nested.check(parser, namespace, structured)
     try:
         return record_from_cli_args(cls, registry, namespace, schema_path, environ)
     except RecordError as exc:

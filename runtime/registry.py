@@ -8,7 +8,9 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from configbags.runtime.fleet import FleetSpec
 from configbags.runtime.leaftypes import Policy, TypeSpec
+from configbags.runtime.spelling import Claim, flag_of, leaf_spellings
 
 # What every readback, log line, error message, config dump and doc page prints instead
 # of a secret leaf's value.
@@ -37,32 +39,63 @@ class Deprecation:
     remove_in: str | None = None
 
 
+def _default_flags(spec: LeafSpec) -> tuple[str, ...]:
+    return (flag_of(spec.name),)
+
+
+def _default_hash(spec: LeafSpec) -> bool:
+    return spec.policy is not Policy.RUNTIME and spec.kind is None and not spec.secret
+
+
 @attrs.frozen(kw_only=True)
 class LeafSpec:
-    """One leaf as the runtime sees it. Every field past `owner` has the default most
-    leaves share, and the generated registry spells out only the fields that differ."""
+    """One leaf: the one record of it, which the generator builds from the schema (and
+    checks), the generated registry prints and the runtime reads. Every field past `help`
+    has the value most leaves share, and the generated registry spells out only the fields
+    that differ, so a new leaf property is a field here and a line where the generator
+    reads the schema (configbags.codegen.model)."""
 
     name: str
     namespace: str
     type: TypeSpec
-    owner: str
-    default: Any = None
+    owner: str  # the role that resolves it and may override it
+    help: str = ""
+    default: Any = None  # canonical (lists as tuples); None for a required leaf
     required: bool = False
     has_fallback: bool = False
-    fallback: Any = None
+    fallback: Any = None  # what replaces None when resolved (only with `default: null`)
     choices: tuple[Any, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
     policy: Policy = Policy.STARTUP
-    hash: bool = True
-    capacity: str | None = None
-    flags: tuple[str, ...] = ()  # no flag: set by config file or environment only
+    capacity: str | None = None  # the leaf that bounds a runtime-tunable one
+    # primary first; `()`: no flag (`cli: false`), set by config file or environment only
+    flags: tuple[str, ...] = attrs.field(default=attrs.Factory(_default_flags, takes_self=True))
+    suppress_help: bool = False  # the flag works but --help does not list it
+    # argparse's `const`: the value the bare flag stands for (`has_const` tells a declared
+    # `const: null` from none); with nargs "?" the flag also takes a value, with 0 never
+    has_const: bool = False
+    const: Any = None
+    nargs: str | int | None = None  # "+"/"*" for lists, "?"/0 with a const; None: the type's own
+    writers: tuple[str, ...] = ()  # roles besides the owner that may override it (schema `writers:`)
     env: str | None = None  # the environment variable that sets it (layer `env`)
     secret: bool = False  # redacted everywhere it is shown, never hashed
     renamed_from: tuple[Renamed, ...] = ()
     deprecated: Deprecation | None = None
     kind: str | None = None  # `memory` or `capacity`: sizing, not semantics (not hashed)
-    writers: tuple[str, ...] = ()  # roles besides the owner that may override it (schema `writers:`)
+    metric: bool = False  # exported as a gauge on /metrics (schema `metric: true`)
+    # a json leaf's declared inner structure (configbags.runtime.nested): dotted flags, checked
+    structure: Mapping[str, Any] | None = None
+    # whether it feeds the config hash; unless the schema says, only what can neither change
+    # at runtime, size buffers nor be secret
+    hash: bool = attrs.field(default=attrs.Factory(_default_hash, takes_self=True))
+
+    @property
+    def spellings(self) -> Claim:
+        """Every spelling of this leaf on the command line (configbags.runtime.spelling)."""
+        return leaf_spellings(self.name, {"flag": self.flags[0], "aliases": self.flags[1:]} if self.flags else False,
+                              renamed=[(r.name, r.flag) for r in self.renamed_from],
+                              negatable=self.type.base == "bool")
 
     def shown(self, value: Any) -> Any:
         """The value as it may be printed: secrets (when set) become REDACTED."""
@@ -130,6 +163,7 @@ class NamespaceSpec:
     fields: tuple[str, ...]  # leaves and derived values, in bag order
     children: tuple[tuple[str, str], ...]  # (attribute, child namespace path)
     ranks: tuple[str, ...] = ()  # stamped at publish, never config
+    doc: str = ""  # its schema `doc` (the namespace's --help group says it)
 
 
 @attrs.frozen
@@ -178,6 +212,8 @@ class Registry:
     presets: Mapping[str, PresetSpec] = attrs.field(factory=dict)
     schema_version: str = "0"
     env_prefix: str | None = None  # unknown variables under it are warned about
+    abbreviations: str = "off"  # "legacy": the CLI expands unique prefixes of flags, with a warning
+    fleet: FleetSpec = attrs.field(factory=FleetSpec)  # contracts, the deployment-role leaf, metric leaves
     # leaf or derived name -> the derived values to recompute when it changes, in order
     dependents: Mapping[str, tuple[str, ...]] = attrs.field(init=False)
     # leaf or derived name -> its namespace and every ancestor, innermost first

@@ -1,15 +1,17 @@
 """How a leaf is spelled on the command line, written once for the generator (which
-declares the flags and refuses a schema whose flags clash), the record machinery (which
-names the flag a value came from) and the importer (which proposes flags and settles
-clashes before the generator sees them): the default flag, a bool's `--no-` twin, the
-flags the generated parser keeps for itself, and which leaf keeps a flag two leaves claim.
+declares the flags and refuses a schema whose flags clash), the leaf record (which names
+the flag a value came from) and the importer (which proposes flags and settles clashes
+before the generator sees them): `leaf_spellings` from a schema's `cli:`, with the default
+flag, a bool's `--no-` twin and old names' flags; the flags the generated parser keeps for
+itself; and which leaf keeps a flag two leaves claim.
 
 Also when an old spelling is gone: schema versions compare by their numbers."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import attrs
 
@@ -40,12 +42,24 @@ class Claim:
     flags: tuple[str, ...]  # the primary flag and its twin; empty for `cli: false`
     aliases: tuple[str, ...] = ()  # with their twins
     old: tuple[str, ...] = ()  # old names' flags (renamed_from), with their twins
+    declared: tuple[str, ...] = ()  # the flag and aliases as the parser declares them, no twins
 
     @classmethod
     def of(cls, leaf: str, flags: Sequence[str], *, old: Sequence[str] = (), negatable: bool) -> Claim:
         """`flags` primary first, as the schema's `cli:` gives them (none: no flag)."""
         return cls(leaf, spellings(flags[:1], negatable), spellings(flags[1:], negatable),
-                   spellings(old, negatable))
+                   spellings(old, negatable), tuple(flags))
+
+
+def leaf_spellings(name: str, cli: Mapping[str, Any] | Literal[False] | None = None, *,
+                   renamed: Iterable[tuple[str, str | None]] = (), negatable: bool) -> Claim:
+    """A leaf's command-line spellings from its schema entry: `cli` as the schema writes it
+    (`false`: no flag; else an optional `flag:` and `aliases:`), `renamed` its old names
+    with their `flag:` if any; `negatable` for a bool leaf. The generator takes the leaf's
+    flags from `declared` and checks every spelling; the record and the importer ask the
+    same question here."""
+    flags = () if cli is False else (flag_of(name, (cli or {}).get("flag")), *(cli or {}).get("aliases", ()))
+    return Claim.of(name, flags, old=[flag_of(old, flag) for old, flag in renamed], negatable=negatable)
 
 
 @attrs.frozen

@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from configbags.runtime.fleet import apply_class
 from configbags.runtime.registry import LeafSpec
 from configbags.serve.door import (
     DEFAULT_MAX_BODY_BYTES,
@@ -21,6 +22,7 @@ from configbags.serve.door import (
     DoorError,
     parse_patch,
 )
+from configbags.serve.fleet_routes import add_fleet_routes
 
 JSON_SCALARS = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
 
@@ -75,6 +77,7 @@ def leaf_schema(spec: LeafSpec) -> dict[str, Any]:
         text += f"; at most the current value of {spec.capacity} (409 above it)"
         prop["x-configbags-capacity"] = spec.capacity
     prop["description"] = text
+    prop["x-configbags-apply"] = apply_class(spec.policy).value
     return prop
 
 
@@ -113,6 +116,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
     app = FastAPI(title="configbags operator API", version="1", docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json", default_response_class=Readback)
     rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
+    app.state.rank_thread = rank_thread  # serve --watch applies file changes on it too
 
     async def run(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         if rank_thread is None:
@@ -140,6 +144,8 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
         config hash and each rank's epoch and hash; secrets redacted."""
         door.authorize(request.headers.get("authorization"), admin=False)
         return Readback(await run(door.server_info))
+
+    add_fleet_routes(app, door)  # first: /config/contracts is not a leaf
 
     @app.get("/config/{leaf}", responses=_errors(400, 401))
     async def explain(leaf: str, request: Request) -> JSONResponse:

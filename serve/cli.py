@@ -9,28 +9,32 @@ The door listens on the config's own `host` and `port` leaves."""
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from configbags.packages import load_context
+from configbags.runtime.cmdline import add_help, collisions, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
 from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
+from configbags.serve.watch import DEFAULT_INTERVAL_S, ConfigWatcher, WatchedDoor
 
 HOST_LEAF, PORT_LEAF = "host", "port"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(package: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="configbags serve",
+        prog="configbags serve", add_help=False,
         allow_abbrev=False,  # an abbreviation could swallow a server flag
         description="Publish the config and serve the operator's HTTP config API.",
-        epilog="Every other flag is a server flag (generated/CONFIG.md), e.g. --model-path M "
+        epilog="Every other flag is a server flag (the package's CONFIG.md), e.g. --model-path M "
                "--port 30000 --api-key KEY --admin-api-key KEY. Endpoints: GET /health, "
                "GET /server_info, GET /config/{leaf}, PATCH /config, GET /openapi.json.",
     )
@@ -47,17 +51,43 @@ def _parser() -> argparse.ArgumentParser:
                              f"over HTTP are always checked as the {OPERATOR!r} role")
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="B",
                         help=f"largest PATCH body accepted (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413")
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--watch", type=Path, default=None, metavar="FILE",
+                        help="read FILE as a --config file and follow it as Kubernetes updates a mounted "
+                             "ConfigMap: live changes are applied on every rank (source file:FILE), the rest "
+                             "shown as restart required (docs/FLEET.md)")
+    parser.add_argument("--watch-interval", type=float, default=DEFAULT_INTERVAL_S, metavar="S",
+                        help=f"seconds between two looks at the watched file (default {DEFAULT_INTERVAL_S:g})")
+    # `--serve-log-level`, not `--log-level`: a server leaf is spelled so (the config's own log level)
+    parser.add_argument("--serve-log-level", default="warning", choices=["debug", "info", "warning", "error"],
+                        help="log level of the HTTP door (default warning); --log-level is the server's")
+    add_help(parser, lambda: _server_parser(package))
     return parser
 
 
+def _server_parser(package: str | None) -> argparse.ArgumentParser | None:
+    """The package's server flags, for --help (None when it does not load)."""
+    try:
+        record_type = load_context(package or load_project().require_package()).record_type
+    except ConfigError:
+        return None
+    if record_type is None:
+        return None
+    server = argparse.ArgumentParser(prog="configbags serve", allow_abbrev=False, add_help=False)
+    record_type.add_cli_args(server)
+    return server
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = _parser(peek_package(list(sys.argv[1:] if argv is None else argv)))
     args, server_flags = parser.parse_known_args(argv)
     if args.ranks < 1:
         parser.error("--ranks must be at least 1")
     if args.max_body_bytes < 1:
         parser.error("--max-body-bytes must be at least 1")
+    if args.watch_interval <= 0:
+        parser.error("--watch-interval must be positive")
+    if args.watch is not None:
+        server_flags = [*server_flags, "--config", str(args.watch)]
     try:
         import uvicorn
 
@@ -73,10 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     record_type = context.record_type
     if record_type is None:
         parser.error(f"{package} has no ServerArgs record type; regenerate it (configbags gen)")
+    server = _server_parser(package)
+    shadowed = collisions(parser, server) if server is not None else []
+    if shadowed:
+        # never let serve's own flag take a value the operator meant for the config
+        parser.error(f"server flag(s) {', '.join(shadowed)} of {package} are also flags of configbags serve, "
+                     f"which would take their values; rename the leaf's flag in the schema (cli: {{flag: ...}})")
     record = record_type.from_cli(server_flags, prog="configbags serve")
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(level=args.serve_log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     ranks = None
+    watcher = None
     try:
         check_keys(context.registry, record.to_dict())  # before any rank starts
         if args.ranks > 1:
@@ -84,12 +121,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             context.publish(record, role=args.role)
             context.seal()  # the door serves a running server: model load is over
-        door = Door(context, ranks)
+        door = Door(context, ranks) if args.watch is None else WatchedDoor(context, ranks)
+        app = create_app(door, max_body_bytes=args.max_body_bytes)
+        if isinstance(door, WatchedDoor):
+            watcher = _watch(door, app, record_type, server_flags, args)
         values = context.state.values
         host = str(values.get(HOST_LEAF, DEFAULT_HOST))
         port = int(values.get(PORT_LEAF, DEFAULT_PORT))
-        config = uvicorn.Config(create_app(door, max_body_bytes=args.max_body_bytes), host=host, port=port,
-                                log_level=args.log_level, access_log=False, timeout_graceful_shutdown=5,
+        config = uvicorn.Config(app, host=host, port=port,
+                                log_level=args.serve_log_level, access_log=False, timeout_graceful_shutdown=5,
                                 # a client's pooled connection must not be closed under it while
                                 # a burst of requests queues (uvicorn's default is 5 s)
                                 timeout_keep_alive=30)
@@ -106,9 +146,25 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags serve: {exc}", file=sys.stderr)
         return 2
     finally:
+        if watcher is not None:
+            watcher.stop()
         if ranks is not None:
             ranks.stop()
     return 0
+
+
+def _watch(door: WatchedDoor, app: Any, record_type: Any, server_flags: list[str],
+           args: argparse.Namespace) -> ConfigWatcher:
+    """Start following --watch FILE: the flags are parsed once, and each change rebuilds the
+    record from them as at start (their config files read again), so CLI flags keep winning."""
+    flags_parser = argparse.ArgumentParser(prog="configbags serve", allow_abbrev=False, add_help=False)
+    record_type.add_cli_args(flags_parser)
+    namespace = flags_parser.parse_args(server_flags)
+    watcher = ConfigWatcher(door, args.watch, lambda: record_type.from_cli_args(copy.copy(namespace)),
+                            interval=args.watch_interval, rank_thread=app.state.rank_thread)
+    door.watcher = watcher
+    watcher.start()
+    return watcher
 
 
 def _stopped(signum: int, frame: FrameType | None) -> None:

@@ -31,6 +31,7 @@ from configbags.runtime.errors import (
     UnknownLeafError,
 )
 from configbags.runtime.leaftypes import closest
+from configbags.runtime.record import reference
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
 if TYPE_CHECKING:
@@ -336,7 +337,7 @@ class Door:
             info = ctx.explain(leaf)
         except UnknownLeafError:
             raise DoorError(400, "unknown_leaf", f"{leaf!r} is not a config leaf{closest(leaf, ctx.state.values)}",
-                            "name a leaf of generated/CONFIG.md", leaf=leaf) from None
+                            f"name a leaf of {reference(cls=ctx.record_type)}", leaf=leaf) from None
         spec = registry.leaves.get(leaf)
         # the layer and source are the context's (an override's is `runtime` or `load_time`)
         info.setdefault("value", info["resolved"])

@@ -67,3 +67,9 @@ def max_speculative_num_draft_tokens(
     tree = steps * topk + 1
     active = speculative_num_draft_tokens if speculative_num_draft_tokens is not None else tree
     return max(active, tree) if speculative_adaptive else active
+
+
+def tokenizer_source(tokenizer_path: str | None, model_path: str) -> str:
+    """The tokenizer a server loads: its own path, or the model's when unset (SGLang's
+    fallback), so two servers compare what they load rather than what they were told."""
+    return tokenizer_path if tokenizer_path is not None else model_path

@@ -33,16 +33,20 @@ from typing import Any
 import attrs
 
 from configbags.packages import load_context
+from configbags.runtime.cmdline import UsageErrors, add_help
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
+from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.project import load_project
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
+from configbags.server import fit
 from configbags.server.kvcache import seam
 from configbags.server.kvcache.configurator import KvCacheConfigurator
 from configbags.server.kvcache.errors import DoesNotFitError
 from configbags.server.kvcache.gpus import GPU_PRESETS, GpuPreset, gpu_preset
 from configbags.server.kvcache.model_shape import ModelShape, load_model_shape
 from configbags.server.kvcache.planner import (
+    SGLANG_NAME,
     SGLANG_VERSION,
     DeviceMemory,
     GiB,
@@ -62,8 +66,11 @@ EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_USER_ERROR = 0, 1, 2
 
 def parse_int_list(text: str) -> list[int]:
     """`1,2,4,8` -> [1, 2, 4, 8] (argparse `type=`)."""
+    parts = text.split(",")
+    if any(not part.strip() for part in parts):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} has an empty entry; write sizes like 1,2,4,8")
     try:
-        values = [int(part) for part in text.split(",") if part.strip()]
+        values = [int(part) for part in parts]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a comma list of integers") from None
     if not values or any(not 1 <= v <= 4096 for v in values):
@@ -72,6 +79,53 @@ def parse_int_list(text: str) -> list[int]:
 
 
 parse_int_list.__name__ = "sizes"
+
+
+def parse_size(text: str) -> int:
+    """A memory size (argparse `type=`): `parse_bytes`, and a negative one named as such."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: a memory size must be positive; write e.g. 80GiB")
+    return parse_bytes(text)
+
+
+parse_size.__name__ = "size"
+
+# Flags whose value may look like an option (`-80GiB`): main() joins them as `--flag=value`
+# so argparse hands the value to the type, which names the mistake.
+_SIZE_FLAGS = ("--device-memory", "--weight-bytes", "--draft-weight-bytes")
+
+
+def _join_size_values(args: list[str]) -> list[str]:
+    out: list[str] = []
+    it = iter(range(len(args)))
+    for i in it:
+        if args[i] in _SIZE_FLAGS and i + 1 < len(args) and args[i + 1].startswith("-") and args[i + 1][1:2].isdigit():
+            out.append(f"{args[i]}={args[i + 1]}")
+            next(it, None)
+        else:
+            out.append(args[i])
+    return out
+
+
+def parse_positive(text: str) -> int:
+    """A positive integer (argparse `type=`)."""
+    if not text.strip().isdigit() or int(text) < 1 or len(text) > 9:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a positive whole number")
+    return int(text)
+
+
+parse_positive.__name__ = "count"
+
+
+def parse_kv_dtypes(text: str) -> list[str]:
+    """`auto,fp8_e4m3` -> the KV cache dtypes --fit tries (the server flag checks each)."""
+    parts = [part.strip() for part in text.split(",")]
+    if any(not part for part in parts):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} has an empty entry; write e.g. auto,fp8_e4m3")
+    return parts
+
+
+parse_kv_dtypes.__name__ = "kv dtypes"
 
 
 def parse_gpus(text: str) -> list[GpuPreset]:
@@ -105,14 +159,14 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
             f"Models {SGLANG_VERSION}: --mem-fraction-static is the share of the memory free "
             "before weights load that weights plus KV may take.", width=88,
         ),
-        allow_abbrev=False,
+        allow_abbrev=False, add_help=False,
         epilog=_server_flags_epilog(package),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     plan = parser.add_argument_group("plan")
     plan.add_argument("--model-config", required=True, metavar="PATH",
                       help="the model's config.json, or a model folder holding one")
-    plan.add_argument("--device-memory", type=parse_bytes, metavar="SIZE",
+    plan.add_argument("--device-memory", type=parse_size, metavar="SIZE",
                       help="free device memory before weights load, e.g. 80GiB (default: the --gpu "
                            "preset, else CUDA free memory)")
     plan.add_argument("--gpu", type=parse_gpus, metavar="GPU[,GPU...]",
@@ -122,12 +176,20 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     plan.add_argument("--workload", type=parse_workload, metavar="IN:OUT",
                       help="prompt and output tokens of one request: report how many fit at once "
                            "(default: one request of the context length)")
+    plan.add_argument("--fit", action="store_true",
+                      help="the inverse question: list every --gpu x --tp-size (x --kv-dtypes) configuration "
+                           "that holds --concurrency requests of --workload at once, cheapest first, with "
+                           "the flags to launch it (default: every GPU preset, TP 1,2,4,8)")
+    plan.add_argument("--concurrency", type=parse_positive, metavar="N",
+                      help="with --fit: the requests to hold at the same time")
+    plan.add_argument("--kv-dtypes", type=parse_kv_dtypes, metavar="DTYPE[,DTYPE...]",
+                      help="with --fit: KV cache dtypes to try (default: the --kv-cache-dtype given)")
     plan.add_argument("--require-full-context", action="store_true",
                       help="fail when one request of the full context does not fit (default: cap "
                            "the request length, as SGLang does, and warn)")
-    plan.add_argument("--weight-bytes", type=parse_bytes, metavar="SIZE",
+    plan.add_argument("--weight-bytes", type=parse_size, metavar="SIZE",
                       help="measured weights per rank (default: estimated from the model config)")
-    plan.add_argument("--draft-weight-bytes", type=parse_bytes, metavar="SIZE",
+    plan.add_argument("--draft-weight-bytes", type=parse_size, metavar="SIZE",
                       help="measured draft weights per rank (default: estimated)")
     plan.add_argument("--allocate", choices=["cpu", "meta"],
                       help="also allocate the pools with torch on this device and check the bytes")
@@ -137,7 +199,21 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
                       help="the generated config package to plan with (default: [tool.configbags] "
                            f"package in pyproject.toml, else the bundled server's {SERVER_PACKAGE})")
     plan.add_argument("--help-all", action="store_true", help="list every server flag and exit")
+    add_help(parser, lambda: _server_parser(package))
     return parser
+
+
+def _server_parser(package: str | None) -> argparse.ArgumentParser | None:
+    """The package's server flags, for --help=KEYWORD (None when it does not load)."""
+    try:
+        record_type = _package(package).record_type
+    except ConfigError:
+        return None
+    if record_type is None:
+        return None
+    server = argparse.ArgumentParser(prog="configbags plan", allow_abbrev=False, add_help=False)
+    record_type.add_cli_args(server)
+    return server
 
 
 def _server_flags_epilog(package: str | None) -> str:
@@ -169,17 +245,18 @@ def device_memory(given: int | None) -> tuple[int, str]:
 
 @attrs.frozen
 class _Point:
-    """One (device, TP size) combination to plan."""
+    """One (model, device, TP size) combination to plan."""
 
+    shape: ModelShape
     gpu: GpuPreset | None
     tp_size: int | None
 
     def label(self) -> str:
-        return f"{self.gpu.name if self.gpu else 'device'} tp{self.tp_size or ''}".strip()
+        return f"{self.shape.name} {self.gpu.name if self.gpu else 'device'} tp{self.tp_size or ''}".strip()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
+    args = _join_size_values(sys.argv[1:] if argv is None else list(argv))
     package = _peek_package(args)
     parser = build_parser(package)
     ns, server_argv = parser.parse_known_args(args)
@@ -189,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc)
     record_type = ctx.record_type
     assert record_type is not None
-    server = argparse.ArgumentParser(
+    server = UsageErrors(
         prog="configbags plan", allow_abbrev=False,
         usage="configbags plan --model-config PATH [plan flags] [server flags]  (--help, --help-all)",
     )
@@ -201,18 +278,51 @@ def main(argv: Sequence[str] | None = None) -> int:
         seam.check(ctx.registry, role=seam.CONFIGURATOR_ROLE, fixed_role=True)
     except ConfigError as exc:
         return _fail(exc)
-    if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
-        server_argv += ["--model-path", ns.model_config]  # the plan needs no weights
-    points = [_Point(g, t) for g, t in itertools.product(ns.gpu or [None], ns.tp_size or [None])]
-    for point in points:  # a bad server flag is refused before any planning
-        server.parse_args(_with_tp(server_argv, point.tp_size))
     try:
-        shape = load_model_shape(ns.model_config)
+        shapes = [load_model_shape(path) for path in _model_paths(ns.model_config)]
     except ConfigError as exc:
         return _fail(exc)
+    points = [_Point(m, g, t) for m, g, t in itertools.product(shapes, ns.gpu or [None], ns.tp_size or [None])]
+    records = _Records(ctx, server, server_argv, "--model-path" not in server_argv and "model_path" in ctx.registry.leaves)
+    for point in points:  # a bad server flag is refused before any planning
+        records.get(point)
+    if ns.fit:
+        return _fit(ns, ctx, records, points)
     if len(points) > 1:
-        return _compare(ns, ctx, server, server_argv, shape, points)
-    return _plan_one(ns, ctx, server, server_argv, shape, points[0])
+        return _compare(ns, ctx, records, points)
+    return _plan_one(ns, ctx, records, points[0])
+
+
+def _model_paths(text: str) -> list[str]:
+    """`a.json,b.json` -> each path (a comma list compares models as --gpu and --tp-size do)."""
+    paths = [part.strip() for part in text.split(",")]
+    if any(not part for part in paths):
+        raise ConfigError(f"--model-config {text[:80]!r} has an empty entry; write PATH[,PATH...]")
+    return paths
+
+
+@attrs.define
+class _Records:
+    """The operator record of each (model, TP size), parsed once: the server flags with the
+    point's TP size and, where the schema has the leaf, the model path (the plan needs no
+    weights, so the config's path stands in)."""
+
+    ctx: Context[Any]
+    server: argparse.ArgumentParser
+    server_argv: list[str]
+    add_model_path: bool
+    cache: dict[tuple[str | int | None, ...], Any] = attrs.Factory(dict)
+
+    def get(self, point: _Point, extra: Sequence[str] = ()) -> Any:
+        key = (point.shape.source, point.tp_size, *extra)
+        if key not in self.cache:
+            argv = [*self.server_argv, *extra]
+            if self.add_model_path:
+                argv += ["--model-path", point.shape.source]
+            record_type = self.ctx.record_type
+            assert record_type is not None
+            self.cache[key] = record_type.from_cli_args(self.server.parse_args(_with_tp(argv, point.tp_size)))
+        return self.cache[key]
 
 
 def _with_tp(server_argv: list[str], tp_size: int | None) -> list[str]:
@@ -223,7 +333,7 @@ def _memory(ns: argparse.Namespace, gpu: GpuPreset | None) -> DeviceMemory:
     if gpu is not None:
         pre = ns.device_memory or gpu.memory_bytes
         source = "--device-memory" if ns.device_memory else f"--gpu {gpu.name} ({gpu.sm_count} SMs)"
-        return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source, gpu.memory_bytes)
+        return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source, gpu.memory_bytes, gpu.sm)
     pre, source = device_memory(ns.device_memory)
     return DeviceMemory(pre, ns.weight_bytes, ns.draft_weight_bytes, source)
 
@@ -240,16 +350,16 @@ class _Configured:
     inputs: dict[str, dict[str, Any]]
 
 
-def _configure(ns: argparse.Namespace, ctx: Context[Any], server: argparse.ArgumentParser,
-               server_argv: list[str], shape: ModelShape, point: _Point) -> _Configured:
-    record_type = ctx.record_type
-    assert record_type is not None  # main() checked
-    record = record_type.from_cli_args(server.parse_args(_with_tp(server_argv, point.tp_size)))
+def _configure(ns: argparse.Namespace, ctx: Context[Any], records: _Records, point: _Point,
+               extra: Sequence[str] = ()) -> _Configured:
+    shape = point.shape
+    record = records.get(point, extra)
     memory = _memory(ns, point.gpu)
     # the hardware and model rules (mem_fraction_static from GPU memory, the page size an
     # attention backend forces, Gemma-2's full sliding-window pool) resolve at publish from
     # these facts, as in the engine; the model facts are explain's (the whole config.json)
-    facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes),
+    facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes,
+                           memory.sm),
                   ModelFacts.from_config(shape.config))
     ctx.publish(record, role=seam.CONFIGURATOR_ROLE, facts=facts)
     inputs = plan_inputs(ctx)
@@ -262,24 +372,27 @@ def plan_inputs(ctx: Context[Any]) -> dict[str, dict[str, Any]]:
     """Each leaf the plan reads that the schema declares: its value and where it came from
     (`layer`, `source` and, for a rule, `rule`), exactly as `configbags explain` reports it.
     Derived values read `layer: derived`."""
-    info = ctx.server_info()
+    reg = ctx.registry
+    bags = ctx.snapshot()  # the bags of one moment, without a whole server_info() per point
     origins = ctx.origins()
     out: dict[str, dict[str, Any]] = {}
     for name in (f.name for f in attrs.fields(PlanSettings)):
-        if name in ctx.registry.leaves:
-            origin = origins.get(name, DEFAULT_ORIGIN).as_dict()
-        elif name in ctx.registry.derived:
-            origin = {"layer": "derived", "source": f"derived from {', '.join(ctx.registry.derived[name].inputs)}"}
-        else:
+        spec = reg.leaves.get(name) or reg.derived.get(name)
+        if spec is None:
             continue
-        out[name] = {"value": info["resolved"][name], **origin}
+        if name in reg.leaves:
+            origin = origins.get(name, DEFAULT_ORIGIN).as_dict()
+        else:
+            origin = {"layer": "derived", "source": f"derived from {', '.join(reg.derived[name].inputs)}"}
+        value = getattr(bags[spec.namespace], name)
+        out[name] = {"value": jsonable(reg.shown(name, value)), **origin}
     return out
 
 
-def _plan_one(ns: argparse.Namespace, ctx: Context[Any], server: argparse.ArgumentParser,
-              server_argv: list[str], shape: ModelShape, point: _Point) -> int:
+def _plan_one(ns: argparse.Namespace, ctx: Context[Any], records: _Records, point: _Point) -> int:
+    shape = point.shape
     try:
-        done = _configure(ns, ctx, server, server_argv, shape, point)
+        done = _configure(ns, ctx, records, point)
         plan = done.plan
         ctx.seal()  # what a worker does at the end of model load
         allocated = _allocate(plan, ns.allocate) if ns.allocate else None
@@ -307,21 +420,22 @@ def _plan_one(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argume
 
 
 def _request_tokens(ns: argparse.Namespace, plan: KvPlan) -> int:
+    """The workload's request, else the longest one SGLang admits at the context length."""
     if ns.workload is not None:
         return int(sum(ns.workload))
-    return plan.context_length
+    return plan.context_length - 1
 
 
-def _compare(ns: argparse.Namespace, ctx: Context[Any], server: argparse.ArgumentParser,
-             server_argv: list[str], shape: ModelShape, points: list[_Point]) -> int:
+def _compare(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: list[_Point]) -> int:
     """Plan every point under a fresh publish and print one table: tokens, requests that
     fit at the workload, and what binds (or why the point is refused)."""
     rows: list[dict[str, Any]] = []
     for point in points:
-        row: dict[str, Any] = {"gpu": point.gpu.name if point.gpu else None, "tp_size": point.tp_size}
+        row: dict[str, Any] = {"model": point.shape.name, "gpu": point.gpu.name if point.gpu else None,
+                               "tp_size": point.tp_size}
         with ctx.restoring():
             try:
-                done = _configure(ns, ctx, server, server_argv, shape, point)
+                done = _configure(ns, ctx, records, point)
             except DoesNotFitError as exc:
                 row.update(status="does not fit", reason=str(exc))
             except ConfigError as exc:
@@ -331,7 +445,7 @@ def _compare(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argumen
                 load = concurrency(plan, _request_tokens(ns, plan))
                 row.update(status="planned", inputs=done.inputs, tokens=plan.max_total_num_tokens,
                            max_running_requests=plan.max_running_requests, concurrency=load.requests,
-                           request_tokens=load.request_tokens, binds=load.binds,
+                           request_tokens=load.request_tokens, binds=load.binds, fit_reason=load.reason,
                            mem_fraction_static=plan.mem_fraction_static, max_req_len=plan.max_req_len,
                            context_capped=plan.context_capped,
                            weights_gib=round(plan.budget.weights / GiB, 2))
@@ -339,31 +453,103 @@ def _compare(ns: argparse.Namespace, ctx: Context[Any], server: argparse.Argumen
     if ns.json:
         print(json.dumps({"sglang": SGLANG_VERSION, "comparison": rows}, indent=2, sort_keys=True))
     else:
-        print(render_comparison(shape, rows))
+        print(render_comparison(rows))
     statuses = {row["status"] for row in rows}
     if "planned" in statuses:
         return EXIT_OK
     return EXIT_DOES_NOT_FIT if "does not fit" in statuses else EXIT_USER_ERROR
 
 
-def render_comparison(shape: ModelShape, rows: list[dict[str, Any]]) -> str:
-    lines = [f"configbags plan: {shape.name} ({shape.source}), models {SGLANG_VERSION}", "",
-             f"{'gpu':<10} {'tp':>3} {'mfs':>6} {'tokens':>12} {'max reqs':>9} {'fit at once':>12}  binds"]
+# The comparison table's width: a terminal's 100 columns; reasons wrap at word boundaries.
+_TABLE_WIDTH = 100
+
+
+def render_comparison(rows: list[dict[str, Any]]) -> str:
+    """One line per point; a refusal's first clause wraps under it, never cut mid-number.
+    Fractions print to 3 places, counts with thousands separators."""
+    models = sorted({row["model"] for row in rows})
+    lines = [*textwrap.wrap(f"configbags plan: {', '.join(models)} ({SGLANG_NAME})", width=_TABLE_WIDTH), "",
+             f"{'model':<20} {'gpu':<9} {'tp':>3} {'mfs':>6} {'tokens':>11} {'max reqs':>8} {'fit':>7}  binds"]
     for row in rows:
-        head = f"{row['gpu'] or '-':<10} {row['tp_size'] or '-':>3}"
+        head = f"{row['model'][:20]:<20} {row['gpu'] or '-':<9} {row['tp_size'] or '-':>3}"
         if row["status"] != "planned":
-            reason = row["reason"].split(";")[0]
-            lines.append(f"{head} {row['status']}: {reason[:140]}")
+            lines.append(f"{head} {row['status']}")
+            lines += textwrap.wrap(row["reason"].split("; ")[0], width=_TABLE_WIDTH, initial_indent="    ",
+                                   subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
             continue
-        fit = f"{row['concurrency']:,}"
-        capped = f"; requests capped at {row['max_req_len']:,} tokens" if row["context_capped"] else ""
-        lines.append(f"{head} {row['mem_fraction_static']:>6} {row['tokens']:>12,} "
-                     f"{row['max_running_requests']:>9,} {fit:>12}  {row['binds']}{capped}")
+        lines.append(f"{head} {row['mem_fraction_static']:>6.3f} {row['tokens']:>11,} "
+                     f"{row['max_running_requests']:>8,} {row['concurrency']:>7,}  {row['binds']}")
+        if row["context_capped"]:
+            lines.append(f"    requests capped at {row['max_req_len']:,} tokens: the pool is shorter than the context")
     tokens = {row["request_tokens"] for row in rows if row["status"] == "planned"}
     if tokens:
-        lines += ["", f"fit at once: requests of {', '.join(f'{t:,}' for t in sorted(tokens))} tokens "
-                      "held at the same time (--workload IN:OUT sets the size)"]
+        lines += ["", f"fit: requests of {', '.join(f'{t:,}' for t in sorted(tokens))} tokens held at the same "
+                      "time (--workload IN:OUT sets the size)"]
     return "\n".join(lines)
+
+
+def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: list[_Point]) -> int:
+    """`--fit`: every candidate planned with `--max-running-requests N` (and, where the
+    context must shrink, `--context-length`), judged against N (server.fit)."""
+    if ns.workload is None or ns.concurrency is None:
+        return _fail(ConfigError("--fit needs --workload IN:OUT and --concurrency N (the requests to hold at once)"))
+    isl, osl = ns.workload
+    n = ns.concurrency
+    shapes = list({id(p.shape): p.shape for p in points}.values())
+    gpus = ns.gpu or list(GPU_PRESETS.values())
+    entries = []
+    for shape, gpu, tp, kv in itertools.product(shapes, gpus, ns.tp_size or [1, 2, 4, 8], ns.kv_dtypes or [None]):
+        candidate = fit.Candidate(shape.name, gpu.name, gpu.memory_bytes, tp, kv)
+        extra = ["--max-running-requests", str(n), *(["--kv-cache-dtype", kv] if kv else [])]
+        point = _Point(shape, gpu, tp)
+        try:
+            with ctx.restoring():
+                done = _configure(ns, ctx, records, point, extra)
+            context = None
+            if fit.needs_shorter_context(done.plan, isl, osl):
+                context = fit.context_for(isl, osl)
+                with ctx.restoring():
+                    done = _configure(ns, ctx, records, point, [*extra, "--context-length", str(context)])
+        except ConfigError as exc:
+            entries.append(fit.refused(candidate, str(exc).split("; ")[0], n))
+            continue
+        entries.append(fit.entry(candidate, done.plan, isl, osl, n, context, given=records.server_argv))
+    ranked = fit.ranked(entries)
+    if ns.json:
+        print(json.dumps({"sglang": SGLANG_VERSION, "fit": {
+            "workload": {"input_tokens": isl, "output_tokens": osl}, "concurrency": n,
+            "entries": [e.as_dict() for e in ranked]}}, indent=2, sort_keys=True))
+    else:
+        header = "\n".join(textwrap.wrap(f"configbags plan --fit: {', '.join(s.name for s in shapes)} ({SGLANG_NAME})",
+                                         width=_TABLE_WIDTH))
+        print(fit.render(ranked, isl, osl, n, header))
+    if ns.chart:
+        try:
+            fit_chart(ranked, n, ns.chart)
+        except ImportError:
+            print("configbags plan: --chart needs matplotlib: pip install 'configbags[chart]'", file=sys.stderr)
+            return EXIT_USER_ERROR
+    return EXIT_OK if any(e.fits for e in ranked) else EXIT_DOES_NOT_FIT
+
+
+def fit_chart(entries: Sequence[fit.FitEntry], n: int, path: str) -> None:
+    """Requests each configuration holds against the concurrency asked for."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; never open a window
+    import matplotlib.pyplot as plt
+
+    labels = [f"{e.candidate.gpu} x{e.gpus}" + (f" {e.candidate.kv_cache_dtype}" if e.candidate.kv_cache_dtype else "")
+              for e in entries]
+    fig, ax = plt.subplots(figsize=(10, max(2.0, 0.3 * len(entries))))
+    ax.barh(labels, [e.requests for e in entries], color=["#55a868" if e.fits else "#c44e52" for e in entries])
+    ax.axvline(n, color="black", linestyle="--", label=f"{n:,} requests")
+    ax.invert_yaxis()
+    ax.set_xlabel("requests held at once")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _fail(exc: ConfigError) -> int:
@@ -481,13 +667,14 @@ def render_table(plan: KvPlan, model_source: str, memory_source: str, plan_ms: f
         lines.append(f"swa tokens           {plan.swa_tokens:>12,}")
     if plan.mamba_slots is not None:
         lines.append(f"mamba slots          {plan.mamba_slots:>12,}   ({plan.mamba_slots_per_request} per request)")
-    load = concurrency(plan, int(sum(workload)) if workload else plan.context_length)
-    size = f"{workload[0]:,} + {workload[1]:,}" if workload else f"{plan.context_length:,} (the context)"
+    load = concurrency(plan, int(sum(workload)) if workload else plan.context_length - 1)
+    size = f"{workload[0]:,} + {workload[1]:,}" if workload else f"{plan.context_length - 1:,} (the longest admitted)"
     lines += [
         f"max_running_requests {plan.max_running_requests:>12,}   (per attention-DP shard)",
         f"max_req_len          {plan.max_req_len:>12,}"
         + ("   (capped: the context does not fit)" if plan.context_capped else ""),
-        f"fit at once          {load.requests:>12,}   requests of {size} tokens; {load.binds} binds",
+        f"fit at once          {load.requests:>12,}   requests of {size} tokens; {load.binds} binds"
+        + (f" ({load.reason})" if load.reason else ""),
         f"req_to_token         {plan.req_to_token_shape} int32",
     ]
     sp = plan.spec

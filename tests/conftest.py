@@ -28,7 +28,7 @@ def record() -> ServerArgs:
 
 # The rooms' folder names: importing one bare (`import runtime`, possible because the
 # checkout is on sys.path) would give a second copy of a module, with its own ConfigError.
-BARE_ROOMS = frozenset({"cli", "codegen", "runtime", "generated", "migrate", "serve", "server"})
+BARE_ROOMS = frozenset({"cli", "codegen", "runtime", "generated", "migrate", "serve", "server", "evolve", "fleet"})
 
 
 @pytest.fixture(autouse=True)

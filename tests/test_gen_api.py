@@ -120,32 +120,42 @@ def test_the_side_table_lets_a_record_go(server_args: type) -> None:
 
 
 def test_the_registry_spells_out_only_what_differs_from_a_leaf_spec_default() -> None:
-    """Each `LeafSpec(...)` in the generated registry names only the fields where the leaf
-    differs from LeafSpec's defaults (the registry of an engine-sized schema stays short)."""
+    """Each `LeafSpec(...)` in the generated registry names exactly the fields without a
+    default and those where the leaf differs from the field's default for it (a default
+    may follow from the leaf, as its flag follows from its name): the registry of an
+    engine-sized schema stays short, and loses nothing."""
     import ast
 
+    from configbags.generated.registry import LEAVES
     from configbags.runtime.registry import LeafSpec
 
-    defaults = {f.name: f.default for f in attrs.fields(LeafSpec) if f.default is not attrs.NOTHING}
+    def default_for(field: attrs.Attribute[object], spec: LeafSpec) -> object:
+        default = field.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            return default.factory(spec) if default.takes_self else default.factory()
+        return default
+
     tree = ast.parse((REPO / "generated" / "registry.py").read_text())
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and ast.unparse(n.func) == "LeafSpec"]
-    assert len(calls) > 100
-    spelled_default = []
-    for call in calls:
-        for kw in call.keywords:
-            if kw.arg not in defaults:
-                continue
-            if kw.arg == "policy":
-                value: object = ast.unparse(kw.value) == f"Policy.{defaults['policy'].name}"
-            else:
-                try:
-                    literal = ast.literal_eval(kw.value)
-                except ValueError:
-                    continue  # a constructor call (Renamed, Deprecation): never a default
-                value = type(literal) is type(defaults[kw.arg]) and literal == defaults[kw.arg]
-            if value:
-                spelled_default.append(f"{ast.unparse(call.keywords[0].value)}: {kw.arg}")
-    assert not spelled_default, spelled_default
+    assert len(calls) == len(LEAVES) > 100
+    for call, spec in zip(calls, LEAVES.values(), strict=True):
+        differing = {
+            f.name for f in attrs.fields(LeafSpec)
+            if (d := default_for(f, spec)) is attrs.NOTHING
+            or type(getattr(spec, f.name)) is not type(d) or getattr(spec, f.name) != d
+        }
+        assert {kw.arg for kw in call.keywords} == differing, spec.name
+    assert any("flags" not in {kw.arg for kw in c.keywords} for c in calls)  # the default flag is left out
+
+
+def test_the_registry_holds_the_records_codegen_built() -> None:
+    """One leaf record: what the generator builds from the schema is, field for field, what
+    the generated registry gives the runtime."""
+    from configbags.generated.registry import LEAVES
+
+    built = load_schema(REPO / "schema").leaves
+    assert [leaf.name for leaf in built] == list(LEAVES)
+    assert built == tuple(LEAVES.values())
 
 
 def test_a_folder_generated_by_an_earlier_version_may_be_regenerated(tmp_path: Path) -> None:

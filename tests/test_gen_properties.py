@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from configbags.codegen.emit import emit
 from configbags.codegen.model import load_schema
+from configbags.runtime.cliflags import argument_options
 
 NASTY = st.sampled_from(['"', "'", '"""', "'''", "\\", "\\n", "{{ x }}", "{% if %}", "%s", "%(x)d",
                          "\n", "\t", "é", "名", "\u2028", "\x00", "`", "|", "<b>", "#", "]]>", "\r\n",
@@ -91,13 +92,15 @@ def test_text_round_trips_and_cannot_inject(help_text: str, default: str, extra:
         assert defaults == {"label": default, "other": default}
         assert _field_docs(server_args, "ServerArgs") == {"label": help_text, "other": help_text + help_text}
         assert _field_docs(files["bags.py"], "Core") == {"label": help_text, "other": help_text + help_text}
-        # choices survive exactly in the registry and the argparse call
+        # choices and help survive exactly in the registry (the leaf records argparse reads)
         registry = files["registry.py"]
         tuples = [ast.literal_eval(n) for n in ast.walk(ast.parse(registry))
                   if isinstance(n, ast.Tuple) and n.elts and all(isinstance(e, ast.Constant) for e in n.elts)]
         assert tuple(choices) in tuples
+        assert {help_text, help_text + help_text} <= _strings_in(registry)
         # argparse help is the help text with % doubled, prefix of the help argument
-        assert any(s.startswith(help_text.replace("%", "%%")) for s in _strings_in(server_args))
+        record = next(leaf for leaf in load_schema(tmp / "schema").leaves if leaf.name == "label")
+        assert argument_options(record)["help"].startswith(help_text.replace("%", "%%"))
         # no schema text became code: every generated function/class name is one we expect
         names = {n.name for n in ast.walk(ast.parse(server_args)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         assert names == {"ServerArgs", "from_dict", "from_file", "from_cli",

@@ -15,7 +15,7 @@ from genutil import CASES, REPO, generate
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from configbags.codegen import blackpieces, emit, render
+from configbags.codegen import blackpieces, emit
 from configbags.codegen.blackpieces import BLACK_MODE, DictMemo, format_module
 from configbags.codegen.formatcache import FormatCache, default_cache_path
 from configbags.codegen.model import load_schema
@@ -36,9 +36,8 @@ def black_str(source: str) -> str:
 
 
 def pre_format(schema: Path) -> dict[str, str]:
-    model = render.build(load_schema(schema), "regen", "generated")
-    env = emit.environment()
-    return {name: env.get_template(f"{name}.j2").render(package=model) for name in emit.PY_FILES}
+    texts = emit.rendered(load_schema(schema), "regen", "generated")
+    return {name: texts[name] for name in emit.PY_FILES}
 
 
 def synthetic(root: Path, leaves: int, per_namespace: int = 10) -> Path:
@@ -234,6 +233,33 @@ def test_a_one_leaf_edit_runs_black_on_a_few_pieces(tmp_path: Path, black_calls:
     assert 0 < len(black_calls) <= cold // 10
     assert {name: edited[name] for name in emit.PY_FILES} == {
         name: black_str(source) for name, source in pre_format(schema).items()}
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda p: p.parent.name)
+def test_pieces_planned_ahead_are_the_pieces_formatted(schema: Path, black_calls: list[str]) -> None:
+    """`black_inputs` names exactly the texts the module's own pass hands to black, so a
+    cold run can format them ahead in parallel and the pass then only reads the memo."""
+    for name, source in pre_format(schema).items():
+        black_calls.clear()
+        format_module(source, DictMemo())
+        assert set(blackpieces.black_inputs(source)) == set(black_calls), name
+
+
+@pytest.mark.slow  # forks workers, generates twice
+def test_a_cold_parallel_run_equals_black_and_fills_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             black_calls: list[str]) -> None:
+    monkeypatch.setattr(emit, "PARALLEL_CHARS", 0)  # parallel however small the schema
+    monkeypatch.setattr(emit, "_workers", lambda: 2)
+    schema = synthetic(tmp_path, 60)
+    path = tmp_path / "cache.json"
+    cache = FormatCache(path)
+    parallel = emit.emit(load_schema(schema), "regen", parallel=True, cache=cache)
+    cache.save()
+    assert {name: parallel[name] for name in emit.PY_FILES} == {
+        name: black_str(source) for name, source in pre_format(schema).items()}
+    black_calls.clear()
+    assert emit.emit(load_schema(schema), "regen", parallel=False, cache=FormatCache(path)) == parallel
+    assert black_calls == []  # the workers' pieces reached the cache
 
 
 def _mangle(path: Path, change: Callable[[dict[str, object]], None]) -> None:

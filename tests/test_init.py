@@ -3,6 +3,7 @@ package, publish and read with types, as a new user would (every step a subproce
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,75 @@ def test_gen_out_inside_a_package_is_imported_by_its_dotted_name(tmp_path: Path)
     stale = run(tmp_path, str(BIN / "configbags"), "gen", "--schema", str(schema), "--out",
                 "legacy_engine/config_bags", "--check")
     assert stale.returncode == 0, stale.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["flat", "src"])
+def test_a_fresh_project_is_green_from_a_subfolder(tmp_path: Path, layout: str) -> None:
+    """The package is found on disk, not guessed from project.name; gen, the ratchet, a
+    publish and a typed read all work from a subfolder of the project."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme-serving"\nversion = "0.1"\n')
+    base = tmp_path / "src" if layout == "src" else tmp_path
+    (base / "acmeserve" / "engine").mkdir(parents=True)
+    (base / "acmeserve" / "__init__.py").write_text("")
+    (base / "acmeserve" / "engine" / "__init__.py").write_text("def width() -> int:\n    return 1\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")  # not the project's package
+    sub = tmp_path / "docs" / "deep"
+    sub.mkdir(parents=True)
+    configbags = str(BIN / "configbags")
+    init = run(sub, configbags, "init")
+    assert init.returncode == 0, init.stderr
+    assert 'package = "acmeserve.config"' in (tmp_path / "pyproject.toml").read_text()
+    gen = run(sub, configbags, "gen")
+    assert gen.returncode == 0 and "warning" not in gen.stderr, gen.stderr
+    assert (base / "acmeserve" / "config" / "accessors.py").is_file()
+    assert not (tmp_path / "acme_serving").exists()
+    check = run(sub, configbags, "ratchet", "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    use = sub / "use.py"
+    use.write_text(
+        "from acmeserve.config.accessors import get_parallel, publish\n"
+        "from acmeserve.config.server_args import ServerArgs\n\n"
+        "publish(ServerArgs.from_cli(['--tp-size', '2']), role='launcher')\n"
+        "tp: int = get_parallel().tp_size\n"
+        "print(tp)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(base), "MYPYPATH": str(base)}
+    ran = subprocess.run([sys.executable, "use.py"], cwd=sub, env=env, capture_output=True, text=True, timeout=180)
+    assert ran.returncode == 0 and ran.stdout.split() == ["2"], ran.stderr
+    typed = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "use.py"], cwd=sub,
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert typed.returncode == 0, typed.stdout
+
+
+def test_init_asks_for_the_package_rather_than_guessing(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme-serving"\nversion = "0.1"\n')
+    none = run(tmp_path, str(BIN / "configbags"), "init")
+    assert none.returncode == 2 and "found no package" in none.stderr and "--package" in none.stderr
+    for name in ("alpha", "beta"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text("")
+    several = run(tmp_path, str(BIN / "configbags"), "init")
+    assert several.returncode == 2 and "found several packages (alpha, beta)" in several.stderr
+    typo = run(tmp_path, str(BIN / "configbags"), "init", "--package", "acme_serving.config")
+    assert typo.returncode == 2 and "the project has no package 'acme_serving' (found: alpha, beta)" in typo.stderr
+    assert not (tmp_path / "schema").exists()
+    chosen = run(tmp_path, str(BIN / "configbags"), "init", "--package", "beta.config")
+    assert chosen.returncode == 0, chosen.stderr
+
+
+def test_gen_says_when_it_creates_a_package_folder_the_project_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from configbags.codegen.__main__ import main as gen_main
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme-serving"\nversion = "0.1"\n')
+    (tmp_path / "acmeserve").mkdir()
+    (tmp_path / "acmeserve" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    schema = Path(__file__).resolve().parent / "cases" / "tiny" / "schema"
+    assert gen_main(["--schema", str(schema), "--package", "acme_serving.config"]) == 0
+    assert "warning: creating acme_serving/, which the project did not have" in capsys.readouterr().err
+    assert gen_main(["--schema", str(schema), "--package", "acmeserve.config"]) == 0
+    assert "warning" not in capsys.readouterr().err

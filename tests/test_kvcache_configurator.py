@@ -48,7 +48,7 @@ def test_write_backs_are_tagged_load_time_overrides() -> None:
     with on_device(args()) as ctx:
         plan = configurator("llama-3.1-8b", 80 * GiB).configure()
         # Same numbers as the hand-derived llama8b-tp1-defaults case.
-        assert plan.max_total_num_tokens == 450907
+        assert plan.max_total_num_tokens == 425348
         info = ctx.server_info()
         written = {(o["source"], o["leaf"], o["new"]) for o in info["overrides"]}
         assert written == {
@@ -59,7 +59,7 @@ def test_write_backs_are_tagged_load_time_overrides() -> None:
         }
         # What the rules decided is theirs, not a write-back: the planner read it as given.
         assert info["layers"]["mem_fraction_static"]["rule"] == "mem_fraction_static_from_gpu_memory"
-        assert info["resolved"]["mem_fraction_static"] == plan.mem_fraction_static == 0.875
+        assert info["resolved"]["mem_fraction_static"] == plan.mem_fraction_static == 0.836
         # The raw record keeps the operator's input; readers see the resolved value.
         assert info["record"]["kv_cache_dtype"] == "auto"
         assert info["record"]["max_running_requests"] is None
@@ -77,12 +77,12 @@ def test_operator_values_are_not_overwritten() -> None:
 
 
 def test_mamba_cache_size_written_from_the_state_budget() -> None:
-    # Hand-derived in test_kvcache_plan (qwen3next-tp4-mamba-budget): 800 slots.
+    # Hand-derived in test_kvcache_plan (qwen3next-tp4-mamba-budget): 799 slots.
     with published(args(tp_size=4, mem_fraction_static=0.88), role="worker") as ctx:
         plan = configurator("qwen3-next-80b-a3b", 80 * GiB, 40 * GiB).configure()
-        assert plan.mamba_slots == 800
+        assert plan.mamba_slots == 799
         assert ctx.explain("max_mamba_cache_size")["overrides"][0]["source"] == "mamba_pool.memory_budget"
-        assert get_schedule().max_mamba_cache_size == 800
+        assert get_schedule().max_mamba_cache_size == 799
         assert ctx.server_info()["record"]["max_mamba_cache_size"] is None
 
 
@@ -125,6 +125,7 @@ def test_write_backs_need_the_worker_role() -> None:
 
 SPEC = {
     "speculative_algorithm": "EAGLE",
+    "speculative_draft_model_path": "draft",
     "speculative_num_steps": 3,
     "speculative_eagle_topk": 4,
     "speculative_num_draft_tokens": 8,
@@ -201,7 +202,8 @@ def test_runner_view_plans_without_touching_the_process_bags() -> None:
 @pytest.mark.parametrize(
     ("model", "leaves", "pre", "weights"),
     [
-        ("llama-3.1-8b", {"tp_size": 8, "speculative_algorithm": "EAGLE", "speculative_num_steps": 2}, 80 * GiB, None),
+        ("llama-3.1-8b", {"tp_size": 8, "speculative_algorithm": "EAGLE", "speculative_num_steps": 2,
+                          "speculative_draft_model_path": "draft"}, 80 * GiB, None),
         ("gemma-2-9b", {"tp_size": 2}, 40 * GiB, None),
         ("gpt-oss-20b", {"tp_size": 8, "page_size": 16}, 80 * GiB, None),
         ("deepseek-v3", {"tp_size": 8, "kv_cache_dtype": "fp8_e4m3"}, 140 * GiB, 84 * GiB),

@@ -11,6 +11,7 @@ import pytest
 from configbags.server.kvcache.errors import ModelConfigError
 from configbags.server.kvcache.model_shape import (
     LayerKind,
+    WeightEstimate,
     load_model_shape,
     model_shape_from_dict,
 )
@@ -130,17 +131,25 @@ def test_moe_and_hybrid_parameter_estimates(name: str, billions: float) -> None:
     assert load(name).weights.total_params / 1e9 == pytest.approx(billions, rel=0.02)
 
 
+def _whole_dtype(w: WeightEstimate) -> int:
+    """Parameters kept at the model dtype: embeddings, LM head, norms, routers."""
+    return w.embedding_params + w.unquantized_params + w.final_norm_params
+
+
+def _linears(w: WeightEstimate) -> int:
+    return w.layer_params + w.replicated_params + w.kv_head_params * w.kv_heads
+
+
 def test_quantized_weight_bytes() -> None:
     # DeepSeek-V3 is fp8 with 128 x 128 weight blocks: decoder linears take 1 byte plus one
-    # float32 scale per block (4 / 16384 B per weight); embeddings (2 x 129280 x 7168 + 7168)
-    # stay bf16.
+    # float32 scale per block (4 / 16384 B per weight); embeddings, norms and routers stay bf16.
     w = load("deepseek-v3").weights
     assert w.quant_method == "fp8"
-    decoder = w.layer_params + w.expert_params
-    assert w.bytes(2) == w.embedding_params * 2 + decoder + -(-decoder * 4 // 16384)
+    decoder = _linears(w) + w.expert_params
+    assert w.bytes(2) == _whole_dtype(w) * 2 + decoder + -(-decoder * 4 // 16384)
     # gpt-oss: mxfp4 experts at 17/32 byte per parameter; the checkpoint is ~13.8 GB.
     oss = load("gpt-oss-20b").weights
-    assert oss.bytes(2) == (oss.embedding_params + oss.layer_params) * 2 + -(-oss.expert_params * 17 // 32)
+    assert oss.bytes(2) == (_whole_dtype(oss) + _linears(oss)) * 2 + -(-oss.expert_params * 17 // 32)
     assert oss.bytes(2) / 1e9 == pytest.approx(13.8, rel=0.02)
 
 
@@ -207,8 +216,10 @@ def test_quantized_checkpoints(quantization_config: dict[str, object], method: s
     w = model_shape_from_dict({**config, "quantization_config": quantization_config}, source="m").weights
     assert w.quant is not None and w.quant.method == method
     assert float(w.quant.bytes_per_param) == pytest.approx(bytes_per_weight)
-    # Decoder weights at the quantized width; embeddings (2 x 128256 x 4096 + 4096) at 2 B.
-    expected = w.embedding_params * 2 + (w.layer_params + w.expert_params) * bytes_per_weight
+    # Decoder linears at the quantized width; embeddings (2 x 128256 x 4096) and norms at 2 B;
+    # GPTQ adds an int32 g_idx per input row of each linear.
+    g_idx = 4 * (w.g_idx_whole + w.g_idx_sharded) if method == "gptq" else 0
+    expected = _whole_dtype(w) * 2 + (_linears(w) + w.expert_params) * bytes_per_weight + g_idx
     assert w.bytes(2) == pytest.approx(expected, abs=1)
 
 

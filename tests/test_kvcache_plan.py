@@ -86,13 +86,14 @@ class Case:
 CASES = [
     # llama-3.1-8b, tp 1, everything defaulted. Weights: 8,030,261,248 params (hand count:
     # 2 x 128256 x 4096 embeddings + 32 x 218,112,000 per layer + 4096 final norm) x 2 B.
-    # mfs default from 80 GiB (ServerArgs._handle_gpu_memory_settings): reserved
-    # 9.5 + 1 x 1 / 2 = 10 GiB -> round(70 / 80, 3) = 0.875
-    # slack = 85899345920 * 0.125 = 10737418240
-    # rest = 85899345920 - 16060522496 - 10737418240 = 59101405184
+    # mfs default from 81920 MiB (handle_gpu_memory_settings): chunk 8192, decode graph
+    # batch 256 at tp 1; reserved = 512 + 8192 x 1.5 + 1 x 1 / 8 x 1024 + 256 x 2 = 13440 MiB
+    # (above the 10 GiB floor) -> round((81920 - 13440) / 81920, 3) = 0.836
+    # slack = floor(85899345920 * 0.164) = 14087492730
+    # rest = 85899345920 - 16060522496 - 14087492730 = 55751330694
     # cell = 8 kv heads x (128 + 128) x 32 layers x 2 B = 131072
-    # tokens = 59101405184 // 131072 = 450907 (page 1)
-    # requests = clamp(450907 * 512 // 131072 = 1761, 2048, 4096) = 2048
+    # tokens = 55751330694 // 131072 = 425348 (page 1)
+    # requests = clamp(425348 * 512 // 131072 = 1661, 2048, 4096) = 2048
     # req_to_token = (2048 + 1, 131072 + 4)
     Case(
         "llama8b-tp1-defaults",
@@ -100,11 +101,11 @@ CASES = [
         plan_settings(),
         DeviceMemory(80 * GiB),
         cell=131072,
-        kv_budget=59101405184,
-        tokens=450907,
+        kv_budget=55751330694,
+        tokens=425348,
         max_running_requests=2048,
         req_to_token=(2049, 131076),
-        pools={"k": (32, (450908, 8, 128), "bfloat16"), "v": (32, (450908, 8, 128), "bfloat16")},
+        pools={"k": (32, (425349, 8, 128), "bfloat16"), "v": (32, (425349, 8, 128), "bfloat16")},
     ),
     # llama-3.1-8b, tp 2, page 16, fp8_e4m3, mfs 0.85, EAGLE steps 3 topk 4 draft tokens 8.
     # weights given 8030261248 per rank; draft weights: one average decoder layer
@@ -125,6 +126,7 @@ CASES = [
             kv_cache_dtype="fp8_e4m3",
             mem_fraction_static=0.85,
             speculative_algorithm="EAGLE",
+            speculative_draft_model_path="draft",
             speculative_num_steps=3,
             speculative_eagle_topk=4,
             speculative_num_draft_tokens=8,
@@ -144,27 +146,29 @@ CASES = [
         },
     ),
     # llama-3.1-8b AWQ (4-bit, group 128, zero points), tp 1 on 24 GiB, mfs 0.88, ctx 32768.
-    # Weights: embeddings 2 x 128256 x 4096 + 4096 = 1,050,677,248 params x 2 B (float16)
-    #   = 2101354496; decoder 32 x 218,112,000 = 6,979,584,000 params x (4/8 + (16 + 4) / (8 x 128))
-    #   B = 3626112000; total 5727466496 (~5.7 GB, the checkpoint's size).
-    # slack = floor(25769803776 x 0.12) = 3092376453; rest = 25769803776 - 5727466496 - 3092376453
-    #   = 16949960827; cell = 8 x 256 x 32 x 2 (float16 KV) = 131072; tokens = 129317
-    # requests = clamp(129317 * 512 // 32768 = 2020) = 2048
+    # Weights: embeddings 2 x 128256 x 4096 = 1,050,673,152 params and the norms (32 x 2 x 4096
+    #   + 4096 = 266,240) x 2 B (float16) = 2101878784; the decoder's linears 32 x 217,849,856 =
+    #   6,971,195,392 params x (4/8 + (16 + 4) / (8 x 128)) B = 3625975808; total 5727854592
+    #   (~5.7 GB, the checkpoint's size).
+    # slack = floor(25769803776 x 0.12) = 3092376453; rest = 25769803776 - 5727854592 - 3092376453
+    #   = 16949572731; cell = 8 x 256 x 32 x 2 (float16 KV) = 131072; tokens = 129314
+    # requests = clamp(129314 * 512 // 32768 = 2020) = 2048
     Case(
         "llama8b-awq-tp1-24gib",
         "llama-3.1-8b-awq",
         plan_settings(mem_fraction_static=0.88, context_length=32768),
         DeviceMemory(24 * GiB),
         cell=131072,
-        kv_budget=16949960827,
-        tokens=129317,
+        kv_budget=16949572731,
+        tokens=129314,
         max_running_requests=2048,
         req_to_token=(2049, 32772),
-        pools={"k": (32, (129318, 8, 128), "float16"), "v": (32, (129318, 8, 128), "float16")},
+        pools={"k": (32, (129315, 8, 128), "float16"), "v": (32, (129315, 8, 128), "float16")},
     ),
-    # The same at tp 2 with fp8 KV and page 16: weights 5727466496 / 2 = 2863733248;
-    # rest = 25769803776 - 2863733248 - 3092376453 = 19813694075; cell = 4 x 256 x 32 x 1 = 32768;
-    # tokens = 604665 -> page 16 -> 604656; requests = clamp(604656 * 512 // 32768 = 9447) = 4096
+    # The same at tp 2 with fp8 KV and page 16: the linears and embeddings split, the norms
+    #   (532480 B) whole on each rank: (5727854592 - 532480) / 2 + 532480 = 2864193536;
+    # rest = 25769803776 - 2864193536 - 3092376453 = 19813233787; cell = 4 x 256 x 32 x 1 = 32768;
+    # tokens = 604652 -> page 16 -> 604640; requests = clamp(604640 * 512 // 32768 = 9447) = 4096
     Case(
         "llama8b-awq-tp2-fp8-page16",
         "llama-3.1-8b-awq",
@@ -172,28 +176,29 @@ CASES = [
                       page_size=16),
         DeviceMemory(24 * GiB),
         cell=32768,
-        kv_budget=19813694075,
-        tokens=604656,
+        kv_budget=19813233787,
+        tokens=604640,
         max_running_requests=4096,
         req_to_token=(4097, 32772),
-        pools={"k": (32, (604672, 4, 128), "uint8"), "v": (32, (604672, 4, 128), "uint8")},
+        pools={"k": (32, (604656, 4, 128), "uint8"), "v": (32, (604656, 4, 128), "uint8")},
     ),
-    # llama-3.1-70b, tp 8. Weights 70,553,706,496 params x 2 B / 8 = 17638426624.
+    # llama-3.1-70b, tp 8. Weights: 70,553,706,496 params x 2 B over 8 ranks, but the norms
+    # (80 x 2 x 8192 + 8192 params = 2,629,632 B) whole on each: 17640734720.
     # mfs 0.81: slack = floor(85899345920 * 0.19) = 16320875724
-    # rest = 85899345920 - 17638426624 - 16320875724 = 51940043572
+    # rest = 85899345920 - 17640734720 - 16320875724 = 51937735476
     # cell = max(1, 8 // 8) head x 256 x 80 layers x 2 B = 40960
-    # tokens = 51940043572 // 40960 = 1268067; requests = clamp(4953) = 4096
+    # tokens = 51937735476 // 40960 = 1268011; requests = clamp(4953) = 4096
     Case(
         "llama70b-tp8",
         "llama-3.1-70b",
         plan_settings(**tp(8), mem_fraction_static=0.81),
         DeviceMemory(80 * GiB),
         cell=40960,
-        kv_budget=51940043572,
-        tokens=1268067,
+        kv_budget=51937735476,
+        tokens=1268011,
         max_running_requests=4096,
         req_to_token=(4097, 131076),
-        pools={"k": (80, (1268068, 1, 128), "bfloat16"), "v": (80, (1268068, 1, 128), "bfloat16")},
+        pools={"k": (80, (1268012, 1, 128), "bfloat16"), "v": (80, (1268012, 1, 128), "bfloat16")},
     ),
     # llama-3.1-70b, tp 4 x pp 2 (40 layers a stage), page 64, fp8_e5m2, mfs 0.9, 35 GiB weights.
     # slack = 85899345920 / 10 = 8589934592; rest = 85899345920 - 37580963840 - 8589934592
@@ -280,8 +285,10 @@ CASES = [
         pools={"k": (24, (227174, 2, 64), "bfloat16"), "v": (24, (227174, 2, 64), "bfloat16")},
     ),
     # qwen2.5-0.5b, tp 2, mfs 0.88, page 4, fp8_e4m3, NGRAM (no draft model: no draft layers) with D = 8.
-    # weights 988065536 / 2 = 494032768; rest = 4294967296 - 494032768 - 515396075 = 3285538453
-    # cell = 1 head x 128 x 24 x 1 B = 3072; tokens = 3285538453 // 3072 // 4 * 4 = 1069508
+    # weights: the norms (24 x 2 x 896 + 896 params = 87808 B) whole on each rank, the rest
+    #   split: (988065536 - 87808) / 2 + 87808 = 494076672;
+    # rest = 4294967296 - 494076672 - 515396075 = 3285494549
+    # cell = 1 head x 128 x 24 x 1 B = 3072; tokens = 3285494549 // 3072 // 4 * 4 = 1069496
     # requests = 4096; topk 1: len = max(1 * 1, 8) = 8, reserve 16,
     #   extra = max(4 + 8, 16 + 4 - 1) = 19
     Case(
@@ -298,11 +305,11 @@ CASES = [
         ),
         DeviceMemory(4 * GiB),
         cell=3072,
-        kv_budget=3285538453,
-        tokens=1069508,
+        kv_budget=3285494549,
+        tokens=1069496,
         max_running_requests=4096,
         req_to_token=(4097, 32768 + 19),
-        pools={"k": (24, (1069512, 1, 64), "uint8"), "v": (24, (1069512, 1, 64), "uint8")},
+        pools={"k": (24, (1069500, 1, 64), "uint8"), "v": (24, (1069500, 1, 64), "uint8")},
     ),
     # mistral-7b-v0.1: a window on every layer is sized as full attention (SGLang does too).
     # Weights 7,241,732,096 x 2 = 14483464192; rest = 85899345920 - 14483464192 - 10307921510
@@ -354,19 +361,21 @@ CASES = [
         pools={"k": (42, (56130, 8, 256), "bfloat16"), "v": (42, (56130, 8, 256), "bfloat16")},
     ),
     # gemma-2-9b, tp 2, mfs 0.88, --disable-hybrid-swa-memory: all 42 layers at full length.
-    # weights 18483411968 / 2 = 9241705984; rest = 42949672960 - 9241705984 - 5153960755
-    #   = 28554006221; cell = 4 x 512 x 2 x 42 = 172032; tokens = 165980; requests = 4096
+    # weights: the norms (42 x 4 x 3584 + 3584 params = 1211392 B) whole on each rank, the rest
+    #   split: (18483411968 - 1211392) / 2 + 1211392 = 9242311680;
+    # rest = 42949672960 - 9242311680 - 5153960755 = 28553400525
+    # cell = 4 x 512 x 2 x 42 = 172032; tokens = 165977; requests = 4096
     Case(
         "gemma2-tp2-no-swa-split",
         "gemma-2-9b",
         plan_settings(**tp(2), mem_fraction_static=0.88, disable_hybrid_swa_memory=True),
         DeviceMemory(40 * GiB),
         cell=172032,
-        kv_budget=28554006221,
-        tokens=165980,
+        kv_budget=28553400525,
+        tokens=165977,
         max_running_requests=4096,
         req_to_token=(4097, 8196),
-        pools={"k": (42, (165981, 4, 256), "bfloat16"), "v": (42, (165981, 4, 256), "bfloat16")},
+        pools={"k": (42, (165978, 4, 256), "bfloat16"), "v": (42, (165978, 4, 256), "bfloat16")},
     ),
     # gpt-oss-20b, tp 1, 14 GiB weights, swa_full_tokens_ratio 0.5; layers alternate 12/12.
     # rest = 85899345920 - 15032385536 - 10307921510 = 60559038874
@@ -405,6 +414,7 @@ CASES = [
             page_size=16,
             mem_fraction_static=0.85,
             speculative_algorithm="EAGLE3",
+            speculative_draft_model_path="draft",
             speculative_num_steps=3,
             speculative_eagle_topk=1,
             speculative_num_draft_tokens=4,
@@ -513,26 +523,28 @@ CASES = [
     # rest = 85899345920 - 42949672960 - 10307921510 = 32641751450
     # per slot: 36 x (conv 8192/4 x 3 x 2 B + temporal 32/4 x 128 x 128 x 4 B (float32))
     #   = 36 x (12288 + 524288) = 19316736
-    # state budget = floor(32641751450 x 0.9 / 1.9) = 15461882265; slots = // 19316736 = 800
-    # KV rest = 32641751450 - (800 + 1 padding slot) x 19316736 = 17169045914
-    # cell = 1 head (2 // 4 replicated) x 512 x 2 x 12 = 12288; tokens = 1397220
-    # requests = min(clamp(1397220 * 512 // 262144 = 2728), 800 slots // 3 per request) = 266
+    # the share B = 32641751450 x 0.9 / 1.9 = 15461882265.79 holds the slots and the padding
+    # slot: slots = (B - 19316736) // 19316736 = 799
+    # KV rest = 32641751450 - (799 + 1 padding slot) x 19316736 = 17188362650
+    # cell = 1 head (2 // 4 replicated) x 512 x 2 x 12 = 12288; tokens = 1398792
+    # auto strategy with overlap on: extra_buffer, 3 + 2 slots per request
+    # requests = min(clamp(1398792 * 512 // 262144 = 2732), 799 slots // 5 per request) = 159
     Case(
         "qwen3next-tp4-mamba-budget",
         "qwen3-next-80b-a3b",
         plan_settings(**tp(4), mem_fraction_static=0.88),
         DeviceMemory(80 * GiB, weight_bytes=40 * GiB),
         cell=12288,
-        kv_budget=17169045914,
-        tokens=1397220,
-        mamba_slots=800,
-        max_running_requests=266,
-        req_to_token=(267, 262148),
+        kv_budget=17188362650,
+        tokens=1398792,
+        mamba_slots=799,
+        max_running_requests=159,
+        req_to_token=(160, 262148),
         pools={
-            "k": (12, (1397221, 1, 256), "bfloat16"),
-            "v": (12, (1397221, 1, 256), "bfloat16"),
-            "mamba_conv": (1, (36, 801, 2048, 3), "bfloat16"),
-            "mamba_temporal": (1, (36, 801, 8, 128, 128), "float32"),
+            "k": (12, (1398793, 1, 256), "bfloat16"),
+            "v": (12, (1398793, 1, 256), "bfloat16"),
+            "mamba_conv": (1, (36, 800, 2048, 3), "bfloat16"),
+            "mamba_temporal": (1, (36, 800, 8, 128, 128), "float32"),
         },
     ),
     # qwen3-next, tp 8, operator max_mamba_cache_size 600, radix cache off (1 slot per
@@ -571,34 +583,34 @@ CASES = [
     # rest = 85899345920 - 15032385536 - 10307921510 = 60559038874
     # conv_dim = 256 x 64 + 2 x 8 x 256 = 20480
     # per slot: 54 x (20480/8 x 3 x 2 + 256/8 x 64 x 256 x 4) = 54 x 2112512 = 114075648
-    # state = floor(60559038874 x 9 / 19) = 28685860519; slots = 251
-    # KV rest = 60559038874 - (251 + 1) x 114075648 = 31811975578
-    # cell = 1 x 256 x 2 x 10 = 5120; tokens = 6213276; requests = min(4096, 251 // 5) = 50
+    # share B = 60559038874 x 9 / 19 = 28685860519.26; slots = (B - 114075648) // 114075648 = 250
+    # KV rest = 60559038874 - (250 + 1) x 114075648 = 31926051226
+    # cell = 1 x 256 x 2 x 10 = 5120; tokens = 6235556; requests = min(4096, 250 // 5) = 50
     Case(
         "nemotronh-tp8-extra-buffer",
         "nemotron-h-56b",
-        plan_settings(**tp(8), mem_fraction_static=0.88, enable_mamba_extra_buffer=True),
+        plan_settings(**tp(8), mem_fraction_static=0.88),
         DeviceMemory(80 * GiB, weight_bytes=14 * GiB),
         cell=5120,
-        kv_budget=31811975578,
-        tokens=6213276,
-        mamba_slots=251,
+        kv_budget=31926051226,
+        tokens=6235556,
+        mamba_slots=250,
         max_running_requests=50,
         req_to_token=(51, 8196),
         pools={
-            "k": (10, (6213277, 1, 128), "bfloat16"),
-            "v": (10, (6213277, 1, 128), "bfloat16"),
-            "mamba_conv": (1, (54, 252, 2560, 3), "bfloat16"),
-            "mamba_temporal": (1, (54, 252, 32, 64, 256), "float32"),
+            "k": (10, (6235557, 1, 128), "bfloat16"),
+            "v": (10, (6235557, 1, 128), "bfloat16"),
+            "mamba_conv": (1, (54, 251, 2560, 3), "bfloat16"),
+            "mamba_temporal": (1, (54, 251, 32, 64, 256), "float32"),
         },
     ),
     # nemotron-h-56b, tp 4, page 16, fp8 KV, mamba_full_memory_ratio 0.5, 28 GiB weights.
     # rest = 85899345920 - 30064771072 - 10307921510 = 45526653338
     # per slot: 54 x (5120 x 3 x 2 + 64 x 64 x 256 x 4) = 54 x 4225024 = 228151296
-    # state = floor(45526653338 / 3) = 15175551112; slots = 66
-    # KV rest = 45526653338 - (66 + 1) x 228151296 = 30240516506
-    # cell = 2 x 256 x 1 x 10 = 5120; tokens = 5906338 -> page 16 -> 5906336
-    # requests = min(4096, 66 // 3) = 22
+    # share B = 45526653338 / 3 = 15175551112.67; slots = (B - 228151296) // 228151296 = 65
+    # KV rest = 45526653338 - (65 + 1) x 228151296 = 30468667802
+    # cell = 2 x 256 x 1 x 10 = 5120; tokens = 5950911 -> page 16 -> 5950896
+    # auto with page 16 (and overlap on): extra_buffer, requests = min(4096, 65 // 5) = 13
     Case(
         "nemotronh-tp4-page16-fp8-ratio05",
         "nemotron-h-56b",
@@ -611,16 +623,16 @@ CASES = [
         ),
         DeviceMemory(80 * GiB, weight_bytes=28 * GiB),
         cell=5120,
-        kv_budget=30240516506,
-        tokens=5906336,
-        mamba_slots=66,
-        max_running_requests=22,
-        req_to_token=(23, 8196),
+        kv_budget=30468667802,
+        tokens=5950896,
+        mamba_slots=65,
+        max_running_requests=13,
+        req_to_token=(14, 8196),
         pools={
-            "k": (10, (5906352, 2, 128), "uint8"),
-            "v": (10, (5906352, 2, 128), "uint8"),
-            "mamba_conv": (1, (54, 67, 5120, 3), "bfloat16"),
-            "mamba_temporal": (1, (54, 67, 64, 64, 256), "float32"),
+            "k": (10, (5950912, 2, 128), "uint8"),
+            "v": (10, (5950912, 2, 128), "uint8"),
+            "mamba_conv": (1, (54, 66, 5120, 3), "bfloat16"),
+            "mamba_temporal": (1, (54, 66, 64, 64, 256), "float32"),
         },
     ),
 ]
@@ -679,10 +691,10 @@ def test_llama8b_weight_estimate_and_the_write_backs_are_only_what_the_plan_size
     plan = run(CASE["llama8b-tp1-defaults"])
     # 8,030,261,248 params x 2 B (the published Llama-3.1-8B parameter count)
     assert plan.budget.weights == 16060522496
-    assert plan.budget.slack == 10737418240  # 80 GiB x (1 - 0.875)
+    assert plan.budget.slack == 14087492730  # 80 GiB x (1 - 0.836)
     # mem_fraction_static (rule mem_fraction_static_from_gpu_memory) and page_size (schema
     # fallback) are decided before the plan; the planner writes back only its own values.
-    assert (plan.mem_fraction_static, plan.page_size) == (0.875, 1)
+    assert (plan.mem_fraction_static, plan.page_size) == (0.836, 1)
     assert {d.leaf: d.value for d in plan.decisions} == {
         "dtype": "bfloat16",
         "kv_cache_dtype": "bf16",
@@ -819,7 +831,7 @@ def test_gemma2_full_swa_pool_is_the_rules_not_the_planners() -> None:
 
 
 def test_mamba_slots_become_a_decision_only_when_sized_from_memory() -> None:
-    assert run(CASE["qwen3next-tp4-mamba-budget"]).decision("max_mamba_cache_size") == 800
+    assert run(CASE["qwen3next-tp4-mamba-budget"]).decision("max_mamba_cache_size") == 799
     with pytest.raises(KeyError):
         run(CASE["qwen3next-tp8-mamba600-noradix"]).decision("max_mamba_cache_size")
 
@@ -843,27 +855,29 @@ def test_pipeline_stages_split_layers_evenly_last_takes_remainder() -> None:
 
 
 def test_budget_error_names_the_mem_fraction_static_that_fits_one_request() -> None:
-    # llama-3.1-70b at tp 2: weights 141,107,412,992 / 2 = 70553706496 per rank.
-    # avail = 85899345920 - 70553706496 = 15345639424; mfs 0.8 leaves slack 17179869184 > avail.
-    # A positive budget: ceil((1 - 15345639424 / 85899345920) x 1000) / 1000 = ceil(821.35) = 0.822.
+    # llama-3.1-70b at tp 2: weights (141,107,412,992 - 2,629,632 B of norms) / 2 + the norms
+    # whole on each rank = 70555025408 per rank.
+    # avail = 85899345920 - 70555025408 = 15344320512; mfs 0.8 leaves slack 17179869184 > avail.
+    # A positive budget: ceil((1 - 15344320512 / 85899345920) x 1000) / 1000 = ceil(821.37) = 0.822.
     # One request of 32768 tokens: cell = 4 heads x 256 x 80 layers x 2 B = 163840, so rest must
-    # be >= 32768 x 163840 = 5368709120, slack <= 15345639424 - 5368709120 = 9976930304:
-    #   0.884: slack = floor(pre x 0.116) = 9964324126, rest 5381315298, 32844 tokens (fits)
-    #   0.883: slack = floor(pre x 0.117) = 10050223472, rest 5295415952, 32320 tokens (short)
-    # But 0.884 leaves 9.28 GiB of slack, under the 9.5 + 2 / 2 = 10.5 GiB SGLang reserves on an
-    # 80 GiB device at tp 2 (ServerArgs._handle_gpu_memory_settings): the largest fraction that
-    # keeps it is floor((1 - 10.5 / 80) x 1000) / 1000 = 0.868, so no suggestion is "safe".
+    # be >= 32768 x 163840 = 5368709120, slack <= 15344320512 - 5368709120 = 9975611392:
+    #   0.884: slack = floor(pre x 0.116) = 9964324126, rest 5379996386, 32836 tokens (fits)
+    #   0.883: slack = floor(pre x 0.117) = 10050223472, rest 5294097040, 32312 tokens (short)
+    # But 0.884 leaves 9.28 GiB of slack, under the 512 + 8192 x 1.5 + 2 / 8 x 1024 + 256 x 2
+    # = 13568 MiB (13.25 GiB) SGLang reserves on an 80 GiB device at tp 2
+    # (handle_gpu_memory_settings): the largest fraction that keeps it is
+    # floor((1 - 13568 / 81920) x 1000) / 1000 = 0.834, so no suggestion is "safe".
     llama70 = shape("llama-3.1-70b")
     with pytest.raises(BudgetError) as err:
         plan_kv(llama70, plan_settings(**tp(2), mem_fraction_static=0.8, context_length=32768), DeviceMemory(80 * GiB))
     msg = str(err.value)
-    assert "no mem_fraction_static up to 0.868 (keeping SGLang's 10.50 GiB activation" in msg
+    assert "no mem_fraction_static up to 0.834 (keeping SGLang's 13.25 GiB activation" in msg
     assert "0.884 would, with only 9.28 GiB left for activations" in msg
     assert "0.822 only makes the KV budget positive" in msg
     fits = plan_kv(llama70, plan_settings(**tp(2), mem_fraction_static=0.884, context_length=32768),
                    DeviceMemory(80 * GiB))
-    assert fits.max_total_num_tokens == 32844
-    with pytest.raises(ContextTooLongError, match="largest context that fits is 32320"):
+    assert fits.max_total_num_tokens == 32836
+    with pytest.raises(ContextTooLongError, match="largest context that fits is 32312"):
         plan_strict(llama70, plan_settings(**tp(2), mem_fraction_static=0.883, context_length=32768),
                 DeviceMemory(80 * GiB))
 
@@ -887,41 +901,43 @@ def test_budget_error_when_weights_exceed_the_device() -> None:
 
 def test_min_mem_fraction_static_boundary() -> None:
     assert min_mem_fraction_static(avail=50, pre=100) == 0.501  # 0.5 leaves exactly 0
-    assert min_mem_fraction_static(avail=15345639424, pre=85899345920) == 0.822
+    assert min_mem_fraction_static(avail=15344320512, pre=85899345920) == 0.822
 
 
 def test_context_too_long_names_the_largest_context_that_fits() -> None:
-    # llama-3.1-8b on 24 GiB: default mfs round((24 - (2.8 + 0.1)) / 24, 3) = 0.879
-    # (ServerArgs._handle_gpu_memory_settings); slack = floor(25769803776 x 0.121) = 3118146256,
-    # rest = 25769803776 - 16060522496 - 3118146256 = 6591135024,
-    # tokens = 6591135024 // 131072 = 50286 < 131072. No mem_fraction_static fits 131072
+    # llama-3.1-8b on 24 GiB (24576 MiB: chunk 4096, decode graph batch 48 at tp 1): reserved
+    # 512 + 4096 x 1.5 + 128 + 48 x 2 = 6880 MiB, no floor below 60 GiB; default mfs
+    # round((24576 - 6880) / 24576, 3) = 0.72 (handle_gpu_memory_settings);
+    # slack = floor(25769803776 x 0.28) = 7215545057,
+    # rest = 25769803776 - 16060522496 - 7215545057 = 2493736223,
+    # tokens = 2493736223 // 131072 = 19025 < 131072. No mem_fraction_static fits 131072
     # tokens (16 GiB of KV; 8.07 GiB are left after the weights).
-    with pytest.raises(ContextTooLongError, match=r"largest context that fits is 50286") as err:
+    with pytest.raises(ContextTooLongError, match=r"largest context that fits is 19025") as err:
         plan_strict(shape("llama-3.1-8b"), plan_settings(), DeviceMemory(24 * GiB))
     assert "no mem_fraction_static fits one request of context_length=131072" in str(err.value)
-    plan = plan_kv(shape("llama-3.1-8b"), plan_settings(context_length=50286), DeviceMemory(24 * GiB))
-    assert plan.max_total_num_tokens == 50286
+    plan = plan_kv(shape("llama-3.1-8b"), plan_settings(context_length=19025), DeviceMemory(24 * GiB))
+    assert plan.max_total_num_tokens == 19025
 
 
 def test_a_context_that_does_not_fit_caps_requests_as_sglang_does() -> None:
     # Same 24 GiB: SGLang runs with max_req_len = min(context_len, max_total_num_tokens) - 1
-    # (Scheduler.init_memory_pool_and_cache) = 50285 and warns; the plan does the same.
+    # (Scheduler.init_memory_pool_and_cache) = 19024 and warns; the plan does the same.
     plan = plan_kv(shape("llama-3.1-8b"), plan_settings(), DeviceMemory(24 * GiB))
-    assert (plan.max_total_num_tokens, plan.max_req_len, plan.context_capped) == (50286, 50285, True)
-    assert any("requests are capped at 50285 tokens" in w for w in plan.warnings)
+    assert (plan.max_total_num_tokens, plan.max_req_len, plan.context_capped) == (19025, 19024, True)
+    assert any("requests are capped at 19024 tokens" in w for w in plan.warnings)
 
 
 def test_context_error_suggests_the_fraction_that_fits() -> None:
     # llama-3.1-70b tp 2, 32768 tokens, mfs 0.85: slack = pre x 0.15 = 12884901888,
-    # rest = 15345639424 - 12884901888 = 2460737536, tokens = 2460737536 // 163840 = 15019;
+    # rest = 15344320512 - 12884901888 = 2459418624, tokens = 2459418624 // 163840 = 15011;
     # 0.884 fits (see the budget error test above).
     with pytest.raises(ContextTooLongError) as err:
         plan_strict(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.85, context_length=32768),
                 DeviceMemory(80 * GiB))
-    assert "largest context that fits is 15019 (set --context-length 15019)" in str(err.value)
+    assert "largest context that fits is 15011 (set --context-length 15011)" in str(err.value)
     assert "0.884 would, with only 9.28 GiB left for activations" in str(err.value)
     # On a larger device the same fraction keeps SGLang's reserve, so it is suggested:
-    # 94 GiB at tp 2 reserves 12 + 1 = 13 GiB; 0.884 leaves 10.9 GiB... not enough either,
+    # 94 GiB at tp 2 reserves 13568 MiB (13.25 GiB); 0.884 leaves 10.9 GiB... not enough either,
     # hence a measured 70B weight share that leaves room: 60 GiB of weights on 94 GiB.
     with pytest.raises(ContextTooLongError) as err:
         plan_strict(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.65, context_length=32768),
@@ -931,7 +947,7 @@ def test_context_error_suggests_the_fraction_that_fits() -> None:
 
 
 def test_context_error_never_suggests_a_zero_context() -> None:
-    # mfs 0.822 leaves rest = 15345639424 - floor(pre x 0.178) = 55555851 B = 339 tokens at page 1;
+    # mfs 0.822 leaves rest = 15344320512 - floor(pre x 0.178) = 54236939 B = 331 tokens at page 1;
     # at page 512 not one page fits, so there is no context to suggest, only memory.
     with pytest.raises(ContextTooLongError) as err:
         plan_strict(shape("llama-3.1-70b"), plan_settings(**tp(2), mem_fraction_static=0.822, page_size=512,
@@ -939,7 +955,7 @@ def test_context_error_never_suggests_a_zero_context() -> None:
     msg = str(err.value)
     assert "--context-length 0" not in msg
     assert "not one page of 512 tokens fits" in msg
-    # 4096 tokens need 671088640 B: slack <= 14674550784 = pre x 0.17083..., so 0.830
+    # 4096 tokens need 671088640 B: slack <= 14673231872 = pre x 0.17082..., so 0.830
     assert re.search(r"raise --mem-fraction-static to at least 0\.83\b", msg)
 
 
@@ -1079,14 +1095,14 @@ def test_allocations_stay_within_the_budget_and_every_row_is_accounted_for() -> 
         ctx=st.sampled_from([2048, 4096, 8192]),
         spec=st.sampled_from([None, ("EAGLE", 3, 1, 4), ("NEXTN", 3, 1, 4), ("EAGLE", 2, 4, 8), ("NGRAM", 1, 1, 8)]),
         radix_off=st.booleans(),
-        extra=st.sampled_from([(False, False), (True, False), (True, True)]),
+        strategy=st.sampled_from(["auto", "extra_buffer", "extra_buffer_lazy"]),
         mrr=st.one_of(st.none(), st.integers(1, 512)),
         cap=st.one_of(st.none(), st.integers(1, 2_000_000)),
         pp=st.sampled_from([1, 1, 2]),
     )
     def check(model_tp: tuple[str, int], page: int, kv: str, mfs: float | None, pre_gib: int,
               weight_gib: int | None, ctx: int, spec: tuple[str, int, int, int] | None, radix_off: bool,
-              extra: tuple[bool, bool], mrr: int | None, cap: int | None, pp: int) -> None:
+              strategy: str, mrr: int | None, cap: int | None, pp: int) -> None:
         model, tp_size = model_tp
         spec_leaves: dict[str, Any] = {}
         if spec is not None:
@@ -1094,10 +1110,13 @@ def test_allocations_stay_within_the_budget_and_every_row_is_accounted_for() -> 
             spec_leaves = {"speculative_algorithm": algo, "speculative_num_steps": steps,
                            "speculative_eagle_topk": topk, "speculative_num_draft_tokens": d,
                            "max_speculative_num_draft_tokens": d}
+            if algo != "NGRAM":  # the drafting algorithms need a draft model (or built-in MTP)
+                spec_leaves["speculative_draft_model_path"] = "draft"
+            if shape(model).linear is not None and mrr is None:
+                mrr = 64  # SGLang sizes a hybrid's intermediate mamba states from the request cap
         settings_ = plan_settings(
             **tp(tp_size), page_size=page, kv_cache_dtype=kv, mem_fraction_static=mfs, context_length=ctx,
-            disable_radix_cache=radix_off, enable_mamba_extra_buffer=extra[0] and not radix_off,
-            enable_mamba_extra_buffer_lazy=extra[1] and not radix_off, max_running_requests=mrr,
+            disable_radix_cache=radix_off, mamba_radix_cache_strategy=strategy, max_running_requests=mrr,
             max_total_tokens=cap, pp_size=pp, **spec_leaves,
         )
         weights = None if weight_gib is None else weight_gib * GiB
@@ -1148,6 +1167,7 @@ def test_draft_pool_takes_its_own_kv_dtype() -> None:
     #   = 131072 + 2048 = 133120
     settings_ = plan_settings(
         speculative_algorithm="EAGLE",
+        speculative_draft_model_path="draft",
         speculative_num_draft_tokens=4,
         max_speculative_num_draft_tokens=4,
         speculative_draft_kv_cache_dtype="fp8_e4m3",

@@ -54,17 +54,20 @@ def test_the_configurator_plans_through_a_smaller_schema(kvmini: dict[str, Modul
         assert (settings.pp_size, settings.dtype, settings.speculative_algorithm) == (1, "auto", None)
         assert settings.swa_full_tokens_ratio == 0.8  # its own fallback, not a copy in the planner
         plan = KvCacheConfigurator(load_model_shape(LLAMA), DeviceMemory(80 * GiB), ctx).configure()
-        # Derived from SGLang's formulas: default mfs on 80 GiB at tp 2 reserves 9.5 + 2/2 =
-        # 10.5 GiB (ServerArgs._handle_gpu_memory_settings) -> round(69.5 / 80, 3) = 0.869;
-        # slack = floor(80 GiB x 0.131) = 11252814315; weights 16060522496 / 2 = 8030261248;
-        # rest = 85899345920 - 8030261248 - 11252814315 = 66616270357; cell = 4 heads x 256
+        # Derived from SGLang's formulas: default mfs on 80 GiB (81920 MiB) at tp 2 reserves
+        # 512 + 8192 x 1.5 + 2 / 8 x 1024 + 256 x 2 = 13568 MiB (handle_gpu_memory_settings,
+        # with this schema's unset chunk and graph batch at their tier defaults)
+        # -> round((81920 - 13568) / 81920, 3) = 0.834;
+        # slack = floor(80 GiB x 0.166) = 14259291422; weights (16060522496 - 532480 B of
+        # norms) / 2 + the norms whole on each rank = 8030527488;
+        # rest = 85899345920 - 8030527488 - 14259291422 = 63609527010; cell = 4 heads x 256
         # x 32 layers x 2 B = 65536 (get_cell_size_per_token); tokens = rest // 65536 // 16 x 16.
-        assert plan.mem_fraction_static == 0.869
-        assert plan.max_total_num_tokens == 66616270357 // 65536 // 16 * 16 == 1016480
+        assert plan.mem_fraction_static == 0.834
+        assert plan.max_total_num_tokens == 63609527010 // 65536 // 16 * 16 == 970592
         overrides = {o["leaf"]: o["new"] for o in ctx.server_info()["overrides"]}
         # Decisions on leaves this schema lacks (dtype) are not written anywhere, and what
         # the schema's rule decided is not written back.
-        assert overrides == {"kv_cache_dtype": "bf16", "context_length": 131072, "max_running_requests": 3970}
+        assert overrides == {"kv_cache_dtype": "bf16", "context_length": 131072, "max_running_requests": 3791}
         assert ctx.origins()["mem_fraction_static"].rule == "mem_fraction_static_from_gpu_memory"
 
 
@@ -76,7 +79,7 @@ def test_plan_command_takes_the_package(kvmini: dict[str, ModuleType], capsys: p
                 "--tp-size", "2", "--page-size", "16", "--json"]
         assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["plan"]["max_total_num_tokens"] == 1016480
+    assert out["plan"]["max_total_num_tokens"] == 970592
     assert out["server_info"]["record"]["page_size"] == 16
     # --help names only the flags this schema declares
     with ctx.restoring(), pytest.raises(SystemExit):
@@ -159,7 +162,8 @@ def test_a_schema_lacking_leaves_gets_one_error_naming_each(lacking: dict[str, M
             read_settings(ctx)
     problems = [line.removeprefix("  - ") for line in str(refused.value).splitlines() if line.startswith("  - ")]
     spec_group = [f"declare {leaf.name} ({leaf.type}) in namespace spec (the rest of speculative decoding is declared)"
-                  for leaf in SEAM if leaf.namespace == "spec" and leaf.name != "speculative_algorithm"]
+                  for leaf in SEAM if leaf.namespace == "spec" and leaf.name != "speculative_algorithm"
+                  and leaf.default is not None and leaf.default.group is not None]
     assert set(problems) == {*LACKING[:3], *spec_group} and LACKING[3] in spec_group
     assert str(refused.value).endswith("then run configbags gen")
 

@@ -1,30 +1,30 @@
-"""The plan against SGLang's own sizing, recomputed here independently: each expected
-number comes from the SGLang formula named in the comment (written out below as small
-reference functions in SGLang's float arithmetic), not from the plan's output."""
+"""The plan against the SGLang it names (`planner.SGLANG_VERSION`), recomputed
+independently: `sglang_reference` restates SGLang's pre-sizing choices and pool sizing in
+SGLang's own float arithmetic, reading config.json itself and sharing no code with the
+planner. Every expected number is a literal; each test checks the literal against the
+reference (so a literal is SGLang's formula, not the planner's output) and the plan against
+the literal.
+
+The weights per rank are given (as SGLang measures them after loading): the sizing is what
+is checked here, the weight estimate has its own tests (tests/test_kvcache_weights.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
+import sglang_reference as ref
 
 from configbags.generated.registry import LEAVES
 from configbags.server.kvcache import planner
 from configbags.server.kvcache.bundled import with_bundled_rules
-from configbags.server.kvcache.defaults import (
-    extra_groups_for_head_shards,
-    mamba_slots_per_request,
-)
+from configbags.server.kvcache.errors import SettingsError
 from configbags.server.kvcache.gpus import gpu_preset
 from configbags.server.kvcache.model_shape import ModelShape, load_model_shape
-from configbags.server.kvcache.planner import (
-    DeviceMemory,
-    KvPlan,
-    PlanSettings,
-    concurrency,
-)
-from configbags.server.rules import mem_fraction_static, reserved_memory_bytes
+from configbags.server.kvcache.planner import DeviceMemory, KvPlan, PlanSettings, concurrency
+from configbags.server.rules import mem_fraction_static
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 GiB = 1 << 30
@@ -41,229 +41,329 @@ def settings(**leaves: Any) -> PlanSettings:
         leaves.setdefault("attn_tp_size", leaves["tp_size"])
     return PlanSettings(**{**fallbacks, **leaves})
 
-def plan_kv(model: ModelShape, settings_: PlanSettings, memory: DeviceMemory, **kw: Any) -> KvPlan:
-    """The planner on `settings_` as the bundled server resolves them: the leaves its rules
-    and fallbacks decide (mem_fraction_static, page_size, disable_hybrid_swa_memory) come
-    from schema/rules.yaml with this device's and model's facts, as at publish."""
-    return planner.plan_kv(model, with_bundled_rules(settings_, model, memory), memory, **kw)
+
+def plan_kv(model: str, settings_: PlanSettings, memory: DeviceMemory) -> KvPlan:
+    """The planner as the bundled server runs it: the rules decide what SGLang decides
+    before sizing (mem_fraction_static, backend, page, mamba strategy), from the facts."""
+    s = shape(model)
+    return planner.plan_kv(s, with_bundled_rules(settings_, s, memory), memory)
 
 
-
-# --- SGLang's arithmetic, restated ------------------------------------------------------------
-
-
-def sglang_rest_gb(pre: int, weights: int, mfs: float) -> float:
-    """ModelRunner.profile_max_num_token: avail - total * (1 - mfs), in GB."""
-    return (pre - weights) / GiB - pre / GiB * (1 - mfs)
+def gpu_memory(gpu: str, weights: int) -> DeviceMemory:
+    preset = gpu_preset(gpu)
+    return DeviceMemory(preset.memory_bytes, weight_bytes=weights, capacity_bytes=preset.memory_bytes, sm=preset.sm)
 
 
-def sglang_tokens(rest_gb: float, cell: int, page: int = 1) -> int:
-    """int(rest * (1 << 30)) // cell_size, aligned down to the page."""
-    return int(rest_gb * GiB) // cell // page * page
+def outcome(plan: KvPlan) -> dict[str, Any]:
+    out: dict[str, Any] = {"mfs": plan.mem_fraction_static, "page": plan.page_size,
+                           "tokens": plan.max_total_num_tokens, "max_running_requests": plan.max_running_requests}
+    if plan.swa_tokens is not None:
+        out["swa_tokens"] = plan.swa_tokens
+    if plan.mamba_slots is not None:
+        out["mamba_slots"] = plan.mamba_slots
+    return out
 
 
-def mamba2_per_slot(layers: int, heads: int, head_dim: int, groups: int, state: int, kernel: int,
-                    tp: int, conv_b: int = 2, ssm_b: int = 4) -> int:
-    """Mamba2StateShape.create: groups replicated to the TP width when they do not divide it;
-    conv (conv_dim / tp, kernel - 1), temporal (heads / tp, head_dim, state)."""
-    g = groups + (0 if groups % tp == 0 else tp - groups)
-    conv_dim = heads * head_dim + 2 * g * state
-    return layers * ((conv_dim // tp) * (kernel - 1) * conv_b + (heads // tp) * head_dim * state * ssm_b)
+# --- the 33 settings: 11 models x 3 setups ------------------------------------------------------
+#
+# A: the smallest TP the weights fit, --device-memory 141GiB, mfs 0.88, page 1.
+# B: H200 (143771 MiB, SM90), the default mfs, page 16, fp8 KV, tp 8 (tp 2 / 4 for the Qwen2.5
+#    models, whose 14 / 28 heads tp 8 does not divide).
+# C: H100 (81559 MiB, SM90), page 64, mfs 0.85, --max-running-requests 256, context 32768
+#    (8192 for the models trained for that), the smallest TP the weights fit.
+# weights: bytes per rank for (A, B, C).
 
 
-# --- 1. Gemma-2 is sized at full length --------------------------------------------------------
+@attrs.frozen
+class Model:
+    name: str
+    tp: tuple[int, int, int]
+    weights: tuple[int, int, int]
+    ctx_c: int = 32768
 
 
-def test_gemma2_has_no_separate_swa_pool_as_in_sglang() -> None:
-    # ServerArgs._handle_model_specific_adjustments sets disable_hybrid_swa_memory for
-    # Gemma2ForCausalLM, so all 42 layers are full: cell = 8 x (256 + 256) x 42 x 2 = 344064.
-    # The rule gemma2_full_swa_memory decides it; the planner only reads the leaf.
-    pre = 141 * GiB
-    assert with_bundled_rules(settings(), shape("gemma-2-9b"), DeviceMemory(pre)).disable_hybrid_swa_memory
-    assert not with_bundled_rules(settings(), shape("gpt-oss-20b"), DeviceMemory(pre)).disable_hybrid_swa_memory
-    plan = plan_kv(shape("gemma-2-9b"), settings(mem_fraction_static=0.88, page_size=1), DeviceMemory(pre))
-    expected = sglang_tokens(sglang_rest_gb(pre, plan.budget.weights, 0.88), 8 * 512 * 42 * 2)
-    assert expected == 333503  # the figure SGLang reports
-    assert plan.max_total_num_tokens == expected
-    assert plan.swa_tokens is None
-    assert {p.name for p in plan.pools} == {"k", "v"}
+SETTINGS_MODELS = [
+    Model("llama-3.1-8b", (1, 8, 1), (16060522496, 2007565312, 16060522496)),
+    Model("llama-3.1-70b", (2, 8, 4), (70553706496, 17638426624, 35276853248)),
+    Model("qwen2.5-0.5b", (1, 2, 1), (988065536, 494032768, 988065536)),
+    Model("qwen2.5-7b", (1, 4, 1), (15231233024, 3807808256, 15231233024)),
+    Model("mistral-7b-v0.1", (1, 8, 1), (14483464192, 1810433024, 14483464192)),
+    Model("gemma-2-9b", (1, 8, 1), (18483411968, 2310426496, 18483411968), ctx_c=8192),
+    Model("gpt-oss-20b", (1, 8, 1), (13751518848, 1718939856, 13751518848)),
+    Model("deepseek-v2-lite", (1, 8, 1), (31412968448, 3926621056, 31412968448)),
+    Model("deepseek-v3", (8, 8, 16), (84130394597, 84130394597, 42065197299)),
+    Model("nemotron-h-56b", (1, 8, 2), (112648700928, 14081087616, 56324350464), ctx_c=8192),
+    Model("qwen3-next-80b-a3b", (2, 8, 4), (79674391296, 19918597824, 39837195648)),
+]
+MODEL = {m.name: m for m in SETTINGS_MODELS}
+
+EXPECTED: dict[tuple[str, str], dict[str, Any]] = {
+    ("llama-3.1-8b", "A"): {"mfs": 0.88, "page": 1, "tokens": 893931, "max_running_requests": 3491},
+    ("llama-3.1-8b", "B"): {"mfs": 0.897, "page": 16, "tokens": 16262144, "max_running_requests": 4096},
+    ("llama-3.1-8b", "C"): {"mfs": 0.85, "page": 64, "tokens": 432064, "max_running_requests": 256},
+    ("llama-3.1-70b", "A"): {"mfs": 0.88, "page": 1, "tokens": 382545, "max_running_requests": 2048},
+    ("llama-3.1-70b", "B"): {"mfs": 0.897, "page": 16, "tokens": 5741632, "max_running_requests": 4096},
+    ("llama-3.1-70b", "C"): {"mfs": 0.85, "page": 64, "tokens": 456704, "max_running_requests": 256},
+    ("qwen2.5-0.5b", "A"): {"mfs": 0.88, "page": 1, "tokens": 10761866, "max_running_requests": 4096},
+    ("qwen2.5-0.5b", "B"): {"mfs": 0.906, "page": 16, "tokens": 44300064, "max_running_requests": 4096},
+    ("qwen2.5-0.5b", "C"): {"mfs": 0.85, "page": 64, "tokens": 5835328, "max_running_requests": 256},
+    ("qwen2.5-7b", "A"): {"mfs": 0.88, "page": 1, "tokens": 2057733, "max_running_requests": 4096},
+    ("qwen2.5-7b", "B"): {"mfs": 0.9, "page": 16, "tokens": 18397248, "max_running_requests": 4096},
+    ("qwen2.5-7b", "C"): {"mfs": 0.85, "page": 64, "tokens": 1002048, "max_running_requests": 256},
+    ("mistral-7b-v0.1", "A"): {"mfs": 0.88, "page": 1, "tokens": 905963, "max_running_requests": 4096},
+    ("mistral-7b-v0.1", "B"): {"mfs": 0.897, "page": 16, "tokens": 16286208, "max_running_requests": 4096},
+    ("mistral-7b-v0.1", "C"): {"mfs": 0.85, "page": 64, "tokens": 444096, "max_running_requests": 256},
+    # Gemma-2: 333,503 tokens at A, every layer at full length
+    ("gemma-2-9b", "A"): {"mfs": 0.88, "page": 1, "tokens": 333503, "max_running_requests": 4096},
+    ("gemma-2-9b", "B"): {"mfs": 0.897, "page": 16, "tokens": 6181008, "max_running_requests": 4096},
+    ("gemma-2-9b", "C"): {"mfs": 0.85, "page": 64, "tokens": 157504, "max_running_requests": 256},
+    ("gpt-oss-20b", "A"): {"mfs": 0.88, "page": 1, "swa_tokens": 2160704, "tokens": 2700881,
+                           "max_running_requests": 4096},
+    ("gpt-oss-20b", "B"): {"mfs": 0.897, "page": 16, "swa_tokens": 38630816, "tokens": 48288528,
+                           "max_running_requests": 4096},
+    ("gpt-oss-20b", "C"): {"mfs": 0.85, "page": 64, "swa_tokens": 1065856, "tokens": 1332352,
+                           "max_running_requests": 256},
+    ("deepseek-v2-lite", "A"): {"mfs": 0.88, "page": 1, "tokens": 3273434, "max_running_requests": 4096},
+    ("deepseek-v2-lite", "B"): {"mfs": 0.897, "page": 16, "tokens": 8442672, "max_running_requests": 4096},
+    ("deepseek-v2-lite", "C"): {"mfs": 0.85, "page": 64, "tokens": 1327104, "max_running_requests": 256},
+    ("deepseek-v3", "A"): {"mfs": 0.88, "page": 1, "tokens": 698706, "max_running_requests": 2183},
+    ("deepseek-v3", "B"): {"mfs": 0.897, "page": 16, "tokens": 1454240, "max_running_requests": 4096},
+    ("deepseek-v3", "C"): {"mfs": 0.85, "page": 64, "tokens": 435840, "max_running_requests": 256},
+    # the mamba hybrids: auto resolves to extra_buffer (overlap on), 5 slots per request, and
+    # the padding slot is budgeted inside the mamba share
+    ("nemotron-h-56b", "A"): {"mfs": 0.88, "page": 1, "mamba_slots": 9, "tokens": 279666,
+                              "max_running_requests": 1},
+    ("nemotron-h-56b", "B"): {"mfs": 0.897, "page": 16, "mamba_slots": 502, "tokens": 24908560,
+                              "max_running_requests": 100},
+    ("nemotron-h-56b", "C"): {"mfs": 0.85, "page": 64, "mamba_slots": 15, "tokens": 442688,
+                              "max_running_requests": 3},
+    ("qwen3-next-80b-a3b", "A"): {"mfs": 0.88, "page": 1, "mamba_slots": 655, "tokens": 2295893,
+                                  "max_running_requests": 131},
+    ("qwen3-next-80b-a3b", "B"): {"mfs": 0.897, "page": 16, "mamba_slots": 5654, "tokens": 9877984,
+                                  "max_running_requests": 1130},
+    ("qwen3-next-80b-a3b", "C"): {"mfs": 0.85, "page": 64, "mamba_slots": 804, "tokens": 1408320,
+                                  "max_running_requests": 160},
+}
 
 
-# --- 2. Radix cache off with a request cap: one slot per request ----------------------------
+def reference(name: str, setup: str) -> dict[str, Any]:
+    m = MODEL[name]
+    if setup == "A":
+        return ref.plan(name, pre=141 * GiB, weights=m.weights[0], tp=m.tp[0], mfs=0.88, page=1)
+    if setup == "B":
+        return ref.plan(name, pre=143771 * MiB, gpu_mib=143771, sm=90, weights=m.weights[1], tp=m.tp[1],
+                        page=16, kv_bytes=1)
+    return ref.plan(name, pre=81559 * MiB, gpu_mib=81559, sm=90, weights=m.weights[2], tp=m.tp[2], mfs=0.85,
+                    page=64, mrr=256, ctx=m.ctx_c)
 
 
-def test_mamba_slots_follow_the_request_cap_without_radix_cache() -> None:
-    # KVCacheConfigurator._handle_max_mamba_cache: disable_radix_cache and max_running_requests
-    # -> max_mamba_cache_size = max_running_requests // attn_dp; no ratio split.
-    pre, mfs = 141 * GiB, 0.81
-    s = settings(tp_size=8, disable_radix_cache=True, max_running_requests=64, mem_fraction_static=mfs)
-    plan = plan_kv(shape("nemotron-h-56b"), s, DeviceMemory(pre))
-    per_slot = mamba2_per_slot(54, 256, 64, 8, 256, 4, tp=8)
-    rest_gb = sglang_rest_gb(pre, plan.budget.weights, mfs) - 64 * per_slot / GiB
-    cell = 1 * 256 * 2 * 10  # 8 KV heads / tp 8, (128 + 128), bf16, 10 attention layers
-    assert sglang_tokens(rest_gb, cell) == 19775414  # SGLang's figure
-    assert plan.mamba_slots == 64 and plan.max_running_requests == 64
-    # The plan pays one padding slot more (item 6 below, a stated difference).
-    assert plan.max_total_num_tokens == int(rest_gb * GiB - per_slot) // cell
+def planned(name: str, setup: str) -> KvPlan:
+    m = MODEL[name]
+    if setup == "A":
+        return plan_kv(name, settings(tp_size=m.tp[0], mem_fraction_static=0.88, page_size=1),
+                       DeviceMemory(141 * GiB, weight_bytes=m.weights[0]))
+    if setup == "B":
+        return plan_kv(name, settings(tp_size=m.tp[1], page_size=16, kv_cache_dtype="fp8_e4m3"),
+                       gpu_memory("H200", m.weights[1]))
+    return plan_kv(name, settings(tp_size=m.tp[2], page_size=64, mem_fraction_static=0.85, max_running_requests=256,
+                                  context_length=m.ctx_c), gpu_memory("H100", m.weights[2]))
 
 
-# --- 3. Mamba-2 groups are replicated across head shards ---------------------------------------
+@pytest.mark.parametrize(("name", "setup"), sorted(EXPECTED), ids=lambda x: str(x))
+def test_the_33_settings_are_sglangs(name: str, setup: str) -> None:
+    assert reference(name, setup) == EXPECTED[name, setup]
+    assert outcome(planned(name, setup)) == EXPECTED[name, setup]
+
+
+def test_there_are_33_settings() -> None:
+    assert len(EXPECTED) == 33 and len({n for n, _ in EXPECTED}) == 11
+
+
+# --- the five mamba edge modes -------------------------------------------------------------------
+
+
+def test_radix_off_with_a_request_cap_gives_one_slot_per_request() -> None:
+    # _handle_max_mamba_cache: disable_radix_cache with max_running_requests -> slots = the cap
+    expected = {"mfs": 0.81, "page": 1, "mamba_slots": 64, "tokens": 19753134, "max_running_requests": 64}
+    assert ref.plan("nemotron-h-56b", pre=141 * GiB, weights=14081087616, tp=8, mfs=0.81, radix_off=True,
+                    mrr=64) == expected
+    plan = plan_kv("nemotron-h-56b", settings(tp_size=8, mem_fraction_static=0.81, disable_radix_cache=True,
+                                              max_running_requests=64),
+                   DeviceMemory(141 * GiB, weight_bytes=14081087616))
+    assert outcome(plan) == expected
+    assert plan.mamba_slots_per_request == 1
 
 
 def test_mamba2_groups_are_replicated_to_the_tp_width() -> None:
-    # mamba_utils.extra_groups_for_head_shards: 8 groups at tp 16 -> 8 more; conv_dim =
-    # 256 x 64 + 2 x 16 x 256 = 24576, / 16 = 1536 channels per rank.
-    assert extra_groups_for_head_shards(8, 16) == 8 and extra_groups_for_head_shards(8, 8) == 0
-    plan = plan_kv(shape("nemotron-h-56b"), settings(tp_size=16, mem_fraction_static=0.88),
-                   DeviceMemory(141 * GiB))
+    # extra_groups_for_head_shards: 8 groups at tp 16 -> 16; conv_dim = 256 x 64 + 2 x 16 x 256
+    # = 24576, / 16 = 1536 channels per rank; one slot is 54 x (1536 x 3 x 2 + 16 x 64 x 256 x 4)
+    assert ref.mamba_per_req(ref.config("nemotron-h-56b"), 16) == 54 * (1536 * 3 * 2 + 16 * 64 * 256 * 4)
+    expected = {"mfs": 0.88, "page": 1, "mamba_slots": 1045, "tokens": 12976761, "max_running_requests": 209}
+    assert ref.plan("nemotron-h-56b", pre=141 * GiB, weights=7040543808, tp=16, mfs=0.88) == expected
+    plan = plan_kv("nemotron-h-56b", settings(tp_size=16, mem_fraction_static=0.88),
+                   DeviceMemory(141 * GiB, weight_bytes=7040543808))
+    assert outcome(plan) == expected
     conv = next(p for p in plan.pools if p.name == "mamba_conv")
     assert conv.shape[2:] == (1536, 3)
 
 
-# --- 4. Speculative decoding on a mamba hybrid reserves intermediate states --------------------
+def test_speculative_states_have_a_padding_row() -> None:
+    # Qwen3-Next at tp 4 with NEXTN 3/1/4 and 256 requests: the share holds
+    # (K + 1) x per_req + (min(256, K // 5) + 1) x 4 x per_req; the intermediate pools have
+    # one row more than the requests (HybridReqToTokenPool's padding row); K // 5 = 241 binds
+    expected = {"mfs": 0.85, "page": 1, "mamba_slots": 1207, "tokens": 3516942, "max_running_requests": 241}
+    got = ref.plan("qwen3-next-80b-a3b", pre=141 * GiB, weights=39837195648, tp=4, mfs=0.85, mrr=256,
+                   draft_tokens=4, draft_layers=1)
+    assert got == expected
+    s = settings(tp_size=4, mem_fraction_static=0.85, max_running_requests=256, speculative_algorithm="NEXTN",
+                 speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4,
+                 max_speculative_num_draft_tokens=4)
+    plan = plan_kv("qwen3-next-80b-a3b", s, DeviceMemory(141 * GiB, weight_bytes=39837195648, draft_weight_bytes=0))
+    assert outcome(plan) == expected
+    per_req = ref.mamba_per_req(ref.config("qwen3-next-80b-a3b"), 4)
+    assert plan.budget.mamba_spec_states == (241 + 1) * 4 * per_req
+    temporal = next(p for p in plan.pools if p.name == "mamba_spec_temporal")
+    assert temporal.shape[:3] == (36, 242, 4)
 
 
-def test_speculative_mamba_hybrid_reserves_intermediate_states() -> None:
-    # KVCacheConfigurator._handle_max_mamba_cache with speculation: budget = rest * r / (1 + r);
-    # slots = budget // (per_req * (1 + D / ratio)); reserve per_req * min(mrr, slots // ratio) * D.
-    pre, mfs, d = 141 * GiB, 0.85, 4
-    s = settings(tp_size=4, mem_fraction_static=mfs, speculative_algorithm="NEXTN", speculative_num_steps=3,
-                 speculative_eagle_topk=1, speculative_num_draft_tokens=d, max_speculative_num_draft_tokens=d,
-                 max_running_requests=256)
-    plan = plan_kv(shape("qwen3-next-80b-a3b"), s, DeviceMemory(pre))
-    # Qwen3-Next GDN at tp 4: 36 layers x (conv 8192 / 4 x 3 x 2 B + 32 / 4 x 128 x 128 x 4 B)
-    per_req = 36 * (2048 * 3 * 2 + 8 * 128 * 128 * 4)
-    rest_gb = sglang_rest_gb(pre, plan.budget.weights + plan.budget.draft_weights, mfs)
-    budget_bytes = rest_gb * 0.9 / 1.9 * GiB
-    slots = int(budget_bytes // (per_req * (1 + d / 3)))
-    reserve = per_req * min(256, slots // 3) * d
-    assert plan.mamba_slots == slots
-    assert plan.budget.mamba_spec_states == reserve
-    # tokens: the KV cell is one KV head (2 // 4 replicated) x 512 x 2 B x (12 + 1 NEXTN layer)
-    left = rest_gb * GiB - slots * per_req - reserve - per_req  # minus the padding slot (item 6)
-    assert plan.max_total_num_tokens == int(left) // (512 * 2 * 13)
-    names = {p.name: p.shape for p in plan.pools}
-    assert names["mamba_spec_temporal"][:3] == (36, min(256, slots // 3), d)
+def test_extra_buffer_lazy_holds_four_slots_per_request() -> None:
+    # _calculate_mamba_ratio: 3 + 1 for extra_buffer_lazy with overlap on
+    expected = {"mfs": 0.88, "page": 1, "mamba_slots": 491, "tokens": 12198815, "max_running_requests": 122}
+    assert ref.plan("nemotron-h-56b", pre=143771 * MiB, weights=14081087616, tp=8, mfs=0.88,
+                    strategy="extra_buffer_lazy") == expected
+    plan = plan_kv("nemotron-h-56b", settings(tp_size=8, mem_fraction_static=0.88,
+                                              mamba_radix_cache_strategy="extra_buffer_lazy"),
+                   DeviceMemory(143771 * MiB, weight_bytes=14081087616))
+    assert outcome(plan) == expected and plan.mamba_slots_per_request == 4
 
 
-# --- 5. extra_buffer_lazy with overlap: 3 + 1 slots ---------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("radix_off", "extra", "lazy", "no_overlap", "slots"),
-    [
-        (True, False, False, False, 1),  # no radix cache: the request's own state
-        (False, False, False, False, 3),
-        (False, True, False, False, 5),  # extra_buffer with overlap: 3 + 2
-        (False, True, True, False, 4),  # extra_buffer_lazy with overlap: 3 + 1
-        (False, True, False, True, 4),  # extra_buffer without overlap: 3 + 1
-    ],
-)
-def test_mamba_slots_per_request(radix_off: bool, extra: bool, lazy: bool, no_overlap: bool, slots: int) -> None:
-    # KVCacheConfigurator._calculate_mamba_ratio
-    assert mamba_slots_per_request(disable_radix_cache=radix_off, extra_buffer=extra, extra_buffer_lazy=lazy,
-                                   disable_overlap_schedule=no_overlap) == slots
-    s = settings(tp_size=8, mem_fraction_static=0.88, disable_radix_cache=radix_off,
-                 enable_mamba_extra_buffer=extra, enable_mamba_extra_buffer_lazy=lazy,
-                 disable_overlap_schedule=no_overlap)
-    plan = plan_kv(shape("nemotron-h-56b"), s, DeviceMemory(80 * GiB, weight_bytes=14 * GiB))
-    assert plan.mamba_slots_per_request == slots
-    assert plan.mamba_slots is not None
-    assert plan.max_running_requests == min(4096, plan.mamba_slots // slots)
-
-
-# --- 6. The mamba padding slot is in the budget ------------------------------------------------
-
-
-def test_mamba_padding_slot_is_budgeted() -> None:
-    # Nemotron-H at tp 1: one slot is 54 x (20480 x 3 x 2 + 256 x 64 x 256 x 4) = 912605184 B
-    # (0.85 GiB). SGLang budgets `slots` but allocates `slots + 1` rows, overspending by one slot.
-    pre = 141 * GiB
-    plan = plan_kv(shape("nemotron-h-56b"), settings(mem_fraction_static=0.88, context_length=8192),
-                   DeviceMemory(pre, weight_bytes=60 * GiB))
-    per_slot = mamba2_per_slot(54, 256, 64, 8, 256, 4, tp=1)
+def test_the_padding_slot_is_inside_the_mamba_share() -> None:
+    # Nemotron-H at tp 1: one slot is 54 x (20480 x 3 x 2 + 256 x 64 x 256 x 4) = 912605184 B.
+    # slots = (share - per_slot) // per_slot and the pool is (slots + 1) x per_slot: the KV
+    # budget is what is left of the rest after the share's slots and padding.
+    per_slot = ref.mamba_per_req(ref.config("nemotron-h-56b"), 1)
     assert per_slot == 912605184
-    assert plan.mamba_slots is not None
+    expected = {"mfs": 0.88, "page": 1, "mamba_slots": 34, "tokens": 900004, "max_running_requests": 6}
+    assert ref.plan("nemotron-h-56b", pre=141 * GiB, weights=60 * GiB, tp=1, mfs=0.88, ctx=8192) == expected
+    plan = plan_kv("nemotron-h-56b", settings(mem_fraction_static=0.88, context_length=8192),
+                   DeviceMemory(141 * GiB, weight_bytes=60 * GiB))
+    assert outcome(plan) == expected
     mamba_bytes = sum(p.nbytes for p in plan.pools if p.name.startswith("mamba_"))
-    assert mamba_bytes == (plan.mamba_slots + 1) * per_slot
-    kv_bytes = sum(p.nbytes for p in plan.pools if not p.name.startswith("mamba_"))
-    rest = plan.budget.rest
-    # Token rows plus every mamba row fit the rest (the KV padding page is the slack's).
-    assert kv_bytes - plan.budget.kv_padding + mamba_bytes <= rest
-    assert any("padding slot" in d for d in plan.differences)
+    assert mamba_bytes == (34 + 1) * per_slot == plan.budget.mamba_state + plan.budget.mamba_padding
+    assert not plan.differences
 
 
-# --- defaults from the GPU ---------------------------------------------------------------------
+# --- the listed cases ------------------------------------------------------------------------------
+
+
+def test_gpt_oss_without_radix_cache_sizes_the_swa_pool_from_the_request_cap() -> None:
+    # SWAChunkCapPoolConfigurator: per request window 128 + eviction interval 128 x 1 + page 1
+    # + decode page 1 = 258; 64 x 258 + 2 chunks x 8192 (141 GiB: 8k chunks) + 1 = 32897 SWA
+    # tokens, the rest of the budget to the full pool
+    expected = {"mfs": 0.88, "page": 1, "swa_tokens": 32897, "tokens": 4828690, "max_running_requests": 64}
+    assert ref.plan("gpt-oss-20b", pre=141 * GiB, weights=13751518848, tp=1, mfs=0.88, radix_off=True,
+                    mrr=64) == expected
+    s = settings(mem_fraction_static=0.88, disable_radix_cache=True, max_running_requests=64,
+                 chunked_prefill_size=8192)
+    plan = plan_kv("gpt-oss-20b", s, DeviceMemory(141 * GiB, weight_bytes=13751518848))
+    assert outcome(plan) == expected
+    # with the radix cache the ratio split gives the full pool 44% fewer tokens
+    assert outcome(planned("gpt-oss-20b", "A"))["tokens"] == 2700881
 
 
 @pytest.mark.parametrize(
-    ("gpu", "tp", "spec", "dp", "reserved_gib"),
-    [
-        ("L40S", 2, None, False, 9.5 + 1),  # 46068 MiB: between 35 and 90 GiB
-        ("H100", 1, None, False, 9.5 + 0.5),
-        ("H100", 8, "EAGLE", False, 9.5 + 4 + 2),
-        ("H200", 8, None, True, 12 + 4 + 4),
-        ("B200", 4, "STANDALONE", False, 32 + 6),
-    ],
+    ("gpu", "tp", "expected"),
+    [("H100", 1, 0.835), ("B200", 8, 0.852), ("L40S", 2, 0.849), ("H200", 8, 0.897), ("A100-40G", 1, 0.833)],
 )
-def test_default_mem_fraction_static_from_gpu_memory(
-    gpu: str, tp: int, spec: str | None, dp: bool, reserved_gib: float
-) -> None:
-    # ServerArgs._handle_gpu_memory_settings: round((gpu_mem - reserved) / gpu_mem, 3), MiB.
-    mem = gpu_preset(gpu).memory_bytes
-    mib = mem / MiB
-    expected = round((mib - reserved_gib * 1024) / mib, 3)
-    assert mem_fraction_static(mem, tp, 1, speculative_algorithm=spec, enable_dp_attention=dp) == expected
-    assert reserved_memory_bytes(mem, tp, 1, speculative_algorithm=spec, enable_dp_attention=dp) == round(reserved_gib * GiB)
+def test_default_mem_fraction_static_is_the_memory_hooks(gpu: str, tp: int, expected: float) -> None:
+    # handle_gpu_memory_settings: 512 + 1.5 x chunk + tp x pp / 8 GiB + 2 x decode graph batch
+    # (MiB), at least 10 GiB above 60 GiB
+    mib = gpu_preset(gpu).memory_bytes / MiB
+    assert ref.default_mfs(mib, tp) == expected
+    assert mem_fraction_static(gpu_preset(gpu).memory_bytes, tp) == expected
+    plan = plan_kv("llama-3.1-8b", settings(tp_size=tp, context_length=8192), gpu_memory(gpu, 16060522496 // tp))
+    assert plan.mem_fraction_static == expected
 
 
-def test_the_activation_reserve_is_its_own_budget_line() -> None:
-    plan = plan_kv(shape("llama-3.1-8b"), settings(context_length=8192), DeviceMemory(80 * GiB))
-    assert plan.budget.activation_reserve == 10 * GiB  # 9.5 + 1 x 1 / 2 GiB on an 80 GiB device
-    assert plan.mem_fraction_static == 0.875 == round((81920 - 10240) / 81920, 3)
-    assert plan.budget.slack == plan.budget.activation_reserve  # 80 GiB x 0.125, exactly
-    # Tables are allocated from that slack; what is left is the headroom for activations:
-    # requests clamp(450907 x 512 // 8192, 2048, 4096) = 4096, so req_to_token is
-    # 4097 x (8192 + 4) x 4 B = 134316048, and the KV padding page one 131072-byte token.
-    assert plan.max_running_requests == 4096
-    assert plan.budget.headroom == 10737418240 - 134316048 - 131072
+@pytest.mark.parametrize(("name", "backend"), [("deepseek-v3", "trtllm_mla"), ("gpt-oss-20b", "trtllm_mha"),
+                                               ("nemotron-h-56b", "trtllm_mha")])
+def test_b200_default_backends_force_page_64(name: str, backend: str) -> None:
+    # the model overrides pick a TensorRT-LLM backend on SM100 when none is given, and
+    # _handle_attention_backend_compatibility gives it 64-token pages
+    assert ref.default_backend(ref.config(name)["architectures"][0], 100) == backend
+    weights = {"deepseek-v3": 84130394597, "gpt-oss-20b": 1718939856, "nemotron-h-56b": 14081087616}[name]
+    s = settings(tp_size=8)
+    plan = plan_kv(name, s, gpu_memory("B200", weights))
+    assert plan.settings.attention_backend == backend and plan.page_size == 64
+    # an explicit backend wins; on H200 (SM90) DeepSeek keeps page 1
+    assert plan_kv(name, settings(tp_size=8, attention_backend="triton"), gpu_memory("B200", weights)).page_size == 1
+    if name == "deepseek-v3":
+        assert plan_kv(name, s, gpu_memory("H200", weights)).page_size == 1
 
 
-def test_a_fraction_that_eats_the_reserve_is_warned_about() -> None:
-    plan = plan_kv(shape("llama-3.1-8b"), settings(context_length=8192, mem_fraction_static=0.95),
-                   DeviceMemory(80 * GiB))
-    assert any("SGLang reserves 10.00 GiB" in w for w in plan.warnings)
+def test_a_request_longer_than_the_context_fits_zero_times() -> None:
+    # Llama-3.1-8B (context 131072, max_req_len 131071) at 200000:1000
+    for gpu in ("H200", "H100"):
+        plan = plan_kv("llama-3.1-8b", settings(), gpu_memory(gpu, 16060522496))
+        load = concurrency(plan, 201000)
+        assert (load.requests, load.binds) == (0, "max_req_len")
+        assert load.reason is not None and "trained for 131,072 tokens" in load.reason
+    # Mistral with --context-length 4096 at 4000:500
+    plan = plan_kv("mistral-7b-v0.1", settings(context_length=4096), gpu_memory("H100", 14483464192))
+    load = concurrency(plan, 4500)
+    assert (load.requests, load.binds) == (0, "max_req_len")
+    assert load.reason is not None and "set --context-length 4501" in load.reason
+    assert concurrency(plan, 4095).requests > 0
 
 
-# --- concurrency ------------------------------------------------------------------------------
+def test_speculative_decoding_that_needs_a_draft_model_is_refused_without_one() -> None:
+    with pytest.raises(SettingsError, match="needs a draft model.*--speculative-draft-model-path"):
+        plan_kv("llama-3.1-8b", settings(speculative_algorithm="NEXTN"), gpu_memory("H100", 16060522496))
+    # DeepSeek-V3 carries its MTP layer: NEXTN needs no draft model
+    dsv3 = plan_kv("deepseek-v3", settings(tp_size=8, speculative_algorithm="NEXTN"), gpu_memory("H200", 84130394597))
+    assert (dsv3.spec.num_steps, dsv3.spec.eagle_topk, dsv3.spec.max_draft_tokens) == (3, 1, 4)
 
 
-def test_concurrency_at_a_workload() -> None:
-    # vLLM's "maximum concurrency for N tokens per request": tokens // page-rounded N.
-    plan = plan_kv(shape("llama-3.1-8b"), settings(page_size=16, context_length=8192), DeviceMemory(80 * GiB))
-    load = concurrency(plan, 2000 + 500)
-    assert load.requests == plan.max_total_num_tokens // 2512 and load.binds == "kv tokens"
-    tiny = concurrency(plan, 1)  # one-token requests: the request cap binds
-    assert (tiny.requests, tiny.binds) == (plan.max_running_requests, "max_running_requests")
+def test_with_a_draft_model_sglangs_own_defaults_apply() -> None:
+    # auto_choose_speculative_params: (5, 4, 8) for Llama
+    s = settings(speculative_algorithm="NEXTN", speculative_draft_model_path="draft", context_length=8192)
+    plan = plan_kv("llama-3.1-8b", s, gpu_memory("H100", 16060522496))
+    assert (plan.spec.num_steps, plan.spec.eagle_topk, plan.spec.max_draft_tokens) == (5, 4, 8)
 
 
-def test_concurrency_on_a_sliding_window_model_counts_windows() -> None:
-    plan = plan_kv(shape("gpt-oss-20b"), settings(mem_fraction_static=0.88), DeviceMemory(80 * GiB, weight_bytes=14 * GiB))
+def test_concurrency_on_a_sliding_window_model_counts_each_requests_window() -> None:
+    plan = planned("gpt-oss-20b", "A")
     assert plan.swa_tokens is not None
+    # each running request holds its window, the eviction interval's tokens, a page and its
+    # decode page: 128 + 128 + 1 + 1 = 258 SWA tokens
+    assert plan.swa_per_request == 258
     load = concurrency(plan, 100_000)
-    # Each request holds at most window + page SWA tokens: the full pool binds long requests.
-    assert load.requests == min(plan.max_total_num_tokens // 100_000, plan.swa_tokens // (128 + 1))
+    assert load.requests == min(plan.max_total_num_tokens // 100_000, plan.swa_tokens // 258, 4096)
+    short = concurrency(plan, 200)  # shorter than the window: the request itself
+    assert short.requests == min(plan.max_total_num_tokens // 200, plan.swa_tokens // 200, 4096)
 
 
-def test_a_small_device_reserves_little() -> None:
-    # Under 35 GiB: 2.8 + tp x pp / 10 GiB; 24 GiB at tp 1 -> round((24576 - 2969.6) / 24576, 3)
-    assert mem_fraction_static(24 * GiB) == round((24576 - 2.9 * 1024) / 24576, 3) == 0.879
+def test_gemma2_full_length_is_the_rule() -> None:
+    # ServerArgs._handle_model_specific_adjustments: Gemma2ForCausalLM disables hybrid SWA memory
+    memory = DeviceMemory(141 * GiB)
+    assert with_bundled_rules(settings(), shape("gemma-2-9b"), memory).disable_hybrid_swa_memory
+    assert not with_bundled_rules(settings(), shape("gpt-oss-20b"), memory).disable_hybrid_swa_memory
+    assert {p.name for p in planned("gemma-2-9b", "A").pools} == {"k", "v"}
 
 
-def test_quantized_awq_8b_is_sized_from_its_quantization_config() -> None:
-    # AWQ 4-bit, group 128 with zero points: 4/8 + (16 + 4) / (8 x 128) B per decoder weight;
-    # embeddings stay float16. The plan used to count 14.96 GiB (every weight at 2 B).
-    plan = plan_kv(shape("llama-3.1-8b-awq"), settings(context_length=8192), DeviceMemory(24 * GiB))
-    assert plan.budget.weights == 2 * 1050677248 + 6979584000 * 532 // 1024
-    assert round(plan.budget.weights / 1e9, 1) == 5.7
-    assert any("awq quantized" in n for n in plan.notes)
+def test_auto_mamba_strategy_is_no_buffer_without_overlap_at_page_1() -> None:
+    # _mamba_radix_cache_resolution: no overlap and 1-token pages -> no_buffer (3 slots)
+    s = settings(tp_size=8, mem_fraction_static=0.88, disable_overlap_schedule=True, page_size=1)
+    plan = plan_kv("nemotron-h-56b", s, DeviceMemory(141 * GiB, weight_bytes=14081087616))
+    assert plan.settings.mamba_radix_cache_strategy == "no_buffer" and plan.mamba_slots_per_request == 3
+    paged = plan_kv("nemotron-h-56b", attrs.evolve(s, page_size=16), DeviceMemory(141 * GiB, weight_bytes=14081087616))
+    assert paged.mamba_slots_per_request == 4  # extra_buffer without overlap: 3 + 1
+
+
+def test_the_reported_reserve_is_the_one_the_fraction_kept() -> None:
+    # an operator's decode graph batch of 8 on an H100: 512 + 8192 x 1.5 + 128 + 8 x 2 MiB
+    plan = plan_kv("llama-3.1-8b", settings(context_length=8192, cuda_graph_max_bs_decode=8),
+                   gpu_memory("H100", 16060522496))
+    assert plan.budget.activation_reserve == 12944 * MiB
+    assert plan.mem_fraction_static == round((81559 - 12944) / 81559, 3) == 0.841
+    assert not any("SGLang reserves" in w for w in plan.warnings)

@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # folder -> import name: every room installs under the one root (pyproject's package-dir)
 ROOT_FOLDER = "cli"
-ROOMS = ("codegen", "runtime", "generated", "migrate", "serve", "server")
+ROOMS = ("codegen", "runtime", "generated", "migrate", "serve", "server", "fleet", "evolve")
 GENERIC_NAMES = {*ROOMS, ROOT_FOLDER, "tests", "bench"}
 # torch is imported by these modules only (DESIGN: torch only in pool and dist modules; plan
 # measures CUDA memory when asked to).
@@ -79,7 +79,8 @@ def test_every_import_goes_through_the_configbags_root() -> None:
 def test_the_runtime_never_imports_a_generated_package_or_build_time_code() -> None:
     found = _violations(("runtime",), ("configbags.generated", "configbags.codegen", "configbags.migrate",
                                        "configbags.serve", "configbags.server", "configbags.cli",
-                                       "configbags.packages", "configbags.audit", "configbags.explain"))
+                                       "configbags.packages", "configbags.audit", "configbags.explain",
+                                       "configbags.evolve"))
     assert not found, "runtime/ must stay schema-generic and run-time only:\n" + "\n".join(found)
 
 
@@ -116,7 +117,18 @@ def test_the_bundled_server_reaches_its_config_through_the_generated_package() -
 
 
 def test_codegen_never_imports_generated_code_or_the_migration_toolkit() -> None:
-    found = _violations(("codegen",), ("configbags.generated", "configbags.migrate"))
+    found = _violations(("codegen",), ("configbags.generated", "configbags.migrate", "configbags.evolve"))
+    assert not found, "\n".join(found)
+
+
+def test_the_evolution_tools_read_codegen_through_one_adapter() -> None:
+    """diff, lint and matrix read a schema through evolve/view.py only, so a change to
+    codegen's leaf record touches one module; they never import a generated package (matrix
+    takes it by name through configbags.packages) nor the server or the door."""
+    adapter = "evolve/view.py"
+    through = [v for v in _violations(("evolve",), ("configbags.codegen",)) if not v.startswith(adapter + ":")]
+    assert not through, "\n".join(through)
+    found = _violations(("evolve",), ("configbags.generated", "configbags.server", "configbags.serve"))
     assert not found, "\n".join(found)
 
 
@@ -170,6 +182,14 @@ def test_the_door_takes_the_generated_package_by_name_and_no_build_time_code() -
     """serve/ reaches a generated package only through process_context(package), so it
     serves any engine's schema; torch only through configbags.runtime.dist."""
     found = _violations(("serve",), ("configbags.generated", "configbags.codegen", "configbags.migrate", "torch"))
+    assert not found, "\n".join(found)
+
+
+def test_the_fleet_reads_servers_over_http_only() -> None:
+    """fleet/ talks to live servers through their door (httpx), so it needs no generated
+    package, no build-time code, no server framework and no torch."""
+    found = _violations(("fleet",), ("configbags.generated", "configbags.codegen", "configbags.migrate",
+                                     "configbags.server", "fastapi", "uvicorn", "starlette", "torch"))
     assert not found, "\n".join(found)
 
 

@@ -122,8 +122,8 @@ def test_a_bare_const_flag_keeps_its_meaning() -> None:
     assert leaves["kv_cache_dtype"]["cli"] == {"flag": "--fp8-kv", "const": "fp8_e4m3", "nargs": 0}
     assert leaves["log_every"]["cli"] == {"const": None}  # nargs="?" alone: the bare flag is None
     assert leaves["lora_paths"]["cli"] == {"nargs": "*"}
-    warnings = "\n".join(result.warnings)
-    # a const the leaf cannot hold is left out, and said so
+    warnings = "\n".join(loss.render() for loss in result.losses)
+    # a const the leaf cannot hold is left out, and listed as lost
     assert "quantization" not in str(leaves["quantization"].get("cli"))
     assert "the bare flag `--quantization` stores const 'gptq', which the leaf cannot hold" in warnings
     assert "the bare flag `--cache-dtype` stores const None, which the leaf cannot hold" in warnings
@@ -134,7 +134,9 @@ def test_bare_flags_parse_as_the_legacy_parser_does(tmp_path: Path) -> None:
     source = tmp_path / "server_args.py"
     source.write_text(BARE)
     out = tmp_path / "schema"
-    assert main([f"{source}:ServerArgs", "--out", str(out)]) == 0
+    assert main([f"{source}:ServerArgs", "--out", str(out)]) == 1  # two consts lost: nothing written
+    assert not out.exists()
+    assert main([f"{source}:ServerArgs", "--out", str(out), "--accept-loss"]) == 0
     assert gen_main(["--schema", str(out), "--out", str(tmp_path / "bare_cfg")]) == 0
     sys.path.insert(0, str(tmp_path))
     try:
@@ -181,8 +183,8 @@ def test_an_optional_bool_with_a_no_flag_imports_and_generates(tmp_path: Path, c
     source = tmp_path / "server_args.py"
     source.write_text(OPTIONAL_BOOL)
     out = tmp_path / "schema"
-    assert main([f"{source}:ServerArgs", "--out", str(out)]) == 0
-    assert "no_cache: flag --no-cache is reserved or used by another leaf" in capsys.readouterr().err
+    assert main([f"{source}:ServerArgs", "--out", str(out), "--accept-loss"]) == 0
+    assert "lost: no_cache: flag --no-cache is reserved or used by another leaf" in capsys.readouterr().err
     assert gen_main(["--schema", str(out), "--out", str(tmp_path / "pkg")]) == 0
 
 

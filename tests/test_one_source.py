@@ -53,7 +53,10 @@ def _imported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path,
     source = tmp_path / "engine.py"
     source.write_text(ENGINE)
     schema = tmp_path / "schema"
-    assert import_main([f"{source}:ServerArgs", "--out", str(schema)]) == 0
+    # the settled clashes lose spellings: listed, and written only with --accept-loss
+    assert import_main([f"{source}:ServerArgs", "--out", str(schema)]) == 1 and not schema.exists()
+    assert "lost: foo: aliases ['--bar']" in capsys.readouterr().err
+    assert import_main([f"{source}:ServerArgs", "--out", str(schema), "--accept-loss"]) == 0
     return schema, capsys.readouterr().err
 
 

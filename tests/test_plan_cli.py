@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ def _restore_context() -> object:
 def test_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert configbags(["plan", "--model-config", LLAMA, "--device-memory", "80GiB"]) == 0
     out = capsys.readouterr().out
-    # Hand-derived (test_kvcache_plan, llama8b-tp1-defaults): 450907 tokens, 2048 requests.
-    assert "max_total_num_tokens      450,907" in out
+    # Hand-derived (test_kvcache_plan, llama8b-tp1-defaults): 425348 tokens, 2048 requests.
+    assert "max_total_num_tokens      425,348" in out
     assert "max_running_requests        2,048" in out
     assert "req_to_token         (2049, 131076) int32" in out
     assert "kv_pool.resolve_kv_cache_dtype" in out and "kv_cache_dtype = 'bf16'" in out
@@ -40,10 +41,11 @@ def test_json_carries_the_plan_and_server_info(capsys: pytest.CaptureFixture[str
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     plan, info = out["plan"], out["server_info"]
-    # rest = 85899345920 - 8030261248 (estimated weights / 2) - 12884901888 = 64984182784
-    # cell = 4 x 256 x 32 x 1 = 32768; tokens = 1983159 -> page 16 -> 1983152
-    assert plan["budget"]["kv_budget"] == 64984182784
-    assert plan["max_total_num_tokens"] == 1983152
+    # estimated weights: (16060522496 - 532480 B of norms) / 2 + the norms whole = 8030527488
+    # rest = 85899345920 - 8030527488 - 12884901888 = 64983916544
+    # cell = 4 x 256 x 32 x 1 = 32768; tokens = 1983151 -> page 16 -> 1983136
+    assert plan["budget"]["kv_budget"] == 64983916544
+    assert plan["max_total_num_tokens"] == 1983136
     assert info["record"]["kv_cache_dtype"] == "fp8_e4m3"
     assert info["record"]["max_running_requests"] is None
     assert info["resolved"]["max_running_requests"] == 4096
@@ -52,7 +54,7 @@ def test_json_carries_the_plan_and_server_info(capsys: pytest.CaptureFixture[str
         "kv_pool.resolve_context_length",
         "kv_pool.default_max_running_requests",
     }
-    assert plan["pools"][0]["nbytes"] == 32 * 1983168 * 4 * 128
+    assert plan["pools"][0]["nbytes"] == 32 * 1983152 * 4 * 128
 
 
 def test_allocate_meta_checks_the_bytes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,14 +90,14 @@ def test_budget_error_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_context_that_does_not_fit_is_capped_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
-    # Llama-3.1-8B on 24 GiB holds 50286 tokens (test_kvcache_plan): SGLang caps requests at
-    # 50285 and runs; so does the plan, and --require-full-context makes it an error.
+    # Llama-3.1-8B on 24 GiB holds 19025 tokens (test_kvcache_plan): SGLang caps requests at
+    # 19024 and runs; so does the plan, and --require-full-context makes it an error.
     assert main(["--model-config", LLAMA, "--device-memory", "24GiB"]) == 0
     out = capsys.readouterr().out
-    assert "max_req_len                50,285   (capped: the context does not fit)" in out
-    assert "warning: context_length=131072 does not fit: requests are capped at 50285 tokens" in out
+    assert "max_req_len                19,024   (capped: the context does not fit)" in out
+    assert "warning: context_length=131072 does not fit: requests are capped at 19024 tokens" in out
     assert main(["--model-config", LLAMA, "--device-memory", "24GiB", "--require-full-context"]) == 1
-    assert "largest context that fits is 50286" in capsys.readouterr().err
+    assert "largest context that fits is 19025" in capsys.readouterr().err
 
 
 def test_active_draft_tokens_without_speculation_leave_rows_alone(capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,14 +171,15 @@ def test_comparison_over_gpus_and_tp_sizes(capsys: pytest.CaptureFixture[str]) -
     by = {(r["gpu"], r["tp_size"]): r for r in rows}
     assert by[("H100", 3)]["status"] == "refused"  # 32 heads over 3 ranks
     h100 = by[("H100", 1)]
-    # H100 preset: 81559 MiB; default mfs round((81559 - 10240) / 81559, 3) = 0.874
-    # (ServerArgs._handle_gpu_memory_settings); 2500-token requests: tokens // 2500.
-    assert h100["mem_fraction_static"] == 0.874
+    # H100 preset: 81559 MiB; default mfs round((81559 - 13440) / 81559, 3) = 0.835
+    # (handle_gpu_memory_settings: 512 + 8192 x 1.5 + 128 + 256 x 2 MiB reserved);
+    # 2500-token requests: tokens // 2500.
+    assert h100["mem_fraction_static"] == 0.835
     assert h100["concurrency"] == h100["tokens"] // 2500 and h100["binds"] == "kv tokens"
     assert by[("H200", 8)]["tokens"] > by[("H100", 8)]["tokens"] > h100["tokens"]
     assert main(argv[:-1]) == 0  # the table
     out = capsys.readouterr().out
-    assert "fit at once" in out and "refused: " in out
+    assert "fit: requests of 2,500 tokens" in out and "refused\n" in out
 
 
 def test_comparison_where_nothing_fits_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -190,5 +193,102 @@ def test_workload_concurrency_in_the_table(capsys: pytest.CaptureFixture[str]) -
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "requests of 1,000 + 1,000 tokens; kv tokens binds" in out
-    assert "SGLang reserves 10.00 GiB for activations and CUDA graphs" in out
-    assert "models SGLang v0.5.x" in out
+    assert "SGLang reserves 13.12 GiB for activations and CUDA graphs" in out  # 13440 MiB
+    assert "models SGLang main @ 003fca80" in out
+
+
+# --- comparing models in one call -------------------------------------------------------------
+
+
+def test_a_comma_list_of_models_compares_them(capsys: pytest.CaptureFixture[str]) -> None:
+    models = ",".join(str(MODELS / f"{m}.json") for m in ("llama-3.1-8b", "gpt-oss-20b", "llama-3.1-70b"))
+    argv = ["--model-config", models, "--gpu", "H100,L40S", "--tp-size", "1,2", "--workload", "2000:500"]
+    assert main([*argv, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["comparison"]
+    assert [(r["model"], r["gpu"], r["tp_size"]) for r in rows][:4] == [
+        ("llama-3.1-8b", "H100", 1), ("llama-3.1-8b", "H100", 2), ("llama-3.1-8b", "L40S", 1),
+        ("llama-3.1-8b", "L40S", 2)]
+    assert len(rows) == 12 and {r["status"] for r in rows} == {"planned", "does not fit"}
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+    # a refusal's reason is wrapped, never cut: joined back, every number is whole
+    refused = next(r for r in rows if r["status"] == "does not fit")
+    first_clause = refused["reason"].split("; ")[0]
+    assert " ".join(first_clause.split()) in " ".join(out.split())
+    # fractions print to one precision
+    planned = [line for line in lines if line.startswith("llama-3.1-8b ") and "H100" in line]
+    assert all(re.search(r" 0\.\d{3} ", line) for line in planned)
+
+
+def test_an_empty_model_entry_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--model-config", f"{LLAMA},,{LLAMA}", "--gpu", "H100"]) == 2
+    assert "--model-config" in capsys.readouterr().err
+
+
+# --- the inverse question: --fit ------------------------------------------------------------------
+
+FIT = ["--fit", "--workload", "8000:1000", "--concurrency", "256", "--model-config",
+       str(MODELS / "llama-3.1-70b.json"), "--gpu", "H100,H200,B200", "--tp-size", "1,2,4,8"]
+
+
+def test_fit_lists_what_holds_the_workload_cheapest_first(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*FIT, "--json"]) == 0
+    fit = json.loads(capsys.readouterr().out)["fit"]
+    entries = fit["entries"]
+    assert len(entries) == 12 and fit["concurrency"] == 256
+    fitting = [e for e in entries if e["fits"]]
+    # 9000 tokens x 256 requests x 40960 B/token per rank (tp 8) is 88 GiB of KV: H200 and
+    # B200 at tp 8 hold it, nothing smaller does
+    assert [(e["candidate"]["gpu"], e["gpus"]) for e in fitting] == [("H200", 8), ("B200", 8)]
+    assert entries[:2] == fitting  # fitting first, the smaller device first at equal GPUs
+    for e in fitting:
+        assert e["headroom"] > 0 and e["binds"] == "kv tokens"
+        assert e["launch"].startswith(f"--tp-size 8 --mem-fraction-static {e['mem_fraction_static']} "
+                                      "--max-running-requests 256")
+    short = next(e for e in entries if (e["candidate"]["gpu"], e["gpus"]) == ("H100", 8))
+    assert not short["fits"] and short["headroom"] < 0
+    assert f"kv tokens hold {short['requests']} of 256 requests: short by {256 - short['requests']} requests" \
+        in short["reason"]
+
+
+def test_launching_plan_with_the_fit_flags_confirms_each(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*FIT, "--json"]) == 0
+    fitting = [e for e in json.loads(capsys.readouterr().out)["fit"]["entries"] if e["fits"]]
+    assert fitting
+    for e in fitting:
+        argv = ["--model-config", str(MODELS / "llama-3.1-70b.json"), "--gpu", e["candidate"]["gpu"],
+                *e["launch"].split(), "--workload", "8000:1000", "--json"]
+        assert main(argv) == 0
+        load = json.loads(capsys.readouterr().out)["concurrency"]
+        assert (load["requests"], load["binds"]) == (256, "max_running_requests")
+
+
+def test_fit_shrinks_the_context_where_it_must(capsys: pytest.CaptureFixture[str]) -> None:
+    # At mem_fraction_static 0.998 the slack (0.16 GiB) cannot hold the request table of 400
+    # requests at the full context (401 x 131076 x 4 B = 0.2 GiB): the fit launches with the
+    # context the 1000 + 200 tokens need, rounded up to 1024 tokens (2048)
+    argv = ["--fit", "--workload", "1000:200", "--concurrency", "400", "--model-config", LLAMA, "--gpu", "H100",
+            "--tp-size", "1", "--mem-fraction-static", "0.998", "--json"]
+    assert main(argv) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["fit"]["entries"]
+    assert entry["fits"] and entry["context_length"] == 2048
+    assert entry["launch"] == ("--tp-size 1 --mem-fraction-static 0.998 --max-running-requests 400 "
+                               "--context-length 2048")
+    assert main(["--model-config", LLAMA, "--gpu", "H100", *entry["launch"].split(), "--workload", "1000:200",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["concurrency"]["requests"] == 400
+
+
+def test_fit_needs_a_workload_and_a_concurrency(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--fit", "--model-config", LLAMA, "--gpu", "H100"]) == 2
+    assert "--fit needs --workload IN:OUT and --concurrency N" in capsys.readouterr().err
+
+
+def test_fit_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "fit.png"
+    assert main([*FIT, "--chart", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "ok llama-3.1-70b" in capsys.readouterr().out

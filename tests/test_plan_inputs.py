@@ -122,8 +122,7 @@ def test_bad_settings_are_refused_by_name() -> None:
 def test_lazy_extra_buffer_without_overlap_is_refused() -> None:
     # KVCacheConfigurator._calculate_mamba_ratio asserts that lazy buffers have overlap.
     shape = load_model_shape(MODELS / "nemotron-h-56b.json")
-    lazy = settings(tp_size=8, enable_mamba_extra_buffer=True, enable_mamba_extra_buffer_lazy=True,
-                    disable_overlap_schedule=True)
+    lazy = settings(tp_size=8, mamba_radix_cache_strategy="extra_buffer_lazy", disable_overlap_schedule=True)
     with pytest.raises(SettingsError, match="extra_buffer_lazy needs the overlap scheduler"):
         plan_kv(shape, lazy, DeviceMemory(141 * GiB))
 
@@ -212,3 +211,58 @@ def test_a_tp_size_that_does_not_divide_the_heads_exits_2(capsys: pytest.Capture
     argv = ["--model-config", str(MODELS / "llama-3.1-8b.json"), "--device-memory", "80GiB", "--tp-size", "3"]
     assert main(argv) == 2
     assert "num_attention_heads=32 is not divisible by the attention TP size 3" in capsys.readouterr().err
+
+
+# --- the accepted nonsense of issue 20, refused -------------------------------------------------
+
+AWQ = json.loads((MODELS / "llama-3.1-8b-awq.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("quant", "field", "rule"),
+    [({"bits": 3}, "bits is 3", "AWQ runs 4-bit weights only"),
+     ({"group_size": 0}, "group_size is 0", "a power of two such as 32, 64 or 128"),
+     ({"group_size": 7}, "group_size is 7", "a power of two such as 32, 64 or 128")],
+)
+def test_awq_widths_sglang_cannot_run_are_refused(quant: dict[str, int], field: str, rule: str) -> None:
+    config = {**AWQ, "quantization_config": {**AWQ["quantization_config"], **quant}}
+    with pytest.raises(ModelConfigError, match=f"quantization_config: {field}; .*{rule}"):
+        model_shape_from_dict(config, source="awq.json")
+
+
+def test_a_missing_head_count_is_named() -> None:
+    config = {k: v for k, v in LLAMA.items() if k != "num_attention_heads"}
+    with pytest.raises(ModelConfigError, match="needs num_attention_heads, which it does not define"):
+        model_shape_from_dict(config, source="m.json")
+
+
+def test_no_buffer_with_pages_or_overlap_is_refused() -> None:
+    shape = load_model_shape(MODELS / "nemotron-h-56b.json")
+    paged = settings(tp_size=8, mamba_radix_cache_strategy="no_buffer", page_size=16)
+    with pytest.raises(SettingsError, match="no_buffer with --page-size 16 and overlap scheduling on"):
+        plan_kv(shape, paged, DeviceMemory(141 * GiB))
+    plain = settings(tp_size=8, mamba_radix_cache_strategy="no_buffer", page_size=1, disable_overlap_schedule=True)
+    assert plan_kv(shape, plain, DeviceMemory(141 * GiB)).mamba_slots_per_request == 3
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [(["--tp-size", "1,,2"], "argument --tp-size: '1,,2' has an empty entry"),
+     (["--device-memory", "-80GiB"], "argument --device-memory: '-80GiB': a memory size must be positive"),
+     (["--weight-bytes", "-1"], "argument --weight-bytes: '-1': a memory size must be positive")],
+)
+def test_malformed_lists_and_negative_sizes_are_refused(flags: list[str], message: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--model-config", str(MODELS / "llama-3.1-8b.json"), "--gpu", "H100", *flags])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_workload_longer_than_the_context_fits_zero_times(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--model-config", str(MODELS / "mistral-7b-v0.1.json"), "--gpu", "H100", "--context-length", "4096",
+            "--workload", "4000:500", "--json"]
+    assert main(argv) == 0
+    load = json.loads(capsys.readouterr().out)["concurrency"]
+    assert (load["requests"], load["binds"]) == (0, "max_req_len")
+    assert "set --context-length 4501" in load["reason"]

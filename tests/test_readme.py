@@ -149,7 +149,8 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Path:
             continue  # this checkout's venv has configbags[gen] already
         if argv[0] == "cd":  # "a project with a pyproject.toml"
             cwd = root / argv[1]
-            cwd.mkdir()
+            (cwd / argv[1]).mkdir(parents=True)  # "... and its package"
+            (cwd / argv[1] / "__init__.py").write_text("")
             (cwd / "pyproject.toml").write_text(f'[project]\nname = "{argv[1]}"\nversion = "0.1"\n')
             continue
         assert argv[0] == "configbags", f"{block.where}: a command this test does not know: {line}"

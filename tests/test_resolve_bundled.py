@@ -45,16 +45,20 @@ def gpu(gib: float, name: str = "GPU") -> Facts:
 @pytest.mark.parametrize(
     ("flags", "gib", "expected"),
     [
-        # 90-160 GiB devices (H200): reserved = 12 + tp*pp/2 GiB, +2 spec, +4 DP attention
-        ({}, 141, round((141 - 12.5) / 141, 3)),
-        ({"tp_size": 8}, 141, round((141 - 16) / 141, 3)),
-        ({"tp_size": 2, "pp_size": 2}, 141, round((141 - 14) / 141, 3)),
+        # handle_gpu_memory_settings, in MiB: 512 + 1.5 x chunk + tp*pp/8 GiB + 2 x decode graph
+        # batch (+ 3 x batch x dp with DP attention), at least 10 GiB above 60 GiB.
+        # 141 GiB = 144384 MiB: chunk 8192, batch 256 below tp 4 and 512 from it
+        ({}, 141, round((144384 - (512 + 12288 + 128 + 512)) / 144384, 3)),
+        ({"tp_size": 8}, 141, round((144384 - (512 + 12288 + 1024 + 1024)) / 144384, 3)),
+        ({"tp_size": 2, "pp_size": 2}, 141, round((144384 - (512 + 12288 + 512 + 512)) / 144384, 3)),
+        # speculative decoding reserves nothing of its own in the newest hook
         ({"speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
-          "speculative_num_draft_tokens": 4}, 141, round((141 - 14.5) / 141, 3)),
-        ({"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, 141, round((141 - 17) / 141, 3)),
-        # SGLang reserves less below 90 GiB (H100 80 GB: 9.5 + tp*pp/2) and 32 GiB above 160
-        ({}, 80, round((80 - 10) / 80, 3)),
-        ({"tp_size": 8}, 192, round((192 - 32) / 192, 3)),
+          "speculative_num_draft_tokens": 4}, 141, round((144384 - 13440) / 144384, 3)),
+        ({"tp_size": 2, "dp_size": 2, "enable_dp_attention": True}, 141,
+         round((144384 - (512 + 12288 + 256 + 512 + 256 * 2 * 3)) / 144384, 3)),
+        # 80 GiB (81920 MiB) at tp 1: 0.836; 192 GiB: 16k chunks, batch 512
+        ({}, 80, round((81920 - 13440) / 81920, 3)),
+        ({"tp_size": 8}, 192, round((196608 - (512 + 24576 + 1024 + 1024)) / 196608, 3)),
     ],
 )
 def test_mem_fraction_static_follows_the_gpu_memory_formula(
@@ -67,14 +71,17 @@ def test_mem_fraction_static_follows_the_gpu_memory_formula(
 
 def test_mem_fraction_static_help_states_the_formula() -> None:
     text = (REPO / "schema/namespaces/schedule.yaml").read_text()
-    assert "12 GiB + tp_size*pp_size/2 GiB on 90-160 GiB devices" in text
-    assert "plus 2 GiB with speculative decoding (6 GiB for a standalone draft) and 4 GiB with DP attention" in text
+    assert "512 MiB + 1.5 MiB per chunked-prefill token + tp_size*pp_size/8 GiB + 2 MiB per decode" in text
+    assert "at least 10 GiB on devices above 60 GiB" in text
 
 
 @given(st.integers(1, 4096), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2]), st.booleans(), st.booleans())
 def test_mem_fraction_static_is_always_a_valid_fraction(gib: int, tp: int, pp: int, spec: bool, dp: bool) -> None:
-    value = rules.mem_fraction_static(gib * GiB, tp, pp, "EAGLE" if spec else None, dp)
-    assert 0.0 < value < 1.0
+    value = rules.mem_fraction_static(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
+    reserve = rules.reserved_memory_bytes(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
+    # None (no default) exactly when the device is no larger than SGLang's reserve
+    assert (value is None) == (reserve >= gib * GiB)
+    assert value is None or 0.0 <= value < 1.0
 
 
 def test_operator_mem_fraction_static_wins_and_no_facts_leaves_it_unset(ctx: Any) -> None:
@@ -113,7 +120,7 @@ def test_page_size_forced_by_attention_backend(ctx: Any, backend: str, given: in
 
 @pytest.mark.parametrize(
     ("gib", "tp", "chunk", "graph_bs"),
-    [(16, 1, 2048, 8), (24, 1, 2048, 24), (24, 4, 2048, 80), (40, 1, 4096, 32), (48, 8, 4096, 160),
+    [(16, 1, 2048, 8), (24, 1, 4096, 48), (24, 4, 4096, 160), (40, 1, 4096, 32), (48, 8, 4096, 160),
      (80, 1, 8192, 256), (80, 4, 8192, 512), (141, 2, 8192, 256), (192, 1, 16384, 512)],
 )
 def test_chunked_prefill_and_cuda_graph_cap_by_memory_tier(ctx: Any, gib: int, tp: int, chunk: int, graph_bs: int) -> None:
@@ -197,7 +204,7 @@ def test_the_plan_text_names_the_rule_behind_each_input(ctx: Any, capsys: pytest
     lines = capsys.readouterr().out.splitlines()
     said = {line.split()[0]: line for line in lines[lines.index(next(x for x in lines if x.startswith("inputs "))) + 1:]
             if line.startswith("  ") and " = " in line}
-    assert "[hardware: rule page_size_cutlass_mla (schema/rules.yaml:" in said["page_size"]
+    assert "[model: rule page_size_cutlass_mla (schema/rules.yaml:" in said["page_size"]
     assert "[hardware: rule mem_fraction_static_from_gpu_memory (schema/rules.yaml:" in said["mem_fraction_static"]
     assert "[model: rule gemma2_full_swa_memory (schema/rules.yaml:" in said["disable_hybrid_swa_memory"]
     assert "[cli: --attention-backend]" in said["attention_backend"]
@@ -304,9 +311,17 @@ def test_hash_is_canonical_and_never_raises(ctx: Any) -> None:
 def test_explain_command_shows_layer_and_rule(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["explain", "mem_fraction_static", "--gpu-memory", "141GiB", "--tp-size", "2"]) == 0
     out = capsys.readouterr().out
-    assert f"schedule.mem_fraction_static = {round((141 - 13) / 141, 3)}   [hardware: rule mem_fraction_static_from_gpu_memory" in out
+    # 144384 MiB at tp 2: 512 + 8192 x 1.5 + 2 / 8 x 1024 + 256 x 2 = 13568 MiB reserved
+    assert f"schedule.mem_fraction_static = {round((144384 - 13568) / 144384, 3)}   [hardware: rule mem_fraction_static_from_gpu_memory" in out
     assert cli_main(["explain", "page_size", "--attention-backend", "flashmla", "--page-size", "16", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["resolved"], data["origin"]["forced_over"]["source"]) == (64, "--page-size")
     assert cli_main(["explain", "page_sise"]) == 1
     assert "'page_sise' is not a config leaf (did you mean 'page_size'?)" in capsys.readouterr().err
+
+
+def test_no_decode_cuda_graphs_reserve_no_graph_memory(ctx: Any) -> None:
+    # reserve_for_graph_mb: 2 MiB per decode graph batch slot only when decode graphs are
+    # captured; 141 GiB at tp 1 without them: 512 + 12288 + 128 = 12928 MiB
+    publish(ServerArgs(model_path="m", disable_decode_cuda_graph=True), role="launcher", facts=gpu(141))
+    assert get_schedule().mem_fraction_static == round((144384 - 12928) / 144384, 3)

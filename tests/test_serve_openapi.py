@@ -43,6 +43,7 @@ def spec(type_: str, **kw: Any) -> LeafSpec:
 def test_leaf_schema(leaf: LeafSpec, expected: dict[str, Any]) -> None:
     got = leaf_schema(leaf)
     description = got.pop("description")
+    assert got.pop("x-configbags-apply") == "live"  # policy runtime
     assert got == expected
     assert description.startswith(f"ns.x ({leaf.type}; policy runtime; owner scheduler)")
     assert ("409 above it" in description) == (leaf.capacity is not None)

@@ -1,12 +1,18 @@
 """`configbags init`: scaffold a schema folder (two example namespaces, `roles.yaml`,
 `ratchet.yaml`) and the `[tool.configbags]` settings into an existing project, so that
 `configbags gen` works with no flags. It never overwrites: an existing schema folder or
-settings table stops it with what to do instead."""
+settings table stops it with what to do instead.
+
+The generated package goes inside the package the project really has, found on disk (a
+flat `acmeserve/__init__.py` or a `src/acmeserve/__init__.py` layout), never guessed from
+`project.name` (`acme-serving` is often not the import name): with none or several found,
+init asks for `--package`, naming what it found. The ratchet then scans that package, and
+its `min_files` is what the package holds today, so `configbags ratchet check` is green on
+the fresh project and fails if a later scan reads less."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -14,18 +20,57 @@ from pathlib import Path
 from configbags.runtime.project import find_pyproject, package_folder, read_toml
 
 TEMPLATE = Path(__file__).resolve().parent / "schema"
+# folders that hold an __init__.py but are not the project's package
+_NOT_PACKAGES = {"tests", "test", "testing", "docs", "doc", "examples", "example", "scripts", "benchmarks",
+                 "bench", "build", "dist", "schema", "tools"}
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="configbags init", description=__doc__)
     parser.add_argument("--package", help="import name of the package to generate, e.g. myengine.config "
-                                          "(default: <project name>.config)")
+                                          "(default: <the project's package>.config)")
     parser.add_argument("--schema", default="schema", help="schema folder, relative to pyproject.toml (default: schema)")
     return parser
 
 
-def default_package(project_name: str) -> str:
-    return re.sub(r"[^0-9a-zA-Z_]", "_", project_name).lower() + ".config"
+def project_packages(root: Path) -> list[str]:
+    """The top-level packages a project has: folders with an `__init__.py` at its root, or
+    under `src/` (the src layout), leaving out tests, docs and the like."""
+    found: list[str] = []
+    for base in (root / "src", root):
+        if not base.is_dir():
+            continue
+        for folder in sorted(base.iterdir()):
+            if (folder / "__init__.py").is_file() and folder.name.isidentifier() and folder.name not in _NOT_PACKAGES:
+                found.append(folder.name)
+        if found:
+            return found  # a src layout's packages are the project's; the root's are not then
+    return found
+
+
+def choose_package(root: Path, given: str | None) -> str:
+    """The package to generate: `given` inside a top-level package the project has, or
+    `<its one package>.config`. Raises ValueError saying what was found and the fix."""
+    found = project_packages(root)
+    listed = ", ".join(found) if found else "none"
+    if given is not None:
+        top = given.split(".")[0]
+        if not package_folder(root, top).is_dir():
+            raise ValueError(
+                f"--package {given}: the project has no package {top!r} (found: {listed}); gen would "
+                f"create a package folder the project does not have. Name one of its packages, e.g. "
+                f"--package {found[0] if found else 'mypackage'}.config"
+            )
+        return given
+    if len(found) == 1:
+        return f"{found[0]}.config"
+    if not found:
+        raise ValueError(
+            f"found no package in {root} (a folder with __init__.py at the top or under src/); "
+            f"create it, or pass --package NAME.config"
+        )
+    raise ValueError(f"found several packages ({listed}); pass --package NAME.config for the one the config "
+                     f"belongs to")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,18 +91,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags init: {pyproject} already has [tool.configbags]; nothing was written "
               f"(edit that table, or run configbags gen)", file=sys.stderr)
         return 2
-    name = str(data.get("project", {}).get("name", root.name))
-    package = args.package or default_package(name)
+    try:
+        package = choose_package(root, args.package)
+    except ValueError as exc:
+        print(f"configbags init: {exc}; nothing was written", file=sys.stderr)
+        return 2
     schema = root / args.schema
     if schema.exists() and any(schema.iterdir()):
         print(f"configbags init: {schema} exists and is not empty; nothing was written (pass "
               f"--schema DIR for another folder)", file=sys.stderr)
         return 2
     shutil.copytree(TEMPLATE, schema, dirs_exist_ok=True)
-    # the ratchet scans the engine's own top-level package
-    top = package_folder(root, package.split(".")[0]).relative_to(root).as_posix()
+    # the ratchet scans the engine's own top-level package, and expects at least the files
+    # it has today (the generated package, excluded from the scan, not counted)
+    top_folder = package_folder(root, package.split(".")[0])
+    top = top_folder.relative_to(root).as_posix()
+    files = sum(1 for p in top_folder.rglob("*.py") if not p.is_relative_to(package_folder(root, package)))
     ratchet = schema / "ratchet.yaml"
-    ratchet.write_text(ratchet.read_text(encoding="utf-8").replace("roots: []", f"roots: [{top}]"), encoding="utf-8")
+    scan = ratchet.read_text(encoding="utf-8").replace("roots: []", f"roots: [{top}]")
+    scan = scan.replace("  excludes: []", f"  excludes: []\n  min_files: {max(1, files)}")
+    ratchet.write_text(scan, encoding="utf-8")
     table = f'\n[tool.configbags]\npackage = "{package}"\nschema = "{args.schema}"\n'
     pyproject.write_text(text.rstrip("\n") + "\n" + table, encoding="utf-8")
     out = package_folder(root, package).relative_to(root)

@@ -12,6 +12,7 @@ from typing import Any
 
 from configbags.runtime.context._records import State, override_origin
 from configbags.runtime.errors import UnknownLeafError
+from configbags.runtime.fleet import fingerprints
 from configbags.runtime.leaftypes import closest, jsonable
 from configbags.runtime.registry import Registry
 from configbags.runtime.resolve import (
@@ -39,6 +40,7 @@ def server_info(registry: Registry, state: State) -> dict[str, Any]:
         "resolved": {n: jsonable(reg.shown(n, v)) for n, v in state.values.items()},
         "layers": {n: o.as_dict() for n, o in origins(registry, state).items()},
         "facts": state.facts.as_dict(),
+        "fleet": fingerprints(registry, state),
     }
 
 

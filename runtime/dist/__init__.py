@@ -24,26 +24,17 @@ Three pieces, each usable alone:
   aborted. A dead or stopped rank is named in a `DistributedConfigError` on every rank
   that is alive, within about two timeouts, and no rank has applied the entry.
 
-torch is imported here only; generated accessors never import this module.
+The state transfer and the rank layout need no torch: a base install (no `[kv]` extra)
+hands its state to child processes with `export_state` / `import_state`. The multi-rank
+pieces import torch when first used (`configbags.runtime.dist.init_distributed`, ...),
+so importing this package never does; generated accessors never import it at all.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from configbags.runtime.dist._layout import AXES, Layout, compute_ranks, group_ranks, stamp_ranks
-from configbags.runtime.dist._propagate import (
-    DistributedContext,
-    check_consistency,
-    distributed,
-    init_distributed,
-    override_everywhere,
-    publish_distributed,
-)
-from configbags.runtime.dist._rendezvous import (
-    DEFAULT_TIMEOUT_S,
-    ParallelGroups,
-    build_groups,
-    check_in,
-    connect_store,
-    default_backend,
-)
 from configbags.runtime.dist._state import (
     FORMAT,
     FORMAT_VERSION,
@@ -52,6 +43,59 @@ from configbags.runtime.dist._state import (
     import_state,
     state_dict,
 )
+
+if TYPE_CHECKING:
+    from configbags.runtime.dist._propagate import (
+        DistributedContext,
+        check_consistency,
+        distributed,
+        init_distributed,
+        override_everywhere,
+        publish_distributed,
+    )
+    from configbags.runtime.dist._rendezvous import (
+        DEFAULT_TIMEOUT_S,
+        ParallelGroups,
+        build_groups,
+        check_in,
+        connect_store,
+        default_backend,
+    )
+
+# name -> the torch-backed module that defines it, imported on first use
+_WITH_TORCH = {
+    **dict.fromkeys(("DistributedContext", "check_consistency", "distributed", "init_distributed",
+                     "override_everywhere", "publish_distributed"), "_propagate"),
+    **dict.fromkeys(("DEFAULT_TIMEOUT_S", "ParallelGroups", "build_groups", "check_in", "connect_store",
+                     "default_backend"), "_rendezvous"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WITH_TORCH.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded: Any
+    try:
+        if module == "_propagate":
+            from configbags.runtime.dist import _propagate
+
+            loaded = _propagate
+        else:
+            from configbags.runtime.dist import _rendezvous
+
+            loaded = _rendezvous
+    except ModuleNotFoundError as exc:
+        if exc.name != "torch":
+            raise
+        raise ModuleNotFoundError(
+            f"configbags.runtime.dist.{name} needs torch, which the base install leaves out: "
+            f"pip install 'configbags[kv]' (export_state and import_state need no torch)", name="torch"
+        ) from None
+    value = getattr(loaded, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AXES",

@@ -27,18 +27,31 @@ def with_bundled_rules(settings: PlanSettings, shape: ModelShape, memory: Device
     as publish resolves it: a field that differs from its schema default is operator
     input; the others take what the rules make of the device's total memory
     (`memory.capacity`) and the model's architectures, then the schema fallbacks. Derived
-    fields (attn_tp_size, ...) stay as given."""
+    fields the rules do not move (attn_tp_size, ...) stay as given; one whose inputs a rule
+    moved (enable_mamba_extra_buffer, from the resolved mamba strategy) is recomputed."""
     leaves = REGISTRY.leaves
-    given = {f.name: getattr(settings, f.name) for f in attrs.fields(PlanSettings) if f.name in leaves}
+    fields = {f.name for f in attrs.fields(PlanSettings)}
+    given = {name: getattr(settings, name) for name in fields if name in leaves}
     values: dict[str, Any] = {name: spec.default for name, spec in leaves.items()}
     values.update(given)
     origins = {name: _GIVEN for name, value in given.items() if value != leaves[name].default}
-    facts = Facts(GpuFacts(memory_bytes=memory.capacity), ModelFacts(shape.architectures))
+    facts = Facts(GpuFacts(memory_bytes=memory.capacity, sm=memory.sm), ModelFacts(shape.architectures, shape.config))
     resolved = resolve(REGISTRY, values, origins, facts).values
     for name, fallback in REGISTRY.fallbacks.items():
         if resolved[name] is None:
             resolved[name] = fallback
-    return attrs.evolve(settings, **{n: resolved[n] for n, v in given.items() if resolved[n] != v})
+    out = {n: resolved[n] for n, v in given.items() if resolved[n] != v}
+    # a derived field follows its inputs, as the context recomputes it: the mamba extra
+    # buffers follow the resolved strategy
+    # (a pure caller's given value of such a field does not survive, as a published one would
+    # not); one with inputs PlanSettings does not carry (attn_dp_size from dp_size) stays
+    # as given unless a rule moved one of them
+    for name, spec in REGISTRY.derived.items():
+        if name in fields and (set(spec.inputs) <= fields or any(i in out for i in spec.inputs)):
+            value = spec.fn(*(resolved[i] for i in spec.inputs))
+            if value != getattr(settings, name):
+                out[name] = value
+    return attrs.evolve(settings, **out)
 
 
 __all__ = ["with_bundled_rules"]

@@ -40,7 +40,7 @@ def settings_from(config: KvConfig) -> PlanSettings:
     """Every leaf the plan reads, each a typed attribute read of the seam. Each namespace is
     fetched once (for a context, one role-scoped `bag()` call)."""
     parallel, model, schedule, memory, spec = config.parallel, config.model, config.schedule, config.memory, config.spec
-    kernel, mamba = config.exec.kernel, config.exec.mamba
+    kernel, mamba, graph = config.exec.kernel, config.exec.mamba, config.exec.graph
     attn_dp_size, attn_tp_size = parallel.attn_dp_size, parallel.attn_tp_size
     return PlanSettings(
         tp_size=parallel.tp_size,
@@ -62,8 +62,13 @@ def settings_from(config: KvConfig) -> PlanSettings:
         disable_hybrid_swa_memory=schedule.disable_hybrid_swa_memory,
         max_mamba_cache_size=schedule.max_mamba_cache_size,
         disable_overlap_schedule=schedule.disable_overlap_schedule,
+        chunked_prefill_size=schedule.chunked_prefill_size,
+        cuda_graph_max_bs_decode=graph.cuda_graph_max_bs_decode,
+        disable_cuda_graph=graph.disable_cuda_graph,
+        disable_decode_cuda_graph=graph.disable_decode_cuda_graph,
         disable_radix_cache=memory.disable_radix_cache,
         mamba_ssm_dtype=mamba.mamba_ssm_dtype,
+        mamba_radix_cache_strategy=mamba.mamba_radix_cache_strategy,
         enable_mamba_extra_buffer=mamba.enable_mamba_extra_buffer,
         enable_mamba_extra_buffer_lazy=mamba.enable_mamba_extra_buffer_lazy,
         attention_backend=kernel.attention_backend,
@@ -73,6 +78,7 @@ def settings_from(config: KvConfig) -> PlanSettings:
         speculative_num_draft_tokens=spec.speculative_num_draft_tokens,
         max_speculative_num_draft_tokens=spec.max_speculative_num_draft_tokens,
         speculative_draft_kv_cache_dtype=spec.speculative_draft_kv_cache_dtype,
+        speculative_draft_model_path=spec.speculative_draft_model_path,
     )
 
 

@@ -20,17 +20,18 @@ class GpuPreset:
     name: str
     memory_bytes: int
     sm_count: int
+    sm: int  # compute capability, major*10+minor (the `gpu.sm` fact the rules test)
 
 
 GPU_PRESETS: Mapping[str, GpuPreset] = {
     p.name.lower(): p
     for p in (
-        GpuPreset("H100", 81559 * MiB, 132),  # H100 SXM5 80GB HBM3
-        GpuPreset("H200", 143771 * MiB, 132),  # H200 SXM 141GB HBM3e
-        GpuPreset("B200", 183359 * MiB, 148),
-        GpuPreset("A100-80G", 81920 * MiB, 108),  # A100 SXM4 80GB
-        GpuPreset("A100-40G", 40960 * MiB, 108),
-        GpuPreset("L40S", 46068 * MiB, 142),
+        GpuPreset("H100", 81559 * MiB, 132, 90),  # H100 SXM5 80GB HBM3
+        GpuPreset("H200", 143771 * MiB, 132, 90),  # H200 SXM 141GB HBM3e
+        GpuPreset("B200", 183359 * MiB, 148, 100),
+        GpuPreset("A100-80G", 81920 * MiB, 108, 80),  # A100 SXM4 80GB
+        GpuPreset("A100-40G", 40960 * MiB, 108, 80),
+        GpuPreset("L40S", 46068 * MiB, 142, 89),
     )
 }
 

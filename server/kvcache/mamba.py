@@ -58,17 +58,20 @@ def size_mamba_slots(
     slots_per_request: int,
     draft_tokens: int,
 ) -> MambaSlots:
-    """Slots of the mamba pool (`KVCacheConfigurator._handle_max_mamba_cache`):
+    """Slots of the mamba pool (`KVCacheConfigurator._handle_max_mamba_cache`). The pool
+    holds `slots + 1` rows (one padding slot), and with speculative decoding intermediate
+    states of `D` draft tokens for `spec_requests + 1` rows; the padding rows are budgeted:
 
-    - an operator's `max_mamba_cache_size`, per attention-DP shard;
-    - else, with the radix cache off and `max_running_requests` set, one slot per request;
-    - else `r / (1 + r)` of the rest (r = mamba_full_memory_ratio), over the slot size, where
-      speculative decoding also pays intermediate states for D draft tokens of every
-      running request: `slots = budget // (per_slot * (1 + D / slots_per_request))`.
+    - an operator's `max_mamba_cache_size`, per attention-DP shard, with intermediate
+      states for `min(max_running_requests, slots // slots_per_request)` requests;
+    - else, with the radix cache off and `max_running_requests` set, one slot per request
+      (and intermediate states for each);
+    - else the share `B = rest * r / (1 + r)` (r = mamba_full_memory_ratio) holds slots
+      and padding: `slots = (B - per_slot) // per_slot`, or with speculation
+      `slots = (B - per_slot * (1 + D)) // (per_slot * (1 + D / slots_per_request))`.
 
-    Speculation reserves `per_slot * D` for each of `min(max_running_requests, slots //
-    slots_per_request)` requests (all slots when they came from the request cap). SGLang
-    asserts a request cap with speculation; without one the plan takes the slot bound."""
+    Speculation needs `max_running_requests` here (SGLang asserts it); the planner's
+    validation refuses it without one before sizing."""
     s = settings
     dp = s.attn_dp_size
     cap = None if s.max_running_requests is None else s.max_running_requests // dp
@@ -81,13 +84,13 @@ def size_mamba_slots(
         spec_requests = slots if d else 0
     else:
         r = Fraction(str(s.mamba_full_memory_ratio))
-        budget = max(0, math.floor(rest * r / (1 + r)))
+        budget = rest * r / (1 + r)
         if d:
-            slots = math.floor(budget / (per_slot * (1 + Fraction(d, slots_per_request))))
-            spec_requests = _capped(cap, slots // slots_per_request)
+            slots = math.floor((budget - per_slot * (1 + d)) / (per_slot * (1 + Fraction(d, slots_per_request))))
+            spec_requests = _capped(cap, max(slots, 0) // slots_per_request)
         else:
-            slots, spec_requests = budget // per_slot, 0
-    return MambaSlots(slots=slots, spec_requests=spec_requests, per_slot=per_slot, draft_tokens=d)
+            slots, spec_requests = math.floor((budget - per_slot) / per_slot), 0
+    return MambaSlots(slots=max(slots, 0), spec_requests=spec_requests, per_slot=per_slot, draft_tokens=d)
 
 
 def _capped(cap: int | None, bound: int) -> int:

@@ -15,6 +15,7 @@ import enum
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -96,22 +97,37 @@ class LinearStateShape:
 
 @attrs.frozen
 class WeightEstimate:
-    """Parameter counts in three groups that quantize differently.
+    """Parameter counts in the groups that shard and quantize differently.
 
     Exact for the dense families (it counts embeddings, projections, biases and norms),
     an estimate for MoE/hybrids: tiny per-layer vectors of exotic blocks are left out
-    (well under 0.1% of the total). A quantized checkpoint stores every decoder parameter
-    at the quantized width (norms and biases, a fraction of a percent, included) and
-    keeps embeddings and the LM head in the model dtype."""
+    (well under 0.1% of the total). Per rank, as SGLang shards them: embeddings and the LM
+    head split over the vocabulary, the decoder's column/row-parallel layers and the routed
+    experts over TP; what SGLang replicates (MLA's down-projections, norms, routers) is whole
+    on every rank, and K/V projections hold `max(1, kv_heads // tp)` heads. A quantized
+    checkpoint stores the decoder's linears at the quantized width (GPTQ adds an int32
+    `g_idx` per input row); norms, routers and embeddings stay in the model dtype."""
 
-    embedding_params: int  # token embeddings, lm head (unless tied), final norm
-    layer_params: int  # attention / mixer, dense MLPs, shared experts, routers, norms
+    embedding_params: int  # token embeddings and the LM head (unless tied): vocab-parallel
+    layer_params: int  # column/row-parallel linears of attention / mixers / dense MLPs
     expert_params: int  # routed experts
     quant: WeightQuant | None = None
+    replicated_params: int = 0  # linears every rank holds whole (MLA q_a / kv_a projections)
+    unquantized_params: int = 0  # norms, routers: whole on every rank, at the model dtype
+    kv_head_params: int = 0  # K and V projections of one KV head over all attention layers
+    kv_heads: int = 0
+    g_idx_whole: int = 0  # input rows of column-parallel quantized linears (all on each rank)
+    g_idx_sharded: int = 0  # input rows of row-parallel quantized linears (split over TP)
+    final_norm_params: int = 0  # whole on every rank, at the model dtype
 
     @property
     def total_params(self) -> int:
-        return self.embedding_params + self.layer_params + self.expert_params
+        return (self.embedding_params + self.layer_params + self.expert_params + self.replicated_params
+                + self.unquantized_params + self.final_norm_params + self.kv_head_params * self.kv_heads)
+
+    def decoder_bytes(self, dtype_bytes: int) -> int:
+        """Bytes of the decoder layers alone (no embeddings, LM head or final norm), on one rank."""
+        return self.bytes(dtype_bytes) - (self.embedding_params + self.final_norm_params) * dtype_bytes
 
     @property
     def quant_method(self) -> str | None:
@@ -119,13 +135,21 @@ class WeightEstimate:
 
     def bytes(self, dtype_bytes: int) -> int:
         """Checkpoint bytes when unquantized tensors are `dtype_bytes` wide."""
+        return self.per_rank(dtype_bytes, 1)
+
+    def per_rank(self, dtype_bytes: int, tp: int, pp: int = 1) -> int:
+        """Bytes one of `tp x pp` ranks holds (pipeline stages share the model evenly)."""
         q = self.quant
-        if q is None:
-            return self.total_params * dtype_bytes
-        layer = self.layer_params * (dtype_bytes if q.experts_only else q.bytes_per_param)
-        return math.ceil(
-            self.embedding_params * dtype_bytes + layer + self.expert_params * q.bytes_per_param
-        )
+        quantized = Fraction(dtype_bytes) if q is None else q.bytes_per_param
+        linear = Fraction(dtype_bytes) if q is None or q.experts_only else q.bytes_per_param
+        kv_heads = max(1, self.kv_heads // tp) if self.kv_heads else 0
+        sharded = (self.embedding_params * dtype_bytes + self.layer_params * linear
+                   + self.expert_params * quantized) / tp
+        whole = (self.replicated_params * linear + (self.unquantized_params + self.final_norm_params) * dtype_bytes
+                 + self.kv_head_params * kv_heads * linear)
+        g_idx = 0 if q is None or not q.method.startswith("gptq") else 4 * (
+            self.g_idx_whole + Fraction(self.g_idx_sharded, tp))
+        return math.ceil((sharded + whole + g_idx) / pp)
 
 
 @attrs.frozen
@@ -237,6 +261,7 @@ def model_shape_from_dict(
     # HF's convention: a config without num_key_value_heads is plain MHA.
     heads = f.integer("num_attention_heads") if attends else f.optional_int("num_attention_heads", 0, minimum=0)
     kv_heads = f.optional_int("num_key_value_heads", heads, minimum=1 if attends else 0)
+    f.check(model_type)  # a missing head count is named, not compared as a placeholder
     if kv_heads > heads and attends:
         raise f.refuse("num_key_value_heads", kv_heads,
                        f"it cannot exceed num_attention_heads ({heads})")
@@ -418,6 +443,22 @@ def _declared_kv_quant(config: Mapping[str, Any]) -> str | None:
     return None
 
 
+@attrs.define
+class _Params:
+    """One layer's parameters by how they shard (see WeightEstimate)."""
+
+    layer: int = 0
+    replicated: int = 0
+    unquantized: int = 0
+    kv_head: int = 0  # per KV head
+    g_idx_whole: int = 0
+    g_idx_sharded: int = 0
+
+    def add(self, other: _Params) -> None:
+        for field in attrs.fields(_Params):
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+
+
 def _estimate_weights(
     f: ConfigFields,
     family: str,
@@ -432,30 +473,39 @@ def _estimate_weights(
 ) -> WeightEstimate:
     model_type = f.string("model_type")
     tied = f.get("tie_word_embeddings", model_type.startswith("gemma")) is True
-    embedding = vocab * hidden * (1 if tied else 2) + hidden  # + final norm
-
     attention = _attention_params(f, model_type, hidden, heads, kv_heads, head_dim, mla)
-    mixer: Mapping[LayerKind, int] = {
+    linear_mixer = _Params() if linear is None else _Params(layer=_linear_params(f, linear, hidden))
+    mixer: Mapping[LayerKind, _Params] = {
         LayerKind.FULL: attention,
         LayerKind.SLIDING: attention,
         LayerKind.MLA: attention,
-        LayerKind.LINEAR: 0 if linear is None else _linear_params(f, linear, hidden),
-        LayerKind.NONE: 0,
+        LayerKind.LINEAR: linear_mixer,
+        LayerKind.NONE: _Params(),
     }
     norms = 4 * hidden if model_type == "gemma2" else 2 * hidden
     if family == "mamba2":  # Nemotron-H blocks hold one mixer (or one MLP) and one norm
         norms = hidden
     mlp_for_layer = _mlp_params(f, model_type, family, hidden)
-    layer_params = expert_params = 0
+    total = _Params()
+    expert_params = 0
     for i, kind in enumerate(kinds):
         dense, experts = mlp_for_layer(i, kind)
-        layer_params += mixer[kind] + dense + norms
+        total.add(mixer[kind])
+        total.add(dense)
+        total.unquantized += norms
         expert_params += experts
     return WeightEstimate(
-        embedding_params=embedding,
-        layer_params=layer_params,
+        embedding_params=vocab * hidden * (1 if tied else 2),
+        layer_params=total.layer,
         expert_params=expert_params,
         quant=weight_quant(f),
+        replicated_params=total.replicated,
+        unquantized_params=total.unquantized,
+        kv_head_params=total.kv_head,
+        kv_heads=kv_heads if mla is None and any(k in (LayerKind.FULL, LayerKind.SLIDING) for k in kinds) else 0,
+        g_idx_whole=total.g_idx_whole,
+        g_idx_sharded=total.g_idx_sharded,
+        final_norm_params=hidden,
     )
 
 
@@ -467,30 +517,39 @@ def _attention_params(
     kv_heads: int,
     head_dim: int,
     mla: MlaShape | None,
-) -> int:
+) -> _Params:
+    """One attention layer: q and o split over TP; K/V per KV head; MLA's down-projections
+    (q_a, kv_a: ReplicatedLinear in SGLang) and the latent norms whole on every rank."""
     if mla is not None:
         q_head = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-        q = (
-            hidden * heads * q_head
-            if mla.q_lora_rank is None
-            else hidden * mla.q_lora_rank + mla.q_lora_rank + mla.q_lora_rank * heads * q_head
-        )
-        kv_a = hidden * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank  # + norm
-        kv_b = mla.kv_lora_rank * heads * (mla.qk_nope_head_dim + mla.v_head_dim)
-        return q + kv_a + kv_b + heads * mla.v_head_dim * hidden
-    q_out, kv_out = heads * head_dim, kv_heads * head_dim
+        out = _Params(layer=mla.kv_lora_rank * heads * (mla.qk_nope_head_dim + mla.v_head_dim)  # kv_b
+                      + heads * mla.v_head_dim * hidden,  # o
+                      replicated=hidden * (mla.kv_lora_rank + mla.qk_rope_head_dim),  # kv_a
+                      unquantized=mla.kv_lora_rank)  # kv_a norm
+        if mla.q_lora_rank is None:
+            out.layer += hidden * heads * q_head
+        else:
+            out.replicated += hidden * mla.q_lora_rank
+            out.unquantized += mla.q_lora_rank
+            out.layer += mla.q_lora_rank * heads * q_head
+        return out
+    q_out = heads * head_dim
     if model_type == "qwen3_next":
         q_out *= 2  # gated attention: the q projection also yields an output gate
-    params = hidden * q_out + 2 * hidden * kv_out + heads * head_dim * hidden
+    out = _Params(layer=hidden * q_out + heads * head_dim * hidden, kv_head=2 * hidden * head_dim,
+                  g_idx_whole=hidden, g_idx_sharded=heads * head_dim)  # qkv reads hidden, o the heads
     if model_type in ("qwen2", "qwen2_moe"):
-        params += heads * head_dim + 2 * kv_out  # Qwen2 has q/k/v biases and no o bias
+        out.layer += heads * head_dim  # Qwen2 has q/k/v biases and no o bias
+        out.kv_head += 2 * head_dim
     elif f.get("attention_bias") is True:
-        params += heads * head_dim + 2 * kv_out + hidden
+        out.layer += heads * head_dim
+        out.kv_head += 2 * head_dim
+        out.unquantized += hidden  # the row-parallel o bias is whole on every rank
     if model_type == "qwen3_next":
-        params += 2 * head_dim  # q_norm and k_norm
+        out.unquantized += 2 * head_dim  # q_norm and k_norm
     if model_type == "gpt_oss":
-        params += heads  # attention sinks
-    return params
+        out.layer += heads  # attention sinks
+    return out
 
 
 def _linear_params(f: ConfigFields, s: LinearStateShape, hidden: int) -> int:
@@ -512,13 +571,18 @@ def _linear_params(f: ConfigFields, s: LinearStateShape, hidden: int) -> int:
 
 def _mlp_params(
     f: ConfigFields, model_type: str, family: str, hidden: int
-) -> Callable[[int, LayerKind], tuple[int, int]]:
-    """A function: layer index and kind -> (dense MLP params, routed-expert params)."""
+) -> Callable[[int, LayerKind], tuple[_Params, int]]:
+    """A function: layer index and kind -> (dense MLP and router params, routed-expert
+    params). Routers are ReplicatedLinear without quantization in SGLang."""
     inter = f.optional_int("intermediate_size", 0, minimum=0)
     gated = 2 if f.get("mlp_hidden_act") == "relu2" else 3
+
+    def dense(size: int, kinds: int = gated) -> _Params:  # gate/up read hidden, down the width
+        return _Params(layer=kinds * hidden * size, g_idx_whole=hidden, g_idx_sharded=size)
+
     if family == "mamba2":
         # Nemotron-H: MLP only in "-" blocks, up and down projections with relu^2.
-        return lambda _i, kind: ((gated * hidden * inter, 0) if kind is LayerKind.NONE else (0, 0))
+        return lambda _i, kind: ((dense(inter), 0) if kind is LayerKind.NONE else (_Params(), 0))
     if f.has("n_routed_experts"):  # DeepSeek V2/V3
         experts = f.integer("n_routed_experts")
         shared = f.optional_int("n_shared_experts", 0, minimum=0)
@@ -526,23 +590,24 @@ def _mlp_params(
         first_dense = f.optional_int("first_k_dense_replace", 0, minimum=0)
         router = experts * hidden + (experts if f.get("topk_method") == "noaux_tc" else 0)
 
-        def deepseek(i: int, _kind: LayerKind) -> tuple[int, int]:
+        def deepseek(i: int, _kind: LayerKind) -> tuple[_Params, int]:
             if i < first_dense:
-                return 3 * hidden * inter, 0
-            return router + shared * 3 * hidden * moe_inter, experts * 3 * hidden * moe_inter
+                return dense(inter, 3), 0
+            return _Params(layer=shared * 3 * hidden * moe_inter, unquantized=router), experts * 3 * hidden * moe_inter
 
         return deepseek
     if model_type == "qwen3_next" or f.has("num_experts"):
         experts, moe_inter = f.integer("num_experts"), f.integer("moe_intermediate_size")
         shared_inter = f.optional_int("shared_expert_intermediate_size", 0, minimum=0)
-        # router, shared expert and its scalar gate; routed experts apart.
-        dense = experts * hidden + 3 * hidden * shared_inter + (hidden if shared_inter else 0)
-        return lambda _i, _kind: (dense, experts * 3 * hidden * moe_inter)
+        # router and the shared expert's scalar gate (replicated), the shared expert
+        layers = _Params(layer=3 * hidden * shared_inter,
+                         unquantized=experts * hidden + (hidden if shared_inter else 0))
+        return lambda _i, _kind: (layers, experts * 3 * hidden * moe_inter)
     if f.has("num_local_experts"):  # gpt-oss: fused gate_up with biases, router with bias
         experts = f.integer("num_local_experts")
         per_expert = hidden * 2 * inter + 2 * inter + inter * hidden + hidden
-        return lambda _i, _kind: (experts * hidden + experts, experts * per_expert)
-    return lambda _i, _kind: (gated * hidden * inter, 0)
+        return lambda _i, _kind: (_Params(unquantized=experts * hidden + experts), experts * per_expert)
+    return lambda _i, _kind: (dense(inter), 0)
 
 
 __all__ = [

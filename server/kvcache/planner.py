@@ -14,7 +14,7 @@ deliberately differs, are in docs/PLAN.md; in short:
   layer; NGRAM has no draft model and so no draft KV;
 - mamba/linear state shards over the attention TP width like the attention heads;
 - the KV padding page, req_to_token and the speculative buffers are paid from the slack,
-  as in SGLang; the mamba padding slot is paid from the budget (SGLang leaves it out);
+  as in SGLang; the mamba padding slot is paid inside the mamba share, as in SGLang;
 - the multimodal encoder reserve is zero (text-only planning).
 
 What the hardware and the model decide (the default mem_fraction_static, the page size an
@@ -84,8 +84,13 @@ from configbags.server.kvcache.tensors import kv_tensors, mamba_tensors, spec_bu
 from configbags.server.kvcache.validate import validate_settings
 from configbags.server.rules import reserved_memory_bytes
 
-# Which SGLang the plan models (docs/PLAN.md): the sizing functions of this release line.
-SGLANG_VERSION = "SGLang v0.5.x (server_args.py, mem_cache/kv_cache_configurator.py, as of 2025-10)"
+# Which SGLang the plan models (docs/PLAN.md): one snapshot of SGLang's main branch, the
+# newest whose sizing code could be read, named by its commit.
+SGLANG_NAME = "SGLang main @ 003fca80"
+SGLANG_VERSION = (
+    f"{SGLANG_NAME} (mem_cache/kv_cache_configurator.py, model_executor/pool_configurator.py, "
+    "arg_groups/memory_hook.py, arg_groups/overrides.py; after v0.5.3)"
+)
 
 _T = TypeVar("_T")
 
@@ -159,19 +164,36 @@ def plan_kv(
 def concurrency(plan: KvPlan, request_tokens: int) -> Concurrency:
     """How many requests of `request_tokens` (prompt + output) the pools hold at once, as
     vLLM's "maximum concurrency for N tokens per request": the full pool over the page-
-    rounded request, the SWA pool over one window, the mamba pool over the slots a request
-    holds, and the request cap; the least binds."""
+    rounded request, the SWA pool over the window each running request holds, the mamba
+    pool over the slots a request holds, and the request cap; the least binds. A request
+    longer than max_req_len fits 0 times: SGLang refuses it, and the reason says what to set."""
+    if request_tokens > plan.max_req_len:
+        return Concurrency(request_tokens, 0, "max_req_len", _too_long(plan, request_tokens))
     page = plan.page_size
     need = ceil_to(max(1, request_tokens), page)
     limits = [("kv tokens", plan.max_total_num_tokens // need)]
     if plan.swa_tokens is not None:
-        window = ceil_to(min(request_tokens, (plan.sliding_window or 0) + page), page)
+        hold = plan.swa_per_request or (plan.sliding_window or 0) + page
+        window = ceil_to(min(request_tokens, hold), page)
         limits.append(("swa tokens", plan.swa_tokens // max(window, page)))
     if plan.mamba_slots is not None and plan.mamba_slots_per_request:
         limits.append(("mamba slots", plan.mamba_slots // plan.mamba_slots_per_request))
     limits.append(("max_running_requests", plan.max_running_requests))
     binds, requests = min(limits, key=lambda item: item[1])
-    return Concurrency(request_tokens=request_tokens, requests=requests, binds=binds)
+    return Concurrency(request_tokens=request_tokens, requests=requests, binds=binds, limits=tuple(limits))
+
+
+def _too_long(plan: KvPlan, request_tokens: int) -> str:
+    head = (f"a request of {request_tokens:,} tokens is longer than max_req_len "
+            f"{plan.max_req_len:,}, which SGLang refuses")
+    trained = plan.trained_context_length
+    if trained is not None and request_tokens >= trained:
+        return (f"{head}: the model was trained for {trained:,} tokens (max_position_embeddings); "
+                "shorten the requests")
+    if plan.max_req_len < plan.context_length - 1:
+        return (f"{head}: the KV pool holds {plan.max_total_num_tokens:,} tokens; raise "
+                "--mem-fraction-static or --tp-size, or use --kv-cache-dtype fp8_e4m3")
+    return f"{head}: the context is {plan.context_length:,}; set --context-length {request_tokens + 1}"
 
 
 # --- steps ------------------------------------------------------------------------------
@@ -212,7 +234,11 @@ def _resolve(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, log: _Log
     # The reserve SGLang's default fraction keeps, reported beside the budget (the same
     # function as the rule that derives mem_fraction_static).
     reserve = reserved_memory_bytes(memory.capacity, s.tp_size, s.pp_size,
-                                    s.speculative_algorithm, dp_attention)
+                                    chunked_prefill_size=s.chunked_prefill_size,
+                                    cuda_graph_max_bs_decode=s.cuda_graph_max_bs_decode,
+                                    enable_dp_attention=dp_attention, dp_size=s.attn_dp_size,
+                                    disable_cuda_graph=s.disable_cuda_graph,
+                                    disable_decode_cuda_graph=s.disable_decode_cuda_graph)
     mfs = _decided(
         s.mem_fraction_static, "mem_fraction_static",
         "pass --mem-fraction-static, or publish with GPU facts (Facts(GpuFacts(memory_bytes=...))) "
@@ -283,18 +309,17 @@ def _sizer(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, r: _Resolve
     """Weights per rank (measured or estimated, quantization included) and everything else
     the budget needs but mem_fraction_static."""
     dtype_b = DTYPE_BYTES[r.dtype]
-    model_bytes = shape.weights.bytes(dtype_b)
     if memory.weight_bytes is not None:
         weights = memory.weight_bytes
     else:
-        weights = -(-model_bytes // (s.tp_size * s.pp_size))
+        weights = shape.weights.per_rank(dtype_b, s.tp_size, s.pp_size)
         quant = shape.weights.quant_method
         log.notes.append(
             "weights are estimated from the model config"
             + (f" ({quant} quantized)" if quant else "")
             + " (pass --weight-bytes to use a measured size)"
         )
-    layer_bytes = model_bytes - shape.weights.embedding_params * dtype_b
+    layer_bytes = shape.weights.decoder_bytes(dtype_b)
     draft_weights = -(-g.draft_layers * layer_bytes // (shape.num_layers * s.tp_size))
     if memory.draft_weight_bytes is not None:
         draft_weights = memory.draft_weight_bytes if g.draft_layers else 0
@@ -321,7 +346,44 @@ def _sizer(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, r: _Resolve
         page=r.page,
         activation_reserve=r.activation_reserve,
         stages=stages_of(shape, s.pp_size),
+        swa_cap=_swa_cap(shape, s, r, spec),
+        swa_per_request=_swa_per_request(shape, s, r, spec),
     )
+
+
+# Decode batches between SWA out-of-window evictions (SGLang's SGLANG_SWA_EVICTION_INTERVAL).
+SWA_EVICTION_INTERVAL = 128
+
+
+def _swa_per_request(shape: ModelShape, s: PlanSettings, r: _Resolved, spec: SpecSizing) -> int | None:
+    """SWA tokens one running request holds at most (SGLang's per-request SWA bound): its
+    window, `eviction_interval * draft_tokens` tokens not yet evicted, a page of padding
+    and its decode allocation."""
+    window = shape.sliding_window
+    if not r.split_swa or window is None:
+        return None
+    page = r.page
+    draft_tokens = s.speculative_num_draft_tokens or 1
+    if not spec.enabled:
+        decode_alloc = page
+    elif s.disable_overlap_schedule:
+        decode_alloc = spec.alloc_len_per_decode
+    else:  # the overlap allocator keeps two decode allocations outstanding
+        decode_alloc = 2 * spec.alloc_len_per_decode
+    return window + SWA_EVICTION_INTERVAL * draft_tokens + page + decode_alloc
+
+
+def _swa_cap(shape: ModelShape, s: PlanSettings, r: _Resolved, spec: SpecSizing) -> int | None:
+    """SWA tokens from the request cap (`SWAChunkCapPoolConfigurator`), when the radix cache
+    is off and max_running_requests and the chunked-prefill size are set: each running
+    request's bound (`_swa_per_request`), plus the prefill chunks in flight and a page."""
+    per_request = _swa_per_request(shape, s, r, spec)
+    if (per_request is None or not s.disable_radix_cache or s.max_running_requests is None
+            or s.chunked_prefill_size is None):
+        return None
+    chunks_in_flight = 1 if s.disable_overlap_schedule else 2
+    return (per_request * (s.max_running_requests // s.attn_dp_size)
+            + chunks_in_flight * s.chunked_prefill_size + r.page)
 
 
 def _size_budget(sizer: Sizer, r: _Resolved) -> tuple[Sizing, StageSizing]:
@@ -360,8 +422,14 @@ def _tokens(sizer: Sizer, binding: StageSizing, r: _Resolved, log: _Log, require
 
 
 def _swa_tokens(sizer: Sizer, binding: StageSizing, tokens: int) -> int | None:
-    """The SWA pool: `r` of the full pool, page-aligned, holding at least one window."""
-    ratio = binding.plan.cell.swa_ratio
+    """The SWA pool: a fixed size from the request cap (at most the full pool when an
+    operator's max_total_tokens cut it), else `r` of the full pool, page-aligned, holding at
+    least one window."""
+    cell = binding.plan.cell
+    if cell.swa_fixed_tokens is not None:
+        fixed = cell.swa_fixed_tokens
+        return fixed if tokens == binding.plan.tokens_fit else min(fixed, tokens)
+    ratio = cell.swa_ratio
     if ratio is None:
         return None
     swa = sizer.swa_tokens(tokens)
@@ -385,16 +453,6 @@ def _mamba(sizing: Sizing, binding: StageSizing, s: PlanSettings, log: _Log) -> 
         log.decide("mamba_pool.memory_budget", "max_mamba_cache_size", slots * s.attn_dp_size)
     mamba = binding.mamba or next(st.mamba for st in sizing.stages if st.mamba is not None)
     assert mamba is not None
-    log.differences.append(
-        f"the mamba pool's padding slot ({gib(mamba.per_slot)}) is paid from the KV budget; "
-        "SGLang allocates it without budgeting it"
-    )
-    if mamba.spec_requests and s.max_running_requests is None:
-        log.differences.append(
-            "SGLang requires --max-running-requests with speculative decoding on a mamba "
-            f"hybrid; intermediate states are reserved for {mamba.spec_requests} requests "
-            "(slots // slots per request)"
-        )
     return mamba
 
 
@@ -502,11 +560,14 @@ def _assemble(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, r: _Reso
         notes=tuple(log.notes),
         warnings=tuple(log.warnings),
         differences=tuple(log.differences),
+        trained_context_length=shape.context_length,
+        swa_per_request=sizer.swa_per_request,
     )
 
 
 __all__ = [
     "KV_DTYPES",
+    "SGLANG_NAME",
     "SGLANG_VERSION",
     "Budget",
     "Cell",

@@ -21,6 +21,7 @@ class WeightQuant:
 
 
 _FP4_BLOCK = Fraction(1, 2) + Fraction(1, 16)  # nvfp4: 4 bits + one fp8 scale per 16
+_GPTQ_BITS = frozenset({2, 3, 4, 8})  # GPTQConfig's supported widths
 
 
 def weight_quant(f: ConfigFields) -> WeightQuant | None:
@@ -49,6 +50,14 @@ def _group_wise(q: ConfigFields, method: str) -> WeightQuant:
     AWQ with `zero_point`) one packed zero point."""
     bits = q.integer("bits", maximum=16)
     group = q.optional_int("group_size", -1, minimum=-1)
+    if method.startswith("awq") and bits != 4:
+        # AWQConfig: "Currently, only 4-bit weight quantization is supported for AWQ"
+        raise q.refuse("bits", bits, "SGLang's AWQ runs 4-bit weights only; use a 4-bit AWQ checkpoint")
+    if method.startswith("gptq") and bits not in _GPTQ_BITS:
+        raise q.refuse("bits", bits, f"SGLang's GPTQ runs {', '.join(map(str, sorted(_GPTQ_BITS)))}-bit weights")
+    if group != -1 and (group < 1 or group & (group - 1)):
+        raise q.refuse("group_size", group, "it must be -1 (one group per row) or a power of two such as "
+                                            "32, 64 or 128 (the quantization kernels tile by it)")
     zero = method.startswith("gptq") or q.get("zero_point", True) is True
     overhead = Fraction(0) if group <= 0 else Fraction(16 + (bits if zero else 0), 8 * group)
     return WeightQuant(method, Fraction(bits, 8) + overhead)

@@ -98,12 +98,18 @@ class Cell:
     swa_layers: int  # layers in the SWA pool
     draft_layers: int
     per_layer_draft: int
-    swa_ratio: Fraction | None  # r, when the SWA pool is split
+    swa_ratio: Fraction | None  # r, when the SWA pool is split by ratio
+    swa_fixed_tokens: int | None = None  # the SWA pool sized from the request cap instead
 
     @property
     def full_bytes(self) -> int:
         """Bytes per token of the pools sized at full length (target and draft)."""
         return self.per_layer_full * self.full_layers + self.per_layer_draft * self.draft_layers
+
+    @property
+    def swa_fixed_bytes(self) -> int:
+        """Bytes of an SWA pool sized from the request cap (0 otherwise)."""
+        return (self.swa_fixed_tokens or 0) * self.per_layer_swa * self.swa_layers
 
     @property
     def bytes_per_token(self) -> Fraction:
@@ -142,12 +148,17 @@ class MambaSlots:
         return self.slots * self.per_slot
 
     @property
+    def spec_rows(self) -> int:
+        """Rows of the intermediate-state pools: one per request plus a padding row."""
+        return self.spec_requests + 1 if self.draft_tokens else 0
+
+    @property
     def spec_bytes(self) -> int:
-        return self.spec_requests * self.draft_tokens * self.per_slot
+        return self.spec_rows * self.draft_tokens * self.per_slot
 
     @property
     def total_bytes(self) -> int:
-        # + one padding slot: the pool holds slots + 1 rows (see docs/PLAN.md)
+        # + one padding slot: the pool holds slots + 1 rows, budgeted in the mamba share
         return self.state_bytes + self.per_slot + self.spec_bytes
 
 
@@ -167,7 +178,9 @@ class Concurrency:
 
     request_tokens: int
     requests: int
-    binds: str  # "kv tokens", "swa tokens", "mamba slots" or "max_running_requests"
+    binds: str  # "kv tokens", "swa tokens", "mamba slots", "max_running_requests" or "max_req_len"
+    reason: str | None = None  # why none fits and what to set (requests == 0)
+    limits: tuple[tuple[str, int], ...] = ()  # requests each pool (and the cap) holds
 
 
 @attrs.frozen
@@ -199,6 +212,8 @@ class KvPlan:
     notes: tuple[str, ...]
     warnings: tuple[str, ...] = ()  # what the operator should act on
     differences: tuple[str, ...] = ()  # where this plan deliberately differs from SGLang
+    trained_context_length: int | None = None  # the model's max_position_embeddings
+    swa_per_request: int | None = None  # SWA tokens one running request holds at most
 
     @property
     def pool_bytes(self) -> int:

@@ -88,6 +88,11 @@ class PlanSettings:
     enable_mamba_extra_buffer: bool = False
     enable_mamba_extra_buffer_lazy: bool = False
     disable_overlap_schedule: bool = False
+    chunked_prefill_size: int | None = None  # sizes the SWA pool from a request cap
+    cuda_graph_max_bs_decode: int | None = None  # with the next two: SGLang's reported reserve
+    disable_cuda_graph: bool = False
+    disable_decode_cuda_graph: bool = False
+    mamba_radix_cache_strategy: str = "auto"
     attention_backend: str | None = None
     speculative_algorithm: str | None = None
     speculative_num_steps: int | None = None
@@ -95,6 +100,7 @@ class PlanSettings:
     speculative_num_draft_tokens: int | None = None  # the active count; sizes nothing
     max_speculative_num_draft_tokens: int = 0  # the resolved bound D; sizes everything
     speculative_draft_kv_cache_dtype: str | None = None
+    speculative_draft_model_path: str | None = None
 
     def written(self) -> Mapping[WrittenLeaf, object]:
         """The leaves a plan may write back, as read: what each decision replaces."""
@@ -112,13 +118,15 @@ class DeviceMemory:
     """`pre_bytes`: free bytes before weights load. `weight_bytes` / `draft_weight_bytes`:
     the measured target / draft weights per rank, or None to estimate them from the model
     config. `capacity_bytes`: the device's total memory, from which SGLang derives its
-    default mem_fraction_static and activation reserve (None: take `pre_bytes`)."""
+    default mem_fraction_static and activation reserve (None: take `pre_bytes`). `sm`: the
+    compute capability the default attention backend rules test (None: unknown)."""
 
     pre_bytes: int
     weight_bytes: int | None = None
     draft_weight_bytes: int | None = None
     source: str = "--device-memory"
     capacity_bytes: int | None = None
+    sm: int | None = None  # the device's compute capability (major*10+minor), when known
 
     @property
     def capacity(self) -> int:

@@ -136,6 +136,8 @@ class Sizer:
     activation_reserve: int  # SGLang's reserve; suggestions never eat into it
     stages: tuple[StageLayers, ...]  # counted once; every size() reuses them
     mm_reserve: int = 0  # text-only planning
+    swa_cap: int | None = None  # SWA tokens sized from the request cap (SWAChunkCapPoolConfigurator)
+    swa_per_request: int | None = None  # SWA tokens one running request holds at most
 
     def size(self, mfs: Fraction) -> Sizing:
         slack = math.floor(self.pre * (1 - mfs))
@@ -161,6 +163,7 @@ class Sizer:
                 draft_tokens=self.spec_draft_tokens,
             )
         kv_budget = rest - (0 if mamba is None else mamba.total_bytes)
+        capped = self.split_swa and self.swa_cap is not None and full > 0
         cell = Cell(
             per_layer_full=self.per_layer,
             per_layer_swa=self.per_layer if self.split_swa else 0,
@@ -168,12 +171,14 @@ class Sizer:
             swa_layers=sliding,
             draft_layers=self.draft_layers if last else 0,
             per_layer_draft=self.per_layer_draft,
-            swa_ratio=self.swa_r if self.split_swa else None,
+            swa_ratio=self.swa_r if self.split_swa and not capped else None,
+            swa_fixed_tokens=ceil_to(self.swa_cap, self.page) if capped and self.swa_cap is not None else None,
         )
         per_token = cell.bytes_per_token
         fit = -1  # no KV layer on this stage
         if per_token:
-            fit = math.floor(kv_budget / per_token) // self.page * self.page if kv_budget > 0 else 0
+            left = kv_budget - cell.swa_fixed_bytes  # the capped SWA pool is taken off first
+            fit = math.floor(left / per_token) // self.page * self.page if left > 0 else 0
         slots = None if mamba is None else mamba.slots
         return StageSizing(
             StagePlan(rank, (start, end), cell, kv_budget, fit, slots),

@@ -54,8 +54,8 @@ def mamba_tensors(geometry: MambaGeometry, layers: int, mamba: MambaSlots) -> tu
         PoolTensor("mamba_conv", 1, (layers, mamba.slots + 1, *g.conv), g.conv_dtype, g.conv_dtype),
         PoolTensor("mamba_temporal", 1, (layers, mamba.slots + 1, *g.temporal), g.ssm_dtype, g.ssm_dtype),
     ]
-    if mamba.spec_requests:
-        rows = (layers, mamba.spec_requests, mamba.draft_tokens)
+    if mamba.spec_rows:
+        rows = (layers, mamba.spec_rows, mamba.draft_tokens)
         out += [
             PoolTensor("mamba_spec_conv", 1, (*rows, *g.conv), g.conv_dtype, g.conv_dtype),
             PoolTensor("mamba_spec_temporal", 1, (*rows, *g.temporal), g.ssm_dtype, g.ssm_dtype),

@@ -36,7 +36,58 @@ def validate_settings(shape: ModelShape, s: PlanSettings) -> None:
             "mamba_radix_cache_strategy=extra_buffer_lazy needs the overlap scheduler; drop "
             "--disable-overlap-schedule or use extra_buffer"
         )
+    validate_mamba(shape, s)
+    validate_speculative(shape, s)
     validate_parallel(shape, s.attn_tp_size)
+
+
+def validate_mamba(shape: ModelShape, s: PlanSettings) -> None:
+    """What SGLang asserts about a hybrid mamba model's radix cache and speculation."""
+    if shape.linear is None:
+        return
+    if s.mamba_radix_cache_strategy == "no_buffer" and not s.disable_radix_cache:
+        page = s.page_size or 1
+        if page > 1 or not s.disable_overlap_schedule:
+            given = [f"--page-size {page}"] if page > 1 else []
+            given += [] if s.disable_overlap_schedule else ["overlap scheduling on"]
+            raise SettingsError(
+                f"mamba_radix_cache_strategy=no_buffer with {' and '.join(given)}: the no_buffer "
+                "mamba radix cache runs pages of 1 token without overlap scheduling (SGLang's "
+                "MambaRadixCache asserts it); pass --mamba-radix-cache-strategy extra_buffer, or "
+                "--page-size 1 --disable-overlap-schedule"
+            )
+    if s.speculative_algorithm is not None and s.max_running_requests is None:
+        raise SettingsError(
+            f"speculative_algorithm={s.speculative_algorithm} on a mamba hybrid ({shape.source}) "
+            "needs max_running_requests: SGLang sizes the intermediate mamba states from it and "
+            "asserts it is set; pass --max-running-requests N"
+        )
+
+
+# Draft algorithms that draft from a separate model: EAGLE heads, a standalone draft, or the
+# checkpoint's own MTP layers (NEXTN) when it has them.
+_NEEDS_DRAFT_MODEL = frozenset({"EAGLE", "EAGLE3", "STANDALONE", "DFLASH"})
+# Checkpoints that carry MTP layers without declaring num_nextn_predict_layers (SGLang loads
+# their NEXTN draft from the target checkpoint).
+_BUILT_IN_MTP = frozenset({"Qwen3NextForCausalLM", "Glm4MoeForCausalLM", "MiMoForCausalLM"})
+
+
+def validate_speculative(shape: ModelShape, s: PlanSettings) -> None:
+    """A draft algorithm that needs a draft model is refused without one, naming the flag:
+    EAGLE, EAGLE3, STANDALONE and DFLASH always; NEXTN when the checkpoint has no MTP layers
+    of its own (num_nextn_predict_layers)."""
+    algo = (s.speculative_algorithm or "").upper()
+    if not algo or s.speculative_draft_model_path is not None:
+        return
+    has_mtp = bool(shape.num_nextn_predict_layers) or bool(_BUILT_IN_MTP.intersection(shape.architectures))
+    if algo in _NEEDS_DRAFT_MODEL or (algo in ("NEXTN", "MTP") and not has_mtp):
+        why = ("its checkpoint declares no MTP layers (num_nextn_predict_layers)" if algo in ("NEXTN", "MTP")
+               else "the algorithm drafts with a separate model")
+        raise SettingsError(
+            f"speculative_algorithm={s.speculative_algorithm} on {shape.source} needs a draft model: "
+            f"{why}; pass --speculative-draft-model-path PATH (or --speculative-algorithm NGRAM, "
+            "which drafts without one)"
+        )
 
 
 def validate_parallel(shape: ModelShape, tp: int) -> None:

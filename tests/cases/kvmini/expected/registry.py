@@ -16,6 +16,7 @@ from __future__ import annotations
 import configbags.server.rules
 from configbags.runtime.generated_api import (
     DerivedSpec,
+    FleetSpec,
     LeafSpec,
     NamespaceSpec,
     Policy,
@@ -35,79 +36,79 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="model",
         type=TypeSpec("int", True),
         owner="worker",
+        help="Longest request; unset takes the model's.",
         minimum=1,
         policy=Policy.LOAD_TIME,
-        flags=("--context-length",),
     ),
     "kv_cache_dtype": LeafSpec(
         name="kv_cache_dtype",
         namespace="model",
         type=TypeSpec("str", False),
         owner="worker",
+        help="Element type of the KV cache.",
         default="auto",
         choices=("auto", "bf16", "float16", "fp8_e4m3"),
         policy=Policy.LOAD_TIME,
-        flags=("--kv-cache-dtype",),
     ),
     "tp_size": LeafSpec(
         name="tp_size",
         namespace="parallel",
         type=TypeSpec("int", False),
         owner="launcher",
+        help="Ranks that split each layer.",
         default=1,
         minimum=1,
-        flags=("--tp-size",),
     ),
     "mem_fraction_static": LeafSpec(
         name="mem_fraction_static",
         namespace="schedule",
         type=TypeSpec("float", True),
         owner="worker",
+        help="Share of the pre-load free memory for weights plus KV; unset, with GPU facts, rule mem_fraction_static_from_gpu_memory derives it from the device.",
         minimum=0.0,
         maximum=1.0,
         policy=Policy.LOAD_TIME,
-        flags=("--mem-fraction-static",),
     ),
     "page_size": LeafSpec(
         name="page_size",
         namespace="schedule",
         type=TypeSpec("int", True),
         owner="worker",
+        help="Tokens per KV page; unset is 1.",
         has_fallback=True,
         fallback=1,
         minimum=1,
         policy=Policy.LOAD_TIME,
-        flags=("--page-size",),
     ),
     "max_running_requests": LeafSpec(
         name="max_running_requests",
         namespace="schedule",
         type=TypeSpec("int", True),
         owner="worker",
+        help="Most requests at once; unset is estimated from the pool.",
         minimum=1,
         policy=Policy.LOAD_TIME,
-        flags=("--max-running-requests",),
     ),
     "swa_full_tokens_ratio": LeafSpec(
         name="swa_full_tokens_ratio",
         namespace="schedule",
         type=TypeSpec("float", True),
         owner="launcher",
+        help="Sliding-window pool size relative to the full pool.",
         has_fallback=True,
         fallback=0.8,
         minimum=0.0,
         maximum=1.0,
-        flags=("--swa-full-tokens-ratio",),
     ),
     "mamba_full_memory_ratio": LeafSpec(
         name="mamba_full_memory_ratio",
         namespace="schedule",
         type=TypeSpec("float", True),
         owner="launcher",
+        help="Mamba state memory relative to KV memory.",
         has_fallback=True,
         fallback=0.9,
         minimum=0.0,
-        flags=("--mamba-full-memory-ratio",),
     ),
 }
 
@@ -122,6 +123,7 @@ NAMESPACES: dict[str, NamespaceSpec] = {
         fields=("context_length", "kv_cache_dtype"),
         children=(),
         ranks=(),
+        doc="The model and its KV cache precision.",
     ),
     "parallel": NamespaceSpec(
         path="parallel",
@@ -129,6 +131,7 @@ NAMESPACES: dict[str, NamespaceSpec] = {
         fields=("tp_size",),
         children=(),
         ranks=(),
+        doc="How the model is split across ranks.",
     ),
     "schedule": NamespaceSpec(
         path="schedule",
@@ -142,6 +145,7 @@ NAMESPACES: dict[str, NamespaceSpec] = {
         ),
         children=(),
         ranks=(),
+        doc="The KV pool's sizes and request limits.",
     ),
 }
 
@@ -163,6 +167,10 @@ RULES: tuple[RuleSpec, ...] = (
 
 PRESETS: dict[str, PresetSpec] = {}
 
+# The fleet: what servers of one deployment must agree on (contracts.yaml), the leaf that
+# names a server's deployment role, and the leaves exported as gauges (`metric: true`).
+FLEET = FleetSpec(role_leaf=None, contracts=(), metrics=())
+
 REGISTRY = Registry(
     leaves=LEAVES,
     derived=DERIVED,
@@ -180,4 +188,5 @@ REGISTRY = Registry(
     presets=PRESETS,
     schema_version="0",
     env_prefix=None,
+    fleet=FLEET,
 )

@@ -27,6 +27,7 @@ import attrs
 from configbags.runtime.generated_api import (
     Layer,
     add_config_flag,
+    add_leaf_arguments,
     leaf_converters,
     load_config_file,
     record_from_cli,
@@ -110,79 +111,6 @@ class ServerArgs:
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
         """Register `--config`, `--preset`, `--dump-config` and one flag per leaf (plus
-        hidden old spellings), grouped by namespace."""
+        hidden old spellings), grouped by namespace, from the leaves' records."""
         add_config_flag(parser, ())
-        group = parser.add_argument_group(
-            "model", "The model and its KV cache precision."
-        )
-        group.add_argument(
-            "--context-length",
-            dest="context_length",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="Longest request; unset takes the model's. (default: None; may be resolved at load time)",
-            metavar="CONTEXT_LENGTH",
-        )
-        group.add_argument(
-            "--kv-cache-dtype",
-            dest="kv_cache_dtype",
-            type=str,
-            choices=("auto", "bf16", "float16", "fp8_e4m3"),
-            default=argparse.SUPPRESS,
-            help="Element type of the KV cache. (default: 'auto'; one of: auto, bf16, float16, fp8_e4m3; may be resolved at load time)",
-            metavar="KV_CACHE_DTYPE",
-        )
-        group = parser.add_argument_group(
-            "parallel", "How the model is split across ranks."
-        )
-        group.add_argument(
-            "--tp-size",
-            dest="tp_size",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="Ranks that split each layer. (default: 1)",
-            metavar="TP_SIZE",
-        )
-        group = parser.add_argument_group(
-            "schedule", "The KV pool's sizes and request limits."
-        )
-        group.add_argument(
-            "--mem-fraction-static",
-            dest="mem_fraction_static",
-            type=float,
-            default=argparse.SUPPRESS,
-            help="Share of the pre-load free memory for weights plus KV; unset, with GPU facts, rule mem_fraction_static_from_gpu_memory derives it from the device. (default: None; may be resolved at load time)",
-            metavar="MEM_FRACTION_STATIC",
-        )
-        group.add_argument(
-            "--page-size",
-            dest="page_size",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="Tokens per KV page; unset is 1. (default: None; unset falls back to 1; may be resolved at load time)",
-            metavar="PAGE_SIZE",
-        )
-        group.add_argument(
-            "--max-running-requests",
-            dest="max_running_requests",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="Most requests at once; unset is estimated from the pool. (default: None; may be resolved at load time)",
-            metavar="MAX_RUNNING_REQUESTS",
-        )
-        group.add_argument(
-            "--swa-full-tokens-ratio",
-            dest="swa_full_tokens_ratio",
-            type=float,
-            default=argparse.SUPPRESS,
-            help="Sliding-window pool size relative to the full pool. (default: None; unset falls back to 0.8)",
-            metavar="SWA_FULL_TOKENS_RATIO",
-        )
-        group.add_argument(
-            "--mamba-full-memory-ratio",
-            dest="mamba_full_memory_ratio",
-            type=float,
-            default=argparse.SUPPRESS,
-            help="Mamba state memory relative to KV memory. (default: None; unset falls back to 0.9)",
-            metavar="MAMBA_FULL_MEMORY_RATIO",
-        )
+        add_leaf_arguments(parser, REGISTRY)

@@ -17,6 +17,7 @@ from configbags.runtime.generated_api import (
     Condition,
     Deprecation,
     DerivedSpec,
+    FleetSpec,
     LeafSpec,
     NamespaceSpec,
     Policy,
@@ -37,8 +38,8 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("str", False),
         owner="boss",
+        help="What the server is called.",
         required=True,
-        flags=("--name",),
         env="TINY_NAME",
     ),
     "width": LeafSpec(
@@ -46,9 +47,9 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("int", False),
         owner="boss",
+        help="How many lanes run side by side.",
         default=2,
         minimum=1,
-        flags=("--width",),
         env="TINY_WIDTH",
         renamed_from=(
             Renamed("lanes", None, None, None, None),
@@ -60,8 +61,7 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("str", True),
         owner="boss",
-        hash=False,
-        flags=("--token",),
+        help="Bearer token clients send.",
         env="TINY_TOKEN",
         secret=True,
     ),
@@ -70,30 +70,29 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("str", True),
         owner="boss",
+        help="Kernel backend.",
         choices=("a", "b"),
-        flags=("--backend",),
     ),
     "block": LeafSpec(
         name="block",
         namespace="core",
         type=TypeSpec("int", True),
         owner="worker",
+        help="Tokens per block. Unset, a rule picks it from GPU memory.",
         minimum=1,
         policy=Policy.LOAD_TIME,
-        flags=("--block",),
     ),
     "ratio": LeafSpec(
         name="ratio",
         namespace="core",
         type=TypeSpec("float", True),
         owner="worker",
+        help="Share of memory for the pool.",
         has_fallback=True,
         fallback=0.9,
         minimum=0.0,
         maximum=1.0,
         policy=Policy.LOAD_TIME,
-        hash=False,
-        flags=("--ratio",),
         kind="memory",
     ),
     "items": LeafSpec(
@@ -101,8 +100,8 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("list[int]", False),
         owner="boss",
+        help="Some sizes.",
         default=(1, 2),
-        flags=("--items",),
         env="TINY_ITEMS",
     ),
     "loud": LeafSpec(
@@ -110,8 +109,8 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("bool", False),
         owner="boss",
+        help="Print more.",
         default=False,
-        flags=("--loud",),
         env="TINY_LOUD",
     ),
     "extra": LeafSpec(
@@ -119,7 +118,7 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("json", True),
         owner="boss",
-        flags=("--extra",),
+        help="Extra options.",
         env="TINY_EXTRA",
     ),
     "home": LeafSpec(
@@ -127,6 +126,8 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("str", True),
         owner="boss",
+        help="Set only through the environment.",
+        flags=(),
         env="TINY_HOME",
     ),
     "old_knob": LeafSpec(
@@ -134,8 +135,8 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("int", False),
         owner="boss",
+        help="An old knob.",
         default=0,
-        flags=("--old-knob",),
         deprecated=Deprecation("1.5", "width", "3.0"),
     ),
     "gone_knob": LeafSpec(
@@ -143,8 +144,8 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("int", False),
         owner="boss",
+        help="A knob that is gone.",
         default=0,
-        flags=("--gone-knob",),
         deprecated=Deprecation("1.0", "width", "2.0"),
     ),
     "verbose": LeafSpec(
@@ -152,10 +153,9 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("bool", False),
         owner="boss",
+        help="Tunable at runtime.",
         default=False,
         policy=Policy.RUNTIME,
-        hash=False,
-        flags=("--verbose",),
     ),
 }
 
@@ -184,6 +184,7 @@ NAMESPACES: dict[str, NamespaceSpec] = {
         ),
         children=(),
         ranks=(),
+        doc="A tiny server with every resolution layer.",
     ),
 }
 
@@ -247,6 +248,10 @@ PRESETS: dict[str, PresetSpec] = {
     ),
 }
 
+# The fleet: what servers of one deployment must agree on (contracts.yaml), the leaf that
+# names a server's deployment role, and the leaves exported as gauges (`metric: true`).
+FLEET = FleetSpec(role_leaf=None, contracts=(), metrics=())
+
 REGISTRY = Registry(
     leaves=LEAVES,
     derived=DERIVED,
@@ -260,4 +265,5 @@ REGISTRY = Registry(
     presets=PRESETS,
     schema_version="2.0",
     env_prefix="TINY_",
+    fleet=FLEET,
 )

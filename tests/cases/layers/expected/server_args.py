@@ -26,7 +26,7 @@ import attrs
 from configbags.runtime.generated_api import (
     Layer,
     add_config_flag,
-    json_value,
+    add_leaf_arguments,
     leaf_converters,
     load_config_file,
     record_from_cli,
@@ -120,120 +120,6 @@ class ServerArgs:
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
         """Register `--config`, `--preset`, `--dump-config` and one flag per leaf (plus
-        hidden old spellings), grouped by namespace."""
+        hidden old spellings), grouped by namespace, from the leaves' records."""
         add_config_flag(parser, ("wide",))
-        group = parser.add_argument_group(
-            "core", "A tiny server with every resolution layer."
-        )
-        group.add_argument(
-            "--name",
-            dest="name",
-            type=str,
-            default=argparse.SUPPRESS,
-            help="What the server is called. (required; env TINY_NAME)",
-            metavar="NAME",
-        )
-        group.add_argument(
-            "--width",
-            dest="width",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="How many lanes run side by side. (default: 2; env TINY_WIDTH)",
-            metavar="WIDTH",
-        )
-        group.add_argument(
-            "--lanes",
-            dest="renamed:lanes",
-            type=int,
-            default=argparse.SUPPRESS,
-            help=argparse.SUPPRESS,
-            metavar="WIDTH",
-        )
-        group.add_argument(
-            "--breadth",
-            dest="renamed:breadth",
-            type=int,
-            default=argparse.SUPPRESS,
-            help=argparse.SUPPRESS,
-            metavar="WIDTH",
-        )
-        group.add_argument(
-            "--token",
-            dest="token",
-            type=str,
-            default=argparse.SUPPRESS,
-            help="Bearer token clients send. (default: None; env TINY_TOKEN)",
-            metavar="TOKEN",
-        )
-        group.add_argument(
-            "--backend",
-            dest="backend",
-            type=str,
-            choices=("a", "b"),
-            default=argparse.SUPPRESS,
-            help="Kernel backend. (default: None; one of: a, b)",
-            metavar="BACKEND",
-        )
-        group.add_argument(
-            "--block",
-            dest="block",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="Tokens per block. Unset, a rule picks it from GPU memory. (default: None; may be resolved at load time)",
-            metavar="BLOCK",
-        )
-        group.add_argument(
-            "--ratio",
-            dest="ratio",
-            type=float,
-            default=argparse.SUPPRESS,
-            help="Share of memory for the pool. (default: None; unset falls back to 0.9; may be resolved at load time)",
-            metavar="RATIO",
-        )
-        group.add_argument(
-            "--items",
-            dest="items",
-            type=int,
-            nargs="+",
-            default=argparse.SUPPRESS,
-            help="Some sizes. (default: [1, 2]; env TINY_ITEMS)",
-            metavar="ITEMS",
-        )
-        group.add_argument(
-            "--loud",
-            dest="loud",
-            action=argparse.BooleanOptionalAction,
-            default=argparse.SUPPRESS,
-            help="Print more. (default: False; env TINY_LOUD)",
-        )
-        group.add_argument(
-            "--extra",
-            dest="extra",
-            type=json_value,
-            default=argparse.SUPPRESS,
-            help="Extra options. (default: None; env TINY_EXTRA)",
-            metavar="EXTRA",
-        )
-        group.add_argument(
-            "--old-knob",
-            dest="old_knob",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="An old knob. DEPRECATED: since 1.5, removed in 3.0; use width. (default: 0)",
-            metavar="OLD_KNOB",
-        )
-        group.add_argument(
-            "--gone-knob",
-            dest="gone_knob",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="A knob that is gone. DEPRECATED: since 1.0, removed in 2.0; use width. (default: 0)",
-            metavar="GONE_KNOB",
-        )
-        group.add_argument(
-            "--verbose",
-            dest="verbose",
-            action=argparse.BooleanOptionalAction,
-            default=argparse.SUPPRESS,
-            help="Tunable at runtime. (default: False; tunable at runtime)",
-        )
+        add_leaf_arguments(parser, REGISTRY)

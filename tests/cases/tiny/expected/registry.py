@@ -15,6 +15,7 @@ import math
 
 from configbags.runtime.generated_api import (
     DerivedSpec,
+    FleetSpec,
     LeafSpec,
     NamespaceSpec,
     Policy,
@@ -34,6 +35,7 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("int", False),
         owner="boss",
+        help="How many lanes run side by side.",
         default=2,
         minimum=1,
         flags=("--width", "--lanes"),
@@ -43,108 +45,114 @@ LEAVES: dict[str, LeafSpec] = {
         namespace="core",
         type=TypeSpec("str", False),
         owner="boss",
+        help="What the server is called.",
         required=True,
-        flags=("--name",),
     ),
     "ratio": LeafSpec(
         name="ratio",
         namespace="core",
         type=TypeSpec("float", True),
         owner="worker",
+        help="Share of memory kept back; unset means 0.5.",
         has_fallback=True,
         fallback=0.5,
         minimum=0.0,
         maximum=1.0,
         policy=Policy.LOAD_TIME,
-        flags=("--ratio",),
     ),
     "verbose": LeafSpec(
         name="verbose",
         namespace="core",
         type=TypeSpec("bool", False),
         owner="boss",
+        help="Print more.",
         default=False,
         policy=Policy.RUNTIME,
-        hash=False,
-        flags=("--verbose",),
     ),
     "mode": LeafSpec(
         name="mode",
         namespace="core.tune",
         type=TypeSpec("str", False),
         owner="boss",
+        help="Which trade-off to make.",
         default="fast",
         choices=("fast", "safe"),
         policy=Policy.RUNTIME,
-        hash=False,
-        flags=("--mode",),
     ),
     "sizes": LeafSpec(
         name="sizes",
         namespace="core.tune",
         type=TypeSpec("list[int]", True),
         owner="boss",
+        help="Batch sizes to prepare.",
         minimum=1,
         maximum=64,
-        flags=("--sizes",),
     ),
     "tags": LeafSpec(
         name="tags",
         namespace="core.tune",
         type=TypeSpec("list[str]", False),
         owner="boss",
+        help="Labels, from a fixed set.",
         default=("a", "b"),
         choices=("a", "b", "c"),
+        flags=(),
     ),
     "extra": LeafSpec(
         name="extra",
         namespace="core.tune",
         type=TypeSpec("json", False),
         owner="boss",
+        help="Anything else, as JSON.",
         default={},
-        flags=("--extra",),
     ),
     "budget": LeafSpec(
         name="budget",
         namespace="core.tune",
         type=TypeSpec("int", True),
         owner="boss",
+        help="Tokens per step.",
         policy=Policy.RUNTIME,
-        hash=False,
         capacity="width",
-        flags=("--budget",),
     ),
     "widths": LeafSpec(
         name="widths",
         namespace="core.tune",
         type=TypeSpec("list[int]", False),
         owner="boss",
+        help="An unbounded list beside a bounded one (their JSON Schemas must not mix).",
         default=(100, 200),
-        flags=("--widths",),
     ),
     "level": LeafSpec(
         name="level",
         namespace="core.tune",
         type=TypeSpec("str", True),
         owner="boss",
+        help="How hard to try.",
         choices=("low", "high"),
-        flags=("--level",),
+        has_const=True,
+        const="high",
     ),
     "labels": LeafSpec(
         name="labels",
         namespace="core.tune",
         type=TypeSpec("list[str]", True),
         owner="boss",
-        flags=("--labels",),
+        help="Free-form labels.",
+        nargs="*",
     ),
     "skip": LeafSpec(
         name="skip",
         namespace="core.tune",
         type=TypeSpec("int", False),
         owner="boss",
+        help="Steps to skip.",
         default=0,
         minimum=0,
         flags=("--skip-some",),
+        has_const=True,
+        const=3,
+        nargs=0,
     ),
 }
 
@@ -179,6 +187,7 @@ NAMESPACES: dict[str, NamespaceSpec] = {
         ),
         children=(),
         ranks=(),
+        doc="Tunables adjusted while running.",
     ),
     "core": NamespaceSpec(
         path="core",
@@ -186,6 +195,7 @@ NAMESPACES: dict[str, NamespaceSpec] = {
         fields=("width", "name", "ratio", "verbose", "width_root"),
         children=(("tune", "core.tune"),),
         ranks=(),
+        doc="Core sizes of a tiny server.",
     ),
 }
 
@@ -193,6 +203,10 @@ NAMESPACES: dict[str, NamespaceSpec] = {
 RULES: tuple[RuleSpec, ...] = ()
 
 PRESETS: dict[str, PresetSpec] = {}
+
+# The fleet: what servers of one deployment must agree on (contracts.yaml), the leaf that
+# names a server's deployment role, and the leaves exported as gauges (`metric: true`).
+FLEET = FleetSpec(role_leaf=None, contracts=(), metrics=())
 
 REGISTRY = Registry(
     leaves=LEAVES,
@@ -207,4 +221,5 @@ REGISTRY = Registry(
     presets=PRESETS,
     schema_version="0",
     env_prefix=None,
+    fleet=FLEET,
 )

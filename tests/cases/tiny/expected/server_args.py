@@ -25,7 +25,7 @@ import attrs
 from configbags.runtime.generated_api import (
     Layer,
     add_config_flag,
-    json_value,
+    add_leaf_arguments,
     leaf_converters,
     load_config_file,
     record_from_cli,
@@ -119,112 +119,6 @@ class ServerArgs:
     @staticmethod
     def add_cli_args(parser: argparse.ArgumentParser) -> None:
         """Register `--config`, `--preset`, `--dump-config` and one flag per leaf (plus
-        hidden old spellings), grouped by namespace."""
+        hidden old spellings), grouped by namespace, from the leaves' records."""
         add_config_flag(parser, ())
-        group = parser.add_argument_group("core", "Core sizes of a tiny server.")
-        group.add_argument(
-            "--width",
-            "--lanes",
-            dest="width",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="How many lanes run side by side. (default: 2)",
-            metavar="WIDTH",
-        )
-        group.add_argument(
-            "--name",
-            dest="name",
-            type=str,
-            default=argparse.SUPPRESS,
-            help="What the server is called. (required)",
-            metavar="NAME",
-        )
-        group.add_argument(
-            "--ratio",
-            dest="ratio",
-            type=float,
-            default=argparse.SUPPRESS,
-            help="Share of memory kept back; unset means 0.5. (default: None; unset falls back to 0.5; may be resolved at load time)",
-            metavar="RATIO",
-        )
-        group.add_argument(
-            "--verbose",
-            dest="verbose",
-            action=argparse.BooleanOptionalAction,
-            default=argparse.SUPPRESS,
-            help="Print more. (default: False; tunable at runtime)",
-        )
-        group = parser.add_argument_group(
-            "core.tune", "Tunables adjusted while running."
-        )
-        group.add_argument(
-            "--mode",
-            dest="mode",
-            type=str,
-            choices=("fast", "safe"),
-            default=argparse.SUPPRESS,
-            help="Which trade-off to make. (default: 'fast'; one of: fast, safe; tunable at runtime)",
-            metavar="MODE",
-        )
-        group.add_argument(
-            "--sizes",
-            dest="sizes",
-            type=int,
-            nargs="+",
-            default=argparse.SUPPRESS,
-            help="Batch sizes to prepare. (default: None)",
-            metavar="SIZES",
-        )
-        group.add_argument(
-            "--extra",
-            dest="extra",
-            type=json_value,
-            default=argparse.SUPPRESS,
-            help="Anything else, as JSON. (default: {})",
-            metavar="EXTRA",
-        )
-        group.add_argument(
-            "--budget",
-            dest="budget",
-            type=int,
-            default=argparse.SUPPRESS,
-            help="Tokens per step. (default: None; tunable at runtime)",
-            metavar="BUDGET",
-        )
-        group.add_argument(
-            "--widths",
-            dest="widths",
-            type=int,
-            nargs="+",
-            default=argparse.SUPPRESS,
-            help="An unbounded list beside a bounded one (their JSON Schemas must not mix). (default: [100, 200])",
-            metavar="WIDTHS",
-        )
-        group.add_argument(
-            "--level",
-            dest="level",
-            type=str,
-            nargs="?",
-            const="high",
-            choices=("low", "high"),
-            default=argparse.SUPPRESS,
-            help="How hard to try. (default: None; one of: low, high; the flag alone means 'high')",
-            metavar="LEVEL",
-        )
-        group.add_argument(
-            "--labels",
-            dest="labels",
-            type=str,
-            nargs="*",
-            default=argparse.SUPPRESS,
-            help="Free-form labels. (default: None; the flag alone gives an empty list)",
-            metavar="LABELS",
-        )
-        group.add_argument(
-            "--skip-some",
-            dest="skip",
-            action="store_const",
-            const=3,
-            default=argparse.SUPPRESS,
-            help="Steps to skip. (default: 0; the flag alone sets 3)",
-        )
+        add_leaf_arguments(parser, REGISTRY)

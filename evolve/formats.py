@@ -1,0 +1,655 @@
+"""One parser per deployment format, each with the format's own library: `shlex` for shell
+and for shell-form Dockerfile lines, `ast` for Python, PyYAML's composer (multi-document,
+with line marks) for YAML, Kubernetes manifests, Helm values and compose files, `json`
+for JSON and exec-form Dockerfile lines. No regular expression reads YAML.
+
+Each parser turns a file into what the linter checks, each item at its line:
+`Command`s (a program's words and its arguments: launch lines or container args),
+`EnvVar`s and `ConfigEntry`s (keys of a config mapping)."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import json
+import re
+import shlex
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from configbags.runtime.errors import YamlError
+from configbags.runtime.yamlsafe import StrictLoader, load_json, read_text_limited
+
+# A launch line is a command whose program words (the words before its first `--flag`)
+# match one of these: engines' launch modules (`python -m sglang.launch_server ...`).
+DEFAULT_LAUNCHERS = ("*launch_server*",)
+# Helm values keys whose mapping is a config file's content, and whose lists are arguments
+CONFIG_KEYS = frozenset({"config", "serverArgs", "engineArgs", "engineConfig", "serverConfig"})
+ARG_KEYS = frozenset({"args", "extraArgs", "command"})
+ENV_KEYS = frozenset({"env", "extraEnv"})
+SHELLS = frozenset({"sh", "bash", "dash", "zsh"})  # programs whose `-c SCRIPT` is a shell script
+
+
+@attrs.frozen
+class Token:
+    text: str
+    line: int
+    dynamic: bool = False  # a shell variable, template or computed element: its value is unknown
+
+
+@attrs.frozen
+class Command:
+    program: tuple[Token, ...]  # the words before the first flag
+    args: tuple[Token, ...]
+    # a launch by its program words, or arguments given without a program (container args
+    # run by the image's entrypoint), linted when they hold a flag the schema knows
+    launch: bool
+
+
+@attrs.frozen
+class EnvVar:
+    name: str
+    value: str | None  # None: not known here (from a secret, a field ref, a variable)
+    line: int
+
+
+@attrs.frozen
+class ConfigEntry:
+    key: str
+    value: Any
+    line: int
+    known_value: bool = True  # False: a template or other text that only becomes a value later
+
+
+@attrs.frozen
+class Parsed:
+    format: str
+    commands: tuple[Command, ...] = ()
+    env: tuple[EnvVar, ...] = ()
+    config: tuple[ConfigEntry, ...] = ()
+
+
+class FormatError(Exception):
+    """A file that does not parse as its format: the message and the line."""
+
+    def __init__(self, message: str, line: int = 1) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+_FORMAT_FIELD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.]*(?:![rsa])?(?::[^{}]*)?\}")  # `{tp}`, `{n:03d}`: not JSON
+
+
+def _dynamic(text: str) -> bool:
+    """Text whose value is only known later: a shell or compose variable (`$X`), a Helm or
+    Jinja template (`{{ .Values.x }}`), a Python format field or brace expansion (`{tp}`)."""
+    return "$" in text or "{{" in text or _FORMAT_FIELD.search(text) is not None
+
+
+def command_of(tokens: Sequence[Token], launchers: Sequence[str], *, bare_args: bool = False) -> Command:
+    """Split tokens into program words and arguments; `bare_args`: the tokens are only
+    arguments (a container's args under an image's entrypoint)."""
+    if bare_args:
+        return Command((), tuple(tokens), launch=False)
+    split = next((i for i, t in enumerate(tokens) if t.text.startswith("--")), len(tokens))
+    program = tuple(tokens[:split])
+    words = " ".join(t.text for t in program)
+    launch = any(fnmatch.fnmatchcase(words, p) for p in launchers)
+    return Command(program, tuple(tokens[split:]), launch)
+
+
+# -- shell -------------------------------------------------------------------------------
+_OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
+
+
+def _shell_words(text: str) -> list[str]:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    return list(lexer)
+
+
+def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
+    """Simple commands of a shell script, each as tokens with their physical lines: a
+    command continues over lines ending in a backslash; `;`, `&&`, `|`... separate them."""
+    lines = text.splitlines()
+    i = 0
+    current: list[Token] = []
+    while i < len(lines):
+        start = i
+        chunk = lines[i]
+        while True:  # a quoted string may span lines: read on until it closes
+            try:
+                words = _shell_words(chunk.removesuffix("\\"))
+                break
+            except ValueError:
+                if i + 1 >= len(lines):
+                    raise FormatError(f"unclosed quote in a shell command: {lines[start].strip()[:60]!r}",
+                                      first_line + start) from None
+                i += 1
+                chunk += "\n" + lines[i]
+        for word in words:
+            if word in _OPERATORS:
+                if current:
+                    yield current
+                current = []
+            else:
+                current.append(Token(word, first_line + start, _dynamic(word)))
+        if not chunk.endswith("\\") and current:
+            yield current
+            current = []
+        i += 1
+    if current:
+        yield current
+
+
+def _split_assignments(tokens: list[Token]) -> tuple[list[EnvVar], list[Token]]:
+    """`NAME=value cmd ...` and `export NAME=value`: the assignments and the rest."""
+    env: list[EnvVar] = []
+    rest = list(tokens)
+    if rest and rest[0].text in ("export", "env"):
+        rest = rest[1:]
+    while rest and "=" in rest[0].text and rest[0].text.split("=", 1)[0].isidentifier():
+        name, _, value = rest[0].text.partition("=")
+        env.append(EnvVar(name, None if _dynamic(value) else value, rest[0].line))
+        rest = rest[1:]
+    return env, rest
+
+
+def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Parsed:
+    commands: list[Command] = []
+    env: list[EnvVar] = []
+    for tokens in shell_tokens(text, first_line):
+        assigned, rest = _split_assignments(tokens)
+        env += assigned
+        if rest:
+            nested = _shell_c(rest, launchers)
+            if nested is not None:
+                commands += nested.commands
+                env += nested.env
+            else:
+                commands.append(command_of(rest, launchers))
+    return Parsed("shell", tuple(c for c in commands if c.launch), tuple(env))
+
+
+def _shell_c(tokens: Sequence[Token], launchers: Sequence[str]) -> Parsed | None:
+    """`sh -c 'script'` (a container's command, a Dockerfile RUN): the script, parsed."""
+    texts = [t.text for t in tokens]
+    if len(texts) >= 3 and Path(texts[0]).name in SHELLS and "-c" in texts[1:3]:
+        at = texts.index("-c") + 1
+        if at < len(tokens):
+            return parse_shell(tokens[at].text, launchers, tokens[at].line)
+    return None
+
+
+# -- Python ------------------------------------------------------------------------------
+def parse_python(text: str, launchers: Sequence[str]) -> Parsed:
+    """Launch lines in Python: argv lists (`subprocess.run([...])`, `ServerArgs.from_cli([...])`)
+    and command strings; environment writes (`os.environ[...] = ...`, `env={...}`)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise FormatError(f"Python syntax error: {exc.msg}", exc.lineno or 1) from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, nesting past the parser's stack
+        raise FormatError(f"the Python parser refuses the file: {type(exc).__name__}: {exc}") from None
+    commands: list[Command] = []
+    env: list[EnvVar] = []
+    in_lists: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = ast.unparse(node.func)
+            if func.endswith("from_cli") and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                tokens = _list_tokens(node.args[0])
+                commands.append(Command((), tuple(tokens), True))
+                in_lists.update(id(e) for e in node.args[0].elts)
+            for kw in node.keywords:
+                if kw.arg == "env" and isinstance(kw.value, ast.Dict):
+                    env += _dict_env(kw.value)
+            if func.endswith("environ.setdefault") and len(node.args) == 2:
+                env += _pair_env(node.args[0], node.args[1])
+        elif isinstance(node, (ast.List, ast.Tuple)) and id(node) not in in_lists:
+            tokens = _list_tokens(node)
+            if tokens and not all(t.dynamic for t in tokens):
+                nested = _shell_c(tokens, launchers)  # ["bash", "-c", "python -m ... --flag"]
+                command = command_of(tokens, launchers)
+                if nested is not None or command.launch:
+                    commands += nested.commands if nested is not None else [command]
+                    env += nested.env if nested is not None else []
+                    in_lists.update(id(e) for e in node.elts)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and ast.unparse(target.value).endswith("environ"):
+                    env += _pair_env(target.slice, node.value)
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in in_lists
+                and any(fnmatch.fnmatchcase(node.value, f"*{p.strip('*')}*") for p in launchers)):
+            try:
+                parsed = parse_shell(node.value, launchers, node.lineno)
+            except FormatError:
+                continue  # a string that mentions the launcher but is no command
+            commands += parsed.commands
+            env += parsed.env
+    commands.sort(key=lambda c: (c.args or c.program or (Token("", 0),))[0].line)
+    return Parsed("python", tuple(commands), tuple(env))
+
+
+def _list_tokens(node: ast.List | ast.Tuple) -> list[Token]:
+    out = []
+    for element in node.elts:
+        if isinstance(element, ast.Constant) and isinstance(element.value, (str, int, float)):
+            out.append(Token(str(element.value), element.lineno))
+        else:
+            out.append(Token(ast.unparse(element), element.lineno, dynamic=True))
+    return out
+
+
+def _pair_env(key: ast.expr, value: ast.expr) -> list[EnvVar]:
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return []
+    text = value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+    return [EnvVar(key.value, text, key.lineno)]
+
+
+def _dict_env(node: ast.Dict) -> list[EnvVar]:
+    out = []
+    for key, value in zip(node.keys, node.values, strict=True):
+        if key is not None:
+            out += _pair_env(key, value)
+    return out
+
+
+# -- YAML with line marks ----------------------------------------------------------------
+class Marked:
+    """A composed YAML node, read lazily: `line`, and for mappings `items()` as
+    (key, key line, child), for sequences the children, for scalars `value`."""
+
+    __slots__ = ("_loader", "node")
+
+    def __init__(self, loader: StrictLoader, node: yaml.Node) -> None:
+        self._loader = loader
+        self.node = node
+
+    @property
+    def line(self) -> int:
+        return int(self.node.start_mark.line) + 1
+
+    @property
+    def is_map(self) -> bool:
+        return isinstance(self.node, yaml.MappingNode)
+
+    @property
+    def is_seq(self) -> bool:
+        return isinstance(self.node, yaml.SequenceNode)
+
+    @property
+    def is_scalar(self) -> bool:
+        return isinstance(self.node, yaml.ScalarNode)
+
+    def items(self) -> Iterator[tuple[str, int, Marked]]:
+        if self.is_map:
+            for key, value in self.node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    yield str(key.value), int(key.start_mark.line) + 1, Marked(self._loader, value)
+
+    def get(self, key: str) -> Marked | None:
+        return next((v for k, _, v in self.items() if k == key), None)
+
+    def children(self) -> list[Marked]:
+        return [Marked(self._loader, n) for n in self.node.value] if self.is_seq else []
+
+    @property
+    def value(self) -> Any:
+        """The node as a Python value (YAML 1.2 core scalars, as config files read)."""
+        return self._loader.construct_object(self.node, deep=True)
+
+    @property
+    def text(self) -> str | None:
+        """A scalar's text as written (what a flag or variable receives)."""
+        return str(self.node.value) if self.is_scalar else None
+
+
+def yaml_documents(text: str) -> Iterator[Marked]:
+    """Every document of a YAML stream, composed with line marks; a syntax error is a
+    FormatError at its line."""
+    loader = StrictLoader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                yield Marked(loader, node)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise FormatError(f"YAML error: {exc.problem or exc}", mark.line + 1 if mark else 1) from None
+    except yaml.YAMLError as exc:
+        raise FormatError(f"YAML error: {exc}") from None
+
+
+def _scalar_tokens(node: Marked) -> list[Token]:
+    """A YAML list of arguments (`args: [--tp-size, "2"]`) as tokens."""
+    out = []
+    for child in node.children():
+        text = child.text
+        if text is None:  # a mapping or list where a word belongs: nothing to check (and never expanded)
+            out.append(Token(f"<a YAML {'mapping' if child.is_map else 'list'}>", child.line, dynamic=True))
+        else:
+            out.append(Token(text, child.line, _dynamic(text)))
+    return out
+
+
+def _env_list(node: Marked) -> list[EnvVar]:
+    """Kubernetes `env: [{name, value | valueFrom}]`, compose's `["NAME=value"]` or a
+    mapping `{NAME: value}`."""
+    out = []
+    if node.is_map:
+        for key, line, child in node.items():
+            text = child.text
+            out.append(EnvVar(key, None if text is None or _dynamic(text) else text, line))
+        return out
+    for child in node.children():
+        if child.is_map:
+            name = child.get("name")
+            value = child.get("value")
+            if name is not None and name.text:
+                text = value.text if value is not None else None
+                out.append(EnvVar(name.text, None if text is None or _dynamic(text) else text, name.line))
+        elif child.text is not None and "=" in child.text:
+            var, _, value_text = child.text.partition("=")
+            out.append(EnvVar(var, None if _dynamic(value_text) else value_text, child.line))
+    return out
+
+
+def _container(node: Marked, launchers: Sequence[str]) -> tuple[list[Command], list[EnvVar]]:
+    """A container (or anything shaped like one: a custom resource's predictor, a compose
+    service): `command`/`entrypoint` and `args`, and `env`/`environment`."""
+    program: list[Token] = []
+    for key in ("command", "entrypoint"):
+        part = node.get(key)
+        if part is not None:
+            program += _tokens_of(part)
+    args_node = node.get("args")
+    args = _tokens_of(args_node) if args_node is not None else []
+    env: list[EnvVar] = []
+    for key in ("env", "environment"):
+        part = node.get(key)
+        if part is not None:
+            env += _env_list(part)
+    commands: list[Command] = []
+    tokens = [*program, *args]
+    if tokens:
+        nested = _shell_c(tokens, launchers)
+        if nested is not None:
+            commands += nested.commands
+            env += nested.env
+        elif program:
+            command = command_of(tokens, launchers)
+            commands.append(command)
+        else:
+            commands.append(command_of(args, launchers, bare_args=True))
+    return commands, env
+
+
+def _tokens_of(node: Marked) -> list[Token]:
+    """A command as a list, or as one string (compose's `command: python -m x --flag`)."""
+    if node.is_seq:
+        return _scalar_tokens(node)
+    if node.text is not None:
+        return [Token(w, node.line, _dynamic(w)) for w in _shell_words(node.text)]
+    return []
+
+
+def _walk(node: Marked) -> Iterator[tuple[str | None, Marked]]:
+    """Every node with the key it sits under, depth first, each shared node once."""
+    seen: set[int] = set()
+    stack: list[tuple[str | None, Marked]] = [(None, node)]
+    while stack:
+        key, current = stack.pop()
+        if id(current.node) in seen:
+            continue
+        seen.add(id(current.node))
+        yield key, current
+        if current.is_map:
+            stack += reversed([(k, v) for k, _, v in current.items()])
+        elif current.is_seq:
+            stack += reversed([(None, c) for c in current.children()])
+
+
+def _config_entries(node: Marked) -> list[ConfigEntry]:
+    out = []
+    for key, line, child in node.items():
+        text = child.text
+        out.append(ConfigEntry(key, child.value, line, known_value=not (text is not None and _dynamic(text))))
+    return out
+
+
+def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
+    """Every container of every document (Deployments, StatefulSets, Jobs, pod templates
+    anywhere in a custom resource) and anything else with container-shaped `args`."""
+    commands: list[Command] = []
+    env: list[EnvVar] = []
+    config: list[ConfigEntry] = []
+    for doc in docs:
+        kind = doc.get("kind")
+        if kind is not None and kind.text == "ConfigMap":
+            config += _configmap(doc)
+        for _, node in _walk(doc):
+            if node.is_map and any(node.get(k) is not None for k in ("args", "command", "env")) and (
+                    node.get("image") is not None or node.get("args") is not None):
+                found_commands, found_env = _container(node, launchers)
+                commands += found_commands
+                env += found_env
+    return Parsed("kubernetes", tuple(commands), tuple(env), tuple(config))
+
+
+def _configmap(doc: Marked) -> list[ConfigEntry]:
+    """A ConfigMap's data entries named *.yaml/*.yml/*.json, read as config files (the
+    lines are the embedded text's, counted from the entry)."""
+    data = doc.get("data")
+    out: list[ConfigEntry] = []
+    if data is None:
+        return out
+    for key, _, child in data.items():
+        if child.text is None or Path(key).suffix not in (".yaml", ".yml", ".json"):
+            continue
+        # a block scalar's text starts on the line after its key; a quoted one on the key's
+        offset = child.line if getattr(child.node, "style", None) in ("|", ">") else child.line - 1
+        for inner in yaml_documents(child.text):
+            if inner.is_map:
+                out += [attrs.evolve(e, line=e.line + offset) for e in _config_entries(inner)]
+    return out
+
+
+def parse_compose(doc: Marked, launchers: Sequence[str]) -> Parsed:
+    commands: list[Command] = []
+    env: list[EnvVar] = []
+    services = doc.get("services")
+    for _, _, service in services.items() if services is not None else ():
+        found_commands, found_env = _container(service, launchers)
+        commands += found_commands
+        env += found_env
+    return Parsed("compose", tuple(commands), tuple(env))
+
+
+def parse_helm_values(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
+    """Helm values: argument lists under `args`/`extraArgs`/`command`, env lists under
+    `env`/`extraEnv`, config mappings under `config`/`serverArgs`/`engineArgs`/..., at
+    any depth."""
+    commands: list[Command] = []
+    env: list[EnvVar] = []
+    config: list[ConfigEntry] = []
+    for doc in docs:
+        for key, node in _walk(doc):
+            if key in ARG_KEYS and node.is_seq:
+                tokens = _scalar_tokens(node)
+                # a list that starts with a flag is arguments for the chart's own command
+                bare = bool(tokens) and tokens[0].text.startswith("--")
+                commands.append(command_of(tokens, launchers, bare_args=bare))
+            elif key in ENV_KEYS and (node.is_seq or node.is_map):
+                env += _env_list(node)
+            elif key in CONFIG_KEYS and node.is_map:
+                config += _config_entries(node)
+    return Parsed("helm-values", tuple(commands), tuple(env), tuple(config))
+
+
+def parse_config(docs: list[Marked]) -> Parsed:
+    config: list[ConfigEntry] = []
+    for doc in docs:
+        if doc.is_map:
+            config += _config_entries(doc)
+    return Parsed("config", config=tuple(config))
+
+
+# -- Dockerfile --------------------------------------------------------------------------
+def _instructions(text: str) -> Iterator[tuple[str, str, int]]:
+    """(INSTRUCTION, arguments, line): continuation lines (a trailing `\\`) joined,
+    comments and blank lines inside a continuation skipped."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        start = i
+        i += 1
+        if not line or line.startswith("#"):
+            continue
+        while line.endswith("\\") and i < len(lines):
+            nxt = lines[i].strip()
+            i += 1
+            if nxt.startswith("#") or not nxt:
+                continue
+            line = line[:-1] + " " + nxt
+        word, _, rest = line.partition(" ")
+        yield word.upper(), rest.strip(), start + 1
+
+
+def _exec_or_shell(rest: str, line: int) -> list[Token]:
+    if rest.startswith("["):
+        try:
+            words = json.loads(rest)
+        except ValueError:
+            words = None
+        if isinstance(words, list) and all(isinstance(w, str) for w in words):
+            return [Token(w, line, _dynamic(w)) for w in words]
+    return [Token(w, line, _dynamic(w)) for w in _shell_words(rest)]
+
+
+def parse_dockerfile(text: str, launchers: Sequence[str]) -> Parsed:
+    commands: list[Command] = []
+    env: list[EnvVar] = []
+    entrypoint: list[Token] = []
+    cmd: list[Token] = []
+    for word, rest, line in _instructions(text):
+        if word == "FROM":  # a new stage: its own entrypoint and command
+            if entrypoint or cmd:
+                commands.append(_docker_launch(entrypoint, cmd, launchers))
+            entrypoint, cmd = [], []
+        elif word == "ENV":
+            words = _shell_words(rest)
+            if words and "=" not in words[0]:  # the legacy `ENV NAME value` form
+                env.append(EnvVar(words[0], " ".join(words[1:]), line))
+            else:
+                for w in words:
+                    name, _, value = w.partition("=")
+                    env.append(EnvVar(name, None if _dynamic(value) else value, line))
+        elif word == "ENTRYPOINT":
+            entrypoint = _exec_or_shell(rest, line)
+        elif word == "CMD":
+            cmd = _exec_or_shell(rest, line)
+        elif word == "RUN":
+            parsed = parse_shell(rest, launchers, line)
+            commands += parsed.commands
+    if entrypoint or cmd:
+        commands.append(_docker_launch(entrypoint, cmd, launchers))
+    return Parsed("dockerfile", tuple(commands), tuple(env))
+
+
+def _docker_launch(entrypoint: list[Token], cmd: list[Token], launchers: Sequence[str]) -> Command:
+    tokens = [*entrypoint, *cmd]
+    nested = _shell_c(tokens, launchers)
+    if nested is not None and nested.commands:
+        return nested.commands[0]
+    if not entrypoint and cmd and cmd[0].text.startswith("--"):
+        return command_of(cmd, launchers, bare_args=True)
+    return command_of(tokens, launchers)
+
+
+# -- which format a file is --------------------------------------------------------------
+def _is_compose(path: Path) -> bool:
+    name = path.name.lower()
+    return name.startswith(("docker-compose", "compose")) and path.suffix in (".yaml", ".yml")
+
+
+def _is_helm_values(path: Path) -> bool:
+    return path.name.startswith("values") and path.suffix in (".yaml", ".yml")
+
+
+def _is_dockerfile(path: Path) -> bool:
+    name = path.name
+    return name == "Dockerfile" or name.startswith("Dockerfile.") or name.endswith(".Dockerfile") or name == "Containerfile"
+
+
+def _in_chart_templates(path: Path) -> bool:
+    """A Helm chart's templates (Go templates, not YAML until rendered): the chart's
+    values file is what the linter reads."""
+    parts = path.absolute().parts
+    if "templates" not in parts:
+        return False
+    chart = Path(*parts[: len(parts) - 1 - parts[::-1].index("templates")])
+    return (chart / "Chart.yaml").is_file()
+
+
+def format_of(path: Path, text: str) -> str | None:
+    """The format of a file, by name and, for YAML, by its documents' shape; None for a
+    file the linter does not read."""
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml", ".tpl") and _in_chart_templates(path):
+        return None
+    if _is_dockerfile(path):
+        return "dockerfile"
+    if suffix in (".sh", ".bash") or text.startswith(("#!/bin/sh", "#!/bin/bash", "#!/usr/bin/env bash",
+                                                       "#!/usr/bin/env sh")):
+        return "shell"
+    if suffix == ".py":
+        return "python"
+    if suffix == ".json":
+        return "json"
+    if suffix in (".yaml", ".yml"):
+        if _is_compose(path):
+            return "compose"
+        if _is_helm_values(path):
+            return "helm-values"
+        return "yaml"
+    return None
+
+
+def parse_file(path: Path, launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> Parsed | None:
+    """Parse one file by its format (None: not a format the linter reads). Raises
+    FormatError for a file that does not parse, OSError/YamlError for one that cannot be read."""
+    text = read_text_limited(path)
+    fmt = format_of(path, text)
+    if fmt is None:
+        return None
+    if fmt == "shell":
+        return parse_shell(text, launchers)
+    if fmt == "python":
+        return parse_python(text, launchers)
+    if fmt == "dockerfile":
+        return parse_dockerfile(text, launchers)
+    if fmt == "json":
+        try:
+            load_json(text)  # JSON's own rules (and limits) first; lines from the YAML composer
+        except YamlError as exc:
+            raise FormatError(f"JSON error: {exc.problem}", exc.line or 1) from None
+        return attrs.evolve(parse_config(list(yaml_documents(text))), format="json")
+    docs = list(yaml_documents(text))
+    if fmt == "compose":
+        return parse_compose(docs[0], launchers) if docs else Parsed("compose")
+    if fmt == "helm-values":
+        return parse_helm_values(docs, launchers)
+    if any(d.is_map and d.get("apiVersion") is not None and d.get("kind") is not None for d in docs):
+        return parse_kubernetes(docs, launchers)
+    if docs and docs[0].is_map and docs[0].get("services") is not None:
+        return parse_compose(docs[0], launchers)
+    return parse_config(docs)

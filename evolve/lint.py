@@ -1,0 +1,359 @@
+"""`configbags lint PATHS --schema S`: check every flag, environment variable and config
+key in deployment files against a schema version, before a pod crashes on it.
+
+    configbags lint deploy/ scripts/launch.sh                 # against the project's schema
+    configbags lint charts/server/values.yaml --target v0.6   # against a future release
+    configbags lint k8s/ --format github --fail-on warning
+
+It reads shell and Python launch lines, YAML and JSON config files, Kubernetes manifests
+(containers' `command`, `args` and `env` in any workload or custom resource, config files
+in ConfigMaps), Helm values, Dockerfiles and compose files (`configbags.evolve.formats`,
+one parser per format), and reports unknown spellings (with a did-you-mean), deprecated
+ones (the replacement and the release that removes them), removed ones (since when, and
+what replaced them) and values that do not fit the leaf's type, choices or range, each at
+file:line."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from configbags.evolve import report
+from configbags.evolve.formats import (
+    DEFAULT_LAUNCHERS,
+    Command,
+    ConfigEntry,
+    EnvVar,
+    FormatError,
+    Token,
+    parse_file,
+)
+from configbags.evolve.revisions import checkout
+from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
+from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
+from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
+from configbags.runtime.leaftypes import check_bounds, closest
+from configbags.runtime.project import load_project
+from configbags.runtime.record import KUBERNETES_ENV, json_value, parse_env
+from configbags.runtime.registry import LeafSpec
+
+# The record's own flags (runtime.record.add_config_flag): not leaves, always known.
+RECORD_FLAGS = frozenset({"--config", "--preset", "--dump-config", "--help", "-h"})
+SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", ".configbags-cache", "build", "dist"})
+
+
+@attrs.frozen
+class Spelling:
+    leaf: LeafView
+    old: OldSpelling | None = None  # the renamed_from entry, for an old spelling
+
+
+def _cli_value(leaf: LeafView, texts: Sequence[str]) -> Any:
+    """Command-line text as the generated parser converts it (argparse `type=`)."""
+    t = leaf.type
+    item = t.item.base if t.item is not None else t.base
+
+    def one(text: str) -> Any:
+        if item == "int":
+            return int(text, 10)
+        if item == "float":
+            return float(text)
+        if item == "json":
+            return json_value(text)
+        return text
+
+    return [one(x) for x in texts] if t.item is not None else one(texts[0])
+
+
+class Linter:
+    """Checks parsed files against one schema view; `history`, an older view (the working
+    schema when linting against a future `--target`), explains spellings the target lost."""
+
+    def __init__(self, view: SchemaView, history: SchemaView | None = None) -> None:
+        self.view = view
+        self.history = history
+        self.flags: dict[str, Spelling] = {}
+        self.keys: dict[str, Spelling] = {}
+        self.envs: dict[str, Spelling] = {}
+        for leaf in view.leaves.values():
+            for flag in leaf.flags:
+                self.flags[flag] = Spelling(leaf)
+            self.keys[leaf.name] = Spelling(leaf)
+            if leaf.env:
+                self.envs[leaf.env] = Spelling(leaf)
+        for leaf in view.leaves.values():  # old spellings never shadow a current one
+            for old in leaf.old:
+                old_flags = [old.flag, *(["--no-" + old.flag[2:]] if leaf.negatable else [])]
+                for flag in old_flags:
+                    self.flags.setdefault(flag, Spelling(leaf, old))
+                self.keys.setdefault(old.name, Spelling(leaf, old))
+                if old.env:
+                    self.envs.setdefault(old.env, Spelling(leaf, old))
+        self.presets = frozenset(view.presets)
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one linter per run, spellings repeat across files
+    def _did_you_mean(self, name: str, kind: str) -> str:
+        pool = {"flag": self.flags, "key": self.keys, "env": self.envs}[kind]
+        return closest(name, pool)
+
+    # -- spellings ---------------------------------------------------------------------
+    def _lifecycle(self, spelling: Spelling, written: str, file: str, line: int) -> Finding | None:
+        leaf, old, view = spelling.leaf, spelling.old, self.view
+        now = leaf.primary_flag if written.startswith("--") else (leaf.env if written.isupper() and leaf.env
+                                                                  else leaf.name)
+        if old is not None:
+            if view.version_reached(old.remove_in):
+                return Finding("lint-removed", written, f"{written} was removed in {old.remove_in} (the schema is at "
+                               f"{view.version}); it was an old spelling of {leaf.name!r}", file, line,
+                               f"write {now}")
+            return Finding("lint-deprecated", written, f"{written} is an old spelling of {leaf.name!r}"
+                           + (f" since {old.since}" if old.since else "")
+                           + (f"; it stops working in {old.remove_in}" if old.remove_in else ""), file, line,
+                           f"write {now}")
+        dep = leaf.deprecated
+        if dep is None:
+            return None
+        use = self.view.leaves.get(dep.use) if dep.use else None
+        if use is None:
+            instead = "remove it"
+        else:
+            instead = f"set {use.primary_flag if written.startswith('--') and use.primary_flag else use.name} instead"
+        if view.version_reached(dep.remove_in):
+            return Finding("lint-removed", written, f"{written} ({leaf.name!r}) was removed in {dep.remove_in} "
+                           f"(deprecated since {dep.since}; the schema is at {view.version})", file, line, instead)
+        return Finding("lint-deprecated", written, f"{written} ({leaf.name!r}) is deprecated since {dep.since}"
+                       + (f" and stops working in {dep.remove_in}" if dep.remove_in else ""), file, line, instead)
+
+    def _unknown(self, written: str, kind: str, file: str, line: int) -> Finding:
+        if self.history is not None:
+            gone = self.history.spelling_index().get(written)
+            if gone is not None:
+                return Finding("lint-removed", written, f"{written} ({gone[0]!r} in {self.history.label}) is gone "
+                               f"from {self.view.label} (version {self.view.version})", file, line,
+                               "remove it before upgrading")
+        what = {"flag": "flag", "key": "config key", "env": "environment variable"}[kind]
+        return Finding("lint-unknown", written, f"unknown {what} {written}{self._did_you_mean(written, kind)}",
+                       file, line, "see the schema's CONFIG.md for the spellings")
+
+    def _value(self, leaf: LeafView, written: str, value: Any, file: str, line: int) -> Finding | None:
+        try:
+            coerced = leaf.type.coerce(value)
+            check_bounds(coerced, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
+        except LeafValueError as exc:
+            why = "it does not fit the leaf's type, choices or range" if leaf.secret else str(exc)
+            return Finding("lint-bad-value", written, f"bad value for {written} ({leaf.name}: {leaf.type}): {why}",
+                           file, line, _bounds_hint(leaf))
+        return None
+
+    # -- each kind of item -------------------------------------------------------------
+    def command(self, command: Command, file: str) -> Iterator[Finding]:
+        args = command.args
+        if not command.launch and not any(t.text.partition("=")[0] in self.flags for t in args):
+            return  # arguments of another program
+        i = 0
+        while i < len(args):
+            token = args[i]
+            i += 1
+            if token.dynamic or not token.text.startswith("--"):
+                continue
+            flag, eq, inline = token.text.partition("=")
+            taken = [Token(inline, token.line)] if eq else []
+            if flag in RECORD_FLAGS:
+                if not eq and i < len(args) and not args[i].text.startswith("-") and flag != "--help":
+                    taken, i = [args[i]], i + 1
+                if flag == "--preset" and taken and not taken[0].dynamic and taken[0].text not in self.presets:
+                    yield Finding("lint-bad-value", flag, f"unknown preset {taken[0].text!r}"
+                                  f"{closest(taken[0].text, self.presets)}", file, token.line,
+                                  f"use one of {', '.join(sorted(self.presets)) or '(none declared)'}")
+                continue
+            spelling = self.flags.get(flag)
+            if spelling is None:
+                yield self._unknown(flag, "flag", file, token.line)
+                if not eq and i < len(args) and not args[i].text.startswith("-"):
+                    i += 1  # its value
+                continue
+            if (found := self._lifecycle(spelling, flag, file, token.line)) is not None:
+                yield found
+            leaf = spelling.leaf
+            if leaf.negatable:
+                if eq:
+                    yield Finding("lint-bad-value", flag, f"{flag} takes no value (write {flag} or "
+                                  f"--no-{leaf.primary_flag[2:] if leaf.primary_flag else leaf.name})",
+                                  file, token.line)
+                continue
+            if not eq:
+                if leaf.type.item is not None:
+                    while i < len(args) and not args[i].text.startswith("--"):
+                        taken.append(args[i])
+                        i += 1
+                elif i < len(args) and not args[i].text.startswith("--"):
+                    taken, i = [args[i]], i + 1
+            if not taken:
+                if not leaf.bare:
+                    yield Finding("lint-bad-value", flag, f"{flag} needs a value ({leaf.type})", file, token.line)
+                continue
+            if any(t.dynamic for t in taken):
+                continue
+            try:
+                value = _cli_value(leaf, [t.text for t in taken])
+            except (ValueError, RecordError) as exc:
+                why = "" if leaf.secret else f": {exc}"
+                yield Finding("lint-bad-value", flag, f"bad value for {flag} ({leaf.name}: {leaf.type}){why}",
+                              file, taken[0].line, _bounds_hint(leaf))
+                continue
+            if (found := self._value(leaf, flag, value, file, taken[0].line)) is not None:
+                yield found
+
+    def env(self, var: EnvVar, file: str) -> Iterator[Finding]:
+        spelling = self.envs.get(var.name)
+        if spelling is None:
+            prefix = self.view.env_prefix
+            if prefix and var.name.startswith(prefix) and not KUBERNETES_ENV.match(var.name):
+                yield self._unknown(var.name, "env", file, var.line)
+            return
+        if (found := self._lifecycle(spelling, var.name, file, var.line)) is not None:
+            yield found
+        if var.value is None:
+            return
+        leaf = spelling.leaf
+        spec = LeafSpec(name=leaf.name, namespace=leaf.namespace, type=leaf.type, owner="", secret=leaf.secret)
+        try:
+            value = parse_env(spec, var.name, var.value)
+        except RecordError as exc:
+            yield Finding("lint-bad-value", var.name, str(exc), file, var.line)  # the message says the fix
+            return
+        if (found := self._value(leaf, var.name, value, file, var.line)) is not None:
+            yield found
+
+    def config(self, entry: ConfigEntry, file: str) -> Iterator[Finding]:
+        spelling = self.keys.get(entry.key)
+        if spelling is None:
+            yield self._unknown(entry.key, "key", file, entry.line)
+            return
+        if (found := self._lifecycle(spelling, entry.key, file, entry.line)) is not None:
+            yield found
+        if entry.known_value and (found := self._value(spelling.leaf, entry.key, entry.value, file,
+                                                       entry.line)) is not None:
+            yield found
+
+    def is_config(self, entries: Sequence[ConfigEntry]) -> bool:
+        """Whether a YAML or JSON file found in a folder is an engine config file: at least
+        half its keys are the schema's (a CI workflow, a Chart.yaml or a linter's config is
+        not; a config file with a typo or two still is)."""
+        known = sum(1 for e in entries if e.key in self.keys)
+        return known > 0 and 2 * known >= len(entries)
+
+    def lint_file(self, path: Path, shown: str, launchers: Sequence[str], *, named: bool = True) -> list[Finding]:
+        """The findings of one file; `named`: the user named it (a YAML or JSON file found
+        in a folder is linted as a config file only when it looks like one)."""
+        try:
+            parsed = parse_file(path, launchers)
+        except FormatError as exc:
+            if not named and path.suffix.lower() == ".json":
+                return []  # a folder holds JSON of every kind (a model's config.json may say Infinity)
+            return [Finding("lint-unreadable", shown, str(exc), shown, exc.line, "fix the file's syntax")]
+        except (OSError, YamlError) as exc:
+            return [Finding("lint-unreadable", shown, f"cannot read: {exc}", shown, 1)]
+        if parsed is None or (parsed.format in ("config", "json") and not named and not self.is_config(parsed.config)):
+            return []
+        found: list[Finding] = []
+        try:
+            for command in parsed.commands:
+                found += self.command(command, shown)
+            for var in parsed.env:
+                found += self.env(var, shown)
+            for entry in parsed.config:
+                found += self.config(entry, shown)
+        except yaml.MarkedYAMLError as exc:  # a value PyYAML composed but cannot construct
+            mark = exc.problem_mark or exc.context_mark
+            return [Finding("lint-unreadable", shown, f"YAML error: {exc.problem or exc}", shown,
+                            mark.line + 1 if mark else 1)]
+        return found
+
+
+def _bounds_hint(leaf: LeafView) -> str:
+    parts = [f"a value of type {leaf.type}"]
+    if leaf.choices is not None:
+        parts.append("one of " + ", ".join(map(str, leaf.choices)))
+    if leaf.minimum is not None:
+        parts.append(f">= {leaf.minimum}")
+    if leaf.maximum is not None:
+        parts.append(f"<= {leaf.maximum}")
+    return "give " + ", ".join(parts)
+
+
+def files_under(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
+    """(file, named) for the files named and the files under the folders named, sorted,
+    skipping VCS, cache and virtual-environment folders."""
+    for path in paths:
+        if path.is_dir():
+            for root, dirs, names in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+                for name in sorted(names):
+                    yield Path(root) / name, False
+        else:
+            yield path, True
+
+
+def lint(paths: Sequence[Path], view: SchemaView, *, history: SchemaView | None = None,
+         launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> list[Finding]:
+    linter = Linter(view, history)
+    found: list[Finding] = []
+    for path, named in files_under(paths):
+        found += linter.lint_file(path, path.as_posix(), launchers, named=named)
+    return sorted(found, key=lambda f: (f.file, f.line, f.rule, f.subject))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="configbags lint", allow_abbrev=False,
+        description="Check flags, environment variables and config keys in deployment files against a schema.")
+    parser.add_argument("paths", nargs="+", type=Path, help="files and folders to lint")
+    parser.add_argument("--schema", type=Path, help="the schema folder (default: [tool.configbags] schema)")
+    parser.add_argument("--target", metavar="REV", help="lint against the schema at this git revision (a release "
+                        "you are about to upgrade to)")
+    parser.add_argument("--launcher", action="append", metavar="PATTERN",
+                        help="a glob over a command's words before its first flag that marks a launch line "
+                             f"(repeatable; default: {', '.join(DEFAULT_LAUNCHERS)})")
+    parser.add_argument("--format", choices=report.FORMATS, default="table", help="output format (default: table)")
+    parser.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
+    parser.add_argument("--fail-on", default="breaking", choices=["breaking", "warning", "info", "never"],
+                        help="exit 1 on a finding of this severity or worse (default: breaking)")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write cached schema views")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    launchers = tuple(ns.launcher) if ns.launcher else DEFAULT_LAUNCHERS
+    try:
+        schema = ns.schema if ns.schema is not None else load_project().schema
+        with contextlib.ExitStack() as stack:
+            current = load_view(schema, schema.as_posix(), cache=not ns.no_cache)
+            view, history = current, None
+            if ns.target is not None:
+                side = stack.enter_context(checkout(ns.target, schema))
+                view, history = load_view(side.folder, side.shown, cache=not ns.no_cache), current
+        missing = [p for p in ns.paths if not p.exists()]
+        if missing:
+            raise ConfigError(f"no such file or folder: {', '.join(map(str, missing))}")
+        findings = lint(ns.paths, view, history=history, launchers=launchers)
+    except SchemaInvalid as exc:
+        print(f"configbags lint: the schema does not load:\n{exc}", file=sys.stderr)
+        return 2
+    except ConfigError as exc:
+        print(f"configbags lint: error: {exc}", file=sys.stderr)
+        return 2
+    title = f"configbags lint against {view.label} (version {view.version})"
+    print(report.render(findings, ns.format, title=title, tool="configbags lint", rules=LINT_RULES,
+                        extra={"schema": view.label, "version": view.version}), end="")
+    return 1 if fails(findings, parse_severity(ns.fail_on)) else 0

@@ -1,0 +1,309 @@
+"""`configbags matrix`: resolution as a golden file. A declared set of launch shapes
+(command lines, a config file, the environment, facts: GPU and model) x every leaf gives
+each cell's resolved value, its layer, the rule that set it and the source, or the
+shape's error; the golden file holds them, one JSON object per line, in a fixed order.
+
+    configbags matrix --write              # after a deliberate change: record the new golden
+    configbags matrix --check              # CI: fail on any changed cell, printing both sides
+    configbags matrix --against main       # what this branch does to resolution
+
+The shapes file is `matrix.yaml` in the schema folder (or `--shapes FILE`):
+
+    package: configbags.generated   # optional: the generated package (default: the project's)
+    golden: matrix.golden.jsonl     # relative to this file
+    role: launcher                  # the role each shape publishes as (default launcher)
+    shapes:
+      h100-llama-8b:
+        help: One H100, Llama 3.1 8B, defaults.
+        argv: [--model-path, /models/llama]
+        env: {SGLANG_LOG_LEVEL: debug}
+        config: {max_running_requests: 64}   # written to a config file, passed as --config
+        gpu: {name: NVIDIA H100 80GB HBM3, memory: 80GiB, sm: 90}
+        model: ../models/llama-3.1-8b.json   # a config.json, relative to this file
+        role: worker
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from configbags.evolve.revisions import show
+from configbags.packages import named_context
+from configbags.runtime.context import Context
+from configbags.runtime.errors import ConfigError, YamlError
+from configbags.runtime.project import load_project
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
+from configbags.runtime.yamlsafe import load_yaml, read_text_limited
+
+SHAPES_FILE = "matrix.yaml"
+SHAPE_KEYS = frozenset({"help", "argv", "env", "config", "gpu", "model", "role"})
+CONFIG_NAME = "$CONFIG"  # how a shape's config file is named in cells and errors
+
+
+@attrs.frozen
+class Shape:
+    name: str
+    help: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    config: Mapping[str, Any] | None
+    gpu: GpuFacts | None
+    model: Path | None
+    role: str
+
+
+@attrs.frozen
+class Shapes:
+    path: Path
+    package: str | None
+    golden: Path
+    shapes: tuple[Shape, ...]
+
+
+def _bad(path: Path, message: str) -> ConfigError:
+    return ConfigError(f"{path}: {message}")
+
+
+def read_shapes(path: Path) -> Shapes:
+    """The shapes file; each error names the file, the shape and the fix."""
+    try:
+        data = load_yaml(read_text_limited(path))
+    except (OSError, YamlError) as exc:
+        raise _bad(path, f"cannot read the shapes file: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("shapes"), dict) or not data["shapes"]:
+        raise _bad(path, "the shapes file needs `shapes:`, a mapping of shape names to launch shapes")
+    role = str(data.get("role", "launcher"))
+    out = []
+    for name, spec in data["shapes"].items():
+        if not isinstance(spec, dict):
+            raise _bad(path, f"shape {name!r} must be a mapping")
+        unknown = sorted(set(spec) - SHAPE_KEYS)
+        if unknown:
+            raise _bad(path, f"shape {name!r}: unknown key(s) {', '.join(unknown)}; the keys are "
+                             f"{', '.join(sorted(SHAPE_KEYS))}")
+        argv = spec.get("argv", [])
+        env = spec.get("env", {})
+        if not isinstance(argv, list) or not isinstance(env, dict):
+            raise _bad(path, f"shape {name!r}: `argv` is a list and `env` a mapping")
+        config = spec.get("config")
+        if config is not None and not isinstance(config, dict):
+            raise _bad(path, f"shape {name!r}: `config` is a mapping of leaf names to values")
+        gpu = None
+        if (g := spec.get("gpu")) is not None:
+            if not isinstance(g, dict) or set(g) - {"name", "memory", "sm"}:
+                raise _bad(path, f"shape {name!r}: `gpu` takes name, memory (e.g. 80GiB) and sm (e.g. 90)")
+            memory = g.get("memory")
+            try:
+                memory_bytes = parse_bytes(str(memory)) if isinstance(memory, str) else memory
+            except (ConfigError, argparse.ArgumentTypeError) as exc:
+                raise _bad(path, f"shape {name!r}: gpu memory: {exc}") from None
+            gpu = GpuFacts(g.get("name"), memory_bytes, g.get("sm"))
+        model = (path.parent / str(spec["model"])) if spec.get("model") is not None else None
+        if model is not None and not model.is_file():
+            raise _bad(path, f"shape {name!r}: model {spec['model']!r} is no file (it is a config.json, relative "
+                             f"to the shapes file)")
+        out.append(Shape(str(name), str(spec.get("help", "")), tuple(str(a) for a in argv),
+                         {str(k): str(v) for k, v in env.items()}, config, gpu, model, str(spec.get("role", role))))
+    golden = path.parent / str(data.get("golden", "matrix.golden.jsonl"))
+    package = data.get("package")
+    return Shapes(path, str(package) if package is not None else None, golden, tuple(out))
+
+
+# -- resolving -----------------------------------------------------------------------------
+def _cells(shape: Shape, info: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    layers = info["layers"]
+    for leaf in sorted(info["resolved"]):
+        cell: dict[str, Any] = {"shape": shape.name, "leaf": leaf, "value": info["resolved"][leaf]}
+        origin = layers.get(leaf)
+        if origin is None:
+            cell["layer"] = "derived"
+        else:
+            cell["layer"] = origin["layer"]
+            if origin.get("rule") is not None:
+                cell["rule"] = origin["rule"]  # the rule's id says it all; its line would churn the golden
+            elif origin["layer"] != "default":
+                cell["source"] = origin["source"]
+            if origin.get("forced_over") is not None:
+                cell["forced_over"] = origin["forced_over"]["source"]
+        yield cell
+
+
+def resolve_shape(ctx: Context[Any], shape: Shape, workdir: Path) -> list[dict[str, Any]]:
+    """One shape's cells, or a single cell holding its error: the record is built as the
+    server builds it (preset, config file, env, flags) and published with the facts."""
+    argv = list(shape.argv)
+    if shape.config is not None:
+        config = workdir / f"{shape.name}.json"
+        config.write_text(json.dumps(shape.config), encoding="utf-8")
+        argv = ["--config", str(config), *argv]
+    record_type = ctx.record_type
+    assert record_type is not None, "a generated package's context knows its record type"
+    errors = io.StringIO()
+    try:
+        model = ModelFacts.from_config(shape.model) if shape.model is not None else None
+        with contextlib.redirect_stderr(errors):
+            record = record_type.from_cli(argv, prog="matrix", environ=dict(shape.env))
+        with ctx.restoring():
+            ctx.publish(record, role=shape.role, facts=Facts(shape.gpu, model))
+            info = ctx.server_info()
+    except SystemExit:  # argparse refused the command line, and said why on stderr
+        return [{"shape": shape.name, "error": _clean(errors.getvalue().strip().splitlines()[-1:], workdir)}]
+    except ConfigError as exc:
+        return [{"shape": shape.name, "error": _clean([f"{type(exc).__name__}: {exc}"], workdir)}]
+    return [json.loads(_clean([json.dumps(c, sort_keys=True)], workdir)) for c in _cells(shape, info)]
+
+
+def _clean(lines: Sequence[str], workdir: Path) -> str:
+    """A message or cell without the temporary folder (the golden file is the same on every
+    machine): a shape's config file reads as $CONFIG/<shape>.json."""
+    text = " ".join(lines)
+    return text.replace(str(workdir), CONFIG_NAME)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Publish logs each forced rule and the non-default values; a matrix holds them in its
+    cells (`forced_over`, layer and source) and prints no log lines."""
+    before = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+
+def resolve(ctx: Context[Any], shapes: Sequence[Shape]) -> list[dict[str, Any]]:
+    """Every shape's cells, shapes in file order and leaves sorted."""
+    with tempfile.TemporaryDirectory(prefix="configbags-matrix-") as tmp, _quiet():
+        return [cell for shape in shapes for cell in resolve_shape(ctx, shape, Path(tmp))]
+
+
+def dumps(cells: Sequence[Mapping[str, Any]]) -> str:
+    return "".join(json.dumps(c, sort_keys=True, ensure_ascii=False) + "\n" for c in cells)
+
+
+def loads(text: str, source: str) -> list[dict[str, Any]]:
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError as exc:
+                raise ConfigError(f"{source}:{number}: not a matrix cell ({exc}); regenerate with "
+                                  f"`configbags matrix --write`") from None
+    return out
+
+
+# -- comparing -----------------------------------------------------------------------------
+def _key(cell: Mapping[str, Any]) -> tuple[str, str]:
+    return cell["shape"], cell.get("leaf", "")
+
+
+def _side(cell: Mapping[str, Any] | None) -> str:
+    if cell is None:
+        return "(no cell)"
+    if "error" in cell:
+        return f"error: {cell['error']}"
+    where = cell["layer"] + (f" rule {cell['rule']}" if "rule" in cell else "") + (
+        f" from {cell['source']}" if "source" in cell else "")
+    return f"{json.dumps(cell['value'])} [{where}]"
+
+
+def changes(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each changed cell as `shape leaf: OLD [provenance] -> NEW [provenance]`."""
+    before = {_key(c): c for c in old}
+    after = {_key(c): c for c in new}
+    out = []
+    for key in sorted(before.keys() | after.keys()):
+        a, b = before.get(key), after.get(key)
+        if a != b:
+            shape, leaf = key
+            out.append(f"{shape} {leaf or '(shape)'}: {_side(a)} -> {_side(b)}")
+    return out
+
+
+def coverage(cells: Sequence[Mapping[str, Any]], shapes: Sequence[Shape], rules: Sequence[str],
+             presets: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The rules that set no cell and the presets no shape uses."""
+    applied = {c.get("rule") for c in cells}
+    used = set()
+    for shape in shapes:
+        for i, arg in enumerate(shape.argv):
+            if arg == "--preset" and i + 1 < len(shape.argv):
+                used.add(shape.argv[i + 1])
+            elif arg.startswith("--preset="):
+                used.add(arg.partition("=")[2])
+    return [r for r in rules if r not in applied], [p for p in presets if p not in used]
+
+
+# -- the command ---------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="configbags matrix", allow_abbrev=False,
+        description="Resolve declared launch shapes x every leaf (value, layer, rule) and hold the result "
+                    "as a golden file.")
+    parser.add_argument("--shapes", type=Path, metavar="FILE",
+                        help=f"the shapes file (default: {SHAPES_FILE} in the project's schema folder)")
+    parser.add_argument("--package", metavar="PKG", help="the generated package (default: the shapes "
+                        "file's `package`, else the project's)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="fail (exit 1) when a cell differs from the golden")
+    mode.add_argument("--write", action="store_true", help="write the golden file")
+    mode.add_argument("--against", metavar="REV", help="compare with the golden file at a git revision")
+    parser.add_argument("--coverage", action="store_true",
+                        help="also fail when a rule sets no cell or a preset is used by no shape")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        path = ns.shapes if ns.shapes is not None else load_project().schema / SHAPES_FILE
+        shapes = read_shapes(path)
+        ctx = named_context(ns.package or shapes.package)
+        cells = resolve(ctx, shapes.shapes)
+        text = dumps(cells)
+        if ns.write:
+            shapes.golden.write_text(text, encoding="utf-8")
+            print(f"configbags matrix: wrote {shapes.golden} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
+            return 0
+        if ns.against is not None:
+            golden, label = loads(show(ns.against, shapes.golden), f"{ns.against}:{shapes.golden}"), ns.against
+        elif ns.check:
+            if not shapes.golden.is_file():
+                raise ConfigError(f"{shapes.golden} does not exist; write it with `configbags matrix --write`")
+            golden, label = loads(shapes.golden.read_text(encoding="utf-8"), str(shapes.golden)), str(shapes.golden)
+        else:
+            print(text, end="")
+            return 0
+    except ConfigError as exc:
+        print(f"configbags matrix: error: {exc}", file=sys.stderr)
+        return 2
+    changed = changes(golden, cells)
+    for line in changed:
+        print(line)
+    failed = bool(changed)
+    if ns.coverage:
+        rules, presets = coverage(cells, shapes.shapes, [r.id for r in ctx.registry.rules], list(ctx.registry.presets))
+        for rule in rules:
+            print(f"configbags matrix: rule {rule} sets no cell; add a shape that triggers it to {shapes.path}")
+        for preset in presets:
+            print(f"configbags matrix: preset {preset} is used by no shape; add one to {shapes.path}")
+        failed = failed or bool(rules or presets)
+    verdict = f"{len(changed)} changed cell(s) against {label}" if changed else f"resolution matches {label}"
+    print(f"configbags matrix: {verdict} ({len(shapes.shapes)} shapes, {len(cells)} cells)", file=sys.stderr)
+    if changed and not ns.against:
+        print("configbags matrix: if the change is deliberate, record it with `configbags matrix --write`",
+              file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,96 @@
+"""A schema side given as a folder or as a git revision: `git archive REV -- PATH` into a
+temporary folder, read there like any other folder and shown as `REV:PATH`."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+from configbags.runtime.errors import ConfigError
+
+
+@attrs.frozen
+class Side:
+    folder: Path  # where the files are now (a temporary folder for a revision)
+    shown: str  # how reports name its files' folder: the path as given, or REV:PATH
+
+
+def _git(cwd: Path, *args: str) -> bytes:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+    except FileNotFoundError:
+        raise ConfigError("git is not installed, so a revision cannot be read") from None
+    if done.returncode != 0:
+        raise ConfigError(f"git {' '.join(args)} failed in {cwd}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def repo_path(path: Path) -> tuple[Path, str]:
+    """The repository holding `path` and the path inside it (posix); `path` need not exist
+    in the working tree (a folder a revision has and the working tree lost)."""
+    path = path.absolute()
+    start = next((p for p in (path, *path.parents) if p.is_dir()), Path.cwd())
+    top = Path(_git(start, "rev-parse", "--show-toplevel").decode().strip()).resolve()
+    resolved = start.resolve() / path.relative_to(start)
+    try:
+        return top, resolved.relative_to(top).as_posix()
+    except ValueError:
+        raise ConfigError(f"{path} is outside the git repository at {top}") from None
+
+
+def is_revision(text: str, cwd: Path) -> bool:
+    try:
+        _git(cwd, "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}")
+    except ConfigError:
+        return False
+    return True
+
+
+def show(rev: str, file: Path) -> str:
+    """A file's text at a revision (`git show REV:PATH`)."""
+    top, rel = repo_path(file)
+    return _git(top, "show", f"{rev}:{rel}").decode("utf-8")
+
+
+@contextlib.contextmanager
+def checkout(rev: str, path: Path) -> Iterator[Side]:
+    """The folder `path` (of the working tree) as it is at `rev`, in a temporary folder."""
+    top, rel = repo_path(path)
+    data = _git(top, "archive", "--format=tar", rev, "--", rel)
+    with tempfile.TemporaryDirectory(prefix="configbags-rev-") as tmp:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            if hasattr(tarfile, "data_filter"):  # refuse links out of the folder, absolute paths
+                tar.extractall(tmp, filter="data")
+            else:  # pragma: no cover - Python before 3.10.12: git archive writes no such members
+                tar.extractall(tmp)
+        folder = Path(tmp) / rel
+        if not folder.is_dir():
+            raise ConfigError(f"{rel} does not exist at revision {rev}")
+        yield Side(folder, f"{rev}:{rel}")
+
+
+@contextlib.contextmanager
+def side(text: str, default_schema: Path) -> Iterator[Side]:
+    """A side as the user wrote it: a folder, `REV:PATH`, or a revision of the project's
+    schema folder."""
+    as_path = Path(text)
+    if as_path.is_dir():
+        yield Side(as_path, text)
+        return
+    rev, sep, rest = text.partition(":")
+    if sep and rest and is_revision(rev, Path.cwd()):
+        with checkout(rev, Path(rest)) as found:
+            yield found
+        return
+    if is_revision(text, default_schema if default_schema.is_dir() else Path.cwd()):
+        with checkout(text, default_schema) as found:
+            yield found
+        return
+    raise ConfigError(f"{text!r} is neither a schema folder nor a git revision; give a folder, REV or REV:PATH")

@@ -1,0 +1,147 @@
+"""The rule table shared by `configbags diff` and `configbags lint`: every finding names
+one of these rules. A rule's id is stable (CI suppressions, allow files and SARIF refer to
+it); its severity decides `--fail-on`; `breaks` says whose work it breaks."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+
+class Severity(str, enum.Enum):
+    INFO = "info"
+    WARNING = "warning"
+    BREAKING = "breaking"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def rank(self) -> int:
+        return list(Severity).index(self)
+
+
+class Audience(str, enum.Enum):
+    OPERATORS = "operators"  # flags, aliases, env variables, config keys, presets
+    LIVE_TUNING = "live tuning"  # overrides after publish (policy, capacity)
+    ENGINE_CODE = "engine code"  # accessors, bag attributes, their types
+    SECURITY = "security"
+    COMPILE_CACHE = "compile-cache key"
+    ROLE_AUDITS = "role audits"
+    DEPLOYMENTS = "deployments"  # lint: a launch line, config file or manifest
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@attrs.frozen
+class Rule:
+    id: str
+    severity: Severity
+    breaks: tuple[Audience, ...]
+    summary: str
+
+
+B, W, INFO = Severity.BREAKING, Severity.WARNING, Severity.INFO
+OP, LIVE, CODE = Audience.OPERATORS, Audience.LIVE_TUNING, Audience.ENGINE_CODE
+SEC, HASH, AUDIT, DEPLOY = Audience.SECURITY, Audience.COMPILE_CACHE, Audience.ROLE_AUDITS, Audience.DEPLOYMENTS
+
+_TABLE = (
+    # operators: what a launch line, config file or environment may say
+    Rule("leaf-removed", B, (OP, CODE), "a leaf is gone and no leaf names it in `renamed_from`"),
+    Rule("removed-early", B, (OP,), "a leaf or old spelling is gone before the `remove_in` its deprecation promised"),
+    Rule("removed-as-promised", INFO, (OP,), "a deprecated leaf or old spelling is gone at its `remove_in`"),
+    Rule("flag-removed", B, (OP,), "a command-line flag or alias of a kept leaf is gone"),
+    Rule("env-removed", B, (OP,), "an environment variable of a kept leaf is gone"),
+    Rule("config-key-removed", B, (OP,), "an old name (config key) of a kept leaf is gone"),
+    Rule("type-narrowed", B, (OP,), "the leaf's type accepts fewer values than before"),
+    Rule("choices-removed", B, (OP,), "a value the leaf's choices allowed is no longer allowed"),
+    Rule("min-raised", B, (OP,), "the leaf's minimum is higher than before (or new)"),
+    Rule("max-lowered", B, (OP,), "the leaf's maximum is lower than before (or new)"),
+    Rule("default-changed", W, (OP,), "the leaf's default is different: an unchanged launch gets another value"),
+    Rule("became-required", B, (OP,), "the leaf must now be given"),
+    Rule("required-leaf-added", B, (OP,), "a new leaf must be given"),
+    Rule("preset-removed", B, (OP,), "a preset is gone"),
+    Rule("preset-changed", W, (OP,), "a preset sets other values"),
+    Rule("deprecated-past-remove-in", W, (OP,), "a leaf or old spelling is kept past the `remove_in` it promised"),
+    Rule("leaf-deprecated", INFO, (OP,), "a leaf is newly deprecated"),
+    Rule("leaf-renamed", W, (CODE,), "a leaf is renamed through `renamed_from`: operators keep the old "
+         "spelling (with a warning), engine code reads the new attribute"),
+    Rule("likely-rename", INFO, (), "a removed and an added leaf share type, help and default: if it is a "
+         "rename, say so with `renamed_from`"),
+    Rule("leaf-added", INFO, (), "a new optional leaf"),
+    Rule("choices-added", INFO, (), "the leaf accepts more choices"),
+    Rule("range-widened", INFO, (), "the leaf's minimum is lower or its maximum higher"),
+    # live tuning
+    Rule("policy-tightened", B, (LIVE,), "the leaf can be overridden later in life no more (runtime -> "
+         "load_time -> startup)"),
+    Rule("policy-loosened", INFO, (), "the leaf can be overridden later than before"),
+    Rule("capacity-lowered", W, (LIVE,), "a runtime override is bounded lower: a capacity added, or the "
+         "default of a capacity leaf lowered"),
+    # engine code
+    Rule("namespace-moved", B, (CODE,), "the leaf or derived value moved to another namespace (another "
+         "accessor and bag)"),
+    Rule("type-changed", B, (CODE,), "the attribute's Python type changed (readers see values of another type)"),
+    Rule("namespace-removed", B, (CODE,), "a namespace is gone: its accessor (`get_<name>()`) or bag attribute "
+         "with it"),
+    Rule("attribute-removed", B, (CODE,), "a derived value (a bag attribute) is gone"),
+    Rule("role-removed", B, (CODE,), "a role is gone: code publishing as it fails"),
+    # security
+    Rule("secret-dropped", B, (SEC,), "the leaf is no longer secret: its value shows in readbacks, logs and "
+         "the hash"),
+    Rule("secret-added", INFO, (), "the leaf is secret now"),
+    # the compile-cache key
+    Rule("hash-leaf-added", W, (HASH,), "a leaf feeds the config hash now: every compile-cache key changes"),
+    Rule("hash-leaf-removed", W, (HASH,), "a leaf no longer feeds the config hash: values that differ in it "
+         "share a compile-cache key"),
+    # role audits
+    Rule("role-reads-changed", W, (AUDIT,), "a role's read set changed: its audits no longer describe it"),
+    # lint
+    Rule("lint-unknown", B, (DEPLOY,), "a flag, environment variable or config key the schema does not know"),
+    Rule("lint-deprecated", W, (DEPLOY,), "a deprecated spelling: it works until the release that removes it"),
+    Rule("lint-removed", B, (DEPLOY,), "a spelling the schema's version no longer accepts"),
+    Rule("lint-bad-value", B, (DEPLOY,), "a value that does not fit the leaf's type, choices or range"),
+    Rule("lint-unreadable", B, (DEPLOY,), "a file that does not parse as its format"),
+)
+
+RULES: dict[str, Rule] = {r.id: r for r in _TABLE}
+assert len(RULES) == len(_TABLE), "rule ids are unique"
+DIFF_RULES = tuple(r for r in _TABLE if not r.id.startswith("lint-"))
+LINT_RULES = tuple(r for r in _TABLE if r.id.startswith("lint-"))
+
+
+@attrs.frozen
+class Finding:
+    """One rule firing at one place: `where` is `file:line` in the NEW schema for diff
+    (or the OLD one, marked, when the NEW has no place for it) and in the linted file for
+    lint; `subject` the leaf, spelling or role it is about."""
+
+    rule: str
+    subject: str
+    message: str
+    file: str
+    line: int
+    fix: str = ""
+    allowed: str | None = None  # the allow file's reason, when an entry covers it
+
+    @property
+    def spec(self) -> Rule:
+        return RULES[self.rule]
+
+    @property
+    def severity(self) -> Severity:
+        return self.spec.severity
+
+    def sort_key(self) -> tuple[int, str, int, str, str]:
+        return (-self.severity.rank, self.file, self.line, self.rule, self.subject)
+
+
+def parse_severity(text: str) -> Severity | None:
+    """`--fail-on`'s value: a severity, or `never` (None)."""
+    return None if text == "never" else Severity(text)
+
+
+def fails(findings: list[Finding], fail_on: Severity | None) -> bool:
+    return fail_on is not None and any(
+        f.allowed is None and f.severity.rank >= fail_on.rank for f in findings)

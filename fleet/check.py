@@ -1,0 +1,331 @@
+"""`configbags fleet check URL... | --servers FILE`: read every server's contracts (and,
+with `--diff`, its whole readback) at once, then report every contract two servers that
+must agree break, with both values and the layer and rule that set each.
+
+Every server is read concurrently (httpx, async) with its own timeout, so a fleet check
+takes about one round trip however many servers there are; a server that cannot be reached
+or read is reported, never skipped. Exit codes, for CI and pre-traffic gates: 0 every
+contract holds on every server; 1 a contract is broken (or a server's declared role is not
+the one it reports); 3 nothing is broken among the servers read, but some could not be
+read (retry); 2 bad usage."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.yamlsafe import load_yaml, read_text_limited
+
+EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+KEY_ENV = "CONFIGBAGS_API_KEY"
+DEFAULT_TIMEOUT_S = 2.0
+
+
+@attrs.frozen
+class Target:
+    """One server to read: its URL, the role the fleet file gives it (None: trust the
+    server's own), and the key its reads need."""
+
+    url: str
+    role: str | None = None
+    key: str | None = attrs.field(default=None, repr=False)
+
+
+@attrs.frozen
+class Reading:
+    target: Target
+    contracts: dict[str, Any] | None = None  # GET /config/contracts
+    info: dict[str, Any] | None = None  # GET /server_info (with --diff)
+    error: str | None = None
+
+    @property
+    def role(self) -> str | None:
+        if self.target.role is not None:
+            return self.target.role
+        return None if self.contracts is None else self.contracts.get("role")
+
+    @property
+    def name(self) -> str:
+        return f"{self.target.url} ({self.role or 'no role'})"
+
+
+def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | None) -> list[Target]:
+    """`URL` or `ROLE=URL` arguments, then the servers of a YAML/JSON file:
+    `servers: [{url, role, key | key_env}]` (a key given by environment variable stays out
+    of the file)."""
+    targets = []
+    for arg in urls:
+        role, sep, url = arg.partition("=")
+        targets.append(Target(url if sep else arg, role if sep else None, key))
+    if servers_file is not None:
+        try:
+            data = load_yaml(read_text_limited(servers_file))
+        except (OSError, ConfigError) as exc:
+            raise ConfigError(f"{servers_file}: cannot read the servers file: {exc}") from None
+        entries = data.get("servers") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            raise ConfigError(f"{servers_file}: expected `servers:` with a list of {{url, role, key_env}}")
+        for i, entry in enumerate(entries):
+            if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+                raise ConfigError(f"{servers_file}: servers[{i}] needs a `url:` string")
+            unknown = sorted(set(entry) - {"url", "role", "key", "key_env"})
+            if unknown:
+                raise ConfigError(f"{servers_file}: servers[{i}]: unknown key(s) {', '.join(unknown)} "
+                                  f"(use url, role, key or key_env)")
+            entry_key: Any = entry.get("key")
+            if "key_env" in entry:
+                entry_key = os.environ.get(str(entry["key_env"]))
+                if entry_key is None:
+                    raise ConfigError(f"{servers_file}: servers[{i}]: environment variable "
+                                      f"{entry['key_env']} (key_env) is not set")
+            entry_role = entry.get("role")
+            targets.append(Target(entry["url"], None if entry_role is None else str(entry_role),
+                                  key if entry_key is None else str(entry_key)))
+    for t in targets:
+        if not t.url.startswith(("http://", "https://")):
+            raise ConfigError(f"{t.url!r} is not an http(s) URL; give e.g. http://10.0.0.7:30000 or prefill=URL")
+    return targets
+
+
+async def _get(client: httpx.AsyncClient, target: Target, path: str) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {target.key}"} if target.key else {}
+    response = await client.get(target.url.rstrip("/") + path, headers=headers)
+    if response.status_code != 200:
+        try:
+            detail = response.json().get("message", "")
+        except ValueError:
+            detail = ""
+        hint = " (give its key: --api-key, CONFIGBAGS_API_KEY or key_env in the servers file)" \
+            if response.status_code == 401 else ""
+        raise _Unreadable(f"GET {path} answered {response.status_code}{': ' + detail if detail else ''}{hint}")
+    try:
+        body = response.json()
+    except ValueError:
+        raise _Unreadable(f"GET {path} did not answer JSON; is this a configbags server?") from None
+    if not isinstance(body, dict):
+        raise _Unreadable(f"GET {path} answered a JSON {type(body).__name__}, not an object")
+    return body
+
+
+class _Unreadable(Exception):
+    pass
+
+
+async def _read(client: httpx.AsyncClient, target: Target, timeout: float, diff: bool) -> Reading:
+    try:
+        paths = ["/config/contracts", *(["/server_info"] if diff else [])]
+        # one deadline for the server (httpx bounds each phase of a request on its own)
+        bodies = await asyncio.wait_for(asyncio.gather(*(_get(client, target, p) for p in paths)), timeout)
+    except (asyncio.TimeoutError, httpx.TimeoutException):
+        return Reading(target, error=f"no answer within {timeout:g} s")
+    except httpx.HTTPError as exc:
+        return Reading(target, error=f"cannot be reached: {type(exc).__name__}: {exc}")
+    except _Unreadable as exc:
+        return Reading(target, error=str(exc))
+    return Reading(target, bodies[0], bodies[1] if diff else None)
+
+
+async def read_all(targets: Sequence[Target], *, timeout: float, diff: bool = False) -> list[Reading]:
+    """Every target's readings, concurrently, in the targets' order."""
+    limits = httpx.Limits(max_connections=max(len(targets), 1) * 2)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits) as client:
+        return list(await asyncio.gather(*(_read(client, t, timeout, diff) for t in targets)))
+
+
+# -- comparing ------------------------------------------------------------------------------
+@attrs.frozen
+class Side:
+    """One value of a member on some servers, with how each got it."""
+
+    value: Any
+    servers: tuple[tuple[str, dict[str, Any]], ...]  # (server name, provenance)
+
+
+@attrs.frozen
+class Finding:
+    kind: str  # broken | definition | role | unchecked | ok
+    contract: str | None
+    message: str
+    members: dict[str, tuple[Side, ...]] = attrs.field(factory=dict)
+
+    @property
+    def fails(self) -> bool:
+        return self.kind in ("broken", "definition", "role")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "contract": self.contract, "message": self.message,
+                "members": {m: [{"value": s.value, "servers": [{"server": n, **p} for n, p in s.servers]}
+                                for s in sides] for m, sides in self.members.items()}}
+
+
+def compare(readings: Sequence[Reading]) -> list[Finding]:
+    """Every contract, checked across the servers read whose role it binds."""
+    read = [(r, r.contracts) for r in readings if r.contracts is not None]
+    findings = []
+    for r, body in read:
+        reported = body.get("role")
+        if r.target.role is not None and reported is not None and r.target.role != reported:
+            findings.append(Finding("role", None, f"{r.target.url} is listed as {r.target.role} but reports "
+                                    f"role {reported} ({_origin_text(body.get('role_origin') or {})})"))
+    names = sorted({n for _, body in read for n in body.get("contracts", {})})
+    for name in names:
+        bound = [(r, body["contracts"][name]) for r, body in read
+                 if name in body.get("contracts", {}) and r.role in body["contracts"][name]["roles"]]
+        roles = sorted({role for _, body in read for role in body["contracts"].get(name, {}).get("roles", ())})
+        if len(bound) < 2:
+            findings.append(Finding("unchecked", name, f"{name}: {len(bound)} server(s) of roles "
+                                    f"{', '.join(roles)} read, nothing to compare"))
+            continue
+        shapes = {(tuple(c["members"]), tuple(c["roles"])) for _, c in bound}
+        if len(shapes) > 1:
+            versions = sorted({str((r.contracts or {}).get("schema_version")) for r, _ in bound})
+            findings.append(Finding("definition", name, f"{name}: the servers declare it differently "
+                                    f"(schema versions {', '.join(versions)}); upgrade them to one schema"))
+            continue
+        prints = {c["fingerprint"] for _, c in bound}
+        if len(prints) == 1:
+            findings.append(Finding("ok", name, f"{name}: holds on {len(bound)} servers "
+                                    f"({_role_counts([r for r, _ in bound])})"))
+            continue
+        members: dict[str, tuple[Side, ...]] = {}
+        for member in bound[0][1]["members"]:
+            sides: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+            for r, c in bound:
+                entry = c["members"].get(member, {})
+                provenance = {k: v for k, v in entry.items() if k != "value"}
+                sides.setdefault(json.dumps(entry.get("value"), sort_keys=True), []).append((r.name, provenance))
+            if len(sides) > 1:
+                members[member] = tuple(Side(json.loads(v), tuple(s)) for v, s in sides.items())
+        help_text = bound[0][1].get("help", "")
+        findings.append(Finding("broken", name, f"{name} is broken between {_role_counts([r for r, _ in bound])}: "
+                                f"{help_text}", members))
+    return findings
+
+
+def role_diff(readings: Sequence[Reading]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """role -> leaf -> [{value, servers, layers}] for every resolved leaf that differs between
+    servers of one role (values as the servers show them: secrets redacted)."""
+    by_role: dict[str, list[Reading]] = {}
+    for r in readings:
+        if r.info is not None:
+            by_role.setdefault(r.role or "no role", []).append(r)
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for role, group in sorted(by_role.items()):
+        leaves = sorted({leaf for r in group for leaf in (r.info or {}).get("resolved", {})})
+        for leaf in leaves:
+            sides: dict[str, dict[str, Any]] = {}
+            for r in group:
+                info = r.info or {}
+                value = info.get("resolved", {}).get(leaf)
+                side = sides.setdefault(json.dumps(value, sort_keys=True), {"value": value, "servers": []})
+                side["servers"].append({"server": r.target.url, **(info.get("layers", {}).get(leaf) or {})})
+            if len(sides) > 1:
+                out.setdefault(role, {})[leaf] = list(sides.values())
+    return out
+
+
+def _role_counts(readings: Sequence[Reading]) -> str:
+    counts: dict[str, int] = {}
+    for r in readings:
+        counts[r.role or "no role"] = counts.get(r.role or "no role", 0) + 1
+    return ", ".join(f"{n} {role}" for role, n in sorted(counts.items()))
+
+
+def _origin_text(p: dict[str, Any]) -> str:
+    if not p:
+        return "origin unknown"
+    text = f"{p.get('layer', '?')}: {p.get('source', '?')}"
+    return text if not p.get("rule") or p["rule"] in text else f"{text}, rule {p['rule']}"
+
+
+def render(readings: Sequence[Reading], findings: Sequence[Finding],
+           diff: dict[str, dict[str, list[dict[str, Any]]]] | None) -> str:
+    lines = [f"fleet check: {len(readings)} server(s), "
+             f"{sum(r.error is None for r in readings)} read"]
+    for r in readings:
+        if r.error is not None:
+            lines.append(f"UNREACHABLE {r.target.url}: {r.error}")
+    order = {"role": 0, "definition": 1, "broken": 2, "unchecked": 3, "ok": 4}
+    for f in sorted(findings, key=lambda f: order[f.kind]):
+        tag = {"role": "ROLE", "definition": "BROKEN", "broken": "BROKEN", "unchecked": "unchecked", "ok": "ok"}[f.kind]
+        lines.append(f"{tag} {f.message}")
+        for member, sides in f.members.items():
+            lines.append(f"  {member}:")
+            for side in sides:
+                for name, provenance in side.servers:
+                    lines.append(f"    {json.dumps(side.value)}  on {name}  [{_origin_text(provenance)}]")
+    if diff is not None:
+        if not diff:
+            lines.append("diff: servers of each role agree on every leaf")
+        for role, leaves in diff.items():
+            lines.append(f"diff between the {role} servers:")
+            for leaf, values in leaves.items():
+                lines.append(f"  {leaf}:")
+                for shown in values:
+                    where = ", ".join(f"{s['server']} [{_origin_text(s)}]" for s in shown["servers"])
+                    lines.append(f"    {json.dumps(shown['value'])}  on {where}")
+    return "\n".join(lines)
+
+
+def exit_code(readings: Sequence[Reading], findings: Sequence[Finding]) -> int:
+    if any(f.fails for f in findings):
+        return EXIT_BROKEN
+    if any(r.error is not None for r in readings):
+        return EXIT_UNREACHABLE
+    return EXIT_OK
+
+
+def run(targets: Sequence[Target], *, timeout: float = DEFAULT_TIMEOUT_S, diff: bool = False
+        ) -> tuple[list[Reading], list[Finding], dict[str, dict[str, list[dict[str, Any]]]] | None]:
+    readings = asyncio.run(read_all(targets, timeout=timeout, diff=diff))
+    return readings, compare(readings), role_diff(readings) if diff else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="configbags fleet check",
+        description="Check that the servers of a deployment agree on the schema's contracts "
+                    "(schema/contracts.yaml), reading every server at once.",
+        epilog="Exit codes: 0 every contract holds; 1 a contract is broken or a role is not the one "
+               "listed; 3 some server could not be read (nothing broken among the rest); 2 bad usage.")
+    parser.add_argument("urls", nargs="*", metavar="URL", help="a server (http://host:port), or ROLE=URL "
+                        "to say which role it must have")
+    parser.add_argument("--servers", type=Path, metavar="FILE",
+                        help="YAML/JSON: servers: [{url: ..., role: ..., key_env: VAR}]")
+    parser.add_argument("--api-key", default=os.environ.get(KEY_ENV),
+                        help=f"the servers' read key (default: ${KEY_ENV}); key/key_env in FILE wins")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                        help=f"seconds to wait for each server (default {DEFAULT_TIMEOUT_S:g})")
+    parser.add_argument("--diff", action="store_true",
+                        help="also show every leaf that differs between servers of the same role (redacted)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    try:
+        targets = parse_targets(args.urls, args.servers, args.api_key)
+    except ConfigError as exc:
+        parser.error(str(exc))
+    if not targets:
+        parser.error("name at least one server (URL arguments or --servers FILE)")
+    readings, findings, diff = run(targets, timeout=args.timeout, diff=args.diff)
+    code = exit_code(readings, findings)
+    if args.json:
+        print(json.dumps({
+            "exit_code": code,
+            "servers": [{"url": r.target.url, "role": r.role, "error": r.error} for r in readings],
+            "findings": [f.as_dict() for f in findings],
+            **({"diff": diff} if diff is not None else {}),
+        }, indent=2))
+    else:
+        print(render(readings, findings, diff))
+    return code

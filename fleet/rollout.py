@@ -1,0 +1,217 @@
+"""`configbags rollout OLD NEW [--apply URL] [-- SERVER FLAGS]`: what it takes to go from
+one config to another. Each changed leaf is sorted by its apply class (from its override
+policy, `configbags.runtime.fleet.apply_class`) and by who may write it: `live` changes go
+out as one PATCH (printed; `--apply URL` sends it, all or nothing, through the door);
+`reload` (load_time) and `restart` (startup, or runtime but not writable by the operator)
+changes are left to the orchestrator, each with its reason.
+
+OLD and NEW are config files (YAML/JSON, as `--config` takes them, built with the server
+flags after `--`, which win as they do on a server), readbacks (a saved
+`GET /server_info` answer) or a server's URL (its readback, read now). A readback counts
+each leaf at its current value: the operator's record with the override log applied.
+Secrets are compared only where both sides show them (config files) and are never
+printed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+
+from configbags.packages import named_context
+from configbags.runtime.context import Context
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.fleet import ApplyClass, apply_class, route
+from configbags.runtime.leaftypes import jsonable
+from configbags.runtime.registry import REDACTED, Registry
+from configbags.runtime.yamlsafe import load_json, read_text_limited
+
+READ_KEY_ENV, ADMIN_KEY_ENV = "CONFIGBAGS_API_KEY", "CONFIGBAGS_ADMIN_KEY"
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+
+
+@attrs.frozen
+class Change:
+    leaf: str
+    old: Any
+    new: Any
+    apply: ApplyClass  # the leaf's class, from its policy
+    route: str  # live | reload | restart: how this change can be applied by an operator
+    why: str
+    secret: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        shown = (lambda v: REDACTED if v is not None else None) if self.secret else (lambda v: v)
+        return {"leaf": self.leaf, "old": shown(self.old), "new": shown(self.new), "apply_class": self.apply.value,
+                "route": self.route, "why": self.why}
+
+
+@attrs.frozen
+class Plan:
+    changes: tuple[Change, ...]
+    unknown: tuple[str, ...] = ()  # secret leaves a readback hides: not compared
+
+    def part(self, name: str) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.route == name)
+
+    def patch_body(self, source: str) -> dict[str, Any] | None:
+        live = self.part("live")
+        return {"source": source, "leaves": {c.leaf: c.new for c in live}} if live else None
+
+
+def classify(registry: Registry, leaf: str, old: Any, new: Any) -> Change:
+    """One change, with its class and the route an operator has to it (`route`)."""
+    spec = registry.leaves[leaf]
+    klass, why = route(registry, leaf)
+    return Change(leaf, old, new, apply_class(spec.policy), klass.value, why, spec.secret)
+
+
+def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any]) -> Plan:
+    changes, unknown = [], []
+    for leaf in registry.leaves:
+        a, b = old.get(leaf), new.get(leaf)
+        if registry.leaves[leaf].secret and REDACTED in (a, b):
+            unknown.append(leaf)  # a readback hides it: equal or not, nobody can tell
+            continue
+        if a != b:
+            changes.append(classify(registry, leaf, a, b))
+    order = {"live": 0, "reload": 1, "restart": 2}
+    return Plan(tuple(sorted(changes, key=lambda c: order[c.route])), tuple(unknown))
+
+
+# -- reading a side --------------------------------------------------------------------------
+def current_values(readback: Mapping[str, Any]) -> dict[str, Any]:
+    """A readback's leaves at their values now: the record, then each override in order."""
+    values = dict(readback.get("record") or {})
+    for entry in readback.get("overrides") or ():
+        values[entry["leaf"]] = entry["new"]
+    return values
+
+
+def side_values(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None) -> dict[str, Any]:
+    if where.startswith(("http://", "https://")):
+        headers = {"Authorization": f"Bearer {read_key}"} if read_key else {}
+        try:
+            response = httpx.get(where.rstrip("/") + "/server_info", headers=headers, timeout=10)
+        except httpx.HTTPError as exc:
+            raise ConfigError(f"{where}: cannot read /server_info: {exc}") from None
+        if response.status_code != 200:
+            raise ConfigError(f"{where}: GET /server_info answered {response.status_code} "
+                              f"(give the read key with --api-key or ${READ_KEY_ENV})")
+        return current_values(response.json())
+    path = Path(where)
+    if path.suffix == ".json":
+        try:
+            data = load_json(read_text_limited(path))
+        except (OSError, ConfigError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+        if isinstance(data, dict) and "record" in data and "resolved" in data:
+            return current_values(data)
+    record_type = context.record_type
+    if record_type is None:
+        raise ConfigError("the package has no ServerArgs record type; regenerate it (configbags gen)")
+    record = record_type.from_cli([*flags, "--config", str(path)], prog="configbags rollout")
+    values: dict[str, Any] = jsonable(record.to_dict())
+    return values
+
+
+# -- output ---------------------------------------------------------------------------------
+def render(result: Plan, source: str) -> str:
+    if not result.changes:
+        lines = ["rollout: no change"]
+    else:
+        counts = ", ".join(f"{len(result.part(r))} {r}" for r in ("live", "reload", "restart"))
+        lines = [f"rollout: {len(result.changes)} change(s) ({counts})"]
+    titles = {"live": "live, by PATCH /config (all or nothing):",
+              "reload": "reload: the model must load again (restart the server, or reload the model):",
+              "restart": "restart: a new server process:"}
+    for name in ("live", "reload", "restart"):
+        part = result.part(name)
+        if not part:
+            continue
+        lines.append(titles[name])
+        for c in part:
+            d = c.as_dict()
+            lines.append(f"  {c.leaf}: {json.dumps(d['old'])} -> {json.dumps(d['new'])}  ({c.why})")
+        if name == "live":
+            lines.append(f"  body: {json.dumps(result.patch_body(source))}")
+    if result.unknown:
+        lines.append(f"not compared (a readback shows secrets as {REDACTED}): {', '.join(result.unknown)}")
+    return "\n".join(lines)
+
+
+def apply(url: str, body: dict[str, Any], admin_key: str | None) -> tuple[int, dict[str, Any]]:
+    """PATCH the live part; (HTTP status, the door's JSON answer)."""
+    headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
+    response = httpx.patch(url.rstrip("/") + "/config", json=body, headers=headers, timeout=60)
+    try:
+        answer = response.json()
+    except ValueError:
+        answer = {"error": "http", "message": response.text[:500]}
+    return response.status_code, answer
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    flags: list[str] = []
+    if "--" in args_in:
+        cut = args_in.index("--")
+        args_in, flags = args_in[:cut], args_in[cut + 1:]
+    parser = argparse.ArgumentParser(
+        prog="configbags rollout",
+        description="List which changes from OLD to NEW can go live by PATCH and which need a reload or a "
+                    "restart, and why; --apply sends the live part.",
+        epilog="OLD and NEW: config files, saved GET /server_info readbacks (.json), or server URLs. "
+               "Server flags after `--` build both config files, as on a server (e.g. -- --model-path M). "
+               "Exit codes: 0 planned (and applied); 1 the door refused or could not be reached; 2 bad usage.")
+    parser.add_argument("old", metavar="OLD")
+    parser.add_argument("new", metavar="NEW")
+    parser.add_argument("--package", default=None, help="generated config package (default: [tool.configbags])")
+    parser.add_argument("--apply", metavar="URL", help="send the live part to this server's PATCH /config")
+    parser.add_argument("--source", default="rollout", help="who asks, for the override log (default rollout)")
+    parser.add_argument("--api-key", default=os.environ.get(READ_KEY_ENV),
+                        help=f"read key for OLD/NEW given as URLs (default ${READ_KEY_ENV})")
+    parser.add_argument("--admin-key", default=os.environ.get(ADMIN_KEY_ENV),
+                        help=f"admin key for --apply (default ${ADMIN_KEY_ENV})")
+    parser.add_argument("--json", action="store_true", help="print the plan (and the door's answer) as JSON")
+    args = parser.parse_args(args_in)
+    try:
+        context = named_context(args.package)
+        old = side_values(context, args.old, flags, args.api_key)
+        new = side_values(context, args.new, flags, args.api_key)
+    except ConfigError as exc:
+        print(f"configbags rollout: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    result = plan(context.registry, old, new)
+    body = result.patch_body(args.source)
+    out: dict[str, Any] = {"changes": [c.as_dict() for c in result.changes], "patch": body,
+                           "not_compared": list(result.unknown)}
+    code = EXIT_OK
+    text = render(result, args.source)
+    if args.apply:
+        if body is None:
+            text += f"\napply: nothing live to send to {args.apply}"
+            out["applied"] = None
+        else:
+            try:
+                status, answer = apply(args.apply, body, args.admin_key)
+            except httpx.HTTPError as exc:
+                status, answer = 0, {"error": "unreachable", "message": f"{type(exc).__name__}: {exc}"}
+            out["applied"] = {"status": status, "answer": answer}
+            if status == 200:
+                text += (f"\napplied to {args.apply}: epoch {answer.get('epoch')}, "
+                         f"{len(answer.get('entries', []))} leaf/leaves changed; the reload and restart parts "
+                         f"are left to the orchestrator")
+            else:
+                code = EXIT_REFUSED
+                text += (f"\napply to {args.apply} refused ({status} {answer.get('error')}): "
+                         f"{answer.get('message')}; nothing was applied. Fix: {answer.get('fix', '-')}")
+    print(json.dumps(out, indent=2) if args.json else text)
+    return code

@@ -1,0 +1,114 @@
+"""The command line of a generated record, table-driven: one `add_argument` per leaf (and
+one hidden one per old flag), read from its `LeafSpec` in the registry, grouped by
+namespace. Generated code calls `add_leaf_arguments`; there is no per-leaf argparse code
+to generate, format or review. The texts --help prints here (default, bare flag,
+deprecation) are also those CONFIG.md prints (the generator imports them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from configbags.runtime.leaftypes import Policy
+from configbags.runtime.record import RENAMED_DEST, json_value
+from configbags.runtime.registry import REDACTED, LeafSpec, Registry
+from configbags.runtime.spelling import flag_of
+
+_CONVERTERS: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str, "json": json_value}
+_POLICY_NOTES = {Policy.STARTUP: "", Policy.LOAD_TIME: "; may be resolved at load time",
+                 Policy.RUNTIME: "; tunable at runtime"}
+
+
+def add_leaf_arguments(parser: argparse.ArgumentParser, registry: Registry) -> None:
+    """One argument group per namespace that has leaves (its path and doc), in schema
+    order, holding each leaf's flag and its old names' hidden flags."""
+    group: Any = None
+    namespace = None
+    for spec in registry.leaves.values():
+        if spec.namespace != namespace:
+            namespace = spec.namespace
+            doc = registry.namespaces[namespace].doc
+            group = parser.add_argument_group(namespace, doc.replace("%", "%%"))
+        if spec.flags:
+            group.add_argument(*spec.flags, **argument_options(spec))
+        for old in spec.renamed_from:
+            group.add_argument(flag_of(old.name, old.flag),
+                               **argument_options(spec, dest=RENAMED_DEST + old.name, hidden=True))
+
+
+def argument_options(spec: LeafSpec, *, dest: str | None = None, hidden: bool = False) -> dict[str, Any]:
+    """`add_argument`'s keywords for a leaf: the value lands in `dest` (the leaf's name
+    unless given), an unset flag leaves no attribute (so it cannot mask --config)."""
+    t = spec.type
+    options: dict[str, Any] = {"dest": dest or spec.name}
+    takes_value = True
+    if spec.has_const and spec.nargs == 0:  # the flag alone, never with a value
+        options.update(action="store_const", const=spec.const)
+        takes_value = False
+    elif t.base == "bool":
+        options["action"] = argparse.BooleanOptionalAction
+        takes_value = False
+    elif t.item is not None:
+        options.update(type=_CONVERTERS[t.item.base], nargs=spec.nargs or "+")
+    else:
+        options["type"] = _CONVERTERS[t.base]
+        if spec.has_const:  # the bare flag stands for const (already of the leaf's type)
+            options.update(nargs="?", const=spec.const)
+    if spec.choices is not None and takes_value:
+        options["choices"] = spec.choices
+    options["default"] = argparse.SUPPRESS
+    options["help"] = argparse.SUPPRESS if hidden or spec.suppress_help else help_text(spec)
+    if takes_value:
+        options["metavar"] = spec.name.upper()
+    return options
+
+
+def help_text(spec: LeafSpec) -> str:
+    """The leaf's --help line: its help, then default, choices, fallback, what the bare
+    flag means, policy and env variable (argparse %-formats it, so % is doubled)."""
+    default = "required" if spec.required else f"default: {shown_default(spec)}"
+    if spec.choices is not None and spec.type.base != "bool":
+        default += "; one of: " + ", ".join(map(str, spec.choices))
+    extra = f"; unset falls back to {spec.fallback!r}" if spec.has_fallback else ""
+    extra += f"; {bare_flag(spec)}" if bare_flag(spec) else ""
+    deprecated = f" DEPRECATED: {deprecation_note(spec)}" if spec.deprecated else ""
+    env = f"; env {spec.env}" if spec.env else ""
+    text = f"{spec.help}{deprecated} ({default}{extra}{_POLICY_NOTES[spec.policy]}{env})"
+    return text.replace("%", "%%")
+
+
+def bare_flag(spec: LeafSpec) -> str:
+    """What the flag given alone means, when that is not the usual (a bool's True, or an
+    error); empty otherwise. Shared by --help and CONFIG.md."""
+    if not spec.flags:
+        return ""
+    if spec.has_const:
+        verb = "sets" if spec.nargs == 0 else "means"
+        return f"the flag alone {verb} {shown(spec.const)}"
+    if spec.nargs == "*":
+        return "the flag alone gives an empty list"
+    return ""
+
+
+def deprecation_note(spec: LeafSpec) -> str:
+    dep = spec.deprecated
+    if dep is None:
+        return ""
+    use = f"; use {dep.use}" if dep.use else ""
+    until = f", removed in {dep.remove_in}" if dep.remove_in else ""
+    return f"since {dep.since}{until}{use}."
+
+
+def shown_default(spec: LeafSpec) -> str:
+    return REDACTED if spec.secret and spec.default is not None else shown(spec.default)
+
+
+def shown(value: Any) -> str:
+    """A value as --help and CONFIG.md show it (lists and mappings as JSON)."""
+    if value is None:
+        return "None"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value)
+    return repr(value) if isinstance(value, str) else str(value)

@@ -1,0 +1,113 @@
+"""The command line of a command that also takes server flags (`configbags serve`,
+`plan`, `explain`): one `--help[=KEYWORD]` over the command's own flags and the server's,
+and the refusal of a command flag that would shadow a server flag.
+
+`--help` prints the command's flags, then every server flag of the generated package;
+`--help=KEYWORD` prints only the flags that KEYWORD names, of both: a keyword matches a
+flag name (`--help=tp-size`), a word of one (`--help=tp` finds `--tp-size`), or a whole
+word of its help text (`--help=page` finds "Tokens per KV page", never "paged").
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, NoReturn
+
+ServerParser = Callable[[], "argparse.ArgumentParser | None"]
+
+
+def matches(action: argparse.Action, keyword: str) -> bool:
+    """Whether `keyword` names this flag: its name, a dash-separated word of it, or a whole
+    word of its help."""
+    kw = keyword.lower().lstrip("-")
+    if not kw:
+        return False
+    for option in action.option_strings:
+        name = option.lower().lstrip("-")
+        if name == kw or re.search(rf"(^|-){re.escape(kw)}(-|$)", name):
+            return True
+    text = (action.help or "") if action.help is not argparse.SUPPRESS else ""
+    return re.search(rf"(?<![\w-]){re.escape(kw)}(?![\w-])", text.lower()) is not None
+
+
+def _section(parser: argparse.ArgumentParser, keyword: str, title: str) -> str:
+    shown = argparse.ArgumentParser(prog=parser.prog, add_help=False, allow_abbrev=False)
+    group = shown.add_argument_group(title)
+    found = False
+    for action in parser._actions:
+        if action.option_strings and action.help is not argparse.SUPPRESS and not isinstance(
+            action, (CommandHelp, argparse._HelpAction)
+        ) and matches(action, keyword):
+            group._add_action(action)
+            found = True
+    if not found:
+        return ""
+    text = shown.format_help()
+    return text[text.index("\n\n") + 2:] if "\n\n" in text else text
+
+
+class CommandHelp(argparse.Action):
+    """`-h/--help[=KEYWORD]` for a command that passes server flags through."""
+
+    def __init__(self, option_strings: list[str], dest: str, server: ServerParser, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", const="", default=argparse.SUPPRESS, **kwargs)
+        self.server = server
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        server = self.server()
+        keyword = str(values or "")
+        if not keyword:
+            out = parser.format_help()
+            if server is not None:
+                out += "\n" + _all(server)
+        else:
+            own = _section(parser, keyword, f"{parser.prog} flags")
+            theirs = _section(server, keyword, "server flags") if server is not None else ""
+            out = own + ("\n" if own and theirs else "") + theirs
+            if not out:
+                out = f"no flag matches {keyword!r}; `{parser.prog} --help` lists them all\n"
+        print(out, end="" if out.endswith("\n") else "\n")
+        parser.exit()
+
+
+def _all(server: argparse.ArgumentParser) -> str:
+    text = server.format_help()
+    body = text[text.index("\n\n") + 2:] if "\n\n" in text else text
+    return "server flags (of the generated ServerArgs; --help=KEYWORD narrows both lists):\n\n" + body
+
+
+def add_help(parser: argparse.ArgumentParser, server: ServerParser) -> None:
+    """Give `parser` (made with add_help=False) the `-h/--help[=KEYWORD]` above."""
+    parser.add_argument("-h", "--help", action=CommandHelp, server=server, metavar="KEYWORD",
+                        help="show this help and every server flag; --help=KEYWORD only the flags it names")
+
+
+def collisions(parser: argparse.ArgumentParser, server: argparse.ArgumentParser,
+               shared: Iterable[str] = ()) -> list[str]:
+    """The command's own flags that a server flag also spells (`shared`: those meant to be
+    one flag), which would otherwise take the server's value."""
+    own = {o for a in parser._actions for o in a.option_strings if not isinstance(a, CommandHelp)}
+    theirs = {o for a in server._actions for o in a.option_strings if not isinstance(a, argparse._HelpAction)}
+    return sorted((own & theirs) - set(shared) - {"-h", "--help"})
+
+
+def peek_package(args: list[str]) -> str | None:
+    """`--package PKG` from a command line not parsed yet (its help needs the package)."""
+    for i, arg in enumerate(args):
+        if arg == "--package" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--package="):
+            return arg.partition("=")[2]
+    return None
+
+
+class UsageErrors(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are the one line that matters and a hint: a
+    server parser's usage runs to hundreds of lines, which bury the error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n  (`{self.prog} --help` lists the flags; "
+                     f"--help=KEYWORD the ones a word names)\n")

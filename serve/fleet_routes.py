@@ -1,0 +1,64 @@
+"""The door's fleet routes: `GET /config/contracts` (this server's deployment role and, per
+contract, its fingerprint and every member's value with the layer and rule that set it),
+read by `configbags fleet check`, and `GET /metrics` (serve/metrics.py). Registered before `/config/{leaf}`, which would
+otherwise take `contracts` for a leaf name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+
+from configbags.runtime.fleet import apply_class, contracts_readback
+from configbags.serve.door import Door
+from configbags.serve.metrics import (
+    CONTENT_TYPE_LATEST,
+    ConfigCollector,
+    exposition,
+    metrics_registry,
+)
+
+
+def contracts(door: Door) -> dict[str, Any]:
+    ctx = door.context
+    with door._lock:  # one state: the values and their origins from the same moment
+        state = ctx.state
+        return contracts_readback(ctx.registry, state, ctx.origins())
+
+
+def add_fleet_routes(app: FastAPI, door: Door) -> None:
+    add_apply_classes(app, door)
+    # a watched door (serve --watch) knows what only a restart applies; a plain one has nothing pending
+    registry = metrics_registry(ConfigCollector(door, getattr(door, "restart_required", dict)))
+
+    @app.get("/metrics")
+    async def metrics(request: Request) -> Response:
+        """Prometheus exposition of the config (serve/metrics.py): server and contract info,
+        overrides by leaf and source kind, gauges of the schema's `metric: true` leaves.
+        Needs the api key, like every read."""
+        door.authorize(request.headers.get("authorization"), admin=False)
+        return Response(exposition(registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/config/contracts")
+    async def config_contracts(request: Request) -> JSONResponse:
+        """This server's deployment role and each contract's fingerprint, with every member's
+        value, layer, source and rule (secrets are never members). Needs the api key."""
+        door.authorize(request.headers.get("authorization"), admin=False)
+        return JSONResponse(contracts(door))
+
+
+def add_apply_classes(app: FastAPI, door: Door) -> None:
+    """Every leaf's apply class (live, reload, restart: from its policy) as the OpenAPI
+    document's `x-configbags-apply`, for orchestrators that decide between a PATCH and a
+    rolling restart (the PATCH body's leaves carry theirs too)."""
+    build = app.openapi
+    classes = {name: apply_class(spec.policy).value for name, spec in door.context.registry.leaves.items()}
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            build()["x-configbags-apply"] = classes
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]
+

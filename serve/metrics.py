@@ -1,0 +1,111 @@
+"""`GET /metrics`: the config as Prometheus sees it, with `prometheus_client`.
+
+Curated, so the number of series is bounded by the schema, never by values: every label
+value is a schema name (leaf, contract), a word from a closed set (the deployment role is
+one of its leaf's choices; sealed; the kind of an override's source), the schema version or
+a hash. No free text (paths, model names, override sources) and no secret reaches a label
+or a sample. The families:
+
+- `configbags_server_info`: config hash, epoch, schema version, deployment role, sealed;
+- `configbags_config_epoch`: the epoch as a number, to graph changes;
+- `configbags_contract_info`: one series per contract with its fingerprint;
+- `configbags_config_overrides_total`: override log entries by leaf and source kind
+  (`http` PATCH, `file` watched config file, `process` the engine's own code);
+- `configbags_config_<leaf>`: a gauge per numeric leaf the schema marks `metric: true`
+  (an unset value has no sample);
+- `configbags_restart_required`: 1 per startup leaf a watched config file changed but a
+  running server cannot apply (`serve --watch`).
+
+Values are read from one State per scrape, so a scrape never mixes two epochs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from configbags.runtime.fleet import fingerprints
+from configbags.serve.door import Door
+
+SOURCE_KINDS = ("http", "file")  # prefixes the door and the watcher give; anything else is `process`
+PREFIX = "configbags"
+
+__all__ = ["CONTENT_TYPE_LATEST", "ConfigCollector", "exposition", "metrics_registry", "source_kind"]
+
+
+def source_kind(source: str) -> str:
+    """The bounded kind of an override's free-text source: `http:oncall-alice` -> http."""
+    head = source.partition(":")[0]
+    return head if head in SOURCE_KINDS else "process"
+
+
+class ConfigCollector(Collector):
+    """Builds every family from the door's context at scrape time. `pending` gives the
+    startup leaves waiting for a restart (the watcher's; empty without one)."""
+
+    def __init__(self, door: Door, pending: Callable[[], Mapping[str, Any]] = dict) -> None:
+        self.door = door
+        self.pending = pending
+
+    def collect(self) -> Iterable[Metric]:
+        ctx = self.door.context
+        with self.door._lock:  # one state: hash, epoch and values of the same moment
+            state = ctx.state
+            config_hash = ctx.config_hash()
+        registry = ctx.registry
+        fleet = fingerprints(registry, state)
+        yield InfoMetricFamily(f"{PREFIX}_server", "This server's config: hash, epoch, schema version, "
+                               "deployment role, whether model load is over", value={
+                                   "config_hash": config_hash,
+                                   "epoch": str(state.epoch),
+                                   "schema_version": registry.schema_version,
+                                   "role": fleet["role"] or "",
+                                   "sealed": "true" if state.sealed else "false",
+                               })
+        epoch = GaugeMetricFamily(f"{PREFIX}_config_epoch", "Config epoch: 1 at publish, +1 per change")
+        epoch.add_metric([], state.epoch)
+        yield epoch
+        contracts = InfoMetricFamily(f"{PREFIX}_contract", "Fingerprint of each fleet contract "
+                                     "(schema contracts.yaml); servers that must agree show the same",
+                                     labels=["contract", "binds"])
+        for name, c in fleet["contracts"].items():
+            contracts.add_metric([name, "true" if c["binds"] else "false"], {"fingerprint": c["fingerprint"]})
+        yield contracts
+        counts: dict[tuple[str, str], int] = {}
+        for entry in state.log:
+            key = (entry.leaf, source_kind(entry.source))
+            counts[key] = counts.get(key, 0) + 1
+        overrides = CounterMetricFamily(f"{PREFIX}_config_overrides", "Overrides applied, by leaf and "
+                                        "source kind (http, file, process)", labels=["leaf", "source_kind"])
+        for (leaf, kind), n in sorted(counts.items()):
+            overrides.add_metric([leaf, kind], n)
+        yield overrides
+        for name in registry.fleet.metrics:
+            spec = registry.leaves[name]
+            gauge = GaugeMetricFamily(f"{PREFIX}_config_{name}", f"Resolved value of {spec.namespace}.{name} "
+                                      f"(policy {spec.policy.value}; schema `metric: true`)")
+            value = state.values.get(name)
+            if isinstance(value, (bool, int, float)):
+                gauge.add_metric([], float(value))
+            yield gauge
+        restart = GaugeMetricFamily(f"{PREFIX}_restart_required", "1 for each startup leaf a watched config "
+                                    "file changed that only a restart applies", labels=["leaf"])
+        for leaf in sorted(self.pending()):
+            restart.add_metric([leaf], 1.0)
+        yield restart
+
+
+def metrics_registry(collector: ConfigCollector) -> CollectorRegistry:
+    """A registry of its own for the door (nothing process-global: two doors in one process,
+    as in tests, never share series)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry
+
+
+def exposition(registry: CollectorRegistry) -> bytes:
+    """The text exposition of one scrape."""
+    return bytes(generate_latest(registry))

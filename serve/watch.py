@@ -1,0 +1,228 @@
+"""`configbags serve --watch FILE`: follow a config file as Kubernetes updates a mounted
+ConfigMap, and apply what a running server can apply.
+
+The kubelet never writes the file in place: it writes a new timestamped folder beside the
+old one, points the `..data` link at it in one rename, then removes the old folder; the
+mounted `FILE` is a link through `..data`. So the watcher polls the resolved path and its
+stat (inode, mtime, size): the link swap changes the resolved path, an in-place edit the
+stat. A change is read once the signature has held for two polls in a row (a file still
+being written is not read), and only if it holds across the read.
+
+The new record is built from the server's own flags exactly as at start (CLI flags still
+win over the file). Against the record the server runs with:
+
+- `live` differences (runtime leaves the operator may write; `runtime.fleet.route`) are
+  applied through the door's path for PATCH, on every rank, all or none, with the source
+  `file:FILE`; the rank work runs on the door's rank thread, in order with HTTP requests;
+- every other difference (startup; load_time, fixed once the server is sealed; runtime
+  leaves only their owner writes) is not applied: it is listed as restart required, in
+  `server_info()`, `/health` details and `configbags_restart_required`, until a restart
+  (or until the file says the running value again);
+- a file that does not parse or validate (malformed, half-written, a bad value) changes
+  nothing; the error is reported in the same places until a good file arrives.
+
+Every loop is bounded: one poll per interval, until `stop()`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from configbags.runtime.context import Context
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.fleet import ApplyClass, route
+from configbags.runtime.leaftypes import jsonable
+from configbags.serve.door import Door, DoorError, redact
+
+log = logging.getLogger("configbags.serve.watch")
+
+DEFAULT_INTERVAL_S = 0.1
+Signature = tuple[str, int, int, int]
+
+
+def signature(path: Path) -> Signature | None:
+    """(resolved path, inode, mtime ns, size) of what `path` leads to now, or None if it
+    leads nowhere."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except OSError:
+        return None
+    return (real, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+class ConfigWatcher:
+    """Polls `path`; `rebuild()` builds the record from the server's flags and the file
+    (raising ConfigError on a bad file). `rank_thread` is the door's single rank thread,
+    when it has ranks."""
+
+    def __init__(self, door: Door, path: Path, rebuild: Callable[[], Any], *,
+                 interval: float = DEFAULT_INTERVAL_S, rank_thread: ThreadPoolExecutor | None = None) -> None:
+        self.door = door
+        self.path = Path(path)
+        self.source = f"file:{self.path}"
+        self.rebuild = rebuild
+        self.interval = interval
+        self.rank_thread = rank_thread
+        ctx: Context[Any] = door.context
+        self.running = jsonable(ctx.state.record.to_dict())  # what the server was started with
+        self.applied = dict(self.running)  # the live leaves as the file last set them
+        self.seen = signature(self.path)
+        self._candidate: Signature | None = None
+        self._lock = threading.Lock()  # status is read by request threads
+        self._status: dict[str, Any] = {"file": str(self.path), "error": None, "last_applied": None,
+                                        "restart_required": {}}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- the loop ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="configbags-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, 10 * self.interval))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.poll()
+            except Exception as exc:  # the watcher must outlive any one bad poll; say why
+                log.exception("watching %s failed", self.path)
+                self._report(f"watching {self.path} failed: {type(exc).__name__}: {exc}")
+
+    def poll(self) -> bool:
+        """One poll: True if a changed file was read (applied, or refused and reported)."""
+        sig = signature(self.path)
+        if sig == self.seen:
+            self._candidate = None
+            return False
+        if sig is None:
+            self._report(f"{self.path} cannot be read (missing, or a link to nothing); the config "
+                         f"in force is unchanged")
+            self.seen = None
+            return False
+        if sig != self._candidate:
+            self._candidate = sig  # wait one poll: a writer may still be writing
+            return False
+        try:
+            record = self.rebuild()
+        except ConfigError as exc:
+            if signature(self.path) == sig:
+                self.seen = sig
+                self._report(f"{exc}; nothing was changed, the config in force stays")
+            return True
+        if signature(self.path) != sig:
+            return False  # changed while read: read it again once it holds
+        self.seen = sig
+        self._candidate = None
+        self.apply(jsonable(record.to_dict()))
+        return True
+
+    # -- one new record -------------------------------------------------------------------------
+    def apply(self, new: Mapping[str, Any]) -> None:
+        registry = self.door.context.registry
+        live: dict[str, Any] = {}
+        pending: dict[str, Any] = {}
+        for leaf, value in new.items():
+            if leaf not in registry.leaves:
+                continue
+            klass, why = route(registry, leaf)
+            if klass is ApplyClass.LIVE:
+                if value != self.applied.get(leaf):
+                    live[leaf] = value
+            elif value != self.running.get(leaf):
+                shown = registry.leaves[leaf].shown
+                pending[leaf] = {"running": shown(self.running.get(leaf)), "file": shown(value),
+                                 "apply_class": klass.value, "why": why}
+        error = None
+        applied: dict[str, Any] | None = None
+        if live:
+            try:
+                applied = self._apply_live(live)
+            except DoorError as exc:
+                error = f"{self.path}: the change was refused ({exc.code}): {exc.message}; nothing was applied"
+            except ConfigError as exc:
+                error = f"{self.path}: the change was refused: {exc}; nothing was applied"
+            else:
+                self.applied.update(live)
+        with self._lock:
+            self._status["error"] = error
+            self._status["restart_required"] = pending
+            if applied is not None:
+                self._status["last_applied"] = applied
+        if pending:
+            log.warning("%s changed startup-fixed leaves (restart required): %s", self.path, ", ".join(pending))
+        if error:
+            log.warning("%s", error)
+
+    def _apply_live(self, leaves: dict[str, Any]) -> dict[str, Any]:
+        door = self.door
+
+        def change() -> dict[str, Any]:
+            try:
+                with door._lock:
+                    entries = door._apply(self.source, dict(leaves))
+            except ConfigError as exc:
+                raise door._refusal(exc, leaves) from None
+            shown = redact({"overrides": [e.as_dict() for e in entries]}, door.secrets)["overrides"]
+            return {"epoch": entries[0].epoch if entries else door.context.epoch, "time": time.time(),
+                    "leaves": sorted(leaves), "entries": shown}
+
+        if self.rank_thread is None:
+            return change()
+        # every rank must enter collectives in one order: run where HTTP requests run
+        return self.rank_thread.submit(change).result()
+
+    # -- status ---------------------------------------------------------------------------------
+    def _report(self, error: str) -> None:
+        log.warning("%s", error)
+        with self._lock:
+            self._status["error"] = error
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {**self._status, "restart_required": dict(self._status["restart_required"])}
+
+    def restart_required(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._status["restart_required"])
+
+
+class WatchedDoor(Door):
+    """The door of a server that follows a config file: its readbacks say what the file
+    changed that only a restart applies, and what went wrong with the file."""
+
+    watcher: ConfigWatcher | None = None
+
+    def watch_status(self) -> dict[str, Any] | None:
+        return self.watcher.status() if self.watcher is not None else None
+
+    def restart_required(self) -> dict[str, Any]:
+        return self.watcher.restart_required() if self.watcher is not None else {}
+
+    def server_info(self) -> dict[str, Any]:
+        info = super().server_info()
+        status = self.watch_status()
+        if status is not None:
+            info["watch"] = status
+            info["restart_required"] = sorted(status["restart_required"])
+        return info
+
+    def health(self) -> dict[str, Any]:
+        out = super().health()
+        status = self.watch_status()
+        if status is not None:
+            pending = sorted(status["restart_required"])
+            out["details"] = {"restart_required": pending, "watch_error": status["error"],
+                              "message": f"restart required: {', '.join(pending)} changed in {status['file']}"
+                              if pending else "the watched config file is applied"}
+        return out

@@ -1,0 +1,192 @@
+"""`configbags lint`: a fixture per format (tests/fixtures/evolve/lint/files), each with
+unknown, deprecated, removed and bad-value cases, and beside it `<file>.expect`, one
+`LINE RULE SUBJECT` per finding the linter must report there, and nothing else."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from configbags.evolve import lint
+from configbags.evolve.formats import format_of, parse_file, yaml_documents
+from configbags.evolve.view import SchemaView, load_view
+
+HERE = Path(__file__).parent / "fixtures" / "evolve" / "lint"
+SCHEMA = HERE / "schema"
+FILES = HERE / "files"
+FIXTURES = sorted(p for p in FILES.rglob("*") if p.is_file() and p.suffix != ".expect")
+FORMATS = {"launch.sh": "shell", "launch.py": "python", "engine-config.yaml": "yaml", "engine-config.json": "json",
+           "manifests.yaml": "yaml", "values.yaml": "helm-values", "Dockerfile": "dockerfile",
+           "docker-compose.yml": "compose"}
+
+
+def _expected(path: Path) -> set[tuple[int, str, str]]:
+    rows = Path(f"{path}.expect").read_text().split("\n")
+    return {(int(line), rule, subject) for line, rule, subject in (r.split(" ", 2) for r in rows if r.strip())}
+
+
+@pytest.fixture(scope="module")
+def view() -> SchemaView:
+    return load_view(SCHEMA, cache=False)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_each_format_reports_exactly_its_cases(path: Path, view: SchemaView) -> None:
+    found = {(f.line, f.rule, f.subject) for f in lint.lint([path], view)}
+    assert found == _expected(path)
+    kinds = {rule for _, rule, _ in found}
+    assert kinds == {"lint-unknown", "lint-deprecated", "lint-removed", "lint-bad-value"}, (
+        "each fixture carries one case of every kind")
+    assert all(f.file == path.as_posix() for f in lint.lint([path], view))
+
+
+def test_the_fixtures_cover_every_format() -> None:
+    assert {p.name: format_of(p, p.read_text()) for p in FIXTURES} == FORMATS
+    assert {parse_file(p).format for p in FIXTURES} == {  # type: ignore[union-attr]
+        "shell", "python", "config", "json", "kubernetes", "helm-values", "dockerfile", "compose"}
+
+
+def test_the_messages_name_the_replacement_the_release_and_the_close_spelling(view: SchemaView) -> None:
+    by = {(f.rule, f.subject): f for f in lint.lint([FILES / "launch.sh"], view)}
+    assert "did you mean '--port'?" in by["lint-unknown", "--prot"].message
+    deprecated = by["lint-deprecated", "--model-alias"]
+    assert "stops working in 2.0" in deprecated.message and deprecated.fix == "write --served-name"
+    removed = by["lint-removed", "--http-port"]
+    assert "removed in 1.0" in removed.message and removed.fix == "write --port"
+    assert "'verbose' is not one of the choices" in by["lint-bad-value", "--log-level"].message
+
+
+def test_all_documents_of_a_manifest_are_read() -> None:
+    docs = list(yaml_documents((FILES / "manifests.yaml").read_text()))
+    assert [d.get("kind").text for d in docs] == [  # type: ignore[union-attr]
+        "Deployment", "StatefulSet", "Job", "InferenceService", "ConfigMap"]
+
+
+def test_other_programs_and_unknown_values_are_left_alone(tmp_path: Path, view: SchemaView) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text('echo --prot\ngrep --max-bach x\n'
+                      'python -m x.launch_server --port "$PORT" --max-batch ${N} --model-path m\n')
+    assert lint.lint([script], view) == []
+
+
+def test_a_broken_file_is_one_finding_at_its_line(tmp_path: Path, view: SchemaView) -> None:
+    bad = tmp_path / "engine.yaml"
+    bad.write_text("port: 2000\nlog_level: [unclosed\n")
+    [finding] = lint.lint([bad], view)
+    assert finding.rule == "lint-unreadable" and finding.line == 3
+
+
+def test_the_command_exit_code_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert lint.main([str(FILES / "engine-config.yaml"), "--schema", str(SCHEMA), "--no-cache", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["version"] == "1.0"
+    assert {f["rule"] for f in data["findings"]} == {"lint-unknown", "lint-deprecated", "lint-removed",
+                                                       "lint-bad-value"}
+    clean = [str(FILES / "engine-config.yaml"), "--schema", str(SCHEMA), "--no-cache", "--fail-on", "never"]
+    assert lint.main(clean) == 0
+    capsys.readouterr()
+    assert lint.main([str(FILES / "Dockerfile"), "--schema", str(SCHEMA), "--no-cache", "--format", "github"]) == 1
+    assert f"::error file={FILES / 'Dockerfile'},line=5,title=lint-unknown" in capsys.readouterr().out
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo,
+                   check=True, capture_output=True)
+
+
+def test_target_lints_against_a_future_schema(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The release at `--target` drops --stats-every and raises port's minimum: the user
+    learns it from today's launch line before upgrading."""
+    repo = tmp_path / "repo"
+    shutil.copytree(SCHEMA, repo / "schema")
+    _git(repo, "init", "-q")
+    serving = repo / "schema" / "namespaces" / "serving.yaml"
+    today = serving.read_text()
+    future = today.replace("    min: 1024\n", "    min: 2048\n")
+    start = future.index("  stats_every:\n")
+    future = future[:start] + future[future.index("derived:"):]
+    serving.write_text(future)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "next release")
+    _git(repo, "tag", "v2")
+    serving.write_text(today)
+    launch = tmp_path / "launch.sh"
+    launch.write_text("python -m e.launch_server --model-path m --port 1500 --stats-every 5\n")
+    monkeypatch.chdir(repo)
+    assert lint.main([str(launch), "--schema", "schema", "--no-cache", "--fail-on", "never"]) == 0
+    assert "no findings" in capsys.readouterr().out
+    assert lint.main([str(launch), "--schema", "schema", "--no-cache", "--target", "v2", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "v2:schema"
+    assert {(f["rule"], f["subject"]) for f in data["findings"]} == {
+        ("lint-bad-value", "--port"), ("lint-removed", "--stats-every")}
+
+
+@pytest.mark.parametrize("text", [
+    "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n"
+    "d: &d [*c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d]\nmax_batch: [*e, *e, *e, *e, *e]\n"
+    "engine:\n  args: [*e, *e, *e]\n",
+    "max_batch: &r [*r]\n",
+    "? [a, b]\n: 1\n",
+    "max_batch: !!python/object:os.system x\n",
+    "port: 1e999999\nlog_level: \"\\ud800\"\n",
+])
+def test_hostile_yaml_is_a_finding_never_a_crash(tmp_path: Path, view: SchemaView, text: str) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(text)
+    for finding in lint.lint([path], view):
+        assert finding.file == path.as_posix() and finding.line >= 1
+
+
+def test_hostile_python_and_shell_are_findings(tmp_path: Path, view: SchemaView) -> None:
+    deep = tmp_path / "deep.py"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    nul = tmp_path / "nul.py"
+    nul.write_bytes(b"x = 1\x00\n")
+    quote = tmp_path / "quote.sh"
+    quote.write_text("python -m a.launch_server --port '30000\n")
+    found = {Path(f.file).name: f.rule for f in lint.lint([deep, nul, quote], view)}
+    assert found == {"deep.py": "lint-unreadable", "nul.py": "lint-unreadable", "quote.sh": "lint-unreadable"}
+
+
+def test_a_folder_walk_skips_yaml_that_is_no_config_and_chart_templates(tmp_path: Path, view: SchemaView) -> None:
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yml").write_text("on: push\njobs: {test: {runs-on: ubuntu}}\n")
+    chart = tmp_path / "chart"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: engine\nversion: 1.0.0\n")
+    (chart / "templates" / "deployment.yaml").write_text("{{- if .Values.enabled }}\nkind: Deployment\n{{- end }}\n")
+    (chart / "values.yaml").write_text("engine:\n  args: [--port, '2000', --prot, '1']\n")
+    (tmp_path / "engine.yaml").write_text("port: 2000\nmax_bach: 3\n")  # half known: a config file with a typo
+    found = {(Path(f.file).relative_to(tmp_path).as_posix(), f.subject) for f in lint.lint([tmp_path], view)}
+    assert found == {("chart/values.yaml", "--prot"), ("engine.yaml", "max_bach")}
+    named = lint.lint([tmp_path / ".github" / "workflows" / "ci.yml"], view)  # named: read as a config file
+    assert {f.subject for f in named} == {"on", "jobs"}
+
+
+def test_python_runs_a_shell_script_through_bash_c(tmp_path: Path, view: SchemaView) -> None:
+    script = tmp_path / "run.py"
+    script.write_text('import subprocess\nsubprocess.run(\n    ["bash", "-c", "APP_PORT=1 python -m e.launch_server --prot 2"])\n')
+    found = {(f.line, f.rule, f.subject) for f in lint.lint([script], view)}
+    assert found == {(3, "lint-bad-value", "APP_PORT"), (3, "lint-unknown", "--prot")}
+
+
+def test_flags_that_may_stand_alone_and_flags_that_need_a_value(tmp_path: Path, view: SchemaView) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("python -m e.launch_server --warmup-steps --tags --old-knob --no-old-knob --queue-timeout\n"
+                      "python -m e.launch_server --warmup-steps 3 --tags a b --max-batch 4 --old-knob=1\n")
+    found = {(f.line, f.rule, f.subject) for f in lint.lint([script], view) if f.rule != "lint-deprecated"}
+    assert found == {(1, "lint-bad-value", "--queue-timeout"), (2, "lint-bad-value", "--old-knob")}
+
+
+def test_templates_and_format_fields_are_unknown_values_but_json_is_checked(tmp_path: Path) -> None:
+    bundled = load_view(Path(__file__).parent.parent / "schema", cache=False)
+    script = tmp_path / "launch.py"
+    script.write_text('CMD = "python -m e.launch_server --tp-size {tp} --page-size {{ page }} --port $PORT"\n'
+                      "ARGS = ['python', '-m', 'e.launch_server', '--json-model-override-args', '{\"a\": ']\n")
+    assert [(f.line, f.subject) for f in lint.lint([script], bundled)] == [(2, "--json-model-override-args")]

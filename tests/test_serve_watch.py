@@ -1,0 +1,181 @@
+"""`configbags serve --watch FILE` against the kubelet's exact update sequence, replayed on
+local files: a new timestamped folder, the `..data` link swapped onto it by one rename, the
+old folder removed. A runtime change is applied (source file:FILE), a startup change is
+refused as "restart required", and a malformed or half-written file changes nothing."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from serve_server import API_KEY, Server
+
+from configbags.generated.accessors import get_context
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.context import Context
+from configbags.runtime.testing import published
+from configbags.serve.watch import ConfigWatcher, WatchedDoor
+
+
+class ConfigMap:
+    """A mounted ConfigMap folder, updated the way the kubelet's atomic writer does it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir()
+        self.file = root / "config.yaml"
+        self.version = 0
+        self.current: Path | None = None
+
+    def publish(self, text: str) -> None:
+        self.version += 1
+        stamp = self.root / f"..2026_12_01_12_00_{self.version:02d}.{self.version:09d}"
+        stamp.mkdir()
+        (stamp / "config.yaml").write_text(text)
+        os.symlink(stamp.name, self.root / "..data_tmp")
+        os.rename(self.root / "..data_tmp", self.root / "..data")  # the one atomic step
+        if self.current is not None:
+            shutil.rmtree(self.current)
+        self.current = stamp
+        if not self.file.is_symlink():
+            os.symlink("..data/config.yaml", self.file)
+
+
+BASE = "speculative_accept_threshold_acc: 1.0\nweight_version: v1\nschedule_policy: fcfs\n"
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[tuple[ConfigMap, ConfigWatcher, Context[Any]]]:
+    assert get_context  # the bundled package's context is the one `published` finds
+    cm = ConfigMap(tmp_path / "config")
+    cm.publish(BASE)
+    flags = ["--model-path", "/models/m", "--config", str(cm.file)]
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    ServerArgs.add_cli_args(parser)
+    namespace = parser.parse_args(flags)
+    with published(ServerArgs.from_cli(flags), role="launcher") as ctx:
+        ctx.seal()
+        door = WatchedDoor(ctx)
+        door.watcher = ConfigWatcher(door, cm.file, lambda: ServerArgs.from_cli_args(copy.copy(namespace)))
+        yield cm, door.watcher, ctx
+
+
+def settle(watcher: ConfigWatcher) -> None:
+    """Poll as the watcher's thread would, until it has read the change (at most 3 polls:
+    one to see it, one to see it hold)."""
+    for _ in range(3):
+        if watcher.poll():
+            return
+    raise AssertionError("the watcher did not read the change within 3 polls")
+
+
+def test_a_runtime_change_is_applied_with_the_file_as_source(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]]) -> None:
+    cm, watcher, ctx = watched
+    cm.publish(BASE.replace("1.0", "0.5").replace("v1", "v2"))
+    assert not watcher.poll()  # seen once: not read until it holds
+    settle(watcher)
+    assert ctx.state.values["speculative_accept_threshold_acc"] == 0.5
+    assert ctx.state.values["weight_version"] == "v2"
+    assert {e.source for e in ctx.state.log} == {f"file:{cm.file}"}
+    assert watcher.status()["last_applied"]["leaves"] == ["speculative_accept_threshold_acc", "weight_version"]
+    assert not watcher.poll()  # nothing new
+
+
+def test_a_startup_change_is_restart_required_not_applied(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]]) -> None:
+    cm, watcher, ctx = watched
+    door = watcher.door
+    assert isinstance(door, WatchedDoor)
+    epoch = ctx.epoch
+    cm.publish(BASE.replace("fcfs", "lpm") + "kv_cache_dtype: fp8_e4m3\n")
+    settle(watcher)
+    assert ctx.epoch == epoch and ctx.state.values["schedule_policy"] == "fcfs"
+    info = door.server_info()
+    assert info["restart_required"] == ["kv_cache_dtype", "schedule_policy"]
+    pending = info["watch"]["restart_required"]
+    assert pending["schedule_policy"] == {"running": "fcfs", "file": "lpm", "apply_class": "restart",
+                                          "why": "policy startup: fixed at publish; a restart applies it"}
+    assert pending["kv_cache_dtype"]["apply_class"] == "reload"  # load_time, and the server is sealed
+    health = door.health()
+    assert health["status"] == "ok"
+    assert health["details"]["message"] == f"restart required: kv_cache_dtype, schedule_policy changed in {cm.file}"
+    # the file says the running value again: nothing is pending any more
+    cm.publish(BASE)
+    settle(watcher)
+    assert door.server_info()["restart_required"] == []
+
+
+def test_a_malformed_or_half_written_file_changes_nothing(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]]) -> None:
+    cm, watcher, ctx = watched
+    state = ctx.state
+    cm.publish("speculative_accept_threshold_acc: 0.3\nschedule_policy: [\n")  # malformed YAML
+    settle(watcher)
+    assert ctx.state is state
+    error = watcher.status()["error"]
+    assert f"{cm.file}" in error and "nothing was changed" in error
+    cm.publish("speculative_accept_threshold_acc: 7.5\n")  # parses, but the value is out of range
+    settle(watcher)
+    assert ctx.state is state and "speculative_accept_threshold_acc" in watcher.status()["error"]
+    # half-written in place: the write stops mid-line
+    assert cm.current is not None
+    (cm.current / "config.yaml").write_text("speculative_accept_threshold_acc: 0.3\nweight_ver")
+    settle(watcher)
+    assert ctx.state is state and watcher.status()["error"] is not None
+    # the rest of the write lands: applied, and the error is gone
+    (cm.current / "config.yaml").write_text("speculative_accept_threshold_acc: 0.3\nweight_version: v1\n")
+    settle(watcher)
+    assert ctx.state.values["speculative_accept_threshold_acc"] == 0.3
+    assert watcher.status()["error"] is None
+
+
+@pytest.mark.slow
+def test_a_served_watch_applies_on_every_rank_and_shows_restart_required(tmp_path: Path) -> None:
+    cm = ConfigMap(tmp_path / "config")
+    cm.publish(BASE)
+    server = Server("--ranks", "2", "--tp-size", "2", "--api-key", API_KEY, "--watch", str(cm.file))
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+
+    def info() -> dict[str, Any]:
+        body: dict[str, Any] = httpx.get(f"{server.url}/server_info", headers=headers, timeout=30).json()
+        return body
+
+    def wait_for(test: Any) -> dict[str, Any]:
+        deadline = time.monotonic() + 30  # bounded: a broken watcher fails, it does not hang
+        while time.monotonic() < deadline:
+            body = info()
+            if test(body):
+                return body
+            time.sleep(0.05)
+        raise AssertionError(f"not seen within 30 s: {body}")
+
+    try:
+        cm.publish(BASE.replace("1.0", "0.5"))
+        body = wait_for(lambda b: b["resolved"]["speculative_accept_threshold_acc"] == 0.5)
+        assert body["overrides"][-1]["source"] == f"file:{cm.file}"
+        assert [(r["rank"], r["epoch"]) for r in body["ranks"]] == [(0, 2), (1, 2)]
+        cm.publish(BASE.replace("1.0", "0.5").replace("fcfs", "lpm"))
+        body = wait_for(lambda b: b["restart_required"] == ["schedule_policy"])
+        assert body["resolved"]["schedule_policy"] == "fcfs" and body["epoch"] == 2
+        health = httpx.get(f"{server.url}/health", timeout=30).json()
+        assert health["details"]["restart_required"] == ["schedule_policy"]
+        text = httpx.get(f"{server.url}/metrics", headers=headers, timeout=30).text
+        restart = [s for f in text_string_to_metric_families(text) if f.name == "configbags_restart_required"
+                   for s in f.samples]
+        assert [(s.labels, s.value) for s in restart] == [({"leaf": "schedule_policy"}, 1.0)]
+        cm.publish("schedule_policy: [\n")
+        body = wait_for(lambda b: b["watch"]["error"] is not None)
+        assert body["epoch"] == 2 and body["resolved"]["speculative_accept_threshold_acc"] == 0.5
+        assert server.proc.poll() is None
+    finally:
+        server.stop()
