@@ -41,6 +41,11 @@ class RoleError(ConfigError):
     """A role problem: an unknown role, or (enforce mode) a read outside the role's set."""
 
 
+class ScopeError(ConfigError):
+    """A scope that cannot restore what it changed without discarding another thread's
+    committed change; it names that change and restores nothing."""
+
+
 class RankNotStampedError(ConfigError, AttributeError):
     """A rank was read before publish stamped it from the process's world rank."""
 

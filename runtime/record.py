@@ -426,6 +426,32 @@ def read_env(
     return values, origins
 
 
+def keep_secrets(registry: Registry, below: Mapping[str, Any], below_origins: Mapping[str, Origin],
+                 layer: Mapping[str, Any], layer_origins: Mapping[str, Origin]) -> None:
+    """An empty or none-like value (unset, `""`, `none`, `null`) for a secret leaf never
+    silently unsets the value a lower layer set: an empty `SGLANG_API_KEY=` over a config
+    file's key would turn authentication off. Refused, naming the variable or flag and
+    the layer it would override (never either value)."""
+    for name, value in layer.items():
+        spec = registry.leaves.get(name)
+        if spec is None or not spec.secret or not _unset_like(value) or _unset_like(below.get(name)):
+            continue
+        given, kept = (_spelled(o.source) for o in (layer_origins[name], below_origins[name]))
+        raise RecordError(
+            f"{given} is empty or none-like, which would unset the secret {spec.namespace}.{name} that "
+            f"{kept} sets (turning it off by accident); drop {given} to keep that value, or take "
+            f"{name} out of {kept} to turn it off"
+        )
+
+
+def _spelled(source: str) -> str:
+    return f"environment variable {source[1:]}" if source.startswith("$") else source
+
+
+def _unset_like(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null"))
+
+
 # -- the command line -------------------------------------------------------------------
 
 class _Once(argparse.Action):
@@ -481,6 +507,7 @@ def record_from_cli_args(
     file_values, file_origins = merge_config_files(registry, paths, lambda p: load_config_file(p, schema_path), docs)
     env_values, env_origins = read_env(registry, os.environ if environ is None else environ, docs)
     for layer_values, layer_origins in ((file_values, file_origins), (env_values, env_origins)):
+        keep_secrets(registry, values, origins, layer_values, layer_origins)
         values.update(layer_values)
         origins.update(layer_origins)
     for key, value in vars(namespace).items():
@@ -495,6 +522,7 @@ def record_from_cli_args(
             spec = leaves[key]
             flag = spec.flags[0] if spec.flags else key
             leaf_for(registry, key, flag, "command line", value)
+            keep_secrets(registry, values, origins, {key: value}, {key: Origin(Layer.CLI, flag)})
             values[key], origins[key] = value, Origin(Layer.CLI, flag)
     source = "command line" + (f" and {', '.join(paths)}" if paths else "")
     return build_record(cls, registry, values, origins, source, getattr(namespace, "dump_config", None))

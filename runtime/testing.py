@@ -1,7 +1,10 @@
 """Test helpers: a published context for the length of a block, scoped overrides, and the
-pytest fixtures built on them. Every helper restores the exact earlier state on exit,
-exceptions included, by re-installing the saved immutable State. Nothing relies on
-garbage collection (no __del__): dropping a scope object cannot un-publish anything.
+pytest fixtures built on them, each a test scope (`Context.acting_as("test")` is admitted
+inside one). `published` and `config_scope` undo whatever their block did, exceptions
+included, by re-installing the saved immutable State (at the next epoch: epochs never go
+back); `scoped_override` sets back what its own thread changed and keeps what other
+threads committed meanwhile (see `configbags.runtime.context.Restoring`). Nothing relies
+on garbage collection (no __del__): dropping a scope object cannot un-publish anything.
 
 Use from a conftest: `pytest_plugins = ["configbags.runtime.testing"]`."""
 
@@ -25,7 +28,7 @@ class published(Restoring):
 
     def __init__(self, record: Any, *, role: str = "test", context: Context[Any] | None = None,
                  facts: Facts | None = None, **ranks: int) -> None:
-        super().__init__(context or process_context(record=record))
+        super().__init__(context or process_context(record=record), test=True)
         self._record, self._role, self._facts, self._ranks = record, role, facts, ranks
 
     def __enter__(self) -> Context[Any]:
@@ -40,7 +43,8 @@ class published(Restoring):
 def scoped_override(source: str = "test-scope", /, *, context: Context[Any] | None = None,
                     **leaves: Any) -> Restoring:
     """Override `leaves` for the block (policy and owner are not checked; type, range and
-    capacity are). Nestable; a dropped scope object never restores by itself."""
+    capacity are). Nestable; a dropped scope object never restores by itself. On exit,
+    what this thread changed is set back; other threads' commits are kept."""
     return (context or process_context()).scoped(source, **leaves)
 
 
@@ -57,5 +61,5 @@ def _suite_context() -> Context[Any]:
 def config_scope() -> Iterator[Context[Any]]:
     """Whatever the test publishes or overrides is undone afterwards."""
     ctx = _suite_context()
-    with ctx.restoring():
+    with ctx.restoring(test=True):
         yield ctx

@@ -4,6 +4,7 @@ an OpenAPI document whose PATCH body is built from the schema."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -36,6 +37,20 @@ ERROR_BODY: dict[str, Any] = {
         "ranks": {"type": "array", "items": {"type": "integer"}, "description": "ranks that did not answer"},
     },
 }
+
+
+class Readback(JSONResponse):
+    """JSON whose text is UTF-8 when it can be, and \\u-escaped ASCII when a string in it
+    cannot be encoded (a lone surrogate that reached the state before the doors refused
+    it): the same JSON value either way, so a readback never fails to render, and one bad
+    string cannot turn every later /server_info into a 500."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False, indent=None,
+                              separators=(",", ":")).encode("ascii")
 
 
 def leaf_schema(spec: LeafSpec) -> dict[str, Any]:
@@ -99,7 +114,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
     arrival order (every rank must enter the same collectives in the same order); without
     ranks a request is served on the event loop (microseconds of work, no thread hop)."""
     app = FastAPI(title="configbags operator API", version="1", docs_url=None, redoc_url=None,
-                  openapi_url="/openapi.json")
+                  openapi_url="/openapi.json", default_response_class=Readback)
     rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
     app.state.rank_thread = rank_thread  # serve --watch applies file changes on it too
 
@@ -111,24 +126,24 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
     @app.exception_handler(DoorError)
     async def door_error(request: Request, exc: DoorError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+        return Readback(exc.body(), status_code=exc.status, headers=headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"error": "http", "message": str(exc.detail),
+        return Readback({"error": "http", "message": str(exc.detail),
                              "fix": "see GET /openapi.json for the routes"}, status_code=exc.status_code)
 
     @app.get("/health", responses=_errors(503))
     async def health() -> JSONResponse:
         """Liveness: 200 while every rank is up."""
-        return JSONResponse(door.health())
+        return Readback(door.health())
 
     @app.get("/server_info", responses=_errors(401, 503))
     async def server_info(request: Request) -> JSONResponse:
         """The operator input (record), the override log, the resolved values, epoch, seal,
         config hash and each rank's epoch and hash; secrets redacted."""
         door.authorize(request.headers.get("authorization"), admin=False)
-        return JSONResponse(await run(door.server_info))
+        return Readback(await run(door.server_info))
 
     add_fleet_routes(app, door)  # first: /config/contracts is not a leaf
 
@@ -136,7 +151,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
     async def explain(leaf: str, request: Request) -> JSONResponse:
         """One leaf: value, layer and source, policy, owner, capacity and history."""
         door.authorize(request.headers.get("authorization"), admin=False)
-        return JSONResponse(door.explain(leaf))
+        return Readback(door.explain(leaf))
 
     @app.patch(
         "/config",
@@ -150,7 +165,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
         door.authorize(request.headers.get("authorization"), admin=True)
         body = await read_body(request, max_body_bytes)
         source, leaves = parse_patch(body)
-        return JSONResponse(await run(lambda: door.patch(source, leaves)))
+        return Readback(await run(lambda: door.patch(source, leaves)))
 
     return app
 

@@ -22,7 +22,7 @@ from configbags.runtime.cmdline import add_help, collisions, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
-from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door
+from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
 from configbags.serve.watch import DEFAULT_INTERVAL_S, ConfigWatcher, WatchedDoor
 
 HOST_LEAF, PORT_LEAF = "host", "port"
@@ -42,7 +42,8 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                         help="hold the config on N gloo ranks: this process is rank 0 and starts "
                              "N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks)")
     parser.add_argument("--rank-timeout", type=float, default=10.0, metavar="S",
-                        help="seconds to wait for a rank before answering 503 (default 10)")
+                        help="seconds to wait for a rank before answering 503; a rank silent this "
+                             "long is stalled: /health names it until it answers again (default 10)")
     parser.add_argument("--package", default=None,
                         help="generated config package (default: [tool.configbags] package)")
     parser.add_argument("--role", default="launcher",
@@ -114,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ranks = None
     watcher = None
     try:
+        check_keys(context.registry, record.to_dict())  # before any rank starts
         if args.ranks > 1:
             ranks = _start_ranks(context, package, record, args)
         else:
@@ -133,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                                 timeout_keep_alive=30)
         print(f"configbags serve: http://{host}:{port} ({args.ranks} rank(s); operator may change "
               f"{len(door.writable)} leaves)", file=sys.stderr, flush=True)
+        print(f"configbags serve: {protection(values)}", file=sys.stderr, flush=True)
         # uvicorn shuts down on SIGTERM/SIGINT, then restores these handlers and re-raises the
         # signal to them; left at the defaults, that would kill the process (-15) after a
         # clean shutdown, or print a KeyboardInterrupt traceback.

@@ -143,7 +143,39 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
         raise _bad_body("`source` must be printable text (it is written to logs)")
     if not isinstance(leaves, dict) or not leaves:
         raise _bad_body("`leaves` must be a non-empty object of leaf names to new values")
+    for name, value in leaves.items():
+        if not _is_text(name) or not _all_text(value):
+            shown = name if _is_text(name) else name.encode("utf-8", "backslashreplace").decode()
+            raise DoorError(400, "bad_value",
+                            f"the value for {shown!r} holds a lone surrogate (an escape such as "
+                            f"\\udc80 that is no character), which is not text; nothing was applied",
+                            "send text that encodes as UTF-8", leaf=shown)
     return source, leaves
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _all_text(value: Any) -> bool:
+    """Whether every string in `value` (at any depth, keys included) is encodable text;
+    iterative, as the body's depth is bounded but values may be wide."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if not _is_text(node):
+                return False
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
 
 
 def _too_deep(value: Any, limit: int) -> bool:
@@ -176,6 +208,51 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def check_keys(registry: Registry, values: Mapping[str, Any]) -> None:
+    """Refuse, at start-up, a key no client could ever send byte for byte (which would
+    otherwise fail every request, or answer 500): empty, non-ASCII (HTTP headers are read as
+    latin-1), undecodable bytes from the environment, control characters, or surrounding
+    whitespace (the bearer token is stripped). The error names the leaf and its flag and
+    variable, never the key."""
+    for name in KEY_LEAVES:
+        key = values.get(name)
+        if key is None or name not in registry.leaves:
+            continue
+        why = _unusable(key)
+        if why is not None:
+            spec = registry.leaves[name]
+            given = " / ".join([*spec.flags[:1], *([f"${spec.env}"] if spec.env else [])]) or name
+            raise ConfigError(
+                f"{spec.namespace}.{name} ({given}) {why}, so no request could ever match it; give a "
+                f"key of printable ASCII without surrounding spaces (e.g. `openssl rand -hex 32`), or "
+                f"leave it unset to turn that protection off"
+            )
+
+
+def _unusable(key: Any) -> str | None:
+    if not isinstance(key, str):
+        return f"is a {type(key).__name__}, not text"
+    if not key:
+        return "is empty (an empty bearer token cannot be sent)"
+    if any("\ud800" <= c <= "\udfff" for c in key):
+        return "holds bytes that are not valid UTF-8 (an environment variable's raw bytes?)"
+    if not key.isascii():
+        return "holds non-ASCII characters (HTTP headers are read as latin-1)"
+    if key != key.strip():
+        return "has surrounding whitespace (the bearer token is stripped before it is compared)"
+    if not key.isprintable():
+        return "holds control characters (they cannot be sent in a header)"
+    return None
+
+
+def protection(values: Mapping[str, Any]) -> str:
+    """What the door protects, for the start-up line."""
+    api, admin = values.get(API_KEY_LEAF), values.get(ADMIN_KEY_LEAF)
+    reads = "reads need the api key (or the admin key)" if api else "reads are OPEN to anyone (no --api-key)"
+    writes = "changes need the admin key" if admin else "changes are disabled (no --admin-api-key)"
+    return f"{reads}; {writes}"
+
+
 def _bearer(header: str | None) -> str | None:
     if header is None:
         return None
@@ -198,6 +275,7 @@ class Door:
         registry = context.registry
         self.writable: tuple[LeafSpec, ...] = registry.writable_by(OPERATOR) if OPERATOR in registry.roles else ()
         self.secrets = secret_leaves(registry)
+        check_keys(registry, context.state.values)
         self._lock = threading.Lock()  # one change at a time: an epoch read after it is its own
 
     # -- auth ------------------------------------------------------------------------
@@ -272,11 +350,20 @@ class Door:
         return redact(info, self.secrets)
 
     def health(self) -> dict[str, Any]:
+        """200 only while every rank is up and answering: an exited rank, and one alive but
+        silent (stopped, hung), are each named in a 503."""
         dead = self.ranks.dead() if self.ranks else []
         if dead:
             raise DoorError(503, "rank_unreachable", f"rank(s) {', '.join(map(str, dead))} exited",
                             "restart the server; config changes are refused until every rank answers",
                             ranks=tuple(dead))
+        stalled = self.ranks.stalled() if self.ranks else {}
+        if stalled:
+            raise DoorError(503, "rank_stalled",
+                            "; ".join(f"rank {r} {why}" for r, why in stalled.items()),
+                            "wait: a rank that answers again catches up by itself; or restart the "
+                            "server. Config reads and changes are refused meanwhile",
+                            ranks=tuple(stalled))
         return {"status": "ok", "epoch": self.context.epoch,
                 "ranks": self.ranks.world_size if self.ranks else 1}
 

@@ -9,6 +9,15 @@ it; workers wait for the next key in short slices (noticing a vanished server in
 and then enter the same collective. A worker that died is seen from its process handle,
 so a request fails at once with 503 naming it instead of waiting for a timeout.
 
+A worker that is alive but does not answer (stopped, or hung) is seen too: each worker
+beats (`serve/beat/<rank>`, its wall clock, from a thread of its own) and records every
+operation it finished (`serve/done/<rank>`). A worker whose beat is older than the rank
+timeout, or that has not finished an operation posted more than a timeout ago, is stalled:
+/health says so, and requests fail at once with 503 naming it, nothing applied. Every
+collective runs through the store (`configbags.runtime.dist`), so a stalled worker that is
+continued finishes the operations it missed on its own, in step again, and the group is
+back in service as soon as it beats (no gloo collective is left for it to hang in).
+
 Run as `python -m configbags.serve.ranks ...` for one worker rank.
 """
 
@@ -20,6 +29,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -32,8 +42,11 @@ if TYPE_CHECKING:
     from configbags.runtime import dist
 
 OP_KEY = "serve/op/{}"
+BEAT_KEY = "serve/beat/{}"  # a worker's wall clock, every BEAT_S
+DONE_KEY = "serve/done/{}"  # the last operation a worker finished
 JOIN_TIMEOUT_S = 120.0  # workers import torch before they join: slow on a loaded machine
 POLL_S = 1.0  # how often an idle worker checks that the server is still there
+BEAT_S = 0.5
 
 
 class RankGroup:
@@ -50,6 +63,11 @@ class RankGroup:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.dctx: dist.DistributedContext | None = None
         self._op = 0
+        self._posted: dict[int, float] = {}  # operation -> when it was posted (monotonic)
+        # A client of its own for stalled(): the rank thread's client can be inside a wait
+        # (which holds it) while /health asks on the event loop.
+        self._watch: Any = None
+        self._watch_lock = threading.Lock()
 
     def start(self, record: Any, *, role: str) -> None:
         """Start the workers, join the group, publish `record` on every rank and seal.
@@ -72,6 +90,7 @@ class RankGroup:
                                      timeout=JOIN_TIMEOUT_S, context=self.context)
         dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
         self.dctx = dctx
+        self._watch = dist.connect_store(addr, is_master=False, timeout=JOIN_TIMEOUT_S)
         dctx.publish(record, role=role)
         dctx.seal()
 
@@ -79,15 +98,55 @@ class RankGroup:
         """Worker ranks whose process has exited."""
         return [rank for rank, proc in enumerate(self.procs, start=1) if proc.poll() is not None]
 
+    def stalled(self) -> dict[int, str]:
+        """Worker ranks alive but not answering, each with what was seen: a beat older than
+        the rank timeout, or an operation left unfinished for longer than it."""
+        if self._watch is None:
+            return {}
+        wait = max(self.timeout, 3 * BEAT_S)
+        found: dict[int, str] = {}
+        dead = set(self.dead())
+        with self._watch_lock:
+            seen = {rank: (self._read(BEAT_KEY.format(rank)), int(self._read(DONE_KEY.format(rank)) or 0))
+                    for rank in range(1, self.world_size) if rank not in dead}
+            for rank, (beat, done) in seen.items():
+                silent = time.time() - float(beat) if beat is not None else 0.0
+                posted = self._posted.get(done + 1)
+                late = time.monotonic() - posted if posted is not None else 0.0
+                if silent > wait:
+                    found[rank] = f"silent for {silent:.1f} s (stopped or hung)"
+                elif late > self.timeout:
+                    found[rank] = f"has not finished operation {done + 1} after {late:.1f} s (hung?)"
+            # operations every worker finished need no post time any more
+            for op in [op for op in self._posted if op <= min((d for _, d in seen.values()), default=0)]:
+                del self._posted[op]
+        return found
+
+    def _read(self, key: str) -> str | None:
+        store = self._watch
+        try:
+            return store.get(key).decode() if store.check([key]) else None
+        except Exception:  # the store closes with this process (shutdown): nothing to tell
+            return None
+
     def _post(self, op: str) -> dist.DistributedContext:
         dead = self.dead()
         if dead:
             raise DistributedConfigError(
                 f"rank(s) {', '.join(map(str, dead))} of {self.world_size} exited; nothing was applied on any rank"
             )
+        stalled = self.stalled()
+        if stalled:
+            raise DistributedConfigError(
+                f"rank(s) {', '.join(map(str, stalled))} of {self.world_size} stalled: "
+                f"{'; '.join(f'rank {r} {why}' for r, why in stalled.items())}; nothing was applied on any "
+                f"rank, and requests are refused until it answers again (it catches up by itself) or exits"
+            )
         assert self.dctx is not None, "start() first"
         assert self.dctx.store is not None, "init_distributed gives a store"
         self._op += 1
+        with self._watch_lock:
+            self._posted[self._op] = time.monotonic()
         self.dctx.store.set(OP_KEY.format(self._op), op)
         return self.dctx
 
@@ -127,10 +186,14 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
     context = load_context(package)
     dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, backend="gloo",
                                  timeout=JOIN_TIMEOUT_S, context=context)
-    dctx.publish()
-    dctx.seal()
     store = dctx.store
     assert store is not None
+    # liveness goes through a client of its own (the main one may be inside a long wait)
+    beat = dist.connect_store(init_addr, is_master=False, timeout=JOIN_TIMEOUT_S)
+    threading.Thread(target=_beat, args=(beat, BEAT_KEY.format(rank)), daemon=True,
+                     name="configbags-beat").start()
+    dctx.publish()
+    dctx.seal()
     op = 0
     while True:
         op += 1
@@ -152,6 +215,16 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
                 return 0
         except ConfigError:
             pass  # raised on rank 0 too, which answers the request; nothing changed here
+        beat.set(DONE_KEY.format(rank), str(op))
+
+
+def _beat(store: Any, key: str) -> None:
+    """Say this worker is alive, every BEAT_S, until the process ends (a stopped process
+    stops beating: that is what rank 0 sees)."""
+    with contextlib.suppress(Exception):  # the store went with the server: the worker exits too
+        while True:
+            store.set(key, f"{time.time():.3f}")
+            time.sleep(BEAT_S)
 
 
 def _free_port() -> int:

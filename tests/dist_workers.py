@@ -327,3 +327,85 @@ def faults(rank: int, world: int, port: int, outdir: str, signame: str, scenario
             out["second"] = _outcome(lambda: dctx.override("after", **({"chunked_prefill_size": 77} if rank == 0 else {})))
         _write(outdir, f"fault{i}", rank, out)
     os._exit(0)  # skip gloo teardown: a peer may be dead
+
+
+# -- redaction and stalls (tests/test_dist_stalls.py) ---------------------------------------
+
+SECRET = "planted-secret-5b1e"
+
+
+def secret_logs(rank: int, world: int, port: int, outdir: str) -> None:
+    """A runtime leaf declared secret (the bundled `weight_version`, marked secret here),
+    overridden through the group with DEBUG logging on every rank: each rank's log must show
+    the change, redacted."""
+    import logging
+
+    import attrs
+    import torch.distributed as dist
+
+    from configbags.generated import accessors
+    from configbags.generated.registry import REGISTRY
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.context import Context
+    from configbags.runtime.dist import connect_store, init_distributed
+
+    logging.basicConfig(filename=str(Path(outdir, f"log-{rank}.txt")), level=logging.DEBUG,
+                        format="%(name)s %(levelname)s %(message)s")
+    leaves = dict(REGISTRY.leaves)
+    leaves["weight_version"] = attrs.evolve(leaves["weight_version"], secret=True)
+    context = Context(attrs.evolve(REGISTRY, leaves=leaves), type(accessors.get_context().view)(),
+                      record_type=ServerArgs)
+    store = connect_store(f"127.0.0.1:{port}", is_master=False, timeout=STORE_TIMEOUT)
+    dctx = init_distributed(rank, world, store=store, backend="gloo", timeout=STORE_TIMEOUT, context=context)
+    dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="tokenizer")
+    for value in (SECRET, SECRET + "-2"):
+        dctx.override("rotate", **({"weight_version": value} if rank == 0 else {}))
+    assert context.state.values["weight_version"] == SECRET + "-2"
+    _write(outdir, "secret", rank, {"epoch": context.epoch})
+    dist.destroy_process_group()
+
+
+# (the method the last rank stops itself just before, what the stop interrupts)
+PUBLISH_STALLS = (("publish", "before the collective"), ("_install_published", "inside it"))
+
+
+def publish_stalls(rank: int, world: int, port: int, outdir: str) -> None:
+    """The last rank stops itself before and inside a publish; the test process continues
+    it once the others wrote their outcome. Then every rank overrides and checks, which
+    must succeed everywhere: the group is back in step."""
+    import signal
+
+    import configbags.generated.accessors  # noqa: F401  (registers the process context)
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import check_in, connect_store
+
+    store = connect_store(f"127.0.0.1:{port}", is_master=False)
+    Path(outdir, f"pid-{rank}").write_text(str(os.getpid()))
+    check_in(store, "pstall-started", rank, world, STORE_TIMEOUT)
+    dctx = _join(rank, world, port)
+    dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="scheduler")
+    dctx.timeout = FAULT_TIMEOUT
+    victim = world - 1
+    for i, (method, _) in enumerate(PUBLISH_STALLS):
+        check_in(store, f"pstall-{i}", rank, world, STORE_TIMEOUT)
+        if rank == victim:
+            real = getattr(dctx, method)
+
+            def trap(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+                os.kill(os.getpid(), signal.SIGSTOP)  # returns here once continued
+                return _real(*args, **kwargs)
+
+            setattr(dctx, method, trap)
+        record = ServerArgs(model_path="m", tp_size=world, chunked_prefill_size=100 + i) if rank == 0 else None
+        out = _outcome(lambda record=record: dctx.publish(record, role="scheduler"))
+        if rank == victim:
+            delattr(dctx, method)
+        _write(outdir, f"pstall{i}", rank, out)
+        check_in(store, f"pstall-{i}-back", rank, world, STORE_TIMEOUT)  # the victim was continued
+
+        def after(i: int = i) -> None:
+            dctx.override("after", **({"chunked_prefill_size": 200 + i} if rank == 0 else {}))
+            dctx.check_consistency()
+
+        _write(outdir, f"pstall{i}-after", rank, _outcome(after))
+    os._exit(0)  # skip gloo teardown

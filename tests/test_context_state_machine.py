@@ -96,8 +96,12 @@ class ContextMachine(RuleBasedStateMachine):
     @rule()
     def close_scope(self) -> None:
         scope, entry_state = self.scopes.pop()
+        before = self.ctx.epoch
         scope.__exit__(None, None, None)
-        assert self.ctx.state is entry_state
+        state = self.ctx.state  # the entry state again (one thread), at a later epoch
+        assert (state.record, dict(state.values), list(state.log), state.sealed) == (
+            entry_state.record, dict(entry_state.values), list(entry_state.log), entry_state.sealed)
+        assert state.epoch >= before
 
     @invariant()
     def resolved_is_the_fold(self) -> None:

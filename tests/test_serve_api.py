@@ -290,3 +290,7 @@ def test_bad_server_flags_exit_2_without_a_traceback() -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--tp-size" in done.stderr
+
+
+def test_start_up_says_what_is_protected(server: Server) -> None:
+    assert "reads need the api key (or the admin key); changes need the admin key" in server.output()

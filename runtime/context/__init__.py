@@ -5,7 +5,8 @@ Design in one paragraph: the whole published config is one immutable `State` (th
 record, the resolved flat values, the bag objects, the override log, the epoch). Every
 change builds a new State and installs it; nothing is mutated in place. So an override is
 all-or-nothing by construction (validate, then build, then one install), a scope restores
-the exact earlier state by re-installing the State object it saved, and a reader never
+by re-installing the State it saved (at the next epoch; a leaf scope only sets back what
+its own thread changed when another thread committed meanwhile), and a reader never
 sees a half-built bag. Accessors read plain slots of a `ProcessView`, which the context
 fills at install time; role scoping acts there too, so an allowed read costs nothing.
 

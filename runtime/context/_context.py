@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -32,7 +33,7 @@ from configbags.runtime.context._records import (
     State,
     slot_value,
 )
-from configbags.runtime.context._scopes import ActingAs, Restoring, RunnerView
+from configbags.runtime.context._scopes import ActingAs, Change, Restoring, RunnerView
 from configbags.runtime.context._validation import OverrideValidator
 from configbags.runtime.errors import (
     CapacityError,
@@ -80,6 +81,11 @@ class Context(Generic[V]):
         self._state: State | None = None
         self._lock = threading.RLock()
         self._hash_cache: tuple[State, str] | None = None
+        # Open scopes (any thread), and the leaf scopes among them, which learn what each
+        # install changes and by which thread (see Restoring). Weak: a scope object dropped
+        # without exit restores nothing and is forgotten with it.
+        self._scopes: weakref.WeakSet[Restoring] = weakref.WeakSet()
+        self._watching: weakref.WeakSet[Restoring] = weakref.WeakSet()
         self.republish_report: RepublishReport | None = None
         # The role overrides are checked as, when not the process's own (see acting_as). A
         # context variable, so it holds for one thread or task and never leaks to another.
@@ -239,20 +245,40 @@ class Context(Generic[V]):
             new_state, entries = self.builder.apply(state, source, changes)
             if entries:
                 self._install(new_state, self.registry.cascade(changes).slots)
-                # Values are shown (secrets redacted) only when someone listens.
-                for e in entries if log.isEnabledFor(logging.INFO) else ():
-                    spec = self.registry.leaves[e.leaf]
-                    log.info("config override [%s] %s.%s: %r -> %r (epoch %d)",
-                             e.source, e.namespace, e.leaf, spec.shown(e.old), spec.shown(e.new), e.epoch)
+                self._log_changes(entries)
             return entries
+
+    def _log_changes(self, entries: Iterable[OverrideEntry]) -> None:
+        """One INFO line per change, every value through the one redaction rule: the
+        overrides of this process and those committed from another rank alike."""
+        if not log.isEnabledFor(logging.INFO):  # values are rendered only when someone listens
+            return
+        for e in entries:
+            log.info("config override [%s] %s.%s: %r -> %r (epoch %d)", e.source, e.namespace, e.leaf,
+                     self.registry.shown(e.leaf, e.old), self.registry.shown(e.leaf, e.new), e.epoch)
 
     def acting_as(self, role: str) -> ActingAs:
         """Check the overrides made in this block (in this thread or task) as written by
         `role`, not by the process's role: an HTTP config API in the tokenizer process writes
         for the `operator`, so only leaves whose schema names `operator` as owner or writer
-        pass. Policy, type, range and capacity checks are unchanged."""
+        pass. Policy, type, range and capacity checks are unchanged.
+
+        Only roles the schema declares; a role that writes every leaf (`test`) only while a
+        test scope is open (`configbags.runtime.testing`, `scoped()`), so no production
+        code path can borrow it to write what its own role may not."""
         self._check_role(role, "acting_as")
-        return ActingAs(self._writer, role)
+
+        def admit() -> None:
+            spec = self.registry.roles[role]
+            if spec.write_any and not any(s.test for s in list(self._scopes)):
+                raise RoleError(
+                    f"acting_as({role!r}): role {role!r} may write every leaf and is for tests only; "
+                    f"open a test scope first (configbags.runtime.testing.published, scoped_override, "
+                    f"the config_scope fixture, or ctx.scoped()), or act as the role that owns the leaf"
+                )
+
+        admit()
+        return ActingAs(self._writer, role, admit)
 
     # -- two-phase changes (configbags.runtime.dist) ---------------------------------------
     def prepare_override(self, source: str, /, **leaves: Any) -> Prepared:
@@ -284,15 +310,18 @@ class Context(Generic[V]):
                 )
             if prepared.entries:
                 self._install(prepared.state)
-                for e in prepared.entries:
-                    log.info("config override [%s] %s.%s: %r -> %r (epoch %d)",
-                             e.source, e.namespace, e.leaf, e.old, e.new, e.epoch)
+                self._log_changes(prepared.entries)
 
     # -- installing into the accessor view ----------------------------------------------
     def _install(self, state: State | None, slots: Iterable[str] | None = None) -> None:
         """Make `state` the published one and fill the accessor slots from it (`slots`: the
         only top-level namespaces an override may have changed)."""
         old = self._state
+        if self._watching:
+            change = Change.between(self.registry, old, state)
+            me = threading.get_ident()
+            for scope in list(self._watching):
+                scope.note(change, me)
         # First, so `state` (server_info, snapshot) is never older than what an accessor
         # returns: a reader that saw a new slot value finds this state (or a newer one).
         self._state = state
@@ -320,14 +349,17 @@ class Context(Generic[V]):
             return value
 
     # -- scopes (tests) -------------------------------------------------------------------
-    def restoring(self) -> Restoring:
-        """Restore the exact state on exit, exceptions included (published or not)."""
-        return Restoring(self)
+    def restoring(self, *, test: bool = False) -> Restoring:
+        """Restore the state on exit, exceptions included (published or not): whatever the
+        block did, in any thread, is undone (the epoch still counts up). `test=True` makes
+        it a test scope (see `acting_as`)."""
+        return Restoring(self, test=test)
 
     def scoped(self, source: str = "test-scope", /, **leaves: Any) -> Restoring:
         """Override `leaves` for the block, bypassing policy and owner (tests set what they
-        need) but not type, range or capacity; restore the exact earlier state on exit."""
-        return Restoring(self, source, leaves)
+        need) but not type, range or capacity. On exit, what this thread changed is set back;
+        what other threads committed meanwhile is kept (see `Restoring`)."""
+        return Restoring(self, source, leaves, test=True)
 
     # -- readbacks (one State, read by configbags.runtime.context._readbacks) ------------
     def server_info(self) -> dict[str, Any]:

@@ -80,6 +80,18 @@ class OverrideLog:
     def __len__(self) -> int:
         return self._len
 
+    def since(self, older: OverrideLog) -> tuple[OverrideEntry, ...] | None:
+        """The entries appended after `older`, oldest first, when this log grew from it by
+        appending; None when it did not (a publish or a restore started another log)."""
+        chunks = []
+        node: OverrideLog | None = self
+        while node is not older:
+            if node is None or len(node) < len(older):
+                return None
+            chunks.append(node._entries)
+            node = node._parent
+        return tuple(e for chunk in reversed(chunks) for e in chunk)
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (OverrideLog, tuple, list)):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))

@@ -1,31 +1,41 @@
-"""Scopes and runner views: a block that restores the exact earlier state, a block that
+"""Scopes and runner views: a block that restores what it changed, a block that
 writes as another role, and a runner's overlay of a few leaves on the process bags."""
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
+import logging
+import threading
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from configbags.runtime.context._records import RepublishReport, State
-from configbags.runtime.errors import UnknownLeafError
+from configbags.runtime.errors import ConfigError, ScopeError, UnknownLeafError
 from configbags.runtime.leaftypes import closest
 from configbags.runtime.registry import Registry
 
 if TYPE_CHECKING:
     from configbags.runtime.context._context import Context
 
+log = logging.getLogger("configbags")
+
 
 class ActingAs:
     """The block of `Context.acting_as`: sets the writer role on enter, restores the earlier
-    one on exit (a class, like Restoring, so only __exit__ restores)."""
+    one on exit (a class, like Restoring, so only __exit__ restores). `admit` runs on enter,
+    so a block built inside a test scope cannot be entered after it closed."""
 
-    def __init__(self, var: contextvars.ContextVar[str | None], role: str) -> None:
+    def __init__(self, var: contextvars.ContextVar[str | None], role: str,
+                 admit: Callable[[], None] = lambda: None) -> None:
         self._var = var
         self._role = role
+        self._admit = admit
         self._tokens: list[contextvars.Token[str | None]] = []
 
     def __enter__(self) -> str:
+        self._admit()
         self._tokens.append(self._var.set(self._role))
         return self._role
 
@@ -33,38 +43,172 @@ class ActingAs:
         self._var.reset(self._tokens.pop())
 
 
+@attrs.frozen
+class Change:
+    """What one install changed, as a leaf scope that was open meanwhile sees it: the leaves
+    it set (to their new values), whether it replaced the record or role (a publish), and
+    a description that names it in warnings and refusals."""
+
+    leaves: Mapping[str, Any]
+    replaced: bool
+    sealed: bool
+    what: str
+
+    @classmethod
+    def between(cls, registry: Registry, old: State | None, new: State | None) -> Change:
+        if old is None or new is None:
+            verb = "an un-publish" if new is None else f"a publish as role {new.role!r} (epoch {new.epoch})"
+            return cls({}, True, False, verb)
+        sealed = new.sealed and not old.sealed
+        if new.record is old.record and new.role == old.role:
+            entries = new.log.since(old.log)
+            if entries is not None:  # an override: its entries say what changed
+                what = ", ".join(f"{e.namespace}.{e.leaf} from {e.source!r} (epoch {e.epoch})" for e in entries)
+                return cls({e.leaf: new.values[e.leaf] for e in entries}, False, sealed, what or "a seal")
+        changed = {n: new.values[n] for n in registry.leaves
+                   if new.values[n] is not old.values[n] and new.values[n] != old.values[n]}
+        replaced = new.record is not old.record or new.role != old.role
+        what = (f"a publish as role {new.role!r} (epoch {new.epoch})" if replaced
+                else f"a restore of {', '.join(changed) or 'nothing'} (epoch {new.epoch})")
+        return cls(changed, replaced, sealed, what)
+
+
+@attrs.define
+class Frame:
+    """One entered scope: the state and report to go back to, the thread that entered it,
+    and (leaf scopes) what that thread and the others changed while it was open."""
+
+    saved: State | None
+    report: RepublishReport | None
+    thread: int
+    mine: set[str] = attrs.field(factory=set)  # leaves the scope's thread changed
+    mine_replaced: bool = False  # ... and whether it re-published
+    mine_sealed: bool = False
+    theirs: dict[str, Any] = attrs.field(factory=dict)  # leaf -> value another thread set last
+    theirs_sealed: bool = False
+    foreign: list[str] = attrs.field(factory=list)  # other threads' changes, described
+
+    def note(self, change: Change, *, mine: bool) -> None:
+        if mine:
+            self.mine.update(change.leaves)
+            self.mine_replaced |= change.replaced
+            self.mine_sealed |= change.sealed
+        else:
+            self.theirs.update(change.leaves)
+            self.theirs_sealed |= change.sealed
+            self.foreign.append(change.what)
+
+
 class Restoring:
-    """A scope that saves the state on enter and re-installs it on exit. A class rather than
+    """A scope that saves the state on enter and restores it on exit. A class rather than
     a generator on purpose: a dropped generator-based scope would be closed by the garbage
     collector, restoring (un-publishing) at a random moment; this one restores only in
-    __exit__, and defines no __del__."""
+    __exit__, and defines no __del__.
 
-    def __init__(self, context: Context[Any], source: str = "", leaves: Mapping[str, Any] | None = None) -> None:
+    Without leaves (`restoring()`, `published`, the `config_scope` fixture) it owns its
+    block: whatever happened in it, in any thread, is undone. With leaves (`scoped()`) it
+    owns only what its own thread changed: when no other thread committed meanwhile it goes
+    back to the saved state exactly; otherwise it sets back only the leaves its thread
+    changed, keeps every change the other threads committed (a leaf both changed keeps the
+    other thread's value, with a warning naming it), and refuses with ScopeError, naming
+    the other change and restoring nothing, when its own thread re-published in it. In
+    every case the epoch goes on counting up (a restored state gets the next epoch), so no
+    two different configs of one process ever share an epoch.
+
+    `test=True` marks a test scope: `acting_as` a role that writes every leaf (`test`) is
+    admitted only while one is open."""
+
+    def __init__(self, context: Context[Any], source: str = "", leaves: Mapping[str, Any] | None = None,
+                 *, test: bool = False) -> None:
         self._context = context
         self._source = source
         self._leaves = dict(leaves or {})
-        self._saved: list[tuple[State | None, RepublishReport | None]] = []
+        self._test = test
+        self._frames: list[Frame] = []
 
     def __enter__(self) -> Context[Any]:
         ctx = self._context
         with ctx._lock:
-            self._saved.append((ctx._state, ctx.republish_report))
+            frame = Frame(ctx._state, ctx.republish_report, threading.get_ident())
+            self._frames.append(frame)
+            ctx._scopes.add(self)
             if self._leaves:
+                ctx._watching.add(self)
                 try:
                     state = ctx.state
                     changes = ctx.validator.validate(state, self._leaves, source=self._source, check_policy=False)
                     ctx._install(ctx.builder.apply(state, self._source, changes)[0])
                 except BaseException:
-                    self._saved.pop()
+                    self._close(frame)
                     raise
         return ctx
+
+    @property
+    def test(self) -> bool:
+        """An open test scope (see `acting_as`)."""
+        return self._test and bool(self._frames)
+
+    def note(self, change: Change, thread: int) -> None:
+        for frame in self._frames:
+            frame.note(change, mine=frame.thread == thread)
+
+    def _close(self, frame: Frame) -> None:
+        ctx = self._context
+        self._frames.remove(frame)
+        if not self._frames:
+            ctx._scopes.discard(self)
+            ctx._watching.discard(self)
 
     def __exit__(self, *exc: object) -> None:
         ctx = self._context
         with ctx._lock:
-            state, report = self._saved.pop()
+            frame = self._frames[-1]
+            self._close(frame)
+            if frame.foreign:
+                self._restore_own(frame)
+                return
+            current, saved = ctx._state, frame.saved
+            if current is not saved:
+                if current is not None and saved is not None:
+                    saved = attrs.evolve(saved, epoch=max(saved.epoch, current.epoch + 1))
+                ctx._install(saved)
+            ctx.republish_report = frame.report
+
+    def _restore_own(self, frame: Frame) -> None:
+        """Another thread committed while this leaf scope was open: set back only what this
+        scope's thread changed, on top of the state as it is now."""
+        ctx = self._context
+        current = ctx._state
+        theirs = "; ".join(frame.foreign)
+        if frame.mine_replaced or current is None or frame.saved is None:
+            raise ScopeError(
+                f"scope {self._source!r} cannot restore: its thread re-published inside it, and "
+                f"another thread committed meanwhile ({theirs}); restoring the record would discard "
+                f"that change, so nothing was restored; re-publish explicitly instead"
+            )
+        wanted: dict[str, Any] = {}
+        for leaf in sorted(frame.mine):
+            if leaf in frame.theirs:
+                log.warning("scope %r: %s was changed by another thread meanwhile (%s); keeping that "
+                            "change instead of restoring it", self._source, leaf, theirs)
+                target = frame.theirs[leaf]
+            else:
+                target = frame.saved.values[leaf]
+            if current.values[leaf] != target:
+                wanted[leaf] = target
+        source = f"{self._source} (restored)"
+        try:
+            changes = ctx.validator.validate(current, wanted, source=source, check_policy=False)
+        except ConfigError as exc:
+            raise ScopeError(
+                f"scope {self._source!r} cannot restore on top of another thread's change "
+                f"({theirs}): {exc}; nothing was restored"
+            ) from None
+        state, _ = ctx.builder.apply(current, source, changes)
+        if frame.mine_sealed and not frame.theirs_sealed and not frame.saved.sealed:
+            state = attrs.evolve(state, sealed=False, epoch=max(state.epoch, current.epoch + 1))
+        if state is not current:
             ctx._install(state)
-            ctx.republish_report = report
 
 
 class RunnerView:

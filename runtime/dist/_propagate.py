@@ -5,10 +5,12 @@ by one compare-and-set on the store."""
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
 import logging
+import pickle
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -131,7 +133,7 @@ class DistributedContext:
         self.store = store
         self._tag = tag
         self._seq = 0
-        self._last_key: str | None = None
+        self._spent: list[str] = []  # this rank's keys of finished collectives, to delete
         self._last_override: str | None = None
         self._refusal: Exception = ConfigError("no refusal")
         #: The source rank's `republish_report` after the last `publish` (None when that
@@ -143,18 +145,43 @@ class DistributedContext:
     def is_src(self) -> bool:
         return self.rank == self.src
 
-    def _arrive(self, what: str) -> None:
-        """Check in before a collective, so a missing rank is named rather than waited on."""
+    def _arrive(self, what: str) -> str | None:
+        """Check in before a collective, so a missing rank is named rather than waited on;
+        returns the collective's key (None without a store)."""
         if self.store is None:
-            return
+            return None
+        return self._gather(what, "1")[0]
+
+    def _gather(self, what: str, payload: str) -> tuple[str, list[bytes]]:
+        """Post this rank's `payload` for the next collective and read every rank's, through
+        the store alone: a rank that is stopped or slow is named after `timeout`, and when it
+        comes back it finds the others' payloads still there and finishes this collective
+        on its own, in step again, instead of entering a gloo collective no one else will
+        ever enter (which would strand it until the process-group timeout)."""
+        store = self._store()
         self._seq += 1
         key = f"{self._tag}/{self._seq}/{what}"
-        check_in(self.store, key, self.rank, self.world_size, self.timeout)
-        # Every rank got past the previous check-in (it set this one after), so our key of
-        # it is spent; deleting it keeps the store from growing with every override.
-        if self._last_key is not None:
-            self.store.delete_key(f"{self._last_key}/{self.rank}")
-        self._last_key = key
+        store.set(f"{key}/{self.rank}", payload)
+        keys = [f"{key}/{r}" for r in range(self.world_size)]
+        if not self._wait_all(keys, self.timeout):
+            missing = [r for r in range(self.world_size) if not store.check([keys[r]])]
+            if missing:
+                self._spent.append(f"{key}/{self.rank}")
+                raise DistributedConfigError(
+                    f"{what}: rank(s) {', '.join(map(str, missing))} of {self.world_size} did not arrive "
+                    f"within {self.timeout:g} s (dead, stopped or hung); waiting on rank {self.rank}"
+                )
+        values = store.multi_get(keys)
+        self._spend(f"{key}/{self.rank}")
+        return key, [bytes(v) for v in values]
+
+    def _spend(self, *keys: str) -> None:
+        """A collective finished here: every rank has posted to it, so each has finished (or
+        given up on) every earlier one, and this rank's keys of those are read by no one."""
+        store = self._store()
+        for old in self._spent:
+            store.delete_key(old)
+        self._spent = list(keys)
 
     def _broadcast(self, obj: Any) -> Any:
         box = [obj if self.is_src else None]
@@ -189,49 +216,114 @@ class DistributedContext:
         not re-imported there, so its re-publish replay and report stand as they are); the
         followers import it. The source's `republish_report` travels with the state and is
         set on every rank's context and on `self.republish_report`. If the source raises
-        anything, the followers raise promptly too instead of waiting for the group timeout."""
-        self._arrive("publish")
-        ctx = self.context
+        anything, the followers raise promptly too instead of waiting for the group timeout.
+
+        With a store (always, after `init_distributed`) the state travels through it, and
+        the source waits for every follower to say it installed it: a follower stopped or
+        hung past `timeout` is named in a DistributedConfigError on the source, and installs
+        the state when it comes back, in step again; no rank is left inside a collective."""
+        key = self._arrive("publish")
         message: dict[str, Any]
         if self.is_src:
             try:
-                stamp = functools.partial(stamp_ranks, self.rank)
-                if record is not None:
-                    if role is None:
-                        raise DistributedConfigError("publish(record, role=...): the role is required")
-                    ctx.publish(record, role=role, ranks=stamp)
-                elif ctx.state.rank_fn is None:
-                    # Published by hand without ranks: stamp them, keeping log and epoch.
-                    state = ctx.state
-                    ctx.adopt(state.record, role=state.role, log=state.log, epoch=state.epoch,
-                              sealed=state.sealed, ranks=stamp, facts=state.facts,
-                              resolution=ctx.export_resolution())
-                layout = Layout.from_values(ctx.state.values)
-                if layout.world_size != self.world_size:
-                    raise DistributedConfigError(
-                        f"the config lays out tp_size*pp_size={layout.tp_size}*{layout.pp_size}="
-                        f"{layout.world_size} ranks, but the group has {self.world_size}"
-                    )
-                message = {"ok": True, "state": state_dict(ctx), "report": ctx.republish_report}
+                message = self._published(record, role)
             except Exception as exc:
-                # Any exception, not only refusals: the followers are already waiting in the
-                # broadcast below and would otherwise block until the process-group timeout.
-                self._broadcast(_failure(exc))
+                # Any exception, not only refusals: the followers are already waiting for
+                # the state and would otherwise wait out their timeout.
+                self._send_state(key, _failure(exc))
                 raise
-            self._broadcast(message)
+            self._send_state(key, message)
+            self._await_installed(key)
         else:
-            message = self._broadcast(None)
+            message = self._receive_state(key)
             if not message["ok"]:
                 self._raise_failure("publish", message)
-            import_state(message["state"], ctx, ranks=functools.partial(stamp_ranks, self.rank))
-            report: RepublishReport | None = message["report"]
-            ctx.republish_report = report
-            for dropped in report.dropped if report else ():
-                # The source rank logged these when it replayed; say it on every rank.
-                log.warning("re-publish on rank %d: override of %s from %r no longer applies: %s",
-                            self.src, dropped.entry.leaf, dropped.entry.source, dropped.reason)
+            try:
+                self._install_published(message)
+            except Exception as exc:
+                self._installed(key, f"no:{type(exc).__name__}: {exc}")
+                raise
+            self._installed(key, "yes")
         self.republish_report = message["report"]
-        return ctx
+        return self.context
+
+    def _published(self, record: Any, role: str | None) -> dict[str, Any]:
+        """Source: publish (or stamp what was published by hand) and build the message."""
+        ctx = self.context
+        stamp = functools.partial(stamp_ranks, self.rank)
+        if record is not None:
+            if role is None:
+                raise DistributedConfigError("publish(record, role=...): the role is required")
+            ctx.publish(record, role=role, ranks=stamp)
+        elif ctx.state.rank_fn is None:
+            # Published by hand without ranks: stamp them, keeping log and epoch.
+            state = ctx.state
+            ctx.adopt(state.record, role=state.role, log=state.log, epoch=state.epoch,
+                      sealed=state.sealed, ranks=stamp, facts=state.facts,
+                      resolution=ctx.export_resolution())
+        layout = Layout.from_values(ctx.state.values)
+        if layout.world_size != self.world_size:
+            raise DistributedConfigError(
+                f"the config lays out tp_size*pp_size={layout.tp_size}*{layout.pp_size}="
+                f"{layout.world_size} ranks, but the group has {self.world_size}"
+            )
+        return {"ok": True, "state": state_dict(ctx), "report": ctx.republish_report}
+
+    def _install_published(self, message: Mapping[str, Any]) -> None:
+        """Follower: install the source's state and report."""
+        ctx = self.context
+        import_state(message["state"], ctx, ranks=functools.partial(stamp_ranks, self.rank))
+        report: RepublishReport | None = message["report"]
+        ctx.republish_report = report
+        for dropped in report.dropped if report else ():
+            # The source rank logged these when it replayed; say it on every rank.
+            log.warning("re-publish on rank %d: override of %s from %r no longer applies: %s",
+                        self.src, dropped.entry.leaf, dropped.entry.source, dropped.reason)
+
+    def _send_state(self, key: str | None, message: dict[str, Any]) -> None:
+        if key is None:
+            self._broadcast(message)
+            return
+        # pickled, as broadcast_object_list would (the report holds attrs records); base64,
+        # as the store's values are text to its typed interface
+        self._store().set(f"{key}/state", base64.b64encode(pickle.dumps(message)).decode("ascii"))
+        self._spent.append(f"{key}/state")
+
+    def _receive_state(self, key: str | None) -> dict[str, Any]:
+        if key is None:
+            message: dict[str, Any] = self._broadcast(None)
+            return message
+        if not self._wait(f"{key}/state", self.timeout):
+            raise DistributedConfigError(
+                f"publish: rank {self.src} (the source rank) did not send the published state within "
+                f"{self.timeout:g} s (dead, stopped or hung); nothing was installed on rank {self.rank}"
+            )
+        received: dict[str, Any] = pickle.loads(base64.b64decode(self._store().get(f"{key}/state")))
+        return received
+
+    def _installed(self, key: str | None, outcome: str) -> None:
+        if key is not None:
+            self._store().set(f"{key}/installed/{self.rank}", outcome)
+            self._spent.append(f"{key}/installed/{self.rank}")
+
+    def _await_installed(self, key: str | None) -> None:
+        """Source: every follower installed the state within the timeout, or name those
+        that did not (or could not)."""
+        if key is None:
+            return
+        store = self._store()
+        keys = {r: f"{key}/installed/{r}" for r in range(self.world_size) if r != self.rank}
+        self._wait_all(list(keys.values()), self.timeout)
+        missing = [r for r, k in keys.items() if not store.check([k])]
+        if missing:
+            raise DistributedConfigError(
+                f"publish: rank(s) {', '.join(map(str, missing))} of {self.world_size} did not install the "
+                f"published state within {self.timeout:g} s (dead, stopped or hung); rank {self.rank} "
+                f"published it, and a stopped rank installs it when it resumes"
+            )
+        refused = [f"rank {r}: {v[3:]}" for r, k in keys.items() if (v := store.get(k).decode()) != "yes"]
+        if refused:
+            raise DistributedConfigError(f"publish: the state could not be installed on {'; '.join(refused)}")
 
     # -- overrides ---------------------------------------------------------------------
     def override(self, source: str, /, **leaves: Any) -> tuple[OverrideEntry, ...]:
@@ -424,11 +516,13 @@ class DistributedContext:
         """All-gather (config_hash, epoch, digest of all resolved values) and raise
         DistributedConfigError on every rank if any rank differs from the source rank,
         naming each diverged rank and its values. Returns the gathered tuples."""
-        self._arrive("check")
         ctx = self.context
         mine = (ctx.config_hash(), ctx.epoch, _digest(ctx.state.values))
         gathered: list[Any] = [None] * self.world_size
-        dist.all_gather_object(gathered, mine, group=self.group)
+        if self.store is None:
+            dist.all_gather_object(gathered, mine, group=self.group)
+        else:  # through the store: a rank that was stopped catches up instead of hanging
+            gathered = [json.loads(v) for v in self._gather("check", json.dumps(mine))[1]]
         ref = gathered[self.src]
         bad = [r for r, v in enumerate(gathered) if tuple(v) != tuple(ref)]
         if bad:

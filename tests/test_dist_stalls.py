@@ -1,0 +1,93 @@
+"""Ranks recover or leave, and say nothing secret: a rank stopped before or inside a
+publish is named on the source, and once continued the group is back in step (the next
+override and check succeed everywhere, never a raw gloo error); a runtime secret leaf
+changed through the group is redacted in every rank's log, at DEBUG."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import dist_workers
+import pytest
+from torch._C._distributed_c10d import TCPStore
+
+pytestmark = pytest.mark.slow  # spawned ranks waiting out timeouts
+
+DEADLINE = 120.0  # bounds every wait below; never an assertion about speed
+
+
+def _spawn(target: Any, world: int, tmp_path: Path, store: TCPStore) -> list[Any]:
+    spawn = multiprocessing.get_context("spawn")
+    procs = [spawn.Process(target=target, args=(r, world, store.port, str(tmp_path))) for r in range(world)]
+    for p in procs:
+        p.start()
+    return procs
+
+
+def _wait_for(paths: list[Path], end: float, what: str) -> None:
+    while not all(p.exists() for p in paths):
+        assert time.monotonic() < end, f"{what} did not finish"
+        time.sleep(0.05)
+    time.sleep(0.05)  # let the last writer finish its file
+
+
+def test_a_rank_stopped_before_or_inside_a_publish_is_named_and_catches_up(tmp_path: Path) -> None:
+    world, victim = 2, 1
+    store = TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=60), wait_for_workers=False)
+    procs = _spawn(dist_workers.publish_stalls, world, tmp_path, store)
+    end = time.monotonic() + DEADLINE
+    try:
+        for i, (_method, where) in enumerate(dist_workers.PUBLISH_STALLS):
+            files = [tmp_path / f"pstall{i}-{r}.json" for r in range(world)]
+            _wait_for([f for r, f in enumerate(files) if r != victim], end, f"publish stall {i}")
+            os.kill(int((tmp_path / f"pid-{victim}").read_text()), signal.SIGCONT)
+            _wait_for(files, end, f"continued rank of publish stall {i}")
+            got = [json.loads(f.read_text()) for f in files]
+            source = got[0]
+            assert source["outcome"] == "error" and source["type"] == "DistributedConfigError", (where, source)
+            assert f"rank(s) {victim} of {world}" in source["message"], (where, source)
+            assert all(g["outcome"] != "raw" for g in got), (where, got)
+            after = [json.loads(f.read_text()) for f in _after(tmp_path, i, world, end)]
+            assert [a["outcome"] for a in after] == ["ok"] * world, (where, after)
+            assert {(a["value"], a["epoch"]) for a in after} == {(200 + i, after[0]["epoch"])}, (where, after)
+        for p in procs:
+            p.join(10)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        del store
+
+
+def _after(tmp_path: Path, i: int, world: int, end: float) -> list[Path]:
+    files = [tmp_path / f"pstall{i}-after-{r}.json" for r in range(world)]
+    _wait_for(files, end, f"the override after publish stall {i}")
+    return files
+
+
+def test_a_runtime_secret_changed_on_two_ranks_is_redacted_in_every_log_at_debug(tmp_path: Path) -> None:
+    world = 2
+    store = TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=60), wait_for_workers=False)
+    procs = _spawn(dist_workers.secret_logs, world, tmp_path, store)
+    try:
+        _wait_for([tmp_path / f"secret-{r}.json" for r in range(world)], time.monotonic() + DEADLINE, "secret_logs")
+        for p in procs:
+            p.join(30)
+        assert [p.exitcode for p in procs] == [0] * world
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        del store
+    for rank in range(world):
+        text = (tmp_path / f"log-{rank}.txt").read_text()
+        assert dist_workers.SECRET not in text, (rank, text)
+        changes = [line for line in text.splitlines() if "config override [rotate] serving.weight_version" in line]
+        assert len(changes) == 2 and all("'<redacted>' -> '<redacted>'" in line for line in changes), (rank, text)

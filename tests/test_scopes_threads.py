@@ -1,0 +1,196 @@
+"""Scopes and threads: a leaf scope's exit sets back only what its own thread changed and
+keeps what other threads committed meanwhile (or refuses, naming it); the epoch never goes
+back. And `acting_as` a role that writes every leaf only inside a test scope."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import pytest
+from hostile.strategies import PROFILE
+from hypothesis import given
+from hypothesis import strategies as st
+
+from configbags.generated.accessors import get_context, get_schedule, get_spec
+from configbags.generated.server_args import ServerArgs
+from configbags.runtime.context import Context
+from configbags.runtime.errors import OwnerError, RoleError, ScopeError
+from configbags.runtime.testing import published
+
+
+@pytest.fixture
+def ctx(config_scope: Context[Any], record: ServerArgs) -> Context[Any]:
+    return config_scope.publish(record, role="test")
+
+
+def _in_thread(fn: Any) -> None:
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            fn()
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and not errors, errors
+
+
+def test_another_threads_override_survives_a_scope_exit_and_the_epoch_goes_on(ctx: Context[Any]) -> None:
+    start = ctx.epoch
+    with ctx.scoped("mine", max_running_requests=7):
+        _in_thread(lambda: ctx.override("other", chunked_prefill_size=1024))
+        other_epoch = ctx.epoch
+    assert get_schedule().chunked_prefill_size == 1024  # the other thread's change is kept
+    assert get_schedule().max_running_requests == ServerArgs(model_path="m").max_running_requests
+    assert ctx.epoch > other_epoch > start
+    history = [(e.source, e.leaf) for e in ctx.state.log]
+    assert ("other", "chunked_prefill_size") in history and ("mine (restored)", "max_running_requests") in history
+
+
+def test_a_leaf_both_threads_changed_keeps_the_other_threads_value_with_a_warning(
+        ctx: Context[Any], caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, "configbags"), ctx.scoped("mine", chunked_prefill_size=512):
+        _in_thread(lambda: ctx.override("other", chunked_prefill_size=2048))
+        ctx.override("mine-again", chunked_prefill_size=256)  # this thread wrote it last
+    assert get_schedule().chunked_prefill_size == 2048
+    assert "chunked_prefill_size was changed by another thread" in caplog.text
+    assert "from 'other'" in caplog.text
+
+
+def test_a_scope_whose_thread_republished_refuses_naming_the_other_change(ctx: Context[Any], record: ServerArgs) -> None:
+    refused = pytest.raises(ScopeError, match=r"chunked_prefill_size from 'other'.*nothing was restored")
+    with refused, ctx.scoped("mine", max_running_requests=7):
+        ctx.publish(record.replace(tp_size=2), role="test")
+        _in_thread(lambda: ctx.override("other", chunked_prefill_size=1024))
+    assert get_schedule().chunked_prefill_size == 1024  # nothing discarded
+
+
+def test_one_thread_alone_gets_its_entry_state_back(ctx: Context[Any]) -> None:
+    state = ctx.state
+    with ctx.scoped("mine", max_running_requests=7):
+        ctx.override("same-thread", chunked_prefill_size=1024)
+    after = ctx.state
+    assert (dict(after.values), list(after.log)) == (dict(state.values), list(state.log))
+    assert after.epoch > state.epoch + 1  # epochs count on: 2 changes, then the restore
+
+
+def test_concurrent_overriders_keep_every_change_and_epochs_only_grow(ctx: Context[Any]) -> None:
+    """Two writer threads override their own leaf, once inside each scope this thread opens
+    on a third leaf (a barrier puts the commits inside the scope), while a watcher samples
+    the epoch. Every writer's last value is in force at the end, the scope's leaf is back,
+    and no sample ever saw the epoch go down."""
+    writers = {"chunked_prefill_size": [1024 + i for i in range(40)],
+               "speculative_accept_threshold_acc": [round(0.01 * i, 2) for i in range(1, 41)]}
+    rounds = 40
+    barrier = threading.Barrier(3, timeout=30)
+    done = threading.Event()
+    epochs: list[int] = []
+    errors: list[BaseException] = []
+
+    def write(leaf: str, values: list[Any]) -> None:
+        try:
+            for v in values:
+                barrier.wait()  # the scope is open
+                ctx.override(f"writer-{leaf}", **{leaf: v})
+                barrier.wait()  # committed; the scope may close
+        except BaseException as exc:
+            errors.append(exc)
+
+    def watch() -> None:
+        while not done.is_set():
+            epochs.append(ctx.epoch)
+
+    threads = [threading.Thread(target=write, args=item) for item in writers.items()]
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    for t in threads:
+        t.start()
+    try:
+        for i in range(rounds):
+            with ctx.scoped("scope", max_running_requests=i + 1):
+                barrier.wait()
+                barrier.wait()
+    finally:
+        done.set()
+        for t in (*threads, watcher):
+            t.join(timeout=30)
+    assert not errors, errors
+    assert get_schedule().chunked_prefill_size == writers["chunked_prefill_size"][-1]
+    assert get_spec().speculative_accept_threshold_acc == writers["speculative_accept_threshold_acc"][-1]
+    assert get_schedule().max_running_requests == ServerArgs(model_path="m").max_running_requests
+    assert len(epochs) > 1 and epochs == sorted(epochs), "the epoch went back"
+    writes = [e for e in ctx.state.log if e.source.startswith("writer-")]
+    assert len(writes) == 2 * rounds  # not one of them discarded
+
+
+# -- acting_as ------------------------------------------------------------------------------
+
+def test_acting_as_test_is_refused_outside_a_test_scope(record: ServerArgs) -> None:
+    ctx = get_context()
+    with ctx.restoring():  # a production scope (explain and plan use it), not a test scope
+        ctx.publish(record, role="scheduler")
+        with pytest.raises(RoleError, match=r"acting_as\('test'\).*for tests only"):
+            ctx.acting_as("test")
+        with pytest.raises(RoleError, match="unknown role"):
+            ctx.acting_as("root")
+        with ctx.acting_as("operator"), pytest.raises(OwnerError):
+            ctx.override("x", dp_size=2)  # operator is no writer of it
+        block = None
+        with ctx.scoped("t"):
+            block = ctx.acting_as("test")  # admitted here...
+        with pytest.raises(RoleError, match="for tests only"):
+            block.__enter__()  # ...but not entered after the test scope closed
+
+
+def test_acting_as_test_works_inside_a_test_scope(ctx: Context[Any], record: ServerArgs) -> None:
+    ctx.publish(record, role="launcher")
+    with ctx.acting_as("test"):
+        ctx.override("t", chunked_prefill_size=1024)
+    assert get_schedule().chunked_prefill_size == 1024
+
+
+# -- the property (joins `make fuzz`) -----------------------------------------------------------
+
+TUNABLE = {"chunked_prefill_size": st.integers(1, 1 << 16), "max_running_requests": st.integers(1, 512),
+           "speculative_accept_threshold_acc": st.sampled_from([0.1, 0.25, 0.5, 0.75, 0.9])}
+
+
+@PROFILE
+@given(data=st.data(), scope_leaves=st.sets(st.sampled_from(sorted(TUNABLE)), min_size=1, max_size=2),
+       steps=st.lists(st.tuples(st.booleans(), st.sampled_from(sorted(TUNABLE))), max_size=8))
+def test_a_scope_exit_sets_back_only_its_threads_leaves_and_the_epoch_never_goes_back(
+        record: ServerArgs, data: st.DataObject, scope_leaves: set[str], steps: list[tuple[bool, str]]) -> None:
+    """A leaf scope, then overrides from its own thread (mine) and from another (theirs) in
+    any order, then the exit: each leaf another thread set keeps that thread's last value,
+    each leaf only this thread set is back at its entry value, the rest is untouched, and
+    no step ever lowered the epoch."""
+    with published(record, role="test") as ctx:  # one example's log is not the next one's
+        _scope_property(ctx, data, scope_leaves, steps)
+
+
+def _scope_property(ctx: Context[Any], data: st.DataObject, scope_leaves: set[str],
+                    steps: list[tuple[bool, str]]) -> None:
+    entry = dict(ctx.state.values)
+    epochs = [ctx.epoch]
+    theirs: dict[str, Any] = {}
+    with ctx.scoped("prop", **{n: data.draw(TUNABLE[n], label=n) for n in sorted(scope_leaves)}):
+        epochs.append(ctx.epoch)
+        for other, leaf in steps:
+            value = data.draw(TUNABLE[leaf], label=leaf)
+            if other:
+                if ctx.state.values[leaf] != value:  # an override to the value in force commits nothing
+                    theirs[leaf] = value
+                _in_thread(lambda leaf=leaf, value=value: ctx.override("theirs", **{leaf: value}))
+            else:
+                ctx.override("mine", **{leaf: value})
+            epochs.append(ctx.epoch)
+    epochs.append(ctx.epoch)
+    assert epochs == sorted(epochs)
+    values = ctx.state.values
+    for leaf in TUNABLE:
+        assert values[leaf] == theirs.get(leaf, entry[leaf]), leaf
