@@ -26,6 +26,7 @@ import attrs
 
 from configbags.migrate.scanmodel import (
     ENV_MARK,
+    ENV_UNRESOLVED,
     READBACKS,
     STATE_DICT_READBACK,
     STATE_READBACK,
@@ -56,6 +57,7 @@ _VIA = {
     "constructed": "a ServerArgs built in place",
     "class": "the record class (a class default, never the published value)",
     "record_dict": "a dict copy of the record",
+    "class_pattern": "a match class pattern (`case ServerArgs(leaf=...)`)",
 }
 
 # How each environment read is spelled, for messages.
@@ -386,7 +388,16 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
     first = reads[0]
     more = sorted({r.line for r in reads} - {first.line})
     also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
-    if leaf.startswith(ENV_MARK):
+    if leaf == ENV_UNRESOLVED:
+        what = (
+            f"an environment read whose variable name the scanner cannot resolve "
+            f"({_ENV_FORMS.get(first.form, first.form)} of a name built at run time, or from another module)"
+        )
+        instead = (
+            "if it may read a declared variable, read that leaf through its accessor; if it never "
+            "does, say why in the allowlist entry"
+        )
+    elif leaf.startswith(ENV_MARK):
         name = leaf[len(ENV_MARK) :]
         what = f"a raw read of environment variable {name} ({_ENV_FORMS.get(first.form, first.form)})"
         instead = env_suggestion(name, env_leaves, accessors)

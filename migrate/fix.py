@@ -188,6 +188,10 @@ def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: boo
         return DICT_REASON
     if read.via == "class":
         return CLASS_REASON
+    if read.form == "match":
+        return "a class pattern of a match statement reads it; no expression to rewrite, do it by hand"
+    if read.form == "attrgetter":
+        return "read through operator.attrgetter; rewrite by hand"
     if read.form == "getattr_dynamic":
         return "dynamic getattr: the leaf name is only known at run time"
     if read.form == "whole":

@@ -41,8 +41,10 @@ together and re-exports the records of configbags.migrate.scanmodel.
 from __future__ import annotations
 
 import ast
+import io
 import os
-import re
+import tokenize
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -79,21 +81,35 @@ __all__ = [
 ]
 
 
-def _decode(data: bytes) -> str | None:
-    """The source text, or None when it is not UTF-8 and declares no other encoding."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    head = data.split(b"\n", 2)[:2]
-    for line in head:
-        match = re.match(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
-        if match:
-            try:
-                return data.decode(match.group(1).decode("ascii"))
-            except (LookupError, UnicodeDecodeError):
-                return None
-    return None
+def source_text(data: bytes) -> str:
+    """The text Python compiles from `data`, as importing the file would: decoded as
+    `tokenize.open` decodes (a BOM, a `# coding:` declaration in the first two lines,
+    else UTF-8) with universal newlines (CRLF and a lone CR end a line, as in Python's
+    tokenizer; a form feed or a vertical tab does not). The parser then gets only `\n`, so
+    the lines the analysis counts are the parser's own. Raises SyntaxError (a bad or
+    conflicting declaration), LookupError or UnicodeDecodeError."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    if "\r" in text:
+        text = io.IncrementalNewlineDecoder(None, translate=True).decode(text, final=True)
+    return text
+
+
+def _undecodable(exc: Exception) -> str:
+    """Why Python would refuse to decode the file, as a scan problem."""
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    if isinstance(exc, SyntaxError) and message.startswith("invalid or missing encoding"):
+        return "not UTF-8 (and no coding declaration); not scanned"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"does not decode as its declared encoding {exc.encoding} ({exc.reason} at byte {exc.start}); not scanned"
+    return f"cannot be decoded as Python would ({message}); not scanned"
+
+
+def search_text(text: str) -> str:
+    """The text that name mentions are searched in. Python reads identifiers NFKC-normalised
+    (`ｇet_server_args` is `get_server_args`); NFKC never adds or removes a `\n`, so the
+    lines stay the parser's."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
@@ -103,8 +119,10 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     # The header is only noted here; whether it lets the file be skipped depends on the
     # folder it lives in (scan_tree), which this cached, path-free result cannot know.
     generated = GENERATED_HEADER.match(data) is not None
-    if _decode(data) is None:
-        return FileScan(problem="not UTF-8 (and no coding declaration); not scanned")
+    try:
+        text = source_text(data)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        return FileScan(problem=_undecodable(exc))
     try:
         # The engine's own compile warnings (`"\d"`, `1if x`) are its business: a scan of a
         # whole tree would print them on every cold check, and under `-W error` they would
@@ -112,15 +130,16 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
-            tree = ast.parse(data)
+            tree = ast.parse(text)
     except SyntaxError as exc:
         return FileScan(problem=f"syntax error at line {exc.lineno}: {exc.msg}; not scanned")
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
 
     try:
-        reads, violations = analyse(tree, data, settings)
-        doors = find_doors(tree, data, settings)
+        searched = search_text(text)
+        reads, violations = analyse(tree, searched, settings)
+        doors = find_doors(tree, searched, settings)
     except RecursionError:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
