@@ -82,17 +82,18 @@ __all__ = [
 
 
 def source_text(data: bytes) -> str:
-    """The text Python compiles from `data`, as importing the file would: decoded as
-    `tokenize.open` decodes (a BOM, a `# coding:` declaration in the first two lines,
-    else UTF-8) with universal newlines (CRLF and a lone CR end a line, as in Python's
-    tokenizer; a form feed or a vertical tab does not). The parser then gets only `\n`, so
-    the lines the analysis counts are the parser's own. Raises SyntaxError (a bad or
-    conflicting declaration), LookupError or UnicodeDecodeError."""
+    """The text Python's parser reads from `data`, as an import compiles it: line endings
+    translated in the raw bytes first (CRLF and a lone CR end a line, as in Python's
+    tokenizer; a form feed or a vertical tab does not), then decoded as `tokenize` decodes
+    (a BOM, a `# coding:` declaration in the first two lines, else UTF-8). A CR that only
+    decoding produces (`\\r` under `unicode_escape`) ends no line, for Python as here. So
+    the text's `\n` are the parser's line breaks, and the lines the analysis counts are the
+    parser's own. Raises SyntaxError (a bad or conflicting declaration), LookupError or
+    UnicodeDecodeError."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(encoding)
-    if "\r" in text:
-        text = io.IncrementalNewlineDecoder(None, translate=True).decode(text, final=True)
-    return text
+    return data.decode(encoding)
 
 
 def _undecodable(exc: Exception) -> str:
@@ -130,7 +131,7 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
-            tree = ast.parse(text)
+            tree = ast.parse(data)  # the bytes, as an import compiles them
     except SyntaxError as exc:
         return FileScan(problem=f"syntax error at line {exc.lineno}: {exc.msg}; not scanned")
     except (ValueError, RecursionError, MemoryError) as exc:
