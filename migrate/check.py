@@ -95,6 +95,8 @@ class CheckReport:
     files_parsed: int
     # Skipped as generated (inside a generated package); listed so that skipping is visible.
     generated_files: tuple[str, ...] = ()
+    # Folders under the roots that were not walked (a virtualenv, node_modules, .git, ...).
+    skipped_folders: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -107,6 +109,13 @@ class CheckReport:
             lines.append(
                 f"skipped {len(self.generated_files)} generated files in generated packages: "
                 f"{', '.join(folders)}"
+            )
+        if self.skipped_folders:
+            shown = ", ".join(self.skipped_folders[:10])
+            more = f" and {len(self.skipped_folders) - 10} more" if len(self.skipped_folders) > 10 else ""
+            lines.append(
+                f"not scanned: {len(self.skipped_folders)} folders under the roots that hold other "
+                f"people's code or a tool's files: {shown}{more} (give one as a root to scan it)"
             )
         status = "FAILED" if self.failures else "ok"
         lines.append(
@@ -319,6 +328,7 @@ def check(
         allowed=len(entries.keys() & reads_by_key.keys()),
         files_parsed=result.files_parsed,
         generated_files=result.generated_files,
+        skipped_folders=result.skipped_folders,
     )
 
 

@@ -12,6 +12,7 @@ Speed: `check` and `scan` import neither libcst (only `fix` rewrites) nor the ge
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -73,10 +74,10 @@ def _parser() -> argparse.ArgumentParser:
         help="read settings, allowlist and accessors from PKG.ratchet_allowlist instead",
     )
     check_cmd.add_argument("--min-files", type=int, help="fewest files the scan must read")
-    check_cmd.add_argument("--no-cache", action="store_true", help="ignore the scan cache")
+    _cache_flags(check_cmd)
 
     scan_cmd = command("scan", "list every raw read, write and unreadable file")
-    scan_cmd.add_argument("--no-cache", action="store_true", help="ignore the scan cache")
+    _cache_flags(scan_cmd)
 
     init_cmd = command(
         "init", "write a baseline listing every current read and write, so that check is green"
@@ -130,6 +131,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cache_flags(sub: argparse.ArgumentParser) -> None:
+    group = sub.add_mutually_exclusive_group()
+    group.add_argument("--no-cache", action="store_true", help="ignore the caches (scan results, schema inputs)")
+    group.add_argument(
+        "--cache", action="store_true",
+        help=f"use the caches on CI too (off by default where {CI_VAR} is set): only where they cannot come from an untrusted run",
+    )
+
+
+# Set (to anything but false/0/no/empty) by CI services. A cache restored there may come
+# from another branch's run: the check then uses none unless told to.
+CI_VAR = "CI"
+
+
+def on_ci() -> bool:
+    return os.environ.get(CI_VAR, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -150,8 +169,14 @@ def _jobs(args: argparse.Namespace) -> int:
     return default_jobs() if args.jobs is None else max(1, args.jobs)
 
 
+def _use_cache(args: argparse.Namespace) -> bool:
+    if getattr(args, "no_cache", False):
+        return False
+    return bool(getattr(args, "cache", False)) or not on_ci()
+
+
 def _cache(inputs: RatchetInputs, args: argparse.Namespace) -> Path | None:
-    return None if getattr(args, "no_cache", False) else default_cache_path(inputs.project)
+    return default_cache_path(inputs.project) if _use_cache(args) else None
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -161,7 +186,7 @@ def _check(args: argparse.Namespace) -> int:
         generated = _generated_messages(args.schema, args.generated)
         inputs = attrs.evolve(inputs, source=f"{args.schema.resolve().name}/{RATCHET_FILE}")
     else:
-        inputs = load_from_schema(args.schema)
+        inputs = load_from_schema(args.schema, cache=_use_cache(args))
     result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
     report = check(
         result,
@@ -193,7 +218,7 @@ def _generated_messages(schema: Path, package: str) -> dict[str, str]:
 
 
 def _scan(args: argparse.Namespace) -> int:
-    inputs = load_from_schema(args.schema)
+    inputs = load_from_schema(args.schema, cache=_use_cache(args))
     result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
     for read in result.reads:
         print(f"{read.file}:{read.line}: {read.function}: read {read.leaf} ({read.via}, {read.form})")
@@ -201,6 +226,8 @@ def _scan(args: argparse.Namespace) -> int:
         print(f"{violation.file}:{violation.line}: {violation.function}: {violation.kind}: {violation.detail}")
     for problem in result.problems:
         print(f"{problem.file}: not scanned: {problem.reason}")
+    for folder in result.skipped_folders:
+        print(f"{folder}: not scanned: a folder of other people's code or a tool's files (give it as a root to scan it)")
     print(
         f"{len(result.files)} files listed, {result.files_parsed} scanned "
         f"({result.files_from_cache} from cache, {result.files_generated} generated skipped), "
@@ -308,10 +335,8 @@ def _gen_hint(schema: Path, project: Path, result: ScanResult, roots: tuple[str,
 
 
 def _update(args: argparse.Namespace) -> int:
-    inputs = load_from_schema(args.schema)
-    result = scan_tree(
-        inputs.project, inputs.settings, cache_path=default_cache_path(inputs.project), jobs=_jobs(args)
-    )
+    inputs = load_from_schema(args.schema, cache=_use_cache(args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
     path = args.schema / RATCHET_FILE
     text = path.read_text(encoding="utf-8")
     removed_all: list[Entry] = []
@@ -340,7 +365,7 @@ def _fix(args: argparse.Namespace) -> int:
     # libcst is imported here only: check and scan never pay for it
     from configbags.migrate.fix import fix_tree
 
-    inputs = load_from_schema(args.schema)
+    inputs = load_from_schema(args.schema, cache=_use_cache(args))
     only = _only_paths(args.only, inputs) if args.only else None
     leaves = _known_leaves(args.leaf, inputs) if args.leaf else None
     accessors_module, package_folder = _accessors_module(args, inputs, leaves)

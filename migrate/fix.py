@@ -85,6 +85,7 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from configbags.migrate.check import in_resolution
+from configbags.migrate.files import NotReadable, read_source
 from configbags.migrate.scan import Read, ScanSettings, Violation, scan_tree
 from configbags.migrate.scanmodel import WRITE_KINDS, ScanResult
 from configbags.migrate.tidy import add_import, remove_unused_aliases
@@ -400,7 +401,8 @@ def fix_source(
     to turn into overrides from source `<module_name>:<function>` (already vetted by
     fix_tree: policy and no raw read left)."""
     written = written or {}
-    lines = source.splitlines()
+    # Python's line breaks, not str.splitlines' (which also breaks at \f, \v, \x1c, NEL, ...)
+    lines = source.split("\n")
     bindings = _module_bindings(ast.parse(source))
     targets: dict[Span, tuple[Read, str]] = {}
     skipped: list[Skip] = []
@@ -501,9 +503,15 @@ def fix_tree(
         else:
             try:
                 # bytes, not text mode: text mode would turn CRLF files into LF files
-                source = path.read_bytes().decode("utf-8")
+                source = read_source(path, settings.max_bytes).decode("utf-8")
+            except NotReadable as exc:
+                why = str(exc)
             except UnicodeDecodeError:
                 why = "file is not UTF-8"
+            else:
+                if "\r" in source.replace("\r\n", ""):
+                    # the rewriter's line model is LF or CRLF throughout
+                    why = "the file ends lines with a lone CR; not rewritten"
         if why is not None:
             skipped += [Skip(r.file, r.function, r.leaf, r.line, why) for r in reads]
             skipped += [Skip(w.file, w.function, w.leaf, w.line, why, write=True) for w in writes]

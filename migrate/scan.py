@@ -186,10 +186,12 @@ def scan_tree(
     `jobs` > 1 parses the files the cache does not hold in that many worker processes
     (the results are the same, in the same order)."""
     problems: list[Problem] = []
+    skipped: tuple[str, ...] = ()
     if files is None:
         listing = list_tree(project, settings)
         listed = list(listing.files)
         problems.extend(Problem(*p) for p in listing.problems)
+        skipped = listing.skipped
     else:
         listed = sorted(files)
     cache = ScanCache(cache_path, settings) if cache_path is not None else None
@@ -241,4 +243,5 @@ def scan_tree(
         files_generated=len(generated_files),
         files_from_cache=from_cache,
         generated_files=tuple(generated_files),
+        skipped_folders=skipped,
     )

@@ -174,5 +174,8 @@ class ScanResult:
     files_generated: int  # skipped: generated files inside a generated package
     files_from_cache: int
     generated_files: tuple[str, ...] = ()  # which ones, so a report can show them
+    # folders under a root not walked (configbags.migrate.files.SKIP_DIRS): listed, so that
+    # skipping is visible
+    skipped_folders: tuple[str, ...] = ()
 
 
