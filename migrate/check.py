@@ -81,7 +81,7 @@ Key = tuple[str, str, str]
 @attrs.frozen
 class Failure:
     # new_read, operator_readback, stale_entry, write, renamed_accessor, unreadable,
-    # too_few_files, entry
+    # too_few_files, entry, path
     kind: str
     message: str
 
@@ -300,6 +300,7 @@ def check(
     advice = _Advice.of(allowlist_file, generated, regenerate)
 
     failures = _scan_failures(result, allowlist_file, min_files, roots)
+    failures += path_failures(result, resolution, allowlist_file)
     writes_by_key = _writes_by_key(result, resolution, failures)
     reads_by_key: dict[Key, list[Read]] = defaultdict(list)
     for read in result.reads:
@@ -351,6 +352,35 @@ def _scan_failures(result: ScanResult, allowlist_file: str, min_files: int, root
                 f"reads nothing passes everything: check scan.roots in {allowlist_file}.",
             )
         )
+    return failures
+
+
+PATHS_BASE = "the project (the folder holding the schema folder)"
+
+
+def path_failures(result: ScanResult, resolution: Iterable[str], allowlist_file: str) -> list[Failure]:
+    """Excludes and resolution files that match nothing: a path from another base or a
+    typo would otherwise exclude nothing, or allow nothing, without a word."""
+    failures = [
+        Failure(
+            "path",
+            f"{allowlist_file}: scan.excludes pattern {pattern!r} matches no file or folder under the "
+            f"roots; ratchet paths are relative to {PATHS_BASE} (or absolute): fix it or remove it.",
+        )
+        for pattern in result.unmatched_excludes
+    ]
+    listed = set(result.files)
+    for entry in resolution:
+        file, sep, _ = entry.rpartition(":")
+        if sep and file and file not in listed:
+            failures.append(
+                Failure(
+                    "path",
+                    f"{allowlist_file}: scan.resolution entry {entry!r} names {file}, which is not a "
+                    f"scanned file (not under the roots, or excluded); ratchet paths are relative to "
+                    f"{PATHS_BASE} (or absolute): fix it or remove it.",
+                )
+            )
     return failures
 
 

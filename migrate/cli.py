@@ -1,8 +1,10 @@
 """`configbags ratchet check|scan|init|update|fix`.
 
-Paths: `--schema DIR` (default `./schema`) names the schema folder; its parent is the
-project root, to which scan roots and allowlist paths are relative (a root outside it is
-kept absolute). `check` can instead hold the tree to the generated allowlist module
+Paths: `--schema DIR` (default `./schema`, from the working folder) names the schema
+folder; its parent is the project, the one base of every other ratchet path: `--root`,
+`--exclude`, `--resolution FILE:...`, `--only` and the paths in ratchet.yaml (absolute
+paths are accepted anywhere; a root outside the project is kept absolute). An exclude or
+resolution file that matches nothing is an error. `check` can instead hold the tree to the generated allowlist module
 (`--generated generated`).
 
 Speed: `check` and `scan` import neither libcst (only `fix` rewrites) nor the generator
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -24,12 +27,15 @@ import attrs
 from configbags.migrate.check import (
     BASELINE,
     FIX_REFUSED,
+    PATHS_BASE,
     check,
     explained,
+    path_failures,
     stale_keys,
     stale_write_keys,
     write_keys,
 )
+from configbags.migrate.files import display_path
 from configbags.migrate.scan import ScanSettings, default_cache_path, default_jobs, scan_tree
 from configbags.migrate.scanmodel import READBACKS, WRITE_KINDS, Entry, ScanResult
 from configbags.migrate.settings import (
@@ -238,12 +244,28 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _root_setting(root: Path, project: Path) -> str:
-    """A root as ratchet.yaml keeps it: project-relative when inside, else absolute."""
-    resolved = root.resolve()
+    """A root as ratchet.yaml keeps it: project-relative when inside, else absolute. A
+    relative `root` is taken from the project, like every ratchet path."""
+    resolved = (root if root.is_absolute() else project / root).resolve()
     try:
         return resolved.relative_to(project).as_posix() or "."
     except ValueError:
         return resolved.as_posix()
+
+
+def _path_setting(given: str, project: Path) -> str:
+    """An --exclude pattern as ratchet.yaml keeps it: an absolute path is made
+    project-relative when inside the project, as the scan names files; a relative one is
+    already relative to the project."""
+    if not Path(given).is_absolute():
+        return given
+    return display_path(Path(given), project.resolve())
+
+
+def _resolution_setting(given: str, project: Path) -> str:
+    """A --resolution [FILE:]QUALNAME with FILE as the scan names it."""
+    file, sep, qualname = given.rpartition(":")
+    return f"{_path_setting(file, project)}:{qualname}" if sep and file else given
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -257,17 +279,27 @@ def _init(args: argparse.Namespace) -> int:
     def merged(key: str, given: list[str]) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*(scan.get(key) or ()), *given]))
 
+    for root in args.root:
+        if not (root if root.is_absolute() else project / root).exists():
+            raise RatchetConfigError(
+                f"--root {root}: no such file or folder under {project}: ratchet paths (--root, "
+                f"--exclude, --resolution, --only and the paths in {RATCHET_FILE}) are relative to "
+                f"{PATHS_BASE}, or absolute"
+            )
     settings = ScanSettings(
         roots=tuple(dict.fromkeys(_root_setting(root, project) for root in args.root)),
-        excludes=merged("excludes", args.exclude),
+        excludes=merged("excludes", [_path_setting(e, project) for e in args.exclude]),
         raw_accessor=str(scan.get("raw_accessor") or defaults.raw_accessor),
         record_class=str(scan.get("record_class") or defaults.record_class),
         record_attributes=tuple(scan.get("record_attributes") or defaults.record_attributes),
         record_dicts=merged("record_dicts", args.record_dict),
         env_vars=tuple(declared_env(schema)),
     )
-    resolution = merged("resolution", args.resolution)
+    resolution = merged("resolution", [_resolution_setting(r, project) for r in args.resolution])
     result = scan_tree(project, settings, jobs=_jobs(args))
+    wrong = path_failures(result, resolution, "--exclude/--resolution (with scan: in ratchet.yaml)")
+    if wrong:
+        raise RatchetConfigError("; ".join(f.message for f in wrong) + f" Nothing was written to {path}.")
 
     # Keep the reason of an entry that still matches: init must not erase why.
     def kept_reasons(key: str) -> dict[tuple[str, str, str], str]:
@@ -319,8 +351,31 @@ def _init(args: argparse.Namespace) -> int:
         )
     for problem in result.problems:
         print(f"warning: {problem.file}: not scanned: {problem.reason}")
+    for file in _record_modules(project, result, settings):
+        own_reads = sum(1 for r in result.reads if r.file == file)
+        own_writes = sum(1 for v in result.violations if v.file == file and v.kind in WRITE_KINDS)
+        print(
+            f"warning: {file} defines {settings.record_class}, the record itself: its {own_reads} reads "
+            f"and {own_writes} writes are in the baseline. Exclude it (--exclude {file}), or name its "
+            f"resolution functions (--resolution {file}:{settings.record_class}.__post_init__), "
+            f"and run init again"
+        )
     print(f"next: run {_gen_hint(args.schema, project, result, settings.roots)} so the generated ratchet_allowlist follows")
     return 0
+
+
+def _record_modules(project: Path, result: ScanResult, settings: ScanSettings) -> list[str]:
+    """The scanned files that define the record class (`class ServerArgs`)."""
+    pattern = re.compile(rf"^[ \t]*class[ \t]+{re.escape(settings.record_class)}\b", re.MULTILINE)
+    found: list[str] = []
+    for file in sorted({r.file for r in result.reads} | {v.file for v in result.violations}):
+        try:
+            text = (Path(file) if Path(file).is_absolute() else project / file).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if pattern.search(text):
+            found.append(file)
+    return found
 
 
 def _gen_hint(schema: Path, project: Path, result: ScanResult, roots: tuple[str, ...]) -> str:

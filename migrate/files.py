@@ -31,6 +31,7 @@ class Listing:
     files: tuple[str, ...]  # project-relative posix paths (or absolute ones for roots outside)
     problems: tuple[tuple[str, str], ...] = ()  # (path, why it was not listed as a file)
     skipped: tuple[str, ...] = ()  # folders under a root not walked (SKIP_DIRS), as paths
+    unmatched_excludes: tuple[str, ...] = ()  # exclude patterns that left nothing out
 
 
 def display_path(path: Path, project: Path) -> str:
@@ -51,6 +52,7 @@ def list_tree(project: Path, settings: ScanSettings) -> Listing:
     found: set[str] = set()
     problems: list[tuple[str, str]] = []
     skipped: set[str] = set()
+    excluder = _Excluder(settings.excludes)
     seen: set[tuple[int, int]] = set()  # (device, inode) of every folder walked
     for root in settings.roots:
         top = Path(root) if Path(root).is_absolute() else project / root
@@ -58,17 +60,22 @@ def list_tree(project: Path, settings: ScanSettings) -> Listing:
             rel = display_path(top, project)
             # a file root; reading it reports a special one (a missing root lists nothing,
             # which the check's file floor catches)
-            if (top.exists() or top.is_symlink()) and not _excluded(rel, settings.excludes):
+            if (top.exists() or top.is_symlink()) and not excluder(rel):
                 found.add(rel)
             continue
-        _walk(top, project, settings, seen, found, problems, skipped)
-    return Listing(tuple(sorted(found)), tuple(sorted(set(problems))), tuple(sorted(skipped)))
+        _walk(top, project, excluder, seen, found, problems, skipped)
+    return Listing(
+        tuple(sorted(found)),
+        tuple(sorted(set(problems))),
+        tuple(sorted(skipped)),
+        tuple(p for p in settings.excludes if p not in excluder.matched),
+    )
 
 
 def _walk(
     folder: Path,
     project: Path,
-    settings: ScanSettings,
+    excluded: _Excluder,
     seen: set[tuple[int, int]],
     found: set[str],
     problems: list[tuple[str, str]],
@@ -87,7 +94,7 @@ def _walk(
     seen.add(identity)
     for entry in entries:
         rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
-        if _excluded(rel, settings.excludes):
+        if excluded(rel):
             continue
         try:
             is_dir = entry.is_dir()  # follows symlinks
@@ -97,13 +104,23 @@ def _walk(
             if entry.name in SKIP_DIRS:
                 skipped.add(rel)
             else:
-                _walk(folder / entry.name, project, settings, seen, found, problems, skipped)
+                _walk(folder / entry.name, project, excluded, seen, found, problems, skipped)
         elif entry.name.lower().endswith(SOURCE_SUFFIXES):
             found.add(rel)
 
 
-def _excluded(rel: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns)
+class _Excluder:
+    """Whether a path is excluded, remembering which patterns ever matched: one that
+    matches nothing is a mistake (a path from the wrong base, a typo), never silent."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = tuple(patterns)
+        self.matched: set[str] = set()
+
+    def __call__(self, rel: str) -> bool:
+        hits = [pattern for pattern in self.patterns if fnmatch.fnmatchcase(rel, pattern)]
+        self.matched.update(hits)
+        return bool(hits)
 
 
 class NotReadable(Exception):

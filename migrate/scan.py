@@ -187,11 +187,13 @@ def scan_tree(
     (the results are the same, in the same order)."""
     problems: list[Problem] = []
     skipped: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()
     if files is None:
         listing = list_tree(project, settings)
         listed = list(listing.files)
         problems.extend(Problem(*p) for p in listing.problems)
         skipped = listing.skipped
+        unmatched = listing.unmatched_excludes
     else:
         listed = sorted(files)
     cache = ScanCache(cache_path, settings) if cache_path is not None else None
@@ -244,4 +246,5 @@ def scan_tree(
         files_from_cache=from_cache,
         generated_files=tuple(generated_files),
         skipped_folders=skipped,
+        unmatched_excludes=unmatched,
     )

@@ -177,5 +177,7 @@ class ScanResult:
     # folders under a root not walked (configbags.migrate.files.SKIP_DIRS): listed, so that
     # skipping is visible
     skipped_folders: tuple[str, ...] = ()
+    # scan.excludes patterns that matched no file or folder under the roots
+    unmatched_excludes: tuple[str, ...] = ()
 
 
