@@ -352,11 +352,17 @@ class _Pruned(StatementWalker):
 
     a: _Analysis
 
+    scope: _Scope
+
     def visit_statements(self, statements: Iterable[ast.AST]) -> None:
         lines = self.a.lines
+        # The record class's own body: its methods' `self` is a record whether or not a
+        # method mentions a name of interest (`def __post_init__(self): self.tp_size = 1`).
+        whole = self.scope.kind == "class" and self.scope.qualname.rsplit(".", 1)[-1] in self.a.class_names
         for node in statements:
             if (
-                not isinstance(node, ast.stmt)
+                whole
+                or not isinstance(node, ast.stmt)
                 or isinstance(node, (ast.Global, ast.Nonlocal))
                 or mentions(lines, statement_span(node))
             ):

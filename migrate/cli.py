@@ -36,7 +36,13 @@ from configbags.migrate.check import (
     write_keys,
 )
 from configbags.migrate.files import display_path
-from configbags.migrate.scan import ScanSettings, default_cache_path, default_jobs, scan_tree
+from configbags.migrate.scan import (
+    ScanSettings,
+    TerminalProgress,
+    default_cache_path,
+    default_jobs,
+    scan_tree,
+)
 from configbags.migrate.scanmodel import READBACKS, WRITE_KINDS, Entry, ScanResult
 from configbags.migrate.settings import (
     RATCHET_FILE,
@@ -171,6 +177,11 @@ def main(argv: list[str]) -> int:
         return 2
 
 
+def _progress() -> TerminalProgress | None:
+    """Progress of a cold scan on a terminal; nothing when stderr is piped or logged."""
+    return TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+
+
 def _jobs(args: argparse.Namespace) -> int:
     return default_jobs() if args.jobs is None else max(1, args.jobs)
 
@@ -193,7 +204,7 @@ def _check(args: argparse.Namespace) -> int:
         inputs = attrs.evolve(inputs, source=f"{args.schema.resolve().name}/{RATCHET_FILE}")
     else:
         inputs = load_from_schema(args.schema, cache=_use_cache(args))
-    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args), progress=_progress())
     report = check(
         result,
         inputs.allowlist,
@@ -225,7 +236,7 @@ def _generated_messages(schema: Path, package: str) -> dict[str, str]:
 
 def _scan(args: argparse.Namespace) -> int:
     inputs = load_from_schema(args.schema, cache=_use_cache(args))
-    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args), progress=_progress())
     for read in result.reads:
         print(f"{read.file}:{read.line}: {read.function}: read {read.leaf} ({read.via}, {read.form})")
     for violation in result.violations:
@@ -254,12 +265,11 @@ def _root_setting(root: Path, project: Path) -> str:
 
 
 def _path_setting(given: str, project: Path) -> str:
-    """An --exclude pattern as ratchet.yaml keeps it: an absolute path is made
-    project-relative when inside the project, as the scan names files; a relative one is
-    already relative to the project."""
-    if not Path(given).is_absolute():
-        return given
-    return display_path(Path(given), project.resolve())
+    """An --exclude pattern (or a --resolution file) as ratchet.yaml keeps it and the scan
+    names files: taken from the project, then project-relative when inside it, else
+    absolute (`../engine/x.py` from a schema beside the engine)."""
+    base = project.resolve()
+    return display_path(base / given, base)
 
 
 def _resolution_setting(given: str, project: Path) -> str:
@@ -296,7 +306,7 @@ def _init(args: argparse.Namespace) -> int:
         env_vars=tuple(declared_env(schema)),
     )
     resolution = merged("resolution", [_resolution_setting(r, project) for r in args.resolution])
-    result = scan_tree(project, settings, jobs=_jobs(args))
+    result = scan_tree(project, settings, jobs=_jobs(args), progress=_progress())
     wrong = path_failures(result, resolution, "--exclude/--resolution (with scan: in ratchet.yaml)")
     if wrong:
         raise RatchetConfigError("; ".join(f.message for f in wrong) + f" Nothing was written to {path}.")
@@ -355,8 +365,8 @@ def _init(args: argparse.Namespace) -> int:
         own_reads = sum(1 for r in result.reads if r.file == file)
         own_writes = sum(1 for v in result.violations if v.file == file and v.kind in WRITE_KINDS)
         print(
-            f"warning: {file} defines {settings.record_class}, the record itself: its {own_reads} reads "
-            f"and {own_writes} writes are in the baseline. Exclude it (--exclude {file}), or name its "
+            f"warning: {file} defines {settings.record_class}, the record itself: its raw reads "
+            f"({own_reads}) and writes ({own_writes}) are in the baseline. Exclude it (--exclude {file}), or name its "
             f"resolution functions (--resolution {file}:{settings.record_class}.__post_init__), "
             f"and run init again"
         )
@@ -391,7 +401,7 @@ def _gen_hint(schema: Path, project: Path, result: ScanResult, roots: tuple[str,
 
 def _update(args: argparse.Namespace) -> int:
     inputs = load_from_schema(args.schema, cache=_use_cache(args))
-    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args), progress=_progress())
     path = args.schema / RATCHET_FILE
     text = path.read_text(encoding="utf-8")
     removed_all: list[Entry] = []
