@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from configbags.migrate.scanmodel import Reach, ScanSettings, join_origin
 from configbags.migrate.scopes import Scope, ScopeBinder, ScopeReader, Scopes, StatementWalker
@@ -77,6 +77,9 @@ class _Analysis(Scopes[_Scope]):
         # global_server_args_dict` in its body) is the module's dict under a local name
         self.dict_imports: set[tuple[int, str]] = set()
         self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
+        # (class qualname, record attribute) -> the origin of what its methods assign to
+        # `self.<attribute>` (`self.server_args = ServerArgs(...)`: constructed)
+        self.class_record_attrs: dict[tuple[str, str], str] = {}
         self.imported: set[str] = set()  # names bound by import: modules, not objects
         self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
         self.violations: list[tuple[Any, ...]] = []
@@ -115,8 +118,12 @@ class _Analysis(Scopes[_Scope]):
                     base = base.value
                 if isinstance(base, ast.Name) and base.id in self.imported:
                     return None
-                # whose record is `x.server_args`? Only the author knows: "held".
-                return ("attribute", "held")
+                # whose record is `x.server_args`? Only the author knows: "held". Unless
+                # the class visibly puts another there (`self.server_args =
+                # ServerArgs(...)`, `dataclasses.replace(...)`): then it is no more than that.
+                owner = self._self_class(expr.value, scope)
+                built = self.class_record_attrs.get((owner, expr.attr)) if owner is not None else None
+                return ("attribute", join_origin("held", built) if built else "held")
             if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
                 return ("self_alias", self.self_attrs[expr.attr])
             return None
@@ -225,6 +232,20 @@ class _Analysis(Scopes[_Scope]):
         holder = self.visible(name, scope)
         return holder.aliases.get(name) if holder is not None else None
 
+    def _self_class(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """The qualname of the class whose method's `self` `expr` is, or None."""
+        if not isinstance(expr, ast.Name):
+            return None
+        current: _Scope | None = scope
+        while current is not None and current.kind != "module":
+            if current.kind == "function" and current.self_name == expr.id:
+                parent = current.parent
+                return parent.qualname if parent is not None and parent.kind == "class" else None
+            if expr.id in current.bound:
+                return None
+            current = current.parent
+        return None
+
     def _is_self(self, expr: ast.expr, scope: _Scope) -> bool:
         if not isinstance(expr, ast.Name):
             return False
@@ -305,6 +326,9 @@ class _Analysis(Scopes[_Scope]):
                     found = self.reach(self_value, scope) if self_value is not None else None
                     if found is not None:
                         changed |= _merge_origin(self.self_attrs, attr, found[1])
+                        if attr in self.record_attrs and scope.parent is not None and scope.parent.kind == "class":
+                            key = (scope.parent.qualname, attr)
+                            changed |= _merge_origin(self.class_record_attrs, key, found[1])
                 if scope.kind == "class":
                     # class-level aliases are read as self.NAME / cls.NAME
                     for name, (_, origin) in list(scope.aliases.items()):
@@ -318,6 +342,9 @@ class _Analysis(Scopes[_Scope]):
                             changed |= _merge_origin(known, name, found[1])
 
 
+_K = TypeVar("_K")
+
+
 def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
     """Record that `name` reaches the record as `new`; keep the first spelling, join the
     origins. True when the table changed."""
@@ -329,7 +356,7 @@ def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
     return False
 
 
-def _merge_origin(table: dict[str, str], name: str, origin: str) -> bool:
+def _merge_origin(table: dict[_K, str], name: _K, origin: str) -> bool:
     old = table.get(name)
     merged = origin if old is None else join_origin(old, origin)
     if merged != old:

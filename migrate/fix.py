@@ -869,9 +869,16 @@ def _temporary_writes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[
     lines_of: dict[str, list[int]] = defaultdict(list)
     for line, leaf, _ in _writes_in(subtree):
         lines_of[leaf].append(line)
+    branches = _branch_paths(function)
     found: dict[int, Temporary] = {}
     for leaf, lines in lines_of.items():
-        if len(lines) > 1:
+        # one write per path (`if a: rec.x = 1 elif b: rec.x = 2 else: ...`) is a plain
+        # assignment; two that may both run are a change and its undoing
+        again = [
+            (a, b) for i, a in enumerate(lines) for b in lines[i + 1 :]
+            if not _exclusive(branches.get(a, ()), branches.get(b, ()))
+        ]
+        if again:
             why = f"written {len(lines)} times (lines {', '.join(map(str, sorted(lines)))})"
         elif generator:
             why = "written in a generator (around a yield, as a context manager does)"
@@ -882,6 +889,42 @@ def _temporary_writes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[
         for line in lines:
             found[line] = Temporary(leaf, why)
     return found
+
+
+_Branch = tuple[int, str]  # (id of an if or match statement, which branch)
+
+
+def _branch_paths(function: _Function) -> dict[int, tuple[_Branch, ...]]:
+    """Line -> the if/elif/else and match branches it lies in, outermost first (the first
+    node starting on a line decides)."""
+    paths: dict[int, tuple[_Branch, ...]] = {}
+    pending: list[tuple[ast.AST, tuple[_Branch, ...]]] = [(function, ())]
+    while pending:
+        node, path = pending.pop()
+        line = getattr(node, "lineno", None)
+        if line is not None:
+            paths.setdefault(line, path)
+        if isinstance(node, ast.If):
+            pending.append((node.test, path))
+            pending += [(child, (*path, (id(node), "body"))) for child in node.body]
+            pending += [(child, (*path, (id(node), "orelse"))) for child in node.orelse]
+        elif isinstance(node, ast.Match):
+            pending.append((node.subject, path))
+            for index, case in enumerate(node.cases):
+                pending += [(child, (*path, (id(node), f"case{index}"))) for child in case.body]
+        else:
+            pending += [(child, path) for child in ast.iter_child_nodes(node)]
+    # children are pushed after their parent, so a deeper node on a parent's line never
+    # overrides it: the statement's own path counts
+    return paths
+
+
+def _exclusive(a: tuple[_Branch, ...], b: tuple[_Branch, ...]) -> bool:
+    """Can no run of the function reach both (different branches of one if or match)?"""
+    for x, y in zip(a, b, strict=False):  # a path that ends first is a prefix: both run
+        if x != y:
+            return x[0] == y[0]
+    return False
 
 
 def _write_refusal(
