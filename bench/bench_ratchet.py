@@ -1,6 +1,6 @@
 """Ratchet scanner speed, measured side by side in one run.
 
-    python bench/bench_ratchet.py                 # builds a ~500-file, ~200k-line tree
+    python bench/bench_ratchet.py                 # builds a 3,000-file, ~900k-line tree
     python bench/bench_ratchet.py --root DIR      # scans every .py file under DIR
 
 Prints two sets of timings of the same files, each the best of --repeat runs, interleaved
@@ -12,7 +12,8 @@ goals cold/parse <= 1.3 and warm/cold <= 0.1.
 
 As whole processes, what a user waits for: `configbags ratchet check` cold (no scan cache,
 no cached schema inputs) and warm (both cached), against a process that only parses the
-same files; goals cold <= 1.2x the parse-only process and warm <= 0.25 s.
+same files; goals cold <= 1.2x the parse-only process and warm <= 0.3 s (wall, on an
+idle machine: on a loaded one the CPU time it prints is the steadier figure).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from configbags.migrate.scan import ScanSettings, list_files, scan_tree
 GOAL_COLD = 1.3
 GOAL_WARM = 0.1
 GOAL_PROCESS_COLD = 1.2  # x the parse-only process
-GOAL_PROCESS_WARM_S = 0.25
+GOAL_PROCESS_WARM_S = 0.3
 
 _PARSE_ONLY = """\
 import ast, sys
@@ -161,8 +162,8 @@ def _timed(fn: Callable[[], object]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, help="scan this tree instead of a synthetic one")
-    parser.add_argument("--files", type=int, default=500, help="synthetic tree: files")
-    parser.add_argument("--lines", type=int, default=200_000, help="synthetic tree: total lines")
+    parser.add_argument("--files", type=int, default=3000, help="synthetic tree: files")
+    parser.add_argument("--lines", type=int, default=900_000, help="synthetic tree: total lines")
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the best counts")
     parser.add_argument("--no-process", action="store_true", help="skip the whole-process timings")
     args = parser.parse_args(argv)
@@ -240,6 +241,7 @@ def _whole_processes(args: argparse.Namespace, label: str) -> None:
         # An installed configbags has its bytecode (pip compiles at install); a machine
         # that forbids writing it would time the compiler, not the ratchet.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("CI", None)  # on CI the check uses no cache unless asked: the warm run would be cold
         command = [sys.executable, "-m", "configbags", "ratchet"]
         subprocess.run(
             [*command, "init", "--schema", str(schema), "--root", str(root)],

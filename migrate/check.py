@@ -144,6 +144,8 @@ def entry_flow(file: str, function: str, leaf: str, reason: str | None = None) -
 
 
 def _as_entry(raw: Any) -> Entry:
+    if type(raw) is Entry:  # the common case, thousands of times: no ABC check
+        return raw
     if isinstance(raw, Mapping):
         return Entry(
             str(raw.get("file", "")),

@@ -246,6 +246,14 @@ def scan_tree(
     base = str(project)
     for rel in listed:
         path = os.path.join(base, rel)  # strings: pathlib costs more than the read itself here
+        if cache is not None:
+            # a file whose stat is unchanged is not even read (configbags.migrate.scancache)
+            known = cache.unchanged(rel, path)
+            cached = cache.get(known) if known is not None else None
+            if known is not None and cached is not None:
+                from_cache += 1
+                loaded.append((rel, path, b"", known, cached))
+                continue
         try:
             data = read_source(path, settings.max_bytes)
         except NotReadable as exc:
@@ -253,6 +261,8 @@ def scan_tree(
             continue
         digest = content_digest(data) if cache is not None else ""
         cached = cache.get(digest) if cache is not None else None
+        if cache is not None:
+            cache.saw(rel, path, digest)
         if cached is not None:
             from_cache += 1
         loaded.append((rel, path, data, digest, cached))

@@ -11,6 +11,14 @@ does not match, and is discarded whole: the tree is scanned afresh. Entries are 
 by the digest of the bytes read now, so an entry never stands for other content. So a cache
 can make a scan faster, never different.
 
+A warm check need not read a file at all: the cache also keeps each file's stat (device,
+inode, size, and modification and change times in nanoseconds) with its digest, and a file
+whose stat is unchanged is taken to hold the bytes it held. Any write to a file moves its
+change time, which only the kernel sets (no user can set it back, as `touch` can the
+modification time); a file changed within RACY_NS of the scan that recorded it is not
+recorded (the clock's tick may hide a second change, as git's "racy" entries), so it is
+read again next time.
+
 Where no secret can be had (a read-only home), nothing is cached. On CI (`CI=true`) the
 check uses no cache unless asked (`--cache`): a restored cache is input from elsewhere."""
 
@@ -20,17 +28,22 @@ import hashlib
 import json
 import os
 import secrets
+import stat
+import time
 from pathlib import Path
 from typing import Any
 
 from configbags.migrate.scanmodel import SCANNER_VERSION, FileScan, ScanSettings
 from configbags.runtime.project import CACHE_DIR
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 _DIGEST_CHARS = 32  # blake2b, 16 bytes, hex
 # A secret for the seal, e.g. from a CI secret store, instead of the per-user key file.
 CACHE_KEY_VAR = "CONFIGBAGS_CACHE_KEY"
 _KEY_FILE = "ratchet-cache-key"
+# A file modified this close to the scan that saw it has its bytes read again next time.
+RACY_NS = 2_000_000_000
+_Stat = tuple[int, int, int, int, int]  # device, inode, size, mtime_ns, ctime_ns
 
 
 def default_cache_path(project: Path) -> Path:
@@ -87,16 +100,19 @@ class ScanCache:
         self.key = settings.analysis_key()
         self.entries: dict[str, FileScan] = {}
         self.used: set[str] = set()
+        self.stats: dict[str, tuple[_Stat, str]] = {}  # file -> (its stat, its digest)
+        self.stats_kept: dict[str, tuple[_Stat, str]] = {}  # what the next save keeps
+        self.started_ns = time.time_ns()
         self.added = False  # a result was put that the file does not hold yet
         self.discarded: str | None = None  # why a cache file present was not used
         if self.path is not None and self.path.is_file():
             try:
-                self.entries = self._load(self.path.read_bytes())
+                self.entries, self.stats = self._load(self.path.read_bytes())
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
                 self.discarded = f"{type(exc).__name__}: {exc}"
-                self.entries = {}
+                self.entries, self.stats = {}, {}
 
-    def _load(self, data: bytes) -> dict[str, FileScan]:
+    def _load(self, data: bytes) -> tuple[dict[str, FileScan], dict[str, tuple[_Stat, str]]]:
         assert self.secret is not None
         head, newline, body = data.partition(b"\n")
         header = json.loads(head)
@@ -106,9 +122,12 @@ class ScanCache:
             raise ValueError("written by another scanner version or settings")
         if header.get("seal") != _seal(self.secret, self.key, body):
             raise ValueError("the results do not match their seal (written elsewhere, or edited)")
-        files = json.loads(body)
-        if not isinstance(files, dict):
-            raise ValueError("files is not a mapping")
+        document = json.loads(body)
+        if not isinstance(document, dict):
+            raise ValueError("not a mapping")
+        files, stats = document["files"], document["stats"]
+        if not isinstance(files, dict) or not isinstance(stats, dict):
+            raise ValueError("files or stats is not a mapping")
         entries: dict[str, FileScan] = {}
         for digest, entry in files.items():
             if not (isinstance(digest, str) and len(digest) == _DIGEST_CHARS and isinstance(entry, dict)):
@@ -119,7 +138,39 @@ class ScanCache:
                 problem=_optional_str(entry["p"]),
                 generated=_bool(entry["g"]),
             )
-        return entries
+        known: dict[str, tuple[_Stat, str]] = {}
+        for file, row in stats.items():
+            if not (isinstance(row, list) and len(row) == 6 and all(type(x) is int for x in row[:5])):
+                raise ValueError("malformed stat")
+            if row[5] not in entries:
+                raise ValueError("a stat of a digest with no result")
+            known[str(file)] = ((row[0], row[1], row[2], row[3], row[4]), str(row[5]))
+        return entries, known
+
+    def unchanged(self, file: str, path: str) -> str | None:
+        """The digest of `file`'s bytes when its stat is the one recorded with it (so it
+        need not be read), else None."""
+        known = self.stats.get(file)
+        if known is None:
+            return None
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode) or _stat_of(info) != known[0]:
+            return None
+        self.stats_kept[file] = known
+        return known[1]
+
+    def saw(self, file: str, path: str, digest: str) -> None:
+        """`file`, read now, has bytes with `digest`: record its stat, unless it changed
+        so recently that another change in the same clock tick could hide."""
+        try:
+            info = os.stat(path)
+        except OSError:
+            return
+        if stat.S_ISREG(info.st_mode) and max(info.st_mtime_ns, info.st_ctime_ns) < self.started_ns - RACY_NS:
+            self.stats_kept[file] = (_stat_of(info), digest)
 
     def get(self, digest: str) -> FileScan | None:
         found = self.entries.get(digest)
@@ -134,7 +185,8 @@ class ScanCache:
 
     def save(self) -> None:
         # Unchanged (every entry used, none added): a warm check writes nothing.
-        if self.path is None or self.secret is None or (not self.added and self.used == self.entries.keys()):
+        unchanged = not self.added and self.used == self.entries.keys() and self.stats_kept == self.stats
+        if self.path is None or self.secret is None or unchanged:
             return
         files = {
             digest: {
@@ -146,7 +198,8 @@ class ScanCache:
             for digest, e in sorted(self.entries.items())
             if digest in self.used  # drop results for content that no longer exists
         }
-        body = json.dumps(files, separators=(",", ":")).encode()
+        stats = {file: [*info, digest] for file, (info, digest) in sorted(self.stats_kept.items()) if digest in files}
+        body = json.dumps({"files": files, "stats": stats}, separators=(",", ":")).encode()
         header = {
             "format": CACHE_FORMAT,
             "version": SCANNER_VERSION,
@@ -162,16 +215,16 @@ class ScanCache:
             pass  # a cache that cannot be written only costs speed next time
 
 
+def _stat_of(info: os.stat_result) -> _Stat:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def _rows(value: Any, width: int) -> tuple[tuple[Any, ...], ...]:
-    if not isinstance(value, list) or not all(isinstance(row, list) and len(row) == width for row in value):
+    # The seal says this code wrote them; the shape is checked against a format drift
+    # the version missed, not cell by cell (a warm check loads every row).
+    if type(value) is not list or not all(type(row) is list and len(row) == width for row in value):
         raise ValueError("malformed rows")
-    for row in value:
-        if not {type(cell) for cell in row} <= _CELL_TYPES:  # exact types: a bool is no int here
-            raise ValueError("malformed row")
-    return tuple(tuple(row) for row in value)
-
-
-_CELL_TYPES = {str, int}
+    return tuple(map(tuple, value))
 
 
 def _optional_str(value: Any) -> str | None:

@@ -325,17 +325,24 @@ def _read_inputs_cache(path: Path, key: str, schema: Path) -> RatchetInputs | No
         return RatchetInputs(
             project=schema.parent,
             settings=settings,
-            allowlist=tuple(Entry(*_strings(e)) for e in raw["allowlist"]),
+            allowlist=_entries(raw["allowlist"]),
             accessors={str(k): str(v) for k, v in raw["accessors"].items()},
             min_files=int(raw["min_files"]),
             source=str(raw["source"]),
-            writes=tuple(Entry(*_strings(e)) for e in raw["writes"]),
+            writes=_entries(raw["writes"]),
             resolution=_strings(raw["resolution"]),
             policies={str(k): str(v) for k, v in raw["policies"].items()},
             env_leaves=env_leaves,
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
+
+
+def _entries(value: Any) -> tuple[Entry, ...]:
+    # sealed (written by this code): checked for shape, not cell by cell
+    if type(value) is not list or not all(type(e) is list and len(e) == 4 for e in value):
+        raise ValueError("malformed entries")
+    return tuple(map(Entry._make, value))
 
 
 def _strings(value: Any) -> tuple[str, ...]:

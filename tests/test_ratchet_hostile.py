@@ -103,17 +103,18 @@ def test_a_symlink_loop_ends(tmp_path: Path) -> None:
 
 
 def _cache_document(path: Path) -> dict[str, object]:
-    """The cache file as one mapping: its header's fields and `files`, the results."""
+    """The cache file as one mapping: its header's fields, `files` (the results) and
+    `stats` (each file's stat and digest)."""
     head, _, body = path.read_bytes().partition(b"\n")
     header = json.loads(head)
     assert isinstance(header, dict)
-    return {**header, "files": json.loads(body)}
+    return {**header, **json.loads(body)}
 
 
 def _write_cache(path: Path, document: dict[str, object], *, secret: bytes | None = None) -> None:
     """Write `document` back; with `secret`, sealed with it, as this code would seal it."""
-    header = {k: v for k, v in document.items() if k != "files"}
-    body = json.dumps(document.get("files")).encode() if "files" in document else b""
+    header = {k: v for k, v in document.items() if k not in ("files", "stats")}
+    body = json.dumps({k: v for k, v in document.items() if k in ("files", "stats")}).encode()
     if secret is not None:
         header["seal"] = _seal(secret, str(header.get("key")), body)
     path.write_bytes(json.dumps(header).encode() + b"\n" + body)
@@ -247,3 +248,40 @@ def test_a_parallel_cold_scan_finds_the_same(tmp_path: Path) -> None:
     parallel = scan_tree(tmp_path, SETTINGS, jobs=2, cache_path=tmp_path / "c.json")
     assert parallel.reads == serial.reads and parallel.problems == serial.problems
     assert len(serial.reads) == 140
+
+
+def test_a_warm_scan_reads_no_unchanged_file_and_a_changed_one_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose stat (inode, size, mtime and ctime, in ns) is unchanged is served from
+    the cache unread; setting the mtime back after a same-size edit does not hide it, since
+    the change time moves and only the kernel sets it."""
+    from configbags.migrate import scan, scancache
+
+    monkeypatch.setattr(scancache, "RACY_NS", 0)  # the files here are younger than 2 s
+    project = _project(tmp_path)
+    cache = tmp_path / "cache.json"
+    scan_tree(project, SETTINGS, cache_path=cache)
+
+    def no_reads(path: object, limit: int) -> bytes:
+        raise AssertionError(f"read {path}")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(scan, "read_source", no_reads)
+        warm = scan_tree(project, SETTINGS, cache_path=cache)
+    assert warm.files_from_cache == 5 and len(warm.reads) == 5
+    target = project / "src" / "m0.py"
+    before = target.stat()
+    data = target.read_bytes()
+    target.write_bytes(data.replace(b"tp_size", b"pp_size"))  # same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    again = scan_tree(project, SETTINGS, cache_path=cache)
+    assert {r.leaf for r in again.reads if r.file == "src/m0.py"} == {"pp_size"}
+
+
+def test_a_file_changed_during_the_scan_is_read_again(tmp_path: Path) -> None:
+    """Files younger than scancache.RACY_NS are not recorded by stat: read next time."""
+    project = _project(tmp_path)
+    cache = tmp_path / "cache.json"
+    scan_tree(project, SETTINGS, cache_path=cache)
+    assert _cache_document(cache)["stats"] == {}
