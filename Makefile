@@ -58,7 +58,8 @@ fuzz: setup
 	while [ $$(date +%s) -lt $$end ]; do \
 	  round=$$((round + 1)); echo "== fuzz round $$round (seed $$round)"; \
 	  CONFIGBAGS_FUZZ=long $(PYTEST) -q -n 2 -p no:cacheprovider --hypothesis-seed=$$round \
-	    tests/test_hostile_inputs.py tests/test_hostile_config.py tests/test_hostile_context.py || exit 1; \
+	    tests/test_hostile_inputs.py tests/test_hostile_config.py tests/test_hostile_context.py \
+	    tests/test_ratchet_false_passes.py || exit 1; \
 	done; echo "fuzz: $$round rounds in $$(( $$(date +%s) - start )) s, no failure"
 
 bench: setup

@@ -6,7 +6,8 @@ means).
 Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). It
 parses every file (so broken files are reported), but walks only the statements, at any
 depth, whose lines mention a name through which the record can be reached (a substring
-scan of the bytes per name). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
+scan per name of the file's search text, whose lines are the parser's: see
+configbags.migrate.scan.source_text). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
 a wrapper), it starts again with the larger set, so pruning never hides a binding. Results
 are cached by content hash, so a warm re-scan parses nothing.
 """

@@ -14,7 +14,18 @@ reached through any of these spellings, and the scanner follows all of them:
 - record attributes on any object: `self.server_args.x`, `runner.server_args.x`;
 - functions and properties that return the record;
 - copies (`copy.copy(rec)`, `deepcopy`: the record's values, though a write changes only
-  the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`).
+  the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`);
+- `operator.attrgetter("x", "y.z")(rec)`, and `match` class patterns: `case
+  ServerArgs(x=v)` on any subject, `case object(x=v)` on the record, `case rec2:` binding
+  it (positional sub-patterns read fields unknown here: leaf `*`);
+- the record class read by name: `ServerArgs.x`, `getattr(ServerArgs, "x")` (a class
+  default), `getattr(ServerArgs, k)` (leaf `*`);
+- dict copies of the record by key, by method and whole (`dict(d)`, `return d`, `f(d)`,
+  `f"{d}"`: leaf `*`), also when a function imports the dict into its own scope.
+
+A file is read as Python compiles it (source_text): line endings translated in the raw
+bytes, then decoded by BOM or coding declaration, identifiers NFKC-normalised for the
+search (search_text); positions are the parser's. A file Python would refuse is a problem.
 
 Each read also says which record it reaches (`origin`, see ORIGINS), which is what
 `ratchet fix` needs to know to rewrite it without changing its meaning.
@@ -24,8 +35,9 @@ package (configbags.migrate.generated); elsewhere the header hides nothing. Spec
 and unreadable ones are reported, never opened (configbags.migrate.files).
 
 Reads that go around the accessors without touching the record are reported as reads too
-(configbags.migrate.doors): raw environment reads of declared variables (leaf `$NAME`) and
-operator readbacks (`Context.state`, `dist.state_dict`).
+(configbags.migrate.doors): raw environment reads of declared variables (leaf `$NAME`; a
+name the module does not show is `$?`) and operator readbacks (`Context.state`,
+`dist.state_dict`).
 
 Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
@@ -41,13 +53,15 @@ together and re-exports the records of configbags.migrate.scanmodel.
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import io
 import os
 import time
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -156,23 +170,53 @@ PARALLEL_MIN_FILES = 64
 
 Progress = Callable[[int, int], None]  # (files parsed so far, files to parse)
 
+# The cyclic garbage collector, left on, costs a cold scan about a fifth of its time: each
+# file's syntax tree and scopes are hundreds of thousands of objects, which refcounting
+# frees (they hold almost no cycles), but whose creation triggers collection after
+# collection. So the parsing runs with it off and collects the youngest objects (the few
+# cycles a file leaves) once every this many files.
+_COLLECT_EVERY = 256
+_scanned_since_collect = 0
+
+
+def _scan_one(data: bytes, settings: ScanSettings) -> FileScan:
+    global _scanned_since_collect
+    result = scan_source(data, settings)
+    _scanned_since_collect += 1
+    if _scanned_since_collect >= _COLLECT_EVERY:
+        _scanned_since_collect = 0
+        gc.collect(0)
+    return result
+
+
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
 
 def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int, progress: Progress | None) -> list[FileScan]:
     """scan_source over `sources`, in `jobs` worker processes when there are enough."""
     results: list[FileScan] = []
     total = len(sources)
     if jobs <= 1 or total < PARALLEL_MIN_FILES:
-        for data in sources:
-            results.append(scan_source(data, settings))
-            if progress is not None:
-                progress(len(results), total)
+        with _collector_off():
+            for data in sources:
+                results.append(_scan_one(data, settings))
+                if progress is not None:
+                    progress(len(results), total)
         return results
     # imported here only: a warm check, which parses nothing, never pays for it
     from concurrent.futures import ProcessPoolExecutor
 
     chunk = max(1, min(64, total // (jobs * 8)))
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for result in pool.map(scan_source, sources, [settings] * total, chunksize=chunk):
+    with ProcessPoolExecutor(max_workers=jobs, initializer=gc.disable) as pool:
+        for result in pool.map(_scan_one, sources, [settings] * total, chunksize=chunk):
             results.append(result)
             if progress is not None:
                 progress(len(results), total)
@@ -224,6 +268,19 @@ def scan_tree(
     `jobs` > 1 parses the files the cache does not hold in that many worker processes
     (the results are the same, in the same order). `progress` is told how many of the
     files to parse are done, after each one."""
+    # loading a warm cache builds tens of thousands of rows: no collection is worth it
+    with _collector_off():
+        return _scan_tree(project, settings, cache_path, files, jobs, progress)
+
+
+def _scan_tree(
+    project: Path,
+    settings: ScanSettings,
+    cache_path: Path | None,
+    files: Sequence[str] | None,
+    jobs: int,
+    progress: Progress | None,
+) -> ScanResult:
     problems: list[Problem] = []
     skipped: tuple[str, ...] = ()
     unmatched: tuple[str, ...] = ()
