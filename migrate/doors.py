@@ -532,9 +532,10 @@ class _ModuleStrings:
         if isinstance(expr, ast.Name):
             if any(_binds(node, expr.id) for node in enclosing):
                 return None  # a local, a parameter: only known at run time
-            values = self._module_bindings().get(expr.id)
-            if not values or any(v is None for v in values):
-                return None
+            bindings = self._module_bindings()
+            values = bindings.get(expr.id)
+            if not values or any(v is None for v in values) or "*" in bindings:
+                return None  # bound otherwise too, or maybe by a star import
             found = {self.value(v, (), depth + 1) for v in values if v is not None}
             return found.pop() if len(found) == 1 and None not in found else None
         return None

@@ -201,3 +201,8 @@ def test_a_root_that_fails_to_read_is_reported(tmp_path: Path, capsys: pytest.Ca
     }
     rendered = check(result, [], {}, min_files=0).render()
     assert "mem.py: could not be scanned: cannot read: Input/output error" in rendered
+
+
+def test_a_star_import_may_rebind_a_module_constant() -> None:
+    data = b'import os\nfrom consts import *\nPAGE = "SGLANG_PAGE_SIZE"\nx = os.environ[PAGE]\n'
+    assert _reported(data) == {("$?", 4)}
