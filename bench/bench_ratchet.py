@@ -1,6 +1,6 @@
 """Ratchet scanner speed, measured side by side in one run.
 
-    python bench/bench_ratchet.py                 # builds a ~500-file, ~200k-line tree
+    python bench/bench_ratchet.py                 # builds a 3,000-file, ~900k-line tree
     python bench/bench_ratchet.py --root DIR      # scans every .py file under DIR
 
 Prints two sets of timings of the same files, each the best of --repeat runs, interleaved
@@ -12,7 +12,8 @@ goals cold/parse <= 1.3 and warm/cold <= 0.1.
 
 As whole processes, what a user waits for: `configbags ratchet check` cold (no scan cache,
 no cached schema inputs) and warm (both cached), against a process that only parses the
-same files; goals cold <= 1.2x the parse-only process and warm <= 0.25 s.
+same files; goals cold <= 1.2x the parse-only process and warm <= 0.3 s (wall, on an
+idle machine: on a loaded one the CPU time it prints is the steadier figure).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from configbags.migrate.scan import ScanSettings, list_files, scan_tree
 GOAL_COLD = 1.3
 GOAL_WARM = 0.1
 GOAL_PROCESS_COLD = 1.2  # x the parse-only process
-GOAL_PROCESS_WARM_S = 0.25
+GOAL_PROCESS_WARM_S = 0.3
 
 _PARSE_ONLY = """\
 import ast, sys
@@ -161,8 +162,8 @@ def _timed(fn: Callable[[], object]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, help="scan this tree instead of a synthetic one")
-    parser.add_argument("--files", type=int, default=500, help="synthetic tree: files")
-    parser.add_argument("--lines", type=int, default=200_000, help="synthetic tree: total lines")
+    parser.add_argument("--files", type=int, default=3000, help="synthetic tree: files")
+    parser.add_argument("--lines", type=int, default=900_000, help="synthetic tree: total lines")
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing; the best counts")
     parser.add_argument("--no-process", action="store_true", help="skip the whole-process timings")
     args = parser.parse_args(argv)
@@ -196,9 +197,14 @@ def main(argv: list[str] | None = None) -> int:
             scan_tree(project, settings, files=files, cache_path=cache)
 
         parse_times, cold_times, warm_times = [], [], []
+        parse_cpu, cold_cpu = [], []
         for _ in range(args.repeat):
+            before = time.process_time()
             parse_times.append(_timed(bare_parse))
+            parse_cpu.append(time.process_time() - before)
+            before = time.process_time()
             cold_times.append(_timed(cold))
+            cold_cpu.append(time.process_time() - before)
             warm_times.append(_timed(warm))
         result = scan_tree(project, settings, files=files, cache_path=cache)
 
@@ -208,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bare ast.parse (read + parse): {parse_s * 1000:8.1f} ms")
     print(f"cold scan (cache written):     {cold_s * 1000:8.1f} ms   {cold_ratio:.2f}x parse  (goal <= {GOAL_COLD}x)  {'ok' if cold_ratio <= GOAL_COLD else 'MISSED'}")
     print(f"warm re-scan (from cache):     {warm_s * 1000:8.1f} ms   {warm_ratio:.3f}x cold  (goal <= {GOAL_WARM}x)  {'ok' if warm_ratio <= GOAL_WARM else 'MISSED'}")
+    print(f"CPU: bare parse {min(parse_cpu) * 1000:.1f} ms, cold scan {min(cold_cpu) * 1000:.1f} ms: {min(cold_cpu) / min(parse_cpu):.2f}x")
     print(f"best of {args.repeat} interleaved runs each; {result.files_from_cache} files served from cache")
     if not args.no_process:
         _whole_processes(args, label)
@@ -240,6 +247,7 @@ def _whole_processes(args: argparse.Namespace, label: str) -> None:
         # An installed configbags has its bytecode (pip compiles at install); a machine
         # that forbids writing it would time the compiler, not the ratchet.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.pop("CI", None)  # on CI the check uses no cache unless asked: the warm run would be cold
         command = [sys.executable, "-m", "configbags", "ratchet"]
         subprocess.run(
             [*command, "init", "--schema", str(schema), "--root", str(root)],

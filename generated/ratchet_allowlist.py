@@ -54,7 +54,7 @@ RESOLUTION: tuple[str, ...] = ()
 ALLOWLIST: tuple[AllowEntry, ...] = (
     AllowEntry(
         file="runtime/dist/_propagate.py",
-        function="DistributedContext.publish",
+        function="DistributedContext._published",
         leaf="dist.state_dict",
         reason="the source rank sends the whole published state to the followers: the runtime's transport between ranks, never called by role code",
     ),

@@ -6,7 +6,8 @@ means).
 Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). It
 parses every file (so broken files are reported), but walks only the statements, at any
 depth, whose lines mention a name through which the record can be reached (a substring
-scan of the bytes per name). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
+scan per name of the file's search text, whose lines are the parser's: see
+configbags.migrate.scan.source_text). When analysis finds a new such name (an alias, a rename, a `self.` attribute,
 a wrapper), it starts again with the larger set, so pruning never hides a binding. Results
 are cached by content hash, so a warm re-scan parses nothing.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import ast
 import bisect
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from configbags.migrate.scanmodel import Reach, ScanSettings, join_origin
 from configbags.migrate.scopes import Scope, ScopeBinder, ScopeReader, Scopes, StatementWalker
@@ -72,8 +73,14 @@ class _Analysis(Scopes[_Scope]):
         self.raw_names: set[str] = {settings.raw_accessor}
         self.class_names: set[str] = {settings.record_class}
         self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
-        self.record_dicts: frozenset[str] = frozenset(settings.record_dicts)
+        self.record_dicts: set[str] = set(settings.record_dicts)
+        # (id(scope), name): a dict copy imported into a function (`from m import
+        # global_server_args_dict` in its body) is the module's dict under a local name
+        self.dict_imports: set[tuple[int, str]] = set()
         self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
+        # (class qualname, record attribute) -> the origin of what its methods assign to
+        # `self.<attribute>` (`self.server_args = ServerArgs(...)`: constructed)
+        self.class_record_attrs: dict[tuple[str, str], str] = {}
         self.imported: set[str] = set()  # names bound by import: modules, not objects
         self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
         self.violations: list[tuple[Any, ...]] = []
@@ -112,8 +119,12 @@ class _Analysis(Scopes[_Scope]):
                     base = base.value
                 if isinstance(base, ast.Name) and base.id in self.imported:
                     return None
-                # whose record is `x.server_args`? Only the author knows: "held".
-                return ("attribute", "held")
+                # whose record is `x.server_args`? Only the author knows: "held". Unless
+                # the class visibly puts another there (`self.server_args =
+                # ServerArgs(...)`, `dataclasses.replace(...)`): then it is no more than that.
+                owner = self._self_class(expr.value, scope)
+                built = self.class_record_attrs.get((owner, expr.attr)) if owner is not None else None
+                return ("attribute", join_origin("held", built) if built else "held")
             if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
                 return ("self_alias", self.self_attrs[expr.attr])
             return None
@@ -222,6 +233,20 @@ class _Analysis(Scopes[_Scope]):
         holder = self.visible(name, scope)
         return holder.aliases.get(name) if holder is not None else None
 
+    def _self_class(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """The qualname of the class whose method's `self` `expr` is, or None."""
+        if not isinstance(expr, ast.Name):
+            return None
+        current: _Scope | None = scope
+        while current is not None and current.kind != "module":
+            if current.kind == "function" and current.self_name == expr.id:
+                parent = current.parent
+                return parent.qualname if parent is not None and parent.kind == "class" else None
+            if expr.id in current.bound:
+                return None
+            current = current.parent
+        return None
+
     def _is_self(self, expr: ast.expr, scope: _Scope) -> bool:
         if not isinstance(expr, ast.Name):
             return False
@@ -302,6 +327,9 @@ class _Analysis(Scopes[_Scope]):
                     found = self.reach(self_value, scope) if self_value is not None else None
                     if found is not None:
                         changed |= _merge_origin(self.self_attrs, attr, found[1])
+                        if attr in self.record_attrs and scope.parent is not None and scope.parent.kind == "class":
+                            key = (scope.parent.qualname, attr)
+                            changed |= _merge_origin(self.class_record_attrs, key, found[1])
                 if scope.kind == "class":
                     # class-level aliases are read as self.NAME / cls.NAME
                     for name, (_, origin) in list(scope.aliases.items()):
@@ -315,6 +343,9 @@ class _Analysis(Scopes[_Scope]):
                             changed |= _merge_origin(known, name, found[1])
 
 
+_K = TypeVar("_K")
+
+
 def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
     """Record that `name` reaches the record as `new`; keep the first spelling, join the
     origins. True when the table changed."""
@@ -326,7 +357,7 @@ def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
     return False
 
 
-def _merge_origin(table: dict[str, str], name: str, origin: str) -> bool:
+def _merge_origin(table: dict[_K, str], name: _K, origin: str) -> bool:
     old = table.get(name)
     merged = origin if old is None else join_origin(old, origin)
     if merged != old:
@@ -349,11 +380,17 @@ class _Pruned(StatementWalker):
 
     a: _Analysis
 
+    scope: _Scope
+
     def visit_statements(self, statements: Iterable[ast.AST]) -> None:
         lines = self.a.lines
+        # The record class's own body: its methods' `self` is a record whether or not a
+        # method mentions a name of interest (`def __post_init__(self): self.tp_size = 1`).
+        whole = self.scope.kind == "class" and self.scope.qualname.rsplit(".", 1)[-1] in self.a.class_names
         for node in statements:
             if (
-                not isinstance(node, ast.stmt)
+                whole
+                or not isinstance(node, ast.stmt)
                 or isinstance(node, (ast.Global, ast.Nonlocal))
                 or mentions(lines, statement_span(node))
             ):
@@ -366,6 +403,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
     def __init__(self, analysis: _Analysis) -> None:
         self.a = self.scopes = analysis
         self.scope = analysis.module
+        self.captures: dict[int, ast.expr] = {}  # id(MatchAs) -> the subject it binds
 
     def new_scope(self, kind: str, qualname: str, parent: _Scope) -> _Scope:
         return _Scope(kind, qualname, parent)
@@ -424,6 +462,9 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 self._renamed(node, local, f"import {alias.name} as {local}")
             elif alias.name in self.a.class_names:
                 self.a.class_names.add(local)
+            elif alias.name in self.a.record_dicts:
+                self.a.record_dicts.add(local)
+                self.a.dict_imports.add((id(self.scope), local))
 
     def _renamed(self, node: ast.stmt | ast.expr, new_name: str, detail: str) -> None:
         self.a.violations.append(
@@ -490,6 +531,22 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 _merge_origin(self.a.self_attrs, target.attr, "held")
         super().visit_AnnAssign(node)
 
+    def visit_Match(self, node: ast.Match) -> None:
+        # `case sa:` and `case P as sa:` at the top of a case bind the subject itself
+        for case in node.cases:
+            for capture in _subject_captures(case.pattern):
+                self.captures[id(capture)] = node.subject
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        subject = self.captures.get(id(node))
+        if subject is None or node.name is None:
+            super().visit_MatchAs(node)
+            return
+        self.bind_name(node.name, subject)
+        if node.pattern is not None:
+            self.visit(node.pattern)
+
     def visit_Return(self, node: ast.Return) -> None:
         if node.value is not None:
             if self.scope.kind == "function":
@@ -506,8 +563,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # attributes that are called (`rec.url()`, `ServerArgs.from_cli_args(...)`):
         # methods, not leaves, so not reads
         self.called: set[int] = set()
+        # dict copies of the record read by key or method: every other use reads it whole
+        self.dict_used: set[int] = set()
 
-    def _read(self, node: ast.expr, leaf: str, reach: Reach, form: str) -> None:
+    def _read(self, node: ast.expr | ast.pattern, leaf: str, reach: Reach, form: str) -> None:
         end_line = node.end_lineno or node.lineno
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         via, origin = reach
@@ -527,6 +586,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), kind, leaf, text, origin))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._whole_dict(node)
         called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
         if reach:
@@ -560,8 +620,28 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def _record_dict(self, expr: ast.expr) -> bool:
         if isinstance(expr, ast.Name):
-            return expr.id in self.a.record_dicts and self._global(expr.id)
+            if expr.id not in self.a.record_dicts:
+                return False
+            if self._global(expr.id):
+                return True
+            holder = self.a.visible(expr.id, self.scope)
+            return holder is not None and (id(holder), expr.id) in self.a.dict_imports
         return isinstance(expr, ast.Attribute) and expr.attr in self.a.record_dicts
+
+    def _consume_dict(self, expr: ast.expr) -> bool:
+        """Is `expr` a dict copy of the record, read here by key or method (so not whole)?"""
+        if self._record_dict(expr):
+            self.dict_used.add(id(expr))
+            return True
+        return False
+
+    def _whole_dict(self, node: ast.Name | ast.Attribute) -> None:
+        # `dict(d)`, `return d`, `f(d)`, `f"{d}"`, `**d`: every key leaves at once
+        if isinstance(node.ctx, ast.Load) and id(node) not in self.dict_used and self._record_dict(node):
+            self._read(node, "*", ("record_dict", "process"), "whole")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self._whole_dict(node)
 
     def _dict_key(self, node: ast.expr, key: ast.expr | None, form: str, *, write: bool) -> None:
         leaf = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else "*"
@@ -574,13 +654,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # `"x" in global_server_args_dict` asks whether the leaf is set
         left = node.left
         for op, right in zip(node.ops, node.comparators, strict=True):
-            if isinstance(op, (ast.In, ast.NotIn)) and self._record_dict(right):
+            if isinstance(op, (ast.In, ast.NotIn)) and self._consume_dict(right):
                 self._dict_key(node, left, "dict_in", write=False)
             left = right
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
-        if self._record_dict(node.value):
+        if self._consume_dict(node.value):
             self._dict_key(node, node.slice, "subscript", write=not isinstance(node.ctx, ast.Load))
         # rec.__dict__["x"] = v and vars(rec)["x"] = v are writes too
         if not isinstance(node.ctx, ast.Load):
@@ -622,12 +702,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         args = node.args
         if isinstance(func, ast.Attribute):
             self.called.add(id(func))
-            if self._record_dict(func.value) and (
+            if (
                 func.attr in _DICT_READ_ONE or func.attr in _DICT_READ_ALL or func.attr in _DICT_WRITES
-            ):
+            ) and self._consume_dict(func.value):
                 self._dict_call(node, func.attr)
+        if isinstance(func, ast.Call) and _name_of(func.func) == "attrgetter" and len(args) == 1:
+            self._attrgetter(node, func)
         if name in ("getattr", "hasattr") and len(args) >= 2:
             reach = self.a.reach(args[0], self.scope)
+            if reach is None and self._is_record_class(args[0]):
+                reach = ("class", "constructed")  # getattr(ServerArgs, k): a class default
             if reach:
                 key = args[1]
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -649,6 +733,36 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
         self.generic_visit(node)
 
+    def _attrgetter(self, node: ast.Call, getter: ast.Call) -> None:
+        """`operator.attrgetter("a", "b.c")(rec)` reads a and b of the record."""
+        reach = self.a.reach(node.args[0], self.scope)
+        if reach is None:
+            return
+        if getter.keywords or not getter.args:
+            self._read(node, "*", reach, "getattr_dynamic")
+        for arg in getter.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                self._read(node, arg.value.split(".")[0], reach, "attrgetter")
+            else:
+                self._read(node, "*", reach, "getattr_dynamic")
+
+    def visit_Match(self, node: ast.Match) -> None:
+        # A class pattern reads the attributes it names from the subject: `case
+        # ServerArgs(tp_size=t)` from any record that matches, `case object(tp_size=t)`
+        # from a subject that is the record. Positional sub-patterns read the fields
+        # `__match_args__` names (a dataclass's field order), unknown here: `*`.
+        subject = self.a.reach(node.subject, self.scope)
+        for case in node.cases:
+            for pattern, reach in _class_patterns(case.pattern, subject):
+                if reach is None and not self._is_record_class(pattern.cls):
+                    continue
+                found = reach or ("class_pattern", "held")
+                for attr in pattern.kwd_attrs:
+                    self._read(pattern, attr, found, "match")
+                if pattern.patterns:
+                    self._read(pattern, "*", found, "match")
+        self.generic_visit(node)
+
     @staticmethod
     def _literal_leaf(args: Sequence[ast.expr]) -> str:
         if len(args) > 1 and isinstance(args[1], ast.Constant) and isinstance(args[1].value, str):
@@ -656,34 +770,64 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         return "*"
 
 
-# What `\b` in a bytes regex counts as a word character.
-_WORD_BYTES = frozenset(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
+# What `\b` counts as a word character in ASCII. A non-ASCII letter next to a name counts
+# as a boundary: that may find a mention that is none (a statement walked for nothing),
+# never miss one.
+_WORD_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
 
 
-def mention_lines(data: bytes, names: Iterable[str]) -> list[int]:
+def mention_lines(text: str, names: Iterable[str]) -> list[int]:
     """The lines (1-based, sorted) where one of `names` (identifiers) occurs as a whole
-    word, as `\b(?:name|...)\b` would find them. One `bytes.find` scan per name runs at
-    memchr speed: several times faster than a regex alternation tried at every offset,
-    and most files mention no name at all."""
+    word in `text` (configbags.migrate.scan.search_text: the parser's lines, `\n` only).
+    One `str.find` scan per name runs at memchr speed: several times faster than a regex
+    alternation tried at every offset, and most files mention no name at all."""
     starts: list[int] = []
-    size = len(data)
-    for name in names:
-        word = name.encode()
-        at = data.find(word)
+    size = len(text)
+    for word in names:
+        at = text.find(word)
         while at >= 0:
             end = at + len(word)
-            if (at == 0 or data[at - 1] not in _WORD_BYTES) and (end == size or data[end] not in _WORD_BYTES):
+            if (at == 0 or text[at - 1] not in _WORD_CHARS) and (end == size or text[end] not in _WORD_CHARS):
                 starts.append(at)
             # an identifier cannot occur as a whole word inside another occurrence of it
-            at = data.find(word, end)
+            at = text.find(word, end)
     lines: list[int] = []
     line, previous = 1, 0
     for start in sorted(starts):
-        line += data.count(b"\n", previous, start)
+        line += text.count("\n", previous, start)
         previous = start
         if not lines or lines[-1] != line:
             lines.append(line)
     return lines
+
+
+def _class_patterns(pattern: ast.pattern, subject: Reach | None) -> list[tuple[ast.MatchClass, Reach | None]]:
+    """Every class pattern inside `pattern`, with the subject's reach where the pattern
+    is matched against the subject itself (at the top, or under `|` and `as`)."""
+    found: list[tuple[ast.MatchClass, Reach | None]] = []
+    pending: list[tuple[ast.pattern, Reach | None]] = [(pattern, subject)]
+    while pending:
+        current, reach = pending.pop()
+        if isinstance(current, ast.MatchClass):
+            found.append((current, reach))
+            pending += [(p, None) for p in (*current.patterns, *current.kwd_patterns)]
+        elif isinstance(current, ast.MatchAs) and current.pattern is not None:
+            pending.append((current.pattern, reach))
+        elif isinstance(current, ast.MatchOr):
+            pending += [(p, reach) for p in current.patterns]
+        elif isinstance(current, (ast.MatchSequence, ast.MatchMapping)):
+            pending += [(p, None) for p in current.patterns]
+    return found
+
+
+def _subject_captures(pattern: ast.pattern) -> list[ast.MatchAs]:
+    """The capture patterns that bind the match subject itself: `case sa`, `case P as sa`,
+    and those under `|`."""
+    if isinstance(pattern, ast.MatchAs):
+        return [pattern, *(_subject_captures(pattern.pattern) if pattern.pattern else [])]
+    if isinstance(pattern, ast.MatchOr):
+        return [capture for p in pattern.patterns for capture in _subject_captures(p)]
+    return []
 
 
 def statement_span(stmt: ast.stmt) -> tuple[int, int]:
@@ -700,8 +844,9 @@ def mentions(lines: list[int], span: tuple[int, int]) -> bool:
 
 
 
-def analyse(tree: ast.Module, data: bytes, settings: ScanSettings) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """The reads and violations in one parsed module (`data` is its bytes), as path-free
+def analyse(tree: ast.Module, text: str, settings: ScanSettings) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The reads and violations in one parsed module (`text`: its search text, see
+    configbags.migrate.scan.search_text), as path-free
     rows: (function, leaf, line, col, end_line, end_col, via, form, origin) and
     (function, line, kind, leaf, detail, origin)."""
     names = frozenset(
@@ -711,7 +856,7 @@ def analyse(tree: ast.Module, data: bytes, settings: ScanSettings) -> tuple[list
     # (or rename, self attribute, wrapper) must look again at the lines that mention it.
     # Each round starts afresh, so pruning never hides a binding found later.
     while True:
-        lines = mention_lines(data, names)
+        lines = mention_lines(text, names)
         if not lines:
             return [], []
         analysis = _Analysis(settings, lines)

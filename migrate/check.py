@@ -26,6 +26,7 @@ import attrs
 
 from configbags.migrate.scanmodel import (
     ENV_MARK,
+    ENV_UNRESOLVED,
     READBACKS,
     STATE_DICT_READBACK,
     STATE_READBACK,
@@ -56,6 +57,7 @@ _VIA = {
     "constructed": "a ServerArgs built in place",
     "class": "the record class (a class default, never the published value)",
     "record_dict": "a dict copy of the record",
+    "class_pattern": "a match class pattern (`case ServerArgs(leaf=...)`)",
 }
 
 # How each environment read is spelled, for messages.
@@ -79,7 +81,7 @@ Key = tuple[str, str, str]
 @attrs.frozen
 class Failure:
     # new_read, operator_readback, stale_entry, write, renamed_accessor, unreadable,
-    # too_few_files, entry
+    # too_few_files, entry, path
     kind: str
     message: str
 
@@ -93,6 +95,8 @@ class CheckReport:
     files_parsed: int
     # Skipped as generated (inside a generated package); listed so that skipping is visible.
     generated_files: tuple[str, ...] = ()
+    # Folders under the roots that were not walked (a virtualenv, node_modules, .git, ...).
+    skipped_folders: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -105,6 +109,13 @@ class CheckReport:
             lines.append(
                 f"skipped {len(self.generated_files)} generated files in generated packages: "
                 f"{', '.join(folders)}"
+            )
+        if self.skipped_folders:
+            shown = ", ".join(self.skipped_folders[:10])
+            more = f" and {len(self.skipped_folders) - 10} more" if len(self.skipped_folders) > 10 else ""
+            lines.append(
+                f"not scanned: {len(self.skipped_folders)} folders under the roots that hold other "
+                f"people's code or a tool's files: {shown}{more} (give one as a root to scan it)"
             )
         status = "FAILED" if self.failures else "ok"
         lines.append(
@@ -133,6 +144,8 @@ def entry_flow(file: str, function: str, leaf: str, reason: str | None = None) -
 
 
 def _as_entry(raw: Any) -> Entry:
+    if type(raw) is Entry:  # the common case, thousands of times: no ABC check
+        return raw
     if isinstance(raw, Mapping):
         return Entry(
             str(raw.get("file", "")),
@@ -289,6 +302,7 @@ def check(
     advice = _Advice.of(allowlist_file, generated, regenerate)
 
     failures = _scan_failures(result, allowlist_file, min_files, roots)
+    failures += path_failures(result, resolution, allowlist_file)
     writes_by_key = _writes_by_key(result, resolution, failures)
     reads_by_key: dict[Key, list[Read]] = defaultdict(list)
     for read in result.reads:
@@ -317,6 +331,7 @@ def check(
         allowed=len(entries.keys() & reads_by_key.keys()),
         files_parsed=result.files_parsed,
         generated_files=result.generated_files,
+        skipped_folders=result.skipped_folders,
     )
 
 
@@ -339,6 +354,35 @@ def _scan_failures(result: ScanResult, allowlist_file: str, min_files: int, root
                 f"reads nothing passes everything: check scan.roots in {allowlist_file}.",
             )
         )
+    return failures
+
+
+PATHS_BASE = "the project (the folder holding the schema folder)"
+
+
+def path_failures(result: ScanResult, resolution: Iterable[str], allowlist_file: str) -> list[Failure]:
+    """Excludes and resolution files that match nothing: a path from another base or a
+    typo would otherwise exclude nothing, or allow nothing, without a word."""
+    failures = [
+        Failure(
+            "path",
+            f"{allowlist_file}: scan.excludes pattern {pattern!r} matches no file or folder under the "
+            f"roots; ratchet paths are relative to {PATHS_BASE} (or absolute): fix it or remove it.",
+        )
+        for pattern in result.unmatched_excludes
+    ]
+    listed = set(result.files)
+    for entry in resolution:
+        file, sep, _ = entry.rpartition(":")
+        if sep and file and file not in listed:
+            failures.append(
+                Failure(
+                    "path",
+                    f"{allowlist_file}: scan.resolution entry {entry!r} names {file}, which is not a "
+                    f"scanned file (not under the roots, or excluded); ratchet paths are relative to "
+                    f"{PATHS_BASE} (or absolute): fix it or remove it.",
+                )
+            )
     return failures
 
 
@@ -386,7 +430,16 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
     first = reads[0]
     more = sorted({r.line for r in reads} - {first.line})
     also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
-    if leaf.startswith(ENV_MARK):
+    if leaf == ENV_UNRESOLVED:
+        what = (
+            f"an environment read whose variable name the scanner cannot resolve "
+            f"({_ENV_FORMS.get(first.form, first.form)} of a name built at run time, or from another module)"
+        )
+        instead = (
+            "if it may read a declared variable, read that leaf through its accessor; if it never "
+            "does, say why in the allowlist entry"
+        )
+    elif leaf.startswith(ENV_MARK):
         name = leaf[len(ENV_MARK) :]
         what = f"a raw read of environment variable {name} ({_ENV_FORMS.get(first.form, first.form)})"
         instead = env_suggestion(name, env_leaves, accessors)

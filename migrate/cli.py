@@ -1,8 +1,10 @@
 """`configbags ratchet check|scan|init|update|fix`.
 
-Paths: `--schema DIR` (default `./schema`) names the schema folder; its parent is the
-project root, to which scan roots and allowlist paths are relative (a root outside it is
-kept absolute). `check` can instead hold the tree to the generated allowlist module
+Paths: `--schema DIR` (default `./schema`, from the working folder) names the schema
+folder; its parent is the project, the one base of every other ratchet path: `--root`,
+`--exclude`, `--resolution FILE:...`, `--only` and the paths in ratchet.yaml (absolute
+paths are accepted anywhere; a root outside the project is kept absolute). An exclude or
+resolution file that matches nothing is an error. `check` can instead hold the tree to the generated allowlist module
 (`--generated generated`).
 
 Speed: `check` and `scan` import neither libcst (only `fix` rewrites) nor the generator
@@ -12,6 +14,8 @@ Speed: `check` and `scan` import neither libcst (only `fix` rewrites) nor the ge
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping
@@ -23,13 +27,22 @@ import attrs
 from configbags.migrate.check import (
     BASELINE,
     FIX_REFUSED,
+    PATHS_BASE,
     check,
     explained,
+    path_failures,
     stale_keys,
     stale_write_keys,
     write_keys,
 )
-from configbags.migrate.scan import ScanSettings, default_cache_path, default_jobs, scan_tree
+from configbags.migrate.files import display_path
+from configbags.migrate.scan import (
+    ScanSettings,
+    TerminalProgress,
+    default_cache_path,
+    default_jobs,
+    scan_tree,
+)
 from configbags.migrate.scanmodel import READBACKS, WRITE_KINDS, Entry, ScanResult
 from configbags.migrate.settings import (
     RATCHET_FILE,
@@ -77,10 +90,10 @@ def _parser() -> argparse.ArgumentParser:
         help="read settings, allowlist and accessors from PKG.ratchet_allowlist instead",
     )
     check_cmd.add_argument("--min-files", type=int, help="fewest files the scan must read")
-    check_cmd.add_argument("--no-cache", action="store_true", help="ignore the scan cache")
+    _cache_flags(check_cmd)
 
     scan_cmd = command("scan", "list every raw read, write and unreadable file")
-    scan_cmd.add_argument("--no-cache", action="store_true", help="ignore the scan cache")
+    _cache_flags(scan_cmd)
 
     init_cmd = command(
         "init", "write a baseline listing every current read and write, so that check is green"
@@ -134,6 +147,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _cache_flags(sub: argparse.ArgumentParser) -> None:
+    group = sub.add_mutually_exclusive_group()
+    group.add_argument("--no-cache", action="store_true", help="ignore the caches (scan results, schema inputs)")
+    group.add_argument(
+        "--cache", action="store_true",
+        help=f"use the caches on CI too (off by default where {CI_VAR} is set): only where they cannot come from an untrusted run",
+    )
+
+
+# Set (to anything but false/0/no/empty) by CI services. A cache restored there may come
+# from another branch's run: the check then uses none unless told to.
+CI_VAR = "CI"
+
+
+def on_ci() -> bool:
+    return os.environ.get(CI_VAR, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -164,12 +195,23 @@ def _project_schema() -> Path:
     return project.schema
 
 
+def _progress() -> TerminalProgress | None:
+    """Progress of a cold scan on a terminal; nothing when stderr is piped or logged."""
+    return TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+
+
 def _jobs(args: argparse.Namespace) -> int:
     return default_jobs() if args.jobs is None else max(1, args.jobs)
 
 
+def _use_cache(args: argparse.Namespace) -> bool:
+    if getattr(args, "no_cache", False):
+        return False
+    return bool(getattr(args, "cache", False)) or not on_ci()
+
+
 def _cache(inputs: RatchetInputs, args: argparse.Namespace) -> Path | None:
-    return None if getattr(args, "no_cache", False) else default_cache_path(inputs.project)
+    return default_cache_path(inputs.project) if _use_cache(args) else None
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -179,8 +221,8 @@ def _check(args: argparse.Namespace) -> int:
         generated = _generated_messages(args.schema, args.generated)
         inputs = attrs.evolve(inputs, source=f"{args.schema.resolve().name}/{RATCHET_FILE}")
     else:
-        inputs = load_from_schema(args.schema)
-    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
+        inputs = load_from_schema(args.schema, cache=_use_cache(args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args), progress=_progress())
     report = check(
         result,
         inputs.allowlist,
@@ -211,14 +253,16 @@ def _generated_messages(schema: Path, package: str) -> dict[str, str]:
 
 
 def _scan(args: argparse.Namespace) -> int:
-    inputs = load_from_schema(args.schema)
-    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args))
+    inputs = load_from_schema(args.schema, cache=_use_cache(args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args), progress=_progress())
     for read in result.reads:
         print(f"{read.file}:{read.line}: {read.function}: read {read.leaf} ({read.via}, {read.form})")
     for violation in result.violations:
         print(f"{violation.file}:{violation.line}: {violation.function}: {violation.kind}: {violation.detail}")
     for problem in result.problems:
         print(f"{problem.file}: not scanned: {problem.reason}")
+    for folder in result.skipped_folders:
+        print(f"{folder}: not scanned: a folder of other people's code or a tool's files (give it as a root to scan it)")
     print(
         f"{len(result.files)} files listed, {result.files_parsed} scanned "
         f"({result.files_from_cache} from cache, {result.files_generated} generated skipped), "
@@ -229,12 +273,27 @@ def _scan(args: argparse.Namespace) -> int:
 
 
 def _root_setting(root: Path, project: Path) -> str:
-    """A root as ratchet.yaml keeps it: project-relative when inside, else absolute."""
-    resolved = root.resolve()
+    """A root as ratchet.yaml keeps it: project-relative when inside, else absolute. A
+    relative `root` is taken from the project, like every ratchet path."""
+    resolved = (root if root.is_absolute() else project / root).resolve()
     try:
         return resolved.relative_to(project).as_posix() or "."
     except ValueError:
         return resolved.as_posix()
+
+
+def _path_setting(given: str, project: Path) -> str:
+    """An --exclude pattern (or a --resolution file) as ratchet.yaml keeps it and the scan
+    names files: taken from the project, then project-relative when inside it, else
+    absolute (`../engine/x.py` from a schema beside the engine)."""
+    base = project.resolve()
+    return display_path(base / given, base)
+
+
+def _resolution_setting(given: str, project: Path) -> str:
+    """A --resolution [FILE:]QUALNAME with FILE as the scan names it."""
+    file, sep, qualname = given.rpartition(":")
+    return f"{_path_setting(file, project)}:{qualname}" if sep and file else given
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -248,17 +307,27 @@ def _init(args: argparse.Namespace) -> int:
     def merged(key: str, given: list[str]) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*(scan.get(key) or ()), *given]))
 
+    for root in args.root:
+        if not (root if root.is_absolute() else project / root).exists():
+            raise RatchetConfigError(
+                f"--root {root}: no such file or folder under {project}: ratchet paths (--root, "
+                f"--exclude, --resolution, --only and the paths in {RATCHET_FILE}) are relative to "
+                f"{PATHS_BASE}, or absolute"
+            )
     settings = ScanSettings(
         roots=tuple(dict.fromkeys(_root_setting(root, project) for root in args.root)),
-        excludes=merged("excludes", args.exclude),
+        excludes=merged("excludes", [_path_setting(e, project) for e in args.exclude]),
         raw_accessor=str(scan.get("raw_accessor") or defaults.raw_accessor),
         record_class=str(scan.get("record_class") or defaults.record_class),
         record_attributes=tuple(scan.get("record_attributes") or defaults.record_attributes),
         record_dicts=merged("record_dicts", args.record_dict),
         env_vars=tuple(declared_env(schema)),
     )
-    resolution = merged("resolution", args.resolution)
-    result = scan_tree(project, settings, jobs=_jobs(args))
+    resolution = merged("resolution", [_resolution_setting(r, project) for r in args.resolution])
+    result = scan_tree(project, settings, jobs=_jobs(args), progress=_progress())
+    wrong = path_failures(result, resolution, "--exclude/--resolution (with scan: in ratchet.yaml)")
+    if wrong:
+        raise RatchetConfigError("; ".join(f.message for f in wrong) + f" Nothing was written to {path}.")
 
     # Keep the reason of an entry that still matches: init must not erase why.
     def kept_reasons(key: str) -> dict[tuple[str, str, str], str]:
@@ -310,8 +379,31 @@ def _init(args: argparse.Namespace) -> int:
         )
     for problem in result.problems:
         print(f"warning: {problem.file}: not scanned: {problem.reason}")
+    for file in _record_modules(project, result, settings):
+        own_reads = sum(1 for r in result.reads if r.file == file)
+        own_writes = sum(1 for v in result.violations if v.file == file and v.kind in WRITE_KINDS)
+        print(
+            f"warning: {file} defines {settings.record_class}, the record itself: its raw reads "
+            f"({own_reads}) and writes ({own_writes}) are in the baseline. Exclude it (--exclude {file}), or name its "
+            f"resolution functions (--resolution {file}:{settings.record_class}.__post_init__), "
+            f"and run init again"
+        )
     print(f"next: run {_gen_hint(args.schema, project, result, settings.roots)} so the generated ratchet_allowlist follows")
     return 0
+
+
+def _record_modules(project: Path, result: ScanResult, settings: ScanSettings) -> list[str]:
+    """The scanned files that define the record class (`class ServerArgs`)."""
+    pattern = re.compile(rf"^[ \t]*class[ \t]+{re.escape(settings.record_class)}\b", re.MULTILINE)
+    found: list[str] = []
+    for file in sorted({r.file for r in result.reads} | {v.file for v in result.violations}):
+        try:
+            text = (Path(file) if Path(file).is_absolute() else project / file).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if pattern.search(text):
+            found.append(file)
+    return found
 
 
 def _gen_hint(schema: Path, project: Path, result: ScanResult, roots: tuple[str, ...]) -> str:
@@ -326,10 +418,8 @@ def _gen_hint(schema: Path, project: Path, result: ScanResult, roots: tuple[str,
 
 
 def _update(args: argparse.Namespace) -> int:
-    inputs = load_from_schema(args.schema)
-    result = scan_tree(
-        inputs.project, inputs.settings, cache_path=default_cache_path(inputs.project), jobs=_jobs(args)
-    )
+    inputs = load_from_schema(args.schema, cache=_use_cache(args))
+    result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args), progress=_progress())
     path = args.schema / RATCHET_FILE
     text = path.read_text(encoding="utf-8")
     removed_all: list[Entry] = []
@@ -358,7 +448,7 @@ def _fix(args: argparse.Namespace) -> int:
     # libcst is imported here only: check and scan never pay for it
     from configbags.migrate.fix import fix_tree
 
-    inputs = load_from_schema(args.schema)
+    inputs = load_from_schema(args.schema, cache=_use_cache(args))
     only = _only_paths(args.only, inputs) if args.only else None
     leaves = _known_leaves(args.leaf, inputs) if args.leaf else None
     accessors_module, package_folder = _accessors_module(args, inputs, leaves)

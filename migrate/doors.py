@@ -40,12 +40,12 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
-import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate.aliases import mention_lines, statement_span
 from configbags.migrate.scanmodel import (
+    ENV_UNRESOLVED,
     STATE_DICT_READBACK,
     STATE_READBACK,
     ScanSettings,
@@ -92,16 +92,14 @@ _STAR_CONTEXT = ("get_context", "process_context", "publish")
 _STAR_OS = ("environ", "getenv")
 
 # A file can only open a door if it mentions one of these.
-_ENV_WORDS = (b"environ", b"getenv")
-_CONTEXT_WORDS = (b"get_context", b"process_context", b"publish", b"import_state", b"from_state")
+_ENV_WORDS = ("environ", "getenv")
+_CONTEXT_WORDS = ("get_context", "process_context", "publish", "import_state", "from_state")
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
     | _CONTEXT_FUNCTIONS
 )
-_FEW_NAMES = 16
-_QUOTED_NAME = re.compile(rb"""["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 
 
 def _is_context_source(path: str | None) -> bool:
@@ -341,11 +339,15 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
 class _Reader(_Pruned, ScopeReader[_Scope]):
     """Pass 2: with every binding known, report the doors opened."""
 
-    def __init__(self, doors: _Doors, declared: frozenset[str]) -> None:
+    def __init__(self, doors: _Doors, declared: frozenset[str], strings: _ModuleStrings) -> None:
         self.d = self.scopes = doors
         self.scope = doors.module
         self.declared = declared
+        self.strings = strings
         self.reads: list[tuple[Any, ...]] = []
+        # the scope-opening nodes around the walk, innermost last: a name one of them binds
+        # is no module constant there
+        self.enclosing: list[ast.AST] = []
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # decorators and defaults are attributed to the function; annotations read nothing
@@ -354,8 +356,22 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
             if expr is not None:
                 self.visit(expr)
+        self.enclosing.append(node)
         self.visit_statements(node.body)
+        self.enclosing.pop()
         self.scope = outer
+
+    def _enter(self, node: ast.AST) -> None:
+        self.enclosing.append(node)
+        super()._enter(node)
+        self.enclosing.pop()
+
+    visit_ClassDef = _enter
+    visit_Lambda = _enter
+    visit_ListComp = _enter
+    visit_SetComp = _enter
+    visit_GeneratorExp = _enter
+    visit_DictComp = _enter
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -369,14 +385,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         self.reads.append((self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form, "process"))
 
-    def _declared(self, key: ast.expr | None) -> str | None:
-        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value in self.declared:
-            return key.value
-        return None
-
     def _env(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
-        name = self._declared(key)
-        if name is not None:
+        name = self.strings.value(key, self.enclosing) if key is not None else None
+        if name is None:
+            # `os.environ[name]`, `os.getenv(PREFIX + part)`: it may read a declared variable
+            self._report(node, ENV_UNRESOLVED, "environ", form)
+        elif name in self.declared:
             self._report(node, env_subject(name), "environ", form)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -418,43 +432,159 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
 
 
-@functools.lru_cache(maxsize=8)
-def _declared_set(env_vars: tuple[str, ...]) -> tuple[frozenset[str], frozenset[bytes]]:
-    return frozenset(env_vars), frozenset(name.encode() for name in env_vars)
-
-
-def _may_open_a_door(data: bytes, declared: frozenset[bytes]) -> bool:
+def _may_open_a_door(text: str, declared: frozenset[str]) -> bool:
     """Could this file open a door at all? Substring tests, at memchr speed: most files
-    mention none of the words, and are never walked."""
-    if b".state" in data and any(word in data for word in _CONTEXT_WORDS):
+    mention none of the words, and are never walked. An environment read is walked
+    whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
+    in the literal), so no spelling of it need occur in the text."""
+    if ".state" in text and any(word in text for word in _CONTEXT_WORDS):
         return True
-    if b"state_dict" in data and b"configbags" in data:
+    if "state_dict" in text and "configbags" in text:
         return True
-    if not declared or not any(word in data for word in _ENV_WORDS):
-        return False
-    # An environment read needs a declared name: a few are looked for one by one, many
-    # through one pass over the quoted names.
-    if len(declared) <= _FEW_NAMES:
-        return any(name in data for name in declared)
-    return not declared.isdisjoint(_QUOTED_NAME.findall(data))
+    return bool(declared) and any(word in text for word in _ENV_WORDS)
 
 
-def find_doors(tree: ast.Module, data: bytes, settings: ScanSettings) -> list[tuple[Any, ...]]:
-    """The environment reads and operator readbacks in one parsed module (`data` is its
-    bytes), as read rows: (function, leaf, line, col, end_line, end_col, via, form, origin)."""
-    declared, declared_bytes = _declared_set(settings.env_vars)
-    if not _may_open_a_door(data, declared_bytes):
+def find_doors(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[Any, ...]]:
+    """The environment reads and operator readbacks in one parsed module (`text`: its
+    search text, see configbags.migrate.scan.search_text), as read rows: (function, leaf,
+    line, col, end_line, end_col, via, form, origin)."""
+    declared = _declared_set(settings.env_vars)
+    if not _may_open_a_door(text, declared):
         return []
     names = _BASE_NAMES
     # Rounds until the names of interest stop growing (see configbags.migrate.aliases).
     while True:
-        doors = _Doors(mention_lines(data, names))
+        doors = _Doors(mention_lines(text, names))
         _Binder(doors).visit_statements(tree.body)
         doors.settle()
         grown = names | doors.alias_names()
         if grown == names:
             break
         names = grown
-    reader = _Reader(doors, declared)
+    reader = _Reader(doors, declared, _ModuleStrings(tree))
     reader.visit_statements(tree.body)
     return reader.reads
+
+
+@functools.lru_cache(maxsize=8)
+def _declared_set(env_vars: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(env_vars)
+
+
+# How deep a name's value is followed (`A = B + "_X"`, `B = C`, ...).
+_MAX_STRING_DEPTH = 8
+
+
+class _ModuleStrings:
+    """The string an environment key evaluates to, where the module shows it: a literal,
+    a concatenation (`+`, an f-string) of such, or a name whose every binding in the
+    module's top-level statements is one (a module constant). Anything else, a name bound
+    in a function or class included, is None: unresolved."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self._bindings: dict[str, list[ast.expr | None]] | None = None
+
+    def _module_bindings(self) -> dict[str, list[ast.expr | None]]:
+        if self._bindings is None:
+            found: dict[str, list[ast.expr | None]] = {}
+            for stmt in self.tree.body:
+                if isinstance(stmt, ast.Assign):
+                    for target in stmt.targets:
+                        for name in _target_names(target):
+                            value = stmt.value if isinstance(target, ast.Name) else None
+                            found.setdefault(name, []).append(value)
+                elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and isinstance(stmt.target, ast.Name):
+                    value = stmt.value if isinstance(stmt, ast.AnnAssign) else None
+                    if value is not None or isinstance(stmt, ast.AugAssign):
+                        found.setdefault(stmt.target.id, []).append(value)
+                else:
+                    # any other top-level statement that binds a name (an import, a def, a
+                    # loop, a block holding an assignment) makes its value unknown
+                    for name in _bound_at_module(stmt):
+                        found.setdefault(name, []).append(None)
+            self._bindings = found
+        return self._bindings
+
+    def value(self, expr: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0) -> str | None:
+        """The string `expr` evaluates to inside the `enclosing` scope nodes, or None."""
+        if depth > _MAX_STRING_DEPTH:
+            return None
+        if isinstance(expr, ast.Constant):
+            return expr.value if isinstance(expr.value, str) else None
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            left = self.value(expr.left, enclosing, depth + 1)
+            right = self.value(expr.right, enclosing, depth + 1) if left is not None else None
+            return None if left is None or right is None else left + right
+        if isinstance(expr, ast.JoinedStr):
+            parts: list[str] = []
+            for part in expr.values:
+                if isinstance(part, ast.FormattedValue):
+                    if part.conversion not in (-1, ord("s")) or part.format_spec is not None:
+                        return None
+                    part_value = self.value(part.value, enclosing, depth + 1)
+                else:
+                    part_value = self.value(part, enclosing, depth + 1)
+                if part_value is None:
+                    return None
+                parts.append(part_value)
+            return "".join(parts)
+        if isinstance(expr, ast.Name):
+            if any(_binds(node, expr.id) for node in enclosing):
+                return None  # a local, a parameter: only known at run time
+            bindings = self._module_bindings()
+            values = bindings.get(expr.id)
+            if not values or any(v is None for v in values) or "*" in bindings:
+                return None  # bound otherwise too, or maybe by a star import
+            found = {self.value(v, (), depth + 1) for v in values if v is not None}
+            return found.pop() if len(found) == 1 and None not in found else None
+        return None
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    return [node.id for node in ast.walk(target) if isinstance(node, ast.Name)]
+
+
+def _binds(scope_node: ast.AST, name: str) -> bool:
+    """Does anything inside `scope_node` (nested scopes too: erring towards "local") bind
+    `name`?"""
+    for node in ast.walk(scope_node):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.arg) and node.arg == name:
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] == name:
+            return True
+        if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name == name:
+            return True
+    return False
+
+
+def _bound_at_module(stmt: ast.stmt) -> list[str]:
+    """The module-level names a top-level statement binds: a def's or class's name (and
+    what a `global` inside it assigns), and every target in a block, an import, a loop."""
+    names: list[str] = []
+    pending: list[ast.AST] = [stmt]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+            # its body is another scope, except for the names it declares global
+            names.extend(n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names)
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            # their own scopes; a walrus in a comprehension binds outside it
+            names.extend(sub.target.id for sub in ast.walk(node) if isinstance(sub, ast.NamedExpr))
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.append(node.id)
+        elif isinstance(node, ast.alias):
+            names.append((node.asname or node.name).split(".")[0])
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names.append(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.append(node.rest)
+        pending.extend(ast.iter_child_nodes(node))
+    return names

@@ -17,13 +17,21 @@ import attrs
 
 from configbags.migrate.scanmodel import ScanSettings
 
-SKIP_DIRS = frozenset({"__pycache__", ".git", ".venv", "node_modules", ".mypy_cache"})
+# Folders under a root that are never walked: other people's code (a virtualenv, a node
+# tree) or a tool's store. Each one met is listed in the scan result and the check's
+# output; to scan one, give it as a root. (`__pycache__` is walked: a `.py` file there is
+# as importable by path as any other.)
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "node_modules", ".mypy_cache", ".ruff_cache", ".tox", ".nox"})
+# What Python runs as source, in any case (`python tool.PY` runs it like `tool.py`).
+SOURCE_SUFFIXES = (".py", ".pyw")
 
 
 @attrs.frozen
 class Listing:
     files: tuple[str, ...]  # project-relative posix paths (or absolute ones for roots outside)
     problems: tuple[tuple[str, str], ...] = ()  # (path, why it was not listed as a file)
+    skipped: tuple[str, ...] = ()  # folders under a root not walked (SKIP_DIRS), as paths
+    unmatched_excludes: tuple[str, ...] = ()  # exclude patterns that left nothing out
 
 
 def display_path(path: Path, project: Path) -> str:
@@ -43,6 +51,8 @@ def list_files(project: Path, settings: ScanSettings) -> list[str]:
 def list_tree(project: Path, settings: ScanSettings) -> Listing:
     found: set[str] = set()
     problems: list[tuple[str, str]] = []
+    skipped: set[str] = set()
+    excluder = _Excluder(settings.excludes)
     seen: set[tuple[int, int]] = set()  # (device, inode) of every folder walked
     for root in settings.roots:
         top = Path(root) if Path(root).is_absolute() else project / root
@@ -50,20 +60,26 @@ def list_tree(project: Path, settings: ScanSettings) -> Listing:
             rel = display_path(top, project)
             # a file root; reading it reports a special one (a missing root lists nothing,
             # which the check's file floor catches)
-            if (top.exists() or top.is_symlink()) and not _excluded(rel, settings.excludes):
+            if (top.exists() or top.is_symlink()) and not excluder(rel):
                 found.add(rel)
             continue
-        _walk(top, project, settings, seen, found, problems)
-    return Listing(tuple(sorted(found)), tuple(sorted(set(problems))))
+        _walk(top, project, excluder, seen, found, problems, skipped)
+    return Listing(
+        tuple(sorted(found)),
+        tuple(sorted(set(problems))),
+        tuple(sorted(skipped)),
+        tuple(p for p in settings.excludes if p not in excluder.matched),
+    )
 
 
 def _walk(
     folder: Path,
     project: Path,
-    settings: ScanSettings,
+    excluded: _Excluder,
     seen: set[tuple[int, int]],
     found: set[str],
     problems: list[tuple[str, str]],
+    skipped: set[str],
 ) -> None:
     rel_dir = display_path(folder, project)
     try:
@@ -78,21 +94,33 @@ def _walk(
     seen.add(identity)
     for entry in entries:
         rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
-        if _excluded(rel, settings.excludes):
+        if excluded(rel):
             continue
         try:
             is_dir = entry.is_dir()  # follows symlinks
         except OSError:
             is_dir = False
         if is_dir:
-            if entry.name not in SKIP_DIRS:
-                _walk(folder / entry.name, project, settings, seen, found, problems)
-        elif entry.name.endswith(".py"):
+            if entry.name in SKIP_DIRS:
+                skipped.add(rel)
+            else:
+                _walk(folder / entry.name, project, excluded, seen, found, problems, skipped)
+        elif entry.name.lower().endswith(SOURCE_SUFFIXES):
             found.add(rel)
 
 
-def _excluded(rel: str, patterns: Sequence[str]) -> bool:
-    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns)
+class _Excluder:
+    """Whether a path is excluded, remembering which patterns ever matched: one that
+    matches nothing is a mistake (a path from the wrong base, a typo), never silent."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = tuple(patterns)
+        self.matched: set[str] = set()
+
+    def __call__(self, rel: str) -> bool:
+        hits = [pattern for pattern in self.patterns if fnmatch.fnmatchcase(rel, pattern)]
+        self.matched.update(hits)
+        return bool(hits)
 
 
 class NotReadable(Exception):
@@ -119,7 +147,11 @@ def read_source(path: str | Path, max_bytes: int) -> bytes:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise NotReadable("not a regular file; not read")
-        data = handle.read(max_bytes + 1)
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            # a regular file in name only: /proc/self/mem (EIO), a file on a failing disk
+            raise NotReadable(f"cannot read: {exc.strerror or exc}") from exc
     if len(data) > max_bytes:
         raise NotReadable(f"too large to scan (more than {max_bytes} bytes)")
     return data

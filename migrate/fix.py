@@ -85,6 +85,7 @@ import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from configbags.migrate.check import in_resolution
+from configbags.migrate.files import NotReadable, read_source
 from configbags.migrate.scan import Read, ScanSettings, Violation, scan_tree
 from configbags.migrate.scanmodel import WRITE_KINDS, ScanResult
 from configbags.migrate.tidy import add_import, remove_unused_aliases
@@ -188,6 +189,10 @@ def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: boo
         return DICT_REASON
     if read.via == "class":
         return CLASS_REASON
+    if read.form == "match":
+        return "a class pattern of a match statement reads it; no expression to rewrite, do it by hand"
+    if read.form == "attrgetter":
+        return "read through operator.attrgetter; rewrite by hand"
     if read.form == "getattr_dynamic":
         return "dynamic getattr: the leaf name is only known at run time"
     if read.form == "whole":
@@ -396,7 +401,8 @@ def fix_source(
     to turn into overrides from source `<module_name>:<function>` (already vetted by
     fix_tree: policy and no raw read left)."""
     written = written or {}
-    lines = source.splitlines()
+    # Python's line breaks, not str.splitlines' (which also breaks at \f, \v, \x1c, NEL, ...)
+    lines = source.split("\n")
     bindings = _module_bindings(ast.parse(source))
     targets: dict[Span, tuple[Read, str]] = {}
     skipped: list[Skip] = []
@@ -497,9 +503,15 @@ def fix_tree(
         else:
             try:
                 # bytes, not text mode: text mode would turn CRLF files into LF files
-                source = path.read_bytes().decode("utf-8")
+                source = read_source(path, settings.max_bytes).decode("utf-8")
+            except NotReadable as exc:
+                why = str(exc)
             except UnicodeDecodeError:
                 why = "file is not UTF-8"
+            else:
+                if "\r" in source.replace("\r\n", ""):
+                    # the rewriter's line model is LF or CRLF throughout
+                    why = "the file ends lines with a lone CR; not rewritten"
         if why is not None:
             skipped += [Skip(r.file, r.function, r.leaf, r.line, why) for r in reads]
             skipped += [Skip(w.file, w.function, w.leaf, w.line, why, write=True) for w in writes]
@@ -857,9 +869,16 @@ def _temporary_writes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[
     lines_of: dict[str, list[int]] = defaultdict(list)
     for line, leaf, _ in _writes_in(subtree):
         lines_of[leaf].append(line)
+    branches = _branch_paths(function)
     found: dict[int, Temporary] = {}
     for leaf, lines in lines_of.items():
-        if len(lines) > 1:
+        # one write per path (`if a: rec.x = 1 elif b: rec.x = 2 else: ...`) is a plain
+        # assignment; two that may both run are a change and its undoing
+        again = [
+            (a, b) for i, a in enumerate(lines) for b in lines[i + 1 :]
+            if not _exclusive(branches.get(a, ()), branches.get(b, ()))
+        ]
+        if again:
             why = f"written {len(lines)} times (lines {', '.join(map(str, sorted(lines)))})"
         elif generator:
             why = "written in a generator (around a yield, as a context manager does)"
@@ -870,6 +889,42 @@ def _temporary_writes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[
         for line in lines:
             found[line] = Temporary(leaf, why)
     return found
+
+
+_Branch = tuple[int, str]  # (id of an if or match statement, which branch)
+
+
+def _branch_paths(function: _Function) -> dict[int, tuple[_Branch, ...]]:
+    """Line -> the if/elif/else and match branches it lies in, outermost first (the first
+    node starting on a line decides)."""
+    paths: dict[int, tuple[_Branch, ...]] = {}
+    pending: list[tuple[ast.AST, tuple[_Branch, ...]]] = [(function, ())]
+    while pending:
+        node, path = pending.pop()
+        line = getattr(node, "lineno", None)
+        if line is not None:
+            paths.setdefault(line, path)
+        if isinstance(node, ast.If):
+            pending.append((node.test, path))
+            pending += [(child, (*path, (id(node), "body"))) for child in node.body]
+            pending += [(child, (*path, (id(node), "orelse"))) for child in node.orelse]
+        elif isinstance(node, ast.Match):
+            pending.append((node.subject, path))
+            for index, case in enumerate(node.cases):
+                pending += [(child, (*path, (id(node), f"case{index}"))) for child in case.body]
+        else:
+            pending += [(child, path) for child in ast.iter_child_nodes(node)]
+    # children are pushed after their parent, so a deeper node on a parent's line never
+    # overrides it: the statement's own path counts
+    return paths
+
+
+def _exclusive(a: tuple[_Branch, ...], b: tuple[_Branch, ...]) -> bool:
+    """Can no run of the function reach both (different branches of one if or match)?"""
+    for x, y in zip(a, b, strict=False):  # a path that ends first is a prefix: both run
+        if x != y:
+            return x[0] == y[0]
+    return False
 
 
 def _write_refusal(

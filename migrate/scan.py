@@ -14,7 +14,18 @@ reached through any of these spellings, and the scanner follows all of them:
 - record attributes on any object: `self.server_args.x`, `runner.server_args.x`;
 - functions and properties that return the record;
 - copies (`copy.copy(rec)`, `deepcopy`: the record's values, though a write changes only
-  the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`).
+  the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`);
+- `operator.attrgetter("x", "y.z")(rec)`, and `match` class patterns: `case
+  ServerArgs(x=v)` on any subject, `case object(x=v)` on the record, `case rec2:` binding
+  it (positional sub-patterns read fields unknown here: leaf `*`);
+- the record class read by name: `ServerArgs.x`, `getattr(ServerArgs, "x")` (a class
+  default), `getattr(ServerArgs, k)` (leaf `*`);
+- dict copies of the record by key, by method and whole (`dict(d)`, `return d`, `f(d)`,
+  `f"{d}"`: leaf `*`), also when a function imports the dict into its own scope.
+
+A file is read as Python compiles it (source_text): line endings translated in the raw
+bytes, then decoded by BOM or coding declaration, identifiers NFKC-normalised for the
+search (search_text); positions are the parser's. A file Python would refuse is a problem.
 
 Each read also says which record it reaches (`origin`, see ORIGINS), which is what
 `ratchet fix` needs to know to rewrite it without changing its meaning.
@@ -24,8 +35,9 @@ package (configbags.migrate.generated); elsewhere the header hides nothing. Spec
 and unreadable ones are reported, never opened (configbags.migrate.files).
 
 Reads that go around the accessors without touching the record are reported as reads too
-(configbags.migrate.doors): raw environment reads of declared variables (leaf `$NAME`) and
-operator readbacks (`Context.state`, `dist.state_dict`).
+(configbags.migrate.doors): raw environment reads of declared variables (leaf `$NAME`; a
+name the module does not show is `$?`) and operator readbacks (`Context.state`,
+`dist.state_dict`).
 
 Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
@@ -41,11 +53,17 @@ together and re-exports the records of configbags.migrate.scanmodel.
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
+import io
 import os
-import re
+import time
+import tokenize
+import unicodedata
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TextIO
 
 from configbags.migrate.aliases import analyse
 from configbags.migrate.doors import find_doors
@@ -79,21 +97,36 @@ __all__ = [
 ]
 
 
-def _decode(data: bytes) -> str | None:
-    """The source text, or None when it is not UTF-8 and declares no other encoding."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        pass
-    head = data.split(b"\n", 2)[:2]
-    for line in head:
-        match = re.match(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", line)
-        if match:
-            try:
-                return data.decode(match.group(1).decode("ascii"))
-            except (LookupError, UnicodeDecodeError):
-                return None
-    return None
+def source_text(data: bytes) -> str:
+    """The text Python's parser reads from `data`, as an import compiles it: line endings
+    translated in the raw bytes first (CRLF and a lone CR end a line, as in Python's
+    tokenizer; a form feed or a vertical tab does not), then decoded as `tokenize` decodes
+    (a BOM, a `# coding:` declaration in the first two lines, else UTF-8). A CR that only
+    decoding produces (`\\r` under `unicode_escape`) ends no line, for Python as here. So
+    the text's `\n` are the parser's line breaks, and the lines the analysis counts are the
+    parser's own. Raises SyntaxError (a bad or conflicting declaration), LookupError or
+    UnicodeDecodeError."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)
+
+
+def _undecodable(exc: Exception) -> str:
+    """Why Python would refuse to decode the file, as a scan problem."""
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    if isinstance(exc, SyntaxError) and message.startswith("invalid or missing encoding"):
+        return "not UTF-8 (and no coding declaration); not scanned"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"does not decode as its declared encoding {exc.encoding} ({exc.reason} at byte {exc.start}); not scanned"
+    return f"cannot be decoded as Python would ({message}); not scanned"
+
+
+def search_text(text: str) -> str:
+    """The text that name mentions are searched in. Python reads identifiers NFKC-normalised
+    (`ｇet_server_args` is `get_server_args`); NFKC never adds or removes a `\n`, so the
+    lines stay the parser's."""
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
@@ -103,8 +136,10 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
     # The header is only noted here; whether it lets the file be skipped depends on the
     # folder it lives in (scan_tree), which this cached, path-free result cannot know.
     generated = GENERATED_HEADER.match(data) is not None
-    if _decode(data) is None:
-        return FileScan(problem="not UTF-8 (and no coding declaration); not scanned")
+    try:
+        text = source_text(data)
+    except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
+        return FileScan(problem=_undecodable(exc))
     try:
         # The engine's own compile warnings (`"\d"`, `1if x`) are its business: a scan of a
         # whole tree would print them on every cold check, and under `-W error` they would
@@ -112,15 +147,16 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
-            tree = ast.parse(data)
+            tree = ast.parse(data)  # the bytes, as an import compiles them
     except SyntaxError as exc:
         return FileScan(problem=f"syntax error at line {exc.lineno}: {exc.msg}; not scanned")
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
 
     try:
-        reads, violations = analyse(tree, data, settings)
-        doors = find_doors(tree, data, settings)
+        searched = search_text(text)
+        reads, violations = analyse(tree, searched, settings)
+        doors = find_doors(tree, searched, settings)
     except RecursionError:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
@@ -132,16 +168,81 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
 PARALLEL_MIN_FILES = 64
 
 
-def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int) -> list[FileScan]:
+Progress = Callable[[int, int], None]  # (files parsed so far, files to parse)
+
+# The cyclic garbage collector, left on, costs a cold scan about a fifth of its time: each
+# file's syntax tree and scopes are hundreds of thousands of objects, which refcounting
+# frees (they hold almost no cycles), but whose creation triggers collection after
+# collection. So the parsing runs with it off and collects the youngest objects (the few
+# cycles a file leaves) once every this many files.
+_COLLECT_EVERY = 256
+_scanned_since_collect = 0
+
+
+def _scan_one(data: bytes, settings: ScanSettings) -> FileScan:
+    global _scanned_since_collect
+    result = scan_source(data, settings)
+    _scanned_since_collect += 1
+    if _scanned_since_collect >= _COLLECT_EVERY:
+        _scanned_since_collect = 0
+        gc.collect(0)
+    return result
+
+
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int, progress: Progress | None) -> list[FileScan]:
     """scan_source over `sources`, in `jobs` worker processes when there are enough."""
-    if jobs <= 1 or len(sources) < PARALLEL_MIN_FILES:
-        return [scan_source(data, settings) for data in sources]
+    results: list[FileScan] = []
+    total = len(sources)
+    if jobs <= 1 or total < PARALLEL_MIN_FILES:
+        with _collector_off():
+            for data in sources:
+                results.append(_scan_one(data, settings))
+                if progress is not None:
+                    progress(len(results), total)
+        return results
     # imported here only: a warm check, which parses nothing, never pays for it
     from concurrent.futures import ProcessPoolExecutor
 
-    chunk = max(1, len(sources) // (jobs * 4))
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(scan_source, sources, [settings] * len(sources), chunksize=chunk))
+    chunk = max(1, min(64, total // (jobs * 8)))
+    with ProcessPoolExecutor(max_workers=jobs, initializer=gc.disable) as pool:
+        for result in pool.map(_scan_one, sources, [settings] * total, chunksize=chunk):
+            results.append(result)
+            if progress is not None:
+                progress(len(results), total)
+    return results
+
+
+class TerminalProgress:
+    """`ratchet: parsed 1200 of 3000 files` on one line of a terminal, redrawn at most ten
+    times a second and erased at the end; the CLI uses it only where stderr is a terminal,
+    so a piped or logged run stays quiet."""
+
+    def __init__(self, stream: TextIO, what: str = "parsed") -> None:
+        self.stream = stream
+        self.what = what
+        self.shown = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self.shown < 0.1:
+            return
+        self.shown = now
+        if done >= total:
+            self.stream.write("\r\x1b[K")  # erase the line: the report follows
+        else:
+            self.stream.write(f"\rratchet: {self.what} {done} of {total} files")
+        self.stream.flush()
 
 
 def default_jobs() -> int:
@@ -160,16 +261,35 @@ def scan_tree(
     cache_path: Path | None = None,
     files: Sequence[str] | None = None,
     jobs: int = 1,
+    progress: Progress | None = None,
 ) -> ScanResult:
     """Scan the roots (or `files`, project-relative). With `cache_path`, files whose bytes
     were seen before are served from the cache and the cache is rewritten afterwards.
     `jobs` > 1 parses the files the cache does not hold in that many worker processes
-    (the results are the same, in the same order)."""
+    (the results are the same, in the same order). `progress` is told how many of the
+    files to parse are done, after each one."""
+    # loading a warm cache builds tens of thousands of rows: no collection is worth it
+    with _collector_off():
+        return _scan_tree(project, settings, cache_path, files, jobs, progress)
+
+
+def _scan_tree(
+    project: Path,
+    settings: ScanSettings,
+    cache_path: Path | None,
+    files: Sequence[str] | None,
+    jobs: int,
+    progress: Progress | None,
+) -> ScanResult:
     problems: list[Problem] = []
+    skipped: tuple[str, ...] = ()
+    unmatched: tuple[str, ...] = ()
     if files is None:
         listing = list_tree(project, settings)
         listed = list(listing.files)
         problems.extend(Problem(*p) for p in listing.problems)
+        skipped = listing.skipped
+        unmatched = listing.unmatched_excludes
     else:
         listed = sorted(files)
     cache = ScanCache(cache_path, settings) if cache_path is not None else None
@@ -183,6 +303,14 @@ def scan_tree(
     base = str(project)
     for rel in listed:
         path = os.path.join(base, rel)  # strings: pathlib costs more than the read itself here
+        if cache is not None:
+            # a file whose stat is unchanged is not even read (configbags.migrate.scancache)
+            known = cache.unchanged(rel, path)
+            cached = cache.get(known) if known is not None else None
+            if known is not None and cached is not None:
+                from_cache += 1
+                loaded.append((rel, path, b"", known, cached))
+                continue
         try:
             data = read_source(path, settings.max_bytes)
         except NotReadable as exc:
@@ -190,11 +318,13 @@ def scan_tree(
             continue
         digest = content_digest(data) if cache is not None else ""
         cached = cache.get(digest) if cache is not None else None
+        if cache is not None:
+            cache.saw(rel, path, digest)
         if cached is not None:
             from_cache += 1
         loaded.append((rel, path, data, digest, cached))
     missing = [item for item in loaded if item[4] is None]
-    fresh = iter(_scan_many([item[2] for item in missing], settings, jobs))
+    fresh = iter(_scan_many([item[2] for item in missing], settings, jobs, progress))
     for rel, path, _, digest, cached in loaded:
         result = cached
         if result is None:
@@ -221,4 +351,6 @@ def scan_tree(
         files_generated=len(generated_files),
         files_from_cache=from_cache,
         generated_files=tuple(generated_files),
+        skipped_folders=skipped,
+        unmatched_excludes=unmatched,
     )

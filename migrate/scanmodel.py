@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 9
+SCANNER_VERSION = 10
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -45,6 +45,9 @@ Reach = tuple[str, str]  # (via, origin)
 # Reads that go around the accessors without touching the record (configbags.migrate.doors)
 # are keyed like record reads, with a `leaf` no leaf name can be:
 ENV_MARK = "$"  # `$NAME`: a raw read of the declared environment variable NAME
+# `$?`: an environment read whose name the module does not show (`os.environ[name]`,
+# `os.getenv(prefix + part)`, a constant from another module): it may read a declared one
+ENV_UNRESOLVED = ENV_MARK + "?"
 STATE_READBACK = "Context.state"  # `.state` of a config context
 STATE_DICT_READBACK = "dist.state_dict"  # configbags.runtime.dist.state_dict
 READBACKS = frozenset({STATE_READBACK, STATE_DICT_READBACK})
@@ -171,5 +174,10 @@ class ScanResult:
     files_generated: int  # skipped: generated files inside a generated package
     files_from_cache: int
     generated_files: tuple[str, ...] = ()  # which ones, so a report can show them
+    # folders under a root not walked (configbags.migrate.files.SKIP_DIRS): listed, so that
+    # skipping is visible
+    skipped_folders: tuple[str, ...] = ()
+    # scan.excludes patterns that matched no file or folder under the roots
+    unmatched_excludes: tuple[str, ...] = ()
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from configbags.migrate.check import yaml_scalar
+from configbags.migrate.scancache import cache_secret, seal
 from configbags.migrate.scanmodel import SCANNER_VERSION, Entry, ScanSettings
 from configbags.runtime.project import CACHE_DIR
 
@@ -40,7 +41,8 @@ RATCHET_FILE = "ratchet.yaml"
 INPUTS_CACHE = Path(CACHE_DIR) / "ratchet-inputs.json"
 # 2: the declared environment variables (`env_leaves`, `settings.env_vars`)
 # 3: accessors in the cfg form (`cfg.<ns>.<leaf>`); a cache of the older form is refused
-_INPUTS_FORMAT = 3
+# 4: a header line with the seal (configbags.migrate.scancache), then the document
+_INPUTS_FORMAT = 4
 
 
 class RatchetConfigError(Exception):
@@ -82,7 +84,8 @@ def load_from_schema(schema: Path, *, cache: bool = True) -> RatchetInputs:
     """The ratchet's inputs from a schema folder, through the one schema loader: the same
     meta-schemas and cross-file checks as `make gen`, so the ratchet never accepts a
     ratchet.yaml (or namespace file) the generator would reject. With `cache`, a result
-    loaded before from the same schema bytes is reused."""
+    loaded before from the same schema bytes is reused, when its seal holds (see
+    configbags.migrate.scancache: a cache from elsewhere or edited is not used)."""
     schema = schema.resolve()
     path = schema / RATCHET_FILE
     if not path.is_file():
@@ -289,10 +292,21 @@ def _schema_key(schema: Path) -> str:
     return digest.hexdigest()
 
 
+def inputs_seal(secret: bytes, key: str, body: bytes) -> str:
+    """The seal of an inputs cache for the schema digest `key`."""
+    return seal(secret, f"ratchet-inputs|{_INPUTS_FORMAT}|{key}", body)
+
+
 def _read_inputs_cache(path: Path, key: str, schema: Path) -> RatchetInputs | None:
     """The cached inputs when the cache is for exactly these schema bytes; None on any doubt."""
+    secret = cache_secret()
+    if secret is None:
+        return None
     try:
-        raw = json.loads(path.read_bytes())
+        head, _, body = path.read_bytes().partition(b"\n")
+        if head.decode("ascii") != inputs_seal(secret, key, body):
+            return None  # written elsewhere, for other schema bytes, or edited
+        raw = json.loads(body)
         if raw["format"] != _INPUTS_FORMAT or raw["key"] != key:
             return None
         scan = raw["settings"]
@@ -311,17 +325,24 @@ def _read_inputs_cache(path: Path, key: str, schema: Path) -> RatchetInputs | No
         return RatchetInputs(
             project=schema.parent,
             settings=settings,
-            allowlist=tuple(Entry(*_strings(e)) for e in raw["allowlist"]),
+            allowlist=_entries(raw["allowlist"]),
             accessors={str(k): str(v) for k, v in raw["accessors"].items()},
             min_files=int(raw["min_files"]),
             source=str(raw["source"]),
-            writes=tuple(Entry(*_strings(e)) for e in raw["writes"]),
+            writes=_entries(raw["writes"]),
             resolution=_strings(raw["resolution"]),
             policies={str(k): str(v) for k, v in raw["policies"].items()},
             env_leaves=env_leaves,
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
+
+
+def _entries(value: Any) -> tuple[Entry, ...]:
+    # sealed (written by this code): checked for shape, not cell by cell
+    if type(value) is not list or not all(type(e) is list and len(e) == 4 for e in value):
+        raise ValueError("malformed entries")
+    return tuple(map(Entry._make, value))
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -331,6 +352,9 @@ def _strings(value: Any) -> tuple[str, ...]:
 
 
 def _write_inputs_cache(path: Path, key: str, inputs: RatchetInputs) -> None:
+    secret = cache_secret()
+    if secret is None:
+        return
     s = inputs.settings
     document = {
         "format": _INPUTS_FORMAT,
@@ -356,7 +380,9 @@ def _write_inputs_cache(path: Path, key: str, inputs: RatchetInputs) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(document), encoding="utf-8")
+        body = json.dumps(document).encode()
+        head = inputs_seal(secret, key, body).encode()
+        tmp.write_bytes(head + b"\n" + body)
         tmp.replace(path)
     except OSError:
         pass  # only costs speed next time

@@ -151,21 +151,65 @@ def _loads(tree: ast.AST) -> Counter[str]:
     return found
 
 
-def _functions(tree: ast.AST) -> Iterable[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+def _functions(tree: ast.AST) -> Iterable[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function with its qualname (`Runner.step`, `f.<locals>.g`): two methods of
+    one name in two classes are two functions."""
+    pending: list[tuple[str, ast.AST]] = [("", tree)]
+    while pending:
+        prefix, node = pending.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = prefix + child.name
+                yield name, child
+                pending.append((name + ".<locals>.", child))
+            elif isinstance(child, ast.ClassDef):
+                pending.append((prefix + child.name + ".", child))
+            else:
+                pending.append((prefix, child))
 
 
 def _droppable_value(value: ast.expr) -> bool:
-    """Evaluating it has no effect worth keeping: a name, or a call of a name or attribute
-    chain with no arguments (the raw accessor, in what the rewrite leaves behind)."""
-    if isinstance(value, ast.Name):
-        return True
+    """Evaluating it has no effect worth keeping: a name or an attribute chain on one
+    (`self.server_args`, as the rewrite drops a receiver), or a call of one with no
+    arguments (the raw accessor, in what the rewrite leaves behind)."""
     if isinstance(value, ast.Call) and not value.args and not value.keywords:
-        func = value.func
-        while isinstance(func, ast.Attribute):
-            func = func.value
-        return isinstance(func, ast.Name)
-    return False
+        value = value.func
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name)
+
+
+def _lines(code: str) -> list[str]:
+    """`code`'s lines with their ends, split where Python splits them (`\n`; a CRLF file's
+    `\r` stays with its line). str.splitlines would also split at a form feed, `\v`,
+    `\x1c` or NEL, and the line numbers would no longer be the parser's."""
+    parts = code.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def _alone_on_its_line(line: str, segment: str | None) -> bool:
+    """Is the statement `segment` all the code on `line` (a comment may follow)?"""
+    if segment is None:
+        return False
+    text = line.strip()
+    if not text.startswith(segment):
+        return False
+    rest = text[len(segment) :].strip()
+    return not rest or rest.startswith("#")
+
+
+def _alias_assignment(stmt: ast.AST) -> str | None:
+    """The name a one-line `name = value` or `name: T = value` binds, when dropping the
+    statement drops nothing else."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        target, value = stmt.targets[0], stmt.value
+    elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+        target, value = stmt.target, stmt.value
+    else:
+        return None
+    if stmt.lineno != stmt.end_lineno or not _droppable_value(value):
+        return None
+    return target.id
 
 
 def remove_unused_aliases(module: cst.Module, *, before: str) -> cst.Module:
@@ -173,26 +217,20 @@ def remove_unused_aliases(module: cst.Module, *, before: str) -> cst.Module:
     unused, then module-level imports it left unused. Used-before is judged per function
     name, so only what the rewrite emptied goes."""
     old_tree = ast.parse(before)
-    used_before = {f.name: _loads(f) for f in _functions(old_tree)}
+    used_before = {name: _loads(f) for name, f in _functions(old_tree)}
     code = module.code
     for _ in range(_MAX_ROUNDS):
-        lines = code.splitlines(keepends=True)
+        lines = _lines(code)
         drop: set[int] = set()
-        for function in _functions(ast.parse(code)):
+        for qualname, function in _functions(ast.parse(code)):
             loads = _loads(function)
             for stmt in ast.walk(function):
-                if (
-                    isinstance(stmt, ast.Assign)
-                    and len(stmt.targets) == 1
-                    and isinstance(stmt.targets[0], ast.Name)
-                    and stmt.lineno == stmt.end_lineno
-                    and _droppable_value(stmt.value)
-                ):
-                    name = stmt.targets[0].id
-                    line = lines[stmt.lineno - 1]
-                    alone = line.strip() == ast.get_source_segment(code, stmt)
-                    if alone and loads[name] == 0 and used_before.get(function.name, Counter())[name] > 0:
-                        drop.add(stmt.lineno - 1)
+                name = _alias_assignment(stmt)
+                if name is None or loads[name] or not used_before.get(qualname, Counter())[name]:
+                    continue
+                assert isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                if _alone_on_its_line(lines[stmt.lineno - 1], ast.get_source_segment(code, stmt)):
+                    drop.add(stmt.lineno - 1)
         if not drop:
             break
         code = "".join(line for i, line in enumerate(lines) if i not in drop)

@@ -26,7 +26,13 @@ from configbags.migrate.cli import main
 from configbags.migrate.fix import fix_tree
 from configbags.migrate.importer import ROLES_YAML
 from configbags.migrate.scan import ScanSettings, scan_source, scan_tree
-from configbags.migrate.settings import INPUTS_CACHE, load_from_generated, load_from_schema
+from configbags.migrate.scancache import cache_secret
+from configbags.migrate.settings import (
+    INPUTS_CACHE,
+    inputs_seal,
+    load_from_generated,
+    load_from_schema,
+)
 
 DOORS = Path(__file__).parent / "fixtures" / "ratchet_doors"
 ENV_LEAVES = {"SGLANG_PAGE_SIZE": "page_size", "SGLANG_KV_PAGE": "page_size", "SGLANG_LOG_LEVEL": "log_level"}
@@ -257,7 +263,7 @@ def test_env_names_reach_the_inputs_and_their_cache(tmp_path: Path) -> None:
     assert fresh.env_leaves == {"SGLANG_KV_PAGE": "page_size", "SGLANG_PAGE_SIZE": "page_size"}
     assert fresh.settings.env_vars == ("SGLANG_KV_PAGE", "SGLANG_PAGE_SIZE")
     assert load_from_schema(schema) == fresh  # written to the cache
-    cached = json.loads((tmp_path / INPUTS_CACHE).read_text())
+    cached = json.loads((tmp_path / INPUTS_CACHE).read_bytes().partition(b"\n")[2])
     assert cached["env_leaves"] == fresh.env_leaves
     assert load_from_schema(schema) == fresh  # and read from it
 
@@ -266,11 +272,14 @@ def test_an_inputs_cache_of_the_previous_format_is_not_used(tmp_path: Path) -> N
     schema = _schema(tmp_path)
     load_from_schema(schema)
     path = tmp_path / INPUTS_CACHE
-    cached = json.loads(path.read_text())
-    # what a format-1 cache holds: no declared variables
+    cached = json.loads(path.read_bytes().partition(b"\n")[2])
+    # what a format-1 cache holds: no declared variables (sealed, as this user's would be)
     cached["format"] = 1
     del cached["env_leaves"], cached["settings"]["env_vars"]
-    path.write_text(json.dumps(cached))
+    body = json.dumps(cached).encode()
+    secret = cache_secret()
+    assert secret is not None
+    path.write_bytes(inputs_seal(secret, cached["key"], body).encode() + b"\n" + body)
     assert load_from_schema(schema).env_leaves == {"SGLANG_KV_PAGE": "page_size", "SGLANG_PAGE_SIZE": "page_size"}
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from configbags.migrate.check import check
 from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scancache import CACHE_KEY_VAR, _seal, cache_secret
 
 RAW = b"from configbags.generated.accessors import get_server_args\nx = get_server_args().tp_size\n"
 SETTINGS = ScanSettings(roots=("src",))
@@ -102,9 +103,21 @@ def test_a_symlink_loop_ends(tmp_path: Path) -> None:
 
 
 def _cache_document(path: Path) -> dict[str, object]:
-    data = json.loads(path.read_text())
-    assert isinstance(data, dict)
-    return data
+    """The cache file as one mapping: its header's fields, `files` (the results) and
+    `stats` (each file's stat and digest)."""
+    head, _, body = path.read_bytes().partition(b"\n")
+    header = json.loads(head)
+    assert isinstance(header, dict)
+    return {**header, **json.loads(body)}
+
+
+def _write_cache(path: Path, document: dict[str, object], *, secret: bytes | None = None) -> None:
+    """Write `document` back; with `secret`, sealed with it, as this code would seal it."""
+    header = {k: v for k, v in document.items() if k not in ("files", "stats")}
+    body = json.dumps({k: v for k, v in document.items() if k in ("files", "stats")}).encode()
+    if secret is not None:
+        header["seal"] = _seal(secret, str(header.get("key")), body)
+    path.write_bytes(json.dumps(header).encode() + b"\n" + body)
 
 
 def test_an_edited_cache_entry_is_discarded(tmp_path: Path) -> None:
@@ -116,10 +129,76 @@ def test_an_edited_cache_entry_is_discarded(tmp_path: Path) -> None:
     assert isinstance(files, dict)
     for entry in files.values():
         entry["r"] = []  # a restored cache that says the files read nothing
-    cache.write_text(json.dumps(document))
+    _write_cache(cache, document)
     again = scan_tree(project, SETTINGS, cache_path=cache)
     assert len(again.reads) == 5 and again.files_from_cache == 0
     assert _failed(again)
+
+
+def test_a_cache_forged_with_this_code_but_another_secret_is_a_miss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22 (4): emptying an entry and recomputing its seal gave `ratchet ok`. Whoever
+    forges it lacks the secret (it never lies in the project): their seal is a miss."""
+    project = _project(tmp_path)
+    cache = tmp_path / "cache.json"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "mine"))
+    monkeypatch.delenv(CACHE_KEY_VAR, raising=False)
+    assert len(scan_tree(project, SETTINGS, cache_path=cache).reads) == 5
+    document = _cache_document(cache)
+    files = document["files"]
+    assert isinstance(files, dict)
+    for entry in files.values():
+        entry["r"] = []
+    _write_cache(cache, document, secret=b"the forger's own key, or none at all")
+    again = scan_tree(project, SETTINGS, cache_path=cache)
+    assert len(again.reads) == 5 and again.files_from_cache == 0
+    assert _failed(again)
+    # the same forgery sealed with the right secret would be served: the secret is the guard
+    mine = cache_secret()
+    assert mine is not None
+    _write_cache(cache, document, secret=mine)
+    assert scan_tree(project, SETTINGS, cache_path=cache).files_from_cache == 5
+
+
+def test_the_schema_inputs_cache_is_sealed_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forged inputs cache (an allowlist entry added) is not used: the check fails as
+    `--no-cache` does."""
+    from configbags.migrate.cli import main
+    from configbags.migrate.importer import ROLES_YAML
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "mine"))
+    monkeypatch.delenv("CI", raising=False)
+    project = _project(tmp_path)
+    schema = project / "schema"
+    (schema / "namespaces").mkdir(parents=True)
+    (schema / "namespaces" / "parallel.yaml").write_text(
+        "namespace: parallel\ndoc: d.\nleaves:\n  tp_size: {type: int, default: 1, help: h, owner: launcher, override: startup}\n"
+    )
+    (schema / "roles.yaml").write_text(ROLES_YAML)
+    (schema / "ratchet.yaml").write_text(
+        "scan:\n  roots: [src]\n  min_files: 1\n  raw_accessor: get_server_args\n"
+        "  record_class: ServerArgs\n  record_attributes: [server_args]\nallowlist: []\n"
+    )
+    assert main(["check", "--schema", str(schema)]) == 1
+    inputs = project / ".configbags-cache" / "ratchet-inputs.json"
+    head, _, body = inputs.read_bytes().partition(b"\n")
+    document = json.loads(body)
+    document["allowlist"] = [[f"src/m{i}.py", "<module>", "tp_size", "forged"] for i in range(5)]
+    inputs.write_bytes(head + b"\n" + json.dumps(document).encode())
+    assert main(["check", "--schema", str(schema)]) == 1
+    assert main(["check", "--schema", str(schema), "--no-cache"]) == 1
+
+
+def test_on_ci_the_check_uses_no_cache_unless_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from configbags.migrate.cli import _parser, _use_cache
+
+    monkeypatch.setenv("CI", "true")
+    assert not _use_cache(_parser().parse_args(["check"]))
+    assert _use_cache(_parser().parse_args(["check", "--cache"]))
+    monkeypatch.setenv("CI", "false")
+    assert _use_cache(_parser().parse_args(["check"]))
+    assert not _use_cache(_parser().parse_args(["check", "--no-cache"]))
 
 
 @pytest.mark.parametrize(
@@ -143,7 +222,8 @@ def test_a_malformed_cache_is_discarded_without_a_traceback(
     scan_tree(project, SETTINGS, cache_path=cache)
     document = _cache_document(cache)
     damage(document)
-    cache.write_text(json.dumps(document))
+    # resealed with the right secret: the shape checks behind the seal hold too
+    _write_cache(cache, document, secret=cache_secret())
     again = scan_tree(project, SETTINGS, cache_path=cache)
     assert len(again.reads) == 5 and again.files_from_cache == 0
     # and the scan wrote a sound cache back
@@ -168,3 +248,40 @@ def test_a_parallel_cold_scan_finds_the_same(tmp_path: Path) -> None:
     parallel = scan_tree(tmp_path, SETTINGS, jobs=2, cache_path=tmp_path / "c.json")
     assert parallel.reads == serial.reads and parallel.problems == serial.problems
     assert len(serial.reads) == 140
+
+
+def test_a_warm_scan_reads_no_unchanged_file_and_a_changed_one_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose stat (inode, size, mtime and ctime, in ns) is unchanged is served from
+    the cache unread; setting the mtime back after a same-size edit does not hide it, since
+    the change time moves and only the kernel sets it."""
+    from configbags.migrate import scan, scancache
+
+    monkeypatch.setattr(scancache, "RACY_NS", 0)  # the files here are younger than 2 s
+    project = _project(tmp_path)
+    cache = tmp_path / "cache.json"
+    scan_tree(project, SETTINGS, cache_path=cache)
+
+    def no_reads(path: object, limit: int) -> bytes:
+        raise AssertionError(f"read {path}")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(scan, "read_source", no_reads)
+        warm = scan_tree(project, SETTINGS, cache_path=cache)
+    assert warm.files_from_cache == 5 and len(warm.reads) == 5
+    target = project / "src" / "m0.py"
+    before = target.stat()
+    data = target.read_bytes()
+    target.write_bytes(data.replace(b"tp_size", b"pp_size"))  # same size
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    again = scan_tree(project, SETTINGS, cache_path=cache)
+    assert {r.leaf for r in again.reads if r.file == "src/m0.py"} == {"pp_size"}
+
+
+def test_a_file_changed_during_the_scan_is_read_again(tmp_path: Path) -> None:
+    """Files younger than scancache.RACY_NS are not recorded by stat: read next time."""
+    project = _project(tmp_path)
+    cache = tmp_path / "cache.json"
+    scan_tree(project, SETTINGS, cache_path=cache)
+    assert _cache_document(cache)["stats"] == {}
