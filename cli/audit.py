@@ -36,6 +36,7 @@ import attrs
 import yaml
 
 from configbags.runtime import roles as role_modes
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.project import load_project
 from configbags.runtime.roles import RAW_RECORD
 
@@ -317,7 +318,7 @@ def record(command: Sequence[str], out: Path, *, append: bool = False) -> int:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags audit",
         description="Record which namespaces each process role reads, and propose audit "
         "records for schema/roles.yaml (never narrowing a declared set).",

@@ -4,6 +4,7 @@ imports codegen and `gen` never imports torch."""
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 # command -> (module with `main(argv: list[str]) -> int`, the extra it needs, one-line description)
@@ -85,4 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:  # every command: a typed error is the operator's to fix, never a traceback
         print(f"configbags {command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `configbags plan ... | head` closed the pipe: the reader has what it wanted
+        # Python would report the failed flush of stdout at exit: point stdout at nothing first
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a process ended by SIGPIPE (128 + 13)
     return result

@@ -26,7 +26,7 @@ from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
 
 
 def build_parser(package: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags explain", allow_abbrev=False, add_help=False,
         description="Show every layer of one config leaf for these server flags and facts; "
                     "server flags follow the explain flags.",

@@ -19,6 +19,7 @@ from configbags.codegen.errors import SchemaInvalid
 from configbags.codegen.formatcache import FormatCache, default_cache_path
 from configbags.codegen.model import load_schema
 from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import (
     ProjectSettings,
@@ -34,7 +35,7 @@ EXIT_INTERNAL = 3
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="configbags gen", description=__doc__,
+    parser = UsageErrors(prog="configbags gen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--schema", type=Path, help="schema folder (default: [tool.configbags] schema, else schema)")
     parser.add_argument("--package", help="import name of the generated package, e.g. myengine.config "

@@ -735,7 +735,21 @@ class _Builder:
         for name in sorted(pending):
             self.error(derived[name].where, f"derived inputs form a cycle through {sorted(pending[name])}",
                        name, "break the cycle")
+        self.check_derived_secrets(namespaces, derived, order)
         return tuple(order)
+
+    def check_derived_secrets(self, namespaces: list[Namespace], derived: dict[str, Derived],
+                              order: list[str]) -> None:
+        """A derived value computed from a secret (or from a value that is) would be shown
+        in clear by every readback and enter the config hash, an offline oracle for the key."""
+        secrets = {leaf.name for ns in namespaces for leaf in ns.leaves if leaf.secret}
+        for name in order:
+            read = sorted(i for i in derived[name].inputs if i in secrets)
+            if read:
+                secrets.add(name)
+                self.error(derived[name].where, f"derived value {name!r} reads the secret {', '.join(read)}",
+                           name, "compute it without the secret: readbacks would show it in clear and the "
+                                 "config hash would reveal it")
 
     def check_spellings(self, namespaces: list[Namespace], settings: Settings) -> None:
         """Env variables and old names: each spelling names one leaf; a secret has no value
@@ -808,6 +822,10 @@ class _Builder:
             bad(f"leaf {leaf.name!r} is secret; rules cannot set secrets", "set secrets through env or CLI", "leaf")
         when = self._rule_conditions(spec, leaves, bad)
         inputs = tuple(spec.get("inputs", ()))
+        read = sorted(name for name in [*inputs, *(c.subject for c in when)] if name in leaves and leaves[name].secret)
+        if read:
+            bad(f"reads the secret {', '.join(read)}; a rule's value is shown in clear and hashed",
+                "decide it without the secret", "inputs" if set(read) & set(inputs) else "when")
         for name in inputs:
             if not _is_fact(name) and name not in leaves:
                 bad(f"input {name!r} is neither a fact nor a leaf{closest(name, leaves)}", "list facts or leaves",

@@ -28,6 +28,7 @@ from configbags.evolve import report
 from configbags.evolve.revisions import Side, side
 from configbags.evolve.rules import DIFF_RULES, RULES, Finding, Severity, fails, parse_severity
 from configbags.evolve.view import LeafView, SchemaInvalid, SchemaView, Where, load_views
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.leaftypes import TypeSpec
 from configbags.runtime.project import load_project
@@ -464,7 +465,7 @@ def write_section(path: Path, section: str) -> None:
 
 # -- the command -------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags diff", allow_abbrev=False,
         description="Classify every change between two schemas (folders or git revisions) by rule, "
                     "severity and whom it breaks.")

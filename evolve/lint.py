@@ -40,6 +40,7 @@ from configbags.evolve.formats import (
 from configbags.evolve.revisions import checkout
 from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
 from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
 from configbags.runtime.leaftypes import check_bounds, closest
 from configbags.runtime.project import load_project
@@ -314,7 +315,7 @@ def lint(paths: Sequence[Path], view: SchemaView, *, history: SchemaView | None 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags lint", allow_abbrev=False,
         description="Check flags, environment variables and config keys in deployment files against a schema.")
     parser.add_argument("paths", nargs="+", type=Path, help="files and folders to lint")

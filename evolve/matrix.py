@@ -40,6 +40,7 @@ import attrs
 
 from configbags.evolve.revisions import show
 from configbags.packages import named_context
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.project import load_project
@@ -249,7 +250,7 @@ def coverage(cells: Sequence[Mapping[str, Any]], shapes: Sequence[Shape], rules:
 
 # -- the command ---------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags matrix", allow_abbrev=False,
         description="Resolve declared launch shapes x every leaf (value, layer, rule) and hold the result "
                     "as a golden file.")

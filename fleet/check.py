@@ -11,7 +11,6 @@ read (retry); 2 bad usage."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -22,6 +21,7 @@ from typing import Any
 import attrs
 import httpx
 
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.yamlsafe import load_yaml, read_text_limited
 
@@ -291,7 +291,7 @@ def run(targets: Sequence[Target], *, timeout: float = DEFAULT_TIMEOUT_S, diff: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags fleet check",
         description="Check that the servers of a deployment agree on the schema's contracts "
                     "(schema/contracts.yaml), reading every server at once.",

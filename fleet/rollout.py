@@ -14,7 +14,6 @@ printed."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -26,6 +25,7 @@ import attrs
 import httpx
 
 from configbags.packages import named_context
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.fleet import ApplyClass, apply_class, route
@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in args_in:
         cut = args_in.index("--")
         args_in, flags = args_in[:cut], args_in[cut + 1:]
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags rollout",
         description="List which changes from OLD to NEW can go live by PATCH and which need a reload or a "
                     "restart, and why; --apply sends the live part.",

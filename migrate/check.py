@@ -351,7 +351,8 @@ def _scan_failures(result: ScanResult, allowlist_file: str, min_files: int, root
                 "too_few_files",
                 f"the scan read {result.files_parsed} files under roots {sorted(roots)} "
                 f"({len(result.files)} listed), fewer than the {min_files} expected; a scan that "
-                f"reads nothing passes everything: check scan.roots in {allowlist_file}.",
+                f"reads nothing passes everything: check scan.roots in {allowlist_file}, or, if the "
+                f"engine really has fewer files, lower scan.min_files there (or pass --min-files).",
             )
         )
     return failures

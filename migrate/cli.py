@@ -55,6 +55,7 @@ from configbags.migrate.settings import (
     read_ratchet_yaml,
     render_ratchet_yaml,
 )
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
 
@@ -65,7 +66,7 @@ __all__ = ["BASELINE", "FIX_REFUSED", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags ratchet",
         description="Hold raw ServerArgs reads and writes, raw reads of declared environment "
         "variables and operator readbacks in role code to an allowlist.",
@@ -348,11 +349,16 @@ def _init(args: argparse.Namespace) -> int:
     entries = baseline("allowlist", {k for k in found if k[2] not in READBACKS} | (explicit & found))
     writes = baseline("writes", write_keys(result, resolution))
     schema.mkdir(parents=True, exist_ok=True)
+    # The floor a later scan must reach: kept when the file had one, else what this scan
+    # read, up to the default (an engine of three files must not start red)
+    from configbags.codegen.model import DEFAULT_MIN_FILES
+
     min_files = scan.get("min_files")
+    floor = int(min_files) if min_files is not None else max(1, min(DEFAULT_MIN_FILES, result.files_parsed))
     text = render_ratchet_yaml(
         settings,
         entries,
-        min_files=None if min_files is None else int(min_files),
+        min_files=floor,
         resolution=resolution,
         writes=writes,
     )

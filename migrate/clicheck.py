@@ -41,6 +41,7 @@ from typing import Any
 import attrs
 
 from configbags.migrate.harvest import harvest
+from configbags.runtime.cmdline import UsageErrors
 
 # Runs in the subprocess: parse every command line with the legacy parser.
 _LEGACY_SIDE = r"""
@@ -330,7 +331,7 @@ def harvested(root: Path, spec: str, launchers: Sequence[str]) -> list[tuple[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags cli-check", description=__doc__.split("\n\n")[0].strip("`")
     )
     parser.add_argument("--legacy", required=True, metavar="MODULE:CLASS",

@@ -70,6 +70,7 @@ from configbags.migrate.pytypes import name_of, schema_type
 from configbags.migrate.registration import Argument
 from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
 from configbags.runtime.project import find_pyproject, read_toml
@@ -861,7 +862,7 @@ def write_schema(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags import-dataclass", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("source", metavar="FILE:CLASS", help="e.g. python/sglang/srt/server_args.py:ServerArgs")

@@ -348,7 +348,10 @@ def merge_config_files(
     origins: dict[str, Origin] = {}
     for path in paths:
         data = load(Path(path))
-        for key, value in _canonical_keys(registry, data, str(path), docs).items():
+        layer = _canonical_keys(registry, data, str(path), docs)
+        # a later file's `api_key: null` must not turn off the key an earlier one set
+        keep_secrets(registry, values, origins, layer, dict.fromkeys(layer, Origin(Layer.CONFIG_FILE, str(path))))
+        for key, value in layer.items():
             if key in origins and values[key] != value:
                 spec = registry.leaves[key]
                 log.warning("config file %s overrides %s=%r from %s with %r", path, key,
@@ -431,10 +434,22 @@ def keep_secrets(registry: Registry, below: Mapping[str, Any], below_origins: Ma
     """An empty or none-like value (unset, `""`, `none`, `null`) for a secret leaf never
     silently unsets the value a lower layer set: an empty `SGLANG_API_KEY=` over a config
     file's key would turn authentication off. Refused, naming the variable or flag and
-    the layer it would override (never either value)."""
+    the layer it would override (never either value). From the environment such a value is
+    refused even with nothing below: a Kubernetes secret that resolved to nothing would
+    otherwise start a server whose key is off; a secret is left off by leaving its
+    variable unset."""
     for name, value in layer.items():
         spec = registry.leaves.get(name)
-        if spec is None or not spec.secret or not _unset_like(value) or _unset_like(below.get(name)):
+        if spec is None or not spec.secret or not _unset_like(value):
+            continue
+        if layer_origins[name].layer is Layer.ENV and (name not in below or _unset_like(below.get(name))):
+            variable = _spelled(layer_origins[name].source)
+            raise RecordError(
+                f"{variable} is set but empty or none-like, for the secret {spec.namespace}.{name}: a secret is "
+                f"turned off by leaving its variable unset, never by an empty value (an empty Kubernetes secret "
+                f"would start the server with its key off); unset {variable.split()[-1]} or give it the key"
+            )
+        if _unset_like(below.get(name)):
             continue
         given, kept = (_spelled(o.source) for o in (layer_origins[name], below_origins[name]))
         raise RecordError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import copy
 import logging
+import math
 import signal
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from types import FrameType
 from typing import Any
 
 from configbags.packages import load_context
-from configbags.runtime.cmdline import add_help, collisions, peek_package
+from configbags.runtime.cmdline import UsageErrors, add_help, collisions, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
@@ -29,8 +30,19 @@ HOST_LEAF, PORT_LEAF = "host", "port"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (nan, 0, -1 and inf would name a stall at once or never)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive, finite number of seconds")
+    return value
+
+
 def _parser(package: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags serve", add_help=False,
         allow_abbrev=False,  # an abbreviation could swallow a server flag
         description="Publish the config and serve the operator's HTTP config API.",
@@ -41,7 +53,7 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--ranks", type=int, default=1, metavar="N",
                         help="hold the config on N gloo ranks: this process is rank 0 and starts "
                              "N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks)")
-    parser.add_argument("--rank-timeout", type=float, default=10.0, metavar="S",
+    parser.add_argument("--rank-timeout", type=_seconds, default=10.0, metavar="S",
                         help="seconds to wait for a rank before answering 503; a rank silent this "
                              "long is stalled: /health names it until it answers again (default 10)")
     parser.add_argument("--package", default=None,

@@ -28,6 +28,7 @@ import textwrap
 import time
 from collections.abc import Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -149,10 +150,22 @@ def parse_workload(text: str) -> tuple[int, int]:
 parse_workload.__name__ = "workload"
 
 
+def _chart_path(text: str) -> str:
+    """A chart path is checked with the flags, not after the plan was printed."""
+    from configbags.runtime.errors import OutputFileError
+    from configbags.runtime.yamlsafe import check_output_path
+
+    try:
+        check_output_path(Path(text), "--chart")
+    except OutputFileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     """The plan's own flags. Server flags are parsed by the generated package's `ServerArgs`
     (`--help-all` lists them); `--help` names only the ones the plan reads."""
-    parser = argparse.ArgumentParser(
+    parser = UsageErrors(
         prog="configbags plan",
         description=textwrap.fill(
             "Size the KV cache of a model (Hugging Face config.json) for the given server flags. "
@@ -194,7 +207,8 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     plan.add_argument("--allocate", choices=["cpu", "meta"],
                       help="also allocate the pools with torch on this device and check the bytes")
     plan.add_argument("--json", action="store_true", help="print the plan and server_info() as JSON")
-    plan.add_argument("--chart", metavar="PNG", help="draw the memory breakdown (needs matplotlib)")
+    plan.add_argument("--chart", metavar="PNG", type=_chart_path,
+                      help="draw the memory breakdown (needs matplotlib)")
     plan.add_argument("--package", metavar="PKG",
                       help="the generated config package to plan with (default: [tool.configbags] "
                            f"package in pyproject.toml, else the bundled server's {SERVER_PACKAGE})")

@@ -169,3 +169,10 @@ def test_migrating_step_5_hands_the_state_to_a_child_in_a_base_install(tmp_path:
     done = subprocess.run([sys.executable, str(script)], cwd=root, capture_output=True, text=True, timeout=300,
                           check=False, env={**os.environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "0", "-1", "inf", "1e400", "soon"])
+def test_serve_refuses_a_rank_timeout_that_is_not_positive_and_finite(value: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        serve_parser().parse_known_args(["--rank-timeout", value])
+    assert info.value.code == 2

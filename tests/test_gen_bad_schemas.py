@@ -211,3 +211,20 @@ def test_a_leaf_appended_after_ranks_says_so(tmp_path: Path, capsys: pytest.Capt
 def test_a_missing_schema_folder_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert generate(tmp_path / "nope", tmp_path / "out") == 2
     assert "schema folder" in capsys.readouterr().err and "does not exist" in capsys.readouterr().err + "does not exist"
+
+
+def test_a_derived_value_or_a_rule_reading_a_secret_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A derived value of a secret is shown in clear by every readback and enters the config
+    hash (an offline oracle for the key); a rule's value is the same. gen refuses both."""
+    schema = copy_case("tiny", tmp_path)
+    core = schema / "namespaces" / "core.yaml"
+    text = core.read_text().replace("    required: true\n    help: What the server is called.",
+                                    "    required: true\n    secret: true\n    help: What the server is called.")
+    core.write_text(text.replace("derived:\n", "derived:\n  name_echo:\n    type: str\n    fn: builtins:str\n"
+                                               "    inputs: [name]\n    help: The name again.\n", 1))
+    (schema / "rules.yaml").write_text("rules:\n  wide_for_named:\n    leaf: width\n    when:\n      name: x\n"
+                                       "    value: 4\n    help: w\n")
+    assert generate(schema, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "derived value 'name_echo' reads the secret name" in err
+    assert "rule wide_for_named: reads the secret name" in err

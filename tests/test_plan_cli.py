@@ -292,3 +292,26 @@ def test_fit_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*FIT, "--chart", str(png)]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "ok llama-3.1-70b" in capsys.readouterr().out
+
+
+def test_a_chart_path_that_cannot_be_written_is_a_flag_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked with the flags (exit 2, one line), not by a traceback after the plan printed."""
+    with pytest.raises(SystemExit) as info:
+        main(["--model-config", LLAMA, "--device-memory", "80GiB", "--chart", str(tmp_path / "nodir" / "x.png")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "--chart" in err and "does not exist" in err and "Traceback" not in err
+
+
+def test_a_closed_pipe_ends_the_command_quietly() -> None:
+    """`configbags plan ... | head -1`: the reader has what it wanted; no BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from configbags.cli import main; "
+            f"sys.exit(main(['plan', '--model-config', {LLAMA!r}, '--gpu', 'H100,H200,B200,L40S', "
+            "'--tp-size', '1,2,4,8']))")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written (the imports come first)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141 and "Traceback" not in err, err

@@ -161,7 +161,8 @@ def test_a_scan_that_read_too_few_files_fails(tmp_path: Path) -> None:
     (message,) = _run(tmp_path, {"a.py": PLAIN, "b.py": PLAIN}, [], min_files=5)
     assert message == (
         "the scan read 2 files under roots ['pkg'] (2 listed), fewer than the 5 expected; a scan "
-        "that reads nothing passes everything: check scan.roots in schema/ratchet.yaml."
+        "that reads nothing passes everything: check scan.roots in schema/ratchet.yaml, or, if the "
+        "engine really has fewer files, lower scan.min_files there (or pass --min-files)."
     )
 
 

@@ -110,3 +110,22 @@ def test_a_piped_check_prints_no_progress(tmp_path: Path, capsys: pytest.Capture
     capsys.readouterr()
     assert main(["check", "--schema", str(schema), "--no-cache"]) == 0
     assert capsys.readouterr().err == ""  # capsys' stderr is no terminal, as a pipe is not
+
+
+def test_init_on_an_engine_of_few_files_is_green_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new user's engine of three files: init writes the floor it saw (not the default 5),
+    so `check` is green right after `init`; an existing floor is kept."""
+    engine = _engine(tmp_path)
+    for extra in ("m2.py", "m3.py", "m4.py"):
+        (engine / extra).unlink()
+    schema = _schema(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--schema", "schema", "--root", "eng", "--exclude", "eng/server_args.py"]) == 0
+    assert yaml.safe_load((schema / "ratchet.yaml").read_text())["scan"]["min_files"] == 2
+    assert main(["check", "--schema", "schema"]) == 0
+    (engine / "m1.py").unlink()  # a scan that reads fewer files than init saw still fails, naming the floor
+    capsys.readouterr()
+    assert main(["check", "--schema", "schema"]) == 1
+    assert "lower scan.min_files" in capsys.readouterr().out

@@ -165,11 +165,31 @@ def test_an_empty_flag_never_unsets_the_environments_secret(capsys: pytest.Captu
     assert info.value.code == 2 and "--api-key is empty or none-like" in err and "SGLANG_API_KEY" in err
 
 
-def test_without_a_lower_layer_an_empty_variable_means_unset() -> None:
-    record = ServerArgs.from_cli(["--model-path", "m"], environ={"SGLANG_API_KEY": ""})
-    assert record.api_key is None
+@pytest.mark.parametrize("value", ["", "None", "NULL", "  "])
+def test_an_empty_secret_variable_is_refused_even_with_nothing_below(
+        capsys: pytest.CaptureFixture[str], value: str) -> None:
+    """An empty Kubernetes secret (`SGLANG_API_KEY=`) must not start a server whose key is
+    off: a secret is left off by leaving its variable unset."""
+    with pytest.raises(SystemExit) as info:
+        ServerArgs.from_cli(["--model-path", "m"], environ={"SGLANG_API_KEY": value})
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "SGLANG_API_KEY is set but empty or none-like" in err
+    assert ServerArgs.from_cli(["--model-path", "m"], environ={}).api_key is None
     real = ServerArgs.from_cli(["--model-path", "m"], environ={"SGLANG_API_KEY": "env-key-77aa"})
     assert real.api_key == "env-key-77aa"
+
+
+@pytest.mark.parametrize("later", ["api_key: null\n", "api_key: ~\n", '{"api_key": null}'])
+def test_a_later_config_file_never_unsets_an_earlier_files_secret(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], later: str) -> None:
+    first, second = tmp_path / "keys.yaml", tmp_path / ("k2.json" if later.startswith("{") else "k2.yaml")
+    first.write_text("api_key: file-key-0d2e\n")
+    second.write_text(later)
+    with pytest.raises(SystemExit) as info:
+        ServerArgs.from_cli(["--model-path", "m", "--config", str(first), "--config", str(second)], environ={})
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "empty or none-like" in err and str(first) in err
+    assert "file-key-0d2e" not in err
 
 
 def test_the_start_up_line_says_what_is_protected() -> None:

@@ -17,6 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.project import find_pyproject, package_folder, read_toml
 
 TEMPLATE = Path(__file__).resolve().parent / "schema"
@@ -26,7 +27,7 @@ _NOT_PACKAGES = {"tests", "test", "testing", "docs", "doc", "examples", "example
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="configbags init", description=__doc__)
+    parser = UsageErrors(prog="configbags init", description=__doc__)
     parser.add_argument("--package", help="import name of the package to generate, e.g. myengine.config "
                                           "(default: <the project's package>.config)")
     parser.add_argument("--schema", default="schema", help="schema folder, relative to pyproject.toml (default: schema)")
