@@ -160,7 +160,7 @@ class ConfigWatcher:
             if applied is not None:
                 self._status["last_applied"] = applied
         if pending:
-            log.warning("%s changed startup-fixed leaves (restart required): %s", self.path, ", ".join(pending))
+            log.warning("%s changed leaves a running server cannot take (restart required): %s", self.path, ", ".join(pending))
         if error:
             log.warning("%s", error)
 

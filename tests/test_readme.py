@@ -387,3 +387,16 @@ def _short(got: Any) -> str:
         return "{" + ", ".join(f"{json.dumps(k)}: {'{...}' if isinstance(v, dict) and len(v) > 8 else json.dumps(v)}"
                                for k, v in got.items()) + "}"
     return json.dumps(got)
+
+
+def test_every_rule_the_docs_cite_is_at_the_line_they_give() -> None:
+    """`rule ID (schema/rules.yaml:N)` in the README and docs/*.md names the line where the
+    rule is declared, as explain prints it: a rules edit that moves one shows here."""
+    rules = (REPO / "schema" / "rules.yaml").read_text(encoding="utf-8").splitlines()
+    declared = {line.strip()[:-1]: n for n, line in enumerate(rules, 1)
+                if line.startswith("  ") and not line.startswith("   ") and line.rstrip().endswith(":")}
+    cited = [(doc.name, rule, int(line)) for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+             for rule, line in re.findall(r"rule (\w+) \(schema/rules\.yaml:(\d+)\)", doc.read_text(encoding="utf-8"))]
+    assert cited
+    wrong = [(doc, rule, line, declared.get(rule)) for doc, rule, line in cited if declared.get(rule) != line]
+    assert not wrong, f"(doc, rule, cited line, declared line): {wrong}"
