@@ -379,6 +379,7 @@ class Door:
             raise DoorError(400, "unknown_leaf",
                             f"{name!r} is not a config leaf{closest(name, self.context.registry.leaves)}",
                             self._writable_hint(), leaf=name)
+        self._check_key_change(leaves)
         try:
             with self._lock:
                 entries = self._apply(source, dict(leaves))
@@ -387,6 +388,21 @@ class Door:
             raise self._refusal(exc, leaves) from None
         return {"epoch": epoch, "entries": [redact({"overrides": [e.as_dict()]}, self.secrets)["overrides"][0]
                                             for e in entries]}
+
+    def _check_key_change(self, leaves: Mapping[str, Any]) -> None:
+        """A schema may let the operator change a key over HTTP: the new key passes the
+        start-up checks, and a PATCH never turns a key off (null), which would open the door
+        it is sent through; a restart without the key does that deliberately."""
+        for name in KEY_LEAVES:
+            if name not in leaves:
+                continue
+            if leaves[name] is None:
+                raise DoorError(400, "key_unset", f"{name} cannot be unset over HTTP: that would turn its "
+                                "protection off", "restart the server without the key to turn it off", leaf=name)
+            try:
+                check_keys(self.context.registry, {name: leaves[name]})
+            except ConfigError as exc:
+                raise DoorError(400, "unusable_key", str(exc), "send a key a client can send", leaf=name) from None
 
     def _apply(self, source: str, leaves: dict[str, Any]) -> tuple[OverrideEntry, ...]:
         if self.ranks is not None:

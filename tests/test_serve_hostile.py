@@ -227,3 +227,19 @@ def _patch_property(ctx: Context[Any], value: str, also: str | None) -> None:
         assert ctx.epoch == before  # nothing applied
     for path in ("/server_info", "/config/weight_version", "/health"):
         assert client.get(path).status_code == 200, path
+
+
+@pytest.mark.parametrize(("value", "code"), [(None, "key_unset"), ("", "unusable_key"), (" x", "unusable_key"),
+                                             ("k\u00e9", "unusable_key"), ("a\u0001b", "unusable_key")])
+@pytest.mark.parametrize("leaf", ["api_key", "admin_api_key"])
+def test_a_patch_never_unsets_a_key_nor_sets_one_no_client_could_send(
+        config_scope: Context[Any], leaf: str, value: str | None, code: str) -> None:
+    """A schema that lets the operator write a key (`writers: [operator]`) must not let a
+    PATCH turn the door's protection off, nor set a key the start-up checks refuse."""
+    config_scope.publish(ServerArgs(model_path="m", admin_api_key=ADMIN_KEY), role="launcher")
+    door = Door(config_scope)
+    epoch = config_scope.epoch
+    with pytest.raises(DoorError) as info:
+        door.patch("t", {leaf: value})
+    assert (info.value.status, info.value.code, info.value.leaf) == (400, code, leaf)
+    assert config_scope.epoch == epoch
