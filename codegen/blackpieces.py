@@ -23,6 +23,7 @@ module, byte for byte."""
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,31 +81,60 @@ class _NoSeam(Exception):
     """A formatted piece did not have the shape the splice expects."""
 
 
+class Module:
+    """One module's text, parsed once for both uses: the texts its pass hands black
+    (planned ahead, so a caller can format them in parallel) and the pass itself."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.key = digest(source)
+
+    @functools.cached_property
+    def body(self) -> list[ast.stmt] | None:
+        """Its statements; None where the module is formatted whole (unsafe to cut,
+        unparsable: black then gives its own answer or its error, or empty)."""
+        try:
+            tree = None if _unsafe(self.source) else ast.parse(self.source)
+        except (SyntaxError, ValueError):
+            return None
+        return tree.body if tree is not None and tree.body else None
+
+    def black_inputs(self) -> list[str]:
+        """The texts `format` hands to black, in order, found without running black
+        (every one follows from the source alone). A module that does not split as
+        planned costs its own black run then; the output is the same."""
+        if self.body is None:
+            return [self.source]
+        return _Splitter(self.source, DictMemo()).module_inputs(self.body)
+
+    def format(self, memo: Memo) -> str:
+        """Exactly `black.format_str(source, mode=BLACK_MODE)`. The whole module's result
+        is memoised too, so an unchanged module is not even parsed."""
+        found = memo.get(self.key)
+        if found is None:
+            pieces = _Touched(memo)
+            found = self._pieces(pieces)
+            memo.put(self.key, found)
+            memo.depends(self.key, sorted(pieces.touched - {self.key}))
+        return found
+
+    def _pieces(self, memo: Memo) -> str:
+        if self.body is None:
+            return _black(self.source, memo)
+        try:
+            return _Splitter(self.source, memo).module(self.body)
+        except (_NoSeam, InvalidInput):
+            return _black(self.source, memo)  # the whole module: black's own answer, or its error
+
+
 def format_module(source: str, memo: Memo) -> str:
-    """Exactly `black.format_str(source, mode=BLACK_MODE)`. The whole module's result is
-    memoised too, so an unchanged module is not even parsed."""
-    key = digest(source)
-    found = memo.get(key)
-    if found is None:
-        pieces = _Touched(memo)
-        found = _pieces(source, pieces)
-        memo.put(key, found)
-        memo.depends(key, sorted(pieces.touched - {key}))
-    return found
+    """Exactly `black.format_str(source, mode=BLACK_MODE)`, piece by piece through `memo`."""
+    return Module(source).format(memo)
 
 
 def black_inputs(source: str) -> list[str]:
-    """The texts `format_module(source, ...)` hands to black, in order, found without
-    running black (every one follows from the source alone): a caller may format them
-    ahead, in parallel, into the memo that `format_module` then only reads. A module that
-    does not split as planned costs its own black run then; the output is the same."""
-    try:
-        tree = None if _unsafe(source) else ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
-    if tree is None or not tree.body:
-        return [source]
-    return _Splitter(source, DictMemo()).module_inputs(tree.body)
+    """The texts `format_module(source, ...)` hands to black (see `Module.black_inputs`)."""
+    return Module(source).black_inputs()
 
 
 class _Touched:
@@ -124,19 +154,6 @@ class _Touched:
 
     def depends(self, digest: str, on: list[str]) -> None:
         self.memo.depends(digest, on)
-
-
-def _pieces(source: str, memo: Memo) -> str:
-    try:
-        tree = None if _unsafe(source) else ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
-    if tree is None or not tree.body:
-        return _black(source, memo)
-    try:
-        return _Splitter(source, memo).module(tree.body)
-    except (_NoSeam, InvalidInput):
-        return _black(source, memo)  # the whole module: black's own answer, or its error
 
 
 def _black(text: str, memo: Memo) -> str:
