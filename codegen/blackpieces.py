@@ -40,9 +40,9 @@ _INDENT = "    "
 _MARK = "__configbags_piece_"
 # Cut a run of statements (or of literal elements) before one whose text hashes to 0 mod
 # this, so pieces hold a few statements each and an edit moves no cut but its own.
-_CUT_EVERY = 8
+_CUT_EVERY = 16
 _BIG = 2000  # characters: a statement this long is a piece of its own anyway
-_FULL = 6000  # characters: a piece this long takes no more (so pieces stay small)
+_FULL = 12000  # characters: a piece this long takes no more (so pieces stay small)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass, ast.Delete, ast.Return,
            ast.Raise, ast.Assert, ast.Global, ast.Nonlocal, ast.Break, ast.Continue)
@@ -243,7 +243,7 @@ class _Splitter:
         splices: list[_Splice] = []
         cursor = self.walk(stmts, nest, parts, splices, start)
         parts.extend(self.lines[cursor:end])
-        out = _black(prefix + "".join(parts), self.memo)
+        out = _black(prefix + _gap_after_stand_in(nest, stmts[0]) + "".join(parts), self.memo)
         if not out.startswith(prefix):
             raise _NoSeam
         out = out[len(prefix):].lstrip("\n")
@@ -257,7 +257,7 @@ class _Splitter:
         splices: list[_Splice] = []
         cursor = self.walk(stmts, nest, parts, splices, start)
         parts.extend(self.lines[cursor:end])
-        out = [_nest_text(nest) + "".join(parts)]
+        out = [_nest_text(nest) + _gap_after_stand_in(nest, stmts[0]) + "".join(parts)]
         for splice in splices:
             out += splice.inputs(self)
         return out
@@ -431,6 +431,13 @@ def _nest_text(nest: list[ast.stmt]) -> str:
     heads = {ast.ClassDef: "class _:", ast.FunctionDef: "def _():", ast.AsyncFunctionDef: "async def _():"}
     lines = [_INDENT * i + heads[type(block)] + "\n" for i, block in enumerate(nest)]
     return "".join(lines) + _INDENT * len(nest) + "_ = 0\n"
+
+
+def _gap_after_stand_in(nest: list[ast.stmt], first: ast.stmt) -> str:
+    """The blank line black prints between the stand-in's plain statement and a nested
+    def or class (dropped from the output with the stand-in): written into the input, so
+    that black finds the piece as it prints it and makes one pass over it, not two."""
+    return "\n" if nest and isinstance(first, _DEFS) else ""
 
 
 def _start(stmt: ast.stmt) -> int:

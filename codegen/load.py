@@ -4,6 +4,7 @@ file against its JSON meta-schema. Nothing here knows what a leaf means."""
 from __future__ import annotations
 
 import difflib
+import functools
 import gc
 import json
 from collections.abc import Iterator
@@ -114,7 +115,10 @@ def line_at(data: Any, path: Iterator[Any] | list[Any]) -> int:
     return line
 
 
+@functools.lru_cache(maxsize=32)
 def _meta(meta_dir: Path, name: str) -> jsonschema.Draft202012Validator:
+    """The validator of one meta-schema, built once per process (not once per file: an
+    engine's schema folder holds a hundred namespace files)."""
     schema = json.loads((meta_dir / name).read_text())
     return jsonschema.Draft202012Validator(schema)
 
