@@ -15,6 +15,11 @@ two (nested: one), between plain statements. Nowhere else is a module cut: a sha
 rules do not cover only makes a piece bigger, and a splice that does not land where
 expected formats the module whole.
 
+black passes over a text twice when its first pass changes it, so the stand-ins carry
+the blank lines black prints after them, and the renderer prints what it knows runs long
+(field-name tuples, imports) as black prints it: a piece black finds in its own shape
+costs it one pass.
+
 Every black call goes through a memo keyed by its exact input text, so a piece seen before
 (in this run or, with a `formatcache.FormatCache`, an earlier one) costs a look-up.
 tests/test_gen_speed_cache.py holds the result equal to `black.format_str` on the whole
