@@ -15,6 +15,11 @@ two (nested: one), between plain statements. Nowhere else is a module cut: a sha
 rules do not cover only makes a piece bigger, and a splice that does not land where
 expected formats the module whole.
 
+black passes over a text twice when its first pass changes it, so the stand-ins carry
+the blank lines black prints after them, and the renderer prints what it knows runs long
+(field-name tuples, imports) as black prints it: a piece black finds in its own shape
+costs it one pass.
+
 Every black call goes through a memo keyed by its exact input text, so a piece seen before
 (in this run or, with a `formatcache.FormatCache`, an earlier one) costs a look-up.
 tests/test_gen_speed_cache.py holds the result equal to `black.format_str` on the whole
@@ -23,6 +28,7 @@ module, byte for byte."""
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,9 +45,9 @@ _INDENT = "    "
 _MARK = "__configbags_piece_"
 # Cut a run of statements (or of literal elements) before one whose text hashes to 0 mod
 # this, so pieces hold a few statements each and an edit moves no cut but its own.
-_CUT_EVERY = 8
+_CUT_EVERY = 16
 _BIG = 2000  # characters: a statement this long is a piece of its own anyway
-_FULL = 6000  # characters: a piece this long takes no more (so pieces stay small)
+_FULL = 12000  # characters: a piece this long takes no more (so pieces stay small)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Pass, ast.Delete, ast.Return,
            ast.Raise, ast.Assert, ast.Global, ast.Nonlocal, ast.Break, ast.Continue)
@@ -80,31 +86,60 @@ class _NoSeam(Exception):
     """A formatted piece did not have the shape the splice expects."""
 
 
+class Module:
+    """One module's text, parsed once for both uses: the texts its pass hands black
+    (planned ahead, so a caller can format them in parallel) and the pass itself."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.key = digest(source)
+
+    @functools.cached_property
+    def body(self) -> list[ast.stmt] | None:
+        """Its statements; None where the module is formatted whole (unsafe to cut,
+        unparsable: black then gives its own answer or its error, or empty)."""
+        try:
+            tree = None if _unsafe(self.source) else ast.parse(self.source)
+        except (SyntaxError, ValueError):
+            return None
+        return tree.body if tree is not None and tree.body else None
+
+    def black_inputs(self) -> list[str]:
+        """The texts `format` hands to black, in order, found without running black
+        (every one follows from the source alone). A module that does not split as
+        planned costs its own black run then; the output is the same."""
+        if self.body is None:
+            return [self.source]
+        return _Splitter(self.source, DictMemo()).module_inputs(self.body)
+
+    def format(self, memo: Memo) -> str:
+        """Exactly `black.format_str(source, mode=BLACK_MODE)`. The whole module's result
+        is memoised too, so an unchanged module is not even parsed."""
+        found = memo.get(self.key)
+        if found is None:
+            pieces = _Touched(memo)
+            found = self._pieces(pieces)
+            memo.put(self.key, found)
+            memo.depends(self.key, sorted(pieces.touched - {self.key}))
+        return found
+
+    def _pieces(self, memo: Memo) -> str:
+        if self.body is None:
+            return _black(self.source, memo)
+        try:
+            return _Splitter(self.source, memo).module(self.body)
+        except (_NoSeam, InvalidInput):
+            return _black(self.source, memo)  # the whole module: black's own answer, or its error
+
+
 def format_module(source: str, memo: Memo) -> str:
-    """Exactly `black.format_str(source, mode=BLACK_MODE)`. The whole module's result is
-    memoised too, so an unchanged module is not even parsed."""
-    key = digest(source)
-    found = memo.get(key)
-    if found is None:
-        pieces = _Touched(memo)
-        found = _pieces(source, pieces)
-        memo.put(key, found)
-        memo.depends(key, sorted(pieces.touched - {key}))
-    return found
+    """Exactly `black.format_str(source, mode=BLACK_MODE)`, piece by piece through `memo`."""
+    return Module(source).format(memo)
 
 
 def black_inputs(source: str) -> list[str]:
-    """The texts `format_module(source, ...)` hands to black, in order, found without
-    running black (every one follows from the source alone): a caller may format them
-    ahead, in parallel, into the memo that `format_module` then only reads. A module that
-    does not split as planned costs its own black run then; the output is the same."""
-    try:
-        tree = None if _unsafe(source) else ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
-    if tree is None or not tree.body:
-        return [source]
-    return _Splitter(source, DictMemo()).module_inputs(tree.body)
+    """The texts `format_module(source, ...)` hands to black (see `Module.black_inputs`)."""
+    return Module(source).black_inputs()
 
 
 class _Touched:
@@ -124,19 +159,6 @@ class _Touched:
 
     def depends(self, digest: str, on: list[str]) -> None:
         self.memo.depends(digest, on)
-
-
-def _pieces(source: str, memo: Memo) -> str:
-    try:
-        tree = None if _unsafe(source) else ast.parse(source)
-    except (SyntaxError, ValueError):
-        tree = None
-    if tree is None or not tree.body:
-        return _black(source, memo)
-    try:
-        return _Splitter(source, memo).module(tree.body)
-    except (_NoSeam, InvalidInput):
-        return _black(source, memo)  # the whole module: black's own answer, or its error
 
 
 def _black(text: str, memo: Memo) -> str:
@@ -226,7 +248,7 @@ class _Splitter:
         splices: list[_Splice] = []
         cursor = self.walk(stmts, nest, parts, splices, start)
         parts.extend(self.lines[cursor:end])
-        out = _black(prefix + "".join(parts), self.memo)
+        out = _black(prefix + _gap_after_stand_in(nest, stmts[0]) + "".join(parts), self.memo)
         if not out.startswith(prefix):
             raise _NoSeam
         out = out[len(prefix):].lstrip("\n")
@@ -240,7 +262,7 @@ class _Splitter:
         splices: list[_Splice] = []
         cursor = self.walk(stmts, nest, parts, splices, start)
         parts.extend(self.lines[cursor:end])
-        out = [_nest_text(nest) + "".join(parts)]
+        out = [_nest_text(nest) + _gap_after_stand_in(nest, stmts[0]) + "".join(parts)]
         for splice in splices:
             out += splice.inputs(self)
         return out
@@ -414,6 +436,13 @@ def _nest_text(nest: list[ast.stmt]) -> str:
     heads = {ast.ClassDef: "class _:", ast.FunctionDef: "def _():", ast.AsyncFunctionDef: "async def _():"}
     lines = [_INDENT * i + heads[type(block)] + "\n" for i, block in enumerate(nest)]
     return "".join(lines) + _INDENT * len(nest) + "_ = 0\n"
+
+
+def _gap_after_stand_in(nest: list[ast.stmt], first: ast.stmt) -> str:
+    """The blank line black prints between the stand-in's plain statement and a nested
+    def or class (dropped from the output with the stand-in): written into the input, so
+    that black finds the piece as it prints it and makes one pass over it, not two."""
+    return "\n" if nest and isinstance(first, _DEFS) else ""
 
 
 def _start(stmt: ast.stmt) -> int:

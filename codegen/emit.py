@@ -3,28 +3,19 @@ Returns file contents in memory; `write.py` decides what touches the disk."""
 
 from __future__ import annotations
 
-import gc
 import json
 import multiprocessing
 import os
-from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import black
 import jinja2
 
 from configbags.codegen import render
-from configbags.codegen.blackpieces import (
-    BLACK_MODE,
-    DictMemo,
-    Memo,
-    black_inputs,
-    digest,
-    format_module,
-)
+from configbags.codegen.blackpieces import BLACK_MODE, DictMemo, Memo, Module, digest
 from configbags.codegen.formatcache import FormatCache
+from configbags.codegen.load import gc_paused
 from configbags.codegen.model import Schema
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -53,31 +44,18 @@ def environment() -> jinja2.Environment:
     )
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    # black builds a large tree of long-lived objects; cyclic-GC passes over them made
-    # formatting superlinear in file size (bench/bench_gen.py), so pause GC meanwhile.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def format_python(source: str, memo: Memo | None = None) -> str:
     """`black.format_str(source, mode=BLACK_MODE)`, byte for byte, piece by piece through
     `memo` (see configbags.codegen.blackpieces)."""
-    with _gc_paused():
-        return format_module(source, memo if memo is not None else DictMemo())
+    with gc_paused():
+        return Module(source).format(memo if memo is not None else DictMemo())
 
 
 def _black_pieces(texts: list[str]) -> list[str | None]:
     """black's output for each piece, in a worker (None where black refuses one: the
     parent's own pass then meets the same refusal and handles it as ever)."""
     out: list[str | None] = []
-    with _gc_paused():
+    with gc_paused():
         for text in texts:
             try:
                 out.append(black.format_str(text, mode=BLACK_MODE))
@@ -112,23 +90,25 @@ def _format_all(sources: dict[str, str], parallel: bool, cache: FormatCache | No
             and "fork" in multiprocessing.get_all_start_methods()):
         return {name: format_python(src, memo) for name, src in sources.items()}
     seen: set[str] = set()
-    tasks: dict[str, list[tuple[list[str], Future[list[str | None]]]]] = {}
+    tasks: dict[str, tuple[Module, list[tuple[list[str], Future[list[str | None]]]]]] = {}
     out: dict[str, str] = {}
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         # the biggest module first, its pieces to the workers while the next is planned ...
         for name in sorted(sources, key=lambda n: -len(sources[n])):
-            pieces = {digest(text): text for text in black_inputs(sources[name])}
+            module = Module(sources[name])  # parsed once, for the plan and the splice
+            pieces = {digest(text): text for text in module.black_inputs()}
             todo = [text for d, text in pieces.items() if d not in seen]
             seen.update(pieces)
             batches = [todo[k:k + _BATCH] for k in range(0, len(todo), _BATCH)]
-            tasks[name] = [(batch, pool.submit(_black_pieces, batch)) for batch in batches]
+            tasks[name] = (module, [(batch, pool.submit(_black_pieces, batch)) for batch in batches])
         # ... and each spliced here once its pieces are back, while the workers go on
-        for name, module_tasks in tasks.items():
+        for name, (module, module_tasks) in tasks.items():
             for batch, task in module_tasks:
                 for text, formatted in zip(batch, task.result(), strict=True):
                     if formatted is not None:
                         memo.put(digest(text), formatted)
-            out[name] = format_python(sources[name], memo)
+            with gc_paused():
+                out[name] = module.format(memo)
     return {name: out[name] for name in sources}
 
 
@@ -145,10 +125,11 @@ def emit(schema: Schema, regen: str, *, package: str = "generated", parallel: bo
     """File name -> content for every generated file of package `package` (its import
     name; `parallel=False`: format serially; `cache`: black's results from earlier runs,
     updated in memory; the caller saves it)."""
-    texts = rendered(schema, regen, package)
-    files = _format_all({name: texts[name] for name in PY_FILES}, parallel, cache)
-    files.update((name, texts[name]) for name in MD_FILES)
-    config_schema = render.config_file_schema(schema, regen)
+    with gc_paused():  # many objects, few cycles: collections would only rescan the model
+        texts = rendered(schema, regen, package)
+        files = _format_all({name: texts[name] for name in PY_FILES}, parallel, cache)
+        files.update((name, texts[name]) for name in MD_FILES)
+        config_schema = render.config_file_schema(schema, regen)
     files["server_args.schema.json"] = json.dumps(config_schema, indent=2, sort_keys=True) + "\n"
     files["py.typed"] = ""
     return files

@@ -4,8 +4,11 @@ file against its JSON meta-schema. Nothing here knows what a leaf means."""
 from __future__ import annotations
 
 import difflib
+import functools
+import gc
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,20 @@ from configbags.runtime.yamlsafe import StrictLoader, load_yaml, mapping_entries
 
 # The meta-schemas of the schema language: part of the generator, packaged with it.
 META_DIR = Path(__file__).resolve().parent / "meta"
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Cyclic GC paused meanwhile. Generation builds many long-lived objects and few cycles
+    (the loaded model, the render models, black's trees): collections would only rescan
+    them, which made loading and formatting superlinear in schema size (bench/bench_gen.py)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class Marked(dict[str, Any]):
@@ -98,7 +115,10 @@ def line_at(data: Any, path: Iterator[Any] | list[Any]) -> int:
     return line
 
 
+@functools.lru_cache(maxsize=32)
 def _meta(meta_dir: Path, name: str) -> jsonschema.Draft202012Validator:
+    """The validator of one meta-schema, built once per process (not once per file: an
+    engine's schema folder holds a hundred namespace files)."""
     schema = json.loads((meta_dir / name).read_text())
     return jsonschema.Draft202012Validator(schema)
 

@@ -15,7 +15,7 @@ import attrs
 
 from configbags.codegen.errors import SchemaError, SchemaInvalid
 from configbags.codegen.fleet import Fleet, build_fleet
-from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
+from configbags.codegen.load import META_DIR, Marked, SourceFile, gc_paused, plain, read_yaml
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest, jsonable
 from configbags.runtime.registry import Deprecation, LeafSpec, Renamed
@@ -270,7 +270,8 @@ class Schema:
 
 def load_schema(schema_dir: Path) -> Schema:
     """Load, validate and check a schema folder; raise SchemaInvalid with every error."""
-    return _Builder(Path(schema_dir)).build()
+    with gc_paused():
+        return _Builder(Path(schema_dir)).build()
 
 
 class _Builder:

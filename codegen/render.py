@@ -66,6 +66,21 @@ def py(value: Any) -> str:
     return _literal(tuple(value) if isinstance(value, list) else value)
 
 
+# black's line length (blackpieces.BLACK_MODE), for literals printed as black prints them.
+LINE_LENGTH = 88
+
+
+def py_after(key: str, items: tuple[str, ...], indent: int) -> str:
+    """`py(items)` as black prints it after `key=` on a line of `indent` spaces that ends in
+    a comma: on that line where it fits, else one item a line. black formats the module
+    either way; a piece it finds already so takes it one pass, not two (a namespace's
+    field names run past the line on any engine)."""
+    one = py(items)
+    if len(items) < 2 or indent + len(key) + len(one) + 2 <= LINE_LENGTH:
+        return one
+    return "(\n" + "".join(f"{' ' * (indent + 4)}{py(item)},\n" for item in items) + " " * indent + ")"
+
+
 def _literal(value: Any) -> str:
     if isinstance(value, str):
         text = repr(value)
@@ -264,9 +279,10 @@ def registry_file(schema: Schema, header: Header, import_name: str) -> RegistryF
         leaves=leaves,
         derived=tuple(_derived_row(derived[n]) for n in schema.derived_order),
         namespaces=tuple(
-            NamespaceRow(ns.path, class_name(ns.path), py(ns.doc), py(tuple(x.name for x in ns.values)),
+            NamespaceRow(ns.path, class_name(ns.path), py(ns.doc),
+                         py_after("fields", tuple(x.name for x in ns.values), 8),
                          tuple(NestedBag(c.attr, class_name(c.path), c.path) for c in schema.children(ns.path)),
-                         py(tuple(r.name for r in ns.ranks)))
+                         py_after("ranks", tuple(r.name for r in ns.ranks), 8))
             for ns in _children_first(schema)
         ),
         rules=tuple(_rule_row(r) for r in schema.rules),
@@ -350,7 +366,7 @@ def _registry_imports(derive_modules: set[str], runtime_names: list[str]) -> str
     return import_block(
         [f"import {m}" for m in stdlib],
         [*(f"import {m}" for m in ours),
-         f"from {FACE} import {', '.join(runtime_names)}"],
+         from_import(FACE, runtime_names)],
         [f"import {m}" for m in engine],
         ["from . import bags", "from .role_audit import ROLE_NAMESPACE_SETS, ROLE_WRITE_ANY"],
     )
@@ -411,7 +427,7 @@ def server_args_file(schema: Schema, header: Header, import_name: str) -> Server
             ["import argparse", "from collections.abc import Mapping, Sequence", "from pathlib import Path",
              "from typing import Any"],
             ["import attrs",
-             f"from {FACE} import " + ", ".join([
+             from_import(FACE, [
                  "Layer", "add_config_flag", "add_leaf_arguments", "leaf_converters", "load_config_file",
                  "record_from_cli", "record_from_cli_args", "record_from_dict", "record_to_dict",
                  "replace_record"])],
@@ -717,6 +733,15 @@ def import_block(*sections: list[str]) -> str:
     configbags counts as third party, as it is in the engine that imports the generated
     package (configbags' own repo ignores I001 for its generated files)."""
     return "\n\n".join("\n".join(lines) for lines in sections if lines)
+
+
+def from_import(module: str, names: list[str]) -> str:
+    """`from module import names` as black prints it: on one line where that fits, else
+    one name a line (see `py_after`: black's input already in its shape costs one pass)."""
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= LINE_LENGTH:
+        return line
+    return f"from {module} import (\n" + "".join(f"    {name},\n" for name in names) + ")"
 
 
 def config_file_schema(schema: Schema, regen: str) -> dict[str, Any]:
