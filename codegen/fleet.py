@@ -14,7 +14,7 @@ from configbags.runtime.fleet import is_fact
 from configbags.runtime.leaftypes import closest
 
 if TYPE_CHECKING:
-    from configbags.codegen.load import SourceFile
+    from configbags.codegen.load import Marked, SourceFile
     from configbags.codegen.model import Derived, Where
     from configbags.runtime.registry import LeafSpec
 
@@ -43,8 +43,20 @@ def build_fleet(src: SourceFile | None, leaves: Mapping[str, LeafSpec], derived:
     leaf must be numeric and not secret; a contract's members must be leaves, derived
     values or facts, never secret; its roles must be choices of `role_leaf`. `place(leaf,
     prop)` is where a leaf's property is written."""
-    from configbags.codegen.model import Where
+    metrics = _metrics(leaves, error, place)
+    if src is None or not src.intact:
+        return Fleet(metrics=metrics)
+    role_leaf = src.data.get("role_leaf")
+    roles = _roles(src, role_leaf, leaves, error) if role_leaf is not None else None
+    contracts = tuple(_contract(src, name, spec, leaves, derived, role_leaf, roles, error)
+                      for name, spec in src.data["contracts"].items()
+                      if name not in src.broken)  # a broken one's shape is wrong (reported)
+    return Fleet(role_leaf, contracts, metrics)
 
+
+def _metrics(leaves: Mapping[str, LeafSpec], error: ErrorFn, place: Callable[[LeafSpec, str], Where]
+             ) -> tuple[str, ...]:
+    """The leaves marked `metric: true` that can be one: numeric or bool, not secret."""
     metrics = []
     for leaf in leaves.values():
         if not leaf.metric:
@@ -56,48 +68,61 @@ def build_fleet(src: SourceFile | None, leaves: Mapping[str, LeafSpec], derived:
             error(place(leaf, "metric"), "a secret leaf cannot be a metric", leaf.name, "drop `metric: true`")
         else:
             metrics.append(leaf.name)
-    if src is None or not src.intact:
-        return Fleet(metrics=tuple(metrics))
-    data = src.data
-    role_leaf = data.get("role_leaf")
-    roles: tuple[str, ...] | None = None
-    if role_leaf is not None:
-        where = Where(src.display, data.line_of("role_leaf"))
-        role_spec = leaves.get(role_leaf)
-        if role_spec is None:
-            error(where, f"role_leaf {role_leaf!r} is not a leaf{closest(role_leaf, leaves)}", None,
-                  "name the str leaf that holds a server's deployment role")
-        elif (role_spec.type.base != "str" or role_spec.type.item is not None or role_spec.choices is None
-              or role_spec.secret):
-            error(where, f"role_leaf {role_leaf!r} must be a str leaf with `choices` (the roles), not secret",
-                  role_leaf, "give the leaf `type: str` and `choices:` naming the deployment roles")
-        else:
-            roles = tuple(str(c) for c in role_spec.choices)
-    contracts = []
-    for name, spec in data["contracts"].items():
-        if name in src.broken:
-            continue  # its shape is wrong (reported)
-        members = tuple(spec["leaves"])
-        at = Where(src.display, spec.line_of("leaves"))
-        for member in members:
-            if is_fact(member):
-                continue
-            found = leaves.get(member)
-            if found is None and member not in derived:
-                error(at, f"contract {name}: {member!r} is not a leaf or derived value"
-                      f"{closest(member, {**leaves, **derived})}", member,
-                      "name a leaf of schema/namespaces/, a derived value, or a fact (model.config.<field>)")
-            elif found is not None and found.secret:
-                error(at, f"contract {name}: leaf {member!r} is secret; its value must never leave the "
-                      f"server, not even as a fingerprint", member, f"remove {member!r} from the contract")
-        for role in spec["roles"]:
-            if roles is not None and role not in roles:
-                error(Where(src.display, spec.line_of("roles")),
-                      f"contract {name}: role {role!r} is not a choice of {role_leaf}{closest(role, roles)}",
-                      None, f"use the roles {role_leaf} allows: {', '.join(roles)}")
-        contracts.append(Contract(name, spec["help"], tuple(spec["roles"]), members,
-                                  Where(src.display, data["contracts"].line_of(name))))
-    return Fleet(role_leaf, tuple(contracts), tuple(metrics))
+    return tuple(metrics)
+
+
+def _roles(src: SourceFile, role_leaf: str, leaves: Mapping[str, LeafSpec], error: ErrorFn
+           ) -> tuple[str, ...] | None:
+    """The deployment roles: the choices of `role_leaf`, which must be a str leaf with
+    `choices`, not secret (None when it is not)."""
+    from configbags.codegen.model import Where
+
+    where = Where(src.display, src.data.line_of("role_leaf"))
+    role_spec = leaves.get(role_leaf)
+    if role_spec is None:
+        error(where, f"role_leaf {role_leaf!r} is not a leaf{closest(role_leaf, leaves)}", None,
+              "name the str leaf that holds a server's deployment role")
+    elif (role_spec.type.base != "str" or role_spec.type.item is not None or role_spec.choices is None
+          or role_spec.secret):
+        error(where, f"role_leaf {role_leaf!r} must be a str leaf with `choices` (the roles), not secret",
+              role_leaf, "give the leaf `type: str` and `choices:` naming the deployment roles")
+    else:
+        return tuple(str(c) for c in role_spec.choices)
+    return None
+
+
+def _contract(src: SourceFile, name: str, spec: Marked, leaves: Mapping[str, LeafSpec],
+              derived: Mapping[str, Derived], role_leaf: str | None, roles: tuple[str, ...] | None,
+              error: ErrorFn) -> Contract:
+    """One contract, its members and roles checked."""
+    from configbags.codegen.model import Where
+
+    members = tuple(spec["leaves"])
+    at = Where(src.display, spec.line_of("leaves"))
+    for member in members:
+        _check_member(name, member, at, leaves, derived, error)
+    for role in spec["roles"]:
+        if roles is not None and role not in roles:
+            error(Where(src.display, spec.line_of("roles")),
+                  f"contract {name}: role {role!r} is not a choice of {role_leaf}{closest(role, roles)}",
+                  None, f"use the roles {role_leaf} allows: {', '.join(roles)}")
+    return Contract(name, spec["help"], tuple(spec["roles"]), members,
+                    Where(src.display, src.data["contracts"].line_of(name)))
+
+
+def _check_member(name: str, member: str, at: Where, leaves: Mapping[str, LeafSpec],
+                  derived: Mapping[str, Derived], error: ErrorFn) -> None:
+    """A contract member is a fact, a derived value or a leaf that is not secret."""
+    if is_fact(member):
+        return
+    found = leaves.get(member)
+    if found is None and member not in derived:
+        error(at, f"contract {name}: {member!r} is not a leaf or derived value"
+              f"{closest(member, {**leaves, **derived})}", member,
+              "name a leaf of schema/namespaces/, a derived value, or a fact (model.config.<field>)")
+    elif found is not None and found.secret:
+        error(at, f"contract {name}: leaf {member!r} is secret; its value must never leave the "
+              f"server, not even as a fingerprint", member, f"remove {member!r} from the contract")
 
 
 def fleet_literal(fleet: Fleet) -> str:

@@ -190,51 +190,90 @@ def _shell_c(tokens: Sequence[Token], launchers: Sequence[str]) -> Parsed | None
 def parse_python(text: str, launchers: Sequence[str]) -> Parsed:
     """Launch lines in Python: argv lists (`subprocess.run([...])`, `ServerArgs.from_cli([...])`)
     and command strings; environment writes (`os.environ[...] = ...`, `env={...}`)."""
+    tree = _python_tree(text)
+    found = _PythonFinds(launchers)
+    # Argv lists and environment writes first: a string inside a list already read is not
+    # read again as a command string.
+    for node in ast.walk(tree):
+        found.visit(node)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant):
+            found.command_string(node)
+    commands = sorted(found.commands, key=lambda c: (c.args or c.program or (Token("", 0),))[0].line)
+    return Parsed("python", tuple(commands), tuple(found.env))
+
+
+def _python_tree(text: str) -> ast.Module:
     try:
-        tree = ast.parse(text)
+        return ast.parse(text)
     except SyntaxError as exc:
         raise FormatError(f"Python syntax error: {exc.msg}", exc.lineno or 1) from None
     except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, nesting past the parser's stack
         raise FormatError(f"the Python parser refuses the file: {type(exc).__name__}: {exc}") from None
-    commands: list[Command] = []
-    env: list[EnvVar] = []
-    in_lists: set[int] = set()
-    for node in ast.walk(tree):
+
+
+@attrs.define
+class _PythonFinds:
+    """What one Python file holds, gathered node by node in `ast.walk` order."""
+
+    launchers: Sequence[str]
+    commands: list[Command] = attrs.Factory(list)
+    env: list[EnvVar] = attrs.Factory(list)
+    in_lists: set[int] = attrs.Factory(set)  # ids of the elements of argv lists already read
+
+    def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Call):
-            func = ast.unparse(node.func)
-            if func.endswith("from_cli") and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
-                tokens = _list_tokens(node.args[0])
-                commands.append(Command((), tuple(tokens), True))
-                in_lists.update(id(e) for e in node.args[0].elts)
-            for kw in node.keywords:
-                if kw.arg == "env" and isinstance(kw.value, ast.Dict):
-                    env += _dict_env(kw.value)
-            if func.endswith("environ.setdefault") and len(node.args) == 2:
-                env += _pair_env(node.args[0], node.args[1])
-        elif isinstance(node, (ast.List, ast.Tuple)) and id(node) not in in_lists:
-            tokens = _list_tokens(node)
-            if tokens and not all(t.dynamic for t in tokens):
-                nested = _shell_c(tokens, launchers)  # ["bash", "-c", "python -m ... --flag"]
-                command = command_of(tokens, launchers)
-                if nested is not None or command.launch:
-                    commands += nested.commands if nested is not None else [command]
-                    env += nested.env if nested is not None else []
-                    in_lists.update(id(e) for e in node.elts)
+            self.call(node)
+        elif isinstance(node, (ast.List, ast.Tuple)) and id(node) not in self.in_lists:
+            self.argv(node)
         elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Subscript) and ast.unparse(target.value).endswith("environ"):
-                    env += _pair_env(target.slice, node.value)
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in in_lists
-                and any(fnmatch.fnmatchcase(node.value, f"*{p.strip('*')}*") for p in launchers)):
-            try:
-                parsed = parse_shell(node.value, launchers, node.lineno)
-            except FormatError:
-                continue  # a string that mentions the launcher but is no command
-            commands += parsed.commands
-            env += parsed.env
-    commands.sort(key=lambda c: (c.args or c.program or (Token("", 0),))[0].line)
-    return Parsed("python", tuple(commands), tuple(env))
+            self.assign(node)
+
+    def call(self, node: ast.Call) -> None:
+        """`ServerArgs.from_cli([...])`, `env={...}` and `os.environ.setdefault(K, V)`."""
+        func = ast.unparse(node.func)
+        if func.endswith("from_cli") and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            self.commands.append(Command((), tuple(_list_tokens(node.args[0])), True))
+            self.in_lists.update(id(e) for e in node.args[0].elts)
+        for kw in node.keywords:
+            if kw.arg == "env" and isinstance(kw.value, ast.Dict):
+                self.env += _dict_env(kw.value)
+        if func.endswith("environ.setdefault") and len(node.args) == 2:
+            self.env += _pair_env(node.args[0], node.args[1])
+
+    def argv(self, node: ast.List | ast.Tuple) -> None:
+        """A list of words that is a launch line, or a shell's `-c` script holding some."""
+        tokens = _list_tokens(node)
+        if not tokens or all(t.dynamic for t in tokens):
+            return
+        nested = _shell_c(tokens, self.launchers)  # ["bash", "-c", "python -m ... --flag"]
+        command = command_of(tokens, self.launchers)
+        if nested is not None:
+            self.commands += nested.commands
+            self.env += nested.env
+        elif command.launch:
+            self.commands.append(command)
+        else:
+            return
+        self.in_lists.update(id(e) for e in node.elts)
+
+    def assign(self, node: ast.Assign) -> None:
+        """`os.environ[K] = V`."""
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and ast.unparse(target.value).endswith("environ"):
+                self.env += _pair_env(target.slice, node.value)
+
+    def command_string(self, node: ast.Constant) -> None:
+        """A string naming a launcher, outside the argv lists already read: a shell command."""
+        if not (isinstance(node.value, str) and id(node) not in self.in_lists
+                and any(fnmatch.fnmatchcase(node.value, f"*{p.strip('*')}*") for p in self.launchers)):
+            return
+        try:
+            parsed = parse_shell(node.value, self.launchers, node.lineno)
+        except FormatError:
+            return  # a string that mentions the launcher but is no command
+        self.commands += parsed.commands
+        self.env += parsed.env
 
 
 def _list_tokens(node: ast.List | ast.Tuple) -> list[Token]:

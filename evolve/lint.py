@@ -75,6 +75,37 @@ def _cli_value(leaf: LeafView, texts: Sequence[str]) -> Any:
     return [one(x) for x in texts] if t.item is not None else one(texts[0])
 
 
+def _value_at(args: Sequence[Token], i: int, flag_prefix: str) -> bool:
+    """Whether `args[i]` exists and is a value rather than the next flag (one that starts
+    with `flag_prefix`)."""
+    return i < len(args) and not args[i].text.startswith(flag_prefix)
+
+
+def _record_flag_value(flag: str, inline: Token | None, args: Sequence[Token], i: int) -> tuple[list[Token], int]:
+    """The value a record flag takes (none for `--help`) and the index after it."""
+    if inline is not None:
+        return [inline], i
+    if flag != "--help" and _value_at(args, i, "-"):
+        return [args[i]], i + 1
+    return [], i
+
+
+def _leaf_flag_values(leaf: LeafView, inline: Token | None, args: Sequence[Token],
+                      i: int) -> tuple[list[Token], int]:
+    """The tokens a leaf's flag takes, as the generated parser reads them (a list leaf takes
+    every word up to the next flag, a negatable one none), and the index after them."""
+    if inline is not None:
+        return [inline], i
+    if leaf.negatable:
+        return [], i
+    if leaf.type.item is None:
+        return ([args[i]], i + 1) if _value_at(args, i, "--") else ([], i)
+    end = i
+    while _value_at(args, end, "--"):
+        end += 1
+    return list(args[i:end]), end
+
+
 class Linter:
     """Checks parsed files against one schema view; `history`, an older view (the working
     schema when linting against a future `--target`), explains spellings the target lost."""
@@ -166,53 +197,52 @@ class Linter:
             i += 1
             if token.dynamic or not token.text.startswith("--"):
                 continue
-            flag, eq, inline = token.text.partition("=")
-            taken = [Token(inline, token.line)] if eq else []
-            if flag in RECORD_FLAGS:
-                if not eq and i < len(args) and not args[i].text.startswith("-") and flag != "--help":
-                    taken, i = [args[i]], i + 1
-                if flag == "--preset" and taken and not taken[0].dynamic and taken[0].text not in self.presets:
-                    yield Finding("lint-bad-value", flag, f"unknown preset {taken[0].text!r}"
-                                  f"{closest(taken[0].text, self.presets)}", file, token.line,
-                                  f"use one of {', '.join(sorted(self.presets)) or '(none declared)'}")
-                continue
+            flag, eq, inline_text = token.text.partition("=")
+            inline = Token(inline_text, token.line) if eq else None
             spelling = self.flags.get(flag)
-            if spelling is None:
+            if flag in RECORD_FLAGS:
+                taken, i = _record_flag_value(flag, inline, args, i)
+                yield from self._record_flag(flag, taken, file, token.line)
+            elif spelling is None:
                 yield self._unknown(flag, "flag", file, token.line)
-                if not eq and i < len(args) and not args[i].text.startswith("-"):
+                if inline is None and _value_at(args, i, "-"):
                     i += 1  # its value
-                continue
-            if (found := self._lifecycle(spelling, flag, file, token.line)) is not None:
-                yield found
-            leaf = spelling.leaf
-            if leaf.negatable:
-                if eq:
-                    yield Finding("lint-bad-value", flag, f"{flag} takes no value (write {flag} or "
-                                  f"--no-{leaf.primary_flag[2:] if leaf.primary_flag else leaf.name})",
-                                  file, token.line)
-                continue
-            if not eq:
-                if leaf.type.item is not None:
-                    while i < len(args) and not args[i].text.startswith("--"):
-                        taken.append(args[i])
-                        i += 1
-                elif i < len(args) and not args[i].text.startswith("--"):
-                    taken, i = [args[i]], i + 1
-            if not taken:
-                if not leaf.bare:
-                    yield Finding("lint-bad-value", flag, f"{flag} needs a value ({leaf.type})", file, token.line)
-                continue
-            if any(t.dynamic for t in taken):
-                continue
-            try:
-                value = _cli_value(leaf, [t.text for t in taken])
-            except (ValueError, RecordError) as exc:
-                why = "" if leaf.secret else f": {exc}"
-                yield Finding("lint-bad-value", flag, f"bad value for {flag} ({leaf.name}: {leaf.type}){why}",
-                              file, taken[0].line, _bounds_hint(leaf))
-                continue
-            if (found := self._value(leaf, flag, value, file, taken[0].line)) is not None:
-                yield found
+            else:
+                if (found := self._lifecycle(spelling, flag, file, token.line)) is not None:
+                    yield found
+                taken, i = _leaf_flag_values(spelling.leaf, inline, args, i)
+                yield from self._leaf_flag(spelling.leaf, flag, inline is not None, taken, file, token.line)
+
+    def _record_flag(self, flag: str, taken: Sequence[Token], file: str, line: int) -> Iterator[Finding]:
+        """The record's own flags: only `--preset` has a value to check."""
+        if flag == "--preset" and taken and not taken[0].dynamic and taken[0].text not in self.presets:
+            yield Finding("lint-bad-value", flag, f"unknown preset {taken[0].text!r}"
+                          f"{closest(taken[0].text, self.presets)}", file, line,
+                          f"use one of {', '.join(sorted(self.presets)) or '(none declared)'}")
+
+    def _leaf_flag(self, leaf: LeafView, flag: str, eq: bool, taken: Sequence[Token], file: str,
+                   line: int) -> Iterator[Finding]:
+        """A leaf's flag with the tokens it took (`eq`: its value was written `--flag=value`)."""
+        if leaf.negatable:
+            if eq:
+                yield Finding("lint-bad-value", flag, f"{flag} takes no value (write {flag} or "
+                              f"--no-{leaf.primary_flag[2:] if leaf.primary_flag else leaf.name})", file, line)
+            return
+        if not taken:
+            if not leaf.bare:
+                yield Finding("lint-bad-value", flag, f"{flag} needs a value ({leaf.type})", file, line)
+            return
+        if any(t.dynamic for t in taken):
+            return
+        try:
+            value = _cli_value(leaf, [t.text for t in taken])
+        except (ValueError, RecordError) as exc:
+            why = "" if leaf.secret else f": {exc}"
+            yield Finding("lint-bad-value", flag, f"bad value for {flag} ({leaf.name}: {leaf.type}){why}",
+                          file, taken[0].line, _bounds_hint(leaf))
+            return
+        if (found := self._value(leaf, flag, value, file, taken[0].line)) is not None:
+            yield found
 
     def env(self, var: EnvVar, file: str) -> Iterator[Finding]:
         spelling = self.envs.get(var.name)

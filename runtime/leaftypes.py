@@ -12,9 +12,9 @@ import enum
 import math
 import re
 import reprlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 
@@ -72,39 +72,70 @@ class TypeSpec:
             if self.optional:
                 return None
             raise LeafValueError(f"None is not allowed for type {self}; give a {self.base}")
-        base = self.base
-        if base == "bool":
-            if isinstance(value, bool):
-                return value
-        elif base == "int":
-            if isinstance(value, int) and not isinstance(value, bool):
-                if not -INT_BOUND < value < INT_BOUND:  # inline: every override and derive passes here
-                    _check_int(value)
-                # An IntEnum or other int subclass is stored as the plain int it stands for.
-                return value if type(value) is int else int.__int__(value)
-        elif base == "float":
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                if isinstance(value, int):
-                    _check_int(value)  # before float(): 2**2000 would raise OverflowError
-                if math.isfinite(value):
-                    return float(value)
-                raise LeafValueError(f"{value!r} is not a finite float")
-        elif base == "str":
-            if isinstance(value, str):
-                _check_str(value)
-                return value if type(value) is str else str.__str__(value)  # a str enum: its text
-        elif (item := self.item) is not None:
-            if isinstance(value, (list, tuple)):
-                if len(value) > LIMITS.nodes:
-                    raise LeafValueError(f"a list of {len(value)} items is over the limit of {LIMITS.nodes}")
-                return tuple(item.coerce(v) for v in value)
-        elif base == "json":
-            _check_json(value)
-            # Frozen (read-only mappings, tuples): neither the caller nor a reader can change a
-            # record, a bag, a log entry or a cached config hash behind the context's back.
-            # `jsonable()` turns it back into plain JSON data.
-            return freeze(value)
-        raise LeafValueError(f"{short_repr(value)} ({type(value).__name__}) is not of type {self}")
+        return _COERCE_BY_BASE.get(self.base, _refuse)(self, value)
+
+
+# One step per base type: each returns the canonical value or hands a value of another type
+# to `_refuse`, so every type names a mismatch in the same words.
+def _refuse(spec: TypeSpec, value: Any) -> NoReturn:
+    raise LeafValueError(f"{short_repr(value)} ({type(value).__name__}) is not of type {spec}")
+
+
+def _coerce_bool(spec: TypeSpec, value: Any) -> Any:
+    return value if isinstance(value, bool) else _refuse(spec, value)
+
+
+def _coerce_int(spec: TypeSpec, value: Any) -> Any:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return _refuse(spec, value)
+    if not -INT_BOUND < value < INT_BOUND:  # inline: every override and derive passes here
+        _check_int(value)
+    # An IntEnum or other int subclass is stored as the plain int it stands for.
+    return value if type(value) is int else int.__int__(value)
+
+
+def _coerce_float(spec: TypeSpec, value: Any) -> Any:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return _refuse(spec, value)
+    if isinstance(value, int):
+        _check_int(value)  # before float(): 2**2000 would raise OverflowError
+    if math.isfinite(value):
+        return float(value)
+    raise LeafValueError(f"{value!r} is not a finite float")
+
+
+def _coerce_str(spec: TypeSpec, value: Any) -> Any:
+    if not isinstance(value, str):
+        return _refuse(spec, value)
+    _check_str(value)
+    return value if type(value) is str else str.__str__(value)  # a str enum: its text
+
+
+def _coerce_list(spec: TypeSpec, value: Any) -> Any:
+    item = spec.item
+    if item is None or not isinstance(value, (list, tuple)):
+        return _refuse(spec, value)
+    if len(value) > LIMITS.nodes:
+        raise LeafValueError(f"a list of {len(value)} items is over the limit of {LIMITS.nodes}")
+    return tuple(item.coerce(v) for v in value)
+
+
+def _coerce_json(spec: TypeSpec, value: Any) -> Any:
+    _check_json(value)
+    # Frozen (read-only mappings, tuples): neither the caller nor a reader can change a
+    # record, a bag, a log entry or a cached config hash behind the context's back.
+    # `jsonable()` turns it back into plain JSON data.
+    return freeze(value)
+
+
+_COERCE_BY_BASE: dict[str, Callable[[TypeSpec, Any], Any]] = {
+    "bool": _coerce_bool,
+    "int": _coerce_int,
+    "float": _coerce_float,
+    "str": _coerce_str,
+    **dict.fromkeys(LIST_ELEMENTS, _coerce_list),
+    "json": _coerce_json,
+}
 
 
 # The one grammar of numbers written as text, wherever they come from: a YAML 1.2 config
@@ -205,43 +236,67 @@ def _check_json(value: Any) -> None:
     """Raise LeafValueError unless `value` is JSON data within LIMITS: depth, node count,
     integer digits and string size; a cyclic value is refused as such. Recursion is bounded
     by the depth limit, far below Python's recursion limit."""
-    nodes = 0
-    path: set[int] = set()  # ids of the containers being walked: a repeat is a cycle
+    _JsonWalk().walk(value, 1)
 
-    def walk(v: Any, depth: int) -> None:
-        nonlocal nodes
-        nodes += 1
-        if nodes > LIMITS.nodes:
+
+class _JsonWalk:
+    """One walk of a JSON value: the nodes counted so far and the containers being walked."""
+
+    __slots__ = ("nodes", "path")
+
+    def __init__(self) -> None:
+        self.nodes = 0
+        self.path: set[int] = set()  # ids of the containers being walked: a repeat is a cycle
+
+    def walk(self, v: Any, depth: int) -> None:
+        self._count()
+        if _is_json_scalar(v):
+            return
+        self._enter(v, depth)
+        if isinstance(v, Mapping):
+            for k, item in v.items():
+                _check_json_key(k)
+                self.walk(item, depth + 1)
+        else:
+            for item in v:
+                self.walk(item, depth + 1)
+        self.path.discard(id(v))
+
+    def _count(self) -> None:
+        self.nodes += 1
+        if self.nodes > LIMITS.nodes:
             raise LeafValueError(f"json value has more than {LIMITS.nodes} nodes (the input limit)")
-        if isinstance(v, float) and not math.isfinite(v):
-            raise LeafValueError(f"{v!r} is not a finite number (JSON has no NaN or infinity)")
-        if v is None or isinstance(v, (bool, float)):
-            return
-        if isinstance(v, int):
-            _check_int(v)
-            return
-        if isinstance(v, str):
-            _check_str(v)
-            return
-        if not isinstance(v, (list, tuple, Mapping)):
-            raise LeafValueError(f"{short_repr(v)} ({type(v).__name__}) is not JSON data")
-        if id(v) in path:
+
+    def _enter(self, v: Any, depth: int) -> None:
+        if id(v) in self.path:
             raise LeafValueError("json value is cyclic (it contains itself); JSON data is a tree")
         if depth > LIMITS.json_depth:
             raise LeafValueError(f"json value nests deeper than {LIMITS.json_depth} levels (the input limit)")
-        path.add(id(v))
-        if isinstance(v, Mapping):
-            for k, item in v.items():
-                if not isinstance(k, str):
-                    raise LeafValueError(f"json object keys must be strings, got {short_repr(k)}")
-                _check_str(k)
-                walk(item, depth + 1)
-        else:
-            for item in v:
-                walk(item, depth + 1)
-        path.discard(id(v))
+        self.path.add(id(v))
 
-    walk(value, 1)
+
+def _is_json_scalar(v: Any) -> bool:
+    """True for a JSON scalar within LIMITS, False for a JSON container (a list, tuple or
+    mapping); LeafValueError for anything else."""
+    if isinstance(v, float) and not math.isfinite(v):
+        raise LeafValueError(f"{v!r} is not a finite number (JSON has no NaN or infinity)")
+    if v is None or isinstance(v, (bool, float)):
+        return True
+    if isinstance(v, int):
+        _check_int(v)
+        return True
+    if isinstance(v, str):
+        _check_str(v)
+        return True
+    if not isinstance(v, (list, tuple, Mapping)):
+        raise LeafValueError(f"{short_repr(v)} ({type(v).__name__}) is not JSON data")
+    return False
+
+
+def _check_json_key(k: Any) -> None:
+    if not isinstance(k, str):
+        raise LeafValueError(f"json object keys must be strings, got {short_repr(k)}")
+    _check_str(k)
 
 
 def freeze(value: Any) -> Any:
