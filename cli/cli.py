@@ -3,6 +3,7 @@ imports codegen and `gen` never imports torch."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -88,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # `configbags plan ... | head` closed the pipe: the reader has what it wanted
         # Python would report the failed flush of stdout at exit: point stdout at nothing first
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # (stdout may be no file, captured in process: then there is nothing to flush)
+        with contextlib.suppress(OSError, ValueError):  # io.UnsupportedOperation is both
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # as a shell reports a process ended by SIGPIPE (128 + 13)
     return result
