@@ -34,7 +34,7 @@ from typing import Any
 import attrs
 
 from configbags.packages import load_context
-from configbags.runtime.cmdline import UsageErrors, add_help
+from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import jsonable
@@ -271,7 +271,7 @@ class _Point:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _join_size_values(sys.argv[1:] if argv is None else list(argv))
-    package = _peek_package(args)
+    package = peek_package(args)
     parser = build_parser(package)
     ns, server_argv = parser.parse_known_args(args)
     try:
@@ -575,15 +575,6 @@ def fit_chart(entries: Sequence[fit.FitEntry], n: int, path: str) -> None:
 def _fail(exc: ConfigError) -> int:
     print(f"configbags plan: error: {exc}", file=sys.stderr)
     return EXIT_DOES_NOT_FIT if isinstance(exc, DoesNotFitError) else EXIT_USER_ERROR
-
-
-def _peek_package(args: list[str]) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == "--package" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--package="):
-            return arg.partition("=")[2]
-    return None
 
 
 def host_available_bytes() -> int | None:
