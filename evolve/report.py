@@ -5,8 +5,11 @@ scanning in GitHub, GitLab and others)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 from configbags.evolve.rules import RULES, Finding, Rule, Severity
 
@@ -49,6 +52,22 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def workspace_path(file: str) -> str:
+    """A finding's file as code scanning wants it: relative to the checkout (GITHUB_WORKSPACE
+    on a runner, else the working folder), `/`-separated; a `REV:PATH` side names PATH, the
+    file as the pull request shows it. Anything outside the checkout stays as it is."""
+    if not os.path.isabs(file) and ":" in file and not Path(file).exists():
+        file = file.rpartition(":")[2]
+    base = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            path = path.resolve().relative_to(base)
+        except ValueError:
+            return file
+    return str(PurePosixPath(*path.parts)) if path.parts else file
+
+
 def github(findings: Sequence[Finding]) -> str:
     """GitHub Actions workflow commands: one annotation per finding at its file and line."""
     out = []
@@ -56,7 +75,7 @@ def github(findings: Sequence[Finding]) -> str:
         level = "notice" if f.allowed is not None else _GITHUB_LEVEL[f.severity]
         title = _escape_property(f"{f.rule} ({f.severity}, breaks {', '.join(map(str, f.spec.breaks)) or 'nobody'})")
         text = f.message + (f"; fix: {f.fix}" if f.fix else "") + (f" [allowed: {f.allowed}]" if f.allowed else "")
-        out.append(f"::{level} file={_escape_property(f.file)},line={f.line},title={title}::{_escape_data(text)}")
+        out.append(f"::{level} file={_escape_property(workspace_path(f.file))},line={f.line},title={title}::{_escape_data(text)}")
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -70,7 +89,7 @@ def sarif(findings: Sequence[Finding], tool: str, rules: Sequence[Rule]) -> str:
             "ruleId": f.rule,
             "level": _SARIF_LEVEL[f.severity],
             "message": {"text": f.message + (f"; fix: {f.fix}" if f.fix else "")},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": f.file},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(workspace_path(f.file))},
                                                 "region": {"startLine": max(1, f.line)}}}],
             "properties": {"subject": f.subject, "breaks": [str(a) for a in f.spec.breaks]},
         }
@@ -81,7 +100,7 @@ def sarif(findings: Sequence[Finding], tool: str, rules: Sequence[Rule]) -> str:
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
-            "tool": {"driver": {"name": tool, "informationUri": "https://pypi.org/project/configbags/",
+            "tool": {"driver": {"name": tool,
                                 "rules": [{"id": rid, "shortDescription": {"text": RULES[rid].summary},
                                            "properties": {"severity": str(RULES[rid].severity),
                                                           "breaks": [str(a) for a in RULES[rid].breaks]},

@@ -15,6 +15,7 @@ import pytest
 
 from configbags.evolve import diff
 from configbags.evolve.diff import compare
+from configbags.evolve.report import workspace_path
 from configbags.evolve.rules import DIFF_RULES, RULES
 from configbags.evolve.view import load_view
 
@@ -75,11 +76,15 @@ def test_json_names_rule_severity_audience_and_place(capsys: pytest.CaptureFixtu
     assert data["old_version"] == data["new_version"] == "1.0"
 
 
-def test_github_annotations_and_sarif_point_at_the_new_file(capsys: pytest.CaptureFixture[str]) -> None:
+def test_github_annotations_and_sarif_point_at_the_new_file(capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     old, new = (str(CASES / "min-raised" / s) for s in ("old", "new"))
+    # GitHub places an annotation by the file's path inside the checkout, never an absolute one
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(CASES.parent))
+    shown = f"{CASES.name}/min-raised/new/namespaces/serving.yaml"
     diff.main([old, new, "--no-cache", "--format", "github"])
     out = capsys.readouterr().out
-    assert out.startswith(f"::error file={new}/namespaces/serving.yaml,line=7,title=min-raised (breaking%2C breaks")
+    assert out.startswith(f"::error file={shown},line=7,title=min-raised (breaking%2C breaks")
     assert "raised from 1024 to 2048" in out
     diff.main([old, new, "--no-cache", "--format", "sarif"])
     log = json.loads(capsys.readouterr().out)
@@ -87,9 +92,18 @@ def test_github_annotations_and_sarif_point_at_the_new_file(capsys: pytest.Captu
     [result] = log["runs"][0]["results"]
     assert result["ruleId"] == "min-raised" and result["level"] == "error"
     assert result["locations"][0]["physicalLocation"] == {
-        "artifactLocation": {"uri": f"{new}/namespaces/serving.yaml"}, "region": {"startLine": 7}}
+        "artifactLocation": {"uri": shown}, "region": {"startLine": 7}}
+    assert "informationUri" not in log["runs"][0]["tool"]["driver"]  # no page exists to point at
     rule_ids = {r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]}
     assert rule_ids == {r.id for r in DIFF_RULES}
+
+
+def test_annotation_paths_are_checkout_relative(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    assert workspace_path(str(tmp_path / "schema" / "namespaces" / "a.yaml")) == "schema/namespaces/a.yaml"
+    assert workspace_path("HEAD~1:schema/roles.yaml") == "schema/roles.yaml"  # a revision's side
+    assert workspace_path("/elsewhere/roles.yaml") == "/elsewhere/roles.yaml"  # outside: left as given
+    assert workspace_path("schema/roles.yaml") == "schema/roles.yaml"
 
 
 def test_a_likely_rename_is_a_suggestion_never_a_silent_rename() -> None:

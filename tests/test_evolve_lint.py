@@ -80,7 +80,7 @@ def test_a_broken_file_is_one_finding_at_its_line(tmp_path: Path, view: SchemaVi
     assert finding.rule == "lint-unreadable" and finding.line == 3
 
 
-def test_the_command_exit_code_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_exit_code_and_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     assert lint.main([str(FILES / "engine-config.yaml"), "--schema", str(SCHEMA), "--no-cache", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["version"] == "1.0"
@@ -89,8 +89,9 @@ def test_the_command_exit_code_and_json(capsys: pytest.CaptureFixture[str]) -> N
     clean = [str(FILES / "engine-config.yaml"), "--schema", str(SCHEMA), "--no-cache", "--fail-on", "never"]
     assert lint.main(clean) == 0
     capsys.readouterr()
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(FILES.parent))
     assert lint.main([str(FILES / "Dockerfile"), "--schema", str(SCHEMA), "--no-cache", "--format", "github"]) == 1
-    assert f"::error file={FILES / 'Dockerfile'},line=5,title=lint-unknown" in capsys.readouterr().out
+    assert f"::error file={FILES.name}/Dockerfile,line=5,title=lint-unknown" in capsys.readouterr().out
 
 
 def _git(repo: Path, *args: str) -> None:
