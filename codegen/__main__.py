@@ -26,6 +26,7 @@ from configbags.runtime.project import (
     load_project,
     package_folder,
     package_of_folder,
+    project_path,
 )
 from configbags.runtime.resolve import rule_cycles
 
@@ -37,10 +38,10 @@ EXIT_INTERNAL = 3
 def _parser() -> argparse.ArgumentParser:
     parser = UsageErrors(prog="configbags gen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--schema", type=Path, help="schema folder (default: [tool.configbags] schema, else schema)")
+    parser.add_argument("--schema", type=project_path, help="schema folder (default: [tool.configbags] schema, else schema)")
     parser.add_argument("--package", help="import name of the generated package, e.g. myengine.config "
                                           "(default: [tool.configbags] package)")
-    parser.add_argument("--out", type=Path, help="output folder (default: [tool.configbags] out, else the "
+    parser.add_argument("--out", type=project_path, help="output folder (default: [tool.configbags] out, else the "
                                                  "package's folder in the project)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if out is stale")
     parser.add_argument("--no-cache", action="store_true",

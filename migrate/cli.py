@@ -57,7 +57,7 @@ from configbags.migrate.settings import (
 )
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.project import load_project
+from configbags.runtime.project import load_project, project_path
 
 if TYPE_CHECKING:
     from configbags.migrate.fix import FixReport
@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--schema", type=Path, default=None,
+        sub.add_argument("--schema", type=project_path, default=None,
                          help="schema folder (default: [tool.configbags] schema of the project around the "
                          "working folder, else ./schema)")
         sub.add_argument(

@@ -41,7 +41,8 @@ from typing import Any
 import attrs
 
 from configbags.migrate.harvest import harvest
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import UsageErrors, input_problem
+from configbags.runtime.project import package_folder, project_path, project_root
 
 # Runs in the subprocess: parse every command line with the legacy parser.
 _LEGACY_SIDE = r"""
@@ -219,10 +220,35 @@ def legacy_run(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = 
         capture_output=True, text=True, env=env, check=False, timeout=600,
     )
     if done.returncode != 0:
-        raise CliCheckError(f"the legacy parser {spec} failed to run:\n{done.stderr.strip()}")
+        raise CliCheckError(_failure(spec, done.stderr, path))
     data = json.loads(done.stdout)
     notes = tuple(Note(n[0], n[1], n[2], n[3]) for n in data["notes"])
     return LegacySide(tuple(data["results"]), tuple(data["options"]), notes)
+
+
+def _failure(spec: str, stderr: str, path: Sequence[Path]) -> str:
+    """One line for a legacy side that did not run: the exception it ended in (the last line
+    of its traceback), and the fix when the engine was not found."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    last = lines[-1].strip() if lines else "it exited without a message"
+    message = f"the legacy parser {spec} failed to run: {last}"
+    if last.startswith(("ModuleNotFoundError", "ImportError")):
+        searched = ", ".join(map(str, path)) or "no --path"
+        message += (f" (searched {searched}); pass --path FOLDER, the folder holding the engine's top-level "
+                    f"package (relative to the project, the folder of its pyproject.toml)")
+    return message
+
+
+def engine_paths(spec: str, given: Sequence[Path]) -> list[Path]:
+    """Where the engine is imported from: the --path folders, then the project's own folder
+    for the legacy module's top-level package (its `src/` in a src layout), so a check run
+    from any subfolder of the project finds the engine without --path."""
+    top = spec.partition(":")[0].split(".")[0]
+    base = package_folder(project_root(), top).parent
+    found = [p.resolve() for p in given]
+    if (base / top).is_dir() and base.resolve() not in found:
+        found.append(base.resolve())
+    return found
 
 
 def legacy_parse(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = ()) -> list[dict[str, Any]]:
@@ -338,13 +364,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="the legacy record class, with add_cli_args and from_cli_args")
     parser.add_argument("--package", required=True, help="the generated package (e.g. myengine.config_bags)")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--corpus", type=Path, help="one legacy command line per line")
-    source.add_argument("--harvest", type=Path, metavar="DIR",
+    source.add_argument("--corpus", type=project_path, help="one legacy command line per line")
+    source.add_argument("--harvest", type=project_path, metavar="DIR",
                         help="collect launch lines from the Markdown, shell, Python and YAML files under DIR")
     parser.add_argument("--launcher", action="append", default=[], metavar="TEXT",
                         help="with --harvest: what a launch line runs (repeatable; default: the legacy "
                         "module's top-level package, e.g. myengine)")
-    parser.add_argument("--path", type=Path, action="append", default=[],
+    parser.add_argument("--path", type=project_path, action="append", default=[],
                         help="a folder to import the engine from (repeatable)")
     parser.add_argument("--import-engine", action="store_true",
                         help="consent to importing the engine (in a subprocess): it runs its code")
@@ -365,8 +391,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             corpus = [(f"corpus line {n}", words) for n, words in
                       read_corpus(args.corpus.read_text(encoding="utf-8"))]
-        report = check_lines(args.legacy, args.package, corpus, path=[p.resolve() for p in args.path])
-    except (OSError, CliCheckError) as exc:
+        report = check_lines(args.legacy, args.package, corpus, path=engine_paths(args.legacy, args.path))
+    except OSError as exc:
+        print(f"configbags cli-check: {input_problem(exc)}", file=sys.stderr)
+        return 2
+    except CliCheckError as exc:
         print(f"configbags cli-check: {exc}", file=sys.stderr)
         return 2
     print(report.render())

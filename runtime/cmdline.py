@@ -111,3 +111,17 @@ class UsageErrors(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n  (`{self.prog} --help` lists the flags; "
                      f"--help=KEYWORD the ones a word names)\n")
+
+
+def input_problem(exc: Exception) -> str:
+    """One line naming an input file a command could not read and what is wrong with it (a
+    missing file, Python that does not parse, bad YAML): never a traceback, never `[Errno 2]`."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return (f"{exc.filename}: {exc.strerror or exc}; check the path (a relative path is from the project: "
+                f"the folder of the nearest pyproject.toml, else the working folder)")
+    if isinstance(exc, SyntaxError):
+        return f"{exc.filename}:{exc.lineno}: does not parse as Python ({exc.msg}); fix the file"
+    mark = getattr(exc, "problem_mark", None)  # a yaml.MarkedYAMLError, without importing yaml here
+    if mark is not None:
+        return f"{mark.name}:{mark.line + 1}: not valid YAML ({getattr(exc, 'problem', None) or exc}); fix the file"
+    return str(exc)

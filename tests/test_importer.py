@@ -148,9 +148,37 @@ def test_cli_writes_a_schema_the_generator_loads(tmp_path: Path, capsys: pytest.
 def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "s.py"
     source.write_text(SOURCE)
-    assert main([f"{source}:Missing", "--out", str(tmp_path / "o")]) == 1
+    assert main([f"{source}:Missing", "--out", str(tmp_path / "o")]) == 2  # an input error, not a loss
     assert "no class 'Missing'" in capsys.readouterr().err
     assert main([str(source), "--out", str(tmp_path / "o")]) == 2
+
+
+@pytest.mark.parametrize("problem", ["missing source", "missing mapping", "bad mapping", "source does not parse"])
+def test_an_input_error_is_one_line_naming_the_file_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], problem: str
+) -> None:
+    source = tmp_path / "s.py"
+    source.write_text(SOURCE)
+    mapping = tmp_path / "mapping.yaml"
+    command = [f"{source}:ServerArgs", "--out", str(tmp_path / "o")]
+    named = source
+    if problem == "missing source":
+        named = tmp_path / "nope.py"
+        command[0] = f"{named}:ServerArgs"
+    elif problem == "missing mapping":
+        command += ["--mapping", str(mapping)]
+        named = mapping
+    elif problem == "bad mapping":
+        mapping.write_text("tp_size: [parallel\n")
+        command += ["--mapping", str(mapping)]
+        named = mapping
+    else:
+        source.write_text("class ServerArgs(:\n")
+    assert main(command) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"configbags import-dataclass: {named}"), err
+    assert "Errno" not in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "o").exists()
 
 
 NASTY = textwrap.dedent(
