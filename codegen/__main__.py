@@ -17,9 +17,9 @@ from black.parsing import InvalidInput
 from configbags.codegen.emit import emit
 from configbags.codegen.errors import SchemaInvalid
 from configbags.codegen.formatcache import FormatCache, default_cache_path
-from configbags.codegen.model import load_schema
+from configbags.codegen.model import Schema, load_schema
 from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import UsageErrors, terminal_progress
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import (
     ProjectSettings,
@@ -70,6 +70,23 @@ def resolve_target(args: argparse.Namespace, project: ProjectSettings) -> tuple[
 
 
 
+def _build(project: ProjectSettings, schema: Path, regen: str, package: str,
+           cache: FormatCache) -> tuple[Schema, dict[str, str]]:
+    """The schema model and the generated files. A large schema takes seconds cold (black
+    dominates): on a terminal the step is shown, and erased before anything is printed."""
+    progress = terminal_progress("gen: {what} (step {step} of {total})")
+    try:
+        if progress:
+            progress(0, 2, f"loading {project.rel(schema)}")
+        model = load_schema(schema)
+        if progress:
+            progress(1, 2, f"rendering and formatting {len(model.leaves)} leaves")
+        return model, emit(model, regen, package=package, cache=cache)
+    finally:
+        if progress:
+            progress(2, 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -93,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     regen = f"configbags gen --schema {project.rel(schema)} --package {package} --out {project.rel(out)}"
     cache = FormatCache(None if args.no_cache else default_cache_path(out))
     try:
-        model = load_schema(schema)
-        files = emit(model, regen, package=package, cache=cache)
+        model, files = _build(project, schema, regen, package, cache)
     except SchemaInvalid as exc:
         print(f"configbags gen: {len(exc.errors)} schema error(s); nothing was written", file=sys.stderr)
         for error in exc.errors:

@@ -38,7 +38,6 @@ from configbags.migrate.check import (
 from configbags.migrate.files import display_path
 from configbags.migrate.scan import (
     ScanSettings,
-    TerminalProgress,
     default_cache_path,
     default_jobs,
     scan_tree,
@@ -55,7 +54,7 @@ from configbags.migrate.settings import (
     read_ratchet_yaml,
     render_ratchet_yaml,
 )
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import TerminalProgress, UsageErrors, terminal_progress
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project, project_path
 
@@ -198,7 +197,7 @@ def _project_schema() -> Path:
 
 def _progress() -> TerminalProgress | None:
     """Progress of a cold scan on a terminal; nothing when stderr is piped or logged."""
-    return TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    return terminal_progress("ratchet: parsed {done} of {total} files")
 
 
 def _jobs(args: argparse.Namespace) -> int:

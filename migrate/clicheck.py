@@ -41,7 +41,7 @@ from typing import Any
 import attrs
 
 from configbags.migrate.harvest import harvest
-from configbags.runtime.cmdline import UsageErrors, input_problem
+from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, terminal_progress
 from configbags.runtime.project import package_folder, project_path, project_root
 
 # Runs in the subprocess: parse every command line with the legacy parser.
@@ -319,15 +319,21 @@ def compare(
 
 
 def check_lines(
-    spec: str, package: str, corpus: Sequence[tuple[str, list[str]]], *, path: Sequence[Path] = ()
+    spec: str, package: str, corpus: Sequence[tuple[str, list[str]]], *, path: Sequence[Path] = (),
+    progress: Progress | None = None,
 ) -> CliCheckReport:
-    """Compare the parsers on (where, argv) lines; abbreviations and notes reported too."""
+    """Compare the parsers on (where, argv) lines; abbreviations and notes reported too.
+    `progress(lines parsed, lines)` as the generated parser goes through them."""
     legacy = legacy_run(spec, [argv for _, argv in corpus], path=path)
     for folder in reversed(path):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
     try:
-        generated = [generated_parse(package, argv) for _, argv in corpus]
+        generated = []
+        for done, (_, argv) in enumerate(corpus, start=1):
+            generated.append(generated_parse(package, argv))
+            if progress is not None:
+                progress(done, len(corpus))
         registered = _generated_options(package)
     except ImportError as exc:
         raise CliCheckError(f"cannot import {package}.server_args: {exc}; run configbags gen first") from exc
@@ -349,11 +355,13 @@ def cli_check(spec: str, package: str, corpus_text: str, *, path: Sequence[Path]
     return check_lines(spec, package, corpus, path=path)
 
 
-def harvested(root: Path, spec: str, launchers: Sequence[str]) -> list[tuple[str, list[str]]]:
+def harvested(
+    root: Path, spec: str, launchers: Sequence[str], progress: Progress | None = None
+) -> list[tuple[str, list[str]]]:
     """The launch lines under `root` (configbags.migrate.harvest); the launchers default to
     the legacy module's top-level package name (`python -m myengine.launch_server ...`)."""
     names = list(launchers) or [spec.partition(":")[0].split(".")[0]]
-    return [(launch.where, list(launch.argv)) for launch in harvest(root, names)]
+    return [(launch.where, list(launch.argv)) for launch in harvest(root, names, progress)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -384,14 +392,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.harvest is not None:
-            corpus = harvested(args.harvest, args.legacy, args.launcher)
+            corpus = harvested(args.harvest, args.legacy, args.launcher,
+                               terminal_progress("cli-check: read {done} of {total} files"))
             if not corpus:
                 raise CliCheckError(f"no launch lines under {args.harvest} (launchers: "
                                     f"{args.launcher or [args.legacy.split('.')[0]]}); name them with --launcher")
         else:
             corpus = [(f"corpus line {n}", words) for n, words in
                       read_corpus(args.corpus.read_text(encoding="utf-8"))]
-        report = check_lines(args.legacy, args.package, corpus, path=engine_paths(args.legacy, args.path))
+        # the legacy side parses every line in one subprocess; the generated side shows its pace
+        report = check_lines(args.legacy, args.package, corpus, path=engine_paths(args.legacy, args.path),
+                             progress=terminal_progress("cli-check: parsed {done} of {total} lines"))
     except OSError as exc:
         print(f"configbags cli-check: {input_problem(exc)}", file=sys.stderr)
         return 2

@@ -70,7 +70,7 @@ from configbags.migrate.pytypes import name_of, schema_type
 from configbags.migrate.registration import Argument
 from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
-from configbags.runtime.cmdline import UsageErrors, input_problem
+from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, terminal_progress
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
 from configbags.runtime.project import find_pyproject, project_path, read_toml
@@ -1069,6 +1069,11 @@ def _engine_scan(args: argparse.Namespace, path: Path, class_name: str) -> tuple
     return root, ScanSettings(roots=(".",), excludes=excludes, record_class=class_name), tuple(resolution)
 
 
+def _scan_progress() -> Progress | None:
+    """The scan of --engine-root shows its progress on a terminal, as the ratchet's does."""
+    return terminal_progress("import-dataclass: scanned {done} of {total} files under --engine-root")
+
+
 def _startup_writes(args: argparse.Namespace, path: Path, class_name: str, result: ImportResult) -> list[str]:
     """A warning for each leaf imported `startup` that the engine writes after parsing,
     outside the resolution phase: such a write changes the record, not the bags, and as
@@ -1077,7 +1082,7 @@ def _startup_writes(args: argparse.Namespace, path: Path, class_name: str, resul
     imported = {name: spec for leaves in result.leaves.values() for name, spec in leaves.items()}
     startup = [name for name, spec in imported.items() if spec.get("override") == DEFAULT_OVERRIDE]
     where: dict[str, list[str]] = {}
-    for write in engine_writes(root, settings, startup, resolution):
+    for write in engine_writes(root, settings, startup, resolution, _scan_progress()):
         where.setdefault(write.leaf, []).append(f"{write.file}:{write.line}")
     mapping = args.mapping or "the --mapping file"
     return [
@@ -1099,7 +1104,7 @@ def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str)
     if args.engine_root is not None:
         root, settings, resolution = _engine_scan(args, path, class_name)
     proposal = propose(source, class_name, fields, engine_root=root, settings=settings, resolution=resolution,
-                       own=own)
+                       own=own, progress=_scan_progress())
     text = render(proposal, f"{path.name}:{class_name}")
     target: Path = args.propose_mapping
     if target.resolve() == path.resolve():
