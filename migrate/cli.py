@@ -469,6 +469,7 @@ def _fix(args: argparse.Namespace) -> int:
         resolution=inputs.resolution,
         rewrite_writes=args.rewrite_writes,
         policies=inputs.policies,
+        structured=_structured_leaves(args.schema),
     )
     print(report.render(dry_run=args.dry_run))
     if args.dry_run:
@@ -480,6 +481,17 @@ def _fix(args: argparse.Namespace) -> int:
     # the tree to the old lists until gen runs
     print(f"next: run {gen_hint(args.schema, package_folder)} so the generated ratchet_allowlist follows")
     return 0
+
+
+def _structured_leaves(schema: Path) -> frozenset[str]:
+    """The json leaves with a `structure:` (fix only: it loads the schema with the generator)."""
+    from configbags.codegen.errors import SchemaInvalid
+    from configbags.codegen.model import load_schema
+
+    try:
+        return frozenset(leaf.name for leaf in load_schema(schema).leaves if leaf.structure is not None)
+    except SchemaInvalid as exc:
+        raise RatchetConfigError(f"{schema}: the schema does not load ({exc}); fix it, then run fix again") from None
 
 
 def _accessors_module(

@@ -34,7 +34,7 @@ import shlex
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,8 @@ import argparse, contextlib, dataclasses, enum, importlib, io, json, sys
 def plain(value):
     if isinstance(value, enum.Enum):
         return plain(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a sub-config held whole
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, dict):
@@ -80,19 +82,40 @@ def notes(parser):
         out.append([flag, action.dest, "none-like" if none_like else "converter", name, none_like])
     return out
 
-spec, lines = json.loads(sys.stdin.read())
-module_name, _, class_name = spec.partition(":")
-cls = importlib.import_module(module_name)
-for part in class_name.split("."):
-    cls = getattr(cls, part)
+def load(spec):
+    module_name, _, class_name = spec.partition(":")
+    found = importlib.import_module(module_name)
+    for part in class_name.split("."):
+        found = getattr(found, part)
+    return found
+
+def defaults(value):
+    # a sub-config's defaults: what the keys a line leaves out mean
+    if not (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        return None
+    out = {}
+    for f in dataclasses.fields(value):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue
+        out[f.name] = defaults(default) if dataclasses.is_dataclass(default) else plain(default)
+    return out
+
+spec, parser_spec, lines = json.loads(sys.stdin.read())
+cls = load(spec)
+Parser = load(parser_spec) if parser_spec else argparse.ArgumentParser
 if hasattr(cls, "__post_init__"):
     cls.__post_init__ = lambda self: None  # the legacy resolution is not parsing
-first = argparse.ArgumentParser(prog="legacy")
+first = Parser(prog="legacy")
 cls.add_cli_args(first)
 options = sorted({o for a in first._actions for o in a.option_strings})
 out = []
+structured = {}
 for argv in lines:
-    parser = argparse.ArgumentParser(prog="legacy")
+    parser = Parser(prog="legacy")
     cls.add_cli_args(parser)
     err = io.StringIO()
     try:
@@ -108,8 +131,11 @@ for argv in lines:
         values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
     else:
         values = dict(vars(record))
+    for name, value in values.items():
+        if name not in structured and defaults(value) is not None:
+            structured[name] = defaults(value)
     out.append({"values": plain(values)})
-print(json.dumps({"results": out, "options": options, "notes": notes(first)}))
+print(json.dumps({"results": out, "options": options, "notes": notes(first), "structured": structured}))
 """
 
 
@@ -157,13 +183,16 @@ class Note:
 
     flag: str
     dest: str
-    kind: str  # action, converter, none-like
+    kind: str  # action, converter, none-like, structured (a converter that builds a sub-config dataclass)
     detail: str
 
     def render(self) -> str:
         if self.kind == "action":
             return (f"{self.flag} ({self.dest}): the custom action {self.detail} decides what it stores; the "
                     f"generated flag stores the value as its leaf type parses it")
+        if self.kind == "structured":
+            return (f"{self.flag} ({self.dest}): the type converter {self.detail} builds a sub-config dataclass; "
+                    f"compared as the generated dict of the keys given over that dataclass's defaults")
         if self.kind == "none-like":
             return (f"{self.flag} ({self.dest}): the type converter {self.detail} turns "
                     f"'None'-like strings into None; the generated flag keeps the string")
@@ -178,9 +207,11 @@ class CliCheckReport:
     differences: tuple[Difference, ...]
     abbreviations: tuple[tuple[Abbreviation, bool], ...] = ()  # with: does the generated parser take it
     notes: tuple[Note, ...] = ()
+    hints: tuple[str, ...] = ()
 
     def render(self) -> str:
         out = [d.render() for d in self.differences]
+        out += [f"hint: {h}" for h in self.hints]
         out += [f"note: {a.render(accepted)}" for a, accepted in self.abbreviations]
         out += [f"note: {n.render()}" for n in self.notes]
         if self.legacy_only:
@@ -208,22 +239,28 @@ class LegacySide:
     results: tuple[dict[str, Any], ...]
     options: tuple[str, ...]  # every option string the legacy parser declares
     notes: tuple[Note, ...]
+    # field -> the defaults of the sub-config dataclass it holds (`compilation_config:
+    # CompilationConfig`): what a key that a line leaves out means
+    structured: Mapping[str, Any] = attrs.Factory(dict)
 
 
-def legacy_run(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = ()) -> LegacySide:
-    """Parse each argv with the legacy parser, in a subprocess."""
+def legacy_run(
+    spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = (), parser: str | None = None
+) -> LegacySide:
+    """Parse each argv with the legacy parser (an `argparse.ArgumentParser`, or the engine's
+    own subclass `parser`, MODULE:CLASS), in a subprocess."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([*map(str, path), *sys.path])
     done = subprocess.run(
         [sys.executable, "-c", _LEGACY_SIDE],
-        input=json.dumps([spec, list(argvs)]),
+        input=json.dumps([spec, parser, list(argvs)]),
         capture_output=True, text=True, env=env, check=False, timeout=600,
     )
     if done.returncode != 0:
         raise CliCheckError(_failure(spec, done.stderr, path))
     data = json.loads(done.stdout)
     notes = tuple(Note(n[0], n[1], n[2], n[3]) for n in data["notes"])
-    return LegacySide(tuple(data["results"]), tuple(data["options"]), notes)
+    return LegacySide(tuple(data["results"]), tuple(data["options"]), notes, data["structured"])
 
 
 def _failure(spec: str, stderr: str, path: Sequence[Path]) -> str:
@@ -264,7 +301,9 @@ def generated_parse(package: str, argv: list[str]) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             record = record_type.from_cli(argv, prog="generated")
     except SystemExit:
-        return {"error": err.getvalue().strip().splitlines()[-1:] or ["refused"]}
+        lines = err.getvalue().strip().splitlines()
+        # the error line, not the hint under it
+        return {"error": [line for line in lines if ": error: " in line][-1:] or lines[-1:] or ["refused"]}
     values: dict[str, Any] = record.to_dict()
     return {"values": json.loads(json.dumps(values))}  # tuples as lists, like the legacy side
 
@@ -290,12 +329,28 @@ def prefixes(argvs: Iterable[tuple[str, Sequence[str]]], options: Iterable[str])
     return found
 
 
+def with_defaults(value: Any, defaults: Any) -> Any:
+    """A nested json leaf's value as the legacy sub-config means it: the keys given, over
+    the config dataclass's defaults for the keys left out (nested configs likewise)."""
+    if not (isinstance(value, dict) and isinstance(defaults, dict)):
+        return value
+    merged = dict(defaults)
+    for key, given in value.items():
+        merged[key] = with_defaults(given, defaults.get(key))
+    return merged
+
+
 def compare(
     corpus: Sequence[tuple[int, list[str]]],
     legacy: Sequence[dict[str, Any]],
     generated: Sequence[dict[str, Any]],
     wheres: Sequence[str] | None = None,
+    structured: Mapping[str, Any] | None = None,
 ) -> CliCheckReport:
+    """Every leaf whose values differ, and every line one side refuses. A leaf the legacy
+    record holds as a sub-config dataclass (`structured`: its defaults) is compared as the
+    generated dict of the keys given over those defaults."""
+    structured = structured or {}
     differences: list[Difference] = []
     compared: set[str] = set()
     legacy_only: set[str] = set()
@@ -313,18 +368,19 @@ def compare(
         legacy_only.update(k for k in old_values if k not in new_values)
         for leaf in sorted(old_values.keys() & new_values.keys()):
             compared.add(leaf)
-            if old_values[leaf] != new_values[leaf]:
+            new_value = with_defaults(new_values[leaf], structured[leaf]) if leaf in structured else new_values[leaf]
+            if old_values[leaf] != new_value:
                 differences.append(Difference(line, shown, leaf, old_values[leaf], new_values[leaf], where))
     return CliCheckReport(len(corpus), tuple(sorted(compared)), tuple(sorted(legacy_only)), tuple(differences))
 
 
 def check_lines(
     spec: str, package: str, corpus: Sequence[tuple[str, list[str]]], *, path: Sequence[Path] = (),
-    progress: Progress | None = None,
+    progress: Progress | None = None, parser: str | None = None,
 ) -> CliCheckReport:
     """Compare the parsers on (where, argv) lines; abbreviations and notes reported too.
     `progress(lines parsed, lines)` as the generated parser goes through them."""
-    legacy = legacy_run(spec, [argv for _, argv in corpus], path=path)
+    legacy = legacy_run(spec, [argv for _, argv in corpus], path=path, parser=parser)
     for folder in reversed(path):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
@@ -338,9 +394,25 @@ def check_lines(
     except ImportError as exc:
         raise CliCheckError(f"cannot import {package}.server_args: {exc}; run configbags gen first") from exc
     numbered = [(i, argv) for i, (_, argv) in enumerate(corpus, start=1)]
-    report = compare(numbered, legacy.results, generated, [w for w, _ in corpus])
+    report = compare(numbered, legacy.results, generated, [w for w, _ in corpus], legacy.structured)
     abbreviations = tuple((a, a.prefix in registered) for a in prefixes(corpus, legacy.options))
-    return attrs.evolve(report, abbreviations=abbreviations, notes=legacy.notes)
+    notes = tuple(attrs.evolve(n, kind="structured") if n.kind == "converter" and n.dest in legacy.structured else n
+                  for n in legacy.notes)
+    return attrs.evolve(report, abbreviations=abbreviations, notes=notes, hints=_hints(report, parser))
+
+
+def _hints(report: CliCheckReport, parser: str | None) -> tuple[str, ...]:
+    """The fix when the legacy side refused what only the engine's own parser takes."""
+    dotted = any(
+        d.leaf == "<parse>" and isinstance(d.legacy, list)
+        and any("unrecognized arguments:" in str(e) and "." in str(e).partition("unrecognized arguments:")[2]
+                for e in d.legacy)
+        for d in report.differences
+    )
+    if dotted and parser is None:
+        return ("the legacy side refused dotted sub-keys (--leaf.key VALUE) that a plain argparse parser does not "
+                "take; if the engine parses with its own ArgumentParser subclass, name it: --parser MODULE:CLASS",)
+    return ()
 
 
 def _generated_options(package: str) -> set[str]:
@@ -350,9 +422,11 @@ def _generated_options(package: str) -> set[str]:
     return {o for a in parser._actions for o in a.option_strings}
 
 
-def cli_check(spec: str, package: str, corpus_text: str, *, path: Sequence[Path] = ()) -> CliCheckReport:
+def cli_check(
+    spec: str, package: str, corpus_text: str, *, path: Sequence[Path] = (), parser: str | None = None
+) -> CliCheckReport:
     corpus = [(f"corpus line {n}", argv) for n, argv in read_corpus(corpus_text)]
-    return check_lines(spec, package, corpus, path=path)
+    return check_lines(spec, package, corpus, path=path, parser=parser)
 
 
 def harvested(
@@ -378,6 +452,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--launcher", action="append", default=[], metavar="TEXT",
                         help="with --harvest: what a launch line runs (repeatable; default: the legacy "
                         "module's top-level package, e.g. myengine)")
+    parser.add_argument("--parser", metavar="MODULE:CLASS",
+                        help="the engine's own ArgumentParser subclass, when it parses more than argparse "
+                        "does (e.g. dotted sub-keys, --compilation-config.level 3); default argparse.ArgumentParser")
     parser.add_argument("--path", type=project_path, action="append", default=[],
                         help="a folder to import the engine from (repeatable)")
     parser.add_argument("--import-engine", action="store_true",
@@ -402,7 +479,8 @@ def main(argv: list[str] | None = None) -> int:
                       read_corpus(args.corpus.read_text(encoding="utf-8"))]
         # the legacy side parses every line in one subprocess; the generated side shows its pace
         report = check_lines(args.legacy, args.package, corpus, path=engine_paths(args.legacy, args.path),
-                             progress=terminal_progress("cli-check: parsed {done} of {total} lines"))
+                             progress=terminal_progress("cli-check: parsed {done} of {total} lines"),
+                             parser=args.parser)
     except OSError as exc:
         print(f"configbags cli-check: {input_problem(exc)}", file=sys.stderr)
         return 2

@@ -490,6 +490,14 @@ def _conversions(record: _Record, field: Field, argument: Argument, spec: dict[s
     converter = argument.kwargs.get("type")
     if converter is None or name_of(converter) in _PLAIN_CONVERTERS:
         return
+    if _builds_its_structure(field, converter):
+        record.warnings.append(
+            f"{record.origin}:{field.line}: {field.name}: `{ast.unparse(converter)}` builds the config dataclass "
+            f"from JSON; the generated {argument.flags[0]} takes the same JSON and dotted keys "
+            f"({argument.flags[0]}.KEY VALUE), checked against the leaf's structure, and holds a dict of the "
+            f"keys given: code that reads the leaf builds the dataclass from it (`ratchet fix` leaves those "
+            f"reads to you)")
+        return
     if _none_like(record.module, converter):
         record.lose(field.name, f"the type converter `{ast.unparse(converter)}` turns 'None'-like strings into "
                                 f"None; the generated {argument.flags[0]} keeps the string")
@@ -499,6 +507,21 @@ def _conversions(record: _Record, field: Field, argument: Argument, spec: dict[s
 
 
 _PLAIN_CONVERTERS = {"int", "float", "str", "bool"}
+
+
+def _builds_its_structure(field: Field, converter: ast.expr) -> bool:
+    """Is `type=` the JSON reader of the field's own config dataclass (`json.loads`, or a
+    method of the class the annotation names: `CompilationConfig.from_cli`)? Then the
+    structured json leaf parses what it parsed."""
+    if field.structure is None:
+        return False
+    if ast.unparse(converter) == "json.loads":
+        return True
+    if not isinstance(converter, ast.Attribute) or field.annotation is None:
+        return False
+    owner = ast.unparse(converter.value)
+    return any(ast.unparse(node) == owner for node in ast.walk(field.annotation)
+               if isinstance(node, (ast.Name, ast.Attribute)))
 
 
 def _none_like(module: Module, converter: ast.expr) -> bool:
