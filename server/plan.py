@@ -28,7 +28,6 @@ import textwrap
 import time
 from collections.abc import Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -155,11 +154,12 @@ def _chart_path(text: str) -> str:
     from configbags.runtime.errors import OutputFileError
     from configbags.runtime.yamlsafe import check_output_path
 
+    path = project_path(text)  # relative to the project, as every configbags path
     try:
-        check_output_path(Path(text), "--chart")
+        check_output_path(path, "--chart")
     except OutputFileError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    return str(path)
 
 
 def build_parser(package: str | None = None) -> argparse.ArgumentParser:
