@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import io
 import json
@@ -435,6 +436,9 @@ def harvested(
     """The launch lines under `root` (configbags.migrate.harvest); the launchers default to
     the legacy module's top-level package name (`python -m myengine.launch_server ...`)."""
     names = list(launchers) or [spec.partition(":")[0].split(".")[0]]
+    if not root.is_dir():  # a typo would harvest nothing, in silence
+        raise (NotADirectoryError(errno.ENOTDIR, "--harvest names no folder", str(root)) if root.exists()
+               else FileNotFoundError(errno.ENOENT, "--harvest: no such folder", str(root)))
     return [(launch.where, list(launch.argv)) for launch in harvest(root, names, progress)]
 
 

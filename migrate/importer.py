@@ -945,6 +945,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     path = project_path(file_name)
     try:
+        if args.engine_root is not None and not args.engine_root.is_dir():
+            raise ImportInputError(f"--engine-root {args.engine_root}: no such folder (it names the engine's "
+                                   f"package, searched for writes; relative to the project)")
         source = path.read_text(encoding="utf-8")
         if args.propose_mapping is not None:
             return _propose(args, source, path, class_name)
