@@ -185,13 +185,13 @@ def main(argv: list[str]) -> int:
 
 def _project_schema() -> Path:
     """The schema of the project around the working folder (from any subfolder of it), as
-    `configbags gen` finds it; ./schema outside a configured project."""
+    `configbags gen` finds it; the project's ./schema without [tool.configbags]."""
     try:
         project = load_project()
     except ConfigError as exc:
         raise RatchetConfigError(str(exc)) from None
     if not project.configured:
-        return Path("schema")
+        return project_path("schema")
     return project.schema
 
 

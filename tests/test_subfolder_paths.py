@@ -54,6 +54,7 @@ def test_the_migration_runs_as_written_from_a_subfolder(engine: Path) -> None:
     assert "`configbags gen --schema schema --out legacy_engine/config_bags`" in init
     ok(run(sub, "gen", "--schema", "schema", "--out", "legacy_engine/config_bags"))
     assert "ratchet ok" in ok(run(sub, "ratchet", "check", "--schema", "schema"))
+    assert "ratchet ok" in ok(run(sub, "ratchet", "check"))  # the project's schema/, with no table naming it
     accessors = ["--accessors-module", "legacy_engine.config_bags.accessors"]
     assert "would rewrite" in ok(run(sub, "ratchet", "fix", "--schema", "schema", *accessors, "--dry-run"))
     ok(run(sub, "ratchet", "fix", "--schema", "schema", *accessors, "--only", "legacy_engine/model_runner.py"))
