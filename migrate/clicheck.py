@@ -34,6 +34,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -44,6 +45,9 @@ import attrs
 from configbags.migrate.harvest import harvest
 from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, terminal_progress
 from configbags.runtime.project import package_folder, project_path, project_root
+
+# How the legacy side reports a parsed line on its stderr, when asked to.
+PROGRESS_MARK = "configbags-cli-check-progress: "
 
 # Runs in the subprocess: parse every command line with the legacy parser.
 _LEGACY_SIDE = r"""
@@ -105,7 +109,7 @@ def defaults(value):
         out[f.name] = defaults(default) if dataclasses.is_dataclass(default) else plain(default)
     return out
 
-spec, parser_spec, lines = json.loads(sys.stdin.read())
+spec, parser_spec, lines, mark = json.loads(sys.stdin.read())
 cls = load(spec)
 Parser = load(parser_spec) if parser_spec else argparse.ArgumentParser
 if hasattr(cls, "__post_init__"):
@@ -115,6 +119,12 @@ cls.add_cli_args(first)
 options = sorted({o for a in first._actions for o in a.option_strings})
 out = []
 structured = {}
+
+def progress():
+    if mark:  # one line per parsed command line, read by the parent (cli-check's progress)
+        sys.stderr.write(f"{mark}{len(out)} {len(lines)}\n")
+        sys.stderr.flush()
+
 for argv in lines:
     parser = Parser(prog="legacy")
     cls.add_cli_args(parser)
@@ -124,9 +134,11 @@ for argv in lines:
             record = cls.from_cli_args(parser.parse_args(argv))
     except SystemExit:
         out.append({"error": err.getvalue().strip().splitlines()[-1:] or ["refused"]})
+        progress()
         continue
     except Exception as exc:
         out.append({"error": [f"{type(exc).__name__}: {exc}"]})
+        progress()
         continue
     if dataclasses.is_dataclass(record):
         values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
@@ -136,6 +148,7 @@ for argv in lines:
         if name not in structured and defaults(value) is not None:
             structured[name] = defaults(value)
     out.append({"values": plain(values)})
+    progress()
 print(json.dumps({"results": out, "options": options, "notes": notes(first), "structured": structured}))
 """
 
@@ -246,22 +259,58 @@ class LegacySide:
 
 
 def legacy_run(
-    spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = (), parser: str | None = None
+    spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = (), parser: str | None = None,
+    progress: Progress | None = None,
 ) -> LegacySide:
     """Parse each argv with the legacy parser (an `argparse.ArgumentParser`, or the engine's
-    own subclass `parser`, MODULE:CLASS), in a subprocess."""
+    own subclass `parser`, MODULE:CLASS), in a subprocess; `progress(lines parsed, lines)`
+    as it goes."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([*map(str, path), *sys.path])
-    done = subprocess.run(
-        [sys.executable, "-c", _LEGACY_SIDE],
-        input=json.dumps([spec, parser, list(argvs)]),
-        capture_output=True, text=True, env=env, check=False, timeout=600,
-    )
-    if done.returncode != 0:
-        raise CliCheckError(_failure(spec, done.stderr, path))
-    data = json.loads(done.stdout)
+    payload = json.dumps([spec, parser, list(argvs), PROGRESS_MARK if progress is not None else None])
+    code, stdout, stderr = _legacy_process(payload, env, progress)
+    if code != 0:
+        raise CliCheckError(_failure(spec, stderr, path))
+    data = json.loads(stdout)
     notes = tuple(Note(n[0], n[1], n[2], n[3]) for n in data["notes"])
     return LegacySide(tuple(data["results"]), tuple(data["options"]), notes, data["structured"])
+
+
+_LEGACY_TIMEOUT_S = 600
+
+
+def _legacy_process(payload: str, env: dict[str, str], progress: Progress | None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of the legacy side. With `progress`, its stderr is read as
+    it comes: the lines that start with PROGRESS_MARK are its progress, the rest its errors."""
+    command = [sys.executable, "-c", _LEGACY_SIDE]
+    if progress is None:
+        done = subprocess.run(command, input=payload, capture_output=True, text=True, env=env, check=False,
+                              timeout=_LEGACY_TIMEOUT_S)
+        return done.returncode, done.stdout, done.stderr
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=env) as child:
+        stdin, out, err = child.stdin, child.stdout, child.stderr
+        assert stdin is not None  # all three are pipes, as asked
+        assert out is not None
+        assert err is not None
+        watchdog = threading.Timer(_LEGACY_TIMEOUT_S, child.kill)  # as subprocess.run's timeout
+        watchdog.start()
+        stdout: list[str] = []
+        reader = threading.Thread(target=lambda: stdout.append(out.read()), daemon=True)
+        reader.start()
+        stdin.write(payload)  # the side reads it whole before it writes anything
+        stdin.close()
+        errors: list[str] = []
+        for line in err:
+            if line.startswith(PROGRESS_MARK):
+                done_lines, total = line[len(PROGRESS_MARK):].split()
+                progress(int(done_lines), int(total))
+            else:
+                errors.append(line)
+        reader.join()
+        code = child.wait()
+        watchdog.cancel()
+    return code, "".join(stdout), "".join(errors)
 
 
 def _failure(spec: str, stderr: str, path: Sequence[Path]) -> str:
@@ -377,11 +426,12 @@ def compare(
 
 def check_lines(
     spec: str, package: str, corpus: Sequence[tuple[str, list[str]]], *, path: Sequence[Path] = (),
-    progress: Progress | None = None, parser: str | None = None,
+    progress: Progress | None = None, parser: str | None = None, legacy_progress: Progress | None = None,
 ) -> CliCheckReport:
     """Compare the parsers on (where, argv) lines; abbreviations and notes reported too.
-    `progress(lines parsed, lines)` as the generated parser goes through them."""
-    legacy = legacy_run(spec, [argv for _, argv in corpus], path=path, parser=parser)
+    `legacy_progress` and `progress`: (lines parsed, lines) as the legacy and the generated
+    parser go through them."""
+    legacy = legacy_run(spec, [argv for _, argv in corpus], path=path, parser=parser, progress=legacy_progress)
     for folder in reversed(path):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
@@ -481,10 +531,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             corpus = [(f"corpus line {n}", words) for n, words in
                       read_corpus(args.corpus.read_text(encoding="utf-8"))]
-        # the legacy side parses every line in one subprocess; the generated side shows its pace
-        report = check_lines(args.legacy, args.package, corpus, path=engine_paths(args.legacy, args.path),
-                             progress=terminal_progress("cli-check: parsed {done} of {total} lines"),
-                             parser=args.parser)
+        report = check_lines(
+            args.legacy, args.package, corpus, path=engine_paths(args.legacy, args.path), parser=args.parser,
+            legacy_progress=terminal_progress("cli-check: the legacy parser parsed {done} of {total} lines"),
+            progress=terminal_progress("cli-check: the generated parser parsed {done} of {total} lines"),
+        )
     except OSError as exc:
         print(f"configbags cli-check: {input_problem(exc)}", file=sys.stderr)
         return 2

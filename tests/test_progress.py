@@ -97,9 +97,17 @@ def test_long_commands_show_progress_on_a_terminal_only(engine: Path) -> None:
     for tty in (True, False):
         code, out, err = _run(engine, *check, "--corpus", "cli_corpus.txt", tty=tty)
         assert code == 0 and "cli-check ok: 42 command lines" in out, err
-        assert ("\rcli-check: parsed 1 of 42 lines" in err) is tty, err
+        assert ("\rcli-check: the legacy parser parsed 1 of 42 lines" in err) is tty, err
         code, out, err = _run(engine, *check, "--harvest", ".", tty=tty)
         assert code == 0 and "cli-check ok: 1 command lines" in out, err
         assert ("\rcli-check: read 1 of " in err) is tty, err
         if not tty:
             assert err == ""
+    # a legacy side that fails says so in one line, on a terminal too
+    code, _, err = _run(engine, "cli-check", "--legacy", "nosuch.server_args:ServerArgs", "--package",
+                        "legacy_engine.config_bags", "--corpus", "cli_corpus.txt", "--import-engine", tty=True)
+    assert code == 2
+    assert [line for line in err.replace(ERASE, "").splitlines() if line.strip()] == [
+        "configbags cli-check: the legacy parser nosuch.server_args:ServerArgs failed to run: ModuleNotFoundError: "
+        "No module named 'nosuch' (searched no --path); pass --path FOLDER, the folder holding the "
+        "engine's top-level package (relative to the project, the folder of its pyproject.toml)"], err
