@@ -37,7 +37,7 @@ import yaml
 
 from configbags.runtime import roles as role_modes
 from configbags.runtime.cmdline import UsageErrors
-from configbags.runtime.project import load_project
+from configbags.runtime.project import load_project, project_path
 from configbags.runtime.roles import RAW_RECORD
 
 # A line `audit record` writes before running the command, so `report` can default the
@@ -330,7 +330,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         description="Run CMD with CONFIGBAGS_ROLE_NAMESPACES=record; every process it starts "
         "appends (role, namespace) pairs to --out as they happen.",
     )
-    rec.add_argument("--out", type=Path, default=Path(role_modes.DEFAULT_OUT),
+    rec.add_argument("--out", type=project_path, default=str(role_modes.DEFAULT_OUT),
                      help=f"observation file (default: {role_modes.DEFAULT_OUT})")
     rec.add_argument("--append", action="store_true",
                      help="add to --out instead of starting it afresh")
@@ -339,7 +339,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         "report",
         help="declared vs observed namespaces per role, and a proposed audit record",
     )
-    rep.add_argument("files", nargs="+", type=Path, metavar="FILES")
+    rep.add_argument("files", nargs="+", type=project_path, metavar="FILES")
     rep.add_argument("--workload", help="what the recorded run exercised (default: its command)")
     rep.add_argument("--date", type=_iso_date, help="audit date, YYYY-MM-DD (default: the run's)")
     rep.add_argument("--package", help="the generated config package whose roles to compare "

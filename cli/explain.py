@@ -22,6 +22,7 @@ from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
+from configbags.runtime.project import project_path
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
 
 
@@ -36,7 +37,7 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     facts.add_argument("--gpu-name", metavar="NAME", help="e.g. 'NVIDIA H100 80GB HBM3'")
     facts.add_argument("--gpu-memory", type=parse_bytes, metavar="SIZE", help="total GPU memory, e.g. 80GiB")
     facts.add_argument("--gpu-sm", type=int, metavar="SM", help="compute capability as major*10+minor, e.g. 90")
-    facts.add_argument("--model-config", metavar="FILE", help="the model's config.json")
+    facts.add_argument("--model-config", type=project_path, metavar="FILE", help="the model's config.json")
     parser.add_argument("--role", default="launcher", help="the role to publish as (default: launcher)")
     parser.add_argument("--package", metavar="PKG", help="the generated config package (default: the project's)")
     parser.add_argument("--json", action="store_true", help="print explain() as JSON")
@@ -102,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = UsageErrors(prog="configbags explain LEAF", allow_abbrev=False)
         record_type.add_cli_args(server)
         if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
-            server_argv += ["--model-path", ns.model_config or "model"]  # explain loads no weights
+            server_argv += ["--model-path", str(ns.model_config or "model")]  # explain loads no weights
         record = record_type.from_cli_args(server.parse_args(server_argv))
         with ctx.restoring():
             ctx.publish(record, role=ns.role, facts=facts_from(ns))

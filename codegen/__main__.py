@@ -17,15 +17,16 @@ from black.parsing import InvalidInput
 from configbags.codegen.emit import emit
 from configbags.codegen.errors import SchemaInvalid
 from configbags.codegen.formatcache import FormatCache, default_cache_path
-from configbags.codegen.model import load_schema
+from configbags.codegen.model import Schema, load_schema
 from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import UsageErrors, terminal_progress
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import (
     ProjectSettings,
     load_project,
     package_folder,
     package_of_folder,
+    project_path,
 )
 from configbags.runtime.resolve import rule_cycles
 
@@ -37,10 +38,10 @@ EXIT_INTERNAL = 3
 def _parser() -> argparse.ArgumentParser:
     parser = UsageErrors(prog="configbags gen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--schema", type=Path, help="schema folder (default: [tool.configbags] schema, else schema)")
+    parser.add_argument("--schema", type=project_path, help="schema folder (default: [tool.configbags] schema, else schema)")
     parser.add_argument("--package", help="import name of the generated package, e.g. myengine.config "
                                           "(default: [tool.configbags] package)")
-    parser.add_argument("--out", type=Path, help="output folder (default: [tool.configbags] out, else the "
+    parser.add_argument("--out", type=project_path, help="output folder (default: [tool.configbags] out, else the "
                                                  "package's folder in the project)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if out is stale")
     parser.add_argument("--no-cache", action="store_true",
@@ -69,6 +70,23 @@ def resolve_target(args: argparse.Namespace, project: ProjectSettings) -> tuple[
 
 
 
+def _build(project: ProjectSettings, schema: Path, regen: str, package: str,
+           cache: FormatCache) -> tuple[Schema, dict[str, str]]:
+    """The schema model and the generated files. A large schema takes seconds cold (black
+    dominates): on a terminal the step is shown, and erased before anything is printed."""
+    progress = terminal_progress("gen: {what} (step {step} of {total})")
+    try:
+        if progress:
+            progress(0, 2, f"loading {project.rel(schema)}")
+        model = load_schema(schema)
+        if progress:
+            progress(1, 2, f"rendering and formatting {len(model.leaves)} leaves")
+        return model, emit(model, regen, package=package, cache=cache)
+    finally:
+        if progress:
+            progress(2, 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -92,8 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     regen = f"configbags gen --schema {project.rel(schema)} --package {package} --out {project.rel(out)}"
     cache = FormatCache(None if args.no_cache else default_cache_path(out))
     try:
-        model = load_schema(schema)
-        files = emit(model, regen, package=package, cache=cache)
+        model, files = _build(project, schema, regen, package, cache)
     except SchemaInvalid as exc:
         print(f"configbags gen: {len(exc.errors)} schema error(s); nothing was written", file=sys.stderr)
         for error in exc.errors:

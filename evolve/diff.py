@@ -31,7 +31,7 @@ from configbags.evolve.view import LeafView, SchemaInvalid, SchemaView, Where, l
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.leaftypes import TypeSpec
-from configbags.runtime.project import load_project
+from configbags.runtime.project import load_project, project_path
 from configbags.runtime.spelling import spellings
 from configbags.runtime.yamlsafe import load_yaml, read_text_limited
 
@@ -472,14 +472,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("old", nargs="?", help="the old schema: a folder, a revision (REV) or REV:PATH")
     parser.add_argument("new", nargs="?", help="the new schema (default: the project's schema folder)")
     parser.add_argument("--against", metavar="REV", help="compare the working schema with the one at REV")
-    parser.add_argument("--schema", type=Path, help="the schema folder (default: [tool.configbags] schema)")
+    parser.add_argument("--schema", type=project_path, help="the schema folder (default: [tool.configbags] schema)")
     parser.add_argument("--format", choices=report.FORMATS, default="table", help="output format (default: table)")
     parser.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
     parser.add_argument("--fail-on", default="breaking", choices=["breaking", "warning", "info", "never"],
                         help="exit 1 when a finding of this severity or worse is not allowed (default: breaking)")
-    parser.add_argument("--allow", type=Path, metavar="FILE",
+    parser.add_argument("--allow", type=project_path, metavar="FILE",
                         help=f"intentional breaks (default: {ALLOW_FILE} in the new schema folder, if there)")
-    parser.add_argument("--changes-md", type=Path, metavar="FILE",
+    parser.add_argument("--changes-md", type=project_path, metavar="FILE",
                         help="write a 'Changes since OLD' section into FILE (e.g. a release's CONFIG.md)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write cached schema views")
     return parser

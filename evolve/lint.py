@@ -43,7 +43,7 @@ from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaV
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
 from configbags.runtime.leaftypes import check_bounds, closest
-from configbags.runtime.project import load_project
+from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import KUBERNETES_ENV, json_value, parse_env
 from configbags.runtime.registry import LeafSpec
 
@@ -348,8 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = UsageErrors(
         prog="configbags lint", allow_abbrev=False,
         description="Check flags, environment variables and config keys in deployment files against a schema.")
-    parser.add_argument("paths", nargs="+", type=Path, help="files and folders to lint")
-    parser.add_argument("--schema", type=Path, help="the schema folder (default: [tool.configbags] schema)")
+    parser.add_argument("paths", nargs="+", type=project_path, help="files and folders to lint")
+    parser.add_argument("--schema", type=project_path, help="the schema folder (default: [tool.configbags] schema)")
     parser.add_argument("--target", metavar="REV", help="lint against the schema at this git revision (a release "
                         "you are about to upgrade to)")
     parser.add_argument("--launcher", action="append", metavar="PATTERN",

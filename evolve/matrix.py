@@ -43,7 +43,7 @@ from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
-from configbags.runtime.project import load_project
+from configbags.runtime.project import load_project, project_path
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
 from configbags.runtime.yamlsafe import load_yaml, read_text_limited
 
@@ -254,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="configbags matrix", allow_abbrev=False,
         description="Resolve declared launch shapes x every leaf (value, layer, rule) and hold the result "
                     "as a golden file.")
-    parser.add_argument("--shapes", type=Path, metavar="FILE",
+    parser.add_argument("--shapes", type=project_path, metavar="FILE",
                         help=f"the shapes file (default: {SHAPES_FILE} in the project's schema folder)")
     parser.add_argument("--package", metavar="PKG", help="the generated package (default: the shapes "
                         "file's `package`, else the project's)")

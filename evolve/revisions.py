@@ -14,6 +14,7 @@ from pathlib import Path
 import attrs
 
 from configbags.runtime.errors import ConfigError
+from configbags.runtime.project import project_path
 
 
 @attrs.frozen
@@ -80,7 +81,7 @@ def checkout(rev: str, path: Path) -> Iterator[Side]:
 def side(text: str, default_schema: Path) -> Iterator[Side]:
     """A side as the user wrote it: a folder, `REV:PATH`, or a revision of the project's
     schema folder."""
-    as_path = Path(text)
+    as_path = project_path(text)  # a folder is relative to the project, as every configbags path
     if as_path.is_dir():
         yield Side(as_path, text)
         return

@@ -23,6 +23,7 @@ import httpx
 
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
+from configbags.runtime.project import project_path
 from configbags.runtime.yamlsafe import load_yaml, read_text_limited
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
@@ -299,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                "listed; 3 some server could not be read (nothing broken among the rest); 2 bad usage.")
     parser.add_argument("urls", nargs="*", metavar="URL", help="a server (http://host:port), or ROLE=URL "
                         "to say which role it must have")
-    parser.add_argument("--servers", type=Path, metavar="FILE",
+    parser.add_argument("--servers", type=project_path, metavar="FILE",
                         help="YAML/JSON: servers: [{url: ..., role: ..., key_env: VAR}]")
     parser.add_argument("--api-key", default=os.environ.get(KEY_ENV),
                         help=f"the servers' read key (default: ${KEY_ENV}); key/key_env in FILE wins")

@@ -38,7 +38,6 @@ from configbags.migrate.check import (
 from configbags.migrate.files import display_path
 from configbags.migrate.scan import (
     ScanSettings,
-    TerminalProgress,
     default_cache_path,
     default_jobs,
     scan_tree,
@@ -55,9 +54,9 @@ from configbags.migrate.settings import (
     read_ratchet_yaml,
     render_ratchet_yaml,
 )
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import TerminalProgress, UsageErrors, terminal_progress
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.project import load_project
+from configbags.runtime.project import load_project, project_path
 
 if TYPE_CHECKING:
     from configbags.migrate.fix import FixReport
@@ -75,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--schema", type=Path, default=None,
+        sub.add_argument("--schema", type=project_path, default=None,
                          help="schema folder (default: [tool.configbags] schema of the project around the "
                          "working folder, else ./schema)")
         sub.add_argument(
@@ -186,19 +185,19 @@ def main(argv: list[str]) -> int:
 
 def _project_schema() -> Path:
     """The schema of the project around the working folder (from any subfolder of it), as
-    `configbags gen` finds it; ./schema outside a configured project."""
+    `configbags gen` finds it; the project's ./schema without [tool.configbags]."""
     try:
         project = load_project()
     except ConfigError as exc:
         raise RatchetConfigError(str(exc)) from None
     if not project.configured:
-        return Path("schema")
+        return project_path("schema")
     return project.schema
 
 
 def _progress() -> TerminalProgress | None:
     """Progress of a cold scan on a terminal; nothing when stderr is piped or logged."""
-    return TerminalProgress(sys.stderr) if sys.stderr.isatty() else None
+    return terminal_progress("ratchet: parsed {done} of {total} files")
 
 
 def _jobs(args: argparse.Namespace) -> int:
@@ -470,6 +469,7 @@ def _fix(args: argparse.Namespace) -> int:
         resolution=inputs.resolution,
         rewrite_writes=args.rewrite_writes,
         policies=inputs.policies,
+        structured=_structured_leaves(args.schema),
     )
     print(report.render(dry_run=args.dry_run))
     if args.dry_run:
@@ -481,6 +481,17 @@ def _fix(args: argparse.Namespace) -> int:
     # the tree to the old lists until gen runs
     print(f"next: run {gen_hint(args.schema, package_folder)} so the generated ratchet_allowlist follows")
     return 0
+
+
+def _structured_leaves(schema: Path) -> frozenset[str]:
+    """The json leaves with a `structure:` (fix only: it loads the schema with the generator)."""
+    from configbags.codegen.errors import SchemaInvalid
+    from configbags.codegen.model import load_schema
+
+    try:
+        return frozenset(leaf.name for leaf in load_schema(schema).leaves if leaf.structure is not None)
+    except SchemaInvalid as exc:
+        raise RatchetConfigError(f"{schema}: the schema does not load ({exc}); fix it, then run fix again") from None
 
 
 def _accessors_module(

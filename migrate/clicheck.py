@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import io
 import json
@@ -33,15 +34,20 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from configbags.migrate.harvest import harvest
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, terminal_progress
+from configbags.runtime.project import package_folder, project_path, project_root
+
+# How the legacy side reports a parsed line on its stderr, when asked to.
+PROGRESS_MARK = "configbags-cli-check-progress: "
 
 # Runs in the subprocess: parse every command line with the legacy parser.
 _LEGACY_SIDE = r"""
@@ -50,6 +56,8 @@ import argparse, contextlib, dataclasses, enum, importlib, io, json, sys
 def plain(value):
     if isinstance(value, enum.Enum):
         return plain(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a sub-config held whole
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, dict):
@@ -79,19 +87,46 @@ def notes(parser):
         out.append([flag, action.dest, "none-like" if none_like else "converter", name, none_like])
     return out
 
-spec, lines = json.loads(sys.stdin.read())
-module_name, _, class_name = spec.partition(":")
-cls = importlib.import_module(module_name)
-for part in class_name.split("."):
-    cls = getattr(cls, part)
+def load(spec):
+    module_name, _, class_name = spec.partition(":")
+    found = importlib.import_module(module_name)
+    for part in class_name.split("."):
+        found = getattr(found, part)
+    return found
+
+def defaults(value):
+    # a sub-config's defaults: what the keys a line leaves out mean
+    if not (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        return None
+    out = {}
+    for f in dataclasses.fields(value):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            continue
+        out[f.name] = defaults(default) if dataclasses.is_dataclass(default) else plain(default)
+    return out
+
+spec, parser_spec, lines, mark = json.loads(sys.stdin.read())
+cls = load(spec)
+Parser = load(parser_spec) if parser_spec else argparse.ArgumentParser
 if hasattr(cls, "__post_init__"):
     cls.__post_init__ = lambda self: None  # the legacy resolution is not parsing
-first = argparse.ArgumentParser(prog="legacy")
+first = Parser(prog="legacy")
 cls.add_cli_args(first)
 options = sorted({o for a in first._actions for o in a.option_strings})
 out = []
+structured = {}
+
+def progress():
+    if mark:  # one line per parsed command line, read by the parent (cli-check's progress)
+        sys.stderr.write(f"{mark}{len(out)} {len(lines)}\n")
+        sys.stderr.flush()
+
 for argv in lines:
-    parser = argparse.ArgumentParser(prog="legacy")
+    parser = Parser(prog="legacy")
     cls.add_cli_args(parser)
     err = io.StringIO()
     try:
@@ -99,16 +134,22 @@ for argv in lines:
             record = cls.from_cli_args(parser.parse_args(argv))
     except SystemExit:
         out.append({"error": err.getvalue().strip().splitlines()[-1:] or ["refused"]})
+        progress()
         continue
     except Exception as exc:
         out.append({"error": [f"{type(exc).__name__}: {exc}"]})
+        progress()
         continue
     if dataclasses.is_dataclass(record):
         values = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
     else:
         values = dict(vars(record))
+    for name, value in values.items():
+        if name not in structured and defaults(value) is not None:
+            structured[name] = defaults(value)
     out.append({"values": plain(values)})
-print(json.dumps({"results": out, "options": options, "notes": notes(first)}))
+    progress()
+print(json.dumps({"results": out, "options": options, "notes": notes(first), "structured": structured}))
 """
 
 
@@ -156,13 +197,16 @@ class Note:
 
     flag: str
     dest: str
-    kind: str  # action, converter, none-like
+    kind: str  # action, converter, none-like, structured (a converter that builds a sub-config dataclass)
     detail: str
 
     def render(self) -> str:
         if self.kind == "action":
             return (f"{self.flag} ({self.dest}): the custom action {self.detail} decides what it stores; the "
                     f"generated flag stores the value as its leaf type parses it")
+        if self.kind == "structured":
+            return (f"{self.flag} ({self.dest}): the type converter {self.detail} builds a sub-config dataclass; "
+                    f"compared as the generated dict of the keys given over that dataclass's defaults")
         if self.kind == "none-like":
             return (f"{self.flag} ({self.dest}): the type converter {self.detail} turns "
                     f"'None'-like strings into None; the generated flag keeps the string")
@@ -177,9 +221,11 @@ class CliCheckReport:
     differences: tuple[Difference, ...]
     abbreviations: tuple[tuple[Abbreviation, bool], ...] = ()  # with: does the generated parser take it
     notes: tuple[Note, ...] = ()
+    hints: tuple[str, ...] = ()
 
     def render(self) -> str:
         out = [d.render() for d in self.differences]
+        out += [f"hint: {h}" for h in self.hints]
         out += [f"note: {a.render(accepted)}" for a, accepted in self.abbreviations]
         out += [f"note: {n.render()}" for n in self.notes]
         if self.legacy_only:
@@ -207,22 +253,89 @@ class LegacySide:
     results: tuple[dict[str, Any], ...]
     options: tuple[str, ...]  # every option string the legacy parser declares
     notes: tuple[Note, ...]
+    # field -> the defaults of the sub-config dataclass it holds (`compilation_config:
+    # CompilationConfig`): what a key that a line leaves out means
+    structured: Mapping[str, Any] = attrs.Factory(dict)
 
 
-def legacy_run(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = ()) -> LegacySide:
-    """Parse each argv with the legacy parser, in a subprocess."""
+def legacy_run(
+    spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = (), parser: str | None = None,
+    progress: Progress | None = None,
+) -> LegacySide:
+    """Parse each argv with the legacy parser (an `argparse.ArgumentParser`, or the engine's
+    own subclass `parser`, MODULE:CLASS), in a subprocess; `progress(lines parsed, lines)`
+    as it goes."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([*map(str, path), *sys.path])
-    done = subprocess.run(
-        [sys.executable, "-c", _LEGACY_SIDE],
-        input=json.dumps([spec, list(argvs)]),
-        capture_output=True, text=True, env=env, check=False, timeout=600,
-    )
-    if done.returncode != 0:
-        raise CliCheckError(f"the legacy parser {spec} failed to run:\n{done.stderr.strip()}")
-    data = json.loads(done.stdout)
+    payload = json.dumps([spec, parser, list(argvs), PROGRESS_MARK if progress is not None else None])
+    code, stdout, stderr = _legacy_process(payload, env, progress)
+    if code != 0:
+        raise CliCheckError(_failure(spec, stderr, path))
+    data = json.loads(stdout)
     notes = tuple(Note(n[0], n[1], n[2], n[3]) for n in data["notes"])
-    return LegacySide(tuple(data["results"]), tuple(data["options"]), notes)
+    return LegacySide(tuple(data["results"]), tuple(data["options"]), notes, data["structured"])
+
+
+_LEGACY_TIMEOUT_S = 600
+
+
+def _legacy_process(payload: str, env: dict[str, str], progress: Progress | None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of the legacy side. With `progress`, its stderr is read as
+    it comes: the lines that start with PROGRESS_MARK are its progress, the rest its errors."""
+    command = [sys.executable, "-c", _LEGACY_SIDE]
+    if progress is None:
+        done = subprocess.run(command, input=payload, capture_output=True, text=True, env=env, check=False,
+                              timeout=_LEGACY_TIMEOUT_S)
+        return done.returncode, done.stdout, done.stderr
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=env) as child:
+        stdin, out, err = child.stdin, child.stdout, child.stderr
+        assert stdin is not None  # all three are pipes, as asked
+        assert out is not None
+        assert err is not None
+        watchdog = threading.Timer(_LEGACY_TIMEOUT_S, child.kill)  # as subprocess.run's timeout
+        watchdog.start()
+        stdout: list[str] = []
+        reader = threading.Thread(target=lambda: stdout.append(out.read()), daemon=True)
+        reader.start()
+        stdin.write(payload)  # the side reads it whole before it writes anything
+        stdin.close()
+        errors: list[str] = []
+        for line in err:
+            if line.startswith(PROGRESS_MARK):
+                done_lines, total = line[len(PROGRESS_MARK):].split()
+                progress(int(done_lines), int(total))
+            else:
+                errors.append(line)
+        reader.join()
+        code = child.wait()
+        watchdog.cancel()
+    return code, "".join(stdout), "".join(errors)
+
+
+def _failure(spec: str, stderr: str, path: Sequence[Path]) -> str:
+    """One line for a legacy side that did not run: the exception it ended in (the last line
+    of its traceback), and the fix when the engine was not found."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    last = lines[-1].strip() if lines else "it exited without a message"
+    message = f"the legacy parser {spec} failed to run: {last}"
+    if last.startswith(("ModuleNotFoundError", "ImportError")):
+        searched = ", ".join(map(str, path)) or "no --path"
+        message += (f" (searched {searched}); pass --path FOLDER, the folder holding the engine's top-level "
+                    f"package (relative to the project, the folder of its pyproject.toml)")
+    return message
+
+
+def engine_paths(spec: str, given: Sequence[Path]) -> list[Path]:
+    """Where the engine is imported from: the --path folders, then the project's own folder
+    for the legacy module's top-level package (its `src/` in a src layout), so a check run
+    from any subfolder of the project finds the engine without --path."""
+    top = spec.partition(":")[0].split(".")[0]
+    base = package_folder(project_root(), top).parent
+    found = [p.resolve() for p in given]
+    if (base / top).is_dir() and base.resolve() not in found:
+        found.append(base.resolve())
+    return found
 
 
 def legacy_parse(spec: str, argvs: Sequence[list[str]], *, path: Sequence[Path] = ()) -> list[dict[str, Any]]:
@@ -238,7 +351,9 @@ def generated_parse(package: str, argv: list[str]) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             record = record_type.from_cli(argv, prog="generated")
     except SystemExit:
-        return {"error": err.getvalue().strip().splitlines()[-1:] or ["refused"]}
+        lines = err.getvalue().strip().splitlines()
+        # the error line, not the hint under it
+        return {"error": [line for line in lines if ": error: " in line][-1:] or lines[-1:] or ["refused"]}
     values: dict[str, Any] = record.to_dict()
     return {"values": json.loads(json.dumps(values))}  # tuples as lists, like the legacy side
 
@@ -264,12 +379,28 @@ def prefixes(argvs: Iterable[tuple[str, Sequence[str]]], options: Iterable[str])
     return found
 
 
+def with_defaults(value: Any, defaults: Any) -> Any:
+    """A nested json leaf's value as the legacy sub-config means it: the keys given, over
+    the config dataclass's defaults for the keys left out (nested configs likewise)."""
+    if not (isinstance(value, dict) and isinstance(defaults, dict)):
+        return value
+    merged = dict(defaults)
+    for key, given in value.items():
+        merged[key] = with_defaults(given, defaults.get(key))
+    return merged
+
+
 def compare(
     corpus: Sequence[tuple[int, list[str]]],
     legacy: Sequence[dict[str, Any]],
     generated: Sequence[dict[str, Any]],
     wheres: Sequence[str] | None = None,
+    structured: Mapping[str, Any] | None = None,
 ) -> CliCheckReport:
+    """Every leaf whose values differ, and every line one side refuses. A leaf the legacy
+    record holds as a sub-config dataclass (`structured`: its defaults) is compared as the
+    generated dict of the keys given over those defaults."""
+    structured = structured or {}
     differences: list[Difference] = []
     compared: set[str] = set()
     legacy_only: set[str] = set()
@@ -287,28 +418,52 @@ def compare(
         legacy_only.update(k for k in old_values if k not in new_values)
         for leaf in sorted(old_values.keys() & new_values.keys()):
             compared.add(leaf)
-            if old_values[leaf] != new_values[leaf]:
+            new_value = with_defaults(new_values[leaf], structured[leaf]) if leaf in structured else new_values[leaf]
+            if old_values[leaf] != new_value:
                 differences.append(Difference(line, shown, leaf, old_values[leaf], new_values[leaf], where))
     return CliCheckReport(len(corpus), tuple(sorted(compared)), tuple(sorted(legacy_only)), tuple(differences))
 
 
 def check_lines(
-    spec: str, package: str, corpus: Sequence[tuple[str, list[str]]], *, path: Sequence[Path] = ()
+    spec: str, package: str, corpus: Sequence[tuple[str, list[str]]], *, path: Sequence[Path] = (),
+    progress: Progress | None = None, parser: str | None = None, legacy_progress: Progress | None = None,
 ) -> CliCheckReport:
-    """Compare the parsers on (where, argv) lines; abbreviations and notes reported too."""
-    legacy = legacy_run(spec, [argv for _, argv in corpus], path=path)
+    """Compare the parsers on (where, argv) lines; abbreviations and notes reported too.
+    `legacy_progress` and `progress`: (lines parsed, lines) as the legacy and the generated
+    parser go through them."""
+    legacy = legacy_run(spec, [argv for _, argv in corpus], path=path, parser=parser, progress=legacy_progress)
     for folder in reversed(path):
         if str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
     try:
-        generated = [generated_parse(package, argv) for _, argv in corpus]
+        generated = []
+        for done, (_, argv) in enumerate(corpus, start=1):
+            generated.append(generated_parse(package, argv))
+            if progress is not None:
+                progress(done, len(corpus))
         registered = _generated_options(package)
     except ImportError as exc:
         raise CliCheckError(f"cannot import {package}.server_args: {exc}; run configbags gen first") from exc
     numbered = [(i, argv) for i, (_, argv) in enumerate(corpus, start=1)]
-    report = compare(numbered, legacy.results, generated, [w for w, _ in corpus])
+    report = compare(numbered, legacy.results, generated, [w for w, _ in corpus], legacy.structured)
     abbreviations = tuple((a, a.prefix in registered) for a in prefixes(corpus, legacy.options))
-    return attrs.evolve(report, abbreviations=abbreviations, notes=legacy.notes)
+    notes = tuple(attrs.evolve(n, kind="structured") if n.kind == "converter" and n.dest in legacy.structured else n
+                  for n in legacy.notes)
+    return attrs.evolve(report, abbreviations=abbreviations, notes=notes, hints=_hints(report, parser))
+
+
+def _hints(report: CliCheckReport, parser: str | None) -> tuple[str, ...]:
+    """The fix when the legacy side refused what only the engine's own parser takes."""
+    dotted = any(
+        d.leaf == "<parse>" and isinstance(d.legacy, list)
+        and any("unrecognized arguments:" in str(e) and "." in str(e).partition("unrecognized arguments:")[2]
+                for e in d.legacy)
+        for d in report.differences
+    )
+    if dotted and parser is None:
+        return ("the legacy side refused dotted sub-keys (--leaf.key VALUE) that a plain argparse parser does not "
+                "take; if the engine parses with its own ArgumentParser subclass, name it: --parser MODULE:CLASS",)
+    return ()
 
 
 def _generated_options(package: str) -> set[str]:
@@ -318,16 +473,23 @@ def _generated_options(package: str) -> set[str]:
     return {o for a in parser._actions for o in a.option_strings}
 
 
-def cli_check(spec: str, package: str, corpus_text: str, *, path: Sequence[Path] = ()) -> CliCheckReport:
+def cli_check(
+    spec: str, package: str, corpus_text: str, *, path: Sequence[Path] = (), parser: str | None = None
+) -> CliCheckReport:
     corpus = [(f"corpus line {n}", argv) for n, argv in read_corpus(corpus_text)]
-    return check_lines(spec, package, corpus, path=path)
+    return check_lines(spec, package, corpus, path=path, parser=parser)
 
 
-def harvested(root: Path, spec: str, launchers: Sequence[str]) -> list[tuple[str, list[str]]]:
+def harvested(
+    root: Path, spec: str, launchers: Sequence[str], progress: Progress | None = None
+) -> list[tuple[str, list[str]]]:
     """The launch lines under `root` (configbags.migrate.harvest); the launchers default to
     the legacy module's top-level package name (`python -m myengine.launch_server ...`)."""
     names = list(launchers) or [spec.partition(":")[0].split(".")[0]]
-    return [(launch.where, list(launch.argv)) for launch in harvest(root, names)]
+    if not root.is_dir():  # a typo would harvest nothing, in silence
+        raise (NotADirectoryError(errno.ENOTDIR, "--harvest names no folder", str(root)) if root.exists()
+               else FileNotFoundError(errno.ENOENT, "--harvest: no such folder", str(root)))
+    return [(launch.where, list(launch.argv)) for launch in harvest(root, names, progress)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -338,13 +500,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="the legacy record class, with add_cli_args and from_cli_args")
     parser.add_argument("--package", required=True, help="the generated package (e.g. myengine.config_bags)")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--corpus", type=Path, help="one legacy command line per line")
-    source.add_argument("--harvest", type=Path, metavar="DIR",
+    source.add_argument("--corpus", type=project_path, help="one legacy command line per line")
+    source.add_argument("--harvest", type=project_path, metavar="DIR",
                         help="collect launch lines from the Markdown, shell, Python and YAML files under DIR")
     parser.add_argument("--launcher", action="append", default=[], metavar="TEXT",
                         help="with --harvest: what a launch line runs (repeatable; default: the legacy "
                         "module's top-level package, e.g. myengine)")
-    parser.add_argument("--path", type=Path, action="append", default=[],
+    parser.add_argument("--parser", metavar="MODULE:CLASS",
+                        help="the engine's own ArgumentParser subclass, when it parses more than argparse "
+                        "does (e.g. dotted sub-keys, --compilation-config.level 3); default argparse.ArgumentParser")
+    parser.add_argument("--path", type=project_path, action="append", default=[],
                         help="a folder to import the engine from (repeatable)")
     parser.add_argument("--import-engine", action="store_true",
                         help="consent to importing the engine (in a subprocess): it runs its code")
@@ -358,15 +523,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.harvest is not None:
-            corpus = harvested(args.harvest, args.legacy, args.launcher)
+            corpus = harvested(args.harvest, args.legacy, args.launcher,
+                               terminal_progress("cli-check: read {done} of {total} files"))
             if not corpus:
                 raise CliCheckError(f"no launch lines under {args.harvest} (launchers: "
                                     f"{args.launcher or [args.legacy.split('.')[0]]}); name them with --launcher")
         else:
             corpus = [(f"corpus line {n}", words) for n, words in
                       read_corpus(args.corpus.read_text(encoding="utf-8"))]
-        report = check_lines(args.legacy, args.package, corpus, path=[p.resolve() for p in args.path])
-    except (OSError, CliCheckError) as exc:
+        report = check_lines(
+            args.legacy, args.package, corpus, path=engine_paths(args.legacy, args.path), parser=args.parser,
+            legacy_progress=terminal_progress("cli-check: the legacy parser parsed {done} of {total} lines"),
+            progress=terminal_progress("cli-check: the generated parser parsed {done} of {total} lines"),
+        )
+    except OSError as exc:
+        print(f"configbags cli-check: {input_problem(exc)}", file=sys.stderr)
+        return 2
+    except CliCheckError as exc:
         print(f"configbags cli-check: {exc}", file=sys.stderr)
         return 2
     print(report.render())

@@ -114,6 +114,15 @@ class Skip:
     write: bool = False  # a refused write (its reason belongs to the `writes:` entry), not a read
 
 
+def structured_reason(leaf: str, expression: str | None) -> str:
+    """Why a read of a json leaf with a structure stays raw: the rewrite would change its type."""
+    read = expression or f"cfg.<namespace>.{leaf}"
+    return (f"`{leaf}` is a json leaf with a structure: its generated value is a dict of the keys given, "
+            f"where the record held a config object with defaults for the rest (`.key` on the dict fails); "
+            f"build the config from the dict where it is read (e.g. `MyConfig(**{read})`) and move that read "
+            f"by hand")
+
+
 @attrs.frozen
 class FixReport:
     changed: tuple[Change, ...]
@@ -472,14 +481,20 @@ def fix_tree(
     line_length: int | None = None,
     rewrite_writes: bool = False,
     policies: Mapping[str, str] | None = None,
+    structured: frozenset[str] = frozenset(),
 ) -> FixReport:
     """Rewrite every rewritable raw read under the roots (within `only` and of `leaves`,
-    when given); writes are reported, never touched."""
+    when given); writes are reported, never touched. Reads of a `structured` leaf (a json
+    leaf with a `structure:`) are refused, with the reason."""
     result = scan_tree(project, settings)
     if line_length is None:
         line_length = ruff_line_length(project)
     pick = _Pick(only, leaves, tuple(resolution))
     by_file, skipped = _reads_to_fix(result, pick)
+    for file, reads in by_file.items():
+        skipped += [Skip(r.file, r.function, r.leaf, r.line, structured_reason(r.leaf, accessors.get(r.leaf)))
+                    for r in reads if r.leaf in structured]
+        by_file[file] = [r for r in reads if r.leaf not in structured]
     writes_by_file: dict[str, list[Violation]] = defaultdict(list)
     if rewrite_writes:
         writes_by_file, write_skips = _writes_to_fix(project, result, pick, policies or {}, rewrite_parameters)

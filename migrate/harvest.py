@@ -28,6 +28,8 @@ from pathlib import Path
 import attrs
 import yaml
 
+from configbags.runtime.cmdline import Progress
+
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".configbags-cache", "build", "dist"}
 _OPERATORS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>&1", "1>", "&>"}
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -45,11 +47,15 @@ class Launch:
         return f"{self.file}:{self.line}"
 
 
-def harvest(root: Path, launchers: Sequence[str]) -> list[Launch]:
-    """Every launch line under `root`, in file order; the same argv once (its first place)."""
+def harvest(root: Path, launchers: Sequence[str], progress: Progress | None = None) -> list[Launch]:
+    """Every launch line under `root`, in file order; the same argv once (its first place).
+    `progress(files read, files to read)` after each file."""
     found: list[Launch] = []
     seen: set[tuple[str, ...]] = set()
-    for path in _files(root):
+    files = list(_files(root))
+    for done, path in enumerate(files, start=1):
+        if progress is not None:
+            progress(done, len(files))
         rel = path.relative_to(root).as_posix()
         try:
             if path.stat().st_size > _MAX_BYTES:

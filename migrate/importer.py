@@ -70,10 +70,10 @@ from configbags.migrate.pytypes import name_of, schema_type
 from configbags.migrate.registration import Argument
 from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, terminal_progress
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec
-from configbags.runtime.project import find_pyproject, read_toml
+from configbags.runtime.project import find_pyproject, project_path, read_toml
 from configbags.runtime.spelling import Claim, clashes, flag_of, leaf_spellings, spellings
 
 DEFAULT_NAMESPACE = "legacy"
@@ -98,7 +98,12 @@ roles:
 
 
 class ImportError_(Exception):
-    """The source cannot be imported as asked (file, class or mapping missing or wrong)."""
+    """The source cannot be imported as asked: the import stops and writes nothing (exit 1)."""
+
+
+class ImportInputError(ImportError_):
+    """An input of the command is missing or malformed (a class, mapping, `--default` or
+    metadata name): a usage error (exit 2), fixed on the command line."""
 
 
 @attrs.define
@@ -164,7 +169,7 @@ def read_record(
     module = parse_module(source, path, index)
     classes = [n for n in ast.walk(module.tree) if isinstance(n, ast.ClassDef) and n.name == class_name]
     if not classes:
-        raise ImportError_(f"{origin}: no class {class_name!r}")
+        raise ImportInputError(f"{origin}: no class {class_name!r}")
     record = _Record(module, classes[0], names or MetadataNames(), origin)
     record.fields = _fields(record)
     _registrations(record)
@@ -485,6 +490,14 @@ def _conversions(record: _Record, field: Field, argument: Argument, spec: dict[s
     converter = argument.kwargs.get("type")
     if converter is None or name_of(converter) in _PLAIN_CONVERTERS:
         return
+    if _builds_its_structure(field, converter):
+        record.warnings.append(
+            f"{record.origin}:{field.line}: {field.name}: `{ast.unparse(converter)}` builds the config dataclass "
+            f"from JSON; the generated {argument.flags[0]} takes the same JSON and dotted keys "
+            f"({argument.flags[0]}.KEY VALUE), checked against the leaf's structure, and holds a dict of the "
+            f"keys given: code that reads the leaf builds the dataclass from it (`ratchet fix` leaves those "
+            f"reads to you)")
+        return
     if _none_like(record.module, converter):
         record.lose(field.name, f"the type converter `{ast.unparse(converter)}` turns 'None'-like strings into "
                                 f"None; the generated {argument.flags[0]} keeps the string")
@@ -494,6 +507,21 @@ def _conversions(record: _Record, field: Field, argument: Argument, spec: dict[s
 
 
 _PLAIN_CONVERTERS = {"int", "float", "str", "bool"}
+
+
+def _builds_its_structure(field: Field, converter: ast.expr) -> bool:
+    """Is `type=` the JSON reader of the field's own config dataclass (`json.loads`, or a
+    method of the class the annotation names: `CompilationConfig.from_cli`)? Then the
+    structured json leaf parses what it parsed."""
+    if field.structure is None:
+        return False
+    if ast.unparse(converter) == "json.loads":
+        return True
+    if not isinstance(converter, ast.Attribute) or field.annotation is None:
+        return False
+    owner = ast.unparse(converter.value)
+    return any(ast.unparse(node) == owner for node in ast.walk(field.annotation)
+               if isinstance(node, (ast.Name, ast.Attribute)))
 
 
 def _none_like(module: Module, converter: ast.expr) -> bool:
@@ -866,17 +894,17 @@ def main(argv: list[str] | None = None) -> int:
         prog="configbags import-dataclass", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("source", metavar="FILE:CLASS", help="e.g. python/sglang/srt/server_args.py:ServerArgs")
-    parser.add_argument("--out", type=Path, required=True, help="schema folder to write")
+    parser.add_argument("--out", type=project_path, required=True, help="schema folder to write")
     parser.add_argument(
-        "--mapping", type=Path,
+        "--mapping", type=project_path,
         help="YAML {leaf: namespace}, or a --propose-mapping file; unmapped go to `legacy`",
     )
     parser.add_argument(
-        "--propose-mapping", type=Path, metavar="FILE",
+        "--propose-mapping", type=project_path, metavar="FILE",
         help="write an editable mapping (namespaces from section comments and name prefixes, "
         "policies from writes under --engine-root) and stop",
     )
-    parser.add_argument("--engine-root", type=Path, help="the engine's package, searched for writes")
+    parser.add_argument("--engine-root", type=project_path, help="the engine's package, searched for writes")
     parser.add_argument(
         "--exclude", action="append", default=[], help="glob under --engine-root to leave out"
     )
@@ -899,10 +927,10 @@ def main(argv: list[str] | None = None) -> int:
         "help=..., registrar=..., kwargs=get_kwargs (also [tool.configbags.import] in the engine's pyproject.toml)",
     )
     parser.add_argument(
-        "--harvest", type=Path, metavar="DIR",
+        "--harvest", type=project_path, metavar="DIR",
         help="launch lines under DIR (Markdown, shell, Python, YAML): each abbreviation they use becomes an alias",
     )
-    parser.add_argument("--corpus", type=Path, metavar="FILE", help="a cli-check corpus, used as --harvest is")
+    parser.add_argument("--corpus", type=project_path, metavar="FILE", help="a cli-check corpus, used as --harvest is")
     parser.add_argument("--launcher", action="append", default=[], metavar="TEXT",
                         help="with --harvest: what a launch line runs (default: the record's top-level package)")
     parser.add_argument(
@@ -915,8 +943,11 @@ def main(argv: list[str] | None = None) -> int:
     if not file_name or not class_name:
         print("configbags import-dataclass: expected FILE:CLASS", file=sys.stderr)
         return 2
-    path = Path(file_name)
+    path = project_path(file_name)
     try:
+        if args.engine_root is not None and not args.engine_root.is_dir():
+            raise ImportInputError(f"--engine-root {args.engine_root}: no such folder (it names the engine's "
+                                   f"package, searched for writes; relative to the project)")
         source = path.read_text(encoding="utf-8")
         if args.propose_mapping is not None:
             return _propose(args, source, path, class_name)
@@ -927,7 +958,12 @@ def main(argv: list[str] | None = None) -> int:
             policies=policies, path=path, names=metadata_names(path, args.metadata),
             index=_index(args, path), corpus=_corpus(args, path),
         )
-    except (OSError, SyntaxError, yaml.YAMLError, ImportError_) as exc:
+    except (OSError, SyntaxError, ImportInputError) as exc:
+        if isinstance(exc, SyntaxError) and exc.filename in (None, "<unknown>"):
+            exc.filename = str(path)  # the record's own source, parsed from its text
+        print(f"configbags import-dataclass: {input_problem(exc)}", file=sys.stderr)
+        return 2
+    except ImportError_ as exc:
         print(f"configbags import-dataclass: {exc}", file=sys.stderr)
         return 1
     for unknown in sorted(set(mapping) - {n for leaves in result.leaves.values() for n in leaves}):
@@ -957,11 +993,17 @@ def _mapping(path: Path | None) -> tuple[dict[str, str], dict[str, dict[str, Any
     """--mapping: {leaf: namespace} and the proposal's `policies:` (empty without one)."""
     if path is None:
         return {}, {}
-    loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ImportInputError(f"{path}{line}: not valid YAML ({getattr(exc, 'problem', None) or exc}); "
+                               f"fix the mapping") from None
     try:
         return read_mapping(loaded)
     except ValueError as exc:
-        raise ImportError_(f"{path}: {exc}") from exc
+        raise ImportInputError(f"{path}: {exc}") from exc
 
 
 def _defaults(items: list[str]) -> dict[str, Any]:
@@ -970,8 +1012,11 @@ def _defaults(items: list[str]) -> dict[str, Any]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep:
-            raise ImportError_(f"--default {item!r}: expected NAME=VALUE")
-        defaults[name.strip()] = yaml.safe_load(value)
+            raise ImportInputError(f"--default {item!r}: expected NAME=VALUE")
+        try:
+            defaults[name.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise ImportInputError(f"--default {item!r}: VALUE is not YAML ({exc}); quote it") from None
     return defaults
 
 
@@ -1011,18 +1056,18 @@ def metadata_names(path: Path, items: list[str]) -> MetadataNames:
         try:
             table = read_toml(pyproject).get("tool", {}).get("configbags", {}).get("import")
         except (OSError, ValueError) as exc:
-            raise ImportError_(f"{pyproject}: cannot read [tool.configbags.import] ({exc})") from exc
+            raise ImportInputError(f"{pyproject}: cannot read [tool.configbags.import] ({exc})") from exc
         if table is not None:
             if not isinstance(table, dict):
-                raise ImportError_(f"{pyproject}: [tool.configbags.import] must be a table")
+                raise ImportInputError(f"{pyproject}: [tool.configbags.import] must be a table")
             try:
                 names = MetadataNames.of(table, f"{pyproject} [tool.configbags.import]")
             except ValueError as exc:
-                raise ImportError_(str(exc)) from exc
+                raise ImportInputError(str(exc)) from exc
     try:
         return names.with_items(items)
     except ValueError as exc:
-        raise ImportError_(str(exc)) from exc
+        raise ImportInputError(str(exc)) from exc
 
 
 def _index(args: argparse.Namespace, path: Path) -> ModuleIndex:
@@ -1035,7 +1080,7 @@ def _index(args: argparse.Namespace, path: Path) -> ModuleIndex:
 def _engine_scan(args: argparse.Namespace, path: Path, class_name: str) -> tuple[Path, ScanSettings, tuple[str, ...]]:
     """(root, scan settings, resolution) to search --engine-root for writes: the record's
     own module left out, resolution files made relative to the root as the scan names
-    them (given as paths from the working folder, like `ratchet init --resolution`)."""
+    them (given as paths from the project, like every path of the command line)."""
     root = args.engine_root.resolve()
     excludes = tuple(args.exclude)
     if path.resolve().is_relative_to(root):
@@ -1044,10 +1089,15 @@ def _engine_scan(args: argparse.Namespace, path: Path, class_name: str) -> tuple
     for entry in args.resolution:
         where, _, qualname = entry.rpartition(":")
         if where:
-            file = Path(where).resolve()
+            file = project_path(where).resolve()
             where = file.relative_to(root).as_posix() if file.is_relative_to(root) else where
         resolution.append(f"{where}:{qualname}" if where else qualname)
     return root, ScanSettings(roots=(".",), excludes=excludes, record_class=class_name), tuple(resolution)
+
+
+def _scan_progress() -> Progress | None:
+    """The scan of --engine-root shows its progress on a terminal, as the ratchet's does."""
+    return terminal_progress("import-dataclass: scanned {done} of {total} files under --engine-root")
 
 
 def _startup_writes(args: argparse.Namespace, path: Path, class_name: str, result: ImportResult) -> list[str]:
@@ -1058,7 +1108,7 @@ def _startup_writes(args: argparse.Namespace, path: Path, class_name: str, resul
     imported = {name: spec for leaves in result.leaves.values() for name, spec in leaves.items()}
     startup = [name for name, spec in imported.items() if spec.get("override") == DEFAULT_OVERRIDE]
     where: dict[str, list[str]] = {}
-    for write in engine_writes(root, settings, startup, resolution):
+    for write in engine_writes(root, settings, startup, resolution, _scan_progress()):
         where.setdefault(write.leaf, []).append(f"{write.file}:{write.line}")
     mapping = args.mapping or "the --mapping file"
     return [
@@ -1080,11 +1130,11 @@ def _propose(args: argparse.Namespace, source: str, path: Path, class_name: str)
     if args.engine_root is not None:
         root, settings, resolution = _engine_scan(args, path, class_name)
     proposal = propose(source, class_name, fields, engine_root=root, settings=settings, resolution=resolution,
-                       own=own)
+                       own=own, progress=_scan_progress())
     text = render(proposal, f"{path.name}:{class_name}")
     target: Path = args.propose_mapping
     if target.resolve() == path.resolve():
-        raise ImportError_(
+        raise ImportInputError(
             f"--propose-mapping {target} is the record's own source file; nothing was written. "
             f"Give a new file, e.g. --propose-mapping proposed.yaml"
         )

@@ -27,7 +27,8 @@ import yaml
 
 from configbags.codegen.model import RESERVED_NAMESPACES
 from configbags.migrate.check import in_resolution
-from configbags.migrate.scan import ScanSettings, Violation, scan_tree
+from configbags.migrate.scan import ScanSettings, Violation, default_jobs, scan_tree
+from configbags.runtime.cmdline import Progress
 
 DEFAULT_NAMESPACE = "legacy"
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
@@ -73,23 +74,26 @@ def prefix_namespaces(fields: Sequence[str]) -> dict[str, str]:
 
 
 def engine_writes(
-    engine_root: Path, settings: ScanSettings, fields: Sequence[str], resolution: Sequence[str] = ()
+    engine_root: Path, settings: ScanSettings, fields: Sequence[str], resolution: Sequence[str] = (),
+    progress: Progress | None = None,
 ) -> list[Violation]:
     """The writes of fields found under the root, outside the resolution phase (whose
-    writes are folded into the record before publish, so a startup leaf may take them)."""
+    writes are folded into the record before publish, so a startup leaf may take them).
+    A big engine's scan shows its `progress` as the ratchet's does."""
     return [
-        v for v in scan_tree(engine_root, settings).violations
+        v for v in scan_tree(engine_root, settings, jobs=default_jobs(), progress=progress).violations
         if v.kind == "write" and v.leaf in fields and not in_resolution(v.file, v.function, resolution)
     ]
 
 
 def write_suggestions(
-    engine_root: Path, settings: ScanSettings, fields: Sequence[str], resolution: Sequence[str] = ()
+    engine_root: Path, settings: ScanSettings, fields: Sequence[str], resolution: Sequence[str] = (),
+    progress: Progress | None = None,
 ) -> dict[str, dict[str, Any]]:
     """leaf -> {override, owner, evidence} for every leaf that code under the root writes."""
     evidence: dict[str, list[str]] = defaultdict(list)
     owners: dict[str, str] = {}
-    for violation in engine_writes(engine_root, settings, fields, resolution):
+    for violation in engine_writes(engine_root, settings, fields, resolution, progress):
         evidence[violation.leaf].append(f"{violation.file}:{violation.line}")
         module = Path(violation.file).stem
         owners.setdefault(violation.leaf, module if _IDENT.match(module) else "launcher")
@@ -108,6 +112,7 @@ def propose(
     settings: ScanSettings | None = None,
     resolution: Sequence[str] = (),
     own: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The proposal: {"leaves": {field: namespace}, "policies": {leaf: {...}}}. `own` holds
     the namespaces the record itself gives (its namespace markers, or the config class a
@@ -118,7 +123,8 @@ def propose(
     leaves = {f: own.get(f) or by_section.get(f) or by_prefix.get(f) or DEFAULT_NAMESPACE for f in fields}
     policies: dict[str, dict[str, Any]] = {}
     if engine_root is not None:
-        policies = write_suggestions(engine_root, settings or ScanSettings(roots=(".",)), fields, resolution)
+        policies = write_suggestions(engine_root, settings or ScanSettings(roots=(".",)), fields, resolution,
+                                     progress)
     return {"leaves": leaves, "policies": policies}
 
 

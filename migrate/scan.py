@@ -57,13 +57,11 @@ import contextlib
 import gc
 import io
 import os
-import time
 import tokenize
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
 
 from configbags.migrate.aliases import analyse
 from configbags.migrate.doors import find_doors
@@ -221,28 +219,6 @@ def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int, progress
             if progress is not None:
                 progress(len(results), total)
     return results
-
-
-class TerminalProgress:
-    """`ratchet: parsed 1200 of 3000 files` on one line of a terminal, redrawn at most ten
-    times a second and erased at the end; the CLI uses it only where stderr is a terminal,
-    so a piped or logged run stays quiet."""
-
-    def __init__(self, stream: TextIO, what: str = "parsed") -> None:
-        self.stream = stream
-        self.what = what
-        self.shown = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - self.shown < 0.1:
-            return
-        self.shown = now
-        if done >= total:
-            self.stream.write("\r\x1b[K")  # erase the line: the report follows
-        else:
-            self.stream.write(f"\rratchet: {self.what} {done} of {total} files")
-        self.stream.flush()
 
 
 def default_jobs() -> int:

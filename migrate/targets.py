@@ -33,6 +33,7 @@ from configbags.runtime.project import (
     find_pyproject,
     load_project,
     package_of_folder,
+    project_root,
 )
 
 FLAG = "--accessors-module"
@@ -41,10 +42,11 @@ _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "site-packages", "build",
 
 
 def shown(path: Path) -> str:
-    """`path` as the user would type it from the working folder."""
+    """`path` as the user would type it on a configbags command line: relative to the
+    project around the working folder (`project_root`), from any subfolder of it."""
     resolved = path.resolve()
     try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix() or "."
+        return resolved.relative_to(project_root()).as_posix() or "."
     except ValueError:
         return resolved.as_posix()
 

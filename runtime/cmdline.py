@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+import time
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 ServerParser = Callable[[], "argparse.ArgumentParser | None"]
 
@@ -111,3 +113,55 @@ class UsageErrors(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n  (`{self.prog} --help` lists the flags; "
                      f"--help=KEYWORD the ones a word names)\n")
+
+
+def input_problem(exc: Exception) -> str:
+    """One line naming an input file a command could not read and what is wrong with it (a
+    missing file, Python that does not parse, bad YAML): never a traceback, never `[Errno 2]`."""
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return (f"{exc.filename}: {exc.strerror or exc}; check the path (a relative path is from the project: "
+                f"the folder of the nearest pyproject.toml, else the working folder)")
+    if isinstance(exc, SyntaxError):
+        return f"{exc.filename}:{exc.lineno}: does not parse as Python ({exc.msg}); fix the file"
+    mark = getattr(exc, "problem_mark", None)  # a yaml.MarkedYAMLError, without importing yaml here
+    if mark is not None:
+        return f"{mark.name}:{mark.line + 1}: not valid YAML ({getattr(exc, 'problem', None) or exc}); fix the file"
+    return str(exc)
+
+
+Progress = Callable[[int, int], None]  # (done so far, to do): what a long step reports
+
+
+class TerminalProgress:
+    """How far a long command is, on one line of a terminal (`ratchet: parsed 1200 of 3000
+    files`): redrawn at most ten times a second, erased when done so the report follows.
+    `template` is formatted with `done`, `total`, `step` (done + 1) and the call's `what`.
+    Commands get one from `terminal_progress`, which gives none where stderr is piped or
+    logged: those runs stay quiet."""
+
+    def __init__(self, stream: TextIO, template: str = "ratchet: parsed {done} of {total} files") -> None:
+        self.stream = stream
+        self.template = template
+        self.shown = 0.0
+
+    def __call__(self, done: int, total: int, what: str = "") -> None:
+        now = time.monotonic()
+        if done < total and now - self.shown < 0.1:
+            return
+        self.shown = now
+        if done >= total:
+            self.stream.write("\r\x1b[K")  # erase the line: the report follows
+        else:
+            text = self.template.format(done=done, total=total, step=done + 1, what=what)
+            self.stream.write(f"\r{text}\x1b[K")  # the rest of a longer earlier line erased
+        self.stream.flush()
+
+
+def terminal_progress(template: str, stream: TextIO | None = None) -> TerminalProgress | None:
+    """A TerminalProgress on `stream` (default stderr) when it is a terminal, else None."""
+    stream = sys.stderr if stream is None else stream
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):  # no file behind it, or a closed one
+        tty = False
+    return TerminalProgress(stream, template) if tty else None

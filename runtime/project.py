@@ -85,6 +85,28 @@ def package_of_folder(folder: Path) -> str:
     return ".".join(reversed(parts))
 
 
+def project_root(start: Path | None = None) -> Path:
+    """The project around `start` (default: the working folder): the folder of the nearest
+    pyproject.toml above it, else `start` itself. Every relative path a configbags command
+    takes is relative to it, so a command runs the same from any subfolder."""
+    start = (start or Path.cwd()).resolve()
+    pyproject = find_pyproject(start)
+    return pyproject.parent if pyproject is not None else start
+
+
+def project_path(text: str | Path) -> Path:
+    """A path given on a configbags command line (argparse's `type=`): relative to the
+    project (`project_root`), not to the working folder. Run from the project itself, the
+    path stays as typed (so messages and hints show it as typed); from a subfolder it
+    becomes absolute, so the hints printed there work from anywhere."""
+    path = Path(text).expanduser()
+    if path.is_absolute():
+        return path
+    cwd = Path.cwd().resolve()
+    root = project_root(cwd)
+    return path if root == cwd else root / path
+
+
 def find_pyproject(start: Path) -> Path | None:
     for folder in (start, *start.parents):
         candidate = folder / "pyproject.toml"

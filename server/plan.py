@@ -28,7 +28,6 @@ import textwrap
 import time
 from collections.abc import Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import attrs
@@ -38,7 +37,7 @@ from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import jsonable
-from configbags.runtime.project import load_project
+from configbags.runtime.project import load_project, project_path
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
 from configbags.server import fit
 from configbags.server.kvcache import seam
@@ -155,11 +154,12 @@ def _chart_path(text: str) -> str:
     from configbags.runtime.errors import OutputFileError
     from configbags.runtime.yamlsafe import check_output_path
 
+    path = project_path(text)  # relative to the project, as every configbags path
     try:
-        check_output_path(Path(text), "--chart")
+        check_output_path(path, "--chart")
     except OutputFileError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+    return str(path)
 
 
 def build_parser(package: str | None = None) -> argparse.ArgumentParser:
@@ -308,11 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _model_paths(text: str) -> list[str]:
-    """`a.json,b.json` -> each path (a comma list compares models as --gpu and --tp-size do)."""
+    """`a.json,b.json` -> each path (a comma list compares models as --gpu and --tp-size do),
+    relative to the project like every path of a configbags command line."""
     paths = [part.strip() for part in text.split(",")]
     if any(not part for part in paths):
         raise ConfigError(f"--model-config {text[:80]!r} has an empty entry; write PATH[,PATH...]")
-    return paths
+    return [str(project_path(part)) for part in paths]
 
 
 @attrs.define

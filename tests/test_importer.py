@@ -148,9 +148,42 @@ def test_cli_writes_a_schema_the_generator_loads(tmp_path: Path, capsys: pytest.
 def test_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "s.py"
     source.write_text(SOURCE)
-    assert main([f"{source}:Missing", "--out", str(tmp_path / "o")]) == 1
+    assert main([f"{source}:Missing", "--out", str(tmp_path / "o")]) == 2  # an input error, not a loss
     assert "no class 'Missing'" in capsys.readouterr().err
     assert main([str(source), "--out", str(tmp_path / "o")]) == 2
+
+
+@pytest.mark.parametrize("problem", ["missing source", "missing mapping", "bad mapping", "source does not parse",
+                                     "missing corpus", "missing harvest folder", "missing engine root"])
+def test_an_input_error_is_one_line_naming_the_file_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], problem: str
+) -> None:
+    source = tmp_path / "s.py"
+    source.write_text(SOURCE)
+    mapping = tmp_path / "mapping.yaml"
+    missing = tmp_path / "nope"
+    command = [f"{source}:ServerArgs", "--out", str(tmp_path / "o")]
+    named = str(source)  # what the one line starts with
+    if problem == "missing source":
+        command[0] = f"{missing}:ServerArgs"
+        named = str(missing)
+    elif problem in ("missing mapping", "bad mapping"):
+        if problem == "bad mapping":
+            mapping.write_text("tp_size: [parallel\n")
+        command += ["--mapping", str(mapping)]
+        named = str(mapping)
+    elif problem == "source does not parse":
+        source.write_text("class ServerArgs(:\n")
+    else:
+        flag = {"missing corpus": "--corpus", "missing harvest folder": "--harvest",
+                "missing engine root": "--engine-root"}[problem]
+        command += [flag, str(missing)]
+        named = f"--engine-root {missing}" if flag == "--engine-root" else str(missing)
+    assert main(command) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"configbags import-dataclass: {named}"), err
+    assert "Errno" not in err[0] and "Traceback" not in err[0]
+    assert not (tmp_path / "o").exists()
 
 
 NASTY = textwrap.dedent(

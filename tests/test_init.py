@@ -3,6 +3,7 @@ package, publish and read with types, as a new user would (every step a subproce
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -157,3 +158,36 @@ def test_gen_says_when_it_creates_a_package_folder_the_project_lacks(
     assert "warning: creating acme_serving/, which the project did not have" in capsys.readouterr().err
     assert gen_main(["--schema", str(schema), "--package", "acmeserve.config"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_init_names_the_cache_folder_in_gitignore_once(tmp_path: Path) -> None:
+    from configbags.codegen.scaffold import ignore_cache
+
+    assert ignore_cache(tmp_path) and (tmp_path / ".gitignore").read_text() == ".configbags-cache/\n"
+    assert not ignore_cache(tmp_path)  # idempotent: never a second line
+    (tmp_path / ".gitignore").write_text("build/\n/.configbags-cache")  # the user's own spelling, no newline
+    assert not ignore_cache(tmp_path) and (tmp_path / ".gitignore").read_text() == "build/\n/.configbags-cache"
+    (tmp_path / ".gitignore").write_text("*.pyc")
+    assert ignore_cache(tmp_path) and (tmp_path / ".gitignore").read_text() == "*.pyc\n.configbags-cache/\n"
+
+
+@pytest.mark.slow
+def test_a_fresh_project_ignores_its_caches_and_holds_its_matrix(project: Path) -> None:
+    (project / ".gitignore").write_text("dist/\n")
+    sub = project / "acme_engine"  # every step from a subfolder
+    configbags = str(BIN / "configbags")
+    init = run(sub, configbags, "init")
+    assert init.returncode == 0, init.stderr
+    assert (project / ".gitignore").read_text() == "dist/\n.configbags-cache/\n"
+    assert "configbags matrix --write" in init.stdout
+    assert run(sub, configbags, "gen").returncode == 0
+    assert run(sub, configbags, "ratchet", "check").returncode == 0
+    assert (project / ".configbags-cache").is_dir()  # the folder .gitignore names is the one the tools use
+    written = run(sub, configbags, "matrix", "--write")
+    assert written.returncode == 0, written.stderr
+    assert "(3 shapes," in written.stdout and (project / "schema" / "matrix.golden.jsonl").is_file()
+    check = run(sub, configbags, "matrix", "--check")
+    assert check.returncode == 0 and "resolution matches" in check.stderr, check.stdout + check.stderr
+    cells = [json.loads(line) for line in (project / "schema" / "matrix.golden.jsonl").read_text().splitlines()]
+    assert {"layer": "cli", "leaf": "tp_size", "shape": "tp2-lpm", "value": 2}.items() <= next(
+        c for c in cells if c["shape"] == "tp2-lpm" and c["leaf"] == "tp_size").items()

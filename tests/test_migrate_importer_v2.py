@@ -263,7 +263,7 @@ def test_propose_mapping_never_overwrites_the_source_or_an_edited_file(
     source.write_text("from dataclasses import dataclass\n\n\n@dataclass\nclass ServerArgs:\n    tp_size: int = 1\n")
     before = source.read_text()
     propose = [f"{source}:ServerArgs", "--out", str(tmp_path / "schema"), "--propose-mapping"]
-    assert main([*propose, str(source)]) == 1
+    assert main([*propose, str(source)]) == 2  # a usage error: the source itself as the output
     assert "the record's own source file" in capsys.readouterr().err and source.read_text() == before
     proposal = tmp_path / "proposed.yaml"
     assert main([*propose, str(proposal)]) == 0

@@ -12,7 +12,8 @@ import yaml
 
 from configbags.migrate.cli import main
 from configbags.migrate.importer import ROLES_YAML
-from configbags.migrate.scan import ScanSettings, TerminalProgress, scan_tree
+from configbags.migrate.scan import ScanSettings, scan_tree
+from configbags.runtime.cmdline import TerminalProgress
 
 RECORD = "import dataclasses\n\n@dataclasses.dataclass\nclass ServerArgs:\n    tp_size: int = 1\n\n    def __post_init__(self):\n        self.tp_size = max(self.tp_size, 1)\n"
 READER = "def f(server_args):\n    return server_args.tp_size\n"
@@ -100,7 +101,7 @@ def test_progress_is_drawn_on_a_terminal_and_erased(tmp_path: Path) -> None:
     progress(1, 3000)
     progress(2, 3000)  # within a tenth of a second: not redrawn
     progress(3000, 3000)
-    assert stream.getvalue() == "\rratchet: parsed 1 of 3000 files\r\x1b[K"
+    assert stream.getvalue() == "\rratchet: parsed 1 of 3000 files\x1b[K\r\x1b[K"
 
 
 def test_a_piped_check_prints_no_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,7 +1,8 @@
 """`configbags init`: scaffold a schema folder (two example namespaces, `roles.yaml`,
-`ratchet.yaml`) and the `[tool.configbags]` settings into an existing project, so that
-`configbags gen` works with no flags. It never overwrites: an existing schema folder or
-settings table stops it with what to do instead.
+`ratchet.yaml`, a `matrix.yaml` of launch shapes) and the `[tool.configbags]` settings into
+an existing project, so that `configbags gen` works with no flags, and name the tools'
+cache folder (`.configbags-cache/`) in the project's `.gitignore`. It never overwrites: an
+existing schema folder or settings table stops it with what to do instead.
 
 The generated package goes inside the package the project really has, found on disk (a
 flat `acmeserve/__init__.py` or a `src/acmeserve/__init__.py` layout), never guessed from
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 
 from configbags.runtime.cmdline import UsageErrors
-from configbags.runtime.project import find_pyproject, package_folder, read_toml
+from configbags.runtime.project import CACHE_DIR, find_pyproject, package_folder, read_toml
 
 TEMPLATE = Path(__file__).resolve().parent / "schema"
 # folders that hold an __init__.py but are not the project's package
@@ -74,6 +75,20 @@ def choose_package(root: Path, given: str | None) -> str:
                      f"belongs to")
 
 
+def ignore_cache(root: Path) -> bool:
+    """Name the cache folder in `root/.gitignore` (created if missing), once: an existing
+    line for it (`.configbags-cache`, with or without a leading or trailing slash) is kept
+    as it is. True when the file changed."""
+    path = root / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if any(line.strip().strip("/") == CACHE_DIR for line in text.splitlines()):
+        return False
+    if text and not text.endswith("\n"):
+        text += "\n"
+    path.write_text(f"{text}{CACHE_DIR}/\n", encoding="utf-8")
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     pyproject = find_pyproject(Path.cwd().resolve())
@@ -114,13 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     ratchet.write_text(scan, encoding="utf-8")
     table = f'\n[tool.configbags]\npackage = "{package}"\nschema = "{args.schema}"\n'
     pyproject.write_text(text.rstrip("\n") + "\n" + table, encoding="utf-8")
+    ignored = ignore_cache(root)
     out = package_folder(root, package).relative_to(root)
     accessors = f"{package}.accessors"
+    gitignore = f"; {CACHE_DIR}/ in .gitignore" if ignored else ""
     print(f"""configbags init: wrote {schema.relative_to(root)}/ (namespaces/parallel.yaml, \
-namespaces/schedule.yaml, roles.yaml, ratchet.yaml) and [tool.configbags] in {pyproject.name}
+namespaces/schedule.yaml, roles.yaml, ratchet.yaml, matrix.yaml) and [tool.configbags] in \
+{pyproject.name}{gitignore}
 
 next:
   configbags gen                      # writes {out}/ (package {package})
+  configbags matrix --write           # records {schema.relative_to(root)}/matrix.golden.jsonl: commit it, \
+then `configbags matrix --check` in CI
   python -c "from {package}.server_args import ServerArgs; from {accessors} import publish, get_parallel; \\
 publish(ServerArgs.from_cli(['--tp-size', '2']), role='launcher'); print(get_parallel().tp_size)"
 
