@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 import httpx
 
+from configbags.fleet.replies import ReplyError, read_json_async
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import project_path
@@ -99,19 +100,18 @@ def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | Non
 
 async def _get(client: httpx.AsyncClient, target: Target, path: str) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {target.key}"} if target.key else {}
-    response = await client.get(target.url.rstrip("/") + path, headers=headers)
-    if response.status_code != 200:
+    async with client.stream("GET", target.url.rstrip("/") + path, headers=headers) as response:
         try:
-            detail = response.json().get("message", "")
-        except ValueError:
-            detail = ""
+            body = await read_json_async(response, f"GET {path}")
+        except ReplyError as exc:
+            if response.status_code == 200:
+                raise _Unreadable(f"{exc}; is this a configbags server?") from None
+            body = None
+    if response.status_code != 200:
+        detail = body.get("message", "") if isinstance(body, dict) else ""
         hint = " (give its key: --api-key, CONFIGBAGS_API_KEY or key_env in the servers file)" \
             if response.status_code == 401 else ""
-        raise _Unreadable(f"GET {path} answered {response.status_code}{': ' + detail if detail else ''}{hint}")
-    try:
-        body = response.json()
-    except ValueError:
-        raise _Unreadable(f"GET {path} did not answer JSON; is this a configbags server?") from None
+        raise _Unreadable(f"GET {path} answered {response.status_code}{': ' + str(detail) if detail else ''}{hint}")
     if not isinstance(body, dict):
         raise _Unreadable(f"GET {path} answered a JSON {type(body).__name__}, not an object")
     return body

@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 import httpx
 
+from configbags.fleet.replies import ReplyError, read_json
 from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
@@ -99,13 +100,16 @@ def side_values(context: Context[Any], where: str, flags: Sequence[str], read_ke
     if where.startswith(("http://", "https://")):
         headers = {"Authorization": f"Bearer {read_key}"} if read_key else {}
         try:
-            response = httpx.get(where.rstrip("/") + "/server_info", headers=headers, timeout=10)
+            with httpx.stream("GET", where.rstrip("/") + "/server_info", headers=headers, timeout=10) as response:
+                if response.status_code != 200:
+                    raise ConfigError(f"{where}: GET /server_info answered {response.status_code} "
+                                      f"(give the read key with --api-key or ${READ_KEY_ENV})")
+                readback = read_json(response, f"{where}: GET /server_info")
         except httpx.HTTPError as exc:
             raise ConfigError(f"{where}: cannot read /server_info: {exc}") from None
-        if response.status_code != 200:
-            raise ConfigError(f"{where}: GET /server_info answered {response.status_code} "
-                              f"(give the read key with --api-key or ${READ_KEY_ENV})")
-        return current_values(response.json())
+        if not isinstance(readback, dict):
+            raise ConfigError(f"{where}: GET /server_info answered a JSON {type(readback).__name__}, not an object")
+        return current_values(readback)
     path = Path(where)
     if path.suffix == ".json":
         try:
@@ -150,11 +154,13 @@ def render(result: Plan, source: str) -> str:
 def apply(url: str, body: dict[str, Any], admin_key: str | None) -> tuple[int, dict[str, Any]]:
     """PATCH the live part; (HTTP status, the door's JSON answer)."""
     headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-    response = httpx.patch(url.rstrip("/") + "/config", json=body, headers=headers, timeout=60)
-    try:
-        answer = response.json()
-    except ValueError:
-        answer = {"error": "http", "message": response.text[:500]}
+    with httpx.stream("PATCH", url.rstrip("/") + "/config", json=body, headers=headers, timeout=60) as response:
+        try:
+            answer = read_json(response, f"{url}: PATCH /config")
+        except ReplyError as exc:
+            answer = {"error": "http", "message": str(exc)}
+    if not isinstance(answer, dict):
+        answer = {"error": "http", "message": f"the answer is a JSON {type(answer).__name__}, not an object"}
     return response.status_code, answer
 
 
