@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import TextIO
 
 from configbags.migrate.aliases import analyse
-from configbags.migrate.doors import find_doors
+from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
@@ -155,8 +155,11 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
 
     try:
         searched = search_text(text)
-        reads, violations = analyse(tree, searched, settings)
-        doors = find_doors(tree, searched, settings)
+        # one door analysis serves both: its reads, and the fetching calls (`getattr(x,
+        # "a")` under any alias) that the record analysis reads as attributes
+        door_scan = DoorScan(tree, searched, settings)
+        reads, violations = analyse(tree, searched, settings, door_scan.fetched)
+        doors = door_scan.reads()
     except RecursionError:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
