@@ -750,8 +750,8 @@ def _may_open_a_door(text: str, declared: frozenset[str]) -> bool:
     mention none of the words, and are never walked. An environment read is walked
     whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
     in the literal), so no spelling of it need occur in the text. (`state` may be a
-    string: `getattr(get_context(), "state")`.)"""
-    if "state" in text and any(word in text for word in _CONTEXT_WORDS):
+    string, or no word at all: `getattr(get_context(), name)`.)"""
+    if ("state" in text or _may_fetch(text)) and any(word in text for word in _CONTEXT_WORDS):
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
