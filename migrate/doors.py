@@ -6,17 +6,27 @@ the ratchet can hold them to the allowlist like raw record reads:
   `os.environ.setdefault("NAME", ...)`, `os.environ.pop("NAME", ...)`, `os.getenv("NAME")`,
   `"NAME" in os.environ` (or `os.environ.keys()`), a copy's `os.environ.copy()["NAME"]` and
   `dict(os.environ)["NAME"]`, also through `from os import environ` / `getenv` / `*`,
-  `import os as o` and aliases (`env = os.environ`, `get = os.environ.get`). Not followed:
-  `os.environb`, `os.path.os.environ`.
+  `import os as o`, `getattr(os, "environ")` and aliases (`env = os.environ`, `get =
+  os.environ.get`). Not followed: `os.environb`, `os.path.os.environ`.
+  A copy of the environment (_ENV_COPIERS, `{**os.environ}`, `|`, `.copy()`, of its
+  `items()` too) is read like it. Any other use of an environment value (the environment,
+  a copy, its pairs, one of its readers) is a use of it whole: iterated, passed to a
+  function, returned or stored, it may read any variable, so it is reported as `$?`
+  (form environ_whole). Only what reads nothing here is exempt: a child process's
+  environment (_ENV_CHILD_PROCESS), `len`/`bool`/`isinstance`, a truth test, `is`, a
+  binding to a name (whose uses are judged in turn), and writes.
   The environment is one layer of the leaf; its accessor has the value resolved over all
-  of them. Reported with leaf `$NAME`; an undeclared name or a key that is not a string
-  literal is not reported.
+  of them. Reported with leaf `$NAME`; an undeclared name is not reported, a name the
+  module does not show is `$?`.
 - an operator readback: `.state` of a config context (`get_context().state`, `ctx.state`
   after `ctx = get_context()`, and likewise `process_context`, the accessors' `publish`,
   `import_state`, `from_state`, `publish_distributed`) and
   `configbags.runtime.dist.state_dict`, also through `from configbags.runtime.dist import *`
   and a star import of `configbags.runtime`, `configbags.runtime.context` or an `accessors`
-  module (which bind `get_context`, `process_context`, `publish`). Both hold every namespace and bypass role scoping,
+  module (which bind `get_context`, `process_context`, `publish`); fetched by name
+  (`getattr(get_context(), "state")`, `attrgetter("state.values")(ctx)`, a name built at
+  run time on a context); and through a module `importlib.import_module` or `__import__`
+  returns, where the call spells its name. Both hold every namespace and bypass role scoping,
   so role code does not read through them. Reported with leaf `Context.state` or
   `dist.state_dict`.
 
@@ -29,6 +39,11 @@ is reported by the kinds that fit it (a name bound to `os.environ` and to `os.ge
 read as the environment by `env["NAME"]` and as a getter by `env("NAME")`, once per use).
 A name bound only to things that are no door stays unreported, and a binding in an inner
 scope (a parameter) hides the outer ones, as in Python.
+
+The same pass resolves the fetchers (`getattr`, `hasattr`, `setattr`, `delattr`,
+`operator.attrgetter` and getters it made, importers), by the may-alias rule, and hands
+each fetching call to the record analysis (DoorScan.fetched), so `ga = getattr`,
+`builtins.getattr` and a getter stored at module level are one mechanism for both.
 
 Speed: a file that mentions no trigger word is not walked at all (substring tests), and
 otherwise only statements whose lines mention a name of interest (or an import) are,
@@ -95,7 +110,11 @@ _ENV_METHODS = frozenset({
 # to a child process (`subprocess.run(cmd, env=os.environ.copy())`), or only count it
 _ENV_CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "asyncio.subprocess.", "os.exec", "os.spawn",
                       "os.posix_spawn")
-_ENV_HARMLESS = frozenset({"builtins.len", "builtins.bool", "builtins.isinstance"})
+_ENV_HARMLESS = frozenset({
+    "builtins.len", "builtins.bool", "builtins.isinstance",
+    # `with mock.patch.dict(os.environ, {...})` writes variables and restores them
+    "unittest.mock.patch.dict", "mock.patch.dict",
+})
 _NO_KINDS: frozenset[str] = frozenset()
 _ENVIRON_KIND = frozenset({_ENVIRON})
 _DIST = "configbags.runtime.dist"
@@ -121,6 +140,11 @@ def _public(module: str) -> str:
 _STAR_DIST = ("state_dict", "import_state", "from_state", "publish_distributed")
 _STAR_CONTEXT = ("get_context", "process_context", "publish")
 _STAR_OS = ("environ", "getenv")
+_STAR_FETCHERS = {
+    "operator": ("attrgetter",),
+    "importlib": ("import_module", "__import__"),
+    "builtins": ("getattr", "hasattr", "setattr", "delattr", "__import__"),
+}
 
 # Builtins the analysis follows: a name that no scope binds is the builtin (so `ga =
 # getattr`, `builtins.getattr` and `from builtins import getattr as g` are one callable).
@@ -521,6 +545,8 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             names = _STAR_DIST
         elif module in ("configbags.runtime", "configbags.runtime.context") or module.split(".")[-1] == "accessors":
             names = _STAR_CONTEXT
+        elif module in _STAR_FETCHERS:
+            names = _STAR_FETCHERS[module]
         else:
             return
         for name in names:
@@ -549,7 +575,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self.declared
             and isinstance(node, _ENV_CARRIERS)
             and id(node) not in self.consumed
-            and isinstance(getattr(node, "ctx", ast.Load()), ast.Load)
+            and isinstance(getattr(node, "ctx", _LOAD), ast.Load)
             and any(_reads_environ(kind) for kind in self.d.kind(node, self.scope))
         ):
             # `for k, v in os.environ.items()`, `f(os.environ)`, `return env`: every
@@ -742,7 +768,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
 
 
+# the expressions whose value may be the environment (or a copy, its pairs, a reader)
 _ENV_CARRIERS = (ast.Name, ast.Attribute, ast.Call, ast.Dict, ast.BinOp)
+_LOAD = ast.Load()
 
 
 def _may_open_a_door(text: str, declared: frozenset[str]) -> bool:
