@@ -74,6 +74,7 @@ from configbags.migrate.scopes import (
     Scopes,
     StatementWalker,
     fetched_chain,
+    unpacked,
 )
 
 # What an expression is, as a "kind": the dotted path of what it names (`os.environ`,
@@ -588,14 +589,43 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     # ---- the uses that account for the environment value they are given
 
+    def _consume_bound(self, target: ast.expr, value: ast.expr) -> None:
+        """A value bound to a name is an alias, whose own uses are judged; so are the
+        parts of a literal unpacked pairwise (`a, env = 1, os.environ`), as the binder
+        pairs them. A part bound to anything else (an attribute, a starred target) is not."""
+        if isinstance(target, ast.Name):
+            self._consume(value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+            self._consume(value)
+            for sub_target, sub_value in unpacked(target.elts, value.elts):
+                self._consume_bound(sub_target, sub_value)
+
+    def _consume_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        # `for env in (os.environ,)` binds each element in turn (ScopeBinder.bind_loop)
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            self._consume(iterable)
+            for element in iterable.elts:
+                self._consume_bound(target, element)
+
     def visit_Assign(self, node: ast.Assign) -> None:
-        if all(isinstance(target, ast.Name) for target in node.targets):
-            self._consume(node.value)  # an alias: its own uses are judged
+        # a value also stored elsewhere (`self.env = env = os.environ`) is not only an alias
+        if len(node.targets) == 1 or all(isinstance(target, ast.Name) for target in node.targets):
+            self._consume_bound(node.targets[0], node.value)
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if isinstance(node.target, ast.Name):
-            self._consume(node.value)
+        if node.value is not None:
+            self._consume_bound(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._consume_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._consume_loop(node.target, node.iter)
         self.generic_visit(node)
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
