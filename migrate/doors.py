@@ -203,6 +203,9 @@ def _is_door(kind: str) -> bool:
         or kind == _ATTRGETTER
         or kind.startswith(_GETTER_MARK)
         or _is_context_source(kind)
+        # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
+        or kind == "subprocess"
+        or kind.startswith(_ENV_CHILD_PROCESS)
     )
 
 
