@@ -277,9 +277,18 @@ def test_the_attackers_spellings_fail_the_check(tmp_path: Path, capsys: pytest.C
 
 
 def test_an_unresolved_env_read_can_be_explained_in_ratchet_yaml(tmp_path: Path) -> None:
-    entry = {"file": "pkg/environ.py", "function": "looped", "leaf": "$?", "reason": "prints the environment for a bug report"}
-    files = {"environ.py": "import os\n\n\ndef looped():\n    for key, value in os.environ.items():\n        print(key, value)\n"}
-    assert ratchet_main(["check", "--schema", str(_tiny_project(tmp_path, files, [entry])), "--no-cache"]) == 0
+    # the entry the failure asks for is one ratchet.yaml accepts, and init writes it
+    files = {"environ.py": "import os\n\n\ndef named(name):\n    return os.environ[name]\n\n\n"
+                           "def looped():\n    for key, value in os.environ.items():\n        print(key, value)\n"}
+    entry = {"file": "pkg/environ.py", "function": "named", "leaf": "$?", "reason": "reads the launcher's own variables"}
+    schema = _tiny_project(tmp_path, files, [entry])
+    assert ratchet_main(["check", "--schema", str(schema), "--no-cache"]) == 1  # looped is not explained
+    assert ratchet_main(["init", "--schema", str(schema), "--root", str(tmp_path / "pkg")]) == 0
+    allowlist = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
+    assert [(e["function"], e["leaf"], e["reason"]) for e in allowlist] == [
+        ("looped", "$?", "baseline"), ("named", "$?", "reads the launcher's own variables")
+    ]
+    assert ratchet_main(["check", "--schema", str(schema), "--no-cache"]) == 0
 
 
 # ---- 3. nothing skipped without a word
