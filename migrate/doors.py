@@ -806,13 +806,13 @@ _ENV_CARRIERS = (ast.Name, ast.Attribute, ast.Call, ast.Dict, ast.BinOp)
 _LOAD = ast.Load()
 
 
-def _may_open_a_door(text: str, declared: frozenset[str]) -> bool:
+def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bool:
     """Could this file open a door at all? Substring tests, at memchr speed: most files
     mention none of the words, and are never walked. An environment read is walked
     whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
     in the literal), so no spelling of it need occur in the text. (`state` may be a
     string, or no word at all: `getattr(get_context(), name)`.)"""
-    if ("state" in text or _may_fetch(text)) and any(word in text for word in _CONTEXT_WORDS):
+    if ("state" in text or may_fetch) and any(word in text for word in _CONTEXT_WORDS):
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
@@ -832,20 +832,24 @@ class DoorScan:
         self.tree = tree
         self.text = text
         self.declared = _declared_set(settings.env_vars)
+        self.may_fetch = _may_fetch(text)
         self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]]] | None = None
 
     def _run(self) -> tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]]]:
         if self._result is None:
             names = _BASE_NAMES
-            # Rounds until the names of interest stop growing (see configbags.migrate.aliases).
+            lines = set(mention_lines(self.text, names))
+            # Rounds until the names of interest stop growing (see configbags.migrate.aliases);
+            # each name's mentions are searched for once
             while True:
-                doors = _Doors(mention_lines(self.text, names))
+                doors = _Doors(sorted(lines))
                 _Binder(doors).visit_statements(self.tree.body)
                 doors.settle()
-                grown = names | doors.alias_names()
-                if grown == names:
+                new = doors.alias_names() - names
+                if not new:
                     break
-                names = grown
+                names |= new
+                lines.update(mention_lines(self.text, new))
             reader = _Reader(doors, self.declared, _ModuleStrings(self.tree))
             reader.visit_statements(self.tree.body)
             self._result = (reader.reads, doors.fetched)
@@ -855,11 +859,11 @@ class DoorScan:
         """The environment reads and operator readbacks, as read rows: (function, leaf,
         line, col, end_line, end_col, via, form, origin). A file that mentions no door's
         word has none, whether or not the analysis ran for its fetches."""
-        return self._run()[0] if _may_open_a_door(self.text, self.declared) else []
+        return self._run()[0] if _may_open_a_door(self.text, self.declared, self.may_fetch) else []
 
     def fetched(self) -> Mapping[int, tuple[Fetch, ...]]:
         """id(call) -> what it fetches by name, for every fetching call in the module."""
-        return self._run()[1] if _may_fetch(self.text) else {}
+        return self._run()[1] if self.may_fetch else {}
 
 
 @functools.lru_cache(maxsize=8)
