@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import ast
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from configbags.migrate.scanmodel import Reach, ScanSettings, join_origin
-from configbags.migrate.scopes import Scope, ScopeBinder, ScopeReader, Scopes, StatementWalker
+from configbags.migrate.scopes import (
+    Fetch,
+    Scope,
+    ScopeBinder,
+    ScopeReader,
+    Scopes,
+    StatementWalker,
+    fetched_chain,
+)
 
 # Whole-record readers: calling these on the record reads every leaf at once.
 _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
@@ -66,10 +74,13 @@ class _Analysis(Scopes[_Scope]):
     """Per-file state shared by the binding pass and the read pass: the scopes, and the
     names, attributes and functions through which the record is reached."""
 
-    def __init__(self, settings: ScanSettings, lines: list[int]) -> None:
+    def __init__(self, settings: ScanSettings, lines: list[int], fetched: Mapping[int, tuple[Fetch, ...]]) -> None:
         super().__init__(_Scope("module", "<module>", None))
         self.settings = settings
         self.lines = lines  # lines that mention a name of interest, sorted
+        # id(call) -> what it fetches by name (`getattr(x, "a")`, an attrgetter), under
+        # whatever alias: resolved by the door analysis over the same scope rules
+        self.fetched = fetched
         self.raw_names: set[str] = {settings.raw_accessor}
         self.class_names: set[str] = {settings.record_class}
         self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
@@ -152,8 +163,21 @@ class _Analysis(Scopes[_Scope]):
             result = (result[0], join_origin(result[1], "rebound"))
         return result
 
+    def fetched_value(self, call: ast.expr) -> ast.expr | None:
+        """What a fetching call evaluates to, as the attribute chain it spells
+        (`getattr(self, "server_args")` is `self.server_args`), or None."""
+        for fetch in self.fetched.get(id(call), ()) if isinstance(call, ast.Call) else ():
+            path = fetch.value_path()
+            if path:
+                return fetched_chain(fetch.target, path, call)
+        return None
+
     def _reach_call(self, call: ast.Call, scope: _Scope) -> Reach | None:
-        func = call.func
+        chain = self.fetched_value(call)
+        if chain is not None:
+            return self.reach(chain, scope)
+        # `getattr(accessors, "get_server_args")()` calls the attribute it fetches
+        func = self.fetched_value(call.func) or call.func
         if isinstance(func, ast.Name):
             if func.id in self.raw_names:
                 return ("accessor", "process")
@@ -514,6 +538,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         self.generic_visit(node)
 
     def _names_raw_accessor(self, value: ast.expr) -> bool:
+        value = self.a.fetched_value(value) or value
         if isinstance(value, ast.Name):
             return value.id in self.a.raw_names
         return isinstance(value, ast.Attribute) and value.attr == self.a.settings.raw_accessor
@@ -698,7 +723,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        name = func.id if isinstance(func, ast.Name) else None
         args = node.args
         if isinstance(func, ast.Attribute):
             self.called.add(id(func))
@@ -706,22 +730,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 func.attr in _DICT_READ_ONE or func.attr in _DICT_READ_ALL or func.attr in _DICT_WRITES
             ) and self._consume_dict(func.value):
                 self._dict_call(node, func.attr)
-        if isinstance(func, ast.Call) and _name_of(func.func) == "attrgetter" and len(args) == 1:
-            self._attrgetter(node, func)
-        if name in ("getattr", "hasattr") and len(args) >= 2:
-            reach = self.a.reach(args[0], self.scope)
-            if reach is None and self._is_record_class(args[0]):
-                reach = ("class", "constructed")  # getattr(ServerArgs, k): a class default
-            if reach:
-                key = args[1]
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    form = "hasattr" if name == "hasattr" else "getattr_default" if len(args) > 2 else "getattr"
-                    self._read(node, key.value, reach, form)
-                else:
-                    self._read(node, "*", reach, "getattr_dynamic")
-        elif name in ("setattr", "delattr") and args:
-            if self.a.via(args[0], self.scope):
-                self._write(node, self._literal_leaf(args), origin=self.a.write_origin(args[0], self.scope))
+        fetches = self.a.fetched.get(id(node), ())
+        for fetch in fetches:
+            self._fetch(node, fetch)
+        if fetches:
+            pass  # a fetch's reads and writes are its own (`getattr(rec, "x")`, `setattr`)
         elif (
             isinstance(func, ast.Attribute)
             and func.attr == "__setattr__"
@@ -733,18 +746,29 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
         self.generic_visit(node)
 
-    def _attrgetter(self, node: ast.Call, getter: ast.Call) -> None:
-        """`operator.attrgetter("a", "b.c")(rec)` reads a and b of the record."""
-        reach = self.a.reach(node.args[0], self.scope)
-        if reach is None:
+    def _fetch(self, node: ast.Call, fetch: Fetch) -> None:
+        """A read (or write) by name: `getattr(rec, "x")`, `hasattr`, `setattr`, `delattr`,
+        `operator.attrgetter("x", "server_args.y")(obj)`, under any alias. Each attribute
+        of a path whose object is the record is a leaf read; a name built at run time
+        reads `*`; `getattr(ServerArgs, k)` reads a class default."""
+        target = fetch.target
+        if fetch.form in ("setattr", "delattr"):
+            if self.a.via(target, self.scope):
+                path = fetch.paths[0]
+                leaf = path[0] if path else "*"
+                self._write(node, leaf, origin=self.a.write_origin(target, self.scope))
             return
-        if getter.keywords or not getter.args:
-            self._read(node, "*", reach, "getattr_dynamic")
-        for arg in getter.args:
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                self._read(node, arg.value.split(".")[0], reach, "attrgetter")
-            else:
-                self._read(node, "*", reach, "getattr_dynamic")
+        for path in fetch.paths:
+            expr = target
+            for index, attr in enumerate(path or ("*",)):
+                reach = self.a.reach(expr, self.scope)
+                if reach is None and index == 0 and fetch.form != "attrgetter" and self._is_record_class(expr):
+                    reach = ("class", "constructed")  # getattr(ServerArgs, k): a class default
+                if reach is not None:
+                    form = fetch.form if path else "getattr_dynamic"
+                    self._read(node, attr, reach, form)
+                if path is not None:
+                    expr = fetched_chain(expr, (attr,), node)
 
     def visit_Match(self, node: ast.Match) -> None:
         # A class pattern reads the attributes it names from the subject: `case
@@ -844,22 +868,32 @@ def mentions(lines: list[int], span: tuple[int, int]) -> bool:
 
 
 
-def analyse(tree: ast.Module, text: str, settings: ScanSettings) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def analyse(
+    tree: ast.Module,
+    text: str,
+    settings: ScanSettings,
+    fetches: Callable[[], Mapping[int, tuple[Fetch, ...]]] = dict,
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The reads and violations in one parsed module (`text`: its search text, see
     configbags.migrate.scan.search_text), as path-free
     rows: (function, leaf, line, col, end_line, end_col, via, form, origin) and
-    (function, line, kind, leaf, detail, origin)."""
+    (function, line, kind, leaf, detail, origin). `fetches` gives the module's fetching
+    calls (configbags.migrate.doors.DoorScan.fetched); asked only where the record may be
+    read at all."""
     names = frozenset(
         {settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts}
     )
     # Rounds until the names of interest stop growing: a round that finds a new alias
     # (or rename, self attribute, wrapper) must look again at the lines that mention it.
     # Each round starts afresh, so pruning never hides a binding found later.
+    fetched: Mapping[int, tuple[Fetch, ...]] | None = None
     while True:
         lines = mention_lines(text, names)
         if not lines:
             return [], []
-        analysis = _Analysis(settings, lines)
+        if fetched is None:
+            fetched = fetches()
+        analysis = _Analysis(settings, lines, fetched)
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
         grown = analysis.names_of_interest() | names

@@ -68,6 +68,7 @@ _ENV_FORMS = {
     "getenv": "os.getenv(...)",
     "environ_pop": "os.environ.pop(...)",
     "environ_setdefault": "os.environ.setdefault(...)",
+    "environ_whole": "the environment used whole",
 }
 _READBACK_WHAT = {
     STATE_READBACK: "`.state` of the config context",
@@ -431,7 +432,17 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
     first = reads[0]
     more = sorted({r.line for r in reads} - {first.line})
     also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
-    if leaf == ENV_UNRESOLVED:
+    if leaf == ENV_UNRESOLVED and first.form == "environ_whole":
+        what = (
+            "an environment read whose variable names the scanner cannot resolve (the environment used "
+            "whole: iterated, passed on, returned or stored, so any variable may be read)"
+        )
+        instead = (
+            "if it may read a declared variable, read that leaf through its accessor; to start a child "
+            "process, pass it as subprocess's env= (which is no read); if it never reads a declared "
+            "variable, say why in the allowlist entry"
+        )
+    elif leaf == ENV_UNRESOLVED:
         what = (
             f"an environment read whose variable name the scanner cannot resolve "
             f"({_ENV_FORMS.get(first.form, first.form)} of a name built at run time, or from another module)"

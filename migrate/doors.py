@@ -6,17 +6,27 @@ the ratchet can hold them to the allowlist like raw record reads:
   `os.environ.setdefault("NAME", ...)`, `os.environ.pop("NAME", ...)`, `os.getenv("NAME")`,
   `"NAME" in os.environ` (or `os.environ.keys()`), a copy's `os.environ.copy()["NAME"]` and
   `dict(os.environ)["NAME"]`, also through `from os import environ` / `getenv` / `*`,
-  `import os as o` and aliases (`env = os.environ`, `get = os.environ.get`). Not followed:
-  `os.environb`, `os.path.os.environ`.
+  `import os as o`, `getattr(os, "environ")` and aliases (`env = os.environ`, `get =
+  os.environ.get`). Not followed: `os.environb`, `os.path.os.environ`.
+  A copy of the environment (_ENV_COPIERS, `{**os.environ}`, `|`, `.copy()`, of its
+  `items()` too) is read like it. Any other use of an environment value (the environment,
+  a copy, its pairs, one of its readers) is a use of it whole: iterated, passed to a
+  function, returned or stored, it may read any variable, so it is reported as `$?`
+  (form environ_whole). Only what reads nothing here is exempt: a child process's
+  environment (_ENV_CHILD_PROCESS), `len`/`bool`/`isinstance`, a truth test, `is`, a
+  binding to a name (whose uses are judged in turn), and writes.
   The environment is one layer of the leaf; its accessor has the value resolved over all
-  of them. Reported with leaf `$NAME`; an undeclared name or a key that is not a string
-  literal is not reported.
+  of them. Reported with leaf `$NAME`; an undeclared name is not reported, a name the
+  module does not show is `$?`.
 - an operator readback: `.state` of a config context (`get_context().state`, `ctx.state`
   after `ctx = get_context()`, and likewise `process_context`, the accessors' `publish`,
   `import_state`, `from_state`, `publish_distributed`) and
   `configbags.runtime.dist.state_dict`, also through `from configbags.runtime.dist import *`
   and a star import of `configbags.runtime`, `configbags.runtime.context` or an `accessors`
-  module (which bind `get_context`, `process_context`, `publish`). Both hold every namespace and bypass role scoping,
+  module (which bind `get_context`, `process_context`, `publish`); fetched by name
+  (`getattr(get_context(), "state")`, `attrgetter("state.values")(ctx)`, a name built at
+  run time on a context); and through a module `importlib.import_module` or `__import__`
+  returns, where the call spells its name. Both hold every namespace and bypass role scoping,
   so role code does not read through them. Reported with leaf `Context.state` or
   `dist.state_dict`.
 
@@ -30,6 +40,11 @@ read as the environment by `env["NAME"]` and as a getter by `env("NAME")`, once 
 A name bound only to things that are no door stays unreported, and a binding in an inner
 scope (a parameter) hides the outer ones, as in Python.
 
+The same pass resolves the fetchers (`getattr`, `hasattr`, `setattr`, `delattr`,
+`operator.attrgetter` and getters it made, importers), by the may-alias rule, and hands
+each fetching call to the record analysis (DoorScan.fetched), so `ga = getattr`,
+`builtins.getattr` and a getter stored at module level are one mechanism for both.
+
 Speed: a file that mentions no trigger word is not walked at all (substring tests), and
 otherwise only statements whose lines mention a name of interest (or an import) are,
 growing the names and starting again when an alias is found, as the record analysis does.
@@ -40,7 +55,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate.aliases import mention_lines, statement_span
@@ -51,7 +66,16 @@ from configbags.migrate.scanmodel import (
     ScanSettings,
     env_subject,
 )
-from configbags.migrate.scopes import Scope, ScopeBinder, ScopeReader, Scopes, StatementWalker
+from configbags.migrate.scopes import (
+    Fetch,
+    Scope,
+    ScopeBinder,
+    ScopeReader,
+    Scopes,
+    StatementWalker,
+    fetched_chain,
+    unpacked,
+)
 
 # What an expression is, as a "kind": the dotted path of what it names (`os.environ`,
 # `configbags.runtime.dist.state_dict`), or _CONTEXT for a config context object.
@@ -63,10 +87,37 @@ _ENV_GETTERS = {
     "os.getenv": "getenv",
     "os.environ.pop": "environ_pop",
     "os.environ.setdefault": "environ_setdefault",
+    "os.environ.__getitem__": "environ_subscript",
+    "os.environ.__contains__": "environ_in",
 }
 # calls that return the environment's contents (a copy, or its keys): read like it
 _ENV_VIEWS = frozenset({"os.environ.copy", "os.environ.keys"})
+# calls that return its pairs or values: a mapping again only through a copier (`dict(...)`)
+_ENV_ITEMS = "<environ items>"
+_ENV_ITEM_VIEWS = frozenset({"os.environ.items", "os.environ.values"})
+# callables that copy a mapping given whole (or its pairs): a copy of the environment is
+# read like it
+_ENV_COPIERS = frozenset({
+    "builtins.dict", "collections.ChainMap", "collections.OrderedDict", "collections.UserDict",
+    "collections.defaultdict", "copy.copy", "copy.deepcopy", "types.MappingProxyType",
+})
+# what an attribute of the environment may be without the environment being used whole:
+# its key readers and views above, and its writers
+_ENV_METHODS = frozenset({
+    "get", "pop", "setdefault", "copy", "keys", "items", "values", "__getitem__", "__contains__",
+    "update", "clear", "__setitem__", "__delitem__", "putenv", "unsetenv",
+})
+# callables the environment may be handed to whole without being read here: they give it
+# to a child process (`subprocess.run(cmd, env=os.environ.copy())`), or only count it
+_ENV_CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "asyncio.subprocess.", "os.exec", "os.spawn",
+                      "os.posix_spawn")
+_ENV_HARMLESS = frozenset({
+    "builtins.len", "builtins.bool", "builtins.isinstance",
+    # `with mock.patch.dict(os.environ, {...})` writes variables and restores them
+    "unittest.mock.patch.dict", "mock.patch.dict",
+})
 _NO_KINDS: frozenset[str] = frozenset()
+_ENVIRON_KIND = frozenset({_ENVIRON})
 _DIST = "configbags.runtime.dist"
 _STATE_DICT = f"{_DIST}.state_dict"
 _DIST_CONTEXTS = frozenset({f"{_DIST}.import_state", f"{_DIST}.from_state", f"{_DIST}.publish_distributed"})
@@ -90,6 +141,30 @@ def _public(module: str) -> str:
 _STAR_DIST = ("state_dict", "import_state", "from_state", "publish_distributed")
 _STAR_CONTEXT = ("get_context", "process_context", "publish")
 _STAR_OS = ("environ", "getenv")
+_STAR_FETCHERS = {
+    "operator": ("attrgetter",),
+    "importlib": ("import_module", "__import__"),
+    "builtins": ("getattr", "hasattr", "setattr", "delattr", "__import__"),
+}
+
+# Builtins the analysis follows: a name that no scope binds is the builtin (so `ga =
+# getattr`, `builtins.getattr` and `from builtins import getattr as g` are one callable).
+_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__import__", "dict", "len", "bool", "isinstance"})
+# Fetchers (configbags.migrate.scopes.Fetch): calls that read attributes by name.
+_GETATTRS = {
+    "builtins.getattr": "getattr",
+    "builtins.hasattr": "hasattr",
+    "builtins.setattr": "setattr",
+    "builtins.delattr": "delattr",
+}
+_ATTRGETTER = "operator.attrgetter"
+# The kind of an attrgetter itself: the mark, then its paths, space-separated, `?` for a
+# name built at run time (`<attrgetter> tp_size state.values`).
+_GETTER_MARK = "<attrgetter>"
+# Callables that import a module by name: what they return is that module.
+_IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
+_BUILTIN_KINDS = {name: frozenset({"builtins." + name}) for name in _BUILTINS}
+_FETCH_WORDS = ("getattr", "hasattr", "setattr", "delattr", "attrgetter", "import_module", "__import__")
 
 # A file can only open a door if it mentions one of these.
 _ENV_WORDS = ("environ", "getenv")
@@ -99,6 +174,7 @@ _CONTEXT_WORDS = ("get_context", "process_context", "publish", "import_state", "
 _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
     | _CONTEXT_FUNCTIONS
+    | set(_FETCH_WORDS)
 )
 
 
@@ -116,13 +192,101 @@ def _is_context_source(path: str | None) -> bool:
 
 
 def _is_door(kind: str) -> bool:
-    """Is a name bound to this worth following (an alias of a door)?"""
+    """Is a name bound to this worth following (an alias of a door, or of a fetcher)?"""
     return (
-        kind in (_CONTEXT, _ENVIRON, _STATE_DICT)
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS)
         or kind in _ENV_GETTERS
         or kind in _ENV_VIEWS
+        or kind in _ENV_ITEM_VIEWS
+        or kind in _GETATTRS
+        or kind in _IMPORTERS
+        or kind == _ATTRGETTER
+        or kind.startswith(_GETTER_MARK)
         or _is_context_source(kind)
+        # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
+        or kind == "subprocess"
+        or kind.startswith(_ENV_CHILD_PROCESS)
     )
+
+
+def _reads_environ(kind: str) -> bool:
+    """Does a value of this kind read the environment when it is used whole (iterated,
+    passed on, returned)? The environment, a copy, its pairs, and its bound readers."""
+    return kind in (_ENVIRON, _ENV_ITEMS) or kind in _ENV_GETTERS or kind in _ENV_VIEWS or kind in _ENV_ITEM_VIEWS
+
+
+def _literal(expr: ast.expr | None) -> str | None:
+    """The string `expr` spells without any name: a literal, or a concatenation (`+`,
+    an f-string) of literals; else None."""
+    if expr is None:
+        return None
+    if isinstance(expr, ast.Constant):
+        return expr.value if isinstance(expr.value, str) else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        left, right = _literal(expr.left), _literal(expr.right)
+        return None if left is None or right is None else left + right
+    if isinstance(expr, ast.JoinedStr):
+        parts: list[str] = []
+        for part in expr.values:
+            if isinstance(part, ast.FormattedValue):
+                if part.conversion not in (-1, ord("s")) or part.format_spec is not None:
+                    return None
+                part = part.value
+            value = _literal(part)
+            if value is None:
+                return None
+            parts.append(value)
+        return "".join(parts)
+    return None
+
+
+def _getter_kind(call: ast.Call) -> str:
+    """The kind of `operator.attrgetter(...)` itself, its paths spelled in it."""
+    parts = []
+    for arg in call.args:
+        value = _literal(arg) if not isinstance(arg, ast.Starred) else None
+        parts.append(value if value and " " not in value else "?")
+    if call.keywords or not call.args or any(isinstance(arg, ast.Starred) for arg in call.args):
+        parts.append("?")
+    return " ".join((_GETTER_MARK, *parts))
+
+
+def _getter_paths(kind: str) -> tuple[tuple[str, ...] | None, ...]:
+    return tuple(None if part == "?" else tuple(part.split(".")) for part in kind.split(" ")[1:])
+
+
+def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
+    if len(call.args) > position:
+        return call.args[position]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _imported_module(call: ast.Call, importers: frozenset[str]) -> str | None:
+    """The module an importer call returns, where the call spells its name out:
+    `import_module("a.b")` is a.b (relative to a spelled `package`), `__import__("a.b")`
+    is a, unless a `fromlist` is given (then a.b)."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return None
+    name = _literal(_argument(call, 0, "name"))
+    if not name:
+        return None
+    if "importlib.import_module" in importers:
+        if name.startswith("."):
+            package = _literal(_argument(call, 1, "package"))
+            dots = len(name) - len(name.lstrip("."))
+            if not package or package.count(".") < dots - 1:
+                return None
+            base = package.rsplit(".", dots - 1)[0] if dots > 1 else package
+            name = f"{base}.{name[dots:]}" if name[dots:] else base
+        return _public(name)
+    level = _argument(call, 4, "level")
+    if level is not None and not (isinstance(level, ast.Constant) and level.value == 0):
+        return None  # a relative __import__: never configbags as seen from an engine
+    fromlist = _argument(call, 3, "fromlist")
+    empty = fromlist is None or (
+        isinstance(fromlist, ast.Constant) and not fromlist.value
+    ) or (isinstance(fromlist, (ast.List, ast.Tuple)) and not fromlist.elts)
+    return name.split(".")[0] if empty else _public(name)
 
 
 class _Imported(NamedTuple):
@@ -153,6 +317,9 @@ class _Doors(Scopes[_Scope]):
         self._names: dict[tuple[int, str], frozenset[str]] = {}  # memo of name kinds
         self._active: set[tuple[int, str]] = set()  # names whose kinds are being found
         self._cycles = 0  # how often a name was met again while its kinds were found
+        # id(call) -> what it fetches by name, for every fetching call the reader walked:
+        # the record analysis reads them as the attribute chains they are
+        self.fetched: dict[int, tuple[Fetch, ...]] = {}
 
     def settle(self) -> None:
         """Hand each binding to the scope it lands in (`global`, `nonlocal`)."""
@@ -171,6 +338,17 @@ class _Doors(Scopes[_Scope]):
             return self._call_kind(expr, scope)
         if isinstance(expr, ast.NamedExpr):
             return self.kind(expr.value, scope)
+        if isinstance(expr, ast.Dict):
+            # `{**os.environ, "X": "1"}` is a copy of the environment
+            unpacked = (value for key, value in zip(expr.keys, expr.values, strict=True) if key is None)
+            return _ENVIRON_KIND if any(_ENVIRON in self.kind(value, scope) for value in unpacked) else _NO_KINDS
+        if isinstance(expr, ast.BinOp):
+            # `os.environ | {...}` and `{...} | os.environ` too
+            if isinstance(expr.op, ast.BitOr) and (
+                _ENVIRON in self.kind(expr.left, scope) or _ENVIRON in self.kind(expr.right, scope)
+            ):
+                return _ENVIRON_KIND
+            return _NO_KINDS
         # `context or get_context()`: a branch that is a door makes the value one
         branches: list[ast.expr] = []
         if isinstance(expr, ast.IfExp):
@@ -184,30 +362,71 @@ class _Doors(Scopes[_Scope]):
 
     def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
         func = self.kind(expr.func, scope)
+        if not func:
+            return _NO_KINDS
         found: set[str] = set()
         if any(_is_context_source(path) for path in func):
             found.add(_CONTEXT)
-        if not func.isdisjoint(_ENV_VIEWS) and not expr.args and not expr.keywords:
+        bare = not expr.args and not expr.keywords
+        if bare and not func.isdisjoint(_ENV_VIEWS):
             found.add(_ENVIRON)  # `os.environ.copy()`, `os.environ.keys()`
-        elif (
-            isinstance(expr.func, ast.Name)
-            and expr.func.id == "dict"
-            and len(expr.args) == 1
-            and not expr.keywords
-            and self.unbound("dict")
-            and _ENVIRON in self.kind(expr.args[0], scope)
-        ):
-            found.add(_ENVIRON)  # `dict(os.environ)`
+        if bare and not func.isdisjoint(_ENV_ITEM_VIEWS):
+            found.add(_ENV_ITEMS)  # `os.environ.items()`
+        if not func.isdisjoint(_ENV_COPIERS) and self.copies_environ(expr, scope):
+            found.add(_ENVIRON)  # `dict(os.environ)`, `ChainMap(os.environ)`, `dict(os.environ.items())`
+        if _ATTRGETTER in func:
+            found.add(_getter_kind(expr))
+        importers = func & _IMPORTERS
+        if importers:
+            module = _imported_module(expr, importers)
+            if module is not None:
+                found.add(module)
+        for fetch in self.fetches(expr, scope, func):
+            path = fetch.value_path()
+            if path is not None:
+                # `getattr(os, "environ")` is `os.environ`
+                found.update(self.kind(fetched_chain(fetch.target, path, expr), scope))
         return frozenset(found)
+
+    def copies_environ(self, call: ast.Call, scope: _Scope) -> bool:
+        """Does this copier call copy the environment (or its pairs)?"""
+        for arg in call.args:
+            if not isinstance(arg, ast.Starred) and not self.kind(arg, scope).isdisjoint((_ENVIRON, _ENV_ITEMS)):
+                return True
+        return any(k.arg is None and _ENVIRON in self.kind(k.value, scope) for k in call.keywords)
+
+    def fetches(self, call: ast.Call, scope: _Scope, func: frozenset[str] | None = None) -> tuple[Fetch, ...]:
+        """What `call` fetches by name, for each fetcher its callee may be: `getattr(x,
+        "a")` under any alias, and an attrgetter (`operator.attrgetter("a")(x)`, or one
+        stored in a name first)."""
+        if func is None:
+            func = self.kind(call.func, scope)
+        args = call.args
+        if not func or any(isinstance(arg, ast.Starred) for arg in args):
+            return ()
+        found: list[Fetch] = []
+        for path in func:
+            form = _GETATTRS.get(path)
+            if form is not None and len(args) >= 2:
+                name = _literal(args[1])
+                if form == "getattr" and len(args) > 2:
+                    form = "getattr_default"
+                found.append(Fetch(args[0], ((name,) if name is not None else None,), form))
+            elif path.startswith(_GETTER_MARK) and len(args) == 1 and not call.keywords:
+                found.append(Fetch(args[0], _getter_paths(path), "attrgetter"))
+        return tuple(found)
 
     def name_kind(self, name: str, scope: _Scope) -> frozenset[str]:
         """The kinds of `name` read in `scope`: those of every binding of it in the scope
         that binds it. A may-alias: one binding to a door makes the name one, whatever
         the others bind."""
         holder = self.visible(name, scope)
-        values = holder.bindings.get(name) if holder is not None else None
-        if holder is None or not values:
-            return _NO_KINDS  # a builtin, an unfollowed star import, a binding not walked
+        if holder is None:
+            # a builtin (or an unfollowed star import)
+            return _BUILTIN_KINDS.get(name, _NO_KINDS)
+        values = holder.bindings.get(name)
+        if not values:
+            return _NO_KINDS  # a binding not walked
         return self._bound_kind(name, holder, values)
 
     def _bound_kind(self, name: str, scope: _Scope, values: list[tuple[_Value, _Scope]]) -> frozenset[str]:
@@ -330,6 +549,8 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             names = _STAR_DIST
         elif module in ("configbags.runtime", "configbags.runtime.context") or module.split(".")[-1] == "accessors":
             names = _STAR_CONTEXT
+        elif module in _STAR_FETCHERS:
+            names = _STAR_FETCHERS[module]
         else:
             return
         for name in names:
@@ -348,6 +569,104 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
         # is no module constant there
         self.enclosing: list[ast.AST] = []
+        # ids of the expressions whose use of the environment the node around them
+        # accounts for (a key read, a copy, a binding, a child process): any other use of
+        # an environment value is whole, and unresolved (see visit)
+        self.consumed: set[int] = set()
+
+    def visit(self, node: ast.AST) -> None:
+        if (
+            self.declared
+            and isinstance(node, _ENV_CARRIERS)
+            and id(node) not in self.consumed
+            and isinstance(getattr(node, "ctx", _LOAD), ast.Load)
+            and any(_reads_environ(kind) for kind in self.d.kind(node, self.scope))
+        ):
+            # `for k, v in os.environ.items()`, `f(os.environ)`, `return env`: every
+            # variable may be read, by a name no code here spells
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        super().visit(node)
+
+    def _consume(self, *nodes: ast.AST | None) -> None:
+        self.consumed.update(id(node) for node in nodes if node is not None)
+
+    # ---- the uses that account for the environment value they are given
+
+    def _consume_bound(self, target: ast.expr, value: ast.expr) -> None:
+        """A value bound to a name is an alias, whose own uses are judged; so are the
+        parts of a literal unpacked pairwise (`a, env = 1, os.environ`), as the binder
+        pairs them. A part bound to anything else (an attribute, a starred target) is not."""
+        if isinstance(target, ast.Name):
+            self._consume(value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+            self._consume(value)
+            for sub_target, sub_value in unpacked(target.elts, value.elts):
+                self._consume_bound(sub_target, sub_value)
+
+    def _consume_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        # `for env in (os.environ,)` binds each element in turn (ScopeBinder.bind_loop)
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            self._consume(iterable)
+            for element in iterable.elts:
+                self._consume_bound(target, element)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        # a value also stored elsewhere (`self.env = env = os.environ`) is not only an alias
+        if len(node.targets) == 1 or all(isinstance(target, ast.Name) for target in node.targets):
+            self._consume_bound(node.targets[0], node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._consume_bound(node.target, node.value)
+        self.generic_visit(node)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._consume_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._consume_loop(node.target, node.iter)
+        self.generic_visit(node)
+
+    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
+        self._consume(node.value)
+        self.generic_visit(node)
+
+    def visit_Expr(self, node: ast.Expr) -> None:
+        self._consume(node.value)  # evaluated, never read
+        self.generic_visit(node)
+
+    def visit_If(self, node: ast.If | ast.While) -> None:
+        self._consume(node.test)  # `if os.environ:` asks whether it is empty
+        self.generic_visit(node)
+
+    visit_While = visit_If
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        self._consume(node.test, node.body, node.orelse)  # the value is judged where it goes
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        self._consume(*node.values)
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if isinstance(node.op, ast.Not):
+            self._consume(node.operand)
+        self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        # `{**os.environ}`: a copy, judged where it goes
+        self._consume(*(value for key, value in zip(node.keys, node.values, strict=True) if key is None))
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.BitOr):
+            self._consume(node.left, node.right)
+        self.generic_visit(node)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # decorators and defaults are attributed to the function; annotations read nothing
@@ -394,31 +713,81 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._report(node, env_subject(name), "environ", form)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
+        self._consume(node.value)
         # a store or del changes the environment; only reads are held to the allowlist
         if self.declared and isinstance(node.ctx, ast.Load) and _ENVIRON in self.d.kind(node.value, self.scope):
             self._env(node, node.slice, "environ_subscript")
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
-        if self.declared and (node.args or node.keywords):
-            # a name bound to two getters is reported once, by the first form in order
-            forms = sorted(_ENV_GETTERS[path] for path in self.d.kind(node.func, self.scope) if path in _ENV_GETTERS)
-            if forms:
-                form = forms[0]
-                key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
-                self._env(node, key, form)
+        callee = self.d.kind(node.func, self.scope)
+        self._consume(node.func)
+        fetches = self.d.fetches(node, self.scope, callee)
+        if fetches:
+            self.d.fetched[id(node)] = fetches
+            for fetch in fetches:
+                self._fetch(node, fetch)
+        if self.declared:
+            if node.args or node.keywords:
+                # a name bound to two getters is reported once, by the first form in order
+                forms = sorted(_ENV_GETTERS[path] for path in callee if path in _ENV_GETTERS)
+                if forms:
+                    form = forms[0]
+                    key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
+                    self._env(node, key, form)
+            self._consume_arguments(node, callee, fetches)
         self.generic_visit(node)
 
+    def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
+        """The arguments whose use of the environment the call accounts for."""
+        if not callee.isdisjoint(_ENV_COPIERS) or not callee.isdisjoint(_ENV_HARMLESS) or any(
+            path.startswith(_ENV_CHILD_PROCESS) for path in callee
+        ):
+            # a copy is judged where it goes; a child process's environment is its own
+            self._consume(*node.args, *(k.value for k in node.keywords))
+            self._consume(*(arg.value for arg in node.args if isinstance(arg, ast.Starred)))
+        for fetch in fetches:
+            # `getattr(os.environ, "get")` is `os.environ.get`, judged where it goes
+            if fetch.form != "setattr" and all(p is not None and p[0] in _ENV_METHODS for p in fetch.paths):
+                self._consume(fetch.target)
+
+    def _fetch(self, node: ast.Call, fetch: Fetch) -> None:
+        """Readbacks by name: `getattr(get_context(), "state")`, `attrgetter("state.values")
+        (ctx)`, `getattr(dist, "state_dict")`; a name built at run time may be either."""
+        if fetch.form not in ("getattr", "getattr_default", "attrgetter"):
+            return
+        for path in fetch.paths:
+            if path is None:
+                kinds = self.d.kind(fetch.target, self.scope)
+                if _CONTEXT in kinds:
+                    self._report(node, STATE_READBACK, "readback", "state")
+                elif _DIST in kinds:
+                    self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+                continue
+            expr = fetch.target
+            for attr in path:
+                chained = fetched_chain(expr, (attr,), node)
+                if attr == "state" and _CONTEXT in self.d.kind(expr, self.scope):
+                    self._report(node, STATE_READBACK, "readback", "state")
+                elif attr == "state_dict" and _STATE_DICT in self.d.kind(chained, self.scope):
+                    self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+                expr = chained
+
     def visit_Compare(self, node: ast.Compare) -> None:
-        if self.declared:
-            left = node.left
-            for op, right in zip(node.ops, node.comparators, strict=True):
-                if isinstance(op, (ast.In, ast.NotIn)) and _ENVIRON in self.d.kind(right, self.scope):
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                self._consume(right)
+                if self.declared and _ENVIRON in self.d.kind(right, self.scope):
                     self._env(node, left, "environ_in")
-                left = right
+            elif isinstance(op, (ast.Is, ast.IsNot)):
+                self._consume(left, right)
+            left = right
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _ENV_METHODS:
+            self._consume(node.value)
         if isinstance(node.ctx, ast.Load):
             if node.attr == "state" and _CONTEXT in self.d.kind(node.value, self.scope):
                 self._report(node, STATE_READBACK, "readback", "state")
@@ -432,38 +801,69 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
 
 
-def _may_open_a_door(text: str, declared: frozenset[str]) -> bool:
+# the expressions whose value may be the environment (or a copy, its pairs, a reader)
+_ENV_CARRIERS = (ast.Name, ast.Attribute, ast.Call, ast.Dict, ast.BinOp)
+_LOAD = ast.Load()
+
+
+def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bool:
     """Could this file open a door at all? Substring tests, at memchr speed: most files
     mention none of the words, and are never walked. An environment read is walked
     whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
-    in the literal), so no spelling of it need occur in the text."""
-    if ".state" in text and any(word in text for word in _CONTEXT_WORDS):
+    in the literal), so no spelling of it need occur in the text. (`state` may be a
+    string, or no word at all: `getattr(get_context(), name)`.)"""
+    if ("state" in text or may_fetch) and any(word in text for word in _CONTEXT_WORDS):
         return True
-    if "state_dict" in text and "configbags" in text:
+    if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
     return bool(declared) and any(word in text for word in _ENV_WORDS)
 
 
-def find_doors(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[Any, ...]]:
-    """The environment reads and operator readbacks in one parsed module (`text`: its
-    search text, see configbags.migrate.scan.search_text), as read rows: (function, leaf,
-    line, col, end_line, end_col, via, form, origin)."""
-    declared = _declared_set(settings.env_vars)
-    if not _may_open_a_door(text, declared):
-        return []
-    names = _BASE_NAMES
-    # Rounds until the names of interest stop growing (see configbags.migrate.aliases).
-    while True:
-        doors = _Doors(mention_lines(text, names))
-        _Binder(doors).visit_statements(tree.body)
-        doors.settle()
-        grown = names | doors.alias_names()
-        if grown == names:
-            break
-        names = grown
-    reader = _Reader(doors, declared, _ModuleStrings(tree))
-    reader.visit_statements(tree.body)
-    return reader.reads
+def _may_fetch(text: str) -> bool:
+    return any(word in text for word in _FETCH_WORDS)
+
+
+class DoorScan:
+    """The door analysis of one module, run at most once and only when asked: for its
+    reads (where the file may open a door) or for the fetching calls the record analysis
+    needs resolved (configbags.migrate.aliases)."""
+
+    def __init__(self, tree: ast.Module, text: str, settings: ScanSettings) -> None:
+        self.tree = tree
+        self.text = text
+        self.declared = _declared_set(settings.env_vars)
+        self.may_fetch = _may_fetch(text)
+        self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]]] | None = None
+
+    def _run(self) -> tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]]]:
+        if self._result is None:
+            names = _BASE_NAMES
+            lines = set(mention_lines(self.text, names))
+            # Rounds until the names of interest stop growing (see configbags.migrate.aliases);
+            # each name's mentions are searched for once
+            while True:
+                doors = _Doors(sorted(lines))
+                _Binder(doors).visit_statements(self.tree.body)
+                doors.settle()
+                new = doors.alias_names() - names
+                if not new:
+                    break
+                names |= new
+                lines.update(mention_lines(self.text, new))
+            reader = _Reader(doors, self.declared, _ModuleStrings(self.tree))
+            reader.visit_statements(self.tree.body)
+            self._result = (reader.reads, doors.fetched)
+        return self._result
+
+    def reads(self) -> list[tuple[Any, ...]]:
+        """The environment reads and operator readbacks, as read rows: (function, leaf,
+        line, col, end_line, end_col, via, form, origin). A file that mentions no door's
+        word has none, whether or not the analysis ran for its fetches."""
+        return self._run()[0] if _may_open_a_door(self.text, self.declared, self.may_fetch) else []
+
+    def fetched(self) -> Mapping[int, tuple[Fetch, ...]]:
+        """id(call) -> what it fetches by name, for every fetching call in the module."""
+        return self._run()[1] if self.may_fetch else {}
 
 
 @functools.lru_cache(maxsize=8)

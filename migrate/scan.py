@@ -4,7 +4,11 @@ A read is reported as (file, enclosing function qualname, leaf, line). The recor
 reached through any of these spellings, and the scanner follows all of them:
 
 - the raw accessor, bare or module-qualified: `get_server_args().x`, `acc.get_server_args().x`;
-- `getattr(get_server_args(), "x")` (a non-literal name is a *dynamic* read, leaf `*`);
+- `getattr(get_server_args(), "x")` (a non-literal name is a *dynamic* read, leaf `*`),
+  `hasattr`, `operator.attrgetter("x", "y.z")(rec)`, under any alias (`ga = getattr`,
+  `builtins.getattr`, `from operator import attrgetter as ag`, a getter stored at module
+  level): the door analysis resolves the fetchers through the scope model, and a fetch
+  with a literal name is the attribute it names (`getattr(self, "server_args").x`);
 - aliases: local, copied (`b = a`), module-level, and `self.`/class attributes, including
   those bound inside if/try/with, unless lexically shadowed in the reading scope; tuple
   unpacking (starred targets too), `for x in (rec, ...)` loops and comprehensions, and
@@ -15,7 +19,7 @@ reached through any of these spellings, and the scanner follows all of them:
 - functions and properties that return the record;
 - copies (`copy.copy(rec)`, `deepcopy`: the record's values, though a write changes only
   the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`);
-- `operator.attrgetter("x", "y.z")(rec)`, and `match` class patterns: `case
+- `match` class patterns: `case
   ServerArgs(x=v)` on any subject, `case object(x=v)` on the record, `case rec2:` binding
   it (positional sub-patterns read fields unknown here: leaf `*`);
 - the record class read by name: `ServerArgs.x`, `getattr(ServerArgs, "x")` (a class
@@ -36,8 +40,9 @@ and unreadable ones are reported, never opened (configbags.migrate.files).
 
 Reads that go around the accessors without touching the record are reported as reads too
 (configbags.migrate.doors): raw environment reads of declared variables (leaf `$NAME`; a
-name the module does not show is `$?`) and operator readbacks (`Context.state`,
-`dist.state_dict`).
+name the module does not show, or the environment used whole, is `$?`) and operator
+readbacks (`Context.state`, `dist.state_dict`, also fetched by name or through a module
+importlib returns).
 
 Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
@@ -64,7 +69,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from configbags.migrate.aliases import analyse
-from configbags.migrate.doors import find_doors
+from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
@@ -153,8 +158,11 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
 
     try:
         searched = search_text(text)
-        reads, violations = analyse(tree, searched, settings)
-        doors = find_doors(tree, searched, settings)
+        # one door analysis serves both: its reads, and the fetching calls (`getattr(x,
+        # "a")` under any alias) that the record analysis reads as attributes
+        door_scan = DoorScan(tree, searched, settings)
+        reads, violations = analyse(tree, searched, settings, door_scan.fetched)
+        doors = door_scan.reads()
     except RecursionError:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen

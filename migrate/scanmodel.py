@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 10
+SCANNER_VERSION = 11
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -113,8 +113,9 @@ class Read(NamedTuple):
     # how the record was reached: accessor, alias, parameter, attribute, ...; `environ` and
     # `readback` for the doors around the record
     via: str
-    # attribute, getattr, getattr_default, getattr_dynamic, hasattr, whole; environ_subscript,
-    # environ_get, environ_in, environ_pop, environ_setdefault, getenv; state, state_dict
+    # attribute, getattr, getattr_default, getattr_dynamic, hasattr, attrgetter, whole;
+    # environ_subscript, environ_get, environ_in, environ_pop, environ_setdefault, getenv,
+    # environ_whole (the environment used whole: leaf `$?`); state, state_dict
     form: str
     # Which record it is, as far as the code shows (see ORIGINS): what `ratchet fix` may
     # assume. Defaulted so rows written by hand in tests stay short.

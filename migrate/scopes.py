@@ -14,16 +14,47 @@ by Python's rules. Each analysis hangs its own facts on the scopes (a subclass o
   imports, `except ... as`, match captures; `+=` and `del` bind to nothing provable.
 
 Also the walker both analyses build on: `StatementWalker` hands every statement list to
-one method, where an analysis picks the statements worth walking."""
+one method, where an analysis picks the statements worth walking; and `Fetch`, a call that
+reads attributes by name (`getattr(x, "a")`, `operator.attrgetter("a.b")(x)`), which the
+door analysis resolves through these scopes (aliases of getattr and attrgetter, stored
+getters) for both analyses to read as the attribute chain it is (`fetched_chain`)."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+
+class Fetch(NamedTuple):
+    """A call that reads (or writes) attributes of `target` by name, with getattr,
+    hasattr, setattr or delattr, or an `operator.attrgetter`, under any alias."""
+
+    target: ast.expr
+    # each attribute path read (`attrgetter("a.b", "c")`: ("a", "b") and ("c",)); None
+    # where the name is built at run time
+    paths: tuple[tuple[str, ...] | None, ...]
+    form: str  # getattr, getattr_default, hasattr, attrgetter, setattr, delattr
+
+    def value_path(self) -> tuple[str, ...] | None:
+        """The one attribute path whose value the call returns (`getattr(x, "a")` is
+        `x.a`), or None (a tuple of several, a bool, a write, a name built at run time)."""
+        if self.form in ("getattr", "getattr_default", "attrgetter") and len(self.paths) == 1:
+            return self.paths[0]
+        return None
+
+
+def fetched_chain(target: ast.expr, path: Sequence[str], like: ast.expr) -> ast.expr:
+    """`target.a.b` for the path ("a", "b"), placed where `like` is: what a fetch of that
+    path evaluates to, for an analysis to judge like the attribute it spells."""
+    expr = target
+    for attr in path:
+        expr = ast.Attribute(value=expr, attr=attr, ctx=ast.Load())
+        ast.copy_location(expr, like)
+    return expr
 
 
 class StatementWalker(ast.NodeVisitor):

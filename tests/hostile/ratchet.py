@@ -11,8 +11,9 @@ comment line).
 
 `executed_reads(data)` compiles and runs the bytes as an import would, with the raw
 accessor, the record class, `os` and the environment replaced by recorders, and returns
-every (leaf, line) read: record leaves by name, environment variables as `$NAME`. None when
-Python itself refuses the file."""
+every (leaf, line) read: record leaves by name, environment variables as `$NAME`, and a
+use of the whole environment (iterating it, its pairs, a copy made by iteration) as `$*`
+(WHOLE_ENVIRON). None when Python itself refuses the file."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ from hypothesis import strategies as st
 LEAVES = ("tp_size", "page_size")
 ENV_VARS = ("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE")
 FILENAME = "<ratchet-fuzz>"
+# The leaf of an executed read of the whole environment: every variable is read, by names
+# the code does not spell
+WHOLE_ENVIRON = "$*"
 
 # Characters that end a line for str.splitlines or in some editors, but not for Python.
 NOT_LINE_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
@@ -71,6 +75,28 @@ class _Environ(dict[str, str]):
     def __contains__(self, key: object) -> bool:
         self.log.add(("$" + str(key), _caller_line()))
         return True
+
+    # Whole reads. Overriding __iter__ also makes `dict(env)` and `{**env}` copy through
+    # keys() and __getitem__, as they do for os.environ (not a dict), instead of copying
+    # the storage unseen.
+    def __iter__(self) -> Any:
+        self.log.add((WHOLE_ENVIRON, _caller_line()))
+        return iter(list(dict.keys(self)))
+
+    def keys(self) -> Any:
+        self.log.add((WHOLE_ENVIRON, _caller_line()))
+        return list(dict.keys(self))
+
+    def items(self) -> Any:
+        self.log.add((WHOLE_ENVIRON, _caller_line()))
+        return list(dict.items(self))
+
+    def values(self) -> Any:
+        self.log.add((WHOLE_ENVIRON, _caller_line()))
+        return list(dict.values(self))
+
+    def copy(self) -> _Environ:
+        return _Environ(self.log)  # a copy that records its reads too
 
 
 def executed_reads(data: bytes) -> set[tuple[str, int]] | None:
@@ -116,6 +142,16 @@ def _read_snippets(leaf: str, env: str) -> list[list[str]]:
         [f'_x = getattr(get_server_args(), "{leaf}")'],
         ["_sa = get_server_args()", f"_x = _sa.{leaf}"],
         ["import operator", f'_x = operator.attrgetter("{leaf}")(get_server_args())'],
+        # fetchers under other names, and a getter stored at module level
+        ["from operator import attrgetter as _ag", f'_x = _ag("{leaf}")(get_server_args())'],
+        ["import operator", f'_GET = operator.attrgetter("{leaf}")', "def _use():",
+         "    return _GET(get_server_args())", "_use()"],
+        ["_ga = getattr", f'_x = _ga(get_server_args(), "{leaf}")'],
+        ["import builtins", f'_x = builtins.getattr(get_server_args(), "{leaf}")'],
+        ["from builtins import getattr as _g", f'_x = _g(get_server_args(), "{leaf}")'],
+        # a getattr that yields the record, then an attribute of it
+        ["class _Holder:", "    def __init__(self):", "        self.server_args = get_server_args()",
+         "    def read(self):", f'        return getattr(self, "server_args").{leaf}', "_Holder().read()"],
         ["match get_server_args():", f"    case ServerArgs({leaf}=_t):", "        pass"],
         ["match get_server_args():", f"    case object({leaf}=_t):", "        pass"],
         [f"_x = {FULLWIDTH_ACCESSOR}().{leaf}"],
@@ -123,6 +159,13 @@ def _read_snippets(leaf: str, env: str) -> list[list[str]]:
         ["import os", f'_NAME = "{env}"', "_x = os.getenv(_NAME)"],
         ["import os", f'_x = os.environ.get("SGLANG_" + "{suffix}")'],
         ["import os", f'_x = "{env}" in os.environ'],
+        # copies of the environment, read by key, and uses of it whole
+        ["import os", f'_x = dict(os.environ.items())["{env}"]'],
+        ["import os", f'_x = os.environ.copy()["{env}"]'],
+        ["import os", f'_x = {{**os.environ}}["{env}"]'],
+        ["import os", "import collections", f'_x = collections.ChainMap(os.environ)["{env}"]'],
+        ["import os", "for _k, _v in os.environ.items():", "    pass"],
+        ["import os", "_x = sorted(os.environ)"],
     ]
 
 
