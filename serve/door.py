@@ -31,6 +31,7 @@ from configbags.runtime.errors import (
     UnknownLeafError,
 )
 from configbags.runtime.leaftypes import closest
+from configbags.runtime.limits import LIMITS, over
 from configbags.runtime.record import reference
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
@@ -121,7 +122,8 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
     UTF-8, NaN or Infinity, duplicate keys (which value would win is a guess), nesting deep
     enough to exhaust the parser."""
     try:
-        data = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        data = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant,
+                          parse_int=_int_within_limit)
     except RecursionError:
         raise _bad_body("the JSON body is nested too deeply") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -145,6 +147,12 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
     if not isinstance(leaves, dict) or not leaves:
         raise _bad_body("`leaves` must be a non-empty object of leaf names to new values")
     for name, value in leaves.items():
+        long = _long_int(value)
+        if long is not None:
+            raise DoorError(400, "bad_value",
+                            f"the value for {name!r} holds an integer of {long.digits} digits, over "
+                            f"{over('int_digits', 'digits')}; nothing was applied",
+                            "send a number within the leaf's bounds (GET /openapi.json lists them)", leaf=name)
         if not _is_text(name) or not _all_text(value):
             shown = name if _is_text(name) else name.encode("utf-8", "backslashreplace").decode()
             raise DoorError(400, "bad_value",
@@ -152,6 +160,34 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
                             f"\\udc80 that is no character), which is not text; nothing was applied",
                             "send text that encodes as UTF-8", leaf=shown)
     return source, leaves
+
+
+@attrs.frozen
+class _LongInt:
+    """An integer literal of more digits than the input limit: kept unconverted (Python's
+    own conversion refuses past 4300 digits with a message naming neither leaf nor bound)
+    until the leaf it was sent for is known."""
+
+    digits: int
+
+
+def _int_within_limit(text: str) -> int | _LongInt:
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= LIMITS.int_digits else _LongInt(digits)
+
+
+def _long_int(value: Any) -> _LongInt | None:
+    """The first over-long integer anywhere in `value` (iterative, like `_all_text`)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _LongInt):
+            return node
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
 
 
 def _is_text(text: str) -> bool:
