@@ -55,7 +55,7 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                              "N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks)")
     parser.add_argument("--rank-timeout", type=_seconds, default=10.0, metavar="S",
                         help="seconds to wait for a rank before answering 503; a rank silent this "
-                             "long is stalled: /health names it until it answers again; silent twice "
+                             "long is stalled: /health names it until it answers again; silent three times "
                              "as long, it leaves the group (its process ended; reads go on, changes "
                              "are refused until a restart) (default 10)")
     parser.add_argument("--package", default=None,

@@ -412,7 +412,7 @@ class Door:
             raise DoorError(503, "rank_stalled",
                             "; ".join(f"rank {r} {why}" for r, why in stalled.items()),
                             "wait: a rank that answers again catches up by itself, and one still "
-                            "stalled after twice the rank timeout leaves the group; or restart the "
+                            "stalled for three rank timeouts leaves the group; or restart the "
                             "server. Config reads and changes are refused meanwhile",
                             ranks=tuple(stalled), extra={"status": "stalled"})
         return {"status": "ok", "epoch": self.context.epoch,

@@ -18,7 +18,7 @@ collective runs through the store (`configbags.runtime.dist`), so a stalled work
 continued finishes the operations it missed on its own, in step again, and the group is
 back in service as soon as it beats (no gloo collective is left for it to hang in).
 
-A worker still stalled after twice the rank timeout leaves the group: rank 0 ends its
+A worker still stalled after three rank timeouts leaves the group: rank 0 ends its
 process (so it can never come back with a stale config) and logs it, and from then on the
 group is degraded, as it is when a worker exits by itself: /health answers 503
 `rank_left` naming it, reads are served from rank 0's own config (each gone rank shown as
@@ -62,7 +62,8 @@ SECRET_ENV = "CONFIGBAGS_RANK_SECRET"  # the launch's secret, to the workers (ar
 JOIN_TIMEOUT_S = 120.0  # workers import torch before they join: slow on a loaded machine
 POLL_S = 1.0  # how often an idle worker checks that the server is still there
 BEAT_S = 0.5
-LEAVE_AFTER = 2.0  # a worker stalled this many rank timeouts leaves the group
+LEAVE_AFTER = 3.0  # a worker stalled this many rank timeouts leaves the group (a stall
+# named at one timeout has two more to be continued and catch up)
 
 log = logging.getLogger("configbags.serve.ranks")
 
