@@ -192,13 +192,22 @@ def parse_python(text: str, launchers: Sequence[str]) -> Parsed:
     and command strings; environment writes (`os.environ[...] = ...`, `env={...}`)."""
     tree = _python_tree(text)
     found = _PythonFinds(launchers)
-    # Argv lists and environment writes first: a string inside a list already read is not
-    # read again as a command string.
-    for node in ast.walk(tree):
-        found.visit(node)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant):
-            found.command_string(node)
+    node: ast.AST = tree
+    try:
+        # Argv lists and environment writes first: a string inside a list already read is
+        # not read again as a command string.
+        for node in ast.walk(tree):
+            found.visit(node)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant):
+                found.command_string(node)
+    except RecursionError:
+        # ast.unparse recurses once per level: an expression the parser took (a chain of a
+        # thousand attributes) can still be too deep to write back, here or on a thread
+        # with less stack; the file is reported, never a traceback
+        line = getattr(node, "lineno", 1)
+        raise FormatError(f"an expression on line {line} nests too deeply to read (Python's recursion "
+                          f"limit); split it up", line) from None
     commands = sorted(found.commands, key=lambda c: (c.args or c.program or (Token("", 0),))[0].line)
     return Parsed("python", tuple(commands), tuple(found.env))
 

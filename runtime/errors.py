@@ -72,6 +72,10 @@ class DistributedConfigError(ConfigError):
     """Ranks disagree, or a rank is missing, when config crosses a torch.distributed group."""
 
 
+class LayoutError(DistributedConfigError):
+    """The config's parallel sizes lay out another number of ranks than the group has."""
+
+
 class YamlError(ConfigError, ValueError):
     """Text (YAML or JSON) that cannot be parsed, or that breaks the input limits
     (`configbags.runtime.limits`): size, nesting, alias expansion, integer digits."""

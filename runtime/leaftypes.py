@@ -116,7 +116,7 @@ def _coerce_list(spec: TypeSpec, value: Any) -> Any:
     if item is None or not isinstance(value, (list, tuple)):
         return _refuse(spec, value)
     if len(value) > LIMITS.nodes:
-        raise LeafValueError(f"a list of {len(value)} items is over the limit of {LIMITS.nodes}")
+        raise LeafValueError(f"a list of {len(value)} items is over {over('nodes', 'items')}")
     return tuple(item.coerce(v) for v in value)
 
 
@@ -189,8 +189,8 @@ float_from_text.__name__ = "float"
 def _check_int(value: int) -> None:
     if int_too_big(value):
         raise LeafValueError(
-            f"an integer of more than {LIMITS.int_digits} digits is over the input limit "
-            f"(about 2**{value.bit_length() - 1})"
+            f"an integer of more than {LIMITS.int_digits} digits (about 2**{value.bit_length() - 1}) is over "
+            f"{over('int_digits', 'digits')}"
         )
 
 
@@ -202,6 +202,11 @@ def _check_str(value: str) -> None:
         raise LeafValueError(
             f"the string holds a lone surrogate ({value[at]!r} at index {at}), which is no text: bytes that "
             f"are not UTF-8 (from the command line or the environment) decode to these; give UTF-8 text"
+        )
+    if "\0" in value:
+        raise LeafValueError(
+            f"the string holds a NUL character (at index {value.index(chr(0))}), which no path, flag, environment "
+            f"variable or C string can carry (it would cut the value short there); remove it"
         )
 
 
@@ -265,13 +270,14 @@ class _JsonWalk:
     def _count(self) -> None:
         self.nodes += 1
         if self.nodes > LIMITS.nodes:
-            raise LeafValueError(f"json value has more than {LIMITS.nodes} nodes (the input limit)")
+            raise LeafValueError(f"json value has more than {LIMITS.nodes} nodes, over {over('nodes', 'nodes')}")
 
     def _enter(self, v: Any, depth: int) -> None:
         if id(v) in self.path:
             raise LeafValueError("json value is cyclic (it contains itself); JSON data is a tree")
         if depth > LIMITS.json_depth:
-            raise LeafValueError(f"json value nests deeper than {LIMITS.json_depth} levels (the input limit)")
+            raise LeafValueError(f"json value nests deeper than {LIMITS.json_depth} levels, over "
+                                 f"{over('json_depth', 'levels')}")
         self.path.add(id(v))
 
 

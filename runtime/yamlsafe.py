@@ -52,12 +52,6 @@ from configbags.runtime.errors import OutputFileError, YamlError
 from configbags.runtime.leaftypes import FLOAT_TEXT, INT_TEXT, float_from_text, int_from_text
 from configbags.runtime.limits import LIMITS, over
 
-# Composing and constructing recurse once per nesting level; a document nested deeper than
-# this is refused while it is composed, long before Python's recursion limit. A fixed bound
-# (no configuration or schema nests anywhere near it), not one of the operator's limits.
-MAX_NESTING = 200
-
-
 if TYPE_CHECKING:
     _SafeLoader = yaml.SafeLoader
 else:
@@ -182,9 +176,10 @@ def _measure(parser: StrictLoader) -> None:
         elif kind is SequenceStartEvent or kind is MappingStartEvent:
             opened.append((nodes, event.anchor))
             nodes += 1
-            if len(opened) > MAX_NESTING:
-                raise YamlError(f"the document nests deeper than {MAX_NESTING} levels (a fixed bound)",
-                                _line(event.start_mark))
+            if len(opened) > LIMITS.nesting:
+                # refused while it is composed, long before composing recursed that deep
+                raise YamlError(f"the document nests deeper than {LIMITS.nesting} levels, over "
+                                f"{over('nesting', 'levels')}", _line(event.start_mark))
         elif kind is SequenceEndEvent or kind is MappingEndEvent:
             before, anchor = opened.pop()
             if anchor is not None:
@@ -258,8 +253,9 @@ def _measure_json(text: str) -> None:
     depth = 0
     for ch in brackets:
         depth += 1 if ch in "[{" else -1
-        if depth > MAX_NESTING:
-            raise YamlError(f"the document nests deeper than {MAX_NESTING} levels (a fixed bound)", None)
+        if depth > LIMITS.nesting:
+            raise YamlError(f"the document nests deeper than {LIMITS.nesting} levels, over "
+                            f"{over('nesting', 'levels')}", None)
 
 
 def load_json(text: str, *, constants: bool = False, duplicates: bool = False) -> Any:

@@ -35,6 +35,9 @@ ERROR_BODY: dict[str, Any] = {
         "fix": {"type": "string", "description": "what to do about it"},
         "leaf": {"type": "string"},
         "ranks": {"type": "array", "items": {"type": "integer"}, "description": "ranks that did not answer"},
+        "status": {"type": "string", "description": "on /health: `stalled` or `degraded` (a rank left)"},
+        "left": {"type": "object", "additionalProperties": {"type": "string"},
+                 "description": "on /health: each rank that left the group, and why"},
     },
 }
 
@@ -104,7 +107,7 @@ def patch_body_schema(door: Door) -> dict[str, Any]:
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     what = {400: "unknown leaf, bad value or bad body", 401: "missing or bad key",
             403: "policy or owner refuses the leaf", 409: "above the leaf's capacity",
-            413: "body too large", 503: "a rank did not answer (named)"}
+            413: "body too large", 503: "a rank did not answer, or left the group (named)"}
     return {c: {"description": what[c], "content": {"application/json": {"schema": ERROR_BODY}}}
             for c in codes}
 
@@ -135,7 +138,8 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
 
     @app.get("/health", responses=_errors(503))
     async def health() -> JSONResponse:
-        """Liveness: 200 while every rank is up."""
+        """Liveness: 200 while every rank is up; 503 naming a stalled rank, or one that left
+        (the group is then degraded until a restart)."""
         return Readback(door.health())
 
     @app.get("/server_info", responses=_errors(401, 503))

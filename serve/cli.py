@@ -21,7 +21,7 @@ from typing import Any
 from configbags.packages import load_context
 from configbags.runtime.cmdline import UsageErrors, add_help, collisions, peek_package
 from configbags.runtime.context import Context
-from configbags.runtime.errors import ConfigError
+from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.project import load_project
 from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
 from configbags.serve.watch import DEFAULT_INTERVAL_S, ConfigWatcher, WatchedDoor
@@ -55,7 +55,9 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                              "N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks)")
     parser.add_argument("--rank-timeout", type=_seconds, default=10.0, metavar="S",
                         help="seconds to wait for a rank before answering 503; a rank silent this "
-                             "long is stalled: /health names it until it answers again (default 10)")
+                             "long is stalled: /health names it until it answers again; silent three times "
+                             "as long, it leaves the group (its process ended; reads go on, changes "
+                             "are refused until a restart) (default 10)")
     parser.add_argument("--package", default=None,
                         help="generated config package (default: [tool.configbags] package)")
     parser.add_argument("--role", default="launcher",
@@ -191,10 +193,16 @@ def _start_ranks(context: Context[Any], package: str, record: Any, args: argpars
     ranks = RankGroup(context, package, args.ranks, timeout=args.rank_timeout)
     try:
         ranks.start(record, role=args.role)
-    except ConfigError as exc:
+    except LayoutError as exc:
         ranks.stop(grace_s=0.5)
         raise ConfigError(f"{exc}; with --ranks {args.ranks}, give parallel sizes whose product is "
                           f"{args.ranks} (e.g. --tp-size {args.ranks})") from None
+    except ConfigError as exc:
+        # a rank that stalls or dies before the group is up: the server does not start
+        # half-formed; the rank's process is ended with the others
+        ranks.stop(grace_s=0.5)
+        raise ConfigError(f"{exc}; the rank group of --ranks {args.ranks} did not come up, so the server "
+                          f"did not start") from None
     except BaseException:
         ranks.stop(grace_s=0.5)
         raise

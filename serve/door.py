@@ -31,6 +31,7 @@ from configbags.runtime.errors import (
     UnknownLeafError,
 )
 from configbags.runtime.leaftypes import closest
+from configbags.runtime.limits import LIMITS, over
 from configbags.runtime.record import reference
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
@@ -68,6 +69,7 @@ class DoorError(Exception):
     fix: str
     leaf: str | None = None
     ranks: tuple[int, ...] = ()
+    extra: Mapping[str, Any] = attrs.field(factory=dict)  # more fields of the body
 
     def body(self) -> dict[str, Any]:
         out: dict[str, Any] = {"error": self.code, "message": self.message, "fix": self.fix}
@@ -75,7 +77,7 @@ class DoorError(Exception):
             out["leaf"] = self.leaf
         if self.ranks:
             out["ranks"] = list(self.ranks)
-        return out
+        return {**out, **self.extra}
 
     def __str__(self) -> str:
         return f"{self.status} {self.code}: {self.message}"
@@ -120,7 +122,8 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
     UTF-8, NaN or Infinity, duplicate keys (which value would win is a guess), nesting deep
     enough to exhaust the parser."""
     try:
-        data = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        data = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant,
+                          parse_int=_int_within_limit)
     except RecursionError:
         raise _bad_body("the JSON body is nested too deeply") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -144,6 +147,12 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
     if not isinstance(leaves, dict) or not leaves:
         raise _bad_body("`leaves` must be a non-empty object of leaf names to new values")
     for name, value in leaves.items():
+        long = _long_int(value)
+        if long is not None:
+            raise DoorError(400, "bad_value",
+                            f"the value for {name!r} holds an integer of {long.digits} digits, over "
+                            f"{over('int_digits', 'digits')}; nothing was applied",
+                            "send a number within the leaf's bounds (GET /openapi.json lists them)", leaf=name)
         if not _is_text(name) or not _all_text(value):
             shown = name if _is_text(name) else name.encode("utf-8", "backslashreplace").decode()
             raise DoorError(400, "bad_value",
@@ -151,6 +160,34 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
                             f"\\udc80 that is no character), which is not text; nothing was applied",
                             "send text that encodes as UTF-8", leaf=shown)
     return source, leaves
+
+
+@attrs.frozen
+class _LongInt:
+    """An integer literal of more digits than the input limit: kept unconverted (Python's
+    own conversion refuses past 4300 digits with a message naming neither leaf nor bound)
+    until the leaf it was sent for is known."""
+
+    digits: int
+
+
+def _int_within_limit(text: str) -> int | _LongInt:
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= LIMITS.int_digits else _LongInt(digits)
+
+
+def _long_int(value: Any) -> _LongInt | None:
+    """The first over-long integer anywhere in `value` (iterative, like `_all_text`)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _LongInt):
+            return node
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
 
 
 def _is_text(text: str) -> bool:
@@ -308,7 +345,8 @@ class Door:
     # -- reads ------------------------------------------------------------------------
     def server_info(self) -> dict[str, Any]:
         """server_info() plus epoch, seal, config hash and each rank's epoch and hash,
-        secrets redacted."""
+        secrets redacted. In a degraded group (a rank left) the values are rank 0's, each
+        gone rank is shown with why it left, and `degraded` says so."""
         ctx = self.context
         ranks = self.rank_states()
         with self._lock:
@@ -317,11 +355,21 @@ class Door:
             info["sealed"] = ctx.sealed
             info["config_hash"] = ctx.config_hash()
         info["ranks"] = ranks
+        left = {r["rank"]: r["left"] for r in ranks if "left" in r}
+        if left:
+            info["degraded"] = {"ranks": sorted(left), "message": _degraded(left)}
         return redact(info, self.secrets)
 
     def rank_states(self) -> list[dict[str, Any]]:
+        own = {"rank": 0, "epoch": self.context.epoch, "config_hash": self.context.config_hash()}
         if self.ranks is None:
-            return [{"rank": 0, "epoch": self.context.epoch, "config_hash": self.context.config_hash()}]
+            return [own]
+        gone = self.ranks.gone()
+        if gone:
+            # no collective can include a rank that left: rank 0 answers for itself
+            return [own, *({"rank": r, "left": gone[r]} if r in gone else
+                           {"rank": r, "unchecked": "not asked: the group is degraded"}
+                           for r in range(1, self.ranks.world_size))]
         try:
             gathered = self.ranks.check()
         except DistributedConfigError as exc:
@@ -350,20 +398,23 @@ class Door:
         return redact(info, self.secrets)
 
     def health(self) -> dict[str, Any]:
-        """200 only while every rank is up and answering: an exited rank, and one alive but
-        silent (stopped, hung), are each named in a 503."""
-        dead = self.ranks.dead() if self.ranks else []
-        if dead:
-            raise DoorError(503, "rank_unreachable", f"rank(s) {', '.join(map(str, dead))} exited",
-                            "restart the server; config changes are refused until every rank answers",
-                            ranks=tuple(dead))
+        """200 only while every rank is up and answering: a rank that left (exited, or
+        ended after a long stall) makes the group degraded, and one alive but silent
+        (stopped, hung) is stalled; each is named in a 503."""
+        gone = self.ranks.gone() if self.ranks else {}
+        if gone:
+            raise DoorError(503, "rank_left", _degraded(gone),
+                            "restart the server to bring the group back; until then reads are served "
+                            "from rank 0's config and changes are refused", ranks=tuple(gone),
+                            extra={"status": "degraded", "left": {str(r): why for r, why in gone.items()}})
         stalled = self.ranks.stalled() if self.ranks else {}
         if stalled:
             raise DoorError(503, "rank_stalled",
                             "; ".join(f"rank {r} {why}" for r, why in stalled.items()),
-                            "wait: a rank that answers again catches up by itself; or restart the "
+                            "wait: a rank that answers again catches up by itself, and one still "
+                            "stalled for three rank timeouts leaves the group; or restart the "
                             "server. Config reads and changes are refused meanwhile",
-                            ranks=tuple(stalled))
+                            ranks=tuple(stalled), extra={"status": "stalled"})
         return {"status": "ok", "epoch": self.context.epoch,
                 "ranks": self.ranks.world_size if self.ranks else 1}
 
@@ -427,11 +478,16 @@ class Door:
         return DoorError(status, code, message, fix, leaf=leaf)
 
     def _rank_error(self, exc: DistributedConfigError) -> DoorError:
-        dead = self.ranks.dead() if self.ranks else []
-        named = tuple(dead or getattr(exc, "ranks", ()) or _ranks_in(str(exc)))
+        gone = list(self.ranks.gone()) if self.ranks else []
+        named = tuple(gone or getattr(exc, "ranks", ()) or _ranks_in(str(exc)))
         return DoorError(503, "rank_unreachable", str(exc),
                          "nothing was applied; restart the rank(s) named (or the server) and retry",
                          ranks=named)
+
+
+def _degraded(left: Mapping[int, str]) -> str:
+    return (f"the rank group is degraded: {'; '.join(f'rank {r} left ({why})' for r, why in left.items())}; "
+            f"reads are served from rank 0's config, changes are refused until a restart")
 
 
 def _named_leaf(message: str, leaves: Mapping[str, Any]) -> str | None:

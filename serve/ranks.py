@@ -18,6 +18,18 @@ collective runs through the store (`configbags.runtime.dist`), so a stalled work
 continued finishes the operations it missed on its own, in step again, and the group is
 back in service as soon as it beats (no gloo collective is left for it to hang in).
 
+A worker still stalled after three rank timeouts leaves the group: rank 0 ends its
+process (so it can never come back with a stale config) and logs it, and from then on the
+group is degraded, as it is when a worker exits by itself: /health answers 503
+`rank_left` naming it, reads are served from rank 0's own config (each gone rank shown as
+left, with why), and changes are refused naming it, since they need every rank. A restart
+brings the group back.
+
+The store listens on 127.0.0.1 only, on a port the kernel picks, and everything the ranks
+post is signed with a secret made for this launch (handed to the workers in their
+environment, never on the command line): a value some other local process writes into
+the store is refused and logged, naming the key, never obeyed.
+
 Run as `python -m configbags.serve.ranks ...` for one worker rank.
 """
 
@@ -25,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -44,14 +58,20 @@ if TYPE_CHECKING:
 OP_KEY = "serve/op/{}"
 BEAT_KEY = "serve/beat/{}"  # a worker's wall clock, every BEAT_S
 DONE_KEY = "serve/done/{}"  # the last operation a worker finished
+SECRET_ENV = "CONFIGBAGS_RANK_SECRET"  # the launch's secret, to the workers (argv is public)
 JOIN_TIMEOUT_S = 120.0  # workers import torch before they join: slow on a loaded machine
 POLL_S = 1.0  # how often an idle worker checks that the server is still there
 BEAT_S = 0.5
+LEAVE_AFTER = 3.0  # a worker stalled this many rank timeouts leaves the group (a stall
+# named at one timeout has two more to be continued and catch up)
+
+log = logging.getLogger("configbags.serve.ranks")
 
 
 class RankGroup:
     """Rank 0's side: the worker processes and the distributed context over all ranks.
-    Not thread-safe: the door calls it from one thread."""
+    The door calls its operations from one thread; `stalled`, `gone` and the monitor
+    thread share what they read under a lock."""
 
     def __init__(self, context: Context[Any], package: str, world_size: int, *, timeout: float) -> None:
         if world_size < 2:
@@ -62,58 +82,101 @@ class RankGroup:
         self.timeout = timeout
         self.procs: list[subprocess.Popen[bytes]] = []
         self.dctx: dist.DistributedContext | None = None
+        self.addr = ""
         self._op = 0
         self._posted: dict[int, float] = {}  # operation -> when it was posted (monotonic)
+        self._left: dict[int, str] = {}  # rank -> why it left the group
+        self._beats: dict[int, str] = {}  # rank -> its last beat that this launch signed
         # A client of its own for stalled(): the rank thread's client can be inside a wait
         # (which holds it) while /health asks on the event loop.
         self._watch: Any = None
         self._watch_lock = threading.Lock()
+        self._halt = threading.Event()
+        self._monitor: threading.Thread | None = None
 
     def start(self, record: Any, *, role: str) -> None:
         """Start the workers, join the group, publish `record` on every rank and seal.
         The workers start before this process imports torch, so the imports (seconds each)
-        overlap."""
-        addr = f"127.0.0.1:{_free_port()}"
+        overlap: the store's socket is bound first (loopback, a port the kernel picks), and
+        a worker that connects early waits in its backlog."""
+        listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.addr = f"127.0.0.1:{listener.getsockname()[1]}"
+        secret = secrets.token_hex(32)
+        env = {**os.environ, SECRET_ENV: secret,
+               # an idle worker's waits time out every POLL_S, which c10d logs as a warning
+               "TORCH_CPP_LOG_LEVEL": os.environ.get("TORCH_CPP_LOG_LEVEL", "ERROR")}
         for rank in range(1, self.world_size):
             self.procs.append(subprocess.Popen(
                 [sys.executable, "-m", "configbags.serve.ranks", "--package", self.package,
-                 "--rank", str(rank), "--world-size", str(self.world_size), "--init-addr", addr,
+                 "--rank", str(rank), "--world-size", str(self.world_size), "--init-addr", self.addr,
                  "--parent", str(os.getpid())],
-                stdin=subprocess.DEVNULL,
-                # an idle worker's waits time out every POLL_S, which c10d logs as a warning
-                env={**os.environ, "TORCH_CPP_LOG_LEVEL": os.environ.get("TORCH_CPP_LOG_LEVEL", "ERROR")},
+                stdin=subprocess.DEVNULL, env=env,
             ))
         from configbags.runtime import dist
 
-        store = dist.connect_store(addr, is_master=True, timeout=JOIN_TIMEOUT_S)
+        store = dist.connect_store(self.addr, is_master=True, timeout=JOIN_TIMEOUT_S, listener=listener)
         dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo",
-                                     timeout=JOIN_TIMEOUT_S, context=self.context)
+                                     timeout=JOIN_TIMEOUT_S, context=self.context, secret=secret.encode())
         dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
         self.dctx = dctx
-        self._watch = dist.connect_store(addr, is_master=False, timeout=JOIN_TIMEOUT_S)
+        self._watch = dist.signed(dist.connect_store(self.addr, is_master=False, timeout=JOIN_TIMEOUT_S),
+                                  secret.encode())
         dctx.publish(record, role=role)
         dctx.seal()
+        self._monitor = threading.Thread(target=self._watch_ranks, name="configbags-rank-monitor", daemon=True)
+        self._monitor.start()
+
+    def _watch_ranks(self) -> None:
+        """Look at the workers every beat, so a stalled one leaves on time (and says so in
+        the log) even when no one asks; ends with stop()."""
+        while not self._halt.wait(BEAT_S):
+            with contextlib.suppress(Exception):  # a look that fails is retried at the next beat
+                self.stalled()
 
     def dead(self) -> list[int]:
-        """Worker ranks whose process has exited."""
+        """Worker ranks whose process has exited (by itself, or ended on leaving)."""
         return [rank for rank, proc in enumerate(self.procs, start=1) if proc.poll() is not None]
+
+    def gone(self) -> dict[int, str]:
+        """Worker ranks that left the group, each with why: exited, or ended after a stall
+        longer than LEAVE_AFTER rank timeouts. They never come back until a restart."""
+        with self._watch_lock:
+            for rank in self.dead():
+                if rank not in self._left:
+                    code = self.procs[rank - 1].returncode
+                    self._leave(rank, f"exited with code {code}" if code is not None else "exited")
+            return dict(sorted(self._left.items()))
+
+    def _leave(self, rank: int, why: str) -> None:
+        """Record that `rank` left (the caller holds the lock) and say it once, loudly."""
+        self._left[rank] = why
+        log.warning("rank %d of %d left the group: %s. The group is degraded: reads are served from "
+                    "rank 0's config, changes are refused until the server is restarted",
+                    rank, self.world_size, why)
 
     def stalled(self) -> dict[int, str]:
         """Worker ranks alive but not answering, each with what was seen: a beat older than
-        the rank timeout, or an operation left unfinished for longer than it."""
+        the rank timeout, or an operation left unfinished for longer than it. One stalled
+        for LEAVE_AFTER timeouts leaves the group here: its process is ended."""
         if self._watch is None:
             return {}
         wait = max(self.timeout, 3 * BEAT_S)
         found: dict[int, str] = {}
-        dead = set(self.dead())
+        gone = self.gone()
         with self._watch_lock:
-            seen = {rank: (self._read(BEAT_KEY.format(rank)), int(self._read(DONE_KEY.format(rank)) or 0))
-                    for rank in range(1, self.world_size) if rank not in dead}
+            seen = {rank: (self._beat(rank), int(self._read(DONE_KEY.format(rank)) or 0))
+                    for rank in range(1, self.world_size) if rank not in gone}
             for rank, (beat, done) in seen.items():
                 silent = time.time() - float(beat) if beat is not None else 0.0
                 posted = self._posted.get(done + 1)
                 late = time.monotonic() - posted if posted is not None else 0.0
-                if silent > wait:
+                if silent > LEAVE_AFTER * wait:
+                    self._end(rank, f"silent for {silent:.1f} s (stopped or hung), over {LEAVE_AFTER:g} x the "
+                                    f"rank timeout")
+                elif late > LEAVE_AFTER * self.timeout:
+                    self._end(rank, f"did not finish operation {done + 1} in {late:.1f} s (hung), over "
+                                    f"{LEAVE_AFTER:g} x the rank timeout")
+                elif silent > wait:
                     found[rank] = f"silent for {silent:.1f} s (stopped or hung)"
                 elif late > self.timeout:
                     found[rank] = f"has not finished operation {done + 1} after {late:.1f} s (hung?)"
@@ -122,26 +185,53 @@ class RankGroup:
                 del self._posted[op]
         return found
 
+    def _end(self, rank: int, why: str) -> None:
+        """A stalled worker leaves: end its process (a stopped one too), so it can never
+        resume with a config the group moved past (the caller holds the lock)."""
+        proc = self.procs[rank - 1]
+        proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        self._leave(rank, f"{why}; its process (pid {proc.pid}) was ended")
+
+    def _beat(self, rank: int) -> str | None:
+        """The rank's last beat this launch signed (a foreign one is refused and logged by
+        the store, and the last good one stands)."""
+        value = self._read(BEAT_KEY.format(rank))
+        if value is not None:
+            self._beats[rank] = value
+        return self._beats.get(rank)
+
     def _read(self, key: str) -> str | None:
+        from configbags.runtime.dist import ForeignWriteError
+
         store = self._watch
         try:
             return store.get(key).decode() if store.check([key]) else None
+        except ForeignWriteError:
+            return None  # logged, naming the key, by the store
         except Exception:  # the store closes with this process (shutdown): nothing to tell
             return None
 
     def _post(self, op: str) -> dist.DistributedContext:
-        dead = self.dead()
-        if dead:
+        gone = self.gone()
+        if gone:
             raise DistributedConfigError(
-                f"rank(s) {', '.join(map(str, dead))} of {self.world_size} exited; nothing was applied on any rank"
+                f"rank(s) {', '.join(map(str, gone))} of {self.world_size} left the group "
+                f"({'; '.join(f'rank {r} {why}' for r, why in gone.items())}); a change needs every rank, so "
+                f"nothing was applied on any rank; restart the server to bring the group back"
             )
         stalled = self.stalled()
         if stalled:
             raise DistributedConfigError(
                 f"rank(s) {', '.join(map(str, stalled))} of {self.world_size} stalled: "
                 f"{'; '.join(f'rank {r} {why}' for r, why in stalled.items())}; nothing was applied on any "
-                f"rank, and requests are refused until it answers again (it catches up by itself) or exits"
+                f"rank, and requests are refused until it answers again (it catches up by itself) or, "
+                f"after {LEAVE_AFTER:g} x the rank timeout, leaves the group"
             )
+        return self._send(op)
+
+    def _send(self, op: str) -> dist.DistributedContext:
         assert self.dctx is not None, "start() first"
         assert self.dctx.store is not None, "init_distributed gives a store"
         self._op += 1
@@ -165,11 +255,14 @@ class RankGroup:
         return self._post("check").check_consistency()
 
     def stop(self, grace_s: float = 5.0) -> None:
-        """Tell the workers to exit, wait `grace_s`, then kill what is left."""
-        if self.dctx is not None and not self.dead():
+        """Tell the workers that are left to exit, wait `grace_s`, then kill what is left."""
+        self._halt.set()
+        if self._monitor is not None:
+            self._monitor.join(timeout=5)
+        if self.dctx is not None and len(self.dead()) < len(self.procs):
             # a worker or the store may be gone by now: killing below covers it
             with contextlib.suppress(ConfigError, RuntimeError, OSError):
-                self._post("stop")
+                self._send("stop")
         deadline = time.monotonic() + grace_s
         for proc in self.procs:
             try:
@@ -179,17 +272,17 @@ class RankGroup:
                 proc.wait(timeout=5)
 
 
-def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int) -> int:
+def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int, secret: bytes) -> int:
     """One worker rank: adopt the config from rank 0, then follow its operations."""
     from configbags.runtime import dist
 
     context = load_context(package)
     dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, backend="gloo",
-                                 timeout=JOIN_TIMEOUT_S, context=context)
+                                 timeout=JOIN_TIMEOUT_S, context=context, secret=secret)
     store = dctx.store
     assert store is not None
     # liveness goes through a client of its own (the main one may be inside a long wait)
-    beat = dist.connect_store(init_addr, is_master=False, timeout=JOIN_TIMEOUT_S)
+    beat = dist.signed(dist.connect_store(init_addr, is_master=False, timeout=JOIN_TIMEOUT_S), secret)
     threading.Thread(target=_beat, args=(beat, BEAT_KEY.format(rank)), daemon=True,
                      name="configbags-beat").start()
     dctx.publish()
@@ -197,15 +290,9 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
     op = 0
     while True:
         op += 1
-        key = OP_KEY.format(op)
-        while True:
-            try:
-                store.wait([key], timedelta(seconds=POLL_S))
-                break
-            except Exception:  # a timeout, or the store is gone with the server
-                if os.getppid() != parent or not _store_alive(store, key):
-                    return 0
-        what = store.get(key).decode()
+        what = _next_op(store, OP_KEY.format(op), parent)
+        if what is None:
+            return 0
         try:
             if what == "override":
                 dctx.override("")  # the source rank's leaves and entries count
@@ -218,6 +305,24 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
         beat.set(DONE_KEY.format(rank), str(op))
 
 
+def _next_op(store: Any, key: str, parent: int) -> str | None:
+    """Wait for rank 0's operation under `key`; None once the server is gone. A value rank 0
+    did not sign (another process wrote it) is refused, logged by the store, and waited past:
+    rank 0's own post replaces it."""
+    from configbags.runtime.dist import ForeignWriteError
+
+    while True:
+        try:
+            store.wait([key], timedelta(seconds=POLL_S))
+            return str(store.get(key).decode())
+        except ForeignWriteError:
+            time.sleep(POLL_S)
+        except Exception:  # a timeout, or the store is gone with the server
+            pass
+        if os.getppid() != parent or not _store_alive(store, key):
+            return None
+
+
 def _beat(store: Any, key: str) -> None:
     """Say this worker is alive, every BEAT_S, until the process ends (a stopped process
     stops beating: that is what rank 0 sees)."""
@@ -225,13 +330,6 @@ def _beat(store: Any, key: str) -> None:
         while True:
             store.set(key, f"{time.time():.3f}")
             time.sleep(BEAT_S)
-
-
-def _free_port() -> int:
-    # bound and released: rank 0's store binds it a moment later (a clash fails the start loudly)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _store_alive(store: Any, key: str) -> bool:
@@ -250,8 +348,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--init-addr", required=True)
     parser.add_argument("--parent", type=int, required=True)
     args = parser.parse_args(argv)
+    secret = os.environ.pop(SECRET_ENV, "")  # not handed on to anything this rank starts
+    if not secret:
+        print(f"configbags serve rank {args.rank}: no launch secret in ${SECRET_ENV}; worker ranks are "
+              f"started by `configbags serve --ranks N`, which hands them one", file=sys.stderr)
+        return 2
     try:
-        return worker(args.package, args.rank, args.world_size, args.init_addr, args.parent)
+        return worker(args.package, args.rank, args.world_size, args.init_addr, args.parent, secret.encode())
     except ConfigError as exc:
         print(f"configbags serve rank {args.rank}: {exc}", file=sys.stderr)
         return 1

@@ -218,11 +218,21 @@ class WatchedDoor(Door):
         return info
 
     def health(self) -> dict[str, Any]:
+        """The door's /health, plus whether the watched file asks for a restart or could not
+        be applied. /health needs no key, so it says that much and no more: how many leaves,
+        never the file's path, the leaves' names or values, or the error's text (which can
+        quote them); /server_info, behind the read key, has all of it."""
         out = super().health()
         status = self.watch_status()
         if status is not None:
-            pending = sorted(status["restart_required"])
-            out["details"] = {"restart_required": pending, "watch_error": status["error"],
-                              "message": f"restart required: {', '.join(pending)} changed in {status['file']}"
-                              if pending else "the watched config file is applied"}
+            pending = len(status["restart_required"])
+            broken = status["error"] is not None
+            message = (f"restart required: {pending} {'leaf' if pending == 1 else 'leaves'} changed in the "
+                       f"watched file" if pending
+                       else "the watched config file is applied")
+            if broken:
+                message += "; the watched file's last change could not be applied"
+            out["details"] = {"restart_required": pending, "watch_error": broken,
+                              "message": f"{message} (GET /server_info, with the read key, says which and why)"
+                              if pending or broken else message}
         return out

@@ -129,8 +129,13 @@ parse_kv_dtypes.__name__ = "kv dtypes"
 
 
 def parse_gpus(text: str) -> list[GpuPreset]:
+    """`H100,H200` -> their presets; an empty entry is refused (a dropped one would plan
+    for fewer devices than asked, silently)."""
+    names = [part.strip() for part in text.split(",")]
+    if any(not name for name in names):
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} has an empty entry; write e.g. H100,H200")
     try:
-        return [gpu_preset(name) for name in text.split(",") if name.strip()]
+        return [gpu_preset(name) for name in names]
     except KeyError as exc:
         raise argparse.ArgumentTypeError(str(exc.args[0])) from None
 

@@ -27,14 +27,14 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, *flags: str, start_timeout: float = 90.0) -> None:
+    def __init__(self, *flags: str, start_timeout: float = 90.0, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = tempfile.NamedTemporaryFile(prefix="configbags-serve-", suffix=".log", delete=False)  # noqa: SIM115
         argv = [sys.executable, "-m", "configbags", "serve", "--rank-timeout", "3",
                 "--model-path", "/models/m", "--host", "127.0.0.1", "--port", str(self.port), *flags]
         self.proc = subprocess.Popen(argv, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env})
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

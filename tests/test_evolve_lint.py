@@ -191,3 +191,43 @@ def test_templates_and_format_fields_are_unknown_values_but_json_is_checked(tmp_
     script.write_text('CMD = "python -m e.launch_server --tp-size {tp} --page-size {{ page }} --port $PORT"\n'
                       "ARGS = ['python', '-m', 'e.launch_server', '--json-model-override-args', '{\"a\": ']\n")
     assert [(f.line, f.subject) for f in lint.lint([script], bundled)] == [(2, "--json-model-override-args")]
+
+
+DEEP_BUT_VALID = {  # each parses, and ast.unparse recurses once per level on it
+    "attributes": lambda n: "x = a" + ".b" * n + "()\n",
+    "calls": lambda n: "subprocess.run(['python', '-m', 'sglang.launch_server'])\nf" + "()" * n + "\n",
+    "sums": lambda n: "subprocess.run([" + "+".join(["'a'"] * n) + "])\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP_BUT_VALID))
+def test_a_valid_file_too_deep_to_unparse_is_a_finding_never_a_traceback(
+        tmp_path: Path, view: SchemaView, shape: str) -> None:
+    import sys
+    import threading
+
+    path = tmp_path / "deep.py"
+    path.write_text(DEEP_BUT_VALID[shape](900))
+    found = lint.lint([path], view)
+    assert [f.rule for f in found if f.rule == "lint-unreadable"] in ([], ["lint-unreadable"])
+    # and on a thread, under a lower recursion limit, where any depth can be too deep
+    out: list[object] = []
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)
+    try:
+        worker = threading.Thread(target=lambda: out.append(_lint_or_exception(path, view)))
+        worker.start()
+        worker.join(timeout=60)
+    finally:
+        sys.setrecursionlimit(limit)
+    (result,) = out
+    assert isinstance(result, list), result
+    (finding,) = [f for f in result if f.rule == "lint-unreadable"]
+    assert finding.file == path.as_posix() and "nests too deeply" in finding.message
+
+
+def _lint_or_exception(path: Path, view: SchemaView) -> object:
+    try:
+        return lint.lint([path], view)
+    except BaseException as exc:  # the thing this test must never see
+        return exc

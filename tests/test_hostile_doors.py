@@ -282,10 +282,65 @@ def test_rule_cycles_are_warned_at_gen(tmp_path: Path, capsys: pytest.CaptureFix
 def test_plan_refuses_a_negative_activation_budget(tmp_path: Path) -> None:
     config = (REPO / "models" / "llama-3.1-8b.json").read_text()
     model = tmp_path / "config.json"
-    model.write_text(config.replace('"max_position_embeddings": 131072', '"max_position_embeddings": 1000000000000000000'))
-    assert "1000000000000000000" in model.read_text()
+    # the most positions a model may declare (int32); 10**18 is refused as no real model's
+    model.write_text(config.replace('"max_position_embeddings": 131072', '"max_position_embeddings": 2147483647'))
+    assert "2147483647" in model.read_text()
     done = subprocess.run([sys.executable, "-m", "configbags", "plan", "--model-config", str(model),
                            "--device-memory", "80GiB", "--context-length", "2147483647"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stdout[-2000:]
     assert "leaving nothing for activations" in done.stderr and "Traceback" not in done.stderr
+
+
+# -- round three: NUL bytes, a zero memory fraction, empty --gpu entries ------------------------
+
+NUL_TEXTS = ["\x00", "/m\x00", "a\x00b"]
+
+
+@pytest.mark.parametrize("value", NUL_TEXTS)
+def test_a_nul_byte_is_refused_at_every_door_naming_the_leaf(
+        value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = _exit_2(["--model-path", "/m", "--host", value], capsys)
+    assert "serving.host (--host)" in err and "NUL character" in err, err
+    err = _exit_2(["--model-path", "/m"], capsys, environ={"SGLANG_LOG_LEVEL": f"info{value}"})
+    assert "environment variable SGLANG_LOG_LEVEL" in err and "NUL character" in err, err
+    for suffix, text in ((".json", '{"model_path": "/m", "host": "a\\u0000b"}'), (".yaml", 'model_path: /m\nhost: "a\\0b"\n')):
+        path = tmp_path / f"server{suffix}"
+        path.write_text(text)
+        with pytest.raises(RecordError, match=r"serving\.host \(--host\): the string holds a NUL character"):
+            ServerArgs.from_file(path)
+    ctx = get_context()
+    with ctx.restoring():
+        ctx.publish(ServerArgs(model_path="/m"), role="scheduler")
+        before = ctx.state
+        with pytest.raises(LeafValueError, match=r"model\.model_path.*NUL character"):
+            ctx.override("fuzz", model_path=value)
+        assert ctx.state is before
+
+
+@PROFILE
+@given(head=st.text(max_size=6), tail=st.text(max_size=6))
+def test_no_str_leaf_takes_a_nul_byte(head: str, tail: str) -> None:
+    with pytest.raises(LeafValueError, match="NUL character"):
+        TypeSpec.parse("str").coerce(f"{head}\x00{tail}")
+    with pytest.raises(LeafValueError, match="NUL character"):
+        TypeSpec.parse("json").coerce({"k": [f"{head}\x00{tail}"]})
+
+
+@pytest.mark.parametrize("value", ["0", "0.0", "-0.5", "1.01"])
+def test_mem_fraction_static_is_a_fraction_above_zero(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    err = _exit_2(["--model-path", "/m", "--mem-fraction-static", value], capsys)
+    assert "schedule.mem_fraction_static (--mem-fraction-static)" in err, err
+    assert ServerArgs.from_cli(["--model-path", "/m", "--mem-fraction-static", "1.0"],
+                               environ={}).mem_fraction_static == 1.0
+
+
+@pytest.mark.parametrize("gpus", ["H100,,H200", "H100,", ",H100", ",", ""])
+def test_plan_refuses_an_empty_gpu_entry_naming_the_flag(gpus: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.server.plan import main as plan_main
+
+    with pytest.raises(SystemExit) as exc:
+        plan_main(["--model-config", str(REPO / "models" / "llama-3.1-8b.json"), "--gpu", gpus])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --gpu:" in err and "empty entry" in err and "Traceback" not in err, err

@@ -261,3 +261,80 @@ def test_the_cli_exits_2_naming_a_bad_limit_variable() -> None:
                           text=True, timeout=HANG_S, env={**os.environ, "CONFIGBAGS_LIMIT_NODES": "lots"})
     assert done.returncode == 2, done.stderr
     assert "CONFIGBAGS_LIMIT_NODES='lots'" in done.stderr and "Traceback" not in done.stderr
+
+
+# -- every limit's refusal names its variable (round three) ------------------------------------
+
+def _refusal(action: Callable[[], Any]) -> str:
+    try:
+        action()
+    except ConfigError as exc:
+        return str(exc)
+    raise AssertionError("accepted")
+
+
+def test_every_limit_refusal_names_its_variable(tmp_path: Path) -> None:
+    from configbags.runtime.leaftypes import TypeSpec
+
+    big = tmp_path / "big.yaml"
+    big.write_text("model_path: m\n#" + "x" * LIMITS.file_bytes + "\n")
+    refusals = {
+        "nesting": [lambda: load_yaml("[" * 250 + "]" * 250), lambda: load_json("[" * 250 + "]" * 250),
+                    lambda: ServerArgs.from_cli(["--model-path", "m", "--json-model-override-args",
+                                                 "[" * 250 + "]" * 250])],
+        "json_depth": [lambda: TypeSpec.parse("json").coerce(deep_list(70))],
+        "nodes": [lambda: TypeSpec.parse("json").coerce(list(range(LIMITS.nodes + 1))),
+                  lambda: load_yaml("[" + "1," * LIMITS.nodes + "1]"),
+                  lambda: TypeSpec.parse("list[int]").coerce(list(range(LIMITS.nodes + 1)))],
+        "string_chars": [lambda: TypeSpec.parse("str").coerce("x" * (LIMITS.string_chars + 1))],
+        "int_digits": [lambda: TypeSpec.parse("int").coerce(10**150), lambda: load_json("1" + "0" * 150)],
+        "file_bytes": [lambda: ServerArgs.from_file(big)],
+    }
+    for name, actions in refusals.items():
+        for action in actions:
+            try:
+                message = _refusal(action)
+            except SystemExit:  # the CLI door: its message went to stderr, checked below
+                continue
+            assert f"CONFIGBAGS_LIMIT_{name.upper()}" in message, (name, message[:300])
+
+
+def test_the_nesting_flag_names_its_variable_on_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        ServerArgs.from_cli(["--model-path", "m", "--json-model-override-args", "[" * 250 + "]" * 250], environ={})
+    assert "CONFIGBAGS_LIMIT_NESTING" in capsys.readouterr().err
+
+
+def test_the_nesting_limit_is_raised_by_its_variable_up_to_a_ceiling() -> None:
+    code = "from configbags.runtime.yamlsafe import load_yaml\nprint(len(load_yaml('[' * 300 + ']' * 300)))"
+    assert _in_fresh_process({"CONFIGBAGS_LIMIT_NESTING": "400"}, code).stdout.strip() == "1"
+    with pytest.raises(ConfigError, match="CONFIGBAGS_LIMIT_NESTING=5000 is above 500"):
+        Limits.from_environ({"CONFIGBAGS_LIMIT_NESTING": "5000"})
+
+
+def deep_list(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+# -- a model's sizes are real sizes (round three) ----------------------------------------------
+
+SIZE_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads", "max_position_embeddings")
+
+
+@pytest.mark.parametrize("key", SIZE_KEYS)
+@pytest.mark.parametrize("value", [0, -1, 10**30, 2**40, 1e30])  # max_position_embeddings: to 2**31 - 1
+def test_a_model_config_with_a_nonsense_size_is_refused_naming_the_file_and_key(
+        tmp_path: Path, key: str, value: Any) -> None:
+    import json
+
+    from configbags.server.kvcache.errors import ModelConfigError
+
+    config = json.loads((Path(__file__).parent.parent / "models" / "llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, key: value}))
+    with pytest.raises(ModelConfigError) as refused:
+        load_model_shape(path)
+    assert str(path) in str(refused.value) and key in str(refused.value), refused.value

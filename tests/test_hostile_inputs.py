@@ -31,6 +31,7 @@ from configbags.migrate.check import check
 from configbags.migrate.scan import ScanSettings, scan_tree
 from configbags.runtime.errors import ConfigError
 
+REPO = Path(__file__).resolve().parent.parent
 LEAF_NAMES = sorted(LEAVES)
 FLAGS = sorted({f for spec in LEAVES.values() for f in spec.flags})
 leaf_names = st.one_of(st.sampled_from(LEAF_NAMES), text)
@@ -247,3 +248,24 @@ def test_profiles_are_selected_by_the_environment() -> None:
         assert (done.returncode, done.stdout.strip()) == (0, counts), (fuzz, done.stderr)
     typo = _profile_in_a_fresh_process("lnog")  # a typo fails rather than running the ci profile
     assert typo.returncode != 0 and "'lnog'" in typo.stderr, typo.stdout
+
+
+# -- `configbags lint` over Python too deep to write back (round three) --------------------------
+
+DEEP_PIECES = {"attribute": (".b", ""), "call": ("()", ""), "sum": ("+'a'", ""), "subscript": ("[0]", "")}
+
+
+@SLOW_PROFILE
+@given(piece=st.sampled_from(sorted(DEEP_PIECES)), depth=st.integers(min_value=1, max_value=2500),
+       launch=st.booleans())
+def test_lint_of_deep_python_gives_findings_never_a_traceback(piece: str, depth: int, launch: bool) -> None:
+    from configbags.evolve import lint
+    from configbags.evolve.view import load_view
+
+    head = "import subprocess\nsubprocess.run(['python', '-m', 'sglang.launch_server', '--tp', '2'])\n" if launch else ""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "deep.py")
+        path.write_text(head + "x = 'a'" + DEEP_PIECES[piece][0] * depth + "\n")
+        found = lint.lint([path], load_view(REPO / "schema", cache=False))
+    for finding in found:
+        assert finding.file == path.as_posix() and finding.line >= 1

@@ -67,7 +67,10 @@ def llama(**changes: Any) -> dict[str, Any]:
         ("num_key_value_heads", 64, "cannot exceed num_attention_heads"),
         ("num_key_value_heads", 5, "must divide num_attention_heads"),
         ("num_attention_heads", 0, "must be positive"),
-        ("intermediate_size", -1, "must be at least 0"),
+        ("intermediate_size", -1, "must be positive"),
+        ("intermediate_size", 0, "must be positive"),
+        ("hidden_size", 10**30, "accepts at most 16777216"),
+        ("vocab_size", 2**40, "accepts at most 16777216"),
         ("num_hidden_layers", 0, "must be positive"),
         ("num_hidden_layers", 10**9, "accepts at most 4096"),
         ("max_position_embeddings", 0, "must be positive"),
@@ -200,7 +203,9 @@ def test_allocate_cpu_beyond_host_memory_is_refused_before_torch(
 
 
 def test_an_unknown_gpu_and_a_bad_tp_list_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    for flags, words in ((["--gpu", "H300"], "unknown GPU 'H300'"), (["--tp-size", "1,x"], "comma list")):
+    for flags, words in ((["--gpu", "H300"], "unknown GPU 'H300'"), (["--tp-size", "1,x"], "comma list"),
+                         (["--gpu", "H100,,H200"], "argument --gpu: 'H100,,H200' has an empty entry"),
+                         (["--gpu", "H100,"], "argument --gpu: 'H100,' has an empty entry")):
         with pytest.raises(SystemExit) as exc:
             main(["--model-config", str(MODELS / "llama-3.1-8b.json"), *flags])
         assert exc.value.code == 2

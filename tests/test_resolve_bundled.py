@@ -298,7 +298,7 @@ def test_no_under_hash_of_semantic_leaves_rule_results_or_versions(ctx: Any, mon
 def test_hash_is_canonical_and_never_raises(ctx: Any) -> None:
     a = _hash(schedule_conservativeness=0.0)
     assert _hash(schedule_conservativeness=-0.0) == a
-    with pytest.raises(RecordError, match="over the input limit"):
+    with pytest.raises(RecordError, match="over the limit of 100 digits .raise it with CONFIGBAGS_LIMIT_INT_DIGITS"):
         ServerArgs(model_path="m", max_prefill_tokens=10 ** 5000)  # refused at the door
     huge = 10 ** 99  # the largest integer the input limits admit (in a json leaf: sizes are bounded) still hashes
     publish(ServerArgs(model_path="m", json_model_override_args={"n": huge}), role="launcher")

@@ -243,3 +243,36 @@ def test_a_patch_never_unsets_a_key_nor_sets_one_no_client_could_send(
         door.patch("t", {leaf: value})
     assert (info.value.status, info.value.code, info.value.leaf) == (400, code, leaf)
     assert config_scope.epoch == epoch
+
+
+# -- round three: NUL bytes, huge integers, the role named -----------------------------------
+
+def test_a_patch_of_a_nul_byte_is_refused_naming_the_leaf(client: Client) -> None:
+    before = client.get("/server_info").json()["epoch"]
+    response = client.patch("/config", json={"source": "ops", "leaves": {"weight_version": "v\x001"}}, headers=ADMIN)
+    assert response.status_code == 400 and response.json()["leaf"] == "weight_version", response.text
+    assert "NUL character" in response.json()["message"]
+    assert client.get("/server_info").json()["epoch"] == before
+
+
+@PROFILE
+@given(digits=st.integers(min_value=101, max_value=6000), negative=st.booleans(),
+       nested=st.booleans())
+def test_a_patch_of_a_huge_integer_is_refused_naming_the_leaf_and_the_bound(
+        digits: int, negative: bool, nested: bool) -> None:
+    number = ("-" if negative else "") + "9" * digits
+    leaf, value = ("json_model_override_args", f'{{"a": [{number}]}}') if nested else ("chunked_prefill_size", number)
+    body = f'{{"source": "ops", "leaves": {{"{leaf}": {value}}}}}'.encode()
+    with pytest.raises(DoorError) as refused:
+        parse_patch(body)
+    assert refused.value.status == 400 and refused.value.leaf == leaf
+    assert f"{digits} digits" in refused.value.message and "CONFIGBAGS_LIMIT_INT_DIGITS" in refused.value.message
+    assert "Exceeds the limit" not in refused.value.message  # Python's own words, naming neither
+
+
+def test_a_refused_patch_names_the_role_acting_not_the_one_that_published(client: Client) -> None:
+    for leaves in ({"chunked_prefill_size": -5}, {"weight_version": 5}):
+        response = client.patch("/config", json={"source": "ops", "leaves": leaves}, headers=ADMIN)
+        assert response.status_code == 400, response.text
+        message = response.json()["message"]
+        assert "in role 'operator'" in message and "launcher" not in message, message

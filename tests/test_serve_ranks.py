@@ -1,6 +1,7 @@
 """`configbags serve --ranks 2`: a change made over HTTP reaches every rank (each rank's
 epoch and config hash in /server_info), a dead rank is named in a 503 and nothing is
-applied, and SIGTERM still exits 0."""
+applied (the group is degraded: reads are rank 0's, changes refused), and SIGTERM still
+exits 0."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -67,9 +69,10 @@ def test_a_patch_reaches_every_rank_and_an_unreachable_rank_is_named(server: Ser
         assert waited < 30  # the rank timeout, not the minutes-long join timeout
         assert c.get("/config/weight_version").json()["value"] == "default"
 
-        # a rank that exited: named at once, from its process
-        deadline = time.monotonic() + 10
-        while c.get("/health").status_code == 200 and time.monotonic() < deadline:
+        # a rank that exited left the group: named from its process once it is gone (a
+        # killed process takes a moment to end; until then it is a stalled one)
+        deadline = time.monotonic() + 30
+        while c.get("/health").json().get("error") != "rank_left" and time.monotonic() < deadline:
             time.sleep(0.1)
         health = c.get("/health")
         assert health.status_code == 503 and health.json()["ranks"] == [1]
@@ -78,9 +81,12 @@ def test_a_patch_reaches_every_rank_and_an_unreachable_rank_is_named(server: Ser
         assert dead.status_code == 503, dead.text
         body = dead.json()
         assert body["error"] == "rank_unreachable" and body["ranks"] == [1] and "rank(s) 1" in body["message"]
-        assert "nothing was applied" in body["message"]
+        assert "nothing was applied" in body["message"] and "left the group" in body["message"]
+        # the group is degraded: reads are rank 0's own, the gone rank shown with why
         info = c.get("/server_info")
-        assert info.status_code == 503 and info.json()["ranks"] == [1]
+        assert info.status_code == 200 and info.json()["degraded"]["ranks"] == [1], info.text
+        assert "exited" in info.json()["ranks"][1]["left"]
+        assert health.json()["error"] == "rank_left" and health.json()["status"] == "degraded"
         explained = c.get("/config/speculative_accept_threshold_acc").json()  # rank 0's own view
         assert explained["value"] == 0.5 and len(explained["overrides"]) == 1
     assert server.terminate() == 0
@@ -98,3 +104,32 @@ def test_ranks_that_do_not_match_the_layout_exit_2_naming_the_fix() -> None:
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "the group has 2" in done.stderr and "--tp-size 2" in done.stderr
+
+
+def test_the_rank_store_is_loopback_only_and_refuses_a_foreign_write(server: Server) -> None:
+    from datetime import timedelta
+
+    from test_dist_store import listening
+    from torch._C._distributed_c10d import TCPStore
+
+    (worker,) = server.children()
+    argv = Path(f"/proc/{worker}/cmdline").read_bytes().split(b"\0")
+    host, _, port = argv[argv.index(b"--init-addr") + 1].decode().rpartition(":")
+    assert (host, int(port)) in listening(server.proc.pid)
+    assert all(addr == "127.0.0.1" for addr, _ in listening(server.proc.pid))
+    assert b"CONFIGBAGS_RANK_SECRET" not in b"".join(argv)  # handed over in the environment
+    # another local process writes `stop` under the worker's next operations: refused, named
+    foreign = TCPStore(host, int(port), None, False, timedelta(seconds=10), wait_for_workers=False)
+    for op in range(1, 50):
+        foreign.set(f"configbags/serve/op/{op}", "stop")
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        end = time.monotonic() + 60
+        while "did not sign" not in server.output() and time.monotonic() < end:
+            time.sleep(0.1)
+        assert "under 'serve/op/" in server.output() and "did not sign" in server.output()
+        assert c.get("/health").status_code == 200  # the worker did not obey
+        patched = c.patch("/config", json={"source": "ops", "leaves": {"weight_version": "signed"}}, headers=ADMIN)
+        assert patched.status_code == 200, patched.text
+        info = c.get("/server_info").json()
+        assert [r["epoch"] for r in info["ranks"]] == [patched.json()["epoch"]] * 2
+    assert server.terminate() == 0

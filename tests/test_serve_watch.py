@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import shutil
 import time
@@ -106,9 +107,10 @@ def test_a_startup_change_is_restart_required_not_applied(
     assert pending["schedule_policy"] == {"running": "fcfs", "file": "lpm", "apply_class": "restart",
                                           "why": "policy startup: fixed at publish; a restart applies it"}
     assert pending["kv_cache_dtype"]["apply_class"] == "reload"  # load_time, and the server is sealed
-    health = door.health()
-    assert health["status"] == "ok"
-    assert health["details"]["message"] == f"restart required: kv_cache_dtype, schedule_policy changed in {cm.file}"
+    health = door.health()  # no key: says a restart is pending, never the file, leaves or values
+    assert health["status"] == "ok" and health["details"]["restart_required"] == 2
+    assert health["details"]["message"].startswith("restart required: 2 leaves changed in the watched file")
+    assert str(cm.file) not in json.dumps(health) and "schedule_policy" not in json.dumps(health)
     # the file says the running value again: nothing is pending any more
     cm.publish(BASE)
     settle(watcher)
@@ -127,6 +129,10 @@ def test_a_malformed_or_half_written_file_changes_nothing(
     cm.publish("speculative_accept_threshold_acc: 7.5\n")  # parses, but the value is out of range
     settle(watcher)
     assert ctx.state is state and "speculative_accept_threshold_acc" in watcher.status()["error"]
+    assert isinstance(watcher.door, WatchedDoor)
+    health = watcher.door.health()  # no key: that the file failed, not where or with what
+    assert health["details"]["watch_error"] is True and "could not be applied" in health["details"]["message"]
+    assert str(cm.file) not in json.dumps(health) and "7.5" not in json.dumps(health)
     # half-written in place: the write stops mid-line
     assert cm.current is not None
     (cm.current / "config.yaml").write_text("speculative_accept_threshold_acc: 0.3\nweight_ver")
@@ -168,7 +174,7 @@ def test_a_served_watch_applies_on_every_rank_and_shows_restart_required(tmp_pat
         body = wait_for(lambda b: b["restart_required"] == ["schedule_policy"])
         assert body["resolved"]["schedule_policy"] == "fcfs" and body["epoch"] == 2
         health = httpx.get(f"{server.url}/health", timeout=30).json()
-        assert health["details"]["restart_required"] == ["schedule_policy"]
+        assert health["details"]["restart_required"] == 1 and str(cm.file) not in json.dumps(health)
         text = httpx.get(f"{server.url}/metrics", headers=headers, timeout=30).text
         restart = [s for f in text_string_to_metric_families(text) if f.name == "configbags_restart_required"
                    for s in f.samples]

@@ -57,7 +57,7 @@ class OverrideValidator:
                 why = REDACTED + " is not valid" if spec.secret else str(exc)
                 raise LeafValueError(
                     f"override of {spec.namespace}.{name} (policy {spec.policy}, owner "
-                    f"{spec.owner}) from {source!r} in role {state.role!r}: {why}; give a value "
+                    f"{spec.owner}) from {source!r} in role {self.acting(state)!r}: {why}; give a value "
                     f"of type {spec.type} within the declared choices/range"
                 ) from None
             if check_policy:
@@ -66,6 +66,11 @@ class OverrideValidator:
         for name, new in coerced.items():
             self.check_capacity(state, reg.leaves[name], new, coerced)
         return coerced
+
+    def acting(self, state: State) -> str:
+        """The role a change is checked as: the one acted as (the HTTP door's `operator`),
+        else the process's own. Refusals name it, not the role that published."""
+        return self._writer.get() or state.role
 
     def check_policy(self, state: State, spec: LeafSpec, source: str) -> None:
         if spec.policy is Policy.STARTUP:
@@ -104,7 +109,7 @@ class OverrideValidator:
                     self._scoping.admit(state, top, f"capacity check of {spec.name}")
             raise CapacityError(
                 f"override of {spec.namespace}.{spec.name}={new!r} (policy {spec.policy}, owner "
-                f"{spec.owner}, role {state.role!r}) refused: above its capacity "
+                f"{spec.owner}, role {self.acting(state)!r}) refused: above its capacity "
                 f"{where}.{spec.capacity}{shown}, which "
                 f"sized buffers at publish; {self.capacity_hint(spec.capacity)}"
             )

@@ -55,19 +55,24 @@ if TYPE_CHECKING:
     )
     from configbags.runtime.dist._rendezvous import (
         DEFAULT_TIMEOUT_S,
+        ForeignWriteError,
         ParallelGroups,
+        SignedStore,
         build_groups,
         check_in,
         connect_store,
         default_backend,
+        listen,
+        signed,
     )
 
 # name -> the torch-backed module that defines it, imported on first use
 _WITH_TORCH = {
     **dict.fromkeys(("DistributedContext", "check_consistency", "distributed", "init_distributed",
                      "override_everywhere", "publish_distributed"), "_propagate"),
-    **dict.fromkeys(("DEFAULT_TIMEOUT_S", "ParallelGroups", "build_groups", "check_in", "connect_store",
-                     "default_backend"), "_rendezvous"),
+    **dict.fromkeys(("DEFAULT_TIMEOUT_S", "ForeignWriteError", "ParallelGroups", "SignedStore",
+                     "build_groups", "check_in", "connect_store", "default_backend", "listen", "signed"),
+                    "_rendezvous"),
 }
 
 
@@ -103,8 +108,10 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "DistributedContext",
+    "ForeignWriteError",
     "Layout",
     "ParallelGroups",
+    "SignedStore",
     "build_groups",
     "check_consistency",
     "check_in",
@@ -117,8 +124,10 @@ __all__ = [
     "group_ranks",
     "import_state",
     "init_distributed",
+    "listen",
     "override_everywhere",
     "publish_distributed",
+    "signed",
     "stamp_ranks",
     "state_dict",
 ]

@@ -32,9 +32,10 @@ from configbags.runtime.dist._rendezvous import (
     check_in,
     connect_store,
     default_backend,
+    signed,
 )
 from configbags.runtime.dist._state import entry_from_dict, import_state, state_dict
-from configbags.runtime.errors import ConfigError, DistributedConfigError
+from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
 from configbags.runtime.leaftypes import jsonable
 
 log = logging.getLogger("configbags")
@@ -49,16 +50,19 @@ def init_distributed(
     backend: str | None = None,
     timeout: float = DEFAULT_TIMEOUT_S,
     context: Context[Any] | None = None,
+    secret: bytes | None = None,
 ) -> DistributedContext:
     """Join the launch: check in through the store (a rank that never joins is named after
     `timeout` s), then init the default process group with the same timeout, so later
     collectives on a dead peer fail instead of hanging. Give a `store`, or `init_addr`
-    (`host:port`, rank 0 hosts a TCPStore there)."""
+    (`host:port`, rank 0 hosts a TCPStore there). With the launch's `secret` (the same
+    bytes on every rank), everything the ranks post is signed, and a value another process
+    wrote into the store is refused (`SignedStore`)."""
     if store is None:
         if init_addr is None:
             raise DistributedConfigError("init_distributed needs a store or an init_addr host:port")
         store = connect_store(init_addr, is_master=rank == 0, timeout=timeout)
-    own = PrefixStore("configbags", store)
+    own = signed(PrefixStore("configbags", store), secret)
     check_in(own, "join", rank, world_size, timeout)
     backend = backend or default_backend()
     if backend == "nccl":
@@ -263,7 +267,7 @@ class DistributedContext:
                       resolution=ctx.export_resolution())
         layout = Layout.from_values(ctx.state.values)
         if layout.world_size != self.world_size:
-            raise DistributedConfigError(
+            raise LayoutError(
                 f"the config lays out tp_size*pp_size={layout.tp_size}*{layout.pp_size}="
                 f"{layout.world_size} ranks, but the group has {self.world_size}"
             )

@@ -11,6 +11,12 @@ from configbags.server.kvcache.errors import ModelConfigError
 # Real models have at most a few hundred decoder layers; a bound keeps a hostile config
 # (num_hidden_layers: 10**9) from building a billion-entry layer table.
 MAX_LAYERS = 4096
+# Every other count or size of a real model is far below 2**24 (vocabularies ~2**18, hidden
+# and MLP widths ~2**15, windows ~2**17); past it a config is hostile or broken, and its
+# products (weights, KV bytes) would only mislead.
+MAX_SIZE = 1 << 24
+# A trained context is a token position: int32 in every engine.
+MAX_POSITIONS = 2**31 - 1
 
 
 class ConfigFields:
@@ -32,32 +38,32 @@ class ConfigFields:
     def refuse(self, key: str, value: Any, rule: str) -> ModelConfigError:
         return ModelConfigError(f"{self.source}: {key} is {value!r}; {rule}")
 
-    def integer(self, key: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    def integer(self, key: str, *, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
         """A required integer field, within [minimum, maximum]."""
         if self._config.get(key) is None:
             self.missing.append(key)
             return max(minimum, 1)  # placeholder; check() raises before it is used
         return self._checked(key, self._config[key], minimum, maximum)
 
-    def optional_int(self, key: str, default: int, *, minimum: int = 1) -> int:
+    def optional_int(self, key: str, default: int, *, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
         value = self._config.get(key)
-        return default if value is None else self._checked(key, value, minimum, None)
+        return default if value is None else self._checked(key, value, minimum, maximum)
 
-    def _checked(self, key: str, value: Any, minimum: int, maximum: int | None) -> int:
+    def _checked(self, key: str, value: Any, minimum: int, maximum: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             kind = "a number that is not a whole number" if isinstance(value, float) else f"a {type(value).__name__}"
             raise self.refuse(key, value, f"it must be an integer, not {kind}")
         if value < minimum:
             rule = "positive" if minimum == 1 else f"at least {minimum}"
             raise self.refuse(key, value, f"it must be {rule}")
-        if maximum is not None and value > maximum:
-            raise self.refuse(key, value, f"the planner accepts at most {maximum}")
+        if value > maximum:
+            raise self.refuse(key, value, f"the planner accepts at most {maximum} (no real model comes near it)")
         return value
 
-    def first_int(self, keys: Sequence[str]) -> int:
+    def first_int(self, keys: Sequence[str], *, maximum: int = MAX_SIZE) -> int:
         for key in keys:
             if self.has(key):
-                return self.integer(key)
+                return self.integer(key, maximum=maximum)
         self.missing.append(" or ".join(keys))
         return 1
 

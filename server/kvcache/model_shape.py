@@ -22,7 +22,7 @@ import attrs
 
 from configbags.runtime.errors import YamlError
 from configbags.runtime.yamlsafe import load_json, read_text_limited
-from configbags.server.kvcache.config_fields import MAX_LAYERS, ConfigFields
+from configbags.server.kvcache.config_fields import MAX_LAYERS, MAX_POSITIONS, ConfigFields
 from configbags.server.kvcache.errors import ModelConfigError
 from configbags.server.kvcache.quantization import WeightQuant, weight_quant
 
@@ -237,7 +237,7 @@ def model_shape_from_dict(
     num_layers = f.integer("num_hidden_layers", maximum=MAX_LAYERS)
     hidden = f.integer("hidden_size")
     vocab = f.integer("vocab_size")
-    context_length = f.first_int(_CONTEXT_KEYS)
+    context_length = f.first_int(_CONTEXT_KEYS, maximum=MAX_POSITIONS)
     f.check(model_type)
     architectures = _architectures(f)
     warnings: list[str] = []
@@ -569,7 +569,7 @@ def _mlp_params(
 ) -> Callable[[int, LayerKind], tuple[_Params, int]]:
     """A function: layer index and kind -> (dense MLP and router params, routed-expert
     params). Routers are ReplicatedLinear without quantization in SGLang."""
-    inter = f.optional_int("intermediate_size", 0, minimum=0)
+    inter = f.optional_int("intermediate_size", 0)  # absent: no dense MLP; given, a real width
     gated = 2 if f.get("mlp_hidden_act") == "relu2" else 3
 
     def dense(size: int, kinds: int = gated) -> _Params:  # gate/up read hidden, down the width
