@@ -5,6 +5,7 @@ after a one-leaf edit run black on the few pieces that changed only."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -325,3 +326,68 @@ def test_the_pieces_of_a_synthetic_engine_schema_take_one_black_pass(tmp_path: P
         changed = [piece for piece in dict.fromkeys(blackpieces.black_inputs(sources[name]))
                    if black_str(piece) != piece and "= {\n}" not in piece and "= (\n)" not in piece]
         assert len(changed) <= 1, (name, changed[:1])  # the module's first piece: its header
+
+
+# Tables as the renderer prints them (`render.literal` values, one element a line, some
+# exploded one argument a line), with values black might print otherwise: both quotes,
+# backslashes, escapes, wide and zero-width characters, exponents, negative numbers, long
+# lines. Elements already in black's shape are taken without black (blackpieces'
+# `_in_black_shape`); the module must still be black's, byte for byte.
+_hostile_text = st.text(st.sampled_from("ab '\"\\\n\t\x00\x7f\u200b\u2028é長𝔘{}%"), max_size=50) | st.text(
+    st.sampled_from("ab '\"長"), min_size=60, max_size=120)  # past the line on its own
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20),
+                     st.floats(allow_nan=False, allow_infinity=False), _hostile_text)
+_table_values = st.recursive(_scalars, lambda kids: st.one_of(
+    st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple),
+    st.dictionaries(_hostile_text, kids, max_size=3)), max_leaves=6)
+
+
+@st.composite
+def _table_element(draw: st.DrawFn, indent: str) -> str:
+    key = render.literal(draw(_hostile_text))
+    if draw(st.booleans()):
+        return f"{indent}{key}: {render.literal(draw(_table_values))},\n"
+    args = draw(st.lists(st.tuples(st.sampled_from(["name", "help", "default", "choices", "a_long_keyword_name"]),
+                                   _table_values), min_size=1, max_size=4))
+    lines = [f"{indent}{key}: Spec(\n"]
+    for name, value in args:
+        if isinstance(value, tuple) and len(value) >= 2 and draw(st.booleans()):
+            lines.append(f"{indent}    {name}=(\n" + "".join(f"{indent}        {render.literal(v)},\n" for v in value)
+                         + f"{indent}    ),\n")
+        else:
+            lines.append(f"{indent}    {name}={render.literal(value)},\n")
+    return "".join(lines) + f"{indent}),\n"
+
+
+@st.composite
+def _table_module(draw: st.DrawFn) -> str:
+    nested = draw(st.booleans())
+    indent = "        " if nested else "    "
+    body = "".join(draw(st.lists(_table_element(indent), min_size=2, max_size=8)))
+    table = f"{indent[4:]}TABLE: dict[str, Spec] = {{\n{body}{indent[4:]}}}\n"
+    return f"class C:\n    x = 1\n{table}" if nested else f"x = 1\n\n{table}"
+
+
+@example('x = 1\n\nTABLE: dict[str, Spec] = {\n    "a": 1e+16,\n    "b": \'it\\\'s "q"\',\n}\n')
+@given(_table_module())
+@settings(max_examples=int(os.environ.get("SHAPE_EXAMPLES", "150")), deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+def test_elements_taken_without_black_are_blacks_own(source: str) -> None:
+    try:
+        expected = black_str(source)
+    except black.InvalidInput:
+        return
+    assert format_module(source, DictMemo()) == expected
+
+
+def test_a_registry_in_blacks_shape_costs_black_no_call_per_leaf(tmp_path: Path, black_calls: list[str]) -> None:
+    """The leaf table and the ratchet's maps are printed in black's shape: black is asked
+    about their frames and the few elements off the cover (a help past the line), not
+    about every leaf."""
+    sources = pre_format(synthetic(tmp_path, 120))
+    for name in ("registry.py", "ratchet_allowlist.py"):
+        black_calls.clear()
+        assert format_module(sources[name], DictMemo()) == black_str(sources[name]), name
+        leaves = [c for c in black_calls if "LeafSpec(" in c and c.count("name=") > 0]
+        assert len(leaves) < 120 / 3, (name, len(leaves))
+    assert blackpieces._in_black_shape  # the shortcut these counts stand for
