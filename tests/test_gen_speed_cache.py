@@ -5,7 +5,6 @@ after a one-leaf edit run black on the few pieces that changed only."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +12,8 @@ import black
 import pytest
 import yaml
 from genutil import CASES, REPO, generate
-from hypothesis import HealthCheck, example, given, settings
+from hostile.strategies import PROFILE
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from configbags.codegen import blackpieces, emit, render
@@ -85,7 +85,9 @@ def cut_every(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return value
 
 
-@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda p: p.parent.name)
+# the bundled schema's modules take bare black seconds: `make test` only
+@pytest.mark.parametrize("schema", [pytest.param(s, marks=[pytest.mark.slow] if s == REPO / "schema" else [])
+                                    for s in SCHEMAS], ids=lambda p: p.parent.name)
 def test_pieces_equal_black_on_every_generated_module(schema: Path, cut_every: int) -> None:
     for name, source in pre_format(schema).items():
         assert format_module(source, DictMemo()) == black_str(source), name
@@ -179,7 +181,7 @@ def _block(draw: st.DrawFn, depth: int) -> str:
 @example('class A:\n    """Doc."""\n    x = 1\n    y = 2\n')  # a blank line after a class docstring
 @example("class C:\n    a = 1\n    b = 2\n    class D:\n        a()\n        # indented by the code above\n")
 @given(st.booleans().flatmap(lambda doc: _block(0).map(lambda body: ('"""Doc."""\n' if doc else "") + body + "\n")))
-@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(PROFILE, max_examples=PROFILE.max_examples * 4, database=None)
 def test_pieces_equal_black_on_arbitrary_modules(source: str) -> None:
     original = blackpieces._CUT_EVERY
     blackpieces._CUT_EVERY = 1  # every seam the rules allow (hypothesis runs without fixtures)
@@ -370,8 +372,7 @@ def _table_module(draw: st.DrawFn) -> str:
 
 @example('x = 1\n\nTABLE: dict[str, Spec] = {\n    "a": 1e+16,\n    "b": \'it\\\'s "q"\',\n}\n')
 @given(_table_module())
-@settings(max_examples=int(os.environ.get("SHAPE_EXAMPLES", "150")), deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(PROFILE, max_examples=PROFILE.max_examples * 3, database=None)
 def test_elements_taken_without_black_are_blacks_own(source: str) -> None:
     try:
         expected = black_str(source)

@@ -239,6 +239,7 @@ def _profile_in_a_fresh_process(fuzz: str | None) -> subprocess.CompletedProcess
                           capture_output=True, text=True, check=False)
 
 
+@pytest.mark.slow  # six fresh interpreters
 def test_profiles_are_selected_by_the_environment() -> None:
     assert PROFILE.max_examples == {"long": 4000, "quick": 10}.get(os.environ.get("CONFIGBAGS_FUZZ", ""), 40)
     # (examples per property, per generator property) as each setting of the variable gives them

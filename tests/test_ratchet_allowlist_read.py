@@ -5,7 +5,8 @@ loader reads, or the reader must step aside (None) and let the loader read the f
 from __future__ import annotations
 
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hostile.strategies import PROFILE
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from configbags.migrate.check import entry_flow
@@ -42,7 +43,7 @@ def _ratchet_file(draw: st.DrawFn) -> str:
 @example(HEAD + "note: |\n  x\nallowlist:\n  - {file: a.py, function: f, leaf: yes, reason: baseline}\n")
 @example(HEAD + 'note: "abc\nallowlist:\n  - {file: a.py, function: f, leaf: x, reason: b}\n"\n')
 @given(_ratchet_file())
-@settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(PROFILE, max_examples=PROFILE.max_examples * 5, database=None)
 def test_the_entry_lists_read_as_pyyaml_reads_them_or_not_at_all(text: str) -> None:
     fast = read_entry_lists(text, LOADER)
     if fast is None:
