@@ -4,6 +4,7 @@ after a one-leaf edit run black on the few pieces that changed only."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ KINDS = [("int", 4), ("float", 0.25), ("bool", True), ("str", "auto"), ("optiona
          ("list[int]", [1, 2, 3]), ("optional str", None), ("list[str]", ["a", "b"])]
 
 
+@functools.lru_cache(maxsize=64)  # black is pure: each cut setting compares with the same output
 def black_str(source: str) -> str:
     return black.format_str(source, mode=BLACK_MODE)
 
