@@ -677,12 +677,15 @@ def _constant(value: Any) -> str | None:
     in black's preferred quotes and escapes); None where black might print it otherwise."""
     key = (type(value), value)  # 1, 1.0 and True are equal, and spelled apart
     if key not in _CONSTANTS:
+        if len(_CONSTANTS) >= _CONSTANTS_KEPT:  # a long-lived process generating many schemas
+            _CONSTANTS.clear()
         _CONSTANTS[key] = _constant_text(value)
     return _CONSTANTS[key]
 
 
 # An ast constant is hashable; a table repeats its names and values many times.
 _CONSTANTS: dict[tuple[type[Any], Any], str | None] = {}
+_CONSTANTS_KEPT = 1 << 17
 
 
 def _constant_text(value: Any) -> str | None:
