@@ -44,10 +44,11 @@ lint: setup
 test: gen-check lint
 	$(PYTEST) -n 2 --dist worksteal
 
-# The tests without the `slow` marker (spawned ranks, fault injection, servers): the
-# edit-and-check loop, about a minute on two cores.
+# The tests without the `slow` marker (spawned ranks, fault injection, servers), the
+# hostile properties with the `quick` hypothesis profile (a quarter of `make test`'s
+# examples): the edit-and-check loop, about a minute on two cores.
 quick: setup
-	$(PYTEST) -n 2 --dist worksteal -m 'not slow'
+	CONFIGBAGS_FUZZ=quick $(PYTEST) -n 2 --dist worksteal -m 'not slow'
 
 # The hostile-input suite (overrides, CLI, config files, env vars, schema files, model
 # config.json, the ratchet's tree) with the long hypothesis profile, round after round with

@@ -18,7 +18,9 @@ expected formats the module whole.
 black passes over a text twice when its first pass changes it, so the stand-ins carry
 the blank lines black prints after them, and the renderer prints what it knows runs long
 (field-name tuples, imports) as black prints it: a piece black finds in its own shape
-costs it one pass.
+costs it one pass. An element of a literal that is provably in black's shape (simple
+expressions, laid out as black lays them out: `_in_black_shape`) costs it none: a
+generated table's elements are printed so, and black is asked only about the rest.
 
 Every black call goes through a memo keyed by its exact input text, so a piece seen before
 (in this run or, with a `formatcache.FormatCache`, an earlier one) costs a look-up.
@@ -32,11 +34,20 @@ import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import black
 from black.mode import TargetVersion
+from black.numerics import normalize_numeric_literal
 from black.parsing import InvalidInput
+from black.strings import (
+    normalize_string_prefix,
+    normalize_string_quotes,
+    normalize_unicode_escape_sequences,
+    str_width,
+)
+from blib2to3.pgen2 import token  # type: ignore[import-untyped]  # black's own parser, untyped
+from blib2to3.pytree import Leaf  # type: ignore[import-untyped]
 
 # Explicit mode, so a user's [tool.black] section can never change generated output.
 BLACK_MODE = black.Mode(target_versions={TargetVersion.PY310}, line_length=88)
@@ -273,7 +284,7 @@ class _Splitter:
         marker there; returns how far the lines are copied."""
         depth = len(nest)
         for stmt in stmts:
-            literal = self.literal(stmt) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+            literal = self.literal(stmt, depth) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
             if literal is not None:
                 head, close, groups, is_dict = literal
                 mark = self.mark()
@@ -312,10 +323,12 @@ class _Splitter:
         return all(self.lines[_start(s)].startswith(ind) and not self.lines[_start(s)][len(ind)].isspace()
                    for s in body)
 
-    def literal(self, stmt: ast.Assign | ast.AnnAssign) -> tuple[int, int, list[str], bool] | None:
+    def literal(self, stmt: ast.Assign | ast.AnnAssign, depth: int) -> tuple[int, int, list[_Group], bool] | None:
         """(head line, closing line, element groups, is a dict) of an assignment of a
         bracketed literal written one element per line with a trailing comma, which black
-        explodes the same way; None for any other shape."""
+        explodes the same way (its elements `depth + 1` indents deep); None for any other
+        shape. A run of elements already in black's shape (`_in_black_shape`) is a group
+        of its own that black is not asked about."""
         value = stmt.value
         brackets = _DISPLAYS.get(type(value)) if value is not None else None
         if value is None or brackets is None or value.end_lineno is None:
@@ -346,14 +359,27 @@ class _Splitter:
             expected = last + 1
         if len(spans) < 2 or expected != close:
             return None
-        groups: list[str] = []
-        for first, last, _, _ in spans:
+        is_dict = isinstance(value, ast.Dict)
+        indent = _INDENT * (depth + 1)
+        groups: list[_Group] = []
+        for first, last, start_node, end_node in spans:
             text = "".join(self.lines[first:last + 1])
-            if not groups or _cut_before(text, len(groups[-1])):
-                groups.append(text)
+            lead = (start_node, ": ") if is_dict else None
+            shaped = _in_black_shape(end_node, indent, lead, self.lines[first:last + 1])
+            if not groups or groups[-1].shaped != shaped or (not shaped and _cut_before(text, len(groups[-1].text))):
+                groups.append(_Group(text, shaped))
             else:
-                groups[-1] += text
-        return head, close, groups, isinstance(value, ast.Dict)
+                groups[-1].text += text
+        return head, close, groups, is_dict
+
+
+@dataclass
+class _Group:
+    """Consecutive elements of a literal, formatted together; `shaped`: each is already
+    in black's shape, so black is not asked."""
+
+    text: str
+    shaped: bool
 
 
 class _Splice(Protocol):
@@ -370,12 +396,12 @@ class _Elements:
     nest: list[ast.stmt]
     head: str
     close: str
-    groups: list[str]
+    groups: list[_Group]
 
     def inputs(self, splitter: _Splitter) -> list[str]:
         prefix = _nest_text(self.nest) + self.head
         return [prefix + self.line + self.line + self.close,
-                *(prefix + group + self.line + self.close for group in self.groups)]
+                *(prefix + group.text + self.line + self.close for group in self.groups if not group.shaped)]
 
     def apply(self, splitter: _Splitter, out: str) -> str:
         at = _find_once(out, self.line + self.line)
@@ -385,7 +411,10 @@ class _Elements:
         before, after = frame[:k], self.line + frame[k + 2 * len(self.line):]
         formatted = []
         for group in self.groups:
-            text = _black(prefix + group + self.line + self.close, splitter.memo)
+            if group.shaped:  # black's indentation of the elements is the marker's, found above
+                formatted.append(group.text)
+                continue
+            text = _black(prefix + group.text + self.line + self.close, splitter.memo)
             if not (text.startswith(before) and text.endswith(after) and len(text) > len(before) + len(after)):
                 raise _NoSeam
             formatted.append(text[len(before):len(text) - len(after)])
@@ -493,3 +522,199 @@ def _is_string(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Expr) and (
         isinstance(stmt.value, ast.JoinedStr)
         or (isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, (str, bytes))))
+
+
+# -- elements already in black's shape -----------------------------------------------------
+#
+# A generated table's elements (`"leaf": LeafSpec(name="leaf", ...),`, `"leaf": "runtime",`)
+# are printed by the renderer as black prints them, and black gives them back unchanged;
+# asking it costs most of a cold generation. An element is taken as it is when it equals
+# this module's print of its expression tree in black's stable style, which covers only
+# simple expressions (constants, names, attributes, calls, tuples, lists, dicts) and two
+# layouts, both black's fixed points: the whole element on one line of at most
+# `line_length` columns (black's `str_width`) with no magic trailing comma; or, where the
+# source explodes a call or display of two or more items one item a line with a trailing
+# comma (the magic comma keeps black's split), each item printed the same way one indent
+# deeper. Only a lone string constant (after its keyword or key) may run past the limit:
+# black has no bracket or delimiter to split it at. Every constant is printed as black
+# normalises it (its own normalisers), so a source that spells one otherwise is no match. Anything else, a comment or an odd space
+# included, does not match and goes through black. tests/test_gen_speed_cache.py holds the
+# shortcut equal to black on hostile element values.
+
+_LINE_LENGTH = BLACK_MODE.line_length
+
+
+def _in_black_shape(node: ast.expr, indent: str, key: tuple[ast.expr, str] | None, lines: list[str]) -> bool:
+    """Is `lines` (an element: `key: node,` or `node,`) exactly black's output for it?"""
+    lead = ""
+    if key is not None:
+        key_text = _one_line(key[0])
+        if key_text is None or key[0].lineno != node.lineno:
+            return False
+        lead = key_text + key[1]
+    printed = _shape(node, indent, lead, ",")
+    return printed is not None and len(printed) == len(lines) and all(
+        p + "\n" == line for p, line in zip(printed, lines, strict=True))
+
+
+def _shape(node: ast.expr, indent: str, lead: str, trail: str) -> list[str] | None:
+    """black's lines for `lead + node + trail` at `indent`, laid out as the source lays
+    out `node` (one line, or exploded with a magic trailing comma); None outside the cover."""
+    if node.lineno == node.end_lineno:
+        text = _one_line(node)
+        if text is None:
+            return None
+        line = indent + lead + text + trail
+        # Past the limit, black splits at a bracket or a delimiter; a string constant after
+        # its keyword or key has neither, so black leaves that line as it is.
+        fits = str_width(line) <= _LINE_LENGTH or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+        return [line] if fits else None
+    parts = _exploded_parts(node)
+    if parts is None:
+        return None
+    opener, items, closer = parts
+    out = [indent + lead + opener]
+    if str_width(out[0]) > _LINE_LENGTH:
+        return None
+    for item_lead, item in items:
+        if isinstance(item_lead, ast.expr):
+            key = _one_line(item_lead)
+            if key is None or item_lead.lineno != item.lineno:
+                return None
+            item_lead = key + ": "
+        inner = _shape(item, indent + _INDENT, item_lead, ",")
+        if inner is None:
+            return None
+        out += inner
+    out.append(indent + closer + trail)  # `),` at most an indent and two characters
+    return out
+
+
+def _exploded_parts(node: ast.expr) -> tuple[str, list[tuple[str | ast.expr, ast.expr]], str] | None:
+    """(opening line's text, items each with its lead, closing bracket) of a call or display
+    black keeps exploded: two or more items (one item's trailing comma is not magic in a
+    call or tuple; lists and dicts are held to the same, which only sends them to black)."""
+    items: list[tuple[str | ast.expr, ast.expr]]
+    if isinstance(node, ast.Call):
+        func = _callee(node.func)
+        if func is None or any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords):
+            return None
+        items = [*(("", a) for a in node.args), *((f"{k.arg}=", k.value) for k in node.keywords)]
+        opener, closer = func + "(", ")"
+    elif isinstance(node, (ast.Tuple, ast.List)):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            return None
+        items = [("", e) for e in node.elts]
+        opener, closer = ("(", ")") if isinstance(node, ast.Tuple) else ("[", "]")
+    elif isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            return None
+        items = [(k, v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
+        opener, closer = "{", "}"
+    else:
+        return None
+    return (opener, items, closer) if len(items) >= 2 else None
+
+
+def _one_line(node: ast.expr) -> str | None:
+    """`node` on one line as black prints it (no magic trailing comma); None outside the cover."""
+    if isinstance(node, ast.Constant):
+        return _constant(node.value)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return _callee(node)
+    if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant)
+            and type(node.operand.value) in (int, float)):
+        number = _constant(node.operand.value)
+        return None if number is None else "-" + number
+    parts = _one_line_parts(node)
+    if parts is None:
+        return None
+    opener, items, closer = parts
+    texts = [_one_line(item) for item in items]
+    if any(t is None for t in texts):
+        return None
+    if isinstance(node, ast.Dict):
+        keys = [_one_line(k) for k in node.keys if k is not None]
+        if len(keys) != len(node.keys) or any(k is None for k in keys):
+            return None
+        texts = [f"{k}: {v}" for k, v in zip(keys, texts, strict=True)]
+    if isinstance(node, ast.Call):
+        texts = [*texts[:len(node.args)],
+                 *(f"{k.arg}={t}" for k, t in zip(node.keywords, texts[len(node.args):], strict=True))]
+    body = ", ".join(t for t in texts if t is not None)
+    return opener + body + ("," if isinstance(node, ast.Tuple) and len(texts) == 1 else "") + closer
+
+
+def _one_line_parts(node: ast.expr) -> tuple[str, list[ast.expr], str] | None:
+    if isinstance(node, ast.Call):
+        func = _callee(node.func)
+        if func is None or any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords):
+            return None
+        return func + "(", [*node.args, *(k.value for k in node.keywords)], ")"
+    if isinstance(node, (ast.Tuple, ast.List)):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            return None
+        return ("(", node.elts, ")") if isinstance(node, ast.Tuple) else ("[", node.elts, "]")
+    if isinstance(node, ast.Dict):
+        return "{", node.values, "}"
+    return None
+
+
+def _callee(node: ast.expr) -> str | None:
+    """A name or a dotted attribute of one."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _callee(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _constant(value: Any) -> str | None:
+    """A constant as black prints the literal its repr spells (numbers lower-cased, strings
+    in black's preferred quotes and escapes); None where black might print it otherwise."""
+    key = (type(value), value)  # 1, 1.0 and True are equal, and spelled apart
+    if key not in _CONSTANTS:
+        if len(_CONSTANTS) >= _CONSTANTS_KEPT:  # a long-lived process generating many schemas
+            _CONSTANTS.clear()
+        _CONSTANTS[key] = _constant_text(value)
+    return _CONSTANTS[key]
+
+
+# An ast constant is hashable; a table repeats its names and values many times.
+_CONSTANTS: dict[tuple[type[Any], Any], str | None] = {}
+_CONSTANTS_KEPT = 1 << 17
+
+
+def _constant_text(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, (int, float)):
+        leaf = Leaf(token.NUMBER, repr(value))
+        normalize_numeric_literal(leaf)
+        return str(leaf.value)
+    if isinstance(value, str):
+        return _string_text(value)
+    return None  # bytes, complex, Ellipsis: not in the cover
+
+
+def black_string(value: str) -> str | None:
+    """`value` as a string literal in black's preferred quotes, which black then prints as
+    it is; None where black's normalisations would not settle (never seen)."""
+    return _constant(value)
+
+
+def _string_text(value: str) -> str | None:
+    if value.isprintable() and not any(c in value for c in "'\"\\"):
+        return f'"{value}"'  # nothing repr escapes (its test is isprintable): black's form at once
+    text = repr(value)
+    for _ in range(2):  # black's string normalisations, until they change nothing
+        leaf = Leaf(token.STRING, text)
+        normalize_unicode_escape_sequences(leaf)
+        normalized = normalize_string_quotes(normalize_string_prefix(str(leaf.value), BLACK_MODE))
+        if normalized == text:
+            return text
+        text = normalized
+    return None

@@ -15,8 +15,8 @@ import jinja2
 from configbags.codegen import render
 from configbags.codegen.blackpieces import BLACK_MODE, DictMemo, Memo, Module, digest
 from configbags.codegen.formatcache import FormatCache
-from configbags.codegen.load import gc_paused
 from configbags.codegen.model import Schema
+from configbags.runtime.gcpause import gc_paused
 
 TEMPLATES = Path(__file__).parent / "templates"
 PY_FILES = (

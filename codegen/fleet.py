@@ -34,7 +34,6 @@ class Contract:
 class Fleet:
     role_leaf: str | None = None
     contracts: tuple[Contract, ...] = ()
-    metrics: tuple[str, ...] = ()  # leaves marked `metric: true`, in schema order
 
 
 def build_fleet(src: SourceFile | None, leaves: Mapping[str, LeafSpec], derived: Mapping[str, Derived],
@@ -43,21 +42,21 @@ def build_fleet(src: SourceFile | None, leaves: Mapping[str, LeafSpec], derived:
     leaf must be numeric and not secret; a contract's members must be leaves, derived
     values or facts, never secret; its roles must be choices of `role_leaf`. `place(leaf,
     prop)` is where a leaf's property is written."""
-    metrics = _metrics(leaves, error, place)
+    _check_metrics(leaves, error, place)
     if src is None or not src.intact:
-        return Fleet(metrics=metrics)
+        return Fleet()
     role_leaf = src.data.get("role_leaf")
     roles = _roles(src, role_leaf, leaves, error) if role_leaf is not None else None
     contracts = tuple(_contract(src, name, spec, leaves, derived, role_leaf, roles, error)
                       for name, spec in src.data["contracts"].items()
                       if name not in src.broken)  # a broken one's shape is wrong (reported)
-    return Fleet(role_leaf, contracts, metrics)
+    return Fleet(role_leaf, contracts)
 
 
-def _metrics(leaves: Mapping[str, LeafSpec], error: ErrorFn, place: Callable[[LeafSpec, str], Where]
-             ) -> tuple[str, ...]:
-    """The leaves marked `metric: true` that can be one: numeric or bool, not secret."""
-    metrics = []
+def _check_metrics(leaves: Mapping[str, LeafSpec], error: ErrorFn, place: Callable[[LeafSpec, str], Where]
+                   ) -> None:
+    """A leaf marked `metric: true` (its record's `metric`, the one list of the gauges)
+    must be able to be one: numeric or bool, not secret."""
     for leaf in leaves.values():
         if not leaf.metric:
             continue
@@ -66,9 +65,6 @@ def _metrics(leaves: Mapping[str, LeafSpec], error: ErrorFn, place: Callable[[Le
                   "drop `metric: true` (a gauge holds a number; free text would be unbounded labels)")
         elif leaf.secret:
             error(place(leaf, "metric"), "a secret leaf cannot be a metric", leaf.name, "drop `metric: true`")
-        else:
-            metrics.append(leaf.name)
-    return tuple(metrics)
 
 
 def _roles(src: SourceFile, role_leaf: str, leaves: Mapping[str, LeafSpec], error: ErrorFn
@@ -134,8 +130,7 @@ def fleet_literal(fleet: Fleet) -> str:
         f"{py(f'{c.where.file}:{c.where.line}')}), "
         for c in fleet.contracts
     )
-    return (f"FleetSpec(role_leaf={py(fleet.role_leaf)}, contracts=({contracts}), "
-            f"metrics={py(fleet.metrics)})")
+    return f"FleetSpec(role_leaf={py(fleet.role_leaf)}, contracts=({contracts}))"
 
 
 def fleet_imports(fleet: Fleet) -> set[str]:

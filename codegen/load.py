@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import difflib
 import functools
-import gc
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +21,6 @@ from configbags.runtime.yamlsafe import StrictLoader, load_yaml, mapping_entries
 
 # The meta-schemas of the schema language: part of the generator, packaged with it.
 META_DIR = Path(__file__).resolve().parent / "meta"
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Cyclic GC paused meanwhile. Generation builds many long-lived objects and few cycles
-    (the loaded model, the render models, black's trees): collections would only rescan
-    them, which made loading and formatting superlinear in schema size (bench/bench_gen.py)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class Marked(dict[str, Any]):

@@ -15,8 +15,9 @@ import attrs
 
 from configbags.codegen.errors import SchemaError, SchemaInvalid
 from configbags.codegen.fleet import Fleet, build_fleet
-from configbags.codegen.load import META_DIR, Marked, SourceFile, gc_paused, plain, read_yaml
+from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
 from configbags.runtime.errors import LeafValueError
+from configbags.runtime.gcpause import gc_paused
 from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest, jsonable
 from configbags.runtime.registry import Deprecation, LeafSpec, Renamed
 from configbags.runtime.spelling import clashes, leaf_spellings, version_key

@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 
+from configbags.codegen.blackpieces import black_string
 from configbags.codegen.fleet import fleet_imports, fleet_literal
 from configbags.codegen.model import AllowEntry, Derived, Namespace, Rule, Schema, class_name
 from configbags.runtime.cliflags import bare_flag, deprecation_note, shown_default
@@ -83,10 +84,10 @@ def py_after(key: str, items: tuple[str, ...], indent: int) -> str:
 
 def _literal(value: Any) -> str:
     if isinstance(value, str):
-        text = repr(value)
         # repr picks single quotes unless the text holds one; black prefers double quotes
-        # wherever that needs no more escapes (both spell the same string)
-        return f'"{text[1:-1]}"' if text[0] == "'" and '"' not in value else text
+        # wherever that needs no more escapes (both spell the same string), and lower-case
+        # escapes: its own spelling, so a table's element is taken without asking black
+        return black_string(value) or repr(value)
     if isinstance(value, tuple):
         items = [_literal(v) for v in value]
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"

@@ -2563,8 +2563,8 @@ PRESETS: dict[str, PresetSpec] = {
     ),
 }
 
-# The fleet: what servers of one deployment must agree on (contracts.yaml), the leaf that
-# names a server's deployment role, and the leaves exported as gauges (`metric: true`).
+# The fleet: what servers of one deployment must agree on (contracts.yaml) and the leaf that
+# names a server's deployment role (the gauges are the leaves whose record says `metric=True`).
 FLEET = FleetSpec(
     role_leaf="deployment_role",
     contracts=(
@@ -2596,15 +2596,6 @@ FLEET = FleetSpec(
             ("tokenizer_source", "model.config.vocab_size"),
             "schema/contracts.yaml:18",
         ),
-    ),
-    metrics=(
-        "context_length",
-        "tp_size",
-        "mem_fraction_static",
-        "max_running_requests",
-        "chunked_prefill_size",
-        "page_size",
-        "speculative_accept_threshold_acc",
     ),
 )
 

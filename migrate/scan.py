@@ -58,14 +58,13 @@ together and re-exports the records of configbags.migrate.scanmodel.
 from __future__ import annotations
 
 import ast
-import contextlib
 import gc
 import io
 import os
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from configbags.migrate.aliases import analyse
@@ -83,6 +82,7 @@ from configbags.migrate.scanmodel import (
     Violation,
     join_origin,
 )
+from configbags.runtime.gcpause import gc_paused
 
 __all__ = [
     "ORIGINS",
@@ -195,23 +195,12 @@ def _scan_one(data: bytes, settings: ScanSettings) -> FileScan:
     return result
 
 
-@contextlib.contextmanager
-def _collector_off() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int, progress: Progress | None) -> list[FileScan]:
     """scan_source over `sources`, in `jobs` worker processes when there are enough."""
     results: list[FileScan] = []
     total = len(sources)
     if jobs <= 1 or total < PARALLEL_MIN_FILES:
-        with _collector_off():
+        with gc_paused():
             for data in sources:
                 results.append(_scan_one(data, settings))
                 if progress is not None:
@@ -253,7 +242,7 @@ def scan_tree(
     (the results are the same, in the same order). `progress` is told how many of the
     files to parse are done, after each one."""
     # loading a warm cache builds tens of thousands of rows: no collection is worth it
-    with _collector_off():
+    with gc_paused():
         return _scan_tree(project, settings, cache_path, files, jobs, progress)
 
 

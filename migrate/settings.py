@@ -189,7 +189,10 @@ def _fast_ratchet(path: Path) -> dict[str, Any] | None:
     if loader is None:
         return None
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+        text = path.read_text(encoding="utf-8")
+        data = read_entry_lists(text, loader)
+        if data is None:
+            data = yaml.load(text, Loader=loader)
         meta = json.loads((META_DIR / "ratchet.schema.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
         return None
@@ -205,6 +208,85 @@ def _fast_ratchet(path: Path) -> dict[str, Any] | None:
     if not all(entry_ok(entry) for entries in lists.values() for entry in entries):
         return None
     return data
+
+
+# One allowlist or writes entry as `ratchet init`, `update` and `entry_flow` write it: a
+# flow mapping of the four keys in order on a line of its own, each value a plain scalar of
+# name and path characters (YAML may still read one as a number, a bool or null: checked
+# with its own resolver), or quoted without escapes.
+_PLAIN = r"[A-Za-z0-9_$<./][A-Za-z0-9_$<>./-]*(?: [A-Za-z0-9_$<>./-]+)*"
+_SCALAR = rf'({_PLAIN})|"([^"\\\n]*)"|\'([^\'\n]*)\''
+_ENTRY_LINE = re.compile(
+    rf"  - \{{file: (?:{_SCALAR}), function: (?:{_SCALAR}), leaf: (?:{_SCALAR}), reason: (?:{_SCALAR})\}}")
+_LIST_KEYS = ("allowlist", "writes")
+
+
+def read_entry_lists(text: str, loader: Any) -> dict[str, Any] | None:
+    """ratchet.yaml's data as `yaml.load(text, loader)` gives it, with the entry lists
+    read line by line: building ten thousand small mappings through PyYAML, even its C
+    loader, is most of a cold check's schema time. The rest of the file (the short `scan:`
+    part, comments) goes through `loader` with the entry lines taken out, and must then
+    hold each list's key with no value, so every line taken was an item of that list.
+    None where the file is not in that shape (the caller then loads it whole)."""
+    import yaml
+
+    if "\r" in text or text.startswith("\ufeff"):
+        return None
+    lines = text.split("\n")
+    lists: dict[str, list[dict[str, str | None]]] = {}
+    current: list[dict[str, str | None]] | None = None
+    rest = []
+    for line in lines:
+        entry = _ENTRY_LINE.fullmatch(line) if current is not None else None
+        if entry is not None:
+            assert current is not None
+            current.append(_entry_of(entry.groups()))
+            continue
+        if current is not None and (not line.strip() or line.lstrip().startswith("#")):
+            rest.append(line)  # a comment or blank line between items: the list goes on
+            continue
+        key = line[:-1] if line.endswith(":") else None
+        if key in _LIST_KEYS:
+            if key in lists:
+                return None  # twice: which one counts is the loader's business
+            current = lists[key] = []
+        else:
+            current = None  # any other line ends the list (an item in another shape: see below)
+        rest.append(line)
+    # an empty list is YAML's null, an item not a string a refusal: the whole load says so
+    if not lists or any(not entries or any(None in entry.values() for entry in entries) for entries in lists.values()):
+        return None
+    try:
+        data = yaml.load("\n".join(rest), Loader=loader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(data, dict) or any(key not in data or data[key] is not None for key in lists):
+        return None
+    data.update(lists)
+    return data
+
+
+# scalar text -> whether YAML reads it as that string (not a number, bool, null or date)
+_PLAIN_IS_STR: dict[str, bool] = {}
+
+
+def _entry_of(groups: tuple[str | None, ...]) -> dict[str, str | None]:
+    """The entry of one matched line (a value None where a plain scalar is not a string)."""
+    import yaml
+
+    values: list[str | None] = []
+    for k in range(0, 12, 3):
+        plain, double, single = groups[k:k + 3]
+        if plain is None:
+            values.append(double if double is not None else single)
+            continue
+        is_str = _PLAIN_IS_STR.get(plain)
+        if is_str is None:
+            resolve: Callable[..., str] = yaml.resolver.Resolver().resolve  # the loader's own (untyped)
+            tag = resolve(yaml.ScalarNode, plain, (True, False))
+            is_str = _PLAIN_IS_STR[plain] = tag == "tag:yaml.org,2002:str"
+        values.append(plain if is_str else None)
+    return dict(zip(("file", "function", "leaf", "reason"), values, strict=True))
 
 
 def _entry_check(item: dict[str, Any]) -> Callable[[Any], bool]:

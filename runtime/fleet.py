@@ -91,11 +91,11 @@ class ContractSpec:
 @attrs.frozen
 class FleetSpec:
     """The schema's fleet declarations: `role_leaf` names the leaf whose resolved value is a
-    server's deployment role; `metrics` the numeric leaves exported as gauges."""
+    server's deployment role. The leaves exported as gauges are the records' own
+    (`LeafSpec.metric`, listed as `Registry.metrics`)."""
 
     role_leaf: str | None = None
     contracts: tuple[ContractSpec, ...] = ()
-    metrics: tuple[str, ...] = ()
 
 
 def is_fact(member: str) -> bool:

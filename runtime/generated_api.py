@@ -47,7 +47,7 @@ from configbags.runtime.resolve import Facts, Layer
 if TYPE_CHECKING:
     from configbags.runtime.context import Context, ProcessView, RunnerView
 
-API_VERSION = 2
+API_VERSION = 3
 """The version of this module's names and signatures that this configbags speaks."""
 
 __all__ = [

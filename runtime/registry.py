@@ -213,7 +213,7 @@ class Registry:
     schema_version: str = "0"
     env_prefix: str | None = None  # unknown variables under it are warned about
     abbreviations: str = "off"  # "legacy": the CLI expands unique prefixes of flags, with a warning
-    fleet: FleetSpec = attrs.field(factory=FleetSpec)  # contracts, the deployment-role leaf, metric leaves
+    fleet: FleetSpec = attrs.field(factory=FleetSpec)  # contracts, the deployment-role leaf
     # leaf or derived name -> the derived values to recompute when it changes, in order
     dependents: Mapping[str, tuple[str, ...]] = attrs.field(init=False)
     # leaf or derived name -> its namespace and every ancestor, innermost first
@@ -223,6 +223,7 @@ class Registry:
     env_names: Mapping[str, str] = attrs.field(init=False)  # every bound variable (old ones too) -> leaf
     renamed: Mapping[str, tuple[str, Renamed]] = attrs.field(init=False)  # old name -> (leaf, spelling)
     fallbacks: Mapping[str, Any] = attrs.field(init=False)  # leaf -> the value that replaces None
+    metrics: tuple[str, ...] = attrs.field(init=False)  # the leaves marked `metric`, in schema order
     # frozenset of changed names -> its Cascade; filled as overrides meet new sets of leaves
     _cascades: dict[frozenset[str], Cascade] = attrs.field(init=False, factory=dict, eq=False)
 
@@ -256,6 +257,7 @@ class Registry:
         object.__setattr__(self, "env_names", env)
         object.__setattr__(self, "fallbacks", {n: s.fallback for n, s in self.leaves.items() if s.has_fallback})
         object.__setattr__(self, "renamed", spellings)
+        object.__setattr__(self, "metrics", tuple(n for n, s in self.leaves.items() if s.metric))
 
     def cascade(self, names: Iterable[str]) -> Cascade:
         """The derived values to recompute and the namespaces to rebuild when `names` change

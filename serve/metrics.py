@@ -83,7 +83,7 @@ class ConfigCollector(Collector):
         for (leaf, kind), n in sorted(counts.items()):
             overrides.add_metric([leaf, kind], n)
         yield overrides
-        for name in registry.fleet.metrics:
+        for name in registry.metrics:
             spec = registry.leaves[name]
             gauge = GaugeMetricFamily(f"{PREFIX}_config_{name}", f"Resolved value of {spec.namespace}.{name} "
                                       f"(policy {spec.policy.value}; schema `metric: true`)")

@@ -20,6 +20,13 @@ USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / 
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(USER_CACHE / "hypothesis"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `slow` tests (seconds each) first, each group in collection order: under
+    `--dist worksteal` the long ones start at once and the short ones fill the end, so no
+    worker is left running one long test alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def record() -> ServerArgs:
     """A minimal operator record for the bundled schema."""

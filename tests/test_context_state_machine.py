@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hostile.strategies import PROFILE
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -116,5 +117,6 @@ class ContextMachine(RuleBasedStateMachine):
         assert all(e <= self.ctx.epoch for e in epochs)
 
 
-ContextMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+# the hostile suite's profile: 40 runs in `make test`, 10 in `make quick`, thousands in `make fuzz`
+ContextMachine.TestCase.settings = settings(PROFILE, stateful_step_count=25)
 TestContextMachine = ContextMachine.TestCase

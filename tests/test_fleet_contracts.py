@@ -69,6 +69,14 @@ def test_a_metric_must_be_numeric_and_not_secret(tmp_path: Path) -> None:
     assert any("leaf 'api_key': metric: true needs a numeric or bool leaf" in e for e in found), found
 
 
+def test_the_gauges_are_the_records_marked_metric() -> None:
+    """One place for the fact: the registry lists the leaves whose own record says
+    `metric`, in schema order; the fleet declaration carries no copy to drift."""
+    marked = tuple(name for name, spec in REGISTRY.leaves.items() if spec.metric)
+    assert marked and REGISTRY.metrics == marked
+    assert not hasattr(REGISTRY.fleet, "metrics")
+
+
 def record(*flags: str) -> ServerArgs:
     return ServerArgs.from_cli(["--model-path", "/models/m", *flags])
 

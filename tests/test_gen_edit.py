@@ -6,6 +6,7 @@ import difflib
 import shutil
 from pathlib import Path
 
+import pytest
 from genutil import REPO
 
 from configbags.codegen.emit import emit
@@ -14,6 +15,7 @@ from configbags.codegen.model import load_schema
 REGEN = "configbags gen --schema schema --package configbags.generated --out generated"
 
 
+@pytest.mark.slow  # generates the bundled schema twice
 def test_one_help_edit_changes_only_its_lines(tmp_path: Path) -> None:
     schema = tmp_path / "schema"
     shutil.copytree(REPO / "schema", schema)

@@ -66,6 +66,7 @@ def test_bundled_generated_is_current() -> None:
 BUNDLED_REGEN = "configbags gen --schema schema --package configbags.generated --out generated"
 
 
+@pytest.mark.slow  # generates in processes under several hash seeds
 def test_deterministic_across_hash_seeds(tmp_path: Path) -> None:
     """Two runs under different PYTHONHASHSEED give byte-identical output."""
     outs = []

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,7 @@ def _strings_in(source: str) -> set[str]:
     return {n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
 
 
+@pytest.mark.slow  # a full generation per example
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(help_text=HELP, default=TEXT, extra=st.lists(TEXT, max_size=3))
 def test_text_round_trips_and_cannot_inject(help_text: str, default: str, extra: list[str]) -> None:

@@ -4,6 +4,7 @@ after a one-leaf edit run black on the few pieces that changed only."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,8 @@ import black
 import pytest
 import yaml
 from genutil import CASES, REPO, generate
-from hypothesis import HealthCheck, example, given, settings
+from hostile.strategies import PROFILE
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from configbags.codegen import blackpieces, emit, render
@@ -31,6 +33,7 @@ KINDS = [("int", 4), ("float", 0.25), ("bool", True), ("str", "auto"), ("optiona
          ("list[int]", [1, 2, 3]), ("optional str", None), ("list[str]", ["a", "b"])]
 
 
+@functools.lru_cache(maxsize=64)  # black is pure: each cut setting compares with the same output
 def black_str(source: str) -> str:
     return black.format_str(source, mode=BLACK_MODE)
 
@@ -84,7 +87,9 @@ def cut_every(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return value
 
 
-@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda p: p.parent.name)
+# the bundled schema's modules take bare black seconds: `make test` only
+@pytest.mark.parametrize("schema", [pytest.param(s, marks=[pytest.mark.slow] if s == REPO / "schema" else [])
+                                    for s in SCHEMAS], ids=lambda p: p.parent.name)
 def test_pieces_equal_black_on_every_generated_module(schema: Path, cut_every: int) -> None:
     for name, source in pre_format(schema).items():
         assert format_module(source, DictMemo()) == black_str(source), name
@@ -178,7 +183,7 @@ def _block(draw: st.DrawFn, depth: int) -> str:
 @example('class A:\n    """Doc."""\n    x = 1\n    y = 2\n')  # a blank line after a class docstring
 @example("class C:\n    a = 1\n    b = 2\n    class D:\n        a()\n        # indented by the code above\n")
 @given(st.booleans().flatmap(lambda doc: _block(0).map(lambda body: ('"""Doc."""\n' if doc else "") + body + "\n")))
-@settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(PROFILE, max_examples=PROFILE.max_examples * 4, database=None)
 def test_pieces_equal_black_on_arbitrary_modules(source: str) -> None:
     original = blackpieces._CUT_EVERY
     blackpieces._CUT_EVERY = 1  # every seam the rules allow (hypothesis runs without fixtures)
@@ -325,3 +330,67 @@ def test_the_pieces_of_a_synthetic_engine_schema_take_one_black_pass(tmp_path: P
         changed = [piece for piece in dict.fromkeys(blackpieces.black_inputs(sources[name]))
                    if black_str(piece) != piece and "= {\n}" not in piece and "= (\n)" not in piece]
         assert len(changed) <= 1, (name, changed[:1])  # the module's first piece: its header
+
+
+# Tables as the renderer prints them (`render.literal` values, one element a line, some
+# exploded one argument a line), with values black might print otherwise: both quotes,
+# backslashes, escapes, wide and zero-width characters, exponents, negative numbers, long
+# lines. Elements already in black's shape are taken without black (blackpieces'
+# `_in_black_shape`); the module must still be black's, byte for byte.
+_hostile_text = st.text(st.sampled_from("ab '\"\\\n\t\x00\x7f\u200b\u2028é長𝔘{}%"), max_size=50) | st.text(
+    st.sampled_from("ab '\"長"), min_size=60, max_size=120)  # past the line on its own
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10**20), 10**20),
+                     st.floats(allow_nan=False, allow_infinity=False), _hostile_text)
+_table_values = st.recursive(_scalars, lambda kids: st.one_of(
+    st.lists(kids, max_size=3), st.lists(kids, max_size=3).map(tuple),
+    st.dictionaries(_hostile_text, kids, max_size=3)), max_leaves=6)
+
+
+@st.composite
+def _table_element(draw: st.DrawFn, indent: str) -> str:
+    key = render.literal(draw(_hostile_text))
+    if draw(st.booleans()):
+        return f"{indent}{key}: {render.literal(draw(_table_values))},\n"
+    args = draw(st.lists(st.tuples(st.sampled_from(["name", "help", "default", "choices", "a_long_keyword_name"]),
+                                   _table_values), min_size=1, max_size=4))
+    lines = [f"{indent}{key}: Spec(\n"]
+    for name, value in args:
+        if isinstance(value, tuple) and len(value) >= 2 and draw(st.booleans()):
+            lines.append(f"{indent}    {name}=(\n" + "".join(f"{indent}        {render.literal(v)},\n" for v in value)
+                         + f"{indent}    ),\n")
+        else:
+            lines.append(f"{indent}    {name}={render.literal(value)},\n")
+    return "".join(lines) + f"{indent}),\n"
+
+
+@st.composite
+def _table_module(draw: st.DrawFn) -> str:
+    nested = draw(st.booleans())
+    indent = "        " if nested else "    "
+    body = "".join(draw(st.lists(_table_element(indent), min_size=2, max_size=8)))
+    table = f"{indent[4:]}TABLE: dict[str, Spec] = {{\n{body}{indent[4:]}}}\n"
+    return f"class C:\n    x = 1\n{table}" if nested else f"x = 1\n\n{table}"
+
+
+@example('x = 1\n\nTABLE: dict[str, Spec] = {\n    "a": 1e+16,\n    "b": \'it\\\'s "q"\',\n}\n')
+@given(_table_module())
+@settings(PROFILE, max_examples=PROFILE.max_examples * 3, database=None)
+def test_elements_taken_without_black_are_blacks_own(source: str) -> None:
+    try:
+        expected = black_str(source)
+    except black.InvalidInput:
+        return
+    assert format_module(source, DictMemo()) == expected
+
+
+def test_a_registry_in_blacks_shape_costs_black_no_call_per_leaf(tmp_path: Path, black_calls: list[str]) -> None:
+    """The leaf table and the ratchet's maps are printed in black's shape: black is asked
+    about their frames and the few elements off the cover (a help past the line), not
+    about every leaf."""
+    sources = pre_format(synthetic(tmp_path, 120))
+    for name in ("registry.py", "ratchet_allowlist.py"):
+        black_calls.clear()
+        assert format_module(sources[name], DictMemo()) == black_str(sources[name]), name
+        leaves = [c for c in black_calls if "LeafSpec(" in c and c.count("name=") > 0]
+        assert len(leaves) < 120 / 3, (name, len(leaves))
+    assert blackpieces._in_black_shape  # the shortcut these counts stand for

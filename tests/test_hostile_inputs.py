@@ -240,10 +240,11 @@ def _profile_in_a_fresh_process(fuzz: str | None) -> subprocess.CompletedProcess
                           capture_output=True, text=True, check=False)
 
 
+@pytest.mark.slow  # six fresh interpreters
 def test_profiles_are_selected_by_the_environment() -> None:
-    assert PROFILE.max_examples == (4000 if os.environ.get("CONFIGBAGS_FUZZ") == "long" else 40)
+    assert PROFILE.max_examples == {"long": 4000, "quick": 10}.get(os.environ.get("CONFIGBAGS_FUZZ", ""), 40)
     # (examples per property, per generator property) as each setting of the variable gives them
-    for fuzz, counts in ((None, "40 5"), ("", "40 5"), ("ci", "40 5"), ("long", "4000 400")):
+    for fuzz, counts in ((None, "40 5"), ("", "40 5"), ("ci", "40 5"), ("quick", "10 5"), ("long", "4000 400")):
         done = _profile_in_a_fresh_process(fuzz)
         assert (done.returncode, done.stdout.strip()) == (0, counts), (fuzz, done.stderr)
     typo = _profile_in_a_fresh_process("lnog")  # a typo fails rather than running the ci profile

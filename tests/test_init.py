@@ -26,6 +26,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # init, gen and mypy as processes
 def test_init_gen_publish_and_a_typed_read(project: Path) -> None:
     init = run(project, str(BIN / "configbags"), "init")
     assert init.returncode == 0, init.stderr

@@ -206,6 +206,7 @@ SCAFFOLD_LACKS = [
 ]
 
 
+@pytest.mark.slow  # init, gen and plan as processes
 def test_plan_on_an_init_scaffold_names_everything_then_plans(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "acme-engine"\nversion = "0.1"\n')
     (tmp_path / "acme_engine").mkdir()

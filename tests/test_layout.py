@@ -64,6 +64,7 @@ def _violations(rooms: tuple[str, ...], forbidden: tuple[str, ...]) -> list[str]
     return found
 
 
+@pytest.mark.slow  # parses every module of every room
 def test_every_import_goes_through_the_configbags_root() -> None:
     bare = []
     for room in (*ROOMS, ROOT_FOLDER, "tests", "bench"):
@@ -269,6 +270,7 @@ def _walk_json(node: object) -> Iterator[dict[str, object]]:
             yield from _walk_json(value)
 
 
+@pytest.mark.slow  # an inner pytest run
 def test_a_bare_room_import_fails_the_test_that_made_it(pytester: pytest.Pytester) -> None:
     """The conftest guard fails a test that imports a room by its folder name."""
     pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text(encoding="utf-8"))

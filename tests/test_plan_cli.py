@@ -64,6 +64,7 @@ def test_allocate_meta_checks_the_bytes(capsys: pytest.CaptureFixture[str]) -> N
     assert "(equal to the plan)" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # plans a sweep in a process
 def test_chart(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     png = tmp_path / "plan.png"

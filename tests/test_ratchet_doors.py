@@ -350,6 +350,7 @@ sys.exit(code)
 """
 
 
+@pytest.mark.slow  # check processes, cold then warm
 def test_a_warm_check_imports_neither_yaml_nor_the_generator(tmp_path: Path) -> None:
     schema = _schema(_project(tmp_path, {"env.py": ENV_READER, "admin.py": READBACK}))
     entry = {"file": "pkg/env.py", "function": "page_size", "leaf": "$SGLANG_PAGE_SIZE", "reason": "launcher"}

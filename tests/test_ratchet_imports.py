@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from configbags.migrate.importer import ROLES_YAML
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,6 +61,7 @@ def test_a_cold_check_loads_neither_libcst_nor_the_generator_nor_torch(tmp_path:
     assert not {"libcst", "jinja2", "black", "torch"} & set(cold["loaded"])  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # check processes, cold then warm
 def test_a_warm_check_loads_nothing_heavy(tmp_path: Path) -> None:
     project = _project(tmp_path)
     assert _check(project)["code"] == 0  # fills both caches

@@ -160,6 +160,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return cwd
 
 
+@pytest.mark.slow  # generates and imports a package
 def test_the_engine_block_generates_a_package_that_reads_what_it_says(engine: Path) -> None:
     assert (engine / "myengine" / "config" / "accessors.py").is_file()  # where the comment says
     (block,) = (b for b in BLOCKS if _claimed(b) == "engine" and b.lang == "python")
@@ -167,6 +168,7 @@ def test_the_engine_block_generates_a_package_that_reads_what_it_says(engine: Pa
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow  # generates a schema in a subprocess
 def test_the_new_leaf_of_step_3_generates_what_it_says(tmp_path: Path) -> None:
     import shutil
 
@@ -240,8 +242,10 @@ def test_shows_matches_lines_in_order_with_ellipses() -> None:
                       ["schedule.mem_fraction_static = 0.838 [hardware: ...]"])
 
 
-@pytest.mark.parametrize("command", [c for b in BLOCKS if _claimed(b) == "commands" for c in commands(b)],
-                         ids=lambda c: " ".join(c.argv[1:3]))
+# `plan` loads torch for its meta allocation: seconds a process, so those run in `make test` only
+@pytest.mark.parametrize("command", [
+    pytest.param(c, marks=[pytest.mark.slow] if c.argv[1] == "plan" else [])
+    for b in BLOCKS if _claimed(b) == "commands" for c in commands(b)], ids=lambda c: " ".join(c.argv[1:3]))
 def test_each_command_prints_what_the_readme_shows(command: Command) -> None:
     assert command.argv[0] == ".venv/bin/configbags", command.where
     done = subprocess.run([str(BIN / "configbags"), *command.argv[1:]], cwd=REPO, capture_output=True,

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow  # runs a bench script
 def test_bench_roles_runs_every_mode() -> None:
     proc = subprocess.run(
         [sys.executable, str(REPO / "bench" / "bench_roles.py"), "--iterations", "2000", "--repeat", "1"],

@@ -1,5 +1,6 @@
-"""Hypothesis strategies for hostile input, and the two profiles that run them: `ci` (the
-default, fast) and `long` (`make fuzz`, about ten minutes), chosen by CONFIGBAGS_FUZZ."""
+"""Hypothesis strategies for hostile input, and the profiles that run them: `ci` (the
+default: `make test`), `quick` (`make quick`, the edit-and-check loop: a quarter of the
+examples) and `long` (`make fuzz`, about ten minutes), chosen by CONFIGBAGS_FUZZ."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ PROFILE_VAR = "CONFIGBAGS_FUZZ"
 BIG_INTS = (HUGE_INT, -HUGE_INT, BIG_FLOAT_INT, 10**99, 10**100, 2**63, -(2**63) - 1)
 _common = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]}
 settings.register_profile("ci", max_examples=40, **_common)
+settings.register_profile("quick", max_examples=10, **_common)
 settings.register_profile("long", max_examples=4000, **_common)
 PROFILE = settings.get_profile(os.environ.get(PROFILE_VAR, "ci") or "ci")
 # The generator runs are slow (a full generation per example): a tenth of the examples.

@@ -204,9 +204,9 @@ RULES: tuple[RuleSpec, ...] = ()
 
 PRESETS: dict[str, PresetSpec] = {}
 
-# The fleet: what servers of one deployment must agree on (contracts.yaml), the leaf that
-# names a server's deployment role, and the leaves exported as gauges (`metric: true`).
-FLEET = FleetSpec(role_leaf=None, contracts=(), metrics=())
+# The fleet: what servers of one deployment must agree on (contracts.yaml) and the leaf that
+# names a server's deployment role (the gauges are the leaves whose record says `metric=True`).
+FLEET = FleetSpec(role_leaf=None, contracts=())
 
 REGISTRY = Registry(
     leaves=LEAVES,
