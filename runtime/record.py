@@ -26,11 +26,13 @@ import attrs
 from configbags.runtime import nested
 from configbags.runtime.errors import LeafValueError, OutputFileError, RecordError, YamlError
 from configbags.runtime.leaftypes import (
+    NONE_LIKE_SECRET,
     check_bounds,
     closest,
     float_from_text,
     int_from_text,
     jsonable,
+    none_like,
 )
 from configbags.runtime.registry import LeafSpec, Registry
 from configbags.runtime.resolve import Layer, Origin
@@ -82,6 +84,9 @@ json_value.__name__ = "json"
 
 
 def check_value(spec: LeafSpec, value: Any, source: str) -> Any:
+    if spec.secret and isinstance(value, str) and none_like(value):
+        flag = f" ({spec.flags[0]})" if spec.flags and spec.flags[0] != source else ""
+        raise RecordError(f"{_spelled(source)}: {spec.namespace}.{spec.name}{flag} {NONE_LIKE_SECRET}")
     try:
         coerced = spec.type.coerce(value)
         check_bounds(coerced, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
@@ -372,7 +377,7 @@ def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
     raw = text.strip()
     shown = "" if spec.secret else f"={text!r}"
     try:
-        if t.optional and raw.lower() in ("", "none", "null"):
+        if t.optional and (raw.lower() in ("", "none", "null") or (spec.secret and none_like(raw))):
             return None
         if t.base == "bool":
             if raw.lower() in _TRUE:
@@ -431,7 +436,7 @@ def read_env(
 
 def keep_secrets(registry: Registry, below: Mapping[str, Any], below_origins: Mapping[str, Origin],
                  layer: Mapping[str, Any], layer_origins: Mapping[str, Origin]) -> None:
-    """An empty or none-like value (unset, `""`, `none`, `null`) for a secret leaf never
+    """An empty or none-like value (unset, `""`, `none`, `null`, `nil`, `~`) for a secret leaf never
     silently unsets the value a lower layer set: an empty `SGLANG_API_KEY=` over a config
     file's key would turn authentication off. Refused, naming the variable or flag and
     the layer it would override (never either value). From the environment such a value is
@@ -440,16 +445,16 @@ def keep_secrets(registry: Registry, below: Mapping[str, Any], below_origins: Ma
     variable unset."""
     for name, value in layer.items():
         spec = registry.leaves.get(name)
-        if spec is None or not spec.secret or not _unset_like(value):
+        if spec is None or not spec.secret or not none_like(value):
             continue
-        if layer_origins[name].layer is Layer.ENV and (name not in below or _unset_like(below.get(name))):
+        if layer_origins[name].layer is Layer.ENV and (name not in below or none_like(below.get(name))):
             variable = _spelled(layer_origins[name].source)
             raise RecordError(
                 f"{variable} is set but empty or none-like, for the secret {spec.namespace}.{name}: a secret is "
                 f"turned off by leaving its variable unset, never by an empty value (an empty Kubernetes secret "
                 f"would start the server with its key off); unset {variable.split()[-1]} or give it the key"
             )
-        if _unset_like(below.get(name)):
+        if none_like(below.get(name)):
             continue
         given, kept = (_spelled(o.source) for o in (layer_origins[name], below_origins[name]))
         raise RecordError(
@@ -463,21 +468,30 @@ def _spelled(source: str) -> str:
     return f"environment variable {source[1:]}" if source.startswith("$") else source
 
 
-def _unset_like(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null"))
 
 
 # -- the command line -------------------------------------------------------------------
 
-class _Once(argparse.Action):
-    """A flag that may be given once: a second `--preset` would silently replace the first."""
+class Once(argparse.Action):
+    """A flag that may be given once: a second `--preset` or `--api-key` would silently
+    replace the first."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
         earlier = getattr(namespace, self.dest, None)
         if earlier is not None:
-            parser.error(f"{option_string} given twice ({earlier}, then {values}); give it once")
+            parser.error(f"{option_string} given twice{self.shown(earlier, values)}; give it once")
         setattr(namespace, self.dest, values)
+
+    def shown(self, earlier: Any, values: Any) -> str:
+        return f" ({earlier}, then {values})"
+
+
+class OnceSecret(Once):
+    """`Once` for a secret's flag: the refusal never shows the values."""
+
+    def shown(self, earlier: Any, values: Any) -> str:
+        return " (values not shown: it is a secret)"
 
 
 def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()) -> None:
@@ -495,7 +509,7 @@ def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()
              "each overridden key is warned about); flags and environment win over files",
     )
     if presets:
-        parser.add_argument("--preset", choices=list(presets), default=None, action=_Once,
+        parser.add_argument("--preset", choices=list(presets), default=None, action=Once,
                             help="a named bundle of values (see CONFIG.md); anything set explicitly wins over it")
     parser.add_argument("--dump-config", metavar="PATH", default=None,
                         help="at publish, write the resolved config as a config file that reproduces "
