@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -253,8 +254,23 @@ def reference(schema_path: Path | None = None, cls: type | None = None) -> str:
         return str(docs)
 
 
-def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str, docs: str = "") -> dict[str, Any]:
+def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str, docs: str = "",
+                    lines: Callable[[], Mapping[str, int]] = dict) -> dict[str, Any]:
+    """`data` keyed by leaf names. An old name and the current one of the same leaf (or two
+    old ones) are refused as a key given twice would be: neither may silently win.
+    `lines` gives each key's line, for that message only."""
     out: dict[str, Any] = {}
+    keys: dict[str, str] = {}  # leaf -> the key that set it
+    for key in data:
+        named = key if key in registry.leaves or key not in registry.renamed else registry.renamed[key][0]
+        if named in keys:
+            at = lines()
+            first, second = (f"{k!r}" + (f" (line {at[k]})" if k in at else "") for k in (keys[named], key))
+            raise RecordError(
+                f"{source}: keys {first} and {second} both set {registry.leaves[named].namespace}.{named} "
+                f"(one is an old name of the other), as a key given twice would; keep one, spelled {named!r}"
+            )
+        keys[named] = key
     for key, value in data.items():
         leaf = leaf_for(registry, key, key, source, value)
         if leaf is None:
@@ -264,6 +280,22 @@ def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str, do
             )
         out[leaf] = value
     return out
+
+
+def key_lines(path: Path) -> dict[str, int]:
+    """The line of each top-level key of a config file (YAML or JSON), for messages; empty
+    when the file no longer reads."""
+    import yaml
+
+    from configbags.runtime.yamlsafe import StrictLoader, read_text_limited
+
+    try:
+        node = yaml.compose(read_text_limited(path), Loader=StrictLoader)
+    except (OSError, yaml.YAMLError, YamlError):
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def build_record(cls: type[R], registry: Registry, values: Mapping[str, Any], origins: Mapping[str, Origin],
@@ -353,7 +385,7 @@ def merge_config_files(
     origins: dict[str, Origin] = {}
     for path in paths:
         data = load(Path(path))
-        layer = _canonical_keys(registry, data, str(path), docs)
+        layer = _canonical_keys(registry, data, str(path), docs, functools.partial(key_lines, Path(path)))
         # a later file's `api_key: null` must not turn off the key an earlier one set
         keep_secrets(registry, values, origins, layer, dict.fromkeys(layer, Origin(Layer.CONFIG_FILE, str(path))))
         for key, value in layer.items():
@@ -406,17 +438,25 @@ def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
 def read_env(
     registry: Registry, environ: Mapping[str, str], docs: str = ""
 ) -> tuple[dict[str, Any], dict[str, Origin]]:
-    """The env layer: every declared variable that is set (old names first, so the current
-    name wins), parsed by type; unknown variables under the engine prefix are warned about
-    with a did-you-mean, Kubernetes service variables excepted."""
+    """The env layer: every declared variable that is set, parsed by type (an old name and
+    the current one of the same leaf both set are refused); unknown variables under the
+    engine prefix are warned about with a did-you-mean, Kubernetes service variables excepted."""
     values: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
     declared = registry.env_names
+    seen: dict[str, str] = {}  # leaf -> the variable that set it
     for name in sorted(declared, key=lambda n: registry.leaves[declared[n]].env == n):
         if name not in environ:
             continue
         leaf = declared[name]
         spec = registry.leaves[leaf]
+        if leaf in seen:  # an old name and the current one: neither may silently win
+            raise RecordError(
+                f"environment variables {seen[leaf]} and {name} are both set, for "
+                f"{spec.namespace}.{leaf} (one is an old name of the other); unset one, "
+                f"keeping {spec.env or name}"
+            )
+        seen[leaf] = name
         if spec.env != name:
             old = next(r for r in spec.renamed_from if r.env == name)
             leaf_for(registry, old.name, "$" + name, "environment")
@@ -539,11 +579,18 @@ def record_from_cli_args(
         keep_secrets(registry, values, origins, layer_values, layer_origins)
         values.update(layer_values)
         origins.update(layer_origins)
+    given: dict[str, str] = {}  # leaf -> the flag that set it
     for key, value in vars(namespace).items():
         if key.startswith(RENAMED_DEST):
             old = key[len(RENAMED_DEST):]
             leaf, spelling = registry.renamed[old]
             flag = flag_of(old, spelling.flag)
+            new = leaves[leaf].flags[0] if leaves[leaf].flags else leaf
+            earlier = new if leaf in vars(namespace) else given.get(leaf)
+            if earlier is not None:  # an old flag and the current one: neither may silently win
+                raise RecordError(f"{earlier} and {flag} both set {leaves[leaf].namespace}.{leaf} (one is an "
+                                  f"old name of the other); give it once, as {new}")
+            given[leaf] = flag
             leaf_for(registry, old, flag, "command line")
             values[leaf], origins[leaf] = value, Origin(Layer.CLI, flag)
     for key, value in vars(namespace).items():
