@@ -5,10 +5,14 @@ A secret flag given twice is refused, never silently the last."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import attrs
 import pytest
+from serve_server import REPO, free_port
 
 import configbags.generated.accessors as accessors
 from configbags.generated.registry import REGISTRY
@@ -85,3 +89,20 @@ def test_none_like_is_the_one_rule() -> None:
 
     assert all(none_like(w) for w in [*NONE_WORDS, None])
     assert not any(none_like(w) for w in ["nonce", "0", "false", "n", "-", "nil-key"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("argv", "env", "named"), [
+    (["--api-key", "none"], {}, "--api-key: serving.api_key"),
+    (["--admin-api-key", "none"], {}, "--admin-api-key: serving.admin_api_key"),
+    ([], {"SGLANG_API_KEY": "~"}, "environment variable SGLANG_API_KEY"),
+])
+def test_serve_refuses_a_none_like_key_at_start_up_with_exit_2(
+        argv: list[str], env: dict[str, str], named: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "configbags", "serve", "--package", "configbags.generated", "--model-path", "m",
+         "--port", str(free_port()), *argv],
+        cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr and "Traceback" not in done.stderr
