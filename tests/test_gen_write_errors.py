@@ -67,3 +67,18 @@ def test_a_file_size_limit_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "File too large" in done.stderr and "Traceback" not in done.stderr
     assert _tree(out) == before
+    assert sorted(p.name for p in out.parent.iterdir()) == ["genpkg"]  # no staging left behind
+
+
+def test_a_format_cache_that_cannot_be_written_leaves_no_half_file(tmp_path: Path) -> None:
+    out = tmp_path / "k" / "genpkg"
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+    args = ["--schema", str(SCHEMA), "--package", "genpkg", "--out", str(out)]
+    done = subprocess.run([sys.executable, "-m", "configbags.codegen", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, preexec_fn=limited)
+    assert done.returncode == 2, done.stderr
+    cache = out.parent / ".configbags-cache"
+    assert not cache.is_dir() or not any(p.name.endswith(".tmp") for p in cache.iterdir())
