@@ -18,7 +18,7 @@ from configbags.codegen.emit import emit
 from configbags.codegen.errors import SchemaInvalid
 from configbags.codegen.formatcache import FormatCache, default_cache_path
 from configbags.codegen.model import Schema, load_schema
-from configbags.codegen.write import NotOurFolder, check_out, diff, write_tree
+from configbags.codegen.write import CannotWrite, NotOurFolder, check_out, diff, write_tree
 from configbags.runtime.cmdline import UsageErrors, terminal_progress
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import (
@@ -142,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"configbags gen: warning: creating {project.rel(out.parent)}/, which the project did not "
               f"have, for package {package}; if that is not your package, set [tool.configbags] package "
               f"(or --package) to one inside it", file=sys.stderr)
-    changed = write_tree(out, files)
+    try:
+        changed = write_tree(out, files)
+    except CannotWrite as exc:
+        print(f"configbags gen: {exc}; {out} was left as it was", file=sys.stderr)
+        return EXIT_SCHEMA
     print(f"configbags gen: {out} {'updated' if changed else 'already up to date'} "
           f"({len(files)} files, package {package})")
     return 0

@@ -11,6 +11,7 @@ generation faster, never different; where the cache file comes from someone untr
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -120,10 +121,11 @@ class FormatCache:
         entries = {d: [self.entries[d], _seal(self.key, d, self.entries[d])] for d in kept}
         deps = {d: on for d, on in sorted(self.deps.items()) if d in entries}
         document = {"format": CACHE_FORMAT, "key": self.key, "entries": entries, "deps": deps}
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(document, separators=(",", ":")), encoding="utf-8")
             tmp.replace(self.path)
-        except OSError:
-            pass  # a cache that cannot be written only costs speed next time
+        except OSError:  # a cache that cannot be written only costs speed next time
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind

@@ -68,24 +68,38 @@ def check_out(out: Path, schema: Path) -> None:
                                f"give an empty or generated folder")
 
 
+class CannotWrite(Exception):
+    """The new tree could not be written (a full disk, a file-size limit, no permission):
+    the message names the path and the reason; the old tree is as it was."""
+
+
 def write_tree(out: Path, files: dict[str, str]) -> bool:
-    """Replace `out` with exactly `files`; returns False when nothing changed."""
+    """Replace `out` with exactly `files`; returns False when nothing changed. CannotWrite
+    when the file system refuses (EFBIG, ENOSPC, EACCES, ...), with `out` left as it was."""
     if current(out) == files and not _strays(out, files):
         return False
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    path = out.parent  # what is being written, for the message
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=out.parent))
+    except OSError as exc:
+        raise CannotWrite(f"{exc.filename or path}: cannot be written: {exc.strerror or exc}") from None
     os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes it private; the output is not
     retired = out.parent / f".{out.name}.old-{os.getpid()}"
     try:
         for name, content in files.items():
+            path = out / name
             (staging / name).write_text(content, encoding="utf-8")
+        path = out
         if out.exists():
             os.rename(out, retired)
         os.rename(staging, out)
-    except BaseException:
+    except BaseException as exc:
         if retired.exists() and not out.exists():
             os.rename(retired, out)
         shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise CannotWrite(f"{path}: cannot be written: {exc.strerror or exc}") from None
         raise
     shutil.rmtree(retired, ignore_errors=True)
     return True

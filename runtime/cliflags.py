@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from configbags.runtime.leaftypes import Policy
-from configbags.runtime.record import RENAMED_DEST, json_value
+from configbags.runtime.record import RENAMED_DEST, OnceSecret, json_value
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 from configbags.runtime.spelling import flag_of
 
@@ -54,6 +54,8 @@ def argument_options(spec: LeafSpec, *, dest: str | None = None, hidden: bool = 
         options.update(type=_CONVERTERS[t.item.base], nargs=spec.nargs or "+")
     else:
         options["type"] = _CONVERTERS[t.base]
+        if spec.secret:  # a second key would silently replace the first
+            options["action"] = OnceSecret
         if spec.has_const:  # the bare flag stands for const (already of the leaf's type)
             options.update(nargs="?", const=spec.const)
     if spec.choices is not None and takes_value:

@@ -14,7 +14,7 @@ import argparse
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TextIO
 
 ServerParser = Callable[[], "argparse.ArgumentParser | None"]
@@ -108,11 +108,46 @@ def peek_package(args: list[str]) -> str | None:
 
 class UsageErrors(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are the one line that matters and a hint: a
-    server parser's usage runs to hundreds of lines, which bury the error."""
+    server parser's usage runs to hundreds of lines, which bury the error. Words it does not
+    take are named by flag only (`unrecognized`), never echoed: after a mistyped secret flag
+    (`--api_key S`) the next word is the secret."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n  (`{self.prog} --help` lists the flags; "
                      f"--help=KEYWORD the ones a word names)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(unrecognized(self, extras))
+        return parsed
+
+
+# A word shown as a flag name: `--name` (before any `=`) or `-x`. Anything else may be a value.
+_FLAG_NAME = re.compile(r"--[A-Za-z][\w.-]{0,63}|-[A-Za-z]")
+
+
+def unrecognized(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
+    """'unrecognized flag(s) ...' for the words `parser` did not take: each flag by its name,
+    with a did-you-mean when one is close; any other word (a value, perhaps a secret) only
+    counted."""
+    from configbags.runtime.leaftypes import closest
+
+    known = [o for a in parser._actions if a.help is not argparse.SUPPRESS for o in a.option_strings]
+    flags: list[str] = []
+    hidden = 0
+    for word in words:
+        name = word.partition("=")[0]
+        if _FLAG_NAME.fullmatch(name):
+            flags.append(f"{name}{closest(name, known)}")
+        else:
+            hidden += 1
+    out = f"unrecognized flag{'s' if len(flags) > 1 else ''} {', '.join(flags)}" if flags else ""
+    if hidden:
+        values = f"{hidden} word{'s' if hidden > 1 else ''} not taken by any flag (not shown, as a value may be a secret)"
+        out = f"{out}; {values}" if out else values
+    return out
 
 
 def input_problem(exc: Exception) -> str:

@@ -361,6 +361,23 @@ def check_bounds(
             raise LeafValueError(f"{item!r} is above the maximum {maximum!r}")
 
 
+# The words operators and tools write for "no value" (YAML 1.1's null spellings, Ruby's and
+# Go's nil, Python's None), compared case-blind and stripped. As a secret they would be a
+# guessable key, set by someone who meant "unset": one rule, `none_like`, refuses them at
+# every door (flag, config file, environment, override).
+NONE_WORDS = frozenset({"", "none", "null", "nil", "~"})
+NONE_LIKE_SECRET = (
+    "is empty or a word for no value (none, null, nil, ~, in any case), which as a key would be "
+    "guessable and most likely meant to leave it unset; to turn it off leave it out (unset the "
+    "variable, drop the flag or key), else give the real key"
+)
+
+
+def none_like(value: Any) -> bool:
+    """Whether `value` is None or a text that reads as no value (`NONE_WORDS`)."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in NONE_WORDS)
+
+
 def closest(name: str, candidates: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest candidate, or '' when none is close."""
     match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)

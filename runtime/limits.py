@@ -6,10 +6,12 @@ refused everywhere, and no input can make configbags recurse, hang or allocate w
 The numbers are generous for real configuration and small enough that the worst input
 within them is refused in well under a second. An operator with a genuinely larger input
 raises one for a process with `CONFIGBAGS_LIMIT_<NAME>` (`CONFIGBAGS_LIMIT_FILE_BYTES=
-16777216`), read once when this module is imported; every refusal names its variable."""
+16777216`), read once when this module is imported; every refusal names its variable, and
+a `CONFIGBAGS_LIMIT_*` variable that names no limit is refused."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -46,7 +48,17 @@ class Limits:
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Limits:
         """The defaults, each replaced by its `CONFIGBAGS_LIMIT_<NAME>` when set (a positive
-        decimal integer); anything else is a ConfigError naming the variable."""
+        decimal integer); anything else, and a `CONFIGBAGS_LIMIT_*` that names no limit (a
+        typo would otherwise leave the limit it meant at its default, unsaid), is a
+        ConfigError naming the variable."""
+        known = [variable(field.name) for field in attrs.fields(cls)]
+        for var in sorted(environ):
+            if var.startswith(ENV_PREFIX) and var not in known:
+                # compared without the prefix, which every name shares
+                near = difflib.get_close_matches(var[len(ENV_PREFIX):], [k[len(ENV_PREFIX):] for k in known], n=1)
+                hint = f" (did you mean {ENV_PREFIX}{near[0]}?)" if near else ""
+                raise ConfigError(f"{var} names no input limit{hint}; the limits are {', '.join(known)}: "
+                                  f"fix the name or unset it")
         given: dict[str, int] = {}
         for field in attrs.fields(cls):
             var = variable(field.name)

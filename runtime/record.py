@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -26,11 +27,13 @@ import attrs
 from configbags.runtime import nested
 from configbags.runtime.errors import LeafValueError, OutputFileError, RecordError, YamlError
 from configbags.runtime.leaftypes import (
+    NONE_LIKE_SECRET,
     check_bounds,
     closest,
     float_from_text,
     int_from_text,
     jsonable,
+    none_like,
 )
 from configbags.runtime.registry import LeafSpec, Registry
 from configbags.runtime.resolve import Layer, Origin
@@ -82,6 +85,9 @@ json_value.__name__ = "json"
 
 
 def check_value(spec: LeafSpec, value: Any, source: str) -> Any:
+    if spec.secret and isinstance(value, str) and none_like(value):
+        flag = f" ({spec.flags[0]})" if spec.flags and spec.flags[0] != source else ""
+        raise RecordError(f"{_spelled(source)}: {spec.namespace}.{spec.name}{flag} {NONE_LIKE_SECRET}")
     try:
         coerced = spec.type.coerce(value)
         check_bounds(coerced, choices=spec.choices, minimum=spec.minimum, maximum=spec.maximum)
@@ -248,8 +254,23 @@ def reference(schema_path: Path | None = None, cls: type | None = None) -> str:
         return str(docs)
 
 
-def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str, docs: str = "") -> dict[str, Any]:
+def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str, docs: str = "",
+                    lines: Callable[[], Mapping[str, int]] = dict) -> dict[str, Any]:
+    """`data` keyed by leaf names. An old name and the current one of the same leaf (or two
+    old ones) are refused as a key given twice would be: neither may silently win.
+    `lines` gives each key's line, for that message only."""
     out: dict[str, Any] = {}
+    keys: dict[str, str] = {}  # leaf -> the key that set it
+    for key in data:
+        named = key if key in registry.leaves or key not in registry.renamed else registry.renamed[key][0]
+        if named in keys:
+            at = lines()
+            first, second = (f"{k!r}" + (f" (line {at[k]})" if k in at else "") for k in (keys[named], key))
+            raise RecordError(
+                f"{source}: keys {first} and {second} both set {registry.leaves[named].namespace}.{named} "
+                f"(one is an old name of the other), as a key given twice would; keep one, spelled {named!r}"
+            )
+        keys[named] = key
     for key, value in data.items():
         leaf = leaf_for(registry, key, key, source, value)
         if leaf is None:
@@ -259,6 +280,22 @@ def _canonical_keys(registry: Registry, data: Mapping[str, Any], source: str, do
             )
         out[leaf] = value
     return out
+
+
+def key_lines(path: Path) -> dict[str, int]:
+    """The line of each top-level key of a config file (YAML or JSON), for messages; empty
+    when the file no longer reads."""
+    import yaml
+
+    from configbags.runtime.yamlsafe import StrictLoader, read_text_limited
+
+    try:
+        node = yaml.compose(read_text_limited(path), Loader=StrictLoader)
+    except (OSError, yaml.YAMLError, YamlError):
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k, yaml.ScalarNode)}
 
 
 def build_record(cls: type[R], registry: Registry, values: Mapping[str, Any], origins: Mapping[str, Origin],
@@ -348,7 +385,7 @@ def merge_config_files(
     origins: dict[str, Origin] = {}
     for path in paths:
         data = load(Path(path))
-        layer = _canonical_keys(registry, data, str(path), docs)
+        layer = _canonical_keys(registry, data, str(path), docs, functools.partial(key_lines, Path(path)))
         # a later file's `api_key: null` must not turn off the key an earlier one set
         keep_secrets(registry, values, origins, layer, dict.fromkeys(layer, Origin(Layer.CONFIG_FILE, str(path))))
         for key, value in layer.items():
@@ -372,7 +409,7 @@ def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
     raw = text.strip()
     shown = "" if spec.secret else f"={text!r}"
     try:
-        if t.optional and raw.lower() in ("", "none", "null"):
+        if t.optional and (raw.lower() in ("", "none", "null") or (spec.secret and none_like(raw))):
             return None
         if t.base == "bool":
             if raw.lower() in _TRUE:
@@ -401,17 +438,25 @@ def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
 def read_env(
     registry: Registry, environ: Mapping[str, str], docs: str = ""
 ) -> tuple[dict[str, Any], dict[str, Origin]]:
-    """The env layer: every declared variable that is set (old names first, so the current
-    name wins), parsed by type; unknown variables under the engine prefix are warned about
-    with a did-you-mean, Kubernetes service variables excepted."""
+    """The env layer: every declared variable that is set, parsed by type (an old name and
+    the current one of the same leaf both set are refused); unknown variables under the
+    engine prefix are warned about with a did-you-mean, Kubernetes service variables excepted."""
     values: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
     declared = registry.env_names
+    seen: dict[str, str] = {}  # leaf -> the variable that set it
     for name in sorted(declared, key=lambda n: registry.leaves[declared[n]].env == n):
         if name not in environ:
             continue
         leaf = declared[name]
         spec = registry.leaves[leaf]
+        if leaf in seen:  # an old name and the current one: neither may silently win
+            raise RecordError(
+                f"environment variables {seen[leaf]} and {name} are both set, for "
+                f"{spec.namespace}.{leaf} (one is an old name of the other); unset one, "
+                f"keeping {spec.env or name}"
+            )
+        seen[leaf] = name
         if spec.env != name:
             old = next(r for r in spec.renamed_from if r.env == name)
             leaf_for(registry, old.name, "$" + name, "environment")
@@ -431,7 +476,7 @@ def read_env(
 
 def keep_secrets(registry: Registry, below: Mapping[str, Any], below_origins: Mapping[str, Origin],
                  layer: Mapping[str, Any], layer_origins: Mapping[str, Origin]) -> None:
-    """An empty or none-like value (unset, `""`, `none`, `null`) for a secret leaf never
+    """An empty or none-like value (unset, `""`, `none`, `null`, `nil`, `~`) for a secret leaf never
     silently unsets the value a lower layer set: an empty `SGLANG_API_KEY=` over a config
     file's key would turn authentication off. Refused, naming the variable or flag and
     the layer it would override (never either value). From the environment such a value is
@@ -440,16 +485,16 @@ def keep_secrets(registry: Registry, below: Mapping[str, Any], below_origins: Ma
     variable unset."""
     for name, value in layer.items():
         spec = registry.leaves.get(name)
-        if spec is None or not spec.secret or not _unset_like(value):
+        if spec is None or not spec.secret or not none_like(value):
             continue
-        if layer_origins[name].layer is Layer.ENV and (name not in below or _unset_like(below.get(name))):
+        if layer_origins[name].layer is Layer.ENV and (name not in below or none_like(below.get(name))):
             variable = _spelled(layer_origins[name].source)
             raise RecordError(
                 f"{variable} is set but empty or none-like, for the secret {spec.namespace}.{name}: a secret is "
                 f"turned off by leaving its variable unset, never by an empty value (an empty Kubernetes secret "
                 f"would start the server with its key off); unset {variable.split()[-1]} or give it the key"
             )
-        if _unset_like(below.get(name)):
+        if none_like(below.get(name)):
             continue
         given, kept = (_spelled(o.source) for o in (layer_origins[name], below_origins[name]))
         raise RecordError(
@@ -463,21 +508,30 @@ def _spelled(source: str) -> str:
     return f"environment variable {source[1:]}" if source.startswith("$") else source
 
 
-def _unset_like(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null"))
 
 
 # -- the command line -------------------------------------------------------------------
 
-class _Once(argparse.Action):
-    """A flag that may be given once: a second `--preset` would silently replace the first."""
+class Once(argparse.Action):
+    """A flag that may be given once: a second `--preset` or `--api-key` would silently
+    replace the first."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
         earlier = getattr(namespace, self.dest, None)
         if earlier is not None:
-            parser.error(f"{option_string} given twice ({earlier}, then {values}); give it once")
+            parser.error(f"{option_string} given twice{self.shown(earlier, values)}; give it once")
         setattr(namespace, self.dest, values)
+
+    def shown(self, earlier: Any, values: Any) -> str:
+        return f" ({earlier}, then {values})"
+
+
+class OnceSecret(Once):
+    """`Once` for a secret's flag: the refusal never shows the values."""
+
+    def shown(self, earlier: Any, values: Any) -> str:
+        return " (values not shown: it is a secret)"
 
 
 def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()) -> None:
@@ -495,7 +549,7 @@ def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()
              "each overridden key is warned about); flags and environment win over files",
     )
     if presets:
-        parser.add_argument("--preset", choices=list(presets), default=None, action=_Once,
+        parser.add_argument("--preset", choices=list(presets), default=None, action=Once,
                             help="a named bundle of values (see CONFIG.md); anything set explicitly wins over it")
     parser.add_argument("--dump-config", metavar="PATH", default=None,
                         help="at publish, write the resolved config as a config file that reproduces "
@@ -525,11 +579,18 @@ def record_from_cli_args(
         keep_secrets(registry, values, origins, layer_values, layer_origins)
         values.update(layer_values)
         origins.update(layer_origins)
+    given: dict[str, str] = {}  # leaf -> the flag that set it
     for key, value in vars(namespace).items():
         if key.startswith(RENAMED_DEST):
             old = key[len(RENAMED_DEST):]
             leaf, spelling = registry.renamed[old]
             flag = flag_of(old, spelling.flag)
+            new = leaves[leaf].flags[0] if leaves[leaf].flags else leaf
+            earlier = new if leaf in vars(namespace) else given.get(leaf)
+            if earlier is not None:  # an old flag and the current one: neither may silently win
+                raise RecordError(f"{earlier} and {flag} both set {leaves[leaf].namespace}.{leaf} (one is an "
+                                  f"old name of the other); give it once, as {new}")
+            given[leaf] = flag
             leaf_for(registry, old, flag, "command line")
             values[leaf], origins[leaf] = value, Origin(Layer.CLI, flag)
     for key, value in vars(namespace).items():

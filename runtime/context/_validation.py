@@ -16,7 +16,15 @@ from configbags.runtime.errors import (
     PolicyError,
     UnknownLeafError,
 )
-from configbags.runtime.leaftypes import Policy, check_bounds, closest, is_text, short_repr
+from configbags.runtime.leaftypes import (
+    NONE_LIKE_SECRET,
+    Policy,
+    check_bounds,
+    closest,
+    is_text,
+    none_like,
+    short_repr,
+)
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
 
@@ -60,6 +68,8 @@ class OverrideValidator:
                     f"{spec.owner}) from {source!r} in role {self.acting(state)!r}: {why}; give a value "
                     f"of type {spec.type} within the declared choices/range"
                 ) from None
+            if spec.secret and isinstance(new, str) and none_like(new):
+                raise LeafValueError(f"override of {spec.namespace}.{name} from {source!r}: the value {NONE_LIKE_SECRET}")
             if check_policy:
                 self.check_policy(state, spec, source)
             coerced[name] = new

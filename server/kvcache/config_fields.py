@@ -50,6 +50,10 @@ class ConfigFields:
         return default if value is None else self._checked(key, value, minimum, maximum)
 
     def _checked(self, key: str, value: Any, minimum: int, maximum: int) -> int:
+        if isinstance(value, float) and value.is_integer():
+            # config.json files written through a float (`131072.0`) are read by transformers
+            # as the count they spell; so here (the range check below still applies)
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             kind = "a number that is not a whole number" if isinstance(value, float) else f"a {type(value).__name__}"
             raise self.refuse(key, value, f"it must be an integer, not {kind}")
