@@ -24,6 +24,9 @@ NASTY = st.sampled_from(['"', "'", '"""', "'''", "\\", "\\n", "{{ x }}", "{% if 
                          "\x85", "\U000102da", "\ufeff"])
 TEXT = st.lists(st.one_of(NASTY, st.text(min_size=1, max_size=8)), min_size=1, max_size=6).map("".join)
 HELP = TEXT.filter(lambda s: s.strip() != "")
+# A str leaf's value never holds NUL (refused at every door, the schema's defaults and
+# choices included), so values are drawn without it; help text keeps it.
+VALUE = TEXT.filter(lambda s: "\x00" not in s)
 
 ROLES = {"roles": {"boss": {"doc": "b", "reads": "all"}, "test": {"doc": "t", "reads": "all", "write_any": True}}}
 
@@ -75,7 +78,7 @@ def _strings_in(source: str) -> set[str]:
 
 @pytest.mark.slow  # a full generation per example
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(help_text=HELP, default=TEXT, extra=st.lists(TEXT, max_size=3))
+@given(help_text=HELP, default=VALUE, extra=st.lists(VALUE, max_size=3))
 def test_text_round_trips_and_cannot_inject(help_text: str, default: str, extra: list[str]) -> None:
     choices = list(dict.fromkeys([default, *extra]))
     tmp = Path(tempfile.mkdtemp())
