@@ -91,3 +91,27 @@ def test_a_decision_is_one_signed_compare_and_set() -> None:
     ours.wait(["decision"], timedelta(seconds=1))
     assert ours.check(["decision"]) and ours.delete_key("decision") and not ours.check(["decision"])
     assert signed(master, None) is master  # no secret: the store as it is
+
+
+def test_the_published_state_is_read_as_json_never_unpickled(tmp_path: Path) -> None:
+    """A follower reads the start-up state as JSON: a pickle there, even one signed with the
+    launch's secret, is refused and never run."""
+    import base64
+    import pickle
+
+    from configbags.runtime.dist import DistributedContext
+    from configbags.runtime.errors import DistributedConfigError
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[Path]]:
+            return (Path.touch, (marker,))
+
+    store = SignedStore(connect_store("127.0.0.1:0", is_master=True, timeout=10), b"launch-secret")
+    store.set("ctx/1/publish/state", base64.b64encode(pickle.dumps({"ok": True, "x": Payload()})).decode())
+    follower = object.__new__(DistributedContext)  # a follower's fields, without a process group
+    follower.store, follower.timeout, follower.src, follower.rank = store, 1.0, 0, 1
+    with pytest.raises(DistributedConfigError, match="not JSON"):
+        follower._receive_state("ctx/1/publish")
+    assert not marker.exists()

@@ -228,7 +228,7 @@ def test_a_watcher_thread_that_dies_shows_on_health_and_in_the_log(
         watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture) -> None:
     from configbags.serve.door import DoorError
 
-    cm, watcher, ctx = watched
+    _, watcher, _ = watched
     assert isinstance(watcher.door, WatchedDoor)
     assert watcher.door.health()["status"] == "ok"
     watcher.interval = float("inf")  # what --watch-interval inf gave: the thread's wait overflows

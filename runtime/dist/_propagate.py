@@ -5,12 +5,10 @@ by one compare-and-set on the store."""
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import json
 import logging
-import pickle
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -21,6 +19,7 @@ from torch._C._distributed_c10d import PrefixStore, Store
 
 from configbags.runtime.context import (
     Context,
+    Dropped,
     OverrideEntry,
     Prepared,
     RepublishReport,
@@ -100,6 +99,25 @@ def _failure(exc: Exception) -> dict[str, Any]:
     """The message a source rank broadcasts instead of a result when it raised."""
     return {"ok": False, "kind": type(exc).__name__, "config_error": isinstance(exc, ConfigError),
             "message": str(exc)}
+
+
+def _report_dict(report: RepublishReport | None) -> dict[str, Any] | None:
+    """A re-publish report as JSON-able data (`_report_from` reads it back)."""
+    if report is None:
+        return None
+    return {"replayed": [e.as_dict() for e in report.replayed],
+            "subsumed": [e.as_dict() for e in report.subsumed],
+            "dropped": [{"entry": d.entry.as_dict(), "reason": d.reason} for d in report.dropped]}
+
+
+def _report_from(context: Context[Any], data: Mapping[str, Any] | None) -> RepublishReport | None:
+    if data is None:
+        return None
+    return RepublishReport(
+        replayed=tuple(entry_from_dict(context, e) for e in data["replayed"]),
+        subsumed=tuple(entry_from_dict(context, e) for e in data["subsumed"]),
+        dropped=tuple(Dropped(entry_from_dict(context, d["entry"]), str(d["reason"])) for d in data["dropped"]),
+    )
 
 
 def _digest(values: Mapping[str, Any]) -> str:
@@ -288,9 +306,11 @@ class DistributedContext:
         if key is None:
             self._broadcast(message)
             return
-        # pickled, as broadcast_object_list would (the report holds attrs records); base64,
-        # as the store's values are text to its typed interface
-        self._store().set(f"{key}/state", base64.b64encode(pickle.dumps(message)).decode("ascii"))
+        # JSON, never pickle: a value read from a socket is data, so even one that passed the
+        # signature check can never run code when it is decoded
+        report = message.get("report")
+        sent = {**message, "report": _report_dict(report)} if message.get("ok") else message
+        self._store().set(f"{key}/state", json.dumps(sent, sort_keys=True, separators=(",", ":")))
         self._spent.append(f"{key}/state")
 
     def _receive_state(self, key: str | None) -> dict[str, Any]:
@@ -302,7 +322,15 @@ class DistributedContext:
                 f"publish: rank {self.src} (the source rank) did not send the published state within "
                 f"{self.timeout:g} s (dead, stopped or hung); nothing was installed on rank {self.rank}"
             )
-        received: dict[str, Any] = pickle.loads(base64.b64decode(self._store().get(f"{key}/state")))
+        try:
+            received: dict[str, Any] = json.loads(self._store().get(f"{key}/state"))
+        except ValueError as exc:  # never pickle: a value that is not JSON is refused, not decoded
+            raise DistributedConfigError(
+                f"publish: the state under {key}/state is not JSON ({exc}); rank {self.src} and rank "
+                f"{self.rank} must run the same configbags version; nothing was installed on rank {self.rank}"
+            ) from None
+        if received.get("ok"):
+            received["report"] = _report_from(self.context, received.get("report"))
         return received
 
     def _installed(self, key: str | None, outcome: str) -> None:
