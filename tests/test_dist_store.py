@@ -115,3 +115,25 @@ def test_the_published_state_is_read_as_json_never_unpickled(tmp_path: Path) -> 
     with pytest.raises(DistributedConfigError, match="not JSON"):
         follower._receive_state("ctx/1/publish")
     assert not marker.exists()
+
+
+def test_a_forged_proposal_written_ahead_is_passed_over_for_the_source_ranks_own() -> None:
+    """A proposal another process wrote where the next one will go is neither obeyed nor
+    fatal to the follower: it waits for the source's signed one, which replaces it."""
+    import json
+    import threading
+
+    from configbags.runtime.dist import DistributedContext
+
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    ours = SignedStore(PrefixStore("configbags", master), b"launch-secret")
+    master.set("configbags/ctx/3/override/proposal", json.dumps({"ok": True, "source": "forged"}))
+    follower = object.__new__(DistributedContext)  # a follower's fields, without a process group
+    follower.store, follower.timeout, follower.src, follower.rank = ours, 10.0, 0, 1
+    real = {"ok": True, "base": 1, "source": "http:ops", "entries": []}
+    source = threading.Timer(0.3, ours.set, args=("ctx/3/override/proposal", json.dumps(real)))
+    source.start()
+    try:
+        assert follower._receive("ctx/3/override") == real
+    finally:
+        source.join(timeout=10)

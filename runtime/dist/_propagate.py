@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import logging
+import time
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -28,6 +29,7 @@ from configbags.runtime.context import (
 from configbags.runtime.dist._layout import Layout, stamp_ranks
 from configbags.runtime.dist._rendezvous import (
     DEFAULT_TIMEOUT_S,
+    ForeignWriteError,
     check_in,
     connect_store,
     default_backend,
@@ -38,6 +40,7 @@ from configbags.runtime.errors import ConfigError, DistributedConfigError, Layou
 from configbags.runtime.leaftypes import jsonable
 
 log = logging.getLogger("configbags")
+FOREIGN_RETRY_S = 0.05  # how often a follower looks again past a value it did not sign
 
 
 def init_distributed(
@@ -317,13 +320,14 @@ class DistributedContext:
         if key is None:
             message: dict[str, Any] = self._broadcast(None)
             return message
-        if not self._wait(f"{key}/state", self.timeout):
+        raw = self._signed_value(f"{key}/state", self.timeout)
+        if raw is None:
             raise DistributedConfigError(
                 f"publish: rank {self.src} (the source rank) did not send the published state within "
                 f"{self.timeout:g} s (dead, stopped or hung); nothing was installed on rank {self.rank}"
             )
         try:
-            received: dict[str, Any] = json.loads(self._store().get(f"{key}/state"))
+            received: dict[str, Any] = json.loads(raw)
         except ValueError as exc:  # never pickle: a value that is not JSON is refused, not decoded
             raise DistributedConfigError(
                 f"publish: the state under {key}/state is not JSON ({exc}); rank {self.src} and rank "
@@ -408,15 +412,15 @@ class DistributedContext:
 
     def _receive(self, key: str) -> dict[str, Any]:
         """Follower, phase one: the source's proposal, or abort naming the source."""
-        store = self._store()
-        if not self._wait(f"{key}/proposal", self.timeout):
+        raw = self._signed_value(f"{key}/proposal", self.timeout)
+        if raw is None:
             decision = self._abort(key, f"rank {self.src} (the source rank) did not send the "
                                         f"override within {self.timeout:g} s (dead, hung, or never "
                                         f"started); nothing was applied on any rank")
             if decision == "commit":  # cannot happen without a proposal; kept total
                 raise DistributedConfigError(f"override: rank {self.src} committed without a proposal")
             raise DistributedConfigError(f"override aborted: {decision}")
-        proposal: dict[str, Any] = json.loads(store.get(f"{key}/proposal"))
+        proposal: dict[str, Any] = json.loads(raw)
         return proposal
 
     def _prepare_entries(self, key: str, proposal: Mapping[str, Any]) -> Prepared:
@@ -489,6 +493,21 @@ class DistributedContext:
             if self.is_src:
                 store.delete_key(f"{previous}/proposal")
                 store.delete_key(f"{previous}/decision")
+
+    def _signed_value(self, key: str, timeout: float) -> bytes | None:
+        """The value the launch signed under `key`, a key only the source rank sets, once it
+        is there; None after `timeout`. A value another process wrote first (a forged
+        proposal) is passed over, not obeyed nor fatal: the source's own post replaces it.
+        (A decision is never read so: it is a compare-and-set, and a foreign one refuses.)"""
+        deadline = time.monotonic() + timeout
+        while self._wait(key, max(FOREIGN_RETRY_S, deadline - time.monotonic())):
+            try:
+                return bytes(self._store().get(key))
+            except ForeignWriteError:
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(FOREIGN_RETRY_S)
+        return None
 
     def _wait(self, key: str, timeout: float) -> bool:
         return self._wait_all([key], timeout)
