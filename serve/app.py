@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -12,18 +13,23 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from configbags.runtime.fleet import apply_class
 from configbags.runtime.registry import LeafSpec
 from configbags.serve.door import (
     DEFAULT_MAX_BODY_BYTES,
     MAX_SOURCE_CHARS,
+    SOURCE_PREFIX,
     Door,
     DoorError,
     parse_patch,
 )
 from configbags.serve.fleet_routes import add_fleet_routes
 
+log = logging.getLogger("configbags.serve")
+
+DEFAULT_BODY_TIMEOUT_S = 30.0  # a PATCH body not complete by then is refused (408), nothing applied
 JSON_SCALARS = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
 
 ERROR_BODY: dict[str, Any] = {
@@ -91,7 +97,7 @@ def patch_body_schema(door: Door) -> dict[str, Any]:
         "additionalProperties": False,
         "properties": {
             "source": {"type": "string", "minLength": 1, "maxLength": MAX_SOURCE_CHARS,
-                       "description": "who asks; recorded in the override log as http:<source>"},
+                       "description": f"who asks; recorded in the override log as {SOURCE_PREFIX}<source>"},
             "leaves": {
                 "type": "object",
                 "minProperties": 1,
@@ -107,12 +113,13 @@ def patch_body_schema(door: Door) -> dict[str, Any]:
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     what = {400: "unknown leaf, bad value or bad body", 401: "missing or bad key",
             403: "policy or owner refuses the leaf", 409: "above the leaf's capacity",
-            413: "body too large", 503: "a rank did not answer, or left the group (named)"}
+            408: "the body did not arrive in time", 413: "body too large", 503: "a rank did not answer, or left the group (named)"}
     return {c: {"description": what[c], "content": {"application/json": {"schema": ERROR_BODY}}}
             for c in codes}
 
 
-def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> FastAPI:
+def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+               body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S) -> FastAPI:
     """The operator API over `door`. Work that touches ranks runs on one thread, in
     arrival order (every rank must enter the same collectives in the same order); without
     ranks a request is served on the event loop (microseconds of work, no thread hop)."""
@@ -151,9 +158,10 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
 
     add_fleet_routes(app, door)  # first: /config/contracts is not a leaf
 
-    @app.get("/config/{leaf}", responses=_errors(400, 401))
+    @app.get("/config/{leaf}", responses=_errors(400, 401, 503))
     async def explain(leaf: str, request: Request) -> JSONResponse:
-        """One leaf: value, layer and source, policy, owner, capacity and history."""
+        """One leaf: value, layer and source, policy, owner, capacity and history; 503 naming
+        a stalled or diverged rank, `degraded` (rank 0's value) once a rank left."""
         door.authorize(request.headers.get("authorization"), admin=False)
         return Readback(door.explain(leaf))
 
@@ -161,22 +169,50 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> F
         "/config",
         openapi_extra={"requestBody": {"required": True, "content": {
             "application/json": {"schema": patch_body_schema(door)}}}},
-        responses=_errors(400, 401, 403, 409, 413, 503),
+        responses=_errors(400, 401, 403, 408, 409, 413, 503),
     )
     async def patch(request: Request) -> JSONResponse:
         """Change leaves as the operator, on every rank, all or none; returns the new epoch
         and the log entries. Needs the admin key."""
         door.authorize(request.headers.get("authorization"), admin=True)
-        body = await read_body(request, max_body_bytes)
+        body = await read_body(request, max_body_bytes, timeout_s=body_timeout_s)
         source, leaves = parse_patch(body)
         return Readback(await run(lambda: door.patch(source, leaves)))
 
     return app
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int, *, timeout_s: float = DEFAULT_BODY_TIMEOUT_S) -> bytes:
     """The request body, refused with 413 as soon as it exceeds `limit` bytes (by its
-    Content-Length, or while streaming a chunked one): never buffered whole first."""
+    Content-Length, or while streaming a chunked one): never buffered whole first. A body
+    not complete within `timeout_s` is refused with 408 (a client that never finishes must
+    not hold the connection); a client that goes away mid-body, or a shutdown that cancels
+    the read, is one log line, not an application error. Nothing is applied in any case."""
+    try:
+        return await asyncio.wait_for(_stream_body(request, limit), timeout_s)
+    except asyncio.TimeoutError:
+        log.warning("PATCH /config from %s: the body did not arrive within %g s; refused (408), "
+                    "nothing applied", _peer(request), timeout_s)
+        raise DoorError(408, "body_timeout", f"the request body did not arrive within {timeout_s:g} s",
+                        "send the whole body at once; nothing was applied") from None
+    except ClientDisconnect:
+        log.info("PATCH /config from %s: the client went away before its body ended; nothing applied",
+                 _peer(request))
+        raise DoorError(400, "client_disconnected", "the client disconnected before the body ended",
+                        "send the whole body; nothing was applied") from None
+    except asyncio.CancelledError:
+        log.info("PATCH /config from %s: the server is shutting down; the body was not read, nothing "
+                 "applied", _peer(request))
+        raise DoorError(503, "shutting_down", "the server is shutting down; nothing was applied",
+                        "retry against a server that is up") from None
+
+
+def _peer(request: Request) -> str:
+    client = request.client
+    return f"{client.host}:{client.port}" if client is not None else "an unknown client"
+
+
+async def _stream_body(request: Request, limit: int) -> bytes:
     too_large = DoorError(413, "body_too_large", f"the body exceeds {limit} bytes",
                           "send fewer leaves per request")
     declared = request.headers.get("content-length")

@@ -24,7 +24,13 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.project import load_project
 from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
-from configbags.serve.watch import DEFAULT_INTERVAL_S, ConfigWatcher, WatchedDoor
+from configbags.serve.watch import (
+    DEFAULT_INTERVAL_S,
+    MAX_INTERVAL_S,
+    MIN_INTERVAL_S,
+    ConfigWatcher,
+    WatchedDoor,
+)
 
 HOST_LEAF, PORT_LEAF = "host", "port"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
@@ -38,6 +44,17 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a positive, finite number of seconds")
+    return value
+
+
+def _interval(text: str) -> float:
+    """Seconds between two looks at the watched file: finite and within
+    [MIN_INTERVAL_S, MAX_INTERVAL_S] (1e-9 would spin a core; inf or 1e308 would overflow the
+    thread's wait and end it)."""
+    value = _seconds(text)
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds")
     return value
 
 
@@ -69,8 +86,9 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                         help="read FILE as a --config file and follow it as Kubernetes updates a mounted "
                              "ConfigMap: live changes are applied on every rank (source file:FILE), the rest "
                              "shown as restart required (docs/FLEET.md)")
-    parser.add_argument("--watch-interval", type=float, default=DEFAULT_INTERVAL_S, metavar="S",
-                        help=f"seconds between two looks at the watched file (default {DEFAULT_INTERVAL_S:g})")
+    parser.add_argument("--watch-interval", type=_interval, default=DEFAULT_INTERVAL_S, metavar="S",
+                        help=f"seconds between two looks at the watched file, {MIN_INTERVAL_S:g} to "
+                             f"{MAX_INTERVAL_S:g} (default {DEFAULT_INTERVAL_S:g})")
     # `--serve-log-level`, not `--log-level`: a server leaf is spelled so (the config's own log level)
     parser.add_argument("--serve-log-level", default="warning", choices=["debug", "info", "warning", "error"],
                         help="log level of the HTTP door (default warning); --log-level is the server's")
@@ -98,8 +116,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--ranks must be at least 1")
     if args.max_body_bytes < 1:
         parser.error("--max-body-bytes must be at least 1")
-    if args.watch_interval <= 0:
-        parser.error("--watch-interval must be positive")
     if args.watch is not None:
         server_flags = [*server_flags, "--config", str(args.watch)]
     try:

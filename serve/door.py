@@ -42,7 +42,9 @@ OPERATOR = "operator"  # the role the door writes as (schema/roles.yaml)
 API_KEY_LEAF = "api_key"  # reads need this key when it is set
 ADMIN_KEY_LEAF = "admin_api_key"  # PATCH needs this key; unset disables PATCH
 KEY_LEAVES = (API_KEY_LEAF, ADMIN_KEY_LEAF)
-MAX_SOURCE_CHARS = 200
+SOURCE_PREFIX = "http:"  # the override log's source of a PATCH is SOURCE_PREFIX + `source`
+LOG_SOURCE_CHARS = 200  # the longest override source the context takes, prefix included
+MAX_SOURCE_CHARS = LOG_SOURCE_CHARS - len(SOURCE_PREFIX)  # what a PATCH's `source` may be, as documented
 MAX_DEPTH = 32  # JSON nesting a PATCH body may have; config values need far less
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
@@ -357,7 +359,7 @@ class Door:
         info["ranks"] = ranks
         left = {r["rank"]: r["left"] for r in ranks if "left" in r}
         if left:
-            info["degraded"] = {"ranks": sorted(left), "message": _degraded(left)}
+            info["degraded"] = degraded(left)
         return redact(info, self.secrets)
 
     def rank_states(self) -> list[dict[str, Any]]:
@@ -378,7 +380,9 @@ class Door:
 
     def explain(self, leaf: str) -> dict[str, Any]:
         """One leaf: value, where it comes from, policy, owner, whether the operator may
-        change it, its capacity and its history."""
+        change it, its capacity and its history; 503 while a rank is stalled or diverged,
+        and marked `degraded` (rank 0's value) once a rank left."""
+        gone = self.group()
         ctx = self.context
         registry = ctx.registry
         try:
@@ -395,19 +399,21 @@ class Door:
             info["capacity"] = {"leaf": spec.capacity, "value": ctx.state.values[spec.capacity]}
         else:
             info["capacity"] = None
+        if gone:
+            info["degraded"] = degraded(gone)
         return redact(info, self.secrets)
 
-    def health(self) -> dict[str, Any]:
-        """200 only while every rank is up and answering: a rank that left (exited, or
-        ended after a long stall) makes the group degraded, and one alive but silent
-        (stopped, hung) is stalled; each is named in a 503."""
-        gone = self.ranks.gone() if self.ranks else {}
+    def group(self) -> dict[int, str]:
+        """Where the rank group stands, for every read: raises the 503 of a stalled rank or
+        of one whose config diverged (no read may present rank 0's config as the group's
+        then); returns the ranks that left, each with why (reads are then served from rank
+        0's config, marked degraded); {} when every rank is up and agrees."""
+        if self.ranks is None:
+            return {}
+        gone = self.ranks.gone()
         if gone:
-            raise DoorError(503, "rank_left", _degraded(gone),
-                            "restart the server to bring the group back; until then reads are served "
-                            "from rank 0's config and changes are refused", ranks=tuple(gone),
-                            extra={"status": "degraded", "left": {str(r): why for r, why in gone.items()}})
-        stalled = self.ranks.stalled() if self.ranks else {}
+            return gone
+        stalled = self.ranks.stalled()
         if stalled:
             raise DoorError(503, "rank_stalled",
                             "; ".join(f"rank {r} {why}" for r, why in stalled.items()),
@@ -415,6 +421,25 @@ class Door:
                             "stalled for three rank timeouts leaves the group; or restart the "
                             "server. Config reads and changes are refused meanwhile",
                             ranks=tuple(stalled), extra={"status": "stalled"})
+        diverged = self.ranks.diverged()
+        if diverged:
+            raise DoorError(503, "rank_diverged",
+                            "config diverged on " + "; ".join(f"rank {r}: {why}" for r, why in diverged.items()),
+                            "restart the server: its ranks no longer hold one config (the server log "
+                            "says since when)", ranks=tuple(diverged), extra={"status": "diverged"})
+        return {}
+
+    def health(self) -> dict[str, Any]:
+        """200 only while every rank is up, answering and holding the same config: a rank
+        that left (exited, or ended after a long stall) makes the group degraded, one alive
+        but silent (stopped, hung) is stalled, one holding another config is diverged; each
+        is named in a 503."""
+        gone = self.group()
+        if gone:
+            raise DoorError(503, "rank_left", degraded_message(gone),
+                            "restart the server to bring the group back; until then reads are served "
+                            "from rank 0's config and changes are refused", ranks=tuple(gone),
+                            extra={"status": "degraded", "left": {str(r): why for r, why in gone.items()}})
         return {"status": "ok", "epoch": self.context.epoch,
                 "ranks": self.ranks.world_size if self.ranks else 1}
 
@@ -422,7 +447,7 @@ class Door:
     def patch(self, source: str, leaves: Mapping[str, Any]) -> dict[str, Any]:
         """Apply `leaves` through the context as the operator, on every rank, all or none.
         Returns the epoch after the change and the log entries (none if nothing changed)."""
-        source = f"http:{source}"
+        source = f"{SOURCE_PREFIX}{source}"
         unknown = [name for name in leaves if name not in self.context.registry.leaves
                    and name not in self.context.registry.derived]
         if unknown:
@@ -485,7 +510,12 @@ class Door:
                          ranks=named)
 
 
-def _degraded(left: Mapping[int, str]) -> str:
+def degraded(left: Mapping[int, str]) -> dict[str, Any]:
+    """The `degraded` field of a read served from rank 0 alone."""
+    return {"ranks": sorted(left), "message": degraded_message(left)}
+
+
+def degraded_message(left: Mapping[int, str]) -> str:
     return (f"the rank group is degraded: {'; '.join(f'rank {r} left ({why})' for r, why in left.items())}; "
             f"reads are served from rank 0's config, changes are refused until a restart")
 

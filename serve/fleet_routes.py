@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from configbags.runtime.fleet import apply_class, contracts_readback
-from configbags.serve.door import Door
+from configbags.serve.door import Door, DoorError, degraded_message
 from configbags.serve.metrics import (
     CONTENT_TYPE_LATEST,
     ConfigCollector,
@@ -21,6 +21,15 @@ from configbags.serve.metrics import (
 
 
 def contracts(door: Door) -> dict[str, Any]:
+    """The contracts readback, which speaks for the whole rank group: 503 while a rank is
+    stalled or diverged (`Door.group`), and 503 `rank_left` once one left, since rank 0's
+    values can no longer vouch for the group; so `configbags fleet check` reports such a
+    server (naming the rank) instead of passing it."""
+    gone = door.group()
+    if gone:
+        raise DoorError(503, "rank_left", degraded_message(gone),
+                        "restart the server to bring the group back; a fleet check cannot vouch for a "
+                        "degraded rank group", ranks=tuple(gone), extra={"status": "degraded"})
     ctx = door.context
     with door._lock:  # one state: the values and their origins from the same moment
         state = ctx.state
@@ -35,15 +44,17 @@ def add_fleet_routes(app: FastAPI, door: Door) -> None:
     @app.get("/metrics")
     async def metrics(request: Request) -> Response:
         """Prometheus exposition of the config (serve/metrics.py): server and contract info,
-        overrides by leaf and source kind, gauges of the schema's `metric: true` leaves.
-        Needs the api key, like every read."""
+        overrides by leaf and source kind, gauges of the schema's `metric: true` leaves, and
+        of ranks stalled or gone (always 200: scrapers keep their series). Needs the api key,
+        like every read."""
         door.authorize(request.headers.get("authorization"), admin=False)
         return Response(exposition(registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/config/contracts")
     async def config_contracts(request: Request) -> JSONResponse:
         """This server's deployment role and each contract's fingerprint, with every member's
-        value, layer, source and rule (secrets are never members). Needs the api key."""
+        value, layer, source and rule (secrets are never members); 503 naming the rank while
+        the rank group is stalled, diverged or degraded. Needs the api key."""
         door.authorize(request.headers.get("authorization"), admin=False)
         return JSONResponse(contracts(door))
 

@@ -14,7 +14,9 @@ or a sample. The families:
 - `configbags_config_<leaf>`: a gauge per numeric leaf the schema marks `metric: true`
   (an unset value has no sample);
 - `configbags_restart_required`: 1 per startup leaf a watched config file changed but a
-  running server cannot apply (`serve --watch`).
+  running server cannot apply (`serve --watch`);
+- `configbags_rank_stalled`, `configbags_rank_left`: 1 per worker rank (`serve --ranks N`)
+  alive but not answering, or gone from the group; /metrics stays 200 so scrapes go on.
 
 Values are read from one State per scrape, so a scrape never mixes two epochs."""
 
@@ -96,6 +98,24 @@ class ConfigCollector(Collector):
         for leaf in sorted(self.pending()):
             restart.add_metric([leaf], 1.0)
         yield restart
+        yield from self._ranks()
+
+    def _ranks(self) -> Iterable[Metric]:
+        ranks = self.door.ranks
+        stalled = GaugeMetricFamily(f"{PREFIX}_rank_stalled", "1 for each worker rank alive but not "
+                                    "answering (stopped or hung): config reads and changes answer 503",
+                                    labels=["rank"])
+        left = GaugeMetricFamily(f"{PREFIX}_rank_left", "1 for each worker rank that left the group "
+                                 "(exited, or ended after a long stall): degraded until a restart",
+                                 labels=["rank"])
+        if ranks is not None:
+            gone = ranks.gone()
+            for rank in gone:
+                left.add_metric([str(rank)], 1.0)
+            for rank in ({} if gone else ranks.stalled()):
+                stalled.add_metric([str(rank)], 1.0)
+        yield stalled
+        yield left
 
 
 def metrics_registry(collector: ConfigCollector) -> CollectorRegistry:

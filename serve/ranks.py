@@ -18,6 +18,11 @@ collective runs through the store (`configbags.runtime.dist`), so a stalled work
 continued finishes the operations it missed on its own, in step again, and the group is
 back in service as soon as it beats (no gloo collective is left for it to hang in).
 
+Each worker also posts what it holds after every operation (`serve/state/<rank>`: epoch,
+config hash and a digest of every resolved value, runtime leaves included, which the
+config hash leaves out), and rank 0 compares it with its own whenever no operation is in
+flight: a worker that holds another config is diverged, and /health names it (503).
+
 A worker still stalled after three rank timeouts leaves the group: rank 0 ends its
 process (so it can never come back with a stale config) and logs it, and from then on the
 group is degraded, as it is when a worker exits by itself: /health answers 503
@@ -37,6 +42,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
+import json
 import logging
 import os
 import secrets
@@ -50,7 +57,10 @@ from typing import TYPE_CHECKING, Any
 
 from configbags.packages import load_context
 from configbags.runtime.context import Context, OverrideEntry
-from configbags.runtime.errors import ConfigError, DistributedConfigError
+from configbags.runtime.dist import Layout
+from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
+from configbags.runtime.leaftypes import jsonable
+from configbags.runtime.resolve import NO_FACTS
 
 if TYPE_CHECKING:
     from configbags.runtime import dist
@@ -58,6 +68,7 @@ if TYPE_CHECKING:
 OP_KEY = "serve/op/{}"
 BEAT_KEY = "serve/beat/{}"  # a worker's wall clock, every BEAT_S
 DONE_KEY = "serve/done/{}"  # the last operation a worker finished
+STATE_KEY = "serve/state/{}"  # what a worker holds after it: epoch, config hash, digest of values
 SECRET_ENV = "CONFIGBAGS_RANK_SECRET"  # the launch's secret, to the workers (argv is public)
 JOIN_TIMEOUT_S = 120.0  # workers import torch before they join: slow on a loaded machine
 POLL_S = 1.0  # how often an idle worker checks that the server is still there
@@ -66,6 +77,15 @@ LEAVE_AFTER = 3.0  # a worker stalled this many rank timeouts leaves the group (
 # named at one timeout has two more to be continued and catch up)
 
 log = logging.getLogger("configbags.serve.ranks")
+
+
+def held(context: Context[Any]) -> str:
+    """What a rank holds, in a few bytes that differ whenever its config does: the epoch,
+    the config hash, and a digest of every resolved value (runtime leaves included)."""
+    state = context.state
+    values = json.dumps({k: jsonable(v) for k, v in state.values.items()}, sort_keys=True, default=repr)
+    digest = hashlib.sha256(values.encode()).hexdigest()[:16]
+    return f"epoch={state.epoch} config_hash={context.config_hash()} values={digest}"
 
 
 class RankGroup:
@@ -93,12 +113,18 @@ class RankGroup:
         self._watch_lock = threading.Lock()
         self._halt = threading.Event()
         self._monitor: threading.Thread | None = None
+        # held by the rank thread through each operation: what ranks hold is compared only
+        # between operations, never while one is half done
+        self._busy = threading.Lock()
+        self._diverged: dict[int, str] = {}
 
     def start(self, record: Any, *, role: str) -> None:
         """Start the workers, join the group, publish `record` on every rank and seal.
         The workers start before this process imports torch, so the imports (seconds each)
         overlap: the store's socket is bound first (loopback, a port the kernel picks), and
-        a worker that connects early waits in its backlog."""
+        a worker that connects early waits in its backlog. A layout that cannot fit the
+        group is refused before any worker starts."""
+        self._check_layout(record)
         listener = socket.create_server(("127.0.0.1", 0), backlog=128)
         self.addr = f"127.0.0.1:{listener.getsockname()[1]}"
         secret = secrets.token_hex(32)
@@ -126,12 +152,24 @@ class RankGroup:
         self._monitor = threading.Thread(target=self._watch_ranks, name="configbags-rank-monitor", daemon=True)
         self._monitor.start()
 
+    def _check_layout(self, record: Any) -> None:
+        """The parallel sizes `record` resolves to lay out exactly this group's ranks (the
+        publish checks it again on every rank; this only saves starting workers for nothing)."""
+        values, _ = self.context.builder.resolve_record(record, NO_FACTS, None)
+        layout = Layout.from_values(values)
+        if layout.world_size != self.world_size:
+            raise LayoutError(
+                f"the config lays out tp_size*pp_size={layout.tp_size}*{layout.pp_size}="
+                f"{layout.world_size} ranks, but the group has {self.world_size}"
+            )
+
     def _watch_ranks(self) -> None:
         """Look at the workers every beat, so a stalled one leaves on time (and says so in
         the log) even when no one asks; ends with stop()."""
         while not self._halt.wait(BEAT_S):
             with contextlib.suppress(Exception):  # a look that fails is retried at the next beat
                 self.stalled()
+                self.diverged()
 
     def dead(self) -> list[int]:
         """Worker ranks whose process has exited (by itself, or ended on leaving)."""
@@ -184,6 +222,31 @@ class RankGroup:
             for op in [op for op in self._posted if op <= min((d for _, d in seen.values()), default=0)]:
                 del self._posted[op]
         return found
+
+    def diverged(self) -> dict[int, str]:
+        """Worker ranks (still in the group) whose posted config differs from rank 0's, each
+        with what it holds. Compared only between operations; while one is in flight, the
+        last comparison stands. A worker behind on operations is left to stalled()."""
+        if not self._busy.acquire(blocking=False):
+            with self._watch_lock:
+                return dict(self._diverged)
+        try:
+            own = held(self.context)
+            gone = self.gone()
+            found: dict[int, str] = {}
+            with self._watch_lock:
+                for rank in range(1, self.world_size):
+                    if rank in gone or int(self._read(DONE_KEY.format(rank)) or 0) < self._op:
+                        continue
+                    theirs = self._read(STATE_KEY.format(rank))
+                    if theirs is not None and theirs != own:
+                        found[rank] = f"holds {theirs}, rank 0 holds {own}"
+                if found and found != self._diverged:
+                    log.error("config diverged: %s", "; ".join(f"rank {r} {why}" for r, why in found.items()))
+                self._diverged = found
+            return dict(found)
+        finally:
+            self._busy.release()
 
     def _end(self, rank: int, why: str) -> None:
         """A stalled worker leaves: end its process (a stopped one too), so it can never
@@ -245,14 +308,16 @@ class RankGroup:
         this sets it for the source rank, where policy and owner are checked)."""
         from configbags.serve.door import OPERATOR
 
-        dctx = self._post("override")
-        with self.context.acting_as(OPERATOR):
-            return dctx.override(source, **leaves)
+        with self._busy:
+            dctx = self._post("override")
+            with self.context.acting_as(OPERATOR):
+                return dctx.override(source, **leaves)
 
     def check(self) -> list[tuple[str, int, str]]:
         """Every rank's (config_hash, epoch, digest of all values), or DistributedConfigError
         naming the ranks that differ or did not answer."""
-        return self._post("check").check_consistency()
+        with self._busy:
+            return self._post("check").check_consistency()
 
     def stop(self, grace_s: float = 5.0) -> None:
         """Tell the workers that are left to exit, wait `grace_s`, then kill what is left."""
@@ -287,6 +352,7 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
                      name="configbags-beat").start()
     dctx.publish()
     dctx.seal()
+    beat.set(STATE_KEY.format(rank), held(context))
     op = 0
     while True:
         op += 1
@@ -302,6 +368,7 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
                 return 0
         except ConfigError:
             pass  # raised on rank 0 too, which answers the request; nothing changed here
+        beat.set(STATE_KEY.format(rank), held(context))  # before DONE: rank 0 reads them the other way
         beat.set(DONE_KEY.format(rank), str(op))
 
 

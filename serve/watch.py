@@ -4,8 +4,12 @@ ConfigMap, and apply what a running server can apply.
 The kubelet never writes the file in place: it writes a new timestamped folder beside the
 old one, points the `..data` link at it in one rename, then removes the old folder; the
 mounted `FILE` is a link through `..data`. So the watcher polls the resolved path and its
-stat (inode, mtime, size): the link swap changes the resolved path, an in-place edit the
-stat. A change is read once the signature has held for two polls in a row (a file still
+stat (inode, ctime, mtime, size) and a digest of its bytes: the link swap changes the
+resolved path, an in-place edit the stat or the digest. Neither the ctime (the kernel's,
+never settable by the writer) nor the digest can be put back by a writer, so an edit that
+keeps the size and restores the mtime (`touch -r`) is still seen, even within one clock
+tick. Only a regular file is read for the digest, opened without blocking and bounded
+(`LIMITS.file_bytes`): a FIFO or a device is never read here, and the rebuild refuses it. A change is read once the signature has held for two polls in a row (a file still
 being written is not read), and only if it holds across the read.
 
 The new record is built from the server's own flags exactly as at start (CLI flags still
@@ -21,12 +25,16 @@ win over the file). Against the record the server runs with:
 - a file that does not parse or validate (malformed, half-written, a bad value) changes
   nothing; the error is reported in the same places until a good file arrives.
 
-Every loop is bounded: one poll per interval, until `stop()`."""
+Every loop is bounded: one poll per interval, until `stop()`. A watcher whose thread ends
+for any reason but `stop()` says so in the log and on /health (503 `watch_stopped`): the
+server no longer follows its file, and a restart brings the watcher back."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -38,23 +46,43 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.fleet import ApplyClass, route
 from configbags.runtime.leaftypes import jsonable
+from configbags.runtime.limits import LIMITS
 from configbags.serve.door import Door, DoorError, redact
 
 log = logging.getLogger("configbags.serve.watch")
 
 DEFAULT_INTERVAL_S = 0.1
-Signature = tuple[str, int, int, int]
+MIN_INTERVAL_S, MAX_INTERVAL_S = 0.05, 3600.0  # --watch-interval: no busy loop, no poll never due
+Signature = tuple[str, int, int, int, int, str]
 
 
 def signature(path: Path) -> Signature | None:
-    """(resolved path, inode, mtime ns, size) of what `path` leads to now, or None if it
-    leads nowhere."""
+    """(resolved path, inode, ctime ns, mtime ns, size, digest of the bytes) of what `path`
+    leads to now, or None if it leads nowhere. The digest is "" for anything but a regular
+    file within the size limit."""
     try:
         real = os.path.realpath(path)
         st = os.stat(real)
     except OSError:
         return None
-    return (real, st.st_ino, st.st_mtime_ns, st.st_size)
+    return (real, st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_size, _digest(real))
+
+
+def _digest(real: str) -> str:
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return ""
+    try:
+        st = os.fstat(fd)  # what was opened, not what the path held a moment before
+        if not stat.S_ISREG(st.st_mode) or st.st_size > LIMITS.file_bytes:
+            return ""
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return hashlib.sha256(f.read(LIMITS.file_bytes + 1)).hexdigest()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 class ConfigWatcher:
@@ -80,6 +108,7 @@ class ConfigWatcher:
                                         "restart_required": {}}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._died: str | None = None  # why the thread ended, when it was not stop()
 
     # -- the loop ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -92,12 +121,31 @@ class ConfigWatcher:
             self._thread.join(timeout=max(5.0, 10 * self.interval))
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.poll()
-            except Exception as exc:  # the watcher must outlive any one bad poll; say why
-                log.exception("watching %s failed", self.path)
-                self._report(f"watching {self.path} failed: {type(exc).__name__}: {exc}")
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.poll()
+                except Exception as exc:  # the watcher must outlive any one bad poll; say why
+                    log.exception("watching %s failed", self.path)
+                    self._report(f"watching {self.path} failed: {type(exc).__name__}: {exc}")
+        except BaseException as exc:  # anything that ends the loop but stop(): said, never silent
+            why = f"{type(exc).__name__}: {exc}"
+            with self._lock:
+                self._died = why
+            log.error("the watcher of %s stopped (%s): file changes are no longer applied; restart the "
+                      "server to follow the file again", self.path, why)
+            if not isinstance(exc, Exception):
+                raise
+
+    def stopped(self) -> str | None:
+        """Why the watcher's thread ended while it should be running, or None while it runs
+        (or was never started, or was stopped on purpose)."""
+        with self._lock:
+            died = self._died
+        thread = self._thread
+        if died is None and thread is not None and not thread.is_alive() and not self._stop.is_set():
+            died = "the thread ended"
+        return died
 
     def poll(self) -> bool:
         """One poll: True if a changed file was read (applied, or refused and reported)."""
@@ -219,20 +267,31 @@ class WatchedDoor(Door):
 
     def health(self) -> dict[str, Any]:
         """The door's /health, plus whether the watched file asks for a restart or could not
-        be applied. /health needs no key, so it says that much and no more: how many leaves,
-        never the file's path, the leaves' names or values, or the error's text (which can
-        quote them); /server_info, behind the read key, has all of it."""
+        be applied, in words that match that state; 503 `watch_stopped` when the watcher's
+        thread ended. /health needs no key, so it says that much and no more: how many
+        leaves, never the file's path, the leaves' names or values, or the error's text
+        (which can quote them); /server_info, behind the read key, has all of it."""
         out = super().health()
-        status = self.watch_status()
-        if status is not None:
-            pending = len(status["restart_required"])
-            broken = status["error"] is not None
-            message = (f"restart required: {pending} {'leaf' if pending == 1 else 'leaves'} changed in the "
-                       f"watched file" if pending
-                       else "the watched config file is applied")
-            if broken:
-                message += "; the watched file's last change could not be applied"
-            out["details"] = {"restart_required": pending, "watch_error": broken,
-                              "message": f"{message} (GET /server_info, with the read key, says which and why)"
-                              if pending or broken else message}
+        if self.watcher is None:
+            return out
+        died = self.watcher.stopped()
+        if died is not None:
+            raise DoorError(503, "watch_stopped",
+                            "the config file watcher stopped: changes to the watched file are no longer "
+                            "applied (the server log says why)",
+                            "restart the server to follow the file again", extra={"status": "degraded"})
+        status = self.watcher.status()
+        pending = len(status["restart_required"])
+        broken = status["error"] is not None
+        said = []
+        if broken:
+            said.append("the watched file's last change could not be applied: nothing of it was, the "
+                        "config in force is unchanged")
+        if pending:
+            said.append(f"restart required: {pending} {'leaf' if pending == 1 else 'leaves'} changed in the "
+                        f"watched file")
+        message = "; ".join(said) or "the watched config file is applied"
+        out["details"] = {"restart_required": pending, "watch_error": broken,
+                          "message": f"{message} (GET /server_info, with the read key, says which and why)"
+                          if said else message}
         return out

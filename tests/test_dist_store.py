@@ -91,3 +91,49 @@ def test_a_decision_is_one_signed_compare_and_set() -> None:
     ours.wait(["decision"], timedelta(seconds=1))
     assert ours.check(["decision"]) and ours.delete_key("decision") and not ours.check(["decision"])
     assert signed(master, None) is master  # no secret: the store as it is
+
+
+def test_the_published_state_is_read_as_json_never_unpickled(tmp_path: Path) -> None:
+    """A follower reads the start-up state as JSON: a pickle there, even one signed with the
+    launch's secret, is refused and never run."""
+    import base64
+    import pickle
+
+    from configbags.runtime.dist import DistributedContext
+    from configbags.runtime.errors import DistributedConfigError
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[Path]]:
+            return (Path.touch, (marker,))
+
+    store = SignedStore(connect_store("127.0.0.1:0", is_master=True, timeout=10), b"launch-secret")
+    store.set("ctx/1/publish/state", base64.b64encode(pickle.dumps({"ok": True, "x": Payload()})).decode())
+    follower = object.__new__(DistributedContext)  # a follower's fields, without a process group
+    follower.store, follower.timeout, follower.src, follower.rank = store, 1.0, 0, 1
+    with pytest.raises(DistributedConfigError, match="not JSON"):
+        follower._receive_state("ctx/1/publish")
+    assert not marker.exists()
+
+
+def test_a_forged_proposal_written_ahead_is_passed_over_for_the_source_ranks_own() -> None:
+    """A proposal another process wrote where the next one will go is neither obeyed nor
+    fatal to the follower: it waits for the source's signed one, which replaces it."""
+    import json
+    import threading
+
+    from configbags.runtime.dist import DistributedContext
+
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    ours = SignedStore(PrefixStore("configbags", master), b"launch-secret")
+    master.set("configbags/ctx/3/override/proposal", json.dumps({"ok": True, "source": "forged"}))
+    follower = object.__new__(DistributedContext)  # a follower's fields, without a process group
+    follower.store, follower.timeout, follower.src, follower.rank = ours, 10.0, 0, 1
+    real = {"ok": True, "base": 1, "source": "http:ops", "entries": []}
+    source = threading.Timer(0.3, ours.set, args=("ctx/3/override/proposal", json.dumps(real)))
+    source.start()
+    try:
+        assert follower._receive("ctx/3/override") == real
+    finally:
+        source.join(timeout=10)

@@ -15,6 +15,8 @@ import httpx
 import pytest
 from serve_server import ADMIN_KEY, Server, auth
 
+import configbags.generated.accessors  # noqa: F401  (registers the process context)
+
 pytest.importorskip("fastapi")
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # a server with spawned ranks, and a rank timeout
@@ -67,7 +69,8 @@ def test_a_patch_reaches_every_rank_and_an_unreachable_rank_is_named(server: Ser
         assert hung.status_code == 503, hung.text
         assert hung.json()["ranks"] == [1] and "within 3 s" in hung.json()["message"]
         assert waited < 30  # the rank timeout, not the minutes-long join timeout
-        assert c.get("/config/weight_version").json()["value"] == "default"
+        read = c.get("/config/weight_version")  # stalled until its process is gone: 503, or rank 0's value
+        assert read.status_code == 503 or read.json()["value"] == "default", read.text
 
         # a rank that exited left the group: named from its process once it is gone (a
         # killed process takes a moment to end; until then it is a stalled one)
@@ -89,6 +92,8 @@ def test_a_patch_reaches_every_rank_and_an_unreachable_rank_is_named(server: Ser
         assert health.json()["error"] == "rank_left" and health.json()["status"] == "degraded"
         explained = c.get("/config/speculative_accept_threshold_acc").json()  # rank 0's own view
         assert explained["value"] == 0.5 and len(explained["overrides"]) == 1
+        assert explained["degraded"]["ranks"] == [1]
+        assert c.get("/config/weight_version").json()["value"] == "default"  # the hung PATCH: nothing applied
     assert server.terminate() == 0
 
 
@@ -133,3 +138,96 @@ def test_the_rank_store_is_loopback_only_and_refuses_a_foreign_write(server: Ser
         info = c.get("/server_info").json()
         assert [r["epoch"] for r in info["ranks"]] == [patched.json()["epoch"]] * 2
     assert server.terminate() == 0
+
+
+# -- forged values in the rank store ---------------------------------------------------------
+
+
+def _store_of(server: Server) -> tuple[str, int, int]:
+    """The rank store's host and port, from the worker's command line, and the worker's pid."""
+    (worker,) = server.children()
+    argv = Path(f"/proc/{worker}/cmdline").read_bytes().split(b"\0")
+    host, _, port = argv[argv.index(b"--init-addr") + 1].decode().rpartition(":")
+    return host, int(port), worker
+
+
+def _forge_override(store: object, value: str) -> None:
+    """A whole override as rank 0 would post it, for the worker's next operation (op 1) and
+    its next collective (seq 3: publish and seal came first): proposal, decision, op."""
+    import json
+
+    from configbags.generated.registry import REGISTRY
+
+    entry = {"epoch": 2, "source": "http:forged", "leaf": "weight_version",
+             "namespace": REGISTRY.leaves["weight_version"].namespace, "old": "default", "new": value,
+             "wall_time": 0.0}
+    proposal = {"ok": True, "base": 1, "source": "http:forged", "entries": [entry]}
+    store.set("ctx/3/override/proposal", json.dumps(proposal))  # type: ignore[attr-defined]
+    store.set("ctx/3/override/decision", "commit")  # type: ignore[attr-defined]
+    store.set("serve/op/1", "override")  # type: ignore[attr-defined]
+
+
+def test_a_forged_unsigned_override_in_the_store_is_applied_by_no_rank(server: Server) -> None:
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import PrefixStore, TCPStore
+
+    host, port, _ = _store_of(server)
+    foreign = TCPStore(host, port, None, False, timedelta(seconds=10), wait_for_workers=False)
+    _forge_override(PrefixStore("configbags", foreign), "FORGED")
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        end = time.monotonic() + 60
+        while "did not sign" not in server.output() and time.monotonic() < end:
+            time.sleep(0.1)
+        assert "under 'serve/op/1'" in server.output() and "did not sign" in server.output()
+        assert c.get("/health").status_code == 200
+        info = c.get("/server_info")  # a consistency check: every rank's values agree
+        assert info.status_code == 200, info.text
+        assert info.json()["resolved"]["weight_version"] != "FORGED"
+        assert {r["epoch"] for r in info.json()["ranks"]} == {1}
+        assert c.get("/config/weight_version").json()["value"] != "FORGED"
+    assert server.terminate() == 0
+
+
+def test_a_rank_whose_config_diverged_makes_health_503_naming_it(server: Server) -> None:
+    """Divergence as it would look if a write were ever obeyed (here: signed with the
+    launch's secret, read from the worker's environment): rank 1 holds a runtime value rank
+    0 does not, which the config hash leaves out; /health must not say ok."""
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import PrefixStore, TCPStore
+
+    from configbags.runtime.dist import SignedStore
+
+    host, port, worker = _store_of(server)
+    environ = dict(v.split(b"=", 1) for v in Path(f"/proc/{worker}/environ").read_bytes().split(b"\0") if b"=" in v)
+    secret = environ[b"CONFIGBAGS_RANK_SECRET"]
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        assert c.get("/health").status_code == 200
+        foreign = TCPStore(host, port, None, False, timedelta(seconds=10), wait_for_workers=False)
+        _forge_override(SignedStore(PrefixStore("configbags", foreign), secret), "DIVERGED")
+        end = time.monotonic() + 60
+        health = c.get("/health")
+        while health.status_code == 200 and time.monotonic() < end:
+            time.sleep(0.1)
+            health = c.get("/health")
+        assert health.status_code == 503 and health.json()["error"] == "rank_diverged", health.text
+        assert health.json()["ranks"] == [1] and "diverged on rank 1" in health.json()["message"]
+        assert "DIVERGED" not in health.text  # digests, never values, on the unauthenticated route
+        assert c.get("/config/weight_version").status_code == 503
+        assert c.get("/config/contracts").status_code == 503
+    assert server.terminate() == 0
+
+
+def test_a_layout_that_cannot_fit_the_group_is_refused_before_any_worker_starts(config_scope: object) -> None:
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.errors import LayoutError
+    from configbags.serve.ranks import RankGroup
+
+    group = RankGroup(config_scope, "configbags.generated", 3, timeout=3)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(LayoutError, match=r"tp_size\*pp_size=1\*1=1 ranks, but the group has 3"):
+            group.start(ServerArgs(model_path="m", tp_size=1), role="launcher")
+        assert group.procs == []  # no worker was started (and waited on) for nothing
+    finally:
+        group.stop(grace_s=0.5)

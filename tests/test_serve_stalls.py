@@ -61,6 +61,25 @@ def _back_in_service(c: httpx.Client) -> None:
     assert [r["epoch"] for r in ranks] == [info.json()["epoch"]] * 2
 
 
+def _fleet_check(url: str) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-m", "configbags", "fleet", "check", url],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _stalled_everywhere(c: httpx.Client, server: Server) -> None:
+    """While rank 1 is stalled, every config read says so as /server_info does (503 naming
+    it), /metrics stays 200 with a gauge for it, and a fleet check does not pass."""
+    for path in ("/config/weight_version", "/config/contracts"):
+        read = c.get(path)
+        assert read.status_code == 503 and read.json()["ranks"] == [1], (path, read.text)
+        assert read.json()["error"] == "rank_stalled" and "rank 1" in read.json()["message"]
+    metrics = c.get("/metrics")
+    assert metrics.status_code == 200 and 'configbags_rank_stalled{rank="1"} 1.0' in metrics.text
+    code, out = _fleet_check(server.url)
+    assert code != 0 and "rank 1" in out, out
+
+
 def test_a_worker_stopped_during_a_read_is_named_and_the_group_recovers(server: Server) -> None:
     with httpx.Client(base_url=server.url, timeout=30) as c:
         assert c.get("/health").status_code == 200
@@ -73,6 +92,7 @@ def test_a_worker_stopped_during_a_read_is_named_and_the_group_recovers(server: 
             assert health.json()["ranks"] == [1] and "rank 1" in health.json()["message"]
             again = c.get("/server_info")
             assert again.status_code == 503 and "stalled" in again.json()["message"]
+            _stalled_everywhere(c, server)
         finally:
             os.kill(worker, signal.SIGCONT)
         _back_in_service(c)
@@ -137,7 +157,16 @@ def _degraded_and_truthful(c: httpx.Client, server: Server, worker: int, value: 
     assert info.json()["degraded"]["ranks"] == [1]
     rank0, rank1 = info.json()["ranks"]
     assert rank0["epoch"] == info.json()["epoch"] and "silent for" in rank1["left"]
-    assert c.get("/config/weight_version").json()["value"] == value
+    leaf = c.get("/config/weight_version")
+    assert leaf.status_code == 200 and leaf.json()["value"] == value
+    assert leaf.json()["degraded"]["ranks"] == [1], leaf.text
+    contracts = c.get("/config/contracts")
+    assert contracts.status_code == 503 and contracts.json()["error"] == "rank_left", contracts.text
+    metrics = c.get("/metrics")
+    assert metrics.status_code == 200 and 'configbags_rank_left{rank="1"} 1.0' in metrics.text
+    assert 'configbags_rank_stalled{rank="1"}' not in metrics.text
+    code, out = _fleet_check(server.url)
+    assert code != 0 and "rank 1 left" in out, out
     refused = c.patch("/config", json={"source": "ops", "leaves": {"weight_version": "while-degraded"}},
                       headers=ADMIN)
     assert refused.status_code == 503 and refused.json()["ranks"] == [1], refused.text

@@ -185,3 +185,73 @@ def test_a_served_watch_applies_on_every_rank_and_shows_restart_required(tmp_pat
         assert server.proc.poll() is None
     finally:
         server.stop()
+
+
+def test_an_in_place_edit_that_keeps_size_and_mtime_is_still_read(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]]) -> None:
+    cm, watcher, ctx = watched
+    assert cm.current is not None
+    target = cm.current / "config.yaml"
+    before = os.stat(target)
+    edited = BASE.replace("v1", "v9")  # same size
+    assert len(edited) == len(BASE)
+    target.write_text(edited)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))  # `touch -r` the old file
+    assert os.stat(target).st_size == before.st_size and os.stat(target).st_mtime_ns == before.st_mtime_ns
+    settle(watcher)
+    assert ctx.state.values["weight_version"] == "v9"
+
+
+@pytest.mark.parametrize("bad", ["malformed", "folder", "missing"])
+def test_health_never_says_applied_when_nothing_of_the_change_was(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], bad: str) -> None:
+    cm, watcher, ctx = watched
+    state = ctx.state
+    assert cm.current is not None
+    target = cm.current / "config.yaml"
+    if bad == "malformed":
+        target.write_text("weight_version: [\n")
+    elif bad == "folder":
+        target.unlink()
+        target.mkdir()
+    else:
+        target.unlink()
+    for _ in range(3):
+        watcher.poll()
+    assert ctx.state is state and watcher.status()["error"] is not None
+    assert isinstance(watcher.door, WatchedDoor)
+    message = watcher.door.health()["details"]["message"]
+    assert "is applied" not in message and "could not be applied" in message and "unchanged" in message
+
+
+def test_a_watcher_thread_that_dies_shows_on_health_and_in_the_log(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture) -> None:
+    from configbags.serve.door import DoorError
+
+    _, watcher, _ = watched
+    assert isinstance(watcher.door, WatchedDoor)
+    assert watcher.door.health()["status"] == "ok"
+    watcher.interval = float("inf")  # what --watch-interval inf gave: the thread's wait overflows
+    watcher.start()
+    assert watcher._thread is not None
+    watcher._thread.join(timeout=30)
+    assert not watcher._thread.is_alive()
+    with pytest.raises(DoorError) as refused:
+        watcher.door.health()
+    assert refused.value.status == 503 and refused.value.code == "watch_stopped"
+    assert any(r.levelname == "ERROR" and "watcher" in r.getMessage() and "OverflowError" in r.getMessage()
+               for r in caplog.records)
+    watcher.stop()
+
+
+@pytest.mark.parametrize("interval", ["inf", "1e308", "nan", "1e-9", "0", "-1", "3601"])
+def test_a_watch_interval_outside_its_bounds_exits_2_naming_the_flag(
+        interval: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.serve.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--package", "configbags.generated", "--watch", "c.yaml", "--watch-interval", interval,
+              "--model-path", "m"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "--watch-interval" in err and "Traceback" not in err

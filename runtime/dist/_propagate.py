@@ -5,12 +5,11 @@ by one compare-and-set on the store."""
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import json
 import logging
-import pickle
+import time
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, NoReturn
@@ -21,6 +20,7 @@ from torch._C._distributed_c10d import PrefixStore, Store
 
 from configbags.runtime.context import (
     Context,
+    Dropped,
     OverrideEntry,
     Prepared,
     RepublishReport,
@@ -29,6 +29,7 @@ from configbags.runtime.context import (
 from configbags.runtime.dist._layout import Layout, stamp_ranks
 from configbags.runtime.dist._rendezvous import (
     DEFAULT_TIMEOUT_S,
+    ForeignWriteError,
     check_in,
     connect_store,
     default_backend,
@@ -39,6 +40,7 @@ from configbags.runtime.errors import ConfigError, DistributedConfigError, Layou
 from configbags.runtime.leaftypes import jsonable
 
 log = logging.getLogger("configbags")
+FOREIGN_RETRY_S = 0.05  # how often a follower looks again past a value it did not sign
 
 
 def init_distributed(
@@ -100,6 +102,25 @@ def _failure(exc: Exception) -> dict[str, Any]:
     """The message a source rank broadcasts instead of a result when it raised."""
     return {"ok": False, "kind": type(exc).__name__, "config_error": isinstance(exc, ConfigError),
             "message": str(exc)}
+
+
+def _report_dict(report: RepublishReport | None) -> dict[str, Any] | None:
+    """A re-publish report as JSON-able data (`_report_from` reads it back)."""
+    if report is None:
+        return None
+    return {"replayed": [e.as_dict() for e in report.replayed],
+            "subsumed": [e.as_dict() for e in report.subsumed],
+            "dropped": [{"entry": d.entry.as_dict(), "reason": d.reason} for d in report.dropped]}
+
+
+def _report_from(context: Context[Any], data: Mapping[str, Any] | None) -> RepublishReport | None:
+    if data is None:
+        return None
+    return RepublishReport(
+        replayed=tuple(entry_from_dict(context, e) for e in data["replayed"]),
+        subsumed=tuple(entry_from_dict(context, e) for e in data["subsumed"]),
+        dropped=tuple(Dropped(entry_from_dict(context, d["entry"]), str(d["reason"])) for d in data["dropped"]),
+    )
 
 
 def _digest(values: Mapping[str, Any]) -> str:
@@ -288,21 +309,32 @@ class DistributedContext:
         if key is None:
             self._broadcast(message)
             return
-        # pickled, as broadcast_object_list would (the report holds attrs records); base64,
-        # as the store's values are text to its typed interface
-        self._store().set(f"{key}/state", base64.b64encode(pickle.dumps(message)).decode("ascii"))
+        # JSON, never pickle: a value read from a socket is data, so even one that passed the
+        # signature check can never run code when it is decoded
+        report = message.get("report")
+        sent = {**message, "report": _report_dict(report)} if message.get("ok") else message
+        self._store().set(f"{key}/state", json.dumps(sent, sort_keys=True, separators=(",", ":")))
         self._spent.append(f"{key}/state")
 
     def _receive_state(self, key: str | None) -> dict[str, Any]:
         if key is None:
             message: dict[str, Any] = self._broadcast(None)
             return message
-        if not self._wait(f"{key}/state", self.timeout):
+        raw = self._signed_value(f"{key}/state", self.timeout)
+        if raw is None:
             raise DistributedConfigError(
                 f"publish: rank {self.src} (the source rank) did not send the published state within "
                 f"{self.timeout:g} s (dead, stopped or hung); nothing was installed on rank {self.rank}"
             )
-        received: dict[str, Any] = pickle.loads(base64.b64decode(self._store().get(f"{key}/state")))
+        try:
+            received: dict[str, Any] = json.loads(raw)
+        except ValueError as exc:  # never pickle: a value that is not JSON is refused, not decoded
+            raise DistributedConfigError(
+                f"publish: the state under {key}/state is not JSON ({exc}); rank {self.src} and rank "
+                f"{self.rank} must run the same configbags version; nothing was installed on rank {self.rank}"
+            ) from None
+        if received.get("ok"):
+            received["report"] = _report_from(self.context, received.get("report"))
         return received
 
     def _installed(self, key: str | None, outcome: str) -> None:
@@ -380,15 +412,15 @@ class DistributedContext:
 
     def _receive(self, key: str) -> dict[str, Any]:
         """Follower, phase one: the source's proposal, or abort naming the source."""
-        store = self._store()
-        if not self._wait(f"{key}/proposal", self.timeout):
+        raw = self._signed_value(f"{key}/proposal", self.timeout)
+        if raw is None:
             decision = self._abort(key, f"rank {self.src} (the source rank) did not send the "
                                         f"override within {self.timeout:g} s (dead, hung, or never "
                                         f"started); nothing was applied on any rank")
             if decision == "commit":  # cannot happen without a proposal; kept total
                 raise DistributedConfigError(f"override: rank {self.src} committed without a proposal")
             raise DistributedConfigError(f"override aborted: {decision}")
-        proposal: dict[str, Any] = json.loads(store.get(f"{key}/proposal"))
+        proposal: dict[str, Any] = json.loads(raw)
         return proposal
 
     def _prepare_entries(self, key: str, proposal: Mapping[str, Any]) -> Prepared:
@@ -461,6 +493,21 @@ class DistributedContext:
             if self.is_src:
                 store.delete_key(f"{previous}/proposal")
                 store.delete_key(f"{previous}/decision")
+
+    def _signed_value(self, key: str, timeout: float) -> bytes | None:
+        """The value the launch signed under `key`, a key only the source rank sets, once it
+        is there; None after `timeout`. A value another process wrote first (a forged
+        proposal) is passed over, not obeyed nor fatal: the source's own post replaces it.
+        (A decision is never read so: it is a compare-and-set, and a foreign one refuses.)"""
+        deadline = time.monotonic() + timeout
+        while self._wait(key, max(FOREIGN_RETRY_S, deadline - time.monotonic())):
+            try:
+                return bytes(self._store().get(key))
+            except ForeignWriteError:
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(FOREIGN_RETRY_S)
+        return None
 
     def _wait(self, key: str, timeout: float) -> bool:
         return self._wait_all([key], timeout)
