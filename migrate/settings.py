@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -23,6 +24,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -470,17 +472,40 @@ def _write_inputs_cache(path: Path, key: str, inputs: RatchetInputs) -> None:
         pass  # only costs speed next time
 
 
-def load_from_generated(project: Path, module: str) -> RatchetInputs:
-    """Read the generated `ratchet_allowlist` module (`module` names it or its package)."""
-    project = project.resolve()
-    name = module if module.endswith("ratchet_allowlist") else f"{module}.ratchet_allowlist"
+def _allowlist_module(project: Path, name: str) -> ModuleType:
+    """The generated allowlist module `name` as the project holds it now. Its file under the
+    project (flat or `src/` layout) is run as a fresh module, so a module of that name
+    imported before (another checkout's, or this one's before a gen) is never what is
+    read; only a module the project does not hold is imported by name."""
+    relative = Path(*name.split(".")).with_suffix(".py")
+    for base in (project, project / "src"):
+        file = base / relative
+        if file.is_file():
+            spec = importlib.util.spec_from_file_location(name, file)
+            # a .py file always has a spec and a loader
+            assert spec is not None
+            assert spec.loader is not None
+            fresh = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(fresh)
+            except Exception as exc:  # the module is generated: any failure means regenerate
+                raise RatchetConfigError(f"cannot load {name} from {file}: {type(exc).__name__}: {exc}; "
+                                         f"regenerate it (configbags gen)") from exc
+            return fresh
     sys.path.insert(0, str(project))
     try:
-        generated = importlib.import_module(name)
+        return importlib.import_module(name)
     except ImportError as exc:
         raise RatchetConfigError(f"cannot import {name} from {project}: {exc}") from exc
     finally:
         sys.path.remove(str(project))
+
+
+def load_from_generated(project: Path, module: str) -> RatchetInputs:
+    """Read the generated `ratchet_allowlist` module (`module` names it or its package)."""
+    project = project.resolve()
+    name = module if module.endswith("ratchet_allowlist") else f"{module}.ratchet_allowlist"
+    generated = _allowlist_module(project, name)
     # absent from packages generated before the ratchet held environment reads
     env_leaves = {str(k): str(v) for k, v in getattr(generated, "ENV_LEAVES", {}).items()}
     settings = ScanSettings(
