@@ -71,6 +71,7 @@ from configbags.migrate.aliases import analyse
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
+from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
 from configbags.migrate.scanmodel import (
     ORIGINS,
@@ -163,11 +164,12 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         door_scan = DoorScan(tree, searched, settings)
         reads, violations = analyse(tree, searched, settings, door_scan.fetched)
         doors = door_scan.reads()
+        reflected = ReflectionScan(tree, searched, settings).reads()
     except RecursionError:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
-    return FileScan(reads=(*reads, *doors), violations=tuple(violations), generated=generated)
+    return FileScan(reads=(*reads, *doors, *reflected), violations=tuple(violations), generated=generated)
 
 
 # Below this many files to parse, worker processes cost more than they save.
