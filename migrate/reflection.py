@@ -432,6 +432,8 @@ class _Reader(ast.NodeVisitor):
             elif isinstance(parent, ast.Attribute):
                 return  # a method reached below judges itself (`environ.get` as a value)
             elif isinstance(parent, ast.Compare):
+                if all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+                    return  # `os.environb is None` reads nothing
                 key, known = parent.left, True
         elif isinstance(parent, ast.Call) and parent.func is node and parent.args:
             key, known = parent.args[0], True
