@@ -347,9 +347,10 @@ class _Reader(ast.NodeVisitor):
             if node.attr in _REFLECTIVE_ATTRS:
                 self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
             base = self.value(node.value)
-            if node.attr == "__call__" and any(
-                p.split(".")[-1] in (self.settings.raw_accessor, *_CONTEXT_FUNCTIONS) for p in base.paths
-            ):
+            callers = (self.settings.raw_accessor, *_CONTEXT_FUNCTIONS)
+            if node.attr == "__call__" and (_last_name(node.value) in callers or any(
+                p.split(".")[-1] in callers for p in base.paths
+            )):
                 self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
             if node.attr == "__dict__" and any(p not in (_CONTEXT, _GETTER, "<lambda>") for p in base.paths):
                 self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
@@ -468,6 +469,12 @@ def _runtime_module(path: str) -> bool:
 def _stored(parents: dict[int, ast.AST], call: ast.AST | None) -> bool:
     subscript = parents.get(id(call)) if call is not None else None
     return isinstance(subscript, ast.Subscript) and subscript.value is call and not isinstance(subscript.ctx, ast.Load)
+
+
+def _last_name(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    return expr.attr if isinstance(expr, ast.Attribute) else None
 
 
 def _string(expr: ast.expr | None) -> str | None:

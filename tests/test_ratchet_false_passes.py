@@ -89,6 +89,9 @@ def test_every_read_python_performs_is_reported(data: bytes) -> None:
         return  # Python refuses it: nothing runs (and the scanner may refuse it too)
     assert result.problem is None, f"Python compiles it, the scanner says: {result.problem}"
     reported = {(leaf, line) for _, leaf, line, *_ in result.reads}
+    # a read the scanner cannot resolve (reflection: a name in a string, code run from one)
+    # accounts for every read on its line
+    unresolved = {line for _, _, line, *_, via, _, _ in result.reads if via in ("reflection", "private")}
     # where the whole environment is read (iterated, copied by iteration), any environment
     # read reported on that line accounts for what was read there
     whole = {line for leaf, line in executed if leaf == WHOLE_ENVIRON}
@@ -98,7 +101,7 @@ def test_every_read_python_performs_is_reported(data: bytes) -> None:
             assert line in env_lines, (leaf, line, reported)
             continue
         dynamic = ("$?" if leaf.startswith("$") else "*", line)
-        assert (leaf, line) in reported or dynamic in reported, (leaf, line, reported)
+        assert (leaf, line) in reported or dynamic in reported or line in unresolved, (leaf, line, reported)
     # (a file may read nothing: a line break escaped under unicode_escape is no line break)
 
 
