@@ -58,6 +58,7 @@ _VIA = {
     "class": "the record class (a class default, never the published value)",
     "record_dict": "a dict copy of the record",
     "class_pattern": "a match class pattern (`case ServerArgs(leaf=...)`)",
+    "carrier": "the raw record carried by a lambda, a parameter default or a container literal",
 }
 
 # How each environment read is spelled, for messages.

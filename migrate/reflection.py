@@ -52,6 +52,9 @@ from configbags.migrate.scanmodel import (
 )
 
 _CONTEXT = "<context>"
+# the raw record, where it was reached through a carrier the record analysis does not
+# follow (a lambda called, a container literal indexed, a parameter's default)
+_RECORD = "<record>"
 _DIST = "configbags.runtime.dist"
 _STATE_DICT = f"{_DIST}.state_dict"
 # the same state serialised: the whole record and every namespace, past role scoping
@@ -146,6 +149,7 @@ class _Reader(ast.NodeVisitor):
         self.parents: dict[int, ast.AST] = {}
         self.imports: dict[str, set[str]] = {}
         self.assigned: dict[str, list[ast.expr | None]] = {}
+        self.defaults: dict[str, list[ast.expr]] = {}  # parameter -> its defaults
         self.returns: dict[str, list[ast.expr]] = {}  # module function -> its returned values
         self.record_modules: set[str] = set()
         self._active: set[str] = set()
@@ -187,9 +191,16 @@ class _Reader(ast.NodeVisitor):
                     self.assigned.setdefault(target.id, []).append(node.value)
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name):
             self.assigned.setdefault(node.target.id, []).append(node.value)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.assigned.setdefault(node.name, []).append(None)
-            self.returns[node.name] = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if not isinstance(node, ast.Lambda):
+                self.assigned.setdefault(node.name, []).append(None)
+                self.returns[node.name] = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value]
+            positional = [*node.args.posonlyargs, *node.args.args]
+            pairs = [*zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True),
+                     *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+            for arg, default in pairs:
+                if default is not None:
+                    self.defaults.setdefault(arg.arg, []).append(default)
         elif isinstance(node, ast.arg):
             self.assigned.setdefault(node.arg, []).append(None)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -225,6 +236,11 @@ class _Reader(ast.NodeVisitor):
             for bound in self.assigned.get(key, ()):
                 if bound is not None:
                     found.extend(self.value(bound))
+            for default in self.defaults.get(key, ()):
+                # `def f(a=get_server_args)`: the record analysis does not follow a default
+                # that is the accessor itself (the door analysis follows the others)
+                for path, hop in self.value(default).paths.items():
+                    found.add(path, hop or path.split(".")[-1] == self.settings.raw_accessor)
             if key in self.returns:
                 found.add("<def> " + key, False)
             if key not in self.imports and key not in self.assigned and hasattr(builtins, key):
@@ -234,6 +250,13 @@ class _Reader(ast.NodeVisitor):
 
     def _subscript_value(self, expr: ast.Subscript, found: _Value) -> None:
         """`sys.modules["M"]` is M; `vars(M)["a"]` and `M.__dict__["a"]` are M.a."""
+        if isinstance(expr.value, (ast.List, ast.Tuple, ast.Dict)):
+            # `[rec][0]`, `{"r": rec}["r"]`: an element of a literal is one of its elements
+            elements = expr.value.values if isinstance(expr.value, ast.Dict) else expr.value.elts
+            for element in elements:
+                for kind in (_RECORD, _CONTEXT):
+                    if kind in self.value(element).paths:
+                        found.add(kind, True)
         key = _string(expr.slice)
         if key is None:
             return
@@ -247,8 +270,12 @@ class _Reader(ast.NodeVisitor):
 
     def _call_value(self, call: ast.Call, found: _Value) -> None:
         func = self.value(call.func)
+        if _last_name(call.func) == self.settings.raw_accessor:
+            found.add(_RECORD, False)
         for path, hop in func.paths.items():
             parts = path.split(".")
+            if parts[-1] == self.settings.raw_accessor:
+                found.add(_RECORD, hop)
             if parts[-1] in _CONTEXT_FUNCTIONS and not _NOT_CONFIG.intersection(parts):
                 found.add(_CONTEXT, hop)
             elif path == "operator.attrgetter":
@@ -282,12 +309,15 @@ class _Reader(ast.NodeVisitor):
                 v for v in self.assigned.get(getattr(call.func, "id", ""), ()) if isinstance(v, ast.Lambda)
             ]
             for body in bodies:
-                if isinstance(body, ast.Lambda) and _CONTEXT in self.value(body.body).paths:
-                    found.add(_CONTEXT, True)
+                if isinstance(body, ast.Lambda):
+                    inner = self.value(body.body).paths
+                    for kind in (_RECORD, _CONTEXT):
+                        if kind in inner:
+                            found.add(kind, True)
 
     # ---- reporting
 
-    def _report(self, node: ast.AST, leaf: str, via: str, form: str) -> None:
+    def _report(self, node: ast.AST, leaf: str, via: str, form: str, origin: str = "process") -> None:
         if (id(node), leaf) in self._seen:
             return
         self._seen.add((id(node), leaf))
@@ -296,7 +326,7 @@ class _Reader(ast.NodeVisitor):
         end_col = getattr(node, "end_col_offset", None)
         function = ".".join(self.qualname) or "<module>"
         self.reads.append((function, leaf, line, col, end_line, col if end_col is None else end_col, via, form,
-                           "process"))
+                           origin))
 
     def _sensitive_module(self, path: str) -> bool:
         """Is `path` a private part of the record's module, an accessors module or the
@@ -359,6 +389,9 @@ class _Reader(ast.NodeVisitor):
                     self._report(node, STATE_READBACK, "readback", "state")
                 elif any(self._sensitive_module(f"{p}.{node.attr}") for p in base.paths if not p.startswith("<")):
                     self._report(node, ENV_UNRESOLVED, "private", "private")
+            if base.paths.get(_RECORD) and not node.attr.startswith("__"):
+                # `f = lambda: get_server_args(); f().tp_size`, `[rec][0].tp_size`
+                self._report(node, node.attr, "carrier", "attribute", "held")
             if node.attr == "state" and base.paths.get(_CONTEXT):
                 self._report(node, STATE_READBACK, "readback", "state")  # a context reached another way
             self._judge(node)

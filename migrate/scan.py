@@ -164,7 +164,9 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         door_scan = DoorScan(tree, searched, settings)
         reads, violations = analyse(tree, searched, settings, door_scan.fetched)
         doors = door_scan.reads()
-        reflected = ReflectionScan(tree, searched, settings).reads()
+        # what the other analyses already report on a line is not reported twice
+        known = {(row[1], row[2]) for row in (*reads, *doors)}
+        reflected = [row for row in ReflectionScan(tree, searched, settings).reads() if (row[1], row[2]) not in known]
     except RecursionError:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen

@@ -209,6 +209,12 @@ def _read_snippets(leaf: str, env: str) -> list[list[str]]:
         [f'_x = eval(compile("get_server_args().{leaf}", "<s>", "eval"))'],
         [f'_x = globals()["get_server_args"]().{leaf}'],
         [f"_x = get_server_args.__call__().{leaf}"],
+        # the record carried by a lambda, a parameter default, a container literal
+        ["_f = lambda: get_server_args()", f"_x = _f().{leaf}"],
+        [f"_x = (lambda: get_server_args())().{leaf}"],
+        [f"_x = [get_server_args()][0].{leaf}"],
+        [f'_x = {{"r": get_server_args()}}["r"].{leaf}'],
+        ["def _r(a=get_server_args):", f"    return a().{leaf}", "_r()"],
         # the environment in bytes, expanded, and reached through a namespace dict
         ["import os", f'_x = os.environb[b"{env}"]'],
         ["import os", f'_x = os.getenvb(b"{env}")'],
