@@ -239,6 +239,8 @@ class _Reader(ast.NodeVisitor):
             for default in self.defaults.get(key, ()):
                 # `def f(a=get_server_args)`: the record analysis does not follow a default
                 # that is the accessor itself (the door analysis follows the others)
+                if _last_name(default) == self.settings.raw_accessor:
+                    found.add(self.settings.raw_accessor, True)
                 for path, hop in self.value(default).paths.items():
                     found.add(path, hop or path.split(".")[-1] == self.settings.raw_accessor)
             if key in self.returns:
