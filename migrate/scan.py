@@ -44,6 +44,11 @@ name the module does not show, or the environment used whole, is `$?`) and opera
 readbacks (`Context.state`, `dist.state_dict`, also fetched by name or through a module
 importlib returns).
 
+Reads no analysis can resolve (reflection, private parts of the record's module, the
+accessors or the runtime, the environment in bytes or by another route, the record carried
+by a lambda, a default or a container literal) are reported by configbags.migrate.reflection,
+mostly as `$?`, which fails the check unless an allowlist entry explains it.
+
 Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
 the check fails on them whatever the allowlist says.
