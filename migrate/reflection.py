@@ -35,6 +35,7 @@ record, the accessors, configbags or the environment is not walked.
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import functools
 import importlib.util
@@ -43,6 +44,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
+from configbags.migrate.aliases import statement_span
 from configbags.migrate.scanmodel import (
     ENV_UNRESOLVED,
     STATE_DICT_READBACK,
@@ -124,24 +126,58 @@ def _normal(path: str) -> str:
     return ".".join(parts)
 
 
+# What a line must show for one of the reads here to start on it: a reflective word, a
+# fetcher, an environment word, a private name after a dot or in an import, a lambda, an
+# index right after a literal (`[rec][0]`), and `=` before the raw accessor uncalled (a
+# parameter default; added per settings).
+_TRIGGER_WORDS = (
+    r"__getattribute__|__getstate__|__reduce|__call__|__dict__|getattr|hasattr|attrgetter|methodcaller"
+    r"|Formatter|eval|exec|compile|globals|locals|vars|modules|format|import_module|__import__|lambda"
+    r"|export_state|environ|getenv|expandvars|\._|import\s+_|,\s*_|[\]})]\s*\["
+)
+
+
+@functools.lru_cache(maxsize=8)
+def _trigger(raw_accessor: str) -> re.Pattern[str]:
+    return re.compile(rf"{_TRIGGER_WORDS}|=\s*{re.escape(raw_accessor)}\b(?!\s*\()")
+
+
 class ReflectionScan:
+    """The reads of one module no other analysis resolves. Only statements whose lines show
+    a trigger (_TRIGGER_WORDS) are walked, in a file that mentions the record, the
+    accessors, configbags or the environment at all."""
+
     def __init__(self, tree: ast.Module, text: str, settings: ScanSettings) -> None:
         self.tree = tree
+        self.text = text
         self.settings = settings
         self.declared = frozenset(settings.env_vars)
-        self.walk = any(word and word in text for word in _gate_words(settings))
 
     def reads(self) -> list[tuple[Any, ...]]:
-        if not self.walk:
+        if not any(word and word in self.text for word in _gate_words(self.settings)):
             return []
-        reader = _Reader(self.tree, self.settings, self.declared)
-        reader.run()
+        lines = _trigger_lines(self.text, _trigger(self.settings.raw_accessor))
+        if not lines:
+            return []
+        reader = _Reader(self.tree, self.settings, self.declared, lines)
+        reader.run(self.text)
         return reader.reads
 
 
+_NEWLINE = re.compile("\n")
+
+
+def _trigger_lines(text: str, pattern: re.Pattern[str]) -> list[int]:
+    """The (parser's) lines on which the pattern matches, sorted."""
+    breaks = [match.start() for match in _NEWLINE.finditer(text)]
+    found = {bisect.bisect_left(breaks, match.start()) + 1 for match in pattern.finditer(text)}
+    return sorted(found)
+
+
 class _Reader(ast.NodeVisitor):
-    def __init__(self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str]) -> None:
+    def __init__(self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int]) -> None:
         self.tree = tree
+        self.lines = lines  # the lines showing a trigger, sorted
         self.settings = settings
         self.declared = declared
         self.reads: list[tuple[Any, ...]] = []
@@ -153,24 +189,96 @@ class _Reader(ast.NodeVisitor):
         self.returns: dict[str, list[ast.expr]] = {}  # module function -> its returned values
         self.record_modules: set[str] = set()
         self._active: set[str] = set()
+        self._memo: dict[str, _Value] = {}
+        self._cycles = 0
         self._seen: set[tuple[int, str]] = set()
 
     # ---- the module's names
 
-    def run(self) -> None:
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
+    def run(self, text: str) -> None:
+        self._collect(self.tree.body, None)
+        self._grow_lines(text)
+        # `S.get_server_args()`: S is the record's module too
+        names = "|".join(re.escape(n) for n in (self.settings.raw_accessor, self.settings.record_class))
+        for match in re.finditer(rf"\b([A-Za-z_]\w*(?:\.\w+)*)\.(?:{names})\b", text):
+            first, *rest = match.group(1).split(".")
+            for path in self._name(first).paths:
+                if not path.startswith("<"):
+                    self.record_modules.add(".".join((path, *rest)))
+        self.visit(self.tree)
+
+    def _grow_lines(self, text: str) -> None:
+        """Add the lines that mention a name bound on a trigger line, to a lambda, or as a
+        parameter with a default (`m = sys.modules["os"]`, `f = lambda: ...`): its uses are
+        where the read happens. Rounds until no name is added."""
+        names: set[str] = set()
+        for _ in range(8):
+            found = set(self.defaults) | {
+                name for name, values in self.assigned.items()
+                if any(value is not None and (isinstance(value, ast.Lambda) or self._on_trigger_line(value))
+                       for value in values)
+            }
+            if found <= names:
+                return
+            names |= found
+            pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
+            self.lines = sorted(set(self.lines) | set(_trigger_lines(text, pattern)))
+
+    def _on_trigger_line(self, expr: ast.expr) -> bool:
+        index = bisect.bisect_left(self.lines, expr.lineno)
+        return index < len(self.lines) and self.lines[index] <= (expr.end_lineno or expr.lineno)
+
+    def _name(self, key: str) -> _Value:
+        found = _Value()
+        self._name_value(key, found)
+        return found
+
+    def _collect(self, statements: list[ast.stmt], function: str | None) -> None:
+        """The module's imports and bindings, statement by statement (a name bound inside an
+        expression, a walrus, is not seen: it only makes a builtin of that name look
+        unshadowed)."""
+        for node in statements:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._imported(node)
-            else:
-                self._bound(node)
-        # `S.get_server_args()`: S is the record's module too
-        names = (self.settings.raw_accessor, self.settings.record_class)
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Attribute) and node.attr in names:
-                self.record_modules.update(p for p in self.value(node.value).paths if not p.startswith("<"))
-        self.visit(self.tree)
+                continue
+            self._bound(node)
+            if isinstance(node, ast.Return) and node.value is not None and function is not None:
+                self.returns.setdefault(function, []).append(node.value)
+            inner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if isinstance(node, ast.ClassDef):
+                inner = None
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if isinstance(block, list):
+                    self._collect(block, inner)
+            for handler in getattr(node, "handlers", ()):
+                self._collect(handler.body, inner)
+            for case in getattr(node, "cases", ()):
+                self._collect(case.body, inner)
+
+    def _kept(self, statements: list[Any]) -> list[Any]:
+        """The statements whose lines show a trigger (anything else is kept whole)."""
+        kept = []
+        for node in statements:
+            if not isinstance(node, ast.stmt):
+                kept.append(node)
+                continue
+            start, end = statement_span(node)
+            index = bisect.bisect_left(self.lines, start)
+            if index < len(self.lines) and self.lines[index] <= end:
+                kept.append(node)
+        return kept
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for item in self._kept(value):
+                    if isinstance(item, ast.AST):
+                        self.parents[id(item)] = node
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.parents[id(value)] = node
+                self.visit(value)
 
     def _imported(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.Import):
@@ -191,20 +299,28 @@ class _Reader(ast.NodeVisitor):
                     self.assigned.setdefault(target.id, []).append(node.value)
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name):
             self.assigned.setdefault(node.target.id, []).append(node.value)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            if not isinstance(node, ast.Lambda):
-                self.assigned.setdefault(node.name, []).append(None)
-                self.returns[node.name] = [r.value for r in ast.walk(node) if isinstance(r, ast.Return) and r.value]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.assigned.setdefault(node.name, []).append(None)
+            self.returns.setdefault(node.name, [])
+            for arg in ast.walk(node.args):
+                if isinstance(arg, ast.arg):
+                    self.assigned.setdefault(arg.arg, []).append(None)
             positional = [*node.args.posonlyargs, *node.args.args]
             pairs = [*zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True),
                      *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
             for arg, default in pairs:
                 if default is not None:
                     self.defaults.setdefault(arg.arg, []).append(default)
-        elif isinstance(node, ast.arg):
-            self.assigned.setdefault(node.arg, []).append(None)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            self.assigned.setdefault(node.id, [])
+        elif isinstance(node, ast.ClassDef):
+            self.assigned.setdefault(node.name, []).append(None)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            # every other name a statement binds shadows a builtin of that name
+            targets = [*getattr(node, "targets", ()), getattr(node, "target", None),
+                       *(item.optional_vars for item in getattr(node, "items", ()))]
+            for target in targets:
+                for sub in ast.walk(target) if target is not None else ():
+                    if isinstance(sub, ast.Name):
+                        self.assigned.setdefault(sub.id, [])
 
     def value(self, expr: ast.expr) -> _Value:
         """What `expr` may be, as far as the module's imports and assignments show."""
@@ -227,8 +343,22 @@ class _Reader(ast.NodeVisitor):
         return found
 
     def _name_value(self, key: str, found: _Value) -> None:
+        # names are module-wide here (flow- and scope-insensitive), so one answer serves all
+        known = self._memo.get(key)
+        if known is not None:
+            found.extend(known)
+            return
         if key in self._active:
+            self._cycles += 1
             return  # `a = b; b = a`
+        cycles = self._cycles
+        mine = _Value()
+        self._name_paths(key, mine)
+        if self._cycles == cycles:
+            self._memo[key] = mine
+        found.extend(mine)
+
+    def _name_paths(self, key: str, found: _Value) -> None:
         self._active.add(key)
         try:
             for path in self.imports.get(key, ()):
@@ -342,17 +472,18 @@ class _Reader(ast.NodeVisitor):
     # ---- scopes
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
-        for expr in node.decorator_list:
-            self.visit(expr)
+        heads: list[ast.expr | None] = list(node.decorator_list)
         if not isinstance(node, ast.ClassDef):
-            for default in [*node.args.defaults, *node.args.kw_defaults]:
-                if default is not None:
-                    self.visit(default)
+            heads += [*node.args.defaults, *node.args.kw_defaults]
         else:
-            for expr in [*node.bases, *(k.value for k in node.keywords)]:
+            heads += [*node.bases, *(k.value for k in node.keywords)]
+        for expr in heads:
+            if expr is not None:
+                self.parents[id(expr)] = node
                 self.visit(expr)
         self.qualname.append(node.name)
-        for stmt in node.body:
+        for stmt in self._kept(node.body):
+            self.parents[id(stmt)] = node
             self.visit(stmt)
         self.qualname.pop()
 
