@@ -128,18 +128,14 @@ def _normal(path: str) -> str:
 
 # What a line must show for one of the reads here to start on it: a reflective word, a
 # fetcher, an environment word, a private name after a dot or in an import, a lambda, an
-# index right after a literal (`[rec][0]`), and `=` before the raw accessor uncalled (a
-# parameter default; added per settings).
+# index right after a literal (`[rec][0]`), or the raw accessor named without a call (a
+# parameter default). Plain substrings: `str.find` is many times faster than a regex.
 _TRIGGER_WORDS = (
-    r"__getattribute__|__getstate__|__reduce|__call__|__dict__|getattr|hasattr|attrgetter|methodcaller"
-    r"|Formatter|eval|exec|compile|globals|locals|vars|modules|format|import_module|__import__|lambda"
-    r"|export_state|environ|getenv|expandvars|\._|import\s+_|,\s*_|[\]})]\s*\["
+    "__getattribute__", "__getstate__", "__reduce", "__call__", "__dict__", "getattr", "hasattr", "attrgetter",
+    "methodcaller", "Formatter", "eval", "exec", "compile", "globals", "locals", "vars", "modules", "format",
+    "import_module", "__import__", "lambda", "export_state", "environ", "getenv", "expandvars", "._", "import _",
+    ", _", ",_", ")[", "][", "}[",
 )
-
-
-@functools.lru_cache(maxsize=8)
-def _trigger(raw_accessor: str) -> re.Pattern[str]:
-    return re.compile(rf"{_TRIGGER_WORDS}|=\s*{re.escape(raw_accessor)}\b(?!\s*\()")
 
 
 class ReflectionScan:
@@ -156,7 +152,7 @@ class ReflectionScan:
     def reads(self) -> list[tuple[Any, ...]]:
         if not any(word and word in self.text for word in _gate_words(self.settings)):
             return []
-        lines = _trigger_lines(self.text, _trigger(self.settings.raw_accessor))
+        lines = _lines_of(self.text, _trigger_positions(self.text, self.settings.raw_accessor))
         if not lines:
             return []
         reader = _Reader(self.tree, self.settings, self.declared, lines)
@@ -164,14 +160,32 @@ class ReflectionScan:
         return reader.reads
 
 
-_NEWLINE = re.compile("\n")
+def _trigger_positions(text: str, raw_accessor: str) -> list[int]:
+    found: list[int] = []
+    for word in _TRIGGER_WORDS:
+        start = text.find(word)
+        while start != -1:
+            found.append(start)
+            start = text.find(word, start + 1)
+    start = text.find(raw_accessor) if raw_accessor else -1
+    while start != -1:
+        after = text[start + len(raw_accessor):start + len(raw_accessor) + 8].lstrip(" ")
+        if not after.startswith("("):
+            found.append(start)  # `a=get_server_args`, `f(get_server_args)`: not a call here
+        start = text.find(raw_accessor, start + 1)
+    return found
 
 
-def _trigger_lines(text: str, pattern: re.Pattern[str]) -> list[int]:
-    """The (parser's) lines on which the pattern matches, sorted."""
-    breaks = [match.start() for match in _NEWLINE.finditer(text)]
-    found = {bisect.bisect_left(breaks, match.start()) + 1 for match in pattern.finditer(text)}
-    return sorted(found)
+def _lines_of(text: str, positions: list[int]) -> list[int]:
+    """The (parser's) lines of these offsets, sorted, once each."""
+    found: list[int] = []
+    line, previous = 1, 0
+    for position in sorted(positions):
+        line += text.count("\n", previous, position)
+        previous = position
+        if not found or found[-1] != line:
+            found.append(line)
+    return found
 
 
 class _Reader(ast.NodeVisitor):
@@ -222,7 +236,8 @@ class _Reader(ast.NodeVisitor):
                 return
             names |= found
             pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
-            self.lines = sorted(set(self.lines) | set(_trigger_lines(text, pattern)))
+            mentions = [match.start() for match in pattern.finditer(text)]
+            self.lines = sorted(set(self.lines) | set(_lines_of(text, mentions)))
 
     def _on_trigger_line(self, expr: ast.expr) -> bool:
         index = bisect.bisect_left(self.lines, expr.lineno)
@@ -300,25 +315,35 @@ class _Reader(ast.NodeVisitor):
         elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name):
             self.assigned.setdefault(node.target.id, []).append(node.value)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.assigned.setdefault(node.name, []).append(None)
-            self.returns.setdefault(node.name, [])
-            for arg in ast.walk(node.args):
-                if isinstance(arg, ast.arg):
-                    self.assigned.setdefault(arg.arg, []).append(None)
-            positional = [*node.args.posonlyargs, *node.args.args]
-            pairs = [*zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True),
-                     *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
-            for arg, default in pairs:
-                if default is not None:
-                    self.defaults.setdefault(arg.arg, []).append(default)
+            self._function(node)
         elif isinstance(node, ast.ClassDef):
             self.assigned.setdefault(node.name, []).append(None)
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-            # every other name a statement binds shadows a builtin of that name
-            targets = [*getattr(node, "targets", ()), getattr(node, "target", None),
-                       *(item.optional_vars for item in getattr(node, "items", ()))]
-            for target in targets:
-                for sub in ast.walk(target) if target is not None else ():
+            self._shadowing(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.assigned.setdefault(node.name, []).append(None)
+        self.returns.setdefault(node.name, [])
+        arguments = node.args
+        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
+            if arg is not None:
+                self.assigned.setdefault(arg.arg, []).append(None)
+        positional = [*node.args.posonlyargs, *node.args.args]
+        pairs = [*zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True),
+                 *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+        for arg, default in pairs:
+            if default is not None:
+                self.defaults.setdefault(arg.arg, []).append(default)
+
+    def _shadowing(self, node: ast.stmt) -> None:
+        # every other name a statement binds shadows a builtin of that name
+        targets = [*getattr(node, "targets", ()), getattr(node, "target", None),
+                   *(item.optional_vars for item in getattr(node, "items", ()))]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                self.assigned.setdefault(target.id, [])
+            elif target is not None and not isinstance(target, (ast.Attribute, ast.Subscript)):
+                for sub in ast.walk(target):
                     if isinstance(sub, ast.Name):
                         self.assigned.setdefault(sub.id, [])
 
