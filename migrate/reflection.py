@@ -86,6 +86,7 @@ _EXPANDED = re.compile(r"\$(\w+)|\$\{([^}]*)\}|%([^%]+)%")
 # what the other analyses already follow by the module's own name: reported here only when
 # reached another way
 _DIRECT = frozenset({"os.environ", "os.getenv"})
+_FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
 
 
 def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
@@ -227,10 +228,13 @@ class _Reader(ast.NodeVisitor):
         where the read happens. Rounds until no name is added."""
         names: set[str] = set()
         for _ in range(8):
-            found = set(self.defaults) | {
+            found = {
+                name for name, defaults in self.defaults.items()
+                if any(_last_name(default) == self.settings.raw_accessor for default in defaults)
+            } | {
                 name for name, values in self.assigned.items()
-                if any(value is not None and (isinstance(value, ast.Lambda) or self._on_trigger_line(value))
-                       for value in values)
+                if any(value is not None and (isinstance(value, ast.Lambda) or (
+                    self._on_trigger_line(value) and self._carries(value))) for value in values)
             }
             if found <= names:
                 return
@@ -238,6 +242,14 @@ class _Reader(ast.NodeVisitor):
             pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
             mentions = [match.start() for match in pattern.finditer(text)]
             self.lines = sorted(set(self.lines) | set(_lines_of(text, mentions)))
+
+    def _carries(self, expr: ast.expr) -> bool:
+        """Is a name bound to this worth following: a route, a reflector, a fetcher, a
+        context or record reached another way, the environment?"""
+        return any(
+            hop or path.startswith("<") or path in _FOLLOWED or path == "sys.modules"
+            for path, hop in self.value(expr).paths.items()
+        )
 
     def _on_trigger_line(self, expr: ast.expr) -> bool:
         index = bisect.bisect_left(self.lines, expr.lineno)
