@@ -86,6 +86,7 @@ _EXPANDED = re.compile(r"\$(\w+)|\$\{([^}]*)\}|%([^%]+)%")
 # what the other analyses already follow by the module's own name: reported here only when
 # reached another way
 _DIRECT = frozenset({"os.environ", "os.getenv"})
+_CONTEXT_WORD = re.compile("get_context|process_context")
 _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
 
 
@@ -193,6 +194,7 @@ class _Reader(ast.NodeVisitor):
     def __init__(self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int]) -> None:
         self.tree = tree
         self.lines = lines  # the lines showing a trigger, sorted
+        self.context_lines: list[int] = []  # the lines naming a context function
         self.settings = settings
         self.declared = declared
         self.reads: list[tuple[Any, ...]] = []
@@ -211,6 +213,7 @@ class _Reader(ast.NodeVisitor):
     # ---- the module's names
 
     def run(self, text: str) -> None:
+        self.context_lines = _lines_of(text, [m.start() for m in _CONTEXT_WORD.finditer(text)])
         self._collect(self.tree.body, None)
         self._grow_lines(text)
         # `S.get_server_args()`: S is the record's module too
@@ -251,6 +254,12 @@ class _Reader(ast.NodeVisitor):
             for path, hop in self.value(expr).paths.items()
         )
 
+    @staticmethod
+    def _spans(node: ast.stmt, lines: list[int]) -> bool:
+        start, end = statement_span(node)
+        index = bisect.bisect_left(lines, start)
+        return index < len(lines) and lines[index] <= end
+
     def _on_trigger_line(self, expr: ast.expr) -> bool:
         index = bisect.bisect_left(self.lines, expr.lineno)
         return index < len(self.lines) and self.lines[index] <= (expr.end_lineno or expr.lineno)
@@ -263,8 +272,15 @@ class _Reader(ast.NodeVisitor):
     def _collect(self, statements: list[ast.stmt], function: str | None) -> None:
         """The module's imports and bindings, statement by statement (a name bound inside an
         expression, a walrus, is not seen: it only makes a builtin of that name look
-        unshadowed)."""
+        unshadowed). A function's body is read only where it holds a trigger line or
+        mentions a context function (for what it returns): the names a read here uses are
+        the module's or its own function's."""
         for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (
+                self._spans(node, self.lines) or self._spans(node, self.context_lines)
+            ):
+                self._bound(node)
+                continue
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self._imported(node)
                 continue
