@@ -178,6 +178,25 @@ def _trigger_positions(text: str, raw_accessor: str) -> list[int]:
     return found
 
 
+def _qualifiers(text: str, names: tuple[str, ...]) -> set[str]:
+    """The dotted names spelled right before `.NAME` for each of `names` (`S` in
+    `S.get_server_args`, `a.b` in `a.b.ServerArgs`)."""
+    found: set[str] = set()
+    for name in names:
+        if not name:
+            continue
+        start = text.find("." + name)
+        while start != -1:
+            begin = start
+            while begin > 0 and (text[begin - 1].isalnum() or text[begin - 1] in "._"):
+                begin -= 1
+            base = text[begin:start].strip(".")
+            if base and not base[0].isdigit():
+                found.add(base)
+            start = text.find("." + name, start + 1)
+    return found
+
+
 def _lines_of(text: str, positions: list[int]) -> list[int]:
     """The (parser's) lines of these offsets, sorted, once each."""
     found: list[int] = []
@@ -217,9 +236,8 @@ class _Reader(ast.NodeVisitor):
         self._collect(self.tree.body, None)
         self._grow_lines(text)
         # `S.get_server_args()`: S is the record's module too
-        names = "|".join(re.escape(n) for n in (self.settings.raw_accessor, self.settings.record_class))
-        for match in re.finditer(rf"\b([A-Za-z_]\w*(?:\.\w+)*)\.(?:{names})\b", text):
-            first, *rest = match.group(1).split(".")
+        for base in _qualifiers(text, (self.settings.raw_accessor, self.settings.record_class)):
+            first, *rest = base.split(".")
             for path in self._name(first).paths:
                 if not path.startswith("<"):
                     self.record_modules.add(".".join((path, *rest)))
