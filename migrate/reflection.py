@@ -17,7 +17,8 @@ unless an allowlist entry explains it (the rule for anything the scanner cannot 
   judged as the module itself: a context's `.state` (`Context.state`), `state_dict`
   (`dist.state_dict`), an environment read.
 - Private parts (never API): a `_`-prefixed attribute or imported name of the record's
-  module (the one the file takes the raw accessor or record class from), a generated
+  module (the one the file takes the raw accessor or record class from, or one named like
+  the record or a record attribute: `server_args`), a generated
   `accessors` module or a `configbags.runtime` module (`S._GLOBAL_SERVER_ARGS`,
   `from ...accessors import _context`), reported `$?` (via `private`); a private
   attribute of a config context (`get_context()._state`, `getattr(ctx, "_state")`) is a
@@ -224,6 +225,9 @@ class _Reader(ast.NodeVisitor):
         self.defaults: dict[str, list[ast.expr]] = {}  # parameter -> its defaults
         self.returns: dict[str, list[ast.expr]] = {}  # module function -> its returned values
         self.record_modules: set[str] = set()
+        # a module named like the record (`server_args` for ServerArgs, or a record
+        # attribute's name) is taken for its module too, imported or not
+        self.record_module_names = frozenset({*settings.record_attributes, _snake(settings.record_class)})
         self._active: set[str] = set()
         self._memo: dict[str, _Value] = {}
         self._cycles = 0
@@ -538,7 +542,8 @@ class _Reader(ast.NodeVisitor):
         module = path.rsplit(".", 1)[0] if "." in path else path
         if module == "configbags.runtime" or module.startswith("configbags.runtime."):
             return not _runtime_module(path)
-        return module in self.record_modules or module.split(".")[-1] == "accessors"
+        last = module.split(".")[-1]
+        return module in self.record_modules or last == "accessors" or last in self.record_module_names
 
     # ---- scopes
 
@@ -595,7 +600,8 @@ class _Reader(ast.NodeVisitor):
                     self._report(node, ENV_UNRESOLVED, "private", "private")
             if base.paths.get(_RECORD) and not node.attr.startswith("__"):
                 # `f = lambda: get_server_args(); f().tp_size`, `[rec][0].tp_size`
-                self._report(node, node.attr, "carrier", "attribute", "held")
+                # origin wrapped: the fix cannot rewrite through the carrier
+                self._report(node, node.attr, "carrier", "attribute", "wrapped")
             if node.attr == "state" and base.paths.get(_CONTEXT):
                 self._report(node, STATE_READBACK, "readback", "state")  # a context reached another way
             self._judge(node)
@@ -706,6 +712,10 @@ def _runtime_module(path: str) -> bool:
 def _stored(parents: dict[int, ast.AST], call: ast.AST | None) -> bool:
     subscript = parents.get(id(call)) if call is not None else None
     return isinstance(subscript, ast.Subscript) and subscript.value is call and not isinstance(subscript.ctx, ast.Load)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def _last_name(expr: ast.expr) -> str | None:
