@@ -59,6 +59,7 @@ _VIA = {
     "record_dict": "a dict copy of the record",
     "class_pattern": "a match class pattern (`case ServerArgs(leaf=...)`)",
     "carrier": "the raw record carried by a lambda, a parameter default or a container literal",
+    "format_field": "a str.format field of the raw record (`\"{0.leaf}\".format(record)`)",
 }
 
 # How each environment read is spelled, for messages.

@@ -630,7 +630,7 @@ class _Reader(ast.NodeVisitor):
             template = node.func.value
             if isinstance(template, ast.Constant) and isinstance(template.value, str):
                 if _reaches_fields(template.value):
-                    self._report(node, ENV_UNRESOLVED, "reflection", "format")
+                    self._format_fields(node, template.value, node.args, node.keywords)
             elif "builtins.str" in self.value(template).paths and node.args and (
                 _string(node.args[0]) is None or _reaches_fields(_string(node.args[0]) or "")
             ):
@@ -639,6 +639,24 @@ class _Reader(ast.NodeVisitor):
             self._env_call(node, paths)
         self._judge(node)
         self.generic_visit(node)
+
+    def _format_fields(self, node: ast.Call, template: str, args: list[ast.expr], keywords: list[ast.keyword]) -> None:
+        """`"{0.tp_size}".format(get_server_args())` reads tp_size; `"{a.state}".format(a=ctx)`
+        is a readback; a field the scanner cannot pair with its argument is `$?`."""
+        fields = _simple_fields(template)
+        if fields is None or any(isinstance(arg, ast.Starred) for arg in args) or any(k.arg is None for k in keywords):
+            self._report(node, ENV_UNRESOLVED, "reflection", "format")
+            return
+        named = {k.arg: k.value for k in keywords if k.arg is not None}
+        for key, attr in fields:
+            argument = args[int(key)] if key.isdigit() and int(key) < len(args) else named.get(key)
+            kinds = self.value(argument).paths if argument is not None else {}
+            if _RECORD in kinds:
+                self._report(node, attr, "format_field", "format", "wrapped")
+            elif _CONTEXT in kinds and (attr == "state" or _private(attr)):
+                self._report(node, STATE_READBACK, "readback", "state")
+            else:
+                self._report(node, ENV_UNRESOLVED, "reflection", "format")
 
     def _judge(self, node: ast.expr) -> None:
         """A reference to what the other analyses cannot follow."""
@@ -735,6 +753,25 @@ def _string(expr: ast.expr | None) -> str | None:
         left, right = _string(expr.left), _string(expr.right)
         return None if left is None or right is None else left + right
     return None
+
+
+def _simple_fields(template: str) -> list[tuple[str, str]] | None:
+    """(argument, first attribute) of each field reaching an attribute (`{0.tp_size}`,
+    `{a.state.values}`); None where a field indexes, nests or is unnumbered."""
+    found: list[tuple[str, str]] = []
+    try:
+        for _, field, spec, _ in string.Formatter().parse(template):
+            if field is None or "." not in field:
+                if (field is not None and "[" in field) or (spec and "{" in spec):
+                    return None
+                continue
+            key, _, rest = field.partition(".")
+            if not key or "[" in field or (spec and "{" in spec):
+                return None
+            found.append((key, rest.split(".")[0]))
+    except ValueError:
+        return None
+    return found
 
 
 def _reaches_fields(template: str) -> bool:

@@ -406,7 +406,7 @@ def test_reflection_private_parts_routes_and_carriers_fail_the_check(
         ("pkg/environ.py:6", "(in_bytes)"),
         ("pkg/environ.py:10", "(expanded)"),
     }, out
-    assert "a str.format field reaching an attribute" in out
+    assert "a raw read of 'tp_size' through a str.format field of the raw record" in out
     assert "a private part of the record's module" in out
     assert "a fetcher (getattr, attrgetter, an importer) passed on as a value" in out
     assert "the raw record carried by a lambda" in out
