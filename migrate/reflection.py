@@ -27,6 +27,15 @@ unless an allowlist entry explains it (the rule for anything the scanner cannot 
   `posix.environ`/`nt.environ`, and `os.path.expandvars`/`posixpath.expandvars`/
   `ntpath.expandvars`, whose literal template names the variables (`$NAME`, `${NAME}`,
   `%NAME%`); a name or template the module does not show is `$?`.
+- Carriers (read by leaf, via `carrier`, origin `wrapped`): the raw record carried by a
+  lambda called (`f = lambda: get_server_args(); f().tp_size`), a parameter defaulting to
+  the raw accessor (`def f(a=get_server_args): a().tp_size`), an element of a container
+  literal (`[rec][0].tp_size`, `{"r": rec}["r"].tp_size`), and a simple `str.format`
+  field of the record (`"{0.tp_size}".format(rec)`, via `format_field`).
+
+Only the statements whose lines show a trigger word (_TRIGGER_WORDS), or mention a name
+bound to something followed here, are walked; a function's body is read for bindings only
+where it holds such a line or names a context function.
 
 Names resolve flow-insensitively, as far as the module's own imports and simple
 assignments show (a may-alias: any binding counts). A file that mentions none of the
