@@ -270,6 +270,9 @@ class _Reader(ast.NodeVisitor):
                 if any(value is not None and (isinstance(value, ast.Lambda) or (
                     self._on_trigger_line(value) and self._carries(value))) for value in values)
             }
+            # `def _ctx(): return get_context()`: its calls give a context
+            found |= {name for name, returned in self.returns.items()
+                      if any(_CONTEXT in self.value(value).paths for value in returned)}
             if found <= names:
                 return
             names |= found
