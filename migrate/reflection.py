@@ -733,9 +733,12 @@ class _Reader(ast.NodeVisitor):
 @functools.cache
 def _runtime_module(path: str) -> bool:
     """Is `path` a module of the installed configbags.runtime package?"""
+    if path.split(".")[:2] != ["configbags", "runtime"]:
+        return False
     try:
+        # imports the parent packages: the runtime's own, which the scanner imports anyway
         return importlib.util.find_spec(path) is not None
-    except (ImportError, ValueError):
+    except Exception:  # noqa: BLE001 - any failure to find it means it is no module of ours
         return False
 
 
