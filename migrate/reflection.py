@@ -738,7 +738,7 @@ def _runtime_module(path: str) -> bool:
     try:
         # imports the parent packages: the runtime's own, which the scanner imports anyway
         return importlib.util.find_spec(path) is not None
-    except Exception:  # noqa: BLE001 - any failure to find it means it is no module of ours
+    except Exception:  # any failure to find it means it is no module of ours
         return False
 
 
