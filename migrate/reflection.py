@@ -5,8 +5,8 @@ unless an allowlist entry explains it (the rule for anything the scanner cannot 
 - Reflection (leaf `$?`, via `reflection`): `__getattribute__`, `__getstate__`,
   `__reduce__`/`__reduce_ex__` and `__call__` of the raw accessor or a context function;
   `inspect.getattr_static`, `operator.methodcaller`, `string.Formatter`, `eval`, `exec`,
-  `compile`, `globals`, `locals` (called or passed on); `vars(M)` and `M.__dict__` of an
-  imported module (or `vars()`), `sys.modules` with a name the module does not spell;
+  `compile`, `globals`, `locals` (called or passed on); `vars(M)` and `M.__dict__` of
+  anything imported (or `vars()`), `sys.modules` with a name the module does not spell;
   a fetcher (`getattr`, `attrgetter`, an importer, a getter made by attrgetter) passed as
   a value (`functools.reduce(getattr, ...)`, `map(getattr, ...)`, `partial(attrgetter(...))`)
   instead of called or bound to a name; a `str.format` template whose fields reach an
