@@ -58,6 +58,8 @@ _VIA = {
     "class": "the record class (a class default, never the published value)",
     "record_dict": "a dict copy of the record",
     "class_pattern": "a match class pattern (`case ServerArgs(leaf=...)`)",
+    "carrier": "the raw record carried by a lambda, a parameter default or a container literal",
+    "format_field": "a str.format field of the raw record (`\"{0.leaf}\".format(record)`)",
 }
 
 # How each environment read is spelled, for messages.
@@ -69,6 +71,15 @@ _ENV_FORMS = {
     "environ_pop": "os.environ.pop(...)",
     "environ_setdefault": "os.environ.setdefault(...)",
     "environ_whole": "the environment used whole",
+    "environb": "the bytes environment (os.environb, os.getenvb, posix.environ)",
+    "expandvars": "os.path.expandvars",
+}
+# reads the scanner cannot resolve at all (configbags.migrate.reflection), by form
+_UNRESOLVED_FORMS = {
+    "reflection": "reflection: a name in a string, a namespace dict, `__getattribute__`, eval or exec",
+    "fetcher_value": "a fetcher (getattr, attrgetter, an importer) passed on as a value",
+    "format": "a str.format field reaching an attribute or item of its argument",
+    "private": "a private part of the record's module, an accessors module or the runtime",
 }
 _READBACK_WHAT = {
     STATE_READBACK: "`.state` of the config context",
@@ -441,6 +452,12 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
             "if it may read a declared variable, read that leaf through its accessor; to start a child "
             "process, pass it as subprocess's env= (which is no read); if it never reads a declared "
             "variable, say why in the allowlist entry"
+        )
+    elif leaf == ENV_UNRESOLVED and first.form in _UNRESOLVED_FORMS:
+        what = f"a read the scanner cannot resolve ({_UNRESOLVED_FORMS[first.form]})"
+        instead = (
+            "read the leaf through its accessor (private parts are never API); if it reads no "
+            "leaf, context or declared variable, say why in the allowlist entry"
         )
     elif leaf == ENV_UNRESOLVED:
         what = (

@@ -7,7 +7,8 @@ the ratchet can hold them to the allowlist like raw record reads:
   `"NAME" in os.environ` (or `os.environ.keys()`), a copy's `os.environ.copy()["NAME"]` and
   `dict(os.environ)["NAME"]`, also through `from os import environ` / `getenv` / `*`,
   `import os as o`, `getattr(os, "environ")` and aliases (`env = os.environ`, `get =
-  os.environ.get`). Not followed: `os.environb`, `os.path.os.environ`.
+  os.environ.get`). The bytes environment, `os` reached through another module or a
+  namespace dict, and expandvars are configbags.migrate.reflection's.
   A copy of the environment (_ENV_COPIERS, `{**os.environ}`, `|`, `.copy()`, of its
   `items()` too) is read like it. Any other use of an environment value (the environment,
   a copy, its pairs, one of its readers) is a use of it whole: iterated, passed to a

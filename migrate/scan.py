@@ -44,6 +44,11 @@ name the module does not show, or the environment used whole, is `$?`) and opera
 readbacks (`Context.state`, `dist.state_dict`, also fetched by name or through a module
 importlib returns).
 
+Reads no analysis can resolve (reflection, private parts of the record's module, the
+accessors or the runtime, the environment in bytes or by another route, the record carried
+by a lambda, a default or a container literal) are reported by configbags.migrate.reflection,
+mostly as `$?`, which fails the check unless an allowlist entry explains it.
+
 Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw accessor
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
 the check fails on them whatever the allowlist says.
@@ -71,6 +76,7 @@ from configbags.migrate.aliases import analyse
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
+from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
 from configbags.migrate.scanmodel import (
     ORIGINS,
@@ -163,11 +169,14 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         door_scan = DoorScan(tree, searched, settings)
         reads, violations = analyse(tree, searched, settings, door_scan.fetched)
         doors = door_scan.reads()
+        # what the other analyses already report on a line is not reported twice
+        known = {(row[1], row[2]) for row in (*reads, *doors)}
+        reflected = [row for row in ReflectionScan(tree, searched, settings).reads() if (row[1], row[2]) not in known]
     except RecursionError:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
-    return FileScan(reads=(*reads, *doors), violations=tuple(violations), generated=generated)
+    return FileScan(reads=(*reads, *doors, *reflected), violations=tuple(violations), generated=generated)
 
 
 # Below this many files to parse, worker processes cost more than they save.

@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import operator
+import re
 import sys
 import types
 from typing import Any
@@ -99,6 +100,28 @@ class _Environ(dict[str, str]):
         return _Environ(self.log)  # a copy that records its reads too
 
 
+class _EnvironB:
+    """`os.environb`: the environment by bytes keys."""
+
+    def __init__(self, log: set[tuple[str, int]]) -> None:
+        self.log = log
+
+    def __getitem__(self, key: bytes) -> bytes:
+        self.log.add(("$" + key.decode(), _caller_line()))
+        return b"1"
+
+    def get(self, key: bytes, default: Any = None) -> Any:
+        return self[key]
+
+
+def _expandvars(log: set[tuple[str, int]]) -> Any:
+    def expandvars(template: str) -> str:
+        for match in re.finditer(r"\$(\w+)|\$\{([^}]*)\}", template):
+            log.add(("$" + (match.group(1) or match.group(2)), _caller_line()))
+        return template
+    return expandvars
+
+
 def executed_reads(data: bytes) -> set[tuple[str, int]] | None:
     """Every (leaf or `$NAME`, line) that running `data` as a module reads; None when Python
     would not compile it."""
@@ -108,7 +131,10 @@ def executed_reads(data: bytes) -> set[tuple[str, int]] | None:
         return None
     log: set[tuple[str, int]] = set()
     environ = _Environ(log)
-    fake_os = types.SimpleNamespace(environ=environ, getenv=environ.get)
+    environb = _EnvironB(log)
+    fake_os = types.SimpleNamespace(environ=environ, getenv=environ.get, environb=environb, getenvb=environb.get,
+                                    path=types.SimpleNamespace(expandvars=_expandvars(log)))
+    fake_sys = types.SimpleNamespace(modules={"os": fake_os})
     record = _Recorder(log)
 
     real_import = builtins.__import__
@@ -116,6 +142,8 @@ def executed_reads(data: bytes) -> set[tuple[str, int]] | None:
     def fake_import(name: str, *args: Any, **kwargs: Any) -> Any:
         if name == "os":
             return fake_os
+        if name == "sys":
+            return fake_sys
         if name == "operator":
             return operator
         if name.endswith("accessors"):
@@ -166,6 +194,34 @@ def _read_snippets(leaf: str, env: str) -> list[list[str]]:
         ["import os", "import collections", f'_x = collections.ChainMap(os.environ)["{env}"]'],
         ["import os", "for _k, _v in os.environ.items():", "    pass"],
         ["import os", "_x = sorted(os.environ)"],
+        # reflection: names in strings, namespace dicts, code run from strings, fetchers as values
+        [f'_x = get_server_args().__getattribute__("{leaf}")'],
+        ["import operator", f'_x = operator.methodcaller("__getattribute__", "{leaf}")(get_server_args())'],
+        [f'_x = "{{0.{leaf}}}".format(get_server_args())'],
+        ["import string", f'_x = string.Formatter().format("{{a.{leaf}}}", a=get_server_args())'],
+        ["import functools", f'_x = functools.reduce(getattr, ["{leaf}"], get_server_args())'],
+        [f'_x = list(map(getattr, [get_server_args()], ["{leaf}"]))'],
+        ["import functools", "import operator",
+         f'_x = functools.partial(operator.attrgetter("{leaf}"))(get_server_args())'],
+        ["import builtins", f'_x = builtins.__dict__["getattr"](get_server_args(), "{leaf}")'],
+        [f'_x = eval("get_server_args().{leaf}")'],
+        [f'exec("_y = get_server_args().{leaf}")'],
+        [f'_x = eval(compile("get_server_args().{leaf}", "<s>", "eval"))'],
+        [f'_x = globals()["get_server_args"]().{leaf}'],
+        [f"_x = get_server_args.__call__().{leaf}"],
+        # the record carried by a lambda, a parameter default, a container literal
+        ["_f = lambda: get_server_args()", f"_x = _f().{leaf}"],
+        [f"_x = (lambda: get_server_args())().{leaf}"],
+        [f"_x = [get_server_args()][0].{leaf}"],
+        [f'_x = {{"r": get_server_args()}}["r"].{leaf}'],
+        ["def _r(a=get_server_args):", f"    return a().{leaf}", "_r()"],
+        # the environment in bytes, expanded, and reached through a namespace dict
+        ["import os", f'_x = os.environb[b"{env}"]'],
+        ["import os", f'_x = os.getenvb(b"{env}")'],
+        ["import os", f'_x = vars(os)["environ"]["{env}"]'],
+        ["import os", f'_x = os.__dict__["environ"]["{env}"]'],
+        ["import sys", f'_x = sys.modules["os"].environ["{env}"]'],
+        ["import os", f'_x = os.path.expandvars("${{{env}}}/x")'],
     ]
 
 

@@ -1,0 +1,804 @@
+"""Reads the other analyses cannot resolve, by class: reflection, private parts, and the
+environment reached another way. Each is reported as a read, so the check fails on it
+unless an allowlist entry explains it (the rule for anything the scanner cannot resolve).
+
+- Reflection (leaf `$?`, via `reflection`): `__getattribute__`, `__getstate__`,
+  `__reduce__`/`__reduce_ex__` and `__call__` of the raw accessor or a context function;
+  `inspect.getattr_static`, `operator.methodcaller`, `string.Formatter`, `eval`, `exec`,
+  `compile`, `globals`, `locals` (called or passed on); `vars(M)` and `M.__dict__` of
+  anything imported (or `vars()`), `sys.modules` with a name the module does not spell;
+  a fetcher (`getattr`, `attrgetter`, an importer, a getter made by attrgetter) passed as
+  a value (`functools.reduce(getattr, ...)`, `map(getattr, ...)`, `partial(attrgetter(...))`)
+  instead of called or bound to a name; a `str.format` template whose fields reach an
+  attribute or an item (`"{0.tp_size}".format(rec)`).
+- Routes to a module the other analyses follow by its own name: `sys.modules["M"]`,
+  `vars(M)["a"]`, `M.__dict__["a"]`, `getattr(M, "a")`, and `os` reached through another
+  module (`subprocess.os`, `shutil.os`, `from subprocess import os`). What they reach is
+  judged as the module itself: a context's `.state` (`Context.state`), `state_dict`
+  (`dist.state_dict`), an environment read.
+- Private parts (never API): a `_`-prefixed attribute or imported name of the record's
+  module (the one the file takes the raw accessor or record class from, or one named like
+  the record or a record attribute: `server_args`), a generated
+  `accessors` module or a `configbags.runtime` module (`S._GLOBAL_SERVER_ARGS`,
+  `from ...accessors import _context`), reported `$?` (via `private`); a private
+  attribute of a config context (`get_context()._state`, `getattr(ctx, "_state")`) is a
+  readback, `Context.state`.
+- The environment in bytes and by expansion: `os.environb`, `os.getenvb`,
+  `posix.environ`/`nt.environ`, and `os.path.expandvars`/`posixpath.expandvars`/
+  `ntpath.expandvars`, whose literal template names the variables (`$NAME`, `${NAME}`,
+  `%NAME%`); a name or template the module does not show is `$?`.
+- Carriers (read by leaf, via `carrier`, origin `wrapped`): the raw record carried by a
+  lambda called (`f = lambda: get_server_args(); f().tp_size`), a parameter defaulting to
+  the raw accessor (`def f(a=get_server_args): a().tp_size`), an element of a container
+  literal (`[rec][0].tp_size`, `{"r": rec}["r"].tp_size`), and a simple `str.format`
+  field of the record (`"{0.tp_size}".format(rec)`, via `format_field`).
+
+Only the statements whose lines show a trigger word (_TRIGGER_WORDS), or mention a name
+bound to something followed here, are walked; a function's body is read for bindings only
+where it holds such a line or names a context function.
+
+Names resolve flow-insensitively, as far as the module's own imports and simple
+assignments show (a may-alias: any binding counts). A file that mentions none of the
+record, the accessors, configbags or the environment is not walked.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import builtins
+import functools
+import importlib.util
+import re
+import string
+from collections.abc import Iterator
+from typing import Any
+
+from configbags.migrate.aliases import statement_span
+from configbags.migrate.scanmodel import (
+    ENV_UNRESOLVED,
+    STATE_DICT_READBACK,
+    STATE_READBACK,
+    ScanSettings,
+    env_subject,
+)
+
+_CONTEXT = "<context>"
+# the raw record, where it was reached through a carrier the record analysis does not
+# follow (a lambda called, a container literal indexed, a parameter's default)
+_RECORD = "<record>"
+_DIST = "configbags.runtime.dist"
+_STATE_DICT = f"{_DIST}.state_dict"
+# the same state serialised: the whole record and every namespace, past role scoping
+_EXPORT_STATE = f"{_DIST}.export_state"
+_CONTEXT_FUNCTIONS = frozenset({"get_context", "process_context"})
+_NOT_CONFIG = frozenset({"multiprocessing", "multiprocess"})
+# callables (and classes) that read attributes by a name in a string, or run strings as code
+_REFLECTORS = frozenset({
+    "inspect.getattr_static", "operator.methodcaller", "string.Formatter", "builtins.eval",
+    "builtins.exec", "builtins.compile", "builtins.globals", "builtins.locals", "builtins.breakpoint",
+})
+# attributes that read an object's state by a name the code need not spell
+_REFLECTIVE_ATTRS = frozenset({"__getattribute__", "__getstate__", "__reduce__", "__reduce_ex__"})
+# fetchers: fine when called (the door and record analyses read the call) or bound to a
+# name (an alias they follow); passed as a value, what they fetch is out of sight
+_FETCHERS = frozenset({
+    "builtins.getattr", "builtins.hasattr", "operator.attrgetter", "builtins.__import__",
+    "importlib.import_module", "importlib.__import__",
+})
+_GETTER = "<getter>"  # what operator.attrgetter(...) returns
+_IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
+# the environment, and its bytes twins: paths that read it
+_ENV_PATHS = frozenset({"os.environ", "os.getenv", "os.environb", "os.getenvb"})
+_ENV_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
+_EXPANDERS = frozenset({"os.path.expandvars", "posixpath.expandvars", "ntpath.expandvars"})
+_EXPANDED = re.compile(r"\$(\w+)|\$\{([^}]*)\}|%([^%]+)%")
+# what the other analyses already follow by the module's own name: reported here only when
+# reached another way
+_DIRECT = frozenset({"os.environ", "os.getenv"})
+_CONTEXT_WORD = re.compile("get_context|process_context")
+_FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
+
+
+def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
+    return (settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts,
+            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "expandvars")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+class _Value:
+    """What an expression may be: dotted paths, each with whether it was reached by a
+    route the other analyses do not follow (a hop)."""
+
+    __slots__ = ("paths",)
+
+    def __init__(self, paths: dict[str, bool] | None = None) -> None:
+        self.paths: dict[str, bool] = paths or {}
+
+    def add(self, path: str, hop: bool) -> None:
+        self.paths[path] = self.paths.get(path, False) or hop
+
+    def extend(self, other: _Value, suffix: str = "", hop: bool = False) -> None:
+        for path, hopped in other.paths.items():
+            if path.startswith("<") and suffix:
+                continue
+            self.add(_normal(path + suffix) if suffix else path, hopped or hop or _normal(path + suffix) != path + suffix)
+
+
+def _normal(path: str) -> str:
+    """`subprocess.os.environ` is `os.environ`; `posix.environ` is the bytes environment."""
+    parts = path.split(".")
+    if "os" in parts[1:]:
+        parts = parts[parts.index("os", 1):]
+    if parts[0] in ("posix", "nt") and len(parts) > 1 and parts[1] == "environ":
+        parts = ["os", "environb" if parts[0] == "posix" else "environ", *parts[2:]]
+    return ".".join(parts)
+
+
+# What a line must show for one of the reads here to start on it: a reflective word, a
+# fetcher, an environment word, a private name after a dot or in an import, a lambda, an
+# index right after a literal (`[rec][0]`), or the raw accessor named without a call (a
+# parameter default). Plain substrings: `str.find` is many times faster than a regex.
+_TRIGGER_WORDS = (
+    "__getattribute__", "__getstate__", "__reduce", "__call__", "__dict__", "getattr", "hasattr", "attrgetter",
+    "methodcaller", "Formatter", "eval", "exec", "compile", "globals", "locals", "vars", "modules", "format",
+    "import_module", "__import__", "lambda", "export_state", "environ", "getenv", "expandvars", "._", "import _",
+    ", _", ",_", ")[", "][", "}[",
+)
+
+
+class ReflectionScan:
+    """The reads of one module no other analysis resolves. Only statements whose lines show
+    a trigger (_TRIGGER_WORDS) are walked, in a file that mentions the record, the
+    accessors, configbags or the environment at all."""
+
+    def __init__(self, tree: ast.Module, text: str, settings: ScanSettings) -> None:
+        self.tree = tree
+        self.text = text
+        self.settings = settings
+        self.declared = frozenset(settings.env_vars)
+
+    def reads(self) -> list[tuple[Any, ...]]:
+        if not any(word and word in self.text for word in _gate_words(self.settings)):
+            return []
+        lines = _lines_of(self.text, _trigger_positions(self.text, self.settings.raw_accessor))
+        if not lines:
+            return []
+        reader = _Reader(self.tree, self.settings, self.declared, lines)
+        reader.run(self.text)
+        return reader.reads
+
+
+def _trigger_positions(text: str, raw_accessor: str) -> list[int]:
+    found: list[int] = []
+    for word in _TRIGGER_WORDS:
+        start = text.find(word)
+        while start != -1:
+            found.append(start)
+            start = text.find(word, start + 1)
+    start = text.find(raw_accessor) if raw_accessor else -1
+    while start != -1:
+        after = text[start + len(raw_accessor):start + len(raw_accessor) + 8].lstrip(" ")
+        if not after.startswith("("):
+            found.append(start)  # `a=get_server_args`, `f(get_server_args)`: not a call here
+        start = text.find(raw_accessor, start + 1)
+    return found
+
+
+def _qualifiers(text: str, names: tuple[str, ...]) -> set[str]:
+    """The dotted names spelled right before `.NAME` for each of `names` (`S` in
+    `S.get_server_args`, `a.b` in `a.b.ServerArgs`)."""
+    found: set[str] = set()
+    for name in names:
+        if not name:
+            continue
+        start = text.find("." + name)
+        while start != -1:
+            begin = start
+            while begin > 0 and (text[begin - 1].isalnum() or text[begin - 1] in "._"):
+                begin -= 1
+            base = text[begin:start].strip(".")
+            if base and not base[0].isdigit():
+                found.add(base)
+            start = text.find("." + name, start + 1)
+    return found
+
+
+def _lines_of(text: str, positions: list[int]) -> list[int]:
+    """The (parser's) lines of these offsets, sorted, once each."""
+    found: list[int] = []
+    line, previous = 1, 0
+    for position in sorted(positions):
+        line += text.count("\n", previous, position)
+        previous = position
+        if not found or found[-1] != line:
+            found.append(line)
+    return found
+
+
+class _Reader(ast.NodeVisitor):
+    def __init__(self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int]) -> None:
+        self.tree = tree
+        self.lines = lines  # the lines showing a trigger, sorted
+        self.context_lines: list[int] = []  # the lines naming a context function
+        self.settings = settings
+        self.declared = declared
+        self.reads: list[tuple[Any, ...]] = []
+        self.qualname: list[str] = []
+        self.parents: dict[int, ast.AST] = {}
+        self.imports: dict[str, set[str]] = {}
+        self.assigned: dict[str, list[ast.expr | None]] = {}
+        self.defaults: dict[str, list[ast.expr]] = {}  # parameter -> its defaults
+        self.returns: dict[str, list[ast.expr]] = {}  # module function -> its returned values
+        self.record_modules: set[str] = set()
+        # a module named like the record (`server_args` for ServerArgs, or a record
+        # attribute's name) is taken for its module too, imported or not
+        self.record_module_names = frozenset({*settings.record_attributes, _snake(settings.record_class)})
+        self._active: set[str] = set()
+        self._memo: dict[str, _Value] = {}
+        self._cycles = 0
+        self._seen: set[tuple[int, str]] = set()
+
+    # ---- the module's names
+
+    def run(self, text: str) -> None:
+        self.context_lines = _lines_of(text, [m.start() for m in _CONTEXT_WORD.finditer(text)])
+        self._collect(self.tree.body, None)
+        self._grow_lines(text)
+        # `S.get_server_args()`: S is the record's module too
+        for base in _qualifiers(text, (self.settings.raw_accessor, self.settings.record_class)):
+            first, *rest = base.split(".")
+            for path in self._name(first).paths:
+                if not path.startswith("<"):
+                    self.record_modules.add(".".join((path, *rest)))
+        self.visit(self.tree)
+
+    def _grow_lines(self, text: str) -> None:
+        """Add the lines that mention a name bound on a trigger line, to a lambda, or as a
+        parameter with a default (`m = sys.modules["os"]`, `f = lambda: ...`): its uses are
+        where the read happens. Rounds until no name is added."""
+        names: set[str] = set()
+        for _ in range(8):
+            found = {
+                name for name, defaults in self.defaults.items()
+                if any(_last_name(default) == self.settings.raw_accessor for default in defaults)
+            } | {
+                name for name, values in self.assigned.items()
+                if any(value is not None and (isinstance(value, ast.Lambda) or (
+                    self._on_trigger_line(value) and self._carries(value))) for value in values)
+            }
+            # `def _ctx(): return get_context()`: its calls give a context
+            found |= {name for name, returned in self.returns.items()
+                      if any(_CONTEXT in self.value(value).paths for value in returned)}
+            if found <= names:
+                return
+            names |= found
+            pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
+            mentions = [match.start() for match in pattern.finditer(text)]
+            self.lines = sorted(set(self.lines) | set(_lines_of(text, mentions)))
+
+    def _carries(self, expr: ast.expr) -> bool:
+        """Is a name bound to this worth following: a route, a reflector, a fetcher, a
+        context or record reached another way, the environment?"""
+        return any(
+            hop or path.startswith("<") or path in _FOLLOWED or path == "sys.modules"
+            for path, hop in self.value(expr).paths.items()
+        )
+
+    @staticmethod
+    def _spans(node: ast.stmt, lines: list[int]) -> bool:
+        start, end = statement_span(node)
+        index = bisect.bisect_left(lines, start)
+        return index < len(lines) and lines[index] <= end
+
+    def _on_trigger_line(self, expr: ast.expr) -> bool:
+        index = bisect.bisect_left(self.lines, expr.lineno)
+        return index < len(self.lines) and self.lines[index] <= (expr.end_lineno or expr.lineno)
+
+    def _name(self, key: str) -> _Value:
+        found = _Value()
+        self._name_value(key, found)
+        return found
+
+    def _collect(self, statements: list[ast.stmt], function: str | None) -> None:
+        """The module's imports and bindings, statement by statement (a name bound inside an
+        expression, a walrus, is not seen: it only makes a builtin of that name look
+        unshadowed). A function's body is read only where it holds a trigger line or
+        mentions a context function (for what it returns): the names a read here uses are
+        the module's or its own function's."""
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (
+                self._spans(node, self.lines) or self._spans(node, self.context_lines)
+            ):
+                self._bound(node)
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._imported(node)
+                continue
+            self._bound(node)
+            if isinstance(node, ast.Return) and node.value is not None and function is not None:
+                self.returns.setdefault(function, []).append(node.value)
+            inner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if isinstance(node, ast.ClassDef):
+                inner = None
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if isinstance(block, list):
+                    self._collect(block, inner)
+            for handler in getattr(node, "handlers", ()):
+                self._collect(handler.body, inner)
+            for case in getattr(node, "cases", ()):
+                self._collect(case.body, inner)
+
+    def _kept(self, statements: list[Any]) -> list[Any]:
+        """The statements whose lines show a trigger (anything else is kept whole)."""
+        kept = []
+        for node in statements:
+            if not isinstance(node, ast.stmt):
+                kept.append(node)
+                continue
+            start, end = statement_span(node)
+            index = bisect.bisect_left(self.lines, start)
+            if index < len(self.lines) and self.lines[index] <= end:
+                kept.append(node)
+        return kept
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for item in self._kept(value):
+                    if isinstance(item, ast.AST):
+                        self.parents[id(item)] = node
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.parents[id(value)] = node
+                self.visit(value)
+
+    def _imported(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.asname or alias.name.split(".")[0]
+                self.imports.setdefault(name, set()).add(alias.name if alias.asname else name)
+        elif node.level == 0 and node.module:
+            for alias in node.names:
+                if alias.name in (self.settings.raw_accessor, self.settings.record_class):
+                    self.record_modules.add(node.module)
+                if alias.name != "*":
+                    self.imports.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+
+    def _bound(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name):
+            self.assigned.setdefault(node.target.id, []).append(node.value)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._function(node)
+        elif isinstance(node, ast.ClassDef):
+            self.assigned.setdefault(node.name, []).append(None)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+            self._shadowing(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.assigned.setdefault(node.name, []).append(None)
+        self.returns.setdefault(node.name, [])
+        arguments = node.args
+        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
+            if arg is not None:
+                self.assigned.setdefault(arg.arg, []).append(None)
+        positional = [*node.args.posonlyargs, *node.args.args]
+        pairs = [*zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True),
+                 *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+        for arg, default in pairs:
+            if default is not None:
+                self.defaults.setdefault(arg.arg, []).append(default)
+
+    def _shadowing(self, node: ast.stmt) -> None:
+        # every other name a statement binds shadows a builtin of that name
+        targets = [*getattr(node, "targets", ()), getattr(node, "target", None),
+                   *(item.optional_vars for item in getattr(node, "items", ()))]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                self.assigned.setdefault(target.id, [])
+            elif target is not None and not isinstance(target, (ast.Attribute, ast.Subscript)):
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        self.assigned.setdefault(sub.id, [])
+
+    def value(self, expr: ast.expr) -> _Value:
+        """What `expr` may be, as far as the module's imports and assignments show."""
+        found = _Value()
+        if isinstance(expr, ast.Name):
+            self._name_value(expr.id, found)
+        elif isinstance(expr, ast.Attribute):
+            found.extend(self.value(expr.value), "." + expr.attr)
+        elif isinstance(expr, ast.Subscript):
+            self._subscript_value(expr, found)
+        elif isinstance(expr, ast.Call):
+            self._call_value(expr, found)
+        elif isinstance(expr, ast.NamedExpr):
+            found.extend(self.value(expr.value))
+        elif isinstance(expr, ast.Lambda):
+            found.add("<lambda>", False)
+        elif isinstance(expr, (ast.IfExp, ast.BoolOp)):
+            for branch in [expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else expr.values:
+                found.extend(self.value(branch))
+        return found
+
+    def _name_value(self, key: str, found: _Value) -> None:
+        # names are module-wide here (flow- and scope-insensitive), so one answer serves all
+        known = self._memo.get(key)
+        if known is not None:
+            found.extend(known)
+            return
+        if key in self._active:
+            self._cycles += 1
+            return  # `a = b; b = a`
+        cycles = self._cycles
+        mine = _Value()
+        self._name_paths(key, mine)
+        if self._cycles == cycles:
+            self._memo[key] = mine
+        found.extend(mine)
+
+    def _name_paths(self, key: str, found: _Value) -> None:
+        self._active.add(key)
+        try:
+            for path in self.imports.get(key, ()):
+                found.add(_normal(path), _normal(path) != path)
+            for bound in self.assigned.get(key, ()):
+                if bound is not None:
+                    found.extend(self.value(bound))
+            for default in self.defaults.get(key, ()):
+                # `def f(a=get_server_args)`: the record analysis does not follow a default
+                # that is the accessor itself (the door analysis follows the others)
+                if _last_name(default) == self.settings.raw_accessor:
+                    found.add(self.settings.raw_accessor, True)
+                for path, hop in self.value(default).paths.items():
+                    found.add(path, hop or path.split(".")[-1] == self.settings.raw_accessor)
+            if key in self.returns:
+                found.add("<def> " + key, False)
+            if key not in self.imports and key not in self.assigned and hasattr(builtins, key):
+                found.add("builtins." + key, False)
+        finally:
+            self._active.discard(key)
+
+    def _subscript_value(self, expr: ast.Subscript, found: _Value) -> None:
+        """`sys.modules["M"]` is M; `vars(M)["a"]` and `M.__dict__["a"]` are M.a."""
+        if isinstance(expr.value, (ast.List, ast.Tuple, ast.Dict)):
+            # `[rec][0]`, `{"r": rec}["r"]`: an element of a literal is one of its elements
+            elements = expr.value.values if isinstance(expr.value, ast.Dict) else expr.value.elts
+            for element in elements:
+                for kind in (_RECORD, _CONTEXT):
+                    if kind in self.value(element).paths:
+                        found.add(kind, True)
+        key = _string(expr.slice)
+        if key is None:
+            return
+        for path in self.value(expr.value).paths:
+            if path == "sys.modules":
+                found.add(_normal(key), True)
+            elif path.endswith(".__dict__"):
+                found.add(_normal(path[: -len(".__dict__")] + "." + key), True)
+            elif path.startswith("<vars> "):
+                found.add(_normal(path[len("<vars> "):] + "." + key), True)
+
+    def _call_value(self, call: ast.Call, found: _Value) -> None:
+        func = self.value(call.func)
+        if _last_name(call.func) == self.settings.raw_accessor:
+            found.add(_RECORD, False)
+        for path, hop in func.paths.items():
+            parts = path.split(".")
+            if parts[-1] == self.settings.raw_accessor:
+                found.add(_RECORD, hop)
+            if parts[-1] in _CONTEXT_FUNCTIONS and not _NOT_CONFIG.intersection(parts):
+                found.add(_CONTEXT, hop)
+            elif path == "operator.attrgetter":
+                found.add(_GETTER, hop)
+            elif path in _IMPORTERS and call.args:
+                name = _string(call.args[0])
+                if name:
+                    found.add(_normal(name if path == "importlib.import_module" else name.split(".")[0]), True)
+            elif path == "builtins.getattr" and len(call.args) >= 2:
+                name = _string(call.args[1])
+                if name:
+                    found.extend(self.value(call.args[0]), "." + name, hop=True)
+            elif path == "builtins.vars" and len(call.args) == 1:
+                for target in self.value(call.args[0]).paths:
+                    found.add("<vars> " + target, True)
+            elif path.startswith("<def> ") and path not in self._active and self._returns_context(path):
+                found.add(_CONTEXT, True)  # `def _ctx(): return get_context()`
+        self._lambda_value(call, func, found)
+
+    def _returns_context(self, path: str) -> bool:
+        self._active.add(path)
+        try:
+            return any(_CONTEXT in self.value(returned).paths for returned in self.returns[path[len("<def> "):]])
+        finally:
+            self._active.discard(path)
+
+    def _lambda_value(self, call: ast.Call, func: _Value, found: _Value) -> None:
+        """`(lambda: get_context())()`, `f = lambda: get_context(); f()`: a context."""
+        if isinstance(call.func, ast.Lambda) or "<lambda>" in func.paths:
+            bodies = [call.func] if isinstance(call.func, ast.Lambda) else [
+                v for v in self.assigned.get(getattr(call.func, "id", ""), ()) if isinstance(v, ast.Lambda)
+            ]
+            for body in bodies:
+                if isinstance(body, ast.Lambda):
+                    inner = self.value(body.body).paths
+                    for kind in (_RECORD, _CONTEXT):
+                        if kind in inner:
+                            found.add(kind, True)
+
+    # ---- reporting
+
+    def _report(self, node: ast.AST, leaf: str, via: str, form: str, origin: str = "process") -> None:
+        if (id(node), leaf) in self._seen:
+            return
+        self._seen.add((id(node), leaf))
+        line, col = getattr(node, "lineno", 1), getattr(node, "col_offset", 0)
+        end_line = getattr(node, "end_lineno", None) or line
+        end_col = getattr(node, "end_col_offset", None)
+        function = ".".join(self.qualname) or "<module>"
+        self.reads.append((function, leaf, line, col, end_line, col if end_col is None else end_col, via, form,
+                           origin))
+
+    def _sensitive_module(self, path: str) -> bool:
+        """Is `path` a private part of the record's module, an accessors module or the
+        runtime (whose private submodules are its layout, not its state: the door
+        analysis follows the readbacks they hold)?"""
+        module = path.rsplit(".", 1)[0] if "." in path else path
+        if module == "configbags.runtime" or module.startswith("configbags.runtime."):
+            return not _runtime_module(path)
+        last = module.split(".")[-1]
+        return module in self.record_modules or last == "accessors" or last in self.record_module_names
+
+    # ---- scopes
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        heads: list[ast.expr | None] = list(node.decorator_list)
+        if not isinstance(node, ast.ClassDef):
+            heads += [*node.args.defaults, *node.args.kw_defaults]
+        else:
+            heads += [*node.bases, *(k.value for k in node.keywords)]
+        for expr in heads:
+            if expr is not None:
+                self.parents[id(expr)] = node
+                self.visit(expr)
+        self.qualname.append(node.name)
+        for stmt in self._kept(node.body):
+            self.parents[id(stmt)] = node
+            self.visit(stmt)
+        self.qualname.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_ClassDef = visit_FunctionDef
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level == 0 and node.module:
+            for alias in node.names:
+                path = f"{node.module}.{alias.name}"
+                if _private(alias.name) and self._sensitive_module(path):
+                    self._report(node, ENV_UNRESOLVED, "private", "private")
+                if self.declared and _normal(path) in ("os.environb", "os.getenvb"):
+                    self._report(node, ENV_UNRESOLVED, "environ", "environb")
+
+    # ---- expressions
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load):
+            self._judge(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Load):
+            if node.attr in _REFLECTIVE_ATTRS:
+                self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+            base = self.value(node.value)
+            callers = (self.settings.raw_accessor, *_CONTEXT_FUNCTIONS)
+            if node.attr == "__call__" and (_last_name(node.value) in callers or any(
+                p.split(".")[-1] in callers for p in base.paths
+            )):
+                self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+            if node.attr == "__dict__" and any(p not in (_CONTEXT, _GETTER, "<lambda>") for p in base.paths):
+                self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+            if _private(node.attr):
+                if _CONTEXT in base.paths:
+                    self._report(node, STATE_READBACK, "readback", "state")
+                elif any(self._sensitive_module(f"{p}.{node.attr}") for p in base.paths if not p.startswith("<")):
+                    self._report(node, ENV_UNRESOLVED, "private", "private")
+            if base.paths.get(_RECORD) and not node.attr.startswith("__"):
+                # `f = lambda: get_server_args(); f().tp_size`, `[rec][0].tp_size`
+                # origin wrapped: the fix cannot rewrite through the carrier
+                self._report(node, node.attr, "carrier", "attribute", "wrapped")
+            if node.attr == "state" and base.paths.get(_CONTEXT):
+                self._report(node, STATE_READBACK, "readback", "state")  # a context reached another way
+            self._judge(node)
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.ctx, ast.Load):
+            base = self.value(node.value)
+            if "sys.modules" in base.paths and _string(node.slice) is None:
+                self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+            self._judge(node)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = self.value(node.func)
+        paths = func.paths
+        if "builtins.vars" in paths and (not node.args or any(
+            not p.startswith("<") for p in self.value(node.args[0]).paths
+        )):
+            self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+        if "builtins.getattr" in paths and len(node.args) >= 2:
+            name = _string(node.args[1])
+            if name is not None and _private(name) and _CONTEXT in self.value(node.args[0]).paths:
+                self._report(node, STATE_READBACK, "readback", "state")
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map"):
+            template = node.func.value
+            if isinstance(template, ast.Constant) and isinstance(template.value, str):
+                if _reaches_fields(template.value):
+                    self._format_fields(node, template.value, node.args, node.keywords)
+            elif "builtins.str" in self.value(template).paths and node.args and (
+                _string(node.args[0]) is None or _reaches_fields(_string(node.args[0]) or "")
+            ):
+                self._report(node, ENV_UNRESOLVED, "reflection", "format")
+        if self.declared:
+            self._env_call(node, paths)
+        self._judge(node)
+        self.generic_visit(node)
+
+    def _format_fields(self, node: ast.Call, template: str, args: list[ast.expr], keywords: list[ast.keyword]) -> None:
+        """`"{0.tp_size}".format(get_server_args())` reads tp_size; `"{a.state}".format(a=ctx)`
+        is a readback; a field the scanner cannot pair with its argument is `$?`."""
+        fields = _simple_fields(template)
+        if fields is None or any(isinstance(arg, ast.Starred) for arg in args) or any(k.arg is None for k in keywords):
+            self._report(node, ENV_UNRESOLVED, "reflection", "format")
+            return
+        named = {k.arg: k.value for k in keywords if k.arg is not None}
+        for key, attr in fields:
+            argument = args[int(key)] if key.isdigit() and int(key) < len(args) else named.get(key)
+            kinds = self.value(argument).paths if argument is not None else {}
+            if _RECORD in kinds:
+                self._report(node, attr, "format_field", "format", "wrapped")
+            elif _CONTEXT in kinds and (attr == "state" or _private(attr)):
+                self._report(node, STATE_READBACK, "readback", "state")
+            else:
+                self._report(node, ENV_UNRESOLVED, "reflection", "format")
+
+    def _judge(self, node: ast.expr) -> None:
+        """A reference to what the other analyses cannot follow."""
+        found = self.value(node)
+        parent = self.parents.get(id(node))
+        called = isinstance(parent, ast.Call) and parent.func is node
+        bound = isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and getattr(parent, "value", None) is node
+        for path, hop in found.paths.items():
+            if path in ("builtins.globals", "builtins.locals") and called and _stored(self.parents, parent):
+                continue  # `globals()[name] = value` writes a name
+            if path in _REFLECTORS:
+                self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+            elif (path in _FETCHERS or path == _GETTER) and (hop or not (called or bound)) and not (
+                path == _GETTER and isinstance(node, ast.Name)
+            ):
+                self._report(node, ENV_UNRESOLVED, "reflection", "fetcher_value")
+            elif (path == _STATE_DICT and hop) or path == _EXPORT_STATE:
+                self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+            elif self.declared and path in _ENV_PATHS and (hop or path not in _DIRECT):
+                self._env_use(node, path, parent)
+            elif self.declared and path in _EXPANDERS and not called:
+                self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
+
+    def _env_use(self, node: ast.expr, path: str, parent: ast.AST | None) -> None:
+        """`os.environb[b"X"]`, `subprocess.os.environ.get("X")`, `os.getenvb(b"X")`."""
+        key: ast.expr | None = None
+        known = False
+        if path in ("os.environ", "os.environb"):
+            if isinstance(parent, ast.Subscript) and parent.value is node:
+                key, known = parent.slice, True
+            elif isinstance(parent, ast.Attribute) and parent.attr in _ENV_METHODS:
+                call = self.parents.get(id(parent))
+                if isinstance(call, ast.Call) and call.func is parent and call.args:
+                    key, known = call.args[0], True
+            elif isinstance(parent, ast.Attribute):
+                return  # a method reached below judges itself (`environ.get` as a value)
+            elif isinstance(parent, ast.Compare):
+                if all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+                    return  # `os.environb is None` reads nothing
+                key, known = parent.left, True
+        elif isinstance(parent, ast.Call) and parent.func is node and parent.args:
+            key, known = parent.args[0], True
+        name = _string(key) if known and key is not None else None
+        if name is None:
+            self._report(node, ENV_UNRESOLVED, "environ", "environb" if path.endswith("b") else "environ_whole")
+        elif name in self.declared:
+            self._report(node, env_subject(name), "environ", "environb" if path.endswith("b") else "environ_subscript")
+
+    def _env_call(self, node: ast.Call, paths: dict[str, bool]) -> None:
+        if not _EXPANDERS.intersection(paths):
+            return
+        template = _string(node.args[0]) if node.args else None
+        if template is None:
+            self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
+            return
+        for match in _EXPANDED.finditer(template):
+            name = next(group for group in match.groups() if group is not None)
+            if name in self.declared:
+                self._report(node, env_subject(name), "environ", "expandvars")
+
+
+@functools.cache
+def _runtime_module(path: str) -> bool:
+    """Is `path` a module of the installed configbags.runtime package?"""
+    if path.split(".")[:2] != ["configbags", "runtime"]:
+        return False
+    try:
+        # imports the parent packages: the runtime's own, which the scanner imports anyway
+        return importlib.util.find_spec(path) is not None
+    except Exception:  # any failure to find it means it is no module of ours
+        return False
+
+
+def _stored(parents: dict[int, ast.AST], call: ast.AST | None) -> bool:
+    subscript = parents.get(id(call)) if call is not None else None
+    return isinstance(subscript, ast.Subscript) and subscript.value is call and not isinstance(subscript.ctx, ast.Load)
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _last_name(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    return expr.attr if isinstance(expr, ast.Attribute) else None
+
+
+def _string(expr: ast.expr | None) -> str | None:
+    """A literal str (or bytes, decoded) the expression spells, else None."""
+    if isinstance(expr, ast.Constant):
+        if isinstance(expr.value, str):
+            return expr.value
+        if isinstance(expr.value, bytes):
+            return expr.value.decode("utf-8", "surrogateescape")
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        left, right = _string(expr.left), _string(expr.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def _simple_fields(template: str) -> list[tuple[str, str]] | None:
+    """(argument, first attribute) of each field reaching an attribute (`{0.tp_size}`,
+    `{a.state.values}`); None where a field indexes, nests or is unnumbered."""
+    found: list[tuple[str, str]] = []
+    try:
+        for _, field, spec, _ in string.Formatter().parse(template):
+            if field is None or "." not in field:
+                if (field is not None and "[" in field) or (spec and "{" in spec):
+                    return None
+                continue
+            key, _, rest = field.partition(".")
+            if not key or "[" in field or (spec and "{" in spec):
+                return None
+            found.append((key, rest.split(".")[0]))
+    except ValueError:
+        return None
+    return found
+
+
+def _reaches_fields(template: str) -> bool:
+    """Does a str.format template name an attribute or an item of an argument (or is it
+    one the scanner cannot parse)?"""
+    try:
+        fields: Iterator[tuple[str, str | None, str | None, str | None]] = iter(string.Formatter().parse(template))
+        for _, field, spec, _ in fields:
+            if field and ("." in field or "[" in field):
+                return True
+            if spec and "{" in spec and _reaches_fields(spec):
+                return True
+    except ValueError:
+        return True
+    return False
