@@ -815,11 +815,16 @@ def mention_lines(text: str, names: Iterable[str]) -> list[int]:
                 starts.append(at)
             # an identifier cannot occur as a whole word inside another occurrence of it
             at = text.find(word, end)
+    return lines_of(text, starts)
+
+
+def lines_of(text: str, positions: Iterable[int]) -> list[int]:
+    """The (parser's) lines of these offsets into `text`, sorted, once each."""
     lines: list[int] = []
     line, previous = 1, 0
-    for start in sorted(starts):
-        line += text.count("\n", previous, start)
-        previous = start
+    for position in sorted(positions):
+        line += text.count("\n", previous, position)
+        previous = position
         if not lines or lines[-1] != line:
             lines.append(line)
     return lines

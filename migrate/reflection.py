@@ -54,7 +54,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
-from configbags.migrate.aliases import statement_span
+from configbags.migrate.aliases import lines_of, statement_span
 from configbags.migrate.scanmodel import (
     ENV_UNRESOLVED,
     STATE_DICT_READBACK,
@@ -164,7 +164,7 @@ class ReflectionScan:
     def reads(self) -> list[tuple[Any, ...]]:
         if not any(word and word in self.text for word in _gate_words(self.settings)):
             return []
-        lines = _lines_of(self.text, _trigger_positions(self.text, self.settings.raw_accessor))
+        lines = lines_of(self.text, _trigger_positions(self.text, self.settings.raw_accessor))
         if not lines:
             return []
         reader = _Reader(self.tree, self.settings, self.declared, lines)
@@ -207,18 +207,6 @@ def _qualifiers(text: str, names: tuple[str, ...]) -> set[str]:
     return found
 
 
-def _lines_of(text: str, positions: list[int]) -> list[int]:
-    """The (parser's) lines of these offsets, sorted, once each."""
-    found: list[int] = []
-    line, previous = 1, 0
-    for position in sorted(positions):
-        line += text.count("\n", previous, position)
-        previous = position
-        if not found or found[-1] != line:
-            found.append(line)
-    return found
-
-
 class _Reader(ast.NodeVisitor):
     def __init__(self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int]) -> None:
         self.tree = tree
@@ -245,7 +233,7 @@ class _Reader(ast.NodeVisitor):
     # ---- the module's names
 
     def run(self, text: str) -> None:
-        self.context_lines = _lines_of(text, [m.start() for m in _CONTEXT_WORD.finditer(text)])
+        self.context_lines = lines_of(text, [m.start() for m in _CONTEXT_WORD.finditer(text)])
         self._collect(self.tree.body, None)
         self._grow_lines(text)
         # `S.get_server_args()`: S is the record's module too
@@ -278,7 +266,7 @@ class _Reader(ast.NodeVisitor):
             names |= found
             pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
             mentions = [match.start() for match in pattern.finditer(text)]
-            self.lines = sorted(set(self.lines) | set(_lines_of(text, mentions)))
+            self.lines = sorted(set(self.lines) | set(lines_of(text, mentions)))
 
     def _carries(self, expr: ast.expr) -> bool:
         """Is a name bound to this worth following: a route, a reflector, a fetcher, a
