@@ -49,6 +49,7 @@ from configbags.migrate.settings import (
     RatchetInputs,
     declared_env,
     edit_allowlist,
+    generated_module_file,
     load_from_generated,
     load_from_schema,
     read_ratchet_yaml,
@@ -247,7 +248,7 @@ def _generated_messages(schema: Path, package: str) -> dict[str, str]:
     from configbags.migrate.targets import gen_command
 
     name = package if package.endswith("ratchet_allowlist") else f"{package}.ratchet_allowlist"
-    file = getattr(sys.modules.get(name), "__file__", None)
+    file = generated_module_file(schema.resolve().parent, name) or getattr(sys.modules.get(name), "__file__", None)
     out = Path(file).parent if file else None
     return {"generated": name, "regenerate": gen_command(schema, out)}
 

@@ -472,26 +472,33 @@ def _write_inputs_cache(path: Path, key: str, inputs: RatchetInputs) -> None:
         pass  # only costs speed next time
 
 
+def generated_module_file(project: Path, name: str) -> Path | None:
+    """The file of the module `name` inside the project (flat or `src/` layout), or None."""
+    relative = Path(*name.split(".")).with_suffix(".py")
+    for base in (project, project / "src"):
+        if (base / relative).is_file():
+            return base / relative
+    return None
+
+
 def _allowlist_module(project: Path, name: str) -> ModuleType:
     """The generated allowlist module `name` as the project holds it now. Its file under the
     project (flat or `src/` layout) is run as a fresh module, so a module of that name
     imported before (another checkout's, or this one's before a gen) is never what is
     read; only a module the project does not hold is imported by name."""
-    relative = Path(*name.split(".")).with_suffix(".py")
-    for base in (project, project / "src"):
-        file = base / relative
-        if file.is_file():
-            spec = importlib.util.spec_from_file_location(name, file)
-            # a .py file always has a spec and a loader
-            assert spec is not None
-            assert spec.loader is not None
-            fresh = importlib.util.module_from_spec(spec)
-            try:
-                spec.loader.exec_module(fresh)
-            except Exception as exc:  # the module is generated: any failure means regenerate
-                raise RatchetConfigError(f"cannot load {name} from {file}: {type(exc).__name__}: {exc}; "
-                                         f"regenerate it (configbags gen)") from exc
-            return fresh
+    file = generated_module_file(project, name)
+    if file is not None:
+        spec = importlib.util.spec_from_file_location(name, file)
+        # a .py file always has a spec and a loader
+        assert spec is not None
+        assert spec.loader is not None
+        fresh = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(fresh)
+        except Exception as exc:  # the module is generated: any failure means regenerate
+            raise RatchetConfigError(f"cannot load {name} from {file}: {type(exc).__name__}: {exc}; "
+                                     f"regenerate it (configbags gen)") from exc
+        return fresh
     sys.path.insert(0, str(project))
     try:
         return importlib.import_module(name)
