@@ -40,12 +40,9 @@ lint: setup
 	$(PY) -m mypy -p configbags
 
 # Everything, as CI runs it (.ci/run). worksteal: the slow tests are uneven (2 s to 25 s),
-# and an idle worker takes them over from a busy one. One worker more than the CPUs: the
-# slowest tests spend their time waiting (spawned ranks sitting out timeouts), and a third
-# worker runs other tests meanwhile (on two cores, pytest 4 min 13 s against 7 min 28 s).
-TEST_WORKERS ?= $(shell python3 -c 'import os; print(len(os.sched_getaffinity(0)) + 1)' 2>/dev/null || echo 3)
+# and an idle worker takes them over from a busy one.
 test: gen-check lint
-	$(PYTEST) -n $(TEST_WORKERS) --dist worksteal
+	$(PYTEST) -n 2 --dist worksteal
 
 # The tests without the `slow` marker (spawned ranks, fault injection, servers), the
 # hostile properties with the `quick` hypothesis profile (a quarter of `make test`'s
