@@ -21,6 +21,15 @@ def copy_case(name: str, dest: Path) -> Path:
     return target
 
 
+def legacy_project(folder: Path) -> Path:
+    """A copy of the legacy engine fixture under `folder`, made a project: a pyproject.toml
+    at its top (where configbags commands find their base from any subfolder)."""
+    root = folder / "engine"
+    shutil.copytree(REPO / "tests" / "fixtures" / "legacy_engine", root)
+    (root / "pyproject.toml").write_text('[project]\nname = "legacy-engine"\nversion = "0.1"\n')
+    return root
+
+
 def generate(schema: Path, out: Path, *extra: str) -> int:
     return gen_main(["--schema", str(schema), "--out", str(out), *extra])
 

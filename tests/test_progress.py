@@ -8,16 +8,15 @@ from __future__ import annotations
 import io
 import os
 import pty
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from genutil import legacy_project
 
 from configbags.runtime.cmdline import TerminalProgress, terminal_progress
 
-FIXTURE = Path(__file__).parent / "fixtures" / "legacy_engine"
 CONFIGBAGS = str(Path(sys.executable).parent / "configbags")
 ERASE = "\r\x1b[K"
 
@@ -68,10 +67,7 @@ def _run(cwd: Path, *argv: str, tty: bool) -> tuple[int, str, str]:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Path:
-    root = tmp_path / "engine"
-    shutil.copytree(FIXTURE, root)
-    (root / "pyproject.toml").write_text('[project]\nname = "legacy-engine"\nversion = "0.1"\n')
-    return root
+    return legacy_project(tmp_path)
 
 
 @pytest.mark.slow

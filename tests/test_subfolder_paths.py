@@ -6,16 +6,14 @@ engine. Every step is a subprocess, as a user types it."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from genutil import REPO
+from genutil import REPO, legacy_project
 
-FIXTURE = Path(__file__).parent / "fixtures" / "legacy_engine"
 CONFIGBAGS = str(Path(sys.executable).parent / "configbags")
 
 
@@ -32,11 +30,7 @@ def ok(done: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.fixture
 def engine(tmp_path: Path) -> Path:
-    """The legacy engine fixture as a project: a pyproject.toml at its top."""
-    root = tmp_path / "engine"
-    shutil.copytree(FIXTURE, root)
-    (root / "pyproject.toml").write_text('[project]\nname = "legacy-engine"\nversion = "0.1"\n')
-    return root
+    return legacy_project(tmp_path)
 
 
 @pytest.mark.slow
