@@ -220,16 +220,27 @@ def test_each_room_maps_under_the_root_by_package_dir() -> None:
     assert mapping == {"configbags": ROOT_FOLDER, **{f"configbags.{room}": room for room in ROOMS}}
 
 
-def test_the_package_list_names_every_package_folder() -> None:
-    """setuptools installs the packages listed; a folder with an __init__.py left out of the
-    list would be missing from the wheel."""
-    folders = {ROOT_FOLDER: "configbags", **{room: f"configbags.{room}" for room in ROOMS}}
-    found = {
-        ".".join([folders[init.relative_to(REPO).parts[0]], *init.relative_to(REPO).parent.parts[1:]])
-        for folder in folders
-        for init in (REPO / folder).rglob("__init__.py")
-    }
-    assert sorted(found) == sorted(_setuptools()["packages"])  # type: ignore[arg-type]
+def _name_of(folder: Path) -> str:
+    rel = folder.relative_to(REPO)
+    root = "configbags" if rel.parts[0] == ROOT_FOLDER else f"configbags.{rel.parts[0]}"
+    return ".".join([root, *rel.parts[1:]])
+
+
+def test_the_package_list_names_every_package_and_data_folder() -> None:
+    """setuptools installs the packages listed: a folder with an __init__.py left out of the
+    list would be missing from the wheel, and a data folder left out draws its warning."""
+    tops = [REPO / ROOT_FOLDER, *(REPO / room for room in ROOMS)]
+    code = {_name_of(init.parent) for top in tops for init in top.rglob("__init__.py")}
+    data = set(_setuptools()["package-data"]) - code  # type: ignore[arg-type]
+    assert sorted(code | data) == sorted(_setuptools()["packages"])  # type: ignore[arg-type]
+    for name in data:  # a data folder holds data: a module there would never be importable
+        folder = REPO / _folder_of(name)
+        assert folder.is_dir() and not list(folder.glob("*.py")), name
+
+
+def _folder_of(name: str) -> Path:
+    parts = name.split(".")
+    return Path(ROOT_FOLDER if len(parts) == 1 else parts[1], *parts[2:])
 
 
 def test_the_repository_holds_no_link() -> None:
