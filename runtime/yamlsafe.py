@@ -10,7 +10,9 @@ read and parsed, never after it has been built.
   the string "1:20" (never sexagesimal 80), `yes`/`on` are strings, not booleans, and dates
   stay strings. Only `true`/`false`, `null`/`~`, decimal, `0o`/`0x` integers and decimal
   floats (with `.inf`/`.nan`) are resolved. Duplicate keys are refused, naming both lines;
-  merge keys (`<<`) are not special (an explicit `!!merge` is refused). The composer
+  merge keys (`<<`) are not special (an explicit `!!merge` is refused). An explicit tag
+  must fit its value (`!!float x`, `!!bool x`, `!!map x` are refused), and a tag that is
+  not JSON data (`!name`, `!!python/...`) too, neither naming the value. The composer
   counts as it goes: nodes with every alias expanded (so an alias bomb stops at
   `LIMITS.nodes` without being expanded), nesting, scalar length; a recursive alias is
   refused. A document over a limit stops at the event that crosses it.
@@ -95,15 +97,53 @@ for _tag, _pattern, _first in _CORE:
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^$"), [None])
 
 
+# An explicitly tagged scalar (`!!float x`) that is not what its tag says is refused without
+# showing the scalar: the loader does not know which leaf it sets, and it may be a secret.
+_INT_RE = re.compile(f"^(?:{INT_TEXT})$")
+_FLOAT_RE = re.compile(f"^(?:{FLOAT_TEXT})$")
+_BOOL_TEXT = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+
+
+def _not_a(what: str, node: yaml.Node) -> yaml.constructor.ConstructorError:
+    return yaml.constructor.ConstructorError(
+        None, None, f"a value tagged {_tag_name(node.tag)} is not {what}; drop the tag or fix the value", node.start_mark
+    )
+
+
+def _tag_name(tag: str) -> str:
+    return tag.replace("tag:yaml.org,2002:", "!!")
+
+
 def _construct_int(loader: StrictLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node)).strip()
+    if not _INT_RE.match(text):
+        raise _not_a("an integer (ASCII digits, optionally signed, or 0x/0o)", node)
     try:
-        return int_from_text(str(loader.construct_scalar(node)))
-    except ValueError as exc:
+        return int_from_text(text)
+    except ValueError as exc:  # over the digits limit: the message names the limit, not the value
         raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from None
 
 
 def _construct_float(loader: StrictLoader, node: yaml.ScalarNode) -> float:
-    return float_from_text(str(loader.construct_scalar(node)))
+    text = str(loader.construct_scalar(node)).strip()
+    if not (_INT_RE.match(text) or _FLOAT_RE.match(text)):
+        raise _not_a("a number (ASCII digits, a point, an exponent)", node)
+    try:
+        return float_from_text(text)
+    except ValueError as exc:
+        raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from None
+
+
+def _construct_null(loader: StrictLoader, node: yaml.ScalarNode) -> None:
+    if str(loader.construct_scalar(node)) not in ("", "~", "null", "Null", "NULL"):
+        raise _not_a("null", node)
+
+
+def _construct_bool(loader: StrictLoader, node: yaml.ScalarNode) -> bool:
+    value = _BOOL_TEXT.get(str(loader.construct_scalar(node)))
+    if value is None:
+        raise _not_a("true or false", node)
+    return value
 
 
 def mapping_entries(loader: StrictLoader, node: yaml.MappingNode) -> list[tuple[Any, Any, int]]:
@@ -126,11 +166,24 @@ def mapping_entries(loader: StrictLoader, node: yaml.MappingNode) -> list[tuple[
 
 
 def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    if not isinstance(node, yaml.MappingNode):  # `!!map` on a scalar or a sequence
+        raise _not_a("a mapping", node)
     return {key: value for key, value, _ in mapping_entries(loader, node)}
+
+
+def _unknown_tag(loader: StrictLoader, node: yaml.Node) -> Any:
+    # Not naming the tag: an unquoted value that starts with `!` is a tag, and may be a secret.
+    raise yaml.constructor.ConstructorError(
+        None, None, "a value carries a tag that is not JSON data (`!name`); drop the tag, "
+        "or quote a value that starts with `!`", node.start_mark,
+    )
 
 
 StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+StrictLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+StrictLoader.add_constructor("tag:yaml.org,2002:null", _construct_null)
+StrictLoader.add_constructor(None, _unknown_tag)
 StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 # Timestamps, sets, ordered maps, binary: not in the core schema, and not JSON data.
 def _refuse(loader: StrictLoader, node: yaml.Node) -> Any:

@@ -168,6 +168,16 @@ class ConfigWatcher:
                 self.seen = sig
                 self._report(f"{exc}; nothing was changed, the config in force stays")
             return True
+        except Exception as exc:
+            # A failure that is not a config error is a defect, but of this version of the
+            # file: reported once (the next poll would fail the same way), by its type only,
+            # since its message may quote a value of the file, a secret among them.
+            log.debug("rebuilding from %s failed", self.path, exc_info=True)
+            if signature(self.path) == sig:
+                self.seen = sig
+                self._report(f"{self.path} could not be read ({type(exc).__name__}, a defect: please report "
+                             f"it); nothing was changed, the config in force stays")
+            return True
         if signature(self.path) != sig:
             return False  # changed while read: read it again once it holds
         self.seen = sig

@@ -36,6 +36,25 @@ def test_yaml_1_1_traps_read_as_yaml_1_2(text: str, value: object) -> None:
     assert load_yaml(f"x: {text}\n") == {"x": value}
 
 
+# Explicit tags on a value that is not what they say: one line naming the file and line,
+# never a traceback, and never the value (a secret written with a tag, or unquoted after `!`).
+@pytest.mark.parametrize(
+    "tagged",
+    ["!!float SEKRET44", "!!bool SEKRET60", "!!map SEKRET61", "!!float", "!!int SEKRET42", "!!null SEKRET70",
+     "!SEKRET34 x", "!<SEKRET41> x", "!!python/object:os.system SEKRET", "!!seq SEKRET"],
+)
+def test_a_tagged_value_that_is_not_its_tag_is_refused_without_showing_it(tmp_path: Path, tagged: str) -> None:
+    with pytest.raises(RecordError, match=r"server.yaml:2: cannot read config file: ") as caught:
+        ServerArgs.from_file(_config(tmp_path, f"api_key: {tagged}\n"))
+    assert "SEKRET" not in str(caught.value).upper().replace("SERVER", "")
+
+
+@pytest.mark.parametrize(("tagged", "value"), [("!!str 12", "12"), ("!!float 1e3", 1000.0), ("!!int 0x10", 16),
+                                               ("!!bool true", True), ("!!null ~", None), ("!!map {a: 1}", {"a": 1})])
+def test_a_tag_that_fits_its_value_is_read(tagged: str, value: object) -> None:
+    assert load_yaml(f"x: {tagged}\n") == {"x": value}
+
+
 def test_tp_size_010_is_ten_and_1_20_is_not_80(tmp_path: Path) -> None:
     assert ServerArgs.from_file(_config(tmp_path, "tp_size: 010\n")).tp_size == 10
     with pytest.raises(RecordError, match=r"key tp_size: '1:20' is not of type 'integer'"):
@@ -56,7 +75,7 @@ def test_duplicate_keys_are_refused_naming_both_lines(tmp_path: Path) -> None:
         ("json_model_override_args: " + deep_json_text(900) + "\n", "nests deeper than 200"),
         ("json_model_override_args: " + deep_json_text(100) + "\n", "nests deeper than 64"),
         ("json_model_override_args: &a [*a]\n", "recursive alias"),
-        ("json_model_override_args: !!python/object/apply:os.system ['true']\n", "could not determine a constructor"),
+        ("json_model_override_args: !!python/object/apply:os.system ['true']\n", "a tag that is not JSON data"),
         ("json_model_override_args: {a: \x00}\n", "#x0000"),
     ],
     ids=["5000-digits", "101-digits", "2**2000-float", "900-deep", "100-deep", "recursive-alias", "python-tag", "nul"],

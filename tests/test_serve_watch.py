@@ -145,6 +145,38 @@ def test_a_malformed_or_half_written_file_changes_nothing(
     assert watcher.status()["error"] is None
 
 
+def test_a_tagged_secret_in_the_file_is_refused_once_and_never_shown(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture) -> None:
+    cm, watcher, ctx = watched
+    state = ctx.state
+    cm.publish(BASE + "api_key: !!float SEKRET90\n")
+    settle(watcher)
+    assert ctx.state is state and "!!float" in watcher.status()["error"]
+    for _ in range(5):  # the same file again: nothing new to read, nothing logged again
+        assert not watcher.poll()
+    shown = json.dumps(watcher.status()) + caplog.text
+    assert "SEKRET90" not in shown.upper() and caplog.text.count("!!float") == 1
+
+
+def test_a_rebuild_that_fails_unexpectedly_is_reported_once_by_type_only(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture) -> None:
+    cm, watcher, ctx = watched
+    state = ctx.state
+
+    def broken() -> Any:
+        raise ValueError("'SEKRET91' is not what it seems")
+
+    watcher.rebuild = broken
+    cm.publish(BASE.replace("v1", "v2"))
+    settle(watcher)
+    for _ in range(5):
+        assert not watcher.poll()
+    error = watcher.status()["error"]
+    assert ctx.state is state and "ValueError" in error and "nothing was changed" in error
+    assert "SEKRET91" not in json.dumps(watcher.status()) and caplog.text.count("ValueError") == 1
+    assert "SEKRET91" not in "".join(r.getMessage() for r in caplog.records if r.levelno > 10)
+
+
 @pytest.mark.slow
 def test_a_served_watch_applies_on_every_rank_and_shows_restart_required(tmp_path: Path) -> None:
     cm = ConfigMap(tmp_path / "config")
