@@ -162,6 +162,7 @@ class BagAttribute:
     name: str
     hint: str
     doc: str  # docstring literal
+    field: str = ""  # what follows the hint: ` = attrs.field(repr=secret_repr)` for a secret
 
 
 @attrs.frozen
@@ -195,13 +196,18 @@ def bags_file(schema: Schema, header: Header, import_name: str) -> BagsFile:
         header=header,
         imports=import_block(
             ["from typing import Any"] if any(x.type.base == "json" for x in schema.values) else [],
-            ["import attrs",
-             *([f"from {FACE} import unstamped_rank"] if any(ns.ranks for ns in schema.namespaces) else [])],
+            ["import attrs", *([from_import(FACE, face)] if (face := _bags_face(schema)) else [])],
         ),
         exports=tuple(sorted([*(class_name(ns.path) for ns in schema.namespaces), "Config"], key=export_order)),
         bags=tuple(_bag(schema, ns) for ns in _children_first(schema)),
         top_bags=tuple(NestedBag(p, class_name(p), p) for p in schema.top_level),
     )
+
+
+def _bags_face(schema: Schema) -> list[str]:
+    """What bags.py takes from the runtime: only what its classes use."""
+    return [*(["secret_repr"] if any(x.secret for x in schema.leaves) else []),
+            *(["unstamped_rank"] if any(ns.ranks for ns in schema.namespaces) else [])]
 
 
 def _children_first(schema: Schema) -> list[Namespace]:
@@ -221,10 +227,15 @@ def _bag(schema: Schema, ns: Namespace) -> BagClass:
         path=ns.path,
         class_name=class_name(ns.path),
         doc=docstring(ns.doc),
-        fields=tuple(BagAttribute(x.name, _resolved_hint(x), docstring(x.help)) for x in ns.values),
+        fields=tuple(BagAttribute(x.name, _resolved_hint(x), docstring(x.help), _bag_field(x)) for x in ns.values),
         children=tuple(NestedBag(c.attr, class_name(c.path), c.path) for c in schema.children(ns.path)),
         ranks=tuple(BagAttribute(r.name, "int", docstring(r.help)) for r in ns.ranks),
     )
+
+
+def _bag_field(x: LeafSpec | Derived) -> str:
+    # repr() of a bag is what a log line or a traceback shows: a secret says only "set".
+    return " = attrs.field(repr=secret_repr)" if isinstance(x, LeafSpec) and x.secret else ""
 
 
 # -- registry.py ---------------------------------------------------------------------------

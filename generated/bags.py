@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from configbags.runtime.generated_api import unstamped_rank
+from configbags.runtime.generated_api import secret_repr, unstamped_rank
 
 __all__ = [
     "Config",
@@ -548,9 +548,9 @@ class Serving:
     """Load no tokenizer; requests must send token ids and responses return token ids."""
     weight_version: str
     """Version label of the weights being served; updated at runtime when weights are swapped."""
-    api_key: str | None
+    api_key: str | None = attrs.field(repr=secret_repr)
     """API key that clients must send as a bearer token. Unset means no authentication."""
-    admin_api_key: str | None
+    admin_api_key: str | None = attrs.field(repr=secret_repr)
     """Key that administrative requests (PATCH /config of configbags serve) must send as a bearer token. Unset disables them."""
     chat_template: str | None
     """Built-in chat template name or path to a template file. Unset uses the tokenizer's own template."""

@@ -41,13 +41,14 @@ from configbags.runtime.registry import (
     Renamed,
     RoleSpec,
     RuleSpec,
+    secret_repr,
 )
 from configbags.runtime.resolve import Facts, Layer
 
 if TYPE_CHECKING:
     from configbags.runtime.context import Context, ProcessView, RunnerView
 
-API_VERSION = 3
+API_VERSION = 4
 """The version of this module's names and signatures that this configbags speaks."""
 
 __all__ = [
@@ -82,6 +83,7 @@ __all__ = [
     "record_to_dict",
     "replace_record",
     "require_api",
+    "secret_repr",
     "unstamped_rank",
 ]
 

@@ -35,7 +35,7 @@ from configbags.runtime.leaftypes import (
     jsonable,
     none_like,
 )
-from configbags.runtime.registry import LeafSpec, Registry
+from configbags.runtime.registry import LeafSpec, Registry, secret_repr
 from configbags.runtime.resolve import Layer, Origin
 from configbags.runtime.spelling import flag_of, version_key
 
@@ -106,11 +106,12 @@ def leaf_converters(
 ) -> Callable[[type, list[attrs.Attribute[Any]]], list[attrs.Attribute[Any]]]:
     """The record class's `field_transformer`: each leaf field checks its value and stores
     the canonical form (lists as tuples, ints widened for float leaves) as attrs builds the
-    record, so a frozen record is never changed once built."""
+    record, so a frozen record is never changed once built; a secret's `repr()` is redacted."""
 
     def transform(cls: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:
-        return [field.evolve(converter=_canonical(leaves[field.name], cls.__name__)) if field.name in leaves
-                else field for field in fields]
+        return [field.evolve(converter=_canonical(leaves[field.name], cls.__name__),
+                             repr=secret_repr if leaves[field.name].secret else field.repr)
+                if field.name in leaves else field for field in fields]
 
     return transform
 

@@ -110,6 +110,12 @@ def redacted(spec: LeafSpec | None, value: Any) -> Any:
     return value
 
 
+def secret_repr(value: Any) -> str:
+    """How a generated class's `repr()` shows a secret field (attrs' `repr=`): whether it is
+    set, never its value, so a logged bag, record or snapshot keeps the key out of the log."""
+    return "None" if value is None else REDACTED
+
+
 @attrs.frozen
 class Condition:
     """One test of a rule's `when:` on a fact (`gpu.memory_bytes`, `model.architectures`,

@@ -15,7 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from configbags.cli import main as cli_main
-from configbags.generated.accessors import get_context, get_exec, get_schedule, publish
+from configbags.generated.accessors import (
+    cfg,
+    get_context,
+    get_exec,
+    get_schedule,
+    get_serving,
+    publish,
+)
 from configbags.generated.registry import LEAVES
 from configbags.generated.server_args import ServerArgs
 from configbags.runtime.dist import export_state, import_state
@@ -253,6 +260,20 @@ def test_a_planted_secret_appears_in_no_readback_log_file_or_error(
     assert ctx.state.values["api_key"] == SECRET
     assert SECRET in export_state(ctx) and ADMIN in export_state(ctx)
     assert "api_key" not in ctx.hash_factors()["leaves"]
+
+
+def test_repr_of_the_record_bags_snapshot_and_state_redacts_a_secret(ctx: Any) -> None:
+    """What a `logger.debug("%r", cfg.serving)`, an f-string in an error, a pytest diff or
+    a traceback with locals shows: that a secret is set, never its value."""
+    record = ServerArgs(model_path="m", api_key=SECRET)
+    publish(record, role="launcher", facts=gpu(80))
+    shown = [repr(record), str(record), repr(get_serving()), repr(cfg.serving), repr(ctx.snapshot()),
+             repr(ctx.state), repr(ServerArgs(model_path="m", admin_api_key=ADMIN))]
+    for text in shown:
+        assert SECRET not in text and ADMIN not in text, text
+    assert "api_key=<redacted>" in shown[0] and "api_key=<redacted>" in shown[2]
+    assert "admin_api_key=None" in shown[2]  # unset is shown as unset
+    assert get_serving().api_key == SECRET  # the value itself is there for the server
 
 
 def test_secrets_are_declared_in_the_registry() -> None:

@@ -120,7 +120,7 @@ class RepublishReport:
     dropped: tuple[Dropped, ...]
 
 
-@attrs.frozen(eq=False)
+@attrs.frozen(eq=False, repr=False)
 class State:
     """Everything published, frozen: the mappings are read-only views of dicts no one else
     holds, and the record and bags are frozen, so `ctx.state.values[...] = x` raises
@@ -145,6 +145,11 @@ class State:
     # Where each value not at its schema default came from before any override (operator
     # layers and rules); overrides are in `log`.
     origins: Mapping[str, Origin] = attrs.field(factory=dict)
+
+    def __repr__(self) -> str:
+        # Not the values: a logged or printed state would show every secret in clear.
+        return (f"<State role={self.role!r} epoch={self.epoch} sealed={self.sealed} "
+                f"{len(self.values)} values; server_info() shows them, redacted>")
 
 
 @attrs.frozen(eq=False)

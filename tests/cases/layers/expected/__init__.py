@@ -13,7 +13,7 @@ generated for; when it does not, the error says how to regenerate."""
 
 from configbags.runtime.generated_api import require_api
 
-API_VERSION = 3
+API_VERSION = 4
 """The configbags runtime API (`configbags.runtime.generated_api`) this package was generated for."""
 
 require_api(API_VERSION, __name__, "configbags gen --schema schema --out expected")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+from configbags.runtime.generated_api import secret_repr
 
 __all__ = [
     "Config",
@@ -31,7 +32,7 @@ class Core:
     """What the server is called."""
     width: int
     """How many lanes run side by side."""
-    token: str | None
+    token: str | None = attrs.field(repr=secret_repr)
     """Bearer token clients send."""
     backend: str | None
     """Kernel backend."""
