@@ -24,9 +24,11 @@ ENV_PREFIX = "CONFIGBAGS_LIMIT_"
 # Python refuses to turn an int of more digits into text (sys.int_info.default_max_str_digits),
 # which config_hash, server_info and state export all do.
 MAX_INT_DIGITS = 4300
-# Reading a document and walking its values recurse once per level or so: this deep stays
-# well inside Python's default recursion limit (1000), on any thread.
-MAX_NESTING = 500
+# Reading a document and walking its values recurse a few frames per level (PyYAML's
+# constructor about four): 200 levels stay inside Python's default recursion limit (1000)
+# from any caller, a request thread of the door included; about 250 do not. The ceiling of
+# both `nesting` and `json_depth`.
+MAX_NESTING = 200
 
 
 @attrs.frozen
@@ -43,7 +45,7 @@ class Limits:
     #: Largest config, schema or model file read, in bytes.
     file_bytes: int = 8 * 1024 * 1024
     #: Deepest nesting of a YAML or JSON document (a file, a json flag or variable), in levels.
-    nesting: int = 200
+    nesting: int = 100
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> Limits:
@@ -72,9 +74,10 @@ class Limits:
         if given.get("int_digits", 0) > MAX_INT_DIGITS:
             raise ConfigError(f"{variable('int_digits')}={given['int_digits']} is above {MAX_INT_DIGITS}, "
                               f"the most digits Python turns into text; set it lower")
-        if given.get("nesting", 0) > MAX_NESTING:
-            raise ConfigError(f"{variable('nesting')}={given['nesting']} is above {MAX_NESTING}, the deepest "
-                              f"a document is read without exhausting Python's stack; set it lower")
+        for name in ("nesting", "json_depth"):
+            if given.get(name, 0) > MAX_NESTING:
+                raise ConfigError(f"{variable(name)}={given[name]} is above {MAX_NESTING}, the deepest "
+                                  f"a document is read without exhausting Python's stack; set it lower")
         return cls(**given)
 
 

@@ -52,7 +52,7 @@ from yaml.events import (
 
 from configbags.runtime.errors import OutputFileError, YamlError
 from configbags.runtime.leaftypes import FLOAT_TEXT, INT_TEXT, float_from_text, int_from_text
-from configbags.runtime.limits import LIMITS, over
+from configbags.runtime.limits import LIMITS, over, variable
 
 if TYPE_CHECKING:
     _SafeLoader = yaml.SafeLoader
@@ -260,6 +260,8 @@ def load_yaml(text: str, loader: type[StrictLoader] = StrictLoader) -> Any:
         raise YamlError(str(exc.problem or exc), _line(mark)) from None
     except yaml.YAMLError as exc:  # ReaderError (a control character) has no mark
         raise YamlError(str(exc).replace("\n", " "), None) from None
+    except RecursionError:  # within the nesting limit, yet too deep for the stack left here
+        raise YamlError(f"the document nests too deep to be read here; lower {variable('nesting')}", None) from None
 
 
 def _compose(parser: StrictLoader) -> Any:
@@ -343,8 +345,10 @@ def load_json(text: str, *, constants: bool = False, duplicates: bool = False) -
         return json.loads(text, parse_int=parse_int, parse_constant=parse_constant, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise YamlError(exc.msg, exc.lineno) from None
-    except (ValueError, RecursionError) as exc:
-        raise YamlError(str(exc) or "nested too deep", None) from None
+    except ValueError as exc:
+        raise YamlError(str(exc), None) from None
+    except RecursionError:
+        raise YamlError(f"the document nests too deep to be read here; lower {variable('nesting')}", None) from None
 
 
 def read_text_limited(path: Path) -> str:

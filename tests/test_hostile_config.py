@@ -72,13 +72,13 @@ def test_duplicate_keys_are_refused_naming_both_lines(tmp_path: Path) -> None:
         ("dp_size: " + "1" * 5000 + "\n", "an integer of 5000 digits is over the limit of 100"),
         ("json_model_override_args: {n: " + "1" * 101 + "}\n", "more than 100 digits"),  # sizes are bounded lower
         ("mem_fraction_static: " + str(2**2000) + "\n", "over the limit"),
-        ("json_model_override_args: " + deep_json_text(900) + "\n", "nests deeper than 200"),
-        ("json_model_override_args: " + deep_json_text(100) + "\n", "nests deeper than 64"),
+        ("json_model_override_args: " + deep_json_text(900) + "\n", "nests deeper than 100"),
+        ("json_model_override_args: " + deep_json_text(80) + "\n", "nests deeper than 64"),
         ("json_model_override_args: &a [*a]\n", "recursive alias"),
         ("json_model_override_args: !!python/object/apply:os.system ['true']\n", "a tag that is not JSON data"),
         ("json_model_override_args: {a: \x00}\n", "#x0000"),
     ],
-    ids=["5000-digits", "101-digits", "2**2000-float", "900-deep", "100-deep", "recursive-alias", "python-tag", "nul"],
+    ids=["5000-digits", "101-digits", "2**2000-float", "900-deep", "80-deep", "recursive-alias", "python-tag", "nul"],
 )
 def test_values_beyond_the_limits_are_record_errors(tmp_path: Path, body: str, message: str) -> None:
     start = time.perf_counter()

@@ -88,8 +88,8 @@ def test_a_schema_file_over_the_node_limit_is_refused_while_parsing(tmp_path: Pa
     ("text", "message"),
     [
         (deep_json_text(100_000), "more than 100000 nodes"),
-        (deep_json_text(250), "nests deeper than 200"),
-        ("[" + "0," * 60_000 + "[" * 250 + "]" * 250 + "]", "nests deeper than 200"),
+        (deep_json_text(250), "nests deeper than 100"),
+        ("[" + "0," * 60_000 + "[" * 250 + "]" * 250 + "]", "nests deeper than 100"),
         ('{"a": 1, "a": 2}', "duplicate key 'a'"),
         ('{"n": ' + "1" * 5000 + "}", "5000 digits"),
         ('"' + "x" * (LIMITS.string_chars + 1) + '"', "CONFIGBAGS_LIMIT_STRING_CHARS"),
@@ -109,7 +109,7 @@ def test_brackets_inside_json_strings_are_not_nesting() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[" * 250 + "]" * 250, "nests deeper than 200"),
+        ("[" * 250 + "]" * 250, "nests deeper than 100"),
         ("a: &x [1, 2]\nb: [*x, *x]\n", None),
         ("- " + "\n- ".join(["1"] * (LIMITS.nodes + 5)), "more than 100000 nodes"),
         ("a: '" + "x" * (LIMITS.string_chars + 1) + "'\n", "CONFIGBAGS_LIMIT_STRING_CHARS"),
@@ -223,7 +223,7 @@ def test_model_facts_refuse_deep_and_malformed_configs_typed(tmp_path: Path) -> 
     path = tmp_path / "config.json"
     for text, message in [
         (deep_json_text(100_000), "nodes"),
-        (deep_json_text(300), "nests deeper than 200"),
+        (deep_json_text(300), "nests deeper than 100"),
         ('{"architectures": 5}', "architectures is 5, not a list of names"),
         ("[1, 2]", "holds a list, not a JSON object"),
         ("{", "Expecting property name"),
@@ -306,10 +306,32 @@ def test_the_nesting_flag_names_its_variable_on_the_command_line(capsys: pytest.
 
 
 def test_the_nesting_limit_is_raised_by_its_variable_up_to_a_ceiling() -> None:
-    code = "from configbags.runtime.yamlsafe import load_yaml\nprint(len(load_yaml('[' * 300 + ']' * 300)))"
-    assert _in_fresh_process({"CONFIGBAGS_LIMIT_NESTING": "400"}, code).stdout.strip() == "1"
-    with pytest.raises(ConfigError, match="CONFIGBAGS_LIMIT_NESTING=5000 is above 500"):
-        Limits.from_environ({"CONFIGBAGS_LIMIT_NESTING": "5000"})
+    code = "from configbags.runtime.yamlsafe import load_yaml\nprint(len(load_yaml('[' * 150 + ']' * 150)))"
+    assert _in_fresh_process({"CONFIGBAGS_LIMIT_NESTING": "200"}, code).stdout.strip() == "1"
+    for name in ("NESTING", "JSON_DEPTH"):
+        with pytest.raises(ConfigError, match=f"CONFIGBAGS_LIMIT_{name}=201 is above 200"):
+            Limits.from_environ({f"CONFIGBAGS_LIMIT_{name}": "201"})
+
+
+def test_at_the_ceilings_a_deepest_document_is_read_or_refused_never_a_recursion_error(tmp_path: Path) -> None:
+    """Both limits at their ceiling, a json leaf as deep as they allow, read from a config
+    file by a caller already deep in its own stack (as a request thread is)."""
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("model_path: m\njson_model_override_args: " + "[" * 199 + "]" * 199 + "\n")
+    code = (
+        "import sys\n"
+        "from configbags.generated.server_args import ServerArgs\n"
+        "from configbags.generated.accessors import publish\n"
+        "def down(n):\n"
+        "    if n:\n"
+        "        return down(n - 1)\n"
+        f"    ctx = publish(ServerArgs.from_file({str(deep)!r}), role='launcher')\n"
+        "    return len(str(ctx.server_info()))\n"
+        "print(down(150) > 0)\n"
+    )
+    done = _in_fresh_process({"CONFIGBAGS_LIMIT_NESTING": "200", "CONFIGBAGS_LIMIT_JSON_DEPTH": "200"}, code)
+    assert done.stdout.strip() == "True", done.stderr[-2000:]
+    assert "RecursionError" not in done.stderr
 
 
 def deep_list(depth: int) -> Any:
