@@ -162,14 +162,74 @@ def test_gen_says_when_it_creates_a_package_folder_the_project_lacks(
 
 
 def test_init_names_the_cache_folder_in_gitignore_once(tmp_path: Path) -> None:
-    from configbags.codegen.scaffold import ignore_cache
+    from configbags.codegen.scaffold import gitignore_text
 
-    assert ignore_cache(tmp_path) and (tmp_path / ".gitignore").read_text() == ".configbags-cache/\n"
-    assert not ignore_cache(tmp_path)  # idempotent: never a second line
+    assert gitignore_text(tmp_path) == ".configbags-cache/\n"
     (tmp_path / ".gitignore").write_text("build/\n/.configbags-cache")  # the user's own spelling, no newline
-    assert not ignore_cache(tmp_path) and (tmp_path / ".gitignore").read_text() == "build/\n/.configbags-cache"
+    assert gitignore_text(tmp_path) is None  # never a second line
     (tmp_path / ".gitignore").write_text("*.pyc")
-    assert ignore_cache(tmp_path) and (tmp_path / ".gitignore").read_text() == "*.pyc\n.configbags-cache/\n"
+    assert gitignore_text(tmp_path) == "*.pyc\n.configbags-cache/\n"
+
+
+def _untouched(project: Path, pyproject: bytes) -> None:
+    assert not (project / "schema").exists() and (project / "pyproject.toml").read_bytes() == pyproject
+
+
+@pytest.mark.parametrize("kind", ["folder", "link", "link-to-folder", "not-utf8"])
+def test_init_refuses_a_gitignore_it_cannot_edit_in_place_and_writes_nothing(
+        project: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    from configbags.codegen.scaffold import main as init_main
+
+    outside = tmp_path_factory.mktemp("outside") / "precious.txt"
+    outside.write_text("precious\n")
+    gitignore = project / ".gitignore"
+    if kind == "folder":
+        gitignore.mkdir()
+    elif kind == "link":
+        gitignore.symlink_to(outside)
+    elif kind == "link-to-folder":
+        gitignore.symlink_to(outside.parent, target_is_directory=True)
+    else:
+        gitignore.write_bytes(b"build/\n\xff\n")
+    before = (project / "pyproject.toml").read_bytes()
+    monkeypatch.chdir(project)
+    assert init_main([]) == 2
+    err = capsys.readouterr().err
+    assert ".gitignore" in err and "nothing was written" in err and "Traceback" not in err
+    _untouched(project, before)
+    assert outside.read_text() == "precious\n"
+
+
+def test_init_undoes_its_writes_when_a_later_one_fails(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.codegen.scaffold import main as init_main
+
+    real = Path.write_text
+
+    def failing(self: Path, *args: object, **kwargs: object) -> int:
+        if self.name == ".gitignore":
+            raise OSError(28, "No space left on device", str(self))
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    before = (project / "pyproject.toml").read_bytes()
+    monkeypatch.setattr(Path, "write_text", failing)
+    monkeypatch.chdir(project)
+    assert init_main([]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and ".gitignore" in err and "No space left" in err and "nothing was written" in err
+    _untouched(project, before)
+
+
+def test_init_refuses_a_pyproject_that_is_not_utf8(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.codegen.scaffold import main as init_main
+
+    (project / "pyproject.toml").write_bytes(b'[project]\nname = "\xff"\n')
+    monkeypatch.chdir(project)
+    assert init_main([]) == 2
+    assert "is not UTF-8" in capsys.readouterr().err
+    assert not (project / "schema").exists()
 
 
 @pytest.mark.slow

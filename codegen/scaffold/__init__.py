@@ -75,18 +75,29 @@ def choose_package(root: Path, given: str | None) -> str:
                      f"belongs to")
 
 
-def ignore_cache(root: Path) -> bool:
-    """Name the cache folder in `root/.gitignore` (created if missing), once: an existing
-    line for it (`.configbags-cache`, with or without a leading or trailing slash) is kept
-    as it is. True when the file changed."""
+def gitignore_text(root: Path) -> str | None:
+    """`root/.gitignore` with the cache folder named in it, or None when it already names it
+    (`.configbags-cache`, with or without a leading or trailing slash: kept as it is).
+    ValueError when it is not a regular file of the project (a folder, a link: init edits
+    nothing outside the project) or not UTF-8."""
     path = root / ".gitignore"
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise ValueError(f"{path} is a link or not a regular file; init edits only the project's own "
+                         f".gitignore: make it a file, or add {CACHE_DIR}/ to it yourself and remove the link")
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text; fix it first") from None
     if any(line.strip().strip("/") == CACHE_DIR for line in text.splitlines()):
-        return False
+        return None
     if text and not text.endswith("\n"):
         text += "\n"
-    path.write_text(f"{text}{CACHE_DIR}/\n", encoding="utf-8")
-    return True
+    return f"{text}{CACHE_DIR}/\n"
+
+
+def _refuse(message: str) -> int:
+    print(f"configbags init: {message}; nothing was written", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,39 +108,44 @@ def main(argv: list[str] | None = None) -> int:
               "pyproject.toml with a [project] table first)", file=sys.stderr)
         return 2
     root = pyproject.parent
-    text = pyproject.read_text(encoding="utf-8")
     try:
+        text = pyproject.read_text(encoding="utf-8")
         data = read_toml(pyproject)
+    except UnicodeDecodeError:
+        return _refuse(f"{pyproject} is not UTF-8 text; fix it first")
     except ValueError as exc:
-        print(f"configbags init: {pyproject} does not parse ({exc}); fix it first", file=sys.stderr)
-        return 2
+        return _refuse(f"{pyproject} does not parse ({exc}); fix it first")
     if "configbags" in data.get("tool", {}):
-        print(f"configbags init: {pyproject} already has [tool.configbags]; nothing was written "
-              f"(edit that table, or run configbags gen)", file=sys.stderr)
-        return 2
+        return _refuse(f"{pyproject} already has [tool.configbags] (edit that table, or run configbags gen)")
     try:
         package = choose_package(root, args.package)
+        ignore = gitignore_text(root)
     except ValueError as exc:
-        print(f"configbags init: {exc}; nothing was written", file=sys.stderr)
-        return 2
+        return _refuse(str(exc))
     schema = root / args.schema
-    if schema.exists() and any(schema.iterdir()):
-        print(f"configbags init: {schema} exists and is not empty; nothing was written (pass "
-              f"--schema DIR for another folder)", file=sys.stderr)
-        return 2
-    shutil.copytree(TEMPLATE, schema, dirs_exist_ok=True)
+    if schema.is_symlink() or (schema.exists() and (not schema.is_dir() or any(schema.iterdir()))):
+        return _refuse(f"{schema} exists and is not an empty folder (pass --schema DIR for another folder)")
+    # Everything is computed before the first write, and a write that fails undoes the
+    # others: init leaves the project as it found it or fully set up.
     # the ratchet scans the engine's own top-level package, and expects at least the files
     # it has today (the generated package, excluded from the scan, not counted)
     top_folder = package_folder(root, package.split(".")[0])
     top = top_folder.relative_to(root).as_posix()
     files = sum(1 for p in top_folder.rglob("*.py") if not p.is_relative_to(package_folder(root, package)))
-    ratchet = schema / "ratchet.yaml"
-    scan = ratchet.read_text(encoding="utf-8").replace("roots: []", f"roots: [{top}]")
+    scan = (TEMPLATE / "ratchet.yaml").read_text(encoding="utf-8").replace("roots: []", f"roots: [{top}]")
     scan = scan.replace("  excludes: []", f"  excludes: []\n  min_files: {max(1, files)}")
-    ratchet.write_text(scan, encoding="utf-8")
     table = f'\n[tool.configbags]\npackage = "{package}"\nschema = "{args.schema}"\n'
-    pyproject.write_text(text.rstrip("\n") + "\n" + table, encoding="utf-8")
-    ignored = ignore_cache(root)
+    schema_existed = schema.exists()
+    try:
+        shutil.copytree(TEMPLATE, schema, dirs_exist_ok=True)
+        (schema / "ratchet.yaml").write_text(scan, encoding="utf-8")
+        pyproject.write_text(text.rstrip("\n") + "\n" + table, encoding="utf-8")
+        if ignore is not None:
+            (root / ".gitignore").write_text(ignore, encoding="utf-8")
+    except OSError as exc:
+        _undo(schema, schema_existed, pyproject, text)
+        return _refuse(f"cannot write {exc.filename or 'the project'} ({exc.strerror or exc})")
+    ignored = ignore is not None
     out = package_folder(root, package).relative_to(root)
     accessors = f"{package}.accessors"
     gitignore = f"; {CACHE_DIR}/ in .gitignore" if ignored else ""
@@ -147,3 +163,18 @@ publish(ServerArgs.from_cli(['--tp-size', '2']), role='launcher'); print(get_par
 Edit the YAML under {schema.relative_to(root)}/, then run configbags gen again; a mistake is
 reported with file:line and nothing is written.""")
     return 0
+
+
+def _undo(schema: Path, schema_existed: bool, pyproject: Path, text: str) -> None:
+    """Take back what a failed init wrote: the schema folder's contents, the settings table."""
+    if schema.is_dir():
+        if schema_existed:  # it was empty: empty it again
+            for child in schema.iterdir():
+                if child.is_dir():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+        else:
+            shutil.rmtree(schema)
+    if pyproject.read_text(encoding="utf-8") != text:
+        pyproject.write_text(text, encoding="utf-8")
