@@ -409,3 +409,40 @@ def publish_stalls(rank: int, world: int, port: int, outdir: str) -> None:
 
         _write(outdir, f"pstall{i}-after", rank, _outcome(after))
     os._exit(0)  # skip gloo teardown
+
+
+# -- a rank that stays stopped leaves the group (tests/test_dist_stalls.py) -------------------
+
+LEAVE_TIMEOUT = 1.0
+LEAVE_AFTER = 2
+
+
+def leaves(rank: int, world: int, port: int, outdir: str) -> None:
+    """The last rank stops itself before an override and stays stopped; the live ranks try
+    an override and a check (each names it after the timeout, the second makes it leave),
+    then an override and a check that must refuse at once, naming it. The test process
+    continues it once the others wrote their outcome: its next collective must refuse too."""
+    import signal
+
+    import configbags.generated.accessors  # noqa: F401  (registers the process context)
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import check_in, connect_store
+
+    store = connect_store(f"127.0.0.1:{port}", is_master=False)
+    Path(outdir, f"pid-{rank}").write_text(str(os.getpid()))
+    check_in(store, "leave-started", rank, world, STORE_TIMEOUT)
+    dctx = _join(rank, world, port)
+    dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="scheduler")
+    dctx.timeout, dctx.leave_after = LEAVE_TIMEOUT, LEAVE_AFTER
+    victim = world - 1
+    if rank == victim:
+        os.kill(os.getpid(), signal.SIGSTOP)  # returns here once continued
+        _write(outdir, "leave", rank, [_outcome(lambda: dctx.override("back"))])
+        os._exit(0)
+
+    def change(value: int) -> Any:
+        return lambda: dctx.override("leave", **({"chunked_prefill_size": value} if rank == 0 else {}))
+
+    steps = [change(300), dctx.check_consistency, change(301), dctx.check_consistency, dctx.seal]
+    _write(outdir, "leave", rank, [_outcome(step) for step in steps])
+    os._exit(0)  # skip gloo teardown: a peer is stopped
