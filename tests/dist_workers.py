@@ -10,6 +10,21 @@ from pathlib import Path
 from typing import Any
 
 STORE_TIMEOUT = 60.0
+# imported once by the fork server, so each rank forked from it starts at once instead of
+# importing torch again (seconds per rank on a shared machine, most of a fault case's time)
+PRELOAD = ["torch.distributed", "configbags.generated.accessors", "configbags.runtime.dist._propagate",
+           "dist_workers"]
+
+
+def context() -> Any:
+    """The multiprocessing context the rank tests start ranks with: fork server, preloaded.
+    (Forked from a process that has run nothing yet, not from the test process, whose
+    threads and store a plain fork would copy.)"""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
 
 # Layouts per world size: (record fields, description). Each must fill the whole world.
 LAYOUTS: dict[int, list[dict[str, Any]]] = {

@@ -8,7 +8,6 @@ leaf changed through the group is redacted in every rank's log, at DEBUG."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import time
@@ -26,8 +25,8 @@ DEADLINE = 120.0  # bounds every wait below; never an assertion about speed
 
 
 def _spawn(target: Any, world: int, tmp_path: Path, store: TCPStore) -> list[Any]:
-    spawn = multiprocessing.get_context("spawn")
-    procs = [spawn.Process(target=target, args=(r, world, store.port, str(tmp_path))) for r in range(world)]
+    ranks = dist_workers.context()
+    procs = [ranks.Process(target=target, args=(r, world, store.port, str(tmp_path))) for r in range(world)]
     for p in procs:
         p.start()
     return procs

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,8 @@ def test_a_forged_decision_written_ahead_is_replaced_not_obeyed_nor_blocking(cap
     with caplog.at_level(logging.WARNING, logger="configbags"):
         assert ours.compare_set("ctx/9/override/decision", "", "aborted: rank 2 silent") == b"aborted: rank 2 silent"
         assert ours.compare_set("ctx/9/override/decision", "", "commit") == b"aborted: rank 2 silent"  # it stands
+        master.set("configbags/ctx/10/override/decision", b"\xff\xfe not text")  # forged, not even UTF-8
+        assert ours.compare_set("ctx/10/override/decision", "", "commit") == b"commit"
     assert any("'ctx/9/override/decision'" in r.getMessage() for r in caplog.records)
 
 
@@ -224,6 +227,10 @@ def test_a_value_recorded_in_an_earlier_launch_is_refused_under_its_own_key() ->
     with pytest.raises(ForeignWriteError, match="ctx/5/override/proposal"):
         second[1].get("ctx/5/override/proposal")
     assert second[1].read("ctx/5/override/proposal") is None  # a waiter passes over it
+    # nothing the join wrote travels unsigned: every key is ours, every value carries its MAC
+    keys = first_master.list_keys()
+    assert keys and all(k.startswith("configbags/") for k in keys), keys
+    assert all(re.fullmatch(rb"[0-9a-f]{64}:.*", first_master.get(k), re.S) for k in keys), keys
 
 
 def test_an_old_decision_written_again_in_the_same_launch_does_not_verify_under_a_later_key() -> None:

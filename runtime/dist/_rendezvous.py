@@ -33,7 +33,7 @@ import socket
 import time
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import torch
@@ -212,7 +212,9 @@ class SignedStore(Store):
                 return data
             if expected_value:  # the value compared against is gone: report what stands
                 raise ForeignWriteError(self._foreign(key))
-            expected = standing.decode("latin-1")  # replace exactly that foreign value, if it still stands
+            # replace exactly that foreign value, if it still stands: as bytes, which pybind11
+            # hands to the store as they are (a str would be re-encoded as UTF-8)
+            expected = cast(str, standing)
         raise ForeignWriteError(f"{self._foreign(key)}; rewritten {_FOREIGN_CAS_TRIES} times while this "
                                 f"rank tried to replace it")
 
