@@ -293,6 +293,11 @@ def secure(host: str | None, secret: bytes | None, *, allow_unsigned: bool | Non
     )
 
 
+def identity(nonces: list[bytes]) -> bytes:
+    """The launch's identity, from every rank's join nonce in rank order."""
+    return hashlib.sha256(b",".join(nonces)).digest()
+
+
 def join(store: Store, rank: int, world_size: int, timeout: float, *, what: str = "join") -> Store:
     """Check in under `what` (naming the ranks missing after `timeout`) and, on a signed
     store, agree on the launch's identity: every rank posts a fresh nonce, and the identity
@@ -313,7 +318,7 @@ def join(store: Store, rank: int, world_size: int, timeout: float, *, what: str 
         log.warning("%s held a signed value under %r before rank %d joined: a replay of an earlier "
                     "launch's; replaced", store.where, key, rank)
     nonces = check_in(store, what, rank, world_size, timeout, post=False)
-    session = store.over(store.inner, run=hashlib.sha256(b",".join(nonces)).digest())
+    session = store.over(store.inner, run=identity(nonces))
     check_in(session, f"{what}ed", rank, world_size, timeout)
     return session
 
