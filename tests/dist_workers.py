@@ -461,3 +461,23 @@ def leaves(rank: int, world: int, port: int, outdir: str) -> None:
     steps = [change(300), dctx.check_consistency, change(301), dctx.check_consistency, dctx.seal]
     _write(outdir, "leave", rank, [_outcome(step) for step in steps])
     os._exit(0)  # skip gloo teardown: a peer is stopped
+
+
+def default_store(rank: int, world: int, port: int, outdir: str) -> None:
+    """A process group the engine made itself (no init_distributed): DistributedContext()
+    joins through the default group's store, signed with the secret given, and publishes
+    and overrides through it."""
+    import torch.distributed as dist
+
+    from configbags.generated.accessors import get_schedule
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import DistributedContext, connect_store
+
+    store = connect_store(f"127.0.0.1:{port}", is_master=False, timeout=STORE_TIMEOUT)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
+    dctx = DistributedContext(secret=b"engine-secret", timeout=STORE_TIMEOUT)
+    dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="scheduler")
+    dctx.override("engine", **({"chunked_prefill_size": 640} if rank == 0 else {}))
+    dctx.check_consistency()
+    _write(outdir, "default", rank, {"value": get_schedule().chunked_prefill_size})
+    dist.destroy_process_group()

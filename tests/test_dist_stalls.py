@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
 from datetime import timedelta
@@ -129,3 +130,26 @@ def test_a_rank_that_stays_stopped_leaves_and_every_later_collective_refuses_at_
     (back,) = got[victim]
     assert back["outcome"] == "error" and back["type"] == "RankLeftError", back
     assert f"rank {victim} left the group" in back["message"] and "restart" in back["message"], back
+
+
+def test_a_group_the_engine_made_itself_is_joined_through_its_store_signed(tmp_path: Path) -> None:
+    """DistributedContext() over the default group's store: every key configbags wrote
+    there is signed for the launch (torch's own keys, outside the prefix, are not ours)."""
+    world = 2
+    store = TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=60), wait_for_workers=False)
+    procs = _spawn(dist_workers.default_store, world, tmp_path, store)
+    try:
+        files = [tmp_path / f"default-{r}.json" for r in range(world)]
+        _wait_for(files, time.monotonic() + DEADLINE, "default_store")
+        for p in procs:
+            p.join(30)
+        assert [json.loads(f.read_text())["value"] for f in files] == [640] * world
+        keys = store.list_keys()
+        ours = [k for k in keys if "configbags/" in k]  # under the default group's own prefix
+        assert any("configbags/ctx/" in k for k in ours), keys
+        assert all(re.fullmatch(rb"[0-9a-f]{64}:.*", store.get(k), re.S) for k in ours), ours
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        del store

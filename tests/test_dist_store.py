@@ -269,3 +269,23 @@ def test_an_unsigned_store_other_hosts_reach_is_refused_naming_both_ways_out(mon
     monkeypatch.delenv(ALLOW_UNSIGNED_ENV)
     monkeypatch.setenv(SECRET_ENV, "from-the-environment")
     assert secure("192.0.2.7", None) == b"from-the-environment"
+
+
+def test_serve_passes_over_an_older_beat_or_count_written_again() -> None:
+    """`serve --ranks` rewrites a worker's beat and finished-operation count under one key
+    each; an older signed value written again (a replay) must not make the worker look
+    stalled: the newest one rank 0 saw stands."""
+    from configbags.serve.ranks import BEAT_KEY, DONE_KEY, RankGroup
+
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    watch = SignedStore(PrefixStore("configbags", master), b"launch-secret", run=b"this launch")
+    group = object.__new__(RankGroup)  # rank 0's reading side, without workers
+    group._watch, group._beats, group._done = watch, {}, {}
+    for key, read_back, older, newer in ((BEAT_KEY.format(1), group._beat, "1000.0", "2000.0"),
+                                         (DONE_KEY.format(1), group._finished, "4", "5")):
+        watch.set(key, older)
+        recorded = master.get(f"configbags/{key}")
+        watch.set(key, newer)
+        assert read_back(1) == float(newer)
+        master.set(f"configbags/{key}", recorded)  # the replay, validly signed
+        assert read_back(1) == float(newer), key
