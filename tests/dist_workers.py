@@ -26,6 +26,15 @@ def context() -> Any:
     ctx.set_forkserver_preload(PRELOAD)
     return ctx
 
+
+def start(fn: Any, args: tuple[Any, ...], nprocs: int) -> None:
+    """`torch.multiprocessing.spawn`, with the ranks forked from the preloaded fork server:
+    each rank's exception is raised here, as spawn does."""
+    import torch.multiprocessing as mp
+
+    context()  # the fork server's preload, before start_processes starts it
+    mp.start_processes(fn, args=args, nprocs=nprocs, join=True, start_method="forkserver")
+
 # Layouts per world size: (record fields, description). Each must fill the whole world.
 LAYOUTS: dict[int, list[dict[str, Any]]] = {
     2: [
