@@ -198,6 +198,10 @@ class SignedStore(Store):
             return None
         return self._verified(key, self.inner.get(key))
 
+    def read_present(self, keys: list[str]) -> list[bytes | None]:
+        """`read` of keys known to be there, in one round trip."""
+        return [self._verified(k, v) for k, v in zip(keys, self.inner.multi_get(keys), strict=True)]
+
     def multi_get(self, keys: list[str]) -> list[bytes]:
         return [self._open(k, v) for k, v in zip(keys, self.inner.multi_get(keys), strict=True)]
 
@@ -241,6 +245,12 @@ def read(store: Store, key: str) -> bytes | None:
     if isinstance(store, SignedStore):
         return store.read(key)
     return bytes(store.get(key)) if store.check([key]) else None
+
+
+def _read_present(store: Store, keys: list[str]) -> list[bytes | None]:
+    if isinstance(store, SignedStore):
+        return store.read_present(keys)
+    return [bytes(v) for v in store.multi_get(keys)]
 
 
 def store_host(store: Store) -> str | None:
@@ -333,6 +343,7 @@ def await_values(store: Store, keys: list[str], timeout: float) -> dict[str, byt
         pending = [k for k in keys if k not in got]
         try:
             store.wait(pending, timedelta(seconds=max(0.001, deadline - time.monotonic())))
+            values = _read_present(store, pending)  # all there: one round trip
         except Exception as exc:  # DistStoreError on timeout; other errors if the store is gone
             try:
                 store.check(pending[:1])
@@ -341,10 +352,8 @@ def await_values(store: Store, keys: list[str], timeout: float) -> dict[str, byt
                     f"lost the rendezvous store while waiting ({exc}); the store host (rank 0 or the "
                     f"launcher) is probably gone"
                 ) from None
-        for key in pending:
-            value = read(store, key)
-            if value is not None:
-                got[key] = value
+            values = [read(store, key) for key in pending]
+        got.update((k, v) for k, v in zip(pending, values, strict=True) if v is not None)
         if len(got) == len(keys) or time.monotonic() >= deadline:
             return got
         time.sleep(FOREIGN_RETRY_S)  # a foreign value stands: look again once ours may be there
