@@ -76,6 +76,8 @@ SECRET_ENV = "CONFIGBAGS_RANK_SECRET"  # the launch's secret, to the workers (ar
 JOIN_TIMEOUT_S = 120.0  # workers import torch before they join: slow on a loaded machine
 POLL_S = 1.0  # how often an idle worker checks that the server is still there
 BEAT_S = 0.5
+FOREIGN_S = 0.05  # how soon a worker looks again past an operation rank 0 did not sign (its own
+# post replaces it, and rank 0 is waiting for this worker in the collective it posted)
 LEAVE_AFTER = 3  # a worker stalled this many rank timeouts (or missed collectives) leaves the
 # group (a stall named at one timeout has two more to be continued and catch up)
 
@@ -407,7 +409,7 @@ def _next_op(store: Any, key: str, parent: int) -> str | None:
             store.wait([key], timedelta(seconds=POLL_S))
             return str(store.get(key).decode())
         except ForeignWriteError:
-            time.sleep(POLL_S)
+            time.sleep(FOREIGN_S)
         except Exception:  # a timeout, or the store is gone with the server
             pass
         if os.getppid() != parent or not _store_alive(store, key):
