@@ -23,17 +23,20 @@ config hash and a digest of every resolved value, runtime leaves included, which
 config hash leaves out), and rank 0 compares it with its own whenever no operation is in
 flight: a worker that holds another config is diverged, and /health names it (503).
 
-A worker still stalled after three rank timeouts leaves the group: rank 0 ends its
-process (so it can never come back with a stale config) and logs it, and from then on the
-group is degraded, as it is when a worker exits by itself: /health answers 503
+A worker still stalled after three rank timeouts leaves the group, through the library's
+`DistributedContext.leave` (the one that also makes a worker leave after three missed
+collectives): it is recorded in the store, rank 0 ends its process (so it can never come
+back with a stale config) and logs it, and from then on the group is degraded, as it is when a worker exits by itself: /health answers 503
 `rank_left` naming it, reads are served from rank 0's own config (each gone rank shown as
 left, with why), and changes are refused naming it, since they need every rank. A restart
 brings the group back.
 
 The store listens on 127.0.0.1 only, on a port the kernel picks, and everything the ranks
 post is signed with a secret made for this launch (handed to the workers in their
-environment, never on the command line): a value some other local process writes into
-the store is refused and logged, naming the key, never obeyed.
+environment, never on the command line) and the launch's identity: a value some other
+local process writes into the store is refused and logged, naming the key, never obeyed.
+Rank 0 keeps the newest beat, finished operation and state each worker signed, so one
+of its older values written again (a replay) is passed over too.
 
 Run as `python -m configbags.serve.ranks ...` for one worker rank.
 """
@@ -73,8 +76,10 @@ SECRET_ENV = "CONFIGBAGS_RANK_SECRET"  # the launch's secret, to the workers (ar
 JOIN_TIMEOUT_S = 120.0  # workers import torch before they join: slow on a loaded machine
 POLL_S = 1.0  # how often an idle worker checks that the server is still there
 BEAT_S = 0.5
-LEAVE_AFTER = 3.0  # a worker stalled this many rank timeouts leaves the group (a stall
-# named at one timeout has two more to be continued and catch up)
+FOREIGN_S = 0.05  # how soon a worker looks again past an operation rank 0 did not sign (its own
+# post replaces it, and rank 0 is waiting for this worker in the collective it posted)
+LEAVE_AFTER = 3  # a worker stalled this many rank timeouts (or missed collectives) leaves the
+# group (a stall named at one timeout has two more to be continued and catch up)
 
 log = logging.getLogger("configbags.serve.ranks")
 
@@ -106,7 +111,8 @@ class RankGroup:
         self._op = 0
         self._posted: dict[int, float] = {}  # operation -> when it was posted (monotonic)
         self._left: dict[int, str] = {}  # rank -> why it left the group
-        self._beats: dict[int, str] = {}  # rank -> its last beat that this launch signed
+        self._beats: dict[int, float] = {}  # rank -> its newest beat that this launch signed
+        self._done: dict[int, int] = {}  # rank -> the newest operation it said it finished
         # A client of its own for stalled(): the rank thread's client can be inside a wait
         # (which holds it) while /health asks on the event loop.
         self._watch: Any = None
@@ -141,12 +147,11 @@ class RankGroup:
         from configbags.runtime import dist
 
         store = dist.connect_store(self.addr, is_master=True, timeout=JOIN_TIMEOUT_S, listener=listener)
-        dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo",
-                                     timeout=JOIN_TIMEOUT_S, context=self.context, secret=secret.encode())
+        dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo", timeout=JOIN_TIMEOUT_S,
+                                     context=self.context, secret=secret.encode(), leave_after=LEAVE_AFTER)
         dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
         self.dctx = dctx
-        self._watch = dist.signed(dist.connect_store(self.addr, is_master=False, timeout=JOIN_TIMEOUT_S),
-                                  secret.encode())
+        self._watch = dctx.client(self.addr)
         dctx.publish(record, role=role)
         dctx.seal()
         self._monitor = threading.Thread(target=self._watch_ranks, name="configbags-rank-monitor", daemon=True)
@@ -176,21 +181,29 @@ class RankGroup:
         return [rank for rank, proc in enumerate(self.procs, start=1) if proc.poll() is not None]
 
     def gone(self) -> dict[int, str]:
-        """Worker ranks that left the group, each with why: exited, or ended after a stall
-        longer than LEAVE_AFTER rank timeouts. They never come back until a restart."""
+        """Worker ranks that left the group, each with why: exited, ended after a stall
+        longer than LEAVE_AFTER rank timeouts, or made to leave by the distributed context
+        after LEAVE_AFTER missed collectives (then ended here). They never come back until a
+        restart."""
         with self._watch_lock:
             for rank in self.dead():
                 if rank not in self._left:
                     code = self.procs[rank - 1].returncode
                     self._leave(rank, f"exited with code {code}" if code is not None else "exited")
+            for rank, why in list(self.dctx.left.items()) if self.dctx is not None else ():
+                if rank not in self._left:
+                    self._end(rank, why)
             return dict(sorted(self._left.items()))
 
     def _leave(self, rank: int, why: str) -> None:
-        """Record that `rank` left (the caller holds the lock) and say it once, loudly."""
+        """Record that `rank` left (the caller holds the lock), in the store too (the
+        distributed context refuses every collective from here, naming it), and say it once."""
         self._left[rank] = why
-        log.warning("rank %d of %d left the group: %s. The group is degraded: reads are served from "
-                    "rank 0's config, changes are refused until the server is restarted",
-                    rank, self.world_size, why)
+        if self.dctx is not None:
+            with contextlib.suppress(Exception):  # the store closes with this process at shutdown
+                self.dctx.leave(rank, why, store=self._watch)
+        log.warning("rank %d of %d: the group is degraded: reads are served from rank 0's config, changes "
+                    "are refused until the server is restarted", rank, self.world_size)
 
     def stalled(self) -> dict[int, str]:
         """Worker ranks alive but not answering, each with what was seen: a beat older than
@@ -202,10 +215,10 @@ class RankGroup:
         found: dict[int, str] = {}
         gone = self.gone()
         with self._watch_lock:
-            seen = {rank: (self._beat(rank), int(self._read(DONE_KEY.format(rank)) or 0))
+            seen = {rank: (self._beat(rank), self._finished(rank))
                     for rank in range(1, self.world_size) if rank not in gone}
             for rank, (beat, done) in seen.items():
-                silent = time.time() - float(beat) if beat is not None else 0.0
+                silent = time.time() - beat if beat is not None else 0.0
                 posted = self._posted.get(done + 1)
                 late = time.monotonic() - posted if posted is not None else 0.0
                 if silent > LEAVE_AFTER * wait:
@@ -236,10 +249,11 @@ class RankGroup:
             found: dict[int, str] = {}
             with self._watch_lock:
                 for rank in range(1, self.world_size):
-                    if rank in gone or int(self._read(DONE_KEY.format(rank)) or 0) < self._op:
+                    done = self._finished(rank)
+                    if rank in gone or done < self._op:
                         continue
-                    theirs = self._read(STATE_KEY.format(rank))
-                    if theirs is not None and theirs != own:
+                    op, _, theirs = (self._read(STATE_KEY.format(rank)) or "").partition(" ")
+                    if op == f"op={done}" and theirs != own:  # an older state (a replay) is passed over
                         found[rank] = f"holds {theirs}, rank 0 holds {own}"
                 if found and found != self._diverged:
                     log.error("config diverged: %s", "; ".join(f"rank {r} {why}" for r, why in found.items()))
@@ -257,13 +271,20 @@ class RankGroup:
             proc.wait(timeout=5)
         self._leave(rank, f"{why}; its process (pid {proc.pid}) was ended")
 
-    def _beat(self, rank: int) -> str | None:
-        """The rank's last beat this launch signed (a foreign one is refused and logged by
-        the store, and the last good one stands)."""
+    def _beat(self, rank: int) -> float | None:
+        """The rank's newest beat this launch signed (a foreign one is refused and logged by
+        the store, and an older one written again is passed over: the newest stands)."""
         value = self._read(BEAT_KEY.format(rank))
         if value is not None:
-            self._beats[rank] = value
+            self._beats[rank] = max(float(value), self._beats.get(rank, 0.0))
         return self._beats.get(rank)
+
+    def _finished(self, rank: int) -> int:
+        """The newest operation the rank said it finished (an older count written again is
+        passed over, as for beats)."""
+        value = self._read(DONE_KEY.format(rank))
+        self._done[rank] = max(int(value or 0), self._done.get(rank, 0))
+        return self._done[rank]
 
     def _read(self, key: str) -> str | None:
         from configbags.runtime.dist import ForeignWriteError
@@ -277,9 +298,11 @@ class RankGroup:
             return None
 
     def _post(self, op: str) -> dist.DistributedContext:
+        from configbags.runtime.dist import RankLeftError
+
         gone = self.gone()
         if gone:
-            raise DistributedConfigError(
+            raise RankLeftError(
                 f"rank(s) {', '.join(map(str, gone))} of {self.world_size} left the group "
                 f"({'; '.join(f'rank {r} {why}' for r, why in gone.items())}); a change needs every rank, so "
                 f"nothing was applied on any rank; restart the server to bring the group back"
@@ -296,7 +319,6 @@ class RankGroup:
 
     def _send(self, op: str) -> dist.DistributedContext:
         assert self.dctx is not None, "start() first"
-        assert self.dctx.store is not None, "init_distributed gives a store"
         self._op += 1
         with self._watch_lock:
             self._posted[self._op] = time.monotonic()
@@ -345,14 +367,13 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
     dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, backend="gloo",
                                  timeout=JOIN_TIMEOUT_S, context=context, secret=secret)
     store = dctx.store
-    assert store is not None
     # liveness goes through a client of its own (the main one may be inside a long wait)
-    beat = dist.signed(dist.connect_store(init_addr, is_master=False, timeout=JOIN_TIMEOUT_S), secret)
+    beat = dctx.client(init_addr)
     threading.Thread(target=_beat, args=(beat, BEAT_KEY.format(rank)), daemon=True,
                      name="configbags-beat").start()
     dctx.publish()
     dctx.seal()
-    beat.set(STATE_KEY.format(rank), held(context))
+    beat.set(STATE_KEY.format(rank), f"op=0 {held(context)}")
     op = 0
     while True:
         op += 1
@@ -366,9 +387,14 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
                 dctx.check_consistency()
             elif what == "stop":
                 return 0
+        except dist.RankLeftError as exc:
+            print(f"configbags serve rank {rank}: {exc}", file=sys.stderr)
+            return 1
         except ConfigError:
             pass  # raised on rank 0 too, which answers the request; nothing changed here
-        beat.set(STATE_KEY.format(rank), held(context))  # before DONE: rank 0 reads them the other way
+        # before DONE (rank 0 reads them the other way), and naming the operation, so an
+        # older state written again is not taken for this one
+        beat.set(STATE_KEY.format(rank), f"op={op} {held(context)}")
         beat.set(DONE_KEY.format(rank), str(op))
 
 
@@ -383,7 +409,7 @@ def _next_op(store: Any, key: str, parent: int) -> str | None:
             store.wait([key], timedelta(seconds=POLL_S))
             return str(store.get(key).decode())
         except ForeignWriteError:
-            time.sleep(POLL_S)
+            time.sleep(FOREIGN_S)
         except Exception:  # a timeout, or the store is gone with the server
             pass
         if os.getppid() != parent or not _store_alive(store, key):

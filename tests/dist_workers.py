@@ -10,6 +10,30 @@ from pathlib import Path
 from typing import Any
 
 STORE_TIMEOUT = 60.0
+# imported once by the fork server, so each rank forked from it starts at once instead of
+# importing torch again (seconds per rank on a shared machine, most of a fault case's time)
+PRELOAD = ["torch.distributed", "configbags.generated.accessors", "configbags.runtime.dist._propagate",
+           "dist_workers"]
+
+
+def context() -> Any:
+    """The multiprocessing context the rank tests start ranks with: fork server, preloaded.
+    (Forked from a process that has run nothing yet, not from the test process, whose
+    threads and store a plain fork would copy.)"""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def start(fn: Any, args: tuple[Any, ...], nprocs: int) -> None:
+    """`torch.multiprocessing.spawn`, with the ranks forked from the preloaded fork server:
+    each rank's exception is raised here, as spawn does."""
+    import torch.multiprocessing as mp
+
+    context()  # the fork server's preload, before start_processes starts it
+    mp.start_processes(fn, args=args, nprocs=nprocs, join=True, start_method="forkserver")
 
 # Layouts per world size: (record fields, description). Each must fill the whole world.
 LAYOUTS: dict[int, list[dict[str, Any]]] = {
@@ -409,3 +433,60 @@ def publish_stalls(rank: int, world: int, port: int, outdir: str) -> None:
 
         _write(outdir, f"pstall{i}-after", rank, _outcome(after))
     os._exit(0)  # skip gloo teardown
+
+
+# -- a rank that stays stopped leaves the group (tests/test_dist_stalls.py) -------------------
+
+LEAVE_TIMEOUT = 1.0
+LEAVE_AFTER = 2
+
+
+def leaves(rank: int, world: int, port: int, outdir: str) -> None:
+    """The last rank stops itself before an override and stays stopped; the live ranks try
+    an override and a check (each names it after the timeout, the second makes it leave),
+    then an override and a check that must refuse at once, naming it. The test process
+    continues it once the others wrote their outcome: its next collective must refuse too."""
+    import signal
+
+    import configbags.generated.accessors  # noqa: F401  (registers the process context)
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import check_in, connect_store
+
+    store = connect_store(f"127.0.0.1:{port}", is_master=False)
+    Path(outdir, f"pid-{rank}").write_text(str(os.getpid()))
+    check_in(store, "leave-started", rank, world, STORE_TIMEOUT)
+    dctx = _join(rank, world, port)
+    dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="scheduler")
+    dctx.timeout, dctx.leave_after = LEAVE_TIMEOUT, LEAVE_AFTER
+    victim = world - 1
+    if rank == victim:
+        os.kill(os.getpid(), signal.SIGSTOP)  # returns here once continued
+        _write(outdir, "leave", rank, [_outcome(lambda: dctx.override("back"))])
+        os._exit(0)
+
+    def change(value: int) -> Any:
+        return lambda: dctx.override("leave", **({"chunked_prefill_size": value} if rank == 0 else {}))
+
+    steps = [change(300), dctx.check_consistency, change(301), dctx.check_consistency, dctx.seal]
+    _write(outdir, "leave", rank, [_outcome(step) for step in steps])
+    os._exit(0)  # skip gloo teardown: a peer is stopped
+
+
+def default_store(rank: int, world: int, port: int, outdir: str) -> None:
+    """A process group the engine made itself (no init_distributed): DistributedContext()
+    joins through the default group's store, signed with the secret given, and publishes
+    and overrides through it."""
+    import torch.distributed as dist
+
+    from configbags.generated.accessors import get_schedule
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.dist import DistributedContext, connect_store
+
+    store = connect_store(f"127.0.0.1:{port}", is_master=False, timeout=STORE_TIMEOUT)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
+    dctx = DistributedContext(secret=b"engine-secret", timeout=STORE_TIMEOUT)
+    dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="scheduler")
+    dctx.override("engine", **({"chunked_prefill_size": 640} if rank == 0 else {}))
+    dctx.check_consistency()
+    _write(outdir, "default", rank, {"value": get_schedule().chunked_prefill_size})
+    dist.destroy_process_group()

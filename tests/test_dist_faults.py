@@ -6,7 +6,6 @@ another did not, every live rank gets a DistributedConfigError naming the missin
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import time
@@ -29,8 +28,8 @@ def _run(world: int, signame: str, scenarios: list[tuple[str, str]], tmp_path: P
     return the outcomes per scenario and rank (None for a killed victim)."""
     store = TCPStore("127.0.0.1", 0, None, True, timedelta(seconds=60), wait_for_workers=False)
     plan = [[victim, phase, 1000 + i] for i, (victim, phase) in enumerate(scenarios)]
-    spawn = multiprocessing.get_context("spawn")
-    procs = [spawn.Process(target=dist_workers.faults,
+    ranks = dist_workers.context()
+    procs = [ranks.Process(target=dist_workers.faults,
                            args=(r, world, store.port, str(tmp_path), signame, plan)) for r in range(world)]
     for p in procs:
         p.start()

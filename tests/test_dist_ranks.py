@@ -9,7 +9,6 @@ from typing import Any
 
 import dist_workers
 import pytest
-import torch.multiprocessing as mp
 from torch._C._distributed_c10d import TCPStore
 
 pytestmark = pytest.mark.slow  # spawned ranks, some waiting out a timeout
@@ -30,7 +29,7 @@ def _read(outdir: Path, name: str, ranks: range) -> list[Any]:
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_publish_override_divergence_and_groups(world: int, store_port: int, tmp_path: Path) -> None:
-    mp.spawn(dist_workers.scenario, args=(world, store_port, str(tmp_path)), nprocs=world, join=True)
+    dist_workers.start(dist_workers.scenario, (world, store_port, str(tmp_path)), world)
     seen = _read(tmp_path, "scenario", range(world))
     ref = seen[0]
     # every rank: the same server_info (record, log with epochs and times, resolved), hash, epoch
@@ -54,15 +53,14 @@ def test_publish_override_divergence_and_groups(world: int, store_port: int, tmp
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_rank_that_never_joins_is_named(world: int, store_port: int, tmp_path: Path) -> None:
-    mp.spawn(dist_workers.never_joins, args=(world, store_port, str(tmp_path)), nprocs=world - 1,
-             join=True)
+    dist_workers.start(dist_workers.never_joins, (world, store_port, str(tmp_path)), world - 1)
     for msg in _read(tmp_path, "never", range(world - 1)):
         assert f"join: rank(s) {world - 1} of {world} did not arrive within 2 s" in msg
 
 
 def test_rank_that_dies_is_named(store_port: int, tmp_path: Path) -> None:
     world = 4
-    mp.spawn(dist_workers.dies, args=(world, store_port, str(tmp_path)), nprocs=world, join=True)
+    dist_workers.start(dist_workers.dies, (world, store_port, str(tmp_path)), world)
     for got in _read(tmp_path, "dies", range(world - 1)):
         assert f"rank(s) {world - 1} of {world} did not acknowledge within 2 s" in got["error"]
         assert "override" in got["error"]
@@ -71,7 +69,7 @@ def test_rank_that_dies_is_named(store_port: int, tmp_path: Path) -> None:
 
 def test_republish_report_and_source_failures_reach_every_rank(store_port: int, tmp_path: Path) -> None:
     world = 2
-    mp.spawn(dist_workers.failures, args=(world, store_port, str(tmp_path)), nprocs=world, join=True)
+    dist_workers.start(dist_workers.failures, (world, store_port, str(tmp_path)), world)
     for rank, got in enumerate(_read(tmp_path, "failures", range(world))):
         assert got["first_report_none"] is True, rank  # nothing to replay on a first publish
         # The source's re-publish report, on the DistributedContext and the context alike.

@@ -4,10 +4,13 @@ value some other process wrote is refused, naming the key, never obeyed."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,3 +140,152 @@ def test_a_forged_proposal_written_ahead_is_passed_over_for_the_source_ranks_own
         assert follower._receive("ctx/3/override") == real
     finally:
         source.join(timeout=10)
+
+
+# -- forged values written ahead, replays, and unsigned stores other hosts reach -------------
+
+
+def test_a_forged_decision_written_ahead_is_replaced_not_obeyed_nor_blocking(caplog: pytest.LogCaptureFixture) -> None:
+    """A value another process wrote under the key of a later decision: the compare-and-set
+    that decides treats it as absent and replaces it, logged, so that override is decided
+    as usual instead of finding its key taken."""
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    ours = SignedStore(PrefixStore("configbags", master), b"launch-secret")
+    master.set("configbags/ctx/9/override/decision", "commit")  # unsigned: forged
+    with caplog.at_level(logging.WARNING, logger="configbags"):
+        assert ours.compare_set("ctx/9/override/decision", "", "aborted: rank 2 silent") == b"aborted: rank 2 silent"
+        assert ours.compare_set("ctx/9/override/decision", "", "commit") == b"aborted: rank 2 silent"  # it stands
+        master.set("configbags/ctx/10/override/decision", b"\xff\xfe not text")  # forged, not even UTF-8
+        assert ours.compare_set("ctx/10/override/decision", "", "commit") == b"commit"
+    assert any("'ctx/9/override/decision'" in r.getMessage() for r in caplog.records)
+
+
+def _source(store: SignedStore, world: int, timeout: float) -> Any:
+    """A source rank's fields, without a process group."""
+    from configbags.runtime.dist import DistributedContext
+
+    source = object.__new__(DistributedContext)
+    source.store, source.timeout, source.src, source.rank, source.world_size = store, timeout, 0, 0, world
+    source.leave_after, source.left, source._missed = None, {}, {}
+    return source
+
+
+def test_a_forged_vote_written_ahead_is_passed_over_for_the_ranks_own() -> None:
+    """A vote another process wrote where a follower's will go neither counts nor fails the
+    override: the source waits for the follower's signed vote, which replaces it."""
+    import threading
+
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    ours = SignedStore(PrefixStore("configbags", master), b"launch-secret")
+    master.set("configbags/ctx/4/override/vote/1", "yes")  # forged, ahead of rank 1's
+    ours.set("ctx/4/override/vote/0", "yes")
+    follower = threading.Timer(0.3, ours.set, args=("ctx/4/override/vote/1", "no:LeafValueError: out of range"))
+    follower.start()
+    try:
+        decision = _source(ours, 2, 10.0)._decide("ctx/4/override")
+    finally:
+        follower.join(timeout=10)
+    assert decision.startswith("refused by rank 1: LeafValueError: out of range"), decision
+
+
+def _launch(master_port: int, secret: bytes, world: int) -> list[Any]:
+    """Every rank's store after `join`, each rank a thread with a client of its own."""
+    import threading
+
+    from configbags.runtime.dist import join
+
+    stores: list[Any] = [None] * world
+
+    def rank(r: int) -> None:
+        client = connect_store(f"127.0.0.1:{master_port}", is_master=False, timeout=10)
+        stores[r] = join(SignedStore(PrefixStore("configbags", client), secret), r, world, 10.0)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert all(s is not None for s in stores)
+    return stores
+
+
+def test_a_value_recorded_in_an_earlier_launch_is_refused_under_its_own_key() -> None:
+    """Two launches with the same secret (a restart): each joins under an identity of its own
+    ranks' fresh nonces, so a proposal recorded in the first, written again under the very
+    same key in the second, does not verify there, and a follower waits past it."""
+    secret = b"the-same-secret-both-times"
+    first_master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    first = _launch(first_master.port, secret, 2)
+    assert first[0].run == first[1].run  # the ranks of one launch agree
+    first[0].set("ctx/5/override/proposal", json.dumps({"ok": True, "source": "recorded", "entries": []}))
+    recorded = first_master.get("configbags/ctx/5/override/proposal")
+
+    second_master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    second = _launch(second_master.port, secret, 2)
+    assert second[0].run != first[0].run
+    second_master.set("configbags/ctx/5/override/proposal", recorded)  # the replay, under its own key
+    with pytest.raises(ForeignWriteError, match="ctx/5/override/proposal"):
+        second[1].get("ctx/5/override/proposal")
+    assert second[1].read("ctx/5/override/proposal") is None  # a waiter passes over it
+    # nothing the join wrote travels unsigned: every key is ours, every value carries its MAC
+    keys = first_master.list_keys()
+    assert keys and all(k.startswith("configbags/") for k in keys), keys
+    assert all(re.fullmatch(rb"[0-9a-f]{64}:.*", first_master.get(k), re.S) for k in keys), keys
+
+
+def test_an_old_decision_written_again_in_the_same_launch_does_not_verify_under_a_later_key() -> None:
+    """Each collective has a key of its own (its sequence number): a decision recorded in one
+    override, written under a later override's key, is refused there."""
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    (source, follower) = _launch(master.port, b"s", 2)
+    source.compare_set("ctx/3/override/decision", "", "commit")
+    master.set("configbags/ctx/7/override/decision", master.get("configbags/ctx/3/override/decision"))
+    assert follower.read("ctx/7/override/decision") is None
+    assert source.compare_set("ctx/7/override/decision", "", "aborted: x") == b"aborted: x"
+
+
+def test_an_unsigned_store_other_hosts_reach_is_refused_naming_both_ways_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from configbags.runtime.dist import (
+        ALLOW_UNSIGNED_ENV,
+        SECRET_ENV,
+        UnsignedStoreError,
+        init_distributed,
+        secure,
+    )
+
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    monkeypatch.delenv(ALLOW_UNSIGNED_ENV, raising=False)
+    # refused before any connection is made (192.0.2.0/24 is reserved for documentation)
+    with pytest.raises(UnsignedStoreError) as refused:
+        init_distributed(0, 2, init_addr="192.0.2.7:29500", backend="gloo", timeout=1.0)
+    message = str(refused.value)
+    for named in ("192.0.2.7", "secret=", SECRET_ENV, "allow_unsigned=True", f"{ALLOW_UNSIGNED_ENV}=1"):
+        assert named in message, (named, message)
+    assert secure("127.0.0.1", None) is None and secure("::1", None) is None  # loopback: unsigned is fine
+    assert secure("192.0.2.7", b"k") == b"k"
+    assert secure("192.0.2.7", None, allow_unsigned=True) is None
+    monkeypatch.setenv(ALLOW_UNSIGNED_ENV, "1")
+    assert secure("192.0.2.7", None) is None
+    monkeypatch.delenv(ALLOW_UNSIGNED_ENV)
+    monkeypatch.setenv(SECRET_ENV, "from-the-environment")
+    assert secure("192.0.2.7", None) == b"from-the-environment"
+
+
+def test_serve_passes_over_an_older_beat_or_count_written_again() -> None:
+    """`serve --ranks` rewrites a worker's beat and finished-operation count under one key
+    each; an older signed value written again (a replay) must not make the worker look
+    stalled: the newest one rank 0 saw stands."""
+    from configbags.serve.ranks import BEAT_KEY, DONE_KEY, RankGroup
+
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    watch = SignedStore(PrefixStore("configbags", master), b"launch-secret", run=b"this launch")
+    group = object.__new__(RankGroup)  # rank 0's reading side, without workers
+    group._watch, group._beats, group._done = watch, {}, {}
+    for key, read_back, older, newer in ((BEAT_KEY.format(1), group._beat, "1000.0", "2000.0"),
+                                         (DONE_KEY.format(1), group._finished, "4", "5")):
+        watch.set(key, older)
+        recorded = master.get(f"configbags/{key}")
+        watch.set(key, newer)
+        assert read_back(1) == float(newer)
+        master.set(f"configbags/{key}", recorded)  # the replay, validly signed
+        assert read_back(1) == float(newer), key

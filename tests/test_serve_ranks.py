@@ -191,13 +191,15 @@ def test_a_forged_unsigned_override_in_the_store_is_applied_by_no_rank(server: S
 
 def test_a_rank_whose_config_diverged_makes_health_503_naming_it(server: Server) -> None:
     """Divergence as it would look if a write were ever obeyed (here: signed with the
-    launch's secret, read from the worker's environment): rank 1 holds a runtime value rank
-    0 does not, which the config hash leaves out; /health must not say ok."""
+    launch's secret, read from the worker's environment, for the launch's identity, from the
+    ranks' join nonces): rank 1 holds a runtime value rank 0 does not, which the config hash
+    leaves out; /health must not say ok."""
     from datetime import timedelta
 
     from torch._C._distributed_c10d import PrefixStore, TCPStore
 
     from configbags.runtime.dist import SignedStore
+    from configbags.runtime.dist._rendezvous import identity
 
     host, port, worker = _store_of(server)
     environ = dict(v.split(b"=", 1) for v in Path(f"/proc/{worker}/environ").read_bytes().split(b"\0") if b"=" in v)
@@ -205,7 +207,9 @@ def test_a_rank_whose_config_diverged_makes_health_503_naming_it(server: Server)
     with httpx.Client(base_url=server.url, timeout=30) as c:
         assert c.get("/health").status_code == 200
         foreign = TCPStore(host, port, None, False, timedelta(seconds=10), wait_for_workers=False)
-        _forge_override(SignedStore(PrefixStore("configbags", foreign), secret), "DIVERGED")
+        launch = SignedStore(PrefixStore("configbags", foreign), secret)
+        run = identity([launch.get(f"join/{r}") for r in range(2)])
+        _forge_override(launch.over(launch.inner, run=run), "DIVERGED")
         end = time.monotonic() + 60
         health = c.get("/health")
         while health.status_code == 200 and time.monotonic() < end:

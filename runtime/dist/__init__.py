@@ -23,6 +23,14 @@ Three pieces, each usable alone:
   follower that gave up waiting may win with an abort, so no rank commits what another
   aborted. A dead or stopped rank is named in a `DistributedConfigError` on every rank
   that is alive, within about two timeouts, and no rank has applied the entry.
+- **Leaving**: a follower silent through `leave_after` collectives in a row leaves the
+  group, named; every later collective raises `RankLeftError` at once on every rank, the
+  one that left included when it comes back (`DistributedContext.leave` does it at once).
+- **Signing** (`SignedStore`, `join`, `secure`): with a secret, every value the ranks post
+  is signed for this launch alone (a fresh nonce from every rank); a forged or replayed
+  value is refused and waited past, never obeyed nor blocking. Without one, a store other
+  hosts reach is refused unless the caller opts out (`allow_unsigned`,
+  `$CONFIGBAGS_ALLOW_UNSIGNED_STORE`). torch's own rendezvous keys are not signed.
 
 The state transfer and the rank layout need no torch: a base install (no `[kv]` extra)
 hands its state to child processes with `export_state` / `import_state`. The multi-rank
@@ -46,6 +54,7 @@ from configbags.runtime.dist._state import (
 
 if TYPE_CHECKING:
     from configbags.runtime.dist._propagate import (
+        DEFAULT_LEAVE_AFTER,
         DistributedContext,
         check_consistency,
         distributed,
@@ -54,24 +63,31 @@ if TYPE_CHECKING:
         publish_distributed,
     )
     from configbags.runtime.dist._rendezvous import (
+        ALLOW_UNSIGNED_ENV,
         DEFAULT_TIMEOUT_S,
+        SECRET_ENV,
         ForeignWriteError,
         ParallelGroups,
+        RankLeftError,
         SignedStore,
+        UnsignedStoreError,
         build_groups,
         check_in,
         connect_store,
         default_backend,
+        join,
         listen,
+        secure,
         signed,
     )
 
 # name -> the torch-backed module that defines it, imported on first use
 _WITH_TORCH = {
-    **dict.fromkeys(("DistributedContext", "check_consistency", "distributed", "init_distributed",
+    **dict.fromkeys(("DEFAULT_LEAVE_AFTER", "DistributedContext", "check_consistency", "distributed", "init_distributed",
                      "override_everywhere", "publish_distributed"), "_propagate"),
-    **dict.fromkeys(("DEFAULT_TIMEOUT_S", "ForeignWriteError", "ParallelGroups", "SignedStore",
-                     "build_groups", "check_in", "connect_store", "default_backend", "listen", "signed"),
+    **dict.fromkeys(("ALLOW_UNSIGNED_ENV", "DEFAULT_TIMEOUT_S", "ForeignWriteError", "ParallelGroups",
+                     "RankLeftError", "SECRET_ENV", "SignedStore", "UnsignedStoreError", "build_groups",
+                     "check_in", "connect_store", "default_backend", "join", "listen", "secure", "signed"),
                     "_rendezvous"),
 }
 
@@ -103,15 +119,20 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALLOW_UNSIGNED_ENV",
     "AXES",
+    "DEFAULT_LEAVE_AFTER",
     "DEFAULT_TIMEOUT_S",
     "FORMAT",
     "FORMAT_VERSION",
+    "SECRET_ENV",
     "DistributedContext",
     "ForeignWriteError",
     "Layout",
     "ParallelGroups",
+    "RankLeftError",
     "SignedStore",
+    "UnsignedStoreError",
     "build_groups",
     "check_consistency",
     "check_in",
@@ -124,9 +145,11 @@ __all__ = [
     "group_ranks",
     "import_state",
     "init_distributed",
+    "join",
     "listen",
     "override_everywhere",
     "publish_distributed",
+    "secure",
     "signed",
     "stamp_ranks",
     "state_dict",

@@ -29,18 +29,24 @@ from configbags.runtime.context import (
 from configbags.runtime.dist._layout import Layout, stamp_ranks
 from configbags.runtime.dist._rendezvous import (
     DEFAULT_TIMEOUT_S,
-    ForeignWriteError,
-    check_in,
+    RankLeftError,
+    SignedStore,
+    await_values,
     connect_store,
     default_backend,
+    join,
+    read,
+    secure,
     signed,
+    store_host,
 )
 from configbags.runtime.dist._state import entry_from_dict, import_state, state_dict
 from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
 from configbags.runtime.leaftypes import jsonable
 
 log = logging.getLogger("configbags")
-FOREIGN_RETRY_S = 0.05  # how often a follower looks again past a value it did not sign
+DEFAULT_LEAVE_AFTER = 3  # a follower silent for this many collectives in a row leaves the group
+_LEFT = "left:"  # the source rank's post to a collective of a group a rank left
 
 
 def init_distributed(
@@ -53,19 +59,29 @@ def init_distributed(
     timeout: float = DEFAULT_TIMEOUT_S,
     context: Context[Any] | None = None,
     secret: bytes | None = None,
+    allow_unsigned: bool | None = None,
+    leave_after: int | None = DEFAULT_LEAVE_AFTER,
 ) -> DistributedContext:
     """Join the launch: check in through the store (a rank that never joins is named after
     `timeout` s), then init the default process group with the same timeout, so later
     collectives on a dead peer fail instead of hanging. Give a `store`, or `init_addr`
-    (`host:port`, rank 0 hosts a TCPStore there). With the launch's `secret` (the same
-    bytes on every rank), everything the ranks post is signed, and a value another process
-    wrote into the store is refused (`SignedStore`)."""
+    (`host:port`, rank 0 hosts a TCPStore there).
+
+    With the launch's `secret` (the same bytes on every rank; else `$CONFIGBAGS_RANK_SECRET`),
+    everything the ranks post is signed for this launch alone, and a value another process
+    wrote into the store (or replayed from an earlier launch) is refused (`SignedStore`).
+    Without one, a store other hosts can reach is refused (`UnsignedStoreError`) unless
+    `allow_unsigned=True` or `$CONFIGBAGS_ALLOW_UNSIGNED_STORE=1` says the network is
+    trusted; a loopback store runs unsigned. `leave_after`: see `DistributedContext`."""
     if store is None:
         if init_addr is None:
             raise DistributedConfigError("init_distributed needs a store or an init_addr host:port")
+        host = init_addr.rpartition(":")[0].strip("[]") or "127.0.0.1"
+        secret = secure(host, secret, allow_unsigned=allow_unsigned)  # before any connection
         store = connect_store(init_addr, is_master=rank == 0, timeout=timeout)
-    own = signed(PrefixStore("configbags", store), secret)
-    check_in(own, "join", rank, world_size, timeout)
+    else:
+        secret = secure(store_host(store), secret, allow_unsigned=allow_unsigned)
+    own = join(signed(PrefixStore("configbags", store), secret), rank, world_size, timeout)
     backend = backend or default_backend()
     if backend == "nccl":
         # NCCL object collectives run on the current device; one GPU per local rank.
@@ -73,10 +89,8 @@ def init_distributed(
     dist.init_process_group(backend, store=store, rank=rank,
                             world_size=world_size, timeout=timedelta(seconds=timeout))
     global _default
-    _default = DistributedContext(context, store=own, timeout=timeout)
+    _default = DistributedContext(context, store=own, timeout=timeout, leave_after=leave_after)
     return _default
-
-
 
 
 def _error_classes() -> Mapping[str, type[ConfigError]]:
@@ -133,7 +147,17 @@ class DistributedContext:
     """The process context, kept identical across the ranks of a torch.distributed group.
 
     Every method is collective: each rank of the group calls it in the same order. Only the
-    source rank's arguments count (others may pass none), like `broadcast_object_list`."""
+    source rank's arguments count (others may pass none), like `broadcast_object_list`.
+    Every collective runs through the rendezvous `store` (what `init_distributed` made, or,
+    without one, the default group's store, joined here with `secret` / `allow_unsigned`
+    as `init_distributed` does), never through the process group's own transport.
+
+    A follower that misses `leave_after` collectives in a row (each named after `timeout`)
+    leaves the group: the source rank records it in the store and names it, and from then
+    on every collective raises `RankLeftError` at once on every live rank (nothing
+    applied: a change needs every rank), and on the rank that left when it comes back. A
+    rank that answers again before that is back in step. `leave_after=None`: never leave.
+    The source rank itself never leaves (it decides); `leave` makes a rank leave at once."""
 
     def __init__(
         self,
@@ -144,6 +168,9 @@ class DistributedContext:
         src: int = 0,
         timeout: float = DEFAULT_TIMEOUT_S,
         tag: str = "ctx",
+        secret: bytes | None = None,
+        allow_unsigned: bool | None = None,
+        leave_after: int | None = DEFAULT_LEAVE_AFTER,
     ) -> None:
         self.context = context or process_context()
         self.group = group
@@ -151,12 +178,25 @@ class DistributedContext:
         self.world_size = dist.get_world_size(group)
         self.src = src
         self.timeout = timeout
+        self._tag = tag
         if store is None:
             # The store torch's default group was created with; private, hence getattr.
             getter = getattr(dist.distributed_c10d, "_get_default_store", None)
-            store = PrefixStore("configbags", getter()) if getter else None
-        self.store = store
-        self._tag = tag
+            if getter is None:
+                raise DistributedConfigError(
+                    "no rendezvous store: this torch does not expose the default group's store; give "
+                    "DistributedContext(store=...) or use init_distributed"
+                )
+            raw = getter()
+            key = secure(store_host(raw), secret, allow_unsigned=allow_unsigned)
+            store = join(signed(PrefixStore("configbags", raw), key), self.rank, self.world_size, timeout,
+                         what=f"{tag}/join")
+        self.store: Store = store
+        self.leave_after = leave_after
+        #: Ranks that left the group, each with why (the same on every live rank once the
+        #: source rank's next post tells it).
+        self.left: dict[int, str] = {}
+        self._missed: dict[int, int] = {}  # source: collectives in a row each follower missed
         self._seq = 0
         self._spent: list[str] = []  # this rank's keys of finished collectives, to delete
         self._last_override: str | None = None
@@ -166,53 +206,118 @@ class DistributedContext:
         #: the source replays the log there, and followers only see its outcome through this.
         self.republish_report: RepublishReport | None = None
 
+    def client(self, addr: str) -> Store:
+        """Another client of the launch's store at `addr`, prefixed and signed for this launch
+        as `init_distributed` made `store` (a thread of its own needs one: a client inside a
+        wait holds it)."""
+        raw = PrefixStore("configbags", connect_store(addr, is_master=False, timeout=self.timeout))
+        return self.store.over(raw) if isinstance(self.store, SignedStore) else raw
+
     @property
     def is_src(self) -> bool:
         return self.rank == self.src
 
-    def _arrive(self, what: str) -> str | None:
+    def _arrive(self, what: str) -> str:
         """Check in before a collective, so a missing rank is named rather than waited on;
-        returns the collective's key (None without a store)."""
-        if self.store is None:
-            return None
+        returns the collective's key."""
         return self._gather(what, "1")[0]
+
+    def _begin(self, what: str) -> str:
+        """The next collective's key; first, on a rank that left, RankLeftError naming why
+        (read from the store: the source rank recorded it while this rank was away)."""
+        why = read(self.store, self._left_key(self.rank))
+        if why is not None:
+            raise RankLeftError(
+                f"{what}: rank {self.rank} left the group of {self.world_size} ({why.decode()}); it no longer "
+                f"takes part in the group's collectives and its config may be behind the others': restart "
+                f"the launch to bring it back"
+            )
+        self._seq += 1
+        return f"{self._tag}/{self._seq}/{what}"
+
+    def _left_key(self, rank: int) -> str:
+        return f"{self._tag}/left/{rank}"
+
+    def _left_error(self, what: str) -> RankLeftError:
+        return RankLeftError(
+            f"{what}: rank(s) {', '.join(map(str, sorted(self.left)))} of {self.world_size} left the group "
+            f"({'; '.join(f'rank {r}: {why}' for r, why in sorted(self.left.items()))}); a collective needs "
+            f"every rank, so nothing was applied on any rank; restart the launch to bring the group back"
+        )
+
+    def leave(self, rank: int, why: str, *, store: Store | None = None) -> None:
+        """Make follower `rank` leave the group now (on the source rank: what `leave_after`
+        does by itself), recording `why` in the store (through `store`, another client of
+        it, from a thread of its own) so the rank refuses every collective if it comes back."""
+        if rank == self.src:
+            raise DistributedConfigError(f"rank {rank} is the source rank: it decides, and never leaves")
+        self.left[rank] = why
+        (store or self.store).set(self._left_key(rank), why)
+        log.warning("rank %d of %d left the group: %s; every collective now refuses, naming it, until "
+                    "the launch is restarted", rank, self.world_size, why)
+
+    def _missing(self, missing: list[int]) -> str:
+        """Source: count the collectives in a row each follower missed; those that reach
+        `leave_after` leave. Returns what to add to the error naming `missing`."""
+        if not self.is_src:
+            return ""
+        for r in range(self.world_size):
+            if r != self.src:
+                self._missed[r] = self._missed.get(r, 0) + 1 if r in missing else 0
+        if self.leave_after is None:
+            return ""
+        leaving = [r for r in missing if r != self.src and r not in self.left
+                   and self._missed[r] >= self.leave_after]
+        for r in leaving:
+            self.leave(r, f"silent for {self._missed[r]} collectives in a row, each past the {self.timeout:g} s "
+                          f"timeout")
+        if not leaving:
+            return ""
+        return (f"; rank(s) {', '.join(map(str, leaving))} missed {self.leave_after} collectives in a row and "
+                f"left the group: from now on every collective refuses at once, naming it")
 
     def _gather(self, what: str, payload: str) -> tuple[str, list[bytes]]:
         """Post this rank's `payload` for the next collective and read every rank's, through
         the store alone: a rank that is stopped or slow is named after `timeout`, and when it
         comes back it finds the others' payloads still there and finishes this collective
         on its own, in step again, instead of entering a gloo collective no one else will
-        ever enter (which would strand it until the process-group timeout)."""
-        store = self._store()
-        self._seq += 1
-        key = f"{self._tag}/{self._seq}/{what}"
-        store.set(f"{key}/{self.rank}", payload)
+        ever enter (which would strand it until the process-group timeout).
+
+        Once a rank left, the source posts that instead of its payload and raises
+        RankLeftError; a follower reads the source's post first, so it raises the same."""
+        key = self._begin(what)
         keys = [f"{key}/{r}" for r in range(self.world_size)]
-        if not self._wait_all(keys, self.timeout):
-            missing = [r for r in range(self.world_size) if not store.check([keys[r]])]
-            if missing:
-                self._spent.append(f"{key}/{self.rank}")
-                raise DistributedConfigError(
-                    f"{what}: rank(s) {', '.join(map(str, missing))} of {self.world_size} did not arrive "
-                    f"within {self.timeout:g} s (dead, stopped or hung); waiting on rank {self.rank}"
-                )
-        values = store.multi_get(keys)
-        self._spend(f"{key}/{self.rank}")
-        return key, [bytes(v) for v in values]
+        mine = keys[self.rank]
+        if self.is_src and self.left:
+            self.store.set(mine, _LEFT + json.dumps({str(r): why for r, why in self.left.items()}))
+            self._spent.append(mine)
+            raise self._left_error(what)
+        self.store.set(mine, payload)
+        deadline = time.monotonic() + self.timeout
+        got = self._await(keys[self.src:self.src + 1], self.timeout)
+        source = got.get(keys[self.src], b"")
+        if source.startswith(_LEFT.encode()):
+            self.left.update({int(r): str(why) for r, why in json.loads(source[len(_LEFT):]).items()})
+            self._spent.append(mine)
+            raise self._left_error(what)
+        got.update(self._await([k for k in keys if k not in got], max(0.0, deadline - time.monotonic())))
+        missing = [r for r in range(self.world_size) if keys[r] not in got]
+        extra = self._missing(missing)
+        if missing:
+            self._spent.append(mine)
+            raise DistributedConfigError(
+                f"{what}: rank(s) {', '.join(map(str, missing))} of {self.world_size} did not arrive "
+                f"within {self.timeout:g} s (dead, stopped or hung); waiting on rank {self.rank}{extra}"
+            )
+        self._spend(mine)
+        return key, [got[k] for k in keys]
 
     def _spend(self, *keys: str) -> None:
         """A collective finished here: every rank has posted to it, so each has finished (or
         given up on) every earlier one, and this rank's keys of those are read by no one."""
-        store = self._store()
         for old in self._spent:
-            store.delete_key(old)
+            self.store.delete_key(old)
         self._spent = list(keys)
-
-    def _broadcast(self, obj: Any) -> Any:
-        box = [obj if self.is_src else None]
-        dist.broadcast_object_list(box, src=dist.get_global_rank(self.group, self.src)
-                                   if self.group is not None else self.src, group=self.group)
-        return box[0]
 
     def _raise_failure(self, verb: str, message: Mapping[str, Any]) -> NoReturn:
         """On a follower: raise what the source rank raised. A refusal (a ConfigError) keeps
@@ -305,21 +410,15 @@ class DistributedContext:
             log.warning("re-publish on rank %d: override of %s from %r no longer applies: %s",
                         self.src, dropped.entry.leaf, dropped.entry.source, dropped.reason)
 
-    def _send_state(self, key: str | None, message: dict[str, Any]) -> None:
-        if key is None:
-            self._broadcast(message)
-            return
+    def _send_state(self, key: str, message: dict[str, Any]) -> None:
         # JSON, never pickle: a value read from a socket is data, so even one that passed the
         # signature check can never run code when it is decoded
         report = message.get("report")
         sent = {**message, "report": _report_dict(report)} if message.get("ok") else message
-        self._store().set(f"{key}/state", json.dumps(sent, sort_keys=True, separators=(",", ":")))
+        self.store.set(f"{key}/state", json.dumps(sent, sort_keys=True, separators=(",", ":")))
         self._spent.append(f"{key}/state")
 
-    def _receive_state(self, key: str | None) -> dict[str, Any]:
-        if key is None:
-            message: dict[str, Any] = self._broadcast(None)
-            return message
+    def _receive_state(self, key: str) -> dict[str, Any]:
         raw = self._signed_value(f"{key}/state", self.timeout)
         if raw is None:
             raise DistributedConfigError(
@@ -337,27 +436,24 @@ class DistributedContext:
             received["report"] = _report_from(self.context, received.get("report"))
         return received
 
-    def _installed(self, key: str | None, outcome: str) -> None:
-        if key is not None:
-            self._store().set(f"{key}/installed/{self.rank}", outcome)
-            self._spent.append(f"{key}/installed/{self.rank}")
+    def _installed(self, key: str, outcome: str) -> None:
+        self.store.set(f"{key}/installed/{self.rank}", outcome)
+        self._spent.append(f"{key}/installed/{self.rank}")
 
-    def _await_installed(self, key: str | None) -> None:
+    def _await_installed(self, key: str) -> None:
         """Source: every follower installed the state within the timeout, or name those
         that did not (or could not)."""
-        if key is None:
-            return
-        store = self._store()
         keys = {r: f"{key}/installed/{r}" for r in range(self.world_size) if r != self.rank}
-        self._wait_all(list(keys.values()), self.timeout)
-        missing = [r for r, k in keys.items() if not store.check([k])]
+        got = self._await(list(keys.values()), self.timeout)
+        missing = [r for r, k in keys.items() if k not in got]
+        extra = self._missing(missing)
         if missing:
             raise DistributedConfigError(
                 f"publish: rank(s) {', '.join(map(str, missing))} of {self.world_size} did not install the "
                 f"published state within {self.timeout:g} s (dead, stopped or hung); rank {self.rank} "
-                f"published it, and a stopped rank installs it when it resumes"
+                f"published it, and a stopped rank installs it when it resumes{extra}"
             )
-        refused = [f"rank {r}: {v[3:]}" for r, k in keys.items() if (v := store.get(k).decode()) != "yes"]
+        refused = [f"rank {r}: {v[3:]}" for r, k in keys.items() if (v := got[k].decode()) != "yes"]
         if refused:
             raise DistributedConfigError(f"publish: the state could not be installed on {'; '.join(refused)}")
 
@@ -369,10 +465,7 @@ class DistributedContext:
         and changes nothing anywhere; a dead, stopped or refusing rank makes every live rank
         raise DistributedConfigError naming it, with nothing applied anywhere. Keyword
         arguments are leaves only (no options), so no leaf name can collide with one."""
-        if self.store is None:
-            return self._override_unchecked(source, leaves)
-        self._seq += 1
-        key = f"{self._tag}/{self._seq}/override"
+        key = self._begin("override")
         if self.is_src:
             prepared, proposal = self._propose(key, source, leaves)
         else:
@@ -393,21 +486,19 @@ class DistributedContext:
         self._commit(key, prepared, proposal)
         return prepared.entries
 
-    def _store(self) -> Store:
-        assert self.store is not None
-        return self.store
-
     def _propose(self, key: str, source: str, leaves: Mapping[str, Any]) -> tuple[Prepared | None, dict[str, Any]]:
         """Source, phase one: validate and post the proposal (or the refusal)."""
         ctx = self.context
         try:
+            if self.left:
+                raise self._left_error("override")
             prepared = ctx.prepare_override(source, **leaves)
             proposal = {"ok": True, "base": prepared.base.epoch, "source": source,
                         "entries": [e.as_dict() for e in prepared.entries]}
         except Exception as exc:  # any: followers wait for the proposal (see publish)
             self._refusal = exc
             prepared, proposal = None, _failure(exc)
-        self._store().set(f"{key}/proposal", json.dumps(proposal))
+        self.store.set(f"{key}/proposal", json.dumps(proposal))
         return prepared, proposal
 
     def _receive(self, key: str) -> dict[str, Any]:
@@ -434,7 +525,7 @@ class DistributedContext:
                             self.rank, ctx.epoch, self.src, proposal["base"], proposal["source"])
             return ctx.prepare_entries(entries)
         except Exception as exc:
-            self._store().set(f"{key}/vote/{self.rank}", f"no:{type(exc).__name__}: {exc}")
+            self.store.set(f"{key}/vote/{self.rank}", f"no:{type(exc).__name__}: {exc}")
             decision = self._await_decision(key)
             raise DistributedConfigError(
                 f"override cannot be applied on rank {self.rank} ({type(exc).__name__}: {exc}); "
@@ -443,44 +534,43 @@ class DistributedContext:
 
     def _vote(self, key: str, prepared: Prepared) -> None:
         """Phase two: this rank can apply the change."""
-        self._store().set(f"{key}/vote/{self.rank}", "yes")
+        self.store.set(f"{key}/vote/{self.rank}", "yes")
 
     def _decide(self, key: str) -> str:
         """Source: commit when every rank voted yes within the timeout, else abort naming
         the ranks that did not (or voted no). Returns the decision that stands."""
-        store = self._store()
         votes = [f"{key}/vote/{r}" for r in range(self.world_size)]
-        if self._decided(key) is None:  # a follower may already have given up on us
-            self._wait_all(votes, self.timeout)
-        missing, refused = [], []
-        for r, k in enumerate(votes):
-            if not store.check([k]):
-                missing.append(r)
-            elif (vote := store.get(k).decode()) != "yes":
-                refused.append(f"rank {r}: {vote[3:]}")
+        # a follower may already have given up on us: then look, do not wait
+        got = self._await(votes, self.timeout if self._decided(key) is None else 0.0)
+        missing = [r for r, k in enumerate(votes) if k not in got]
+        refused = [f"rank {r}: {vote[3:]}" for r, k in enumerate(votes)
+                   if k in got and (vote := got[k].decode()) != "yes"]
         if missing:
+            extra = self._missing(missing)
             return self._abort(key, f"rank(s) {', '.join(map(str, missing))} of {self.world_size} "
                                     f"did not acknowledge within {self.timeout:g} s (dead, hung, or "
-                                    f"never started); nothing was applied on any rank")
+                                    f"never started); nothing was applied on any rank{extra}")
+        self._missing([])
         if refused:
             return self._abort(key, f"refused by {'; '.join(refused)}; nothing was applied on any rank")
-        return store.compare_set(f"{key}/decision", "", "commit").decode()
+        return self.store.compare_set(f"{key}/decision", "", "commit").decode()
 
     def _await_decision(self, key: str) -> str:
         """Follower: the source's decision; after twice the timeout, abort naming the source
         (the source decides within one timeout of proposing unless it is dead or stopped)."""
-        if self._wait(f"{key}/decision", 2 * self.timeout):
-            return self._store().get(f"{key}/decision").decode()
+        decision = self._signed_value(f"{key}/decision", 2 * self.timeout)
+        if decision is not None:
+            return decision.decode()
         return self._abort(key, f"rank {self.src} (the source rank) did not decide within "
                                 f"{2 * self.timeout:g} s (dead or hung); nothing was applied on any rank")
 
     def _abort(self, key: str, reason: str) -> str:
         """Record an abort unless a decision already stands; return the one that stands."""
-        return self._store().compare_set(f"{key}/decision", "", reason).decode()
+        return self.store.compare_set(f"{key}/decision", "", reason).decode()
 
     def _decided(self, key: str) -> str | None:
-        store = self._store()
-        return store.get(f"{key}/decision").decode() if store.check([f"{key}/decision"]) else None
+        decision = read(self.store, f"{key}/decision")
+        return None if decision is None else decision.decode()
 
     def _commit(self, key: str, prepared: Prepared, proposal: Mapping[str, Any]) -> None:
         """Phase three: install, and drop this rank's keys of the previous override (every
@@ -488,67 +578,25 @@ class DistributedContext:
         self.context.commit(prepared)
         previous, self._last_override = self._last_override, key
         if previous is not None:
-            store = self._store()
+            store = self.store
             store.delete_key(f"{previous}/vote/{self.rank}")
             if self.is_src:
                 store.delete_key(f"{previous}/proposal")
                 store.delete_key(f"{previous}/decision")
 
     def _signed_value(self, key: str, timeout: float) -> bytes | None:
-        """The value the launch signed under `key`, a key only the source rank sets, once it
-        is there; None after `timeout`. A value another process wrote first (a forged
-        proposal) is passed over, not obeyed nor fatal: the source's own post replaces it.
-        (A decision is never read so: it is a compare-and-set, and a foreign one refuses.)"""
-        deadline = time.monotonic() + timeout
-        while self._wait(key, max(FOREIGN_RETRY_S, deadline - time.monotonic())):
-            try:
-                return bytes(self._store().get(key))
-            except ForeignWriteError:
-                if time.monotonic() >= deadline:
-                    return None
-                time.sleep(FOREIGN_RETRY_S)
-        return None
+        """The value the launch signed under `key` once it is there; None after `timeout`.
+        A value another process wrote first (a forged proposal or decision) is passed over,
+        not obeyed nor fatal: the real post replaces it."""
+        return self._await([key], timeout).get(key)
 
-    def _wait(self, key: str, timeout: float) -> bool:
-        return self._wait_all([key], timeout)
-
-    def _wait_all(self, keys: list[str], timeout: float) -> bool:
-        """Wait for `keys`; False on timeout. A store that is gone raises, naming it."""
-        store = self._store()
+    def _await(self, keys: list[str], timeout: float) -> dict[str, bytes]:
+        """The signed values under `keys` that arrived within `timeout` (foreign ones passed
+        over); a store that is gone raises, naming it."""
         try:
-            store.wait(keys, timedelta(seconds=timeout))
-            return True
-        except Exception as exc:  # DistStoreError on timeout; other errors if the store is gone
-            try:
-                return all(store.check([k]) for k in keys)
-            except Exception:
-                raise DistributedConfigError(
-                    f"rank {self.rank} lost the rendezvous store while waiting ({exc}); the store "
-                    f"host (rank 0 or the launcher) is probably gone"
-                ) from None
-
-    def _override_unchecked(self, source: str, leaves: Mapping[str, Any]) -> tuple[OverrideEntry, ...]:
-        """Without a store (no rendezvous store known): apply on the source, broadcast the
-        entries with gloo, apply everywhere. A dead rank surfaces as a gloo error."""
-        ctx = self.context
-        message: dict[str, Any]
-        if self.is_src:
-            base = ctx.epoch
-            try:
-                entries = ctx.override(source, **leaves)
-            except Exception as exc:  # any: followers wait in the broadcast (see publish)
-                self._broadcast(_failure(exc))
-                raise
-            message = self._broadcast({"ok": True, "base": base, "epoch": ctx.epoch,
-                                       "entries": [e.as_dict() for e in entries]})
-        else:
-            message = self._broadcast(None)
-            if not message["ok"]:
-                self._raise_failure("override", message)
-            entries = tuple(entry_from_dict(ctx, e) for e in message["entries"])
-            if entries:
-                ctx.apply_entries(entries)
-        return tuple(entries)
+            return await_values(self.store, keys, timeout)
+        except DistributedConfigError as exc:
+            raise DistributedConfigError(f"rank {self.rank} {exc}") from None
 
     def override_checked(self, source: str, /, **leaves: Any) -> tuple[OverrideEntry, ...]:
         """`override`, then `check_consistency` (one more collective): also catches a rank
@@ -569,11 +617,8 @@ class DistributedContext:
         naming each diverged rank and its values. Returns the gathered tuples."""
         ctx = self.context
         mine = (ctx.config_hash(), ctx.epoch, _digest(ctx.state.values))
-        gathered: list[Any] = [None] * self.world_size
-        if self.store is None:
-            dist.all_gather_object(gathered, mine, group=self.group)
-        else:  # through the store: a rank that was stopped catches up instead of hanging
-            gathered = [json.loads(v) for v in self._gather("check", json.dumps(mine))[1]]
+        # through the store: a rank that was stopped catches up instead of hanging
+        gathered: list[Any] = [json.loads(v) for v in self._gather("check", json.dumps(mine))[1]]
         ref = gathered[self.src]
         bad = [r for r, v in enumerate(gathered) if tuple(v) != tuple(ref)]
         if bad:
