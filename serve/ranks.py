@@ -68,6 +68,7 @@ from configbags.runtime.resolve import NO_FACTS
 if TYPE_CHECKING:
     from configbags.runtime import dist
 
+JOIN_KEY = "configbags/join/{}"  # a worker's join nonce, which the library posts on the raw store
 OP_KEY = "serve/op/{}"
 BEAT_KEY = "serve/beat/{}"  # a worker's wall clock, every BEAT_S
 DONE_KEY = "serve/done/{}"  # the last operation a worker finished
@@ -147,7 +148,9 @@ class RankGroup:
         from configbags.runtime import dist
 
         store = dist.connect_store(self.addr, is_master=True, timeout=JOIN_TIMEOUT_S, listener=listener)
-        dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo", timeout=JOIN_TIMEOUT_S,
+        self._await_workers(store)
+        # every worker reached the store: the rest of the join is round trips
+        dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo", timeout=self.timeout,
                                      context=self.context, secret=secret.encode(), leave_after=LEAVE_AFTER)
         dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
         self.dctx = dctx
@@ -156,6 +159,36 @@ class RankGroup:
         dctx.seal()
         self._monitor = threading.Thread(target=self._watch_ranks, name="configbags-rank-monitor", daemon=True)
         self._monitor.start()
+
+    def _await_workers(self, store: Any) -> None:
+        """Wait until every worker has posted its join (it imports torch first: seconds),
+        naming at once a worker that exits before it, and one stopped (SIGSTOP) for longer
+        than the rank timeout, instead of waiting out the join timeout in silence."""
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        pending = dict(enumerate(self.procs, start=1))
+        stopped_since: dict[int, float] = {}
+        while pending:
+            now = time.monotonic()
+            for rank, proc in list(pending.items()):
+                if store.check([JOIN_KEY.format(rank)]):
+                    del pending[rank]
+                elif (code := proc.poll()) is not None:
+                    how = f"killed by signal {-code}" if code < 0 else f"status {code}: its output above says why"
+                    raise DistributedConfigError(f"start: worker rank {rank} exited ({how}) before it joined "
+                                                 f"the group")
+                elif _stopped(proc.pid):
+                    since = stopped_since.setdefault(rank, now)
+                    if now - since > self.timeout:
+                        raise DistributedConfigError(
+                            f"start: worker rank {rank} (pid {proc.pid}) is stopped (SIGSTOP) and did not join "
+                            f"within the rank timeout ({self.timeout:g} s)")
+                else:
+                    stopped_since.pop(rank, None)
+            if pending and now > deadline:
+                raise DistributedConfigError(
+                    f"start: worker rank(s) {', '.join(map(str, pending))} did not join within "
+                    f"{JOIN_TIMEOUT_S:g} s (still importing on a loaded machine, or hung)")
+            time.sleep(0.05)
 
     def _check_layout(self, record: Any) -> None:
         """The parallel sizes `record` resolves to lay out exactly this group's ranks (the
@@ -396,6 +429,15 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
         # older state written again is not taken for this one
         beat.set(STATE_KEY.format(rank), f"op={op} {held(context)}")
         beat.set(DONE_KEY.format(rank), str(op))
+
+
+def _stopped(pid: int) -> bool:
+    """True while process `pid` is stopped (state T in /proc; False where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t")
+    except (OSError, IndexError):
+        return False
 
 
 def _next_op(store: Any, key: str, parent: int) -> str | None:

@@ -243,6 +243,35 @@ def test_a_worker_stopped_in_the_start_up_publish_fails_the_start_naming_it(tmp_
     assert _gone(int((tmp_path / "worker.pid").read_text()))
 
 
+# In a worker rank, before it imports torch or joins: exit, or stop itself.
+BEFORE_JOIN = '''
+import os, signal, sys
+if "--rank" in sys.argv and os.environ.get("WORKER_BEFORE_JOIN") == "exit":
+    os._exit(7)
+if "--rank" in sys.argv and os.environ.get("WORKER_BEFORE_JOIN") == "stop":
+    os.kill(os.getpid(), signal.SIGSTOP)
+'''
+
+
+@pytest.mark.parametrize(("what", "named"), [("exit", "worker rank 1 exited (status 7"),
+                                             ("stop", "worker rank 1 (pid ")])
+def test_a_worker_that_exits_or_stops_before_it_joins_fails_the_start_at_once_naming_it(
+        tmp_path: Path, what: str, named: str) -> None:
+    (tmp_path / "sitecustomize.py").write_text(BEFORE_JOIN)
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "configbags", "serve", "--ranks", "2", "--tp-size", "2", "--rank-timeout", "2",
+         "--model-path", "m", "--port", str(free_port())],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(tmp_path), "WORKER_BEFORE_JOIN": what},
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert named in done.stderr and "did not come up, so the server did not start" in done.stderr
+    assert time.monotonic() - start < 60  # named, not the 120 s join timeout waited out
+    if what == "stop":
+        assert "is stopped (SIGSTOP) and did not join within the rank timeout (2 s)" in done.stderr
+
+
 def test_a_worker_continued_within_the_timeout_of_the_start_up_publish_joins(tmp_path: Path) -> None:
     pidfile = tmp_path / "worker.pid"
     resumed = threading.Event()
