@@ -154,6 +154,84 @@ def test_acting_as_test_works_inside_a_test_scope(ctx: Context[Any], record: Ser
     assert get_schedule().chunked_prefill_size == 1024
 
 
+# -- scopes out of order, asyncio tasks, an empty scope, another thread ----------------------
+
+ACC, SINGLE = "speculative_accept_threshold_acc", "speculative_accept_threshold_single"
+
+
+def _acc_single(ctx: Context[Any]) -> tuple[float, float]:
+    return ctx.state.values[ACC], ctx.state.values[SINGLE]
+
+
+def test_a_scope_closed_before_one_entered_after_it_is_refused_naming_it(ctx: Context[Any]) -> None:
+    start = _acc_single(ctx)
+    a = ctx.scoped("a", **{ACC: 0.1})
+    b = ctx.scoped("b", **{SINGLE: 0.2})
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(ScopeError, match=r"scope 'a' closed while 'b', entered after it .* nothing was restored"):
+        a.__exit__(None, None, None)
+    assert _acc_single(ctx) == (0.1, 0.2)  # b's change was not undone under it
+    b.__exit__(None, None, None)
+    assert ctx.state.values[SINGLE] == start[1]
+
+
+def test_interleaved_asyncio_tasks_each_restore_their_own_scope(ctx: Context[Any]) -> None:
+    import asyncio
+
+    start = _acc_single(ctx)
+
+    async def task(name: str, leaf: str, value: float, before: float, inside: float) -> None:
+        await asyncio.sleep(before)
+        with ctx.scoped(name, **{leaf: value}):
+            await asyncio.sleep(inside)
+
+    async def both() -> None:  # t1 closes while t2's scope is open, t2 closes last
+        await asyncio.gather(task("t1", ACC, 0.3, 0, 0.02), task("t2", SINGLE, 0.4, 0.01, 0.03))
+
+    asyncio.run(both())
+    assert _acc_single(ctx) == start
+
+
+def test_a_scope_without_leaves_keeps_another_threads_override(ctx: Context[Any]) -> None:
+    entered, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with ctx.scoped("A"):
+            entered.set()
+            assert leave.wait(10)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert entered.wait(10)
+    ctx.override("main-thread", **{ACC: 0.42})
+    leave.set()
+    thread.join(timeout=10)
+    assert ctx.state.values[ACC] == 0.42
+
+
+def test_acting_as_test_is_refused_in_a_thread_without_a_test_scope(record: ServerArgs) -> None:
+    ctx = get_context()
+    with ctx.restoring():
+        ctx.publish(record, role="scheduler")
+        entered, leave = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with ctx.scoped("A"):
+                entered.set()
+                assert leave.wait(10)
+
+        thread = threading.Thread(target=hold)
+        thread.start()
+        try:
+            assert entered.wait(10)
+            with pytest.raises(RoleError, match="open a test scope in this thread"):
+                ctx.acting_as("test")
+        finally:
+            leave.set()
+            thread.join(timeout=10)
+
+
 # -- the property (joins `make fuzz`) -----------------------------------------------------------
 
 TUNABLE = {"chunked_prefill_size": st.integers(1, 1 << 16), "max_running_requests": st.integers(1, 512),

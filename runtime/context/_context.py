@@ -33,7 +33,7 @@ from configbags.runtime.context._records import (
     State,
     slot_value,
 )
-from configbags.runtime.context._scopes import ActingAs, Change, Restoring, RunnerView
+from configbags.runtime.context._scopes import ActingAs, Change, Restoring, RunnerView, scope_owner
 from configbags.runtime.context._validation import OverrideValidator
 from configbags.runtime.errors import (
     CapacityError,
@@ -263,17 +263,19 @@ class Context(Generic[V]):
         for the `operator`, so only leaves whose schema names `operator` as owner or writer
         pass. Policy, type, range and capacity checks are unchanged.
 
-        Only roles the schema declares; a role that writes every leaf (`test`) only while a
-        test scope is open (`configbags.runtime.testing`, `scoped()`), so no production
-        code path can borrow it to write what its own role may not."""
+        Only roles the schema declares; a role that writes every leaf (`test`) only in a
+        thread with a test scope open (`configbags.runtime.testing`, `scoped()`), so no
+        production code path, in this thread or another, can borrow it to write what its
+        own role may not."""
         self._check_role(role, "acting_as")
 
         def admit() -> None:
             spec = self.registry.roles[role]
-            if spec.write_any and not any(s.test for s in list(self._scopes)):
+            thread = threading.get_ident()
+            if spec.write_any and not any(s.open_test_in(thread) for s in list(self._scopes)):
                 raise RoleError(
                     f"acting_as({role!r}): role {role!r} may write every leaf and is for tests only; "
-                    f"open a test scope first (configbags.runtime.testing.published, scoped_override, "
+                    f"open a test scope in this thread first (configbags.runtime.testing.published, scoped_override, "
                     f"the config_scope fixture, or ctx.scoped()), or act as the role that owns the leaf"
                 )
 
@@ -319,7 +321,7 @@ class Context(Generic[V]):
         old = self._state
         if self._watching:
             change = Change.between(self.registry, old, state)
-            me = threading.get_ident()
+            me = scope_owner()
             for scope in list(self._watching):
                 scope.note(change, me)
         # First, so `state` (server_info, snapshot) is never older than what an accessor
@@ -357,9 +359,10 @@ class Context(Generic[V]):
 
     def scoped(self, source: str = "test-scope", /, **leaves: Any) -> Restoring:
         """Override `leaves` for the block, bypassing policy and owner (tests set what they
-        need) but not type, range or capacity. On exit, what this thread changed is set back;
-        what other threads committed meanwhile is kept (see `Restoring`)."""
-        return Restoring(self, source, leaves, test=True)
+        need) but not type, range or capacity. On exit, what this thread (or asyncio task)
+        changed is set back; what others committed meanwhile is kept, also when the scope
+        sets no leaves itself (see `Restoring`)."""
+        return Restoring(self, source, leaves, test=True, block=False)
 
     # -- readbacks (one State, read by configbags.runtime.context._readbacks) ------------
     def server_info(self) -> dict[str, Any]:

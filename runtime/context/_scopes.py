@@ -3,7 +3,9 @@ writes as another role, and a runner's overlay of a few leaves on the process ba
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -20,6 +22,20 @@ if TYPE_CHECKING:
     from configbags.runtime.context._context import Context
 
 log = logging.getLogger("configbags")
+
+Owner = tuple[int, int]  # (thread, asyncio task in it or 0)
+_entered = itertools.count()  # the order scopes are entered in, over every context
+
+
+def scope_owner() -> Owner:
+    """Who enters and exits a scope, and whose changes are "mine" to it: the thread, and the
+    asyncio task running in it (the tasks of one event loop share a thread, yet each opens
+    and closes scopes of its own, interleaved with the others')."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no event loop running in this thread
+        task = None
+    return threading.get_ident(), 0 if task is None else id(task)
 
 
 class ActingAs:
@@ -75,12 +91,14 @@ class Change:
 
 @attrs.define
 class Frame:
-    """One entered scope: the state and report to go back to, the thread that entered it,
-    and (leaf scopes) what that thread and the others changed while it was open."""
+    """One entered scope: the state and report to go back to, who entered it (thread and
+    task) and when, and (leaf scopes) what that owner and the others changed while it was open."""
 
     saved: State | None
     report: RepublishReport | None
-    thread: int
+    owner: Owner
+    name: str
+    order: int = attrs.field(factory=lambda: next(_entered))
     mine: set[str] = attrs.field(factory=set)  # leaves the scope's thread changed
     mine_replaced: bool = False  # ... and whether it re-published
     mine_sealed: bool = False
@@ -105,35 +123,42 @@ class Restoring:
     collector, restoring (un-publishing) at a random moment; this one restores only in
     __exit__, and defines no __del__.
 
-    Without leaves (`restoring()`, `published`, the `config_scope` fixture) it owns its
-    block: whatever happened in it, in any thread, is undone. With leaves (`scoped()`) it
-    owns only what its own thread changed: when no other thread committed meanwhile it goes
-    back to the saved state exactly; otherwise it sets back only the leaves its thread
-    changed, keeps every change the other threads committed (a leaf both changed keeps the
-    other thread's value, with a warning naming it), and refuses with ScopeError, naming
-    the other change and restoring nothing, when its own thread re-published in it. In
+    A block scope (`restoring()`, `published`, the `config_scope` fixture) owns its block:
+    whatever happened in it, in any thread, is undone. A leaf scope (`scoped()`, with leaves
+    or without) owns only what its own thread (and asyncio task) changed: when no other
+    committed meanwhile it goes back to the saved state exactly; otherwise it sets back only
+    the leaves its owner changed, keeps every change the others committed (a leaf both
+    changed keeps the other's value, with a warning naming it), and refuses with ScopeError,
+    naming the other change and restoring nothing, when its own owner re-published in it. In
     every case the epoch goes on counting up (a restored state gets the next epoch), so no
     two different configs of one process ever share an epoch.
 
+    Scopes of one owner close in the reverse order they were entered in: an exit while a
+    scope entered later by the same thread or task is still open (an ExitStack unwound by
+    hand) is refused with ScopeError naming that scope, restoring nothing, rather than
+    undoing the inner scope's change under it.
+
     `test=True` marks a test scope: `acting_as` a role that writes every leaf (`test`) is
-    admitted only while one is open."""
+    admitted only in a thread that has one open."""
 
     def __init__(self, context: Context[Any], source: str = "", leaves: Mapping[str, Any] | None = None,
-                 *, test: bool = False) -> None:
+                 *, test: bool = False, block: bool = True) -> None:
         self._context = context
         self._source = source
         self._leaves = dict(leaves or {})
         self._test = test
+        self._block = block
         self._frames: list[Frame] = []
 
     def __enter__(self) -> Context[Any]:
         ctx = self._context
         with ctx._lock:
-            frame = Frame(ctx._state, ctx.republish_report, threading.get_ident())
+            frame = Frame(ctx._state, ctx.republish_report, scope_owner(), self._source or "restoring()")
             self._frames.append(frame)
             ctx._scopes.add(self)
-            if self._leaves:
+            if not self._block:
                 ctx._watching.add(self)
+            if self._leaves:
                 try:
                     state = ctx.state
                     changes = ctx.validator.validate(state, self._leaves, source=self._source, check_policy=False)
@@ -143,14 +168,13 @@ class Restoring:
                     raise
         return ctx
 
-    @property
-    def test(self) -> bool:
-        """An open test scope (see `acting_as`)."""
-        return self._test and bool(self._frames)
+    def open_test_in(self, thread: int) -> bool:
+        """An open test scope entered by `thread` (see `acting_as`)."""
+        return self._test and any(frame.owner[0] == thread for frame in self._frames)
 
-    def note(self, change: Change, thread: int) -> None:
+    def note(self, change: Change, owner: Owner) -> None:
         for frame in self._frames:
-            frame.note(change, mine=frame.thread == thread)
+            frame.note(change, mine=frame.owner == owner)
 
     def _close(self, frame: Frame) -> None:
         ctx = self._context
@@ -161,9 +185,18 @@ class Restoring:
 
     def __exit__(self, *exc: object) -> None:
         ctx = self._context
+        owner = scope_owner()
         with ctx._lock:
-            frame = self._frames[-1]
+            frame = next((f for f in reversed(self._frames) if f.owner == owner), self._frames[-1])
             self._close(frame)
+            inner = [f.name for scope in list(ctx._scopes) for f in scope._frames
+                     if f.owner == frame.owner and f.order > frame.order]
+            if inner:
+                raise ScopeError(
+                    f"scope {frame.name!r} closed while {', '.join(map(repr, inner))}, entered after it in "
+                    f"the same thread or task, is still open; scopes close in the reverse order they "
+                    f"were entered in: nothing was restored, so the changes of {frame.name!r} stay in force"
+                )
             if frame.foreign:
                 self._restore_own(frame)
                 return
