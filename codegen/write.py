@@ -22,20 +22,28 @@ def current(out: Path) -> dict[str, str]:
 
 
 def diff(out: Path, files: dict[str, str]) -> str:
-    """A unified diff from what is on disk to what the schema produces ('' if equal)."""
+    """A unified diff from what is on disk to what the schema produces ('' if equal),
+    naming as well a file that is missing or extra even when it is empty (`py.typed`), and
+    whatever else the folder holds that the swap would remove (a folder, a dotfile); only
+    Python's own `__pycache__` is not counted."""
     old = current(out)
     chunks: list[str] = []
     for name in sorted(set(old) | set(files)):
-        a, b = old.get(name, ""), files.get(name, "")
-        if a != b:
-            chunks.extend(
-                difflib.unified_diff(
-                    a.splitlines(keepends=True),
-                    b.splitlines(keepends=True),
-                    f"{out.name}/{name}" if name in old else "/dev/null",
-                    f"{out.name}/{name}" if name in files else "/dev/null",
-                )
-            )
+        a, b = old.get(name), files.get(name)
+        if a == b:
+            continue
+        lines = list(difflib.unified_diff(
+            (a or "").splitlines(keepends=True),
+            (b or "").splitlines(keepends=True),
+            f"{out.name}/{name}" if a is not None else "/dev/null",
+            f"{out.name}/{name}" if b is not None else "/dev/null",
+        ))
+        chunks.extend(lines or [f"{out.name}/{name}: {'missing' if a is None else 'not generated'} (empty)\n"])
+    if out.is_dir():
+        for entry in sorted(out.iterdir()):
+            if entry.name not in files and entry.name not in old and entry.name != "__pycache__":
+                kind = "a folder" if entry.is_dir() and not entry.is_symlink() else "not generated"
+                chunks.append(f"{out.name}/{entry.name}: {kind}, which gen would remove\n")
     return "".join(chunks)
 
 

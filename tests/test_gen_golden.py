@@ -140,6 +140,33 @@ def test_check_mode_prints_diff_and_fails(tmp_path: Path, capsys: pytest.Capture
     assert (out / "bags.py").read_bytes() == before
 
 
+@pytest.mark.parametrize("change", ["empty-file-missing", "folder-added", "dotfile-added"])
+def test_check_mode_sees_what_the_swap_would_add_or_remove(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str) -> None:
+    """An empty file gone (`py.typed`: mypy then ignores the package's types) and anything
+    the folder holds that gen would remove are differences too; Python's __pycache__ is not."""
+    from genutil import copy_case, generate
+
+    schema = copy_case("tiny", tmp_path)
+    out = tmp_path / "generated"
+    assert generate(schema, out) == 0
+    (out / "__pycache__").mkdir()
+    assert generate(schema, out, "--check") == 0
+    if change == "empty-file-missing":
+        (out / "py.typed").unlink()
+        named = "generated/py.typed: missing"
+    elif change == "folder-added":
+        (out / "sub").mkdir()
+        (out / "sub" / "__init__.py").write_text("x = 1\n")
+        named = "generated/sub: a folder, which gen would remove"
+    else:
+        (out / ".keep").write_text("")
+        named = "generated/.keep: not generated, which gen would remove"
+    capsys.readouterr()
+    assert generate(schema, out, "--check") == 1
+    assert named in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("kind", ["file", "symlink"])
 def test_out_must_be_a_folder(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
     from genutil import copy_case, generate
