@@ -1,0 +1,111 @@
+"""Round three's outside attack on the read ratchet, per file: what the types say is the
+record (annotations, casts, isinstance, subclasses, annotated fields), readbacks parsed
+back, the environment read outside Python, and files the scan used to leave unread.
+Each case really performs a raw read, and each got `ratchet ok` before."""
+
+from __future__ import annotations
+
+import pytest
+
+from configbags.migrate.scan import ScanSettings, scan_source
+
+SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE",))
+HEAD = (
+    "import typing\n"
+    "from typing import Iterable, Optional, Sequence, Union\n"
+    "import legacy.server_args as S\n"
+    "from legacy.server_args import ServerArgs\n"
+)  # four lines: the cases below start at line 5
+
+
+def _reported(body: str, settings: ScanSettings = SETTINGS) -> set[tuple[str, str, int]]:
+    result = scan_source((HEAD + body).encode(), settings)
+    assert result.problem is None, result.problem
+    return {(function, leaf, line) for function, leaf, line, *_ in result.reads}
+
+
+# ---- 1. annotations and narrowings the scanner did not see as the record
+
+ANNOTATED = {
+    "type alias": ("Rec = S.ServerArgs\ndef f(a: Rec):\n    return a.tp_size\n", {("f", "tp_size", 7)}),
+    "alias of an alias, used first": (
+        'def f(a: "Recs"):\n    return a[0].tp_size\nRecs = list[Rec]\nRec = Optional[S.ServerArgs]\n',
+        {("f", "tp_size", 6)},
+    ),
+    "declared TypeAlias string": (
+        'Rec: typing.TypeAlias = "S.ServerArgs"\ndef f(a: Rec):\n    return a.tp_size\n', {("f", "tp_size", 7)}
+    ),
+    "TypeVar bound": (
+        'T = typing.TypeVar("T", bound=ServerArgs)\ndef f(a: T):\n    return a.tp_size\n', {("f", "tp_size", 7)}
+    ),
+    "union with a string": ('def f(a: Union[int, "S.ServerArgs"]):\n    return a.tp_size\n', {("f", "tp_size", 6)}),
+    "string inside Optional": ('def f(a: "Optional[\'S.ServerArgs\']"):\n    return a.tp_size\n', {("f", "tp_size", 6)}),
+    "list index": ("def f(xs: list[ServerArgs]):\n    return xs[0].tp_size\n", {("f", "tp_size", 6)}),
+    "list loop": ("def f(xs: list[ServerArgs]):\n    for a in xs:\n        print(a.tp_size)\n", {("f", "tp_size", 7)}),
+    "tuple": ("def f(xs: tuple[ServerArgs, ...]):\n    return xs[-1].tp_size\n", {("f", "tp_size", 6)}),
+    "dict values": (
+        "def f(xs: dict[str, ServerArgs]):\n    return xs['a'].tp_size, [v.page_size for v in xs.values()]\n",
+        {("f", "tp_size", 6), ("f", "page_size", 6)},
+    ),
+    "dict items and get": (
+        "def f(xs: dict[str, ServerArgs]):\n    for k, v in xs.items():\n        v.tp_size\n    return xs.get('a').dp_size\n",
+        {("f", "tp_size", 7), ("f", "dp_size", 8)},
+    ),
+    "Sequence and Iterable": (
+        "def f(xs: Sequence[ServerArgs], ys: Iterable['S.ServerArgs']):\n"
+        "    for y in sorted(ys):\n        y.page_size\n    return next(iter(xs)).tp_size\n",
+        {("f", "page_size", 7), ("f", "tp_size", 8)},
+    ),
+    "typing.cast": ("def f(x):\n    return typing.cast(ServerArgs, x).tp_size\n", {("f", "tp_size", 6)}),
+    "cast under aliases, to a string": (
+        "import typing as t\nfrom typing import cast as c\nC2 = t.cast\n"
+        "def f(x):\n    y = t.cast('S.ServerArgs', x)\n    return y.tp_size, c(ServerArgs, x).page_size, C2(ServerArgs, x).dp_size\n",
+        {("f", "tp_size", 10), ("f", "page_size", 10), ("f", "dp_size", 10)},
+    ),
+    "cast to a container": ("def f(x):\n    return typing.cast(list[ServerArgs], x)[0].tp_size\n", {("f", "tp_size", 6)}),
+    "isinstance": ("def f(x):\n    if isinstance(x, S.ServerArgs):\n        return x.tp_size\n", {("f", "tp_size", 7)}),
+    "assert isinstance, a tuple of classes": (
+        "def f(x):\n    assert isinstance(x, (int, ServerArgs))\n    return x.tp_size\n", {("f", "tp_size", 7)}
+    ),
+    "early return": (
+        "def f(x):\n    if not isinstance(x, ServerArgs):\n        return None\n    return x.tp_size\n",
+        {("f", "tp_size", 8)},
+    ),
+    "isinstance of a self attribute": (
+        "class R:\n    def f(self):\n        if isinstance(self.a, ServerArgs):\n            return self.a.tp_size\n",
+        {("R.f", "tp_size", 8)},
+    ),
+    "subclass": (
+        "class Sub(S.ServerArgs):\n    def g(self):\n        return self.tp_size\n"
+        "def f(x: Sub):\n    return x.page_size, Sub.base_gpu_id\n"
+        "def h():\n    return Sub(model_path='m').dp_size\n"
+        "class Deeper(Sub):\n    pass\n"
+        "def k(x: Optional[Deeper]):\n    return x.nnodes\n",
+        {("Sub.g", "tp_size", 7), ("f", "page_size", 9), ("f", "base_gpu_id", 9), ("h", "dp_size", 11),
+         ("k", "nnodes", 15)},
+    ),
+    "annotated module variable": ("rec: ServerArgs = make()\ndef f():\n    return rec.tp_size\n", {("f", "tp_size", 7)}),
+    "annotated module container": (
+        "recs: list[ServerArgs] = []\ndef f():\n    return recs[0].tp_size\n", {("f", "tp_size", 7)}
+    ),
+    "dataclass field in another class": (
+        "import dataclasses\n@dataclasses.dataclass\nclass Holder:\n    args: ServerArgs\n    many: list['S.ServerArgs']\n"
+        "    def f(self):\n        return self.args.tp_size, self.many[0].page_size\n",
+        {("Holder.f", "tp_size", 11), ("Holder.f", "page_size", 11)},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ANNOTATED))
+def test_what_the_types_say_is_the_record_is_read(case: str) -> None:
+    body, expected = ANNOTATED[case]
+    assert _reported(body) >= expected
+
+
+def test_containers_and_other_annotations_are_not_the_record_themselves() -> None:
+    # a list of records is no record: its own attributes are no leaves
+    body = (
+        "def f(xs: list[ServerArgs], g: typing.Callable[[ServerArgs], int], n: int):\n"
+        "    return xs.count, g.__name__, n.real\n"
+    )
+    assert _reported(body) == set()
