@@ -61,6 +61,7 @@ from typing import Any, NamedTuple
 
 from configbags.migrate.aliases import mention_lines, statement_span
 from configbags.migrate.scanmodel import (
+    CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
     STATE_DICT_READBACK,
     STATE_READBACK,
@@ -770,6 +771,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 chained = fetched_chain(expr, (attr,), node)
                 if attr == "state" and _CONTEXT in self.d.kind(expr, self.scope):
                     self._report(node, STATE_READBACK, "readback", "state")
+                elif attr in CONTEXT_READBACK_METHODS and _CONTEXT in self.d.kind(expr, self.scope):
+                    self._report(node, f"Context.{attr}", "readback", attr)
                 elif attr == "state_dict" and _STATE_DICT in self.d.kind(chained, self.scope):
                     self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
                 expr = chained
@@ -792,6 +795,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(node.ctx, ast.Load):
             if node.attr == "state" and _CONTEXT in self.d.kind(node.value, self.scope):
                 self._report(node, STATE_READBACK, "readback", "state")
+            elif node.attr in CONTEXT_READBACK_METHODS and _CONTEXT in self.d.kind(node.value, self.scope):
+                # `ctx.server_info()["record"]["tp_size"]`: the readbacks parsed back hold
+                # every namespace, as `.state` does
+                self._report(node, f"Context.{node.attr}", "readback", node.attr)
             elif node.attr == "state_dict" and _STATE_DICT in self.d.kind(node, self.scope):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
         self.generic_visit(node)
@@ -813,7 +820,8 @@ def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bo
     whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
     in the literal), so no spelling of it need occur in the text. (`state` may be a
     string, or no word at all: `getattr(get_context(), name)`.)"""
-    if ("state" in text or may_fetch) and any(word in text for word in _CONTEXT_WORDS):
+    readback = "state" in text or may_fetch or any(method in text for method in CONTEXT_READBACK_METHODS)
+    if readback and any(word in text for word in _CONTEXT_WORDS):
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True

@@ -109,3 +109,32 @@ def test_containers_and_other_annotations_are_not_the_record_themselves() -> Non
         "    return xs.count, g.__name__, n.real\n"
     )
     assert _reported(body) == set()
+
+
+# ---- 2. readbacks parsed back
+
+
+def test_context_readbacks_parsed_back_are_operator_readbacks() -> None:
+    body = (
+        "import json\n"
+        "from configbags.generated.accessors import get_context\n"
+        "from configbags.runtime.dist import export_state\n"
+        "def f():\n"
+        "    return get_context().server_info()['record']['tp_size']\n"
+        "def g():\n"
+        "    ctx = get_context()\n"
+        "    return ctx.explain('tp_size')['value'], getattr(ctx, 'hash_factors')()\n"
+        "def h():\n"
+        "    return json.loads(export_state())['record']['tp_size']\n"
+    )
+    assert _reported(body) == {
+        ("f", "Context.server_info", 9),
+        ("g", "Context.explain", 12),
+        ("g", "Context.hash_factors", 12),
+        ("h", "dist.state_dict", 14),
+    }
+
+
+def test_a_readback_method_of_something_else_is_no_readback() -> None:
+    body = "def f(server, model):\n    return server.server_info(), model.explain('x')\n"
+    assert _reported(body) == set()
