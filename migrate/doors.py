@@ -60,6 +60,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate.aliases import mention_lines, statement_span
+from configbags.migrate.childenv import (
+    CHILD_PROCESS_PREFIXES,
+    CHILD_PROCESS_WORDS,
+    command_fragments,
+    named_variables,
+)
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
@@ -111,8 +117,7 @@ _ENV_METHODS = frozenset({
 })
 # callables the environment may be handed to whole without being read here: they give it
 # to a child process (`subprocess.run(cmd, env=os.environ.copy())`), or only count it
-_ENV_CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "asyncio.subprocess.", "os.exec", "os.spawn",
-                      "os.posix_spawn")
+_ENV_CHILD_PROCESS = CHILD_PROCESS_PREFIXES
 _ENV_HARMLESS = frozenset({
     "builtins.len", "builtins.bool", "builtins.isinstance",
     # `with mock.patch.dict(os.environ, {...})` writes variables and restores them
@@ -177,6 +182,10 @@ _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
     | _CONTEXT_FUNCTIONS
     | set(_FETCH_WORDS)
+    # child processes: their commands may name a declared variable (configbags.migrate.childenv)
+    | {"subprocess", "system", "popen", "spawn", "create_subprocess_shell", "create_subprocess_exec"}
+    | {f"{family}{suffix}" for family in ("exec", "spawn") for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
+    | {"posix_spawn", "posix_spawnp"}
 )
 
 
@@ -203,11 +212,10 @@ def _is_door(kind: str) -> bool:
         or kind in _GETATTRS
         or kind in _IMPORTERS
         or kind == _ATTRGETTER
-        or kind.startswith(_GETTER_MARK)
         or _is_context_source(kind)
         # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
         or kind == "subprocess"
-        or kind.startswith(_ENV_CHILD_PROCESS)
+        or kind.startswith((_GETTER_MARK, *_ENV_CHILD_PROCESS))
     )
 
 
@@ -738,7 +746,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
                     self._env(node, key, form)
             self._consume_arguments(node, callee, fetches)
+            if any(path.startswith(_ENV_CHILD_PROCESS) for path in callee):
+                self._child_command(node)
         self.generic_visit(node)
+
+    def _child_command(self, node: ast.Call) -> None:
+        """A child process whose command the module spells, naming a declared variable,
+        reads it (configbags.migrate.childenv)."""
+        named: set[str] = set()
+        for _, text in command_fragments(node, lambda expr: self.strings.value(expr, self.enclosing)):
+            named.update(named_variables(text, self.declared))
+        for name in sorted(named):
+            self._report(node, env_subject(name), "environ", "child_process")
 
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""
@@ -825,7 +844,7 @@ def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bo
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
-    return bool(declared) and any(word in text for word in _ENV_WORDS)
+    return bool(declared) and any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS))
 
 
 def _may_fetch(text: str) -> bool:

@@ -55,6 +55,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from configbags.migrate.aliases import lines_of, statement_span
+from configbags.migrate.childenv import C_GETENV
 from configbags.migrate.scanmodel import (
     ENV_UNRESOLVED,
     STATE_DICT_READBACK,
@@ -97,6 +98,14 @@ _EXPANDED = re.compile(r"\$(\w+)|\$\{([^}]*)\}|%([^%]+)%")
 # reached another way
 _DIRECT = frozenset({"os.environ", "os.getenv"})
 _CONTEXT_WORD = re.compile("get_context|process_context")
+# What a ctypes call returns (a loaded library, `ctypes.CDLL(None)`), as a path its
+# attributes extend: `ctypes._lib.getenv` is C's getenv
+_C_LIBRARY = "ctypes._lib"
+
+
+def _c_getenv(path: str) -> bool:
+    """Is `path` C's getenv (or a twin) reached through ctypes?"""
+    return path.split(".")[0] in ("ctypes", "_ctypes") and path.rsplit(".", 1)[-1] in C_GETENV
 _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
 
 
@@ -468,7 +477,9 @@ class _Reader(ast.NodeVisitor):
         if key is None:
             return
         for path in self.value(expr.value).paths:
-            if path == "sys.modules":
+            if path == _C_LIBRARY:
+                found.add(f"{path}.{key}", False)  # `libc["getenv"]`
+            elif path == "sys.modules":
                 found.add(_normal(key), True)
             elif path.endswith(".__dict__"):
                 found.add(_normal(path[: -len(".__dict__")] + "." + key), True)
@@ -477,6 +488,8 @@ class _Reader(ast.NodeVisitor):
 
     def _call_value(self, call: ast.Call, found: _Value) -> None:
         func = self.value(call.func)
+        if any(path.split(".")[0] in ("ctypes", "_ctypes") for path in func.paths):
+            found.add(_C_LIBRARY, False)  # `ctypes.CDLL(None)`, `cdll.LoadLibrary(...)`
         if _last_name(call.func) == self.settings.raw_accessor:
             found.add(_RECORD, False)
         for path, hop in func.paths.items():
@@ -637,6 +650,8 @@ class _Reader(ast.NodeVisitor):
                 self._report(node, ENV_UNRESOLVED, "reflection", "format")
         if self.declared:
             self._env_call(node, paths)
+            if any(_c_getenv(path) for path in paths):
+                self._c_getenv(node)
         self._judge(node)
         self.generic_visit(node)
 
@@ -677,6 +692,8 @@ class _Reader(ast.NodeVisitor):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
             elif self.declared and path in _ENV_PATHS and (hop or path not in _DIRECT):
                 self._env_use(node, path, parent)
+            elif self.declared and _c_getenv(path) and not (called or bound):
+                self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")  # `map(libc.getenv, names)`
             elif self.declared and path in _EXPANDERS and not called:
                 self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
 
@@ -704,6 +721,14 @@ class _Reader(ast.NodeVisitor):
             self._report(node, ENV_UNRESOLVED, "environ", "environb" if path.endswith("b") else "environ_whole")
         elif name in self.declared:
             self._report(node, env_subject(name), "environ", "environb" if path.endswith("b") else "environ_subscript")
+
+    def _c_getenv(self, node: ast.Call) -> None:
+        """C's getenv through ctypes: `ctypes.CDLL(None).getenv(b"NAME")` reads NAME."""
+        name = _string(node.args[0]) if node.args else None
+        if name is None:
+            self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
+        elif name in self.declared:
+            self._report(node, env_subject(name), "environ", "c_getenv")
 
     def _env_call(self, node: ast.Call, paths: dict[str, bool]) -> None:
         if not _EXPANDERS.intersection(paths):

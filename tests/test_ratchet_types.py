@@ -138,3 +138,71 @@ def test_context_readbacks_parsed_back_are_operator_readbacks() -> None:
 def test_a_readback_method_of_something_else_is_no_readback() -> None:
     body = "def f(server, model):\n    return server.server_info(), model.explain('x')\n"
     assert _reported(body) == set()
+
+
+# ---- 3. the environment read outside Python, where the module spells it
+
+CHILD_READS = {
+    "sh -c": ("import subprocess\nsubprocess.run(['sh', '-c', 'echo $SGLANG_PAGE_SIZE'])\n", {"$SGLANG_PAGE_SIZE"}),
+    "os.system": ("import os\nos.system('echo ${SGLANG_PAGE_SIZE}')\n", {"$SGLANG_PAGE_SIZE"}),
+    "os.popen, renamed": ("from os import popen as p\np('echo %SGLANG_PAGE_SIZE%').read()\n", {"$SGLANG_PAGE_SIZE"}),
+    "shell=True with a literal": (
+        "import subprocess as sp\nsp.check_output('printenv SGLANG_PAGE_SIZE', shell=True)\n", {"$SGLANG_PAGE_SIZE"}
+    ),
+    "a module constant, an f-string part": (
+        "import subprocess\nCMD = 'echo $SGLANG_' + 'PAGE_SIZE'\ndef f(x):\n"
+        "    subprocess.Popen(CMD, shell=True)\n    subprocess.call(f'{x} $SGLANG_PAGE_SIZE')\n",
+        {"$SGLANG_PAGE_SIZE"},
+    ),
+    "python -c in bytes": (
+        "import subprocess\nsubprocess.run([b'python', b'-c', b'import os; os.environ[\"SGLANG_PAGE_SIZE\"]'])\n",
+        {"$SGLANG_PAGE_SIZE"},
+    ),
+    "asyncio": (
+        "import asyncio\nasync def f():\n    await asyncio.create_subprocess_shell('echo $SGLANG_PAGE_SIZE')\n",
+        {"$SGLANG_PAGE_SIZE"},
+    ),
+    "os.execlp and os.spawnl": (
+        "import os\nos.execlp('sh', 'sh', '-c', 'echo $SGLANG_PAGE_SIZE')\n"
+        "os.spawnl(os.P_WAIT, '/bin/sh', 'sh', '-c', 'echo $SGLANG_PAGE_SIZE')\n",
+        {"$SGLANG_PAGE_SIZE"},
+    ),
+    "ctypes CDLL(None).getenv": (
+        "import ctypes\nctypes.CDLL(None).getenv(b'SGLANG_PAGE_SIZE')\n", {"$SGLANG_PAGE_SIZE"}
+    ),
+    "libc aliases, secure_getenv, by item": (
+        "import ctypes as C\nfrom ctypes import CDLL as L\nlibc = C.CDLL('libc.so.6')\n"
+        "get = libc.secure_getenv\nget(b'SGLANG_PAGE_SIZE')\nL(None)['getenv'](b'SGLANG_PAGE_SIZE')\n"
+        "C.cdll.LoadLibrary('libc.so.6').getenv(b'SGLANG_PAGE_SIZE')\n",
+        {"$SGLANG_PAGE_SIZE"},
+    ),
+    "C getenv with a name the module does not show": (
+        "import ctypes\nlibc = ctypes.CDLL(None)\ndef f(name, names):\n"
+        "    return libc.getenv(name), list(map(libc.getenv, names))\n",
+        {"$?"},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHILD_READS))
+def test_the_environment_read_by_a_child_process_or_c_is_read(case: str) -> None:
+    body, leaves = CHILD_READS[case]
+    result = scan_source(body.encode(), SETTINGS)
+    assert result.problem is None
+    assert {leaf for _, leaf, *_ in result.reads} == leaves
+
+
+def test_a_child_environment_and_a_command_the_module_does_not_show_are_not_reads() -> None:
+    body = (
+        "import os\nimport subprocess\n"
+        "def f(cmd, template):\n"
+        "    env = {'SGLANG_PAGE_SIZE': '4'}\n"
+        "    subprocess.run(['python', 'tool.py'], env={'SGLANG_PAGE_SIZE': '4'})\n"
+        "    os.execve('/bin/sh', ['sh', '-c', cmd], {'SGLANG_PAGE_SIZE': '4'})\n"
+        "    subprocess.run(template, shell=True)\n"
+        "    subprocess.run(['sh', '-c', cmd])\n"
+        "    os.system('echo SGLANG_PAGE_SIZE_MAX')\n"  # another variable
+    )
+    result = scan_source(body.encode(), SETTINGS)
+    assert result.problem is None
+    assert result.reads == ()
