@@ -146,7 +146,10 @@ def _compiled(folder: Path, name: str) -> str | None:
     source_folder = folder.parent if in_cache else folder
     if not any((source_folder / f"{module}{suffix}").is_file() for suffix in SOURCE_SUFFIXES):
         if in_cache:
-            return "compiled code whose source is gone (it still runs by path), which the ratchet cannot read; delete it"
+            return (
+                "compiled code whose source is gone (a module deleted or renamed leaves one behind; it still "
+                "runs by path), which the ratchet cannot read; delete it"
+            )
         return (
             f"compiled code without its source (Python imports it as `{module}`), which the ratchet cannot read; "
             "delete it or commit its source"
