@@ -39,13 +39,20 @@ def is_child_process(path: str) -> bool:
     return path.startswith(CHILD_PROCESS_PREFIXES)
 
 
-def command_fragments(call: ast.Call, constant: Callable[[ast.expr], str | None]) -> Iterator[tuple[ast.expr, str]]:
+def command_fragments(
+    call: ast.Call, constant: Callable[[ast.expr], str | None], scope: ast.AST
+) -> Iterator[tuple[ast.expr, str]]:
     """(node, literal text) for each piece of the command `call` shows. `constant` gives
     the string a name or expression evaluates to where the module shows it (a module
-    constant, a concatenation), else None."""
+    constant, a concatenation), else None; a name bound in `scope` (the function or module
+    around the call) gives what any of its bindings there shows (`cmd = [...]`, `cmd +=`)."""
     pending: list[ast.expr] = [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_COMMAND)]
+    followed: set[str] = set()
     while pending:
         expr = pending.pop()
+        if isinstance(expr, ast.Name) and expr.id not in followed:
+            followed.add(expr.id)
+            pending.extend(_bound_values(scope, expr.id))
         if isinstance(expr, (ast.Dict, ast.DictComp)):
             continue  # an environment mapping for the child (os.execve's third argument)
         folded = constant(expr)
@@ -63,11 +70,33 @@ def command_fragments(call: ast.Call, constant: Callable[[ast.expr], str | None]
         elif isinstance(expr, ast.JoinedStr):
             pending.extend(part for part in expr.values if isinstance(part, ast.Constant))
         elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
-            "split", "format", "encode",
+            "split", "format", "encode", "join",
         ):
-            pending.append(expr.func.value)  # `"sh -c 'echo $X'".split()`
+            pending.append(expr.func.value)  # `"sh -c 'echo $X'".split()`, `" ".join([...])`
+            pending.extend(expr.args)
 
 
 def named_variables(text: str, declared: frozenset[str]) -> list[str]:
     """The declared variables `text` names as whole words, sorted."""
     return sorted(declared.intersection(_WORD.findall(text)))
+
+
+def _bound_values(scope: ast.AST, name: str) -> list[ast.expr]:
+    """The values `name` is bound to by assignments inside `scope` (any of them: a
+    may-binding, as everywhere in the scanner), and what `name.append(...)` adds."""
+    found: list[ast.expr] = []
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            found.append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            if node.target.id == name and node.value is not None:
+                found.append(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend", "insert")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            found.extend(node.args)
+    return found

@@ -754,7 +754,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         """A child process whose command the module spells, naming a declared variable,
         reads it (configbags.migrate.childenv)."""
         named: set[str] = set()
-        for _, text in command_fragments(node, lambda expr: self.strings.value(expr, self.enclosing)):
+        scope = next(
+            (n for n in reversed(self.enclosing) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))),
+            self.strings.tree,
+        )
+        for _, text in command_fragments(node, lambda expr: self.strings.value(expr, self.enclosing), scope):
             named.update(named_variables(text, self.declared))
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")

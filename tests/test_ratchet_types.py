@@ -9,8 +9,11 @@ import py_compile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from configbags.migrate.check import check
+from configbags.migrate.cli import main as ratchet_main
+from configbags.migrate.importer import ROLES_YAML
 from configbags.migrate.scan import ScanSettings, scan_source, scan_tree
 
 REPO = Path(__file__).resolve().parent.parent
@@ -298,3 +301,70 @@ def test_a_folder_skipped_by_name_is_scanned_unless_it_plainly_is_one(tmp_path: 
         "pkg/.git/hook.py", "pkg/.venv/tool.py", "pkg/node_modules/__init__.py"
     ]
     assert result.skipped_folders == ("pkg/.mypy_cache", "pkg/env/.venv", "pkg/js/node_modules", "pkg/vcs/.git")
+
+
+def test_a_command_held_in_a_local_name_is_read() -> None:
+    body = (
+        "import os\nimport subprocess\n"
+        "def f(extra):\n"
+        "    cmd = ['sh', '-c']\n"
+        "    cmd.append('echo $SGLANG_PAGE_SIZE')\n"
+        "    subprocess.run(cmd + [extra])\n"
+        "def g():\n"
+        "    line = ' '.join(['printenv', 'SGLANG_PAGE_SIZE'])\n"
+        "    os.system(line)\n"
+    )
+    result = scan_source(body.encode(), SETTINGS)
+    assert {(function, leaf) for function, leaf, *_ in result.reads} == {
+        ("f", "$SGLANG_PAGE_SIZE"), ("g", "$SGLANG_PAGE_SIZE")
+    }
+
+
+# ---- from a clean project, as the attacker ran it
+
+ATTACK_FILES = {
+    "alias.py": HEAD + "Rec = S.ServerArgs\ndef f(a: Rec):\n    return a.tp_size\n",
+    "union.py": HEAD + 'def f(a: Union[int, "S.ServerArgs"]):\n    return a.tp_size\n',
+    "container.py": HEAD + "def f(xs: list[ServerArgs]):\n    for a in xs:\n        print(a.tp_size)\n",
+    "cast.py": HEAD + "def f(x):\n    return typing.cast('S.ServerArgs', x).tp_size\n",
+    "narrowed.py": HEAD + "def f(x):\n    if isinstance(x, S.ServerArgs):\n        return x.tp_size\n",
+    "subclass.py": HEAD + "class Sub(S.ServerArgs):\n    def g(self):\n        return self.tp_size\n",
+    "server_info.py": "from configbags.generated.accessors import get_context\n"
+                      "def f():\n    return get_context().server_info()['record']['tp_size']\n",
+    "child.py": "import subprocess\ndef f():\n    return subprocess.run(['sh', '-c', 'echo $SGLANG_PAGE_SIZE'])\n",
+    "clib.py": "import ctypes\ndef f():\n    return ctypes.CDLL(None).getenv(b'SGLANG_PAGE_SIZE')\n",
+    "fake/accessors.py": HEADER,
+    "fake/ratchet_allowlist.py": HEADER,
+    "fake/forged.py": HEADER + RAW_READ,
+    "node_modules/__init__.py": RAW_READ,
+}
+
+
+def test_the_attack_fails_from_a_clean_project_and_init_never_baselines_the_readback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write(tmp_path / "pkg", dict(ATTACK_FILES))
+    (tmp_path / "pkg" / "gone.pyc").write_bytes(b"\0" * 16)
+    schema = tmp_path / "schema"
+    (schema / "namespaces").mkdir(parents=True)
+    (schema / "namespaces" / "parallel.yaml").write_text(
+        "namespace: parallel\ndoc: d\nleaves:\n"
+        "  tp_size: {type: int, default: 1, help: h, owner: launcher, override: startup}\n"
+        "  page_size: {type: int, default: 1, help: h, owner: launcher, override: startup, env: SGLANG_PAGE_SIZE}\n"
+    )
+    scan = {"roots": ["pkg"], "excludes": [], "raw_accessor": "get_server_args", "record_class": "ServerArgs",
+            "record_attributes": ["server_args"], "min_files": 1}
+    (schema / "ratchet.yaml").write_text(yaml.safe_dump({"scan": scan, "allowlist": []}, sort_keys=False))
+    (schema / "roles.yaml").write_text(ROLES_YAML)
+    assert ratchet_main(["check", "--schema", str(schema), "--no-cache"]) == 1
+    out = capsys.readouterr().out
+    failing = {line.split(":", 1)[0] for line in out.splitlines() if line.startswith("pkg/")}
+    expected = {f"pkg/{name}" for name in ATTACK_FILES if not name.startswith("fake/")} | {"pkg/fake/forged.py"}
+    assert failing == expected | {"pkg/gone.pyc"}, out
+    (tmp_path / "pkg" / "gone.pyc").unlink()
+    assert ratchet_main(["init", "--schema", str(schema), "--root", str(tmp_path / "pkg")]) == 0
+    allowlist = yaml.safe_load((schema / "ratchet.yaml").read_text())["allowlist"]
+    assert "Context.server_info" not in {entry["leaf"] for entry in allowlist}
+    capsys.readouterr()
+    assert ratchet_main(["check", "--schema", str(schema), "--no-cache"]) == 1
+    assert "pkg/server_info.py:3 (f): an operator readback in role code: `server_info()`" in capsys.readouterr().out
