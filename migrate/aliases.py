@@ -459,6 +459,8 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
                 self.bind_name(extra.arg, None, scope=scope)  # a tuple or dict, never the record
+                if self.a.types.annotation(extra.annotation):
+                    self.a.elements.add((id(scope), extra.arg))  # `*recs: ServerArgs`: records
         positional = [*args.posonlyargs, *args.args]
         pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
         pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
@@ -593,8 +595,19 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
     def visit_Match(self, node: ast.Match) -> None:
         # `case sa:` and `case P as sa:` at the top of a case bind the subject itself
         for case in node.cases:
+            # `case ServerArgs():` (or a subclass, an alias): the subject is the record there
+            matched = self.a.types.matches_record(case.pattern)
+            if matched and isinstance(node.subject, ast.Name):
+                self.scope.assigns.append((node.subject.id, Held("matched"), None))
             for capture in _subject_captures(case.pattern):
-                self.captures[id(capture)] = node.subject
+                self.captures[id(capture)] = Held("matched") if matched else node.subject
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        # `type(x) is ServerArgs`, `type(x) == ServerArgs`: x is the record there
+        tested = self.a.types.narrowed_compare(node)
+        if isinstance(tested, ast.Name):
+            self.scope.assigns.append((tested.id, Held("narrowed"), None))
         self.generic_visit(node)
 
     def visit_MatchAs(self, node: ast.MatchAs) -> None:

@@ -64,6 +64,8 @@ class RecordTypes:
         self.element_aliases: set[str] = set()  # names of container annotations (`Recs = list[...]`)
         self.cast_names: set[str] = set()  # names bound to typing.cast
         self.typing_modules: set[str] = set()  # names bound to typing / typing_extensions
+        # functions and methods annotated to return the record or a container of it, by name
+        self.returns: dict[str, str] = {}
         statements = list(_statements(tree.body))
         self._imports(statements)
         # a fixpoint: `A = S.ServerArgs; B = Optional[A]; class C(B)`, in any order
@@ -72,7 +74,7 @@ class RecordTypes:
 
     def names(self) -> frozenset[str]:
         """The names whose mentions the alias analysis must walk."""
-        return frozenset(self.class_names | self.element_aliases)
+        return frozenset(self.class_names | self.element_aliases | self.returns.keys())
 
     # ---- the pre-pass
 
@@ -91,8 +93,13 @@ class RecordTypes:
 
     def _aliases(self, statements: list[ast.stmt]) -> bool:
         """One round over the bindings; True when a name was added."""
-        before = (len(self.class_names), len(self.element_aliases), len(self.cast_names), len(self.typing_modules))
+        before = self._found()
         for stmt in statements:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                kind = self.annotation(stmt.returns)
+                if kind is not None and self.returns.get(stmt.name) != RECORD:
+                    self.returns[stmt.name] = kind  # `def load() -> ServerArgs`
+                continue
             if isinstance(stmt, ast.ClassDef):
                 if any(self.annotation(base) == RECORD for base in stmt.bases):
                     self.class_names.add(stmt.name)  # a subclass: its instances are the record
@@ -122,8 +129,11 @@ class RecordTypes:
                 self.class_names.add(name)
             elif kind == ELEMENTS:
                 self.element_aliases.add(name)
-        after = (len(self.class_names), len(self.element_aliases), len(self.cast_names), len(self.typing_modules))
-        return after != before
+        return self._found() != before
+
+    def _found(self) -> tuple[object, ...]:
+        sets = (self.class_names, self.element_aliases, self.cast_names, self.typing_modules)
+        return (tuple(sorted(self.returns.items())), *(len(found) for found in sets))
 
     def _alias_kind(self, value: ast.expr, declared: bool) -> str | None:
         if isinstance(value, ast.Call):
@@ -134,6 +144,9 @@ class RecordTypes:
             if func == "NewType" and len(value.args) == 2:
                 return RECORD if self.annotation(value.args[1]) == RECORD else None
             return None
+        if isinstance(value, ast.Tuple):
+            # `RECORDS = (ServerArgs, Other)`, for isinstance: a tuple of classes holding it
+            return RECORD if any(self.annotation(element) == RECORD for element in value.elts) else None
         if isinstance(value, ast.Constant) and not declared:
             return None  # a plain string is a string, unless declared a TypeAlias
         return self.annotation(value)
@@ -205,6 +218,39 @@ class RecordTypes:
         if any(self.annotation(option) == RECORD for option in options):
             return call.args[0]
         return None
+
+    def narrowed_compare(self, node: ast.Compare) -> ast.expr | None:
+        """The expression `type(x) is ServerArgs` (or `==`) tests."""
+        left = node.left
+        if (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Is, ast.Eq))
+            and isinstance(left, ast.Call)
+            and isinstance(left.func, ast.Name)
+            and left.func.id == "type"
+            and len(left.args) == 1
+            and self.annotation(node.comparators[0]) == RECORD
+        ):
+            return left.args[0]
+        return None
+
+    def matches_record(self, pattern: ast.pattern) -> bool:
+        """Does a case pattern match only the record at its top (`ServerArgs()`, under `|`
+        or `as`)?"""
+        if isinstance(pattern, ast.MatchClass):
+            return self.annotation(pattern.cls) == RECORD
+        if isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+            return self.matches_record(pattern.pattern)
+        if isinstance(pattern, ast.MatchOr):
+            return bool(pattern.patterns) and all(self.matches_record(p) for p in pattern.patterns)
+        return False
+
+    def returned(self, call: ast.Call) -> str | None:
+        """RECORD or ELEMENTS when `call` calls a function (or a `self.` method) of the
+        module annotated to return it."""
+        func = call.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        return self.returns.get(name) if name is not None else None
 
     def element_source(self, expr: ast.expr) -> ast.expr | None:
         """For an expression that may give an element of a container (`xs[0]`, `xs.get(k)`,
@@ -302,6 +348,8 @@ def typed_reach(analysis: TypedAnalysis[_S], expr: ast.expr, scope: _S) -> Reach
     if isinstance(expr, Held):
         return (expr.via, "held")
     if isinstance(expr, ast.Call):
+        if analysis.types.returned(expr) == RECORD and _own_callee(analysis, expr, scope):
+            return ("wrapper", "held")  # `def load() -> ServerArgs`
         kind = analysis.types.cast(expr)
         if kind == RECORD:
             value = expr.args[1] if len(expr.args) > 1 else None
@@ -326,5 +374,13 @@ def holds_elements(analysis: TypedAnalysis[_S], expr: ast.expr, scope: _S) -> bo
     if isinstance(expr, ast.Attribute):
         return expr.attr in analysis.element_attrs and analysis._is_self(expr.value, scope)
     if isinstance(expr, ast.Call):
+        if analysis.types.returned(expr) == ELEMENTS and _own_callee(analysis, expr, scope):
+            return True
         return analysis.types.cast(expr) == ELEMENTS
     return False
+
+
+def _own_callee(analysis: TypedAnalysis[_S], call: ast.Call, scope: _S) -> bool:
+    """Is the callee the module's own function (a name) or a method of `self`?"""
+    func = call.func
+    return isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and analysis._is_self(func.value, scope))

@@ -101,11 +101,13 @@ _CONTEXT_WORD = re.compile("get_context|process_context")
 # What a ctypes call returns (a loaded library, `ctypes.CDLL(None)`), as a path its
 # attributes extend: `ctypes._lib.getenv` is C's getenv
 _C_LIBRARY = "ctypes._lib"
+# the modules whose calls load C libraries (or make what loads them)
+_C_FFI = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
 
 
 def _c_getenv(path: str) -> bool:
     """Is `path` C's getenv (or a twin) reached through ctypes?"""
-    return path.split(".")[0] in ("ctypes", "_ctypes") and path.rsplit(".", 1)[-1] in C_GETENV
+    return path.split(".")[0] in _C_FFI and path.rsplit(".", 1)[-1] in C_GETENV
 _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
 
 
@@ -488,8 +490,9 @@ class _Reader(ast.NodeVisitor):
 
     def _call_value(self, call: ast.Call, found: _Value) -> None:
         func = self.value(call.func)
-        if any(path.split(".")[0] in ("ctypes", "_ctypes") for path in func.paths):
-            found.add(_C_LIBRARY, False)  # `ctypes.CDLL(None)`, `cdll.LoadLibrary(...)`
+        if any(path.split(".")[0] in _C_FFI for path in func.paths):
+            # `ctypes.CDLL(None)`, `cdll.LoadLibrary(...)`, `cffi.FFI().dlopen(None)`
+            found.add(_C_LIBRARY, False)
         if _last_name(call.func) == self.settings.raw_accessor:
             found.add(_RECORD, False)
         for path, hop in func.paths.items():

@@ -368,3 +368,40 @@ def test_the_attack_fails_from_a_clean_project_and_init_never_baselines_the_read
     capsys.readouterr()
     assert ratchet_main(["check", "--schema", str(schema), "--no-cache"]) == 1
     assert "pkg/server_info.py:3 (f): an operator readback in role code: `server_info()`" in capsys.readouterr().out
+
+
+MORE_TYPED = {
+    "return annotation": (
+        'def load() -> "S.ServerArgs":\n    return unpickle()\ndef f():\n    return load().tp_size\n',
+        {("f", "tp_size", 8)},
+    ),
+    "method returning a container": (
+        "class R:\n    def all(self) -> list[ServerArgs]:\n        return []\n"
+        "    def f(self):\n        return self.all()[0].tp_size\n",
+        {("R.f", "tp_size", 9)},
+    ),
+    "starred parameters": (
+        "def f(*recs: ServerArgs, **named: 'S.ServerArgs'):\n    return recs[0].tp_size, named['a'].page_size\n",
+        {("f", "tp_size", 6), ("f", "page_size", 6)},
+    ),
+    "a tuple of classes for isinstance": (
+        "RECORDS = (ServerArgs, dict)\ndef f(x):\n    if isinstance(x, RECORDS):\n        return x.tp_size\n",
+        {("f", "tp_size", 8)},
+    ),
+    "type(x) is": ("def f(x):\n    if type(x) is S.ServerArgs:\n        return x.tp_size\n", {("f", "tp_size", 7)}),
+    "match a class pattern": (
+        "def f(x):\n    match x:\n        case ServerArgs() as y:\n            return y.tp_size, x.page_size\n",
+        {("f", "tp_size", 8), ("f", "page_size", 8)},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MORE_TYPED))
+def test_more_of_what_the_types_say(case: str) -> None:
+    body, expected = MORE_TYPED[case]
+    assert _reported(body) >= expected
+
+
+def test_c_getenv_through_cffi() -> None:
+    body = "import cffi\nffi = cffi.FFI()\nffi.cdef('char *getenv(const char *);')\nC = ffi.dlopen(None)\nC.getenv(b'SGLANG_PAGE_SIZE')\n"
+    assert {leaf for _, leaf, *_ in scan_source(body.encode(), SETTINGS).reads} == {"$SGLANG_PAGE_SIZE"}
