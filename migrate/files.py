@@ -33,6 +33,8 @@ _SKIP_MARKERS = {
     ".mypy_cache": ("CACHEDIR.TAG",),
     ".ruff_cache": ("CACHEDIR.TAG",),
 }
+# How much of a file without a suffix is read to see whether Python runs it (its `#!` line).
+_SHEBANG_BYTES = 256
 # Compiled code: what a .pyc runs, the scanner cannot read (configbags.migrate.files._compiled).
 COMPILED_SUFFIX = ".pyc"
 # What Python runs as source, in any case (`python tool.PY` runs it like `tool.py`).
@@ -120,10 +122,25 @@ def _walk(
                 _walk(folder / entry.name, project, excluded, seen, found, problems, skipped)
         elif entry.name.lower().endswith(SOURCE_SUFFIXES):
             found.add(rel)
+        elif "." not in entry.name and _python_script(folder / entry.name):
+            found.add(rel)  # `bin/launch` with a `#!/usr/bin/env python3` line
         elif entry.name.lower().endswith(COMPILED_SUFFIX):
             why = _compiled(folder, entry.name)
             if why is not None:
                 problems.append((rel, why))
+
+
+def _python_script(path: Path) -> bool:
+    """Is a file without a suffix a script Python runs (a `#!...python...` first line)?"""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            head = handle.read(_SHEBANG_BYTES)
+    except OSError:
+        return False  # listed or not, an unreadable file runs nothing
+    return head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]
 
 
 def _plainly_skipped(folder: Path, name: str) -> bool:

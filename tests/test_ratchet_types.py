@@ -405,3 +405,14 @@ def test_more_of_what_the_types_say(case: str) -> None:
 def test_c_getenv_through_cffi() -> None:
     body = "import cffi\nffi = cffi.FFI()\nffi.cdef('char *getenv(const char *);')\nC = ffi.dlopen(None)\nC.getenv(b'SGLANG_PAGE_SIZE')\n"
     assert {leaf for _, leaf, *_ in scan_source(body.encode(), SETTINGS).reads} == {"$SGLANG_PAGE_SIZE"}
+
+
+def test_a_script_without_a_suffix_that_python_runs_is_scanned(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "pkg/bin/launch": "#!/usr/bin/env python3\n" + RAW_READ,
+        "pkg/bin/notes": "#!/bin/sh\necho get_server_args\n",
+        "pkg/Makefile": "all:\n\tpython -c 'x'\n",
+    })
+    result = scan_tree(tmp_path, SETTINGS)
+    assert result.files == ("pkg/bin/launch",)
+    assert [(read.file, read.leaf) for read in result.reads] == [("pkg/bin/launch", "tp_size")]
