@@ -158,10 +158,14 @@ class RecordTypes:
         if node is None or depth > _MAX_DEPTH:
             return None
         if isinstance(node, ast.Constant):
-            if not isinstance(node.value, str):
+            text = node.value
+            # most strings name no type of interest: only those that may are parsed
+            if not isinstance(text, str) or not any(
+                name in text for names in (self.class_names, self.element_aliases) for name in names
+            ):
                 return None
             try:
-                parsed = ast.parse(node.value.strip(), mode="eval").body
+                parsed = ast.parse(text.strip(), mode="eval").body
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return None
             return self.annotation(parsed, depth + 1)
