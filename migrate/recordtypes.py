@@ -361,7 +361,9 @@ def typed_reach(analysis: TypedAnalysis[_S], expr: ast.expr, scope: _S) -> Reach
             return found or ("cast", "held")
     source = analysis.types.element_source(expr)
     if source is not None and holds_elements(analysis, source, scope):
-        return ("element", "held")
+        # one of several records, maybe a draft runner's: `fix` leaves it to you, as it
+        # does a record carried by a container literal
+        return ("element", "wrapped")
     return None
 
 
