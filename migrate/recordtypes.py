@@ -215,7 +215,9 @@ class RecordTypes:
 
     def narrowed(self, call: ast.Call) -> ast.expr | None:
         """The expression `isinstance(x, ServerArgs)` (or a tuple of classes holding it) tests."""
-        if not (isinstance(call.func, ast.Name) and call.func.id == "isinstance") or len(call.args) != 2:
+        func = call.func
+        builtin = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "builtins"
+        if _last_name(func) != "isinstance" or not (isinstance(func, ast.Name) or builtin) or len(call.args) != 2:
             return None
         classes = call.args[1]
         options = classes.elts if isinstance(classes, ast.Tuple) else [classes]

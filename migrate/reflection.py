@@ -691,7 +691,7 @@ class _Reader(ast.NodeVisitor):
                 path == _GETTER and isinstance(node, ast.Name)
             ):
                 self._report(node, ENV_UNRESOLVED, "reflection", "fetcher_value")
-            elif (path == _STATE_DICT and hop) or path == _EXPORT_STATE:
+            elif (path == _STATE_DICT and hop) or _is_export_state(path):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
             elif self.declared and path in _ENV_PATHS and (hop or path not in _DIRECT):
                 self._env_use(node, path, parent)
@@ -744,6 +744,19 @@ class _Reader(ast.NodeVisitor):
             name = next(group for group in match.groups() if group is not None)
             if name in self.declared:
                 self._report(node, env_subject(name), "environ", "expandvars")
+
+
+def _is_export_state(path: str) -> bool:
+    """`configbags.runtime.dist.export_state`, also from the private module behind it
+    (`configbags.runtime.dist._state.export_state`)."""
+    if path == _EXPORT_STATE:
+        return True
+    parts = path.split(".")
+    return (
+        parts[:3] == ["configbags", "runtime", "dist"]
+        and parts[-1] == "export_state"
+        and all(part.startswith("_") for part in parts[3:-1])
+    )
 
 
 @functools.cache

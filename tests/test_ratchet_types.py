@@ -416,3 +416,12 @@ def test_a_script_without_a_suffix_that_python_runs_is_scanned(tmp_path: Path) -
     result = scan_tree(tmp_path, SETTINGS)
     assert result.files == ("pkg/bin/launch",)
     assert [(read.file, read.leaf) for read in result.reads] == [("pkg/bin/launch", "tp_size")]
+
+
+def test_export_state_from_its_private_module_and_builtins_isinstance() -> None:
+    body = (
+        "import builtins\nimport json\nfrom configbags.runtime.dist._state import export_state as e\n"
+        "def f():\n    return json.loads(e())['record']['tp_size']\n"
+        "def g(x):\n    if builtins.isinstance(x, ServerArgs):\n        return x.tp_size\n"
+    )
+    assert _reported(body) >= {("f", "dist.state_dict", 9), ("g", "tp_size", 12)}
