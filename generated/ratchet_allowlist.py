@@ -61,6 +61,12 @@ ALLOWLIST: tuple[AllowEntry, ...] = (
     AllowEntry(
         file="runtime/dist/_state.py",
         function="state_dict",
+        leaf="Context.export_resolution",
+        reason="state_dict is the readback itself: it carries what the rules decided to other processes and ranks, never called by role code",
+    ),
+    AllowEntry(
+        file="runtime/dist/_state.py",
+        function="state_dict",
         leaf="Context.state",
         reason="state_dict is the readback itself: the runtime's transport of the whole state to other processes and ranks, never called by role code",
     ),

@@ -19,6 +19,14 @@ import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from configbags.migrate.recordtypes import (
+    ELEMENTS,
+    RECORD,
+    Held,
+    RecordTypes,
+    loop_element,
+    typed_reach,
+)
 from configbags.migrate.scanmodel import Reach, ScanSettings, join_origin
 from configbags.migrate.scopes import (
     Fetch,
@@ -74,15 +82,23 @@ class _Analysis(Scopes[_Scope]):
     """Per-file state shared by the binding pass and the read pass: the scopes, and the
     names, attributes and functions through which the record is reached."""
 
-    def __init__(self, settings: ScanSettings, lines: list[int], fetched: Mapping[int, tuple[Fetch, ...]]) -> None:
+    def __init__(
+        self, settings: ScanSettings, lines: list[int], fetched: Mapping[int, tuple[Fetch, ...]],
+        types: RecordTypes | None = None,
+    ) -> None:
         super().__init__(_Scope("module", "<module>", None))
+        # what the types show (configbags.migrate.recordtypes): the class's aliases and
+        # subclasses, casts, isinstance tests, and names holding containers of the record
+        self.types = types or RecordTypes(ast.Module(body=[], type_ignores=[]), (settings.record_class,))
+        self.elements: set[tuple[int, str]] = set()
+        self.element_attrs: set[str] = set()
         self.settings = settings
         self.lines = lines  # lines that mention a name of interest, sorted
         # id(call) -> what it fetches by name (`getattr(x, "a")`, an attrgetter), under
         # whatever alias: resolved by the door analysis over the same scope rules
         self.fetched = fetched
         self.raw_names: set[str] = {settings.raw_accessor}
-        self.class_names: set[str] = {settings.record_class}
+        self.class_names: set[str] = self.types.class_names
         self.record_attrs: frozenset[str] = frozenset(settings.record_attributes)
         self.record_dicts: set[str] = set(settings.record_dicts)
         # (id(scope), name): a dict copy imported into a function (`from m import
@@ -104,7 +120,8 @@ class _Analysis(Scopes[_Scope]):
         """Every name through which the record can be reached: any statement that reads,
         binds or shadows the record mentions one of them on one of its lines."""
         names = self.raw_names | self.class_names | self.record_attrs | self.record_dicts
-        names |= self.self_attrs.keys() | self.wrappers.keys()
+        names |= self.self_attrs.keys() | self.wrappers.keys() | self.types.names() | self.element_attrs
+        names |= {name for _, name in self.elements}
         for scope in self.scopes:
             names |= scope.aliases.keys()
         return frozenset(names)
@@ -118,6 +135,9 @@ class _Analysis(Scopes[_Scope]):
 
     def reach(self, expr: ast.expr, scope: _Scope) -> Reach | None:
         """(via, origin) when `expr` evaluates to the record, else None."""
+        typed = typed_reach(self, expr, scope)
+        if typed is not None:
+            return typed
         if isinstance(expr, ast.Call):
             return self._reach_call(expr, scope)
         if isinstance(expr, ast.Name):
@@ -284,21 +304,7 @@ class _Analysis(Scopes[_Scope]):
         return False
 
     def is_record_annotation(self, node: ast.expr | None) -> bool:
-        if node is None:
-            return False
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            try:
-                node = ast.parse(node.value, mode="eval").body
-            except SyntaxError:
-                return False
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and sub.id in self.class_names:
-                return True
-            if isinstance(sub, ast.Attribute) and sub.attr in self.class_names:
-                return True
-            if isinstance(sub, ast.Constant) and sub.value in self.class_names:
-                return True
-        return False
+        return self.types.annotation(node) == RECORD
 
     # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
 
@@ -453,6 +459,8 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
                 self.bind_name(extra.arg, None, scope=scope)  # a tuple or dict, never the record
+                if self.a.types.annotation(extra.annotation):
+                    self.a.elements.add((id(scope), extra.arg))  # `*recs: ServerArgs`: records
         positional = [*args.posonlyargs, *args.args]
         pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
         pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
@@ -460,11 +468,13 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         defaulted = {arg.arg for arg, _ in pairs}
         for arg in every:
             scope.bound.add(arg.arg)
-            if self.a.is_record_annotation(arg.annotation) or (
-                arg.annotation is None and arg.arg in self.a.record_attrs
-            ):
+            kind = self.a.types.annotation(arg.annotation)
+            if kind == RECORD or (arg.annotation is None and arg.arg in self.a.record_attrs):
                 _merge(scope.aliases, arg.arg, ("parameter", "held"))
-            elif arg.arg not in defaulted:
+                continue
+            if kind == ELEMENTS:
+                self.a.elements.add((id(scope), arg.arg))  # `xs: list[ServerArgs]`
+            if arg.arg not in defaulted:
                 # whatever the caller passes: `def f(sa): if sa is None: sa = get_server_args()`
                 # must not make sa the process record. (Defaults are judged in resolve_rebound().)
                 self.bind_name(arg.arg, None, scope=scope)
@@ -545,7 +555,14 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         target = node.target
-        if self.a.is_record_annotation(node.annotation):
+        if self.a.types.annotation(node.annotation) == ELEMENTS:
+            if isinstance(target, ast.Name):
+                self.a.elements.add((id(self.scope), target.id))
+                if self.scope.kind == "class":
+                    self.a.element_attrs.add(target.id)  # a field: read as self.NAME
+            elif isinstance(target, ast.Attribute) and self._is_method_self(target.value):
+                self.a.element_attrs.add(target.attr)
+        elif self.a.is_record_annotation(node.annotation):
             if isinstance(target, ast.Name):
                 _merge(self.scope.aliases, target.id, ("alias", "held"))
             elif (
@@ -556,11 +573,41 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 _merge_origin(self.a.self_attrs, target.attr, "held")
         super().visit_AnnAssign(node)
 
+    def _is_method_self(self, expr: ast.expr) -> bool:
+        return isinstance(expr, ast.Name) and expr.id == self._method_self()
+
+    def bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        # `for a in xs` with xs a container of the record binds a to an element of it
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            super().bind_loop(target, iterable)
+        else:
+            self.bind(target, loop_element(iterable))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        # `isinstance(x, ServerArgs)`: wherever it is tested, x may be the record
+        tested = self.a.types.narrowed(node)
+        if isinstance(tested, ast.Name):
+            self.scope.assigns.append((tested.id, Held("narrowed"), None))
+        elif isinstance(tested, ast.Attribute) and self._is_method_self(tested.value):
+            self.scope.self_assigns.append((tested.attr, Held("narrowed")))
+        self.generic_visit(node)
+
     def visit_Match(self, node: ast.Match) -> None:
         # `case sa:` and `case P as sa:` at the top of a case bind the subject itself
         for case in node.cases:
+            # `case ServerArgs():` (or a subclass, an alias): the subject is the record there
+            matched = self.a.types.matches_record(case.pattern)
+            if matched and isinstance(node.subject, ast.Name):
+                self.scope.assigns.append((node.subject.id, Held("matched"), None))
             for capture in _subject_captures(case.pattern):
-                self.captures[id(capture)] = node.subject
+                self.captures[id(capture)] = Held("matched") if matched else node.subject
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        # `type(x) is ServerArgs`, `type(x) == ServerArgs`: x is the record there
+        tested = self.a.types.narrowed_compare(node)
+        if isinstance(tested, ast.Name):
+            self.scope.assigns.append((tested.id, Held("narrowed"), None))
         self.generic_visit(node)
 
     def visit_MatchAs(self, node: ast.MatchAs) -> None:
@@ -892,13 +939,19 @@ def analyse(
     # (or rename, self attribute, wrapper) must look again at the lines that mention it.
     # Each round starts afresh, so pruning never hides a binding found later.
     fetched: Mapping[int, tuple[Fetch, ...]] | None = None
+    types: RecordTypes | None = None
     while True:
         lines = mention_lines(text, names)
         if not lines:
             return [], []
+        if types is None:
+            types = RecordTypes(tree, (settings.record_class,))
+            if not types.names() <= names:
+                names |= types.names()
+                continue
         if fetched is None:
             fetched = fetches()
-        analysis = _Analysis(settings, lines, fetched)
+        analysis = _Analysis(settings, lines, fetched, types)
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
         grown = analysis.names_of_interest() | names

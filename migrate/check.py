@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 
 from configbags.migrate.scanmodel import (
+    CONTEXT_READBACK_METHODS,
     ENV_MARK,
     ENV_UNRESOLVED,
     READBACKS,
@@ -84,6 +85,7 @@ _UNRESOLVED_FORMS = {
 _READBACK_WHAT = {
     STATE_READBACK: "`.state` of the config context",
     STATE_DICT_READBACK: "configbags.runtime.dist.state_dict",
+    **{f"Context.{method}": f"`{method}()` of the config context" for method in CONTEXT_READBACK_METHODS},
 }
 
 

@@ -60,7 +60,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate.aliases import mention_lines, statement_span
+from configbags.migrate.childenv import (
+    CHILD_PROCESS_PREFIXES,
+    CHILD_PROCESS_WORDS,
+    command_fragments,
+    named_variables,
+)
 from configbags.migrate.scanmodel import (
+    CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
     STATE_DICT_READBACK,
     STATE_READBACK,
@@ -110,8 +117,7 @@ _ENV_METHODS = frozenset({
 })
 # callables the environment may be handed to whole without being read here: they give it
 # to a child process (`subprocess.run(cmd, env=os.environ.copy())`), or only count it
-_ENV_CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "asyncio.subprocess.", "os.exec", "os.spawn",
-                      "os.posix_spawn")
+_ENV_CHILD_PROCESS = CHILD_PROCESS_PREFIXES
 _ENV_HARMLESS = frozenset({
     "builtins.len", "builtins.bool", "builtins.isinstance",
     # `with mock.patch.dict(os.environ, {...})` writes variables and restores them
@@ -176,6 +182,10 @@ _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
     | _CONTEXT_FUNCTIONS
     | set(_FETCH_WORDS)
+    # child processes: their commands may name a declared variable (configbags.migrate.childenv)
+    | {"subprocess", "system", "popen", "spawn", "create_subprocess_shell", "create_subprocess_exec"}
+    | {f"{family}{suffix}" for family in ("exec", "spawn") for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
+    | {"posix_spawn", "posix_spawnp"}
 )
 
 
@@ -202,11 +212,10 @@ def _is_door(kind: str) -> bool:
         or kind in _GETATTRS
         or kind in _IMPORTERS
         or kind == _ATTRGETTER
-        or kind.startswith(_GETTER_MARK)
         or _is_context_source(kind)
         # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
         or kind == "subprocess"
-        or kind.startswith(_ENV_CHILD_PROCESS)
+        or kind.startswith((_GETTER_MARK, *_ENV_CHILD_PROCESS))
     )
 
 
@@ -737,7 +746,22 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
                     self._env(node, key, form)
             self._consume_arguments(node, callee, fetches)
+            if any(path.startswith(_ENV_CHILD_PROCESS) for path in callee):
+                self._child_command(node)
         self.generic_visit(node)
+
+    def _child_command(self, node: ast.Call) -> None:
+        """A child process whose command the module spells, naming a declared variable,
+        reads it (configbags.migrate.childenv)."""
+        named: set[str] = set()
+        scope = next(
+            (n for n in reversed(self.enclosing) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))),
+            self.strings.tree,
+        )
+        for _, text in command_fragments(node, lambda expr: self.strings.value(expr, self.enclosing), scope):
+            named.update(named_variables(text, self.declared))
+        for name in sorted(named):
+            self._report(node, env_subject(name), "environ", "child_process")
 
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""
@@ -770,6 +794,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 chained = fetched_chain(expr, (attr,), node)
                 if attr == "state" and _CONTEXT in self.d.kind(expr, self.scope):
                     self._report(node, STATE_READBACK, "readback", "state")
+                elif attr in CONTEXT_READBACK_METHODS and _CONTEXT in self.d.kind(expr, self.scope):
+                    self._report(node, f"Context.{attr}", "readback", attr)
                 elif attr == "state_dict" and _STATE_DICT in self.d.kind(chained, self.scope):
                     self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
                 expr = chained
@@ -792,6 +818,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(node.ctx, ast.Load):
             if node.attr == "state" and _CONTEXT in self.d.kind(node.value, self.scope):
                 self._report(node, STATE_READBACK, "readback", "state")
+            elif node.attr in CONTEXT_READBACK_METHODS and _CONTEXT in self.d.kind(node.value, self.scope):
+                # `ctx.server_info()["record"]["tp_size"]`: the readbacks parsed back hold
+                # every namespace, as `.state` does
+                self._report(node, f"Context.{node.attr}", "readback", node.attr)
             elif node.attr == "state_dict" and _STATE_DICT in self.d.kind(node, self.scope):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
         self.generic_visit(node)
@@ -813,11 +843,12 @@ def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bo
     whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
     in the literal), so no spelling of it need occur in the text. (`state` may be a
     string, or no word at all: `getattr(get_context(), name)`.)"""
-    if ("state" in text or may_fetch) and any(word in text for word in _CONTEXT_WORDS):
+    readback = "state" in text or may_fetch or any(method in text for method in CONTEXT_READBACK_METHODS)
+    if readback and any(word in text for word in _CONTEXT_WORDS):
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
-    return bool(declared) and any(word in text for word in _ENV_WORDS)
+    return bool(declared) and any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS))
 
 
 def _may_fetch(text: str) -> bool:

@@ -17,11 +17,26 @@ import attrs
 
 from configbags.migrate.scanmodel import ScanSettings
 
-# Folders under a root that are never walked: other people's code (a virtualenv, a node
-# tree) or a tool's store. Each one met is listed in the scan result and the check's
-# output; to scan one, give it as a root. (`__pycache__` is walked: a `.py` file there is
-# as importable by path as any other.)
+# Folders under a root that are not walked when they plainly are what their name says:
+# other people's code (a virtualenv, a node tree) or a tool's store. Each one skipped is
+# listed in the scan result and the check's output; to scan one, give it as a root.
+# (`__pycache__` is walked: a `.py` file there is as importable by path as any other.)
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "node_modules", ".mypy_cache", ".ruff_cache", ".tox", ".nox"})
+# What shows a skipped name is plainly what it says (any one of the files); a name without
+# an entry needs none. A folder holding `__init__.py` is a package Python imports, never
+# skipped, and neither is one without its marker (a `.venv` with no pyvenv.cfg is code).
+_SKIP_MARKERS = {
+    ".venv": ("pyvenv.cfg",),
+    ".git": ("HEAD",),
+    ".hg": ("requires", "00changelog.i"),
+    ".svn": ("wc.db", "entries"),
+    ".mypy_cache": ("CACHEDIR.TAG",),
+    ".ruff_cache": ("CACHEDIR.TAG",),
+}
+# How much of a file without a suffix is read to see whether Python runs it (its `#!` line).
+_SHEBANG_BYTES = 256
+# Compiled code: what a .pyc runs, the scanner cannot read (configbags.migrate.files._compiled).
+COMPILED_SUFFIX = ".pyc"
 # What Python runs as source, in any case (`python tool.PY` runs it like `tool.py`).
 SOURCE_SUFFIXES = (".py", ".pyw")
 
@@ -101,12 +116,80 @@ def _walk(
         except OSError:
             is_dir = False
         if is_dir:
-            if entry.name in SKIP_DIRS:
+            if entry.name in SKIP_DIRS and _plainly_skipped(folder / entry.name, entry.name):
                 skipped.add(rel)
             else:
                 _walk(folder / entry.name, project, excluded, seen, found, problems, skipped)
         elif entry.name.lower().endswith(SOURCE_SUFFIXES):
             found.add(rel)
+        elif "." not in entry.name and _python_script(folder / entry.name):
+            found.add(rel)  # `bin/launch` with a `#!/usr/bin/env python3` line
+        elif entry.name.lower().endswith(COMPILED_SUFFIX):
+            why = _compiled(folder, entry.name)
+            if why is not None:
+                problems.append((rel, why))
+
+
+def _python_script(path: Path) -> bool:
+    """Is a file without a suffix a script Python runs (a `#!...python...` first line)?"""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            head = handle.read(_SHEBANG_BYTES)
+    except OSError:
+        return False  # listed or not, an unreadable file runs nothing
+    return head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]
+
+
+def _plainly_skipped(folder: Path, name: str) -> bool:
+    """Is a folder with a SKIP_DIRS name plainly what it says (so not walked)?"""
+    if (folder / "__init__.py").exists():
+        return False  # a package Python imports from its parent: `import node_modules`
+    markers = _SKIP_MARKERS.get(name)
+    return markers is None or any((folder / marker).exists() for marker in markers)
+
+
+def _compiled(folder: Path, name: str) -> str | None:
+    """Why a .pyc under a root fails the check, or None where Python runs its source.
+
+    Python imports a bare `mod.pyc` when no `mod.py` is beside it, and runs a
+    `__pycache__/mod.<tag>.pyc` in place of `mod.py` without comparing the two when it is
+    an unchecked hash-based one (PEP 552); one whose source is gone still runs by path.
+    What any of these runs, the ratchet cannot read."""
+    module = name.split(".")[0]
+    in_cache = folder.name == "__pycache__"
+    source_folder = folder.parent if in_cache else folder
+    if not any((source_folder / f"{module}{suffix}").is_file() for suffix in SOURCE_SUFFIXES):
+        if in_cache:
+            return (
+                "compiled code whose source is gone (a module deleted or renamed leaves one behind; it still "
+                "runs by path), which the ratchet cannot read; delete it"
+            )
+        return (
+            f"compiled code without its source (Python imports it as `{module}`), which the ratchet cannot read; "
+            "delete it or commit its source"
+        )
+    if in_cache and _unchecked_hash_pyc(folder / name):
+        return (
+            "an unchecked hash-based .pyc: Python runs it in place of its source without comparing the two, "
+            "so the ratchet cannot read what runs; delete it (Python rebuilds it from the source)"
+        )
+    return None
+
+
+def _unchecked_hash_pyc(path: Path) -> bool:
+    """Does the .pyc's header (PEP 552: magic, then flags) say hash-based, unchecked?"""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a FIFO named x.pyc is never opened; nor can Python import it
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            head = handle.read(8)
+    except OSError:
+        return False  # an unreadable .pyc cannot be imported either
+    return len(head) == 8 and int.from_bytes(head[4:8], "little") & 0b11 == 0b01
 
 
 class _Excluder:

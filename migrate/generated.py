@@ -1,6 +1,9 @@
 """Which files are generated: a file with Go's "Code generated ... DO NOT EDIT." header is
-skipped only inside a generated package (see GENERATED_PACKAGE_MARKERS); elsewhere the
-header hides nothing."""
+listed as generated (and not counted as scanned) only inside a generated package (see
+GENERATED_PACKAGE_MARKERS), and only when scanning it finds no read and no write
+(configbags.migrate.scan.scan_source): what configbags generates reads nothing, so a
+header, even in a package forged around it, labels a file but never hides a read.
+Elsewhere the header means nothing."""
 
 from __future__ import annotations
 
@@ -11,11 +14,10 @@ from pathlib import Path
 # Go's convention for generated files (golang.org/s/generatedcode), which linters skip;
 # configbags' own generated modules start with it.
 GENERATED_HEADER = re.compile(rb"\A[^\n]{0,20}Code generated [^\n]* DO NOT EDIT\.")
-# A header alone does not make a file generated (a hand-written file could add it to hide
-# its reads): it is skipped only inside a generated package, a folder whose
-# `accessors.py` and `ratchet_allowlist.py` both carry the header. `make gen` replaces
-# that folder wholesale and `make gen-check` fails on strays, so nothing hand-written
-# can live there for long.
+# A header alone does not make a file generated (a hand-written file could add it): it is
+# listed as generated only inside a generated package, a folder whose `accessors.py` and
+# `ratchet_allowlist.py` both carry the header, and only when it reads nothing. Those
+# markers can be forged with the header; what cannot be is the scan of the file itself.
 GENERATED_PACKAGE_MARKERS = ("accessors.py", "ratchet_allowlist.py")
 
 

@@ -55,6 +55,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from configbags.migrate.aliases import lines_of, statement_span
+from configbags.migrate.childenv import C_GETENV
 from configbags.migrate.scanmodel import (
     ENV_UNRESOLVED,
     STATE_DICT_READBACK,
@@ -97,6 +98,16 @@ _EXPANDED = re.compile(r"\$(\w+)|\$\{([^}]*)\}|%([^%]+)%")
 # reached another way
 _DIRECT = frozenset({"os.environ", "os.getenv"})
 _CONTEXT_WORD = re.compile("get_context|process_context")
+# What a ctypes call returns (a loaded library, `ctypes.CDLL(None)`), as a path its
+# attributes extend: `ctypes._lib.getenv` is C's getenv
+_C_LIBRARY = "ctypes._lib"
+# the modules whose calls load C libraries (or make what loads them)
+_C_FFI = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
+
+
+def _c_getenv(path: str) -> bool:
+    """Is `path` C's getenv (or a twin) reached through ctypes?"""
+    return path.split(".")[0] in _C_FFI and path.rsplit(".", 1)[-1] in C_GETENV
 _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
 
 
@@ -468,7 +479,9 @@ class _Reader(ast.NodeVisitor):
         if key is None:
             return
         for path in self.value(expr.value).paths:
-            if path == "sys.modules":
+            if path == _C_LIBRARY:
+                found.add(f"{path}.{key}", False)  # `libc["getenv"]`
+            elif path == "sys.modules":
                 found.add(_normal(key), True)
             elif path.endswith(".__dict__"):
                 found.add(_normal(path[: -len(".__dict__")] + "." + key), True)
@@ -477,6 +490,9 @@ class _Reader(ast.NodeVisitor):
 
     def _call_value(self, call: ast.Call, found: _Value) -> None:
         func = self.value(call.func)
+        if any(path.split(".")[0] in _C_FFI for path in func.paths):
+            # `ctypes.CDLL(None)`, `cdll.LoadLibrary(...)`, `cffi.FFI().dlopen(None)`
+            found.add(_C_LIBRARY, False)
         if _last_name(call.func) == self.settings.raw_accessor:
             found.add(_RECORD, False)
         for path, hop in func.paths.items():
@@ -637,6 +653,8 @@ class _Reader(ast.NodeVisitor):
                 self._report(node, ENV_UNRESOLVED, "reflection", "format")
         if self.declared:
             self._env_call(node, paths)
+            if any(_c_getenv(path) for path in paths):
+                self._c_getenv(node)
         self._judge(node)
         self.generic_visit(node)
 
@@ -673,10 +691,12 @@ class _Reader(ast.NodeVisitor):
                 path == _GETTER and isinstance(node, ast.Name)
             ):
                 self._report(node, ENV_UNRESOLVED, "reflection", "fetcher_value")
-            elif (path == _STATE_DICT and hop) or path == _EXPORT_STATE:
+            elif (path == _STATE_DICT and hop) or _is_export_state(path):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
             elif self.declared and path in _ENV_PATHS and (hop or path not in _DIRECT):
                 self._env_use(node, path, parent)
+            elif self.declared and _c_getenv(path) and not (called or bound):
+                self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")  # `map(libc.getenv, names)`
             elif self.declared and path in _EXPANDERS and not called:
                 self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
 
@@ -705,6 +725,14 @@ class _Reader(ast.NodeVisitor):
         elif name in self.declared:
             self._report(node, env_subject(name), "environ", "environb" if path.endswith("b") else "environ_subscript")
 
+    def _c_getenv(self, node: ast.Call) -> None:
+        """C's getenv through ctypes: `ctypes.CDLL(None).getenv(b"NAME")` reads NAME."""
+        name = _string(node.args[0]) if node.args else None
+        if name is None:
+            self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
+        elif name in self.declared:
+            self._report(node, env_subject(name), "environ", "c_getenv")
+
     def _env_call(self, node: ast.Call, paths: dict[str, bool]) -> None:
         if not _EXPANDERS.intersection(paths):
             return
@@ -716,6 +744,19 @@ class _Reader(ast.NodeVisitor):
             name = next(group for group in match.groups() if group is not None)
             if name in self.declared:
                 self._report(node, env_subject(name), "environ", "expandvars")
+
+
+def _is_export_state(path: str) -> bool:
+    """`configbags.runtime.dist.export_state`, also from the private module behind it
+    (`configbags.runtime.dist._state.export_state`)."""
+    if path == _EXPORT_STATE:
+        return True
+    parts = path.split(".")
+    return (
+        parts[:3] == ["configbags", "runtime", "dist"]
+        and parts[-1] == "export_state"
+        and all(part.startswith("_") for part in parts[3:-1])
+    )
 
 
 @functools.cache

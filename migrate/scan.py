@@ -176,7 +176,10 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
-    return FileScan(reads=(*reads, *doors, *reflected), violations=tuple(violations), generated=generated)
+    # A header labels a file, never hides a read: one that reads or writes is scanned like
+    # any other (configbags.migrate.generated)
+    found = (*reads, *doors, *reflected)
+    return FileScan(reads=found, violations=tuple(violations), generated=generated and not found and not violations)
 
 
 # Below this many files to parse, worker processes cost more than they save.

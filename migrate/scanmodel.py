@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 12
+SCANNER_VERSION = 13
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -50,7 +50,10 @@ ENV_MARK = "$"  # `$NAME`: a raw read of the declared environment variable NAME
 ENV_UNRESOLVED = ENV_MARK + "?"
 STATE_READBACK = "Context.state"  # `.state` of a config context
 STATE_DICT_READBACK = "dist.state_dict"  # configbags.runtime.dist.state_dict
-READBACKS = frozenset({STATE_READBACK, STATE_DICT_READBACK})
+# The config context's readback methods: each returns (or writes out) the values of every
+# namespace, past role scoping, like `.state`; reported as `Context.<method>`.
+CONTEXT_READBACK_METHODS = ("server_info", "explain", "export_resolution", "hash_factors", "dump_config")
+READBACKS = frozenset({STATE_READBACK, STATE_DICT_READBACK, *(f"Context.{m}" for m in CONTEXT_READBACK_METHODS)})
 
 
 def env_subject(name: str) -> str:

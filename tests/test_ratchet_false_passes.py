@@ -302,6 +302,7 @@ def test_pyw_and_upper_case_files_are_scanned_and_skipped_folders_listed(tmp_pat
     for name in ("tool.pyw", "LOUD.PY", "ok.py", ".venv/lib/x.py", "node_modules/y.py", "pkg/__pycache__/z.py"):
         (src / name).parent.mkdir(parents=True, exist_ok=True)
         (src / name).write_text("x = get_server_args().tp_size\n")
+    (src / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # plainly a virtualenv
     result = scan_tree(tmp_path, SETTINGS)
     assert sorted(r.file for r in result.reads) == [
         "src/LOUD.PY", "src/ok.py", "src/pkg/__pycache__/z.py", "src/tool.pyw"

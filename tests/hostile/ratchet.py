@@ -215,6 +215,15 @@ def _read_snippets(leaf: str, env: str) -> list[list[str]]:
         [f"_x = [get_server_args()][0].{leaf}"],
         [f'_x = {{"r": get_server_args()}}["r"].{leaf}'],
         ["def _r(a=get_server_args):", f"    return a().{leaf}", "_r()"],
+        # what the types say is the record: an aliased or container annotation, a cast,
+        # an isinstance test, a subclass's own reads
+        ["_Rec = ServerArgs", '_Recs = list["_Rec"]', "def _f(a: _Rec, xs: _Recs):",
+         f"    return a.{leaf}, xs[0].{leaf}", "_f(get_server_args(), [get_server_args()])"],
+        ["import typing", "def _f(x):", f'    return typing.cast("ServerArgs", x).{leaf}', "_f(get_server_args())"],
+        ["def _f(x):", "    if not isinstance(x, ServerArgs):", "        return None", f"    return x.{leaf}",
+         "_f(get_server_args())"],
+        ["def _f(xs: dict[str, ServerArgs]):", "    for _k, _v in xs.items():", f"        _v.{leaf}",
+         '_f({"a": get_server_args()})'],
         # the environment in bytes, expanded, and reached through a namespace dict
         ["import os", f'_x = os.environb[b"{env}"]'],
         ["import os", f'_x = os.getenvb(b"{env}")'],

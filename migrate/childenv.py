@@ -1,0 +1,102 @@
+"""The environment read outside Python, where the module spells it: the command of a child
+process (`subprocess.run(["sh", "-c", "echo $SGLANG_PAGE_SIZE"])`, `os.system("...
+${SGLANG_PAGE_SIZE}")`, `os.popen`, `os.exec*`, `os.spawn*`, `asyncio.create_subprocess_*`)
+whose literal text names a declared variable, and C's `getenv` called through ctypes
+(configbags.migrate.reflection follows the library objects).
+
+A command names a variable when the variable's name occurs in it as a whole word, however
+the child reads it (`$NAME`, `${NAME}`, `%NAME%`, `printenv NAME`, `python -c
+"...environ['NAME']..."`). The literal text is every string or bytes literal in the
+command's arguments (list and tuple elements, each side of a `+`, the literal parts of an
+f-string) and the module constants they name, but never the child's environment: the
+`env=` keyword and mapping arguments (`os.execve(path, args, {"NAME": "1"})`) set
+variables, they do not read them. A command the module does not show (a parameter, a
+template from elsewhere, `shell=True` with a name) is not reported: that would flag every
+child process."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterator
+
+# Callables that start a child process from a command (dotted paths, as the door analysis
+# resolves them under any alias); the prefixes name families.
+CHILD_PROCESS_PREFIXES = (
+    "subprocess.", "asyncio.create_subprocess_", "asyncio.subprocess.", "os.exec", "os.spawn", "os.posix_spawn",
+    "os.system", "os.popen", "pty.spawn",
+)
+# The words a module must show for one to be called (a gate, substring tests).
+CHILD_PROCESS_WORDS = ("subprocess", "system", "popen", "exec", "spawn")
+# Keyword arguments that are no part of the command.
+_NOT_COMMAND = frozenset({"env", "cwd", "stdin", "stdout", "stderr", "encoding", "errors", "executable"})
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# C's readers of the environment, as ctypes reaches them from a loaded library.
+C_GETENV = frozenset({"getenv", "secure_getenv", "_wgetenv", "getenv_s", "_wgetenv_s", "_dupenv_s"})
+
+
+def is_child_process(path: str) -> bool:
+    return path.startswith(CHILD_PROCESS_PREFIXES)
+
+
+def command_fragments(
+    call: ast.Call, constant: Callable[[ast.expr], str | None], scope: ast.AST
+) -> Iterator[tuple[ast.expr, str]]:
+    """(node, literal text) for each piece of the command `call` shows. `constant` gives
+    the string a name or expression evaluates to where the module shows it (a module
+    constant, a concatenation), else None; a name bound in `scope` (the function or module
+    around the call) gives what any of its bindings there shows (`cmd = [...]`, `cmd +=`)."""
+    pending: list[ast.expr] = [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_COMMAND)]
+    followed: set[str] = set()
+    while pending:
+        expr = pending.pop()
+        if isinstance(expr, ast.Name) and expr.id not in followed:
+            followed.add(expr.id)
+            pending.extend(_bound_values(scope, expr.id))
+        if isinstance(expr, (ast.Dict, ast.DictComp)):
+            continue  # an environment mapping for the child (os.execve's third argument)
+        folded = constant(expr)
+        if folded is not None:
+            yield expr, folded
+        if isinstance(expr, ast.Constant):
+            if isinstance(expr.value, bytes):
+                yield expr, expr.value.decode("utf-8", "surrogateescape")
+        elif isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            pending.extend(expr.elts)
+        elif isinstance(expr, ast.Starred):
+            pending.append(expr.value)
+        elif isinstance(expr, ast.BinOp):
+            pending.extend((expr.left, expr.right))
+        elif isinstance(expr, ast.JoinedStr):
+            pending.extend(part for part in expr.values if isinstance(part, ast.Constant))
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
+            "split", "format", "encode", "join",
+        ):
+            pending.append(expr.func.value)  # `"sh -c 'echo $X'".split()`, `" ".join([...])`
+            pending.extend(expr.args)
+
+
+def named_variables(text: str, declared: frozenset[str]) -> list[str]:
+    """The declared variables `text` names as whole words, sorted."""
+    return sorted(declared.intersection(_WORD.findall(text)))
+
+
+def _bound_values(scope: ast.AST, name: str) -> list[ast.expr]:
+    """The values `name` is bound to by assignments inside `scope` (any of them: a
+    may-binding, as everywhere in the scanner), and what `name.append(...)` adds."""
+    found: list[ast.expr] = []
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            found.append(node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+            if node.target.id == name and node.value is not None:
+                found.append(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend", "insert")
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            found.extend(node.args)
+    return found
