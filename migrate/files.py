@@ -156,17 +156,15 @@ def _compiled(folder: Path, name: str) -> str | None:
 
     Python imports a bare `mod.pyc` when no `mod.py` is beside it, and runs a
     `__pycache__/mod.<tag>.pyc` in place of `mod.py` without comparing the two when it is
-    an unchecked hash-based one (PEP 552); one whose source is gone still runs by path.
-    What any of these runs, the ratchet cannot read."""
+    an unchecked hash-based one (PEP 552). What these run, the ratchet cannot read. A
+    `__pycache__` file whose source is gone (left by a module deleted or renamed) is never
+    imported, so it is not reported."""
     module = name.split(".")[0]
     in_cache = folder.name == "__pycache__"
     source_folder = folder.parent if in_cache else folder
     if not any((source_folder / f"{module}{suffix}").is_file() for suffix in SOURCE_SUFFIXES):
         if in_cache:
-            return (
-                "compiled code whose source is gone (a module deleted or renamed leaves one behind; it still "
-                "runs by path), which the ratchet cannot read; delete it"
-            )
+            return None
         return (
             f"compiled code without its source (Python imports it as `{module}`), which the ratchet cannot read; "
             "delete it or commit its source"
