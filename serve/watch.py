@@ -9,8 +9,14 @@ resolved path, an in-place edit the stat or the digest. Neither the ctime (the k
 never settable by the writer) nor the digest can be put back by a writer, so an edit that
 keeps the size and restores the mtime (`touch -r`) is still seen, even within one clock
 tick. Only a regular file is read for the digest, opened without blocking and bounded
-(`LIMITS.file_bytes`): a FIFO or a device is never read here, and the rebuild refuses it. A change is read once the signature has held for two polls in a row (a file still
-being written is not read), and only if it holds across the read.
+(`LIMITS.file_bytes`): a FIFO or a device is never read here, and the rebuild refuses it.
+A change is read once the signature has held for two polls in a row, and only if it holds
+across the read. A file replaced whole (the link swap, or a writer's rename over it) is
+complete when it appears; a file written in place (the same inode) may be caught between
+two writes, so it is read only once it has also been quiet for `IN_PLACE_QUIET_S` (write
+a watched file by rename to have it read at the next poll). An empty file (0 bytes, as a
+writer truncating it leaves it) is never read as "no settings": it is reported, and the
+config in force stays (write `{}` to mean no settings).
 
 The new record is built from the server's own flags exactly as at start (CLI flags still
 win over the file). Against the record the server runs with:
@@ -52,6 +58,7 @@ from configbags.serve.door import Door, DoorError, redact
 log = logging.getLogger("configbags.serve.watch")
 
 DEFAULT_INTERVAL_S = 0.1
+IN_PLACE_QUIET_S = 1.0  # how long a file written in place must hold before it is read
 MIN_INTERVAL_S, MAX_INTERVAL_S = 0.05, 3600.0  # --watch-interval: no busy loop, no poll never due
 Signature = tuple[str, int, int, int, int, str]
 
@@ -91,18 +98,21 @@ class ConfigWatcher:
     when it has ranks."""
 
     def __init__(self, door: Door, path: Path, rebuild: Callable[[], Any], *,
-                 interval: float = DEFAULT_INTERVAL_S, rank_thread: ThreadPoolExecutor | None = None) -> None:
+                 interval: float = DEFAULT_INTERVAL_S, rank_thread: ThreadPoolExecutor | None = None,
+                 in_place_quiet: float = IN_PLACE_QUIET_S) -> None:
         self.door = door
         self.path = Path(path)
         self.source = f"file:{self.path}"
         self.rebuild = rebuild
         self.interval = interval
+        self.in_place_quiet = in_place_quiet
         self.rank_thread = rank_thread
         ctx: Context[Any] = door.context
         self.running = jsonable(ctx.state.record.to_dict())  # what the server was started with
         self.applied = dict(self.running)  # the live leaves as the file last set them
         self.seen = signature(self.path)
         self._candidate: Signature | None = None
+        self._candidate_at = 0.0  # when the candidate signature was first seen (monotonic)
         self._lock = threading.Lock()  # status is read by request threads
         self._status: dict[str, Any] = {"file": str(self.path), "error": None, "last_applied": None,
                                         "restart_required": {}}
@@ -160,7 +170,16 @@ class ConfigWatcher:
             return False
         if sig != self._candidate:
             self._candidate = sig  # wait one poll: a writer may still be writing
+            self._candidate_at = time.monotonic()
             return False
+        in_place = self.seen is not None and sig[:2] == self.seen[:2]  # same path, same inode
+        if in_place and time.monotonic() - self._candidate_at < self.in_place_quiet:
+            return False  # written in place: the writer may only be pausing between writes
+        if sig[4] == 0:
+            self.seen = sig
+            self._report(f"{self.path} is empty (0 bytes: a writer truncating it?); nothing was changed, the "
+                         f"config in force stays (write {{}} to mean no settings)")
+            return True
         try:
             record = self.rebuild()
         except ConfigError as exc:

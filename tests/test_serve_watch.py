@@ -66,7 +66,9 @@ def watched(tmp_path: Path) -> Iterator[tuple[ConfigMap, ConfigWatcher, Context[
     with published(ServerArgs.from_cli(flags), role="launcher") as ctx:
         ctx.seal()
         door = WatchedDoor(ctx)
-        door.watcher = ConfigWatcher(door, cm.file, lambda: ServerArgs.from_cli_args(copy.copy(namespace)))
+        # in-place writes read at once here (their quiet period has a test of its own)
+        door.watcher = ConfigWatcher(door, cm.file, lambda: ServerArgs.from_cli_args(copy.copy(namespace)),
+                                     in_place_quiet=0)
         yield cm, door.watcher, ctx
 
 
@@ -142,6 +144,34 @@ def test_a_malformed_or_half_written_file_changes_nothing(
     (cm.current / "config.yaml").write_text("speculative_accept_threshold_acc: 0.3\nweight_version: v1\n")
     settle(watcher)
     assert ctx.state.values["speculative_accept_threshold_acc"] == 0.3
+    assert watcher.status()["error"] is None
+
+
+def test_a_file_written_in_place_is_read_only_once_quiet_and_never_when_empty(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]]) -> None:
+    """A writer that truncates the file, then writes it in pieces with pauses between: the
+    empty file and the first piece are never applied; the whole file is, once quiet."""
+    cm, watcher, ctx = watched
+    watcher.in_place_quiet = 0.4
+    assert cm.current is not None
+    target = cm.current / "config.yaml"
+    state = ctx.state
+
+    def polls_for(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            watcher.poll()
+            time.sleep(0.02)
+
+    target.write_text("")  # truncated: a 0-byte file is never "no settings"
+    polls_for(0.6)
+    assert ctx.state is state and "is empty" in watcher.status()["error"]
+    target.write_text("speculative_accept_threshold_acc: 0.")  # the first piece: parses, as 0.0
+    polls_for(0.2)  # a pause shorter than the quiet period
+    assert ctx.state is state
+    target.write_text(BASE.replace("1.0", "0.75"))  # the rest of the write lands
+    polls_for(0.6)
+    assert ctx.state.values["speculative_accept_threshold_acc"] == 0.75
     assert watcher.status()["error"] is None
 
 
