@@ -71,16 +71,21 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+import attrs
 
 from configbags.migrate.aliases import analyse
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
+from configbags.migrate.flows import base_facts, project_pass, use_facts
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
 from configbags.migrate.scanmodel import (
     ORIGINS,
     FileScan,
+    FlowInput,
     Problem,
     Read,
     ScanResult,
@@ -138,8 +143,10 @@ def search_text(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
-def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
-    """Analyse one file's bytes. Never raises on bad input: it reports a problem instead."""
+def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = None) -> FileScan:
+    """Analyse one file's bytes, told by `flows` what its imports are and which of its
+    parameters receive the record (configbags.migrate.flows). Never raises on bad input:
+    it reports a problem instead."""
     if len(data) > settings.max_bytes:
         return FileScan(problem=f"too large to scan ({len(data)} bytes > {settings.max_bytes})")
     # The header is only noted here; whether it lets the file be skipped depends on the
@@ -167,8 +174,12 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         # one door analysis serves both: its reads, and the fetching calls (`getattr(x,
         # "a")` under any alias) that the record analysis reads as attributes
         door_scan = DoorScan(tree, searched, settings)
-        reads, violations = analyse(tree, searched, settings, door_scan.fetched)
+        analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
+        reads = analysed.reads
         doors = door_scan.reads()
+        facts = base_facts(tree, searched, settings)
+        used, returned = use_facts(tree, searched, settings, flows) if flows else ([], [])
+        doors = [*doors, *used]
         # what the other analyses already report on a line is not reported twice
         known = {(row[1], row[2]) for row in (*reads, *doors)}
         reflected = [row for row in ReflectionScan(tree, searched, settings).reads() if (row[1], row[2]) not in known]
@@ -176,7 +187,13 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
-    return FileScan(reads=(*reads, *doors, *reflected), violations=tuple(violations), generated=generated)
+    fetchers = {*facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers)}
+    flow = attrs.evolve(
+        facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=tuple(analysed.passes)
+    )
+    return FileScan(
+        reads=(*reads, *doors, *reflected), violations=tuple(analysed.violations), generated=generated, flow=flow
+    )
 
 
 # Below this many files to parse, worker processes cost more than they save.
@@ -234,6 +251,56 @@ def default_jobs() -> int:
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
     return max(1, min(cpus, 8))
+
+
+def _collect(
+    results: dict[str, FileScan],
+    call_sites: dict[str, list[tuple[Any, ...]]],
+    reads: list[Read],
+    violations: list[Violation],
+    problems: list[Problem],
+) -> int:
+    """Add each file's final rows (its own and those the project pass found at its call
+    sites) to the lists; returns how many files were analysed."""
+    parsed = 0
+    for rel, result in results.items():
+        if result.problem is not None:
+            problems.append(Problem(rel, result.problem))
+            continue
+        parsed += 1
+        reads.extend(Read(rel, *row) for row in result.reads)
+        reads.extend(Read(rel, *row) for row in call_sites.get(rel, ()))
+        violations.extend(Violation(rel, *row) for row in result.violations)
+    return parsed
+
+
+class _Rescan:
+    """Analyses a file again with its project input (configbags.migrate.flows): served
+    from the cache under the bytes' digest and the input's key, else read and scanned."""
+
+    def __init__(self, settings: ScanSettings, cache: ScanCache | None, where: dict[str, tuple[str, str]]) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.where = where  # file -> (path, digest of the bytes scanned first)
+
+    def __call__(self, rel: str, flows: FlowInput) -> FileScan:
+        path, digest = self.where[rel]
+        key = f"{digest}:{flows.key()}"
+        if self.cache is not None:
+            found = self.cache.get(key)
+            if found is not None:
+                return found
+        try:
+            data = read_source(path, self.settings.max_bytes)
+        except NotReadable as exc:
+            return FileScan(problem=str(exc))
+        if self.cache is not None and content_digest(data) != digest:
+            # both results must be of the same bytes
+            return FileScan(problem="changed while it was scanned; not scanned (scan again)")
+        result = scan_source(data, self.settings, flows)
+        if self.cache is not None:
+            self.cache.put(key, result)
+        return result
 
 
 def scan_tree(
@@ -307,6 +374,8 @@ def _scan_tree(
         loaded.append((rel, path, data, digest, cached))
     missing = [item for item in loaded if item[4] is None]
     fresh = iter(_scan_many([item[2] for item in missing], settings, jobs, progress))
+    results: dict[str, FileScan] = {}
+    where: dict[str, tuple[str, str]] = {}  # file -> (path, digest)
     for rel, path, _, digest, cached in loaded:
         result = cached
         if result is None:
@@ -319,9 +388,13 @@ def _scan_tree(
         if result.generated and in_generated_package(Path(path).parent):
             generated_files.append(rel)
             continue
-        parsed += 1
-        reads.extend(Read(rel, *row) for row in result.reads)
-        violations.extend(Violation(rel, *row) for row in result.violations)
+        results[rel] = result
+        where[rel] = (path, digest)
+
+    call_sites, unsettled = project_pass(list(results), results, settings, _Rescan(settings, cache, where))
+    if unsettled is not None:
+        problems.append(Problem(".", unsettled))
+    parsed = _collect(results, call_sites, reads, violations, problems)
     if cache is not None:
         cache.save()
     return ScanResult(

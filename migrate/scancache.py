@@ -33,11 +33,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from configbags.migrate.scanmodel import SCANNER_VERSION, FileScan, ScanSettings
+import attrs
+
+from configbags.migrate.scanmodel import SCANNER_VERSION, FileScan, FlowFacts, ScanSettings
 from configbags.runtime.project import CACHE_DIR
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 _DIGEST_CHARS = 32  # blake2b, 16 bytes, hex
+# A result analysed with a project input (configbags.migrate.flows) is keyed by the
+# bytes' digest and the input's key: `DIGEST:KEY`, KEY 16 hex characters.
+_INPUT_KEY_CHARS = 16
 # A secret for the seal, e.g. from a CI secret store, instead of the per-user key file.
 CACHE_KEY_VAR = "CONFIGBAGS_CACHE_KEY"
 _KEY_FILE = "ratchet-cache-key"
@@ -130,13 +135,14 @@ class ScanCache:
             raise ValueError("files or stats is not a mapping")
         entries: dict[str, FileScan] = {}
         for digest, entry in files.items():
-            if not (isinstance(digest, str) and len(digest) == _DIGEST_CHARS and isinstance(entry, dict)):
+            if not (isinstance(digest, str) and len(digest) in _KEY_LENGTHS and isinstance(entry, dict)):
                 raise ValueError("malformed entry")
             entries[digest] = FileScan(
                 reads=_rows(entry["r"], 9),
                 violations=_rows(entry["v"], 6),
                 problem=_optional_str(entry["p"]),
                 generated=_bool(entry["g"]),
+                flow=_flow(entry["f"]),
             )
         known: dict[str, tuple[_Stat, str]] = {}
         for file, row in stats.items():
@@ -194,6 +200,7 @@ class ScanCache:
                 "v": [list(v) for v in e.violations],
                 "p": e.problem,
                 "g": e.generated,
+                "f": [[list(row) if isinstance(row, tuple) else row for row in part] for part in attrs.astuple(e.flow, recurse=False)],
             }
             for digest, e in sorted(self.entries.items())
             if digest in self.used  # drop results for content that no longer exists
@@ -225,6 +232,29 @@ def _rows(value: Any, width: int) -> tuple[tuple[Any, ...], ...]:
     if type(value) is not list or not all(type(row) is list and len(row) == width for row in value):
         raise ValueError("malformed rows")
     return tuple(map(tuple, value))
+
+
+_KEY_LENGTHS = frozenset({_DIGEST_CHARS, _DIGEST_CHARS + 1 + _INPUT_KEY_CHARS})
+# FlowFacts' fields and the width of their rows (0: a tuple of strings)
+_FLOW_WIDTHS = (4, 6, 2, 0, 8, 2, 9)
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(map(_frozen, value)) if type(value) is list else value
+
+
+def _flow(value: Any) -> FlowFacts:
+    if type(value) is not list or len(value) != len(_FLOW_WIDTHS):
+        raise ValueError("malformed flow facts")
+    parts: list[Any] = []
+    for part, width in zip(value, _FLOW_WIDTHS, strict=True):
+        if width == 0:
+            if type(part) is not list or not all(type(x) is str for x in part):
+                raise ValueError("malformed flow facts")
+            parts.append(tuple(part))
+        else:
+            parts.append(tuple(_frozen(row) for row in _rows(part, width)))
+    return FlowFacts(*parts)
 
 
 def _optional_str(value: Any) -> str | None:
