@@ -53,6 +53,12 @@ Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw ac
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
 the check fails on them whatever the allowlist says.
 
+Values that cross functions and modules (the record returned by another module's
+function, held by its module-level name, passed to a parameter or a helper) are followed
+by the project pass, configbags.migrate.flows, over facts each file's analysis yields;
+where the record escapes any analysis (a callable no scanned module defines, an attribute
+not named like the record, a container, `yield`) it is a read of `*` (via "escape").
+
 The jobs live apart: the alias analysis in configbags.migrate.aliases and the door
 analysis in configbags.migrate.doors (over one Python scope model, configbags.migrate.scopes), file listing and
 safe reading in configbags.migrate.files, the cache in configbags.migrate.scancache,
