@@ -486,8 +486,9 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
             f"{_ESCAPES.get(first.form, first.form)}, so every leaf may be read through it"
         )
         instead = (
-            "hand over the leaves it needs (read through their accessors) instead of the record; if "
-            "nothing reads a leaf through it, say why in the allowlist entry"
+            "hand over the leaves it needs (read through their accessors) instead of the record, by hand "
+            "(`configbags ratchet fix` will not rewrite it); if nothing reads a leaf through it, say why "
+            "in the allowlist entry"
         )
     elif leaf.startswith(ENV_MARK):
         name = leaf[len(ENV_MARK) :]
