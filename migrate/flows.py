@@ -34,6 +34,7 @@ the file's digest and the input's key (configbags.migrate.scancache), so a warm 
 from __future__ import annotations
 
 import ast
+import bisect
 import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -64,7 +65,7 @@ def _mentioned(statements: Iterable[ast.stmt], lines: list[int]) -> Iterator[ast
         if not mentions(lines, statement_span(node)):
             continue
         yield node
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for field in _STATEMENT_LISTS:
             inner = getattr(node, field, None)
             if isinstance(inner, list):
                 for item in inner:
@@ -74,9 +75,14 @@ def _mentioned(statements: Iterable[ast.stmt], lines: list[int]) -> Iterator[ast
                         yield from _mentioned(item.body, lines)
 
 
-def _is_record_param(arg: ast.arg, settings: ScanSettings) -> bool:
+def _is_record_param(arg: ast.arg, settings: ScanSettings, annotated: bool = True) -> bool:
+    """Does the analysis take `arg` as the record by itself (annotated as the record
+    class, or unannotated and named like a record attribute)? `annotated`: whether the
+    module mentions the record class at all."""
     if arg.annotation is None:
         return arg.arg in settings.record_attributes
+    if not annotated:
+        return False
     annotation: ast.expr = arg.annotation
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         return settings.record_class in annotation.value
@@ -87,9 +93,11 @@ def _is_record_param(arg: ast.arg, settings: ScanSettings) -> bool:
     )
 
 
-def _signature(qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str) -> tuple[Any, ...]:
+def _signature(
+    qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str, annotated: bool
+) -> tuple[Any, ...]:
     positional = [*args.posonlyargs, *args.args][1 if bound else 0 :]
-    record = [a.arg for a in (*positional, *args.kwonlyargs) if _is_record_param(a, settings)]
+    record = [a.arg for a in (*positional, *args.kwonlyargs) if _is_record_param(a, settings, annotated)]
     star = int(args.vararg is not None or args.kwarg is not None)
     return (qualname, tuple(a.arg for a in positional), tuple(a.arg for a in args.kwonlyargs), tuple(record), star, body)
 
@@ -99,25 +107,25 @@ def _is_plain_method(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return "staticmethod" not in names and "classmethod" not in names
 
 
-def _signatures(tree: ast.Module, settings: ScanSettings) -> list[tuple[Any, ...]]:
+def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> list[tuple[Any, ...]]:
     """(qualname, positional, keyword-only, record parameters, star, body) of each
     module-level function and class (a class's are its `__init__`'s, without self; a
     class without one takes star) and each method (without self: called as self.m)."""
     rows: list[tuple[Any, ...]] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            rows.append(_signature(node.name, node.args, settings, bound=False, body=node.name))
+            rows.append(_signature(node.name, node.args, settings, bound=False, body=node.name, annotated=annotated))
         elif isinstance(node, ast.ClassDef):
             init = None
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     qualname = f"{node.name}.{item.name}"
                     plain = _is_plain_method(item)
-                    rows.append(_signature(qualname, item.args, settings, bound=plain, body=qualname))
+                    rows.append(_signature(qualname, item.args, settings, bound=plain, body=qualname, annotated=annotated))
                     if item.name == "__init__":
                         init = item
             if init is not None:
-                rows.append(_signature(node.name, init.args, settings, bound=True, body=f"{node.name}.__init__"))
+                rows.append(_signature(node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated))
             else:
                 rows.append((node.name, (), (), (), 1, f"{node.name}.__init__"))
     return rows
@@ -166,6 +174,23 @@ def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.As
                     yield f"{node.name}.{item.name}", item
 
 
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[ast.AST]:
+    """Every node of the statements on `lines`, each once: a compound statement's own
+    parts (its test, its iterable, ...), and its inner statements only where mentioned."""
+    for stmt in _mentioned(statements, lines):
+        yield stmt
+        for field in stmt._fields:
+            if field in _STATEMENT_LISTS:
+                continue
+            value = getattr(stmt, field, None)
+            for part in value if isinstance(value, list) else [value]:
+                if isinstance(part, ast.AST) and not isinstance(part, ast.stmt):
+                    yield from ast.walk(part)
+
+
 def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(fetchers, env_params): module-level functions that return a context or the
     environment, and parameters used as an environment variable's name."""
@@ -179,7 +204,7 @@ def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], lis
             continue
         params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
         keys: set[str] = set()
-        for sub in ast.walk(node):
+        for sub in _mentioned_nodes(node.body, lines):
             if isinstance(sub, ast.Return) and sub.value is not None and "." not in qualname:
                 kind = _returns_kind(sub.value)
                 if kind is not None:
@@ -270,7 +295,7 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts
         literals = walk.rows
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
-        signatures=tuple(_signatures(tree, settings)),
+        signatures=tuple(_signatures(tree, settings, settings.record_class in text)),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
         env_literals=tuple(literals),
@@ -386,7 +411,35 @@ class _Project:
             for name in result.flow.holders:
                 table[name].add("holder")
             self.kinds[rel] = table
-        self.defs = {rel: {row[0]: row for row in r.flow.signatures} for rel, r in results.items()}
+        self._defs: dict[str, dict[str, tuple[Any, ...]]] = {}
+        self.sorted_modules = sorted(self.modules)
+        # the first part of every scanned module's name: an import of any other names a
+        # module that is not scanned (the standard library, a third party)
+        self.tops = {module.partition(".")[0] for module in self.modules}
+        self._imports: dict[str, dict[str, tuple[str, str]]] = {}
+        # modules that export something (a fetcher, a holder, or a name they import)
+        self.exporting = {
+            module for module, rel in self.modules.items() if self.kinds[rel] or any(r[2] for r in results[rel].flow.imports)
+        }
+
+    def defs(self, rel: str) -> dict[str, tuple[Any, ...]]:
+        """qualname -> signature row, of `rel`'s functions, classes and methods."""
+        known = self._defs.get(rel)
+        if known is None:
+            known = self._defs[rel] = {row[0]: row for row in self.results[rel].flow.signatures}
+        return known
+
+    def under(self, target: str) -> list[str]:
+        """`target` and its submodules, among the scanned modules."""
+        start = bisect.bisect_left(self.sorted_modules, target)
+        found: list[str] = []
+        for module in self.sorted_modules[start:]:
+            if module != target and not module.startswith(target + "."):
+                if not module.startswith(target):
+                    break
+                continue
+            found.append(module)
+        return found
 
     def package(self, rel: str) -> str:
         module = self.module_of.get(rel, "")
@@ -404,7 +457,10 @@ class _Project:
 
     def local_imports(self, rel: str) -> dict[str, tuple[str, str]]:
         """local name -> ("mod", module) or ("sym", "module:name")."""
-        table: dict[str, tuple[str, str]] = {}
+        known = self._imports.get(rel)
+        if known is not None:
+            return known
+        table: dict[str, tuple[str, str]] = self._imports.setdefault(rel, {})
         for level, module, name, local in self.results[rel].flow.imports:
             target = self.absolute(rel, level, module)
             if not name:
@@ -421,7 +477,7 @@ class _Project:
         if rel is None:
             return None
         head = name.split(".")[0]
-        if depth < 8 and head not in self.defs[rel] and not self.kinds[rel].get(head):
+        if depth < 8 and head not in self.defs(rel) and not self.kinds[rel].get(head):
             found = self.local_imports(rel).get(head)
             if found is not None and found[0] == "sym":
                 target_module, _, target_name = found[1].partition(":")
@@ -435,7 +491,7 @@ class _Project:
         parts = spelled.split(".")
         head = parts[0]
         imports = self.local_imports(rel)
-        if head in self.defs[rel] and head not in imports:
+        if head in self.defs(rel) and head not in imports:
             return rel, spelled
         found = imports.get(head)
         if found is None:
@@ -464,14 +520,17 @@ class _Project:
         """What `rel`'s imports are, by the names it spells them with."""
         spelled: dict[str, set[str]] = defaultdict(set)
         for local, (kind, target) in self.local_imports(rel).items():
+            if target.partition(".")[0].partition(":")[0] not in self.tops:
+                continue
             if kind == "sym":
                 for found in self.kinds_of(rel, local):
                     spelled[found].add(local)
                 continue
             prefix = len(target)
-            for module, other in self.modules.items():
-                if module != target and not module.startswith(target + "."):
+            for module in self.under(target):
+                if module not in self.exporting:
                     continue
+                other = self.modules[module]
                 dotted_prefix = local + module[prefix:]
                 for name in self._exported(other):
                     for found in self.kinds_of(other, name) | self.kinds[other].get(name, set()):
@@ -494,14 +553,14 @@ class _Project:
         module not scanned ("module:name"); or None (nothing known)."""
         how, _, name = spelled.partition(":")
         if how == "self":
-            row = self.defs[rel].get(name)
+            row = self.defs(rel).get(name)
             return (rel, row) if row is not None else None
         if how != "name" or not name:
             return None
         site = self.resolve(rel, name)
         if site[0] is None:
             return site[1] or None
-        row = self.defs[site[0]].get(site[1])
+        row = self.defs(site[0]).get(site[1])
         return (site[0], row) if row is not None else None
 
 

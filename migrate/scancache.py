@@ -239,21 +239,16 @@ _KEY_LENGTHS = frozenset({_DIGEST_CHARS, _DIGEST_CHARS + 1 + _INPUT_KEY_CHARS})
 _FLOW_WIDTHS = (4, 6, 2, 0, 8, 2, 9)
 
 
-def _frozen(value: Any) -> Any:
-    return tuple(map(_frozen, value)) if type(value) is list else value
-
-
 def _flow(value: Any) -> FlowFacts:
+    # As for the rows: the seal says this code wrote them, the shape guards against a
+    # format drift. A signature's parameter lists stay lists (only iterated and searched).
     if type(value) is not list or len(value) != len(_FLOW_WIDTHS):
         raise ValueError("malformed flow facts")
     parts: list[Any] = []
     for part, width in zip(value, _FLOW_WIDTHS, strict=True):
-        if width == 0:
-            if type(part) is not list or not all(type(x) is str for x in part):
-                raise ValueError("malformed flow facts")
-            parts.append(tuple(part))
-        else:
-            parts.append(tuple(_frozen(row) for row in _rows(part, width)))
+        if type(part) is not list:
+            raise ValueError("malformed flow facts")
+        parts.append(tuple(part) if width == 0 else tuple(map(tuple, part)))
     return FlowFacts(*parts)
 
 
