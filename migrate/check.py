@@ -85,6 +85,7 @@ _ENV_FORMS = {
     "environ_whole": "the environment used whole",
     "environb": "the bytes environment (os.environb, os.getenvb, posix.environ)",
     "expandvars": "os.path.expandvars",
+    "env_helper": "its name passed to a function that reads the environment by the name it is given",
 }
 # reads the scanner cannot resolve at all (configbags.migrate.reflection), by form
 _UNRESOLVED_FORMS = {

@@ -222,6 +222,23 @@ def test_a_record_the_scanner_cannot_follow_is_an_escape(tmp_path: Path, body: s
     assert check(result, allowed, ACCESSORS, min_files=1).ok
 
 
+def test_init_baselines_the_escapes_and_check_then_passes(tmp_path: Path) -> None:
+    from test_ratchet_false_passes import _tiny_project
+
+    from configbags.migrate.cli import main as ratchet_main
+
+    files = {
+        "__init__.py": "",
+        "h.py": "import dataclasses\n\ndef dump(a):\n    return dataclasses.asdict(a)\n",
+        "u.py": RAW + "from pkg.h import dump\n\ndef f(pool):\n    pool.submit(get_server_args())\n"
+        "    return dump(get_server_args())\n",
+    }
+    schema = _tiny_project(tmp_path, files)
+    assert ratchet_main(["check", "--schema", str(schema), "--no-cache"]) == 1
+    assert ratchet_main(["init", "--schema", str(schema), "--root", str(tmp_path / "pkg")]) == 0
+    assert ratchet_main(["check", "--schema", str(schema), "--no-cache"]) == 0
+
+
 def test_calls_that_read_nothing_are_no_escape(tmp_path: Path) -> None:
     text = (
         "import subprocess\nfrom legacy.server_args import ServerArgs, get_server_args\n\ndef f():\n"
