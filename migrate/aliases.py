@@ -1124,6 +1124,12 @@ def analyse(
         name for name in analysis.raw_names
         if name != settings.raw_accessor and name in module.bound and name not in top_level
     ]
-    return Analysed(
-        analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(module.aliases)
-    )
+    # a class attribute bound to the record (`class R: ARGS = get_server_args()`) is
+    # read as `R.ARGS` wherever R is imported
+    holders = [*module.aliases, *(
+        f"{scope.qualname}.{name}"
+        for scope in analysis.scopes
+        if scope.kind == "class" and scope.parent is module
+        for name in scope.aliases
+    )]
+    return Analysed(analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(holders))

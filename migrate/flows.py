@@ -525,6 +525,12 @@ class _Project:
             if kind == "sym":
                 for found in self.kinds_of(rel, local):
                     spelled[found].add(local)
+                site = self.resolve(rel, local)
+                if site[0] is not None:  # `from m import R`: R.ARGS holds the record
+                    for name, kinds in self.kinds[site[0]].items():
+                        if name.startswith(site[1] + "."):
+                            for found in kinds:
+                                spelled[found].add(local + name[len(site[1]) :])
                 continue
             prefix = len(target)
             for module in self.under(target):

@@ -107,6 +107,8 @@ def test_a_context_or_the_environment_returned_by_a_function_is_read(tmp_path: P
         ("REC = get_server_args()\n", "from pkg.a import REC\n\ndef f():\n    return REC.tp_size\n"),
         ("REC = get_server_args()\n", "import pkg.a as a\n\ndef f():\n    return a.REC.tp_size\n"),
         ("g = get_server_args\n", "from pkg.a import g\n\ndef f():\n    return g().tp_size\n"),
+        ("class R:\n    ARGS = get_server_args()\n", "from pkg.a import R\n\ndef f():\n    return R.ARGS.tp_size\n"),
+        ("def ident(a):\n    return a\n", RAW + "from pkg.a import ident\n\ndef f():\n    return ident(get_server_args()).tp_size\n"),
     ],
 )
 def test_a_module_name_holding_the_record_is_followed_into_its_importers(
