@@ -906,6 +906,27 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     visit_Set = _container
     visit_Dict = _container
 
+    def visit_Return(self, node: ast.Return) -> None:
+        # A method's callers elsewhere (`runner.args().tp_size`, a property's readers) are
+        # not followed: returning the record from one lets it escape, unless the method
+        # is named like a record attribute (`x.server_args` is read wherever it is spelled)
+        # or belongs to the record class.
+        scope = self.scope
+        parent = scope.parent
+        if (
+            node.value is not None
+            and scope.kind == "function"
+            and scope.self_name is not None
+            and parent is not None
+            and parent.kind == "class"
+            and parent.qualname.rsplit(".", 1)[-1] not in self.a.class_names
+            and scope.qualname.rsplit(".", 1)[-1] not in self.a.record_attrs
+        ):
+            reach = self.a.reach(node.value, scope)
+            if reach is not None:
+                self._escape(node.value, reach, "escapes_return")
+        self.generic_visit(node)
+
     def _yielded(self, node: ast.Yield | ast.YieldFrom) -> None:
         if node.value is not None:
             reach = self.a.reach(node.value, self.scope)

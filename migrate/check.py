@@ -72,6 +72,8 @@ _ESCAPES = {
     "escapes_item": "it is stored in a container by key or index (`d[k] = record`)",
     "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`)",
     "escapes_yield": "it is yielded (`yield record`)",
+    "escapes_return": "it is returned by a method (`def args(self): return self._args`), whose callers "
+    "elsewhere read it by the method's name",
 }
 
 # How each environment read is spelled, for messages.

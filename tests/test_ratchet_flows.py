@@ -241,6 +241,14 @@ def test_init_baselines_the_escapes_and_check_then_passes(tmp_path: Path) -> Non
     assert ratchet_main(["check", "--schema", str(schema), "--no-cache"]) == 0
 
 
+def test_a_method_returning_the_record_lets_it_escape(tmp_path: Path) -> None:
+    text = RAW + (
+        "class Runner:\n    @property\n    def args(self):\n        return get_server_args()\n"
+        "    @property\n    def server_args(self):\n        return get_server_args()\n"
+    )
+    assert _reads(tmp_path, {"m.py": text}) == {("pkg/m.py", "Runner.args", "*")}
+
+
 def test_calls_that_read_nothing_are_no_escape(tmp_path: Path) -> None:
     text = (
         "import subprocess\nfrom legacy.server_args import ServerArgs, get_server_args\n\ndef f():\n"
