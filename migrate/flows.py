@@ -40,6 +40,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from configbags.migrate.aliases import dotted, mention_lines, mentions, statement_span
 from configbags.migrate.scanmodel import (
     ENV_UNRESOLVED,
@@ -594,13 +596,19 @@ def _homes(project: _Project, settings: ScanSettings) -> set[str]:
 Rescan = Callable[[str, FlowInput], FileScan]
 
 
+@attrs.frozen
+class Outcome:
+    sites: dict[str, list[tuple[Any, ...]]]  # file -> the reads found at its call sites
+    problem: str | None  # set when the pass did not settle
+    inputs: dict[str, FlowInput]  # file -> what it was told, where not nothing
+
+
 def project_pass(
     files: Sequence[str], results: dict[str, FileScan], settings: ScanSettings, rescan: Rescan
-) -> tuple[dict[str, list[tuple[Any, ...]]], str | None]:
+) -> Outcome:
     """Run the pass over `results` (file -> its result with no input), re-analysing a
     file with its FlowInput through `rescan` until nothing changes; `results` then holds
-    the final results. Returns the reads found at call sites, by file, and a problem
-    when the pass did not settle."""
+    the final results."""
     inputs: dict[str, FlowInput] = {rel: FlowInput() for rel in results}
     project = _Project(files, results, settings)
     for _ in range(MAX_ROUNDS):
@@ -613,9 +621,11 @@ def project_pass(
                 inputs[rel] = wanted
                 changed = True
         if not changed:
-            return _call_site_reads(project, settings), None
+            break
         project = _Project(files, results, settings)
-    return _call_site_reads(project, settings), f"the project pass did not settle in {MAX_ROUNDS} rounds"
+    else:
+        return Outcome(_call_site_reads(project, settings), f"the project pass did not settle in {MAX_ROUNDS} rounds", {})
+    return Outcome(_call_site_reads(project, settings), None, {rel: found for rel, found in inputs.items() if found})
 
 
 def _params(project: _Project) -> dict[str, set[tuple[str, str]]]:

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import hashlib
 import io
 import os
 import tokenize
@@ -280,6 +281,33 @@ def _collect(
     return parsed
 
 
+def _project_pass(
+    results: dict[str, FileScan], where: dict[str, tuple[str, str]], settings: ScanSettings, cache: ScanCache | None
+) -> tuple[dict[str, list[tuple[Any, ...]]], str | None]:
+    """The project pass over `results` (configbags.migrate.flows), which it updates to the
+    final results; returns the reads at call sites, by file, and a problem if any. Its
+    outcome depends only on the files and their bytes: when the cache holds the outcome
+    for exactly these, it is reused (a warm check decodes no fact)."""
+    key = ""
+    if cache is not None and all(digest for _, digest in where.values()):
+        listing = "\n".join(f"{rel}\0{where[rel][1]}" for rel in sorted(results))
+        key = hashlib.blake2b(listing.encode(), digest_size=16).hexdigest()
+        outcome = cache.project_outcome(key)
+        if outcome is not None:
+            inputs, sites, problem = outcome
+            final = {rel: cache.get(f"{where[rel][1]}:{found}") for rel, found in inputs.items() if rel in where}
+            if len(final) == len(inputs) and all(found is not None for found in final.values()):
+                results.update({rel: found for rel, found in final.items() if found is not None})
+                return sites, problem
+    if cache is not None:
+        for rel, result in results.items():
+            results[rel] = cache.with_flow(where[rel][1], result)
+    done = project_pass(list(results), results, settings, _Rescan(settings, cache, where))
+    if cache is not None and key:
+        cache.keep_project(key, {rel: found.key() for rel, found in done.inputs.items()}, done.sites, done.problem)
+    return done.sites, done.problem
+
+
 class _Rescan:
     """Analyses a file again with its project input (configbags.migrate.flows): served
     from the cache under the bytes' digest and the input's key, else read and scanned."""
@@ -295,7 +323,7 @@ class _Rescan:
         if self.cache is not None:
             found = self.cache.get(key)
             if found is not None:
-                return found
+                return self.cache.with_flow(key, found)
         try:
             data = read_source(path, self.settings.max_bytes)
         except NotReadable as exc:
@@ -397,7 +425,7 @@ def _scan_tree(
         results[rel] = result
         where[rel] = (path, digest)
 
-    call_sites, unsettled = project_pass(list(results), results, settings, _Rescan(settings, cache, where))
+    call_sites, unsettled = _project_pass(results, where, settings, cache)
     if unsettled is not None:
         problems.append(Problem(".", unsettled))
     parsed = _collect(results, call_sites, reads, violations, problems)

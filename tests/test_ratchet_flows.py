@@ -300,15 +300,18 @@ def test_a_forged_project_pass_entry_is_a_miss(tmp_path: Path, monkeypatch: pyte
     header, document = json.loads(head), json.loads(body)
     keyed = [key for key in document["files"] if ":" in key]
     assert keyed, "the importer's result with its project input is cached under its own key"
+    assert document["project"]["inputs"], "and the pass's outcome for these bytes"
     for entry in document["files"].values():
-        entry["r"], entry["f"] = [], [[], [], [], [], [], [], []]  # says nothing is read or offered
-    for secret in (b"a forger's key", cache_secret()):
+        entry["r"], entry["f"] = [], json.dumps([[]] * 7)  # says nothing is read or offered
+    document["project"]["sites"] = {}
+    forged = json.dumps(document).encode()
+    for secret, served in ((b"a forger's key", False), (cache_secret(), True)):
         assert secret is not None
-        forged = json.dumps(document).encode()
         header["seal"] = _seal(secret, header["key"], forged)
         cache.write_bytes(json.dumps(header).encode() + b"\n" + forged)
-        if secret != cache_secret():
-            assert scan_tree(root, SETTINGS, cache_path=cache).reads == uncached.reads
+        again = scan_tree(root, SETTINGS, cache_path=cache)
+        # a forger lacks the secret: a miss, scanned afresh; sealed with it, it would be served
+        assert (again.reads != uncached.reads) is served
     assert not check(uncached, [], ACCESSORS, min_files=1).ok
 
 
