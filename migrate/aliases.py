@@ -810,6 +810,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(func, ast.Attribute) and self.a._is_self(func.value, self.scope):
             owner = self.a._self_class(func.value, self.scope)
             return f"self:{owner}.{func.attr}" if owner else ""
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+        ):
+            # `super().__init__(rec)` in a method of Class: the method of Class's bases
+            current = self.scope
+            while current.kind != "function" and current.parent is not None:
+                current = current.parent
+            owner = current.qualname.rpartition(".")[0] if current.self_name else ""
+            return f"super:{owner}.{func.attr}" if owner else ""
         name = dotted(func)
         return f"name:{name}" if name else ""
 

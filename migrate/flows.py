@@ -295,8 +295,12 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts
         for node in tree.body:
             walk.visit(node)
         literals = walk.rows
+    bases = tuple(
+        (node.name, *filter(None, map(dotted, node.bases))) for node in tree.body if isinstance(node, ast.ClassDef)
+    )
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
+        bases=bases,
         signatures=tuple(_signatures(tree, settings, settings.record_class in text)),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
@@ -562,7 +566,9 @@ class _Project:
         how, _, name = spelled.partition(":")
         if how == "self":
             row = self.defs(rel).get(name)
-            return (rel, row) if row is not None else None
+            return (rel, row) if row is not None else self._inherited(rel, name)
+        if how == "super":
+            return self._inherited(rel, name)
         if how != "name" or not name:
             return None
         site = self.resolve(rel, name)
@@ -570,6 +576,26 @@ class _Project:
             return site[1] or None
         row = self.defs(site[0]).get(site[1])
         return (site[0], row) if row is not None else None
+
+
+    def _inherited(self, rel: str, name: str, depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:
+        """`Class.method` as the nearest base class of `Class` that defines it (only
+        bases of scanned modules: any other is no function known here)."""
+        owner, _, method = name.rpartition(".")
+        for row in self.results[rel].flow.bases:
+            if row[0] != owner:
+                continue
+            for base in row[1:]:
+                site = self.resolve(rel, base)
+                if site[0] is None or depth > 8:
+                    continue
+                found = self.defs(site[0]).get(f"{site[1]}.{method}")
+                if found is not None:
+                    return site[0], found
+                deeper = self._inherited(site[0], f"{site[1]}.{method}", depth + 1)
+                if deeper is not None:
+                    return deeper
+        return None
 
 
 def _parameter(row: tuple[Any, ...], position: int, keyword: str) -> str | None:

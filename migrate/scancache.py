@@ -284,7 +284,7 @@ def _rows(value: Any, width: int) -> tuple[tuple[Any, ...], ...]:
 
 _KEY_LENGTHS = frozenset({_DIGEST_CHARS, _DIGEST_CHARS + 1 + _INPUT_KEY_CHARS})
 # FlowFacts' fields and the width of their rows (0: a tuple of strings)
-_FLOW_WIDTHS = (4, 6, 2, 0, 8, 2, 9)
+_FLOW_WIDTHS = (4, 6, -1, 2, 0, 8, 2, 9)  # -1: rows of any width
 
 
 def _flow(value: Any) -> FlowFacts:
@@ -295,6 +295,8 @@ def _flow(value: Any) -> FlowFacts:
     parts: list[Any] = []
     for part, width in zip(value, _FLOW_WIDTHS, strict=True):
         if type(part) is not list:
+            raise ValueError("malformed flow facts")
+        if width > 0 and not all(type(row) is list and len(row) == width for row in part):
             raise ValueError("malformed flow facts")
         parts.append(tuple(part) if width == 0 else tuple(map(tuple, part)))
     return FlowFacts(*parts)

@@ -170,6 +170,8 @@ class FlowFacts:
     # (qualname, positional parameters, keyword-only parameters, record parameters,
     # takes *args or **kwargs): the module's functions, its classes' methods
     signatures: Rows = ()
+    # (class, base, base, ...): each module-level class's bases as spelled (dotted names)
+    bases: Rows = ()
     # (name, kind): module-level names whose call returns the record, a config context or
     # the environment (kind "record", "context", "environ")
     fetchers: Rows = ()

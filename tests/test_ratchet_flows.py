@@ -165,6 +165,10 @@ def test_legacy_patterns_stay_precise(tmp_path: Path) -> None:
         "def main(server_args: ServerArgs):\n    set_global_server_args(server_args)\n"
         "    threading.Thread(target=child, args=(server_args,)).start()\n"
         "    return Scheduler(server_args), isinstance(server_args, ServerArgs)\n",
+        "sub.py": "from legacy.server_args import ServerArgs\nfrom pkg import sched\n\nclass Sub(sched.Scheduler):\n"
+        "    def __init__(self, server_args: ServerArgs) -> None:\n        super().__init__(server_args)\n"
+        "        self.again(server_args)\n\n    def again(self, server_args: ServerArgs) -> None:\n"
+        "        self.__init__(server_args)\n",
     }
     assert _reads(tmp_path, files) == {("pkg/sched.py", "Scheduler.tp", "tp_size")}
 
