@@ -547,6 +547,11 @@ class _Project:
                 for name in self._exported(other):
                     for found in self.kinds_of(other, name) | self.kinds[other].get(name, set()):
                         spelled[found].add(f"{dotted_prefix}.{name}")
+        for name, kinds in self.kinds[rel].items():
+            # the module's own functions returning a context or the environment: their
+            # uses are read here too (the record's own are the alias analysis's)
+            for kind in kinds & {"context", "environ"}:
+                spelled[kind].add(name)
         return FlowInput(
             record_fetchers=frozenset(spelled["record"]),
             record_holders=frozenset(spelled["holder"]),

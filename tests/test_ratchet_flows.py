@@ -98,6 +98,12 @@ def test_a_context_or_the_environment_returned_by_a_function_is_read(tmp_path: P
     } <= found
 
 
+def test_an_allowlisted_environment_helper_is_no_cover_in_its_own_module(tmp_path: Path) -> None:
+    text = "import os\n\ndef env():\n    return os.environ\n\ndef page():\n    return env()['SGLANG_PAGE_SIZE']\n"
+    found = _reads(tmp_path, {"m.py": text})
+    assert {("pkg/m.py", "env", "$?"), ("pkg/m.py", "page", "$SGLANG_PAGE_SIZE")} <= found
+
+
 # ---- 2. a module-level name holding the record, imported from another module
 
 
