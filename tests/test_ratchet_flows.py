@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile.strategies import PROFILE
@@ -277,9 +278,14 @@ def test_a_warm_check_analyses_nothing_again(tmp_path: Path, monkeypatch: pytest
     cache = tmp_path / "cache.json"
     root = _project(tmp_path, files)
     first = scan_tree(root, SETTINGS, cache_path=cache)
-    calls: list[object] = []
+    calls: list[tuple[object, ...]] = []
     real = scan_module.scan_source
-    monkeypatch.setattr(scan_module, "scan_source", lambda *a: calls.append(a) or real(*a))
+
+    def counted(*args: Any) -> Any:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(scan_module, "scan_source", counted)
     again = scan_tree(root, SETTINGS, cache_path=cache)
     assert again.reads == first.reads and ("pkg/user.py", "f", "tp_size") in {r[:3] for r in again.reads}
     assert calls == []
@@ -329,10 +335,11 @@ def test_a_forged_project_pass_entry_is_a_miss(tmp_path: Path, monkeypatch: pyte
 
 
 @st.composite
-def _chains(draw: st.DrawFn) -> tuple[dict[str, str], str]:
+def _chains(draw: st.DrawFn) -> tuple[dict[str, str], tuple[str, str]]:
     """Helpers across 2-3 modules, each returning the previous one's value (the record
     at the start), spelled by from-import, module alias or relative import, or held in a
-    module name; the last module reads a leaf of the last value."""
+    module name; the last module reads a leaf of the last value, or hands it to a
+    function that reads one. Returns the files and (file, function) of the read."""
     modules = draw(st.integers(2, 3))
     hops = draw(st.integers(1, 4))
     files: dict[str, str] = {}
@@ -363,14 +370,23 @@ def _chains(draw: st.DrawFn) -> tuple[dict[str, str], str]:
         current = (module, name)
     reader = f"m{modules}"
     files[current[0] + ".py"] = "\n".join(lines) + "\n"
-    files[reader + ".py"] = f"from pkg.{current[0]} import {current[1]}\n\ndef use():\n    return {current[1]}().tp_size\n"
-    return files, f"pkg/{reader}.py"
+    imported = f"from pkg.{current[0]} import {current[1]}\n"
+    if draw(st.booleans()):
+        files[reader + ".py"] = f"{imported}\ndef use():\n    return {current[1]}().tp_size\n"
+        return files, (f"pkg/{reader}.py", "use")
+    # or handed on, through 1-2 unannotated parameters, to a function that reads it
+    files["sink.py"] = "def inner(b):\n    return b.tp_size\n\ndef outer(a):\n    return inner(a)\n"
+    sink = draw(st.sampled_from(["inner", "outer"]))
+    files[reader + ".py"] = f"{imported}from pkg.sink import {sink}\n\ndef use():\n    return {sink}({current[1]}())\n"
+    return files, ("pkg/sink.py", "inner")
 
 
 @PROFILE
 @given(chain=_chains())
-def test_every_chain_of_helpers_ending_in_a_leaf_read_is_reported(tmp_path_factory: pytest.TempPathFactory, chain: tuple[dict[str, str], str]) -> None:
-    files, reader = chain
+def test_every_chain_of_helpers_ending_in_a_leaf_read_is_reported(
+    tmp_path_factory: pytest.TempPathFactory, chain: tuple[dict[str, str], tuple[str, str]]
+) -> None:
+    files, (reader, function) = chain
     root = tmp_path_factory.mktemp("chain")
     found = _reads(root, files)
-    assert (reader, "use", "tp_size") in found, files
+    assert (reader, function, "tp_size") in found, files
