@@ -282,14 +282,17 @@ def _collect(
 
 
 def _project_pass(
-    results: dict[str, FileScan], where: dict[str, tuple[str, str]], settings: ScanSettings, cache: ScanCache | None
+    results: dict[str, FileScan],
+    where: dict[str, tuple[str, str, bytes]],
+    settings: ScanSettings,
+    cache: ScanCache | None,
 ) -> tuple[dict[str, list[tuple[Any, ...]]], str | None]:
     """The project pass over `results` (configbags.migrate.flows), which it updates to the
     final results; returns the reads at call sites, by file, and a problem if any. Its
     outcome depends only on the files and their bytes: when the cache holds the outcome
     for exactly these, it is reused (a warm check decodes no fact)."""
     key = ""
-    if cache is not None and all(digest for _, digest in where.values()):
+    if cache is not None and all(digest for _, digest, _ in where.values()):
         listing = "\n".join(f"{rel}\0{where[rel][1]}" for rel in sorted(results))
         key = hashlib.blake2b(listing.encode(), digest_size=16).hexdigest()
         outcome = cache.project_outcome(key)
@@ -312,25 +315,30 @@ class _Rescan:
     """Analyses a file again with its project input (configbags.migrate.flows): served
     from the cache under the bytes' digest and the input's key, else read and scanned."""
 
-    def __init__(self, settings: ScanSettings, cache: ScanCache | None, where: dict[str, tuple[str, str]]) -> None:
+    def __init__(
+        self, settings: ScanSettings, cache: ScanCache | None, where: dict[str, tuple[str, str, bytes]]
+    ) -> None:
         self.settings = settings
         self.cache = cache
-        self.where = where  # file -> (path, digest of the bytes scanned first)
+        # file -> (path, digest of the bytes scanned first, those bytes unless the
+        # result came from the cache without reading the file)
+        self.where = where
 
     def __call__(self, rel: str, flows: FlowInput) -> FileScan:
-        path, digest = self.where[rel]
+        path, digest, data = self.where[rel]
         key = f"{digest}:{flows.key()}"
         if self.cache is not None:
             found = self.cache.get(key)
             if found is not None:
                 return self.cache.with_flow(key, found)
-        try:
-            data = read_source(path, self.settings.max_bytes)
-        except NotReadable as exc:
-            return FileScan(problem=str(exc))
-        if self.cache is not None and content_digest(data) != digest:
-            # both results must be of the same bytes
-            return FileScan(problem="changed while it was scanned; not scanned (scan again)")
+        if not data and self.cache is not None:  # served by its stat: never read
+            try:
+                data = read_source(path, self.settings.max_bytes)
+            except NotReadable as exc:
+                return FileScan(problem=str(exc))
+            if content_digest(data) != digest:
+                # both results must be of the same bytes
+                return FileScan(problem="changed while it was scanned; not scanned (scan again)")
         result = scan_source(data, self.settings, flows)
         if self.cache is not None:
             self.cache.put(key, result)
@@ -409,8 +417,8 @@ def _scan_tree(
     missing = [item for item in loaded if item[4] is None]
     fresh = iter(_scan_many([item[2] for item in missing], settings, jobs, progress))
     results: dict[str, FileScan] = {}
-    where: dict[str, tuple[str, str]] = {}  # file -> (path, digest)
-    for rel, path, _, digest, cached in loaded:
+    where: dict[str, tuple[str, str, bytes]] = {}  # file -> (path, digest, bytes if read)
+    for rel, path, data, digest, cached in loaded:
         result = cached
         if result is None:
             result = next(fresh)
@@ -423,7 +431,7 @@ def _scan_tree(
             generated_files.append(rel)
             continue
         results[rel] = result
-        where[rel] = (path, digest)
+        where[rel] = (path, digest, data)
 
     call_sites, unsettled = _project_pass(results, where, settings, cache)
     if unsettled is not None:
