@@ -467,13 +467,27 @@ class _Project:
         if known is not None:
             return known
         table: dict[str, tuple[str, str]] = self._imports.setdefault(rel, {})
+        stars: list[str] = []
         for level, module, name, local in self.results[rel].flow.imports:
             target = self.absolute(rel, level, module)
             if not name:
                 table[local] = ("mod", target)
-            elif name != "*":
+            elif name == "*":
+                stars.append(target)
+            else:
                 joined = f"{target}.{name}" if target else name
                 table[local] = ("mod", joined) if joined in self.modules else ("sym", f"{target}:{name}")
+        for target in stars:
+            # `from m import *` binds m's public names (all of them: `__all__` is not read)
+            other = self.modules.get(target)
+            if other is None or other == rel:
+                continue
+            names = {row[0] for row in self.results[other].flow.signatures if "." not in row[0]}
+            names |= {name for name in self.kinds[other] if "." not in name}
+            names |= {row[3] for row in self.results[other].flow.imports if row[2] not in ("", "*")}
+            for name in names:
+                if not name.startswith("_"):
+                    table.setdefault(name, ("sym", f"{target}:{name}"))
         return table
 
     def symbol(self, module: str, name: str, depth: int = 0) -> tuple[str, str] | None:

@@ -60,6 +60,7 @@ HELPERS = RAW + "def rec():\n    return get_server_args()\n"
         "from . import helpers\n\ndef f():\n    return helpers.rec().tp_size\n",
         "from .helpers import rec as r\n\ndef f():\n    x = r()\n    return x.tp_size\n",
         "def f():\n    from pkg.helpers import rec\n    return rec().tp_size\n",
+        "from pkg.helpers import *\n\ndef f():\n    return rec().tp_size\n",
     ],
 )
 def test_the_record_returned_by_another_modules_function_is_read(tmp_path: Path, user: str) -> None:
