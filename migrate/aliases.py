@@ -922,7 +922,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # A method's callers elsewhere (`runner.args().tp_size`, a property's readers) are
         # not followed: returning the record from one lets it escape, unless the method
         # is named like a record attribute (`x.server_args` is read wherever it is spelled)
-        # or belongs to the record class.
+        # or the raw accessor, or belongs to the record class.
         scope = self.scope
         parent = scope.parent
         if (
@@ -933,6 +933,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             and parent.kind == "class"
             and parent.qualname.rsplit(".", 1)[-1] not in self.a.class_names
             and scope.qualname.rsplit(".", 1)[-1] not in self.a.record_attrs
+            # `x.get_server_args()` is read as the accessor wherever it is called
+            and scope.qualname.rsplit(".", 1)[-1] != self.a.settings.raw_accessor
         ):
             reach = self.a.reach(node.value, scope)
             if reach is not None:

@@ -257,6 +257,7 @@ def test_a_method_returning_the_record_lets_it_escape(tmp_path: Path) -> None:
     text = RAW + (
         "class Runner:\n    @property\n    def args(self):\n        return get_server_args()\n"
         "    @property\n    def server_args(self):\n        return get_server_args()\n"
+        "    def get_server_args(self):\n        return self.server_args\n"
     )
     assert _reads(tmp_path, {"m.py": text}) == {("pkg/m.py", "Runner.args", "*")}
 
