@@ -3,6 +3,14 @@ raw record, and the reads and writes made through them (see configbags.migrate.s
 the spellings followed, and configbags.migrate.scanmodel.ORIGINS for what a read's origin
 means).
 
+It also says where the record leaves the module's reach: handed to a callable (a pass,
+which the project pass, configbags.migrate.flows, resolves to a function of a scanned
+module or reports as an escape), or stored where no analysis follows it (an attribute not
+named like the record, a container, `yield`, a method's return): an escape, a read of
+`*` with via "escape". Told by the project pass what the module's imports are
+(scanmodel.FlowInput), it reads imported fetchers and holders of the record and the
+parameters that receive it like its own.
+
 Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). It
 parses every file (so broken files are reported), but walks only the statements, at any
 depth, whose lines mention a name through which the record can be reached (a substring
