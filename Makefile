@@ -69,7 +69,7 @@ fuzz: bytecode
 	  CONFIGBAGS_FUZZ=long $(PYTEST) -q -n 2 -p no:cacheprovider --hypothesis-seed=$$round \
 	    tests/test_hostile_inputs.py tests/test_hostile_config.py tests/test_hostile_context.py \
 	    tests/test_hostile_files.py tests/test_hostile_doors.py tests/test_dump_roundtrip.py \
-	    tests/test_ratchet_false_passes.py tests/test_ratchet_types.py tests/test_scopes_threads.py tests/test_serve_hostile.py \
+	    tests/test_ratchet_false_passes.py tests/test_ratchet_types.py tests/test_ratchet_flows.py tests/test_scopes_threads.py tests/test_serve_hostile.py \
 	    -m 'not slow' || exit 1; \
 	done; echo "fuzz: $$round rounds in $$(( $$(date +%s) - start )) s, no failure"
 

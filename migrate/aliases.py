@@ -3,6 +3,14 @@ raw record, and the reads and writes made through them (see configbags.migrate.s
 the spellings followed, and configbags.migrate.scanmodel.ORIGINS for what a read's origin
 means).
 
+It also says where the record leaves the module's reach: handed to a callable (a pass,
+which the project pass, configbags.migrate.flows, resolves to a function of a scanned
+module or reports as an escape), or stored where no analysis follows it (an attribute not
+named like the record, a container, `yield`, a method's return): an escape, a read of
+`*` with via "escape". Told by the project pass what the module's imports are
+(scanmodel.FlowInput), it reads imported fetchers and holders of the record and the
+parameters that receive it like its own.
+
 Speed: the scanner must cost little more than `ast.parse` (bench/bench_ratchet.py). It
 parses every file (so broken files are reported), but walks only the statements, at any
 depth, whose lines mention a name through which the record can be reached (a substring
@@ -19,6 +27,8 @@ import bisect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import attrs
+
 from configbags.migrate.recordtypes import (
     ELEMENTS,
     RECORD,
@@ -27,7 +37,7 @@ from configbags.migrate.recordtypes import (
     loop_element,
     typed_reach,
 )
-from configbags.migrate.scanmodel import Reach, ScanSettings, join_origin
+from configbags.migrate.scanmodel import FlowInput, Reach, ScanSettings, join_origin
 from configbags.migrate.scopes import (
     Fetch,
     Scope,
@@ -46,6 +56,13 @@ _COPY_CALLS = frozenset({"copy", "deepcopy"})
 # A new record from an old one with some fields changed (dataclasses.replace, attrs.evolve,
 # copy.replace): not the record, whose values it does not all have.
 _REPLACE_CALLS = frozenset({"replace", "evolve"})
+# Callables that provably read nothing of an argument: handing them the record is no read.
+_READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
+# What starts a child process: the record handed over is the child's own business
+# (configbags.migrate.doors treats the environment the same way).
+_CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.spawn", "os.posix_spawn")
+# Callables that call `target` with `args` (the record passed on to the target).
+_STARTERS = frozenset({"Thread", "Process", "Timer"})
 
 class _Scope(Scope):
     __slots__ = ("aliases", "assigns", "defaults", "returns", "self_assigns", "self_name")
@@ -83,8 +100,12 @@ class _Analysis(Scopes[_Scope]):
     names, attributes and functions through which the record is reached."""
 
     def __init__(
-        self, settings: ScanSettings, lines: list[int], fetched: Mapping[int, tuple[Fetch, ...]],
+        self,
+        settings: ScanSettings,
+        lines: list[int],
+        fetched: Mapping[int, tuple[Fetch, ...]],
         types: RecordTypes | None = None,
+        flows: FlowInput | None = None,
     ) -> None:
         super().__init__(_Scope("module", "<module>", None))
         # what the types show (configbags.migrate.recordtypes): the class's aliases and
@@ -93,6 +114,10 @@ class _Analysis(Scopes[_Scope]):
         self.elements: set[tuple[int, str]] = set()
         self.element_attrs: set[str] = set()
         self.settings = settings
+        # what the project pass knows of the other modules (configbags.migrate.flows):
+        # imported names whose call returns the record, or that hold it, by local or
+        # dotted name, and this module's parameters that receive it
+        self.flows = flows or FlowInput()
         self.lines = lines  # lines that mention a name of interest, sorted
         # id(call) -> what it fetches by name (`getattr(x, "a")`, an attrgetter), under
         # whatever alias: resolved by the door analysis over the same scope rules
@@ -112,6 +137,8 @@ class _Analysis(Scopes[_Scope]):
         self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
         self.violations: list[tuple[Any, ...]] = []
         self.reads: list[tuple[Any, ...]] = []
+        # the record handed to a callable, for the project pass (FlowFacts.passes)
+        self.passes: list[tuple[Any, ...]] = []
         # Set by resolve_rebound() once the aliases are final (see there): from then on a
         # conditional value with a branch that is not the record is "rebound".
         self.strict = False
@@ -121,7 +148,7 @@ class _Analysis(Scopes[_Scope]):
         binds or shadows the record mentions one of them on one of its lines."""
         names = self.raw_names | self.class_names | self.record_attrs | self.record_dicts
         names |= self.self_attrs.keys() | self.wrappers.keys() | self.types.names() | self.element_attrs
-        names |= {name for _, name in self.elements}
+        names |= {name for _, name in self.elements} | flow_names(self.flows)
         for scope in self.scopes:
             names |= scope.aliases.keys()
         return frozenset(names)
@@ -143,22 +170,7 @@ class _Analysis(Scopes[_Scope]):
         if isinstance(expr, ast.Name):
             return self._lookup(expr.id, scope)
         if isinstance(expr, ast.Attribute):
-            if expr.attr in self.record_attrs:
-                # `pkg.server_args` where `pkg` is an imported module names a module
-                base = expr.value
-                while isinstance(base, ast.Attribute):
-                    base = base.value
-                if isinstance(base, ast.Name) and base.id in self.imported:
-                    return None
-                # whose record is `x.server_args`? Only the author knows: "held". Unless
-                # the class visibly puts another there (`self.server_args =
-                # ServerArgs(...)`, `dataclasses.replace(...)`): then it is no more than that.
-                owner = self._self_class(expr.value, scope)
-                built = self.class_record_attrs.get((owner, expr.attr)) if owner is not None else None
-                return ("attribute", join_origin("held", built) if built else "held")
-            if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
-                return ("self_alias", self.self_attrs[expr.attr])
-            return None
+            return self._reach_attribute(expr, scope)
         if isinstance(expr, ast.NamedExpr):
             return self.reach(expr.value, scope)
         branches: list[ast.expr] = []
@@ -182,6 +194,26 @@ class _Analysis(Scopes[_Scope]):
         if result is not None and missed and self.strict:
             result = (result[0], join_origin(result[1], "rebound"))
         return result
+
+    def _reach_attribute(self, expr: ast.Attribute, scope: _Scope) -> Reach | None:
+        if self.flows.record_holders and dotted(expr) in self.flows.record_holders:
+            return ("imported", "held")  # `a.REC` where module a binds REC to the record
+        if expr.attr in self.record_attrs:
+            # `pkg.server_args` where `pkg` is an imported module names a module
+            base = expr.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in self.imported:
+                return None
+            # whose record is `x.server_args`? Only the author knows: "held". Unless
+            # the class visibly puts another there (`self.server_args =
+            # ServerArgs(...)`, `dataclasses.replace(...)`): then it is no more than that.
+            owner = self._self_class(expr.value, scope)
+            built = self.class_record_attrs.get((owner, expr.attr)) if owner is not None else None
+            return ("attribute", join_origin("held", built) if built else "held")
+        if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
+            return ("self_alias", self.self_attrs[expr.attr])
+        return None
 
     def fetched_value(self, call: ast.expr) -> ast.expr | None:
         """What a fetching call evaluates to, as the attribute chain it spells
@@ -226,6 +258,12 @@ class _Analysis(Scopes[_Scope]):
             if func.attr in self.self_attrs and self._is_self(func.value, scope):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
+        return self._imported_call(func)
+
+    def _imported_call(self, func: ast.expr) -> Reach | None:
+        """`rec()`, `h.rec()`: imported from a module where it returns the record."""
+        if self.flows.record_fetchers and dotted(func) in self.flows.record_fetchers:
+            return ("wrapper", "held")
         return None
 
     def write_origin(self, expr: ast.expr, scope: _Scope) -> str:
@@ -469,7 +507,11 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         for arg in every:
             scope.bound.add(arg.arg)
             kind = self.a.types.annotation(arg.annotation)
-            if kind == RECORD or (arg.annotation is None and arg.arg in self.a.record_attrs):
+            if (
+                kind == RECORD
+                or (arg.annotation is None and arg.arg in self.a.record_attrs)
+                or (scope.qualname, arg.arg) in self.a.flows.params
+            ):
                 _merge(scope.aliases, arg.arg, ("parameter", "held"))
                 continue
             if kind == ELEMENTS:
@@ -489,6 +531,11 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         settings = self.a.settings
         for alias in node.names:
             local = alias.asname or alias.name
+            if local in self.a.flows.record_holders:
+                # `from pkg.a import REC`, where pkg.a binds REC to the record
+                self.scope.bound.add(local)
+                _merge(self.scope.aliases, local, ("imported", "held"))
+                continue
             self.bind_name(local, None)
             self.a.imported.add(local)
             if alias.name == settings.raw_accessor and local != alias.name:
@@ -637,6 +684,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.called: set[int] = set()
         # dict copies of the record read by key or method: every other use reads it whole
         self.dict_used: set[int] = set()
+        # container literals whose elements the analysis follows (a loop over one, an
+        # unpacking, a thread's `args=`): not an escape of the record
+        self.unpacked: set[int] = set()
 
     def _read(self, node: ast.expr | ast.pattern, leaf: str, reach: Reach, form: str) -> None:
         end_line = node.end_lineno or node.lineno
@@ -732,6 +782,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.value, (ast.Tuple, ast.List, ast.Dict)) and isinstance(node.slice, ast.Constant):
+            # `[rec][0].x`, `{"r": rec}["r"].x`: indexed literally, the element is followed
+            # (configbags.migrate.reflection reads it)
+            self.unpacked.add(id(node.value))
         if self._consume_dict(node.value):
             self._dict_key(node, node.slice, "subscript", write=not isinstance(node.ctx, ast.Load))
         # rec.__dict__["x"] = v and vars(rec)["x"] = v are writes too
@@ -791,7 +845,169 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._write(node, self._literal_leaf(args), origin=self.a.write_origin(args[0], self.scope))
         elif self._whole_record_call(node):
             self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
+        else:
+            self._passes(node)
         self.generic_visit(node)
+
+    # ---- where the record goes: handed to a callable (for the project pass), or
+    # stored where this analysis cannot follow it (an escape: a read of `*`)
+
+    def _escape(self, node: ast.expr, reach: Reach, form: str) -> None:
+        if reach[1] != "constructed":  # a record built here is not the published one
+            self._read(node, "*", ("escape", join_origin(reach[1], "held")), form)
+
+    def _followed(self, node: ast.expr) -> None:
+        """A container literal (and those nested in it) whose elements are followed."""
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            self.unpacked.add(id(node))
+            for element in node.elts:
+                self._followed(element)
+
+    def _callee(self, func: ast.expr) -> str:
+        """The callee as FlowFacts.passes spells it, or "" (not a name)."""
+        if isinstance(func, ast.Attribute) and self.a._is_self(func.value, self.scope):
+            owner = self.a._self_class(func.value, self.scope)
+            return f"self:{owner}.{func.attr}" if owner else ""
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "super"
+        ):
+            # `super().__init__(rec)` in a method of Class: the method of Class's bases
+            current = self.scope
+            while current.kind != "function" and current.parent is not None:
+                current = current.parent
+            owner = current.qualname.rpartition(".")[0] if current.self_name else ""
+            return f"super:{owner}.{func.attr}" if owner else ""
+        name = dotted(func)
+        return f"name:{name}" if name else ""
+
+    def _passes(self, node: ast.Call) -> None:
+        func = self.a.fetched_value(node.func) or node.func
+        name = dotted(func)
+        last = name.rpartition(".")[2]
+        if (
+            last in _READS_NOTHING
+            or last in _COPY_CALLS
+            or last in _REPLACE_CALLS
+            or last == self.a.settings.raw_accessor
+            or last in self.a.class_names
+            or name.startswith(_CHILD_PROCESS)
+            or (isinstance(func, ast.Attribute) and (
+                self.a.reach(func.value, self.scope) is not None or self._is_record_class(func.value)
+            ))  # the record's own methods, its class's constructors
+        ):
+            return
+        callee = self._callee(func)
+        handed: list[tuple[ast.expr, str, int, str]] = []  # (argument, callee, position, keyword)
+        for position, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred):
+                handed.append((arg.value, callee, -1, ""))
+            else:
+                handed.append((arg, callee, position, ""))
+        for given in node.keywords:
+            if last in _STARTERS and given.arg == "args" and isinstance(given.value, (ast.Tuple, ast.List)):
+                # Thread(target=work, args=(rec,)): work receives rec
+                self.unpacked.add(id(given.value))
+                target = next((k.value for k in node.keywords if k.arg == "target"), None)
+                called = self._callee(target) if target is not None else ""
+                for position, element in enumerate(given.value.elts):
+                    if isinstance(element, ast.Starred):
+                        handed.append((element.value, called, -1, ""))
+                    else:
+                        handed.append((element, called, position, ""))
+            else:
+                handed.append((given.value, callee, -1, given.arg or ""))
+        for arg, to, position, keyword in handed:
+            if self.a.reach(arg, self.scope) is not None:
+                self.a.passes.append((
+                    self.scope.qualname, to, position, keyword, arg.lineno, arg.col_offset,
+                    arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
+                ))
+
+    def _stored(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
+        reach = self.a.reach(value, self.scope)
+        if reach is None:
+            return
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr not in self.a.record_attrs:
+                if self.a.reach(target.value, self.scope) is None:
+                    # `holder.cfg = rec`, `self.cfg = rec`: read elsewhere by any name
+                    self._escape(value, reach, "escapes_attribute")
+            elif isinstance(target, ast.Subscript) and not self._record_dict(target.value):
+                self._escape(value, reach, "escapes_item")
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self._stored(node.targets, node.value)
+        if all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+            self._followed(node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._stored([node.target], node.value)
+        self.generic_visit(node)
+
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._followed(node.iter)
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._followed(node.iter)
+        self.generic_visit(node)
+
+    def _container(self, node: ast.Tuple | ast.List | ast.Set | ast.Dict) -> None:
+        if id(node) not in self.unpacked and not isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
+            elements = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
+            for element in elements:
+                if element is None:
+                    continue
+                inner = element.value if isinstance(element, ast.Starred) else element
+                reach = self.a.reach(inner, self.scope)
+                if reach is not None:
+                    self._escape(inner, reach, "escapes_container")
+        self.generic_visit(node)
+
+    visit_Tuple = _container
+    visit_List = _container
+    visit_Set = _container
+    visit_Dict = _container
+
+    def visit_Return(self, node: ast.Return) -> None:
+        # A method's callers elsewhere (`runner.args().tp_size`, a property's readers) are
+        # not followed: returning the record from one lets it escape, unless the method
+        # is named like a record attribute (`x.server_args` is read wherever it is spelled)
+        # or the raw accessor, or belongs to the record class.
+        scope = self.scope
+        parent = scope.parent
+        if (
+            node.value is not None
+            and scope.kind == "function"
+            and scope.self_name is not None
+            and parent is not None
+            and parent.kind == "class"
+            and parent.qualname.rsplit(".", 1)[-1] not in self.a.class_names
+            and scope.qualname.rsplit(".", 1)[-1] not in self.a.record_attrs
+            # `x.get_server_args()` is read as the accessor wherever it is called
+            and scope.qualname.rsplit(".", 1)[-1] != self.a.settings.raw_accessor
+        ):
+            reach = self.a.reach(node.value, scope)
+            if reach is not None:
+                self._escape(node.value, reach, "escapes_return")
+        self.generic_visit(node)
+
+    def _yielded(self, node: ast.Yield | ast.YieldFrom) -> None:
+        if node.value is not None:
+            reach = self.a.reach(node.value, self.scope)
+            if reach is not None:
+                self._escape(node.value, reach, "escapes_yield")
+        self.generic_visit(node)
+
+    visit_Yield = _yielded
+    visit_YieldFrom = _yielded
 
     def _fetch(self, node: ast.Call, fetch: Fetch) -> None:
         """A read (or write) by name: `getattr(rec, "x")`, `hasattr`, `setattr`, `delattr`,
@@ -906,6 +1122,28 @@ def _subject_captures(pattern: ast.pattern) -> list[ast.MatchAs]:
     return []
 
 
+def dotted(expr: ast.expr | None) -> str:
+    """`a.b.c` for an attribute chain of names, else ""."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return ""
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
+
+
+def flow_names(flows: FlowInput) -> frozenset[str]:
+    """The identifiers through which what the project pass tells a module is reached:
+    local names, each part of a dotted one, and the parameters that receive the record."""
+    names: set[str] = set()
+    for spelled in (*flows.record_fetchers, *flows.record_holders):
+        names.update(spelled.split("."))
+    names.update(param for _, param in flows.params)
+    return frozenset(names)
+
+
 def statement_span(stmt: ast.stmt) -> tuple[int, int]:
     start = stmt.lineno
     for decorator in getattr(stmt, "decorator_list", ()):
@@ -920,12 +1158,25 @@ def mentions(lines: list[int], span: tuple[int, int]) -> bool:
 
 
 
+@attrs.frozen
+class Analysed:
+    """One module's record analysis: its reads and violations, and what it offers the
+    project pass (configbags.migrate.flows)."""
+
+    reads: list[tuple[Any, ...]]
+    violations: list[tuple[Any, ...]]
+    passes: list[tuple[Any, ...]] = attrs.Factory(list)
+    fetchers: list[str] = attrs.Factory(list)  # module-level functions returning the record
+    holders: list[str] = attrs.Factory(list)  # module-level names bound to it
+
+
 def analyse(
     tree: ast.Module,
     text: str,
     settings: ScanSettings,
     fetches: Callable[[], Mapping[int, tuple[Fetch, ...]]] = dict,
-) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    flows: FlowInput | None = None,
+) -> Analysed:
     """The reads and violations in one parsed module (`text`: its search text, see
     configbags.migrate.scan.search_text), as path-free
     rows: (function, leaf, line, col, end_line, end_col, via, form, origin) and
@@ -935,6 +1186,8 @@ def analyse(
     names = frozenset(
         {settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts}
     )
+    if flows:
+        names |= flow_names(flows)
     # Rounds until the names of interest stop growing: a round that finds a new alias
     # (or rename, self attribute, wrapper) must look again at the lines that mention it.
     # Each round starts afresh, so pruning never hides a binding found later.
@@ -943,7 +1196,7 @@ def analyse(
     while True:
         lines = mention_lines(text, names)
         if not lines:
-            return [], []
+            return Analysed([], [])
         if types is None:
             types = RecordTypes(tree, (settings.record_class,))
             if not types.names() <= names:
@@ -951,7 +1204,7 @@ def analyse(
                 continue
         if fetched is None:
             fetched = fetches()
-        analysis = _Analysis(settings, lines, fetched, types)
+        analysis = _Analysis(settings, lines, fetched, types, flows)
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
         grown = analysis.names_of_interest() | names
@@ -960,4 +1213,22 @@ def analyse(
         names = grown
     analysis.resolve_rebound()
     _Reader(analysis).visit_statements(tree.body)
-    return analysis.reads, analysis.violations
+    module = analysis.module
+    top_level = {
+        child.qualname for child in analysis.scopes if child.parent is module and child.kind == "function"
+    }
+    fetchers = [name for name in analysis.wrappers if name in top_level]
+    # `g = get_server_args` at module level: g() is the record, wherever it is imported
+    fetchers += [
+        name for name in analysis.raw_names
+        if name != settings.raw_accessor and name in module.bound and name not in top_level
+    ]
+    # a class attribute bound to the record (`class R: ARGS = get_server_args()`) is
+    # read as `R.ARGS` wherever R is imported
+    holders = [*module.aliases, *(
+        f"{scope.qualname}.{name}"
+        for scope in analysis.scopes
+        if scope.kind == "class" and scope.parent is module
+        for name in scope.aliases
+    )]
+    return Analysed(analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(holders))

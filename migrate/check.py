@@ -61,6 +61,20 @@ _VIA = {
     "class_pattern": "a match class pattern (`case ServerArgs(leaf=...)`)",
     "carrier": "the raw record carried by a lambda, a parameter default or a container literal",
     "format_field": "a str.format field of the raw record (`\"{0.leaf}\".format(record)`)",
+    "imported": "a name another module binds to the raw record",
+    "helper": "a function it is passed to, which reads it whole or dynamically (allowlisted there or not)",
+}
+# Where the record escapes the analysis (configbags.migrate.flows), by form
+_ESCAPES = {
+    "escapes_call": "it is passed to a callable the scanner cannot resolve to a scanned function (a method "
+    "of an object, a third-party function, a parameter, a nested function)",
+    "escapes_attribute": "it is stored in an attribute not named like the record (`self.cfg = record`, "
+    "`holder.x = record`), which any code may read by another name",
+    "escapes_item": "it is stored in a container by key or index (`d[k] = record`)",
+    "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`)",
+    "escapes_yield": "it is yielded (`yield record`)",
+    "escapes_return": "it is returned by a method (`def args(self): return self._args`), whose callers "
+    "elsewhere read it by the method's name",
 }
 
 # How each environment read is spelled, for messages.
@@ -74,6 +88,7 @@ _ENV_FORMS = {
     "environ_whole": "the environment used whole",
     "environb": "the bytes environment (os.environb, os.getenvb, posix.environ)",
     "expandvars": "os.path.expandvars",
+    "env_helper": "its name passed to a function that reads the environment by the name it is given",
 }
 # reads the scanner cannot resolve at all (configbags.migrate.reflection), by form
 _UNRESOLVED_FORMS = {
@@ -469,6 +484,16 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
         instead = (
             "if it may read a declared variable, read that leaf through its accessor; if it never "
             "does, say why in the allowlist entry"
+        )
+    elif leaf == "*" and first.via == "escape":
+        what = (
+            f"the raw record escapes where the scanner cannot follow it: "
+            f"{_ESCAPES.get(first.form, first.form)}, so every leaf may be read through it"
+        )
+        instead = (
+            "hand over the leaves it needs (read through their accessors) instead of the record, by hand "
+            "(`configbags ratchet fix` will not rewrite it); if nothing reads a leaf through it, say why "
+            "in the allowlist entry"
         )
     elif leaf.startswith(ENV_MARK):
         name = leaf[len(ENV_MARK) :]

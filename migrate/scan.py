@@ -53,6 +53,12 @@ Writes (`rec.x = ...`, `setattr(rec, ...)`, `del rec.x`) and renaming the raw ac
 (`from ... import get_server_args as gsa`, `gsa = get_server_args`) are reported apart:
 the check fails on them whatever the allowlist says.
 
+Values that cross functions and modules (the record returned by another module's
+function, held by its module-level name, passed to a parameter or a helper) are followed
+by the project pass, configbags.migrate.flows, over facts each file's analysis yields;
+where the record escapes any analysis (a callable no scanned module defines, an attribute
+not named like the record, a container, `yield`) it is a read of `*` (via "escape").
+
 The jobs live apart: the alias analysis in configbags.migrate.aliases and the door
 analysis in configbags.migrate.doors (over one Python scope model, configbags.migrate.scopes), file listing and
 safe reading in configbags.migrate.files, the cache in configbags.migrate.scancache,
@@ -64,6 +70,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import hashlib
 import io
 import os
 import tokenize
@@ -71,16 +78,21 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+import attrs
 
 from configbags.migrate.aliases import analyse
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
+from configbags.migrate.flows import base_facts, project_pass, use_facts
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
 from configbags.migrate.scanmodel import (
     ORIGINS,
     FileScan,
+    FlowInput,
     Problem,
     Read,
     ScanResult,
@@ -138,8 +150,10 @@ def search_text(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
-def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
-    """Analyse one file's bytes. Never raises on bad input: it reports a problem instead."""
+def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = None) -> FileScan:
+    """Analyse one file's bytes, told by `flows` what its imports are and which of its
+    parameters receive the record (configbags.migrate.flows). Never raises on bad input:
+    it reports a problem instead."""
     if len(data) > settings.max_bytes:
         return FileScan(problem=f"too large to scan ({len(data)} bytes > {settings.max_bytes})")
     # The header is only noted here; whether it lets the file be skipped depends on the
@@ -167,8 +181,12 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         # one door analysis serves both: its reads, and the fetching calls (`getattr(x,
         # "a")` under any alias) that the record analysis reads as attributes
         door_scan = DoorScan(tree, searched, settings)
-        reads, violations = analyse(tree, searched, settings, door_scan.fetched)
+        analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
+        reads = analysed.reads
         doors = door_scan.reads()
+        facts = base_facts(tree, searched, settings)
+        used, returned = use_facts(tree, searched, settings, flows) if flows else ([], [])
+        doors = [*doors, *used]
         # what the other analyses already report on a line is not reported twice
         known = {(row[1], row[2]) for row in (*reads, *doors)}
         reflected = [row for row in ReflectionScan(tree, searched, settings).reads() if (row[1], row[2]) not in known]
@@ -176,10 +194,16 @@ def scan_source(data: bytes, settings: ScanSettings) -> FileScan:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
+    fetchers = {*facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers)}
+    flow = attrs.evolve(
+        facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=tuple(analysed.passes)
+    )
     # A header labels a file, never hides a read: one that reads or writes is scanned like
     # any other (configbags.migrate.generated)
     found = (*reads, *doors, *reflected)
-    return FileScan(reads=found, violations=tuple(violations), generated=generated and not found and not violations)
+    violations = tuple(analysed.violations)
+    return FileScan(reads=found, violations=violations, generated=generated and not found and not violations,
+                    flow=flow)
 
 
 # Below this many files to parse, worker processes cost more than they save.
@@ -237,6 +261,91 @@ def default_jobs() -> int:
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
     return max(1, min(cpus, 8))
+
+
+def _collect(
+    results: dict[str, FileScan],
+    call_sites: dict[str, list[tuple[Any, ...]]],
+    reads: list[Read],
+    violations: list[Violation],
+    problems: list[Problem],
+) -> int:
+    """Add each file's final rows (its own and those the project pass found at its call
+    sites) to the lists; returns how many files were analysed."""
+    parsed = 0
+    for rel, result in results.items():
+        if result.problem is not None:
+            problems.append(Problem(rel, result.problem))
+            continue
+        parsed += 1
+        reads.extend(Read(rel, *row) for row in result.reads)
+        reads.extend(Read(rel, *row) for row in call_sites.get(rel, ()))
+        violations.extend(Violation(rel, *row) for row in result.violations)
+    return parsed
+
+
+def _project_pass(
+    results: dict[str, FileScan],
+    where: dict[str, tuple[str, str, bytes]],
+    settings: ScanSettings,
+    cache: ScanCache | None,
+) -> tuple[dict[str, list[tuple[Any, ...]]], str | None]:
+    """The project pass over `results` (configbags.migrate.flows), which it updates to the
+    final results; returns the reads at call sites, by file, and a problem if any. Its
+    outcome depends only on the files and their bytes: when the cache holds the outcome
+    for exactly these, it is reused (a warm check decodes no fact)."""
+    key = ""
+    if cache is not None and all(digest for _, digest, _ in where.values()):
+        listing = "\n".join(f"{rel}\0{where[rel][1]}" for rel in sorted(results))
+        key = hashlib.blake2b(listing.encode(), digest_size=16).hexdigest()
+        outcome = cache.project_outcome(key)
+        if outcome is not None:
+            inputs, sites, problem = outcome
+            final = {rel: cache.get(f"{where[rel][1]}:{found}") for rel, found in inputs.items() if rel in where}
+            if len(final) == len(inputs) and all(found is not None for found in final.values()):
+                results.update({rel: found for rel, found in final.items() if found is not None})
+                return sites, problem
+    if cache is not None:
+        for rel, result in results.items():
+            results[rel] = cache.with_flow(where[rel][1], result)
+    done = project_pass(list(results), results, settings, _Rescan(settings, cache, where))
+    if cache is not None and key:
+        cache.keep_project(key, {rel: found.key() for rel, found in done.inputs.items()}, done.sites, done.problem)
+    return done.sites, done.problem
+
+
+class _Rescan:
+    """Analyses a file again with its project input (configbags.migrate.flows): served
+    from the cache under the bytes' digest and the input's key, else read and scanned."""
+
+    def __init__(
+        self, settings: ScanSettings, cache: ScanCache | None, where: dict[str, tuple[str, str, bytes]]
+    ) -> None:
+        self.settings = settings
+        self.cache = cache
+        # file -> (path, digest of the bytes scanned first, those bytes unless the
+        # result came from the cache without reading the file)
+        self.where = where
+
+    def __call__(self, rel: str, flows: FlowInput) -> FileScan:
+        path, digest, data = self.where[rel]
+        key = f"{digest}:{flows.key()}"
+        if self.cache is not None:
+            found = self.cache.get(key)
+            if found is not None:
+                return self.cache.with_flow(key, found)
+        if not data and self.cache is not None:  # served by its stat: never read
+            try:
+                data = read_source(path, self.settings.max_bytes)
+            except NotReadable as exc:
+                return FileScan(problem=str(exc))
+            if content_digest(data) != digest:
+                # both results must be of the same bytes
+                return FileScan(problem="changed while it was scanned; not scanned (scan again)")
+        result = scan_source(data, self.settings, flows)
+        if self.cache is not None:
+            self.cache.put(key, result)
+        return result
 
 
 def scan_tree(
@@ -310,7 +419,9 @@ def _scan_tree(
         loaded.append((rel, path, data, digest, cached))
     missing = [item for item in loaded if item[4] is None]
     fresh = iter(_scan_many([item[2] for item in missing], settings, jobs, progress))
-    for rel, path, _, digest, cached in loaded:
+    results: dict[str, FileScan] = {}
+    where: dict[str, tuple[str, str, bytes]] = {}  # file -> (path, digest, bytes if read)
+    for rel, path, data, digest, cached in loaded:
         result = cached
         if result is None:
             result = next(fresh)
@@ -322,9 +433,13 @@ def _scan_tree(
         if result.generated and in_generated_package(Path(path).parent):
             generated_files.append(rel)
             continue
-        parsed += 1
-        reads.extend(Read(rel, *row) for row in result.reads)
-        violations.extend(Violation(rel, *row) for row in result.violations)
+        results[rel] = result
+        where[rel] = (path, digest, data)
+
+    call_sites, unsettled = _project_pass(results, where, settings, cache)
+    if unsettled is not None:
+        problems.append(Problem(".", unsettled))
+    parsed = _collect(results, call_sites, reads, violations, problems)
     if cache is not None:
         cache.save()
     return ScanResult(

@@ -33,11 +33,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from configbags.migrate.scanmodel import SCANNER_VERSION, FileScan, ScanSettings
+import attrs
+
+from configbags.migrate.scanmodel import SCANNER_VERSION, FileScan, FlowFacts, ScanSettings
 from configbags.runtime.project import CACHE_DIR
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 _DIGEST_CHARS = 32  # blake2b, 16 bytes, hex
+# A result analysed with a project input (configbags.migrate.flows) is keyed by the
+# bytes' digest and the input's key: `DIGEST:KEY`, KEY 16 hex characters.
+_INPUT_KEY_CHARS = 16
 # A secret for the seal, e.g. from a CI secret store, instead of the per-user key file.
 CACHE_KEY_VAR = "CONFIGBAGS_CACHE_KEY"
 _KEY_FILE = "ratchet-cache-key"
@@ -104,13 +109,19 @@ class ScanCache:
         self.stats_kept: dict[str, tuple[_Stat, str]] = {}  # what the next save keeps
         self.started_ns = time.time_ns()
         self.added = False  # a result was put that the file does not hold yet
+        # Each result's flow facts as stored (JSON text), decoded only when the project
+        # pass runs: a warm check whose files are all unchanged reuses the pass's outcome.
+        self.flow_texts: dict[str, str] = {}
+        # the last project pass's outcome (configbags.migrate.flows), and the one to save
+        self.project: dict[str, Any] | None = None
+        self.project_kept: dict[str, Any] | None = None
         self.discarded: str | None = None  # why a cache file present was not used
         if self.path is not None and self.path.is_file():
             try:
                 self.entries, self.stats = self._load(self.path.read_bytes())
             except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
                 self.discarded = f"{type(exc).__name__}: {exc}"
-                self.entries, self.stats = {}, {}
+                self.entries, self.stats, self.flow_texts, self.project = {}, {}, {}, None
 
     def _load(self, data: bytes) -> tuple[dict[str, FileScan], dict[str, tuple[_Stat, str]]]:
         assert self.secret is not None
@@ -130,7 +141,7 @@ class ScanCache:
             raise ValueError("files or stats is not a mapping")
         entries: dict[str, FileScan] = {}
         for digest, entry in files.items():
-            if not (isinstance(digest, str) and len(digest) == _DIGEST_CHARS and isinstance(entry, dict)):
+            if not (isinstance(digest, str) and len(digest) in _KEY_LENGTHS and isinstance(entry, dict)):
                 raise ValueError("malformed entry")
             entries[digest] = FileScan(
                 reads=_rows(entry["r"], 9),
@@ -138,6 +149,9 @@ class ScanCache:
                 problem=_optional_str(entry["p"]),
                 generated=_bool(entry["g"]),
             )
+            if not isinstance(entry["f"], str):
+                raise ValueError("malformed flow facts")
+            self.flow_texts[digest] = entry["f"]
         known: dict[str, tuple[_Stat, str]] = {}
         for file, row in stats.items():
             if not (isinstance(row, list) and len(row) == 6 and all(type(x) is int for x in row[:5])):
@@ -145,6 +159,10 @@ class ScanCache:
             if row[5] not in entries:
                 raise ValueError("a stat of a digest with no result")
             known[str(file)] = ((row[0], row[1], row[2], row[3], row[4]), str(row[5]))
+        project = document.get("project")
+        if project is not None and not (isinstance(project, dict) and isinstance(project.get("key"), str)):
+            raise ValueError("malformed project outcome")
+        self.project = project
         return entries, known
 
     def unchanged(self, file: str, path: str) -> str | None:
@@ -178,14 +196,47 @@ class ScanCache:
             self.used.add(digest)
         return found
 
+    def with_flow(self, digest: str, result: FileScan) -> FileScan:
+        """`result` (served by get) with its flow facts decoded."""
+        text = self.flow_texts.get(digest)
+        if text is None:
+            return result
+        return attrs.evolve(result, flow=_flow(json.loads(text)))
+
+    def project_outcome(self, key: str) -> tuple[dict[str, str], dict[str, list[tuple[Any, ...]]], str | None] | None:
+        """The last project pass's outcome for the files and digests `key` stands for:
+        (file -> the key of its input, file -> the reads at its call sites, a problem)."""
+        found = self.project
+        if found is None or found["key"] != key:
+            return None
+        inputs, sites, problem = found["inputs"], found["sites"], found["problem"]
+        if not (isinstance(inputs, dict) and isinstance(sites, dict) and (problem is None or isinstance(problem, str))):
+            raise ValueError("malformed project outcome")
+        self.project_kept = found
+        return inputs, {rel: list(_rows(rows, 9)) for rel, rows in sites.items()}, problem
+
+    def keep_project(
+        self, key: str, inputs: dict[str, str], sites: dict[str, list[tuple[Any, ...]]], problem: str | None
+    ) -> None:
+        self.project_kept = {
+            "key": key, "inputs": inputs, "sites": {rel: [list(r) for r in rows] for rel, rows in sites.items()},
+            "problem": problem,
+        }
+
     def put(self, digest: str, result: FileScan) -> None:
+        self.flow_texts.pop(digest, None)
         self.entries[digest] = result
         self.used.add(digest)
         self.added = True
 
     def save(self) -> None:
         # Unchanged (every entry used, none added): a warm check writes nothing.
-        unchanged = not self.added and self.used == self.entries.keys() and self.stats_kept == self.stats
+        unchanged = (
+            not self.added
+            and self.used == self.entries.keys()
+            and self.stats_kept == self.stats
+            and self.project_kept == self.project
+        )
         if self.path is None or self.secret is None or unchanged:
             return
         files = {
@@ -194,12 +245,16 @@ class ScanCache:
                 "v": [list(v) for v in e.violations],
                 "p": e.problem,
                 "g": e.generated,
+                "f": self.flow_texts.get(digest) or json.dumps(attrs.astuple(e.flow), separators=(",", ":")),
             }
             for digest, e in sorted(self.entries.items())
             if digest in self.used  # drop results for content that no longer exists
         }
         stats = {file: [*info, digest] for file, (info, digest) in sorted(self.stats_kept.items()) if digest in files}
-        body = json.dumps({"files": files, "stats": stats}, separators=(",", ":")).encode()
+        document: dict[str, Any] = {"files": files, "stats": stats}
+        if self.project_kept is not None:
+            document["project"] = self.project_kept
+        body = json.dumps(document, separators=(",", ":")).encode()
         header = {
             "format": CACHE_FORMAT,
             "version": SCANNER_VERSION,
@@ -225,6 +280,26 @@ def _rows(value: Any, width: int) -> tuple[tuple[Any, ...], ...]:
     if type(value) is not list or not all(type(row) is list and len(row) == width for row in value):
         raise ValueError("malformed rows")
     return tuple(map(tuple, value))
+
+
+_KEY_LENGTHS = frozenset({_DIGEST_CHARS, _DIGEST_CHARS + 1 + _INPUT_KEY_CHARS})
+# FlowFacts' fields and the width of their rows (0: a tuple of strings)
+_FLOW_WIDTHS = (4, 6, -1, 2, 0, 8, 2, 9)  # -1: rows of any width
+
+
+def _flow(value: Any) -> FlowFacts:
+    # As for the rows: the seal says this code wrote them, the shape guards against a
+    # format drift. A signature's parameter lists stay lists (only iterated and searched).
+    if type(value) is not list or len(value) != len(_FLOW_WIDTHS):
+        raise ValueError("malformed flow facts")
+    parts: list[Any] = []
+    for part, width in zip(value, _FLOW_WIDTHS, strict=True):
+        if type(part) is not list:
+            raise ValueError("malformed flow facts")
+        if width > 0 and not all(type(row) is list and len(row) == width for row in part):
+            raise ValueError("malformed flow facts")
+        parts.append(tuple(part) if width == 0 else tuple(map(tuple, part)))
+    return FlowFacts(*parts)
 
 
 def _optional_str(value: Any) -> str | None:

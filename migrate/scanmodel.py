@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 13
+SCANNER_VERSION = 14
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -158,14 +158,77 @@ class Problem(NamedTuple):
     reason: str
 
 
+Rows = tuple[tuple[Any, ...], ...]
+
+
+@attrs.frozen
+class FlowFacts:
+    """What one module offers other modules and what it hands them, for the project pass
+    (configbags.migrate.flows): path-free, so it is cached with the file's result. Rows
+    of strings and ints only (they are stored as JSON)."""
+
+    # (level, module, name, local): `from .m import n as l` is (1, "m", "n", "l");
+    # `import a.b as l` is (0, "a.b", "", "l"), a plain `import a.b` binds local "a"
+    imports: Rows = ()
+    # (qualname, positional parameters, keyword-only parameters, record parameters,
+    # takes *args or **kwargs): the module's functions, its classes' methods
+    signatures: Rows = ()
+    # (class, base, base, ...): each module-level class's bases as spelled (dotted names)
+    bases: Rows = ()
+    # (name, kind): module-level names whose call returns the record, a config context or
+    # the environment (kind "record", "context", "environ")
+    fetchers: Rows = ()
+    holders: tuple[str, ...] = ()  # module-level names bound to the record
+    # (caller, callee, position, keyword, line, col, end_line, end_col): the record
+    # passed to a callable. callee is `name:DOTTED` as spelled, or `self:CLASS.METHOD`;
+    # position -1 for a keyword (then keyword names it) or an unpacked argument
+    passes: Rows = ()
+    env_params: Rows = ()  # (function qualname, parameter) used as an environment key
+    # (caller, callee, position, keyword, NAME, line, col, end_line, end_col): a declared
+    # variable's name passed as a literal
+    env_literals: Rows = ()
+
+
+@attrs.frozen
+class FlowInput:
+    """What the project pass tells one module's analysis about the others, by local
+    name (or dotted, `h.rec`): what the module's imports are, and which of its own
+    parameters receive the record. Path-free: the cache keys a result by it."""
+
+    record_fetchers: frozenset[str] = frozenset()
+    record_holders: frozenset[str] = frozenset()
+    context_fetchers: frozenset[str] = frozenset()
+    environ_fetchers: frozenset[str] = frozenset()
+    params: frozenset[tuple[str, str]] = frozenset()  # (function qualname, parameter)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
+            or self.params
+        )
+
+    def key(self) -> str:
+        """A digest of everything in it, for the cache."""
+        parts = [
+            ",".join(sorted(self.record_fetchers)),
+            ",".join(sorted(self.record_holders)),
+            ",".join(sorted(self.context_fetchers)),
+            ",".join(sorted(self.environ_fetchers)),
+            ",".join(sorted(f"{q}:{p}" for q, p in self.params)),
+        ]
+        return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
+
+
 @attrs.frozen
 class FileScan:
-    """The result for one file's bytes; cached by content hash, so it holds no path."""
+    """The result for one file's bytes (and its FlowInput, when it has one); cached by
+    content hash, so it holds no path."""
 
     reads: tuple[tuple[Any, ...], ...] = ()
     violations: tuple[tuple[Any, ...], ...] = ()
     problem: str | None = None
     generated: bool = False
+    flow: FlowFacts = FlowFacts()
 
 
 @attrs.frozen

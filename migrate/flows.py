@@ -1,0 +1,720 @@
+"""The project pass: the read ratchet follows values between modules and functions.
+
+Each file's analysis (configbags.migrate.scan) reads one module. What crosses a module or
+function boundary it records as facts (configbags.migrate.scanmodel.FlowFacts): its
+imports, the signatures of its functions, which module-level names return the record, a
+config context or the environment when called (fetchers), which hold the record
+(holders), where the record is handed to a callable (passes), which parameters are used
+as an environment variable's name, and where a declared variable's name is passed as a
+literal. This pass resolves the imports by module name (a file's module name follows its
+path and the `__init__.py` chain; relative imports too), tells each module what its
+imports are (configbags.migrate.scanmodel.FlowInput) and which of its parameters receive
+the record, and analyses again the modules whose input changed, until nothing changes.
+Then it reports, at the call site (keyed to the caller's file and function):
+
+- the record handed to a callable it cannot resolve to a function of a scanned module
+  (a method of an object, a third-party function, a parameter, a nested function): leaf
+  `*`, via "escape", form "escapes_call" (the record escapes where no analysis follows);
+  callables that provably read nothing (isinstance, id, type, len, ...), a child process,
+  and the functions of the record's own home module (excluded from the scan, where the
+  record is set) are exempt;
+- the record handed to a function that reads it whole or dynamically (a read of `*` in
+  that function, allowlisted there or not): leaf `*`, via "helper";
+- a declared variable's name passed to a parameter the callee uses as an environment key:
+  leaf `$NAME`, via "environ", form "env_helper".
+
+A read found through another module is at most "held" (configbags.migrate.scanmodel.
+ORIGINS), so `ratchet fix` never rewrites it.
+
+The per-file results stay path-free: a result computed with a FlowInput is cached under
+the file's digest and the input's key (configbags.migrate.scancache), so a warm check
+(no file changed) analyses nothing again.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import posixpath
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from configbags.migrate.aliases import dotted, mention_lines, mentions, statement_span
+from configbags.migrate.scanmodel import (
+    ENV_UNRESOLVED,
+    STATE_READBACK,
+    FileScan,
+    FlowFacts,
+    FlowInput,
+    ScanSettings,
+    env_subject,
+)
+
+# More rounds than this and the pass stops, reporting a problem (a check fails).
+MAX_ROUNDS = 64
+_CONTEXT_FETCHES = frozenset({"get_context", "process_context"})
+_ENV_KEY_READS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
+
+# ---- per-file facts (cheap: only statements whose lines mention a word are walked)
+
+
+def _mentioned(statements: Iterable[ast.stmt], lines: list[int]) -> Iterator[ast.stmt]:
+    """Every statement, at any depth, whose lines mention one of the words of `lines`."""
+    for node in statements:
+        if not mentions(lines, statement_span(node)):
+            continue
+        yield node
+        for field in _STATEMENT_LISTS:
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                for item in inner:
+                    if isinstance(item, ast.stmt):
+                        yield from _mentioned([item], lines)
+                    elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                        yield from _mentioned(item.body, lines)
+
+
+def _is_record_param(arg: ast.arg, settings: ScanSettings, annotated: bool = True) -> bool:
+    """Does the analysis take `arg` as the record by itself (annotated as the record
+    class, or unannotated and named like a record attribute)? `annotated`: whether the
+    module mentions the record class at all."""
+    if arg.annotation is None:
+        return arg.arg in settings.record_attributes
+    if not annotated:
+        return False
+    annotation: ast.expr = arg.annotation
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return settings.record_class in annotation.value
+    return any(
+        (isinstance(sub, ast.Name) and sub.id == settings.record_class)
+        or (isinstance(sub, ast.Attribute) and sub.attr == settings.record_class)
+        for sub in ast.walk(annotation)
+    )
+
+
+def _signature(
+    qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str, annotated: bool
+) -> tuple[Any, ...]:
+    positional = [*args.posonlyargs, *args.args][1 if bound else 0 :]
+    record = [a.arg for a in (*positional, *args.kwonlyargs) if _is_record_param(a, settings, annotated)]
+    star = int(args.vararg is not None or args.kwarg is not None)
+    return (qualname, tuple(a.arg for a in positional), tuple(a.arg for a in args.kwonlyargs), tuple(record), star, body)
+
+
+def _is_plain_method(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    names = {dotted(d) for d in node.decorator_list}
+    return "staticmethod" not in names and "classmethod" not in names
+
+
+def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> list[tuple[Any, ...]]:
+    """(qualname, positional, keyword-only, record parameters, star, body) of each
+    module-level function and class (a class's are its `__init__`'s, without self; a
+    class without one takes star) and each method (without self: called as self.m)."""
+    rows: list[tuple[Any, ...]] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            rows.append(_signature(node.name, node.args, settings, bound=False, body=node.name, annotated=annotated))
+        elif isinstance(node, ast.ClassDef):
+            init = None
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    qualname = f"{node.name}.{item.name}"
+                    plain = _is_plain_method(item)
+                    rows.append(_signature(qualname, item.args, settings, bound=plain, body=qualname, annotated=annotated))
+                    if item.name == "__init__":
+                        init = item
+            if init is not None:
+                rows.append(_signature(node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated))
+            else:
+                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__"))
+    return rows
+
+
+def _imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
+    lines = mention_lines(text, ("import",))
+    rows: list[tuple[Any, ...]] = []
+    for node in _mentioned(tree.body, lines) if lines else ():
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                rows.append((0, alias.name if alias.asname else alias.name.split(".")[0], "", local))
+                if not alias.asname and "." in alias.name:
+                    rows.append((0, alias.name, "", alias.name))  # `import a.b`: a.b.x is a.b's x
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                rows.append((node.level, node.module or "", alias.name, alias.asname or alias.name))
+    return rows
+
+
+def _environ_expr(expr: ast.expr) -> bool:
+    name = dotted(expr)
+    return name == "environ" or name.endswith(".environ")
+
+
+def _returns_kind(value: ast.expr) -> str | None:
+    """What a returned value is: a config context, the environment, or neither."""
+    if isinstance(value, ast.Call):
+        name = dotted(value.func)
+        if name.rpartition(".")[2] in _CONTEXT_FETCHES:
+            return "context"
+        if name.endswith("environ.copy") or (name == "dict" and value.args and _environ_expr(value.args[0])):
+            return "environ"
+        return None
+    return "environ" if _environ_expr(value) else None
+
+
+def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield f"{node.name}.{item.name}", item
+
+
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[ast.AST]:
+    """Every node of the statements on `lines`, each once: a compound statement's own
+    parts (its test, its iterable, ...), and its inner statements only where mentioned."""
+    for stmt in _mentioned(statements, lines):
+        yield stmt
+        for field in stmt._fields:
+            if field in _STATEMENT_LISTS:
+                continue
+            value = getattr(stmt, field, None)
+            for part in value if isinstance(value, list) else [value]:
+                if isinstance(part, ast.AST) and not isinstance(part, ast.stmt):
+                    yield from ast.walk(part)
+
+
+def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """(fetchers, env_params): module-level functions that return a context or the
+    environment, and parameters used as an environment variable's name."""
+    lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES))
+    fetchers: list[tuple[Any, ...]] = []
+    env_params: list[tuple[Any, ...]] = []
+    if not lines:
+        return fetchers, env_params
+    for qualname, node in _functions(tree):
+        if not mentions(lines, statement_span(node)):
+            continue
+        params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+        keys: set[str] = set()
+        for sub in _mentioned_nodes(node.body, lines):
+            if isinstance(sub, ast.Return) and sub.value is not None and "." not in qualname:
+                kind = _returns_kind(sub.value)
+                if kind is not None:
+                    fetchers.append((qualname, kind))
+            elif isinstance(sub, ast.Subscript) and _environ_expr(sub.value) and isinstance(sub.slice, ast.Name):
+                keys.add(sub.slice.id)
+            elif isinstance(sub, ast.Call) and sub.args and isinstance(sub.args[0], ast.Name):
+                func = sub.func
+                if (isinstance(func, ast.Attribute) and func.attr in _ENV_KEY_READS and _environ_expr(func.value)) or (
+                    dotted(func).rpartition(".")[2] == "getenv"
+                ):
+                    keys.add(sub.args[0].id)
+            elif (
+                isinstance(sub, ast.Compare)
+                and isinstance(sub.left, ast.Name)
+                and any(isinstance(op, (ast.In, ast.NotIn)) for op in sub.ops)
+                and any(map(_environ_expr, sub.comparators))
+            ):
+                keys.add(sub.left.id)
+        env_params += [(qualname, key) for key in sorted(keys & params)]
+    return sorted(set(fetchers)), env_params
+
+
+class _Walk(ast.NodeVisitor):
+    """Visits the statements on `lines` (any depth) knowing the enclosing qualname and
+    each node's parent."""
+
+    def __init__(self, lines: list[int]) -> None:
+        self.lines = lines
+        self.qualname: list[str] = []
+        self.parents: list[ast.AST] = []
+
+    @property
+    def function(self) -> str:
+        return ".".join(self.qualname) or "<module>"
+
+    def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.stmt) and not mentions(self.lines, statement_span(node)):
+            return
+        named = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            self.qualname.append(node.name)
+        self.found(node)
+        self.parents.append(node)
+        self.generic_visit(node)
+        self.parents.pop()
+        if named:
+            self.qualname.pop()
+
+    def found(self, node: ast.AST) -> None:
+        raise NotImplementedError
+
+
+class _Literals(_Walk):
+    """Calls that pass a declared variable's name as a literal."""
+
+    def __init__(self, lines: list[int], declared: frozenset[str]) -> None:
+        super().__init__(lines)
+        self.declared = declared
+        self.rows: list[tuple[Any, ...]] = []
+
+    def found(self, node: ast.AST) -> None:
+        if not isinstance(node, ast.Call):
+            return
+        callee = dotted(node.func)
+        if not callee:
+            return
+        handed = [(i, "", a) for i, a in enumerate(node.args)] + [(-1, k.arg or "", k.value) for k in node.keywords]
+        for position, keyword, arg in handed:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value in self.declared:
+                self.rows.append((
+                    self.function, f"name:{callee}", position, keyword, arg.value, arg.lineno, arg.col_offset,
+                    arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
+                ))
+
+
+def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts:
+    """The facts of one module that need no other module: imports, signatures, the
+    context and environment it returns, its environment-key parameters, and the declared
+    names it passes as literals. (What the record analysis adds: scan.scan_source.)"""
+    fetchers, env_params = _door_facts(tree, text)
+    literals: list[tuple[Any, ...]] = []
+    declared = frozenset(settings.env_vars)
+    if declared and any(name in text for name in declared):
+        walk = _Literals(mention_lines(text, declared), declared)
+        for node in tree.body:
+            walk.visit(node)
+        literals = walk.rows
+    bases = tuple(
+        (node.name, *filter(None, map(dotted, node.bases))) for node in tree.body if isinstance(node, ast.ClassDef)
+    )
+    return FlowFacts(
+        imports=tuple(_imports(tree, text)),
+        bases=bases,
+        signatures=tuple(_signatures(tree, settings, settings.record_class in text)),
+        fetchers=tuple(fetchers),
+        env_params=tuple(env_params),
+        env_literals=tuple(literals),
+    )
+
+
+class _Uses(_Walk):
+    """Uses of imported functions that return a config context or the environment."""
+
+    def __init__(self, lines: list[int], flows: FlowInput, declared: frozenset[str]) -> None:
+        super().__init__(lines)
+        self.flows = flows
+        self.declared = declared
+        self.reads: list[tuple[Any, ...]] = []
+        self.fetchers: list[tuple[str, str]] = []
+
+    def _row(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
+        self.reads.append((
+            self.function, leaf, node.lineno, node.col_offset, node.end_lineno or node.lineno,
+            node.end_col_offset or node.col_offset, via, form, "held",
+        ))
+
+    def found(self, node: ast.AST) -> None:
+        if not isinstance(node, ast.Call):
+            return
+        name = dotted(node.func)
+        parent = self.parents[-1] if self.parents else None
+        if isinstance(parent, ast.Return) and len(self.qualname) == 1:
+            kind = "context" if name in self.flows.context_fetchers else "environ" if name in self.flows.environ_fetchers else None
+            if kind is not None:
+                self.fetchers.append((self.qualname[0], kind))
+                return
+        if name in self.flows.context_fetchers:
+            if isinstance(parent, ast.Attribute) and parent.attr == "state":
+                self._row(parent, STATE_READBACK, "readback", "state")
+        elif name in self.flows.environ_fetchers:
+            self._environ(node, parent)
+
+    def _environ(self, node: ast.Call, parent: ast.AST | None) -> None:
+        key: ast.expr | None = None
+        form = "environ_whole"
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            key, form = parent.slice, "environ_subscript"
+        elif isinstance(parent, ast.Attribute) and parent.attr in _ENV_KEY_READS and len(self.parents) > 1:
+            call = self.parents[-2]
+            if isinstance(call, ast.Call) and call.func is parent and call.args:
+                key, form = call.args[0], "environ_get"
+        elif isinstance(parent, ast.Compare) and node in parent.comparators:
+            key, form = parent.left, "environ_in"
+        if key is None:
+            self._row(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+            if key.value in self.declared:
+                self._row(node, env_subject(key.value), "environ", form)
+        else:
+            self._row(node, ENV_UNRESOLVED, "environ", form)
+
+
+def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
+    """(reads, fetchers): the reads through imported context and environment fetchers,
+    and the module-level functions that return what one of them returns."""
+    names = {part for spelled in (*flows.context_fetchers, *flows.environ_fetchers) for part in spelled.split(".")}
+    if not names:
+        return [], []
+    walk = _Uses(mention_lines(text, names), flows, frozenset(settings.env_vars))
+    for node in tree.body:
+        walk.visit(node)
+    return walk.reads, walk.fetchers
+
+
+# ---- the project pass
+
+
+def module_names(files: Sequence[str]) -> dict[str, str]:
+    """Module name -> file: by the `__init__.py` chain above each file, and also by its
+    whole path (for namespace packages and roots given as packages' parents)."""
+    inits = {posixpath.dirname(f) for f in files if posixpath.basename(f).lower() in ("__init__.py", "__init__.pyw")}
+    names: dict[str, str] = {}
+    extra: dict[str, str] = {}
+    for rel in files:
+        folder, base = posixpath.split(rel)
+        stem = base.rsplit(".", 1)[0]
+        chain = [] if stem == "__init__" else [stem]
+        parts = [p for p in folder.split("/") if p] + chain
+        if stem == "__init__" or folder in inits:
+            while folder and folder in inits:
+                folder, package = posixpath.split(folder)
+                chain.insert(0, package)
+        if chain and all(p.isidentifier() for p in chain):
+            names.setdefault(".".join(chain), rel)
+        if parts and all(p.isidentifier() for p in parts):
+            extra.setdefault(".".join(parts), rel)
+    for name, rel in extra.items():
+        names.setdefault(name, rel)
+    return names
+
+
+class _Project:
+    """The module table and what each module exports, for one round."""
+
+    def __init__(self, files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings) -> None:
+        self.results = results
+        self.settings = settings
+        self.modules = module_names(files)
+        self.module_of: dict[str, str] = {}
+        for name, rel in sorted(self.modules.items(), key=lambda item: -len(item[0])):
+            self.module_of[rel] = name  # the shortest name wins: the one imports use
+        self.kinds: dict[str, dict[str, set[str]]] = {}
+        for rel, result in results.items():
+            table: dict[str, set[str]] = defaultdict(set)
+            for name, kind in result.flow.fetchers:
+                table[name].add(kind)
+            for name in result.flow.holders:
+                table[name].add("holder")
+            self.kinds[rel] = table
+        self._defs: dict[str, dict[str, tuple[Any, ...]]] = {}
+        self.sorted_modules = sorted(self.modules)
+        # the first part of every scanned module's name: an import of any other names a
+        # module that is not scanned (the standard library, a third party)
+        self.tops = {module.partition(".")[0] for module in self.modules}
+        self._imports: dict[str, dict[str, tuple[str, str]]] = {}
+        # modules that export something (a fetcher, a holder, or a name they import)
+        self.exporting = {
+            module for module, rel in self.modules.items() if self.kinds[rel] or any(r[2] for r in results[rel].flow.imports)
+        }
+
+    def defs(self, rel: str) -> dict[str, tuple[Any, ...]]:
+        """qualname -> signature row, of `rel`'s functions, classes and methods."""
+        known = self._defs.get(rel)
+        if known is None:
+            known = self._defs[rel] = {row[0]: row for row in self.results[rel].flow.signatures}
+        return known
+
+    def under(self, target: str) -> list[str]:
+        """`target` and its submodules, among the scanned modules."""
+        start = bisect.bisect_left(self.sorted_modules, target)
+        found: list[str] = []
+        for module in self.sorted_modules[start:]:
+            if module != target and not module.startswith(target + "."):
+                if not module.startswith(target):
+                    break
+                continue
+            found.append(module)
+        return found
+
+    def package(self, rel: str) -> str:
+        module = self.module_of.get(rel, "")
+        if posixpath.basename(rel).rsplit(".", 1)[0] == "__init__":
+            return module
+        return module.rpartition(".")[0]
+
+    def absolute(self, rel: str, level: int, module: str) -> str:
+        if not level:
+            return module
+        base = self.package(rel).split(".") if self.package(rel) else []
+        if level > 1:
+            base = base[: len(base) - (level - 1)]
+        return ".".join([*base, *([module] if module else [])])
+
+    def local_imports(self, rel: str) -> dict[str, tuple[str, str]]:
+        """local name -> ("mod", module) or ("sym", "module:name")."""
+        known = self._imports.get(rel)
+        if known is not None:
+            return known
+        table: dict[str, tuple[str, str]] = self._imports.setdefault(rel, {})
+        stars: list[str] = []
+        for level, module, name, local in self.results[rel].flow.imports:
+            target = self.absolute(rel, level, module)
+            if not name:
+                table[local] = ("mod", target)
+            elif name == "*":
+                stars.append(target)
+            else:
+                joined = f"{target}.{name}" if target else name
+                table[local] = ("mod", joined) if joined in self.modules else ("sym", f"{target}:{name}")
+        for target in stars:
+            # `from m import *` binds m's public names (all of them: `__all__` is not read)
+            other = self.modules.get(target)
+            if other is None or other == rel:
+                continue
+            names = {row[0] for row in self.results[other].flow.signatures if "." not in row[0]}
+            names |= {name for name in self.kinds[other] if "." not in name}
+            names |= {row[3] for row in self.results[other].flow.imports if row[2] not in ("", "*")}
+            for name in names:
+                if not name.startswith("_"):
+                    table.setdefault(name, ("sym", f"{target}:{name}"))
+        return table
+
+    def symbol(self, module: str, name: str, depth: int = 0) -> tuple[str, str] | None:
+        """Where `module`'s `name` is defined, following re-exports: (file, name), or
+        None when the module is not scanned."""
+        rel = self.modules.get(module)
+        if rel is None:
+            return None
+        head = name.split(".")[0]
+        if depth < 8 and head not in self.defs(rel) and not self.kinds[rel].get(head):
+            found = self.local_imports(rel).get(head)
+            if found is not None and found[0] == "sym":
+                target_module, _, target_name = found[1].partition(":")
+                rest = name[len(head) :]
+                return self.symbol(target_module, target_name + rest, depth + 1) or (rel, name)
+        return rel, name
+
+    def resolve(self, rel: str, spelled: str) -> tuple[str, str] | tuple[None, str]:
+        """The definition a name spelled in `rel` refers to: (file, qualname), or (None,
+        "module:name") for a name of a module that is not scanned, (None, "") unknown."""
+        parts = spelled.split(".")
+        head = parts[0]
+        imports = self.local_imports(rel)
+        if head in self.defs(rel) and head not in imports:
+            return rel, spelled
+        found = imports.get(head)
+        if found is None:
+            return None, ""
+        kind, target = found
+        rest = parts[1:]
+        while kind == "mod" and rest and f"{target}.{rest[0]}" in self.modules:
+            target = f"{target}.{rest.pop(0)}"
+        if kind == "mod":
+            if not rest:
+                return None, ""
+            module, name = target, ".".join(rest)
+        else:
+            module, _, name = target.partition(":")
+            name = ".".join([name, *rest])
+        site = self.symbol(module, name)
+        return site if site is not None else (None, f"{module}:{name}")
+
+    def kinds_of(self, rel: str, spelled: str) -> set[str]:
+        site = self.resolve(rel, spelled)
+        if site[0] is None:
+            return set()
+        return self.kinds[site[0]].get(site[1], set())
+
+    def flow_input(self, rel: str, params: frozenset[tuple[str, str]]) -> FlowInput:
+        """What `rel`'s imports are, by the names it spells them with."""
+        spelled: dict[str, set[str]] = defaultdict(set)
+        for local, (kind, target) in self.local_imports(rel).items():
+            if target.partition(".")[0].partition(":")[0] not in self.tops:
+                continue
+            if kind == "sym":
+                for found in self.kinds_of(rel, local):
+                    spelled[found].add(local)
+                site = self.resolve(rel, local)
+                if site[0] is not None:  # `from m import R`: R.ARGS holds the record
+                    for name, kinds in self.kinds[site[0]].items():
+                        if name.startswith(site[1] + "."):
+                            for found in kinds:
+                                spelled[found].add(local + name[len(site[1]) :])
+                continue
+            prefix = len(target)
+            for module in self.under(target):
+                if module not in self.exporting:
+                    continue
+                other = self.modules[module]
+                dotted_prefix = local + module[prefix:]
+                for name in self._exported(other):
+                    for found in self.kinds_of(other, name) | self.kinds[other].get(name, set()):
+                        spelled[found].add(f"{dotted_prefix}.{name}")
+        for name, kinds in self.kinds[rel].items():
+            # the module's own functions returning a context or the environment: their
+            # uses are read here too (the record's own are the alias analysis's)
+            for kind in kinds & {"context", "environ"}:
+                spelled[kind].add(name)
+        return FlowInput(
+            record_fetchers=frozenset(spelled["record"]),
+            record_holders=frozenset(spelled["holder"]),
+            context_fetchers=frozenset(spelled["context"]),
+            environ_fetchers=frozenset(spelled["environ"]),
+            params=params,
+        )
+
+    def _exported(self, rel: str) -> set[str]:
+        names = {name for name, kinds in self.kinds[rel].items() if kinds}
+        names |= {row[3] for row in self.results[rel].flow.imports if row[2]}
+        return names
+
+    def callee(self, rel: str, spelled: str) -> tuple[str, tuple[Any, ...]] | str | None:
+        """The function a call spelled in `rel` runs: (file, signature); or the name of a
+        module not scanned ("module:name"); or None (nothing known)."""
+        how, _, name = spelled.partition(":")
+        if how == "self":
+            row = self.defs(rel).get(name)
+            return (rel, row) if row is not None else self._inherited(rel, name)
+        if how == "super":
+            return self._inherited(rel, name)
+        if how != "name" or not name:
+            return None
+        site = self.resolve(rel, name)
+        if site[0] is None:
+            return site[1] or None
+        row = self.defs(site[0]).get(site[1])
+        return (site[0], row) if row is not None else None
+
+
+    def _inherited(self, rel: str, name: str, depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:
+        """`Class.method` as the nearest base class of `Class` that defines it (only
+        bases of scanned modules: any other is no function known here)."""
+        owner, _, method = name.rpartition(".")
+        for row in self.results[rel].flow.bases:
+            if row[0] != owner:
+                continue
+            for base in row[1:]:
+                site = self.resolve(rel, base)
+                if site[0] is None or depth > 8:
+                    continue
+                found = self.defs(site[0]).get(f"{site[1]}.{method}")
+                if found is not None:
+                    return site[0], found
+                deeper = self._inherited(site[0], f"{site[1]}.{method}", depth + 1)
+                if deeper is not None:
+                    return deeper
+        return None
+
+
+def _parameter(row: tuple[Any, ...], position: int, keyword: str) -> str | None:
+    _, positional, kwonly, _, _, _ = row
+    if 0 <= position < len(positional):
+        return str(positional[position])
+    if position == -1 and keyword and (keyword in positional or keyword in kwonly):
+        return keyword
+    return None
+
+
+def _homes(project: _Project, settings: ScanSettings) -> set[str]:
+    """Modules (not scanned) that files import the raw accessor or record class from."""
+    homes: set[str] = set()
+    for rel, result in project.results.items():
+        for level, module, name, _ in result.flow.imports:
+            if name in (settings.raw_accessor, settings.record_class):
+                target = project.absolute(rel, level, module)
+                if target not in project.modules:
+                    homes.add(target)
+    return homes
+
+
+Rescan = Callable[[str, FlowInput], FileScan]
+
+
+@attrs.frozen
+class Outcome:
+    sites: dict[str, list[tuple[Any, ...]]]  # file -> the reads found at its call sites
+    problem: str | None  # set when the pass did not settle
+    inputs: dict[str, FlowInput]  # file -> what it was told, where not nothing
+
+
+def project_pass(
+    files: Sequence[str], results: dict[str, FileScan], settings: ScanSettings, rescan: Rescan
+) -> Outcome:
+    """Run the pass over `results` (file -> its result with no input), re-analysing a
+    file with its FlowInput through `rescan` until nothing changes; `results` then holds
+    the final results."""
+    inputs: dict[str, FlowInput] = {rel: FlowInput() for rel in results}
+    project = _Project(files, results, settings)
+    for _ in range(MAX_ROUNDS):
+        params = _params(project)
+        changed = False
+        for rel in sorted(results):
+            wanted = project.flow_input(rel, frozenset(params.get(rel, ())))
+            if wanted != inputs[rel]:
+                results[rel] = rescan(rel, wanted)
+                inputs[rel] = wanted
+                changed = True
+        if not changed:
+            break
+        project = _Project(files, results, settings)
+    else:
+        return Outcome(_call_site_reads(project, settings), f"the project pass did not settle in {MAX_ROUNDS} rounds", {})
+    return Outcome(_call_site_reads(project, settings), None, {rel: found for rel, found in inputs.items() if found})
+
+
+def _params(project: _Project) -> dict[str, set[tuple[str, str]]]:
+    """file -> (function, parameter) that receive the record from some call site and do
+    not already take it by annotation or name."""
+    found: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for rel, result in project.results.items():
+        for _, callee, position, keyword, *_ in result.flow.passes:
+            target = project.callee(rel, callee)
+            if not isinstance(target, tuple):
+                continue
+            where, row = target
+            param = _parameter(row, position, keyword)
+            if param is not None and param not in row[3]:
+                found[where].add((row[5], param))
+    return found
+
+
+def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, list[tuple[Any, ...]]]:
+    homes = _homes(project, settings)
+    whole: dict[str, set[str]] = defaultdict(set)  # file -> functions that read `*`
+    for rel, result in project.results.items():
+        for row in result.reads:
+            if row[1] == "*":
+                whole[rel].add(row[0])
+    reads: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+    for rel, result in project.results.items():
+        for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
+            target = project.callee(rel, callee)
+            site = (caller, "*", line, col, end_line, end_col)
+            if isinstance(target, tuple):
+                where, row = target
+                if row[5] in whole[where]:
+                    reads[rel].append((*site, "helper", "passed_whole", "held"))
+                elif _parameter(row, position, keyword) is None:
+                    reads[rel].append((*site, "escape", "escapes_call", "held"))
+            elif target is None or target.partition(":")[0] not in homes:
+                reads[rel].append((*site, "escape", "escapes_call", "held"))
+        for caller, callee, position, keyword, name, line, col, end_line, end_col in result.flow.env_literals:
+            target = project.callee(rel, callee)
+            if not isinstance(target, tuple):
+                continue
+            where, row = target
+            param = _parameter(row, position, keyword)
+            if param is not None and (row[5], param) in {tuple(p) for p in project.results[where].flow.env_params}:
+                reads[rel].append((caller, env_subject(name), line, col, end_line, end_col, "environ", "env_helper", "held"))
+    return reads
