@@ -251,8 +251,15 @@ def check_keys(registry: Registry, values: Mapping[str, Any]) -> None:
     """Refuse, at start-up, a key no client could ever send byte for byte (which would
     otherwise fail every request, or answer 500): empty, non-ASCII (HTTP headers are read as
     latin-1), undecodable bytes from the environment, control characters, or surrounding
-    whitespace (the bearer token is stripped). The error names the leaf and its flag and
-    variable, never the key."""
+    whitespace (the bearer token is stripped); and one admin key that is also the read key,
+    which would let every reader change the config. The error names the leaf and its flag
+    and variable, never the key."""
+    api, admin = values.get(API_KEY_LEAF), values.get(ADMIN_KEY_LEAF)
+    if api is not None and api == admin:
+        raise ConfigError(
+            f"{API_KEY_LEAF} and {ADMIN_KEY_LEAF} are the same key, so every client that may read could "
+            f"also change the config; give the admin a key of its own (e.g. `openssl rand -hex 32`)"
+        )
     for name in KEY_LEAVES:
         key = values.get(name)
         if key is None or name not in registry.leaves:
@@ -475,8 +482,9 @@ class Door:
             if leaves[name] is None:
                 raise DoorError(400, "key_unset", f"{name} cannot be unset over HTTP: that would turn its "
                                 "protection off", "restart the server without the key to turn it off", leaf=name)
+            current = {key: self.context.state.values.get(key) for key in KEY_LEAVES}
             try:
-                check_keys(self.context.registry, {name: leaves[name]})
+                check_keys(self.context.registry, {**current, **{k: leaves[k] for k in KEY_LEAVES if k in leaves}})
             except ConfigError as exc:
                 raise DoorError(400, "unusable_key", str(exc), "send a key a client can send", leaf=name) from None
 

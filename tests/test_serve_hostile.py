@@ -121,6 +121,12 @@ def test_a_key_no_client_could_send_is_refused_naming_the_reason(leaf: str, key:
     assert not key or key not in message  # never echoed
 
 
+def test_one_key_for_reading_and_changing_is_refused_never_echoed() -> None:
+    with pytest.raises(ConfigError, match="api_key and admin_api_key are the same key") as info:
+        check_keys(REGISTRY, {"api_key": "shared-SEKRET", "admin_api_key": "shared-SEKRET"})
+    assert "SEKRET" not in str(info.value)
+
+
 def test_usable_keys_pass() -> None:
     check_keys(REGISTRY, {"api_key": "read key with inner spaces", "admin_api_key": None})
 
@@ -129,6 +135,7 @@ def test_usable_keys_pass() -> None:
 @pytest.mark.parametrize(("env", "argv", "reason"), [
     ({}, ["--api-key", "ключ"], "non-ASCII"),
     ({b"SGLANG_API_KEY": b"k\xffey"}, [], "SGLANG_API_KEY"),
+    ({}, ["--api-key", "same-key", "--admin-api-key", "same-key"], "are the same key"),
 ])
 def test_serve_refuses_an_unusable_key_at_start_up_with_exit_2(
         env: dict[bytes, bytes], argv: list[str], reason: str) -> None:
@@ -243,6 +250,16 @@ def test_a_patch_never_unsets_a_key_nor_sets_one_no_client_could_send(
         door.patch("t", {leaf: value})
     assert (info.value.status, info.value.code, info.value.leaf) == (400, code, leaf)
     assert config_scope.epoch == epoch
+
+
+@pytest.mark.parametrize(("leaf", "value"), [("api_key", ADMIN_KEY), ("admin_api_key", "read-key-7f1e")])
+def test_a_patch_never_makes_the_read_key_the_admin_key(config_scope: Context[Any], leaf: str, value: str) -> None:
+    config_scope.publish(ServerArgs(model_path="m", api_key="read-key-7f1e", admin_api_key=ADMIN_KEY), role="launcher")
+    door = Door(config_scope)
+    epoch = config_scope.epoch
+    with pytest.raises(DoorError, match="are the same key") as info:
+        door.patch("t", {leaf: value})
+    assert (info.value.status, info.value.code) == (400, "unusable_key") and config_scope.epoch == epoch
 
 
 # -- round three: NUL bytes, huge integers, the role named -----------------------------------
