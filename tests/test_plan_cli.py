@@ -101,6 +101,13 @@ def test_context_that_does_not_fit_is_capped_with_a_warning(capsys: pytest.Captu
     assert "largest context that fits is 19025" in capsys.readouterr().err
 
 
+def test_a_context_of_one_token_admits_no_request_and_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # max_req_len = context - 1 = 0: "4,096 requests fit at once" would be a false success
+    assert main(["--model-config", LLAMA, "--gpu", "H100", "--context-length", "1"]) == 2
+    assert "context_length=1 leaves max_req_len 0: no request could be admitted" in capsys.readouterr().err
+    assert main(["--model-config", LLAMA, "--gpu", "H100", "--context-length", "2"]) == 0
+
+
 def test_active_draft_tokens_without_speculation_leave_rows_alone(capsys: pytest.CaptureFixture[str]) -> None:
     # Speculation off: the resolved bound is 0, whatever --speculative-num-draft-tokens says.
     argv = ["--model-config", LLAMA, "--device-memory", "80GiB", "--json"]

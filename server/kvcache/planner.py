@@ -532,6 +532,12 @@ def _assemble(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, r: _Reso
             "--mem-fraction-static or --max-running-requests"
         )
     tokens_cap = min(r.ctx, tokens)
+    if tokens_cap < 2:  # SGLang admits requests of at most max_req_len = this - 1 tokens
+        raise KvPlanError(
+            f"{shape.source}: context_length={r.ctx} leaves max_req_len {tokens_cap - 1}: no request could "
+            f"be admitted; give a context of at least 2 tokens (--context-length, or the model's "
+            f"max_position_embeddings)"
+        )
     return KvPlan(
         model=shape.name,
         settings=s,
