@@ -34,6 +34,9 @@ from configbags.serve.watch import (
 
 HOST_LEAF, PORT_LEAF = "host", "port"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
+# Each rank is a process importing torch on this machine: beyond a node's GPU count times
+# pipeline stages, a larger --ranks is a typo that would fork hundreds of processes.
+MAX_RANKS = 64
 
 
 def _seconds(text: str) -> float:
@@ -69,7 +72,8 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--ranks", type=int, default=1, metavar="N",
                         help="hold the config on N gloo ranks: this process is rank 0 and starts "
-                             "N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks)")
+                             f"N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks; at "
+                             f"most {MAX_RANKS})")
     parser.add_argument("--rank-timeout", type=_seconds, default=10.0, metavar="S",
                         help="seconds to wait for a rank before answering 503; a rank silent this "
                              "long is stalled: /health names it until it answers again; silent three times "
@@ -112,8 +116,8 @@ def _server_parser(package: str | None) -> argparse.ArgumentParser | None:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser(peek_package(list(sys.argv[1:] if argv is None else argv)))
     args, server_flags = parser.parse_known_args(argv)
-    if args.ranks < 1:
-        parser.error("--ranks must be at least 1")
+    if not 1 <= args.ranks <= MAX_RANKS:
+        parser.error(f"--ranks must be from 1 to {MAX_RANKS} (each rank is a process of this machine)")
     if args.max_body_bytes < 1:
         parser.error("--max-body-bytes must be at least 1")
     if args.watch is not None:

@@ -293,3 +293,13 @@ def test_a_refused_patch_names_the_role_acting_not_the_one_that_published(client
         assert response.status_code == 400, response.text
         message = response.json()["message"]
         assert "in role 'operator'" in message and "launcher" not in message, message
+
+
+@pytest.mark.parametrize("ranks", ["0", "-1", "65", "1000"])
+def test_a_rank_count_outside_its_bounds_exits_2_before_any_process_starts(
+        ranks: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.serve.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--package", "configbags.generated", "--ranks", ranks, "--tp-size", ranks, "--model-path", "m"])
+    assert exited.value.code == 2 and "--ranks must be from 1 to 64" in capsys.readouterr().err
