@@ -59,6 +59,13 @@ RANK_OF_GROUP = {
 }
 
 
+def reap(procs: list[Any]) -> None:
+    """Kill the rank processes a test leaves running (a failed wait, a stopped rank)."""
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+
+
 def _write(outdir: str, name: str, rank: int, data: Any) -> None:
     Path(outdir, f"{name}-{rank}.json").write_text(json.dumps(data, sort_keys=True))
 

@@ -54,9 +54,7 @@ def _run(world: int, signame: str, scenarios: list[tuple[str, str]], tmp_path: P
         for p in procs:
             p.join(10)
     finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+        dist_workers.reap(procs)
         del store
     return results
 

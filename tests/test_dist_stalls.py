@@ -62,9 +62,7 @@ def test_a_rank_stopped_before_or_inside_a_publish_is_named_and_catches_up(tmp_p
         for p in procs:
             p.join(10)
     finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+        dist_workers.reap(procs)
         del store
 
 
@@ -84,9 +82,7 @@ def test_a_runtime_secret_changed_on_two_ranks_is_redacted_in_every_log_at_debug
             p.join(30)
         assert [p.exitcode for p in procs] == [0] * world
     finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+        dist_workers.reap(procs)
         del store
     for rank in range(world):
         text = (tmp_path / f"log-{rank}.txt").read_text()
@@ -109,9 +105,7 @@ def test_a_rank_that_stays_stopped_leaves_and_every_later_collective_refuses_at_
         for p in procs:
             p.join(10)
     finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+        dist_workers.reap(procs)
         del store
     named = f"rank(s) {victim} of {world}"
     for rank in range(victim):
@@ -149,7 +143,5 @@ def test_a_group_the_engine_made_itself_is_joined_through_its_store_signed(tmp_p
         assert any("configbags/ctx/" in k for k in ours), keys
         assert all(re.fullmatch(rb"[0-9a-f]{64}:.*", store.get(k), re.S) for k in ours), ours
     finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+        dist_workers.reap(procs)
         del store

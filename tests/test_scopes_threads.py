@@ -4,8 +4,10 @@ back. And `acting_as` a role that writes every leaf only inside a test scope."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -193,7 +195,9 @@ def test_interleaved_asyncio_tasks_each_restore_their_own_scope(ctx: Context[Any
     assert _acc_single(ctx) == start
 
 
-def test_a_scope_without_leaves_keeps_another_threads_override(ctx: Context[Any]) -> None:
+@contextlib.contextmanager
+def _scope_open_in_another_thread(ctx: Context[Any]) -> Iterator[None]:
+    """`ctx.scoped("A")` (no leaves) held open by another thread for the block."""
     entered, leave = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -203,10 +207,17 @@ def test_a_scope_without_leaves_keeps_another_threads_override(ctx: Context[Any]
 
     thread = threading.Thread(target=hold)
     thread.start()
-    assert entered.wait(10)
-    ctx.override("main-thread", **{ACC: 0.42})
-    leave.set()
-    thread.join(timeout=10)
+    try:
+        assert entered.wait(10)
+        yield
+    finally:
+        leave.set()
+        thread.join(timeout=10)
+
+
+def test_a_scope_without_leaves_keeps_another_threads_override(ctx: Context[Any]) -> None:
+    with _scope_open_in_another_thread(ctx):
+        ctx.override("main-thread", **{ACC: 0.42})
     assert ctx.state.values[ACC] == 0.42
 
 
@@ -214,22 +225,8 @@ def test_acting_as_test_is_refused_in_a_thread_without_a_test_scope(record: Serv
     ctx = get_context()
     with ctx.restoring():
         ctx.publish(record, role="scheduler")
-        entered, leave = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with ctx.scoped("A"):
-                entered.set()
-                assert leave.wait(10)
-
-        thread = threading.Thread(target=hold)
-        thread.start()
-        try:
-            assert entered.wait(10)
-            with pytest.raises(RoleError, match="open a test scope in this thread"):
-                ctx.acting_as("test")
-        finally:
-            leave.set()
-            thread.join(timeout=10)
+        with _scope_open_in_another_thread(ctx), pytest.raises(RoleError, match="open a test scope in this thread"):
+            ctx.acting_as("test")
 
 
 # -- the property (joins `make fuzz`) -----------------------------------------------------------
