@@ -93,6 +93,7 @@ def _is_classmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 _DICT_READ_ONE = frozenset({"get"})
 _DICT_READ_ALL = frozenset({"items", "keys", "values", "copy"})
 _DICT_WRITES = frozenset({"update", "pop", "setdefault", "clear", "popitem", "__setitem__", "__delitem__"})
+_DICT_METHODS = _DICT_READ_ONE | _DICT_READ_ALL | _DICT_WRITES
 
 
 class _Analysis(Scopes[_Scope]):
@@ -171,7 +172,8 @@ class _Analysis(Scopes[_Scope]):
             return self._lookup(expr.id, scope)
         if isinstance(expr, ast.Attribute):
             return self._reach_attribute(expr, scope)
-        if isinstance(expr, ast.NamedExpr):
+        if isinstance(expr, (ast.NamedExpr, ast.Await)):
+            # `(await rec()).tp_size`: an async function returning the record gives it when awaited
             return self.reach(expr.value, scope)
         branches: list[ast.expr] = []
         if isinstance(expr, ast.IfExp):
@@ -687,6 +689,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # container literals whose elements the analysis follows (a loop over one, an
         # unpacking, a thread's `args=`): not an escape of the record
         self.unpacked: set[int] = set()
+        # the raw accessor named where it is no escape: a rename (reported as one), a
+        # parameter default (a carrier, read by leaf)
+        self.handed: set[int] = set()
 
     def _read(self, node: ast.expr | ast.pattern, leaf: str, reach: Reach, form: str) -> None:
         end_line = node.end_lineno or node.lineno
@@ -709,6 +714,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self._whole_dict(node)
+        if node.attr == self.a.settings.raw_accessor or node.attr in self.a.raw_names:
+            self._accessor_as_value(node)
         called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
         if reach:
@@ -764,6 +771,21 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Name(self, node: ast.Name) -> None:
         self._whole_dict(node)
+        if node.id in self.a.raw_names:
+            self._accessor_as_value(node)
+
+    def _accessor_as_value(self, node: ast.Name | ast.Attribute) -> None:
+        """The raw accessor itself handed on, not called: to a wrapper (`functools.cache`,
+        `partial`, a dataclass `default_factory`), into a container, as an argument. Whoever
+        calls it later gets the record under a name no analysis follows: an escape."""
+        if isinstance(node.ctx, ast.Load) and id(node) not in self.called and id(node) not in self.handed:
+            self._read(node, "*", ("escape", "held"), "escapes_accessor")
+
+    def _is_accessor(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in self.a.raw_names
+        return isinstance(node, ast.Attribute) and (
+            node.attr == self.a.settings.raw_accessor or node.attr in self.a.raw_names)
 
     def _dict_key(self, node: ast.expr, key: ast.expr | None, form: str, *, write: bool) -> None:
         leaf = key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else "*"
@@ -825,12 +847,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         args = node.args
-        if isinstance(func, ast.Attribute):
-            self.called.add(id(func))
-            if (
-                func.attr in _DICT_READ_ONE or func.attr in _DICT_READ_ALL or func.attr in _DICT_WRITES
-            ) and self._consume_dict(func.value):
-                self._dict_call(node, func.attr)
+        self.called.add(id(func))
+        if isinstance(func, ast.Attribute) and func.attr in _DICT_METHODS and self._consume_dict(func.value):
+            self._dict_call(node, func.attr)
         fetches = self.a.fetched.get(id(node), ())
         for fetch in fetches:
             self._fetch(node, fetch)
@@ -926,6 +945,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
                 ))
 
+    def visit_arguments(self, node: ast.arguments) -> None:
+        # `def f(a=get_server_args)`: a carrier, whose calls are read by leaf
+        for default in [*node.defaults, *node.kw_defaults]:
+            if default is not None and self._is_accessor(default):
+                self.handed.add(id(default))
+        self.generic_visit(node)
+
     def _stored(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
         reach = self.a.reach(value, self.scope)
         if reach is None:
@@ -939,6 +965,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._escape(value, reach, "escapes_item")
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if all(isinstance(t, ast.Name) for t in node.targets) and self._is_accessor(node.value):
+            self.handed.add(id(node.value))  # `g = get_server_args`: a rename, reported as one
         self._stored(node.targets, node.value)
         if all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
             self._followed(node.value)

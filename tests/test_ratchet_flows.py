@@ -392,3 +392,38 @@ def test_every_chain_of_helpers_ending_in_a_leaf_read_is_reported(
     root = tmp_path_factory.mktemp("chain")
     found = _reads(root, files)
     assert (reader, function, "tp_size") in found, files
+
+
+# ---- round four: an awaited helper, the raw accessor handed on as a value
+
+
+@pytest.mark.parametrize("user", [
+    RAW + "async def rec():\n    return get_server_args()\n\nasync def f():\n    return (await rec()).tp_size\n",
+    RAW + "async def rec():\n    return get_server_args()\n\nasync def f():\n    r = await rec()\n    return r.tp_size\n",
+    "from pkg.ahelpers import rec\n\nasync def f():\n    return (await rec()).tp_size\n",
+])
+def test_an_awaited_helper_that_returns_the_record_is_read(tmp_path: Path, user: str) -> None:
+    helpers = RAW + "async def rec():\n    return get_server_args()\n"
+    found = _reads(tmp_path, {"ahelpers.py": helpers, "user.py": user})
+    assert ("pkg/user.py", "f", "tp_size") in found
+
+
+@pytest.mark.parametrize("user", [
+    "import functools\n" + RAW + "cached = functools.cache(get_server_args)\n\ndef f():\n    return cached().tp_size\n",
+    "import functools\n" + RAW + "def f():\n    p = functools.partial(get_server_args)\n    return p().tp_size\n",
+    RAW + 'FACTORIES = {"args": get_server_args}\n\ndef f():\n    return FACTORIES["args"]().tp_size\n',
+    "import dataclasses\n" + RAW + "@dataclasses.dataclass\nclass Holder:\n"
+    "    args: object = dataclasses.field(default_factory=get_server_args)\n",
+    "import legacy.server_args as S\n\ndef f():\n    return register(S.get_server_args)\n",
+])
+def test_the_raw_accessor_handed_on_as_a_value_escapes(tmp_path: Path, user: str) -> None:
+    result = scan_tree(_project(tmp_path, {"user.py": user}), SETTINGS)
+    escapes = [r for r in result.reads if r.leaf == "*" and r.via == "escape" and r.form == "escapes_accessor"]
+    assert escapes, result.reads
+    assert not check(result, [], ACCESSORS, min_files=1).ok
+
+
+def test_the_raw_accessor_renamed_or_as_a_default_is_no_escape(tmp_path: Path) -> None:
+    user = RAW + "g = get_server_args\n\ndef f(a=get_server_args):\n    return a().tp_size + get_server_args().dp_size\n"
+    result = scan_tree(_project(tmp_path, {"user.py": user}), SETTINGS)
+    assert not [r for r in result.reads if r.form == "escapes_accessor"], result.reads
