@@ -48,6 +48,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import secrets
 import socket
@@ -114,6 +115,9 @@ class RankGroup:
         self._left: dict[int, str] = {}  # rank -> why it left the group
         self._beats: dict[int, float] = {}  # rank -> its newest beat that this launch signed
         self._done: dict[int, int] = {}  # rank -> the newest operation it said it finished
+        # rank -> when a value under its keys last failed the signature: another process
+        # writes into the store, so a silence seen then may be forged, not the worker's
+        self._tampered: dict[int, float] = {}
         # A client of its own for stalled(): the rank thread's client can be inside a wait
         # (which holds it) while /health asks on the event loop.
         self._watch: Any = None
@@ -254,7 +258,12 @@ class RankGroup:
                 silent = time.time() - beat if beat is not None else 0.0
                 posted = self._posted.get(done + 1)
                 late = time.monotonic() - posted if posted is not None else 0.0
-                if silent > LEAVE_AFTER * wait:
+                tampered = time.monotonic() - self._tampered.get(rank, -math.inf) < LEAVE_AFTER * wait
+                if tampered and (silent > wait or late > self.timeout):
+                    # never end a worker on what a forger may have written over its posts
+                    found[rank] = ("seen as silent or behind while another local process writes values this "
+                                   "launch did not sign under its store keys (logged, naming them); not ended")
+                elif silent > LEAVE_AFTER * wait:
                     self._end(rank, f"silent for {silent:.1f} s (stopped or hung), over {LEAVE_AFTER:g} x the "
                                     f"rank timeout")
                 elif late > LEAVE_AFTER * self.timeout:
@@ -285,7 +294,7 @@ class RankGroup:
                     done = self._finished(rank)
                     if rank in gone or done < self._op:
                         continue
-                    op, _, theirs = (self._read(STATE_KEY.format(rank)) or "").partition(" ")
+                    op, _, theirs = (self._read(STATE_KEY.format(rank), rank) or "").partition(" ")
                     if op == f"op={done}" and theirs != own:  # an older state (a replay) is passed over
                         found[rank] = f"holds {theirs}, rank 0 holds {own}"
                 if found and found != self._diverged:
@@ -307,7 +316,7 @@ class RankGroup:
     def _beat(self, rank: int) -> float | None:
         """The rank's newest beat this launch signed (a foreign one is refused and logged by
         the store, and an older one written again is passed over: the newest stands)."""
-        value = self._read(BEAT_KEY.format(rank))
+        value = self._read(BEAT_KEY.format(rank), rank)
         if value is not None:
             self._beats[rank] = max(float(value), self._beats.get(rank, 0.0))
         return self._beats.get(rank)
@@ -315,17 +324,18 @@ class RankGroup:
     def _finished(self, rank: int) -> int:
         """The newest operation the rank said it finished (an older count written again is
         passed over, as for beats)."""
-        value = self._read(DONE_KEY.format(rank))
+        value = self._read(DONE_KEY.format(rank), rank)
         self._done[rank] = max(int(value or 0), self._done.get(rank, 0))
         return self._done[rank]
 
-    def _read(self, key: str) -> str | None:
+    def _read(self, key: str, rank: int) -> str | None:
         from configbags.runtime.dist import ForeignWriteError
 
         store = self._watch
         try:
             return store.get(key).decode() if store.check([key]) else None
         except ForeignWriteError:
+            self._tampered[rank] = time.monotonic()
             return None  # logged, naming the key, by the store
         except Exception:  # the store closes with this process (shutdown): nothing to tell
             return None
@@ -402,8 +412,8 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
     store = dctx.store
     # liveness goes through a client of its own (the main one may be inside a long wait)
     beat = dctx.client(init_addr)
-    threading.Thread(target=_beat, args=(beat, BEAT_KEY.format(rank)), daemon=True,
-                     name="configbags-beat").start()
+    finished = [0]  # the last operation this worker finished, which every beat posts again
+    threading.Thread(target=_beat, args=(beat, rank, finished), daemon=True, name="configbags-beat").start()
     dctx.publish()
     dctx.seal()
     beat.set(STATE_KEY.format(rank), f"op=0 {held(context)}")
@@ -429,6 +439,7 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
         # older state written again is not taken for this one
         beat.set(STATE_KEY.format(rank), f"op={op} {held(context)}")
         beat.set(DONE_KEY.format(rank), str(op))
+        finished[0] = op
 
 
 def _stopped(pid: int) -> bool:
@@ -458,12 +469,15 @@ def _next_op(store: Any, key: str, parent: int) -> str | None:
             return None
 
 
-def _beat(store: Any, key: str) -> None:
+def _beat(store: Any, rank: int, finished: list[int]) -> None:
     """Say this worker is alive, every BEAT_S, until the process ends (a stopped process
-    stops beating: that is what rank 0 sees)."""
+    stops beating: that is what rank 0 sees), and post again the last operation it
+    finished, so one value another process writes over it is healed at the next beat."""
     with contextlib.suppress(Exception):  # the store went with the server: the worker exits too
         while True:
-            store.set(key, f"{time.time():.3f}")
+            store.set(BEAT_KEY.format(rank), f"{time.time():.3f}")
+            if finished[0]:
+                store.set(DONE_KEY.format(rank), str(finished[0]))
             time.sleep(BEAT_S)
 
 

@@ -235,3 +235,37 @@ def test_a_layout_that_cannot_fit_the_group_is_refused_before_any_worker_starts(
         assert group.procs == []  # no worker was started (and waited on) for nothing
     finally:
         group.stop(grace_s=0.5)
+
+
+def test_a_forger_writing_over_a_workers_count_ends_no_healthy_worker() -> None:
+    """Another local process writes over the worker's finished-operation count after a
+    PATCH, again and again: the values are refused (unsigned), the worker is reported, never
+    ended for a silence a forger made; once the writes stop, its next beat heals the count."""
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import PrefixStore, TCPStore
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240)
+    try:
+        host, port, worker = _store_of(srv)
+        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
+                                                 wait_for_workers=False))
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            leaves = {"source": "ops", "leaves": {"weight_version": "v2"}}
+            assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
+            end = time.monotonic() + 5  # past 3 x the rank timeout, when a silent worker leaves
+            while time.monotonic() < end:
+                raw.set("serve/done/1", "00" * 64 + ":999")
+                time.sleep(0.05)
+            os.kill(worker, 0)  # still alive
+            assert "rank_left" not in c.get("/health").text
+            end = time.monotonic() + 10
+            while c.get("/health").status_code != 200 and time.monotonic() < end:
+                time.sleep(0.1)
+            assert c.get("/health").status_code == 200
+            leaves = {"source": "ops", "leaves": {"weight_version": "v3"}}
+            assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
+        assert srv.terminate() == 0
+    finally:
+        srv.stop()
