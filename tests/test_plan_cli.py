@@ -108,6 +108,21 @@ def test_a_context_of_one_token_admits_no_request_and_is_refused(capsys: pytest.
     assert main(["--model-config", LLAMA, "--gpu", "H100", "--context-length", "2"]) == 0
 
 
+def test_a_pool_never_holds_more_tokens_than_int32_slot_indices_reach(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tiny = json.loads(Path(LLAMA).read_text())
+    for key in ("hidden_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "vocab_size",
+                "intermediate_size"):
+        tiny[key] = 1
+    tiny.pop("head_dim", None)
+    (tmp_path / "tiny.json").write_text(json.dumps(tiny))
+    assert main(["--model-config", str(tmp_path / "tiny.json"), "--gpu", "H100"]) == 0
+    out = capsys.readouterr().out
+    tokens = int(next(line for line in out.splitlines() if line.startswith("max_total_num_tokens")).split()[1]
+                 .replace(",", ""))
+    assert 0 < tokens < 2**31 - 1 and "int32 token indices (req_to_token) cap the pool" in out
+
+
 def test_active_draft_tokens_without_speculation_leave_rows_alone(capsys: pytest.CaptureFixture[str]) -> None:
     # Speculation off: the resolved bound is 0, whatever --speculative-num-draft-tokens says.
     argv = ["--model-config", LLAMA, "--device-memory", "80GiB", "--json"]

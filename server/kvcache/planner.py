@@ -96,6 +96,8 @@ _T = TypeVar("_T")
 
 # Draft algorithms without a draft model, hence without draft KV layers.
 _MODEL_FREE_DRAFTS = frozenset({"NGRAM", "LOOKAHEAD"})
+# req_to_token holds each request's KV slot indices as int32: no pool holds more tokens
+TOKEN_INDEX_MAX = 2**31 - 1
 
 
 @attrs.define
@@ -408,6 +410,9 @@ def _tokens(sizer: Sizer, binding: StageSizing, r: _Resolved, log: _Log, require
     if cap is not None and cap < tokens:
         tokens = cap // page * page
         log.notes.append(f"max_total_tokens={cap} caps the pool")
+    if tokens + page > TOKEN_INDEX_MAX:  # a tiny model on a big device; slot 0 pads, so + page
+        tokens = (TOKEN_INDEX_MAX - page) // page * page
+        log.notes.append(f"int32 token indices (req_to_token) cap the pool at {tokens:,} tokens")
     if tokens < page or (r.ctx > tokens and require_full):
         raise ContextTooLongError(context_message(sizer, binding, tokens, r.mfs, r.ctx))
     if r.ctx > tokens:
