@@ -215,6 +215,83 @@ def _scope_open_in_another_thread(ctx: Context[Any]) -> Iterator[None]:
         thread.join(timeout=10)
 
 
+@pytest.mark.parametrize("first_out", ["inner", "outer"])
+def test_two_threads_scoping_one_leaf_leave_nothing_behind_in_either_exit_order(
+        ctx: Context[Any], first_out: str) -> None:
+    start = ctx.state.values[ACC]
+    a_in, b_in, a_out, b_out = (threading.Event() for _ in range(4))
+
+    def outer() -> None:
+        with ctx.scoped("A", **{ACC: 0.3}):
+            a_in.set()
+            assert b_in.wait(10)
+            if first_out == "inner":
+                assert b_out.wait(10)
+        a_out.set()
+
+    def inner() -> None:
+        assert a_in.wait(10)
+        with ctx.scoped("B", **{ACC: 0.4}):
+            b_in.set()
+            if first_out == "outer":
+                assert a_out.wait(10)
+        b_out.set()
+
+    threads = [threading.Thread(target=outer), threading.Thread(target=inner)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert ctx.state.values[ACC] == start  # neither closed scope's value survives
+
+
+def test_a_scope_refused_for_closing_out_of_order_closes_later_and_restores(ctx: Context[Any]) -> None:
+    start = ctx.state.values[ACC]
+    a, b = ctx.scoped("a", **{ACC: 0.5}), ctx.scoped("b", **{ACC: 0.6})
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(ScopeError, match="'a' stays open"):
+        a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    assert ctx.state.values[ACC] == start
+    with pytest.raises(ScopeError, match="is not open"):
+        a.__exit__(None, None, None)
+
+
+def test_acting_as_test_is_refused_in_a_task_while_another_task_holds_the_scope(record: ServerArgs) -> None:
+    import asyncio
+
+    ctx = get_context()
+
+    async def both() -> None:
+        entered, done = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            with ctx.scoped("h", **{ACC: 0.13}):
+                entered.set()
+                await done.wait()
+
+        holder = asyncio.create_task(hold())
+        await entered.wait()
+        try:
+            with pytest.raises(RoleError, match="open a test scope in this thread"):
+                ctx.acting_as("test")
+        finally:
+            done.set()
+            await holder
+
+    async def inside() -> None:  # a scope entered outside the loop admits the loop's tasks
+        with ctx.acting_as("test"):
+            ctx.override("t", weight_version="fine")
+
+    with ctx.restoring():
+        ctx.publish(record, role="scheduler")
+        asyncio.run(both())
+        with ctx.scoped("outer"):
+            asyncio.run(inside())
+
+
 def test_a_scope_without_leaves_keeps_another_threads_override(ctx: Context[Any]) -> None:
     with _scope_open_in_another_thread(ctx):
         ctx.override("main-thread", **{ACC: 0.42})

@@ -271,8 +271,8 @@ class Context(Generic[V]):
 
         def admit() -> None:
             spec = self.registry.roles[role]
-            thread = threading.get_ident()
-            if spec.write_any and not any(s.open_test_in(thread) for s in list(self._scopes)):
+            owner = scope_owner()
+            if spec.write_any and not any(s.open_test_for(owner) for s in list(self._scopes)):
                 raise RoleError(
                     f"acting_as({role!r}): role {role!r} may write every leaf and is for tests only; "
                     f"open a test scope in this thread first (configbags.runtime.testing.published, scoped_override, "

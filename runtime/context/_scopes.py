@@ -8,7 +8,7 @@ import contextvars
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -105,6 +105,14 @@ class Frame:
     theirs: dict[str, Any] = attrs.field(factory=dict)  # leaf -> value another thread set last
     theirs_sealed: bool = False
     foreign: list[str] = attrs.field(factory=list)  # other threads' changes, described
+    # leaf -> what to set it back to instead of `saved`'s value: a scope entered before this
+    # one (by another owner) that changed the leaf closed meanwhile, so the value this
+    # scope saw on entry was that scope's and must not come back (its own target does)
+    targets: dict[str, Any] = attrs.field(factory=dict)
+
+    def target(self, leaf: str) -> Any:
+        assert self.saved is not None
+        return self.targets.get(leaf, self.saved.values[leaf])
 
     def note(self, change: Change, *, mine: bool) -> None:
         if mine:
@@ -168,9 +176,10 @@ class Restoring:
                     raise
         return ctx
 
-    def open_test_in(self, thread: int) -> bool:
-        """An open test scope entered by `thread` (see `acting_as`)."""
-        return self._test and any(frame.owner[0] == thread for frame in self._frames)
+    def open_test_for(self, owner: Owner) -> bool:
+        """An open test scope that admits `owner` (see `acting_as`): entered by that thread
+        and task, or by that thread outside any task (the block that runs the event loop)."""
+        return self._test and any(frame.owner == owner or frame.owner == (owner[0], 0) for frame in self._frames)
 
     def note(self, change: Change, owner: Owner) -> None:
         for frame in self._frames:
@@ -187,18 +196,24 @@ class Restoring:
         ctx = self._context
         owner = scope_owner()
         with ctx._lock:
+            if not self._frames:
+                raise ScopeError(f"scope {self._source or 'restoring()'!r} is not open: it was closed already, "
+                                 f"or never entered")
             frame = next((f for f in reversed(self._frames) if f.owner == owner), self._frames[-1])
-            self._close(frame)
-            inner = [f.name for scope in list(ctx._scopes) for f in scope._frames
-                     if f.owner == frame.owner and f.order > frame.order]
+            inner = [f.name for f in self._open_frames() if f.owner == frame.owner and f.order > frame.order]
             if inner:
+                # it stays open: once the inner scopes are closed, closing it again restores
                 raise ScopeError(
                     f"scope {frame.name!r} closed while {', '.join(map(repr, inner))}, entered after it in "
                     f"the same thread or task, is still open; scopes close in the reverse order they "
-                    f"were entered in: nothing was restored, so the changes of {frame.name!r} stay in force"
+                    f"were entered in: nothing was restored, and {frame.name!r} stays open (close the "
+                    f"inner scopes, then this one again)"
                 )
-            if frame.foreign:
-                self._restore_own(frame)
+            self._close(frame)
+            if not self._block:
+                self._hand_on(frame)
+            if frame.foreign or (frame.targets and not frame.mine_replaced):
+                self._reverted(frame, self._restore_own(frame))
                 return
             current, saved = ctx._state, frame.saved
             if current is not saved:
@@ -206,10 +221,36 @@ class Restoring:
                     saved = attrs.evolve(saved, epoch=max(saved.epoch, current.epoch + 1))
                 ctx._install(saved)
             ctx.republish_report = frame.report
+            if not self._block:
+                self._reverted(frame, frame.mine)
 
-    def _restore_own(self, frame: Frame) -> None:
+    def _open_frames(self) -> list[Frame]:
+        return [f for scope in list(self._context._scopes) for f in scope._frames]
+
+    def _hand_on(self, frame: Frame) -> None:
+        """The leaves this scope changed go back to its targets; a scope entered after it by
+        another thread or task saved this scope's values on entry, so it must go back to
+        this scope's targets instead (else a closed scope's value would come back)."""
+        if frame.saved is None:
+            return
+        for later in self._open_frames():
+            if later.order > frame.order and later.owner != frame.owner:
+                for leaf in frame.mine:
+                    later.targets.setdefault(leaf, frame.target(leaf))
+
+    def _reverted(self, frame: Frame, leaves: Iterable[str]) -> None:
+        """This scope set `leaves` back to what they were when it was entered: to a scope of
+        another owner entered before it, that undoes this scope's change, and is no change
+        of theirs for it to keep (else the earlier scope would keep its own value for good)."""
+        for earlier in self._open_frames():
+            if earlier.order < frame.order and earlier.owner != frame.owner:
+                for leaf in leaves:
+                    earlier.theirs.pop(leaf, None)
+
+    def _restore_own(self, frame: Frame) -> set[str]:
         """Another thread committed while this leaf scope was open: set back only what this
-        scope's thread changed, on top of the state as it is now."""
+        scope's thread changed, on top of the state as it is now. Returns the leaves it set
+        back."""
         ctx = self._context
         current = ctx._state
         theirs = "; ".join(frame.foreign)
@@ -226,7 +267,7 @@ class Restoring:
                             "change instead of restoring it", self._source, leaf, theirs)
                 target = frame.theirs[leaf]
             else:
-                target = frame.saved.values[leaf]
+                target = frame.target(leaf)
             if current.values[leaf] != target:
                 wanted[leaf] = target
         source = f"{self._source} (restored)"
@@ -242,6 +283,7 @@ class Restoring:
             state = attrs.evolve(state, sealed=False, epoch=max(state.epoch, current.epoch + 1))
         if state is not current:
             ctx._install(state)
+        return {leaf for leaf in frame.mine if leaf not in frame.theirs}
 
 
 class RunnerView:
