@@ -410,6 +410,11 @@ class _Builder:
         if secret and spec.get("hash"):
             self.error(place.at("hash"), "a secret leaf cannot be hashed", name,
                        "drop `hash: true` (secrets never enter the config hash)")
+        if secret and choices is not None:
+            # argparse's "invalid choice: 'VALUE'" would print a mistyped key in clear, and
+            # the listed choices would be the secret values themselves, in the schema and docs
+            self.error(place.at("choices"), "a secret leaf cannot have choices: they would be its values, "
+                       "in the schema and the docs", name, "drop `choices` (check the key where it is used)")
         return LeafSpec(
             name=name,
             namespace=namespace,

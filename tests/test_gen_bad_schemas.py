@@ -228,3 +228,17 @@ def test_a_derived_value_or_a_rule_reading_a_secret_is_refused(tmp_path: Path, c
     err = capsys.readouterr().err
     assert "derived value 'name_echo' reads the secret name" in err
     assert "rule wide_for_named: reads the secret name" in err
+
+
+def test_a_secret_with_choices_is_refused_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's "invalid choice: 'VALUE'" would print a mistyped key in clear on stderr
+    (and in a launcher's log), and the choices would be the secret's values."""
+    schema = copy_case("tiny", tmp_path)
+    core = schema / "namespaces" / "core.yaml"
+    core.write_text(core.read_text().replace(
+        "  verbose:\n", "  pin:\n    type: optional str\n    default: null\n    secret: true\n    choices: [a, b]\n"
+                       "    help: A pin.\n    owner: boss\n    override: startup\n\n  verbose:\n", 1))
+    assert generate(schema, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "core.yaml:" in err and "a secret leaf cannot have choices" in err and "pin" in err
+    assert not (tmp_path / "out").exists()
