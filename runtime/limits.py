@@ -78,7 +78,13 @@ class Limits:
             if given.get(name, 0) > MAX_NESTING:
                 raise ConfigError(f"{variable(name)}={given[name]} is above {MAX_NESTING}, the deepest "
                                   f"a document is read without exhausting Python's stack; set it lower")
-        return cls(**given)
+        limits = cls(**given)
+        if limits.json_depth >= limits.nesting:
+            # a json leaf's value sits one level inside its config file (or the dump of one)
+            raise ConfigError(f"{variable('json_depth')}={limits.json_depth} is not below {variable('nesting')}="
+                              f"{limits.nesting}: a json value is one level inside a config file, so a value "
+                              f"accepted could not be dumped and read back; keep the json depth below the nesting")
+        return limits
 
 
 def variable(name: str) -> str:

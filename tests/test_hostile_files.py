@@ -311,6 +311,8 @@ def test_the_nesting_limit_is_raised_by_its_variable_up_to_a_ceiling() -> None:
     for name in ("NESTING", "JSON_DEPTH"):
         with pytest.raises(ConfigError, match=f"CONFIGBAGS_LIMIT_{name}=201 is above 200"):
             Limits.from_environ({f"CONFIGBAGS_LIMIT_{name}": "201"})
+    with pytest.raises(ConfigError, match="CONFIGBAGS_LIMIT_JSON_DEPTH=200 is not below CONFIGBAGS_LIMIT_NESTING=200"):
+        Limits.from_environ({"CONFIGBAGS_LIMIT_NESTING": "200", "CONFIGBAGS_LIMIT_JSON_DEPTH": "200"})
 
 
 def test_at_the_ceilings_a_deepest_document_is_read_or_refused_never_a_recursion_error(tmp_path: Path) -> None:
@@ -318,6 +320,7 @@ def test_at_the_ceilings_a_deepest_document_is_read_or_refused_never_a_recursion
     file by a caller already deep in its own stack (as a request thread is)."""
     deep = tmp_path / "deep.yaml"
     deep.write_text("model_path: m\njson_model_override_args: " + "[" * 199 + "]" * 199 + "\n")
+    dump = tmp_path / "dump.yaml"
     code = (
         "import sys\n"
         "from configbags.generated.server_args import ServerArgs\n"
@@ -326,10 +329,12 @@ def test_at_the_ceilings_a_deepest_document_is_read_or_refused_never_a_recursion
         "    if n:\n"
         "        return down(n - 1)\n"
         f"    ctx = publish(ServerArgs.from_file({str(deep)!r}), role='launcher')\n"
-        "    return len(str(ctx.server_info()))\n"
+        f"    ctx.dump_config({str(dump)!r})\n"
+        f"    ServerArgs.from_file({str(dump)!r})\n"
+        "    return len(str(ctx.server_info())) + len(ctx.config_hash())\n"
         "print(down(150) > 0)\n"
     )
-    done = _in_fresh_process({"CONFIGBAGS_LIMIT_NESTING": "200", "CONFIGBAGS_LIMIT_JSON_DEPTH": "200"}, code)
+    done = _in_fresh_process({"CONFIGBAGS_LIMIT_NESTING": "200", "CONFIGBAGS_LIMIT_JSON_DEPTH": "199"}, code)
     assert done.stdout.strip() == "True", done.stderr[-2000:]
     assert "RecursionError" not in done.stderr
 
