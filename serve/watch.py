@@ -59,6 +59,7 @@ log = logging.getLogger("configbags.serve.watch")
 
 DEFAULT_INTERVAL_S = 0.1
 IN_PLACE_QUIET_S = 1.0  # how long a file written in place must hold before it is read
+RETRY_S = 1.0  # how often a change refused for a passing reason (a rank stalled: 503) is tried again
 MIN_INTERVAL_S, MAX_INTERVAL_S = 0.05, 3600.0  # --watch-interval: no busy loop, no poll never due
 Signature = tuple[str, int, int, int, int, str]
 
@@ -113,6 +114,10 @@ class ConfigWatcher:
         self.seen = signature(self.path)
         self._candidate: Signature | None = None
         self._candidate_at = 0.0  # when the candidate signature was first seen (monotonic)
+        # a file's change refused for a passing reason (503: a rank stalled or unreachable),
+        # and when to try it again: a ConfigMap is not written twice, so the watcher retries
+        self._retry: Mapping[str, Any] | None = None
+        self._retry_at = 0.0
         self._lock = threading.Lock()  # status is read by request threads
         self._status: dict[str, Any] = {"file": str(self.path), "error": None, "last_applied": None,
                                         "restart_required": {}}
@@ -162,6 +167,9 @@ class ConfigWatcher:
         sig = signature(self.path)
         if sig == self.seen:
             self._candidate = None
+            if self._retry is not None and time.monotonic() >= self._retry_at:
+                self.apply(self._retry)
+                return True
             return False
         if sig is None:
             self._report(f"{self.path} cannot be read (missing, or a link to nothing); the config "
@@ -222,11 +230,15 @@ class ConfigWatcher:
                                  "apply_class": klass.value, "why": why}
         error = None
         applied: dict[str, Any] | None = None
+        self._retry = None
         if live:
             try:
                 applied = self._apply_live(live)
             except DoorError as exc:
                 error = f"{self.path}: the change was refused ({exc.code}): {exc.message}; nothing was applied"
+                if exc.status == 503:  # the group is not in service now: try again shortly
+                    self._retry, self._retry_at = new, time.monotonic() + max(RETRY_S, self.interval)
+                    error += f" yet; tried again every {max(RETRY_S, self.interval):g} s"
             except ConfigError as exc:
                 error = f"{self.path}: the change was refused: {exc}; nothing was applied"
             else:

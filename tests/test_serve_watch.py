@@ -175,6 +175,36 @@ def test_a_file_written_in_place_is_read_only_once_quiet_and_never_when_empty(
     assert watcher.status()["error"] is None
 
 
+def test_a_change_refused_while_a_rank_is_stalled_is_applied_once_the_group_is_back(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ConfigMap is written once: a change the group could not take for a passing reason
+    (503, a rank stalled) must not be lost when the rank comes back."""
+    from configbags.serve import watch as watch_module
+    from configbags.serve.door import DoorError
+
+    cm, watcher, ctx = watched
+    real = watcher._apply_live
+    stalled = [True]
+
+    def apply_live(leaves: dict[str, Any]) -> dict[str, Any]:
+        if stalled[0]:
+            raise DoorError(503, "rank_stalled", "rank 1 of 2 stalled: silent for 2.5 s", "retry", ranks=(1,))
+        return real(leaves)
+
+    monkeypatch.setattr(watcher, "_apply_live", apply_live)
+    monkeypatch.setattr(watch_module, "RETRY_S", 0.0)
+    watcher.interval = 0.01
+    cm.publish(BASE.replace("1.0", "0.5"))
+    settle(watcher)
+    assert "rank_stalled" in watcher.status()["error"] and "tried again" in watcher.status()["error"]
+    assert ctx.state.values["speculative_accept_threshold_acc"] == 1.0
+    stalled[0] = False  # the rank is back: the same file, unchanged, is applied at the next poll
+    time.sleep(0.05)
+    assert watcher.poll()
+    assert ctx.state.values["speculative_accept_threshold_acc"] == 0.5 and watcher.status()["error"] is None
+    assert not watcher.poll()  # and once only
+
+
 def test_a_tagged_secret_in_the_file_is_refused_once_and_never_shown(
         watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture) -> None:
     cm, watcher, ctx = watched
