@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from configbags.runtime.leaftypes import Policy
@@ -114,3 +114,24 @@ def shown(value: Any) -> str:
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value)
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def shown_argv(registry: Registry, argv: Sequence[str]) -> list[str]:
+    """`argv` as it may be printed (a suggested launch line, a log): the value after each
+    secret leaf's flag, in any of its spellings (`--api-key K`, `--api-key=K`), reads
+    REDACTED; everything else is as given."""
+    secret = {flag for spec in registry.leaves.values() if spec.secret
+              for claim in [spec.spellings] for flag in (*claim.flags, *claim.aliases, *claim.old)}
+    out: list[str] = []
+    hide = False
+    for arg in argv:
+        name, eq, _ = arg.partition("=")
+        if hide:
+            out.append(REDACTED)
+            hide = False
+        elif name in secret:
+            out.append(f"{name}={REDACTED}" if eq else arg)
+            hide = not eq
+        else:
+            out.append(arg)
+    return out

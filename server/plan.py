@@ -33,6 +33,7 @@ from typing import Any
 import attrs
 
 from configbags.packages import load_context
+from configbags.runtime.cliflags import shown_argv
 from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
@@ -539,7 +540,9 @@ def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: l
         except ConfigError as exc:
             entries.append(fit.refused(candidate, str(exc).split("; ")[0], n))
             continue
-        entries.append(fit.entry(candidate, done.plan, isl, osl, n, context, given=records.server_argv))
+        # the launch line repeats the operator's flags, a secret's value as REDACTED
+        given = shown_argv(ctx.registry, records.server_argv)
+        entries.append(fit.entry(candidate, done.plan, isl, osl, n, context, given=given))
     ranked = fit.ranked(entries)
     if ns.json:
         print(json.dumps({"sglang": SGLANG_VERSION, "fit": {

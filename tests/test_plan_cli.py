@@ -101,6 +101,16 @@ def test_context_that_does_not_fit_is_capped_with_a_warning(capsys: pytest.Captu
     assert "largest context that fits is 19025" in capsys.readouterr().err
 
 
+def test_the_fit_launch_line_never_shows_a_secret(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--fit", "--workload", "8000:1000", "--concurrency", "16", "--model-config", LLAMA, "--gpu", "H100",
+            "--tp-size", "1,2", "--api-key", "SEKRET-READ", "--admin-api-key=SEKRET-ADMIN"]
+    for json_flag in ([], ["--json"]):
+        assert main([*argv, *json_flag]) == 0
+        out = capsys.readouterr()
+        assert "SEKRET" not in out.out + out.err
+        assert "<redacted> --admin-api-key=<redacted>" in " ".join(out.out.split())  # text output wraps
+
+
 def test_a_context_of_one_token_admits_no_request_and_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     # max_req_len = context - 1 = 0: "4,096 requests fit at once" would be a false success
     assert main(["--model-config", LLAMA, "--gpu", "H100", "--context-length", "1"]) == 2
