@@ -8,7 +8,6 @@ so a regeneration formats only the pieces of text that changed.
 from __future__ import annotations
 
 import argparse
-import keyword
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from configbags.runtime.cmdline import UsageErrors, terminal_progress
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import (
     ProjectSettings,
+    importable_package,
     load_project,
     package_folder,
     package_of_folder,
@@ -48,10 +48,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="neither read nor write the format cache (.configbags-cache/gen-black.json "
                              "in the project holding the output folder); output is the same either way")
     return parser
-
-
-def _valid_package(name: str) -> bool:
-    return all(part.isidentifier() and not keyword.iskeyword(part) for part in name.split("."))
 
 
 def resolve_target(args: argparse.Namespace, project: ProjectSettings) -> tuple[Path, str, Path]:
@@ -99,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"configbags gen: {exc}; nothing was written", file=sys.stderr)
         return EXIT_SCHEMA
-    if not _valid_package(package):
+    if not importable_package(package):
         print(f"configbags gen: {package!r} is not an importable package name; give --package "
               f"a dotted name of identifiers, e.g. myengine.config", file=sys.stderr)
         return EXIT_SCHEMA

@@ -13,6 +13,7 @@ There is no default package: without a setting, a command that needs one says ho
 
 from __future__ import annotations
 
+import keyword
 import sys
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,13 @@ class ProjectSettings:
             return path.resolve().relative_to(self.root.resolve()).as_posix() or "."
         except ValueError:
             return path.as_posix()
+
+
+def importable_package(name: str) -> bool:
+    """A dotted name Python can import a generated package as: identifiers, no keywords,
+    no dunder part (`myeng.__init__` would become a folder of that name)."""
+    return all(part.isidentifier() and not keyword.iskeyword(part) and not (part.startswith("__") and part.endswith("__"))
+               for part in name.split("."))
 
 
 def package_folder(root: Path, package: str) -> Path:

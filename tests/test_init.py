@@ -221,6 +221,21 @@ def test_init_undoes_its_writes_when_a_later_one_fails(
     _untouched(project, before)
 
 
+@pytest.mark.parametrize("package", ["../../x", "myeng.config;x", "acme_engine..config", ".acme_engine",
+                                     "acme_engine.config.", "acme_engine.__init__", "acme_engine.class"])
+def test_init_refuses_a_package_name_python_could_not_import_and_writes_nothing(
+        project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], package: str) -> None:
+    from configbags.codegen.scaffold import main as init_main
+
+    before = (project / "pyproject.toml").read_bytes()
+    monkeypatch.chdir(project)
+    assert init_main(["--package", package]) == 2
+    err = capsys.readouterr().err
+    assert "is not an importable package name" in err and "nothing was written" in err and "Traceback" not in err
+    _untouched(project, before)
+    assert not (project / ".gitignore").exists()
+
+
 def test_init_refuses_a_pyproject_that_is_not_utf8(project: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from configbags.codegen.scaffold import main as init_main

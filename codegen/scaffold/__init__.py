@@ -19,7 +19,13 @@ import sys
 from pathlib import Path
 
 from configbags.runtime.cmdline import UsageErrors
-from configbags.runtime.project import CACHE_DIR, find_pyproject, package_folder, read_toml
+from configbags.runtime.project import (
+    CACHE_DIR,
+    find_pyproject,
+    importable_package,
+    package_folder,
+    read_toml,
+)
 
 TEMPLATE = Path(__file__).resolve().parent / "schema"
 # folders that hold an __init__.py but are not the project's package
@@ -55,6 +61,9 @@ def choose_package(root: Path, given: str | None) -> str:
     `<its one package>.config`. Raises ValueError saying what was found and the fix."""
     found = project_packages(root)
     listed = ", ".join(found) if found else "none"
+    if given is not None and not importable_package(given):
+        raise ValueError(f"--package {given!r} is not an importable package name; give a dotted name of "
+                         f"identifiers inside the project's package, e.g. {found[0] if found else 'mypackage'}.config")
     if given is not None:
         top = given.split(".")[0]
         if not package_folder(root, top).is_dir():
