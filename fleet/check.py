@@ -274,7 +274,14 @@ def render(readings: Sequence[Reading], findings: Sequence[Finding],
                 for shown in values:
                     where = ", ".join(f"{s['server']} [{_origin_text(s)}]" for s in shown["servers"])
                     lines.append(f"    {json.dumps(shown['value'])}  on {where}")
-    return "\n".join(lines)
+    return "\n".join(map(printable, lines))
+
+
+def printable(line: str) -> str:
+    """A line with what the servers sent (a role, an origin, an error) made inert: control
+    characters (newlines, ANSI escapes) escaped, so a server cannot forge or hide lines of
+    the report in a terminal or a CI log."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
 
 
 def exit_code(readings: Sequence[Reading], findings: Sequence[Finding]) -> int:

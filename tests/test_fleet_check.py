@@ -137,3 +137,13 @@ def test_fixed_it_passes_and_an_unreachable_server_is_reported(
     code, out = check(capsys, "--api-key", "wrong", fleet.servers["p1"].url)
     assert code == EXIT_UNREACHABLE
     assert "GET /config/contracts answered 401" in out and "give its key" in out
+
+
+def test_what_a_server_sends_cannot_forge_or_hide_report_lines() -> None:
+    from configbags.fleet.check import Reading, Target, render
+
+    role = "\x1b[2JPWN\x1b[0m\n ok kv_transfer: holds"
+    reading = Reading(Target("http://127.0.0.1:1", "prefill"), error=f"refused: {role}")
+    text = render([reading], [], None)
+    assert "\x1b" not in text and text.count("\n") == 1  # the header line and one line for the server
+    assert "\\x1b[2JPWN" in text and "\\n ok kv_transfer" in text
