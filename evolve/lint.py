@@ -42,7 +42,13 @@ from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
 from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
-from configbags.runtime.leaftypes import check_bounds, closest
+from configbags.runtime.leaftypes import (
+    check_bounds,
+    closest,
+    float_from_text,
+    int_from_text,
+    none_like,
+)
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import KUBERNETES_ENV, json_value, parse_env
 from configbags.runtime.registry import LeafSpec
@@ -59,15 +65,16 @@ class Spelling:
 
 
 def _cli_value(leaf: LeafView, texts: Sequence[str]) -> Any:
-    """Command-line text as the generated parser converts it (argparse `type=`)."""
+    """Command-line text as the generated parser converts it (argparse `type=`): numbers in
+    the runtime's one grammar (`1_0` and non-ASCII digits are refused, as the server does)."""
     t = leaf.type
     item = t.item.base if t.item is not None else t.base
 
     def one(text: str) -> Any:
         if item == "int":
-            return int(text, 10)
+            return int_from_text(text)
         if item == "float":
-            return float(text)
+            return float_from_text(text)
         if item == "json":
             return json_value(text)
         return text
@@ -177,6 +184,10 @@ class Linter:
                        file, line, "see the schema's CONFIG.md for the spellings")
 
     def _value(self, leaf: LeafView, written: str, value: Any, file: str, line: int) -> Finding | None:
+        if leaf.secret and isinstance(value, str) and none_like(value):  # YAML null is "unset": fine
+            return Finding("lint-bad-value", written, f"{written} ({leaf.name}) is a secret given a none-like value "
+                           f"(empty, `none`, `null`, ...): the server refuses it", file, line,
+                           "leave the secret out to leave it unset")
         try:
             coerced = leaf.type.coerce(value)
             check_bounds(coerced, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
@@ -192,12 +203,19 @@ class Linter:
         if not command.launch and not any(t.text.partition("=")[0] in self.flags for t in args):
             return  # arguments of another program
         i = 0
+        secrets_given: set[str] = set()  # a secret's flag twice is refused by the server
         while i < len(args):
             token = args[i]
             i += 1
             if token.dynamic or not token.text.startswith("--"):
                 continue
             flag, eq, inline_text = token.text.partition("=")
+            given = self.flags.get(flag)
+            if given is not None and given.leaf.secret:
+                if given.leaf.name in secrets_given:
+                    yield Finding("lint-bad-value", flag, f"{flag} ({given.leaf.name}) is a secret given twice: the "
+                                  f"server refuses it", file, token.line, "give the secret once")
+                secrets_given.add(given.leaf.name)
             inline = Token(inline_text, token.line) if eq else None
             spelling = self.flags.get(flag)
             if flag in RECORD_FLAGS:
