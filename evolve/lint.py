@@ -275,6 +275,11 @@ class Linter:
             return
         leaf = spelling.leaf
         spec = LeafSpec(name=leaf.name, namespace=leaf.namespace, type=leaf.type, owner="", secret=leaf.secret)
+        if leaf.secret and none_like(var.value):  # the variable's text: parse_env would read `none` as unset
+            yield Finding("lint-bad-value", var.name, f"{var.name} ({leaf.name}) is a secret given a none-like value "
+                          f"(empty, `none`, `null`, ...): the server refuses it", file, var.line,
+                          "leave the secret out to leave it unset")
+            return
         try:
             value = parse_env(spec, var.name, var.value)
         except RecordError as exc:
