@@ -185,9 +185,7 @@ class Linter:
 
     def _value(self, leaf: LeafView, written: str, value: Any, file: str, line: int) -> Finding | None:
         if leaf.secret and isinstance(value, str) and none_like(value):  # YAML null is "unset": fine
-            return Finding("lint-bad-value", written, f"{written} ({leaf.name}) is a secret given a none-like value "
-                           f"(empty, `none`, `null`, ...): the server refuses it", file, line,
-                           "leave the secret out to leave it unset")
+            return _none_like_secret(leaf, written, file, line)
         try:
             coerced = leaf.type.coerce(value)
             check_bounds(coerced, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
@@ -276,9 +274,7 @@ class Linter:
         leaf = spelling.leaf
         spec = LeafSpec(name=leaf.name, namespace=leaf.namespace, type=leaf.type, owner="", secret=leaf.secret)
         if leaf.secret and none_like(var.value):  # the variable's text: parse_env would read `none` as unset
-            yield Finding("lint-bad-value", var.name, f"{var.name} ({leaf.name}) is a secret given a none-like value "
-                          f"(empty, `none`, `null`, ...): the server refuses it", file, var.line,
-                          "leave the secret out to leave it unset")
+            yield _none_like_secret(leaf, var.name, file, var.line)
             return
         try:
             value = parse_env(spec, var.name, var.value)
@@ -332,6 +328,11 @@ class Linter:
             return [Finding("lint-unreadable", shown, f"YAML error: {exc.problem or exc}", shown,
                             mark.line + 1 if mark else 1)]
         return found
+
+
+def _none_like_secret(leaf: LeafView, written: str, file: str, line: int) -> Finding:
+    return Finding("lint-bad-value", written, f"{written} ({leaf.name}) is a secret given a none-like value (empty, "
+                   f"`none`, `null`, ...): the server refuses it", file, line, "leave the secret out to leave it unset")
 
 
 def _bounds_hint(leaf: LeafView) -> str:
