@@ -39,14 +39,19 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
 MAX_RANKS = 64
 
 
+MAX_RANK_TIMEOUT_S = 86_400.0  # a day: beyond it torch's millisecond timeouts overflow, and no stall is ever named
+
+
 def _seconds(text: str) -> float:
-    """A positive, finite number of seconds (nan, 0, -1 and inf would name a stall at once or never)."""
+    """A positive number of seconds up to a day (nan, 0, -1 and inf would name a stall at
+    once or never; 1e10 overflows torch's millisecond timeouts)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a positive, finite number of seconds")
+    if not math.isfinite(value) or not 0 < value <= MAX_RANK_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds, at most "
+                                          f"{MAX_RANK_TIMEOUT_S:g} (a day)")
     return value
 
 

@@ -269,6 +269,12 @@ def test_an_unsigned_store_other_hosts_reach_is_refused_naming_both_ways_out(mon
     monkeypatch.delenv(ALLOW_UNSIGNED_ENV)
     monkeypatch.setenv(SECRET_ENV, "from-the-environment")
     assert secure("192.0.2.7", None) == b"from-the-environment"
+    for weak in ("none", " ", "NULL", "~"):  # guessable, and most likely meant as "unset"
+        monkeypatch.setenv(SECRET_ENV, weak)
+        with pytest.raises(UnsignedStoreError, match="blank or a word for no value"):
+            secure("192.0.2.7", None)
+        with pytest.raises(UnsignedStoreError, match="blank or a word for no value"):
+            secure("127.0.0.1", weak.encode())
 
 
 def test_serve_passes_over_an_older_beat_or_count_written_again() -> None:

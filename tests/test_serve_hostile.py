@@ -303,3 +303,15 @@ def test_a_rank_count_outside_its_bounds_exits_2_before_any_process_starts(
     with pytest.raises(SystemExit) as exited:
         main(["--package", "configbags.generated", "--ranks", ranks, "--tp-size", ranks, "--model-path", "m"])
     assert exited.value.code == 2 and "--ranks must be from 1 to 64" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("timeout", ["1e308", "1e10", "86401", "0", "nan"])
+def test_a_rank_timeout_outside_its_bounds_exits_2_naming_the_flag(
+        timeout: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.serve.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--package", "configbags.generated", "--ranks", "2", "--tp-size", "2", "--rank-timeout", timeout,
+              "--model-path", "m"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "--rank-timeout" in err and "Traceback" not in err

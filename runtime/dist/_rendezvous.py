@@ -42,6 +42,7 @@ from torch._C._distributed_c10d import Store, TCPStore  # typed home of these
 
 from configbags.runtime.dist._layout import Layout, group_ranks
 from configbags.runtime.errors import DistributedConfigError
+from configbags.runtime.leaftypes import none_like
 
 DEFAULT_TIMEOUT_S = 60.0
 _MAC_CHARS = 64  # hex of a SHA-256 HMAC
@@ -286,6 +287,12 @@ def secure(host: str | None, secret: bytes | None, *, allow_unsigned: bool | Non
     trusts; a loopback store runs unsigned without asking (only local processes reach it)."""
     if not secret:
         secret = os.environ.get(SECRET_ENV, "").encode() or None
+    if secret is not None and none_like(secret.decode("utf-8", "replace")):
+        raise UnsignedStoreError(
+            f"the rank secret (secret= or ${SECRET_ENV}) is blank or a word for no value (none, null, ...): "
+            f"as a key it would be guessable, and was most likely meant as unset; give every rank the same "
+            f"real secret (e.g. `openssl rand -hex 32`), or none at all on a loopback store"
+        )
     if secret or host is None or is_loopback(host):
         return secret
     if allow_unsigned is None:
