@@ -25,6 +25,7 @@ import datetime as dt
 import importlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,9 +36,13 @@ from typing import Any
 import attrs
 import yaml
 
+from configbags.packages import load_context, named_context
 from configbags.runtime import roles as role_modes
+from configbags.runtime.cliflags import shown_argv
 from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project, project_path
+from configbags.runtime.registry import REDACTED
 from configbags.runtime.roles import RAW_RECORD
 
 # A line `audit record` writes before running the command, so `report` can default the
@@ -75,7 +80,11 @@ def load(paths: Iterable[str | Path]) -> Observations:
     dates: list[str] = []
     skipped: list[str] = []
     for path in paths:
-        text = Path(path).read_text(encoding="utf-8")
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not UTF-8 text, so not an observation file (audit record writes JSON "
+                              f"lines); give the file it wrote") from None
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
@@ -282,19 +291,48 @@ def _declared_sets(declared: Mapping[str, frozenset[str]] | None) -> Mapping[str
 
 
 def declared_sets(package: str) -> Mapping[str, frozenset[str]]:
-    """The declared role sets of a generated package (its `role_audit` module)."""
+    """The declared role sets of a generated package (its `role_audit` module), imported as
+    every operator command imports the package (from the project when not installed)."""
+    load_context(package)
     module = importlib.import_module(f"{package}.role_audit")
     sets: Mapping[str, frozenset[str]] = module.ROLE_NAMESPACE_SETS
     return sets
 
 
-def record(command: Sequence[str], out: Path, *, append: bool = False) -> int:
+def shown_command(command: Sequence[str], package: str | None) -> str:
+    """The command line as the observation file keeps it: a secret flag's value (by the
+    package's schema, else by a flag named like a key, token, secret or password) reads
+    REDACTED, since the file is shared with reviewers."""
+    try:
+        registry = named_context(package).registry
+    except ConfigError:
+        registry = None
+    if registry is not None:
+        return " ".join(shown_argv(registry, command))
+    out: list[str] = []
+    hide = False
+    for arg in command:
+        if hide:
+            out.append(REDACTED)
+            hide = False
+            continue
+        name, eq, _ = arg.partition("=")
+        secret = name.startswith("-") and _SECRET_FLAG.search(name) is not None
+        out.append(f"{name}={REDACTED}" if secret and eq else arg)
+        hide = secret and not eq
+    return " ".join(out)
+
+
+_SECRET_FLAG = re.compile(r"key|token|secret|passw", re.IGNORECASE)
+
+
+def record(command: Sequence[str], out: Path, *, append: bool = False, package: str | None = None) -> int:
     """Run `command` in record mode writing to `out`; return its exit status (128+N for a
     death by signal N, as a shell reports it)."""
     out = out.resolve()  # children may change directory; the variable must still point here
     out.parent.mkdir(parents=True, exist_ok=True)
     run_line = json.dumps(
-        {"event": RUN_EVENT, "command": " ".join(command), "date": dt.date.today().isoformat()},
+        {"event": RUN_EVENT, "command": shown_command(command, package), "date": dt.date.today().isoformat()},
         sort_keys=True,
     )
     with out.open("a" if append else "w", encoding="utf-8") as f:
@@ -334,6 +372,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                      help=f"observation file (default: {role_modes.DEFAULT_OUT})")
     rec.add_argument("--append", action="store_true",
                      help="add to --out instead of starting it afresh")
+    rec.add_argument("--package", help="the generated config package, whose secret flags are redacted in the "
+                     "recorded command line (default: [tool.configbags] package in pyproject.toml)")
     rec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     rep = sub.add_parser(
         "report",
@@ -364,7 +404,7 @@ def main(argv: list[str]) -> int:
             print("configbags audit record: give the command after --, e.g. "
                   "configbags audit record -- python -m myserver", file=sys.stderr)
             return 2
-        status = record(cmd, args.out, append=args.append)
+        status = record(cmd, args.out, append=args.append, package=args.package)
         print(report([args.out]), end="")
         print(f"observations in {args.out}; re-run the report with: "
               f"configbags audit report {args.out} --workload '...'")
@@ -373,6 +413,10 @@ def main(argv: list[str]) -> int:
     if missing:
         print(f"configbags audit report: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    declared = declared_sets(args.package) if args.package else None
-    print(report(args.files, workload=args.workload, date=args.date, declared=declared), end="")
+    try:
+        declared = declared_sets(args.package) if args.package else None
+        print(report(args.files, workload=args.workload, date=args.date, declared=declared), end="")
+    except ConfigError as exc:
+        print(f"configbags audit report: {exc}", file=sys.stderr)
+        return 2
     return 0

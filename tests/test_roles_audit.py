@@ -219,3 +219,24 @@ def test_a_raw_record_read_counts_as_every_namespace(tmp_path: Path) -> None:
     record = detok.audit_record(date="2026-11-29", workload="w")
     assert record["observed"] == sorted(ROLE_NAMESPACE_SETS["tokenizer"]) and record["uncovered"] == []
     assert "raw record" in record["decision"]
+
+
+def test_the_recorded_command_line_never_keeps_a_secret(tmp_path: Path) -> None:
+    out = tmp_path / "obs.jsonl"
+    assert audit.record([sys.executable, "-c", "pass", "--api-key=SEKRET-1", "--admin-api-key", "SEKRET-2"], out,
+                        package="configbags.generated") == 0
+    line = json.loads(out.read_text().splitlines()[0])
+    assert "SEKRET" not in line["command"]
+    assert "--api-key=<redacted> --admin-api-key <redacted>" in line["command"]
+    # without a package that loads: flags named like a key, token, secret or password
+    shown = audit.shown_command(["serve", "--hf-token", "SEKRET-3", "--db-password=SEKRET-4", "--port", "1"],
+                                "no_such_package_anywhere")
+    assert "SEKRET" not in shown and shown.endswith("--port 1")
+
+
+def test_report_on_a_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "obs.jsonl"
+    bad.write_bytes(b'{"event": "run"}\n\xff\xfe\n')
+    assert cli_main(["audit", "report", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8" in err and "Traceback" not in err
