@@ -274,6 +274,14 @@ def test_repr_of_the_record_bags_snapshot_and_state_redacts_a_secret(ctx: Any) -
     assert "api_key=<redacted>" in shown[0] and "api_key=<redacted>" in shown[2]
     assert "admin_api_key=None" in shown[2]  # unset is shown as unset
     assert get_serving().api_key == SECRET  # the value itself is there for the server
+    from configbags.runtime.context import OverrideEntry, RunnerView
+
+    entry = OverrideEntry(2, "rotate", "api_key", "serving", SECRET, ADMIN, 0.0, secret=True)
+    view = RunnerView(ctx, "draft", {"api_key": SECRET, "tp_size": 2})
+    for text in (repr(entry), repr([entry]), repr(view)):
+        assert SECRET not in text and ADMIN not in text, text
+    assert "old=<redacted>, new=<redacted>" in repr(entry) and "'tp_size': 2" in repr(view)
+    assert entry == OverrideEntry(2, "rotate", "api_key", "serving", SECRET, ADMIN, 0.0)  # a flag, not data
 
 
 def test_secrets_are_declared_in_the_registry() -> None:

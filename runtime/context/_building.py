@@ -62,7 +62,8 @@ class StateBuilder:
         epoch = state.epoch + 1
         now = time.time()
         entries = tuple(
-            OverrideEntry(epoch, source, n, reg.leaves[n].namespace, state.values[n], v, now)
+            OverrideEntry(epoch, source, n, reg.leaves[n].namespace, state.values[n], v, now,
+                          secret=reg.leaves[n].secret)
             for n, v in changed.items()
         )
         return self.advance(state, changed, state.log + entries, epoch), entries

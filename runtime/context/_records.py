@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from configbags.runtime.leaftypes import Policy, jsonable
-from configbags.runtime.registry import LeafSpec
+from configbags.runtime.registry import LeafSpec, secret_repr
 from configbags.runtime.resolve import NO_FACTS, Facts, Layer, Origin
 
 RankFn = Callable[[Mapping[str, Any]], Mapping[str, int]]
@@ -20,9 +20,11 @@ Ranks = Mapping[str, int] | RankFn
 RECORD_SLOT = "server_args"
 
 
-@attrs.frozen
+@attrs.frozen(repr=False)
 class OverrideEntry:
-    """One leaf change: who asked, what it was, what it became, at which epoch."""
+    """One leaf change: who asked, what it was, what it became, at which epoch. `secret`:
+    the leaf is a secret, so `repr()` (a log of the entry, a report, a traceback) shows its
+    values as REDACTED; the values themselves are kept (other ranks need them)."""
 
     epoch: int
     source: str
@@ -31,6 +33,12 @@ class OverrideEntry:
     old: Any
     new: Any
     wall_time: float
+    secret: bool = attrs.field(default=False, eq=False)
+
+    def __repr__(self) -> str:
+        old, new = (secret_repr(self.old), secret_repr(self.new)) if self.secret else (repr(self.old), repr(self.new))
+        return (f"OverrideEntry(epoch={self.epoch}, source={self.source!r}, leaf={self.leaf!r}, "
+                f"namespace={self.namespace!r}, old={old}, new={new}, wall_time={self.wall_time!r})")
 
     def as_dict(self, spec: LeafSpec | None = None) -> dict[str, Any]:
         """As plain data; with the leaf's `spec`, a secret's values are redacted (readbacks

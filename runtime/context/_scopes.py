@@ -315,4 +315,5 @@ class RunnerView:
         return cached[1][path]
 
     def __repr__(self) -> str:
-        return f"RunnerView({self.name!r}, overlay={self.overlay!r})"
+        shown = {leaf: self.registry.shown(leaf, value) for leaf, value in self.overlay.items()}
+        return f"RunnerView({self.name!r}, overlay={shown!r})"

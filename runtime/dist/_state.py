@@ -79,6 +79,7 @@ def entry_from_dict(context: Context[Any], data: Mapping[str, Any]) -> OverrideE
         old=_coerce(context, leaf, data["old"]),
         new=_coerce(context, leaf, data["new"]),
         wall_time=float(data["wall_time"]),
+        secret=context.registry.leaves[leaf].secret,
     )
 
 
