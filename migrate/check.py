@@ -270,10 +270,16 @@ def _readback_failure(key: Key, reads: list[Read], allowlist_file: str) -> Failu
     file, function, leaf = key
     lines = sorted({r.line for r in reads})
     also = f" (also line{'s' if len(lines) > 2 else ''} {', '.join(map(str, lines[1:]))})" if lines[1:] else ""
+    what = _READBACK_WHAT.get(leaf, leaf)
+    if all(r.form == "context_escape" for r in reads):
+        what = (
+            "a config context stored where the scanner cannot follow it (an attribute of another object, "
+            "a container, a method's return, a yield), so any code may read back `.state` through it"
+        )
     return Failure(
         "operator_readback",
         f"{file}:{lines[0]} ({function}): an operator readback in role code: "
-        f"{_READBACK_WHAT.get(leaf, leaf)}{also}. It holds every namespace and bypasses role "
+        f"{what}{also}. It holds every namespace and bypasses role "
         f"scoping (the enforce and record modes), so role code does not read config through "
         f"it: read the leaves through the generated accessors (cfg, get_<namespace>()), or "
         f"ctx.bag(path) or ctx.snapshot(), which are scoped to the role.\n"

@@ -329,6 +329,8 @@ class _Uses(_Walk):
             return
         name = dotted(node.func)
         parent = self.parents[-1] if self.parents else None
+        if isinstance(parent, ast.Await) and len(self.parents) > 1:
+            parent = self.parents[-2]  # `(await actx()).state`: an async fetcher, awaited
         if isinstance(parent, ast.Return) and len(self.qualname) == 1:
             kind = "context" if name in self.flows.context_fetchers else "environ" if name in self.flows.environ_fetchers else None
             if kind is not None:

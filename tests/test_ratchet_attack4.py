@@ -94,3 +94,48 @@ def test_a_record_built_in_the_code_escapes_nothing(tmp_path: Path, body: str) -
 def test_the_class_of_the_record_is_no_leaf_read(tmp_path: Path) -> None:
     result = _scan(tmp_path, {"user.py": RAW + "def f():\n    return get_server_args().__class__.__name__\n"})
     assert not result.reads, result.reads
+
+
+# ---- F10: a config context held where the code shows it
+
+
+@pytest.mark.parametrize(("user", "function"), [
+    ("class Worker:\n    def __init__(self):\n        self.ctx = get_context()\n"
+     "    def page(self):\n        return self.ctx.state.values['page_size']\n", "Worker.page"),
+    ("class Worker:\n    def __init__(self):\n        self.ctx = get_context()\n"
+     "    def info(self):\n        return self.ctx.server_info()['record']\n", "Worker.info"),
+    ("class A:\n    CTX = get_context()\n\ndef f():\n    return A.CTX.server_info()['record']\n", "f"),
+    ("class A:\n    CTX = get_context()\n    def f(self):\n        return self.CTX.state\n", "A.f"),
+    ("def f():\n    with get_context().restoring() as c:\n        return c.state.values['page_size']\n", "f"),
+    ("def f():\n    ctx = get_context()\n    with ctx.scoped() as c:\n        return c.server_info()\n", "f"),
+    ("def f(ctx=get_context()):\n    return ctx.state.values['page_size']\n", "f"),
+    ("def f():\n    return vars(get_context())['_state'].values['page_size']\n", "f"),
+    ("def f():\n    return get_context().__dict__['_state'].values['page_size']\n", "f"),
+    ("async def actx():\n    return get_context()\n\nasync def f():\n    return (await actx()).state.values\n", "f"),
+])
+def test_a_context_held_where_the_code_shows_it_is_read_back(tmp_path: Path, user: str, function: str) -> None:
+    result = _scan(tmp_path, {"user.py": CTX + user})
+    assert [r for r in result.reads if r.function == function and r.leaf.startswith("Context.")], result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("user", [
+    "class A:\n    def ctx(self):\n        return get_context()\n",
+    "def f(holder):\n    holder.ctx = get_context()\n",
+    "def f():\n    return [get_context()]\n",
+    "def f(d):\n    d['ctx'] = get_context()\n",
+])
+def test_a_context_stored_where_the_code_cannot_follow_it_is_an_unresolved_readback(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": CTX + user})
+    assert [r for r in result.reads if r.form == "context_escape"], result.reads
+    assert _fails(result)
+
+
+def test_a_context_used_by_its_scoped_methods_is_no_readback(tmp_path: Path) -> None:
+    user = CTX + (
+        "class Worker:\n    def __init__(self):\n        self.ctx = get_context()\n"
+        "    def page(self):\n        return self.ctx.bag('schedule').page_size\n"
+        "def g():\n    ctx = get_context()\n    with ctx.scoped() as c:\n        return c.snapshot()\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.leaf.startswith("Context.")], result.reads
