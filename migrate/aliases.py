@@ -1033,6 +1033,25 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     visit_Set = _container
     visit_Dict = _container
 
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        # `[get_server_args() for _ in x]`, `(rec for _ in x)`, `{n: rec for n in names}`: a
+        # container (or generator) of the record, read later by index, key or next(): an
+        # escape, like a container literal not indexed literally
+        outer = self.scope
+        self.scope = self.a.scope_of.get(id(node), outer)
+        produced = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        for element in produced:
+            reach = self.a.reach(element, self.scope)
+            if reach is not None:
+                self._escape(element, reach, "escapes_container")
+        self.generic_visit(node)
+        self.scope = outer
+
+    visit_ListComp = _comprehension
+    visit_SetComp = _comprehension
+    visit_GeneratorExp = _comprehension
+    visit_DictComp = _comprehension
+
     def visit_Return(self, node: ast.Return) -> None:
         # A method's callers elsewhere (`runner.args().tp_size`, a property's readers) are
         # not followed: returning the record from one lets it escape, unless the method

@@ -71,7 +71,8 @@ _ESCAPES = {
     "escapes_attribute": "it is stored in an attribute not named like the record (`self.cfg = record`, "
     "`holder.x = record`), which any code may read by another name",
     "escapes_item": "it is stored in a container by key or index (`d[k] = record`)",
-    "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`)",
+    "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`) "
+    "or produced by a comprehension or generator expression (`[record for _ in x]`, `(record for _ in x)`)",
     "escapes_yield": "it is yielded (`yield record`)",
     "escapes_return": "it is returned by a method (`def args(self): return self._args`), whose callers "
     "elsewhere read it by the method's name",

@@ -139,3 +139,26 @@ def test_a_context_used_by_its_scoped_methods_is_no_readback(tmp_path: Path) -> 
     )
     result = _scan(tmp_path, {"user.py": user})
     assert not [r for r in result.reads if r.leaf.startswith("Context.")], result.reads
+
+
+# ---- F16, F21: comprehensions and generator expressions producing the record
+
+
+@pytest.mark.parametrize("body", [
+    "gen = (get_server_args() for _ in range(1))\n    return next(gen).tp_size\n",
+    "for r in (get_server_args() for _ in range(1)):\n        return r.tp_size\n",
+    "return next(get_server_args() for _ in x).tp_size\n",
+    "return {n: get_server_args() for n in names}[k].tp_size\n",
+    "return [get_server_args() for _ in range(2)][0].tp_size\n",
+    "return {k: v for k, v in [('a', get_server_args())]}['a'].tp_size\n",
+    "return {get_server_args() for _ in x}.pop().tp_size\n",
+])
+def test_a_comprehension_producing_the_record_escapes(tmp_path: Path, body: str) -> None:
+    result = _scan(tmp_path, {"user.py": RAW + "def f(x=(), names=(), k=''):\n    " + body})
+    assert [r for r in result.reads if r.leaf == "*" and r.via == "escape"], result.reads
+    assert _fails(result)
+
+
+def test_a_comprehension_reading_leaves_is_no_escape(tmp_path: Path) -> None:
+    result = _scan(tmp_path, {"user.py": RAW + "def f():\n    return [r.tp_size for r in [get_server_args()]]\n"})
+    assert {(r.leaf, r.via) for r in result.reads} == {("tp_size", "alias")}, result.reads
