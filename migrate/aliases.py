@@ -1033,13 +1033,17 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     visit_Set = _container
     visit_Dict = _container
 
-    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+    def _comprehension(self, node: ast.AST) -> None:
         # `[get_server_args() for _ in x]`, `(rec for _ in x)`, `{n: rec for n in names}`: a
         # container (or generator) of the record, read later by index, key or next(): an
         # escape, like a container literal not indexed literally
         outer = self.scope
         self.scope = self.a.scope_of.get(id(node), outer)
-        produced = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        if isinstance(node, ast.DictComp):
+            produced = [node.key, node.value]
+        else:
+            assert isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp))
+            produced = [node.elt]
         for element in produced:
             reach = self.a.reach(element, self.scope)
             if reach is not None:
