@@ -1066,7 +1066,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if (
             node.value is not None
             and scope.kind == "function"
-            and scope.self_name is not None
+            # a static method too (no `self`): `H.rec()` is read by the method's name
             and parent is not None
             and parent.kind == "class"
             and parent.qualname.rsplit(".", 1)[-1] not in self.a.class_names
@@ -1095,6 +1095,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         of a path whose object is the record is a leaf read; a name built at run time
         reads `*`; `getattr(ServerArgs, k)` reads a class default."""
         target = fetch.target
+        if fetch.form == "setattr" and len(node.args) > 2:
+            # `setattr(self, "cfg", rec)` stores like `self.cfg = rec`; a name built at run
+            # time may be any attribute, never one named like the record
+            path = fetch.paths[0]
+            stored = ast.Attribute(value=target, attr=path[0] if path else "", ctx=ast.Store())
+            self._stored([stored], node.args[2])
         if fetch.form in ("setattr", "delattr"):
             if self.a.via(target, self.scope):
                 path = fetch.paths[0]

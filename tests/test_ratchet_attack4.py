@@ -162,3 +162,30 @@ def test_a_comprehension_producing_the_record_escapes(tmp_path: Path, body: str)
 def test_a_comprehension_reading_leaves_is_no_escape(tmp_path: Path) -> None:
     result = _scan(tmp_path, {"user.py": RAW + "def f():\n    return [r.tp_size for r in [get_server_args()]]\n"})
     assert {(r.leaf, r.via) for r in result.reads} == {("tp_size", "alias")}, result.reads
+
+
+# ---- F4, F5: a static method returning the record; setattr with a literal name
+
+
+def test_a_static_method_returning_the_record_escapes(tmp_path: Path) -> None:
+    user = RAW + "class H:\n    @staticmethod\n    def rec():\n        return get_server_args()\n\ndef f():\n    return H.rec().tp_size\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.form == "escapes_return"], result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("user", [
+    RAW + "class W:\n    def __init__(self):\n        setattr(self, 'cfg', get_server_args())\n",
+    "import types\n" + RAW + "NS = types.SimpleNamespace()\nsetattr(NS, 'cfg', get_server_args())\n",
+    RAW + "def f(obj, name):\n    setattr(obj, name, get_server_args())\n",
+])
+def test_setattr_storing_the_record_escapes_like_an_attribute_store(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.form == "escapes_attribute"], result.reads
+    assert _fails(result)
+
+
+def test_setattr_of_a_record_attribute_is_no_escape(tmp_path: Path) -> None:
+    user = RAW + "class W:\n    def __init__(self):\n        setattr(self, 'server_args', get_server_args())\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.via == "escape"], result.reads
