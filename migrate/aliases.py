@@ -135,6 +135,13 @@ class _Analysis(Scopes[_Scope]):
         # global_server_args_dict` in its body) is the module's dict under a local name
         self.dict_imports: set[tuple[int, str]] = set()
         self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
+        # class attributes bound to the record (`class R: ARGS = get_server_args()`, here or
+        # in an imported module: `R.ARGS` among the holders) -> origin. Read through
+        # anything (`R().ARGS`, `type(self).ARGS`, a subclass's `S.ARGS` or `self.ARGS`),
+        # like a record attribute: which object it is read on is not followed
+        self.class_attrs: dict[str, str] = {
+            spelled.rpartition(".")[2]: "held" for spelled in self.flows.record_holders if "." in spelled
+        }
         # (class qualname, record attribute) -> the origin of what its methods assign to
         # `self.<attribute>` (`self.server_args = ServerArgs(...)`: constructed)
         self.class_record_attrs: dict[tuple[str, str], str] = {}
@@ -153,6 +160,7 @@ class _Analysis(Scopes[_Scope]):
         binds or shadows the record mentions one of them on one of its lines."""
         names = self.raw_names | self.class_names | self.record_attrs | self.record_dicts
         names |= self.self_attrs.keys() | self.wrappers.keys() | self.types.names() | self.element_attrs
+        names |= self.class_attrs.keys()
         names |= {name for _, name in self.elements} | flow_names(self.flows)
         for scope in self.scopes:
             names |= scope.aliases.keys()
@@ -219,6 +227,10 @@ class _Analysis(Scopes[_Scope]):
             return ("attribute", join_origin("held", built) if built else "held")
         if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
             return ("self_alias", self.self_attrs[expr.attr])
+        if expr.attr in self.class_attrs and not (
+            isinstance(expr.value, ast.Name) and expr.value.id in self.imported
+        ):  # (`mod.ARGS` of an imported module is the module's, a holder above when it is one)
+            return ("attribute", join_origin(self.class_attrs[expr.attr], "held"))
         return None
 
     def fetched_value(self, call: ast.expr) -> ast.expr | None:
@@ -408,6 +420,7 @@ class _Analysis(Scopes[_Scope]):
                     # class-level aliases are read as self.NAME / cls.NAME
                     for name, (_, origin) in list(scope.aliases.items()):
                         changed |= _merge_origin(self.self_attrs, name, origin)
+                        changed |= _merge_origin(self.class_attrs, name, origin)
                 if scope.kind == "function" and scope.returns:
                     name = scope.qualname.rsplit(".", 1)[-1]
                     known = self.self_attrs if scope.self_name else self.wrappers

@@ -189,3 +189,29 @@ def test_setattr_of_a_record_attribute_is_no_escape(tmp_path: Path) -> None:
     user = RAW + "class W:\n    def __init__(self):\n        setattr(self, 'server_args', get_server_args())\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not [r for r in result.reads if r.via == "escape"], result.reads
+
+
+# ---- F8, F18: a class attribute holding the record, read every way
+
+
+CLASS_ATTR = RAW + "class R:\n    ARGS = get_server_args()\n"
+
+
+@pytest.mark.parametrize("user", [
+    CLASS_ATTR + "def f():\n    return R().ARGS.tp_size\n",
+    CLASS_ATTR + "    def f(self):\n        return type(self).ARGS.tp_size\n",
+    CLASS_ATTR + "class S(R):\n    pass\n\ndef f():\n    return S.ARGS.tp_size\n",
+    CLASS_ATTR + "def f():\n    return getattr(R, 'ARGS').tp_size\n",
+])
+def test_a_class_attribute_holding_the_record_is_read_every_way(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.leaf == "tp_size"], result.reads
+
+
+@pytest.mark.parametrize("user", [
+    "from pkg.base import R\n\nclass Sub(R):\n    def tp(self):\n        return self.ARGS.tp_size\n",
+    "from pkg import base\n\ndef f():\n    return base.R().ARGS.tp_size\n",
+])
+def test_a_class_attribute_holding_the_record_is_read_in_another_module(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"base.py": CLASS_ATTR, "user.py": user})
+    assert [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == "tp_size"], result.reads
