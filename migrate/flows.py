@@ -44,6 +44,7 @@ import attrs
 
 from configbags.migrate.aliases import dotted, mention_lines, mentions, statement_span
 from configbags.migrate.scanmodel import (
+    CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
     STATE_READBACK,
     FileScan,
@@ -227,7 +228,40 @@ def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], lis
             ):
                 keys.add(sub.left.id)
         env_params += [(qualname, key) for key in sorted(keys & params)]
+    fetchers += _module_holders(tree, lines)
     return sorted(set(fetchers)), env_params
+
+
+def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
+    """Module-level names other modules may import for a context or the environment:
+    `CTX = get_context()` (context_holder), `ENV = os.environ` or `from os import environ`
+    (environ_holder), `ctx_of = get_context` (context: a fetcher), `from os import getenv`
+    or `getenv = os.getenv` (environ_getter)."""
+    found: list[tuple[str, str]] = []
+    for node in tree.body:
+        if not mentions(lines, statement_span(node)):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "os" and node.level == 0:
+            for alias in node.names:
+                imported = {"environ": "environ_holder", "getenv": "environ_getter"}.get(alias.name)
+                if imported is not None:
+                    found.append((alias.asname or alias.name, imported))
+            continue
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        kind: str | None = None
+        if isinstance(value, ast.Call):
+            kind = "context_holder" if dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES else None
+        elif _environ_expr(value):
+            kind = "environ_holder"
+        else:
+            last = dotted(value).rpartition(".")[2]
+            kind = "context" if last in _CONTEXT_FETCHES else "environ_getter" if last == "getenv" else None
+        if kind is not None:
+            found += [(target.id, kind) for target in targets if isinstance(target, ast.Name)]
+    return found
 
 
 class _Walk(ast.NodeVisitor):
@@ -325,10 +359,16 @@ class _Uses(_Walk):
         ))
 
     def found(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            self._held(node)
         if not isinstance(node, ast.Call):
             return
         name = dotted(node.func)
         parent = self.parents[-1] if self.parents else None
+        if name in self.flows.environ_getters:
+            key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
+            self._environ_key(node, key, "getenv")
+            return
         if isinstance(parent, ast.Await) and len(self.parents) > 1:
             parent = self.parents[-2]  # `(await actx()).state`: an async fetcher, awaited
         if isinstance(parent, ast.Return) and len(self.qualname) == 1:
@@ -337,12 +377,26 @@ class _Uses(_Walk):
                 self.fetchers.append((self.qualname[0], kind))
                 return
         if name in self.flows.context_fetchers:
-            if isinstance(parent, ast.Attribute) and parent.attr == "state":
-                self._row(parent, STATE_READBACK, "readback", "state")
+            self._context(parent)
         elif name in self.flows.environ_fetchers:
             self._environ(node, parent)
 
-    def _environ(self, node: ast.Call, parent: ast.AST | None) -> None:
+    def _context(self, parent: ast.AST | None) -> None:
+        if isinstance(parent, ast.Attribute) and parent.attr == "state":
+            self._row(parent, STATE_READBACK, "readback", "state")
+        elif isinstance(parent, ast.Attribute) and parent.attr in CONTEXT_READBACK_METHODS:
+            self._row(parent, f"Context.{parent.attr}", "readback", parent.attr)
+
+    def _held(self, node: ast.Name | ast.Attribute) -> None:
+        """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module."""
+        name = dotted(node)
+        parent = self.parents[-1] if self.parents else None
+        if name in self.flows.context_holders:
+            self._context(parent)
+        elif name in self.flows.environ_holders:
+            self._environ(node, parent)
+
+    def _environ(self, node: ast.expr, parent: ast.AST | None) -> None:
         key: ast.expr | None = None
         form = "environ_whole"
         if isinstance(parent, ast.Subscript) and parent.value is node:
@@ -353,6 +407,9 @@ class _Uses(_Walk):
                 key, form = call.args[0], "environ_get"
         elif isinstance(parent, ast.Compare) and node in parent.comparators:
             key, form = parent.left, "environ_in"
+        self._environ_key(node, key, form)
+
+    def _environ_key(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
         if key is None:
             self._row(node, ENV_UNRESOLVED, "environ", "environ_whole")
         elif isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -365,7 +422,14 @@ class _Uses(_Walk):
 def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
     """(reads, fetchers): the reads through imported context and environment fetchers,
     and the module-level functions that return what one of them returns."""
-    names = {part for spelled in (*flows.context_fetchers, *flows.environ_fetchers) for part in spelled.split(".")}
+    names = {
+        part
+        for spelled in (
+            *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
+            *flows.environ_getters,
+        )
+        for part in spelled.split(".")
+    }
     if not names:
         return [], []
     walk = _Uses(mention_lines(text, names), flows, frozenset(settings.env_vars))
@@ -574,6 +638,9 @@ class _Project:
             context_fetchers=frozenset(spelled["context"]),
             environ_fetchers=frozenset(spelled["environ"]),
             params=params,
+            context_holders=frozenset(spelled["context_holder"]),
+            environ_holders=frozenset(spelled["environ_holder"]),
+            environ_getters=frozenset(spelled["environ_getter"]),
         )
 
     def _exported(self, rel: str) -> set[str]:

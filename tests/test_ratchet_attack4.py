@@ -215,3 +215,33 @@ def test_a_class_attribute_holding_the_record_is_read_every_way(tmp_path: Path, 
 def test_a_class_attribute_holding_the_record_is_read_in_another_module(tmp_path: Path, user: str) -> None:
     result = _scan(tmp_path, {"base.py": CLASS_ATTR, "user.py": user})
     assert [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == "tp_size"], result.reads
+
+
+# ---- F9, F6: the environment or a context held by a class or another module
+
+
+def test_the_environment_held_by_a_class_attribute_is_read(tmp_path: Path) -> None:
+    user = "import os\nclass C:\n    env = os.environ\n\ndef f():\n    return C.env['SGLANG_PAGE_SIZE']\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE") in _keys(result), result.reads
+
+
+HOLDERS = (
+    "import os\nfrom os import getenv\n" + CTX
+    + "ENV = os.environ\nCTX = get_context()\nctx_of = get_context\n"
+)
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from pkg.h import ENV\n\ndef f():\n    return ENV['SGLANG_PAGE_SIZE']\n", "$SGLANG_PAGE_SIZE"),
+    ("from pkg import h\n\ndef f():\n    return h.ENV.get('SGLANG_PAGE_SIZE')\n", "$SGLANG_PAGE_SIZE"),
+    ("from pkg.h import ENV\n\ndef f():\n    return dict(ENV)\n", "$?"),
+    ("from pkg.h import getenv\n\ndef f():\n    return getenv('SGLANG_PAGE_SIZE')\n", "$SGLANG_PAGE_SIZE"),
+    ("from pkg.h import CTX\n\ndef f():\n    return CTX.state.values\n", "Context.state"),
+    ("from pkg import h\n\ndef f():\n    return h.CTX.explain('page_size')\n", "Context.explain"),
+    ("from pkg.h import ctx_of\n\ndef f():\n    return ctx_of().server_info()\n", "Context.server_info"),
+])
+def test_the_environment_or_a_context_held_in_another_module_is_read(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"h.py": HOLDERS, "user.py": user})
+    assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
+    assert _fails(result)
