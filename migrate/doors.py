@@ -517,7 +517,7 @@ class _Doors(Scopes[_Scope]):
         return result
 
     def alias_names(self) -> set[str]:
-        """Names bound to a door somewhere (and `self.` attributes holding a context):
+        """Names bound to a door somewhere (and `self.` attributes holding one):
         statements mentioning them must be walked."""
         names = {
             name
@@ -526,7 +526,7 @@ class _Doors(Scopes[_Scope]):
             if any(_is_door(kind) for kind in self._bound_kind(name, scope, values))
         }
         for (_, attr), values in self.self_attrs.items():
-            if any(isinstance(v, ast.expr) and _CONTEXT in self.kind(v, where) for v, where in values):
+            if any(isinstance(v, ast.expr) and any(map(_is_door, self.kind(v, where))) for v, where in values):
                 names.add(attr)
         return names
 

@@ -245,3 +245,12 @@ def test_the_environment_or_a_context_held_in_another_module_is_read(tmp_path: P
     result = _scan(tmp_path, {"h.py": HOLDERS, "user.py": user})
     assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
     assert _fails(result)
+
+
+def test_the_environment_held_on_self_is_read_in_the_class_methods(tmp_path: Path) -> None:
+    user = (
+        "import os\nclass C:\n    def __init__(self):\n        self.env = os.environ\n"
+        "    def f(self):\n        return self.env['SGLANG_PAGE_SIZE']\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert {("pkg/user.py", "C.__init__", "$?"), ("pkg/user.py", "C.f", "$SGLANG_PAGE_SIZE")} <= _keys(result), result.reads
