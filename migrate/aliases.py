@@ -1317,6 +1317,11 @@ def analyse(
         child.qualname for child in analysis.scopes if child.parent is module and child.kind == "function"
     }
     fetchers = [name for name in analysis.wrappers if name in top_level]
+    # `def load() -> ServerArgs`: what the types say is the record, for its importers too
+    fetchers += [
+        node.name for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and analysis.is_record_annotation(node.returns)
+    ]
     # `g = get_server_args` at module level: g() is the record, wherever it is imported
     fetchers += [
         name for name in analysis.raw_names

@@ -283,3 +283,19 @@ def test_a_generated_header_never_hides_what_a_file_hands_its_importers(
     assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
     assert "pkg/fakegen/helpers.py" not in result.generated_files
     assert "pkg/fakegen/accessors.py" in result.generated_files
+
+
+# ---- F26: a function annotated to return the record, imported
+
+
+@pytest.mark.parametrize("user", [
+    "from pkg.h_ann import load\n\ndef f():\n    return load().tp_size\n",
+    "from pkg import h_ann\n\ndef f():\n    x = h_ann.load()\n    return x.tp_size\n",
+])
+def test_a_function_annotated_to_return_the_record_is_a_fetcher_across_modules(tmp_path: Path, user: str) -> None:
+    helper = (
+        "from typing import Any\nfrom legacy.server_args import ServerArgs\n_CACHE: dict[str, Any] = {}\n\n"
+        "def load() -> ServerArgs:\n    return _CACHE['args']\n"
+    )
+    result = _scan(tmp_path, {"h_ann.py": helper, "user.py": user})
+    assert ("pkg/user.py", "f", "tp_size") in _keys(result), result.reads
