@@ -331,6 +331,8 @@ class _Analysis(Scopes[_Scope]):
     def _lookup(self, name: str, scope: _Scope) -> Reach | None:
         # a name bound in a nearer scope to something else shadows an outer alias
         holder = self.visible(name, scope)
+        if holder is None and name in self.flows.record_holders:
+            return ("imported", "held")  # bound by `from pkg.a import *`, where a binds it
         return holder.aliases.get(name) if holder is not None else None
 
     def _self_class(self, expr: ast.expr, scope: _Scope) -> str | None:

@@ -299,3 +299,13 @@ def test_a_function_annotated_to_return_the_record_is_a_fetcher_across_modules(t
     )
     result = _scan(tmp_path, {"h_ann.py": helper, "user.py": user})
     assert ("pkg/user.py", "f", "tp_size") in _keys(result), result.reads
+
+
+# ---- F7: a holder bound by a star import
+
+
+def test_a_holder_bound_by_a_star_import_is_read(tmp_path: Path) -> None:
+    helper = RAW + "REC = get_server_args()\n"
+    user = "from pkg.h_b import *\n\ndef f():\n    return REC.tp_size\n"
+    result = _scan(tmp_path, {"h_b.py": helper, "user.py": user})
+    assert ("pkg/user.py", "f", "tp_size") in _keys(result), result.reads
