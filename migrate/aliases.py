@@ -1078,7 +1078,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # or the raw accessor, or belongs to the record class.
         scope = self.scope
         parent = scope.parent
-        if (
+        if node.value is not None and scope.kind == "function" and scope.qualname == "__getattr__":
+            # a module's `__getattr__` (PEP 562): `mod.ARGS`, `from mod import ARGS`, any
+            # name the module does not define, read by a name no analysis follows
+            reach = self.a.reach(node.value, scope)
+            if reach is not None:
+                self._escape(node.value, reach, "escapes_return")
+        elif (
             node.value is not None
             and scope.kind == "function"
             # a static method too (no `self`): `H.rec()` is read by the method's name

@@ -309,3 +309,13 @@ def test_a_holder_bound_by_a_star_import_is_read(tmp_path: Path) -> None:
     user = "from pkg.h_b import *\n\ndef f():\n    return REC.tp_size\n"
     result = _scan(tmp_path, {"h_b.py": helper, "user.py": user})
     assert ("pkg/user.py", "f", "tp_size") in _keys(result), result.reads
+
+
+# ---- F17: a module __getattr__ (PEP 562) returning the record
+
+
+def test_a_module_getattr_returning_the_record_escapes(tmp_path: Path) -> None:
+    helper = RAW + "def __getattr__(name):\n    if name == 'ARGS':\n        return get_server_args()\n    raise AttributeError(name)\n"
+    result = _scan(tmp_path, {"h_e.py": helper})
+    assert [r for r in result.reads if r.function == "__getattr__" and r.form == "escapes_return"], result.reads
+    assert _fails(result)
