@@ -65,6 +65,7 @@ _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.sp
 _FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
 # Attributes of the record that are no leaf (`rec.__class__` is `type(rec)`): no read.
 _NO_LEAF = frozenset({"__class__"})
+_LOAD = ast.Load()
 # Callables that call `target` with `args` (the record passed on to the target).
 _STARTERS = frozenset({"Thread", "Process", "Timer"})
 
@@ -790,6 +791,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         return True
 
     def _record_dict(self, expr: ast.expr) -> bool:
+        chain = self.a.fetched_value(expr)
+        if chain is not None:
+            return self._record_dict(chain)  # `getattr(S, "global_server_args_dict")`
         if isinstance(expr, ast.Name):
             if expr.id not in self.a.record_dicts:
                 return False
@@ -806,9 +810,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return True
         return False
 
-    def _whole_dict(self, node: ast.Name | ast.Attribute) -> None:
+    def _whole_dict(self, node: ast.Name | ast.Attribute | ast.Call) -> None:
         # `dict(d)`, `return d`, `f(d)`, `f"{d}"`, `**d`: every key leaves at once
-        if isinstance(node.ctx, ast.Load) and id(node) not in self.dict_used and self._record_dict(node):
+        if isinstance(getattr(node, "ctx", _LOAD), ast.Load) and id(node) not in self.dict_used and self._record_dict(node):
             self._read(node, "*", ("record_dict", "process"), "whole")
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -895,6 +899,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         fetches = self.a.fetched.get(id(node), ())
         for fetch in fetches:
             self._fetch(node, fetch)
+        if fetches:
+            self._whole_dict(node)  # `d = getattr(S, "global_server_args_dict")`: used whole
         if fetches:
             pass  # a fetch's reads and writes are its own (`getattr(rec, "x")`, `setattr`)
         elif (

@@ -640,8 +640,13 @@ class _Reader(ast.NodeVisitor):
             self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
         if "builtins.getattr" in paths and len(node.args) >= 2:
             name = _string(node.args[1])
-            if name is not None and _private(name) and _CONTEXT in self.value(node.args[0]).paths:
-                self._report(node, STATE_READBACK, "readback", "state")
+            if name is not None and _private(name):
+                target = self.value(node.args[0]).paths
+                if _CONTEXT in target:
+                    self._report(node, STATE_READBACK, "readback", "state")
+                elif any(self._sensitive_module(f"{p}.{name}") for p in target if not p.startswith("<")):
+                    # `getattr(S, "_GLOBAL_SERVER_ARGS")` is `S._GLOBAL_SERVER_ARGS`
+                    self._report(node, ENV_UNRESOLVED, "private", "private")
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map"):
             template = node.func.value
             if isinstance(template, ast.Constant) and isinstance(template.value, str):

@@ -319,3 +319,20 @@ def test_a_module_getattr_returning_the_record_escapes(tmp_path: Path) -> None:
     result = _scan(tmp_path, {"h_e.py": helper})
     assert [r for r in result.reads if r.function == "__getattr__" and r.form == "escapes_return"], result.reads
     assert _fails(result)
+
+
+# ---- F15: getattr with a literal name on the record's home module
+
+
+@pytest.mark.parametrize(("body", "leaf"), [
+    ("return getattr(sa_mod, 'global_server_args_dict')['page_size']\n", "page_size"),
+    ("d = getattr(sa_mod, 'global_server_args_dict')\n    return d.get('page_size')\n", "*"),
+    ("return getattr(sa_mod, '_GLOBAL_SERVER_ARGS').tp_size\n", "$?"),
+])
+def test_getattr_with_a_literal_on_the_records_module_is_the_attribute(tmp_path: Path, body: str, leaf: str) -> None:
+    settings = ScanSettings(roots=("pkg",), env_vars=(), record_dicts=("global_server_args_dict",))
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "user.py").write_text("from legacy import server_args as sa_mod\n\ndef f():\n    " + body)
+    result = scan_tree(tmp_path, settings)
+    assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
