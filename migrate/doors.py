@@ -675,7 +675,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
 class _Reader(_Pruned, ScopeReader[_Scope]):
     """Pass 2: with every binding known, report the doors opened."""
 
-    def __init__(self, doors: _Doors, declared: frozenset[str], strings: _ModuleStrings) -> None:
+    def __init__(self, doors: _Doors, declared: frozenset[str], strings: ModuleStrings) -> None:
         self.d = self.scopes = doors
         self.scope = doors.module
         self.declared = declared
@@ -1031,7 +1031,7 @@ class DoorScan:
                     break
                 names |= new
                 lines.update(mention_lines(self.text, new))
-            reader = _Reader(doors, self.declared, _ModuleStrings(self.tree))
+            reader = _Reader(doors, self.declared, ModuleStrings(self.tree))
             reader.visit_statements(self.tree.body)
             self._result = (reader.reads, doors.fetched)
         return self._result
@@ -1056,7 +1056,7 @@ def _declared_set(env_vars: tuple[str, ...]) -> frozenset[str]:
 _MAX_STRING_DEPTH = 8
 
 
-class _ModuleStrings:
+class ModuleStrings:
     """The string an environment key evaluates to, where the module shows it: a literal,
     a concatenation (`+`, an f-string) of such, or a name whose every binding in the
     module's top-level statements is one (a module constant). Anything else, a name bound
@@ -1086,6 +1086,16 @@ class _ModuleStrings:
                         found.setdefault(name, []).append(None)
             self._bindings = found
         return self._bindings
+
+    def constants_in(self, names: frozenset[str]) -> set[str]:
+        """The module constants whose string is one of `names` or a part of one."""
+        found: set[str] = set()
+        for name, values in self._module_bindings().items():
+            if len(values) == 1 and isinstance(values[0], ast.Constant) and isinstance(values[0].value, str):
+                text = values[0].value
+                if text and any(text in declared for declared in names):
+                    found.add(name)
+        return found
 
     def value(self, expr: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0) -> str | None:
         """The string `expr` evaluates to inside the `enclosing` scope nodes, or None."""

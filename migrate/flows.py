@@ -43,6 +43,7 @@ from typing import Any
 import attrs
 
 from configbags.migrate.aliases import dotted, mention_lines, mentions, statement_span
+from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
@@ -295,12 +296,22 @@ class _Walk(ast.NodeVisitor):
 
 
 class _Literals(_Walk):
-    """Calls that pass a declared variable's name as a literal."""
+    """Calls that pass a declared variable's name as a literal, or as a string the module
+    builds of constants (`PAGE = "SGLANG_PAGE_SIZE"; get_env(PAGE)`, `PREFIX + "PAGE_SIZE"`)."""
 
-    def __init__(self, lines: list[int], declared: frozenset[str]) -> None:
+    def __init__(self, lines: list[int], declared: frozenset[str], strings: ModuleStrings) -> None:
         super().__init__(lines)
         self.declared = declared
+        self.strings = strings
         self.rows: list[tuple[Any, ...]] = []
+
+    def _value(self, arg: ast.expr) -> str | None:
+        if isinstance(arg, ast.Constant):
+            return arg.value if isinstance(arg.value, str) else None
+        if not isinstance(arg, (ast.Name, ast.BinOp, ast.JoinedStr)):
+            return None
+        scopes = [p for p in self.parents if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+        return self.strings.value(arg, scopes)
 
     def found(self, node: ast.AST) -> None:
         if not isinstance(node, ast.Call):
@@ -310,9 +321,10 @@ class _Literals(_Walk):
             return
         handed = [(i, "", a) for i, a in enumerate(node.args)] + [(-1, k.arg or "", k.value) for k in node.keywords]
         for position, keyword, arg in handed:
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value in self.declared:
+            value = self._value(arg)
+            if value is not None and value in self.declared:
                 self.rows.append((
-                    self.function, f"name:{callee}", position, keyword, arg.value, arg.lineno, arg.col_offset,
+                    self.function, f"name:{callee}", position, keyword, value, arg.lineno, arg.col_offset,
                     arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
                 ))
 
@@ -324,8 +336,12 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts
     fetchers, env_params = _door_facts(tree, text)
     literals: list[tuple[Any, ...]] = []
     declared = frozenset(settings.env_vars)
-    if declared and any(name in text for name in declared):
-        walk = _Literals(mention_lines(text, declared), declared)
+    strings = ModuleStrings(tree)
+    # module constants that spell a declared name or a part of one: the calls naming them
+    # may pass a declared name
+    pieces = strings.constants_in(declared) if declared else set()
+    if declared and (pieces or any(name in text for name in declared)):
+        walk = _Literals(mention_lines(text, declared | pieces), declared, strings)
         for node in tree.body:
             walk.visit(node)
         literals = walk.rows

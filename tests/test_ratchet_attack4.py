@@ -336,3 +336,23 @@ def test_getattr_with_a_literal_on_the_records_module_is_the_attribute(tmp_path:
     (tmp_path / "pkg" / "user.py").write_text("from legacy import server_args as sa_mod\n\ndef f():\n    " + body)
     result = scan_tree(tmp_path, settings)
     assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
+
+
+# ---- F22: a declared name built from module constants, passed to an env helper
+
+
+@pytest.mark.parametrize("user", [
+    "from pkg.envutil import get_env\nPAGE = 'SGLANG_PAGE_SIZE'\n\ndef f():\n    return get_env(PAGE)\n",
+    "from pkg.envutil import get_env\nPREFIX = 'SGLANG_'\n\ndef f():\n    return get_env(PREFIX + 'PAGE_SIZE')\n",
+])
+def test_a_declared_name_built_from_constants_passed_to_an_env_helper_is_read(tmp_path: Path, user: str) -> None:
+    helper = "import os\n\ndef get_env(name, default=None):\n    return os.environ.get(name, default)\n"
+    result = _scan(tmp_path, {"envutil.py": helper, "user.py": user})
+    assert ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE") in _keys(result), result.reads
+
+
+def test_a_local_passed_to_an_env_helper_is_no_constant(tmp_path: Path) -> None:
+    helper = "import os\n\ndef get_env(name, default=None):\n    return os.environ.get(name, default)\n"
+    user = "from pkg.envutil import get_env\nPAGE = 'SGLANG_PAGE_SIZE'\n\ndef f(PAGE):\n    return get_env(PAGE)\n"
+    result = _scan(tmp_path, {"envutil.py": helper, "user.py": user})
+    assert ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE") not in _keys(result), result.reads
