@@ -923,6 +923,19 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if reach[1] != "constructed":  # a record built here is not the published one
             self._read(node, "*", ("escape", join_origin(reach[1], "held")), form)
 
+    def _carried(self, node: ast.expr) -> Reach | None:
+        """A lambda whose body is the record (`lambda: rec`): whoever calls it gets it."""
+        if not isinstance(node, ast.Lambda):
+            return None
+        return self.a.reach(node.body, self.a.scope_of.get(id(node), self.scope))
+
+    def _carrier_escapes(self, node: ast.expr | None, form: str) -> None:
+        # `return lambda: r`, `property(lambda self: rec)`, `register(lambda: rec)`: the
+        # lambda leaves where it is written, called later under a name no analysis follows
+        reach = self._carried(node) if node is not None else None
+        if node is not None and reach is not None:
+            self._escape(node, reach, form)
+
     def _followed(self, node: ast.expr) -> None:
         """A container literal (and those nested in it) whose elements are followed."""
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
@@ -987,6 +1000,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             else:
                 handed.append((given.value, callee, -1, given.arg or ""))
         for arg, to, position, keyword in handed:
+            self._carrier_escapes(arg, "escapes_call")
             reach = self.a.reach(arg, self.scope)
             # a record built here (`print(ServerArgs(...))`) is not the published one
             if reach is not None and reach[1] != "constructed":
@@ -1082,6 +1096,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # not followed: returning the record from one lets it escape, unless the method
         # is named like a record attribute (`x.server_args` is read wherever it is spelled)
         # or the raw accessor, or belongs to the record class.
+        self._carrier_escapes(node.value, "escapes_return")
         scope = self.scope
         parent = scope.parent
         if node.value is not None and scope.kind == "function" and scope.qualname == "__getattr__":

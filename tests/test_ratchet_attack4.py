@@ -356,3 +356,23 @@ def test_a_local_passed_to_an_env_helper_is_no_constant(tmp_path: Path) -> None:
     user = "from pkg.envutil import get_env\nPAGE = 'SGLANG_PAGE_SIZE'\n\ndef f(PAGE):\n    return get_env(PAGE)\n"
     result = _scan(tmp_path, {"envutil.py": helper, "user.py": user})
     assert ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE") not in _keys(result), result.reads
+
+
+# ---- F19: a lambda carrying the record out of its function or into a callable
+
+
+@pytest.mark.parametrize("user", [
+    RAW + "def make():\n    r = get_server_args()\n    return lambda: r\n\ndef f():\n    return make()().tp_size\n",
+    RAW + "class H:\n    args = property(lambda self: get_server_args())\n",
+    RAW + "def f(register):\n    register(lambda: get_server_args())\n",
+])
+def test_a_lambda_carrying_the_record_away_escapes(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.via == "escape"], result.reads
+    assert _fails(result)
+
+
+def test_a_lambda_reading_a_leaf_is_no_escape(tmp_path: Path) -> None:
+    user = RAW + "def f(xs):\n    return sorted(xs, key=lambda x: get_server_args().tp_size)\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.via == "escape"], result.reads
