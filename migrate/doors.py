@@ -341,6 +341,10 @@ class _Doors(Scopes[_Scope]):
         # (class qualname, attribute) -> what its methods assign to `self.<attribute>`
         self.self_attrs: dict[tuple[str, str], list[tuple[_Value, _Scope]]] = {}
         self.classes: dict[str, _Scope] = {}  # module-level class name -> its scope
+        self.class_scopes: dict[str, _Scope] = {}  # class qualname -> its scope
+        # attribute names a class body binds or its methods assign on self (settle()):
+        # any other attribute of an unknown base is nothing, found without a walk
+        self.held_attrs: frozenset[str] = frozenset()
 
     def method_class(self, expr: ast.expr, scope: _Scope) -> str | None:
         """The qualname of the class whose method's `self` (or `cls`) `expr` is."""
@@ -361,7 +365,7 @@ class _Doors(Scopes[_Scope]):
         class of a method's `self` (`self.CTX`)."""
         owner = self.method_class(expr, scope)
         if owner is not None:
-            return next((s for s in self.scopes if s.kind == "class" and s.qualname == owner), None)
+            return self.class_scopes.get(owner)
         if isinstance(expr, ast.Name) and self.visible(expr.id, scope) is self.module:
             return self.classes.get(expr.id)
         return None
@@ -369,6 +373,8 @@ class _Doors(Scopes[_Scope]):
     def _held_attribute(self, expr: ast.Attribute, scope: _Scope) -> frozenset[str]:
         """What `self.x`, `cls.x` or `A.x` holds where the class shows it: an attribute its
         methods assign (`self.ctx = get_context()`), or one its body binds (`CTX = ...`)."""
+        if expr.attr not in self.held_attrs:
+            return _NO_KINDS
         found: set[str] = set()
         owner = self.method_class(expr.value, scope)
         if owner is not None:
@@ -386,6 +392,10 @@ class _Doors(Scopes[_Scope]):
             self.binding_scope(name, where).bindings.setdefault(name, []).append((value, where))
         for name, value, scope, outer in self.defaults:
             scope.bindings.setdefault(name, []).append((value, outer))
+        self.held_attrs = frozenset(
+            {attr for _, attr in self.self_attrs}
+            | {name for cls in self.class_scopes.values() for name in cls.bindings}
+        )
 
     def kind(self, expr: ast.expr, scope: _Scope) -> frozenset[str]:
         """What `expr` may evaluate to, as far as the module shows: the dotted paths it may
@@ -579,8 +589,10 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
 
     def new_scope(self, kind: str, qualname: str, parent: _Scope) -> _Scope:
         scope = _Scope(kind, qualname, parent)
-        if kind == "class" and parent is self.d.module:
-            self.d.classes[qualname] = scope
+        if kind == "class":
+            self.d.class_scopes[qualname] = scope
+            if parent is self.d.module:
+                self.d.classes[qualname] = scope
         return scope
 
     def bind_name(self, name: str, value: ast.expr | None, forced: str | None = None,
@@ -1088,13 +1100,15 @@ class ModuleStrings:
         return self._bindings
 
     def constants_in(self, names: frozenset[str]) -> set[str]:
-        """The module constants whose string is one of `names` or a part of one."""
+        """The names the module's top level assigns a string that is one of `names` or a
+        part of one (whether each is a constant is for value() to say)."""
         found: set[str] = set()
-        for name, values in self._module_bindings().items():
-            if len(values) == 1 and isinstance(values[0], ast.Constant) and isinstance(values[0].value, str):
-                text = values[0].value
-                if text and any(text in declared for declared in names):
-                    found.add(name)
+        for stmt in self.tree.body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Constant):
+                text = stmt.value.value
+                if isinstance(text, str) and text and any(text in declared for declared in names):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    found.update(t.id for t in targets if isinstance(t, ast.Name))
         return found
 
     def value(self, expr: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0) -> str | None:
