@@ -147,6 +147,10 @@ def _plainly_skipped(folder: Path, name: str) -> bool:
     """Is a folder with a SKIP_DIRS name plainly what it says (so not walked)?"""
     if (folder / "__init__.py").exists():
         return False  # a package Python imports from its parent: `import node_modules`
+    if name.isidentifier() and (folder.parent / "__init__.py").exists():
+        # `import pkg.node_modules.mod`: under a regular package, a folder with an
+        # identifier's name is a namespace package Python imports (PEP 420)
+        return False
     markers = _SKIP_MARKERS.get(name)
     return markers is None or any((folder / marker).exists() for marker in markers)
 

@@ -376,3 +376,18 @@ def test_a_lambda_reading_a_leaf_is_no_escape(tmp_path: Path) -> None:
     user = RAW + "def f(xs):\n    return sorted(xs, key=lambda x: get_server_args().tp_size)\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not [r for r in result.reads if r.via == "escape"], result.reads
+
+
+# ---- F23: a node_modules folder inside a regular package is importable
+
+
+def test_a_node_modules_folder_inside_a_package_is_scanned(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "node_modules").mkdir(parents=True)
+    (tmp_path / "pkg" / "node_modules" / "evil.py").write_text(RAW + "def tp():\n    return get_server_args().tp_size\n")
+    (tmp_path / "pkg" / "js" / "node_modules").mkdir(parents=True)
+    (tmp_path / "pkg" / "js" / "node_modules" / "gyp.py").write_text(RAW + "x = get_server_args().tp_size\n")
+    result = _scan(tmp_path, {"nm_user.py": "from pkg.node_modules.evil import tp\n"})
+    # `import pkg.node_modules.evil` works (a namespace package under a regular one);
+    # pkg/js is no package, so its node_modules is plainly a node tree
+    assert ("pkg/node_modules/evil.py", "tp", "tp_size") in _keys(result), result.reads
+    assert result.skipped_folders == ("pkg/js/node_modules",)
