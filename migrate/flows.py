@@ -463,7 +463,9 @@ def module_names(files: Sequence[str]) -> dict[str, str]:
     inits = {posixpath.dirname(f) for f in files if posixpath.basename(f).lower() in ("__init__.py", "__init__.pyw")}
     names: dict[str, str] = {}
     extra: dict[str, str] = {}
-    for rel in files:
+    # a package and a module of one name (`dup/__init__.py`, `dup.py`): Python imports
+    # the package, so its file takes the name first
+    for rel in sorted(files, key=lambda f: posixpath.basename(f).lower() not in ("__init__.py", "__init__.pyw")):
         folder, base = posixpath.split(rel)
         stem = base.rsplit(".", 1)[0]
         chain = [] if stem == "__init__" else [stem]

@@ -391,3 +391,14 @@ def test_a_node_modules_folder_inside_a_package_is_scanned(tmp_path: Path) -> No
     # pkg/js is no package, so its node_modules is plainly a node tree
     assert ("pkg/node_modules/evil.py", "tp", "tp_size") in _keys(result), result.reads
     assert result.skipped_folders == ("pkg/js/node_modules",)
+
+
+# ---- F24: a module and a package of one name: Python imports the package
+
+
+def test_a_package_wins_over_a_module_of_the_same_name(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "dup").mkdir(parents=True)
+    (tmp_path / "pkg" / "dup" / "__init__.py").write_text(RAW + "def rec():\n    return get_server_args()\n")
+    files = {"dup.py": "def rec():\n    return None\n", "du_user.py": "from pkg.dup import rec\n\ndef f():\n    return rec().tp_size\n"}
+    result = _scan(tmp_path, files)
+    assert ("pkg/du_user.py", "f", "tp_size") in _keys(result), result.reads
