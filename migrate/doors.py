@@ -915,7 +915,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             (n for n in reversed(self.enclosing) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))),
             self.strings.tree,
         )
-        for _, text in command_fragments(node, lambda expr: self.strings.value(expr, self.enclosing), scope):
+        for _, text in command_fragments(
+            node, lambda expr: self.strings.value(expr, self.enclosing), scope, self.strings.tree
+        ):
             named.update(named_variables(text, self.declared))
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")

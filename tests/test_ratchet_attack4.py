@@ -402,3 +402,20 @@ def test_a_package_wins_over_a_module_of_the_same_name(tmp_path: Path) -> None:
     files = {"dup.py": "def rec():\n    return None\n", "du_user.py": "from pkg.dup import rec\n\ndef f():\n    return rec().tp_size\n"}
     result = _scan(tmp_path, files)
     assert ("pkg/du_user.py", "f", "tp_size") in _keys(result), result.reads
+
+
+# ---- F13: a child's command whose literal text is wrapped or named by a constant list
+
+
+@pytest.mark.parametrize("user", [
+    "import subprocess, textwrap\n\ndef f():\n    return subprocess.check_output(['sh', '-c', textwrap.dedent('''\n"
+    "        echo $SGLANG_PAGE_SIZE\n    ''')], text=True)\n",
+    "import subprocess, textwrap\n\ndef f():\n    script = textwrap.dedent('''\n        echo $SGLANG_PAGE_SIZE\n    ''')\n"
+    "    return subprocess.check_output(['sh', '-c', script], text=True)\n",
+    "import subprocess\n\ndef f():\n    script = 'echo $SGLANG_PAGE_SIZE\\n'.strip()\n"
+    "    return subprocess.check_output(['sh', '-c', script], text=True)\n",
+    "import subprocess\nNAMES = ['SGLANG_PAGE_SIZE']\n\ndef f():\n    return subprocess.check_output(['printenv', *NAMES], text=True)\n",
+])
+def test_a_child_command_naming_a_variable_through_a_wrapper_is_read(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE") in _keys(result), result.reads
