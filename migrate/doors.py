@@ -56,6 +56,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -306,6 +307,10 @@ class _Imported(NamedTuple):
 _Value = ast.expr | _Imported | None  # None: bound to something that is no door
 
 
+# Commands that, run with no argument, print the whole environment.
+_ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "export -p"})
+# The environment of a process, as Linux shows it in a file.
+_PROC_ENVIRON = re.compile(r"/proc/(?:self|\d+|\{[^}]*\})/environ")
 # A config context's own methods that hand back the context it is called on, as the
 # `with` target: `with ctx.scoped() as c`, `with get_context().restoring() as c`.
 _CONTEXT_SCOPES = frozenset({"scoped", "restoring"})
@@ -921,6 +926,20 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             named.update(named_variables(text, self.declared))
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")
+        command = node.args[0] if node.args else None
+        words = [self.strings.value(e, self.enclosing) for e in command.elts] if isinstance(
+            command, (ast.List, ast.Tuple)
+        ) else [self.strings.value(command, self.enclosing)] if command is not None else []
+        if len(words) == 1 and (words[0] or "").strip() in _ENV_DUMPERS:
+            # `subprocess.check_output(["env"])`: the child prints every variable back
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # `open("/proc/self/environ")`: the process's environment, read as a file
+        if self.declared and isinstance(node.value, (str, bytes)) and _PROC_ENVIRON.search(
+            node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+        ):
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""

@@ -140,7 +140,8 @@ def _python_script(path: Path) -> bool:
             head = handle.read(_SHEBANG_BYTES)
     except OSError:
         return False  # listed or not, an unreadable file runs nothing
-    return head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]
+    first = head.split(b"\n", 1)[0]
+    return head.startswith(b"#!") and (b"python" in first or b"pypy" in first)
 
 
 def _plainly_skipped(folder: Path, name: str) -> bool:

@@ -419,3 +419,31 @@ def test_a_package_wins_over_a_module_of_the_same_name(tmp_path: Path) -> None:
 def test_a_child_command_naming_a_variable_through_a_wrapper_is_read(tmp_path: Path, user: str) -> None:
     result = _scan(tmp_path, {"user.py": user})
     assert ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE") in _keys(result), result.reads
+
+
+# ---- F14: other routes to the environment or to code the scanner does not read
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("import runpy\n\ndef f():\n    return runpy.run_path('pkg/plugin.conf')\n", "$?"),
+    ("def f():\n    return open('/proc/self/environ', 'rb').read()\n", "$?"),
+    ("import subprocess\n\ndef f():\n    return subprocess.check_output(['env'])\n", "$?"),
+    ("import subprocess\n\ndef f():\n    return subprocess.check_output('printenv', text=True)\n", "$?"),
+])
+def test_other_routes_to_the_environment_or_unread_code_are_unresolved(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
+    assert _fails(result)
+
+
+def test_a_child_printing_one_variable_is_no_whole_read(tmp_path: Path) -> None:
+    user = "import subprocess\n\ndef f():\n    return subprocess.check_output(['printenv', 'HOME'])\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
+
+
+def test_a_pypy_script_is_scanned(tmp_path: Path) -> None:
+    (tmp_path / "pkg" / "bin").mkdir(parents=True)
+    (tmp_path / "pkg" / "bin" / "tool3").write_text("#!/usr/bin/env pypy3\n" + RAW + "x = get_server_args().tp_size\n")
+    result = _scan(tmp_path, {})
+    assert ("pkg/bin/tool3", "<module>", "tp_size") in _keys(result), result.reads
