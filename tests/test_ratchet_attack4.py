@@ -447,3 +447,16 @@ def test_a_pypy_script_is_scanned(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "bin" / "tool3").write_text("#!/usr/bin/env pypy3\n" + RAW + "x = get_server_args().tp_size\n")
     result = _scan(tmp_path, {})
     assert ("pkg/bin/tool3", "<module>", "tp_size") in _keys(result), result.reads
+
+
+# ---- F12: a TypeGuard of the record narrows like isinstance
+
+
+def test_a_typeguard_of_the_record_narrows_its_argument(tmp_path: Path) -> None:
+    user = (
+        "from typing import TypeGuard\nfrom legacy.server_args import ServerArgs\n\n"
+        "def is_args(x: object) -> TypeGuard[ServerArgs]:\n    return True\n\n"
+        "def tp(x: object) -> int:\n    if is_args(x):\n        return x.tp_size\n    return 0\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "tp", "tp_size") in _keys(result), result.reads
