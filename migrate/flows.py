@@ -539,6 +539,14 @@ class _Project:
 
     def absolute(self, rel: str, level: int, module: str) -> str:
         if not level:
+            package = self.package(rel)
+            if package and module.partition(".")[0] not in self.tops:
+                # `from h_b import rec` in a script beside h_b.py (run from its folder, or
+                # that folder put on sys.path): no scanned module has that name, the
+                # sibling does
+                sibling = f"{package}.{module}"
+                if sibling in self.modules or f"{package}.{module.partition('.')[0]}" in self.modules:
+                    return sibling
             return module
         base = self.package(rel).split(".") if self.package(rel) else []
         if level > 1:

@@ -460,3 +460,15 @@ def test_a_typeguard_of_the_record_narrows_its_argument(tmp_path: Path) -> None:
     )
     result = _scan(tmp_path, {"user.py": user})
     assert ("pkg/user.py", "tp", "tp_size") in _keys(result), result.reads
+
+
+# ---- F25: a script importing a sibling module by its bare name
+
+
+def test_a_sibling_imported_by_its_bare_name_is_followed(tmp_path: Path) -> None:
+    user = (
+        "import os, sys\nsys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\n"
+        "from h_b import rec\n\ndef f():\n    return rec().tp_size\n"
+    )
+    result = _scan(tmp_path, {"h_b.py": RAW + "def rec():\n    return get_server_args()\n", "tool_sib.py": user})
+    assert ("pkg/tool_sib.py", "f", "tp_size") in _keys(result), result.reads
