@@ -1251,15 +1251,52 @@ def _subject_captures(pattern: ast.pattern) -> list[ast.MatchAs]:
 
 
 def dotted(expr: ast.expr | None) -> str:
-    """`a.b.c` for an attribute chain of names, else ""."""
+    """`a.b.c` for an attribute chain of names, else "". A route to a module that spells
+    its name (`importlib.import_module("a.b").c`, `sys.modules["a.b"].c`) is the module's
+    name: `a.b.c`."""
     parts: list[str] = []
     while isinstance(expr, ast.Attribute):
         parts.append(expr.attr)
         expr = expr.value
+    if isinstance(expr, (ast.Call, ast.Subscript)):
+        module = spelled_module(expr)
+        if module is None:
+            return ""
+        parts.append(module)
+        return ".".join(reversed(parts))
     if not isinstance(expr, ast.Name):
         return ""
     parts.append(expr.id)
     return ".".join(reversed(parts))
+
+
+def _literal_name(expr: ast.expr | None) -> str | None:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value and not expr.value.startswith("."):
+        return expr.value
+    return None
+
+
+def spelled_module(expr: ast.expr) -> str | None:
+    """The module a route names, where it spells the name: `importlib.import_module("a.b")`
+    and `__import__("a.b", fromlist=[...])` are a.b, `__import__("a.b")` is a,
+    `sys.modules["a.b"]` is a.b; else None."""
+    if isinstance(expr, ast.Subscript):
+        if dotted(expr.value).rpartition(".")[2] == "modules" and "sys" in dotted(expr.value):
+            return _literal_name(expr.slice)
+        return None
+    if not isinstance(expr, ast.Call) or not expr.args or len(expr.args) > 4:
+        return None
+    func = dotted(expr.func).rpartition(".")[2]
+    name = _literal_name(expr.args[0])
+    if name is None or any(isinstance(arg, ast.Starred) for arg in expr.args):
+        return None
+    if func == "import_module" and len(expr.args) == 1 and not expr.keywords:
+        return name
+    if func == "__import__":
+        fromlist = expr.args[3] if len(expr.args) > 3 else next((k.value for k in expr.keywords if k.arg == "fromlist"), None)
+        full = isinstance(fromlist, (ast.List, ast.Tuple)) and bool(fromlist.elts)
+        return name if full else name.split(".")[0]
+    return None
 
 
 def flow_names(flows: FlowInput) -> frozenset[str]:

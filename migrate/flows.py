@@ -42,7 +42,13 @@ from typing import Any
 
 import attrs
 
-from configbags.migrate.aliases import dotted, mention_lines, mentions, statement_span
+from configbags.migrate.aliases import (
+    dotted,
+    mention_lines,
+    mentions,
+    spelled_module,
+    statement_span,
+)
 from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -148,7 +154,30 @@ def _imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 rows.append((node.level, node.module or "", alias.name, alias.asname or alias.name))
+    # routes that spell the module's name: `importlib.import_module("a.b").x` is read as
+    # `a.b.x` (configbags.migrate.aliases.dotted), `m = importlib.import_module("a.b")`
+    # binds m like `import a.b as m`
+    routes = mention_lines(text, ("import_module", "__import__", "modules"))
+    for statement in _mentioned(tree.body, routes) if routes else ():
+        for part in _own_nodes(statement):
+            module = spelled_module(part) if isinstance(part, (ast.Call, ast.Subscript)) else None
+            if module is None:
+                continue
+            rows += [(0, module, "", module), (0, module.split(".")[0], "", module.split(".")[0])]
+            if isinstance(statement, ast.Assign) and statement.value is part:
+                rows += [(0, module, "", t.id) for t in statement.targets if isinstance(t, ast.Name)]
     return rows
+
+
+def _own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of a statement outside its inner statements."""
+    for field in stmt._fields:
+        if field in _STATEMENT_LISTS:
+            continue
+        value = getattr(stmt, field, None)
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, ast.AST) and not isinstance(part, ast.stmt):
+                yield from ast.walk(part)
 
 
 def _environ_expr(expr: ast.expr) -> bool:

@@ -472,3 +472,18 @@ def test_a_sibling_imported_by_its_bare_name_is_followed(tmp_path: Path) -> None
     )
     result = _scan(tmp_path, {"h_b.py": RAW + "def rec():\n    return get_server_args()\n", "tool_sib.py": user})
     assert ("pkg/tool_sib.py", "f", "tp_size") in _keys(result), result.reads
+
+
+# ---- F7: a scanned module reached by a route that spells its name
+
+
+@pytest.mark.parametrize("user", [
+    "import importlib\n\ndef f():\n    return importlib.import_module('pkg.h_b').rec().tp_size\n",
+    "import importlib\n\ndef f():\n    m = importlib.import_module('pkg.h_b')\n    return m.REC.tp_size\n",
+    "import sys\nimport pkg.h_b\n\ndef f():\n    return sys.modules['pkg.h_b'].rec().tp_size\n",
+    "def f():\n    return __import__('pkg.h_b', fromlist=['rec']).rec().tp_size\n",
+])
+def test_a_module_reached_by_a_spelled_route_is_followed(tmp_path: Path, user: str) -> None:
+    helper = RAW + "REC = get_server_args()\n\ndef rec():\n    return get_server_args()\n"
+    result = _scan(tmp_path, {"h_b.py": helper, "user.py": user})
+    assert ("pkg/user.py", "f", "tp_size") in _keys(result), result.reads
