@@ -717,6 +717,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # `for k, v in os.environ.items()`, `f(os.environ)`, `return env`: every
             # variable may be read, by a name no code here spells
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        if (
+            isinstance(node, (ast.Name, ast.Attribute))
+            and id(node) not in self.consumed
+            and isinstance(node.ctx, ast.Load)
+            and any(_is_context_source(kind) for kind in self.d.kind(node, self.scope))
+        ):
+            # `functools.cache(get_context)`, `{"ctx": get_context}`: the getter handed on,
+            # not called nor renamed; whoever calls it later may read the state back
+            self._report(node, STATE_READBACK, "readback", "context_escape")
         super().visit(node)
 
     def _consume(self, *nodes: ast.AST | None) -> None:

@@ -487,3 +487,19 @@ def test_a_module_reached_by_a_spelled_route_is_followed(tmp_path: Path, user: s
     helper = RAW + "REC = get_server_args()\n\ndef rec():\n    return get_server_args()\n"
     result = _scan(tmp_path, {"h_b.py": helper, "user.py": user})
     assert ("pkg/user.py", "f", "tp_size") in _keys(result), result.reads
+
+
+@pytest.mark.parametrize("user", [
+    "import functools\nctx = functools.cache(get_context)\n\ndef f():\n    return ctx().state\n",
+    "FACTORIES = {'ctx': get_context}\n",
+])
+def test_the_context_getter_handed_on_as_a_value_is_an_unresolved_readback(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": CTX + user})
+    assert [r for r in result.reads if r.form == "context_escape"], result.reads
+    assert _fails(result)
+
+
+def test_the_context_getter_renamed_or_called_is_no_escape(tmp_path: Path) -> None:
+    user = CTX + "ctx_of = get_context\n\ndef f():\n    return ctx_of().bag('schedule'), get_context().snapshot()\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
