@@ -903,6 +903,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._consume(node.func)
         if "builtins.vars" in callee and node.args and _CONTEXT in self.d.kind(node.args[0], self.scope):
             self._report(node, STATE_READBACK, "readback", "state")  # `vars(ctx)["_state"]`
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in CONTEXT_READBACK_METHODS
+            and node.args
+            and _CONTEXT not in self.d.kind(func.value, self.scope)
+            and _CONTEXT in self.d.kind(node.args[0], self.scope)
+        ):
+            # `Context.server_info(ctx)`: the method called unbound, on the context it is given
+            self._report(node, f"Context.{func.attr}", "readback", func.attr)
         fetches = self.d.fetches(node, self.scope, callee)
         if fetches:
             self.d.fetched[id(node)] = fetches

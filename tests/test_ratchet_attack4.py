@@ -503,3 +503,9 @@ def test_the_context_getter_renamed_or_called_is_no_escape(tmp_path: Path) -> No
     user = CTX + "ctx_of = get_context\n\ndef f():\n    return ctx_of().bag('schedule'), get_context().snapshot()\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not result.reads, result.reads
+
+
+def test_a_readback_method_called_unbound_on_a_context_is_a_readback(tmp_path: Path) -> None:
+    user = CTX + "from configbags.runtime.context import Context\n\ndef f():\n    return Context.server_info(get_context())\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "f", "Context.server_info") in _keys(result), result.reads
