@@ -1369,6 +1369,15 @@ def analyse(
                 continue
         if fetched is None:
             fetched = fetches()
+        # a fetch by a constant's name (`getattr(self, ATTR)`) reads what it names, where
+        # the line does not spell it
+        named = {
+            getattr(fetch.target, "lineno", 0)
+            for found in fetched.values() for fetch in found
+            for path in fetch.paths if path and path[0] in names
+        }
+        if named - set(lines):
+            lines = sorted(set(lines) | named)
         analysis = _Analysis(settings, lines, fetched, types, flows)
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()

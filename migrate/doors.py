@@ -57,7 +57,7 @@ import ast
 import bisect
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate.aliases import mention_lines, statement_span
@@ -473,7 +473,10 @@ class _Doors(Scopes[_Scope]):
                 return True
         return any(k.arg is None and _ENVIRON in self.kind(k.value, scope) for k in call.keywords)
 
-    def fetches(self, call: ast.Call, scope: _Scope, func: frozenset[str] | None = None) -> tuple[Fetch, ...]:
+    def fetches(
+        self, call: ast.Call, scope: _Scope, func: frozenset[str] | None = None,
+        constant: Callable[[ast.expr], str | None] | None = None,
+    ) -> tuple[Fetch, ...]:
         """What `call` fetches by name, for each fetcher its callee may be: `getattr(x,
         "a")` under any alias, and an attrgetter (`operator.attrgetter("a")(x)`, or one
         stored in a name first)."""
@@ -487,6 +490,8 @@ class _Doors(Scopes[_Scope]):
             form = _GETATTRS.get(path)
             if form is not None and len(args) >= 2:
                 name = _literal(args[1])
+                if name is None and constant is not None:
+                    name = constant(args[1])  # `getattr(x, ATTR)` with a module constant ATTR
                 if form == "getattr" and len(args) > 2:
                     form = "getattr_default"
                 found.append(Fetch(args[0], ((name,) if name is not None else None,), form))
@@ -913,7 +918,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         ):
             # `Context.server_info(ctx)`: the method called unbound, on the context it is given
             self._report(node, f"Context.{func.attr}", "readback", func.attr)
-        fetches = self.d.fetches(node, self.scope, callee)
+        # what the reader records is what the record analysis reads: here a name may be a
+        # module constant (`getattr(self, ATTR)`), known where the enclosing scopes are
+        fetches = self.d.fetches(node, self.scope, callee, lambda expr: self.strings.value(expr, self.enclosing))
         if fetches:
             self.d.fetched[id(node)] = fetches
             for fetch in fetches:
@@ -1072,6 +1079,7 @@ class DoorScan:
         if self._result is None:
             names = _BASE_NAMES
             lines = set(mention_lines(self.text, names))
+            strings = ModuleStrings(self.tree)
             # Rounds until the names of interest stop growing (see configbags.migrate.aliases);
             # each name's mentions are searched for once
             while True:
@@ -1083,7 +1091,7 @@ class DoorScan:
                     break
                 names |= new
                 lines.update(mention_lines(self.text, new))
-            reader = _Reader(doors, self.declared, ModuleStrings(self.tree))
+            reader = _Reader(doors, self.declared, strings)
             reader.visit_statements(self.tree.body)
             self._result = (reader.reads, doors.fetched)
         return self._result

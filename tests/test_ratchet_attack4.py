@@ -509,3 +509,14 @@ def test_a_readback_method_called_unbound_on_a_context_is_a_readback(tmp_path: P
     user = CTX + "from configbags.runtime.context import Context\n\ndef f():\n    return Context.server_info(get_context())\n"
     result = _scan(tmp_path, {"user.py": user})
     assert ("pkg/user.py", "f", "Context.server_info") in _keys(result), result.reads
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    (RAW + "ATTR = 'server_args'\n\nclass W:\n    def __init__(self):\n        self.server_args = get_server_args()\n"
+     "    def tp(self):\n        return getattr(self, ATTR).tp_size\n", "tp_size"),
+    (RAW + "LEAF = 'tp_size'\n\ndef f():\n    return getattr(get_server_args(), LEAF)\n", "tp_size"),
+    (RAW + "LEAF = 'tp_size'\n\ndef f(LEAF):\n    return getattr(get_server_args(), LEAF)\n", "*"),
+])
+def test_a_fetch_by_a_module_constant_is_the_attribute_it_names(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert leaf in {r.leaf for r in result.reads}, result.reads
