@@ -61,6 +61,11 @@ _READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bo
 # What starts a child process: the record handed over is the child's own business
 # (configbags.migrate.doors treats the environment the same way).
 _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.spawn", "os.posix_spawn")
+# The record's own methods that turn it into text: every field at once.
+_FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
+# Attributes of the record that are no leaf (`rec.__class__` is `type(rec)`): no read.
+_NO_LEAF = frozenset({"__class__"})
+_LOAD = ast.Load()
 # Callables that call `target` with `args` (the record passed on to the target).
 _STARTERS = frozenset({"Thread", "Process", "Timer"})
 
@@ -131,6 +136,13 @@ class _Analysis(Scopes[_Scope]):
         # global_server_args_dict` in its body) is the module's dict under a local name
         self.dict_imports: set[tuple[int, str]] = set()
         self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
+        # class attributes bound to the record (`class R: ARGS = get_server_args()`, here or
+        # in an imported module: `R.ARGS` among the holders) -> origin. Read through
+        # anything (`R().ARGS`, `type(self).ARGS`, a subclass's `S.ARGS` or `self.ARGS`),
+        # like a record attribute: which object it is read on is not followed
+        self.class_attrs: dict[str, str] = {
+            spelled.rpartition(".")[2]: "held" for spelled in self.flows.record_holders if "." in spelled
+        }
         # (class qualname, record attribute) -> the origin of what its methods assign to
         # `self.<attribute>` (`self.server_args = ServerArgs(...)`: constructed)
         self.class_record_attrs: dict[tuple[str, str], str] = {}
@@ -149,6 +161,7 @@ class _Analysis(Scopes[_Scope]):
         binds or shadows the record mentions one of them on one of its lines."""
         names = self.raw_names | self.class_names | self.record_attrs | self.record_dicts
         names |= self.self_attrs.keys() | self.wrappers.keys() | self.types.names() | self.element_attrs
+        names |= self.class_attrs.keys()
         names |= {name for _, name in self.elements} | flow_names(self.flows)
         for scope in self.scopes:
             names |= scope.aliases.keys()
@@ -215,6 +228,10 @@ class _Analysis(Scopes[_Scope]):
             return ("attribute", join_origin("held", built) if built else "held")
         if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
             return ("self_alias", self.self_attrs[expr.attr])
+        if expr.attr in self.class_attrs and not (
+            isinstance(expr.value, ast.Name) and expr.value.id in self.imported
+        ):  # (`mod.ARGS` of an imported module is the module's, a holder above when it is one)
+            return ("attribute", join_origin(self.class_attrs[expr.attr], "held"))
         return None
 
     def fetched_value(self, call: ast.expr) -> ast.expr | None:
@@ -315,6 +332,8 @@ class _Analysis(Scopes[_Scope]):
     def _lookup(self, name: str, scope: _Scope) -> Reach | None:
         # a name bound in a nearer scope to something else shadows an outer alias
         holder = self.visible(name, scope)
+        if holder is None and name in self.flows.record_holders:
+            return ("imported", "held")  # bound by `from pkg.a import *`, where a binds it
         return holder.aliases.get(name) if holder is not None else None
 
     def _self_class(self, expr: ast.expr, scope: _Scope) -> str | None:
@@ -404,6 +423,7 @@ class _Analysis(Scopes[_Scope]):
                     # class-level aliases are read as self.NAME / cls.NAME
                     for name, (_, origin) in list(scope.aliases.items()):
                         changed |= _merge_origin(self.self_attrs, name, origin)
+                        changed |= _merge_origin(self.class_attrs, name, origin)
                 if scope.kind == "function" and scope.returns:
                     name = scope.qualname.rsplit(".", 1)[-1]
                     known = self.self_attrs if scope.self_name else self.wrappers
@@ -721,7 +741,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if reach:
             if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
-            elif not called:
+            elif called and node.attr in _FORMATTERS:
+                self._formatted(node.value, reach)  # `rec.__repr__()`: every field, as text
+            elif not called and node.attr not in _NO_LEAF:
                 self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
         elif self._is_record_class(node.value) and not node.attr.startswith("__"):
             # `ServerArgs.base_gpu_id` reads the class default, never the published value;
@@ -730,6 +752,27 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._write(node, node.attr, origin="class")
             elif not called:
                 self._read(node, node.attr, ("class", "constructed"), "class_attribute")
+        self.generic_visit(node)
+
+    def _formatted(self, node: ast.expr, reach: Reach) -> None:
+        """The record turned into text (its dataclass repr names every field): a whole
+        read, like `str(rec)`; a record built here is not the published one."""
+        if reach[1] != "constructed":
+            self._read(node, "*", reach, "whole")
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        # f"{rec}", f"{server_args=}", f"{self.server_args!r:>10}"
+        reach = self.a.reach(node.value, self.scope)
+        if reach is not None:
+            self._formatted(node.value, reach)
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        # "%s" % rec (a tuple or dict of it is a container: an escape, see _container)
+        if isinstance(node.op, ast.Mod):
+            reach = self.a.reach(node.right, self.scope)
+            if reach is not None:
+                self._formatted(node.right, reach)
         self.generic_visit(node)
 
     def _is_record_class(self, expr: ast.expr) -> bool:
@@ -748,6 +791,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         return True
 
     def _record_dict(self, expr: ast.expr) -> bool:
+        chain = self.a.fetched_value(expr)
+        if chain is not None:
+            return self._record_dict(chain)  # `getattr(S, "global_server_args_dict")`
         if isinstance(expr, ast.Name):
             if expr.id not in self.a.record_dicts:
                 return False
@@ -764,9 +810,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return True
         return False
 
-    def _whole_dict(self, node: ast.Name | ast.Attribute) -> None:
+    def _whole_dict(self, node: ast.Name | ast.Attribute | ast.Call) -> None:
         # `dict(d)`, `return d`, `f(d)`, `f"{d}"`, `**d`: every key leaves at once
-        if isinstance(node.ctx, ast.Load) and id(node) not in self.dict_used and self._record_dict(node):
+        if isinstance(getattr(node, "ctx", _LOAD), ast.Load) and id(node) not in self.dict_used and self._record_dict(node):
             self._read(node, "*", ("record_dict", "process"), "whole")
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -854,6 +900,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for fetch in fetches:
             self._fetch(node, fetch)
         if fetches:
+            self._whole_dict(node)  # `d = getattr(S, "global_server_args_dict")`: used whole
+        if fetches:
             pass  # a fetch's reads and writes are its own (`getattr(rec, "x")`, `setattr`)
         elif (
             isinstance(func, ast.Attribute)
@@ -874,6 +922,19 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _escape(self, node: ast.expr, reach: Reach, form: str) -> None:
         if reach[1] != "constructed":  # a record built here is not the published one
             self._read(node, "*", ("escape", join_origin(reach[1], "held")), form)
+
+    def _carried(self, node: ast.expr) -> Reach | None:
+        """A lambda whose body is the record (`lambda: rec`): whoever calls it gets it."""
+        if not isinstance(node, ast.Lambda):
+            return None
+        return self.a.reach(node.body, self.a.scope_of.get(id(node), self.scope))
+
+    def _carrier_escapes(self, node: ast.expr | None, form: str) -> None:
+        # `return lambda: r`, `property(lambda self: rec)`, `register(lambda: rec)`: the
+        # lambda leaves where it is written, called later under a name no analysis follows
+        reach = self._carried(node) if node is not None else None
+        if node is not None and reach is not None:
+            self._escape(node, reach, form)
 
     def _followed(self, node: ast.expr) -> None:
         """A container literal (and those nested in it) whose elements are followed."""
@@ -939,7 +1000,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             else:
                 handed.append((given.value, callee, -1, given.arg or ""))
         for arg, to, position, keyword in handed:
-            if self.a.reach(arg, self.scope) is not None:
+            self._carrier_escapes(arg, "escapes_call")
+            reach = self.a.reach(arg, self.scope)
+            # a record built here (`print(ServerArgs(...))`) is not the published one
+            if reach is not None and reach[1] != "constructed":
                 self.a.passes.append((
                     self.scope.qualname, to, position, keyword, arg.lineno, arg.col_offset,
                     arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
@@ -1004,17 +1068,47 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     visit_Set = _container
     visit_Dict = _container
 
+    def _comprehension(self, node: ast.AST) -> None:
+        # `[get_server_args() for _ in x]`, `(rec for _ in x)`, `{n: rec for n in names}`: a
+        # container (or generator) of the record, read later by index, key or next(): an
+        # escape, like a container literal not indexed literally
+        outer = self.scope
+        self.scope = self.a.scope_of.get(id(node), outer)
+        if isinstance(node, ast.DictComp):
+            produced = [node.key, node.value]
+        else:
+            assert isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp))
+            produced = [node.elt]
+        for element in produced:
+            reach = self.a.reach(element, self.scope)
+            if reach is not None:
+                self._escape(element, reach, "escapes_container")
+        self.generic_visit(node)
+        self.scope = outer
+
+    visit_ListComp = _comprehension
+    visit_SetComp = _comprehension
+    visit_GeneratorExp = _comprehension
+    visit_DictComp = _comprehension
+
     def visit_Return(self, node: ast.Return) -> None:
         # A method's callers elsewhere (`runner.args().tp_size`, a property's readers) are
         # not followed: returning the record from one lets it escape, unless the method
         # is named like a record attribute (`x.server_args` is read wherever it is spelled)
         # or the raw accessor, or belongs to the record class.
+        self._carrier_escapes(node.value, "escapes_return")
         scope = self.scope
         parent = scope.parent
-        if (
+        if node.value is not None and scope.kind == "function" and scope.qualname == "__getattr__":
+            # a module's `__getattr__` (PEP 562): `mod.ARGS`, `from mod import ARGS`, any
+            # name the module does not define, read by a name no analysis follows
+            reach = self.a.reach(node.value, scope)
+            if reach is not None:
+                self._escape(node.value, reach, "escapes_return")
+        elif (
             node.value is not None
             and scope.kind == "function"
-            and scope.self_name is not None
+            # a static method too (no `self`): `H.rec()` is read by the method's name
             and parent is not None
             and parent.kind == "class"
             and parent.qualname.rsplit(".", 1)[-1] not in self.a.class_names
@@ -1043,6 +1137,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         of a path whose object is the record is a leaf read; a name built at run time
         reads `*`; `getattr(ServerArgs, k)` reads a class default."""
         target = fetch.target
+        if fetch.form == "setattr" and len(node.args) > 2:
+            # `setattr(self, "cfg", rec)` stores like `self.cfg = rec`; a name built at run
+            # time may be any attribute, never one named like the record
+            path = fetch.paths[0]
+            stored = ast.Attribute(value=target, attr=path[0] if path else "", ctx=ast.Store())
+            self._stored([stored], node.args[2])
         if fetch.form in ("setattr", "delattr"):
             if self.a.via(target, self.scope):
                 path = fetch.paths[0]
@@ -1151,15 +1251,52 @@ def _subject_captures(pattern: ast.pattern) -> list[ast.MatchAs]:
 
 
 def dotted(expr: ast.expr | None) -> str:
-    """`a.b.c` for an attribute chain of names, else ""."""
+    """`a.b.c` for an attribute chain of names, else "". A route to a module that spells
+    its name (`importlib.import_module("a.b").c`, `sys.modules["a.b"].c`) is the module's
+    name: `a.b.c`."""
     parts: list[str] = []
     while isinstance(expr, ast.Attribute):
         parts.append(expr.attr)
         expr = expr.value
+    if isinstance(expr, (ast.Call, ast.Subscript)):
+        module = spelled_module(expr)
+        if module is None:
+            return ""
+        parts.append(module)
+        return ".".join(reversed(parts))
     if not isinstance(expr, ast.Name):
         return ""
     parts.append(expr.id)
     return ".".join(reversed(parts))
+
+
+def _literal_name(expr: ast.expr | None) -> str | None:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str) and expr.value and not expr.value.startswith("."):
+        return expr.value
+    return None
+
+
+def spelled_module(expr: ast.expr) -> str | None:
+    """The module a route names, where it spells the name: `importlib.import_module("a.b")`
+    and `__import__("a.b", fromlist=[...])` are a.b, `__import__("a.b")` is a,
+    `sys.modules["a.b"]` is a.b; else None."""
+    if isinstance(expr, ast.Subscript):
+        if dotted(expr.value).rpartition(".")[2] == "modules" and "sys" in dotted(expr.value):
+            return _literal_name(expr.slice)
+        return None
+    if not isinstance(expr, ast.Call) or not expr.args or len(expr.args) > 4:
+        return None
+    func = dotted(expr.func).rpartition(".")[2]
+    name = _literal_name(expr.args[0])
+    if name is None or any(isinstance(arg, ast.Starred) for arg in expr.args):
+        return None
+    if func == "import_module" and len(expr.args) == 1 and not expr.keywords:
+        return name
+    if func == "__import__":
+        fromlist = expr.args[3] if len(expr.args) > 3 else next((k.value for k in expr.keywords if k.arg == "fromlist"), None)
+        full = isinstance(fromlist, (ast.List, ast.Tuple)) and bool(fromlist.elts)
+        return name if full else name.split(".")[0]
+    return None
 
 
 def flow_names(flows: FlowInput) -> frozenset[str]:
@@ -1232,6 +1369,15 @@ def analyse(
                 continue
         if fetched is None:
             fetched = fetches()
+        # a fetch by a constant's name (`getattr(self, ATTR)`) reads what it names, where
+        # the line does not spell it
+        named = {
+            getattr(fetch.target, "lineno", 0)
+            for found in fetched.values() for fetch in found
+            for path in fetch.paths if path and path[0] in names
+        }
+        if named - set(lines):
+            lines = sorted(set(lines) | named)
         analysis = _Analysis(settings, lines, fetched, types, flows)
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
@@ -1246,6 +1392,11 @@ def analyse(
         child.qualname for child in analysis.scopes if child.parent is module and child.kind == "function"
     }
     fetchers = [name for name in analysis.wrappers if name in top_level]
+    # `def load() -> ServerArgs`: what the types say is the record, for its importers too
+    fetchers += [
+        node.name for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and analysis.is_record_annotation(node.returns)
+    ]
     # `g = get_server_args` at module level: g() is the record, wherever it is imported
     fetchers += [
         name for name in analysis.raw_names

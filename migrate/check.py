@@ -71,7 +71,8 @@ _ESCAPES = {
     "escapes_attribute": "it is stored in an attribute not named like the record (`self.cfg = record`, "
     "`holder.x = record`), which any code may read by another name",
     "escapes_item": "it is stored in a container by key or index (`d[k] = record`)",
-    "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`)",
+    "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`) "
+    "or produced by a comprehension or generator expression (`[record for _ in x]`, `(record for _ in x)`)",
     "escapes_yield": "it is yielded (`yield record`)",
     "escapes_return": "it is returned by a method (`def args(self): return self._args`), whose callers "
     "elsewhere read it by the method's name",
@@ -270,10 +271,16 @@ def _readback_failure(key: Key, reads: list[Read], allowlist_file: str) -> Failu
     file, function, leaf = key
     lines = sorted({r.line for r in reads})
     also = f" (also line{'s' if len(lines) > 2 else ''} {', '.join(map(str, lines[1:]))})" if lines[1:] else ""
+    what = _READBACK_WHAT.get(leaf, leaf)
+    if all(r.form == "context_escape" for r in reads):
+        what = (
+            "a config context stored where the scanner cannot follow it (an attribute of another object, "
+            "a container, a method's return, a yield), so any code may read back `.state` through it"
+        )
     return Failure(
         "operator_readback",
         f"{file}:{lines[0]} ({function}): an operator readback in role code: "
-        f"{_READBACK_WHAT.get(leaf, leaf)}{also}. It holds every namespace and bypasses role "
+        f"{what}{also}. It holds every namespace and bypasses role "
         f"scoping (the enforce and record modes), so role code does not read config through "
         f"it: read the leaves through the generated accessors (cfg, get_<namespace>()), or "
         f"ctx.bag(path) or ctx.snapshot(), which are scoped to the role.\n"

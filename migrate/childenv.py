@@ -8,7 +8,8 @@ A command names a variable when the variable's name occurs in it as a whole word
 the child reads it (`$NAME`, `${NAME}`, `%NAME%`, `printenv NAME`, `python -c
 "...environ['NAME']..."`). The literal text is every string or bytes literal in the
 command's arguments (list and tuple elements, each side of a `+`, the literal parts of an
-f-string) and the module constants they name, but never the child's environment: the
+f-string, the arguments and receiver of a call in it: `textwrap.dedent(...)`, `"...".strip()`)
+and the module constants (and top-level lists) they name, but never the child's environment: the
 `env=` keyword and mapping arguments (`os.execve(path, args, {"NAME": "1"})`) set
 variables, they do not read them. A command the module does not show (a parameter, a
 template from elsewhere, `shell=True` with a name) is not reported: that would flag every
@@ -40,12 +41,15 @@ def is_child_process(path: str) -> bool:
 
 
 def command_fragments(
-    call: ast.Call, constant: Callable[[ast.expr], str | None], scope: ast.AST
+    call: ast.Call, constant: Callable[[ast.expr], str | None], scope: ast.AST, module: ast.Module | None = None
 ) -> Iterator[tuple[ast.expr, str]]:
     """(node, literal text) for each piece of the command `call` shows. `constant` gives
     the string a name or expression evaluates to where the module shows it (a module
     constant, a concatenation), else None; a name bound in `scope` (the function or module
-    around the call) gives what any of its bindings there shows (`cmd = [...]`, `cmd +=`)."""
+    around the call) gives what any of its bindings there shows (`cmd = [...]`, `cmd +=`),
+    and so does one the `module`'s top level binds (`NAMES = [...]`, then `*NAMES`). A call
+    inside the command shows its arguments and its receiver (`textwrap.dedent(script)`,
+    `"...".strip()`, `shlex.join([...])`)."""
     pending: list[ast.expr] = [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_COMMAND)]
     followed: set[str] = set()
     while pending:
@@ -53,6 +57,8 @@ def command_fragments(
         if isinstance(expr, ast.Name) and expr.id not in followed:
             followed.add(expr.id)
             pending.extend(_bound_values(scope, expr.id))
+            if module is not None and module is not scope:
+                pending.extend(_top_level_values(module, expr.id))
         if isinstance(expr, (ast.Dict, ast.DictComp)):
             continue  # an environment mapping for the child (os.execve's third argument)
         folded = constant(expr)
@@ -69,16 +75,26 @@ def command_fragments(
             pending.extend((expr.left, expr.right))
         elif isinstance(expr, ast.JoinedStr):
             pending.extend(part for part in expr.values if isinstance(part, ast.Constant))
-        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in (
-            "split", "format", "encode", "join",
-        ):
-            pending.append(expr.func.value)  # `"sh -c 'echo $X'".split()`, `" ".join([...])`
-            pending.extend(expr.args)
+        elif isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Attribute):
+                pending.append(expr.func.value)  # `"sh -c 'echo $X'".split()`, `" ".join([...])`
+            pending.extend(arg.value if isinstance(arg, ast.Starred) else arg for arg in expr.args)
 
 
 def named_variables(text: str, declared: frozenset[str]) -> list[str]:
     """The declared variables `text` names as whole words, sorted."""
     return sorted(declared.intersection(_WORD.findall(text)))
+
+
+def _top_level_values(module: ast.Module, name: str) -> list[ast.expr]:
+    """What the module's top-level assignments bind `name` to."""
+    found: list[ast.expr] = []
+    for stmt in module.body:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+        if value is not None and any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            found.append(value)
+    return found
 
 
 def _bound_values(scope: ast.AST, name: str) -> list[ast.expr]:

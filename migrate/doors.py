@@ -56,7 +56,8 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate.aliases import mention_lines, statement_span
@@ -156,7 +157,7 @@ _STAR_FETCHERS = {
 
 # Builtins the analysis follows: a name that no scope binds is the builtin (so `ga =
 # getattr`, `builtins.getattr` and `from builtins import getattr as g` are one callable).
-_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__import__", "dict", "len", "bool", "isinstance"})
+_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__import__", "dict", "len", "bool", "isinstance", "vars"})
 # Fetchers (configbags.migrate.scopes.Fetch): calls that read attributes by name.
 _GETATTRS = {
     "builtins.getattr": "getattr",
@@ -306,11 +307,21 @@ class _Imported(NamedTuple):
 _Value = ast.expr | _Imported | None  # None: bound to something that is no door
 
 
+# Commands that, run with no argument, print the whole environment.
+_ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "export -p"})
+# The environment of a process, as Linux shows it in a file.
+_PROC_ENVIRON = re.compile(r"/proc/(?:self|\d+|\{[^}]*\})/environ")
+# A config context's own methods that hand back the context it is called on, as the
+# `with` target: `with ctx.scoped() as c`, `with get_context().restoring() as c`.
+_CONTEXT_SCOPES = frozenset({"scoped", "restoring"})
+
+
 class _Scope(Scope):
-    __slots__ = ("bindings",)
+    __slots__ = ("bindings", "self_name")
 
     def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
         super().__init__(kind, qualname, parent)
+        self.self_name: str | None = None  # a method's first parameter
         # name -> every binding landing in this scope: (value, the scope the value is
         # evaluated in); filled by _Doors.settle() once the binder is done
         self.bindings: dict[str, list[tuple[_Value, _Scope]]] = {}
@@ -323,6 +334,8 @@ class _Doors(Scopes[_Scope]):
         super().__init__(_Scope("module", "<module>", None))
         self.lines = lines  # lines that mention a name of interest, sorted
         self.written: list[tuple[str, _Value, _Scope]] = []  # each binding, where it is written
+        # parameter defaults: (parameter, default, the function's scope, where it is evaluated)
+        self.defaults: list[tuple[str, ast.expr, _Scope, _Scope]] = []
         self.kept: dict[int, list[ast.AST]] = {}  # id(statement list) -> the ones walked
         self._names: dict[tuple[int, str], frozenset[str]] = {}  # memo of name kinds
         self._active: set[tuple[int, str]] = set()  # names whose kinds are being found
@@ -330,11 +343,64 @@ class _Doors(Scopes[_Scope]):
         # id(call) -> what it fetches by name, for every fetching call the reader walked:
         # the record analysis reads them as the attribute chains they are
         self.fetched: dict[int, tuple[Fetch, ...]] = {}
+        # (class qualname, attribute) -> what its methods assign to `self.<attribute>`
+        self.self_attrs: dict[tuple[str, str], list[tuple[_Value, _Scope]]] = {}
+        self.classes: dict[str, _Scope] = {}  # module-level class name -> its scope
+        self.class_scopes: dict[str, _Scope] = {}  # class qualname -> its scope
+        # attribute names a class body binds or its methods assign on self (settle()):
+        # any other attribute of an unknown base is nothing, found without a walk
+        self.held_attrs: frozenset[str] = frozenset()
+
+    def method_class(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """The qualname of the class whose method's `self` (or `cls`) `expr` is."""
+        if not isinstance(expr, ast.Name):
+            return None
+        current: _Scope | None = scope
+        while current is not None and current.kind != "module":
+            if current.kind == "function" and current.self_name == expr.id:
+                parent = current.parent
+                return parent.qualname if parent is not None and parent.kind == "class" else None
+            if expr.id in current.bound:
+                return None
+            current = current.parent
+        return None
+
+    def _class_of(self, expr: ast.expr, scope: _Scope) -> _Scope | None:
+        """The class scope `expr` names: a module-level class by name (`A.CTX`), or the
+        class of a method's `self` (`self.CTX`)."""
+        owner = self.method_class(expr, scope)
+        if owner is not None:
+            return self.class_scopes.get(owner)
+        if isinstance(expr, ast.Name) and self.visible(expr.id, scope) is self.module:
+            return self.classes.get(expr.id)
+        return None
+
+    def _held_attribute(self, expr: ast.Attribute, scope: _Scope) -> frozenset[str]:
+        """What `self.x`, `cls.x` or `A.x` holds where the class shows it: an attribute its
+        methods assign (`self.ctx = get_context()`), or one its body binds (`CTX = ...`)."""
+        if expr.attr not in self.held_attrs:
+            return _NO_KINDS
+        found: set[str] = set()
+        owner = self.method_class(expr.value, scope)
+        if owner is not None:
+            for value, where in self.self_attrs.get((owner, expr.attr), ()):
+                if isinstance(value, ast.expr):
+                    found.update(self.kind(value, where))
+        cls = self._class_of(expr.value, scope)
+        if cls is not None and expr.attr in cls.bindings:
+            found.update(self._bound_kind(expr.attr, cls, cls.bindings[expr.attr]))
+        return frozenset(found)
 
     def settle(self) -> None:
         """Hand each binding to the scope it lands in (`global`, `nonlocal`)."""
         for name, value, where in self.written:
             self.binding_scope(name, where).bindings.setdefault(name, []).append((value, where))
+        for name, value, scope, outer in self.defaults:
+            scope.bindings.setdefault(name, []).append((value, outer))
+        self.held_attrs = frozenset(
+            {attr for _, attr in self.self_attrs}
+            | {name for cls in self.class_scopes.values() for name in cls.bindings}
+        )
 
     def kind(self, expr: ast.expr, scope: _Scope) -> frozenset[str]:
         """What `expr` may evaluate to, as far as the module shows: the dotted paths it may
@@ -343,10 +409,12 @@ class _Doors(Scopes[_Scope]):
             return self.name_kind(expr.id, scope)
         if isinstance(expr, ast.Attribute):
             base = self.kind(expr.value, scope)
-            return frozenset(f"{path}.{expr.attr}" for path in base if path != _CONTEXT) if base else _NO_KINDS
+            if not base:
+                return self._held_attribute(expr, scope)
+            return frozenset(f"{path}.{expr.attr}" for path in base if path != _CONTEXT)
         if isinstance(expr, ast.Call):
             return self._call_kind(expr, scope)
-        if isinstance(expr, ast.NamedExpr):
+        if isinstance(expr, (ast.NamedExpr, ast.Await)):
             return self.kind(expr.value, scope)
         if isinstance(expr, ast.Dict):
             # `{**os.environ, "X": "1"}` is a copy of the environment
@@ -405,7 +473,10 @@ class _Doors(Scopes[_Scope]):
                 return True
         return any(k.arg is None and _ENVIRON in self.kind(k.value, scope) for k in call.keywords)
 
-    def fetches(self, call: ast.Call, scope: _Scope, func: frozenset[str] | None = None) -> tuple[Fetch, ...]:
+    def fetches(
+        self, call: ast.Call, scope: _Scope, func: frozenset[str] | None = None,
+        constant: Callable[[ast.expr], str | None] | None = None,
+    ) -> tuple[Fetch, ...]:
         """What `call` fetches by name, for each fetcher its callee may be: `getattr(x,
         "a")` under any alias, and an attrgetter (`operator.attrgetter("a")(x)`, or one
         stored in a name first)."""
@@ -419,6 +490,8 @@ class _Doors(Scopes[_Scope]):
             form = _GETATTRS.get(path)
             if form is not None and len(args) >= 2:
                 name = _literal(args[1])
+                if name is None and constant is not None:
+                    name = constant(args[1])  # `getattr(x, ATTR)` with a module constant ATTR
                 if form == "getattr" and len(args) > 2:
                     form = "getattr_default"
                 found.append(Fetch(args[0], ((name,) if name is not None else None,), form))
@@ -464,13 +537,18 @@ class _Doors(Scopes[_Scope]):
         return result
 
     def alias_names(self) -> set[str]:
-        """Names bound to a door somewhere: statements mentioning them must be walked."""
-        return {
+        """Names bound to a door somewhere (and `self.` attributes holding one):
+        statements mentioning them must be walked."""
+        names = {
             name
             for scope in self.scopes
             for name, values in scope.bindings.items()
             if any(_is_door(kind) for kind in self._bound_kind(name, scope, values))
         }
+        for (_, attr), values in self.self_attrs.items():
+            if any(isinstance(v, ast.expr) and any(map(_is_door, self.kind(v, where))) for v, where in values):
+                names.add(attr)
+        return names
 
 
 def _mentioning(statements: Sequence[ast.AST], lines: list[int]) -> list[ast.AST]:
@@ -520,11 +598,60 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         self.scope = doors.module
 
     def new_scope(self, kind: str, qualname: str, parent: _Scope) -> _Scope:
-        return _Scope(kind, qualname, parent)
+        scope = _Scope(kind, qualname, parent)
+        if kind == "class":
+            self.d.class_scopes[qualname] = scope
+            if parent is self.d.module:
+                self.d.classes[qualname] = scope
+        return scope
 
     def bind_name(self, name: str, value: ast.expr | None, forced: str | None = None,
                   scope: _Scope | None = None) -> None:
         self._add(name, value, scope)
+
+    def opened_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope, in_class: bool) -> None:
+        positional = [*node.args.posonlyargs, *node.args.args]
+        static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+        if in_class and positional and not static:
+            scope.self_name = positional[0].arg
+
+    def bind_attribute(self, target: ast.Attribute, value: ast.expr | None) -> None:
+        # `self.ctx = get_context()`: read back as `self.ctx.state` in the class's methods
+        owner = self.d.method_class(target.value, self.scope)
+        if owner is not None:
+            self.d.self_attrs.setdefault((owner, target.attr), []).append((value, self.scope))
+
+    def bind_params(self, scope: _Scope, args: ast.arguments) -> None:
+        # `def f(ctx=get_context())`: the default is the parameter's value unless a caller
+        # passes another (evaluated where the function is defined)
+        positional = [*args.posonlyargs, *args.args]
+        pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+        pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+        defaulted = {arg.arg for arg, _ in pairs}
+        outer = scope.parent or scope
+        for arg, default in pairs:
+            self.d.defaults.append((arg.arg, default, scope, outer))
+            super().bind_name(arg.arg, None, scope=scope)
+        extras = [extra for extra in (args.vararg, args.kwarg) if extra is not None]
+        for param in (*positional, *args.kwonlyargs, *extras):
+            if param.arg not in defaulted:
+                self.bind_name(param.arg, None, scope=scope)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            if item.optional_vars is None:
+                continue
+            context = item.context_expr
+            if isinstance(context, ast.Call) and isinstance(context.func, ast.Attribute) and (
+                context.func.attr in _CONTEXT_SCOPES
+            ):
+                # `with ctx.scoped() as c`: c is ctx itself, when ctx is a config context
+                self.bind(item.optional_vars, context.func.value)
+            else:
+                self.bind(item.optional_vars, None)
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
 
     def _add(self, name: str, value: _Value, scope: _Scope | None = None) -> None:
         where = scope or self.scope
@@ -570,7 +697,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
 class _Reader(_Pruned, ScopeReader[_Scope]):
     """Pass 2: with every binding known, report the doors opened."""
 
-    def __init__(self, doors: _Doors, declared: frozenset[str], strings: _ModuleStrings) -> None:
+    def __init__(self, doors: _Doors, declared: frozenset[str], strings: ModuleStrings) -> None:
         self.d = self.scopes = doors
         self.scope = doors.module
         self.declared = declared
@@ -595,6 +722,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # `for k, v in os.environ.items()`, `f(os.environ)`, `return env`: every
             # variable may be read, by a name no code here spells
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        if (
+            isinstance(node, (ast.Name, ast.Attribute))
+            and id(node) not in self.consumed
+            and isinstance(node.ctx, ast.Load)
+            and any(_is_context_source(kind) for kind in self.d.kind(node, self.scope))
+        ):
+            # `functools.cache(get_context)`, `{"ctx": get_context}`: the getter handed on,
+            # not called nor renamed; whoever calls it later may read the state back
+            self._report(node, STATE_READBACK, "readback", "context_escape")
         super().visit(node)
 
     def _consume(self, *nodes: ast.AST | None) -> None:
@@ -624,7 +760,43 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # a value also stored elsewhere (`self.env = env = os.environ`) is not only an alias
         if len(node.targets) == 1 or all(isinstance(target, ast.Name) for target in node.targets):
             self._consume_bound(node.targets[0], node.value)
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) or (
+                isinstance(target, ast.Attribute) and self.d.method_class(target.value, self.scope) is None
+            ):
+                # `holder.ctx = ctx`, `d["ctx"] = ctx`: read back by any name, anywhere
+                self._context_escape(node.value)
         self.generic_visit(node)
+
+    # ---- a config context where no analysis follows it: an unresolved readback
+
+    def _context_escape(self, node: ast.expr | None) -> None:
+        if node is not None and _CONTEXT in self.d.kind(node, self.scope):
+            self._report(node, STATE_READBACK, "readback", "context_escape")
+
+    def visit_Return(self, node: ast.Return) -> None:
+        # a method returning a context: its callers read it by the method's name
+        # (a module function returning one is followed: configbags.migrate.flows)
+        if self.scope.kind == "function" and self.scope.self_name is not None:
+            self._context_escape(node.value)
+        self.generic_visit(node)
+
+    def _yielded(self, node: ast.Yield | ast.YieldFrom) -> None:
+        self._context_escape(node.value)
+        self.generic_visit(node)
+
+    visit_Yield = _yielded
+    visit_YieldFrom = _yielded
+
+    def _container(self, node: ast.Tuple | ast.List | ast.Set) -> None:
+        if id(node) not in self.consumed and isinstance(getattr(node, "ctx", _LOAD), ast.Load):
+            for element in node.elts:
+                self._context_escape(element.value if isinstance(element, ast.Starred) else element)
+        self.generic_visit(node)
+
+    visit_Tuple = _container
+    visit_List = _container
+    visit_Set = _container
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -671,6 +843,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Dict(self, node: ast.Dict) -> None:
         # `{**os.environ}`: a copy, judged where it goes
         self._consume(*(value for key, value in zip(node.keys, node.values, strict=True) if key is None))
+        for value in node.values:
+            self._context_escape(value)
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -732,7 +906,21 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.d.kind(node.func, self.scope)
         self._consume(node.func)
-        fetches = self.d.fetches(node, self.scope, callee)
+        if "builtins.vars" in callee and node.args and _CONTEXT in self.d.kind(node.args[0], self.scope):
+            self._report(node, STATE_READBACK, "readback", "state")  # `vars(ctx)["_state"]`
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in CONTEXT_READBACK_METHODS
+            and node.args
+            and _CONTEXT not in self.d.kind(func.value, self.scope)
+            and _CONTEXT in self.d.kind(node.args[0], self.scope)
+        ):
+            # `Context.server_info(ctx)`: the method called unbound, on the context it is given
+            self._report(node, f"Context.{func.attr}", "readback", func.attr)
+        # what the reader records is what the record analysis reads: here a name may be a
+        # module constant (`getattr(self, ATTR)`), known where the enclosing scopes are
+        fetches = self.d.fetches(node, self.scope, callee, lambda expr: self.strings.value(expr, self.enclosing))
         if fetches:
             self.d.fetched[id(node)] = fetches
             for fetch in fetches:
@@ -758,10 +946,26 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             (n for n in reversed(self.enclosing) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))),
             self.strings.tree,
         )
-        for _, text in command_fragments(node, lambda expr: self.strings.value(expr, self.enclosing), scope):
+        for _, text in command_fragments(
+            node, lambda expr: self.strings.value(expr, self.enclosing), scope, self.strings.tree
+        ):
             named.update(named_variables(text, self.declared))
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")
+        command = node.args[0] if node.args else None
+        words = [self.strings.value(e, self.enclosing) for e in command.elts] if isinstance(
+            command, (ast.List, ast.Tuple)
+        ) else [self.strings.value(command, self.enclosing)] if command is not None else []
+        if len(words) == 1 and (words[0] or "").strip() in _ENV_DUMPERS:
+            # `subprocess.check_output(["env"])`: the child prints every variable back
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # `open("/proc/self/environ")`: the process's environment, read as a file
+        if self.declared and isinstance(node.value, (str, bytes)) and _PROC_ENVIRON.search(
+            node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+        ):
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""
@@ -816,7 +1020,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if node.attr in _ENV_METHODS:
             self._consume(node.value)
         if isinstance(node.ctx, ast.Load):
-            if node.attr == "state" and _CONTEXT in self.d.kind(node.value, self.scope):
+            if node.attr == "__dict__" and _CONTEXT in self.d.kind(node.value, self.scope):
+                # `ctx.__dict__["_state"]`: its private parts, the state among them
+                self._report(node, STATE_READBACK, "readback", "state")
+            elif node.attr == "state" and _CONTEXT in self.d.kind(node.value, self.scope):
                 self._report(node, STATE_READBACK, "readback", "state")
             elif node.attr in CONTEXT_READBACK_METHODS and _CONTEXT in self.d.kind(node.value, self.scope):
                 # `ctx.server_info()["record"]["tp_size"]`: the readbacks parsed back hold
@@ -843,8 +1050,9 @@ def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bo
     whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
     in the literal), so no spelling of it need occur in the text. (`state` may be a
     string, or no word at all: `getattr(get_context(), name)`.)"""
-    readback = "state" in text or may_fetch or any(method in text for method in CONTEXT_READBACK_METHODS)
-    if readback and any(word in text for word in _CONTEXT_WORDS):
+    # (a context stored where no analysis follows it is reported too, so any word of one
+    # is enough)
+    if any(word in text for word in _CONTEXT_WORDS):
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
@@ -871,6 +1079,7 @@ class DoorScan:
         if self._result is None:
             names = _BASE_NAMES
             lines = set(mention_lines(self.text, names))
+            strings = ModuleStrings(self.tree)
             # Rounds until the names of interest stop growing (see configbags.migrate.aliases);
             # each name's mentions are searched for once
             while True:
@@ -882,7 +1091,7 @@ class DoorScan:
                     break
                 names |= new
                 lines.update(mention_lines(self.text, new))
-            reader = _Reader(doors, self.declared, _ModuleStrings(self.tree))
+            reader = _Reader(doors, self.declared, strings)
             reader.visit_statements(self.tree.body)
             self._result = (reader.reads, doors.fetched)
         return self._result
@@ -907,7 +1116,7 @@ def _declared_set(env_vars: tuple[str, ...]) -> frozenset[str]:
 _MAX_STRING_DEPTH = 8
 
 
-class _ModuleStrings:
+class ModuleStrings:
     """The string an environment key evaluates to, where the module shows it: a literal,
     a concatenation (`+`, an f-string) of such, or a name whose every binding in the
     module's top-level statements is one (a module constant). Anything else, a name bound
@@ -937,6 +1146,18 @@ class _ModuleStrings:
                         found.setdefault(name, []).append(None)
             self._bindings = found
         return self._bindings
+
+    def constants_in(self, names: frozenset[str]) -> set[str]:
+        """The names the module's top level assigns a string that is one of `names` or a
+        part of one (whether each is a constant is for value() to say)."""
+        found: set[str] = set()
+        for stmt in self.tree.body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Constant):
+                text = stmt.value.value
+                if isinstance(text, str) and text and any(text in declared for declared in names):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    found.update(t.id for t in targets if isinstance(t, ast.Name))
+        return found
 
     def value(self, expr: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0) -> str | None:
         """The string `expr` evaluates to inside the `enclosing` scope nodes, or None."""

@@ -140,13 +140,18 @@ def _python_script(path: Path) -> bool:
             head = handle.read(_SHEBANG_BYTES)
     except OSError:
         return False  # listed or not, an unreadable file runs nothing
-    return head.startswith(b"#!") and b"python" in head.split(b"\n", 1)[0]
+    first = head.split(b"\n", 1)[0]
+    return head.startswith(b"#!") and (b"python" in first or b"pypy" in first)
 
 
 def _plainly_skipped(folder: Path, name: str) -> bool:
     """Is a folder with a SKIP_DIRS name plainly what it says (so not walked)?"""
     if (folder / "__init__.py").exists():
         return False  # a package Python imports from its parent: `import node_modules`
+    if name.isidentifier() and (folder.parent / "__init__.py").exists():
+        # `import pkg.node_modules.mod`: under a regular package, a folder with an
+        # identifier's name is a namespace package Python imports (PEP 420)
+        return False
     markers = _SKIP_MARKERS.get(name)
     return markers is None or any((folder / marker).exists() for marker in markers)
 

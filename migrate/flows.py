@@ -42,8 +42,16 @@ from typing import Any
 
 import attrs
 
-from configbags.migrate.aliases import dotted, mention_lines, mentions, statement_span
+from configbags.migrate.aliases import (
+    dotted,
+    mention_lines,
+    mentions,
+    spelled_module,
+    statement_span,
+)
+from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.scanmodel import (
+    CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
     STATE_READBACK,
     FileScan,
@@ -146,7 +154,30 @@ def _imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 rows.append((node.level, node.module or "", alias.name, alias.asname or alias.name))
+    # routes that spell the module's name: `importlib.import_module("a.b").x` is read as
+    # `a.b.x` (configbags.migrate.aliases.dotted), `m = importlib.import_module("a.b")`
+    # binds m like `import a.b as m`
+    routes = mention_lines(text, ("import_module", "__import__", "modules"))
+    for statement in _mentioned(tree.body, routes) if routes else ():
+        for part in _own_nodes(statement):
+            module = spelled_module(part) if isinstance(part, (ast.Call, ast.Subscript)) else None
+            if module is None:
+                continue
+            rows += [(0, module, "", module), (0, module.split(".")[0], "", module.split(".")[0])]
+            if isinstance(statement, ast.Assign) and statement.value is part:
+                rows += [(0, module, "", t.id) for t in statement.targets if isinstance(t, ast.Name)]
     return rows
+
+
+def _own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of a statement outside its inner statements."""
+    for field in stmt._fields:
+        if field in _STATEMENT_LISTS:
+            continue
+        value = getattr(stmt, field, None)
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, ast.AST) and not isinstance(part, ast.stmt):
+                yield from ast.walk(part)
 
 
 def _environ_expr(expr: ast.expr) -> bool:
@@ -227,7 +258,40 @@ def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], lis
             ):
                 keys.add(sub.left.id)
         env_params += [(qualname, key) for key in sorted(keys & params)]
+    fetchers += _module_holders(tree, lines)
     return sorted(set(fetchers)), env_params
+
+
+def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
+    """Module-level names other modules may import for a context or the environment:
+    `CTX = get_context()` (context_holder), `ENV = os.environ` or `from os import environ`
+    (environ_holder), `ctx_of = get_context` (context: a fetcher), `from os import getenv`
+    or `getenv = os.getenv` (environ_getter)."""
+    found: list[tuple[str, str]] = []
+    for node in tree.body:
+        if not mentions(lines, statement_span(node)):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "os" and node.level == 0:
+            for alias in node.names:
+                imported = {"environ": "environ_holder", "getenv": "environ_getter"}.get(alias.name)
+                if imported is not None:
+                    found.append((alias.asname or alias.name, imported))
+            continue
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        kind: str | None = None
+        if isinstance(value, ast.Call):
+            kind = "context_holder" if dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES else None
+        elif _environ_expr(value):
+            kind = "environ_holder"
+        else:
+            last = dotted(value).rpartition(".")[2]
+            kind = "context" if last in _CONTEXT_FETCHES else "environ_getter" if last == "getenv" else None
+        if kind is not None:
+            found += [(target.id, kind) for target in targets if isinstance(target, ast.Name)]
+    return found
 
 
 class _Walk(ast.NodeVisitor):
@@ -261,12 +325,22 @@ class _Walk(ast.NodeVisitor):
 
 
 class _Literals(_Walk):
-    """Calls that pass a declared variable's name as a literal."""
+    """Calls that pass a declared variable's name as a literal, or as a string the module
+    builds of constants (`PAGE = "SGLANG_PAGE_SIZE"; get_env(PAGE)`, `PREFIX + "PAGE_SIZE"`)."""
 
-    def __init__(self, lines: list[int], declared: frozenset[str]) -> None:
+    def __init__(self, lines: list[int], declared: frozenset[str], strings: ModuleStrings) -> None:
         super().__init__(lines)
         self.declared = declared
+        self.strings = strings
         self.rows: list[tuple[Any, ...]] = []
+
+    def _value(self, arg: ast.expr) -> str | None:
+        if isinstance(arg, ast.Constant):
+            return arg.value if isinstance(arg.value, str) else None
+        if not isinstance(arg, (ast.Name, ast.BinOp, ast.JoinedStr)):
+            return None
+        scopes = [p for p in self.parents if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+        return self.strings.value(arg, scopes)
 
     def found(self, node: ast.AST) -> None:
         if not isinstance(node, ast.Call):
@@ -276,9 +350,10 @@ class _Literals(_Walk):
             return
         handed = [(i, "", a) for i, a in enumerate(node.args)] + [(-1, k.arg or "", k.value) for k in node.keywords]
         for position, keyword, arg in handed:
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value in self.declared:
+            value = self._value(arg)
+            if value is not None and value in self.declared:
                 self.rows.append((
-                    self.function, f"name:{callee}", position, keyword, arg.value, arg.lineno, arg.col_offset,
+                    self.function, f"name:{callee}", position, keyword, value, arg.lineno, arg.col_offset,
                     arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
                 ))
 
@@ -290,8 +365,12 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts
     fetchers, env_params = _door_facts(tree, text)
     literals: list[tuple[Any, ...]] = []
     declared = frozenset(settings.env_vars)
-    if declared and any(name in text for name in declared):
-        walk = _Literals(mention_lines(text, declared), declared)
+    strings = ModuleStrings(tree)
+    # module constants that spell a declared name or a part of one: the calls naming them
+    # may pass a declared name
+    pieces = strings.constants_in(declared) if declared else set()
+    if declared and (pieces or any(name in text for name in declared)):
+        walk = _Literals(mention_lines(text, declared | pieces), declared, strings)
         for node in tree.body:
             walk.visit(node)
         literals = walk.rows
@@ -325,22 +404,44 @@ class _Uses(_Walk):
         ))
 
     def found(self, node: ast.AST) -> None:
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            self._held(node)
         if not isinstance(node, ast.Call):
             return
         name = dotted(node.func)
         parent = self.parents[-1] if self.parents else None
+        if name in self.flows.environ_getters:
+            key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
+            self._environ_key(node, key, "getenv")
+            return
+        if isinstance(parent, ast.Await) and len(self.parents) > 1:
+            parent = self.parents[-2]  # `(await actx()).state`: an async fetcher, awaited
         if isinstance(parent, ast.Return) and len(self.qualname) == 1:
             kind = "context" if name in self.flows.context_fetchers else "environ" if name in self.flows.environ_fetchers else None
             if kind is not None:
                 self.fetchers.append((self.qualname[0], kind))
                 return
         if name in self.flows.context_fetchers:
-            if isinstance(parent, ast.Attribute) and parent.attr == "state":
-                self._row(parent, STATE_READBACK, "readback", "state")
+            self._context(parent)
         elif name in self.flows.environ_fetchers:
             self._environ(node, parent)
 
-    def _environ(self, node: ast.Call, parent: ast.AST | None) -> None:
+    def _context(self, parent: ast.AST | None) -> None:
+        if isinstance(parent, ast.Attribute) and parent.attr == "state":
+            self._row(parent, STATE_READBACK, "readback", "state")
+        elif isinstance(parent, ast.Attribute) and parent.attr in CONTEXT_READBACK_METHODS:
+            self._row(parent, f"Context.{parent.attr}", "readback", parent.attr)
+
+    def _held(self, node: ast.Name | ast.Attribute) -> None:
+        """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module."""
+        name = dotted(node)
+        parent = self.parents[-1] if self.parents else None
+        if name in self.flows.context_holders:
+            self._context(parent)
+        elif name in self.flows.environ_holders:
+            self._environ(node, parent)
+
+    def _environ(self, node: ast.expr, parent: ast.AST | None) -> None:
         key: ast.expr | None = None
         form = "environ_whole"
         if isinstance(parent, ast.Subscript) and parent.value is node:
@@ -351,6 +452,9 @@ class _Uses(_Walk):
                 key, form = call.args[0], "environ_get"
         elif isinstance(parent, ast.Compare) and node in parent.comparators:
             key, form = parent.left, "environ_in"
+        self._environ_key(node, key, form)
+
+    def _environ_key(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
         if key is None:
             self._row(node, ENV_UNRESOLVED, "environ", "environ_whole")
         elif isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -363,7 +467,14 @@ class _Uses(_Walk):
 def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
     """(reads, fetchers): the reads through imported context and environment fetchers,
     and the module-level functions that return what one of them returns."""
-    names = {part for spelled in (*flows.context_fetchers, *flows.environ_fetchers) for part in spelled.split(".")}
+    names = {
+        part
+        for spelled in (
+            *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
+            *flows.environ_getters,
+        )
+        for part in spelled.split(".")
+    }
     if not names:
         return [], []
     walk = _Uses(mention_lines(text, names), flows, frozenset(settings.env_vars))
@@ -381,7 +492,9 @@ def module_names(files: Sequence[str]) -> dict[str, str]:
     inits = {posixpath.dirname(f) for f in files if posixpath.basename(f).lower() in ("__init__.py", "__init__.pyw")}
     names: dict[str, str] = {}
     extra: dict[str, str] = {}
-    for rel in files:
+    # a package and a module of one name (`dup/__init__.py`, `dup.py`): Python imports
+    # the package, so its file takes the name first
+    for rel in sorted(files, key=lambda f: posixpath.basename(f).lower() not in ("__init__.py", "__init__.pyw")):
         folder, base = posixpath.split(rel)
         stem = base.rsplit(".", 1)[0]
         chain = [] if stem == "__init__" else [stem]
@@ -455,6 +568,14 @@ class _Project:
 
     def absolute(self, rel: str, level: int, module: str) -> str:
         if not level:
+            package = self.package(rel)
+            if package and module.partition(".")[0] not in self.tops:
+                # `from h_b import rec` in a script beside h_b.py (run from its folder, or
+                # that folder put on sys.path): no scanned module has that name, the
+                # sibling does
+                sibling = f"{package}.{module}"
+                if sibling in self.modules or f"{package}.{module.partition('.')[0]}" in self.modules:
+                    return sibling
             return module
         base = self.package(rel).split(".") if self.package(rel) else []
         if level > 1:
@@ -572,6 +693,9 @@ class _Project:
             context_fetchers=frozenset(spelled["context"]),
             environ_fetchers=frozenset(spelled["environ"]),
             params=params,
+            context_holders=frozenset(spelled["context_holder"]),
+            environ_holders=frozenset(spelled["environ_holder"]),
+            environ_getters=frozenset(spelled["environ_getter"]),
         )
 
     def _exported(self, rel: str) -> set[str]:

@@ -1,8 +1,9 @@
 """Which files are generated: a file with Go's "Code generated ... DO NOT EDIT." header is
 listed as generated (and not counted as scanned) only inside a generated package (see
-GENERATED_PACKAGE_MARKERS), and only when scanning it finds no read and no write
-(configbags.migrate.scan.scan_source): what configbags generates reads nothing, so a
-header, even in a package forged around it, labels a file but never hides a read.
+GENERATED_PACKAGE_MARKERS), and only when scanning it finds no read and no write and it
+hands its importers nothing configbags does not generate (configbags.migrate.scan.scan_source):
+what configbags generates reads nothing, so a header, even in a package forged around it,
+labels a file but never hides a read or a flow.
 Elsewhere the header means nothing."""
 
 from __future__ import annotations

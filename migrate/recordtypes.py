@@ -66,6 +66,9 @@ class RecordTypes:
         self.typing_modules: set[str] = set()  # names bound to typing / typing_extensions
         # functions and methods annotated to return the record or a container of it, by name
         self.returns: dict[str, str] = {}
+        # functions annotated `-> TypeGuard[ServerArgs]` (or TypeIs): their argument is the
+        # record where they return true, like isinstance's
+        self.guards: set[str] = set()
         statements = list(_statements(tree.body))
         self._imports(statements)
         # a fixpoint: `A = S.ServerArgs; B = Optional[A]; class C(B)`, in any order
@@ -74,7 +77,7 @@ class RecordTypes:
 
     def names(self) -> frozenset[str]:
         """The names whose mentions the alias analysis must walk."""
-        return frozenset(self.class_names | self.element_aliases | self.returns.keys())
+        return frozenset(self.class_names | self.element_aliases | self.returns.keys() | self.guards)
 
     # ---- the pre-pass
 
@@ -96,9 +99,7 @@ class RecordTypes:
         before = self._found()
         for stmt in statements:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                kind = self.annotation(stmt.returns)
-                if kind is not None and self.returns.get(stmt.name) != RECORD:
-                    self.returns[stmt.name] = kind  # `def load() -> ServerArgs`
+                self._function(stmt)
                 continue
             if isinstance(stmt, ast.ClassDef):
                 if any(self.annotation(base) == RECORD for base in stmt.bases):
@@ -131,8 +132,24 @@ class RecordTypes:
                 self.element_aliases.add(name)
         return self._found() != before
 
+    def _function(self, stmt: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if self._guards_record(stmt.returns):
+            self.guards.add(stmt.name)
+            return
+        kind = self.annotation(stmt.returns)
+        if kind is not None and self.returns.get(stmt.name) != RECORD:
+            self.returns[stmt.name] = kind  # `def load() -> ServerArgs`
+
+    def _guards_record(self, returns: ast.expr | None) -> bool:
+        """Is a return annotation `TypeGuard[ServerArgs]` (or `TypeIs[...]`)?"""
+        return (
+            isinstance(returns, ast.Subscript)
+            and _last_name(returns.value) in ("TypeGuard", "TypeIs")
+            and self.annotation(returns.slice) == RECORD
+        )
+
     def _found(self) -> tuple[object, ...]:
-        sets = (self.class_names, self.element_aliases, self.cast_names, self.typing_modules)
+        sets = (self.class_names, self.element_aliases, self.cast_names, self.typing_modules, self.guards)
         return (tuple(sorted(self.returns.items())), *(len(found) for found in sets))
 
     def _alias_kind(self, value: ast.expr, declared: bool) -> str | None:
@@ -216,6 +233,8 @@ class RecordTypes:
     def narrowed(self, call: ast.Call) -> ast.expr | None:
         """The expression `isinstance(x, ServerArgs)` (or a tuple of classes holding it) tests."""
         func = call.func
+        if _last_name(func) in self.guards and call.args and not isinstance(call.args[0], ast.Starred):
+            return call.args[0]  # `is_args(x)`, annotated `-> TypeGuard[ServerArgs]`
         builtin = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "builtins"
         if _last_name(func) != "isinstance" or not (isinstance(func, ast.Name) or builtin) or len(call.args) != 2:
             return None

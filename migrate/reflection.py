@@ -78,6 +78,8 @@ _NOT_CONFIG = frozenset({"multiprocessing", "multiprocess"})
 _REFLECTORS = frozenset({
     "inspect.getattr_static", "operator.methodcaller", "string.Formatter", "builtins.eval",
     "builtins.exec", "builtins.compile", "builtins.globals", "builtins.locals", "builtins.breakpoint",
+    # run a file or module by a path the scanner does not read as source
+    "runpy.run_path", "runpy.run_module",
 })
 # attributes that read an object's state by a name the code need not spell
 _REFLECTIVE_ATTRS = frozenset({"__getattribute__", "__getstate__", "__reduce__", "__reduce_ex__"})
@@ -113,7 +115,7 @@ _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
 
 def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
     return (settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts,
-            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "expandvars")
+            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "expandvars", "runpy")
 
 
 def _private(name: str) -> bool:
@@ -156,7 +158,7 @@ def _normal(path: str) -> str:
 _TRIGGER_WORDS = (
     "__getattribute__", "__getstate__", "__reduce", "__call__", "__dict__", "getattr", "hasattr", "attrgetter",
     "methodcaller", "Formatter", "eval", "exec", "compile", "globals", "locals", "vars", "modules", "format",
-    "import_module", "__import__", "lambda", "export_state", "environ", "getenv", "expandvars", "._", "import _",
+    "import_module", "__import__", "lambda", "export_state", "environ", "getenv", "expandvars", "runpy", "._", "import _",
     ", _", ",_", ")[", "][", "}[",
 )
 
@@ -640,8 +642,13 @@ class _Reader(ast.NodeVisitor):
             self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
         if "builtins.getattr" in paths and len(node.args) >= 2:
             name = _string(node.args[1])
-            if name is not None and _private(name) and _CONTEXT in self.value(node.args[0]).paths:
-                self._report(node, STATE_READBACK, "readback", "state")
+            if name is not None and _private(name):
+                target = self.value(node.args[0]).paths
+                if _CONTEXT in target:
+                    self._report(node, STATE_READBACK, "readback", "state")
+                elif any(self._sensitive_module(f"{p}.{name}") for p in target if not p.startswith("<")):
+                    # `getattr(S, "_GLOBAL_SERVER_ARGS")` is `S._GLOBAL_SERVER_ARGS`
+                    self._report(node, ENV_UNRESOLVED, "private", "private")
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "format_map"):
             template = node.func.value
             if isinstance(template, ast.Constant) and isinstance(template.value, str):

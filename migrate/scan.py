@@ -92,6 +92,7 @@ from configbags.migrate.scancache import ScanCache, content_digest, default_cach
 from configbags.migrate.scanmodel import (
     ORIGINS,
     FileScan,
+    FlowFacts,
     FlowInput,
     Problem,
     Read,
@@ -202,8 +203,26 @@ def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = N
     # any other (configbags.migrate.generated)
     found = (*reads, *doors, *reflected)
     violations = tuple(analysed.violations)
-    return FileScan(reads=found, violations=violations, generated=generated and not found and not violations,
-                    flow=flow)
+    generated = generated and not found and not violations and _only_generated_flows(flow, settings)
+    return FileScan(reads=found, violations=violations, generated=generated, flow=flow)
+
+
+def _only_generated_flows(flow: FlowFacts, settings: ScanSettings) -> bool:
+    """Does the file hand its importers nothing but what configbags generates? The raw
+    accessor and the context getters by their own names (read as such wherever they are
+    imported), record attributes, and the record handed on by its own class's methods or
+    to the process context (`_context.publish(server_args)`). A file that offers more (a
+    helper returning the record, a module-level holder) is scanned whatever its header
+    says: skipped, its facts would never reach the project pass."""
+    allowed = {(settings.raw_accessor, "record"), ("get_context", "context"), ("process_context", "context")}
+    return (
+        all(tuple(fetcher) in allowed for fetcher in flow.fetchers)
+        and all(holder.rpartition(".")[2] in settings.record_attributes for holder in flow.holders)
+        and all(
+            caller.startswith(settings.record_class + ".") or callee.startswith("name:_context.")
+            for caller, callee, *_ in flow.passes
+        )
+    )
 
 
 # Below this many files to parse, worker processes cost more than they save.

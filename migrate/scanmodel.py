@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 15
+SCANNER_VERSION = 37
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -200,11 +200,16 @@ class FlowInput:
     context_fetchers: frozenset[str] = frozenset()
     environ_fetchers: frozenset[str] = frozenset()
     params: frozenset[tuple[str, str]] = frozenset()  # (function qualname, parameter)
+    # module-level names of other modules: `CTX = get_context()`, `ENV = os.environ`,
+    # `from os import getenv` (re-exported)
+    context_holders: frozenset[str] = frozenset()
+    environ_holders: frozenset[str] = frozenset()
+    environ_getters: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
-            or self.params
+            or self.params or self.context_holders or self.environ_holders or self.environ_getters
         )
 
     def key(self) -> str:
@@ -215,6 +220,9 @@ class FlowInput:
             ",".join(sorted(self.context_fetchers)),
             ",".join(sorted(self.environ_fetchers)),
             ",".join(sorted(f"{q}:{p}" for q, p in self.params)),
+            ",".join(sorted(self.context_holders)),
+            ",".join(sorted(self.environ_holders)),
+            ",".join(sorted(self.environ_getters)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
