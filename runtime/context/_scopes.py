@@ -144,10 +144,14 @@ class Restoring:
     Scopes of one owner close in the reverse order they were entered in: an exit while a
     scope entered later by the same thread or task is still open (an ExitStack unwound by
     hand) is refused with ScopeError naming that scope, restoring nothing, rather than
-    undoing the inner scope's change under it.
+    undoing the inner scope's change under it; the scope stays open, and closing it again
+    once the inner scopes are closed restores. Two owners scoping one leaf leave nothing
+    behind in either exit order: a closed scope hands its targets on to the scopes entered
+    after it (`_hand_on`), and its undo is no change for the scopes entered before it to
+    keep (`_reverted`).
 
     `test=True` marks a test scope: `acting_as` a role that writes every leaf (`test`) is
-    admitted only in a thread that has one open."""
+    admitted only for the thread and task that has one open (`open_test_for`)."""
 
     def __init__(self, context: Context[Any], source: str = "", leaves: Mapping[str, Any] | None = None,
                  *, test: bool = False, block: bool = True) -> None:
