@@ -63,6 +63,8 @@ _READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bo
 _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.spawn", "os.posix_spawn")
 # The record's own methods that turn it into text: every field at once.
 _FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
+# methods of the record (the generated one, a dataclass) that read every field
+_WHOLE_METHODS = _FORMATTERS | frozenset({"to_dict", "_asdict", "__eq__", "__ne__", "__hash__", "__getstate__"})
 # Attributes of the record that are no leaf (`rec.__class__` is `type(rec)`): no read.
 _NO_LEAF = frozenset({"__class__"})
 _LOAD = ast.Load()
@@ -741,8 +743,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if reach:
             if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
-            elif called and node.attr in _FORMATTERS:
-                self._formatted(node.value, reach)  # `rec.__repr__()`: every field, as text
+            elif called and node.attr in _WHOLE_METHODS:
+                self._whole(node.value, reach)  # `rec.__repr__()`, `rec.to_dict()`: every field
             elif not called and node.attr not in _NO_LEAF:
                 self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
         elif self._is_record_class(node.value) and not node.attr.startswith("__"):
@@ -754,8 +756,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._read(node, node.attr, ("class", "constructed"), "class_attribute")
         self.generic_visit(node)
 
-    def _formatted(self, node: ast.expr, reach: Reach) -> None:
-        """The record turned into text (its dataclass repr names every field): a whole
+    def _whole(self, node: ast.expr, reach: Reach) -> None:
+        """Every field of the record at once: turned into text (its dataclass repr names
+        every field), compared (`==` compares every field), or `rec.to_dict()`. A whole
         read, like `str(rec)`; a record built here is not the published one."""
         if reach[1] != "constructed":
             self._read(node, "*", reach, "whole")
@@ -764,7 +767,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # f"{rec}", f"{server_args=}", f"{self.server_args!r:>10}"
         reach = self.a.reach(node.value, self.scope)
         if reach is not None:
-            self._formatted(node.value, reach)
+            self._whole(node.value, reach)
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -772,7 +775,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(node.op, ast.Mod):
             reach = self.a.reach(node.right, self.scope)
             if reach is not None:
-                self._formatted(node.right, reach)
+                self._whole(node.right, reach)
         self.generic_visit(node)
 
     def _is_record_class(self, expr: ast.expr) -> bool:
@@ -846,6 +849,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for op, right in zip(node.ops, node.comparators, strict=True):
             if isinstance(op, (ast.In, ast.NotIn)) and self._consume_dict(right):
                 self._dict_key(node, left, "dict_in", write=False)
+            if isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+                # `rec == other`, `rec in records`: a dataclass compares every field
+                for side in (left, right):
+                    reach = self.a.reach(side, self.scope)
+                    if reach is not None:
+                        self._whole(side, reach)
             left = right
         self.generic_visit(node)
 

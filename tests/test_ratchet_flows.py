@@ -427,3 +427,22 @@ def test_the_raw_accessor_renamed_or_as_a_default_is_no_escape(tmp_path: Path) -
     user = RAW + "g = get_server_args\n\ndef f(a=get_server_args):\n    return a().tp_size + get_server_args().dp_size\n"
     result = scan_tree(_project(tmp_path, {"user.py": user}), SETTINGS)
     assert not [r for r in result.reads if r.form == "escapes_accessor"], result.reads
+
+
+@pytest.mark.parametrize("body", [
+    "return get_server_args() == other\n", "return other != get_server_args()\n",
+    "return get_server_args() in seen\n", "return get_server_args().to_dict()\n",
+    "r = get_server_args()\n    return r.__eq__(other)\n",
+])
+def test_comparing_the_record_or_its_to_dict_reads_every_field(tmp_path: Path, body: str) -> None:
+    user = RAW + "def f(other, seen):\n    " + body
+    result = scan_tree(_project(tmp_path, {"user.py": user}), SETTINGS)
+    assert ("pkg/user.py", "f", "*") in {(r.file, r.function, r.leaf) for r in result.reads}, result.reads
+    assert not check(result, [], ACCESSORS, min_files=1).ok
+
+
+def test_identity_and_a_built_record_compared_read_nothing(tmp_path: Path) -> None:
+    user = (RAW + "from legacy.server_args import ServerArgs\n\n"
+            "def f(other):\n    return get_server_args() is other or ServerArgs(model_path='m') == other\n")
+    result = scan_tree(_project(tmp_path, {"user.py": user}), SETTINGS)
+    assert not [r for r in result.reads if r.leaf == "*"], result.reads
