@@ -72,7 +72,7 @@ _LOAD = ast.Load()
 _STARTERS = frozenset({"Thread", "Process", "Timer"})
 
 class _Scope(Scope):
-    __slots__ = ("aliases", "assigns", "defaults", "returns", "self_assigns", "self_name")
+    __slots__ = ("aliases", "assigns", "defaults", "returns", "self_assigns")
 
     def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
         super().__init__(kind, qualname, parent)
@@ -85,7 +85,6 @@ class _Scope(Scope):
         self.self_assigns: list[tuple[str, ast.expr | None]] = []  # None: opaque, as above
         self.returns: list[ast.expr] = []
         self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
-        self.self_name: str | None = None  # first parameter of a method
 
 
 def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -225,7 +224,7 @@ class _Analysis(Scopes[_Scope]):
             # whose record is `x.server_args`? Only the author knows: "held". Unless
             # the class visibly puts another there (`self.server_args =
             # ServerArgs(...)`, `dataclasses.replace(...)`): then it is no more than that.
-            owner = self._self_class(expr.value, scope)
+            owner = self.method_class(expr.value, scope)
             built = self.class_record_attrs.get((owner, expr.attr)) if owner is not None else None
             return ("attribute", join_origin("held", built) if built else "held")
         if expr.attr in self.self_attrs and self._is_self(expr.value, scope):
@@ -337,20 +336,6 @@ class _Analysis(Scopes[_Scope]):
         if holder is None and name in self.flows.record_holders:
             return ("imported", "held")  # bound by `from pkg.a import *`, where a binds it
         return holder.aliases.get(name) if holder is not None else None
-
-    def _self_class(self, expr: ast.expr, scope: _Scope) -> str | None:
-        """The qualname of the class whose method's `self` `expr` is, or None."""
-        if not isinstance(expr, ast.Name):
-            return None
-        current: _Scope | None = scope
-        while current is not None and current.kind != "module":
-            if current.kind == "function" and current.self_name == expr.id:
-                parent = current.parent
-                return parent.qualname if parent is not None and parent.kind == "class" else None
-            if expr.id in current.bound:
-                return None
-            current = current.parent
-        return None
 
     def _is_self(self, expr: ast.expr, scope: _Scope) -> bool:
         if not isinstance(expr, ast.Name):
@@ -955,7 +940,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _callee(self, func: ast.expr) -> str:
         """The callee as FlowFacts.passes spells it, or "" (not a name)."""
         if isinstance(func, ast.Attribute) and self.a._is_self(func.value, self.scope):
-            owner = self.a._self_class(func.value, self.scope)
+            owner = self.a.method_class(func.value, self.scope)
             return f"self:{owner}.{func.attr}" if owner else ""
         if (
             isinstance(func, ast.Attribute)

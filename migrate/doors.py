@@ -317,11 +317,10 @@ _CONTEXT_SCOPES = frozenset({"scoped", "restoring"})
 
 
 class _Scope(Scope):
-    __slots__ = ("bindings", "self_name")
+    __slots__ = ("bindings",)
 
     def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
         super().__init__(kind, qualname, parent)
-        self.self_name: str | None = None  # a method's first parameter
         # name -> every binding landing in this scope: (value, the scope the value is
         # evaluated in); filled by _Doors.settle() once the binder is done
         self.bindings: dict[str, list[tuple[_Value, _Scope]]] = {}
@@ -350,20 +349,6 @@ class _Doors(Scopes[_Scope]):
         # attribute names a class body binds or its methods assign on self (settle()):
         # any other attribute of an unknown base is nothing, found without a walk
         self.held_attrs: frozenset[str] = frozenset()
-
-    def method_class(self, expr: ast.expr, scope: _Scope) -> str | None:
-        """The qualname of the class whose method's `self` (or `cls`) `expr` is."""
-        if not isinstance(expr, ast.Name):
-            return None
-        current: _Scope | None = scope
-        while current is not None and current.kind != "module":
-            if current.kind == "function" and current.self_name == expr.id:
-                parent = current.parent
-                return parent.qualname if parent is not None and parent.kind == "class" else None
-            if expr.id in current.bound:
-                return None
-            current = current.parent
-        return None
 
     def _class_of(self, expr: ast.expr, scope: _Scope) -> _Scope | None:
         """The class scope `expr` names: a module-level class by name (`A.CTX`), or the

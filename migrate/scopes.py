@@ -85,7 +85,7 @@ class StatementWalker(ast.NodeVisitor):
 
 
 class Scope:
-    __slots__ = ("bound", "globals", "kind", "nonlocals", "parent", "qualname")
+    __slots__ = ("bound", "globals", "kind", "nonlocals", "parent", "qualname", "self_name")
 
     def __init__(self, kind: str, qualname: str, parent: Self | None) -> None:
         self.kind = kind  # module, class, function, lambda, comprehension
@@ -94,6 +94,7 @@ class Scope:
         self.bound: set[str] = set()  # names a binding here writes (before global/nonlocal)
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
+        self.self_name: str | None = None  # a method's first parameter (`self`, `cls`)
 
     def child_prefix(self) -> str:
         return "" if self.kind == "module" else self.qualname + "."
@@ -144,6 +145,20 @@ class Scopes(Generic[S]):
     def unbound(self, name: str) -> bool:
         """Whether no scope of the module binds `name` (so a read of it is the builtin)."""
         return not any(name in scope.bound for scope in self.scopes)
+
+    def method_class(self, expr: ast.expr, scope: S) -> str | None:
+        """The qualname of the class whose method's `self` (or `cls`) `expr` is, or None."""
+        if not isinstance(expr, ast.Name):
+            return None
+        current: Scope | None = scope
+        while current is not None and current.kind != "module":
+            if current.kind == "function" and current.self_name == expr.id:
+                parent = current.parent
+                return parent.qualname if parent is not None and parent.kind == "class" else None
+            if expr.id in current.bound:
+                return None
+            current = current.parent
+        return None
 
 
 def unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[tuple[ast.expr, ast.expr]]:
