@@ -29,7 +29,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +38,10 @@ import yaml
 
 from configbags.packages import load_context, named_context
 from configbags.runtime import roles as role_modes
-from configbags.runtime.cliflags import shown_argv
+from configbags.runtime.cliflags import secret_flags, shown_argv
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project, project_path
-from configbags.runtime.registry import REDACTED
 from configbags.runtime.roles import RAW_RECORD
 
 # A line `audit record` writes before running the command, so `report` can default the
@@ -304,23 +303,14 @@ def shown_command(command: Sequence[str], package: str | None) -> str:
     package's schema, else by a flag named like a key, token, secret or password) reads
     REDACTED, since the file is shared with reviewers."""
     try:
-        registry = named_context(package).registry
+        secret: Callable[[str], bool] = secret_flags(named_context(package).registry).__contains__
     except ConfigError:
-        registry = None
-    if registry is not None:
-        return " ".join(shown_argv(registry, command))
-    out: list[str] = []
-    hide = False
-    for arg in command:
-        if hide:
-            out.append(REDACTED)
-            hide = False
-            continue
-        name, eq, _ = arg.partition("=")
-        secret = name.startswith("-") and _SECRET_FLAG.search(name) is not None
-        out.append(f"{name}={REDACTED}" if secret and eq else arg)
-        hide = secret and not eq
-    return " ".join(out)
+        secret = _named_like_a_secret
+    return " ".join(shown_argv(command, secret))
+
+
+def _named_like_a_secret(flag: str) -> bool:
+    return _SECRET_FLAG.search(flag) is not None
 
 
 _SECRET_FLAG = re.compile(r"key|token|secret|passw", re.IGNORECASE)

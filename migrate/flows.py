@@ -215,13 +215,7 @@ def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[a
     parts (its test, its iterable, ...), and its inner statements only where mentioned."""
     for stmt in _mentioned(statements, lines):
         yield stmt
-        for field in stmt._fields:
-            if field in _STATEMENT_LISTS:
-                continue
-            value = getattr(stmt, field, None)
-            for part in value if isinstance(value, list) else [value]:
-                if isinstance(part, ast.AST) and not isinstance(part, ast.stmt):
-                    yield from ast.walk(part)
+        yield from _own_nodes(stmt)
 
 
 def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:

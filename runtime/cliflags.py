@@ -116,12 +116,16 @@ def shown(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def shown_argv(registry: Registry, argv: Sequence[str]) -> list[str]:
+def secret_flags(registry: Registry) -> frozenset[str]:
+    """Every spelling of every secret leaf's flag (its own, aliases, old names)."""
+    return frozenset(flag for spec in registry.leaves.values() if spec.secret
+                     for claim in [spec.spellings] for flag in (*claim.flags, *claim.aliases, *claim.old))
+
+
+def shown_argv(argv: Sequence[str], secret: Callable[[str], bool]) -> list[str]:
     """`argv` as it may be printed (a suggested launch line, a log): the value after each
-    secret leaf's flag, in any of its spellings (`--api-key K`, `--api-key=K`), reads
-    REDACTED; everything else is as given."""
-    secret = {flag for spec in registry.leaves.values() if spec.secret
-              for claim in [spec.spellings] for flag in (*claim.flags, *claim.aliases, *claim.old)}
+    flag `secret` says is one (`--api-key K`, `--api-key=K`) reads REDACTED; everything
+    else is as given. `secret` is usually `secret_flags(registry).__contains__`."""
     out: list[str] = []
     hide = False
     for arg in argv:
@@ -129,7 +133,7 @@ def shown_argv(registry: Registry, argv: Sequence[str]) -> list[str]:
         if hide:
             out.append(REDACTED)
             hide = False
-        elif name in secret:
+        elif name.startswith("-") and secret(name):
             out.append(f"{name}={REDACTED}" if eq else arg)
             hide = not eq
         else:

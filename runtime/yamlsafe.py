@@ -97,11 +97,15 @@ for _tag, _pattern, _first in _CORE:
 StrictLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^$"), [None])
 
 
-# An explicitly tagged scalar (`!!float x`) that is not what its tag says is refused without
-# showing the scalar: the loader does not know which leaf it sets, and it may be a secret.
-_INT_RE = re.compile(f"^(?:{INT_TEXT})$")
-_FLOAT_RE = re.compile(f"^(?:{FLOAT_TEXT})$")
-_BOOL_TEXT = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+# An explicitly tagged scalar (`!!float x`) must read as its tag by the core schema's own
+# rules (the resolvers above): one that does not is refused without showing the scalar,
+# since the loader does not know which leaf it sets, and it may be a secret.
+_TAG = "tag:yaml.org,2002:"
+
+
+def _core_tag(loader: StrictLoader, node: yaml.ScalarNode) -> str:
+    """The tag the core schema gives the scalar's text untagged (`!!str` for anything else)."""
+    return str(loader.resolve(yaml.ScalarNode, str(loader.construct_scalar(node)).strip(), (True, False)))  # type: ignore[no-untyped-call]
 
 
 def _not_a(what: str, node: yaml.Node) -> yaml.constructor.ConstructorError:
@@ -111,39 +115,36 @@ def _not_a(what: str, node: yaml.Node) -> yaml.constructor.ConstructorError:
 
 
 def _tag_name(tag: str) -> str:
-    return tag.replace("tag:yaml.org,2002:", "!!")
+    return tag.replace(_TAG, "!!")
 
 
 def _construct_int(loader: StrictLoader, node: yaml.ScalarNode) -> int:
-    text = str(loader.construct_scalar(node)).strip()
-    if not _INT_RE.match(text):
+    if _core_tag(loader, node) != _TAG + "int":
         raise _not_a("an integer (ASCII digits, optionally signed, or 0x/0o)", node)
     try:
-        return int_from_text(text)
+        return int_from_text(str(loader.construct_scalar(node)))
     except ValueError as exc:  # over the digits limit: the message names the limit, not the value
         raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from None
 
 
 def _construct_float(loader: StrictLoader, node: yaml.ScalarNode) -> float:
-    text = str(loader.construct_scalar(node)).strip()
-    if not (_INT_RE.match(text) or _FLOAT_RE.match(text)):
+    if _core_tag(loader, node) not in (_TAG + "int", _TAG + "float"):
         raise _not_a("a number (ASCII digits, a point, an exponent)", node)
     try:
-        return float_from_text(text)
+        return float_from_text(str(loader.construct_scalar(node)))
     except ValueError as exc:
         raise yaml.constructor.ConstructorError(None, None, str(exc), node.start_mark) from None
 
 
 def _construct_null(loader: StrictLoader, node: yaml.ScalarNode) -> None:
-    if str(loader.construct_scalar(node)) not in ("", "~", "null", "Null", "NULL"):
+    if _core_tag(loader, node) != _TAG + "null":
         raise _not_a("null", node)
 
 
 def _construct_bool(loader: StrictLoader, node: yaml.ScalarNode) -> bool:
-    value = _BOOL_TEXT.get(str(loader.construct_scalar(node)))
-    if value is None:
+    if _core_tag(loader, node) != _TAG + "bool":
         raise _not_a("true or false", node)
-    return value
+    return str(loader.construct_scalar(node)).strip().lower() == "true"
 
 
 def mapping_entries(loader: StrictLoader, node: yaml.MappingNode) -> list[tuple[Any, Any, int]]:

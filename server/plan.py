@@ -33,7 +33,7 @@ from typing import Any
 import attrs
 
 from configbags.packages import load_context
-from configbags.runtime.cliflags import shown_argv
+from configbags.runtime.cliflags import secret_flags, shown_argv
 from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
@@ -541,7 +541,7 @@ def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: l
             entries.append(fit.refused(candidate, str(exc).split("; ")[0], n))
             continue
         # the launch line repeats the operator's flags, a secret's value as REDACTED
-        given = shown_argv(ctx.registry, records.server_argv)
+        given = shown_argv(records.server_argv, secret_flags(ctx.registry).__contains__)
         entries.append(fit.entry(candidate, done.plan, isl, osl, n, context, given=given))
     ranked = fit.ranked(entries)
     if ns.json:
