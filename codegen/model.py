@@ -208,6 +208,7 @@ class AllowEntry:
     function: str
     leaf: str
     reason: str
+    reads: int | None = None  # how many reads it allows; None: any number
 
 
 @attrs.frozen
@@ -932,7 +933,10 @@ class _Builder:
         scan = src.data["scan"]
 
         def entries(key: str) -> tuple[AllowEntry, ...]:
-            made = [AllowEntry(e["file"], e["function"], e["leaf"], e["reason"]) for e in src.data.get(key, ())]
+            made = [
+                AllowEntry(e["file"], e["function"], e["leaf"], e["reason"], None if e.get("reads") is None else int(e["reads"]))
+                for e in src.data.get(key, ())
+            ]
             return tuple(sorted(made, key=lambda e: (e.file, e.function, e.leaf)))
 
         return Ratchet(

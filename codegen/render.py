@@ -549,7 +549,8 @@ def ratchet_file(schema: Schema, header: Header, import_name: str) -> RatchetFil
 
 
 def _allow(entry: AllowEntry) -> Row:
-    return Row(entry.leaf, tuple(Kwarg(k, py(getattr(entry, k))) for k in ("file", "function", "leaf", "reason")))
+    fields = ("file", "function", "leaf", "reason") + (("reads",) if entry.reads is not None else ())
+    return Row(entry.leaf, tuple(Kwarg(k, py(getattr(entry, k))) for k in fields))
 
 
 # -- CONFIG.md -----------------------------------------------------------------------------

@@ -167,12 +167,14 @@ def yaml_scalar(value: str) -> str:
     return dumped.strip()[len("{k: ") : -1]
 
 
-def entry_flow(file: str, function: str, leaf: str, reason: str | None = None) -> str:
+def entry_flow(file: str, function: str, leaf: str, reason: str | None = None, reads: int | None = None) -> str:
     """An allowlist entry as one YAML flow mapping, the way ratchet.yaml lists them."""
     parts = [f"file: {yaml_scalar(file)}", f"function: {yaml_scalar(function)}"]
     parts.append(f"leaf: {yaml_scalar(leaf)}")
     if reason is not None:
         parts.append(f"reason: {yaml_scalar(reason)}")
+    if reads is not None:
+        parts.append(f"reads: {int(reads)}")
     return "{" + ", ".join(parts) + "}"
 
 
@@ -185,8 +187,13 @@ def _as_entry(raw: Any) -> Entry:
             str(raw.get("function", "")),
             str(raw.get("leaf", "")),
             str(raw.get("reason") or ""),
+            _count(raw.get("reads")),
         )
-    return Entry(str(raw.file), str(raw.function), str(raw.leaf), str(raw.reason or ""))
+    return Entry(str(raw.file), str(raw.function), str(raw.leaf), str(raw.reason or ""), _count(getattr(raw, "reads", None)))
+
+
+def _count(value: Any) -> int | None:
+    return value if type(value) is int and value > 0 else None
 
 
 # Origins (see configbags.migrate.scan.ORIGINS) for which `ratchet fix` always refuses: the
@@ -356,6 +363,7 @@ def check(
         else _new_read_failure(key, reads_by_key[key], accessors, resolution, env_leaves or {}, advice)
         for key in sorted(reads_by_key.keys() - entries.keys())
     ]
+    failures += _count_failures(entries, reads_by_key, accessors, resolution, env_leaves or {}, advice)
     failures += [
         _write_failure(key, writes_by_key[key], policies or {}, advice)
         for key in sorted(writes_by_key.keys() - write_entries.keys())
@@ -372,6 +380,28 @@ def check(
         generated_files=result.generated_files,
         skipped_folders=result.skipped_folders,
     )
+
+
+def _count_failures(entries: Mapping[Key, Entry], reads_by_key: Mapping[Key, list[Read]], accessors: Mapping[str, str],
+                    resolution: tuple[str, ...], env_leaves: Mapping[str, str], advice: _Advice) -> list[Failure]:
+    """Counted entries the reads outgrew (a new read under an old key), or that allow more
+    than is left (stale until `ratchet update` lowers the count: the ratchet only shrinks)."""
+    failures = []
+    for key in sorted(entries.keys() & reads_by_key.keys()):
+        entry = entries[key]
+        if entry.reads is None:
+            continue
+        found = _sites(reads_by_key[key])
+        if found > entry.reads:
+            failures.append(_new_read_failure(key, reads_by_key[key], accessors, resolution, env_leaves, advice, entry))
+        elif found < entry.reads:
+            failures.append(Failure(
+                "stale_entry",
+                f"{advice.listed_in}: allowlist entry {entry_flow(*key, reads=entry.reads)} allows "
+                f"{entry.reads} reads but {found} are left: lower its `reads` to {found} "
+                f"(`configbags ratchet update` does) so the ratchet keeps its ground.",
+            ))
+    return failures
 
 
 def _scan_failures(result: ScanResult, allowlist_file: str, min_files: int, roots: Iterable[str]) -> list[Failure]:
@@ -463,13 +493,19 @@ def _unexplained_readbacks(entries: Mapping[Key, Entry], reads_by_key: Mapping[K
 
 
 def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str], resolution: tuple[str, ...],
-                      env_leaves: Mapping[str, str], advice: _Advice) -> Failure:
-    """A raw read without an entry: what it is, what replaces it, and the entry to add."""
+                      env_leaves: Mapping[str, str], advice: _Advice, allowed: Entry | None = None) -> Failure:
+    """A raw read without an entry: what it is, what replaces it, and the entry to add.
+    With `allowed`, an entry whose count the reads now exceed: one of them is new."""
     file, function, leaf = key
     reads = sorted(found, key=lambda r: (r.line, r.col))
     first = reads[0]
     more = sorted({r.line for r in reads} - {first.line})
     also = f" (also line{'s' if len(more) > 1 else ''} {', '.join(map(str, more))})" if more else ""
+    if allowed is not None:
+        also += (
+            f"; {_sites(reads)} such reads where the allowlist entry allows {allowed.reads}, so one of "
+            f"them is new"
+        )
     if leaf == ENV_UNRESOLVED and first.form == "environ_whole":
         what = (
             "an environment read whose variable names the scanner cannot resolve (the environment used "
@@ -518,12 +554,38 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
     if in_resolution(file, function, resolution):
         # runs before publish: no accessor can replace it, and fix never rewrites it
         instead = "it is in the resolution phase (scan.resolution), which runs before publish and reads the record it resolves; allowlist it"
+    if allowed is not None:
+        return Failure(
+            "new_read",
+            f"{file}:{first.line} ({function}): {what}{also}; {instead}.\n"
+            f"    If the new one must stay raw too, raise the entry's `reads` in {advice.add_in}:\n"
+            f"      - {entry_flow(file, function, leaf, allowed.reason, _sites(reads))}",
+        )
     return Failure(
         "new_read",
         f"{file}:{first.line} ({function}): {what}{also}; {instead}.\n"
         f"    If it must stay raw, allowlist it with a reason in {advice.add_in}:\n"
         f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
     )
+
+
+def _sites(reads: Iterable[Read]) -> int:
+    """How many places the reads are at (what an entry's count counts)."""
+    return len({(r.line, r.col) for r in reads})
+
+
+def count_keys(result: ScanResult, allowlist: Iterable[Any]) -> dict[Key, int]:
+    """Counted entries that allow more reads than the scan found: key -> the reads found
+    (what `ratchet update` lowers the count to)."""
+    sites: dict[Key, set[tuple[int, int]]] = defaultdict(set)
+    for read in result.reads:
+        sites[(read.file, read.function, read.leaf)].add((read.line, read.col))
+    lowered = {}
+    for entry in map(_as_entry, allowlist):
+        key = (entry.file, entry.function, entry.leaf)
+        if entry.reads is not None and 0 < len(sites.get(key, ())) < entry.reads:
+            lowered[key] = len(sites[key])
+    return lowered
 
 
 def _write_failure(key: Key, found: list[Violation], policies: Mapping[str, str], advice: _Advice) -> Failure:

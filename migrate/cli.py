@@ -29,6 +29,7 @@ from configbags.migrate.check import (
     FIX_REFUSED,
     PATHS_BASE,
     check,
+    count_keys,
     explained,
     path_failures,
     stale_keys,
@@ -42,7 +43,7 @@ from configbags.migrate.scan import (
     default_jobs,
     scan_tree,
 )
-from configbags.migrate.scanmodel import READBACKS, WRITE_KINDS, Entry, ScanResult
+from configbags.migrate.scanmodel import COUNTED_LEAVES, READBACKS, WRITE_KINDS, Entry, ScanResult
 from configbags.migrate.settings import (
     RATCHET_FILE,
     RatchetConfigError,
@@ -337,9 +338,17 @@ def _init(args: argparse.Namespace) -> int:
             for e in previous.get(key) or ()
         }
 
+    # A whole-record or unresolved read's one key would hide any new one in the function:
+    # its entry counts the reads it allows.
+    sites: dict[tuple[str, str, str], set[tuple[int, int]]] = defaultdict(set)
+    for read in result.reads:
+        if read.leaf in COUNTED_LEAVES:
+            sites[(read.file, read.function, read.leaf)].add((read.line, read.col))
+
     def baseline(key: str, found: set[tuple[str, str, str]]) -> list[Entry]:
         kept = kept_reasons(key)
-        return [Entry(*k, kept.get(k) or BASELINE) for k in sorted(found)]
+        counted = sites if key == "allowlist" else {}
+        return [Entry(*k, kept.get(k) or BASELINE, len(counted[k]) if k in counted else None) for k in sorted(found)]
 
     # An operator readback is not a legacy read to baseline: role code must not use it, so
     # only an entry that already says why (operator code) survives; the rest fail check.
@@ -429,22 +438,35 @@ def _update(args: argparse.Namespace) -> int:
     path = args.schema / RATCHET_FILE
     text = path.read_text(encoding="utf-8")
     removed_all: list[Entry] = []
-    for key, stale in (
-        ("allowlist", stale_keys(result, inputs.allowlist)),
-        ("writes", stale_write_keys(result, inputs.writes, inputs.resolution)),
+    lowered = count_keys(result, inputs.allowlist)
+
+    def shrink(entry: Entry, stale: set[tuple[str, str, str]], lower: Mapping[tuple[str, str, str], int]) -> Entry | None:
+        key = (entry.file, entry.function, entry.leaf)
+        if key in stale:
+            return None
+        return entry._replace(reads=lower[key]) if key in lower else entry
+
+    lowered_all: list[Entry] = []
+    for key, stale, lower in (
+        ("allowlist", stale_keys(result, inputs.allowlist), lowered),
+        ("writes", stale_write_keys(result, inputs.writes, inputs.resolution), {}),
     ):
-        if not stale:
+        if not stale and not lower:
             continue
-        text, removed, _ = edit_allowlist(
-            text, lambda e, s=stale: None if (e.file, e.function, e.leaf) in s else e, key=key  # type: ignore[misc]
+        text, removed, replaced = edit_allowlist(
+            text, lambda e, s=stale, lo=lower: shrink(e, s, lo), key=key  # type: ignore[misc]
         )
         removed_all += removed
+        lowered_all += replaced
         for entry in removed:
             what = "entry" if key == "allowlist" else "write entry"
             print(f"removed stale {what}: {entry.file} {entry.function} {entry.leaf}")
-    if removed_all:
+        for entry in replaced:
+            print(f"lowered the count of entry {entry.file} {entry.function} {entry.leaf} to {entry.reads}")
+    if removed_all or lowered_all:
         path.write_text(text, encoding="utf-8")
-    print(f"ratchet update: removed {len(removed_all)} stale entries")
+    lowered_note = f", lowered {len(lowered_all)} counts" if lowered_all else ""
+    print(f"ratchet update: removed {len(removed_all)} stale entries{lowered_note}")
     hint = _gen_hint(args.schema, inputs.project, result, inputs.settings.roots)
     print(f"next: run {hint} so the generated ratchet_allowlist follows")
     return 0

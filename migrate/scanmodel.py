@@ -48,6 +48,9 @@ ENV_MARK = "$"  # `$NAME`: a raw read of the declared environment variable NAME
 # `$?`: an environment read whose name the module does not show (`os.environ[name]`,
 # `os.getenv(prefix + part)`, a constant from another module): it may read a declared one
 ENV_UNRESOLVED = ENV_MARK + "?"
+# Leaves whose one (file, function, leaf) key stands for reads of anything (the whole
+# record, an unresolved name): their allowlist entries count the reads they allow.
+COUNTED_LEAVES = frozenset({"*", ENV_UNRESOLVED})
 STATE_READBACK = "Context.state"  # `.state` of a config context
 STATE_DICT_READBACK = "dist.state_dict"  # configbags.runtime.dist.state_dict
 # The config context's readback methods: each returns (or writes out) the values of every
@@ -94,13 +97,16 @@ class ScanSettings:
 
 
 class Entry(NamedTuple):
-    """An allowlist or write-baseline entry as the ratchet holds it: the same four fields
+    """An allowlist or write-baseline entry as the ratchet holds it: the same fields
     as the schema's configbags.codegen.model.AllowEntry, without importing the generator."""
 
     file: str
     function: str
     leaf: str
     reason: str
+    # How many reads the entry allows, where it says (`init` writes it for the whole-record
+    # `*` and the unresolved `$?`, whose one key would hide any new read); None: any number.
+    reads: int | None = None
 
 
 class Read(NamedTuple):

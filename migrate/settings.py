@@ -44,7 +44,7 @@ INPUTS_CACHE = Path(CACHE_DIR) / "ratchet-inputs.json"
 # 2: the declared environment variables (`env_leaves`, `settings.env_vars`)
 # 3: accessors in the cfg form (`cfg.<ns>.<leaf>`); a cache of the older form is refused
 # 4: a header line with the seal (configbags.migrate.scancache), then the document
-_INPUTS_FORMAT = 4
+_INPUTS_FORMAT = 5
 
 
 class RatchetConfigError(Exception):
@@ -142,7 +142,10 @@ def _load_validated(schema: Path) -> RatchetInputs:
     )
 
     def entries(key: str) -> tuple[Entry, ...]:
-        made = [Entry(e["file"], e["function"], e["leaf"], e["reason"]) for e in ratchet.get(key) or ()]
+        made = [
+            Entry(e["file"], e["function"], e["leaf"], e["reason"], _reads(e.get("reads")))
+            for e in ratchet.get(key) or ()
+        ]
         return tuple(sorted(made, key=lambda e: (e.file, e.function, e.leaf)))
 
     accessors = {leaf.name: accessor_expression(leaf.namespace, leaf.name) for leaf in loaded.leaves}
@@ -219,7 +222,8 @@ def _fast_ratchet(path: Path) -> dict[str, Any] | None:
 _PLAIN = r"[A-Za-z0-9_$<./][A-Za-z0-9_$<>./-]*(?: [A-Za-z0-9_$<>./-]+)*"
 _SCALAR = rf'({_PLAIN})|"([^"\\\n]*)"|\'([^\'\n]*)\''
 _ENTRY_LINE = re.compile(
-    rf"  - \{{file: (?:{_SCALAR}), function: (?:{_SCALAR}), leaf: (?:{_SCALAR}), reason: (?:{_SCALAR})\}}")
+    rf"  - \{{file: (?:{_SCALAR}), function: (?:{_SCALAR}), leaf: (?:{_SCALAR}), reason: (?:{_SCALAR})"
+    r"(?:, reads: ([1-9][0-9]{0,8}))?\}")
 _LIST_KEYS = ("allowlist", "writes")
 
 
@@ -235,8 +239,8 @@ def read_entry_lists(text: str, loader: Any) -> dict[str, Any] | None:
     if "\r" in text or text.startswith("\ufeff"):
         return None
     lines = text.split("\n")
-    lists: dict[str, list[dict[str, str | None]]] = {}
-    current: list[dict[str, str | None]] | None = None
+    lists: dict[str, list[dict[str, str | int | None]]] = {}
+    current: list[dict[str, str | int | None]] | None = None
     rest = []
     for line in lines:
         entry = _ENTRY_LINE.fullmatch(line) if current is not None else None
@@ -272,7 +276,7 @@ def read_entry_lists(text: str, loader: Any) -> dict[str, Any] | None:
 _PLAIN_IS_STR: dict[str, bool] = {}
 
 
-def _entry_of(groups: tuple[str | None, ...]) -> dict[str, str | None]:
+def _entry_of(groups: tuple[str | None, ...]) -> dict[str, str | int | None]:
     """The entry of one matched line (a value None where a plain scalar is not a string)."""
     import yaml
 
@@ -288,22 +292,40 @@ def _entry_of(groups: tuple[str | None, ...]) -> dict[str, str | None]:
             tag = resolve(yaml.ScalarNode, plain, (True, False))
             is_str = _PLAIN_IS_STR[plain] = tag == "tag:yaml.org,2002:str"
         values.append(plain if is_str else None)
-    return dict(zip(("file", "function", "leaf", "reason"), values, strict=True))
+    entry: dict[str, str | int | None] = dict(zip(("file", "function", "leaf", "reason"), values, strict=True))
+    if groups[12] is not None:
+        entry["reads"] = int(groups[12])
+    return entry
+
+
+def _reads(value: Any) -> int | None:
+    """An entry's `reads` as loaded and validated (jsonschema's integer may be a float)."""
+    return None if value is None else int(value)
 
 
 def _entry_check(item: dict[str, Any]) -> Callable[[Any], bool]:
-    """A predicate equal to the meta-schema's `entries.items` (an object of exactly the
-    required string keys, each within its minLength and pattern) for the shapes it uses."""
+    """A predicate equal to the meta-schema's `entries.items` (an object of the required
+    string keys, each within its minLength and pattern, and an optional `reads` integer of
+    at least its minimum) for the shapes it uses."""
     keys = frozenset(item["required"])
     fields = item["properties"]
-    if set(fields) != keys or item.get("additionalProperties") is not False:
+    optional = set(fields) - keys
+    if optional != {"reads"} or item.get("additionalProperties") is not False:
         raise ValueError("ratchet meta-schema: entry shape changed; update _entry_check")
+    least = int(fields["reads"]["minimum"])
     limits = {k: (int(f.get("minLength", 0)), re.compile(f["pattern"]) if "pattern" in f else None)
-              for k, f in fields.items()}
+              for k, f in fields.items() if k in keys}
 
     def ok(entry: Any) -> bool:
-        if not isinstance(entry, dict) or entry.keys() != keys:
+        if not isinstance(entry, dict) or not keys <= entry.keys() <= keys | optional:
             return False
+        if "reads" in entry:
+            count = entry["reads"]
+            # jsonschema's integer: an int, or a float with no fraction (never a bool)
+            if count is not None and (
+                not (type(count) is int or (type(count) is float and count.is_integer())) or count < least
+            ):
+                return False
         for key, (shortest, pattern) in limits.items():
             value = entry[key]
             if not isinstance(value, str) or len(value) < shortest:
@@ -317,8 +339,12 @@ def _entry_check(item: dict[str, Any]) -> Callable[[Any], bool]:
 
 def _ratchet_data(ratchet: Any) -> dict[str, Any]:
     """The generator's Ratchet record as ratchet.yaml's data."""
-    def listed(items: Iterable[Any]) -> list[dict[str, str]]:
-        return [{"file": e.file, "function": e.function, "leaf": e.leaf, "reason": e.reason} for e in items]
+    def listed(items: Iterable[Any]) -> list[dict[str, Any]]:
+        return [
+            {"file": e.file, "function": e.function, "leaf": e.leaf, "reason": e.reason,
+             **({"reads": e.reads} if e.reads else {})}
+            for e in items
+        ]
 
     return {
         "scan": {
@@ -424,7 +450,7 @@ def _read_inputs_cache(path: Path, key: str, schema: Path) -> RatchetInputs | No
 
 def _entries(value: Any) -> tuple[Entry, ...]:
     # sealed (written by this code): checked for shape, not cell by cell
-    if type(value) is not list or not all(type(e) is list and len(e) == 4 for e in value):
+    if type(value) is not list or not all(type(e) is list and len(e) == 5 for e in value):
         raise ValueError("malformed entries")
     return tuple(map(Entry._make, value))
 
@@ -527,7 +553,10 @@ def load_from_generated(project: Path, module: str) -> RatchetInputs:
     )
 
     def entries(name: str) -> tuple[Entry, ...]:
-        return tuple(Entry(e.file, e.function, e.leaf, e.reason) for e in getattr(generated, name, ()))
+        # `reads` is absent from packages generated before the ratchet counted reads
+        return tuple(
+            Entry(e.file, e.function, e.leaf, e.reason, getattr(e, "reads", None)) for e in getattr(generated, name, ())
+        )
 
     return RatchetInputs(
         project=project,
@@ -547,9 +576,10 @@ def load_from_generated(project: Path, module: str) -> RatchetInputs:
 
 
 def render_entry(entry: Entry) -> str:
+    count = f", reads: {int(entry.reads)}" if entry.reads else ""
     return (
         f"{{file: {yaml_scalar(entry.file)}, function: {yaml_scalar(entry.function)}, "
-        f"leaf: {yaml_scalar(entry.leaf)}, reason: {yaml_scalar(entry.reason)}}}"
+        f"leaf: {yaml_scalar(entry.leaf)}, reason: {yaml_scalar(entry.reason)}{count}}}"
     )
 
 
@@ -657,11 +687,13 @@ def _as_entry_of(node: yaml.Node) -> Entry:
     import yaml
 
     data = yaml.safe_load(yaml.serialize(node)) or {}
+    count = data.get("reads")
     return Entry(
         str(data.get("file", "")),
         str(data.get("function", "")),
         str(data.get("leaf", "")),
         str(data.get("reason") or ""),
+        count if type(count) is int else None,
     )
 
 

@@ -412,8 +412,10 @@ _ENTRY_TEXT = st.one_of(
     st.text(max_size=6),
 )
 _ENTRY = st.one_of(
-    st.dictionaries(st.sampled_from(["file", "function", "leaf", "reason", "extra"]),
-                    st.one_of(_ENTRY_TEXT, st.integers(), st.none()), max_size=5),
+    st.dictionaries(st.sampled_from(["file", "function", "leaf", "reason", "reads", "extra"]),
+                    st.one_of(_ENTRY_TEXT, st.integers(), st.floats(), st.booleans(), st.none()), max_size=6),
+    st.builds(lambda reads: {"file": "f.py", "function": "f", "leaf": "*", "reason": "why", "reads": reads},
+              st.one_of(st.integers(), st.floats(), st.booleans(), st.none(), _ENTRY_TEXT)),
     st.lists(st.integers(), max_size=2), st.none(), _ENTRY_TEXT,
 )
 

@@ -235,6 +235,7 @@ def test_cli_fix_updates_the_allowlist(tmp_path: Path, capsys: pytest.CaptureFix
             "function": "f",
             "leaf": "*",
             "reason": "fix refused: dynamic getattr: the leaf name is only known at run time",
+            "reads": 1,
         }
     ]
     assert main(["check", "--schema", str(schema), "--min-files", "1"]) == 0

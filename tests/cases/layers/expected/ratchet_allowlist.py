@@ -20,6 +20,7 @@ class AllowEntry(NamedTuple):
     function: str
     leaf: str
     reason: str
+    reads: int | None = None  # how many reads the entry allows; None: any number
 
 
 ROOTS: tuple[str, ...] = ()
