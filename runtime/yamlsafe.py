@@ -217,6 +217,7 @@ def _measure(parser: StrictLoader) -> None:
     nodes = 0
     opened: list[tuple[int, str | None]] = []  # (nodes before it, its anchor) per open collection
     sizes: dict[str, int] = {}  # anchor -> expanded size of its (closed) node
+    aliased = 0  # nodes that aliases added: the refusal says whether they made it large
     while True:
         event = parser.get_event()  # type: ignore[no-untyped-call]
         kind = type(event)
@@ -242,12 +243,18 @@ def _measure(parser: StrictLoader) -> None:
             if any(anchor == event.anchor for _, anchor in opened):
                 raise YamlError("an alias refers to a node that contains it (a recursive alias)",
                                 _line(event.start_mark))
-            nodes += sizes.get(event.anchor, 1)  # an undefined alias: the composer names it
+            size = sizes.get(event.anchor, 1)  # an undefined alias: the composer names it
+            nodes += size
+            aliased += size
         elif kind is StreamEndEvent:
             return
         if nodes > LIMITS.nodes:
-            raise YamlError(f"the document expands to more than {LIMITS.nodes} nodes (aliases counted "
-                            f"as expanded: an alias bomb?), over {over('nodes', 'nodes')}", _line(event.start_mark))
+            if aliased * 2 > nodes:
+                what = (f"expands to more than {LIMITS.nodes} nodes, {aliased} of them copies made by aliases "
+                        f"(an alias bomb?)")
+            else:
+                what = f"has more than {LIMITS.nodes} nodes (keys, values and items)"
+            raise YamlError(f"the document {what}, over {over('nodes', 'nodes')}", _line(event.start_mark))
 
 
 def load_yaml(text: str, loader: type[StrictLoader] = StrictLoader) -> Any:
@@ -359,7 +366,7 @@ def read_text_limited(path: Path) -> str:
     between cannot hang the read. Raises YamlError naming the file, or OSError."""
     info = path.stat()
     if not stat.S_ISREG(info.st_mode):
-        raise YamlError(f"{path} is not a regular file ({_kind(info.st_mode)}); give a file", None)
+        raise YamlError(f"{path} is not a regular file ({file_kind(info.st_mode)}); give a file", None)
     if info.st_size > LIMITS.file_bytes:
         raise YamlError(f"{path} is {info.st_size} bytes, over {over('file_bytes', 'bytes')}", None)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -381,7 +388,8 @@ def read_text_limited(path: Path) -> str:
         raise YamlError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})", None) from None
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, in words ("a FIFO")."""
     for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
                        (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):

@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -133,8 +136,12 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             return fn()
         return await asyncio.get_running_loop().run_in_executor(rank_thread, fn)
 
+    refusals = RefusalLog()
+
     @app.exception_handler(DoorError)
     async def door_error(request: Request, exc: DoorError) -> JSONResponse:
+        if exc.status in (401, 403):
+            refusals.note(request, exc.code)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
         return Readback(exc.body(), status_code=exc.status, headers=headers)
 
@@ -205,6 +212,36 @@ async def read_body(request: Request, limit: int, *, timeout_s: float = DEFAULT_
                  "applied", _peer(request))
         raise DoorError(503, "shutting_down", "the server is shutting down; nothing was applied",
                         "retry against a server that is up") from None
+
+
+class RefusalLog:
+    """Requests refused for their key, logged at WARNING with the client's address (the
+    socket's: serve reads no proxy headers), a trail of someone guessing keys. At most one
+    line per client host every `interval` seconds; the refusals between are counted into
+    its next line, and the table of hosts is bounded."""
+
+    MAX_HOSTS = 4096
+
+    def __init__(self, interval: float = 10.0) -> None:
+        self.interval = interval
+        self._hosts: dict[str, tuple[float, int]] = {}  # host -> (when last logged, refused since)
+        self._lock = threading.Lock()
+
+    def note(self, request: Request, code: str) -> None:
+        host = request.client.host if request.client is not None else "?"
+        now = time.monotonic()
+        with self._lock:
+            last, since = self._hosts.get(host, (-math.inf, 0))
+            if now - last < self.interval:
+                self._hosts[host] = (last, since + 1)
+                return
+            if len(self._hosts) >= self.MAX_HOSTS:
+                self._hosts = {h: v for h, v in self._hosts.items() if now - v[0] < self.interval}
+                if len(self._hosts) >= self.MAX_HOSTS:
+                    self._hosts.clear()
+            self._hosts[host] = (now, 0)
+        more = f" (and {since} more from it in the last {self.interval:g} s)" if since else ""
+        log.warning("refused %s %s from %s: %s%s", request.method, request.url.path, _peer(request), code, more)
 
 
 def _peer(request: Request) -> str:

@@ -171,7 +171,10 @@ def main(argv: list[str] | None = None) -> int:
                                 log_level=args.serve_log_level, access_log=False, timeout_graceful_shutdown=5,
                                 # a client's pooled connection must not be closed under it while
                                 # a burst of requests queues (uvicorn's default is 5 s)
-                                timeout_keep_alive=30)
+                                timeout_keep_alive=30,
+                                # the client is the socket's peer: any local process could
+                                # otherwise name itself in the log through X-Forwarded-For
+                                proxy_headers=False)
         print(f"configbags serve: http://{host}:{port} ({args.ranks} rank(s); operator may change "
               f"{len(door.writable)} leaves)", file=sys.stderr, flush=True)
         print(f"configbags serve: {protection(values)}", file=sys.stderr, flush=True)

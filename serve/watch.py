@@ -53,6 +53,7 @@ from configbags.runtime.errors import ConfigError
 from configbags.runtime.fleet import ApplyClass, route
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.limits import LIMITS
+from configbags.runtime.yamlsafe import file_kind
 from configbags.serve.door import Door, DoorError, redact
 
 log = logging.getLogger("configbags.serve.watch")
@@ -64,16 +65,23 @@ MIN_INTERVAL_S, MAX_INTERVAL_S = 0.05, 3600.0  # --watch-interval: no busy loop,
 Signature = tuple[str, int, int, int, int, str]
 
 
+# The digest of something no config can be read from: `NOT_A_FILE` and what it is instead.
+NOT_A_FILE = "not-a-file:"
+_PSEUDO = "a pseudo-file (its size says 0 bytes but it holds data, as in /proc or /sys)"
+
+
 def signature(path: Path) -> Signature | None:
     """(resolved path, inode, ctime ns, mtime ns, size, digest of the bytes) of what `path`
-    leads to now, or None if it leads nowhere. The digest is "" for anything but a regular
-    file within the size limit."""
+    leads to now, or None if it leads nowhere. The digest is `NOT_A_FILE` and what it is
+    for anything but a regular file (a socket, a FIFO, a /proc file), and "" for one it
+    cannot read or that is over the size limit."""
     try:
         real = os.path.realpath(path)
         st = os.stat(real)
     except OSError:
         return None
-    return (real, st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_size, _digest(real))
+    digest = _digest(real) if stat.S_ISREG(st.st_mode) else NOT_A_FILE + file_kind(st.st_mode)
+    return (real, st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_size, digest)
 
 
 def _digest(real: str) -> str:
@@ -83,10 +91,15 @@ def _digest(real: str) -> str:
         return ""
     try:
         st = os.fstat(fd)  # what was opened, not what the path held a moment before
-        if not stat.S_ISREG(st.st_mode) or st.st_size > LIMITS.file_bytes:
+        if not stat.S_ISREG(st.st_mode):
+            return NOT_A_FILE + file_kind(st.st_mode)
+        if st.st_size > LIMITS.file_bytes:
             return ""
         with os.fdopen(os.dup(fd), "rb") as f:
-            return hashlib.sha256(f.read(LIMITS.file_bytes + 1)).hexdigest()
+            data = f.read(LIMITS.file_bytes + 1)
+        # a /proc file says 0 bytes and holds data that changes at every read: it would
+        # never hold still long enough to be read, nor to be reported
+        return NOT_A_FILE + _PSEUDO if data and st.st_size == 0 else hashlib.sha256(data).hexdigest()
     except OSError:
         return ""
     finally:
@@ -180,6 +193,11 @@ class ConfigWatcher:
             self._candidate = sig  # wait one poll: a writer may still be writing
             self._candidate_at = time.monotonic()
             return False
+        if sig[5].startswith(NOT_A_FILE):
+            self.seen = sig
+            self._report(f"{self.path} is not a regular file ({sig[5][len(NOT_A_FILE):]}); nothing was "
+                         f"changed, the config in force stays")
+            return True
         in_place = self.seen is not None and sig[:2] == self.seen[:2]  # same path, same inode
         if in_place and time.monotonic() - self._candidate_at < self.in_place_quiet:
             return False  # written in place: the writer may only be pausing between writes

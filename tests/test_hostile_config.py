@@ -120,3 +120,15 @@ def test_json_loader_limits() -> None:
     with pytest.raises(YamlError, match="nests deeper"):
         load_json(deep_json_text(900))
     assert load_json('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
+
+
+def test_a_large_plain_document_is_not_called_an_alias_bomb() -> None:
+    """The node limit names what made the document large: copies made by aliases, or
+    plainly many keys."""
+    plain = "".join(f"k{i}: {i}\n" for i in range(60_000))  # 120,000 nodes, no alias
+    with pytest.raises(YamlError) as refused:
+        load_yaml(plain)
+    assert "has more than 100000 nodes (keys, values and items)" in str(refused.value)
+    assert "alias" not in str(refused.value)
+    with pytest.raises(YamlError, match=r"copies made by aliases \(an alias bomb\?\)"):
+        load_yaml(billion_laughs())

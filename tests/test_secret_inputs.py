@@ -50,6 +50,18 @@ def test_a_none_like_secret_in_a_config_file_is_refused_naming_the_file(
     assert f"{config}: serving.api_key (--api-key) is empty or a word for no value" in err
 
 
+@pytest.mark.parametrize("word", ["none", "nil", ""])
+def test_a_none_like_secret_in_a_config_file_is_refused_when_a_flag_also_sets_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], word: str) -> None:
+    """The flag shadows the file's value, which must still not pass unseen: the same file
+    alone is refused, and the environment's `none` is refused over a flag too."""
+    config = tmp_path / "serve.yaml"
+    config.write_text(f'admin_api_key: "{word}"\nlog_level: debug\n')
+    err = _refused(capsys, ["--config", str(config), "--admin-api-key", "k-33cc"], {})
+    assert f"{config}: serving.admin_api_key (--admin-api-key) is empty or a word for no value" in err
+    assert "k-33cc" not in err
+
+
 @pytest.mark.parametrize("word", ["~", "nil", "NIL", "none"])
 def test_a_none_like_secret_variable_is_refused_naming_the_variable(
         capsys: pytest.CaptureFixture[str], word: str) -> None:

@@ -294,3 +294,49 @@ def test_bad_server_flags_exit_2_without_a_traceback() -> None:
 
 def test_start_up_says_what_is_protected(server: Server) -> None:
     assert "reads need the api key (or the admin key); changes need the admin key" in server.output()
+
+
+def test_refused_keys_are_logged_with_the_socket_peer_never_a_forwarded_address() -> None:
+    """A trail of key guessing: each client's refusals at WARNING, with the address the
+    connection came from. X-Forwarded-For is not read, so no local process can name
+    itself (or forge a log line) in that trail."""
+    server = Server("--api-key", API_KEY, "--admin-api-key", ADMIN_KEY)
+    try:
+        with httpx.Client(base_url=server.url, timeout=10) as c:
+            forged = {**auth("guess-1"), "X-Forwarded-For": "6.6.6.6", "X-Real-IP": "6.6.6.6"}
+            assert c.get("/server_info", headers=forged).status_code == 401
+            assert c.patch("/config", json={"source": "x", "leaves": {}}, headers=READ).status_code == 401
+        output = server.output()
+        assert "refused GET /server_info from 127.0.0.1:" in output and ": bad_key" in output
+        assert "6.6.6.6" not in output and "guess-1" not in output
+    finally:
+        server.stop()
+
+
+def test_the_refusal_log_is_one_line_per_client_per_interval_counting_the_rest(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from types import SimpleNamespace
+
+    from configbags.serve.app import RefusalLog
+
+    def request(host: str) -> Any:
+        return SimpleNamespace(client=SimpleNamespace(host=host, port=1), method="GET",
+                               url=SimpleNamespace(path="/server_info"))
+
+    refusals = RefusalLog(interval=3600)
+    with caplog.at_level("WARNING", logger="configbags.serve"):
+        for _ in range(5):
+            refusals.note(request("10.0.0.1"), "bad_key")
+        refusals.note(request("10.0.0.2"), "missing_key")
+        refusals.interval = 0  # the interval is over: the next line counts what it held back
+        refusals.note(request("10.0.0.1"), "bad_key")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "refused GET /server_info from 10.0.0.1:1: bad_key",
+        "refused GET /server_info from 10.0.0.2:1: missing_key",
+        "refused GET /server_info from 10.0.0.1:1: bad_key (and 4 more from it in the last 0 s)",
+    ]
+    refusals.interval = 3600
+    for number in range(RefusalLog.MAX_HOSTS + 10):  # a table of hosts that cannot grow without end
+        refusals.note(request(f"10.1.{number // 256}.{number % 256}"), "bad_key")
+    assert len(refusals._hosts) <= RefusalLog.MAX_HOSTS

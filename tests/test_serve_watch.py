@@ -347,3 +347,37 @@ def test_a_watch_interval_outside_its_bounds_exits_2_naming_the_flag(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert "--watch-interval" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ["socket", "fifo", "proc"])
+def test_a_watched_path_that_becomes_no_regular_file_is_reported_as_such(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket, a FIFO or a link to a /proc file where the config was: nothing is applied,
+    and the report says what the path leads to (never "applied", never "empty")."""
+    import socket
+
+    cm, watcher, ctx = watched
+    state = ctx.state
+    assert cm.current is not None
+    target = cm.current / "config.yaml"
+    target.unlink()
+    holder = None
+    if kind == "socket":
+        holder = socket.socket(socket.AF_UNIX)
+        monkeypatch.chdir(target.parent)  # a socket's path has a length limit: bind it by its name
+        holder.bind(target.name)
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        os.symlink("/proc/self/status", target)
+    try:
+        settle(watcher)
+        error = watcher.status()["error"]
+        assert ctx.state is state
+        assert error is not None and "is not a regular file" in error and "nothing was changed" in error, error
+        assert "empty" not in error
+        assert isinstance(watcher.door, WatchedDoor)
+        assert watcher.door.health()["details"]["watch_error"] is True
+    finally:
+        if holder is not None:
+            holder.close()
