@@ -32,7 +32,6 @@ from configbags.runtime.errors import (
 )
 from configbags.runtime.leaftypes import closest
 from configbags.runtime.limits import LIMITS, over
-from configbags.runtime.record import reference
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
 if TYPE_CHECKING:
@@ -396,7 +395,9 @@ class Door:
             info = ctx.explain(leaf)
         except UnknownLeafError:
             raise DoorError(400, "unknown_leaf", f"{leaf!r} is not a config leaf{closest(leaf, ctx.state.values)}",
-                            f"name a leaf of {reference(cls=ctx.record_type)}", leaf=leaf) from None
+                            # never a path on the server's disk: the client is not on it
+                            "name a leaf of the config (GET /server_info lists them, with their values)",
+                            leaf=leaf) from None
         spec = registry.leaves.get(leaf)
         # the layer and source are the context's (an override's is `runtime` or `load_time`)
         info.setdefault("value", info["resolved"])

@@ -108,7 +108,7 @@ def test_tp_sizes_that_do_not_divide_the_heads_are_refused(model: str, tp: int, 
 
 def test_kv_heads_replicate_only_when_tp_is_a_multiple() -> None:
     # 8 KV heads: tp 16 replicates (16 % 8 == 0); 12 KV heads at tp 8 neither split nor replicate.
-    shape = model_shape_from_dict(llama(num_attention_heads=48, num_key_value_heads=12), source="m.json")
+    shape = model_shape_from_dict(llama(num_attention_heads=48, num_key_value_heads=12, head_dim=128), source="m.json")
     with pytest.raises(SettingsError, match="num_key_value_heads=12"):
         plan_kv(shape, settings(tp_size=8, mem_fraction_static=0.88), DeviceMemory(80 * GiB))
 
@@ -271,3 +271,17 @@ def test_a_workload_longer_than_the_context_fits_zero_times(capsys: pytest.Captu
     load = json.loads(capsys.readouterr().out)["concurrency"]
     assert (load["requests"], load["binds"]) == (0, "max_req_len")
     assert "set --context-length 4501" in load["reason"]
+
+
+@pytest.mark.parametrize(("hidden", "heads"), [(4097, 32), (16, 32), (4096, 2**20)])
+def test_a_head_dim_derived_from_sizes_that_do_not_divide_is_refused_naming_both(hidden: int, heads: int) -> None:
+    """With no head_dim field, head_dim is hidden_size / num_attention_heads: where that is
+    no whole number the plan would be silently wrong (4097/32) or empty (16/32)."""
+    config = {k: v for k, v in llama(hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=8).items()
+              if k not in ("head_dim", "attention_head_dim")}
+    with pytest.raises(ModelConfigError) as err:
+        model_shape_from_dict(config, source="m.json")
+    assert "hidden_size" in str(err.value) and f"num_attention_heads ({heads})" in str(err.value)
+    assert "no layer keeps a KV cache" not in str(err.value)
+    config["head_dim"] = 128  # given, it is the heads' size whatever hidden_size is
+    assert model_shape_from_dict(config, source="m.json").head_dim == 128

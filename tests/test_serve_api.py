@@ -96,6 +96,11 @@ def test_explain_unknown_leaf(client: httpx.Client) -> None:
     body = response.json()
     assert body["error"] == "unknown_leaf" and body["leaf"] == "tp_sise"
     assert "did you mean 'tp_size'" in body["message"]
+    # no path on the server's disk reaches a client
+    assert "CONFIG.md" not in response.text and "/" + "build" not in response.text
+    assert "GET /server_info" in body["fix"]
+    refused = patch(client, {"tp_sise": 2})
+    assert refused.status_code == 400 and "CONFIG.md" not in refused.text and "__editable__" not in refused.text
 
 
 def test_patch_changes_a_leaf_with_provenance(client: httpx.Client) -> None:

@@ -263,9 +263,15 @@ def model_shape_from_dict(
     if attends and heads % kv_heads:
         raise f.refuse("num_key_value_heads", kv_heads,
                        f"it must divide num_attention_heads ({heads})")
-    head_dim = f.optional_int("head_dim", 0, minimum=1) or f.optional_int(
-        "attention_head_dim", hidden // max(heads, 1), minimum=1
-    )
+    head_dim = f.optional_int("head_dim", 0, minimum=1) or f.optional_int("attention_head_dim", 0, minimum=1)
+    if not head_dim and attends:
+        # HF's default, which its models refuse unless it divides evenly (a rounded-down
+        # head_dim would size every layer's cache wrong without a word)
+        if hidden % heads:
+            raise f.refuse("hidden_size", hidden,
+                           f"with no head_dim given, it must divide evenly by num_attention_heads ({heads}); "
+                           f"give head_dim if the model's heads are another size")
+        head_dim = hidden // heads
     v_head_dim = head_dim
 
     mla: MlaShape | None = None
