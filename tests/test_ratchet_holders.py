@@ -228,3 +228,29 @@ def test_a_class_pattern_on_other_attributes_reads_nothing(tmp_path: Path) -> No
     user = CFG + "def f():\n    match cfg:\n        case object(parallel=p):\n            return p.tp_size\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not result.reads, result.reads
+
+
+# ---- F13: a keyword sub-pattern on a context or on `os` fetches what it names
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    (CTX + "def f():\n    match get_context():\n        case object(state=s):\n            return s.record.tp_size\n",
+     "Context.state"),
+    (CTX + "def f():\n    ctx = get_context()\n    match ctx:\n        case object(server_info=info):\n"
+     "            return info()['record']['tp_size']\n", "Context.server_info"),
+    (CTX + "def f():\n    match get_context():\n        case object(_state=s) | object(state=s):\n            return s\n",
+     "Context.state"),
+    ("import os\ndef f():\n    match os:\n        case object(environ=e):\n            return e['SGLANG_PAGE_SIZE']\n", "$?"),
+    ("import os as o\ndef f():\n    match o:\n        case object(getenv=g):\n            return g('SGLANG_PAGE_SIZE')\n", "$?"),
+])
+def test_a_class_pattern_on_a_context_or_os_fetches_what_it_names(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
+    assert _fails(result)
+
+
+def test_a_class_pattern_on_other_objects_fetches_nothing(tmp_path: Path) -> None:
+    user = CTX + "import os\ndef f(job, path):\n    match job:\n        case object(state=s, environ=e):\n" \
+        "            return s, e\n    match os.path:\n        case object(sep=sep):\n            return sep\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
