@@ -1733,10 +1733,11 @@ def analyse(
         if not new:
             break
         names |= new
-        grown = _with_fetches(mention_lines(text, names), fetched, names)
-        if set(grown) <= set(lines) | analysis.quiet_lines():
+        walked = set(lines)
+        added = set(mention_lines(text, new)) - walked - analysis.quiet_lines()
+        if not added and set(_with_fetches(lines, fetched, names)) <= walked:
             break
-        lines = grown
+        lines = _with_fetches(sorted(walked | added), fetched, names)
     analysis.resolve_rebound()
     _Reader(analysis).visit_statements(tree.body)
     module = analysis.module

@@ -124,7 +124,7 @@ def class_facts(node: ast.ClassDef) -> tuple[bool, tuple[str, ...] | None]:
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in ("__repr__", "__str__"):
             shown = False
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        elif generating and isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             if "ClassVar" not in ast.unparse(stmt.annotation):
                 fields.append(stmt.target.id)
         elif isinstance(stmt, ast.Assign) and any(
