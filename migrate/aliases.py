@@ -183,6 +183,7 @@ class _Analysis(Scopes[_Scope]):
         self.holder_classes: set[str] = set()
         self.class_names_of: dict[str, str] = {}  # simple name -> qualname, every walked class
         self.class_lines: dict[str, set[int]] = {}
+        self.class_bases: dict[str, frozenset[str]] = {}  # qualname -> its bases' simple names
         self.generated_reprs: set[str] = set()
         self.match_args: dict[str, tuple[str, ...]] = {}
         # (id(scope), name): bound by import to the process view (`from x.accessors import
@@ -422,6 +423,13 @@ class _Analysis(Scopes[_Scope]):
                 value is not None and self.reach(value, scope) is not None for _, value in scope.self_assigns
             ):
                 self.holder_classes.add(parent.qualname)
+        # a subclass of a holder class holds what its base does
+        grown = True
+        while grown:
+            held = {qualname.rsplit(".", 1)[-1] for qualname in self.holder_classes}
+            subclasses = {sub for sub, bases in self.class_bases.items() if not bases.isdisjoint(held)}
+            grown = not subclasses <= self.holder_classes
+            self.holder_classes |= subclasses
         self.stored_on = {
             (id(self.visible(name, scope) or self.module), name) for scope, name in self.stores
         }
@@ -509,6 +517,12 @@ class _Analysis(Scopes[_Scope]):
             return holders.is_context_call(expr, self.flows.context_fetchers)
         if isinstance(expr, (ast.Name, ast.Attribute)) and dotted(expr) in self.flows.context_holders:
             return True
+        if isinstance(expr, ast.Attribute) and self._is_self(expr.value, scope) and "self." + expr.attr not in seen:
+            # `self.ctx = get_context()` in any method
+            return any(
+                value is not None and self.is_context(value, where, seen | {"self." + expr.attr})
+                for where in self.scopes for attr, value in where.self_assigns if attr == expr.attr
+            )
         if not isinstance(expr, ast.Name) or expr.id in seen:
             return False
         owner = self.visible(expr.id, scope)
@@ -715,6 +729,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         a = self.a
         a.class_names_of[node.name] = qualname
         a.class_lines[qualname] = {node.lineno, *(d.lineno for d in node.decorator_list)}
+        a.class_bases[qualname] = frozenset(_name_of(base) for base in node.bases)
         generated, match_args = holders.class_facts(node)
         if generated:
             a.generated_reprs.add(qualname)

@@ -46,7 +46,7 @@ _GENERATING = frozenset({"dataclass", "define", "frozen", "mutable", "s", "attrs
 # The context's attributes that are the process view (`ctx.installer.view` too).
 VIEW_ATTRS = frozenset({"view", "cfg"})
 CONTEXT_FUNCTIONS = frozenset({"get_context", "process_context"})
-_NOT_CONFIG = ("multiprocessing.", "multiprocess.", "mp.")
+_NOT_CONFIG = frozenset({"multiprocessing", "multiprocess", "mp"})
 # The most strings a name is resolved to (a product of f-string parts).
 _MAX_NAMES = 32
 
@@ -65,7 +65,7 @@ def is_context_call(expr: ast.expr, fetchers: frozenset[str]) -> bool:
     if name and name in fetchers:
         return True
     last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    return last in CONTEXT_FUNCTIONS and not (name + ".").startswith(_NOT_CONFIG)
+    return last in CONTEXT_FUNCTIONS and _NOT_CONFIG.isdisjoint(name.split("."))
 
 
 def namespace_of(expr: ast.expr) -> ast.expr | None:

@@ -254,3 +254,19 @@ def test_a_class_pattern_on_other_objects_fetches_nothing(tmp_path: Path) -> Non
         "            return s, e\n    match os.path:\n        case object(sep=sep):\n            return sep\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not result.reads, result.reads
+
+
+@pytest.mark.parametrize(("user", "function"), [
+    (HOLDER + "class Sub(W):\n    def get(self, name):\n        return getattr(self, name)\n", "Sub.get"),
+    (CTX + "class A:\n    def __init__(self):\n        self.ctx = get_context()\n"
+     "    def slot(self, name):\n        return getattr(self.ctx.view, name)\n", "A.slot"),
+])
+def test_a_subclass_of_a_holder_and_a_held_context_view_escape(tmp_path: Path, user: str, function: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.function == function and r.leaf == "*" and r.via == "escape"], result.reads
+
+
+def test_multiprocessing_get_context_is_no_config_context(tmp_path: Path) -> None:
+    user = "import torch.multiprocessing\ndef f(name):\n    return getattr(torch.multiprocessing.get_context('spawn').view, name)\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
