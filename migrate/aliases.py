@@ -478,6 +478,9 @@ class _Analysis(Scopes[_Scope]):
                 owner = self.visible(base.id, scope)
                 if owner is not None and (id(owner), base.id) in self.accessor_modules:
                     return VIEW  # `accessors.cfg`
+            root = dotted(base)
+            if expr.attr == "cfg" and root.endswith(".accessors") and root.partition(".")[0] in self.imported:
+                return VIEW  # `import pkg.accessors`, then `pkg.accessors.cfg`
             return None
         branches = [expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else (
             expr.values if isinstance(expr, ast.BoolOp) else [])
@@ -1051,7 +1054,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return
         arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in node.args]
         arguments += [keyword.value for keyword in node.keywords]
-        if name in holders.NAMESPACE_READERS:
+        if name in holders.NAMESPACE_READERS or name.endswith(holders.SERIALISERS):
             # `dataclasses.asdict(holder)`, `pickle.dumps(holder)`: every attribute
             for arg in arguments:
                 if self.a.reach(arg, self.scope) is None and self.a.holder(arg, self.scope):
@@ -1783,7 +1786,10 @@ def analyse(
 
 # Words of the uses that read a holder's namespace whole, and of the imports and calls that
 # give the process view (configbags.migrate.holders): their lines are always walked.
-_HOLDER_WORDS = frozenset({"vars", "__dict__", "asdict", "astuple", "dumps", "dump", "accessors", *holders.CONTEXT_FUNCTIONS})
+_HOLDER_WORDS = frozenset({
+    "vars", "__dict__", "asdict", "astuple", "getmembers", "dumps", "dump", "safe_dump", "accessors",
+    *holders.CONTEXT_FUNCTIONS,
+})
 
 
 def _with_fetches(lines: list[int], fetched: Mapping[int, tuple[Fetch, ...]], names: frozenset[str]) -> list[int]:

@@ -19,8 +19,8 @@ holds only where the attribute is not spelled. A holder is:
 What reads the record through a holder's namespace, whole (a `*` escape: whatever comes
 out may be the record, read by a name no code spells): `vars(h)` and `h.__dict__` (unless
 indexed by a literal key, which is the attribute it names: `vars(self)["server_args"]`
-is `self.server_args`), `dataclasses.asdict(h)` and `astuple`, a serialiser (`pickle.dumps`,
-`json.dump`, any `dump`/`dumps`), and, for a class whose repr the dataclass or attrs
+is `self.server_args`), `dataclasses.asdict(h)` and `astuple`, `inspect.getmembers(h)`, a
+serialiser (`pickle.dumps`, `json.dump`, `yaml.safe_dump`: any `*dump`/`*dumps`), and, for a class whose repr the dataclass or attrs
 decorator generates, the holder formatted into text. A fetch by a name built at run time
 (`getattr(h, name)`, `operator.attrgetter(path)(h)`) may be the record attribute: `*`,
 unless its name resolves to literals (a local bound only to strings, a loop over a literal
@@ -33,8 +33,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
-# How a holder's namespace is read whole, by the callee's last name.
-NAMESPACE_READERS = frozenset({"vars", "asdict", "astuple", "dumps", "dump"})
+# How a holder's namespace is read whole, by the callee's last name: its attributes, its
+# fields, every member; and any serialiser (`pickle.dumps`, `yaml.safe_dump`), by suffix.
+NAMESPACE_READERS = frozenset({"vars", "asdict", "astuple", "getmembers"})
+SERIALISERS = ("dump", "dumps")
 # Callables that turn their arguments into text: through a generated repr, every field.
 FORMATTERS = frozenset({"str", "repr", "format", "print", "pformat", "pprint"})
 # A logger's methods (called on an object): they format their arguments.

@@ -55,6 +55,7 @@ def _fails(result: ScanResult) -> bool:
     (CTX + "def slot(name):\n    ctx = get_context()\n    return getattr(ctx.installer.cfg, name)\n", "slot"),
     ("import operator\n" + CFG + "def f(path='server_args.tp_size'):\n    return operator.attrgetter(path)(cfg)\n", "f"),
     ("from legacy.config_bags import accessors\ndef f(name):\n    return getattr(accessors.cfg, name)\n", "f"),
+    ("import legacy.config_bags.accessors\ndef f(name):\n    return getattr(legacy.config_bags.accessors.cfg, name)\n", "f"),
 ])
 def test_the_process_view_fetched_by_a_name_built_at_run_time_escapes(tmp_path: Path, user: str, function: str) -> None:
     result = _scan(tmp_path, {"user.py": user})
@@ -110,9 +111,11 @@ def test_the_view_read_by_its_slots_names_stays_precise(tmp_path: Path) -> None:
     ("def __repr__(self):\n        return f'W({self.__dict__})'\n", "*"),
     ("def dump(self):\n        return pickle.dumps(self)\n", "*"),
     ("def dump(self, out):\n        json.dump(vars(self), out, default=str)\n", "*"),
+    ("def dump(self):\n        return yaml.safe_dump(self)\n", "*"),
+    ("def members(self):\n        return dict(inspect.getmembers(self))\n", "*"),
 ])
 def test_a_holder_read_through_its_namespace_reads_the_record(tmp_path: Path, method: str, leaf: str) -> None:
-    user = "import json\nimport operator\nimport pickle\n" + HOLDER + "    " + method
+    user = "import inspect\nimport json\nimport operator\nimport pickle\nimport yaml\n" + HOLDER + "    " + method
     result = _scan(tmp_path, {"user.py": user})
     found = [r for r in result.reads if r.function.startswith("W.") and r.function != "W.__init__" and r.leaf == leaf]
     assert found, result.reads
