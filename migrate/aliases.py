@@ -185,6 +185,7 @@ class _Analysis(Scopes[_Scope]):
         self.class_lines: dict[str, set[int]] = {}
         self.class_bases: dict[str, frozenset[str]] = {}  # qualname -> its bases' simple names
         self.generated_reprs: set[str] = set()
+        self.walk_whole: set[str] = set()  # dataclasses with a record attribute field
         self.match_args: dict[str, tuple[str, ...]] = {}
         # (id(scope), name): bound by import to the process view (`from x.accessors import
         # cfg`) or to an accessors module; a record attribute stored on it (`h.server_args = rec`)
@@ -699,7 +700,12 @@ class _Pruned(StatementWalker):
         lines = self.a.lines
         # The record class's own body: its methods' `self` is a record whether or not a
         # method mentions a name of interest (`def __post_init__(self): self.tp_size = 1`).
-        whole = self.scope.kind == "class" and self.scope.qualname.rsplit(".", 1)[-1] in self.a.class_names
+        # Likewise a dataclass holding the record in a field: its repr, `f"{self}"` in any
+        # method, reads the record whole.
+        scope = self.scope
+        whole = (scope.kind == "class" and (
+            scope.qualname.rsplit(".", 1)[-1] in self.a.class_names or scope.qualname in self.a.walk_whole
+        )) or (scope.self_name is not None and scope.parent is not None and scope.parent.qualname in self.a.walk_whole)
         for node in statements:
             if (
                 whole
@@ -727,8 +733,8 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         return scope
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        super().visit_ClassDef(node)
-        qualname = self.a.scope_of[id(node)].qualname
+        # what the class statement shows, known before its body is walked (_Pruned)
+        qualname = self.scope.child_prefix() + node.name
         a = self.a
         a.class_names_of[node.name] = qualname
         a.class_lines[qualname] = {node.lineno, *(d.lineno for d in node.decorator_list)}
@@ -743,6 +749,9 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 stmt, ast.AnnAssign) else []
             if any(isinstance(t, ast.Name) and t.id in a.record_attrs for t in targets):
                 a.holder_classes.add(qualname)  # `server_args = None`, a field `server_args: Any`
+                if generated:
+                    a.walk_whole.add(qualname)
+        super().visit_ClassDef(node)
 
     def bind_name(self, name: str, value: ast.expr | None, forced: str | None = None,
                   scope: _Scope | None = None) -> None:
@@ -1059,7 +1068,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             for arg in arguments:
                 if self.a.reach(arg, self.scope) is None and self.a.holder(arg, self.scope):
                     self._holder_escape(arg)
-        elif (isinstance(func, ast.Name) and name in holders.FORMATTERS) or (
+        elif (name in holders.FORMATTERS and (isinstance(func, ast.Name) or name == "format")) or (
             isinstance(func, ast.Attribute) and name in holders.LOG_METHODS
         ):
             for arg in arguments:

@@ -138,6 +138,8 @@ def test_a_holder_read_through_its_namespace_reads_the_record(tmp_path: Path, me
     "from dataclasses import dataclass\n" + RAW + "@dataclass\nclass Holder:\n    server_args: object = None\n\n"
     "def f():\n    h = Holder()\n    h.server_args = get_server_args()\n    return f'{h}' + '%s' % (h,)\n",
     RAW + "def f():\n    h = object.__new__(object)\n    h.server_args = get_server_args()\n    return vars(h)\n",
+    "from dataclasses import dataclass\n" + RAW + "@dataclass\nclass Holder:\n    server_args: object = None\n\n"
+    "def f():\n    h = Holder()\n    h.server_args = get_server_args()\n    return '{}'.format(h)\n",
 ])
 def test_a_holder_handed_whole_to_a_namespace_reader_escapes(tmp_path: Path, user: str) -> None:
     result = _scan(tmp_path, {"user.py": user})
@@ -273,3 +275,12 @@ def test_multiprocessing_get_context_is_no_config_context(tmp_path: Path) -> Non
     user = "import torch.multiprocessing\ndef f(name):\n    return getattr(torch.multiprocessing.get_context('spawn').view, name)\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not result.reads, result.reads
+
+
+def test_a_dataclass_holder_formatting_itself_reads_the_record(tmp_path: Path) -> None:
+    user = "import logging\nfrom dataclasses import dataclass\n" + RAW + (
+        "@dataclass\nclass Holder:\n    server_args: object = None\n"
+        "    def show(self):\n        logging.info('%s', self)\n        return f'{self!r}'\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.function == "Holder.show" and r.leaf == "*"], result.reads
