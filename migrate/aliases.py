@@ -195,6 +195,7 @@ class _Analysis(Scopes[_Scope]):
         self.stored_on: set[tuple[int, str]] = set()
         self.scope_nodes: dict[int, ast.AST] = {}  # id(scope) -> the node opening it
         self._holders: dict[tuple[int, str], str | None] = {}  # memo of holder(Name)
+        self._sequences: holders.Sequences | None = None
 
     def names_of_interest(self) -> frozenset[str]:
         """Every name through which the record can be reached: any statement that reads,
@@ -559,13 +560,20 @@ class _Analysis(Scopes[_Scope]):
             current: _Scope | None = where
             while current is not None and current.kind != "module":
                 node = self.scope_nodes.get(id(current))
-                values = list(holders.bound_values(node, spelled.id)) if node is not None and (
+                values = list(holders.bound_values(node, spelled.id, self.sequences())) if node is not None and (
                     current.kind != "class") else []
                 if values:
                     return holders.literal_names(spelled, values)
                 current = current.parent
             return None  # a module's name the door analysis did not take for a constant
         return holders.literal_names(spelled)
+
+    def sequences(self) -> holders.Sequences:
+        """The module's names bound once to a literal sequence (holders.module_sequences)."""
+        if self._sequences is None:
+            tree = self.scope_nodes.get(id(self.module))
+            self._sequences = holders.module_sequences(tree) if isinstance(tree, ast.Module) else {}
+        return self._sequences
 
     def matched(self, field: _MatchedField) -> ast.expr | None:
         """The attribute a positional sub-pattern reads, where its class's `__match_args__`
@@ -1753,6 +1761,7 @@ def analyse(
             fetched = fetches()
         lines = _with_fetches(lines, fetched, names)
         analysis = _Analysis(settings, lines, fetched, types, flows)
+        analysis.scope_nodes[id(analysis.module)] = tree
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
         analysis.settle_holders()

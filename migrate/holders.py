@@ -24,14 +24,14 @@ serialiser (`pickle.dumps`, `json.dump`, `yaml.safe_dump`: any `*dump`/`*dumps`)
 decorator generates, the holder formatted into text. A fetch by a name built at run time
 (`getattr(h, name)`, `operator.attrgetter(path)(h)`) may be the record attribute: `*`,
 unless its name resolves to literals (a local bound only to strings, a loop over a literal
-tuple) or is built so that it can never be one (`getattr(self, "handle_" + kind)`).
+tuple or a module constant bound once to one) or is built so that it can never be one (`getattr(self, "handle_" + kind)`).
 
 Passing a holder to an ordinary callable reads nothing: only the calls above do."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 # How a holder's namespace is read whole, by the callee's last name: its attributes, its
 # fields, every member; and any serialiser (`pickle.dumps`, `yaml.safe_dump`), by suffix.
@@ -221,7 +221,40 @@ def may_be(names: Names, attrs: Iterable[str], *, dotted: bool = False) -> bool:
     )
 
 
-def bound_values(node: ast.AST, name: str) -> Iterator[ast.expr | None]:
+# The literal sequence a module-level name is bound to, or None (see module_sequences).
+Sequences = Mapping[str, "list[ast.expr] | None"]
+
+
+def module_sequences(tree: ast.Module) -> dict[str, list[ast.expr] | None]:
+    """The module's top-level names bound once, to a literal tuple, list or set
+    (`NAMESPACES = ("parallel", "server_args")`): a loop over one takes each element. A
+    name bound more than once (or otherwise) maps to None."""
+    found: dict[str, list[ast.expr] | None] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            value = stmt.value
+            elements = list(value.elts) if isinstance(value, (ast.Tuple, ast.List, ast.Set)) and not any(
+                isinstance(e, ast.Starred) for e in value.elts) else None
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name):
+                        literal = sub is target and sub.id not in found
+                        found[sub.id] = elements if literal else None
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found[stmt.name] = None
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                found[(alias.asname or alias.name).split(".")[0]] = None
+        else:
+            # any other statement binding a name (a loop, `with`, a block holding an
+            # assignment) makes its value unknown; asked only for a fetch by a module's name
+            for sub in ast.walk(stmt):
+                if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
+                    found[sub.id] = None
+    return found
+
+
+def bound_values(node: ast.AST, name: str, sequences: Sequences | None = None) -> Iterator[ast.expr | None]:
     """The values the scope opened by `node` (a function, lambda or comprehension) binds to
     `name`, in the code (all of its statements, walked here or not): a parameter, an
     unpacking, a loop over anything but a literal, `with`, `except`, an import, a match
@@ -234,7 +267,7 @@ def bound_values(node: ast.AST, name: str) -> Iterator[ast.expr | None]:
         pending: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
     elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
         for generator in node.generators:
-            yield from _loop_values(generator.target, generator.iter, name)
+            yield from _loop_values(generator.target, generator.iter, name, sequences)
         return
     else:
         yield None
@@ -247,11 +280,11 @@ def bound_values(node: ast.AST, name: str) -> Iterator[ast.expr | None]:
             continue  # its own scope (decorators and defaults aside, which bind nothing here)
         if isinstance(current, (ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             continue
-        yield from _binding(current, name)
+        yield from _binding(current, name, sequences)
         pending.extend(ast.iter_child_nodes(current))
 
 
-def _binding(node: ast.AST, name: str) -> Iterator[ast.expr | None]:
+def _binding(node: ast.AST, name: str, sequences: Sequences | None) -> Iterator[ast.expr | None]:
     """What one node binds to `name`, as bound_values says."""
     if isinstance(node, ast.Assign):
         for target in node.targets:
@@ -263,7 +296,7 @@ def _binding(node: ast.AST, name: str) -> Iterator[ast.expr | None]:
         if node.value is not None:
             yield node.value
     elif isinstance(node, (ast.For, ast.AsyncFor)):
-        yield from _loop_values(node.target, node.iter, name)
+        yield from _loop_values(node.target, node.iter, name, sequences)
     elif isinstance(node, ast.NamedExpr) and node.target.id == name:
         yield node.value
     elif _binds_opaquely(node, name):
@@ -285,7 +318,12 @@ def _binds_opaquely(node: ast.AST, name: str) -> bool:
     return isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
 
 
-def _loop_values(target: ast.expr, iterable: ast.expr, name: str) -> Iterator[ast.expr | None]:
+def _loop_values(
+    target: ast.expr, iterable: ast.expr, name: str, sequences: Sequences | None
+) -> Iterator[ast.expr | None]:
+    if isinstance(iterable, ast.Name) and sequences is not None and sequences.get(iterable.id) is not None:
+        # `for ns in NAMESPACES`, a module constant: one step of constants
+        iterable = ast.Tuple(elts=sequences[iterable.id] or [], ctx=ast.Load())
     if isinstance(target, ast.Name) and target.id == name:
         if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)) and not any(
             isinstance(e, ast.Starred) for e in iterable.elts

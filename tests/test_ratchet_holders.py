@@ -65,17 +65,19 @@ def test_the_process_view_fetched_by_a_name_built_at_run_time_escapes(tmp_path: 
 
 @pytest.mark.parametrize("body", [
     "name = 'server_args'\n    return getattr(cfg, name).tp_size\n",
+    "for ns in NAMESPACES:\n        return getattr(cfg, ns).tp_size\n",
     "for ns in ('parallel', 'server_args'):\n        if ns == 'server_args':\n"
     "            return getattr(cfg, ns).tp_size\n",
 ])
 def test_a_name_the_function_binds_to_literals_is_followed(tmp_path: Path, body: str) -> None:
-    result = _scan(tmp_path, {"user.py": CFG + "def f():\n    " + body})
+    result = _scan(tmp_path, {"user.py": CFG + "NAMESPACES = ('parallel', 'server_args')\ndef f():\n    " + body})
     assert ("pkg/user.py", "f", "tp_size") in _keys(result), result.reads
     assert _fails(result)
 
 
 def test_the_view_fetched_by_literal_names_of_no_record_attribute_reads_nothing(tmp_path: Path) -> None:
-    user = CFG + (
+    user = CFG + "BAGS = ('parallel', 'schedule')\n" + (
+        "def e():\n    return {ns: getattr(cfg, ns) for ns in BAGS}\n"
         "def f():\n    return [getattr(cfg, ns).tp_size for ns in ('parallel', 'schedule')]\n"
         "def g():\n    ns = 'parallel'\n    return getattr(cfg, ns)\n"
         "def h(kind):\n    return getattr(cfg, 'par' + kind)\n"
