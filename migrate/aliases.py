@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import attrs
 
+from configbags.migrate import holders
 from configbags.migrate.recordtypes import (
     ELEMENTS,
     RECORD,
@@ -64,12 +66,19 @@ _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.sp
 # The record's own methods that turn it into text: every field at once.
 _FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
 # methods of the record (the generated one, a dataclass) that read every field
-_WHOLE_METHODS = _FORMATTERS | frozenset({"to_dict", "_asdict", "__eq__", "__ne__", "__hash__", "__getstate__"})
+_WHOLE_METHODS = _FORMATTERS | frozenset({
+    "to_dict", "_asdict", "__eq__", "__ne__", "__hash__", "__getstate__", "__reduce__", "__reduce_ex__",
+    "__getnewargs__", "__getnewargs_ex__",
+})
 # Attributes of the record that are no leaf (`rec.__class__` is `type(rec)`): no read.
 _NO_LEAF = frozenset({"__class__"})
 _LOAD = ast.Load()
 # Callables that call `target` with `args` (the record passed on to the target).
 _STARTERS = frozenset({"Thread", "Process", "Timer"})
+# What holds the record (_Analysis.holder), besides a class of the module: the process view,
+# and a name a record attribute is stored on.
+VIEW = "<view>"
+STORED = "<stored>"
 
 class _Scope(Scope):
     __slots__ = ("aliases", "assigns", "defaults", "returns", "self_assigns")
@@ -85,6 +94,18 @@ class _Scope(Scope):
         self.self_assigns: list[tuple[str, ast.expr | None]] = []  # None: opaque, as above
         self.returns: list[ast.expr] = []
         self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
+
+
+class _MatchedField(ast.expr):
+    """What a positional sub-pattern of a class pattern is matched against: the attribute
+    its class's `__match_args__` name at `index`, looked up once every class is known."""
+
+    _fields = ()
+
+    def __init__(self, value: ast.expr, cls: str, index: int, like: ast.AST) -> None:
+        super().__init__()
+        self.value, self.cls, self.index = value, cls, index
+        ast.copy_location(self, like)
 
 
 def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -156,6 +177,25 @@ class _Analysis(Scopes[_Scope]):
         # Set by resolve_rebound() once the aliases are final (see there): from then on a
         # conditional value with a branch that is not the record is "rebound".
         self.strict = False
+        # Objects holding the record in an attribute (configbags.migrate.holders): classes
+        # by qualname, their simple names, their def lines; which generate a repr of
+        # every field, and their `__match_args__`
+        self.holder_classes: set[str] = set()
+        self.class_names_of: dict[str, str] = {}  # simple name -> qualname, every walked class
+        self.class_lines: dict[str, set[int]] = {}
+        self.class_bases: dict[str, frozenset[str]] = {}  # qualname -> its bases' simple names
+        self.generated_reprs: set[str] = set()
+        self.walk_whole: set[str] = set()  # dataclasses with a record attribute field
+        self.match_args: dict[str, tuple[str, ...]] = {}
+        # (id(scope), name): bound by import to the process view (`from x.accessors import
+        # cfg`) or to an accessors module; a record attribute stored on it (`h.server_args = rec`)
+        self.views: set[tuple[int, str]] = set()
+        self.accessor_modules: set[tuple[int, str]] = set()
+        self.stores: list[tuple[_Scope, str]] = []
+        self.stored_on: set[tuple[int, str]] = set()
+        self.scope_nodes: dict[int, ast.AST] = {}  # id(scope) -> the node opening it
+        self._holders: dict[tuple[int, str], str | None] = {}  # memo of holder(Name)
+        self._sequences: holders.Sequences | None = None
 
     def names_of_interest(self) -> frozenset[str]:
         """Every name through which the record can be reached: any statement that reads,
@@ -166,7 +206,7 @@ class _Analysis(Scopes[_Scope]):
         names |= {name for _, name in self.elements} | flow_names(self.flows)
         for scope in self.scopes:
             names |= scope.aliases.keys()
-        return frozenset(names)
+        return frozenset(names | self.holder_names())
 
     # ---- what is the record
 
@@ -189,6 +229,11 @@ class _Analysis(Scopes[_Scope]):
         if isinstance(expr, (ast.NamedExpr, ast.Await)):
             # `(await rec()).tp_size`: an async function returning the record gives it when awaited
             return self.reach(expr.value, scope)
+        if isinstance(expr, (ast.Subscript, _MatchedField)):
+            # `vars(self)["server_args"]` is `self.server_args`; a positional sub-pattern the
+            # attribute `__match_args__` names
+            named = holders.keyed_attribute(expr) if isinstance(expr, ast.Subscript) else self.matched(expr)
+            return self.reach(named, scope) if named is not None else None
         branches: list[ast.expr] = []
         if isinstance(expr, ast.IfExp):
             branches = [expr.body, expr.orelse]
@@ -245,9 +290,9 @@ class _Analysis(Scopes[_Scope]):
         return None
 
     def _reach_call(self, call: ast.Call, scope: _Scope) -> Reach | None:
-        chain = self.fetched_value(call)
-        if chain is not None:
-            return self.reach(chain, scope)
+        by_name = self._reach_by_name(call, scope)
+        if by_name is not None:
+            return by_name
         # `getattr(accessors, "get_server_args")()` calls the attribute it fetches
         func = self.fetched_value(call.func) or call.func
         if isinstance(func, ast.Name):
@@ -279,6 +324,23 @@ class _Analysis(Scopes[_Scope]):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
         return self._imported_call(func)
+
+    def _reach_by_name(self, call: ast.Call, scope: _Scope) -> Reach | None:
+        """What a fetch by name evaluates to: `getattr(self, "server_args")` is
+        `self.server_args`, so is `vars(self).get("server_args")`; `getattr(cfg, name)` with
+        `name` bound to literals is whichever attribute it fetches."""
+        chain = self.fetched_value(call)
+        if chain is not None:
+            return self.reach(chain, scope)
+        keyed = holders.keyed_attribute(call)
+        if keyed is not None:
+            return self.reach(keyed, scope)
+        chains = self.fetched_values(call, scope)
+        reaches = [found for chain in chains if (found := self.reach(chain, scope)) is not None]
+        if not reaches:
+            return None
+        origin = functools.reduce(join_origin, (found[1] for found in reaches))
+        return (reaches[0][0], origin if len(reaches) == len(chains) else join_origin(origin, "rebound"))
 
     def _imported_call(self, func: ast.expr) -> Reach | None:
         """`rec()`, `h.rec()`: imported from a module where it returns the record."""
@@ -348,6 +410,189 @@ class _Analysis(Scopes[_Scope]):
                 return False
             current = current.parent
         return False
+
+    # ---- objects holding the record (configbags.migrate.holders)
+
+    def settle_holders(self) -> None:
+        """Once the aliases are known: the classes whose methods store the record in any
+        `self.` attribute, or whose body binds an alias of it, hold it too; and where each
+        name a record attribute is stored on is bound."""
+        for scope in self.scopes:
+            parent = scope.parent
+            if scope.kind == "class" and scope.aliases:
+                self.holder_classes.add(scope.qualname)
+            elif scope.kind == "function" and parent is not None and parent.kind == "class" and any(
+                value is not None and self.reach(value, scope) is not None for _, value in scope.self_assigns
+            ):
+                self.holder_classes.add(parent.qualname)
+        # a subclass of a holder class holds what its base does
+        grown = True
+        while grown:
+            held = {qualname.rsplit(".", 1)[-1] for qualname in self.holder_classes}
+            subclasses = {sub for sub, bases in self.class_bases.items() if not bases.isdisjoint(held)}
+            grown = not subclasses <= self.holder_classes
+            self.holder_classes |= subclasses
+        self.stored_on = {
+            (id(self.visible(name, scope) or self.module), name) for scope, name in self.stores
+        }
+        self._holders.clear()
+
+    def holder_names(self) -> set[str]:
+        """The names through which a holder is reached: its class, and names bound to one."""
+        names = {qualname.rsplit(".", 1)[-1] for qualname in self.holder_classes}
+        names |= {name for _, name in self.stored_on}
+        if self.holder_classes or self.views or self.accessor_modules or self.stored_on:
+            for scope in self.scopes:
+                for name, value, _ in scope.assigns:
+                    if value is not None and name not in names and (
+                        self.holder(value, scope) or self.is_context(value, scope)
+                    ):
+                        names.add(name)
+        return names
+
+    def quiet_lines(self) -> set[int]:
+        """Lines that mention a holder class only to define it: walking them adds nothing."""
+        return {line for qualname in self.holder_classes for line in self.class_lines.get(qualname, ())}
+
+    def holder(self, expr: ast.expr, scope: _Scope, seen: frozenset[str] = frozenset()) -> str | None:
+        """What holds the record in an attribute, where `expr` is one: the qualname of its
+        class, VIEW (the process view), STORED (a name a record attribute is stored on);
+        else None."""
+        if isinstance(expr, (ast.NamedExpr, ast.Await)):
+            return self.holder(expr.value, scope, seen)
+        if isinstance(expr, ast.Name):
+            return self._holder_name(expr, scope, seen)
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            name = _name_of(func)
+            if name in _COPY_CALLS or name in _REPLACE_CALLS:
+                return self.holder(expr.args[0], scope, seen) if expr.args else None
+            qualname = self.class_names_of.get(name) if isinstance(func, (ast.Name, ast.Attribute)) else None
+            return qualname if qualname in self.holder_classes else None  # an instance
+        if isinstance(expr, ast.Attribute):
+            base = expr.value
+            if expr.attr in holders.VIEW_ATTRS and (
+                self.is_context(base, scope)
+                or (isinstance(base, ast.Attribute) and base.attr == "installer" and self.is_context(base.value, scope))
+            ):
+                return VIEW  # `get_context().view`, `ctx.installer.cfg`
+            if expr.attr == "cfg" and isinstance(base, ast.Name):
+                owner = self.visible(base.id, scope)
+                if owner is not None and (id(owner), base.id) in self.accessor_modules:
+                    return VIEW  # `accessors.cfg`
+            root = dotted(base)
+            if expr.attr == "cfg" and root.endswith(".accessors") and root.partition(".")[0] in self.imported:
+                return VIEW  # `import pkg.accessors`, then `pkg.accessors.cfg`
+            return None
+        branches = [expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else (
+            expr.values if isinstance(expr, ast.BoolOp) else [])
+        return next((found for b in branches if (found := self.holder(b, scope, seen))), None)
+
+    def _holder_name(self, expr: ast.Name, scope: _Scope, seen: frozenset[str]) -> str | None:
+        owner_class = self.method_class(expr, scope)
+        if owner_class is not None:
+            return owner_class if owner_class in self.holder_classes else None  # `self`, `cls`
+        owner = self.visible(expr.id, scope) or self.module
+        key = (id(owner), expr.id)
+        if key in self._holders:
+            return self._holders[key]
+        if expr.id in seen:
+            return None
+        # an instance of a holder class names the class (its repr may be generated)
+        found = next((
+            held for where in self.scopes for name, value, _ in where.assigns
+            if name == expr.id and value is not None and self.binding_scope(name, where) is owner
+            and (held := self.holder(value, where, seen | {expr.id}))
+        ), None)
+        if found is not None:
+            pass
+        elif key in self.views:
+            found = VIEW
+        elif key in self.stored_on:
+            found = STORED
+        elif self.class_names_of.get(expr.id) in self.holder_classes:
+            found = self.class_names_of[expr.id]  # the class itself (`vars(Shared)`)
+        if not seen:
+            self._holders[key] = found
+        return found
+
+    def is_context(self, expr: ast.expr, scope: _Scope, seen: frozenset[str] = frozenset()) -> bool:
+        """Is `expr` a config context (`get_context()`, a name bound to one)?"""
+        if isinstance(expr, ast.Call):
+            return holders.is_context_call(expr, self.flows.context_fetchers)
+        if isinstance(expr, (ast.Name, ast.Attribute)) and dotted(expr) in self.flows.context_holders:
+            return True
+        if isinstance(expr, ast.Attribute) and self._is_self(expr.value, scope) and "self." + expr.attr not in seen:
+            # `self.ctx = get_context()` in any method
+            return any(
+                value is not None and self.is_context(value, where, seen | {"self." + expr.attr})
+                for where in self.scopes for attr, value in where.self_assigns if attr == expr.attr
+            )
+        if not isinstance(expr, ast.Name) or expr.id in seen:
+            return False
+        owner = self.visible(expr.id, scope)
+        return owner is not None and any(
+            value is not None and self.binding_scope(name, where) is owner
+            and self.is_context(value, where, seen | {expr.id})
+            for where in self.scopes for name, value, _ in where.assigns if name == expr.id
+        )
+
+    def holder_attrs(self) -> frozenset[str]:
+        """The attributes through which a holder may give the record."""
+        return self.record_attrs | self.self_attrs.keys() | self.class_attrs.keys()
+
+    def fetch_names(self, call: ast.Call, fetch: Fetch, scope: _Scope) -> holders.Names:
+        """What a fetch by a name the door analysis could not resolve may fetch: the
+        name's literal parts, a local resolved one step (configbags.migrate.holders)."""
+        if fetch.form == "attrgetter":
+            getter = call.func
+            if not (isinstance(getter, ast.Call) and len(getter.args) == 1 and not getter.keywords):
+                return None  # a getter made elsewhere, or of several paths
+            spelled: ast.expr = getter.args[0]
+            where = self.scope_of.get(id(getter), scope)
+        elif fetch.form in ("getattr", "getattr_default", "hasattr") and len(call.args) > 1:
+            spelled, where = call.args[1], scope
+        else:
+            return None
+        if isinstance(spelled, ast.Name):
+            # the innermost function (or comprehension) binding it, in the code itself: a
+            # binding on a line the pruned walk skipped counts too
+            current: _Scope | None = where
+            while current is not None and current.kind != "module":
+                node = self.scope_nodes.get(id(current))
+                values = list(holders.bound_values(node, spelled.id, self.sequences())) if node is not None and (
+                    current.kind != "class") else []
+                if values:
+                    return holders.literal_names(spelled, values)
+                current = current.parent
+            return None  # a module's name the door analysis did not take for a constant
+        return holders.literal_names(spelled)
+
+    def sequences(self) -> holders.Sequences:
+        """The module's names bound once to a literal sequence (holders.module_sequences)."""
+        if self._sequences is None:
+            tree = self.scope_nodes.get(id(self.module))
+            self._sequences = holders.module_sequences(tree) if isinstance(tree, ast.Module) else {}
+        return self._sequences
+
+    def matched(self, field: _MatchedField) -> ast.expr | None:
+        """The attribute a positional sub-pattern reads, where its class's `__match_args__`
+        show it (`case W(a)` with `__match_args__ = ("server_args",)` is `subject.server_args`)."""
+        names = self.match_args.get(self.class_names_of.get(field.cls, ""), ())
+        if field.index >= len(names):
+            return None
+        return ast.copy_location(ast.Attribute(value=field.value, attr=names[field.index], ctx=ast.Load()), field)
+
+    def fetched_values(self, call: ast.Call, scope: _Scope) -> list[ast.expr]:
+        """The attribute chains a fetch by a name resolved here may evaluate to
+        (`for n in ("a", "b"): getattr(x, n)` is `x.a` or `x.b`)."""
+        chains: list[ast.expr] = []
+        for fetch in self.fetched.get(id(call), ()):
+            if fetch.form in ("getattr", "getattr_default", "attrgetter") and fetch.paths == (None,):
+                names = self.fetch_names(call, fetch, scope)
+                if isinstance(names, frozenset):
+                    chains += [fetched_chain(fetch.target, tuple(n.split(".")), call) for n in sorted(names)]
+        return chains
 
     def is_record_annotation(self, node: ast.expr | None) -> bool:
         return self.types.annotation(node) == RECORD
@@ -463,7 +708,12 @@ class _Pruned(StatementWalker):
         lines = self.a.lines
         # The record class's own body: its methods' `self` is a record whether or not a
         # method mentions a name of interest (`def __post_init__(self): self.tp_size = 1`).
-        whole = self.scope.kind == "class" and self.scope.qualname.rsplit(".", 1)[-1] in self.a.class_names
+        # Likewise a dataclass holding the record in a field: its repr, `f"{self}"` in any
+        # method, reads the record whole.
+        scope = self.scope
+        whole = (scope.kind == "class" and (
+            scope.qualname.rsplit(".", 1)[-1] in self.a.class_names or scope.qualname in self.a.walk_whole
+        )) or (scope.self_name is not None and scope.parent is not None and scope.parent.qualname in self.a.walk_whole)
         for node in statements:
             if (
                 whole
@@ -484,6 +734,32 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
 
     def new_scope(self, kind: str, qualname: str, parent: _Scope) -> _Scope:
         return _Scope(kind, qualname, parent)
+
+    def _open(self, node: ast.AST, kind: str, name: str | None) -> _Scope:
+        scope = super()._open(node, kind, name)
+        self.a.scope_nodes[id(scope)] = node  # where a name's bindings are read (holders.bound_values)
+        return scope
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        # what the class statement shows, known before its body is walked (_Pruned)
+        qualname = self.scope.child_prefix() + node.name
+        a = self.a
+        a.class_names_of[node.name] = qualname
+        a.class_lines[qualname] = {node.lineno, *(d.lineno for d in node.decorator_list)}
+        a.class_bases[qualname] = frozenset(_name_of(base) for base in node.bases)
+        generated, match_args = holders.class_facts(node)
+        if generated:
+            a.generated_reprs.add(qualname)
+        if match_args is not None:
+            a.match_args[qualname] = match_args
+        for stmt in node.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
+                stmt, ast.AnnAssign) else []
+            if any(isinstance(t, ast.Name) and t.id in a.record_attrs for t in targets):
+                a.holder_classes.add(qualname)  # `server_args = None`, a field `server_args: Any`
+                if generated:
+                    a.walk_whole.add(qualname)
+        super().visit_ClassDef(node)
 
     def bind_name(self, name: str, value: ast.expr | None, forced: str | None = None,
                   scope: _Scope | None = None) -> None:
@@ -535,6 +811,8 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             local = (alias.asname or alias.name).split(".")[0]
             self.bind_name(local, None)
             self.a.imported.add(local)
+            if alias.asname and alias.name.rpartition(".")[2] == "accessors":
+                self.a.accessor_modules.add((id(self.scope), local))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         settings = self.a.settings
@@ -547,6 +825,12 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 continue
             self.bind_name(local, None)
             self.a.imported.add(local)
+            if alias.name == "accessors":
+                self.a.accessor_modules.add((id(self.scope), local))  # `from pkg import accessors`
+            elif alias.name == "cfg" and (node.module or "").rpartition(".")[2] == "accessors":
+                # the generated process view, an object (`cfg.server_args` is the record)
+                self.a.views.add((id(self.scope), local))
+                self.a.imported.discard(local)
             if alias.name == settings.raw_accessor and local != alias.name:
                 self.a.raw_names.add(local)
                 self._renamed(node, local, f"import {alias.name} as {local}")
@@ -568,6 +852,11 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         base = target.value
         if isinstance(base, ast.Name) and base.id == self._method_self():
             self.scope.self_assigns.append((target.attr, value))
+            parent = self.scope.parent
+            if target.attr in self.a.record_attrs and parent is not None and parent.kind == "class":
+                self.a.holder_classes.add(parent.qualname)  # `self.server_args = ...`
+        elif isinstance(base, ast.Name) and target.attr in self.a.record_attrs:
+            self.a.stores.append((self.scope, base.id))  # `h.server_args = rec`, `Shared.server_args = rec`
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
@@ -657,6 +946,11 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 self.scope.assigns.append((node.subject.id, Held("matched"), None))
             for capture in _subject_captures(case.pattern):
                 self.captures[id(capture)] = Held("matched") if matched else node.subject
+            # `case object(server_args=a)`: a is `subject.server_args`, the record wherever
+            # spelled; `case W(a)` the attribute W's `__match_args__` name
+            for pattern, value in _sub_patterns(case.pattern, node.subject):
+                if isinstance(pattern, ast.MatchAs) and value is not None and id(pattern) not in self.captures:
+                    self.captures[id(pattern)] = value
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
@@ -699,6 +993,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # the raw accessor named where it is no escape: a rename (reported as one), a
         # parameter default (a carrier, read by leaf)
         self.handed: set[int] = set()
+        # namespaces (`vars(x)`, `x.__dict__`) read by a literal key or written: not whole
+        self.keyed: set[int] = set()
 
     def _read(self, node: ast.expr | ast.pattern, leaf: str, reach: Reach, form: str) -> None:
         end_line = node.end_lineno or node.lineno
@@ -725,6 +1021,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._accessor_as_value(node)
         called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
+        if node.attr == "__dict__" and not reach:
+            self._namespace(node, node.value)
         if reach:
             if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
@@ -741,6 +1039,49 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._read(node, node.attr, ("class", "constructed"), "class_attribute")
         self.generic_visit(node)
 
+    # ---- objects holding the record (configbags.migrate.holders)
+
+    def _holder_escape(self, node: ast.expr | ast.pattern) -> None:
+        """The record may come out of a holder here, by a name no code spells."""
+        self._read(node, "*", ("escape", "held"), "escapes_holder")
+
+    def _namespace(self, node: ast.expr, owner: ast.expr) -> None:
+        """`vars(h)`, `h.__dict__` of a holder, not read by a literal key nor written: whole."""
+        if id(node) not in self.keyed and isinstance(getattr(node, "ctx", _LOAD), ast.Load) and self.a.holder(
+            owner, self.scope
+        ):
+            self._holder_escape(node)
+
+    def _formatted(self, node: ast.expr) -> None:
+        """A holder whose class generates a repr of every field, turned into text."""
+        if self.a.generated_reprs and self.a.holder(node, self.scope) in self.a.generated_reprs:
+            self._holder_escape(node)
+
+    def _holder_call(self, node: ast.Call) -> None:
+        func = node.func
+        name = _name_of(func)
+        if isinstance(func, ast.Attribute) and namespace_like(func.value) and (
+            func.attr in holders.NAMESPACE_WRITERS or holders.keyed_attribute(node) is not None
+        ):
+            self.keyed.add(id(func.value))  # `vars(self).update(...)`, `self.__dict__.get("x")`
+        owner = holders.namespace_of(node)
+        if owner is not None:
+            if self.a.reach(owner, self.scope) is None:
+                self._namespace(node, owner)
+            return
+        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in node.args]
+        arguments += [keyword.value for keyword in node.keywords]
+        if name in holders.NAMESPACE_READERS or name.endswith(holders.SERIALISERS):
+            # `dataclasses.asdict(holder)`, `pickle.dumps(holder)`: every attribute
+            for arg in arguments:
+                if self.a.reach(arg, self.scope) is None and self.a.holder(arg, self.scope):
+                    self._holder_escape(arg)
+        elif (name in holders.FORMATTERS and (isinstance(func, ast.Name) or name == "format")) or (
+            isinstance(func, ast.Attribute) and name in holders.LOG_METHODS
+        ):
+            for arg in arguments:
+                self._formatted(arg)
+
     def _whole(self, node: ast.expr, reach: Reach) -> None:
         """Every field of the record at once: turned into text (its dataclass repr names
         every field), compared (`==` compares every field), or `rec.to_dict()`. A whole
@@ -753,6 +1094,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         reach = self.a.reach(node.value, self.scope)
         if reach is not None:
             self._whole(node.value, reach)
+        else:
+            self._formatted(node.value)
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -761,6 +1104,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             reach = self.a.reach(node.right, self.scope)
             if reach is not None:
                 self._whole(node.right, reach)
+            else:
+                for part in node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]:
+                    self._formatted(part)
         self.generic_visit(node)
 
     def _is_record_class(self, expr: ast.expr) -> bool:
@@ -844,6 +1190,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
+        if namespace_like(node.value) and (
+            not isinstance(node.ctx, ast.Load) or holders.keyed_attribute(node) is not None
+        ):
+            self.keyed.add(id(node.value))  # `vars(self)["server_args"]` is `self.server_args`
         if isinstance(node.value, (ast.Tuple, ast.List, ast.Dict)) and isinstance(node.slice, ast.Constant):
             # `[rec][0].x`, `{"r": rec}["r"].x`: indexed literally, the element is followed
             # (configbags.migrate.reflection reads it)
@@ -888,6 +1238,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         func = node.func
         args = node.args
         self.called.add(id(func))
+        self._holder_call(node)
         if isinstance(func, ast.Attribute) and func.attr in _DICT_METHODS and self._consume_dict(func.value):
             self._dict_call(node, func.attr)
         fetches = self.a.fetched.get(id(node), ())
@@ -1143,7 +1494,19 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 leaf = path[0] if path else "*"
                 self._write(node, leaf, origin=self.a.write_origin(target, self.scope))
             return
+        paths: list[tuple[str, ...] | None] = []
         for path in fetch.paths:
+            names = self.a.fetch_names(node, fetch, self.scope) if path is None else None
+            if isinstance(names, frozenset) and fetch.form != "hasattr":
+                # a name bound only to literals: the attributes they name
+                paths += [tuple(name.split(".")) for name in sorted(names)]
+                continue
+            paths.append(path)
+            if path is None and self.a.reach(target, self.scope) is None and self.a.holder(target, self.scope) and (
+                fetch.form != "hasattr" and holders.may_be(names, self.a.holder_attrs(), dotted=fetch.form == "attrgetter")
+            ):
+                self._holder_escape(node)  # `getattr(cfg, name)`: it may be `cfg.server_args`
+        for path in paths:
             expr = target
             for index, attr in enumerate(path or ("*",)):
                 reach = self.a.reach(expr, self.scope)
@@ -1160,10 +1523,19 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # ServerArgs(tp_size=t)` from any record that matches, `case object(tp_size=t)`
         # from a subject that is the record. Positional sub-patterns read the fields
         # `__match_args__` names (a dataclass's field order), unknown here: `*`.
-        subject = self.a.reach(node.subject, self.scope)
+        # A positional sub-pattern on an object holding the record, whose class's
+        # `__match_args__` the module does not show, may bind the record: an escape.
         for case in node.cases:
-            for pattern, reach in _class_patterns(case.pattern, subject):
+            for pattern, value in _sub_patterns(case.pattern, node.subject):
+                if not isinstance(pattern, ast.MatchClass):
+                    continue
+                reach = self.a.reach(value, self.scope) if value is not None else None
                 if reach is None and not self._is_record_class(pattern.cls):
+                    if pattern.patterns and (
+                        (value is not None and self.a.holder(value, self.scope))
+                        or self.a.class_names_of.get(_name_of(pattern.cls)) in self.a.holder_classes
+                    ) and any(self.a.matched(field) is None for field in self._positional(pattern, value)):
+                        self._holder_escape(pattern)
                     continue
                 found = reach or ("class_pattern", "held")
                 for attr in pattern.kwd_attrs:
@@ -1171,6 +1543,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 if pattern.patterns:
                     self._read(pattern, "*", found, "match")
         self.generic_visit(node)
+
+    @staticmethod
+    def _positional(pattern: ast.MatchClass, value: ast.expr | None) -> list[_MatchedField]:
+        base = value if value is not None else _SOMETHING
+        return [_MatchedField(base, _name_of(pattern.cls), i, p) for i, p in enumerate(pattern.patterns)]
 
     @staticmethod
     def _literal_leaf(args: Sequence[ast.expr]) -> str:
@@ -1215,20 +1592,33 @@ def lines_of(text: str, positions: Iterable[int]) -> list[int]:
     return lines
 
 
-def _class_patterns(pattern: ast.pattern, subject: Reach | None) -> list[tuple[ast.MatchClass, Reach | None]]:
-    """Every class pattern inside `pattern`, with the subject's reach where the pattern
-    is matched against the subject itself (at the top, or under `|` and `as`)."""
-    found: list[tuple[ast.MatchClass, Reach | None]] = []
-    pending: list[tuple[ast.pattern, Reach | None]] = [(pattern, subject)]
+# What a sub-pattern is matched against where the value around it is unknown (inside a
+# sequence or mapping pattern): `.server_args` of it is still the record attribute.
+_SOMETHING = ast.Name(id="<matched>", ctx=ast.Load())
+
+
+def _sub_patterns(pattern: ast.pattern, subject: ast.expr) -> list[tuple[ast.pattern, ast.expr | None]]:
+    """Every pattern inside `pattern` with the value it is matched against, where the
+    pattern spells it: the subject at the top (and under `|` and `as`), `value.k` for a
+    keyword sub-pattern `k=P` of a class pattern, the attribute `__match_args__` names for
+    a positional one; None inside a sequence or a mapping."""
+    found: list[tuple[ast.pattern, ast.expr | None]] = []
+    pending: list[tuple[ast.pattern, ast.expr | None]] = [(pattern, subject)]
     while pending:
-        current, reach = pending.pop()
-        if isinstance(current, ast.MatchClass):
-            found.append((current, reach))
-            pending += [(p, None) for p in (*current.patterns, *current.kwd_patterns)]
-        elif isinstance(current, ast.MatchAs) and current.pattern is not None:
-            pending.append((current.pattern, reach))
+        current, value = pending.pop()
+        found.append((current, value))
+        if isinstance(current, ast.MatchAs) and current.pattern is not None:
+            pending.append((current.pattern, value))
         elif isinstance(current, ast.MatchOr):
-            pending += [(p, reach) for p in current.patterns]
+            pending += [(p, value) for p in current.patterns]
+        elif isinstance(current, ast.MatchClass):
+            base = value if value is not None else _SOMETHING
+            cls = _name_of(current.cls)
+            pending += [(p, _MatchedField(base, cls, i, p)) for i, p in enumerate(current.patterns)]
+            pending += [
+                (p, ast.copy_location(ast.Attribute(value=base, attr=k, ctx=ast.Load()), p))
+                for k, p in zip(current.kwd_attrs, current.kwd_patterns, strict=True)
+            ]
         elif isinstance(current, (ast.MatchSequence, ast.MatchMapping)):
             pending += [(p, None) for p in current.patterns]
     return found
@@ -1242,6 +1632,10 @@ def _subject_captures(pattern: ast.pattern) -> list[ast.MatchAs]:
     if isinstance(pattern, ast.MatchOr):
         return [capture for p in pattern.patterns for capture in _subject_captures(p)]
     return []
+
+
+def namespace_like(expr: ast.expr) -> bool:
+    return holders.namespace_of(expr) is not None
 
 
 def dotted(expr: ast.expr | None) -> str:
@@ -1344,41 +1738,42 @@ def analyse(
     read at all."""
     names = frozenset(
         {settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts}
-    )
+    ) | _HOLDER_WORDS
     if flows:
         names |= flow_names(flows)
     # Rounds until the names of interest stop growing: a round that finds a new alias
     # (or rename, self attribute, wrapper) must look again at the lines that mention it.
-    # Each round starts afresh, so pruning never hides a binding found later.
+    # Each round starts afresh, so pruning never hides a binding found later; a round
+    # whose new names are mentioned on no line it has not walked would find the same.
     fetched: Mapping[int, tuple[Fetch, ...]] | None = None
     types: RecordTypes | None = None
+    lines = mention_lines(text, names)
     while True:
-        lines = mention_lines(text, names)
         if not lines:
             return Analysed([], [])
         if types is None:
             types = RecordTypes(tree, (settings.record_class,))
             if not types.names() <= names:
                 names |= types.names()
+                lines = mention_lines(text, names)
                 continue
         if fetched is None:
             fetched = fetches()
-        # a fetch by a constant's name (`getattr(self, ATTR)`) reads what it names, where
-        # the line does not spell it
-        named = {
-            getattr(fetch.target, "lineno", 0)
-            for found in fetched.values() for fetch in found
-            for path in fetch.paths if path and path[0] in names
-        }
-        if named - set(lines):
-            lines = sorted(set(lines) | named)
+        lines = _with_fetches(lines, fetched, names)
         analysis = _Analysis(settings, lines, fetched, types, flows)
+        analysis.scope_nodes[id(analysis.module)] = tree
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
-        grown = analysis.names_of_interest() | names
-        if grown == names:
+        analysis.settle_holders()
+        new = analysis.names_of_interest() - names
+        if not new:
             break
-        names = grown
+        names |= new
+        walked = set(lines)
+        added = set(mention_lines(text, new)) - walked - analysis.quiet_lines()
+        if not added and set(_with_fetches(lines, fetched, names)) <= walked:
+            break
+        lines = _with_fetches(sorted(walked | added), fetched, names)
     analysis.resolve_rebound()
     _Reader(analysis).visit_statements(tree.body)
     module = analysis.module
@@ -1398,10 +1793,30 @@ def analyse(
     ]
     # a class attribute bound to the record (`class R: ARGS = get_server_args()`) is
     # read as `R.ARGS` wherever R is imported
-    holders = [*module.aliases, *(
+    held = [*module.aliases, *(
         f"{scope.qualname}.{name}"
         for scope in analysis.scopes
         if scope.kind == "class" and scope.parent is module
         for name in scope.aliases
     )]
-    return Analysed(analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(holders))
+    return Analysed(analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held))
+
+
+# Words of the uses that read a holder's namespace whole, and of the imports and calls that
+# give the process view (configbags.migrate.holders): their lines are always walked.
+_HOLDER_WORDS = frozenset({
+    "vars", "__dict__", "asdict", "astuple", "getmembers", "dumps", "dump", "safe_dump", "accessors",
+    *holders.CONTEXT_FUNCTIONS,
+})
+
+
+def _with_fetches(lines: list[int], fetched: Mapping[int, tuple[Fetch, ...]], names: frozenset[str]) -> list[int]:
+    """`lines` and those of the fetches a line need not spell: by a constant's name
+    (`getattr(self, ATTR)` reads what it names) and by a name built at run time (which
+    may be a record attribute of a holder)."""
+    found = {
+        getattr(fetch.target, "lineno", 0)
+        for calls in fetched.values() for fetch in calls
+        for path in fetch.paths if path is None or path[0] in names
+    }
+    return lines if found <= set(lines) else sorted(set(lines) | found)

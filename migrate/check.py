@@ -76,6 +76,9 @@ _ESCAPES = {
     "escapes_yield": "it is yielded (`yield record`)",
     "escapes_return": "it is returned by a method (`def args(self): return self._args`), whose callers "
     "elsewhere read it by the method's name",
+    "escapes_holder": "an object holding it in an attribute (`self.server_args`, the process view `cfg`) is "
+    "read through its namespace (`vars(self)`, `self.__dict__`, `dataclasses.asdict`, `pickle.dumps`, a "
+    "generated repr) or by a name built at run time (`getattr(cfg, name)`), which may be the record's",
     "escapes_accessor": "the raw accessor itself is handed on, not called (`functools.cache(get_server_args)`, "
     "`field(default_factory=get_server_args)`, `{\"args\": get_server_args}`): whoever calls it later gets "
     "the record under a name the scanner does not follow",

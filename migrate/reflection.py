@@ -57,6 +57,7 @@ from typing import Any
 from configbags.migrate.aliases import lines_of, statement_span
 from configbags.migrate.childenv import C_GETENV
 from configbags.migrate.scanmodel import (
+    CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
     STATE_DICT_READBACK,
     STATE_READBACK,
@@ -160,6 +161,8 @@ _TRIGGER_WORDS = (
     "methodcaller", "Formatter", "eval", "exec", "compile", "globals", "locals", "vars", "modules", "format",
     "import_module", "__import__", "lambda", "export_state", "environ", "getenv", "expandvars", "runpy", "._", "import _",
     ", _", ",_", ")[", "][", "}[",
+    # a class pattern of a match statement fetches the attributes its keywords name
+    "case ",
 )
 
 
@@ -664,6 +667,42 @@ class _Reader(ast.NodeVisitor):
                 self._c_getenv(node)
         self._judge(node)
         self.generic_visit(node)
+
+    def visit_Match(self, node: ast.Match) -> None:
+        """`case object(state=s)` on a context is `ctx.state`, `case object(environ=e)` on
+        `os` is `os.environ`: a keyword sub-pattern fetches the attribute it names."""
+        subject = self.value(node.subject)
+        for case in node.cases:
+            pending: list[tuple[ast.pattern, _Value]] = [(case.pattern, subject)]
+            while pending:
+                pattern, value = pending.pop()
+                if isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+                    pending.append((pattern.pattern, value))
+                elif isinstance(pattern, ast.MatchOr):
+                    pending += [(p, value) for p in pattern.patterns]
+                elif isinstance(pattern, ast.MatchClass):
+                    for attr, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns, strict=True):
+                        self._pattern_fetch(sub, value, attr)
+                        inner = _Value()
+                        inner.extend(value, "." + attr)
+                        pending.append((sub, inner))
+        self.generic_visit(node)
+
+    def _pattern_fetch(self, node: ast.pattern, value: _Value, attr: str) -> None:
+        if _CONTEXT in value.paths:
+            if attr == "state" or _private(attr):
+                self._report(node, STATE_READBACK, "readback", "state")
+            elif attr in CONTEXT_READBACK_METHODS:
+                self._report(node, f"Context.{attr}", "readback", attr)
+        for path in value.paths:
+            if path.startswith("<"):
+                continue
+            fetched = _normal(f"{path}.{attr}")
+            if self.declared and fetched in _ENV_PATHS:
+                # the environment (or a reader of it) bound to a name no analysis follows
+                self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+            elif _private(attr) and self._sensitive_module(f"{path}.{attr}"):
+                self._report(node, ENV_UNRESOLVED, "private", "private")
 
     def _format_fields(self, node: ast.Call, template: str, args: list[ast.expr], keywords: list[ast.keyword]) -> None:
         """`"{0.tp_size}".format(get_server_args())` reads tp_size; `"{a.state}".format(a=ctx)`

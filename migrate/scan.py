@@ -8,7 +8,8 @@ reached through any of these spellings, and the scanner follows all of them:
   `hasattr`, `operator.attrgetter("x", "y.z")(rec)`, under any alias (`ga = getattr`,
   `builtins.getattr`, `from operator import attrgetter as ag`, a getter stored at module
   level): the door analysis resolves the fetchers through the scope model, and a fetch
-  with a literal name is the attribute it names (`getattr(self, "server_args").x`);
+  with a literal name is the attribute it names (`getattr(self, "server_args").x`), and
+  so is one whose name the function binds only to literals (`for n in ("a", "b")`);
 - aliases: local, copied (`b = a`), module-level, and `self.`/class attributes, including
   those bound inside if/try/with, unless lexically shadowed in the reading scope; tuple
   unpacking (starred targets too), `for x in (rec, ...)` loops and comprehensions, and
@@ -21,7 +22,12 @@ reached through any of these spellings, and the scanner follows all of them:
   the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`);
 - `match` class patterns: `case
   ServerArgs(x=v)` on any subject, `case object(x=v)` on the record, `case rec2:` binding
-  it (positional sub-patterns read fields unknown here: leaf `*`);
+  it (positional sub-patterns read fields unknown here: leaf `*`), and a keyword
+  sub-pattern named like a record attribute (`case object(server_args=a)`) binding it;
+- objects holding the record in an attribute (the process view `cfg`, a class holding
+  `self.server_args`: configbags.migrate.holders), read through their namespace
+  (`vars(self)`, `pickle.dumps(w)`) or by a name built at run time (`getattr(cfg, name)`):
+  an escape, leaf `*`;
 - the record class read by name: `ServerArgs.x`, `getattr(ServerArgs, "x")` (a class
   default), `getattr(ServerArgs, k)` (leaf `*`);
 - dict copies of the record by key, by method and whole (`dict(d)`, `return d`, `f(d)`,
