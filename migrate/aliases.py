@@ -72,7 +72,7 @@ _LOAD = ast.Load()
 _STARTERS = frozenset({"Thread", "Process", "Timer"})
 
 class _Scope(Scope):
-    __slots__ = ("aliases", "assigns", "defaults", "returns", "self_assigns")
+    __slots__ = ("aliases", "assigns", "callers", "defaults", "returns", "self_assigns")
 
     def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
         super().__init__(kind, qualname, parent)
@@ -85,6 +85,9 @@ class _Scope(Scope):
         self.self_assigns: list[tuple[str, ast.expr | None]] = []  # None: opaque, as above
         self.returns: list[ast.expr] = []
         self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
+        # names bound to a function whose call gives the record (`r = rec`, `load =
+        # h.rec`, `g = get_server_args`) -> the origin of what the call gives
+        self.callers: dict[str, str] = {}
 
 
 def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -149,6 +152,8 @@ class _Analysis(Scopes[_Scope]):
         self.class_record_attrs: dict[tuple[str, str], str] = {}
         self.imported: set[str] = set()  # names bound by import: modules, not objects
         self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
+        # the same by qualname (`f`, `deco.inner`), for a name that refers to one
+        self.returning: dict[str, str] = {}
         self.violations: list[tuple[Any, ...]] = []
         self.reads: list[tuple[Any, ...]] = []
         # the record handed to a callable, for the project pass (FlowFacts.passes)
@@ -165,7 +170,7 @@ class _Analysis(Scopes[_Scope]):
         names |= self.class_attrs.keys()
         names |= {name for _, name in self.elements} | flow_names(self.flows)
         for scope in self.scopes:
-            names |= scope.aliases.keys()
+            names |= scope.aliases.keys() | scope.callers.keys()
         return frozenset(names)
 
     # ---- what is the record
@@ -278,12 +283,43 @@ class _Analysis(Scopes[_Scope]):
             if func.attr in self.self_attrs and self._is_self(func.value, scope):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
-        return self._imported_call(func)
+        return self._imported_call(func, scope)
 
-    def _imported_call(self, func: ast.expr) -> Reach | None:
-        """`rec()`, `h.rec()`: imported from a module where it returns the record."""
+    def gives_record(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """The origin of what calling `expr` gives, when `expr` is a function whose call
+        gives the record: the raw accessor, a function of the module that returns it (by
+        the name that refers to it), an imported one (`h.rec`, FlowInput.record_fetchers),
+        or a name bound to any of these; else None."""
+        expr = self.fetched_value(expr) or expr
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == self.settings.raw_accessor:
+                return "process"
+            return "held" if self.flows.record_fetchers and dotted(expr) in self.flows.record_fetchers else None
+        if not isinstance(expr, ast.Name):
+            return None
+        if expr.id in self.raw_names:
+            return "process"
+        holder = self.visible(expr.id, scope)
+        if holder is None or holder is self.module:
+            if expr.id in self.flows.record_fetchers:
+                return "held"
+            if holder is None:
+                return None
+        found = holder.callers.get(expr.id)
+        defined = self.returning.get(holder.child_prefix() + expr.id)
+        if found and defined:
+            return join_origin(found, defined)
+        return found or defined
+
+    def _imported_call(self, func: ast.expr, scope: _Scope) -> Reach | None:
+        """`rec()`, `h.rec()`: imported from a module where it returns the record; `r()`
+        where `r = rec`."""
         if self.flows.record_fetchers and dotted(func) in self.flows.record_fetchers:
             return ("wrapper", "held")
+        if isinstance(func, ast.Name):
+            holder = self.visible(func.id, scope)
+            if holder is not None and func.id in holder.callers:
+                return ("wrapper", holder.callers[func.id])
         return None
 
     def write_origin(self, expr: ast.expr, scope: _Scope) -> str:
@@ -372,6 +408,8 @@ class _Analysis(Scopes[_Scope]):
                     owner = self.binding_scope(name, scope)
                     if name in owner.aliases:
                         _merge(owner.aliases, name, ("alias", "rebound"))
+                    if name in owner.callers and (value is None or self.gives_record(value, scope) is None):
+                        _merge_origin(owner.callers, name, "rebound")
             for name, value in scope.defaults:
                 # `def f(sa=None)` with `sa = get_server_args()` in the body: the caller's sa
                 if name in scope.aliases and (scope.parent is None or self.reach(value, scope.parent) is None):
@@ -381,18 +419,40 @@ class _Analysis(Scopes[_Scope]):
                     _merge_origin(self.self_attrs, attr, "rebound")
         self._propagate()
 
+    def _bind_assigns(self, scope: _Scope) -> bool:
+        changed = False
+        for name, value, forced in scope.assigns:
+            if value is None:
+                continue
+            found = self.reach(value, scope)
+            if found is not None:
+                origin = join_origin(found[1], forced) if forced else found[1]
+                changed |= _merge(self.binding_scope(name, scope).aliases, name, ("alias", origin))
+            gives = self.gives_record(value, scope) if forced is None else None
+            if gives is not None:
+                # `r = rec`, `load_args = h.rec`: a call of the name gives the record
+                changed |= _merge_origin(self.binding_scope(name, scope).callers, name, gives)
+        return changed
+
+    def _bind_returns(self, scope: _Scope) -> bool:
+        changed = False
+        name = scope.qualname.rsplit(".", 1)[-1]
+        known = self.self_attrs if scope.self_name else self.wrappers
+        for value in scope.returns:
+            found = self.reach(value, scope)
+            if found is not None:
+                changed |= _merge_origin(known, name, found[1])
+                if not scope.self_name:
+                    changed |= _merge_origin(self.returning, scope.qualname, found[1])
+        return changed
+
     def _propagate(self) -> None:
         # Origins only ever move up the (finite) ORIGINS order, so this terminates.
         changed = True
         while changed:
             changed = False
             for scope in self.scopes:
-                for name, value, forced in scope.assigns:
-                    found = self.reach(value, scope) if value is not None else None
-                    if found is not None:
-                        origin = join_origin(found[1], forced) if forced else found[1]
-                        owner = self.binding_scope(name, scope)
-                        changed |= _merge(owner.aliases, name, ("alias", origin))
+                changed |= self._bind_assigns(scope)
                 for name, value in scope.defaults:
                     found = self.reach(value, scope.parent) if scope.parent else None
                     if found is not None:
@@ -412,12 +472,7 @@ class _Analysis(Scopes[_Scope]):
                         changed |= _merge_origin(self.self_attrs, name, origin)
                         changed |= _merge_origin(self.class_attrs, name, origin)
                 if scope.kind == "function" and scope.returns:
-                    name = scope.qualname.rsplit(".", 1)[-1]
-                    known = self.self_attrs if scope.self_name else self.wrappers
-                    for value in scope.returns:
-                        found = self.reach(value, scope)
-                        if found is not None:
-                            changed |= _merge_origin(known, name, found[1])
+                    changed |= self._bind_returns(scope)
 
 
 _K = TypeVar("_K")
@@ -721,7 +776,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self._whole_dict(node)
-        if node.attr == self.a.settings.raw_accessor or node.attr in self.a.raw_names:
+        if node.attr in self.a.raw_names or self.a.gives_record(node, self.scope):
             self._accessor_as_value(node)
         called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
@@ -805,15 +860,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Name(self, node: ast.Name) -> None:
         self._whole_dict(node)
-        if node.id in self.a.raw_names:
+        if isinstance(node.ctx, ast.Load) and self.a.gives_record(node, self.scope):
             self._accessor_as_value(node)
 
     def _accessor_as_value(self, node: ast.Name | ast.Attribute) -> None:
-        """The raw accessor itself handed on, not called: to a wrapper (`functools.cache`,
-        `partial`, a dataclass `default_factory`), into a container, as an argument. Whoever
-        calls it later gets the record under a name no analysis follows: an escape."""
+        """The raw accessor, or any function whose call gives the record (a helper of
+        this module or another, a name bound to one), handed on, not called: to a wrapper
+        (`functools.cache`, `partial`, a dataclass `default_factory`, an executor), into
+        a container, as an argument or a parameter's default, returned. Whoever calls it
+        later gets the record under a name no analysis follows: an escape."""
         if isinstance(node.ctx, ast.Load) and id(node) not in self.called and id(node) not in self.handed:
-            self._read(node, "*", ("escape", "held"), "escapes_accessor")
+            form = "escapes_accessor" if self._is_accessor(node) else "escapes_fetcher"
+            self._read(node, "*", ("escape", "held"), form)
 
     def _is_accessor(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
@@ -993,6 +1051,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                         handed.append((element, called, position, ""))
             else:
                 handed.append((given.value, callee, -1, given.arg or ""))
+        self._hand(handed)
+
+    def _hand(self, handed: Sequence[tuple[ast.expr, str, int, str]]) -> None:
+        """Each (argument, callee, position, keyword) where the argument is the record: a
+        pass, for the project pass to follow into the callee or report as an escape."""
         for arg, to, position, keyword in handed:
             self._carrier_escapes(arg, "escapes_call")
             reach = self.a.reach(arg, self.scope)
@@ -1002,6 +1065,17 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self.scope.qualname, to, position, keyword, arg.lineno, arg.col_offset,
                     arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
                 ))
+
+    def visit_ClassDef(self, node: ast.AST) -> None:
+        # `class W(Base, args=rec)`: the class keywords go to the nearest base's
+        # `__init_subclass__` (evaluated where the class statement runs); with a
+        # `metaclass=` (whose `__new__` takes them first) or `**kw`, to nothing followed
+        if isinstance(node, ast.ClassDef) and node.keywords:
+            owner = f"{self.scope.child_prefix()}{node.name}"
+            metaclass = any(k.arg in (None, "metaclass") for k in node.keywords)
+            callee = "" if metaclass else f"super:{owner}.__init_subclass__"
+            self._hand([(k.value, callee, -1, k.arg or "") for k in node.keywords])
+        super().visit_ClassDef(node)
 
     def visit_arguments(self, node: ast.arguments) -> None:
         # `def f(a=get_server_args)`: a carrier, whose calls are read by leaf
@@ -1023,8 +1097,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._escape(value, reach, "escapes_item")
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        if all(isinstance(t, ast.Name) for t in node.targets) and self._is_accessor(node.value):
-            self.handed.add(id(node.value))  # `g = get_server_args`: a rename, reported as one
+        if all(isinstance(t, ast.Name) for t in node.targets) and (
+            self._is_accessor(node.value) or (self.scope.kind != "class" and self.a.gives_record(node.value, self.scope))
+        ):
+            # `g = get_server_args`: a rename, reported as one; `r = rec`, `load = h.rec`
+            # outside a class body: a name whose calls are followed (a class attribute
+            # is called as `self.load()`, by a name not followed: an escape)
+            self.handed.add(id(node.value))
         self._stored(node.targets, node.value)
         if all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
             self._followed(node.value)
@@ -1391,11 +1470,13 @@ def analyse(
         node.name for node in tree.body
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and analysis.is_record_annotation(node.returns)
     ]
-    # `g = get_server_args` at module level: g() is the record, wherever it is imported
+    # `g = get_server_args`, `load_args = h.rec` at module level: a call of g is the
+    # record, wherever it is imported
     fetchers += [
         name for name in analysis.raw_names
         if name != settings.raw_accessor and name in module.bound and name not in top_level
     ]
+    fetchers += [name for name in module.callers if name not in top_level]
     # a class attribute bound to the record (`class R: ARGS = get_server_args()`) is
     # read as `R.ARGS` wherever R is imported
     holders = [*module.aliases, *(

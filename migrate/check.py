@@ -79,6 +79,10 @@ _ESCAPES = {
     "escapes_accessor": "the raw accessor itself is handed on, not called (`functools.cache(get_server_args)`, "
     "`field(default_factory=get_server_args)`, `{\"args\": get_server_args}`): whoever calls it later gets "
     "the record under a name the scanner does not follow",
+    "escapes_fetcher": "a function whose call gives the record (a helper returning it, here or in another "
+    "module, or a name bound to one) is handed on, not called (`functools.cache(load)`, `{\"load\": load}`, "
+    "`executor.submit(load)`, a parameter's default, returned): whoever calls it later gets the record under "
+    "a name the scanner does not follow",
 }
 
 # How each environment read is spelled, for messages.

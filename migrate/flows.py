@@ -104,17 +104,31 @@ def _is_record_param(arg: ast.arg, settings: ScanSettings, annotated: bool = Tru
 
 
 def _signature(
-    qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str, annotated: bool
+    qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str, annotated: bool,
+    unbound: bool = False,
 ) -> tuple[Any, ...]:
+    """A signature row. `bound`: the first positional parameter is bound by the call
+    (`self` of a method called on an instance, `cls` of a classmethod called any way, the
+    `self` of a class's `__init__`); `unbound`: a plain method, whose `self` is the first
+    argument when it is called through its class (`Worker.tp(w, rec)`)."""
     positional = [*args.posonlyargs, *args.args][1 if bound else 0 :]
     record = [a.arg for a in (*positional, *args.kwonlyargs) if _is_record_param(a, settings, annotated)]
     star = int(args.vararg is not None or args.kwarg is not None)
-    return (qualname, tuple(a.arg for a in positional), tuple(a.arg for a in args.kwonlyargs), tuple(record), star, body)
+    return (
+        qualname, tuple(a.arg for a in positional), tuple(a.arg for a in args.kwonlyargs), tuple(record), star, body,
+        int(unbound),
+    )
 
 
-def _is_plain_method(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    names = {dotted(d) for d in node.decorator_list}
-    return "staticmethod" not in names and "classmethod" not in names
+def _method_kind(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """"static", "class" or "plain": which first parameter, if any, a call binds."""
+    names = {dotted(d).rpartition(".")[2] for d in node.decorator_list}
+    if "staticmethod" in names or node.name == "__new__":
+        return "static"
+    # `__init_subclass__` and `__class_getitem__` are classmethods without saying so
+    if "classmethod" in names or node.name in ("__init_subclass__", "__class_getitem__"):
+        return "class"
+    return "plain"
 
 
 def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> list[tuple[Any, ...]]:
@@ -130,14 +144,17 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     qualname = f"{node.name}.{item.name}"
-                    plain = _is_plain_method(item)
-                    rows.append(_signature(qualname, item.args, settings, bound=plain, body=qualname, annotated=annotated))
+                    kind = _method_kind(item)
+                    rows.append(_signature(
+                        qualname, item.args, settings, bound=kind != "static", body=qualname, annotated=annotated,
+                        unbound=kind == "plain",
+                    ))
                     if item.name == "__init__":
                         init = item
             if init is not None:
                 rows.append(_signature(node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated))
             else:
-                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__"))
+                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0))
     return rows
 
 
@@ -712,6 +729,10 @@ class _Project:
         if site[0] is None:
             return site[1] or None
         row = self.defs(site[0]).get(site[1])
+        if row is not None and row[6]:
+            # a plain method called through its class (`Worker.tp(w, rec)`): the first
+            # argument is its `self`, which the row leaves out
+            row = (row[0], ("", *row[1]), *row[2:])
         return (site[0], row) if row is not None else None
 
 
@@ -736,9 +757,10 @@ class _Project:
 
 
 def _parameter(row: tuple[Any, ...], position: int, keyword: str) -> str | None:
-    _, positional, kwonly, _, _, _ = row
+    positional, kwonly = row[1], row[2]
     if 0 <= position < len(positional):
-        return str(positional[position])
+        # "": the `self` of a method called through its class, never followed there
+        return str(positional[position]) or None
     if position == -1 and keyword and (keyword in positional or keyword in kwonly):
         return keyword
     return None

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 38
+SCANNER_VERSION = 39
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -171,7 +171,9 @@ class FlowFacts:
     # `import a.b as l` is (0, "a.b", "", "l"), a plain `import a.b` binds local "a"
     imports: Rows = ()
     # (qualname, positional parameters, keyword-only parameters, record parameters,
-    # takes *args or **kwargs): the module's functions, its classes' methods
+    # takes *args or **kwargs, body qualname, unbound): the module's functions, its
+    # classes' methods (without the `self` or `cls` a call binds; unbound 1 for a plain
+    # method, whose `self` is the first argument when called through its class)
     signatures: Rows = ()
     # (class, base, base, ...): each module-level class's bases as spelled (dotted names)
     bases: Rows = ()
