@@ -38,7 +38,7 @@ import bisect
 import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -270,7 +270,89 @@ def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], lis
                 keys.add(sub.left.id)
         env_params += [(qualname, key) for key in sorted(keys & params)]
     fetchers += _module_holders(tree, lines)
+    fetchers += _kept_doors(tree, text, lines)
     return sorted(set(fetchers)), env_params
+
+
+def _own_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """A function's statements at any depth, not those of a function or class in it."""
+    for node in statements:
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in _STATEMENT_LISTS:
+            for item in getattr(node, field, None) or ():
+                if isinstance(item, ast.stmt):
+                    yield from _own_statements([item])
+                elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                    yield from _own_statements(item.body)
+
+
+def _door_targets(node: ast.stmt) -> Iterator[tuple[str, str | None]]:
+    """(name, kind) of each name an assignment binds: kind context or environ where the
+    value is one (`c = get_context()`), else None."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        kind = _returns_kind(node.value)
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            if isinstance(target, ast.Name):
+                yield target.id, kind
+
+
+class _Kept(NamedTuple):
+    """A function's own statements, the names it binds, those it declares global, and
+    those it binds to a context or the environment (-> kind)."""
+
+    statements: list[ast.stmt]
+    bound: set[str]
+    declared: set[str]
+    doors: dict[str, str]
+
+    @classmethod
+    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef) -> _Kept:
+        statements = list(_own_statements(function.body))
+        kept = cls(statements, set(), {n for node in statements if isinstance(node, ast.Global) for n in node.names}, {})
+        for node in statements:
+            for name, kind in _door_targets(node):
+                kept.bound.add(name)
+                if kind is not None:
+                    kept.doors[name] = kind
+        return kept
+
+
+def _kept_doors(tree: ast.Module, text: str, lines: list[int]) -> list[tuple[str, str]]:
+    """A context or the environment kept in a name before it is handed out: a module
+    function returning a name that it, the module or (under `global`) any function binds
+    to one (`_CTX = get_context()` ... `return _CTX`: kind context or environ), and a
+    module global a function binds to one under `global` (`g._CTX` of an importer:
+    context_holder or environ_holder)."""
+    held: dict[str, str] = {}  # module globals bound to a door -> its kind
+    for node in tree.body:
+        if mentions(lines, statement_span(node)):
+            held.update((name, kind) for name, kind in _door_targets(node) if kind is not None)
+    functions: dict[str, _Kept] = {}
+    for qualname, function in _functions(tree):
+        if mentions(lines, statement_span(function)):
+            facts = functions[qualname] = _Kept.of(function)
+            held.update((name, kind) for name, kind in facts.doors.items() if name in facts.declared)
+    found = [(name, f"{kind}_holder") for name, kind in held.items()]
+    # a function returning such a global need not mention a door itself (`def ctx():
+    # return _CTX`, with `_CTX` set in `init()`)
+    returning = mention_lines(text, held) if held else []
+    for qualname, function in _functions(tree):
+        if "." in qualname:
+            continue
+        kept = functions.get(qualname) or (_Kept.of(function) if mentions(returning, statement_span(function)) else None)
+        if kept is None:
+            continue
+        for node in kept.statements:
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+                name = node.value.id
+                # a name the function binds is its own, unless declared global
+                own = name in kept.bound and name not in kept.declared
+                kind = kept.doors.get(name) if own else held.get(name)
+                if kind is not None:
+                    found.append((qualname, kind))
+    return found
 
 
 def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
@@ -399,12 +481,20 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts
 
 
 class _Uses(_Walk):
-    """Uses of imported functions that return a config context or the environment."""
+    """Uses of imported functions that return a config context or the environment (and
+    of the module's own, and of names bound to either: `open_ctx = doors.ctx`)."""
 
-    def __init__(self, lines: list[int], flows: FlowInput, declared: frozenset[str]) -> None:
+    def __init__(
+        self, lines: list[int], flows: FlowInput, declared: frozenset[str], renamed: Mapping[str, str],
+        renames: set[int], kept: Mapping[tuple[str, str], str],
+    ) -> None:
         super().__init__(lines)
         self.flows = flows
         self.declared = declared
+        self.context = flows.context_fetchers | {name for name, kind in renamed.items() if kind == "context"}
+        self.environ = flows.environ_fetchers | {name for name, kind in renamed.items() if kind == "environ"}
+        self.renames = renames  # ids of the values bound by a rename (`e = env`): no escape
+        self.kept = kept  # (function, name) -> what the name holds (`c = ctx()`)
         self.reads: list[tuple[Any, ...]] = []
         self.fetchers: list[tuple[str, str]] = []
 
@@ -417,6 +507,7 @@ class _Uses(_Walk):
     def found(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             self._held(node)
+            self._handed(node)
         if not isinstance(node, ast.Call):
             return
         name = dotted(node.func)
@@ -428,14 +519,27 @@ class _Uses(_Walk):
         if isinstance(parent, ast.Await) and len(self.parents) > 1:
             parent = self.parents[-2]  # `(await actx()).state`: an async fetcher, awaited
         if isinstance(parent, ast.Return) and len(self.qualname) == 1:
-            kind = "context" if name in self.flows.context_fetchers else "environ" if name in self.flows.environ_fetchers else None
+            kind = "context" if name in self.context else "environ" if name in self.environ else None
             if kind is not None:
                 self.fetchers.append((self.qualname[0], kind))
                 return
-        if name in self.flows.context_fetchers:
+        if name in self.context:
             self._context(parent)
-        elif name in self.flows.environ_fetchers:
+        elif name in self.environ:
             self._environ(node, parent)
+
+    def _handed(self, node: ast.Name | ast.Attribute) -> None:
+        """A function giving a context or the environment handed on, not called nor
+        renamed (`asyncio.to_thread(ctx)`, `{"ctx": ctx}`, `functools.cache(env)`):
+        whoever calls it later reads it by a name no analysis follows."""
+        name = dotted(node)
+        parent = self.parents[-1] if self.parents else None
+        if (isinstance(parent, ast.Call) and parent.func is node) or id(node) in self.renames:
+            return
+        if name in self.context:
+            self._row(node, STATE_READBACK, "readback", "context_escape")
+        elif name in self.environ:
+            self._row(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
     def _context(self, parent: ast.AST | None) -> None:
         if isinstance(parent, ast.Attribute) and parent.attr == "state":
@@ -447,9 +551,10 @@ class _Uses(_Walk):
         """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module."""
         name = dotted(node)
         parent = self.parents[-1] if self.parents else None
-        if name in self.flows.context_holders:
+        kept = self.kept.get((self.function, name)) or self.kept.get(("<module>", name))
+        if name in self.flows.context_holders or kept == "context":
             self._context(parent)
-        elif name in self.flows.environ_holders:
+        elif name in self.flows.environ_holders or kept == "environ":
             self._environ(node, parent)
 
     def _environ(self, node: ast.expr, parent: ast.AST | None) -> None:
@@ -488,10 +593,86 @@ def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowIn
     }
     if not names:
         return [], []
-    walk = _Uses(mention_lines(text, names), flows, frozenset(settings.env_vars))
+    lines = mention_lines(text, names)
+    renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
+    if renamed or kept:
+        lines = mention_lines(text, names | renamed.keys() | {name for _, name in kept})
+    walk = _Uses(lines, flows, frozenset(settings.env_vars), renamed, renames, kept)
     for node in tree.body:
         walk.visit(node)
-    return walk.reads, walk.fetchers
+    return walk.reads, [*walk.fetchers, *exported]
+
+
+def _renamed_fetchers(
+    tree: ast.Module, text: str, lines: list[int], flows: FlowInput
+) -> tuple[dict[str, str], dict[tuple[str, str], str], set[int], list[tuple[str, str]]]:
+    """What the module keeps in a name of what a function giving a context or the
+    environment gives, flow-insensitively like the uses: names bound to such a function
+    (`open_ctx = doors.ctx`, `e = env`, chains of them; outside class bodies, whose
+    attributes are called as `self.x()`, by a name not followed), and names bound to its
+    result (`c = ctx()`, by function: the module's serve every function). Returns (name ->
+    kind, (function, name) -> kind of the result, ids of the values bound by a rename, the
+    module-level names as fetchers and holders for importers)."""
+    renamed: dict[str, str] = {}
+    kept: dict[tuple[str, str], str] = {}
+    renames: set[int] = set()
+    exported: list[tuple[str, str]] = []
+
+    def kind_of(spelled: str) -> str | None:
+        if spelled in flows.context_fetchers or renamed.get(spelled) == "context":
+            return "context"
+        if spelled in flows.environ_fetchers or renamed.get(spelled) == "environ":
+            return "environ"
+        return None
+
+    parts = {p for spelled in (*flows.context_fetchers, *flows.environ_fetchers) for p in spelled.split(".")}
+    while True:
+        grown = False
+        for function, in_class, node in _bindings(tree.body, lines, ""):
+            value = node.value.value if isinstance(node.value, ast.Await) else node.value
+            called = isinstance(value, ast.Call)
+            kind = kind_of(dotted(value.func if isinstance(value, ast.Call) else value))
+            if kind is None or (in_class and not called):
+                continue
+            for target in node.targets:
+                assert isinstance(target, ast.Name)
+                if called:
+                    if (function, target.id) not in kept:
+                        kept[function, target.id] = kind
+                        if function == "<module>":
+                            exported.append((target.id, f"{kind}_holder"))
+                    continue
+                renames.add(id(node.value))
+                if target.id not in renamed:
+                    renamed[target.id] = kind
+                    grown = True
+                    if function == "<module>":
+                        exported.append((target.id, kind))
+        if not grown:
+            return renamed, kept, renames, exported
+        lines = mention_lines(text, {*renamed, *parts})
+
+
+def _bindings(statements: Iterable[ast.stmt], lines: list[int], qualname: str, in_class: bool = False) -> Iterator[
+    tuple[str, bool, ast.Assign]
+]:
+    """(function, in a class body, the assignment) of the assignments to names only, on
+    `lines`, at any depth."""
+    for node in statements:
+        if not mentions(lines, statement_span(node)):
+            continue
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            yield qualname or "<module>", in_class, node
+        inner, inner_class = qualname, in_class
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = f"{qualname}.{node.name}" if qualname else node.name
+            inner_class = isinstance(node, ast.ClassDef)
+        for field in _STATEMENT_LISTS:
+            for item in getattr(node, field, None) or ():
+                if isinstance(item, ast.stmt):
+                    yield from _bindings([item], lines, inner, inner_class)
+                elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                    yield from _bindings(item.body, lines, inner, inner_class)
 
 
 # ---- the project pass

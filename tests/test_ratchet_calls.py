@@ -241,3 +241,108 @@ def test_a_local_named_like_a_record_helper_is_no_escape(tmp_path: Path) -> None
     user = HELPER + "def f():\n    rec = 5\n    print(rec)\n\ndef g(rec):\n    return [rec]\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not result.reads, result.reads
+
+
+# ---- F14, F15 for the other doors: a function giving a context or the environment
+
+
+DOORS = "import os\n" + CTX + "def ctx():\n    return get_context()\n\ndef env():\n    return os.environ\n"
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from pkg import doors\nopen_ctx = doors.ctx\n\ndef f():\n    return open_ctx().server_info()['record']\n",
+     "Context.server_info"),
+    ("from pkg.doors import env\n\ndef f():\n    e = env\n    return e()['SGLANG_PAGE_SIZE']\n", "$SGLANG_PAGE_SIZE"),
+    ("from pkg import doors\n\ndef f():\n    o = doors.ctx\n    p = o\n    return p().state\n", "Context.state"),
+    ("from pkg.doors import ctx\n\ndef f():\n    c = ctx()\n    return c.state\n", "Context.state"),
+    ("from pkg.doors import ctx\n\nasync def f():\n    c = await ctx()\n    return c.explain('tp_size')\n",
+     "Context.explain"),
+    ("from pkg.doors import env\nENV = env()\n\ndef f():\n    return ENV.get('SGLANG_PAGE_SIZE')\n",
+     "$SGLANG_PAGE_SIZE"),
+    ("class W:\n    def f(self):\n        from pkg.doors import env\n        e = env\n        return e()['SGLANG_PAGE_SIZE']\n",
+     "$SGLANG_PAGE_SIZE"),
+])
+def test_a_door_helper_bound_to_another_name_is_followed(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == leaf], result.reads
+    assert _fails(result)
+
+
+def test_a_module_alias_of_a_door_helper_serves_its_importers(tmp_path: Path) -> None:
+    mid = "from pkg import doors\nopen_ctx = doors.ctx\nENV = doors.env()\n"
+    user = "from pkg.mid import ENV, open_ctx\n\ndef f():\n    return open_ctx().state, ENV['SGLANG_PAGE_SIZE']\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "mid.py": mid, "user.py": user})
+    assert {("pkg/user.py", "f", "Context.state"), ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE")} <= _keys(result), result.reads
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("import asyncio\nfrom pkg.doors import ctx\n\nasync def f():\n    c = await asyncio.to_thread(ctx)\n"
+     "    return c.server_info()\n", "Context.state"),
+    ("from pkg.doors import ctx\nDOORS = {'ctx': ctx}\n", "Context.state"),
+    ("import functools\nfrom pkg import doors\ncached = functools.cache(doors.ctx)\n", "Context.state"),
+    ("from pkg.doors import env\nREADERS = [env]\n", "$?"),
+    ("from pkg.doors import ctx\nopen_ctx = ctx\nDOORS = {'ctx': open_ctx}\n", "Context.state"),
+])
+def test_a_door_helper_handed_on_is_an_unresolved_read(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == leaf], result.reads
+    assert _fails(result)
+
+
+def test_a_door_helper_called_or_renamed_is_no_escape(tmp_path: Path) -> None:
+    user = "from pkg.doors import ctx\nopen_ctx = ctx\n\ndef f():\n    return open_ctx()\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+def test_a_name_holding_a_context_in_one_function_is_no_context_in_another(tmp_path: Path) -> None:
+    user = "from pkg.doors import ctx\n\ndef f():\n    c = ctx()\n    return c\n\ndef g(c):\n    return c.state\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert not [r for r in result.reads if r.function == "g"], result.reads
+
+
+# ---- F16: a context cached behind `global`
+
+
+LAZY = CTX + "_CTX = None\n\ndef ctx():\n    global _CTX\n    if _CTX is None:\n        _CTX = get_context()\n    return _CTX\n"
+
+
+@pytest.mark.parametrize(("files", "file"), [
+    ({"user.py": LAZY + "\ndef f():\n    return ctx().server_info()['record']\n"}, "pkg/user.py"),
+    ({"lazy.py": LAZY, "user.py": "from pkg.lazy import ctx\n\ndef f():\n    return ctx().state\n"}, "pkg/user.py"),
+    # the global set in init(), returned by a function that names no door itself
+    ({"lazy.py": CTX + "_CTX = None\n\ndef init():\n    global _CTX\n    _CTX = get_context()\n\n"
+      "def current():\n    return _CTX\n",
+      "user.py": "from pkg.lazy import current\n\ndef f():\n    return current().state\n"}, "pkg/user.py"),
+    # read as another module's global
+    ({"lazy.py": CTX + "_CTX = None\n\ndef init():\n    global _CTX\n    _CTX = get_context()\n",
+      "user.py": "from pkg import lazy as g\n\ndef f():\n    g.init()\n    return g._CTX.state\n"}, "pkg/user.py"),
+    # a local holding the context, returned
+    ({"lazy.py": CTX + "def ctx():\n    c = get_context()\n    return c\n",
+      "user.py": "from pkg.lazy import ctx\n\ndef f():\n    return ctx().state\n"}, "pkg/user.py"),
+])
+def test_a_context_cached_in_a_name_and_returned_is_followed(tmp_path: Path, files: dict[str, str], file: str) -> None:
+    result = _scan(tmp_path, files)
+    assert [r for r in result.reads if r.file == file and r.function == "f" and r.leaf.startswith("Context.")], result.reads
+    assert _fails(result)
+
+
+def test_a_local_of_the_name_of_a_cached_global_is_not_it(tmp_path: Path) -> None:
+    lazy = CTX + "_CTX = get_context()\n\ndef other():\n    _CTX = 1\n    return _CTX\n"
+    result = _scan(tmp_path, {"lazy.py": lazy, "user.py": "from pkg.lazy import other\n\ndef f():\n    return other().state\n"})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+# ---- F18: an unbound readback kept in a name
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from configbags.runtime.context import Context\nINFO = Context.server_info\n\n"
+     "def f():\n    return INFO(get_context())['record']\n", "Context.server_info"),
+    ("from configbags.runtime.context import Context\n\n"
+     "def f():\n    explain = Context.explain\n    c = get_context()\n    return explain(c, 'tp_size')\n", "Context.explain"),
+])
+def test_an_unbound_readback_kept_in_a_name_is_that_readback(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"user.py": CTX + user})
+    assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
+    assert _fails(result)
