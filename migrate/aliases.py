@@ -37,7 +37,7 @@ from configbags.migrate.recordtypes import (
     loop_element,
     typed_reach,
 )
-from configbags.migrate.scanmodel import FlowInput, Reach, ScanSettings, join_origin
+from configbags.migrate.scanmodel import DECORATED, FlowInput, Reach, ScanSettings, join_origin
 from configbags.migrate.scopes import (
     Fetch,
     Scope,
@@ -70,6 +70,12 @@ _NO_LEAF = frozenset({"__class__"})
 _LOAD = ast.Load()
 # Callables that call `target` with `args` (the record passed on to the target).
 _STARTERS = frozenset({"Thread", "Process", "Timer"})
+# Decorators whose result, called, gives what the function gives (or that make it a
+# method, judged as one): a function returning the record stays one under them.
+_TRANSPARENT_DECORATORS = frozenset({
+    "cache", "lru_cache", "cached_property", "wraps", "singledispatch", "staticmethod", "classmethod",
+    "property", "abstractmethod", "override", "overload", "final", "no_type_check",
+})
 
 class _Scope(Scope):
     __slots__ = ("aliases", "assigns", "callers", "defaults", "returns", "self_assigns")
@@ -388,6 +394,22 @@ class _Analysis(Scopes[_Scope]):
     def is_record_annotation(self, node: ast.expr | None) -> bool:
         return self.types.annotation(node) == RECORD
 
+    def is_record_factory_annotation(self, node: ast.expr | None) -> bool:
+        """`Callable[[], ServerArgs]`, `Callable[..., ServerArgs]` (a string too): a
+        function whose call gives the record."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "Callable" in node.value:
+            try:
+                node = ast.parse(node.value.strip(), mode="eval").body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return False
+        return (
+            isinstance(node, ast.Subscript)
+            and _name_of(node.value) == "Callable"
+            and isinstance(node.slice, ast.Tuple)
+            and len(node.slice.elts) == 2
+            and self.is_record_annotation(node.slice.elts[1])
+        )
+
     # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
 
     def resolve(self) -> None:
@@ -570,6 +592,10 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         defaulted = {arg.arg for arg, _ in pairs}
         for arg in every:
             scope.bound.add(arg.arg)
+            if self.a.is_record_factory_annotation(arg.annotation):
+                # `make: Callable[[], ServerArgs]`: `make()` is the record, whoever passes it
+                _merge_origin(scope.callers, arg.arg, "held")
+                continue
             kind = self.a.types.annotation(arg.annotation)
             if (
                 kind == RECORD
@@ -666,7 +692,10 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         target = node.target
-        if self.a.types.annotation(node.annotation) == ELEMENTS:
+        if self.a.is_record_factory_annotation(node.annotation):
+            if isinstance(target, ast.Name):
+                _merge_origin(self.scope.callers, target.id, "held")  # `make: Callable[[], ServerArgs]`
+        elif self.a.types.annotation(node.annotation) == ELEMENTS:
             if isinstance(target, ast.Name):
                 self.a.elements.add((id(self.scope), target.id))
                 if self.scope.kind == "class":
@@ -1065,6 +1094,25 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self.scope.qualname, to, position, keyword, arg.lineno, arg.col_offset,
                     arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
                 ))
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        # `@describe.register def _(x: int): return get_server_args()`: the function is
+        # handed to its decorator, whose result callers call by another name. A decorator
+        # of a scanned module is taken as the pass-through most are; any other escapes
+        # (configbags.migrate.flows), unless it keeps the function as it is (cache, wraps)
+        scope = self.a.scope_of.get(id(node))
+        if scope is not None and scope.self_name is None and scope.qualname in self.a.returning:
+            for decorator in node.decorator_list:
+                name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+                if name.rpartition(".")[2] not in _TRANSPARENT_DECORATORS:
+                    self.a.passes.append((
+                        self.scope.qualname, f"name:{name}" if name else "", DECORATED, "", decorator.lineno,
+                        decorator.col_offset, decorator.end_lineno or decorator.lineno,
+                        decorator.end_col_offset or decorator.col_offset,
+                    ))
+        super().visit_FunctionDef(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_ClassDef(self, node: ast.AST) -> None:
         # `class W(Base, args=rec)`: the class keywords go to the nearest base's

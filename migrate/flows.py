@@ -52,6 +52,7 @@ from configbags.migrate.aliases import (
 from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
+    DECORATED,
     ENV_UNRESOLVED,
     STATE_READBACK,
     FileScan,
@@ -1022,6 +1023,12 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
         for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
             target = project.callee(rel, callee)
             site = (caller, "*", line, col, end_line, end_col)
+            if position == DECORATED:
+                # a function giving the record under a decorator: a scanned one is taken
+                # as a pass-through, any other receives it where no analysis follows
+                if not isinstance(target, tuple) and (target is None or target.partition(":")[0] not in homes):
+                    reads[rel].append((*site, "escape", "escapes_fetcher", "held"))
+                continue
             if isinstance(target, tuple):
                 where, row = target
                 if row[5] in whole[where]:

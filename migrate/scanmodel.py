@@ -159,6 +159,7 @@ class Problem(NamedTuple):
 
 
 Rows = tuple[tuple[Any, ...], ...]
+DECORATED = -2  # FlowFacts.passes: the position of a function handed to its decorator
 
 
 @attrs.frozen
@@ -183,7 +184,8 @@ class FlowFacts:
     holders: tuple[str, ...] = ()  # module-level names bound to the record
     # (caller, callee, position, keyword, line, col, end_line, end_col): the record
     # passed to a callable. callee is `name:DOTTED` as spelled, or `self:CLASS.METHOD`;
-    # position -1 for a keyword (then keyword names it) or an unpacked argument
+    # position -1 for a keyword (then keyword names it) or an unpacked argument, DECORATED
+    # for a function whose call gives the record handed to its decorator
     passes: Rows = ()
     env_params: Rows = ()  # (function qualname, parameter) used as an environment key
     # (caller, callee, position, keyword, NAME, line, col, end_line, end_col): a declared

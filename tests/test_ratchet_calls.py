@@ -346,3 +346,63 @@ def test_an_unbound_readback_kept_in_a_name_is_that_readback(tmp_path: Path, use
     result = _scan(tmp_path, {"user.py": CTX + user})
     assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
     assert _fails(result)
+
+
+# ---- round four's leftovers: a factory parameter, a function registered by a decorator
+
+
+@pytest.mark.parametrize(("body", "function", "leaf"), [
+    ("from typing import Callable\n\ndef tp(make: Callable[[], ServerArgs]) -> int:\n    return make().tp_size\n",
+     "tp", "tp_size"),
+    ("import typing\n\ndef tp(make: 'typing.Callable[..., ServerArgs]') -> int:\n    return make().page_size\n",
+     "tp", "page_size"),
+    ("from collections.abc import Callable\n\ndef tp(f) -> int:\n    make: Callable[[], ServerArgs] = f\n"
+     "    return make().tp_size\n", "tp", "tp_size"),
+])
+def test_a_callable_annotated_to_return_the_record_gives_it_when_called(
+    tmp_path: Path, body: str, function: str, leaf: str
+) -> None:
+    result = _scan(tmp_path, {"user.py": "from legacy.server_args import ServerArgs\n" + body})
+    assert ("pkg/user.py", function, leaf) in _keys(result), result.reads
+    assert _fails(result)
+
+
+def test_a_callable_taking_the_record_is_no_record(tmp_path: Path) -> None:
+    body = "from typing import Callable\nfrom legacy.server_args import ServerArgs\n\n" \
+        "def tp(make: Callable[[ServerArgs], int]) -> int:\n    return make(None).bit_length()\n"
+    result = _scan(tmp_path, {"user.py": body})
+    assert not result.reads, result.reads
+
+
+def test_a_record_helper_registered_by_a_decorator_escapes(tmp_path: Path) -> None:
+    user = "import functools\n" + RAW + (
+        "@functools.singledispatch\n"
+        "def describe(x):\n"
+        "    return None\n"
+        "@describe.register\n"
+        "def _(x: int):\n"
+        "    return get_server_args()\n"
+        "def f():\n"
+        "    return describe(1).tp_size\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.line, r.form) for r in result.reads] == [("<module>", 6, "escapes_fetcher")], result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("decorator", ["functools.lru_cache(maxsize=None)", "functools.cache", "staticmethod", "deco"])
+def test_a_record_helper_under_a_transparent_or_scanned_decorator_is_followed(tmp_path: Path, decorator: str) -> None:
+    user = "import functools\n" + RAW + (
+        "def deco(fn):\n"
+        "    @functools.wraps(fn)\n"
+        "    def w(*a):\n"
+        "        return fn(*a)\n"
+        "    return w\n"
+        f"@{decorator}\n"
+        "def rec():\n"
+        "    return get_server_args()\n"
+        "def f():\n"
+        "    return rec().tp_size\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert {(r.function, r.leaf) for r in result.reads} == {("f", "tp_size")}, result.reads
