@@ -57,7 +57,7 @@ _COPY_CALLS = frozenset({"copy", "deepcopy"})
 # copy.replace): not the record, whose values it does not all have.
 _REPLACE_CALLS = frozenset({"replace", "evolve"})
 # Callables that provably read nothing of an argument: handing them the record is no read.
-_READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
+READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
 # What starts a child process: the record handed over is the child's own business
 # (configbags.migrate.doors treats the environment the same way).
 _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.spawn", "os.posix_spawn")
@@ -70,6 +70,8 @@ _NO_LEAF = frozenset({"__class__"})
 _LOAD = ast.Load()
 # Callables that call `target` with `args` (the record passed on to the target).
 _STARTERS = frozenset({"Thread", "Process", "Timer"})
+# Attributes of a function that give it (or call it) by another route: `rec.__wrapped__()`
+FUNCTION_ROUTES = frozenset({"__wrapped__", "__call__", "__func__", "__get__", "__self__"})
 # Decorators whose result, called, gives what the function gives (or that make it a
 # method, judged as one): a function returning the record stays one under them.
 _TRANSPARENT_DECORATORS = frozenset({
@@ -807,6 +809,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._whole_dict(node)
         if node.attr in self.a.raw_names or self.a.gives_record(node, self.scope):
             self._accessor_as_value(node)
+        if node.attr not in FUNCTION_ROUTES:
+            # `rec.cache_clear()`, `rec.__name__`: the function's own attributes, not it
+            self.handed.add(id(node.value))
         called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
         if reach:
@@ -975,6 +980,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         func = node.func
         args = node.args
         self.called.add(id(func))
+        if _name_of(func) in READS_NOTHING:
+            self.handed.update(id(arg) for arg in args)  # `callable(rec)`: nothing is called
         if isinstance(func, ast.Attribute) and func.attr in _DICT_METHODS and self._consume_dict(func.value):
             self._dict_call(node, func.attr)
         fetches = self.a.fetched.get(id(node), ())
@@ -1049,7 +1056,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         name = dotted(func)
         last = name.rpartition(".")[2]
         if (
-            last in _READS_NOTHING
+            last in READS_NOTHING
             or last in _COPY_CALLS
             or last in _REPLACE_CALLS
             or last == self.a.settings.raw_accessor

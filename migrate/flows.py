@@ -43,6 +43,8 @@ from typing import Any, NamedTuple
 import attrs
 
 from configbags.migrate.aliases import (
+    FUNCTION_ROUTES,
+    READS_NOTHING,
     dotted,
     mention_lines,
     mentions,
@@ -537,6 +539,10 @@ class _Uses(_Walk):
         parent = self.parents[-1] if self.parents else None
         if (isinstance(parent, ast.Call) and parent.func is node) or id(node) in self.renames:
             return
+        if isinstance(parent, ast.Attribute) and parent.attr not in FUNCTION_ROUTES:
+            return  # `ctx.cache_clear()`, `ctx.__name__`: the function's own attributes
+        if isinstance(parent, ast.Call) and dotted(parent.func).rpartition(".")[2] in READS_NOTHING:
+            return  # `callable(ctx)`
         if name in self.context:
             self._row(node, STATE_READBACK, "readback", "context_escape")
         elif name in self.environ:

@@ -406,3 +406,24 @@ def test_a_record_helper_under_a_transparent_or_scanned_decorator_is_followed(tm
     )
     result = _scan(tmp_path, {"user.py": user})
     assert {(r.function, r.leaf) for r in result.reads} == {("f", "tp_size")}, result.reads
+
+
+def test_the_attributes_of_a_record_helper_are_no_escape(tmp_path: Path) -> None:
+    user = "import functools\n" + RAW + (
+        "@functools.lru_cache(maxsize=None)\n"
+        "def rec():\n"
+        "    return get_server_args()\n"
+        "def reset():\n"
+        "    rec.cache_clear()\n"
+        "    return rec.__name__, callable(rec), callable(get_server_args)\n"
+        "def raw():\n"
+        "    return rec.__wrapped__().tp_size\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.form) for r in result.reads] == [("raw", "escapes_fetcher")], result.reads
+
+
+def test_the_attributes_of_a_context_helper_are_no_escape(tmp_path: Path) -> None:
+    user = "from pkg.doors import ctx\n\ndef f():\n    ctx.cache_clear()\n    return ctx.__name__, callable(ctx)\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
