@@ -102,6 +102,8 @@ _ENV_FORMS = {
 _UNRESOLVED_FORMS = {
     "reflection": "reflection: a name in a string, a namespace dict, `__getattribute__`, eval or exec",
     "fetcher_value": "a fetcher (getattr, attrgetter, an importer) passed on as a value",
+    "door_by_name": "an attribute fetched by a name built at run time (`getattr(accessors, f\"get_{ns}\")`) "
+    "from a module holding the raw accessor or a context function, which it may be",
     "format": "a str.format field reaching an attribute or item of its argument",
     "private": "a private part of the record's module, an accessors module or the runtime",
 }

@@ -658,7 +658,7 @@ class _Reader(ast.NodeVisitor):
             if name is None and any(self._holds_doors(p) for p in self.value(node.args[0]).paths):
                 # `getattr(accessors, f"get_{ns}")`: by a name the module does not spell,
                 # from a module holding the raw accessor or a context getter: may be either
-                self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+                self._report(node, ENV_UNRESOLVED, "reflection", "door_by_name")
             if name is not None and _private(name):
                 target = self.value(node.args[0]).paths
                 if _CONTEXT in target:
