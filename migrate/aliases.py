@@ -37,7 +37,14 @@ from configbags.migrate.recordtypes import (
     loop_element,
     typed_reach,
 )
-from configbags.migrate.scanmodel import DECORATED, FlowInput, Reach, ScanSettings, join_origin
+from configbags.migrate.scanmodel import (
+    DECORATED,
+    ENV_UNRESOLVED,
+    FlowInput,
+    Reach,
+    ScanSettings,
+    join_origin,
+)
 from configbags.migrate.scopes import (
     Fetch,
     Scope,
@@ -987,6 +994,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         fetches = self.a.fetched.get(id(node), ())
         for fetch in fetches:
             self._fetch(node, fetch)
+            self._door_by_name(node, fetch)
         if fetches:
             self._whole_dict(node)  # `d = getattr(S, "global_server_args_dict")`: used whole
         if fetches:
@@ -1258,6 +1266,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     visit_Yield = _yielded
     visit_YieldFrom = _yielded
+
+    def _door_by_name(self, node: ast.Call, fetch: Fetch) -> None:
+        """`getattr(h, name)` with a name built at run time, where `h` is a module of the
+        project with a function giving the record (`h.rec`): it may be that function."""
+        module = dotted(fetch.target)
+        if (
+            fetch.form in ("getattr", "getattr_default")
+            and fetch.paths == (None,)
+            and module.partition(".")[0] in self.a.imported
+            and any(spelled.startswith(module + ".") for spelled in self.a.flows.record_fetchers)
+        ):
+            self._read(node, ENV_UNRESOLVED, ("reflection", "held"), "door_by_name")
 
     def _fetch(self, node: ast.Call, fetch: Fetch) -> None:
         """A read (or write) by name: `getattr(rec, "x")`, `hasattr`, `setattr`, `delattr`,

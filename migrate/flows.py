@@ -513,6 +513,7 @@ class _Uses(_Walk):
             self._handed(node)
         if not isinstance(node, ast.Call):
             return
+        self._door_by_name(node)
         name = dotted(node.func)
         parent = self.parents[-1] if self.parents else None
         if name in self.flows.environ_getters:
@@ -530,6 +531,17 @@ class _Uses(_Walk):
             self._context(parent)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _door_by_name(self, call: ast.Call) -> None:
+        """`getattr(doors, name)` with a name built at run time, where `doors` is a module
+        with a function giving a context or the environment: it may be that function."""
+        if dotted(call.func) != "getattr" or len(call.args) < 2 or isinstance(call.args[1], ast.Constant):
+            return
+        module = dotted(call.args[0])
+        if not module or any(spelled.startswith(module + ".") for spelled in self.flows.record_fetchers):
+            return  # (a module with a function giving the record: the record analysis reports it)
+        if any(spelled.startswith(module + ".") for spelled in (*self.context, *self.environ)):
+            self._row(call, ENV_UNRESOLVED, "reflection", "door_by_name")
 
     def _handed(self, node: ast.Name | ast.Attribute) -> None:
         """A function giving a context or the environment handed on, not called nor

@@ -427,3 +427,11 @@ def test_the_attributes_of_a_context_helper_are_no_escape(tmp_path: Path) -> Non
     user = "from pkg.doors import ctx\n\ndef f():\n    ctx.cache_clear()\n    return ctx.__name__, callable(ctx)\n"
     result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
     assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+@pytest.mark.parametrize("helper", [HELPER, CTX + "def ctx():\n    return get_context()\n"])
+def test_a_function_of_a_project_helper_module_fetched_by_a_built_name_is_unresolved(tmp_path: Path, helper: str) -> None:
+    user = "from pkg import h\n\ndef f(name):\n    return getattr(h, name)()\n\ndef g(obj, name):\n    return getattr(obj, name)\n"
+    result = _scan(tmp_path, {"h.py": helper, "user.py": user})
+    assert [(r.function, r.leaf, r.form) for r in result.reads if r.file == "pkg/user.py"] == [("f", "$?", "door_by_name")], result.reads
+    assert _fails(result)
