@@ -497,7 +497,9 @@ class _Uses(_Walk):
         self.context = flows.context_fetchers | {name for name, kind in renamed.items() if kind == "context"}
         self.environ = flows.environ_fetchers | {name for name, kind in renamed.items() if kind == "environ"}
         self.renames = renames  # ids of the values bound by a rename (`e = env`): no escape
+        self.renamed = renamed.keys()
         self.kept = kept  # (function, name) -> what the name holds (`c = ctx()`)
+        self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds
         self.reads: list[tuple[Any, ...]] = []
         self.fetchers: list[tuple[str, str]] = []
 
@@ -555,10 +557,30 @@ class _Uses(_Walk):
             return  # `ctx.cache_clear()`, `ctx.__name__`: the function's own attributes
         if isinstance(parent, ast.Call) and dotted(parent.func).rpartition(".")[2] in READS_NOTHING:
             return  # `callable(ctx)`
-        if name in self.context:
+        kind = "context" if name in self.context else "environ" if name in self.environ else None
+        if kind is None or (isinstance(node, ast.Name) and node.id not in self.renamed and self._local(node.id)):
+            return
+        if kind == "context":
             self._row(node, STATE_READBACK, "readback", "context_escape")
-        elif name in self.environ:
+        else:
             self._row(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _local(self, name: str) -> bool:
+        """Is `name` a parameter of an enclosing function, or bound in one (so not the
+        module's function of that name)? Asked only where a use would be reported."""
+        for node in self.parents:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                bound = self._bound.get(id(node))
+                if bound is None:
+                    args = node.args
+                    bound = self._bound[id(node)] = {
+                        a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a
+                    } | {
+                        sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)
+                    }
+                if name in bound:
+                    return True
+        return False
 
     def _context(self, parent: ast.AST | None) -> None:
         if isinstance(parent, ast.Attribute) and parent.attr == "state":

@@ -435,3 +435,15 @@ def test_a_function_of_a_project_helper_module_fetched_by_a_built_name_is_unreso
     result = _scan(tmp_path, {"h.py": helper, "user.py": user})
     assert [(r.function, r.leaf, r.form) for r in result.reads if r.file == "pkg/user.py"] == [("f", "$?", "door_by_name")], result.reads
     assert _fails(result)
+
+
+def test_a_parameter_named_like_a_door_helper_is_not_it(tmp_path: Path) -> None:
+    user = "from pkg.doors import ctx, env\n\ndef f(ctx):\n    return print(ctx)\n\ndef g():\n    env = {}\n    return [env]\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+def test_a_local_rename_of_a_door_helper_handed_on_is_an_unresolved_read(tmp_path: Path) -> None:
+    user = "from pkg.doors import env\n\ndef f(pool):\n    e = env\n    return pool.submit(e)\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert [(r.function, r.leaf) for r in result.reads if r.file == "pkg/user.py"] == [("f", "$?")], result.reads
