@@ -9,7 +9,9 @@ as an environment variable's name, and where a declared variable's name is passe
 literal. This pass resolves the imports by module name (a file's module name follows its
 path and the `__init__.py` chain; relative imports too), tells each module what its
 imports are (configbags.migrate.scanmodel.FlowInput) and which of its parameters receive
-the record, and analyses again the modules whose input changed, until nothing changes.
+the record (arguments mapped onto parameters as Python binds them: a classmethod's `cls`,
+a method's `self` bound or, called through its class, passed), and analyses again the
+modules whose input changed, until nothing changes.
 Then it reports, at the call site (keyed to the caller's file and function):
 
 - the record handed to a callable it cannot resolve to a function of a scanned module
@@ -20,6 +22,8 @@ Then it reports, at the call site (keyed to the caller's file and function):
   record is set) are exempt;
 - the record handed to a function that reads it whole or dynamically (a read of `*` in
   that function, allowlisted there or not): leaf `*`, via "helper";
+- a function whose call gives the record handed to a decorator that is no function of a
+  scanned module (`@describe.register`): leaf `*`, via "escape", form "escapes_fetcher";
 - a declared variable's name passed to a parameter the callee uses as an environment key:
   leaf `$NAME`, via "environ", form "env_helper".
 
@@ -513,6 +517,9 @@ class _Uses(_Walk):
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             self._held(node)
             self._handed(node)
+            kept = self.kept.get((self.function, dotted(node)))
+            if kept is not None and len(self.qualname) == 1 and isinstance(self.parents[-1], ast.Return):
+                self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
         if not isinstance(node, ast.Call):
             return
         self._door_by_name(node)

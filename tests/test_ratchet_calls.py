@@ -447,3 +447,10 @@ def test_a_local_rename_of_a_door_helper_handed_on_is_an_unresolved_read(tmp_pat
     user = "from pkg.doors import env\n\ndef f(pool):\n    e = env\n    return pool.submit(e)\n"
     result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
     assert [(r.function, r.leaf) for r in result.reads if r.file == "pkg/user.py"] == [("f", "$?")], result.reads
+
+
+def test_a_function_returning_what_a_door_helper_gave_it_is_one(tmp_path: Path) -> None:
+    mid = "from pkg.doors import ctx\n\ndef load():\n    c = ctx()\n    return c\n"
+    user = "from pkg.mid import load\n\ndef f():\n    return load().state\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "mid.py": mid, "user.py": user})
+    assert ("pkg/user.py", "f", "Context.state") in _keys(result), result.reads
