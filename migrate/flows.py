@@ -516,14 +516,17 @@ class _Uses(_Walk):
     def found(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             self._held(node)
-            self._handed(node)
+            self._handed(node, dotted(node))
             kept = self.kept.get((self.function, dotted(node)))
             if kept is not None and len(self.qualname) == 1 and isinstance(self.parents[-1], ast.Return):
                 self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
         if not isinstance(node, ast.Call):
             return
         self._door_by_name(node)
-        name = dotted(node.func)
+        fetched = _fetched_name(node)
+        if fetched:
+            self._handed(node, fetched)  # `getattr(doors, "ctx")` as a value
+        name = _fetched_name(node.func) or dotted(node.func)
         parent = self.parents[-1] if self.parents else None
         if name in self.flows.environ_getters:
             key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
@@ -552,11 +555,10 @@ class _Uses(_Walk):
         if any(spelled.startswith(module + ".") for spelled in (*self.context, *self.environ)):
             self._row(call, ENV_UNRESOLVED, "reflection", "door_by_name")
 
-    def _handed(self, node: ast.Name | ast.Attribute) -> None:
+    def _handed(self, node: ast.expr, name: str) -> None:
         """A function giving a context or the environment handed on, not called nor
         renamed (`asyncio.to_thread(ctx)`, `{"ctx": ctx}`, `functools.cache(env)`):
         whoever calls it later reads it by a name no analysis follows."""
-        name = dotted(node)
         parent = self.parents[-1] if self.parents else None
         if (isinstance(parent, ast.Call) and parent.func is node) or id(node) in self.renames:
             return
@@ -628,6 +630,16 @@ class _Uses(_Walk):
             self._row(node, ENV_UNRESOLVED, "environ", form)
 
 
+def _fetched_name(expr: ast.expr) -> str:
+    """`doors.ctx` for `getattr(doors, "ctx")`, else ""."""
+    if not (isinstance(expr, ast.Call) and dotted(expr.func) == "getattr" and len(expr.args) == 2):
+        return ""
+    module, attr = dotted(expr.args[0]), expr.args[1]
+    if module and isinstance(attr, ast.Constant) and isinstance(attr.value, str) and attr.value.isidentifier():
+        return f"{module}.{attr.value}"
+    return ""
+
+
 def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
     """(reads, fetchers): the reads through imported context and environment fetchers,
     and the module-level functions that return what one of them returns."""
@@ -678,8 +690,9 @@ def _renamed_fetchers(
         grown = False
         for function, in_class, node in _bindings(tree.body, lines, ""):
             value = node.value.value if isinstance(node.value, ast.Await) else node.value
-            called = isinstance(value, ast.Call)
-            kind = kind_of(dotted(value.func if isinstance(value, ast.Call) else value))
+            called = isinstance(value, ast.Call) and not _fetched_name(value)  # (`getattr(doors, "ctx")`: a rename)
+            func = value.func if called and isinstance(value, ast.Call) else value
+            kind = kind_of(_fetched_name(func) or dotted(func))
             if kind is None or (in_class and not called):
                 continue
             for target in node.targets:

@@ -454,3 +454,15 @@ def test_a_function_returning_what_a_door_helper_gave_it_is_one(tmp_path: Path) 
     user = "from pkg.mid import load\n\ndef f():\n    return load().state\n"
     result = _scan(tmp_path, {"doors.py": DOORS, "mid.py": mid, "user.py": user})
     assert ("pkg/user.py", "f", "Context.state") in _keys(result), result.reads
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from pkg import doors\n\ndef f():\n    return getattr(doors, 'ctx')().state\n", "Context.state"),
+    ("from pkg import doors\n\ndef f():\n    o = getattr(doors, 'ctx')\n    return o().state\n", "Context.state"),
+    ("from pkg import doors\n\ndef f():\n    c = getattr(doors, 'env')()\n    return c['SGLANG_PAGE_SIZE']\n",
+     "$SGLANG_PAGE_SIZE"),
+    ("import functools\nfrom pkg import doors\n\ncached = functools.cache(getattr(doors, 'ctx'))\n", "Context.state"),
+])
+def test_a_door_helper_fetched_by_a_literal_name_is_the_helper(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == leaf], result.reads
