@@ -556,6 +556,14 @@ class _Reader(ast.NodeVisitor):
         self.reads.append((function, leaf, line, col, end_line, col if end_col is None else end_col, via, form,
                            origin))
 
+    def _spelled(self, expr: ast.expr) -> str | None:
+        """The string `expr` spells: a literal, or a name bound once, to one (`ATTR =
+        "get_parallel"`); else None."""
+        if isinstance(expr, ast.Name):
+            values = self.assigned.get(expr.id, ())
+            return _string(values[0]) if len(values) == 1 and values[0] is not None else None
+        return _string(expr)
+
     def _holds_doors(self, module: str) -> bool:
         """Does `module` hold the raw accessor or a context function: the record's module
         (or one named like it), a generated `accessors` module, one the file imports a
@@ -653,12 +661,17 @@ class _Reader(ast.NodeVisitor):
             not p.startswith("<") for p in self.value(node.args[0]).paths
         )):
             self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+        # `getattr(accessors, f"get_{ns}")`, `operator.attrgetter(name)(accessors)`: by a
+        # name the module does not spell, from a module holding the raw accessor or a
+        # context getter: may be either
+        built = (
+            ("builtins.getattr" in paths and len(node.args) >= 2 and self._spelled(node.args[1]) is None)
+            or (_GETTER in paths and isinstance(node.func, ast.Call) and any(self._spelled(a) is None for a in node.func.args))
+        )
+        if built and node.args and any(self._holds_doors(p) for p in self.value(node.args[0]).paths):
+            self._report(node, ENV_UNRESOLVED, "reflection", "door_by_name")
         if "builtins.getattr" in paths and len(node.args) >= 2:
             name = _string(node.args[1])
-            if name is None and any(self._holds_doors(p) for p in self.value(node.args[0]).paths):
-                # `getattr(accessors, f"get_{ns}")`: by a name the module does not spell,
-                # from a module holding the raw accessor or a context getter: may be either
-                self._report(node, ENV_UNRESOLVED, "reflection", "door_by_name")
             if name is not None and _private(name):
                 target = self.value(node.args[0]).paths
                 if _CONTEXT in target:

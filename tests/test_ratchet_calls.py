@@ -147,11 +147,19 @@ def test_the_record_as_a_class_keyword_nothing_follows_escapes(tmp_path: Path, c
     "from legacy import server_args as S\n\ndef f(what):\n    return getattr(S, 'get_' + what)()\n",
     "from legacy.server_args import get_server_args\nimport legacy.server_args\n\n"
     "def f(what):\n    return getattr(legacy.server_args, what)()\n",
+    "import operator\nfrom configbags.generated import accessors\n\n"
+    "def f(ns):\n    return operator.attrgetter('get_' + ns)(accessors)()\n",
 ])
 def test_a_door_fetched_by_a_built_name_is_unresolved(tmp_path: Path, body: str) -> None:
     result = _scan(tmp_path, {"user.py": body})
     assert ("pkg/user.py", "f", "$?") in _keys(result), result.reads
     assert _fails(result)
+
+
+def test_a_door_fetched_by_a_constant_name_is_what_it_names(tmp_path: Path) -> None:
+    user = "from configbags.generated import accessors\nATTR = 'get_parallel'\n\ndef f():\n    return getattr(accessors, ATTR)()\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
 
 
 def test_a_built_name_fetched_from_any_other_object_is_no_read(tmp_path: Path) -> None:
