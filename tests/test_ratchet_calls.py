@@ -18,6 +18,9 @@ SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE",))
 ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
 RAW = "from legacy.server_args import get_server_args\n"
 CTX = "from configbags.generated.accessors import get_context\n"
+# a module function returning the record; one returning a context, one the environment
+HELPER = RAW + "def rec():\n    return get_server_args()\n"
+DOORS = "import os\n" + CTX + "def ctx():\n    return get_context()\n\ndef env():\n    return os.environ\n"
 
 
 def _scan(root: Path, files: dict[str, str]) -> ScanResult:
@@ -167,10 +170,15 @@ def test_a_built_name_fetched_from_any_other_object_is_no_read(tmp_path: Path) -
     assert not result.reads, result.reads
 
 
+@pytest.mark.parametrize("helper", [HELPER, CTX + "def ctx():\n    return get_context()\n"])
+def test_a_function_of_a_project_helper_module_fetched_by_a_built_name_is_unresolved(tmp_path: Path, helper: str) -> None:
+    user = "from pkg import h\n\ndef f(name):\n    return getattr(h, name)()\n\ndef g(obj, name):\n    return getattr(obj, name)\n"
+    result = _scan(tmp_path, {"h.py": helper, "user.py": user})
+    assert [(r.function, r.leaf, r.form) for r in result.reads if r.file == "pkg/user.py"] == [("f", "$?", "door_by_name")], result.reads
+    assert _fails(result)
+
+
 # ---- F14: a function returning the record bound to another name before the call
-
-
-HELPER = RAW + "def rec():\n    return get_server_args()\n"
 
 
 @pytest.mark.parametrize(("files", "file", "leaf"), [
@@ -251,10 +259,22 @@ def test_a_local_named_like_a_record_helper_is_no_escape(tmp_path: Path) -> None
     assert not result.reads, result.reads
 
 
+def test_the_attributes_of_a_record_helper_are_no_escape(tmp_path: Path) -> None:
+    user = "import functools\n" + RAW + (
+        "@functools.lru_cache(maxsize=None)\n"
+        "def rec():\n"
+        "    return get_server_args()\n"
+        "def reset():\n"
+        "    rec.cache_clear()\n"
+        "    return rec.__name__, callable(rec), callable(get_server_args)\n"
+        "def raw():\n"
+        "    return rec.__wrapped__().tp_size\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.form) for r in result.reads] == [("raw", "escapes_fetcher")], result.reads
+
+
 # ---- F14, F15 for the other doors: a function giving a context or the environment
-
-
-DOORS = "import os\n" + CTX + "def ctx():\n    return get_context()\n\ndef env():\n    return os.environ\n"
 
 
 @pytest.mark.parametrize(("user", "leaf"), [
@@ -283,6 +303,26 @@ def test_a_module_alias_of_a_door_helper_serves_its_importers(tmp_path: Path) ->
     assert {("pkg/user.py", "f", "Context.state"), ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE")} <= _keys(result), result.reads
 
 
+def test_a_function_returning_what_a_door_helper_gave_it_is_one(tmp_path: Path) -> None:
+    mid = "from pkg.doors import ctx\n\ndef load():\n    c = ctx()\n    return c\n"
+    user = "from pkg.mid import load\n\ndef f():\n    return load().state\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "mid.py": mid, "user.py": user})
+    assert ("pkg/user.py", "f", "Context.state") in _keys(result), result.reads
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from pkg import doors\n\ndef f():\n    return getattr(doors, 'ctx')().state\n", "Context.state"),
+    ("from pkg import doors\n\ndef f():\n    o = getattr(doors, 'ctx')\n    return o().state\n", "Context.state"),
+    ("from pkg import doors\n\ndef f():\n    c = getattr(doors, 'env')()\n    return c['SGLANG_PAGE_SIZE']\n",
+     "$SGLANG_PAGE_SIZE"),
+    ("import functools\nfrom pkg import doors\n\ncached = functools.cache(getattr(doors, 'ctx'))\n", "Context.state"),
+])
+def test_a_door_helper_fetched_by_a_literal_name_is_the_helper(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == leaf], result.reads
+
+
+
 @pytest.mark.parametrize(("user", "leaf"), [
     ("import asyncio\nfrom pkg.doors import ctx\n\nasync def f():\n    c = await asyncio.to_thread(ctx)\n"
      "    return c.server_info()\n", "Context.state"),
@@ -297,6 +337,12 @@ def test_a_door_helper_handed_on_is_an_unresolved_read(tmp_path: Path, user: str
     assert _fails(result)
 
 
+def test_a_local_rename_of_a_door_helper_handed_on_is_an_unresolved_read(tmp_path: Path) -> None:
+    user = "from pkg.doors import env\n\ndef f(pool):\n    e = env\n    return pool.submit(e)\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert [(r.function, r.leaf) for r in result.reads if r.file == "pkg/user.py"] == [("f", "$?")], result.reads
+
+
 def test_a_door_helper_called_or_renamed_is_no_escape(tmp_path: Path) -> None:
     user = "from pkg.doors import ctx\nopen_ctx = ctx\n\ndef f():\n    return open_ctx()\n"
     result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
@@ -307,6 +353,18 @@ def test_a_name_holding_a_context_in_one_function_is_no_context_in_another(tmp_p
     user = "from pkg.doors import ctx\n\ndef f():\n    c = ctx()\n    return c\n\ndef g(c):\n    return c.state\n"
     result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
     assert not [r for r in result.reads if r.function == "g"], result.reads
+
+
+def test_the_attributes_of_a_context_helper_are_no_escape(tmp_path: Path) -> None:
+    user = "from pkg.doors import ctx\n\ndef f():\n    ctx.cache_clear()\n    return ctx.__name__, callable(ctx)\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+def test_a_parameter_named_like_a_door_helper_is_not_it(tmp_path: Path) -> None:
+    user = "from pkg.doors import ctx, env\n\ndef f(ctx):\n    return print(ctx)\n\ndef g():\n    env = {}\n    return [env]\n"
+    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
 
 
 # ---- F16: a context cached behind `global`
@@ -414,63 +472,3 @@ def test_a_record_helper_under_a_transparent_or_scanned_decorator_is_followed(tm
     )
     result = _scan(tmp_path, {"user.py": user})
     assert {(r.function, r.leaf) for r in result.reads} == {("f", "tp_size")}, result.reads
-
-
-def test_the_attributes_of_a_record_helper_are_no_escape(tmp_path: Path) -> None:
-    user = "import functools\n" + RAW + (
-        "@functools.lru_cache(maxsize=None)\n"
-        "def rec():\n"
-        "    return get_server_args()\n"
-        "def reset():\n"
-        "    rec.cache_clear()\n"
-        "    return rec.__name__, callable(rec), callable(get_server_args)\n"
-        "def raw():\n"
-        "    return rec.__wrapped__().tp_size\n"
-    )
-    result = _scan(tmp_path, {"user.py": user})
-    assert [(r.function, r.form) for r in result.reads] == [("raw", "escapes_fetcher")], result.reads
-
-
-def test_the_attributes_of_a_context_helper_are_no_escape(tmp_path: Path) -> None:
-    user = "from pkg.doors import ctx\n\ndef f():\n    ctx.cache_clear()\n    return ctx.__name__, callable(ctx)\n"
-    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
-    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
-
-
-@pytest.mark.parametrize("helper", [HELPER, CTX + "def ctx():\n    return get_context()\n"])
-def test_a_function_of_a_project_helper_module_fetched_by_a_built_name_is_unresolved(tmp_path: Path, helper: str) -> None:
-    user = "from pkg import h\n\ndef f(name):\n    return getattr(h, name)()\n\ndef g(obj, name):\n    return getattr(obj, name)\n"
-    result = _scan(tmp_path, {"h.py": helper, "user.py": user})
-    assert [(r.function, r.leaf, r.form) for r in result.reads if r.file == "pkg/user.py"] == [("f", "$?", "door_by_name")], result.reads
-    assert _fails(result)
-
-
-def test_a_parameter_named_like_a_door_helper_is_not_it(tmp_path: Path) -> None:
-    user = "from pkg.doors import ctx, env\n\ndef f(ctx):\n    return print(ctx)\n\ndef g():\n    env = {}\n    return [env]\n"
-    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
-    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
-
-
-def test_a_local_rename_of_a_door_helper_handed_on_is_an_unresolved_read(tmp_path: Path) -> None:
-    user = "from pkg.doors import env\n\ndef f(pool):\n    e = env\n    return pool.submit(e)\n"
-    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
-    assert [(r.function, r.leaf) for r in result.reads if r.file == "pkg/user.py"] == [("f", "$?")], result.reads
-
-
-def test_a_function_returning_what_a_door_helper_gave_it_is_one(tmp_path: Path) -> None:
-    mid = "from pkg.doors import ctx\n\ndef load():\n    c = ctx()\n    return c\n"
-    user = "from pkg.mid import load\n\ndef f():\n    return load().state\n"
-    result = _scan(tmp_path, {"doors.py": DOORS, "mid.py": mid, "user.py": user})
-    assert ("pkg/user.py", "f", "Context.state") in _keys(result), result.reads
-
-
-@pytest.mark.parametrize(("user", "leaf"), [
-    ("from pkg import doors\n\ndef f():\n    return getattr(doors, 'ctx')().state\n", "Context.state"),
-    ("from pkg import doors\n\ndef f():\n    o = getattr(doors, 'ctx')\n    return o().state\n", "Context.state"),
-    ("from pkg import doors\n\ndef f():\n    c = getattr(doors, 'env')()\n    return c['SGLANG_PAGE_SIZE']\n",
-     "$SGLANG_PAGE_SIZE"),
-    ("import functools\nfrom pkg import doors\n\ncached = functools.cache(getattr(doors, 'ctx'))\n", "Context.state"),
-])
-def test_a_door_helper_fetched_by_a_literal_name_is_the_helper(tmp_path: Path, user: str, leaf: str) -> None:
-    result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
-    assert [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == leaf], result.reads
