@@ -39,7 +39,14 @@ from configbags.migrate.recordtypes import (
     loop_element,
     typed_reach,
 )
-from configbags.migrate.scanmodel import FlowInput, Reach, ScanSettings, join_origin
+from configbags.migrate.scanmodel import (
+    DECORATED,
+    ENV_UNRESOLVED,
+    FlowInput,
+    Reach,
+    ScanSettings,
+    join_origin,
+)
 from configbags.migrate.scopes import (
     Fetch,
     Scope,
@@ -59,7 +66,7 @@ _COPY_CALLS = frozenset({"copy", "deepcopy"})
 # copy.replace): not the record, whose values it does not all have.
 _REPLACE_CALLS = frozenset({"replace", "evolve"})
 # Callables that provably read nothing of an argument: handing them the record is no read.
-_READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
+READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
 # What starts a child process: the record handed over is the child's own business
 # (configbags.migrate.doors treats the environment the same way).
 _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.spawn", "os.posix_spawn")
@@ -79,9 +86,17 @@ _STARTERS = frozenset({"Thread", "Process", "Timer"})
 # and a name a record attribute is stored on.
 VIEW = "<view>"
 STORED = "<stored>"
+# Attributes of a function that give it (or call it) by another route: `rec.__wrapped__()`
+FUNCTION_ROUTES = frozenset({"__wrapped__", "__call__", "__func__", "__get__", "__self__"})
+# Decorators whose result, called, gives what the function gives (or that make it a
+# method, judged as one): a function returning the record stays one under them.
+_TRANSPARENT_DECORATORS = frozenset({
+    "cache", "lru_cache", "cached_property", "wraps", "singledispatch", "staticmethod", "classmethod",
+    "property", "abstractmethod", "override", "overload", "final", "no_type_check",
+})
 
 class _Scope(Scope):
-    __slots__ = ("aliases", "assigns", "defaults", "returns", "self_assigns")
+    __slots__ = ("aliases", "assigns", "callers", "defaults", "returns", "self_assigns")
 
     def __init__(self, kind: str, qualname: str, parent: _Scope | None) -> None:
         super().__init__(kind, qualname, parent)
@@ -94,6 +109,9 @@ class _Scope(Scope):
         self.self_assigns: list[tuple[str, ast.expr | None]] = []  # None: opaque, as above
         self.returns: list[ast.expr] = []
         self.aliases: dict[str, Reach] = {}  # name -> (via, origin)
+        # names bound to a function whose call gives the record (`r = rec`, `load =
+        # h.rec`, `g = get_server_args`) -> the origin of what the call gives
+        self.callers: dict[str, str] = {}
 
 
 class _MatchedField(ast.expr):
@@ -170,6 +188,8 @@ class _Analysis(Scopes[_Scope]):
         self.class_record_attrs: dict[tuple[str, str], str] = {}
         self.imported: set[str] = set()  # names bound by import: modules, not objects
         self.wrappers: dict[str, str] = {}  # module functions returning the record -> origin
+        # the same by qualname (`f`, `deco.inner`), for a name that refers to one
+        self.returning: dict[str, str] = {}
         self.violations: list[tuple[Any, ...]] = []
         self.reads: list[tuple[Any, ...]] = []
         # the record handed to a callable, for the project pass (FlowFacts.passes)
@@ -205,7 +225,7 @@ class _Analysis(Scopes[_Scope]):
         names |= self.class_attrs.keys()
         names |= {name for _, name in self.elements} | flow_names(self.flows)
         for scope in self.scopes:
-            names |= scope.aliases.keys()
+            names |= scope.aliases.keys() | scope.callers.keys()
         return frozenset(names | self.holder_names())
 
     # ---- what is the record
@@ -323,7 +343,7 @@ class _Analysis(Scopes[_Scope]):
             if func.attr in self.self_attrs and self._is_self(func.value, scope):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
-        return self._imported_call(func)
+        return self._imported_call(func, scope)
 
     def _reach_by_name(self, call: ast.Call, scope: _Scope) -> Reach | None:
         """What a fetch by name evaluates to: `getattr(self, "server_args")` is
@@ -342,10 +362,41 @@ class _Analysis(Scopes[_Scope]):
         origin = functools.reduce(join_origin, (found[1] for found in reaches))
         return (reaches[0][0], origin if len(reaches) == len(chains) else join_origin(origin, "rebound"))
 
-    def _imported_call(self, func: ast.expr) -> Reach | None:
-        """`rec()`, `h.rec()`: imported from a module where it returns the record."""
+    def gives_record(self, expr: ast.expr, scope: _Scope) -> str | None:
+        """The origin of what calling `expr` gives, when `expr` is a function whose call
+        gives the record: the raw accessor, a function of the module that returns it (by
+        the name that refers to it), an imported one (`h.rec`, FlowInput.record_fetchers),
+        or a name bound to any of these; else None."""
+        expr = self.fetched_value(expr) or expr
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == self.settings.raw_accessor:
+                return "process"
+            return "held" if self.flows.record_fetchers and dotted(expr) in self.flows.record_fetchers else None
+        if not isinstance(expr, ast.Name):
+            return None
+        if expr.id in self.raw_names:
+            return "process"
+        holder = self.visible(expr.id, scope)
+        if holder is None or holder is self.module:
+            if expr.id in self.flows.record_fetchers:
+                return "held"
+            if holder is None:
+                return None
+        found = holder.callers.get(expr.id)
+        defined = self.returning.get(holder.child_prefix() + expr.id)
+        if found and defined:
+            return join_origin(found, defined)
+        return found or defined
+
+    def _imported_call(self, func: ast.expr, scope: _Scope) -> Reach | None:
+        """`rec()`, `h.rec()`: imported from a module where it returns the record; `r()`
+        where `r = rec`."""
         if self.flows.record_fetchers and dotted(func) in self.flows.record_fetchers:
             return ("wrapper", "held")
+        if isinstance(func, ast.Name):
+            holder = self.visible(func.id, scope)
+            if holder is not None and func.id in holder.callers:
+                return ("wrapper", holder.callers[func.id])
         return None
 
     def write_origin(self, expr: ast.expr, scope: _Scope) -> str:
@@ -597,6 +648,22 @@ class _Analysis(Scopes[_Scope]):
     def is_record_annotation(self, node: ast.expr | None) -> bool:
         return self.types.annotation(node) == RECORD
 
+    def is_record_factory_annotation(self, node: ast.expr | None) -> bool:
+        """`Callable[[], ServerArgs]`, `Callable[..., ServerArgs]` (a string too): a
+        function whose call gives the record."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "Callable" in node.value:
+            try:
+                node = ast.parse(node.value.strip(), mode="eval").body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return False
+        return (
+            isinstance(node, ast.Subscript)
+            and _name_of(node.value) == "Callable"
+            and isinstance(node.slice, ast.Tuple)
+            and len(node.slice.elts) == 2
+            and self.is_record_annotation(node.slice.elts[1])
+        )
+
     # ---- alias resolution: a flow-insensitive fixpoint, so a binding on any path counts
 
     def resolve(self) -> None:
@@ -617,6 +684,8 @@ class _Analysis(Scopes[_Scope]):
                     owner = self.binding_scope(name, scope)
                     if name in owner.aliases:
                         _merge(owner.aliases, name, ("alias", "rebound"))
+                    if name in owner.callers and (value is None or self.gives_record(value, scope) is None):
+                        _merge_origin(owner.callers, name, "rebound")
             for name, value in scope.defaults:
                 # `def f(sa=None)` with `sa = get_server_args()` in the body: the caller's sa
                 if name in scope.aliases and (scope.parent is None or self.reach(value, scope.parent) is None):
@@ -626,18 +695,40 @@ class _Analysis(Scopes[_Scope]):
                     _merge_origin(self.self_attrs, attr, "rebound")
         self._propagate()
 
+    def _bind_assigns(self, scope: _Scope) -> bool:
+        changed = False
+        for name, value, forced in scope.assigns:
+            if value is None:
+                continue
+            found = self.reach(value, scope)
+            if found is not None:
+                origin = join_origin(found[1], forced) if forced else found[1]
+                changed |= _merge(self.binding_scope(name, scope).aliases, name, ("alias", origin))
+            gives = self.gives_record(value, scope) if forced is None else None
+            if gives is not None:
+                # `r = rec`, `load_args = h.rec`: a call of the name gives the record
+                changed |= _merge_origin(self.binding_scope(name, scope).callers, name, gives)
+        return changed
+
+    def _bind_returns(self, scope: _Scope) -> bool:
+        changed = False
+        name = scope.qualname.rsplit(".", 1)[-1]
+        known = self.self_attrs if scope.self_name else self.wrappers
+        for value in scope.returns:
+            found = self.reach(value, scope)
+            if found is not None:
+                changed |= _merge_origin(known, name, found[1])
+                if not scope.self_name:
+                    changed |= _merge_origin(self.returning, scope.qualname, found[1])
+        return changed
+
     def _propagate(self) -> None:
         # Origins only ever move up the (finite) ORIGINS order, so this terminates.
         changed = True
         while changed:
             changed = False
             for scope in self.scopes:
-                for name, value, forced in scope.assigns:
-                    found = self.reach(value, scope) if value is not None else None
-                    if found is not None:
-                        origin = join_origin(found[1], forced) if forced else found[1]
-                        owner = self.binding_scope(name, scope)
-                        changed |= _merge(owner.aliases, name, ("alias", origin))
+                changed |= self._bind_assigns(scope)
                 for name, value in scope.defaults:
                     found = self.reach(value, scope.parent) if scope.parent else None
                     if found is not None:
@@ -657,12 +748,7 @@ class _Analysis(Scopes[_Scope]):
                         changed |= _merge_origin(self.self_attrs, name, origin)
                         changed |= _merge_origin(self.class_attrs, name, origin)
                 if scope.kind == "function" and scope.returns:
-                    name = scope.qualname.rsplit(".", 1)[-1]
-                    known = self.self_attrs if scope.self_name else self.wrappers
-                    for value in scope.returns:
-                        found = self.reach(value, scope)
-                        if found is not None:
-                            changed |= _merge_origin(known, name, found[1])
+                    changed |= self._bind_returns(scope)
 
 
 _K = TypeVar("_K")
@@ -791,6 +877,10 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         defaulted = {arg.arg for arg, _ in pairs}
         for arg in every:
             scope.bound.add(arg.arg)
+            if self.a.is_record_factory_annotation(arg.annotation):
+                # `make: Callable[[], ServerArgs]`: `make()` is the record, whoever passes it
+                _merge_origin(scope.callers, arg.arg, "held")
+                continue
             kind = self.a.types.annotation(arg.annotation)
             if (
                 kind == RECORD
@@ -900,7 +990,10 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         target = node.target
-        if self.a.types.annotation(node.annotation) == ELEMENTS:
+        if self.a.is_record_factory_annotation(node.annotation):
+            if isinstance(target, ast.Name):
+                _merge_origin(self.scope.callers, target.id, "held")  # `make: Callable[[], ServerArgs]`
+        elif self.a.types.annotation(node.annotation) == ELEMENTS:
             if isinstance(target, ast.Name):
                 self.a.elements.add((id(self.scope), target.id))
                 if self.scope.kind == "class":
@@ -1017,8 +1110,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self._whole_dict(node)
-        if node.attr == self.a.settings.raw_accessor or node.attr in self.a.raw_names:
+        if node.attr in self.a.raw_names or self.a.gives_record(node, self.scope):
             self._accessor_as_value(node)
+        if node.attr not in FUNCTION_ROUTES:
+            # `rec.cache_clear()`, `rec.__name__`: the function's own attributes, not it
+            self.handed.add(id(node.value))
         called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
         if node.attr == "__dict__" and not reach:
@@ -1151,15 +1247,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Name(self, node: ast.Name) -> None:
         self._whole_dict(node)
-        if node.id in self.a.raw_names:
+        if isinstance(node.ctx, ast.Load) and self.a.gives_record(node, self.scope):
             self._accessor_as_value(node)
 
     def _accessor_as_value(self, node: ast.Name | ast.Attribute) -> None:
-        """The raw accessor itself handed on, not called: to a wrapper (`functools.cache`,
-        `partial`, a dataclass `default_factory`), into a container, as an argument. Whoever
-        calls it later gets the record under a name no analysis follows: an escape."""
+        """The raw accessor, or any function whose call gives the record (a helper of
+        this module or another, a name bound to one), handed on, not called: to a wrapper
+        (`functools.cache`, `partial`, a dataclass `default_factory`, an executor), into
+        a container, as an argument or a parameter's default, returned. Whoever calls it
+        later gets the record under a name no analysis follows: an escape."""
         if isinstance(node.ctx, ast.Load) and id(node) not in self.called and id(node) not in self.handed:
-            self._read(node, "*", ("escape", "held"), "escapes_accessor")
+            form = "escapes_accessor" if self._is_accessor(node) else "escapes_fetcher"
+            self._read(node, "*", ("escape", "held"), form)
 
     def _is_accessor(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Name):
@@ -1239,11 +1338,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         args = node.args
         self.called.add(id(func))
         self._holder_call(node)
+        if _name_of(func) in READS_NOTHING:
+            self.handed.update(id(arg) for arg in args)  # `callable(rec)`: nothing is called
         if isinstance(func, ast.Attribute) and func.attr in _DICT_METHODS and self._consume_dict(func.value):
             self._dict_call(node, func.attr)
         fetches = self.a.fetched.get(id(node), ())
         for fetch in fetches:
             self._fetch(node, fetch)
+            self._door_by_name(node, fetch)
         if fetches:
             self._whole_dict(node)  # `d = getattr(S, "global_server_args_dict")`: used whole
         if fetches:
@@ -1313,7 +1415,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         name = dotted(func)
         last = name.rpartition(".")[2]
         if (
-            last in _READS_NOTHING
+            last in READS_NOTHING
             or last in _COPY_CALLS
             or last in _REPLACE_CALLS
             or last == self.a.settings.raw_accessor
@@ -1344,6 +1446,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                         handed.append((element, called, position, ""))
             else:
                 handed.append((given.value, callee, -1, given.arg or ""))
+        self._hand(handed)
+
+    def _hand(self, handed: Sequence[tuple[ast.expr, str, int, str]]) -> None:
+        """Each (argument, callee, position, keyword) where the argument is the record: a
+        pass, for the project pass to follow into the callee or report as an escape."""
         for arg, to, position, keyword in handed:
             self._carrier_escapes(arg, "escapes_call")
             reach = self.a.reach(arg, self.scope)
@@ -1353,6 +1460,36 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self.scope.qualname, to, position, keyword, arg.lineno, arg.col_offset,
                     arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
                 ))
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        # `@describe.register def _(x: int): return get_server_args()`: the function is
+        # handed to its decorator, whose result callers call by another name. A decorator
+        # of a scanned module is taken as the pass-through most are; any other escapes
+        # (configbags.migrate.flows), unless it keeps the function as it is (cache, wraps)
+        scope = self.a.scope_of.get(id(node))
+        if scope is not None and scope.self_name is None and scope.qualname in self.a.returning:
+            for decorator in node.decorator_list:
+                name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+                if name.rpartition(".")[2] not in _TRANSPARENT_DECORATORS:
+                    self.a.passes.append((
+                        self.scope.qualname, f"name:{name}" if name else "", DECORATED, "", decorator.lineno,
+                        decorator.col_offset, decorator.end_lineno or decorator.lineno,
+                        decorator.end_col_offset or decorator.col_offset,
+                    ))
+        super().visit_FunctionDef(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node: ast.AST) -> None:
+        # `class W(Base, args=rec)`: the class keywords go to the nearest base's
+        # `__init_subclass__` (evaluated where the class statement runs); with a
+        # `metaclass=` (whose `__new__` takes them first) or `**kw`, to nothing followed
+        if isinstance(node, ast.ClassDef) and node.keywords:
+            owner = f"{self.scope.child_prefix()}{node.name}"
+            metaclass = any(k.arg in (None, "metaclass") for k in node.keywords)
+            callee = "" if metaclass else f"super:{owner}.__init_subclass__"
+            self._hand([(k.value, callee, -1, k.arg or "") for k in node.keywords])
+        super().visit_ClassDef(node)
 
     def visit_arguments(self, node: ast.arguments) -> None:
         # `def f(a=get_server_args)`: a carrier, whose calls are read by leaf
@@ -1374,8 +1511,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._escape(value, reach, "escapes_item")
 
     def visit_Assign(self, node: ast.Assign) -> None:
-        if all(isinstance(t, ast.Name) for t in node.targets) and self._is_accessor(node.value):
-            self.handed.add(id(node.value))  # `g = get_server_args`: a rename, reported as one
+        if all(isinstance(t, ast.Name) for t in node.targets) and (
+            self._is_accessor(node.value) or (self.scope.kind != "class" and self.a.gives_record(node.value, self.scope))
+        ):
+            # `g = get_server_args`: a rename, reported as one; `r = rec`, `load = h.rec`
+            # outside a class body: a name whose calls are followed (a class attribute
+            # is called as `self.load()`, by a name not followed: an escape)
+            self.handed.add(id(node.value))
         self._stored(node.targets, node.value)
         if all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
             self._followed(node.value)
@@ -1475,6 +1617,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     visit_Yield = _yielded
     visit_YieldFrom = _yielded
+
+    def _door_by_name(self, node: ast.Call, fetch: Fetch) -> None:
+        """`getattr(h, name)` with a name built at run time, where `h` is a module of the
+        project with a function giving the record (`h.rec`): it may be that function."""
+        module = dotted(fetch.target)
+        if (
+            fetch.form in ("getattr", "getattr_default")
+            and fetch.paths == (None,)
+            and module.partition(".")[0] in self.a.imported
+            and any(spelled.startswith(module + ".") for spelled in self.a.flows.record_fetchers)
+        ):
+            self._read(node, ENV_UNRESOLVED, ("reflection", "held"), "door_by_name")
 
     def _fetch(self, node: ast.Call, fetch: Fetch) -> None:
         """A read (or write) by name: `getattr(rec, "x")`, `hasattr`, `setattr`, `delattr`,
@@ -1786,11 +1940,13 @@ def analyse(
         node.name for node in tree.body
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and analysis.is_record_annotation(node.returns)
     ]
-    # `g = get_server_args` at module level: g() is the record, wherever it is imported
+    # `g = get_server_args`, `load_args = h.rec` at module level: a call of g is the
+    # record, wherever it is imported
     fetchers += [
         name for name in analysis.raw_names
         if name != settings.raw_accessor and name in module.bound and name not in top_level
     ]
+    fetchers += [name for name in module.callers if name not in top_level]
     # a class attribute bound to the record (`class R: ARGS = get_server_args()`) is
     # read as `R.ARGS` wherever R is imported
     held = [*module.aliases, *(

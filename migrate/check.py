@@ -82,6 +82,10 @@ _ESCAPES = {
     "escapes_accessor": "the raw accessor itself is handed on, not called (`functools.cache(get_server_args)`, "
     "`field(default_factory=get_server_args)`, `{\"args\": get_server_args}`): whoever calls it later gets "
     "the record under a name the scanner does not follow",
+    "escapes_fetcher": "a function whose call gives the record (a helper returning it, here or in another "
+    "module, or a name bound to one) is handed on, not called (`functools.cache(load)`, `{\"load\": load}`, "
+    "`executor.submit(load)`, a parameter's default, returned): whoever calls it later gets the record under "
+    "a name the scanner does not follow",
 }
 
 # How each environment read is spelled, for messages.
@@ -101,6 +105,8 @@ _ENV_FORMS = {
 _UNRESOLVED_FORMS = {
     "reflection": "reflection: a name in a string, a namespace dict, `__getattribute__`, eval or exec",
     "fetcher_value": "a fetcher (getattr, attrgetter, an importer) passed on as a value",
+    "door_by_name": "an attribute fetched by a name built at run time (`getattr(accessors, f\"get_{ns}\")`) "
+    "from a module holding the raw accessor or a context function, which it may be",
     "format": "a str.format field reaching an attribute or item of its argument",
     "private": "a private part of the record's module, an accessors module or the runtime",
 }

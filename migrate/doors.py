@@ -187,6 +187,8 @@ _BASE_NAMES = frozenset(
     | {"subprocess", "system", "popen", "spawn", "create_subprocess_shell", "create_subprocess_exec"}
     | {f"{family}{suffix}" for family in ("exec", "spawn") for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
     | {"posix_spawn", "posix_spawnp"}
+    # a readback method kept in a name unbound (`INFO = Context.server_info`)
+    | set(CONTEXT_READBACK_METHODS)
 )
 
 
@@ -217,6 +219,7 @@ def _is_door(kind: str) -> bool:
         # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
         or kind == "subprocess"
         or kind.startswith((_GETTER_MARK, *_ENV_CHILD_PROCESS))
+        or kind.rpartition(".")[2] in CONTEXT_READBACK_METHODS
     )
 
 
@@ -894,15 +897,19 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if "builtins.vars" in callee and node.args and _CONTEXT in self.d.kind(node.args[0], self.scope):
             self._report(node, STATE_READBACK, "readback", "state")  # `vars(ctx)["_state"]`
         func = node.func
+        # `INFO = Context.server_info; INFO(ctx)`: the unbound method kept in a name
+        kept = sorted({path.rpartition(".")[2] for path in callee} & set(CONTEXT_READBACK_METHODS))
+        method = func.attr if isinstance(func, ast.Attribute) and func.attr in CONTEXT_READBACK_METHODS else (
+            kept[0] if kept and isinstance(func, ast.Name) else None
+        )
         if (
-            isinstance(func, ast.Attribute)
-            and func.attr in CONTEXT_READBACK_METHODS
+            method is not None
             and node.args
-            and _CONTEXT not in self.d.kind(func.value, self.scope)
+            and (not isinstance(func, ast.Attribute) or _CONTEXT not in self.d.kind(func.value, self.scope))
             and _CONTEXT in self.d.kind(node.args[0], self.scope)
         ):
             # `Context.server_info(ctx)`: the method called unbound, on the context it is given
-            self._report(node, f"Context.{func.attr}", "readback", func.attr)
+            self._report(node, f"Context.{method}", "readback", method)
         # what the reader records is what the record analysis reads: here a name may be a
         # module constant (`getattr(self, ATTR)`), known where the enclosing scopes are
         fetches = self.d.fetches(node, self.scope, callee, lambda expr: self.strings.value(expr, self.enclosing))

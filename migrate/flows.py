@@ -9,7 +9,9 @@ as an environment variable's name, and where a declared variable's name is passe
 literal. This pass resolves the imports by module name (a file's module name follows its
 path and the `__init__.py` chain; relative imports too), tells each module what its
 imports are (configbags.migrate.scanmodel.FlowInput) and which of its parameters receive
-the record, and analyses again the modules whose input changed, until nothing changes.
+the record (arguments mapped onto parameters as Python binds them: a classmethod's `cls`,
+a method's `self` bound or, called through its class, passed), and analyses again the
+modules whose input changed, until nothing changes.
 Then it reports, at the call site (keyed to the caller's file and function):
 
 - the record handed to a callable it cannot resolve to a function of a scanned module
@@ -20,6 +22,8 @@ Then it reports, at the call site (keyed to the caller's file and function):
   record is set) are exempt;
 - the record handed to a function that reads it whole or dynamically (a read of `*` in
   that function, allowlisted there or not): leaf `*`, via "helper";
+- a function whose call gives the record handed to a decorator that is no function of a
+  scanned module (`@describe.register`): leaf `*`, via "escape", form "escapes_fetcher";
 - a declared variable's name passed to a parameter the callee uses as an environment key:
   leaf `$NAME`, via "environ", form "env_helper".
 
@@ -38,11 +42,13 @@ import bisect
 import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import attrs
 
 from configbags.migrate.aliases import (
+    FUNCTION_ROUTES,
+    READS_NOTHING,
     dotted,
     mention_lines,
     mentions,
@@ -52,6 +58,7 @@ from configbags.migrate.aliases import (
 from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
+    DECORATED,
     ENV_UNRESOLVED,
     STATE_READBACK,
     FileScan,
@@ -104,17 +111,31 @@ def _is_record_param(arg: ast.arg, settings: ScanSettings, annotated: bool = Tru
 
 
 def _signature(
-    qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str, annotated: bool
+    qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str, annotated: bool,
+    unbound: bool = False,
 ) -> tuple[Any, ...]:
+    """A signature row. `bound`: the first positional parameter is bound by the call
+    (`self` of a method called on an instance, `cls` of a classmethod called any way, the
+    `self` of a class's `__init__`); `unbound`: a plain method, whose `self` is the first
+    argument when it is called through its class (`Worker.tp(w, rec)`)."""
     positional = [*args.posonlyargs, *args.args][1 if bound else 0 :]
     record = [a.arg for a in (*positional, *args.kwonlyargs) if _is_record_param(a, settings, annotated)]
     star = int(args.vararg is not None or args.kwarg is not None)
-    return (qualname, tuple(a.arg for a in positional), tuple(a.arg for a in args.kwonlyargs), tuple(record), star, body)
+    return (
+        qualname, tuple(a.arg for a in positional), tuple(a.arg for a in args.kwonlyargs), tuple(record), star, body,
+        int(unbound),
+    )
 
 
-def _is_plain_method(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    names = {dotted(d) for d in node.decorator_list}
-    return "staticmethod" not in names and "classmethod" not in names
+def _method_kind(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """"static", "class" or "plain": which first parameter, if any, a call binds."""
+    names = {dotted(d).rpartition(".")[2] for d in node.decorator_list}
+    if "staticmethod" in names or node.name == "__new__":
+        return "static"
+    # `__init_subclass__` and `__class_getitem__` are classmethods without saying so
+    if "classmethod" in names or node.name in ("__init_subclass__", "__class_getitem__"):
+        return "class"
+    return "plain"
 
 
 def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> list[tuple[Any, ...]]:
@@ -130,14 +151,17 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     qualname = f"{node.name}.{item.name}"
-                    plain = _is_plain_method(item)
-                    rows.append(_signature(qualname, item.args, settings, bound=plain, body=qualname, annotated=annotated))
+                    kind = _method_kind(item)
+                    rows.append(_signature(
+                        qualname, item.args, settings, bound=kind != "static", body=qualname, annotated=annotated,
+                        unbound=kind == "plain",
+                    ))
                     if item.name == "__init__":
                         init = item
             if init is not None:
                 rows.append(_signature(node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated))
             else:
-                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__"))
+                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0))
     return rows
 
 
@@ -253,7 +277,89 @@ def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], lis
                 keys.add(sub.left.id)
         env_params += [(qualname, key) for key in sorted(keys & params)]
     fetchers += _module_holders(tree, lines)
+    fetchers += _kept_doors(tree, text, lines)
     return sorted(set(fetchers)), env_params
+
+
+def _own_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
+    """A function's statements at any depth, not those of a function or class in it."""
+    for node in statements:
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in _STATEMENT_LISTS:
+            for item in getattr(node, field, None) or ():
+                if isinstance(item, ast.stmt):
+                    yield from _own_statements([item])
+                elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                    yield from _own_statements(item.body)
+
+
+def _door_targets(node: ast.stmt) -> Iterator[tuple[str, str | None]]:
+    """(name, kind) of each name an assignment binds: kind context or environ where the
+    value is one (`c = get_context()`), else None."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        kind = _returns_kind(node.value)
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            if isinstance(target, ast.Name):
+                yield target.id, kind
+
+
+class _Kept(NamedTuple):
+    """A function's own statements, the names it binds, those it declares global, and
+    those it binds to a context or the environment (-> kind)."""
+
+    statements: list[ast.stmt]
+    bound: set[str]
+    declared: set[str]
+    doors: dict[str, str]
+
+    @classmethod
+    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef) -> _Kept:
+        statements = list(_own_statements(function.body))
+        kept = cls(statements, set(), {n for node in statements if isinstance(node, ast.Global) for n in node.names}, {})
+        for node in statements:
+            for name, kind in _door_targets(node):
+                kept.bound.add(name)
+                if kind is not None:
+                    kept.doors[name] = kind
+        return kept
+
+
+def _kept_doors(tree: ast.Module, text: str, lines: list[int]) -> list[tuple[str, str]]:
+    """A context or the environment kept in a name before it is handed out: a module
+    function returning a name that it, the module or (under `global`) any function binds
+    to one (`_CTX = get_context()` ... `return _CTX`: kind context or environ), and a
+    module global a function binds to one under `global` (`g._CTX` of an importer:
+    context_holder or environ_holder)."""
+    held: dict[str, str] = {}  # module globals bound to a door -> its kind
+    for node in tree.body:
+        if mentions(lines, statement_span(node)):
+            held.update((name, kind) for name, kind in _door_targets(node) if kind is not None)
+    functions: dict[str, _Kept] = {}
+    for qualname, function in _functions(tree):
+        if mentions(lines, statement_span(function)):
+            facts = functions[qualname] = _Kept.of(function)
+            held.update((name, kind) for name, kind in facts.doors.items() if name in facts.declared)
+    found = [(name, f"{kind}_holder") for name, kind in held.items()]
+    # a function returning such a global need not mention a door itself (`def ctx():
+    # return _CTX`, with `_CTX` set in `init()`)
+    returning = mention_lines(text, held) if held else []
+    for qualname, function in _functions(tree):
+        if "." in qualname:
+            continue
+        kept = functions.get(qualname) or (_Kept.of(function) if mentions(returning, statement_span(function)) else None)
+        if kept is None:
+            continue
+        for node in kept.statements:
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+                name = node.value.id
+                # a name the function binds is its own, unless declared global
+                own = name in kept.bound and name not in kept.declared
+                kind = kept.doors.get(name) if own else held.get(name)
+                if kind is not None:
+                    found.append((qualname, kind))
+    return found
 
 
 def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
@@ -382,12 +488,22 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts
 
 
 class _Uses(_Walk):
-    """Uses of imported functions that return a config context or the environment."""
+    """Uses of imported functions that return a config context or the environment (and
+    of the module's own, and of names bound to either: `open_ctx = doors.ctx`)."""
 
-    def __init__(self, lines: list[int], flows: FlowInput, declared: frozenset[str]) -> None:
+    def __init__(
+        self, lines: list[int], flows: FlowInput, declared: frozenset[str], renamed: Mapping[str, str],
+        renames: set[int], kept: Mapping[tuple[str, str], str],
+    ) -> None:
         super().__init__(lines)
         self.flows = flows
         self.declared = declared
+        self.context = flows.context_fetchers | {name for name, kind in renamed.items() if kind == "context"}
+        self.environ = flows.environ_fetchers | {name for name, kind in renamed.items() if kind == "environ"}
+        self.renames = renames  # ids of the values bound by a rename (`e = env`): no escape
+        self.renamed = renamed.keys()
+        self.kept = kept  # (function, name) -> what the name holds (`c = ctx()`)
+        self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds
         self.reads: list[tuple[Any, ...]] = []
         self.fetchers: list[tuple[str, str]] = []
 
@@ -400,9 +516,17 @@ class _Uses(_Walk):
     def found(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             self._held(node)
+            self._handed(node, dotted(node))
+            kept = self.kept.get((self.function, dotted(node)))
+            if kept is not None and len(self.qualname) == 1 and isinstance(self.parents[-1], ast.Return):
+                self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
         if not isinstance(node, ast.Call):
             return
-        name = dotted(node.func)
+        self._door_by_name(node)
+        fetched = _fetched_name(node)
+        if fetched:
+            self._handed(node, fetched)  # `getattr(doors, "ctx")` as a value
+        name = _fetched_name(node.func) or dotted(node.func)
         parent = self.parents[-1] if self.parents else None
         if name in self.flows.environ_getters:
             key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
@@ -411,14 +535,61 @@ class _Uses(_Walk):
         if isinstance(parent, ast.Await) and len(self.parents) > 1:
             parent = self.parents[-2]  # `(await actx()).state`: an async fetcher, awaited
         if isinstance(parent, ast.Return) and len(self.qualname) == 1:
-            kind = "context" if name in self.flows.context_fetchers else "environ" if name in self.flows.environ_fetchers else None
+            kind = "context" if name in self.context else "environ" if name in self.environ else None
             if kind is not None:
                 self.fetchers.append((self.qualname[0], kind))
                 return
-        if name in self.flows.context_fetchers:
+        if name in self.context:
             self._context(parent)
-        elif name in self.flows.environ_fetchers:
+        elif name in self.environ:
             self._environ(node, parent)
+
+    def _door_by_name(self, call: ast.Call) -> None:
+        """`getattr(doors, name)` with a name built at run time, where `doors` is a module
+        with a function giving a context or the environment: it may be that function."""
+        if dotted(call.func) != "getattr" or len(call.args) < 2 or isinstance(call.args[1], ast.Constant):
+            return
+        module = dotted(call.args[0])
+        if not module or any(spelled.startswith(module + ".") for spelled in self.flows.record_fetchers):
+            return  # (a module with a function giving the record: the record analysis reports it)
+        if any(spelled.startswith(module + ".") for spelled in (*self.context, *self.environ)):
+            self._row(call, ENV_UNRESOLVED, "reflection", "door_by_name")
+
+    def _handed(self, node: ast.expr, name: str) -> None:
+        """A function giving a context or the environment handed on, not called nor
+        renamed (`asyncio.to_thread(ctx)`, `{"ctx": ctx}`, `functools.cache(env)`):
+        whoever calls it later reads it by a name no analysis follows."""
+        parent = self.parents[-1] if self.parents else None
+        if (isinstance(parent, ast.Call) and parent.func is node) or id(node) in self.renames:
+            return
+        if isinstance(parent, ast.Attribute) and parent.attr not in FUNCTION_ROUTES:
+            return  # `ctx.cache_clear()`, `ctx.__name__`: the function's own attributes
+        if isinstance(parent, ast.Call) and dotted(parent.func).rpartition(".")[2] in READS_NOTHING:
+            return  # `callable(ctx)`
+        kind = "context" if name in self.context else "environ" if name in self.environ else None
+        if kind is None or (isinstance(node, ast.Name) and node.id not in self.renamed and self._local(node.id)):
+            return
+        if kind == "context":
+            self._row(node, STATE_READBACK, "readback", "context_escape")
+        else:
+            self._row(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _local(self, name: str) -> bool:
+        """Is `name` a parameter of an enclosing function, or bound in one (so not the
+        module's function of that name)? Asked only where a use would be reported."""
+        for node in self.parents:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                bound = self._bound.get(id(node))
+                if bound is None:
+                    args = node.args
+                    bound = self._bound[id(node)] = {
+                        a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a
+                    } | {
+                        sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)
+                    }
+                if name in bound:
+                    return True
+        return False
 
     def _context(self, parent: ast.AST | None) -> None:
         if isinstance(parent, ast.Attribute) and parent.attr == "state":
@@ -430,9 +601,10 @@ class _Uses(_Walk):
         """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module."""
         name = dotted(node)
         parent = self.parents[-1] if self.parents else None
-        if name in self.flows.context_holders:
+        kept = self.kept.get((self.function, name)) or self.kept.get(("<module>", name))
+        if name in self.flows.context_holders or kept == "context":
             self._context(parent)
-        elif name in self.flows.environ_holders:
+        elif name in self.flows.environ_holders or kept == "environ":
             self._environ(node, parent)
 
     def _environ(self, node: ast.expr, parent: ast.AST | None) -> None:
@@ -458,6 +630,16 @@ class _Uses(_Walk):
             self._row(node, ENV_UNRESOLVED, "environ", form)
 
 
+def _fetched_name(expr: ast.expr) -> str:
+    """`doors.ctx` for `getattr(doors, "ctx")`, else ""."""
+    if not (isinstance(expr, ast.Call) and dotted(expr.func) == "getattr" and len(expr.args) == 2):
+        return ""
+    module, attr = dotted(expr.args[0]), expr.args[1]
+    if module and isinstance(attr, ast.Constant) and isinstance(attr.value, str) and attr.value.isidentifier():
+        return f"{module}.{attr.value}"
+    return ""
+
+
 def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
     """(reads, fetchers): the reads through imported context and environment fetchers,
     and the module-level functions that return what one of them returns."""
@@ -471,10 +653,87 @@ def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowIn
     }
     if not names:
         return [], []
-    walk = _Uses(mention_lines(text, names), flows, frozenset(settings.env_vars))
+    lines = mention_lines(text, names)
+    renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
+    if renamed or kept:
+        lines = mention_lines(text, names | renamed.keys() | {name for _, name in kept})
+    walk = _Uses(lines, flows, frozenset(settings.env_vars), renamed, renames, kept)
     for node in tree.body:
         walk.visit(node)
-    return walk.reads, walk.fetchers
+    return walk.reads, [*walk.fetchers, *exported]
+
+
+def _renamed_fetchers(
+    tree: ast.Module, text: str, lines: list[int], flows: FlowInput
+) -> tuple[dict[str, str], dict[tuple[str, str], str], set[int], list[tuple[str, str]]]:
+    """What the module keeps in a name of what a function giving a context or the
+    environment gives, flow-insensitively like the uses: names bound to such a function
+    (`open_ctx = doors.ctx`, `e = env`, chains of them; outside class bodies, whose
+    attributes are called as `self.x()`, by a name not followed), and names bound to its
+    result (`c = ctx()`, by function: the module's serve every function). Returns (name ->
+    kind, (function, name) -> kind of the result, ids of the values bound by a rename, the
+    module-level names as fetchers and holders for importers)."""
+    renamed: dict[str, str] = {}
+    kept: dict[tuple[str, str], str] = {}
+    renames: set[int] = set()
+    exported: list[tuple[str, str]] = []
+
+    def kind_of(spelled: str) -> str | None:
+        if spelled in flows.context_fetchers or renamed.get(spelled) == "context":
+            return "context"
+        if spelled in flows.environ_fetchers or renamed.get(spelled) == "environ":
+            return "environ"
+        return None
+
+    parts = {p for spelled in (*flows.context_fetchers, *flows.environ_fetchers) for p in spelled.split(".")}
+    while True:
+        grown = False
+        for function, in_class, node in _bindings(tree.body, lines, ""):
+            value = node.value.value if isinstance(node.value, ast.Await) else node.value
+            called = isinstance(value, ast.Call) and not _fetched_name(value)  # (`getattr(doors, "ctx")`: a rename)
+            func = value.func if called and isinstance(value, ast.Call) else value
+            kind = kind_of(_fetched_name(func) or dotted(func))
+            if kind is None or (in_class and not called):
+                continue
+            for target in node.targets:
+                assert isinstance(target, ast.Name)
+                if called:
+                    if (function, target.id) not in kept:
+                        kept[function, target.id] = kind
+                        if function == "<module>":
+                            exported.append((target.id, f"{kind}_holder"))
+                    continue
+                renames.add(id(node.value))
+                if target.id not in renamed:
+                    renamed[target.id] = kind
+                    grown = True
+                    if function == "<module>":
+                        exported.append((target.id, kind))
+        if not grown:
+            return renamed, kept, renames, exported
+        lines = mention_lines(text, {*renamed, *parts})
+
+
+def _bindings(statements: Iterable[ast.stmt], lines: list[int], qualname: str, in_class: bool = False) -> Iterator[
+    tuple[str, bool, ast.Assign]
+]:
+    """(function, in a class body, the assignment) of the assignments to names only, on
+    `lines`, at any depth."""
+    for node in statements:
+        if not mentions(lines, statement_span(node)):
+            continue
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
+            yield qualname or "<module>", in_class, node
+        inner, inner_class = qualname, in_class
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = f"{qualname}.{node.name}" if qualname else node.name
+            inner_class = isinstance(node, ast.ClassDef)
+        for field in _STATEMENT_LISTS:
+            for item in getattr(node, field, None) or ():
+                if isinstance(item, ast.stmt):
+                    yield from _bindings([item], lines, inner, inner_class)
+                elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                    yield from _bindings(item.body, lines, inner, inner_class)
 
 
 # ---- the project pass
@@ -712,6 +971,10 @@ class _Project:
         if site[0] is None:
             return site[1] or None
         row = self.defs(site[0]).get(site[1])
+        if row is not None and row[6]:
+            # a plain method called through its class (`Worker.tp(w, rec)`): the first
+            # argument is its `self`, which the row leaves out
+            row = (row[0], ("", *row[1]), *row[2:])
         return (site[0], row) if row is not None else None
 
 
@@ -736,9 +999,10 @@ class _Project:
 
 
 def _parameter(row: tuple[Any, ...], position: int, keyword: str) -> str | None:
-    _, positional, kwonly, _, _, _ = row
+    positional, kwonly = row[1], row[2]
     if 0 <= position < len(positional):
-        return str(positional[position])
+        # "": the `self` of a method called through its class, never followed there
+        return str(positional[position]) or None
     if position == -1 and keyword and (keyword in positional or keyword in kwonly):
         return keyword
     return None
@@ -819,6 +1083,12 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
         for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
             target = project.callee(rel, callee)
             site = (caller, "*", line, col, end_line, end_col)
+            if position == DECORATED:
+                # a function giving the record under a decorator: a scanned one is taken
+                # as a pass-through, any other receives it where no analysis follows
+                if not isinstance(target, tuple) and (target is None or target.partition(":")[0] not in homes):
+                    reads[rel].append((*site, "escape", "escapes_fetcher", "held"))
+                continue
             if isinstance(target, tuple):
                 where, row = target
                 if row[5] in whole[where]:

@@ -238,6 +238,7 @@ class _Reader(ast.NodeVisitor):
         self.defaults: dict[str, list[ast.expr]] = {}  # parameter -> its defaults
         self.returns: dict[str, list[ast.expr]] = {}  # module function -> its returned values
         self.record_modules: set[str] = set()
+        self.context_modules: set[str] = set()  # modules the file imports a context function from
         # a module named like the record (`server_args` for ServerArgs, or a record
         # attribute's name) is taken for its module too, imported or not
         self.record_module_names = frozenset({*settings.record_attributes, _snake(settings.record_class)})
@@ -370,6 +371,8 @@ class _Reader(ast.NodeVisitor):
             for alias in node.names:
                 if alias.name in (self.settings.raw_accessor, self.settings.record_class):
                     self.record_modules.add(node.module)
+                elif alias.name in _CONTEXT_FUNCTIONS and not _NOT_CONFIG.intersection(node.module.split(".")):
+                    self.context_modules.add(node.module)
                 if alias.name != "*":
                     self.imports.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
 
@@ -556,6 +559,24 @@ class _Reader(ast.NodeVisitor):
         self.reads.append((function, leaf, line, col, end_line, col if end_col is None else end_col, via, form,
                            origin))
 
+    def _spelled(self, expr: ast.expr) -> str | None:
+        """The string `expr` spells: a literal, or a name bound once, to one (`ATTR =
+        "get_parallel"`); else None."""
+        if isinstance(expr, ast.Name):
+            values = self.assigned.get(expr.id, ())
+            return _string(values[0]) if len(values) == 1 and values[0] is not None else None
+        return _string(expr)
+
+    def _holds_doors(self, module: str) -> bool:
+        """Does `module` hold the raw accessor or a context function: the record's module
+        (or one named like it), a generated `accessors` module, one the file imports a
+        context function from?"""
+        last = module.rpartition(".")[2]
+        return (
+            module in self.record_modules or module in self.context_modules
+            or last == "accessors" or last in self.record_module_names
+        )
+
     def _sensitive_module(self, path: str) -> bool:
         """Is `path` a private part of the record's module, an accessors module or the
         runtime (whose private submodules are its layout, not its state: the door
@@ -643,6 +664,15 @@ class _Reader(ast.NodeVisitor):
             not p.startswith("<") for p in self.value(node.args[0]).paths
         )):
             self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+        # `getattr(accessors, f"get_{ns}")`, `operator.attrgetter(name)(accessors)`: by a
+        # name the module does not spell, from a module holding the raw accessor or a
+        # context getter: may be either
+        built = (
+            ("builtins.getattr" in paths and len(node.args) >= 2 and self._spelled(node.args[1]) is None)
+            or (_GETTER in paths and isinstance(node.func, ast.Call) and any(self._spelled(a) is None for a in node.func.args))
+        )
+        if built and node.args and any(self._holds_doors(p) for p in self.value(node.args[0]).paths):
+            self._report(node, ENV_UNRESOLVED, "reflection", "door_by_name")
         if "builtins.getattr" in paths and len(node.args) >= 2:
             name = _string(node.args[1])
             if name is not None and _private(name):

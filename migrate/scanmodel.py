@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 39
+SCANNER_VERSION = 40
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -165,6 +165,7 @@ class Problem(NamedTuple):
 
 
 Rows = tuple[tuple[Any, ...], ...]
+DECORATED = -2  # FlowFacts.passes: the position of a function handed to its decorator
 
 
 @attrs.frozen
@@ -177,7 +178,9 @@ class FlowFacts:
     # `import a.b as l` is (0, "a.b", "", "l"), a plain `import a.b` binds local "a"
     imports: Rows = ()
     # (qualname, positional parameters, keyword-only parameters, record parameters,
-    # takes *args or **kwargs): the module's functions, its classes' methods
+    # takes *args or **kwargs, body qualname, unbound): the module's functions, its
+    # classes' methods (without the `self` or `cls` a call binds; unbound 1 for a plain
+    # method, whose `self` is the first argument when called through its class)
     signatures: Rows = ()
     # (class, base, base, ...): each module-level class's bases as spelled (dotted names)
     bases: Rows = ()
@@ -187,7 +190,8 @@ class FlowFacts:
     holders: tuple[str, ...] = ()  # module-level names bound to the record
     # (caller, callee, position, keyword, line, col, end_line, end_col): the record
     # passed to a callable. callee is `name:DOTTED` as spelled, or `self:CLASS.METHOD`;
-    # position -1 for a keyword (then keyword names it) or an unpacked argument
+    # position -1 for a keyword (then keyword names it) or an unpacked argument, DECORATED
+    # for a function whose call gives the record handed to its decorator
     passes: Rows = ()
     env_params: Rows = ()  # (function qualname, parameter) used as an environment key
     # (caller, callee, position, keyword, NAME, line, col, end_line, end_col): a declared
