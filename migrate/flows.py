@@ -49,6 +49,8 @@ from configbags.migrate.aliases import (
     spelled_module,
     statement_span,
 )
+from configbags.migrate.childenv import command_fragments, named_variables
+from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
 from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -251,7 +253,7 @@ def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], lis
                 and any(map(_environ_expr, sub.comparators))
             ):
                 keys.add(sub.left.id)
-        env_params += [(qualname, key) for key in sorted(keys & params)]
+        env_params += [(qualname, key, "environ") for key in sorted(keys & params)]
     fetchers += _module_holders(tree, lines)
     return sorted(set(fetchers)), env_params
 
@@ -318,56 +320,26 @@ class _Walk(ast.NodeVisitor):
         raise NotImplementedError
 
 
-class _Literals(_Walk):
-    """Calls that pass a declared variable's name as a literal, or as a string the module
-    builds of constants (`PAGE = "SGLANG_PAGE_SIZE"; get_env(PAGE)`, `PREFIX + "PAGE_SIZE"`)."""
-
-    def __init__(self, lines: list[int], declared: frozenset[str], strings: ModuleStrings) -> None:
-        super().__init__(lines)
-        self.declared = declared
-        self.strings = strings
-        self.rows: list[tuple[Any, ...]] = []
-
-    def _value(self, arg: ast.expr) -> str | None:
-        if isinstance(arg, ast.Constant):
-            return arg.value if isinstance(arg.value, str) else None
-        if not isinstance(arg, (ast.Name, ast.BinOp, ast.JoinedStr)):
-            return None
-        scopes = [p for p in self.parents if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
-        return self.strings.value(arg, scopes)
-
-    def found(self, node: ast.AST) -> None:
-        if not isinstance(node, ast.Call):
-            return
-        callee = dotted(node.func)
-        if not callee:
-            return
-        handed = [(i, "", a) for i, a in enumerate(node.args)] + [(-1, k.arg or "", k.value) for k in node.keywords]
-        for position, keyword, arg in handed:
-            value = self._value(arg)
-            if value is not None and value in self.declared:
-                self.rows.append((
-                    self.function, f"name:{callee}", position, keyword, value, arg.lineno, arg.col_offset,
-                    arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
-                ))
+def _instances(tree: ast.Module) -> list[tuple[str, str]]:
+    """(name, class): `ENV = Env()` at the top level, Env a class of the module."""
+    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    found: list[tuple[str, str]] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+            cls = dotted(node.value.func)
+            if cls in classes:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                found += [(target.id, cls) for target in targets if isinstance(target, ast.Name)]
+    return found
 
 
-def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts:
+def base_facts(tree: ast.Module, text: str, settings: ScanSettings, command_params: Iterable[tuple[str, str]] = ()) -> FlowFacts:
     """The facts of one module that need no other module: imports, signatures, the
-    context and environment it returns, its environment-key parameters, and the declared
-    names it passes as literals. (What the record analysis adds: scan.scan_source.)"""
+    context and environment it returns, its parameters used as environment keys (and,
+    from the door analysis, as child commands: `command_params`), and its instances.
+    (What the record analysis adds: scan.scan_source.)"""
     fetchers, env_params = _door_facts(tree, text)
-    literals: list[tuple[Any, ...]] = []
-    declared = frozenset(settings.env_vars)
-    strings = ModuleStrings(tree)
-    # module constants that spell a declared name or a part of one: the calls naming them
-    # may pass a declared name
-    pieces = strings.constants_in(declared) if declared else set()
-    if declared and (pieces or any(name in text for name in declared)):
-        walk = _Literals(mention_lines(text, declared | pieces), declared, strings)
-        for node in tree.body:
-            walk.visit(node)
-        literals = walk.rows
+    env_params += sorted({(function, param, "command") for function, param in command_params})
     bases = tuple(
         (node.name, *filter(None, map(dotted, node.bases))) for node in tree.body if isinstance(node, ast.ClassDef)
     )
@@ -377,19 +349,25 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts
         signatures=tuple(_signatures(tree, settings, settings.record_class in text)),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
-        env_literals=tuple(literals),
+        instances=tuple(_instances(tree)) if env_params else (),
     )
 
 
 class _Uses(_Walk):
     """Uses of imported functions that return a config context or the environment."""
 
-    def __init__(self, lines: list[int], flows: FlowInput, declared: frozenset[str]) -> None:
+    def __init__(self, lines: list[int], flows: FlowInput, declared: frozenset[str], strings: ModuleStrings) -> None:
         super().__init__(lines)
         self.flows = flows
         self.declared = declared
+        self.strings = strings
         self.reads: list[tuple[Any, ...]] = []
         self.fetchers: list[tuple[str, str]] = []
+        # spelled callable -> (position, parameter, use) of its key or command parameters
+        self.helpers: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+        for entry in flows.env_helpers:
+            spelled, position, param, use = entry.split("|")
+            self.helpers[spelled].append((int(position), param, use))
 
     def _row(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
         self.reads.append((
@@ -400,10 +378,17 @@ class _Uses(_Walk):
     def found(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             self._held(node)
+            if self.helpers:
+                self._helper_handed_on(node)
         if not isinstance(node, ast.Call):
             return
         name = dotted(node.func)
         parent = self.parents[-1] if self.parents else None
+        if name in self.helpers:
+            self._helper_call(node, node.args, node.keywords, self.helpers[name])
+        elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
+            # `functools.partial(get_env, "X")`: the name is handed over now
+            self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
         if name in self.flows.environ_getters:
             key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
             self._environ_key(node, key, "getenv")
@@ -419,6 +404,75 @@ class _Uses(_Walk):
             self._context(parent)
         elif name in self.flows.environ_fetchers:
             self._environ(node, parent)
+
+    def _scopes(self) -> list[ast.AST]:
+        return [p for p in self.parents if isinstance(p, _RESOLVER_SCOPES)]
+
+    def _helper_handed_on(self, node: ast.Name | ast.Attribute) -> None:
+        """An environment helper handed on instead of called (`map(get_env, names)`):
+        whoever calls it may pass any name."""
+        name = dotted(node)
+        if name not in self.helpers or not any(use == "environ" for _, _, use in self.helpers[name]):
+            return
+        parent = self.parents[-1] if self.parents else None
+        if isinstance(parent, ast.Call) and (parent.func is node or (
+            parent.args and parent.args[0] is node and dotted(parent.func).rpartition(".")[2] == "partial"
+        )):
+            return
+        if isinstance(parent, ast.Attribute):
+            return  # `get_env.__doc__`, or a longer name (judged as itself)
+        self._row(node, ENV_UNRESOLVED, "environ", "env_helper")
+
+    def _helper_call(
+        self, call: ast.Call, args: Sequence[ast.expr], keywords: Sequence[ast.keyword], specs: list[tuple[int, str, str]]
+    ) -> None:
+        """A call of a function that uses its parameter as an environment key (or as a
+        child's command): the name handed over is read here. Deny by default: a name the
+        module does not show (a parameter, an import, a call) is `$?`."""
+        positional: list[ast.expr] | None = []
+        for arg in args:
+            if positional is None:
+                break
+            if not isinstance(arg, ast.Starred):
+                positional.append(arg)
+            elif isinstance(arg.value, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in arg.value.elts):
+                positional.extend(arg.value.elts)  # `get_env(*("X",))`
+            else:
+                positional = None  # `get_env(*names)`: any name, at any position
+        scopes = self._scopes()
+        for position, param, use in specs:
+            given: ast.expr | None = None
+            unknown = positional is None
+            if positional is not None and 0 <= position < len(positional):
+                given = positional[position]
+            else:
+                given = next((k.value for k in keywords if k.arg == param), None)
+                unknown = unknown or (given is None and any(k.arg is None for k in keywords))
+            if use == "command":
+                if given is not None:
+                    self._command(given, scopes)
+                continue
+            if given is None and not unknown:
+                continue  # the helper's own default
+            names = self.strings.values(given, scopes) if given is not None else None
+            if names is None:
+                self._row(given if given is not None else call, ENV_UNRESOLVED, "environ", "env_helper")
+                continue
+            for name in sorted(names & self.declared):
+                self._row(given if given is not None else call, env_subject(name), "environ", "env_helper")
+
+    def _command(self, given: ast.expr, scopes: list[ast.AST]) -> None:
+        """A command handed to a function that runs it in a child: the declared names
+        its literal text shows are read here (configbags.migrate.childenv)."""
+        scope = next((n for n in reversed(scopes) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), self.strings.tree)
+        named: set[str] = set()
+        for _, text in command_fragments(
+            [given], lambda expr: self.strings.value(expr, scopes), scope, self.strings.tree,
+            lambda expr: self.strings.bound(expr, scopes),
+        ):
+            named.update(named_variables(text, self.declared))
+        for name in sorted(named):
+            self._row(given, env_subject(name), "environ", "child_process")
 
     def _context(self, parent: ast.AST | None) -> None:
         if isinstance(parent, ast.Attribute) and parent.attr == "state":
@@ -458,20 +512,22 @@ class _Uses(_Walk):
             self._row(node, ENV_UNRESOLVED, "environ", form)
 
 
-def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
+def use_facts(
+    tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None
+) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
     """(reads, fetchers): the reads through imported context and environment fetchers,
     and the module-level functions that return what one of them returns."""
     names = {
         part
         for spelled in (
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
-            *flows.environ_getters,
+            *flows.environ_getters, *(entry.partition("|")[0] for entry in flows.env_helpers),
         )
         for part in spelled.split(".")
     }
     if not names:
         return [], []
-    walk = _Uses(mention_lines(text, names), flows, frozenset(settings.env_vars))
+    walk = _Uses(mention_lines(text, names), flows, frozenset(settings.env_vars), strings or ModuleStrings(tree))
     for node in tree.body:
         walk.visit(node)
     return walk.reads, walk.fetchers
@@ -526,6 +582,9 @@ class _Project:
             self.kinds[rel] = table
         self._defs: dict[str, dict[str, tuple[Any, ...]]] = {}
         self.sorted_modules = sorted(self.modules)
+        # files whose callables take an environment key or a child's command
+        self.helper_files = {rel for rel, result in results.items() if result.flow.env_params}
+        self._helper_rows: dict[str, list[tuple[str, str]]] = {}
         # the first part of every scanned module's name: an import of any other names a
         # module that is not scanned (the standard library, a third party)
         self.tops = {module.partition(".")[0] for module in self.modules}
@@ -690,7 +749,62 @@ class _Project:
             context_holders=frozenset(spelled["context_holder"]),
             environ_holders=frozenset(spelled["environ_holder"]),
             environ_getters=frozenset(spelled["environ_getter"]),
+            env_helpers=self.env_helpers(rel),
         )
+
+    def _helpers_of(self, rel: str) -> list[tuple[str, str]]:
+        """(spelled in `rel`, entry tail "position|parameter|use") of `rel`'s own
+        callables that use a parameter as an environment key or a child's command: its
+        functions and classes by name, static methods as `Class.method`, and the methods
+        of its instances (`ENV = Env()`: `ENV.get`)."""
+        known = self._helper_rows.get(rel)
+        if known is not None:
+            return known
+        flow = self.results[rel].flow
+        uses: dict[str, dict[str, str]] = defaultdict(dict)
+        for function, param, use in flow.env_params:
+            uses[function][param] = use
+        found: list[tuple[str, str]] = []
+        if uses:
+            instances = defaultdict(list)
+            for name, cls in flow.instances:
+                instances[cls].append(name)
+            for row in flow.signatures:
+                qualname, positional, kwonly, _, _, body = row
+                for param, use in uses.get(body, {}).items():
+                    position = list(positional).index(param) if param in positional else -1
+                    if position == -1 and param not in kwonly:
+                        continue  # `self`, or a parameter only the body names
+                    tail = f"{position}|{param}|{use}"
+                    found.append((qualname, tail))
+                    owner, _, method = qualname.rpartition(".")
+                    for name in instances.get(owner, ()) if owner else ():
+                        found.append((f"{name}.{method}", tail))
+        self._helper_rows[rel] = found
+        return found
+
+    def env_helpers(self, rel: str) -> frozenset[str]:
+        """The env_helpers entries of `rel` (configbags.migrate.scanmodel.FlowInput)."""
+        if not self.helper_files:
+            return frozenset()
+        entries = {f"{spelled}|{tail}" for spelled, tail in self._helpers_of(rel)}
+        for local, (kind, target) in self.local_imports(rel).items():
+            if kind == "sym":
+                site = self.resolve(rel, local)
+                if site[0] is None or site[0] not in self.helper_files:
+                    continue
+                for spelled, tail in self._helpers_of(site[0]):
+                    if spelled == site[1]:
+                        entries.add(f"{local}|{tail}")
+                    elif spelled.startswith(site[1] + "."):
+                        entries.add(f"{local}{spelled[len(site[1]):]}|{tail}")
+                continue
+            for module in self.under(target):
+                other = self.modules[module]
+                if other in self.helper_files:
+                    prefix = local + module[len(target) :]
+                    entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other))
+        return frozenset(entries)
 
     def _exported(self, rel: str) -> set[str]:
         names = {name for name, kinds in self.kinds[rel].items() if kinds}
@@ -827,12 +941,4 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
                     reads[rel].append((*site, "escape", "escapes_call", "held"))
             elif target is None or target.partition(":")[0] not in homes:
                 reads[rel].append((*site, "escape", "escapes_call", "held"))
-        for caller, callee, position, keyword, name, line, col, end_line, end_col in result.flow.env_literals:
-            target = project.callee(rel, callee)
-            if not isinstance(target, tuple):
-                continue
-            where, row = target
-            param = _parameter(row, position, keyword)
-            if param is not None and (row[5], param) in {tuple(p) for p in project.results[where].flow.env_params}:
-                reads[rel].append((caller, env_subject(name), line, col, end_line, end_col, "environ", "env_helper", "held"))
     return reads

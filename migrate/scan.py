@@ -185,8 +185,8 @@ def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = N
         analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
         reads = analysed.reads
         doors = door_scan.reads()
-        facts = base_facts(tree, searched, settings)
-        used, returned = use_facts(tree, searched, settings, flows) if flows else ([], [])
+        facts = base_facts(tree, searched, settings, door_scan.command_params())
+        used, returned = use_facts(tree, searched, settings, flows, door_scan.strings) if flows else ([], [])
         doors = [*doors, *used]
         # what the other analyses already report on a line is not reported twice
         known = {(row[1], row[2]) for row in (*reads, *doors)}

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 38
+SCANNER_VERSION = 39
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -183,10 +183,12 @@ class FlowFacts:
     # passed to a callable. callee is `name:DOTTED` as spelled, or `self:CLASS.METHOD`;
     # position -1 for a keyword (then keyword names it) or an unpacked argument
     passes: Rows = ()
-    env_params: Rows = ()  # (function qualname, parameter) used as an environment key
-    # (caller, callee, position, keyword, NAME, line, col, end_line, end_col): a declared
-    # variable's name passed as a literal
-    env_literals: Rows = ()
+    # (function qualname, parameter, use): a parameter used as an environment key (use
+    # "environ") or as a child process's command (use "command")
+    env_params: Rows = ()
+    # (name, class): module-level names bound to an instance of the module's class
+    # (`ENV = Env()`), whose methods other modules call through it
+    instances: Rows = ()
 
 
 @attrs.frozen
@@ -205,11 +207,16 @@ class FlowInput:
     context_holders: frozenset[str] = frozenset()
     environ_holders: frozenset[str] = frozenset()
     environ_getters: frozenset[str] = frozenset()
+    # the callables the module may spell whose parameter is an environment key or a child
+    # command (its own functions, and its imports'): "spelled|position|parameter|use",
+    # position -1 for a keyword-only parameter
+    env_helpers: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
+            or self.env_helpers
         )
 
     def key(self) -> str:
@@ -223,6 +230,7 @@ class FlowInput:
             ",".join(sorted(self.context_holders)),
             ",".join(sorted(self.environ_holders)),
             ",".join(sorted(self.environ_getters)),
+            ",".join(sorted(self.env_helpers)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
