@@ -57,7 +57,7 @@ import ast
 import bisect
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate.aliases import mention_lines, statement_span
@@ -1159,12 +1159,14 @@ class DoorScan:
     reads (where the file may open a door) or for the fetching calls the record analysis
     needs resolved (configbags.migrate.aliases)."""
 
-    def __init__(self, tree: ast.Module, text: str, settings: ScanSettings) -> None:
+    def __init__(
+        self, tree: ast.Module, text: str, settings: ScanSettings, imported: Iterable[tuple[str, str, str]] = ()
+    ) -> None:
         self.tree = tree
         self.text = text
         self.declared = _declared_set(settings.env_vars)
         self.may_fetch = _may_fetch(text)
-        self.strings = ModuleStrings(tree)
+        self.strings = ModuleStrings(tree, imported)
         self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]] | None = None
 
     def _run(self) -> tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]]:
@@ -1248,8 +1250,11 @@ class ModuleStrings:
     call, a binding the scope does not show) is unknown: None. A name whose bindings give
     several strings has several values (values()); value() is the one, or None."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, imported: Iterable[tuple[str, str, str]] = ()) -> None:
         self.tree = tree
+        # other modules' constants the module imports, by the name it spells them with
+        # (`from pkg.names import PAGE`, `names.PAGE`), as the project pass found them
+        self.imported: dict[str, ast.expr] = {spelled: _constant_node(shape, value) for spelled, shape, value in imported}
         self._bindings: dict[str, list[ast.expr | None]] | None = None
         self._scopes: dict[int, dict[str, _Bound]] = {}  # id(scope node) -> name -> values
         self._classes: dict[str, ast.ClassDef] | None = None
@@ -1349,9 +1354,35 @@ class ModuleStrings:
                 return [(v, outer if v is not None and _is_default(node, v) else inside) for v in values]
         bindings = self._module_bindings()
         values = bindings.get(name)
+        if name in self.imported and values is not None and len(values) == 1:
+            return [(self.imported[name], ())]
         if not values or "*" in bindings:
             return None  # bound nowhere the module shows (a builtin), or by a star import
         return [(v, ()) for v in values]
+
+    def exported(self, declared: frozenset[str]) -> list[tuple[str, str, str]]:
+        """The module's constants other modules may import as an environment name or a
+        command (FlowFacts.constants): a string, or a list or tuple of strings, naming a
+        declared variable. (Only those: each importer of one is analysed again, and an
+        imported constant naming none reads nothing declared, or is `$?` where a name
+        is wanted.)"""
+        found: list[tuple[str, str, str]] = []
+        bindings = self._module_bindings()
+        for name, values in bindings.items():
+            if len(values) != 1 or values[0] is None:
+                continue
+            value = values[0]
+            if isinstance(value, (ast.List, ast.Tuple)):
+                items = [self.value(e, ()) for e in value.elts]
+                if all(item is not None for item in items) and any(
+                    declared.intersection(_WORDS.findall(item or "")) for item in items
+                ):
+                    found.append((name, "list", "\0".join(item or "" for item in items)))
+                continue
+            text = self.value(value, ())
+            if text is not None and declared.intersection(_WORDS.findall(text)):
+                found.append((name, "str", text))
+        return sorted(found)
 
     def _scope_bindings(self, node: ast.AST) -> dict[str, _Bound]:
         """What a function, lambda, class body or comprehension binds, by name."""
@@ -1395,6 +1426,11 @@ class ModuleStrings:
         return cls if cls is not None and bindings is not None and len(bindings) == 1 else None
 
     def _attribute(self, expr: ast.Attribute, enclosing: Sequence[ast.AST]) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
+        spelled = dotted_name(expr)
+        if spelled in self.imported and not any(
+            spelled.partition(".")[0] in self._scope_bindings(node) for node in enclosing
+        ):
+            return [(self.imported[spelled], ())]  # `names.PAGE`, names another module
         if expr.attr == "value" and isinstance(expr.value, ast.Attribute):
             # `E.X.value`: the member's value, of an Enum
             cls = self._class(expr.value.value, enclosing)
@@ -1471,6 +1507,15 @@ class ModuleStrings:
 
 # How many values a concatenation of several-valued parts may have before it is unknown.
 _MAX_VALUES = 64
+
+
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _constant_node(shape: str, value: str) -> ast.expr:
+    if shape == "list":
+        return ast.List(elts=[ast.Constant(item) for item in value.split("\0")], ctx=ast.Load())
+    return ast.Constant(value)
 
 
 def dotted_name(expr: ast.expr) -> str:

@@ -333,7 +333,10 @@ def _instances(tree: ast.Module) -> list[tuple[str, str]]:
     return found
 
 
-def base_facts(tree: ast.Module, text: str, settings: ScanSettings, command_params: Iterable[tuple[str, str]] = ()) -> FlowFacts:
+def base_facts(
+    tree: ast.Module, text: str, settings: ScanSettings, command_params: Iterable[tuple[str, str]] = (),
+    strings: ModuleStrings | None = None,
+) -> FlowFacts:
     """The facts of one module that need no other module: imports, signatures, the
     context and environment it returns, its parameters used as environment keys (and,
     from the door analysis, as child commands: `command_params`), and its instances.
@@ -350,6 +353,7 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings, command_para
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
         instances=tuple(_instances(tree)) if env_params else (),
+        constants=tuple((strings or ModuleStrings(tree)).exported(frozenset(settings.env_vars))) if settings.env_vars else (),
     )
 
 
@@ -584,6 +588,7 @@ class _Project:
         self.sorted_modules = sorted(self.modules)
         # files whose callables take an environment key or a child's command
         self.helper_files = {rel for rel, result in results.items() if result.flow.env_params}
+        self.constant_files = {rel for rel, result in results.items() if result.flow.constants}
         self._helper_rows: dict[str, list[tuple[str, str]]] = {}
         # the first part of every scanned module's name: an import of any other names a
         # module that is not scanned (the standard library, a third party)
@@ -750,7 +755,29 @@ class _Project:
             environ_holders=frozenset(spelled["environ_holder"]),
             environ_getters=frozenset(spelled["environ_getter"]),
             env_helpers=self.env_helpers(rel),
+            constants=self.imported_constants(rel),
         )
+
+    def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
+        """Other modules' constants `rel` imports (FlowInput.constants)."""
+        if not self.constant_files:
+            return frozenset()
+        found: set[tuple[str, str, str]] = set()
+        for local, (kind, target) in self.local_imports(rel).items():
+            if kind == "sym":
+                site = self.resolve(rel, local)
+                if site[0] is not None and site[0] in self.constant_files:
+                    found.update((local, shape, value) for name, shape, value in self.constant_rows(site[0]) if name == site[1])
+                continue
+            for module in self.under(target):
+                other = self.modules[module]
+                if other in self.constant_files:
+                    prefix = local + module[len(target) :]
+                    found.update((f"{prefix}.{name}", shape, value) for name, shape, value in self.constant_rows(other))
+        return frozenset(found)
+
+    def constant_rows(self, rel: str) -> tuple[tuple[str, str, str], ...]:
+        return tuple((str(name), str(shape), str(value)) for name, shape, value in self.results[rel].flow.constants)
 
     def _helpers_of(self, rel: str) -> list[tuple[str, str]]:
         """(spelled in `rel`, entry tail "position|parameter|use") of `rel`'s own

@@ -181,11 +181,11 @@ def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = N
         searched = search_text(text)
         # one door analysis serves both: its reads, and the fetching calls (`getattr(x,
         # "a")` under any alias) that the record analysis reads as attributes
-        door_scan = DoorScan(tree, searched, settings)
+        door_scan = DoorScan(tree, searched, settings, flows.constants if flows else ())
         analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
         reads = analysed.reads
         doors = door_scan.reads()
-        facts = base_facts(tree, searched, settings, door_scan.command_params())
+        facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings)
         used, returned = use_facts(tree, searched, settings, flows, door_scan.strings) if flows else ([], [])
         doors = [*doors, *used]
         # what the other analyses already report on a line is not reported twice

@@ -5,6 +5,7 @@ the cache, the check and the fix, so none of them imports another's internals.""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, NamedTuple
 
 import attrs
@@ -189,6 +190,10 @@ class FlowFacts:
     # (name, class): module-level names bound to an instance of the module's class
     # (`ENV = Env()`), whose methods other modules call through it
     instances: Rows = ()
+    # (name, shape, value): module-level string constants other modules may import as an
+    # environment name or a command (`PAGE = "SGLANG_PAGE_SIZE"`, `CMD = "echo $NAME"`);
+    # shape "str", or "list" for a list or tuple of strings (value: them, NUL-separated)
+    constants: Rows = ()
 
 
 @attrs.frozen
@@ -211,12 +216,15 @@ class FlowInput:
     # command (its own functions, and its imports'): "spelled|position|parameter|use",
     # position -1 for a keyword-only parameter
     env_helpers: frozenset[str] = frozenset()
+    # the module's imports of other modules' constants (FlowFacts.constants), by the
+    # name it spells them with: (spelled, shape, value)
+    constants: frozenset[tuple[str, str, str]] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
-            or self.env_helpers
+            or self.env_helpers or self.constants
         )
 
     def key(self) -> str:
@@ -231,6 +239,7 @@ class FlowInput:
             ",".join(sorted(self.environ_holders)),
             ",".join(sorted(self.environ_getters)),
             ",".join(sorted(self.env_helpers)),
+            json.dumps(sorted(self.constants)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

@@ -83,6 +83,19 @@ def test_a_declared_name_handed_to_an_env_helper_is_read_at_the_call_site(tmp_pa
 
 @pytest.mark.parametrize("user", [
     IMPORT + "from pkg.names import PAGE\n\ndef f():\n    return get_env(PAGE)\n",
+    IMPORT + "from pkg import names\n\ndef f():\n    return get_env(names.PAGE)\n",
+    "import os\nfrom pkg.names import PAGE\n\ndef f():\n    return os.environ[PAGE]\n",
+    "import subprocess\nfrom .names import CMD\n\ndef f():\n    return subprocess.run(CMD, shell=True)\n",
+    "import subprocess\nfrom pkg.names import ARGV\n\ndef f():\n    return subprocess.run(ARGV)\n",
+])
+def test_another_modules_constant_is_resolved(tmp_path: Path, user: str) -> None:
+    names = "PAGE = 'SGLANG_PAGE_SIZE'\nCMD = 'echo $SGLANG_PAGE_SIZE'\nARGV = ['printenv', 'SGLANG_PAGE_SIZE']\n"
+    result = _scan(tmp_path, {"envutil.py": ENVUTIL, "names.py": names, "user.py": user})
+    assert _keys(result) == {("f", PAGE)}, result.reads
+
+
+@pytest.mark.parametrize("user", [
+    IMPORT + "from pkg.names import OTHER\n\ndef f():\n    return get_env(OTHER)\n",
     IMPORT + "def f(name):\n    return get_env(name)\n",
     IMPORT + "def f(names):\n    return get_env(*names)\n",
     IMPORT + "def f(kw):\n    return get_env(**kw)\n",
@@ -90,7 +103,7 @@ def test_a_declared_name_handed_to_an_env_helper_is_read_at_the_call_site(tmp_pa
     IMPORT + "def f(o):\n    return ENV.get(o.name)\n",
 ])
 def test_a_name_the_module_does_not_show_handed_to_an_env_helper_is_unresolved(tmp_path: Path, user: str) -> None:
-    names = "PAGE = 'SGLANG_PAGE_SIZE'\n"
+    names = "OTHER = 'PKG_' + 'HOME'\n"
     result = _scan(tmp_path, {"envutil.py": ENVUTIL, "names.py": names, "user.py": user})
     assert ("f", "$?") in _keys(result), result.reads
     # the helper's own `$?` allowlisted never covers its callers
