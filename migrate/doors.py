@@ -60,7 +60,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from configbags.migrate.aliases import mention_lines, statement_span
+from configbags.migrate.aliases import mention_lines, mentions, statement_span
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
@@ -1360,29 +1360,38 @@ class ModuleStrings:
             return None  # bound nowhere the module shows (a builtin), or by a star import
         return [(v, ()) for v in values]
 
-    def exported(self, declared: frozenset[str]) -> list[tuple[str, str, str]]:
+    def exported(self, text: str, declared: frozenset[str]) -> list[tuple[str, str, str]]:
         """The module's constants other modules may import as an environment name or a
-        command (FlowFacts.constants): a string, or a list or tuple of strings, naming a
-        declared variable. (Only those: each importer of one is analysed again, and an
-        imported constant naming none reads nothing declared, or is `$?` where a name
-        is wanted.)"""
-        found: list[tuple[str, str, str]] = []
-        bindings = self._module_bindings()
-        for name, values in bindings.items():
-            if len(values) != 1 or values[0] is None:
+        command (FlowFacts.constants): a string literal, or a list or tuple of them,
+        naming a declared variable, bound once at the top level. (Only those: each
+        importer of one is analysed again, and an imported constant naming none reads
+        nothing declared, or is `$?` where a name is wanted.) Cheap: only statements
+        whose lines mention a candidate are looked at for other bindings."""
+        if not any(name in text for name in declared):
+            return []
+        candidates: dict[str, tuple[str, str]] = {}
+        for stmt in self.tree.body:
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
+                stmt.target if isinstance(stmt, ast.AnnAssign) else None
+            )
+            value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+            if not isinstance(target, ast.Name) or value is None:
                 continue
-            value = values[0]
-            if isinstance(value, (ast.List, ast.Tuple)):
-                items = [self.value(e, ()) for e in value.elts]
-                if all(item is not None for item in items) and any(
-                    declared.intersection(_WORDS.findall(item or "")) for item in items
-                ):
-                    found.append((name, "list", "\0".join(item or "" for item in items)))
-                continue
-            text = self.value(value, ())
-            if text is not None and declared.intersection(_WORDS.findall(text)):
-                found.append((name, "str", text))
-        return sorted(found)
+            elements = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+            items = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if len(items) == len(elements) and any(declared.intersection(_WORDS.findall(item)) for item in items):
+                shape = "str" if elements[0] is value else "list"
+                candidates[target.id] = (shape, "\0".join(items))
+        if not candidates:
+            return []
+        lines = mention_lines(text, candidates)
+        counts: dict[str, int] = dict.fromkeys(candidates, 0)
+        for stmt in self.tree.body:
+            if mentions(lines, statement_span(stmt)):
+                for name in _bound_at_module(stmt):
+                    if name in counts:
+                        counts[name] += 1
+        return sorted((name, *candidates[name]) for name, count in counts.items() if count == 1)
 
     def _scope_bindings(self, node: ast.AST) -> dict[str, _Bound]:
         """What a function, lambda, class body or comprehension binds, by name."""

@@ -353,7 +353,7 @@ def base_facts(
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
         instances=tuple(_instances(tree)) if env_params else (),
-        constants=tuple((strings or ModuleStrings(tree)).exported(frozenset(settings.env_vars))) if settings.env_vars else (),
+        constants=tuple((strings or ModuleStrings(tree)).exported(text, frozenset(settings.env_vars))) if settings.env_vars else (),
     )
 
 
