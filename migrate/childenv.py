@@ -9,7 +9,10 @@ the child reads it (`$NAME`, `${NAME}`, `%NAME%`, `printenv NAME`, `python -c
 "...environ['NAME']..."`). The literal text is every string or bytes literal in the
 command's arguments (list and tuple elements, each side of a `+`, the literal parts of an
 f-string, the arguments and receiver of a call in it: `textwrap.dedent(...)`, `"...".strip()`)
-and the module constants (and top-level lists) they name, but never the child's environment: the
+and what the names in it are bound to one step away (module constants and top-level lists,
+a dict constant subscripted literally, a class attribute or `self.cmd` its methods assign,
+a parameter's default, another module's constant: configbags.migrate.doors.ModuleStrings),
+but never the child's environment: the
 `env=` keyword and mapping arguments (`os.execve(path, args, {"NAME": "1"})`) set
 variables, they do not read them. A command the module does not show (a parameter, a
 template from elsewhere, `shell=True` with a name) is not reported: that would flag every

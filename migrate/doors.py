@@ -16,9 +16,12 @@ the ratchet can hold them to the allowlist like raw record reads:
   (form environ_whole). Only what reads nothing here is exempt: a child process's
   environment (_ENV_CHILD_PROCESS), `len`/`bool`/`isinstance`, a truth test, `is`, a
   binding to a name (whose uses are judged in turn), and writes.
+  Also what reads a declared variable for the module: an attribute named like one
+  (`envs.SGLANG_PAGE_SIZE.get()`, a descriptor per variable), a command-line library's
+  `envvar=` / `auto_envvar_prefix=`, and a child's command naming one (childenv).
   The environment is one layer of the leaf; its accessor has the value resolved over all
   of them. Reported with leaf `$NAME`; an undeclared name is not reported, a name the
-  module does not show is `$?`.
+  module does not show (ModuleStrings, below, resolves what it does) is `$?`.
 - an operator readback: `.state` of a config context (`get_context().state`, `ctx.state`
   after `ctx = get_context()`, and likewise `process_context`, the accessors' `publish`,
   `import_state`, `from_state`, `publish_distributed`) and

@@ -5,8 +5,8 @@ function boundary it records as facts (configbags.migrate.scanmodel.FlowFacts): 
 imports, the signatures of its functions, which module-level names return the record, a
 config context or the environment when called (fetchers), which hold the record
 (holders), where the record is handed to a callable (passes), which parameters are used
-as an environment variable's name, and where a declared variable's name is passed as a
-literal. This pass resolves the imports by module name (a file's module name follows its
+as an environment variable's name or a child's command, its instances (`ENV = Env()`)
+and its string constants that name a declared variable. This pass resolves the imports by module name (a file's module name follows its
 path and the `__init__.py` chain; relative imports too), tells each module what its
 imports are (configbags.migrate.scanmodel.FlowInput) and which of its parameters receive
 the record, and analyses again the modules whose input changed, until nothing changes.
@@ -21,7 +21,11 @@ Then it reports, at the call site (keyed to the caller's file and function):
 - the record handed to a function that reads it whole or dynamically (a read of `*` in
   that function, allowlisted there or not): leaf `*`, via "helper";
 - a declared variable's name passed to a parameter the callee uses as an environment key:
-  leaf `$NAME`, via "environ", form "env_helper".
+  leaf `$NAME`, via "environ", form "env_helper"; `$?` where the module does not show the
+  name passed (deny by default). The callables each module may spell are told to it
+  (FlowInput.env_helpers) and the reads found where it calls them (_Uses), with the names
+  resolved by the door analysis's resolver (configbags.migrate.doors.ModuleStrings), which
+  is also told the other modules' constants the module imports (FlowInput.constants).
 
 A read found through another module is at most "held" (configbags.migrate.scanmodel.
 ORIGINS), so `ratchet fix` never rewrites it.
