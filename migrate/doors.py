@@ -93,6 +93,13 @@ from configbags.migrate.scopes import (
 # What an expression is, as a "kind": the dotted path of what it names (`os.environ`,
 # `configbags.runtime.dist.state_dict`), or _CONTEXT for a config context object.
 _CONTEXT = "<context>"
+# An object of configbags' runtime that is no context but holds one: what a context's
+# attributes and methods give (`get_context().installer`), a runner view, what
+# `publish_legacy` returns; its `.context` or private `._context` is the context.
+_RUNTIME = "<configbags object>"
+_RUNTIME_SOURCES = frozenset({"publish_legacy", "runner_view"})
+# configbags.runtime.context._process.CONTEXTS: each package's process context, by name
+_REGISTRY = "<contexts>"
 _ENVIRON = "os.environ"
 # callables that read one variable: path -> the form reported
 _ENV_GETTERS = {
@@ -191,11 +198,13 @@ _ENVVAR_KEYWORDS = frozenset({"envvar", "auto_envvar_prefix"})
 _DESCRIPTOR_WRITERS = frozenset({"set", "clear", "unset", "override", "__set__", "__delete__"})
 # A file can only open a door if it mentions one of these.
 _ENV_WORDS = ("environ", "getenv")
-_CONTEXT_WORDS = ("get_context", "process_context", "publish", "import_state", "from_state")
+_CONTEXT_WORDS = ("get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS")
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
+    # what holds a context in a private part, or hands one back (see _RUNTIME)
+    | {"publish_legacy", "runner_view", "CONTEXTS", "_context"}
     | _CONTEXT_FUNCTIONS
     | set(_FETCH_WORDS)
     # child processes: their commands may name a declared variable (configbags.migrate.childenv)
@@ -218,10 +227,31 @@ def _is_context_source(path: str | None) -> bool:
     return parts[-1] == "publish" and len(parts) > 1 and (parts[-2] == "accessors" or parts[0] == "configbags")
 
 
+def _derived(path: str) -> str | None:
+    """What a dotted path names besides itself: a context held privately by a configbags
+    module (`accessors._context`), the contexts registry, or None."""
+    parts = path.split(".")
+    ours = parts[0] == "configbags" or (len(parts) > 1 and parts[-2] == "accessors")
+    if not ours:
+        return None
+    if parts[-1] == "_context":
+        return _CONTEXT
+    if parts[-1] == "CONTEXTS":
+        return _REGISTRY
+    if parts[-1] in ("cfg", "_view"):
+        return _RUNTIME  # the generated process view
+    return None
+
+
+def _runtime_source(path: str) -> bool:
+    parts = path.split(".")
+    return parts[-1] in _RUNTIME_SOURCES and (parts[0] == "configbags" or (len(parts) > 1 and parts[-2] == "accessors"))
+
+
 def _is_door(kind: str) -> bool:
     """Is a name bound to this worth following (an alias of a door, or of a fetcher)?"""
     return (
-        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS)
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY)
         or kind in _ENV_GETTERS
         or kind in _ENV_VIEWS
         or kind in _ENV_ITEM_VIEWS
@@ -417,15 +447,14 @@ class _Doors(Scopes[_Scope]):
         if isinstance(expr, ast.Name):
             return self.name_kind(expr.id, scope)
         if isinstance(expr, ast.Attribute):
-            base = self.kind(expr.value, scope)
-            if not base:
-                return self._held_attribute(expr, scope)
-            return frozenset(f"{path}.{expr.attr}" for path in base if path != _CONTEXT)
+            return self._attribute_kind(expr, scope)
         if isinstance(expr, ast.Call):
             return self._call_kind(expr, scope)
         if isinstance(expr, (ast.NamedExpr, ast.Await)):
             return self.kind(expr.value, scope)
         if isinstance(expr, ast.Subscript):
+            if _REGISTRY in self.kind(expr.value, scope):
+                return frozenset({_CONTEXT})  # `CONTEXTS["pkg.config_bags"]`
             # `vars(self)["ctx"]`, `self.__dict__["ctx"]`: the attribute by its name
             owner = _namespace_of(expr.value, lambda e: self.kind(e, scope))
             key = _literal(expr.slice)
@@ -474,12 +503,27 @@ class _Doors(Scopes[_Scope]):
             return _CONTEXT in self.kind(factory.body, self.scope_of.get(id(factory), scope))
         return factory is not None and any(_is_context_source(path) for path in self.kind(factory, scope))
 
+    def _attribute_kind(self, expr: ast.Attribute, scope: _Scope) -> frozenset[str]:
+        base = self.kind(expr.value, scope)
+        if not base:
+            return self._held_attribute(expr, scope)
+        paths = {f"{path}.{expr.attr}" for path in base if not path.startswith(("<context", "<configbags", "<contexts"))}
+        found = paths | {d for d in map(_derived, paths) if d is not None}
+        if _CONTEXT in base or _RUNTIME in base:
+            # `get_context().installer._context`, `publish_legacy(...).context`
+            found.add(_CONTEXT if expr.attr in ("_context", "context") else _RUNTIME)
+        return frozenset(found)
+
     def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
         func = self.kind(expr.func, scope)
         if not func:
             return _NO_KINDS
         found: set[str] = set()
         if any(_is_context_source(path) for path in func):
+            found.add(_CONTEXT)
+        if _RUNTIME in func or _CONTEXT in func or any(_runtime_source(path) for path in func):
+            found.add(_RUNTIME)  # `get_context().runner_view(...)`, `publish_legacy(...)`
+        if any(path.endswith(".CONTEXTS.get") and _derived(path[: -len(".get")]) == _REGISTRY for path in func):
             found.add(_CONTEXT)
         if not func.isdisjoint(_FIELD_FACTORIES) and self._makes_context(expr, func, scope):
             found.add(_CONTEXT)
@@ -566,6 +610,9 @@ class _Doors(Scopes[_Scope]):
         for value, where in values:
             if isinstance(value, _Imported):
                 kinds.add(value.path)
+                derived = _derived(value.path)
+                if derived is not None:
+                    kinds.add(derived)
             elif value is not None:
                 kinds.update(self.kind(value, where))
         self._active.discard(key)
@@ -746,6 +793,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
         # is no module constant there
         self.enclosing: list[ast.AST] = []
+        # ids of the contexts registry's uses that pick one context (`CONTEXTS[name]`,
+        # `CONTEXTS.get(name)`): that context is judged where it goes
+        self.registry_read: set[int] = set()
         # ids of `holder.NAME` (a declared variable's name) only written through
         # (`envs.SGLANG_PAGE_SIZE.set(...)`)
         self.written: set[int] = set()
@@ -773,6 +823,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         ):
             # `functools.cache(get_context)`, `{"ctx": get_context}`: the getter handed on,
             # not called nor renamed; whoever calls it later may read the state back
+            self._report(node, STATE_READBACK, "readback", "context_escape")
+        if (
+            isinstance(node, (ast.Name, ast.Attribute))
+            and id(node) not in self.registry_read
+            and isinstance(node.ctx, ast.Load)
+            and _REGISTRY in self.d.kind(node, self.scope)
+        ):
+            # `CONTEXTS.values()`, `f(CONTEXTS)`: every package's context, handed on whole
             self._report(node, STATE_READBACK, "readback", "context_escape")
         super().visit(node)
 
@@ -883,6 +941,19 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._consume(node.operand)
         self.generic_visit(node)
 
+    def _context_passed(self, node: ast.Call, callee: frozenset[str]) -> None:
+        """A config context handed to a callable (`read(get_context())`, `pool.submit(fn,
+        ctx)`) may be read back there, where no analysis follows it: deny by default.
+        Exempt: what provably reads nothing (`isinstance`, `len`), and the readbacks and
+        `vars(ctx)` reported as such."""
+        if not callee.isdisjoint(_ENV_HARMLESS) or "builtins.vars" in callee or _STATE_DICT in callee:
+            return  # (`state_dict(ctx)` is that readback)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in CONTEXT_READBACK_METHODS:
+            return  # `Context.server_info(ctx)`: that readback
+        for arg in (*node.args, *(k.value for k in node.keywords)):
+            self._context_escape(arg.value if isinstance(arg, ast.Starred) else arg)
+
     def _envvar(self, value: ast.expr, keyword: str) -> None:
         """`click.option(..., envvar="NAME")` (or a list of names), `auto_envvar_prefix=
         "SGLANG"` (every declared variable under the prefix, one per option): the library
@@ -967,6 +1038,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         self._consume(node.value)
+        self.registry_read.add(id(node.value))
         # a store or del changes the environment; only reads are held to the allowlist
         if self.declared and isinstance(node.ctx, ast.Load) and _ENVIRON in self.d.kind(node.value, self.scope):
             self._env(node, node.slice, "environ_subscript")
@@ -978,6 +1050,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in _DESCRIPTOR_WRITERS and isinstance(func.value, ast.Attribute):
             self.written.add(id(func.value))
+        if isinstance(func, ast.Attribute) and func.attr == "get":
+            self.registry_read.add(id(func.value))
+        fetching = bool(self.d.fetched.get(id(node))) or not callee.isdisjoint(_GETATTRS) or _ATTRGETTER in callee
+        if not fetching and not any(path.startswith(_GETTER_MARK) for path in callee):
+            self._context_passed(node, callee)
         if self.declared:
             for keyword in node.keywords:
                 if keyword.arg in _ENVVAR_KEYWORDS:

@@ -241,3 +241,35 @@ def test_an_object_holding_no_context_fetched_by_name_is_no_readback(tmp_path: P
     user = "class Admin:\n    def __init__(self):\n        self.x = 1\n" \
         "    def call(self, attr):\n        return getattr(self, attr)\n"
     assert not _keys(_scan(tmp_path, {"user.py": user}))
+
+
+# ---- round four's F10 leftovers: contexts the runtime holds or hands back, and passed on
+
+
+@pytest.mark.parametrize("user", [
+    "from configbags.runtime.context._process import CONTEXTS\n\ndef f():\n    return CONTEXTS['pkg.config_bags'].state\n",
+    "from configbags.runtime.context import _process\n\ndef f():\n    return _process.CONTEXTS.get('pkg.config_bags').state\n",
+    CTX + "def f():\n    return get_context().installer._context.state\n",
+    "from configbags.generated.accessors import runner_view\n\ndef f():\n    return runner_view('draft')._context.state\n",
+    "from configbags.runtime.legacy import publish_legacy\n\ndef f(rec):\n"
+    "    res = publish_legacy(rec, role='launcher')\n    return res.context.state\n",
+])
+def test_a_context_the_runtime_holds_or_hands_back_is_read_back(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("f", "Context.state") in _keys(result), result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("user", [
+    CTX + "def read(c):\n    return c.state\n\ndef f():\n    return read(get_context())\n",
+    CTX + "def f(pool, work):\n    ctx = get_context()\n    return pool.submit(work, ctx=ctx)\n",
+    "from configbags.runtime.context._process import CONTEXTS\n\ndef f():\n    return list(CONTEXTS.values())\n",
+])
+def test_a_context_handed_on_is_an_unresolved_readback(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("f", "Context.state") in _keys(result), result.reads
+
+
+def test_a_context_asked_what_it_is_is_no_readback(tmp_path: Path) -> None:
+    user = CTX + "def f():\n    ctx = get_context()\n    return isinstance(ctx, object), ctx.bag('parallel')\n"
+    assert not _keys(_scan(tmp_path, {"user.py": user}))
