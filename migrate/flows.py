@@ -356,7 +356,7 @@ def base_facts(
         signatures=tuple(_signatures(tree, settings, settings.record_class in text)),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
-        instances=tuple(_instances(tree)) if env_params else (),
+        instances=tuple(_instances(tree)),
         constants=tuple((strings or ModuleStrings(tree)).exported(text, frozenset(settings.env_vars))) if settings.env_vars else (),
     )
 
@@ -371,6 +371,9 @@ class _Uses(_Walk):
         self.strings = strings
         self.reads: list[tuple[Any, ...]] = []
         self.fetchers: list[tuple[str, str]] = []
+        # (function, parameter, use): the module's own parameters handed on to a helper's
+        # key or command parameter, which make their function a helper in turn
+        self.env_params: set[tuple[str, str, str]] = set()
         # spelled callable -> (position, parameter, use) of its key or command parameters
         self.helpers: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
         for entry in flows.env_helpers:
@@ -456,6 +459,7 @@ class _Uses(_Walk):
             else:
                 given = next((k.value for k in keywords if k.arg == param), None)
                 unknown = unknown or (given is None and any(k.arg is None for k in keywords))
+            self._handed_on(given, scopes, use)
             if use == "command":
                 if given is not None:
                     self._command(given, scopes)
@@ -468,6 +472,16 @@ class _Uses(_Walk):
                 continue
             for name in sorted(names & self.declared):
                 self._row(given if given is not None else call, env_subject(name), "environ", "env_helper")
+
+    def _handed_on(self, given: ast.expr | None, scopes: list[ast.AST], use: str) -> None:
+        """`def page(name): return get_env(name)`: page takes the key (or command) too,
+        and its callers are read like the helper's (through any chain of such)."""
+        function = next((n for n in reversed(scopes) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), None)
+        if not isinstance(given, ast.Name) or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        args = function.args
+        if given.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+            self.env_params.add((self.function, given.id, use))
 
     def _command(self, given: ast.expr, scopes: list[ast.AST]) -> None:
         """A command handed to a function that runs it in a child: the declared names
@@ -522,9 +536,10 @@ class _Uses(_Walk):
 
 def use_facts(
     tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None
-) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
-    """(reads, fetchers): the reads through imported context and environment fetchers,
-    and the module-level functions that return what one of them returns."""
+) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """(reads, fetchers, env_params): the reads through imported context and environment
+    fetchers and environment helpers, the module-level functions that return what one of
+    the fetchers returns, and the parameters handed on to a helper's key or command."""
     names = {
         part
         for spelled in (
@@ -534,11 +549,11 @@ def use_facts(
         for part in spelled.split(".")
     }
     if not names:
-        return [], []
+        return [], [], []
     walk = _Uses(mention_lines(text, names), flows, frozenset(settings.env_vars), strings or ModuleStrings(tree))
     for node in tree.body:
         walk.visit(node)
-    return walk.reads, walk.fetchers
+    return walk.reads, walk.fetchers, sorted(walk.env_params)
 
 
 # ---- the project pass

@@ -186,7 +186,9 @@ def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = N
         reads = analysed.reads
         doors = door_scan.reads()
         facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings)
-        used, returned = use_facts(tree, searched, settings, flows, door_scan.strings) if flows else ([], [])
+        used, returned, handed = use_facts(tree, searched, settings, flows, door_scan.strings) if flows else ([], [], [])
+        if handed:  # its own functions that hand a parameter on to an env helper are helpers too
+            facts = attrs.evolve(facts, env_params=tuple(sorted({*facts.env_params, *handed})))
         doors = [*doors, *used]
         # what the other analyses already report on a line is not reported twice
         known = {(row[1], row[2]) for row in (*reads, *doors)}

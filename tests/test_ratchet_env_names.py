@@ -273,3 +273,17 @@ def test_a_context_handed_on_is_an_unresolved_readback(tmp_path: Path, user: str
 def test_a_context_asked_what_it_is_is_no_readback(tmp_path: Path) -> None:
     user = CTX + "def f():\n    ctx = get_context()\n    return isinstance(ctx, object), ctx.bag('parallel')\n"
     assert not _keys(_scan(tmp_path, {"user.py": user}))
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from pkg.wrap import page_env\n\ndef f():\n    return page_env('SGLANG_PAGE_SIZE')\n", PAGE),
+    ("from pkg.wrap import page_env\n\ndef f(name):\n    return page_env(name)\n", "$?"),
+    ("from pkg.wrap import run\n\ndef f():\n    return run('echo $SGLANG_PAGE_SIZE')\n", PAGE),
+])
+def test_a_wrapper_handing_its_parameter_to_a_helper_is_a_helper_too(tmp_path: Path, user: str, leaf: str) -> None:
+    wrap = "from pkg.envutil import get_env\nfrom pkg.shell import sh\n\n" \
+        "def page_env(name):\n    return get_env(name)\n\ndef run(cmd):\n    return sh(cmd)\n"
+    shell = "import subprocess\n\ndef sh(cmd):\n    return subprocess.check_output(cmd, shell=True)\n"
+    result = _scan(tmp_path, {"envutil.py": ENVUTIL, "shell.py": shell, "wrap.py": wrap, "user.py": user})
+    assert ("f", leaf) in _keys(result), result.reads
+    assert ("page_env", "$?") in _keys(result, "pkg/wrap.py"), result.reads
