@@ -816,16 +816,19 @@ class _Project:
             for name, cls in flow.instances:
                 instances[cls].append(name)
             for row in flow.signatures:
-                qualname, positional, kwonly, _, _, body = row
+                qualname, positional, kwonly, body = row[0], list(row[1]), row[2], row[5]
+                # a plain method called through its class takes `self` first (a row's
+                # seventh column, where the signatures say so)
+                through_class = 1 if len(row) > 6 and row[6] else 0
                 for param, use in uses.get(body, {}).items():
-                    position = list(positional).index(param) if param in positional else -1
+                    position = positional.index(param) if param in positional else -1
                     if position == -1 and param not in kwonly:
                         continue  # `self`, or a parameter only the body names
-                    tail = f"{position}|{param}|{use}"
-                    found.append((qualname, tail))
+                    shifted = position + through_class if position >= 0 else -1
+                    found.append((qualname, f"{shifted}|{param}|{use}"))
                     owner, _, method = qualname.rpartition(".")
                     for name in instances.get(owner, ()) if owner else ():
-                        found.append((f"{name}.{method}", tail))
+                        found.append((f"{name}.{method}", f"{position}|{param}|{use}"))
         self._helper_rows[rel] = found
         return found
 
