@@ -287,3 +287,21 @@ def test_a_wrapper_handing_its_parameter_to_a_helper_is_a_helper_too(tmp_path: P
     result = _scan(tmp_path, {"envutil.py": ENVUTIL, "shell.py": shell, "wrap.py": wrap, "user.py": user})
     assert ("f", leaf) in _keys(result), result.reads
     assert ("page_env", "$?") in _keys(result, "pkg/wrap.py"), result.reads
+
+
+def test_the_shortcut_for_a_file_told_only_of_helpers_gives_what_the_analysis_gives() -> None:
+    from configbags.migrate.scan import scan_source
+    from configbags.migrate.scanmodel import FlowInput
+
+    data = (
+        "import os\nfrom pkg.envutil import get_env\nfrom legacy.server_args import get_server_args\n\n"
+        "def f(name, other='SGLANG_PAGE_SIZE'):\n    os.environ.get('SGLANG_TP_SIZE')\n"
+        "    return get_env(name), get_env(other), get_server_args().tp_size, get_env\n"
+    ).encode()
+    flows = FlowInput(env_helpers=frozenset({"get_env|0|name|environ"}))
+    base = scan_source(data, SETTINGS)
+    short = scan_source(data, SETTINGS, flows, base)
+    full = scan_source(data, SETTINGS, flows)
+    assert sorted(short.reads) == sorted(full.reads)
+    assert short.flow == full.flow
+    assert {row[1] for row in short.reads} >= {"$?", PAGE, "$SGLANG_TP_SIZE", "tp_size"}
