@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from configbags.migrate.check import check
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings, scan_source, scan_tree
+from configbags.migrate.scanmodel import Entry, FlowInput
 
 SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
 ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
@@ -109,7 +110,6 @@ def test_a_name_the_module_does_not_show_handed_to_an_env_helper_is_unresolved(t
     # the helper's own `$?` allowlisted never covers its callers
     helper = [{"file": "pkg/envutil.py", "function": f, "leaf": "$?", "reason": "generic env helper"}
               for f in ("get_env", "Env.get", "Env.sget")]
-    from configbags.migrate.scanmodel import Entry
     entries = [Entry(**e) for e in helper]
     assert not check(result, entries, ACCESSORS, min_files=1).ok
 
@@ -290,14 +290,11 @@ def test_a_wrapper_handing_its_parameter_to_a_helper_is_a_helper_too(tmp_path: P
 
 
 def test_the_shortcut_for_a_file_told_only_of_helpers_gives_what_the_analysis_gives() -> None:
-    from configbags.migrate.scan import scan_source
-    from configbags.migrate.scanmodel import FlowInput
-
     data = (
-        "import os\nfrom pkg.envutil import get_env\nfrom legacy.server_args import get_server_args\n\n"
-        "def f(name, other='SGLANG_PAGE_SIZE'):\n    os.environ.get('SGLANG_TP_SIZE')\n"
-        "    return get_env(name), get_env(other), get_server_args().tp_size, get_env\n"
-    ).encode()
+        b"import os\nfrom pkg.envutil import get_env\nfrom legacy.server_args import get_server_args\n\n"
+        b"def f(name, other='SGLANG_PAGE_SIZE'):\n    os.environ.get('SGLANG_TP_SIZE')\n"
+        b"    return get_env(name), get_env(other), get_server_args().tp_size, get_env\n"
+    )
     flows = FlowInput(env_helpers=frozenset({"get_env|0|name|environ"}))
     base = scan_source(data, SETTINGS)
     short = scan_source(data, SETTINGS, flows, base)
