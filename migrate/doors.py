@@ -205,6 +205,8 @@ _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
     # what holds a context in a private part, or hands one back (see _RUNTIME)
     | {"publish_legacy", "runner_view", "CONTEXTS", "_context"}
+    # an object's attributes by name (`vars(self)[name]`), where it holds a context
+    | {"vars", "__dict__"}
     | _CONTEXT_FUNCTIONS
     | set(_FETCH_WORDS)
     # child processes: their commands may name a declared variable (configbags.migrate.childenv)
@@ -1039,6 +1041,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Subscript(self, node: ast.Subscript) -> None:
         self._consume(node.value)
         self.registry_read.add(id(node.value))
+        owner = _namespace_of(node.value, lambda e: self.d.kind(e, self.scope))
+        if owner is not None and _literal(node.slice) is None and self.d.holds_context(owner, self.scope):
+            # `vars(self)[name]` on an object holding a context: it may be the context
+            self._report(node, STATE_READBACK, "readback", "state")
         # a store or del changes the environment; only reads are held to the allowlist
         if self.declared and isinstance(node.ctx, ast.Load) and _ENVIRON in self.d.kind(node.value, self.scope):
             self._env(node, node.slice, "environ_subscript")
@@ -1167,6 +1173,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self._report(node, f"Context.{attr}", "readback", attr)
                 elif attr == "state_dict" and _STATE_DICT in self.d.kind(chained, self.scope):
                     self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+                elif attr in self.declared:
+                    # `getattr(envs, "SGLANG_PAGE_SIZE")`: as `envs.SGLANG_PAGE_SIZE`
+                    self._report(node, env_subject(attr), "environ", "env_attribute")
                 expr = chained
 
     def visit_Compare(self, node: ast.Compare) -> None:

@@ -302,3 +302,16 @@ def test_the_shortcut_for_a_file_told_only_of_helpers_gives_what_the_analysis_gi
     assert sorted(short.reads) == sorted(full.reads)
     assert short.flow == full.flow
     assert {row[1] for row in short.reads} >= {"$?", PAGE, "$SGLANG_TP_SIZE", "tp_size"}
+
+
+def test_a_descriptor_fetched_by_the_variables_name_is_a_read(tmp_path: Path) -> None:
+    user = "from pkg.y01_envs import envs\n\ndef f():\n    return getattr(envs, 'SGLANG_PAGE_SIZE').get()\n"
+    result = _scan(tmp_path, {"y01_envs.py": DESCRIPTORS, "user.py": user})
+    assert ("f", PAGE) in _keys(result), result.reads
+
+
+def test_a_context_holder_read_by_a_name_built_at_run_time_is_a_readback(tmp_path: Path) -> None:
+    user = CTX + "class Admin:\n    def __init__(self):\n        self.ctx = get_context()\n" \
+        "    def part(self, name):\n        return vars(self)[name]\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("Admin.part", "Context.state") in _keys(result), result.reads
