@@ -1222,7 +1222,7 @@ _ENV_CARRIERS = (ast.Name, ast.Attribute, ast.Call, ast.Dict, ast.BinOp)
 _LOAD = ast.Load()
 
 
-def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bool:
+def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[str]) -> bool:
     """Could this file open a door at all? Substring tests, at memchr speed: most files
     mention none of the words, and are never walked. An environment read is walked
     whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
@@ -1234,9 +1234,7 @@ def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bo
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
-    return bool(declared) and (
-        any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar")) or any(name in text for name in declared)
-    )
+    return bool(declared) and (bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar")))
 
 
 def _may_fetch(text: str) -> bool:
@@ -1255,6 +1253,9 @@ class DoorScan:
         self.text = text
         self.declared = _declared_set(settings.env_vars)
         self.may_fetch = _may_fetch(text)
+        # the declared variables the text spells (one substring test each, once)
+        self.mentioned = frozenset(name for name in self.declared if name in text)
+        self.may_open = _may_open_a_door(text, self.declared, self.mentioned)
         self.strings = ModuleStrings(tree, imported)
         self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]] | None = None
 
@@ -1264,7 +1265,7 @@ class DoorScan:
             if self.declared:
                 # an attribute named like a declared variable (`envs.SGLANG_PAGE_SIZE`) and
                 # a library reading one for an option (`envvar=`)
-                names = names | {name for name in self.declared if name in self.text} | _ENVVAR_KEYWORDS
+                names = names | self.mentioned | _ENVVAR_KEYWORDS
             lines = set(mention_lines(self.text, names))
             strings = self.strings
             # Rounds until the names of interest stop growing (see configbags.migrate.aliases);
@@ -1287,11 +1288,11 @@ class DoorScan:
         """The environment reads and operator readbacks, as read rows: (function, leaf,
         line, col, end_line, end_col, via, form, origin). A file that mentions no door's
         word has none, whether or not the analysis ran for its fetches."""
-        return self._run()[0] if _may_open_a_door(self.text, self.declared, self.may_fetch) else []
+        return self._run()[0] if self.may_open else []
 
     def command_params(self) -> set[tuple[str, str]]:
         """(function, parameter): the parameters its child processes run as a command."""
-        return self._run()[2] if _may_open_a_door(self.text, self.declared, self.may_fetch) else set()
+        return self._run()[2] if self.may_open else set()
 
     def fetched(self) -> Mapping[int, tuple[Fetch, ...]]:
         """id(call) -> what it fetches by name, for every fetching call in the module."""
@@ -1452,11 +1453,12 @@ class ModuleStrings:
     def exported(self, text: str, declared: frozenset[str]) -> list[tuple[str, str, str]]:
         """The module's constants other modules may import as an environment name or a
         command (FlowFacts.constants): a string literal, or a list or tuple of them,
-        naming a declared variable, bound once at the top level. (Only those: each
+        naming one of the `declared` variables (those the text spells), bound once at the
+        top level. (Only those: each
         importer of one is analysed again, and an imported constant naming none reads
         nothing declared, or is `$?` where a name is wanted.) Cheap: only statements
         whose lines mention a candidate are looked at for other bindings."""
-        if not any(name in text for name in declared):
+        if not declared:
             return []
         candidates: dict[str, tuple[str, str]] = {}
         for stmt in self.tree.body:

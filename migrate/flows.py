@@ -339,13 +339,15 @@ def _instances(tree: ast.Module) -> list[tuple[str, str]]:
 
 def base_facts(
     tree: ast.Module, text: str, settings: ScanSettings, command_params: Iterable[tuple[str, str]] = (),
-    strings: ModuleStrings | None = None,
+    strings: ModuleStrings | None = None, mentioned: frozenset[str] | None = None,
 ) -> FlowFacts:
     """The facts of one module that need no other module: imports, signatures, the
     context and environment it returns, its parameters used as environment keys (and,
     from the door analysis, as child commands: `command_params`), and its instances.
     (What the record analysis adds: scan.scan_source.)"""
     fetchers, env_params = _door_facts(tree, text)
+    if mentioned is None:
+        mentioned = frozenset(name for name in settings.env_vars if name in text)
     env_params += sorted({(function, param, "command") for function, param in command_params})
     bases = tuple(
         (node.name, *filter(None, map(dotted, node.bases))) for node in tree.body if isinstance(node, ast.ClassDef)
@@ -357,7 +359,7 @@ def base_facts(
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
         instances=tuple(_instances(tree)),
-        constants=tuple((strings or ModuleStrings(tree)).exported(text, frozenset(settings.env_vars))) if settings.env_vars else (),
+        constants=tuple((strings or ModuleStrings(tree)).exported(text, mentioned)) if mentioned else (),
     )
 
 

@@ -194,7 +194,7 @@ def scan_source(
         analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
         reads = analysed.reads
         doors = door_scan.reads()
-        facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings)
+        facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings, door_scan.mentioned)
         used, returned, handed = use_facts(tree, searched, settings, flows, door_scan.strings) if flows else ([], [], [])
         if handed:  # its own functions that hand a parameter on to an env helper are helpers too
             facts = attrs.evolve(facts, env_params=tuple(sorted({*facts.env_params, *handed})))
