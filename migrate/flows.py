@@ -397,8 +397,9 @@ class _Uses(_Walk):
             return
         name = dotted(node.func)
         parent = self.parents[-1] if self.parents else None
-        if name in self.helpers:
-            self._helper_call(node, node.args, node.keywords, self.helpers[name])
+        helper = self._helper_name(name)
+        if helper in self.helpers:
+            self._helper_call(node, node.args, node.keywords, self.helpers[helper])
         elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
             # `functools.partial(get_env, "X")`: the name is handed over now
             self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
@@ -421,10 +422,17 @@ class _Uses(_Walk):
     def _scopes(self) -> list[ast.AST]:
         return [p for p in self.parents if isinstance(p, _RESOLVER_SCOPES)]
 
+    def _helper_name(self, spelled: str) -> str:
+        """How env_helpers names what `spelled` calls: `self.get` in a method of Env is
+        `self.get@Env`."""
+        if spelled.startswith("self.") and self.qualname:
+            return f"{spelled}@{self.qualname[0]}"
+        return spelled
+
     def _helper_handed_on(self, node: ast.Name | ast.Attribute) -> None:
         """An environment helper handed on instead of called (`map(get_env, names)`):
         whoever calls it may pass any name."""
-        name = dotted(node)
+        name = self._helper_name(dotted(node))
         if name not in self.helpers or not any(use == "environ" for _, _, use in self.helpers[name]):
             return
         parent = self.parents[-1] if self.parents else None
@@ -546,7 +554,7 @@ def use_facts(
         part
         for spelled in (
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
-            *flows.environ_getters, *(entry.partition("|")[0] for entry in flows.env_helpers),
+            *flows.environ_getters, *(entry.partition("|")[0].partition("@")[0] for entry in flows.env_helpers),
         )
         for part in spelled.split(".")
     }
@@ -831,6 +839,9 @@ class _Project:
                     owner, _, method = qualname.rpartition(".")
                     for name in instances.get(owner, ()) if owner else ():
                         found.append((f"{name}.{method}", f"{position}|{param}|{use}"))
+                    if owner:
+                        # `self.get("X")` in the class's own methods (`@Class`: only there)
+                        found.append((f"self.{method}@{owner}", f"{position}|{param}|{use}"))
         self._helper_rows[rel] = found
         return found
 
@@ -840,11 +851,14 @@ class _Project:
             return frozenset()
         entries = {f"{spelled}|{tail}" for spelled, tail in self._helpers_of(rel)}
         for local, (kind, target) in self.local_imports(rel).items():
+            # (another module's `self.` entries are its own classes')
             if kind == "sym":
                 site = self.resolve(rel, local)
                 if site[0] is None or site[0] not in self.helper_files:
                     continue
                 for spelled, tail in self._helpers_of(site[0]):
+                    if "@" in spelled:
+                        continue
                     if spelled == site[1]:
                         entries.add(f"{local}|{tail}")
                     elif spelled.startswith(site[1] + "."):
@@ -854,7 +868,7 @@ class _Project:
                 other = self.modules[module]
                 if other in self.helper_files:
                     prefix = local + module[len(target) :]
-                    entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other))
+                    entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other) if "@" not in spelled)
         return frozenset(entries)
 
     def _exported(self, rel: str) -> set[str]:

@@ -315,3 +315,10 @@ def test_a_context_holder_read_by_a_name_built_at_run_time_is_a_readback(tmp_pat
         "    def part(self, name):\n        return vars(self)[name]\n"
     result = _scan(tmp_path, {"user.py": user})
     assert ("Admin.part", "Context.state") in _keys(result), result.reads
+
+
+def test_a_helper_method_called_on_self_in_its_class_is_read_there(tmp_path: Path) -> None:
+    user = ENVUTIL + "\nclass Paged(Env):\n    pass\n\ndef _unused():\n    pass\n"
+    helper = ENVUTIL.replace("ENV = Env()\n", "    def page(self):\n        return self.get('SGLANG_PAGE_SIZE')\n\nENV = Env()\n")
+    result = _scan(tmp_path, {"envutil.py": helper, "user.py": user})
+    assert ("Env.page", PAGE) in _keys(result, "pkg/envutil.py"), result.reads
