@@ -55,6 +55,18 @@ RESOLUTION: tuple[str, ...] = ()
 ALLOWLIST: tuple[AllowEntry, ...] = (
     AllowEntry(
         file="runtime/dist/_propagate.py",
+        function="DistributedContext._install_published",
+        leaf="Context.state",
+        reason="a follower installs the source's state into its own context (import_state): the runtime's transport between ranks, never called by role code",
+    ),
+    AllowEntry(
+        file="runtime/dist/_propagate.py",
+        function="DistributedContext._prepare_entries",
+        leaf="Context.state",
+        reason="a follower rebuilds the proposed override entries against its own context (entry_from_dict): the runtime's transport between ranks",
+    ),
+    AllowEntry(
+        file="runtime/dist/_propagate.py",
         function="DistributedContext._published",
         leaf="Context.export_resolution",
         reason="the source rank re-adopts a state published by hand with its resolution: the runtime's transport between ranks, never called by role code",
@@ -73,6 +85,12 @@ ALLOWLIST: tuple[AllowEntry, ...] = (
     ),
     AllowEntry(
         file="runtime/dist/_propagate.py",
+        function="DistributedContext._receive_state",
+        leaf="Context.state",
+        reason="a follower reads the source's re-publish report against its own context: the runtime's transport between ranks",
+    ),
+    AllowEntry(
+        file="runtime/dist/_propagate.py",
         function="DistributedContext.check_consistency",
         leaf="Context.state",
         reason="every rank digests all resolved values to compare them across the group: the runtime's consistency check, operator code",
@@ -82,6 +100,12 @@ ALLOWLIST: tuple[AllowEntry, ...] = (
         function="DistributedContext.publish",
         leaf="Context.state",
         reason="publish hands the launcher back the process's own context it just published (the bootstrap); role code reads through the accessors",
+    ),
+    AllowEntry(
+        file="runtime/dist/_state.py",
+        function="import_state",
+        leaf="Context.state",
+        reason="import_state rebuilds the log entries against the context it installs into: the transport's own import, never called by role code",
     ),
     AllowEntry(
         file="runtime/dist/_state.py",
@@ -96,10 +120,22 @@ ALLOWLIST: tuple[AllowEntry, ...] = (
         reason="state_dict is the readback itself: the runtime's transport of the whole state to other processes and ranks, never called by role code",
     ),
     AllowEntry(
+        file="runtime/legacy.py",
+        function="publish_legacy",
+        leaf="Context.state",
+        reason="publish_legacy hands the launcher back the context it published (the bootstrap), in its LegacyPublish",
+    ),
+    AllowEntry(
         file="runtime/limits.py",
         function="<module>",
         leaf="$?",
         reason="Limits.from_environ reads only the CONFIGBAGS_LIMIT_* variables, which no leaf declares",
+    ),
+    AllowEntry(
+        file="runtime/testing.py",
+        function="published.__init__",
+        leaf="Context.state",
+        reason="a test scope wraps the context it installs for the test: test support, never role code",
     ),
 )
 

@@ -100,6 +100,9 @@ _ENV_FORMS = {
     "environb": "the bytes environment (os.environb, os.getenvb, posix.environ)",
     "expandvars": "os.path.expandvars",
     "env_helper": "its name passed to a function that reads the environment by the name it is given",
+    "env_attribute": "an attribute named like the variable: a reader of it, as a descriptor per variable is",
+    "envvar_option": "a command-line option taken from the environment: click/typer `envvar=` or `auto_envvar_prefix=`",
+    "child_process": "a child process whose command names it",
 }
 # reads the scanner cannot resolve at all (configbags.migrate.reflection), by form
 _UNRESOLVED_FORMS = {

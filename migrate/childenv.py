@@ -9,7 +9,10 @@ the child reads it (`$NAME`, `${NAME}`, `%NAME%`, `printenv NAME`, `python -c
 "...environ['NAME']..."`). The literal text is every string or bytes literal in the
 command's arguments (list and tuple elements, each side of a `+`, the literal parts of an
 f-string, the arguments and receiver of a call in it: `textwrap.dedent(...)`, `"...".strip()`)
-and the module constants (and top-level lists) they name, but never the child's environment: the
+and what the names in it are bound to one step away (module constants and top-level lists,
+a dict constant subscripted literally, a class attribute or `self.cmd` its methods assign,
+a parameter's default, another module's constant: configbags.migrate.doors.ModuleStrings),
+but never the child's environment: the
 `env=` keyword and mapping arguments (`os.execve(path, args, {"NAME": "1"})`) set
 variables, they do not read them. A command the module does not show (a parameter, a
 template from elsewhere, `shell=True` with a name) is not reported: that would flag every
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 # Callables that start a child process from a command (dotted paths, as the door analysis
 # resolves them under any alias); the prefixes name families.
@@ -40,8 +43,17 @@ def is_child_process(path: str) -> bool:
     return path.startswith(CHILD_PROCESS_PREFIXES)
 
 
+def command_arguments(call: ast.Call) -> list[ast.expr]:
+    """The arguments of a child-process call that may be (part of) its command."""
+    return [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_COMMAND)]
+
+
 def command_fragments(
-    call: ast.Call, constant: Callable[[ast.expr], str | None], scope: ast.AST, module: ast.Module | None = None
+    command: Sequence[ast.expr],
+    constant: Callable[[ast.expr], str | None],
+    scope: ast.AST,
+    module: ast.Module | None = None,
+    bound: Callable[[ast.expr], Sequence[tuple[ast.expr | None, Sequence[ast.AST]]] | None] | None = None,
 ) -> Iterator[tuple[ast.expr, str]]:
     """(node, literal text) for each piece of the command `call` shows. `constant` gives
     the string a name or expression evaluates to where the module shows it (a module
@@ -50,7 +62,7 @@ def command_fragments(
     and so does one the `module`'s top level binds (`NAMES = [...]`, then `*NAMES`). A call
     inside the command shows its arguments and its receiver (`textwrap.dedent(script)`,
     `"...".strip()`, `shlex.join([...])`)."""
-    pending: list[ast.expr] = [*call.args, *(k.value for k in call.keywords if k.arg not in _NOT_COMMAND)]
+    pending: list[ast.expr] = list(command)
     followed: set[str] = set()
     while pending:
         expr = pending.pop()
@@ -59,6 +71,8 @@ def command_fragments(
             pending.extend(_bound_values(scope, expr.id))
             if module is not None and module is not scope:
                 pending.extend(_top_level_values(module, expr.id))
+        if bound is not None:
+            pending.extend(_one_step(expr, bound, followed))
         if isinstance(expr, (ast.Dict, ast.DictComp)):
             continue  # an environment mapping for the child (os.execve's third argument)
         folded = constant(expr)
@@ -74,11 +88,29 @@ def command_fragments(
         elif isinstance(expr, ast.BinOp):
             pending.extend((expr.left, expr.right))
         elif isinstance(expr, ast.JoinedStr):
-            pending.extend(part for part in expr.values if isinstance(part, ast.Constant))
+            # the literal parts, and the names formatted in (`f"echo ${var}"`)
+            pending.extend(part.value if isinstance(part, ast.FormattedValue) else part for part in expr.values)
         elif isinstance(expr, ast.Call):
             if isinstance(expr.func, ast.Attribute):
                 pending.append(expr.func.value)  # `"sh -c 'echo $X'".split()`, `" ".join([...])`
             pending.extend(arg.value if isinstance(arg, ast.Starred) else arg for arg in expr.args)
+
+
+def _one_step(
+    expr: ast.expr,
+    bound: Callable[[ast.expr], Sequence[tuple[ast.expr | None, Sequence[ast.AST]]] | None],
+    followed: set[str],
+) -> list[ast.expr]:
+    """What `expr` is bound to one step further, where the resolver shows it
+    (configbags.migrate.doors.ModuleStrings): a parameter's default, `self.CMD`,
+    `CMDS["page"]`; each expression once."""
+    if not isinstance(expr, (ast.Name, ast.Attribute, ast.Subscript)):
+        return []
+    key = ast.dump(expr)
+    if key in followed:
+        return []
+    followed.add(key)
+    return [value for value, _ in bound(expr) or () if value is not None]
 
 
 def named_variables(text: str, declared: frozenset[str]) -> list[str]:

@@ -16,9 +16,12 @@ the ratchet can hold them to the allowlist like raw record reads:
   (form environ_whole). Only what reads nothing here is exempt: a child process's
   environment (_ENV_CHILD_PROCESS), `len`/`bool`/`isinstance`, a truth test, `is`, a
   binding to a name (whose uses are judged in turn), and writes.
+  Also what reads a declared variable for the module: an attribute named like one
+  (`envs.SGLANG_PAGE_SIZE.get()`, a descriptor per variable), a command-line library's
+  `envvar=` / `auto_envvar_prefix=`, and a child's command naming one (childenv).
   The environment is one layer of the leaf; its accessor has the value resolved over all
   of them. Reported with leaf `$NAME`; an undeclared name is not reported, a name the
-  module does not show is `$?`.
+  module does not show (ModuleStrings, below, resolves what it does) is `$?`.
 - an operator readback: `.state` of a config context (`get_context().state`, `ctx.state`
   after `ctx = get_context()`, and likewise `process_context`, the accessors' `publish`,
   `import_state`, `from_state`, `publish_distributed`) and
@@ -57,13 +60,14 @@ import ast
 import bisect
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from configbags.migrate.aliases import mention_lines, statement_span
+from configbags.migrate.aliases import mention_lines, mentions, statement_span
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
+    command_arguments,
     command_fragments,
     named_variables,
 )
@@ -89,6 +93,13 @@ from configbags.migrate.scopes import (
 # What an expression is, as a "kind": the dotted path of what it names (`os.environ`,
 # `configbags.runtime.dist.state_dict`), or _CONTEXT for a config context object.
 _CONTEXT = "<context>"
+# An object of configbags' runtime that is no context but holds one: what a context's
+# attributes and methods give (`get_context().installer`), a runner view, what
+# `publish_legacy` returns; its `.context` or private `._context` is the context.
+_RUNTIME = "<configbags object>"
+_RUNTIME_SOURCES = frozenset({"publish_legacy", "runner_view"})
+# configbags.runtime.context._process.CONTEXTS: each package's process context, by name
+_REGISTRY = "<contexts>"
 _ENVIRON = "os.environ"
 # callables that read one variable: path -> the form reported
 _ENV_GETTERS = {
@@ -125,6 +136,10 @@ _ENV_HARMLESS = frozenset({
     "unittest.mock.patch.dict", "mock.patch.dict",
 })
 _NO_KINDS: frozenset[str] = frozenset()
+# Field declarations whose factory gives an instance attribute its value
+_FIELD_FACTORIES = frozenset({
+    "dataclasses.field", "attrs.field", "attr.ib", "attr.attrib", "attr.field", "attrs.Factory", "attr.Factory",
+})
 _ENVIRON_KIND = frozenset({_ENVIRON})
 _DIST = "configbags.runtime.dist"
 _STATE_DICT = f"{_DIST}.state_dict"
@@ -174,13 +189,24 @@ _IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "impor
 _BUILTIN_KINDS = {name: frozenset({"builtins." + name}) for name in _BUILTINS}
 _FETCH_WORDS = ("getattr", "hasattr", "setattr", "delattr", "attrgetter", "import_module", "__import__")
 
+# Keywords of command-line libraries (click, typer) that take an option from the
+# environment: `envvar="NAME"` (or a list of names), and a prefix that names one variable
+# per option (`auto_envvar_prefix="SGLANG"`: SGLANG_<OPTION>)
+_ENVVAR_KEYWORDS = frozenset({"envvar", "auto_envvar_prefix"})
+# What a descriptor of one variable (`envs.SGLANG_PAGE_SIZE`, named like it) may be asked
+# without reading it: its writers
+_DESCRIPTOR_WRITERS = frozenset({"set", "clear", "unset", "override", "__set__", "__delete__"})
 # A file can only open a door if it mentions one of these.
 _ENV_WORDS = ("environ", "getenv")
-_CONTEXT_WORDS = ("get_context", "process_context", "publish", "import_state", "from_state")
+_CONTEXT_WORDS = ("get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS")
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
+    # what holds a context in a private part, or hands one back (see _RUNTIME)
+    | {"publish_legacy", "runner_view", "CONTEXTS", "_context"}
+    # an object's attributes by name (`vars(self)[name]`), where it holds a context
+    | {"vars", "__dict__"}
     | _CONTEXT_FUNCTIONS
     | set(_FETCH_WORDS)
     # child processes: their commands may name a declared variable (configbags.migrate.childenv)
@@ -205,10 +231,31 @@ def _is_context_source(path: str | None) -> bool:
     return parts[-1] == "publish" and len(parts) > 1 and (parts[-2] == "accessors" or parts[0] == "configbags")
 
 
+def _derived(path: str) -> str | None:
+    """What a dotted path names besides itself: a context held privately by a configbags
+    module (`accessors._context`), the contexts registry, or None."""
+    parts = path.split(".")
+    ours = parts[0] == "configbags" or (len(parts) > 1 and parts[-2] == "accessors")
+    if not ours:
+        return None
+    if parts[-1] == "_context":
+        return _CONTEXT
+    if parts[-1] == "CONTEXTS":
+        return _REGISTRY
+    if parts[-1] in ("cfg", "_view"):
+        return _RUNTIME  # the generated process view
+    return None
+
+
+def _runtime_source(path: str) -> bool:
+    parts = path.split(".")
+    return parts[-1] in _RUNTIME_SOURCES and (parts[0] == "configbags" or (len(parts) > 1 and parts[-2] == "accessors"))
+
+
 def _is_door(kind: str) -> bool:
     """Is a name bound to this worth following (an alias of a door, or of a fetcher)?"""
     return (
-        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS)
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY)
         or kind in _ENV_GETTERS
         or kind in _ENV_VIEWS
         or kind in _ENV_ITEM_VIEWS
@@ -251,6 +298,15 @@ def _literal(expr: ast.expr | None) -> str | None:
                 return None
             parts.append(value)
         return "".join(parts)
+    return None
+
+
+def _namespace_of(expr: ast.expr, kind: Callable[[ast.expr], frozenset[str]]) -> ast.expr | None:
+    """The object whose attribute namespace `expr` is (`vars(x)`, `x.__dict__`), or None."""
+    if isinstance(expr, ast.Attribute) and expr.attr == "__dict__":
+        return expr.value
+    if isinstance(expr, ast.Call) and len(expr.args) == 1 and not expr.keywords and "builtins.vars" in kind(expr.func):
+        return expr.args[0]
     return None
 
 
@@ -396,14 +452,20 @@ class _Doors(Scopes[_Scope]):
         if isinstance(expr, ast.Name):
             return self.name_kind(expr.id, scope)
         if isinstance(expr, ast.Attribute):
-            base = self.kind(expr.value, scope)
-            if not base:
-                return self._held_attribute(expr, scope)
-            return frozenset(f"{path}.{expr.attr}" for path in base if path != _CONTEXT)
+            return self._attribute_kind(expr, scope)
         if isinstance(expr, ast.Call):
             return self._call_kind(expr, scope)
         if isinstance(expr, (ast.NamedExpr, ast.Await)):
             return self.kind(expr.value, scope)
+        if isinstance(expr, ast.Subscript):
+            if _REGISTRY in self.kind(expr.value, scope):
+                return frozenset({_CONTEXT})  # `CONTEXTS["pkg.config_bags"]`
+            # `vars(self)["ctx"]`, `self.__dict__["ctx"]`: the attribute by its name
+            owner = _namespace_of(expr.value, lambda e: self.kind(e, scope))
+            key = _literal(expr.slice)
+            if owner is not None and key is not None:
+                return self.kind(fetched_chain(owner, (key,), expr), scope)
+            return _NO_KINDS
         if isinstance(expr, ast.Dict):
             # `{**os.environ, "X": "1"}` is a copy of the environment
             unpacked = (value for key, value in zip(expr.keys, expr.values, strict=True) if key is None)
@@ -426,12 +488,49 @@ class _Doors(Scopes[_Scope]):
             found |= self.kind(branch, scope)
         return found
 
+    def holds_context(self, expr: ast.expr, scope: _Scope) -> bool:
+        """Is `expr` a method's `self` (or a class) whose class holds a config context in
+        some attribute (`self.ctx = get_context()`, `CTX = get_context()`)?"""
+        owner = self.method_class(expr, scope)
+        cls = self._class_of(expr, scope)
+        for (holder, _), values in self.self_attrs.items():
+            if holder == owner and any(isinstance(v, ast.expr) and _CONTEXT in self.kind(v, where) for v, where in values):
+                return True
+        return cls is not None and any(_CONTEXT in self._bound_kind(name, cls, values) for name, values in cls.bindings.items())
+
+    def _makes_context(self, field: ast.Call, func: frozenset[str], scope: _Scope) -> bool:
+        """`ctx: object = field(default_factory=lambda: get_context())`: does the
+        instance attribute a field declaration makes hold a config context?"""
+        factory = next((k.value for k in field.keywords if k.arg in ("default_factory", "factory")), None)
+        if factory is None and field.args and func & {"attrs.Factory", "attr.Factory"}:
+            factory = field.args[0]
+        if isinstance(factory, ast.Lambda):
+            return _CONTEXT in self.kind(factory.body, self.scope_of.get(id(factory), scope))
+        return factory is not None and any(_is_context_source(path) for path in self.kind(factory, scope))
+
+    def _attribute_kind(self, expr: ast.Attribute, scope: _Scope) -> frozenset[str]:
+        base = self.kind(expr.value, scope)
+        if not base:
+            return self._held_attribute(expr, scope)
+        paths = {f"{path}.{expr.attr}" for path in base if not path.startswith(("<context", "<configbags", "<contexts"))}
+        found = paths | {d for d in map(_derived, paths) if d is not None}
+        if _CONTEXT in base or _RUNTIME in base:
+            # `get_context().installer._context`, `publish_legacy(...).context`
+            found.add(_CONTEXT if expr.attr in ("_context", "context") else _RUNTIME)
+        return frozenset(found)
+
     def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
         func = self.kind(expr.func, scope)
         if not func:
             return _NO_KINDS
         found: set[str] = set()
         if any(_is_context_source(path) for path in func):
+            found.add(_CONTEXT)
+        if _RUNTIME in func or _CONTEXT in func or any(_runtime_source(path) for path in func):
+            found.add(_RUNTIME)  # `get_context().runner_view(...)`, `publish_legacy(...)`
+        if any(path.endswith(".CONTEXTS.get") and _derived(path[: -len(".get")]) == _REGISTRY for path in func):
+            found.add(_CONTEXT)
+        if not func.isdisjoint(_FIELD_FACTORIES) and self._makes_context(expr, func, scope):
             found.add(_CONTEXT)
         bare = not expr.args and not expr.keywords
         if bare and not func.isdisjoint(_ENV_VIEWS):
@@ -516,6 +615,9 @@ class _Doors(Scopes[_Scope]):
         for value, where in values:
             if isinstance(value, _Imported):
                 kinds.add(value.path)
+                derived = _derived(value.path)
+                if derived is not None:
+                    kinds.add(derived)
             elif value is not None:
                 kinds.update(self.kind(value, where))
         self._active.discard(key)
@@ -691,9 +793,17 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.declared = declared
         self.strings = strings
         self.reads: list[tuple[Any, ...]] = []
+        # (function, parameter): parameters used as (part of) a child's command
+        self.command_params: set[tuple[str, str]] = set()
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
         # is no module constant there
         self.enclosing: list[ast.AST] = []
+        # ids of the contexts registry's uses that pick one context (`CONTEXTS[name]`,
+        # `CONTEXTS.get(name)`): that context is judged where it goes
+        self.registry_read: set[int] = set()
+        # ids of `holder.NAME` (a declared variable's name) only written through
+        # (`envs.SGLANG_PAGE_SIZE.set(...)`)
+        self.written: set[int] = set()
         # ids of the expressions whose use of the environment the node around them
         # accounts for (a key read, a copy, a binding, a child process): any other use of
         # an environment value is whole, and unresolved (see visit)
@@ -718,6 +828,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         ):
             # `functools.cache(get_context)`, `{"ctx": get_context}`: the getter handed on,
             # not called nor renamed; whoever calls it later may read the state back
+            self._report(node, STATE_READBACK, "readback", "context_escape")
+        if (
+            isinstance(node, (ast.Name, ast.Attribute))
+            and id(node) not in self.registry_read
+            and isinstance(node.ctx, ast.Load)
+            and _REGISTRY in self.d.kind(node, self.scope)
+        ):
+            # `CONTEXTS.values()`, `f(CONTEXTS)`: every package's context, handed on whole
             self._report(node, STATE_READBACK, "readback", "context_escape")
         super().visit(node)
 
@@ -828,7 +946,45 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._consume(node.operand)
         self.generic_visit(node)
 
+    def _context_passed(self, node: ast.Call, callee: frozenset[str]) -> None:
+        """A config context handed to a callable (`read(get_context())`, `pool.submit(fn,
+        ctx)`) may be read back there, where no analysis follows it: deny by default.
+        Exempt: what provably reads nothing (`isinstance`, `len`), and the readbacks and
+        `vars(ctx)` reported as such."""
+        if not callee.isdisjoint(_ENV_HARMLESS) or "builtins.vars" in callee or _STATE_DICT in callee:
+            return  # (`state_dict(ctx)` is that readback)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in CONTEXT_READBACK_METHODS:
+            return  # `Context.server_info(ctx)`: that readback
+        for arg in (*node.args, *(k.value for k in node.keywords)):
+            self._context_escape(arg.value if isinstance(arg, ast.Starred) else arg)
+
+    def _envvar(self, value: ast.expr, keyword: str) -> None:
+        """`click.option(..., envvar="NAME")` (or a list of names), `auto_envvar_prefix=
+        "SGLANG"` (every declared variable under the prefix, one per option): the library
+        reads them. A name or prefix the module does not show is `$?`."""
+        if isinstance(value, ast.Constant) and value.value is None:
+            return
+        elements = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        for element in elements:
+            names = self.strings.values(element, self.enclosing)
+            if names is None:
+                self._report(element, ENV_UNRESOLVED, "environ", "envvar_option")
+                continue
+            for name in sorted(names):
+                if keyword == "envvar":
+                    covered = {name} & self.declared
+                else:
+                    covered = {declared for declared in self.declared if declared.startswith(name.upper() + "_")}
+                for variable in sorted(covered):
+                    self._report(element, env_subject(variable), "environ", "envvar_option")
+
     def visit_Dict(self, node: ast.Dict) -> None:
+        if self.declared:
+            # `context_settings={"auto_envvar_prefix": "SGLANG"}`
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value in _ENVVAR_KEYWORDS:
+                    self._envvar(value, str(key.value))
         # `{**os.environ}`: a copy, judged where it goes
         self._consume(*(value for key, value in zip(node.keys, node.values, strict=True) if key is None))
         for value in node.values:
@@ -877,15 +1033,21 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.reads.append((self.scope.qualname, leaf, node.lineno, node.col_offset, end_line, end_col, via, form, "process"))
 
     def _env(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
-        name = self.strings.value(key, self.enclosing) if key is not None else None
-        if name is None:
+        names = self.strings.values(key, self.enclosing) if key is not None else None
+        if names is None:
             # `os.environ[name]`, `os.getenv(PREFIX + part)`: it may read a declared variable
             self._report(node, ENV_UNRESOLVED, "environ", form)
-        elif name in self.declared:
+            return
+        for name in sorted(names & self.declared):
             self._report(node, env_subject(name), "environ", form)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         self._consume(node.value)
+        self.registry_read.add(id(node.value))
+        owner = _namespace_of(node.value, lambda e: self.d.kind(e, self.scope))
+        if owner is not None and _literal(node.slice) is None and self.d.holds_context(owner, self.scope):
+            # `vars(self)[name]` on an object holding a context: it may be the context
+            self._report(node, STATE_READBACK, "readback", "state")
         # a store or del changes the environment; only reads are held to the allowlist
         if self.declared and isinstance(node.ctx, ast.Load) and _ENVIRON in self.d.kind(node.value, self.scope):
             self._env(node, node.slice, "environ_subscript")
@@ -894,6 +1056,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.d.kind(node.func, self.scope)
         self._consume(node.func)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _DESCRIPTOR_WRITERS and isinstance(func.value, ast.Attribute):
+            self.written.add(id(func.value))
+        if isinstance(func, ast.Attribute) and func.attr == "get":
+            self.registry_read.add(id(func.value))
+        fetching = bool(self.d.fetched.get(id(node))) or not callee.isdisjoint(_GETATTRS) or _ATTRGETTER in callee
+        if not fetching and not any(path.startswith(_GETTER_MARK) for path in callee):
+            self._context_passed(node, callee)
+        if self.declared:
+            for keyword in node.keywords:
+                if keyword.arg in _ENVVAR_KEYWORDS:
+                    self._envvar(keyword.value, keyword.arg)
         if "builtins.vars" in callee and node.args and _CONTEXT in self.d.kind(node.args[0], self.scope):
             self._report(node, STATE_READBACK, "readback", "state")  # `vars(ctx)["_state"]`
         func = node.func
@@ -938,10 +1112,21 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             (n for n in reversed(self.enclosing) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))),
             self.strings.tree,
         )
+        enclosing = list(self.enclosing)
+        arguments = command_arguments(node)
         for _, text in command_fragments(
-            node, lambda expr: self.strings.value(expr, self.enclosing), scope, self.strings.tree
+            arguments, lambda expr: self.strings.value(expr, enclosing), scope, self.strings.tree,
+            lambda expr: self.strings.bound(expr, enclosing),
         ):
             named.update(named_variables(text, self.declared))
+        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # `def sh(cmd): subprocess.run(cmd, shell=True)`: its callers hand the command
+            # over (configbags.migrate.flows reads what they pass)
+            params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+            for expr in arguments:
+                for sub in ast.walk(expr):
+                    if isinstance(sub, ast.Name) and sub.id in params and self.scope.kind == "function":
+                        self.command_params.add((self.scope.qualname, sub.id))
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")
         command = node.args[0] if node.args else None
@@ -980,7 +1165,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for path in fetch.paths:
             if path is None:
                 kinds = self.d.kind(fetch.target, self.scope)
-                if _CONTEXT in kinds:
+                if _CONTEXT in kinds or self.d.holds_context(fetch.target, self.scope):
+                    # `getattr(self, attr)` on an object holding a context may be it
                     self._report(node, STATE_READBACK, "readback", "state")
                 elif _DIST in kinds:
                     self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
@@ -994,6 +1180,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self._report(node, f"Context.{attr}", "readback", attr)
                 elif attr == "state_dict" and _STATE_DICT in self.d.kind(chained, self.scope):
                     self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+                elif attr in self.declared:
+                    # `getattr(envs, "SGLANG_PAGE_SIZE")`: as `envs.SGLANG_PAGE_SIZE`
+                    self._report(node, env_subject(attr), "environ", "env_attribute")
                 expr = chained
 
     def visit_Compare(self, node: ast.Compare) -> None:
@@ -1011,6 +1200,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _ENV_METHODS:
             self._consume(node.value)
+        if node.attr in self.declared and isinstance(node.ctx, ast.Load) and id(node) not in self.written:
+            # `envs.SGLANG_PAGE_SIZE.get()`: an object holding one variable's reader (or
+            # value) under the variable's name, as SGLang's environ module does
+            self._report(node, env_subject(node.attr), "environ", "env_attribute")
         if isinstance(node.ctx, ast.Load):
             if node.attr == "__dict__" and _CONTEXT in self.d.kind(node.value, self.scope):
                 # `ctx.__dict__["_state"]`: its private parts, the state among them
@@ -1036,7 +1229,7 @@ _ENV_CARRIERS = (ast.Name, ast.Attribute, ast.Call, ast.Dict, ast.BinOp)
 _LOAD = ast.Load()
 
 
-def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bool:
+def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[str]) -> bool:
     """Could this file open a door at all? Substring tests, at memchr speed: most files
     mention none of the words, and are never walked. An environment read is walked
     whatever names the file spells: a name may be built (`PREFIX + "TP_SIZE"`, an escape
@@ -1048,7 +1241,7 @@ def _may_open_a_door(text: str, declared: frozenset[str], may_fetch: bool) -> bo
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
-    return bool(declared) and any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS))
+    return bool(declared) and (bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar")))
 
 
 def _may_fetch(text: str) -> bool:
@@ -1060,18 +1253,28 @@ class DoorScan:
     reads (where the file may open a door) or for the fetching calls the record analysis
     needs resolved (configbags.migrate.aliases)."""
 
-    def __init__(self, tree: ast.Module, text: str, settings: ScanSettings) -> None:
+    def __init__(
+        self, tree: ast.Module, text: str, settings: ScanSettings, imported: Iterable[tuple[str, str, str]] = ()
+    ) -> None:
         self.tree = tree
         self.text = text
         self.declared = _declared_set(settings.env_vars)
         self.may_fetch = _may_fetch(text)
-        self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]]] | None = None
+        # the declared variables the text spells (one substring test each, once)
+        self.mentioned = frozenset(name for name in self.declared if name in text)
+        self.may_open = _may_open_a_door(text, self.declared, self.mentioned)
+        self.strings = ModuleStrings(tree, imported)
+        self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]] | None = None
 
-    def _run(self) -> tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]]]:
+    def _run(self) -> tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]]:
         if self._result is None:
             names = _BASE_NAMES
+            if self.declared:
+                # an attribute named like a declared variable (`envs.SGLANG_PAGE_SIZE`) and
+                # a library reading one for an option (`envvar=`)
+                names = names | self.mentioned | _ENVVAR_KEYWORDS
             lines = set(mention_lines(self.text, names))
-            strings = ModuleStrings(self.tree)
+            strings = self.strings
             # Rounds until the names of interest stop growing (see configbags.migrate.aliases);
             # each name's mentions are searched for once
             while True:
@@ -1085,14 +1288,18 @@ class DoorScan:
                 lines.update(mention_lines(self.text, new))
             reader = _Reader(doors, self.declared, strings)
             reader.visit_statements(self.tree.body)
-            self._result = (reader.reads, doors.fetched)
+            self._result = (reader.reads, doors.fetched, reader.command_params)
         return self._result
 
     def reads(self) -> list[tuple[Any, ...]]:
         """The environment reads and operator readbacks, as read rows: (function, leaf,
         line, col, end_line, end_col, via, form, origin). A file that mentions no door's
         word has none, whether or not the analysis ran for its fetches."""
-        return self._run()[0] if _may_open_a_door(self.text, self.declared, self.may_fetch) else []
+        return self._run()[0] if self.may_open else []
+
+    def command_params(self) -> set[tuple[str, str]]:
+        """(function, parameter): the parameters its child processes run as a command."""
+        return self._run()[2] if self.may_open else set()
 
     def fetched(self) -> Mapping[int, tuple[Fetch, ...]]:
         """id(call) -> what it fetches by name, for every fetching call in the module."""
@@ -1108,15 +1315,47 @@ def _declared_set(env_vars: tuple[str, ...]) -> frozenset[str]:
 _MAX_STRING_DEPTH = 8
 
 
-class ModuleStrings:
-    """The string an environment key evaluates to, where the module shows it: a literal,
-    a concatenation (`+`, an f-string) of such, or a name whose every binding in the
-    module's top-level statements is one (a module constant). Anything else, a name bound
-    in a function or class included, is None: unresolved."""
+# The scope nodes the resolver is told about, around an expression (outermost first)
+RESOLVER_SCOPES = (
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp,
+    ast.GeneratorExp,
+)
+_FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Base classes whose members are their values where a str is wanted (`os.environ[E.X]`)
+_STR_ENUM_BASES = frozenset({"str", "StrEnum", "enum.StrEnum"})
+_ENUM_BASES = frozenset({"Enum", "enum.Enum", "IntEnum", "enum.IntEnum", "Flag", "enum.Flag", *_STR_ENUM_BASES})
+# One name's bindings in one scope: each value, None for a binding whose value is unknown
+_Bound = list[ast.expr | None]
 
-    def __init__(self, tree: ast.Module) -> None:
+
+class ModuleStrings:
+    """The constant resolver of the door analysis, the project pass and child commands:
+    what an expression evaluates to where the module plainly shows it, one step of
+    bindings at a time. A literal, a concatenation (`+`, an f-string) of such, and:
+
+    - a name, by every binding of it in the scope it resolves to (Python's rules, class
+      bodies aside): a module constant (every top-level binding), a local (`name = "X"`,
+      however many times: each value is possible), a parameter's default (`def f(name=
+      "X")`), a loop or comprehension variable over a literal (`for n in ("A", "B")`);
+    - `C.X` of a module-level class's body (`Keys.PAGE`), `self.X` / `cls.X` in a method
+      (its class's body, or what the class's methods assign to `self.X`), and a str
+      Enum's member (`E.X.value`, or `E.X` where E mixes in str);
+    - a subscript of a dict, list or tuple literal by a literal key (`NAMES["page"]`).
+
+    Anything else (a parameter without a default, a name imported from another module, a
+    call, a binding the scope does not show) is unknown: None. A name whose bindings give
+    several strings has several values (values()); value() is the one, or None."""
+
+    def __init__(self, tree: ast.Module, imported: Iterable[tuple[str, str, str]] = ()) -> None:
         self.tree = tree
+        # other modules' constants the module imports, by the name it spells them with
+        # (`from pkg.names import PAGE`, `names.PAGE`), as the project pass found them
+        self.imported: dict[str, ast.expr] = {spelled: _constant_node(shape, value) for spelled, shape, value in imported}
         self._bindings: dict[str, list[ast.expr | None]] | None = None
+        self._scopes: dict[int, dict[str, _Bound]] = {}  # id(scope node) -> name -> values
+        self._classes: dict[str, ast.ClassDef] | None = None
+        self._self_attrs: dict[int, dict[str, _Bound]] = {}  # id(class) -> attr -> values
 
     def _module_bindings(self) -> dict[str, list[ast.expr | None]]:
         if self._bindings is None:
@@ -1139,51 +1378,347 @@ class ModuleStrings:
             self._bindings = found
         return self._bindings
 
-    def constants_in(self, names: frozenset[str]) -> set[str]:
-        """The names the module's top level assigns a string that is one of `names` or a
-        part of one (whether each is a constant is for value() to say)."""
-        found: set[str] = set()
-        for stmt in self.tree.body:
-            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Constant):
-                text = stmt.value.value
-                if isinstance(text, str) and text and any(text in declared for declared in names):
-                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    found.update(t.id for t in targets if isinstance(t, ast.Name))
-        return found
-
     def value(self, expr: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0) -> str | None:
-        """The string `expr` evaluates to inside the `enclosing` scope nodes, or None."""
+        """The one string `expr` evaluates to inside the `enclosing` scope nodes
+        (outermost first), or None."""
+        found = self.values(expr, enclosing, depth)
+        return next(iter(found)) if found is not None and len(found) == 1 else None
+
+    def values(self, expr: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0) -> frozenset[str] | None:
+        """Every string `expr` may evaluate to inside `enclosing`, or None (unknown)."""
         if depth > _MAX_STRING_DEPTH:
             return None
         if isinstance(expr, ast.Constant):
-            return expr.value if isinstance(expr.value, str) else None
+            return frozenset({expr.value}) if isinstance(expr.value, str) else None
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-            left = self.value(expr.left, enclosing, depth + 1)
-            right = self.value(expr.right, enclosing, depth + 1) if left is not None else None
-            return None if left is None or right is None else left + right
+            left = self.values(expr.left, enclosing, depth + 1)
+            right = self.values(expr.right, enclosing, depth + 1) if left is not None else None
+            if left is None or right is None or len(left) * len(right) > _MAX_VALUES:
+                return None
+            return frozenset(a + b for a in left for b in right)
         if isinstance(expr, ast.JoinedStr):
-            parts: list[str] = []
+            joined: frozenset[str] = frozenset({""})
             for part in expr.values:
                 if isinstance(part, ast.FormattedValue):
                     if part.conversion not in (-1, ord("s")) or part.format_spec is not None:
                         return None
-                    part_value = self.value(part.value, enclosing, depth + 1)
+                    piece = self.values(part.value, enclosing, depth + 1)
                 else:
-                    part_value = self.value(part, enclosing, depth + 1)
-                if part_value is None:
+                    piece = self.values(part, enclosing, depth + 1)
+                if piece is None or len(joined) * len(piece) > _MAX_VALUES:
                     return None
-                parts.append(part_value)
-            return "".join(parts)
+                joined = frozenset(a + b for a in joined for b in piece)
+            return joined
+        bound = self.bound(expr, enclosing)
+        if bound is None:
+            return None
+        found: set[str] = set()
+        for value, where in bound:
+            if value is None:
+                return None
+            inner = self.values(value, where, depth + 1)
+            if inner is None:
+                return None
+            found |= inner
+        return frozenset(found) if found else None
+
+    def bound(
+        self, expr: ast.expr, enclosing: Sequence[ast.AST]
+    ) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
+        """One step: the expressions `expr` (a name, an attribute of a class or of
+        `self`, a literal subscript) is bound to, each with the scopes it is evaluated in;
+        None where the module does not show them."""
         if isinstance(expr, ast.Name):
-            if any(_binds(node, expr.id) for node in enclosing):
-                return None  # a local, a parameter: only known at run time
-            bindings = self._module_bindings()
-            values = bindings.get(expr.id)
-            if not values or any(v is None for v in values) or "*" in bindings:
-                return None  # bound otherwise too, or maybe by a star import
-            found = {self.value(v, (), depth + 1) for v in values if v is not None}
-            return found.pop() if len(found) == 1 and None not in found else None
+            return self._name(expr.id, enclosing)
+        if isinstance(expr, ast.Attribute):
+            return self._attribute(expr, enclosing)
+        if isinstance(expr, ast.Subscript):
+            return self._subscript(expr, enclosing)
         return None
+
+    def _name(self, name: str, enclosing: Sequence[ast.AST]) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
+        for index in range(len(enclosing) - 1, -1, -1):
+            node = enclosing[index]
+            if isinstance(node, ast.ClassDef) and index != len(enclosing) - 1:
+                continue  # a class body does not enclose its methods
+            values = self._scope_bindings(node).get(name)
+            if values is not None:
+                outer = enclosing[:index]
+                if isinstance(node, _COMPREHENSIONS):
+                    return [(v, outer) for v in values]  # its iterables are the outer scope's
+                # a parameter default is evaluated outside the function; all else inside
+                inside = enclosing[: index + 1]
+                return [(v, outer if v is not None and _is_default(node, v) else inside) for v in values]
+        bindings = self._module_bindings()
+        values = bindings.get(name)
+        if name in self.imported and values is not None and len(values) == 1:
+            return [(self.imported[name], ())]
+        if not values or "*" in bindings:
+            return None  # bound nowhere the module shows (a builtin), or by a star import
+        return [(v, ()) for v in values]
+
+    def exported(self, text: str, declared: frozenset[str]) -> list[tuple[str, str, str]]:
+        """The module's constants other modules may import as an environment name or a
+        command (FlowFacts.constants): a string literal, or a list or tuple of them,
+        naming one of the `declared` variables (those the text spells), bound once at the
+        top level. (Only those: each
+        importer of one is analysed again, and an imported constant naming none reads
+        nothing declared, or is `$?` where a name is wanted.) Cheap: only statements
+        whose lines mention a candidate are looked at for other bindings."""
+        if not declared:
+            return []
+        candidates: dict[str, tuple[str, str]] = {}
+        for stmt in self.tree.body:
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
+                stmt.target if isinstance(stmt, ast.AnnAssign) else None
+            )
+            value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
+            if not isinstance(target, ast.Name) or value is None:
+                continue
+            elements = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+            items = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if len(items) == len(elements) and any(declared.intersection(_WORDS.findall(item)) for item in items):
+                shape = "str" if elements[0] is value else "list"
+                candidates[target.id] = (shape, "\0".join(items))
+        if not candidates:
+            return []
+        lines = mention_lines(text, candidates)
+        counts: dict[str, int] = dict.fromkeys(candidates, 0)
+        for stmt in self.tree.body:
+            if mentions(lines, statement_span(stmt)):
+                for name in _bound_at_module(stmt):
+                    if name in counts:
+                        counts[name] += 1
+        return sorted((name, *candidates[name]) for name, count in counts.items() if count == 1)
+
+    def _scope_bindings(self, node: ast.AST) -> dict[str, _Bound]:
+        """What a function, lambda, class body or comprehension binds, by name."""
+        found = self._scopes.get(id(node))
+        if found is not None:
+            return found
+        found = {}
+        body: list[ast.AST] = []
+        if isinstance(node, _FUNCTION_NODES):
+            _bind_parameters(found, node.args)
+            body = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+        elif isinstance(node, ast.ClassDef):
+            body = list(node.body)
+        elif isinstance(node, _COMPREHENSIONS):
+            for generator in node.generators:
+                _bind_loop(found, generator.target, generator.iter)
+        _bind_body(found, body)
+        self._scopes[id(node)] = found
+        return found
+
+    def _class(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> ast.ClassDef | None:
+        """The class `expr` names: a module-level class (`Keys`), or the class of the
+        method whose `self` or `cls` it is."""
+        if not isinstance(expr, ast.Name):
+            return None
+        for index in range(len(enclosing) - 1, 0, -1):
+            node, owner = enclosing[index], enclosing[index - 1]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if isinstance(owner, ast.ClassDef):
+                    positional = [*node.args.posonlyargs, *node.args.args]
+                    is_static = any(dotted_name(d) == "staticmethod" for d in node.decorator_list)
+                    if positional and not is_static and positional[0].arg == expr.id:
+                        return owner
+                break
+        if any(expr.id in self._scope_bindings(node) for node in enclosing if not isinstance(node, ast.ClassDef)):
+            return None
+        bindings = self._module_bindings().get(expr.id)
+        if self._classes is None:
+            self._classes = {stmt.name: stmt for stmt in self.tree.body if isinstance(stmt, ast.ClassDef)}
+        cls = self._classes.get(expr.id)
+        return cls if cls is not None and bindings is not None and len(bindings) == 1 else None
+
+    def _attribute(self, expr: ast.Attribute, enclosing: Sequence[ast.AST]) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
+        spelled = dotted_name(expr)
+        if spelled in self.imported and not any(
+            spelled.partition(".")[0] in self._scope_bindings(node) for node in enclosing
+        ):
+            return [(self.imported[spelled], ())]  # `names.PAGE`, names another module
+        if expr.attr == "value" and isinstance(expr.value, ast.Attribute):
+            # `E.X.value`: the member's value, of an Enum
+            cls = self._class(expr.value.value, enclosing)
+            if cls is not None and _bases(cls) & _ENUM_BASES:
+                return self._class_attribute(cls, expr.value.attr)
+            return None
+        cls = self._class(expr.value, enclosing)
+        if cls is None:
+            return None
+        bases = _bases(cls)
+        if bases & _ENUM_BASES and not bases & _STR_ENUM_BASES:
+            return None  # a member, not its value
+        return self._class_attribute(cls, expr.attr)
+
+    def _class_attribute(self, cls: ast.ClassDef, attr: str) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
+        values: list[tuple[ast.expr | None, Sequence[ast.AST]]] = [
+            (value, (cls,)) for value in self._scope_bindings(cls).get(attr, ())
+        ]
+        for method, value in self._assigned_on_self(cls).get(attr, ()):
+            values.append((value, (cls, method)))
+        return values or None
+
+    def _assigned_on_self(self, cls: ast.ClassDef) -> dict[str, list[tuple[ast.AST, ast.expr | None]]]:
+        """attr -> (method, value) of each `self.attr = value` in the class's methods."""
+        found: dict[str, list[tuple[ast.AST, ast.expr | None]]] = {}
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            positional = [*method.args.posonlyargs, *method.args.args]
+            if not positional:
+                continue
+            me = positional[0].arg
+            for sub in ast.walk(method):
+                targets: list[ast.expr] = []
+                value: ast.expr | None = None
+                if isinstance(sub, ast.Assign):
+                    targets, value = sub.targets, sub.value
+                elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
+                    targets, value = [sub.target], sub.value if isinstance(sub, ast.AnnAssign) else None
+                for target in targets:
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                        found.setdefault(target.attr, []).append((method, value))
+        return found
+
+    def _subscript(self, expr: ast.Subscript, enclosing: Sequence[ast.AST]) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
+        key: object
+        if isinstance(expr.slice, ast.Constant) and isinstance(expr.slice.value, int):
+            key = expr.slice.value
+        else:
+            key = self.value(expr.slice, enclosing)
+            if key is None:
+                return None
+        containers = self.bound(expr.value, enclosing) if not isinstance(expr.value, (ast.Dict, ast.List, ast.Tuple)) else [(expr.value, enclosing)]
+        if not containers:
+            return None
+        found: list[tuple[ast.expr | None, Sequence[ast.AST]]] = []
+        for container, where in containers:
+            if isinstance(container, ast.Dict) and isinstance(key, str):
+                matched = [
+                    value for name, value in zip(container.keys, container.values, strict=True)
+                    if name is not None and self.value(name, where) == key
+                ]
+                if len(matched) != 1 or any(name is None for name in container.keys):
+                    return None
+                found.append((matched[0], where))
+            elif isinstance(container, (ast.List, ast.Tuple)) and isinstance(key, int):
+                if any(isinstance(e, ast.Starred) for e in container.elts) or not -len(container.elts) <= key < len(container.elts):
+                    return None
+                found.append((container.elts[key], where))
+            else:
+                return None
+        return found
+
+
+# How many values a concatenation of several-valued parts may have before it is unknown.
+_MAX_VALUES = 64
+
+
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _constant_node(shape: str, value: str) -> ast.expr:
+    if shape == "list":
+        return ast.List(elts=[ast.Constant(item) for item in value.split("\0")], ctx=ast.Load())
+    return ast.Constant(value)
+
+
+def dotted_name(expr: ast.expr) -> str:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        inner = dotted_name(expr.value)
+        return f"{inner}.{expr.attr}" if inner else ""
+    return ""
+
+
+def _bases(cls: ast.ClassDef) -> frozenset[str]:
+    return frozenset(dotted_name(base) for base in cls.bases)
+
+
+def _is_default(node: ast.AST, value: ast.expr) -> bool:
+    args = getattr(node, "args", None)
+    return isinstance(args, ast.arguments) and any(value is d for d in (*args.defaults, *args.kw_defaults))
+
+
+def _bind_parameters(found: dict[str, _Bound], args: ast.arguments) -> None:
+    """Each parameter is bound to its default, if it has one (else to something unknown)."""
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for param, default in (*zip(positional, defaults, strict=True), *zip(args.kwonlyargs, args.kw_defaults, strict=True)):
+        found.setdefault(param.arg, []).append(default)
+    for star in (args.vararg, args.kwarg):
+        if star is not None:
+            found.setdefault(star.arg, []).append(None)
+
+
+def _bind_body(found: dict[str, _Bound], body: list[ast.AST]) -> None:
+    """What the statements of one scope bind (not those of the scopes nested in it)."""
+    pending = body
+    while pending:
+        sub = pending.pop()
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.setdefault(sub.name, []).append(None)
+            continue
+        if isinstance(sub, (ast.Lambda, *_COMPREHENSIONS)):
+            continue
+        if isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                _bind_target(found, target, sub.value)
+        elif isinstance(sub, (ast.AnnAssign, ast.NamedExpr)) and isinstance(sub.target, ast.Name):
+            if sub.value is not None:
+                found.setdefault(sub.target.id, []).append(sub.value)
+        elif isinstance(sub, (ast.For, ast.AsyncFor)):
+            _bind_loop(found, sub.target, sub.iter)
+        else:
+            for name in _unknown_bindings(sub):
+                found.setdefault(name, []).append(None)
+        pending.extend(ast.iter_child_nodes(sub))
+
+
+def _bind_target(found: dict[str, _Bound], target: ast.expr, value: ast.expr | None) -> None:
+    """`name = value`, and literal unpacking pairwise (`a, b = "X", "Y"`); any other
+    target binds its names to something unknown."""
+    if isinstance(target, ast.Name):
+        found.setdefault(target.id, []).append(value)
+    elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and not any(
+        isinstance(e, ast.Starred) for e in (*target.elts, *value.elts)
+    ) and len(target.elts) == len(value.elts):
+        for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
+            _bind_target(found, sub_target, sub_value)
+    else:
+        for name in _target_names(target):
+            if not isinstance(target, (ast.Attribute, ast.Subscript)):
+                found.setdefault(name, []).append(None)
+
+
+def _bind_loop(found: dict[str, _Bound], target: ast.expr, iterable: ast.expr) -> None:
+    """A loop variable over a literal takes each element in turn; over anything else it
+    is unknown."""
+    if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)) and not any(isinstance(e, ast.Starred) for e in iterable.elts):
+        for element in iterable.elts:
+            _bind_target(found, target, element)
+    else:
+        _bind_target(found, target, None)
+
+
+def _unknown_bindings(stmt: ast.AST) -> list[str]:
+    """The names a statement binds to values the resolver does not follow."""
+    if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+        return list(stmt.names)
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in stmt.names]
+    if isinstance(stmt, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [stmt.name] if stmt.name else []
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [n for item in stmt.items if item.optional_vars is not None for n in _target_names(item.optional_vars)]
+    if isinstance(stmt, ast.AugAssign):
+        return _target_names(stmt.target) if isinstance(stmt.target, ast.Name) else []
+    if isinstance(stmt, ast.Delete):
+        return [n for target in stmt.targets if isinstance(target, ast.Name) for n in _target_names(target)]
+    return []
 
 
 def _target_names(target: ast.expr) -> list[str]:

@@ -5,8 +5,8 @@ function boundary it records as facts (configbags.migrate.scanmodel.FlowFacts): 
 imports, the signatures of its functions, which module-level names return the record, a
 config context or the environment when called (fetchers), which hold the record
 (holders), where the record is handed to a callable (passes), which parameters are used
-as an environment variable's name, and where a declared variable's name is passed as a
-literal. This pass resolves the imports by module name (a file's module name follows its
+as an environment variable's name or a child's command, its instances (`ENV = Env()`)
+and its string constants that name a declared variable. This pass resolves the imports by module name (a file's module name follows its
 path and the `__init__.py` chain; relative imports too), tells each module what its
 imports are (configbags.migrate.scanmodel.FlowInput) and which of its parameters receive
 the record (arguments mapped onto parameters as Python binds them: a classmethod's `cls`,
@@ -25,7 +25,11 @@ Then it reports, at the call site (keyed to the caller's file and function):
 - a function whose call gives the record handed to a decorator that is no function of a
   scanned module (`@describe.register`): leaf `*`, via "escape", form "escapes_fetcher";
 - a declared variable's name passed to a parameter the callee uses as an environment key:
-  leaf `$NAME`, via "environ", form "env_helper".
+  leaf `$NAME`, via "environ", form "env_helper"; `$?` where the module does not show the
+  name passed (deny by default). The callables each module may spell are told to it
+  (FlowInput.env_helpers) and the reads found where it calls them (_Uses), with the names
+  resolved by the door analysis's resolver (configbags.migrate.doors.ModuleStrings), which
+  is also told the other modules' constants the module imports (FlowInput.constants).
 
 A read found through another module is at most "held" (configbags.migrate.scanmodel.
 ORIGINS), so `ratchet fix` never rewrites it.
@@ -55,6 +59,8 @@ from configbags.migrate.aliases import (
     spelled_module,
     statement_span,
 )
+from configbags.migrate.childenv import command_fragments, named_variables
+from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
 from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -275,7 +281,7 @@ def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], lis
                 and any(map(_environ_expr, sub.comparators))
             ):
                 keys.add(sub.left.id)
-        env_params += [(qualname, key) for key in sorted(keys & params)]
+        env_params += [(qualname, key, "environ") for key in sorted(keys & params)]
     fetchers += _module_holders(tree, lines)
     fetchers += _kept_doors(tree, text, lines)
     return sorted(set(fetchers)), env_params
@@ -424,56 +430,31 @@ class _Walk(ast.NodeVisitor):
         raise NotImplementedError
 
 
-class _Literals(_Walk):
-    """Calls that pass a declared variable's name as a literal, or as a string the module
-    builds of constants (`PAGE = "SGLANG_PAGE_SIZE"; get_env(PAGE)`, `PREFIX + "PAGE_SIZE"`)."""
-
-    def __init__(self, lines: list[int], declared: frozenset[str], strings: ModuleStrings) -> None:
-        super().__init__(lines)
-        self.declared = declared
-        self.strings = strings
-        self.rows: list[tuple[Any, ...]] = []
-
-    def _value(self, arg: ast.expr) -> str | None:
-        if isinstance(arg, ast.Constant):
-            return arg.value if isinstance(arg.value, str) else None
-        if not isinstance(arg, (ast.Name, ast.BinOp, ast.JoinedStr)):
-            return None
-        scopes = [p for p in self.parents if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
-        return self.strings.value(arg, scopes)
-
-    def found(self, node: ast.AST) -> None:
-        if not isinstance(node, ast.Call):
-            return
-        callee = dotted(node.func)
-        if not callee:
-            return
-        handed = [(i, "", a) for i, a in enumerate(node.args)] + [(-1, k.arg or "", k.value) for k in node.keywords]
-        for position, keyword, arg in handed:
-            value = self._value(arg)
-            if value is not None and value in self.declared:
-                self.rows.append((
-                    self.function, f"name:{callee}", position, keyword, value, arg.lineno, arg.col_offset,
-                    arg.end_lineno or arg.lineno, arg.end_col_offset or arg.col_offset,
-                ))
+def _instances(tree: ast.Module) -> list[tuple[str, str]]:
+    """(name, class): `ENV = Env()` at the top level, Env a class of the module."""
+    classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+    found: list[tuple[str, str]] = []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+            cls = dotted(node.value.func)
+            if cls in classes:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                found += [(target.id, cls) for target in targets if isinstance(target, ast.Name)]
+    return found
 
 
-def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts:
+def base_facts(
+    tree: ast.Module, text: str, settings: ScanSettings, command_params: Iterable[tuple[str, str]] = (),
+    strings: ModuleStrings | None = None, mentioned: frozenset[str] | None = None,
+) -> FlowFacts:
     """The facts of one module that need no other module: imports, signatures, the
-    context and environment it returns, its environment-key parameters, and the declared
-    names it passes as literals. (What the record analysis adds: scan.scan_source.)"""
+    context and environment it returns, its parameters used as environment keys (and,
+    from the door analysis, as child commands: `command_params`), and its instances.
+    (What the record analysis adds: scan.scan_source.)"""
     fetchers, env_params = _door_facts(tree, text)
-    literals: list[tuple[Any, ...]] = []
-    declared = frozenset(settings.env_vars)
-    strings = ModuleStrings(tree)
-    # module constants that spell a declared name or a part of one: the calls naming them
-    # may pass a declared name
-    pieces = strings.constants_in(declared) if declared else set()
-    if declared and (pieces or any(name in text for name in declared)):
-        walk = _Literals(mention_lines(text, declared | pieces), declared, strings)
-        for node in tree.body:
-            walk.visit(node)
-        literals = walk.rows
+    if mentioned is None:
+        mentioned = frozenset(name for name in settings.env_vars if name in text)
+    env_params += sorted({(function, param, "command") for function, param in command_params})
     bases = tuple(
         (node.name, *filter(None, map(dotted, node.bases))) for node in tree.body if isinstance(node, ast.ClassDef)
     )
@@ -483,7 +464,8 @@ def base_facts(tree: ast.Module, text: str, settings: ScanSettings) -> FlowFacts
         signatures=tuple(_signatures(tree, settings, settings.record_class in text)),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
-        env_literals=tuple(literals),
+        instances=tuple(_instances(tree)),
+        constants=tuple((strings or ModuleStrings(tree)).exported(text, mentioned)) if mentioned else (),
     )
 
 
@@ -492,12 +474,13 @@ class _Uses(_Walk):
     of the module's own, and of names bound to either: `open_ctx = doors.ctx`)."""
 
     def __init__(
-        self, lines: list[int], flows: FlowInput, declared: frozenset[str], renamed: Mapping[str, str],
-        renames: set[int], kept: Mapping[tuple[str, str], str],
+        self, lines: list[int], flows: FlowInput, declared: frozenset[str], strings: ModuleStrings,
+        renamed: Mapping[str, str], renames: set[int], kept: Mapping[tuple[str, str], str],
     ) -> None:
         super().__init__(lines)
         self.flows = flows
         self.declared = declared
+        self.strings = strings
         self.context = flows.context_fetchers | {name for name, kind in renamed.items() if kind == "context"}
         self.environ = flows.environ_fetchers | {name for name, kind in renamed.items() if kind == "environ"}
         self.renames = renames  # ids of the values bound by a rename (`e = env`): no escape
@@ -506,6 +489,14 @@ class _Uses(_Walk):
         self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds
         self.reads: list[tuple[Any, ...]] = []
         self.fetchers: list[tuple[str, str]] = []
+        # (function, parameter, use): the module's own parameters handed on to a helper's
+        # key or command parameter, which make their function a helper in turn
+        self.env_params: set[tuple[str, str, str]] = set()
+        # spelled callable -> (position, parameter, use) of its key or command parameters
+        self.helpers: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+        for entry in flows.env_helpers:
+            spelled, position, param, use = entry.split("|")
+            self.helpers[spelled].append((int(position), param, use))
 
     def _row(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
         self.reads.append((
@@ -520,6 +511,8 @@ class _Uses(_Walk):
             kept = self.kept.get((self.function, dotted(node)))
             if kept is not None and len(self.qualname) == 1 and isinstance(self.parents[-1], ast.Return):
                 self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
+            if self.helpers:
+                self._helper_handed_on(node)
         if not isinstance(node, ast.Call):
             return
         self._door_by_name(node)
@@ -528,6 +521,12 @@ class _Uses(_Walk):
             self._handed(node, fetched)  # `getattr(doors, "ctx")` as a value
         name = _fetched_name(node.func) or dotted(node.func)
         parent = self.parents[-1] if self.parents else None
+        helper = self._helper_name(name)
+        if helper in self.helpers:
+            self._helper_call(node, node.args, node.keywords, self.helpers[helper])
+        elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
+            # `functools.partial(get_env, "X")`: the name is handed over now
+            self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
         if name in self.flows.environ_getters:
             key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
             self._environ_key(node, key, "getenv")
@@ -591,6 +590,93 @@ class _Uses(_Walk):
                     return True
         return False
 
+    def _scopes(self) -> list[ast.AST]:
+        return [p for p in self.parents if isinstance(p, _RESOLVER_SCOPES)]
+
+    def _helper_name(self, spelled: str) -> str:
+        """How env_helpers names what `spelled` calls: `self.get` in a method of Env is
+        `self.get@Env`."""
+        if spelled.startswith("self.") and self.qualname:
+            return f"{spelled}@{self.qualname[0]}"
+        return spelled
+
+    def _helper_handed_on(self, node: ast.Name | ast.Attribute) -> None:
+        """An environment helper handed on instead of called (`map(get_env, names)`):
+        whoever calls it may pass any name."""
+        name = self._helper_name(dotted(node))
+        if name not in self.helpers or not any(use == "environ" for _, _, use in self.helpers[name]):
+            return
+        parent = self.parents[-1] if self.parents else None
+        if isinstance(parent, ast.Call) and (parent.func is node or (
+            parent.args and parent.args[0] is node and dotted(parent.func).rpartition(".")[2] == "partial"
+        )):
+            return
+        if isinstance(parent, ast.Attribute):
+            return  # `get_env.__doc__`, or a longer name (judged as itself)
+        self._row(node, ENV_UNRESOLVED, "environ", "env_helper")
+
+    def _helper_call(
+        self, call: ast.Call, args: Sequence[ast.expr], keywords: Sequence[ast.keyword], specs: list[tuple[int, str, str]]
+    ) -> None:
+        """A call of a function that uses its parameter as an environment key (or as a
+        child's command): the name handed over is read here. Deny by default: a name the
+        module does not show (a parameter, an import, a call) is `$?`."""
+        positional: list[ast.expr] | None = []
+        for arg in args:
+            if positional is None:
+                break
+            if not isinstance(arg, ast.Starred):
+                positional.append(arg)
+            elif isinstance(arg.value, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in arg.value.elts):
+                positional.extend(arg.value.elts)  # `get_env(*("X",))`
+            else:
+                positional = None  # `get_env(*names)`: any name, at any position
+        scopes = self._scopes()
+        for position, param, use in specs:
+            given: ast.expr | None = None
+            unknown = positional is None
+            if positional is not None and 0 <= position < len(positional):
+                given = positional[position]
+            else:
+                given = next((k.value for k in keywords if k.arg == param), None)
+                unknown = unknown or (given is None and any(k.arg is None for k in keywords))
+            self._handed_on(given, scopes, use)
+            if use == "command":
+                if given is not None:
+                    self._command(given, scopes)
+                continue
+            if given is None and not unknown:
+                continue  # the helper's own default
+            names = self.strings.values(given, scopes) if given is not None else None
+            if names is None:
+                self._row(given if given is not None else call, ENV_UNRESOLVED, "environ", "env_helper")
+                continue
+            for name in sorted(names & self.declared):
+                self._row(given if given is not None else call, env_subject(name), "environ", "env_helper")
+
+    def _handed_on(self, given: ast.expr | None, scopes: list[ast.AST], use: str) -> None:
+        """`def page(name): return get_env(name)`: page takes the key (or command) too,
+        and its callers are read like the helper's (through any chain of such)."""
+        function = next((n for n in reversed(scopes) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), None)
+        if not isinstance(given, ast.Name) or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        args = function.args
+        if given.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+            self.env_params.add((self.function, given.id, use))
+
+    def _command(self, given: ast.expr, scopes: list[ast.AST]) -> None:
+        """A command handed to a function that runs it in a child: the declared names
+        its literal text shows are read here (configbags.migrate.childenv)."""
+        scope = next((n for n in reversed(scopes) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), self.strings.tree)
+        named: set[str] = set()
+        for _, text in command_fragments(
+            [given], lambda expr: self.strings.value(expr, scopes), scope, self.strings.tree,
+            lambda expr: self.strings.bound(expr, scopes),
+        ):
+            named.update(named_variables(text, self.declared))
+        for name in sorted(named):
+            self._row(given, env_subject(name), "environ", "child_process")
+
     def _context(self, parent: ast.AST | None) -> None:
         if isinstance(parent, ast.Attribute) and parent.attr == "state":
             self._row(parent, STATE_READBACK, "readback", "state")
@@ -640,27 +726,30 @@ def _fetched_name(expr: ast.expr) -> str:
     return ""
 
 
-def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]]]:
-    """(reads, fetchers): the reads through imported context and environment fetchers,
-    and the module-level functions that return what one of them returns."""
+def use_facts(
+    tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None
+) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """(reads, fetchers, env_params): the reads through imported context and environment
+    fetchers and environment helpers, the module-level functions that return what one of
+    the fetchers returns, and the parameters handed on to a helper's key or command."""
     names = {
         part
         for spelled in (
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
-            *flows.environ_getters,
+            *flows.environ_getters, *(entry.partition("|")[0].partition("@")[0] for entry in flows.env_helpers),
         )
         for part in spelled.split(".")
     }
     if not names:
-        return [], []
+        return [], [], []
     lines = mention_lines(text, names)
     renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
     if renamed or kept:
         lines = mention_lines(text, names | renamed.keys() | {name for _, name in kept})
-    walk = _Uses(lines, flows, frozenset(settings.env_vars), renamed, renames, kept)
+    walk = _Uses(lines, flows, frozenset(settings.env_vars), strings or ModuleStrings(tree), renamed, renames, kept)
     for node in tree.body:
         walk.visit(node)
-    return walk.reads, [*walk.fetchers, *exported]
+    return walk.reads, [*walk.fetchers, *exported], sorted(walk.env_params)
 
 
 def _renamed_fetchers(
@@ -785,6 +874,10 @@ class _Project:
             self.kinds[rel] = table
         self._defs: dict[str, dict[str, tuple[Any, ...]]] = {}
         self.sorted_modules = sorted(self.modules)
+        # files whose callables take an environment key or a child's command
+        self.helper_files = {rel for rel, result in results.items() if result.flow.env_params}
+        self.constant_files = {rel for rel, result in results.items() if result.flow.constants}
+        self._helper_rows: dict[str, list[tuple[str, str]]] = {}
         # the first part of every scanned module's name: an import of any other names a
         # module that is not scanned (the standard library, a third party)
         self.tops = {module.partition(".")[0] for module in self.modules}
@@ -949,7 +1042,93 @@ class _Project:
             context_holders=frozenset(spelled["context_holder"]),
             environ_holders=frozenset(spelled["environ_holder"]),
             environ_getters=frozenset(spelled["environ_getter"]),
+            env_helpers=self.env_helpers(rel),
+            constants=self.imported_constants(rel),
         )
+
+    def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
+        """Other modules' constants `rel` imports (FlowInput.constants)."""
+        if not self.constant_files:
+            return frozenset()
+        found: set[tuple[str, str, str]] = set()
+        for local, (kind, target) in self.local_imports(rel).items():
+            if kind == "sym":
+                site = self.resolve(rel, local)
+                if site[0] is not None and site[0] in self.constant_files:
+                    found.update((local, shape, value) for name, shape, value in self.constant_rows(site[0]) if name == site[1])
+                continue
+            for module in self.under(target):
+                other = self.modules[module]
+                if other in self.constant_files:
+                    prefix = local + module[len(target) :]
+                    found.update((f"{prefix}.{name}", shape, value) for name, shape, value in self.constant_rows(other))
+        return frozenset(found)
+
+    def constant_rows(self, rel: str) -> tuple[tuple[str, str, str], ...]:
+        return tuple((str(name), str(shape), str(value)) for name, shape, value in self.results[rel].flow.constants)
+
+    def _helpers_of(self, rel: str) -> list[tuple[str, str]]:
+        """(spelled in `rel`, entry tail "position|parameter|use") of `rel`'s own
+        callables that use a parameter as an environment key or a child's command: its
+        functions and classes by name, static methods as `Class.method`, and the methods
+        of its instances (`ENV = Env()`: `ENV.get`)."""
+        known = self._helper_rows.get(rel)
+        if known is not None:
+            return known
+        flow = self.results[rel].flow
+        uses: dict[str, dict[str, str]] = defaultdict(dict)
+        for function, param, use in flow.env_params:
+            uses[function][param] = use
+        found: list[tuple[str, str]] = []
+        if uses:
+            instances = defaultdict(list)
+            for name, cls in flow.instances:
+                instances[cls].append(name)
+            for row in flow.signatures:
+                qualname, positional, kwonly, body = row[0], list(row[1]), row[2], row[5]
+                # a plain method called through its class takes `self` first (a row's
+                # seventh column, where the signatures say so)
+                through_class = 1 if len(row) > 6 and row[6] else 0
+                for param, use in uses.get(body, {}).items():
+                    position = positional.index(param) if param in positional else -1
+                    if position == -1 and param not in kwonly:
+                        continue  # `self`, or a parameter only the body names
+                    shifted = position + through_class if position >= 0 else -1
+                    found.append((qualname, f"{shifted}|{param}|{use}"))
+                    owner, _, method = qualname.rpartition(".")
+                    for name in instances.get(owner, ()) if owner else ():
+                        found.append((f"{name}.{method}", f"{position}|{param}|{use}"))
+                    if owner:
+                        # `self.get("X")` in the class's own methods (`@Class`: only there)
+                        found.append((f"self.{method}@{owner}", f"{position}|{param}|{use}"))
+        self._helper_rows[rel] = found
+        return found
+
+    def env_helpers(self, rel: str) -> frozenset[str]:
+        """The env_helpers entries of `rel` (configbags.migrate.scanmodel.FlowInput)."""
+        if not self.helper_files:
+            return frozenset()
+        entries = {f"{spelled}|{tail}" for spelled, tail in self._helpers_of(rel)}
+        for local, (kind, target) in self.local_imports(rel).items():
+            # (another module's `self.` entries are its own classes')
+            if kind == "sym":
+                site = self.resolve(rel, local)
+                if site[0] is None or site[0] not in self.helper_files:
+                    continue
+                for spelled, tail in self._helpers_of(site[0]):
+                    if "@" in spelled:
+                        continue
+                    if spelled == site[1]:
+                        entries.add(f"{local}|{tail}")
+                    elif spelled.startswith(site[1] + "."):
+                        entries.add(f"{local}{spelled[len(site[1]):]}|{tail}")
+                continue
+            for module in self.under(target):
+                other = self.modules[module]
+                if other in self.helper_files:
+                    prefix = local + module[len(target) :]
+                    entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other) if "@" not in spelled)
+        return frozenset(entries)
 
     def _exported(self, rel: str) -> set[str]:
         names = {name for name, kinds in self.kinds[rel].items() if kinds}
@@ -1097,12 +1276,4 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
                     reads[rel].append((*site, "escape", "escapes_call", "held"))
             elif target is None or target.partition(":")[0] not in homes:
                 reads[rel].append((*site, "escape", "escapes_call", "held"))
-        for caller, callee, position, keyword, name, line, col, end_line, end_col in result.flow.env_literals:
-            target = project.callee(rel, callee)
-            if not isinstance(target, tuple):
-                continue
-            where, row = target
-            param = _parameter(row, position, keyword)
-            if param is not None and (row[5], param) in {tuple(p) for p in project.results[where].flow.env_params}:
-                reads[rel].append((caller, env_subject(name), line, col, end_line, end_col, "environ", "env_helper", "held"))
     return reads

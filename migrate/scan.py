@@ -82,7 +82,7 @@ import os
 import tokenize
 import unicodedata
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,10 +157,14 @@ def search_text(text: str) -> str:
     return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
-def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = None) -> FileScan:
+def scan_source(
+    data: bytes, settings: ScanSettings, flows: FlowInput | None = None, base: FileScan | None = None
+) -> FileScan:
     """Analyse one file's bytes, told by `flows` what its imports are and which of its
-    parameters receive the record (configbags.migrate.flows). Never raises on bad input:
-    it reports a problem instead."""
+    parameters receive the record (configbags.migrate.flows). `base`, the result of the
+    same bytes with no input, spares the analysis where the input only names environment
+    helpers: their calls are all it adds. Never raises on bad input: it reports a
+    problem instead."""
     if len(data) > settings.max_bytes:
         return FileScan(problem=f"too large to scan ({len(data)} bytes > {settings.max_bytes})")
     # The header is only noted here; whether it lets the file be skipped depends on the
@@ -183,16 +187,23 @@ def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = N
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
 
+    if base is not None and base.problem is None and flows is not None and _helpers_only(flows):
+        try:
+            return _with_helpers(base, tree, search_text(text), settings, flows)
+        except RecursionError:
+            return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
     try:
         searched = search_text(text)
         # one door analysis serves both: its reads, and the fetching calls (`getattr(x,
         # "a")` under any alias) that the record analysis reads as attributes
-        door_scan = DoorScan(tree, searched, settings)
+        door_scan = DoorScan(tree, searched, settings, flows.constants if flows else ())
         analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
         reads = analysed.reads
         doors = door_scan.reads()
-        facts = base_facts(tree, searched, settings)
-        used, returned = use_facts(tree, searched, settings, flows) if flows else ([], [])
+        facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings, door_scan.mentioned)
+        used, returned, handed = use_facts(tree, searched, settings, flows, door_scan.strings) if flows else ([], [], [])
+        if handed:  # its own functions that hand a parameter on to an env helper are helpers too
+            facts = attrs.evolve(facts, env_params=tuple(sorted({*facts.env_params, *handed})))
         doors = [*doors, *used]
         # what the other analyses already report on a line is not reported twice
         known = {(row[1], row[2]) for row in (*reads, *doors)}
@@ -211,6 +222,21 @@ def scan_source(data: bytes, settings: ScanSettings, flows: FlowInput | None = N
     violations = tuple(analysed.violations)
     generated = generated and not found and not violations and _only_generated_flows(flow, settings)
     return FileScan(reads=found, violations=violations, generated=generated, flow=flow)
+
+
+def _helpers_only(flows: FlowInput) -> bool:
+    """Does the input name environment helpers and nothing else?"""
+    return bool(flows.env_helpers) and attrs.evolve(flows, env_helpers=frozenset()) == FlowInput()
+
+
+def _with_helpers(base: FileScan, tree: ast.Module, searched: str, settings: ScanSettings, flows: FlowInput) -> FileScan:
+    """`base` with the reads at the module's calls of environment helpers (and the
+    parameters it hands on to one): all that input adds."""
+    used, _, handed = use_facts(tree, searched, settings, flows)
+    flow = base.flow
+    if handed:
+        flow = attrs.evolve(flow, env_params=tuple(sorted({*flow.env_params, *handed})))
+    return attrs.evolve(base, reads=(*base.reads, *used), flow=flow, generated=base.generated and not used and not handed)
 
 
 def _only_generated_flows(flow: FlowFacts, settings: ScanSettings) -> bool:
@@ -333,7 +359,7 @@ def _project_pass(
     if cache is not None:
         for rel, result in results.items():
             results[rel] = cache.with_flow(where[rel][1], result)
-    done = project_pass(list(results), results, settings, _Rescan(settings, cache, where))
+    done = project_pass(list(results), results, settings, _Rescan(settings, cache, where, dict(results)))
     if cache is not None and key:
         cache.keep_project(key, {rel: found.key() for rel, found in done.inputs.items()}, done.sites, done.problem)
     return done.sites, done.problem
@@ -344,10 +370,12 @@ class _Rescan:
     from the cache under the bytes' digest and the input's key, else read and scanned."""
 
     def __init__(
-        self, settings: ScanSettings, cache: ScanCache | None, where: dict[str, tuple[str, str, bytes]]
+        self, settings: ScanSettings, cache: ScanCache | None, where: dict[str, tuple[str, str, bytes]],
+        base: Mapping[str, FileScan],
     ) -> None:
         self.settings = settings
         self.cache = cache
+        self.base = base  # file -> its result with no input
         # file -> (path, digest of the bytes scanned first, those bytes unless the
         # result came from the cache without reading the file)
         self.where = where
@@ -367,7 +395,7 @@ class _Rescan:
             if content_digest(data) != digest:
                 # both results must be of the same bytes
                 return FileScan(problem="changed while it was scanned; not scanned (scan again)")
-        result = scan_source(data, self.settings, flows)
+        result = scan_source(data, self.settings, flows, self.base.get(rel))
         if self.cache is not None:
             self.cache.put(key, result)
         return result

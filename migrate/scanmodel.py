@@ -5,12 +5,13 @@ the cache, the check and the fix, so none of them imports another's internals.""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, NamedTuple
 
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 40
+SCANNER_VERSION = 41
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -193,10 +194,16 @@ class FlowFacts:
     # position -1 for a keyword (then keyword names it) or an unpacked argument, DECORATED
     # for a function whose call gives the record handed to its decorator
     passes: Rows = ()
-    env_params: Rows = ()  # (function qualname, parameter) used as an environment key
-    # (caller, callee, position, keyword, NAME, line, col, end_line, end_col): a declared
-    # variable's name passed as a literal
-    env_literals: Rows = ()
+    # (function qualname, parameter, use): a parameter used as an environment key (use
+    # "environ") or as a child process's command (use "command")
+    env_params: Rows = ()
+    # (name, class): module-level names bound to an instance of the module's class
+    # (`ENV = Env()`), whose methods other modules call through it
+    instances: Rows = ()
+    # (name, shape, value): module-level string constants other modules may import as an
+    # environment name or a command (`PAGE = "SGLANG_PAGE_SIZE"`, `CMD = "echo $NAME"`);
+    # shape "str", or "list" for a list or tuple of strings (value: them, NUL-separated)
+    constants: Rows = ()
 
 
 @attrs.frozen
@@ -215,11 +222,19 @@ class FlowInput:
     context_holders: frozenset[str] = frozenset()
     environ_holders: frozenset[str] = frozenset()
     environ_getters: frozenset[str] = frozenset()
+    # the callables the module may spell whose parameter is an environment key or a child
+    # command (its own functions, and its imports'): "spelled|position|parameter|use",
+    # position -1 for a keyword-only parameter
+    env_helpers: frozenset[str] = frozenset()
+    # the module's imports of other modules' constants (FlowFacts.constants), by the
+    # name it spells them with: (spelled, shape, value)
+    constants: frozenset[tuple[str, str, str]] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
+            or self.env_helpers or self.constants
         )
 
     def key(self) -> str:
@@ -233,6 +248,8 @@ class FlowInput:
             ",".join(sorted(self.context_holders)),
             ",".join(sorted(self.environ_holders)),
             ",".join(sorted(self.environ_getters)),
+            ",".join(sorted(self.env_helpers)),
+            json.dumps(sorted(self.constants)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
