@@ -184,7 +184,8 @@ class Linter:
                        file, line, "see the schema's CONFIG.md for the spellings")
 
     def _value(self, leaf: LeafView, written: str, value: Any, file: str, line: int) -> Finding | None:
-        if leaf.secret and isinstance(value, str) and none_like(value):  # YAML null is "unset": fine
+        # a YAML null too: the server refuses a config file's `api_key:` (a template that rendered nothing)
+        if leaf.secret and (value is None or isinstance(value, str)) and none_like(value):
             return _none_like_secret(leaf, written, file, line)
         try:
             coerced = leaf.type.coerce(value)

@@ -84,10 +84,13 @@ def json_value(text: str) -> Any:
 json_value.__name__ = "json"
 
 
-def refuse_none_like_secret(spec: LeafSpec, value: Any, source: str) -> None:
+def refuse_none_like_secret(spec: LeafSpec, value: Any, source: str, *, null: bool = False) -> None:
     """A secret given as an empty or none-like text is refused at every door, also where a
-    higher layer would shadow it (a flag over a config file's `api_key: none`)."""
-    if spec.secret and isinstance(value, str) and none_like(value):
+    higher layer would shadow it (a flag over a config file's `api_key: none`). With
+    `null`, a null value too: a config file's `api_key:` or `api_key: ~` (a template that
+    rendered nothing) must not start a server whose key is off; a key is left off by
+    leaving it out."""
+    if spec.secret and (isinstance(value, str) or (null and value is None)) and none_like(value):
         flag = f" ({spec.flags[0]})" if spec.flags and spec.flags[0] != source else ""
         raise RecordError(f"{_spelled(source)}: {spec.namespace}.{spec.name}{flag} {NONE_LIKE_SECRET}")
 
@@ -393,10 +396,10 @@ def merge_config_files(
     for path in paths:
         data = load(Path(path))
         layer = _canonical_keys(registry, data, str(path), docs, functools.partial(key_lines, Path(path)))
-        for key, value in layer.items():
-            refuse_none_like_secret(registry.leaves[key], value, str(path))
         # a later file's `api_key: null` must not turn off the key an earlier one set
         keep_secrets(registry, values, origins, layer, dict.fromkeys(layer, Origin(Layer.CONFIG_FILE, str(path))))
+        for key, value in layer.items():
+            refuse_none_like_secret(registry.leaves[key], value, str(path), null=True)
         for key, value in layer.items():
             if key in origins and values[key] != value:
                 spec = registry.leaves[key]

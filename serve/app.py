@@ -4,12 +4,13 @@ an OpenAPI document whose PATCH body is built from the schema."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -126,7 +127,18 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     """The operator API over `door`. Work that touches ranks runs on one thread, in
     arrival order (every rank must enter the same collectives in the same order); without
     ranks a request is served on the event loop (microseconds of work, no thread hop)."""
-    app = FastAPI(title="configbags operator API", version="1", docs_url=None, redoc_url=None,
+    refusals = RefusalLog()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        flushing = asyncio.create_task(refusals.run())
+        try:
+            yield
+        finally:
+            flushing.cancel()
+            refusals.flush(every=True)  # a burst that ended just before shutdown is counted too
+
+    app = FastAPI(lifespan=lifespan, title="configbags operator API", version="1", docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json", default_response_class=Readback)
     rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
     app.state.rank_thread = rank_thread  # serve --watch applies file changes on it too
@@ -135,8 +147,6 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         if rank_thread is None:
             return fn()
         return await asyncio.get_running_loop().run_in_executor(rank_thread, fn)
-
-    refusals = RefusalLog()
 
     @app.exception_handler(DoorError)
     async def door_error(request: Request, exc: DoorError) -> JSONResponse:
@@ -217,31 +227,64 @@ async def read_body(request: Request, limit: int, *, timeout_s: float = DEFAULT_
 class RefusalLog:
     """Requests refused for their key, logged at WARNING with the client's address (the
     socket's: serve reads no proxy headers), a trail of someone guessing keys. At most one
-    line per client host every `interval` seconds; the refusals between are counted into
-    its next line, and the table of hosts is bounded."""
+    line per client host every `interval` seconds: the refusals in between are counted,
+    and the count is logged once the interval is over (`flush`, every interval and at
+    shutdown), so a burst that stops still shows its size. The request's path is logged
+    escaped and cut short (it is the client's text, sent without a key). The table of
+    hosts is bounded."""
 
     MAX_HOSTS = 4096
+    PATH_CHARS = 200
 
     def __init__(self, interval: float = 10.0) -> None:
         self.interval = interval
-        self._hosts: dict[str, tuple[float, int]] = {}  # host -> (when last logged, refused since)
+        # host -> (when last logged, refusals not logged since, what the last one was)
+        self._hosts: dict[str, tuple[float, int, str]] = {}
         self._lock = threading.Lock()
 
     def note(self, request: Request, code: str) -> None:
         host = request.client.host if request.client is not None else "?"
+        what = f"{request.method} {shown_text(request.url.path, self.PATH_CHARS)} from {_peer(request)}: {code}"
         now = time.monotonic()
         with self._lock:
-            last, since = self._hosts.get(host, (-math.inf, 0))
+            last, since, _ = self._hosts.get(host, (-math.inf, 0, ""))
             if now - last < self.interval:
-                self._hosts[host] = (last, since + 1)
+                self._hosts[host] = (last, since + 1, what)
                 return
             if len(self._hosts) >= self.MAX_HOSTS:
-                self._hosts = {h: v for h, v in self._hosts.items() if now - v[0] < self.interval}
+                self._hosts = {h: v for h, v in self._hosts.items() if now - v[0] < self.interval or v[1]}
                 if len(self._hosts) >= self.MAX_HOSTS:
+                    self._flush_locked(now, every=True)
                     self._hosts.clear()
-            self._hosts[host] = (now, 0)
-        more = f" (and {since} more from it in the last {self.interval:g} s)" if since else ""
-        log.warning("refused %s %s from %s: %s%s", request.method, request.url.path, _peer(request), code, more)
+            self._hosts[host] = (now, 0, what)
+        more = f" (and {since} more from it before this)" if since else ""
+        log.warning("refused %s%s", what, more)
+
+    def flush(self, *, every: bool = False) -> None:
+        """Log the refusals counted since each host's last line, where its interval is
+        over (`every`: all of them, as at shutdown)."""
+        with self._lock:
+            self._flush_locked(time.monotonic(), every=every)
+
+    def _flush_locked(self, now: float, *, every: bool) -> None:
+        for host, (last, since, what) in list(self._hosts.items()):
+            if since and (every or now - last >= self.interval):
+                log.warning("refused %d more requests from %s in %.0f s, the last %s", since, host, now - last, what)
+                self._hosts[host] = (now, 0, what)
+
+    async def run(self) -> None:
+        """Flush every interval until cancelled (the app's lifespan)."""
+        while True:
+            await asyncio.sleep(max(self.interval, 0.05))
+            self.flush()
+
+
+def shown_text(text: str, limit: int) -> str:
+    """A client's text as a log line may hold it: control characters, line and
+    paragraph separators and anything non-ASCII escaped (no forged line, no terminal
+    escape), at most `limit` characters."""
+    escaped = ascii(text)[1:-1]
+    return escaped if len(escaped) <= limit else f"{escaped[:limit]}...({len(text)} characters)"
 
 
 def _peer(request: Request) -> str:

@@ -50,6 +50,17 @@ def test_a_none_like_secret_in_a_config_file_is_refused_naming_the_file(
     assert f"{config}: serving.api_key (--api-key) is empty or a word for no value" in err
 
 
+@pytest.mark.parametrize("text", ["api_key:\n", "api_key: ~\n", "api_key: null\n", '{"api_key": null}'])
+def test_a_null_secret_in_a_config_file_is_refused_with_nothing_below(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
+    """A template that rendered nothing (`api_key: {{ .Values.key }}` -> `api_key:`) would
+    otherwise start a server whose reads are open, as an empty variable would."""
+    config = tmp_path / ("serve.json" if text.startswith("{") else "serve.yaml")
+    config.write_text(text)
+    err = _refused(capsys, ["--config", str(config)], {})
+    assert f"{config}: serving.api_key (--api-key) is empty or a word for no value" in err
+
+
 @pytest.mark.parametrize("word", ["none", "nil", ""])
 def test_a_none_like_secret_in_a_config_file_is_refused_when_a_flag_also_sets_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], word: str) -> None:

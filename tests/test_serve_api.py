@@ -311,9 +311,13 @@ def test_refused_keys_are_logged_with_the_socket_peer_never_a_forwarded_address(
             forged = {**auth("guess-1"), "X-Forwarded-For": "6.6.6.6", "X-Real-IP": "6.6.6.6"}
             assert c.get("/server_info", headers=forged).status_code == 401
             assert c.patch("/config", json={"source": "x", "leaves": {}}, headers=READ).status_code == 401
+            for number in range(5):  # a burst that stops: its size is said at shutdown at the latest
+                assert c.get("/server_info", headers=auth(f"guess-{number + 2}")).status_code == 401
+        assert server.terminate() == 0
         output = server.output()
         assert "refused GET /server_info from 127.0.0.1:" in output and ": bad_key" in output
-        assert "6.6.6.6" not in output and "guess-1" not in output
+        assert "refused 6 more requests from 127.0.0.1 in " in output
+        assert "6.6.6.6" not in output and "guess-" not in output
     finally:
         server.stop()
 
@@ -324,24 +328,47 @@ def test_the_refusal_log_is_one_line_per_client_per_interval_counting_the_rest(
 
     from configbags.serve.app import RefusalLog
 
-    def request(host: str) -> Any:
-        return SimpleNamespace(client=SimpleNamespace(host=host, port=1), method="GET",
-                               url=SimpleNamespace(path="/server_info"))
+    def request(host: str, path: str = "/server_info") -> Any:
+        return SimpleNamespace(client=SimpleNamespace(host=host, port=1), method="GET", url=SimpleNamespace(path=path))
 
     refusals = RefusalLog(interval=3600)
     with caplog.at_level("WARNING", logger="configbags.serve"):
         for _ in range(5):
             refusals.note(request("10.0.0.1"), "bad_key")
         refusals.note(request("10.0.0.2"), "missing_key")
-        refusals.interval = 0  # the interval is over: the next line counts what it held back
+        refusals.flush()  # within the interval: nothing yet
+        assert len(caplog.records) == 2
+        refusals.flush(every=True)  # as at shutdown: the burst's size is said
+        refusals.interval = 0  # the interval is over: the next refusal is a line of its own
         refusals.note(request("10.0.0.1"), "bad_key")
     lines = [r.getMessage() for r in caplog.records]
-    assert lines == [
+    assert lines[:2] == [
         "refused GET /server_info from 10.0.0.1:1: bad_key",
         "refused GET /server_info from 10.0.0.2:1: missing_key",
-        "refused GET /server_info from 10.0.0.1:1: bad_key (and 4 more from it in the last 0 s)",
     ]
+    assert lines[2].startswith("refused 4 more requests from 10.0.0.1 in ")
+    assert lines[2].endswith("s, the last GET /server_info from 10.0.0.1:1: bad_key")
+    assert lines[3] == "refused GET /server_info from 10.0.0.1:1: bad_key" and len(lines) == 4
     refusals.interval = 3600
     for number in range(RefusalLog.MAX_HOSTS + 10):  # a table of hosts that cannot grow without end
         refusals.note(request(f"10.1.{number // 256}.{number % 256}"), "bad_key")
     assert len(refusals._hosts) <= RefusalLog.MAX_HOSTS
+
+
+@pytest.mark.parametrize("path", [
+    "/config/x\u20282026-12-01 21:10:00,000 configbags INFO config override [http:oncall] api_key",
+    "/config/A\x1b[31mRED\x1b[0m\x1b[2K\rFORGED", "/config/B\u2028F\x85G\x0bV\x0cF\nN", "/config/" + "z" * 20_000,
+])
+def test_a_refused_path_reaches_the_log_escaped_and_cut_short(caplog: pytest.LogCaptureFixture, path: str) -> None:
+    """The path is the client's text, sent without any key: it must not forge a log line
+    (a line or paragraph separator, NEL, VT, FF, CR), colour a terminal, or fill the log."""
+    from types import SimpleNamespace
+
+    from configbags.serve.app import RefusalLog
+
+    with caplog.at_level("WARNING", logger="configbags.serve"):
+        RefusalLog().note(SimpleNamespace(client=SimpleNamespace(host="h", port=1), method="GET",
+                                          url=SimpleNamespace(path=path)), "bad_key")
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.isascii() and line.isprintable() and len(line.splitlines()) == 1
+    assert len(line) < 400
