@@ -437,6 +437,20 @@ def dump_yaml(data: Any) -> str:
     return text
 
 
+def dump_json(data: Any) -> str:
+    """`data` (JSON data) as JSON text that `load_json` reads back to equal data (a config
+    file named `*.json` is read as JSON); YamlError if it would not (NaN, say)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=True) + "\n"
+    try:
+        same = load_json(text) == data
+    except YamlError:
+        same = False
+    if not same:
+        raise YamlError("the value would not read back as it is from JSON (NaN or infinity?); dump to a .yaml "
+                        "name instead", None)
+    return text
+
+
 def check_output_path(path: Path, what: str) -> None:
     """Refuse, before anything is done, a path that `write_text_atomic` could not write:
     its folder missing or not writable, or the path a folder or something other than a

@@ -23,6 +23,7 @@ from configbags.runtime.cmdline import UsageErrors, add_help, collisions, peek_p
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.project import load_project
+from configbags.runtime.record import Once
 from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
 from configbags.serve.watch import (
     DEFAULT_INTERVAL_S,
@@ -55,6 +56,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+MIN_RANK_TIMEOUT_S = 0.1  # below a millisecond torch's store timeout is 0; below this no gloo call answers
+
+
+def _rank_timeout(text: str) -> float:
+    value = _seconds(text)
+    if value < MIN_RANK_TIMEOUT_S:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least {MIN_RANK_TIMEOUT_S:g} seconds (a rank cannot "
+                                          f"answer sooner; at most {MAX_RANK_TIMEOUT_S:g})")
+    return value
+
+
 def _interval(text: str) -> float:
     """Seconds between two looks at the watched file: finite and within
     [MIN_INTERVAL_S, MAX_INTERVAL_S] (1e-9 would spin a core; inf or 1e308 would overflow the
@@ -79,7 +91,7 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                         help="hold the config on N gloo ranks: this process is rank 0 and starts "
                              f"N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks; at "
                              f"most {MAX_RANKS})")
-    parser.add_argument("--rank-timeout", type=_seconds, default=10.0, metavar="S",
+    parser.add_argument("--rank-timeout", type=_rank_timeout, default=10.0, metavar="S",
                         help="seconds to wait for a rank before answering 503; a rank silent this "
                              "long is stalled: /health names it until it answers again; silent three times "
                              "as long, it leaves the group (its process ended; reads go on, changes "
@@ -91,7 +103,7 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                              f"over HTTP are always checked as the {OPERATOR!r} role")
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="B",
                         help=f"largest PATCH body accepted (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413")
-    parser.add_argument("--watch", type=Path, default=None, metavar="FILE",
+    parser.add_argument("--watch", type=Path, default=None, metavar="FILE", action=Once,  # one file is followed
                         help="read FILE as a --config file and follow it as Kubernetes updates a mounted "
                              "ConfigMap: live changes are applied on every rank (source file:FILE), the rest "
                              "shown as restart required (docs/FLEET.md)")
@@ -126,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_body_bytes < 1:
         parser.error("--max-body-bytes must be at least 1")
     if args.watch is not None:
+        if args.watch.is_file() and args.watch.stat().st_size == 0:
+            # as while it runs: a writer truncating the file leaves it empty, never meaning "no settings"
+            parser.error(f"--watch {args.watch}: the file is empty (0 bytes); it must hold the settings to follow "
+                         f"(write {{}} for none)")
         server_flags = [*server_flags, "--config", str(args.watch)]
     try:
         import uvicorn

@@ -254,7 +254,11 @@ class ConfigWatcher:
                 applied = self._apply_live(live)
             except DoorError as exc:
                 error = f"{self.path}: the change was refused ({exc.code}): {exc.message}; nothing was applied"
-                if exc.status == 503:  # the group is not in service now: try again shortly
+                ranks = self.door.ranks
+                if ranks is not None and ranks.gone():
+                    # a rank that left comes back only with a restart: no retry would ever apply it
+                    error += "; a rank left the group, so changes wait for a restart (the file is read again then)"
+                elif exc.status == 503:  # the group is not in service now: try again shortly
                     self._retry, self._retry_at = new, time.monotonic() + max(RETRY_S, self.interval)
                     error += f" yet; tried again every {max(RETRY_S, self.interval):g} s"
             except ConfigError as exc:

@@ -83,7 +83,7 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _round_trip(values: dict[str, Any]) -> None:
+def _round_trip(values: dict[str, Any], suffix: str = ".yaml") -> None:
     values = {"model_path": "/m", **values}
     try:
         record = ServerArgs(**values)
@@ -95,7 +95,7 @@ def _round_trip(values: dict[str, Any]) -> None:
             first, first_hash = _published(record)
         except ConfigError:
             assume(False)  # a combination the rules or derived values refuse at publish
-        dump = Path(tmp) / "resolved.yaml"
+        dump = Path(tmp) / f"resolved{suffix}"  # a .json name is read back as JSON
         ctx.dump_config(dump)
         again = ServerArgs.from_cli(["--config", str(dump)], environ={})
         second, second_hash = _published(again)
@@ -105,14 +105,15 @@ def _round_trip(values: dict[str, Any]) -> None:
 
 
 @PROFILE
-@given(values=configs)
-def test_a_dumped_config_reloads_to_equal_values_and_the_same_hash(values: dict[str, Any]) -> None:
-    _round_trip(values)
+@given(values=configs, suffix=st.sampled_from([".yaml", ".yml", ".json", ".JSON"]))
+def test_a_dumped_config_reloads_to_equal_values_and_the_same_hash(values: dict[str, Any], suffix: str) -> None:
+    _round_trip(values, suffix)
 
 
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
 @pytest.mark.parametrize("text", ["1e3", "0o17", "-1e-3", "1e400", "x\x85y", "\u2028", "0x1F", "010"])
-def test_strings_that_yaml_1_1_leaves_plain_come_back_as_strings(text: str) -> None:
-    _round_trip({"host": text, "json_model_override_args": {"rope": text, "list": [text]}})
+def test_strings_that_yaml_1_1_leaves_plain_come_back_as_strings(text: str, suffix: str) -> None:
+    _round_trip({"host": text, "json_model_override_args": {"rope": text, "list": [text]}}, suffix)
 
 
 def test_dump_yaml_checks_every_value_reads_back() -> None:

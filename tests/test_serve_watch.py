@@ -381,3 +381,56 @@ def test_a_watched_path_that_becomes_no_regular_file_is_reported_as_such(
     finally:
         if holder is not None:
             holder.close()
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--watch", "{a}", "--watch", "{b}"], "--watch given twice"),
+    (["--watch", "{empty}"], "the file is empty (0 bytes)"),
+    (["--ranks", "2", "--tp-size", "2", "--rank-timeout", "1e-9"], "give at least 0.1 seconds"),
+])
+def test_serve_refuses_what_it_would_silently_follow_wrong(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str) -> None:
+    """Two watched files (the first was silently dropped), an empty one at start (the
+    server ran on defaults while /health said the file was applied), a rank timeout no
+    rank can meet (a torch traceback)."""
+    from configbags.serve.cli import main
+
+    files = {"a": tmp_path / "a.yaml", "b": tmp_path / "b.yaml", "empty": tmp_path / "empty.yaml"}
+    files["a"].write_text("weight_version: a\n")
+    files["b"].write_text("weight_version: b\n")
+    files["empty"].write_text("")
+    with pytest.raises(SystemExit) as exited:
+        main(["--package", "configbags.generated", *[f.format(**files) for f in flags], "--model-path", "m"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+
+
+def test_a_change_refused_because_a_rank_left_is_not_retried_forever(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank that left comes back only with a restart: the watcher says so once instead of
+    trying (and logging) again every second for ever."""
+    from types import SimpleNamespace
+
+    from configbags.serve import watch as watch_module
+    from configbags.serve.door import DoorError
+
+    cm, watcher, ctx = watched
+    attempts = []
+
+    def apply_live(leaves: dict[str, Any]) -> dict[str, Any]:
+        attempts.append(leaves)
+        raise DoorError(503, "rank_unreachable", "rank(s) 1 of 2 left the group", "restart", ranks=(1,))
+
+    monkeypatch.setattr(watcher, "_apply_live", apply_live)
+    monkeypatch.setattr(watcher.door, "ranks", SimpleNamespace(gone=lambda: {1: "ended"}))
+    monkeypatch.setattr(watch_module, "RETRY_S", 0.0)
+    watcher.interval = 0.01
+    cm.publish(BASE.replace("1.0", "0.5"))
+    settle(watcher)
+    error = watcher.status()["error"]
+    assert "a rank left the group, so changes wait for a restart" in error and "tried again" not in error
+    for _ in range(5):
+        time.sleep(0.02)
+        assert not watcher.poll()
+    assert len(attempts) == 1

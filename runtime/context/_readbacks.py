@@ -137,13 +137,14 @@ def config_hash(registry: Registry, state: State) -> str:
 
 
 def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
-    """Write the resolved config as a YAML config file: every leaf not at its schema
+    """Write the resolved config as a YAML config file (JSON for a `.json` name, as
+    `--config` reads one): every leaf not at its schema
     default (rule results included), so passing it back with `--config` reproduces this
     run on any machine: the same values and the same config hash (the writer quotes for the
     loader's YAML 1.2 and checks the text reads back). Secrets are left out (named in a
     comment) and set as before. The file is replaced whole or not at all; a path that
     cannot be written is an OutputFileError."""
-    from configbags.runtime.yamlsafe import dump_yaml, write_text_atomic
+    from configbags.runtime.yamlsafe import dump_json, dump_yaml, write_text_atomic
 
     reg = registry
     values: dict[str, Any] = {}
@@ -161,7 +162,12 @@ def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
               "# Pass it back with --config to reproduce this run."]
     if secrets:
         header.append(f"# Secrets left out (set them as before): {', '.join(sorted(secrets))}.")
-    out = write_text_atomic(Path(path), "\n".join(header) + "\n" + dump_yaml(values), "--dump-config")
+    if Path(path).suffix.lower() == ".json":
+        # `--config x.json` reads JSON, which has no comments: the values alone
+        text = dump_json(values)
+    else:
+        text = "\n".join(header) + "\n" + dump_yaml(values)
+    out = write_text_atomic(Path(path), text, "--dump-config")
     log.info("config dumped to %s (%d values)", out, len(values))
     return out
 
