@@ -415,7 +415,7 @@ def test_a_change_refused_because_a_rank_left_is_not_retried_forever(
     from configbags.serve import watch as watch_module
     from configbags.serve.door import DoorError
 
-    cm, watcher, ctx = watched
+    cm, watcher, _ = watched
     attempts = []
 
     def apply_live(leaves: dict[str, Any]) -> dict[str, Any]:
