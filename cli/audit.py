@@ -29,7 +29,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ import yaml
 
 from configbags.packages import load_context, named_context
 from configbags.runtime import roles as role_modes
-from configbags.runtime.cliflags import secret_flags, shown_argv
+from configbags.runtime.cliflags import secret_flags, secret_variables, shown_argv
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project, project_path
@@ -299,18 +299,24 @@ def declared_sets(package: str) -> Mapping[str, frozenset[str]]:
 
 
 def shown_command(command: Sequence[str], package: str | None) -> str:
-    """The command line as the observation file keeps it: a secret flag's value (by the
-    package's schema, else by a flag named like a key, token, secret or password) reads
-    REDACTED, since the file is shared with reviewers."""
+    """The command line as the observation file keeps it, shared with reviewers: the value
+    of a secret flag (by the package's schema, and any flag named like a key, token,
+    secret or password: a mistyped `--api_key K` too) and of an assignment to a secret's
+    variable (`env SGLANG_API_KEY=K ...`, by the schema or by its name) reads REDACTED, in
+    a shell command given as one argument (`sh -c "..."`) too."""
+    flags: frozenset[str] = frozenset()
+    variables: frozenset[str] = frozenset()
     try:
-        secret: Callable[[str], bool] = secret_flags(named_context(package).registry).__contains__
+        registry = named_context(package).registry
+        flags, variables = secret_flags(registry), secret_variables(registry)
     except ConfigError:
-        secret = _named_like_a_secret
-    return " ".join(shown_argv(command, secret))
+        pass
+    return " ".join(shown_argv(command, lambda flag: flag in flags or _named_like_a_secret(flag),
+                               lambda name: name in variables or _named_like_a_secret(name)))
 
 
-def _named_like_a_secret(flag: str) -> bool:
-    return _SECRET_FLAG.search(flag) is not None
+def _named_like_a_secret(name: str) -> bool:
+    return _SECRET_FLAG.search(name) is not None
 
 
 _SECRET_FLAG = re.compile(r"key|token|secret|passw", re.IGNORECASE)

@@ -122,10 +122,20 @@ def secret_flags(registry: Registry) -> frozenset[str]:
                      for claim in [spec.spellings] for flag in (*claim.flags, *claim.aliases, *claim.old))
 
 
-def shown_argv(argv: Sequence[str], secret: Callable[[str], bool]) -> list[str]:
-    """`argv` as it may be printed (a suggested launch line, a log): the value after each
-    flag `secret` says is one (`--api-key K`, `--api-key=K`) reads REDACTED; everything
-    else is as given. `secret` is usually `secret_flags(registry).__contains__`."""
+def secret_variables(registry: Registry) -> frozenset[str]:
+    """The environment variable of every secret leaf."""
+    return frozenset(spec.env for spec in registry.leaves.values() if spec.secret and spec.env)
+
+
+def shown_argv(argv: Sequence[str], secret: Callable[[str], bool],
+               secret_variable: Callable[[str], bool] | None = None) -> list[str]:
+    """`argv` as it may be printed (a suggested launch line, a log, an observation file):
+    the value after each flag `secret` says is one (`--api-key K`, `--api-key=K`) reads
+    REDACTED; with `secret_variable`, so does the value of an assignment to a variable it
+    names (`env SGLANG_API_KEY=K cmd`); an argument holding a shell command (`sh -c "...
+    --api-key K"`) is judged word by word (REDACTED whole where it does not split as shell
+    words). Everything else is as given. `secret` is usually
+    `secret_flags(registry).__contains__`."""
     out: list[str] = []
     hide = False
     for arg in argv:
@@ -136,6 +146,21 @@ def shown_argv(argv: Sequence[str], secret: Callable[[str], bool]) -> list[str]:
         elif name.startswith("-") and secret(name):
             out.append(f"{name}={REDACTED}" if eq else arg)
             hide = not eq
+        elif eq and secret_variable is not None and name.isidentifier() and secret_variable(name):
+            out.append(f"{name}={REDACTED}")
+        elif any(c.isspace() for c in arg):
+            out.append(_shown_shell(arg, secret, secret_variable))
         else:
             out.append(arg)
     return out
+
+
+def _shown_shell(text: str, secret: Callable[[str], bool], secret_variable: Callable[[str], bool] | None) -> str:
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return REDACTED  # not shell words: no telling where a key in it starts
+    shown = shown_argv(words, secret, secret_variable)
+    return text if shown == words else shlex.join(shown)

@@ -234,6 +234,27 @@ def test_the_recorded_command_line_never_keeps_a_secret(tmp_path: Path) -> None:
     assert "SEKRET" not in shown and shown.endswith("--port 1")
 
 
+@pytest.mark.parametrize("command", [
+    ["env", "SGLANG_API_KEY=SEKRET-5", "python", "app.py", "--model-path", "m"],
+    ["env", "MY_HF_TOKEN=SEKRET-5", "python", "app.py"],
+    ["sh", "-c", "python app.py --model-path m --api-key SEKRET-5"],
+    ["sh", "-c", "SGLANG_ADMIN_API_KEY=SEKRET-5 python app.py --admin-api-key=SEKRET-5 --port 1"],
+    ["bash", "-lc", "python app.py --api-key 'SEKRET-5"],  # not shell words: no telling where the key ends
+    ["python", "app.py", "--model-path", "m", "--api_key", "SEKRET-5"],  # mistyped: the server refuses it
+])
+def test_a_secret_in_the_usual_shapes_of_a_launch_command_is_never_recorded(command: list[str]) -> None:
+    """The observation file is shared with reviewers: a key given through `env VAR=`,
+    inside `sh -c "..."`, or after a mistyped flag is redacted like `--api-key K`."""
+    shown = audit.shown_command(command, "configbags.generated")
+    assert "SEKRET" not in shown
+    assert shown.split()[0] == command[0]
+
+
+def test_shown_commands_keep_what_is_no_secret() -> None:
+    command = ["env", "CUDA_VISIBLE_DEVICES=0", "sh", "-c", "python app.py --tp-size 2 --port 30000"]
+    assert audit.shown_command(command, "configbags.generated") == " ".join(command)
+
+
 def test_report_on_a_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "obs.jsonl"
     bad.write_bytes(b'{"event": "run"}\n\xff\xfe\n')
