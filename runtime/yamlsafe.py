@@ -376,9 +376,9 @@ def read_text_limited(path: Path) -> str:
                             None)
         # A file's own size, and one byte more to see it grow (a /proc file says 0): never a
         # buffer of the whole limit for a small file.
-        data = f.read((info.st_size or LIMITS.file_bytes) + 1)
+        data = _read_now(f, (info.st_size or LIMITS.file_bytes) + 1, path)
         if len(data) > info.st_size:
-            data += f.read(LIMITS.file_bytes + 1 - len(data))
+            data += _read_now(f, LIMITS.file_bytes + 1 - len(data), path)
     if len(data) > LIMITS.file_bytes:  # it grew between stat and read, or /proc says size 0
         raise YamlError(f"{path} is more than {LIMITS.file_bytes} bytes, over {over('file_bytes', 'bytes')}",
                         None)
@@ -386,6 +386,16 @@ def read_text_limited(path: Path) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise YamlError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})", None) from None
+
+
+def _read_now(f: Any, size: int, path: Path) -> bytes:
+    """Up to `size` bytes of a file opened without blocking. A file with nothing to read
+    yet (a /proc file like kmsg: the read would block, so it answers None) is no config."""
+    data = f.read(size)
+    if data is None:
+        raise YamlError(f"{path} has nothing to read now (a kernel or device file that would block); give a "
+                        f"regular file", None)
+    return bytes(data)
 
 
 def file_kind(mode: int) -> str:

@@ -97,6 +97,8 @@ def _digest(real: str) -> str:
             return ""
         with os.fdopen(os.dup(fd), "rb") as f:
             data = f.read(LIMITS.file_bytes + 1)
+        if data is None:  # nothing to read without blocking (a /proc file like kmsg)
+            return NOT_A_FILE + _PSEUDO
         # a /proc file says 0 bytes and holds data that changes at every read: it would
         # never hold still long enough to be read, nor to be reported
         return NOT_A_FILE + _PSEUDO if data and st.st_size == 0 else hashlib.sha256(data).hexdigest()

@@ -132,3 +132,22 @@ def test_a_large_plain_document_is_not_called_an_alias_bomb() -> None:
     assert "alias" not in str(refused.value)
     with pytest.raises(YamlError, match=r"copies made by aliases \(an alias bomb\?\)"):
         load_yaml(billion_laughs())
+
+
+def test_a_file_with_nothing_to_read_without_blocking_is_a_typed_refusal(tmp_path: Path) -> None:
+    """/proc/kmsg says it is a regular file of 0 bytes, and a read that would block answers
+    None: a typed error naming the file, never a TypeError."""
+    import io
+
+    from configbags.runtime.yamlsafe import _read_now, load_file
+
+    class WouldBlock(io.RawIOBase):
+        def read(self, size: int = -1) -> None:
+            return None
+
+    with pytest.raises(YamlError, match="has nothing to read now"):
+        _read_now(WouldBlock(), 10, tmp_path / "kmsg")
+    kmsg = Path("/proc/kmsg")
+    if os.access(kmsg, os.R_OK):
+        with pytest.raises((YamlError, OSError)):
+            load_file(kmsg)
