@@ -64,6 +64,22 @@ def test_init_never_overwrites(project: Path) -> None:
     assert again.returncode == 2 and "already has [tool.configbags]" in again.stderr
 
 
+@pytest.mark.parametrize("where", ["inside", "outside"])
+def test_init_takes_an_absolute_schema_path(project: Path, tmp_path_factory: pytest.TempPathFactory,
+                                            where: str) -> None:
+    """Inside the project it is recorded project-relative, as every path is; outside,
+    absolute. Either way init finishes (it had written everything, then raised)."""
+    schema = project / "cfg" / "schema" if where == "inside" else tmp_path_factory.mktemp("elsewhere") / "schema"
+    done = run(project, str(BIN / "configbags"), "init", "--schema", str(schema))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and (schema / "roles.yaml").is_file()
+    recorded = "cfg/schema" if where == "inside" else schema.as_posix()
+    assert f'schema = "{recorded}"' in (project / "pyproject.toml").read_text()
+    assert f"wrote {recorded}/" in done.stdout
+    gen = run(project, str(BIN / "configbags"), "gen")
+    assert gen.returncode == 0, gen.stderr
+
+
 def test_init_needs_a_project(tmp_path: Path) -> None:
     lonely = run(tmp_path, str(BIN / "configbags"), "init")
     assert lonely.returncode == 2 and "no pyproject.toml" in lonely.stderr

@@ -143,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     files = sum(1 for p in top_folder.rglob("*.py") if not p.is_relative_to(package_folder(root, package)))
     scan = (TEMPLATE / "ratchet.yaml").read_text(encoding="utf-8").replace("roots: []", f"roots: [{top}]")
     scan = scan.replace("  excludes: []", f"  excludes: []\n  min_files: {max(1, files)}")
-    table = f'\n[tool.configbags]\npackage = "{package}"\nschema = "{args.schema}"\n'
+    # project-relative where it lies inside (as every path configbags prints), else absolute
+    shown = schema.relative_to(root) if schema.is_relative_to(root) else schema
+    table = f'\n[tool.configbags]\npackage = "{package}"\nschema = "{shown.as_posix()}"\n'
     schema_existed = schema.exists()
     try:
         shutil.copytree(TEMPLATE, schema, dirs_exist_ok=True)
@@ -158,18 +160,18 @@ def main(argv: list[str] | None = None) -> int:
     out = package_folder(root, package).relative_to(root)
     accessors = f"{package}.accessors"
     gitignore = f"; {CACHE_DIR}/ in .gitignore" if ignored else ""
-    print(f"""configbags init: wrote {schema.relative_to(root)}/ (namespaces/parallel.yaml, \
+    print(f"""configbags init: wrote {shown}/ (namespaces/parallel.yaml, \
 namespaces/schedule.yaml, roles.yaml, ratchet.yaml, matrix.yaml) and [tool.configbags] in \
 {pyproject.name}{gitignore}
 
 next:
   configbags gen                      # writes {out}/ (package {package})
-  configbags matrix --write           # records {schema.relative_to(root)}/matrix.golden.jsonl: commit it, \
+  configbags matrix --write           # records {shown}/matrix.golden.jsonl: commit it, \
 then `configbags matrix --check` in CI
   python -c "from {package}.server_args import ServerArgs; from {accessors} import publish, get_parallel; \\
 publish(ServerArgs.from_cli(['--tp-size', '2']), role='launcher'); print(get_parallel().tp_size)"
 
-Edit the YAML under {schema.relative_to(root)}/, then run configbags gen again; a mistake is
+Edit the YAML under {shown}/, then run configbags gen again; a mistake is
 reported with file:line and nothing is written.""")
     return 0
 
