@@ -17,7 +17,14 @@ from configbags.codegen.emit import emit
 from configbags.codegen.errors import SchemaInvalid
 from configbags.codegen.formatcache import FormatCache, default_cache_path
 from configbags.codegen.model import Schema, load_schema
-from configbags.codegen.write import CannotWrite, NotOurFolder, check_out, diff, write_tree
+from configbags.codegen.write import (
+    CannotWrite,
+    NotOurFolder,
+    check_out,
+    diff,
+    hand_written,
+    write_tree,
+)
 from configbags.runtime.cmdline import UsageErrors, terminal_progress
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import (
@@ -132,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         check_out(out, schema)
     except NotOurFolder as exc:
         print(f"configbags gen: {exc}; nothing was written", file=sys.stderr)
+        return EXIT_SCHEMA
+    strays = hand_written(out, files)
+    if strays:
+        print(f"configbags gen: {out} holds {', '.join(strays)}, which gen did not write; generation replaces the "
+              f"whole folder, so move {'it' if len(strays) == 1 else 'them'} out of the generated package (or "
+              f"delete {'it' if len(strays) == 1 else 'them'}); nothing was written", file=sys.stderr)
         return EXIT_SCHEMA
     if not out.parent.is_dir():
         # a package folder the project does not have (a guessed name, a typo in --package)

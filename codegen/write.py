@@ -1,6 +1,7 @@
 """Writing `generated/`: all files or none. The new tree is written beside the target and
 swapped in with renames, so a failure at any point leaves the old tree byte-identical.
-The generator owns the folder: files it did not produce disappear with the swap."""
+The generator owns the folder: files it did not produce would disappear with the swap, so
+a hand-written one is refused first (`hand_written`)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,29 @@ def check_out(out: Path, schema: Path) -> None:
             raise NotOurFolder(f"--out {out} is not empty and was not written by codegen (no "
                                f"generated __init__.py); generation replaces the whole folder, so "
                                f"give an empty or generated folder")
+
+
+def hand_written(out: Path, files: dict[str, str]) -> list[str]:
+    """What the swap would remove from a generated folder that the generator did not write:
+    a file of another name without the generated mark in its head (a hand-written hook),
+    or a folder (`__pycache__` aside). A file an earlier version generated carries the
+    mark and goes; an empty one holds nothing to lose."""
+    found = []
+    if not out.is_dir():
+        return found
+    for entry in sorted(out.iterdir()):
+        if entry.name in files or entry.name == "__pycache__":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            found.append(f"{entry.name}/")
+            continue
+        try:
+            head = entry.read_bytes()[:400].decode("utf-8", "replace") if entry.is_file() else "?"
+        except OSError:
+            head = "?"
+        if head.strip() and not any(mark in head for mark in MARKS):
+            found.append(entry.name)
+    return found
 
 
 class CannotWrite(Exception):
