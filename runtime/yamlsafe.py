@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from yaml.events import (
     AliasEvent,
+    DocumentStartEvent,
     MappingEndEvent,
     MappingStartEvent,
     ScalarEvent,
@@ -246,6 +247,13 @@ def _measure(parser: StrictLoader) -> None:
             size = sizes.get(event.anchor, 1)  # an undefined alias: the composer names it
             nodes += size
             aliased += size
+        elif kind is DocumentStartEvent and getattr(event, "version", None) not in (None, (1, 2)):
+            # read by 1.2's rules anyway (`010` is 10, `yes` a string): a file that says
+            # otherwise would mean something else to its author, without a word
+            version = ".".join(map(str, event.version))
+            raise YamlError(f"the document declares %YAML {version}, but config and schema files are read as YAML "
+                            f"1.2 (where 010 is 10 and yes is a string); drop the directive, or write %YAML 1.2",
+                            _line(event.start_mark))
         elif kind is StreamEndEvent:
             return
         if nodes > LIMITS.nodes:

@@ -151,3 +151,22 @@ def test_a_file_with_nothing_to_read_without_blocking_is_a_typed_refusal(tmp_pat
     if os.access(kmsg, os.R_OK):
         with pytest.raises((YamlError, OSError)):
             load_file(kmsg)
+
+
+def test_a_document_that_declares_another_yaml_version_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`%YAML 1.1` says `010` is 8 and `yes` a bool; read by 1.2's rules it would silently
+    mean something else to its author."""
+    config = tmp_path / "c.yaml"
+    for version, said in (("1.1", "declares %YAML 1.1, but config and schema files are read as YAML 1.2"),
+                          ("1.0", "incompatible YAML document")):
+        config.write_text(f"%YAML {version}\n---\ntp_size: 010\n")
+        with pytest.raises(SystemExit) as exited:
+            ServerArgs.from_cli(["--model-path", "m", "--config", str(config)], environ={})
+        err = capsys.readouterr().err.replace("\n", " ")
+        assert exited.value.code == 2 and f"{config}:1:" in err and said in err
+    config.write_text("%YAML 1.1\n---\ntp_size: 010\n")
+    with pytest.raises(YamlError, match="declares %YAML 1.1"):
+        load_yaml(config.read_text())
+    config.write_text("%YAML 1.2\n---\ntp_size: 010\n")
+    assert ServerArgs.from_cli(["--model-path", "m", "--config", str(config)], environ={}).tp_size == 10
