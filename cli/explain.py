@@ -23,7 +23,7 @@ from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import project_path
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
 
 
 def build_parser(package: str | None = None) -> argparse.ArgumentParser:
@@ -36,7 +36,7 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     facts = parser.add_argument_group("facts (inputs of the hardware and model rules)")
     facts.add_argument("--gpu-name", metavar="NAME", help="e.g. 'NVIDIA H100 80GB HBM3'")
     facts.add_argument("--gpu-memory", type=parse_bytes, metavar="SIZE", help="total GPU memory, e.g. 80GiB")
-    facts.add_argument("--gpu-sm", type=int, metavar="SM", help="compute capability as major*10+minor, e.g. 90")
+    facts.add_argument("--gpu-sm", type=parse_sm, metavar="SM", help="compute capability as major*10+minor, e.g. 90")
     facts.add_argument("--model-config", type=project_path, metavar="FILE", help="the model's config.json")
     parser.add_argument("--role", default="launcher", help="the role to publish as (default: launcher)")
     parser.add_argument("--package", metavar="PKG", help="the generated config package (default: the project's)")

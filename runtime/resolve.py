@@ -172,8 +172,8 @@ NO_FACTS = Facts()
 FACT_ROOTS = ("gpu", "model")
 
 
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+          "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "pib": 1 << 50}
 # No accelerator holds a pebibyte; a bound keeps a 400-digit size out of the arithmetic.
 MAX_DEVICE_BYTES = 1 << 50
 
@@ -193,6 +193,23 @@ def parse_bytes(text: str) -> int:
 
 
 parse_bytes.__name__ = "size"
+
+# Compute capabilities as major*10+minor: 1.0 is the first there was; three digits leave
+# room for majors to come.
+MIN_SM, MAX_SM = 10, 999
+
+
+def parse_sm(text: str) -> int:
+    """`90` for compute capability 9.0 (argparse `type=`), within [MIN_SM, MAX_SM]."""
+    digits = text.strip()
+    value = int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 3 else None
+    if value is None or not MIN_SM <= value <= MAX_SM:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give the compute capability as major*10+minor, "
+                                         f"{MIN_SM} to {MAX_SM} (e.g. 90 for 9.0)")
+    return value
+
+
+parse_sm.__name__ = "compute capability"
 
 
 def is_fact(subject: str) -> bool:

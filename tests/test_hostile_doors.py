@@ -120,6 +120,21 @@ def test_explain_exits_2_on_a_typed_error(capsys: pytest.CaptureFixture[str]) ->
     assert "/dev/zero is not a regular file" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--gpu-memory", "80GiB", "--gpu-sm", "-1"], "--gpu-sm"),
+    (["--gpu-memory", "80GiB", "--gpu-sm", "9999999999999999999999"], "--gpu-sm"),
+    (["--gpu-memory", "80GiB", "--gpu-sm", "\u0669\u0660"], "--gpu-sm"),  # Arabic-Indic 90
+    (["--gpu-memory", "99999PiB"], "more than 1 PiB"),
+])
+def test_explain_facts_out_of_any_range_exit_2_naming_the_flag(
+        capsys: pytest.CaptureFixture[str], flags: list[str], said: str) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli_main(["explain", "attention_backend", *flags])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and said in err and "Traceback" not in err
+    assert cli_main(["explain", "attention_backend", "--gpu-memory", "80GiB", "--gpu-sm", "90"]) == 0
+
+
 # -- one number grammar (low items) ------------------------------------------------------------
 
 INT_TEXTS = {"10": 10, "010": 10, "-1": -1, "+7": 7, "0x1F": 31, "0o17": 15, " 4 ": 4}

@@ -81,6 +81,8 @@ def llama(**changes: Any) -> dict[str, Any]:
         ("architectures", "LlamaForCausalLM", "must be a list of class names"),
         ("quantization_config", {"quant_method": "awq", "bits": "4"}, "must be an integer"),
         ("quantization_config", {"quant_method": "bitsandbytes"}, "sizes awq, gptq"),
+        ("tie_word_embeddings", "true", "must be true or false, not a str"),
+        ("tie_word_embeddings", 1, "must be true or false, not an int"),
     ],
 )
 def test_bad_fields_are_refused_by_name(field: str, value: Any, rule: str) -> None:

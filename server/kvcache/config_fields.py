@@ -71,6 +71,17 @@ class ConfigFields:
         self.missing.append(" or ".join(keys))
         return 1
 
+    def boolean(self, key: str, default: bool) -> bool:
+        """An optional true/false field: JSON's own booleans only (transformers reads
+        `"true"` or `1` as truthy; a guess either way would size the weights wrong)."""
+        value = self._config.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            kind = type(value).__name__
+            raise self.refuse(key, value, f"it must be true or false, not {'an' if kind[0] in 'aeiou' else 'a'} {kind}")
+        return value
+
     def string(self, key: str, default: str = "") -> str:
         value = self._config.get(key)
         if value is None:

@@ -473,7 +473,7 @@ def _estimate_weights(
     linear: LinearStateShape | None,
 ) -> WeightEstimate:
     model_type = f.string("model_type")
-    tied = f.get("tie_word_embeddings", model_type.startswith("gemma")) is True
+    tied = f.boolean("tie_word_embeddings", model_type.startswith("gemma"))
     attention = _attention_params(f, model_type, hidden, heads, kv_heads, head_dim, mla)
     linear_mixer = _Params() if linear is None else _Params(layer=_linear_params(f, linear, hidden))
     mixer: Mapping[LayerKind, _Params] = {
