@@ -82,7 +82,7 @@ def hand_written(out: Path, files: dict[str, str]) -> list[str]:
     a file of another name without the generated mark in its head (a hand-written hook),
     or a folder (`__pycache__` aside). A file an earlier version generated carries the
     mark and goes; an empty one holds nothing to lose."""
-    found = []
+    found: list[str] = []
     if not out.is_dir():
         return found
     for entry in sorted(out.iterdir()):
