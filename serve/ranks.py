@@ -118,6 +118,8 @@ class RankGroup:
         # rank -> when a value under its keys last failed the signature: another process
         # writes into the store, so a silence seen then may be forged, not the worker's
         self._tampered: dict[int, float] = {}
+        self._seen_keys: set[str] = set()  # store keys a worker posted (none is ever removed by it)
+        self._removed: set[str] = set()  # those seen removed since (logged once each)
         # A client of its own for stalled(): the rank thread's client can be inside a wait
         # (which holds it) while /health asks on the event loop.
         self._watch: Any = None
@@ -333,7 +335,18 @@ class RankGroup:
 
         store = self._watch
         try:
-            return store.get(key).decode() if store.check([key]) else None
+            if store.check([key]):
+                self._seen_keys.add(key)
+                return store.get(key).decode()
+            if key in self._seen_keys:
+                # a worker never removes what it posted: another local process does, and
+                # must not make a healthy rank look silent enough to be ended
+                self._tampered[rank] = time.monotonic()
+                if key not in self._removed:
+                    self._removed.add(key)
+                    log.warning("store key %s of rank %d was removed by another process; rank %d is not ended "
+                                "for what that hides", key, rank, rank)
+            return None
         except ForeignWriteError:
             self._tampered[rank] = time.monotonic()
             return None  # logged, naming the key, by the store

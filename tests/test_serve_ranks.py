@@ -269,3 +269,38 @@ def test_a_forger_writing_over_a_workers_count_ends_no_healthy_worker() -> None:
         assert srv.terminate() == 0
     finally:
         srv.stop()
+
+
+def test_a_process_removing_a_workers_keys_ends_no_healthy_worker() -> None:
+    """Another local process deletes the worker's beat and state keys, again and again: a
+    worker never removes what it posted, so what vanished is tampering, reported (logged
+    once per key), never a silence that ends a healthy worker."""
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import PrefixStore, TCPStore
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240)
+    try:
+        host, port, worker = _store_of(srv)
+        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
+                                                 wait_for_workers=False))
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            assert c.get("/health").status_code == 200
+            end = time.monotonic() + 5  # past 3 x the rank timeout, when a silent worker leaves
+            while time.monotonic() < end:
+                for key in ("serve/beat/1", "serve/state/1"):
+                    raw.delete_key(key)
+                time.sleep(0.05)
+            os.kill(worker, 0)  # still alive
+            assert "rank_left" not in c.get("/health").text
+            end = time.monotonic() + 10
+            while c.get("/health").status_code != 200 and time.monotonic() < end:
+                time.sleep(0.1)
+            assert c.get("/health").status_code == 200
+            leaves = {"source": "ops", "leaves": {"weight_version": "v3"}}
+            assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
+        assert srv.terminate() == 0
+        assert "serve/beat/1 of rank 1 was removed by another process" in srv.output()
+    finally:
+        srv.stop()
