@@ -170,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     ranks = None
     watcher = None
     try:
-        check_keys(context.registry, record.to_dict())  # before any rank starts
+        given = record.to_dict()
+        check_keys(context.registry, given)  # before any rank starts
+        _check_listen_address(str(given.get(HOST_LEAF, DEFAULT_HOST)), int(given.get(PORT_LEAF, DEFAULT_PORT)))
         if args.ranks > 1:
             ranks = _start_ranks(context, package, record, args)
         else:
@@ -223,6 +225,18 @@ def _watch(door: WatchedDoor, app: Any, record_type: Any, server_flags: list[str
     door.watcher = watcher
     watcher.start()
     return watcher
+
+
+def _check_listen_address(host: str, port: int) -> None:
+    """Refuse, before anything listens, a host that names no address of this machine to
+    listen on (`0.0.0.0:1`, a typo): uvicorn would print a bare resolver error."""
+    import socket
+
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        raise ConfigError(f"--host {host!r} is not an address to listen on ({exc}); give an IP address or a host "
+                          f"name of this machine, and the port with --port") from None
 
 
 def _stopped(signum: int, frame: FrameType | None) -> None:

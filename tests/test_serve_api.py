@@ -372,3 +372,17 @@ def test_a_refused_path_reaches_the_log_escaped_and_cut_short(caplog: pytest.Log
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.isascii() and line.isprintable() and len(line.splitlines()) == 1
     assert len(line) < 400
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0:1", "no-such-host.invalid", "[::1]"])
+def test_a_host_that_is_no_address_to_listen_on_exits_2_naming_it(host: str) -> None:
+    import subprocess
+    import sys
+
+    from serve_server import REPO
+
+    done = subprocess.run([sys.executable, "-m", "configbags", "serve", "--package", "configbags.generated",
+                           "--model-path", "m", "--host", host, "--port", "1"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"--host {host!r} is not an address to listen on" in done.stderr and "Traceback" not in done.stderr
