@@ -337,7 +337,8 @@ class RankGroup:
         try:
             if store.check([key]):
                 self._seen_keys.add(key)
-                return store.get(key).decode()
+                value: str = store.get(key).decode()
+                return value
             if key in self._seen_keys:
                 # a worker never removes what it posted: another local process does, and
                 # must not make a healthy rank look silent enough to be ended
