@@ -205,6 +205,17 @@ def _is_context_source(path: str | None) -> bool:
     return parts[-1] == "publish" and len(parts) > 1 and (parts[-2] == "accessors" or parts[0] == "configbags")
 
 
+# Modules whose attributes are doors: a name bound to one is followed where it is used bare
+_DOOR_MODULES = frozenset({"os", "posix", "nt", "importlib", "operator", "builtins", "subprocess"})
+
+
+def _door_module(path: str) -> bool:
+    return (
+        path in _DOOR_MODULES or path == _DIST or path.startswith(("configbags.runtime", "configbags.generated"))
+        or path.rpartition(".")[2] == "accessors"
+    )
+
+
 def _is_door(kind: str) -> bool:
     """Is a name bound to this worth following (an alias of a door, or of a fetcher)?"""
     return (
@@ -1066,6 +1077,7 @@ class DoorScan:
         self.declared = _declared_set(settings.env_vars)
         self.may_fetch = _may_fetch(text)
         self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]]] | None = None
+        self._bare_names: dict[str, bool] = {}
 
     def _run(self) -> tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]]]:
         if self._result is None:
@@ -1078,7 +1090,7 @@ class DoorScan:
                 doors = _Doors(sorted(lines))
                 _Binder(doors).visit_statements(self.tree.body)
                 doors.settle()
-                new = doors.alias_names() - names
+                new = (doors.alias_names() | self._modules_used_bare(doors)) - names
                 if not new:
                     break
                 names |= new
@@ -1087,6 +1099,31 @@ class DoorScan:
             reader.visit_statements(self.tree.body)
             self._result = (reader.reads, doors.fetched)
         return self._result
+
+    def _modules_used_bare(self, doors: _Doors) -> set[str]:
+        """Names bound to a module that holds a door, where the text uses one bare (`_os =
+        os`, `m = mod or os`, `D = dist`, `importlib.reload(os)`): the statements that bind
+        or hand on the module must be walked, so that it is that module wherever it goes."""
+        found: set[str] = set()
+        for scope in doors.scopes:
+            for name, values in scope.bindings.items():
+                if any(isinstance(v, _Imported) and _door_module(v.path) for v, _ in values) and self._bare(name):
+                    found.add(name)
+        return found
+
+    def _bare(self, name: str) -> bool:
+        """Does the text mention `name` other than before an attribute, a call or an index,
+        on a line that is no import?"""
+        known = self._bare_names.get(name)
+        if known is None:
+            known = False
+            for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\b(?![ \t]*[.(\[\w])", self.text):
+                start = self.text.rfind("\n", 0, match.start()) + 1
+                if not self.text[start:match.start()].lstrip().startswith(("import ", "from ")):
+                    known = True
+                    break
+            self._bare_names[name] = known
+        return known
 
     def reads(self) -> list[tuple[Any, ...]]:
         """The environment reads and operator readbacks, as read rows: (function, leaf,

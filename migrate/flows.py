@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import bisect
 import posixpath
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -60,6 +61,7 @@ from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     DECORATED,
     ENV_UNRESOLVED,
+    STATE_DICT_READBACK,
     STATE_READBACK,
     FileScan,
     FlowFacts,
@@ -72,6 +74,15 @@ from configbags.migrate.scanmodel import (
 MAX_ROUNDS = 64
 _CONTEXT_FETCHES = frozenset({"get_context", "process_context"})
 _ENV_KEY_READS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
+# the runtime's readbacks of the whole state (configbags.runtime.dist), which a project
+# module may re-export: any use of one in an importer is a readback
+_STATE_READBACKS = frozenset({"state_dict", "export_state"})
+
+
+def _state_home(module: str) -> bool:
+    """configbags.runtime.dist, or a private module behind it (`dist._state`)."""
+    parts = module.split(".")
+    return parts[:3] == ["configbags", "runtime", "dist"] and all(p.startswith("_") for p in parts[3:])
 
 # ---- per-file facts (cheap: only statements whose lines mention a word are walked)
 
@@ -190,7 +201,64 @@ def _imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
             rows += [(0, module, "", module), (0, module.split(".")[0], "", module.split(".")[0])]
             if isinstance(statement, ast.Assign) and statement.value is part:
                 rows += [(0, module, "", t.id) for t in statement.targets if isinstance(t, ast.Name)]
-    return rows
+    return rows + _module_bindings(tree, text, rows)
+
+
+def _module_bindings(tree: ast.Module, text: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Names bound by assignment to an imported module or a name in it, read as imports
+    (`H = pkg.h` is `import pkg.h as H`, `H2 = H` too, `m = mod or os` binds m to os as
+    one of its values, `r = h.rec` is `from pkg.h import rec as r`), so a module is that
+    module wherever it is used. Only assignments whose value spells such a name bare (no
+    call, no index) are looked at."""
+    imported: dict[str, tuple[int, str]] = {}  # local -> (level, the dotted module path it names)
+    for level, module, name, local in rows:
+        if name != "*":
+            imported.setdefault(local, (level, ".".join(p for p in (module, name) if p)))
+    found: list[tuple[Any, ...]] = []
+    if not imported or "=" not in text:
+        return found
+    lines = sorted({text.count("\n", 0, m.start()) + 1 for m in _BARE_VALUE.finditer(text)})
+    if not lines:
+        return found
+    assignments = [
+        node for node in _mentioned(tree.body, lines)
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)
+    ]
+    for _ in range(8):  # chains: `H2 = H`, `H3 = H2`
+        grown = False
+        for node in assignments:
+            for value in _branches(node.value):
+                parts = dotted(value).split(".") if isinstance(value, (ast.Name, ast.Attribute)) else [""]
+                known = imported.get(parts[0])
+                if known is None:
+                    continue
+                level, path = known
+                path = ".".join(p for p in (path, *parts[1:]) if p)
+                for target in node.targets:
+                    assert isinstance(target, ast.Name)
+                    row = (level, path, "", target.id)
+                    if row not in found:
+                        found.append(row)
+                        imported.setdefault(target.id, (level, path))
+                        grown = True
+        if not grown:
+            break
+    return found
+
+
+# A dotted name given bare as a value (`= pkg.h`, `or os`): no call, no index after it.
+_BARE_VALUE = re.compile(
+    r"(?:=|\bor|\belse|\bif)[ \t]*\(?[ \t]*[A-Za-z_][\w.]*[ \t]*(?:\)|$|#|;|\bor\b|\bif\b|\belse\b)", re.M
+)
+
+
+def _branches(value: ast.expr) -> list[ast.expr]:
+    """The values an expression may be, branch by branch (`a or b`, `a if c else b`)."""
+    if isinstance(value, ast.BoolOp):
+        return [v for part in value.values for v in _branches(part)]
+    if isinstance(value, ast.IfExp):
+        return [*_branches(value.body), *_branches(value.orelse)]
+    return [value]
 
 
 def _own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
@@ -245,7 +313,7 @@ def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[a
 def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(fetchers, env_params): module-level functions that return a context or the
     environment, and parameters used as an environment variable's name."""
-    lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES))
+    lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES, *_STATE_READBACKS))
     fetchers: list[tuple[Any, ...]] = []
     env_params: list[tuple[Any, ...]] = []
     if not lines:
@@ -377,6 +445,9 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
                 if imported is not None:
                     found.append((alias.asname or alias.name, imported))
             continue
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _state_home(node.module or ""):
+            found += [(a.asname or a.name, "readback") for a in node.names if a.name in _STATE_READBACKS]
+            continue
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -387,8 +458,10 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
         elif _environ_expr(value):
             kind = "environ_holder"
         else:
-            last = dotted(value).rpartition(".")[2]
+            home, _, last = dotted(value).rpartition(".")
             kind = "context" if last in _CONTEXT_FETCHES else "environ_getter" if last == "getenv" else None
+            if last in _STATE_READBACKS and home.rpartition(".")[2] == "dist":
+                kind = "readback"  # `snap = dist.state_dict`
         if kind is not None:
             found += [(target.id, kind) for target in targets if isinstance(target, ast.Name)]
     return found
@@ -515,6 +588,9 @@ class _Uses(_Walk):
 
     def found(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            if dotted(node) in self.flows.state_getters and not (isinstance(node, ast.Name) and self._local(node.id)):
+                # `snap()`, `dbg.export_state()`, or handed on: the whole state read back
+                self._row(node, STATE_DICT_READBACK, "readback", "state_dict")
             self._held(node)
             self._handed(node, dotted(node))
             kept = self.kept.get((self.function, dotted(node)))
@@ -647,7 +723,7 @@ def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowIn
         part
         for spelled in (
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
-            *flows.environ_getters,
+            *flows.environ_getters, *flows.state_getters,
         )
         for part in spelled.split(".")
     }
@@ -789,6 +865,7 @@ class _Project:
         # module that is not scanned (the standard library, a third party)
         self.tops = {module.partition(".")[0] for module in self.modules}
         self._imports: dict[str, dict[str, tuple[str, str]]] = {}
+        self._bound: dict[str, set[str]] = {}
         # modules that export something (a fetcher, a holder, or a name they import)
         self.exporting = {
             module for module, rel in self.modules.items() if self.kinds[rel] or any(r[2] for r in results[rel].flow.imports)
@@ -845,7 +922,7 @@ class _Project:
         for level, module, name, local in self.results[rel].flow.imports:
             target = self.absolute(rel, level, module)
             if not name:
-                table[local] = ("mod", target)
+                table[local] = self._module_or_name(target)
             elif name == "*":
                 stars.append(target)
             else:
@@ -856,13 +933,42 @@ class _Project:
             other = self.modules.get(target)
             if other is None or other == rel:
                 continue
-            names = {row[0] for row in self.results[other].flow.signatures if "." not in row[0]}
-            names |= {name for name in self.kinds[other] if "." not in name}
-            names |= {row[3] for row in self.results[other].flow.imports if row[2] not in ("", "*")}
-            for name in names:
+            for name in self.bound_names(other):
                 if not name.startswith("_"):
                     table.setdefault(name, ("sym", f"{target}:{name}"))
         return table
+
+    def _module_or_name(self, target: str) -> tuple[str, str]:
+        """("mod", target) for a module, or ("sym", "module:name") where `target` is a name
+        in a scanned module (`r = pkg.h.rec` binds r to h's rec)."""
+        if target in self.modules:
+            return "mod", target
+        head = target.rpartition(".")[0]
+        while head:
+            if head in self.modules:
+                return "sym", f"{head}:{target[len(head) + 1:]}"
+            head, _, _ = head.rpartition(".")
+        return "mod", target
+
+    def bound_names(self, rel: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        """The module-level names of `rel` that carry something across modules: its
+        functions and classes, its fetchers and holders, the names it imports, and those
+        its own star imports bind in turn (`pkg/__init__.py: from .h import *` binds h's
+        names, so `from pkg import *` does too), as Python binds them."""
+        known = self._bound.get(rel)
+        if known is not None:
+            return known
+        flow = self.results[rel].flow
+        names = {row[0] for row in flow.signatures if "." not in row[0]}
+        names |= {name for name in self.kinds[rel] if "." not in name}
+        names |= {row[3] for row in flow.imports if row[2] not in ("", "*")}
+        for level, module, name, _ in flow.imports:
+            other = self.modules.get(self.absolute(rel, level, module)) if name == "*" else None
+            if other is not None and other != rel and other not in seen:
+                names |= {n for n in self.bound_names(other, seen | {rel}) if not n.startswith("_")}
+        if not seen:
+            self._bound[rel] = names  # (inside a cycle a module knows only part of its names)
+        return names
 
     def symbol(self, module: str, name: str, depth: int = 0) -> tuple[str, str] | None:
         """Where `module`'s `name` is defined, following re-exports: (file, name), or
@@ -949,11 +1055,14 @@ class _Project:
             context_holders=frozenset(spelled["context_holder"]),
             environ_holders=frozenset(spelled["environ_holder"]),
             environ_getters=frozenset(spelled["environ_getter"]),
+            state_getters=frozenset(spelled["readback"]),
         )
 
     def _exported(self, rel: str) -> set[str]:
         names = {name for name, kinds in self.kinds[rel].items() if kinds}
-        names |= {row[3] for row in self.results[rel].flow.imports if row[2]}
+        names |= {row[3] for row in self.results[rel].flow.imports if row[2] not in ("", "*")}
+        if any(row[2] == "*" for row in self.results[rel].flow.imports):
+            names |= self.bound_names(rel)  # `import pkg; pkg.rec()` with `from .h import *` in pkg
         return names
 
     def callee(self, rel: str, spelled: str) -> tuple[str, tuple[Any, ...]] | str | None:

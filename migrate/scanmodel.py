@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 40
+SCANNER_VERSION = 41
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -215,11 +215,15 @@ class FlowInput:
     context_holders: frozenset[str] = frozenset()
     environ_holders: frozenset[str] = frozenset()
     environ_getters: frozenset[str] = frozenset()
+    # names of other modules that are the runtime's state readbacks re-exported (`from
+    # configbags.runtime.dist import state_dict as snap`): any use of one is a readback
+    state_getters: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
+            or self.state_getters
         )
 
     def key(self) -> str:
@@ -233,6 +237,7 @@ class FlowInput:
             ",".join(sorted(self.context_holders)),
             ",".join(sorted(self.environ_holders)),
             ",".join(sorted(self.environ_getters)),
+            ",".join(sorted(self.state_getters)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
