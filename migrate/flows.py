@@ -313,7 +313,7 @@ def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[a
 def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(fetchers, env_params): module-level functions that return a context or the
     environment, and parameters used as an environment variable's name."""
-    lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES, *_STATE_READBACKS))
+    lines = mention_lines(text, ("environ", "getenv", "accessors", *_CONTEXT_FETCHES, *_STATE_READBACKS))
     fetchers: list[tuple[Any, ...]] = []
     env_params: list[tuple[Any, ...]] = []
     if not lines:
@@ -447,6 +447,10 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
             continue
         if isinstance(node, ast.ImportFrom) and node.level == 0 and _state_home(node.module or ""):
             found += [(a.asname or a.name, "readback") for a in node.names if a.name in _STATE_READBACKS]
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").rpartition(".")[2] == "accessors":
+            # `from .accessors import _context as CTX`: a private part handed on, by any name
+            found += [(a.asname or a.name, "private") for a in node.names if a.name.startswith("_")]
             continue
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
@@ -588,9 +592,16 @@ class _Uses(_Walk):
 
     def found(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-            if dotted(node) in self.flows.state_getters and not (isinstance(node, ast.Name) and self._local(node.id)):
-                # `snap()`, `dbg.export_state()`, or handed on: the whole state read back
-                self._row(node, STATE_DICT_READBACK, "readback", "state_dict")
+            spelled = dotted(node)
+            if spelled in self.flows.state_getters or spelled in self.flows.private_names:
+                if not (isinstance(node, ast.Name) and self._local(node.id)):
+                    # `snap()`, `dbg.export_state()`, or handed on: the whole state read
+                    # back; `CTX.state` with CTX the accessors' `_context`: what no
+                    # analysis resolves
+                    if spelled in self.flows.state_getters:
+                        self._row(node, STATE_DICT_READBACK, "readback", "state_dict")
+                    else:
+                        self._row(node, ENV_UNRESOLVED, "private", "private")
             self._held(node)
             self._handed(node, dotted(node))
             kept = self.kept.get((self.function, dotted(node)))
@@ -723,7 +734,7 @@ def use_facts(tree: ast.Module, text: str, settings: ScanSettings, flows: FlowIn
         part
         for spelled in (
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
-            *flows.environ_getters, *flows.state_getters,
+            *flows.environ_getters, *flows.state_getters, *flows.private_names,
         )
         for part in spelled.split(".")
     }
@@ -1056,6 +1067,7 @@ class _Project:
             environ_holders=frozenset(spelled["environ_holder"]),
             environ_getters=frozenset(spelled["environ_getter"]),
             state_getters=frozenset(spelled["readback"]),
+            private_names=frozenset(spelled["private"]),
         )
 
     def _exported(self, rel: str) -> set[str]:

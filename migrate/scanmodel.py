@@ -218,12 +218,15 @@ class FlowInput:
     # names of other modules that are the runtime's state readbacks re-exported (`from
     # configbags.runtime.dist import state_dict as snap`): any use of one is a readback
     state_getters: frozenset[str] = frozenset()
+    # names of other modules that are a private part of an accessors module handed on
+    # (`from .accessors import _context as CTX`): any use of one is `$?`
+    private_names: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
-            or self.state_getters
+            or self.state_getters or self.private_names
         )
 
     def key(self) -> str:
@@ -238,6 +241,7 @@ class FlowInput:
             ",".join(sorted(self.environ_holders)),
             ",".join(sorted(self.environ_getters)),
             ",".join(sorted(self.state_getters)),
+            ",".join(sorted(self.private_names)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

@@ -115,10 +115,15 @@ def _generated_package(files: dict[str, str]) -> dict[str, str]:
             "config_bags/ratchet_allowlist.py": HEADER, **files}
 
 
-def test_a_generated_file_handing_on_a_private_part_of_the_accessors_is_scanned(tmp_path: Path) -> None:
-    files = _generated_package({"config_bags/x3.py": HEADER + "from .accessors import _context as CTX\n"})
+@pytest.mark.parametrize("user", [
+    "from pkg.config_bags.x3 import CTX\ndef f():\n    return CTX.state\n",
+    "from pkg.config_bags import x3\ndef f():\n    return x3.CTX.explain('tp_size')\n",
+])
+def test_a_generated_file_handing_on_a_private_part_of_the_accessors_is_scanned(tmp_path: Path, user: str) -> None:
+    files = _generated_package({"config_bags/x3.py": HEADER + "from .accessors import _context as CTX\n", "user.py": user})
     result = _scan(tmp_path, files)
     assert ("pkg/config_bags/x3.py", "<module>", "$?") in _keys(result), result.reads
+    assert ("pkg/user.py", "f", "$?") in _keys(result), result.reads
     assert "pkg/config_bags/x3.py" not in result.generated_files
     assert "pkg/config_bags/accessors.py" in result.generated_files
 
