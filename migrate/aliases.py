@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -1732,6 +1733,23 @@ def mention_lines(text: str, names: Iterable[str]) -> list[int]:
             # an identifier cannot occur as a whole word inside another occurrence of it
             at = text.find(word, end)
     return lines_of(text, starts)
+
+
+def bare_mentions(text: str, names: Iterable[str]) -> list[int]:
+    """Where one of `names` is mentioned bare, as a value (`_os = os`, `f(os)`, `m = mod
+    or os`): as a whole word not after a dot and not followed by an attribute, a call or
+    an index, on a line that is no import statement. A regex that starts with the name
+    itself, so the search runs at literal speed."""
+    found: list[int] = []
+    for name in names:
+        for match in re.finditer(rf"{re.escape(name)}(?![ \t]*[.(\[\w])", text):
+            at = match.start()
+            if at and (text[at - 1] in _WORD_CHARS or text[at - 1] == "."):
+                continue
+            start = text.rfind("\n", 0, at) + 1
+            if not text[start:at].lstrip().startswith(("import ", "from ")):
+                found.append(at)
+    return found
 
 
 def lines_of(text: str, positions: Iterable[int]) -> list[int]:

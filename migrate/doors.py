@@ -60,7 +60,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from configbags.migrate.aliases import mention_lines, statement_span
+from configbags.migrate.aliases import bare_mentions, mention_lines, statement_span
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
@@ -1104,25 +1104,14 @@ class DoorScan:
         """Names bound to a module that holds a door, where the text uses one bare (`_os =
         os`, `m = mod or os`, `D = dist`, `importlib.reload(os)`): the statements that bind
         or hand on the module must be walked, so that it is that module wherever it goes."""
-        found: set[str] = set()
-        for scope in doors.scopes:
-            for name, values in scope.bindings.items():
-                if any(isinstance(v, _Imported) and _door_module(v.path) for v, _ in values) and self._bare(name):
-                    found.add(name)
-        return found
+        modules = {name for name, value, _ in doors.written if isinstance(value, _Imported) and _door_module(value.path)}
+        return {name for name in modules if self._bare(name)}
 
     def _bare(self, name: str) -> bool:
-        """Does the text mention `name` other than before an attribute, a call or an index,
-        on a line that is no import?"""
+        """Does the text mention `name` bare, as a value (aliases.bare_mentions)?"""
         known = self._bare_names.get(name)
         if known is None:
-            known = False
-            for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\b(?![ \t]*[.(\[\w])", self.text):
-                start = self.text.rfind("\n", 0, match.start()) + 1
-                if not self.text[start:match.start()].lstrip().startswith(("import ", "from ")):
-                    known = True
-                    break
-            self._bare_names[name] = known
+            known = self._bare_names[name] = bool(bare_mentions(self.text, (name,)))
         return known
 
     def reads(self) -> list[tuple[Any, ...]]:

@@ -40,7 +40,6 @@ from __future__ import annotations
 import ast
 import bisect
 import posixpath
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -50,7 +49,9 @@ import attrs
 from configbags.migrate.aliases import (
     FUNCTION_ROUTES,
     READS_NOTHING,
+    bare_mentions,
     dotted,
+    lines_of,
     mention_lines,
     mentions,
     spelled_module,
@@ -213,43 +214,35 @@ def _module_bindings(tree: ast.Module, text: str, rows: list[tuple[Any, ...]]) -
     imported: dict[str, tuple[int, str]] = {}  # local -> (level, the dotted module path it names)
     for level, module, name, local in rows:
         if name != "*":
-            imported.setdefault(local, (level, ".".join(p for p in (module, name) if p)))
+            imported.setdefault(local, (level, f"{module}.{name}" if module and name else module or name))
     found: list[tuple[Any, ...]] = []
-    if not imported or "=" not in text:
-        return found
-    lines = sorted({text.count("\n", 0, m.start()) + 1 for m in _BARE_VALUE.finditer(text)})
-    if not lines:
-        return found
-    assignments = [
-        node for node in _mentioned(tree.body, lines)
-        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets)
-    ]
+    names = set(imported)
+    seen: set[int] = set()
     for _ in range(8):  # chains: `H2 = H`, `H3 = H2`
-        grown = False
+        lines = lines_of(text, bare_mentions(text, names)) if names else []
+        assignments = [
+            node for node in _mentioned(tree.body, lines)
+            if isinstance(node, ast.Assign) and id(node) not in seen and all(isinstance(t, ast.Name) for t in node.targets)
+        ]
+        names = set()
         for node in assignments:
             for value in _branches(node.value):
                 parts = dotted(value).split(".") if isinstance(value, (ast.Name, ast.Attribute)) else [""]
                 known = imported.get(parts[0])
                 if known is None:
                     continue
+                seen.add(id(node))
                 level, path = known
                 path = ".".join(p for p in (path, *parts[1:]) if p)
                 for target in node.targets:
                     assert isinstance(target, ast.Name)
-                    row = (level, path, "", target.id)
-                    if row not in found:
-                        found.append(row)
-                        imported.setdefault(target.id, (level, path))
-                        grown = True
-        if not grown:
+                    found.append((level, path, "", target.id))
+                    if target.id not in imported:
+                        imported[target.id] = (level, path)
+                        names.add(target.id)
+        if not names:
             break
     return found
-
-
-# A dotted name given bare as a value (`= pkg.h`, `or os`): no call, no index after it.
-_BARE_VALUE = re.compile(
-    r"(?:=|\bor|\belse|\bif)[ \t]*\(?[ \t]*[A-Za-z_][\w.]*[ \t]*(?:\)|$|#|;|\bor\b|\bif\b|\belse\b)", re.M
-)
 
 
 def _branches(value: ast.expr) -> list[ast.expr]:
@@ -313,8 +306,8 @@ def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[a
 def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(fetchers, env_params): module-level functions that return a context or the
     environment, and parameters used as an environment variable's name."""
-    lines = mention_lines(text, ("environ", "getenv", "accessors", *_CONTEXT_FETCHES, *_STATE_READBACKS))
-    fetchers: list[tuple[Any, ...]] = []
+    lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES, *_STATE_READBACKS))
+    fetchers: list[tuple[Any, ...]] = _private_imports(tree, text)
     env_params: list[tuple[Any, ...]] = []
     if not lines:
         return fetchers, env_params
@@ -430,6 +423,21 @@ def _kept_doors(tree: ast.Module, text: str, lines: list[int]) -> list[tuple[str
     return found
 
 
+def _private_imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
+    """(name, "private") of each private part of an accessors module that the module
+    imports at its top level, relative or not, so hands on by that name (`from .accessors
+    import _context as CTX`)."""
+    if "accessors import" not in text:
+        return []
+    return [
+        (alias.asname or alias.name, "private")
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").rpartition(".")[2] == "accessors"
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+
+
 def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
     """Module-level names other modules may import for a context or the environment:
     `CTX = get_context()` (context_holder), `ENV = os.environ` or `from os import environ`
@@ -447,10 +455,6 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
             continue
         if isinstance(node, ast.ImportFrom) and node.level == 0 and _state_home(node.module or ""):
             found += [(a.asname or a.name, "readback") for a in node.names if a.name in _STATE_READBACKS]
-            continue
-        if isinstance(node, ast.ImportFrom) and (node.module or "").rpartition(".")[2] == "accessors":
-            # `from .accessors import _context as CTX`: a private part handed on, by any name
-            found += [(a.asname or a.name, "private") for a in node.names if a.name.startswith("_")]
             continue
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
@@ -592,16 +596,7 @@ class _Uses(_Walk):
 
     def found(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-            spelled = dotted(node)
-            if spelled in self.flows.state_getters or spelled in self.flows.private_names:
-                if not (isinstance(node, ast.Name) and self._local(node.id)):
-                    # `snap()`, `dbg.export_state()`, or handed on: the whole state read
-                    # back; `CTX.state` with CTX the accessors' `_context`: what no
-                    # analysis resolves
-                    if spelled in self.flows.state_getters:
-                        self._row(node, STATE_DICT_READBACK, "readback", "state_dict")
-                    else:
-                        self._row(node, ENV_UNRESOLVED, "private", "private")
+            self._reexported(node, dotted(node))
             self._held(node)
             self._handed(node, dotted(node))
             kept = self.kept.get((self.function, dotted(node)))
@@ -630,6 +625,19 @@ class _Uses(_Walk):
             self._context(parent)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _reexported(self, node: ast.Name | ast.Attribute, spelled: str) -> None:
+        """A state readback or a private part of an accessors module that another module
+        re-exports, used in any way (`snap()`, `dbg.export_state()`, `snap` handed on,
+        `CTX.state` with CTX the accessors' `_context`); a local of that name is not it."""
+        if spelled not in self.flows.state_getters and spelled not in self.flows.private_names:
+            return
+        if isinstance(node, ast.Name) and self._local(node.id):
+            return
+        if spelled in self.flows.state_getters:
+            self._row(node, STATE_DICT_READBACK, "readback", "state_dict")
+        else:
+            self._row(node, ENV_UNRESOLVED, "private", "private")
 
     def _door_by_name(self, call: ast.Call) -> None:
         """`getattr(doors, name)` with a name built at run time, where `doors` is a module
