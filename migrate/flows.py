@@ -959,14 +959,19 @@ class _Project:
 
     def _module_or_name(self, target: str) -> tuple[str, str]:
         """("mod", target) for a module, or ("sym", "module:name") where `target` is a name
-        in a scanned module (`r = pkg.h.rec` binds r to h's rec)."""
+        a scanned module binds (`r = pkg.h.rec` binds r to h's rec); a module that is not
+        scanned (the record's home, excluded) stays a module, under its own name."""
         if target in self.modules:
             return "mod", target
         head = target.rpartition(".")[0]
         while head:
-            if head in self.modules:
-                return "sym", f"{head}:{target[len(head) + 1:]}"
-            head, _, _ = head.rpartition(".")
+            rel = self.modules.get(head)
+            if rel is not None:
+                name = target[len(head) + 1 :]
+                if name.partition(".")[0] in self.bound_names(rel) | self.defs(rel).keys():
+                    return "sym", f"{head}:{name}"
+                break
+            head = head.rpartition(".")[0]
         return "mod", target
 
     def bound_names(self, rel: str, seen: frozenset[str] = frozenset()) -> set[str]:

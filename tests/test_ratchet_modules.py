@@ -269,3 +269,18 @@ def test_a_file_loaded_as_a_module_by_its_path_is_unresolved(tmp_path: Path, use
     result = _scan(tmp_path, {"user.py": user, "h.conf": RAW + "TP = get_server_args().tp_size\n"})
     assert ("pkg/user.py", "f", "$?") in _keys(result), result.reads
     assert _fails(result)
+
+
+def test_the_record_handed_to_its_home_module_through_a_module_alias_is_exempt(tmp_path: Path) -> None:
+    # legacy/server_args.py is the record's home, excluded from the scan: `legacy` is a
+    # scanned package, `legacy.server_args` is not, and stays the home module by any name
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "__init__.py").write_text("")
+    (tmp_path / "legacy" / "server_args.py").write_text("def set_global_server_args(a):\n    pass\n")
+    (tmp_path / "legacy" / "user.py").write_text(
+        "import legacy.server_args as S\nfrom legacy.server_args import get_server_args\nH = S\n"
+        "def f():\n    S.set_global_server_args(get_server_args())\n    H.set_global_server_args(get_server_args())\n"
+    )
+    settings = ScanSettings(roots=("legacy",), excludes=("legacy/server_args.py",))
+    result = scan_tree(tmp_path, settings)
+    assert not [r for r in result.reads if r.via == "escape"], result.reads
