@@ -80,6 +80,14 @@ _ENV_KEY_READS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contai
 _STATE_READBACKS = frozenset({"state_dict", "export_state"})
 
 
+# What an importer of a door module by way of another module reads through it, by kind:
+# `from pkg.compat import os; os.environ[...]`, `compat.dist.state_dict()`
+_DOOR_MODULE_ATTRS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "os": (("environ_holder", ("environ",)), ("environ_getter", ("getenv",))),
+    "configbags.runtime.dist": (("readback", ("state_dict", "export_state")),),
+}
+
+
 def _state_home(module: str) -> bool:
     """configbags.runtime.dist, or a private module behind it (`dist._state`)."""
     parts = module.split(".")
@@ -957,6 +965,21 @@ class _Project:
                     table.setdefault(name, ("sym", f"{target}:{name}"))
         return table
 
+    def _module_behind(self, rel: str, name: str, depth: int = 0) -> str:
+        """The module `rel`'s `name` is, where it is one the scan does not read (`import os`
+        there, or imported from yet another module that does), else ""."""
+        if depth > 8 or "." in name or name in self.defs(rel) or self.kinds[rel].get(name):
+            return ""
+        found = self.local_imports(rel).get(name)
+        if found is None:
+            return ""
+        kind, target = found
+        if kind == "mod":
+            return "" if target in self.modules else target
+        module, _, inner = target.partition(":")
+        other = self.modules.get(module)
+        return self._module_behind(other, inner, depth + 1) if other is not None else ""
+
     def _module_or_name(self, target: str) -> tuple[str, str]:
         """("mod", target) for a module, or ("sym", "module:name") where `target` is a name
         a scanned module binds (`r = pkg.h.rec` binds r to h's rec); a module that is not
@@ -985,7 +1008,7 @@ class _Project:
         flow = self.results[rel].flow
         names = {row[0] for row in flow.signatures if "." not in row[0]}
         names |= {name for name in self.kinds[rel] if "." not in name}
-        names |= {row[3] for row in flow.imports if row[2] not in ("", "*")}
+        names |= {row[3] for row in flow.imports if row[2] != "*" and "." not in row[3]}  # `import os` binds os
         for level, module, name, _ in flow.imports:
             other = self.modules.get(self.absolute(rel, level, module)) if name == "*" else None
             if other is not None and other != rel and other not in seen:
@@ -1055,6 +1078,9 @@ class _Project:
                         if name.startswith(site[1] + "."):
                             for found in kinds:
                                 spelled[found].add(local + name[len(site[1]) :])
+                    # `from pkg.compat import os`: a door module another module imports
+                    for found, attrs_ in _DOOR_MODULE_ATTRS.get(self._module_behind(site[0], site[1]), ()):
+                        spelled[found].update(f"{local}.{attr}" for attr in attrs_)
                 continue
             prefix = len(target)
             for module in self.under(target):

@@ -102,6 +102,17 @@ def test_a_state_readback_re_exported_by_a_project_module_is_a_readback(tmp_path
     assert _fails(result)
 
 
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from pkg.compat import dist\ndef f():\n    return dist.state_dict()\n", "dist.state_dict"),
+    ("from pkg.compat import os\ndef f():\n    return os.environ['SGLANG_PAGE_SIZE']\n", "$SGLANG_PAGE_SIZE"),
+    ("from pkg.again import os as o\ndef f():\n    return o.getenv('SGLANG_PAGE_SIZE')\n", "$SGLANG_PAGE_SIZE"),
+])
+def test_a_door_module_re_exported_by_a_project_module_is_that_module(tmp_path: Path, user: str, leaf: str) -> None:
+    files = {"compat.py": "import os\nimport configbags.runtime.dist as dist\n", "again.py": "from pkg.compat import *\n"}
+    result = _scan(tmp_path, {**files, "user.py": user})
+    assert ("pkg/user.py", "f", leaf) in _keys(result), result.reads
+
+
 def test_a_local_named_like_a_re_exported_readback_is_none(tmp_path: Path) -> None:
     user = "from pkg.dbg import snap\ndef f(snap):\n    return snap()\n"
     assert not _keys(_scan(tmp_path, {"dbg.py": DBG, "user.py": user}))
