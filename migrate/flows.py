@@ -1070,17 +1070,7 @@ class _Project:
             if target.partition(".")[0].partition(":")[0] not in self.tops:
                 continue
             if kind == "sym":
-                for found in self.kinds_of(rel, local):
-                    spelled[found].add(local)
-                site = self.resolve(rel, local)
-                if site[0] is not None:  # `from m import R`: R.ARGS holds the record
-                    for name, kinds in self.kinds[site[0]].items():
-                        if name.startswith(site[1] + "."):
-                            for found in kinds:
-                                spelled[found].add(local + name[len(site[1]) :])
-                    # `from pkg.compat import os`: a door module another module imports
-                    for found, attrs_ in _DOOR_MODULE_ATTRS.get(self._module_behind(site[0], site[1]), ()):
-                        spelled[found].update(f"{local}.{attr}" for attr in attrs_)
+                self._imported_name(rel, local, spelled)
                 continue
             prefix = len(target)
             for module in self.under(target):
@@ -1108,6 +1098,22 @@ class _Project:
             state_getters=frozenset(spelled["readback"]),
             private_names=frozenset(spelled["private"]),
         )
+
+    def _imported_name(self, rel: str, local: str, spelled: dict[str, set[str]]) -> None:
+        """What a name `rel` imports from a scanned module is (`from m import x as local`),
+        added to `spelled` by kind."""
+        for found in self.kinds_of(rel, local):
+            spelled[found].add(local)
+        site = self.resolve(rel, local)
+        if site[0] is None:
+            return
+        for name, kinds in self.kinds[site[0]].items():
+            if name.startswith(site[1] + "."):  # `from m import R`: R.ARGS holds the record
+                for found in kinds:
+                    spelled[found].add(local + name[len(site[1]) :])
+        # `from pkg.compat import os`: a door module another module imports
+        for found, attributes in _DOOR_MODULE_ATTRS.get(self._module_behind(site[0], site[1]), ()):
+            spelled[found].update(f"{local}.{attribute}" for attribute in attributes)
 
     def _exported(self, rel: str) -> set[str]:
         names = {name for name, kinds in self.kinds[rel].items() if kinds}
