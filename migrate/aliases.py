@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -1734,6 +1735,23 @@ def mention_lines(text: str, names: Iterable[str]) -> list[int]:
     return lines_of(text, starts)
 
 
+def bare_mentions(text: str, names: Iterable[str]) -> list[int]:
+    """Where one of `names` is mentioned bare, as a value (`_os = os`, `f(os)`, `m = mod
+    or os`): as a whole word not after a dot and not followed by an attribute, a call or
+    an index, on a line that is no import statement. A regex that starts with the name
+    itself, so the search runs at literal speed."""
+    found: list[int] = []
+    for name in names:
+        for match in re.finditer(rf"{re.escape(name)}(?![ \t]*[.(\[\w])", text):
+            at = match.start()
+            if at and (text[at - 1] in _WORD_CHARS or text[at - 1] == "."):
+                continue
+            start = text.rfind("\n", 0, at) + 1
+            if not text[start:at].lstrip().startswith(("import ", "from ")):
+                found.append(at)
+    return found
+
+
 def lines_of(text: str, positions: Iterable[int]) -> list[int]:
     """The (parser's) lines of these offsets into `text`, sorted, once each."""
     lines: list[int] = []
@@ -1818,17 +1836,47 @@ def _literal_name(expr: ast.expr | None) -> str | None:
     return None
 
 
+def _sys_modules(expr: ast.expr) -> bool:
+    name = dotted(expr)
+    return name.rpartition(".")[2] == "modules" and "sys" in name
+
+
+def relative_module(name: str, package: str | None) -> str | None:
+    """The absolute name `importlib.import_module(name, package)` imports: `.inner.h`
+    from `pkg.ks` is `pkg.ks.inner.h`, `..h` is `pkg.h`; None where the package is not
+    spelled or has too few parts."""
+    if not name.startswith("."):
+        return name
+    dots = len(name) - len(name.lstrip("."))
+    if not package or package.count(".") < dots - 1:
+        return None
+    base = package.rsplit(".", dots - 1)[0] if dots > 1 else package
+    return f"{base}.{name[dots:]}" if name[dots:] else base
+
+
 def spelled_module(expr: ast.expr) -> str | None:
     """The module a route names, where it spells the name: `importlib.import_module("a.b")`
-    and `__import__("a.b", fromlist=[...])` are a.b, `__import__("a.b")` is a,
-    `sys.modules["a.b"]` is a.b; else None."""
+    (relative to a spelled `package`: `import_module(".b", package="a")`), `importlib.
+    reload(m)` of a module spelled so, and `__import__("a.b", fromlist=[...])` are a.b,
+    `__import__("a.b")` is a, `sys.modules["a.b"]` and `sys.modules.get("a.b"[, default])`
+    are a.b; else None."""
     if isinstance(expr, ast.Subscript):
-        if dotted(expr.value).rpartition(".")[2] == "modules" and "sys" in dotted(expr.value):
+        if _sys_modules(expr.value):
             return _literal_name(expr.slice)
         return None
     if not isinstance(expr, ast.Call) or not expr.args or len(expr.args) > 4:
         return None
+    if isinstance(expr.func, ast.Attribute) and expr.func.attr == "get" and _sys_modules(expr.func.value):
+        return _literal_name(expr.args[0]) if len(expr.args) <= 2 and not expr.keywords else None
     func = dotted(expr.func).rpartition(".")[2]
+    if func == "reload" and len(expr.args) == 1 and "importlib" in dotted(expr.func):
+        # `importlib.reload(m)` returns the module it is given
+        return dotted(expr.args[0]) or None
+    if func == "import_module" and isinstance(expr.args[0], ast.Constant) and isinstance(expr.args[0].value, str):
+        package = expr.args[1] if len(expr.args) > 1 else next((k.value for k in expr.keywords if k.arg == "package"), None)
+        spelled = package.value if isinstance(package, ast.Constant) and isinstance(package.value, str) else None
+        if expr.args[0].value.startswith(".") and len(expr.args) + len(expr.keywords) == 2:
+            return relative_module(expr.args[0].value, spelled)
     name = _literal_name(expr.args[0])
     if name is None or any(isinstance(arg, ast.Starred) for arg in expr.args):
         return None

@@ -63,7 +63,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from configbags.migrate.aliases import mention_lines, mentions, statement_span
+from configbags.migrate.aliases import bare_mentions, mention_lines, mentions, statement_span
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
@@ -250,6 +250,17 @@ def _derived(path: str) -> str | None:
 def _runtime_source(path: str) -> bool:
     parts = path.split(".")
     return parts[-1] in _RUNTIME_SOURCES and (parts[0] == "configbags" or (len(parts) > 1 and parts[-2] == "accessors"))
+
+
+# Modules whose attributes are doors: a name bound to one is followed where it is used bare
+_DOOR_MODULES = frozenset({"os", "posix", "nt", "importlib", "operator", "builtins", "subprocess"})
+
+
+def _door_module(path: str) -> bool:
+    return (
+        path in _DOOR_MODULES or path == _DIST or path.startswith(("configbags.runtime", "configbags.generated"))
+        or path.rpartition(".")[2] == "accessors"
+    )
 
 
 def _is_door(kind: str) -> bool:
@@ -1265,6 +1276,7 @@ class DoorScan:
         self.may_open = _may_open_a_door(text, self.declared, self.mentioned)
         self.strings = ModuleStrings(tree, imported)
         self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]] | None = None
+        self._bare_names: dict[str, bool] = {}
 
     def _run(self) -> tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]]:
         if self._result is None:
@@ -1281,7 +1293,7 @@ class DoorScan:
                 doors = _Doors(sorted(lines))
                 _Binder(doors).visit_statements(self.tree.body)
                 doors.settle()
-                new = doors.alias_names() - names
+                new = (doors.alias_names() | self._modules_used_bare(doors)) - names
                 if not new:
                     break
                 names |= new
@@ -1290,6 +1302,20 @@ class DoorScan:
             reader.visit_statements(self.tree.body)
             self._result = (reader.reads, doors.fetched, reader.command_params)
         return self._result
+
+    def _modules_used_bare(self, doors: _Doors) -> set[str]:
+        """Names bound to a module that holds a door, where the text uses one bare (`_os =
+        os`, `m = mod or os`, `D = dist`, `importlib.reload(os)`): the statements that bind
+        or hand on the module must be walked, so that it is that module wherever it goes."""
+        modules = {name for name, value, _ in doors.written if isinstance(value, _Imported) and _door_module(value.path)}
+        return {name for name in modules if self._bare(name)}
+
+    def _bare(self, name: str) -> bool:
+        """Does the text mention `name` bare, as a value (aliases.bare_mentions)?"""
+        known = self._bare_names.get(name)
+        if known is None:
+            known = self._bare_names[name] = bool(bare_mentions(self.text, (name,)))
+        return known
 
     def reads(self) -> list[tuple[Any, ...]]:
         """The environment reads and operator readbacks, as read rows: (function, leaf,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -128,6 +130,10 @@ def _walk(
             why = _compiled(folder, entry.name)
             if why is not None:
                 problems.append((rel, why))
+        elif entry.name.lower().endswith(ARCHIVE_SUFFIXES):
+            why = _archived_source(folder / entry.name)
+            if why is not None:
+                problems.append((rel, why))
 
 
 def _python_script(path: Path) -> bool:
@@ -141,19 +147,72 @@ def _python_script(path: Path) -> bool:
     except OSError:
         return False  # listed or not, an unreadable file runs nothing
     first = head.split(b"\n", 1)[0]
-    return head.startswith(b"#!") and (b"python" in first or b"pypy" in first)
+    return head.startswith(b"#!") and (b"python" in first or b"pypy" in first or _PYTHON_RUNNER.search(first) is not None)
+
+
+# A shebang that runs the script with Python through a tool (`#!/usr/bin/env -S uv run
+# --script`, PEP 723's; `pipx run`, `pdm run`, `uvx`, ...): a runner's name, then `run`.
+_PYTHON_RUNNER = re.compile(
+    rb"(?<![\w.-])(?:uvx|(?:uv|pipx|pdm|poetry|hatch|rye|pipenv|pixi|conda|mamba|micromamba)(?:\s+-\S+)*\s+run)(?![\w.-])"
+)
 
 
 def _plainly_skipped(folder: Path, name: str) -> bool:
     """Is a folder with a SKIP_DIRS name plainly what it says (so not walked)?"""
     if (folder / "__init__.py").exists():
         return False  # a package Python imports from its parent: `import node_modules`
-    if name.isidentifier() and (folder.parent / "__init__.py").exists():
-        # `import pkg.node_modules.mod`: under a regular package, a folder with an
-        # identifier's name is a namespace package Python imports (PEP 420)
+    if name.isidentifier() and _in_package(folder.parent):
+        # `import pkg.node_modules.mod`: under a regular package (or a namespace package
+        # inside one, `pkg/plugins/node_modules`), a folder with an identifier's name is a
+        # namespace package Python imports (PEP 420)
         return False
     markers = _SKIP_MARKERS.get(name)
     return markers is None or any((folder / marker).exists() for marker in markers)
+
+
+def _in_package(folder: Path) -> bool:
+    """Is `folder` a package Python imports from a regular package above it: a regular
+    package itself, or a chain up to one of identifier-named folders that hold Python
+    modules (namespace packages, `pkg/plugins/` holding `a.py`)? A folder holding no module
+    of its own (`pkg/js/`) is plainly no package of the code's."""
+    for _ in range(32):
+        if (folder / "__init__.py").exists():
+            return True
+        if not folder.name.isidentifier() or folder.parent == folder or not _holds_modules(folder):
+            return False
+        folder = folder.parent
+    return False
+
+
+def _holds_modules(folder: Path) -> bool:
+    try:
+        return any(entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file() for entry in os.scandir(folder))
+    except OSError:
+        return False
+
+
+# Archives Python imports source from when one is on sys.path (zipimport).
+ARCHIVE_SUFFIXES = (".zip", ".pyz", ".egg")
+
+
+def _archived_source(path: Path) -> str | None:
+    """Why a zip archive under a root fails the check: it holds Python code that Python
+    imports from it (`sys.path.insert(0, "vendor.zip")`), which the ratchet does not read.
+    Only its directory is read; an archive of data, or no zip at all, is no problem."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return None
+    code = [n for n in names if n.lower().endswith((*SOURCE_SUFFIXES, COMPILED_SUFFIX))]
+    if not code:
+        return None
+    return (
+        f"a zip archive holding Python code ({code[0]}{' and more' if len(code) > 1 else ''}), which Python imports "
+        "when the archive is on sys.path and the ratchet does not read; unpack it under the root, or delete it"
+    )
 
 
 def _compiled(folder: Path, name: str) -> str | None:

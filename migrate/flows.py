@@ -53,7 +53,9 @@ import attrs
 from configbags.migrate.aliases import (
     FUNCTION_ROUTES,
     READS_NOTHING,
+    bare_mentions,
     dotted,
+    lines_of,
     mention_lines,
     mentions,
     spelled_module,
@@ -66,6 +68,7 @@ from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     DECORATED,
     ENV_UNRESOLVED,
+    STATE_DICT_READBACK,
     STATE_READBACK,
     FileScan,
     FlowFacts,
@@ -78,6 +81,23 @@ from configbags.migrate.scanmodel import (
 MAX_ROUNDS = 64
 _CONTEXT_FETCHES = frozenset({"get_context", "process_context"})
 _ENV_KEY_READS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
+# the runtime's readbacks of the whole state (configbags.runtime.dist), which a project
+# module may re-export: any use of one in an importer is a readback
+_STATE_READBACKS = frozenset({"state_dict", "export_state"})
+
+
+# What an importer of a door module by way of another module reads through it, by kind:
+# `from pkg.compat import os; os.environ[...]`, `compat.dist.state_dict()`
+_DOOR_MODULE_ATTRS: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "os": (("environ_holder", ("environ",)), ("environ_getter", ("getenv",))),
+    "configbags.runtime.dist": (("readback", ("state_dict", "export_state")),),
+}
+
+
+def _state_home(module: str) -> bool:
+    """configbags.runtime.dist, or a private module behind it (`dist._state`)."""
+    parts = module.split(".")
+    return parts[:3] == ["configbags", "runtime", "dist"] and all(p.startswith("_") for p in parts[3:])
 
 # ---- per-file facts (cheap: only statements whose lines mention a word are walked)
 
@@ -196,7 +216,56 @@ def _imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
             rows += [(0, module, "", module), (0, module.split(".")[0], "", module.split(".")[0])]
             if isinstance(statement, ast.Assign) and statement.value is part:
                 rows += [(0, module, "", t.id) for t in statement.targets if isinstance(t, ast.Name)]
-    return rows
+    return rows + _module_bindings(tree, text, rows)
+
+
+def _module_bindings(tree: ast.Module, text: str, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Names bound by assignment to an imported module or a name in it, read as imports
+    (`H = pkg.h` is `import pkg.h as H`, `H2 = H` too, `m = mod or os` binds m to os as
+    one of its values, `r = h.rec` is `from pkg.h import rec as r`), so a module is that
+    module wherever it is used. Only assignments whose value spells such a name bare (no
+    call, no index) are looked at."""
+    imported: dict[str, tuple[int, str]] = {}  # local -> (level, the dotted module path it names)
+    for level, module, name, local in rows:
+        if name != "*":
+            imported.setdefault(local, (level, f"{module}.{name}" if module and name else module or name))
+    found: list[tuple[Any, ...]] = []
+    names = set(imported)
+    seen: set[int] = set()
+    for _ in range(8):  # chains: `H2 = H`, `H3 = H2`
+        lines = lines_of(text, bare_mentions(text, names)) if names else []
+        assignments = [
+            node for node in _mentioned(tree.body, lines)
+            if isinstance(node, ast.Assign) and id(node) not in seen and all(isinstance(t, ast.Name) for t in node.targets)
+        ]
+        names = set()
+        for node in assignments:
+            for value in _branches(node.value):
+                parts = dotted(value).split(".") if isinstance(value, (ast.Name, ast.Attribute)) else [""]
+                known = imported.get(parts[0])
+                if known is None:
+                    continue
+                seen.add(id(node))
+                level, path = known
+                path = ".".join(p for p in (path, *parts[1:]) if p)
+                for target in node.targets:
+                    assert isinstance(target, ast.Name)
+                    found.append((level, path, "", target.id))
+                    if target.id not in imported:
+                        imported[target.id] = (level, path)
+                        names.add(target.id)
+        if not names:
+            break
+    return found
+
+
+def _branches(value: ast.expr) -> list[ast.expr]:
+    """The values an expression may be, branch by branch (`a or b`, `a if c else b`)."""
+    if isinstance(value, ast.BoolOp):
+        return [v for part in value.values for v in _branches(part)]
+    if isinstance(value, ast.IfExp):
+        return [*_branches(value.body), *_branches(value.orelse)]
+    return [value]
 
 
 def _own_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
@@ -251,8 +320,8 @@ def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[a
 def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(fetchers, env_params): module-level functions that return a context or the
     environment, and parameters used as an environment variable's name."""
-    lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES))
-    fetchers: list[tuple[Any, ...]] = []
+    lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES, *_STATE_READBACKS))
+    fetchers: list[tuple[Any, ...]] = _private_imports(tree, text)
     env_params: list[tuple[Any, ...]] = []
     if not lines:
         return fetchers, env_params
@@ -368,6 +437,21 @@ def _kept_doors(tree: ast.Module, text: str, lines: list[int]) -> list[tuple[str
     return found
 
 
+def _private_imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
+    """(name, "private") of each private part of an accessors module that the module
+    imports at its top level, relative or not, so hands on by that name (`from .accessors
+    import _context as CTX`)."""
+    if "accessors import" not in text:
+        return []
+    return [
+        (alias.asname or alias.name, "private")
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and (node.module or "").rpartition(".")[2] == "accessors"
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+
+
 def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
     """Module-level names other modules may import for a context or the environment:
     `CTX = get_context()` (context_holder), `ENV = os.environ` or `from os import environ`
@@ -383,6 +467,9 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
                 if imported is not None:
                     found.append((alias.asname or alias.name, imported))
             continue
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and _state_home(node.module or ""):
+            found += [(a.asname or a.name, "readback") for a in node.names if a.name in _STATE_READBACKS]
+            continue
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -393,8 +480,10 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
         elif _environ_expr(value):
             kind = "environ_holder"
         else:
-            last = dotted(value).rpartition(".")[2]
+            home, _, last = dotted(value).rpartition(".")
             kind = "context" if last in _CONTEXT_FETCHES else "environ_getter" if last == "getenv" else None
+            if last in _STATE_READBACKS and home.rpartition(".")[2] == "dist":
+                kind = "readback"  # `snap = dist.state_dict`
         if kind is not None:
             found += [(target.id, kind) for target in targets if isinstance(target, ast.Name)]
     return found
@@ -506,6 +595,7 @@ class _Uses(_Walk):
 
     def found(self, node: ast.AST) -> None:
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            self._reexported(node, dotted(node))
             self._held(node)
             self._handed(node, dotted(node))
             kept = self.kept.get((self.function, dotted(node)))
@@ -542,6 +632,19 @@ class _Uses(_Walk):
             self._context(parent)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _reexported(self, node: ast.Name | ast.Attribute, spelled: str) -> None:
+        """A state readback or a private part of an accessors module that another module
+        re-exports, used in any way (`snap()`, `dbg.export_state()`, `snap` handed on,
+        `CTX.state` with CTX the accessors' `_context`); a local of that name is not it."""
+        if spelled not in self.flows.state_getters and spelled not in self.flows.private_names:
+            return
+        if isinstance(node, ast.Name) and self._local(node.id):
+            return
+        if spelled in self.flows.state_getters:
+            self._row(node, STATE_DICT_READBACK, "readback", "state_dict")
+        else:
+            self._row(node, ENV_UNRESOLVED, "private", "private")
 
     def _door_by_name(self, call: ast.Call) -> None:
         """`getattr(doors, name)` with a name built at run time, where `doors` is a module
@@ -737,6 +840,7 @@ def use_facts(
         for spelled in (
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
             *flows.environ_getters, *(entry.partition("|")[0].partition("@")[0] for entry in flows.env_helpers),
+            *flows.state_getters, *flows.private_names,
         )
         for part in spelled.split(".")
     }
@@ -882,6 +986,7 @@ class _Project:
         # module that is not scanned (the standard library, a third party)
         self.tops = {module.partition(".")[0] for module in self.modules}
         self._imports: dict[str, dict[str, tuple[str, str]]] = {}
+        self._bound: dict[str, set[str]] = {}
         # modules that export something (a fetcher, a holder, or a name they import)
         self.exporting = {
             module for module, rel in self.modules.items() if self.kinds[rel] or any(r[2] for r in results[rel].flow.imports)
@@ -938,7 +1043,7 @@ class _Project:
         for level, module, name, local in self.results[rel].flow.imports:
             target = self.absolute(rel, level, module)
             if not name:
-                table[local] = ("mod", target)
+                table[local] = self._module_or_name(target)
             elif name == "*":
                 stars.append(target)
             else:
@@ -949,13 +1054,62 @@ class _Project:
             other = self.modules.get(target)
             if other is None or other == rel:
                 continue
-            names = {row[0] for row in self.results[other].flow.signatures if "." not in row[0]}
-            names |= {name for name in self.kinds[other] if "." not in name}
-            names |= {row[3] for row in self.results[other].flow.imports if row[2] not in ("", "*")}
-            for name in names:
+            for name in self.bound_names(other):
                 if not name.startswith("_"):
                     table.setdefault(name, ("sym", f"{target}:{name}"))
         return table
+
+    def _module_behind(self, rel: str, name: str, depth: int = 0) -> str:
+        """The module `rel`'s `name` is, where it is one the scan does not read (`import os`
+        there, or imported from yet another module that does), else ""."""
+        if depth > 8 or "." in name or name in self.defs(rel) or self.kinds[rel].get(name):
+            return ""
+        found = self.local_imports(rel).get(name)
+        if found is None:
+            return ""
+        kind, target = found
+        if kind == "mod":
+            return "" if target in self.modules else target
+        module, _, inner = target.partition(":")
+        other = self.modules.get(module)
+        return self._module_behind(other, inner, depth + 1) if other is not None else ""
+
+    def _module_or_name(self, target: str) -> tuple[str, str]:
+        """("mod", target) for a module, or ("sym", "module:name") where `target` is a name
+        a scanned module binds (`r = pkg.h.rec` binds r to h's rec); a module that is not
+        scanned (the record's home, excluded) stays a module, under its own name."""
+        if target in self.modules:
+            return "mod", target
+        head = target.rpartition(".")[0]
+        while head:
+            rel = self.modules.get(head)
+            if rel is not None:
+                name = target[len(head) + 1 :]
+                if name.partition(".")[0] in self.bound_names(rel) | self.defs(rel).keys():
+                    return "sym", f"{head}:{name}"
+                break
+            head = head.rpartition(".")[0]
+        return "mod", target
+
+    def bound_names(self, rel: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        """The module-level names of `rel` that carry something across modules: its
+        functions and classes, its fetchers and holders, the names it imports, and those
+        its own star imports bind in turn (`pkg/__init__.py: from .h import *` binds h's
+        names, so `from pkg import *` does too), as Python binds them."""
+        known = self._bound.get(rel)
+        if known is not None:
+            return known
+        flow = self.results[rel].flow
+        names = {row[0] for row in flow.signatures if "." not in row[0]}
+        names |= {name for name in self.kinds[rel] if "." not in name}
+        names |= {row[3] for row in flow.imports if row[2] != "*" and "." not in row[3]}  # `import os` binds os
+        for level, module, name, _ in flow.imports:
+            other = self.modules.get(self.absolute(rel, level, module)) if name == "*" else None
+            if other is not None and other != rel and other not in seen:
+                names |= {n for n in self.bound_names(other, seen | {rel}) if not n.startswith("_")}
+        if not seen:
+            self._bound[rel] = names  # (inside a cycle a module knows only part of its names)
+        return names
 
     def symbol(self, module: str, name: str, depth: int = 0) -> tuple[str, str] | None:
         """Where `module`'s `name` is defined, following re-exports: (file, name), or
@@ -1010,14 +1164,7 @@ class _Project:
             if target.partition(".")[0].partition(":")[0] not in self.tops:
                 continue
             if kind == "sym":
-                for found in self.kinds_of(rel, local):
-                    spelled[found].add(local)
-                site = self.resolve(rel, local)
-                if site[0] is not None:  # `from m import R`: R.ARGS holds the record
-                    for name, kinds in self.kinds[site[0]].items():
-                        if name.startswith(site[1] + "."):
-                            for found in kinds:
-                                spelled[found].add(local + name[len(site[1]) :])
+                self._imported_name(rel, local, spelled)
                 continue
             prefix = len(target)
             for module in self.under(target):
@@ -1044,6 +1191,8 @@ class _Project:
             environ_getters=frozenset(spelled["environ_getter"]),
             env_helpers=self.env_helpers(rel),
             constants=self.imported_constants(rel),
+            state_getters=frozenset(spelled["readback"]),
+            private_names=frozenset(spelled["private"]),
         )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
@@ -1130,9 +1279,27 @@ class _Project:
                     entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other) if "@" not in spelled)
         return frozenset(entries)
 
+    def _imported_name(self, rel: str, local: str, spelled: dict[str, set[str]]) -> None:
+        """What a name `rel` imports from a scanned module is (`from m import x as local`),
+        added to `spelled` by kind."""
+        for found in self.kinds_of(rel, local):
+            spelled[found].add(local)
+        site = self.resolve(rel, local)
+        if site[0] is None:
+            return
+        for name, kinds in self.kinds[site[0]].items():
+            if name.startswith(site[1] + "."):  # `from m import R`: R.ARGS holds the record
+                for found in kinds:
+                    spelled[found].add(local + name[len(site[1]) :])
+        # `from pkg.compat import os`: a door module another module imports
+        for found, attributes in _DOOR_MODULE_ATTRS.get(self._module_behind(site[0], site[1]), ()):
+            spelled[found].update(f"{local}.{attribute}" for attribute in attributes)
+
     def _exported(self, rel: str) -> set[str]:
         names = {name for name, kinds in self.kinds[rel].items() if kinds}
-        names |= {row[3] for row in self.results[rel].flow.imports if row[2]}
+        names |= {row[3] for row in self.results[rel].flow.imports if row[2] not in ("", "*")}
+        if any(row[2] == "*" for row in self.results[rel].flow.imports):
+            names |= self.bound_names(rel)  # `import pkg; pkg.rec()` with `from .h import *` in pkg
         return names
 
     def callee(self, rel: str, spelled: str) -> tuple[str, tuple[Any, ...]] | str | None:

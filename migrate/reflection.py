@@ -54,7 +54,7 @@ import string
 from collections.abc import Iterator
 from typing import Any
 
-from configbags.migrate.aliases import lines_of, statement_span
+from configbags.migrate.aliases import lines_of, relative_module, statement_span
 from configbags.migrate.childenv import C_GETENV
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -81,6 +81,11 @@ _REFLECTORS = frozenset({
     "builtins.exec", "builtins.compile", "builtins.globals", "builtins.locals", "builtins.breakpoint",
     # run a file or module by a path the scanner does not read as source
     "runpy.run_path", "runpy.run_module",
+    # load a file as a module by its path, whatever its name (`site_hooks.conf`):
+    # `SourceFileLoader(name, path).load_module()`, `spec_from_file_location` + exec_module
+    *(f"importlib.{home}.{loader}" for home in ("machinery", "_bootstrap_external")
+      for loader in ("SourceFileLoader", "SourcelessFileLoader", "ExtensionFileLoader")),
+    "importlib.util.spec_from_file_location",
 })
 # attributes that read an object's state by a name the code need not spell
 _REFLECTIVE_ATTRS = frozenset({"__getattribute__", "__getstate__", "__reduce__", "__reduce_ex__"})
@@ -92,6 +97,8 @@ _FETCHERS = frozenset({
 })
 _GETTER = "<getter>"  # what operator.attrgetter(...) returns
 _IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
+# calls that return a module they name or are given
+_MODULE_ROUTES = _IMPORTERS | {"sys.modules.get", "importlib.reload"}
 # the environment, and its bytes twins: paths that read it
 _ENV_PATHS = frozenset({"os.environ", "os.getenv", "os.environb", "os.getenvb"})
 _ENV_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
@@ -116,7 +123,7 @@ _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
 
 def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
     return (settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts,
-            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "expandvars", "runpy")
+            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "expandvars", "runpy", "FileLoader", "spec_from_file_location")
 
 
 def _private(name: str) -> bool:
@@ -159,7 +166,7 @@ def _normal(path: str) -> str:
 _TRIGGER_WORDS = (
     "__getattribute__", "__getstate__", "__reduce", "__call__", "__dict__", "getattr", "hasattr", "attrgetter",
     "methodcaller", "Formatter", "eval", "exec", "compile", "globals", "locals", "vars", "modules", "format",
-    "import_module", "__import__", "lambda", "export_state", "environ", "getenv", "expandvars", "runpy", "._", "import _",
+    "import_module", "__import__", "reload", "FileLoader", "spec_from_file_location", "lambda", "export_state", "environ", "getenv", "expandvars", "runpy", "._", "import _",
     ", _", ",_", ")[", "][", "}[",
     # a class pattern of a match statement fetches the attributes its keywords name
     "case ",
@@ -511,10 +518,8 @@ class _Reader(ast.NodeVisitor):
                 found.add(_CONTEXT, hop)
             elif path == "operator.attrgetter":
                 found.add(_GETTER, hop)
-            elif path in _IMPORTERS and call.args:
-                name = _string(call.args[0])
-                if name:
-                    found.add(_normal(name if path == "importlib.import_module" else name.split(".")[0]), True)
+            elif path in _MODULE_ROUTES:
+                self._module_route(call, path, found)
             elif path == "builtins.getattr" and len(call.args) >= 2:
                 name = _string(call.args[1])
                 if name:
@@ -525,6 +530,25 @@ class _Reader(ast.NodeVisitor):
             elif path.startswith("<def> ") and path not in self._active and self._returns_context(path):
                 found.add(_CONTEXT, True)  # `def _ctx(): return get_context()`
         self._lambda_value(call, func, found)
+
+    def _module_route(self, call: ast.Call, path: str, found: _Value) -> None:
+        """The module a call returns, where it spells it: `import_module("a.b")` (relative
+        to a spelled `package`), `__import__("a.b")` (a), `sys.modules.get("a.b")` with a
+        default or not, `importlib.reload(m)` (m)."""
+        if not call.args:
+            return
+        if path == "importlib.reload":
+            if len(call.args) == 1:
+                found.extend(self.value(call.args[0]), hop=True)
+            return
+        name = _string(call.args[0])
+        if name and path == "importlib.import_module":
+            package = call.args[1] if len(call.args) > 1 else next(
+                (k.value for k in call.keywords if k.arg == "package"), None)
+            name = relative_module(name, _string(package))
+        if name:
+            found.add(_normal(name if path != "builtins.__import__" and path != "importlib.__import__"
+                              else name.split(".")[0]), True)
 
     def _returns_context(self, path: str) -> bool:
         self._active.add(path)
@@ -609,6 +633,12 @@ class _Reader(ast.NodeVisitor):
     visit_ClassDef = visit_FunctionDef
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level and node.module:
+            # `from .accessors import _context` (inside the generated package, say): a private
+            # part of the module it names, relative or not
+            last = node.module.rpartition(".")[2]
+            if (last == "accessors" or last in self.record_module_names) and any(_private(a.name) for a in node.names):
+                self._report(node, ENV_UNRESOLVED, "private", "private")
         if node.level == 0 and node.module:
             for alias in node.names:
                 path = f"{node.module}.{alias.name}"

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 41
+SCANNER_VERSION = 42
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -229,12 +229,18 @@ class FlowInput:
     # the module's imports of other modules' constants (FlowFacts.constants), by the
     # name it spells them with: (spelled, shape, value)
     constants: frozenset[tuple[str, str, str]] = frozenset()
+    # names of other modules that are the runtime's state readbacks re-exported (`from
+    # configbags.runtime.dist import state_dict as snap`): any use of one is a readback
+    state_getters: frozenset[str] = frozenset()
+    # names of other modules that are a private part of an accessors module handed on
+    # (`from .accessors import _context as CTX`): any use of one is `$?`
+    private_names: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
-            or self.env_helpers or self.constants
+            or self.env_helpers or self.constants or self.state_getters or self.private_names
         )
 
     def key(self) -> str:
@@ -250,6 +256,8 @@ class FlowInput:
             ",".join(sorted(self.environ_getters)),
             ",".join(sorted(self.env_helpers)),
             json.dumps(sorted(self.constants)),
+            ",".join(sorted(self.state_getters)),
+            ",".join(sorted(self.private_names)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
