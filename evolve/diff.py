@@ -489,13 +489,14 @@ def build_parser() -> argparse.ArgumentParser:
 class _Sides:
     old: str
     new: str | None  # None: the working schema folder
+    old_flag: str = "OLD"  # how errors name the old side: OLD or --against
 
 
 def _sides(ns: argparse.Namespace) -> _Sides:
     if ns.against is not None:
         if ns.old is not None:
             raise ConfigError("give either --against REV or OLD [NEW], not both")
-        return _Sides(ns.against, None)
+        return _Sides(ns.against, None, "--against")
     if ns.old is None:
         raise ConfigError("name the old schema (a folder or revision), or pass --against REV")
     return _Sides(ns.old, ns.new)
@@ -538,11 +539,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _opened(sides: _Sides, schema: Path) -> Iterator[tuple[Side, Side]]:
     """Both sides as folders for the block (revisions checked out into temporary folders)."""
     with contextlib.ExitStack() as stack:
-        old = stack.enter_context(side(sides.old, schema))
+        old = stack.enter_context(side(sides.old, schema, sides.old_flag))
         if sides.new is None:
             new = Side(schema, _shown(schema))
         else:
-            new = stack.enter_context(side(sides.new, schema))
+            new = stack.enter_context(side(sides.new, schema, "NEW"))
         yield old, new
 
 

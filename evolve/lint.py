@@ -396,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             current = load_view(schema, schema.as_posix(), cache=not ns.no_cache)
             view, history = current, None
             if ns.target is not None:
-                side = stack.enter_context(checkout(ns.target, schema))
+                side = stack.enter_context(checkout(ns.target, schema, "--target"))
                 view, history = load_view(side.folder, side.shown, cache=not ns.no_cache), current
         missing = [p for p in ns.paths if not p.exists()]
         if missing:

@@ -280,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"configbags matrix: wrote {shapes.golden} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
             return 0
         if ns.against is not None:
-            golden, label = loads(show(ns.against, shapes.golden), f"{ns.against}:{shapes.golden}"), ns.against
+            golden, label = loads(show(ns.against, shapes.golden, "--against"), f"{ns.against}:{shapes.golden}"), ns.against
         elif ns.check:
             if not shapes.golden.is_file():
                 raise ConfigError(f"{shapes.golden} does not exist; write it with `configbags matrix --write`")
