@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import httpx
 
-from configbags.fleet.replies import ReplyError, read_json_async
+from configbags.fleet.replies import MAX_TIMEOUT_S, ReplyError, read_json_async, timeout_seconds
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import project_path
@@ -127,7 +127,7 @@ async def _read(client: httpx.AsyncClient, target: Target, timeout: float, diff:
         # one deadline for the server (httpx bounds each phase of a request on its own)
         bodies = await asyncio.wait_for(asyncio.gather(*(_get(client, target, p) for p in paths)), timeout)
     except (asyncio.TimeoutError, httpx.TimeoutException):
-        return Reading(target, error=f"no answer within {timeout:g} s")
+        return Reading(target, error=f"no complete answer within {timeout:g} s (--timeout)")
     except httpx.HTTPError as exc:
         return Reading(target, error=f"cannot be reached: {type(exc).__name__}: {exc}")
     except _Unreadable as exc:
@@ -311,14 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="YAML/JSON: servers: [{url: ..., role: ..., key_env: VAR}]")
     parser.add_argument("--api-key", default=os.environ.get(KEY_ENV),
                         help=f"the servers' read key (default: ${KEY_ENV}); key/key_env in FILE wins")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
-                        help=f"seconds to wait for each server (default {DEFAULT_TIMEOUT_S:g})")
+    parser.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"seconds for each server's reads and their whole answers (default "
+                             f"{DEFAULT_TIMEOUT_S:g}, at most {MAX_TIMEOUT_S:g})")
     parser.add_argument("--diff", action="store_true",
                         help="also show every leaf that differs between servers of the same role (redacted)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
-    if args.timeout <= 0:
-        parser.error("--timeout must be positive")
     try:
         targets = parse_targets(args.urls, args.servers, args.api_key)
     except ConfigError as exc:

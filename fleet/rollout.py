@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import httpx
 
-from configbags.fleet.replies import ReplyError, read_json
+from configbags.fleet.replies import MAX_TIMEOUT_S, NoAnswer, exchange, timeout_seconds
 from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
@@ -36,6 +36,7 @@ from configbags.runtime.yamlsafe import load_json, read_text_limited
 
 READ_KEY_ENV, ADMIN_KEY_ENV = "CONFIGBAGS_API_KEY", "CONFIGBAGS_ADMIN_KEY"
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+DEFAULT_TIMEOUT_S = 10.0
 
 
 @attrs.frozen
@@ -96,17 +97,21 @@ def current_values(readback: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
-def side_values(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None) -> dict[str, Any]:
+def side_values(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None,
+                timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
     if where.startswith(("http://", "https://")):
         headers = {"Authorization": f"Bearer {read_key}"} if read_key else {}
         try:
-            with httpx.stream("GET", where.rstrip("/") + "/server_info", headers=headers, timeout=10) as response:
-                if response.status_code != 200:
-                    raise ConfigError(f"{where}: GET /server_info answered {response.status_code} "
-                                      f"(give the read key with --api-key or ${READ_KEY_ENV})")
-                readback = read_json(response, f"{where}: GET /server_info")
+            answer = exchange("GET", where.rstrip("/") + "/server_info", what=f"{where}: GET /server_info",
+                              timeout=timeout, headers=headers)
         except httpx.HTTPError as exc:
             raise ConfigError(f"{where}: cannot read /server_info: {exc}") from None
+        if answer.status != 200:
+            raise ConfigError(f"{where}: GET /server_info answered {answer.status} "
+                              f"(give the read key with --api-key or ${READ_KEY_ENV})")
+        if answer.error is not None:
+            raise answer.error
+        readback = answer.body
         if not isinstance(readback, dict):
             raise ConfigError(f"{where}: GET /server_info answered a JSON {type(readback).__name__}, not an object")
         return current_values(readback)
@@ -151,17 +156,16 @@ def render(result: Plan, source: str) -> str:
     return "\n".join(lines)
 
 
-def apply(url: str, body: dict[str, Any], admin_key: str | None) -> tuple[int, dict[str, Any]]:
-    """PATCH the live part; (HTTP status, the door's JSON answer)."""
+def apply(url: str, body: dict[str, Any], admin_key: str | None,
+          timeout: float = DEFAULT_TIMEOUT_S) -> tuple[int, dict[str, Any]]:
+    """PATCH the live part; (HTTP status, the door's JSON answer). NoAnswer past `timeout`."""
     headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-    with httpx.stream("PATCH", url.rstrip("/") + "/config", json=body, headers=headers, timeout=60) as response:
-        try:
-            answer = read_json(response, f"{url}: PATCH /config")
-        except ReplyError as exc:
-            answer = {"error": "http", "message": str(exc)}
+    reply = exchange("PATCH", url.rstrip("/") + "/config", what=f"{url}: PATCH /config", timeout=timeout,
+                     headers=headers, payload=body)
+    answer: Any = reply.body if reply.error is None else {"error": "http", "message": str(reply.error)}
     if not isinstance(answer, dict):
         answer = {"error": "http", "message": f"the answer is a JSON {type(answer).__name__}, not an object"}
-    return response.status_code, answer
+    return reply.status, answer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -186,12 +190,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"read key for OLD/NEW given as URLs (default ${READ_KEY_ENV})")
     parser.add_argument("--admin-key", default=os.environ.get(ADMIN_KEY_ENV),
                         help=f"admin key for --apply (default ${ADMIN_KEY_ENV})")
+    parser.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"seconds for each server request and its whole answer (default "
+                             f"{DEFAULT_TIMEOUT_S:g}, at most {MAX_TIMEOUT_S:g})")
     parser.add_argument("--json", action="store_true", help="print the plan (and the door's answer) as JSON")
     args = parser.parse_args(args_in)
     try:
         context = named_context(args.package)
-        old = side_values(context, args.old, flags, args.api_key)
-        new = side_values(context, args.new, flags, args.api_key)
+        old = side_values(context, args.old, flags, args.api_key, args.timeout)
+        new = side_values(context, args.new, flags, args.api_key, args.timeout)
     except ConfigError as exc:
         print(f"configbags rollout: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -207,11 +214,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             out["applied"] = None
         else:
             try:
-                status, answer = apply(args.apply, body, args.admin_key)
+                status, answer = apply(args.apply, body, args.admin_key, args.timeout)
             except httpx.HTTPError as exc:
                 status, answer = 0, {"error": "unreachable", "message": f"{type(exc).__name__}: {exc}"}
+            except NoAnswer as exc:  # the PATCH went out: whether it applied, only the server can say
+                status, answer = 0, {"error": "no_answer", "message": str(exc)}
             out["applied"] = {"status": status, "answer": answer}
-            if status == 200:
+            if answer.get("error") == "no_answer":
+                code = EXIT_REFUSED
+                text += (f"\napply to {args.apply}: {answer['message']}; the PATCH was sent, so it may or may not "
+                         f"have applied (all or nothing). Fix: read GET /server_info (its overrides) to see, then "
+                         f"run the rollout again")
+            elif status == 200:
                 text += (f"\napplied to {args.apply}: epoch {answer.get('epoch')}, "
                          f"{len(answer.get('entries', []))} leaf/leaves changed; the reload and restart parts "
                          f"are left to the orchestrator")
