@@ -120,6 +120,8 @@ _TABLE = (
     Rule("lint-removed", B, (DEPLOY,), "a spelling the schema's version no longer accepts"),
     Rule("lint-bad-value", B, (DEPLOY,), "a value that does not fit the leaf's type, choices or range"),
     Rule("lint-unreadable", B, (DEPLOY,), "a file that does not parse as its format"),
+    Rule("lint-refused", B, (DEPLOY,), "a launch line the server's own parser refuses: a word no flag takes, a "
+         "flag given twice, a value given to a flag that takes none"),
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in _TABLE}

@@ -250,3 +250,29 @@ def test_lint_refuses_what_the_server_refuses_numbers_and_secrets(tmp_path: Path
     assert not any("SEKRET" in f.message for f in lint.lint([launch, config], bundled))
     config.write_text("api_key: null\n")
     assert not lint.lint([config], bundled)
+
+
+def test_launch_lines_the_server_refuses_fail_as_its_parser_refuses_them(tmp_path: Path) -> None:
+    """Each line's flags are all known and well typed, yet the server's own parser refuses
+    it: lint parses it with that parser, in shell and Kubernetes args alike."""
+    bundled = load_view(Path(__file__).parent.parent / "schema", cache=False)
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n"
+                      "python -m sglang.launch_server --model-path m --enable-dp-attention true\n"
+                      "python -m sglang.launch_server --model-path m --tp-size 2 extra\n"
+                      "python -m sglang.launch_server --model-path m --preset low-latency --preset high-throughput\n"
+                      "python -m sglang.launch_server --model-path m -p 30000\n"
+                      "python -m sglang.launch_server --model-path m --tp-size 2 --enable-dp-attention\n"
+                      "python -m sglang.launch_server --model-path $M --tp-size $TP $EXTRA\n")
+    found = [(f.line, f.rule) for f in lint.lint([script], bundled)]
+    assert found == [(2, "lint-refused"), (3, "lint-refused"), (4, "lint-refused"), (5, "lint-refused")]
+    by_line = {f.line: f.message for f in lint.lint([script], bundled)}
+    assert "1 word not taken by any flag" in by_line[2] and "true" not in by_line[2]  # a value is never echoed
+    assert "--preset given twice" in by_line[4]
+    assert "unrecognized flag -p" in by_line[5]
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n"
+                   "    command: [python, -m, sglang.launch_server]\n"
+                   "    args: [--model-path, m, --enable-dp-attention, \"true\"]\n")
+    [refused] = lint.lint([pod], bundled)
+    assert (refused.rule, refused.line) == ("lint-refused", 8)
