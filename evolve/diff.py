@@ -501,15 +501,29 @@ def apply_allow(findings: list[Finding], allowed: list[Allowance]) -> tuple[list
 
 
 # -- CONFIG.md's section -----------------------------------------------------------------
+def _md_text(text: str) -> str:
+    """Schema text in a Markdown cell: `|` escaped, and `<` as `&lt;` (it renders the same),
+    so no value can hold a marker comment (or any HTML) that ends the section early."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_code(text: str) -> str:
+    """A subject in a code span (where entities do not render): refused if it could end
+    the span or hold a marker."""
+    if "`" in text or "<!--" in text or "\n" in text:
+        raise ConfigError(f"--changes-md: the subject {text!r} cannot be written in a code span")
+    return f"`{text}`"
+
+
 def markdown(findings: Sequence[Finding], since: str) -> str:
-    lines = [MD_BEGIN, "", f"## Changes since {since}", ""]
+    lines = [MD_BEGIN, "", f"## Changes since {_md_text(since)}", ""]
     if not findings:
         lines.append("No changes to the schema's surface.")
     else:
         lines += ["| severity | rule | subject | change | breaks |", "|---|---|---|---|---|"]
         for f in sorted(findings, key=Finding.sort_key):
-            cell = f.message.replace("|", "\\|") + (f" (allowed: {f.allowed})" if f.allowed else "")
-            lines.append(f"| {f.severity} | `{f.rule}` | `{f.subject}` | {cell} | "
+            cell = _md_text(f.message + (f" (allowed: {f.allowed})" if f.allowed else ""))
+            lines.append(f"| {f.severity} | `{f.rule}` | {_md_code(f.subject)} | {cell} | "
                          f"{', '.join(map(str, f.spec.breaks)) or '-'} |")
     lines += ["", MD_END]
     return "\n".join(lines) + "\n"
@@ -590,7 +604,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"configbags diff: {allow_path}: allow entry {a.number} ({a.rule} {a.subject!r}) matches no "
               f"change; remove it", file=sys.stderr)
     if ns.changes_md is not None:
-        write_section(ns.changes_md, markdown(findings, sides.old))  # as the user named it
+        try:
+            write_section(ns.changes_md, markdown(findings, sides.old))  # as the user named it
+        except (ConfigError, OSError) as exc:
+            print(f"configbags diff: error: {exc}", file=sys.stderr)
+            return 2
     failed = fails(findings, parse_severity(ns.fail_on))
     if failed and ns.format != "table":
         worst = max((f.severity for f in findings if f.allowed is None), key=lambda s: s.rank, default=Severity.INFO)
