@@ -441,25 +441,49 @@ def _bounds_hint(leaf: LeafView) -> str:
     return "give " + ", ".join(parts)
 
 
-def files_under(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, named) for the files named and the files under the folders named, sorted,
-    skipping VCS, cache and virtual-environment folders."""
+def files_under(paths: Iterable[Path]) -> Iterator[tuple[Path, bool, OSError | None]]:
+    """(file, named, error) for the files named and the files under the folders named,
+    sorted, skipping VCS, cache and virtual-environment folders and links to folders (as
+    `os.walk` does). The walk keeps its own stack, so a hostile checkout nesting folders
+    thousands deep is walked, never a RecursionError; a folder that cannot be listed is
+    yielded with its error, never skipped without a word."""
     for path in paths:
-        if path.is_dir():
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-                for name in sorted(names):
-                    yield Path(root) / name, False
-        else:
-            yield path, True
+        if not path.is_dir():
+            yield path, True, None
+            continue
+        stack = [path]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as found:
+                    entries = sorted(found, key=lambda e: e.name)
+            except OSError as exc:
+                yield folder, True, exc
+                continue
+            folders = []
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if not is_dir:
+                    yield Path(entry.path), False, None
+                elif entry.name not in SKIP_DIRS and not entry.is_symlink():
+                    folders.append(Path(entry.path))
+            stack.extend(reversed(folders))  # depth first, in name order
 
 
 def lint(paths: Sequence[Path], view: SchemaView, *, history: SchemaView | None = None,
          launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> list[Finding]:
     linter = Linter(view, history)
     found: list[Finding] = []
-    for path, named in files_under(paths):
-        found += linter.lint_file(path, path.as_posix(), launchers, named=named)
+    for path, named, error in files_under(paths):
+        shown = path.as_posix()
+        if error is not None:
+            found.append(Finding("lint-unreadable", shown, f"cannot list the folder: {error.strerror or error}",
+                                 shown, 1, "make it readable, or leave it out of the paths"))
+            continue
+        found += linter.lint_file(path, shown, launchers, named=named)
     return sorted(found, key=lambda f: (f.file, f.line, f.rule, f.subject))
 
 

@@ -5,9 +5,11 @@ unknown, deprecated, removed and bad-value cases, and beside it `<file>.expect`,
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -276,3 +278,37 @@ def test_launch_lines_the_server_refuses_fail_as_its_parser_refuses_them(tmp_pat
                    "    args: [--model-path, m, --enable-dp-attention, \"true\"]\n")
     [refused] = lint.lint([pod], bundled)
     assert (refused.rule, refused.line) == ("lint-refused", 8)
+
+
+def test_a_folder_nested_past_the_recursion_limit_is_walked(tmp_path: Path, view: SchemaView) -> None:
+    import sys
+
+    deep = tmp_path / "deepd"
+    folder = deep
+    folder.mkdir()
+    for _ in range(1300):  # os.walk recursed once per level (the path stays within PATH_MAX)
+        folder = folder / "a"
+        folder.mkdir()
+    (folder / "run.sh").write_text("#!/bin/sh\npython -m e.launch_server --prot 2\n")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        [found] = lint.lint([deep], view)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (found.rule, found.subject, found.line) == ("lint-unknown", "--prot", 2)
+
+
+def test_a_folder_that_cannot_be_listed_is_a_finding(tmp_path: Path, view: SchemaView,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "locked").mkdir()
+    real = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(lint.os, "scandir", scandir)
+    [found] = lint.lint([tmp_path], view)
+    assert found.rule == "lint-unreadable" and "cannot list the folder: Permission denied" in found.message
