@@ -187,8 +187,8 @@ def _refusal(parser: argparse.ArgumentParser, args: Sequence[Token]) -> tuple[st
         _, extras = parser.parse_known_args(words)
     except _Refused as exc:
         message = str(exc)
-        words = {w.strip(":,;()'\"") for w in message.split()}  # `argument --tp-size: ...`
-        named = next((t for t in args if t.text.startswith("-") and t.text.partition("=")[0] in words), args[0])
+        said = {w.strip(":,;()'\"") for w in message.split()}  # `argument --tp-size: ...`
+        named = next((t for t in args if t.text.startswith("-") and t.text.partition("=")[0] in said), args[0])
         return message, named.line
     stray = [w for w in extras if not isinstance(w, _Unknown)]
     if not stray or any(t.dynamic for t in args):
