@@ -73,6 +73,10 @@ def _show(value: Any) -> str:
     return json.dumps(value, default=str)
 
 
+def _items(noun: str, names: Sequence[str]) -> str:
+    return f"{noun}{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
 def _preset_value(values: Mapping[str, Any], key: str) -> str:
     return _show(values[key]) if key in values else "(unset)"
 
@@ -120,6 +124,7 @@ class _Comparer:
         self.attributes()
         self.roles()
         self.presets()
+        self.contracts()
         return sorted(self.found, key=Finding.sort_key)
 
     def pair(self) -> tuple[list[tuple[str, str]], list[str], list[str]]:
@@ -208,6 +213,11 @@ class _Comparer:
             self.add("became-required", name, new.at("required"),
                      f"leaf {name!r} is required now (it defaulted to {_show(old.default)})", "give it a default")
         self.spellings(old, new)
+        if new.env and new.env != old.env and new.env not in {o.env for o in old.old}:
+            self.add("env-added", name, new.at("env"),
+                     f"leaf {name!r} is set by environment variable {new.env} now: where it is already set, an "
+                     f"unchanged launch resolves another value (the environment wins over config files)",
+                     f"check that no deployment sets {new.env} by accident")
         old_rank, new_rank = POLICY_RANK[old.policy], POLICY_RANK[new.policy]
         if new_rank < old_rank:
             self.add("policy-tightened", name, new.at("override"),
@@ -217,6 +227,7 @@ class _Comparer:
             self.add("policy-loosened", name, new.at("override"),
                      f"override policy of {name!r} loosened from {old.policy} to {new.policy}")
         self.capacity(old, new)
+        self.access(old, new)
         if old.secret and not new.secret:
             self.add("secret-dropped", name, new.where,
                      f"leaf {name!r} is no longer secret: its value shows in server_info, explain, logs, "
@@ -301,6 +312,27 @@ class _Comparer:
                          f"old spelling {spelling.name!r} ({spelling.flag}) of {name!r} removed: config files, "
                          f"flags and variables using it fail", "keep it with a `remove_in` release")
 
+    def access(self, old: LeafView, new: LeafView) -> None:
+        """Who may write the leaf: its owner and `writers:`."""
+        name = new.name
+        if old.owner != new.owner:
+            self.add("owner-changed", name, new.at("owner"),
+                     f"owner of {name!r} changed from {old.owner} to {new.owner}: {old.owner}'s overrides of it are "
+                     f"refused (OwnerError), {new.owner} may change it",
+                     f"list {old.owner} in `writers:` if it must still write it")
+        gained = [w for w in new.writers if w not in old.writers and w != old.owner]
+        lost = [w for w in old.writers if w not in new.writers and w != new.owner]
+        if gained:
+            door = " (the HTTP door's admin key may PATCH it)" if "operator" in gained else ""
+            self.add("writers-added", name, new.at("writers"),
+                     f"{', '.join(gained)} may now override {name!r}{door}",
+                     "make sure the role should change it while the server runs")
+        if lost:
+            door = ": PATCH /config, rollout and --watch of it are refused" if "operator" in lost else ""
+            self.add("writers-removed", name, new.at("writers") if new.writers else new.where,
+                     f"{', '.join(lost)} may no longer override {name!r}{door}",
+                     f"keep {', '.join(lost)} in `writers:` until no caller overrides it")
+
     def capacity(self, old: LeafView, new: LeafView) -> None:
         name = new.name
         if new.capacity is not None and old.capacity is None:
@@ -372,6 +404,37 @@ class _Comparer:
                          + (f"; gained {', '.join(gained)}" if gained else "") + (f"; lost {', '.join(lost)}" if lost else ""),
                          "record a new audit of the role (configbags audit record) and add it to roles.yaml")
 
+    def contracts(self) -> None:
+        """contracts.yaml: what `configbags fleet check` compares between servers."""
+        contracts_file = Where(f"{self.new.label.rstrip('/')}/contracts.yaml", 1)
+        for name, was in self.old.contracts.items():
+            now = self.new.contracts.get(name)
+            if now is None:
+                self.add("contract-removed", name, contracts_file,
+                         f"contract {name!r} removed: fleet check no longer compares {', '.join(was.members)} "
+                         f"between {', '.join(was.roles)} servers", "keep the contract")
+                continue
+            members = [self.renames.get(m, m) for m in was.members]  # renamed leaves by their new name
+            lost_members = [m for m in members if m not in now.members]
+            lost_roles = [r for r in was.roles if r not in now.roles]
+            if lost_members or lost_roles:
+                parts = ([f"{_items('member', lost_members)} dropped (no longer compared)"] if lost_members else []) + (
+                    [f"{_items('role', lost_roles)} dropped (their servers no longer checked)"] if lost_roles else [])
+                self.add("contract-weakened", name, now.at("leaves" if lost_members else "roles"),
+                         f"contract {name!r} weakened: {'; '.join(parts)}", "keep them in the contract")
+            gained_members = [m for m in now.members if m not in members]
+            gained_roles = [r for r in now.roles if r not in was.roles]
+            if gained_members or gained_roles:
+                parts = ([_items("member", gained_members)] if gained_members else []) + (
+                    [_items("role", gained_roles)] if gained_roles else [])
+                self.add("contract-tightened", name, now.at("leaves" if gained_members else "roles"),
+                         f"contract {name!r} gained {' and '.join(parts)}: servers of the old and the new schema "
+                         f"declare it differently (fleet check reports them BROKEN) until all are upgraded")
+        for name, now in self.new.contracts.items():
+            if name not in self.old.contracts:
+                self.add("contract-added", name, now.where,
+                         f"new contract {name!r}: {', '.join(now.roles)} servers must agree on {', '.join(now.members)}")
+
     def presets(self) -> None:
         presets_file = Where(f"{self.new.label.rstrip('/')}/presets.yaml", 1)
         for name, preset in self.old.presets.items():
@@ -438,15 +501,29 @@ def apply_allow(findings: list[Finding], allowed: list[Allowance]) -> tuple[list
 
 
 # -- CONFIG.md's section -----------------------------------------------------------------
+def _md_text(text: str) -> str:
+    """Schema text in a Markdown cell: `|` escaped, and `<` as `&lt;` (it renders the same),
+    so no value can hold a marker comment (or any HTML) that ends the section early."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_code(text: str) -> str:
+    """A subject in a code span (where entities do not render): refused if it could end
+    the span or hold a marker."""
+    if "`" in text or "<!--" in text or "\n" in text:
+        raise ConfigError(f"--changes-md: the subject {text!r} cannot be written in a code span")
+    return f"`{text}`"
+
+
 def markdown(findings: Sequence[Finding], since: str) -> str:
-    lines = [MD_BEGIN, "", f"## Changes since {since}", ""]
+    lines = [MD_BEGIN, "", f"## Changes since {_md_text(since)}", ""]
     if not findings:
         lines.append("No changes to the schema's surface.")
     else:
         lines += ["| severity | rule | subject | change | breaks |", "|---|---|---|---|---|"]
         for f in sorted(findings, key=Finding.sort_key):
-            cell = f.message.replace("|", "\\|") + (f" (allowed: {f.allowed})" if f.allowed else "")
-            lines.append(f"| {f.severity} | `{f.rule}` | `{f.subject}` | {cell} | "
+            cell = _md_text(f.message + (f" (allowed: {f.allowed})" if f.allowed else ""))
+            lines.append(f"| {f.severity} | `{f.rule}` | {_md_code(f.subject)} | {cell} | "
                          f"{', '.join(map(str, f.spec.breaks)) or '-'} |")
     lines += ["", MD_END]
     return "\n".join(lines) + "\n"
@@ -489,13 +566,14 @@ def build_parser() -> argparse.ArgumentParser:
 class _Sides:
     old: str
     new: str | None  # None: the working schema folder
+    old_flag: str = "OLD"  # how errors name the old side: OLD or --against
 
 
 def _sides(ns: argparse.Namespace) -> _Sides:
     if ns.against is not None:
         if ns.old is not None:
             raise ConfigError("give either --against REV or OLD [NEW], not both")
-        return _Sides(ns.against, None)
+        return _Sides(ns.against, None, "--against")
     if ns.old is None:
         raise ConfigError("name the old schema (a folder or revision), or pass --against REV")
     return _Sides(ns.old, ns.new)
@@ -526,7 +604,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"configbags diff: {allow_path}: allow entry {a.number} ({a.rule} {a.subject!r}) matches no "
               f"change; remove it", file=sys.stderr)
     if ns.changes_md is not None:
-        write_section(ns.changes_md, markdown(findings, sides.old))  # as the user named it
+        try:
+            write_section(ns.changes_md, markdown(findings, sides.old))  # as the user named it
+        except (ConfigError, OSError) as exc:
+            print(f"configbags diff: error: {exc}", file=sys.stderr)
+            return 2
     failed = fails(findings, parse_severity(ns.fail_on))
     if failed and ns.format != "table":
         worst = max((f.severity for f in findings if f.allowed is None), key=lambda s: s.rank, default=Severity.INFO)
@@ -538,11 +620,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _opened(sides: _Sides, schema: Path) -> Iterator[tuple[Side, Side]]:
     """Both sides as folders for the block (revisions checked out into temporary folders)."""
     with contextlib.ExitStack() as stack:
-        old = stack.enter_context(side(sides.old, schema))
+        old = stack.enter_context(side(sides.old, schema, sides.old_flag))
         if sides.new is None:
             new = Side(schema, _shown(schema))
         else:
-            new = stack.enter_context(side(sides.new, schema))
+            new = stack.enter_context(side(sides.new, schema, "NEW"))
         yield old, new
 
 

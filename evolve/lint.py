@@ -20,9 +20,9 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 import yaml
@@ -40,7 +40,8 @@ from configbags.evolve.formats import (
 from configbags.evolve.revisions import checkout
 from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
 from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cliflags import argument_options
+from configbags.runtime.cmdline import UsageErrors, unrecognized
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
 from configbags.runtime.leaftypes import (
     check_bounds,
@@ -50,7 +51,13 @@ from configbags.runtime.leaftypes import (
     none_like,
 )
 from configbags.runtime.project import load_project, project_path
-from configbags.runtime.record import KUBERNETES_ENV, json_value, parse_env
+from configbags.runtime.record import (
+    KUBERNETES_ENV,
+    RENAMED_DEST,
+    add_config_flag,
+    json_value,
+    parse_env,
+)
 from configbags.runtime.registry import LeafSpec
 
 # The record's own flags (runtime.record.add_config_flag): not leaves, always known.
@@ -113,6 +120,83 @@ def _leaf_flag_values(leaf: LeafView, inline: Token | None, args: Sequence[Token
     return list(args[i:end]), end
 
 
+class _Refused(Exception):
+    """The server's parser refused a command line (its usage error, without the exit)."""
+
+
+class _ServerParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _Refused(message)
+
+
+class _Unknown(str):
+    """A word whose value is not known here (a shell variable, a template): every flag's
+    type and choices take it, and left over it is no stray word (it may expand to none; a
+    line holding one is checked for refusals, not for stray words)."""
+
+
+def _lenient(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    def take(text: str) -> Any:
+        return text if isinstance(text, _Unknown) else convert(text)
+
+    return take
+
+
+class _Choices(tuple[Any, ...]):
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, _Unknown) or super().__contains__(value)
+
+
+def _cli_spec(leaf: LeafView) -> LeafSpec:
+    """The parts of the leaf's record its flag is declared from."""
+    return LeafSpec(name=leaf.name, namespace=leaf.namespace, type=leaf.type, owner=leaf.owner, choices=leaf.choices,
+                    secret=leaf.secret, flags=leaf.declared_flags, has_const=leaf.has_const, const=leaf.const,
+                    nargs=leaf.nargs)
+
+
+def server_parser(view: SchemaView) -> argparse.ArgumentParser:
+    """The server's own command-line parser for the schema (the record's flags, and each
+    leaf's flag and old flags declared by `runtime.cliflags.argument_options`, as the
+    generated record declares them), but raising `_Refused` instead of exiting, and taking
+    an `_Unknown` word as any value."""
+    parser = _ServerParser(prog="server", allow_abbrev=False, add_help=False)
+    parser.add_argument("-h", "--help", nargs="?", const="", default=argparse.SUPPRESS)
+    add_config_flag(parser, tuple(view.presets))
+
+    def declare(flags: Sequence[str], options: dict[str, Any]) -> None:
+        if "type" in options:
+            # the converter the parser registered for it (add_config_flag: the one number grammar)
+            options["type"] = _lenient(parser._registry_get("type", options["type"], options["type"]))
+        if options.get("choices") is not None:
+            options["choices"] = _Choices(options["choices"])
+        parser.add_argument(*flags, **options)
+
+    for leaf in view.leaves.values():
+        spec = _cli_spec(leaf)
+        if spec.flags:
+            declare(spec.flags, argument_options(spec, hidden=True))
+        for old in leaf.old:
+            declare([old.flag], argument_options(spec, dest=RENAMED_DEST + old.name, hidden=True))
+    return parser
+
+
+def _refusal(parser: argparse.ArgumentParser, args: Sequence[Token]) -> tuple[str, int] | None:
+    """Why the server's parser refuses these words (never echoing a value), and the line."""
+    words = [_Unknown(t.text) if t.dynamic else t.text for t in args]
+    try:
+        _, extras = parser.parse_known_args(words)
+    except _Refused as exc:
+        message = str(exc)
+        said = {w.strip(":,;()'\"") for w in message.split()}  # `argument --tp-size: ...`
+        named = next((t for t in args if t.text.startswith("-") and t.text.partition("=")[0] in said), args[0])
+        return message, named.line
+    stray = [w for w in extras if not isinstance(w, _Unknown)]
+    if not stray or any(t.dynamic for t in args):
+        return None  # a template's words may be split over several (`{{ .Values.x }}`): only it knows
+    first = next(t for t, w in zip(args, words, strict=True) if w is stray[0])
+    return unrecognized(parser, stray), first.line
+
+
 class Linter:
     """Checks parsed files against one schema view; `history`, an older view (the working
     schema when linting against a future `--target`), explains spellings the target lost."""
@@ -138,6 +222,7 @@ class Linter:
                 if old.env:
                     self.envs.setdefault(old.env, Spelling(leaf, old))
         self.presets = frozenset(view.presets)
+        self.parser = server_parser(view)
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - one linter per run, spellings repeat across files
     def _did_you_mean(self, name: str, kind: str) -> str:
@@ -201,6 +286,16 @@ class Linter:
         args = command.args
         if not command.launch and not any(t.text.partition("=")[0] in self.flags for t in args):
             return  # arguments of another program
+        found = list(self._flags(command, file))
+        yield from found
+        if not found and args and (refused := _refusal(self.parser, args)) is not None:
+            why, line = refused
+            yield Finding("lint-refused", "launch line", f"the server refuses this launch line: {why}", file, line,
+                          "give each flag once, a bool flag alone (or its --no- twin), and no word no flag takes")
+
+    def _flags(self, command: Command, file: str) -> Iterator[Finding]:
+        """Each flag against the schema: unknown, old or deprecated spellings, bad values."""
+        args = command.args
         i = 0
         secrets_given: set[str] = set()  # a secret's flag twice is refused by the server
         while i < len(args):
@@ -347,25 +442,49 @@ def _bounds_hint(leaf: LeafView) -> str:
     return "give " + ", ".join(parts)
 
 
-def files_under(paths: Iterable[Path]) -> Iterator[tuple[Path, bool]]:
-    """(file, named) for the files named and the files under the folders named, sorted,
-    skipping VCS, cache and virtual-environment folders."""
+def files_under(paths: Iterable[Path]) -> Iterator[tuple[Path, bool, OSError | None]]:
+    """(file, named, error) for the files named and the files under the folders named,
+    sorted, skipping VCS, cache and virtual-environment folders and links to folders (as
+    `os.walk` does). The walk keeps its own stack, so a hostile checkout nesting folders
+    thousands deep is walked, never a RecursionError; a folder that cannot be listed is
+    yielded with its error, never skipped without a word."""
     for path in paths:
-        if path.is_dir():
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-                for name in sorted(names):
-                    yield Path(root) / name, False
-        else:
-            yield path, True
+        if not path.is_dir():
+            yield path, True, None
+            continue
+        stack = [path]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as found:
+                    entries = sorted(found, key=lambda e: e.name)
+            except OSError as exc:
+                yield folder, True, exc
+                continue
+            folders = []
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                if not is_dir:
+                    yield Path(entry.path), False, None
+                elif entry.name not in SKIP_DIRS and not entry.is_symlink():
+                    folders.append(Path(entry.path))
+            stack.extend(reversed(folders))  # depth first, in name order
 
 
 def lint(paths: Sequence[Path], view: SchemaView, *, history: SchemaView | None = None,
          launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> list[Finding]:
     linter = Linter(view, history)
     found: list[Finding] = []
-    for path, named in files_under(paths):
-        found += linter.lint_file(path, path.as_posix(), launchers, named=named)
+    for path, named, error in files_under(paths):
+        shown = path.as_posix()
+        if error is not None:
+            found.append(Finding("lint-unreadable", shown, f"cannot list the folder: {error.strerror or error}",
+                                 shown, 1, "make it readable, or leave it out of the paths"))
+            continue
+        found += linter.lint_file(path, shown, launchers, named=named)
     return sorted(found, key=lambda f: (f.file, f.line, f.rule, f.subject))
 
 
@@ -397,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             current = load_view(schema, schema.as_posix(), cache=not ns.no_cache)
             view, history = current, None
             if ns.target is not None:
-                side = stack.enter_context(checkout(ns.target, schema))
+                side = stack.enter_context(checkout(ns.target, schema, "--target"))
                 view, history = load_view(side.folder, side.shown, cache=not ns.no_cache), current
         missing = [p for p in ns.paths if not p.exists()]
         if missing:

@@ -44,12 +44,14 @@ from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.project import load_project, project_path
+from configbags.runtime.record import reference
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
 from configbags.runtime.yamlsafe import load_yaml, read_text_limited
 
 SHAPES_FILE = "matrix.yaml"
 SHAPE_KEYS = frozenset({"help", "argv", "env", "config", "gpu", "model", "role"})
 CONFIG_NAME = "$CONFIG"  # how a shape's config file is named in cells and errors
+PACKAGE_NAME = "$PACKAGE"  # how the generated package's folder (its CONFIG.md) is named
 
 
 @attrs.frozen
@@ -158,18 +160,25 @@ def resolve_shape(ctx: Context[Any], shape: Shape, workdir: Path) -> list[dict[s
         with ctx.restoring():
             ctx.publish(record, role=shape.role, facts=Facts(shape.gpu, model))
             info = ctx.server_info()
-    except SystemExit:  # argparse refused the command line, and said why on stderr
-        return [{"shape": shape.name, "error": _clean(errors.getvalue().strip().splitlines()[-1:], workdir)}]
+    except SystemExit:  # argparse refused the command line, and said why on stderr: all of it is the error
+        lines = [line.strip() for line in errors.getvalue().splitlines() if line.strip()]
+        return [{"shape": shape.name, "error": _clean(lines, workdir, record_type)}]
     except ConfigError as exc:
-        return [{"shape": shape.name, "error": _clean([f"{type(exc).__name__}: {exc}"], workdir)}]
+        return [{"shape": shape.name, "error": _clean([f"{type(exc).__name__}: {exc}"], workdir, record_type)}]
     return [json.loads(_clean([json.dumps(c, sort_keys=True)], workdir)) for c in _cells(shape, info)]
 
 
-def _clean(lines: Sequence[str], workdir: Path) -> str:
-    """A message or cell without the temporary folder (the golden file is the same on every
-    machine): a shape's config file reads as $CONFIG/<shape>.json."""
-    text = " ".join(lines)
-    return text.replace(str(workdir), CONFIG_NAME)
+def _clean(lines: Sequence[str], workdir: Path, record_type: type | None = None) -> str:
+    """A message or cell without the paths of this machine (the golden file is the same on
+    every machine): a shape's config file reads as $CONFIG/<shape>.json, the generated
+    package's CONFIG.md, which the record's messages point at, as $PACKAGE/CONFIG.md however
+    the package is installed."""
+    text = " ".join(lines).replace(str(workdir), CONFIG_NAME)
+    if record_type is not None:
+        module = sys.modules.get(record_type.__module__)
+        for docs in {reference(getattr(module, "SCHEMA_PATH", None)), reference(cls=record_type)}:
+            text = text.replace(docs, f"{PACKAGE_NAME}/CONFIG.md")
+    return text
 
 
 @contextlib.contextmanager
@@ -280,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"configbags matrix: wrote {shapes.golden} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
             return 0
         if ns.against is not None:
-            golden, label = loads(show(ns.against, shapes.golden), f"{ns.against}:{shapes.golden}"), ns.against
+            golden, label = loads(show(ns.against, shapes.golden, "--against"), f"{ns.against}:{shapes.golden}"), ns.against
         elif ns.check:
             if not shapes.golden.is_file():
                 raise ConfigError(f"{shapes.golden} does not exist; write it with `configbags matrix --write`")

@@ -1,5 +1,10 @@
 """A schema side given as a folder or as a git revision: `git archive REV -- PATH` into a
-temporary folder, read there like any other folder and shown as `REV:PATH`."""
+temporary folder, read there like any other folder and shown as `REV:PATH`.
+
+Every revision a command takes (`diff`'s sides and `--against`, `lint --target`, `matrix
+--against`) goes through `commit_of`: text that starts with `-` is refused (git would read
+it as an option: `--output=FILE` truncates FILE), and the revision is resolved to its full
+commit id, which is all the later git calls see."""
 
 from __future__ import annotations
 
@@ -46,25 +51,53 @@ def repo_path(path: Path) -> tuple[Path, str]:
         raise ConfigError(f"{path} is outside the git repository at {top}") from None
 
 
-def is_revision(text: str, cwd: Path) -> bool:
+def option_like(text: str) -> bool:
+    """Whether git would take `text` as an option rather than a revision."""
+    return text.startswith("-")
+
+
+def refuse_option_like(text: str, flag: str) -> None:
+    if option_like(text):
+        raise ConfigError(f"{flag} {text!r}: a revision never starts with '-' (git would read it as an option); "
+                          f"give a branch, tag or commit")
+
+
+def _resolve(text: str, cwd: Path) -> str | None:
+    """The full commit id `text` names, or None (option-like text is never handed to git)."""
+    if not text or option_like(text):
+        return None
     try:
-        _git(cwd, "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}")
+        found = _git(cwd, "rev-parse", "--verify", "--quiet", f"{text}^{{commit}}").decode().strip()
     except ConfigError:
-        return False
-    return True
+        return None
+    return found or None
 
 
-def show(rev: str, file: Path) -> str:
-    """A file's text at a revision (`git show REV:PATH`)."""
+def is_revision(text: str, cwd: Path) -> bool:
+    return _resolve(text, cwd) is not None
+
+
+def commit_of(text: str, cwd: Path, flag: str) -> str:
+    """The full commit id of the revision `flag` was given (exit 2 naming the flag for
+    option-like text or a name git does not know)."""
+    refuse_option_like(text, flag)
+    found = _resolve(text, cwd)
+    if found is None:
+        raise ConfigError(f"{flag} {text!r} is not a git revision in {cwd}; give a branch, tag or commit")
+    return found
+
+
+def show(rev: str, file: Path, flag: str = "REV") -> str:
+    """A file's text at a revision (`git show COMMIT:PATH`)."""
     top, rel = repo_path(file)
-    return _git(top, "show", f"{rev}:{rel}").decode("utf-8")
+    return _git(top, "show", f"{commit_of(rev, top, flag)}:{rel}").decode("utf-8")
 
 
 @contextlib.contextmanager
-def checkout(rev: str, path: Path) -> Iterator[Side]:
+def checkout(rev: str, path: Path, flag: str = "REV") -> Iterator[Side]:
     """The folder `path` (of the working tree) as it is at `rev`, in a temporary folder."""
     top, rel = repo_path(path)
-    data = _git(top, "archive", "--format=tar", rev, "--", rel)
+    data = _git(top, "archive", "--format=tar", commit_of(rev, top, flag), "--", rel)
     with tempfile.TemporaryDirectory(prefix="configbags-rev-") as tmp:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             if hasattr(tarfile, "data_filter"):  # refuse links out of the folder, absolute paths
@@ -78,20 +111,21 @@ def checkout(rev: str, path: Path) -> Iterator[Side]:
 
 
 @contextlib.contextmanager
-def side(text: str, default_schema: Path) -> Iterator[Side]:
+def side(text: str, default_schema: Path, flag: str = "a side") -> Iterator[Side]:
     """A side as the user wrote it: a folder, `REV:PATH`, or a revision of the project's
     schema folder."""
     as_path = project_path(text)  # a folder is relative to the project, as every configbags path
     if as_path.is_dir():
         yield Side(as_path, text)
         return
+    refuse_option_like(text, flag)
     rev, sep, rest = text.partition(":")
     if sep and rest and is_revision(rev, Path.cwd()):
-        with checkout(rev, Path(rest)) as found:
+        with checkout(rev, Path(rest), flag) as found:
             yield found
         return
     if is_revision(text, default_schema if default_schema.is_dir() else Path.cwd()):
-        with checkout(text, default_schema) as found:
+        with checkout(text, default_schema, flag) as found:
             yield found
         return
-    raise ConfigError(f"{text!r} is neither a schema folder nor a git revision; give a folder, REV or REV:PATH")
+    raise ConfigError(f"{flag} {text!r} is neither a schema folder nor a git revision; give a folder, REV or REV:PATH")

@@ -30,6 +30,7 @@ class Audience(str, enum.Enum):
     COMPILE_CACHE = "compile-cache key"
     ROLE_AUDITS = "role audits"
     DEPLOYMENTS = "deployments"  # lint: a launch line, config file or manifest
+    FLEET = "fleet checks"  # contracts.yaml: what `configbags fleet check` compares
 
     def __str__(self) -> str:
         return self.value
@@ -46,6 +47,7 @@ class Rule:
 B, W, INFO = Severity.BREAKING, Severity.WARNING, Severity.INFO
 OP, LIVE, CODE = Audience.OPERATORS, Audience.LIVE_TUNING, Audience.ENGINE_CODE
 SEC, HASH, AUDIT, DEPLOY = Audience.SECURITY, Audience.COMPILE_CACHE, Audience.ROLE_AUDITS, Audience.DEPLOYMENTS
+FLEET = Audience.FLEET
 
 _TABLE = (
     # operators: what a launch line, config file or environment may say
@@ -73,10 +75,14 @@ _TABLE = (
     Rule("leaf-added", INFO, (), "a new optional leaf"),
     Rule("choices-added", INFO, (), "the leaf accepts more choices"),
     Rule("range-widened", INFO, (), "the leaf's minimum is lower or its maximum higher"),
+    Rule("env-added", W, (OP,), "the leaf gains an environment variable: where it is already set, an unchanged "
+         "launch resolves another value"),
     # live tuning
     Rule("policy-tightened", B, (LIVE,), "the leaf can be overridden later in life no more (runtime -> "
          "load_time -> startup)"),
     Rule("policy-loosened", INFO, (), "the leaf can be overridden later than before"),
+    Rule("writers-removed", B, (LIVE,), "a role may no longer override the leaf (`writers:`): its PATCHes, "
+         "rollouts and overrides are refused"),
     Rule("capacity-lowered", W, (LIVE,), "a runtime override is bounded lower: a capacity added, or the "
          "default of a capacity leaf lowered"),
     # engine code
@@ -87,10 +93,21 @@ _TABLE = (
          "with it"),
     Rule("attribute-removed", B, (CODE,), "a derived value (a bag attribute) is gone"),
     Rule("role-removed", B, (CODE,), "a role is gone: code publishing as it fails"),
+    Rule("owner-changed", B, (CODE, SEC), "another role owns the leaf: the old owner's overrides are refused, "
+         "the new owner may change it"),
     # security
     Rule("secret-dropped", B, (SEC,), "the leaf is no longer secret: its value shows in readbacks, logs and "
          "the hash"),
     Rule("secret-added", INFO, (), "the leaf is secret now"),
+    Rule("writers-added", W, (SEC,), "another role may override the leaf (`writers:`); `operator` opens it to "
+         "the HTTP door's admin key"),
+    # fleet checks
+    Rule("contract-removed", B, (FLEET,), "a contract is gone: fleet check no longer compares its values"),
+    Rule("contract-weakened", B, (FLEET,), "a contract lost a member or a role: fleet check no longer compares "
+         "that value, or those servers"),
+    Rule("contract-tightened", W, (FLEET,), "a contract gained a member or a role: servers of the old and new "
+         "schema declare it differently until all are upgraded"),
+    Rule("contract-added", INFO, (), "a new contract"),
     # the compile-cache key
     Rule("hash-leaf-added", W, (HASH,), "a leaf feeds the config hash now: every compile-cache key changes"),
     Rule("hash-leaf-removed", W, (HASH,), "a leaf no longer feeds the config hash: values that differ in it "
@@ -103,6 +120,8 @@ _TABLE = (
     Rule("lint-removed", B, (DEPLOY,), "a spelling the schema's version no longer accepts"),
     Rule("lint-bad-value", B, (DEPLOY,), "a value that does not fit the leaf's type, choices or range"),
     Rule("lint-unreadable", B, (DEPLOY,), "a file that does not parse as its format"),
+    Rule("lint-refused", B, (DEPLOY,), "a launch line the server's own parser refuses: a word no flag takes, a "
+         "flag given twice, a value given to a flag that takes none"),
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in _TABLE}

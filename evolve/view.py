@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from configbags.codegen.model import Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
-VIEW_FORMAT = 3
+VIEW_FORMAT = 4
 CACHE_ENTRIES = 16  # views kept in the cache folder, newest first
 
 
@@ -88,6 +88,13 @@ class LeafView:
     lines: Mapping[str, int] = attrs.field(factory=dict, eq=False)  # property -> line
     negatable: bool = False  # a bool flag: bare, with a --no- twin
     bare: bool = False  # the flag may stand alone (a const, or a list flag with nargs "*")
+    owner: str = ""  # the role that resolves it and may override it
+    writers: tuple[str, ...] = ()  # the other roles that may override it (`writers:`)
+    # how the server's parser declares the flag (runtime.cliflags.argument_options reads them)
+    declared_flags: tuple[str, ...] = ()  # the flag and aliases, no --no- twins
+    has_const: bool = False
+    const: Any = None
+    nargs: str | int | None = None
 
     def at(self, prop: str) -> Where:
         return Where(self.where.file, self.lines.get(prop, self.where.line))
@@ -122,6 +129,20 @@ class PresetView:
 
 
 @attrs.frozen
+class ContractView:
+    """A fleet contract (contracts.yaml): the roles it binds and the values they share."""
+
+    name: str
+    roles: tuple[str, ...]
+    members: tuple[str, ...]
+    where: Where
+    lines: Mapping[str, int] = attrs.field(factory=dict, eq=False)  # property -> line
+
+    def at(self, prop: str) -> Where:
+        return Where(self.where.file, self.lines.get(prop, self.where.line))
+
+
+@attrs.frozen
 class SchemaView:
     label: str  # how reports name this side: a folder, or `REV:path`
     version: str
@@ -133,6 +154,7 @@ class SchemaView:
     rules: tuple[str, ...]  # rule ids, in resolution order
     namespace_files: Mapping[str, Where]  # namespace -> its `namespace:` line
     files: tuple[str, ...]
+    contracts: Mapping[str, ContractView] = attrs.field(factory=dict)
 
     def version_reached(self, release: str | None) -> bool:
         """Whether this schema's version is at or past `release`."""
@@ -194,6 +216,12 @@ def _leaf(leaf: Any, where: Where, lines: Mapping[str, int]) -> LeafView:
         lines=dict(lines),
         negatable=bool_leaf,
         bare=bare,
+        owner=leaf.owner,
+        writers=tuple(leaf.writers),
+        declared_flags=flags,
+        has_const=bool(getattr(part, "has_const", False)),
+        const=plain(getattr(part, "const", None)),
+        nargs=getattr(part, "nargs", None),
     )
 
 
@@ -252,6 +280,13 @@ def _role_lines(folder: Path) -> dict[str, int]:
     return {name: line for name, (line, _) in _entries(roles[1] if roles else None).items()}
 
 
+def _contract_places(folder: Path) -> dict[str, tuple[int, dict[str, int]]]:
+    """contract -> (line of its name, property -> line) in contracts.yaml."""
+    contracts = _entries(_composed(folder / "contracts.yaml")).get("contracts")
+    return {name: (line, {prop: at for prop, (at, _) in _entries(spec).items()})
+            for name, (line, spec) in _entries(contracts[1] if contracts else None).items()}
+
+
 def _load(folder: Path, shown: str) -> SchemaView:
     """Load and check the folder with codegen (imported here: a cached view needs none of it)."""
     from configbags.codegen.model import load_schema
@@ -280,6 +315,12 @@ def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
     }
     presets = {p.name: PresetView(p.name, p.values, Where(_display_to_path(p.where.file, shown_root), p.where.line))
                for p in schema.presets}
+    contract_places = _contract_places(folder)
+    contracts = {}
+    for c in schema.fleet.contracts:
+        line, lines = contract_places.get(c.name, (c.where.line, {}))
+        contracts[c.name] = ContractView(c.name, tuple(c.roles), tuple(c.members), Where(f"{root}/contracts.yaml", line),
+                                         lines)
     return SchemaView(
         label=shown_root,
         version=schema.settings.version,
@@ -292,6 +333,7 @@ def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
         namespace_files={ns.path: Where(_display_to_path(ns.where.file, shown_root), ns.where.line)
                          for ns in schema.namespaces},
         files=tuple(_display_to_path(s, shown_root) for s in schema.sources),
+        contracts=contracts,
     )
 
 
@@ -310,7 +352,7 @@ def folder_digest(folder: Path) -> str:
 # Every value of a view as JSON, each class and container tagged (`{"$LeafView": {...}}`,
 # `{"$tuple": [...]}`, `{"$map": [[key, value], ...]}`), so reading it back is exact.
 _CLASSES: dict[str, type[Any]] = {cls.__name__: cls for cls in (
-    SchemaView, LeafView, AttributeView, RoleView, PresetView, Where, OldSpelling, Deprecation)}
+    SchemaView, LeafView, AttributeView, RoleView, PresetView, ContractView, Where, OldSpelling, Deprecation)}
 
 
 def _encode(value: Any) -> Any:

@@ -4,24 +4,26 @@ must agree break, with both values and the layer and rule that set each.
 
 Every server is read concurrently (httpx, async) with its own timeout, so a fleet check
 takes about one round trip however many servers there are; a server that cannot be reached
-or read is reported, never skipped. Exit codes, for CI and pre-traffic gates: 0 every
-contract holds on every server; 1 a contract is broken (or a server's declared role is not
-the one it reports); 3 nothing is broken among the servers read, but some could not be
-read (retry); 2 bad usage."""
+or read is reported, never skipped, and a contract that could not be checked never passes.
+Exit codes, for CI and pre-traffic gates: 0 every contract holds on every server; 1 a
+contract is broken, a server of a role it binds does not declare it, it binds one server
+read and no other to compare (`--allow-unchecked` names the deliberate ones), or a server's
+declared role is not the one it reports; 3 nothing is broken among the servers read, but
+some could not be read (retry); 2 bad usage."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import httpx
 
-from configbags.fleet.replies import ReplyError, read_json_async
+from configbags.fleet.replies import MAX_TIMEOUT_S, ReplyError, read_json_async, timeout_seconds
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import project_path
@@ -127,7 +129,7 @@ async def _read(client: httpx.AsyncClient, target: Target, timeout: float, diff:
         # one deadline for the server (httpx bounds each phase of a request on its own)
         bodies = await asyncio.wait_for(asyncio.gather(*(_get(client, target, p) for p in paths)), timeout)
     except (asyncio.TimeoutError, httpx.TimeoutException):
-        return Reading(target, error=f"no answer within {timeout:g} s")
+        return Reading(target, error=f"no complete answer within {timeout:g} s (--timeout)")
     except httpx.HTTPError as exc:
         return Reading(target, error=f"cannot be reached: {type(exc).__name__}: {exc}")
     except _Unreadable as exc:
@@ -160,7 +162,7 @@ class Finding:
 
     @property
     def fails(self) -> bool:
-        return self.kind in ("broken", "definition", "role")
+        return self.kind in ("broken", "definition", "role", "alone")
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "contract": self.contract, "message": self.message,
@@ -168,8 +170,26 @@ class Finding:
                                 for s in sides] for m, sides in self.members.items()}}
 
 
-def compare(readings: Sequence[Reading]) -> list[Finding]:
-    """Every contract, checked across the servers read whose role it binds."""
+def _undeclared(name: str, read: Sequence[tuple[Reading, dict[str, Any]]]) -> list[Finding]:
+    """Servers of a role that another server's `name` binds, which do not declare `name`
+    binding them (no such contract, or other roles: an older schema or another fork)."""
+    binders = {role: r for r, body in read for role in body["contracts"].get(name, {}).get("roles", ())}
+    out = []
+    for r, body in read:
+        declared = body.get("contracts", {}).get(name)
+        if r.role in binders and (declared is None or r.role not in declared.get("roles", ())):
+            how = "does not declare it" if declared is None else \
+                f"declares it for roles {', '.join(declared.get('roles', ())) or '(none)'} only"
+            out.append(Finding("definition", name, f"{name}: {r.name} {how}, but {binders[r.role].name} binds "
+                               f"{r.role} servers by it (schema version {body.get('schema_version')}); upgrade "
+                               f"the servers to one schema"))
+    return out
+
+
+def compare(readings: Sequence[Reading], allow_unchecked: Collection[str] = ()) -> list[Finding]:
+    """Every contract, checked across the servers read whose role it binds. A contract that
+    binds one server read, with none to compare it with, fails unless `allow_unchecked`
+    names it."""
     read = [(r, r.contracts) for r in readings if r.contracts is not None]
     findings = []
     for r, body in read:
@@ -179,9 +199,19 @@ def compare(readings: Sequence[Reading]) -> list[Finding]:
                                     f"role {reported} ({_origin_text(body.get('role_origin') or {})})"))
     names = sorted({n for _, body in read for n in body.get("contracts", {})})
     for name in names:
+        undeclared = _undeclared(name, read)
+        if undeclared:
+            findings += undeclared
+            continue
         bound = [(r, body["contracts"][name]) for r, body in read
                  if name in body.get("contracts", {}) and r.role in body["contracts"][name]["roles"]]
         roles = sorted({role for _, body in read for role in body["contracts"].get(name, {}).get("roles", ())})
+        if len(bound) == 1 and name not in allow_unchecked:
+            findings.append(Finding("alone", name, f"{name}: it binds {bound[0][0].name}, but no other server "
+                                    f"read is of roles {', '.join(roles)}, so nothing was compared; list the servers "
+                                    f"it must agree with (ROLE=URL), or pass --allow-unchecked {name} where this "
+                                    f"deployment has none"))
+            continue
         if len(bound) < 2:
             findings.append(Finding("unchecked", name, f"{name}: {len(bound)} server(s) of roles "
                                     f"{', '.join(roles)} read, nothing to compare"))
@@ -255,9 +285,10 @@ def render(readings: Sequence[Reading], findings: Sequence[Finding],
     for r in readings:
         if r.error is not None:
             lines.append(f"UNREACHABLE {r.target.url}: {r.error}")
-    order = {"role": 0, "definition": 1, "broken": 2, "unchecked": 3, "ok": 4}
+    order = {"role": 0, "definition": 1, "broken": 2, "alone": 3, "unchecked": 4, "ok": 5}
     for f in sorted(findings, key=lambda f: order[f.kind]):
-        tag = {"role": "ROLE", "definition": "BROKEN", "broken": "BROKEN", "unchecked": "unchecked", "ok": "ok"}[f.kind]
+        tag = {"role": "ROLE", "definition": "BROKEN", "broken": "BROKEN", "alone": "UNCHECKED",
+               "unchecked": "unchecked", "ok": "ok"}[f.kind]
         lines.append(f"{tag} {f.message}")
         for member, sides in f.members.items():
             lines.append(f"  {member}:")
@@ -285,17 +316,20 @@ def printable(line: str) -> str:
 
 
 def exit_code(readings: Sequence[Reading], findings: Sequence[Finding]) -> int:
-    if any(f.fails for f in findings):
+    if any(f.fails and f.kind != "alone" for f in findings):
         return EXIT_BROKEN
     if any(r.error is not None for r in readings):
-        return EXIT_UNREACHABLE
+        return EXIT_UNREACHABLE  # a contract left alone may have its partners among them: retry
+    if any(f.fails for f in findings):
+        return EXIT_BROKEN
     return EXIT_OK
 
 
-def run(targets: Sequence[Target], *, timeout: float = DEFAULT_TIMEOUT_S, diff: bool = False
+def run(targets: Sequence[Target], *, timeout: float = DEFAULT_TIMEOUT_S, diff: bool = False,
+        allow_unchecked: Collection[str] = ()
         ) -> tuple[list[Reading], list[Finding], dict[str, dict[str, list[dict[str, Any]]]] | None]:
     readings = asyncio.run(read_all(targets, timeout=timeout, diff=diff))
-    return readings, compare(readings), role_diff(readings) if diff else None
+    return readings, compare(readings, allow_unchecked), role_diff(readings) if diff else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -311,21 +345,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="YAML/JSON: servers: [{url: ..., role: ..., key_env: VAR}]")
     parser.add_argument("--api-key", default=os.environ.get(KEY_ENV),
                         help=f"the servers' read key (default: ${KEY_ENV}); key/key_env in FILE wins")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
-                        help=f"seconds to wait for each server (default {DEFAULT_TIMEOUT_S:g})")
+    parser.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"seconds for each server's reads and their whole answers (default "
+                             f"{DEFAULT_TIMEOUT_S:g}, at most {MAX_TIMEOUT_S:g})")
     parser.add_argument("--diff", action="store_true",
                         help="also show every leaf that differs between servers of the same role (redacted)")
+    parser.add_argument("--allow-unchecked", action="append", default=[], metavar="CONTRACT",
+                        help="pass although CONTRACT binds a single server read (a deployment with no partner "
+                             "for it, e.g. one engine and no router); repeatable")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
-    if args.timeout <= 0:
-        parser.error("--timeout must be positive")
     try:
         targets = parse_targets(args.urls, args.servers, args.api_key)
     except ConfigError as exc:
         parser.error(str(exc))
     if not targets:
         parser.error("name at least one server (URL arguments or --servers FILE)")
-    readings, findings, diff = run(targets, timeout=args.timeout, diff=args.diff)
+    readings, findings, diff = run(targets, timeout=args.timeout, diff=args.diff,
+                                   allow_unchecked=args.allow_unchecked)
     code = exit_code(readings, findings)
     if args.json:
         print(json.dumps({

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-USAGE = "usage: configbags fleet check [URL... | --servers FILE] [--diff] [--json] [--timeout S]"
+USAGE = ("usage: configbags fleet check [URL... | --servers FILE] [--diff] [--json] [--timeout SECONDS] "
+         "[--allow-unchecked CONTRACT]")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

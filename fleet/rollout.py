@@ -15,6 +15,7 @@ printed."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from typing import Any
 import attrs
 import httpx
 
-from configbags.fleet.replies import ReplyError, read_json
+from configbags.fleet.replies import MAX_TIMEOUT_S, NoAnswer, exchange, timeout_seconds
 from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
@@ -33,9 +34,12 @@ from configbags.runtime.fleet import ApplyClass, apply_class, route
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.registry import REDACTED, Registry
 from configbags.runtime.yamlsafe import load_json, read_text_limited
+from configbags.serve.door import check_keys
 
 READ_KEY_ENV, ADMIN_KEY_ENV = "CONFIGBAGS_API_KEY", "CONFIGBAGS_ADMIN_KEY"
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_ROLE = "launcher"  # the role a config file is published as (serve's --role default)
 
 
 @attrs.frozen
@@ -74,7 +78,21 @@ def classify(registry: Registry, leaf: str, old: Any, new: Any) -> Change:
     return Change(leaf, old, new, apply_class(spec.policy), klass.value, why, spec.secret)
 
 
-def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any]) -> Plan:
+def _over_capacity(registry: Registry, change: Change, running: Mapping[str, Any]) -> Change:
+    """A live change the door would refuse (409) because the new value is above its
+    capacity on the running server (a value sized at publish): a restart applies it."""
+    capacity = registry.leaves[change.leaf].capacity
+    bound = running.get(capacity) if capacity is not None else None
+    if change.route != "live" or bound is None or change.new is None or not change.new > bound:
+        return change
+    return attrs.evolve(change, route="restart", why=f"above its capacity {capacity}={bound!r} on the running server "
+                        f"(the door refuses it: 409); a restart sizes it again from the new config")
+
+
+def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any],
+         running: Mapping[str, Any] | None = None) -> Plan:
+    """The changes from `old` to `new`; `running`, the old side's resolved values (derived
+    ones too), bounds the live part as the door's capacity check does."""
     changes, unknown = [], []
     for leaf in registry.leaves:
         a, b = old.get(leaf), new.get(leaf)
@@ -82,7 +100,7 @@ def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any]) -> 
             unknown.append(leaf)  # a readback hides it: equal or not, nobody can tell
             continue
         if a != b:
-            changes.append(classify(registry, leaf, a, b))
+            changes.append(_over_capacity(registry, classify(registry, leaf, a, b), running or {}))
     order = {"live": 0, "reload": 1, "restart": 2}
     return Plan(tuple(sorted(changes, key=lambda c: order[c.route])), tuple(unknown))
 
@@ -96,20 +114,37 @@ def current_values(readback: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
-def side_values(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None) -> dict[str, Any]:
+@attrs.frozen
+class SideValues:
+    values: dict[str, Any]  # each leaf at its value now
+    resolved: dict[str, Any]  # every leaf and derived value as the server resolves them
+
+
+def side_values(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None,
+                timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    return read_side(context, where, flags, read_key, timeout).values
+
+
+def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None,
+              timeout: float = DEFAULT_TIMEOUT_S, role: str = DEFAULT_ROLE) -> SideValues:
+    """A side: a server's readback (by URL or saved), or a config file built with `flags`
+    and published as `role` (what the server would refuse at start is refused here)."""
     if where.startswith(("http://", "https://")):
         headers = {"Authorization": f"Bearer {read_key}"} if read_key else {}
         try:
-            with httpx.stream("GET", where.rstrip("/") + "/server_info", headers=headers, timeout=10) as response:
-                if response.status_code != 200:
-                    raise ConfigError(f"{where}: GET /server_info answered {response.status_code} "
-                                      f"(give the read key with --api-key or ${READ_KEY_ENV})")
-                readback = read_json(response, f"{where}: GET /server_info")
+            answer = exchange("GET", where.rstrip("/") + "/server_info", what=f"{where}: GET /server_info",
+                              timeout=timeout, headers=headers)
         except httpx.HTTPError as exc:
             raise ConfigError(f"{where}: cannot read /server_info: {exc}") from None
+        if answer.status != 200:
+            raise ConfigError(f"{where}: GET /server_info answered {answer.status} "
+                              f"(give the read key with --api-key or ${READ_KEY_ENV})")
+        if answer.error is not None:
+            raise answer.error
+        readback = answer.body
         if not isinstance(readback, dict):
             raise ConfigError(f"{where}: GET /server_info answered a JSON {type(readback).__name__}, not an object")
-        return current_values(readback)
+        return SideValues(current_values(readback), dict(readback.get("resolved") or {}))
     path = Path(where)
     if path.suffix == ".json":
         try:
@@ -117,13 +152,24 @@ def side_values(context: Context[Any], where: str, flags: Sequence[str], read_ke
         except (OSError, ConfigError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
         if isinstance(data, dict) and "record" in data and "resolved" in data:
-            return current_values(data)
+            return SideValues(current_values(data), dict(data.get("resolved") or {}))
     record_type = context.record_type
     if record_type is None:
         raise ConfigError("the package has no ServerArgs record type; regenerate it (configbags gen)")
     record = record_type.from_cli([*flags, "--config", str(path)], prog="configbags rollout")
     values: dict[str, Any] = jsonable(record.to_dict())
-    return values
+    check_keys(context.registry, values)  # a key no client could send: the server refuses it at start
+    before = logging.root.manager.disable
+    logging.disable(logging.WARNING)  # publish logs what it resolves; the plan shows what matters
+    try:
+        with context.restoring():
+            context.publish(record, role=role)
+            resolved = dict(context.server_info()["resolved"])
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: the server would refuse this config at start: {exc}") from None
+    finally:
+        logging.disable(before)
+    return SideValues(values, resolved)
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -151,17 +197,16 @@ def render(result: Plan, source: str) -> str:
     return "\n".join(lines)
 
 
-def apply(url: str, body: dict[str, Any], admin_key: str | None) -> tuple[int, dict[str, Any]]:
-    """PATCH the live part; (HTTP status, the door's JSON answer)."""
+def apply(url: str, body: dict[str, Any], admin_key: str | None,
+          timeout: float = DEFAULT_TIMEOUT_S) -> tuple[int, dict[str, Any]]:
+    """PATCH the live part; (HTTP status, the door's JSON answer). NoAnswer past `timeout`."""
     headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-    with httpx.stream("PATCH", url.rstrip("/") + "/config", json=body, headers=headers, timeout=60) as response:
-        try:
-            answer = read_json(response, f"{url}: PATCH /config")
-        except ReplyError as exc:
-            answer = {"error": "http", "message": str(exc)}
+    reply = exchange("PATCH", url.rstrip("/") + "/config", what=f"{url}: PATCH /config", timeout=timeout,
+                     headers=headers, payload=body)
+    answer: Any = reply.body if reply.error is None else {"error": "http", "message": str(reply.error)}
     if not isinstance(answer, dict):
         answer = {"error": "http", "message": f"the answer is a JSON {type(answer).__name__}, not an object"}
-    return response.status_code, answer
+    return reply.status, answer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -186,16 +231,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"read key for OLD/NEW given as URLs (default ${READ_KEY_ENV})")
     parser.add_argument("--admin-key", default=os.environ.get(ADMIN_KEY_ENV),
                         help=f"admin key for --apply (default ${ADMIN_KEY_ENV})")
+    parser.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                        help=f"seconds for each server request and its whole answer (default "
+                             f"{DEFAULT_TIMEOUT_S:g}, at most {MAX_TIMEOUT_S:g})")
+    parser.add_argument("--role", default=DEFAULT_ROLE,
+                        help=f"the role a config file is published as, as the server does (default {DEFAULT_ROLE})")
     parser.add_argument("--json", action="store_true", help="print the plan (and the door's answer) as JSON")
     args = parser.parse_args(args_in)
     try:
         context = named_context(args.package)
-        old = side_values(context, args.old, flags, args.api_key)
-        new = side_values(context, args.new, flags, args.api_key)
+        old = read_side(context, args.old, flags, args.api_key, args.timeout, args.role)
+        new = read_side(context, args.new, flags, args.api_key, args.timeout, args.role)
     except ConfigError as exc:
         print(f"configbags rollout: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    result = plan(context.registry, old, new)
+    result = plan(context.registry, old.values, new.values, old.resolved)
     body = result.patch_body(args.source)
     out: dict[str, Any] = {"changes": [c.as_dict() for c in result.changes], "patch": body,
                            "not_compared": list(result.unknown)}
@@ -207,11 +257,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             out["applied"] = None
         else:
             try:
-                status, answer = apply(args.apply, body, args.admin_key)
+                status, answer = apply(args.apply, body, args.admin_key, args.timeout)
             except httpx.HTTPError as exc:
                 status, answer = 0, {"error": "unreachable", "message": f"{type(exc).__name__}: {exc}"}
+            except NoAnswer as exc:  # the PATCH went out: whether it applied, only the server can say
+                status, answer = 0, {"error": "no_answer", "message": str(exc)}
             out["applied"] = {"status": status, "answer": answer}
-            if status == 200:
+            if answer.get("error") == "no_answer":
+                code = EXIT_REFUSED
+                text += (f"\napply to {args.apply}: {answer['message']}; the PATCH was sent, so it may or may not "
+                         f"have applied (all or nothing). Fix: read GET /server_info (its overrides) to see, then "
+                         f"run the rollout again")
+            elif status == 200:
                 text += (f"\napplied to {args.apply}: epoch {answer.get('epoch')}, "
                          f"{len(answer.get('entries', []))} leaf/leaves changed; the reload and restart parts "
                          f"are left to the orchestrator")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import re
 import sys
@@ -302,6 +303,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         shapes = [load_model_shape(path) for path in _model_paths(ns.model_config)]
     except ConfigError as exc:
         return _fail(exc)
+    try:
+        _check_configurations(ns, len(shapes))
+    except ConfigError as exc:
+        return _fail(exc)
     points = [_Point(m, g, t) for m, g, t in itertools.product(shapes, ns.gpu or [None], ns.tp_size or [None])]
     records = _Records(ctx, server, server_argv, "--model-path" not in server_argv and "model_path" in ctx.registry.leaves)
     for point in points:  # a bad server flag is refused before any planning
@@ -515,6 +520,26 @@ def render_comparison(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+MAX_CONFIGURATIONS = 512  # configurations one run plans: each is a publish (tens of ms)
+
+
+def _check_configurations(ns: argparse.Namespace, models: int) -> None:
+    """Refuse more configurations than MAX_CONFIGURATIONS before planning any: the product
+    of the list flags (with --fit, every GPU preset and tp 1,2,4,8 unless given)."""
+    counts = {"--model-config": models,
+              "--gpu": len(ns.gpu) if ns.gpu else (len(GPU_PRESETS) if ns.fit else 1),
+              "--tp-size": len(ns.tp_size) if ns.tp_size else (len(FIT_TP_SIZES) if ns.fit else 1),
+              "--kv-dtypes": len(ns.kv_dtypes) if ns.fit and ns.kv_dtypes else 1}
+    total = math.prod(counts.values())
+    if total > MAX_CONFIGURATIONS:
+        shown = " x ".join(f"{n} ({flag})" for flag, n in counts.items() if n > 1)
+        raise ConfigError(f"{shown} is {total:,} configurations, over the bound of {MAX_CONFIGURATIONS} one run "
+                          f"plans; give shorter lists (each entry once) or split the question into several runs")
+
+
+FIT_TP_SIZES = [1, 2, 4, 8]  # --fit's tensor-parallel sizes when --tp-size is not given
+
+
 def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: list[_Point]) -> int:
     """`--fit`: every candidate planned with `--max-running-requests N` (and, where the
     context must shrink, `--context-length`), judged against N (server.fit)."""
@@ -525,7 +550,7 @@ def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: l
     shapes = list({id(p.shape): p.shape for p in points}.values())
     gpus = ns.gpu or list(GPU_PRESETS.values())
     entries = []
-    for shape, gpu, tp, kv in itertools.product(shapes, gpus, ns.tp_size or [1, 2, 4, 8], ns.kv_dtypes or [None]):
+    for shape, gpu, tp, kv in itertools.product(shapes, gpus, ns.tp_size or FIT_TP_SIZES, ns.kv_dtypes or [None]):
         candidate = fit.Candidate(shape.name, gpu.name, gpu.memory_bytes, tp, kv)
         extra = ["--max-running-requests", str(n), *(["--kv-cache-dtype", kv] if kv else [])]
         point = _Point(shape, gpu, tp)

@@ -143,6 +143,28 @@ def test_changes_md_section_is_written_and_replaced(tmp_path: Path) -> None:
     assert f"## Changes since {CASES / 'max-lowered' / 'old'}" in text  # OLD as given
 
 
+def test_a_schema_value_holding_the_end_marker_cannot_end_the_section(tmp_path: Path) -> None:
+    old = _copy("default-changed", "old", tmp_path)
+    new = _copy("default-changed", "new", tmp_path)
+    serving = new / "namespaces" / "serving.yaml"
+    text = serving.read_text()
+    name = "  served_name:\n    type: optional str\n    default: null\n"
+    assert name in text
+    serving.write_text(text.replace(name, name.replace("null", f'"x {diff.MD_END} USER TEXT AFTER"')))
+    md = tmp_path / "CONFIG.md"
+    md.write_text("# Doc\nkeep me\n")
+    assert diff.main([str(old), str(new), "--no-cache", "--fail-on", "never", "--changes-md", str(md)]) == 0
+    assert md.read_text().count(diff.MD_END) == 1
+    with md.open("a") as f:
+        f.write("tail line that must stay\n")
+    same = CASES / "min-raised"
+    diff.main([str(same / "old"), str(same / "new"), "--no-cache", "--fail-on", "never", "--changes-md", str(md)])
+    text = md.read_text()
+    assert text.count(diff.MD_END) == 1 and text.count(diff.MD_BEGIN) == 1
+    assert "USER TEXT AFTER" not in text and text.endswith("tail line that must stay\n")
+    assert text.startswith("# Doc\nkeep me\n")
+
+
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo,
                    check=True, capture_output=True)

@@ -5,9 +5,11 @@ unknown, deprecated, removed and bad-value cases, and beside it `<file>.expect`,
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -250,3 +252,63 @@ def test_lint_refuses_what_the_server_refuses_numbers_and_secrets(tmp_path: Path
     assert not any("SEKRET" in f.message for f in lint.lint([launch, config], bundled))
     config.write_text("api_key: null\n")  # as the server does: a key is left off by leaving it out
     assert [(f.subject, f.rule) for f in lint.lint([config], bundled)] == [("api_key", "lint-bad-value")]
+
+
+def test_launch_lines_the_server_refuses_fail_as_its_parser_refuses_them(tmp_path: Path) -> None:
+    """Each line's flags are all known and well typed, yet the server's own parser refuses
+    it: lint parses it with that parser, in shell and Kubernetes args alike."""
+    bundled = load_view(Path(__file__).parent.parent / "schema", cache=False)
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n"
+                      "python -m sglang.launch_server --model-path m --enable-dp-attention true\n"
+                      "python -m sglang.launch_server --model-path m --tp-size 2 extra\n"
+                      "python -m sglang.launch_server --model-path m --preset low-latency --preset high-throughput\n"
+                      "python -m sglang.launch_server --model-path m -p 30000\n"
+                      "python -m sglang.launch_server --model-path m --tp-size 2 --enable-dp-attention\n"
+                      "python -m sglang.launch_server --model-path $M --tp-size $TP $EXTRA\n")
+    found = [(f.line, f.rule) for f in lint.lint([script], bundled)]
+    assert found == [(2, "lint-refused"), (3, "lint-refused"), (4, "lint-refused"), (5, "lint-refused")]
+    by_line = {f.line: f.message for f in lint.lint([script], bundled)}
+    assert "1 word not taken by any flag" in by_line[2] and "true" not in by_line[2]  # a value is never echoed
+    assert "--preset given twice" in by_line[4]
+    assert "unrecognized flag -p" in by_line[5]
+    pod = tmp_path / "pod.yaml"
+    pod.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n  - name: c\n"
+                   "    command: [python, -m, sglang.launch_server]\n"
+                   "    args: [--model-path, m, --enable-dp-attention, \"true\"]\n")
+    [refused] = lint.lint([pod], bundled)
+    assert (refused.rule, refused.line) == ("lint-refused", 8)
+
+
+def test_a_folder_nested_past_the_recursion_limit_is_walked(tmp_path: Path, view: SchemaView) -> None:
+    import sys
+
+    deep = tmp_path / "deepd"
+    folder = deep
+    folder.mkdir()
+    for _ in range(1300):  # os.walk recursed once per level (the path stays within PATH_MAX)
+        folder = folder / "a"
+        folder.mkdir()
+    (folder / "run.sh").write_text("#!/bin/sh\npython -m e.launch_server --prot 2\n")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        [found] = lint.lint([deep], view)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (found.rule, found.subject, found.line) == ("lint-unknown", "--prot", 2)
+
+
+def test_a_folder_that_cannot_be_listed_is_a_finding(tmp_path: Path, view: SchemaView,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "locked").mkdir()
+    real = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(lint.os, "scandir", scandir)
+    [found] = lint.lint([tmp_path], view)
+    assert found.rule == "lint-unreadable" and "cannot list the folder: Permission denied" in found.message

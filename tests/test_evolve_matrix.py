@@ -135,3 +135,19 @@ def test_a_bad_shape_is_refused_naming_it(tmp_path: Path, shape: str, message: s
     path.write_text(f"shapes:\n  a:\n    {shape}\n")
     with pytest.raises(ConfigError, match=message):
         matrix.read_shapes(path)
+
+
+def test_an_error_cell_holds_the_whole_reason_so_check_sees_it_change(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "matrix.yaml"
+    text = ("package: configbags.generated\ngolden: golden.jsonl\nshapes:\n  s1: {argv: [--model-path, /m]}\n"
+            "  s2: {argv: [--model-path, m, --api_key, SECRETM5]}\n")
+    path.write_text(text)
+    assert matrix.main(["--shapes", str(path), "--write"]) == 0
+    [cell] = [c for c in matrix.loads((tmp_path / "golden.jsonl").read_text(), "golden") if c["shape"] == "s2"]
+    assert "unrecognized flag --api_key (did you mean '--api-key'?)" in cell["error"]
+    assert "SECRETM5" not in cell["error"]
+    path.write_text(text.replace("--api_key, SECRETM5", "--tp-size, abc"))
+    capsys.readouterr()
+    assert matrix.main(["--shapes", str(path), "--check"]) == 1
+    assert "s2 (shape): error: matrix: error: unrecognized flag --api_key" in capsys.readouterr().out

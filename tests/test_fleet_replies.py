@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import http.server
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from configbags.fleet import replies
 from configbags.fleet.check import EXIT_UNREACHABLE, main
-from configbags.fleet.rollout import side_values
+from configbags.fleet.replies import NoAnswer
+from configbags.fleet.rollout import EXIT_REFUSED, EXIT_USAGE, side_values
+from configbags.fleet.rollout import main as rollout_main
 from configbags.runtime import limits
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.limits import Limits
@@ -89,3 +93,69 @@ def test_rollout_refuses_a_deep_reply_as_a_config_error(poser: str) -> None:
 def test_rollout_refuses_a_large_reply_as_a_config_error(poser: str, small_limit: None) -> None:
     with pytest.raises(ConfigError, match="the reply is over the limit of 10000 bytes"):
         side_values(None, f"{poser}/big", [], None)  # type: ignore[arg-type]
+
+
+class _Drip(http.server.BaseHTTPRequestHandler):
+    """Answers 200 with a long Content-Length, then one byte every 0.2 s: no single read
+    ever waits long, so only a deadline on the whole exchange ends it."""
+
+    def _drip(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        try:
+            for _ in range(100_000):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.2)
+        except OSError:
+            pass  # the client gave up
+
+    do_GET = do_PATCH = _drip
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def drip() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Drip)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_rollout_gives_up_on_a_dripping_server_at_its_timeout_naming_it(
+        drip: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(NoAnswer, match=rf"{drip}: GET /server_info: no complete answer within 0.5 s"):
+        side_values(None, drip, [], None, 0.5)  # type: ignore[arg-type]  # a URL needs no context
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text("weight_version: v1\n")
+    new.write_text("weight_version: v2\n")
+    code = rollout_main([str(old), str(new), "--package", "configbags.generated", "--apply", drip,
+                         "--timeout", "0.5", "--", "--model-path", "m"])
+    out = capsys.readouterr().out
+    assert code == EXIT_REFUSED
+    assert f"apply to {drip}: {drip}: PATCH /config: no complete answer within 0.5 s" in out
+    assert "may or may not have applied" in out
+    code = rollout_main([drip, str(new), "--package", "configbags.generated", "--timeout", "0.5", "--",
+                         "--model-path", "m"])
+    assert code == EXIT_USAGE
+    assert f"{drip}: GET /server_info: no complete answer within 0.5 s" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "601", "abc"])
+def test_the_timeout_is_bounded_on_both_commands(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        rollout_main(["a.yaml", "b.yaml", "--timeout", value])
+    assert exited.value.code == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["http://127.0.0.1:1", "--timeout", value])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.count("--timeout") == 2

@@ -121,3 +121,20 @@ def test_apply_sends_the_live_part_to_every_rank(tmp_path: Path, capsys: pytest.
         assert code == EXIT_OK and "nothing live to send" in out
     finally:
         server.stop()
+
+
+def test_what_the_door_or_the_server_would_refuse_is_never_planned_live(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = write(tmp_path / "old.yaml", {"api_key": "k1", "weight_version": "v1"})
+    new = write(tmp_path / "new.yaml", {"api_key": " k2"})
+    code = main([str(old), str(new), "--package", "configbags.generated", "--", "--model-path", "m"])
+    err = capsys.readouterr().err
+    assert code == 2 and "serving.api_key (--api-key / $SGLANG_API_KEY) has surrounding whitespace" in err
+    assert "k2" not in err
+    new = write(tmp_path / "new.yaml", {"speculative_num_draft_tokens": 999})
+    code, out = rollout(capsys, str(old), str(new), "--package", "configbags.generated", "--json", "--",
+                        "--model-path", "m")
+    assert code == EXIT_OK
+    [change] = [c for c in json.loads(out)["changes"] if c["leaf"] == "speculative_num_draft_tokens"]
+    assert change["route"] == "restart"
+    assert "above its capacity max_speculative_num_draft_tokens=0 on the running server" in change["why"]

@@ -4,6 +4,7 @@ readings (schema skew between servers, a contract nobody binds)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,51 @@ def test_an_unreadable_server_is_exit_3_when_nothing_else_is_broken() -> None:
     findings = compare(readings)
     assert [(f.kind, f.contract) for f in findings] == [("ok", "routing")]
     assert exit_code(readings, findings) == EXIT_UNREACHABLE
+
+
+def kv(role: str, roles: Sequence[str] | None = ("prefill", "decode"), fingerprint: str = "f1") -> dict[str, Any]:
+    """A readback whose kv_transfer contract binds `roles` (None: not declared at all)."""
+    body: dict[str, Any] = {"role": role, "schema_version": "0.5", "contracts": {}}
+    if roles is not None:
+        body["contracts"]["kv_transfer"] = {"roles": list(roles), "fingerprint": fingerprint, "help": "h",
+                                            "members": {"kv_cache_dtype": {"value": "auto", "layer": "default"}}}
+    return body
+
+
+@pytest.mark.parametrize(("decode", "how"), [
+    (kv("decode", None), "does not declare it"),  # an older schema, or a fork without contracts.yaml
+    ({"role": "decode", "schema_version": "0.5", "contracts": {}}, "does not declare it"),
+    (kv("decode", []), "declares it for roles (none) only"),
+    (kv("decode", ["prefill"]), "declares it for roles prefill only"),
+])
+def test_a_server_of_a_bound_role_that_does_not_declare_the_contract_fails(decode: dict[str, Any], how: str) -> None:
+    readings = [Reading(Target("http://p:1"), kv("prefill")), Reading(Target("http://d:1", "decode"), decode)]
+    findings = compare(readings)
+    [found] = [f for f in findings if f.contract == "kv_transfer"]
+    assert found.kind == "definition" and found.fails
+    assert f"kv_transfer: http://d:1 (decode) {how}, but http://p:1 (prefill) binds decode servers" in found.message
+    assert exit_code(readings, findings) == EXIT_BROKEN
+
+
+def test_a_contract_binding_one_server_read_fails_unless_allowed_by_name() -> None:
+    """A decode server started with --deployment-role engine reports engine: kv_transfer then
+    binds the prefill server alone, and nothing is compared."""
+    readings = [Reading(Target("http://p:1"), kv("prefill")), Reading(Target("http://d:1"), kv("engine"))]
+    findings = compare(readings)
+    [found] = [f for f in findings if f.contract == "kv_transfer"]
+    assert found.kind == "alone" and "binds http://p:1 (prefill), but no other server read is of roles decode, " \
+        "prefill" in found.message and "--allow-unchecked kv_transfer" in found.message
+    assert exit_code(readings, findings) == EXIT_BROKEN
+    allowed = compare(readings, allow_unchecked={"kv_transfer"})
+    assert [(f.kind, f.contract) for f in allowed] == [("unchecked", "kv_transfer")]
+    assert exit_code(readings, allowed) == 0
+    # its partner may be among the servers not read: retry, not "fix the config"
+    unread = [*readings, Reading(Target("http://d:2"), error="no complete answer within 2 s")]
+    assert exit_code(unread, compare(unread)) == EXIT_UNREACHABLE
+
+
+def test_a_contract_no_server_read_binds_stays_a_note() -> None:
+    readings = [Reading(Target("http://a:1"), kv("router")), Reading(Target("http://b:1"), kv("engine"))]
+    findings = compare(readings)
+    assert [(f.kind, f.contract) for f in findings] == [("unchecked", "kv_transfer")]
+    assert exit_code(readings, findings) == 0

@@ -348,3 +348,14 @@ def test_a_closed_pipe_ends_the_command_quietly() -> None:
     proc.stdout.close()  # the reader is gone before the first line is written (the imports come first)
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141 and "Traceback" not in err, err
+
+
+def test_the_configurations_one_run_plans_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    sizes = ",".join(str(i) for i in range(1, 4097))
+    assert main(["--fit", "--workload", "8000:1000", "--concurrency", "256", "--model-config", LLAMA,
+                 "--gpu", "H100,H200,B200,A100-80G,A100-40G,L40S", "--tp-size", sizes,
+                 "--kv-dtypes", "auto,fp8_e4m3,fp8_e5m2,bf16"]) == 2
+    err = capsys.readouterr().err
+    assert "6 (--gpu) x 4096 (--tp-size) x 4 (--kv-dtypes) is 98,304 configurations, over the bound of 512" in err
+    assert main(["--model-config", LLAMA, "--tp-size", ",".join(["8"] * 600)]) == 2  # the comparison table too
+    assert "600 (--tp-size) is 600 configurations" in capsys.readouterr().err
