@@ -55,6 +55,7 @@ from configbags.migrate.scopes import (
     Scopes,
     StatementWalker,
     fetched_chain,
+    unpacked,
 )
 
 # Whole-record readers: calling these on the record reads every leaf at once.
@@ -1518,10 +1519,43 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # outside a class body: a name whose calls are followed (a class attribute
             # is called as `self.load()`, by a name not followed: an escape)
             self.handed.add(id(node.value))
-        self._stored(node.targets, node.value)
+        for target in node.targets:
+            self._store(target, node.value)
         if all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
             self._followed(node.value)
         self.generic_visit(node)
+
+    def _store(self, target: ast.expr, value: ast.expr) -> None:
+        """`target = value`, each part landing where Python puts it: `self.cfg, self.port =
+        rec, port` stores rec like `self.cfg = rec` (an escape), `a, b = rec, 1` binds `a`
+        (an alias, followed). What lands in a starred target (a list), or where positions
+        are not certain (`a, b = *xs, rec`: unpaired), is in a container: an escape. An
+        unpacked value that is no literal (`a.x, b = pair()`) was a container already."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, (ast.Tuple, ast.List)):
+                return
+            pairs = unpacked(target.elts, value.elts)
+            for sub_target, sub_value in pairs:
+                self._store(sub_target, sub_value)
+            paired = {id(sub_value) for _, sub_value in pairs}
+            for element in value.elts:
+                if id(element) not in paired:
+                    self._contained(element.value if isinstance(element, ast.Starred) else element)
+        elif isinstance(target, ast.Starred):
+            self._contained(value)
+        else:
+            self._stored([target], value)
+
+    def _contained(self, value: ast.expr) -> None:
+        """`value` lands in a list made by unpacking: where it is the record (or a literal
+        holding it), an escape."""
+        if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+            for element in value.elts:
+                self._contained(element.value if isinstance(element, ast.Starred) else element)
+            return
+        reach = self.a.reach(value, self.scope)
+        if reach is not None:
+            self._escape(value, reach, "escapes_container")
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -1530,13 +1564,46 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self._followed(node.iter)
+        self._loop_store(node.target, node.iter)
         self.generic_visit(node)
 
     visit_AsyncFor = visit_For
 
     def visit_comprehension(self, node: ast.comprehension) -> None:
         self._followed(node.iter)
+        self._loop_store(node.target, node.iter)
         self.generic_visit(node)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        # `with nullcontext(rec) as self.cfg`: stored like `self.cfg = rec` (and `with
+        # f(rec) as self.cfg`, what f's manager gives, as pass 1 binds it)
+        for item in node.items:
+            context, target = item.context_expr, item.optional_vars
+            if target is None or isinstance(target, ast.Name):
+                continue
+            if isinstance(context, ast.Call) and len(context.args) == 1 and not context.keywords and not isinstance(
+                context.args[0], ast.Starred
+            ):
+                self._store(target, context.args[0])
+            else:
+                self._store(target, context)
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
+
+    def _loop_store(self, target: ast.expr, iterable: ast.expr) -> None:
+        """A loop target takes each element in turn (`for self.cfg in [rec]`, `for d["k"]
+        in recs`): stored there like `target = element`."""
+        if isinstance(target, ast.Name):
+            return  # an alias, bound in pass 1
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            for element in iterable.elts:
+                if isinstance(element, ast.Starred):
+                    self._store(target, loop_element(element.value))
+                else:
+                    self._store(target, element)
+        else:
+            self._store(target, loop_element(iterable))
 
     def _container(self, node: ast.Tuple | ast.List | ast.Set | ast.Dict) -> None:
         if id(node) not in self.unpacked and not isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):

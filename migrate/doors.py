@@ -738,23 +738,39 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._consume_bound(sub_target, sub_value)
 
     def _consume_loop(self, target: ast.expr, iterable: ast.expr) -> None:
-        # `for env in (os.environ,)` binds each element in turn (ScopeBinder.bind_loop)
+        # `for env in (os.environ,)` binds each element in turn (ScopeBinder.bind_loop);
+        # `for h.ctx in [get_context()]` stores each (_context_stored)
         if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
             self._consume(iterable)
             for element in iterable.elts:
                 self._consume_bound(target, element)
+                self._context_stored(target, element.value if isinstance(element, ast.Starred) else element)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         # a value also stored elsewhere (`self.env = env = os.environ`) is not only an alias
         if len(node.targets) == 1 or all(isinstance(target, ast.Name) for target in node.targets):
             self._consume_bound(node.targets[0], node.value)
         for target in node.targets:
-            if isinstance(target, ast.Subscript) or (
-                isinstance(target, ast.Attribute) and self.d.method_class(target.value, self.scope) is None
-            ):
-                # `holder.ctx = ctx`, `d["ctx"] = ctx`: read back by any name, anywhere
-                self._context_escape(node.value)
+            self._context_stored(target, node.value)
         self.generic_visit(node)
+
+    def _context_stored(self, target: ast.expr, value: ast.expr) -> None:
+        """`holder.ctx = ctx`, `d["ctx"] = ctx`: read back by any name, anywhere; so is
+        each part of an unpacking landing there (`h.ctx, n = get_context(), 1`, as the
+        binder pairs them) or in a starred target's list."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (ast.Tuple, ast.List)):
+                pairs = unpacked(target.elts, value.elts)
+                for sub_target, sub_value in pairs:
+                    self._context_stored(sub_target, sub_value)
+                paired = {id(sub_value) for _, sub_value in pairs}
+                for element in value.elts:
+                    if id(element) not in paired:
+                        self._context_escape(element.value if isinstance(element, ast.Starred) else element)
+        elif isinstance(target, ast.Subscript) or (
+            isinstance(target, ast.Attribute) and self.d.method_class(target.value, self.scope) is None
+        ):
+            self._context_escape(value)
 
     # ---- a config context where no analysis follows it: an unresolved readback
 
