@@ -112,7 +112,7 @@ def _is_record_param(arg: ast.arg, settings: ScanSettings, annotated: bool = Tru
 
 def _signature(
     qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str, annotated: bool,
-    unbound: bool = False,
+    unbound: bool = False, decorators: tuple[str, ...] = (),
 ) -> tuple[Any, ...]:
     """A signature row. `bound`: the first positional parameter is bound by the call
     (`self` of a method called on an instance, `cls` of a classmethod called any way, the
@@ -123,7 +123,105 @@ def _signature(
     star = int(args.vararg is not None or args.kwarg is not None)
     return (
         qualname, tuple(a.arg for a in positional), tuple(a.arg for a in args.kwonlyargs), tuple(record), star, body,
-        int(unbound),
+        int(unbound), decorators,
+    )
+
+
+# Decorators whose result, called, runs the function with the arguments as given (or that
+# make it a method, judged as one): a call of the decorated function is followed into its
+# body. Any other decides what the call runs (configbags.migrate.flows._Project.through).
+ARGUMENT_TRANSPARENT = frozenset({
+    "cache", "lru_cache", "wraps", "staticmethod", "classmethod", "property", "cached_property", "abstractmethod",
+    "override", "overload", "final", "no_type_check", "contextmanager", "asynccontextmanager", "total_ordering",
+    "dataclass", "runtime_checkable", "unique", "define", "frozen", "mutable", "no_grad", "inference_mode",
+    "enable_grad",
+})
+# What a decorator row (`deco()`, signatures) says where the decorator returns the
+# function as it is, or a wrapper that only forwards `*args, **kwargs` to it
+AS_IS = "="
+
+
+def _decorators(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[str, ...]:
+    """The decorators that decide what a call of `node` runs, outermost first, as spelled
+    (`deco`, `mod.deco`; a factory's call `retry()`; "?" where not a dotted name)."""
+    found: list[str] = []
+    for decorator in node.decorator_list:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        name = dotted(call.func if call is not None else decorator)
+        if name.rpartition(".")[2] in ARGUMENT_TRANSPARENT:
+            continue
+        found.append((name or "?") + ("()" if call is not None and name else ""))
+    return tuple(found)
+
+
+def _wrapper_rows(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, settings: ScanSettings, annotated: bool, prefix: str = "", depth: int = 0,
+) -> list[tuple[Any, ...]]:
+    """Rows for what calling the decorator `node` gives, where its body shows it: `deco()`
+    for a nested function or class it returns (a wrapper: its parameters, its body), or
+    AS_IS where it returns its argument or a wrapper forwarding `*args, **kwargs` to it;
+    `deco()()` likewise for a decorator factory's decorator."""
+    qualname = f"{prefix}{node.name}"
+    params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    nested = {
+        item.name: item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+    rows: list[tuple[Any, ...]] = []
+    if not params:
+        return rows
+    # cheap first: only a function defining one in its own body, or returning a parameter
+    # at its top level, can be such a decorator
+    statements = _own_statements(node.body) if nested else (stmt for stmt in node.body if isinstance(stmt, ast.Return))
+    for stmt in statements:
+        if not (isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name)):
+            continue
+        name = stmt.value.id
+        if name == params[0]:
+            rows.append((f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)))
+            continue
+        inner = nested.get(name)
+        if isinstance(inner, ast.ClassDef):
+            init = next((
+                item for item in inner.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and item.name == "__init__"
+            ), None)
+            body = f"{qualname}.{name}.__init__"
+            rows.append(
+                _signature(f"{qualname}()", init.args, settings, bound=True, body=body, annotated=annotated)
+                if init is not None else (f"{qualname}()", (), (), (), 1, body, 0, ())
+            )
+        elif inner is not None:
+            if _forwards(inner, params[0]):
+                rows.append((f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)))
+            else:
+                rows.append(_signature(
+                    f"{qualname}()", inner.args, settings, bound=False, body=f"{qualname}.{name}", annotated=annotated,
+                    decorators=_decorators(inner),
+                ))
+            if depth == 0:
+                # a factory (`def retry(n): def deco(fn): ...; return deco`): `retry()()`
+                rows += [
+                    (f"{qualname}()()", *row[1:])
+                    for row in _wrapper_rows(inner, settings, annotated, f"{qualname}.", depth + 1)
+                    if row[0].endswith("()")
+                ]
+    return rows
+
+
+def _forwards(wrapper: ast.FunctionDef | ast.AsyncFunctionDef, function: str) -> bool:
+    """Does `wrapper` take only `*args, **kwargs` and use them only to call `function`
+    with them as they are (`return fn(*args, **kwargs)`)?"""
+    args = wrapper.args
+    if args.posonlyargs or args.args or args.kwonlyargs or (args.vararg is None and args.kwarg is None):
+        return False
+    names = {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    forwarded: set[int] = set()
+    for sub in ast.walk(wrapper):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == function:
+            forwarded.update(id(a.value) for a in sub.args if isinstance(a, ast.Starred))
+            forwarded.update(id(k.value) for k in sub.keywords if k.arg is None)
+    return all(
+        id(sub) in forwarded for sub in ast.walk(wrapper) if isinstance(sub, ast.Name) and sub.id in names
     )
 
 
@@ -145,7 +243,11 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
     rows: list[tuple[Any, ...]] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            rows.append(_signature(node.name, node.args, settings, bound=False, body=node.name, annotated=annotated))
+            rows.append(_signature(
+                node.name, node.args, settings, bound=False, body=node.name, annotated=annotated,
+                decorators=_decorators(node),
+            ))
+            rows += _wrapper_rows(node, settings, annotated)
         elif isinstance(node, ast.ClassDef):
             init = None
             for item in node.body:
@@ -154,14 +256,18 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
                     kind = _method_kind(item)
                     rows.append(_signature(
                         qualname, item.args, settings, bound=kind != "static", body=qualname, annotated=annotated,
-                        unbound=kind == "plain",
+                        unbound=kind == "plain", decorators=_decorators(item),
                     ))
                     if item.name == "__init__":
                         init = item
+            decorators = _decorators(node)
             if init is not None:
-                rows.append(_signature(node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated))
+                rows.append(_signature(
+                    node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated,
+                    decorators=decorators,
+                ))
             else:
-                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0))
+                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0, decorators))
     return rows
 
 
@@ -856,7 +962,7 @@ class _Project:
             other = self.modules.get(target)
             if other is None or other == rel:
                 continue
-            names = {row[0] for row in self.results[other].flow.signatures if "." not in row[0]}
+            names = {row[0] for row in self.results[other].flow.signatures if "." not in row[0] and "(" not in row[0]}
             names |= {name for name in self.kinds[other] if "." not in name}
             names |= {row[3] for row in self.results[other].flow.imports if row[2] not in ("", "*")}
             for name in names:
@@ -962,9 +1068,9 @@ class _Project:
         how, _, name = spelled.partition(":")
         if how == "self":
             row = self.defs(rel).get(name)
-            return (rel, row) if row is not None else self._inherited(rel, name)
+            return self.through(rel, row) if row is not None else self._through(self._inherited(rel, name))
         if how == "super":
-            return self._inherited(rel, name)
+            return self._through(self._inherited(rel, name))
         if how != "name" or not name:
             return None
         site = self.resolve(rel, name)
@@ -975,7 +1081,31 @@ class _Project:
             # a plain method called through its class (`Worker.tp(w, rec)`): the first
             # argument is its `self`, which the row leaves out
             row = (row[0], ("", *row[1]), *row[2:])
-        return (site[0], row) if row is not None else None
+        return self.through(site[0], row) if row is not None else None
+
+    def _through(self, found: tuple[str, tuple[Any, ...]] | None) -> tuple[str, tuple[Any, ...]] | None:
+        return self.through(*found) if found is not None else None
+
+    def through(self, rel: str, row: tuple[Any, ...], depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:
+        """What a call of the function (or class) of `row` runs under its decorators
+        (outermost first, those that pass the arguments on as given left out): the
+        function itself where each returns it as it is or forwards `*args, **kwargs` to
+        it; else the wrapper the outermost one returns, where a scanned module's
+        decorator shows it (`def with_tp(fn): def wrapper(args): ...; return wrapper`);
+        else None: a decorator no scanned module defines (`functools.singledispatch`,
+        whose registered implementations run), or one whose result is not shown."""
+        decorators = row[7]
+        for decorator in decorators:
+            called = decorator.endswith("()")
+            site = self.resolve(rel, decorator[:-2] if called else decorator)
+            if site[0] is None or depth > 8:
+                return None
+            wrapper = self.defs(site[0]).get(f"{site[1]}(){'()' if called else ''}")
+            if wrapper is None:
+                return None
+            if wrapper[7] != (AS_IS,):
+                return self.through(site[0], wrapper, depth + 1)
+        return rel, row
 
 
     def _inherited(self, rel: str, name: str, depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:

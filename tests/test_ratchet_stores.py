@@ -109,3 +109,99 @@ def test_unpacking_plain_values_or_into_names_and_record_attributes_stays_precis
     )
     result = _scan(tmp_path, {"user.py": user})
     assert {(r.function, r.leaf) for r in result.reads} == {("f", "tp_size"), ("f", "page_size")}, result.reads
+
+
+# ---- G7, G7b, G1: the record handed to a decorated callable
+
+WITH_TP = (
+    "def with_tp(fn):\n"
+    "    def wrapper(args):\n"
+    "        return fn(args.tp_size)\n"
+    "    return wrapper\n"
+)
+
+
+def test_a_call_of_a_decorated_function_is_followed_into_the_wrapper(tmp_path: Path) -> None:
+    user = RAW + WITH_TP + "@with_tp\ndef double(tp):\n    return tp * 2\ndef f():\n    return double(get_server_args())\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.leaf) for r in result.reads] == [("with_tp.wrapper", "tp_size")], result.reads
+    assert _fails(result)
+
+
+def test_a_decorator_of_another_module_and_a_factory_are_followed_too(tmp_path: Path) -> None:
+    deco = WITH_TP + (
+        "def retry(n):\n"
+        "    def deco(fn):\n"
+        "        def inner(cfg, *rest):\n"
+        "            return fn(cfg.page_size)\n"
+        "        return inner\n"
+        "    return deco\n"
+    )
+    user = RAW + (
+        "from pkg.deco import with_tp, retry\nimport pkg.deco as d\n"
+        "@d.with_tp\ndef double(tp):\n    return tp * 2\n"
+        "@retry(3)\ndef triple(ps):\n    return ps * 3\n"
+        "def f():\n    return double(get_server_args()) + triple(get_server_args())\n"
+    )
+    result = _scan(tmp_path, {"deco.py": deco, "user.py": user})
+    assert {(r.function, r.leaf) for r in result.reads} == {
+        ("with_tp.wrapper", "tp_size"), ("retry.deco.inner", "page_size")}, result.reads
+
+
+def test_a_class_decorator_returning_a_subclass_is_followed_into_its_init(tmp_path: Path) -> None:
+    user = RAW + (
+        "def with_world(cls):\n"
+        "    class Wrapped(cls):\n"
+        "        def __init__(self, args):\n"
+        "            self.world = args.tp_size\n"
+        "    return Wrapped\n"
+        "@with_world\nclass Attn:\n    def __init__(self, args):\n        self.ok = True\n"
+        "def f():\n    return Attn(get_server_args()).world\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("with_world.Wrapped.__init__", "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("decorator", [
+    "import functools\n@functools.singledispatch\n",
+    "import tenacity\n@tenacity.retry(stop=3)\n",
+    "def opaque(fn):\n    return make(fn)\n@opaque\n",
+    "class Deco:\n    def __init__(self, fn):\n        self.fn = fn\n@Deco\n",
+    "def peek(fn):\n    def wrapper(*args, **kwargs):\n        print(args[0].tp_size)\n        return fn(*args, **kwargs)\n"
+    "    return wrapper\n@peek\n",
+])
+def test_a_decorator_whose_wrapper_is_not_shown_makes_the_call_an_escape(tmp_path: Path, decorator: str) -> None:
+    user = RAW + decorator + "def describe(obj):\n    return None\n"
+    if "singledispatch" in decorator:
+        user += "@describe.register\ndef _(obj: object):\n    return obj.tp_size\n"
+    user += "def f():\n    return describe(get_server_args())\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("escape", "escapes_call") in _escapes(result, "f"), result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("decorator", [
+    "import functools\n@functools.lru_cache(maxsize=None)\n",
+    "import functools\n@functools.cache\n",
+    "import torch\n@torch.no_grad()\n",
+    "import contextlib\n@contextlib.contextmanager\n",
+    "REG = []\ndef register(fn):\n    REG.append(fn)\n    return fn\n@register\n",
+    "import functools\ndef logged(fn):\n    @functools.wraps(fn)\n    def wrapper(*args, **kwargs):\n"
+    "        return fn(*args, **kwargs)\n    return wrapper\n@logged\n",
+])
+def test_a_decorator_passing_the_arguments_on_as_given_is_followed_into_the_body(tmp_path: Path, decorator: str) -> None:
+    user = RAW + decorator + "def tp(args):\n    return args.tp_size\ndef f():\n    return tp(get_server_args())\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.leaf) for r in result.reads] == [("tp", "tp_size")], result.reads
+
+
+def test_a_decorated_method_called_on_self_is_followed_through_its_decorator(tmp_path: Path) -> None:
+    user = RAW + WITH_TP + (
+        "class W:\n"
+        "    @with_tp\n    def double(self, tp):\n        return tp * 2\n"
+        "    def run(self):\n        return self.double(get_server_args())\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.function == "W.double"], result.reads
+    assert _fails(result)
