@@ -60,6 +60,7 @@ from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     DECORATED,
     ENV_UNRESOLVED,
+    HOOK,
     STATE_READBACK,
     FileScan,
     FlowFacts,
@@ -136,6 +137,8 @@ ARGUMENT_TRANSPARENT = frozenset({
     "dataclass", "runtime_checkable", "unique", "define", "frozen", "mutable", "no_grad", "inference_mode",
     "enable_grad",
 })
+# A class row's last route: the metaclass as spelled (`metaclass:Registered`)
+METACLASS = "metaclass:"
 # What a decorator row (`deco()`, signatures) says where the decorator returns the
 # function as it is, or a wrapper that only forwards `*args, **kwargs` to it
 AS_IS = "="
@@ -261,6 +264,11 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
                     if item.name == "__init__":
                         init = item
             decorators = _decorators(node)
+            metaclass = next((dotted(k.value) for k in node.keywords if k.arg == "metaclass"), None)
+            if metaclass is not None:
+                # `Worker(rec)` calls the metaclass's `__call__` first (`type.__call__` runs
+                # `__init__`); so does `isinstance(x, Worker)` its `__instancecheck__`
+                decorators += (f"{METACLASS}{metaclass or '?'}",)
             if init is not None:
                 rows.append(_signature(
                     node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated,
@@ -1071,6 +1079,13 @@ class _Project:
             return self.through(rel, row) if row is not None else self._through(self._inherited(rel, name))
         if how == "super":
             return self._through(self._inherited(rel, name))
+        if how == "meta":
+            # `isinstance(rec, C)`: `C`'s metaclass's `__instancecheck__`
+            owner, _, method = name.rpartition(".")
+            site = self.resolve(rel, owner)
+            row = self.defs(site[0]).get(site[1]) if site[0] is not None else None
+            route = next((r for r in row[7] if r.startswith(METACLASS)), None) if row is not None else None
+            return self.metaclass_method(site[0], route, method) if site[0] is not None and route else None
         if how != "name" or not name:
             return None
         site = self.resolve(rel, name)
@@ -1082,6 +1097,15 @@ class _Project:
             # argument is its `self`, which the row leaves out
             row = (row[0], ("", *row[1]), *row[2:])
         return self.through(site[0], row) if row is not None else None
+
+    def metaclass_method(self, rel: str, route: str, method: str) -> tuple[str, tuple[Any, ...]] | None:
+        """`method` of the metaclass a class row's route names, where a scanned module
+        defines it, called bound to the class (its first parameter left out)."""
+        site = self.resolve(rel, route[len(METACLASS):])
+        if site[0] is None:
+            return None
+        row = self.defs(site[0]).get(f"{site[1]}.{method}")
+        return (site[0], row) if row is not None else None
 
     def _through(self, found: tuple[str, tuple[Any, ...]] | None) -> tuple[str, tuple[Any, ...]] | None:
         return self.through(*found) if found is not None else None
@@ -1096,6 +1120,11 @@ class _Project:
         whose registered implementations run), or one whose result is not shown."""
         decorators = row[7]
         for decorator in decorators:
+            if decorator.startswith(METACLASS):
+                # a metaclass of a scanned module with its own `__call__` runs first
+                # (`super().__call__` in it is `type`'s: its arguments escape there)
+                found = self.metaclass_method(rel, decorator, "__call__")
+                return found if found is not None else (rel, row)
             called = decorator.endswith("()")
             site = self.resolve(rel, decorator[:-2] if called else decorator)
             if site[0] is None or depth > 8:
@@ -1201,6 +1230,32 @@ def _params(project: _Project) -> dict[str, set[tuple[str, str]]]:
     return found
 
 
+def _pass_read(
+    target: tuple[str, tuple[Any, ...]] | str | None, position: int, keyword: str, whole: Mapping[str, set[str]],
+    homes: set[str],
+) -> tuple[str, str] | None:
+    """(via, form) of the read at a call site handing the record to `target` (what
+    _Project.callee says), or None where it reads nothing there."""
+    if position == DECORATED:
+        # a function giving the record under a decorator: a scanned one is taken
+        # as a pass-through, any other receives it where no analysis follows
+        if not isinstance(target, tuple) and (target is None or target.partition(":")[0] not in homes):
+            return ("escape", "escapes_fetcher")
+        return None
+    if keyword == HOOK and not (isinstance(target, tuple) and _parameter(target[1], position, "")):
+        return None  # the class defines no such hook: Python calls none
+    if isinstance(target, tuple):
+        where, row = target
+        if row[5] in whole.get(where, ()):
+            return ("helper", "passed_whole")
+        if _parameter(row, position, keyword) is None:
+            return ("escape", "escapes_call")
+        return None
+    if target is None or target.partition(":")[0] not in homes:
+        return ("escape", "escapes_call")
+    return None
+
+
 def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, list[tuple[Any, ...]]]:
     homes = _homes(project, settings)
     whole: dict[str, set[str]] = defaultdict(set)  # file -> functions that read `*`
@@ -1211,22 +1266,9 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
     reads: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for rel, result in project.results.items():
         for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
-            target = project.callee(rel, callee)
-            site = (caller, "*", line, col, end_line, end_col)
-            if position == DECORATED:
-                # a function giving the record under a decorator: a scanned one is taken
-                # as a pass-through, any other receives it where no analysis follows
-                if not isinstance(target, tuple) and (target is None or target.partition(":")[0] not in homes):
-                    reads[rel].append((*site, "escape", "escapes_fetcher", "held"))
-                continue
-            if isinstance(target, tuple):
-                where, row = target
-                if row[5] in whole[where]:
-                    reads[rel].append((*site, "helper", "passed_whole", "held"))
-                elif _parameter(row, position, keyword) is None:
-                    reads[rel].append((*site, "escape", "escapes_call", "held"))
-            elif target is None or target.partition(":")[0] not in homes:
-                reads[rel].append((*site, "escape", "escapes_call", "held"))
+            found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes)
+            if found is not None:
+                reads[rel].append((caller, "*", line, col, end_line, end_col, *found, "held"))
         for caller, callee, position, keyword, name, line, col, end_line, end_col in result.flow.env_literals:
             target = project.callee(rel, callee)
             if not isinstance(target, tuple):

@@ -166,6 +166,10 @@ class Problem(NamedTuple):
 
 Rows = tuple[tuple[Any, ...], ...]
 DECORATED = -2  # FlowFacts.passes: the position of a function handed to its decorator
+# FlowFacts.passes: the keyword of a pass to a hook Python calls only where the class
+# defines it (`__setattr__`, a descriptor's `__set__`, a metaclass's `__instancecheck__`):
+# followed into a scanned one, nothing where none is found
+HOOK = "<hook>"
 
 
 @attrs.frozen

@@ -205,3 +205,181 @@ def test_a_decorated_method_called_on_self_is_followed_through_its_decorator(tmp
     result = _scan(tmp_path, {"user.py": user})
     assert not [r for r in result.reads if r.function == "W.double"], result.reads
     assert _fails(result)
+
+
+# ---- G14: the record as an operand of a user class's operator
+
+
+@pytest.mark.parametrize(("code", "method"), [
+    ("def f():\n    return (Totals() + get_server_args()).world\n", "Totals.__add__"),
+    ("def f():\n    return (get_server_args() + Totals()).world\n", "Totals.__radd__"),
+    ("def f():\n    t = Totals()\n    t += get_server_args()\n    return t.world\n", "Totals.__iadd__"),
+    ("TABLE = Totals()\ndef f():\n    return TABLE[get_server_args()]\n", "Totals.__getitem__"),
+    ("TABLE = Totals()\ndef f():\n    TABLE[get_server_args()] = 1\n", "Totals.__setitem__"),
+    ("def f():\n    return get_server_args() in Totals()\n", "Totals.__contains__"),
+])
+def test_the_record_handed_to_a_scanned_class_operator_is_followed_into_it(tmp_path: Path, code: str, method: str) -> None:
+    dunders = "".join(
+        f"    def {name}(self, args, *rest):\n        self.world = args.tp_size\n        return self\n"
+        for name in ("__add__", "__radd__", "__iadd__", "__getitem__", "__setitem__", "__contains__")
+    )
+    user = RAW + "class Totals:\n" + dunders + code
+    result = _scan(tmp_path, {"user.py": user})
+    assert (method, "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
+    assert _fails(result)
+
+
+def test_an_operator_of_self_and_of_an_imported_class_is_followed(tmp_path: Path) -> None:
+    totals = "class Totals:\n    def __add__(self, args):\n        return args.page_size\n"
+    user = RAW + "from pkg.totals import Totals\n" + (
+        "class Acc(Totals):\n"
+        "    def __sub__(self, args):\n        return args.tp_size\n"
+        "    def run(self):\n        return self - get_server_args()\n"
+        "def f():\n    return Totals() + get_server_args()\n"
+    )
+    result = _scan(tmp_path, {"totals.py": totals, "user.py": user})
+    assert {(r.function, r.leaf) for r in result.reads} == {("Totals.__add__", "page_size"), ("Acc.__sub__", "tp_size")}, result.reads
+
+
+@pytest.mark.parametrize("code", [
+    "def f(table):\n    return table[get_server_args()]\n",
+    "def f(acc):\n    acc += get_server_args()\n",
+    "def f(acc):\n    return acc * get_server_args()\n",
+    "def f():\n    return make() | get_server_args()\n",
+])
+def test_the_record_handed_to_an_operator_of_an_unknown_class_escapes(tmp_path: Path, code: str) -> None:
+    result = _scan(tmp_path, {"user.py": RAW + code})
+    assert {("escape", "escapes_operator"), ("escape", "escapes_call")} & set(_escapes(result, "f")), result.reads
+    assert _fails(result)
+
+
+def test_operators_on_numbers_and_builtin_containers_read_nothing_more(tmp_path: Path) -> None:
+    user = RAW + (
+        "CACHE = {}\n"
+        "def f(n):\n"
+        "    rec = get_server_args()\n"
+        "    seen = set()\n"
+        "    total = 0\n"
+        "    total += rec.tp_size * 2 + n\n"
+        "    CACHE[rec.page_size] = [1] + [2]\n"
+        "    by = defaultdict(list)\n"
+        "    by[rec.tp_size].append(n)\n"
+        "    return total, CACHE.get(rec.tp_size), by\n"
+        "def g():\n"
+        "    d = {}\n"
+        "    d[get_server_args()] = 1\n"
+        "    return len(d)\n"
+    )
+    result = _scan(tmp_path, {"user.py": "from collections import defaultdict\n" + user})
+    assert {(r.function, r.leaf) for r in result.reads} == {("f", "tp_size"), ("f", "page_size")}, result.reads
+
+
+# ---- G6: a holder whose `__setattr__` or a data descriptor sees the record as it is stored
+
+
+SETATTR = (
+    "class Worker:\n"
+    "    def __setattr__(self, k, v):\n"
+    "        if k == 'server_args':\n"
+    "            object.__setattr__(self, 'world', v.tp_size)\n"
+    "        object.__setattr__(self, k, v)\n"
+)
+DESCRIPTOR = (
+    "class Captures:\n"
+    "    def __set_name__(self, owner, name):\n"
+    "        self.name = '_' + name\n"
+    "    def __set__(self, obj, value):\n"
+    "        obj.world = value.tp_size\n"
+    "class Worker:\n"
+    "    server_args = Captures()\n"
+)
+
+
+@pytest.mark.parametrize(("classes", "code", "hook"), [
+    (SETATTR, "def f():\n    w = Worker()\n    w.server_args = get_server_args()\n    return w.world\n", "Worker.__setattr__"),
+    (SETATTR, "def f():\n    w = Worker()\n    setattr(w, 'cfg', get_server_args())\n", "Worker.__setattr__"),
+    (SETATTR + "    def __init__(self):\n        self.server_args = get_server_args()\n", "", "Worker.__setattr__"),
+    (DESCRIPTOR, "def f():\n    w = Worker()\n    w.server_args = get_server_args()\n    return w.world\n", "Captures.__set__"),
+])
+def test_a_store_on_an_object_whose_class_hooks_it_is_followed_into_the_hook(
+    tmp_path: Path, classes: str, code: str, hook: str
+) -> None:
+    result = _scan(tmp_path, {"user.py": RAW + classes + code})
+    assert (hook, "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
+    assert _fails(result)
+
+
+def test_a_store_on_an_object_of_an_imported_hooking_class_is_followed_too(tmp_path: Path) -> None:
+    user = RAW + "from pkg.worker import Worker\ndef f():\n    w = Worker()\n    w.server_args = get_server_args()\n"
+    result = _scan(tmp_path, {"worker.py": SETATTR, "user.py": user})
+    assert ("Worker.__setattr__", "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
+
+
+def test_a_store_on_an_object_without_hooks_stays_precise(tmp_path: Path) -> None:
+    user = RAW + "import torch\n" + (
+        "class Plain:\n    pass\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n        self.server_args = get_server_args()\n"
+        "def f():\n    w = Plain()\n    w.server_args = get_server_args()\n    return w.server_args.tp_size\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert {(r.function, r.leaf) for r in result.reads} == {("f", "tp_size")}, result.reads
+
+
+# ---- G2: a metaclass's `__call__` or `__instancecheck__` sees the record
+
+
+META = (
+    "class Registered(type):\n"
+    "    def __call__(cls, cfg, *a, **k):\n"
+    "        obj = super().__call__(cfg, *a, **k)\n"
+    "        obj.world = cfg.tp_size\n"
+    "        return obj\n"
+    "    def __instancecheck__(cls, obj):\n"
+    "        return obj.page_size > 1\n"
+    "class Worker(metaclass=Registered):\n"
+    "    def __init__(self, cfg):\n"
+    "        self.ok = True\n"
+)
+
+
+def test_a_class_with_a_metaclass_call_is_constructed_through_it(tmp_path: Path) -> None:
+    result = _scan(tmp_path, {"user.py": RAW + META + "def f():\n    return Worker(get_server_args()).world\n"})
+    assert ("Registered.__call__", "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
+    assert _fails(result)
+
+
+def test_isinstance_against_a_class_with_a_metaclass_instancecheck_is_followed_into_it(tmp_path: Path) -> None:
+    meta = META
+    user = RAW + "from pkg.meta import Worker\ndef f():\n    return isinstance(get_server_args(), (int, Worker))\n"
+    result = _scan(tmp_path, {"meta.py": meta, "user.py": user})
+    assert ("Registered.__instancecheck__", "page_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
+    assert _fails(result)
+
+
+def test_isinstance_and_construction_of_ordinary_classes_read_nothing(tmp_path: Path) -> None:
+    user = RAW + "import abc\n" + (
+        "class Base(metaclass=abc.ABCMeta):\n    pass\n"
+        "class Plain(Base):\n    def __init__(self, args):\n        self.tp = args.tp_size\n"
+        "def f():\n    rec = get_server_args()\n    return isinstance(rec, (Plain, int)), Plain(rec)\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert {(r.function, r.leaf) for r in result.reads} == {("Plain.__init__", "tp_size")}, result.reads
+
+
+# ---- L2, L3: a descriptor's `__get__` called by hand, a frame's variables
+
+
+@pytest.mark.parametrize("code", [
+    "from legacy.config_bags.accessors import cfg\ndef f():\n    return type(cfg).server_args.__get__(cfg).tp_size\n",
+    "from legacy.config_bags.accessors import cfg, ProcessConfigView\n"
+    "def f():\n    return ProcessConfigView.server_args.__get__(cfg).tp_size\n",
+    "import sys\n" + RAW + "def peek(name):\n    return sys._getframe(1).f_locals[name]\n"
+    "def f():\n    a = get_server_args()\n    return peek('a').tp_size\n",
+    "import inspect\n" + RAW + "def peek(name):\n    return inspect.currentframe().f_back.f_globals[name]\n",
+    "import inspect, sys\n" + RAW + "def peek(name):\n    return inspect.getargvalues(sys._getframe(1)).locals[name]\n",
+])
+def test_a_descriptor_called_by_hand_or_a_frames_variables_are_unresolved(tmp_path: Path, code: str) -> None:
+    result = _scan(tmp_path, {"user.py": code})
+    assert [r for r in result.reads if r.leaf == "$?" and r.via == "reflection"], result.reads
+    assert _fails(result)
