@@ -10,8 +10,9 @@ literal. This pass resolves the imports by module name (a file's module name fol
 path and the `__init__.py` chain; relative imports too), tells each module what its
 imports are (configbags.migrate.scanmodel.FlowInput) and which of its parameters receive
 the record (arguments mapped onto parameters as Python binds them: a classmethod's `cls`,
-a method's `self` bound or, called through its class, passed), and analyses again the
-modules whose input changed, until nothing changes.
+a method's `self` bound or, called through its class, passed; a decorated function as
+what its decorators return, a class through its metaclass's `__call__`: _Project.through),
+and analyses again the modules whose input changed, until nothing changes.
 Then it reports, at the call site (keyed to the caller's file and function):
 
 - the record handed to a callable it cannot resolve to a function of a scanned module
@@ -1091,12 +1092,16 @@ class _Project:
         site = self.resolve(rel, name)
         if site[0] is None:
             return site[1] or None
-        row = self.defs(site[0]).get(site[1])
+        where, row = site[0], self.defs(site[0]).get(site[1])
+        if row is None and "." in site[1]:
+            # a method the class inherits from a scanned base (`Worker.tp`, the hooks
+            # `Worker.__setattr__` and `Totals.__add__` Python looks up the same way)
+            where, row = self._inherited(site[0], site[1]) or (where, None)
         if row is not None and row[6]:
             # a plain method called through its class (`Worker.tp(w, rec)`): the first
             # argument is its `self`, which the row leaves out
             row = (row[0], ("", *row[1]), *row[2:])
-        return self.through(site[0], row) if row is not None else None
+        return self.through(where, row) if row is not None else None
 
     def metaclass_method(self, rel: str, route: str, method: str) -> tuple[str, tuple[Any, ...]] | None:
         """`method` of the metaclass a class row's route names, where a scanned module

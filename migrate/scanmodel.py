@@ -182,9 +182,13 @@ class FlowFacts:
     # `import a.b as l` is (0, "a.b", "", "l"), a plain `import a.b` binds local "a"
     imports: Rows = ()
     # (qualname, positional parameters, keyword-only parameters, record parameters,
-    # takes *args or **kwargs, body qualname, unbound): the module's functions, its
+    # takes *args or **kwargs, body qualname, unbound, routes): the module's functions, its
     # classes' methods (without the `self` or `cls` a call binds; unbound 1 for a plain
-    # method, whose `self` is the first argument when called through its class)
+    # method, whose `self` is the first argument when called through its class); routes:
+    # the decorators that decide what a call runs, outermost first, and a class's
+    # `metaclass:M`. Also `deco()` (and a factory's `deco()()`): what calling the
+    # decorator `deco` gives, where its body shows it (the wrapper's parameters and body,
+    # or routes ("=",): the function as it is)
     signatures: Rows = ()
     # (class, base, base, ...): each module-level class's bases as spelled (dotted names)
     bases: Rows = ()

@@ -383,3 +383,17 @@ def test_a_descriptor_called_by_hand_or_a_frames_variables_are_unresolved(tmp_pa
     result = _scan(tmp_path, {"user.py": code})
     assert [r for r in result.reads if r.leaf == "$?" and r.via == "reflection"], result.reads
     assert _fails(result)
+
+
+def test_a_hook_or_an_operator_a_class_inherits_from_a_scanned_base_is_followed(tmp_path: Path) -> None:
+    base = (
+        "class Hooked:\n"
+        "    def __setattr__(self, k, v):\n        object.__setattr__(self, 'world', v.tp_size)\n"
+        "    def __add__(self, args):\n        return args.page_size\n"
+    )
+    user = RAW + "from pkg.base import Hooked\nclass Worker(Hooked):\n    pass\n" + (
+        "def f():\n    w = Worker()\n    w.server_args = get_server_args()\n    return w + get_server_args()\n"
+    )
+    result = _scan(tmp_path, {"base.py": base, "user.py": user})
+    assert {("Hooked.__setattr__", "tp_size"), ("Hooked.__add__", "page_size")} <= {
+        (r.function, r.leaf) for r in result.reads}, result.reads
