@@ -138,6 +138,8 @@ ARGUMENT_TRANSPARENT = frozenset({
     "dataclass", "runtime_checkable", "unique", "define", "frozen", "mutable", "no_grad", "inference_mode",
     "enable_grad",
 })
+# A method row's first route where the call binds its `self` or `cls`
+BINDS = "^"
 # A class row's last route: the metaclass as spelled (`metaclass:Registered`)
 METACLASS = "metaclass:"
 # What a decorator row (`deco()`, signatures) says where the decorator returns the
@@ -156,6 +158,13 @@ def _decorators(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> 
             continue
         found.append((name or "?") + ("()" if call is not None and name else ""))
     return tuple(found)
+
+
+def _method_routes(node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> tuple[str, ...]:
+    """A method's decorator routes, led by BINDS where a call binds its first parameter
+    (`self`, `cls`): the wrapper a decorator returns receives it first."""
+    routes = _decorators(node)
+    return (BINDS, *routes) if routes and kind != "static" else routes
 
 
 def _wrapper_rows(
@@ -260,7 +269,7 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
                     kind = _method_kind(item)
                     rows.append(_signature(
                         qualname, item.args, settings, bound=kind != "static", body=qualname, annotated=annotated,
-                        unbound=kind == "plain", decorators=_decorators(item),
+                        unbound=kind == "plain", decorators=_method_routes(item, kind),
                     ))
                     if item.name == "__init__":
                         init = item
@@ -1101,7 +1110,8 @@ class _Project:
             # a plain method called through its class (`Worker.tp(w, rec)`): the first
             # argument is its `self`, which the row leaves out
             row = (row[0], ("", *row[1]), *row[2:])
-        return self.through(where, row) if row is not None else None
+        # (called through its class, a plain method's wrapper takes every argument as given)
+        return self.through(where, row, unbound=bool(row[6])) if row is not None else None
 
     def metaclass_method(self, rel: str, route: str, method: str) -> tuple[str, tuple[Any, ...]] | None:
         """`method` of the metaclass a class row's route names, where a scanned module
@@ -1115,7 +1125,9 @@ class _Project:
     def _through(self, found: tuple[str, tuple[Any, ...]] | None) -> tuple[str, tuple[Any, ...]] | None:
         return self.through(*found) if found is not None else None
 
-    def through(self, rel: str, row: tuple[Any, ...], depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:
+    def through(
+        self, rel: str, row: tuple[Any, ...], depth: int = 0, unbound: bool = False
+    ) -> tuple[str, tuple[Any, ...]] | None:
         """What a call of the function (or class) of `row` runs under its decorators
         (outermost first, those that pass the arguments on as given left out): the
         function itself where each returns it as it is or forwards `*args, **kwargs` to
@@ -1124,7 +1136,10 @@ class _Project:
         else None: a decorator no scanned module defines (`functools.singledispatch`,
         whose registered implementations run), or one whose result is not shown."""
         decorators = row[7]
+        binds = bool(decorators) and decorators[0] == BINDS and not unbound
         for decorator in decorators:
+            if decorator == BINDS:
+                continue
             if decorator.startswith(METACLASS):
                 # a metaclass of a scanned module with its own `__call__` runs first
                 # (`super().__call__` in it is `type`'s: its arguments escape there)
@@ -1138,6 +1153,8 @@ class _Project:
             if wrapper is None:
                 return None
             if wrapper[7] != (AS_IS,):
+                if binds:  # `self.m(rec)`: the wrapper's first parameter takes `self`
+                    wrapper = (wrapper[0], tuple(wrapper[1][1:]), *wrapper[2:])
                 return self.through(site[0], wrapper, depth + 1)
         return rel, row
 

@@ -397,3 +397,23 @@ def test_a_hook_or_an_operator_a_class_inherits_from_a_scanned_base_is_followed(
     result = _scan(tmp_path, {"base.py": base, "user.py": user})
     assert {("Hooked.__setattr__", "tp_size"), ("Hooked.__add__", "page_size")} <= {
         (r.function, r.leaf) for r in result.reads}, result.reads
+
+
+@pytest.mark.parametrize(("call", "reader"), [
+    ("self.tp(get_server_args())", "with_self.wrapper"),
+    ("W.tp(self, get_server_args())", "with_self.wrapper"),
+    ("W.build(get_server_args())", "with_self.wrapper"),
+])
+def test_a_decorated_methods_wrapper_takes_self_first(tmp_path: Path, call: str, reader: str) -> None:
+    user = RAW + (
+        "def with_self(fn):\n"
+        "    def wrapper(obj, args):\n"
+        "        return fn(obj, args.tp_size)\n"
+        "    return wrapper\n"
+        "class W:\n"
+        "    @with_self\n    def tp(self, tp):\n        return tp\n"
+        "    @classmethod\n    @with_self\n    def build(cls, tp):\n        return tp\n"
+        f"    def run(self):\n        return {call}\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert (reader, "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
