@@ -118,6 +118,13 @@ _OPERATORS: dict[type[ast.operator], str] = {
 }
 
 
+# ordering comparisons -> (the method Python calls on the left operand's class, the
+# reflected one it calls on the right operand's)
+_ORDERINGS: dict[type[ast.cmpop], tuple[str, str]] = {
+    ast.Lt: ("lt", "gt"), ast.LtE: ("le", "ge"), ast.Gt: ("gt", "lt"), ast.GtE: ("ge", "le"),
+}
+
+
 class _Scope(Scope):
     __slots__ = ("aliases", "assigns", "callers", "defaults", "returns", "self_assigns")
 
@@ -1387,6 +1394,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                         self._whole(side, reach)
             if isinstance(op, (ast.In, ast.NotIn)) and self.a.instance_class(right, self.scope) not in (None, BUILTIN):
                 self._operand(left, right, "__contains__")  # `rec in pool`: Pool.__contains__
+            order = _ORDERINGS.get(type(op))
+            if order is not None:
+                self._operand(right, left, f"__{order[0]}__")  # `t < rec`: T.__lt__
+                self._operand(left, right, f"__{order[1]}__")  # `rec < t`: T.__gt__, reflected
             left = right
         self.generic_visit(node)
 

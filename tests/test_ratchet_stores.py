@@ -217,11 +217,13 @@ def test_a_decorated_method_called_on_self_is_followed_through_its_decorator(tmp
     ("TABLE = Totals()\ndef f():\n    return TABLE[get_server_args()]\n", "Totals.__getitem__"),
     ("TABLE = Totals()\ndef f():\n    TABLE[get_server_args()] = 1\n", "Totals.__setitem__"),
     ("def f():\n    return get_server_args() in Totals()\n", "Totals.__contains__"),
+    ("def f():\n    return Totals() < get_server_args()\n", "Totals.__lt__"),
+    ("def f():\n    return get_server_args() <= Totals()\n", "Totals.__ge__"),
 ])
 def test_the_record_handed_to_a_scanned_class_operator_is_followed_into_it(tmp_path: Path, code: str, method: str) -> None:
     dunders = "".join(
         f"    def {name}(self, args, *rest):\n        self.world = args.tp_size\n        return self\n"
-        for name in ("__add__", "__radd__", "__iadd__", "__getitem__", "__setitem__", "__contains__")
+        for name in ("__add__", "__radd__", "__iadd__", "__getitem__", "__setitem__", "__contains__", "__lt__", "__ge__")
     )
     user = RAW + "class Totals:\n" + dunders + code
     result = _scan(tmp_path, {"user.py": user})
@@ -264,7 +266,7 @@ def test_operators_on_numbers_and_builtin_containers_read_nothing_more(tmp_path:
         "    CACHE[rec.page_size] = [1] + [2]\n"
         "    by = defaultdict(list)\n"
         "    by[rec.tp_size].append(n)\n"
-        "    return total, CACHE.get(rec.tp_size), by\n"
+        "    return total, CACHE.get(rec.tp_size), by, rec.page_size < 3, n >= rec.tp_size\n"
         "def g():\n"
         "    d = {}\n"
         "    d[get_server_args()] = 1\n"
