@@ -640,6 +640,19 @@ class _Analysis(Scopes[_Scope]):
             current = current.parent
         return None
 
+    def class_value(self, qualname: str, attr: str, depth: int = 0) -> str | None:
+        """What the class body of `qualname` (or of a base of the module) binds `attr` to a
+        call of (`server_args = Captures()`), as spelled; else None."""
+        found = self.class_values.get((qualname, attr))
+        if found is not None or depth > 8:
+            return found
+        for base in self.class_bases.get(qualname, ()):
+            inherited = self.class_names_of.get(base)
+            found = self.class_value(inherited, attr, depth + 1) if inherited else None
+            if found is not None:
+                return found
+        return None
+
     def is_context(self, expr: ast.expr, scope: _Scope, seen: frozenset[str] = frozenset()) -> bool:
         """Is `expr` a config context (`get_context()`, a name bound to one)?"""
         if isinstance(expr, ast.Call):
@@ -1644,7 +1657,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         route, position = (found, 1) if found.startswith("self:") else (f"name:{found}", 2)
         hooks = [(value, f"{route}.__setattr__", position, HOOK)]
         owner = found.partition(":")[2] if found.startswith("self:") else self.a.class_names_of.get(found, "")
-        descriptor = self.a.class_values.get((owner, target.attr))
+        descriptor = self.a.class_value(owner, target.attr)
         if descriptor is not None:
             hooks.append((value, f"name:{descriptor}.__set__", 2, HOOK))  # (descriptor, obj, value)
         self._hand(hooks)
@@ -1896,6 +1909,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     ) and any(self.a.matched(field) is None for field in self._positional(pattern, value)):
                         self._holder_escape(pattern)
                     continue
+                if reach is not None and value is not None and dotted(pattern.cls):
+                    # `case C():` tests `isinstance(subject, C)`: C's metaclass's hook
+                    self._hand([(value, f"meta:{dotted(pattern.cls)}.__instancecheck__", 0, HOOK)])
                 found = reach or ("class_pattern", "held")
                 for attr in pattern.kwd_attrs:
                     self._read(pattern, attr, found, "match")

@@ -1093,9 +1093,7 @@ class _Project:
             # `isinstance(rec, C)`: `C`'s metaclass's `__instancecheck__`
             owner, _, method = name.rpartition(".")
             site = self.resolve(rel, owner)
-            row = self.defs(site[0]).get(site[1]) if site[0] is not None else None
-            route = next((r for r in row[7] if r.startswith(METACLASS)), None) if row is not None else None
-            return self.metaclass_method(site[0], route, method) if site[0] is not None and route else None
+            return self.metaclass_method(site[0], site[1], method) if site[0] is not None else None
         if how != "name" or not name:
             return None
         site = self.resolve(rel, name)
@@ -1113,14 +1111,25 @@ class _Project:
         # (called through its class, a plain method's wrapper takes every argument as given)
         return self.through(where, row, unbound=bool(row[6])) if row is not None else None
 
-    def metaclass_method(self, rel: str, route: str, method: str) -> tuple[str, tuple[Any, ...]] | None:
-        """`method` of the metaclass a class row's route names, where a scanned module
-        defines it, called bound to the class (its first parameter left out)."""
-        site = self.resolve(rel, route[len(METACLASS):])
-        if site[0] is None:
-            return None
-        row = self.defs(site[0]).get(f"{site[1]}.{method}")
-        return (site[0], row) if row is not None else None
+    def metaclass_method(self, rel: str, cls: str, method: str, depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:
+        """`method` of the metaclass of `rel`'s class `cls` (given by its class statement,
+        or a scanned base's), where a scanned module defines it, called bound to the
+        class (its first parameter left out)."""
+        row = self.defs(rel).get(cls)
+        route = next((r for r in row[7] if r.startswith(METACLASS)), None) if row is not None else None
+        if route is not None:
+            site = self.resolve(rel, route[len(METACLASS):])
+            found = self.defs(site[0]).get(f"{site[1]}.{method}") if site[0] is not None else None
+            return (site[0], found) if site[0] is not None and found is not None else None
+        for bases in self.results[rel].flow.bases if depth < 8 else ():
+            if bases[0] != cls:
+                continue
+            for base in bases[1:]:
+                site = self.resolve(rel, base)
+                found = self.metaclass_method(site[0], site[1], method, depth + 1) if site[0] is not None else None
+                if found is not None:
+                    return found
+        return None
 
     def _through(self, found: tuple[str, tuple[Any, ...]] | None) -> tuple[str, tuple[Any, ...]] | None:
         return self.through(*found) if found is not None else None
@@ -1141,10 +1150,7 @@ class _Project:
             if decorator == BINDS:
                 continue
             if decorator.startswith(METACLASS):
-                # a metaclass of a scanned module with its own `__call__` runs first
-                # (`super().__call__` in it is `type`'s: its arguments escape there)
-                found = self.metaclass_method(rel, decorator, "__call__")
-                return found if found is not None else (rel, row)
+                break
             called = decorator.endswith("()")
             site = self.resolve(rel, decorator[:-2] if called else decorator)
             if site[0] is None or depth > 8:
@@ -1156,6 +1162,12 @@ class _Project:
                 if binds:  # `self.m(rec)`: the wrapper's first parameter takes `self`
                     wrapper = (wrapper[0], tuple(wrapper[1][1:]), *wrapper[2:])
                 return self.through(site[0], wrapper, depth + 1)
+        if row[5] == f"{row[0]}.__init__":
+            # a class: a metaclass of a scanned module (its own or a base's) with its own
+            # `__call__` runs first (`super().__call__` in it is `type`'s: an escape there)
+            found = self.metaclass_method(rel, row[0], "__call__")
+            if found is not None:
+                return found
         return rel, row
 
 

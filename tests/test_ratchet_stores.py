@@ -419,3 +419,23 @@ def test_a_decorated_methods_wrapper_takes_self_first(tmp_path: Path, call: str,
     )
     result = _scan(tmp_path, {"user.py": user})
     assert (reader, "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
+
+
+def test_a_metaclass_a_class_inherits_and_a_match_class_pattern_reach_its_hooks(tmp_path: Path) -> None:
+    meta = META + "class Child(Worker):\n    pass\n"
+    user = RAW + "from pkg.meta import Child\n" + (
+        "def f():\n    return Child(get_server_args())\n"
+        "def g():\n    match get_server_args():\n        case Child():\n            return 1\n"
+    )
+    result = _scan(tmp_path, {"meta.py": meta, "user.py": user})
+    assert {("Registered.__call__", "tp_size"), ("Registered.__instancecheck__", "page_size")} <= {
+        (r.function, r.leaf) for r in result.reads}, result.reads
+
+
+def test_a_descriptor_a_class_inherits_sees_the_store(tmp_path: Path) -> None:
+    user = RAW + DESCRIPTOR.replace("class Worker:", "class Base:") + (
+        "class Worker(Base):\n    pass\n"
+        "def f():\n    w = Worker()\n    w.server_args = get_server_args()\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("Captures.__set__", "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
