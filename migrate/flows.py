@@ -179,45 +179,53 @@ def _wrapper_rows(
     nested = {
         item.name: item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
     }
-    rows: list[tuple[Any, ...]] = []
-    if not params:
-        return rows
-    # cheap first: only a function defining one in its own body, or returning a parameter
-    # at its top level, can be such a decorator
-    statements = _own_statements(node.body) if nested else (stmt for stmt in node.body if isinstance(stmt, ast.Return))
-    for stmt in statements:
-        if not (isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name)):
+    # cheap first: only a function defining one in its own body, or returning its first
+    # parameter at its top level, can be such a decorator
+    if not params or not (nested or any(
+        isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name) and stmt.value.id == params[0]
+        for stmt in node.body
+    )):
+        return []
+    found: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    unknown = False  # a return of anything else: what a call gives is not shown
+    for stmt in _own_statements(node.body):
+        if not isinstance(stmt, ast.Return):
             continue
-        name = stmt.value.id
-        if name == params[0]:
-            rows.append((f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)))
-            continue
+        name = stmt.value.id if isinstance(stmt.value, ast.Name) else ""
         inner = nested.get(name)
-        if isinstance(inner, ast.ClassDef):
+        if name and name == params[0]:
+            found[f"{qualname}()"].add((f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)))
+        elif isinstance(inner, ast.ClassDef):
             init = next((
                 item for item in inner.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and item.name == "__init__"
             ), None)
             body = f"{qualname}.{name}.__init__"
-            rows.append(
+            found[f"{qualname}()"].add(
                 _signature(f"{qualname}()", init.args, settings, bound=True, body=body, annotated=annotated)
                 if init is not None else (f"{qualname}()", (), (), (), 1, body, 0, ())
             )
         elif inner is not None:
-            if _forwards(inner, params[0]):
-                rows.append((f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)))
-            else:
-                rows.append(_signature(
+            found[f"{qualname}()"].add(
+                (f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)) if _forwards(inner, params[0]) else _signature(
                     f"{qualname}()", inner.args, settings, bound=False, body=f"{qualname}.{name}", annotated=annotated,
                     decorators=_decorators(inner),
-                ))
+                )
+            )
             if depth == 0:
                 # a factory (`def retry(n): def deco(fn): ...; return deco`): `retry()()`
-                rows += [
-                    (f"{qualname}()()", *row[1:])
-                    for row in _wrapper_rows(inner, settings, annotated, f"{qualname}.", depth + 1)
-                    if row[0].endswith("()")
-                ]
+                for row in _wrapper_rows(inner, settings, annotated, f"{qualname}.", depth + 1):
+                    if row[0] == f"{qualname}.{name}()":
+                        found[f"{qualname}()()"].add((f"{qualname}()()", *row[1:]))
+        else:
+            unknown = True
+    rows: list[tuple[Any, ...]] = []
+    for call, outcomes in found.items():
+        if unknown or len(outcomes) > 1:
+            # several results, or one not shown: no route the scanner can follow ("?")
+            rows.append((call, (), (), (), 1, "", 0, ("?",)))
+        else:
+            rows.extend(outcomes)
     return rows
 
 

@@ -439,3 +439,17 @@ def test_a_descriptor_a_class_inherits_sees_the_store(tmp_path: Path) -> None:
     )
     result = _scan(tmp_path, {"user.py": user})
     assert ("Captures.__set__", "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
+
+
+@pytest.mark.parametrize("decorator", [
+    "def deco(fn):\n    if DEBUG:\n        return make(fn)\n    return fn\n",
+    "def deco(fn):\n    def wrapper(*a, **k):\n        return fn(*a, **k)\n    if DEBUG:\n        return fn\n"
+    "    return peek(wrapper)\n",
+])
+def test_a_decorator_returning_something_not_shown_on_some_path_makes_the_call_an_escape(
+    tmp_path: Path, decorator: str
+) -> None:
+    user = RAW + "DEBUG = False\n" + decorator + "@deco\ndef tp(args):\n    return args.tp_size\n"
+    user += "def f():\n    return tp(get_server_args())\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("escape", "escapes_call") in _escapes(result, "f"), result.reads
