@@ -1633,6 +1633,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.generic_visit(node)
 
     def _stored(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
+        value = _indexed_element(value)  # `h.x = [rec][0]` stores rec
         reach = self.a.reach(value, self.scope)
         if reach is None:
             return
@@ -1704,6 +1705,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             for element in value.elts:
                 self._contained(element.value if isinstance(element, ast.Starred) else element)
             return
+        value = _indexed_element(value)
         reach = self.a.reach(value, self.scope)
         if reach is not None:
             self._escape(value, reach, "escapes_container")
@@ -2007,6 +2009,25 @@ def _subject_captures(pattern: ast.pattern) -> list[ast.MatchAs]:
     if isinstance(pattern, ast.MatchOr):
         return [capture for p in pattern.patterns for capture in _subject_captures(p)]
     return []
+
+
+def _indexed_element(expr: ast.expr) -> ast.expr:
+    """The element a container literal indexed literally evaluates to (`[rec][0]`,
+    `(a, rec)[-1]`, `{"r": rec}["r"]`), else `expr` itself."""
+    while isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        container, key = expr.value, expr.slice.value
+        if isinstance(container, (ast.Tuple, ast.List)) and type(key) is int and -len(container.elts) <= key < len(
+            container.elts
+        ) and not any(isinstance(e, ast.Starred) for e in container.elts):
+            expr = container.elts[key]
+        elif isinstance(container, ast.Dict) and None not in container.keys and any(
+            isinstance(k, ast.Constant) and k.value == key for k in container.keys
+        ):
+            expr = next(v for k, v in reversed(list(zip(container.keys, container.values, strict=True)))
+                        if isinstance(k, ast.Constant) and k.value == key)
+        else:
+            break
+    return expr
 
 
 def namespace_like(expr: ast.expr) -> bool:

@@ -55,6 +55,10 @@ def _escapes(result: ScanResult, function: str) -> list[tuple[str, str]]:
     "*rest, = [get_server_args()]\n    return rest[0].tp_size\n",
     "a, *b = *SLOTS, get_server_args()\n    return b[0].tp_size\n",
     "with contextlib.nullcontext(get_server_args()) as h.x:\n        return h.x.tp_size\n",
+    "h.x = [get_server_args()][0]\n",
+    "SLOTS['r'] = {'r': get_server_args()}['r']\n",
+    "h.x, n = (1, get_server_args())[-1], 2\n",
+    "a, *rest = 1, [get_server_args()][0]\n",
 ])
 def test_the_record_stored_through_an_unpacking_or_loop_target_escapes(tmp_path: Path, body: str) -> None:
     user = "import contextlib\n" + RAW + "class H:\n    pass\nh = H()\nSLOTS = {}\ndef f():\n    " + body
