@@ -140,6 +140,8 @@ ARGUMENT_TRANSPARENT = frozenset({
 })
 # A method row's first route where the call binds its `self` or `cls`
 BINDS = "^"
+# A route's prefix for a decorator named like a well-known pass-through (ARGUMENT_TRANSPARENT)
+TRANSPARENT = "~"
 # A class row's last route: the metaclass as spelled (`metaclass:Registered`)
 METACLASS = "metaclass:"
 # What a decorator row (`deco()`, signatures) says where the decorator returns the
@@ -154,9 +156,10 @@ def _decorators(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> 
     for decorator in node.decorator_list:
         call = decorator if isinstance(decorator, ast.Call) else None
         name = dotted(call.func if call is not None else decorator)
-        if name.rpartition(".")[2] in ARGUMENT_TRANSPARENT:
-            continue
-        found.append((name or "?") + ("()" if call is not None and name else ""))
+        spelled = (name or "?") + ("()" if call is not None and name else "")
+        # one of the well-known pass-throughs, unless a scanned module defines it (a
+        # project's own `cache` is judged by its body): TRANSPARENT-marked
+        found.append(TRANSPARENT + spelled if name.rpartition(".")[2] in ARGUMENT_TRANSPARENT else spelled)
     return tuple(found)
 
 
@@ -1159,8 +1162,12 @@ class _Project:
                 continue
             if decorator.startswith(METACLASS):
                 break
+            transparent = decorator.startswith(TRANSPARENT)
+            decorator = decorator.removeprefix(TRANSPARENT)
             called = decorator.endswith("()")
             site = self.resolve(rel, decorator[:-2] if called else decorator)
+            if transparent and (site[0] is None or site[1] not in self.defs(site[0])):
+                continue  # `functools.cache`, `torch.no_grad()`: the arguments as given
             if site[0] is None or depth > 8:
                 return None
             wrapper = self.defs(site[0]).get(f"{site[1]}(){'()' if called else ''}")

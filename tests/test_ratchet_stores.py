@@ -457,3 +457,10 @@ def test_a_decorator_returning_something_not_shown_on_some_path_makes_the_call_a
     user += "def f():\n    return tp(get_server_args())\n"
     result = _scan(tmp_path, {"user.py": user})
     assert ("escape", "escapes_call") in _escapes(result, "f"), result.reads
+
+
+def test_a_projects_own_decorator_named_like_a_pass_through_is_judged_by_its_body(tmp_path: Path) -> None:
+    util = "def cache(fn):\n    def wrapper(args):\n        return fn(args.tp_size)\n    return wrapper\n"
+    user = RAW + "from pkg.util import cache\n@cache\ndef tp(n):\n    return n\ndef f():\n    return tp(get_server_args())\n"
+    result = _scan(tmp_path, {"util.py": util, "user.py": user})
+    assert ("cache.wrapper", "tp_size") in {(r.function, r.leaf) for r in result.reads}, result.reads
