@@ -60,6 +60,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from configbags.migrate import holders
 from configbags.migrate.aliases import mention_lines, statement_span
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
@@ -352,6 +353,9 @@ class _Doors(Scopes[_Scope]):
         # attribute names a class body binds or its methods assign on self (settle()):
         # any other attribute of an unknown base is nothing, found without a walk
         self.held_attrs: frozenset[str] = frozenset()
+        # id(scope) -> the module or function opening it: a name's bindings on lines the
+        # pruned walk skipped (`a = Admin()`) are read there (holders.instance_values)
+        self.nodes: dict[int, ast.AST] = {}
 
     def _class_of(self, expr: ast.expr, scope: _Scope) -> _Scope | None:
         """The class scope `expr` names: a module-level class by name (`A.CTX`), or the
@@ -369,7 +373,7 @@ class _Doors(Scopes[_Scope]):
         if expr.attr not in self.held_attrs:
             return _NO_KINDS
         found: set[str] = set()
-        owner = self.method_class(expr.value, scope)
+        owner = self.method_class(expr.value, scope) or self._instance_of(expr.value, scope)
         if owner is not None:
             for value, where in self.self_attrs.get((owner, expr.attr), ()):
                 if isinstance(value, ast.expr):
@@ -378,6 +382,25 @@ class _Doors(Scopes[_Scope]):
         if cls is not None and expr.attr in cls.bindings:
             found.update(self._bound_kind(expr.attr, cls, cls.bindings[expr.attr]))
         return frozenset(found)
+
+    def _instance_of(self, expr: ast.expr, scope: _Scope, seen: int = 0) -> str | None:
+        """The module-level class `expr` is an instance of, where the code shows it:
+        `Admin()`, or a name bound only to such a call (`a = Admin()`): `Admin().ctx` is
+        what Admin's methods assign to `self.ctx`."""
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.classes:
+            return expr.func.id if self.visible(expr.func.id, scope) is self.module else None
+        if not isinstance(expr, ast.Name) or seen > 4:
+            return None
+        # the nearest function (or the module) whose code binds the name, walked or not
+        current: _Scope | None = scope
+        while current is not None:
+            node = self.nodes.get(id(current)) if current.kind in ("module", "function") else None
+            values = holders.instance_values(node, expr.id) if node is not None else []
+            if values or current.kind == "module":
+                found = {self._instance_of(value, current, seen + 1) if value is not None else None for value in values}
+                return found.pop() if len(found) == 1 else None
+            current = self.module if expr.id in current.globals else current.parent
+        return None
 
     def settle(self) -> None:
         """Hand each binding to the scope it lands in (`global`, `nonlocal`)."""
@@ -598,6 +621,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         self._add(name, value, scope)
 
     def opened_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope, in_class: bool) -> None:
+        self.d.nodes[id(scope)] = node
         positional = [*node.args.posonlyargs, *node.args.args]
         static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
         if in_class and positional and not static:
@@ -1092,6 +1116,7 @@ class DoorScan:
             # each name's mentions are searched for once
             while True:
                 doors = _Doors(sorted(lines))
+                doors.nodes[id(doors.module)] = self.tree
                 _Binder(doors).visit_statements(self.tree.body)
                 doors.settle()
                 new = doors.alias_names() - names

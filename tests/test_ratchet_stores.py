@@ -98,6 +98,22 @@ def test_a_context_stored_through_an_unpacking_or_loop_target_escapes(tmp_path: 
     assert {(r.function, r.form) for r in result.reads} >= {("f", "context_escape"), ("g", "context_escape")}, result.reads
 
 
+@pytest.mark.parametrize("read", [
+    "return Admin().ctx.state\n",
+    "a = Admin()\n    return a.ctx.server_info()\n",
+])
+def test_a_context_a_class_keeps_on_self_is_read_back_through_its_instances(tmp_path: Path, read: str) -> None:
+    user = CTX + (
+        "class Admin:\n"
+        "    def __init__(self):\n"
+        "        self.ctx, self.name = get_context(), 'admin'\n"
+        "def f():\n    " + read
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.function == "f" and r.leaf.startswith("Context.")], result.reads
+    assert _fails(result)
+
+
 def test_unpacking_plain_values_or_into_names_and_record_attributes_stays_precise(tmp_path: Path) -> None:
     user = RAW + (
         "class Worker:\n"
