@@ -43,6 +43,7 @@ from configbags.migrate.recordtypes import (
 from configbags.migrate.scanmodel import (
     DECORATED,
     ENV_UNRESOLVED,
+    HOOK,
     FlowInput,
     Reach,
     ScanSettings,
@@ -56,6 +57,7 @@ from configbags.migrate.scopes import (
     Scopes,
     StatementWalker,
     fetched_chain,
+    unpacked,
 )
 
 # Whole-record readers: calling these on the record reads every leaf at once.
@@ -95,6 +97,34 @@ _TRANSPARENT_DECORATORS = frozenset({
     "cache", "lru_cache", "cached_property", "wraps", "singledispatch", "staticmethod", "classmethod",
     "property", "abstractmethod", "override", "overload", "final", "no_type_check",
 })
+
+# What instance_class says of a literal, a comprehension or a builtin container: its
+# operators, items and membership read nothing of the record beyond what they say already
+BUILTIN = "<builtin>"
+_LITERALS = (
+    ast.Constant, ast.JoinedStr, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp,
+    ast.GeneratorExp, ast.BinOp,
+)
+_BUILTIN_TYPES = frozenset({
+    "dict", "list", "set", "frozenset", "tuple", "str", "bytes", "bytearray", "int", "float", "complex", "bool",
+    "defaultdict", "OrderedDict", "Counter", "deque", "ChainMap", "WeakKeyDictionary", "WeakValueDictionary",
+    "WeakSet", "range", "memoryview",
+})
+# Python's binary operators -> the name of the method (`__add__`, `__radd__`, `__iadd__`)
+# Python calls on the operand's class
+_OPERATORS: dict[type[ast.operator], str] = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.MatMult: "matmul", ast.Div: "truediv",
+    ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift", ast.RShift: "rshift",
+    ast.BitOr: "or", ast.BitXor: "xor", ast.BitAnd: "and",
+}
+
+
+# ordering comparisons -> (the method Python calls on the left operand's class, the
+# reflected one it calls on the right operand's)
+_ORDERINGS: dict[type[ast.cmpop], tuple[str, str]] = {
+    ast.Lt: ("lt", "gt"), ast.LtE: ("le", "ge"), ast.Gt: ("gt", "lt"), ast.GtE: ("ge", "le"),
+}
+
 
 class _Scope(Scope):
     __slots__ = ("aliases", "assigns", "callers", "defaults", "returns", "self_assigns")
@@ -216,6 +246,10 @@ class _Analysis(Scopes[_Scope]):
         self.stored_on: set[tuple[int, str]] = set()
         self.scope_nodes: dict[int, ast.AST] = {}  # id(scope) -> the node opening it
         self._holders: dict[tuple[int, str], str | None] = {}  # memo of holder(Name)
+        self._instances: dict[tuple[int, str], str | None] = {}  # memo of instance_class(Name)
+        # (class qualname, attribute) -> the callable its class body binds it to a call of
+        # (`server_args = Captures()`), whose `__set__` a store through an instance calls
+        self.class_values: dict[tuple[str, str], str] = {}
         self._sequences: holders.Sequences | None = None
 
     def names_of_interest(self) -> frozenset[str]:
@@ -568,6 +602,58 @@ class _Analysis(Scopes[_Scope]):
             self._holders[key] = found
         return found
 
+    def instance_class(self, expr: ast.expr, scope: _Scope, seen: frozenset[str] = frozenset()) -> str | None:
+        """The class whose instance `expr` is, as spelled: `Totals()` is `Totals` (a
+        function's call too: its name resolves to no class then), and so is a name its
+        scope binds only to such calls (in the code, walked or not); `self` is `self:`
+        and its method's class; BUILTIN for a literal, a comprehension or a builtin
+        container; else None (unknown: a parameter, an attribute, a call result)."""
+        if isinstance(expr, (ast.NamedExpr, ast.Await)):
+            return self.instance_class(expr.value, scope, seen)
+        if isinstance(expr, _LITERALS):
+            return BUILTIN
+        if isinstance(expr, ast.Call):
+            name = dotted(expr.func)
+            return BUILTIN if name.rpartition(".")[2] in _BUILTIN_TYPES else (name or None)
+        if not isinstance(expr, ast.Name) or expr.id in seen:
+            return None
+        owner_class = self.method_class(expr, scope)
+        if owner_class is not None:
+            return "self:" + owner_class
+        # the nearest function (or the module) binding the name in its code: the pruned
+        # walk may have skipped the line (`t = Totals()` mentions nothing of interest)
+        current: _Scope | None = scope
+        while current is not None:
+            if expr.id in current.globals:
+                current = self.module
+            node = self.scope_nodes.get(id(current)) if current.kind in ("module", "function") else None
+            if node is not None:
+                key = (id(current), expr.id)
+                if key not in self._instances:
+                    values = holders.instance_values(node, expr.id)
+                    found = {
+                        self.instance_class(value, current, seen | {expr.id}) if value is not None else None
+                        for value in values
+                    }
+                    self._instances[key] = (found.pop() if len(found) == 1 else None) if values else ""
+                if self._instances[key] != "" or current.kind == "module":
+                    return self._instances[key] or None
+            current = current.parent
+        return None
+
+    def class_value(self, qualname: str, attr: str, depth: int = 0) -> str | None:
+        """What the class body of `qualname` (or of a base of the module) binds `attr` to a
+        call of (`server_args = Captures()`), as spelled; else None."""
+        found = self.class_values.get((qualname, attr))
+        if found is not None or depth > 8:
+            return found
+        for base in self.class_bases.get(qualname, ()):
+            inherited = self.class_names_of.get(base)
+            found = self.class_value(inherited, attr, depth + 1) if inherited else None
+            if found is not None:
+                return found
+        return None
+
     def is_context(self, expr: ast.expr, scope: _Scope, seen: frozenset[str] = frozenset()) -> bool:
         """Is `expr` a config context (`get_context()`, a name bound to one)?"""
         if isinstance(expr, ast.Call):
@@ -842,6 +928,12 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         for stmt in node.body:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
                 stmt, ast.AnnAssign) else []
+            value = getattr(stmt, "value", None)
+            if isinstance(value, ast.Call) and dotted(value.func):
+                # `server_args = Captures()`: a descriptor, maybe, whose `__set__` sees a store
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        a.class_values[(qualname, target.id)] = dotted(value.func)
             if any(isinstance(t, ast.Name) and t.id in a.record_attrs for t in targets):
                 a.holder_classes.add(qualname)  # `server_args = None`, a field `server_args: Any`
                 if generated:
@@ -1204,7 +1296,35 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             else:
                 for part in node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]:
                     self._formatted(part)
+        name = _OPERATORS[type(node.op)]
+        if not isinstance(node.op, ast.Mod):
+            self._operand(node.right, node.left, f"__{name}__")  # `totals + rec`: Totals.__add__
+        self._operand(node.left, node.right, f"__r{name}__")  # `rec + totals`: Totals.__radd__
         self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        # `t += rec`: t's class's `__iadd__`
+        self._operand(node.value, node.target, f"__i{_OPERATORS[type(node.op)]}__")
+        self.generic_visit(node)
+
+    def _operand(self, value: ast.expr, owner: ast.expr, method: str, position: int = 1) -> None:
+        """The record `value` handed by an operator, an item access or `in` to `method` of
+        the class of `owner`: followed there where the class is spelled (a pass, which the
+        project pass follows into a scanned class's method, or reports as an escape);
+        nothing for a literal or a builtin container; an escape where the class is not
+        known. (The record has no operators of its own.)"""
+        reach = self.a.reach(value, self.scope)
+        if reach is None or reach[1] == "constructed" or self.a.reach(owner, self.scope) is not None:
+            return
+        found = self.a.instance_class(owner, self.scope)
+        if found == BUILTIN:
+            return
+        if found is None:
+            self._escape(value, reach, "escapes_operator")
+        elif found.startswith("self:"):
+            self._hand([(value, f"{found}.{method}", position - 1, "")])  # `self` is bound
+        else:
+            self._hand([(value, f"name:{found}.{method}", position, "")])  # called through the class
 
     def _is_record_class(self, expr: ast.expr) -> bool:
         if isinstance(expr, ast.Name):
@@ -1286,6 +1406,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     reach = self.a.reach(side, self.scope)
                     if reach is not None:
                         self._whole(side, reach)
+            if isinstance(op, (ast.In, ast.NotIn)) and self.a.instance_class(right, self.scope) not in (None, BUILTIN):
+                self._operand(left, right, "__contains__")  # `rec in pool`: Pool.__contains__
+            order = _ORDERINGS.get(type(op))
+            if order is not None:
+                self._operand(right, left, f"__{order[0]}__")  # `t < rec`: T.__lt__
+                self._operand(left, right, f"__{order[1]}__")  # `rec < t`: T.__gt__, reflected
             left = right
         self.generic_visit(node)
 
@@ -1300,6 +1426,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self.unpacked.add(id(node.value))
         if self._consume_dict(node.value):
             self._dict_key(node, node.slice, "subscript", write=not isinstance(node.ctx, ast.Load))
+        else:
+            # `TABLE[rec]`: the record as a key, handed to the class's `__getitem__`
+            item = {ast.Load: "__getitem__", ast.Store: "__setitem__"}.get(type(node.ctx), "__delitem__")
+            self._operand(node.slice, node.value, item)
         # rec.__dict__["x"] = v and vars(rec)["x"] = v are writes too
         if not isinstance(node.ctx, ast.Load):
             base = node.value
@@ -1341,6 +1471,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._holder_call(node)
         if _name_of(func) in READS_NOTHING:
             self.handed.update(id(arg) for arg in args)  # `callable(rec)`: nothing is called
+        if _name_of(func) == "isinstance" and len(args) == 2:
+            # `isinstance(rec, C)` calls `__instancecheck__` of C's metaclass, where it has one
+            classes = args[1].elts if isinstance(args[1], ast.Tuple) else [args[1]]
+            self._hand([(args[0], f"meta:{name}.__instancecheck__", 0, HOOK) for c in classes if (name := dotted(c))])
         if isinstance(func, ast.Attribute) and func.attr in _DICT_METHODS and self._consume_dict(func.value):
             self._dict_call(node, func.attr)
         fetches = self.a.fetched.get(id(node), ())
@@ -1500,16 +1634,35 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.generic_visit(node)
 
     def _stored(self, targets: Sequence[ast.expr], value: ast.expr) -> None:
+        value = _indexed_element(value)  # `h.x = [rec][0]` stores rec
         reach = self.a.reach(value, self.scope)
         if reach is None:
             return
         for target in targets:
+            if isinstance(target, ast.Attribute):
+                self._store_hooks(target, value)
             if isinstance(target, ast.Attribute) and target.attr not in self.a.record_attrs:
                 if self.a.reach(target.value, self.scope) is None:
                     # `holder.cfg = rec`, `self.cfg = rec`: read elsewhere by any name
                     self._escape(value, reach, "escapes_attribute")
             elif isinstance(target, ast.Subscript) and not self._record_dict(target.value):
                 self._escape(value, reach, "escapes_item")
+
+    def _store_hooks(self, target: ast.Attribute, value: ast.expr) -> None:
+        """`w.server_args = rec` on an object whose class has a `__setattr__` (or whose
+        class attribute of that name is a descriptor with a `__set__`): Python hands the
+        record to that hook, which may read it. A pass the project pass follows into the
+        hook where a scanned class defines it; nothing where it finds none."""
+        found = self.a.instance_class(target.value, self.scope)
+        if found is None or found == BUILTIN:
+            return
+        route, position = (found, 1) if found.startswith("self:") else (f"name:{found}", 2)
+        hooks = [(value, f"{route}.__setattr__", position, HOOK)]
+        owner = found.partition(":")[2] if found.startswith("self:") else self.a.class_names_of.get(found, "")
+        descriptor = self.a.class_value(owner, target.attr)
+        if descriptor is not None:
+            hooks.append((value, f"name:{descriptor}.__set__", 2, HOOK))  # (descriptor, obj, value)
+        self._hand(hooks)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if all(isinstance(t, ast.Name) for t in node.targets) and (
@@ -1519,10 +1672,44 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # outside a class body: a name whose calls are followed (a class attribute
             # is called as `self.load()`, by a name not followed: an escape)
             self.handed.add(id(node.value))
-        self._stored(node.targets, node.value)
+        for target in node.targets:
+            self._store(target, node.value)
         if all(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
             self._followed(node.value)
         self.generic_visit(node)
+
+    def _store(self, target: ast.expr, value: ast.expr) -> None:
+        """`target = value`, each part landing where Python puts it: `self.cfg, self.port =
+        rec, port` stores rec like `self.cfg = rec` (an escape), `a, b = rec, 1` binds `a`
+        (an alias, followed). What lands in a starred target (a list), or where positions
+        are not certain (`a, b = *xs, rec`: unpaired), is in a container: an escape. An
+        unpacked value that is no literal (`a.x, b = pair()`) was a container already."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, (ast.Tuple, ast.List)):
+                return
+            pairs = unpacked(target.elts, value.elts)
+            for sub_target, sub_value in pairs:
+                self._store(sub_target, sub_value)
+            paired = {id(sub_value) for _, sub_value in pairs}
+            for element in value.elts:
+                if id(element) not in paired:
+                    self._contained(element.value if isinstance(element, ast.Starred) else element)
+        elif isinstance(target, ast.Starred):
+            self._contained(value)
+        else:
+            self._stored([target], value)
+
+    def _contained(self, value: ast.expr) -> None:
+        """`value` lands in a list made by unpacking: where it is the record (or a literal
+        holding it), an escape."""
+        if isinstance(value, (ast.Tuple, ast.List, ast.Set)):
+            for element in value.elts:
+                self._contained(element.value if isinstance(element, ast.Starred) else element)
+            return
+        value = _indexed_element(value)
+        reach = self.a.reach(value, self.scope)
+        if reach is not None:
+            self._escape(value, reach, "escapes_container")
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -1531,13 +1718,46 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self._followed(node.iter)
+        self._loop_store(node.target, node.iter)
         self.generic_visit(node)
 
     visit_AsyncFor = visit_For
 
     def visit_comprehension(self, node: ast.comprehension) -> None:
         self._followed(node.iter)
+        self._loop_store(node.target, node.iter)
         self.generic_visit(node)
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        # `with nullcontext(rec) as self.cfg`: stored like `self.cfg = rec` (and `with
+        # f(rec) as self.cfg`, what f's manager gives, as pass 1 binds it)
+        for item in node.items:
+            context, target = item.context_expr, item.optional_vars
+            if target is None or isinstance(target, ast.Name):
+                continue
+            if isinstance(context, ast.Call) and len(context.args) == 1 and not context.keywords and not isinstance(
+                context.args[0], ast.Starred
+            ):
+                self._store(target, context.args[0])
+            else:
+                self._store(target, context)
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
+
+    def _loop_store(self, target: ast.expr, iterable: ast.expr) -> None:
+        """A loop target takes each element in turn (`for self.cfg in [rec]`, `for d["k"]
+        in recs`): stored there like `target = element`."""
+        if isinstance(target, ast.Name):
+            return  # an alias, bound in pass 1
+        if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            for element in iterable.elts:
+                if isinstance(element, ast.Starred):
+                    self._store(target, loop_element(element.value))
+                else:
+                    self._store(target, element)
+        else:
+            self._store(target, loop_element(iterable))
 
     def _container(self, node: ast.Tuple | ast.List | ast.Set | ast.Dict) -> None:
         if id(node) not in self.unpacked and not isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
@@ -1692,6 +1912,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     ) and any(self.a.matched(field) is None for field in self._positional(pattern, value)):
                         self._holder_escape(pattern)
                     continue
+                if reach is not None and value is not None and dotted(pattern.cls):
+                    # `case C():` tests `isinstance(subject, C)`: C's metaclass's hook
+                    self._hand([(value, f"meta:{dotted(pattern.cls)}.__instancecheck__", 0, HOOK)])
                 found = reach or ("class_pattern", "held")
                 for attr in pattern.kwd_attrs:
                     self._read(pattern, attr, found, "match")
@@ -1804,6 +2027,25 @@ def _subject_captures(pattern: ast.pattern) -> list[ast.MatchAs]:
     if isinstance(pattern, ast.MatchOr):
         return [capture for p in pattern.patterns for capture in _subject_captures(p)]
     return []
+
+
+def _indexed_element(expr: ast.expr) -> ast.expr:
+    """The element a container literal indexed literally evaluates to (`[rec][0]`,
+    `(a, rec)[-1]`, `{"r": rec}["r"]`), else `expr` itself."""
+    while isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant):
+        container, key = expr.value, expr.slice.value
+        if isinstance(container, (ast.Tuple, ast.List)) and type(key) is int and -len(container.elts) <= key < len(
+            container.elts
+        ) and not any(isinstance(e, ast.Starred) for e in container.elts):
+            expr = container.elts[key]
+        elif isinstance(container, ast.Dict) and None not in container.keys and any(
+            isinstance(k, ast.Constant) and k.value == key for k in container.keys
+        ):
+            expr = next(v for k, v in reversed(list(zip(container.keys, container.values, strict=True)))
+                        if isinstance(k, ast.Constant) and k.value == key)
+        else:
+            break
+    return expr
 
 
 def namespace_like(expr: ast.expr) -> bool:

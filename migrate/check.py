@@ -67,13 +67,16 @@ _VIA = {
 # Where the record escapes the analysis (configbags.migrate.flows), by form
 _ESCAPES = {
     "escapes_call": "it is passed to a callable the scanner cannot resolve to a scanned function (a method "
-    "of an object, a third-party function, a parameter, a nested function)",
+    "of an object, a third-party function, a parameter, a nested function, a function under a decorator "
+    "whose wrapper is not shown)",
     "escapes_attribute": "it is stored in an attribute not named like the record (`self.cfg = record`, "
     "`holder.x = record`), which any code may read by another name",
     "escapes_item": "it is stored in a container by key or index (`d[k] = record`)",
     "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`) "
     "or produced by a comprehension or generator expression (`[record for _ in x]`, `(record for _ in x)`)",
     "escapes_yield": "it is yielded (`yield record`)",
+    "escapes_operator": "it is an operand, a key or a member (`obj + record`, `obj[record]`) of an object "
+    "whose class the scanner cannot tell, whose operator method receives it",
     "escapes_return": "it is returned by a method (`def args(self): return self._args`), whose callers "
     "elsewhere read it by the method's name",
     "escapes_holder": "an object holding it in an attribute (`self.server_args`, the process view `cfg`) is "

@@ -63,6 +63,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from configbags.migrate import holders
 from configbags.migrate.aliases import bare_mentions, mention_lines, mentions, statement_span
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
@@ -419,6 +420,9 @@ class _Doors(Scopes[_Scope]):
         # attribute names a class body binds or its methods assign on self (settle()):
         # any other attribute of an unknown base is nothing, found without a walk
         self.held_attrs: frozenset[str] = frozenset()
+        # id(scope) -> the module or function opening it: a name's bindings on lines the
+        # pruned walk skipped (`a = Admin()`) are read there (holders.instance_values)
+        self.nodes: dict[int, ast.AST] = {}
 
     def _class_of(self, expr: ast.expr, scope: _Scope) -> _Scope | None:
         """The class scope `expr` names: a module-level class by name (`A.CTX`), or the
@@ -436,7 +440,7 @@ class _Doors(Scopes[_Scope]):
         if expr.attr not in self.held_attrs:
             return _NO_KINDS
         found: set[str] = set()
-        owner = self.method_class(expr.value, scope)
+        owner = self.method_class(expr.value, scope) or self._instance_of(expr.value, scope)
         if owner is not None:
             for value, where in self.self_attrs.get((owner, expr.attr), ()):
                 if isinstance(value, ast.expr):
@@ -445,6 +449,25 @@ class _Doors(Scopes[_Scope]):
         if cls is not None and expr.attr in cls.bindings:
             found.update(self._bound_kind(expr.attr, cls, cls.bindings[expr.attr]))
         return frozenset(found)
+
+    def _instance_of(self, expr: ast.expr, scope: _Scope, seen: int = 0) -> str | None:
+        """The module-level class `expr` is an instance of, where the code shows it:
+        `Admin()`, or a name bound only to such a call (`a = Admin()`): `Admin().ctx` is
+        what Admin's methods assign to `self.ctx`."""
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.classes:
+            return expr.func.id if self.visible(expr.func.id, scope) is self.module else None
+        if not isinstance(expr, ast.Name) or seen > 4:
+            return None
+        # the nearest function (or the module) whose code binds the name, walked or not
+        current: _Scope | None = scope
+        while current is not None:
+            node = self.nodes.get(id(current)) if current.kind in ("module", "function") else None
+            values = holders.instance_values(node, expr.id) if node is not None else []
+            if values or current.kind == "module":
+                found = {self._instance_of(value, current, seen + 1) if value is not None else None for value in values}
+                return found.pop() if len(found) == 1 else None
+            current = self.module if expr.id in current.globals else current.parent
+        return None
 
     def settle(self) -> None:
         """Hand each binding to the scope it lands in (`global`, `nonlocal`)."""
@@ -711,6 +734,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         self._add(name, value, scope)
 
     def opened_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope, in_class: bool) -> None:
+        self.d.nodes[id(scope)] = node
         positional = [*node.args.posonlyargs, *node.args.args]
         static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
         if in_class and positional and not static:
@@ -867,23 +891,39 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._consume_bound(sub_target, sub_value)
 
     def _consume_loop(self, target: ast.expr, iterable: ast.expr) -> None:
-        # `for env in (os.environ,)` binds each element in turn (ScopeBinder.bind_loop)
+        # `for env in (os.environ,)` binds each element in turn (ScopeBinder.bind_loop);
+        # `for h.ctx in [get_context()]` stores each (_context_stored)
         if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
             self._consume(iterable)
             for element in iterable.elts:
                 self._consume_bound(target, element)
+                self._context_stored(target, element.value if isinstance(element, ast.Starred) else element)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         # a value also stored elsewhere (`self.env = env = os.environ`) is not only an alias
         if len(node.targets) == 1 or all(isinstance(target, ast.Name) for target in node.targets):
             self._consume_bound(node.targets[0], node.value)
         for target in node.targets:
-            if isinstance(target, ast.Subscript) or (
-                isinstance(target, ast.Attribute) and self.d.method_class(target.value, self.scope) is None
-            ):
-                # `holder.ctx = ctx`, `d["ctx"] = ctx`: read back by any name, anywhere
-                self._context_escape(node.value)
+            self._context_stored(target, node.value)
         self.generic_visit(node)
+
+    def _context_stored(self, target: ast.expr, value: ast.expr) -> None:
+        """`holder.ctx = ctx`, `d["ctx"] = ctx`: read back by any name, anywhere; so is
+        each part of an unpacking landing there (`h.ctx, n = get_context(), 1`, as the
+        binder pairs them) or in a starred target's list."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (ast.Tuple, ast.List)):
+                pairs = unpacked(target.elts, value.elts)
+                for sub_target, sub_value in pairs:
+                    self._context_stored(sub_target, sub_value)
+                paired = {id(sub_value) for _, sub_value in pairs}
+                for element in value.elts:
+                    if id(element) not in paired:
+                        self._context_escape(element.value if isinstance(element, ast.Starred) else element)
+        elif isinstance(target, ast.Subscript) or (
+            isinstance(target, ast.Attribute) and self.d.method_class(target.value, self.scope) is None
+        ):
+            self._context_escape(value)
 
     # ---- a config context where no analysis follows it: an unresolved readback
 
@@ -1291,6 +1331,7 @@ class DoorScan:
             # each name's mentions are searched for once
             while True:
                 doors = _Doors(sorted(lines))
+                doors.nodes[id(doors.module)] = self.tree
                 _Binder(doors).visit_statements(self.tree.body)
                 doors.settle()
                 new = (doors.alias_names() | self._modules_used_bare(doors)) - names

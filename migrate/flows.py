@@ -10,8 +10,9 @@ and its string constants that name a declared variable. This pass resolves the i
 path and the `__init__.py` chain; relative imports too), tells each module what its
 imports are (configbags.migrate.scanmodel.FlowInput) and which of its parameters receive
 the record (arguments mapped onto parameters as Python binds them: a classmethod's `cls`,
-a method's `self` bound or, called through its class, passed), and analyses again the
-modules whose input changed, until nothing changes.
+a method's `self` bound or, called through its class, passed; a decorated function as
+what its decorators return, a class through its metaclass's `__call__`: _Project.through),
+and analyses again the modules whose input changed, until nothing changes.
 Then it reports, at the call site (keyed to the caller's file and function):
 
 - the record handed to a callable it cannot resolve to a function of a scanned module
@@ -68,6 +69,7 @@ from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     DECORATED,
     ENV_UNRESOLVED,
+    HOOK,
     STATE_DICT_READBACK,
     STATE_READBACK,
     FileScan,
@@ -138,7 +140,7 @@ def _is_record_param(arg: ast.arg, settings: ScanSettings, annotated: bool = Tru
 
 def _signature(
     qualname: str, args: ast.arguments, settings: ScanSettings, *, bound: bool, body: str, annotated: bool,
-    unbound: bool = False,
+    unbound: bool = False, decorators: tuple[str, ...] = (),
 ) -> tuple[Any, ...]:
     """A signature row. `bound`: the first positional parameter is bound by the call
     (`self` of a method called on an instance, `cls` of a classmethod called any way, the
@@ -149,7 +151,127 @@ def _signature(
     star = int(args.vararg is not None or args.kwarg is not None)
     return (
         qualname, tuple(a.arg for a in positional), tuple(a.arg for a in args.kwonlyargs), tuple(record), star, body,
-        int(unbound),
+        int(unbound), decorators,
+    )
+
+
+# Decorators whose result, called, runs the function with the arguments as given (or that
+# make it a method, judged as one): a call of the decorated function is followed into its
+# body. Any other decides what the call runs (configbags.migrate.flows._Project.through).
+ARGUMENT_TRANSPARENT = frozenset({
+    "cache", "lru_cache", "wraps", "staticmethod", "classmethod", "property", "cached_property", "abstractmethod",
+    "override", "overload", "final", "no_type_check", "contextmanager", "asynccontextmanager", "total_ordering",
+    "dataclass", "runtime_checkable", "unique", "define", "frozen", "mutable", "no_grad", "inference_mode",
+    "enable_grad",
+})
+# A method row's first route where the call binds its `self` or `cls`
+BINDS = "^"
+# A route's prefix for a decorator named like a well-known pass-through (ARGUMENT_TRANSPARENT)
+TRANSPARENT = "~"
+# A class row's last route: the metaclass as spelled (`metaclass:Registered`)
+METACLASS = "metaclass:"
+# What a decorator row (`deco()`, signatures) says where the decorator returns the
+# function as it is, or a wrapper that only forwards `*args, **kwargs` to it
+AS_IS = "="
+
+
+def _decorators(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[str, ...]:
+    """The decorators that decide what a call of `node` runs, outermost first, as spelled
+    (`deco`, `mod.deco`; a factory's call `retry()`; "?" where not a dotted name)."""
+    found: list[str] = []
+    for decorator in node.decorator_list:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        name = dotted(call.func if call is not None else decorator)
+        spelled = (name or "?") + ("()" if call is not None and name else "")
+        # one of the well-known pass-throughs, unless a scanned module defines it (a
+        # project's own `cache` is judged by its body): TRANSPARENT-marked
+        found.append(TRANSPARENT + spelled if name.rpartition(".")[2] in ARGUMENT_TRANSPARENT else spelled)
+    return tuple(found)
+
+
+def _method_routes(node: ast.FunctionDef | ast.AsyncFunctionDef, kind: str) -> tuple[str, ...]:
+    """A method's decorator routes, led by BINDS where a call binds its first parameter
+    (`self`, `cls`): the wrapper a decorator returns receives it first."""
+    routes = _decorators(node)
+    return (BINDS, *routes) if routes and kind != "static" else routes
+
+
+def _wrapper_rows(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, settings: ScanSettings, annotated: bool, prefix: str = "", depth: int = 0,
+) -> list[tuple[Any, ...]]:
+    """Rows for what calling the decorator `node` gives, where its body shows it: `deco()`
+    for a nested function or class it returns (a wrapper: its parameters, its body), or
+    AS_IS where it returns its argument or a wrapper forwarding `*args, **kwargs` to it;
+    `deco()()` likewise for a decorator factory's decorator."""
+    qualname = f"{prefix}{node.name}"
+    params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+    nested = {
+        item.name: item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+    # cheap first: only a function defining one in its own body, or returning its first
+    # parameter at its top level, can be such a decorator
+    if not params or not (nested or any(
+        isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Name) and stmt.value.id == params[0]
+        for stmt in node.body
+    )):
+        return []
+    found: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    unknown = False  # a return of anything else: what a call gives is not shown
+    for stmt in _own_statements(node.body):
+        if not isinstance(stmt, ast.Return):
+            continue
+        name = stmt.value.id if isinstance(stmt.value, ast.Name) else ""
+        inner = nested.get(name)
+        if name and name == params[0]:
+            found[f"{qualname}()"].add((f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)))
+        elif isinstance(inner, ast.ClassDef):
+            init = next((
+                item for item in inner.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and item.name == "__init__"
+            ), None)
+            body = f"{qualname}.{name}.__init__"
+            found[f"{qualname}()"].add(
+                _signature(f"{qualname}()", init.args, settings, bound=True, body=body, annotated=annotated)
+                if init is not None else (f"{qualname}()", (), (), (), 1, body, 0, ())
+            )
+        elif inner is not None:
+            found[f"{qualname}()"].add(
+                (f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)) if _forwards(inner, params[0]) else _signature(
+                    f"{qualname}()", inner.args, settings, bound=False, body=f"{qualname}.{name}", annotated=annotated,
+                    decorators=_decorators(inner),
+                )
+            )
+            if depth == 0:
+                # a factory (`def retry(n): def deco(fn): ...; return deco`): `retry()()`
+                for row in _wrapper_rows(inner, settings, annotated, f"{qualname}.", depth + 1):
+                    if row[0] == f"{qualname}.{name}()":
+                        found[f"{qualname}()()"].add((f"{qualname}()()", *row[1:]))
+        else:
+            unknown = True
+    rows: list[tuple[Any, ...]] = []
+    for call, outcomes in found.items():
+        if unknown or len(outcomes) > 1:
+            # several results, or one not shown: no route the scanner can follow ("?")
+            rows.append((call, (), (), (), 1, "", 0, ("?",)))
+        else:
+            rows.extend(outcomes)
+    return rows
+
+
+def _forwards(wrapper: ast.FunctionDef | ast.AsyncFunctionDef, function: str) -> bool:
+    """Does `wrapper` take only `*args, **kwargs` and use them only to call `function`
+    with them as they are (`return fn(*args, **kwargs)`)?"""
+    args = wrapper.args
+    if args.posonlyargs or args.args or args.kwonlyargs or (args.vararg is None and args.kwarg is None):
+        return False
+    names = {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    forwarded: set[int] = set()
+    for sub in ast.walk(wrapper):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == function:
+            forwarded.update(id(a.value) for a in sub.args if isinstance(a, ast.Starred))
+            forwarded.update(id(k.value) for k in sub.keywords if k.arg is None)
+    return all(
+        id(sub) in forwarded for sub in ast.walk(wrapper) if isinstance(sub, ast.Name) and sub.id in names
     )
 
 
@@ -171,7 +293,11 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
     rows: list[tuple[Any, ...]] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            rows.append(_signature(node.name, node.args, settings, bound=False, body=node.name, annotated=annotated))
+            rows.append(_signature(
+                node.name, node.args, settings, bound=False, body=node.name, annotated=annotated,
+                decorators=_decorators(node),
+            ))
+            rows += _wrapper_rows(node, settings, annotated)
         elif isinstance(node, ast.ClassDef):
             init = None
             for item in node.body:
@@ -180,14 +306,23 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
                     kind = _method_kind(item)
                     rows.append(_signature(
                         qualname, item.args, settings, bound=kind != "static", body=qualname, annotated=annotated,
-                        unbound=kind == "plain",
+                        unbound=kind == "plain", decorators=_method_routes(item, kind),
                     ))
                     if item.name == "__init__":
                         init = item
+            decorators = _decorators(node)
+            metaclass = next((dotted(k.value) for k in node.keywords if k.arg == "metaclass"), None)
+            if metaclass is not None:
+                # `Worker(rec)` calls the metaclass's `__call__` first (`type.__call__` runs
+                # `__init__`); so does `isinstance(x, Worker)` its `__instancecheck__`
+                decorators += (f"{METACLASS}{metaclass or '?'}",)
             if init is not None:
-                rows.append(_signature(node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated))
+                rows.append(_signature(
+                    node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated,
+                    decorators=decorators,
+                ))
             else:
-                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0))
+                rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0, decorators))
     return rows
 
 
@@ -1100,7 +1235,8 @@ class _Project:
         if known is not None:
             return known
         flow = self.results[rel].flow
-        names = {row[0] for row in flow.signatures if "." not in row[0]}
+        # (`deco()` rows are what a decorator factory returns, no name of the module)
+        names = {row[0] for row in flow.signatures if "." not in row[0] and "(" not in row[0]}
         names |= {name for name in self.kinds[rel] if "." not in name}
         names |= {row[3] for row in flow.imports if row[2] != "*" and "." not in row[3]}  # `import os` binds os
         for level, module, name, _ in flow.imports:
@@ -1308,20 +1444,93 @@ class _Project:
         how, _, name = spelled.partition(":")
         if how == "self":
             row = self.defs(rel).get(name)
-            return (rel, row) if row is not None else self._inherited(rel, name)
+            return self.through(rel, row) if row is not None else self._through(self._inherited(rel, name))
         if how == "super":
-            return self._inherited(rel, name)
+            return self._through(self._inherited(rel, name))
+        if how == "meta":
+            # `isinstance(rec, C)`: `C`'s metaclass's `__instancecheck__`
+            owner, _, method = name.rpartition(".")
+            site = self.resolve(rel, owner)
+            return self.metaclass_method(site[0], site[1], method) if site[0] is not None else None
         if how != "name" or not name:
             return None
         site = self.resolve(rel, name)
         if site[0] is None:
             return site[1] or None
-        row = self.defs(site[0]).get(site[1])
+        where, row = site[0], self.defs(site[0]).get(site[1])
+        if row is None and "." in site[1]:
+            # a method the class inherits from a scanned base (`Worker.tp`, the hooks
+            # `Worker.__setattr__` and `Totals.__add__` Python looks up the same way)
+            where, row = self._inherited(site[0], site[1]) or (where, None)
         if row is not None and row[6]:
             # a plain method called through its class (`Worker.tp(w, rec)`): the first
             # argument is its `self`, which the row leaves out
             row = (row[0], ("", *row[1]), *row[2:])
-        return (site[0], row) if row is not None else None
+        # (called through its class, a plain method's wrapper takes every argument as given)
+        return self.through(where, row, unbound=bool(row[6])) if row is not None else None
+
+    def metaclass_method(self, rel: str, cls: str, method: str, depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:
+        """`method` of the metaclass of `rel`'s class `cls` (given by its class statement,
+        or a scanned base's), where a scanned module defines it, called bound to the
+        class (its first parameter left out)."""
+        row = self.defs(rel).get(cls)
+        route = next((r for r in row[7] if r.startswith(METACLASS)), None) if row is not None else None
+        if route is not None:
+            site = self.resolve(rel, route[len(METACLASS):])
+            found = self.defs(site[0]).get(f"{site[1]}.{method}") if site[0] is not None else None
+            return (site[0], found) if site[0] is not None and found is not None else None
+        for bases in self.results[rel].flow.bases if depth < 8 else ():
+            if bases[0] != cls:
+                continue
+            for base in bases[1:]:
+                site = self.resolve(rel, base)
+                found = self.metaclass_method(site[0], site[1], method, depth + 1) if site[0] is not None else None
+                if found is not None:
+                    return found
+        return None
+
+    def _through(self, found: tuple[str, tuple[Any, ...]] | None) -> tuple[str, tuple[Any, ...]] | None:
+        return self.through(*found) if found is not None else None
+
+    def through(
+        self, rel: str, row: tuple[Any, ...], depth: int = 0, unbound: bool = False
+    ) -> tuple[str, tuple[Any, ...]] | None:
+        """What a call of the function (or class) of `row` runs under its decorators
+        (outermost first, those that pass the arguments on as given left out): the
+        function itself where each returns it as it is or forwards `*args, **kwargs` to
+        it; else the wrapper the outermost one returns, where a scanned module's
+        decorator shows it (`def with_tp(fn): def wrapper(args): ...; return wrapper`);
+        else None: a decorator no scanned module defines (`functools.singledispatch`,
+        whose registered implementations run), or one whose result is not shown."""
+        decorators = row[7]
+        binds = bool(decorators) and decorators[0] == BINDS and not unbound
+        for decorator in decorators:
+            if decorator == BINDS:
+                continue
+            if decorator.startswith(METACLASS):
+                break
+            transparent = decorator.startswith(TRANSPARENT)
+            decorator = decorator.removeprefix(TRANSPARENT)
+            called = decorator.endswith("()")
+            site = self.resolve(rel, decorator[:-2] if called else decorator)
+            if transparent and (site[0] is None or site[1] not in self.defs(site[0])):
+                continue  # `functools.cache`, `torch.no_grad()`: the arguments as given
+            if site[0] is None or depth > 8:
+                return None
+            wrapper = self.defs(site[0]).get(f"{site[1]}(){'()' if called else ''}")
+            if wrapper is None:
+                return None
+            if wrapper[7] != (AS_IS,):
+                if binds:  # `self.m(rec)`: the wrapper's first parameter takes `self`
+                    wrapper = (wrapper[0], tuple(wrapper[1][1:]), *wrapper[2:])
+                return self.through(site[0], wrapper, depth + 1)
+        if row[5] == f"{row[0]}.__init__":
+            # a class: a metaclass of a scanned module (its own or a base's) with its own
+            # `__call__` runs first (`super().__call__` in it is `type`'s: an escape there)
+            found = self.metaclass_method(rel, row[0], "__call__")
+            if found is not None:
+                return found
+        return rel, row
 
 
     def _inherited(self, rel: str, name: str, depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:
@@ -1417,6 +1626,32 @@ def _params(project: _Project) -> dict[str, set[tuple[str, str]]]:
     return found
 
 
+def _pass_read(
+    target: tuple[str, tuple[Any, ...]] | str | None, position: int, keyword: str, whole: Mapping[str, set[str]],
+    homes: set[str],
+) -> tuple[str, str] | None:
+    """(via, form) of the read at a call site handing the record to `target` (what
+    _Project.callee says), or None where it reads nothing there."""
+    if position == DECORATED:
+        # a function giving the record under a decorator: a scanned one is taken
+        # as a pass-through, any other receives it where no analysis follows
+        if not isinstance(target, tuple) and (target is None or target.partition(":")[0] not in homes):
+            return ("escape", "escapes_fetcher")
+        return None
+    if keyword == HOOK and not (isinstance(target, tuple) and _parameter(target[1], position, "")):
+        return None  # the class defines no such hook: Python calls none
+    if isinstance(target, tuple):
+        where, row = target
+        if row[5] in whole.get(where, ()):
+            return ("helper", "passed_whole")
+        if _parameter(row, position, keyword) is None:
+            return ("escape", "escapes_call")
+        return None
+    if target is None or target.partition(":")[0] not in homes:
+        return ("escape", "escapes_call")
+    return None
+
+
 def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, list[tuple[Any, ...]]]:
     homes = _homes(project, settings)
     whole: dict[str, set[str]] = defaultdict(set)  # file -> functions that read `*`
@@ -1427,20 +1662,7 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
     reads: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for rel, result in project.results.items():
         for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
-            target = project.callee(rel, callee)
-            site = (caller, "*", line, col, end_line, end_col)
-            if position == DECORATED:
-                # a function giving the record under a decorator: a scanned one is taken
-                # as a pass-through, any other receives it where no analysis follows
-                if not isinstance(target, tuple) and (target is None or target.partition(":")[0] not in homes):
-                    reads[rel].append((*site, "escape", "escapes_fetcher", "held"))
-                continue
-            if isinstance(target, tuple):
-                where, row = target
-                if row[5] in whole[where]:
-                    reads[rel].append((*site, "helper", "passed_whole", "held"))
-                elif _parameter(row, position, keyword) is None:
-                    reads[rel].append((*site, "escape", "escapes_call", "held"))
-            elif target is None or target.partition(":")[0] not in homes:
-                reads[rel].append((*site, "escape", "escapes_call", "held"))
+            found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes)
+            if found is not None:
+                reads[rel].append((caller, "*", line, col, end_line, end_col, *found, "held"))
     return reads

@@ -284,6 +284,51 @@ def bound_values(node: ast.AST, name: str, sequences: Sequences | None = None) -
         pending.extend(ast.iter_child_nodes(current))
 
 
+def instance_values(node: ast.AST, name: str) -> list[ast.expr | None]:
+    """What the scope opened by `node` (a module or a function) binds to `name`, as
+    bound_values says, except that an augmented assignment (`t += x`) keeps the object
+    the name holds (an in-place operator returns it, as a rule). Asked only where the
+    record is an operand or stored on the name's object, which is rare: it walks the
+    scope's code whole."""
+    found: list[ast.expr | None] = []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        if any(a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+               if a is not None):
+            found.append(None)
+    elif not isinstance(node, ast.Module):
+        return [None]
+    pending: list[ast.AST] = list(node.body)
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if current.name == name:
+                found.append(None)
+            continue
+        if isinstance(current, (ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            continue
+        if isinstance(current, (ast.Assign, ast.AnnAssign)):
+            targets = current.targets if isinstance(current, ast.Assign) else [current.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id == name:
+                    found.append(current.value)
+                elif _unpacks(target, name):
+                    found.append(None)
+        elif not isinstance(current, ast.AugAssign):
+            found.extend(_binding(current, name, None))
+        pending.extend(ast.iter_child_nodes(current))
+    return found
+
+
+def _unpacks(target: ast.expr, name: str) -> bool:
+    """Does an unpacking target bind `name` itself (not an item or attribute of it)?"""
+    if isinstance(target, ast.Starred):
+        return _unpacks(target.value, name)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_unpacks(element, name) for element in target.elts)
+    return isinstance(target, ast.Name) and target.id == name
+
+
 def _binding(node: ast.AST, name: str, sequences: Sequences | None) -> Iterator[ast.expr | None]:
     """What one node binds to `name`, as bound_values says."""
     if isinstance(node, ast.Assign):

@@ -10,7 +10,8 @@ unless an allowlist entry explains it (the rule for anything the scanner cannot 
   a fetcher (`getattr`, `attrgetter`, an importer, a getter made by attrgetter) passed as
   a value (`functools.reduce(getattr, ...)`, `map(getattr, ...)`, `partial(attrgetter(...))`)
   instead of called or bound to a name; a `str.format` template whose fields reach an
-  attribute or an item (`"{0.tp_size}".format(rec)`).
+  attribute or an item (`"{0.tp_size}".format(rec)`); a descriptor's `__get__` called by
+  hand, and a frame's variables (`f_locals`, `f_globals`, `inspect.getargvalues`).
 - Routes to a module the other analyses follow by its own name: `sys.modules["M"]`,
   `vars(M)["a"]`, `M.__dict__["a"]`, `getattr(M, "a")`, and `os` reached through another
   module (`subprocess.os`, `shutil.os`, `from subprocess import os`). What they reach is
@@ -86,9 +87,15 @@ _REFLECTORS = frozenset({
     *(f"importlib.{home}.{loader}" for home in ("machinery", "_bootstrap_external")
       for loader in ("SourceFileLoader", "SourcelessFileLoader", "ExtensionFileLoader")),
     "importlib.util.spec_from_file_location",
+    # a frame's variables by name (`inspect.getargvalues(frame).locals`)
+    "inspect.getargvalues",
 })
-# attributes that read an object's state by a name the code need not spell
-_REFLECTIVE_ATTRS = frozenset({"__getattribute__", "__getstate__", "__reduce__", "__reduce_ex__"})
+# attributes that read an object's state by a name the code need not spell: a descriptor
+# called by hand (`type(cfg).server_args.__get__(cfg)`), a frame's variables
+# (`sys._getframe(1).f_locals["a"]`, `inspect.currentframe().f_back.f_globals`)
+_REFLECTIVE_ATTRS = frozenset({
+    "__getattribute__", "__getstate__", "__reduce__", "__reduce_ex__", "__get__", "f_locals", "f_globals",
+})
 # fetchers: fine when called (the door and record analyses read the call) or bound to a
 # name (an alias they follow); passed as a value, what they fetch is out of sight
 _FETCHERS = frozenset({
@@ -165,6 +172,7 @@ def _normal(path: str) -> str:
 # parameter default). Plain substrings: `str.find` is many times faster than a regex.
 _TRIGGER_WORDS = (
     "__getattribute__", "__getstate__", "__reduce", "__call__", "__dict__", "getattr", "hasattr", "attrgetter",
+    "__get__", "f_locals", "f_globals", "getargvalues",
     "methodcaller", "Formatter", "eval", "exec", "compile", "globals", "locals", "vars", "modules", "format",
     "import_module", "__import__", "reload", "FileLoader", "spec_from_file_location", "lambda", "export_state", "environ", "getenv", "expandvars", "runpy", "._", "import _",
     ", _", ",_", ")[", "][", "}[",

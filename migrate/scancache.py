@@ -284,7 +284,7 @@ def _rows(value: Any, width: int) -> tuple[tuple[Any, ...], ...]:
 
 _KEY_LENGTHS = frozenset({_DIGEST_CHARS, _DIGEST_CHARS + 1 + _INPUT_KEY_CHARS})
 # FlowFacts' fields and the width of their rows (0: a tuple of strings)
-_FLOW_WIDTHS = (4, 7, -1, 2, 0, 8, 3, 2, 3)  # -1: rows of any width
+_FLOW_WIDTHS = (4, 8, -1, 2, 0, 8, 3, 2, 3)  # -1: rows of any width
 
 
 def _flow(value: Any) -> FlowFacts:

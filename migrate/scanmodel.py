@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 42
+SCANNER_VERSION = 43
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -167,6 +167,10 @@ class Problem(NamedTuple):
 
 Rows = tuple[tuple[Any, ...], ...]
 DECORATED = -2  # FlowFacts.passes: the position of a function handed to its decorator
+# FlowFacts.passes: the keyword of a pass to a hook Python calls only where the class
+# defines it (`__setattr__`, a descriptor's `__set__`, a metaclass's `__instancecheck__`):
+# followed into a scanned one, nothing where none is found
+HOOK = "<hook>"
 
 
 @attrs.frozen
@@ -179,9 +183,13 @@ class FlowFacts:
     # `import a.b as l` is (0, "a.b", "", "l"), a plain `import a.b` binds local "a"
     imports: Rows = ()
     # (qualname, positional parameters, keyword-only parameters, record parameters,
-    # takes *args or **kwargs, body qualname, unbound): the module's functions, its
+    # takes *args or **kwargs, body qualname, unbound, routes): the module's functions, its
     # classes' methods (without the `self` or `cls` a call binds; unbound 1 for a plain
-    # method, whose `self` is the first argument when called through its class)
+    # method, whose `self` is the first argument when called through its class); routes:
+    # the decorators that decide what a call runs, outermost first, and a class's
+    # `metaclass:M`. Also `deco()` (and a factory's `deco()()`): what calling the
+    # decorator `deco` gives, where its body shows it (the wrapper's parameters and body,
+    # or routes ("=",): the function as it is)
     signatures: Rows = ()
     # (class, base, base, ...): each module-level class's bases as spelled (dotted names)
     bases: Rows = ()
