@@ -187,7 +187,7 @@ class _Analysis(Scopes[_Scope]):
         super().__init__(_Scope("module", "<module>", None))
         # what the types show (configbags.migrate.recordtypes): the class's aliases and
         # subclasses, casts, isinstance tests, and names holding containers of the record
-        self.types = types or RecordTypes(ast.Module(body=[], type_ignores=[]), (settings.record_class,))
+        self.types = types or RecordTypes(_NO_STATEMENTS, (settings.record_class,))
         self.elements: set[tuple[int, str]] = set()
         self.element_attrs: set[str] = set()
         self.settings = settings
@@ -2167,6 +2167,9 @@ class Analysed:
     holders: list[str] = attrs.Factory(list)  # module-level names bound to it
 
 
+_NO_STATEMENTS = ast.Module(body=[], type_ignores=[])
+
+
 def analyse(
     tree: ast.Module,
     text: str,
@@ -2196,7 +2199,11 @@ def analyse(
         if not lines:
             return Analysed([], [])
         if types is None:
-            types = RecordTypes(tree, (settings.record_class,))
+            # every name for the record's type is spelled from the class's own name (an
+            # alias, a subclass, an annotation, a string one): a module that never spells
+            # it has none, and its statements need not be walked for them
+            spelled = settings.record_class in text
+            types = RecordTypes(tree if spelled else _NO_STATEMENTS, (settings.record_class,))
             if not types.names() <= names:
                 names |= types.names()
                 lines = mention_lines(text, names)
