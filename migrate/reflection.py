@@ -108,9 +108,16 @@ _C_LIBRARY = "ctypes._lib"
 _C_FFI = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
 
 
+# What may be done to a C function without calling it or handing it on: declaring its
+# prototype (`get.restype = ctypes.c_char_p`)
+_C_PROTOTYPE_ATTRS = frozenset({"restype", "argtypes", "errcheck"})
+
+
 def _c_getenv(path: str) -> bool:
     """Is `path` C's getenv (or a twin) reached through ctypes?"""
     return path.split(".")[0] in _C_FFI and path.rsplit(".", 1)[-1] in C_GETENV
+
+
 _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
 
 
@@ -289,7 +296,7 @@ class _Reader(ast.NodeVisitor):
         """Is a name bound to this worth following: a route, a reflector, a fetcher, a
         context or record reached another way, the environment?"""
         return any(
-            hop or path.startswith("<") or path in _FOLLOWED or path == "sys.modules"
+            hop or path.startswith("<") or path in _FOLLOWED or path == "sys.modules" or _c_getenv(path)
             for path, hop in self.value(expr).paths.items()
         )
 
@@ -499,8 +506,7 @@ class _Reader(ast.NodeVisitor):
     def _call_value(self, call: ast.Call, found: _Value) -> None:
         func = self.value(call.func)
         if any(path.split(".")[0] in _C_FFI for path in func.paths):
-            # `ctypes.CDLL(None)`, `cdll.LoadLibrary(...)`, `cffi.FFI().dlopen(None)`
-            found.add(_C_LIBRARY, False)
+            _c_value(call, found)
         if _last_name(call.func) == self.settings.raw_accessor:
             found.add(_RECORD, False)
         for path, hop in func.paths.items():
@@ -758,6 +764,7 @@ class _Reader(ast.NodeVisitor):
         parent = self.parents.get(id(node))
         called = isinstance(parent, ast.Call) and parent.func is node
         bound = isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and getattr(parent, "value", None) is node
+        named = _bound_to_names(parent, node)
         for path, hop in found.paths.items():
             if path in ("builtins.globals", "builtins.locals") and called and _stored(self.parents, parent):
                 continue  # `globals()[name] = value` writes a name
@@ -771,8 +778,12 @@ class _Reader(ast.NodeVisitor):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
             elif self.declared and path in _ENV_PATHS and (hop or path not in _DIRECT):
                 self._env_use(node, path, parent)
-            elif self.declared and _c_getenv(path) and not (called or bound):
-                self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")  # `map(libc.getenv, names)`
+            elif self.declared and _c_getenv(path) and not (called or named) and not (
+                isinstance(parent, ast.Attribute) and parent.attr in _C_PROTOTYPE_ATTRS
+            ):
+                # `map(libc.getenv, names)`, `self.get = libc.getenv`: called where no
+                # analysis follows it
+                self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
             elif self.declared and path in _EXPANDERS and not called:
                 self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
 
@@ -802,8 +813,9 @@ class _Reader(ast.NodeVisitor):
             self._report(node, env_subject(name), "environ", "environb" if path.endswith("b") else "environ_subscript")
 
     def _c_getenv(self, node: ast.Call) -> None:
-        """C's getenv through ctypes: `ctypes.CDLL(None).getenv(b"NAME")` reads NAME."""
-        name = _string(node.args[0]) if node.args else None
+        """C's getenv through ctypes: `ctypes.CDLL(None).getenv(b"NAME")` reads NAME, and
+        so does `get(NAME)` after `get = libc.getenv` (a module constant NAME too)."""
+        name = self._spelled(node.args[0]) if node.args else None
         if name is None:
             self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
         elif name in self.declared:
@@ -845,6 +857,28 @@ def _runtime_module(path: str) -> bool:
         return importlib.util.find_spec(path) is not None
     except Exception:  # any failure to find it means it is no module of ours
         return False
+
+
+def _c_value(call: ast.Call, found: _Value) -> None:
+    """What a ctypes (or cffi) call gives: a loaded library (`ctypes.CDLL(None)`,
+    `cdll.LoadLibrary(...)`, `cffi.FFI().dlopen(None)`), or C's getenv where a prototype
+    is called with its name and library (`CFUNCTYPE(...)(("getenv", libc))`)."""
+    found.add(_C_LIBRARY, False)
+    named = call.args[0] if call.args else None
+    if isinstance(named, ast.Tuple) and named.elts:
+        name = _string(named.elts[0])
+        if name in C_GETENV:
+            found.add(f"{_C_LIBRARY}.{name}", False)
+
+
+def _bound_to_names(parent: ast.AST | None, node: ast.expr) -> bool:
+    """Is `node` the value bound to plain names only (an alias followed here), not stored in
+    an attribute or by key?"""
+    if isinstance(parent, ast.Assign):
+        return parent.value is node and all(isinstance(target, ast.Name) for target in parent.targets)
+    if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)):
+        return parent.value is node and isinstance(parent.target, ast.Name)
+    return False
 
 
 def _stored(parents: dict[int, ast.AST], call: ast.AST | None) -> bool:

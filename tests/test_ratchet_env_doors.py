@@ -1,0 +1,133 @@
+"""Round six's false passes of the read ratchet about the environment and config contexts
+(an outside attack): C's getenv bound to a name before it is called, names spelled as
+adjacent literals or built with `+`, contexts entered other than by `with ... as c` and
+handed back by the runtime's test helpers, children that print the whole environment
+back, `/proc/<pid>/environ` built as a path, code strings run by the profilers and
+interpreters of the standard library, and a stale generated copy's declared variables."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from configbags.migrate.check import check
+from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+
+SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
+ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
+PAGE = "$SGLANG_PAGE_SIZE"
+CTX = "from pkg.config_bags.accessors import get_context\n"
+RAW = "from pkg.server_args import get_server_args\n"
+
+
+def _scan(root: Path, files: dict[str, str]) -> ScanResult:
+    (root / "pkg").mkdir(parents=True, exist_ok=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    for name, text in files.items():
+        (root / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "pkg" / name).write_text(textwrap.dedent(text))
+    result = scan_tree(root, SETTINGS)
+    assert not result.problems, result.problems
+    return result
+
+
+def _keys(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str]]:
+    return {(r.function, r.leaf) for r in result.reads if r.file == file}
+
+
+def _fails(result: ScanResult) -> bool:
+    return not check(result, [], ACCESSORS, min_files=1).ok
+
+
+# ---- G24: C's getenv bound to a name, then called
+
+
+@pytest.mark.parametrize("user", [
+    # the doc's own example
+    "import ctypes\ndef f():\n    libc = ctypes.CDLL('libc.so.6')\n    get = libc.secure_getenv\n"
+    "    return get(b'SGLANG_PAGE_SIZE')\n",
+    # restype set first, as every real use does
+    "import ctypes\ndef f():\n    libc = ctypes.CDLL(None)\n    g = libc.getenv\n    g.restype = ctypes.c_char_p\n"
+    "    return g(b'SGLANG_PAGE_SIZE')\n",
+    "import ctypes\ndef f():\n    g = ctypes.CDLL(None).getenv\n    g.restype = ctypes.c_char_p\n"
+    "    return g(b'SGLANG_PAGE_SIZE')\n",
+    # bound at module level
+    "import ctypes\nlibc = ctypes.CDLL('libc.so.6')\nget = libc.getenv\nget.restype = ctypes.c_char_p\n"
+    "def f():\n    return get(b'SGLANG_PAGE_SIZE')\n",
+    # cdll.LoadLibrary and an item
+    "import ctypes\ndef f():\n    libc = ctypes.cdll.LoadLibrary('libc.so.6')\n    fn = libc['getenv']\n"
+    "    fn.restype = ctypes.c_char_p\n    return fn(b'SGLANG_PAGE_SIZE')\n",
+    # a prototype made from (name, library)
+    "import ctypes\ndef f():\n    libc = ctypes.CDLL('libc.so.6')\n"
+    "    fn = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_char_p)(('getenv', libc))\n    return fn(b'SGLANG_PAGE_SIZE')\n",
+    "from ctypes import CFUNCTYPE, CDLL, c_char_p\nPROTO = CFUNCTYPE(c_char_p, c_char_p)\n"
+    "def f():\n    fn = PROTO(('secure_getenv', CDLL(None)))\n    return fn(b'SGLANG_PAGE_SIZE')\n",
+    # a module constant names the variable
+    "import ctypes\nNAME = b'SGLANG_PAGE_SIZE'\ndef f():\n    get = ctypes.CDLL(None).getenv\n    return get(NAME)\n",
+])
+def test_c_getenv_bound_to_a_name_reads_the_variable_it_is_called_with(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("f", PAGE) in _keys(result), result.reads
+    assert ("f", "$?") not in _keys(result), result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("user", [
+    "import ctypes\ndef f(name):\n    get = ctypes.CDLL(None).getenv\n    get.restype = ctypes.c_char_p\n"
+    "    return get(name)\n",
+    # stored where no analysis follows it
+    "import ctypes\nclass C:\n    def __init__(self):\n        self.get = ctypes.CDLL(None).getenv\n"
+    "def f():\n    return C().get(b'SGLANG_PAGE_SIZE')\n",
+    "import ctypes\ndef f():\n    libc = ctypes.CDLL(None)\n    table = {'get': libc.getenv}\n    return table\n",
+])
+def test_c_getenv_with_a_name_the_module_does_not_show_is_unresolved(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert {leaf for function, leaf in _keys(result)} == {"$?"}, result.reads
+    assert _fails(result)
+
+
+def test_c_getenv_of_an_undeclared_variable_with_its_prototype_set_is_no_read(tmp_path: Path) -> None:
+    user = (
+        "import ctypes\nlibc = ctypes.CDLL(None)\nget = libc.getenv\nget.restype = ctypes.c_char_p\n"
+        "get.argtypes = [ctypes.c_char_p]\ndef f():\n    return get(b'HOME'), libc.getpid()\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
+
+
+# ---- G20: a name spelled as adjacent literals, an escape, or built with `+`
+
+
+ENVUTIL = "import os\n\ndef get_env(name, default=None):\n    return os.environ.get(name, default)\n"
+
+
+@pytest.mark.parametrize("user", [
+    "from pkg.envutil import get_env\ndef f():\n    return get_env('SGLANG_' 'PAGE_SIZE')\n",
+    "from pkg.envutil import get_env\ndef f():\n    return get_env('SGLANG_\\x50AGE_SIZE')\n",
+    "from pkg.envutil import get_env\ndef f():\n    return get_env('SGLANG_' + 'PAGE_SIZE')\n",
+    "from pkg.envutil import get_env\nPAGE = 'SGLANG_' + 'PAGE_SIZE'\ndef f():\n    return get_env(PAGE)\n",
+    "import os\ndef f():\n    return os.environ.get('SGLANG_' 'PAGE_SIZE')\n",
+    "import os\ndef f():\n    return os.getenv('SGLANG_\\x50AGE_SIZE')\n",
+    "import os\ndef f():\n    return os.environ['SGLANG_' + 'PAGE_SIZE']\n",
+    "import os\nPAGE = 'SGLANG_' + 'PAGE_SIZE'\ndef f():\n    return os.getenv(PAGE)\n",
+])
+def test_a_name_built_of_literals_is_resolved_like_any_literal(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"envutil.py": ENVUTIL, "user.py": user})
+    assert _keys(result) == {("f", PAGE)}, result.reads
+    assert _fails(result)
+
+
+# ---- G12, G8: contexts the runtime hands back inside its objects
+
+
+@pytest.mark.parametrize("user", [
+    "from configbags.runtime.legacy import publish_legacy\ndef f(rec):\n"
+    "    pub = publish_legacy(rec, role='launcher', package='pkg.config_bags')\n    return pub.context.state\n",
+    "from pkg.config_bags.accessors import runner_view\ndef f():\n    return runner_view('draft')._context.state\n",
+])
+def test_a_context_inside_a_runtime_object_is_a_readback(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("f", "Context.state") in _keys(result), result.reads
+
