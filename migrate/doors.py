@@ -24,7 +24,9 @@ the ratchet can hold them to the allowlist like raw record reads:
   module does not show (ModuleStrings, below, resolves what it does) is `$?`.
 - an operator readback: `.state` of a config context (`get_context().state`, `ctx.state`
   after `ctx = get_context()`, and likewise `process_context`, the accessors' `publish`,
-  `import_state`, `from_state`, `publish_distributed`) and
+  `import_state`, `from_state`, `publish_distributed`, and what entering one of its scopes
+  gives: `with ctx.scoped() as c`, `stack.enter_context(scoped_override(...))`,
+  `S.__enter__()`) and
   `configbags.runtime.dist.state_dict`, also through `from configbags.runtime.dist import *`
   and a star import of `configbags.runtime`, `configbags.runtime.context` or an `accessors`
   module (which bind `get_context`, `process_context`, `publish`); fetched by name
@@ -100,6 +102,21 @@ _RUNTIME = "<configbags object>"
 _RUNTIME_SOURCES = frozenset({"publish_legacy", "runner_view"})
 # configbags.runtime.context._process.CONTEXTS: each package's process context, by name
 _REGISTRY = "<contexts>"
+# A scope whose entering gives a config context (`ctx.scoped()`, `ctx.restoring()`,
+# `contextlib.nullcontext(ctx)`, the runtime's test helpers): `with S as c`,
+# `S.__enter__()`, `stack.enter_context(S)` give the context
+_SCOPE = "<context scope>"
+# The runtime's callables that make such a scope
+_SCOPE_SOURCES = frozenset({
+    "configbags.runtime.testing.scoped_override", "configbags.runtime.testing.published",
+    "configbags.runtime.context.Restoring",
+})
+# What enters a scope and gives what it yields: its own methods, and an ExitStack's
+_ENTER_METHODS = frozenset({"__enter__", "__aenter__"})
+_STACK_ENTERS = frozenset({"enter_context", "enter_async_context"})
+_NULL_CONTEXT = "contextlib.nullcontext"
+_SCOPE_KIND = frozenset({_SCOPE})
+_HELD_CONTEXT = frozenset({_CONTEXT, _SCOPE})
 _ENVIRON = "os.environ"
 # callables that read one variable: path -> the form reported
 _ENV_GETTERS = {
@@ -198,7 +215,9 @@ _ENVVAR_KEYWORDS = frozenset({"envvar", "auto_envvar_prefix"})
 _DESCRIPTOR_WRITERS = frozenset({"set", "clear", "unset", "override", "__set__", "__delete__"})
 # A file can only open a door if it mentions one of these.
 _ENV_WORDS = ("environ", "getenv")
-_CONTEXT_WORDS = ("get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS")
+_CONTEXT_WORDS = (
+    "get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS", "scoped_override",
+)
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
@@ -255,7 +274,8 @@ def _runtime_source(path: str) -> bool:
 def _is_door(kind: str) -> bool:
     """Is a name bound to this worth following (an alias of a door, or of a fetcher)?"""
     return (
-        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY)
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY, _SCOPE)
+        or kind in _SCOPE_SOURCES
         or kind in _ENV_GETTERS
         or kind in _ENV_VIEWS
         or kind in _ENV_ITEM_VIEWS
@@ -370,8 +390,8 @@ _Value = ast.expr | _Imported | None  # None: bound to something that is no door
 _ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "export -p"})
 # The environment of a process, as Linux shows it in a file.
 _PROC_ENVIRON = re.compile(r"/proc/(?:self|\d+|\{[^}]*\})/environ")
-# A config context's own methods that hand back the context it is called on, as the
-# `with` target: `with ctx.scoped() as c`, `with get_context().restoring() as c`.
+# A config context's own methods that make a scope handing back the context it is called
+# on: `with ctx.scoped() as c`, `with get_context().restoring() as c`.
 _CONTEXT_SCOPES = frozenset({"scoped", "restoring"})
 
 
@@ -519,11 +539,37 @@ class _Doors(Scopes[_Scope]):
             found.add(_CONTEXT if expr.attr in ("_context", "context") else _RUNTIME)
         return frozenset(found)
 
-    def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
-        func = self.kind(expr.func, scope)
-        if not func:
-            return _NO_KINDS
+    def entered(self, call: ast.Call, scope: _Scope) -> bool:
+        """Does `call` enter a context's scope, giving the context: `S.__enter__()`,
+        `await S.__aenter__()` (what `with S as c` binds), `stack.enter_context(S)`,
+        `await stack.enter_async_context(S)`?"""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return False
+        if func.attr in _ENTER_METHODS and not call.args:
+            return _SCOPE in self.kind(func.value, scope)
+        if func.attr in _STACK_ENTERS and len(call.args) == 1 and not isinstance(call.args[0], ast.Starred):
+            return _SCOPE in self.kind(call.args[0], scope)
+        return False
+
+    def _makes_scope(self, expr: ast.Call, func: frozenset[str], scope: _Scope) -> bool:
+        """`ctx.scoped(...)`, `ctx.restoring()`, `scoped_override(...)`, `published(rec)`,
+        `contextlib.nullcontext(ctx)`: a scope whose entering gives a config context."""
+        if not func.isdisjoint(_SCOPE_SOURCES):
+            return True
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in _CONTEXT_SCOPES and (
+            _CONTEXT in self.kind(expr.func.value, scope)
+        ):
+            return True
+        given = _argument(expr, 0, "enter_result") if _NULL_CONTEXT in func else None
+        return given is not None and _CONTEXT in self.kind(given, scope)
+
+    def _configbags_kinds(self, expr: ast.Call, func: frozenset[str], scope: _Scope) -> set[str]:
+        """What a call of `func` gives of configbags' runtime: a context, a scope of one,
+        an object holding one."""
         found: set[str] = set()
+        if self._makes_scope(expr, func, scope):
+            found.add(_SCOPE)
         if any(_is_context_source(path) for path in func):
             found.add(_CONTEXT)
         if _RUNTIME in func or _CONTEXT in func or any(_runtime_source(path) for path in func):
@@ -532,6 +578,15 @@ class _Doors(Scopes[_Scope]):
             found.add(_CONTEXT)
         if not func.isdisjoint(_FIELD_FACTORIES) and self._makes_context(expr, func, scope):
             found.add(_CONTEXT)
+        return found
+
+    def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
+        if self.entered(expr, scope):
+            return frozenset({_CONTEXT})
+        func = self.kind(expr.func, scope)
+        if not func:
+            return _NO_KINDS
+        found = self._configbags_kinds(expr, func, scope)
         bare = not expr.args and not expr.keywords
         if bare and not func.isdisjoint(_ENV_VIEWS):
             found.add(_ENVIRON)  # `os.environ.copy()`, `os.environ.keys()`
@@ -728,17 +783,13 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 self.bind_name(param.arg, None, scope=scope)
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        # `with S as c` binds what `S.__enter__()` gives (`__aenter__`, awaited): the
+        # context, where S is a context's scope (`ctx.scoped()`, `scoped_override(...)`)
+        enter = "__aenter__" if isinstance(node, ast.AsyncWith) else "__enter__"
         for item in node.items:
-            if item.optional_vars is None:
-                continue
-            context = item.context_expr
-            if isinstance(context, ast.Call) and isinstance(context.func, ast.Attribute) and (
-                context.func.attr in _CONTEXT_SCOPES
-            ):
-                # `with ctx.scoped() as c`: c is ctx itself, when ctx is a config context
-                self.bind(item.optional_vars, context.func.value)
-            else:
-                self.bind(item.optional_vars, None)
+            if item.optional_vars is not None:
+                entered = ast.Call(ast.Attribute(item.context_expr, enter, ast.Load()), [], [])
+                self.bind(item.optional_vars, ast.copy_location(entered, item.context_expr))
         self.generic_visit(node)
 
     visit_AsyncWith = visit_With
@@ -876,15 +927,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     # ---- a config context where no analysis follows it: an unresolved readback
 
-    def _context_escape(self, node: ast.expr | None) -> None:
-        if node is not None and _CONTEXT in self.d.kind(node, self.scope):
+    def _context_escape(self, node: ast.expr | None, kinds: frozenset[str] = _HELD_CONTEXT) -> None:
+        """A context, or a scope whose entering gives one, where no analysis follows it:
+        whoever gets it may read the state back."""
+        if node is not None and not kinds.isdisjoint(self.d.kind(node, self.scope)):
             self._report(node, STATE_READBACK, "readback", "context_escape")
 
     def visit_Return(self, node: ast.Return) -> None:
-        # a method returning a context: its callers read it by the method's name
-        # (a module function returning one is followed: configbags.migrate.flows)
-        if self.scope.kind == "function" and self.scope.self_name is not None:
-            self._context_escape(node.value)
+        # a method returning a context: its callers read it by the method's name (a module
+        # function returning one is followed: configbags.migrate.flows); a scope returned
+        # by any function is entered by its callers, where no analysis follows it
+        if self.scope.kind == "function":
+            self._context_escape(node.value, _HELD_CONTEXT if self.scope.self_name is not None else _SCOPE_KIND)
         self.generic_visit(node)
 
     def _yielded(self, node: ast.Yield | ast.YieldFrom) -> None:
@@ -956,6 +1010,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in CONTEXT_READBACK_METHODS:
             return  # `Context.server_info(ctx)`: that readback
+        if _NULL_CONTEXT in callee or (isinstance(func, ast.Attribute) and func.attr in _STACK_ENTERS):
+            return  # `nullcontext(ctx)`, `stack.enter_context(scope)`: judged where they go
         for arg in (*node.args, *(k.value for k in node.keywords)):
             self._context_escape(arg.value if isinstance(arg, ast.Starred) else arg)
 

@@ -131,3 +131,69 @@ def test_a_context_inside_a_runtime_object_is_a_readback(tmp_path: Path, user: s
     result = _scan(tmp_path, {"user.py": user})
     assert ("f", "Context.state") in _keys(result), result.reads
 
+
+# ---- G13, G16: a context entered other than by `with ctx.scoped() as c`
+
+
+@pytest.mark.parametrize("user", [
+    "import contextlib\n" + CTX + "def f():\n    with contextlib.ExitStack() as stack:\n"
+    "        ctx = stack.enter_context(get_context().scoped())\n        return ctx.state.values['tp_size']\n",
+    "import contextlib\n" + CTX + "async def f():\n    async with contextlib.AsyncExitStack() as st:\n"
+    "        c = st.enter_context(get_context().restoring())\n        return c.state\n",
+    "from contextlib import AsyncExitStack\n" + CTX + "async def f():\n    async with AsyncExitStack() as st:\n"
+    "        c = await st.enter_async_context(get_context().scoped())\n        return c.state\n",
+    CTX + "def f():\n    r = get_context().scoped()\n    c = r.__enter__()\n    try:\n        return c.state\n"
+    "    finally:\n        r.__exit__(None, None, None)\n",
+    "import contextlib\n" + CTX + "def f():\n    with contextlib.nullcontext(get_context()) as c:\n        return c.state\n",
+    "import contextlib\n" + CTX + "def f():\n    with contextlib.nullcontext(enter_result=get_context()) as c:\n"
+    "        return c.explain('tp_size')\n",
+    # the runtime's own test helpers hand back the context they scope
+    "from configbags.runtime.testing import scoped_override\ndef f():\n"
+    "    with scoped_override(page_size=4) as ctx:\n        return ctx.state.values['tp_size']\n",
+    "from configbags.runtime import testing\ndef f():\n    with testing.scoped_override(page_size=2) as c:\n"
+    "        return c.explain('tp_size')\n",
+    "def f():\n    from configbags.runtime.testing import scoped_override as so\n    with so(page_size=2) as c:\n"
+    "        return c.server_info()\n",
+    "from configbags.runtime.testing import published\ndef f(rec):\n    with published(rec) as ctx:\n"
+    "        return ctx.state\n",
+])
+def test_a_context_entered_another_way_is_a_readback(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert {leaf for function, leaf in _keys(result) if function == "f"} & {
+        "Context.state", "Context.explain", "Context.server_info"
+    }, result.reads
+    assert _fails(result)
+
+
+def test_a_unittest_setup_storing_the_entered_context_is_followed(tmp_path: Path) -> None:
+    user = CTX + (
+        "class T:\n    def setUp(self):\n        self._scope = get_context().scoped()\n"
+        "        self.ctx = self._scope.__enter__()\n        self.addCleanup(self._scope.__exit__, None, None, None)\n"
+        "    def test_read(self):\n        return self.ctx.state\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("T.test_read", "Context.state") in _keys(result), result.reads
+
+
+@pytest.mark.parametrize("user", [
+    CTX + "def f(run):\n    return run(get_context().scoped())\n",
+    CTX + "def f():\n    return get_context().scoped(page_size=4)\n",
+    "from configbags.runtime.testing import scoped_override\ndef f():\n    return [scoped_override(page_size=4)]\n",
+])
+def test_a_scope_handed_on_is_a_readback_there(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert _keys(result) == {("f", "Context.state")}, result.reads
+
+
+@pytest.mark.parametrize("user", [
+    CTX + "import contextlib\ndef f(path):\n    with contextlib.ExitStack() as stack:\n"
+    "        fh = stack.enter_context(open(path))\n        stack.enter_context(get_context().scoped(page_size=4))\n"
+    "        return fh.read()\n",
+    "from configbags.runtime.testing import scoped_override\ndef f(work):\n    with scoped_override(page_size=4):\n"
+    "        return work()\n",
+    CTX + "import contextlib\ndef f(lock):\n    with contextlib.nullcontext(lock) as held:\n        return held.state\n",
+])
+def test_entering_a_scope_without_reading_the_context_back_is_no_read(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
+
