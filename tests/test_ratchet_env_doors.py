@@ -197,3 +197,101 @@ def test_entering_a_scope_without_reading_the_context_back_is_no_read(tmp_path: 
     result = _scan(tmp_path, {"user.py": user})
     assert not result.reads, result.reads
 
+
+# ---- G4: a child that prints the whole environment back
+
+
+@pytest.mark.parametrize("command", [
+    "['env', '-0']",
+    "['/usr/bin/env']",
+    "['printenv', '-0']",
+    "['sh', '-c', 'env']",
+    "'env | grep SGLANG', shell=True",
+    "['sh', '-c', 'export -p']",
+    "['bash', '-c', 'set']",
+    "['bash', '-lc', 'declare -x']",
+    "['env', 'FOO=1', 'printenv']",
+    "['env', '-u', 'HOME', '--', 'env']",
+    "'cd /tmp && FOO=1 env > dump.txt; cat dump.txt', shell=True",
+    "['sh', '-c', 'echo $(env)']",
+    "[sys.executable, '-c', 'import json, os; print(json.dumps(dict(os.environ)))']",
+    "['python3', '-u', '-c', 'import os\\nfor k in os.environ: print(k)']",
+])
+def test_a_child_printing_the_environment_back_is_a_whole_read(tmp_path: Path, command: str) -> None:
+    user = f"import subprocess, sys\ndef f():\n    return subprocess.run({command}, capture_output=True).stdout\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert _keys(result) == {("f", "$?")}, result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("user", [
+    "import os\ndef f():\n    return os.system('env > /tmp/env.txt')\n",
+    "import os\ndef f():\n    return os.popen('printenv').read()\n",
+    "import os\ndef f():\n    os.execvp('env', ['env', '-0'])\n",
+    "import os\ndef f():\n    os.execl('/usr/bin/printenv', 'printenv')\n",
+    "import asyncio\nasync def f():\n    return await asyncio.create_subprocess_exec('env', '-0')\n",
+    "import subprocess\nDUMP = ['env', '-0']\ndef f():\n    return subprocess.check_output(DUMP)\n",
+])
+def test_every_launcher_printing_the_environment_back_is_a_whole_read(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert _keys(result) == {("f", "$?")}, result.reads
+
+
+@pytest.mark.parametrize("command", [
+    # the doc's rule: starting a child with the environment reads nothing here
+    "['env', 'FOO=1', 'python', 'train.py']",
+    "'env CUDA_VISIBLE_DEVICES=0 make test', shell=True",
+    "['/usr/bin/env', '-u', 'HOME', 'make']",
+    # the child's environment is emptied first
+    "['env', '-i', 'PATH=/bin', 'sh', '-c', 'env']",
+    "['printenv', 'HOME']",
+    "['bash', '-c', 'set -euo pipefail; make']",
+    "['sh', '-c', 'export PATH=/opt/bin:$PATH; exec make']",
+    "[sys.executable, '-c', 'print(1)']",
+    "[sys.executable, '-c', 'import os; print(os.environ.get(\"HOME\"))']",
+    "['git', 'status']",
+    "'ls -l | grep env', shell=True",
+])
+def test_a_child_started_with_the_environment_is_no_read(tmp_path: Path, command: str) -> None:
+    user = f"import subprocess, sys\ndef f():\n    return subprocess.run({command}, capture_output=True).stdout\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
+
+
+# ---- G11: /proc/<pid>/environ built as a path
+
+
+@pytest.mark.parametrize("path", [
+    "f'/proc/{os.getpid()}/environ'",
+    "'/proc/%d/environ' % os.getpid()",
+    "os.path.join('/proc', 'self', 'environ')",
+    "pathlib.Path('/proc/self') / 'environ'",
+    "pathlib.Path('/proc', str(os.getpid()), 'environ')",
+    "pathlib.Path('/proc').joinpath('self', 'environ')",
+    "'/proc/thread-self/environ'",
+    "'/proc/' + str(os.getppid()) + '/environ'",
+    "'/proc/{}/environ'.format(os.getpid())",
+    "f'/proc/self/task/{tid}/environ'",
+    "base + '/environ'",
+])
+def test_the_environment_read_as_a_built_proc_path_is_a_whole_read(tmp_path: Path, path: str) -> None:
+    user = (
+        f"import os, pathlib\ndef f(tid):\n    base = f'/proc/{{os.getpid()}}'\n"
+        f"    with open({path}, 'rb') as fh:\n        return fh.read()\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert _keys(result) == {("f", "$?")}, result.reads
+    assert len(result.reads) == 1, result.reads
+
+
+@pytest.mark.parametrize("path", [
+    "f'/proc/{os.getpid()}/status'",
+    "pathlib.Path('/proc/self') / 'cmdline'",
+    "os.path.join('/etc', 'environ')",
+    "os.path.join(root, 'environ')",
+])
+def test_other_proc_files_are_no_read(tmp_path: Path, path: str) -> None:
+    user = f"import os, pathlib\ndef f(root):\n    with open({path}, 'rb') as fh:\n        return fh.read(), os.environ.get('HOME')\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
+
