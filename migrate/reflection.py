@@ -5,7 +5,9 @@ unless an allowlist entry explains it (the rule for anything the scanner cannot 
 - Reflection (leaf `$?`, via `reflection`): `__getattribute__`, `__getstate__`,
   `__reduce__`/`__reduce_ex__` and `__call__` of the raw accessor or a context function;
   `inspect.getattr_static`, `operator.methodcaller`, `string.Formatter`, `eval`, `exec`,
-  `compile`, `globals`, `locals` (called or passed on); `vars(M)` and `M.__dict__` of
+  `compile`, `globals`, `locals`, and the standard library's runners of code strings
+  (profilers, pdb, code's interpreters, timeit given a string) (called or passed on);
+  `vars(M)` and `M.__dict__` of
   anything imported (or `vars()`), `sys.modules` with a name the module does not spell;
   a fetcher (`getattr`, `attrgetter`, an importer, a getter made by attrgetter) passed as
   a value (`functools.reduce(getattr, ...)`, `map(getattr, ...)`, `partial(attrgetter(...))`)
@@ -75,12 +77,23 @@ _STATE_DICT = f"{_DIST}.state_dict"
 _EXPORT_STATE = f"{_DIST}.export_state"
 _CONTEXT_FUNCTIONS = frozenset({"get_context", "process_context"})
 _NOT_CONFIG = frozenset({"multiprocessing", "multiprocess"})
+# timeit runs its statement and setup: a code string, or a callable (`timeit(lambda: f())`)
+_TIMERS = frozenset({"timeit.Timer", "timeit.timeit", "timeit.repeat"})
+# Classes whose instances run a code string (`cProfile.Profile().run("...")`): what a call of
+# one gives is `<class>()`, whose methods below run code
+_CODE_RUNNER_CLASSES = frozenset({"cProfile.Profile", "profile.Profile", "pdb.Pdb", "bdb.Bdb", "trace.Trace"})
+_CODE_RUNNER_METHODS = ("run", "runctx", "runeval")
 # callables (and classes) that read attributes by a name in a string, or run strings as code
 _REFLECTORS = frozenset({
     "inspect.getattr_static", "operator.methodcaller", "string.Formatter", "builtins.eval",
     "builtins.exec", "builtins.compile", "builtins.globals", "builtins.locals", "builtins.breakpoint",
     # run a file or module by a path the scanner does not read as source
     "runpy.run_path", "runpy.run_module",
+    # run a code string: the profilers, the debugger, the interactive interpreters, timeit
+    "cProfile.run", "cProfile.runctx", "profile.run", "profile.runctx", "pdb.run", "pdb.runeval", "pdb.runctx",
+    "code.InteractiveInterpreter", "code.InteractiveConsole", "code.interact", "code.compile_command",
+    "codeop.compile_command", *_TIMERS,
+    *(f"{cls}().{method}" for cls in _CODE_RUNNER_CLASSES for method in _CODE_RUNNER_METHODS),
 })
 # attributes that read an object's state by a name the code need not spell
 _REFLECTIVE_ATTRS = frozenset({"__getattribute__", "__getstate__", "__reduce__", "__reduce_ex__"})
@@ -118,7 +131,7 @@ def _c_getenv(path: str) -> bool:
     return path.split(".")[0] in _C_FFI and path.rsplit(".", 1)[-1] in C_GETENV
 
 
-_FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
+_FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS | {f"{cls}()" for cls in _CODE_RUNNER_CLASSES}
 
 
 def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
@@ -170,6 +183,8 @@ _TRIGGER_WORDS = (
     ", _", ",_", ")[", "][", "}[",
     # a class pattern of a match statement fetches the attributes its keywords name
     "case ",
+    # code strings run by the standard library (_REFLECTORS)
+    "timeit", "Interactive", "interact", "compile_command", "Profile", "profile", "pdb", "Pdb", "Bdb", "Trace",
 )
 
 
@@ -511,6 +526,8 @@ class _Reader(ast.NodeVisitor):
             found.add(_RECORD, False)
         for path, hop in func.paths.items():
             parts = path.split(".")
+            if path in _CODE_RUNNER_CLASSES:
+                found.add(f"{path}()", hop)  # `cProfile.Profile()`, whose `.run` runs a code string
             if parts[-1] == self.settings.raw_accessor:
                 found.add(_RECORD, hop)
             if parts[-1] in _CONTEXT_FUNCTIONS and not _NOT_CONFIG.intersection(parts):
@@ -768,6 +785,8 @@ class _Reader(ast.NodeVisitor):
         for path, hop in found.paths.items():
             if path in ("builtins.globals", "builtins.locals") and called and _stored(self.parents, parent):
                 continue  # `globals()[name] = value` writes a name
+            if path in _TIMERS and called and not self._runs_code(parent):
+                continue  # `timeit.timeit(lambda: work(), number=3)`
             if path in _REFLECTORS:
                 self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
             elif (path in _FETCHERS or path == _GETTER) and (hop or not (called or bound)) and not (
@@ -786,6 +805,22 @@ class _Reader(ast.NodeVisitor):
                 self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
             elif self.declared and path in _EXPANDERS and not called:
                 self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
+
+    def _runs_code(self, call: ast.AST | None) -> bool:
+        """Does a timeit call run a code string: is its statement or setup anything but a
+        callable the module shows (a lambda, a function it defines, a method, a partial)?"""
+        if not isinstance(call, ast.Call):
+            return True
+        given = [k.value for k in call.keywords if k.arg in ("stmt", "setup")] + call.args[:2]
+        return any(not self._callable(expr) for expr in given)
+
+    def _callable(self, expr: ast.expr) -> bool:
+        if isinstance(expr, (ast.Lambda, ast.Attribute, ast.Call)):
+            return True
+        if isinstance(expr, ast.Name):
+            bound = self.assigned.get(expr.id, [])
+            return expr.id in self.returns or (bool(bound) and all(isinstance(v, ast.Lambda) for v in bound))
+        return False
 
     def _env_use(self, node: ast.expr, path: str, parent: ast.AST | None) -> None:
         """`os.environb[b"X"]`, `subprocess.os.environ.get("X")`, `os.getenvb(b"X")`."""

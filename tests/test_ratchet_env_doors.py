@@ -295,3 +295,38 @@ def test_other_proc_files_are_no_read(tmp_path: Path, path: str) -> None:
     result = _scan(tmp_path, {"user.py": user})
     assert not result.reads, result.reads
 
+
+# ---- G15: code strings run by the standard library's profilers and interpreters
+
+
+@pytest.mark.parametrize("call", [
+    "timeit.Timer('out.append(get_server_args().tp_size)', globals={'out': out}).timeit(1)",
+    "timeit.timeit('get_server_args().tp_size', setup='from pkg.server_args import get_server_args', number=1)",
+    "timeit.repeat(stmt='get_server_args()', number=1)",
+    "code.InteractiveInterpreter({'out': out}).runsource('out.append(get_server_args().tp_size)')",
+    "code.InteractiveConsole().push('get_server_args().tp_size')",
+    "cProfile.run('get_server_args().tp_size')",
+    "cProfile.runctx('get_server_args().tp_size', {}, {})",
+    "profile.run('get_server_args().tp_size')",
+    "pdb.run('get_server_args().tp_size')",
+    "cProfile.Profile().run('get_server_args().tp_size')",
+    "prof = cProfile.Profile()\n    prof.runctx('get_server_args().tp_size', {}, {})",
+    "timeit.timeit(STMT, number=1)",
+])
+def test_a_code_string_run_by_the_standard_library_is_unresolved(tmp_path: Path, call: str) -> None:
+    user = f"import timeit, code, cProfile, profile, pdb\n{RAW}STMT = 'get_server_args()'\ndef f():\n    out = []\n    {call}\n    return out\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("f", "$?") in _keys(result), result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("call", [
+    "timeit.timeit(lambda: work(get_server_args), number=3)",
+    "timeit.Timer(work).timeit(1)",
+    "cProfile.Profile().enable()",
+    "pdb.runcall(work, get_server_args)",
+])
+def test_a_callable_run_by_the_standard_library_is_no_read(tmp_path: Path, call: str) -> None:
+    user = f"import timeit, cProfile, pdb\n{RAW}def work(get):\n    return get\ndef f():\n    return {call}\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not {(fn, leaf) for fn, leaf in _keys(result) if leaf == "$?"}, result.reads
