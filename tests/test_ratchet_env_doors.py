@@ -7,12 +7,17 @@ interpreters of the standard library, and a stale generated copy's declared vari
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
+from configbags.codegen.__main__ import main as gen_main
 from configbags.migrate.check import check
+from configbags.migrate.cli import main
+from configbags.migrate.importer import ROLES_YAML
 from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
 
 SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
@@ -330,3 +335,49 @@ def test_a_callable_run_by_the_standard_library_is_no_read(tmp_path: Path, call:
     user = f"import timeit, cProfile, pdb\n{RAW}def work(get):\n    return get\ndef f():\n    return {call}\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not {(fn, leaf) for fn, leaf in _keys(result) if leaf == "$?"}, result.reads
+
+
+# ---- L4: `check --generated` beside a schema declaring a variable the copy lacks
+
+
+NAMESPACE = """\
+namespace: schedule
+doc: d
+leaves:
+  page_size: {type: int, default: 1, help: h, owner: launcher, override: startup, env: SGLANG_PAGE_SIZE}
+  tp_size: {type: int, default: 1, help: h, owner: launcher, override: startup}
+"""
+
+
+def test_check_generated_holds_a_variable_declared_since_the_last_gen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = tmp_path / "schema"
+    (schema / "namespaces").mkdir(parents=True)
+    (schema / "namespaces" / "schedule.yaml").write_text(NAMESPACE)
+    (schema / "roles.yaml").write_text(ROLES_YAML)
+    scan = {"roots": ["pkg"], "excludes": [], "raw_accessor": "get_server_args", "record_class": "ServerArgs",
+            "record_attributes": ["server_args"], "min_files": 1}
+    (schema / "ratchet.yaml").write_text(yaml.safe_dump({"scan": scan, "allowlist": []}, sort_keys=False))
+    _scan(tmp_path, {"tp.py": "import os\ndef tp():\n    return os.environ.get('SGLANG_TP_SIZE')\n"})
+    check_generated = ["check", "--schema", str(schema), "--generated", "env2_gen_pkg", "--no-cache"]
+    assert gen_main(["--schema", str(schema), "--out", str(tmp_path / "env2_gen_pkg"), "--package", "env2_gen_pkg"]) == 0
+    try:
+        assert main(check_generated) == 0
+        # a leaf gets a variable; no gen yet
+        (schema / "namespaces" / "schedule.yaml").write_text(
+            NAMESPACE.replace("override: startup}\n", "override: startup, env: SGLANG_TP_SIZE}\n")
+        )
+        capsys.readouterr()
+        assert main(check_generated) == 1
+        out = capsys.readouterr().out
+        assert "env2_gen_pkg.ratchet_allowlist is stale" in out and "SGLANG_TP_SIZE (leaf tp_size)" in out, out
+        assert "run `configbags gen" in out, out
+        assert "pkg/tp.py:3 (tp): a raw read of environment variable SGLANG_TP_SIZE" in out, out
+        assert gen_main(["--schema", str(schema), "--out", str(tmp_path / "env2_gen_pkg"), "--package", "env2_gen_pkg"]) == 0
+        assert main(check_generated) == 1
+        out = capsys.readouterr().out
+        assert "is stale" not in out and "environment variable SGLANG_TP_SIZE" in out, out
+    finally:
+        for name in [m for m in sys.modules if m.startswith("env2_gen_pkg")]:
+            del sys.modules[name]
