@@ -1076,13 +1076,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         literal, `+`, `%`, an f-string, `/` of pathlib, `os.path.join`, `Path(...)`,
         `.joinpath`, a name bound to part of it): the environment read whole. Reported once,
         at the outermost expression building it."""
-        if not self.declared or id(node) in self.paths_seen:
-            return
-        if (isinstance(node, ast.Call) and self._path_parts(node) is None) or not _mentions_environ(node):
+        if not self.declared or id(node) in self.paths_seen or not _mentions_environ(node):
             return
         if _PROC_ENVIRON.search(self._path_text(node)):
             self.paths_seen.update(id(sub) for sub in ast.walk(node))
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _joined_path(self, call: ast.Call, callee: frozenset[str]) -> None:
+        if self.declared and self._path_parts(call, callee) is not None:
+            self._proc_environ(call)  # `os.path.join("/proc", "self", "environ")`
 
     def _path_text(self, expr: ast.expr, depth: int = 0) -> str:
         """The text a path expression spells, `*` for a part the module does not show."""
@@ -1110,7 +1112,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return self._path_text(bound[0][0], depth + 1)  # `base = f"/proc/{pid}"; base + "/environ"`
         return "*"
 
-    def _path_parts(self, call: ast.Call) -> list[ast.expr] | None:
+    def _path_parts(self, call: ast.Call, callee: frozenset[str] | None = None) -> list[ast.expr] | None:
         """The parts a call joins into a path (`os.path.join(a, b)`, `Path(a, b)`,
         `p.joinpath(b)`, `"/".join([a, b])`), or None."""
         func = call.func
@@ -1122,7 +1124,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             func.value.value == "/" and len(call.args) == 1 and isinstance(call.args[0], (ast.List, ast.Tuple))
         ):
             return list(call.args[0].elts)
-        if not self.d.kind(func, self.scope).isdisjoint(_PATH_JOINERS):
+        if not (self.d.kind(func, self.scope) if callee is None else callee).isdisjoint(_PATH_JOINERS):
             return list(call.args)
         return None
 
@@ -1186,7 +1188,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.d.kind(node.func, self.scope)
         self._consume(node.func)
-        self._proc_environ(node)  # `os.path.join("/proc", "self", "environ")`
+        self._joined_path(node, callee)
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in _DESCRIPTOR_WRITERS and isinstance(func.value, ast.Attribute):
             self.written.add(id(func.value))
