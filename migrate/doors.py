@@ -117,6 +117,9 @@ _SCOPE_SOURCES = frozenset({
 _ENTER_METHODS = frozenset({"__enter__", "__aenter__"})
 _STACK_ENTERS = frozenset({"enter_context", "enter_async_context"})
 _NULL_CONTEXT = "contextlib.nullcontext"
+# The runtime's pytest fixtures that hand a test the context (configbags.runtime.testing):
+# a parameter of that name is it
+_CONTEXT_FIXTURES = frozenset({"config_scope"})
 _SCOPE_KIND = frozenset({_SCOPE})
 _HELD_CONTEXT = frozenset({_CONTEXT, _SCOPE})
 _ENVIRON = "os.environ"
@@ -219,13 +222,16 @@ _DESCRIPTOR_WRITERS = frozenset({"set", "clear", "unset", "override", "__set__",
 _ENV_WORDS = ("environ", "getenv")
 _CONTEXT_WORDS = (
     "get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS", "scoped_override",
+    "config_scope",
 )
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
-    # what holds a context in a private part, or hands one back (see _RUNTIME)
-    | {"publish_legacy", "runner_view", "CONTEXTS", "_context"}
+    # what holds a context in a private part, or hands one back (see _RUNTIME), and the
+    # runtime's test helpers
+    | {"publish_legacy", "runner_view", "CONTEXTS", "_context", "scoped_override", "published"}
+    | _CONTEXT_FIXTURES
     # an object's attributes by name (`vars(self)[name]`), where it holds a context
     | {"vars", "__dict__"}
     | _CONTEXT_FUNCTIONS
@@ -785,7 +791,10 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             super().bind_name(arg.arg, None, scope=scope)
         extras = [extra for extra in (args.vararg, args.kwarg) if extra is not None]
         for param in (*positional, *args.kwonlyargs, *extras):
-            if param.arg not in defaulted:
+            if param.arg in _CONTEXT_FIXTURES and param.arg not in defaulted:
+                # `def test_x(config_scope)`: pytest hands the test the context
+                self._add(param.arg, _Imported(_CONTEXT), scope)
+            elif param.arg not in defaulted:
                 self.bind_name(param.arg, None, scope=scope)
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:

@@ -161,6 +161,8 @@ def test_a_context_inside_a_runtime_object_is_a_readback(tmp_path: Path, user: s
     "        return c.server_info()\n",
     "from configbags.runtime.testing import published\ndef f(rec):\n    with published(rec) as ctx:\n"
     "        return ctx.state\n",
+    # the runtime's pytest fixture hands the test the context
+    "def f(config_scope):\n    return config_scope.state.values['tp_size']\n",
 ])
 def test_a_context_entered_another_way_is_a_readback(tmp_path: Path, user: str) -> None:
     result = _scan(tmp_path, {"user.py": user})
