@@ -93,6 +93,9 @@ _REFLECTORS = frozenset({
     "cProfile.run", "cProfile.runctx", "profile.run", "profile.runctx", "pdb.run", "pdb.runeval", "pdb.runctx",
     "code.InteractiveInterpreter", "code.InteractiveConsole", "code.interact", "code.compile_command",
     "codeop.compile_command", *_TIMERS,
+    # an object from its address (`ctypes.cast(id(rec), ctypes.py_object).value`), or
+    # CPython's own C API (`ctypes.pythonapi.PyObject_GetAttr`)
+    "ctypes.py_object", "ctypes.pythonapi", "_ctypes.PyObj_FromPtr",
     *(f"{cls}().{method}" for cls in _CODE_RUNNER_CLASSES for method in _CODE_RUNNER_METHODS),
 })
 # attributes that read an object's state by a name the code need not spell
@@ -185,6 +188,7 @@ _TRIGGER_WORDS = (
     "case ",
     # code strings run by the standard library (_REFLECTORS)
     "timeit", "Interactive", "interact", "compile_command", "Profile", "profile", "pdb", "Pdb", "Bdb", "Trace",
+    "py_object", "pythonapi", "PyObj_FromPtr",
 )
 
 

@@ -319,9 +319,12 @@ def test_other_proc_files_are_no_read(tmp_path: Path, path: str) -> None:
     "cProfile.Profile().run('get_server_args().tp_size')",
     "prof = cProfile.Profile()\n    prof.runctx('get_server_args().tp_size', {}, {})",
     "timeit.timeit(STMT, number=1)",
+    # an object from its address, where no analysis follows it
+    "ref = id(get_server_args())\n    out.append(ctypes.cast(ref, ctypes.py_object).value.tp_size)",
+    "ctypes.pythonapi.PyObject_GetAttr(ctypes.py_object(get_server_args()), ctypes.py_object('tp_size'))",
 ])
 def test_a_code_string_run_by_the_standard_library_is_unresolved(tmp_path: Path, call: str) -> None:
-    user = f"import timeit, code, cProfile, profile, pdb\n{RAW}STMT = 'get_server_args()'\ndef f():\n    out = []\n    {call}\n    return out\n"
+    user = f"import ctypes, timeit, code, cProfile, profile, pdb\n{RAW}STMT = 'get_server_args()'\ndef f():\n    out = []\n    {call}\n    return out\n"
     result = _scan(tmp_path, {"user.py": user})
     assert ("f", "$?") in _keys(result), result.reads
     assert _fails(result)
