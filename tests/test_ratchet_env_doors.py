@@ -105,7 +105,10 @@ def test_c_getenv_of_an_undeclared_variable_with_its_prototype_set_is_no_read(tm
 # ---- G20: a name spelled as adjacent literals, an escape, or built with `+`
 
 
-ENVUTIL = "import os\n\ndef get_env(name, default=None):\n    return os.environ.get(name, default)\n"
+ENVUTIL = (
+    "import os\n\ndef get_env(name, default=None):\n    return os.environ.get(name, default)\n\n"
+    "class Env:\n    def get(self, name):\n        return os.environ.get(name)\n"
+)
 
 
 @pytest.mark.parametrize("user", [
@@ -122,6 +125,16 @@ def test_a_name_built_of_literals_is_resolved_like_any_literal(tmp_path: Path, u
     result = _scan(tmp_path, {"envutil.py": ENVUTIL, "user.py": user})
     assert _keys(result) == {("f", PAGE)}, result.reads
     assert _fails(result)
+
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from pkg.envutil import Env\ndef f():\n    return Env().get('SGLANG_' 'PAGE_SIZE')\n", PAGE),
+    ("from pkg import envutil\ndef f():\n    return envutil.Env().get('SGLANG_PAGE_SIZE')\n", PAGE),
+    ("from pkg.envutil import Env\ndef f(name):\n    return Env().get(name)\n", "$?"),
+])
+def test_an_env_helper_method_on_an_instance_made_on_the_spot_is_read(tmp_path: Path, user: str, leaf: str) -> None:
+    result = _scan(tmp_path, {"envutil.py": ENVUTIL, "user.py": user})
+    assert _keys(result) == {("f", leaf)}, result.reads
 
 
 # ---- G12, G8: contexts the runtime hands back inside its objects
