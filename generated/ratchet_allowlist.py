@@ -54,6 +54,18 @@ RESOLUTION: tuple[str, ...] = ()
 
 ALLOWLIST: tuple[AllowEntry, ...] = (
     AllowEntry(
+        file="runtime/context/_context.py",
+        function="Context.restoring",
+        leaf="Context.state",
+        reason="the context's own restoring scope: entering it gives the context it was made from, test support",
+    ),
+    AllowEntry(
+        file="runtime/context/_context.py",
+        function="Context.scoped",
+        leaf="Context.state",
+        reason="the context's own override scope: entering it gives the context it was made from, test support",
+    ),
+    AllowEntry(
         file="runtime/dist/_propagate.py",
         function="DistributedContext._install_published",
         leaf="Context.state",
@@ -136,6 +148,12 @@ ALLOWLIST: tuple[AllowEntry, ...] = (
         function="published.__init__",
         leaf="Context.state",
         reason="a test scope wraps the context it installs for the test: test support, never role code",
+    ),
+    AllowEntry(
+        file="runtime/testing.py",
+        function="scoped_override",
+        leaf="Context.state",
+        reason="the test helper hands back the process context's override scope: test support, never role code",
     ),
 )
 

@@ -16,12 +16,18 @@ but never the child's environment: the
 `env=` keyword and mapping arguments (`os.execve(path, args, {"NAME": "1"})`) set
 variables, they do not read them. A command the module does not show (a parameter, a
 template from elsewhere, `shell=True` with a name) is not reported: that would flag every
-child process."""
+child process.
+
+A child that prints the whole environment back reads every variable (prints_environment):
+`env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, as the command
+`env` or a wrapper (`exec`, `nohup`) runs, or any simple command of a shell's script
+(shell_commands), and a Python child whose `-c` code uses the environment whole."""
 
 from __future__ import annotations
 
 import ast
 import re
+import shlex
 from collections.abc import Callable, Iterator, Sequence
 
 # Callables that start a child process from a command (dotted paths, as the door analysis
@@ -148,3 +154,149 @@ def _bound_values(scope: ast.AST, name: str) -> list[ast.expr]:
         ):
             found.extend(node.args)
     return found
+
+
+# ---- a child that prints the whole environment back
+
+# A word of a command the module does not show (a parameter, a call): None.
+Word = str | None
+# The program a word names, spelled as a path or not (`/usr/bin/env`, `python3.11`)
+_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
+# Commands (and shell builtins) that print every variable when given no name
+_DUMPERS = frozenset({"env", "printenv", "export", "declare", "typeset", "set"})
+# Commands that run the command after their options (`exec env`, `nohup printenv`)
+_RUNNERS = frozenset({"exec", "command", "builtin", "nohup", "time", "nice", "stdbuf"})
+# env's options that take a value, and those that empty the child's environment
+_ENV_VALUED = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+_ENV_EMPTIED = frozenset({"-i", "-", "--ignore-environment"})
+# python's options that take a value (`-W ignore`, `-X dev`)
+_PYTHON_VALUED = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+# Shell operators that end a simple command; a redirection (`>`, `2>&1`) takes a target
+_REDIRECTION = re.compile(r"[0-9]*[<>&][<>&|]*")
+_OPERATORS = ";|&()\n"
+
+
+def program_name(word: str) -> str:
+    """The program a command word names, without its folder (`/usr/bin/env` is env)."""
+    return re.split(r"[/\\]", word.strip())[-1].lower().removesuffix(".exe")
+
+
+def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str], bool], depth: int = 0) -> bool:
+    """Does a child run with the argv `words` print (or hand back) the whole environment
+    it inherits? `env` or `printenv` with no name (options and `NAME=value` assignments
+    aside), `export -p`, `declare -x`, `set` alone, the same as the command `env` runs
+    or a shell's `-c` script holds, and a Python child whose `-c` code uses the
+    environment whole (`python_reads_whole`). A word the module does not show ends the
+    analysis: the command is not known (the doc's rule for commands built elsewhere), so
+    `env FOO=1 cmd` and `["env", *args]` read nothing here. `env -i` empties the child's
+    environment first."""
+    if not words or words[0] is None or depth > 8:
+        return False
+    name = program_name(words[0])
+    rest = list(words[1:])
+    if name in _RUNNERS:
+        while rest and rest[0] is not None and rest[0].startswith("-"):
+            rest.pop(0)
+        return prints_environment(rest, python_reads_whole, depth + 1)
+    if name == "env":
+        return _env_prints(rest, python_reads_whole, depth)
+    if name in _SHELLS:
+        for index, word in enumerate(rest):
+            if word is None or not word.startswith("-") or word.startswith("--"):
+                return False  # `bash script.sh`: a script the module does not show
+            if "c" in word[1:] and index + 1 < len(rest):
+                script = rest[index + 1]
+                return script is not None and shell_prints_environment(script, python_reads_whole, depth + 1)
+        return False
+    if _PYTHON.fullmatch(name):
+        return _python_prints(rest, python_reads_whole)
+    options = [word for word in rest if word is not None and word.startswith("-")]
+    if name not in _DUMPERS or len(options) < len(rest):
+        return False  # a name to print, an assignment, or a word not shown
+    if name == "set":
+        return not options  # `set -e` sets options; `set` alone lists every variable
+    # `printenv -0`, `export -p`, `declare -x`, `declare -p`, `typeset -x`
+    return name in ("printenv", "export") or all(set(word[1:]) <= set("xpr") for word in options)
+
+
+def _env_prints(rest: list[Word], python_reads_whole: Callable[[str], bool], depth: int) -> bool:
+    """`env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...]`"""
+    while rest:
+        word = rest.pop(0)
+        if word is None:
+            return False
+        if word in _ENV_EMPTIED:
+            return False  # the child starts with no variable of ours
+        if word == "--":
+            break
+        if word in ("-S", "--split-string") and rest and rest[0] is not None:
+            return prints_environment([*_split(rest[0]), *rest[1:]], python_reads_whole, depth + 1)
+        if word in _ENV_VALUED:
+            if rest:
+                rest.pop(0)
+            continue
+        if word.startswith("-"):
+            continue  # `-0`, `--null`, `-v`, `-uHOME`
+        rest.insert(0, word)
+        break
+    while rest and rest[0] is not None and _ASSIGNMENT.match(rest[0]):
+        rest.pop(0)
+    return not rest or prints_environment(rest, python_reads_whole, depth + 1)
+
+
+def _python_prints(rest: list[Word], python_reads_whole: Callable[[str], bool]) -> bool:
+    """`python [OPTION]... -c CODE`: the code uses the environment whole."""
+    while rest:
+        word = rest.pop(0)
+        if word is None or not word.startswith("-") or word == "-m":
+            return False
+        if word in _PYTHON_VALUED:
+            if rest:
+                rest.pop(0)
+        elif word.endswith("c") and not word.startswith("--"):
+            return bool(rest) and rest[0] is not None and python_reads_whole(rest[0])
+    return False
+
+
+def shell_prints_environment(script: str, python_reads_whole: Callable[[str], bool], depth: int = 0) -> bool:
+    """Does any simple command of a shell script print the whole environment back
+    (`env | grep X`, `cd /tmp && FOO=1 env > out`, `echo $(env)`, `export -p`)?"""
+    return any(prints_environment(command, python_reads_whole, depth) for command in shell_commands(script))
+
+
+def shell_commands(script: str) -> list[list[Word]]:
+    """The simple commands of a shell script, as words: split at `;`, `|`, `&&`, `||`,
+    `&`, newlines, parentheses (`$(...)` too) and backquotes; leading `NAME=value`
+    assignments and redirections (`> out`, `2>&1`) left out."""
+    commands: list[list[Word]] = []
+    current: list[Word] = []
+    pending = iter(_split(script.replace("`", " ; "), punctuation=True))
+    for token in pending:
+        if _REDIRECTION.fullmatch(token) and any(ch in token for ch in "<>"):
+            if current and (current[-1] or "").isdigit():
+                current.pop()  # `2>&1`: the descriptor redirected
+            next(pending, None)  # the redirection's target
+        elif token and all(ch in _OPERATORS for ch in token):
+            commands.append(current)
+            current = []
+        elif not current and _ASSIGNMENT.match(token):
+            continue
+        else:
+            current.append(token)
+    commands.append(current)
+    return [command for command in commands if command]
+
+
+def _split(text: str, punctuation: bool = False) -> list[str]:
+    """Shell words, quotes removed; a script shlex cannot split (an open quote, as in a
+    fragment) is split at blanks and operators."""
+    try:
+        lexer = shlex.shlex(text, posix=True, punctuation_chars=_OPERATORS + "<>" if punctuation else False)
+        if punctuation:
+            lexer.whitespace = " \t\r"  # a newline ends a command
+        lexer.whitespace_split = True
+        return list(lexer)
+    except ValueError:
+        return re.findall(r"[;|&()<>\n]+|[^\s;|&()<>'\"]+", text)

@@ -5,7 +5,8 @@ folder; its parent is the project, the one base of every other ratchet path: `--
 `--exclude`, `--resolution FILE:...`, `--only` and the paths in ratchet.yaml (absolute
 paths are accepted anywhere; a root outside the project is kept absolute). An exclude or
 resolution file that matches nothing is an error. `check` can instead hold the tree to the generated allowlist module
-(`--generated generated`).
+(`--generated generated`); beside the schema folder, a copy whose declared environment
+variables differ from the namespace files' is stale, a failure (the reads of both held).
 
 Speed: `check` and `scan` import neither libcst (only `fix` rewrites) nor the generator
 (the schema's ratchet inputs are cached, see configbags.migrate.settings).
@@ -28,6 +29,7 @@ from configbags.migrate.check import (
     BASELINE,
     FIX_REFUSED,
     PATHS_BASE,
+    Failure,
     check,
     count_keys,
     explained,
@@ -218,10 +220,12 @@ def _cache(inputs: RatchetInputs, args: argparse.Namespace) -> Path | None:
 
 def _check(args: argparse.Namespace) -> int:
     generated: dict[str, str] = {}
+    stale: Failure | None = None
     if args.generated:
         inputs = load_from_generated(args.schema.resolve().parent, args.generated)
         generated = _generated_messages(args.schema, args.generated)
         inputs = attrs.evolve(inputs, source=f"{args.schema.resolve().name}/{RATCHET_FILE}")
+        inputs, stale = _declared_now(args, inputs, generated)
     else:
         inputs = load_from_schema(args.schema, cache=_use_cache(args))
     result = scan_tree(inputs.project, inputs.settings, cache_path=_cache(inputs, args), jobs=_jobs(args), progress=_progress())
@@ -238,8 +242,47 @@ def _check(args: argparse.Namespace) -> int:
         env_leaves=inputs.env_leaves,
         **generated,
     )
+    if stale is not None:
+        report = attrs.evolve(report, failures=(stale, *report.failures))
     print(report.render())
     return 0 if report.ok else 1
+
+
+def _declared_now(
+    args: argparse.Namespace, inputs: RatchetInputs, generated: Mapping[str, str]
+) -> tuple[RatchetInputs, Failure | None]:
+    """`check --generated` beside the schema it was generated from: the variables the
+    namespace files declare now are held too (a copy made before a new `env:` would pass
+    raw reads of it), and a copy whose declared variables differ from the schema's is
+    stale, a failure naming the command that copies them again. Without the schema
+    folder (a deployed package) the copy is all there is."""
+    schema = args.schema
+    if (schema / RATCHET_FILE).is_file():
+        current = dict(load_from_schema(schema, cache=_use_cache(args)).env_leaves)
+    elif (schema / "namespaces").is_dir():
+        current = declared_env(schema)
+    else:
+        return inputs, None
+    copied = dict(inputs.env_leaves)
+    if current == copied:
+        return inputs, None
+    changes = [
+        *(f"{name} (leaf {current[name]}) is declared but not in the copy" for name in sorted(current.keys() - copied.keys())),
+        *(f"{name} is in the copy but no longer declared" for name in sorted(copied.keys() - current.keys())),
+        *(f"{name} sets leaf {current[name]}, not {copied[name]}" for name in sorted(current.keys() & copied.keys())
+          if current[name] != copied[name]),
+    ]
+    env_leaves = {**copied, **current}
+    inputs = attrs.evolve(
+        inputs, env_leaves=env_leaves, settings=attrs.evolve(inputs.settings, env_vars=tuple(sorted(env_leaves)))
+    )
+    stale = Failure(
+        "stale_generated",
+        f"{generated['generated']} is stale: its declared environment variables (ENV_LEAVES) are not "
+        f"those of {display_path(schema / 'namespaces', inputs.project)}: {'; '.join(changes)}. This check holds the reads of "
+        f"both; run `{generated['regenerate']}` to copy the declarations again.",
+    )
+    return inputs, stale
 
 
 def _generated_messages(schema: Path, package: str) -> dict[str, str]:

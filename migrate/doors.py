@@ -24,7 +24,9 @@ the ratchet can hold them to the allowlist like raw record reads:
   module does not show (ModuleStrings, below, resolves what it does) is `$?`.
 - an operator readback: `.state` of a config context (`get_context().state`, `ctx.state`
   after `ctx = get_context()`, and likewise `process_context`, the accessors' `publish`,
-  `import_state`, `from_state`, `publish_distributed`) and
+  `import_state`, `from_state`, `publish_distributed`, and what entering one of its scopes
+  gives: `with ctx.scoped() as c`, `stack.enter_context(scoped_override(...))`,
+  `S.__enter__()`) and
   `configbags.runtime.dist.state_dict`, also through `from configbags.runtime.dist import *`
   and a star import of `configbags.runtime`, `configbags.runtime.context` or an `accessors`
   module (which bind `get_context`, `process_context`, `publish`); fetched by name
@@ -71,6 +73,8 @@ from configbags.migrate.childenv import (
     command_arguments,
     command_fragments,
     named_variables,
+    prints_environment,
+    shell_prints_environment,
 )
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -101,6 +105,24 @@ _RUNTIME = "<configbags object>"
 _RUNTIME_SOURCES = frozenset({"publish_legacy", "runner_view"})
 # configbags.runtime.context._process.CONTEXTS: each package's process context, by name
 _REGISTRY = "<contexts>"
+# A scope whose entering gives a config context (`ctx.scoped()`, `ctx.restoring()`,
+# `contextlib.nullcontext(ctx)`, the runtime's test helpers): `with S as c`,
+# `S.__enter__()`, `stack.enter_context(S)` give the context
+_SCOPE = "<context scope>"
+# The runtime's callables that make such a scope
+_SCOPE_SOURCES = frozenset({
+    "configbags.runtime.testing.scoped_override", "configbags.runtime.testing.published",
+    "configbags.runtime.context.Restoring",
+})
+# What enters a scope and gives what it yields: its own methods, and an ExitStack's
+_ENTER_METHODS = frozenset({"__enter__", "__aenter__"})
+_STACK_ENTERS = frozenset({"enter_context", "enter_async_context"})
+_NULL_CONTEXT = "contextlib.nullcontext"
+# The runtime's pytest fixtures that hand a test the context (configbags.runtime.testing):
+# a parameter of that name is it
+_CONTEXT_FIXTURES = frozenset({"config_scope"})
+_SCOPE_KIND = frozenset({_SCOPE})
+_HELD_CONTEXT = frozenset({_CONTEXT, _SCOPE})
 _ENVIRON = "os.environ"
 # callables that read one variable: path -> the form reported
 _ENV_GETTERS = {
@@ -199,13 +221,18 @@ _ENVVAR_KEYWORDS = frozenset({"envvar", "auto_envvar_prefix"})
 _DESCRIPTOR_WRITERS = frozenset({"set", "clear", "unset", "override", "__set__", "__delete__"})
 # A file can only open a door if it mentions one of these.
 _ENV_WORDS = ("environ", "getenv")
-_CONTEXT_WORDS = ("get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS")
+_CONTEXT_WORDS = (
+    "get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS", "scoped_override",
+    "config_scope",
+)
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
     {"import", "environ", "getenv", "state_dict", "import_state", "from_state", "publish_distributed", "publish"}
-    # what holds a context in a private part, or hands one back (see _RUNTIME)
-    | {"publish_legacy", "runner_view", "CONTEXTS", "_context"}
+    # what holds a context in a private part, or hands one back (see _RUNTIME), and the
+    # runtime's test helpers
+    | {"publish_legacy", "runner_view", "CONTEXTS", "_context", "scoped_override", "published"}
+    | _CONTEXT_FIXTURES
     # an object's attributes by name (`vars(self)[name]`), where it holds a context
     | {"vars", "__dict__"}
     | _CONTEXT_FUNCTIONS
@@ -267,7 +294,8 @@ def _door_module(path: str) -> bool:
 def _is_door(kind: str) -> bool:
     """Is a name bound to this worth following (an alias of a door, or of a fetcher)?"""
     return (
-        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY)
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY, _SCOPE)
+        or kind in _SCOPE_SOURCES
         or kind in _ENV_GETTERS
         or kind in _ENV_VIEWS
         or kind in _ENV_ITEM_VIEWS
@@ -378,12 +406,16 @@ class _Imported(NamedTuple):
 _Value = ast.expr | _Imported | None  # None: bound to something that is no door
 
 
-# Commands that, run with no argument, print the whole environment.
-_ENV_DUMPERS = frozenset({"env", "printenv", "set", "export", "export -p"})
-# The environment of a process, as Linux shows it in a file.
-_PROC_ENVIRON = re.compile(r"/proc/(?:self|\d+|\{[^}]*\})/environ")
-# A config context's own methods that hand back the context it is called on, as the
-# `with` target: `with ctx.scoped() as c`, `with get_context().restoring() as c`.
+# The environment of a process, as Linux shows it in a file (`/proc/self/environ`,
+# `/proc/thread-self/environ`, `/proc/<pid>/environ`, a task's), in a path's text where `*`
+# (or a `%d`, a `{}` field) stands for a part the module does not show.
+_PROC_ENVIRON = re.compile(r"/+proc/+[^/\s'\"]+(?:/+task/+[^/\s'\"]+)?/+environ(?!\w)")
+# Callables that join their arguments into a path
+_PATH_JOINERS = frozenset({
+    "os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath",
+})
+# A config context's own methods that make a scope handing back the context it is called
+# on: `with ctx.scoped() as c`, `with get_context().restoring() as c`.
 _CONTEXT_SCOPES = frozenset({"scoped", "restoring"})
 
 
@@ -553,11 +585,37 @@ class _Doors(Scopes[_Scope]):
             found.add(_CONTEXT if expr.attr in ("_context", "context") else _RUNTIME)
         return frozenset(found)
 
-    def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
-        func = self.kind(expr.func, scope)
-        if not func:
-            return _NO_KINDS
+    def entered(self, call: ast.Call, scope: _Scope) -> bool:
+        """Does `call` enter a context's scope, giving the context: `S.__enter__()`,
+        `await S.__aenter__()` (what `with S as c` binds), `stack.enter_context(S)`,
+        `await stack.enter_async_context(S)`?"""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return False
+        if func.attr in _ENTER_METHODS and not call.args:
+            return _SCOPE in self.kind(func.value, scope)
+        if func.attr in _STACK_ENTERS and len(call.args) == 1 and not isinstance(call.args[0], ast.Starred):
+            return _SCOPE in self.kind(call.args[0], scope)
+        return False
+
+    def _makes_scope(self, expr: ast.Call, func: frozenset[str], scope: _Scope) -> bool:
+        """`ctx.scoped(...)`, `ctx.restoring()`, `scoped_override(...)`, `published(rec)`,
+        `contextlib.nullcontext(ctx)`: a scope whose entering gives a config context."""
+        if not func.isdisjoint(_SCOPE_SOURCES):
+            return True
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in _CONTEXT_SCOPES and (
+            _CONTEXT in self.kind(expr.func.value, scope)
+        ):
+            return True
+        given = _argument(expr, 0, "enter_result") if _NULL_CONTEXT in func else None
+        return given is not None and _CONTEXT in self.kind(given, scope)
+
+    def _configbags_kinds(self, expr: ast.Call, func: frozenset[str], scope: _Scope) -> set[str]:
+        """What a call of `func` gives of configbags' runtime: a context, a scope of one,
+        an object holding one."""
         found: set[str] = set()
+        if self._makes_scope(expr, func, scope):
+            found.add(_SCOPE)
         if any(_is_context_source(path) for path in func):
             found.add(_CONTEXT)
         if _RUNTIME in func or _CONTEXT in func or any(_runtime_source(path) for path in func):
@@ -566,6 +624,15 @@ class _Doors(Scopes[_Scope]):
             found.add(_CONTEXT)
         if not func.isdisjoint(_FIELD_FACTORIES) and self._makes_context(expr, func, scope):
             found.add(_CONTEXT)
+        return found
+
+    def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
+        if self.entered(expr, scope):
+            return frozenset({_CONTEXT})
+        func = self.kind(expr.func, scope)
+        if not func:
+            return _NO_KINDS
+        found = self._configbags_kinds(expr, func, scope)
         bare = not expr.args and not expr.keywords
         if bare and not func.isdisjoint(_ENV_VIEWS):
             found.add(_ENVIRON)  # `os.environ.copy()`, `os.environ.keys()`
@@ -759,21 +826,20 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             super().bind_name(arg.arg, None, scope=scope)
         extras = [extra for extra in (args.vararg, args.kwarg) if extra is not None]
         for param in (*positional, *args.kwonlyargs, *extras):
-            if param.arg not in defaulted:
+            if param.arg in _CONTEXT_FIXTURES and param.arg not in defaulted:
+                # `def test_x(config_scope)`: pytest hands the test the context
+                self._add(param.arg, _Imported(_CONTEXT), scope)
+            elif param.arg not in defaulted:
                 self.bind_name(param.arg, None, scope=scope)
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        # `with S as c` binds what `S.__enter__()` gives (`__aenter__`, awaited): the
+        # context, where S is a context's scope (`ctx.scoped()`, `scoped_override(...)`)
+        enter = "__aenter__" if isinstance(node, ast.AsyncWith) else "__enter__"
         for item in node.items:
-            if item.optional_vars is None:
-                continue
-            context = item.context_expr
-            if isinstance(context, ast.Call) and isinstance(context.func, ast.Attribute) and (
-                context.func.attr in _CONTEXT_SCOPES
-            ):
-                # `with ctx.scoped() as c`: c is ctx itself, when ctx is a config context
-                self.bind(item.optional_vars, context.func.value)
-            else:
-                self.bind(item.optional_vars, None)
+            if item.optional_vars is not None:
+                entered = ast.Call(ast.Attribute(item.context_expr, enter, ast.Load()), [], [])
+                self.bind(item.optional_vars, ast.copy_location(entered, item.context_expr))
         self.generic_visit(node)
 
     visit_AsyncWith = visit_With
@@ -843,6 +909,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # accounts for (a key read, a copy, a binding, a child process): any other use of
         # an environment value is whole, and unresolved (see visit)
         self.consumed: set[int] = set()
+        # ids of the parts of a path to an environment file already reported whole
+        self.paths_seen: set[int] = set()
 
     def visit(self, node: ast.AST) -> None:
         if (
@@ -927,15 +995,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     # ---- a config context where no analysis follows it: an unresolved readback
 
-    def _context_escape(self, node: ast.expr | None) -> None:
-        if node is not None and _CONTEXT in self.d.kind(node, self.scope):
+    def _context_escape(self, node: ast.expr | None, kinds: frozenset[str] = _HELD_CONTEXT) -> None:
+        """A context, or a scope whose entering gives one, where no analysis follows it:
+        whoever gets it may read the state back."""
+        if node is not None and not kinds.isdisjoint(self.d.kind(node, self.scope)):
             self._report(node, STATE_READBACK, "readback", "context_escape")
 
     def visit_Return(self, node: ast.Return) -> None:
-        # a method returning a context: its callers read it by the method's name
-        # (a module function returning one is followed: configbags.migrate.flows)
-        if self.scope.kind == "function" and self.scope.self_name is not None:
-            self._context_escape(node.value)
+        # a method returning a context: its callers read it by the method's name (a module
+        # function returning one is followed: configbags.migrate.flows); a scope returned
+        # by any function is entered by its callers, where no analysis follows it
+        if self.scope.kind == "function":
+            self._context_escape(node.value, _HELD_CONTEXT if self.scope.self_name is not None else _SCOPE_KIND)
         self.generic_visit(node)
 
     def _yielded(self, node: ast.Yield | ast.YieldFrom) -> None:
@@ -1007,6 +1078,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in CONTEXT_READBACK_METHODS:
             return  # `Context.server_info(ctx)`: that readback
+        if _NULL_CONTEXT in callee or (isinstance(func, ast.Attribute) and func.attr in _STACK_ENTERS):
+            return  # `nullcontext(ctx)`, `stack.enter_context(scope)`: judged where they go
         for arg in (*node.args, *(k.value for k in node.keywords)):
             self._context_escape(arg.value if isinstance(arg, ast.Starred) else arg)
 
@@ -1045,7 +1118,75 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if isinstance(node.op, ast.BitOr):
             self._consume(node.left, node.right)
+        elif isinstance(node.op, (ast.Add, ast.Mod, ast.Div)):
+            self._proc_environ(node)  # `"/proc/%d/environ" % pid`, `Path("/proc/self") / "environ"`
         self.generic_visit(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self._proc_environ(node)  # `f"/proc/{pid}/environ"`
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # `open("/proc/self/environ")`: the process's environment, read as a file
+        if isinstance(node.value, (str, bytes)) and id(node) not in self.paths_seen:
+            self._proc_environ(node)
+
+    def _proc_environ(self, node: ast.expr) -> None:
+        """A path to a process's environment file, however the module builds it (a
+        literal, `+`, `%`, an f-string, `/` of pathlib, `os.path.join`, `Path(...)`,
+        `.joinpath`, a name bound to part of it): the environment read whole. Reported once,
+        at the outermost expression building it."""
+        if not self.declared or id(node) in self.paths_seen or not _mentions_environ(node):
+            return
+        if _PROC_ENVIRON.search(self._path_text(node)):
+            self.paths_seen.update(id(sub) for sub in ast.walk(node))
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _joined_path(self, call: ast.Call, callee: frozenset[str]) -> None:
+        if self.declared and self._path_parts(call, callee) is not None:
+            self._proc_environ(call)  # `os.path.join("/proc", "self", "environ")`
+
+    def _path_text(self, expr: ast.expr, depth: int = 0) -> str:
+        """The text a path expression spells, `*` for a part the module does not show."""
+        if isinstance(expr, ast.Constant):
+            value = expr.value
+            return value if isinstance(value, str) else value.decode("latin-1") if isinstance(value, bytes) else "*"
+        if isinstance(expr, ast.JoinedStr):
+            return "".join(
+                self._path_text(part.value if isinstance(part, ast.FormattedValue) else part, depth) for part in expr.values
+            )
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Mod, ast.Div)):
+            if isinstance(expr.op, ast.Mod):
+                return self._path_text(expr.left, depth)  # its `%d` stands for what is formatted in
+            separator = "/" if isinstance(expr.op, ast.Div) else ""
+            return self._path_text(expr.left, depth) + separator + self._path_text(expr.right, depth)
+        if isinstance(expr, ast.Call):
+            parts = self._path_parts(expr)
+            if parts is not None:
+                return "/".join(self._path_text(part, depth) for part in parts)
+        value = self.strings.value(expr, self.enclosing)
+        if value is not None:
+            return value
+        bound = self.strings.bound(expr, self.enclosing) if depth < 3 else None
+        if bound is not None and len(bound) == 1 and bound[0][0] is not None:
+            return self._path_text(bound[0][0], depth + 1)  # `base = f"/proc/{pid}"; base + "/environ"`
+        return "*"
+
+    def _path_parts(self, call: ast.Call, callee: frozenset[str] | None = None) -> list[ast.expr] | None:
+        """The parts a call joins into a path (`os.path.join(a, b)`, `Path(a, b)`,
+        `p.joinpath(b)`, `"/".join([a, b])`), or None."""
+        func = call.func
+        if any(isinstance(arg, ast.Starred) for arg in call.args):
+            return None
+        if isinstance(func, ast.Attribute) and func.attr == "joinpath":
+            return [func.value, *call.args]
+        if isinstance(func, ast.Attribute) and func.attr == "join" and isinstance(func.value, ast.Constant) and (
+            func.value.value == "/" and len(call.args) == 1 and isinstance(call.args[0], (ast.List, ast.Tuple))
+        ):
+            return list(call.args[0].elts)
+        if not (self.d.kind(func, self.scope) if callee is None else callee).isdisjoint(_PATH_JOINERS):
+            return list(call.args)
+        return None
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         # decorators and defaults are attributed to the function; annotations read nothing
@@ -1107,6 +1248,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.d.kind(node.func, self.scope)
         self._consume(node.func)
+        self._joined_path(node, callee)
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in _DESCRIPTOR_WRITERS and isinstance(func.value, ast.Attribute):
             self.written.add(id(func.value))
@@ -1180,20 +1322,69 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                         self.command_params.add((self.scope.qualname, sub.id))
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")
-        command = node.args[0] if node.args else None
-        words = [self.strings.value(e, self.enclosing) for e in command.elts] if isinstance(
-            command, (ast.List, ast.Tuple)
-        ) else [self.strings.value(command, self.enclosing)] if command is not None else []
-        if len(words) == 1 and (words[0] or "").strip() in _ENV_DUMPERS:
-            # `subprocess.check_output(["env"])`: the child prints every variable back
+        if any(self._prints_environment(command) for command in self._child_commands(node)):
+            # `subprocess.check_output(["env", "-0"])`, `os.system("env | grep X")`, a
+            # Python child dumping `os.environ`: the child prints every variable back
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
-    def visit_Constant(self, node: ast.Constant) -> None:
-        # `open("/proc/self/environ")`: the process's environment, read as a file
-        if self.declared and isinstance(node.value, (str, bytes)) and _PROC_ENVIRON.search(
-            node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-        ):
-            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+    def _child_commands(self, node: ast.Call) -> list[ast.expr | list[ast.expr | None]]:
+        """What a child-process call runs, as the module spells it: an argv (a list of
+        word expressions, None for one not shown) or an expression giving a command line
+        (a shell's, or a list of words)."""
+        paths = {path for path in self.d.kind(node.func, self.scope) if path.startswith(_ENV_CHILD_PROCESS)}
+        args = node.args
+        if any(isinstance(arg, ast.Starred) for arg in args):
+            return []
+        commands: list[ast.expr | list[ast.expr | None]] = []
+        for path in paths:
+            if path.endswith(".create_subprocess_exec"):
+                commands.append(list(args))  # (program, *args)
+            elif path.startswith(("os.exec", "os.spawn", "os.posix_spawn")):
+                commands.extend(_exec_argv(path, args))
+            else:
+                command = args[0] if args else next((k.value for k in node.keywords if k.arg in ("args", "cmd")), None)
+                if command is not None:
+                    commands.append(command)
+        return commands
+
+    def _prints_environment(self, command: ast.expr | list[ast.expr | None], depth: int = 0) -> bool:
+        """Does the child print the whole environment back (configbags.migrate.childenv)?
+        A name is followed to what the module binds it to (`DUMP = ["env"]`)."""
+        if isinstance(command, list):
+            return prints_environment([self._word(e) for e in command], self._python_reads_whole)
+        if isinstance(command, (ast.List, ast.Tuple)):
+            words = [None if isinstance(e, ast.Starred) else e for e in command.elts]
+            return prints_environment([self._word(e) for e in words], self._python_reads_whole)
+        if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
+            # `"env -0".split()`, `shlex.split(CMD)`: the words of a command line
+            shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
+            command = command.args[0] if shlex_split else command.func.value
+        script = self._word(command)
+        if script is not None:
+            return shell_prints_environment(script, self._python_reads_whole)
+        bound = self.strings.bound(command, self.enclosing) if depth < 2 else None
+        return any(value is not None and self._prints_environment(value, depth + 1) for value, _ in bound or ())
+
+    def _word(self, expr: ast.expr | None) -> str | None:
+        """The text of one word or command line, where the module shows it (`sys.executable`
+        is a Python interpreter)."""
+        if expr is None:
+            return None
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, bytes):
+            return expr.value.decode("utf-8", "surrogateescape")
+        if isinstance(expr, ast.Attribute) and "sys.executable" in self.d.kind(expr, self.scope):
+            return "python"
+        return self.strings.value(expr, self.enclosing)
+
+    def _python_reads_whole(self, code: str) -> bool:
+        """Does Python code a child runs (`python -c CODE`) use the environment whole, or
+        read a variable by a name it does not show? Its own door analysis says."""
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            return False
+        settings = ScanSettings(env_vars=tuple(sorted(self.declared)))
+        return any(read[1] == ENV_UNRESOLVED for read in DoorScan(tree, code, settings).reads())
 
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""
@@ -1278,6 +1469,35 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 # the expressions whose value may be the environment (or a copy, its pairs, a reader)
 _ENV_CARRIERS = (ast.Name, ast.Attribute, ast.Call, ast.Dict, ast.BinOp)
 _LOAD = ast.Load()
+
+
+def _mentions_environ(node: ast.expr) -> bool:
+    """Does a literal in `node` spell `environ` (a cheap test before a path is built)?"""
+    return any(
+        isinstance(sub, ast.Constant) and isinstance(sub.value, (str, bytes))
+        and ("environ" in sub.value if isinstance(sub.value, str) else b"environ" in sub.value)
+        for sub in ast.walk(node)
+    )
+
+
+def _exec_argv(path: str, args: Sequence[ast.expr]) -> list[list[ast.expr | None]]:
+    """The argv of `os.exec*`, `os.spawn*` and `os.posix_spawn*` as the call spells it: the
+    program's path, then the arguments after argv[0] (`os.execl(path, arg0, *args)`,
+    `os.execv(path, [arg0, *args])`, `os.spawnl(mode, path, ...)`), a trailing
+    environment mapping (the `e` forms) left out."""
+    family = "spawn" if path.startswith("os.spawn") else "exec"
+    suffix = path.rpartition(family)[2] if "posix_spawn" not in path else "v"
+    offset = 1 if family == "spawn" and "posix_spawn" not in path else 0
+    if len(args) <= offset:
+        return []
+    program: ast.expr | None = args[offset]
+    if "l" in suffix:
+        rest = list(args[offset + 2 : len(args) - 1 if "e" in suffix else len(args)])
+        return [[program, *rest]]
+    vector = args[offset + 1] if len(args) > offset + 1 else None
+    if isinstance(vector, (ast.List, ast.Tuple)):
+        return [[program, *(None if isinstance(e, ast.Starred) else e for e in vector.elts[1:])]]
+    return [[program, None]] if vector is not None else []
 
 
 def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[str]) -> bool:

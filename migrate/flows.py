@@ -744,7 +744,7 @@ class _Uses(_Walk):
         fetched = _fetched_name(node)
         if fetched:
             self._handed(node, fetched)  # `getattr(doors, "ctx")` as a value
-        name = _fetched_name(node.func) or dotted(node.func)
+        name = _fetched_name(node.func) or dotted(node.func) or _on_new_instance(node.func)
         parent = self.parents[-1] if self.parents else None
         helper = self._helper_name(name)
         if helper in self.helpers:
@@ -964,6 +964,14 @@ def _fetched_name(expr: ast.expr) -> str:
     return ""
 
 
+def _on_new_instance(func: ast.expr) -> str:
+    """`Env().get` for a method called on an instance made on the spot, else ""."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+        maker = dotted(func.value.func)
+        return f"{maker}().{func.attr}" if maker else ""
+    return ""
+
+
 def use_facts(
     tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None
 ) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]], list[tuple[str, str, str]]]:
@@ -977,7 +985,7 @@ def use_facts(
             *flows.environ_getters, *(entry.partition("|")[0].partition("@")[0] for entry in flows.env_helpers),
             *flows.state_getters, *flows.private_names,
         )
-        for part in spelled.split(".")
+        for part in spelled.replace("()", "").split(".")
     }
     if not names:
         return [], [], []
@@ -1384,8 +1392,10 @@ class _Project:
                     for name in instances.get(owner, ()) if owner else ():
                         found.append((f"{name}.{method}", f"{position}|{param}|{use}"))
                     if owner:
-                        # `self.get("X")` in the class's own methods (`@Class`: only there)
+                        # `self.get("X")` in the class's own methods (`@Class`: only there),
+                        # and on an instance made on the spot, `Env().get("X")`
                         found.append((f"self.{method}@{owner}", f"{position}|{param}|{use}"))
+                        found.append((f"{owner}().{method}", f"{position}|{param}|{use}"))
         self._helper_rows[rel] = found
         return found
 
@@ -1405,7 +1415,7 @@ class _Project:
                         continue
                     if spelled == site[1]:
                         entries.add(f"{local}|{tail}")
-                    elif spelled.startswith(site[1] + "."):
+                    elif spelled.startswith((site[1] + ".", site[1] + "().")):
                         entries.add(f"{local}{spelled[len(site[1]):]}|{tail}")
                 continue
             for module in self.under(target):

@@ -5,7 +5,9 @@ unless an allowlist entry explains it (the rule for anything the scanner cannot 
 - Reflection (leaf `$?`, via `reflection`): `__getattribute__`, `__getstate__`,
   `__reduce__`/`__reduce_ex__` and `__call__` of the raw accessor or a context function;
   `inspect.getattr_static`, `operator.methodcaller`, `string.Formatter`, `eval`, `exec`,
-  `compile`, `globals`, `locals` (called or passed on); `vars(M)` and `M.__dict__` of
+  `compile`, `globals`, `locals`, and the standard library's runners of code strings
+  (profilers, pdb, code's interpreters, timeit given a string) (called or passed on);
+  `vars(M)` and `M.__dict__` of
   anything imported (or `vars()`), `sys.modules` with a name the module does not spell;
   a fetcher (`getattr`, `attrgetter`, an importer, a getter made by attrgetter) passed as
   a value (`functools.reduce(getattr, ...)`, `map(getattr, ...)`, `partial(attrgetter(...))`)
@@ -76,6 +78,12 @@ _STATE_DICT = f"{_DIST}.state_dict"
 _EXPORT_STATE = f"{_DIST}.export_state"
 _CONTEXT_FUNCTIONS = frozenset({"get_context", "process_context"})
 _NOT_CONFIG = frozenset({"multiprocessing", "multiprocess"})
+# timeit runs its statement and setup: a code string, or a callable (`timeit(lambda: f())`)
+_TIMERS = frozenset({"timeit.Timer", "timeit.timeit", "timeit.repeat"})
+# Classes whose instances run a code string (`cProfile.Profile().run("...")`): what a call of
+# one gives is `<class>()`, whose methods below run code
+_CODE_RUNNER_CLASSES = frozenset({"cProfile.Profile", "profile.Profile", "pdb.Pdb", "bdb.Bdb", "trace.Trace"})
+_CODE_RUNNER_METHODS = ("run", "runctx", "runeval")
 # callables (and classes) that read attributes by a name in a string, or run strings as code
 _REFLECTORS = frozenset({
     "inspect.getattr_static", "operator.methodcaller", "string.Formatter", "builtins.eval",
@@ -87,6 +95,14 @@ _REFLECTORS = frozenset({
     *(f"importlib.{home}.{loader}" for home in ("machinery", "_bootstrap_external")
       for loader in ("SourceFileLoader", "SourcelessFileLoader", "ExtensionFileLoader")),
     "importlib.util.spec_from_file_location",
+    # run a code string: the profilers, the debugger, the interactive interpreters, timeit
+    "cProfile.run", "cProfile.runctx", "profile.run", "profile.runctx", "pdb.run", "pdb.runeval", "pdb.runctx",
+    "code.InteractiveInterpreter", "code.InteractiveConsole", "code.interact", "code.compile_command",
+    "codeop.compile_command", *_TIMERS,
+    # an object from its address (`ctypes.cast(id(rec), ctypes.py_object).value`), or
+    # CPython's own C API (`ctypes.pythonapi.PyObject_GetAttr`)
+    "ctypes.py_object", "ctypes.pythonapi", "_ctypes.PyObj_FromPtr",
+    *(f"{cls}().{method}" for cls in _CODE_RUNNER_CLASSES for method in _CODE_RUNNER_METHODS),
     # a frame's variables by name (`inspect.getargvalues(frame).locals`)
     "inspect.getargvalues",
 })
@@ -122,10 +138,17 @@ _C_LIBRARY = "ctypes._lib"
 _C_FFI = frozenset({"ctypes", "_ctypes", "cffi", "_cffi_backend"})
 
 
+# What may be done to a C function without calling it or handing it on: declaring its
+# prototype (`get.restype = ctypes.c_char_p`)
+_C_PROTOTYPE_ATTRS = frozenset({"restype", "argtypes", "errcheck"})
+
+
 def _c_getenv(path: str) -> bool:
     """Is `path` C's getenv (or a twin) reached through ctypes?"""
     return path.split(".")[0] in _C_FFI and path.rsplit(".", 1)[-1] in C_GETENV
-_FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS
+
+
+_FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS | {f"{cls}()" for cls in _CODE_RUNNER_CLASSES}
 
 
 def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
@@ -178,6 +201,9 @@ _TRIGGER_WORDS = (
     ", _", ",_", ")[", "][", "}[",
     # a class pattern of a match statement fetches the attributes its keywords name
     "case ",
+    # code strings run by the standard library (_REFLECTORS)
+    "timeit", "Interactive", "interact", "compile_command", "Profile", "profile", "pdb", "Pdb", "Bdb", "Trace",
+    "py_object", "pythonapi", "PyObj_FromPtr",
 )
 
 
@@ -304,7 +330,7 @@ class _Reader(ast.NodeVisitor):
         """Is a name bound to this worth following: a route, a reflector, a fetcher, a
         context or record reached another way, the environment?"""
         return any(
-            hop or path.startswith("<") or path in _FOLLOWED or path == "sys.modules"
+            hop or path.startswith("<") or path in _FOLLOWED or path == "sys.modules" or _c_getenv(path)
             for path, hop in self.value(expr).paths.items()
         )
 
@@ -514,12 +540,13 @@ class _Reader(ast.NodeVisitor):
     def _call_value(self, call: ast.Call, found: _Value) -> None:
         func = self.value(call.func)
         if any(path.split(".")[0] in _C_FFI for path in func.paths):
-            # `ctypes.CDLL(None)`, `cdll.LoadLibrary(...)`, `cffi.FFI().dlopen(None)`
-            found.add(_C_LIBRARY, False)
+            _c_value(call, found)
         if _last_name(call.func) == self.settings.raw_accessor:
             found.add(_RECORD, False)
         for path, hop in func.paths.items():
             parts = path.split(".")
+            if path in _CODE_RUNNER_CLASSES:
+                found.add(f"{path}()", hop)  # `cProfile.Profile()`, whose `.run` runs a code string
             if parts[-1] == self.settings.raw_accessor:
                 found.add(_RECORD, hop)
             if parts[-1] in _CONTEXT_FUNCTIONS and not _NOT_CONFIG.intersection(parts):
@@ -796,9 +823,12 @@ class _Reader(ast.NodeVisitor):
         parent = self.parents.get(id(node))
         called = isinstance(parent, ast.Call) and parent.func is node
         bound = isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and getattr(parent, "value", None) is node
+        named = _bound_to_names(parent, node)
         for path, hop in found.paths.items():
             if path in ("builtins.globals", "builtins.locals") and called and _stored(self.parents, parent):
                 continue  # `globals()[name] = value` writes a name
+            if path in _TIMERS and called and not self._runs_code(parent):
+                continue  # `timeit.timeit(lambda: work(), number=3)`
             if path in _REFLECTORS:
                 self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
             elif (path in _FETCHERS or path == _GETTER) and (hop or not (called or bound)) and not (
@@ -809,10 +839,30 @@ class _Reader(ast.NodeVisitor):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
             elif self.declared and path in _ENV_PATHS and (hop or path not in _DIRECT):
                 self._env_use(node, path, parent)
-            elif self.declared and _c_getenv(path) and not (called or bound):
-                self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")  # `map(libc.getenv, names)`
+            elif self.declared and _c_getenv(path) and not (called or named) and not (
+                isinstance(parent, ast.Attribute) and parent.attr in _C_PROTOTYPE_ATTRS
+            ):
+                # `map(libc.getenv, names)`, `self.get = libc.getenv`: called where no
+                # analysis follows it
+                self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
             elif self.declared and path in _EXPANDERS and not called:
                 self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
+
+    def _runs_code(self, call: ast.AST | None) -> bool:
+        """Does a timeit call run a code string: is its statement or setup anything but a
+        callable the module shows (a lambda, a function it defines, a method, a partial)?"""
+        if not isinstance(call, ast.Call):
+            return True
+        given = [k.value for k in call.keywords if k.arg in ("stmt", "setup")] + call.args[:2]
+        return any(not self._callable(expr) for expr in given)
+
+    def _callable(self, expr: ast.expr) -> bool:
+        if isinstance(expr, (ast.Lambda, ast.Attribute, ast.Call)):
+            return True
+        if isinstance(expr, ast.Name):
+            bound = self.assigned.get(expr.id, [])
+            return expr.id in self.returns or (bool(bound) and all(isinstance(v, ast.Lambda) for v in bound))
+        return False
 
     def _env_use(self, node: ast.expr, path: str, parent: ast.AST | None) -> None:
         """`os.environb[b"X"]`, `subprocess.os.environ.get("X")`, `os.getenvb(b"X")`."""
@@ -840,8 +890,9 @@ class _Reader(ast.NodeVisitor):
             self._report(node, env_subject(name), "environ", "environb" if path.endswith("b") else "environ_subscript")
 
     def _c_getenv(self, node: ast.Call) -> None:
-        """C's getenv through ctypes: `ctypes.CDLL(None).getenv(b"NAME")` reads NAME."""
-        name = _string(node.args[0]) if node.args else None
+        """C's getenv through ctypes: `ctypes.CDLL(None).getenv(b"NAME")` reads NAME, and
+        so does `get(NAME)` after `get = libc.getenv` (a module constant NAME too)."""
+        name = self._spelled(node.args[0]) if node.args else None
         if name is None:
             self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
         elif name in self.declared:
@@ -883,6 +934,28 @@ def _runtime_module(path: str) -> bool:
         return importlib.util.find_spec(path) is not None
     except Exception:  # any failure to find it means it is no module of ours
         return False
+
+
+def _c_value(call: ast.Call, found: _Value) -> None:
+    """What a ctypes (or cffi) call gives: a loaded library (`ctypes.CDLL(None)`,
+    `cdll.LoadLibrary(...)`, `cffi.FFI().dlopen(None)`), or C's getenv where a prototype
+    is called with its name and library (`CFUNCTYPE(...)(("getenv", libc))`)."""
+    found.add(_C_LIBRARY, False)
+    named = call.args[0] if call.args else None
+    if isinstance(named, ast.Tuple) and named.elts:
+        name = _string(named.elts[0])
+        if name in C_GETENV:
+            found.add(f"{_C_LIBRARY}.{name}", False)
+
+
+def _bound_to_names(parent: ast.AST | None, node: ast.expr) -> bool:
+    """Is `node` the value bound to plain names only (an alias followed here), not stored in
+    an attribute or by key?"""
+    if isinstance(parent, ast.Assign):
+        return parent.value is node and all(isinstance(target, ast.Name) for target in parent.targets)
+    if isinstance(parent, (ast.AnnAssign, ast.NamedExpr)):
+        return parent.value is node and isinstance(parent.target, ast.Name)
+    return False
 
 
 def _stored(parents: dict[int, ast.AST], call: ast.AST | None) -> bool:
