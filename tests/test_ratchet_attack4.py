@@ -5,37 +5,18 @@ record, static methods and setattr stores, class attributes read every way."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+from ratchet_case import RAW
+from ratchet_case import fails as _fails
+from ratchet_case import read_keys as _keys
+from ratchet_case import scan_pkg as _scan
 
-from configbags.migrate.check import check
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanSettings, scan_tree
 
-SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE",))
-ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
-RAW = "from legacy.server_args import get_server_args\n"
 BUILT = "from legacy.server_args import ServerArgs, get_server_args\n"
 CTX = "from configbags.generated.accessors import get_context\n"
-
-
-def _scan(root: Path, files: dict[str, str]) -> ScanResult:
-    (root / "pkg").mkdir(parents=True, exist_ok=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    for name, text in files.items():
-        (root / "pkg" / name).write_text(textwrap.dedent(text))
-    result = scan_tree(root, SETTINGS)
-    assert not result.problems, result.problems
-    return result
-
-
-def _keys(result: ScanResult) -> set[tuple[str, str, str]]:
-    return {(r.file, r.function, r.leaf) for r in result.reads}
-
-
-def _fails(result: ScanResult) -> bool:
-    return not check(result, [], ACCESSORS, min_files=1).ok
 
 
 # ---- F20: the record formatted into a string reads every field

@@ -6,41 +6,18 @@ a context cached behind `global`, an unbound readback kept in a name."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+from ratchet_case import RAW
+from ratchet_case import fails as _fails
+from ratchet_case import read_keys as _keys
+from ratchet_case import scan_pkg as _scan
 
-from configbags.migrate.check import check
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
-
-SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE",))
-ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
-RAW = "from legacy.server_args import get_server_args\n"
 CTX = "from configbags.generated.accessors import get_context\n"
 # a module function returning the record; one returning a context, one the environment
 HELPER = RAW + "def rec():\n    return get_server_args()\n"
 DOORS = "import os\n" + CTX + "def ctx():\n    return get_context()\n\ndef env():\n    return os.environ\n"
-
-
-def _scan(root: Path, files: dict[str, str]) -> ScanResult:
-    (root / "pkg").mkdir(parents=True, exist_ok=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    for name, text in files.items():
-        path = root / "pkg" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    result = scan_tree(root, SETTINGS)
-    assert not result.problems, result.problems
-    return result
-
-
-def _keys(result: ScanResult) -> set[tuple[str, str, str]]:
-    return {(r.file, r.function, r.leaf) for r in result.reads}
-
-
-def _fails(result: ScanResult) -> bool:
-    return not check(result, [], ACCESSORS, min_files=1).ok
 
 
 # ---- F3: the record passed positionally to a classmethod is the first real parameter
@@ -320,7 +297,6 @@ def test_a_function_returning_what_a_door_helper_gave_it_is_one(tmp_path: Path) 
 def test_a_door_helper_fetched_by_a_literal_name_is_the_helper(tmp_path: Path, user: str, leaf: str) -> None:
     result = _scan(tmp_path, {"doors.py": DOORS, "user.py": user})
     assert [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == leaf], result.reads
-
 
 
 @pytest.mark.parametrize(("user", "leaf"), [

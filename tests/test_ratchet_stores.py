@@ -7,32 +7,16 @@ tested through a metaclass (G2), and reached by reflection on a descriptor or a 
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+from ratchet_case import RAW
+from ratchet_case import fails as _fails
+from ratchet_case import scan_pkg as _scan
 
-from configbags.migrate.check import check
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult
 
-SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE",))
-ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
-RAW = "from legacy.server_args import get_server_args\n"
 CTX = "from legacy.config_bags.accessors import get_context\n"
-
-
-def _scan(root: Path, files: dict[str, str]) -> ScanResult:
-    (root / "pkg").mkdir(parents=True, exist_ok=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    for name, text in files.items():
-        (root / "pkg" / name).write_text(textwrap.dedent(text))
-    result = scan_tree(root, SETTINGS)
-    assert not result.problems, result.problems
-    return result
-
-
-def _fails(result: ScanResult) -> bool:
-    return not check(result, [], ACCESSORS, min_files=1).ok
 
 
 def _escapes(result: ScanResult, function: str) -> list[tuple[str, str]]:

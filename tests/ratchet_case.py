@@ -1,0 +1,40 @@
+"""A small engine package written into a test's tmp_path and scanned, for the read
+ratchet's tests of one spelling each: `pkg/` with the files given (dedented), scanned with
+one declared variable, and checked against an empty allowlist."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from configbags.migrate.check import check
+from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+
+SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE",))
+ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
+RAW = "from legacy.server_args import get_server_args\n"
+
+
+def write_pkg(root: Path, files: dict[str, str]) -> None:
+    (root / "pkg").mkdir(parents=True, exist_ok=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    for name, text in files.items():
+        path = root / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+
+
+def scan_pkg(root: Path, files: dict[str, str], settings: ScanSettings = SETTINGS) -> ScanResult:
+    write_pkg(root, files)
+    result = scan_tree(root, settings)
+    assert not result.problems, result.problems
+    return result
+
+
+def read_keys(result: ScanResult) -> set[tuple[str, str, str]]:
+    return {(r.file, r.function, r.leaf) for r in result.reads}
+
+
+def fails(result: ScanResult) -> bool:
+    """Does the check fail with no allowlist entry (the read is reported)?"""
+    return not check(result, [], ACCESSORS, min_files=1).ok
