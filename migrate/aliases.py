@@ -57,7 +57,7 @@ from configbags.migrate.scopes import (
     Scopes,
     StatementWalker,
     fetched_chain,
-    unpacked,
+    landed,
 )
 
 # Whole-record readers: calling these on the record reads every leaf at once.
@@ -1687,13 +1687,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value, (ast.Tuple, ast.List)):
                 return
-            pairs = unpacked(target.elts, value.elts)
+            pairs, rest = landed(target.elts, value.elts)
             for sub_target, sub_value in pairs:
                 self._store(sub_target, sub_value)
-            paired = {id(sub_value) for _, sub_value in pairs}
-            for element in value.elts:
-                if id(element) not in paired:
-                    self._contained(element.value if isinstance(element, ast.Starred) else element)
+            for element in rest:
+                self._contained(element)
         elif isinstance(target, ast.Starred):
             self._contained(value)
         else:

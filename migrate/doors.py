@@ -92,6 +92,7 @@ from configbags.migrate.scopes import (
     Scopes,
     StatementWalker,
     fetched_chain,
+    landed,
     unpacked,
 )
 
@@ -981,13 +982,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         binder pairs them) or in a starred target's list."""
         if isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (ast.Tuple, ast.List)):
-                pairs = unpacked(target.elts, value.elts)
+                pairs, rest = landed(target.elts, value.elts)
                 for sub_target, sub_value in pairs:
                     self._context_stored(sub_target, sub_value)
-                paired = {id(sub_value) for _, sub_value in pairs}
-                for element in value.elts:
-                    if id(element) not in paired:
-                        self._context_escape(element.value if isinstance(element, ast.Starred) else element)
+                for element in rest:
+                    self._context_escape(element)
         elif isinstance(target, ast.Subscript) or (
             isinstance(target, ast.Attribute) and self.d.method_class(target.value, self.scope) is None
         ):

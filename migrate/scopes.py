@@ -193,6 +193,18 @@ def unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[tu
     return pairs
 
 
+def landed(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> tuple[
+    list[tuple[ast.expr, ast.expr]], list[ast.expr]
+]:
+    """Where `targets = values` lands each value: the (target, value) pairs `unpacked`
+    finds, and the values no target takes alone (they land in a starred target's list, or
+    where positions are uncertain), a starred value as the iterable it unpacks."""
+    pairs = unpacked(targets, values)
+    paired = {id(value) for _, value in pairs}
+    rest = [value.value if isinstance(value, ast.Starred) else value for value in values if id(value) not in paired]
+    return pairs, rest
+
+
 class ScopeBinder(StatementWalker, Generic[S]):
     """Pass 1 of an analysis: open the scopes of the walked statements and hand every
     binding to `bind_name`, with the value bound (None when nothing provable: a
