@@ -18,7 +18,7 @@ too few files or could not read one: a ratchet that sees nothing passes everythi
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -585,21 +585,25 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
 
 
 def _sites(reads: Iterable[Read]) -> int:
-    """How many places the reads are at (what an entry's count counts)."""
-    return len({(r.line, r.col) for r in reads})
+    """How many reads there are (what an entry's count counts): each a read the scan
+    reported, two at one place too (`self.a = self.b = rec` escapes twice)."""
+    return sum(1 for _ in reads)
+
+
+def read_counts(result: ScanResult) -> Counter[Key]:
+    """(file, function, leaf) -> how many reads the scan found under it."""
+    return Counter((read.file, read.function, read.leaf) for read in result.reads)
 
 
 def count_keys(result: ScanResult, allowlist: Iterable[Any]) -> dict[Key, int]:
     """Counted entries that allow more reads than the scan found: key -> the reads found
     (what `ratchet update` lowers the count to)."""
-    sites: dict[Key, set[tuple[int, int]]] = defaultdict(set)
-    for read in result.reads:
-        sites[(read.file, read.function, read.leaf)].add((read.line, read.col))
+    found = read_counts(result)
     lowered = {}
     for entry in map(_as_entry, allowlist):
         key = (entry.file, entry.function, entry.leaf)
-        if entry.reads is not None and 0 < len(sites.get(key, ())) < entry.reads:
-            lowered[key] = len(sites[key])
+        if entry.reads is not None and 0 < found[key] < entry.reads:
+            lowered[key] = found[key]
     return lowered
 
 

@@ -34,6 +34,7 @@ from configbags.migrate.check import (
     count_keys,
     explained,
     path_failures,
+    read_counts,
     stale_keys,
     stale_write_keys,
     write_keys,
@@ -383,15 +384,14 @@ def _init(args: argparse.Namespace) -> int:
 
     # A whole-record or unresolved read's one key would hide any new one in the function:
     # its entry counts the reads it allows.
-    sites: dict[tuple[str, str, str], set[tuple[int, int]]] = defaultdict(set)
-    for read in result.reads:
-        if read.leaf in COUNTED_LEAVES:
-            sites[(read.file, read.function, read.leaf)].add((read.line, read.col))
+    counts = read_counts(result)
 
     def baseline(key: str, found: set[tuple[str, str, str]]) -> list[Entry]:
         kept = kept_reasons(key)
-        counted = sites if key == "allowlist" else {}
-        return [Entry(*k, kept.get(k) or BASELINE, len(counted[k]) if k in counted else None) for k in sorted(found)]
+        return [
+            Entry(*k, kept.get(k) or BASELINE, counts[k] if key == "allowlist" and k[2] in COUNTED_LEAVES else None)
+            for k in sorted(found)
+        ]
 
     # An operator readback is not a legacy read to baseline: role code must not use it, so
     # only an entry that already says why (operator code) survives; the rest fail check.

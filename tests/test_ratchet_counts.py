@@ -174,3 +174,14 @@ def test_a_count_that_is_not_a_positive_integer_is_refused(tmp_path: Path, reads
     assert main(["check", "--schema", str(schema)]) == 2
     err = capsys.readouterr().err
     assert "ratchet.yaml" in err and "reads" in err
+
+
+def test_two_escapes_at_one_place_are_two_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`self._args = self._b = server_args` hands the record on twice from one place: a
+    count of places would let the second hide under an entry that allows one."""
+    schema = _project(tmp_path, {"lora.py": ESCAPE_ONCE, **MANY})
+    assert main(["init", "--schema", str(schema), "--root", str(tmp_path / "pkg")]) == 0
+    _write(tmp_path, "lora.py", ESCAPE_ONCE.replace("self._args = server_args", "self._args = self._b = server_args"))
+    capsys.readouterr()
+    assert main(["check", "--schema", str(schema)]) == 1
+    assert "2 such reads where the allowlist entry allows 1" in capsys.readouterr().out
