@@ -176,6 +176,18 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Shell operators that end a simple command; a redirection (`>`, `2>&1`) takes a target
 _REDIRECTION = re.compile(r"[0-9]*[<>&][<>&|]*")
 _OPERATORS = ";|&()\n"
+# Interpreters whose inline program reaches the environment whole by these words (awk's
+# ENVIRON array, perl's %ENV, node's process.env, ruby's ENV): a declared variable's name
+# need not appear (`for (k in ENVIRON) if (k ~ /^SGLANG_/) print ENVIRON[k]`)
+_WHOLE_ENV_WORDS = {
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk", "busybox"), ("ENVIRON",)),
+    "perl": ("%ENV", "keys(%ENV", "each(%ENV"),
+    "node": ("process.env",), "nodejs": ("process.env",), "deno": ("Deno.env",),
+    "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
+}
+# Shell words that list or expand variables by a prefix (`${!SGLANG_*}`, `compgen -e`)
+_PREFIX_EXPANSIONS = ("${!",)
+_LISTERS = frozenset({"compgen"})
 
 
 def program_name(word: str) -> str:
@@ -212,6 +224,10 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return False
     if _PYTHON.fullmatch(name):
         return _python_prints(rest, python_reads_whole)
+    if name in _WHOLE_ENV_WORDS:
+        return any(word is not None and any(mark in word for mark in _WHOLE_ENV_WORDS[name]) for word in rest)
+    if name in _LISTERS:
+        return any(word is not None and word.startswith("-") and ("e" in word or "v" in word) for word in rest)
     options = [word for word in rest if word is not None and word.startswith("-")]
     if name not in _DUMPERS or len(options) < len(rest):
         return False  # a name to print, an assignment, or a word not shown
@@ -262,7 +278,11 @@ def _python_prints(rest: list[Word], python_reads_whole: Callable[[str], bool]) 
 
 def shell_prints_environment(script: str, python_reads_whole: Callable[[str], bool], depth: int = 0) -> bool:
     """Does any simple command of a shell script print the whole environment back
-    (`env | grep X`, `cd /tmp && FOO=1 env > out`, `echo $(env)`, `export -p`)?"""
+    (`env | grep X`, `cd /tmp && FOO=1 env > out`, `echo $(env)`, `export -p`), or
+    reach variables by a prefix (`${!SGLANG_*}`, `compgen -e`), or run an inline program
+    that walks the environment (awk's ENVIRON, perl's %ENV)?"""
+    if any(mark in script for mark in _PREFIX_EXPANSIONS):
+        return True  # `${!SGLANG_*}`: the names of every variable with that prefix
     return any(prints_environment(command, python_reads_whole, depth) for command in shell_commands(script))
 
 

@@ -236,6 +236,12 @@ def test_entering_a_scope_without_reading_the_context_back_is_no_read(tmp_path: 
     "['sh', '-c', 'echo $(env)']",
     "[sys.executable, '-c', 'import json, os; print(json.dumps(dict(os.environ)))']",
     "['python3', '-u', '-c', 'import os\\nfor k in os.environ: print(k)']",
+    # by a prefix, or walked by another interpreter (attack seven, H5)
+    "['bash', '-c', 'for v in ${!SGLANG_*}; do echo ${!v}; done']",
+    "['bash', '-c', 'for v in $(compgen -e); do echo \"$v=${!v}\"; done']",
+    "['awk', 'BEGIN{for (k in ENVIRON) if (k ~ /^SGLANG_/) print ENVIRON[k]}']",
+    "['perl', '-e', 'print for grep { /^SGLANG_/ } keys %ENV']",
+    "['node', '-e', 'console.log(JSON.stringify(process.env))']",
 ])
 def test_a_child_printing_the_environment_back_is_a_whole_read(tmp_path: Path, command: str) -> None:
     user = f"import subprocess, sys\ndef f():\n    return subprocess.run({command}, capture_output=True).stdout\n"
@@ -271,6 +277,8 @@ def test_every_launcher_printing_the_environment_back_is_a_whole_read(tmp_path: 
     "[sys.executable, '-c', 'import os; print(os.environ.get(\"HOME\"))']",
     "['git', 'status']",
     "'ls -l | grep env', shell=True",
+    "['awk', '{print $1}', 'table.txt']",
+    "['perl', '-ne', 'print if /x/', 'log.txt']",
 ])
 def test_a_child_started_with_the_environment_is_no_read(tmp_path: Path, command: str) -> None:
     user = f"import subprocess, sys\ndef f():\n    return subprocess.run({command}, capture_output=True).stdout\n"
