@@ -153,6 +153,8 @@ _ENV_METHODS = frozenset({
 })
 # callables the environment may be handed to whole without being read here: they give it
 # to a child process (`subprocess.run(cmd, env=os.environ.copy())`), or only count it
+# A dispatcher's own keywords, never the launcher's it runs (`Process(target=..., daemon=True)`)
+_DISPATCH_KEYWORDS = frozenset({"target", "args", "kwargs", "daemon", "name", "group"})
 _ENV_CHILD_PROCESS = CHILD_PROCESS_PREFIXES
 _ENV_HARMLESS = frozenset({
     "builtins.len", "builtins.bool", "builtins.isinstance",
@@ -1294,7 +1296,35 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._consume_arguments(node, callee, fetches)
             if any(path.startswith(_ENV_CHILD_PROCESS) for path in callee):
                 self._child_command(node)
+            else:
+                self._launcher_handed_on(node)
         self.generic_visit(node)
+
+    def _launcher_handed_on(self, node: ast.Call) -> None:
+        """A child-process launcher handed to a dispatcher with its command as the
+        arguments that follow it (`asyncio.to_thread(subprocess.run, "echo $X",
+        shell=True)`, `loop.run_in_executor(None, subprocess.check_output, [...])`,
+        `functools.partial(...)`, `Process(target=os.system, args=(...,))`): the command is
+        read as if the launcher were called there."""
+        for index, arg in enumerate(node.args):
+            if self._is_launcher(arg):
+                keywords = [k for k in node.keywords if k.arg not in _DISPATCH_KEYWORDS]
+                self._child_command(self._called_at(node, arg, node.args[index + 1 :], keywords))
+                return
+        target = next((k.value for k in node.keywords if k.arg == "target"), None)
+        if target is not None and self._is_launcher(target):
+            given = next((k.value for k in node.keywords if k.arg == "args"), None)
+            args = list(given.elts) if isinstance(given, (ast.Tuple, ast.List)) else []
+            self._child_command(self._called_at(node, target, args, []))
+
+    def _is_launcher(self, expr: ast.expr) -> bool:
+        return not isinstance(expr, ast.Call) and any(
+            path.startswith(_ENV_CHILD_PROCESS) for path in self.d.kind(expr, self.scope)
+        )
+
+    @staticmethod
+    def _called_at(node: ast.Call, launcher: ast.expr, args: Sequence[ast.expr], keywords: list[ast.keyword]) -> ast.Call:
+        return ast.copy_location(ast.Call(func=launcher, args=list(args), keywords=keywords), node)
 
     def _child_command(self, node: ast.Call) -> None:
         """A child process whose command the module spells, naming a declared variable,

@@ -407,3 +407,31 @@ def test_check_generated_holds_a_variable_declared_since_the_last_gen(
     finally:
         for name in [m for m in sys.modules if m.startswith("env2_gen_pkg")]:
             del sys.modules[name]
+
+
+# ---- H9 (round seven): a launcher handed on, its command the arguments that follow
+
+
+@pytest.mark.parametrize("user", [
+    "import asyncio, subprocess\nasync def f():\n"
+    "    return await asyncio.to_thread(subprocess.run, 'echo $SGLANG_PAGE_SIZE', shell=True)\n",
+    "import asyncio, subprocess\nasync def f():\n    loop = asyncio.get_running_loop()\n"
+    "    return await loop.run_in_executor(None, subprocess.check_output, ['sh', '-c', 'echo $SGLANG_PAGE_SIZE'])\n",
+    "import multiprocessing, os\ndef f():\n"
+    "    p = multiprocessing.Process(target=os.system, args=('echo $SGLANG_PAGE_SIZE > out',), daemon=True)\n"
+    "    p.start()\n",
+    "import functools, subprocess\ndef f():\n"
+    "    run = functools.partial(subprocess.check_output, 'echo $SGLANG_PAGE_SIZE', shell=True)\n    return run()\n",
+    "import concurrent.futures, subprocess\ndef f(pool: concurrent.futures.Executor):\n"
+    "    return pool.submit(subprocess.run, ['env', '-0']).result()\n",
+])
+def test_a_launcher_handed_on_reads_what_its_command_names(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert _keys(result) & {("f", "$SGLANG_PAGE_SIZE"), ("f", "$?")}, result.reads
+    assert _fails(result)
+
+
+def test_a_launcher_handed_on_with_a_command_naming_nothing_reads_nothing(tmp_path: Path) -> None:
+    user = ("import asyncio, subprocess\nasync def f():\n"
+            "    return await asyncio.to_thread(subprocess.run, ['git', 'status'], check=True)\n")
+    assert not _scan(tmp_path, {"user.py": user}).reads
