@@ -119,7 +119,7 @@ class RankGroup:
         # writes into the store, so a silence seen then may be forged, not the worker's
         self._tampered: dict[int, float] = {}
         self._seen_keys: set[str] = set()  # store keys a worker posted (none is ever removed by it)
-        self._removed: set[str] = set()  # those seen removed since (logged once each)
+        self._removed: set[str] = set()  # those seen removed or replayed since (logged once each)
         # A client of its own for stalled(): the rank thread's client can be inside a wait
         # (which holds it) while /health asks on the event loop.
         self._watch: Any = None
@@ -320,13 +320,27 @@ class RankGroup:
         the store, and an older one written again is passed over: the newest stands)."""
         value = self._read(BEAT_KEY.format(rank), rank)
         if value is not None:
+            if float(value) < self._beats.get(rank, 0.0):
+                self._replayed(BEAT_KEY.format(rank), rank)
             self._beats[rank] = max(float(value), self._beats.get(rank, 0.0))
         return self._beats.get(rank)
+
+    def _replayed(self, key: str, rank: int) -> None:
+        """A signed value older than one already seen under `key`: a worker's beats and
+        counts only grow, so another process wrote an old one back (a replay). Like a
+        forgery, it must not make a healthy rank look silent enough to be ended."""
+        self._tampered[rank] = time.monotonic()
+        if key not in self._removed:
+            self._removed.add(key)
+            log.warning("an older value of store key %s of rank %d was written back by another process (a replay); "
+                        "rank %d is not ended for what that hides", key, rank, rank)
 
     def _finished(self, rank: int) -> int:
         """The newest operation the rank said it finished (an older count written again is
         passed over, as for beats)."""
         value = self._read(DONE_KEY.format(rank), rank)
+        if value is not None and int(value) < self._done.get(rank, 0):
+            self._replayed(DONE_KEY.format(rank), rank)
         self._done[rank] = max(int(value or 0), self._done.get(rank, 0))
         return self._done[rank]
 

@@ -304,3 +304,37 @@ def test_a_process_removing_a_workers_keys_ends_no_healthy_worker() -> None:
         assert "serve/beat/1 of rank 1 was removed by another process" in srv.output()
     finally:
         srv.stop()
+
+
+def test_a_process_replaying_a_workers_signed_beat_ends_no_healthy_worker() -> None:
+    """Another local process reads the worker's own signed beat and writes those bytes back
+    again and again: validly signed, but older than what rank 0 saw, so a replay, never a
+    silence that ends a healthy worker."""
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import PrefixStore, TCPStore
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240)
+    try:
+        host, port, worker = _store_of(srv)
+        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
+                                                 wait_for_workers=False))
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            assert c.get("/health").status_code == 200
+            old = raw.get("serve/beat/1")
+            time.sleep(0.5)  # rank 0 sees a newer beat first
+            end = time.monotonic() + 5  # past 3 x the rank timeout, when a silent worker leaves
+            while time.monotonic() < end:
+                raw.set("serve/beat/1", old)
+                time.sleep(0.02)
+            os.kill(worker, 0)  # still alive
+            assert "rank_left" not in c.get("/health").text
+            end = time.monotonic() + 10
+            while c.get("/health").status_code != 200 and time.monotonic() < end:
+                time.sleep(0.1)
+            assert c.get("/health").status_code == 200
+        assert srv.terminate() == 0
+        assert "serve/beat/1 of rank 1 was written back by another process (a replay)" in srv.output()
+    finally:
+        srv.stop()
