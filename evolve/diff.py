@@ -335,6 +335,10 @@ class _Comparer:
 
     def capacity(self, old: LeafView, new: LeafView) -> None:
         name = new.name
+        if old.capacity is not None and new.capacity is None:
+            self.add("capacity-removed", name, new.where,
+                     f"runtime overrides of {name!r} are no longer bounded by {old.capacity!r}: a PATCH may exceed "
+                     f"what was sized at publish", f"keep `capacity: {old.capacity}` while the leaf can be overridden")
         if new.capacity is not None and old.capacity is None:
             self.add("capacity-lowered", name, new.at("capacity"),
                      f"runtime overrides of {name!r} are bounded by {new.capacity!r} now")

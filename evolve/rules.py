@@ -85,6 +85,8 @@ _TABLE = (
          "rollouts and overrides are refused"),
     Rule("capacity-lowered", W, (LIVE,), "a runtime override is bounded lower: a capacity added, or the "
          "default of a capacity leaf lowered"),
+    Rule("capacity-removed", B, (LIVE, SEC), "a runtime override lost its capacity bound: a PATCH may exceed "
+         "buffers sized at publish"),
     # engine code
     Rule("namespace-moved", B, (CODE,), "the leaf or derived value moved to another namespace (another "
          "accessor and bag)"),
