@@ -311,8 +311,13 @@ def shown_command(command: Sequence[str], package: str | None) -> str:
         flags, variables = secret_flags(registry), secret_variables(registry)
     except ConfigError:
         pass
-    return " ".join(shown_argv(command, lambda flag: flag in flags or _named_like_a_secret(flag),
-                               lambda name: name in variables or _named_like_a_secret(name)))
+    def secret(flag: str) -> bool:
+        # a mistyped or cut short secret flag (`--api_key`, `--api-k`, `--admin-api`) too
+        return flag in flags or _named_like_a_secret(flag) or (
+            len(flag) > 3 and any(known.startswith(flag) for known in flags)
+        )
+
+    return " ".join(shown_argv(command, secret, lambda name: name in variables or _named_like_a_secret(name)))
 
 
 def _named_like_a_secret(name: str) -> bool:

@@ -139,20 +139,25 @@ def shown_argv(argv: Sequence[str], secret: Callable[[str], bool],
     out: list[str] = []
     hide = False
     for arg in argv:
-        name, eq, _ = arg.partition("=")
+        name, eq, value = arg.partition("=")
+        # a dash a word processor made of `--` (`—api-key`) still marks a flag
+        flag = "--" + name[1:] if name[:1] in _DASHES else name
         if hide:
             out.append(REDACTED)
             hide = False
-        elif name.startswith("-") and secret(name):
-            out.append(f"{name}={REDACTED}" if eq else arg)
-            hide = not eq
+        elif any(c.isspace() for c in arg):
+            out.append(_shown_shell(arg, secret, secret_variable))  # `"--api-key K"` as one word too
+        elif flag.startswith("-") and secret(flag):
+            out.append(f"{name}={REDACTED}" if eq and value else arg)
+            hide = not (eq and value)  # `--api-key= K`: the key is the next word
         elif eq and secret_variable is not None and name.isidentifier() and secret_variable(name):
             out.append(f"{name}={REDACTED}")
-        elif any(c.isspace() for c in arg):
-            out.append(_shown_shell(arg, secret, secret_variable))
         else:
             out.append(arg)
     return out
+
+
+_DASHES = frozenset("\u2012\u2013\u2014\u2015\u2212")
 
 
 def _shown_shell(text: str, secret: Callable[[str], bool], secret_variable: Callable[[str], bool] | None) -> str:

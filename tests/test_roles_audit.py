@@ -241,6 +241,10 @@ def test_the_recorded_command_line_never_keeps_a_secret(tmp_path: Path) -> None:
     ["sh", "-c", "SGLANG_ADMIN_API_KEY=SEKRET-5 python app.py --admin-api-key=SEKRET-5 --port 1"],
     ["bash", "-lc", "python app.py --api-key 'SEKRET-5"],  # not shell words: no telling where the key ends
     ["python", "app.py", "--model-path", "m", "--api_key", "SEKRET-5"],  # mistyped: the server refuses it
+    ["true", "--api-k", "SEKRET-5"], ["true", "--admin-api", "SEKRET-5"], ["true", "--ap", "SEKRET-5"],  # cut short
+    ["true", "--api-key=", "SEKRET-5"],  # an empty `=`, then the key
+    ["true", "--api-key SEKRET-5"], ["true", "--api-key\tSEKRET-5"],  # flag and key one word
+    ["true", "\u2014api-key", "SEKRET-5"],  # a dash a word processor made
 ])
 def test_a_secret_in_the_usual_shapes_of_a_launch_command_is_never_recorded(command: list[str]) -> None:
     """The observation file is shared with reviewers: a key given through `env VAR=`,
