@@ -23,7 +23,13 @@ from typing import Any
 import attrs
 import httpx
 
-from configbags.fleet.replies import MAX_TIMEOUT_S, ReplyError, read_json_async, timeout_seconds
+from configbags.fleet.replies import (
+    MAX_TIMEOUT_S,
+    ReplyError,
+    read_json_async,
+    shown_url,
+    timeout_seconds,
+)
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import project_path
@@ -43,6 +49,11 @@ class Target:
     role: str | None = None
     key: str | None = attrs.field(default=None, repr=False)
 
+    @property
+    def shown(self) -> str:
+        """The URL as messages print it (no credentials of its user part)."""
+        return shown_url(self.url)
+
 
 @attrs.frozen
 class Reading:
@@ -59,7 +70,7 @@ class Reading:
 
     @property
     def name(self) -> str:
-        return f"{self.target.url} ({self.role or 'no role'})"
+        return f"{self.target.shown} ({self.role or 'no role'})"
 
 
 def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | None) -> list[Target]:
@@ -96,7 +107,7 @@ def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | Non
                                   key if entry_key is None else str(entry_key)))
     for t in targets:
         if not t.url.startswith(("http://", "https://")):
-            raise ConfigError(f"{t.url!r} is not an http(s) URL; give e.g. http://10.0.0.7:30000 or prefill=URL")
+            raise ConfigError(f"{shown_url(t.url)!r} is not an http(s) URL; give e.g. http://10.0.0.7:30000 or prefill=URL")
     return targets
 
 
@@ -195,7 +206,7 @@ def compare(readings: Sequence[Reading], allow_unchecked: Collection[str] = ()) 
     for r, body in read:
         reported = body.get("role")
         if r.target.role is not None and reported is not None and r.target.role != reported:
-            findings.append(Finding("role", None, f"{r.target.url} is listed as {r.target.role} but reports "
+            findings.append(Finding("role", None, f"{r.target.shown} is listed as {r.target.role} but reports "
                                     f"role {reported} ({_origin_text(body.get('role_origin') or {})})"))
     names = sorted({n for _, body in read for n in body.get("contracts", {})})
     for name in names:
@@ -258,7 +269,7 @@ def role_diff(readings: Sequence[Reading]) -> dict[str, dict[str, list[dict[str,
                 info = r.info or {}
                 value = info.get("resolved", {}).get(leaf)
                 side = sides.setdefault(json.dumps(value, sort_keys=True), {"value": value, "servers": []})
-                side["servers"].append({"server": r.target.url, **(info.get("layers", {}).get(leaf) or {})})
+                side["servers"].append({"server": r.target.shown, **(info.get("layers", {}).get(leaf) or {})})
             if len(sides) > 1:
                 out.setdefault(role, {})[leaf] = list(sides.values())
     return out
@@ -284,7 +295,7 @@ def render(readings: Sequence[Reading], findings: Sequence[Finding],
              f"{sum(r.error is None for r in readings)} read"]
     for r in readings:
         if r.error is not None:
-            lines.append(f"UNREACHABLE {r.target.url}: {r.error}")
+            lines.append(f"UNREACHABLE {r.target.shown}: {r.error}")
     order = {"role": 0, "definition": 1, "broken": 2, "alone": 3, "unchecked": 4, "ok": 5}
     for f in sorted(findings, key=lambda f: order[f.kind]):
         tag = {"role": "ROLE", "definition": "BROKEN", "broken": "BROKEN", "alone": "UNCHECKED",
@@ -367,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps({
             "exit_code": code,
-            "servers": [{"url": r.target.url, "role": r.role, "error": r.error} for r in readings],
+            "servers": [{"url": r.target.shown, "role": r.role, "error": r.error} for r in readings],
             "findings": [f.as_dict() for f in findings],
             **({"diff": diff} if diff is not None else {}),
         }, indent=2))

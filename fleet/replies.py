@@ -31,6 +31,16 @@ class NoAnswer(ConfigError):
 MAX_TIMEOUT_S = 600.0
 
 
+def shown_url(url: str) -> str:
+    """`url` as a message may print it: a password or token in its user part
+    (`http://u:PW@host`) never reaches a log."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if not sep or "@" not in authority:
+        return url
+    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+
+
 def timeout_seconds(text: str) -> float:
     """`--timeout`'s value: seconds, more than 0 and at most MAX_TIMEOUT_S."""
     try:

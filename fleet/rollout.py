@@ -25,7 +25,7 @@ from typing import Any
 import attrs
 import httpx
 
-from configbags.fleet.replies import MAX_TIMEOUT_S, NoAnswer, exchange, timeout_seconds
+from configbags.fleet.replies import MAX_TIMEOUT_S, NoAnswer, exchange, shown_url, timeout_seconds
 from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
@@ -131,19 +131,21 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
     and published as `role` (what the server would refuse at start is refused here)."""
     if where.startswith(("http://", "https://")):
         headers = {"Authorization": f"Bearer {read_key}"} if read_key else {}
+        shown = shown_url(where)
         try:
-            answer = exchange("GET", where.rstrip("/") + "/server_info", what=f"{where}: GET /server_info",
+            answer = exchange("GET", where.rstrip("/") + "/server_info", what=f"{shown}: GET /server_info",
                               timeout=timeout, headers=headers)
         except httpx.HTTPError as exc:
-            raise ConfigError(f"{where}: cannot read /server_info: {exc}") from None
+            said = str(exc).replace(where, shown)  # (an error may quote the URL)
+            raise ConfigError(f"{shown}: cannot read /server_info: {type(exc).__name__}: {said}") from None
         if answer.status != 200:
-            raise ConfigError(f"{where}: GET /server_info answered {answer.status} "
+            raise ConfigError(f"{shown}: GET /server_info answered {answer.status} "
                               f"(give the read key with --api-key or ${READ_KEY_ENV})")
         if answer.error is not None:
             raise answer.error
         readback = answer.body
         if not isinstance(readback, dict):
-            raise ConfigError(f"{where}: GET /server_info answered a JSON {type(readback).__name__}, not an object")
+            raise ConfigError(f"{shown}: GET /server_info answered a JSON {type(readback).__name__}, not an object")
         return SideValues(current_values(readback), dict(readback.get("resolved") or {}))
     path = Path(where)
     if path.suffix == ".json":
@@ -201,7 +203,7 @@ def apply(url: str, body: dict[str, Any], admin_key: str | None,
           timeout: float = DEFAULT_TIMEOUT_S) -> tuple[int, dict[str, Any]]:
     """PATCH the live part; (HTTP status, the door's JSON answer). NoAnswer past `timeout`."""
     headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-    reply = exchange("PATCH", url.rstrip("/") + "/config", what=f"{url}: PATCH /config", timeout=timeout,
+    reply = exchange("PATCH", url.rstrip("/") + "/config", what=f"{shown_url(url)}: PATCH /config", timeout=timeout,
                      headers=headers, payload=body)
     answer: Any = reply.body if reply.error is None else {"error": "http", "message": str(reply.error)}
     if not isinstance(answer, dict):
@@ -253,28 +255,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = render(result, args.source)
     if args.apply:
         if body is None:
-            text += f"\napply: nothing live to send to {args.apply}"
+            text += f"\napply: nothing live to send to {shown_url(args.apply)}"
             out["applied"] = None
         else:
             try:
                 status, answer = apply(args.apply, body, args.admin_key, args.timeout)
             except httpx.HTTPError as exc:
-                status, answer = 0, {"error": "unreachable", "message": f"{type(exc).__name__}: {exc}"}
+                said = str(exc).replace(args.apply, shown_url(args.apply))
+                status, answer = 0, {"error": "unreachable", "message": f"{type(exc).__name__}: {said}"}
             except NoAnswer as exc:  # the PATCH went out: whether it applied, only the server can say
                 status, answer = 0, {"error": "no_answer", "message": str(exc)}
             out["applied"] = {"status": status, "answer": answer}
             if answer.get("error") == "no_answer":
                 code = EXIT_REFUSED
-                text += (f"\napply to {args.apply}: {answer['message']}; the PATCH was sent, so it may or may not "
+                text += (f"\napply to {shown_url(args.apply)}: {answer['message']}; the PATCH was sent, so it may or may not "
                          f"have applied (all or nothing). Fix: read GET /server_info (its overrides) to see, then "
                          f"run the rollout again")
             elif status == 200:
-                text += (f"\napplied to {args.apply}: epoch {answer.get('epoch')}, "
+                text += (f"\napplied to {shown_url(args.apply)}: epoch {answer.get('epoch')}, "
                          f"{len(answer.get('entries', []))} leaf/leaves changed; the reload and restart parts "
                          f"are left to the orchestrator")
             else:
                 code = EXIT_REFUSED
-                text += (f"\napply to {args.apply} refused ({status} {answer.get('error')}): "
+                text += (f"\napply to {shown_url(args.apply)} refused ({status} {answer.get('error')}): "
                          f"{answer.get('message')}; nothing was applied. Fix: {answer.get('fix', '-')}")
     print(json.dumps(out, indent=2) if args.json else text)
     return code

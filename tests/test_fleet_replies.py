@@ -159,3 +159,22 @@ def test_the_timeout_is_bounded_on_both_commands(value: str, capsys: pytest.Capt
         main(["http://127.0.0.1:1", "--timeout", value])
     assert exited.value.code == 2
     assert capsys.readouterr().err.count("--timeout") == 2
+
+
+def test_a_password_in_a_server_url_is_never_printed(poser: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`http://user:PW@host` reaches a CI log through every message naming the server."""
+    with_password = poser.replace("http://", "http://ops:SECRETPW@")
+    assert main([f"{with_password}/deep"]) == EXIT_UNREACHABLE
+    out = capsys.readouterr().out
+    assert "SECRETPW" not in out and "http://***@" in out
+    with pytest.raises(ConfigError) as refused:
+        side_values(None, f"{with_password}/deep", [], None)  # type: ignore[arg-type]
+    assert "SECRETPW" not in str(refused.value)
+    closed = "http://ops:SECRETPW@127.0.0.1:9/"
+    with pytest.raises(ConfigError) as unreachable:
+        side_values(None, closed, [], None)  # type: ignore[arg-type]
+    assert "SECRETPW" not in str(unreachable.value) and "cannot read /server_info" in str(unreachable.value)
+    capsys.readouterr()
+    assert rollout_main(["--package", "configbags.generated", closed, closed]) != 0
+    said = capsys.readouterr()
+    assert "SECRETPW" not in said.out + said.err and "http://***@127.0.0.1:9/" in said.out + said.err
