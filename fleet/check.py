@@ -32,6 +32,7 @@ from configbags.fleet.replies import (
 )
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.errors import ConfigError
+from configbags.runtime.leaftypes import closest
 from configbags.runtime.project import project_path
 from configbags.runtime.yamlsafe import load_yaml, read_text_limited
 
@@ -374,6 +375,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("name at least one server (URL arguments or --servers FILE)")
     readings, findings, diff = run(targets, timeout=args.timeout, diff=args.diff,
                                    allow_unchecked=args.allow_unchecked)
+    declared = sorted({name for r in readings if r.contracts is not None for name in r.contracts.get("contracts", {})})
+    unknown = sorted(set(args.allow_unchecked) - set(declared))
+    if unknown and any(r.contracts is not None for r in readings):
+        # a typo there would leave the contract it meant UNCHECKED with no word of why
+        parser.error(f"--allow-unchecked {unknown[0]}: no server read declares a contract of that name"
+                     f"{closest(unknown[0], declared)}; they declare {', '.join(declared) or 'none'}")
     code = exit_code(readings, findings)
     if args.json:
         print(json.dumps({

@@ -147,3 +147,14 @@ def test_what_a_server_sends_cannot_forge_or_hide_report_lines() -> None:
     text = render([reading], [], None)
     assert "\x1b" not in text and text.count("\n") == 1  # the header line and one line for the server
     assert "\\x1b[2JPWN" in text and "\\n ok kv_transfer" in text
+
+
+def test_an_allow_unchecked_naming_no_declared_contract_is_a_usage_error(
+        fleet: Fleet, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo (`kv_transfr`) would leave the contract it meant UNCHECKED without a word."""
+    servers = fleet.file(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        main(["--servers", str(servers), "--allow-unchecked", "kv_transfr"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "--allow-unchecked kv_transfr: no server read declares" in err
+    assert "did you mean 'kv_transfer'" in err
