@@ -366,16 +366,21 @@ def check_bounds(
 # guessable key, set by someone who meant "unset": one rule, `none_like`, refuses them at
 # every door (flag, config file, environment, override).
 NONE_WORDS = frozenset({"", "none", "null", "nil", "~"})
+# What configbags prints in a secret's place (readbacks, logs, dumps): copied back from a
+# saved `/server_info` or a log into a flag or a file, it would be a key anyone can guess.
+REDACTED = "<redacted>"
 NONE_LIKE_SECRET = (
-    "is empty or a word for no value (none, null, nil, ~, in any case), which as a key would be "
-    "guessable and most likely meant to leave it unset; to turn it off leave it out (unset the "
-    "variable, drop the flag or key), else give the real key"
+    "is empty, a word for no value (none, null, nil, ~, in any case) or the <redacted> placeholder "
+    "printed in a secret's place, which as a key would be guessable and most likely meant to leave "
+    "it unset or copied from a readback; to turn it off leave it out (unset the variable, drop the "
+    "flag or key), else give the real key"
 )
 
 
 def none_like(value: Any) -> bool:
-    """Whether `value` is None or a text that reads as no value (`NONE_WORDS`)."""
-    return value is None or (isinstance(value, str) and value.strip().lower() in NONE_WORDS)
+    """Whether `value` is None or a text that reads as no value (`NONE_WORDS`), or is the
+    placeholder printed in a secret's place (`REDACTED`)."""
+    return value is None or (isinstance(value, str) and value.strip().lower() in (*NONE_WORDS, REDACTED))
 
 
 def closest(name: str, candidates: Iterable[str]) -> str:

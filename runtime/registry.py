@@ -9,12 +9,14 @@ from typing import Any, NamedTuple
 import attrs
 
 from configbags.runtime.fleet import FleetSpec
+from configbags.runtime.leaftypes import (
+    REDACTED as REDACTED,  # re-exported: where readers look for it
+)
 from configbags.runtime.leaftypes import Policy, TypeSpec
 from configbags.runtime.spelling import Claim, flag_of, leaf_spellings
 
-# What every readback, log line, error message, config dump and doc page prints instead
-# of a secret leaf's value.
-REDACTED = "<redacted>"
+# REDACTED (configbags.runtime.leaftypes) is what every readback, log line, error message,
+# config dump and doc page prints instead of a secret leaf's value.
 
 
 @attrs.frozen

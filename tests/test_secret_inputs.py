@@ -20,7 +20,7 @@ from configbags.generated.server_args import ServerArgs
 from configbags.runtime.context import Context
 from configbags.runtime.errors import LeafValueError, RecordError
 
-NONE_WORDS = ["none", "Null", "NONE", "~", "nil", "", "  ", " None "]
+NONE_WORDS = ["none", "Null", "NONE", "~", "nil", "", "  ", " None ", "<redacted>", " <REDACTED> "]
 
 
 def _refused(capsys: pytest.CaptureFixture[str], argv: list[str], environ: dict[str, str]) -> str:
@@ -37,7 +37,7 @@ def test_a_none_like_secret_flag_is_refused_naming_the_flag(
         capsys: pytest.CaptureFixture[str], flag: str, word: str) -> None:
     for argv in ([flag, word], [f"{flag}={word}"]):
         err = _refused(capsys, argv, {})
-        assert f"{flag}: serving.{flag[2:].replace('-', '_')} is empty or a word for no value" in err
+        assert f"{flag}: serving.{flag[2:].replace('-', '_')} is empty, a word for no value" in err
 
 
 @pytest.mark.parametrize("word", NONE_WORDS)
@@ -47,7 +47,7 @@ def test_a_none_like_secret_in_a_config_file_is_refused_naming_the_file(
     config = tmp_path / f"serve.{suffix}"
     config.write_text(f'{{"api_key": "{word}"}}' if suffix == "json" else f'api_key: "{word}"\n')
     err = _refused(capsys, ["--config", str(config)], {})
-    assert f"{config}: serving.api_key (--api-key) is empty or a word for no value" in err
+    assert f"{config}: serving.api_key (--api-key) is empty, a word for no value" in err
 
 
 @pytest.mark.parametrize("text", ["api_key:\n", "api_key: ~\n", "api_key: null\n", '{"api_key": null}'])
@@ -58,7 +58,7 @@ def test_a_null_secret_in_a_config_file_is_refused_with_nothing_below(
     config = tmp_path / ("serve.json" if text.startswith("{") else "serve.yaml")
     config.write_text(text)
     err = _refused(capsys, ["--config", str(config)], {})
-    assert f"{config}: serving.api_key (--api-key) is empty or a word for no value" in err
+    assert f"{config}: serving.api_key (--api-key) is empty, a word for no value" in err
 
 
 @pytest.mark.parametrize("word", ["none", "nil", ""])
@@ -69,7 +69,7 @@ def test_a_none_like_secret_in_a_config_file_is_refused_when_a_flag_also_sets_it
     config = tmp_path / "serve.yaml"
     config.write_text(f'admin_api_key: "{word}"\nlog_level: debug\n')
     err = _refused(capsys, ["--config", str(config), "--admin-api-key", "k-33cc"], {})
-    assert f"{config}: serving.admin_api_key (--admin-api-key) is empty or a word for no value" in err
+    assert f"{config}: serving.admin_api_key (--admin-api-key) is empty, a word for no value" in err
     assert "k-33cc" not in err
 
 
@@ -89,12 +89,12 @@ def test_a_secret_flag_given_twice_is_refused_without_showing_either_value(
 
 
 def test_a_none_like_secret_is_refused_in_code_too() -> None:
-    with pytest.raises(RecordError, match="serving.api_key .*is empty or a word for no value"):
+    with pytest.raises(RecordError, match="serving.api_key .*is empty, a word for no value"):
         ServerArgs(model_path="m", api_key="none")
     assert ServerArgs(model_path="m", api_key=None).api_key is None
 
 
-@pytest.mark.parametrize("word", ["none", "~", "NIL", ""])
+@pytest.mark.parametrize("word", ["none", "~", "NIL", "", "<redacted>"])
 def test_a_none_like_override_of_a_runtime_secret_is_refused(word: str) -> None:
     leaves = dict(REGISTRY.leaves)
     leaves["weight_version"] = attrs.evolve(leaves["weight_version"], secret=True)
@@ -102,7 +102,7 @@ def test_a_none_like_override_of_a_runtime_secret_is_refused(word: str) -> None:
                       record_type=ServerArgs)
     context.publish(ServerArgs(model_path="m"), role="tokenizer")
     context.override("rotate", weight_version="real-key-5f")
-    with pytest.raises(LeafValueError, match="weight_version from 'rotate': the value is empty or a word"):
+    with pytest.raises(LeafValueError, match="weight_version from 'rotate': the value is empty, a word"):
         context.override("rotate", weight_version=word)
     assert context.state.values["weight_version"] == "real-key-5f"
 
