@@ -323,6 +323,10 @@ def build_record(cls: type[R], registry: Registry, values: Mapping[str, Any], or
         from configbags.runtime.yamlsafe import check_output_path
 
         try:
+            if dump_config.endswith(("/", "\\")):
+                # Path() drops the slash: the dump would land in a file of the folder's name
+                raise OutputFileError(f"--dump-config {dump_config}: cannot be written: it names a folder; give a "
+                                      f"file name")
             check_output_path(Path(dump_config), "--dump-config")
         except OutputFileError as exc:
             raise RecordError(str(exc)) from None

@@ -29,8 +29,10 @@ from configbags.serve.watch import (
     DEFAULT_INTERVAL_S,
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
+    NOT_A_FILE,
     ConfigWatcher,
     WatchedDoor,
+    signature,
 )
 
 HOST_LEAF, PORT_LEAF = "host", "port"
@@ -56,6 +58,7 @@ def _seconds(text: str) -> float:
     return value
 
 
+MAX_BODY_BYTES = 64 << 20  # --max-body-bytes: far above any schema's PATCH, far below memory
 MIN_RANK_TIMEOUT_S = 0.1  # below a millisecond torch's store timeout is 0; below this no gloo call answers
 
 
@@ -71,8 +74,11 @@ def _interval(text: str) -> float:
     """Seconds between two looks at the watched file: finite and within
     [MIN_INTERVAL_S, MAX_INTERVAL_S] (1e-9 would spin a core; inf or 1e308 would overflow the
     thread's wait and end it)."""
-    value = _seconds(text)
-    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:  # (nan compares false: refused too)
         raise argparse.ArgumentTypeError(
             f"{text!r}: give between {MIN_INTERVAL_S:g} and {MAX_INTERVAL_S:g} seconds")
     return value
@@ -130,18 +136,31 @@ def _server_parser(package: str | None) -> argparse.ArgumentParser | None:
     return server
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = _parser(peek_package(list(sys.argv[1:] if argv is None else argv)))
-    args, server_flags = parser.parse_known_args(argv)
+def _check_own_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """serve's own flags within their bounds, the watched file one to follow (exit 2)."""
     if not 1 <= args.ranks <= MAX_RANKS:
         parser.error(f"--ranks must be from 1 to {MAX_RANKS} (each rank is a process of this machine)")
-    if args.max_body_bytes < 1:
-        parser.error("--max-body-bytes must be at least 1")
+    if not 1 <= args.max_body_bytes <= MAX_BODY_BYTES:
+        parser.error(f"--max-body-bytes must be from 1 to {MAX_BODY_BYTES} (a PATCH body is a few leaves; the "
+                     f"door holds the body in memory while it reads it)")
     if args.watch is not None:
-        if args.watch.is_file() and args.watch.stat().st_size == 0:
+        if not str(args.watch).strip() or str(args.watch) == ".":
+            parser.error("--watch needs a file name")
+        digest = signature(args.watch)
+        if digest is not None and digest[5].startswith(NOT_A_FILE):
+            parser.error(f"--watch {args.watch}: not a regular file ({digest[5][len(NOT_A_FILE):]}); give the config "
+                         f"file to follow")
+        if digest is not None and digest[4] == 0:
             # as while it runs: a writer truncating the file leaves it empty, never meaning "no settings"
             parser.error(f"--watch {args.watch}: the file is empty (0 bytes); it must hold the settings to follow "
                          f"(write {{}} for none)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser(peek_package(list(sys.argv[1:] if argv is None else argv)))
+    args, server_flags = parser.parse_known_args(argv)
+    _check_own_flags(parser, args)
+    if args.watch is not None:
         server_flags = [*server_flags, "--config", str(args.watch)]
     try:
         import uvicorn

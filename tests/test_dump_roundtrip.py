@@ -162,3 +162,13 @@ def test_a_failed_dump_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mo
             ctx.dump_config(path)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["resolved.yaml"]
+
+
+def test_a_dump_path_that_names_a_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--dump-config newname/`: Path() drops the slash, and the dump landed in a file of
+    the folder's name."""
+    target = tmp_path / "newname"
+    with pytest.raises(SystemExit) as exited:
+        ServerArgs.from_cli(["--model-path", "m", "--dump-config", f"{target}/"], environ={})
+    assert exited.value.code == 2 and "it names a folder" in capsys.readouterr().err
+    assert not target.exists()

@@ -387,6 +387,11 @@ def test_a_watched_path_that_becomes_no_regular_file_is_reported_as_such(
     (["--watch", "{a}", "--watch", "{b}"], "--watch given twice"),
     (["--watch", "{empty}"], "the file is empty (0 bytes)"),
     (["--ranks", "2", "--tp-size", "2", "--rank-timeout", "1e-9"], "give at least 0.1 seconds"),
+    (["--watch", "/proc/self/status"], "not a regular file (a pseudo-file"),
+    (["--watch", ""], "--watch needs a file name"),
+    (["--watch", "{a}", "--watch-interval", "nan"], "give between 0.05 and 3600 seconds"),
+    (["--watch", "{a}", "--watch-interval", "1e400"], "give between 0.05 and 3600 seconds"),
+    (["--max-body-bytes", "99999999999999999999"], "--max-body-bytes must be from 1 to"),
 ])
 def test_serve_refuses_what_it_would_silently_follow_wrong(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str) -> None:
