@@ -146,6 +146,10 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
         readback = answer.body
         if not isinstance(readback, dict):
             raise ConfigError(f"{shown}: GET /server_info answered a JSON {type(readback).__name__}, not an object")
+        if not isinstance(readback.get("resolved"), dict) or type(readback.get("epoch")) is not int:
+            # any other server's 200 would plan every leaf against nothing
+            raise ConfigError(f"{shown}: GET /server_info answered no configbags readback (no `resolved` values or "
+                              f"`epoch`); give the URL of a configbags serve door")
         return SideValues(current_values(readback), dict(readback.get("resolved") or {}))
     path = Path(where)
     if path.suffix == ".json":
@@ -154,6 +158,9 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
         except (OSError, ConfigError) as exc:
             raise ConfigError(f"{path}: {exc}") from None
         if isinstance(data, dict) and "record" in data and "resolved" in data:
+            if not isinstance(data["resolved"], dict) or not data["resolved"]:
+                raise ConfigError(f"{path}: a saved readback with no resolved values; save GET /server_info of a "
+                                  f"running server")
             return SideValues(current_values(data), dict(data.get("resolved") or {}))
     record_type = context.record_type
     if record_type is None:
@@ -208,6 +215,11 @@ def apply(url: str, body: dict[str, Any], admin_key: str | None,
     answer: Any = reply.body if reply.error is None else {"error": "http", "message": str(reply.error)}
     if not isinstance(answer, dict):
         answer = {"error": "http", "message": f"the answer is a JSON {type(answer).__name__}, not an object"}
+    elif reply.status == 200 and (type(answer.get("epoch")) is not int or not isinstance(answer.get("entries"), list)):
+        # a 200 from anything but a configbags door says nothing of what applied
+        return 0, {"error": "not_a_door", "message": "the answer is no configbags PATCH answer (no `epoch` and "
+                   "`entries`): the URL is not a configbags serve door, and nothing is known of what it did",
+                   "fix": "give the URL of a configbags serve door"}
     return reply.status, answer
 
 
@@ -266,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except NoAnswer as exc:  # the PATCH went out: whether it applied, only the server can say
                 status, answer = 0, {"error": "no_answer", "message": str(exc)}
             out["applied"] = {"status": status, "answer": answer}
-            if answer.get("error") == "no_answer":
+            if answer.get("error") in ("no_answer", "not_a_door"):
                 code = EXIT_REFUSED
                 text += (f"\napply to {shown_url(args.apply)}: {answer['message']}; the PATCH was sent, so it may or may not "
                          f"have applied (all or nothing). Fix: read GET /server_info (its overrides) to see, then "

@@ -41,6 +41,10 @@ class _Poser(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_PATCH(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()  # any 200 JSON: not a configbags door's answer
+
     def log_message(self, *args: object) -> None:
         pass
 
@@ -178,3 +182,19 @@ def test_a_password_in_a_server_url_is_never_printed(poser: str, capsys: pytest.
     assert rollout_main(["--package", "configbags.generated", closed, closed]) != 0
     said = capsys.readouterr()
     assert "SECRETPW" not in said.out + said.err and "http://***@127.0.0.1:9/" in said.out + said.err
+
+
+def test_a_server_that_is_no_configbags_door_is_never_planned_against_nor_applied(
+        poser: str, tmp_path: Path) -> None:
+    """Any other server's 200 JSON: no readback to plan every leaf against, no PATCH answer
+    to call applied; a saved readback with no values neither."""
+    from configbags.fleet.rollout import apply
+
+    with pytest.raises(ConfigError, match="no configbags readback"):
+        side_values(None, f"{poser}/plain", [], None)  # type: ignore[arg-type]
+    status, answer = apply(f"{poser}/plain", {"source": "x", "leaves": {"weight_version": "v2"}}, None)
+    assert answer["error"] == "not_a_door" and "nothing is known of what it did" in answer["message"]
+    saved = tmp_path / "saved.json"
+    saved.write_text('{"record": {}, "resolved": {}}')
+    with pytest.raises(ConfigError, match="a saved readback with no resolved values"):
+        side_values(None, str(saved), [], None)  # type: ignore[arg-type]
