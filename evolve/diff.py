@@ -228,6 +228,7 @@ class _Comparer:
                      f"override policy of {name!r} loosened from {old.policy} to {new.policy}")
         self.capacity(old, new)
         self.access(old, new)
+        self.metric(old, new)
         if old.secret and not new.secret:
             self.add("secret-dropped", name, new.where,
                      f"leaf {name!r} is no longer secret: its value shows in server_info, explain, logs, "
@@ -332,6 +333,12 @@ class _Comparer:
             self.add("writers-removed", name, new.at("writers") if new.writers else new.where,
                      f"{', '.join(lost)} may no longer override {name!r}{door}",
                      f"keep {', '.join(lost)} in `writers:` until no caller overrides it")
+
+    def metric(self, old: LeafView, new: LeafView) -> None:
+        if old.metric and not new.metric:
+            self.add("metric-removed", new.name, new.where,
+                     f"{new.name!r} is no longer exported on /metrics (configbags_config_{new.name}): dashboards and "
+                     f"alerts on it go blank", "keep `metric: true` until nothing reads the series")
 
     def capacity(self, old: LeafView, new: LeafView) -> None:
         name = new.name

@@ -87,6 +87,8 @@ _TABLE = (
          "default of a capacity leaf lowered"),
     Rule("capacity-removed", B, (LIVE, SEC), "a runtime override lost its capacity bound: a PATCH may exceed "
          "buffers sized at publish"),
+    Rule("metric-removed", W, (FLEET,), "a leaf is no longer exported on /metrics: dashboards and alerts on "
+         "its series go blank"),
     # engine code
     Rule("namespace-moved", B, (CODE,), "the leaf or derived value moved to another namespace (another "
          "accessor and bag)"),

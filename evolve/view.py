@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from configbags.codegen.model import Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
-VIEW_FORMAT = 4
+VIEW_FORMAT = 5
 CACHE_ENTRIES = 16  # views kept in the cache folder, newest first
 
 
@@ -95,6 +95,7 @@ class LeafView:
     has_const: bool = False
     const: Any = None
     nargs: str | int | None = None
+    metric: bool = False  # a gauge on /metrics (`metric: true`)
 
     def at(self, prop: str) -> Where:
         return Where(self.where.file, self.lines.get(prop, self.where.line))
@@ -209,6 +210,7 @@ def _leaf(leaf: Any, where: Where, lines: Mapping[str, int]) -> LeafView:
         policy=leaf.policy.value,
         hashed=leaf.hash,
         capacity=leaf.capacity,
+        metric=leaf.metric,
         secret=leaf.secret,
         old=tuple(_old(r) for r in leaf.renamed_from),
         deprecated=leaf.deprecated,

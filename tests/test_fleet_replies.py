@@ -192,7 +192,7 @@ def test_a_server_that_is_no_configbags_door_is_never_planned_against_nor_applie
 
     with pytest.raises(ConfigError, match="no configbags readback"):
         side_values(None, f"{poser}/plain", [], None)  # type: ignore[arg-type]
-    status, answer = apply(f"{poser}/plain", {"source": "x", "leaves": {"weight_version": "v2"}}, None)
+    _, answer = apply(f"{poser}/plain", {"source": "x", "leaves": {"weight_version": "v2"}}, None)
     assert answer["error"] == "not_a_door" and "nothing is known of what it did" in answer["message"]
     saved = tmp_path / "saved.json"
     saved.write_text('{"record": {}, "resolved": {}}')
