@@ -40,9 +40,17 @@ Only the statements whose lines show a trigger word (_TRIGGER_WORDS), or mention
 bound to something followed here, are walked; a function's body is read for bindings only
 where it holds such a line or names a context function.
 
+- In any module, whatever it mentions (code_string, import_by_name): a code string the
+  module does not spell run by `exec`/`eval`/`compile`, and an import by a name it does
+  not spell (`importlib.import_module(qualname)`, `__import__(name)`,
+  `pkgutil.resolve_name(name)`, `pydoc.locate(name)`; a resolver given a spelled name is
+  the import route it stands for by then: configbags.migrate.resolvers).
+- A module's namespace whole: `vars(M)`, `M.__dict__`, `inspect.getmembers(M)`.
+
 Names resolve flow-insensitively, as far as the module's own imports and simple
-assignments show (a may-alias: any binding counts). A file that mentions none of the
-record, the accessors, configbags or the environment is not walked.
+assignments show (a may-alias: any binding counts). In a file that mentions none of the
+record, the accessors, configbags or the environment, only the lines showing the words of
+the any-module reads (_ANYWHERE_WORDS) are walked, for those reads alone.
 """
 
 from __future__ import annotations
