@@ -9,10 +9,12 @@ from pathlib import Path
 
 import attrs
 import pytest
-from ratchet_case import SETTINGS
+from ratchet_case import ACCESSORS, SETTINGS
 from ratchet_case import fails as _fails
 from ratchet_case import read_keys as _keys
 from ratchet_case import scan_pkg as _scan
+
+from configbags.migrate.fix import fix_source
 
 WITH_DICT = attrs.evolve(SETTINGS, record_dicts=("global_server_args_dict",))
 # a generated package: its accessors module re-exports the raw getter and gives contexts
@@ -168,3 +170,11 @@ def test_a_helper_importing_a_qualname_it_is_given_is_unresolved_in_the_helper(t
     assert ("pkg/o1_utils.py", "import_from", "$?") in keys, result.reads
     assert ("pkg/table.py", "load", "$?") in keys, result.reads
     assert _fails(result)
+
+
+def test_fix_leaves_a_read_through_a_resolver_to_a_person_naming_why(tmp_path: Path) -> None:
+    user = "import pkgutil\ndef f():\n    return pkgutil.resolve_name('legacy.server_args:get_server_args')().tp_size\n"
+    result = _scan(tmp_path, {"user.py": user})
+    fixed, changes, skipped = fix_source(user, result.reads, ACCESSORS, "pkg.config_bags.accessors")
+    assert fixed == user and not changes
+    assert [s.leaf for s in skipped] == ["tp_size"] and "resolve_name" in skipped[0].reason, skipped
