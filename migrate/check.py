@@ -115,6 +115,11 @@ _UNRESOLVED_FORMS = {
     "from a module holding the raw accessor or a context function, which it may be",
     "format": "a str.format field reaching an attribute or item of its argument",
     "private": "a private part of the record's module, an accessors module or the runtime",
+    "import_by_name": "an import by a name the module does not spell (`importlib.import_module(qualname)`, "
+    "`pkgutil.resolve_name(name)`), which may be the record's getter, a context or the environment; "
+    "reported in any module: say in the entry's reason what it imports",
+    "code_string": "a code string the module does not spell, run by exec/eval/compile (`exec(open(path).read())`); "
+    "reported in any module: say in the entry's reason what the code is",
 }
 _READBACK_WHAT = {
     STATE_READBACK: "`.state` of the config context",

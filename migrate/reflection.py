@@ -40,9 +40,17 @@ Only the statements whose lines show a trigger word (_TRIGGER_WORDS), or mention
 bound to something followed here, are walked; a function's body is read for bindings only
 where it holds such a line or names a context function.
 
+- In any module, whatever it mentions (code_string, import_by_name): a code string the
+  module does not spell run by `exec`/`eval`/`compile`, and an import by a name it does
+  not spell (`importlib.import_module(qualname)`, `__import__(name)`,
+  `pkgutil.resolve_name(name)`, `pydoc.locate(name)`; a resolver given a spelled name is
+  the import route it stands for by then: configbags.migrate.resolvers).
+- A module's namespace whole: `vars(M)`, `M.__dict__`, `inspect.getmembers(M)`.
+
 Names resolve flow-insensitively, as far as the module's own imports and simple
-assignments show (a may-alias: any binding counts). A file that mentions none of the
-record, the accessors, configbags or the environment is not walked.
+assignments show (a may-alias: any binding counts). In a file that mentions none of the
+record, the accessors, configbags or the environment, only the lines showing the words of
+the any-module reads (_ANYWHERE_WORDS) are walked, for those reads alone.
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ from typing import Any
 
 from configbags.migrate.aliases import lines_of, relative_module, statement_span
 from configbags.migrate.childenv import C_GETENV
+from configbags.migrate.resolvers import RESOLVERS
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
@@ -116,10 +125,25 @@ _REFLECTIVE_ATTRS = frozenset({
 # name (an alias they follow); passed as a value, what they fetch is out of sight
 _FETCHERS = frozenset({
     "builtins.getattr", "builtins.hasattr", "operator.attrgetter", "builtins.__import__",
-    "importlib.import_module", "importlib.__import__",
+    "importlib.import_module", "importlib.__import__", *RESOLVERS,
 })
 _GETTER = "<getter>"  # what operator.attrgetter(...) returns
 _IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
+# what imports by a name it is given (configbags.migrate.resolvers: those given a name the
+# module spells are import routes by then)
+_BY_NAME = _IMPORTERS | RESOLVERS
+# what runs a code string it is given
+_CODE_RUNNERS = frozenset({"builtins.exec", "builtins.eval", "builtins.compile"})
+# a module's namespace taken whole, like `vars(M)`
+_NAMESPACE_READERS = frozenset({"builtins.vars", "inspect.getmembers", "inspect.getmembers_static"})
+# Words of the reads reported in ANY module, whatever it mentions: the scanner cannot read
+# the code a string holds, nor know the module a name built at run time imports (a plugin
+# loader's `exec(open(path).read())`, `importlib.import_module(qualname)`), so the module
+# need not mention anything config-related for them to reach the record
+_ANYWHERE_WORDS = ("exec", "eval", "compile", "import_module", "__import__", "resolve_name", "locate")
+_ANYWHERE_FORMS = frozenset({"code_string", "import_by_name"})
+# names a module's import may be relative to: its own package (`f"{__package__}.x"`)
+_OWN_NAMES = frozenset({"__package__", "__name__"})
 # calls that return a module they name or are given
 _MODULE_ROUTES = _IMPORTERS | {"sys.modules.get", "importlib.reload"}
 # the environment, and its bytes twins: paths that read it
@@ -204,6 +228,8 @@ _TRIGGER_WORDS = (
     # code strings run by the standard library (_REFLECTORS)
     "timeit", "Interactive", "interact", "compile_command", "Profile", "profile", "pdb", "Pdb", "Bdb", "Trace",
     "py_object", "pythonapi", "PyObj_FromPtr",
+    # a module's namespace whole, a resolver of a dotted name the module does not spell
+    "getmembers", "resolve_name", "locate",
 )
 
 
@@ -220,13 +246,28 @@ class ReflectionScan:
 
     def reads(self) -> list[tuple[Any, ...]]:
         if not any(word and word in self.text for word in _gate_words(self.settings)):
-            return []
+            return self._anywhere()
         lines = lines_of(self.text, _trigger_positions(self.text, self.settings.raw_accessor))
         if not lines:
             return []
         reader = _Reader(self.tree, self.settings, self.declared, lines)
         reader.run(self.text)
         return reader.reads
+
+    def _anywhere(self) -> list[tuple[Any, ...]]:
+        """In a module that mentions nothing config-related: a code string the module does
+        not spell run (`exec(open(path).read())`), and an import by a name it does not
+        spell (`importlib.import_module(qualname)`), walking only the lines that show the
+        words (_ANYWHERE_WORDS)."""
+        positions = [
+            at for word in _ANYWHERE_WORDS if word in self.text
+            for at in (m.start() for m in re.finditer(re.escape(word), self.text))
+        ]
+        if not positions:
+            return []
+        reader = _Reader(self.tree, self.settings, self.declared, lines_of(self.text, positions), anywhere=True)
+        reader.run(self.text)
+        return [row for row in reader.reads if row[7] in _ANYWHERE_FORMS]
 
 
 def _trigger_positions(text: str, raw_accessor: str) -> list[int]:
@@ -265,8 +306,11 @@ def _qualifiers(text: str, names: tuple[str, ...]) -> set[str]:
 
 
 class _Reader(ast.NodeVisitor):
-    def __init__(self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int]) -> None:
+    def __init__(
+        self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int], anywhere: bool = False
+    ) -> None:
         self.tree = tree
+        self.anywhere = anywhere  # a module that mentions nothing config-related
         self.lines = lines  # the lines showing a trigger, sorted
         self.context_lines: list[int] = []  # the lines naming a context function
         self.settings = settings
@@ -626,6 +670,32 @@ class _Reader(ast.NodeVisitor):
             return _string(values[0]) if len(values) == 1 and values[0] is not None else None
         return _string(expr)
 
+    def _names_module(self, call: ast.Call) -> bool:
+        """Does an importer's call spell the name it imports: a literal, a module constant,
+        or one relative to the module's own package (`f"{__package__}.server_args"`,
+        `__package__ + ".h"`, `import_module(".h", __package__)`)?"""
+        name = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg in ("name", "path")), None)
+        if name is None or any(isinstance(arg, ast.Starred) for arg in call.args):
+            return False
+        if self._spelled(name) is not None:
+            return True
+        pieces: list[ast.expr] = []
+        pending = [name]
+        while pending:
+            part = pending.pop()
+            if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add):
+                pending += [part.left, part.right]
+            elif isinstance(part, ast.JoinedStr):
+                pending += part.values
+            elif isinstance(part, ast.FormattedValue) and part.format_spec is None and part.conversion == -1:
+                pending.append(part.value)
+            else:
+                pieces.append(part)
+        return all(
+            (isinstance(p, ast.Constant) and isinstance(p.value, str)) or (isinstance(p, ast.Name) and p.id in _OWN_NAMES)
+            for p in pieces
+        )
+
     def _holds_doors(self, module: str) -> bool:
         """Does `module` hold the raw accessor or a context function: the record's module
         (or one named like it), a generated `accessors` module, one the file imports a
@@ -725,10 +795,19 @@ class _Reader(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = self.value(node.func)
         paths = func.paths
-        if "builtins.vars" in paths and (not node.args or any(
+        if _NAMESPACE_READERS.intersection(paths) and (not node.args or any(
             not p.startswith("<") for p in self.value(node.args[0]).paths
         )):
+            # `vars(M)`, `inspect.getmembers(M)`: every name of M, by names in strings
             self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+        if _BY_NAME.intersection(paths) and not self._names_module(node):
+            self._report(node, ENV_UNRESOLVED, "reflection", "import_by_name")
+        if self.anywhere and _CODE_RUNNERS.intersection(paths) and not (
+            node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, (str, bytes))
+        ):
+            # elsewhere any code string is `$?` (_REFLECTORS); here a literal one shows it
+            # mentions nothing config-related
+            self._report(node, ENV_UNRESOLVED, "reflection", "code_string")
         # `getattr(accessors, f"get_{ns}")`, `operator.attrgetter(name)(accessors)`: by a
         # name the module does not spell, from a module holding the raw accessor or a
         # context getter: may be either

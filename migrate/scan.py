@@ -94,6 +94,7 @@ from configbags.migrate.files import NotReadable, list_files, list_tree, read_so
 from configbags.migrate.flows import base_facts, project_pass, use_facts
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.reflection import ReflectionScan
+from configbags.migrate.resolvers import desugar
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
 from configbags.migrate.scanmodel import (
     ORIGINS,
@@ -187,13 +188,15 @@ def scan_source(
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileScan(problem=f"cannot parse ({type(exc).__name__}: {exc}); not scanned")
 
+    # a resolver of a spelled dotted name (`pkgutil.resolve_name("a.b:c")`) is the import
+    # route it stands for, for every analysis below (configbags.migrate.resolvers)
+    searched = desugar(tree, search_text(text))
     if base is not None and base.problem is None and flows is not None and _helpers_only(flows):
         try:
-            return _with_helpers(base, tree, search_text(text), settings, flows)
+            return _with_helpers(base, tree, searched, settings, flows)
         except RecursionError:
             return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
     try:
-        searched = search_text(text)
         # one door analysis serves both: its reads, and the fetching calls (`getattr(x,
         # "a")` under any alias) that the record analysis reads as attributes
         door_scan = DoorScan(tree, searched, settings, flows.constants if flows else ())
