@@ -66,7 +66,9 @@ _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
 # write to one changes only the copy (configbags.migrate.scanmodel.WRITE_ORIGINS).
 _COPY_CALLS = frozenset({"copy", "deepcopy"})
 # A new record from an old one with some fields changed (dataclasses.replace, attrs.evolve,
-# copy.replace): not the record, whose values it does not all have.
+# copy.replace, the generated record's `.replace`): it carries every published value it does
+# not change, so it reads like the record (origin "replaced": escapes, passes and whole reads
+# count, as for a copy), but `ratchet fix` never rewrites a leaf read on it.
 _REPLACE_CALLS = frozenset({"replace", "evolve"})
 # Callables that provably read nothing of an argument: handing them the record is no read.
 READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
@@ -360,7 +362,7 @@ class _Analysis(Scopes[_Scope]):
             if func.id in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
             if func.id in _REPLACE_CALLS and call.args and self.reach(call.args[0], scope):
-                return ("constructed", "constructed")
+                return ("replaced", "replaced")
         elif isinstance(func, ast.Attribute):
             if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
                 return ("accessor", "process")
@@ -374,7 +376,7 @@ class _Analysis(Scopes[_Scope]):
                 (call.args and self.reach(call.args[0], scope)) or self.reach(func.value, scope)
             ):
                 # dataclasses.replace(rec, ...), attrs.evolve(rec, ...), rec.replace(...)
-                return ("constructed", "constructed")
+                return ("replaced", "replaced")
             if func.attr in self.self_attrs and self._is_self(func.value, scope):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
