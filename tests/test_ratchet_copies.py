@@ -107,3 +107,30 @@ def test_a_record_built_from_scratch_still_escapes_nothing(tmp_path: Path) -> No
     )
     result = scan_pkg(tmp_path, {"user.py": user})
     assert not [r for r in result.reads if r.leaf == "*"], result.reads
+
+
+# ---- a record rebuilt from the record's values is a copy of it
+
+
+@pytest.mark.parametrize("made", [
+    "ServerArgs.from_dict(get_server_args().to_dict())",
+    "type(get_server_args()).from_dict(get_server_args().replace(port=1).to_dict())",
+    "ServerArgs.from_dict(dataclasses.asdict(get_server_args()))",
+])
+def test_a_record_rebuilt_from_the_records_values_escapes_like_it(tmp_path: Path, made: str) -> None:
+    # the values read whole where it is built may be allowlisted; its escape elsewhere is not
+    user = "import dataclasses, queue\nfrom legacy.server_args import ServerArgs, get_server_args\n" + (
+        "Q = queue.Queue()\n"
+        f"class Draft:\n    def __init__(self):\n        self.args = {made}\n"
+        "    def send(self):\n        Q.put(self.args)\n"
+    )
+    result = scan_pkg(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "Draft.send", "*") in read_keys(result), result.reads
+
+
+def test_a_write_to_a_record_rebuilt_from_the_records_values_changes_a_copy(tmp_path: Path) -> None:
+    user = "from legacy.server_args import ServerArgs, get_server_args\n" + (
+        "def f():\n    draft = ServerArgs.from_dict(get_server_args().to_dict())\n    draft.tp_size = 1\n"
+    )
+    result = scan_pkg(tmp_path, {"user.py": user})
+    assert [v.origin for v in result.violations] == ["copied"], result.violations
