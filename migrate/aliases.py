@@ -66,8 +66,14 @@ _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
 # write to one changes only the copy (configbags.migrate.scanmodel.WRITE_ORIGINS).
 _COPY_CALLS = frozenset({"copy", "deepcopy"})
 # A new record from an old one with some fields changed (dataclasses.replace, attrs.evolve,
-# copy.replace): not the record, whose values it does not all have.
+# copy.replace, the generated record's `.replace`): it carries every published value it does
+# not change, so it reads like the record (origin "replaced": escapes, passes and whole reads
+# count, as for a copy), but `ratchet fix` never rewrites a leaf read on it.
 _REPLACE_CALLS = frozenset({"replace", "evolve"})
+# A new record from another's values (`Rec.from_dict(rec.to_dict())`, `from_dict(asdict(rec))`):
+# every value of the one it is made from, so a copy of it (configbags.migrate.aliases._round_trip)
+_FROM_VALUES = frozenset({"from_dict"})
+_TO_VALUES = frozenset({"to_dict", "_asdict"})
 # Callables that provably read nothing of an argument: handing them the record is no read.
 READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
 # What starts a child process: the record handed over is the child's own business
@@ -345,7 +351,9 @@ class _Analysis(Scopes[_Scope]):
         return None
 
     def _reach_call(self, call: ast.Call, scope: _Scope) -> Reach | None:
-        by_name = self._reach_by_name(call, scope)
+        # `Rec.from_dict(rec.to_dict())`: a copy, read as `rec` (as copy.copy)
+        source = _round_trip(call)
+        by_name = self._reach_by_name(call, scope) if source is None else self.reach(source, scope)
         if by_name is not None:
             return by_name
         # `getattr(accessors, "get_server_args")()` calls the attribute it fetches
@@ -360,7 +368,7 @@ class _Analysis(Scopes[_Scope]):
             if func.id in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
             if func.id in _REPLACE_CALLS and call.args and self.reach(call.args[0], scope):
-                return ("constructed", "constructed")
+                return ("replaced", "replaced")
         elif isinstance(func, ast.Attribute):
             if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
                 return ("accessor", "process")
@@ -374,7 +382,7 @@ class _Analysis(Scopes[_Scope]):
                 (call.args and self.reach(call.args[0], scope)) or self.reach(func.value, scope)
             ):
                 # dataclasses.replace(rec, ...), attrs.evolve(rec, ...), rec.replace(...)
-                return ("constructed", "constructed")
+                return ("replaced", "replaced")
             if func.attr in self.self_attrs and self._is_self(func.value, scope):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
@@ -449,7 +457,7 @@ class _Analysis(Scopes[_Scope]):
         if isinstance(expr, ast.NamedExpr):
             return self.copied(expr.value, scope, seen)
         if isinstance(expr, ast.Call):
-            return _name_of(expr.func) in _COPY_CALLS and bool(expr.args)
+            return (_name_of(expr.func) in _COPY_CALLS and bool(expr.args)) or _round_trip(expr) is not None
         if isinstance(expr, ast.IfExp):
             return self.copied(expr.body, scope, seen) or self.copied(expr.orelse, scope, seen)
         if isinstance(expr, ast.BoolOp):
@@ -860,6 +868,21 @@ def _merge_origin(table: dict[_K, str], name: _K, origin: str) -> bool:
         return True
     return False
 
+
+
+def _round_trip(call: ast.Call) -> ast.expr | None:
+    """What `call` rebuilds a record from, where it is `X.from_dict(rec.to_dict())` (or of
+    `rec._asdict()`, `asdict(rec)`, `vars(rec)`): `rec`; else None."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in _FROM_VALUES and len(call.args) == 1):
+        return None
+    values = call.args[0]
+    if not isinstance(values, ast.Call):
+        return None
+    if isinstance(values.func, ast.Attribute) and values.func.attr in _TO_VALUES and not values.args:
+        return values.func.value
+    if _name_of(values.func) in _WHOLE_RECORD_CALLS and len(values.args) == 1:
+        return values.args[0]
+    return None
 
 def _name_of(func: ast.expr) -> str:
     if isinstance(func, ast.Name):

@@ -56,6 +56,7 @@ _VIA = {
     "self_alias": "a self. attribute holding the raw record",
     "wrapper": "a function returning the raw record",
     "constructed": "a ServerArgs built in place",
+    "replaced": "a copy of the raw record with fields changed (dataclasses.replace, .replace)",
     "class": "the record class (a class default, never the published value)",
     "record_dict": "a dict copy of the record",
     "class_pattern": "a match class pattern (`case ServerArgs(leaf=...)`)",
@@ -218,7 +219,7 @@ def _count(value: Any) -> int | None:
 
 # Origins (see configbags.migrate.scan.ORIGINS) for which `ratchet fix` always refuses: the
 # name may not hold the process record, so the message must not promise an automatic fix.
-_BY_HAND_ORIGINS = frozenset({"rebound", "wrapped", "constructed"})
+_BY_HAND_ORIGINS = frozenset({"rebound", "wrapped", "constructed", "replaced"})
 
 
 def in_resolution(file: str, function: str, resolution: Iterable[str]) -> bool:

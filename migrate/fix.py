@@ -143,8 +143,12 @@ class FixReport:
 
 HELD_REASON = "may be a runner's own record; pass --rewrite-parameters if it is the process record"
 CONSTRUCTED_REASON = (
-    "reads a ServerArgs built here (ServerArgs(...), from_cli, dataclasses.replace, ...), not the published "
+    "reads a ServerArgs built here (ServerArgs(...), from_cli, ...), not the published "
     "record the accessors read; rewrite by hand"
+)
+REPLACED_REASON = (
+    "reads a copy of the record with fields changed (dataclasses.replace, attrs.evolve, .replace(...)): "
+    "a changed leaf is not the published value the accessors read; rewrite by hand"
 )
 WRAPPED_REASON = (
     "bound by `with ... as NAME` around the record; NAME may not be the record itself, "
@@ -155,6 +159,13 @@ REBOUND_REASON = (
     "placeholder, a loop, with or except target, ...) or only conditionally to the record, "
     "so this read may not see the record; rewrite by hand"
 )
+# Origins whose reads are never rewritten (configbags.migrate.scanmodel.ORIGINS)
+_BY_HAND_REASONS = {
+    "constructed": CONSTRUCTED_REASON,
+    "replaced": REPLACED_REASON,
+    "wrapped": WRAPPED_REASON,
+    "rebound": REBOUND_REASON,
+}
 WALRUS_REASON = "the receiver binds a name with `:=`; dropping it would lose the binding"
 DICT_REASON = (
     "reads a dict copy of the record, whose values may be converted (enums) or updated apart "
@@ -210,13 +221,9 @@ def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: boo
         return "hasattr on the raw record; every leaf exists on the bags, so decide by hand"
     if read.leaf not in accessors:
         return f"`{read.leaf}` is not a config leaf; no accessor replaces it"
-    if read.origin == "constructed":
-        return CONSTRUCTED_REASON
-    if read.origin == "wrapped":
-        return WRAPPED_REASON
-    if read.origin == "rebound":
-        # never overridden by --rewrite-parameters: the other binding is not a record at all
-        return REBOUND_REASON
+    if read.origin in _BY_HAND_REASONS:
+        # never overridden by --rewrite-parameters: these may not be the record at all
+        return _BY_HAND_REASONS[read.origin]
     if read.origin == "held" and not rewrite_parameters:
         return HELD_REASON
     return None
@@ -662,7 +669,9 @@ HELD_WRITE_REASON = (
     "process record"
 )
 WRITE_ORIGIN_REASONS = {
-    "constructed": "writes a record built here (ServerArgs(...), from_cli, dataclasses.replace, ...), "
+    "constructed": "writes a record built here (ServerArgs(...), from_cli, ...), "
+    "not the process record; an override would change the process config; rewrite by hand",
+    "replaced": "writes a copy of the record with fields changed (dataclasses.replace, .replace(...)), "
     "not the process record; an override would change the process config; rewrite by hand",
     "copied": "writes a copy of the record (copy.copy, deepcopy), not the process record; an "
     "override would change the process config; rewrite by hand",

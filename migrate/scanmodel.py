@@ -27,12 +27,19 @@ SCANNER_VERSION = 45
 #                are not ordered (flow-insensitive): any other binding anywhere in the
 #                scope taints every read of the name, since a read may see either;
 #   wrapped      bound by `with f(record) as name`: may not be the record at all;
-#   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`, or from
-#                another with fields changed: `dataclasses.replace(rec, ...)`,
-#                `attrs.evolve`): not the published record (or not yet).
+#   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`): not the
+#                published record (or not yet): handing it on, formatting it or reading
+#                it whole reads nothing;
+#   replaced     a copy of the record with some fields changed (`dataclasses.replace(rec,
+#                ...)`, `attrs.evolve`, `copy.replace`, the generated record's own
+#                `.replace(...)`): it carries every published value it does not change, so
+#                it escapes, passes and reads whole like the record (as a `copy.copy`
+#                does), but a read of a leaf on it may be of a changed value: `ratchet fix`
+#                never rewrites it. Last in the order, so a name that may be such a copy
+#                is read as one (never as a record built here, which reads nothing).
 # When one name is bound several ways, the later origin in this order wins (the join),
 # so an alias is only "process" when every binding of it is.
-ORIGINS = ("process", "held", "rebound", "wrapped", "constructed")
+ORIGINS = ("process", "held", "rebound", "wrapped", "constructed", "replaced")
 _ORIGIN_RANK = {origin: rank for rank, origin in enumerate(ORIGINS)}
 
 

@@ -117,7 +117,7 @@ def test_a_write_to_a_record_built_or_copied_here_is_refused(tmp_path: Path) -> 
         refused, rewritten, text = _fix(tmp_path, COPIES, **options)
         assert not rewritten and "get_context" not in text
         assert refused[10].startswith("writes a record built here")
-        assert refused[29].startswith("writes a record built here")  # dataclasses.replace
+        assert refused[29].startswith("writes a copy of the record with fields changed")  # dataclasses.replace
         for line in (16, 23, 38):
             assert refused[line].startswith("writes a copy of the record (copy.copy, deepcopy)"), line
         assert "change the process config" in refused[16]

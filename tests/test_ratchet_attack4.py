@@ -61,7 +61,6 @@ def test_a_string_formatted_with_a_leaf_reads_only_the_leaf(tmp_path: Path) -> N
 @pytest.mark.parametrize("body", [
     "print(ServerArgs(model_path='m'))\n",
     "args = ServerArgs(model_path='m')\n    logging.info('%s', args)\n",
-    "draft = dataclasses.replace(get_server_args(), tp_size=1)\n    print(draft)\n",
     "publish_legacy(ServerArgs(model_path='m'), role='launcher')\n",
     "return f'{ServerArgs()}'\n",
 ])

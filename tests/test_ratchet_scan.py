@@ -394,9 +394,9 @@ def test_a_write_says_which_record_it_changes() -> None:
     result = scan_source(source.encode(), SETTINGS)
     assert {(v[0], v[3], v[5]) for v in result.violations} == {
         ("process", "tp_size", "process"), ("held", "tp_size", "held"), ("copied", "tp_size", "copied"),
-        ("replaced", "page_size", "constructed"), ("klass", "tp_size", "class"),
+        ("replaced", "page_size", "replaced"), ("klass", "tp_size", "class"),
     }
-    assert _origins(source) == {("copied", "page_size"): "process", ("replaced", "dp_size"): "constructed"}
+    assert _origins(source) == {("copied", "page_size"): "process", ("replaced", "dp_size"): "replaced"}
 
 
 def test_the_engine_s_compile_warnings_are_neither_printed_nor_errors(tmp_path: Path) -> None:
