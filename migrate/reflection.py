@@ -97,6 +97,8 @@ _CODE_RUNNER_METHODS = ("run", "runctx", "runeval")
 _REFLECTORS = frozenset({
     "inspect.getattr_static", "operator.methodcaller", "string.Formatter", "builtins.eval",
     "builtins.exec", "builtins.compile", "builtins.globals", "builtins.locals", "builtins.breakpoint",
+    # every live object, found by what it is rather than by a name (`gc.get_objects()`)
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents",
     # run a file or module by a path the scanner does not read as source
     "runpy.run_path", "runpy.run_module",
     # load a file as a module by its path, whatever its name (`site_hooks.conf`):
@@ -120,6 +122,8 @@ _REFLECTORS = frozenset({
 # (`sys._getframe(1).f_locals["a"]`, `inspect.currentframe().f_back.f_globals`)
 _REFLECTIVE_ATTRS = frozenset({
     "__getattribute__", "__getstate__", "__reduce__", "__reduce_ex__", "__get__", "f_locals", "f_globals",
+    # a function's module globals and closure cells by name (`get_server_args.__globals__["_ARGS"]`)
+    "__globals__", "__closure__",
 })
 # fetchers: fine when called (the door and record analyses read the call) or bound to a
 # name (an alias they follow); passed as a value, what they fetch is out of sight

@@ -178,3 +178,18 @@ def test_fix_leaves_a_read_through_a_resolver_to_a_person_naming_why(tmp_path: P
     fixed, changes, skipped = fix_source(user, result.reads, ACCESSORS, "pkg.config_bags.accessors")
     assert fixed == user and not changes
     assert [s.leaf for s in skipped] == ["tp_size"] and "resolve_name" in skipped[0].reason, skipped
+
+
+@pytest.mark.parametrize("body", [
+    'return get_server_args.__globals__["_GLOBAL_SERVER_ARGS"].tp_size',
+    "return [c.cell_contents for c in get_server_args.__closure__ or ()]",
+    'return next(o for o in gc.get_objects() if type(o).__name__ == "ServerArgs").tp_size',
+    "return gc.get_referrers(get_server_args)",
+])
+def test_a_functions_globals_and_the_live_objects_are_unresolved_reads(tmp_path: Path, body: str) -> None:
+    """Round seven H8 and L1: the record's module globals through a function imported from
+    it, and the record found among every live object."""
+    user = "import gc\nfrom legacy.server_args import get_server_args\n\ndef f():\n    " + body + "\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert ("pkg/user.py", "f", "$?") in _keys(result), result.reads
+    assert _fails(result)
