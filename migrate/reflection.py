@@ -99,6 +99,8 @@ _REFLECTORS = frozenset({
     "builtins.exec", "builtins.compile", "builtins.globals", "builtins.locals", "builtins.breakpoint",
     # every live object, found by what it is rather than by a name (`gc.get_objects()`)
     "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+    # a module by one of its objects (`inspect.getmodule(os.getcwd).environ`)
+    "inspect.getmodule",
     # run a file or module by a path the scanner does not read as source
     "runpy.run_path", "runpy.run_module",
     # load a file as a module by its path, whatever its name (`site_hooks.conf`):

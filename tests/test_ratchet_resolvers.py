@@ -185,6 +185,7 @@ def test_fix_leaves_a_read_through_a_resolver_to_a_person_naming_why(tmp_path: P
     "return [c.cell_contents for c in get_server_args.__closure__ or ()]",
     'return next(o for o in gc.get_objects() if type(o).__name__ == "ServerArgs").tp_size',
     "return gc.get_referrers(get_server_args)",
+    'import inspect, os\n    return inspect.getmodule(os.getcwd).environ["SGLANG_PAGE_SIZE"]',
 ])
 def test_a_functions_globals_and_the_live_objects_are_unresolved_reads(tmp_path: Path, body: str) -> None:
     """Round seven H8 and L1: the record's module globals through a function imported from
