@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 
+from configbags.migrate.holders import dotted_name
+
 # the resolvers, by the module that defines them
 RESOLVERS = frozenset({"pkgutil.resolve_name", "pydoc.locate"})
 _WORDS = ("resolve_name", "locate")
@@ -78,8 +80,8 @@ def _resolver_names(nodes: list[ast.AST]) -> dict[str, str]:
                     found[alias.asname or alias.name] = resolver
     for _ in range(4):  # `R = pkgutil.resolve_name`, `R2 = R`
         more = {
-            target.id: found[_dotted(node.value)]
-            for node in nodes if isinstance(node, ast.Assign) and _dotted(node.value) in found
+            target.id: found[dotted_name(node.value)]
+            for node in nodes if isinstance(node, ast.Assign) and dotted_name(node.value) in found
             for target in node.targets if isinstance(target, ast.Name) and target.id not in found
         }
         if not more:
@@ -111,9 +113,9 @@ def _constants(tree: ast.Module, nodes: list[ast.AST]) -> dict[str, str]:
 
 def _route(expr: object, names: dict[str, str], constants: dict[str, str]) -> ast.expr | None:
     """The import route a resolver call stands for, where the call spells the name."""
-    if not isinstance(expr, ast.Call) or names.get(_dotted(expr.func)) is None:
+    if not isinstance(expr, ast.Call) or names.get(dotted_name(expr.func)) is None:
         return None
-    resolver = names[_dotted(expr.func)]
+    resolver = names[dotted_name(expr.func)]
     allowed = 1 if resolver == "pkgutil.resolve_name" else 2  # pydoc.locate(path, forceload=0)
     if not expr.args or len(expr.args) > allowed or any(isinstance(a, ast.Starred) for a in expr.args):
         return None
@@ -158,12 +160,3 @@ def _split(name: str, resolver: str) -> tuple[str | None, list[str]]:
     return module, attributes
 
 
-def _dotted(expr: ast.expr) -> str:
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return ""
-    parts.append(expr.id)
-    return ".".join(reversed(parts))
