@@ -8,42 +8,30 @@ interpreters of the standard library, and a stale generated copy's declared vari
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+from ratchet_case import fails as _fails
+from ratchet_case import scan_pkg
 
 from configbags.codegen.__main__ import main as gen_main
-from configbags.migrate.check import check
 from configbags.migrate.cli import main
 from configbags.migrate.importer import ROLES_YAML
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings
 
 SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
-ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
 PAGE = "$SGLANG_PAGE_SIZE"
 CTX = "from pkg.config_bags.accessors import get_context\n"
 RAW = "from pkg.server_args import get_server_args\n"
 
 
 def _scan(root: Path, files: dict[str, str]) -> ScanResult:
-    (root / "pkg").mkdir(parents=True, exist_ok=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    for name, text in files.items():
-        (root / "pkg" / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / "pkg" / name).write_text(textwrap.dedent(text))
-    result = scan_tree(root, SETTINGS)
-    assert not result.problems, result.problems
-    return result
+    return scan_pkg(root, files, SETTINGS)  # two declared variables
 
 
 def _keys(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str]]:
     return {(r.function, r.leaf) for r in result.reads if r.file == file}
-
-
-def _fails(result: ScanResult) -> bool:
-    return not check(result, [], ACCESSORS, min_files=1).ok
 
 
 # ---- G24: C's getenv bound to a name, then called

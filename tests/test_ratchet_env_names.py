@@ -6,17 +6,17 @@ where the code shows them."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
+from ratchet_case import ACCESSORS, scan_pkg
+from ratchet_case import fails as _fails
 
 from configbags.migrate.check import check
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_source, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings, scan_source
 from configbags.migrate.scanmodel import Entry, FlowInput
 
 SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
-ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
 CTX = "from configbags.generated.accessors import get_context\n"
 ENVUTIL = """\
 import os
@@ -38,21 +38,11 @@ PAGE = "$SGLANG_PAGE_SIZE"
 
 
 def _scan(root: Path, files: dict[str, str]) -> ScanResult:
-    (root / "pkg").mkdir(parents=True, exist_ok=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    for name, text in files.items():
-        (root / "pkg" / name).write_text(textwrap.dedent(text))
-    result = scan_tree(root, SETTINGS)
-    assert not result.problems, result.problems
-    return result
+    return scan_pkg(root, files, SETTINGS)  # two declared variables
 
 
 def _keys(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str]]:
     return {(r.function, r.leaf) for r in result.reads if r.file == file}
-
-
-def _fails(result: ScanResult) -> bool:
-    return not check(result, [], ACCESSORS, min_files=1).ok
 
 
 # ---- F2: a declared name handed to an env helper, however the module spells it

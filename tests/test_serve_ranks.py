@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -237,6 +237,22 @@ def test_a_layout_that_cannot_fit_the_group_is_refused_before_any_worker_starts(
         group.stop(grace_s=0.5)
 
 
+def _survives_tampering(c: httpx.Client, worker: int, tamper: Callable[[], object], every_s: float = 0.05) -> None:
+    """Tamper with the worker's store keys for longer than 3 x the rank timeout (when a
+    silent worker leaves): it is still alive and in the group, and /health is 200 again once
+    the tampering stops."""
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        tamper()
+        time.sleep(every_s)
+    os.kill(worker, 0)  # still alive
+    assert "rank_left" not in c.get("/health").text
+    end = time.monotonic() + 10
+    while c.get("/health").status_code != 200 and time.monotonic() < end:
+        time.sleep(0.1)
+    assert c.get("/health").status_code == 200
+
+
 def test_a_forger_writing_over_a_workers_count_ends_no_healthy_worker() -> None:
     """Another local process writes over the worker's finished-operation count after a
     PATCH, again and again: the values are refused (unsigned), the worker is reported, never
@@ -254,16 +270,7 @@ def test_a_forger_writing_over_a_workers_count_ends_no_healthy_worker() -> None:
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             leaves = {"source": "ops", "leaves": {"weight_version": "v2"}}
             assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
-            end = time.monotonic() + 5  # past 3 x the rank timeout, when a silent worker leaves
-            while time.monotonic() < end:
-                raw.set("serve/done/1", "00" * 64 + ":999")
-                time.sleep(0.05)
-            os.kill(worker, 0)  # still alive
-            assert "rank_left" not in c.get("/health").text
-            end = time.monotonic() + 10
-            while c.get("/health").status_code != 200 and time.monotonic() < end:
-                time.sleep(0.1)
-            assert c.get("/health").status_code == 200
+            _survives_tampering(c, worker, lambda: raw.set("serve/done/1", "00" * 64 + ":999"))
             leaves = {"source": "ops", "leaves": {"weight_version": "v3"}}
             assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
         assert srv.terminate() == 0
@@ -287,17 +294,7 @@ def test_a_process_removing_a_workers_keys_ends_no_healthy_worker() -> None:
                                                  wait_for_workers=False))
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             assert c.get("/health").status_code == 200
-            end = time.monotonic() + 5  # past 3 x the rank timeout, when a silent worker leaves
-            while time.monotonic() < end:
-                for key in ("serve/beat/1", "serve/state/1"):
-                    raw.delete_key(key)
-                time.sleep(0.05)
-            os.kill(worker, 0)  # still alive
-            assert "rank_left" not in c.get("/health").text
-            end = time.monotonic() + 10
-            while c.get("/health").status_code != 200 and time.monotonic() < end:
-                time.sleep(0.1)
-            assert c.get("/health").status_code == 200
+            _survives_tampering(c, worker, lambda: [raw.delete_key(k) for k in ("serve/beat/1", "serve/state/1")])
             leaves = {"source": "ops", "leaves": {"weight_version": "v3"}}
             assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
         assert srv.terminate() == 0
@@ -324,16 +321,7 @@ def test_a_process_replaying_a_workers_signed_beat_ends_no_healthy_worker() -> N
             assert c.get("/health").status_code == 200
             old = raw.get("serve/beat/1")
             time.sleep(0.5)  # rank 0 sees a newer beat first
-            end = time.monotonic() + 5  # past 3 x the rank timeout, when a silent worker leaves
-            while time.monotonic() < end:
-                raw.set("serve/beat/1", old)
-                time.sleep(0.02)
-            os.kill(worker, 0)  # still alive
-            assert "rank_left" not in c.get("/health").text
-            end = time.monotonic() + 10
-            while c.get("/health").status_code != 200 and time.monotonic() < end:
-                time.sleep(0.1)
-            assert c.get("/health").status_code == 200
+            _survives_tampering(c, worker, lambda: raw.set("serve/beat/1", old), every_s=0.02)
         assert srv.terminate() == 0
         assert "serve/beat/1 of rank 1 was written back by another process (a replay)" in srv.output()
     finally:
