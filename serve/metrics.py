@@ -77,9 +77,9 @@ class ConfigCollector(Collector):
             contracts.add_metric([name, "true" if c["binds"] else "false"], {"fingerprint": c["fingerprint"]})
         yield contracts
         counts: dict[tuple[str, str], int] = {}
-        for entry in state.log:
-            key = (entry.leaf, source_kind(entry.source))
-            counts[key] = counts.get(key, 0) + 1
+        for (leaf, head), n in state.log.tally().items():  # folded entries included: never goes back
+            key = (leaf, source_kind(head))
+            counts[key] = counts.get(key, 0) + n
         overrides = CounterMetricFamily(f"{PREFIX}_config_overrides", "Overrides applied, by leaf and "
                                         "source kind (http, file, process)", labels=["leaf", "source_kind"])
         for (leaf, kind), n in sorted(counts.items()):

@@ -166,10 +166,10 @@ class Context(Generic[V]):
         with self._lock:
             if facts is None and resolution is not None:
                 facts = Facts.from_dict(resolution.get("facts") or {})
-            state = self._folded(
-                self.builder.fresh(record, role, ranks, epoch=epoch, sealed=sealed,
-                                 facts=facts or NO_FACTS, resolution=resolution),
-                tuple(log), epoch)
+            fresh = self.builder.fresh(record, role, ranks, epoch=epoch, sealed=sealed,
+                                       facts=facts or NO_FACTS, resolution=resolution)
+            # A whole log (another rank's, folded summary and all) is kept as it is.
+            state = self._folded(fresh, tuple(log), epoch, log if isinstance(log, OverrideLog) else None)
             if self.scoping.recorder is not None:
                 self.scoping.recorder.published(role)  # before installing: a bad output path fails here
             self._install(state)
@@ -192,13 +192,16 @@ class Context(Generic[V]):
                 f"roles are {', '.join(sorted(self.registry.roles))} (schema/roles.yaml)"
             )
 
-    def _folded(self, state: State, entries: tuple[OverrideEntry, ...], epoch: int) -> State:
-        """`state` with already-admitted `entries` applied and appended, at `epoch`."""
+    def _folded(
+        self, state: State, entries: tuple[OverrideEntry, ...], epoch: int, whole: OverrideLog | None = None
+    ) -> State:
+        """`state` with already-admitted `entries` applied and appended (or, given the
+        `whole` log they came from, that log installed), at `epoch`."""
         if not entries:
             return state
         final = {e.leaf: e.new for e in entries}  # later entries win, as they did there
         changes = self.validator.validate(state, final, source=entries[0].source, check_policy=False)
-        return self.builder.advance(state, changes, state.log + entries, epoch)
+        return self.builder.advance(state, changes, whole if whole is not None else state.log + entries, epoch)
 
     def seal(self) -> None:
         """End of model load: `load_time` leaves are fixed from here on."""

@@ -34,7 +34,7 @@ def server_info(registry: Registry, state: State) -> dict[str, Any]:
     source, and the rule that set it) and the `facts` the rules saw. Secrets read as
     REDACTED everywhere in it."""
     reg = registry
-    return {
+    info: dict[str, Any] = {
         "record": {n: reg.shown(n, v) for n, v in jsonable(state.record.to_dict()).items()},
         "overrides": [e.as_dict(reg.leaves.get(e.leaf)) for e in state.log],
         "resolved": {n: jsonable(reg.shown(n, v)) for n, v in state.values.items()},
@@ -42,6 +42,9 @@ def server_info(registry: Registry, state: State) -> dict[str, Any]:
         "facts": state.facts.as_dict(),
         "fleet": fingerprints(registry, state),
     }
+    if state.log.folded:  # the older overrides kept only as each leaf's last one
+        info["overrides_folded"] = state.log.folded
+    return info
 
 
 def origins(registry: Registry, state: State) -> dict[str, Origin]:

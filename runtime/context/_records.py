@@ -60,45 +60,132 @@ def _same(value: Any) -> Any:
 
 
 class OverrideLog:
-    """The append-only override history. States share it: appending links a new node to
-    the old log instead of copying it, so an override stays O(1) however long a server
-    has run; iterating walks the chain once, oldest entry first. Compares equal to any
-    sequence of the same entries."""
+    """The override history. States share it: appending links a new node to the old log
+    instead of copying it, so an override stays O(1) however long a server has run;
+    iterating walks the chain once, oldest entry first. Compares equal to any sequence of
+    the same entries.
 
-    __slots__ = ("_entries", "_len", "_parent")
+    Bounded: once the chain holds more than twice `HISTORY` entries, an append folds all but
+    the newest `HISTORY` into a summary that keeps each leaf's last folded entry (what is in
+    force, and why, is never lost: readbacks, explain and a re-publish's replay see it), a
+    count per (leaf, source kind) (`tally`, so counters never go back) and how many were
+    folded (`folded`). Folding costs O(HISTORY) once per HISTORY appends."""
 
-    def __init__(self, entries: Iterable[OverrideEntry] = (), parent: OverrideLog | None = None) -> None:
+    HISTORY = 1_000
+
+    __slots__ = ("_entries", "_folded", "_len", "_parent", "_standing", "_tally")
+
+    def __init__(
+        self,
+        entries: Iterable[OverrideEntry] = (),
+        parent: OverrideLog | None = None,
+        *,
+        standing: Iterable[OverrideEntry] = (),
+        folded: int = 0,
+        tally: Mapping[tuple[str, str], int] | None = None,
+    ) -> None:
         self._entries = tuple(entries)
         self._parent = parent
-        self._len = len(self._entries) + (len(parent) if parent is not None else 0)
+        # The summary of folded entries lives on the chain's root only.
+        self._standing = tuple(standing) if parent is None else ()
+        self._folded = folded if parent is None else 0
+        self._tally: Mapping[tuple[str, str], int] = MappingProxyType(dict(tally or {}))
+        below = len(parent) if parent is not None else len(self._standing)
+        self._len = len(self._entries) + below
 
     def __add__(self, entries: Iterable[OverrideEntry]) -> OverrideLog:
         more = tuple(entries)
-        return OverrideLog(more, self) if more else self
+        if not more:
+            return self
+        if len(self) + len(more) <= 2 * self.HISTORY:
+            return OverrideLog(more, self)
+        return self._fold(more)
 
-    def __iter__(self) -> Iterator[OverrideEntry]:
+    def _fold(self, more: tuple[OverrideEntry, ...]) -> OverrideLog:
+        root = self._root()
+        recent = self._recent() + more
+        cut = len(recent) - self.HISTORY
+        tally = dict(root._tally)
+        last: dict[str, OverrideEntry] = {e.leaf: e for e in root._standing}
+        for e in recent[:cut]:
+            tally[_tally_key(e)] = tally.get(_tally_key(e), 0) + 1
+            last.pop(e.leaf, None)  # re-inserted last, so the summary stays in log order
+            last[e.leaf] = e
+        return OverrideLog(recent[cut:], standing=last.values(), folded=root._folded + cut, tally=tally)
+
+    def _root(self) -> OverrideLog:
+        node = self
+        while node._parent is not None:
+            node = node._parent
+        return node
+
+    def _recent(self) -> tuple[OverrideEntry, ...]:
+        """The entries not folded, oldest first."""
         chunks = []
         node: OverrideLog | None = self
         while node is not None:
             chunks.append(node._entries)
             node = node._parent
-        for chunk in reversed(chunks):
-            yield from chunk
+        return tuple(e for chunk in reversed(chunks) for e in chunk)
+
+    def __iter__(self) -> Iterator[OverrideEntry]:
+        yield from self._root()._standing
+        yield from self._recent()
 
     def __len__(self) -> int:
         return self._len
 
+    @property
+    def folded(self) -> int:
+        """How many entries were folded into the summary (0 until the log first folds)."""
+        return self._root()._folded
+
+    @property
+    def standing_count(self) -> int:
+        """How many of the first entries iterated are the summary (each leaf's last folded one)."""
+        return len(self._root()._standing)
+
+    def tally_folded(self) -> dict[tuple[str, str], int]:
+        """The folded entries' counts by (leaf, source kind); `tally` adds the rest."""
+        return dict(self._root()._tally)
+
+    @property
+    def appended(self) -> int:
+        """Every entry ever appended to this history, folded ones included."""
+        root = self._root()
+        return root._folded + self._len - len(root._standing)
+
+    def tally(self) -> dict[tuple[str, str], int]:
+        """Entries ever appended, by (leaf, source kind): the source's head before `:`
+        (`http:oncall-alice` -> `http`), so the keys stay bounded by what the code names."""
+        counts = self.tally_folded()
+        for e in self._recent():
+            counts[_tally_key(e)] = counts.get(_tally_key(e), 0) + 1
+        return counts
+
     def since(self, older: OverrideLog) -> tuple[OverrideEntry, ...] | None:
         """The entries appended after `older`, oldest first, when this log grew from it by
         appending; None when it did not (a publish or a restore started another log)."""
+        grown = self.appended - older.appended
+        if grown < 0:
+            return None
         chunks = []
         node: OverrideLog | None = self
         while node is not older:
-            if node is None or len(node) < len(older):
-                return None
+            if node is None:
+                return self._since_folded(older, grown)
             chunks.append(node._entries)
             node = node._parent
         return tuple(e for chunk in reversed(chunks) for e in chunk)
+
+    def _since_folded(self, older: OverrideLog, grown: int) -> tuple[OverrideEntry, ...] | None:
+        # A fold in between rebuilt the chain: this log grew from `older` when the entry
+        # before its last `grown` ones is older's last entry (entries are shared, not copied).
+        recent = self._recent()
+        if not older or grown >= len(recent):
+            return None
+        before = recent[len(recent) - grown - 1]
+        return recent[len(recent) - grown:] if before is next(reversed(older._recent()), None) else None
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (OverrideLog, tuple, list)):
@@ -109,6 +196,10 @@ class OverrideLog:
 
     def __repr__(self) -> str:
         return f"OverrideLog({list(self)!r})"
+
+
+def _tally_key(entry: OverrideEntry) -> tuple[str, str]:
+    return entry.leaf, entry.source.partition(":")[0]
 
 
 @attrs.frozen

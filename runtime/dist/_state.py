@@ -11,6 +11,7 @@ from typing import Any
 from configbags.runtime.context import (
     Context,
     OverrideEntry,
+    OverrideLog,
     Ranks,
     process_context,
 )
@@ -41,10 +42,29 @@ def state_dict(context: Context[Any] | None = None) -> dict[str, Any]:
         "ranks": dict(state.ranks),
         "record": jsonable(state.record.to_dict()),
         "log": [e.as_dict() for e in state.log],
+        **_log_summary(state.log),
         "config_hash": ctx.config_hash(),
         # what the rules decided from facts this process may not have, and every origin
         "resolution": ctx.export_resolution(),
     }
+
+
+def _log_summary(log: OverrideLog) -> dict[str, Any]:
+    # Only once the log has folded, so the form of an ordinary state is unchanged.
+    if not log.folded:
+        return {}
+    return {"log_summary": {"standing": log.standing_count, "folded": log.folded,
+                            "tally": [[leaf, kind, n] for (leaf, kind), n in sorted(log.tally_folded().items())]}}
+
+
+def _log_from(context: Context[Any], data: Mapping[str, Any]) -> OverrideLog:
+    entries = [entry_from_dict(context, e) for e in data["log"]]
+    summary = data.get("log_summary")
+    if summary is None:
+        return OverrideLog() + entries
+    k = int(summary["standing"])
+    return OverrideLog(entries[k:], standing=entries[:k], folded=int(summary["folded"]),
+                       tally={(str(leaf), str(kind)): int(n) for leaf, kind, n in summary["tally"]})
 
 
 def export_state(context: Context[Any] | None = None) -> str:
@@ -111,7 +131,7 @@ def import_state(
     if rtype is None:
         raise DistributedConfigError("import_state: this context has no record type; pass record_type=")
     record = rtype.from_dict(data["record"], source="exported state")
-    entries = tuple(entry_from_dict(ctx, e) for e in data["log"])
+    entries = _log_from(ctx, data)
     ctx.adopt(
         record,
         role=role or data["role"],
