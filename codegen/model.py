@@ -19,7 +19,7 @@ from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_ya
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.gcpause import gc_paused
 from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest, jsonable
-from configbags.runtime.registry import Deprecation, LeafSpec, Renamed
+from configbags.runtime.registry import TEST_ROLE, Deprecation, LeafSpec, Renamed
 from configbags.runtime.spelling import clashes, leaf_spellings, version_key
 
 # Names the generated ServerArgs uses (its methods, --config, `self` in the attrs __init__,
@@ -925,8 +925,16 @@ class _Builder:
                                    f"namespace {ns!r}", None, f"use top-level namespaces: {', '.join(top)}")
                 audits.append(Audit(audit["date"], audit["workload"], tuple(sorted(audit["observed"])),
                                     tuple(audit["uncovered"]), audit["decision"]))
-            out.append(Role(name, spec["doc"], reads_all, reads, bool(spec.get("write_any", False)),
-                            tuple(audits)))
+            write_any = bool(spec.get("write_any", False))
+            if write_any and name != TEST_ROLE:
+                # the context admits a write_any role only inside a test scope, so on any other
+                # role it would not open writes but close them: every acting_as, the HTTP door's
+                # PATCH included, is refused, while writers/owner say the role may write
+                self.error(Where(src.display, spec.line_of("write_any")),
+                           f"role {name!r} has `write_any: true`, which only the {TEST_ROLE!r} role may have", None,
+                           f"remove `write_any` from role {name!r}; to let it change a leaf, name it in the leaf's "
+                           f"`writers:` (or make it the `owner`)")
+            out.append(Role(name, spec["doc"], reads_all, reads, write_any, tuple(audits)))
         return tuple(sorted(out, key=lambda r: r.name))
 
     def ratchet(self, src: SourceFile) -> Ratchet:

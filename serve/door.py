@@ -318,6 +318,12 @@ class Door:
         self.context = context
         self.ranks = ranks
         registry = context.registry
+        if registry.tests_only(OPERATOR):
+            # acting_as would refuse every PATCH while the OpenAPI document and the start
+            # line list every leaf as writable (the generator refuses such a schema)
+            raise ConfigError(f"role {OPERATOR!r} has `write_any: true` in roles.yaml, which is for the test role only: "
+                              f"the door would refuse every change; remove it and regenerate (configbags gen), and name "
+                              f"{OPERATOR} in the `writers:` of the leaves it may change")
         self.writable: tuple[LeafSpec, ...] = registry.writable_by(OPERATOR) if OPERATOR in registry.roles else ()
         self.secrets = secret_leaves(registry)
         check_keys(registry, context.state.values)

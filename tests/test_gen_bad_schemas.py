@@ -59,6 +59,7 @@ CASES = [
     ("bool-no-twin-clash", TUNE, "  mode:\n    type: str\n", "  mode:\n    cli: {flag: --no-verbose}\n    type: str\n", "core.tune.yaml:5", "mode", "--no-verbose"),
     ("reserved-flag", TUNE, "  mode:\n    type: str\n", "  mode:\n    cli: {flag: --config}\n    type: str\n", "core.tune.yaml:5", "mode", "--config is reserved"),
     ("role-reads-unknown-namespace", "roles.yaml", "    reads: [core]\n", "    reads: [core, kernel]\n", "roles.yaml:7", None, "reads unknown namespace 'kernel'"),
+    ("write-any-on-another-role", "roles.yaml", "    reads: [core]\n", "    reads: [core]\n    write_any: true\n", "roles.yaml:8", None, "role 'worker' has `write_any: true`, which only the 'test' role may have"),
     ("audit-unknown-namespace", "roles.yaml", "        observed: [core]\n", "        observed: [cor]\n", "roles.yaml:11", None, "observed unknown namespace 'cor'"),
     ("allowlist-without-reason", "ratchet.yaml", ', reason: "kept raw for the demo"}', "}", "ratchet.yaml:8", None, "'reason' is a required property"),
     ("allowlist-bad-leaf-name", "ratchet.yaml", "leaf: width,", "leaf: 'width size',", "ratchet.yaml:8", None, "does not match"),
