@@ -15,6 +15,7 @@ import json
 import re
 import threading
 from collections.abc import Mapping
+from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -309,6 +310,9 @@ class Door:
                               f"{OPERATOR} in the `writers:` of the leaves it may change")
         self.writable: tuple[LeafSpec, ...] = registry.writable_by(OPERATOR) if OPERATOR in registry.roles else ()
         self.secrets = secret_leaves(registry)
+        # this server, whatever address reached it: `fleet check` counts a server listed twice
+        # (its pod address and a Service's, localhost and 127.0.0.1) once
+        self.instance = token_hex(8)
         check_keys(registry, context.state.values)
         self._lock = threading.Lock()  # one change at a time: an epoch read after it is its own
 
@@ -351,6 +355,7 @@ class Door:
             info["epoch"] = ctx.epoch
             info["sealed"] = ctx.sealed
             info["config_hash"] = ctx.config_hash()
+        info["instance"] = self.instance
         info["ranks"] = ranks
         left = {r["rank"]: r["left"] for r in ranks if "left" in r}
         if left:

@@ -1,5 +1,6 @@
-"""The door's fleet routes: `GET /config/contracts` (this server's deployment role and, per
-contract, its fingerprint and every member's value with the layer and rule that set it),
+"""The door's fleet routes: `GET /config/contracts` (this server's deployment role, its
+instance id and, per contract, its fingerprint and every member's value with the layer and
+rule that set it),
 read by `configbags fleet check`, and `GET /metrics` (serve/metrics.py). Registered before `/config/{leaf}`, which would
 otherwise take `contracts` for a leaf name."""
 
@@ -33,7 +34,7 @@ def contracts(door: Door) -> dict[str, Any]:
     ctx = door.context
     with door._lock:  # one state: the values and their origins from the same moment
         state = ctx.state
-        return contracts_readback(ctx.registry, state, ctx.origins())
+        return {**contracts_readback(ctx.registry, state, ctx.origins()), "instance": door.instance}
 
 
 def add_fleet_routes(app: FastAPI, door: Door) -> None:
