@@ -30,7 +30,7 @@ from configbags.fleet.replies import (
     shown_url,
     timeout_seconds,
 )
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import UsageErrors, inert
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import closest
 from configbags.runtime.project import project_path
@@ -375,14 +375,7 @@ def render(readings: Sequence[Reading], findings: Sequence[Finding],
                 for shown in values:
                     where = ", ".join(f"{s['server']} [{_origin_text(s)}]" for s in shown["servers"])
                     lines.append(f"    {json.dumps(shown['value'])}  on {where}")
-    return "\n".join(map(printable, lines))
-
-
-def printable(line: str) -> str:
-    """A line with what the servers sent (a role, an origin, an error) made inert: control
-    characters (newlines, ANSI escapes) escaped, so a server cannot forge or hide lines of
-    the report in a terminal or a CI log."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
+    return "\n".join(map(inert, lines))  # what the servers sent (a role, an origin, an error) forges no line
 
 
 def exit_code(readings: Sequence[Reading], findings: Sequence[Finding]) -> int:
