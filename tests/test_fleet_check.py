@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from serve_server import Server, free_port
 
 from configbags.fleet.check import EXIT_BROKEN, EXIT_OK, EXIT_UNREACHABLE, main
+from configbags.serve.metrics import digest_value
 
 pytestmark = pytest.mark.slow
 
@@ -112,11 +113,11 @@ def test_each_server_scrapes_with_its_contract_fingerprints(fleet: Fleet) -> Non
     for name, server in fleet.servers.items():
         headers = {"Authorization": f"Bearer {KEYS[name]}"}
         text = httpx.get(f"{server.url}/metrics", headers=headers, timeout=10).text
-        scraped = {s.labels["contract"]: s.labels["fingerprint"]
-                   for f in text_string_to_metric_families(text) if f.name == "configbags_contract_info"
+        scraped = {s.labels["contract"]: s.value
+                   for f in text_string_to_metric_families(text) if f.name == "configbags_contract_fingerprint"
                    for s in f.samples}
         contracts = httpx.get(f"{server.url}/config/contracts", headers=headers, timeout=10).json()
-        assert scraped == {c: v["fingerprint"] for c, v in contracts["contracts"].items()}
+        assert scraped == {c: digest_value(v["fingerprint"]) for c, v in contracts["contracts"].items()}
         assert KEYS[name] not in text
 
 
