@@ -17,6 +17,7 @@ from configbags.codegen.errors import SchemaError, SchemaInvalid
 from configbags.codegen.fleet import Fleet, build_fleet
 from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
 from configbags.runtime.errors import LeafValueError
+from configbags.runtime.fleet import CONFIG_ROUTES
 from configbags.runtime.gcpause import gc_paused
 from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest, jsonable
 from configbags.runtime.registry import TEST_ROLE, Deprecation, LeafSpec, Renamed
@@ -515,6 +516,10 @@ class _Builder:
                 if keyword.iskeyword(item.name) or item.name in RESERVED:
                     self.error(self.where(item), "name is a Python keyword or reserved by the generated code",
                                item.name, f"rename it (reserved: {', '.join(sorted(RESERVED))})")
+                if item.name in CONFIG_ROUTES:
+                    self.error(self.where(item), f"name is a route of the HTTP door: GET /config/{item.name} serves "
+                               f"the door's own document, so this leaf's explain would be unreachable there",
+                               item.name, f"rename it (taken under /config/: {', '.join(sorted(CONFIG_ROUTES))})")
 
     def check_leaves(self, namespaces: list[Namespace], roles: set[str]) -> None:
         numeric = {x.name: x.type.numeric for ns in namespaces for x in ns.values}

@@ -56,6 +56,10 @@ def apply_class(policy: Policy) -> ApplyClass:
 
 
 OPERATOR = "operator"  # the role HTTP changes are checked as (configbags serve's door)
+CONTRACTS_ROUTE = "contracts"  # GET /config/contracts: the door's contracts readback
+# what GET /config/<name> serves besides leaves: the generator refuses a leaf of such a
+# name, which that route would shadow (its explain unreachable over HTTP)
+CONFIG_ROUTES = frozenset({CONTRACTS_ROUTE})
 
 
 def route(registry: Registry, leaf: str, writer: str = OPERATOR) -> tuple[ApplyClass, str]:

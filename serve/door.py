@@ -31,6 +31,7 @@ from configbags.runtime.errors import (
     RoleError,
     UnknownLeafError,
 )
+from configbags.runtime.fleet import CONFIG_ROUTES
 from configbags.runtime.keys import (
     ADMIN_KEY_LEAF,
     API_KEY_LEAF,
@@ -308,6 +309,10 @@ class Door:
             raise ConfigError(f"role {OPERATOR!r} has `write_any: true` in roles.yaml, which is for the test role only: "
                               f"the door would refuse every change; remove it and regenerate (configbags gen), and name "
                               f"{OPERATOR} in the `writers:` of the leaves it may change")
+        shadowed = sorted(CONFIG_ROUTES.intersection(registry.leaves))
+        if shadowed:  # (the generator refuses such a name)
+            raise ConfigError(f"leaf {shadowed[0]!r} is named like the door's route GET /config/{shadowed[0]}, which "
+                              f"would shadow its explain; rename the leaf in the schema and regenerate (configbags gen)")
         self.writable: tuple[LeafSpec, ...] = registry.writable_by(OPERATOR) if OPERATOR in registry.roles else ()
         self.secrets = secret_leaves(registry)
         # this server, whatever address reached it: `fleet check` counts a server listed twice

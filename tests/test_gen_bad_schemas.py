@@ -38,6 +38,7 @@ CASES = [
     ("leaf-named-self", CORE, "  verbose:\n", "  self:\n", "core.yaml:31", "self", "reserved"),
     ("leaf-named-dict", CORE, "  verbose:\n", "  dict:\n", "core.yaml:31", "dict", "reserved"),
     ("keyword-namespace-part", None, None, None, "core.class.yaml:1", None, "is a Python keyword"),
+    ("leaf-named-like-a-door-route", CORE, "  verbose:\n", "  contracts:\n", "core.yaml:31", "contracts", "GET /config/contracts serves the door's own document"),
     ("leaf-named-attrs", CORE, "  verbose:\n", "  attrs:\n", "core.yaml:31", "attrs", "reserved"),
     ("reserved-namespace", CORE, "namespace: core\n", "namespace: context\n", "context.yaml:1", None, "would shadow a generated name"),
     ("class-name-clash", None, None, None, "core_tune.yaml:1", None, "gets class name CoreTune, as does namespace 'core.tune'"),
