@@ -350,8 +350,9 @@ def _origin_text(p: dict[str, Any]) -> str:
 
 def render(readings: Sequence[Reading], findings: Sequence[Finding],
            diff: dict[str, dict[str, list[dict[str, Any]]]] | None) -> str:
-    lines = [f"fleet check: {len(readings)} server(s), "
-             f"{sum(r.error is None for r in readings)} read"]
+    distinct = len(one_server(readings))
+    lines = [f"fleet check: {len(readings)} server(s), {sum(r.error is None for r in readings)} read"
+             + (f", {distinct} distinct (see SAME)" if distinct < len(readings) else "")]
     for r in readings:
         if r.error is not None:
             lines.append(f"UNREACHABLE {r.target.shown}: {r.error}")

@@ -176,6 +176,7 @@ def test_one_server_listed_twice_is_counted_once(fleet: Fleet, tmp_path: Path,
         code, out = check(capsys, "--api-key", KEYS["p1"], *argv)
         assert code == EXIT_BROKEN, out
         assert "UNCHECKED kv_transfer: it binds" in out and "ok kv_transfer" not in out
+        assert out.startswith("fleet check: 2 server(s), 2 read, 1 distinct (see SAME)\n")
         [same] = [line for line in out.splitlines() if line.startswith("SAME ")]
         assert same.startswith(f"SAME {p1}, ") and "are one server (instance " in same and same.endswith(
             f"counted once, as {p1}")
