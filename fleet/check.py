@@ -316,7 +316,7 @@ def role_diff(readings: Sequence[Reading]) -> dict[str, dict[str, list[dict[str,
     servers of one role (values as the servers show them: secrets redacted)."""
     by_role: dict[str, list[Reading]] = {}
     for group in one_server(readings):
-        r = group[0]
+        r = next((g for g in group if g.info is not None), group[0])
         if r.info is not None:
             by_role.setdefault(r.role or "no role", []).append(r)
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
