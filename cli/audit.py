@@ -29,7 +29,7 @@ import re
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ import yaml
 from configbags.packages import load_context, named_context
 from configbags.runtime import roles as role_modes
 from configbags.runtime.cliflags import secret_flags, secret_variables, shown_argv
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import UsageErrors, inert
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.roles import RAW_RECORD
@@ -49,6 +49,7 @@ from configbags.runtime.roles import RAW_RECORD
 RUN_EVENT = "run"
 
 KEEP = "keep declared set"
+SHOWN_CHARS = 80  # of a role or namespace name from an observation file, in the report
 
 
 @attrs.frozen
@@ -69,9 +70,19 @@ class Observations:
     skipped: tuple[str, ...]  # "FILE:LINE: why" for lines that could not be read
 
 
-def load(paths: Iterable[str | Path]) -> Observations:
+def _shown(name: str) -> str:
+    """A name from an observation file as the report prints it: escaped (no forged line)
+    and cut short."""
+    text = inert(name)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}...({len(name)} characters)"
+
+
+def load(paths: Iterable[str | Path], namespaces: Collection[str] | None = None) -> Observations:
     """Read observation files. A line cut short (a process killed mid-write) or an unknown
-    event is skipped and reported, not fatal: the rest of the evidence still counts."""
+    event is skipped and reported, not fatal: the rest of the evidence still counts. Every
+    process of the recorded run may append to the file, so a read of a name that is not
+    one of `namespaces` (the schema's top-level namespaces; None: any) is skipped and
+    reported too, never counted as observed."""
     observed: dict[str, set[str]] = {}
     pids: dict[str, set[int]] = {}
     published: set[str] = set()
@@ -107,7 +118,12 @@ def load(paths: Iterable[str | Path]) -> Observations:
             if kind == "publish":
                 published.add(role)
             elif isinstance(event.get("namespace"), str):
-                observed[role].add(event["namespace"])
+                namespace = event["namespace"]
+                if namespaces is None or namespace == RAW_RECORD or namespace in namespaces:
+                    observed[role].add(namespace)
+                else:
+                    skipped.append(f"{path}:{lineno}: namespace '{_shown(namespace)}' is not a top-level namespace "
+                                   f"of the schema (not counted)")
             else:
                 skipped.append(f"{path}:{lineno}: read event without a namespace")
     roles = {
@@ -198,7 +214,7 @@ def build_reports(
 
 
 def _braces(names: Iterable[str]) -> str:
-    return "{" + ", ".join(sorted(names)) + "}"
+    return "{" + ", ".join(map(_shown, sorted(names))) + "}"
 
 
 def render_roles(reports: Sequence[RoleReport]) -> str:
@@ -206,7 +222,7 @@ def render_roles(reports: Sequence[RoleReport]) -> str:
     blocks = []
     for r in reports:
         n = r.processes
-        lines = [f"{r.role} ({n} process{'es' if n != 1 else ''})"]
+        lines = [f"{_shown(r.role)} ({n} process{'es' if n != 1 else ''})"]
         if r.declared is None:
             lines.append("  declared:  (not in schema/roles.yaml)")
         else:
@@ -252,11 +268,16 @@ def report(
     workload: str | None = None,
     date: str | None = None,
     declared: Mapping[str, frozenset[str]] | None = None,
+    namespaces: Collection[str] | None = None,
 ) -> str:
-    """The whole `audit report` text for observation files `paths`."""
-    observations = load(paths)
+    """The whole `audit report` text for observation files `paths`, against the declared
+    sets and top-level `namespaces` of the project's package (given `declared` without
+    `namespaces`: the namespaces the sets name)."""
+    if declared is None:
+        declared, namespaces = schema_sets(load_project().require_package())
+    all_declared = declared
+    observations = load(paths, frozenset().union(*declared.values()) if namespaces is None else namespaces)
     reports = build_reports(observations, declared)
-    all_declared = _declared_sets(declared)
     if workload is None:
         commands = sorted(set(observations.commands))
         workload = (
@@ -267,7 +288,9 @@ def report(
     if date is None:
         dates = sorted({d for d in observations.dates if d})
         date = dates[-1] if dates else dt.date.today().isoformat()
-    out = [f"role reads from {len(paths)} file(s); workload: {workload}", ""]
+    # the workload (and the commands it defaults to) is outside text: one line, escaped; the
+    # YAML record below quotes it
+    out = [f"role reads from {len(paths)} file(s); workload: {inert(workload)}", ""]
     if reports:
         out.append(render_roles(reports))
     else:
@@ -277,7 +300,7 @@ def report(
         out += ["", f"roles that did not publish in this run (no evidence either way): "
                     f"{', '.join(missing)}"]
     for line in observations.skipped:
-        out.append(f"skipped {line}")
+        out.append(inert(f"skipped {line}"))
     if reports:
         out += ["", render_proposal(reports, date=date, workload=workload).rstrip()]
     return "\n".join(out) + "\n"
@@ -292,10 +315,15 @@ def _declared_sets(declared: Mapping[str, frozenset[str]] | None) -> Mapping[str
 def declared_sets(package: str) -> Mapping[str, frozenset[str]]:
     """The declared role sets of a generated package (its `role_audit` module), imported as
     every operator command imports the package (from the project when not installed)."""
-    load_context(package)
+    return schema_sets(package)[0]
+
+
+def schema_sets(package: str) -> tuple[Mapping[str, frozenset[str]], frozenset[str]]:
+    """A generated package's declared role sets and its top-level namespaces."""
+    context = load_context(package)
     module = importlib.import_module(f"{package}.role_audit")
     sets: Mapping[str, frozenset[str]] = module.ROLE_NAMESPACE_SETS
-    return sets
+    return sets, frozenset(context.registry.top_level)
 
 
 def shown_command(command: Sequence[str], package: str | None) -> str:
@@ -415,8 +443,9 @@ def main(argv: list[str]) -> int:
         print(f"configbags audit report: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
-        declared = declared_sets(args.package) if args.package else None
-        print(report(args.files, workload=args.workload, date=args.date, declared=declared), end="")
+        declared, namespaces = schema_sets(args.package) if args.package else (None, None)
+        print(report(args.files, workload=args.workload, date=args.date, declared=declared, namespaces=namespaces),
+              end="")
     except ConfigError as exc:
         print(f"configbags audit report: {exc}", file=sys.stderr)
         return 2

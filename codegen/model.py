@@ -17,9 +17,10 @@ from configbags.codegen.errors import SchemaError, SchemaInvalid
 from configbags.codegen.fleet import Fleet, build_fleet
 from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_yaml
 from configbags.runtime.errors import LeafValueError
+from configbags.runtime.fleet import CONFIG_ROUTES
 from configbags.runtime.gcpause import gc_paused
 from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest, jsonable
-from configbags.runtime.registry import Deprecation, LeafSpec, Renamed
+from configbags.runtime.registry import TEST_ROLE, Deprecation, LeafSpec, Renamed
 from configbags.runtime.spelling import clashes, leaf_spellings, version_key
 
 # Names the generated ServerArgs uses (its methods, --config, `self` in the attrs __init__,
@@ -515,6 +516,10 @@ class _Builder:
                 if keyword.iskeyword(item.name) or item.name in RESERVED:
                     self.error(self.where(item), "name is a Python keyword or reserved by the generated code",
                                item.name, f"rename it (reserved: {', '.join(sorted(RESERVED))})")
+                if item.name in CONFIG_ROUTES:
+                    self.error(self.where(item), f"name is a route of the HTTP door: GET /config/{item.name} serves "
+                               f"the door's own document, so this leaf's explain would be unreachable there",
+                               item.name, f"rename it (taken under /config/: {', '.join(sorted(CONFIG_ROUTES))})")
 
     def check_leaves(self, namespaces: list[Namespace], roles: set[str]) -> None:
         numeric = {x.name: x.type.numeric for ns in namespaces for x in ns.values}
@@ -925,8 +930,16 @@ class _Builder:
                                    f"namespace {ns!r}", None, f"use top-level namespaces: {', '.join(top)}")
                 audits.append(Audit(audit["date"], audit["workload"], tuple(sorted(audit["observed"])),
                                     tuple(audit["uncovered"]), audit["decision"]))
-            out.append(Role(name, spec["doc"], reads_all, reads, bool(spec.get("write_any", False)),
-                            tuple(audits)))
+            write_any = bool(spec.get("write_any", False))
+            if write_any and name != TEST_ROLE:
+                # the context admits a write_any role only inside a test scope, so on any other
+                # role it would not open writes but close them: every acting_as, the HTTP door's
+                # PATCH included, is refused, while writers/owner say the role may write
+                self.error(Where(src.display, spec.line_of("write_any")),
+                           f"role {name!r} has `write_any: true`, which only the {TEST_ROLE!r} role may have", None,
+                           f"remove `write_any` from role {name!r}; to let it change a leaf, name it in the leaf's "
+                           f"`writers:` (or make it the `owner`)")
+            out.append(Role(name, spec["doc"], reads_all, reads, write_any, tuple(audits)))
         return tuple(sorted(out, key=lambda r: r.name))
 
     def ratchet(self, src: SourceFile) -> Ratchet:

@@ -414,6 +414,10 @@ class _Comparer:
                          f"role {name!r} reads {', '.join(now.reads)} (was {', '.join(role.reads)})"
                          + (f"; gained {', '.join(gained)}" if gained else "") + (f"; lost {', '.join(lost)}" if lost else ""),
                          "record a new audit of the role (configbags audit record) and add it to roles.yaml")
+            if now is not None and now.write_any != role.write_any:
+                self.add("write-any-changed", name, now.where,
+                         f"role {name!r} {'may now' if now.write_any else 'may no longer'} write every leaf in test "
+                         f"scopes (`write_any`)", "make sure the tests acting as it write only what it may now")
 
     def contracts(self) -> None:
         """contracts.yaml: what `configbags fleet check` compares between servers."""

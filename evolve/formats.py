@@ -22,7 +22,7 @@ import attrs
 import yaml
 
 from configbags.runtime.errors import YamlError
-from configbags.runtime.yamlsafe import StrictLoader, load_json, read_text_limited
+from configbags.runtime.yamlsafe import StrictLoader, load_json, load_text, read_text_limited
 
 # A launch line is a command whose program words (the words before its first `--flag`)
 # match one of these: engines' launch modules (`python -m sglang.launch_server ...`).
@@ -63,6 +63,7 @@ class ConfigEntry:
     value: Any
     line: int
     known_value: bool = True  # False: a template or other text that only becomes a value later
+    part: str = ""  # the config file within the linted file it is read with ("": the file; a ConfigMap holds several)
 
 
 @attrs.frozen
@@ -71,6 +72,9 @@ class Parsed:
     commands: tuple[Command, ...] = ()
     env: tuple[EnvVar, ...] = ()
     config: tuple[ConfigEntry, ...] = ()
+    # (problem, line) for each config text the server's own reader (`yamlsafe.load_text`)
+    # refuses though it composes here: a `%YAML 1.1` directive, two documents, a duplicate key
+    refused: tuple[tuple[str, int], ...] = ()
 
 
 class FormatError(Exception):
@@ -465,12 +469,22 @@ def _walk(node: Marked) -> Iterator[tuple[str | None, Marked]]:
             stack += reversed([(None, c) for c in current.children()])
 
 
-def _config_entries(node: Marked) -> list[ConfigEntry]:
+def _config_entries(node: Marked, part: str = "") -> list[ConfigEntry]:
     out = []
     for key, line, child in node.items():
         text = child.text
-        out.append(ConfigEntry(key, child.value, line, known_value=not (text is not None and _dynamic(text))))
+        out.append(ConfigEntry(key, child.value, line, known_value=not (text is not None and _dynamic(text)), part=part))
     return out
+
+
+def _loader_refusal(text: str, name: str, offset: int = 0) -> tuple[str, int] | None:
+    """Why the server's config-file reader refuses `text` (a file named `name`), at the
+    line counted from `offset`; None when it reads it."""
+    try:
+        load_text(text, name)
+    except YamlError as exc:
+        return exc.problem, (exc.line or 1) + offset
+    return None
 
 
 def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
@@ -479,35 +493,42 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     commands: list[Command] = []
     env: list[EnvVar] = []
     config: list[ConfigEntry] = []
+    refused: list[tuple[str, int]] = []
     for doc in docs:
         kind = doc.get("kind")
         if kind is not None and kind.text == "ConfigMap":
-            config += _configmap(doc)
+            found, why = _configmap(doc)
+            config += found
+            refused += why
         for _, node in _walk(doc):
             if node.is_map and any(node.get(k) is not None for k in ("args", "command", "env")) and (
                     node.get("image") is not None or node.get("args") is not None):
                 found_commands, found_env = _container(node, launchers)
                 commands += found_commands
                 env += found_env
-    return Parsed("kubernetes", tuple(commands), tuple(env), tuple(config))
+    return Parsed("kubernetes", tuple(commands), tuple(env), tuple(config), tuple(refused))
 
 
-def _configmap(doc: Marked) -> list[ConfigEntry]:
+def _configmap(doc: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
     """A ConfigMap's data entries named *.yaml/*.yml/*.json, read as config files (the
-    lines are the embedded text's, counted from the entry)."""
+    lines are the embedded text's, counted from the entry; each entry a `part` of its own),
+    and what the server's reader refuses in them."""
     data = doc.get("data")
     out: list[ConfigEntry] = []
+    refused: list[tuple[str, int]] = []
     if data is None:
-        return out
+        return out, refused
     for key, _, child in data.items():
         if child.text is None or Path(key).suffix not in (".yaml", ".yml", ".json"):
             continue
         # a block scalar's text starts on the line after its key; a quoted one on the key's
         offset = child.line if getattr(child.node, "style", None) in ("|", ">") else child.line - 1
+        if (why := _loader_refusal(child.text, key, offset)) is not None:
+            refused.append(why)
         for inner in yaml_documents(child.text):
             if inner.is_map:
-                out += [attrs.evolve(e, line=e.line + offset) for e in _config_entries(inner)]
-    return out
+                out += [attrs.evolve(e, line=e.line + offset) for e in _config_entries(inner, f"{doc.line}:{key}")]
+    return out, refused
 
 
 def parse_compose(doc: Marked, launchers: Sequence[str]) -> Parsed:
@@ -700,4 +721,5 @@ def parse_file(path: Path, launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> Pars
         return parse_kubernetes(docs, launchers)
     if docs and docs[0].is_map and docs[0].get("services") is not None:
         return parse_compose(docs[0], launchers)
-    return parse_config(docs)
+    refused = _loader_refusal(text, path.name)
+    return attrs.evolve(parse_config(docs), refused=(refused,) if refused else ())

@@ -20,7 +20,7 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -43,6 +43,15 @@ from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaV
 from configbags.runtime.cliflags import argument_options
 from configbags.runtime.cmdline import UsageErrors, unrecognized
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
+from configbags.runtime.keys import (
+    ADMIN_KEY_LEAF,
+    KEY_LEAVES,
+    SAME_KEY,
+    SAME_KEY_FIX,
+    UNUSABLE_FIX,
+    same_key,
+    unusable,
+)
 from configbags.runtime.leaftypes import (
     check_bounds,
     closest,
@@ -272,6 +281,11 @@ class Linter:
         # a YAML null too: the server refuses a config file's `api_key:` (a template that rendered nothing)
         if leaf.secret and (value is None or isinstance(value, str)) and none_like(value):
             return _none_like_secret(leaf, written, file, line)
+        if leaf.name in KEY_LEAVES and isinstance(value, str) and (why := unusable(value)) is not None:
+            # the door's own rule (serve refuses the key at start)
+            named = written if written == leaf.name else f"{written} ({leaf.name})"
+            return Finding("lint-bad-value", written, f"{named} {why}: the server refuses it",
+                           file, line, UNUSABLE_FIX)
         try:
             coerced = leaf.type.coerce(value)
             check_bounds(coerced, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
@@ -294,10 +308,12 @@ class Linter:
                           "give each flag once, a bool flag alone (or its --no- twin), and no word no flag takes")
 
     def _flags(self, command: Command, file: str) -> Iterator[Finding]:
-        """Each flag against the schema: unknown, old or deprecated spellings, bad values."""
+        """Each flag against the schema: unknown, old or deprecated spellings, bad values,
+        the read key given as the admin key too."""
         args = command.args
         i = 0
         secrets_given: set[str] = set()  # a secret's flag twice is refused by the server
+        keys: dict[str, tuple[Any, int]] = {}  # key leaf -> (its text, the line), when known here
         while i < len(args):
             token = args[i]
             i += 1
@@ -324,6 +340,9 @@ class Linter:
                     yield found
                 taken, i = _leaf_flag_values(spelling.leaf, inline, args, i)
                 yield from self._leaf_flag(spelling.leaf, flag, inline is not None, taken, file, token.line)
+                if spelling.leaf.name in KEY_LEAVES and len(taken) == 1 and not taken[0].dynamic:
+                    keys[spelling.leaf.name] = (taken[0].text, taken[0].line)
+        yield from _same_key(keys, file)
 
     def _record_flag(self, flag: str, taken: Sequence[Token], file: str, line: int) -> Iterator[Finding]:
         """The record's own flags: only `--preset` has a value to check."""
@@ -419,11 +438,24 @@ class Linter:
                 found += self.env(var, shown)
             for entry in parsed.config:
                 found += self.config(entry, shown)
+            for part in dict.fromkeys(e.part for e in parsed.config):
+                found += _same_key({e.key: (e.value, e.line) for e in parsed.config
+                                    if e.part == part and e.key in KEY_LEAVES and e.known_value}, shown)
+            found += [Finding("lint-unreadable", shown, f"the server's config reader refuses it: {why}", shown, line,
+                              "fix the file as the message says") for why, line in parsed.refused]
         except yaml.MarkedYAMLError as exc:  # a value PyYAML composed but cannot construct
             mark = exc.problem_mark or exc.context_mark
             return [Finding("lint-unreadable", shown, f"YAML error: {exc.problem or exc}", shown,
                             mark.line + 1 if mark else 1)]
         return found
+
+
+def _same_key(keys: Mapping[str, tuple[Any, int]], file: str) -> Iterator[Finding]:
+    """The read key and the admin key given alike in one launch line or config file: the
+    door's own rule (`runtime.keys.same_key`), at the later of the two."""
+    if same_key({name: value for name, (value, _) in keys.items()}):
+        yield Finding("lint-bad-value", ADMIN_KEY_LEAF, f"{SAME_KEY}: the server refuses it", file,
+                      max(line for _, line in keys.values()), SAME_KEY_FIX)
 
 
 def _none_like_secret(leaf: LeafView, written: str, file: str, line: int) -> Finding:

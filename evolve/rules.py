@@ -97,6 +97,8 @@ _TABLE = (
          "with it"),
     Rule("attribute-removed", B, (CODE,), "a derived value (a bag attribute) is gone"),
     Rule("role-removed", B, (CODE,), "a role is gone: code publishing as it fails"),
+    Rule("write-any-changed", W, (CODE, SEC), "the test role's `write_any` was added or removed: tests acting as "
+         "it may write every leaf, or only the leaves that name it (no other role may have it)"),
     Rule("owner-changed", B, (CODE, SEC), "another role owns the leaf: the old owner's overrides are refused, "
          "the new owner may change it"),
     # security

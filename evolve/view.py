@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from configbags.codegen.model import Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
-VIEW_FORMAT = 5
+VIEW_FORMAT = 6
 CACHE_ENTRIES = 16  # views kept in the cache folder, newest first
 
 
@@ -120,6 +120,7 @@ class RoleView:
     name: str
     reads: tuple[str, ...]  # top-level namespaces, sorted; `("*",)` for reads: all
     where: Where
+    write_any: bool = False  # may write every leaf, in test scopes (only the test role may)
 
 
 @attrs.frozen
@@ -312,7 +313,8 @@ def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
         for d in schema.derived
     }
     roles = {
-        r.name: RoleView(r.name, ("*",) if r.reads_all else r.reads, Where(roles_file, role_lines.get(r.name, 1)))
+        r.name: RoleView(r.name, ("*",) if r.reads_all else r.reads, Where(roles_file, role_lines.get(r.name, 1)),
+                         r.write_any)
         for r in schema.roles
     }
     presets = {p.name: PresetView(p.name, p.values, Where(_display_to_path(p.where.file, shown_root), p.where.line))

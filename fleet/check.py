@@ -30,7 +30,7 @@ from configbags.fleet.replies import (
     shown_url,
     timeout_seconds,
 )
-from configbags.runtime.cmdline import UsageErrors
+from configbags.runtime.cmdline import UsageErrors, inert
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import closest
 from configbags.runtime.project import project_path
@@ -72,6 +72,52 @@ class Reading:
     @property
     def name(self) -> str:
         return f"{self.target.shown} ({self.role or 'no role'})"
+
+    @property
+    def instance(self) -> str | None:
+        """The id the server's door made at start (`GET /config/contracts`): the same for
+        every address that reaches it."""
+        value = (self.contracts or {}).get("instance")
+        return value if isinstance(value, str) and value else None
+
+
+def address(url: str) -> str:
+    """`url` as one spelling per address: scheme and host in lower case, the scheme's
+    default port dropped, no user part, no trailing slash (`http://Host:80/` is
+    `http://host`). Names that resolve alike (`localhost`, `127.0.0.1`) stay apart here;
+    the server's instance id joins them."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return url
+    port = "" if parsed.port in (None, {"http": 80, "https": 443}.get(parsed.scheme)) else f":{parsed.port}"
+    return f"{parsed.scheme}://{parsed.host}{port}{parsed.path.rstrip('/')}"
+
+
+def one_server(readings: Sequence[Reading]) -> list[list[Reading]]:
+    """The readings grouped by server, in first-listed order: entries with the same
+    address (`address`), or the same instance id and the same answer, are one server
+    listed twice. (An id alone does not join: a server claiming another's id must not
+    take that server's place in the comparison.)"""
+    groups: list[list[Reading]] = []
+    seen: dict[str, int] = {}  # address, or instance id and answer -> its group
+    for r in readings:
+        keys = ["url " + address(r.target.url)]
+        if r.instance:
+            keys.append(f"instance {r.instance} {json.dumps(r.contracts, sort_keys=True)}")
+        found = sorted({seen[k] for k in keys if k in seen})
+        if not found:
+            seen.update(dict.fromkeys(keys, len(groups)))
+            groups.append([r])
+            continue
+        into = found[0]
+        for other in found[1:]:  # this entry joins two groups: one server all along
+            groups[into] += groups[other]
+            groups[other] = []
+            seen.update({k: into for k, g in seen.items() if g == other})
+        groups[into].append(r)
+        seen.update(dict.fromkeys(keys, into))
+    return [g for g in groups if g]
 
 
 def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | None) -> list[Target]:
@@ -167,14 +213,14 @@ class Side:
 
 @attrs.frozen
 class Finding:
-    kind: str  # broken | definition | role | unchecked | ok
+    kind: str  # broken | definition | role | alone | unchecked | same | ok
     contract: str | None
     message: str
     members: dict[str, tuple[Side, ...]] = attrs.field(factory=dict)
 
     @property
     def fails(self) -> bool:
-        return self.kind in ("broken", "definition", "role", "alone")
+        return self.kind in ("broken", "definition", "role", "alone")  # `same` is a note: the server counts once
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "contract": self.contract, "message": self.message,
@@ -199,16 +245,27 @@ def _undeclared(name: str, read: Sequence[tuple[Reading, dict[str, Any]]]) -> li
 
 
 def compare(readings: Sequence[Reading], allow_unchecked: Collection[str] = ()) -> list[Finding]:
-    """Every contract, checked across the servers read whose role it binds. A contract that
-    binds one server read, with none to compare it with, fails unless `allow_unchecked`
-    names it."""
-    read = [(r, r.contracts) for r in readings if r.contracts is not None]
+    """Every contract, checked across the servers read whose role it binds, each server
+    once however many entries name it (`one_server`). A contract that binds one server
+    read, with none to compare it with, fails unless `allow_unchecked` names it."""
     findings = []
-    for r, body in read:
-        reported = body.get("role")
+    for r in readings:
+        body = r.contracts
+        reported = None if body is None else body.get("role")
         if r.target.role is not None and reported is not None and r.target.role != reported:
             findings.append(Finding("role", None, f"{r.target.shown} is listed as {r.target.role} but reports "
-                                    f"role {reported} ({_origin_text(body.get('role_origin') or {})})"))
+                                    f"role {reported} ({_origin_text((body or {}).get('role_origin') or {})})"))
+    distinct = []
+    for group in one_server(readings):
+        first = next((r for r in group if r.contracts is not None), group[0])
+        distinct.append(first)
+        if len(group) > 1:
+            listed = ", ".join(r.target.shown for r in group)
+            instances = {r.instance for r in group if r.instance}
+            why = f"instance {first.instance}" if len(instances) == 1 and first.instance else "one address"
+            findings.append(Finding("same", None, f"{listed} are one server ({why}): counted once, as "
+                                    f"{first.target.shown}"))
+    read = [(r, r.contracts) for r in distinct if r.contracts is not None]
     names = sorted({n for _, body in read for n in body.get("contracts", {})})
     for name in names:
         undeclared = _undeclared(name, read)
@@ -258,7 +315,8 @@ def role_diff(readings: Sequence[Reading]) -> dict[str, dict[str, list[dict[str,
     """role -> leaf -> [{value, servers, layers}] for every resolved leaf that differs between
     servers of one role (values as the servers show them: secrets redacted)."""
     by_role: dict[str, list[Reading]] = {}
-    for r in readings:
+    for group in one_server(readings):
+        r = next((g for g in group if g.info is not None), group[0])
         if r.info is not None:
             by_role.setdefault(r.role or "no role", []).append(r)
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
@@ -292,14 +350,15 @@ def _origin_text(p: dict[str, Any]) -> str:
 
 def render(readings: Sequence[Reading], findings: Sequence[Finding],
            diff: dict[str, dict[str, list[dict[str, Any]]]] | None) -> str:
-    lines = [f"fleet check: {len(readings)} server(s), "
-             f"{sum(r.error is None for r in readings)} read"]
+    distinct = len(one_server(readings))
+    lines = [f"fleet check: {len(readings)} server(s), {sum(r.error is None for r in readings)} read"
+             + (f", {distinct} distinct (see SAME)" if distinct < len(readings) else "")]
     for r in readings:
         if r.error is not None:
             lines.append(f"UNREACHABLE {r.target.shown}: {r.error}")
-    order = {"role": 0, "definition": 1, "broken": 2, "alone": 3, "unchecked": 4, "ok": 5}
+    order = {"same": 0, "role": 1, "definition": 2, "broken": 3, "alone": 4, "unchecked": 5, "ok": 6}
     for f in sorted(findings, key=lambda f: order[f.kind]):
-        tag = {"role": "ROLE", "definition": "BROKEN", "broken": "BROKEN", "alone": "UNCHECKED",
+        tag = {"same": "SAME", "role": "ROLE", "definition": "BROKEN", "broken": "BROKEN", "alone": "UNCHECKED",
                "unchecked": "unchecked", "ok": "ok"}[f.kind]
         lines.append(f"{tag} {f.message}")
         for member, sides in f.members.items():
@@ -317,14 +376,7 @@ def render(readings: Sequence[Reading], findings: Sequence[Finding],
                 for shown in values:
                     where = ", ".join(f"{s['server']} [{_origin_text(s)}]" for s in shown["servers"])
                     lines.append(f"    {json.dumps(shown['value'])}  on {where}")
-    return "\n".join(map(printable, lines))
-
-
-def printable(line: str) -> str:
-    """A line with what the servers sent (a role, an origin, an error) made inert: control
-    characters (newlines, ANSI escapes) escaped, so a server cannot forge or hide lines of
-    the report in a terminal or a CI log."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in line)
+    return "\n".join(map(inert, lines))  # what the servers sent (a role, an origin, an error) forges no line
 
 
 def exit_code(readings: Sequence[Reading], findings: Sequence[Finding]) -> int:
@@ -385,7 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps({
             "exit_code": code,
-            "servers": [{"url": r.target.shown, "role": r.role, "error": r.error} for r in readings],
+            "servers": [{"url": r.target.shown, "role": r.role, "instance": r.instance, "error": r.error}
+                        for r in readings],
             "findings": [f.as_dict() for f in findings],
             **({"diff": diff} if diff is not None else {}),
         }, indent=2))

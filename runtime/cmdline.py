@@ -20,6 +20,13 @@ from typing import Any, NoReturn, TextIO
 ServerParser = Callable[[], "argparse.ArgumentParser | None"]
 
 
+def inert(text: str) -> str:
+    """`text` made safe to print in a report line: control characters (newlines, ANSI
+    escapes) and line or paragraph separators escaped, so text from outside (a server's
+    answer, an observation file) can neither forge nor hide lines in a terminal or a CI log."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def matches(action: argparse.Action, keyword: str) -> bool:
     """Whether `keyword` names this flag: its name, a dash-separated word of it, or a whole
     word of its help."""

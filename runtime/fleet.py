@@ -56,15 +56,22 @@ def apply_class(policy: Policy) -> ApplyClass:
 
 
 OPERATOR = "operator"  # the role HTTP changes are checked as (configbags serve's door)
+CONTRACTS_ROUTE = "contracts"  # GET /config/contracts: the door's contracts readback
+# what GET /config/<name> serves besides leaves: the generator refuses a leaf of such a
+# name, which that route would shadow (its explain unreachable over HTTP)
+CONFIG_ROUTES = frozenset({CONTRACTS_ROUTE})
 
 
 def route(registry: Registry, leaf: str, writer: str = OPERATOR) -> tuple[ApplyClass, str]:
     """How a change to `leaf` reaches a running, sealed server when `writer` makes it: LIVE
     only if the leaf is runtime and `writer` may write it (`Registry.may_write`, the rule the
-    context enforces), so a LIVE change is exactly what a PATCH accepts; else RELOAD or
-    RESTART, with the reason. `configbags rollout` and `serve --watch` route alike."""
+    context enforces) outside a test scope (`Registry.tests_only`), so a LIVE change is
+    exactly what a PATCH accepts; else RELOAD or RESTART, with the reason. `configbags rollout` and `serve --watch` route alike."""
     spec = registry.leaves[leaf]
     klass = apply_class(spec.policy)
+    if klass is ApplyClass.LIVE and registry.tests_only(writer):
+        return ApplyClass.RESTART, (f"policy runtime, but role {writer} has `write_any` (for tests only), so the "
+                                    f"server refuses its every change; a restart applies it")
     if klass is ApplyClass.LIVE and not registry.may_write(writer, spec):
         return ApplyClass.RESTART, (f"policy runtime, but only {spec.owner} may change it while the server "
                                     f"runs (its schema `writers:` does not name {writer}); a restart applies it")

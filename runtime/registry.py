@@ -174,6 +174,9 @@ class NamespaceSpec:
     doc: str = ""  # its schema `doc` (the namespace's --help group says it)
 
 
+TEST_ROLE = "test"  # the one role a schema may give `write_any` (the generator refuses it on others)
+
+
 @attrs.frozen
 class RoleSpec:
     name: str
@@ -296,6 +299,13 @@ class Registry:
         enforces it, and the HTTP config API derives its writable leaves from it."""
         spec = self.roles.get(role)
         return role == leaf.owner or role in leaf.writers or bool(spec and spec.write_any)
+
+    def tests_only(self, role: str) -> bool:
+        """Whether `role` writes every leaf (`write_any`) and so is admitted only inside a
+        test scope (`Context.acting_as`): outside one, its every change is refused, whatever
+        `owner` and `writers` say."""
+        spec = self.roles.get(role)
+        return bool(spec and spec.write_any)
 
     def writable_by(self, role: str) -> tuple[LeafSpec, ...]:
         """The leaves `role` may override after publish (not `startup`), in schema order."""

@@ -18,6 +18,7 @@ import pytest
 from configbags.runtime.context import Context, Restoring, process_context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project
+from configbags.runtime.registry import TEST_ROLE
 from configbags.runtime.resolve import Facts
 
 
@@ -26,7 +27,7 @@ class published(Restoring):
     (None keeps an earlier publish's, as `publish` does); afterwards the process is exactly
     as before (unpublished, or published with the earlier state)."""
 
-    def __init__(self, record: Any, *, role: str = "test", context: Context[Any] | None = None,
+    def __init__(self, record: Any, *, role: str = TEST_ROLE, context: Context[Any] | None = None,
                  facts: Facts | None = None, **ranks: int) -> None:
         super().__init__(context or process_context(record=record), test=True)
         self._record, self._role, self._facts, self._ranks = record, role, facts, ranks

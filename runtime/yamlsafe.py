@@ -418,8 +418,13 @@ def file_kind(mode: int) -> str:
 def load_file(path: Path, loader: type[StrictLoader] = StrictLoader, **json_options: bool) -> Any:
     """One config, schema or model file: read within the limits, parsed as JSON when it is
     named `*.json` (with `load_json`'s options), as YAML otherwise."""
-    text = read_text_limited(path)
-    return load_json(text, **json_options) if path.suffix.lower() == ".json" else load_yaml(text, loader)
+    return load_text(read_text_limited(path), path.name, loader, **json_options)
+
+
+def load_text(text: str, name: str, loader: type[StrictLoader] = StrictLoader, **json_options: bool) -> Any:
+    """The text of a file named `name`, parsed as `load_file` parses the file (so `configbags
+    lint` reads a config file, or one embedded in a ConfigMap, as the server will)."""
+    return load_json(text, **json_options) if name.lower().endswith(".json") else load_yaml(text, loader)
 
 
 # -- writing ---------------------------------------------------------------------------------

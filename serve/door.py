@@ -15,6 +15,7 @@ import json
 import re
 import threading
 from collections.abc import Mapping
+from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -30,6 +31,17 @@ from configbags.runtime.errors import (
     RoleError,
     UnknownLeafError,
 )
+from configbags.runtime.fleet import CONFIG_ROUTES
+from configbags.runtime.keys import (
+    ADMIN_KEY_LEAF,
+    API_KEY_LEAF,
+    KEY_LEAVES,
+    SAME_KEY,
+    SAME_KEY_FIX,
+    UNUSABLE_FIX,
+    same_key,
+    unusable,
+)
 from configbags.runtime.leaftypes import closest
 from configbags.runtime.limits import LIMITS, over
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
@@ -38,9 +50,6 @@ if TYPE_CHECKING:
     from configbags.serve.ranks import RankGroup
 
 OPERATOR = "operator"  # the role the door writes as (schema/roles.yaml)
-API_KEY_LEAF = "api_key"  # reads need this key when it is set
-ADMIN_KEY_LEAF = "admin_api_key"  # PATCH needs this key; unset disables PATCH
-KEY_LEAVES = (API_KEY_LEAF, ADMIN_KEY_LEAF)
 SOURCE_PREFIX = "http:"  # the override log's source of a PATCH is SOURCE_PREFIX + `source`
 LOG_SOURCE_CHARS = 200  # the longest override source the context takes, prefix included
 MAX_SOURCE_CHARS = LOG_SOURCE_CHARS - len(SOURCE_PREFIX)  # what a PATCH's `source` may be, as documented
@@ -248,46 +257,22 @@ def _no_constant(name: str) -> Any:
 
 def check_keys(registry: Registry, values: Mapping[str, Any]) -> None:
     """Refuse, at start-up, a key no client could ever send byte for byte (which would
-    otherwise fail every request, or answer 500): empty, non-ASCII (HTTP headers are read as
-    latin-1), undecodable bytes from the environment, control characters, or surrounding
-    whitespace (the bearer token is stripped); and one admin key that is also the read key,
-    which would let every reader change the config. The error names the leaf and its flag
+    otherwise fail every request, or answer 500), and one admin key that is also the read
+    key, which would let every reader change the config: the one rule of
+    `configbags.runtime.keys`, which lint applies too. The error names the leaf and its flag
     and variable, never the key."""
-    api, admin = values.get(API_KEY_LEAF), values.get(ADMIN_KEY_LEAF)
-    if api is not None and api == admin:
-        raise ConfigError(
-            f"{API_KEY_LEAF} and {ADMIN_KEY_LEAF} are the same key, so every client that may read could "
-            f"also change the config; give the admin a key of its own (e.g. `openssl rand -hex 32`)"
-        )
+    if same_key(values):
+        raise ConfigError(f"{SAME_KEY}; {SAME_KEY_FIX}")
     for name in KEY_LEAVES:
         key = values.get(name)
         if key is None or name not in registry.leaves:
             continue
-        why = _unusable(key)
+        why = unusable(key)
         if why is not None:
             spec = registry.leaves[name]
             given = " / ".join([*spec.flags[:1], *([f"${spec.env}"] if spec.env else [])]) or name
-            raise ConfigError(
-                f"{spec.namespace}.{name} ({given}) {why}, so no request could ever match it; give a "
-                f"key of printable ASCII without surrounding spaces (e.g. `openssl rand -hex 32`), or "
-                f"leave it unset to turn that protection off"
-            )
-
-
-def _unusable(key: Any) -> str | None:
-    if not isinstance(key, str):
-        return f"is a {type(key).__name__}, not text"
-    if not key:
-        return "is empty (an empty bearer token cannot be sent)"
-    if any("\ud800" <= c <= "\udfff" for c in key):
-        return "holds bytes that are not valid UTF-8 (an environment variable's raw bytes?)"
-    if not key.isascii():
-        return "holds non-ASCII characters (HTTP headers are read as latin-1)"
-    if key != key.strip():
-        return "has surrounding whitespace (the bearer token is stripped before it is compared)"
-    if not key.isprintable():
-        return "holds control characters (they cannot be sent in a header)"
-    return None
+            raise ConfigError(f"{spec.namespace}.{name} ({given}) {why}, so no request could ever match it; "
+                              f"{UNUSABLE_FIX}")
 
 
 def protection(values: Mapping[str, Any]) -> str:
@@ -318,8 +303,21 @@ class Door:
         self.context = context
         self.ranks = ranks
         registry = context.registry
+        if registry.tests_only(OPERATOR):
+            # acting_as would refuse every PATCH while the OpenAPI document and the start
+            # line list every leaf as writable (the generator refuses such a schema)
+            raise ConfigError(f"role {OPERATOR!r} has `write_any: true` in roles.yaml, which is for the test role only: "
+                              f"the door would refuse every change; remove it and regenerate (configbags gen), and name "
+                              f"{OPERATOR} in the `writers:` of the leaves it may change")
+        shadowed = sorted(CONFIG_ROUTES.intersection(registry.leaves))
+        if shadowed:  # (the generator refuses such a name)
+            raise ConfigError(f"leaf {shadowed[0]!r} is named like the door's route GET /config/{shadowed[0]}, which "
+                              f"would shadow its explain; rename the leaf in the schema and regenerate (configbags gen)")
         self.writable: tuple[LeafSpec, ...] = registry.writable_by(OPERATOR) if OPERATOR in registry.roles else ()
         self.secrets = secret_leaves(registry)
+        # this server, whatever address reached it: `fleet check` counts a server listed twice
+        # (its pod address and a Service's, localhost and 127.0.0.1) once
+        self.instance = token_hex(8)
         check_keys(registry, context.state.values)
         self._lock = threading.Lock()  # one change at a time: an epoch read after it is its own
 
@@ -362,6 +360,7 @@ class Door:
             info["epoch"] = ctx.epoch
             info["sealed"] = ctx.sealed
             info["config_hash"] = ctx.config_hash()
+        info["instance"] = self.instance
         info["ranks"] = ranks
         left = {r["rank"]: r["left"] for r in ranks if "left" in r}
         if left:

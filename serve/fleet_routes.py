@@ -1,5 +1,6 @@
-"""The door's fleet routes: `GET /config/contracts` (this server's deployment role and, per
-contract, its fingerprint and every member's value with the layer and rule that set it),
+"""The door's fleet routes: `GET /config/contracts` (this server's deployment role, its
+instance id and, per contract, its fingerprint and every member's value with the layer and
+rule that set it),
 read by `configbags fleet check`, and `GET /metrics` (serve/metrics.py). Registered before `/config/{leaf}`, which would
 otherwise take `contracts` for a leaf name."""
 
@@ -10,7 +11,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from configbags.runtime.fleet import apply_class, contracts_readback
+from configbags.runtime.fleet import CONTRACTS_ROUTE, apply_class, contracts_readback
 from configbags.serve.door import Door, DoorError, degraded_message
 from configbags.serve.metrics import (
     CONTENT_TYPE_LATEST,
@@ -33,7 +34,7 @@ def contracts(door: Door) -> dict[str, Any]:
     ctx = door.context
     with door._lock:  # one state: the values and their origins from the same moment
         state = ctx.state
-        return contracts_readback(ctx.registry, state, ctx.origins())
+        return {**contracts_readback(ctx.registry, state, ctx.origins()), "instance": door.instance}
 
 
 def add_fleet_routes(app: FastAPI, door: Door) -> None:
@@ -50,7 +51,7 @@ def add_fleet_routes(app: FastAPI, door: Door) -> None:
         door.authorize(request.headers.get("authorization"), admin=False)
         return Response(exposition(registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/config/contracts")
+    @app.get(f"/config/{CONTRACTS_ROUTE}")  # no leaf has this name: the generator refuses it
     async def config_contracts(request: Request) -> JSONResponse:
         """This server's deployment role and each contract's fingerprint, with every member's
         value, layer, source and rule (secrets are never members); 503 naming the rank while

@@ -2,13 +2,15 @@
 
 Curated, so the number of series is bounded by the schema, never by values: every label
 value is a schema name (leaf, contract), a word from a closed set (the deployment role is
-one of its leaf's choices; sealed; the kind of an override's source), the schema version or
-a hash. No free text (paths, model names, override sources) and no secret reaches a label
-or a sample. The families:
+one of its leaf's choices; sealed; the kind of an override's source) or the schema version.
+What changes with the config (the epoch, the config hash, each contract's fingerprint) is a
+sample's value, never a label, so a change never starts a new series. No free text (paths,
+model names, override sources) and no secret reaches a label or a sample. The families:
 
-- `configbags_server_info`: config hash, epoch, schema version, deployment role, sealed;
+- `configbags_server_info`: schema version, deployment role, sealed;
 - `configbags_config_epoch`: the epoch as a number, to graph changes;
-- `configbags_contract_info`: one series per contract with its fingerprint;
+- `configbags_config_hash`: the config hash as a number (`digest_value`);
+- `configbags_contract_fingerprint`: one series per contract, its fingerprint as a number;
 - `configbags_config_overrides_total`: override log entries by leaf and source kind
   (`http` PATCH, `file` watched config file, `process` the engine's own code);
 - `configbags_config_<leaf>`: a gauge per numeric leaf the schema marks `metric: true`
@@ -35,7 +37,17 @@ from configbags.serve.door import Door
 SOURCE_KINDS = ("http", "file")  # prefixes the door and the watcher give; anything else is `process`
 PREFIX = "configbags"
 
-__all__ = ["CONTENT_TYPE_LATEST", "ConfigCollector", "exposition", "metrics_registry", "source_kind"]
+__all__ = ["CONTENT_TYPE_LATEST", "ConfigCollector", "digest_value", "exposition", "metrics_registry", "source_kind"]
+
+
+DIGEST_HEX = 13  # hex digits of a hash a sample carries: 52 bits, exact in a float64
+
+
+def digest_value(digest: str) -> float:
+    """A hex digest (the config hash, a contract fingerprint) as a sample value: its first
+    DIGEST_HEX digits as an integer, exact in the float a sample is, so equal digests
+    give equal values (`count_values` compares servers) with no label per digest."""
+    return float(int(digest[:DIGEST_HEX], 16))
 
 
 def source_kind(source: str) -> str:
@@ -59,10 +71,8 @@ class ConfigCollector(Collector):
             config_hash = ctx.config_hash()
         registry = ctx.registry
         fleet = fingerprints(registry, state)
-        yield InfoMetricFamily(f"{PREFIX}_server", "This server's config: hash, epoch, schema version, "
-                               "deployment role, whether model load is over", value={
-                                   "config_hash": config_hash,
-                                   "epoch": str(state.epoch),
+        yield InfoMetricFamily(f"{PREFIX}_server", "This server's config: schema version, deployment role, "
+                               "whether model load is over", value={
                                    "schema_version": registry.schema_version,
                                    "role": fleet["role"] or "",
                                    "sealed": "true" if state.sealed else "false",
@@ -70,11 +80,15 @@ class ConfigCollector(Collector):
         epoch = GaugeMetricFamily(f"{PREFIX}_config_epoch", "Config epoch: 1 at publish, +1 per change")
         epoch.add_metric([], state.epoch)
         yield epoch
-        contracts = InfoMetricFamily(f"{PREFIX}_contract", "Fingerprint of each fleet contract "
-                                     "(schema contracts.yaml); servers that must agree show the same",
-                                     labels=["contract", "binds"])
+        digest = GaugeMetricFamily(f"{PREFIX}_config_hash", f"The config hash (GET /server_info config_hash) "
+                                   f"as a number: its first {DIGEST_HEX} hex digits")
+        digest.add_metric([], digest_value(config_hash))
+        yield digest
+        contracts = GaugeMetricFamily(f"{PREFIX}_contract_fingerprint", "Fingerprint of each fleet contract "
+                                      f"(schema contracts.yaml) as a number, its first {DIGEST_HEX} hex digits: "
+                                      "servers that must agree show the same", labels=["contract", "binds"])
         for name, c in fleet["contracts"].items():
-            contracts.add_metric([name, "true" if c["binds"] else "false"], {"fingerprint": c["fingerprint"]})
+            contracts.add_metric([name, "true" if c["binds"] else "false"], digest_value(c["fingerprint"]))
         yield contracts
         counts: dict[tuple[str, str], int] = {}
         for (leaf, head), n in state.log.tally().items():  # folded entries included: never goes back

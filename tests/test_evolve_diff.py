@@ -230,6 +230,17 @@ def test_a_schema_that_does_not_load_is_refused_with_its_errors(tmp_path: Path,
     assert "a schema does not load" in err and "owner 'nobody' is not a role in roles.yaml" in err
 
 
+def test_write_any_given_to_a_role_is_refused_not_silent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `write_any` outside the test role would close every write of the role (acting_as
+    # admits it only in a test scope): diff must not call the change "no findings"
+    new = _copy("leaf-added", "new", tmp_path)
+    roles = new / "roles.yaml"
+    roles.write_text(roles.read_text().replace("    reads: [serving]\n", "    reads: [serving]\n    write_any: true\n", 1))
+    assert diff.main([str(CASES / "leaf-added" / "old"), str(new), "--no-cache", "--fail-on", "info"]) == 2
+    err = capsys.readouterr().err
+    assert "roles.yaml:8" in err and "role 'worker' has `write_any: true`" in err and "writers:" in err
+
+
 def test_the_view_cache_keeps_the_newest_entries(tmp_path: Path) -> None:
     from configbags.evolve import view
 

@@ -254,6 +254,44 @@ def test_lint_refuses_what_the_server_refuses_numbers_and_secrets(tmp_path: Path
     assert [(f.subject, f.rule) for f in lint.lint([config], bundled)] == [("api_key", "lint-bad-value")]
 
 
+def test_lint_applies_the_doors_key_rule_and_the_config_loaders_reader(tmp_path: Path) -> None:
+    """What `configbags serve` refuses at start fails lint too, by the same rules: a key no
+    client can send (`runtime.keys.unusable`), the read key given as the admin key
+    (`same_key`), and a config file the loader's reader (`yamlsafe.load_text`) refuses."""
+    from configbags.generated.registry import REGISTRY
+    from configbags.runtime.errors import ConfigError
+    from configbags.serve.door import check_keys
+
+    bundled = load_view(Path(__file__).resolve().parents[1] / "schema", cache=False)
+    launch = tmp_path / "b.sh"
+    launch.write_text('#!/bin/sh\npython -m sglang.launch_server --model-path m --api-key " k"\n'
+                      "python -m sglang.launch_server --model-path m --api-key=a --admin-api-key=a\n"
+                      "python -m sglang.launch_server --model-path m --api-key=a --admin-api-key=b\n")
+    y11 = tmp_path / "y11.yaml"
+    y11.write_text("%YAML 1.1\n---\ntp_size: 010\n")
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("tp_size: 1\n---\ntp_size: 2\n")
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n"
+                        '  server.yaml: |\n    admin_api_key: " x"\n'
+                        "  keys.yaml: |\n    api_key: same-1\n    admin_api_key: same-1\n"
+                        "  apart.yaml: |\n    api_key: k-1\n  apart2.yaml: |\n    admin_api_key: k-1\n")
+    found = {(f.file.rsplit("/", 1)[1], f.line, f.rule) for f in lint.lint([launch, y11, twice, manifest], bundled)}
+    assert found == {("b.sh", 2, "lint-bad-value"), ("b.sh", 3, "lint-bad-value"), ("y11.yaml", 1, "lint-unreadable"),
+                     ("twice.yaml", 2, "lint-unreadable"), ("cm.yaml", 6, "lint-bad-value"),
+                     ("cm.yaml", 9, "lint-bad-value")}
+    messages = "\n".join(f.message for f in lint.lint([launch, y11, manifest], bundled))
+    assert "surrounding whitespace" in messages and "are the same key" in messages and "%YAML 1.1" in messages
+    for values in ({"api_key": " k"}, {"api_key": "a", "admin_api_key": "a"}, {"admin_api_key": " x"}):
+        with pytest.raises(ConfigError):  # the door refuses each, as lint does
+            check_keys(REGISTRY, values)
+    # a YAML file found in a folder that is no config file is not held to the loader's reader
+    workflow = tmp_path / "ci" / "workflow.yaml"
+    workflow.parent.mkdir()
+    workflow.write_text("%YAML 1.1\n---\non: push\njobs: {}\n")
+    assert lint.lint([workflow.parent], bundled) == []
+
+
 def test_launch_lines_the_server_refuses_fail_as_its_parser_refuses_them(tmp_path: Path) -> None:
     """Each line's flags are all known and well typed, yet the server's own parser refuses
     it: lint parses it with that parser, in shell and Kubernetes args alike."""

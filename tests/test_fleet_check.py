@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from serve_server import Server, free_port
 
 from configbags.fleet.check import EXIT_BROKEN, EXIT_OK, EXIT_UNREACHABLE, main
+from configbags.serve.metrics import digest_value
 
 pytestmark = pytest.mark.slow
 
@@ -112,11 +113,11 @@ def test_each_server_scrapes_with_its_contract_fingerprints(fleet: Fleet) -> Non
     for name, server in fleet.servers.items():
         headers = {"Authorization": f"Bearer {KEYS[name]}"}
         text = httpx.get(f"{server.url}/metrics", headers=headers, timeout=10).text
-        scraped = {s.labels["contract"]: s.labels["fingerprint"]
-                   for f in text_string_to_metric_families(text) if f.name == "configbags_contract_info"
+        scraped = {s.labels["contract"]: s.value
+                   for f in text_string_to_metric_families(text) if f.name == "configbags_contract_fingerprint"
                    for s in f.samples}
         contracts = httpx.get(f"{server.url}/config/contracts", headers=headers, timeout=10).json()
-        assert scraped == {c: v["fingerprint"] for c, v in contracts["contracts"].items()}
+        assert scraped == {c: digest_value(v["fingerprint"]) for c, v in contracts["contracts"].items()}
         assert KEYS[name] not in text
 
 
@@ -158,3 +159,28 @@ def test_an_allow_unchecked_naming_no_declared_contract_is_a_usage_error(
     err = capsys.readouterr().err
     assert exited.value.code == 2 and "--allow-unchecked kv_transfr: no server read declares" in err
     assert "did you mean 'kv_transfer'" in err
+
+
+def test_one_server_listed_twice_is_counted_once(fleet: Fleet, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A prefill server alone leaves kv_transfer with nothing to compare (UNCHECKED): listed
+    twice, by one URL, by `localhost` and a trailing slash, or twice in a servers file, it
+    is still one server, and the check says which entries were one."""
+    p1 = fleet.servers["p1"].url
+    alias = p1.replace("127.0.0.1", "localhost") + "/"
+    servers = tmp_path / "twice.yaml"
+    servers.write_text(f'servers:\n  - {{url: "{p1}", role: prefill}}\n  - {{url: "{p1}/", role: prefill}}\n')
+    code, alone = check(capsys, "--api-key", KEYS["p1"], p1)
+    assert code == EXIT_BROKEN and "UNCHECKED kv_transfer" in alone
+    for argv in ([p1, p1], [p1, alias], ["--servers", str(servers)]):
+        code, out = check(capsys, "--api-key", KEYS["p1"], *argv)
+        assert code == EXIT_BROKEN, out
+        assert "UNCHECKED kv_transfer: it binds" in out and "ok kv_transfer" not in out
+        assert out.startswith("fleet check: 2 server(s), 2 read, 1 distinct (see SAME)\n")
+        [same] = [line for line in out.splitlines() if line.startswith("SAME ")]
+        assert same.startswith(f"SAME {p1}, ") and "are one server (instance " in same and same.endswith(
+            f"counted once, as {p1}")
+    code, out = check(capsys, "--api-key", KEYS["p1"], p1, alias, "--json")
+    body = json.loads(out)
+    assert [f["kind"] for f in body["findings"]].count("same") == 1
+    assert len({s["instance"] for s in body["servers"]}) == 1

@@ -198,3 +198,21 @@ def test_a_server_that_is_no_configbags_door_is_never_planned_against_nor_applie
     saved.write_text('{"record": {}, "resolved": {}}')
     with pytest.raises(ConfigError, match="a saved readback with no resolved values"):
         side_values(None, str(saved), [], None)  # type: ignore[arg-type]
+
+
+def test_entries_are_one_server_by_address_or_by_instance_and_answer() -> None:
+    from configbags.fleet.check import Reading, Target, address, one_server
+
+    assert address("HTTP://Host:80/") == address("http://host") == "http://host"
+    assert address("http://u:pw@127.0.0.1:30000//") == "http://127.0.0.1:30000"
+    assert address("http://127.0.0.1:30000") != address("http://127.0.0.1:30001")
+    body = {"role": "prefill", "instance": "a1b2", "contracts": {}}
+
+    def reading(url: str, contracts: dict[str, object] | None) -> Reading:
+        return Reading(Target(url), contracts)
+
+    a, b = reading("http://127.0.0.1:1", body), reading("http://localhost:1/", dict(body))
+    c = reading("http://10.0.0.9:1", {**body, "role": "decode"})  # claims a1b2's id, answers otherwise
+    d = reading("http://127.0.0.1:1/", None)  # unreachable, but a1b2's address
+    assert one_server([a, b, c, d]) == [[a, b, d], [c]]
+    assert len(one_server([reading("http://x:1", {"instance": ""}), reading("http://y:1", {"instance": ""})])) == 2

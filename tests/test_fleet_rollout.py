@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 from serve_server import ADMIN_KEY, API_KEY, Server
@@ -16,7 +17,9 @@ from configbags.fleet.rollout import EXIT_OK, EXIT_REFUSED, main
 from configbags.generated.accessors import get_context
 from configbags.generated.registry import REGISTRY
 from configbags.generated.server_args import ServerArgs
-from configbags.runtime.fleet import apply_class
+from configbags.runtime.context import Context
+from configbags.runtime.errors import ConfigError
+from configbags.runtime.fleet import ApplyClass, apply_class, route
 from configbags.runtime.testing import published
 from configbags.serve.app import create_app
 from configbags.serve.door import Door
@@ -92,6 +95,20 @@ def test_apply_classes_are_in_the_json_schema_and_openapi() -> None:
     props = body["properties"]["leaves"]["properties"]
     assert props["speculative_accept_threshold_acc"]["x-configbags-apply"] == "live"
     assert {p["x-configbags-apply"] for p in props.values()} <= {"live", "reload"}
+
+
+def test_an_operator_role_with_write_any_is_never_live_and_the_door_refuses_to_start() -> None:
+    # acting_as admits a write_any role only in a test scope, so such an operator's every
+    # PATCH is refused: rollout must not call a change "live", nor serve list writable leaves
+    roles = {**REGISTRY.roles, "operator": attrs.evolve(REGISTRY.roles["operator"], write_any=True)}
+    registry = attrs.evolve(REGISTRY, roles=roles)
+    assert route(REGISTRY, "weight_version")[0] is ApplyClass.LIVE
+    klass, why = route(registry, "weight_version")
+    assert klass is ApplyClass.RESTART and "write_any" in why
+    ctx: Context[Any] = Context(registry, get_context().view, record_type=ServerArgs)
+    with published(ServerArgs(model_path="m"), role="launcher", context=ctx), \
+            pytest.raises(ConfigError, match="role 'operator' has `write_any: true`.*remove it and regenerate"):
+        Door(ctx)
 
 
 @pytest.mark.slow

@@ -265,3 +265,30 @@ def test_report_on_a_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: p
     assert cli_main(["audit", "report", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "not UTF-8" in err and "Traceback" not in err
+
+
+def test_names_the_schema_lacks_are_not_counted_and_no_text_forges_a_line(tmp_path: Path) -> None:
+    """Every process of the recorded run may append to the observation file: a namespace
+    the schema lacks is skipped (named), never observed; a role it lacks is listed as not in
+    the schema; every name and the workload reach the human part escaped, on their line."""
+    forged_ns = "serving]\n    reads: all\n    x: ["
+    forged_role = "scheduler\n  evil:\n    reads: all"
+    f = write_events(tmp_path / "obs.jsonl",
+                     {"event": "publish", "role": "detokenizer", "pid": 1},
+                     {"event": "read", "role": "detokenizer", "namespace": "serving", "pid": 1},
+                     {"event": "read", "role": "detokenizer", "namespace": forged_ns, "pid": 1},
+                     {"event": "read", "role": forged_role, "namespace": "memory", "pid": 1},
+                     {"event": "run", "command": "serve\nx: forged", "date": "2026-08-06"})
+    workload = "w\n    decision: narrow to nothing\nx"
+    text = audit.report([f], workload=workload)
+    human = text[:text.index("# Proposed audit records")]
+    assert "\n    reads: all" not in human and "\n    decision:" not in human and "\n  evil:" not in human
+    assert "workload: w\\n    decision: narrow to nothing\\nx\n" in human
+    assert "detokenizer (1 process)\n  declared:  {model, observability, serving}\n  observed:  {serving}\n" in human
+    assert f"skipped {f}:3: namespace 'serving]\\n    reads: all\\n    x: [' is not a top-level namespace" in human
+    assert "scheduler\\n  evil:\\n    reads: all (1 process)\n  declared:  (not in schema/roles.yaml)" in human
+    roles = proposal(text)["roles"]
+    assert sorted(roles) == ["detokenizer"] and roles["detokenizer"]["audits"][0]["workload"] == workload
+    assert roles["detokenizer"]["audits"][0]["observed"] == ["serving"]
+    default = audit.report([f])  # the workload taken from the run event is escaped too
+    assert "workload: record-mode run of: serve\\nx: forged\n" in default

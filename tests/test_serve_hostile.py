@@ -315,3 +315,17 @@ def test_a_rank_timeout_outside_its_bounds_exits_2_naming_the_flag(
               "--model-path", "m"])
     err = capsys.readouterr().err
     assert exited.value.code == 2 and "--rank-timeout" in err and "Traceback" not in err
+
+
+def test_a_package_with_a_leaf_named_like_a_door_route_is_refused_at_start() -> None:
+    """GET /config/contracts answers the contracts document: a leaf of that name (the
+    generator refuses one; a package built otherwise) would have no explain over HTTP."""
+    import attrs
+
+    from configbags.generated.accessors import get_context
+
+    spec = REGISTRY.leaves["weight_version"]
+    registry = attrs.evolve(REGISTRY, leaves={**REGISTRY.leaves, "contracts": attrs.evolve(spec, name="contracts")})
+    ctx: Context[Any] = Context(registry, get_context().view, record_type=ServerArgs)
+    with pytest.raises(ConfigError, match="leaf 'contracts' is named like the door's route GET /config/contracts"):
+        Door(ctx)

@@ -78,12 +78,15 @@ def test_metrics_parse_and_carry_the_curated_families(client: Client) -> None:
     found = families(response.text)
     (labels, value), = found["configbags_server_info"]
     assert value == 1.0
-    assert labels["role"] == "decode" and labels["sealed"] == "true" and labels["epoch"] == "2"
-    assert labels["schema_version"] == "0.5" and len(labels["config_hash"]) == 16
+    assert labels == {"role": "decode", "sealed": "true", "schema_version": "0.5"}
     assert found["configbags_config_epoch"] == [({}, 2.0)]
-    contracts = {s[0]["contract"]: s[0] for s in found["configbags_contract_info"]}
+    info = client.get("/server_info", headers=READ).json()
+    assert found["configbags_config_hash"] == [({}, float(int(info["config_hash"][:13], 16)))]
+    contracts = {s[0]["contract"]: s for s in found["configbags_contract_fingerprint"]}
     assert set(contracts) == {"kv_transfer", "routing", "draft"}
-    assert contracts["kv_transfer"]["binds"] == "true" and contracts["draft"]["binds"] == "false"
+    assert contracts["kv_transfer"][0]["binds"] == "true" and contracts["draft"][0]["binds"] == "false"
+    for name, (_, fingerprint) in contracts.items():
+        assert fingerprint == int(info["fleet"]["contracts"][name]["fingerprint"][:13], 16)
     assert sorted(found["configbags_config_overrides"], key=lambda s: s[0]["leaf"]) == [
         ({"leaf": "speculative_accept_threshold_acc", "source_kind": "http"}, 1.0),
         ({"leaf": "weight_version", "source_kind": "http"}, 1.0),
@@ -102,8 +105,30 @@ def test_no_secret_or_free_text_reaches_the_exposition(client: Client) -> None:
         assert planted not in text
     # every label value is a schema name, a closed word, a version or a hash: bounded by the schema
     labels = {k: v for f in text_string_to_metric_families(text) for s in f.samples for k, v in s.labels.items()}
-    assert set(labels) <= {"config_hash", "epoch", "schema_version", "role", "sealed", "contract", "binds",
-                           "fingerprint", "leaf", "source_kind"}
+    assert set(labels) <= {"schema_version", "role", "sealed", "contract", "binds", "leaf", "source_kind"}
+
+
+def test_a_change_moves_sample_values_never_the_set_of_series(client: Client) -> None:
+    """The epoch, the config hash and a contract's fingerprint change with each PATCH: as
+    values, so the series a scrape shows stay the ones it showed before."""
+    client.patch("/config", headers=ADMIN, json={"source": "s", "leaves": {
+        "weight_version": "v0", "speculative_accept_threshold_acc": 0.9}})  # each leaf's override series exists
+
+    def scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        text = client.get("/metrics", headers=READ).text
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text)
+                for s in f.samples}
+
+    before = scrape()
+    for n in range(1, 6):
+        answer = client.patch("/config", headers=ADMIN, json={
+            "source": "s", "leaves": {"weight_version": f"v{n}", "speculative_accept_threshold_acc": n / 10}})
+        assert answer.status_code == 200, answer.text
+    after = scrape()
+    assert set(after) == set(before)
+    kv = ("configbags_contract_fingerprint", (("binds", "true"), ("contract", "kv_transfer")))
+    assert after[kv] != before[kv]  # weight_version is a kv_transfer member: its fingerprint moved, as a value
+    assert after[("configbags_config_epoch", ())] == before[("configbags_config_epoch", ())] + 5
 
 
 def test_source_kinds_are_a_closed_set() -> None:

@@ -1,0 +1,46 @@
+"""The HTTP door's two keys and the one rule for a key no client could use: `configbags
+serve` applies it at start and to a PATCH of a key, `configbags rollout` to the NEW side,
+and `configbags lint` to launch lines and config files, so a key the server refuses fails
+lint too. Messages never carry the key."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+API_KEY_LEAF = "api_key"  # reads need this key when it is set
+ADMIN_KEY_LEAF = "admin_api_key"  # PATCH needs this key; unset disables PATCH
+KEY_LEAVES = (API_KEY_LEAF, ADMIN_KEY_LEAF)
+
+UNUSABLE_FIX = ("give a key of printable ASCII without surrounding spaces (e.g. `openssl rand -hex 32`), or leave "
+                "it unset to turn that protection off")
+SAME_KEY = (f"{API_KEY_LEAF} and {ADMIN_KEY_LEAF} are the same key, so every client that may read could also "
+            f"change the config")
+SAME_KEY_FIX = "give the admin a key of its own (e.g. `openssl rand -hex 32`)"
+
+
+def unusable(key: Any) -> str | None:
+    """Why no request could ever carry `key` byte for byte in its bearer header (so every
+    request would fail, or answer 500), or None for a usable key: not text, empty,
+    undecodable bytes from the environment, non-ASCII (headers are read as latin-1),
+    surrounding whitespace (the bearer token is stripped), control characters."""
+    if not isinstance(key, str):
+        return f"is a {type(key).__name__}, not text"
+    if not key:
+        return "is empty (an empty bearer token cannot be sent)"
+    if any("\ud800" <= c <= "\udfff" for c in key):
+        return "holds bytes that are not valid UTF-8 (an environment variable's raw bytes?)"
+    if not key.isascii():
+        return "holds non-ASCII characters (HTTP headers are read as latin-1)"
+    if key != key.strip():
+        return "has surrounding whitespace (the bearer token is stripped before it is compared)"
+    if not key.isprintable():
+        return "holds control characters (they cannot be sent in a header)"
+    return None
+
+
+def same_key(values: Mapping[str, Any]) -> bool:
+    """Whether the read key and the admin key are one key (every reader could change the
+    config)."""
+    api = values.get(API_KEY_LEAF)
+    return api is not None and api == values.get(ADMIN_KEY_LEAF)
