@@ -1667,7 +1667,9 @@ class ModuleStrings:
         self.tree = tree
         # other modules' constants the module imports, by the name it spells them with
         # (`from pkg.names import PAGE`, `names.PAGE`), as the project pass found them
-        self.imported: dict[str, ast.expr] = {spelled: _constant_node(shape, value) for spelled, shape, value in imported}
+        self.imported: dict[str, ast.expr] = {
+            spelled: _constant_node(shape, value) for spelled, shape, value in imported if shape in ("str", "list")
+        }
         self._bindings: dict[str, list[ast.expr | None]] | None = None
         self._scopes: dict[int, dict[str, _Bound]] = {}  # id(scope node) -> name -> values
         self._classes: dict[str, ast.ClassDef] | None = None
