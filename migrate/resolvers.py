@@ -17,9 +17,11 @@ Only a file whose text shows a resolver's name (`resolve_name`, `locate`) is wal
 from __future__ import annotations
 
 import ast
+import base64
 import json
+import pickletools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from configbags.migrate.holders import dotted_name
 
@@ -36,19 +38,24 @@ def desugar(tree: ast.Module, text: str, imported: Iterable[tuple[str, str, str]
     parser's)."""
     helpers = {spelled: json.loads(value) for spelled, shape, value in imported if shape == HELPER_SHAPE}
     words = any(word in text for word in _HELPER_WORDS)
-    if not helpers and not words:
+    pickled = any(word in text for word in _PICKLE_WORDS)
+    if not helpers and not words and not pickled:
         return text
     nodes = list(ast.walk(tree))
     names = _local_names(nodes, RESOLVERS) if any(word in text for word in _WORDS) else {}
     if words:
         helpers.update(_helpers(tree, nodes))
-    if not names and not helpers:
+    unpicklers = _local_names(nodes, _LOADS | _LOAD | _UNPICKLERS) if pickled else {}
+    if not names and not helpers and not unpicklers:
         return text
     constants = _constants(tree, nodes)
     added: dict[int, list[str]] = {}
 
     def routed(expr: object) -> ast.expr | None:
-        route = _route(expr, names, constants) or _helper_route(expr, helpers, constants)
+        route = (
+            _route(expr, names, constants) or _helper_route(expr, helpers, constants)
+            or _pickle_route(expr, unpicklers, constants)
+        )
         if route is not None:
             added.setdefault(route.lineno, []).append(ast.unparse(route))
         return route
@@ -446,3 +453,207 @@ def _evaluate(sym: Any, args: dict[str, Literal], depth: int = 0) -> Any:
         if isinstance(attribute, str) and attribute.isidentifier():
             return (inner[0], [*inner[1], attribute])
     return None
+
+
+# ---- a pickle the module spells: its GLOBAL opcodes are imports, its REDUCE calls
+
+# The unpicklers, by the module that defines them: what `loads` takes, what `load` takes
+# a file of (`io.BytesIO(b"...")`), and the class whose `.load()` does the same
+_LOADS = frozenset({"pickle.loads", "_pickle.loads", "cloudpickle.loads", "dill.loads"})
+_LOAD = frozenset({"pickle.load", "_pickle.load", "cloudpickle.load", "dill.load"})
+_UNPICKLERS = frozenset({"pickle.Unpickler", "_pickle.Unpickler", "dill.Unpickler"})
+_PICKLE_WORDS = ("pickle", "dill")
+# A callable no module defines: what the pickle hands its objects to where its opcodes
+# do more than build values and call what they import (BUILD's `__setstate__`, an opcode
+# not followed); whatever it is handed escapes there
+_UNPICKLED = "__unpickled__"
+_PICKLE_CONSTANTS = frozenset({
+    "STRING", "BINSTRING", "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8",
+    "UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8",
+    "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
+})
+_PICKLE_SINGLETONS: dict[str, object] = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
+
+
+def _pickle_route(expr: object, unpicklers: dict[str, str], constants: dict[str, Literal]) -> ast.expr | None:
+    """What an unpickling of bytes the module spells stands for, where the pickle imports
+    anything (a GLOBAL or STACK_GLOBAL opcode): the expression its opcodes build (read
+    with pickletools, never run)."""
+    if not isinstance(expr, ast.Call) or not unpicklers:
+        return None
+    func, data = expr.func, None
+    kind = unpicklers.get(dotted_name(func))
+    if kind in _LOADS and len(expr.args) == 1:
+        data = expr.args[0]
+    elif kind in _LOAD and len(expr.args) == 1:
+        data = _file_bytes(expr.args[0])
+    elif (
+        isinstance(func, ast.Attribute) and func.attr == "load" and isinstance(func.value, ast.Call)
+        and unpicklers.get(dotted_name(func.value.func)) in _UNPICKLERS and func.value.args
+    ):
+        data = _file_bytes(func.value.args[0])  # `Unpickler(io.BytesIO(b"...")).load()`
+    blob = _bytes(data, constants) if data is not None else None
+    if blob is None:
+        return None
+    built = _unpickled(blob, expr)
+    if built is not None:
+        for node in ast.walk(built):
+            ast.copy_location(node, expr)
+    return built
+
+
+def _file_bytes(expr: ast.expr) -> ast.expr | None:
+    """`io.BytesIO(DATA)`: DATA."""
+    if isinstance(expr, ast.Call) and dotted_name(expr.func).rpartition(".")[2] == "BytesIO" and len(expr.args) == 1:
+        return expr.args[0]
+    return None
+
+
+def _bytes(expr: ast.expr, constants: dict[str, Literal]) -> bytes | None:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, bytes):
+        return expr.value
+    if isinstance(expr, ast.Name) and isinstance(constants.get(expr.id), bytes):
+        found = constants[expr.id]
+        assert isinstance(found, bytes)
+        return found
+    if isinstance(expr, ast.Call) and len(expr.args) == 1 and isinstance(expr.args[0], ast.Constant):
+        text = expr.args[0].value
+        try:
+            if dotted_name(expr.func) == "bytes.fromhex" and isinstance(text, str):
+                return bytes.fromhex(text)
+            if dotted_name(expr.func) == "base64.b64decode" and isinstance(text, (str, bytes)):
+                return base64.b64decode(text, validate=True)
+        except ValueError:
+            return None
+    return None
+
+
+def _unpickled(blob: bytes, at: ast.AST) -> ast.expr | None:
+    """The expression a pickle's opcodes build, where they import anything; where they do
+    more than build values and call (REDUCE, NEWOBJ), everything imported and every
+    string is handed to _UNPICKLED instead."""
+    try:
+        ops = [(op.name, arg) for op, arg, _ in pickletools.genops(blob)]
+    except Exception:  # a truncated or foreign pickle: pickletools raises what it meets
+        return None
+    machine = _Opcodes(at)
+    try:
+        for name, arg in ops:
+            machine.run(name, arg)
+    except (IndexError, ValueError, KeyError, TypeError):
+        machine.result = None
+    if not machine.imported:
+        return None
+    result = machine.result
+    if result is None or any(node is machine.mark for node in ast.walk(result)):
+        return _handed(*machine.imported, *machine.strings)
+    return result
+
+
+def _handed(*args: ast.expr) -> ast.expr:
+    return ast.Call(func=ast.Name(id=_UNPICKLED, ctx=ast.Load()), args=list(args), keywords=[])
+
+
+class _Opcodes:
+    """A pickle's stack machine, over expressions (pickletools' opcode names); an opcode
+    not followed raises ValueError."""
+
+    _COUNTS: ClassVar[dict[str, int]] = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+    _IGNORED = frozenset({"PROTO", "FRAME"})
+
+    def __init__(self, at: ast.AST) -> None:
+        self.at = at
+        self.mark: ast.expr = ast.Name(id="<mark>", ctx=ast.Load())
+        self.stack: list[ast.expr] = []
+        self.memo: dict[int, ast.expr] = {}
+        self.imported: list[ast.expr] = []
+        self.strings: list[ast.expr] = []
+        self.result: ast.expr | None = None
+
+    def run(self, name: str, arg: Any) -> None:
+        stack = self.stack
+        if name in _PICKLE_CONSTANTS or name in _PICKLE_SINGLETONS:
+            value = _PICKLE_SINGLETONS.get(name, arg)
+            if not isinstance(value, (str, bytes, bool, int, float)) and value is not None:
+                raise ValueError("not a constant")
+            stack.append(ast.Constant(value))
+            if isinstance(value, str):
+                self.strings.append(ast.Constant(value))
+        elif name in ("GLOBAL", "STACK_GLOBAL"):
+            self._global(name, arg)
+        elif name == "STOP":
+            self.result = stack.pop()
+        elif name == "MARK":
+            stack.append(self.mark)
+        elif name in ("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"):
+            self.memo[len(self.memo) if name == "MEMOIZE" else int(arg)] = stack[-1]
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            stack.append(self.memo[int(arg)])
+        elif name in ("POP", "POP_MARK", "DUP"):
+            if name == "DUP":
+                stack.append(stack[-1])
+            else:
+                stack.pop() if name == "POP" else self._to_mark()
+        elif name in ("REDUCE", "NEWOBJ"):
+            args, func = stack.pop(), stack.pop()
+            if not isinstance(args, ast.Tuple):
+                raise ValueError("arguments not a tuple")
+            stack.append(ast.Call(func=func, args=list(args.elts), keywords=[]))
+        elif name == "BUILD":
+            state = stack.pop()
+            stack.append(_handed(stack.pop(), state))  # `__setstate__`, whatever it does
+        elif name not in self._IGNORED:
+            self._container(name)
+
+    def _global(self, name: str, arg: Any) -> None:
+        if name == "GLOBAL":
+            module, _, qualname = str(arg).partition(" ")
+        else:
+            attribute, home = self.stack.pop(), self.stack.pop()
+            if not (isinstance(attribute, ast.Constant) and isinstance(home, ast.Constant)):
+                raise ValueError("a global not spelled")
+            module, qualname = str(home.value), str(attribute.value)
+        if not all(part.isidentifier() for part in (*module.split("."), *qualname.split("."))):
+            raise ValueError("not a dotted name")
+        route = import_route(module, qualname.split("."), self.at)
+        self.imported.append(route)
+        self.stack.append(route)
+
+    def _container(self, name: str) -> None:
+        stack = self.stack
+        if name in ("EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
+            count = self._COUNTS.get(name)
+            items = self._to_mark() if count is None else [stack.pop() for _ in range(count)][::-1]
+            stack.append(ast.Tuple(elts=items, ctx=ast.Load()))
+        elif name in ("EMPTY_LIST", "LIST"):
+            stack.append(ast.List(elts=[] if name == "EMPTY_LIST" else self._to_mark(), ctx=ast.Load()))
+        elif name in ("EMPTY_DICT", "DICT"):
+            pairs = [] if name == "EMPTY_DICT" else self._to_mark()
+            stack.append(ast.Dict(keys=list(pairs[0::2]), values=list(pairs[1::2])))
+        elif name in ("EMPTY_SET", "FROZENSET"):
+            items = [] if name == "EMPTY_SET" else self._to_mark()
+            stack.append(ast.Set(elts=items) if name == "EMPTY_SET" else ast.Call(
+                func=ast.Name(id="frozenset", ctx=ast.Load()), args=[ast.Tuple(elts=items, ctx=ast.Load())], keywords=[],
+            ))
+        elif name in ("APPEND", "APPENDS", "ADDITEMS", "SETITEM", "SETITEMS"):
+            items = [stack.pop()] if name == "APPEND" else [stack.pop(), stack.pop()][::-1] if name == "SETITEM" else (
+                self._to_mark()
+            )
+            target = stack[-1]
+            if isinstance(target, (ast.List, ast.Set)) and name in ("APPEND", "APPENDS", "ADDITEMS"):
+                target.elts.extend(items)
+            elif isinstance(target, ast.Dict) and name in ("SETITEM", "SETITEMS"):
+                target.keys.extend(items[0::2])
+                target.values.extend(items[1::2])
+            else:
+                raise ValueError(f"{name} on no container of its kind")
+        else:
+            raise ValueError(f"opcode {name} not followed")
+
+    def _to_mark(self) -> list[ast.expr]:
+        index = max((i for i, item in enumerate(self.stack) if item is self.mark), default=-1)
+        if index < 0:
+            raise IndexError("no mark")
+        items = self.stack[index + 1 :]
+        del self.stack[index:]
+        return items
