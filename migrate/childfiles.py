@@ -18,7 +18,9 @@ A file inside the project or a root that is not a scanned Python file is read, n
   and so is the whole environment where the text prints it back (`env`, `export -p`,
   `${!PREFIX*}`, make's `$(.VARIABLES)`);
 - a file that is not there, cannot be read, or is not text (a compiled program) is `$?`
-  at the call site (form child_file): the scanner cannot see what it reads.
+  at the call site (form child_file): the scanner cannot see what it reads. Only a
+  relative path (the folder the child starts in is not known to be the project's) that
+  names no file of the project is left alone: `["python", "train.py"]`, `make` alone.
 
 A file outside the project and every root (`/usr/bin/tool`) is someone else's program."""
 
@@ -117,7 +119,10 @@ class _Judge:
             kind = "make"
         data = self._read(target)
         if data is None:
-            return [(ENV_UNRESOLVED, "child_file")]  # not there, or not readable: not seen
+            # a file the module places (by `__file__`, an absolute path) that is not there
+            # or not readable is not seen; one named in the folder the child starts in (a
+            # relative path, `make` alone) that is not in the project's may be anywhere
+            return [] if spec.startswith("@cwd") else [(ENV_UNRESOLVED, "child_file")]
         interpreter = ""
         if kind == "program":
             kind, interpreter = _run_by(data)

@@ -207,7 +207,7 @@ class ScanCache:
         """May the result's flow facts name files its child processes run (FlowFacts.
         children, their last field, not empty)? Told without decoding them."""
         text = self.flow_texts.get(digest)
-        return text is None or not text.endswith(",[]]")
+        return text is None or not text.endswith("[]]")  # (whatever the separators)
 
     def project_outcome(self, key: str) -> tuple[dict[str, str], dict[str, list[tuple[Any, ...]]], str | None] | None:
         """The last project pass's outcome for the files and digests `key` stands for:
