@@ -465,8 +465,15 @@ def _make_files(rest: list[Word], given: list[str | None], cwd: str) -> list[Chi
     return [("make", _rebased(spec, folder) if spec else "") for spec in files]
 
 
+# Marks a path spec inside a command line (a path formatted into an f-string)
+PATH_MARK = "\0"
+
+
 def literal_spec(text: str) -> str | None:
-    """The path spec a literal word gives: absolute, or relative to the child's folder."""
+    """The path spec a literal word gives: absolute, or relative to the child's folder
+    (a word that starts with a spec, PATH_MARK first, is that spec)."""
+    if text.startswith(PATH_MARK):
+        return text[len(PATH_MARK) :]
     if not text or "$" in text or "`" in text:
         return None
     return text if text.startswith("/") else "@cwd/" + text

@@ -70,6 +70,7 @@ from configbags.migrate.aliases import bare_mentions, mention_lines, mentions, s
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
+    PATH_MARK,
     ChildFile,
     child_files,
     command_arguments,
@@ -1402,11 +1403,24 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
             shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
             command = command.args[0] if shlex_split else command.func.value
-        script = self._word(command)
+        script = self._word(command) if not isinstance(command, ast.JoinedStr) else self._command_line(command)
         if script is not None:
             return script_files(script, cwd)
         bound = self.strings.bound(command, self.enclosing) if depth < 2 else None
         return [f for value, _ in bound or () if value is not None for f in self._command_files(value, cwd, depth + 1)]
+
+    def _command_line(self, command: ast.JoinedStr) -> str:
+        """An f-string command line's text, a path formatted in kept as its spec
+        (`f"sh {HERE}/show.sh"`), a value not shown as a word no file can be (`$?`)."""
+        parts: list[str] = []
+        for part in command.values:
+            value = part.value if isinstance(part, ast.FormattedValue) else part
+            text = self.strings.value(value, self.enclosing)
+            if text is None and isinstance(part, ast.FormattedValue):
+                spec = self._path_spec(part.value)
+                text = PATH_MARK + spec if spec is not None else "$?"
+            parts.append(text or "")
+        return "".join(parts)
 
     def _path_spec(self, expr: ast.expr, enclosing: Sequence[ast.AST] | None = None, depth: int = 0) -> str | None:
         """The file `expr` names, as a path spec (configbags.migrate.childenv.child_files):

@@ -290,17 +290,26 @@ class _HelperReader:
                 value = self._body(stmt.body)
                 if value is not None:
                     return value
-            elif isinstance(stmt, ast.Assign):
+                # what the handlers, `else`, `finally` or `as` bind is no longer known
+                others: list[ast.AST] = (
+                    [*stmt.handlers, *stmt.orelse, *stmt.finalbody] if isinstance(stmt, ast.Try) else list(stmt.items)
+                )
+                self._forget(others)
+                continue
+            if isinstance(stmt, ast.Assign):
                 for target in stmt.targets:
                     self._assign(target, stmt.value)
                 continue
-            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
                 self._assign(stmt.target, stmt.value)
                 continue
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                    self.env[node.id] = None
+            self._forget([stmt])
         return None
+
+    def _forget(self, nodes: list[ast.AST]) -> None:
+        for node in (sub for top in nodes for sub in ast.walk(top)):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                self.env[node.id] = None
 
     def _assign(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, ast.Name):
@@ -579,21 +588,18 @@ class _Opcodes:
             stack.append(ast.Constant(value))
             if isinstance(value, str):
                 self.strings.append(ast.Constant(value))
-        elif name in ("GLOBAL", "STACK_GLOBAL"):
+        elif name in ("GLOBAL", "STACK_GLOBAL", "INST"):
             self._global(name, arg)
+            if name == "INST":  # `mod name` called with what follows the mark
+                func = stack.pop()
+                stack.append(ast.Call(func=func, args=self._to_mark(), keywords=[]))
+        elif name == "OBJ":
+            items = self._to_mark()
+            stack.append(ast.Call(func=items[0], args=items[1:], keywords=[]))
         elif name == "STOP":
             self.result = stack.pop()
         elif name == "MARK":
             stack.append(self.mark)
-        elif name in ("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"):
-            self.memo[len(self.memo) if name == "MEMOIZE" else int(arg)] = stack[-1]
-        elif name in ("GET", "BINGET", "LONG_BINGET"):
-            stack.append(self.memo[int(arg)])
-        elif name in ("POP", "POP_MARK", "DUP"):
-            if name == "DUP":
-                stack.append(stack[-1])
-            else:
-                stack.pop() if name == "POP" else self._to_mark()
         elif name in ("REDUCE", "NEWOBJ"):
             args, func = stack.pop(), stack.pop()
             if not isinstance(args, ast.Tuple):
@@ -602,11 +608,28 @@ class _Opcodes:
         elif name == "BUILD":
             state = stack.pop()
             stack.append(_handed(stack.pop(), state))  # `__setstate__`, whatever it does
-        elif name not in self._IGNORED:
+        elif name not in self._IGNORED and not self._stack_op(name, arg):
             self._container(name)
 
+    def _stack_op(self, name: str, arg: Any) -> bool:
+        """The opcodes that only move what is built: the memo, POP, DUP."""
+        stack = self.stack
+        if name in ("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"):
+            self.memo[len(self.memo) if name == "MEMOIZE" else int(arg)] = stack[-1]
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            stack.append(self.memo[int(arg)])
+        elif name == "DUP":
+            stack.append(stack[-1])
+        elif name == "POP":
+            stack.pop()
+        elif name == "POP_MARK":
+            self._to_mark()
+        else:
+            return False
+        return True
+
     def _global(self, name: str, arg: Any) -> None:
-        if name == "GLOBAL":
+        if name in ("GLOBAL", "INST"):
             module, _, qualname = str(arg).partition(" ")
         else:
             attribute, home = self.stack.pop(), self.stack.pop()
