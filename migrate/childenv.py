@@ -18,6 +18,11 @@ variables, they do not read them. A command the module does not show (a paramete
 template from elsewhere, `shell=True` with a name) is not reported: that would flag every
 child process.
 
+A child that runs a file (a shell's script, an interpreter's Python file, make's Makefile,
+a program by its path) is read through the file: child_files says which files a command
+runs, as path specs the module's analysis keeps (FlowFacts.children), and
+configbags.migrate.childfiles reads them where the tree's scan knows their place.
+
 A child that prints the whole environment back reads every variable (prints_environment):
 `env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, as the command
 `env` or a wrapper (`exec`, `nohup`) runs, or any simple command of a shell's script
