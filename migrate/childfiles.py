@@ -22,11 +22,13 @@ A file inside the project or a root that is not a scanned Python file is read, n
   relative path (the folder the child starts in is not known to be the project's) that
   names no file of the project is left alone: `["python", "train.py"]`, `make` alone.
 
-A file outside the project and every root (`/usr/bin/tool`) is someone else's program."""
+A file outside the project and every root (`/usr/bin/tool`) is someone else's program,
+and an excluded one (scan.excludes) is left out as the listing leaves it."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import os
 import re
 from collections.abc import Callable, Collection, Iterator
@@ -113,6 +115,8 @@ class _Judge:
         target = self._resolved(spec, module)
         if target is None or not any(target == top or target.startswith(top + os.sep) for top in self.tops):
             return []  # outside the project and the roots: not the engine's code
+        if self._excluded(display_path(Path(target), Path(self.project))):
+            return []  # excluded from the scan (the record's own module): as the listing does
         if kind == "make_dir":
             names = [os.path.join(target, name) for name in _MAKEFILES]
             target = next((name for name in names if os.path.isfile(name)), names[-1])
@@ -137,6 +141,12 @@ class _Judge:
         if self._whole(kind, interpreter, text):
             found.append((ENV_UNRESOLVED, "environ_whole"))
         return found
+
+    def _excluded(self, rel: str) -> bool:
+        """Does a scan.excludes pattern match the file or a folder above it?"""
+        parts = rel.split("/")
+        candidates = ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+        return any(fnmatch.fnmatchcase(c, pattern) for c in candidates for pattern in self.settings.excludes)
 
     def _resolved(self, spec: str, module: str) -> str | None:
         if spec.startswith("@file"):

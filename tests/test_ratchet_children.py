@@ -10,6 +10,7 @@ import os
 import pickle
 from pathlib import Path
 
+import attrs
 import pytest
 from ratchet_case import ACCESSORS, SETTINGS, read_keys, scan_pkg, write_pkg
 
@@ -95,6 +96,12 @@ def test_a_child_running_a_file_that_names_no_declared_variable_reads_nothing(
     tmp_path: Path, command: str, files: dict[str, str]
 ) -> None:
     assert not read_keys(scan_pkg(tmp_path, {"user.py": _run(command), **files}))
+
+
+def test_an_excluded_file_run_by_a_child_stays_excluded(tmp_path: Path) -> None:
+    settings = attrs.evolve(SETTINGS, excludes=("pkg/tools/*",))
+    files = {"user.py": _run("[sys.executable, ROOT / 'tools' / 'dump_env.txt']"), "tools/dump_env.txt": DUMP}
+    assert not read_keys(scan_pkg(tmp_path, files, settings))
 
 
 def test_a_scanned_python_file_run_by_a_child_is_read_once(tmp_path: Path) -> None:
