@@ -11,7 +11,22 @@ record dict, `os.environ` and `os.getenv` reached so are read as such. A resolve
 name the module does not spell is left as it is: configbags.migrate.reflection reports it
 `$?`, like `importlib.import_module(name)`.
 
-Only a file whose text shows a resolver's name (`resolve_name`, `locate`) is walked.
+Two more resolvers are read the same way:
+
+- a project helper that resolves a qualname it is given (`def resolve_obj_by_qualname(q):
+  m, a = q.rsplit(".", 1); return getattr(importlib.import_module(m), a)`, a plugin table
+  `mod, name = PLUGINS[kind]`): its body is read once into a spec of what it returns in
+  terms of its parameters (helper_specs), which the project pass hands to the modules
+  importing it (FlowInput.constants, shape HELPER_SHAPE); a call spelling its arguments
+  is the import route the spec gives with them. The helper's own `import_module(m)`
+  stays `$?` for the calls that spell nothing;
+- a pickle the module spells (`pickle.loads(b"cos\ngetenv\n...")`): its opcodes, read
+  with pickletools and never run, build the expression they stand for (a GLOBAL is an
+  import route, a REDUCE a call); where they do more, what it imports is handed to a
+  callable no module defines, so it escapes there.
+
+Only a file whose text shows a resolver's name (`resolve_name`, `locate`, an importer's,
+`pickle`, `dill`) or that imports a helper is walked.
 """
 
 from __future__ import annotations
