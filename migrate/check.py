@@ -107,6 +107,8 @@ _ENV_FORMS = {
     "env_attribute": "an attribute named like the variable: a reader of it, as a descriptor per variable is",
     "envvar_option": "a command-line option taken from the environment: click/typer `envvar=` or `auto_envvar_prefix=`",
     "child_process": "a child process whose command names it",
+    "child_script": "a child process running a file under the project (a shell script, a Makefile, a program) "
+    "whose text names it",
 }
 # reads the scanner cannot resolve at all (configbags.migrate.reflection), by form
 _UNRESOLVED_FORMS = {
@@ -121,6 +123,9 @@ _UNRESOLVED_FORMS = {
     "reported in any module: say in the entry's reason what it imports",
     "code_string": "a code string the module does not spell, run by exec/eval/compile (`exec(open(path).read())`); "
     "reported in any module: say in the entry's reason what the code is",
+    "child_file": "a child process running a file the scanner cannot read: a script, Makefile or Python file "
+    "named by a path the module does not spell, one that is not there, or a program that is not text; say in "
+    "the entry's reason what it runs",
 }
 _READBACK_WHAT = {
     STATE_READBACK: "`.state` of the config context",

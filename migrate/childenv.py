@@ -18,6 +18,11 @@ variables, they do not read them. A command the module does not show (a paramete
 template from elsewhere, `shell=True` with a name) is not reported: that would flag every
 child process.
 
+A child that runs a file (a shell's script, an interpreter's Python file, make's Makefile,
+a program by its path) is read through the file: child_files says which files a command
+runs, as path specs the module's analysis keeps (FlowFacts.children), and
+configbags.migrate.childfiles reads them where the tree's scan knows their place.
+
 A child that prints the whole environment back reads every variable (prints_environment):
 `env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, as the command
 `env` or a wrapper (`exec`, `nohup`) runs, or any simple command of a shell's script
@@ -190,6 +195,19 @@ _PREFIX_EXPANSIONS = ("${!",)
 _LISTERS = frozenset({"compgen"})
 
 
+def is_shell(name: str) -> bool:
+    return name in _SHELLS
+
+
+def is_python(name: str) -> bool:
+    return _PYTHON.fullmatch(name) is not None
+
+
+def whole_environment_marks(interpreter: str) -> tuple[str, ...]:
+    """The words by which an interpreter's program reaches the environment whole."""
+    return _WHOLE_ENV_WORDS.get(interpreter, ())
+
+
 def program_name(word: str) -> str:
     """The program a command word names, without its folder (`/usr/bin/env` is env)."""
     return re.split(r"[/\\]", word.strip())[-1].lower().removesuffix(".exe")
@@ -320,3 +338,157 @@ def _split(text: str, punctuation: bool = False) -> list[str]:
         return list(lexer)
     except ValueError:
         return re.findall(r"[;|&()<>\n]+|[^\s;|&()<>'\"]+", text)
+
+
+# ---- a child running a file: a shell script, a Makefile, a Python file, a program
+
+# How a child runs the file a command names (the kinds of FlowFacts.children):
+#   shell     a shell runs it as a script (`sh script.sh`, `bash -e script.sh`)
+#   python    an interpreter runs it as Python, whatever its suffix (`[sys.executable, path]`)
+#   make      make reads it as a Makefile (`make -f FILE`)
+#   make_dir  make reads the Makefile of a folder (`make -C DIR`, or make in the folder)
+#   program   it is the program: its first line (`#!/bin/sh`) says what runs it
+# A file is a path spec: `@file` (the module's own file), `@here` (its folder), `@cwd`
+# (the folder the child starts in, the project's unless `cwd=` says), each followed by
+# `/`-separated parts, or an absolute path; "" for a file the module does not show.
+ChildFile = tuple[str, str]  # (kind, path spec)
+MAKES = frozenset({"make", "gmake", "gnumake", "bmake"})
+# make's options that take a value in the next word (`-C DIR`, `-f FILE`, `-I DIR`)
+_MAKE_VALUED = frozenset({"-C", "-f", "-I", "-o", "-W", "-O", "--directory", "--file", "--makefile", "--include-dir"})
+_SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "@cwd", depth: int = 0) -> list[ChildFile]:
+    """The files a child run with the argv `words` runs (their texts, None where the
+    module does not show one), with `paths` the path spec each word gives (None where
+    none): a shell's script, an interpreter's Python file, make's Makefile, a program
+    named by a path. A script the module does not show is ("kind", ""); an inline
+    script (`sh -c "..."`) is read for the commands it runs in turn."""
+    if not words or depth > 8:
+        return []
+    program, rest, given = words[0], list(words[1:]), list(paths[1:])
+    if program is None:
+        spec = paths[0] if paths else None
+        return [("program", spec)] if spec is not None else []
+    name = program_name(program)
+    if name in _RUNNERS or name == "env":
+        skip = 1
+        while skip < len(words) and words[skip] is not None and (
+            str(words[skip]).startswith("-") or (name == "env" and _ASSIGNMENT.match(str(words[skip])))
+        ):
+            skip += 1
+        return child_files(words[skip:], paths[skip:], cwd, depth + 1) if skip < len(words) else []
+    if name in _SHELLS:
+        return _shell_files(rest, given, cwd, depth)
+    if _PYTHON.fullmatch(name):
+        return _python_files(rest, given, cwd)
+    if name in MAKES:
+        return _make_files(rest, given, cwd)
+    if "/" in program or "\\" in program:
+        spec = paths[0] if paths else None
+        return [("program", _rebased(spec, cwd) if spec is not None else "")]
+    return []
+
+
+def _rebased(spec: str, cwd: str) -> str:
+    """`spec` with the child's folder put for `@cwd` ("" where that folder is not shown)."""
+    if not spec.startswith("@cwd"):
+        return spec
+    return cwd + spec[len("@cwd") :] if cwd else ""
+
+
+def _file(kind: str, spec: str | None, cwd: str) -> ChildFile:
+    return (kind, _rebased(spec, cwd) if spec else "")
+
+
+def _shell_files(rest: list[Word], given: list[str | None], cwd: str, depth: int) -> list[ChildFile]:
+    """`sh [OPTION]... SCRIPT [ARG]...`, or `sh -c SCRIPT`, whose commands are read in turn."""
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        if word is None:  # the script, by a path the module builds; or a word not shown
+            return [_file("shell", given[index], cwd)]
+        if word in _SHELL_VALUED:
+            index += 2
+            continue
+        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
+            script = rest[index + 1] if index + 1 < len(rest) else None
+            return script_files(script, cwd, depth + 1) if script is not None else []
+        if not word.startswith(("-", "+")) or word == "-":
+            return [] if word == "-" else [_file("shell", given[index], cwd)]
+        index += 1
+    return []  # the script comes on its standard input
+
+
+def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
+    """`python [OPTION]... FILE [ARG]...`; `-c CODE` and `-m MODULE` run no file named here."""
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        if word is None:
+            return [_file("python", given[index], cwd)]
+        if word in _PYTHON_VALUED:
+            index += 2
+            continue
+        if word == "-m" or (word.startswith("-") and not word.startswith("--") and word.endswith(("c", "m"))):
+            return []
+        if not word.startswith("-") or word == "-":
+            return [] if word == "-" else [_file("python", given[index], cwd)]
+        index += 1
+    return []
+
+
+def _make_files(rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
+    """`make [-C DIR] [-f FILE]... [TARGET | NAME=VALUE]...`: the Makefiles it reads (a
+    relative FILE is in DIR)."""
+    folder = cwd
+    files: list[str | None] = []
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        if word is None:
+            if given[index] is None:
+                return [("make", "")]
+            index += 1  # a target named by a path
+            continue
+        option, _, inline = word.partition("=") if word.startswith("--") else (word[:2], "", word[2:])
+        value: str | None = None
+        if option in _MAKE_VALUED and (inline or (word.startswith("--") and "=" in word)):
+            value = literal_spec(inline)
+        elif word in _MAKE_VALUED:
+            index += 1
+            value = given[index] if index < len(rest) else None
+        index += 1
+        if option in ("-C", "--directory"):
+            folder = _rebased(value, folder) if value else ""  # (a relative DIR is in the one before)
+        elif option in ("-f", "--file", "--makefile"):
+            files.append(value)
+    if not folder:
+        return [("make", "")]
+    if not files:
+        return [("make_dir", folder)]
+    return [("make", _rebased(spec, folder) if spec else "") for spec in files]
+
+
+# Marks a path spec inside a command line (a path formatted into an f-string)
+PATH_MARK = "\0"
+
+
+def literal_spec(text: str) -> str | None:
+    """The path spec a literal word gives: absolute, or relative to the child's folder
+    (a word that starts with a spec, PATH_MARK first, is that spec)."""
+    if text.startswith(PATH_MARK):
+        return text[len(PATH_MARK) :]
+    if not text or "$" in text or "`" in text:
+        return None
+    return text if text.startswith("/") else "@cwd/" + text
+
+
+def script_files(script: str, cwd: str = "@cwd", depth: int = 0) -> list[ChildFile]:
+    """The files the simple commands of a shell script run (`bash tools/show.sh`, `make
+    -C mk`, `python tools/dump.txt`): every word literal, relative to `cwd`; a word
+    built from a variable (`bash $DIR/x.sh`) is a file not shown."""
+    found: list[ChildFile] = []
+    for command in shell_commands(script):
+        found += child_files(command, [literal_spec(w) if w is not None else None for w in command], cwd, depth)
+    return found

@@ -70,10 +70,15 @@ from configbags.migrate.aliases import bare_mentions, mention_lines, mentions, s
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
+    PATH_MARK,
+    ChildFile,
+    child_files,
     command_arguments,
     command_fragments,
+    literal_spec,
     named_variables,
     prints_environment,
+    script_files,
     shell_prints_environment,
 )
 from configbags.migrate.scanmodel import (
@@ -417,6 +422,18 @@ _PROC_ENVIRON = re.compile(r"/+proc/+[^/\s'\"]+(?:/+task/+[^/\s'\"]+)?/+environ(
 _PATH_JOINERS = frozenset({
     "os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath",
 })
+# Callables (and methods of a path) that give the path they are given, as a path spec sees it
+_PATH_SAME = frozenset({
+    "os.path.abspath", "os.path.realpath", "os.path.normpath", "os.fspath", "builtins.str", "pathlib.Path",
+    "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath", "posixpath.abspath", "posixpath.realpath",
+})
+_PATH_METHODS_SAME = frozenset({"resolve", "absolute", "expanduser", "as_posix"})
+
+
+def _joined(base: str, part: str) -> str:
+    """A path spec joined with a literal part (an absolute part replaces it)."""
+    return part if part.startswith("/") else f"{base}/{part}"
+
 # A config context's own methods that make a scope handing back the context it is called
 # on: `with ctx.scoped() as c`, `with get_context().restoring() as c`.
 _CONTEXT_SCOPES = frozenset({"scoped", "restoring"})
@@ -899,6 +916,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.reads: list[tuple[Any, ...]] = []
         # (function, parameter): parameters used as (part of) a child's command
         self.command_params: set[tuple[str, str]] = set()
+        # (function, line, col, end_line, end_col, kind, path spec): the files its child
+        # processes run (FlowFacts.children, configbags.migrate.childenv.child_files)
+        self.children: list[tuple[Any, ...]] = []
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
         # is no module constant there
         self.enclosing: list[ast.AST] = []
@@ -1355,6 +1375,116 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # `subprocess.check_output(["env", "-0"])`, `os.system("env | grep X")`, a
             # Python child dumping `os.environ`: the child prints every variable back
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        self._files_run(node)
+
+    def _files_run(self, node: ast.Call) -> None:
+        """The files the child runs (a script, a Makefile, a Python file, a program named
+        by its path): kept for the scan of the tree, which reads them
+        (configbags.migrate.childfiles); one the module does not show is `$?` here."""
+        given = next((k.value for k in node.keywords if k.arg == "cwd"), None)
+        cwd = "@cwd" if given is None else self._path_spec(given) or ""
+        found: set[ChildFile] = set()
+        for command in self._child_commands(node):
+            found.update(self._command_files(command, cwd))
+        end_line = node.end_lineno or node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        for kind, spec in sorted(found):
+            if spec:
+                self.children.append((self.scope.qualname, node.lineno, node.col_offset, end_line, end_col, kind, spec))
+            else:
+                self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+
+    def _command_files(self, command: ast.expr | list[ast.expr | None], cwd: str, depth: int = 0) -> list[ChildFile]:
+        if isinstance(command, (ast.List, ast.Tuple)):
+            command = [None if isinstance(e, ast.Starred) else e for e in command.elts]
+        if isinstance(command, list):
+            words = [self._word(e) for e in command]
+            return child_files(words, [self._path_spec(e) if e is not None else None for e in command], cwd)
+        if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
+            shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
+            command = command.args[0] if shlex_split else command.func.value
+        script = self._word(command) if not isinstance(command, ast.JoinedStr) else self._command_line(command)
+        if script is not None:
+            return script_files(script, cwd)
+        bound = self.strings.bound(command, self.enclosing) if depth < 2 else None
+        return [f for value, _ in bound or () if value is not None for f in self._command_files(value, cwd, depth + 1)]
+
+    def _command_line(self, command: ast.JoinedStr) -> str:
+        """An f-string command line's text, a path formatted in kept as its spec
+        (`f"sh {HERE}/show.sh"`), a value not shown as a word no file can be (`$?`)."""
+        parts: list[str] = []
+        for part in command.values:
+            value = part.value if isinstance(part, ast.FormattedValue) else part
+            text = self.strings.value(value, self.enclosing)
+            if text is None and isinstance(part, ast.FormattedValue):
+                spec = self._path_spec(part.value)
+                text = PATH_MARK + spec if spec is not None else "$?"
+            parts.append(text or "")
+        return "".join(parts)
+
+    def _path_spec(self, expr: ast.expr, enclosing: Sequence[ast.AST] | None = None, depth: int = 0) -> str | None:
+        """The file `expr` names, as a path spec (configbags.migrate.childenv.child_files):
+        a literal, `__file__`, and what `os.path` and `pathlib` make of them
+        (`os.path.join(os.path.dirname(__file__), "x")`, `Path(__file__).parent / "x"`,
+        `HERE / "x"` with `HERE` bound so); None where the module does not show it."""
+        scopes = self.enclosing if enclosing is None else enclosing
+        if depth > _MAX_STRING_DEPTH:
+            return None
+        text = self.strings.value(expr, scopes)
+        if text is not None:
+            return literal_spec(text)
+        if isinstance(expr, ast.Name) and expr.id == "__file__":
+            return "@file"
+        step = functools.partial(self._path_spec, enclosing=scopes, depth=depth + 1)
+        if isinstance(expr, ast.Attribute) and expr.attr == "parent":
+            inner = step(expr.value)
+            return None if inner is None else inner + "/.."
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Div, ast.Add)):
+            left = step(expr.left)
+            right = self.strings.value(expr.right, scopes)
+            if left is None or right is None:
+                return None
+            return _joined(left, right) if isinstance(expr.op, ast.Div) else left + right
+        if isinstance(expr, ast.JoinedStr) and expr.values and isinstance(expr.values[0], ast.FormattedValue):
+            # `f"{HERE}/scripts/x.sh"`: a path, then literal text
+            head = step(expr.values[0].value)
+            tail = [self.strings.value(part, scopes) for part in expr.values[1:]]
+            return None if head is None or any(t is None for t in tail) else head + "".join(t or "" for t in tail)
+        if isinstance(expr, ast.Call) and not any(isinstance(a, ast.Starred) for a in expr.args):
+            return self._path_call(expr, step, scopes)
+        if isinstance(expr, (ast.Name, ast.Attribute, ast.Subscript)):
+            bound = self.strings.bound(expr, scopes)
+            values = [(v, s) for v, s in bound or () if v is not None]
+            if len(values) == 1 and len(bound or ()) == 1:
+                return self._path_spec(values[0][0], values[0][1], depth + 1)
+        return None
+
+    def _path_call(self, expr: ast.Call, step: Callable[[ast.expr], str | None], scopes: Sequence[ast.AST]) -> str | None:
+        paths = self.d.kind(expr.func, self.scope)
+        args = expr.args
+        receiver = expr.func.value if isinstance(expr.func, ast.Attribute) and not paths else None
+        method = expr.func.attr if isinstance(expr.func, ast.Attribute) else ""
+        if (paths & _PATH_SAME or dotted_name(expr.func) == "str") and len(args) == 1:
+            return step(args[0])  # `Path(p)`, `os.path.abspath(p)`, `str(p)`
+        if receiver is not None and method in _PATH_METHODS_SAME and not args:
+            return step(receiver)  # `p.resolve()`
+        if paths & {"os.path.dirname", "posixpath.dirname"} and len(args) == 1:
+            inner = step(args[0])
+            return None if inner is None else inner + "/.."
+        if paths & _PATH_JOINERS and args:
+            base, rest = step(args[0]), args[1:]  # `os.path.join(HERE, "x")`, `Path(HERE, "x")`
+        elif receiver is not None and method in ("joinpath", "with_name"):
+            base, rest = step(receiver), args  # `p.joinpath("x")`, `p.with_name("x")`
+            if base is not None and method == "with_name":
+                base += "/.."
+        else:
+            return None
+        for part in rest:
+            text = self.strings.value(part, scopes)
+            if base is None or text is None:
+                return None
+            base = _joined(base, text)
+        return base
 
     def _child_commands(self, node: ast.Call) -> list[ast.expr | list[ast.expr | None]]:
         """What a child-process call runs, as the module spells it: an argv (a list of
@@ -1565,6 +1695,7 @@ class DoorScan:
         self.may_open = _may_open_a_door(text, self.declared, self.mentioned)
         self.strings = ModuleStrings(tree, imported)
         self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]] | None = None
+        self._children: list[tuple[Any, ...]] = []
         self._bare_names: dict[str, bool] = {}
 
     def _run(self) -> tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]]:
@@ -1590,6 +1721,7 @@ class DoorScan:
                 lines.update(mention_lines(self.text, new))
             reader = _Reader(doors, self.declared, strings)
             reader.visit_statements(self.tree.body)
+            self._children = sorted(set(reader.children))
             self._result = (reader.reads, doors.fetched, reader.command_params)
         return self._result
 
@@ -1616,6 +1748,13 @@ class DoorScan:
     def command_params(self) -> set[tuple[str, str]]:
         """(function, parameter): the parameters its child processes run as a command."""
         return self._run()[2] if self.may_open else set()
+
+    def children(self) -> list[tuple[Any, ...]]:
+        """The files its child processes run (FlowFacts.children)."""
+        if not self.may_open:
+            return []
+        self._run()
+        return self._children
 
     def fetched(self) -> Mapping[int, tuple[Fetch, ...]]:
         """id(call) -> what it fetches by name, for every fetching call in the module."""
@@ -1667,7 +1806,9 @@ class ModuleStrings:
         self.tree = tree
         # other modules' constants the module imports, by the name it spells them with
         # (`from pkg.names import PAGE`, `names.PAGE`), as the project pass found them
-        self.imported: dict[str, ast.expr] = {spelled: _constant_node(shape, value) for spelled, shape, value in imported}
+        self.imported: dict[str, ast.expr] = {
+            spelled: _constant_node(shape, value) for spelled, shape, value in imported if shape in ("str", "list")
+        }
         self._bindings: dict[str, list[ast.expr | None]] | None = None
         self._scopes: dict[int, dict[str, _Bound]] = {}  # id(scope node) -> name -> values
         self._classes: dict[str, ast.ClassDef] | None = None

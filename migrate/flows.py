@@ -65,6 +65,7 @@ from configbags.migrate.aliases import (
 from configbags.migrate.childenv import command_fragments, named_variables
 from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
 from configbags.migrate.doors import ModuleStrings
+from configbags.migrate.resolvers import helper_specs
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     DECORATED,
@@ -689,7 +690,10 @@ def base_facts(
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
         instances=tuple(_instances(tree)),
-        constants=tuple((strings or ModuleStrings(tree)).exported(text, mentioned)) if mentioned else (),
+        # environment names and commands, and resolver helpers (configbags.migrate.resolvers)
+        constants=(
+            *((strings or ModuleStrings(tree)).exported(text, mentioned) if mentioned else ()), *helper_specs(tree, text),
+        ),
     )
 
 

@@ -11,12 +11,32 @@ record dict, `os.environ` and `os.getenv` reached so are read as such. A resolve
 name the module does not spell is left as it is: configbags.migrate.reflection reports it
 `$?`, like `importlib.import_module(name)`.
 
-Only a file whose text shows a resolver's name (`resolve_name`, `locate`) is walked.
+Two more resolvers are read the same way:
+
+- a project helper that resolves a qualname it is given (`def resolve_obj_by_qualname(q):
+  m, a = q.rsplit(".", 1); return getattr(importlib.import_module(m), a)`, a plugin table
+  `mod, name = PLUGINS[kind]`): its body is read once into a spec of what it returns in
+  terms of its parameters (helper_specs), which the project pass hands to the modules
+  importing it (FlowInput.constants, shape HELPER_SHAPE); a call spelling its arguments
+  is the import route the spec gives with them. The helper's own `import_module(m)`
+  stays `$?` for the calls that spell nothing;
+- a pickle the module spells (`pickle.loads(b"cos\ngetenv\n...")`): its opcodes, read
+  with pickletools and never run, build the expression they stand for (a GLOBAL is an
+  import route, a REDUCE a call); where they do more, what it imports is handed to a
+  callable no module defines, so it escapes there.
+
+Only a file whose text shows a resolver's name (`resolve_name`, `locate`, an importer's,
+`pickle`, `dill`) or that imports a helper is walked.
 """
 
 from __future__ import annotations
 
 import ast
+import base64
+import json
+import pickletools
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
 
 from configbags.migrate.holders import dotted_name
 
@@ -25,31 +45,47 @@ RESOLVERS = frozenset({"pkgutil.resolve_name", "pydoc.locate"})
 _WORDS = ("resolve_name", "locate")
 
 
-def desugar(tree: ast.Module, text: str) -> str:
-    """Replace in `tree` (in place) each resolver call that spells its name by the import
-    route it stands for; return `text` with that route's spelling added at the end of the
-    call's line (the lines stay the parser's)."""
-    if not any(word in text for word in _WORDS):
+def desugar(tree: ast.Module, text: str, imported: Iterable[tuple[str, str, str]] = ()) -> str:
+    """Replace in `tree` (in place) each resolver call that spells its name, and each call
+    of a resolver helper (the module's own, or one of `imported`: FlowInput.constants)
+    that spells what it resolves, by the import route it stands for; return `text` with
+    that route's spelling added at the end of the call's line (the lines stay the
+    parser's)."""
+    helpers = {spelled: json.loads(value) for spelled, shape, value in imported if shape == HELPER_SHAPE}
+    words = any(word in text for word in _HELPER_WORDS)
+    pickled = any(word in text for word in _PICKLE_WORDS)
+    if not helpers and not words and not pickled:
         return text
     nodes = list(ast.walk(tree))
-    names = _resolver_names(nodes)
-    if not names:
+    names = _local_names(nodes, RESOLVERS) if any(word in text for word in _WORDS) else {}
+    if words:
+        helpers.update(_helpers(tree, nodes))
+    unpicklers = _local_names(nodes, _LOADS | _LOAD | _UNPICKLERS) if pickled else {}
+    if not names and not helpers and not unpicklers:
         return text
     constants = _constants(tree, nodes)
     added: dict[int, list[str]] = {}
+
+    def routed(expr: object) -> ast.expr | None:
+        route = (
+            _route(expr, names, constants) or _helper_route(expr, helpers, constants)
+            or _pickle_route(expr, unpicklers, constants)
+        )
+        if route is not None:
+            added.setdefault(route.lineno, []).append(ast.unparse(route))
+        return route
+
     for node in nodes:
         for field, value in ast.iter_fields(node):
             if isinstance(value, list):
                 for index, item in enumerate(value):
-                    route = _route(item, names, constants)
+                    route = routed(item)
                     if route is not None:
                         value[index] = route
-                        added.setdefault(route.lineno, []).append(ast.unparse(route))
             else:
-                route = _route(value, names, constants)
+                route = routed(value)
                 if route is not None:
                     setattr(node, field, route)
-                    added.setdefault(route.lineno, []).append(ast.unparse(route))
     if not added:
         return text
     lines = text.split("\n")
@@ -59,25 +95,26 @@ def desugar(tree: ast.Module, text: str) -> str:
     return "\n".join(lines)
 
 
-def _resolver_names(nodes: list[ast.AST]) -> dict[str, str]:
-    """The dotted local spellings of the resolvers (`pkgutil.resolve_name`, `pk.resolve_name`
-    after `import pkgutil as pk`, `load_obj` after `from pkgutil import resolve_name as
-    load_obj`, a name bound to one of those), wherever the module binds them (a may-alias)."""
+def _local_names(nodes: list[ast.AST], wanted: frozenset[str]) -> dict[str, str]:
+    """The dotted local spellings of the `wanted` callables ("module.attr"): `pkgutil.resolve_name`,
+    `pk.resolve_name` after `import pkgutil as pk`, `load_obj` after `from pkgutil import
+    resolve_name as load_obj`, a name bound to one of those, wherever the module binds them
+    (a may-alias)."""
+    homes = {path.rpartition(".")[0] for path in wanted}
     found: dict[str, str] = {}
     for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                module = alias.name
-                if module in ("pkgutil", "pydoc"):
-                    for resolver in RESOLVERS:
-                        home, _, attr = resolver.partition(".")
-                        if home == module:
-                            found[f"{alias.asname or module}.{attr}"] = resolver
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in ("pkgutil", "pydoc"):
+                if alias.name in homes:
+                    for path in wanted:
+                        home, _, attr = path.rpartition(".")
+                        if home == alias.name:
+                            found[f"{alias.asname or alias.name}.{attr}"] = path
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in homes:
             for alias in node.names:
-                resolver = f"{node.module}.{alias.name}"
-                if resolver in RESOLVERS:
-                    found[alias.asname or alias.name] = resolver
+                path = f"{node.module}.{alias.name}"
+                if path in wanted:
+                    found[alias.asname or alias.name] = path
     for _ in range(4):  # `R = pkgutil.resolve_name`, `R2 = R`
         more = {
             target.id: found[dotted_name(node.value)]
@@ -90,15 +127,20 @@ def _resolver_names(nodes: list[ast.AST]) -> dict[str, str]:
     return found
 
 
-def _constants(tree: ast.Module, nodes: list[ast.AST]) -> dict[str, str]:
-    """Module-level names bound once, to a string literal, and never bound again anywhere
-    in the module (`ARGS_HOOK = "a.b:c"`)."""
-    literal = {
-        target.id: node.value.value
-        for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
-    }
+def _constants(tree: ast.Module, nodes: list[ast.AST]) -> dict[str, Literal]:
+    """Module-level names bound once, to a literal, and never bound again anywhere in the
+    module: a string (`ARGS_HOOK = "a.b:c"`), bytes, or a table of strings (a tuple, a
+    list, a dict with string keys: `PLUGINS = {"args": ("a.b", "c")}`)."""
+    literal: dict[str, Literal] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            value = _literal(stmt.value)
+            if value is not None:
+                for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                    if isinstance(target, ast.Name):
+                        literal[target.id] = value
+    if not literal:
+        return {}
     bindings: dict[str, int] = {}
     for node in nodes:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
@@ -111,7 +153,26 @@ def _constants(tree: ast.Module, nodes: list[ast.AST]) -> dict[str, str]:
     return {name: value for name, value in literal.items() if bindings.get(name) == 1}
 
 
-def _route(expr: object, names: dict[str, str], constants: dict[str, str]) -> ast.expr | None:
+# what a module constant may be here: a string, bytes, or a table of strings
+Literal = str | bytes | list[Any] | dict[str, Any]
+
+
+def _literal(expr: ast.expr) -> Literal | None:
+    if isinstance(expr, ast.Constant):
+        return expr.value if isinstance(expr.value, (str, bytes)) else None
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        items = [_literal(e) for e in expr.elts]
+        return None if any(isinstance(i, bytes) or i is None for i in items) else items
+    if isinstance(expr, ast.Dict):
+        keys = [k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in expr.keys]
+        values = [_literal(v) for v in expr.values]
+        if any(k is None for k in keys) or any(isinstance(v, bytes) or v is None for v in values):
+            return None
+        return {str(k): v for k, v in zip(keys, values, strict=True)}
+    return None
+
+
+def _route(expr: object, names: dict[str, str], constants: dict[str, Literal]) -> ast.expr | None:
     """The import route a resolver call stands for, where the call spells the name."""
     if not isinstance(expr, ast.Call) or names.get(dotted_name(expr.func)) is None:
         return None
@@ -124,23 +185,29 @@ def _route(expr: object, names: dict[str, str], constants: dict[str, str]) -> as
     first = expr.args[0]
     if isinstance(first, ast.Constant) and isinstance(first.value, str):
         name = first.value
-    elif isinstance(first, ast.Name) and first.id in constants:
-        name = constants[first.id]
+    elif isinstance(first, ast.Name) and isinstance(constants.get(first.id), str):
+        name = str(constants[first.id])
     else:
         return None
     module, attributes = _split(name, resolver)
     if module is None:
         return None
-    fromlist: list[ast.expr] = [ast.Constant(attributes[0])] if attributes else []
+    return import_route(module, attributes, expr)
+
+
+def import_route(module: str, attributes: Sequence[str], at: ast.AST) -> ast.expr:
+    """`__import__(module, fromlist=[...]).a.b`: the module itself (a fromlist makes
+    `__import__` give it, not its top package), then its attributes; placed at `at`."""
+    fromlist: list[ast.expr] = [ast.Constant(attributes[0] if attributes else "*")]
     route: ast.expr = ast.Call(
         func=ast.Name(id="__import__", ctx=ast.Load()),
         args=[ast.Constant(module)],
-        keywords=[ast.keyword(arg="fromlist", value=ast.List(elts=fromlist, ctx=ast.Load()))] if fromlist else [],
+        keywords=[ast.keyword(arg="fromlist", value=ast.List(elts=fromlist, ctx=ast.Load()))],
     )
     for attribute in attributes:
         route = ast.Attribute(value=route, attr=attribute, ctx=ast.Load())
     for node in ast.walk(route):
-        ast.copy_location(node, expr)
+        ast.copy_location(node, at)
     return route
 
 
@@ -160,3 +227,471 @@ def _split(name: str, resolver: str) -> tuple[str | None, list[str]]:
     return module, attributes
 
 
+
+
+# ---- a project helper that resolves a qualname it is given
+
+# The shape of a helper's row among a module's constants (FlowFacts.constants), which the
+# project pass hands to the modules importing it (FlowInput.constants); the value is the
+# helper's spec, as JSON: its parameters, and what it returns in terms of them (Sym)
+HELPER_SHAPE = "resolver"
+_IMPORTERS = frozenset({"importlib.import_module", "importlib.__import__", "builtins.__import__"})
+_HELPER_WORDS = ("import_module", "__import__", "resolve_name", "locate")
+# What a helper's value is, as JSON lists headed by their kind: ["arg", parameter],
+# ["str", text], ["lit", table], ["split", sym, sep, maxsplit, from_right, index, count],
+# ["partition", sym, sep, from_right, index], ["index", sym, index, count],
+# ["item", sym, key sym], and the routes: ["mod", sym] (import_module), ["top", sym]
+# (`__import__` without a fromlist), ["resolve", resolver, sym], ["attr", route, sym]
+Sym = list[Any]
+_ROUTES = frozenset({"mod", "top", "resolve", "attr"})
+
+
+def helper_specs(tree: ast.Module, text: str) -> list[tuple[str, str, str]]:
+    """The module's resolver helpers, as FlowFacts.constants rows (name, HELPER_SHAPE,
+    spec): module-level functions whose value is an import route built from a parameter
+    (`def resolve_obj_by_qualname(q): m, a = q.rsplit(".", 1); return
+    getattr(importlib.import_module(m), a)`, `def load(kind): mod, name = PLUGINS[kind];
+    ...`). Only a file showing an importer's name is read."""
+    if not any(word in text for word in _HELPER_WORDS):
+        return []
+    helpers = _helpers(tree, list(ast.walk(tree)))
+    return [(name, HELPER_SHAPE, json.dumps(spec, separators=(",", ":"))) for name, spec in sorted(helpers.items())]
+
+
+def _helpers(tree: ast.Module, nodes: list[ast.AST]) -> dict[str, dict[str, Any]]:
+    importers = {"__import__": "builtins.__import__", **_local_names(nodes, _IMPORTERS)}
+    resolvers = _local_names(nodes, RESOLVERS)
+    constants = _constants(tree, nodes)
+    found: dict[str, dict[str, Any]] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef):
+            spec = _HelperReader(stmt, importers, resolvers, constants).spec()
+            if spec is not None:
+                found[stmt.name] = spec
+            else:
+                found.pop(stmt.name, None)
+    return found
+
+
+class _HelperReader:
+    """What a function returns, in terms of its parameters, where its body shows it in
+    straight-line assignments (a `try` or `with` body too): any other statement makes
+    the names it binds unknown."""
+
+    def __init__(
+        self, function: ast.FunctionDef, importers: dict[str, str], resolvers: dict[str, str],
+        constants: dict[str, Literal],
+    ) -> None:
+        self.function = function
+        args = function.args
+        self.params = [a.arg for a in (*args.posonlyargs, *args.args)]
+        self.keywords = [a.arg for a in args.kwonlyargs]
+        self.env: dict[str, Sym | None] = {name: ["arg", name] for name in (*self.params, *self.keywords)}
+        self.importers = importers
+        self.resolvers = resolvers
+        self.constants = constants
+
+    def spec(self) -> dict[str, Any] | None:
+        value = self._body(self.function.body)
+        if value is None or value[0] not in _ROUTES or '["arg",' not in json.dumps(value):
+            return None
+        return {"params": self.params, "keywords": self.keywords, "value": value}
+
+    def _body(self, body: list[ast.stmt]) -> Sym | None:
+        for stmt in body:
+            if isinstance(stmt, ast.Return):
+                return self._value(stmt.value) if stmt.value is not None else None
+            if isinstance(stmt, (ast.Try, ast.With)):
+                value = self._body(stmt.body)
+                if value is not None:
+                    return value
+                # what the handlers, `else`, `finally` or `as` bind is no longer known
+                others: list[ast.AST] = (
+                    [*stmt.handlers, *stmt.orelse, *stmt.finalbody] if isinstance(stmt, ast.Try) else list(stmt.items)
+                )
+                self._forget(others)
+                continue
+            if isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    self._assign(target, stmt.value)
+                continue
+            if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                self._assign(stmt.target, stmt.value)
+                continue
+            self._forget([stmt])
+        return None
+
+    def _forget(self, nodes: list[ast.AST]) -> None:
+        for node in (sub for top in nodes for sub in ast.walk(top)):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                self.env[node.id] = None
+
+    def _assign(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            self.env[target.id] = self._value(value)
+        elif isinstance(target, (ast.Tuple, ast.List)) and all(isinstance(t, ast.Name) for t in target.elts):
+            parts = self._unpack(value, len(target.elts))
+            for index, name in enumerate(target.elts):
+                assert isinstance(name, ast.Name)
+                self.env[name.id] = parts[index] if parts is not None else None
+        else:
+            for node in ast.walk(target):
+                if isinstance(node, ast.Name):
+                    self.env[node.id] = None
+
+    def _unpack(self, value: ast.expr, count: int) -> list[Sym | None] | None:
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == count:
+            return [self._value(e) for e in value.elts]
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            method, receiver = value.func.attr, self._value(value.func.value)
+            args = [_text(a) for a in value.args]
+            keywords = {k.arg: k.value for k in value.keywords}
+            if receiver is not None and method in ("split", "rsplit") and len(args) <= 2:
+                sep = args[0] if args else None
+                limit = args[1] if len(args) > 1 else _text(keywords["maxsplit"]) if "maxsplit" in keywords else "-1"
+                if limit is None or not limit.lstrip("-").isdigit() or (args and sep is None):
+                    return None
+                right = method == "rsplit"
+                return [["split", receiver, sep, int(limit), right, i, count] for i in range(count)]
+            if receiver is not None and method in ("partition", "rpartition") and count == 3 and len(args) == 1:
+                if args[0] is None:
+                    return None
+                return [["partition", receiver, args[0], method == "rpartition", i] for i in range(3)]
+        whole = self._value(value)
+        return None if whole is None else [["index", whole, i, count] for i in range(count)]
+
+    def _value(self, expr: ast.expr) -> Sym | None:
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return ["str", expr.value]
+        if isinstance(expr, ast.Name):
+            if expr.id in self.env:
+                return self.env[expr.id]
+            constant = self.constants.get(expr.id)
+            if isinstance(constant, str):
+                return ["str", constant]
+            return ["lit", constant] if isinstance(constant, (list, dict)) else None
+        if isinstance(expr, ast.Subscript):
+            base, key = self._value(expr.value), self._value(expr.slice)
+            return ["item", base, key] if base is not None and key is not None else None
+        if isinstance(expr, ast.Attribute):
+            base = self._value(expr.value)
+            return ["attr", base, ["str", expr.attr]] if base is not None and base[0] in _ROUTES else None
+        if not isinstance(expr, ast.Call) or any(isinstance(a, ast.Starred) for a in expr.args):
+            return None
+        called = dotted_name(expr.func)
+        first = self._value(expr.args[0]) if expr.args else None
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "get" and len(expr.args) == 1:
+            base = self._value(expr.func.value)  # `PLUGINS.get(kind)`
+            return ["item", base, first] if base is not None and first is not None else None
+        if first is None:
+            return None
+        if self.importers.get(called) == "importlib.import_module":
+            return ["mod", first] if len(expr.args) == 1 and not expr.keywords else None
+        if called in self.importers:
+            fromlist = _argument(expr, 3, "fromlist")
+            full = isinstance(fromlist, (ast.List, ast.Tuple)) and bool(fromlist.elts)
+            return ["mod" if full else "top", first]
+        if called in self.resolvers:
+            return ["resolve", self.resolvers[called], first]
+        if called == "getattr" and "getattr" not in self.env and len(expr.args) in (2, 3):
+            attribute = self._value(expr.args[1])
+            return ["attr", first, attribute] if first[0] in _ROUTES and attribute is not None else None
+        return None
+
+
+def _text(expr: ast.expr) -> str | None:
+    """A literal string or integer argument, as text."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, (str, int)) and not isinstance(expr.value, bool):
+        return str(expr.value)
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+        inner = _text(expr.operand)
+        return None if inner is None else f"-{inner}"
+    return None
+
+
+def _argument(call: ast.Call, position: int, keyword: str) -> ast.expr | None:
+    if len(call.args) > position:
+        return call.args[position]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _helper_route(
+    expr: object, helpers: dict[str, dict[str, Any]], constants: dict[str, Literal]
+) -> ast.expr | None:
+    """The import route a call of a resolver helper stands for, where the call spells
+    what the helper needs (literals, module constants)."""
+    if not isinstance(expr, ast.Call) or not helpers:
+        return None
+    spec = helpers.get(dotted_name(expr.func))
+    if spec is None or any(isinstance(a, ast.Starred) for a in expr.args) or any(k.arg is None for k in expr.keywords):
+        return None
+    params: list[str] = spec["params"]
+    if len(expr.args) > len(params):
+        return None
+    given: dict[str, ast.expr] = dict(zip(params, expr.args, strict=False))
+    given.update({str(k.arg): k.value for k in expr.keywords})
+    args: dict[str, Literal] = {}
+    for name, value in given.items():
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            args[name] = value.value
+        elif isinstance(value, ast.Name) and value.id in constants:
+            args[name] = constants[value.id]
+    found = _evaluate(spec["value"], args)
+    if not isinstance(found, tuple):
+        return None
+    module, attributes = found
+    return import_route(module, attributes, expr)
+
+
+def _evaluate(sym: Any, args: dict[str, Literal], depth: int = 0) -> Any:
+    """What a helper's Sym is with these arguments: a string, a table, a route
+    (module, attributes), or None where it cannot be told."""
+    if not isinstance(sym, list) or not sym or depth > 32:
+        return None
+    kind, rest = sym[0], sym[1:]
+    if kind == "arg":
+        return args.get(rest[0])
+    if kind in ("str", "lit"):
+        return rest[0]
+    inner = _evaluate(rest[0], args, depth + 1) if kind != "resolve" else _evaluate(rest[1], args, depth + 1)
+    if kind == "split" and isinstance(inner, str):
+        sep, limit, right, index, count = rest[1:]
+        parts = inner.rsplit(sep, limit) if right else inner.split(sep, limit)
+        return parts[index] if len(parts) == count else None
+    if kind == "partition" and isinstance(inner, str) and rest[1]:
+        return (inner.rpartition(rest[1]) if rest[2] else inner.partition(rest[1]))[rest[3]]
+    if kind == "index" and isinstance(inner, list):
+        return inner[rest[1]] if len(inner) == rest[2] else None
+    if kind == "item":
+        key = _evaluate(rest[1], args, depth + 1)
+        if isinstance(inner, dict) and isinstance(key, str):
+            return inner.get(key)
+        return None
+    if kind in ("mod", "top") and isinstance(inner, str) and all(p.isidentifier() for p in inner.split(".")):
+        return (inner if kind == "mod" else inner.partition(".")[0], [])
+    if kind == "resolve" and isinstance(inner, str):
+        module, attributes = _split(inner, rest[0])
+        return None if module is None else (module, attributes)
+    if kind == "attr" and isinstance(inner, tuple):
+        attribute = _evaluate(rest[1], args, depth + 1)
+        if isinstance(attribute, str) and attribute.isidentifier():
+            return (inner[0], [*inner[1], attribute])
+    return None
+
+
+# ---- a pickle the module spells: its GLOBAL opcodes are imports, its REDUCE calls
+
+# The unpicklers, by the module that defines them: what `loads` takes, what `load` takes
+# a file of (`io.BytesIO(b"...")`), and the class whose `.load()` does the same
+_LOADS = frozenset({"pickle.loads", "_pickle.loads", "cloudpickle.loads", "dill.loads"})
+_LOAD = frozenset({"pickle.load", "_pickle.load", "cloudpickle.load", "dill.load"})
+_UNPICKLERS = frozenset({"pickle.Unpickler", "_pickle.Unpickler", "dill.Unpickler"})
+_PICKLE_WORDS = ("pickle", "dill")
+# A callable no module defines: what the pickle hands its objects to where its opcodes
+# do more than build values and call what they import (BUILD's `__setstate__`, an opcode
+# not followed); whatever it is handed escapes there
+_UNPICKLED = "__unpickled__"
+_PICKLE_CONSTANTS = frozenset({
+    "STRING", "BINSTRING", "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8",
+    "UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8",
+    "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT",
+})
+_PICKLE_SINGLETONS: dict[str, object] = {"NONE": None, "NEWTRUE": True, "NEWFALSE": False}
+
+
+def _pickle_route(expr: object, unpicklers: dict[str, str], constants: dict[str, Literal]) -> ast.expr | None:
+    """What an unpickling of bytes the module spells stands for, where the pickle imports
+    anything (a GLOBAL or STACK_GLOBAL opcode): the expression its opcodes build (read
+    with pickletools, never run)."""
+    if not isinstance(expr, ast.Call) or not unpicklers:
+        return None
+    func, data = expr.func, None
+    kind = unpicklers.get(dotted_name(func))
+    if kind in _LOADS and len(expr.args) == 1:
+        data = expr.args[0]
+    elif kind in _LOAD and len(expr.args) == 1:
+        data = _file_bytes(expr.args[0])
+    elif (
+        isinstance(func, ast.Attribute) and func.attr == "load" and isinstance(func.value, ast.Call)
+        and unpicklers.get(dotted_name(func.value.func)) in _UNPICKLERS and func.value.args
+    ):
+        data = _file_bytes(func.value.args[0])  # `Unpickler(io.BytesIO(b"...")).load()`
+    blob = _bytes(data, constants) if data is not None else None
+    if blob is None:
+        return None
+    built = _unpickled(blob, expr)
+    if built is not None:
+        for node in ast.walk(built):
+            ast.copy_location(node, expr)
+    return built
+
+
+def _file_bytes(expr: ast.expr) -> ast.expr | None:
+    """`io.BytesIO(DATA)`: DATA."""
+    if isinstance(expr, ast.Call) and dotted_name(expr.func).rpartition(".")[2] == "BytesIO" and len(expr.args) == 1:
+        return expr.args[0]
+    return None
+
+
+def _bytes(expr: ast.expr, constants: dict[str, Literal]) -> bytes | None:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, bytes):
+        return expr.value
+    if isinstance(expr, ast.Name) and isinstance(constants.get(expr.id), bytes):
+        found = constants[expr.id]
+        assert isinstance(found, bytes)
+        return found
+    if isinstance(expr, ast.Call) and len(expr.args) == 1 and isinstance(expr.args[0], ast.Constant):
+        text = expr.args[0].value
+        try:
+            if dotted_name(expr.func) == "bytes.fromhex" and isinstance(text, str):
+                return bytes.fromhex(text)
+            if dotted_name(expr.func) == "base64.b64decode" and isinstance(text, (str, bytes)):
+                return base64.b64decode(text, validate=True)
+        except ValueError:
+            return None
+    return None
+
+
+def _unpickled(blob: bytes, at: ast.AST) -> ast.expr | None:
+    """The expression a pickle's opcodes build, where they import anything; where they do
+    more than build values and call (REDUCE, NEWOBJ), everything imported and every
+    string is handed to _UNPICKLED instead."""
+    try:
+        ops = [(op.name, arg) for op, arg, _ in pickletools.genops(blob)]
+    except Exception:  # a truncated or foreign pickle: pickletools raises what it meets
+        return None
+    machine = _Opcodes(at)
+    try:
+        for name, arg in ops:
+            machine.run(name, arg)
+    except (IndexError, ValueError, KeyError, TypeError):
+        machine.result = None
+    if not machine.imported:
+        return None
+    result = machine.result
+    if result is None or any(node is machine.mark for node in ast.walk(result)):
+        return _handed(*machine.imported, *machine.strings)
+    return result
+
+
+def _handed(*args: ast.expr) -> ast.expr:
+    return ast.Call(func=ast.Name(id=_UNPICKLED, ctx=ast.Load()), args=list(args), keywords=[])
+
+
+class _Opcodes:
+    """A pickle's stack machine, over expressions (pickletools' opcode names); an opcode
+    not followed raises ValueError."""
+
+    _COUNTS: ClassVar[dict[str, int]] = {"EMPTY_TUPLE": 0, "TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}
+    _IGNORED = frozenset({"PROTO", "FRAME"})
+
+    def __init__(self, at: ast.AST) -> None:
+        self.at = at
+        self.mark: ast.expr = ast.Name(id="<mark>", ctx=ast.Load())
+        self.stack: list[ast.expr] = []
+        self.memo: dict[int, ast.expr] = {}
+        self.imported: list[ast.expr] = []
+        self.strings: list[ast.expr] = []
+        self.result: ast.expr | None = None
+
+    def run(self, name: str, arg: Any) -> None:
+        stack = self.stack
+        if name in _PICKLE_CONSTANTS or name in _PICKLE_SINGLETONS:
+            value = _PICKLE_SINGLETONS.get(name, arg)
+            if not isinstance(value, (str, bytes, bool, int, float)) and value is not None:
+                raise ValueError("not a constant")
+            stack.append(ast.Constant(value))
+            if isinstance(value, str):
+                self.strings.append(ast.Constant(value))
+        elif name in ("GLOBAL", "STACK_GLOBAL", "INST"):
+            self._global(name, arg)
+            if name == "INST":  # `mod name` called with what follows the mark
+                func = stack.pop()
+                stack.append(ast.Call(func=func, args=self._to_mark(), keywords=[]))
+        elif name == "OBJ":
+            items = self._to_mark()
+            stack.append(ast.Call(func=items[0], args=items[1:], keywords=[]))
+        elif name == "STOP":
+            self.result = stack.pop()
+        elif name == "MARK":
+            stack.append(self.mark)
+        elif name in ("REDUCE", "NEWOBJ"):
+            args, func = stack.pop(), stack.pop()
+            if not isinstance(args, ast.Tuple):
+                raise ValueError("arguments not a tuple")
+            stack.append(ast.Call(func=func, args=list(args.elts), keywords=[]))
+        elif name == "BUILD":
+            state = stack.pop()
+            stack.append(_handed(stack.pop(), state))  # `__setstate__`, whatever it does
+        elif name not in self._IGNORED and not self._stack_op(name, arg):
+            self._container(name)
+
+    def _stack_op(self, name: str, arg: Any) -> bool:
+        """The opcodes that only move what is built: the memo, POP, DUP."""
+        stack = self.stack
+        if name in ("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"):
+            self.memo[len(self.memo) if name == "MEMOIZE" else int(arg)] = stack[-1]
+        elif name in ("GET", "BINGET", "LONG_BINGET"):
+            stack.append(self.memo[int(arg)])
+        elif name == "DUP":
+            stack.append(stack[-1])
+        elif name == "POP":
+            stack.pop()
+        elif name == "POP_MARK":
+            self._to_mark()
+        else:
+            return False
+        return True
+
+    def _global(self, name: str, arg: Any) -> None:
+        if name in ("GLOBAL", "INST"):
+            module, _, qualname = str(arg).partition(" ")
+        else:
+            attribute, home = self.stack.pop(), self.stack.pop()
+            if not (isinstance(attribute, ast.Constant) and isinstance(home, ast.Constant)):
+                raise ValueError("a global not spelled")
+            module, qualname = str(home.value), str(attribute.value)
+        if not all(part.isidentifier() for part in (*module.split("."), *qualname.split("."))):
+            raise ValueError("not a dotted name")
+        route = import_route(module, qualname.split("."), self.at)
+        self.imported.append(route)
+        self.stack.append(route)
+
+    def _container(self, name: str) -> None:
+        stack = self.stack
+        if name in ("EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
+            count = self._COUNTS.get(name)
+            items = self._to_mark() if count is None else [stack.pop() for _ in range(count)][::-1]
+            stack.append(ast.Tuple(elts=items, ctx=ast.Load()))
+        elif name in ("EMPTY_LIST", "LIST"):
+            stack.append(ast.List(elts=[] if name == "EMPTY_LIST" else self._to_mark(), ctx=ast.Load()))
+        elif name in ("EMPTY_DICT", "DICT"):
+            pairs = [] if name == "EMPTY_DICT" else self._to_mark()
+            stack.append(ast.Dict(keys=list(pairs[0::2]), values=list(pairs[1::2])))
+        elif name in ("EMPTY_SET", "FROZENSET"):
+            items = [] if name == "EMPTY_SET" else self._to_mark()
+            stack.append(ast.Set(elts=items) if name == "EMPTY_SET" else ast.Call(
+                func=ast.Name(id="frozenset", ctx=ast.Load()), args=[ast.Tuple(elts=items, ctx=ast.Load())], keywords=[],
+            ))
+        elif name in ("APPEND", "APPENDS", "ADDITEMS", "SETITEM", "SETITEMS"):
+            items = [stack.pop()] if name == "APPEND" else [stack.pop(), stack.pop()][::-1] if name == "SETITEM" else (
+                self._to_mark()
+            )
+            target = stack[-1]
+            if isinstance(target, (ast.List, ast.Set)) and name in ("APPEND", "APPENDS", "ADDITEMS"):
+                target.elts.extend(items)
+            elif isinstance(target, ast.Dict) and name in ("SETITEM", "SETITEMS"):
+                target.keys.extend(items[0::2])
+                target.values.extend(items[1::2])
+            else:
+                raise ValueError(f"{name} on no container of its kind")
+        else:
+            raise ValueError(f"opcode {name} not followed")
+
+    def _to_mark(self) -> list[ast.expr]:
+        index = max((i for i, item in enumerate(self.stack) if item is self.mark), default=-1)
+        if index < 0:
+            raise IndexError("no mark")
+        items = self.stack[index + 1 :]
+        del self.stack[index:]
+        return items

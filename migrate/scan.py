@@ -89,6 +89,7 @@ from typing import Any
 import attrs
 
 from configbags.migrate.aliases import analyse
+from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
 from configbags.migrate.flows import base_facts, project_pass, use_facts
@@ -190,7 +191,7 @@ def scan_source(
 
     # a resolver of a spelled dotted name (`pkgutil.resolve_name("a.b:c")`) is the import
     # route it stands for, for every analysis below (configbags.migrate.resolvers)
-    searched = desugar(tree, search_text(text))
+    searched = desugar(tree, search_text(text), flows.constants if flows else ())
     if base is not None and base.problem is None and flows is not None and _helpers_only(flows):
         try:
             return _with_helpers(base, tree, searched, settings, flows)
@@ -217,7 +218,8 @@ def scan_source(
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
     fetchers = {*facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers)}
     flow = attrs.evolve(
-        facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=tuple(analysed.passes)
+        facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=tuple(analysed.passes),
+        children=tuple(door_scan.children()),
     )
     # A header labels a file, never hides a read: one that reads or writes is scanned like
     # any other (configbags.migrate.generated)
@@ -368,6 +370,42 @@ def _project_pass(
     return done.sites, done.problem
 
 
+def _children(
+    project: Path,
+    settings: ScanSettings,
+    results: dict[str, FileScan],
+    where: dict[str, tuple[str, str, bytes]],
+    listed: Sequence[str],
+    cache: ScanCache | None,
+) -> tuple[dict[str, list[tuple[Any, ...]]], list[tuple[str, str]]]:
+    """configbags.migrate.childfiles over the results; a cached result's flow facts are
+    decoded only where they may name such a file."""
+    if cache is not None:
+        for rel, result in results.items():
+            if cache.may_run_children(where[rel][1]):
+                results[rel] = cache.with_flow(where[rel][1], result)
+    if not any(result.flow.children for result in results.values()):
+        return {}, []
+
+    def scan(data: bytes, digest: str) -> FileScan:
+        found = cache.get(digest) if cache is not None else None
+        if found is None:
+            found = scan_source(data, settings)
+            if cache is not None:
+                cache.put(digest, found)
+        elif cache is not None:
+            found = cache.with_flow(digest, found)
+        return found
+
+    return judge_children(project, settings, results, where, listed, scan)
+
+
+def _merged(sites: dict[str, list[tuple[Any, ...]]], more: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[Any, ...]]]:
+    if not more:
+        return sites
+    return {rel: [*sites.get(rel, ()), *more.get(rel, ())] for rel in {*sites, *more}}
+
+
 class _Rescan:
     """Analyses a file again with its project input (configbags.migrate.flows): served
     from the cache under the bytes' digest and the input's key, else read and scanned."""
@@ -492,7 +530,12 @@ def _scan_tree(
         results[rel] = result
         where[rel] = (path, digest, data)
 
+    # the files child processes run, judged where their place is known: a Python one joins
+    # the tree (configbags.migrate.childfiles)
+    child_sites, child_problems = _children(project, settings, results, where, listed, cache)
+    problems.extend(Problem(*p) for p in child_problems)
     call_sites, unsettled = _project_pass(results, where, settings, cache)
+    call_sites = _merged(call_sites, child_sites)
     if unsettled is not None:
         problems.append(Problem(".", unsettled))
     parsed = _collect(results, call_sites, reads, violations, problems)

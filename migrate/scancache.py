@@ -203,6 +203,12 @@ class ScanCache:
             return result
         return attrs.evolve(result, flow=_flow(json.loads(text)))
 
+    def may_run_children(self, digest: str) -> bool:
+        """May the result's flow facts name files its child processes run (FlowFacts.
+        children, their last field, not empty)? Told without decoding them."""
+        text = self.flow_texts.get(digest)
+        return text is None or not text.endswith("[]]")  # (whatever the separators)
+
     def project_outcome(self, key: str) -> tuple[dict[str, str], dict[str, list[tuple[Any, ...]]], str | None] | None:
         """The last project pass's outcome for the files and digests `key` stands for:
         (file -> the key of its input, file -> the reads at its call sites, a problem)."""
@@ -284,7 +290,7 @@ def _rows(value: Any, width: int) -> tuple[tuple[Any, ...], ...]:
 
 _KEY_LENGTHS = frozenset({_DIGEST_CHARS, _DIGEST_CHARS + 1 + _INPUT_KEY_CHARS})
 # FlowFacts' fields and the width of their rows (0: a tuple of strings)
-_FLOW_WIDTHS = (4, 8, -1, 2, 0, 8, 3, 2, 3)  # -1: rows of any width
+_FLOW_WIDTHS = (4, 8, -1, 2, 0, 8, 3, 2, 3, 7)  # -1: rows of any width
 
 
 def _flow(value: Any) -> FlowFacts:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 46
+SCANNER_VERSION = 47
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -219,6 +219,10 @@ class FlowFacts:
     # environment name or a command (`PAGE = "SGLANG_PAGE_SIZE"`, `CMD = "echo $NAME"`);
     # shape "str", or "list" for a list or tuple of strings (value: them, NUL-separated)
     constants: Rows = ()
+    # (function qualname, line, col, end_line, end_col, kind, path spec): a file a child
+    # process runs (configbags.migrate.childenv.child_files), which the scan of the tree
+    # reads where it finds it (configbags.migrate.childfiles)
+    children: Rows = ()
 
 
 @attrs.frozen

@@ -1,0 +1,233 @@
+"""The files child processes run, read where the scan of the tree finds them.
+
+A module's analysis is path-free (its result is cached by the bytes' digest), so what a
+child runs is kept as a fact (FlowFacts.children: a kind and a path spec, see
+configbags.migrate.childenv.child_files), and judged here, where the file's place is known:
+`@file` and `@here` are the module's file and folder, `@cwd` the folder the child starts
+in (the project's, unless the call's `cwd=` says).
+
+A file inside the project or a root that is not a scanned Python file is read, never run:
+
+- a Python file run by an interpreter (`[sys.executable, HERE / "tools/dump_env.txt"]`,
+  whatever its suffix) is scanned as Python source, as a file of the tree: its reads are
+  reported in it, under its own path;
+- a shell script (`sh script.sh`, or a program whose first line runs a shell), a Makefile
+  (`make -C DIR`, `make -f FILE`, and the files it includes) and a script of another
+  interpreter (perl, node, awk) are judged by their text as a shell's `-c` string is: a
+  declared variable named as a whole word is read at the call site (form child_script),
+  and so is the whole environment where the text prints it back (`env`, `export -p`,
+  `${!PREFIX*}`, make's `$(.VARIABLES)`);
+- a file that is not there, cannot be read, or is not text (a compiled program) is `$?`
+  at the call site (form child_file): the scanner cannot see what it reads. Only a
+  relative path (the folder the child starts in is not known to be the project's) that
+  names no file of the project is left alone: `["python", "train.py"]`, `make` alone.
+
+A file outside the project and every root (`/usr/bin/tool`) is someone else's program,
+and an excluded one (scan.excludes) is left out as the listing leaves it."""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+import os
+import re
+from collections.abc import Callable, Collection, Iterator
+from pathlib import Path
+from typing import Any
+
+from configbags.migrate.childenv import (
+    MAKES,
+    is_python,
+    is_shell,
+    named_variables,
+    program_name,
+    shell_prints_environment,
+    whole_environment_marks,
+)
+from configbags.migrate.doors import DoorScan
+from configbags.migrate.files import NotReadable, display_path, read_source
+from configbags.migrate.scancache import content_digest
+from configbags.migrate.scanmodel import ENV_UNRESOLVED, FileScan, ScanSettings, env_subject
+
+# the Makefiles `make` looks for in a folder, in its order
+_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+# tools that run a script with Python from its shebang (`#!/usr/bin/env -S uv run --script`)
+_PYTHON_RUNNERS = frozenset({"uv", "uvx", "pipx", "pdm", "poetry", "hatch", "rye", "pipenv", "pixi", "conda"})
+_INCLUDE = re.compile(r"^[ \t]*-?s?include[ \t]+(.+)$", re.MULTILINE)
+# what makes a Makefile hand every variable over (its names, or a shell's dump)
+_MAKE_WHOLE = (".VARIABLES",)
+_MAX_INCLUDES = 8
+
+Row = tuple[Any, ...]  # a read row: (function, leaf, line, col, end_line, end_col, via, form, origin)
+
+
+def judge_children(
+    project: Path,
+    settings: ScanSettings,
+    results: dict[str, FileScan],
+    where: dict[str, tuple[str, str, bytes]],
+    listed: Collection[str],
+    scan: Callable[[bytes, str], FileScan],
+) -> tuple[dict[str, list[Row]], list[tuple[str, str]]]:
+    """Judge the files the scanned modules' children run: the reads at the call sites,
+    by file, and the problems of Python files that could not be scanned. A Python file
+    run by an interpreter is added to `results` and `where` (scanned by `scan`, given its
+    bytes and its digest), so the project pass reads it as a module of the tree."""
+    judge = _Judge(project, settings, listed)
+    sites: dict[str, list[Row]] = {}
+    problems: list[tuple[str, str]] = []
+    pending = [rel for rel in sorted(results) if results[rel].flow.children]
+    while pending:
+        rel = pending.pop(0)
+        for row in results[rel].flow.children:
+            qualname, position, kind, spec = row[0], tuple(row[1:5]), str(row[5]), str(row[6])
+            found = judge.judged(kind, spec, where[rel][0])
+            if isinstance(found, tuple):  # a Python file: scanned as one of the tree
+                target, data = found
+                child = display_path(Path(target), project)
+                if child in results or child in listed:
+                    continue
+                digest = content_digest(data)
+                result = scan(data, digest)
+                if result.problem is not None:
+                    problems.append((child, result.problem))
+                    continue
+                results[child], where[child] = result, (target, digest, data)
+                if result.flow.children:
+                    pending.append(child)
+                continue
+            for leaf, form in found:
+                sites.setdefault(rel, []).append((qualname, leaf, *position, "environ", form, "process"))
+    return {rel: sorted(set(rows)) for rel, rows in sites.items()}, problems
+
+
+class _Judge:
+    def __init__(self, project: Path, settings: ScanSettings, listed: Collection[str]) -> None:
+        self.project = os.path.normpath(project)
+        self.settings = settings
+        self.listed = set(listed)
+        self.declared = frozenset(settings.env_vars)
+        self.tops = [self.project] + [os.path.normpath(os.path.join(self.project, root)) for root in settings.roots]
+
+    def judged(self, kind: str, spec: str, module: str) -> list[tuple[str, str]] | tuple[str, bytes]:
+        """(leaf, form) of each read the file `spec` names makes, run as `kind` from the
+        module at path `module`; or (path, bytes) of a Python file to scan."""
+        target = self._resolved(spec, module)
+        if target is None or not any(target == top or target.startswith(top + os.sep) for top in self.tops):
+            return []  # outside the project and the roots: not the engine's code
+        if self._excluded(display_path(Path(target), Path(self.project))):
+            return []  # excluded from the scan (the record's own module): as the listing does
+        if kind == "make_dir":
+            names = [os.path.join(target, name) for name in _MAKEFILES]
+            target = next((name for name in names if os.path.isfile(name)), names[-1])
+            kind = "make"
+        data = self._read(target)
+        if data is None:
+            # a file the module places (by `__file__`, an absolute path) that is not there
+            # or not readable is not seen; one named in the folder the child starts in (a
+            # relative path, `make` alone) that is not in the project's may be anywhere
+            return [] if spec.startswith("@cwd") else [(ENV_UNRESOLVED, "child_file")]
+        interpreter = ""
+        if kind == "program":
+            kind, interpreter = _run_by(data)
+        if kind == "python":
+            return [] if display_path(Path(target), Path(self.project)) in self.listed else (target, data)
+        if kind == "binary":
+            return [(ENV_UNRESOLVED, "child_file")]
+        text = data.decode("utf-8", "surrogateescape")
+        if kind == "make":
+            text = "\n".join(self._makefile_texts(target, text))
+        found = [(env_subject(name), "child_script") for name in named_variables(text, self.declared)]
+        if self._whole(kind, interpreter, text):
+            found.append((ENV_UNRESOLVED, "environ_whole"))
+        return found
+
+    def _excluded(self, rel: str) -> bool:
+        """Does a scan.excludes pattern match the file or a folder above it?"""
+        parts = rel.split("/")
+        candidates = ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+        return any(fnmatch.fnmatchcase(c, pattern) for c in candidates for pattern in self.settings.excludes)
+
+    def _resolved(self, spec: str, module: str) -> str | None:
+        if spec.startswith("@file"):
+            path = module + spec[len("@file") :]
+        elif spec.startswith("@here"):
+            path = os.path.dirname(module) + spec[len("@here") :]
+        elif spec.startswith("@cwd"):
+            path = self.project + spec[len("@cwd") :]
+        elif spec.startswith("/"):
+            path = spec
+        else:
+            return None
+        return os.path.normpath(path)
+
+    def _read(self, path: str) -> bytes | None:
+        if not os.path.isfile(path):
+            return None
+        try:
+            return read_source(path, self.settings.max_bytes)
+        except NotReadable:
+            return None
+
+    def _makefile_texts(self, path: str, text: str, depth: int = 0) -> Iterator[str]:
+        """A Makefile's text and those of the files it includes (literal names, relative
+        to the folder make runs in, the Makefile's)."""
+        yield text
+        if depth >= _MAX_INCLUDES:
+            return
+        for line in _INCLUDE.findall(text):
+            for name in line.split():
+                if "$" in name:
+                    continue
+                included = os.path.normpath(os.path.join(os.path.dirname(path), name))
+                data = self._read(included)
+                if data is not None:
+                    yield from self._makefile_texts(included, data.decode("utf-8", "surrogateescape"), depth + 1)
+
+    def _whole(self, kind: str, interpreter: str, text: str) -> bool:
+        """Does the text hand the whole environment back?"""
+        if kind == "make":
+            recipes = "\n".join(line.lstrip("\t@-+") for line in text.split("\n") if line.startswith("\t"))
+            return any(mark in text for mark in _MAKE_WHOLE) or shell_prints_environment(recipes, self._python_whole)
+        if kind == "other":
+            return any(mark in text for mark in whole_environment_marks(interpreter))
+        return shell_prints_environment(text, self._python_whole)
+
+    def _python_whole(self, code: str) -> bool:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            return False
+        settings = ScanSettings(env_vars=tuple(sorted(self.declared)))
+        return any(read[1] == ENV_UNRESOLVED for read in DoorScan(tree, code, settings).reads())
+
+
+def _run_by(data: bytes) -> tuple[str, str]:
+    """What runs a program file: (kind, interpreter) from its first line; a text file
+    without one is run by a shell (as `os.system` or a shell's exec would), a file that is
+    not text is "binary"."""
+    if not data.startswith(b"#!"):
+        head = data[:4096]
+        return ("binary", "") if b"\0" in head or _undecodable(head) else ("shell", "")
+    words = data[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    name = program_name(words[0]) if words else "sh"
+    rest = words[1:]
+    if name == "env":
+        while rest and rest[0].startswith("-"):
+            rest.pop(0)
+        name = program_name(rest[0]) if rest else ""
+    if is_shell(name):
+        return "shell", name
+    if is_python(name) or name in _PYTHON_RUNNERS:
+        return "python", name
+    if name in MAKES:
+        return "make", name
+    return "other", name
+
+
+def _undecodable(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 4  # (a character cut at the end of the head is text)
+    return False
