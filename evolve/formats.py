@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 import yaml
 
+from configbags.evolve.wrappers import unwrap
 from configbags.runtime.errors import YamlError
 from configbags.runtime.yamlsafe import StrictLoader, load_json, load_text, read_text_limited
 
@@ -31,7 +32,6 @@ DEFAULT_LAUNCHERS = ("*launch_server*",)
 CONFIG_KEYS = frozenset({"config", "serverArgs", "engineArgs", "engineConfig", "serverConfig"})
 ARG_KEYS = frozenset({"args", "extraArgs", "command"})
 ENV_KEYS = frozenset({"env", "extraEnv"})
-SHELLS = frozenset({"sh", "bash", "dash", "zsh"})  # programs whose `-c SCRIPT` is a shell script
 
 
 @attrs.frozen
@@ -151,43 +151,37 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
         yield current
 
 
-def _split_assignments(tokens: list[Token]) -> tuple[list[EnvVar], list[Token]]:
-    """`NAME=value cmd ...` and `export NAME=value`: the assignments and the rest."""
-    env: list[EnvVar] = []
-    rest = list(tokens)
-    if rest and rest[0].text in ("export", "env"):
-        rest = rest[1:]
-    while rest and "=" in rest[0].text and rest[0].text.split("=", 1)[0].isidentifier():
-        name, _, value = rest[0].text.partition("=")
-        env.append(EnvVar(name, None if _dynamic(value) else value, rest[0].line))
-        rest = rest[1:]
-    return env, rest
-
-
 def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Parsed:
     commands: list[Command] = []
     env: list[EnvVar] = []
     for tokens in shell_tokens(text, first_line):
-        assigned, rest = _split_assignments(tokens)
+        if tokens[0].text == "export":  # `export NAME=value ...`: assignments alone
+            tokens = tokens[1:]
+        words, script, assigned = _unwrapped(tokens, launchers)
         env += assigned
-        if rest:
-            nested = _shell_c(rest, launchers)
-            if nested is not None:
-                commands += nested.commands
-                env += nested.env
-            else:
-                commands.append(command_of(rest, launchers))
+        if script is not None:
+            commands += script.commands
+            env += script.env
+        elif words:
+            commands.append(command_of(words, launchers))
     return Parsed("shell", tuple(c for c in commands if c.launch), tuple(env))
 
 
-def _shell_c(tokens: Sequence[Token], launchers: Sequence[str]) -> Parsed | None:
-    """`sh -c 'script'` (a container's command, a Dockerfile RUN): the script, parsed."""
-    texts = [t.text for t in tokens]
-    if len(texts) >= 3 and Path(texts[0]).name in SHELLS and "-c" in texts[1:3]:
-        at = texts.index("-c") + 1
-        if at < len(tokens):
-            return parse_shell(tokens[at].text, launchers, tokens[at].line)
-    return None
+def _unwrapped(tokens: Sequence[Token], launchers: Sequence[str]) -> tuple[Sequence[Token], Parsed | None,
+                                                                              list[EnvVar]]:
+    """What a command's words run past its wrappers (`nohup`, `env -i`, `tini --`, `timeout 5`,
+    `kubectl exec POD --`: `evolve.wrappers`): the words of the command run, the script a
+    shell runs (`sh -c`, `bash -lc`, `su -c`: parsed, its launch lines), and the
+    variables the line sets (`A=1 cmd`, `env A=1 cmd`)."""
+    found = unwrap([t.text for t in tokens])
+    env = []
+    for i in found.assigned:
+        name, _, value = tokens[i].text.partition("=")
+        env.append(EnvVar(name, None if _dynamic(value) else value, tokens[i].line))
+    if found.script is None:
+        return tokens[found.start:], None, env
+    at, script = found.script
+    return tokens[found.start:], parse_shell(script, launchers, tokens[at].line), env
 
 
 # -- Python ------------------------------------------------------------------------------
@@ -259,13 +253,14 @@ class _PythonFinds:
         tokens = _list_tokens(node)
         if not tokens or all(t.dynamic for t in tokens):
             return
-        nested = _shell_c(tokens, self.launchers)  # ["bash", "-c", "python -m ... --flag"]
-        command = command_of(tokens, self.launchers)
+        words, nested, assigned = _unwrapped(tokens, self.launchers)  # ["bash", "-c", "python -m ... --flag"]
+        command = command_of(words, self.launchers)
         if nested is not None:
             self.commands += nested.commands
-            self.env += nested.env
+            self.env += [*assigned, *nested.env]
         elif command.launch:
             self.commands.append(command)
+            self.env += assigned
         else:
             return
         self.in_lists.update(id(e) for e in node.elts)
@@ -418,7 +413,7 @@ def _container(node: Marked, launchers: Sequence[str]) -> tuple[list[Command], l
     """A container (or anything shaped like one: a custom resource's predictor, a compose
     service): `command`/`entrypoint` and `args`, and `env`/`environment`."""
     program: list[Token] = []
-    for key in ("command", "entrypoint"):
+    for key in ("entrypoint", "command"):  # compose runs its entrypoint with its command as arguments
         part = node.get(key)
         if part is not None:
             program += _tokens_of(part)
@@ -432,13 +427,13 @@ def _container(node: Marked, launchers: Sequence[str]) -> tuple[list[Command], l
     commands: list[Command] = []
     tokens = [*program, *args]
     if tokens:
-        nested = _shell_c(tokens, launchers)
+        words, nested, assigned = _unwrapped(tokens, launchers)
+        env += assigned
         if nested is not None:
             commands += nested.commands
             env += nested.env
-        elif program:
-            command = command_of(tokens, launchers)
-            commands.append(command)
+        elif program or len(words) < len(tokens):
+            commands.append(command_of(words, launchers))
         else:
             commands.append(command_of(args, launchers, bare_args=True))
     return commands, env
@@ -636,12 +631,12 @@ def parse_dockerfile(text: str, launchers: Sequence[str]) -> Parsed:
 
 def _docker_launch(entrypoint: list[Token], cmd: list[Token], launchers: Sequence[str]) -> Command:
     tokens = [*entrypoint, *cmd]
-    nested = _shell_c(tokens, launchers)
+    words, nested, _ = _unwrapped(tokens, launchers)
     if nested is not None and nested.commands:
         return nested.commands[0]
     if not entrypoint and cmd and cmd[0].text.startswith("--"):
         return command_of(cmd, launchers, bare_args=True)
-    return command_of(tokens, launchers)
+    return command_of(words, launchers)
 
 
 # -- which format a file is --------------------------------------------------------------

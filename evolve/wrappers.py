@@ -1,0 +1,194 @@
+"""The command a launch line's wrappers run: `nohup`, `timeout 5`, `env -i A=1`, `tini --`,
+`dumb-init`, `sudo -u x`, `kubectl exec POD --`, `docker run IMAGE` and the like run the
+words after their own, and a shell given `-c` in any option cluster (`sh -c`, `bash -lc`,
+`sh -ec`, `bash -o pipefail -c`) or `su -c` runs a script. One table says, for each
+wrapper, which of its options take a value and how many words of its own (operands) come
+before the command, so every wrapper is unwrapped by the same getopt-style walk, wrappers
+inside wrappers too (`tini -- sh -c '...'`).
+
+Works on the words' text only: the caller maps the indices back to its own tokens."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
+
+import attrs
+
+
+@attrs.frozen
+class Wrapper:
+    """How a program that runs another command takes its own words."""
+
+    valued: frozenset[str] = frozenset()  # its options that take a value (the next word, or the rest of the word)
+    bare: frozenset[str] | None = None  # instead: the options that take none (every other takes a value)
+    operands: int = 0  # its own words after its options: timeout's duration, docker run's image, su's user
+    assignments: bool = False  # takes NAME=value words before the command (env, sudo)
+    script: frozenset[str] = frozenset()  # options whose value is a shell script (`su -c SCRIPT`)
+    shell: bool = False  # a shell: `-c` in an option cluster makes its first operand the script
+    dashdash: bool = False  # the command is what follows `--` (`kubectl exec POD -- CMD`)
+
+    def takes(self, option: str) -> bool:
+        return option not in self.bare if self.bare is not None else option in self.valued
+
+
+def _w(valued: str = "", *, operands: int = 0, assignments: bool = False, script: str = "",
+       shell: bool = False) -> Wrapper:
+    return Wrapper(frozenset(valued.split()), operands=operands, assignments=assignments,
+                   script=frozenset(script.split()), shell=shell)
+
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
+_SHELL = _w("-o +o -O +O --rcfile --init-file", shell=True)
+_SU = _w("-s --shell -g --group -G --supp-group -w --whitelist-environment -u --user", operands=1,
+         script="-c --command")
+_KUBECTL = Wrapper(dashdash=True)
+
+
+def _container(bare: str) -> Wrapper:
+    """`docker run` and the like: too many options take a value to list, so the few that
+    take none are listed; then the image (or container, or service), then the command."""
+    return Wrapper(bare=frozenset(bare.split()), operands=1)
+
+
+_DOCKER_RUN = _container("-d -i -t -P -q --rm --init --privileged --detach --interactive --tty --read-only "
+                         "--publish-all --no-healthcheck --oom-kill-disable --sig-proxy --help")
+_DOCKER_EXEC = _container("-d -i -t --detach --interactive --tty --privileged --help")
+_COMPOSE = _container("-d -i -t -T -P --rm --detach --interactive --tty --no-TTY --no-deps --service-ports "
+                      "--use-aliases --build --remove-orphans --quiet-pull --privileged --help")
+_Table = Mapping[str, "Wrapper | _Table"]
+_CONTAINERS: _Table = {
+    "run": _DOCKER_RUN, "exec": _DOCKER_EXEC, "container": {"run": _DOCKER_RUN, "exec": _DOCKER_EXEC},
+    "compose": {"run": _COMPOSE, "exec": _COMPOSE},
+}
+
+# program (its file name) -> how it takes its words; a mapping: by its subcommand (`docker run`)
+WRAPPERS: _Table = {
+    **dict.fromkeys(SHELLS, _SHELL),
+    "env": _w("-u --unset -C --chdir", assignments=True),
+    "nohup": _w(), "setsid": _w(), "time": _w(), "command": _w(), "busybox": _w(),
+    "exec": _w("-a"),
+    "nice": _w("-n --adjustment"),
+    "timeout": _w("-s --signal -k --kill-after", operands=1),
+    "stdbuf": _w("-i -o -e --input --output --error"),
+    "taskset": _w(operands=1),
+    "numactl": _w("-C -N -m -p -i --physcpubind --cpunodebind --membind --preferred --interleave"),
+    "tini": _w("-p -e"), "dumb-init": _w("-r --rewrite"),
+    "gosu": _w(operands=1), "su-exec": _w(operands=1), "chroot": _w("--userspec --groups", operands=1),
+    "sudo": _w("-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role -t --type "
+               "-T --command-timeout -U --other-user", assignments=True),
+    "doas": _w("-u -C"),
+    "su": _SU, "runuser": _SU,
+    "kubectl": {"exec": _KUBECTL, "run": _KUBECTL, "debug": _KUBECTL},
+    "oc": {"exec": _KUBECTL, "run": _KUBECTL, "debug": _KUBECTL},
+    "docker": _CONTAINERS, "podman": _CONTAINERS, "nerdctl": _CONTAINERS,
+    "docker-compose": {"run": _COMPOSE, "exec": _COMPOSE},
+}
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def is_assignment(word: str) -> bool:
+    return _ASSIGNMENT.match(word) is not None
+
+
+@attrs.frozen
+class Unwrapped:
+    """What a command's wrappers run: the command from word `start` on, or a shell script."""
+
+    start: int  # the first word of the command run (0: no wrapper)
+    script: tuple[int, str] | None = None  # or: (the word holding it, the script's text)
+    assigned: tuple[int, ...] = ()  # the NAME=value words the wrappers set (`env A=1 cmd`)
+
+
+def unwrap(words: Sequence[str]) -> Unwrapped:
+    """Unwrap `words` (a command's argv) wrapper by wrapper; a wrapper whose command is not
+    known here (`bash script.sh`, `su user`, `kubectl exec pod` without `--`) ends the walk
+    at itself."""
+    start = 0
+    assigned: list[int] = []
+    while start < len(words):  # each wrapper takes at least its own word
+        while start < len(words) and is_assignment(words[start]):  # `A=1 cmd`, as a shell reads it
+            assigned.append(start)
+            start += 1
+        found = _wrapper(words, start)
+        if found is None:
+            break
+        wrapper, at = found
+        taken = _own_words(wrapper, words, at, assigned)
+        if taken is None:
+            break
+        if isinstance(taken, tuple):
+            return Unwrapped(start, taken, tuple(assigned))
+        start = taken
+    return Unwrapped(start, None, tuple(assigned))
+
+
+def _wrapper(words: Sequence[str], start: int) -> tuple[Wrapper, int] | None:
+    """The wrapper `words[start]` names, and the index of its last word before its own
+    options (its subcommand's: `docker --context x run`)."""
+    if start >= len(words):
+        return None
+    entry: Wrapper | _Table | None = WRAPPERS.get(PurePosixPath(words[start]).name)
+    at = start
+    while isinstance(entry, Mapping):
+        table = entry
+        at = next((i for i in range(at + 1, len(words)) if words[i] in table or words[i] == "--"), len(words))
+        if at >= len(words) or words[at] == "--":
+            return None  # `kubectl get pods`, `docker build .`: runs no command of the line
+        entry = table[words[at]]
+    return (entry, at) if entry is not None else None
+
+
+def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -> int | tuple[int, str] | None:
+    """Walk the wrapper's own words from `at` (its name): the index of the command it runs,
+    (index, text) of the script it runs, or None when it runs neither."""
+    if w.dashdash:
+        dash = next((i for i in range(at + 1, len(words)) if words[i] == "--"), None)
+        return dash + 1 if dash is not None and dash + 1 < len(words) else None
+    i = at + 1
+    script_flag = False  # a shell's `-c`
+    dashdash = False
+    operands = 0
+    while i < len(words):
+        text = words[i]
+        if text == "--":
+            i += 1
+            dashdash = True
+            break
+        if text.startswith("--"):
+            name, eq, value = text.partition("=")
+            if name in w.script:
+                return (i, value) if eq else ((i + 1, words[i + 1]) if i + 1 < len(words) else None)
+            i += 2 if not eq and w.takes(name) else 1
+            continue
+        if len(text) > 1 and (text[0] == "-" or (w.shell and text[0] == "+")):
+            i += 1
+            for j in range(1, len(text)):  # a cluster of short options: `-lc`, `-it`, `-eFOO=1`
+                option = text[0] + text[j]
+                script_flag |= w.shell and option == "-c"
+                if option in w.script:
+                    rest = text[j + 1:]
+                    return (i - 1, rest) if rest else ((i, words[i]) if i < len(words) else None)
+                if w.takes(option):
+                    i += 0 if text[j + 1:] else 1  # its value: the rest of the word, or the next word
+                    break
+            continue
+        if text == "-":  # env's `-i`, su's `-l`, a shell's end of options
+            i += 1
+            continue
+        if w.assignments and is_assignment(text):
+            assigned.append(i)
+            i += 1
+            continue
+        if operands < w.operands and not w.shell:
+            operands += 1
+            i += 1
+            continue
+        break
+    if w.shell:
+        return (i, words[i]) if script_flag and i < len(words) else None
+    if w.script and not dashdash:
+        return None  # `su user`: a login shell, no command of the line (`runuser -u x -- CMD` has one)
+    return i if i < len(words) else None
