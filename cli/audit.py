@@ -434,9 +434,13 @@ def main(argv: list[str]) -> int:
                   "configbags audit record -- python -m myserver", file=sys.stderr)
             return 2
         status = record(cmd, args.out, append=args.append, package=args.package)
-        print(report([args.out]), end="")
-        print(f"observations in {args.out}; re-run the report with: "
-              f"configbags audit report {args.out} --workload '...'")
+        again = f"configbags audit report {args.out}{f' --package {args.package}' if args.package else ''}"
+        try:  # the summary reads the same package the redaction did
+            declared, namespaces = schema_sets(args.package) if args.package else (None, None)
+            print(report([args.out], declared=declared, namespaces=namespaces), end="")
+        except ConfigError as exc:  # the command ran and its reads are kept: its status stands
+            print(f"configbags audit record: cannot summarise the reads: {exc}", file=sys.stderr)
+        print(f"observations in {args.out}; re-run the report with: {again} --workload '...'")
         return status
     missing = [str(p) for p in args.files if not p.is_file()]
     if missing:

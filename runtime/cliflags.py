@@ -130,8 +130,8 @@ def secret_variables(registry: Registry) -> frozenset[str]:
 def shown_argv(argv: Sequence[str], secret: Callable[[str], bool],
                secret_variable: Callable[[str], bool] | None = None) -> list[str]:
     """`argv` as it may be printed (a suggested launch line, a log, an observation file):
-    the value after each flag `secret` says is one (`--api-key K`, `--api-key=K`) reads
-    REDACTED; with `secret_variable`, so does the value of an assignment to a variable it
+    the value after each flag `secret` says is one (`--api-key K`, `--api-key=K`, a short
+    alias's attached `-kK`) reads REDACTED; with `secret_variable`, so does the value of an assignment to a variable it
     names (`env SGLANG_API_KEY=K cmd`); an argument holding a shell command (`sh -c "...
     --api-key K"`) is judged word by word (REDACTED whole where it does not split as shell
     words). Everything else is as given. `secret` is usually
@@ -150,6 +150,8 @@ def shown_argv(argv: Sequence[str], secret: Callable[[str], bool],
         elif flag.startswith("-") and secret(flag):
             out.append(f"{name}={REDACTED}" if eq and value else arg)
             hide = not (eq and value)  # `--api-key= K`: the key is the next word
+        elif len(arg) > 2 and arg[0] == "-" and arg[1] != "-" and secret(arg[:2]):
+            out.append(f"{arg[:2]}{REDACTED}")  # a short alias with its value attached (`-kKEY`), as argparse takes it
         elif eq and secret_variable is not None and name.isidentifier() and secret_variable(name):
             out.append(f"{name}={REDACTED}")
         else:
@@ -161,11 +163,21 @@ _DASHES = frozenset("\u2012\u2013\u2014\u2015\u2212")
 
 
 def _shown_shell(text: str, secret: Callable[[str], bool], secret_variable: Callable[[str], bool] | None) -> str:
+    """A word holding whitespace, judged as the shell words it splits into. Every space it
+    holds splits it, a Unicode one too (`--api-key\u00a0K` reads as a flag and its key),
+    so each word is shorter than `text` (a quote or an escape is gone where a space did not
+    split) and the judging of the words ends."""
     import shlex
 
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    lexer.whitespace += "".join(sorted({c for c in text if c.isspace()} - set(lexer.whitespace)))
     try:
-        words = shlex.split(text)
+        words = list(lexer)
     except ValueError:
         return REDACTED  # not shell words: no telling where a key in it starts
+    if any(len(word) >= len(text) for word in words):
+        return REDACTED  # cannot happen (see above); never judge a word by itself again
     shown = shown_argv(words, secret, secret_variable)
     return text if shown == words else shlex.join(shown)

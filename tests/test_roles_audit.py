@@ -12,10 +12,13 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from configbags import audit
 from configbags.cli import main as cli_main
 from configbags.generated.role_audit import ROLE_NAMESPACE_SETS
+from configbags.runtime.cliflags import shown_argv
 
 REPO = Path(__file__).resolve().parent.parent
 AUDIT_SCHEMA = {
@@ -292,3 +295,51 @@ def test_names_the_schema_lacks_are_not_counted_and_no_text_forges_a_line(tmp_pa
     assert roles["detokenizer"]["audits"][0]["observed"] == ["serving"]
     default = audit.report([f])  # the workload taken from the run event is escaped too
     assert "workload: record-mode run of: serve\\nx: forged\n" in default
+
+
+SPACES = "\u00a0\u2003\u3000\u2028\u0085\u1680\u202f\x1c\t\n "
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(f"ab-=k'\"\\{SPACES}"), max_size=12), max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_any_words_are_shown_never_a_traceback(words: list[str]) -> None:
+    """Any word, a Unicode space in it too, is shown (redacted as usual), never a
+    RecursionError: each word holding a space is judged as the shorter words it splits into."""
+    shown = shown_argv(["true", *words], {"--api-key", "-k"}.__contains__)
+    assert shown[0] == "true" and len(shown) == len(words) + 1
+
+
+@pytest.mark.parametrize("space", list(SPACES[:6]))
+def test_a_flag_and_its_key_joined_by_a_unicode_space_are_redacted(space: str) -> None:
+    shown = audit.shown_command(["true", f"x{space}y", f"--api-key{space}SEKRET-6", f"--model-path{space}m"],
+                                "configbags.generated")
+    assert "SEKRET" not in shown and shown.startswith(f"true x{space}y ")
+
+
+def test_audit_record_runs_a_command_with_a_unicode_space(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "marker"
+    out = tmp_path / "o.jsonl"
+    assert audit.main(["record", "--out", str(out), "--", sys.executable, "-c",
+                       "import pathlib, sys; pathlib.Path(sys.argv[1]).touch()", str(marker), "x\u00a0y"]) == 0
+    assert marker.exists() and "x\u00a0y" in json.loads(out.read_text().splitlines()[0])["command"]
+
+
+def test_a_short_alias_with_its_value_attached_is_redacted() -> None:
+    secret = {"--api-key", "--token", "-k"}.__contains__
+    assert shown_argv(["true", "-kSEKE", "-k=SEKE", "-k", "SEKE", "-vx", "-p1"], secret) == [
+        "true", "-k<redacted>", "-k=<redacted>", "-k", "<redacted>", "-vx", "-p1"]
+
+
+def test_record_outside_a_project_reads_the_package_named_and_keeps_the_status(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml above: only --package names the package
+    out = tmp_path / "o.jsonl"
+    code = "import sys; sys.exit(7)"
+    assert audit.main(["record", "--package", "configbags.generated", "--out", str(out), "--",
+                       sys.executable, "-c", code]) == 7
+    captured = capsys.readouterr()
+    assert "no role published" in captured.out and "--package configbags.generated" in captured.out
+    assert "no generated config package" not in captured.err
+    # without one the command still ran and its status stands; the summary says why it is missing
+    assert audit.main(["record", "--out", str(out), "--", sys.executable, "-c", code]) == 7
+    assert "cannot summarise the reads" in capsys.readouterr().err
