@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -41,7 +42,7 @@ from configbags.evolve.revisions import checkout
 from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
 from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
 from configbags.runtime.cliflags import argument_options
-from configbags.runtime.cmdline import UsageErrors, unrecognized
+from configbags.runtime.cmdline import UsageErrors, shown_flag, unrecognized
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
 from configbags.runtime.keys import (
     ADMIN_KEY_LEAF,
@@ -281,6 +282,11 @@ class Linter:
         # a YAML null too: the server refuses a config file's `api_key:` (a template that rendered nothing)
         if leaf.secret and (value is None or isinstance(value, str)) and none_like(value):
             return _none_like_secret(leaf, written, file, line)
+        if isinstance(value, str) and (other := self._swallowed(value)) is not None:
+            return Finding("lint-bad-value", written, f"the value of {written} holds {other} after a space (the value "
+                           f"not shown, as it may be a secret): flags written as one word, which the server takes "
+                           f"whole as the value of {written}, never seeing {other}", file, line,
+                           "give each flag its own word (its own item of a Kubernetes `args` list)")
         if leaf.name in KEY_LEAVES and isinstance(value, str) and (why := unusable(value)) is not None:
             # the door's own rule (serve refuses the key at start)
             named = written if written == leaf.name else f"{written} ({leaf.name})"
@@ -320,6 +326,10 @@ class Linter:
             if token.dynamic or not token.text.startswith("--"):
                 continue
             flag, eq, inline_text = token.text.partition("=")
+            head, cut = shown_flag(token.text)
+            if cut and flag != "--":  # a flag and its value as one word: only the flag is ever shown
+                yield self._joined(head, file, token.line)
+                continue
             given = self.flags.get(flag)
             if given is not None and given.leaf.secret:
                 if given.leaf.name in secrets_given:
@@ -339,10 +349,47 @@ class Linter:
                 if (found := self._lifecycle(spelling, flag, file, token.line)) is not None:
                     yield found
                 taken, i = _leaf_flag_values(spelling.leaf, inline, args, i)
+                if spelling.leaf.secret and not taken and inline is None and i < len(args) and not args[i].dynamic \
+                        and args[i].text.startswith("-") and not self._known(args[i].text):
+                    # most likely the secret itself, starting with a dash: never shown as an unknown flag
+                    yield Finding("lint-bad-value", flag, f"{flag} ({spelling.leaf.name}) is followed by a word that "
+                                  f"starts with `-` and is no flag (not shown, as it may be the secret): the server "
+                                  f"takes it for a flag and refuses the launch line", file, token.line,
+                                  f"write {flag}=VALUE for a value that starts with a dash")
+                    i += 1
+                    continue
                 yield from self._leaf_flag(spelling.leaf, flag, inline is not None, taken, file, token.line)
                 if spelling.leaf.name in KEY_LEAVES and len(taken) == 1 and not taken[0].dynamic:
                     keys[spelling.leaf.name] = (taken[0].text, taken[0].line)
         yield from _same_key(keys, file)
+
+    def _known(self, word: str) -> bool:
+        flag = word.partition("=")[0]
+        return flag in self.flags or flag in RECORD_FLAGS
+
+    def _joined(self, head: str, file: str, line: int) -> Finding:
+        """A word that starts with a flag and holds more than `--flag=VALUE` (a space, a
+        no-break space): the server takes no flag from it. Only the flag part is shown."""
+        rest = "the rest of the word not shown, as a value may be a secret"
+        fix = (f"write the flag and its value as two words (two items of a Kubernetes `args` list), or "
+               f"{head or '--flag'}=VALUE")
+        if not head:
+            return Finding("lint-refused", "launch line", f"a word starting with `--` is no flag name ({rest}): the "
+                           f"server refuses the launch line", file, line, fix)
+        if self._known(head):
+            return Finding("lint-refused", head, f"{head} and its value are one word ({rest}): the server takes no "
+                           f"flag from it and refuses the launch line", file, line, fix)
+        found = self._unknown(head, "flag", file, line)
+        return attrs.evolve(found, message=f"{found.message}, written as one word with what follows it ({rest})",
+                            fix=fix)
+
+    def _swallowed(self, text: str) -> str | None:
+        """A known flag written after a space inside a value (`--api-key=K --tp-size=2` as
+        one word): the flag the value swallowed."""
+        for found in _FLAG_AFTER_SPACE.finditer(text):
+            if self._known(found.group(1)):
+                return found.group(1).partition("=")[0]
+        return None
 
     def _record_flag(self, flag: str, taken: Sequence[Token], file: str, line: int) -> Iterator[Finding]:
         """The record's own flags: only `--preset` has a value to check."""
@@ -448,6 +495,9 @@ class Linter:
             return [Finding("lint-unreadable", shown, f"YAML error: {exc.problem or exc}", shown,
                             mark.line + 1 if mark else 1)]
         return found
+
+
+_FLAG_AFTER_SPACE = re.compile(r"\s(--[A-Za-z][\w.-]*)")
 
 
 def _same_key(keys: Mapping[str, tuple[Any, int]], file: str) -> Iterator[Finding]:

@@ -135,6 +135,17 @@ class UsageErrors(argparse.ArgumentParser):
 _FLAG_NAME = re.compile(r"--[A-Za-z][\w.-]{0,63}|-[A-Za-z]")
 
 
+def shown_flag(word: str) -> tuple[str, bool]:
+    """The part of `word` that may be shown as a flag name (`--name`, before any `=`), and
+    whether more of the word was left out: a flag and its value written as one word
+    (`"--api-key K"`, a no-break space between them) shows `--api-key` only, as what
+    follows may be a secret."""
+    name = word.partition("=")[0]
+    found = _FLAG_NAME.match(name)
+    head = found.group() if found is not None else ""
+    return head, head != name
+
+
 def unrecognized(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
     """'unrecognized flag(s) ...' for the words `parser` did not take: each flag by its name,
     with a did-you-mean when one is close; any other word (a value, perhaps a secret) only

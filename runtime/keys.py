@@ -12,8 +12,8 @@ API_KEY_LEAF = "api_key"  # reads need this key when it is set
 ADMIN_KEY_LEAF = "admin_api_key"  # PATCH needs this key; unset disables PATCH
 KEY_LEAVES = (API_KEY_LEAF, ADMIN_KEY_LEAF)
 
-UNUSABLE_FIX = ("give a key of printable ASCII without surrounding spaces (e.g. `openssl rand -hex 32`), or leave "
-                "it unset to turn that protection off")
+UNUSABLE_FIX = ("give a key of printable ASCII without spaces (e.g. `openssl rand -hex 32`), each flag its own "
+                "word, or leave it unset to turn that protection off")
 SAME_KEY = (f"{API_KEY_LEAF} and {ADMIN_KEY_LEAF} are the same key, so every client that may read could also "
             f"change the config")
 SAME_KEY_FIX = "give the admin a key of its own (e.g. `openssl rand -hex 32`)"
@@ -23,7 +23,8 @@ def unusable(key: Any) -> str | None:
     """Why no request could ever carry `key` byte for byte in its bearer header (so every
     request would fail, or answer 500), or None for a usable key: not text, empty,
     undecodable bytes from the environment, non-ASCII (headers are read as latin-1),
-    surrounding whitespace (the bearer token is stripped), control characters."""
+    surrounding whitespace (the bearer token is stripped), inner whitespace (a bearer token
+    is one word), control characters."""
     if not isinstance(key, str):
         return f"is a {type(key).__name__}, not text"
     if not key:
@@ -34,6 +35,11 @@ def unusable(key: Any) -> str | None:
         return "holds non-ASCII characters (HTTP headers are read as latin-1)"
     if key != key.strip():
         return "has surrounding whitespace (the bearer token is stripped before it is compared)"
+    if any(c.isspace() for c in key):
+        # RFC 6750's b64token has no space; a key holding one is most often flags written as
+        # one word (`--api-key=K --tp-size=2`), whose next flag the key swallowed
+        return ("holds whitespace (a bearer token is one word; flags written as one word, `--api-key=K --tp-size=2`, "
+                "make such a key of the next flag)")
     if not key.isprintable():
         return "holds control characters (they cannot be sent in a header)"
     return None

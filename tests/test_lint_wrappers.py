@@ -81,3 +81,50 @@ def test_unwrap_walks_each_wrappers_own_words(line: str, runs: str) -> None:
     found = unwrap(words)
     shown = f"script {found.script[1]}" if found.script is not None else " ".join(words[found.start:])
     assert shown == runs
+
+
+POD = ("apiVersion: v1\nkind: Pod\nmetadata: {{name: x}}\nspec:\n  containers:\n  - name: c\n    image: i\n"
+       "    command: [python, -m, sglang.launch_server]\n    args: {args}\n")
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "github", "sarif"])
+def test_a_flag_and_its_key_as_one_word_show_the_flag_only(tmp_path: Path, fmt: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Every output format shows the flag part of such a word, never what follows it."""
+    pod = tmp_path / "k.yaml"
+    pod.write_text(POD.format(args='["--api-key SEKRET2", "--tp-size 2", "--model-path m", "--tp-sise SEKRET3"]'))
+    script = tmp_path / "a.sh"
+    script.write_text("#!/bin/sh\npython -m sglang.launch_server --model-path m \"--api-key\u00a0SEKRETNBSP\"\n"
+                      "python -m sglang.launch_server --model-path m --admin-api-key --SEKDASH7\n")
+    assert lint.main([str(pod), str(script), "--no-cache", "--format", fmt]) == 1
+    out = capsys.readouterr().out
+    assert "SEKRET" not in out and "SEKDASH" not in out and "--api-key" in out
+
+
+def test_the_findings_name_the_flag_and_say_the_rest_was_not_shown(tmp_path: Path, view: SchemaView) -> None:
+    pod = tmp_path / "k.yaml"
+    pod.write_text(POD.format(args='["--api-key SEKRET2", "--tp-sise 2", "--model-path=m"]'))
+    script = tmp_path / "a.sh"
+    script.write_text("#!/bin/sh\npython -m sglang.launch_server --model-path m --admin-api-key --SEKDASH7\n")
+    found = {(f.rule, f.subject): f.message for f in lint.lint([pod, script], view)}
+    assert set(found) == {("lint-refused", "--api-key"), ("lint-unknown", "--tp-sise"),
+                          ("lint-bad-value", "--admin-api-key")}
+    assert "one word (the rest of the word not shown" in found["lint-refused", "--api-key"]
+    assert "did you mean '--tp-size'?" in found["lint-unknown", "--tp-sise"]
+    assert "not shown, as it may be the secret" in found["lint-bad-value", "--admin-api-key"]
+
+
+@pytest.mark.parametrize("args", ['["--model-path=m", "--api-key=SEKRET9 --tp-size=2"]',
+                                  '["--model-path", "m --tp-size 2"]', '["--model-path=m\u00a0--tp-size=2"]'])
+def test_a_value_that_swallowed_the_next_flag_is_breaking(tmp_path: Path, view: SchemaView, args: str) -> None:
+    """`--api-key=K --tp-size=2` as one word: the server would take it all as the key (and
+    its own key rule now refuses a key holding a space); lint names the flag swallowed."""
+    pod = tmp_path / "k2.yaml"
+    pod.write_text(POD.format(args=args))
+    [finding] = lint.lint([pod], view)
+    assert (finding.rule, finding.line) == ("lint-bad-value", 9)
+    assert "holds --tp-size after a space" in finding.message and "SEKRET" not in finding.message
+    config = tmp_path / "server.yaml"
+    config.write_text("model_path: m\napi_key: SEKRET9 --port 1\n")
+    [finding] = lint.lint([config], view)
+    assert (finding.subject, finding.rule) == ("api_key", "lint-bad-value") and "holds --port" in finding.message
