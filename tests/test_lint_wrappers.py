@@ -9,6 +9,8 @@ import shlex
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from configbags.evolve import lint
 from configbags.evolve.view import SchemaView, load_view
@@ -128,3 +130,26 @@ def test_a_value_that_swallowed_the_next_flag_is_breaking(tmp_path: Path, view: 
     config.write_text("model_path: m\napi_key: SEKRET9 --port 1\n")
     [finding] = lint.lint([config], view)
     assert (finding.subject, finding.rule) == ("api_key", "lint-bad-value") and "holds --port" in finding.message
+
+
+def test_dockerfiles_and_python_argv_lists_are_unwrapped_too(tmp_path: Path, view: SchemaView) -> None:
+    docker = tmp_path / "Dockerfile"
+    docker.write_text('FROM x\nENTRYPOINT ["tini", "--"]\nCMD ["python", "-m", "sglang.launch_server", "--tp-sise", "2"]\n'
+                      'FROM y\nCMD ["/bin/bash", "-lc", "python -m sglang.launch_server --prot 1"]\n')
+    script = tmp_path / "run.py"
+    script.write_text('import subprocess\nsubprocess.run(["nohup", "bash", "-lc", "python -m sglang.launch_server '
+                      '--tp-sise 2"])\nsubprocess.run(["timeout", "5", "python", "-m", "sglang.launch_server", '
+                      '"--prot", "2"])\n')
+    found = [(Path(f.file).name, f.line, f.subject) for f in lint.lint([docker, script], view)]
+    assert found == [("Dockerfile", 3, "--tp-sise"), ("Dockerfile", 5, "--prot"), ("run.py", 2, "--tp-sise"),
+                     ("run.py", 3, "--prot")]
+
+
+@given(st.lists(st.sampled_from(["sh", "-lc", "-c", "--", "-", "env", "A=1", "timeout", "5", "kubectl", "exec",
+                                 "docker", "run", "-e", "su", "tini", "x", "-o", "--rm"]), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_unwrap_ends_inside_the_words_for_any_words(words: list[str]) -> None:
+    found = unwrap(words)
+    assert 0 <= found.start <= len(words)
+    assert found.script is None or 0 <= found.script[0] < len(words)
+    assert all(0 <= i < len(words) and "=" in words[i] for i in found.assigned)
