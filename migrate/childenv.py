@@ -1,8 +1,9 @@
 """The environment read outside Python, where the module spells it: the command of a child
 process (`subprocess.run(["sh", "-c", "echo $SGLANG_PAGE_SIZE"])`, `os.system("...
-${SGLANG_PAGE_SIZE}")`, `os.popen`, `os.exec*`, `os.spawn*`, `asyncio.create_subprocess_*`)
-whose literal text names a declared variable, and C's `getenv` called through ctypes
-(configbags.migrate.reflection follows the library objects).
+${SGLANG_PAGE_SIZE}")`, every launcher of LAUNCHERS, which says where each takes its
+command) whose literal text names a declared variable, and C's `getenv` called through
+ctypes (configbags.migrate.reflection follows the library objects). The program a shell or
+Python child reads on its standard input (stdin_reader) is judged as its `-c` script.
 
 A command names a variable when the variable's name occurs in it as a whole word, however
 the child reads it (`$NAME`, `${NAME}`, `%NAME%`, `printenv NAME`, `python -c
@@ -24,9 +25,11 @@ runs, as path specs the module's analysis keeps (FlowFacts.children), and
 configbags.migrate.childfiles reads them where the tree's scan knows their place.
 
 A child that prints the whole environment back reads every variable (prints_environment):
-`env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, as the command
-`env` or a wrapper (`exec`, `nohup`) runs, or any simple command of a shell's script
-(shell_commands), and a Python child whose `-c` code uses the environment whole."""
+`env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, `ps e`, a read of
+`/proc/.../environ`, as the command `env` or a wrapper (`exec`, `nohup`) runs, or any
+simple command of a shell's script (shell_commands), and a Python child whose `-c` code
+uses the environment whole. So does a shell child reading a variable by a name it builds
+(`eval`, `${!name}`, `printenv "$0$1"`, `declare -n`): the names are not in its text."""
 
 from __future__ import annotations
 
