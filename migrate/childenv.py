@@ -300,7 +300,7 @@ _OPERATORS = ";|&()\n"
 # need not appear (`for (k in ENVIRON) if (k ~ /^SGLANG_/) print ENVIRON[k]`)
 _WHOLE_ENV_WORDS = {
     **dict.fromkeys(("awk", "gawk", "mawk", "nawk", "busybox"), ("ENVIRON",)),
-    "perl": ("%ENV", "keys(%ENV", "each(%ENV"),
+    "perl": ("%ENV", "keys(%ENV", "each(%ENV", "$ENV{$", "$ENV{ $"),  # (or a key held in a variable)
     "node": ("process.env",), "nodejs": ("process.env",), "deno": ("Deno.env",),
     "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
 }
@@ -456,7 +456,11 @@ def shell_prints_environment(script: str, python_reads_whole: Callable[[str], bo
         return True  # `${!SGLANG_*}`, `${!name}`: variables by a prefix, or by a name held in another
     if _PROC_ENVIRON.search(script):
         return True
-    return any(prints_environment(command, python_reads_whole, depth) for command in shell_commands(script))
+    # a command substitution quoted inside a word (`echo "$(printenv "$1")"`) is a script too
+    scripts = [script, *(script[at.end() :] for at in re.finditer(r"\$\(", script) if '"' in script[: at.start()])]
+    return any(
+        prints_environment(command, python_reads_whole, depth) for text in scripts for command in shell_commands(text)
+    )
 
 
 def shell_commands(script: str) -> list[list[Word]]:

@@ -35,6 +35,8 @@ def test_a_name_spelled_through_a_transformation_is_read(tmp_path: Path, body: s
     """['sh', '-c', 'printenv "$0$1"', 'SGLANG_PAGE', '_SIZE']""",
     """['sh', '-c', 'eval "echo \\\\$$0$1"', 'SGLANG_PAGE', '_SIZE']""",
     """['bash', '-c', 'declare -n v="$0$1"; echo "$v"', 'SGLANG_PAGE', '_SIZE']""",
+    """['sh', '-c', 'echo "$(printenv "$0$1")"', 'SGLANG_PAGE', '_SIZE']""",
+    """['perl', '-e', 'print $ENV{$ARGV[0] . $ARGV[1]}', 'SGLANG_PAGE', '_SIZE']""",
     """['ps', 'eww', '-o', 'args=', '-p', str(os.getpid())]""",
     """'ps e -p $$', shell=True""",
 ])
@@ -51,6 +53,8 @@ def test_a_child_building_the_name_or_dumping_the_environment_is_unresolved(tmp_
     "['ps', 'aux']",
     "['sh', '-c', 'echo $0', 'hello']",
     "['printenv', 'HOME']",
+    """['sh', '-c', 'echo "$(date)" "$(printenv HOME)"']""",
+    """['perl', '-e', 'print $ENV{HOME}']""",
     "'make -C build && echo done', shell=True",
     "['cat', '/proc/self/status']",
 ])
