@@ -1414,12 +1414,25 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             proc = func.value.value
         else:
             return
-        for value, _ in self.strings.bound(proc, self.enclosing) or ():
+        for value in self._started(proc):
             started = value.value if isinstance(value, ast.Await) else value
             if isinstance(started, ast.Call):
                 callee = frozenset(p for p in self.d.kind(started.func, self.scope) if p.startswith(_ENV_CHILD_PROCESS))
                 if callee:
                     self._stdin_program(node, self._child_commands(started, callee), node.args[0], named=True)
+
+    def _started(self, proc: ast.expr) -> list[ast.expr]:
+        """What `proc` is bound to: by an assignment, or as a `with` statement's target
+        (`with subprocess.Popen([...], stdin=PIPE) as p`)."""
+        values = [value for value, _ in self.strings.bound(proc, self.enclosing) or () if value is not None]
+        if isinstance(proc, ast.Name) and self.enclosing:
+            for node in ast.walk(self.enclosing[-1]):
+                if isinstance(node, (ast.With, ast.AsyncWith)):
+                    values += [
+                        item.context_expr for item in node.items
+                        if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == proc.id
+                    ]
+        return values
 
     def _stdin_program(
         self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], given: ast.expr, named: bool

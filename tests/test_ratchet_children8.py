@@ -115,6 +115,7 @@ def test_other_launchers_with_ordinary_commands_read_nothing(tmp_path: Path) -> 
     ("def f():\n    return subprocess.run(['bash'], input='v=SGLANG_PAGE; v=${v}_SIZE; echo \"${!v}\"')\n", "$?"),
     ("def f():\n    return subprocess.check_output(['python3'], input=b'import os; print(dict(os.environ))')\n", "$?"),
     ("def f(script):\n    return subprocess.run(['sh'], input=script)\n", "$?"),
+    ("def f():\n    with subprocess.Popen(['sh'], stdin=PIPE) as p:\n        p.communicate(b'printenv SGLANG_PAGE_SIZE')\n", PAGE),
     ("async def f():\n    proc = await asyncio.create_subprocess_exec('sh', stdin=PIPE)\n"
      "    await proc.communicate(b'echo $SGLANG_PAGE_SIZE')\n", PAGE),
 ])
@@ -127,6 +128,7 @@ def test_a_program_on_a_childs_stdin_is_judged_as_its_script(tmp_path: Path, bod
 @pytest.mark.parametrize("body", [
     "def f():\n    return subprocess.Popen(['grep', 'x'], stdin=PIPE).communicate(b'data')\n",
     "def f(data):\n    p = subprocess.Popen(['gzip'], stdin=PIPE)\n    p.stdin.write(data)\n    return p.communicate()\n",
+    "def f(data):\n    with subprocess.Popen(['gzip'], stdin=PIPE) as p:\n        p.communicate(data)\n",
     "def f():\n    return subprocess.run(['sh'], input='echo hi')\n",
     "def f():\n    return subprocess.run([sys.executable, '-'], input='print(1)')\n",
     "def f(data):\n    return subprocess.run(['sh', 'tools/x.sh'], input=data)\n",
