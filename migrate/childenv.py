@@ -1,8 +1,9 @@
 """The environment read outside Python, where the module spells it: the command of a child
 process (`subprocess.run(["sh", "-c", "echo $SGLANG_PAGE_SIZE"])`, `os.system("...
-${SGLANG_PAGE_SIZE}")`, `os.popen`, `os.exec*`, `os.spawn*`, `asyncio.create_subprocess_*`)
-whose literal text names a declared variable, and C's `getenv` called through ctypes
-(configbags.migrate.reflection follows the library objects).
+${SGLANG_PAGE_SIZE}")`, every launcher of LAUNCHERS, which says where each takes its
+command) whose literal text names a declared variable, and C's `getenv` called through
+ctypes (configbags.migrate.reflection follows the library objects). The program a shell or
+Python child reads on its standard input (stdin_reader) is judged as its `-c` script.
 
 A command names a variable when the variable's name occurs in it as a whole word, however
 the child reads it (`$NAME`, `${NAME}`, `%NAME%`, `printenv NAME`, `python -c
@@ -24,9 +25,11 @@ runs, as path specs the module's analysis keeps (FlowFacts.children), and
 configbags.migrate.childfiles reads them where the tree's scan knows their place.
 
 A child that prints the whole environment back reads every variable (prints_environment):
-`env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, as the command
-`env` or a wrapper (`exec`, `nohup`) runs, or any simple command of a shell's script
-(shell_commands), and a Python child whose `-c` code uses the environment whole."""
+`env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, `ps e`, a read of
+`/proc/.../environ`, as the command `env` or a wrapper (`exec`, `nohup`) runs, or any
+simple command of a shell's script (shell_commands), and a Python child whose `-c` code
+uses the environment whole. So does a shell child reading a variable by a name it builds
+(`eval`, `${!name}`, `printenv "$0$1"`, `declare -n`): the names are not in its text."""
 
 from __future__ import annotations
 
@@ -35,16 +38,47 @@ import re
 import shlex
 from collections.abc import Callable, Iterator, Sequence
 
-# Callables that start a child process from a command (dotted paths, as the door analysis
-# resolves them under any alias); the prefixes name families.
-CHILD_PROCESS_PREFIXES = (
-    "subprocess.", "asyncio.create_subprocess_", "asyncio.subprocess.", "os.exec", "os.spawn", "os.posix_spawn",
-    "os.system", "os.popen", "pty.spawn",
+# The launchers of a child process (dotted paths, as the door analysis resolves them under
+# any alias; the prefixes name families), each with where its command is:
+#   command  the first argument, or the keyword args/cmd/command: an argv or a command line
+#   exec     (path, arg0, args...) or (path, argv[, env]): os.exec*, a libc exec* through ctypes
+#   spawn    (mode, path, ...), then as exec: os.spawn*
+#   argv     (path, argv, ...): os.posix_spawn*, multiprocessing's spawnv_passfds
+#   program  (program, *args): asyncio.create_subprocess_exec
+#   loop     (protocol_factory, cmd): an event loop's subprocess_shell
+#   loop_exec (protocol_factory, program, *args): an event loop's subprocess_exec
+# C's launchers reached through ctypes or cffi (`ctypes.CDLL(None).system(b"...")`) are
+# `<ffi>._lib.<name>` (C_LIBRARY), as the door analysis gives a loaded library's functions.
+C_FFI = ("ctypes", "_ctypes", "cffi", "_cffi_backend")
+C_LIBRARY = "_lib"
+_C_LAUNCHERS = (("system", "command"), ("popen", "command"), ("exec", "exec"))
+# an event loop's own launchers, known by the method's name on any receiver
+LOOP_LAUNCHERS = {"subprocess_shell": "asyncio.AbstractEventLoop.subprocess_shell",
+                  "subprocess_exec": "asyncio.AbstractEventLoop.subprocess_exec"}
+LAUNCHERS: tuple[tuple[str, str], ...] = (
+    ("asyncio.create_subprocess_exec", "program"), ("asyncio.subprocess.create_subprocess_exec", "program"),
+    ("asyncio.AbstractEventLoop.subprocess_shell", "loop"), ("asyncio.AbstractEventLoop.subprocess_exec", "loop_exec"),
+    ("subprocess.", "command"), ("asyncio.create_subprocess_", "command"), ("asyncio.subprocess.", "command"),
+    ("os.posix_spawn", "argv"), ("os.exec", "exec"), ("os.spawn", "spawn"), ("os.system", "command"),
+    ("os.popen", "command"), ("pty.spawn", "command"),
+    ("distutils.spawn.spawn", "command"), ("setuptools._distutils.spawn.spawn", "command"),
+    ("multiprocessing.util.spawnv_passfds", "argv"), ("_posixsubprocess.fork_exec", "command"),
+    *((f"{ffi}.{C_LIBRARY}.{name}", shape) for ffi in C_FFI for name, shape in _C_LAUNCHERS),
 )
+CHILD_PROCESS_PREFIXES = tuple(prefix for prefix, _ in LAUNCHERS)
 # The words a module must show for one to be called (a gate, substring tests).
 CHILD_PROCESS_WORDS = ("subprocess", "system", "popen", "exec", "spawn")
-# Keyword arguments that are no part of the command.
+# Names whose statements the door analysis walks, besides the launchers' own: a loaded C
+# library (`libc = ctypes.CDLL(None)`), and what writes a child's standard input
+CHILD_PROCESS_NAMES = frozenset({
+    "CDLL", "PyDLL", "WinDLL", "OleDLL", "LoadLibrary", "cdll", "dlopen", "communicate", "stdin",
+    "spawnv_passfds", "fork_exec", *LOOP_LAUNCHERS,
+})
+# Keyword arguments that are no part of the command (`input=`, the child's standard input,
+# is judged as the program of a child that reads one there: stdin_program).
 _NOT_COMMAND = frozenset({"env", "cwd", "stdin", "stdout", "stderr", "encoding", "errors", "executable"})
+# str methods a command word may be spelled through (`"sglang_page_size".upper()`)
+_CASE_METHODS = frozenset({"upper", "lower", "casefold", "swapcase", "title", "capitalize", "strip"})
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # C's readers of the environment, as ctypes reaches them from a loaded library.
 C_GETENV = frozenset({"getenv", "secure_getenv", "_wgetenv", "getenv_s", "_wgetenv_s", "_dupenv_s"})
@@ -52,6 +86,76 @@ C_GETENV = frozenset({"getenv", "secure_getenv", "_wgetenv", "getenv_s", "_wgete
 
 def is_child_process(path: str) -> bool:
     return path.startswith(CHILD_PROCESS_PREFIXES)
+
+
+def launcher_shape(path: str) -> str | None:
+    """Where the command of the launcher `path` is (LAUNCHERS), None for no launcher."""
+    return next((shape for prefix, shape in LAUNCHERS if path.startswith(prefix)), None)
+
+
+Argv = list[ast.expr | None]
+
+
+def launcher_commands(path: str, args: Sequence[ast.expr], keywords: Sequence[ast.keyword]) -> list[ast.expr | Argv]:
+    """What the launcher `path` called with `args` runs: an argv (word expressions, None
+    for one not shown) or an expression giving a command line or an argv."""
+    shape = launcher_shape(path)
+    if shape == "program":
+        return [list(args)]
+    if shape == "loop_exec":
+        return [list(args[1:])] if len(args) > 1 else []
+    if shape == "loop":
+        return [args[1]] if len(args) > 1 else []
+    if shape in ("exec", "spawn", "argv"):
+        return list(_exec_argv(shape, path, args))
+    if shape == "command":
+        command = args[0] if args else next((k.value for k in keywords if k.arg in ("args", "cmd", "command")), None)
+        return [command] if command is not None else []
+    return []
+
+
+def _exec_argv(shape: str, path: str, args: Sequence[ast.expr]) -> list[Argv]:
+    """The argv of `os.exec*`, `os.spawn*` and `os.posix_spawn*` as the call spells it: the
+    program's path, then the arguments after argv[0] (`os.execl(path, arg0, *args)`,
+    `os.execv(path, [arg0, *args])`, `os.spawnl(mode, path, ...)`), a trailing
+    environment mapping (the `e` forms) left out."""
+    suffix = "v" if shape == "argv" else path.rpartition("spawn" if shape == "spawn" else "exec")[2]
+    offset = 1 if shape == "spawn" else 0
+    if len(args) <= offset:
+        return []
+    program: ast.expr | None = args[offset]
+    if "l" in suffix:
+        rest = list(args[offset + 2 : len(args) - 1 if "e" in suffix else len(args)])
+        return [[program, *rest]]
+    vector = args[offset + 1] if len(args) > offset + 1 else None
+    if isinstance(vector, (ast.List, ast.Tuple)):
+        return [[program, *(None if isinstance(e, ast.Starred) else e for e in vector.elts[1:])]]
+    return [[program, None]] if vector is not None else []
+
+
+# The modules whose Process classes start a child process (`multiprocessing.Process`,
+# `multiprocessing.get_context("spawn").Process`, torch's copy)
+PROCESS_MODULES = frozenset({"multiprocessing", "multiprocess", "torch"})
+
+
+def handed_to_child(call: ast.Call, launcher: bool) -> list[ast.expr]:
+    """What `call` hands straight to a child process it starts: a launcher's (`launcher`)
+    arguments, an argv's elements and the values of its `env=` mapping; else (a Process)
+    the elements of `args=` and the values of `kwargs=`. A value the child is given so is
+    the child's, not read here (`Process(target=main, args=(export_state(),))`)."""
+    if launcher:
+        given = [*call.args, *(k.value for k in call.keywords)]
+    else:
+        given = [k.value for k in call.keywords if k.arg in ("args", "kwargs")]
+    handed: list[ast.expr] = []
+    for expr in given:
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            handed.extend(expr.elts)
+        elif isinstance(expr, ast.Dict):
+            handed.extend(expr.values)
+        else:
+            handed.append(expr)
+    return handed
 
 
 def command_arguments(call: ast.Call) -> list[ast.expr]:
@@ -102,9 +206,19 @@ def command_fragments(
             # the literal parts, and the names formatted in (`f"echo ${var}"`)
             pending.extend(part.value if isinstance(part, ast.FormattedValue) else part for part in expr.values)
         elif isinstance(expr, ast.Call):
-            if isinstance(expr.func, ast.Attribute):
-                pending.append(expr.func.value)  # `"sh -c 'echo $X'".split()`, `" ".join([...])`
-            pending.extend(arg.value if isinstance(arg, ast.Starred) else arg for arg in expr.args)
+            yield from _call_parts(expr, constant, pending)
+
+
+def _call_parts(expr: ast.Call, constant: Callable[[ast.expr], str | None], pending: list[ast.expr]) -> Iterator[tuple[ast.expr, str]]:
+    """A call inside a command: its receiver and arguments are pieces of it (`"sh -c 'echo
+    $X'".split()`, `" ".join([...])`), and a literal's case changed is its text
+    (`"sglang_page_size".upper()`)."""
+    if isinstance(expr.func, ast.Attribute):
+        pending.append(expr.func.value)
+        receiver = constant(expr.func.value) if expr.func.attr in _CASE_METHODS and not expr.args else None
+        if receiver is not None:
+            yield expr, getattr(receiver, expr.func.attr)()
+    pending.extend(arg.value if isinstance(arg, ast.Starred) else arg for arg in expr.args)
 
 
 def _one_step(
@@ -186,10 +300,19 @@ _OPERATORS = ";|&()\n"
 # need not appear (`for (k in ENVIRON) if (k ~ /^SGLANG_/) print ENVIRON[k]`)
 _WHOLE_ENV_WORDS = {
     **dict.fromkeys(("awk", "gawk", "mawk", "nawk", "busybox"), ("ENVIRON",)),
-    "perl": ("%ENV", "keys(%ENV", "each(%ENV"),
+    "perl": ("%ENV", "keys(%ENV", "each(%ENV", "$ENV{$", "$ENV{ $"),  # (or a key held in a variable)
     "node": ("process.env",), "nodejs": ("process.env",), "deno": ("Deno.env",),
     "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
 }
+# The process's environment read as a file (`/proc/self/environ`, `/proc/$$/environ`)
+_PROC_ENVIRON = re.compile(r"/proc/\S*environ")
+# ps's options that take a value in the next word (`-o args=`, `-p PID`, BSD's `o FORMAT`)
+_PS_VALUED = frozenset({
+    "-C", "-G", "-U", "-g", "-p", "-q", "-s", "-t", "-u", "-o", "-O", "-k", "--format", "--pid", "--ppid",
+    "--sort", "--cols", "--columns", "--rows", "--width", "--user", "--group", "--tty", "o", "O", "p", "U", "t", "k",
+})
+# Shell builtins that make a reference to a variable by its name (`declare -n`)
+_NAMEREF_DECLARERS = frozenset({"declare", "typeset", "local"})
 # Shell words that list or expand variables by a prefix (`${!SGLANG_*}`, `compgen -e`)
 _PREFIX_EXPANSIONS = ("${!",)
 _LISTERS = frozenset({"compgen"})
@@ -226,6 +349,8 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return False
     name = program_name(words[0])
     rest = list(words[1:])
+    if _builds_a_name(name, rest) or (name == "ps" and _ps_prints(rest)):
+        return True
     if name in _RUNNERS:
         while rest and rest[0] is not None and rest[0].startswith("-"):
             rest.pop(0)
@@ -253,6 +378,34 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return not options  # `set -e` sets options; `set` alone lists every variable
     # `printenv -0`, `export -p`, `declare -x`, `declare -p`, `typeset -x`
     return name in ("printenv", "export") or all(set(word[1:]) <= set("xpr") for word in options)
+
+
+def _builds_a_name(name: str, rest: list[Word]) -> bool:
+    """Does the command read a variable by a name it builds at run time: `eval` (`eval
+    "echo \\$$0$1"`), `printenv "$0$1"`, `declare -n v="$1"` (a reference by name)? Or
+    read the process's environment as a file (`cat /proc/self/environ`)?"""
+    if name == "eval" or any(word is not None and _PROC_ENVIRON.search(word) for word in rest):
+        return True
+    if name == "printenv":
+        return any(word is not None and "$" in word for word in rest)
+    return name in _NAMEREF_DECLARERS and any(word is not None and word.startswith("-") and "n" in word for word in rest)
+
+
+def _ps_prints(rest: list[Word]) -> bool:
+    """`ps` with the `e` option (BSD syntax, no dash: `ps eww`, `ps auxe`) shows each
+    process's environment; `-e` (every process) and option values (`-o args=`, `-C sleep`)
+    do not."""
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        index += 1
+        if word is None:
+            continue
+        if word in _PS_VALUED:
+            index += 1
+        elif not word.startswith("-") and word.isalpha() and "e" in word:
+            return True
+    return False
 
 
 def _env_prints(rest: list[Word], python_reads_whole: Callable[[str], bool], depth: int) -> bool:
@@ -300,8 +453,14 @@ def shell_prints_environment(script: str, python_reads_whole: Callable[[str], bo
     reach variables by a prefix (`${!SGLANG_*}`, `compgen -e`), or run an inline program
     that walks the environment (awk's ENVIRON, perl's %ENV)?"""
     if any(mark in script for mark in _PREFIX_EXPANSIONS):
-        return True  # `${!SGLANG_*}`: the names of every variable with that prefix
-    return any(prints_environment(command, python_reads_whole, depth) for command in shell_commands(script))
+        return True  # `${!SGLANG_*}`, `${!name}`: variables by a prefix, or by a name held in another
+    if _PROC_ENVIRON.search(script):
+        return True
+    # a command substitution quoted inside a word (`echo "$(printenv "$1")"`) is a script too
+    scripts = [script, *(script[at.end() :] for at in re.finditer(r"\$\(", script) if '"' in script[: at.start()])]
+    return any(
+        prints_environment(command, python_reads_whole, depth) for text in scripts for command in shell_commands(text)
+    )
 
 
 def shell_commands(script: str) -> list[list[Word]]:
@@ -388,6 +547,43 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         spec = paths[0] if paths else None
         return [("program", _rebased(spec, cwd) if spec is not None else "")]
     return []
+
+
+def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
+    """Does a child run with the argv `words` read its program on its standard input:
+    "shell" (`sh`, `bash -s`, `sh -e`), "python" (`python`, `python -`), else None (a
+    script or `-c` code named on the command line, another program, a word not shown)?"""
+    if not words or words[0] is None or depth > 8:
+        return None
+    name = program_name(words[0])
+    rest = list(words[1:])
+    if name in _RUNNERS or name == "env":
+        while rest and rest[0] is not None and (rest[0].startswith("-") or (name == "env" and _ASSIGNMENT.match(rest[0]))):
+            if rest[0] in _ENV_EMPTIED and name == "env":
+                return None
+            rest.pop(0)
+        return stdin_reader(rest, depth + 1)
+    shell, python = name in _SHELLS, _PYTHON.fullmatch(name) is not None
+    if not shell and not python:
+        return None
+    valued = _SHELL_VALUED if shell else _PYTHON_VALUED
+    while rest:
+        word = rest.pop(0)
+        if word is None:
+            return None
+        if word in valued:
+            if rest:
+                rest.pop(0)
+        elif word == "-":
+            return "python" if python else "shell"
+        elif word.startswith(("-", "+")) and not word.startswith("--") and len(word) > 1:
+            if "s" in word[1:] and shell:
+                return "shell"  # `bash -s ARG...`: the script on stdin, then its arguments
+            if word.endswith("c") or (python and word.endswith("m")):
+                return None
+        elif not word.startswith("--"):
+            return None  # the script or file it runs
+    return "python" if python else "shell"
 
 
 def _rebased(spec: str, cwd: str) -> str:

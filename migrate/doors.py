@@ -68,18 +68,24 @@ from typing import Any, NamedTuple
 from configbags.migrate import holders
 from configbags.migrate.aliases import bare_mentions, mention_lines, mentions, statement_span
 from configbags.migrate.childenv import (
+    C_FFI,
+    C_LIBRARY,
+    CHILD_PROCESS_NAMES,
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
+    LOOP_LAUNCHERS,
     PATH_MARK,
     ChildFile,
     child_files,
     command_arguments,
     command_fragments,
+    launcher_commands,
     literal_spec,
     named_variables,
     prints_environment,
     script_files,
     shell_prints_environment,
+    stdin_reader,
 )
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -161,6 +167,10 @@ _ENV_METHODS = frozenset({
 # A dispatcher's own keywords, never the launcher's it runs (`Process(target=..., daemon=True)`)
 _DISPATCH_KEYWORDS = frozenset({"target", "args", "kwargs", "daemon", "name", "group"})
 _ENV_CHILD_PROCESS = CHILD_PROCESS_PREFIXES
+# a library ctypes (or cffi) loads, whose functions a call of it gives (`ctypes.CDLL(None).system`)
+_C_LIBRARIES = tuple(f"{ffi}.{C_LIBRARY}" for ffi in C_FFI)
+# what writes a child's standard input: `proc.communicate(text)`, `proc.stdin.write(text)`
+_STDIN_WRITERS = frozenset({"write", "writelines"})
 _ENV_HARMLESS = frozenset({
     "builtins.len", "builtins.bool", "builtins.isinstance",
     # `with mock.patch.dict(os.environ, {...})` writes variables and restores them
@@ -249,6 +259,7 @@ _BASE_NAMES = frozenset(
     | {"subprocess", "system", "popen", "spawn", "create_subprocess_shell", "create_subprocess_exec"}
     | {f"{family}{suffix}" for family in ("exec", "spawn") for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
     | {"posix_spawn", "posix_spawnp"}
+    | CHILD_PROCESS_NAMES
     # a readback method kept in a name unbound (`INFO = Context.server_info`)
     | set(CONTEXT_READBACK_METHODS)
 )
@@ -313,7 +324,7 @@ def _is_door(kind: str) -> bool:
         or _is_context_source(kind)
         # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
         or kind == "subprocess"
-        or kind.startswith((_GETTER_MARK, *_ENV_CHILD_PROCESS))
+        or kind.startswith((_GETTER_MARK, *_ENV_CHILD_PROCESS, *_C_LIBRARIES))
         or kind.rpartition(".")[2] in CONTEXT_READBACK_METHODS
     )
 
@@ -653,6 +664,7 @@ class _Doors(Scopes[_Scope]):
         if not func:
             return _NO_KINDS
         found = self._configbags_kinds(expr, func, scope)
+        found.update(f"{root}.{C_LIBRARY}" for root in {path.split(".")[0] for path in func} & set(C_FFI))
         bare = not expr.args and not expr.keywords
         if bare and not func.isdisjoint(_ENV_VIEWS):
             found.add(_ENVIRON)  # `os.environ.copy()`, `os.environ.keys()`
@@ -1266,8 +1278,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._env(node, node.slice, "environ_subscript")
         self.generic_visit(node)
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def _callee(self, node: ast.Call) -> frozenset[str]:
         callee = self.d.kind(node.func, self.scope)
+        if not callee and isinstance(node.func, ast.Attribute) and node.func.attr in LOOP_LAUNCHERS:
+            return frozenset({LOOP_LAUNCHERS[node.func.attr]})  # `loop.subprocess_shell(P, cmd)`, on any loop
+        return callee
+
+    def visit_Call(self, node: ast.Call) -> None:
+        callee = self._callee(node)
         self._consume(node.func)
         self._joined_path(node, callee)
         func = node.func
@@ -1315,9 +1333,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self._env(node, key, form)
             self._consume_arguments(node, callee, fetches)
             if any(path.startswith(_ENV_CHILD_PROCESS) for path in callee):
-                self._child_command(node)
+                self._child_command(node, callee)
             else:
                 self._launcher_handed_on(node)
+                self._stdin_written(node)
         self.generic_visit(node)
 
     def _launcher_handed_on(self, node: ast.Call) -> None:
@@ -1329,13 +1348,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for index, arg in enumerate(node.args):
             if self._is_launcher(arg):
                 keywords = [k for k in node.keywords if k.arg not in _DISPATCH_KEYWORDS]
-                self._child_command(self._called_at(node, arg, node.args[index + 1 :], keywords))
+                launched = self._called_at(node, arg, node.args[index + 1 :], keywords)
+                self._child_command(launched, self.d.kind(arg, self.scope))
                 return
         target = next((k.value for k in node.keywords if k.arg == "target"), None)
         if target is not None and self._is_launcher(target):
             given = next((k.value for k in node.keywords if k.arg == "args"), None)
             args = list(given.elts) if isinstance(given, (ast.Tuple, ast.List)) else []
-            self._child_command(self._called_at(node, target, args, []))
+            self._child_command(self._called_at(node, target, args, []), self.d.kind(target, self.scope))
 
     def _is_launcher(self, expr: ast.expr) -> bool:
         return not isinstance(expr, ast.Call) and any(
@@ -1346,7 +1366,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _called_at(node: ast.Call, launcher: ast.expr, args: Sequence[ast.expr], keywords: list[ast.keyword]) -> ast.Call:
         return ast.copy_location(ast.Call(func=launcher, args=list(args), keywords=keywords), node)
 
-    def _child_command(self, node: ast.Call) -> None:
+    def _child_command(self, node: ast.Call, callee: frozenset[str]) -> None:
         """A child process whose command the module spells, naming a declared variable,
         reads it (configbags.migrate.childenv)."""
         named: set[str] = set()
@@ -1371,20 +1391,93 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                         self.command_params.add((self.scope.qualname, sub.id))
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")
-        if any(self._prints_environment(command) for command in self._child_commands(node)):
+        commands = self._child_commands(node, callee)
+        if any(self._prints_environment(command) for command in commands):
             # `subprocess.check_output(["env", "-0"])`, `os.system("env | grep X")`, a
             # Python child dumping `os.environ`: the child prints every variable back
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
-        self._files_run(node)
+        given = next((k.value for k in node.keywords if k.arg == "input"), None)
+        if given is not None:
+            self._stdin_program(node, commands, given, named=False)
+        self._files_run(node, commands)
 
-    def _files_run(self, node: ast.Call) -> None:
+    def _stdin_written(self, node: ast.Call) -> None:
+        """`proc.communicate(text)`, `proc.stdin.write(text)` on a child the module starts
+        (`proc = subprocess.Popen(["sh"], stdin=PIPE)`, `await asyncio.create_subprocess_exec
+        (...)`): the text is the program of a child reading one there (_stdin_program)."""
+        func = node.func
+        if not isinstance(func, ast.Attribute) or not node.args:
+            return
+        if func.attr == "communicate":
+            proc: ast.expr = func.value
+        elif func.attr in _STDIN_WRITERS and isinstance(func.value, ast.Attribute) and func.value.attr == "stdin":
+            proc = func.value.value
+        else:
+            return
+        for value in self._started(proc):
+            started = value.value if isinstance(value, ast.Await) else value
+            if isinstance(started, ast.Call):
+                callee = frozenset(p for p in self.d.kind(started.func, self.scope) if p.startswith(_ENV_CHILD_PROCESS))
+                if callee:
+                    self._stdin_program(node, self._child_commands(started, callee), node.args[0], named=True)
+
+    def _started(self, proc: ast.expr) -> list[ast.expr]:
+        """What `proc` is bound to: by an assignment, or as a `with` statement's target
+        (`with subprocess.Popen([...], stdin=PIPE) as p`)."""
+        values = [value for value, _ in self.strings.bound(proc, self.enclosing) or () if value is not None]
+        if isinstance(proc, ast.Name) and self.enclosing:
+            for node in ast.walk(self.enclosing[-1]):
+                if isinstance(node, (ast.With, ast.AsyncWith)):
+                    values += [
+                        item.context_expr for item in node.items
+                        if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == proc.id
+                    ]
+        return values
+
+    def _stdin_program(
+        self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], given: ast.expr, named: bool
+    ) -> None:
+        """The text a shell or a Python interpreter reads on its standard input is its
+        program (`Popen(["sh"], stdin=PIPE).communicate("printenv NAME")`, `run([sys.executable,
+        "-"], input=code)`), judged as a `-c` script is: the declared names it spells (`named`:
+        the `input=` keyword's are the command's already), whole-environment dumps and names it
+        builds, and `$?` where the module does not show the text."""
+        readers = {stdin_reader([self._word(e) for e in words]) for words in map(self._argv, commands)}
+        readers.discard(None)
+        if not readers:
+            return
+        text = self._word(given) if not isinstance(given, ast.JoinedStr) else None
+        if text is None:
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+            return
+        if named:
+            for name in named_variables(text, self.declared):
+                self._report(node, env_subject(name), "environ", "child_process")
+        whole = (
+            ("shell" in readers and shell_prints_environment(text, self._python_reads_whole))
+            or ("python" in readers and self._python_reads_whole(text))
+        )
+        if whole:
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _argv(self, command: ast.expr | list[ast.expr | None]) -> list[ast.expr | None]:
+        """A command's words where it spells them as an argv (`["sh", "-s"]`) or a
+        single word (`"bash"`); else one word not shown."""
+        if isinstance(command, list):
+            return command
+        if isinstance(command, (ast.List, ast.Tuple)):
+            return [None if isinstance(e, ast.Starred) else e for e in command.elts]
+        text = self._word(command)
+        return [command] if text is not None and text.strip() and " " not in text.strip() else [None]
+
+    def _files_run(self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]]) -> None:
         """The files the child runs (a script, a Makefile, a Python file, a program named
         by its path): kept for the scan of the tree, which reads them
         (configbags.migrate.childfiles); one the module does not show is `$?` here."""
         given = next((k.value for k in node.keywords if k.arg == "cwd"), None)
         cwd = "@cwd" if given is None else self._path_spec(given) or ""
         found: set[ChildFile] = set()
-        for command in self._child_commands(node):
+        for command in commands:
             found.update(self._command_files(command, cwd))
         end_line = node.end_lineno or node.lineno
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
@@ -1486,25 +1579,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             base = _joined(base, text)
         return base
 
-    def _child_commands(self, node: ast.Call) -> list[ast.expr | list[ast.expr | None]]:
+    def _child_commands(self, node: ast.Call, callee: frozenset[str]) -> list[ast.expr | list[ast.expr | None]]:
         """What a child-process call runs, as the module spells it: an argv (a list of
         word expressions, None for one not shown) or an expression giving a command line
-        (a shell's, or a list of words)."""
-        paths = {path for path in self.d.kind(node.func, self.scope) if path.startswith(_ENV_CHILD_PROCESS)}
-        args = node.args
-        if any(isinstance(arg, ast.Starred) for arg in args):
+        (a shell's, or a list of words), where each launcher has it
+        (configbags.migrate.childenv.LAUNCHERS)."""
+        if any(isinstance(arg, ast.Starred) for arg in node.args):
             return []
-        commands: list[ast.expr | list[ast.expr | None]] = []
-        for path in paths:
-            if path.endswith(".create_subprocess_exec"):
-                commands.append(list(args))  # (program, *args)
-            elif path.startswith(("os.exec", "os.spawn", "os.posix_spawn")):
-                commands.extend(_exec_argv(path, args))
-            else:
-                command = args[0] if args else next((k.value for k in node.keywords if k.arg in ("args", "cmd")), None)
-                if command is not None:
-                    commands.append(command)
-        return commands
+        paths = sorted(path for path in callee if path.startswith(_ENV_CHILD_PROCESS))
+        return [command for path in paths for command in launcher_commands(path, node.args, node.keywords)]
 
     def _prints_environment(self, command: ast.expr | list[ast.expr | None], depth: int = 0) -> bool:
         """Does the child print the whole environment back (configbags.migrate.childenv)?
@@ -1543,7 +1626,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         except (SyntaxError, ValueError):
             return False
         settings = ScanSettings(env_vars=tuple(sorted(self.declared)))
-        return any(read[1] == ENV_UNRESOLVED for read in DoorScan(tree, code, settings).reads())
+        # a declared name the code builds (`os.environ['SGLANG_PAGE' + '_SIZE']`) is not
+        # spelled in its text as the whole-word test wants: it is as unknown here
+        spelled = {env_subject(name) for name in named_variables(code, self.declared)}
+        return any(
+            read[1] == ENV_UNRESOLVED or (read[6] == "environ" and read[1] not in spelled)
+            for read in DoorScan(tree, code, settings).reads()
+        )
 
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""
@@ -1637,26 +1726,6 @@ def _mentions_environ(node: ast.expr) -> bool:
         and ("environ" in sub.value if isinstance(sub.value, str) else b"environ" in sub.value)
         for sub in ast.walk(node)
     )
-
-
-def _exec_argv(path: str, args: Sequence[ast.expr]) -> list[list[ast.expr | None]]:
-    """The argv of `os.exec*`, `os.spawn*` and `os.posix_spawn*` as the call spells it: the
-    program's path, then the arguments after argv[0] (`os.execl(path, arg0, *args)`,
-    `os.execv(path, [arg0, *args])`, `os.spawnl(mode, path, ...)`), a trailing
-    environment mapping (the `e` forms) left out."""
-    family = "spawn" if path.startswith("os.spawn") else "exec"
-    suffix = path.rpartition(family)[2] if "posix_spawn" not in path else "v"
-    offset = 1 if family == "spawn" and "posix_spawn" not in path else 0
-    if len(args) <= offset:
-        return []
-    program: ast.expr | None = args[offset]
-    if "l" in suffix:
-        rest = list(args[offset + 2 : len(args) - 1 if "e" in suffix else len(args)])
-        return [[program, *rest]]
-    vector = args[offset + 1] if len(args) > offset + 1 else None
-    if isinstance(vector, (ast.List, ast.Tuple)):
-        return [[program, *(None if isinstance(e, ast.Starred) else e for e in vector.elts[1:])]]
-    return [[program, None]] if vector is not None else []
 
 
 def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[str]) -> bool:

@@ -66,7 +66,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from configbags.migrate.aliases import lines_of, relative_module, statement_span
-from configbags.migrate.childenv import C_GETENV
+from configbags.migrate.childenv import C_GETENV, PROCESS_MODULES, handed_to_child, is_child_process
 from configbags.migrate.resolvers import RESOLVERS
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -324,6 +324,7 @@ class _Reader(ast.NodeVisitor):
         self.reads: list[tuple[Any, ...]] = []
         self.qualname: list[str] = []
         self.parents: dict[int, ast.AST] = {}
+        self.handed: set[int] = set()  # id(call): `export_state()` handed straight to a child
         self.imports: dict[str, set[str]] = {}
         self.assigned: dict[str, list[ast.expr | None]] = {}
         self.defaults: dict[str, list[ast.expr]] = {}  # parameter -> its defaults
@@ -801,6 +802,7 @@ class _Reader(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         func = self.value(node.func)
         paths = func.paths
+        self._handed_state(node, paths)
         if _NAMESPACE_READERS.intersection(paths) and (not node.args or any(
             not p.startswith("<") for p in self.value(node.args[0]).paths
         )):
@@ -902,6 +904,36 @@ class _Reader(ast.NodeVisitor):
             else:
                 self._report(node, ENV_UNRESOLVED, "reflection", "format")
 
+    def _handed_state(self, node: ast.Call, paths: dict[str, bool]) -> None:
+        """`export_state()` handed straight to a child process (an argument, an argv's
+        element, an `env=` value of a launcher; an element of a Process's `args=`) is the
+        documented hand-off, which the child adopts: no readback here."""
+        launcher = any(is_child_process(path) for path in paths)
+        if not launcher and not self._starts_process(node.func):
+            return
+        for expr in handed_to_child(node, launcher):
+            if isinstance(expr, ast.Call) and any(_is_export_state(path) for path in self.value(expr.func).paths):
+                self.handed.add(id(expr))
+
+    def _starts_process(self, func: ast.expr, depth: int = 0) -> bool:
+        """Is `func` a Process class of multiprocessing (`multiprocessing.Process`,
+        `mp.get_context("spawn").Process`, `ctx.Process` with `ctx` bound to one)?"""
+        if depth == 0 and not (isinstance(func, ast.Attribute) and func.attr.endswith("Process")) and not (
+            isinstance(func, ast.Name) and func.id.endswith("Process")
+        ):
+            return False
+        if any(path.split(".")[0] in PROCESS_MODULES for path in self.value(func).paths):
+            return True
+        if depth > 3:
+            return False
+        if isinstance(func, ast.Attribute):
+            return self._starts_process(func.value, depth + 1)
+        if isinstance(func, ast.Call):
+            return self._starts_process(func.func, depth + 1)
+        if isinstance(func, ast.Name):
+            return any(v is not None and self._starts_process(v, depth + 1) for v in self.assigned.get(func.id, ()))
+        return False
+
     def _judge(self, node: ast.expr) -> None:
         """A reference to what the other analyses cannot follow."""
         found = self.value(node)
@@ -920,7 +952,7 @@ class _Reader(ast.NodeVisitor):
                 path == _GETTER and isinstance(node, ast.Name)
             ):
                 self._report(node, ENV_UNRESOLVED, "reflection", "fetcher_value")
-            elif (path == _STATE_DICT and hop) or _is_export_state(path):
+            elif ((path == _STATE_DICT and hop) or _is_export_state(path)) and not (called and id(parent) in self.handed):
                 self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
             elif self.declared and path in _ENV_PATHS and (hop or path not in _DIRECT):
                 self._env_use(node, path, parent)
