@@ -81,6 +81,7 @@ from configbags.migrate.childenv import (
     script_files,
     shell_prints_environment,
 )
+from configbags.migrate.envkeys import KeyCompiler, Pattern, declared_reads, fits, patterns
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
@@ -161,11 +162,16 @@ _ENV_METHODS = frozenset({
 # A dispatcher's own keywords, never the launcher's it runs (`Process(target=..., daemon=True)`)
 _DISPATCH_KEYWORDS = frozenset({"target", "args", "kwargs", "daemon", "name", "group"})
 _ENV_CHILD_PROCESS = CHILD_PROCESS_PREFIXES
+_PATCH_DICT = frozenset({"unittest.mock.patch.dict", "mock.patch.dict"})
 _ENV_HARMLESS = frozenset({
     "builtins.len", "builtins.bool", "builtins.isinstance",
     # `with mock.patch.dict(os.environ, {...})` writes variables and restores them
-    "unittest.mock.patch.dict", "mock.patch.dict",
+    *_PATCH_DICT,
 })
+# `mock.patch.dict(os.environ, ...)` itself: entering or starting it gives the
+# environment back (`with ... as env`, `patcher.start()`)
+_ENV_PATCH = "<environ patch>"
+_PATCH_ENTERS = frozenset({f"{_ENV_PATCH}.{method}" for method in ("__enter__", "__aenter__", "start")})
 _NO_KINDS: frozenset[str] = frozenset()
 # Field declarations whose factory gives an instance attribute its value
 _FIELD_FACTORIES = frozenset({
@@ -302,7 +308,7 @@ def _door_module(path: str) -> bool:
 def _is_door(kind: str) -> bool:
     """Is a name bound to this worth following (an alias of a door, or of a fetcher)?"""
     return (
-        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY, _SCOPE)
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY, _SCOPE, _ENV_PATCH)
         or kind in _SCOPE_SOURCES
         or kind in _ENV_GETTERS
         or kind in _ENV_VIEWS
@@ -654,6 +660,10 @@ class _Doors(Scopes[_Scope]):
             return _NO_KINDS
         found = self._configbags_kinds(expr, func, scope)
         bare = not expr.args and not expr.keywords
+        if not func.isdisjoint(_PATCH_DICT) and self._patches_environ(expr, scope):
+            found.add(_ENV_PATCH)
+        if bare and not func.isdisjoint(_PATCH_ENTERS):
+            found.add(_ENVIRON)  # `patcher.start()`, what `with mock.patch.dict(os.environ) as env` binds
         if bare and not func.isdisjoint(_ENV_VIEWS):
             found.add(_ENVIRON)  # `os.environ.copy()`, `os.environ.keys()`
         if bare and not func.isdisjoint(_ENV_ITEM_VIEWS):
@@ -673,6 +683,13 @@ class _Doors(Scopes[_Scope]):
                 # `getattr(os, "environ")` is `os.environ`
                 found.update(self.kind(fetched_chain(fetch.target, path, expr), scope))
         return frozenset(found)
+
+    def _patches_environ(self, call: ast.Call, scope: _Scope) -> bool:
+        """Is `mock.patch.dict(...)` given the environment (or its dotted name)?"""
+        target = _argument(call, 0, "in_dict")
+        if target is None or isinstance(target, ast.Starred):
+            return False
+        return _literal(target) in ("os.environ", "posix.environ") or _ENVIRON in self.kind(target, scope)
 
     def copies_environ(self, call: ast.Call, scope: _Scope) -> bool:
         """Does this copier call copy the environment (or its pairs)?"""
@@ -1060,7 +1077,35 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_comprehension(self, node: ast.comprehension) -> None:
         self._consume_loop(node.target, node.iter)
+        if self.declared and id(node.iter) not in self.consumed:
+            self._filtered_environ(node)
         self.generic_visit(node)
+
+    def _filtered_environ(self, node: ast.comprehension) -> None:
+        """`{k: v for k, v in os.environ.items() if k.startswith("NCCL_")}`: the
+        environment walked for the names a literal prefix or suffix (or a name) picks
+        reads those of them declared, and nothing where none is (envkeys.fits)."""
+        kinds = self.d.kind(node.iter, self.scope)
+        target = node.target
+        if kinds & _ENVIRON_KIND and isinstance(target, ast.Name):
+            key = target.id  # `for k in os.environ`, `os.environ.keys()`
+        elif _ENV_ITEMS in kinds and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) and (
+            node.iter.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2
+            and isinstance(target.elts[0], ast.Name)
+        ):
+            key = target.elts[0].id
+        else:
+            return
+        picked: frozenset[Pattern] | None = None
+        for test in node.ifs:
+            found = _name_filter(test, key)
+            if found is not None:
+                picked = found if picked is None else frozenset(a for a in picked if any(_meet(a, b) for b in found))
+        if picked is None:
+            return
+        self._consume(node.iter)
+        for name in sorted(name for name in self.declared if any(fits(pattern, name) for pattern in picked)):
+            self._report(node.iter, env_subject(name), "environ", "environ_filtered")
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self._consume(node.value)
@@ -1248,8 +1293,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _env(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
         names = self.strings.values(key, self.enclosing) if key is not None else None
         if names is None:
-            # `os.environ[name]`, `os.getenv(PREFIX + part)`: it may read a declared variable
-            self._report(node, ENV_UNRESOLVED, "environ", form)
+            # `os.environ[name]`, `os.getenv(PREFIX + part)`: it may read a declared
+            # variable, unless the parts the module shows rule every one out
+            # (`f"NCCL_{name}"`: configbags.migrate.envkeys)
+            found = patterns(KeyCompiler(self.strings, None, None).compile(key, self.enclosing), None) if key is not None else None
+            read, unresolved = declared_reads(found, self.declared) if found is not None else ([], True)
+            if unresolved:  # (the one `$?` stands for the names it may also give)
+                self._report(node, ENV_UNRESOLVED, "environ", form)
+                return
+            for name in read:
+                self._report(node, env_subject(name), "environ", form)  # `NAMES.get(kind)`
             return
         for name in sorted(names & self.declared):
             self._report(node, env_subject(name), "environ", form)
@@ -1623,6 +1676,59 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # `from configbags.runtime.dist import state_dict [as name]`, called or passed on
         if isinstance(node.ctx, ast.Load) and _STATE_DICT in self.d.name_kind(node.id, self.scope):
             self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+
+
+def _name_filter(test: ast.expr, key: str) -> frozenset[Pattern] | None:
+    """The names a comprehension's test lets through, as patterns, where it tests the
+    key `key` against literals only: `k.startswith("P_")` (or a tuple of prefixes),
+    `k.endswith(...)`, `k == "X"`, `k in ("X", "Y")`, and `and` of such (each narrows);
+    None for any other test."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        parts = [_name_filter(value, key) for value in test.values]
+        known = [part for part in parts if part is not None]
+        if not known:
+            return None
+        narrowed = known[0]
+        for part in known[1:]:
+            narrowed = frozenset(a for a in narrowed if any(_meet(a, b) for b in part))
+        return narrowed
+    if (
+        isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in ("startswith", "endswith")
+        and isinstance(test.func.value, ast.Name) and test.func.value.id == key and len(test.args) == 1 and not test.keywords
+    ):
+        arg = test.args[0]
+        elements = arg.elts if isinstance(arg, ast.Tuple) else [arg]
+        texts = [_literal(element) for element in elements]
+        if any(text is None for text in texts):
+            return None
+        start = test.func.attr == "startswith"
+        return frozenset((text, "", True) if start else ("", text, True) for text in texts if text is not None)
+    if (
+        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == key and len(test.ops) == 1
+    ):
+        op, right = test.ops[0], test.comparators[0]
+        picks: list[ast.expr] | None = None
+        if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            picks = right.elts
+        elif isinstance(op, ast.Eq):
+            picks = [right]
+        texts = [_literal(element) for element in picks] if picks is not None else [None]
+        if any(text is None for text in texts):
+            return None
+        return frozenset((text, "", False) for text in texts if text is not None)
+    return None
+
+
+def _meet(a: Pattern, b: Pattern) -> bool:
+    """Could one name fit both patterns (for narrowing by `and`)? Approximate: yes unless
+    their literal parts conflict."""
+    if not a[2] and not b[2]:
+        return a[0] == b[0]
+    if not a[2]:
+        return fits(b, a[0])
+    if not b[2]:
+        return fits(a, b[0])
+    return (a[0].startswith(b[0]) or b[0].startswith(a[0])) and (a[1].endswith(b[1]) or b[1].endswith(a[1]))
 
 
 # the expressions whose value may be the environment (or a copy, its pairs, a reader)
