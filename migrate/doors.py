@@ -178,6 +178,22 @@ _FIELD_FACTORIES = frozenset({
     "dataclasses.field", "attrs.field", "attr.ib", "attr.attrib", "attr.field", "attrs.Factory", "attr.Factory",
 })
 _ENVIRON_KIND = frozenset({_ENVIRON})
+# Other libraries' names for the environment itself: starlette's `config.environ` wraps
+# `os.environ` (its reads read it)
+_ENVIRON_ALIASES = ("starlette.config.environ",)
+# starlette's `Config()`: a getter of one variable when called (`config("NAME", cast=int)`)
+# or asked `.get("NAME")`, its key after the `env_prefix=` it is given: the kind is the
+# mark and the prefix (`?` where the module does not show it)
+_STARLETTE_CONFIG = "starlette.config.Config"
+_CONFIG_MARK = "<starlette config>"
+
+
+def _canonical(path: str) -> str:
+    """`path` with another library's name for the environment spelled as `os.environ`."""
+    for alias in _ENVIRON_ALIASES:
+        if path == alias or path.startswith(alias + "."):
+            return _ENVIRON + path[len(alias):]
+    return path
 _DIST = "configbags.runtime.dist"
 _STATE_DICT = f"{_DIST}.state_dict"
 _DIST_CONTEXTS = frozenset({f"{_DIST}.import_state", f"{_DIST}.from_state", f"{_DIST}.publish_distributed"})
@@ -319,7 +335,7 @@ def _is_door(kind: str) -> bool:
         or _is_context_source(kind)
         # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
         or kind == "subprocess"
-        or kind.startswith((_GETTER_MARK, *_ENV_CHILD_PROCESS))
+        or kind.startswith((_GETTER_MARK, _CONFIG_MARK, *_ENV_CHILD_PROCESS))
         or kind.rpartition(".")[2] in CONTEXT_READBACK_METHODS
     )
 
@@ -604,7 +620,9 @@ class _Doors(Scopes[_Scope]):
         base = self.kind(expr.value, scope)
         if not base:
             return self._held_attribute(expr, scope)
-        paths = {f"{path}.{expr.attr}" for path in base if not path.startswith(("<context", "<configbags", "<contexts"))}
+        paths = {
+            _canonical(f"{path}.{expr.attr}") for path in base if not path.startswith(("<context", "<configbags", "<contexts"))
+        }
         found = paths | {d for d in map(_derived, paths) if d is not None}
         if _CONTEXT in base or _RUNTIME in base:
             # `get_context().installer._context`, `publish_legacy(...).context`
@@ -662,6 +680,10 @@ class _Doors(Scopes[_Scope]):
         bare = not expr.args and not expr.keywords
         if not func.isdisjoint(_PATCH_DICT) and self._patches_environ(expr, scope):
             found.add(_ENV_PATCH)
+        if _STARLETTE_CONFIG in func:
+            config = self._starlette_config(expr, scope)
+            if config is not None:
+                found.add(config)
         if bare and not func.isdisjoint(_PATCH_ENTERS):
             found.add(_ENVIRON)  # `patcher.start()`, what `with mock.patch.dict(os.environ) as env` binds
         if bare and not func.isdisjoint(_ENV_VIEWS):
@@ -683,6 +705,16 @@ class _Doors(Scopes[_Scope]):
                 # `getattr(os, "environ")` is `os.environ`
                 found.update(self.kind(fetched_chain(fetch.target, path, expr), scope))
         return frozenset(found)
+
+    def _starlette_config(self, call: ast.Call, scope: _Scope) -> str | None:
+        """The kind of `Config(...)`: a getter of the environment with its prefix, unless
+        it is given another mapping (`environ={...}`) to read."""
+        given = next((k.value for k in call.keywords if k.arg == "environ"), call.args[1] if len(call.args) > 1 else None)
+        if given is not None and _ENVIRON not in self.kind(given, scope):
+            return None
+        prefix = next((k.value for k in call.keywords if k.arg == "env_prefix"), call.args[2] if len(call.args) > 2 else None)
+        text = "" if prefix is None else _literal(prefix)
+        return f"{_CONFIG_MARK}{'?' if text is None or '.' in text else text}"  # (a `.` starts an attribute)
 
     def _patches_environ(self, call: ast.Call, scope: _Scope) -> bool:
         """Is `mock.patch.dict(...)` given the environment (or its dotted name)?"""
@@ -752,7 +784,7 @@ class _Doors(Scopes[_Scope]):
         kinds: set[str] = set()
         for value, where in values:
             if isinstance(value, _Imported):
-                kinds.add(value.path)
+                kinds.add(_canonical(value.path))
                 derived = _derived(value.path)
                 if derived is not None:
                     kinds.add(derived)
@@ -1366,12 +1398,32 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     form = forms[0]
                     key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
                     self._env(node, key, form)
+                else:
+                    self._config_read(node, callee)
             self._consume_arguments(node, callee, fetches)
             if any(path.startswith(_ENV_CHILD_PROCESS) for path in callee):
                 self._child_command(node)
             else:
                 self._launcher_handed_on(node)
         self.generic_visit(node)
+
+    def _config_read(self, node: ast.Call, callee: frozenset[str]) -> None:
+        """`config("NAME", cast=int)`, `config.get("NAME")` of a starlette `Config()`: a
+        read of its prefix and the key."""
+        prefixes = sorted(
+            prefix for prefix, dot, attr in (path.removeprefix(_CONFIG_MARK).partition(".") for path in callee
+                                             if path.startswith(_CONFIG_MARK))
+            if not dot or attr == "get"
+        )
+        if not prefixes or isinstance(node.args[0] if node.args else None, ast.Starred):
+            return
+        key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
+        prefix = prefixes[0]
+        if key is None or prefix == "?":
+            self._report(node, ENV_UNRESOLVED, "environ", "settings_field")
+        else:
+            built = ast.BinOp(ast.Constant(prefix), ast.Add(), key) if prefix else key
+            self._env(node, built, "settings_field")
 
     def _launcher_handed_on(self, node: ast.Call) -> None:
         """A child-process launcher handed to a dispatcher with its command as the
@@ -1777,7 +1829,9 @@ def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[s
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
-    return bool(declared) and (bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar")))
+    return bool(declared) and (
+        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar", "starlette"))
+    )
 
 
 def _may_fetch(text: str) -> bool:
@@ -1811,6 +1865,8 @@ class DoorScan:
                 # an attribute named like a declared variable (`envs.SGLANG_PAGE_SIZE`) and
                 # a library reading one for an option (`envvar=`)
                 names = names | self.mentioned | _ENVVAR_KEYWORDS
+                if "starlette" in self.text:
+                    names = names | {"Config"}
             lines = set(mention_lines(self.text, names))
             strings = self.strings
             # Rounds until the names of interest stop growing (see configbags.migrate.aliases);

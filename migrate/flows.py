@@ -74,6 +74,7 @@ from configbags.migrate.envkeys import (
     template_of,
     use_of,
 )
+from configbags.migrate.envsources import ENV_TABLE, dispatches, table_entries, table_key, table_use
 from configbags.migrate.resolvers import helper_specs
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -763,6 +764,8 @@ class _Uses(_Walk):
         self.env_params: set[tuple[str, str, str]] = set()
         # spelled callable -> (position, parameter, use) of its key or command parameters
         self.helpers: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+        # spelled -> (key -> the leaves its entry reads, whether it is the module's own)
+        self.tables: dict[str, tuple[dict[str, list[str]], bool]] = {}
         for entry in flows.env_helpers:
             spelled, position, param, use = entry.split("|", 3)  # (a key template may hold `|`)
             self.helpers[spelled].append((int(position), param, use))
@@ -783,6 +786,8 @@ class _Uses(_Walk):
                 self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
             if self.helpers:
                 self._helper_handed_on(node)
+            if self.tables:
+                self._table(node)
         if not isinstance(node, ast.Call):
             return
         self._door_by_name(node)
@@ -812,6 +817,23 @@ class _Uses(_Walk):
             self._context(parent)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _table(self, node: ast.Name | ast.Attribute) -> None:
+        """A getter table used (configbags.migrate.envsources): the entries it reaches
+        read their variables here."""
+        table = self.tables.get(dotted(node))
+        if table is None or (isinstance(node, ast.Name) and self._local(node.id)):
+            return
+        entries, own = table
+        if own and len(self.qualname) == 1 and dispatches(self.qualname[0]):
+            return  # the module's `__getattr__`: read where `envs.NAME` is loaded
+        key = table_key(node, self.parents)
+        keys = self.strings.values(key, self._scopes()) if key is not None else None
+        found = table_use(node, self.parents, entries, keys)
+        if found is not None:
+            where, leaves = found
+            for leaf in leaves:
+                self._row(where, leaf, "environ", "env_table")
 
     def _reexported(self, node: ast.Name | ast.Attribute, spelled: str) -> None:
         """A state readback or a private part of an accessors module that another module
@@ -1037,17 +1059,25 @@ def _on_new_instance(func: ast.expr) -> str:
 
 
 def use_facts(
-    tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None
+    tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None,
+    own_tables: Iterable[tuple[str, str, str]] = (),
 ) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]], list[tuple[str, str, str]]]:
     """(reads, fetchers, env_params): the reads through imported context and environment
-    fetchers and environment helpers, the module-level functions that return what one of
-    the fetchers returns, and the parameters handed on to a helper's key or command."""
+    fetchers, environment helpers and getter tables (the module's own too: `own_tables`),
+    the module-level functions that return what one of the fetchers returns, and the
+    parameters handed on to a helper's key or command."""
+    tables = {
+        spelled: (table_entries(value), own)
+        for rows, own in ((flows.constants, False), (own_tables, True))
+        for spelled, shape, value in rows
+        if shape == ENV_TABLE
+    }
     names = {
         part
         for spelled in (
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
             *flows.environ_getters, *(entry.partition("|")[0].partition("@")[0] for entry in flows.env_helpers),
-            *flows.state_getters, *flows.private_names,
+            *flows.state_getters, *flows.private_names, *tables,
         )
         for part in spelled.replace("()", "").split(".")
     }
@@ -1058,6 +1088,7 @@ def use_facts(
     if renamed or kept:
         lines = mention_lines(text, names | renamed.keys() | {name for _, name in kept})
     walk = _Uses(lines, flows, frozenset(settings.env_vars), strings or ModuleStrings(tree), renamed, renames, kept)
+    walk.tables = tables
     for node in tree.body:
         walk.visit(node)
     return walk.reads, [*walk.fetchers, *exported], sorted(walk.env_params)
