@@ -130,9 +130,13 @@ class KeyCompiler:
         if isinstance(expr, ast.Call):
             return self._call(expr, enclosing, depth)
         if isinstance(expr, ast.Subscript):
-            table = self._table(expr.value, enclosing)
-            if table is not None:
-                return ["m", table, self.compile(expr.slice, enclosing, depth + 1), None]
+            picked = self._subscript(expr, enclosing, depth)
+            if picked is not None:
+                return picked
+        if isinstance(expr, (ast.BoolOp, ast.IfExp)):
+            # `name or DEFAULT`, `a if flag else b`: either
+            branches = expr.values if isinstance(expr, ast.BoolOp) else [expr.body, expr.orelse]
+            return ["|", *(self.compile(branch, enclosing, depth + 1) for branch in branches)]
         values = self.strings.values(expr, enclosing)
         if values is not None:
             return ["s", *sorted(values)]
@@ -157,6 +161,17 @@ class KeyCompiler:
                 return ["m", table, self.compile(expr.args[0], enclosing, depth + 1), fallback]
         return self._opaque(expr)
 
+    def _subscript(self, expr: ast.Subscript, enclosing: Sequence[ast.AST], depth: int) -> Template | None:
+        """`ALIASES[key]` of a dict constant, `NAMES[index]` of a list (any of its
+        elements); None for any other subscript."""
+        table = self._table(expr.value, enclosing)
+        if table is not None:
+            return ["m", table, self.compile(expr.slice, enclosing, depth + 1), None]
+        elements = self._sequence(expr.value, enclosing)
+        if elements is not None and self.strings.values(expr, enclosing) is None:
+            return ["|", *(self.compile(element, where, depth + 1) for element, where in elements)]
+        return None
+
     def _table(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> list[list[Any]] | None:
         """The pairs of the dict constant `expr` names (every key a string the module
         shows), or None."""
@@ -172,6 +187,17 @@ class KeyCompiler:
                 return None  # `{**other}` or a key not shown: any name may be in it
             pairs.append([name, self.compile(value, where, _MAX_DEPTH)])
         return pairs
+
+    def _sequence(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> list[tuple[ast.expr, Sequence[ast.AST]]] | None:
+        """The elements of the list or tuple constant `expr` names, or None."""
+        bound = [(expr, enclosing)] if isinstance(expr, (ast.List, ast.Tuple)) else self.strings.bound(expr, enclosing)
+        if not bound or len(bound) != 1 or not isinstance(bound[0][0], (ast.List, ast.Tuple)):
+            return None
+        sequence, where = bound[0]
+        assert isinstance(sequence, (ast.List, ast.Tuple))
+        if not sequence.elts or any(isinstance(element, ast.Starred) for element in sequence.elts):
+            return None
+        return [(element, where) for element in sequence.elts]
 
     def _bound(self, expr: ast.Name | ast.Attribute, enclosing: Sequence[ast.AST], depth: int) -> Template:
         """A local (or `self.X`) followed to every value it is bound to."""

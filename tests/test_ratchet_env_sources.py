@@ -290,3 +290,21 @@ def test_a_literal_prefix_some_declared_variable_fits_is_read(tmp_path: Path, us
     result = _scan(tmp_path, {"user.py": user})
     assert {leaf for _, leaf in _keys(result)} == leaves, result.reads
     assert _fails(result)
+
+
+@pytest.mark.parametrize(("helper", "call", "reads"), [
+    # a list constant indexed by the parameter: any of its names, read in the helper
+    ("NAMES = ['SGLANG_TP_SIZE', 'HOME']\n\ndef get(i):\n    return os.environ[NAMES[i]]\n", "get(0)",
+     {("pkg/envutil.py", TP)}),
+    ("NAMES = ['NCCL_A', 'HOME']\n\ndef get(i):\n    return os.environ[NAMES[i]]\n", "get(0)", set()),
+    # a default for the parameter: either, the parameter's at the call site
+    ("def get(name=None):\n    return os.getenv(name or 'HOME')\n", "get('SGLANG_PAGE_SIZE')", {("pkg/user.py", PAGE)}),
+    ("def get(name, short=False):\n    return os.getenv(name if short else 'SGLANG_' + name)\n", "get('TP_SIZE')",
+     {("pkg/user.py", TP)}),
+])
+def test_a_key_picked_by_the_parameter_is_read_where_its_names_are_known(
+    tmp_path: Path, helper: str, call: str, reads: set[tuple[str, str]]
+) -> None:
+    user = f"from pkg.envutil import get\n\ndef f():\n    return {call}\n"
+    result = _scan(tmp_path, {"envutil.py": "import os\n\n" + helper, "user.py": user})
+    assert {(r.file, r.leaf) for r in result.reads if r.leaf != "$?"} == reads, result.reads
