@@ -1033,11 +1033,19 @@ class _Uses(_Walk):
     def _environ_key(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
         if key is None:
             self._row(node, ENV_UNRESOLVED, "environ", "environ_whole")
-        elif isinstance(key, ast.Constant) and isinstance(key.value, str):
-            if key.value in self.declared:
-                self._row(node, env_subject(key.value), "environ", form)
         else:
-            self._row(node, ENV_UNRESOLVED, "environ", form)
+            # the name as the module shows it, or the parts it shows (envkeys)
+            scopes = self._scopes()
+            names = self.strings.values(key, scopes)
+            found = patterns(KeyCompiler(self.strings, None, None).compile(key, scopes), None) if names is None else (
+                patterns(["s", *sorted(names)], None)
+            )
+            read, unresolved = declared_reads(found, self.declared)
+            if unresolved:
+                self._row(node, ENV_UNRESOLVED, "environ", form)
+                return
+            for name in read:
+                self._row(node, env_subject(name), "environ", form)
 
 
 def _fetched_name(expr: ast.expr) -> str:

@@ -308,3 +308,17 @@ def test_a_key_picked_by_the_parameter_is_read_where_its_names_are_known(
     user = f"from pkg.envutil import get\n\ndef f():\n    return {call}\n"
     result = _scan(tmp_path, {"envutil.py": "import os\n\n" + helper, "user.py": user})
     assert {(r.file, r.leaf) for r in result.reads if r.leaf != "$?"} == reads, result.reads
+
+
+@pytest.mark.parametrize(("key", "leaves"), [
+    ("'SGLANG_PAGE_SIZE'", {PAGE}),
+    ("NAME", {PAGE}),
+    ("'NCCL_' + x", set()),
+    ("x", {"$?"}),
+])
+def test_another_modules_environment_read_by_a_built_key_is_judged_by_its_parts(
+    tmp_path: Path, key: str, leaves: set[str]
+) -> None:
+    user = f"from pkg.compat import ENV\nNAME = 'SGLANG_PAGE_SIZE'\n\ndef f(x):\n    return ENV[{key}]\n"
+    result = _scan(tmp_path, {"compat.py": "import os\nENV = os.environ\n", "user.py": user})
+    assert {leaf for _, leaf in _keys(result)} == leaves, result.reads
