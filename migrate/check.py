@@ -101,6 +101,11 @@ _ENV_FORMS = {
     "environ_pop": "os.environ.pop(...)",
     "environ_setdefault": "os.environ.setdefault(...)",
     "environ_whole": "the environment used whole",
+    "environ_filtered": "the environment walked for the names a literal prefix or suffix picks",
+    "settings_field": "a settings library filling a field from the environment (a pydantic-settings "
+    "BaseSettings field, starlette's Config)",
+    "env_table": "a table of getters, one per variable (an `environment_variables` dict of lambdas), whose "
+    "entry is called or handed on",
     "environb": "the bytes environment (os.environb, os.getenvb, posix.environ)",
     "expandvars": "os.path.expandvars",
     "env_helper": "its name passed to a function that reads the environment by the name it is given",

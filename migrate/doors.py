@@ -87,6 +87,7 @@ from configbags.migrate.childenv import (
     shell_prints_environment,
     stdin_reader,
 )
+from configbags.migrate.envkeys import KeyCompiler, Pattern, declared_reads, fits, patterns
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
@@ -171,17 +172,38 @@ _ENV_CHILD_PROCESS = CHILD_PROCESS_PREFIXES
 _C_LIBRARIES = tuple(f"{ffi}.{C_LIBRARY}" for ffi in C_FFI)
 # what writes a child's standard input: `proc.communicate(text)`, `proc.stdin.write(text)`
 _STDIN_WRITERS = frozenset({"write", "writelines"})
+_PATCH_DICT = frozenset({"unittest.mock.patch.dict", "mock.patch.dict"})
 _ENV_HARMLESS = frozenset({
     "builtins.len", "builtins.bool", "builtins.isinstance",
     # `with mock.patch.dict(os.environ, {...})` writes variables and restores them
-    "unittest.mock.patch.dict", "mock.patch.dict",
+    *_PATCH_DICT,
 })
+# `mock.patch.dict(os.environ, ...)` itself: entering or starting it gives the
+# environment back (`with ... as env`, `patcher.start()`)
+_ENV_PATCH = "<environ patch>"
+_PATCH_ENTERS = frozenset({f"{_ENV_PATCH}.{method}" for method in ("__enter__", "__aenter__", "start")})
 _NO_KINDS: frozenset[str] = frozenset()
 # Field declarations whose factory gives an instance attribute its value
 _FIELD_FACTORIES = frozenset({
     "dataclasses.field", "attrs.field", "attr.ib", "attr.attrib", "attr.field", "attrs.Factory", "attr.Factory",
 })
 _ENVIRON_KIND = frozenset({_ENVIRON})
+# Other libraries' names for the environment itself: starlette's `config.environ` wraps
+# `os.environ` (its reads read it)
+_ENVIRON_ALIASES = ("starlette.config.environ",)
+# starlette's `Config()`: a getter of one variable when called (`config("NAME", cast=int)`)
+# or asked `.get("NAME")`, its key after the `env_prefix=` it is given: the kind is the
+# mark and the prefix (`?` where the module does not show it)
+_STARLETTE_CONFIG = "starlette.config.Config"
+_CONFIG_MARK = "<starlette config>"
+
+
+def _canonical(path: str) -> str:
+    """`path` with another library's name for the environment spelled as `os.environ`."""
+    for alias in _ENVIRON_ALIASES:
+        if path == alias or path.startswith(alias + "."):
+            return _ENVIRON + path[len(alias):]
+    return path
 _DIST = "configbags.runtime.dist"
 _STATE_DICT = f"{_DIST}.state_dict"
 _DIST_CONTEXTS = frozenset({f"{_DIST}.import_state", f"{_DIST}.from_state", f"{_DIST}.publish_distributed"})
@@ -313,7 +335,7 @@ def _door_module(path: str) -> bool:
 def _is_door(kind: str) -> bool:
     """Is a name bound to this worth following (an alias of a door, or of a fetcher)?"""
     return (
-        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY, _SCOPE)
+        kind in (_CONTEXT, _ENVIRON, _STATE_DICT, _ENV_ITEMS, _RUNTIME, _REGISTRY, _SCOPE, _ENV_PATCH)
         or kind in _SCOPE_SOURCES
         or kind in _ENV_GETTERS
         or kind in _ENV_VIEWS
@@ -324,7 +346,7 @@ def _is_door(kind: str) -> bool:
         or _is_context_source(kind)
         # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
         or kind == "subprocess"
-        or kind.startswith((_GETTER_MARK, *_ENV_CHILD_PROCESS, *_C_LIBRARIES))
+        or kind.startswith((_GETTER_MARK, _CONFIG_MARK, *_ENV_CHILD_PROCESS, *_C_LIBRARIES))
         or kind.rpartition(".")[2] in CONTEXT_READBACK_METHODS
     )
 
@@ -609,7 +631,9 @@ class _Doors(Scopes[_Scope]):
         base = self.kind(expr.value, scope)
         if not base:
             return self._held_attribute(expr, scope)
-        paths = {f"{path}.{expr.attr}" for path in base if not path.startswith(("<context", "<configbags", "<contexts"))}
+        paths = {
+            _canonical(f"{path}.{expr.attr}") for path in base if not path.startswith(("<context", "<configbags", "<contexts"))
+        }
         found = paths | {d for d in map(_derived, paths) if d is not None}
         if _CONTEXT in base or _RUNTIME in base:
             # `get_context().installer._context`, `publish_legacy(...).context`
@@ -666,6 +690,14 @@ class _Doors(Scopes[_Scope]):
         found = self._configbags_kinds(expr, func, scope)
         found.update(f"{root}.{C_LIBRARY}" for root in {path.split(".")[0] for path in func} & set(C_FFI))
         bare = not expr.args and not expr.keywords
+        if not func.isdisjoint(_PATCH_DICT) and self._patches_environ(expr, scope):
+            found.add(_ENV_PATCH)
+        if _STARLETTE_CONFIG in func:
+            config = self._starlette_config(expr, scope)
+            if config is not None:
+                found.add(config)
+        if bare and not func.isdisjoint(_PATCH_ENTERS):
+            found.add(_ENVIRON)  # `patcher.start()`, what `with mock.patch.dict(os.environ) as env` binds
         if bare and not func.isdisjoint(_ENV_VIEWS):
             found.add(_ENVIRON)  # `os.environ.copy()`, `os.environ.keys()`
         if bare and not func.isdisjoint(_ENV_ITEM_VIEWS):
@@ -685,6 +717,23 @@ class _Doors(Scopes[_Scope]):
                 # `getattr(os, "environ")` is `os.environ`
                 found.update(self.kind(fetched_chain(fetch.target, path, expr), scope))
         return frozenset(found)
+
+    def _starlette_config(self, call: ast.Call, scope: _Scope) -> str | None:
+        """The kind of `Config(...)`: a getter of the environment with its prefix, unless
+        it is given another mapping (`environ={...}`) to read."""
+        given = next((k.value for k in call.keywords if k.arg == "environ"), call.args[1] if len(call.args) > 1 else None)
+        if given is not None and _ENVIRON not in self.kind(given, scope):
+            return None
+        prefix = next((k.value for k in call.keywords if k.arg == "env_prefix"), call.args[2] if len(call.args) > 2 else None)
+        text = "" if prefix is None else _literal(prefix)
+        return f"{_CONFIG_MARK}{'?' if text is None or '.' in text else text}"  # (a `.` starts an attribute)
+
+    def _patches_environ(self, call: ast.Call, scope: _Scope) -> bool:
+        """Is `mock.patch.dict(...)` given the environment (or its dotted name)?"""
+        target = _argument(call, 0, "in_dict")
+        if target is None or isinstance(target, ast.Starred):
+            return False
+        return _literal(target) in ("os.environ", "posix.environ") or _ENVIRON in self.kind(target, scope)
 
     def copies_environ(self, call: ast.Call, scope: _Scope) -> bool:
         """Does this copier call copy the environment (or its pairs)?"""
@@ -747,7 +796,7 @@ class _Doors(Scopes[_Scope]):
         kinds: set[str] = set()
         for value, where in values:
             if isinstance(value, _Imported):
-                kinds.add(value.path)
+                kinds.add(_canonical(value.path))
                 derived = _derived(value.path)
                 if derived is not None:
                     kinds.add(derived)
@@ -1072,7 +1121,35 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_comprehension(self, node: ast.comprehension) -> None:
         self._consume_loop(node.target, node.iter)
+        if self.declared and id(node.iter) not in self.consumed:
+            self._filtered_environ(node)
         self.generic_visit(node)
+
+    def _filtered_environ(self, node: ast.comprehension) -> None:
+        """`{k: v for k, v in os.environ.items() if k.startswith("NCCL_")}`: the
+        environment walked for the names a literal prefix or suffix (or a name) picks
+        reads those of them declared, and nothing where none is (envkeys.fits)."""
+        kinds = self.d.kind(node.iter, self.scope)
+        target = node.target
+        if kinds & _ENVIRON_KIND and isinstance(target, ast.Name):
+            key = target.id  # `for k in os.environ`, `os.environ.keys()`
+        elif _ENV_ITEMS in kinds and isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Attribute) and (
+            node.iter.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2
+            and isinstance(target.elts[0], ast.Name)
+        ):
+            key = target.elts[0].id
+        else:
+            return
+        picked: frozenset[Pattern] | None = None
+        for test in node.ifs:
+            found = _name_filter(test, key)
+            if found is not None:
+                picked = found if picked is None else frozenset(a for a in picked if any(_meet(a, b) for b in found))
+        if picked is None:
+            return
+        self._consume(node.iter)
+        for name in sorted(name for name in self.declared if any(fits(pattern, name) for pattern in picked)):
+            self._report(node.iter, env_subject(name), "environ", "environ_filtered")
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self._consume(node.value)
@@ -1260,8 +1337,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _env(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
         names = self.strings.values(key, self.enclosing) if key is not None else None
         if names is None:
-            # `os.environ[name]`, `os.getenv(PREFIX + part)`: it may read a declared variable
-            self._report(node, ENV_UNRESOLVED, "environ", form)
+            # `os.environ[name]`, `os.getenv(PREFIX + part)`: it may read a declared
+            # variable, unless the parts the module shows rule every one out
+            # (`f"NCCL_{name}"`: configbags.migrate.envkeys)
+            found = patterns(KeyCompiler(self.strings, None, None).compile(key, self.enclosing), None) if key is not None else None
+            read, unresolved = declared_reads(found, self.declared) if found is not None else ([], True)
+            if unresolved:  # (the one `$?` stands for the names it may also give)
+                self._report(node, ENV_UNRESOLVED, "environ", form)
+                return
+            for name in read:
+                self._report(node, env_subject(name), "environ", form)  # `NAMES.get(kind)`
             return
         for name in sorted(names & self.declared):
             self._report(node, env_subject(name), "environ", form)
@@ -1331,6 +1416,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     form = forms[0]
                     key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
                     self._env(node, key, form)
+                else:
+                    self._config_read(node, callee)
             self._consume_arguments(node, callee, fetches)
             if any(path.startswith(_ENV_CHILD_PROCESS) for path in callee):
                 self._child_command(node, callee)
@@ -1338,6 +1425,24 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._launcher_handed_on(node)
                 self._stdin_written(node)
         self.generic_visit(node)
+
+    def _config_read(self, node: ast.Call, callee: frozenset[str]) -> None:
+        """`config("NAME", cast=int)`, `config.get("NAME")` of a starlette `Config()`: a
+        read of its prefix and the key."""
+        prefixes = sorted(
+            prefix for prefix, dot, attr in (path.removeprefix(_CONFIG_MARK).partition(".") for path in callee
+                                             if path.startswith(_CONFIG_MARK))
+            if not dot or attr == "get"
+        )
+        if not prefixes or isinstance(node.args[0] if node.args else None, ast.Starred):
+            return
+        key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
+        prefix = prefixes[0]
+        if key is None or prefix == "?":
+            self._report(node, ENV_UNRESOLVED, "environ", "settings_field")
+        else:
+            built = ast.BinOp(ast.Constant(prefix), ast.Add(), key) if prefix else key
+            self._env(node, built, "settings_field")
 
     def _launcher_handed_on(self, node: ast.Call) -> None:
         """A child-process launcher handed to a dispatcher with its command as the
@@ -1714,6 +1819,59 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
 
 
+def _name_filter(test: ast.expr, key: str) -> frozenset[Pattern] | None:
+    """The names a comprehension's test lets through, as patterns, where it tests the
+    key `key` against literals only: `k.startswith("P_")` (or a tuple of prefixes),
+    `k.endswith(...)`, `k == "X"`, `k in ("X", "Y")`, and `and` of such (each narrows);
+    None for any other test."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        parts = [_name_filter(value, key) for value in test.values]
+        known = [part for part in parts if part is not None]
+        if not known:
+            return None
+        narrowed = known[0]
+        for part in known[1:]:
+            narrowed = frozenset(a for a in narrowed if any(_meet(a, b) for b in part))
+        return narrowed
+    if (
+        isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr in ("startswith", "endswith")
+        and isinstance(test.func.value, ast.Name) and test.func.value.id == key and len(test.args) == 1 and not test.keywords
+    ):
+        arg = test.args[0]
+        elements = arg.elts if isinstance(arg, ast.Tuple) else [arg]
+        texts = [_literal(element) for element in elements]
+        if any(text is None for text in texts):
+            return None
+        start = test.func.attr == "startswith"
+        return frozenset((text, "", True) if start else ("", text, True) for text in texts if text is not None)
+    if (
+        isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == key and len(test.ops) == 1
+    ):
+        op, right = test.ops[0], test.comparators[0]
+        picks: list[ast.expr] | None = None
+        if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+            picks = right.elts
+        elif isinstance(op, ast.Eq):
+            picks = [right]
+        texts = [_literal(element) for element in picks] if picks is not None else [None]
+        if any(text is None for text in texts):
+            return None
+        return frozenset((text, "", False) for text in texts if text is not None)
+    return None
+
+
+def _meet(a: Pattern, b: Pattern) -> bool:
+    """Could one name fit both patterns (for narrowing by `and`)? Approximate: yes unless
+    their literal parts conflict."""
+    if not a[2] and not b[2]:
+        return a[0] == b[0]
+    if not a[2]:
+        return fits(b, a[0])
+    if not b[2]:
+        return fits(a, b[0])
+    return (a[0].startswith(b[0]) or b[0].startswith(a[0])) and (a[1].endswith(b[1]) or b[1].endswith(a[1]))
+
+
 # the expressions whose value may be the environment (or a copy, its pairs, a reader)
 _ENV_CARRIERS = (ast.Name, ast.Attribute, ast.Call, ast.Dict, ast.BinOp)
 _LOAD = ast.Load()
@@ -1740,7 +1898,9 @@ def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[s
         return True
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
-    return bool(declared) and (bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar")))
+    return bool(declared) and (
+        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar", "starlette"))
+    )
 
 
 def _may_fetch(text: str) -> bool:
@@ -1774,6 +1934,8 @@ class DoorScan:
                 # an attribute named like a declared variable (`envs.SGLANG_PAGE_SIZE`) and
                 # a library reading one for an option (`envvar=`)
                 names = names | self.mentioned | _ENVVAR_KEYWORDS
+                if "starlette" in self.text:
+                    names = names | {"Config"}
             lines = set(mention_lines(self.text, names))
             strings = self.strings
             # Rounds until the names of interest stop growing (see configbags.migrate.aliases);

@@ -65,6 +65,16 @@ from configbags.migrate.aliases import (
 from configbags.migrate.childenv import command_fragments, named_variables
 from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
 from configbags.migrate.doors import ModuleStrings
+from configbags.migrate.envkeys import (
+    KeyCompiler,
+    declared_reads,
+    depends,
+    patterns,
+    substitute,
+    template_of,
+    use_of,
+)
+from configbags.migrate.envsources import ENV_TABLE, dispatches, table_entries, table_key, table_use
 from configbags.migrate.resolvers import helper_specs
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -453,43 +463,75 @@ def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[a
         yield from _own_nodes(stmt)
 
 
-def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+def _door_facts(
+    tree: ast.Module, text: str, strings: ModuleStrings | None = None
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """(fetchers, env_params): module-level functions that return a context or the
-    environment, and parameters used as an environment variable's name."""
+    environment, and parameters an environment key is built from (configbags.migrate.
+    envkeys: the use says how)."""
     lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES, *_STATE_READBACKS))
     fetchers: list[tuple[Any, ...]] = _private_imports(tree, text)
     env_params: list[tuple[Any, ...]] = []
     if not lines:
         return fetchers, env_params
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     for qualname, node in _functions(tree):
         if not mentions(lines, statement_span(node)):
             continue
-        params = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
-        keys: set[str] = set()
+        keys: list[ast.expr] = []
         for sub in _mentioned_nodes(node.body, lines):
             if isinstance(sub, ast.Return) and sub.value is not None and "." not in qualname:
                 kind = _returns_kind(sub.value)
                 if kind is not None:
                     fetchers.append((qualname, kind))
-            elif isinstance(sub, ast.Subscript) and _environ_expr(sub.value) and isinstance(sub.slice, ast.Name):
-                keys.add(sub.slice.id)
-            elif isinstance(sub, ast.Call) and sub.args and isinstance(sub.args[0], ast.Name):
+            elif isinstance(sub, ast.Subscript) and _environ_expr(sub.value):
+                keys.append(sub.slice)
+            elif isinstance(sub, ast.Call) and sub.args and not isinstance(sub.args[0], ast.Starred):
                 func = sub.func
                 if (isinstance(func, ast.Attribute) and func.attr in _ENV_KEY_READS and _environ_expr(func.value)) or (
                     dotted(func).rpartition(".")[2] == "getenv"
                 ):
-                    keys.add(sub.args[0].id)
+                    keys.append(sub.args[0])
             elif (
                 isinstance(sub, ast.Compare)
-                and isinstance(sub.left, ast.Name)
                 and any(isinstance(op, (ast.In, ast.NotIn)) for op in sub.ops)
                 and any(map(_environ_expr, sub.comparators))
             ):
-                keys.add(sub.left.id)
-        env_params += [(qualname, key, "environ") for key in sorted(keys & params)]
+                keys.append(sub.left)
+        if keys:
+            owner = classes.get(qualname.partition(".")[0]) if "." in qualname else None
+            env_params += _key_params(qualname, node, owner, keys, strings or ModuleStrings(tree))
     fetchers += _module_holders(tree, lines)
     fetchers += _kept_doors(tree, text, lines)
-    return sorted(set(fetchers)), env_params
+    return sorted(set(fetchers)), sorted(set(env_params))
+
+
+def _key_params(
+    qualname: str, function: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef | None,
+    keys: list[ast.expr], strings: ModuleStrings,
+) -> list[tuple[str, str, str]]:
+    """(function, parameter, use) of each parameter an environment key is built from in
+    any way: the function's own, and for a method reading `self.X`, its class's
+    `__init__` parameters stored there (`self.name = name`: `EnvInt("X")` passes the
+    key). The use is the key's template about the parameter (configbags.migrate.envkeys)."""
+    targets: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = [(qualname, function)]
+    init = next((item for item in owner.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None) if owner else None
+    if owner is not None and init is not None and init is not function:
+        targets.append((f"{owner.name}.__init__", init))
+    enclosing: list[ast.AST] = [owner, function] if owner is not None else [function]
+    found: list[tuple[str, str, str]] = []
+    for target_name, target in targets:
+        args = target.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        if owner is not None and params and not any(dotted(d) == "staticmethod" for d in target.decorator_list):
+            params = params[1:]  # `self` or `cls`
+        for arg in params:
+            compiler = KeyCompiler(strings, target, arg.arg)
+            templates = [t for t in (compiler.compile(key, enclosing) for key in keys) if depends(t)]
+            if templates:
+                # several keys built from one parameter: a call reads each
+                found.append((target_name, arg.arg, use_of(templates[0] if len(templates) == 1 else ["|", *templates])))
+    return found
 
 
 def _own_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
@@ -676,7 +718,7 @@ def base_facts(
     context and environment it returns, its parameters used as environment keys (and,
     from the door analysis, as child commands: `command_params`), and its instances.
     (What the record analysis adds: scan.scan_source.)"""
-    fetchers, env_params = _door_facts(tree, text)
+    fetchers, env_params = _door_facts(tree, text, strings)
     if mentioned is None:
         mentioned = frozenset(name for name in settings.env_vars if name in text)
     env_params += sorted({(function, param, "command") for function, param in command_params})
@@ -722,8 +764,10 @@ class _Uses(_Walk):
         self.env_params: set[tuple[str, str, str]] = set()
         # spelled callable -> (position, parameter, use) of its key or command parameters
         self.helpers: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+        # spelled -> (key -> the leaves its entry reads, whether it is the module's own)
+        self.tables: dict[str, tuple[dict[str, list[str]], bool]] = {}
         for entry in flows.env_helpers:
-            spelled, position, param, use = entry.split("|")
+            spelled, position, param, use = entry.split("|", 3)  # (a key template may hold `|`)
             self.helpers[spelled].append((int(position), param, use))
 
     def _row(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
@@ -742,6 +786,8 @@ class _Uses(_Walk):
                 self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
             if self.helpers:
                 self._helper_handed_on(node)
+            if self.tables:
+                self._table(node)
         if not isinstance(node, ast.Call):
             return
         self._door_by_name(node)
@@ -771,6 +817,23 @@ class _Uses(_Walk):
             self._context(parent)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _table(self, node: ast.Name | ast.Attribute) -> None:
+        """A getter table used (configbags.migrate.envsources): the entries it reaches
+        read their variables here."""
+        table = self.tables.get(dotted(node))
+        if table is None or (isinstance(node, ast.Name) and self._local(node.id)):
+            return
+        entries, own = table
+        if own and len(self.qualname) == 1 and dispatches(self.qualname[0]):
+            return  # the module's `__getattr__`: read where `envs.NAME` is loaded
+        key = table_key(node, self.parents)
+        keys = self.strings.values(key, self._scopes()) if key is not None else None
+        found = table_use(node, self.parents, entries, keys)
+        if found is not None:
+            where, leaves = found
+            for leaf in leaves:
+                self._row(where, leaf, "environ", "env_table")
 
     def _reexported(self, node: ast.Name | ast.Attribute, spelled: str) -> None:
         """A state readback or a private part of an accessors module that another module
@@ -846,7 +909,7 @@ class _Uses(_Walk):
         """An environment helper handed on instead of called (`map(get_env, names)`):
         whoever calls it may pass any name."""
         name = self._helper_name(dotted(node))
-        if name not in self.helpers or not any(use == "environ" for _, _, use in self.helpers[name]):
+        if name not in self.helpers or not any(template_of(use) is not None for _, _, use in self.helpers[name]):
             return
         parent = self.parents[-1] if self.parents else None
         if isinstance(parent, ast.Call) and (parent.func is node or (
@@ -889,22 +952,41 @@ class _Uses(_Walk):
                 continue
             if given is None and not unknown:
                 continue  # the helper's own default
-            names = self.strings.values(given, scopes) if given is not None else None
-            if names is None:
-                self._row(given if given is not None else call, ENV_UNRESOLVED, "environ", "env_helper")
+            template = template_of(use)
+            if template is None:
                 continue
-            for name in sorted(names & self.declared):
-                self._row(given if given is not None else call, env_subject(name), "environ", "env_helper")
+            # the names the key becomes with the argument given (envkeys: a prefix added,
+            # a case changed, an alias table looked up); a pattern no declared variable
+            # fits reads none, one some may fit is `$?`
+            names = self.strings.values(given, scopes) if given is not None else None
+            read, unresolved = declared_reads(patterns(template, names), self.declared)
+            where = given if given is not None else call
+            if unresolved:
+                self._row(where, ENV_UNRESOLVED, "environ", "env_helper")
+            for name in read:
+                self._row(where, env_subject(name), "environ", "env_helper")
 
     def _handed_on(self, given: ast.expr | None, scopes: list[ast.AST], use: str) -> None:
         """`def page(name): return get_env(name)`: page takes the key (or command) too,
-        and its callers are read like the helper's (through any chain of such)."""
+        and its callers are read like the helper's (through any chain of such); a key
+        built from page's parameter (`get_env("PAGE_" + name)`) is the helper's key of
+        what page builds (envkeys.substitute)."""
         function = next((n for n in reversed(scopes) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), None)
-        if not isinstance(given, ast.Name) or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if given is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return
         args = function.args
-        if given.id in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
-            self.env_params.add((self.function, given.id, use))
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        if isinstance(given, ast.Name):
+            if given.id in params:
+                self.env_params.add((self.function, given.id, use))
+            return
+        template = template_of(use)
+        if template is None:
+            return
+        for param in sorted(params & {sub.id for sub in ast.walk(given) if isinstance(sub, ast.Name)}):
+            built = KeyCompiler(self.strings, function, param).compile(given, scopes)
+            if depends(built):
+                self.env_params.add((self.function, param, use_of(substitute(template, built))))
 
     def _command(self, given: ast.expr, scopes: list[ast.AST]) -> None:
         """A command handed to a function that runs it in a child: the declared names
@@ -951,11 +1033,19 @@ class _Uses(_Walk):
     def _environ_key(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
         if key is None:
             self._row(node, ENV_UNRESOLVED, "environ", "environ_whole")
-        elif isinstance(key, ast.Constant) and isinstance(key.value, str):
-            if key.value in self.declared:
-                self._row(node, env_subject(key.value), "environ", form)
         else:
-            self._row(node, ENV_UNRESOLVED, "environ", form)
+            # the name as the module shows it, or the parts it shows (envkeys)
+            scopes = self._scopes()
+            names = self.strings.values(key, scopes)
+            found = patterns(KeyCompiler(self.strings, None, None).compile(key, scopes), None) if names is None else (
+                patterns(["s", *sorted(names)], None)
+            )
+            read, unresolved = declared_reads(found, self.declared)
+            if unresolved:
+                self._row(node, ENV_UNRESOLVED, "environ", form)
+                return
+            for name in read:
+                self._row(node, env_subject(name), "environ", form)
 
 
 def _fetched_name(expr: ast.expr) -> str:
@@ -977,17 +1067,25 @@ def _on_new_instance(func: ast.expr) -> str:
 
 
 def use_facts(
-    tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None
+    tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None,
+    own_tables: Iterable[tuple[str, str, str]] = (),
 ) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]], list[tuple[str, str, str]]]:
     """(reads, fetchers, env_params): the reads through imported context and environment
-    fetchers and environment helpers, the module-level functions that return what one of
-    the fetchers returns, and the parameters handed on to a helper's key or command."""
+    fetchers, environment helpers and getter tables (the module's own too: `own_tables`),
+    the module-level functions that return what one of the fetchers returns, and the
+    parameters handed on to a helper's key or command."""
+    tables = {
+        spelled: (table_entries(value), own)
+        for rows, own in ((flows.constants, False), (own_tables, True))
+        for spelled, shape, value in rows
+        if shape == ENV_TABLE
+    }
     names = {
         part
         for spelled in (
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
             *flows.environ_getters, *(entry.partition("|")[0].partition("@")[0] for entry in flows.env_helpers),
-            *flows.state_getters, *flows.private_names,
+            *flows.state_getters, *flows.private_names, *tables,
         )
         for part in spelled.replace("()", "").split(".")
     }
@@ -998,6 +1096,7 @@ def use_facts(
     if renamed or kept:
         lines = mention_lines(text, names | renamed.keys() | {name for _, name in kept})
     walk = _Uses(lines, flows, frozenset(settings.env_vars), strings or ModuleStrings(tree), renamed, renames, kept)
+    walk.tables = tables
     for node in tree.body:
         walk.visit(node)
     return walk.reads, [*walk.fetchers, *exported], sorted(walk.env_params)
@@ -1373,9 +1472,9 @@ class _Project:
         if known is not None:
             return known
         flow = self.results[rel].flow
-        uses: dict[str, dict[str, str]] = defaultdict(dict)
+        uses: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for function, param, use in flow.env_params:
-            uses[function][param] = use
+            uses[function].append((param, use))  # (a parameter may be a key and a command)
         found: list[tuple[str, str]] = []
         if uses:
             instances = defaultdict(list)
@@ -1386,7 +1485,7 @@ class _Project:
                 # a plain method called through its class takes `self` first (a row's
                 # seventh column, where the signatures say so)
                 through_class = 1 if len(row) > 6 and row[6] else 0
-                for param, use in uses.get(body, {}).items():
+                for param, use in uses.get(body, ()):
                     position = positional.index(param) if param in positional else -1
                     if position == -1 and param not in kwonly:
                         continue  # `self`, or a parameter only the body names

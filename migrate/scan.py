@@ -91,6 +91,7 @@ import attrs
 from configbags.migrate.aliases import analyse
 from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
+from configbags.migrate.envsources import env_tables, settings_reads
 from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
 from configbags.migrate.flows import base_facts, project_pass, use_facts
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
@@ -203,9 +204,16 @@ def scan_source(
         door_scan = DoorScan(tree, searched, settings, flows.constants if flows else ())
         analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
         reads = analysed.reads
-        doors = door_scan.reads()
+        # settings classes and getter tables (configbags.migrate.envsources)
+        doors = [*door_scan.reads(), *settings_reads(tree, searched, door_scan.declared, door_scan.strings)]
+        tables = env_tables(tree, doors)
         facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings, door_scan.mentioned)
-        used, returned, handed = use_facts(tree, searched, settings, flows, door_scan.strings) if flows else ([], [], [])
+        if tables:
+            facts = attrs.evolve(facts, constants=(*facts.constants, *tables))
+        used, returned, handed = (
+            use_facts(tree, searched, settings, flows or FlowInput(), door_scan.strings, tables)
+            if flows or tables else ([], [], [])
+        )
         if handed:  # its own functions that hand a parameter on to an env helper are helpers too
             facts = attrs.evolve(facts, env_params=tuple(sorted({*facts.env_params, *handed})))
         doors = [*doors, *used]
