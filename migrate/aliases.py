@@ -203,6 +203,9 @@ class _Analysis(Scopes[_Scope]):
         # dotted name, and this module's parameters that receive it
         self.flows = flows or FlowInput()
         self.lines = lines  # lines that mention a name of interest, sorted
+        # id(statement list) -> its statements that mention one: the binder and the reader
+        # walk the same lists (the tree's own, so their ids stay theirs while it lives)
+        self.kept: dict[int, list[ast.AST]] = {}
         # id(call) -> what it fetches by name (`getattr(x, "a")`, an attrgetter), under
         # whatever alias: resolved by the door analysis over the same scope rules
         self.fetched = fetched
@@ -911,14 +914,20 @@ class _Pruned(StatementWalker):
         whole = (scope.kind == "class" and (
             scope.qualname.rsplit(".", 1)[-1] in self.a.class_names or scope.qualname in self.a.walk_whole
         )) or (scope.self_name is not None and scope.parent is not None and scope.parent.qualname in self.a.walk_whole)
-        for node in statements:
-            if (
-                whole
-                or not isinstance(node, ast.stmt)
-                or isinstance(node, (ast.Global, ast.Nonlocal))
-                or mentions(lines, statement_span(node))
-            ):
-                self.visit(node)
+        if whole:
+            kept: Iterable[ast.AST] = statements
+        else:
+            found = self.a.kept.get(id(statements))
+            if found is None:
+                found = self.a.kept[id(statements)] = [
+                    node for node in statements
+                    if not isinstance(node, ast.stmt)
+                    or isinstance(node, (ast.Global, ast.Nonlocal))
+                    or mentions(lines, statement_span(node))
+                ]
+            kept = found
+        for node in kept:
+            self.visit(node)
 
 
 class _Binder(_Pruned, ScopeBinder[_Scope]):
