@@ -76,7 +76,7 @@ from configbags.migrate.scanmodel import (
     ScanSettings,
     env_subject,
 )
-from configbags.migrate.scopes import Visitor
+from configbags.migrate.scopes import INERT_NODES, Visitor
 from configbags.migrate.searchtext import occurrences
 
 _CONTEXT = "<context>"
@@ -443,10 +443,10 @@ class _Reader(Visitor):
         for _, value in ast.iter_fields(node):
             if isinstance(value, list):
                 for item in self._kept(value):
-                    if isinstance(item, ast.AST):
+                    if isinstance(item, ast.AST) and item.__class__ not in INERT_NODES:
                         self.parents[id(item)] = node
                         self.visit(item)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, ast.AST) and value.__class__ not in INERT_NODES:
                 self.parents[id(value)] = node
                 self.visit(value)
 

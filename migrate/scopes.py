@@ -76,6 +76,14 @@ class Visitor(ast.NodeVisitor):
         return method(self, node)
 
 
+# Nodes that hold nothing and that no walker here visits for itself: a name's context
+# (`Load`, `Store`), an operator. Every name, attribute and operation has one, so skipping
+# them spares a third of a walk's visits.
+INERT_NODES = frozenset(
+    cls for base in (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop) for cls in base.__subclasses__()
+)
+
+
 class StatementWalker(Visitor):
     """A visitor that hands every list of statements to `visit_statements`, where a
     subclass picks the statements worth walking (the scanner's passes skip most of a file)."""
@@ -97,9 +105,9 @@ class StatementWalker(Visitor):
                     self.visit_statements(value)
                 else:
                     for item in value:
-                        if isinstance(item, ast.AST):
+                        if isinstance(item, ast.AST) and item.__class__ not in INERT_NODES:
                             self.visit(item)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, ast.AST) and value.__class__ not in INERT_NODES:
                 self.visit(value)
 
 
