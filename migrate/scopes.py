@@ -77,8 +77,8 @@ class Visitor(ast.NodeVisitor):
 
 
 # Nodes that hold nothing and that no walker here visits for itself: a name's context
-# (`Load`, `Store`), an operator. Every name, attribute and operation has one, so skipping
-# them spares a third of a walk's visits.
+# (`Load`, `Store`), an operator. Every name, attribute and operation has one: skipping
+# them spares about a seventh of a walk's visits.
 INERT_NODES = frozenset(
     cls for base in (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop) for cls in base.__subclasses__()
 )

@@ -36,7 +36,7 @@ class SearchText(str):
             return str.__contains__(self, word)  # type: ignore[operator]  # raises str's own TypeError
         known = self._has.get(word)
         if known is None:
-            if word.split() == [word]:  # no whitespace in it: it lies inside one chunk
+            if word.isidentifier() or word.split() == [word]:  # no whitespace in it: it lies inside one chunk
                 if self._chunks is None:
                     self._chunks = "\n".join(set(self.split()))
                 known = str.__contains__(self._chunks, word)
