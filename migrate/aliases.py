@@ -59,6 +59,7 @@ from configbags.migrate.scopes import (
     fetched_chain,
     landed,
 )
+from configbags.migrate.searchtext import whole_word_starts
 
 # Whole-record readers: calling these on the record reads every leaf at once.
 _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
@@ -202,6 +203,9 @@ class _Analysis(Scopes[_Scope]):
         # dotted name, and this module's parameters that receive it
         self.flows = flows or FlowInput()
         self.lines = lines  # lines that mention a name of interest, sorted
+        # id(statement list) -> its statements that mention one: the binder and the reader
+        # walk the same lists (the tree's own, so their ids stay theirs while it lives)
+        self.kept: dict[int, list[ast.AST]] = {}
         # id(call) -> what it fetches by name (`getattr(x, "a")`, an attrgetter), under
         # whatever alias: resolved by the door analysis over the same scope rules
         self.fetched = fetched
@@ -910,14 +914,20 @@ class _Pruned(StatementWalker):
         whole = (scope.kind == "class" and (
             scope.qualname.rsplit(".", 1)[-1] in self.a.class_names or scope.qualname in self.a.walk_whole
         )) or (scope.self_name is not None and scope.parent is not None and scope.parent.qualname in self.a.walk_whole)
-        for node in statements:
-            if (
-                whole
-                or not isinstance(node, ast.stmt)
-                or isinstance(node, (ast.Global, ast.Nonlocal))
-                or mentions(lines, statement_span(node))
-            ):
-                self.visit(node)
+        if whole:
+            kept: Iterable[ast.AST] = statements
+        else:
+            found = self.a.kept.get(id(statements))
+            if found is None:
+                found = self.a.kept[id(statements)] = [
+                    node for node in statements
+                    if not isinstance(node, ast.stmt)
+                    or isinstance(node, (ast.Global, ast.Nonlocal))
+                    or mentions(lines, statement_span(node))
+                ]
+            kept = found
+        for node in kept:
+            self.visit(node)
 
 
 class _Binder(_Pruned, ScopeBinder[_Scope]):
@@ -1955,45 +1965,35 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         return "*"
 
 
-# What `\b` counts as a word character in ASCII. A non-ASCII letter next to a name counts
-# as a boundary: that may find a mention that is none (a statement walked for nothing),
-# never miss one.
-_WORD_CHARS = frozenset("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz")
-
-
 def mention_lines(text: str, names: Iterable[str]) -> list[int]:
     """The lines (1-based, sorted) where one of `names` (identifiers) occurs as a whole
     word in `text` (configbags.migrate.scan.search_text: the parser's lines, `\n` only).
-    One `str.find` scan per name runs at memchr speed: several times faster than a regex
-    alternation tried at every offset, and most files mention no name at all."""
+    Most files mention no name at all: a search text answers that from its index
+    (configbags.migrate.searchtext)."""
     starts: list[int] = []
-    size = len(text)
     for word in names:
-        at = text.find(word)
-        while at >= 0:
-            end = at + len(word)
-            if (at == 0 or text[at - 1] not in _WORD_CHARS) and (end == size or text[end] not in _WORD_CHARS):
-                starts.append(at)
-            # an identifier cannot occur as a whole word inside another occurrence of it
-            at = text.find(word, end)
+        starts += whole_word_starts(text, word)
     return lines_of(text, starts)
 
 
 def bare_mentions(text: str, names: Iterable[str]) -> list[int]:
     """Where one of `names` is mentioned bare, as a value (`_os = os`, `f(os)`, `m = mod
     or os`): as a whole word not after a dot and not followed by an attribute, a call or
-    an index, on a line that is no import statement. A regex that starts with the name
-    itself, so the search runs at literal speed."""
+    an index, on a line that is no import statement."""
     found: list[int] = []
     for name in names:
-        for match in re.finditer(rf"{re.escape(name)}(?![ \t]*[.(\[\w])", text):
-            at = match.start()
-            if at and (text[at - 1] in _WORD_CHARS or text[at - 1] == "."):
+        for at in whole_word_starts(text, name):
+            if (at and text[at - 1] == ".") or _USED_NOT_BARE.match(text, at + len(name)):
                 continue
             start = text.rfind("\n", 0, at) + 1
             if not text[start:at].lstrip().startswith(("import ", "from ")):
                 found.append(at)
     return found
+
+
+# what follows a name used as other than a value: an attribute, a call, an index, or (a
+# non-ASCII letter, which whole_word_starts counts as a boundary) more of the name
+_USED_NOT_BARE = re.compile(r"[ \t]*[.(\[\w]")
 
 
 def lines_of(text: str, positions: Iterable[int]) -> list[int]:

@@ -76,6 +76,8 @@ from configbags.migrate.scanmodel import (
     ScanSettings,
     env_subject,
 )
+from configbags.migrate.scopes import INERT_NODES, Visitor
+from configbags.migrate.searchtext import occurrences
 
 _CONTEXT = "<context>"
 # the raw record, where it was reached through a carrier the record analysis does not
@@ -160,7 +162,7 @@ _EXPANDED = re.compile(r"\$(\w+)|\$\{([^}]*)\}|%([^%]+)%")
 # what the other analyses already follow by the module's own name: reported here only when
 # reached another way
 _DIRECT = frozenset({"os.environ", "os.getenv"})
-_CONTEXT_WORD = re.compile("get_context|process_context")
+_CONTEXT_WORDS = ("get_context", "process_context")
 # What a ctypes call returns (a loaded library, `ctypes.CDLL(None)`), as a path its
 # attributes extend: `ctypes._lib.getenv` is C's getenv
 _C_LIBRARY = "ctypes._lib"
@@ -277,12 +279,7 @@ class ReflectionScan:
 
 
 def _trigger_positions(text: str, raw_accessor: str) -> list[int]:
-    found: list[int] = []
-    for word in _TRIGGER_WORDS:
-        start = text.find(word)
-        while start != -1:
-            found.append(start)
-            start = text.find(word, start + 1)
+    found = [at for word in _TRIGGER_WORDS for at in occurrences(text, word)]
     start = text.find(raw_accessor) if raw_accessor else -1
     while start != -1:
         after = text[start + len(raw_accessor):start + len(raw_accessor) + 8].lstrip(" ")
@@ -311,7 +308,7 @@ def _qualifiers(text: str, names: tuple[str, ...]) -> set[str]:
     return found
 
 
-class _Reader(ast.NodeVisitor):
+class _Reader(Visitor):
     def __init__(
         self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int], anywhere: bool = False
     ) -> None:
@@ -342,7 +339,7 @@ class _Reader(ast.NodeVisitor):
     # ---- the module's names
 
     def run(self, text: str) -> None:
-        self.context_lines = lines_of(text, [m.start() for m in _CONTEXT_WORD.finditer(text)])
+        self.context_lines = lines_of(text, [at for word in _CONTEXT_WORDS for at in occurrences(text, word)])
         self._collect(self.tree.body, None)
         self._grow_lines(text)
         # `S.get_server_args()`: S is the record's module too
@@ -447,10 +444,10 @@ class _Reader(ast.NodeVisitor):
         for _, value in ast.iter_fields(node):
             if isinstance(value, list):
                 for item in self._kept(value):
-                    if isinstance(item, ast.AST):
+                    if isinstance(item, ast.AST) and item.__class__ not in INERT_NODES:
                         self.parents[id(item)] = node
                         self.visit(item)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, ast.AST) and value.__class__ not in INERT_NODES:
                 self.parents[id(value)] = node
                 self.visit(value)
 

@@ -110,6 +110,7 @@ from configbags.migrate.scanmodel import (
     Violation,
     join_origin,
 )
+from configbags.migrate.searchtext import SearchText
 from configbags.runtime.gcpause import gc_paused
 
 __all__ = [
@@ -192,7 +193,7 @@ def scan_source(
 
     # a resolver of a spelled dotted name (`pkgutil.resolve_name("a.b:c")`) is the import
     # route it stands for, for every analysis below (configbags.migrate.resolvers)
-    searched = desugar(tree, search_text(text), flows.constants if flows else ())
+    searched = SearchText(desugar(tree, search_text(text), flows.constants if flows else ()))  # every analysis's word tests, indexed
     if base is not None and base.problem is None and flows is not None and _helpers_only(flows):
         try:
             return _with_helpers(base, tree, searched, settings, flows)
