@@ -191,7 +191,7 @@ def scan_source(
 
     # a resolver of a spelled dotted name (`pkgutil.resolve_name("a.b:c")`) is the import
     # route it stands for, for every analysis below (configbags.migrate.resolvers)
-    searched = desugar(tree, search_text(text), flows.constants if flows else ())
+    searched = desugar(tree, search_text(text), flows.constants if flows else (), settings)
     if base is not None and base.problem is None and flows is not None and _helpers_only(flows):
         try:
             return _with_helpers(base, tree, searched, settings, flows)

@@ -1,0 +1,172 @@
+"""Round eight's false passes of the read ratchet about loaders (an outside attack): a
+string spelling a door's dotted name handed to a loader the scanner does not know
+(entry points, logging.config, uvicorn, pydantic, jinja2, mock), unsafe deserializers
+(`find_class`, PyYAML's `!!python/` tags and unsafe loaders), code in string annotations
+and `.pth` files, code-string runners in any module, `os` through the standard library's
+private aliases, and a package module named like a standard library one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ratchet_case import fails as _fails
+from ratchet_case import read_keys as _keys
+from ratchet_case import scan_pkg as _scan
+
+GENERATED = {
+    "config_bags/__init__.py": "",
+    "config_bags/accessors.py": "def get_context(): ...\ndef get_server_args(): ...\ncfg = None\n",
+}
+
+
+def _user(tmp_path: Path, user: str, extra: dict[str, str] | None = None) -> set[tuple[str, str, str]]:
+    result = _scan(tmp_path, {**GENERATED, **(extra or {}), "user.py": user})
+    keys = {key for key in _keys(result) if key[0] == "pkg/user.py"}
+    assert bool(keys) == _fails(result) or extra, result.reads
+    return keys
+
+
+# ---- R1: a string spelling a door's dotted name is the import it names, whatever takes it
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("from importlib.metadata import EntryPoint\ndef f():\n"
+     "    ep = EntryPoint(name='a', value='legacy.server_args:get_server_args', group='g')\n"
+     "    return ep.load()().tp_size\n", "*"),
+    ("import logging.config\ndef f():\n"
+     "    return logging.config.BaseConfigurator({}).resolve('legacy.server_args.get_server_args')().tp_size\n", "*"),
+    ("import logging.config\ndef f():\n"
+     "    conf = logging.config.DictConfigurator({'env': 'ext://os.environ'}).config\n"
+     "    return conf['env']['SGLANG_PAGE_SIZE']\n", "$?"),
+    ("import pydoc\ndef f():\n    obj, _ = pydoc.resolve('legacy.server_args.get_server_args')\n    return obj().tp_size\n",
+     "*"),
+    ("from uvicorn.importer import import_from_string\ndef f():\n"
+     "    return import_from_string('legacy.server_args:get_server_args')().tp_size\n", "*"),
+    ("from unittest import mock\ndef f():\n"
+     "    original, _ = mock.patch('legacy.server_args.get_server_args').get_original()\n    return original().tp_size\n",
+     "*"),
+    ("from pydantic import ImportString, TypeAdapter\ndef f():\n"
+     "    return TypeAdapter(ImportString).validate_python('legacy.server_args.get_server_args')().tp_size\n", "*"),
+    ("from pydantic import BaseModel, ImportString\nclass P(BaseModel):\n    g: ImportString\n"
+     "def f():\n    return P(g='legacy.server_args.get_server_args').g().tp_size\n", "*"),
+    ("from jinja2.utils import import_string\ndef f():\n"
+     "    return import_string('legacy.server_args:get_server_args')().tp_size\n", "*"),
+    # a module constant, an f-string of constants, a getenv named by a string
+    ("from x import load\nHOOK = 'legacy.server_args:get_server_args'\ndef f():\n    return load(HOOK)().tp_size\n",
+     "*"),
+    ("from x import load\nPKG = 'legacy'\ndef f():\n    return load(f'{PKG}.server_args:get_server_args')().tp_size\n",
+     "*"),
+    ("from x import load\ndef f():\n    return load('os:getenv')('SGLANG_PAGE_SIZE')\n", "$?"),
+    ("from x import load\ndef f():\n    return load('pkg.config_bags.accessors:get_context')().state\n",
+     "Context.state"),
+    ("from x import load\ndef f():\n    return load('tempfile._os.environ')\n", "$?"),
+])
+def test_a_string_spelling_a_door_is_judged_as_the_import_it_names(tmp_path: Path, user: str, leaf: str) -> None:
+    keys = _user(tmp_path, user)
+    assert any(key[2] == leaf for key in keys), keys
+
+
+def test_a_module_table_spelling_a_door_is_judged_where_it_is_bound(tmp_path: Path) -> None:
+    user = ("from importlib.metadata import EntryPoint\n"
+            "PLUGINS = {'args': 'legacy.server_args:get_server_args'}\n"
+            "def f(kind):\n    return EntryPoint(kind, PLUGINS[kind], 'g').load()\n")
+    assert ("pkg/user.py", "<module>", "*") in _user(tmp_path, user)
+
+
+@pytest.mark.parametrize("user", [
+    # names of things that are no door, and words that merely mention one
+    "from uvicorn.importer import import_from_string\ndef f():\n    return import_from_string('pkg.app:app')\n",
+    "import logging\nlog = logging.getLogger('legacy.server_args')\ndef f():\n"
+    "    log.info('see legacy.server_args.get_server_args for os.environ')\n",
+    '"""Reads legacy.server_args:get_server_args, never os.environ."""\ndef f(name):\n'
+    '    return name == "os.environ"\n',
+    "import operator\ndef f(w):\n    return operator.attrgetter('worker.get_server_args')(w)\n",
+    "from x import load\ndef f():\n    return load('pkg.config_bags.accessors:cfg').parallel.tp_size\n",
+    "import logging.config\ndef f():\n    logging.config.dictConfig({'handlers': {'h': {'class': 'ext://sys.stderr'}}})\n",
+    "import multiprocessing\nfrom x import load\ndef f():\n    return load('multiprocessing:get_context')('spawn')\n",
+])
+def test_ordinary_strings_and_loaders_of_other_names_stay_silent(tmp_path: Path, user: str) -> None:
+    assert not _user(tmp_path, user)
+
+
+# ---- R8: unsafe deserializers resolving a qualname
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("import io, pickle\ndef f():\n"
+     "    return pickle.Unpickler(io.BytesIO(b'')).find_class('legacy.server_args', 'get_server_args')().tp_size\n",
+     "tp_size"),
+    ("import yaml\ndef f():\n    return yaml.unsafe_load('!!python/name:legacy.server_args.get_server_args')().tp_size\n",
+     "*"),
+    ("import yaml\ndef f():\n    return yaml.unsafe_load('!!python/object/apply:os.getenv [SGLANG_PAGE_SIZE]')\n",
+     "$SGLANG_PAGE_SIZE"),
+    ("import yaml\ndef f():\n    return yaml.unsafe_load('a: 1\\nb: !!python/name:os.environ')['b']\n", "$?"),
+    ("import yaml\ndef f(path):\n    with open(path) as fh:\n        return yaml.load(fh, Loader=yaml.UnsafeLoader)\n",
+     "$?"),
+    ("import yaml\ndef f(text):\n    return yaml.unsafe_load(text)\n", "$?"),
+    ("import yaml\ndef f(fh):\n    return yaml.load(fh, yaml.FullLoader)\n", "$?"),
+])
+def test_an_unsafe_deserializer_imports_what_it_names(tmp_path: Path, user: str, leaf: str) -> None:
+    assert ("pkg/user.py", "f", leaf) in _user(tmp_path, user)
+
+
+@pytest.mark.parametrize("user", [
+    "import yaml\ndef f(fh):\n    return yaml.safe_load(fh)\n",
+    "import yaml\ndef f(fh):\n    return yaml.load(fh, Loader=yaml.SafeLoader)\n",
+    "import yaml\ndef f(fh):\n    return yaml.load(fh, Loader=getattr(yaml, 'CSafeLoader', yaml.SafeLoader))\n",
+    "import yaml\ndef f():\n    return yaml.unsafe_load('!!python/name:pkg.app.main')\n",
+    "import io, pickle\ndef f():\n    return pickle.Unpickler(io.BytesIO(b'')).find_class('collections', 'OrderedDict')\n",
+])
+def test_safe_loads_and_tags_of_other_names_stay_silent(tmp_path: Path, user: str) -> None:
+    assert not _user(tmp_path, user)
+
+
+# ---- R11: code-string runners in any module
+
+HOOK_RUNNERS = [
+    "import code\ndef f(path):\n    ns = {}\n    code.InteractiveInterpreter(ns).runsource(open(path).read(), path, 'exec')\n",
+    "import code\ndef f(lines):\n    console = code.InteractiveConsole({})\n    for line in lines:\n        console.push(line)\n",
+    "import cProfile\ndef f(src):\n    ns = {}\n    cProfile.runctx(src, ns, ns)\n",
+    "import timeit\ndef f(fh):\n    timeit.timeit(fh.read(), number=1)\n",
+    "import pdb\ndef f(src):\n    pdb.Pdb().runctx(src, {}, {})\n",
+]
+
+
+@pytest.mark.parametrize("user", HOOK_RUNNERS)
+def test_a_code_string_runner_is_unresolved_in_a_module_that_mentions_nothing(tmp_path: Path, user: str) -> None:
+    assert ("pkg/user.py", "f", "$?") in _user(tmp_path, user)
+
+
+@pytest.mark.parametrize("user", [
+    "import timeit\ndef f():\n    return timeit.timeit('sum(range(10))', number=3)\n",
+    "import timeit, functools\ndef f(g):\n    return timeit.timeit(functools.partial(g, 1), number=3)\n",
+    "import cProfile\ndef f():\n    cProfile.run('print(1)')\n",
+])
+def test_runners_of_spelled_code_or_callables_stay_silent(tmp_path: Path, user: str) -> None:
+    assert not _user(tmp_path, user)
+
+
+# ---- R5: `os` through another module's private alias; a glob of the environment file
+
+@pytest.mark.parametrize(("user", "leaf"), [
+    ("import tempfile\ndef f():\n    return tempfile._os.environ['SGLANG_PAGE_SIZE']\n", "$SGLANG_PAGE_SIZE"),
+    ("import random\ndef f():\n    return random._os.environ.get('SGLANG_PAGE_SIZE')\n", "$SGLANG_PAGE_SIZE"),
+    ("import threading\ndef f():\n    return threading._os.environ['SGLANG_PAGE_SIZE']\n", "$SGLANG_PAGE_SIZE"),
+    ("import ctypes\ndef f():\n    return ctypes._os.environ.get('SGLANG_PAGE_SIZE')\n", "$SGLANG_PAGE_SIZE"),
+    ("import importlib._bootstrap_external as be\ndef f():\n    return be._os.environ[b'SGLANG_PAGE_SIZE']\n", None),
+    ("import glob\ndef f():\n    return open(glob.glob('/proc/self/envi*')[0], 'rb').read()\n", "$?"),
+    ("from pathlib import Path\ndef f():\n    return list(Path('/proc/self').glob('env*'))\n", "$?"),
+])
+def test_os_through_a_private_alias_and_a_glob_of_the_environment_file_are_reads(
+    tmp_path: Path, user: str, leaf: str | None
+) -> None:
+    keys = _user(tmp_path, user)
+    assert keys and (leaf is None or ("pkg/user.py", "f", leaf) in keys), keys
+
+
+@pytest.mark.parametrize("user", [
+    "import glob\ndef f():\n    return glob.glob('/proc/self/fd/*')\n",
+    "import glob\ndef f(d):\n    return glob.glob(d + '/*.py')\n",
+])
+def test_globs_of_other_files_stay_silent(tmp_path: Path, user: str) -> None:
+    assert not _user(tmp_path, "import os\n" + user)
+
