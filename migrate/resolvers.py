@@ -57,6 +57,7 @@ def desugar(
     return `text` with those routes' spelling added at the end of their lines (the lines
     stay the parser's)."""
     text = _desugar_resolvers(tree, text, imported)
+    text = string_annotations(tree, text)
     return door_names(tree, text, settings) if settings is not None else text
 
 
@@ -940,3 +941,44 @@ class DoorNames:
         for node in (handed, handed.func):
             ast.copy_location(node, at)
         return handed
+
+
+# ---- a string annotation that calls: code that `typing.get_type_hints` and
+# `inspect.get_annotations(eval_str=True)` (and pydantic, FastAPI, typer) evaluate
+
+# an annotation spelled as a string holding a call (`x: "get_server_args().tp_size"`)
+_CALLING_ANNOTATION = re.compile(r"""(?::|->)\s*[rRuU]?["'][^"'\n]*\(""")
+
+
+def string_annotations(tree: ast.Module, text: str) -> str:
+    """Put in the place of each string annotation that holds a call the expression it
+    spells (`def g(x: "Literal[get_server_args().tp_size]")`): whatever evaluates it runs
+    that code, which every analysis then reads where the annotation is. A string naming a
+    type (`"ServerArgs"`, `"Optional[Foo]"`) calls nothing and is left as it is (the types'
+    analysis reads it). Only a file whose text shows such an annotation is walked."""
+    if _CALLING_ANNOTATION.search(text) is None:
+        return text
+    added: dict[int, list[str]] = {}
+
+    def parsed(annotation: ast.expr | None) -> ast.expr | None:
+        if not (isinstance(annotation, ast.Constant) and isinstance(annotation.value, str) and "(" in annotation.value):
+            return None
+        try:
+            expr = ast.parse(annotation.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if not any(isinstance(node, ast.Call) for node in ast.walk(expr)):
+            return None
+        for node in ast.walk(expr):
+            ast.copy_location(node, annotation)
+        added.setdefault(annotation.lineno, []).append(ast.unparse(expr))
+        return expr
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            node.annotation = parsed(node.annotation) or node.annotation
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = parsed(node.returns) or node.returns
+        elif isinstance(node, ast.AnnAssign):
+            node.annotation = parsed(node.annotation) or node.annotation
+    return _spelled_lines(text, added)

@@ -91,7 +91,7 @@ import attrs
 from configbags.migrate.aliases import analyse
 from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
-from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
+from configbags.migrate.files import NotReadable, list_files, list_tree, python_view, read_source
 from configbags.migrate.flows import base_facts, project_pass, use_facts
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.reflection import ReflectionScan
@@ -430,7 +430,7 @@ class _Rescan:
                 return self.cache.with_flow(key, found)
         if not data and self.cache is not None:  # served by its stat: never read
             try:
-                data = read_source(path, self.settings.max_bytes)
+                data = python_view(rel, read_source(path, self.settings.max_bytes))
             except NotReadable as exc:
                 return FileScan(problem=str(exc))
             if content_digest(data) != digest:
@@ -500,7 +500,7 @@ def _scan_tree(
                 loaded.append((rel, path, b"", known, cached))
                 continue
         try:
-            data = read_source(path, settings.max_bytes)
+            data = python_view(rel, read_source(path, settings.max_bytes))
         except NotReadable as exc:
             problems.append(Problem(rel, str(exc)))
             continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ratchet_case import RAW
 from ratchet_case import fails as _fails
 from ratchet_case import read_keys as _keys
 from ratchet_case import scan_pkg as _scan
@@ -170,3 +171,69 @@ def test_os_through_a_private_alias_and_a_glob_of_the_environment_file_are_reads
 def test_globs_of_other_files_stay_silent(tmp_path: Path, user: str) -> None:
     assert not _user(tmp_path, "import os\n" + user)
 
+
+
+# ---- R7: code in string annotations, `.pth` files
+
+@pytest.mark.parametrize("user", [
+    RAW + "import inspect\ndef g(x: 'get_server_args().tp_size') -> None:\n    pass\n"
+    "def f():\n    return inspect.get_annotations(g, eval_str=True)\n",
+    RAW + "import typing\nfrom typing import Literal\ndef g(x: 'Literal[get_server_args().tp_size]') -> None:\n    pass\n"
+    "def f():\n    return typing.get_type_hints(g)\n",
+    RAW + "import typing\ndef g() -> 'get_server_args().tp_size':\n    pass\n",
+    RAW + "import typing\nclass A:\n    x: 'get_server_args().tp_size'\n",
+])
+def test_a_string_annotation_that_calls_is_read_as_the_code_it_is(tmp_path: Path, user: str) -> None:
+    assert any(key[2] == "tp_size" for key in _user(tmp_path, user))
+
+
+def test_a_string_annotation_naming_a_type_stays_silent(tmp_path: Path) -> None:
+    user = "from typing import Optional\ndef g(x: 'Optional[int]', y: 'dict[str, int]') -> 'list[str]':\n    return []\n"
+    assert not _user(tmp_path, user)
+
+
+def test_the_import_lines_of_a_pth_file_under_a_root_are_python(tmp_path: Path) -> None:
+    pth = "/opt/plugins\nimport os, builtins; builtins.PAGE = os.environ.get('SGLANG_PAGE_SIZE')\n"
+    result = _scan(tmp_path, {"plugins/hooks.pth": pth})
+    assert ("pkg/plugins/hooks.pth", "<module>", "$SGLANG_PAGE_SIZE") in _keys(result), result.reads
+    assert _fails(result)
+
+
+def test_a_pth_file_of_folders_only_reads_nothing(tmp_path: Path) -> None:
+    result = _scan(tmp_path, {"plugins/paths.pth": "/opt/plugins\n../vendor\n# import os\n"})
+    assert not result.reads and "pkg/plugins/paths.pth" in result.files
+
+
+# ---- R1: entry points declared in metadata name what a plugin loader imports
+
+PLUGIN_LOOP = ("from importlib.metadata import entry_points\ndef f():\n"
+               "    return {ep.name: ep.load() for ep in entry_points(group='engine.plugins')}\n")
+
+
+@pytest.mark.parametrize(("rel", "text", "line"), [
+    ("probe-0.1.dist-info/entry_points.txt", "[engine.plugins]\nargs = legacy.server_args:get_server_args\n", 2),
+    ("probe.egg-info/entry_points.txt", "[console_scripts]\nx = pkg.cli:main\n[engine.plugins]\n"
+     "env = os:environ\n", 4),
+    ("pyproject.toml", "[project]\nname = 'probe'\n[project.entry-points.'engine.plugins']\n"
+     "args = \"legacy.server_args:get_server_args\"\n", 4),
+    ("setup.cfg", "[metadata]\nname = probe\n[options.entry_points]\nengine.plugins =\n"
+     "    args = legacy.server_args:get_server_args\n", 5),
+    ("pkg/vendored-1.0.dist-info/entry_points.txt", "[engine.plugins]\nargs = legacy.server_args:get_server_args\n", 2),
+])
+def test_an_entry_point_naming_a_door_is_a_read_where_it_is_declared(
+    tmp_path: Path, rel: str, text: str, line: int
+) -> None:
+    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / rel).write_text(text)
+    result = _scan(tmp_path, {"user.py": PLUGIN_LOOP})
+    rows = [r for r in result.reads if r.file == rel]
+    assert rows and rows[0].line == line and rows[0].function == "<module>", result.reads
+    assert _fails(result)
+
+
+def test_entry_points_of_other_names_are_not_even_listed(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'probe'\n[project.scripts]\nprobe = 'pkg.cli:main'\n")
+    (tmp_path / "probe.egg-info").mkdir()
+    (tmp_path / "probe.egg-info" / "entry_points.txt").write_text("[console_scripts]\nprobe = pkg.cli:main\n")
+    result = _scan(tmp_path, {"user.py": PLUGIN_LOOP, "cli.py": "def main():\n    pass\n"})
+    assert not result.reads and result.files == ("pkg/__init__.py", "pkg/cli.py", "pkg/user.py")
