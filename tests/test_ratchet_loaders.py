@@ -237,3 +237,21 @@ def test_entry_points_of_other_names_are_not_even_listed(tmp_path: Path) -> None
     (tmp_path / "probe.egg-info" / "entry_points.txt").write_text("[console_scripts]\nprobe = pkg.cli:main\n")
     result = _scan(tmp_path, {"user.py": PLUGIN_LOOP, "cli.py": "def main():\n    pass\n"})
     assert not result.reads and result.files == ("pkg/__init__.py", "pkg/cli.py", "pkg/user.py")
+
+
+# ---- L2: a package module named like a standard library one hides nothing
+
+LOCAL_JSON = '"""Engine-local JSON helpers."""\ndef dumps(obj, **kw):\n    return "{}"\n'
+
+
+@pytest.mark.parametrize("user", [
+    RAW + "import json\ndef f():\n    return json.dumps(get_server_args(), default=vars)\n",
+    RAW + "from json import dumps\ndef f():\n    return dumps(get_server_args(), default=vars)\n",
+])
+def test_an_absolute_import_in_a_package_is_the_standard_librarys(tmp_path: Path, user: str) -> None:
+    assert _user(tmp_path, user, {"json.py": LOCAL_JSON})
+
+
+def test_a_relative_import_of_the_local_module_is_the_local_one(tmp_path: Path) -> None:
+    user = RAW + "from . import json\ndef f():\n    return json.dumps(get_server_args())\n"
+    assert not _user(tmp_path, user, {"json.py": LOCAL_JSON})
