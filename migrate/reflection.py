@@ -40,11 +40,14 @@ Only the statements whose lines show a trigger word (_TRIGGER_WORDS), or mention
 bound to something followed here, are walked; a function's body is read for bindings only
 where it holds such a line or names a context function.
 
-- In any module, whatever it mentions (code_string, import_by_name): a code string the
-  module does not spell run by `exec`/`eval`/`compile`, and an import by a name it does
-  not spell (`importlib.import_module(qualname)`, `__import__(name)`,
+- In any module, whatever it mentions (code_string, import_by_name, environ_glob): a code
+  string the module does not spell run by `exec`/`eval`/`compile` or the standard
+  library's runners (_STRING_RUNNERS: code's interpreters, the profilers, pdb, timeit),
+  a YAML document it does not spell loaded by an unsafe PyYAML loader, an import by a
+  name it does not spell (`importlib.import_module(qualname)`, `__import__(name)`,
   `pkgutil.resolve_name(name)`, `pydoc.locate(name)`; a resolver given a spelled name is
-  the import route it stands for by then: configbags.migrate.resolvers).
+  the import route it stands for by then: configbags.migrate.resolvers), and a glob
+  pattern matching a process's environment file (`glob.glob("/proc/self/envi*")`).
 - A module's namespace whole: `vars(M)`, `M.__dict__`, `inspect.getmembers(M)`.
 
 Names resolve flow-insensitively, as far as the module's own imports and simple

@@ -25,8 +25,17 @@ Two more resolvers are read the same way:
   import route, a REDUCE a call); where they do more, what it imports is handed to a
   callable no module defines, so it escapes there.
 
+And, the general rule behind them: a string that spells a door's dotted name (`a.b.c`,
+`a.b:c`, `ext://a.b.c`, a PyYAML `!!python/` tag; DoorNames) is the import it names,
+whatever takes it (door_names: an entry point's `EntryPoint(..., "a.b:c", ...).load()`,
+`logging.config`'s `ext://`, uvicorn's `import_from_string`, pydantic's `ImportString`,
+`mock.patch`); `u.find_class("a.b", "c")` is `from a.b import c`; a string annotation
+that calls (`x: "Literal[get_server_args().tp_size]"`) is the code it spells
+(string_annotations), which `typing.get_type_hints` runs.
+
 Only a file whose text shows a resolver's name (`resolve_name`, `locate`, an importer's,
-`pickle`, `dill`) or that imports a helper is walked.
+`pickle`, `dill`, `find_class`), quotes a door's word after `.` or `:`, shows a calling
+string annotation, or imports a helper is walked.
 """
 
 from __future__ import annotations
@@ -772,11 +781,16 @@ def door_names(tree: ast.Module, text: str, settings: ScanSettings) -> str:
     constants = _constants(tree, nodes)
     added: dict[int, list[str]] = {}
     module_level = {id(stmt.value) for stmt in tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))}
+    # the importers' own names (`load = importlib.import_module`): their calls are judged
+    # by what they spell already (configbags.migrate.reflection)
+    importers = {*_local_names(nodes, _IMPORTERS | RESOLVERS), "__import__"}
 
     def routed(expr: object, parent: ast.AST, field: str) -> ast.expr | None:
         if not isinstance(expr, ast.expr) or id(expr) in module_level or not _value_place(parent, field):
             return None
-        if isinstance(parent, ast.Call) and (_last(parent.func) in _ATTRIBUTE_PATHS):
+        if isinstance(parent, ast.Call) and (
+            _last(parent.func) in _ATTRIBUTE_PATHS or dotted_name(parent.func) in importers
+        ):
             return None
         spelled = _spelled_text(expr, constants)
         route = doors.route(spelled, expr) if spelled is not None else None
