@@ -71,7 +71,7 @@ from typing import Any
 
 from configbags.migrate.aliases import lines_of, relative_module, statement_span
 from configbags.migrate.childenv import C_GETENV
-from configbags.migrate.resolvers import RESOLVERS
+from configbags.migrate.resolvers import NAMED_BY_A_STRING, RESOLVERS
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
@@ -1043,7 +1043,7 @@ class _Reader(ast.NodeVisitor):
             unsafe = loader is not None and _last_name(loader) in _YAML_UNSAFE_LOADERS
         else:
             unsafe = any(path.startswith("yaml.") and path.rpartition(".")[2] in _YAML_UNSAFE_LOADERS for path in paths)
-        return unsafe and not (node.args and isinstance(node.args[0], ast.Constant))
+        return unsafe and not (node.args and (isinstance(node.args[0], ast.Constant) or _import_route(node.args[0])))
 
     def _glob(self, node: ast.Call, paths: dict[str, bool]) -> None:
         """`glob.glob("/proc/self/envi*")`, `Path("/proc/self").glob("env*")`: the
@@ -1071,6 +1071,15 @@ class _Reader(ast.NodeVisitor):
             name = next(group for group in match.groups() if group is not None)
             if name in self.declared:
                 self._report(node, env_subject(name), "environ", "expandvars")
+
+
+def _import_route(expr: ast.expr) -> bool:
+    """Is `expr` what a spelled document's tags build (configbags.migrate.resolvers put
+    their import routes in its place)?"""
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("__import__", NAMED_BY_A_STRING)
+        for node in ast.walk(expr)
+    )
 
 
 def _matches_environ_file(pattern: str) -> bool:

@@ -806,7 +806,7 @@ def door_names(tree: ast.Module, text: str, settings: ScanSettings) -> str:
             continue
         routes = [r for r in (doors.route(s, stmt) for s in _strings_in(stmt.value)) if r is not None]
         if routes:
-            handed = ast.Expr(value=ast.Call(func=ast.Name(id=_NAMED, ctx=ast.Load()), args=routes, keywords=[]))
+            handed = ast.Expr(value=ast.Call(func=ast.Name(id=NAMED_BY_A_STRING, ctx=ast.Load()), args=routes, keywords=[]))
             for node in ast.walk(handed):
                 ast.copy_location(node, stmt)
             tree.body.insert(index + 1, handed)
@@ -815,7 +815,7 @@ def door_names(tree: ast.Module, text: str, settings: ScanSettings) -> str:
 
 
 # A callable no module defines: what a module constant spelling a door's name is handed to
-_NAMED = "__named_by_a_string__"
+NAMED_BY_A_STRING = "__named_by_a_string__"
 
 
 def _value_place(parent: ast.AST, field: str) -> bool:
@@ -931,7 +931,7 @@ class DoorNames:
     def _yaml_route(self, text: str, at: ast.AST) -> ast.expr | None:
         """What PyYAML's unsafe loaders build of a document's tags that import: the route
         (`!!python/name:`), called with its plain arguments (`!!python/object/apply:os.getenv
-        [SGLANG_PAGE_SIZE]`); several, or one inside a document, are handed to _NAMED."""
+        [SGLANG_PAGE_SIZE]`); several, or one inside a document, are handed to NAMED_BY_A_STRING."""
         built: list[ast.expr] = []
         for match in _YAML_TAG.finditer(text):
             kind, name, args = match.groups()
@@ -951,7 +951,7 @@ class DoorNames:
             return None
         if len(built) == 1 and text.startswith("!!python/"):
             return built[0]
-        handed = ast.Call(func=ast.Name(id=_NAMED, ctx=ast.Load()), args=built, keywords=[])
+        handed = ast.Call(func=ast.Name(id=NAMED_BY_A_STRING, ctx=ast.Load()), args=built, keywords=[])
         for node in (handed, handed.func):
             ast.copy_location(node, at)
         return handed

@@ -110,6 +110,11 @@ def test_an_unsafe_deserializer_imports_what_it_names(tmp_path: Path, user: str,
     assert ("pkg/user.py", "f", leaf) in _user(tmp_path, user)
 
 
+def test_a_spelled_yaml_document_is_read_for_what_its_tags_name_only(tmp_path: Path) -> None:
+    user = "import yaml\ndef f():\n    return yaml.unsafe_load('!!python/object/apply:os.getenv [SGLANG_PAGE_SIZE]')\n"
+    assert _user(tmp_path, user) == {("pkg/user.py", "f", "$SGLANG_PAGE_SIZE")}
+
+
 @pytest.mark.parametrize("user", [
     "import yaml\ndef f(fh):\n    return yaml.safe_load(fh)\n",
     "import yaml\ndef f(fh):\n    return yaml.load(fh, Loader=yaml.SafeLoader)\n",
