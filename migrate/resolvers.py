@@ -34,7 +34,7 @@ that calls (`x: "Literal[get_server_args().tp_size]"`) is the code it spells
 (string_annotations), which `typing.get_type_hints` runs.
 
 Only a file whose text shows a resolver's name (`resolve_name`, `locate`, an importer's,
-`pickle`, `dill`, `find_class`), quotes a door's word after `.` or `:`, shows a calling
+`pickle`, `dill`, `find_class`), quotes a door's word, shows a calling
 string annotation, or imports a helper is walked.
 """
 
@@ -882,13 +882,17 @@ class DoorNames:
         snake = re.sub(r"(?<!^)(?=[A-Z])", "_", settings.record_class).lower()
         self.record_modules = frozenset({*settings.record_attributes, snake} - {""})
         words = sorted({*self.record, *self.record_modules, *_ENV_NAMES, *_CONTEXT_GETTERS, "accessors", "configbags"})
-        self._quoted = re.compile(
-            r"""["'][^"'\n]*?[.:](?:""" + "|".join(re.escape(w) for w in words) + r")"
-        )
+        self._word = re.compile(r"(?:[.:]|(?<=[\"'/]))(?:" + "|".join(re.escape(w) for w in words) + r")")
 
     def quoted(self, text: str) -> bool:
-        """Does the text quote something that may be a door's dotted name (a cheap test)?"""
-        return self._quoted.search(text) is not None
+        """Does the text quote something that may be a door's dotted name: a door's word
+        after a `.`, `:`, `/` or a quote, inside a string on its line (an odd number of quotes before
+        it; a cheap test, so a quote of another kind only costs a walk)?"""
+        for match in self._word.finditer(text):
+            line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+            if (line.count('"') + line.count("'")) % 2:
+                return True
+        return False
 
     def route(self, spelled: str, at: ast.AST) -> ast.expr | None:
         """The import route a string stands for, where it spells a door's dotted name."""

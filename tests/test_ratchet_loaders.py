@@ -61,6 +61,7 @@ def _user(tmp_path: Path, user: str, extra: dict[str, str] | None = None) -> set
     ("from x import load\ndef f():\n    return load('pkg.config_bags.accessors:get_context')().state\n",
      "Context.state"),
     ("from x import load\ndef f():\n    return load('tempfile._os.environ')\n", "$?"),
+    ("from x import load\ndef f():\n    return load('configbags.runtime.dist:state_dict')()\n", "dist.state_dict"),
 ])
 def test_a_string_spelling_a_door_is_judged_as_the_import_it_names(tmp_path: Path, user: str, leaf: str) -> None:
     keys = _user(tmp_path, user)
