@@ -793,7 +793,7 @@ def door_names(tree: ast.Module, text: str, settings: ScanSettings) -> str:
         ):
             return None
         spelled = _spelled_text(expr, constants)
-        route = doors.route(spelled, expr) if spelled is not None else None
+        route = doors.route(spelled, expr) if spelled is not None else doors.partly(expr, constants)
         if route is not None:
             added.setdefault(route.lineno, []).append(ast.unparse(route))
         return route
@@ -861,6 +861,13 @@ def _spelled_text(expr: ast.expr, constants: dict[str, Literal]) -> str | None:
     return None
 
 
+def _added(expr: ast.expr) -> list[ast.expr]:
+    """The operands of a chain of `+`, left to right (`[expr]` for anything else)."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return [*_added(expr.left), expr.right]
+    return [expr]
+
+
 def _strings_in(value: ast.expr) -> list[str]:
     """The strings of a literal (a table's values too)."""
     return [
@@ -888,6 +895,8 @@ class DoorNames:
         """Does the text quote something that may be a door's dotted name: a door's word
         after a `.`, `:`, `/` or a quote, inside a string on its line (an odd number of quotes before
         it; a cheap test, so a quote of another kind only costs a walk)?"""
+        if _EXT in text:
+            return True
         for match in self._word.finditer(text):
             line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
             if (line.count('"') + line.count("'")) % 2:
@@ -931,6 +940,44 @@ class DoorNames:
         if "accessors" in modules[1:] or module.startswith("configbags.runtime"):
             return True
         return modules[-1] in self.record_modules and len(modules) > 1 and attributes[0].startswith("_")
+
+    def partly(self, expr: ast.expr, constants: dict[str, Literal]) -> ast.expr | None:
+        """A name built at run time under a module holding doors, in a loader's spelling
+        (`f"a.server_args:{name}"`, `f"pkg.accessors:get_{ns}"`, `"ext://os." + what`): an
+        import by a name the module does not spell, `__import__(expr)`, which is `$?`
+        (configbags.migrate.reflection)."""
+        parts = expr.values if isinstance(expr, ast.JoinedStr) else _added(expr)
+        prefix = ""
+        for part in parts:
+            found = _spelled_text(part, constants)
+            if found is None:
+                break
+            prefix += found
+        else:
+            return None
+        # `a.b:{name}` or `ext://a.b.{name}` only: a dotted `f"a.server_args.{x}"` is as
+        # often a logger's name (a resolver given one is `$?` already)
+        if prefix.startswith(_EXT):
+            module = prefix[len(_EXT):].rpartition(".")[0]
+        elif ":" in prefix:
+            module = prefix.partition(":")[0]
+        else:
+            return None
+        if not module or not all(p.isidentifier() for p in module.split(".")) or not self.holds_doors(module):
+            return None
+        route = ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()), args=[expr], keywords=[])
+        ast.copy_location(route, expr)
+        ast.copy_location(route.func, expr)
+        return route
+
+    def holds_doors(self, module: str) -> bool:
+        """Is `module` one whose names may be doors: os (or an alias of it), the record's
+        module, a generated accessors module, the runtime's?"""
+        modules = module.split(".")
+        return (
+            modules[-1] in _OS_NAMES or module.startswith("configbags.runtime") or "accessors" in modules[1:]
+            or (len(modules) > 1 and modules[-1] in self.record_modules)
+        )
 
     def _yaml_route(self, text: str, at: ast.AST) -> ast.expr | None:
         """What PyYAML's unsafe loaders build of a document's tags that import: the route

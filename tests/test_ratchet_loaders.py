@@ -68,6 +68,15 @@ def test_a_string_spelling_a_door_is_judged_as_the_import_it_names(tmp_path: Pat
     assert any(key[2] == leaf for key in keys), keys
 
 
+@pytest.mark.parametrize("user", [
+    "from x import load\ndef f(name):\n    return load(f'legacy.server_args:{name}')\n",
+    "from x import load\ndef f(ns):\n    return load(f'pkg.config_bags.accessors:get_{ns}')()\n",
+    "from x import load\ndef f(what):\n    return load('ext://os.' + what)\n",
+])
+def test_a_name_built_under_a_module_holding_doors_is_unresolved(tmp_path: Path, user: str) -> None:
+    assert ("pkg/user.py", "f", "$?") in _user(tmp_path, user)
+
+
 def test_a_module_table_spelling_a_door_is_judged_where_it_is_bound(tmp_path: Path) -> None:
     user = ("from importlib.metadata import EntryPoint\n"
             "PLUGINS = {'args': 'legacy.server_args:get_server_args'}\n"
@@ -86,6 +95,8 @@ def test_a_module_table_spelling_a_door_is_judged_where_it_is_bound(tmp_path: Pa
     "from x import load\ndef f():\n    return load('pkg.config_bags.accessors:cfg').parallel.tp_size\n",
     "import logging.config\ndef f():\n    logging.config.dictConfig({'handlers': {'h': {'class': 'ext://sys.stderr'}}})\n",
     "import multiprocessing\nfrom x import load\ndef f():\n    return load('multiprocessing:get_context')('spawn')\n",
+    "from x import load\ndef f(name):\n    return load(f'pkg.plugins.{name}:main')\n",
+    "import logging\ndef f(name):\n    return logging.getLogger(f'legacy.server_args.{name}')\n",
 ])
 def test_ordinary_strings_and_loaders_of_other_names_stay_silent(tmp_path: Path, user: str) -> None:
     assert not _user(tmp_path, user)
