@@ -66,7 +66,7 @@ def desugar(
     return `text` with those routes' spelling added at the end of their lines (the lines
     stay the parser's)."""
     text = _desugar_resolvers(tree, text, imported)
-    text = string_annotations(tree, text)
+    text = string_annotations(tree, text, settings.raw_accessor if settings is not None else "")
     return door_names(tree, text, settings) if settings is not None else text
 
 
@@ -1015,24 +1015,33 @@ class DoorNames:
 _CALLING_ANNOTATION = re.compile(r"""(?::|->)\s*[rRuU]?["'][^"'\n]*\(""")
 
 
-def string_annotations(tree: ast.Module, text: str) -> str:
-    """Put in the place of each string annotation that holds a call the expression it
-    spells (`def g(x: "Literal[get_server_args().tp_size]")`): whatever evaluates it runs
-    that code, which every analysis then reads where the annotation is. A string naming a
-    type (`"ServerArgs"`, `"Optional[Foo]"`) calls nothing and is left as it is (the types'
-    analysis reads it). Only a file whose text shows such an annotation is walked."""
-    if _CALLING_ANNOTATION.search(text) is None:
+def string_annotations(tree: ast.Module, text: str, raw_accessor: str = "") -> str:
+    """Put in the place of each string annotation that holds a call, or names the raw
+    accessor or a context getter, the expression it spells (`def g(x:
+    "Literal[get_server_args().tp_size]")`, `x: "get_server_args"`): whatever evaluates it
+    runs that code or gets that getter, which every analysis then reads where the
+    annotation is. A string naming a type (`"ServerArgs"`, `"Optional[Foo]"`) is left as
+    it is (the types' analysis reads it). Only a file whose text shows such an annotation
+    is walked."""
+    getters = {*_CONTEXT_GETTERS, raw_accessor} - {""}
+    if _CALLING_ANNOTATION.search(text) is None and not any(
+        re.search(r"""(?::|->)\s*[rRuU]?["'][^"'\n]*\b""" + re.escape(getter), text) for getter in getters if getter in text
+    ):
         return text
     added: dict[int, list[str]] = {}
 
     def parsed(annotation: ast.expr | None) -> ast.expr | None:
-        if not (isinstance(annotation, ast.Constant) and isinstance(annotation.value, str) and "(" in annotation.value):
+        if not (isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)):
             return None
         try:
             expr = ast.parse(annotation.value.strip(), mode="eval").body
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        if not any(isinstance(node, ast.Call) for node in ast.walk(expr)):
+        if not any(
+            isinstance(node, ast.Call) or (isinstance(node, ast.Name) and node.id in getters)
+            or (isinstance(node, ast.Attribute) and node.attr in getters)
+            for node in ast.walk(expr)
+        ):
             return None
         for node in ast.walk(expr):
             ast.copy_location(node, annotation)

@@ -204,6 +204,11 @@ def test_a_string_annotation_that_calls_is_read_as_the_code_it_is(tmp_path: Path
     assert any(key[2] == "tp_size" for key in _user(tmp_path, user))
 
 
+def test_a_string_annotation_naming_the_getter_is_the_getter(tmp_path: Path) -> None:
+    user = RAW + "import typing\ndef g(x: 'get_server_args') -> None:\n    pass\n"
+    assert ("pkg/user.py", "g", "*") in _user(tmp_path, user)
+
+
 def test_a_string_annotation_naming_a_type_stays_silent(tmp_path: Path) -> None:
     user = "from typing import Optional\ndef g(x: 'Optional[int]', y: 'dict[str, int]') -> 'list[str]':\n    return []\n"
     assert not _user(tmp_path, user)
