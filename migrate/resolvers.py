@@ -759,6 +759,8 @@ _YAML_ARG = re.compile(r"^[\w./-]+$")
 _ENV_NAMES = frozenset({"environ", "getenv", "environb", "getenvb"})
 _OS_NAMES = frozenset({"os", "_os", "posix", "nt"})
 _CONTEXT_GETTERS = frozenset({"get_context", "process_context"})
+# `sys.modules` looked up by a module's name: judged as that module already
+_MODULE_TABLE = frozenset({"sys.modules.get", "sys.modules.pop", "sys.modules.setdefault"})
 # callables whose string arguments are attribute paths, never imports (`attrgetter("a.b")`)
 _ATTRIBUTE_PATHS = frozenset({"attrgetter", "getattr", "hasattr", "setattr", "delattr", "methodcaller", "object"})
 
@@ -783,7 +785,7 @@ def door_names(tree: ast.Module, text: str, settings: ScanSettings) -> str:
     module_level = {id(stmt.value) for stmt in tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))}
     # the importers' own names (`load = importlib.import_module`): their calls are judged
     # by what they spell already (configbags.migrate.reflection)
-    importers = {*_local_names(nodes, _IMPORTERS | RESOLVERS), "__import__"}
+    importers = {*_local_names(nodes, _IMPORTERS | RESOLVERS), "__import__", *_MODULE_TABLE}
 
     def routed(expr: object, parent: ast.AST, field: str) -> ast.expr | None:
         if not isinstance(expr, ast.expr) or id(expr) in module_level or not _value_place(parent, field):
