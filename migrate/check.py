@@ -106,6 +106,7 @@ _ENV_FORMS = {
     "BaseSettings field, starlette's Config)",
     "env_table": "a table of getters, one per variable (an `environment_variables` dict of lambdas), whose "
     "entry is called or handed on",
+    "environ_glob": "the environment file /proc/<pid>/environ, found by a glob pattern, read whole",
     "environb": "the bytes environment (os.environb, os.getenvb, posix.environ)",
     "expandvars": "os.path.expandvars",
     "env_helper": "its name passed to a function that reads the environment by the name it is given",
@@ -126,7 +127,8 @@ _UNRESOLVED_FORMS = {
     "import_by_name": "an import by a name the module does not spell (`importlib.import_module(qualname)`, "
     "`pkgutil.resolve_name(name)`), which may be the record's getter, a context or the environment; "
     "reported in any module: say in the entry's reason what it imports",
-    "code_string": "a code string the module does not spell, run by exec/eval/compile (`exec(open(path).read())`); "
+    "code_string": "a code string the module does not spell, run by exec/eval/compile (`exec(open(path).read())`), "
+    "the standard library's runners (code's interpreters, cProfile/profile, pdb, timeit) or an unsafe YAML load; "
     "reported in any module: say in the entry's reason what the code is",
     "child_file": "a child process running a file the scanner cannot read: a script, Makefile or Python file "
     "named by a path the module does not spell, one that is not there, or a program that is not text; say in "
@@ -537,7 +539,7 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
             f"; {_sites(reads)} such reads where the allowlist entry allows {allowed.reads}, so one of "
             f"them is new"
         )
-    if leaf == ENV_UNRESOLVED and first.form == "environ_whole":
+    if leaf == ENV_UNRESOLVED and first.form in ("environ_whole", "environ_glob"):
         what = (
             "an environment read whose variable names the scanner cannot resolve (the environment used "
             "whole: iterated, passed on, returned or stored, so any variable may be read)"

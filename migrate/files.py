@@ -81,6 +81,7 @@ def list_tree(project: Path, settings: ScanSettings) -> Listing:
                 found.add(rel)
             continue
         _walk(top, project, excluder, seen, found, problems, skipped)
+    found.update(_project_metadata(project, excluder, settings))
     return Listing(
         tuple(sorted(found)),
         tuple(sorted(set(problems))),
@@ -122,7 +123,7 @@ def _walk(
                 skipped.add(rel)
             else:
                 _walk(folder / entry.name, project, excluded, seen, found, problems, skipped)
-        elif entry.name.lower().endswith(SOURCE_SUFFIXES):
+        elif entry.name.lower().endswith(SOURCE_SUFFIXES) or side_code(rel):
             found.add(rel)
         elif "." not in entry.name and _python_script(folder / entry.name):
             found.add(rel)  # `bin/launch` with a `#!/usr/bin/env python3` line
@@ -313,3 +314,93 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "a special file"
+
+
+# ---- files that are not Python but whose parts Python runs or imports
+
+# A `.pth` file under a root: `site` (at start-up, or `site.addsitedir(folder)`) runs each
+# of its lines that starts with `import`. Entry points (`*.dist-info/entry_points.txt`,
+# `*.egg-info/entry_points.txt`, pyproject.toml's `[project.scripts]` and
+# `[project.entry-points.*]`, setup.cfg's `[options.entry_points]`): a plugin loader
+# (`ep.load()` of `importlib.metadata.entry_points(...)`) imports each object reference
+# (`a.b:c`), by a name no module spells. Both are read as Python: python_view gives the
+# module they stand for, line for line, which the scan judges like any other (an entry
+# point's reference is handed to `__entry_point__`, a callable no module defines, so a
+# door it names escapes there: configbags.migrate.resolvers.door_names).
+_PTH = ".pth"
+_ENTRY_POINTS = "entry_points.txt"
+_METADATA_FOLDERS = (".dist-info", ".egg-info")
+_PROJECT_METADATA = ("pyproject.toml", "setup.cfg")
+# the sections of pyproject.toml and setup.cfg that declare entry points
+_ENTRY_SECTION = re.compile(
+    r"^\[\s*(?:project\.(?:scripts|gui-scripts|entry-points)|tool\.poetry\.(?:scripts|plugins)|options\.entry_points)\b"
+)
+_OBJECT_REFERENCE = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\s*:\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+ENTRY_POINT_CALL = "__entry_point__"
+# what an entry-point declaration must show to be worth listing at the project's top level:
+# a word of a door (the environment, the record's module, generated accessors, the runtime)
+_DOOR_WORDS = ("environ", "getenv", "accessors", "configbags.runtime", "get_context", "process_context")
+
+
+def side_code(rel: str) -> bool:
+    """Is a file Python runs or imports parts of, though not Python source: a `.pth`
+    file, or the entry points of a distribution's metadata folder?"""
+    name = rel.rpartition("/")[2]
+    if name.lower().endswith(_PTH):
+        return True
+    folder = rel.rpartition("/")[0].rpartition("/")[2]
+    return name == _ENTRY_POINTS and folder.endswith(_METADATA_FOLDERS)
+
+
+def _project_metadata(project: Path, excluded: _Excluder, settings: ScanSettings) -> list[str]:
+    """The entry-point declarations at the project's top level (its pyproject.toml,
+    setup.cfg, metadata folders) that show a door's word: what a plugin loader imports."""
+    names = [*_PROJECT_METADATA]
+    try:
+        names += [f"{entry.name}/{_ENTRY_POINTS}" for entry in os.scandir(project)
+                  if entry.name.endswith(_METADATA_FOLDERS) and entry.is_dir()]
+    except OSError:
+        return []
+    found = []
+    for rel in names:
+        path = project / rel
+        if excluded(rel) or not path.is_file():
+            continue
+        try:
+            view = python_view(rel, read_source(path, settings.max_bytes))
+        except NotReadable:
+            continue
+        words = (*_DOOR_WORDS, settings.raw_accessor, settings.record_class, *settings.record_attributes)
+        if any(word and word in view.decode() for word in words):
+            found.append(rel)
+    return found
+
+
+def python_view(rel: str, data: bytes) -> bytes:
+    """The Python a side file stands for, line for line (side_code; a project's
+    pyproject.toml or setup.cfg); any other file's bytes as they are."""
+    name = rel.rpartition("/")[2]
+    if name.lower().endswith(_PTH):
+        # what site runs: the lines starting with `import` (the others are folders)
+        return b"\n".join(
+            line if line.startswith((b"import ", b"import\t")) else b"" for line in data.split(b"\n")
+        )
+    if not (side_code(rel) or name in _PROJECT_METADATA):
+        return data
+    lines = data.decode("utf-8", "replace").split("\n")
+    out: list[str] = []
+    inside = name == _ENTRY_POINTS
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("["):
+            inside = name == _ENTRY_POINTS or _ENTRY_SECTION.match(stripped) is not None
+            out.append("")
+            continue
+        if not inside or stripped.startswith(("#", ";")):
+            out.append("")
+            continue
+        value = line.partition("=")[2] if "=" in line else line
+        out.append("; ".join(
+            f"{ENTRY_POINT_CALL}({f'{module}:{attribute}'!r})" for module, attribute in _OBJECT_REFERENCE.findall(value)
+        ))
+    return "\n".join(out).encode()

@@ -45,6 +45,7 @@ from __future__ import annotations
 import ast
 import bisect
 import posixpath
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -1266,7 +1267,7 @@ class _Project:
     def absolute(self, rel: str, level: int, module: str) -> str:
         if not level:
             package = self.package(rel)
-            if package and module.partition(".")[0] not in self.tops:
+            if package and module.partition(".")[0] not in self.tops and not self._standard_in_package(rel, module):
                 # `from h_b import rec` in a script beside h_b.py (run from its folder, or
                 # that folder put on sys.path): no scanned module has that name, the
                 # sibling does
@@ -1278,6 +1279,15 @@ class _Project:
         if level > 1:
             base = base[: len(base) - (level - 1)]
         return ".".join([*base, *([module] if module else [])])
+
+    def _standard_in_package(self, rel: str, module: str) -> bool:
+        """Is `import json` in a module of a regular package (its folder holds
+        `__init__.py`) the standard library's? Python 3 imports absolutely: a sibling
+        `json.py` is imported only by `from . import json`, or where the package's folder
+        is itself on sys.path (a script run from it), which a package module is not."""
+        top = module.partition(".")[0]
+        folder = posixpath.dirname(rel)
+        return top in sys.stdlib_module_names and posixpath.join(folder, "__init__.py") in self.results
 
     def local_imports(self, rel: str) -> dict[str, tuple[str, str]]:
         """local name -> ("mod", module) or ("sym", "module:name")."""

@@ -40,11 +40,14 @@ Only the statements whose lines show a trigger word (_TRIGGER_WORDS), or mention
 bound to something followed here, are walked; a function's body is read for bindings only
 where it holds such a line or names a context function.
 
-- In any module, whatever it mentions (code_string, import_by_name): a code string the
-  module does not spell run by `exec`/`eval`/`compile`, and an import by a name it does
-  not spell (`importlib.import_module(qualname)`, `__import__(name)`,
+- In any module, whatever it mentions (code_string, import_by_name, environ_glob): a code
+  string the module does not spell run by `exec`/`eval`/`compile` or the standard
+  library's runners (_STRING_RUNNERS: code's interpreters, the profilers, pdb, timeit),
+  a YAML document it does not spell loaded by an unsafe PyYAML loader, an import by a
+  name it does not spell (`importlib.import_module(qualname)`, `__import__(name)`,
   `pkgutil.resolve_name(name)`, `pydoc.locate(name)`; a resolver given a spelled name is
-  the import route it stands for by then: configbags.migrate.resolvers).
+  the import route it stands for by then: configbags.migrate.resolvers), and a glob
+  pattern matching a process's environment file (`glob.glob("/proc/self/envi*")`).
 - A module's namespace whole: `vars(M)`, `M.__dict__`, `inspect.getmembers(M)`.
 
 Names resolve flow-insensitively, as far as the module's own imports and simple
@@ -58,6 +61,7 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
+import fnmatch
 import functools
 import importlib.util
 import re
@@ -67,7 +71,7 @@ from typing import Any
 
 from configbags.migrate.aliases import lines_of, relative_module, statement_span
 from configbags.migrate.childenv import C_GETENV, PROCESS_MODULES, handed_to_child, is_child_process
-from configbags.migrate.resolvers import RESOLVERS
+from configbags.migrate.resolvers import NAMED_BY_A_STRING, RESOLVERS
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
@@ -95,6 +99,15 @@ _TIMERS = frozenset({"timeit.Timer", "timeit.timeit", "timeit.repeat"})
 # one gives is `<class>()`, whose methods below run code
 _CODE_RUNNER_CLASSES = frozenset({"cProfile.Profile", "profile.Profile", "pdb.Pdb", "bdb.Bdb", "trace.Trace"})
 _CODE_RUNNER_METHODS = ("run", "runctx", "runeval")
+# The standard library's runners of a code string: the profilers, the debugger, the
+# interactive interpreters (the classes, whose `runsource`/`runcode`/`push` run it), timeit,
+# and the methods of the runner classes' instances. Like `exec`, in any module.
+_STRING_RUNNERS = frozenset({
+    "cProfile.run", "cProfile.runctx", "profile.run", "profile.runctx", "pdb.run", "pdb.runeval", "pdb.runctx",
+    "code.InteractiveInterpreter", "code.InteractiveConsole", "code.interact", "code.compile_command",
+    "codeop.compile_command", *_TIMERS,
+    *(f"{cls}().{method}" for cls in _CODE_RUNNER_CLASSES for method in _CODE_RUNNER_METHODS),
+})
 # callables (and classes) that read attributes by a name in a string, or run strings as code
 _REFLECTORS = frozenset({
     "inspect.getattr_static", "operator.methodcaller", "string.Formatter", "builtins.eval",
@@ -111,13 +124,10 @@ _REFLECTORS = frozenset({
       for loader in ("SourceFileLoader", "SourcelessFileLoader", "ExtensionFileLoader")),
     "importlib.util.spec_from_file_location",
     # run a code string: the profilers, the debugger, the interactive interpreters, timeit
-    "cProfile.run", "cProfile.runctx", "profile.run", "profile.runctx", "pdb.run", "pdb.runeval", "pdb.runctx",
-    "code.InteractiveInterpreter", "code.InteractiveConsole", "code.interact", "code.compile_command",
-    "codeop.compile_command", *_TIMERS,
+    *_STRING_RUNNERS,
     # an object from its address (`ctypes.cast(id(rec), ctypes.py_object).value`), or
     # CPython's own C API (`ctypes.pythonapi.PyObject_GetAttr`)
     "ctypes.py_object", "ctypes.pythonapi", "_ctypes.PyObj_FromPtr",
-    *(f"{cls}().{method}" for cls in _CODE_RUNNER_CLASSES for method in _CODE_RUNNER_METHODS),
     # a frame's variables by name (`inspect.getargvalues(frame).locals`)
     "inspect.getargvalues",
 })
@@ -148,8 +158,28 @@ _NAMESPACE_READERS = frozenset({"builtins.vars", "inspect.getmembers", "inspect.
 # the code a string holds, nor know the module a name built at run time imports (a plugin
 # loader's `exec(open(path).read())`, `importlib.import_module(qualname)`), so the module
 # need not mention anything config-related for them to reach the record
-_ANYWHERE_WORDS = ("exec", "eval", "compile", "import_module", "__import__", "resolve_name", "locate")
-_ANYWHERE_FORMS = frozenset({"code_string", "import_by_name"})
+_ANYWHERE_WORDS = (
+    "exec", "eval", "compile", "import_module", "__import__", "resolve_name", "locate",
+    # the code string runners (_STRING_RUNNERS)
+    "timeit", "Interactive", "interact", "compile_command", "Profile", "profile", "pdb", "Pdb", "Bdb", "Trace",
+    # a process's environment file found by a pattern (`glob.glob("/proc/self/envi*")`)
+    "glob",
+    # PyYAML's unsafe loaders, which call what a document's tags name (_YAML_UNSAFE)
+    "unsafe_load", "full_load", "Loader",
+)
+_ANYWHERE_FORMS = frozenset({"code_string", "import_by_name", "environ_glob"})
+# what lists the files a pattern matches: glob's, and a path's method
+# PyYAML's loaders that construct what a document's `!!python/...` tags name: importing
+# and calling any callable, so a document the module does not spell is code it runs
+_YAML_UNSAFE = frozenset({"yaml.unsafe_load", "yaml.unsafe_load_all", "yaml.full_load", "yaml.full_load_all"})
+_YAML_LOADS = frozenset({"yaml.load", "yaml.load_all"})
+_YAML_UNSAFE_LOADERS = frozenset({"Loader", "UnsafeLoader", "FullLoader", "CLoader", "CUnsafeLoader", "CFullLoader"})
+# calls that give a callable, not a code string (timeit's statement)
+_CALLABLE_MAKERS = frozenset({"partial", "partialmethod", "attrgetter", "itemgetter", "methodcaller"})
+_GLOBS = frozenset({"glob.glob", "glob.iglob", "glob.glob0", "glob.glob1"})
+_GLOB_METHODS = frozenset({"glob", "rglob", "iglob"})
+# a process's environment file, for the patterns that may match it, part by part
+_ENVIRON_FILES = (("", "proc", "self", "environ"), ("", "proc", "1", "environ"), ("", "proc", "thread-self", "environ"))
 # names a module's import may be relative to: its own package (`f"{__package__}.x"`)
 _OWN_NAMES = frozenset({"__package__", "__name__"})
 # calls that return a module they name or are given
@@ -211,11 +241,19 @@ class _Value:
             self.add(_normal(path + suffix) if suffix else path, hopped or hop or _normal(path + suffix) != path + suffix)
 
 
+# What another module's attribute of these names is: `os` itself (`subprocess.os`, the
+# standard library's private aliases `tempfile._os`, `importlib._bootstrap_external._os`),
+# posix or nt (`x.posix.environ`), and `os.environ` (`mod.environ`, a name imported from os)
+_OS_ALIASES = {"os": "os", "_os": "os", "posix": "posix", "nt": "nt", "environ": "os.environ"}
+
+
 def _normal(path: str) -> str:
-    """`subprocess.os.environ` is `os.environ`; `posix.environ` is the bytes environment."""
+    """`subprocess.os.environ` and `tempfile._os.environ` are `os.environ`; `posix.environ`
+    is the bytes environment."""
     parts = path.split(".")
-    if "os" in parts[1:]:
-        parts = parts[parts.index("os", 1):]
+    alias = next((index for index, part in enumerate(parts[1:], 1) if part in _OS_ALIASES), None)
+    if alias is not None and parts[0] not in ("os", "posix", "nt"):
+        parts = [*_OS_ALIASES[parts[alias]].split("."), *parts[alias + 1:]]
     if parts[0] in ("posix", "nt") and len(parts) > 1 and parts[1] == "environ":
         parts = ["os", "environb" if parts[0] == "posix" else "environ", *parts[2:]]
     return ".".join(parts)
@@ -238,6 +276,8 @@ _TRIGGER_WORDS = (
     "py_object", "pythonapi", "PyObj_FromPtr",
     # a module's namespace whole, a resolver of a dotted name the module does not spell
     "getmembers", "resolve_name", "locate",
+    # PyYAML's unsafe loaders, a glob of a process's environment file
+    "unsafe_load", "full_load", "Loader", "glob",
 )
 
 
@@ -807,9 +847,9 @@ class _Reader(Visitor):
             self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
         if _BY_NAME.intersection(paths) and not self._names_module(node):
             self._report(node, ENV_UNRESOLVED, "reflection", "import_by_name")
-        if self.anywhere and _CODE_RUNNERS.intersection(paths) and not (
+        if self._unsafe_yaml(node, paths) or (self.anywhere and _CODE_RUNNERS.intersection(paths) and not (
             node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, (str, bytes))
-        ):
+        )):
             # elsewhere any code string is `$?` (_REFLECTORS); here a literal one shows it
             # mentions nothing config-related
             self._report(node, ENV_UNRESOLVED, "reflection", "code_string")
@@ -841,6 +881,7 @@ class _Reader(Visitor):
             ):
                 self._report(node, ENV_UNRESOLVED, "reflection", "format")
         if self.declared:
+            self._glob(node, paths)
             self._env_call(node, paths)
             if any(_c_getenv(path) for path in paths):
                 self._c_getenv(node)
@@ -943,7 +984,11 @@ class _Reader(Visitor):
                 continue  # `globals()[name] = value` writes a name
             if path in _TIMERS and called and not self._runs_code(parent):
                 continue  # `timeit.timeit(lambda: work(), number=3)`
-            if path in _REFLECTORS:
+            if path in _STRING_RUNNERS and self.anywhere:
+                # here a literal code string shows it mentions nothing config-related
+                if not (called and isinstance(parent, ast.Call) and parent.args and _string(parent.args[0]) is not None):
+                    self._report(node, ENV_UNRESOLVED, "reflection", "code_string")
+            elif path in _REFLECTORS:
                 self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
             elif (path in _FETCHERS or path == _GETTER) and (hop or not (called or bound)) and not (
                 path == _GETTER and isinstance(node, ast.Name)
@@ -971,8 +1016,11 @@ class _Reader(Visitor):
         return any(not self._callable(expr) for expr in given)
 
     def _callable(self, expr: ast.expr) -> bool:
-        if isinstance(expr, (ast.Lambda, ast.Attribute, ast.Call)):
+        if isinstance(expr, (ast.Lambda, ast.Attribute)):
             return True
+        if isinstance(expr, ast.Call):
+            # `partial(f, x)` makes a callable; what another call gives (`fh.read()`) may be code
+            return _last_name(expr.func) in _CALLABLE_MAKERS
         if isinstance(expr, ast.Name):
             bound = self.assigned.get(expr.id, [])
             return expr.id in self.returns or (bool(bound) and all(isinstance(v, ast.Lambda) for v in bound))
@@ -1012,6 +1060,35 @@ class _Reader(Visitor):
         elif name in self.declared:
             self._report(node, env_subject(name), "environ", "c_getenv")
 
+    def _unsafe_yaml(self, node: ast.Call, paths: dict[str, bool]) -> bool:
+        """Does the call load a YAML document the module does not spell with a loader
+        that imports and calls what its tags name (`yaml.unsafe_load(fh)`, `yaml.load(fh,
+        Loader=yaml.UnsafeLoader)`, `yaml.Loader(fh).get_data()`)? A spelled document's
+        tags are import routes by then (configbags.migrate.resolvers)."""
+        if _YAML_UNSAFE.intersection(paths):
+            unsafe = True
+        elif _YAML_LOADS.intersection(paths):
+            loader = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "Loader"), None)
+            unsafe = loader is not None and _last_name(loader) in _YAML_UNSAFE_LOADERS
+        else:
+            unsafe = any(path.startswith("yaml.") and path.rpartition(".")[2] in _YAML_UNSAFE_LOADERS for path in paths)
+        return unsafe and not (node.args and (isinstance(node.args[0], ast.Constant) or _import_route(node.args[0])))
+
+    def _glob(self, node: ast.Call, paths: dict[str, bool]) -> None:
+        """`glob.glob("/proc/self/envi*")`, `Path("/proc/self").glob("env*")`: the
+        environment file, found by a pattern, is the environment read whole."""
+        if _GLOBS.intersection(paths) and node.args:
+            pattern = _string(node.args[0])
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in _GLOB_METHODS and node.args:
+            base, part = _string(node.func.value), _string(node.args[0])
+            if isinstance(node.func.value, ast.Call) and node.func.value.args:
+                base = _string(node.func.value.args[0])  # `Path("/proc/self")`
+            pattern = f"{base}/{part}" if base is not None and part is not None else part
+        else:
+            return
+        if pattern is not None and _matches_environ_file(pattern):
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_glob")
+
     def _env_call(self, node: ast.Call, paths: dict[str, bool]) -> None:
         if not _EXPANDERS.intersection(paths):
             return
@@ -1023,6 +1100,25 @@ class _Reader(Visitor):
             name = next(group for group in match.groups() if group is not None)
             if name in self.declared:
                 self._report(node, env_subject(name), "environ", "expandvars")
+
+
+def _import_route(expr: ast.expr) -> bool:
+    """Is `expr` what a spelled document's tags build (configbags.migrate.resolvers put
+    their import routes in its place)?"""
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("__import__", NAMED_BY_A_STRING)
+        for node in ast.walk(expr)
+    )
+
+
+def _matches_environ_file(pattern: str) -> bool:
+    """Does a glob pattern match a process's environment file, part by part
+    (`/proc/self/envi*`, `/proc/[0-9]*/e*`)?"""
+    parts = [part for index, part in enumerate(pattern.split("/")) if part or index == 0]
+    return any(
+        len(parts) == len(name) and all(fnmatch.fnmatchcase(real, part) for real, part in zip(name, parts, strict=True))
+        for name in _ENVIRON_FILES
+    )
 
 
 def _is_export_state(path: str) -> bool:

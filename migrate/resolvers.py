@@ -25,8 +25,17 @@ Two more resolvers are read the same way:
   import route, a REDUCE a call); where they do more, what it imports is handed to a
   callable no module defines, so it escapes there.
 
+And, the general rule behind them: a string that spells a door's dotted name (`a.b.c`,
+`a.b:c`, `ext://a.b.c`, a PyYAML `!!python/` tag; DoorNames) is the import it names,
+whatever takes it (door_names: an entry point's `EntryPoint(..., "a.b:c", ...).load()`,
+`logging.config`'s `ext://`, uvicorn's `import_from_string`, pydantic's `ImportString`,
+`mock.patch`); `u.find_class("a.b", "c")` is `from a.b import c`; a string annotation
+that calls (`x: "Literal[get_server_args().tp_size]"`) is the code it spells
+(string_annotations), which `typing.get_type_hints` runs.
+
 Only a file whose text shows a resolver's name (`resolve_name`, `locate`, an importer's,
-`pickle`, `dill`) or that imports a helper is walked.
+`pickle`, `dill`, `find_class`), quotes a door's word, shows a calling
+string annotation, or imports a helper is walked.
 """
 
 from __future__ import annotations
@@ -35,57 +44,79 @@ import ast
 import base64
 import json
 import pickletools
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from configbags.migrate.holders import dotted_name
+from configbags.migrate.scanmodel import ScanSettings
 
 # the resolvers, by the module that defines them
 RESOLVERS = frozenset({"pkgutil.resolve_name", "pydoc.locate"})
 _WORDS = ("resolve_name", "locate")
 
 
-def desugar(tree: ast.Module, text: str, imported: Iterable[tuple[str, str, str]] = ()) -> str:
+def desugar(
+    tree: ast.Module, text: str, imported: Iterable[tuple[str, str, str]] = (), settings: ScanSettings | None = None
+) -> str:
     """Replace in `tree` (in place) each resolver call that spells its name, and each call
     of a resolver helper (the module's own, or one of `imported`: FlowInput.constants)
-    that spells what it resolves, by the import route it stands for; return `text` with
-    that route's spelling added at the end of the call's line (the lines stay the
-    parser's)."""
+    that spells what it resolves, by the import route it stands for; then each string that
+    spells a door's dotted name (`"ext://os.environ"`, given `settings`: door_names);
+    return `text` with those routes' spelling added at the end of their lines (the lines
+    stay the parser's)."""
+    text = _desugar_resolvers(tree, text, imported)
+    text = string_annotations(tree, text, settings.raw_accessor if settings is not None else "")
+    return door_names(tree, text, settings) if settings is not None else text
+
+
+def _desugar_resolvers(tree: ast.Module, text: str, imported: Iterable[tuple[str, str, str]]) -> str:
     helpers = {spelled: json.loads(value) for spelled, shape, value in imported if shape == HELPER_SHAPE}
     words = any(word in text for word in _HELPER_WORDS)
     pickled = any(word in text for word in _PICKLE_WORDS)
-    if not helpers and not words and not pickled:
+    finder = "find_class" in text
+    if not helpers and not words and not pickled and not finder:
         return text
     nodes = list(ast.walk(tree))
     names = _local_names(nodes, RESOLVERS) if any(word in text for word in _WORDS) else {}
     if words:
         helpers.update(_helpers(tree, nodes))
     unpicklers = _local_names(nodes, _LOADS | _LOAD | _UNPICKLERS) if pickled else {}
-    if not names and not helpers and not unpicklers:
+    if not names and not helpers and not unpicklers and not finder:
         return text
     constants = _constants(tree, nodes)
     added: dict[int, list[str]] = {}
 
-    def routed(expr: object) -> ast.expr | None:
+    def routed(expr: object, parent: ast.AST, field: str) -> ast.expr | None:
         route = (
             _route(expr, names, constants) or _helper_route(expr, helpers, constants)
-            or _pickle_route(expr, unpicklers, constants)
+            or _pickle_route(expr, unpicklers, constants) or (_find_class_route(expr, constants) if finder else None)
         )
         if route is not None:
             added.setdefault(route.lineno, []).append(ast.unparse(route))
         return route
 
+    _replace(nodes, routed)
+    return _spelled_lines(text, added)
+
+
+def _replace(nodes: list[ast.AST], routed: Callable[[object, ast.AST, str], ast.expr | None]) -> None:
+    """Put in each node's place what `routed` gives for it (given its parent and field)."""
     for node in nodes:
         for field, value in ast.iter_fields(node):
             if isinstance(value, list):
                 for index, item in enumerate(value):
-                    route = routed(item)
+                    route = routed(item, node, field)
                     if route is not None:
                         value[index] = route
             else:
-                route = routed(value)
+                route = routed(value, node, field)
                 if route is not None:
                     setattr(node, field, route)
+
+
+def _spelled_lines(text: str, added: dict[int, list[str]]) -> str:
+    """`text` with each line's added spellings at its end."""
     if not added:
         return text
     lines = text.split("\n")
@@ -695,3 +726,335 @@ class _Opcodes:
         items = self.stack[index + 1 :]
         del self.stack[index:]
         return items
+
+
+# ---- `Unpickler.find_class("a.b", "c")`: the import a pickle's GLOBAL makes
+
+
+def _find_class_route(expr: object, constants: dict[str, Literal]) -> ast.expr | None:
+    """`u.find_class("a.b", "c")`, on any unpickler (a subclass's override too): a.b's c."""
+    if not (
+        isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "find_class"
+        and len(expr.args) == 2 and not expr.keywords
+    ):
+        return None
+    module, name = (_spelled_text(arg, constants) for arg in expr.args)
+    if module is None or name is None:
+        return None
+    parts = [*module.split("."), *name.split(".")]
+    if not all(part.isidentifier() for part in parts):
+        return None
+    return import_route(module, name.split("."), expr)
+
+
+# ---- a string that spells a door's dotted name, whatever takes it
+
+# A door's dotted name, in the spellings loaders take: `a.b.c`, `a.b:c` (entry points,
+# uvicorn, jinja2, pkgutil), `ext://a.b.c` (logging.config's dictConfig), and PyYAML's
+# tags that import (`!!python/name:a.b.c`, `!!python/object/apply:a.b.c [args]`)
+_EXT = "ext://"
+_YAML_TAG = re.compile(r"!!python/(name|module|object|object/new|object/apply):([\w.]+)(?:\s*\[([^\]\[]*)\])?")
+_YAML_ARG = re.compile(r"^[\w./-]+$")
+# the environment, as a dotted path of os (and its aliases: configbags.migrate.reflection)
+_ENV_NAMES = frozenset({"environ", "getenv", "environb", "getenvb"})
+_OS_NAMES = frozenset({"os", "_os", "posix", "nt"})
+_CONTEXT_GETTERS = frozenset({"get_context", "process_context"})
+# `sys.modules` looked up by a module's name: judged as that module already
+_MODULE_TABLE = frozenset({"sys.modules.get", "sys.modules.pop", "sys.modules.setdefault"})
+# callables whose string arguments are attribute paths, never imports (`attrgetter("a.b")`)
+_ATTRIBUTE_PATHS = frozenset({"attrgetter", "getattr", "hasattr", "setattr", "delattr", "methodcaller", "object"})
+
+
+def door_names(tree: ast.Module, text: str, settings: ScanSettings) -> str:
+    """Put an import route in the place of each string that spells a door's dotted name
+    (DoorNames.door), wherever a value goes: an argument of any call (`import_from_string(
+    "a.server_args:get_server_args")`, `EntryPoint(value=...)`, `mock.patch(...)`), an
+    element of a container there (`DictConfigurator({"env": "ext://os.environ"})`), a
+    value a function binds or returns; a module constant (or a table of them) keeps its
+    string and the routes it spells are handed, on its line, to a callable no module
+    defines, so that what they name is judged there (escapes, `$?`). A string that
+    merely mentions a door (a docstring, a log message, a comparison, an attribute path
+    given to getattr or attrgetter) is left alone. Only a file whose text quotes such a
+    name is walked."""
+    doors = DoorNames(settings)
+    if not doors.quoted(text):
+        return text
+    nodes = list(ast.walk(tree))
+    constants = _constants(tree, nodes)
+    added: dict[int, list[str]] = {}
+    module_level = {id(stmt.value) for stmt in tree.body if isinstance(stmt, (ast.Assign, ast.AnnAssign))}
+    # the importers' own names (`load = importlib.import_module`): their calls are judged
+    # by what they spell already (configbags.migrate.reflection)
+    importers = {*_local_names(nodes, _IMPORTERS | RESOLVERS), "__import__", *_MODULE_TABLE}
+
+    def routed(expr: object, parent: ast.AST, field: str) -> ast.expr | None:
+        if not isinstance(expr, ast.expr) or id(expr) in module_level or not _value_place(parent, field):
+            return None
+        if isinstance(parent, ast.Call) and (
+            _last(parent.func) in _ATTRIBUTE_PATHS or dotted_name(parent.func) in importers
+        ):
+            return None
+        spelled = _spelled_text(expr, constants)
+        route = doors.route(spelled, expr) if spelled is not None else doors.partly(expr, constants)
+        if route is not None:
+            added.setdefault(route.lineno, []).append(ast.unparse(route))
+        return route
+
+    _replace(nodes, routed)
+    # a module constant spelling one: handed on where it is bound
+    for index in range(len(tree.body) - 1, -1, -1):
+        stmt = tree.body[index]
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or stmt.value is None:
+            continue
+        routes = [r for r in (doors.route(s, stmt) for s in _strings_in(stmt.value)) if r is not None]
+        if routes:
+            handed = ast.Expr(value=ast.Call(func=ast.Name(id=NAMED_BY_A_STRING, ctx=ast.Load()), args=routes, keywords=[]))
+            for node in ast.walk(handed):
+                ast.copy_location(node, stmt)
+            tree.body.insert(index + 1, handed)
+            added.setdefault(stmt.lineno, []).append(ast.unparse(handed))
+    return _spelled_lines(text, added)
+
+
+# A callable no module defines: what a module constant spelling a door's name is handed to
+NAMED_BY_A_STRING = "__named_by_a_string__"
+
+
+def _value_place(parent: ast.AST, field: str) -> bool:
+    """Is an expression in this place a value handed on or kept (not a docstring, a
+    comparison's operand, an f-string's part, a subscript's key, a pattern)?"""
+    if isinstance(parent, ast.Call):
+        return field == "args"
+    if isinstance(parent, ast.keyword):
+        return True
+    if isinstance(parent, (ast.List, ast.Tuple, ast.Set)):
+        return field == "elts"
+    if isinstance(parent, ast.Dict):
+        return field == "values"
+    return isinstance(parent, (ast.Assign, ast.AnnAssign, ast.Return, ast.NamedExpr, ast.Yield)) and field == "value"
+
+
+def _last(expr: ast.expr) -> str:
+    return dotted_name(expr).rpartition(".")[2]
+
+
+def _spelled_text(expr: ast.expr, constants: dict[str, Literal]) -> str | None:
+    """The string an expression spells: a literal, a module constant, an f-string or `+`
+    of those (`f"{PKG}.server_args:get_server_args"`)."""
+    if isinstance(expr, ast.Constant):
+        return expr.value if isinstance(expr.value, str) else None
+    if isinstance(expr, ast.Name):
+        value = constants.get(expr.id)
+        return value if isinstance(value, str) else None
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        left, right = _spelled_text(expr.left, constants), _spelled_text(expr.right, constants)
+        return None if left is None or right is None else left + right
+    if isinstance(expr, ast.JoinedStr):
+        parts: list[str] = []
+        for part in expr.values:
+            inner = part.value if isinstance(part, ast.FormattedValue) else part
+            if isinstance(part, ast.FormattedValue) and (part.conversion != -1 or part.format_spec is not None):
+                return None
+            found = _spelled_text(inner, constants)
+            if found is None:
+                return None
+            parts.append(found)
+        return "".join(parts)
+    return None
+
+
+def _added(expr: ast.expr) -> list[ast.expr]:
+    """The operands of a chain of `+`, left to right (`[expr]` for anything else)."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return [*_added(expr.left), expr.right]
+    return [expr]
+
+
+def _strings_in(value: ast.expr) -> list[str]:
+    """The strings of a literal (a table's values too)."""
+    return [
+        node.value for node in ast.walk(value)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and not any(node is key for d in ast.walk(value) if isinstance(d, ast.Dict) for key in d.keys)
+    ]
+
+
+class DoorNames:
+    """Which dotted names are doors: the environment (`os.environ`, `os.getenv`, through
+    os's aliases), the record's getter, class or dict copies (by their names, in any
+    module), a private name or context getter of the record's module (one named like the
+    record or a record attribute: `server_args`), any name of a generated `accessors`
+    module or of `configbags.runtime`, and a context getter anywhere."""
+
+    def __init__(self, settings: ScanSettings) -> None:
+        self.record = frozenset({settings.raw_accessor, settings.record_class, *settings.record_dicts} - {""})
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", settings.record_class).lower()
+        self.record_modules = frozenset({*settings.record_attributes, snake} - {""})
+        words = sorted({*self.record, *self.record_modules, *_ENV_NAMES, *_CONTEXT_GETTERS, "accessors", "configbags"})
+        self._word = re.compile(r"(?:[.:]|(?<=[\"'/]))(?:" + "|".join(re.escape(w) for w in words) + r")")
+
+    def quoted(self, text: str) -> bool:
+        """Does the text quote something that may be a door's dotted name: a door's word
+        after a `.`, `:`, `/` or a quote, inside a string on its line (an odd number of quotes before
+        it; a cheap test, so a quote of another kind only costs a walk)?"""
+        if _EXT in text:
+            return True
+        for match in self._word.finditer(text):
+            line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+            if (line.count('"') + line.count("'")) % 2:
+                return True
+        return False
+
+    def route(self, spelled: str, at: ast.AST) -> ast.expr | None:
+        """The import route a string stands for, where it spells a door's dotted name."""
+        text = spelled.strip()
+        if "!!python/" in text:
+            return self._yaml_route(text, at)
+        if text.startswith(_EXT):
+            text = text[len(_EXT):]
+        split = self._split(text)
+        if split is None or not self.door(*split):
+            return None
+        return import_route(*split, at)
+
+    @staticmethod
+    def _split(text: str) -> tuple[str, list[str]] | None:
+        if ":" in text:
+            module, _, rest = text.partition(":")
+            attributes = rest.split(".") if rest else []
+        else:
+            module, _, last = text.rpartition(".")
+            attributes = [last]
+        if not module or not all(part.isidentifier() for part in (*module.split("."), *attributes)):
+            return None
+        return module, attributes
+
+    def door(self, module: str, attributes: Sequence[str]) -> bool:
+        parts = [*module.split("."), *attributes]
+        for index, part in enumerate(parts):
+            if part in _OS_NAMES and index + 1 < len(parts) and parts[index + 1] in _ENV_NAMES:
+                return True  # `os.environ`, `tempfile._os.getenv`, `posix.environ`
+        if not attributes:
+            return False
+        if attributes[0] in self.record or attributes[0] in _CONTEXT_GETTERS:
+            return "multiprocessing" not in parts  # `multiprocessing.get_context` is no config context
+        modules = module.split(".")
+        if "accessors" in modules[1:] or module.startswith("configbags.runtime"):
+            return True
+        return modules[-1] in self.record_modules and len(modules) > 1 and attributes[0].startswith("_")
+
+    def partly(self, expr: ast.expr, constants: dict[str, Literal]) -> ast.expr | None:
+        """A name built at run time under a module holding doors, in a loader's spelling
+        (`f"a.server_args:{name}"`, `f"pkg.accessors:get_{ns}"`, `"ext://os." + what`): an
+        import by a name the module does not spell, `__import__(expr)`, which is `$?`
+        (configbags.migrate.reflection)."""
+        parts = expr.values if isinstance(expr, ast.JoinedStr) else _added(expr)
+        prefix = ""
+        for part in parts:
+            found = _spelled_text(part, constants)
+            if found is None:
+                break
+            prefix += found
+        else:
+            return None
+        # `a.b:{name}` or `ext://a.b.{name}` only: a dotted `f"a.server_args.{x}"` is as
+        # often a logger's name (a resolver given one is `$?` already)
+        if prefix.startswith(_EXT):
+            module = prefix[len(_EXT):].rpartition(".")[0]
+        elif ":" in prefix:
+            module = prefix.partition(":")[0]
+        else:
+            return None
+        if not module or not all(p.isidentifier() for p in module.split(".")) or not self.holds_doors(module):
+            return None
+        route = ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()), args=[expr], keywords=[])
+        ast.copy_location(route, expr)
+        ast.copy_location(route.func, expr)
+        return route
+
+    def holds_doors(self, module: str) -> bool:
+        """Is `module` one whose names may be doors: os (or an alias of it), the record's
+        module, a generated accessors module, the runtime's?"""
+        modules = module.split(".")
+        return (
+            modules[-1] in _OS_NAMES or module.startswith("configbags.runtime") or "accessors" in modules[1:]
+            or (len(modules) > 1 and modules[-1] in self.record_modules)
+        )
+
+    def _yaml_route(self, text: str, at: ast.AST) -> ast.expr | None:
+        """What PyYAML's unsafe loaders build of a document's tags that import: the route
+        (`!!python/name:`), called with its plain arguments (`!!python/object/apply:os.getenv
+        [SGLANG_PAGE_SIZE]`); several, or one inside a document, are handed to NAMED_BY_A_STRING."""
+        built: list[ast.expr] = []
+        for match in _YAML_TAG.finditer(text):
+            kind, name, args = match.groups()
+            split = self._split(name) if kind != "module" else (name, [])
+            if split is None or not self.door(*split):
+                continue
+            route = import_route(*split, at)
+            if kind in ("object/apply", "object/new") and args is not None:
+                items = [item.strip().strip("'\"") for item in args.split(",") if item.strip()]
+                if all(_YAML_ARG.match(item) for item in items):
+                    route = ast.Call(func=route, args=[ast.Constant(item) for item in items], keywords=[])
+                    ast.copy_location(route, at)
+                    for node in route.args:
+                        ast.copy_location(node, at)
+            built.append(route)
+        if not built:
+            return None
+        if len(built) == 1 and text.startswith("!!python/"):
+            return built[0]
+        handed = ast.Call(func=ast.Name(id=NAMED_BY_A_STRING, ctx=ast.Load()), args=built, keywords=[])
+        for node in (handed, handed.func):
+            ast.copy_location(node, at)
+        return handed
+
+
+# ---- a string annotation that calls: code that `typing.get_type_hints` and
+# `inspect.get_annotations(eval_str=True)` (and pydantic, FastAPI, typer) evaluate
+
+# an annotation spelled as a string holding a call (`x: "get_server_args().tp_size"`)
+_CALLING_ANNOTATION = re.compile(r"""(?::|->)\s*[rRuU]?["'][^"'\n]*\(""")
+
+
+def string_annotations(tree: ast.Module, text: str, raw_accessor: str = "") -> str:
+    """Put in the place of each string annotation that holds a call, or names the raw
+    accessor or a context getter, the expression it spells (`def g(x:
+    "Literal[get_server_args().tp_size]")`, `x: "get_server_args"`): whatever evaluates it
+    runs that code or gets that getter, which every analysis then reads where the
+    annotation is. A string naming a type (`"ServerArgs"`, `"Optional[Foo]"`) is left as
+    it is (the types' analysis reads it). Only a file whose text shows such an annotation
+    is walked."""
+    getters = {*_CONTEXT_GETTERS, raw_accessor} - {""}
+    if _CALLING_ANNOTATION.search(text) is None and not any(
+        re.search(r"""(?::|->)\s*[rRuU]?["'][^"'\n]*\b""" + re.escape(getter), text) for getter in getters if getter in text
+    ):
+        return text
+    added: dict[int, list[str]] = {}
+
+    def parsed(annotation: ast.expr | None) -> ast.expr | None:
+        if not (isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)):
+            return None
+        try:
+            expr = ast.parse(annotation.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if not any(
+            isinstance(node, ast.Call) or (isinstance(node, ast.Name) and node.id in getters)
+            or (isinstance(node, ast.Attribute) and node.attr in getters)
+            for node in ast.walk(expr)
+        ):
+            return None
+        for node in ast.walk(expr):
+            ast.copy_location(node, annotation)
+        added.setdefault(annotation.lineno, []).append(ast.unparse(expr))
+        return expr
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            node.annotation = parsed(node.annotation) or node.annotation
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = parsed(node.returns) or node.returns
+        elif isinstance(node, ast.AnnAssign):
+            node.annotation = parsed(node.annotation) or node.annotation
+    return _spelled_lines(text, added)

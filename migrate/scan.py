@@ -92,7 +92,7 @@ from configbags.migrate.aliases import analyse
 from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.envsources import env_tables, settings_reads
-from configbags.migrate.files import NotReadable, list_files, list_tree, read_source
+from configbags.migrate.files import NotReadable, list_files, list_tree, python_view, read_source
 from configbags.migrate.flows import base_facts, project_pass, use_facts
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.reflection import ReflectionScan
@@ -193,7 +193,7 @@ def scan_source(
 
     # a resolver of a spelled dotted name (`pkgutil.resolve_name("a.b:c")`) is the import
     # route it stands for, for every analysis below (configbags.migrate.resolvers)
-    searched = SearchText(desugar(tree, search_text(text), flows.constants if flows else ()))  # every analysis's word tests, indexed
+    searched = SearchText(desugar(tree, search_text(text), flows.constants if flows else (), settings))  # every analysis's word tests, indexed
     if base is not None and base.problem is None and flows is not None and _helpers_only(flows):
         try:
             return _with_helpers(base, tree, searched, settings, flows)
@@ -439,7 +439,7 @@ class _Rescan:
                 return self.cache.with_flow(key, found)
         if not data and self.cache is not None:  # served by its stat: never read
             try:
-                data = read_source(path, self.settings.max_bytes)
+                data = python_view(rel, read_source(path, self.settings.max_bytes))
             except NotReadable as exc:
                 return FileScan(problem=str(exc))
             if content_digest(data) != digest:
@@ -509,7 +509,7 @@ def _scan_tree(
                 loaded.append((rel, path, b"", known, cached))
                 continue
         try:
-            data = read_source(path, settings.max_bytes)
+            data = python_view(rel, read_source(path, settings.max_bytes))
         except NotReadable as exc:
             problems.append(Problem(rel, str(exc)))
             continue
