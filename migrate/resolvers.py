@@ -763,6 +763,9 @@ _CONTEXT_GETTERS = frozenset({"get_context", "process_context"})
 _MODULE_TABLE = frozenset({"sys.modules.get", "sys.modules.pop", "sys.modules.setdefault"})
 # callables whose string arguments are attribute paths, never imports (`attrgetter("a.b")`)
 _ATTRIBUTE_PATHS = frozenset({"attrgetter", "getattr", "hasattr", "setattr", "delattr", "methodcaller", "object"})
+# a patch of the dict a string names: the door analysis reads `patch.dict("os.environ")`
+# itself (writing variables reads none; what entering it gives is the environment)
+_PATCHES_BY_NAME = frozenset({"patch.dict", "mock.patch.dict", "unittest.mock.patch.dict"})
 
 
 def door_names(tree: ast.Module, text: str, settings: ScanSettings) -> str:
@@ -791,7 +794,7 @@ def door_names(tree: ast.Module, text: str, settings: ScanSettings) -> str:
         if not isinstance(expr, ast.expr) or id(expr) in module_level or not _value_place(parent, field):
             return None
         if isinstance(parent, ast.Call) and (
-            _last(parent.func) in _ATTRIBUTE_PATHS or dotted_name(parent.func) in importers
+            _last(parent.func) in _ATTRIBUTE_PATHS or dotted_name(parent.func) in importers | _PATCHES_BY_NAME
         ):
             return None
         spelled = _spelled_text(expr, constants)
