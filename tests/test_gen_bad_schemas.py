@@ -51,6 +51,7 @@ CASES = [
     ("fallback-not-scalar", CORE, "    fallback: 0.5\n", "    fallback: [0.5]\n", "core.yaml:24", "ratio", "is not of type"),
     ("capacity-missing", TUNE, "    capacity: width\n", "    capacity: widht\n", "core.tune.yaml:41", "budget", "capacity 'widht' is not a leaf"),
     ("capacity-not-numeric", TUNE, "    capacity: width\n", "    capacity: verbose\n", "core.tune.yaml:41", "budget", "capacity 'verbose' is not numeric"),
+    ("capacity-secret", CORE, "    min: 1\n    help: How many lanes", "    min: 1\n    secret: true\n    help: How many lanes", "core.tune.yaml:41", "budget", "capacity 'width' is a secret leaf"),
     ("capacity-on-startup-leaf", TUNE, "    capacity: width\n    owner: boss\n    override: runtime\n", "    capacity: width\n    owner: boss\n    override: startup\n", "core.tune.yaml:41", "budget", "`override: startup`"),
     ("derived-unknown-input", CORE, "    inputs: [width]\n", "    inputs: [widht]\n", "core.yaml:40", "width_root", "unknown derived input 'widht'"),
     ("derived-module-missing", CORE, "    fn: math:isqrt\n", "    fn: no_such_module:f\n", "core.yaml:40", "width_root", "cannot import module 'no_such_module'"),
