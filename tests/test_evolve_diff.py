@@ -362,3 +362,30 @@ def test_rules_reordered_or_gaining_force_are_reported(tmp_path: Path) -> None:
     found = compare(load_view(BUNDLED, cache=False), load_view(edited, cache=False))
     assert [(f.rule, f.subject) for f in found] == [("rule-changed", names[1])], found
     assert "run in the order" in found[0].message
+
+
+@pytest.mark.parametrize(("old", "new", "rule"), [
+    ("    cli: {const: 64}\n", "", "flag-arity-narrowed"),  # the bare flag now expects a value
+    ("    cli: {const: 64}\n", "    cli: {const: 64, nargs: 0}\n", "flag-arity-narrowed"),  # a value now refused
+])
+def test_what_a_flag_takes_is_compared(tmp_path: Path, old: str, new: str, rule: str) -> None:
+    base = CASES / "const-changed" / "old"
+    edited = Path(shutil.copytree(base, tmp_path / "new"))
+    serving = edited / "namespaces" / "serving.yaml"
+    text = serving.read_text()
+    assert old in text
+    serving.write_text(text.replace(old, new, 1))
+    found = {f.rule for f in compare(load_view(base, cache=False), load_view(edited, cache=False))}
+    assert rule in found, found
+
+
+def test_a_list_flag_that_may_stand_alone_now_is_a_widening(tmp_path: Path) -> None:
+    base = Path(shutil.copytree(CASES / "const-changed" / "old", tmp_path / "old"))
+    serving = base / "namespaces" / "serving.yaml"
+    serving.write_text(serving.read_text().replace("    type: optional int\n    default: null\n    cli: {const: 64}\n",
+                                                   "    type: list[int]\n    default: [1]\n"))
+    edited = Path(shutil.copytree(base, tmp_path / "new"))
+    (edited / "namespaces" / "serving.yaml").write_text(
+        serving.read_text().replace("    default: [1]\n", "    default: [1]\n    cli: {nargs: \"*\"}\n"))
+    found = [(f.rule, f.subject) for f in compare(load_view(base, cache=False), load_view(edited, cache=False))]
+    assert found == [("flag-arity-widened", "limit")]
