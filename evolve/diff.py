@@ -329,6 +329,8 @@ class _Comparer:
                      f"default of {name!r} changed from {_show(old.default)} to {_show(new.default)}: a launch "
                      f"that does not set it gets the new value" + (" (and another config hash)" if new.hashed else ""),
                      f"set {new.primary_flag or name} {_show(old.default)} to keep the old behaviour")
+        if not _same_value(old.default, new.default):
+            self.fleet_role(name, new.at("default"), f"the default of {name!r} changed")
         if new.required and not old.required:
             self.add("became-required", name, new.at("required"),
                      f"leaf {name!r} is required now (it defaulted to {_show(old.default)})", "give it a default")
@@ -543,9 +545,18 @@ class _Comparer:
             self.add("abbreviations-added", "cli.abbreviations", where,
                      "the command line expands unique prefixes of flags, with a warning")
 
+    def fleet_role(self, leaf: str, where: Where, what: str) -> None:
+        """A change to what sets the fleet's deployment-role leaf (contracts.yaml `role_leaf`)."""
+        if leaf in {self.new.role_leaf, self.renames.get(self.old.role_leaf or "", self.old.role_leaf)} - {None}:
+            self.add("fleet-roles-changed", leaf, where,
+                     f"{what}, and it decides {leaf!r}, the fleet role of each server: servers may get another role, "
+                     f"and fleet check compares them under other contracts (or none)",
+                     "check which servers change role, and upgrade the fleet together")
+
     def rules(self) -> None:
         """rules.yaml: each rule by id; what it sets, when, from what, in which order."""
         rules_file = Where(f"{self.new.label.rstrip('/')}/rules.yaml", 1)
+        first_finding = len(self.found)
         old, new = self.old.rules, self.new.rules
         renamed = self.renames.get
         changes: dict[str, list[str]] = {}
@@ -586,6 +597,10 @@ class _Comparer:
                 self.add("rule-added", rid, now.where,
                          f"new rule {rid!r} sets {now.leaf}: where it applies, an unchanged launch resolves another "
                          f"{now.leaf}" + (f" (it overrides operators: {now.force})" if now.force else ""))
+        for finding in {f.subject: f for f in reversed(self.found[first_finding:])}.values():
+            rule = new.get(finding.subject) or old[finding.subject]
+            self.fleet_role(rule.leaf, Where(finding.file, finding.line),
+                            f"rule {finding.subject!r} ({finding.rule.removeprefix('rule-')})")
 
     def lifecycle(self) -> None:
         """Deprecations kept past the release that promised their removal."""
@@ -666,6 +681,12 @@ class _Comparer:
     def contracts(self) -> None:
         """contracts.yaml: what `configbags fleet check` compares between servers."""
         contracts_file = Where(f"{self.new.label.rstrip('/')}/contracts.yaml", 1)
+        was_leaf = self.renames.get(self.old.role_leaf or "", self.old.role_leaf)
+        if was_leaf != self.new.role_leaf:
+            self.add("fleet-roles-changed", self.new.role_leaf or "role_leaf", contracts_file,
+                     f"the fleet role of each server is read from {self.new.role_leaf or 'no leaf'} now (it was "
+                     f"{self.old.role_leaf or 'no leaf'}): fleet check compares servers under other contracts (or none)",
+                     "keep `role_leaf`, or upgrade the fleet together")
         for name, was in self.old.contracts.items():
             now = self.new.contracts.get(name)
             if now is None:

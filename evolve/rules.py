@@ -137,6 +137,9 @@ _TABLE = (
     Rule("contract-tightened", W, (FLEET,), "a contract gained a member or a role: servers of the old and new "
          "schema declare it differently until all are upgraded"),
     Rule("contract-added", INFO, (), "a new contract"),
+    Rule("fleet-roles-changed", B, (FLEET,), "what decides a server's fleet role changed (contracts.yaml "
+         "`role_leaf`, its default, or a rule setting it): servers may get another role, so fleet check compares "
+         "them under other contracts, or none"),
     # the compile-cache key
     Rule("hash-leaf-added", W, (HASH,), "a leaf feeds the config hash now: every compile-cache key changes"),
     Rule("hash-leaf-removed", W, (HASH,), "a leaf no longer feeds the config hash: values that differ in it "

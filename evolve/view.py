@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from configbags.codegen.model import Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
-VIEW_FORMAT = 7
+VIEW_FORMAT = 8
 CACHE_ENTRIES = 16  # views kept in the cache folder, newest first
 
 
@@ -184,6 +184,7 @@ class SchemaView:
     contracts: Mapping[str, ContractView] = attrs.field(factory=dict)
     abbreviations: str = "off"  # settings.yaml `cli: {abbreviations: legacy}`: prefixes of flags expand
     settings_lines: Mapping[str, int] = attrs.field(factory=dict, eq=False)  # settings.yaml key -> line
+    role_leaf: str | None = None  # contracts.yaml `role_leaf`: the leaf that names a server's fleet role
 
     def version_reached(self, release: str | None) -> bool:
         """Whether this schema's version is at or past `release`."""
@@ -381,6 +382,7 @@ def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
         files=tuple(_display_to_path(s, shown_root) for s in schema.sources),
         contracts=contracts,
         abbreviations=schema.settings.abbreviations,
+        role_leaf=schema.fleet.role_leaf,
         settings_lines={key: line for key, (line, _) in _entries(_composed(folder / "settings.yaml")).items()},
     )
 
