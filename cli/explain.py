@@ -23,6 +23,7 @@ from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import project_path
+from configbags.runtime.record import parse_cli_words
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
 
 
@@ -104,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         record_type.add_cli_args(server)
         if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
             server_argv += ["--model-path", str(ns.model_config or "model")]  # explain loads no weights
-        record = record_type.from_cli_args(server.parse_args(server_argv))
+        # the server's own reading of the words (prefixes, a structured leaf's dotted keys)
+        record = record_type.from_cli_args(parse_cli_words(server, ctx.registry, server_argv))
         with ctx.restoring():
             ctx.publish(record, role=ns.role, facts=facts_from(ns))
             info = ctx.explain(ns.leaf)

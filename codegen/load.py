@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -99,12 +100,28 @@ def line_at(data: Any, path: Iterator[Any] | list[Any]) -> int:
     return line
 
 
+def _whole_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
+    """JSON Schema's `pattern`, with an anchoring `$` at the very end of the text: the
+    standard keyword is `re.search`, whose `$` also matches before a final newline, so
+    a leaf, flag or variable `"zz\n"` would pass `^[a-z][a-z0-9_]*$`."""
+    if not validator.is_type(instance, "string"):
+        return
+    anchored = pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith(r"\$") else pattern
+    if re.search(anchored, instance) is None:
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# the meta-schemas' validator: Draft 2020-12 with `pattern` matched up to the very end
+_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator, {"pattern": _whole_pattern})
+
+
 @functools.lru_cache(maxsize=32)
-def _meta(meta_dir: Path, name: str) -> jsonschema.Draft202012Validator:
+def _meta(meta_dir: Path, name: str) -> Any:
     """The validator of one meta-schema, built once per process (not once per file: an
     engine's schema folder holds a hundred namespace files)."""
     schema = json.loads((meta_dir / name).read_text())
-    return jsonschema.Draft202012Validator(schema)
+    return _Validator(schema)
 
 
 def _leaf_of(path: list[Any]) -> str | None:
@@ -200,6 +217,8 @@ def read_yaml(
     found = _explained(list(_meta(meta_dir, meta).iter_errors(data)))
     for error in sorted(found, key=lambda e: list(map(str, e.absolute_path))):
         path_list = list(error.absolute_path)
+        if "propertyNames" in error.schema_path and isinstance(error.instance, str):
+            path_list.append(error.instance)  # a bad name: the error is the entry's, at its line
         if path_list[:1] == ["ranks"] and (len(path_list) == 1 or path_list[1] in misplaced) and misplaced:
             continue  # said above, once, with the fix
         if len(path_list) >= 2 and path_list[0] in ("leaves", "derived", "ranks"):

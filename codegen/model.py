@@ -287,6 +287,7 @@ class _Builder:
         self.broken: set[str] = set()
         self.unread = False  # a namespace file could not be read or has the wrong shape
         self.places: dict[tuple[str, str], Place] = {}  # (namespace, leaf) -> where it is written
+        self.secrets: set[str] = set()  # the secret leaves (check_leaves fills it)
 
     def display(self, path: Path) -> str:
         return f"{self.root.name}/{path.relative_to(self.root).as_posix()}"
@@ -523,6 +524,7 @@ class _Builder:
 
     def check_leaves(self, namespaces: list[Namespace], roles: set[str]) -> None:
         numeric = {x.name: x.type.numeric for ns in namespaces for x in ns.values}
+        self.secrets = {leaf.name for ns in namespaces for leaf in ns.leaves if leaf.secret}
         for ns in namespaces:
             for leaf in ns.leaves:
                 self.check_leaf(leaf, roles, numeric)
@@ -670,6 +672,12 @@ class _Builder:
         elif not numeric[leaf.capacity]:
             self.leaf_error(leaf, "capacity", f"capacity {leaf.capacity!r} is not numeric",
                             "a capacity must be an int or float leaf")
+        elif leaf.capacity in self.secrets:
+            # the bound is shown with the leaf (GET /config/<leaf>, every 409 message), so
+            # a secret capacity would print the secret to whoever may read the leaf
+            self.leaf_error(leaf, "capacity", f"capacity {leaf.capacity!r} is a secret leaf: the bound is shown "
+                            f"with {leaf.name!r} (its readback and every refusal above it)",
+                            "bound it by a leaf that is not secret, or remove `capacity`")
         if not leaf.type.numeric:
             self.leaf_error(leaf, "capacity", f"only numeric leaves can have a capacity, not {leaf.type}",
                             "remove `capacity`")

@@ -41,6 +41,7 @@ from configbags.evolve.formats import (
 from configbags.evolve.revisions import checkout
 from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
 from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
+from configbags.runtime import nested
 from configbags.runtime.cliflags import argument_options
 from configbags.runtime.cmdline import UsageErrors, shown_flag, unrecognized
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
@@ -190,10 +191,20 @@ def server_parser(view: SchemaView) -> argparse.ArgumentParser:
     return parser
 
 
-def _refusal(parser: argparse.ArgumentParser, args: Sequence[Token]) -> tuple[str, int] | None:
-    """Why the server's parser refuses these words (never echoing a value), and the line."""
+def _refusal(parser: argparse.ArgumentParser, args: Sequence[Token],
+             structured: Mapping[str, dict[str, Any]]) -> tuple[str, int] | None:
+    """Why the server's parser refuses these words (never echoing a value), and the line.
+    A structured json leaf's dotted keys are folded into its value first, as the server does."""
     words = [_Unknown(t.text) if t.dynamic else t.text for t in args]
+    token_of = {id(w): t for t, w in zip(args, words, strict=True)}
     try:
+        if structured:
+            try:
+                words = nested.fold_dotted(parser, words, structured)
+            except _Refused:
+                if not any(t.dynamic for t in args):
+                    raise
+                # a template's value for a dotted key: only it knows; the rest is still checked
         _, extras = parser.parse_known_args(words)
     except _Refused as exc:
         message = str(exc)
@@ -203,7 +214,7 @@ def _refusal(parser: argparse.ArgumentParser, args: Sequence[Token]) -> tuple[st
     stray = [w for w in extras if not isinstance(w, _Unknown)]
     if not stray or any(t.dynamic for t in args):
         return None  # a template's words may be split over several (`{{ .Values.x }}`): only it knows
-    first = next(t for t, w in zip(args, words, strict=True) if w is stray[0])
+    first = token_of.get(id(stray[0]), args[0])
     return unrecognized(parser, stray), first.line
 
 
@@ -233,6 +244,9 @@ class Linter:
                     self.envs.setdefault(old.env, Spelling(leaf, old))
         self.presets = frozenset(view.presets)
         self.parser = server_parser(view)
+        # json leaves with a `structure:`: their dotted keys (`--compile-cfg.level 2`) are the server's too
+        self.structured = {leaf.name: nested.structure_schema(leaf.structure, optional=leaf.type.optional)
+                           for leaf in view.leaves.values() if leaf.structure is not None}
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - one linter per run, spellings repeat across files
     def _did_you_mean(self, name: str, kind: str) -> str:
@@ -308,7 +322,7 @@ class Linter:
             return  # arguments of another program
         found = list(self._flags(command, file))
         yield from found
-        if not found and args and (refused := _refusal(self.parser, args)) is not None:
+        if not found and args and (refused := _refusal(self.parser, args, self.structured)) is not None:
             why, line = refused
             yield Finding("lint-refused", "launch line", f"the server refuses this launch line: {why}", file, line,
                           "give each flag once, a bool flag alone (or its --no- twin), and no word no flag takes")
@@ -341,6 +355,10 @@ class Linter:
             if flag in RECORD_FLAGS:
                 taken, i = _record_flag_value(flag, inline, args, i)
                 yield from self._record_flag(flag, taken, file, token.line)
+            elif spelling is None and (dotted := self._structured_flag(flag)) is not None:
+                taken = [inline] if inline is not None else list(args[i:i + 1])
+                i += 0 if inline is not None else len(taken)
+                yield from self._dotted_key(dotted, flag, taken, file, token.line)
             elif spelling is None:
                 yield self._unknown(flag, "flag", file, token.line)
                 if inline is None and _value_at(args, i, "-"):
@@ -390,6 +408,33 @@ class Linter:
             if self._known(found.group(1)):
                 return found.group(1).partition("=")[0]
         return None
+
+    def _structured_flag(self, flag: str) -> LeafView | None:
+        """The structured json leaf whose dotted key `flag` is (`--compile-cfg.level`), if any."""
+        base, dot, _ = flag.partition(".")
+        spelling = self.flags.get(base)
+        if dot and spelling is not None and spelling.old is None and spelling.leaf.name in self.structured:
+            return spelling.leaf
+        return None
+
+    def _dotted_key(self, leaf: LeafView, flag: str, taken: Sequence[Token], file: str,
+                    line: int) -> Iterator[Finding]:
+        """A dotted key, read by the server's own reader (configbags.runtime.nested)."""
+        keys = flag.partition(".")[2].split(".")
+        try:
+            kind = nested.key_kind(self.structured[leaf.name], keys, self.parser, flag)
+        except _Refused as exc:
+            yield Finding("lint-unknown", flag, f"unknown key: {exc}", file, line,
+                          f"see the structure of {leaf.name!r} in the schema's CONFIG.md")
+            return
+        if not taken:
+            yield Finding("lint-bad-value", flag, f"{flag} needs a value", file, line)
+        elif not taken[0].dynamic:
+            try:
+                nested.parse_key(kind, taken[0].text, self.parser, flag)
+            except _Refused as exc:
+                why = f"bad value for {flag} ({leaf.name})" if leaf.secret else str(exc)
+                yield Finding("lint-bad-value", flag, why, file, taken[0].line, "give a value of the key's type")
 
     def _record_flag(self, flag: str, taken: Sequence[Token], file: str, line: int) -> Iterator[Finding]:
         """The record's own flags: only `--preset` has a value to check."""

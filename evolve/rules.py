@@ -75,6 +75,25 @@ _TABLE = (
     Rule("leaf-added", INFO, (), "a new optional leaf"),
     Rule("choices-added", INFO, (), "the leaf accepts more choices"),
     Rule("range-widened", INFO, (), "the leaf's minimum is lower or its maximum higher"),
+    Rule("fallback-changed", W, (OP,), "the value an unset leaf resolves to (`fallback:`) is different: an "
+         "unchanged launch gets another value"),
+    Rule("const-changed", W, (OP,), "the value the bare flag stands for (`cli: {const}`) is different"),
+    Rule("flag-arity-narrowed", B, (OP,), "the flag takes fewer forms than before (`cli: {nargs, const}`): the "
+         "bare flag, or the values it took, are refused"),
+    Rule("flag-arity-widened", INFO, (), "the flag takes more forms than before (bare, or more values)"),
+    Rule("structure-narrowed", B, (OP,), "a json leaf's `structure:` takes fewer keys or values: config files and "
+         "flags giving them are refused"),
+    Rule("structure-widened", INFO, (), "a json leaf's `structure:` takes more keys or values"),
+    Rule("abbreviations-removed", B, (OP,), "the command line no longer expands unique prefixes of flags "
+         "(settings.yaml `cli: {abbreviations: legacy}`): launch lines using a prefix fail"),
+    Rule("abbreviations-added", INFO, (), "the command line expands unique prefixes of flags (with a warning)"),
+    Rule("rule-added", W, (OP,), "a new hardware or model rule (rules.yaml): an unchanged launch on the same GPU "
+         "and model may resolve another value"),
+    Rule("rule-removed", W, (OP,), "a hardware or model rule is gone: an unchanged launch on the same GPU and "
+         "model may resolve another value"),
+    Rule("rule-changed", W, (OP,), "a rule sets another leaf or value, under other conditions, from other inputs, "
+         "in another order, or no longer overrides operators"),
+    Rule("rule-forced", B, (OP,), "a rule overrides operators now (`force:`): a value a launch gives is replaced"),
     Rule("env-added", W, (OP,), "the leaf gains an environment variable: where it is already set, an unchanged "
          "launch resolves another value"),
     # live tuning
@@ -87,6 +106,8 @@ _TABLE = (
          "default of a capacity leaf lowered"),
     Rule("capacity-removed", B, (LIVE, SEC), "a runtime override lost its capacity bound: a PATCH may exceed "
          "buffers sized at publish"),
+    Rule("capacity-changed", B, (LIVE, SEC), "a runtime override is bounded by another leaf: a PATCH may exceed "
+         "the buffers the old capacity sized at publish"),
     Rule("metric-removed", W, (FLEET,), "a leaf is no longer exported on /metrics: dashboards and alerts on "
          "its series go blank"),
     # engine code
@@ -95,7 +116,9 @@ _TABLE = (
     Rule("type-changed", B, (CODE,), "the attribute's Python type changed (readers see values of another type)"),
     Rule("namespace-removed", B, (CODE,), "a namespace is gone: its accessor (`get_<name>()`) or bag attribute "
          "with it"),
-    Rule("attribute-removed", B, (CODE,), "a derived value (a bag attribute) is gone"),
+    Rule("attribute-removed", B, (CODE,), "a derived value or a rank (a bag attribute) is gone"),
+    Rule("derived-changed", W, (CODE,), "a derived value is computed by another function, from other inputs (or "
+         "in another order), or pinned differently: engine code reading it sees other values"),
     Rule("role-removed", B, (CODE,), "a role is gone: code publishing as it fails"),
     Rule("write-any-changed", W, (CODE, SEC), "the test role's `write_any` was added or removed: tests acting as "
          "it may write every leaf, or only the leaves that name it (no other role may have it)"),
@@ -114,6 +137,9 @@ _TABLE = (
     Rule("contract-tightened", W, (FLEET,), "a contract gained a member or a role: servers of the old and new "
          "schema declare it differently until all are upgraded"),
     Rule("contract-added", INFO, (), "a new contract"),
+    Rule("fleet-roles-changed", B, (FLEET,), "what decides a server's fleet role changed (contracts.yaml "
+         "`role_leaf`, its default, or a rule setting it): servers may get another role, so fleet check compares "
+         "them under other contracts, or none"),
     # the compile-cache key
     Rule("hash-leaf-added", W, (HASH,), "a leaf feeds the config hash now: every compile-cache key changes"),
     Rule("hash-leaf-removed", W, (HASH,), "a leaf no longer feeds the config hash: values that differ in it "

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from configbags.codegen.model import Schema
 
 # Bump when a view's fields change: cached views of another format are not read.
-VIEW_FORMAT = 6
+VIEW_FORMAT = 8
 CACHE_ENTRIES = 16  # views kept in the cache folder, newest first
 
 
@@ -96,6 +96,9 @@ class LeafView:
     const: Any = None
     nargs: str | int | None = None
     metric: bool = False  # a gauge on /metrics (`metric: true`)
+    has_fallback: bool = False
+    fallback: Any = None  # what an unset (null) leaf resolves to
+    structure: Any = None  # a json leaf's declared keys (`structure:`), or None
 
     def at(self, prop: str) -> Where:
         return Where(self.where.file, self.lines.get(prop, self.where.line))
@@ -107,11 +110,33 @@ class LeafView:
 
 @attrs.frozen
 class AttributeView:
-    """A derived value: an attribute of its namespace's bag that engine code reads."""
+    """A derived value or a rank: an attribute of its namespace's bag that engine code reads."""
 
     name: str
     namespace: str
     type: TypeSpec
+    where: Where
+    fn: str = ""  # a derived value's `module:function` ("" for a rank)
+    inputs: tuple[str, ...] = ()  # passed to `fn` positionally, in this order
+    pinned: bool = False  # computed once at publish (`pin: publish`)
+    hash: bool = True  # feeds the config hash (a rank never does)
+    rank: bool = False  # stamped at publish (`ranks:`), not derived
+
+
+@attrs.frozen
+class RuleView:
+    """A hardware or model rule (rules.yaml): what it sets, when, and whether it overrides
+    an operator (`force`)."""
+
+    id: str
+    leaf: str
+    layer: str
+    when: tuple[tuple[str, str, Any], ...]  # (subject, op, operand)
+    has_value: bool
+    value: Any
+    fn: str | None
+    inputs: tuple[str, ...]
+    force: str | None
     where: Where
 
 
@@ -153,10 +178,13 @@ class SchemaView:
     attributes: Mapping[str, AttributeView]
     roles: Mapping[str, RoleView]
     presets: Mapping[str, PresetView]
-    rules: tuple[str, ...]  # rule ids, in resolution order
+    rules: Mapping[str, RuleView]  # by id, in resolution order
     namespace_files: Mapping[str, Where]  # namespace -> its `namespace:` line
     files: tuple[str, ...]
     contracts: Mapping[str, ContractView] = attrs.field(factory=dict)
+    abbreviations: str = "off"  # settings.yaml `cli: {abbreviations: legacy}`: prefixes of flags expand
+    settings_lines: Mapping[str, int] = attrs.field(factory=dict, eq=False)  # settings.yaml key -> line
+    role_leaf: str | None = None  # contracts.yaml `role_leaf`: the leaf that names a server's fleet role
 
     def version_reached(self, release: str | None) -> bool:
         """Whether this schema's version is at or past `release`."""
@@ -212,6 +240,9 @@ def _leaf(leaf: Any, where: Where, lines: Mapping[str, int]) -> LeafView:
         hashed=leaf.hash,
         capacity=leaf.capacity,
         metric=leaf.metric,
+        has_fallback=leaf.has_fallback,
+        fallback=plain(leaf.fallback),
+        structure=plain(leaf.structure),
         secret=leaf.secret,
         old=tuple(_old(r) for r in leaf.renamed_from),
         deprecated=leaf.deprecated,
@@ -309,8 +340,20 @@ def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
             line, lines = places.get(leaf.name, (ns.where.line, {}))
             leaves[leaf.name] = _leaf(leaf, Where(file, line), lines)
     attributes = {
-        d.name: AttributeView(d.name, d.namespace, d.type, Where(_display_to_path(d.where.file, shown_root), d.where.line))
+        d.name: AttributeView(d.name, d.namespace, d.type, Where(_display_to_path(d.where.file, shown_root), d.where.line),
+                              d.fn, tuple(d.inputs), d.pinned, d.hash)
         for d in schema.derived
+    }
+    attributes.update({
+        r.name: AttributeView(r.name, ns.path, TypeSpec.parse("int"),
+                              Where(_display_to_path(r.where.file, shown_root), r.where.line), hash=False, rank=True)
+        for ns in schema.namespaces for r in ns.ranks
+    })
+    rules = {
+        r.id: RuleView(r.id, r.leaf, r.layer, tuple((c.subject, c.op, plain(c.operand)) for c in r.when), r.has_value,
+                       plain(r.value), r.fn, tuple(r.inputs), r.force,
+                       Where(_display_to_path(r.where.file, shown_root), r.where.line))
+        for r in schema.rules
     }
     roles = {
         r.name: RoleView(r.name, ("*",) if r.reads_all else r.reads, Where(roles_file, role_lines.get(r.name, 1)),
@@ -333,11 +376,14 @@ def view_of_schema(schema: Schema, folder: Path, shown_root: str) -> SchemaView:
         attributes=attributes,
         roles=roles,
         presets=presets,
-        rules=tuple(r.id for r in schema.rules),
+        rules=rules,
         namespace_files={ns.path: Where(_display_to_path(ns.where.file, shown_root), ns.where.line)
                          for ns in schema.namespaces},
         files=tuple(_display_to_path(s, shown_root) for s in schema.sources),
         contracts=contracts,
+        abbreviations=schema.settings.abbreviations,
+        role_leaf=schema.fleet.role_leaf,
+        settings_lines={key: line for key, (line, _) in _entries(_composed(folder / "settings.yaml")).items()},
     )
 
 
@@ -356,7 +402,7 @@ def folder_digest(folder: Path) -> str:
 # Every value of a view as JSON, each class and container tagged (`{"$LeafView": {...}}`,
 # `{"$tuple": [...]}`, `{"$map": [[key, value], ...]}`), so reading it back is exact.
 _CLASSES: dict[str, type[Any]] = {cls.__name__: cls for cls in (
-    SchemaView, LeafView, AttributeView, RoleView, PresetView, ContractView, Where, OldSpelling, Deprecation)}
+    SchemaView, LeafView, AttributeView, RuleView, RoleView, PresetView, ContractView, Where, OldSpelling, Deprecation)}
 
 
 def _encode(value: Any) -> Any:

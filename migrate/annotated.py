@@ -57,7 +57,7 @@ class MetadataNames:
         found: dict[str, frozenset[str]] = {}
         for kind, value in table.items():
             names = [value] if isinstance(value, str) else value
-            if not isinstance(names, list) or not all(isinstance(n, str) and _NAME.match(n) for n in names):
+            if not isinstance(names, list) or not all(isinstance(n, str) and _NAME.fullmatch(n) for n in names):
                 raise ValueError(f"{where}: {kind} must be a class or function name, or a list of them")
             found[kind] = frozenset(names)
         return cls(**found)
@@ -70,7 +70,7 @@ class MetadataNames:
             if not sep or kind not in KINDS:
                 raise ValueError(f"--metadata {item!r}: expected KIND=NAME with KIND one of {', '.join(KINDS)}")
             for name in names.split(","):
-                if not _NAME.match(name):
+                if not _NAME.fullmatch(name):
                     raise ValueError(f"--metadata {item!r}: {name!r} is not a Python name")
                 extra.setdefault(kind, set()).add(name)
         return attrs.evolve(self, **{k: getattr(self, k) | v for k, v in extra.items()})

@@ -336,7 +336,7 @@ def _leaf(record: _Record, field: Field, given: dict[str, Any], stops: list[str]
     """Steps 3-8 for one field: type, default, help, flags, choices, then the generator's
     value rules and what a bare flag means. None: the field is no leaf (or stops)."""
     where = f"{record.origin}:{field.line}: {field.name}"
-    if not _LEAF_NAME.match(field.name) or field.name in RESERVED:
+    if not _LEAF_NAME.fullmatch(field.name) or field.name in RESERVED:
         record.warnings.append(f"{where}: skipped, not a usable leaf name (lowercase, not reserved)")
         return None
     argument = record.arguments.get(field.name)
@@ -458,7 +458,7 @@ def _renamed(record: _Record, field: Field, flags: list[str]) -> list[Any]:
     out: list[Any] = []
     for flag in dict.fromkeys(flags):
         name = flag.lstrip("-").replace("-", "_")
-        if not _FLAG.match(flag) or not _LEAF_NAME.match(name) or name in names or name in RESERVED:
+        if not _FLAG.fullmatch(flag) or not _LEAF_NAME.fullmatch(name) or name in names or name in RESERVED:
             record.lose(field.name, f"the deprecated flag {flag} cannot be an old name of the leaf "
                                     f"({name!r} is not a free leaf name); left out")
             continue
@@ -786,8 +786,8 @@ def _cli_spec(name: str, argument: Argument, where: str, record: _Record) -> dic
         record.warnings.append(f"{where}: store_false flag {argument.flags} inverts the leaf; the generated flag "
                                f"replaces it")
         return None
-    long = [f for f in argument.flags if _FLAG.match(f)]
-    short = [f for f in argument.flags if _SHORT.match(f)]
+    long = [f for f in argument.flags if _FLAG.fullmatch(f)]
+    short = [f for f in argument.flags if _SHORT.fullmatch(f)]
     dropped = [f for f in argument.flags if f not in long and f not in short]
     if dropped:
         record.lose(name, f"flags {dropped} are not --long-lowercase or -short; left out")

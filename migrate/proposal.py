@@ -60,7 +60,7 @@ def section_namespaces(source: str, class_name: str) -> dict[str, str]:
 
 def usable_namespace(name: str) -> bool:
     """The generator would take it as a top-level namespace (see configbags.codegen.model)."""
-    return bool(_IDENT.match(name)) and not keyword.iskeyword(name) and name not in RESERVED_NAMESPACES
+    return bool(_IDENT.fullmatch(name)) and not keyword.iskeyword(name) and name not in RESERVED_NAMESPACES
 
 
 def prefix_namespaces(fields: Sequence[str]) -> dict[str, str]:
@@ -96,7 +96,7 @@ def write_suggestions(
     for violation in engine_writes(engine_root, settings, fields, resolution, progress):
         evidence[violation.leaf].append(f"{violation.file}:{violation.line}")
         module = Path(violation.file).stem
-        owners.setdefault(violation.leaf, module if _IDENT.match(module) else "launcher")
+        owners.setdefault(violation.leaf, module if _IDENT.fullmatch(module) else "launcher")
     return {
         leaf: {"override": "load_time", "owner": owners[leaf], "evidence": sorted(set(where))}
         for leaf, where in sorted(evidence.items())

@@ -102,9 +102,9 @@ def fold_dotted(parser: argparse.ArgumentParser, argv: Sequence[str], found: Map
                 parser.error(f"{flag} expects a value")
             raw, index = words[index], index + 1
         keys = path.split(".")
-        kind = _kind_at(found[leaf], keys, parser, flag)
+        kind = key_kind(found[leaf], keys, parser, flag)
         current = values.get(leaf)
-        values[leaf] = _merge(current if isinstance(current, dict) else {}, _nest(keys, _parse(kind, raw, parser, flag)))
+        values[leaf] = _merge(current if isinstance(current, dict) else {}, _nest(keys, parse_key(kind, raw, parser, flag)))
         if leaf not in where:
             where[leaf] = len(out)
             out.extend([base, ""])
@@ -137,7 +137,9 @@ def _merge(base: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _kind_at(schema: Mapping[str, Any], keys: Sequence[str], parser: argparse.ArgumentParser, flag: str) -> Any:
+def key_kind(schema: Mapping[str, Any], keys: Sequence[str], parser: argparse.ArgumentParser, flag: str) -> Any:
+    """The JSON Schema type of a dotted key (`flag` is `--leaf.a.b`, `keys` its `a`, `b`);
+    a usage error through `parser` naming the key the structure lacks."""
     node: Mapping[str, Any] = schema
     for depth, key in enumerate(keys):
         properties = node.get("properties", {})
@@ -149,7 +151,7 @@ def _kind_at(schema: Mapping[str, Any], keys: Sequence[str], parser: argparse.Ar
     return node.get("type")
 
 
-def _parse(kind: Any, raw: str, parser: argparse.ArgumentParser, flag: str) -> Any:
+def parse_key(kind: Any, raw: str, parser: argparse.ArgumentParser, flag: str) -> Any:
     """A dotted key's text as its type: strings as given, numbers and bools by name,
     lists as JSON or comma-separated, anything else as JSON."""
     kinds = [kind] if isinstance(kind, str) else list(kind or [])

@@ -659,6 +659,25 @@ def filtered_help(parser: argparse.ArgumentParser, keyword: str) -> str:
     return out.format_help()
 
 
+def parse_cli_words(parser: argparse.ArgumentParser, registry: Registry, words: Sequence[str]) -> argparse.Namespace:
+    """The server's command-line words as its parser reads them: unique prefixes expanded
+    (settings.yaml `cli: {abbreviations: legacy}`), a structured json leaf's dotted keys
+    (`--compile-cfg.level 2`) folded into its value and checked against its structure. The
+    server, `configbags explain` and every other reader of a launch line parse with this."""
+    words = list(words)
+    if registry.abbreviations == "legacy":
+        from configbags.runtime.abbrev import expand_prefixes
+
+        words = expand_prefixes(parser, words, warn_once)
+    structured = nested.structures(registry)  # json leaves with a declared structure
+    if structured:
+        words = nested.fold_dotted(parser, words, structured)
+    namespace = parser.parse_args(words)
+    if structured:
+        nested.check(parser, namespace, structured)
+    return namespace
+
+
 def record_from_cli(
     cls: type[R],
     registry: Registry,
@@ -678,17 +697,7 @@ def record_from_cli(
                         help="show this help; --help=KEYWORD lists the flags that mention KEYWORD, "
                              "--help=GROUP the flags of one namespace")
     add_cli_args(parser)
-    words = list(sys.argv[1:] if argv is None else argv)
-    if registry.abbreviations == "legacy":
-        from configbags.runtime.abbrev import expand_prefixes
-
-        words = expand_prefixes(parser, words, warn_once)
-    structured = nested.structures(registry)  # json leaves with a declared structure
-    if structured:
-        words = nested.fold_dotted(parser, words, structured)
-    namespace = parser.parse_args(words)
-    if structured:
-        nested.check(parser, namespace, structured)
+    namespace = parse_cli_words(parser, registry, list(sys.argv[1:] if argv is None else argv))
     try:
         return record_from_cli_args(cls, registry, namespace, schema_path, environ)
     except RecordError as exc:

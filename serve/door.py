@@ -403,7 +403,9 @@ class Door:
         info["operator_writable"] = spec in self.writable
         info["writers"] = [spec.owner, *spec.writers] if spec else []
         if spec is not None and spec.capacity is not None:
-            info["capacity"] = {"leaf": spec.capacity, "value": ctx.state.values[spec.capacity]}
+            # gen refuses a secret capacity; were one there, its value still never shows
+            info["capacity"] = {"leaf": spec.capacity,
+                                "value": registry.shown(spec.capacity, ctx.state.values[spec.capacity])}
         else:
             info["capacity"] = None
         if gone:

@@ -12,8 +12,26 @@ def attn_dp_size(dp_size: int, enable_dp_attention: bool) -> int:
     return dp_size if enable_dp_attention else 1
 
 
+class ParallelLayoutError(ValueError):
+    """A parallel layout SGLang refuses to launch; the message names the flags and the fix."""
+
+
 def attn_tp_size(tp_size: int, attn_dp_size: int, attn_cp_size: int) -> int:
-    return max(1, tp_size // attn_dp_size // attn_cp_size)
+    """The attention TP width. SGLang cuts each attention group out of the TP group, so DP
+    attention needs dp_size to divide tp_size and attention CP needs attn_cp_size to divide
+    what is left; it refuses any other layout, and so does this (a width rounded down would
+    size pools for more attention replicas than there are GPUs)."""
+    if tp_size % attn_dp_size:
+        raise ParallelLayoutError(
+            f"--tp-size {tp_size} is not divisible by --dp-size {attn_dp_size}: with --enable-dp-attention each "
+            f"attention replica takes tp_size // dp_size GPUs; give a --dp-size that divides --tp-size")
+    group = tp_size // attn_dp_size
+    if group % attn_cp_size:
+        within = f"--tp-size {tp_size} // --dp-size {attn_dp_size}" if attn_dp_size > 1 else f"--tp-size {tp_size}"
+        raise ParallelLayoutError(
+            f"the attention TP group of {group} GPU(s) ({within}) is not divisible by --attn-cp-size {attn_cp_size}; "
+            f"give an --attn-cp-size that divides it")
+    return group // attn_cp_size
 
 
 def attn_dcp_size(dcp_size: int) -> int:

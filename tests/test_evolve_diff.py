@@ -282,3 +282,110 @@ def test_a_flag_renamed_without_renamed_from_is_a_removed_flag(tmp_path: Path) -
     found = _edited(tmp_path, "    cli: {flag: --port, aliases: [--listen-port]}\n",
                     "    cli: {flag: --http-port, aliases: [--listen-port]}\n")
     assert found == [("flag-removed", "--port", 10)]
+
+
+@pytest.mark.parametrize(("record", "table"), [
+    ("configbags.runtime.registry:LeafSpec", diff.LEAF_PROPERTIES),
+    ("configbags.codegen.model:Derived", diff.DERIVED_PROPERTIES),
+    ("configbags.codegen.model:Rank", diff.RANK_PROPERTIES),
+    ("configbags.codegen.model:Rule", diff.RULE_PROPERTIES),
+    ("configbags.codegen.model:Settings", diff.SETTINGS_PROPERTIES),
+])
+def test_every_property_has_a_diff_rule_or_says_why_none(record: str, table: dict[str, object]) -> None:
+    """A property added to a leaf, a derived value, a rank, a rule or settings.yaml without
+    a rule that compares it (or a stated reason it changes nothing) fails here."""
+    import importlib
+
+    import attrs
+
+    module, _, name = record.partition(":")
+    fields = [f.name for f in attrs.fields(getattr(importlib.import_module(module), name))]
+    assert sorted(fields) == sorted(table), f"{name}: give each field rules or a reason in configbags.evolve.diff"
+    for prop, how in table.items():
+        if isinstance(how, str):
+            assert how.startswith(diff.NO_BEHAVIOUR) and len(how) > len(diff.NO_BEHAVIOUR) + 10, prop
+        else:
+            assert how and all(rule in RULES for rule in how), (prop, how)
+
+
+BUNDLED = Path(__file__).parent.parent / "schema"
+
+
+def _bundled_edit(tmp_path: Path, file: str, old: str, new: str) -> list[tuple[str, str, str]]:
+    """The findings of one text edit of the bundled schema: (rule, subject, message)."""
+    edited = Path(shutil.copytree(BUNDLED, tmp_path / "schema"))
+    text = (edited / file).read_text()
+    assert old in text, old
+    (edited / file).write_text(text.replace(old, new, 1))
+    found = compare(load_view(BUNDLED, cache=False), load_view(edited, cache=False))
+    return sorted((f.rule, f.subject, f.message) for f in found)
+
+
+def test_a_capacity_pointed_at_an_optional_leaf_is_breaking(tmp_path: Path) -> None:
+    """The door's admin key may PATCH speculative_num_draft_tokens; bounded by a leaf that
+    is unset by default, its overrides are unbounded."""
+    [(rule, subject, message)] = _bundled_edit(tmp_path, "namespaces/spec.yaml",
+                                               "    capacity: max_speculative_num_draft_tokens\n",
+                                               "    capacity: max_running_requests\n")
+    assert (rule, subject) == ("capacity-changed", "speculative_num_draft_tokens")
+    assert "'max_running_requests' may be unset (null)" in message and "admin key may PATCH" in message
+    assert "not by 'max_speculative_num_draft_tokens'" in message
+
+
+def test_a_rank_removed_and_derived_inputs_reordered_are_reported(tmp_path: Path) -> None:
+    """A rank is a bag attribute engine code reads; a derived value's fn takes its inputs
+    positionally, so their order is its value."""
+    gone = _bundled_edit(tmp_path / "a", "namespaces/parallel.yaml",
+                         "  pp_rank:\n    help: Pipeline stage of this process (world_rank // tp_size).\n", "")
+    assert [(rule, subject) for rule, subject, _ in gone] == [("attribute-removed", "pp_rank")]
+    assert "rank parallel.pp_rank removed" in gone[0][2]
+    [(rule, subject, message)] = _bundled_edit(tmp_path / "b", "namespaces/parallel.yaml",
+                                               "    inputs: [tp_size, attn_dp_size, attn_cp_size]\n",
+                                               "    inputs: [tp_size, attn_cp_size, attn_dp_size]\n")
+    assert (rule, subject) == ("derived-changed", "attn_tp_size") and "inputs" in message
+
+
+def test_rules_reordered_or_gaining_force_are_reported(tmp_path: Path) -> None:
+    forced = _bundled_edit(tmp_path / "a", "rules.yaml", "    inputs: [gpu.memory_bytes]\n",
+                           "    inputs: [gpu.memory_bytes]\n    force: sized by the GPU\n")
+    assert [(rule, subject) for rule, subject, _ in forced] == [("rule-forced", "chunked_prefill_size_by_gpu_memory")]
+    text = (BUNDLED / "rules.yaml").read_text()
+    # two rules setting one leaf swapped: the later one wins, so the value changes
+    block = text[text.index("  attention_backend_deepseek_v3:"):]
+    names = re.findall(r"^  ([a-z0-9_]+):\n    leaf: attention_backend\n", block, re.MULTILINE)
+    assert len(names) >= 2
+    start_a, start_b = text.index(f"  {names[0]}:\n"), text.index(f"  {names[1]}:\n")
+    end_b = start_b + text[start_b:].index("\n\n") + 2
+    swapped = text[:start_a] + text[start_b:end_b] + text[start_a:start_b] + text[end_b:]
+    edited = Path(shutil.copytree(BUNDLED, tmp_path / "b"))
+    (edited / "rules.yaml").write_text(swapped)
+    found = compare(load_view(BUNDLED, cache=False), load_view(edited, cache=False))
+    assert [(f.rule, f.subject) for f in found] == [("rule-changed", names[1])], found
+    assert "run in the order" in found[0].message
+
+
+@pytest.mark.parametrize(("old", "new", "rule"), [
+    ("    cli: {const: 64}\n", "", "flag-arity-narrowed"),  # the bare flag now expects a value
+    ("    cli: {const: 64}\n", "    cli: {const: 64, nargs: 0}\n", "flag-arity-narrowed"),  # a value now refused
+])
+def test_what_a_flag_takes_is_compared(tmp_path: Path, old: str, new: str, rule: str) -> None:
+    base = CASES / "const-changed" / "old"
+    edited = Path(shutil.copytree(base, tmp_path / "new"))
+    serving = edited / "namespaces" / "serving.yaml"
+    text = serving.read_text()
+    assert old in text
+    serving.write_text(text.replace(old, new, 1))
+    found = {f.rule for f in compare(load_view(base, cache=False), load_view(edited, cache=False))}
+    assert rule in found, found
+
+
+def test_a_list_flag_that_may_stand_alone_now_is_a_widening(tmp_path: Path) -> None:
+    base = Path(shutil.copytree(CASES / "const-changed" / "old", tmp_path / "old"))
+    serving = base / "namespaces" / "serving.yaml"
+    serving.write_text(serving.read_text().replace("    type: optional int\n    default: null\n    cli: {const: 64}\n",
+                                                   "    type: list[int]\n    default: [1]\n"))
+    edited = Path(shutil.copytree(base, tmp_path / "new"))
+    (edited / "namespaces" / "serving.yaml").write_text(
+        serving.read_text().replace("    default: [1]\n", "    default: [1]\n    cli: {nargs: \"*\"}\n"))
+    found = [(f.rule, f.subject) for f in compare(load_view(base, cache=False), load_view(edited, cache=False))]
+    assert found == [("flag-arity-widened", "limit")]

@@ -23,7 +23,7 @@ CASES = [
     ("rule-value-out-of-range", RULES, "    value: 0.5\n", "    value: 1.5\n", "rules.yaml:20", "above the maximum"),
     ("rule-value-and-fn", RULES, "    value: 64\n", "    value: 64\n    fn: math:isqrt\n", "rules.yaml:8", "exactly one of 'value' or 'fn'"),
     ("rule-unknown-subject", RULES, "      backend: b\n", "      backnd: b\n", "rules.yaml:10", "condition on 'backnd'"),
-    ("rule-unknown-fact", RULES, "      gpu.memory_bytes: {gte", "      gpu.memory: {gte", "rules.yaml:18", "does not match"),
+    ("rule-unknown-fact", RULES, "      gpu.memory_bytes: {gte", "      gpu.memory: {gte", "rules.yaml:19", "does not match"),
     ("rule-bad-operator", RULES, "{contains: TinyForCausalLM}", "{has: TinyForCausalLM}", "rules.yaml:26", "is not valid under any of the given schemas"),
     ("rule-hardware-tests-model", RULES, "  ratio_for_tiny_models:\n    leaf: ratio\n", "  ratio_for_tiny_models:\n    leaf: ratio\n    layer: hardware\n", "rules.yaml:25", "a hardware rule cannot test model facts"),
     ("rule-sets-secret", RULES, "    leaf: ratio\n    when:\n      gpu", "    leaf: token\n    when:\n      gpu", "rules.yaml:17", "rules cannot set secrets"),

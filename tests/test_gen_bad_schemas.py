@@ -51,6 +51,12 @@ CASES = [
     ("fallback-not-scalar", CORE, "    fallback: 0.5\n", "    fallback: [0.5]\n", "core.yaml:24", "ratio", "is not of type"),
     ("capacity-missing", TUNE, "    capacity: width\n", "    capacity: widht\n", "core.tune.yaml:41", "budget", "capacity 'widht' is not a leaf"),
     ("capacity-not-numeric", TUNE, "    capacity: width\n", "    capacity: verbose\n", "core.tune.yaml:41", "budget", "capacity 'verbose' is not numeric"),
+    ("capacity-secret", CORE, "    min: 1\n    help: How many lanes", "    min: 1\n    secret: true\n    help: How many lanes", "core.tune.yaml:41", "budget", "capacity 'width' is a secret leaf"),
+    # `$` of a name pattern must not match before a final newline (Python's re.search does)
+    ("leaf-name-newline", CORE, "  verbose:\n", '  "verbose\\n":\n', "core.yaml:31", "verbose\n", "does not match"),
+    ("flag-newline", TUNE, "  mode:\n    type: str\n", '  mode:\n    cli: {flag: "--mode\\n"}\n    type: str\n', "core.tune.yaml:5", "mode", "is not valid under any"),
+    ("alias-newline", CORE, "aliases: [--lanes]", 'aliases: ["--lanes\\n"]', "core.yaml:9", "width", "is not valid under any"),
+    ("env-newline", TUNE, "  mode:\n    type: str\n", '  mode:\n    env: "MODE\\n"\n    type: str\n', "core.tune.yaml:5", "mode", "does not match"),
     ("capacity-on-startup-leaf", TUNE, "    capacity: width\n    owner: boss\n    override: runtime\n", "    capacity: width\n    owner: boss\n    override: startup\n", "core.tune.yaml:41", "budget", "`override: startup`"),
     ("derived-unknown-input", CORE, "    inputs: [width]\n", "    inputs: [widht]\n", "core.yaml:40", "width_root", "unknown derived input 'widht'"),
     ("derived-module-missing", CORE, "    fn: math:isqrt\n", "    fn: no_such_module:f\n", "core.yaml:40", "width_root", "cannot import module 'no_such_module'"),

@@ -85,6 +85,50 @@ def test_what_does_not_fit_is_a_usage_error_naming_the_key(
     assert message in capsys.readouterr().err
 
 
+@pytest.fixture(scope="module")
+def nested_schema(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The schema folder and its generated package, importable by name."""
+    tmp_path = tmp_path_factory.mktemp("nested-explain")
+    schema = _schema(tmp_path)
+    assert generate(schema, tmp_path / "out") == 0
+    return schema, import_generated(tmp_path / "out")["server_args"].__name__.rpartition(".")[0]
+
+
+def test_explain_reads_dotted_keys_as_the_server_does(nested_schema: tuple[Path, str],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.explain import main as explain
+
+    _, package = nested_schema
+    assert explain(["compilation_config", "--package", package, "--role", "boss", "--name", "n",
+                    "--compilation-config.level", "2",
+                    "-O.inductor.enabled", "true", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["resolved"] == {"level": 2, "inductor": {"enabled": True}}
+    with pytest.raises(SystemExit) as refused:
+        explain(["compilation_config", "--package", package, "--role", "boss", "--name", "n",
+                 "--compilation-config.lvl", "2"])
+    assert refused.value.code == 2
+    assert "--compilation-config has no key 'lvl'" in capsys.readouterr().err
+
+
+def test_lint_reads_dotted_keys_as_the_server_does(nested_schema: tuple[Path, str], tmp_path: Path) -> None:
+    from configbags.evolve.lint import lint
+    from configbags.evolve.view import load_view
+
+    schema, _ = nested_schema
+    view = load_view(schema, cache=False)
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\n"
+                      "python -m eng.launch_server --name n --compilation-config.level 2 -O.backend=eager\n"
+                      "python -m eng.launch_server --name n --compilation-config.inductor.enabled \"$ON\"\n"
+                      "python -m eng.launch_server --name n --compilation-config.lvl 2\n"
+                      "python -m eng.launch_server --name n --compilation-config.level high\n"
+                      "python -m eng.launch_server --name n --compilation-config.level 2 stray\n")
+    found = [(f.line, f.rule, f.subject) for f in lint([script], view)]
+    assert found == [(4, "lint-unknown", "--compilation-config.lvl"), (5, "lint-bad-value", "--compilation-config.level"),
+                     (6, "lint-refused", "launch line")], found
+
+
 def test_a_config_file_is_checked_against_the_structure(server_args: Any, tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps({"compilation_config": {"level": 1}}))

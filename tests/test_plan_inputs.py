@@ -220,6 +220,35 @@ def test_a_tp_size_that_does_not_divide_the_heads_exits_2(capsys: pytest.Capture
     assert "num_attention_heads=32 is not divisible by the attention TP size 3" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--tp-size", "2", "--dp-size", "3", "--enable-dp-attention"], "--tp-size 2 is not divisible by --dp-size 3"),
+    (["--tp-size", "2", "--attn-cp-size", "3"], "(--tp-size 2) is not divisible by --attn-cp-size 3"),
+    (["--tp-size", "4", "--dp-size", "2", "--enable-dp-attention", "--attn-cp-size", "4"],
+     "group of 2 GPU(s) (--tp-size 4 // --dp-size 2) is not divisible by --attn-cp-size 4"),
+])
+def test_a_layout_sglang_refuses_exits_2_naming_the_flags(capsys: pytest.CaptureFixture[str], flags: list[str],
+                                                          words: str) -> None:
+    """DP attention and attention CP cut the TP group: a width rounded down would plan
+    pools for more attention replicas than there are GPUs."""
+    assert main(["--model-config", str(MODELS / "llama-3.1-8b.json"), "--device-memory", "80GiB", *flags]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "derived value parallel.attn_tp_size refuses its inputs" in err
+
+
+def test_a_layout_sglang_refuses_is_refused_at_publish_and_by_an_override() -> None:
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.errors import LeafValueError
+    from configbags.runtime.testing import published
+
+    with pytest.raises(LeafValueError, match="--dp-size that divides --tp-size"), published(
+            ServerArgs(model_path="m", tp_size=2, dp_size=3, enable_dp_attention=True), role="test"):
+        pass
+    with published(ServerArgs(model_path="m", tp_size=4, dp_size=2, enable_dp_attention=True), role="test") as ctx:
+        with pytest.raises(LeafValueError, match="not divisible by --dp-size 3"):
+            ctx.override("tune", dp_size=3)
+        assert ctx.state.values["attn_tp_size"] == 2
+
+
 # --- the accepted nonsense of issue 20, refused -------------------------------------------------
 
 AWQ = json.loads((MODELS / "llama-3.1-8b-awq.json").read_text())

@@ -129,3 +129,23 @@ def test_serve_refuses_a_none_like_key_at_start_up_with_exit_2(
     )
     assert done.returncode == 2, done.stderr
     assert named in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_secret_capacity_never_shows_in_a_readback_or_a_refusal() -> None:
+    """gen refuses a secret capacity (test_gen_bad_schemas); should a registry hold one,
+    neither the door's readback of the bounded leaf nor a 409 message shows its value."""
+    from configbags.runtime.errors import CapacityError
+    from configbags.serve.door import Door
+
+    leaves = dict(REGISTRY.leaves)
+    leaves["decode_log_interval"] = attrs.evolve(leaves["decode_log_interval"], secret=True, hash=False)
+    leaves["speculative_num_draft_tokens"] = attrs.evolve(leaves["speculative_num_draft_tokens"],
+                                                          capacity="decode_log_interval")
+    context = Context(attrs.evolve(REGISTRY, leaves=leaves), type(accessors.get_context().view)(),
+                      record_type=ServerArgs)
+    context.publish(ServerArgs(model_path="m", decode_log_interval=432), role="launcher")
+    info = Door(context).explain("speculative_num_draft_tokens")
+    assert info["capacity"] == {"leaf": "decode_log_interval", "value": "<redacted>"}
+    with pytest.raises(CapacityError) as refused, context.acting_as("scheduler"):
+        context.override("tune", speculative_num_draft_tokens=1000)
+    assert "432" not in str(refused.value) and "<redacted>" in str(refused.value)

@@ -150,6 +150,9 @@ def derive(spec: DerivedSpec, values: Mapping[str, Any]) -> Any:
         value = spec.fn(*args)
     except Exception as exc:
         given = ", ".join(f"{i}={short_repr(a)}" for i, a in zip(spec.inputs, args, strict=True))
+        if isinstance(exc, ValueError):  # the function refuses these inputs, and says why
+            raise LeafValueError(
+                f"derived value {spec.namespace}.{spec.name} refuses its inputs {given}: {exc}") from exc
         raise LeafValueError(
             f"derived value {spec.namespace}.{spec.name}: its function raised "
             f"{type(exc).__name__}: {exc} for inputs {given}; give inputs it accepts (or fix the "

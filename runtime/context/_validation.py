@@ -109,7 +109,7 @@ class OverrideValidator:
         bound = batch.get(spec.capacity, state.values.get(spec.capacity))
         if bound is not None and new > bound:
             where = self.registry.namespace_of(spec.capacity)
-            shown = f"={bound!r}"
+            shown = f"={self.registry.shown(spec.capacity, bound)!r}"  # a secret bound never shows
             if spec.capacity not in batch:  # the caller gave it: no news to them
                 top = where.partition(".")[0]
                 if self._scoping.mode == "enforce" and top not in self._scoping.readable(state.role):
