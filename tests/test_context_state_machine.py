@@ -68,7 +68,12 @@ class ContextMachine(RuleBasedStateMachine):
     @rule(choice=RECORD_CHOICES)
     def republish(self, choice: dict[str, Any]) -> None:
         record = ServerArgs(model_path="m", speculative_algorithm="EAGLE", **choice)
-        self.ctx.publish(record, role="scheduler")
+        before = self.ctx.state
+        try:
+            self.ctx.publish(record, role="scheduler")
+        except ConfigError:  # a layout the derived values refuse (tp not divisible by dp)
+            assert self.ctx.state is before  # all or nothing
+            return
         report = self.ctx.republish_report
         if report is not None:
             assert all(d.reason for d in report.dropped)
@@ -90,7 +95,11 @@ class ContextMachine(RuleBasedStateMachine):
     def open_scope(self, value: int) -> None:
         entry_state = self.ctx.state
         scope = self.ctx.scoped("scope", max_running_requests=value, tp_size=value % 4 + 1)
-        scope.__enter__()
+        try:
+            scope.__enter__()
+        except ConfigError:  # a tp_size the layout refuses
+            assert self.ctx.state is entry_state
+            return
         self.scopes.append((scope, entry_state))
 
     @precondition(lambda self: bool(self.scopes))
