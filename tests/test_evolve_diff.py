@@ -282,3 +282,19 @@ def test_a_flag_renamed_without_renamed_from_is_a_removed_flag(tmp_path: Path) -
     found = _edited(tmp_path, "    cli: {flag: --port, aliases: [--listen-port]}\n",
                     "    cli: {flag: --http-port, aliases: [--listen-port]}\n")
     assert found == [("flag-removed", "--port", 10)]
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    ("reason: ' ', release: ' '", "allow entry 1: reason, release is blank"),
+    ("reason: why, release: 1", "allow entry 1: release: 1 is a number; quote it (`release: \"1\"`)"),
+    ("reason: why, release: 1.10", "allow entry 1: release: 1.1 is a number"),
+])
+def test_a_blank_or_numeric_allow_field_is_refused_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str, said: str) -> None:
+    old = str(CASES / "leaf-removed" / "old")
+    new = _copy("leaf-removed", "new", tmp_path)
+    allow = tmp_path / "allow.yaml"
+    allow.write_text(f"allow:\n  - {{rule: leaf-removed, subject: stats_every, {entry}}}\n")
+    assert diff.main([old, str(new), "--no-cache", "--allow", str(allow)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "lacks" not in err
