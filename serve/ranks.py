@@ -133,6 +133,7 @@ class RankGroup:
         self._watch_lock = threading.Lock()
         self._halt = threading.Event()
         self._monitor: threading.Thread | None = None
+        self._sweeping: threading.Thread | None = None
         # held by the rank thread through each operation: what ranks hold is compared only
         # between operations, never while one is half done
         self._busy = threading.Lock()
@@ -191,6 +192,9 @@ class RankGroup:
                         "into it is not removed (torch 2.6 or later sweeps it)")
         self._monitor = threading.Thread(target=self._watch_ranks, name="configbags-rank-monitor", daemon=True)
         self._monitor.start()
+        if self._sweeper is not None:
+            self._sweeping = threading.Thread(target=self._sweep_store, name="configbags-store-sweep", daemon=True)
+            self._sweeping.start()
 
     def _await_workers(self, store: Any) -> None:
         """Wait until every worker has posted its join (it imports torch first: seconds),
@@ -240,7 +244,13 @@ class RankGroup:
             with contextlib.suppress(Exception):  # a look that fails is retried at the next beat
                 self.stalled()
                 self.diverged()
-            with contextlib.suppress(Exception):
+
+    def _sweep_store(self) -> None:
+        """Sweep the store every beat, on a thread of its own (a key removed between the
+        listing and the read makes that read wait out the store's timeout: never the
+        monitor's), until stop()."""
+        while not self._halt.wait(BEAT_S):
+            with contextlib.suppress(Exception):  # a sweep that fails is retried at the next beat
                 self.sweep()
 
     def sweep(self) -> None:
@@ -264,11 +274,11 @@ class RankGroup:
                 size = len(store.get(key)) if store.check([key]) else 0
                 if store.delete_key(key):
                     self._note_swept(f"removed key {key!a} ({size} bytes)")
-        if not ours:
-            return
-        for key, raw in zip(ours, store.multi_get(ours), strict=True):
+        for key in ours:
+            if not store.check([key]):
+                continue  # removed since the listing (a collective's spent key)
             name = key[len(OURS):]
-            data = bytes(raw)
+            data = bytes(store.get(key))
             if not data:
                 continue  # already emptied: a name, no value
             if signer.verifies(name, data):
@@ -506,8 +516,9 @@ class RankGroup:
     def stop(self, grace_s: float = 5.0) -> None:
         """Tell the workers that are left to exit, wait `grace_s`, then kill what is left."""
         self._halt.set()
-        if self._monitor is not None:
-            self._monitor.join(timeout=5)
+        for thread in (self._monitor, self._sweeping):
+            if thread is not None:
+                thread.join(timeout=5)
         self._flush_swept(every=True)
         if self.dctx is not None and len(self.dead()) < len(self.procs):
             # a worker or the store may be gone by now: killing below covers it
