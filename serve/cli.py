@@ -119,8 +119,9 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="B",
                         help=f"largest PATCH body accepted (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413")
     parser.add_argument("--max-connections", type=int, default=None, metavar="N",
-                        help="open connections the door holds at most; one over it is closed as soon as it is "
-                             f"accepted (default: half the file-descriptor limit, at most 1024; 1 to {MAX_CONNECTIONS})")
+                        help="open connections the door holds at most, half of them from one client host; one "
+                             "over is closed as soon as it is accepted (default: half the file-descriptor limit, at "
+                             f"most 1024; 1 to {MAX_CONNECTIONS})")
     parser.add_argument("--head-timeout", type=_seconds, default=DEFAULT_HEAD_TIMEOUT_S, metavar="S",
                         help="seconds a connection has to send a whole request line and headers; one that has "
                              f"not is closed (default {DEFAULT_HEAD_TIMEOUT_S:g})")

@@ -92,28 +92,41 @@ def accept_error_handler(tally: Tally) -> Any:
 
 
 def guarded_protocol(max_connections: int, head_timeout_s: float, tally: Tally) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with the door's two bounds: a connection past
-    `max_connections` open ones is closed as soon as it is accepted (nothing read from it),
-    and a connection whose request head is not complete `head_timeout_s` after it opened
-    (or, on a kept-alive connection, after the next request's first byte) is closed. A
-    request whose head is complete is the app's to bound (the body's 408)."""
+    """uvicorn's h11 protocol with the door's bounds: a connection past `max_connections`
+    open ones, or past half of them from one client host, is closed as soon as it is
+    accepted (nothing read from it; so one host holding its share leaves the rest to
+    others, a liveness probe from the node among them), and a connection whose request
+    head is not complete `head_timeout_s` after it opened (or, on a kept-alive connection,
+    after the next request's first byte) is closed. A request whose head is complete is
+    the app's to bound (the body's 408)."""
+    per_host = max(1, max_connections // 2)
+    held: dict[str, int] = {}  # client host -> its open connections (the event loop's thread only)
 
     class GuardedH11Protocol(H11Protocol):
         _head_timer: asyncio.TimerHandle | None = None
-        _refused = False
+        _host: str | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(self.connections) >= max_connections:
-                self._refused = True
+            peer = transport.get_extra_info("peername")
+            host = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+            if len(self.connections) >= max_connections or held.get(host, 0) >= per_host:
                 transport.abort()  # a reset: no lingering close, no descriptor held
-                tally.note(f"refused connections over --max-connections {max_connections}")
+                tally.note(f"refused connections over --max-connections {max_connections} (at most {per_host} "
+                           f"from one client host)")
                 return
+            self._host = host
+            held[host] = held.get(host, 0) + 1
             super().connection_made(transport)
             self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            if self._refused:
-                return  # never registered, nothing to undo
+            host = self._host
+            if host is None:
+                return  # refused: never registered, nothing to undo
+            self._host = None
+            held[host] -= 1
+            if not held[host]:
+                del held[host]
             self._disarm()
             super().connection_lost(exc)
 
