@@ -260,8 +260,8 @@ class RankGroup:
         group forms, never after) is removed; a value under the prefix that this launch did
         not sign is replaced by an empty one, atomically (compare-and-set on exactly its
         bytes: a rank's own post is never lost), so its bytes are freed and the ranks still
-        pass over it as foreign. Each is logged, naming the key escaped and the size, at most
-        one line per SWEEP_LOG_S with the count of the rest."""
+        pass over it as foreign. Each is logged, naming the key escaped (and an emptied
+        value's size), at most one line per SWEEP_LOG_S with the count of the rest."""
         from configbags.runtime.dist import SignedStore
 
         store, signer = self._sweeper, self._watch
@@ -270,10 +270,9 @@ class RankGroup:
         keys = [k for k in store.list_keys() if k not in self._expected]
         ours = [k for k in keys if k.startswith(OURS)]
         for key in keys:
-            if not key.startswith(OURS):
-                size = len(store.get(key)) if store.check([key]) else 0
-                if store.delete_key(key):
-                    self._note_swept(f"removed key {key!a} ({size} bytes)")
+            # removed unread: reading it only to say its size would hold its bytes here too
+            if not key.startswith(OURS) and store.delete_key(key):
+                self._note_swept(f"removed key {key!a}")
         for key in ours:
             if not store.check([key]):
                 continue  # removed since the listing (a collective's spent key)
