@@ -756,8 +756,20 @@ def read_allow(path: Path) -> list[Allowance]:
         raise ConfigError(f"{path}: the allow file needs `allow:`, a list of {{rule, subject, reason, release}}")
     out = []
     for i, entry in enumerate(entries, 1):
+        fields = entry if isinstance(entry, dict) else {}
+        numbers = [k for k in ("rule", "subject", "reason", "release")
+                   if isinstance(fields.get(k), int | float) and not isinstance(fields.get(k), bool)]
+        if numbers:
+            # YAML reads `release: 1.10` as the number 1.1: taken as text it would name another release
+            raise ConfigError(f"{path}: allow entry {i}: {', '.join(f'{k}: {fields[k]!r}' for k in numbers)} is a "
+                              f"number; quote it (`{numbers[0]}: \"{fields[numbers[0]]}\"`): YAML reads 1.10 as 1.1")
+        blank = [k for k in ("rule", "subject", "reason", "release")
+                 if isinstance(fields.get(k), str) and fields[k] and not fields[k].strip()]
+        if blank:
+            raise ConfigError(f"{path}: allow entry {i}: {', '.join(blank)} is blank; say why the break is intended "
+                              f"and the release it ships in")
         missing = [k for k in ("rule", "subject", "reason", "release")
-                   if not isinstance(entry, dict) or not isinstance(entry.get(k), str) or not entry.get(k)]
+                   if not isinstance(fields.get(k), str) or not fields.get(k)]
         if missing:
             raise ConfigError(f"{path}: allow entry {i} lacks {', '.join(missing)} (each entry gives the rule, "
                               f"the subject, the reason and the release the break ships in)")

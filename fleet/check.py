@@ -127,6 +127,8 @@ def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | Non
     targets = []
     for arg in urls:
         role, sep, url = arg.partition("=")
+        if ":" in role or "/" in role:  # an `=` inside the URL (a query), not ROLE=URL
+            sep = ""
         targets.append(Target(url if sep else arg, role if sep else None, key))
     if servers_file is not None:
         try:
@@ -155,6 +157,10 @@ def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | Non
     for t in targets:
         if not t.url.startswith(("http://", "https://")):
             raise ConfigError(f"{shown_url(t.url)!r} is not an http(s) URL; give e.g. http://10.0.0.7:30000 or prefill=URL")
+        if "?" in t.url or "#" in t.url:
+            # the door's paths are appended to the URL: a query or fragment would swallow them
+            raise ConfigError(f"{shown_url(t.url)!r} has a query or fragment (`?`, `#`); give the server's base URL, "
+                              f"e.g. http://10.0.0.7:30000")
     return targets
 
 
@@ -192,7 +198,29 @@ async def _read(client: httpx.AsyncClient, target: Target, timeout: float, diff:
         return Reading(target, error=f"cannot be reached: {type(exc).__name__}: {exc}")
     except _Unreadable as exc:
         return Reading(target, error=str(exc))
+    wrong = not_a_door(bodies[0])
+    if wrong is not None:
+        return Reading(target, error=f"GET /config/contracts answered 200, but not as a configbags door does "
+                                     f"({wrong}); is this URL a configbags server's (not a sidecar or proxy)?")
     return Reading(target, bodies[0], bodies[1] if diff else None)
+
+
+def not_a_door(body: dict[str, Any]) -> str | None:
+    """What makes `body` no contracts readback of a configbags door (None when it is one):
+    every field the comparison reads, of its type, so an answer of something else at that
+    URL (`{"ok": 1}`) is reported as such, never read as a door that declares nothing."""
+    missing = [k for k in ("role", "schema_version", "contracts") if k not in body]
+    if missing:
+        return f"no {', '.join(repr(k) for k in missing)}"
+    if body["role"] is not None and not isinstance(body["role"], str):
+        return "'role' is not a string"
+    if not isinstance(body["contracts"], dict):
+        return "'contracts' is not an object"
+    for name, contract in body["contracts"].items():
+        if not (isinstance(contract, dict) and isinstance(contract.get("roles"), list)
+                and isinstance(contract.get("fingerprint"), str) and isinstance(contract.get("members"), dict)):
+            return f"contract {json.dumps(name)} lacks its roles, fingerprint or members"
+    return None
 
 
 async def read_all(targets: Sequence[Target], *, timeout: float, diff: bool = False) -> list[Reading]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import functools
 import json
 import logging
@@ -485,6 +486,17 @@ def read_env(
     if prefix:
         for name in sorted(environ):
             if name.startswith(prefix) and name not in declared and not KUBERNETES_ENV.match(name):
+                # compared without the prefix every name shares, which would make any two close
+                tails = {n[len(prefix):]: n for n in declared if n.startswith(prefix)}
+                near = [tails[t] for t in difflib.get_close_matches(name[len(prefix):], tails, n=1, cutoff=0.8)]
+                secret = registry.leaves[declared[near[0]]] if near else None
+                if secret is not None and secret.secret:
+                    # as the same typo in a flag is refused: ignored, it would leave the secret
+                    # unset (an api key: reads open to anyone) with only a warning to show for it
+                    raise RecordError(
+                        f"environment variable {name} is not a known setting, and is close to {near[0]}, the "
+                        f"variable of the secret {secret.namespace}.{secret.name}: a mistyped secret would leave "
+                        f"it unset; rename it to {near[0]} (or unset {name})")
                 warn_once("$" + name, f"environment variable {name} is not a known setting"
                                       f"{closest(name, declared)}; it is ignored (see {docs or reference()})")
     return values, origins

@@ -30,6 +30,7 @@ from configbags.serve.door import (
     parse_patch,
 )
 from configbags.serve.fleet_routes import add_fleet_routes
+from configbags.serve.listen import Tally, accept_error_handler
 
 log = logging.getLogger("configbags.serve")
 
@@ -132,11 +133,14 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         flushing = asyncio.create_task(refusals.run())
+        accept_errors = Tally()
+        asyncio.get_running_loop().set_exception_handler(accept_error_handler(accept_errors))
         try:
             yield
         finally:
             flushing.cancel()
             refusals.flush(every=True)  # a burst that ended just before shutdown is counted too
+            accept_errors.flush()
 
     app = FastAPI(lifespan=lifespan, title="configbags operator API", version="1", docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json", default_response_class=Readback)

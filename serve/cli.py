@@ -25,6 +25,15 @@ from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.project import load_project
 from configbags.runtime.record import Once
 from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
+from configbags.serve.listen import (
+    DEFAULT_HEAD_TIMEOUT_S,
+    MAX_CONNECTIONS,
+    Tally,
+    bind,
+    default_max_connections,
+    guarded_protocol,
+    url_host,
+)
 from configbags.serve.watch import (
     DEFAULT_INTERVAL_S,
     MAX_INTERVAL_S,
@@ -109,6 +118,13 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                              f"over HTTP are always checked as the {OPERATOR!r} role")
     parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="B",
                         help=f"largest PATCH body accepted (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413")
+    parser.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="open connections the door holds at most, half of them from one client host; one "
+                             "over is closed as soon as it is accepted (default: half the file-descriptor limit, at "
+                             f"most 1024; 1 to {MAX_CONNECTIONS})")
+    parser.add_argument("--head-timeout", type=_seconds, default=DEFAULT_HEAD_TIMEOUT_S, metavar="S",
+                        help="seconds a connection has to send a whole request line and headers; one that has "
+                             f"not is closed (default {DEFAULT_HEAD_TIMEOUT_S:g})")
     parser.add_argument("--watch", type=Path, default=None, metavar="FILE", action=Once,  # one file is followed
                         help="read FILE as a --config file and follow it as Kubernetes updates a mounted "
                              "ConfigMap: live changes are applied on every rank (source file:FILE), the rest "
@@ -143,6 +159,8 @@ def _check_own_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     if not 1 <= args.max_body_bytes <= MAX_BODY_BYTES:
         parser.error(f"--max-body-bytes must be from 1 to {MAX_BODY_BYTES} (a PATCH body is a few leaves; the "
                      f"door holds the body in memory while it reads it)")
+    if args.max_connections is not None and not 1 <= args.max_connections <= MAX_CONNECTIONS:
+        parser.error(f"--max-connections must be from 1 to {MAX_CONNECTIONS}")
     if args.watch is not None:
         if not str(args.watch).strip() or str(args.watch) == ".":
             parser.error("--watch needs a file name")
@@ -188,10 +206,13 @@ def main(argv: list[str] | None = None) -> int:
 
     ranks = None
     watcher = None
+    sockets: list[Any] = []
+    tally = Tally()
     try:
         given = record.to_dict()
         check_keys(context.registry, given)  # before any rank starts
-        _check_listen_address(str(given.get(HOST_LEAF, DEFAULT_HOST)), int(given.get(PORT_LEAF, DEFAULT_PORT)))
+        # bound before a rank starts or the start line is printed: a port in use is one line, exit 2
+        sockets = bind(str(given.get(HOST_LEAF, DEFAULT_HOST)), int(given.get(PORT_LEAF, DEFAULT_PORT)))
         if args.ranks > 1:
             ranks = _start_ranks(context, package, record, args)
         else:
@@ -202,9 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(door, WatchedDoor):
             watcher = _watch(door, app, record_type, server_flags, args)
         values = context.state.values
-        host = str(values.get(HOST_LEAF, DEFAULT_HOST))
-        port = int(values.get(PORT_LEAF, DEFAULT_PORT))
-        config = uvicorn.Config(app, host=host, port=port,
+        max_connections = args.max_connections or default_max_connections()
+        config = uvicorn.Config(app, http=guarded_protocol(max_connections, args.head_timeout, tally),
                                 log_level=args.serve_log_level, access_log=False, timeout_graceful_shutdown=5,
                                 # a client's pooled connection must not be closed under it while
                                 # a burst of requests queues (uvicorn's default is 5 s)
@@ -212,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                                 # the client is the socket's peer: any local process could
                                 # otherwise name itself in the log through X-Forwarded-For
                                 proxy_headers=False)
-        print(f"configbags serve: http://{host}:{port} ({args.ranks} rank(s); operator may change "
+        host, port = sockets[0].getsockname()[:2]
+        print(f"configbags serve: http://{url_host(host)}:{port} ({args.ranks} rank(s); operator may change "
               f"{len(door.writable)} leaves)", file=sys.stderr, flush=True)
         print(f"configbags serve: {protection(values)}", file=sys.stderr, flush=True)
         # uvicorn shuts down on SIGTERM/SIGINT, then restores these handlers and re-raises the
@@ -220,11 +241,14 @@ def main(argv: list[str] | None = None) -> int:
         # clean shutdown, or print a KeyboardInterrupt traceback.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, _stopped)
-        uvicorn.Server(config).run()  # returns once in-flight requests finish
+        uvicorn.Server(config).run(sockets=sockets)  # returns once in-flight requests finish
     except ConfigError as exc:
         print(f"configbags serve: {exc}", file=sys.stderr)
         return 2
     finally:
+        tally.flush()
+        for sock in sockets:
+            sock.close()
         if watcher is not None:
             watcher.stop()
         if ranks is not None:
@@ -244,18 +268,6 @@ def _watch(door: WatchedDoor, app: Any, record_type: Any, server_flags: list[str
     door.watcher = watcher
     watcher.start()
     return watcher
-
-
-def _check_listen_address(host: str, port: int) -> None:
-    """Refuse, before anything listens, a host that names no address of this machine to
-    listen on (`0.0.0.0:1`, a typo): uvicorn would print a bare resolver error."""
-    import socket
-
-    try:
-        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (OSError, UnicodeError) as exc:
-        raise ConfigError(f"--host {host!r} is not an address to listen on ({exc}); give an IP address or a host "
-                          f"name of this machine, and the port with --port") from None
 
 
 def _stopped(signum: int, frame: FrameType | None) -> None:

@@ -36,7 +36,10 @@ post is signed with a secret made for this launch (handed to the workers in thei
 environment, never on the command line) and the launch's identity: a value some other
 local process writes into the store is refused and logged, naming the key, never obeyed.
 Rank 0 keeps the newest beat, finished operation and state each worker signed, so one
-of its older values written again (a replay) is passed over too.
+of its older values written again (a replay) is passed over too. Beats and finished
+counts also come down a pipe rank 0 made for each worker (`--beat-fd`), which no other
+process can write: rank 0 judges silence by it, so what is written over the store's keys
+(a replay that rank 0 never sees replaced included) never ends a worker that beats.
 
 Run as `python -m configbags.serve.ranks ...` for one worker rank.
 """
@@ -57,7 +60,7 @@ import sys
 import threading
 import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from configbags.packages import load_context
 from configbags.runtime.context import Context, OverrideEntry
@@ -80,6 +83,9 @@ POLL_S = 1.0  # how often an idle worker checks that the server is still there
 BEAT_S = 0.5
 FOREIGN_S = 0.05  # how soon a worker looks again past an operation rank 0 did not sign (its own
 # post replaces it, and rank 0 is waiting for this worker in the collective it posted)
+REPLAY_LAG_S = 4 * BEAT_S  # a signed store beat this far behind the pipe's was written back, not posted
+OURS = "configbags/"  # the prefix of every key the ranks read or write (beside torch's own)
+SWEEP_LOG_S = 10.0
 LEAVE_AFTER = 3  # a worker stalled this many rank timeouts (or missed collectives) leaves the
 # group (a stall named at one timeout has two more to be continued and catch up)
 
@@ -115,9 +121,10 @@ class RankGroup:
         self._left: dict[int, str] = {}  # rank -> why it left the group
         self._beats: dict[int, float] = {}  # rank -> its newest beat that this launch signed
         self._done: dict[int, int] = {}  # rank -> the newest operation it said it finished
-        # rank -> when a value under its keys last failed the signature: another process
-        # writes into the store, so a silence seen then may be forged, not the worker's
-        self._tampered: dict[int, float] = {}
+        # rank -> the read end of the worker's beat pipe, and when rank 0 last read a beat from
+        # it: no other process can write there, so a silence seen on it is the worker's own
+        self._pipes: dict[int, int] = {}
+        self._heard: dict[int, float] = {}
         self._seen_keys: set[str] = set()  # store keys a worker posted (none is ever removed by it)
         self._removed: set[str] = set()  # those seen removed or replayed since (logged once each)
         # A client of its own for stalled(): the rank thread's client can be inside a wait
@@ -126,10 +133,17 @@ class RankGroup:
         self._watch_lock = threading.Lock()
         self._halt = threading.Event()
         self._monitor: threading.Thread | None = None
+        self._sweeping: threading.Thread | None = None
         # held by the rank thread through each operation: what ranks hold is compared only
         # between operations, never while one is half done
         self._busy = threading.Lock()
         self._diverged: dict[int, str] = {}
+        # the store's keys as rank 0 found them once the group was up (torch's process-group
+        # keys, the joins, posted unsigned): the sweep leaves these
+        self._sweeper: Any = None  # a raw client: it lists and removes what the others do not read
+        self._expected: set[str] = set()
+        self._swept: dict[str, int] = {}  # what was removed since the last log line -> how many
+        self._swept_logged = -math.inf
 
     def start(self, record: Any, *, role: str) -> None:
         """Start the workers, join the group, publish `record` on every rank and seal.
@@ -145,12 +159,18 @@ class RankGroup:
                # an idle worker's waits time out every POLL_S, which c10d logs as a warning
                "TORCH_CPP_LOG_LEVEL": os.environ.get("TORCH_CPP_LOG_LEVEL", "ERROR")}
         for rank in range(1, self.world_size):
-            self.procs.append(subprocess.Popen(
-                [sys.executable, "-m", "configbags.serve.ranks", "--package", self.package,
-                 "--rank", str(rank), "--world-size", str(self.world_size), "--init-addr", self.addr,
-                 "--parent", str(os.getpid())],
-                stdin=subprocess.DEVNULL, env=env,
-            ))
+            reader, writer = os.pipe()
+            os.set_blocking(reader, False)
+            self._pipes[rank] = reader
+            try:
+                self.procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "configbags.serve.ranks", "--package", self.package,
+                     "--rank", str(rank), "--world-size", str(self.world_size), "--init-addr", self.addr,
+                     "--parent", str(os.getpid()), "--beat-fd", str(writer)],
+                    stdin=subprocess.DEVNULL, env=env, pass_fds=(writer,),
+                ))
+            finally:
+                os.close(writer)
         from configbags.runtime import dist
 
         store = dist.connect_store(self.addr, is_master=True, timeout=JOIN_TIMEOUT_S, listener=listener)
@@ -163,8 +183,18 @@ class RankGroup:
         self._watch = dctx.client(self.addr)
         dctx.publish(record, role=role)
         dctx.seal()
+        self._sweeper = dist.connect_store(self.addr, is_master=False, timeout=self.timeout)
+        if hasattr(self._sweeper, "list_keys"):  # torch 2.6 and later
+            self._expected = set(self._sweeper.list_keys())
+        else:
+            self._sweeper = None
+            log.warning("this torch cannot list the rendezvous store's keys: what another local process writes "
+                        "into it is not removed (torch 2.6 or later sweeps it)")
         self._monitor = threading.Thread(target=self._watch_ranks, name="configbags-rank-monitor", daemon=True)
         self._monitor.start()
+        if self._sweeper is not None:
+            self._sweeping = threading.Thread(target=self._sweep_store, name="configbags-store-sweep", daemon=True)
+            self._sweeping.start()
 
     def _await_workers(self, store: Any) -> None:
         """Wait until every worker has posted its join (it imports torch first: seconds),
@@ -215,6 +245,64 @@ class RankGroup:
                 self.stalled()
                 self.diverged()
 
+    def _sweep_store(self) -> None:
+        """Sweep the store every beat, on a thread of its own (a key removed between the
+        listing and the read makes that read wait out the store's timeout: never the
+        monitor's), until stop()."""
+        while not self._halt.wait(BEAT_S):
+            with contextlib.suppress(Exception):  # a sweep that fails is retried at the next beat
+                self.sweep()
+
+    def sweep(self) -> None:
+        """Bound what the rendezvous store holds (it lives in this process, and any local
+        process that finds its port can write into it): a key outside configbags' prefix
+        that was not there when the group came up (torch writes its keys while the process
+        group forms, never after) is removed; a value under the prefix that this launch did
+        not sign is replaced by an empty one, atomically (compare-and-set on exactly its
+        bytes: a rank's own post is never lost), so its bytes are freed and the ranks still
+        pass over it as foreign. Each is logged, naming the key escaped (and an emptied
+        value's size), at most one line per SWEEP_LOG_S with the count of the rest."""
+        from configbags.runtime.dist import SignedStore
+
+        store, signer = self._sweeper, self._watch
+        if store is None or not isinstance(signer, SignedStore):
+            return
+        keys = [k for k in store.list_keys() if k not in self._expected]
+        ours = [k for k in keys if k.startswith(OURS)]
+        for key in keys:
+            # removed unread: reading it only to say its size would hold its bytes here too
+            if not key.startswith(OURS) and store.delete_key(key):
+                self._note_swept(f"removed key {key!a}")
+        for key in ours:
+            if not store.check([key]):
+                continue  # removed since the listing (a collective's spent key)
+            name = key[len(OURS):]
+            data = bytes(store.get(key))
+            if not data:
+                continue  # already emptied: a name, no value
+            if signer.verifies(name, data):
+                continue
+            with contextlib.suppress(Exception):  # replaced meanwhile (by a rank's post): left as is
+                if bytes(store.compare_set(key, cast(str, data), "")) == b"":
+                    self._note_swept(f"emptied key {key!a} ({len(data)} bytes, not signed by this launch)")
+        self._flush_swept()
+
+    def _note_swept(self, what: str) -> None:
+        if not self._swept and time.monotonic() - self._swept_logged >= SWEEP_LOG_S:
+            self._swept_logged = time.monotonic()
+            log.warning("the rendezvous store: %s: another local process wrote it; more are counted (one line "
+                        "every %g s)", what, SWEEP_LOG_S)
+            return
+        self._swept[what] = self._swept.get(what, 0) + 1
+
+    def _flush_swept(self, *, every: bool = False) -> None:
+        if self._swept and (every or time.monotonic() - self._swept_logged >= SWEEP_LOG_S):
+            last = next(reversed(self._swept))
+            log.warning("the rendezvous store: %d more keys another local process wrote were removed or emptied, "
+                        "the last: %s", sum(self._swept.values()), last)
+            self._swept.clear()
+            self._swept_logged = time.monotonic()
+
     def dead(self) -> list[int]:
         """Worker ranks whose process has exited (by itself, or ended on leaving)."""
         return [rank for rank, proc in enumerate(self.procs, start=1) if proc.poll() is not None]
@@ -260,12 +348,9 @@ class RankGroup:
                 silent = time.time() - beat if beat is not None else 0.0
                 posted = self._posted.get(done + 1)
                 late = time.monotonic() - posted if posted is not None else 0.0
-                tampered = time.monotonic() - self._tampered.get(rank, -math.inf) < LEAVE_AFTER * wait
-                if tampered and (silent > wait or late > self.timeout):
-                    # never end a worker on what a forger may have written over its posts
-                    found[rank] = ("seen as silent or behind while another local process writes values this "
-                                   "launch did not sign under its store keys (logged, naming them); not ended")
-                elif silent > LEAVE_AFTER * wait:
+                # beat and count come through the worker's pipe too, which no other process
+                # writes: what another one writes over its store keys never makes it silent
+                if silent > LEAVE_AFTER * wait:
                     self._end(rank, f"silent for {silent:.1f} s (stopped or hung), over {LEAVE_AFTER:g} x the "
                                     f"rank timeout")
                 elif late > LEAVE_AFTER * self.timeout:
@@ -316,24 +401,42 @@ class RankGroup:
         self._leave(rank, f"{why}; its process (pid {proc.pid}) was ended")
 
     def _beat(self, rank: int) -> float | None:
-        """The rank's newest beat this launch signed (a foreign one is refused and logged by
-        the store, and an older one written again is passed over: the newest stands)."""
+        """When the rank last beat: the newer of what rank 0 last read from its pipe and the
+        newest beat this launch signed in the store (a foreign one is refused and logged by
+        the store; an older one written again, or one falling behind the pipe's, is a replay:
+        logged, and passed over)."""
+        heard = self._hear(rank)
         value = self._read(BEAT_KEY.format(rank), rank)
         if value is not None:
-            if float(value) < self._beats.get(rank, 0.0):
+            posted = float(value)
+            if posted < self._beats.get(rank, 0.0) or (heard is not None and posted < heard - REPLAY_LAG_S):
                 self._replayed(BEAT_KEY.format(rank), rank)
-            self._beats[rank] = max(float(value), self._beats.get(rank, 0.0))
-        return self._beats.get(rank)
+            self._beats[rank] = max(posted, self._beats.get(rank, 0.0))
+        seen = [t for t in (heard, self._beats.get(rank)) if t is not None]
+        return max(seen) if seen else None
+
+    def _hear(self, rank: int) -> float | None:
+        """Read what the worker wrote to its beat pipe since the last look (one line per beat:
+        the last operation it finished); returns when a beat was last read."""
+        fd = self._pipes.get(rank)
+        if fd is not None:
+            with contextlib.suppress(BlockingIOError, OSError):  # nothing new; or the worker is gone
+                lines = os.read(fd, 1 << 16).split(b"\n")
+                if lines != [b""]:
+                    self._heard[rank] = time.time()
+                    counts = [int(line) for line in lines if line.isdigit()]
+                    if counts:
+                        self._done[rank] = max(max(counts), self._done.get(rank, 0))
+        return self._heard.get(rank)
 
     def _replayed(self, key: str, rank: int) -> None:
         """A signed value older than one already seen under `key`: a worker's beats and
         counts only grow, so another process wrote an old one back (a replay). Like a
-        forgery, it must not make a healthy rank look silent enough to be ended."""
-        self._tampered[rank] = time.monotonic()
+        forgery, it never makes a healthy rank look silent: its beats also come through its pipe."""
         if key not in self._removed:
             self._removed.add(key)
             log.warning("an older value of store key %s of rank %d was written back by another process (a replay); "
-                        "rank %d is not ended for what that hides", key, rank, rank)
+                        "refused: rank %d is judged by the beats it sends rank 0 over its own pipe", key, rank, rank)
 
     def _finished(self, rank: int) -> int:
         """The newest operation the rank said it finished (an older count written again is
@@ -353,17 +456,14 @@ class RankGroup:
                 self._seen_keys.add(key)
                 value: str = store.get(key).decode()
                 return value
-            if key in self._seen_keys:
-                # a worker never removes what it posted: another local process does, and
-                # must not make a healthy rank look silent enough to be ended
-                self._tampered[rank] = time.monotonic()
-                if key not in self._removed:
-                    self._removed.add(key)
-                    log.warning("store key %s of rank %d was removed by another process; rank %d is not ended "
-                                "for what that hides", key, rank, rank)
+            # a worker never removes what it posted: another local process does (it never
+            # makes a healthy rank look silent: the pipe's beats are the worker's own)
+            if key in self._seen_keys and key not in self._removed:
+                self._removed.add(key)
+                log.warning("store key %s of rank %d was removed by another process; rank %d is not ended "
+                            "for what that hides", key, rank, rank)
             return None
         except ForeignWriteError:
-            self._tampered[rank] = time.monotonic()
             return None  # logged, naming the key, by the store
         except Exception:  # the store closes with this process (shutdown): nothing to tell
             return None
@@ -415,8 +515,10 @@ class RankGroup:
     def stop(self, grace_s: float = 5.0) -> None:
         """Tell the workers that are left to exit, wait `grace_s`, then kill what is left."""
         self._halt.set()
-        if self._monitor is not None:
-            self._monitor.join(timeout=5)
+        for thread in (self._monitor, self._sweeping):
+            if thread is not None:
+                thread.join(timeout=5)
+        self._flush_swept(every=True)
         if self.dctx is not None and len(self.dead()) < len(self.procs):
             # a worker or the store may be gone by now: killing below covers it
             with contextlib.suppress(ConfigError, RuntimeError, OSError):
@@ -428,9 +530,14 @@ class RankGroup:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
+        for fd in self._pipes.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._pipes.clear()
 
 
-def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int, secret: bytes) -> int:
+def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int, secret: bytes,
+           beat_fd: int | None = None) -> int:
     """One worker rank: adopt the config from rank 0, then follow its operations."""
     from configbags.runtime import dist
 
@@ -441,7 +548,7 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
     # liveness goes through a client of its own (the main one may be inside a long wait)
     beat = dctx.client(init_addr)
     finished = [0]  # the last operation this worker finished, which every beat posts again
-    threading.Thread(target=_beat, args=(beat, rank, finished), daemon=True, name="configbags-beat").start()
+    threading.Thread(target=_beat, args=(beat, rank, finished, beat_fd), daemon=True, name="configbags-beat").start()
     dctx.publish()
     dctx.seal()
     beat.set(STATE_KEY.format(rank), f"op=0 {held(context)}")
@@ -497,15 +604,22 @@ def _next_op(store: Any, key: str, parent: int) -> str | None:
             return None
 
 
-def _beat(store: Any, rank: int, finished: list[int]) -> None:
+def _beat(store: Any, rank: int, finished: list[int], fd: int | None) -> None:
     """Say this worker is alive, every BEAT_S, until the process ends (a stopped process
     stops beating: that is what rank 0 sees), and post again the last operation it
-    finished, so one value another process writes over it is healed at the next beat."""
+    finished, so one value another process writes over it is healed at the next beat. Both
+    also go down the pipe rank 0 made for this worker, which no other process can write
+    into (the store can be written by any local process, and replayed)."""
+    if fd is not None:
+        os.set_blocking(fd, False)  # rank 0 stopped: its pipe fills; a beat is skipped, never waited on
     with contextlib.suppress(Exception):  # the store went with the server: the worker exits too
         while True:
             store.set(BEAT_KEY.format(rank), f"{time.time():.3f}")
             if finished[0]:
                 store.set(DONE_KEY.format(rank), str(finished[0]))
+            if fd is not None:
+                with contextlib.suppress(BlockingIOError):
+                    os.write(fd, f"{finished[0]}\n".encode())
             time.sleep(BEAT_S)
 
 
@@ -524,6 +638,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world-size", type=int, required=True)
     parser.add_argument("--init-addr", required=True)
     parser.add_argument("--parent", type=int, required=True)
+    parser.add_argument("--beat-fd", type=int, default=None, help="the pipe rank 0 reads this worker's beats from")
     args = parser.parse_args(argv)
     secret = os.environ.pop(SECRET_ENV, "")  # not handed on to anything this rank starts
     if not secret:
@@ -531,7 +646,8 @@ def main(argv: list[str] | None = None) -> int:
               f"started by `configbags serve --ranks N`, which hands them one", file=sys.stderr)
         return 2
     try:
-        return worker(args.package, args.rank, args.world_size, args.init_addr, args.parent, secret.encode())
+        return worker(args.package, args.rank, args.world_size, args.init_addr, args.parent, secret.encode(),
+                      args.beat_fd)
     except ConfigError as exc:
         print(f"configbags serve rank {args.rank}: {exc}", file=sys.stderr)
         return 1

@@ -48,6 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from configbags.runtime.cmdline import inert
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.fleet import ApplyClass, route
@@ -156,14 +157,14 @@ class ConfigWatcher:
                 try:
                     self.poll()
                 except Exception as exc:  # the watcher must outlive any one bad poll; say why
-                    log.exception("watching %s failed", self.path)
+                    log.exception("watching %s failed", inert(str(self.path)))
                     self._report(f"watching {self.path} failed: {type(exc).__name__}: {exc}")
         except BaseException as exc:  # anything that ends the loop but stop(): said, never silent
             why = f"{type(exc).__name__}: {exc}"
             with self._lock:
                 self._died = why
             log.error("the watcher of %s stopped (%s): file changes are no longer applied; restart the "
-                      "server to follow the file again", self.path, why)
+                      "server to follow the file again", inert(str(self.path)), inert(why))
             if not isinstance(exc, Exception):
                 raise
 
@@ -273,9 +274,10 @@ class ConfigWatcher:
             if applied is not None:
                 self._status["last_applied"] = applied
         if pending:
-            log.warning("%s changed leaves a running server cannot take (restart required): %s", self.path, ", ".join(pending))
+            log.warning("%s changed leaves a running server cannot take (restart required): %s",
+                        inert(str(self.path)), ", ".join(pending))
         if error:
-            log.warning("%s", error)
+            log.warning("%s", inert(error))
 
     def _apply_live(self, leaves: dict[str, Any]) -> dict[str, Any]:
         door = self.door
@@ -297,7 +299,9 @@ class ConfigWatcher:
 
     # -- status ---------------------------------------------------------------------------------
     def _report(self, error: str) -> None:
-        log.warning("%s", error)
+        # the path (a ConfigMap key's name) and what a bad file made us say, escaped: no forged
+        # log line, no terminal escape (server_info shows them as JSON)
+        log.warning("%s", inert(error))
         with self._lock:
             self._status["error"] = error
 

@@ -287,7 +287,7 @@ def test_serve_passes_over_an_older_beat_or_count_written_again() -> None:
     watch = SignedStore(PrefixStore("configbags", master), b"launch-secret", run=b"this launch")
     group = object.__new__(RankGroup)  # rank 0's reading side, without workers
     group._watch, group._beats, group._done = watch, {}, {}
-    group._tampered, group._seen_keys, group._removed = {}, set(), set()
+    group._pipes, group._heard, group._seen_keys, group._removed = {}, {}, set(), set()
     for key, read_back, older, newer in ((BEAT_KEY.format(1), group._beat, "1000.0", "2000.0"),
                                          (DONE_KEY.format(1), group._finished, "4", "5")):
         watch.set(key, older)

@@ -389,3 +389,19 @@ def test_a_list_flag_that_may_stand_alone_now_is_a_widening(tmp_path: Path) -> N
         serving.read_text().replace("    default: [1]\n", "    default: [1]\n    cli: {nargs: \"*\"}\n"))
     found = [(f.rule, f.subject) for f in compare(load_view(base, cache=False), load_view(edited, cache=False))]
     assert found == [("flag-arity-widened", "limit")]
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    ("reason: ' ', release: ' '", "allow entry 1: reason, release is blank"),
+    ("reason: why, release: 1", "allow entry 1: release: 1 is a number; quote it (`release: \"1\"`)"),
+    ("reason: why, release: 1.10", "allow entry 1: release: 1.1 is a number"),
+])
+def test_a_blank_or_numeric_allow_field_is_refused_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str, said: str) -> None:
+    old = str(CASES / "leaf-removed" / "old")
+    new = _copy("leaf-removed", "new", tmp_path)
+    allow = tmp_path / "allow.yaml"
+    allow.write_text(f"allow:\n  - {{rule: leaf-removed, subject: stats_every, {entry}}}\n")
+    assert diff.main([old, str(new), "--no-cache", "--allow", str(allow)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "lacks" not in err

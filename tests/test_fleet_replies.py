@@ -29,6 +29,8 @@ REPLIES = {
     "/big/config/contracts": b'{"pad": "' + b"x" * 50_000 + b'"}',
     "/big/server_info": b'{"pad": "' + b"x" * 50_000 + b'"}',
     "/latin/config/contracts": b'{"x": "\xff"}',
+    "/ok/config/contracts": b'{"ok": 1}',
+    "/half/config/contracts": b'{"role": null, "schema_version": "1", "contracts": {"kv_transfer": {"roles": []}}}',
 }
 
 
@@ -216,3 +218,27 @@ def test_entries_are_one_server_by_address_or_by_instance_and_answer() -> None:
     d = reading("http://127.0.0.1:1/", None)  # unreachable, but a1b2's address
     assert one_server([a, b, c, d]) == [[a, b, d], [c]]
     assert len(one_server([reading("http://x:1", {"instance": ""}), reading("http://y:1", {"instance": ""})])) == 2
+
+
+@pytest.mark.parametrize(("path", "why"), [("/ok", "no 'role', 'schema_version', 'contracts'"),
+                                           ("/half", 'contract "kv_transfer" lacks its roles')])
+def test_a_200_json_answer_that_is_no_door_is_unreachable_naming_the_url(
+        poser: str, path: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A health sidecar or a catch-all proxy answers `{"ok": 1}` to everything: it is not a
+    door declaring nothing, and a fleet check pointed at it must not pass."""
+    for argv in ([f"{poser}{path}"], [f"decode={poser}{path}", "--json"]):
+        assert main(argv) == EXIT_UNREACHABLE
+        out = capsys.readouterr().out
+        assert "not as a configbags door does" in out and why.replace('"', '\\"' if "--json" in argv else '"') in out
+        if "--json" not in argv:
+            assert f"UNREACHABLE {poser}{path}: GET /config/contracts answered 200, but not as a configbags door" in out
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/health?", "http://127.0.0.1:9/config/tp_size?x=1",
+                                 "http://127.0.0.1:9#frag"])
+def test_a_url_with_a_query_or_fragment_is_refused(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The door's paths are appended to the URL: `?` would swallow /config/contracts."""
+    with pytest.raises(SystemExit) as exited:
+        main([url])
+    assert exited.value.code == 2
+    assert "has a query or fragment" in capsys.readouterr().err

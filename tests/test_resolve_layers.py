@@ -277,3 +277,31 @@ def test_a_bad_rule_function_answer_names_the_rule(mods: dict[str, ModuleType]) 
     values = {n: s.default for n, s in registry.leaves.items()}
     with pytest.raises(ConfigError, match=r"rule block_by_gpu_memory \(schema/rules.yaml:2\) gave core.block"):
         resolve(broken, values, {}, H100)
+
+
+@pytest.mark.parametrize("typo", ["SGLANG_API_KEYY", "SGLANG_APIKEY", "SGLANG_ADMIN_API_KEYS"])
+def test_a_mistyped_secret_variable_is_refused_naming_it_never_its_value(typo: str) -> None:
+    """Ignored, a typo of a secret's variable would leave the secret unset (an api key:
+    reads open to anyone) behind a warning; the same typo as a flag is refused."""
+    import argparse
+
+    from configbags.generated.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    with pytest.raises(RecordError) as refused:
+        ServerArgs.from_cli_args(parser.parse_args(["--model-path", "m"]), environ={typo: "SEKRET-ENV-1"})
+    assert f"environment variable {typo} is not a known setting, and is close to SGLANG_" in str(refused.value)
+    assert "the variable of the secret" in str(refused.value) and "SEKRET-ENV-1" not in str(refused.value)
+
+
+def test_a_typo_close_to_no_secret_is_still_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    import argparse
+
+    from configbags.generated.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    with caplog.at_level(logging.WARNING, logger="configbags"):
+        ServerArgs.from_cli_args(parser.parse_args(["--model-path", "m"]), environ={"SGLANG_TP_SIZEE": "2"})
+    assert any("SGLANG_TP_SIZEE is not a known setting" in r.getMessage() for r in caplog.records)

@@ -149,3 +149,25 @@ def test_a_secret_capacity_never_shows_in_a_readback_or_a_refusal() -> None:
     with pytest.raises(CapacityError) as refused, context.acting_as("scheduler"):
         context.override("tune", speculative_num_draft_tokens=1000)
     assert "432" not in str(refused.value) and "<redacted>" in str(refused.value)
+
+
+def test_a_null_override_never_unsets_a_secret_a_lower_layer_set() -> None:
+    """A runtime override is the highest layer, and a null there never unsets a secret a
+    lower layer set (SCHEMA.md); through the door too, 400 naming the leaf, nothing changed."""
+    from configbags.serve.door import Door, DoorError
+
+    leaves = dict(REGISTRY.leaves)
+    spec = leaves["weight_version"]
+    leaves["weight_version"] = attrs.evolve(spec, secret=True, type=attrs.evolve(spec.type, optional=True))
+    context = Context(attrs.evolve(REGISTRY, leaves=leaves), type(accessors.get_context().view)(),
+                      record_type=ServerArgs)
+    context.publish(ServerArgs(model_path="m", weight_version="real-key-5f"), role="tokenizer")
+    with pytest.raises(LeafValueError, match="weight_version from 'rotate': null would unset the secret"):
+        context.override("rotate", weight_version=None)
+    with pytest.raises(DoorError) as refused:
+        Door(context, None).patch("oncall", {"weight_version": None})
+    assert refused.value.status == 400 and "weight_version" in str(refused.value.body())
+    assert "real-key-5f" not in str(refused.value.body())
+    assert context.state.values["weight_version"] == "real-key-5f"
+    context.override("rotate", weight_version="next-key-6a")  # another value is still taken
+    assert context.state.values["weight_version"] == "next-key-6a"

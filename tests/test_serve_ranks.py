@@ -6,6 +6,7 @@ exits 0."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -237,11 +238,12 @@ def test_a_layout_that_cannot_fit_the_group_is_refused_before_any_worker_starts(
         group.stop(grace_s=0.5)
 
 
-def _survives_tampering(c: httpx.Client, worker: int, tamper: Callable[[], object], every_s: float = 0.05) -> None:
+def _survives_tampering(c: httpx.Client, worker: int, tamper: Callable[[], object], every_s: float = 0.05,
+                        for_s: float = 5.0) -> None:
     """Tamper with the worker's store keys for longer than 3 x the rank timeout (when a
     silent worker leaves): it is still alive and in the group, and /health is 200 again once
     the tampering stops."""
-    end = time.monotonic() + 5
+    end = time.monotonic() + for_s
     while time.monotonic() < end:
         tamper()
         time.sleep(every_s)
@@ -324,5 +326,74 @@ def test_a_process_replaying_a_workers_signed_beat_ends_no_healthy_worker() -> N
             _survives_tampering(c, worker, lambda: raw.set("serve/beat/1", old), every_s=0.02)
         assert srv.terminate() == 0
         assert "serve/beat/1 of rank 1 was written back by another process (a replay)" in srv.output()
+    finally:
+        srv.stop()
+
+
+def test_a_replay_of_the_beat_and_state_read_once_ends_no_healthy_worker() -> None:
+    """The attack's spelling: the worker's signed beat and state are read once and written
+    back at once, every 20 ms, so rank 0 may never see a newer beat in the store: the
+    worker's beats also reach rank 0 through its own pipe, so the store's stale beat is a
+    replay (logged), never a silence that ends it."""
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import PrefixStore, TCPStore
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240)
+    try:
+        host, port, worker = _store_of(srv)
+        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
+                                                 wait_for_workers=False))
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            assert c.get("/health").status_code == 200
+            beat, state = raw.get("serve/beat/1"), raw.get("serve/state/1")
+
+            def replay() -> None:
+                raw.set("serve/beat/1", beat)
+                raw.set("serve/state/1", state)
+
+            _survives_tampering(c, worker, replay, every_s=0.01, for_s=8)
+            leaves = {"source": "ops", "leaves": {"weight_version": "v2"}}
+            assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
+        assert srv.terminate() == 0
+        assert "serve/beat/1 of rank 1 was written back by another process (a replay)" in srv.output()
+        assert "left the group" not in srv.output()
+    finally:
+        srv.stop()
+
+
+def test_what_another_process_writes_into_the_store_is_removed_and_logged() -> None:
+    """Keys outside configbags' prefix appear after the group formed: removed; a value
+    under the prefix that this launch did not sign: emptied (its bytes freed); both logged
+    (one line, then a count), naming the key escaped; the group goes on serving."""
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import TCPStore
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240)
+    try:
+        host, port, _ = _store_of(srv)
+        raw = TCPStore(host, port, None, False, timedelta(seconds=10), wait_for_workers=False)
+        junk = [f"junk/{i}" for i in range(5)] + ["junk/\nconfigbags WARNING forged"]
+        for key in junk:
+            raw.set(key, b"x" * (1 << 20))
+        raw.set("configbags/junk", b"y" * (1 << 20))
+        end = time.monotonic() + 30
+        while time.monotonic() < end and (set(junk) & set(raw.list_keys()) or raw.get("configbags/junk")):
+            time.sleep(0.1)
+        assert not set(junk) & set(raw.list_keys())
+        assert raw.get("configbags/junk") == b""
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            assert c.get("/health").status_code == 200
+            leaves = {"source": "ops", "leaves": {"weight_version": "v2"}}
+            assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
+        assert srv.terminate() == 0
+        out = srv.output()
+        assert re.search(r"the rendezvous store: (removed key 'junk/.*'|emptied key 'configbags/junk' "
+                         r"\(1048576 bytes, not signed by this launch\)): another local process wrote it", out), out
+        assert "more keys another local process wrote were removed or emptied" in out
+        assert "forged" not in out.replace("'junk/\\nconfigbags WARNING forged'", "")  # escaped, never a line
     finally:
         srv.stop()

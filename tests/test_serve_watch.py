@@ -439,3 +439,29 @@ def test_a_change_refused_because_a_rank_left_is_not_retried_forever(
         time.sleep(0.02)
         assert not watcher.poll()
     assert len(attempts) == 1
+
+
+def test_the_watched_path_is_logged_escaped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The path is a ConfigMap key's name, outside text: a newline or an ESC in it never
+    reaches the log raw (a forged line, a terminal escape); server_info keeps it as JSON."""
+    import logging
+
+    path = tmp_path / "a\nconfigbags WARNING FORGED \x1b[31mred.yaml"
+    path.write_text("weight_version: a\n")
+    flags = ["--model-path", "/models/m", "--config", str(path)]
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    ServerArgs.add_cli_args(parser)
+    namespace = parser.parse_args(flags)
+    with published(ServerArgs.from_cli(flags), role="launcher") as ctx:
+        ctx.seal()
+        door = WatchedDoor(ctx)
+        watcher = ConfigWatcher(door, path, lambda: ServerArgs.from_cli_args(copy.copy(namespace)), in_place_quiet=0)
+        door.watcher = watcher
+        path.write_text("weight_version: [1\n")
+        with caplog.at_level(logging.WARNING, logger="configbags"):
+            settle(watcher)
+        assert watcher.status()["error"] is not None and "\n" in watcher.status()["error"]  # JSON keeps it
+    lines = [r.getMessage() for r in caplog.records if "cannot read config file" in r.getMessage()]
+    assert lines, [r.getMessage() for r in caplog.records]
+    assert all("\n" not in line and "\x1b" not in line for line in lines)
+    assert "a\\nconfigbags WARNING FORGED \\x1b[31mred.yaml" in lines[0]

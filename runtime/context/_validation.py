@@ -70,6 +70,13 @@ class OverrideValidator:
                 ) from None
             if spec.secret and isinstance(new, str) and none_like(new):
                 raise LeafValueError(f"override of {spec.namespace}.{name} from {source!r}: the value {NONE_LIKE_SECRET}")
+            if spec.secret and new is None and state.values.get(name) is not None:
+                # an override is the highest layer, and a null there never unsets a secret a
+                # lower layer set (as an empty variable over a flag's key is refused)
+                raise LeafValueError(
+                    f"override of {spec.namespace}.{name} from {source!r}: null would unset the secret a lower "
+                    f"layer set, and a null in a higher layer never unsets one; to turn it off, take it out of "
+                    f"the layer that sets it (and restart), or give another value")
             if check_policy:
                 self.check_policy(state, spec, source)
             coerced[name] = new

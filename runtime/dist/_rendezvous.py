@@ -168,14 +168,18 @@ class SignedStore(Store):
         return f"{self._mac(key, value.encode()).decode()}:{value}"
 
     def _verified(self, key: str, raw: bytes) -> bytes | None:
-        mac, sep, data = bytes(raw).partition(b":")
-        if sep and len(mac) == _MAC_CHARS and hmac.compare_digest(mac, self._mac(key, data)):
-            return data
+        if self.verifies(key, raw):
+            return bytes(raw).partition(b":")[2]
         message = self._foreign(key)
         if key not in self._told:
             self._told.add(key)
             log.warning("%s", message)
         return None
+
+    def verifies(self, key: str, raw: bytes) -> bool:
+        """Whether `raw` is a value this launch signed for `key` (nothing is logged)."""
+        mac, sep, data = bytes(raw).partition(b":")
+        return bool(sep) and len(mac) == _MAC_CHARS and hmac.compare_digest(mac, self._mac(key, data))
 
     def _foreign(self, key: str) -> str:
         return (f"{self.where} holds a value under {key!r} that this launch did not sign: another "

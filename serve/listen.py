@@ -1,0 +1,194 @@
+"""The door's listening socket and its connections: bound before anything is announced,
+a cap on open connections that refuses the ones over it at once, a deadline for each
+request's head (request line and headers), and accept errors logged at a bounded rate.
+
+uvicorn bounds a body (the app's 408) and an idle keep-alive connection, but not the time
+before a request's head is complete: a connection that sends nothing, half a request line
+or one header every few seconds would otherwise stay open for ever, and enough of them use
+up the process's file descriptors (the door then answers nothing, not even /health)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import math
+import resource
+import socket
+import time
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from configbags.runtime.errors import ConfigError
+
+log = logging.getLogger("configbags.serve")
+
+DEFAULT_HEAD_TIMEOUT_S = 10.0  # a request line and headers are a few hundred bytes, sent at once
+MAX_CONNECTIONS = 65_536
+DESCRIPTORS_KEPT = 256  # for the ranks' store, torch, the watched file and the log: never given to clients
+LOG_INTERVAL_S = 10.0
+
+
+def default_max_connections() -> int:
+    """Half the process's file-descriptor limit (so connections alone never exhaust it),
+    at most 1024, at least 16: the door serves operators and probes, not traffic."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 1024
+    return max(16, min(1024, soft // 2, soft - DESCRIPTORS_KEPT))
+
+
+class Tally:
+    """Events logged at WARNING at most once per `interval` seconds each: the first one at
+    once, the ones after it counted and their number logged when the interval is over, so a
+    burst shows its size in one line, never one line (or traceback) per event. Runs on the
+    event loop (protocol callbacks and the loop's exception handler share its thread)."""
+
+    def __init__(self, interval: float = LOG_INTERVAL_S) -> None:
+        self.interval = interval
+        self._last: dict[str, float] = {}
+        self._counts: dict[str, int] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def note(self, what: str) -> None:
+        now = time.monotonic()
+        if not self._counts.get(what) and now - self._last.get(what, -math.inf) >= self.interval:
+            self._last[what] = now
+            log.warning("%s (more are counted: one line every %g s)", what, self.interval)
+            return
+        self._counts[what] = self._counts.get(what, 0) + 1
+        if self._timer is None:
+            wait = max(0.0, self._last[what] + self.interval - now)
+            self._timer = asyncio.get_running_loop().call_later(wait, self.flush)
+
+    def flush(self) -> None:
+        """Log what was counted (at the end of an interval, and at shutdown)."""
+        self._timer = None
+        now = time.monotonic()
+        for what, count in self._counts.items():
+            if count:
+                log.warning("%s: %d more in the last %.0f s", what, count, now - self._last[what])
+                self._last[what] = now
+        self._counts.clear()
+
+
+def accept_error_handler(tally: Tally) -> Any:
+    """An event-loop exception handler that tallies failed accepts (`socket.accept() out of
+    system resource` when descriptors run out: asyncio retries every second, and would log a
+    traceback each time) and leaves every other error to asyncio's default handler."""
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        message = str(context.get("message", ""))
+        if message.startswith("socket.accept()"):
+            exc = context.get("exception")
+            why = f" ({exc.strerror})" if isinstance(exc, OSError) and exc.strerror else ""
+            tally.note(f"cannot accept connections{why}: new clients wait until open connections close")
+            return
+        loop.default_exception_handler(context)
+
+    return handle
+
+
+def guarded_protocol(max_connections: int, head_timeout_s: float, tally: Tally) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with the door's bounds: a connection past `max_connections`
+    open ones, or past half of them from one client host, is closed as soon as it is
+    accepted (nothing read from it; so one host holding its share leaves the rest to
+    others, a liveness probe from the node among them), and a connection whose request
+    head is not complete `head_timeout_s` after it opened (or, on a kept-alive connection,
+    after the next request's first byte) is closed. A request whose head is complete is
+    the app's to bound (the body's 408)."""
+    per_host = max(1, max_connections // 2)
+    held: dict[str, int] = {}  # client host -> its open connections (the event loop's thread only)
+
+    class GuardedH11Protocol(H11Protocol):
+        _head_timer: asyncio.TimerHandle | None = None
+        _host: str | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            peer = transport.get_extra_info("peername")
+            host = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+            if len(self.connections) >= max_connections or held.get(host, 0) >= per_host:
+                transport.abort()  # a reset: no lingering close, no descriptor held
+                tally.note(f"refused connections over --max-connections {max_connections} (at most {per_host} "
+                           f"from one client host)")
+                return
+            self._host = host
+            held[host] = held.get(host, 0) + 1
+            super().connection_made(transport)
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            host = self._host
+            if host is None:
+                return  # refused: never registered, nothing to undo
+            self._host = None
+            held[host] -= 1
+            if not held[host]:
+                del held[host]
+            self._disarm()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._head_timer is None and self.conn.their_state is h11.IDLE:
+                self._arm()  # the first byte of a kept-alive connection's next request
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:
+                self._disarm()
+
+        def _arm(self) -> None:
+            self._head_timer = self.loop.call_later(head_timeout_s, self._head_late)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_late(self) -> None:
+            self._head_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                tally.note(f"closed connections whose request head was not complete within {head_timeout_s:g} s "
+                           f"(--head-timeout)")
+                self.transport.close()
+
+    return GuardedH11Protocol
+
+
+def bind(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address `host` names (as uvicorn would bind), refused
+    with a ConfigError naming the address and the fix when one cannot be bound (a port in
+    use, an address of another machine), before the door announces itself or starts a rank."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        raise ConfigError(f"--host {host!r} is not an address to listen on ({exc}); give an IP address or a host "
+                          f"name of this machine, and the port with --port") from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys((f, k, p, "", a) for f, k, p, _, a in found):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+                sock.listen(2048)
+            except OSError as exc:
+                shown = url_host(str(address[0]))
+                why = ("the port is in use by another process" if exc.errno == errno.EADDRINUSE
+                       else exc.strerror or str(exc))
+                raise ConfigError(f"cannot listen on {shown}:{port}: {why}; give a free --port (or stop the "
+                                  f"process that holds it)") from None
+            sock.setblocking(False)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+def url_host(host: str) -> str:
+    """A host as a URL spells it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
