@@ -79,6 +79,20 @@ READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "boo
 # What starts a child process: the record handed over is the child's own business
 # (configbags.migrate.doors treats the environment the same way).
 _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.spawn", "os.posix_spawn")
+# What `subprocess` holds that starts nothing: a result or an exception keeps what it is
+# given (`CompletedProcess(rec, 0).args`, `CalledProcessError(1, rec).cmd`) and
+# `list2cmdline` turns it into text, so handing the record (or the environment) to one
+# is no child process's business but a call like any other.
+STARTS_NOTHING = frozenset({
+    "CompletedProcess", "CalledProcessError", "TimeoutExpired", "SubprocessError", "list2cmdline",
+})
+
+
+def starts_child(name: str) -> bool:
+    """Does the callable of this dotted name start a child process (the record or the
+    environment handed to it is the child's own)?"""
+    return name.startswith(_CHILD_PROCESS) and name.rpartition(".")[2] not in STARTS_NOTHING
+
 # The record's own methods that turn it into text: every field at once.
 _FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
 # methods of the record (the generated one, a dataclass) that read every field
@@ -1471,6 +1485,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         return name in _WHOLE_RECORD_CALLS and self.a.via(node.args[0], self.scope) is not None
 
+    def _unbound_whole(self, node: ast.Call) -> bool:
+        func = node.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in _WHOLE_METHODS
+            and bool(node.args)
+            and self._is_record_class(func.value)
+            and self.a.via(node.args[0], self.scope) is not None
+        )
+
     def _dict_call(self, node: ast.Call, method: str) -> None:
         args = node.args
         if method in _DICT_READ_ONE:
@@ -1517,6 +1541,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._write(node, self._literal_leaf(args), origin=self.a.write_origin(args[0], self.scope))
         elif self._whole_record_call(node):
             self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
+        elif self._unbound_whole(node):
+            # `ServerArgs.__repr__(rec)`: the record's own whole-read method, called unbound
+            self._whole(node, self.a.reach(args[0], self.scope) or ("", "process"))
         else:
             self._passes(node)
         self.generic_visit(node)
@@ -1578,7 +1605,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             or last in _REPLACE_CALLS
             or last == self.a.settings.raw_accessor
             or last in self.a.class_names
-            or name.startswith(_CHILD_PROCESS)
+            or starts_child(name)
             or (isinstance(func, ast.Attribute) and (
                 self.a.reach(func.value, self.scope) is not None or self._is_record_class(func.value)
             ))  # the record's own methods, its class's constructors

@@ -66,7 +66,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate import holders
-from configbags.migrate.aliases import bare_mentions, mention_lines, mentions, statement_span
+from configbags.migrate.aliases import (
+    bare_mentions,
+    mention_lines,
+    mentions,
+    starts_child,
+    statement_span,
+)
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
@@ -128,6 +134,16 @@ _NULL_CONTEXT = "contextlib.nullcontext"
 # a parameter of that name is it
 _CONTEXT_FIXTURES = frozenset({"config_scope"})
 _SCOPE_KIND = frozenset({_SCOPE})
+# What a context's two-phase and plain overrides give back: a prepared change (its
+# `.state` and `.base` are whole states, a `Context.state` readback), its log entries
+# (`ctx.override(...)`, `prepared.entries`) and one entry (an element of those), whose
+# `.old` and `.new` are published values read back by no role's door
+_PREPARED = "<context prepared change>"
+_ENTRIES = "<context override entries>"
+_ENTRY = "<context override entry>"
+_PREPARES = frozenset({"prepare_override", "prepare_entries"})
+_PREPARED_STATES = frozenset({"state", "base"})
+_ENTRY_VALUES = frozenset({"old", "new"})
 _HELD_CONTEXT = frozenset({_CONTEXT, _SCOPE})
 _ENVIRON = "os.environ"
 # callables that read one variable: path -> the form reported
@@ -315,6 +331,7 @@ def _is_door(kind: str) -> bool:
         or kind == "subprocess"
         or kind.startswith((_GETTER_MARK, *_ENV_CHILD_PROCESS))
         or kind.rpartition(".")[2] in CONTEXT_READBACK_METHODS
+        or kind in (_PREPARED, _ENTRIES, _ENTRY)
     )
 
 
@@ -439,6 +456,16 @@ def _joined(base: str, part: str) -> str:
 _CONTEXT_SCOPES = frozenset({"scoped", "restoring"})
 
 
+class _Element(ast.expr):
+    """What a loop over `iterable` binds its target to: one element of it."""
+
+    _fields = ()
+
+    def __init__(self, iterable: ast.expr) -> None:
+        super().__init__()
+        self.iterable = iterable
+
+
 class _Scope(Scope):
     __slots__ = ("bindings",)
 
@@ -543,15 +570,8 @@ class _Doors(Scopes[_Scope]):
             return self._call_kind(expr, scope)
         if isinstance(expr, (ast.NamedExpr, ast.Await)):
             return self.kind(expr.value, scope)
-        if isinstance(expr, ast.Subscript):
-            if _REGISTRY in self.kind(expr.value, scope):
-                return frozenset({_CONTEXT})  # `CONTEXTS["pkg.config_bags"]`
-            # `vars(self)["ctx"]`, `self.__dict__["ctx"]`: the attribute by its name
-            owner = _namespace_of(expr.value, lambda e: self.kind(e, scope))
-            key = _literal(expr.slice)
-            if owner is not None and key is not None:
-                return self.kind(fetched_chain(owner, (key,), expr), scope)
-            return _NO_KINDS
+        if isinstance(expr, (ast.Subscript, _Element)):
+            return self._item_kind(expr, scope)
         if isinstance(expr, ast.Dict):
             # `{**os.environ, "X": "1"}` is a copy of the environment
             unpacked = (value for key, value in zip(expr.keys, expr.values, strict=True) if key is None)
@@ -573,6 +593,23 @@ class _Doors(Scopes[_Scope]):
         for branch in branches:
             found |= self.kind(branch, scope)
         return found
+
+    def _item_kind(self, expr: ast.Subscript | _Element, scope: _Scope) -> frozenset[str]:
+        """An item of a container: `CONTEXTS["pkg.config_bags"]` is a context,
+        `ctx.override(...)[0]` (and a loop's element of it) a log entry, `vars(self)["ctx"]`
+        the attribute by its name."""
+        if isinstance(expr, _Element):
+            return frozenset({_ENTRY}) if _ENTRIES in self.kind(expr.iterable, scope) else _NO_KINDS
+        container = self.kind(expr.value, scope)
+        if _REGISTRY in container:
+            return frozenset({_CONTEXT})
+        if _ENTRIES in container:
+            return frozenset({_ENTRY})
+        owner = _namespace_of(expr.value, lambda e: self.kind(e, scope))
+        key = _literal(expr.slice)
+        if owner is not None and key is not None:
+            return self.kind(fetched_chain(owner, (key,), expr), scope)
+        return _NO_KINDS
 
     def holds_context(self, expr: ast.expr, scope: _Scope) -> bool:
         """Is `expr` a method's `self` (or a class) whose class holds a config context in
@@ -596,6 +633,8 @@ class _Doors(Scopes[_Scope]):
 
     def _attribute_kind(self, expr: ast.Attribute, scope: _Scope) -> frozenset[str]:
         base = self.kind(expr.value, scope)
+        if expr.attr == "entries" and _PREPARED in base:
+            return frozenset({_ENTRIES})
         if not base:
             return self._held_attribute(expr, scope)
         paths = {f"{path}.{expr.attr}" for path in base if not path.startswith(("<context", "<configbags", "<contexts"))}
@@ -649,6 +688,11 @@ class _Doors(Scopes[_Scope]):
     def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
         if self.entered(expr, scope):
             return frozenset({_CONTEXT})
+        method = expr.func.attr if isinstance(expr.func, ast.Attribute) else ""
+        if (method in _PREPARES or method == "override") and isinstance(expr.func, ast.Attribute) and (
+            _CONTEXT in self.kind(expr.func.value, scope)
+        ):  # `ctx.prepare_override(...)`, `ctx.override(...)`: what the change gives back
+            return frozenset({_PREPARED if method in _PREPARES else _ENTRIES})
         func = self.kind(expr.func, scope)
         if not func:
             return _NO_KINDS
@@ -851,6 +895,13 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 self._add(param.arg, _Imported(_CONTEXT), scope)
             elif param.arg not in defaulted:
                 self.bind_name(param.arg, None, scope=scope)
+
+    def bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        if isinstance(target, ast.Name) and not isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            # `for entry in ctx.override(...)`: each element of what it iterates
+            self.bind(target, ast.copy_location(_Element(iterable), iterable))
+            return
+        super().bind_loop(target, iterable)
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         # `with S as c` binds what `S.__enter__()` gives (`__aenter__`, awaited): the
@@ -1548,7 +1599,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""
         if not callee.isdisjoint(_ENV_COPIERS) or not callee.isdisjoint(_ENV_HARMLESS) or any(
-            path.startswith(_ENV_CHILD_PROCESS) for path in callee
+            starts_child(path) for path in callee  # (`CompletedProcess(os.environ, 0)` starts nothing)
         ):
             # a copy is judged where it goes; a child process's environment is its own
             self._consume(*node.args, *(k.value for k in node.keywords))
@@ -1611,6 +1662,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._report(node, STATE_READBACK, "readback", "state")
             elif node.attr == "state" and _CONTEXT in self.d.kind(node.value, self.scope):
                 self._report(node, STATE_READBACK, "readback", "state")
+            elif node.attr in _PREPARED_STATES and _PREPARED in self.d.kind(node.value, self.scope):
+                # `ctx.prepare_override(...).state`: the whole next (and `.base`, current) state
+                self._report(node, STATE_READBACK, "readback", "prepared_state")
+            elif node.attr in _ENTRY_VALUES and _ENTRY in self.d.kind(node.value, self.scope):
+                # `ctx.override(...)[0].old`: the published value before the change
+                self._report(node, STATE_READBACK, "readback", "override_entry")
             elif node.attr in CONTEXT_READBACK_METHODS and _CONTEXT in self.d.kind(node.value, self.scope):
                 # `ctx.server_info()["record"]["tp_size"]`: the readbacks parsed back hold
                 # every namespace, as `.state` does

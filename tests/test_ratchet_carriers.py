@@ -1,0 +1,88 @@
+"""Round eight's false passes of the read ratchet about what carries the record, a config
+context or the environment (an outside attack): lambdas giving one (R20), a context or the
+environment held by a class and read from a subclass or another module (R16, R18), record
+holders used whole (R3), what a context's overrides give back (R2), callables of
+`subprocess` that start nothing (R4), a frame's locals rendered (R17), the record read back
+from a function's defaults (L1), as an `assert` message (L3) or installed as a builtin (L4);
+and the message for a write to a deep copy (P5). Each case fails before its rule, and the
+precision cases beside it stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ratchet_case import RAW
+from ratchet_case import fails as _fails
+from ratchet_case import scan_pkg as _scan
+
+CTX = "from legacy.config_bags.accessors import get_context\n"
+
+
+def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
+    result = _scan(tmp_path, files)
+    assert _fails(result), result.reads
+    return {r.leaf for r in result.reads if r.file == file}
+
+
+# ---- R4: callables of `subprocess` that start no child keep what they are given
+
+
+@pytest.mark.parametrize("expr", [
+    "subprocess.CompletedProcess(get_server_args(), 0).args.tp_size",
+    "subprocess.CalledProcessError(1, get_server_args()).cmd",
+    "subprocess.TimeoutExpired(get_server_args(), 1.0).cmd",
+    "subprocess.SubprocessError(get_server_args()).args[0]",
+    "subprocess.list2cmdline([get_server_args()])",
+    "ServerArgs.__repr__(get_server_args())",
+    "ServerArgs.__str__(get_server_args())",
+    "ServerArgs.__format__(get_server_args(), '')",
+])
+def test_subprocess_results_and_unbound_whole_methods_read_the_record(tmp_path: Path, expr: str) -> None:
+    user = "import subprocess\nfrom legacy.server_args import ServerArgs, get_server_args\n"
+    assert "*" in _leaves(tmp_path, {"user.py": user + f"def f():\n    return {expr}\n"})
+
+
+@pytest.mark.parametrize("expr", [
+    "subprocess.list2cmdline(os.environ.values())",
+    "subprocess.CompletedProcess(os.environ, 0).args['SGLANG_PAGE_SIZE']",
+    "subprocess.CalledProcessError(1, ['true'], output=os.environ.copy()).output",
+])
+def test_subprocess_results_keep_the_environment(tmp_path: Path, expr: str) -> None:
+    user = "import os, subprocess\n" + f"def f():\n    return {expr}\n"
+    assert _leaves(tmp_path, {"user.py": user}) & {"$?", "$SGLANG_PAGE_SIZE"}
+
+
+def test_a_child_process_handed_the_record_or_the_environment_stays_exempt(tmp_path: Path) -> None:
+    user = RAW + "import os, subprocess\n" + (
+        "def f():\n    subprocess.run(['x', str(get_server_args().tp_size)], env=os.environ.copy())\n"
+        "    return ServerArgs_like(1)\n"
+        "def ServerArgs_like(n):\n    return n\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert {r.leaf for r in result.reads} == {"tp_size"}, result.reads
+
+
+# ---- R2: what a context's overrides give back
+
+
+@pytest.mark.parametrize("body", [
+    "return get_context().prepare_override('x').state.values['tp_size']",
+    "prepared = get_context().prepare_override('x')\n    return prepared.base.values['tp_size']",
+    "return get_context().prepare_entries([]).state",
+    "ctx = get_context()\n    entries = ctx.override('autotune', page_size=8)\n    return entries[0].old",
+    "ctx = get_context()\n    return ctx.prepare_override('autotune', page_size=8).entries[0].old",
+    "for entry in get_context().override('autotune', page_size=8):\n        print(entry.new)",
+])
+def test_override_results_are_readbacks(tmp_path: Path, body: str) -> None:
+    assert "Context.state" in _leaves(tmp_path, {"user.py": CTX + f"def f():\n    {body}\n"})
+
+
+def test_an_override_and_a_commit_read_nothing_back(tmp_path: Path) -> None:
+    user = CTX + (
+        "def f():\n    ctx = get_context()\n    entries = ctx.override('autotune', page_size=8)\n"
+        "    prepared = ctx.prepare_override('autotune', page_size=4)\n    ctx.commit(prepared)\n"
+        "    return len(entries), [e.leaf for e in entries], prepared.entries[0].leaf\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
