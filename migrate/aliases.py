@@ -1817,7 +1817,20 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 reach = self.a.reach(inner, self.scope)
                 if reach is not None:
                     self._escape(inner, reach, "escapes_container")
+                # `{"args": lambda: get_server_args()}`: a table of getters, called later
+                # by a key no analysis follows
+                self._carrier_escapes(inner, "escapes_fetcher")
         self.generic_visit(node)
+
+    def _branches(self, node: ast.IfExp | ast.BoolOp) -> None:
+        # `(lambda: get_server_args()) if flag else (lambda: None)`: a lambda picked at run
+        # time is called under a name bound to no lambda, which no analysis follows
+        for branch in [node.body, node.orelse] if isinstance(node, ast.IfExp) else node.values:
+            self._carrier_escapes(branch, "escapes_fetcher")
+        self.generic_visit(node)
+
+    visit_IfExp = _branches
+    visit_BoolOp = _branches
 
     visit_Tuple = _container
     visit_List = _container
@@ -2292,6 +2305,13 @@ def analyse(
         if name != settings.raw_accessor and name in module.bound and name not in top_level
     ]
     fetchers += [name for name in module.callers if name not in top_level]
+    # `current_args = lambda: get_server_args()` at module level: a call of it is the
+    # record in every module importing it (in its own, a carrier: configbags.migrate.reflection)
+    fetchers += [
+        target.id for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda)
+        and analysis.reach(node.value.body, analysis.scope_of.get(id(node.value), module)) is not None
+        for target in node.targets if isinstance(target, ast.Name)
+    ]
     # a class attribute bound to the record (`class R: ARGS = get_server_args()`) is
     # read as `R.ARGS` wherever R is imported
     held = [*module.aliases, *(

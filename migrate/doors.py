@@ -1092,6 +1092,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if id(node) not in self.consumed and isinstance(getattr(node, "ctx", _LOAD), ast.Load):
             for element in node.elts:
                 self._context_escape(element.value if isinstance(element, ast.Starred) else element)
+            self._lambdas_escape(*node.elts)
         self.generic_visit(node)
 
     visit_Tuple = _container
@@ -1129,11 +1130,25 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         self._consume(node.test, node.body, node.orelse)  # the value is judged where it goes
+        self._lambdas_escape(node.body, node.orelse)
         self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         self._consume(*node.values)
+        self._lambdas_escape(*node.values)
         self.generic_visit(node)
+
+    def _lambdas_escape(self, *nodes: ast.expr | None) -> None:
+        """`(lambda: get_context()) if flag else ...`, `{"ctx": lambda: get_context()}`: a
+        lambda giving a context (or the environment) picked at run time or kept in a
+        container is called later under a name no analysis follows."""
+        for node in nodes:
+            if isinstance(node, ast.Lambda):
+                kinds = self.d.kind(node.body, self.d.scope_of.get(id(node), self.scope))
+                if not kinds.isdisjoint(_HELD_CONTEXT):
+                    self._report(node, STATE_READBACK, "readback", "context_escape")
+                elif any(map(_reads_environ, kinds)):
+                    self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
         if isinstance(node.op, ast.Not):
@@ -1185,6 +1200,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._consume(*(value for key, value in zip(node.keys, node.values, strict=True) if key is None))
         for value in node.values:
             self._context_escape(value)
+        self._lambdas_escape(*node.values)
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:

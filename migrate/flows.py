@@ -611,7 +611,10 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         value = node.value
         kind: str | None = None
-        if isinstance(value, ast.Call):
+        if isinstance(value, ast.Lambda) and not value.args.args:
+            # `current_ctx = lambda: get_context()`: a function giving what its body is
+            kind = _returns_kind(value.body)
+        elif isinstance(value, ast.Call):
             kind = "context_holder" if dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES else None
         elif _environ_expr(value):
             kind = "environ_holder"

@@ -86,3 +86,45 @@ def test_an_override_and_a_commit_read_nothing_back(tmp_path: Path) -> None:
     )
     result = _scan(tmp_path, {"user.py": user})
     assert not result.reads, result.reads
+
+
+# ---- R20: lambdas giving the record or a context, where no name follows them
+
+
+def test_a_module_level_lambda_giving_the_record_is_a_fetcher_for_its_importers(tmp_path: Path) -> None:
+    files = {
+        "lam.py": RAW + "current_args = lambda: get_server_args()  # noqa: E731\n",
+        "user.py": "from pkg.lam import current_args\ndef f():\n    return current_args().tp_size\n",
+    }
+    assert "tp_size" in _leaves(tmp_path, files)
+
+
+def test_a_module_level_lambda_giving_a_context_is_a_fetcher_for_its_importers(tmp_path: Path) -> None:
+    files = {
+        "lam.py": CTX + "current_ctx = lambda: get_context()  # noqa: E731\n",
+        "user.py": "from pkg.lam import current_ctx\ndef f():\n    return current_ctx().state.values['tp_size']\n",
+    }
+    assert "Context.state" in _leaves(tmp_path, files)
+
+
+@pytest.mark.parametrize(("head", "body", "leaf"), [
+    (RAW, "pick = (lambda: get_server_args()) if flag else (lambda: None)\n    return pick().tp_size", "*"),
+    (RAW, "pick = flag and (lambda: get_server_args())\n    return pick().tp_size", "*"),
+    (RAW, "return GETTERS['args']().tp_size", "*"),
+    (CTX, "pick = (lambda: get_context()) if flag else (lambda: None)\n    return pick().state", "Context.state"),
+    (CTX, "return CTXS['ctx']().state", "Context.state"),
+])
+def test_a_lambda_picked_at_run_time_or_kept_in_a_table_escapes(tmp_path: Path, head: str, body: str, leaf: str) -> None:
+    tables = "GETTERS = {'args': lambda: get_server_args()}\n" if "GETTERS" in body else (
+        "CTXS = {'ctx': lambda: get_context()}\n" if "CTXS" in body else "")
+    assert leaf in _leaves(tmp_path, {"user.py": head + tables + f"def f(flag=True):\n    {body}\n"})
+
+
+def test_lambdas_giving_nothing_config_related_stay_quiet(tmp_path: Path) -> None:
+    user = RAW + CTX + (
+        "KEYS = {'size': lambda x: x.size, 'name': lambda x: x.name}\n"
+        "current = lambda: get_server_args().tp_size  # noqa: E731\n"
+        "def f(flag=True):\n    pick = (lambda: 1) if flag else (lambda: 2)\n    return pick(), KEYS['size']\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert {r.leaf for r in result.reads} <= {"tp_size"}, result.reads
