@@ -495,6 +495,7 @@ class _Doors(Scopes[_Scope]):
         # (class qualname, attribute) -> what its methods assign to `self.<attribute>`
         self.self_attrs: dict[tuple[str, str], list[tuple[_Value, _Scope]]] = {}
         self.classes: dict[str, _Scope] = {}  # module-level class name -> its scope
+        self.class_bases: dict[str, frozenset[str]] = {}  # class qualname -> its bases, as spelled
         self.class_scopes: dict[str, _Scope] = {}  # class qualname -> its scope
         # attribute names a class body binds or its methods assign on self (settle()):
         # any other attribute of an unknown base is nothing, found without a walk
@@ -515,19 +516,31 @@ class _Doors(Scopes[_Scope]):
 
     def _held_attribute(self, expr: ast.Attribute, scope: _Scope) -> frozenset[str]:
         """What `self.x`, `cls.x` or `A.x` holds where the class shows it: an attribute its
-        methods assign (`self.ctx = get_context()`), or one its body binds (`CTX = ...`)."""
+        methods assign (`self.ctx = get_context()`), or one its body binds (`CTX = ...`),
+        in the class or a base of the module (`class B(A)` reading A's `self.ctx`)."""
         if expr.attr not in self.held_attrs:
             return _NO_KINDS
         found: set[str] = set()
         owner = self.method_class(expr.value, scope) or self._instance_of(expr.value, scope)
-        if owner is not None:
-            for value, where in self.self_attrs.get((owner, expr.attr), ()):
+        for cls_name in self._lineage(owner) if owner is not None else ():
+            for value, where in self.self_attrs.get((cls_name, expr.attr), ()):
                 if isinstance(value, ast.expr):
                     found.update(self.kind(value, where))
         cls = self._class_of(expr.value, scope)
-        if cls is not None and expr.attr in cls.bindings:
-            found.update(self._bound_kind(expr.attr, cls, cls.bindings[expr.attr]))
+        for name in self._lineage(cls.qualname) if cls is not None else ():
+            inherited = self.class_scopes.get(name)
+            if inherited is not None and expr.attr in inherited.bindings:
+                found.update(self._bound_kind(expr.attr, inherited, inherited.bindings[expr.attr]))
         return frozenset(found)
+
+    def _lineage(self, qualname: str) -> list[str]:
+        """The class and its bases among the module's classes, nearest first."""
+        found = [qualname]
+        for name in found:
+            if len(found) > 16:
+                break
+            found += [base for base in self.class_bases.get(name, ()) if base in self.class_scopes and base not in found]
+        return found
 
     def _instance_of(self, expr: ast.expr, scope: _Scope, seen: int = 0) -> str | None:
         """The module-level class `expr` is an instance of, where the code shows it:
@@ -876,6 +889,10 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         owner = self.d.method_class(target.value, self.scope)
         if owner is not None:
             self.d.self_attrs.setdefault((owner, target.attr), []).append((value, self.scope))
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.d.class_bases[self.scope.child_prefix() + node.name] = _bases(node)
+        super().visit_ClassDef(node)
 
     def bind_params(self, scope: _Scope, args: ast.arguments) -> None:
         # `def f(ctx=get_context())`: the default is the parameter's value unless a caller

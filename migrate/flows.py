@@ -51,6 +51,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from configbags.migrate import holders
 from configbags.migrate.aliases import (
     FUNCTION_ROUTES,
     READS_NOTHING,
@@ -488,6 +489,7 @@ def _door_facts(tree: ast.Module, text: str) -> tuple[list[tuple[Any, ...]], lis
                 keys.add(sub.left.id)
         env_params += [(qualname, key, "environ") for key in sorted(keys & params)]
     fetchers += _module_holders(tree, lines)
+    fetchers += _class_holders(tree, lines)
     fetchers += _kept_doors(tree, text, lines)
     return sorted(set(fetchers)), env_params
 
@@ -628,6 +630,45 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
     return found
 
 
+def _held_kind(value: ast.expr) -> str | None:
+    """What a class keeps in an attribute: a context (`get_context()`), the environment
+    (`os.environ`) or one of its readers (`os.environ.get`, `os.getenv`), as a holder kind."""
+    if isinstance(value, ast.Call):
+        return "context_holder" if dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES else None
+    if _environ_expr(value):
+        return "environ_holder"
+    name = dotted(value)
+    return "environ_getter" if name.endswith((".environ.get", "environ.get")) or name.rpartition(".")[2] == "getenv" else None
+
+
+def _class_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
+    """What a module-level class keeps for its importers' code: a class attribute bound to
+    a context or the environment (`class Doors: CTX = get_context()`, `env = os.environ`,
+    `get = os.environ.get`), read as `Doors.CTX` or on an instance, `Doors().CTX`; and an
+    attribute its methods set to one (`self.ctx = get_context()`), read as `Admin().ctx`
+    (also on a name bound to `Admin()`, in a subclass as `self.ctx`: _Uses.spellings)."""
+    found: list[tuple[str, str]] = []
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef) or not mentions(lines, statement_span(cls)):
+            continue
+        for node in cls.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                kind = _held_kind(node.value)
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets if kind is not None else ():
+                    if isinstance(target, ast.Name):
+                        found += [(f"{cls.name}.{target.id}", kind), (f"{cls.name}().{target.id}", kind)]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
+                me = node.args.args[0].arg
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Assign) and (kind := _held_kind(sub.value)) is not None:
+                        found += [
+                            (f"{cls.name}().{t.attr}", kind) for t in sub.targets
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
+                        ]
+    return found
+
+
 class _Walk(ast.NodeVisitor):
     """Visits the statements on `lines` (any depth) knowing the enclosing qualname and
     each node's parent."""
@@ -736,6 +777,10 @@ class _Uses(_Walk):
         ))
 
     def found(self, node: ast.AST) -> None:
+        keyed = holders.keyed_attribute(node) if isinstance(node, (ast.Subscript, ast.Call)) else None
+        if keyed is not None and (self.flows.context_holders or self.flows.environ_holders):
+            # `vars(Admin())["ctx"]`: the attribute by its name
+            self._held(keyed, self.parents[-1] if self.parents else None)
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             self._reexported(node, dotted(node))
             self._held(node)
@@ -928,15 +973,42 @@ class _Uses(_Walk):
         elif isinstance(parent, ast.Attribute) and parent.attr in CONTEXT_READBACK_METHODS:
             self._row(parent, f"Context.{parent.attr}", "readback", parent.attr)
 
-    def _held(self, node: ast.Name | ast.Attribute) -> None:
-        """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module."""
+    def _held(self, node: ast.Name | ast.Attribute, parent: ast.AST | None = None) -> None:
+        """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module; and what a
+        class of another module keeps (`Doors.CTX`, `Admin().ctx`, `self.ctx` in a
+        subclass of Admin)."""
         name = dotted(node)
-        parent = self.parents[-1] if self.parents else None
+        parent = parent or (self.parents[-1] if self.parents else None)
         kept = self.kept.get((self.function, name)) or self.kept.get(("<module>", name))
-        if name in self.flows.context_holders or kept == "context":
+        spelled = {name, *self.spellings(node)} if self.flows.context_holders or self.flows.environ_holders else {name}
+        if not spelled.isdisjoint(self.flows.context_holders) or kept == "context":
             self._context(parent)
-        elif name in self.flows.environ_holders or kept == "environ":
+        elif not spelled.isdisjoint(self.flows.environ_holders) or kept == "environ":
             self._environ(node, parent)
+
+    def spellings(self, node: ast.expr) -> set[str]:
+        """How an attribute of an instance is spelled among another module's class
+        holders: `Admin().ctx` for itself, for `a.ctx` where the function binds `a` only to
+        `Admin()`, and for `self.ctx` (or `self.CTX`, `Admin.CTX` then too) in a method
+        of a class whose base is `Admin`."""
+        if not isinstance(node, ast.Attribute):
+            return set()
+        base = node.value
+        if isinstance(base, ast.Call):
+            maker = dotted(base.func)
+            return {f"{maker}().{node.attr}"} if maker else set()
+        if not isinstance(base, ast.Name):
+            return set()
+        function = next((p for p in reversed(self.parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if function is None:
+            return set()
+        at = self.parents.index(function)
+        cls = self.parents[at - 1] if at else None
+        if isinstance(cls, ast.ClassDef) and function.args.args and function.args.args[0].arg == base.id:
+            bases = {dotted(b) for b in cls.bases} - {""}
+            return {f"{b}().{node.attr}" for b in bases} | {f"{b}.{node.attr}" for b in bases}
+        makers = {dotted(v.func) if isinstance(v, ast.Call) else "" for v in holders.instance_values(function, base.id)}
+        return {f"{makers.pop()}().{node.attr}"} if len(makers) == 1 and "" not in makers else set()
 
     def _environ(self, node: ast.expr, parent: ast.AST | None) -> None:
         key: ast.expr | None = None
@@ -1441,7 +1513,7 @@ class _Project:
         if site[0] is None:
             return
         for name, kinds in self.kinds[site[0]].items():
-            if name.startswith(site[1] + "."):  # `from m import R`: R.ARGS holds the record
+            if name.startswith((site[1] + ".", site[1] + "().")):  # `from m import R`: R.ARGS holds the record
                 for found in kinds:
                     spelled[found].add(local + name[len(site[1]) :])
         # `from pkg.compat import os`: a door module another module imports

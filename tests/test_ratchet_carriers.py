@@ -128,3 +128,55 @@ def test_lambdas_giving_nothing_config_related_stay_quiet(tmp_path: Path) -> Non
     )
     result = _scan(tmp_path, {"user.py": user})
     assert {r.leaf for r in result.reads} <= {"tp_size"}, result.reads
+
+
+# ---- R16, R18: a context or the environment kept by a class, read from a subclass or
+# another module
+
+ADMIN = CTX + "class Admin:\n    def __init__(self):\n        self.ctx = get_context()\n"
+DOORS = CTX + "class Doors:\n    CTX = get_context()\n"
+KNOBS = "import os\nclass Knobs:\n    env = os.environ\n    get = os.environ.get\n"
+
+
+@pytest.mark.parametrize(("helper", "user"), [
+    (ADMIN, "from pkg.h import Admin\ndef f():\n    return Admin().ctx.state\n"),
+    (ADMIN, "from pkg.h import Admin\ndef f():\n    a = Admin()\n    return a.ctx.state\n"),
+    (ADMIN, "import pkg.h\ndef f():\n    return pkg.h.Admin().ctx.server_info()\n"),
+    (ADMIN, "from pkg.h import Admin\ndef f():\n    return vars(Admin())['ctx'].server_info()\n"),
+    (ADMIN, "from pkg.h import Admin\nclass Admin2(Admin):\n    def tp(self):\n        return self.ctx.state\n"),
+    (DOORS, "from pkg.h import Doors\ndef f():\n    return Doors.CTX.state\n"),
+    (DOORS, "from pkg.h import Doors\nclass D2(Doors):\n    def tp(self):\n        return self.CTX.state\n"),
+])
+def test_a_context_a_class_of_another_module_keeps_is_read_back(tmp_path: Path, helper: str, user: str) -> None:
+    assert _leaves(tmp_path, {"h.py": helper, "user.py": user}) & {"Context.state", "Context.server_info"}
+
+
+@pytest.mark.parametrize("user", [
+    "from pkg.h import Knobs\ndef f():\n    return Knobs.env['SGLANG_PAGE_SIZE']\n",
+    "from pkg.h import Knobs\ndef f():\n    return Knobs().env.get('SGLANG_PAGE_SIZE')\n",
+    "from pkg.h import Knobs\ndef f():\n    return Knobs.get('SGLANG_PAGE_SIZE')\n",
+    "from pkg.h import Knobs\ndef f():\n    return Knobs().get('SGLANG_PAGE_SIZE')\n",
+])
+def test_the_environment_a_class_of_another_module_keeps_is_read(tmp_path: Path, user: str) -> None:
+    assert "$SGLANG_PAGE_SIZE" in _leaves(tmp_path, {"h.py": KNOBS, "user.py": user})
+
+
+@pytest.mark.parametrize("files", [
+    {"user.py": ADMIN + "class B(Admin):\n    def tp(self):\n        return self.ctx.state\n"},
+    {"user.py": DOORS + "class B(Doors):\n    def tp(self):\n        return self.CTX.state\n"},
+    {"user.py": "import os\nclass K:\n    env = os.environ\nclass Sub(K):\n"
+                "    def page(self):\n        return self.env['SGLANG_PAGE_SIZE']\n"},
+])
+def test_a_subclass_in_the_same_module_reads_what_its_base_keeps(tmp_path: Path, files: dict[str, str]) -> None:
+    assert _leaves(tmp_path, files) & {"Context.state", "$SGLANG_PAGE_SIZE"}
+
+
+def test_a_class_keeping_a_context_used_through_its_doors_reads_nothing(tmp_path: Path) -> None:
+    user = (
+        "from pkg.h import Admin, Doors, Knobs\nclass Other:\n    def __init__(self):\n        self.ctx = None\n"
+        "def f():\n    a = Admin()\n    return a.ctx.bag('parallel'), Doors.CTX.snapshot(), Knobs.env.get('HOME'),"
+        " Other().ctx.state\n"
+        "class Mine(Admin):\n    def tp(self):\n        return self.ctx.bag('parallel').tp_size, self.state\n"
+    )
+    result = _scan(tmp_path, {"h.py": ADMIN + DOORS.replace(CTX, "") + KNOBS, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
