@@ -655,9 +655,9 @@ def _class_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 kind = _held_kind(node.value)
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets if kind is not None else ():
-                    if isinstance(target, ast.Name):
-                        found += [(f"{cls.name}.{target.id}", kind), (f"{cls.name}().{target.id}", kind)]
+                if kind is not None:
+                    names = [target.id for target in targets if isinstance(target, ast.Name)]
+                    found += [(f"{cls.name}{way}.{name}", kind) for name in names for way in ("", "()")]
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
                 me = node.args.args[0].arg
                 for sub in ast.walk(node):
