@@ -100,6 +100,8 @@ _WHOLE_METHODS = _FORMATTERS | frozenset({
     "to_dict", "_asdict", "__eq__", "__ne__", "__hash__", "__getstate__", "__reduce__", "__reduce_ex__",
     "__getnewargs__", "__getnewargs_ex__",
 })
+# Classes whose instances' repr and `==` are built from every attribute they are given
+_NAMESPACE_CLASSES = frozenset({"SimpleNamespace", "Namespace"})
 # Attributes of the record that are no leaf (`rec.__class__` is `type(rec)`): no read.
 _NO_LEAF = frozenset({"__class__"})
 _LOAD = ast.Load()
@@ -271,6 +273,15 @@ class _Analysis(Scopes[_Scope]):
         # (`server_args = Captures()`), whose `__set__` a store through an instance calls
         self.class_values: dict[tuple[str, str], str] = {}
         self._sequences: holders.Sequences | None = None
+        # holder classes of other modules (`from pkg.worker import Worker`), by the last
+        # part of the name they are spelled with: their instances hold the record here too
+        for spelled in self.flows.holder_classes:
+            local = spelled.rpartition(".")[2]
+            qualname = f"<imported>.{local}"
+            self.class_names_of.setdefault(local, qualname)
+            self.holder_classes.add(qualname)
+            if spelled in self.flows.repr_holders:
+                self.generated_reprs.add(qualname)
 
     def names_of_interest(self) -> frozenset[str]:
         """Every name through which the record can be reached: any statement that reads,
@@ -1280,8 +1291,20 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def _formatted(self, node: ast.expr) -> None:
         """A holder whose class generates a repr of every field, turned into text."""
-        if self.a.generated_reprs and self.a.holder(node, self.scope) in self.a.generated_reprs:
+        if self._fields_shown(node):
             self._holder_escape(node)
+
+    def _fields_shown(self, node: ast.expr) -> bool:
+        """Is `node` a holder whose repr (and `==`) is built from every attribute: an
+        instance of a dataclass or attrs class without a repr of its own, or a
+        `types.SimpleNamespace` or `argparse.Namespace` a record attribute is stored on?"""
+        held = self.a.holder(node, self.scope)
+        if held is None or self.a.reach(node, self.scope) is not None:
+            return False
+        if held in self.a.generated_reprs:
+            return True
+        made = self.a.instance_class(node, self.scope)
+        return held == STORED and made is not None and made.rpartition(".")[2] in _NAMESPACE_CLASSES
 
     def _holder_call(self, node: ast.Call) -> None:
         func = node.func
@@ -1443,6 +1466,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     reach = self.a.reach(side, self.scope)
                     if reach is not None:
                         self._whole(side, reach)
+                    elif isinstance(op, (ast.Eq, ast.NotEq)) and self._fields_shown(side):
+                        self._holder_escape(side)  # `ns == other` compares every attribute
             if isinstance(op, (ast.In, ast.NotIn)) and self.a.instance_class(right, self.scope) not in (None, BUILTIN):
                 self._operand(left, right, "__contains__")  # `rec in pool`: Pool.__contains__
             order = _ORDERINGS.get(type(op))
@@ -2196,7 +2221,7 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     """The identifiers through which what the project pass tells a module is reached:
     local names, each part of a dotted one, and the parameters that receive the record."""
     names: set[str] = set()
-    for spelled in (*flows.record_fetchers, *flows.record_holders):
+    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)
     return frozenset(names)

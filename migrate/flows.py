@@ -630,6 +630,32 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
     return found
 
 
+def _holder_classes(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[str, str]]:
+    """The module-level classes that hold the record in an attribute named like it (their
+    methods assign `self.server_args`, or their body binds `server_args`, a dataclass
+    field too), for their importers: "repr_holder" where the class's repr is generated
+    from every field (a dataclass or attrs class without its own), else "holder_class"."""
+    attributes = frozenset(settings.record_attributes)
+    if not any(attribute in text for attribute in attributes):
+        return []
+    found: list[tuple[str, str]] = []
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        holds = False
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in attributes:
+                holds = isinstance(node.value, ast.Name) and node.value.id == "self"
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node in cls.body:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                holds = any(isinstance(t, ast.Name) and t.id in attributes for t in targets)
+            if holds:
+                break
+        if holds:
+            found.append((cls.name, "repr_holder" if holders.class_facts(cls)[0] else "holder_class"))
+    return found
+
+
 def _held_kind(value: ast.expr) -> str | None:
     """What a class keeps in an attribute: a context (`get_context()`), the environment
     (`os.environ`) or one of its readers (`os.environ.get`, `os.getenv`), as a holder kind."""
@@ -727,6 +753,7 @@ def base_facts(
     bases = tuple(
         (node.name, *filter(None, map(dotted, node.bases))) for node in tree.body if isinstance(node, ast.ClassDef)
     )
+    fetchers += _holder_classes(tree, text, settings)
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
         bases=bases,
@@ -1416,6 +1443,8 @@ class _Project:
             constants=self.imported_constants(rel),
             state_getters=frozenset(spelled["readback"]),
             private_names=frozenset(spelled["private"]),
+            holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"]),
+            repr_holders=frozenset(spelled["repr_holder"]),
         )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:

@@ -253,7 +253,8 @@ def _only_generated_flows(flow: FlowFacts, settings: ScanSettings) -> bool:
     says: skipped, its facts would never reach the project pass."""
     allowed = {(settings.raw_accessor, "record"), ("get_context", "context"), ("process_context", "context")}
     return (
-        all(tuple(fetcher) in allowed for fetcher in flow.fetchers)
+        # (a class holding the record in a record attribute, the process view, is gen's too)
+        all(tuple(fetcher) in allowed or fetcher[1] in ("holder_class", "repr_holder") for fetcher in flow.fetchers)
         and all(holder.rpartition(".")[2] in settings.record_attributes for holder in flow.holders)
         and all(
             caller.startswith(settings.record_class + ".") or callee.startswith("name:_context.")

@@ -254,12 +254,18 @@ class FlowInput:
     # names of other modules that are a private part of an accessors module handed on
     # (`from .accessors import _context as CTX`): any use of one is `$?`
     private_names: frozenset[str] = frozenset()
+    # classes of other modules that hold the record in an attribute (configbags.migrate.
+    # holders), by the name the module spells them with; `repr_holders` those whose repr
+    # (and `==`) the dataclass or attrs decorator generates from every field
+    holder_classes: frozenset[str] = frozenset()
+    repr_holders: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
+            or self.holder_classes or self.repr_holders
         )
 
     def key(self) -> str:
@@ -277,6 +283,8 @@ class FlowInput:
             json.dumps(sorted(self.constants)),
             ",".join(sorted(self.state_getters)),
             ",".join(sorted(self.private_names)),
+            ",".join(sorted(self.holder_classes)),
+            ",".join(sorted(self.repr_holders)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

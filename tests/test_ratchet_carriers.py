@@ -180,3 +180,55 @@ def test_a_class_keeping_a_context_used_through_its_doors_reads_nothing(tmp_path
     )
     result = _scan(tmp_path, {"h.py": ADMIN + DOORS.replace(CTX, "") + KNOBS, "user.py": user})
     assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+# ---- R3: record holders used whole, a holder class of another module among them
+
+WORKER = RAW + (
+    "import dataclasses\n@dataclasses.dataclass\nclass Worker:\n    rank: int = 0\n    server_args: object = None\n"
+    "    def start(self):\n        self.server_args = get_server_args()\n"
+)
+PLAIN = RAW + "class Plain:\n    def __init__(self):\n        self.server_args = get_server_args()\n"
+
+
+@pytest.mark.parametrize("use", [
+    "repr(w)",
+    "f'{w}'",
+    "dataclasses.asdict(w)['server_args']",
+    "{k: v for k, v in vars(w).items()}",
+    "json.dumps(vars(w), default=str)",
+    "w == Worker()",
+])
+def test_a_holder_class_of_another_module_used_whole_escapes(tmp_path: Path, use: str) -> None:
+    user = f"import dataclasses, json\nfrom pkg.h import Worker\ndef f():\n    w = Worker()\n    w.start()\n    return {use}\n"
+    assert "*" in _leaves(tmp_path, {"h.py": WORKER, "user.py": user})
+
+
+def test_a_plain_holder_class_of_another_module_read_by_its_namespace_escapes(tmp_path: Path) -> None:
+    user = "import pkg.h\ndef f():\n    return vars(pkg.h.Plain())\n"
+    assert "*" in _leaves(tmp_path, {"h.py": PLAIN, "user.py": user})
+
+
+@pytest.mark.parametrize(("head", "make"), [
+    ("import types\n", "types.SimpleNamespace()"),
+    ("from types import SimpleNamespace\n", "SimpleNamespace(rank=0)"),
+    ("import argparse\n", "argparse.Namespace()"),
+])
+@pytest.mark.parametrize("use", ["repr(ns)", "str(ns)", "print(ns)", "ns == other"])
+def test_a_namespace_holding_the_record_turned_into_text_or_compared_escapes(
+    tmp_path: Path, head: str, make: str, use: str
+) -> None:
+    user = head + RAW + f"def f(other):\n    ns = {make}\n    ns.server_args = get_server_args()\n    return {use}\n"
+    assert "*" in _leaves(tmp_path, {"user.py": user})
+
+
+def test_holders_used_by_their_attributes_or_with_their_own_repr_read_no_more(tmp_path: Path) -> None:
+    own = RAW + "class Own:\n    def __init__(self):\n        self.server_args = get_server_args()\n" \
+        "    def __repr__(self):\n        return 'Own'\n"
+    user = (
+        "import types\nfrom pkg.h import Worker, Own, Plain\ndef f():\n    w = Worker()\n    o = Own()\n"
+        "    ns = types.SimpleNamespace(rank=1)\n    ns.port = 8000\n"
+        "    return w.rank, repr(o), repr(Plain()), repr(ns), ns == ns, str(w.rank)\n"
+    )
+    result = _scan(tmp_path, {"h.py": WORKER + own.replace(RAW, "") + PLAIN.replace(RAW, ""), "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
