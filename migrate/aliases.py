@@ -1249,7 +1249,34 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             text = text[:77] + "..."
         self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), kind, leaf, text, origin))
 
+    def visit_Assert(self, node: ast.Assert) -> None:
+        # `assert ok, get_server_args()`: the AssertionError carries the message
+        reach = self.a.reach(node.msg, self.scope) if node.msg is not None else None
+        if node.msg is not None and reach is not None:
+            self._escape(node.msg, reach, "escapes_assert")
+        self.generic_visit(node)
+
+    def _record_default(self, expr: ast.expr) -> Reach | None:
+        """Where `expr` names a function of the module whose parameter defaults to the
+        record (or to a function giving it), what that default is."""
+        if not isinstance(expr, ast.Name):
+            return None
+        holder = self.a.visible(expr.id, self.scope) or self.a.module
+        qualname = holder.child_prefix() + expr.id
+        for scope in self.a.scopes:
+            if scope.kind == "function" and scope.qualname == qualname and scope.parent is not None:
+                for _, default in scope.defaults:
+                    found = self.a.reach(default, scope.parent)
+                    gives = self.a.gives_record(default, scope.parent) if found is None else None
+                    if found is not None or gives is not None:
+                        return found or ("carrier", gives or "process")
+        return None
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in ("__defaults__", "__kwdefaults__") and isinstance(node.ctx, ast.Load):
+            default = self._record_default(node.value)
+            if default is not None:
+                self._escape(node, default, "escapes_default")  # `g.__defaults__[0].tp_size`
         self._whole_dict(node)
         if node.attr in self.a.raw_names or self.a.gives_record(node, self.scope):
             self._accessor_as_value(node)
@@ -1566,6 +1593,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._write(node, self._literal_leaf(args), origin=self.a.write_origin(args[0], self.scope))
         elif self._whole_record_call(node):
             self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
+        elif _name_of(func) == "signature" and args and (default := self._record_default(args[0])) is not None:
+            self._escape(node, default, "escapes_default")  # `inspect.signature(g).parameters["a"].default`
         elif self._unbound_whole(node):
             # `ServerArgs.__repr__(rec)`: the record's own whole-read method, called unbound
             self._whole(node, self.a.reach(args[0], self.scope) or ("", "process"))
@@ -1716,7 +1745,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for target in targets:
             if isinstance(target, ast.Attribute):
                 self._store_hooks(target, value)
-            if isinstance(target, ast.Attribute) and target.attr not in self.a.record_attrs:
+            if isinstance(target, ast.Attribute) and dotted(target.value) in ("builtins", "__builtins__"):
+                # `builtins.server_args = rec`: a bare `server_args` in any module reads it
+                self._escape(value, reach, "escapes_builtin")
+            elif isinstance(target, ast.Attribute) and target.attr not in self.a.record_attrs:
                 if self.a.reach(target.value, self.scope) is None:
                     # `holder.cfg = rec`, `self.cfg = rec`: read elsewhere by any name
                     self._escape(value, reach, "escapes_attribute")
@@ -2281,9 +2313,10 @@ def analyse(
     fetched: Mapping[int, tuple[Fetch, ...]] | None = None
     types: RecordTypes | None = None
     lines = mention_lines(text, names)
+    rendered = frame_locals(tree) if any(word in text for word in _LOCALS_KEYWORDS) else []
     while True:
         if not lines:
-            return Analysed([], [])
+            return Analysed(rendered, [])
         if types is None:
             # every name for the record's type is spelled from the class's own name (an
             # alias, a subclass, an annotation, a string one): a module that never spells
@@ -2313,6 +2346,7 @@ def analyse(
         lines = _with_fetches(sorted(walked | added), fetched, names)
     analysis.resolve_rebound()
     _Reader(analysis).visit_statements(tree.body)
+    analysis.reads += rendered
     module = analysis.module
     top_level = {
         child.qualname for child in analysis.scopes if child.parent is module and child.kind == "function"
@@ -2350,8 +2384,42 @@ def analyse(
 
 # Words of the uses that read a holder's namespace whole, and of the imports and calls that
 # give the process view (configbags.migrate.holders): their lines are always walked.
+# Keywords that make a traceback renderer show every frame's local variables
+_LOCALS_KEYWORDS = ("capture_locals", "show_locals")
+
+
+def frame_locals(tree: ast.Module) -> list[tuple[Any, ...]]:
+    """`traceback.TracebackException(..., capture_locals=True)`, `StackSummary.extract(...,
+    capture_locals=True)`, rich's `install(show_locals=True)`: every frame's locals turned
+    into text, in any module (a crash reporter mentions nothing config-related), so
+    whatever a frame holds (the record, a context, the environment) is read there: `$?`,
+    unless the keyword is a literal false."""
+    found: list[tuple[Any, ...]] = []
+
+    def walk(node: ast.AST, qualname: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = qualname
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{qualname}.{child.name}" if qualname else child.name
+            elif isinstance(child, ast.Call):
+                for keyword in child.keywords:
+                    value = keyword.value
+                    if keyword.arg in _LOCALS_KEYWORDS and not (isinstance(value, ast.Constant) and not value.value):
+                        found.append((
+                            qualname or "<module>", ENV_UNRESOLVED, keyword.lineno, keyword.col_offset,
+                            keyword.end_lineno or keyword.lineno, keyword.end_col_offset or keyword.col_offset,
+                            "reflection", "frame_locals", "held",
+                        ))
+            walk(child, inner)
+
+    walk(tree, "")
+    return found
+
+
 _HOLDER_WORDS = frozenset({
     "vars", "__dict__", "asdict", "astuple", "getmembers", "dumps", "dump", "safe_dump", "accessors",
+    # a function's defaults read back (`g.__defaults__`, `inspect.signature(g)`)
+    "__defaults__", "__kwdefaults__", "signature",
     *holders.CONTEXT_FUNCTIONS,
 })
 

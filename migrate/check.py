@@ -76,6 +76,12 @@ _ESCAPES = {
     "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`) "
     "or produced by a comprehension or generator expression (`[record for _ in x]`, `(record for _ in x)`)",
     "escapes_yield": "it is yielded (`yield record`)",
+    "escapes_default": "it is a parameter's default, read back from the function (`f.__defaults__`, "
+    "`f.__kwdefaults__`, `inspect.signature(f)`)",
+    "escapes_assert": "it is an `assert` statement's message, which the AssertionError carries to whoever "
+    "catches it (`e.args[0]`)",
+    "escapes_builtin": "it is installed as a builtin (`builtins.name = record`), which any module reads by a "
+    "bare name no import shows",
     "escapes_operator": "it is an operand, a key or a member (`obj + record`, `obj[record]`) of an object "
     "whose class the scanner cannot tell, whose operator method receives it",
     "escapes_return": "it is returned by a method (`def args(self): return self._args`), whose callers "
@@ -123,6 +129,10 @@ _UNRESOLVED_FORMS = {
     "reported in any module: say in the entry's reason what it imports",
     "code_string": "a code string the module does not spell, run by exec/eval/compile (`exec(open(path).read())`); "
     "reported in any module: say in the entry's reason what the code is",
+    "frame_locals": "every frame's local variables rendered (`traceback.TracebackException(..., "
+    "capture_locals=True)`, `StackSummary.extract(..., capture_locals=True)`), the record, a context or the "
+    "environment among them wherever a frame holds one; reported in any module: say in the entry's reason "
+    "what it renders and where it goes",
     "child_file": "a child process running a file the scanner cannot read: a script, Makefile or Python file "
     "named by a path the module does not spell, one that is not there, or a program that is not text; say in "
     "the entry's reason what it runs",

@@ -232,3 +232,62 @@ def test_holders_used_by_their_attributes_or_with_their_own_repr_read_no_more(tm
     )
     result = _scan(tmp_path, {"h.py": WORKER + own.replace(RAW, "") + PLAIN.replace(RAW, ""), "user.py": user})
     assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+# ---- L1, L3, L4: the record read back from a function's defaults, an assert message, a builtin
+
+
+@pytest.mark.parametrize("body", [
+    "return g.__defaults__[0].tp_size",
+    "return g.__kwdefaults__['sa'].tp_size",
+    "return inspect.signature(g).parameters['sa'].default.tp_size",
+])
+def test_a_record_default_read_back_from_the_function_escapes(tmp_path: Path, body: str) -> None:
+    user = "import inspect\n" + RAW + "def g(a=1, *, sa=get_server_args()):\n    return a\n" + f"def f():\n    {body}\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.function == "f" and r.leaf == "*"], result.reads
+
+
+def test_defaults_read_back_from_a_function_without_a_record_default_read_nothing(tmp_path: Path) -> None:
+    user = "import inspect\n" + RAW + (
+        "def g(a=1, *, port=8000):\n    return get_server_args().tp_size\n"
+        "def f():\n    return g.__defaults__, inspect.signature(g).parameters, inspect.signature(f)\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.function == "f"], result.reads
+
+
+def test_the_record_as_an_assert_message_escapes(tmp_path: Path) -> None:
+    user = RAW + "def f(ok):\n    assert ok, get_server_args()\n    assert ok, 'no record here'\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.leaf, r.line) for r in result.reads] == [("*", 3)], result.reads
+
+
+def test_the_record_installed_as_a_builtin_escapes(tmp_path: Path) -> None:
+    user = "import builtins\n" + RAW + "def install():\n    builtins.server_args = get_server_args()\n" \
+        "    builtins.PORT = 8000\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.leaf) for r in result.reads] == [("install", "*")], result.reads
+    assert _fails(result)
+
+
+# ---- R17: a frame's locals rendered
+
+
+@pytest.mark.parametrize("call", [
+    "traceback.TracebackException.from_exception(exc, capture_locals=True).format()",
+    "traceback.TracebackException(type(exc), exc, exc.__traceback__, capture_locals=True)",
+    "traceback.StackSummary.extract(traceback.walk_tb(exc.__traceback__), capture_locals=True)",
+    "rich.traceback.install(show_locals=True)",
+])
+def test_a_renderer_of_frame_locals_is_unresolved_in_any_module(tmp_path: Path, call: str) -> None:
+    user = f"import traceback\nimport rich.traceback\ndef render(exc):\n    return {call}\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.leaf) for r in result.reads] == [("render", "$?")], result.reads
+    assert _fails(result)
+
+
+def test_a_renderer_told_not_to_show_locals_reads_nothing(tmp_path: Path) -> None:
+    user = "import traceback\ndef render(exc):\n    return traceback.TracebackException.from_exception(" \
+        "exc, capture_locals=False).format(), traceback.format_exc()\n"
+    assert not _scan(tmp_path, {"user.py": user}).reads
