@@ -632,6 +632,19 @@ def _write_failure(key: Key, found: list[Violation], policies: Mapping[str, str]
     """A record write without an entry: what it writes, what to do instead, the entry to add."""
     file, function, leaf = key
     first = min(found, key=lambda v: v.line)
+    if all(v.origin == "copied" for v in found):
+        # `draft = copy.deepcopy(rec); draft.tp_size = 1`: a private copy, not the process's
+        # record, so no override is the fix: the changed copy is built in one step
+        changed = f"{leaf}=..." if leaf != "*" else "leaf=..."
+        return Failure(
+            "write",
+            f"{file}:{first.line} ({function}): writes a copy of the raw record (origin copied): "
+            f"`{first.detail}`; the copy changes alone, but it carries every published value and reads like "
+            f"the record, so build the changed copy in one step instead: `dataclasses.replace(record, {changed})` "
+            f"(or the generated record's `record.replace({changed})`), which changes nothing else.\n"
+            f"    If it must stay for now, list it with a reason under `writes:` in {advice.add_in}:\n"
+            f"      - {entry_flow(file, function, leaf, WRITE_PLACEHOLDER)}",
+        )
     return Failure(
         "write",
         f"{file}:{first.line} ({function}): writes the raw record: `{first.detail}`; "

@@ -291,3 +291,22 @@ def test_a_renderer_told_not_to_show_locals_reads_nothing(tmp_path: Path) -> Non
     user = "import traceback\ndef render(exc):\n    return traceback.TracebackException.from_exception(" \
         "exc, capture_locals=False).format(), traceback.format_exc()\n"
     assert not _scan(tmp_path, {"user.py": user}).reads
+
+
+# ---- P5: a write to a deep copy is named as one, with the one-step copy to build instead
+
+
+def test_a_write_to_a_copy_says_it_is_a_copy_and_how_to_build_it(tmp_path: Path) -> None:
+    from configbags.migrate.check import check
+    from ratchet_case import ACCESSORS
+
+    user = "import copy\n" + RAW + (
+        "def draft():\n    d = copy.deepcopy(get_server_args())\n    d.tp_size = 1\n    return d\n"
+        "def bad():\n    get_server_args().page_size = 2\n"
+    )
+    report = check(_scan(tmp_path, {"user.py": user}), [], ACCESSORS, min_files=1)
+    messages = {m.split(":", 2)[1].split(" ")[0]: m for m in (f.message for f in report.failures if f.kind == "write")}
+    assert "writes a copy of the raw record (origin copied)" in messages["5"], messages
+    assert "dataclasses.replace(record, tp_size=...)" in messages["5"]
+    assert "override" not in messages["5"]
+    assert "writes the raw record" in messages["8"] and "override" in messages["8"]
