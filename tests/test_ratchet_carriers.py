@@ -12,9 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import RAW
+from ratchet_case import ACCESSORS, RAW
 from ratchet_case import fails as _fails
 from ratchet_case import scan_pkg as _scan
+
+from configbags.migrate.check import check
 
 CTX = "from legacy.config_bags.accessors import get_context\n"
 
@@ -297,9 +299,6 @@ def test_a_renderer_told_not_to_show_locals_reads_nothing(tmp_path: Path) -> Non
 
 
 def test_a_write_to_a_copy_says_it_is_a_copy_and_how_to_build_it(tmp_path: Path) -> None:
-    from configbags.migrate.check import check
-    from ratchet_case import ACCESSORS
-
     user = "import copy\n" + RAW + (
         "def draft():\n    d = copy.deepcopy(get_server_args())\n    d.tp_size = 1\n    return d\n"
         "def bad():\n    get_server_args().page_size = 2\n"
