@@ -35,7 +35,7 @@ def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") ->
     "subprocess.CalledProcessError(1, get_server_args()).cmd",
     "subprocess.TimeoutExpired(get_server_args(), 1.0).cmd",
     "subprocess.SubprocessError(get_server_args()).args[0]",
-    "subprocess.list2cmdline([get_server_args()])",
+    "subprocess.list2cmdline(get_server_args())",
     "ServerArgs.__repr__(get_server_args())",
     "ServerArgs.__str__(get_server_args())",
     "ServerArgs.__format__(get_server_args(), '')",
