@@ -1354,9 +1354,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self._holder_escape(arg)
         elif (name in holders.FORMATTERS and (isinstance(func, ast.Name) or name == "format")) or (
             isinstance(func, ast.Attribute) and name in holders.LOG_METHODS
-        ):
+        ) or name == "LogRecord":
+            # a log record (`logging.LogRecord(name, level, path, line, "%s", (w,), None)`)
+            # formats its arguments, given as a tuple, when it is emitted
             for arg in arguments:
-                self._formatted(arg)
+                for each in arg.elts if isinstance(arg, (ast.Tuple, ast.List)) and name == "LogRecord" else [arg]:
+                    self._formatted(each)
 
     def _whole(self, node: ast.expr, reach: Reach) -> None:
         """Every field of the record at once: turned into text (its dataclass repr names

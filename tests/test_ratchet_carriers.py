@@ -206,6 +206,12 @@ def test_a_holder_class_of_another_module_used_whole_escapes(tmp_path: Path, use
     assert "*" in _leaves(tmp_path, {"h.py": WORKER, "user.py": user})
 
 
+def test_a_holder_given_to_a_log_record_escapes(tmp_path: Path) -> None:
+    user = "import logging\nfrom pkg.h import Worker\ndef f():\n    w = Worker()\n" \
+        "    return logging.LogRecord('p', 20, __file__, 1, 'worker %s', (w,), None)\n"
+    assert "*" in _leaves(tmp_path, {"h.py": WORKER, "user.py": user})
+
+
 def test_a_plain_holder_class_of_another_module_read_by_its_namespace_escapes(tmp_path: Path) -> None:
     user = "import pkg.h\ndef f():\n    return vars(pkg.h.Plain())\n"
     assert "*" in _leaves(tmp_path, {"h.py": PLAIN, "user.py": user})
