@@ -1210,9 +1210,13 @@ def module_names(files: Sequence[str]) -> dict[str, str]:
 class _Project:
     """The module table and what each module exports, for one round."""
 
-    def __init__(self, files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings) -> None:
+    def __init__(
+        self, files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings,
+        home_facts: Mapping[str, HomeFacts] | None = None,
+    ) -> None:
         self.results = results
         self.settings = settings
+        self.home_facts = home_facts or {}
         self.modules = module_names(files)
         self.module_of: dict[str, str] = {}
         for name, rel in sorted(self.modules.items(), key=lambda item: -len(item[0])):
@@ -1411,6 +1415,7 @@ class _Project:
         """What `rel`'s imports are, by the names it spells them with."""
         spelled: dict[str, set[str]] = defaultdict(set)
         for local, (kind, target) in self.local_imports(rel).items():
+            self._home_getters(local, kind, target, spelled)
             if target.partition(".")[0].partition(":")[0] not in self.tops:
                 continue
             if kind == "sym":
@@ -1532,6 +1537,20 @@ class _Project:
                     prefix = local + module[len(target) :]
                     entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other) if "@" not in spelled)
         return frozenset(entries)
+
+    def _home_getters(self, local: str, kind: str, target: str, spelled: dict[str, set[str]]) -> None:
+        """`from pkg.server_args import get_global_server_args` (or `S.get_global_server_args`
+        after `import pkg.server_args as S`): a second getter of the record's home module
+        gives the record, as the raw accessor does."""
+        module, _, name = target.partition(":") if kind == "sym" else (target, "", "")
+        facts = self.home_facts.get(module)
+        if facts is None:
+            return
+        if kind == "sym":
+            if name in facts.getters:
+                spelled["record"].add(local)
+        else:
+            spelled["record"].update(f"{local}.{getter}" for getter in facts.getters)
 
     def _imported_name(self, rel: str, local: str, spelled: dict[str, set[str]]) -> None:
         """What a name `rel` imports from a scanned module is (`from m import x as local`),
@@ -1681,6 +1700,59 @@ def _parameter(row: tuple[Any, ...], position: int, keyword: str) -> str | None:
     return None
 
 
+@attrs.frozen
+class HomeFacts:
+    """What the record's home module (excluded from the scan, read only here) offers its
+    importers: the names it defines itself (its functions, classes and assignments, the
+    only ones whose calls are the home's own business), and its functions that give the
+    record (a second getter, `def get_global_server_args() -> ServerArgs: return
+    _GLOBAL_SERVER_ARGS`, annotated as the record or returning the global the raw accessor
+    returns), which are raw accessors for every importer."""
+
+    defined: frozenset[str]
+    getters: frozenset[str]
+
+    @classmethod
+    def of(cls, source: bytes, settings: ScanSettings) -> HomeFacts | None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return None
+        functions = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        defined |= {
+            target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
+        }
+
+        def returned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+            return {
+                node.value.id for node in ast.walk(function) if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
+            }
+
+        raw = {name for f in functions if f.name == settings.raw_accessor for name in returned(f)}
+        getters = {
+            f.name for f in functions
+            if f.name != settings.raw_accessor and (
+                (f.returns is not None and settings.record_class in ast.unparse(f.returns)) or returned(f) & raw
+            )
+        }
+        return cls(frozenset(defined), frozenset(getters))
+
+
+def home_modules(files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings) -> set[str]:
+    """The record's home modules the scanned files import (not scanned themselves), whose
+    source the scan reads for HomeFacts: those they take the raw accessor or the record
+    class from, and any named like the record (`legacy.server_args`)."""
+    project = _Project(files, results, settings)
+    named = {
+        target for rel, result in results.items() for level, module, _, _ in result.flow.imports
+        if (target := project.absolute(rel, level, module)) not in project.modules
+        and target.rpartition(".")[2] in settings.record_attributes
+    }
+    return _homes(project, settings) | named
+
+
 def _homes(project: _Project, settings: ScanSettings) -> set[str]:
     """Modules (not scanned) that files import the raw accessor or record class from."""
     homes: set[str] = set()
@@ -1704,13 +1776,16 @@ class Outcome:
 
 
 def project_pass(
-    files: Sequence[str], results: dict[str, FileScan], settings: ScanSettings, rescan: Rescan
+    files: Sequence[str], results: dict[str, FileScan], settings: ScanSettings, rescan: Rescan,
+    homes: Mapping[str, bytes] | None = None,
 ) -> Outcome:
     """Run the pass over `results` (file -> its result with no input), re-analysing a
     file with its FlowInput through `rescan` until nothing changes; `results` then holds
     the final results."""
     inputs: dict[str, FlowInput] = {rel: FlowInput() for rel in results}
-    project = _Project(files, results, settings)
+    # the record's home modules read (not scanned): module -> what they offer importers
+    home_facts = {module: found for module, source in (homes or {}).items() if (found := HomeFacts.of(source, settings))}
+    project = _Project(files, results, settings, home_facts)
     for _ in range(MAX_ROUNDS):
         params = _params(project)
         changed = False
@@ -1722,7 +1797,7 @@ def project_pass(
                 changed = True
         if not changed:
             break
-        project = _Project(files, results, settings)
+        project = _Project(files, results, settings, home_facts)
     else:
         return Outcome(_call_site_reads(project, settings), f"the project pass did not settle in {MAX_ROUNDS} rounds", {})
     return Outcome(_call_site_reads(project, settings), None, {rel: found for rel, found in inputs.items() if found})
@@ -1746,7 +1821,7 @@ def _params(project: _Project) -> dict[str, set[tuple[str, str]]]:
 
 def _pass_read(
     target: tuple[str, tuple[Any, ...]] | str | None, position: int, keyword: str, whole: Mapping[str, set[str]],
-    homes: set[str],
+    homes: set[str], home_facts: Mapping[str, HomeFacts] | None = None,
 ) -> tuple[str, str] | None:
     """(via, form) of the read at a call site handing the record to `target` (what
     _Project.callee says), or None where it reads nothing there."""
@@ -1767,6 +1842,11 @@ def _pass_read(
         return None
     if target is None or target.partition(":")[0] not in homes:
         return ("escape", "escapes_call")
+    module, _, name = target.partition(":")
+    facts = home_facts.get(module) if home_facts else None
+    if facts is not None and name.partition(".")[0] not in facts.defined:
+        # `from pkg.server_args import field`: a name the home only imports is not its own
+        return ("escape", "escapes_call")
     return None
 
 
@@ -1780,7 +1860,7 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
     reads: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for rel, result in project.results.items():
         for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
-            found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes)
+            found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes, project.home_facts)
             if found is not None:
                 reads[rel].append((caller, "*", line, col, end_line, end_col, *found, "held"))
     return reads

@@ -315,3 +315,50 @@ def test_a_write_to_a_copy_says_it_is_a_copy_and_how_to_build_it(tmp_path: Path)
     assert "dataclasses.replace(record, tp_size=...)" in messages["5"]
     assert "override" not in messages["5"]
     assert "writes the raw record" in messages["8"] and "override" in messages["8"]
+
+
+# ---- R12, R4: the record's home module (excluded from the scan) read for what it offers
+
+
+HOME = (
+    "from dataclasses import field\n_ARGS = None\nclass ServerArgs:\n    pass\n"
+    "def get_server_args() -> ServerArgs:\n    return _ARGS\n"
+    "def set_global_server_args(args):\n    global _ARGS\n    _ARGS = args\n"
+)
+SECOND = "def get_global_server_args() -> ServerArgs:\n    return _ARGS\ndef current():\n    return _ARGS\n"
+
+
+def _with_home(tmp_path: Path, home: str) -> None:
+    (tmp_path / "legacy").mkdir(exist_ok=True)
+    (tmp_path / "legacy" / "__init__.py").write_text("")
+    (tmp_path / "legacy" / "server_args.py").write_text(home)
+
+
+@pytest.mark.parametrize("user", [
+    "from legacy.server_args import get_global_server_args\ndef f():\n    return get_global_server_args().tp_size\n",
+    "from legacy.server_args import current\ndef f():\n    return current().tp_size\n",
+    "import legacy.server_args as S\ndef f():\n    return S.get_global_server_args().tp_size\n",
+])
+def test_a_second_getter_of_the_home_module_is_a_raw_accessor(tmp_path: Path, user: str) -> None:
+    _with_home(tmp_path, HOME + SECOND)
+    assert "tp_size" in _leaves(tmp_path, {"user.py": user})
+
+
+def test_a_name_the_home_module_only_imports_is_no_home_function(tmp_path: Path) -> None:
+    _with_home(tmp_path, HOME)
+    user = "from legacy.server_args import field, get_server_args, set_global_server_args\n" \
+        "def f():\n    set_global_server_args(get_server_args())\n    return field(default=get_server_args())\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.line, r.leaf, r.via) for r in result.reads] == [(4, "*", "escape")], result.reads
+
+
+def test_a_changed_home_module_changes_a_warm_check(tmp_path: Path) -> None:
+    from configbags.migrate.scan import scan_tree
+    from ratchet_case import SETTINGS, write_pkg
+
+    _with_home(tmp_path, HOME)
+    write_pkg(tmp_path, {"user.py": "from legacy.server_args import current\ndef f():\n    return current().tp_size\n"})
+    cache = tmp_path / "cache"
+    assert not scan_tree(tmp_path, SETTINGS, cache_path=cache).reads
+    _with_home(tmp_path, HOME + SECOND)
+    assert {r.leaf for r in scan_tree(tmp_path, SETTINGS, cache_path=cache).reads} == {"tp_size"}
