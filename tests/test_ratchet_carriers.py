@@ -12,11 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import ACCESSORS, RAW
+from ratchet_case import ACCESSORS, RAW, SETTINGS, write_pkg
 from ratchet_case import fails as _fails
 from ratchet_case import scan_pkg as _scan
 
 from configbags.migrate.check import check
+from configbags.migrate.scan import scan_tree
 
 CTX = "from legacy.config_bags.accessors import get_context\n"
 
@@ -353,9 +354,6 @@ def test_a_name_the_home_module_only_imports_is_no_home_function(tmp_path: Path)
 
 
 def test_a_changed_home_module_changes_a_warm_check(tmp_path: Path) -> None:
-    from configbags.migrate.scan import scan_tree
-    from ratchet_case import SETTINGS, write_pkg
-
     _with_home(tmp_path, HOME)
     write_pkg(tmp_path, {"user.py": "from legacy.server_args import current\ndef f():\n    return current().tp_size\n"})
     cache = tmp_path / "cache"
