@@ -273,6 +273,11 @@ class _Analysis(Scopes[_Scope]):
         # (`server_args = Captures()`), whose `__set__` a store through an instance calls
         self.class_values: dict[tuple[str, str], str] = {}
         self._sequences: holders.Sequences | None = None
+        # functions storing a record attribute on a parameter (`fill(ns)`): spelled -> positions
+        self.fillers: dict[str, list[int]] = {}
+        for entry in self.flows.fillers:
+            spelled, _, position = entry.rpartition("|")
+            self.fillers.setdefault(spelled, []).append(int(position))
         # holder classes of other modules (`from pkg.worker import Worker`), by the last
         # part of the name they are spelled with: their instances hold the record here too
         for spelled in self.flows.holder_classes:
@@ -1163,6 +1168,12 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             self.bind(target, loop_element(iterable))
 
     def visit_Call(self, node: ast.Call) -> None:
+        if self.a.fillers:
+            # `fill(ns)` where fill stores `ns.server_args = rec`: ns holds the record now
+            for position in self.a.fillers.get(dotted(node.func), ()):
+                arg = node.args[position] if position < len(node.args) else None
+                if isinstance(arg, ast.Name):
+                    self.a.stores.append((self.scope, arg.id))
         # `isinstance(x, ServerArgs)`: wherever it is tested, x may be the record
         tested = self.a.types.narrowed(node)
         if isinstance(tested, ast.Name):
@@ -2256,7 +2267,8 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     """The identifiers through which what the project pass tells a module is reached:
     local names, each part of a dotted one, and the parameters that receive the record."""
     names: set[str] = set()
-    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes):
+    fillers = (entry.rpartition("|")[0] for entry in flows.fillers)
+    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)
     return frozenset(names)

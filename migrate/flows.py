@@ -656,6 +656,27 @@ def _holder_classes(tree: ast.Module, text: str, settings: ScanSettings) -> list
     return found
 
 
+def _fillers(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[str, str]]:
+    """(function, "fills:<position>"): a module-level function storing a record attribute on
+    its positional parameter (`def fill(ns): ns.server_args = get_server_args()`), so what
+    a caller hands there holds the record afterwards."""
+    attributes = frozenset(settings.record_attributes)
+    if not any(attribute in text for attribute in attributes):
+        return []
+    found: list[tuple[str, str]] = []
+    for function in tree.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        stored = {
+            node.value.id for node in ast.walk(function)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in attributes
+            and isinstance(node.value, ast.Name)
+        }
+        found += [(function.name, f"fills:{i}") for i, param in enumerate(params) if param in stored]
+    return found
+
+
 def _held_kind(value: ast.expr) -> str | None:
     """What a class keeps in an attribute: a context (`get_context()`), the environment
     (`os.environ`) or one of its readers (`os.environ.get`, `os.getenv`), as a holder kind."""
@@ -754,6 +775,7 @@ def base_facts(
         (node.name, *filter(None, map(dotted, node.bases))) for node in tree.body if isinstance(node, ast.ClassDef)
     )
     fetchers += _holder_classes(tree, text, settings)
+    fetchers += _fillers(tree, text, settings)
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
         bases=bases,
@@ -1435,6 +1457,9 @@ class _Project:
             # uses are read here too (the record's own are the alias analysis's)
             for kind in kinds & {"context", "environ"}:
                 spelled[kind].add(name)
+            for kind in kinds:
+                if kind.startswith("fills:"):
+                    spelled[kind].add(name)  # its own fillers too
         return FlowInput(
             record_fetchers=frozenset(spelled["record"]),
             record_holders=frozenset(spelled["holder"]),
@@ -1450,6 +1475,10 @@ class _Project:
             private_names=frozenset(spelled["private"]),
             holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"]),
             repr_holders=frozenset(spelled["repr_holder"]),
+            fillers=frozenset(
+                f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("fills:")
+                for name in names
+            ),
         )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:

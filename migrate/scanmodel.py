@@ -259,13 +259,17 @@ class FlowInput:
     # (and `==`) the dataclass or attrs decorator generates from every field
     holder_classes: frozenset[str] = frozenset()
     repr_holders: frozenset[str] = frozenset()
+    # functions (of other modules, or the module's own) that store a record attribute on a
+    # parameter (`def fill(ns): ns.server_args = rec`): "spelled|position"; what a call
+    # hands there holds the record afterwards
+    fillers: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
-            or self.holder_classes or self.repr_holders
+            or self.holder_classes or self.repr_holders or self.fillers
         )
 
     def key(self) -> str:
@@ -285,6 +289,7 @@ class FlowInput:
             ",".join(sorted(self.private_names)),
             ",".join(sorted(self.holder_classes)),
             ",".join(sorted(self.repr_holders)),
+            ",".join(sorted(self.fillers)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

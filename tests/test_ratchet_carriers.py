@@ -360,3 +360,24 @@ def test_a_changed_home_module_changes_a_warm_check(tmp_path: Path) -> None:
     assert not scan_tree(tmp_path, SETTINGS, cache_path=cache).reads
     _with_home(tmp_path, HOME + SECOND)
     assert {r.leaf for r in scan_tree(tmp_path, SETTINGS, cache_path=cache).reads} == {"tp_size"}
+
+
+@pytest.mark.parametrize(("files", "file"), [
+    ({"fill.py": RAW + "def fill(ns):\n    ns.server_args = get_server_args()\n",
+      "user.py": "import types\nfrom pkg.fill import fill\ndef f():\n    ns = types.SimpleNamespace()\n"
+                 "    fill(ns)\n    return str(vars(ns))\n"}, "pkg/user.py"),
+    ({"user.py": "import types\n" + RAW + "def fill(ns):\n    ns.server_args = get_server_args()\n"
+                 "def f():\n    ns = types.SimpleNamespace()\n    fill(ns)\n    return repr(ns)\n"}, "pkg/user.py"),
+])
+def test_an_object_a_function_stores_the_record_on_is_a_holder(tmp_path: Path, files: dict[str, str], file: str) -> None:
+    assert "*" in _leaves(tmp_path, files, file)
+
+
+def test_an_object_handed_to_a_function_storing_nothing_on_it_is_no_holder(tmp_path: Path) -> None:
+    files = {
+        "fill.py": RAW + "def fill(ns, other):\n    other.server_args = get_server_args()\n",
+        "user.py": "import types\nfrom pkg.fill import fill\ndef f(o):\n    ns = types.SimpleNamespace()\n"
+                   "    fill(ns, o)\n    return str(vars(ns))\n",
+    }
+    result = _scan(tmp_path, files)
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
