@@ -79,6 +79,12 @@ ALLOWLIST: tuple[AllowEntry, ...] = (
     ),
     AllowEntry(
         file="runtime/dist/_propagate.py",
+        function="DistributedContext._propose",
+        leaf="Context.state",
+        reason="the source rank stamps its proposal with the epoch of the state its prepared override applies to (prepared.base): the runtime's two-phase override between ranks, never called by role code",
+    ),
+    AllowEntry(
+        file="runtime/dist/_propagate.py",
         function="DistributedContext._published",
         leaf="Context.export_resolution",
         reason="the source rank re-adopts a state published by hand with its resolution: the runtime's transport between ranks, never called by role code",

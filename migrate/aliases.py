@@ -80,6 +80,20 @@ READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "boo
 # What starts a child process: the record handed over is the child's own business
 # (configbags.migrate.doors treats the environment the same way).
 _CHILD_PROCESS = ("subprocess.", "asyncio.create_subprocess_", "os.exec", "os.spawn", "os.posix_spawn")
+# What `subprocess` holds that starts nothing: a result or an exception keeps what it is
+# given (`CompletedProcess(rec, 0).args`, `CalledProcessError(1, rec).cmd`) and
+# `list2cmdline` turns it into text, so handing the record (or the environment) to one
+# is no child process's business but a call like any other.
+STARTS_NOTHING = frozenset({
+    "CompletedProcess", "CalledProcessError", "TimeoutExpired", "SubprocessError", "list2cmdline",
+})
+
+
+def starts_child(name: str) -> bool:
+    """Does the callable of this dotted name start a child process (the record or the
+    environment handed to it is the child's own)?"""
+    return name.startswith(_CHILD_PROCESS) and name.rpartition(".")[2] not in STARTS_NOTHING
+
 # The record's own methods that turn it into text: every field at once.
 _FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
 # methods of the record (the generated one, a dataclass) that read every field
@@ -87,6 +101,8 @@ _WHOLE_METHODS = _FORMATTERS | frozenset({
     "to_dict", "_asdict", "__eq__", "__ne__", "__hash__", "__getstate__", "__reduce__", "__reduce_ex__",
     "__getnewargs__", "__getnewargs_ex__",
 })
+# Classes whose instances' repr and `==` are built from every attribute they are given
+_NAMESPACE_CLASSES = frozenset({"SimpleNamespace", "Namespace"})
 # Attributes of the record that are no leaf (`rec.__class__` is `type(rec)`): no read.
 _NO_LEAF = frozenset({"__class__"})
 _LOAD = ast.Load()
@@ -261,6 +277,20 @@ class _Analysis(Scopes[_Scope]):
         # (`server_args = Captures()`), whose `__set__` a store through an instance calls
         self.class_values: dict[tuple[str, str], str] = {}
         self._sequences: holders.Sequences | None = None
+        # functions storing a record attribute on a parameter (`fill(ns)`): spelled -> positions
+        self.fillers: dict[str, list[int]] = {}
+        for entry in self.flows.fillers:
+            spelled, _, position = entry.rpartition("|")
+            self.fillers.setdefault(spelled, []).append(int(position))
+        # holder classes of other modules (`from pkg.worker import Worker`), by the last
+        # part of the name they are spelled with: their instances hold the record here too
+        for spelled in self.flows.holder_classes:
+            local = spelled.rpartition(".")[2]
+            qualname = f"<imported>.{local}"
+            self.class_names_of.setdefault(local, qualname)
+            self.holder_classes.add(qualname)
+            if spelled in self.flows.repr_holders:
+                self.generated_reprs.add(qualname)
 
     def names_of_interest(self) -> frozenset[str]:
         """Every name through which the record can be reached: any statement that reads,
@@ -1148,6 +1178,12 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             self.bind(target, loop_element(iterable))
 
     def visit_Call(self, node: ast.Call) -> None:
+        if self.a.fillers:
+            # `fill(ns)` where fill stores `ns.server_args = rec`: ns holds the record now
+            for position in self.a.fillers.get(dotted(node.func), ()):
+                arg = node.args[position] if position < len(node.args) else None
+                if isinstance(arg, ast.Name):
+                    self.a.stores.append((self.scope, arg.id))
         # `isinstance(x, ServerArgs)`: wherever it is tested, x may be the record
         tested = self.a.types.narrowed(node)
         if isinstance(tested, ast.Name):
@@ -1234,7 +1270,34 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             text = text[:77] + "..."
         self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), kind, leaf, text, origin))
 
+    def visit_Assert(self, node: ast.Assert) -> None:
+        # `assert ok, get_server_args()`: the AssertionError carries the message
+        reach = self.a.reach(node.msg, self.scope) if node.msg is not None else None
+        if node.msg is not None and reach is not None:
+            self._escape(node.msg, reach, "escapes_assert")
+        self.generic_visit(node)
+
+    def _record_default(self, expr: ast.expr) -> Reach | None:
+        """Where `expr` names a function of the module whose parameter defaults to the
+        record (or to a function giving it), what that default is."""
+        if not isinstance(expr, ast.Name):
+            return None
+        holder = self.a.visible(expr.id, self.scope) or self.a.module
+        qualname = holder.child_prefix() + expr.id
+        for scope in self.a.scopes:
+            if scope.kind == "function" and scope.qualname == qualname and scope.parent is not None:
+                for _, default in scope.defaults:
+                    found = self.a.reach(default, scope.parent)
+                    gives = self.a.gives_record(default, scope.parent) if found is None else None
+                    if found is not None or gives is not None:
+                        return found or ("carrier", gives or "process")
+        return None
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in ("__defaults__", "__kwdefaults__") and isinstance(node.ctx, ast.Load):
+            default = self._record_default(node.value)
+            if default is not None:
+                self._escape(node, default, "escapes_default")  # `g.__defaults__[0].tp_size`
         self._whole_dict(node)
         if node.attr in self.a.raw_names or self.a.gives_record(node, self.scope):
             self._accessor_as_value(node)
@@ -1276,8 +1339,20 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def _formatted(self, node: ast.expr) -> None:
         """A holder whose class generates a repr of every field, turned into text."""
-        if self.a.generated_reprs and self.a.holder(node, self.scope) in self.a.generated_reprs:
+        if self._fields_shown(node):
             self._holder_escape(node)
+
+    def _fields_shown(self, node: ast.expr) -> bool:
+        """Is `node` a holder whose repr (and `==`) is built from every attribute: an
+        instance of a dataclass or attrs class without a repr of its own, or a
+        `types.SimpleNamespace` or `argparse.Namespace` a record attribute is stored on?"""
+        held = self.a.holder(node, self.scope)
+        if held is None or self.a.reach(node, self.scope) is not None:
+            return False
+        if held in self.a.generated_reprs:
+            return True
+        made = self.a.instance_class(node, self.scope)
+        return held == STORED and made is not None and made.rpartition(".")[2] in _NAMESPACE_CLASSES
 
     def _holder_call(self, node: ast.Call) -> None:
         func = node.func
@@ -1300,9 +1375,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self._holder_escape(arg)
         elif (name in holders.FORMATTERS and (isinstance(func, ast.Name) or name == "format")) or (
             isinstance(func, ast.Attribute) and name in holders.LOG_METHODS
-        ):
+        ) or name == "LogRecord":
+            # a log record (`logging.LogRecord(name, level, path, line, "%s", (w,), None)`)
+            # formats its arguments, given as a tuple, when it is emitted
             for arg in arguments:
-                self._formatted(arg)
+                for each in arg.elts if isinstance(arg, (ast.Tuple, ast.List)) and name == "LogRecord" else [arg]:
+                    self._formatted(each)
 
     def _whole(self, node: ast.expr, reach: Reach) -> None:
         """Every field of the record at once: turned into text (its dataclass repr names
@@ -1439,6 +1517,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     reach = self.a.reach(side, self.scope)
                     if reach is not None:
                         self._whole(side, reach)
+                    elif isinstance(op, (ast.Eq, ast.NotEq)) and self._fields_shown(side):
+                        self._holder_escape(side)  # `ns == other` compares every attribute
             if isinstance(op, (ast.In, ast.NotIn)) and self.a.instance_class(right, self.scope) not in (None, BUILTIN):
                 self._operand(left, right, "__contains__")  # `rec in pool`: Pool.__contains__
             order = _ORDERINGS.get(type(op))
@@ -1480,6 +1560,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         func = node.func
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         return name in _WHOLE_RECORD_CALLS and self.a.via(node.args[0], self.scope) is not None
+
+    def _unbound_whole(self, node: ast.Call) -> bool:
+        func = node.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in _WHOLE_METHODS
+            and bool(node.args)
+            and self._is_record_class(func.value)
+            and self.a.via(node.args[0], self.scope) is not None
+        )
 
     def _dict_call(self, node: ast.Call, method: str) -> None:
         args = node.args
@@ -1527,6 +1617,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._write(node, self._literal_leaf(args), origin=self.a.write_origin(args[0], self.scope))
         elif self._whole_record_call(node):
             self._read(node, "*", self.a.reach(args[0], self.scope) or ("", "process"), "whole")
+        elif _name_of(func) == "signature" and args and (default := self._record_default(args[0])) is not None:
+            self._escape(node, default, "escapes_default")  # `inspect.signature(g).parameters["a"].default`
+        elif self._unbound_whole(node):
+            # `ServerArgs.__repr__(rec)`: the record's own whole-read method, called unbound
+            self._whole(node, self.a.reach(args[0], self.scope) or ("", "process"))
         else:
             self._passes(node)
         self.generic_visit(node)
@@ -1588,7 +1683,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             or last in _REPLACE_CALLS
             or last == self.a.settings.raw_accessor
             or last in self.a.class_names
-            or name.startswith(_CHILD_PROCESS)
+            or starts_child(name)
             or (isinstance(func, ast.Attribute) and (
                 self.a.reach(func.value, self.scope) is not None or self._is_record_class(func.value)
             ))  # the record's own methods, its class's constructors
@@ -1674,7 +1769,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for target in targets:
             if isinstance(target, ast.Attribute):
                 self._store_hooks(target, value)
-            if isinstance(target, ast.Attribute) and target.attr not in self.a.record_attrs:
+            if isinstance(target, ast.Attribute) and dotted(target.value) in ("builtins", "__builtins__"):
+                # `builtins.server_args = rec`: a bare `server_args` in any module reads it
+                self._escape(value, reach, "escapes_builtin")
+            elif isinstance(target, ast.Attribute) and target.attr not in self.a.record_attrs:
                 if self.a.reach(target.value, self.scope) is None:
                     # `holder.cfg = rec`, `self.cfg = rec`: read elsewhere by any name
                     self._escape(value, reach, "escapes_attribute")
@@ -1800,7 +1898,20 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 reach = self.a.reach(inner, self.scope)
                 if reach is not None:
                     self._escape(inner, reach, "escapes_container")
+                # `{"args": lambda: get_server_args()}`: a table of getters, called later
+                # by a key no analysis follows
+                self._carrier_escapes(inner, "escapes_fetcher")
         self.generic_visit(node)
+
+    def _branches(self, node: ast.IfExp | ast.BoolOp) -> None:
+        # `(lambda: get_server_args()) if flag else (lambda: None)`: a lambda picked at run
+        # time is called under a name bound to no lambda, which no analysis follows
+        for branch in [node.body, node.orelse] if isinstance(node, ast.IfExp) else node.values:
+            self._carrier_escapes(branch, "escapes_fetcher")
+        self.generic_visit(node)
+
+    visit_IfExp = _branches
+    visit_BoolOp = _branches
 
     visit_Tuple = _container
     visit_List = _container
@@ -2156,7 +2267,8 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     """The identifiers through which what the project pass tells a module is reached:
     local names, each part of a dotted one, and the parameters that receive the record."""
     names: set[str] = set()
-    for spelled in (*flows.record_fetchers, *flows.record_holders):
+    fillers = (entry.rpartition("|")[0] for entry in flows.fillers)
+    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)
     return frozenset(names)
@@ -2216,9 +2328,10 @@ def analyse(
     fetched: Mapping[int, tuple[Fetch, ...]] | None = None
     types: RecordTypes | None = None
     lines = mention_lines(text, names)
+    rendered = frame_locals(tree) if any(word in text for word in _LOCALS_KEYWORDS) else []
     while True:
         if not lines:
-            return Analysed([], [])
+            return Analysed(rendered, [])
         if types is None:
             # every name for the record's type is spelled from the class's own name (an
             # alias, a subclass, an annotation, a string one): a module that never spells
@@ -2248,6 +2361,7 @@ def analyse(
         lines = _with_fetches(sorted(walked | added), fetched, names)
     analysis.resolve_rebound()
     _Reader(analysis).visit_statements(tree.body)
+    analysis.reads += rendered
     module = analysis.module
     top_level = {
         child.qualname for child in analysis.scopes if child.parent is module and child.kind == "function"
@@ -2265,6 +2379,13 @@ def analyse(
         if name != settings.raw_accessor and name in module.bound and name not in top_level
     ]
     fetchers += [name for name in module.callers if name not in top_level]
+    # `current_args = lambda: get_server_args()` at module level: a call of it is the
+    # record in every module importing it (in its own, a carrier: configbags.migrate.reflection)
+    fetchers += [
+        target.id for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda)
+        and analysis.reach(node.value.body, analysis.scope_of.get(id(node.value), module)) is not None
+        for target in node.targets if isinstance(target, ast.Name)
+    ]
     # a class attribute bound to the record (`class R: ARGS = get_server_args()`) is
     # read as `R.ARGS` wherever R is imported
     held = [*module.aliases, *(
@@ -2278,8 +2399,42 @@ def analyse(
 
 # Words of the uses that read a holder's namespace whole, and of the imports and calls that
 # give the process view (configbags.migrate.holders): their lines are always walked.
+# Keywords that make a traceback renderer show every frame's local variables
+_LOCALS_KEYWORDS = ("capture_locals", "show_locals")
+
+
+def frame_locals(tree: ast.Module) -> list[tuple[Any, ...]]:
+    """`traceback.TracebackException(..., capture_locals=True)`, `StackSummary.extract(...,
+    capture_locals=True)`, rich's `install(show_locals=True)`: every frame's locals turned
+    into text, in any module (a crash reporter mentions nothing config-related), so
+    whatever a frame holds (the record, a context, the environment) is read there: `$?`,
+    unless the keyword is a literal false."""
+    found: list[tuple[Any, ...]] = []
+
+    def walk(node: ast.AST, qualname: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = qualname
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{qualname}.{child.name}" if qualname else child.name
+            elif isinstance(child, ast.Call):
+                for keyword in child.keywords:
+                    value = keyword.value
+                    if keyword.arg in _LOCALS_KEYWORDS and not (isinstance(value, ast.Constant) and not value.value):
+                        found.append((
+                            qualname or "<module>", ENV_UNRESOLVED, keyword.lineno, keyword.col_offset,
+                            keyword.end_lineno or keyword.lineno, keyword.end_col_offset or keyword.col_offset,
+                            "reflection", "frame_locals", "held",
+                        ))
+            walk(child, inner)
+
+    walk(tree, "")
+    return found
+
+
 _HOLDER_WORDS = frozenset({
     "vars", "__dict__", "asdict", "astuple", "getmembers", "dumps", "dump", "safe_dump", "accessors",
+    # a function's defaults read back (`g.__defaults__`, `inspect.signature(g)`)
+    "__defaults__", "__kwdefaults__", "signature",
     *holders.CONTEXT_FUNCTIONS,
 })
 

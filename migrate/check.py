@@ -76,6 +76,12 @@ _ESCAPES = {
     "escapes_container": "it is put in a container literal not indexed literally (`[record]`, `(record, x)`) "
     "or produced by a comprehension or generator expression (`[record for _ in x]`, `(record for _ in x)`)",
     "escapes_yield": "it is yielded (`yield record`)",
+    "escapes_default": "it is a parameter's default, read back from the function (`f.__defaults__`, "
+    "`f.__kwdefaults__`, `inspect.signature(f)`)",
+    "escapes_assert": "it is an `assert` statement's message, which the AssertionError carries to whoever "
+    "catches it (`e.args[0]`)",
+    "escapes_builtin": "it is installed as a builtin (`builtins.name = record`), which any module reads by a "
+    "bare name no import shows",
     "escapes_operator": "it is an operand, a key or a member (`obj + record`, `obj[record]`) of an object "
     "whose class the scanner cannot tell, whose operator method receives it",
     "escapes_return": "it is returned by a method (`def args(self): return self._args`), whose callers "
@@ -130,6 +136,10 @@ _UNRESOLVED_FORMS = {
     "code_string": "a code string the module does not spell, run by exec/eval/compile (`exec(open(path).read())`), "
     "the standard library's runners (code's interpreters, cProfile/profile, pdb, timeit) or an unsafe YAML load; "
     "reported in any module: say in the entry's reason what the code is",
+    "frame_locals": "every frame's local variables rendered (`traceback.TracebackException(..., "
+    "capture_locals=True)`, `StackSummary.extract(..., capture_locals=True)`), the record, a context or the "
+    "environment among them wherever a frame holds one; reported in any module: say in the entry's reason "
+    "what it renders and where it goes",
     "child_file": "a child process running a file the scanner cannot read: a script, Makefile or Python file "
     "named by a path the module does not spell, one that is not there, or a program that is not text; say in "
     "the entry's reason what it runs",
@@ -629,6 +639,19 @@ def _write_failure(key: Key, found: list[Violation], policies: Mapping[str, str]
     """A record write without an entry: what it writes, what to do instead, the entry to add."""
     file, function, leaf = key
     first = min(found, key=lambda v: v.line)
+    if all(v.origin == "copied" for v in found):
+        # `draft = copy.deepcopy(rec); draft.tp_size = 1`: a private copy, not the process's
+        # record, so no override is the fix: the changed copy is built in one step
+        changed = f"{leaf}=..." if leaf != "*" else "leaf=..."
+        return Failure(
+            "write",
+            f"{file}:{first.line} ({function}): writes a copy of the raw record (origin copied): "
+            f"`{first.detail}`; the copy changes alone, but it carries every published value and reads like "
+            f"the record, so build the changed copy in one step instead: `dataclasses.replace(record, {changed})` "
+            f"(or the generated record's `record.replace({changed})`), which changes nothing else.\n"
+            f"    If it must stay for now, list it with a reason under `writes:` in {advice.add_in}:\n"
+            f"      - {entry_flow(file, function, leaf, WRITE_PLACEHOLDER)}",
+        )
     return Failure(
         "write",
         f"{file}:{first.line} ({function}): writes the raw record: `{first.detail}`; "

@@ -66,7 +66,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from configbags.migrate import holders
-from configbags.migrate.aliases import bare_mentions, mention_lines, mentions, statement_span
+from configbags.migrate.aliases import (
+    bare_mentions,
+    mention_lines,
+    mentions,
+    starts_child,
+    statement_span,
+)
 from configbags.migrate.childenv import (
     C_FFI,
     C_LIBRARY,
@@ -135,6 +141,16 @@ _NULL_CONTEXT = "contextlib.nullcontext"
 # a parameter of that name is it
 _CONTEXT_FIXTURES = frozenset({"config_scope"})
 _SCOPE_KIND = frozenset({_SCOPE})
+# What a context's two-phase and plain overrides give back: a prepared change (its
+# `.state` and `.base` are whole states, a `Context.state` readback), its log entries
+# (`ctx.override(...)`, `prepared.entries`) and one entry (an element of those), whose
+# `.old` and `.new` are published values read back by no role's door
+_PREPARED = "<context prepared change>"
+_ENTRIES = "<context override entries>"
+_ENTRY = "<context override entry>"
+_PREPARES = frozenset({"prepare_override", "prepare_entries"})
+_PREPARED_STATES = frozenset({"state", "base"})
+_ENTRY_VALUES = frozenset({"old", "new"})
 _HELD_CONTEXT = frozenset({_CONTEXT, _SCOPE})
 _ENVIRON = "os.environ"
 # callables that read one variable: path -> the form reported
@@ -348,6 +364,7 @@ def _is_door(kind: str) -> bool:
         or kind == "subprocess"
         or kind.startswith((_GETTER_MARK, _CONFIG_MARK, *_ENV_CHILD_PROCESS, *_C_LIBRARIES))
         or kind.rpartition(".")[2] in CONTEXT_READBACK_METHODS
+        or kind in (_PREPARED, _ENTRIES, _ENTRY)
     )
 
 
@@ -472,6 +489,16 @@ def _joined(base: str, part: str) -> str:
 _CONTEXT_SCOPES = frozenset({"scoped", "restoring"})
 
 
+class _Element(ast.expr):
+    """What a loop over `iterable` binds its target to: one element of it."""
+
+    _fields = ()
+
+    def __init__(self, iterable: ast.expr) -> None:
+        super().__init__()
+        self.iterable = iterable
+
+
 class _Scope(Scope):
     __slots__ = ("bindings",)
 
@@ -501,6 +528,7 @@ class _Doors(Scopes[_Scope]):
         # (class qualname, attribute) -> what its methods assign to `self.<attribute>`
         self.self_attrs: dict[tuple[str, str], list[tuple[_Value, _Scope]]] = {}
         self.classes: dict[str, _Scope] = {}  # module-level class name -> its scope
+        self.class_bases: dict[str, frozenset[str]] = {}  # class qualname -> its bases, as spelled
         self.class_scopes: dict[str, _Scope] = {}  # class qualname -> its scope
         # attribute names a class body binds or its methods assign on self (settle()):
         # any other attribute of an unknown base is nothing, found without a walk
@@ -521,19 +549,31 @@ class _Doors(Scopes[_Scope]):
 
     def _held_attribute(self, expr: ast.Attribute, scope: _Scope) -> frozenset[str]:
         """What `self.x`, `cls.x` or `A.x` holds where the class shows it: an attribute its
-        methods assign (`self.ctx = get_context()`), or one its body binds (`CTX = ...`)."""
+        methods assign (`self.ctx = get_context()`), or one its body binds (`CTX = ...`),
+        in the class or a base of the module (`class B(A)` reading A's `self.ctx`)."""
         if expr.attr not in self.held_attrs:
             return _NO_KINDS
         found: set[str] = set()
         owner = self.method_class(expr.value, scope) or self._instance_of(expr.value, scope)
-        if owner is not None:
-            for value, where in self.self_attrs.get((owner, expr.attr), ()):
+        for cls_name in self._lineage(owner) if owner is not None else ():
+            for value, where in self.self_attrs.get((cls_name, expr.attr), ()):
                 if isinstance(value, ast.expr):
                     found.update(self.kind(value, where))
         cls = self._class_of(expr.value, scope)
-        if cls is not None and expr.attr in cls.bindings:
-            found.update(self._bound_kind(expr.attr, cls, cls.bindings[expr.attr]))
+        for name in self._lineage(cls.qualname) if cls is not None else ():
+            inherited = self.class_scopes.get(name)
+            if inherited is not None and expr.attr in inherited.bindings:
+                found.update(self._bound_kind(expr.attr, inherited, inherited.bindings[expr.attr]))
         return frozenset(found)
+
+    def _lineage(self, qualname: str) -> list[str]:
+        """The class and its bases among the module's classes, nearest first."""
+        found = [qualname]
+        for name in found:
+            if len(found) > 16:
+                break
+            found += [base for base in self.class_bases.get(name, ()) if base in self.class_scopes and base not in found]
+        return found
 
     def _instance_of(self, expr: ast.expr, scope: _Scope, seen: int = 0) -> str | None:
         """The module-level class `expr` is an instance of, where the code shows it:
@@ -576,15 +616,8 @@ class _Doors(Scopes[_Scope]):
             return self._call_kind(expr, scope)
         if isinstance(expr, (ast.NamedExpr, ast.Await)):
             return self.kind(expr.value, scope)
-        if isinstance(expr, ast.Subscript):
-            if _REGISTRY in self.kind(expr.value, scope):
-                return frozenset({_CONTEXT})  # `CONTEXTS["pkg.config_bags"]`
-            # `vars(self)["ctx"]`, `self.__dict__["ctx"]`: the attribute by its name
-            owner = _namespace_of(expr.value, lambda e: self.kind(e, scope))
-            key = _literal(expr.slice)
-            if owner is not None and key is not None:
-                return self.kind(fetched_chain(owner, (key,), expr), scope)
-            return _NO_KINDS
+        if isinstance(expr, (ast.Subscript, _Element)):
+            return self._item_kind(expr, scope)
         if isinstance(expr, ast.Dict):
             # `{**os.environ, "X": "1"}` is a copy of the environment
             unpacked = (value for key, value in zip(expr.keys, expr.values, strict=True) if key is None)
@@ -606,6 +639,23 @@ class _Doors(Scopes[_Scope]):
         for branch in branches:
             found |= self.kind(branch, scope)
         return found
+
+    def _item_kind(self, expr: ast.Subscript | _Element, scope: _Scope) -> frozenset[str]:
+        """An item of a container: `CONTEXTS["pkg.config_bags"]` is a context,
+        `ctx.override(...)[0]` (and a loop's element of it) a log entry, `vars(self)["ctx"]`
+        the attribute by its name."""
+        if isinstance(expr, _Element):
+            return frozenset({_ENTRY}) if _ENTRIES in self.kind(expr.iterable, scope) else _NO_KINDS
+        container = self.kind(expr.value, scope)
+        if _REGISTRY in container:
+            return frozenset({_CONTEXT})
+        if _ENTRIES in container:
+            return frozenset({_ENTRY})
+        owner = _namespace_of(expr.value, lambda e: self.kind(e, scope))
+        key = _literal(expr.slice)
+        if owner is not None and key is not None:
+            return self.kind(fetched_chain(owner, (key,), expr), scope)
+        return _NO_KINDS
 
     def holds_context(self, expr: ast.expr, scope: _Scope) -> bool:
         """Is `expr` a method's `self` (or a class) whose class holds a config context in
@@ -629,6 +679,8 @@ class _Doors(Scopes[_Scope]):
 
     def _attribute_kind(self, expr: ast.Attribute, scope: _Scope) -> frozenset[str]:
         base = self.kind(expr.value, scope)
+        if expr.attr == "entries" and _PREPARED in base:
+            return frozenset({_ENTRIES})
         if not base:
             return self._held_attribute(expr, scope)
         paths = {
@@ -684,11 +736,35 @@ class _Doors(Scopes[_Scope]):
     def _call_kind(self, expr: ast.Call, scope: _Scope) -> frozenset[str]:
         if self.entered(expr, scope):
             return frozenset({_CONTEXT})
+        method = expr.func.attr if isinstance(expr.func, ast.Attribute) else ""
+        if (method in _PREPARES or method == "override") and isinstance(expr.func, ast.Attribute) and (
+            _CONTEXT in self.kind(expr.func.value, scope)
+        ):  # `ctx.prepare_override(...)`, `ctx.override(...)`: what the change gives back
+            return frozenset({_PREPARED if method in _PREPARES else _ENTRIES})
         func = self.kind(expr.func, scope)
         if not func:
             return _NO_KINDS
         found = self._configbags_kinds(expr, func, scope)
         found.update(f"{root}.{C_LIBRARY}" for root in {path.split(".")[0] for path in func} & set(C_FFI))
+        found.update(self._environ_kinds(expr, func, scope))
+        if _ATTRGETTER in func:
+            found.add(_getter_kind(expr))
+        importers = func & _IMPORTERS
+        if importers:
+            module = _imported_module(expr, importers)
+            if module is not None:
+                found.add(module)
+        for fetch in self.fetches(expr, scope, func):
+            path = fetch.value_path()
+            if path is not None:
+                # `getattr(os, "environ")` is `os.environ`
+                found.update(self.kind(fetched_chain(fetch.target, path, expr), scope))
+        return frozenset(found)
+
+    def _environ_kinds(self, expr: ast.Call, func: frozenset[str], scope: _Scope) -> set[str]:
+        """What a call gives of the environment: a view or copy of it, a patch of it (and
+        what entering the patch gives back), a settings object reading it."""
+        found: set[str] = set()
         bare = not expr.args and not expr.keywords
         if not func.isdisjoint(_PATCH_DICT) and self._patches_environ(expr, scope):
             found.add(_ENV_PATCH)
@@ -704,19 +780,7 @@ class _Doors(Scopes[_Scope]):
             found.add(_ENV_ITEMS)  # `os.environ.items()`
         if not func.isdisjoint(_ENV_COPIERS) and self.copies_environ(expr, scope):
             found.add(_ENVIRON)  # `dict(os.environ)`, `ChainMap(os.environ)`, `dict(os.environ.items())`
-        if _ATTRGETTER in func:
-            found.add(_getter_kind(expr))
-        importers = func & _IMPORTERS
-        if importers:
-            module = _imported_module(expr, importers)
-            if module is not None:
-                found.add(module)
-        for fetch in self.fetches(expr, scope, func):
-            path = fetch.value_path()
-            if path is not None:
-                # `getattr(os, "environ")` is `os.environ`
-                found.update(self.kind(fetched_chain(fetch.target, path, expr), scope))
-        return frozenset(found)
+        return found
 
     def _starlette_config(self, call: ast.Call, scope: _Scope) -> str | None:
         """The kind of `Config(...)`: a getter of the environment with its prefix, unless
@@ -894,6 +958,10 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         if owner is not None:
             self.d.self_attrs.setdefault((owner, target.attr), []).append((value, self.scope))
 
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.d.class_bases[self.scope.child_prefix() + node.name] = _bases(node)
+        super().visit_ClassDef(node)
+
     def bind_params(self, scope: _Scope, args: ast.arguments) -> None:
         # `def f(ctx=get_context())`: the default is the parameter's value unless a caller
         # passes another (evaluated where the function is defined)
@@ -912,6 +980,13 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 self._add(param.arg, _Imported(_CONTEXT), scope)
             elif param.arg not in defaulted:
                 self.bind_name(param.arg, None, scope=scope)
+
+    def bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        if isinstance(target, ast.Name) and not isinstance(iterable, (ast.Tuple, ast.List, ast.Set)):
+            # `for entry in ctx.override(...)`: each element of what it iterates
+            self.bind(target, ast.copy_location(_Element(iterable), iterable))
+            return
+        super().bind_loop(target, iterable)
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         # `with S as c` binds what `S.__enter__()` gives (`__aenter__`, awaited): the
@@ -1102,6 +1177,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if id(node) not in self.consumed and isinstance(getattr(node, "ctx", _LOAD), ast.Load):
             for element in node.elts:
                 self._context_escape(element.value if isinstance(element, ast.Starred) else element)
+            self._lambdas_escape(*node.elts)
         self.generic_visit(node)
 
     visit_Tuple = _container
@@ -1167,11 +1243,25 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         self._consume(node.test, node.body, node.orelse)  # the value is judged where it goes
+        self._lambdas_escape(node.body, node.orelse)
         self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         self._consume(*node.values)
+        self._lambdas_escape(*node.values)
         self.generic_visit(node)
+
+    def _lambdas_escape(self, *nodes: ast.expr | None) -> None:
+        """`(lambda: get_context()) if flag else ...`, `{"ctx": lambda: get_context()}`: a
+        lambda giving a context (or the environment) picked at run time or kept in a
+        container is called later under a name no analysis follows."""
+        for node in nodes:
+            if isinstance(node, ast.Lambda):
+                kinds = self.d.kind(node.body, self.d.scope_of.get(id(node), self.scope))
+                if not kinds.isdisjoint(_HELD_CONTEXT):
+                    self._report(node, STATE_READBACK, "readback", "context_escape")
+                elif any(map(_reads_environ, kinds)):
+                    self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
         if isinstance(node.op, ast.Not):
@@ -1223,6 +1313,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._consume(*(value for key, value in zip(node.keys, node.values, strict=True) if key is None))
         for value in node.values:
             self._context_escape(value)
+        self._lambdas_escape(*node.values)
         self.generic_visit(node)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -1742,7 +1833,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""
         if not callee.isdisjoint(_ENV_COPIERS) or not callee.isdisjoint(_ENV_HARMLESS) or any(
-            path.startswith(_ENV_CHILD_PROCESS) for path in callee
+            starts_child(path) for path in callee  # (`CompletedProcess(os.environ, 0)` starts nothing)
         ):
             # a copy is judged where it goes; a child process's environment is its own
             self._consume(*node.args, *(k.value for k in node.keywords))
@@ -1805,6 +1896,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._report(node, STATE_READBACK, "readback", "state")
             elif node.attr == "state" and _CONTEXT in self.d.kind(node.value, self.scope):
                 self._report(node, STATE_READBACK, "readback", "state")
+            elif node.attr in _PREPARED_STATES and _PREPARED in self.d.kind(node.value, self.scope):
+                # `ctx.prepare_override(...).state`: the whole next (and `.base`, current) state
+                self._report(node, STATE_READBACK, "readback", "prepared_state")
+            elif node.attr in _ENTRY_VALUES and _ENTRY in self.d.kind(node.value, self.scope):
+                # `ctx.override(...)[0].old`: the published value before the change
+                self._report(node, STATE_READBACK, "readback", "override_entry")
             elif node.attr in CONTEXT_READBACK_METHODS and _CONTEXT in self.d.kind(node.value, self.scope):
                 # `ctx.server_info()["record"]["tp_size"]`: the readbacks parsed back hold
                 # every namespace, as `.state` does

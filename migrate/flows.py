@@ -52,6 +52,7 @@ from typing import Any, NamedTuple
 
 import attrs
 
+from configbags.migrate import holders
 from configbags.migrate.aliases import (
     FUNCTION_ROUTES,
     READS_NOTHING,
@@ -503,6 +504,7 @@ def _door_facts(
             owner = classes.get(qualname.partition(".")[0]) if "." in qualname else None
             env_params += _key_params(qualname, node, owner, keys, strings or ModuleStrings(tree))
     fetchers += _module_holders(tree, lines)
+    fetchers += _class_holders(tree, lines)
     fetchers += _kept_doors(tree, text, lines)
     return sorted(set(fetchers)), sorted(set(env_params))
 
@@ -654,7 +656,10 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         value = node.value
         kind: str | None = None
-        if isinstance(value, ast.Call):
+        if isinstance(value, ast.Lambda) and not value.args.args:
+            # `current_ctx = lambda: get_context()`: a function giving what its body is
+            kind = _returns_kind(value.body)
+        elif isinstance(value, ast.Call):
             kind = "context_holder" if dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES else None
         elif _environ_expr(value):
             kind = "environ_holder"
@@ -665,6 +670,92 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
                 kind = "readback"  # `snap = dist.state_dict`
         if kind is not None:
             found += [(target.id, kind) for target in targets if isinstance(target, ast.Name)]
+    return found
+
+
+def _holder_classes(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[str, str]]:
+    """The module-level classes that hold the record in an attribute named like it (their
+    methods assign `self.server_args`, or their body binds `server_args`, a dataclass
+    field too), for their importers: "repr_holder" where the class's repr is generated
+    from every field (a dataclass or attrs class without its own), else "holder_class"."""
+    attributes = frozenset(settings.record_attributes)
+    if not any(attribute in text for attribute in attributes):
+        return []
+    found: list[tuple[str, str]] = []
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        holds = False
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in attributes:
+                holds = isinstance(node.value, ast.Name) and node.value.id == "self"
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node in cls.body:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                holds = any(isinstance(t, ast.Name) and t.id in attributes for t in targets)
+            if holds:
+                break
+        if holds:
+            found.append((cls.name, "repr_holder" if holders.class_facts(cls)[0] else "holder_class"))
+    return found
+
+
+def _fillers(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[str, str]]:
+    """(function, "fills:<position>"): a module-level function storing a record attribute on
+    its positional parameter (`def fill(ns): ns.server_args = get_server_args()`), so what
+    a caller hands there holds the record afterwards."""
+    attributes = frozenset(settings.record_attributes)
+    if not any(attribute in text for attribute in attributes):
+        return []
+    found: list[tuple[str, str]] = []
+    for function in tree.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        stored = {
+            node.value.id for node in ast.walk(function)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr in attributes
+            and isinstance(node.value, ast.Name)
+        }
+        found += [(function.name, f"fills:{i}") for i, param in enumerate(params) if param in stored]
+    return found
+
+
+def _held_kind(value: ast.expr) -> str | None:
+    """What a class keeps in an attribute: a context (`get_context()`), the environment
+    (`os.environ`) or one of its readers (`os.environ.get`, `os.getenv`), as a holder kind."""
+    if isinstance(value, ast.Call):
+        return "context_holder" if dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES else None
+    if _environ_expr(value):
+        return "environ_holder"
+    name = dotted(value)
+    return "environ_getter" if name.endswith((".environ.get", "environ.get")) or name.rpartition(".")[2] == "getenv" else None
+
+
+def _class_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
+    """What a module-level class keeps for its importers' code: a class attribute bound to
+    a context or the environment (`class Doors: CTX = get_context()`, `env = os.environ`,
+    `get = os.environ.get`), read as `Doors.CTX` or on an instance, `Doors().CTX`; and an
+    attribute its methods set to one (`self.ctx = get_context()`), read as `Admin().ctx`
+    (also on a name bound to `Admin()`, in a subclass as `self.ctx`: _Uses.spellings)."""
+    found: list[tuple[str, str]] = []
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef) or not mentions(lines, statement_span(cls)):
+            continue
+        for node in cls.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                kind = _held_kind(node.value)
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if kind is not None:
+                    names = [target.id for target in targets if isinstance(target, ast.Name)]
+                    found += [(f"{cls.name}{way}.{name}", kind) for name in names for way in ("", "()")]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
+                me = node.args.args[0].arg
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Assign) and (kind := _held_kind(sub.value)) is not None:
+                        found += [
+                            (f"{cls.name}().{t.attr}", kind) for t in sub.targets
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
+                        ]
     return found
 
 
@@ -726,6 +817,8 @@ def base_facts(
     bases = tuple(
         (node.name, *filter(None, map(dotted, node.bases))) for node in tree.body if isinstance(node, ast.ClassDef)
     )
+    fetchers += _holder_classes(tree, text, settings)
+    fetchers += _fillers(tree, text, settings)
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
         bases=bases,
@@ -778,17 +871,12 @@ class _Uses(_Walk):
         ))
 
     def found(self, node: ast.AST) -> None:
+        keyed = holders.keyed_attribute(node) if isinstance(node, (ast.Subscript, ast.Call)) else None
+        if keyed is not None and (self.flows.context_holders or self.flows.environ_holders):
+            # `vars(Admin())["ctx"]`: the attribute by its name
+            self._held(keyed, self.parents[-1] if self.parents else None)
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-            self._reexported(node, dotted(node))
-            self._held(node)
-            self._handed(node, dotted(node))
-            kept = self.kept.get((self.function, dotted(node)))
-            if kept is not None and len(self.qualname) == 1 and isinstance(self.parents[-1], ast.Return):
-                self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
-            if self.helpers:
-                self._helper_handed_on(node)
-            if self.tables:
-                self._table(node)
+            self._loaded(node)
         if not isinstance(node, ast.Call):
             return
         self._door_by_name(node)
@@ -818,6 +906,19 @@ class _Uses(_Walk):
             self._context(parent)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _loaded(self, node: ast.Name | ast.Attribute) -> None:
+        """A name or attribute used as a value: re-exported, held, handed on, returned."""
+        self._reexported(node, dotted(node))
+        self._held(node)
+        self._handed(node, dotted(node))
+        kept = self.kept.get((self.function, dotted(node)))
+        if kept is not None and len(self.qualname) == 1 and isinstance(self.parents[-1], ast.Return):
+            self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
+        if self.helpers:
+            self._helper_handed_on(node)
+        if self.tables:
+            self._table(node)
 
     def _table(self, node: ast.Name | ast.Attribute) -> None:
         """A getter table used (configbags.migrate.envsources): the entries it reaches
@@ -1008,15 +1109,42 @@ class _Uses(_Walk):
         elif isinstance(parent, ast.Attribute) and parent.attr in CONTEXT_READBACK_METHODS:
             self._row(parent, f"Context.{parent.attr}", "readback", parent.attr)
 
-    def _held(self, node: ast.Name | ast.Attribute) -> None:
-        """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module."""
+    def _held(self, node: ast.Name | ast.Attribute, parent: ast.AST | None = None) -> None:
+        """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module; and what a
+        class of another module keeps (`Doors.CTX`, `Admin().ctx`, `self.ctx` in a
+        subclass of Admin)."""
         name = dotted(node)
-        parent = self.parents[-1] if self.parents else None
+        parent = parent or (self.parents[-1] if self.parents else None)
         kept = self.kept.get((self.function, name)) or self.kept.get(("<module>", name))
-        if name in self.flows.context_holders or kept == "context":
+        spelled = {name, *self.spellings(node)} if self.flows.context_holders or self.flows.environ_holders else {name}
+        if not spelled.isdisjoint(self.flows.context_holders) or kept == "context":
             self._context(parent)
-        elif name in self.flows.environ_holders or kept == "environ":
+        elif not spelled.isdisjoint(self.flows.environ_holders) or kept == "environ":
             self._environ(node, parent)
+
+    def spellings(self, node: ast.expr) -> set[str]:
+        """How an attribute of an instance is spelled among another module's class
+        holders: `Admin().ctx` for itself, for `a.ctx` where the function binds `a` only to
+        `Admin()`, and for `self.ctx` (or `self.CTX`, `Admin.CTX` then too) in a method
+        of a class whose base is `Admin`."""
+        if not isinstance(node, ast.Attribute):
+            return set()
+        base = node.value
+        if isinstance(base, ast.Call):
+            maker = dotted(base.func)
+            return {f"{maker}().{node.attr}"} if maker else set()
+        if not isinstance(base, ast.Name):
+            return set()
+        function = next((p for p in reversed(self.parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        if function is None:
+            return set()
+        at = self.parents.index(function)
+        cls = self.parents[at - 1] if at else None
+        if isinstance(cls, ast.ClassDef) and function.args.args and function.args.args[0].arg == base.id:
+            bases = {dotted(b) for b in cls.bases} - {""}
+            return {f"{b}().{node.attr}" for b in bases} | {f"{b}.{node.attr}" for b in bases}
+        makers = {dotted(v.func) if isinstance(v, ast.Call) else "" for v in holders.instance_values(function, base.id)}
+        return {f"{makers.pop()}().{node.attr}"} if len(makers) == 1 and "" not in makers else set()
 
     def _environ(self, node: ast.expr, parent: ast.AST | None) -> None:
         key: ast.expr | None = None
@@ -1208,9 +1336,13 @@ def module_names(files: Sequence[str]) -> dict[str, str]:
 class _Project:
     """The module table and what each module exports, for one round."""
 
-    def __init__(self, files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings) -> None:
+    def __init__(
+        self, files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings,
+        home_facts: Mapping[str, HomeFacts] | None = None,
+    ) -> None:
         self.results = results
         self.settings = settings
+        self.home_facts = home_facts or {}
         self.modules = module_names(files)
         self.module_of: dict[str, str] = {}
         for name, rel in sorted(self.modules.items(), key=lambda item: -len(item[0])):
@@ -1418,6 +1550,7 @@ class _Project:
         """What `rel`'s imports are, by the names it spells them with."""
         spelled: dict[str, set[str]] = defaultdict(set)
         for local, (kind, target) in self.local_imports(rel).items():
+            self._home_getters(local, kind, target, spelled)
             if target.partition(".")[0].partition(":")[0] not in self.tops:
                 continue
             if kind == "sym":
@@ -1437,6 +1570,9 @@ class _Project:
             # uses are read here too (the record's own are the alias analysis's)
             for kind in kinds & {"context", "environ"}:
                 spelled[kind].add(name)
+            for kind in kinds:
+                if kind.startswith("fills:"):
+                    spelled[kind].add(name)  # its own fillers too
         return FlowInput(
             record_fetchers=frozenset(spelled["record"]),
             record_holders=frozenset(spelled["holder"]),
@@ -1450,6 +1586,12 @@ class _Project:
             constants=self.imported_constants(rel),
             state_getters=frozenset(spelled["readback"]),
             private_names=frozenset(spelled["private"]),
+            holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"]),
+            repr_holders=frozenset(spelled["repr_holder"]),
+            fillers=frozenset(
+                f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("fills:")
+                for name in names
+            ),
         )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
@@ -1538,6 +1680,20 @@ class _Project:
                     entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other) if "@" not in spelled)
         return frozenset(entries)
 
+    def _home_getters(self, local: str, kind: str, target: str, spelled: dict[str, set[str]]) -> None:
+        """`from pkg.server_args import get_global_server_args` (or `S.get_global_server_args`
+        after `import pkg.server_args as S`): a second getter of the record's home module
+        gives the record, as the raw accessor does."""
+        module, _, name = target.partition(":") if kind == "sym" else (target, "", "")
+        facts = self.home_facts.get(module)
+        if facts is None:
+            return
+        if kind == "sym":
+            if name in facts.getters:
+                spelled["record"].add(local)
+        else:
+            spelled["record"].update(f"{local}.{getter}" for getter in facts.getters)
+
     def _imported_name(self, rel: str, local: str, spelled: dict[str, set[str]]) -> None:
         """What a name `rel` imports from a scanned module is (`from m import x as local`),
         added to `spelled` by kind."""
@@ -1547,7 +1703,7 @@ class _Project:
         if site[0] is None:
             return
         for name, kinds in self.kinds[site[0]].items():
-            if name.startswith(site[1] + "."):  # `from m import R`: R.ARGS holds the record
+            if name.startswith((site[1] + ".", site[1] + "().")):  # `from m import R`: R.ARGS holds the record
                 for found in kinds:
                     spelled[found].add(local + name[len(site[1]) :])
         # `from pkg.compat import os`: a door module another module imports
@@ -1686,6 +1842,59 @@ def _parameter(row: tuple[Any, ...], position: int, keyword: str) -> str | None:
     return None
 
 
+@attrs.frozen
+class HomeFacts:
+    """What the record's home module (excluded from the scan, read only here) offers its
+    importers: the names it defines itself (its functions, classes and assignments, the
+    only ones whose calls are the home's own business), and its functions that give the
+    record (a second getter, `def get_global_server_args() -> ServerArgs: return
+    _GLOBAL_SERVER_ARGS`, annotated as the record or returning the global the raw accessor
+    returns), which are raw accessors for every importer."""
+
+    defined: frozenset[str]
+    getters: frozenset[str]
+
+    @classmethod
+    def of(cls, source: bytes, settings: ScanSettings) -> HomeFacts | None:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return None
+        functions = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        defined |= {
+            target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
+        }
+
+        def returned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+            return {
+                node.value.id for node in ast.walk(function) if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
+            }
+
+        raw = {name for f in functions if f.name == settings.raw_accessor for name in returned(f)}
+        getters = {
+            f.name for f in functions
+            if f.name != settings.raw_accessor and (
+                (f.returns is not None and settings.record_class in ast.unparse(f.returns)) or returned(f) & raw
+            )
+        }
+        return cls(frozenset(defined), frozenset(getters))
+
+
+def home_modules(files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings) -> set[str]:
+    """The record's home modules the scanned files import (not scanned themselves), whose
+    source the scan reads for HomeFacts: those they take the raw accessor or the record
+    class from, and any named like the record (`legacy.server_args`)."""
+    project = _Project(files, results, settings)
+    named = {
+        target for rel, result in results.items() for level, module, _, _ in result.flow.imports
+        if (target := project.absolute(rel, level, module)) not in project.modules
+        and target.rpartition(".")[2] in settings.record_attributes
+    }
+    return _homes(project, settings) | named
+
+
 def _homes(project: _Project, settings: ScanSettings) -> set[str]:
     """Modules (not scanned) that files import the raw accessor or record class from."""
     homes: set[str] = set()
@@ -1709,13 +1918,16 @@ class Outcome:
 
 
 def project_pass(
-    files: Sequence[str], results: dict[str, FileScan], settings: ScanSettings, rescan: Rescan
+    files: Sequence[str], results: dict[str, FileScan], settings: ScanSettings, rescan: Rescan,
+    homes: Mapping[str, bytes] | None = None,
 ) -> Outcome:
     """Run the pass over `results` (file -> its result with no input), re-analysing a
     file with its FlowInput through `rescan` until nothing changes; `results` then holds
     the final results."""
     inputs: dict[str, FlowInput] = {rel: FlowInput() for rel in results}
-    project = _Project(files, results, settings)
+    # the record's home modules read (not scanned): module -> what they offer importers
+    home_facts = {module: found for module, source in (homes or {}).items() if (found := HomeFacts.of(source, settings))}
+    project = _Project(files, results, settings, home_facts)
     for _ in range(MAX_ROUNDS):
         params = _params(project)
         changed = False
@@ -1727,7 +1939,7 @@ def project_pass(
                 changed = True
         if not changed:
             break
-        project = _Project(files, results, settings)
+        project = _Project(files, results, settings, home_facts)
     else:
         return Outcome(_call_site_reads(project, settings), f"the project pass did not settle in {MAX_ROUNDS} rounds", {})
     return Outcome(_call_site_reads(project, settings), None, {rel: found for rel, found in inputs.items() if found})
@@ -1751,7 +1963,7 @@ def _params(project: _Project) -> dict[str, set[tuple[str, str]]]:
 
 def _pass_read(
     target: tuple[str, tuple[Any, ...]] | str | None, position: int, keyword: str, whole: Mapping[str, set[str]],
-    homes: set[str],
+    homes: set[str], home_facts: Mapping[str, HomeFacts] | None = None,
 ) -> tuple[str, str] | None:
     """(via, form) of the read at a call site handing the record to `target` (what
     _Project.callee says), or None where it reads nothing there."""
@@ -1772,6 +1984,11 @@ def _pass_read(
         return None
     if target is None or target.partition(":")[0] not in homes:
         return ("escape", "escapes_call")
+    module, _, name = target.partition(":")
+    facts = home_facts.get(module) if home_facts else None
+    if facts is not None and name.partition(".")[0] not in facts.defined:
+        # `from pkg.server_args import field`: a name the home only imports is not its own
+        return ("escape", "escapes_call")
     return None
 
 
@@ -1785,7 +2002,7 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
     reads: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for rel, result in project.results.items():
         for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
-            found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes)
+            found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes, project.home_facts)
             if found is not None:
                 reads[rel].append((caller, "*", line, col, end_line, end_col, *found, "held"))
     return reads

@@ -93,7 +93,7 @@ from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.envsources import env_tables, settings_reads
 from configbags.migrate.files import NotReadable, list_files, list_tree, python_view, read_source
-from configbags.migrate.flows import base_facts, project_pass, use_facts
+from configbags.migrate.flows import base_facts, home_modules, project_pass, use_facts
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.resolvers import desugar
@@ -262,7 +262,8 @@ def _only_generated_flows(flow: FlowFacts, settings: ScanSettings) -> bool:
     says: skipped, its facts would never reach the project pass."""
     allowed = {(settings.raw_accessor, "record"), ("get_context", "context"), ("process_context", "context")}
     return (
-        all(tuple(fetcher) in allowed for fetcher in flow.fetchers)
+        # (a class holding the record in a record attribute, the process view, is gen's too)
+        all(tuple(fetcher) in allowed or fetcher[1] in ("holder_class", "repr_holder") for fetcher in flow.fetchers)
         and all(holder.rpartition(".")[2] in settings.record_attributes for holder in flow.holders)
         and all(
             caller.startswith(settings.record_class + ".") or callee.startswith("name:_context.")
@@ -349,19 +350,56 @@ def _collect(
     return parsed
 
 
+def _home_sources(project: Path, results: dict[str, FileScan], settings: ScanSettings) -> dict[str, tuple[str, bytes]]:
+    """The source of each record home module the files import that is not scanned
+    (excluded: `legacy/server_args.py`), where it lies in the project under its module's
+    path, with that path: its second getters and the names it only imports matter to its
+    importers (configbags.migrate.flows.HomeFacts)."""
+    found: dict[str, tuple[str, bytes]] = {}
+    for module in sorted(home_modules(list(results), results, settings)):
+        parts = module.split(".")
+        for rel in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
+            try:
+                found[module] = (rel, read_source(str(project / rel), settings.max_bytes))
+                break
+            except (NotReadable, OSError):
+                continue
+    return found
+
+
+def _pinned_excludes(project: Path, settings: ScanSettings) -> dict[str, str]:
+    """Excluded module files (the record's home, as a rule) by path -> digest: a warm
+    project pass is reused only while they are unchanged."""
+    found: dict[str, str] = {}
+    for pattern in settings.excludes:
+        if pattern.endswith(".py") and not any(c in pattern for c in "*?["):
+            try:
+                found[pattern] = content_digest(read_source(str(project / pattern), settings.max_bytes))
+            except (NotReadable, OSError):
+                continue
+    return found
+
+
 def _project_pass(
     results: dict[str, FileScan],
     where: dict[str, tuple[str, str, bytes]],
     settings: ScanSettings,
     cache: ScanCache | None,
+    project: Path | None = None,
 ) -> tuple[dict[str, list[tuple[Any, ...]]], str | None]:
     """The project pass over `results` (configbags.migrate.flows), which it updates to the
     final results; returns the reads at call sites, by file, and a problem if any. Its
-    outcome depends only on the files and their bytes: when the cache holds the outcome
-    for exactly these, it is reused (a warm check decodes no fact)."""
+    outcome depends only on the files and their bytes (and the record's home module's,
+    read for what it offers importers): when the cache holds the outcome for exactly these,
+    it is reused (a warm check decodes no fact); a home module that no exclude names keeps
+    the outcome from being cached."""
     key = ""
+    pinned = _pinned_excludes(project, settings) if project is not None else {}
     if cache is not None and all(digest for _, digest, _ in where.values()):
-        listing = "\n".join(f"{rel}\0{where[rel][1]}" for rel in sorted(results))
+        listing = "\n".join(
+            [f"{rel}\0{where[rel][1]}" for rel in sorted(results)]
+            + [f"exclude:{rel}\0{digest}" for rel, digest in sorted(pinned.items())]
+        )
         key = hashlib.blake2b(listing.encode(), digest_size=16).hexdigest()
         outcome = cache.project_outcome(key)
         if outcome is not None:
@@ -373,7 +411,11 @@ def _project_pass(
     if cache is not None:
         for rel, result in results.items():
             results[rel] = cache.with_flow(where[rel][1], result)
-    done = project_pass(list(results), results, settings, _Rescan(settings, cache, where, dict(results)))
+    homes = _home_sources(project, results, settings) if project is not None else {}
+    if any(rel not in pinned for rel, _ in homes.values()):
+        key = ""  # (its bytes are in no key: the outcome is not kept)
+    sources = {module: source for module, (_, source) in homes.items()}
+    done = project_pass(list(results), results, settings, _Rescan(settings, cache, where, dict(results)), sources)
     if cache is not None and key:
         cache.keep_project(key, {rel: found.key() for rel, found in done.inputs.items()}, done.sites, done.problem)
     return done.sites, done.problem
@@ -543,7 +585,7 @@ def _scan_tree(
     # the tree (configbags.migrate.childfiles)
     child_sites, child_problems = _children(project, settings, results, where, listed, cache)
     problems.extend(Problem(*p) for p in child_problems)
-    call_sites, unsettled = _project_pass(results, where, settings, cache)
+    call_sites, unsettled = _project_pass(results, where, settings, cache, project)
     call_sites = _merged(call_sites, child_sites)
     if unsettled is not None:
         problems.append(Problem(".", unsettled))

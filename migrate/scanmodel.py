@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 50
+SCANNER_VERSION = 51
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -254,12 +254,22 @@ class FlowInput:
     # names of other modules that are a private part of an accessors module handed on
     # (`from .accessors import _context as CTX`): any use of one is `$?`
     private_names: frozenset[str] = frozenset()
+    # classes of other modules that hold the record in an attribute (configbags.migrate.
+    # holders), by the name the module spells them with; `repr_holders` those whose repr
+    # (and `==`) the dataclass or attrs decorator generates from every field
+    holder_classes: frozenset[str] = frozenset()
+    repr_holders: frozenset[str] = frozenset()
+    # functions (of other modules, or the module's own) that store a record attribute on a
+    # parameter (`def fill(ns): ns.server_args = rec`): "spelled|position"; what a call
+    # hands there holds the record afterwards
+    fillers: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
+            or self.holder_classes or self.repr_holders or self.fillers
         )
 
     def key(self) -> str:
@@ -277,6 +287,9 @@ class FlowInput:
             json.dumps(sorted(self.constants)),
             ",".join(sorted(self.state_getters)),
             ",".join(sorted(self.private_names)),
+            ",".join(sorted(self.holder_classes)),
+            ",".join(sorted(self.repr_holders)),
+            ",".join(sorted(self.fillers)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

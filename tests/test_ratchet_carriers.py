@@ -1,0 +1,383 @@
+"""Round eight's false passes of the read ratchet about what carries the record, a config
+context or the environment (an outside attack): lambdas giving one (R20), a context or the
+environment held by a class and read from a subclass or another module (R16, R18), record
+holders used whole (R3), what a context's overrides give back (R2), callables of
+`subprocess` that start nothing (R4), a frame's locals rendered (R17), the record read back
+from a function's defaults (L1), as an `assert` message (L3) or installed as a builtin (L4);
+and the message for a write to a deep copy (P5). Each case fails before its rule, and the
+precision cases beside it stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ratchet_case import ACCESSORS, RAW, SETTINGS, write_pkg
+from ratchet_case import fails as _fails
+from ratchet_case import scan_pkg as _scan
+
+from configbags.migrate.check import check
+from configbags.migrate.scan import scan_tree
+
+CTX = "from legacy.config_bags.accessors import get_context\n"
+
+
+def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
+    result = _scan(tmp_path, files)
+    assert _fails(result), result.reads
+    return {r.leaf for r in result.reads if r.file == file}
+
+
+# ---- R4: callables of `subprocess` that start no child keep what they are given
+
+
+@pytest.mark.parametrize("expr", [
+    "subprocess.CompletedProcess(get_server_args(), 0).args.tp_size",
+    "subprocess.CalledProcessError(1, get_server_args()).cmd",
+    "subprocess.TimeoutExpired(get_server_args(), 1.0).cmd",
+    "subprocess.SubprocessError(get_server_args()).args[0]",
+    "subprocess.list2cmdline(get_server_args())",
+    "ServerArgs.__repr__(get_server_args())",
+    "ServerArgs.__str__(get_server_args())",
+    "ServerArgs.__format__(get_server_args(), '')",
+])
+def test_subprocess_results_and_unbound_whole_methods_read_the_record(tmp_path: Path, expr: str) -> None:
+    user = "import subprocess\nfrom legacy.server_args import ServerArgs, get_server_args\n"
+    assert "*" in _leaves(tmp_path, {"user.py": user + f"def f():\n    return {expr}\n"})
+
+
+@pytest.mark.parametrize("expr", [
+    "subprocess.list2cmdline(os.environ.values())",
+    "subprocess.CompletedProcess(os.environ, 0).args['SGLANG_PAGE_SIZE']",
+    "subprocess.CalledProcessError(1, ['true'], output=os.environ.copy()).output",
+])
+def test_subprocess_results_keep_the_environment(tmp_path: Path, expr: str) -> None:
+    user = "import os, subprocess\n" + f"def f():\n    return {expr}\n"
+    assert _leaves(tmp_path, {"user.py": user}) & {"$?", "$SGLANG_PAGE_SIZE"}
+
+
+def test_a_child_process_handed_the_record_or_the_environment_stays_exempt(tmp_path: Path) -> None:
+    user = RAW + "import os, subprocess\n" + (
+        "def f():\n    subprocess.run(['x', str(get_server_args().tp_size)], env=os.environ.copy())\n"
+        "    return ServerArgs_like(1)\n"
+        "def ServerArgs_like(n):\n    return n\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert {r.leaf for r in result.reads} == {"tp_size"}, result.reads
+
+
+# ---- R2: what a context's overrides give back
+
+
+@pytest.mark.parametrize("body", [
+    "return get_context().prepare_override('x').state.values['tp_size']",
+    "prepared = get_context().prepare_override('x')\n    return prepared.base.values['tp_size']",
+    "return get_context().prepare_entries([]).state",
+    "ctx = get_context()\n    entries = ctx.override('autotune', page_size=8)\n    return entries[0].old",
+    "ctx = get_context()\n    return ctx.prepare_override('autotune', page_size=8).entries[0].old",
+    "for entry in get_context().override('autotune', page_size=8):\n        print(entry.new)",
+])
+def test_override_results_are_readbacks(tmp_path: Path, body: str) -> None:
+    assert "Context.state" in _leaves(tmp_path, {"user.py": CTX + f"def f():\n    {body}\n"})
+
+
+def test_an_override_and_a_commit_read_nothing_back(tmp_path: Path) -> None:
+    user = CTX + (
+        "def f():\n    ctx = get_context()\n    entries = ctx.override('autotune', page_size=8)\n"
+        "    prepared = ctx.prepare_override('autotune', page_size=4)\n    ctx.commit(prepared)\n"
+        "    return len(entries), [e.leaf for e in entries], prepared.entries[0].leaf\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert not result.reads, result.reads
+
+
+# ---- R20: lambdas giving the record or a context, where no name follows them
+
+
+def test_a_module_level_lambda_giving_the_record_is_a_fetcher_for_its_importers(tmp_path: Path) -> None:
+    files = {
+        "lam.py": RAW + "current_args = lambda: get_server_args()  # noqa: E731\n",
+        "user.py": "from pkg.lam import current_args\ndef f():\n    return current_args().tp_size\n",
+    }
+    assert "tp_size" in _leaves(tmp_path, files)
+
+
+def test_a_module_level_lambda_giving_a_context_is_a_fetcher_for_its_importers(tmp_path: Path) -> None:
+    files = {
+        "lam.py": CTX + "current_ctx = lambda: get_context()  # noqa: E731\n",
+        "user.py": "from pkg.lam import current_ctx\ndef f():\n    return current_ctx().state.values['tp_size']\n",
+    }
+    assert "Context.state" in _leaves(tmp_path, files)
+
+
+@pytest.mark.parametrize(("head", "body", "leaf"), [
+    (RAW, "pick = (lambda: get_server_args()) if flag else (lambda: None)\n    return pick().tp_size", "*"),
+    (RAW, "pick = flag and (lambda: get_server_args())\n    return pick().tp_size", "*"),
+    (RAW, "return GETTERS['args']().tp_size", "*"),
+    (CTX, "pick = (lambda: get_context()) if flag else (lambda: None)\n    return pick().state", "Context.state"),
+    (CTX, "return CTXS['ctx']().state", "Context.state"),
+])
+def test_a_lambda_picked_at_run_time_or_kept_in_a_table_escapes(tmp_path: Path, head: str, body: str, leaf: str) -> None:
+    tables = "GETTERS = {'args': lambda: get_server_args()}\n" if "GETTERS" in body else (
+        "CTXS = {'ctx': lambda: get_context()}\n" if "CTXS" in body else "")
+    assert leaf in _leaves(tmp_path, {"user.py": head + tables + f"def f(flag=True):\n    {body}\n"})
+
+
+def test_lambdas_giving_nothing_config_related_stay_quiet(tmp_path: Path) -> None:
+    user = RAW + CTX + (
+        "KEYS = {'size': lambda x: x.size, 'name': lambda x: x.name}\n"
+        "current = lambda: get_server_args().tp_size  # noqa: E731\n"
+        "def f(flag=True):\n    pick = (lambda: 1) if flag else (lambda: 2)\n    return pick(), KEYS['size']\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert {r.leaf for r in result.reads} <= {"tp_size"}, result.reads
+
+
+# ---- R16, R18: a context or the environment kept by a class, read from a subclass or
+# another module
+
+ADMIN = CTX + "class Admin:\n    def __init__(self):\n        self.ctx = get_context()\n"
+DOORS = CTX + "class Doors:\n    CTX = get_context()\n"
+KNOBS = "import os\nclass Knobs:\n    env = os.environ\n    get = os.environ.get\n"
+
+
+@pytest.mark.parametrize(("helper", "user"), [
+    (ADMIN, "from pkg.h import Admin\ndef f():\n    return Admin().ctx.state\n"),
+    (ADMIN, "from pkg.h import Admin\ndef f():\n    a = Admin()\n    return a.ctx.state\n"),
+    (ADMIN, "import pkg.h\ndef f():\n    return pkg.h.Admin().ctx.server_info()\n"),
+    (ADMIN, "from pkg.h import Admin\ndef f():\n    return vars(Admin())['ctx'].server_info()\n"),
+    (ADMIN, "from pkg.h import Admin\nclass Admin2(Admin):\n    def tp(self):\n        return self.ctx.state\n"),
+    (DOORS, "from pkg.h import Doors\ndef f():\n    return Doors.CTX.state\n"),
+    (DOORS, "from pkg.h import Doors\nclass D2(Doors):\n    def tp(self):\n        return self.CTX.state\n"),
+])
+def test_a_context_a_class_of_another_module_keeps_is_read_back(tmp_path: Path, helper: str, user: str) -> None:
+    assert _leaves(tmp_path, {"h.py": helper, "user.py": user}) & {"Context.state", "Context.server_info"}
+
+
+@pytest.mark.parametrize("user", [
+    "from pkg.h import Knobs\ndef f():\n    return Knobs.env['SGLANG_PAGE_SIZE']\n",
+    "from pkg.h import Knobs\ndef f():\n    return Knobs().env.get('SGLANG_PAGE_SIZE')\n",
+    "from pkg.h import Knobs\ndef f():\n    return Knobs.get('SGLANG_PAGE_SIZE')\n",
+    "from pkg.h import Knobs\ndef f():\n    return Knobs().get('SGLANG_PAGE_SIZE')\n",
+])
+def test_the_environment_a_class_of_another_module_keeps_is_read(tmp_path: Path, user: str) -> None:
+    assert "$SGLANG_PAGE_SIZE" in _leaves(tmp_path, {"h.py": KNOBS, "user.py": user})
+
+
+@pytest.mark.parametrize("files", [
+    {"user.py": ADMIN + "class B(Admin):\n    def tp(self):\n        return self.ctx.state\n"},
+    {"user.py": DOORS + "class B(Doors):\n    def tp(self):\n        return self.CTX.state\n"},
+    {"user.py": "import os\nclass K:\n    env = os.environ\nclass Sub(K):\n"
+                "    def page(self):\n        return self.env['SGLANG_PAGE_SIZE']\n"},
+])
+def test_a_subclass_in_the_same_module_reads_what_its_base_keeps(tmp_path: Path, files: dict[str, str]) -> None:
+    assert _leaves(tmp_path, files) & {"Context.state", "$SGLANG_PAGE_SIZE"}
+
+
+def test_a_class_keeping_a_context_used_through_its_doors_reads_nothing(tmp_path: Path) -> None:
+    user = (
+        "from pkg.h import Admin, Doors, Knobs\nclass Other:\n    def __init__(self):\n        self.ctx = None\n"
+        "def f():\n    a = Admin()\n    return a.ctx.bag('parallel'), Doors.CTX.snapshot(), Knobs.env.get('HOME'),"
+        " Other().ctx.state\n"
+        "class Mine(Admin):\n    def tp(self):\n        return self.ctx.bag('parallel').tp_size, self.state\n"
+    )
+    result = _scan(tmp_path, {"h.py": ADMIN + DOORS.replace(CTX, "") + KNOBS, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+# ---- R3: record holders used whole, a holder class of another module among them
+
+WORKER = RAW + (
+    "import dataclasses\n@dataclasses.dataclass\nclass Worker:\n    rank: int = 0\n    server_args: object = None\n"
+    "    def start(self):\n        self.server_args = get_server_args()\n"
+)
+PLAIN = RAW + "class Plain:\n    def __init__(self):\n        self.server_args = get_server_args()\n"
+
+
+@pytest.mark.parametrize("use", [
+    "repr(w)",
+    "f'{w}'",
+    "dataclasses.asdict(w)['server_args']",
+    "{k: v for k, v in vars(w).items()}",
+    "json.dumps(vars(w), default=str)",
+    "w == Worker()",
+])
+def test_a_holder_class_of_another_module_used_whole_escapes(tmp_path: Path, use: str) -> None:
+    user = f"import dataclasses, json\nfrom pkg.h import Worker\ndef f():\n    w = Worker()\n    w.start()\n    return {use}\n"
+    assert "*" in _leaves(tmp_path, {"h.py": WORKER, "user.py": user})
+
+
+def test_a_holder_given_to_a_log_record_escapes(tmp_path: Path) -> None:
+    user = "import logging\nfrom pkg.h import Worker\ndef f():\n    w = Worker()\n" \
+        "    return logging.LogRecord('p', 20, __file__, 1, 'worker %s', (w,), None)\n"
+    assert "*" in _leaves(tmp_path, {"h.py": WORKER, "user.py": user})
+
+
+def test_a_plain_holder_class_of_another_module_read_by_its_namespace_escapes(tmp_path: Path) -> None:
+    user = "import pkg.h\ndef f():\n    return vars(pkg.h.Plain())\n"
+    assert "*" in _leaves(tmp_path, {"h.py": PLAIN, "user.py": user})
+
+
+@pytest.mark.parametrize(("head", "make"), [
+    ("import types\n", "types.SimpleNamespace()"),
+    ("from types import SimpleNamespace\n", "SimpleNamespace(rank=0)"),
+    ("import argparse\n", "argparse.Namespace()"),
+])
+@pytest.mark.parametrize("use", ["repr(ns)", "str(ns)", "print(ns)", "ns == other"])
+def test_a_namespace_holding_the_record_turned_into_text_or_compared_escapes(
+    tmp_path: Path, head: str, make: str, use: str
+) -> None:
+    user = head + RAW + f"def f(other):\n    ns = {make}\n    ns.server_args = get_server_args()\n    return {use}\n"
+    assert "*" in _leaves(tmp_path, {"user.py": user})
+
+
+def test_holders_used_by_their_attributes_or_with_their_own_repr_read_no_more(tmp_path: Path) -> None:
+    own = RAW + "class Own:\n    def __init__(self):\n        self.server_args = get_server_args()\n" \
+        "    def __repr__(self):\n        return 'Own'\n"
+    user = (
+        "import types\nfrom pkg.h import Worker, Own, Plain\ndef f():\n    w = Worker()\n    o = Own()\n"
+        "    ns = types.SimpleNamespace(rank=1)\n    ns.port = 8000\n"
+        "    return w.rank, repr(o), repr(Plain()), repr(ns), ns == ns, str(w.rank)\n"
+    )
+    result = _scan(tmp_path, {"h.py": WORKER + own.replace(RAW, "") + PLAIN.replace(RAW, ""), "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+# ---- L1, L3, L4: the record read back from a function's defaults, an assert message, a builtin
+
+
+@pytest.mark.parametrize("body", [
+    "return g.__defaults__[0].tp_size",
+    "return g.__kwdefaults__['sa'].tp_size",
+    "return inspect.signature(g).parameters['sa'].default.tp_size",
+])
+def test_a_record_default_read_back_from_the_function_escapes(tmp_path: Path, body: str) -> None:
+    user = "import inspect\n" + RAW + "def g(a=1, *, sa=get_server_args()):\n    return a\n" + f"def f():\n    {body}\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [r for r in result.reads if r.function == "f" and r.leaf == "*"], result.reads
+
+
+def test_defaults_read_back_from_a_function_without_a_record_default_read_nothing(tmp_path: Path) -> None:
+    user = "import inspect\n" + RAW + (
+        "def g(a=1, *, port=8000):\n    return get_server_args().tp_size\n"
+        "def f():\n    return g.__defaults__, inspect.signature(g).parameters, inspect.signature(f)\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.function == "f"], result.reads
+
+
+def test_the_record_as_an_assert_message_escapes(tmp_path: Path) -> None:
+    user = RAW + "def f(ok):\n    assert ok, get_server_args()\n    assert ok, 'no record here'\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.leaf, r.line) for r in result.reads] == [("*", 3)], result.reads
+
+
+def test_the_record_installed_as_a_builtin_escapes(tmp_path: Path) -> None:
+    user = "import builtins\n" + RAW + "def install():\n    builtins.server_args = get_server_args()\n" \
+        "    builtins.PORT = 8000\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.leaf) for r in result.reads] == [("install", "*")], result.reads
+    assert _fails(result)
+
+
+# ---- R17: a frame's locals rendered
+
+
+@pytest.mark.parametrize("call", [
+    "traceback.TracebackException.from_exception(exc, capture_locals=True).format()",
+    "traceback.TracebackException(type(exc), exc, exc.__traceback__, capture_locals=True)",
+    "traceback.StackSummary.extract(traceback.walk_tb(exc.__traceback__), capture_locals=True)",
+    "rich.traceback.install(show_locals=True)",
+])
+def test_a_renderer_of_frame_locals_is_unresolved_in_any_module(tmp_path: Path, call: str) -> None:
+    user = f"import traceback\nimport rich.traceback\ndef render(exc):\n    return {call}\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.function, r.leaf) for r in result.reads] == [("render", "$?")], result.reads
+    assert _fails(result)
+
+
+def test_a_renderer_told_not_to_show_locals_reads_nothing(tmp_path: Path) -> None:
+    user = "import traceback\ndef render(exc):\n    return traceback.TracebackException.from_exception(" \
+        "exc, capture_locals=False).format(), traceback.format_exc()\n"
+    assert not _scan(tmp_path, {"user.py": user}).reads
+
+
+# ---- P5: a write to a deep copy is named as one, with the one-step copy to build instead
+
+
+def test_a_write_to_a_copy_says_it_is_a_copy_and_how_to_build_it(tmp_path: Path) -> None:
+    user = "import copy\n" + RAW + (
+        "def draft():\n    d = copy.deepcopy(get_server_args())\n    d.tp_size = 1\n    return d\n"
+        "def bad():\n    get_server_args().page_size = 2\n"
+    )
+    report = check(_scan(tmp_path, {"user.py": user}), [], ACCESSORS, min_files=1)
+    messages = {m.split(":", 2)[1].split(" ")[0]: m for m in (f.message for f in report.failures if f.kind == "write")}
+    assert "writes a copy of the raw record (origin copied)" in messages["5"], messages
+    assert "dataclasses.replace(record, tp_size=...)" in messages["5"]
+    assert "override" not in messages["5"]
+    assert "writes the raw record" in messages["8"] and "override" in messages["8"]
+
+
+# ---- R12, R4: the record's home module (excluded from the scan) read for what it offers
+
+
+HOME = (
+    "from dataclasses import field\n_ARGS = None\nclass ServerArgs:\n    pass\n"
+    "def get_server_args() -> ServerArgs:\n    return _ARGS\n"
+    "def set_global_server_args(args):\n    global _ARGS\n    _ARGS = args\n"
+)
+SECOND = "def get_global_server_args() -> ServerArgs:\n    return _ARGS\ndef current():\n    return _ARGS\n"
+
+
+def _with_home(tmp_path: Path, home: str) -> None:
+    (tmp_path / "legacy").mkdir(exist_ok=True)
+    (tmp_path / "legacy" / "__init__.py").write_text("")
+    (tmp_path / "legacy" / "server_args.py").write_text(home)
+
+
+@pytest.mark.parametrize("user", [
+    "from legacy.server_args import get_global_server_args\ndef f():\n    return get_global_server_args().tp_size\n",
+    "from legacy.server_args import current\ndef f():\n    return current().tp_size\n",
+    "import legacy.server_args as S\ndef f():\n    return S.get_global_server_args().tp_size\n",
+])
+def test_a_second_getter_of_the_home_module_is_a_raw_accessor(tmp_path: Path, user: str) -> None:
+    _with_home(tmp_path, HOME + SECOND)
+    assert "tp_size" in _leaves(tmp_path, {"user.py": user})
+
+
+def test_a_name_the_home_module_only_imports_is_no_home_function(tmp_path: Path) -> None:
+    _with_home(tmp_path, HOME)
+    user = "from legacy.server_args import field, get_server_args, set_global_server_args\n" \
+        "def f():\n    set_global_server_args(get_server_args())\n    return field(default=get_server_args())\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert [(r.line, r.leaf, r.via) for r in result.reads] == [(4, "*", "escape")], result.reads
+
+
+def test_a_changed_home_module_changes_a_warm_check(tmp_path: Path) -> None:
+    _with_home(tmp_path, HOME)
+    write_pkg(tmp_path, {"user.py": "from legacy.server_args import current\ndef f():\n    return current().tp_size\n"})
+    cache = tmp_path / "cache"
+    assert not scan_tree(tmp_path, SETTINGS, cache_path=cache).reads
+    _with_home(tmp_path, HOME + SECOND)
+    assert {r.leaf for r in scan_tree(tmp_path, SETTINGS, cache_path=cache).reads} == {"tp_size"}
+
+
+@pytest.mark.parametrize(("files", "file"), [
+    ({"fill.py": RAW + "def fill(ns):\n    ns.server_args = get_server_args()\n",
+      "user.py": "import types\nfrom pkg.fill import fill\ndef f():\n    ns = types.SimpleNamespace()\n"
+                 "    fill(ns)\n    return str(vars(ns))\n"}, "pkg/user.py"),
+    ({"user.py": "import types\n" + RAW + "def fill(ns):\n    ns.server_args = get_server_args()\n"
+                 "def f():\n    ns = types.SimpleNamespace()\n    fill(ns)\n    return repr(ns)\n"}, "pkg/user.py"),
+])
+def test_an_object_a_function_stores_the_record_on_is_a_holder(tmp_path: Path, files: dict[str, str], file: str) -> None:
+    assert "*" in _leaves(tmp_path, files, file)
+
+
+def test_an_object_handed_to_a_function_storing_nothing_on_it_is_no_holder(tmp_path: Path) -> None:
+    files = {
+        "fill.py": RAW + "def fill(ns, other):\n    other.server_args = get_server_args()\n",
+        "user.py": "import types\nfrom pkg.fill import fill\ndef f(o):\n    ns = types.SimpleNamespace()\n"
+                   "    fill(ns, o)\n    return str(vars(ns))\n",
+    }
+    result = _scan(tmp_path, files)
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
