@@ -252,7 +252,8 @@ def _normal(path: str) -> str:
     is the bytes environment."""
     parts = path.split(".")
     alias = next((index for index, part in enumerate(parts[1:], 1) if part in _OS_ALIASES), None)
-    if alias is not None and parts[0] not in ("os", "posix", "nt"):
+    # (`os.environ` and `posix.environ` are themselves; `os.path.os.environ` is `os.environ`)
+    if alias is not None and not (alias == 1 and parts[0] in ("os", "posix", "nt")):
         parts = [*_OS_ALIASES[parts[alias]].split("."), *parts[alias + 1:]]
     if parts[0] in ("posix", "nt") and len(parts) > 1 and parts[1] == "environ":
         parts = ["os", "environb" if parts[0] == "posix" else "environ", *parts[2:]]

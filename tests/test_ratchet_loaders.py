@@ -167,6 +167,8 @@ def test_runners_of_spelled_code_or_callables_stay_silent(tmp_path: Path, user: 
 
 @pytest.mark.parametrize(("user", "leaf"), [
     ("import tempfile\ndef f():\n    return tempfile._os.environ['SGLANG_PAGE_SIZE']\n", "$SGLANG_PAGE_SIZE"),
+    # os's own submodule's `os` (round seven's i08: the alias rule must not stop at a leading `os`)
+    ("import os.path\ndef f():\n    return os.path.os.environ['SGLANG_PAGE_SIZE']\n", "$SGLANG_PAGE_SIZE"),
     ("import random\ndef f():\n    return random._os.environ.get('SGLANG_PAGE_SIZE')\n", "$SGLANG_PAGE_SIZE"),
     ("import threading\ndef f():\n    return threading._os.environ['SGLANG_PAGE_SIZE']\n", "$SGLANG_PAGE_SIZE"),
     ("import ctypes\ndef f():\n    return ctypes._os.environ.get('SGLANG_PAGE_SIZE')\n", "$SGLANG_PAGE_SIZE"),
