@@ -682,8 +682,9 @@ def _holder_classes(tree: ast.Module, text: str, settings: ScanSettings) -> list
     if not any(attribute in text for attribute in attributes):
         return []
     found: list[tuple[str, str]] = []
+    lines = mention_lines(text, attributes)
     for cls in tree.body:
-        if not isinstance(cls, ast.ClassDef):
+        if not isinstance(cls, ast.ClassDef) or not mentions(lines, statement_span(cls)):
             continue
         holds = False
         for node in ast.walk(cls):
@@ -750,13 +751,30 @@ def _class_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
                     found += [(f"{cls.name}{way}.{name}", kind) for name in names for way in ("", "()")]
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.args:
                 me = node.args.args[0].arg
-                for sub in ast.walk(node):
-                    if isinstance(sub, ast.Assign) and (kind := _held_kind(sub.value)) is not None:
+                for sub in _assignments(node.body, lines):
+                    if (kind := _held_kind(sub.value)) is not None:
                         found += [
                             (f"{cls.name}().{t.attr}", kind) for t in sub.targets
                             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
                         ]
     return found
+
+
+def _assignments(body: list[ast.stmt], lines: list[int]) -> Iterator[ast.Assign]:
+    """The assignment statements in `body`, at any depth, on the lines that mention a
+    context or the environment (the others cannot bind one)."""
+    for stmt in body:
+        if not mentions(lines, statement_span(stmt)):
+            continue
+        if isinstance(stmt, ast.Assign):
+            yield stmt
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, (ast.ExceptHandler, ast.match_case)):
+                yield from _assignments(child.body, lines)
+        for field in ("body", "orelse", "finalbody"):
+            nested = getattr(stmt, field, None)
+            if isinstance(nested, list) and nested and isinstance(nested[0], ast.stmt):
+                yield from _assignments(nested, lines)
 
 
 class _Walk(ast.NodeVisitor):
