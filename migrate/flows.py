@@ -921,7 +921,7 @@ class _Uses(_Walk):
                 self.fetchers.append((self.qualname[0], kind))
                 return
         if name in self.context:
-            self._context(parent)
+            self._context(parent, node)
         elif name in self.environ:
             self._environ(node, parent)
 
@@ -1121,11 +1121,25 @@ class _Uses(_Walk):
         for name in sorted(named):
             self._row(given, env_subject(name), "environ", "child_process")
 
-    def _context(self, parent: ast.AST | None) -> None:
+    def _context(self, parent: ast.AST | None, node: ast.expr | None = None) -> None:
         if isinstance(parent, ast.Attribute) and parent.attr == "state":
             self._row(parent, STATE_READBACK, "readback", "state")
         elif isinstance(parent, ast.Attribute) and parent.attr in CONTEXT_READBACK_METHODS:
             self._row(parent, f"Context.{parent.attr}", "readback", parent.attr)
+        elif node is not None and self._handed_to_call(parent, node):
+            # `asyncio.run(actx())`, `await asyncio.gather(actx())`, `read(ctx)`: the callee
+            # (the event loop, for an async getter's coroutine) gives it back or reads it
+            self._row(node, STATE_READBACK, "readback", "context_escape")
+
+    def _handed_to_call(self, parent: ast.AST | None, node: ast.expr) -> bool:
+        """Is `node` an argument of a call (not its callee), other than of one that reads
+        nothing of it (`callable(ctx)`)?"""
+        if isinstance(parent, ast.keyword):
+            at = next((i for i, p in enumerate(self.parents) if p is parent), 0)
+            parent = self.parents[at - 1] if at else None
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return False
+        return dotted(parent.func).rpartition(".")[2] not in READS_NOTHING
 
     def _held(self, node: ast.Name | ast.Attribute, parent: ast.AST | None = None) -> None:
         """`CTX.state`, `h.ENV["X"]`: a module-level holder of another module; and what a
@@ -1136,7 +1150,7 @@ class _Uses(_Walk):
         kept = self.kept.get((self.function, name)) or self.kept.get(("<module>", name))
         spelled = {name, *self.spellings(node)} if self.flows.context_holders or self.flows.environ_holders else {name}
         if not spelled.isdisjoint(self.flows.context_holders) or kept == "context":
-            self._context(parent)
+            self._context(parent, node)
         elif not spelled.isdisjoint(self.flows.environ_holders) or kept == "environ":
             self._environ(node, parent)
 

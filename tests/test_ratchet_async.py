@@ -1,0 +1,58 @@
+"""Round nine's false passes of the read ratchet (an outside attack): a context given by
+an async function's coroutine run by the event loop instead of awaited (S9), the launcher's
+globals read through `__main__` (S10), a lambda or nested factory around a project's context
+getter (S8), and a decorator registry keeping a record or context getter (S1). Each case
+fails before its rule, and the precision cases beside it stay quiet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ratchet_case import fails as _fails
+from ratchet_case import scan_pkg as _scan
+
+CTX = "from legacy.config_bags.accessors import get_context\n"
+ACTX = CTX + "async def actx():\n    return get_context()\n"
+
+
+def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
+    result = _scan(tmp_path, files)
+    assert _fails(result), result.reads
+    return {r.leaf for r in result.reads if r.file == file}
+
+
+# ---- S9: a context's coroutine run by the event loop is the context
+
+
+@pytest.mark.parametrize("body", [
+    "    return asyncio.run(actx()).state.values['tp_size']\n",
+    "    loop = asyncio.new_event_loop()\n    return loop.run_until_complete(actx()).state\n",
+    "    coro = actx()\n    return asyncio.run(coro).state\n",
+])
+def test_a_context_coroutine_run_by_the_loop_is_the_context(tmp_path: Path, body: str) -> None:
+    user = "import asyncio\nfrom pkg.doors import actx\ndef f():\n" + body
+    assert "Context.state" in _leaves(tmp_path, {"doors.py": ACTX, "user.py": user})
+
+
+@pytest.mark.parametrize("expr", [
+    "(ctx,) = await asyncio.gather(actx())",
+    "ctx = await asyncio.create_task(actx())",
+    "ctx = await asyncio.wait_for(actx(), 5)",
+    "ctx = await asyncio.shield(actx())",
+    "ctx = await asyncio.ensure_future(actx())",
+])
+def test_a_context_coroutine_awaited_through_the_loop_api_is_the_context(tmp_path: Path, expr: str) -> None:
+    user = "import asyncio\nfrom pkg.doors import actx\nasync def g():\n" + f"    {expr}\n    return ctx.state\n"
+    assert "Context.state" in _leaves(tmp_path, {"doors.py": ACTX, "user.py": user})
+
+
+def test_a_context_coroutine_in_its_own_module(tmp_path: Path) -> None:
+    user = "import asyncio\n" + ACTX + "def f():\n    return asyncio.run(actx()).state.values['tp_size']\n"
+    assert "Context.state" in _leaves(tmp_path, {"user.py": user})
+
+
+def test_an_awaited_context_getter_read_by_leaf_stays_quiet(tmp_path: Path) -> None:
+    user = "import asyncio\nfrom pkg.doors import actx\nasync def g():\n    return (await actx()).get_parallel().tp_size\n"
+    result = _scan(tmp_path, {"doors.py": ACTX, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == "Context.state"]
