@@ -166,8 +166,11 @@ _ANYWHERE_WORDS = (
     "glob",
     # PyYAML's unsafe loaders, which call what a document's tags name (_YAML_UNSAFE)
     "unsafe_load", "full_load", "Loader",
+    # the launcher's module (`import __main__`, `sys.modules["__main__"]`): whatever script
+    # runs, so no module the scanner can name
+    "__main__",
 )
-_ANYWHERE_FORMS = frozenset({"code_string", "import_by_name", "environ_glob"})
+_ANYWHERE_FORMS = frozenset({"code_string", "import_by_name", "environ_glob", "main_module"})
 # what lists the files a pattern matches: glob's, and a path's method
 # PyYAML's loaders that construct what a document's `!!python/...` tags name: importing
 # and calling any callable, so a document the module does not spell is code it runs
@@ -278,7 +281,7 @@ _TRIGGER_WORDS = (
     # a module's namespace whole, a resolver of a dotted name the module does not spell
     "getmembers", "resolve_name", "locate",
     # PyYAML's unsafe loaders, a glob of a process's environment file
-    "unsafe_load", "full_load", "Loader", "glob",
+    "unsafe_load", "full_load", "Loader", "glob", "__main__",
 )
 
 
@@ -311,7 +314,7 @@ class ReflectionScan:
         positions = [
             at for word in _ANYWHERE_WORDS if word in self.text
             for at in (m.start() for m in re.finditer(re.escape(word), self.text))
-        ]
+        ] + _main_aliases(self.text)
         if not positions:
             return []
         reader = _Reader(self.tree, self.settings, self.declared, lines_of(self.text, positions), anywhere=True)
@@ -319,8 +322,19 @@ class ReflectionScan:
         return [row for row in reader.reads if row[7] in _ANYWHERE_FORMS]
 
 
+_MAIN_ALIAS = re.compile(r"import\s+__main__\s+as\s+(\w+)")
+
+
+def _main_aliases(text: str) -> list[int]:
+    """Where a name `import __main__ as NAME` binds is used (`NAME.SERVER_ARGS`): lines
+    that do not show the word `__main__` itself."""
+    if "__main__" not in text:
+        return []
+    return [m.start() for alias in _MAIN_ALIAS.findall(text) for m in re.finditer(rf"\b{alias}\.", text)]
+
+
 def _trigger_positions(text: str, raw_accessor: str) -> list[int]:
-    found = [at for word in _TRIGGER_WORDS for at in occurrences(text, word)]
+    found = [at for word in _TRIGGER_WORDS for at in occurrences(text, word)] + _main_aliases(text)
     start = text.find(raw_accessor) if raw_accessor else -1
     while start != -1:
         after = text[start + len(raw_accessor):start + len(raw_accessor) + 8].lstrip(" ")
@@ -808,6 +822,10 @@ class _Reader(Visitor):
             if node.attr in _REFLECTIVE_ATTRS:
                 self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
             base = self.value(node.value)
+            if "__main__" in base.paths and not (node.attr.startswith("__") and node.attr.endswith("__")):
+                # `__main__.SERVER_ARGS`: a global of whichever script was launched, which
+                # may hold the record or a context (its own `__file__`, `__spec__` are not)
+                self._report(node, ENV_UNRESOLVED, "reflection", "main_module")
             callers = (self.settings.raw_accessor, *_CONTEXT_FUNCTIONS)
             if node.attr == "__call__" and (_last_name(node.value) in callers or any(
                 p.split(".")[-1] in callers for p in base.paths

@@ -56,3 +56,28 @@ def test_an_awaited_context_getter_read_by_leaf_stays_quiet(tmp_path: Path) -> N
     user = "import asyncio\nfrom pkg.doors import actx\nasync def g():\n    return (await actx()).get_parallel().tp_size\n"
     result = _scan(tmp_path, {"doors.py": ACTX, "user.py": user})
     assert not [r for r in result.reads if r.file == "pkg/user.py" and r.leaf == "Context.state"]
+
+
+# ---- S10: the launcher's globals through `__main__`, a module the scanner cannot know
+
+
+MAIN = (
+    "from legacy.server_args import get_server_args\nSERVER_ARGS = None\n"
+    "def main():\n    global SERVER_ARGS\n    SERVER_ARGS = get_server_args()\n"
+    "if __name__ == '__main__':\n    main()\n"
+)
+
+
+@pytest.mark.parametrize("user", [
+    "import __main__\ndef f():\n    return __main__.SERVER_ARGS.tp_size\n",
+    "import sys\ndef f():\n    return sys.modules['__main__'].SERVER_ARGS.tp_size\n",
+    "import __main__ as launcher\ndef f():\n    return launcher.SERVER_ARGS\n",
+])
+def test_an_attribute_of_main_is_unresolved(tmp_path: Path, user: str) -> None:
+    assert "$?" in _leaves(tmp_path, {"launch.py": MAIN, "user.py": user})
+
+
+def test_mains_own_metadata_and_the_main_guard_stay_quiet(tmp_path: Path) -> None:
+    user = "import __main__\ndef f():\n    return __main__.__file__\nif __name__ == '__main__':\n    f()\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
