@@ -1161,9 +1161,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Return(self, node: ast.Return) -> None:
         # a method returning a context: its callers read it by the method's name (a module
         # function returning one is followed: configbags.migrate.flows); a scope returned
-        # by any function is entered by its callers, where no analysis follows it
+        # by any function is entered by its callers, where no analysis follows it; so is a
+        # nested function's (`def make(): def g(): return get_context(); return g`), handed
+        # out by its factory under no name
         if self.scope.kind == "function":
-            self._context_escape(node.value, _HELD_CONTEXT if self.scope.self_name is not None else _SCOPE_KIND)
+            parent = self.scope.parent
+            nested = parent is not None and parent.kind == "function"
+            held = self.scope.self_name is not None or nested
+            self._context_escape(node.value, _HELD_CONTEXT if held else _SCOPE_KIND)
         self.generic_visit(node)
 
     def _yielded(self, node: ast.Yield | ast.YieldFrom) -> None:

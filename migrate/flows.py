@@ -915,6 +915,8 @@ class _Uses(_Walk):
             return
         if isinstance(parent, ast.Await) and len(self.parents) > 1:
             parent = self.parents[-2]  # `(await actx()).state`: an async fetcher, awaited
+        if name in self.context and self._wrapped_getter(node, parent):
+            return
         if isinstance(parent, ast.Return) and len(self.qualname) == 1:
             kind = "context" if name in self.context else "environ" if name in self.environ else None
             if kind is not None:
@@ -924,6 +926,22 @@ class _Uses(_Walk):
             self._context(parent, node)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _wrapped_getter(self, node: ast.Call, parent: ast.AST | None) -> bool:
+        """A context getter's call made the body of another getter: a lambda bound to a
+        module-level name (`current = lambda: provide_ctx()`) is a fetcher its importers
+        call; any other lambda not called on the spot (`{"ctx": lambda: provide_ctx()}`) is
+        the getter handed on, a `Context.state` readback there."""
+        if isinstance(parent, ast.Lambda) and parent.body is node:
+            outer = self.parents[-2] if len(self.parents) > 1 else None
+            if isinstance(outer, ast.Call) and outer.func is parent:
+                return False  # `(lambda: provide_ctx())()`: judged as the call
+            if isinstance(outer, ast.Assign) and not self.qualname and not parent.args.args:
+                self.fetchers += [(t.id, "context") for t in outer.targets if isinstance(t, ast.Name)]
+                return True
+            self._row(parent, STATE_READBACK, "readback", "context_escape")
+            return True
+        return False
 
     def _loaded(self, node: ast.Name | ast.Attribute) -> None:
         """A name or attribute used as a value: re-exported, held, handed on, returned."""

@@ -81,3 +81,35 @@ def test_mains_own_metadata_and_the_main_guard_stay_quiet(tmp_path: Path) -> Non
     user = "import __main__\ndef f():\n    return __main__.__file__\nif __name__ == '__main__':\n    f()\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+# ---- S8: a lambda or a nested function around a project's context getter
+
+PROVIDE = CTX + "def provide_ctx():\n    return get_context()\n"
+
+
+def test_a_table_of_lambdas_over_a_context_getter_is_an_escape(tmp_path: Path) -> None:
+    doors = PROVIDE + "GETTERS = {'ctx': lambda: provide_ctx()}\n"
+    user = "from pkg.doors import GETTERS\ndef f():\n    return GETTERS['ctx']().state\n"
+    result = _scan(tmp_path, {"doors.py": doors, "user.py": user})
+    assert _fails(result)
+    assert "Context.state" in {r.leaf for r in result.reads if r.file == "pkg/doors.py"}
+
+
+def test_a_module_lambda_over_a_context_getter_is_a_getter(tmp_path: Path) -> None:
+    doors = PROVIDE + "current = lambda: provide_ctx()\n"
+    user = "from pkg.doors import current\ndef f():\n    return current().state.values['tp_size']\n"
+    assert "Context.state" in _leaves(tmp_path, {"doors.py": doors, "user.py": user})
+
+
+def test_a_nested_context_getter_returned_by_a_factory_is_an_escape(tmp_path: Path) -> None:
+    user = CTX + "def make():\n    def g():\n        return get_context()\n    return g\n" + (
+        "def f():\n    return make()().state.values['tp_size']\n"
+    )
+    assert "Context.state" in _leaves(tmp_path, {"user.py": user})
+
+
+def test_a_lambda_over_a_context_getter_read_by_leaf_stays_quiet(tmp_path: Path) -> None:
+    doors = PROVIDE + "def f():\n    return (lambda: provide_ctx().get_parallel().tp_size)()\n"
+    result = _scan(tmp_path, {"doors.py": doors})
+    assert not [r for r in result.reads if r.leaf == "Context.state"], result.reads
