@@ -930,8 +930,9 @@ class _Uses(_Walk):
     def _wrapped_getter(self, node: ast.Call, parent: ast.AST | None) -> bool:
         """A context getter's call made the body of another getter: a lambda bound to a
         module-level name (`current = lambda: provide_ctx()`) is a fetcher its importers
-        call; any other lambda not called on the spot (`{"ctx": lambda: provide_ctx()}`) is
-        the getter handed on, a `Context.state` readback there."""
+        call; any other lambda not called on the spot (`{"ctx": lambda: provide_ctx()}`) and
+        a nested function returning it are the getter handed on, a `Context.state`
+        readback there."""
         if isinstance(parent, ast.Lambda) and parent.body is node:
             outer = self.parents[-2] if len(self.parents) > 1 else None
             if isinstance(outer, ast.Call) and outer.func is parent:
@@ -941,6 +942,12 @@ class _Uses(_Walk):
                 return True
             self._row(parent, STATE_READBACK, "readback", "context_escape")
             return True
+        if isinstance(parent, ast.Return) and len(self.qualname) > 1:
+            # `def make(): def g(): return provide_ctx(); return g`: handed out under no name
+            scopes = [p for p in self.parents if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+            if len(scopes) > 1 and not isinstance(scopes[-2], ast.ClassDef):
+                self._row(node, STATE_READBACK, "readback", "context_escape")
+                return True
         return False
 
     def _loaded(self, node: ast.Name | ast.Attribute) -> None:

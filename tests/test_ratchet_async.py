@@ -113,3 +113,16 @@ def test_a_lambda_over_a_context_getter_read_by_leaf_stays_quiet(tmp_path: Path)
     doors = PROVIDE + "def f():\n    return (lambda: provide_ctx().get_parallel().tp_size)()\n"
     result = _scan(tmp_path, {"doors.py": doors})
     assert not [r for r in result.reads if r.leaf == "Context.state"], result.reads
+
+
+def test_a_nested_getter_over_the_projects_context_getter_is_an_escape(tmp_path: Path) -> None:
+    user = PROVIDE + "def make():\n    def g():\n        return provide_ctx()\n    return g\n" + (
+        "def f():\n    return make()().state\n"
+    )
+    assert "Context.state" in _leaves(tmp_path, {"user.py": user})
+
+
+def test_the_projects_context_getter_read_by_leaf_stays_quiet(tmp_path: Path) -> None:
+    user = PROVIDE + "def f():\n    return provide_ctx().get_parallel().tp_size\n"
+    result = _scan(tmp_path, {"user.py": user})
+    assert not [r for r in result.reads if r.leaf == "Context.state"], result.reads
