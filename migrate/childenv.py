@@ -36,7 +36,10 @@ from __future__ import annotations
 import ast
 import re
 import shlex
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from configbags.evolve.wrappers import SHELLS as WRAPPING_SHELLS
+from configbags.evolve.wrappers import WRAPPERS, unwrap
 
 # The launchers of a child process (dotted paths, as the door analysis resolves them under
 # any alias; the prefixes name families), each with where its command is:
@@ -514,6 +517,8 @@ ChildFile = tuple[str, str]  # (kind, path spec)
 MAKES = frozenset({"make", "gmake", "gnumake", "bmake"})
 # make's options that take a value in the next word (`-C DIR`, `-f FILE`, `-I DIR`)
 _MAKE_VALUED = frozenset({"-C", "-f", "-I", "-o", "-W", "-O", "--directory", "--file", "--makefile", "--include-dir"})
+# Shell builtins that run a file in the shell itself (`. FILE`, `source FILE`)
+_SOURCERS = frozenset({".", "source"})
 _SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
@@ -530,6 +535,10 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         spec = paths[0] if paths else None
         return [("program", spec)] if spec is not None else []
     name = program_name(program)
+    if name in _SOURCERS:
+        return [_file("shell", paths[1] if len(paths) > 1 else None, cwd)] if len(words) > 1 else []
+    if name in WRAPPERS and name not in WRAPPING_SHELLS and not isinstance(WRAPPERS[name], Mapping):
+        return _wrapped_files(words, paths, cwd, depth)
     if name in _RUNNERS or name == "env":
         skip = 1
         while skip < len(words) and words[skip] is not None and (
@@ -547,6 +556,23 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         spec = paths[0] if paths else None
         return [("program", _rebased(spec, cwd) if spec is not None else "")]
     return []
+
+
+# What a word the module does not show stands for when a wrapper's words are walked: no
+# option, no assignment (the walk works on text)
+_NOT_SHOWN = "\0?"
+
+
+def _wrapped_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str, depth: int) -> list[ChildFile]:
+    """The files the command a process wrapper runs runs (`timeout 10 sh SCRIPT`, `nice
+    -n 5 SCRIPT`, `flock LOCK sh SCRIPT`, `env -u FOO sh -c '...'`): the walk of the one
+    wrapper table the launch lines use too (configbags.evolve.wrappers)."""
+    unwrapped = unwrap([_NOT_SHOWN if word is None else word for word in words])
+    if unwrapped.script is not None:
+        return script_files(unwrapped.script[1], cwd, depth + 1)
+    if unwrapped.start == 0 or unwrapped.start >= len(words):
+        return []
+    return child_files(words[unwrapped.start :], paths[unwrapped.start :], cwd, depth + 1)
 
 
 def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
@@ -680,11 +706,53 @@ def literal_spec(text: str) -> str | None:
     return text if text.startswith("/") else "@cwd/" + text
 
 
+def _fed_files(script: str, cwd: str) -> list[ChildFile]:
+    """The files a script's commands feed a shell or Python child on its standard input:
+    `cat FILE | sh`, `sh < FILE`, `python - < FILE`; the child runs the file."""
+    found: list[ChildFile] = []
+    current: list[str] = []
+    fed: str | None = None  # the file the command's standard input comes from
+    printed: str | None = None  # the file the previous command of a pipe prints (`cat FILE |`)
+    pending = iter(_split(script.replace("`", " ; "), punctuation=True))
+    for token in pending:
+        if token == "<":
+            fed = next(pending, None)
+            continue
+        if _REDIRECTION.fullmatch(token) and ">" in token:
+            next(pending, None)  # an output redirection's target
+            continue
+        if token and all(ch in _OPERATORS for ch in token):
+            reader = stdin_reader(current) if current else None
+            source = fed or (printed if fed is None else None)
+            if reader is not None and source is not None:
+                found.append(_file(reader, literal_spec(source), cwd))
+            printed = current[1] if token == "|" and len(current) == 2 and current[0] == "cat" else None
+            current, fed = [], None
+            continue
+        if not current and _ASSIGNMENT.match(token):
+            continue
+        current.append(token)
+    reader = stdin_reader(current) if current else None
+    source = fed or printed
+    if reader is not None and source is not None:
+        found.append(_file(reader, literal_spec(source), cwd))
+    return found
+
+
 def script_files(script: str, cwd: str = "@cwd", depth: int = 0) -> list[ChildFile]:
     """The files the simple commands of a shell script run (`bash tools/show.sh`, `make
     -C mk`, `python tools/dump.txt`): every word literal, relative to `cwd`; a word
     built from a variable (`bash $DIR/x.sh`) is a file not shown."""
     found: list[ChildFile] = []
+    folders = [cwd]  # a `cd DIR` adds the folder the commands after it may run in
     for command in shell_commands(script):
-        found += child_files(command, [literal_spec(w) if w is not None else None for w in command], cwd, depth)
-    return found
+        if command[0] == "cd" and len(command) == 2:
+            spec = literal_spec(command[1]) if command[1] is not None else None
+            folders.append(_rebased(spec, folders[-1]) if spec else "")
+            continue
+        specs = [literal_spec(w) if w is not None else None for w in command]
+        for folder in dict.fromkeys(folders):
+            found += child_files(command, specs, folder, depth)
+    for folder in dict.fromkeys(folders):
+        found += _fed_files(script, folder)
+    return list(dict.fromkeys(found))

@@ -1687,7 +1687,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(command, (ast.List, ast.Tuple)):
             command = [None if isinstance(e, ast.Starred) else e for e in command.elts]
         if isinstance(command, list):
-            words = [self._word(e) for e in command]
+            # an f-string word keeps a path formatted in as its spec (`["sh", "-c", f"{HERE}/x.sh"]`)
+            words = [self._command_line(e) if isinstance(e, ast.JoinedStr) else self._word(e) for e in command]
             return child_files(words, [self._path_spec(e) if e is not None else None for e in command], cwd)
         if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
             shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)

@@ -1,0 +1,86 @@
+"""Round nine's open false passes of the read ratchet about child processes (an outside
+attack): a script under the root run through a wrapper the scanner did not unwrap (S7:
+`timeout`, `nice -n`, `setsid`, `flock`, `taskset -c`, `ionice`, `chrt`, `env -u`, `sh -c
+"cd HERE && ./x.sh"`), and the precision that ordinary wrappers of other programs keep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ratchet_case import ACCESSORS, read_keys, scan_pkg
+
+from configbags.migrate.check import check
+
+PAGE = "$SGLANG_PAGE_SIZE"
+SHOW = "#!/bin/sh\necho \"$SGLANG_PAGE_SIZE\"\n"
+HERE = "import os, subprocess, sys\nfrom pathlib import Path\nHERE = Path(__file__).parent\nSCRIPT = str(HERE / 'scripts' / 'show.sh')\n"
+
+
+def _run(command: str) -> str:
+    return HERE + f"def f():\n    return subprocess.run({command}, capture_output=True).stdout\n"
+
+
+def _reads(tmp_path: Path, command: str, files: dict[str, str] | None = None) -> set[str]:
+    result = scan_pkg(tmp_path, {"user.py": _run(command), "scripts/show.sh": SHOW, **(files or {})})
+    return {leaf for file, _, leaf in read_keys(result) if file == "pkg/user.py"}
+
+
+# ---- S7: a wrapper between the launcher and the script
+
+
+@pytest.mark.parametrize("command", [
+    "['timeout', '10', 'sh', SCRIPT]",
+    "['timeout', '30', SCRIPT]",
+    "['nice', '-n', '5', 'bash', SCRIPT]",
+    "['setsid', 'sh', SCRIPT]",
+    "['flock', '/tmp/x.lock', 'sh', SCRIPT]",
+    "['flock', '-w', '5', '/tmp/x.lock', SCRIPT]",
+    "['taskset', '-c', '0', 'sh', SCRIPT]",
+    "['ionice', '-c', '3', 'sh', SCRIPT]",
+    "['chrt', '-o', '0', 'sh', SCRIPT]",
+    "['env', '-u', 'FOO', 'sh', SCRIPT]",
+    "['sh', '-c', f'cd {HERE} && ./scripts/show.sh']",
+])
+def test_a_script_run_through_a_wrapper_is_read(tmp_path: Path, command: str) -> None:
+    result = scan_pkg(tmp_path, {"user.py": _run(command), "scripts/show.sh": SHOW})
+    assert {PAGE, "$?"} & {leaf for file, _, leaf in read_keys(result) if file == "pkg/user.py"}, result.reads
+    assert not check(result, [], ACCESSORS, min_files=1).ok
+
+
+@pytest.mark.parametrize("command", [
+    "['timeout', '10', 'ls', '-l']",
+    "['nice', '-n', '5', 'true']",
+    "['flock', '/tmp/x.lock', 'echo', 'hi']",
+    "['taskset', '-c', '0', 'nproc']",
+    "['ionice', '-c', '3', 'sync']",
+    "['chrt', '-o', '0', 'true']",
+    "['env', '-u', 'FOO', 'date']",
+    "['sh', '-c', f'cd {HERE} && ls']",
+])
+def test_a_wrapper_of_another_program_reads_nothing(tmp_path: Path, command: str) -> None:
+    assert not _reads(tmp_path, command)
+
+
+# ---- S6b: the script spelled in a shell's command line, or fed on standard input
+
+
+@pytest.mark.parametrize("command", [
+    "['sh', '-c', f'{HERE}/scripts/show.sh']",
+    "['sh', '-c', f'exec {HERE}/scripts/show.sh']",
+    "['sh', '-c', f'cat {HERE}/scripts/show.sh | sh']",
+    "['sh', '-c', f'sh < {HERE}/scripts/show.sh']",
+    "['bash', '-c', f'source {HERE}/scripts/env.sh && echo $PAGE']",
+    "['bash', '-c', f'. {HERE}/scripts/env.sh; echo $PAGE']",
+])
+def test_a_script_in_a_shell_line_or_on_stdin_is_read(tmp_path: Path, command: str) -> None:
+    env = {"scripts/env.sh": "PAGE=$SGLANG_PAGE_SIZE\n"}
+    assert _reads(tmp_path, command, env) & {PAGE, "$?"}
+
+
+@pytest.mark.parametrize("command", [
+    "['sh', '-c', f'cat {HERE}/scripts/notes.txt | grep page']",
+    "['sh', '-c', f'wc -l < {HERE}/scripts/notes.txt']",
+])
+def test_a_file_fed_to_another_program_reads_nothing(tmp_path: Path, command: str) -> None:
+    assert not _reads(tmp_path, command, {"scripts/notes.txt": "SGLANG_PAGE_SIZE is the page size\n"})
