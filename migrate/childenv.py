@@ -554,7 +554,7 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         return _make_files(rest, given, cwd)
     if "/" in program or "\\" in program:
         spec = paths[0] if paths else None
-        return [("program", _rebased(spec, cwd) if spec is not None else "")]
+        return [("program", rebased(spec, cwd) if spec is not None else "")]
     return []
 
 
@@ -612,7 +612,7 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
     return "python" if python else "shell"
 
 
-def _rebased(spec: str, cwd: str) -> str:
+def rebased(spec: str, cwd: str) -> str:
     """`spec` with the child's folder put for `@cwd` ("" where that folder is not shown)."""
     if not spec.startswith("@cwd"):
         return spec
@@ -620,7 +620,7 @@ def _rebased(spec: str, cwd: str) -> str:
 
 
 def _file(kind: str, spec: str | None, cwd: str) -> ChildFile:
-    return (kind, _rebased(spec, cwd) if spec else "")
+    return (kind, rebased(spec, cwd) if spec else "")
 
 
 def _shell_files(rest: list[Word], given: list[str | None], cwd: str, depth: int) -> list[ChildFile]:
@@ -682,14 +682,14 @@ def _make_files(rest: list[Word], given: list[str | None], cwd: str) -> list[Chi
             value = given[index] if index < len(rest) else None
         index += 1
         if option in ("-C", "--directory"):
-            folder = _rebased(value, folder) if value else ""  # (a relative DIR is in the one before)
+            folder = rebased(value, folder) if value else ""  # (a relative DIR is in the one before)
         elif option in ("-f", "--file", "--makefile"):
             files.append(value)
     if not folder:
         return [("make", "")]
     if not files:
         return [("make_dir", folder)]
-    return [("make", _rebased(spec, folder) if spec else "") for spec in files]
+    return [("make", rebased(spec, folder) if spec else "") for spec in files]
 
 
 # Marks a path spec inside a command line (a path formatted into an f-string)
@@ -748,7 +748,7 @@ def script_files(script: str, cwd: str = "@cwd", depth: int = 0) -> list[ChildFi
     for command in shell_commands(script):
         if command[0] == "cd" and len(command) == 2:
             spec = literal_spec(command[1]) if command[1] is not None else None
-            folders.append(_rebased(spec, folders[-1]) if spec else "")
+            folders.append(rebased(spec, folders[-1]) if spec else "")
             continue
         specs = [literal_spec(w) if w is not None else None for w in command]
         for folder in dict.fromkeys(folders):

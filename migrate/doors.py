@@ -89,6 +89,7 @@ from configbags.migrate.childenv import (
     literal_spec,
     named_variables,
     prints_environment,
+    rebased,
     script_files,
     shell_prints_environment,
     stdin_reader,
@@ -1675,6 +1676,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         found: set[ChildFile] = set()
         for command in commands:
             found.update(self._command_files(command, cwd))
+        found.update(self._fed_file(node, commands, cwd))
         end_line = node.end_lineno or node.lineno
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         for kind, spec in sorted(found):
@@ -1682,6 +1684,42 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self.children.append((self.scope.qualname, node.lineno, node.col_offset, end_line, end_col, kind, spec))
             else:
                 self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+
+    def _fed_file(self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], cwd: str) -> list[ChildFile]:
+        """A file opened as the standard input of a child that reads its program there
+        (`run(["sh"], stdin=open(SCRIPT))`, `with open(F) as fh: run([sys.executable, "-"],
+        stdin=fh)`, `input=Path(F).read_text()`): the child runs the file."""
+        fed: list[str | None] = []
+        for keyword in node.keywords:
+            if keyword.arg in ("stdin", "input"):
+                values = [keyword.value]
+                if isinstance(keyword.value, ast.Name):
+                    values += self._started(keyword.value)
+                fed += [self._opened(value, keyword.arg == "input") for value in values]
+        if not any(spec is not None for spec in fed):
+            return []
+        readers = {stdin_reader([self._word(e) for e in words]) for words in map(self._argv, commands)}
+        return [
+            (reader, rebased(spec, cwd)) for reader in readers if reader is not None for spec in fed if spec is not None
+        ]
+
+    def _opened(self, expr: ast.expr, read: bool) -> str | None:
+        """The path spec of the file `expr` opens (`open(F)`, `Path(F).open()`), or, where
+        `read`, whose text it reads (`open(F).read()`, `Path(F).read_text()`)."""
+        if not isinstance(expr, ast.Call):
+            return None
+        func = expr.func
+        if read:
+            if isinstance(func, ast.Attribute) and func.attr in ("read_text", "read_bytes") and not expr.args:
+                return self._path_spec(func.value)
+            if isinstance(func, ast.Attribute) and func.attr == "read" and not expr.args:
+                return self._opened(func.value, read=False)
+            return None
+        if isinstance(func, ast.Name) and func.id == "open" and expr.args:
+            return self._path_spec(expr.args[0])
+        if isinstance(func, ast.Attribute) and func.attr == "open" and not expr.args:
+            return self._path_spec(func.value)
+        return None
 
     def _command_files(self, command: ast.expr | list[ast.expr | None], cwd: str, depth: int = 0) -> list[ChildFile]:
         if isinstance(command, (ast.List, ast.Tuple)):

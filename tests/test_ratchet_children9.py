@@ -84,3 +84,21 @@ def test_a_script_in_a_shell_line_or_on_stdin_is_read(tmp_path: Path, command: s
 ])
 def test_a_file_fed_to_another_program_reads_nothing(tmp_path: Path, command: str) -> None:
     assert not _reads(tmp_path, command, {"scripts/notes.txt": "SGLANG_PAGE_SIZE is the page size\n"})
+
+
+@pytest.mark.parametrize(("command", "setup"), [
+    ("['sh'], stdin=open(SCRIPT)", ""),
+    ("['sh'], stdin=fh", "    fh = open(HERE / 'scripts' / 'show.sh')\n"),
+    ("[sys.executable, '-'], stdin=fh", "    fh = open(HERE / 'tools' / 'page.txt')\n"),
+    ("[sys.executable, '-'], input=(HERE / 'tools' / 'page.txt').read_text()", ""),
+])
+def test_a_file_opened_as_a_readers_stdin_is_run(tmp_path: Path, command: str, setup: str) -> None:
+    user = HERE + f"def f():\n{setup}    return subprocess.run({command}, capture_output=True).stdout\n"
+    page = "import os\nprint(os.environ['SGLANG_PAGE_SIZE'])\n"
+    result = scan_pkg(tmp_path, {"user.py": user, "scripts/show.sh": SHOW, "tools/page.txt": page})
+    assert {PAGE, "$?"} & {leaf for _, _, leaf in read_keys(result)}, result.reads
+    assert not check(result, [], ACCESSORS, min_files=1).ok
+
+
+def test_a_file_opened_as_another_programs_stdin_reads_nothing(tmp_path: Path) -> None:
+    assert not _reads(tmp_path, "['wc', '-l'], stdin=open(SCRIPT)")
