@@ -306,6 +306,7 @@ _WHOLE_ENV_WORDS = {
     "perl": ("%ENV", "keys(%ENV", "each(%ENV", "$ENV{$", "$ENV{ $"),  # (or a key held in a variable)
     "node": ("process.env",), "nodejs": ("process.env",), "deno": ("Deno.env",),
     "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
+    "jq": ("$ENV", "env |", "env|", "env.", "env[", "env)"),
 }
 # The process's environment read as a file (`/proc/self/environ`, `/proc/$$/environ`)
 _PROC_ENVIRON = re.compile(r"/proc/\S*environ")
@@ -370,6 +371,8 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return False
     if _PYTHON.fullmatch(name):
         return _python_prints(rest, python_reads_whole)
+    if name == "jq" and "env" in rest:
+        return True  # `jq -n env`: the environment as an object
     if name in _WHOLE_ENV_WORDS:
         return any(word is not None and any(mark in word for mark in _WHOLE_ENV_WORDS[name]) for word in rest)
     if name in _LISTERS:
@@ -517,6 +520,8 @@ ChildFile = tuple[str, str]  # (kind, path spec)
 MAKES = frozenset({"make", "gmake", "gnumake", "bmake"})
 # make's options that take a value in the next word (`-C DIR`, `-f FILE`, `-I DIR`)
 _MAKE_VALUED = frozenset({"-C", "-f", "-I", "-o", "-W", "-O", "--directory", "--file", "--makefile", "--include-dir"})
+# Programs that expand the variables their standard input names (a template on stdin)
+_STDIN_TEMPLATES = frozenset({"envsubst"})
 # Shell builtins that run a file in the shell itself (`. FILE`, `source FILE`)
 _SOURCERS = frozenset({".", "source"})
 _SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
@@ -555,7 +560,54 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
     if "/" in program or "\\" in program:
         spec = paths[0] if paths else None
         return [("program", rebased(spec, cwd) if spec is not None else "")]
-    return []
+    return _interpreted_files(name, rest, given, cwd)
+
+
+# Interpreters of other languages, by their program's name: the options whose value is the
+# file they run (awk's `-f FILE`, `cmake -P FILE`), else () for the first operand (`perl
+# FILE`); the file is judged by its words (and the marks of whole_environment_marks).
+_INTERPRETERS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), ("-f", "--file")),
+    "jq": ("-f", "--from-file"), "cmake": ("-P",),
+    **dict.fromkeys(("perl", "node", "nodejs", "ruby", "tclsh", "wish", "expect", "lua", "php", "rscript"), ()),
+}
+_INLINE_OPTIONS = frozenset({"-e", "-E", "-p", "--eval", "--print", "-c"})  # an inline program, no file
+# Programs that read or move the files they are given as data, never run them
+DATA_PROGRAMS = frozenset({
+    "cat", "tac", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "wc", "sort", "uniq", "cut",
+    "tr", "tee", "diff", "cmp", "comm", "file", "stat", "du", "ls", "cp", "mv", "rm", "ln", "install", "touch",
+    "mkdir", "rmdir", "chmod", "chown", "chgrp", "tar", "gzip", "gunzip", "zcat", "xz", "zstd", "zip", "unzip",
+    "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "base64", "xxd", "od", "hexdump", "strings",
+    "readlink", "realpath", "dirname", "basename", "test", "[", "echo", "printf", "rsync", "scp", "git",
+    "sed", "patch", "dd", "truncate", "shred", "split", "csplit", "paste", "join", "nl", "fold", "fmt", "iconv",
+})
+
+
+def _interpreted_files(name: str, rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
+    """The file an interpreter of another language runs (`awk -f FILE`, `perl FILE`, `jq
+    -n -f FILE`, `cmake -P FILE`, `node FILE`): ("other:NAME", spec), judged by its text;
+    and, for a program the scanner cannot judge, each file it is given that the module
+    places by `__file__` ("opaque", spec: `$?` where it is a file under the root). A
+    program that reads its files as data (DATA_PROGRAMS) runs none."""
+    if name in _INTERPRETERS:
+        options = _INTERPRETERS[name]
+        for index, word in enumerate(rest):
+            if word is None:
+                if not options:
+                    return [_file("other:" + name, given[index], cwd)]
+                continue
+            if word in _INLINE_OPTIONS and not options:
+                return []
+            if word in options or any(word.startswith(option + "=") for option in options if option.startswith("--")):
+                value = word.partition("=")[2] if "=" in word else None
+                spec = literal_spec(value) if value else (given[index + 1] if index + 1 < len(given) else None)
+                return [_file("other:" + name, spec, cwd)]
+            if not options and not word.startswith("-"):
+                return [_file("other:" + name, given[index], cwd)]
+        return []
+    if name in DATA_PROGRAMS or name in _SHELLS or _PYTHON.fullmatch(name):
+        return []
+    return [("opaque", spec) for spec in given if spec is not None and spec.startswith(("@file", "@here"))]
 
 
 # What a word the module does not show stands for when a wrapper's words are walked: no
@@ -589,6 +641,8 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
                 return None
             rest.pop(0)
         return stdin_reader(rest, depth + 1)
+    if name in _STDIN_TEMPLATES:
+        return "other:" + name  # `envsubst`: every `$NAME` of its input is read
     shell, python = name in _SHELLS, _PYTHON.fullmatch(name) is not None
     if not shell and not python:
         return None

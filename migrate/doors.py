@@ -481,6 +481,10 @@ _PATH_SAME = frozenset({
 _PATH_METHODS_SAME = frozenset({"resolve", "absolute", "expanduser", "as_posix"})
 
 
+# Variables naming a file a shell child runs before its command (bash's BASH_ENV, sh's ENV)
+_STARTUP_FILES = frozenset({"BASH_ENV", "ENV"})
+
+
 def _joined(base: str, part: str) -> str:
     """A path spec joined with a literal part (an absolute part replaces it)."""
     return part if part.startswith("/") else f"{base}/{part}"
@@ -1677,6 +1681,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for command in commands:
             found.update(self._command_files(command, cwd))
         found.update(self._fed_file(node, commands, cwd))
+        environment = next((k.value for k in node.keywords if k.arg == "env"), None)
+        if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
+            for key, value in zip(environment.keys, environment.values):
+                name = self._word(key) if key is not None else None
+                spec = self._path_spec(value) if name in _STARTUP_FILES else None
+                if spec is not None:
+                    found.add(("shell", rebased(spec, cwd)))
         end_line = node.end_lineno or node.lineno
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         for kind, spec in sorted(found):

@@ -102,3 +102,35 @@ def test_a_file_opened_as_a_readers_stdin_is_run(tmp_path: Path, command: str, s
 
 def test_a_file_opened_as_another_programs_stdin_reads_nothing(tmp_path: Path) -> None:
     assert not _reads(tmp_path, "['wc', '-l'], stdin=open(SCRIPT)")
+
+
+# ---- S6: a file under the root run by an interpreter of another language, or a program not judged
+
+
+@pytest.mark.parametrize(("command", "file", "text"), [
+    ("['awk', '-f', HERE / 'scripts' / 'page.awk']", "scripts/page.awk", 'BEGIN { print ENVIRON["SGLANG_PAGE_SIZE"] }\n'),
+    ("['perl', HERE / 'scripts' / 'page.pl']", "scripts/page.pl", 'print $ENV{"SGLANG_PAGE_SIZE"};\n'),
+    ("['jq', '-n', '-f', HERE / 'scripts' / 'page.jq']", "scripts/page.jq", "env.SGLANG_PAGE_SIZE\n"),
+    ("['cmake', '-P', HERE / 'cmake' / 'page.cmake']", "cmake/page.cmake", "message($ENV{SGLANG_PAGE_SIZE})\n"),
+    ("['tclsh', HERE / 'scripts' / 'page.tcl']", "scripts/page.tcl", "puts $env(SGLANG_PAGE_SIZE)\n"),
+    ("['node', HERE / 'scripts' / 'page.js']", "scripts/page.js", "console.log(process.env.SGLANG_PAGE_SIZE)\n"),
+    ("['envsubst'], stdin=open(HERE / 'conf' / 'engine.tmpl')", "conf/engine.tmpl", "page_size: ${SGLANG_PAGE_SIZE}\n"),
+    ("['envsubst'], input=(HERE / 'conf' / 'engine.tmpl').read_text()", "conf/engine.tmpl", "page_size: ${SGLANG_PAGE_SIZE}\n"),
+    ("['sh', '-c', f'envsubst < {HERE}/conf/engine.tmpl']", "conf/engine.tmpl", "page_size: ${SGLANG_PAGE_SIZE}\n"),
+    ("['bash', '-c', 'echo $PAGE'], env={**os.environ, 'BASH_ENV': str(HERE / 'scripts' / 'env.sh')}",
+     "scripts/env.sh", "PAGE=$SGLANG_PAGE_SIZE\n"),
+    ("['sometool', '--config', HERE / 'conf' / 'tool.cfg']", "conf/tool.cfg", "mode = fast\n"),
+    ("['jq', '-n', 'env | with_entries(select(.key | startswith(\"SGLANG\")))']", "conf/x", ""),
+])
+def test_a_file_run_by_another_interpreter_is_read(tmp_path: Path, command: str, file: str, text: str) -> None:
+    assert _reads(tmp_path, command, {file: text}) & {PAGE, "$?"}
+
+
+@pytest.mark.parametrize(("command", "file", "text"), [
+    ("['awk', '-f', HERE / 'scripts' / 'sum.awk', 'data.txt']", "scripts/sum.awk", "{ s += $1 } END { print s }\n"),
+    ("['cat', HERE / 'conf' / 'tool.cfg']", "conf/tool.cfg", "mode = fast\n"),
+    ("['sometool', '--out', HERE / 'out' / 'result.json']", "conf/x", ""),
+    ("['perl', '-e', 'print 1']", "conf/x", ""),
+])
+def test_a_file_that_reads_no_variable_stays_silent(tmp_path: Path, command: str, file: str, text: str) -> None:
+    assert not _reads(tmp_path, command, {file: text})
