@@ -308,6 +308,8 @@ _WHOLE_ENV_WORDS = {
     "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
     "jq": ("$ENV", "env |", "env|", "env.", "env[", "env)"),
 }
+# ... or is, as the whole inline program (`jq -n env`: the environment as an object)
+_WHOLE_ENV_PROGRAMS = {"jq": ("env",)}
 # The process's environment read as a file (`/proc/self/environ`, `/proc/$$/environ`)
 _PROC_ENVIRON = re.compile(r"/proc/\S*environ")
 # ps's options that take a value in the next word (`-o args=`, `-p PID`, BSD's `o FORMAT`)
@@ -371,10 +373,9 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return False
     if _PYTHON.fullmatch(name):
         return _python_prints(rest, python_reads_whole)
-    if name == "jq" and "env" in rest:
-        return True  # `jq -n env`: the environment as an object
     if name in _WHOLE_ENV_WORDS:
-        return any(word is not None and any(mark in word for mark in _WHOLE_ENV_WORDS[name]) for word in rest)
+        marks, programs = _WHOLE_ENV_WORDS[name], _WHOLE_ENV_PROGRAMS.get(name, ())
+        return any(word is not None and (word in programs or any(m in word for m in marks)) for word in rest)
     if name in _LISTERS:
         return any(word is not None and word.startswith("-") and ("e" in word or "v" in word) for word in rest)
     options = [word for word in rest if word is not None and word.startswith("-")]
@@ -641,11 +642,9 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
                 return None
             rest.pop(0)
         return stdin_reader(rest, depth + 1)
-    if name in _STDIN_TEMPLATES:
-        return "other:" + name  # `envsubst`: every `$NAME` of its input is read
     shell, python = name in _SHELLS, _PYTHON.fullmatch(name) is not None
-    if not shell and not python:
-        return None
+    if not shell and not python:  # `envsubst`: every `$NAME` of its input is read
+        return "other:" + name if name in _STDIN_TEMPLATES else None
     valued = _SHELL_VALUED if shell else _PYTHON_VALUED
     while rest:
         word = rest.pop(0)

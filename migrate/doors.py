@@ -1683,7 +1683,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         found.update(self._fed_file(node, commands, cwd))
         environment = next((k.value for k in node.keywords if k.arg == "env"), None)
         if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
-            for key, value in zip(environment.keys, environment.values):
+            for key, value in zip(environment.keys, environment.values, strict=True):
                 name = self._word(key) if key is not None else None
                 spec = self._path_spec(value) if name in _STARTUP_FILES else None
                 if spec is not None:
