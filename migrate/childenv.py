@@ -66,11 +66,12 @@ LAUNCHERS: tuple[tuple[str, str], ...] = (
     ("os.popen", "command"), ("pty.spawn", "command"),
     ("distutils.spawn.spawn", "command"), ("setuptools._distutils.spawn.spawn", "command"),
     ("multiprocessing.util.spawnv_passfds", "argv"), ("_posixsubprocess.fork_exec", "command"),
+    ("anyio.run_process", "command"), ("anyio.open_process", "command"),  # (the async stack FastAPI runs on)
     *((f"{ffi}.{C_LIBRARY}.{name}", shape) for ffi in C_FFI for name, shape in _C_LAUNCHERS),
 )
 CHILD_PROCESS_PREFIXES = tuple(prefix for prefix, _ in LAUNCHERS)
 # The words a module must show for one to be called (a gate, substring tests).
-CHILD_PROCESS_WORDS = ("subprocess", "system", "popen", "exec", "spawn")
+CHILD_PROCESS_WORDS = ("subprocess", "system", "popen", "exec", "spawn", "_process")
 # Names whose statements the door analysis walks, besides the launchers' own: a loaded C
 # library (`libc = ctypes.CDLL(None)`), and what writes a child's standard input
 CHILD_PROCESS_NAMES = frozenset({

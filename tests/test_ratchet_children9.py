@@ -134,3 +134,44 @@ def test_a_file_run_by_another_interpreter_is_read(tmp_path: Path, command: str,
 ])
 def test_a_file_that_reads_no_variable_stays_silent(tmp_path: Path, command: str, file: str, text: str) -> None:
     assert not _reads(tmp_path, command, {file: text})
+
+
+# ---- S3: anyio's launchers
+
+
+@pytest.mark.parametrize("body", [
+    "import anyio\nasync def f():\n    return await anyio.run_process('echo $SGLANG_PAGE_SIZE')\n",
+    "from anyio import open_process\nasync def f():\n    return await open_process(['sh', '-c', 'echo $SGLANG_PAGE_SIZE'])\n",
+])
+def test_anyios_launchers_are_read(tmp_path: Path, body: str) -> None:
+    result = scan_pkg(tmp_path, {"user.py": body})
+    assert PAGE in {leaf for _, _, leaf in read_keys(result)}, result.reads
+
+
+def test_anyios_launcher_of_another_command_reads_nothing(tmp_path: Path) -> None:
+    result = scan_pkg(tmp_path, {"user.py": "import anyio\nasync def f():\n    return await anyio.run_process(['ls', '-l'])\n"})
+    assert not read_keys(result)
+
+
+# ---- S2: libraries that expand `${NAME}` from the environment
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("import io, dotenv\ndef f():\n    return dotenv.dotenv_values(stream=io.StringIO('PAGE=${SGLANG_PAGE_SIZE}'))\n", PAGE),
+    ("from pathlib import Path\nfrom dotenv import dotenv_values\nHERE = Path(__file__).parent\n"
+     "def f():\n    return dotenv_values(HERE / 'conf' / 'engine.env')\n", "$?"),
+    ("from distutils.util import subst_vars\ndef f():\n    return subst_vars('$SGLANG_PAGE_SIZE', {})\n", PAGE),
+    ("import sysconfig\ndef f():\n    return sysconfig._subst_vars('{SGLANG_PAGE_SIZE}', {})\n", PAGE),
+])
+def test_a_library_expanding_a_template_from_the_environment_is_read(tmp_path: Path, body: str, expected: str) -> None:
+    result = scan_pkg(tmp_path, {"user.py": body})
+    assert expected in {leaf for _, _, leaf in read_keys(result)}, result.reads
+
+
+@pytest.mark.parametrize("body", [
+    "from dotenv import load_dotenv\nload_dotenv()\n",
+    "import dotenv\ndef f():\n    return dotenv.dotenv_values('x.env', interpolate=False)\n",
+    "import sysconfig\ndef f():\n    return sysconfig._subst_vars('{base}/lib', {'base': '/usr'})\n",
+])
+def test_a_template_naming_no_variable_stays_silent(tmp_path: Path, body: str) -> None:
+    assert not read_keys(scan_pkg(tmp_path, {"user.py": body}))
