@@ -707,11 +707,21 @@ def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[C
             index += 2
             continue
         if word == "-m" or (word.startswith("-") and not word.startswith("--") and word.endswith(("c", "m"))):
-            return []
+            code = rest[index + 1] if word.endswith("c") and index + 1 < len(rest) else None
+            return _executed_files(code, cwd) if code is not None else []
         if not word.startswith("-") or word == "-":
             return [] if word == "-" else [_file("python", given[index], cwd)]
         index += 1
     return []
+
+
+# A file whose text `-c` code runs (`exec(open(FILE).read())`, `runpy.run_path(FILE)`)
+_EXECUTED = re.compile(r"""(?:exec\(\s*open|run_path)\(\s*['"]([^'"]+)['"]""")
+
+
+def _executed_files(code: str, cwd: str) -> list[ChildFile]:
+    """The files a Python child's `-c` code runs as Python (`python -c "exec(open('{HERE}/x').read())"`)."""
+    return [_file("python", literal_spec(path), cwd) for path in _EXECUTED.findall(code)]
 
 
 def _make_files(rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:

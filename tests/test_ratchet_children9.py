@@ -175,3 +175,13 @@ def test_a_library_expanding_a_template_from_the_environment_is_read(tmp_path: P
 ])
 def test_a_template_naming_no_variable_stays_silent(tmp_path: Path, body: str) -> None:
     assert not read_keys(scan_pkg(tmp_path, {"user.py": body}))
+
+
+@pytest.mark.parametrize("code", [
+    "f\"exec(open('{HERE}/tools/page.txt').read())\"",
+    "f\"import runpy; runpy.run_path('{HERE}/tools/page.txt')\"",
+])
+def test_a_file_a_python_c_child_executes_is_scanned(tmp_path: Path, code: str) -> None:
+    page = "import os\nprint(os.environ['SGLANG_PAGE_SIZE'])\n"
+    result = scan_pkg(tmp_path, {"user.py": _run(f"[sys.executable, '-c', {code}]"), "tools/page.txt": page})
+    assert ("pkg/tools/page.txt", "<module>", PAGE) in read_keys(result), result.reads
