@@ -67,7 +67,7 @@ _CONTAINERS: _Table = {
 WRAPPERS: _Table = {
     **dict.fromkeys(SHELLS, _SHELL),
     "env": _w("-u --unset -C --chdir", assignments=True),
-    "nohup": _w(), "setsid": _w(), "time": _w(), "command": _w(), "busybox": _w(),
+    "nohup": _w(), "setsid": _w(), "time": _w(), "command": _w(), "builtin": _w(), "busybox": _w(),
     "exec": _w("-a"),
     "nice": _w("-n --adjustment"),
     "timeout": _w("-s --signal -k --kill-after", operands=1),

@@ -39,7 +39,7 @@ import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from configbags.evolve.wrappers import SHELLS as WRAPPING_SHELLS
-from configbags.evolve.wrappers import WRAPPERS, unwrap
+from configbags.evolve.wrappers import WRAPPERS, Wrapper, unwrap
 
 # The launchers of a child process (dotted paths, as the door analysis resolves them under
 # any alias; the prefixes name families), each with where its command is:
@@ -288,8 +288,8 @@ _PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
 # Commands (and shell builtins) that print every variable when given no name
 _DUMPERS = frozenset({"env", "printenv", "export", "declare", "typeset", "set"})
-# Commands that run the command after their options (`exec env`, `nohup printenv`)
-_RUNNERS = frozenset({"exec", "command", "builtin", "nohup", "time", "nice", "stdbuf"})
+# (Commands that run the command after their options, `exec env`, `nohup printenv`, `timeout
+# 5 sh`, are the process wrappers of configbags.evolve.wrappers: _wrapped.)
 # env's options that take a value, and those that empty the child's environment
 _ENV_VALUED = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
 _ENV_EMPTIED = frozenset({"-i", "-", "--ignore-environment"})
@@ -358,10 +358,11 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
     rest = list(words[1:])
     if _builds_a_name(name, rest) or (name == "ps" and _ps_prints(rest)):
         return True
-    if name in _RUNNERS:
-        while rest and rest[0] is not None and rest[0].startswith("-"):
-            rest.pop(0)
-        return prints_environment(rest, python_reads_whole, depth + 1)
+    inner = _wrapped(words)
+    if inner is not None:  # `timeout 5 env`, `nice -n 5 sh -c 'env'`
+        if isinstance(inner, str):
+            return shell_prints_environment(inner, python_reads_whole, depth + 1)
+        return prints_environment(inner, python_reads_whole, depth + 1)
     if name == "env":
         return _env_prints(rest, python_reads_whole, depth)
     if name in _SHELLS:
@@ -546,13 +547,6 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         return [_file("shell", paths[1] if len(paths) > 1 else None, cwd)] if len(words) > 1 else []
     if name in WRAPPERS and name not in WRAPPING_SHELLS and not isinstance(WRAPPERS[name], Mapping):
         return _wrapped_files(words, paths, cwd, depth)
-    if name in _RUNNERS or name == "env":
-        skip = 1
-        while skip < len(words) and words[skip] is not None and (
-            str(words[skip]).startswith("-") or (name == "env" and _ASSIGNMENT.match(str(words[skip])))
-        ):
-            skip += 1
-        return child_files(words[skip:], paths[skip:], cwd, depth + 1) if skip < len(words) else []
     if name in _SHELLS:
         return _shell_files(rest, given, cwd, depth)
     if _PYTHON.fullmatch(name):
@@ -617,6 +611,28 @@ def _interpreted_files(name: str, rest: list[Word], given: list[str | None], cwd
 _NOT_SHOWN = "\0?"
 
 
+def _env_command(rest: list[Word]) -> list[Word] | None:
+    """The command `env` runs after its options and assignments; None where `-i` empties
+    the child's environment first."""
+    while rest and rest[0] is not None and (rest[0].startswith("-") or _ASSIGNMENT.match(rest[0])):
+        if rest[0] in _ENV_EMPTIED:
+            return None
+        rest = rest[1:]
+    return rest
+
+
+def _wrapped(words: Sequence[Word]) -> list[Word] | str | None:
+    """What a process wrapper other than `env` (whose `-i` empties the environment) runs:
+    the words of its command, or its shell's script; None for no such wrapper."""
+    name = program_name(words[0] or "")
+    if name == "env" or name in WRAPPING_SHELLS or not isinstance(WRAPPERS.get(name), Wrapper):
+        return None
+    unwrapped = unwrap([_NOT_SHOWN if word is None else word for word in words])
+    if unwrapped.script is not None:
+        return unwrapped.script[1]
+    return list(words[unwrapped.start :]) if 0 < unwrapped.start < len(words) else []
+
+
 def _wrapped_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str, depth: int) -> list[ChildFile]:
     """The files the command a process wrapper runs runs (`timeout 10 sh SCRIPT`, `nice
     -n 5 SCRIPT`, `flock LOCK sh SCRIPT`, `env -u FOO sh -c '...'`): the walk of the one
@@ -637,12 +653,12 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
         return None
     name = program_name(words[0])
     rest = list(words[1:])
-    if name in _RUNNERS or name == "env":
-        while rest and rest[0] is not None and (rest[0].startswith("-") or (name == "env" and _ASSIGNMENT.match(rest[0]))):
-            if rest[0] in _ENV_EMPTIED and name == "env":
-                return None
-            rest.pop(0)
-        return stdin_reader(rest, depth + 1)
+    inner = _wrapped(words)
+    if isinstance(inner, list):  # `timeout 60 sh`, `flock LOCK python -`
+        return stdin_reader(inner, depth + 1)
+    if name == "env":
+        command = _env_command(rest)
+        return stdin_reader(command, depth + 1) if command is not None else None
     shell, python = name in _SHELLS, _PYTHON.fullmatch(name) is not None
     if not shell and not python:  # `envsubst`: every `$NAME` of its input is read
         return "other:" + name if name in _STDIN_TEMPLATES else None

@@ -185,3 +185,12 @@ def test_a_file_a_python_c_child_executes_is_scanned(tmp_path: Path, code: str) 
     page = "import os\nprint(os.environ['SGLANG_PAGE_SIZE'])\n"
     result = scan_pkg(tmp_path, {"user.py": _run(f"[sys.executable, '-c', {code}]"), "tools/page.txt": page})
     assert ("pkg/tools/page.txt", "<module>", PAGE) in read_keys(result), result.reads
+
+
+@pytest.mark.parametrize("command", [
+    "['timeout', '5', 'env']",
+    "['nice', '-n', '5', 'sh', '-c', 'env | sort']",
+    "['timeout', '60', 'sh'], input='printenv SGLANG_PAGE_SIZE'",
+])
+def test_a_wrapped_dump_or_stdin_program_is_read(tmp_path: Path, command: str) -> None:
+    assert _reads(tmp_path, command) & {PAGE, "$?"}
