@@ -123,7 +123,9 @@ class _Judge:
             kind = "make"
         data = self._read(target)
         if kind == "opaque":  # a program the scanner cannot judge, given a file under the root
-            return [(ENV_UNRESOLVED, "child_file")] if data is not None else []
+            # (a module of the tree, `["torchrun", HERE / "train.py"]`, is scanned as itself)
+            listed = display_path(Path(target), Path(self.project)) in self.listed
+            return [(ENV_UNRESOLVED, "child_file")] if data is not None and not listed else []
         if data is None:
             # a file the module places (by `__file__`, an absolute path) that is not there
             # or not readable is not seen; one named in the folder the child starts in (a

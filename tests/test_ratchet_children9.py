@@ -131,6 +131,7 @@ def test_a_file_run_by_another_interpreter_is_read(tmp_path: Path, command: str,
     ("['cat', HERE / 'conf' / 'tool.cfg']", "conf/tool.cfg", "mode = fast\n"),
     ("['sometool', '--out', HERE / 'out' / 'result.json']", "conf/x", ""),
     ("['perl', '-e', 'print 1']", "conf/x", ""),
+    ("['torchrun', '--nproc-per-node', '2', HERE / 'train.py']", "train.py", "print('train')\n"),
 ])
 def test_a_file_that_reads_no_variable_stays_silent(tmp_path: Path, command: str, file: str, text: str) -> None:
     assert not _reads(tmp_path, command, {file: text})
