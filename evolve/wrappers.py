@@ -67,12 +67,15 @@ _CONTAINERS: _Table = {
 WRAPPERS: _Table = {
     **dict.fromkeys(SHELLS, _SHELL),
     "env": _w("-u --unset -C --chdir", assignments=True),
-    "nohup": _w(), "setsid": _w(), "time": _w(), "command": _w(), "busybox": _w(),
+    "nohup": _w(), "setsid": _w(), "time": _w(), "command": _w(), "builtin": _w(), "busybox": _w(),
     "exec": _w("-a"),
     "nice": _w("-n --adjustment"),
     "timeout": _w("-s --signal -k --kill-after", operands=1),
     "stdbuf": _w("-i -o -e --input --output --error"),
     "taskset": _w(operands=1),
+    "flock": _w("-w --timeout -E --conflict-exit-code", operands=1),  # its lock file, then the command
+    "ionice": _w("-c --class -n --classdata"),
+    "chrt": _w("-T --sched-runtime -P --sched-period -D --sched-deadline", operands=1),  # the priority
     "numactl": _w("-C -N -m -p -i --physcpubind --cpunodebind --membind --preferred --interleave"),
     "tini": _w("-p -e"), "dumb-init": _w("-r --rewrite"),
     "gosu": _w(operands=1), "su-exec": _w(operands=1), "chroot": _w("--userspec --groups", operands=1),

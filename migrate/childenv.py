@@ -36,7 +36,10 @@ from __future__ import annotations
 import ast
 import re
 import shlex
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+from configbags.evolve.wrappers import SHELLS as WRAPPING_SHELLS
+from configbags.evolve.wrappers import WRAPPERS, Wrapper, unwrap
 
 # The launchers of a child process (dotted paths, as the door analysis resolves them under
 # any alias; the prefixes name families), each with where its command is:
@@ -63,11 +66,12 @@ LAUNCHERS: tuple[tuple[str, str], ...] = (
     ("os.popen", "command"), ("pty.spawn", "command"),
     ("distutils.spawn.spawn", "command"), ("setuptools._distutils.spawn.spawn", "command"),
     ("multiprocessing.util.spawnv_passfds", "argv"), ("_posixsubprocess.fork_exec", "command"),
+    ("anyio.run_process", "command"), ("anyio.open_process", "command"),  # (the async stack FastAPI runs on)
     *((f"{ffi}.{C_LIBRARY}.{name}", shape) for ffi in C_FFI for name, shape in _C_LAUNCHERS),
 )
 CHILD_PROCESS_PREFIXES = tuple(prefix for prefix, _ in LAUNCHERS)
 # The words a module must show for one to be called (a gate, substring tests).
-CHILD_PROCESS_WORDS = ("subprocess", "system", "popen", "exec", "spawn")
+CHILD_PROCESS_WORDS = ("subprocess", "system", "popen", "exec", "spawn", "_process")
 # Names whose statements the door analysis walks, besides the launchers' own: a loaded C
 # library (`libc = ctypes.CDLL(None)`), and what writes a child's standard input
 CHILD_PROCESS_NAMES = frozenset({
@@ -284,8 +288,8 @@ _PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
 # Commands (and shell builtins) that print every variable when given no name
 _DUMPERS = frozenset({"env", "printenv", "export", "declare", "typeset", "set"})
-# Commands that run the command after their options (`exec env`, `nohup printenv`)
-_RUNNERS = frozenset({"exec", "command", "builtin", "nohup", "time", "nice", "stdbuf"})
+# (Commands that run the command after their options, `exec env`, `nohup printenv`, `timeout
+# 5 sh`, are the process wrappers of configbags.evolve.wrappers: _wrapped.)
 # env's options that take a value, and those that empty the child's environment
 _ENV_VALUED = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
 _ENV_EMPTIED = frozenset({"-i", "-", "--ignore-environment"})
@@ -303,7 +307,10 @@ _WHOLE_ENV_WORDS = {
     "perl": ("%ENV", "keys(%ENV", "each(%ENV", "$ENV{$", "$ENV{ $"),  # (or a key held in a variable)
     "node": ("process.env",), "nodejs": ("process.env",), "deno": ("Deno.env",),
     "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
+    "jq": ("$ENV", "env |", "env|", "env.", "env[", "env)"),
 }
+# ... or is, as the whole inline program (`jq -n env`: the environment as an object)
+_WHOLE_ENV_PROGRAMS = {"jq": ("env",)}
 # The process's environment read as a file (`/proc/self/environ`, `/proc/$$/environ`)
 _PROC_ENVIRON = re.compile(r"/proc/\S*environ")
 # ps's options that take a value in the next word (`-o args=`, `-p PID`, BSD's `o FORMAT`)
@@ -351,10 +358,11 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
     rest = list(words[1:])
     if _builds_a_name(name, rest) or (name == "ps" and _ps_prints(rest)):
         return True
-    if name in _RUNNERS:
-        while rest and rest[0] is not None and rest[0].startswith("-"):
-            rest.pop(0)
-        return prints_environment(rest, python_reads_whole, depth + 1)
+    inner = _wrapped(words)
+    if inner is not None:  # `timeout 5 env`, `nice -n 5 sh -c 'env'`
+        if isinstance(inner, str):
+            return shell_prints_environment(inner, python_reads_whole, depth + 1)
+        return prints_environment(inner, python_reads_whole, depth + 1)
     if name == "env":
         return _env_prints(rest, python_reads_whole, depth)
     if name in _SHELLS:
@@ -368,7 +376,8 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
     if _PYTHON.fullmatch(name):
         return _python_prints(rest, python_reads_whole)
     if name in _WHOLE_ENV_WORDS:
-        return any(word is not None and any(mark in word for mark in _WHOLE_ENV_WORDS[name]) for word in rest)
+        marks, programs = _WHOLE_ENV_WORDS[name], _WHOLE_ENV_PROGRAMS.get(name, ())
+        return any(word is not None and (word in programs or any(m in word for m in marks)) for word in rest)
     if name in _LISTERS:
         return any(word is not None and word.startswith("-") and ("e" in word or "v" in word) for word in rest)
     options = [word for word in rest if word is not None and word.startswith("-")]
@@ -514,6 +523,10 @@ ChildFile = tuple[str, str]  # (kind, path spec)
 MAKES = frozenset({"make", "gmake", "gnumake", "bmake"})
 # make's options that take a value in the next word (`-C DIR`, `-f FILE`, `-I DIR`)
 _MAKE_VALUED = frozenset({"-C", "-f", "-I", "-o", "-W", "-O", "--directory", "--file", "--makefile", "--include-dir"})
+# Programs that expand the variables their standard input names (a template on stdin)
+_STDIN_TEMPLATES = frozenset({"envsubst"})
+# Shell builtins that run a file in the shell itself (`. FILE`, `source FILE`)
+_SOURCERS = frozenset({".", "source"})
 _SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
@@ -530,13 +543,10 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         spec = paths[0] if paths else None
         return [("program", spec)] if spec is not None else []
     name = program_name(program)
-    if name in _RUNNERS or name == "env":
-        skip = 1
-        while skip < len(words) and words[skip] is not None and (
-            str(words[skip]).startswith("-") or (name == "env" and _ASSIGNMENT.match(str(words[skip])))
-        ):
-            skip += 1
-        return child_files(words[skip:], paths[skip:], cwd, depth + 1) if skip < len(words) else []
+    if name in _SOURCERS:
+        return [_file("shell", paths[1] if len(paths) > 1 else None, cwd)] if len(words) > 1 else []
+    if name in WRAPPERS and name not in WRAPPING_SHELLS and not isinstance(WRAPPERS[name], Mapping):
+        return _wrapped_files(words, paths, cwd, depth)
     if name in _SHELLS:
         return _shell_files(rest, given, cwd, depth)
     if _PYTHON.fullmatch(name):
@@ -545,8 +555,94 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         return _make_files(rest, given, cwd)
     if "/" in program or "\\" in program:
         spec = paths[0] if paths else None
-        return [("program", _rebased(spec, cwd) if spec is not None else "")]
-    return []
+        return [("program", rebased(spec, cwd) if spec is not None else "")]
+    return _interpreted_files(name, rest, given, cwd)
+
+
+# Interpreters of other languages, by their program's name: the options whose value is the
+# file they run (awk's `-f FILE`, `cmake -P FILE`), else () for the first operand (`perl
+# FILE`); the file is judged by its words (and the marks of whole_environment_marks).
+_INTERPRETERS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("awk", "gawk", "mawk", "nawk"), ("-f", "--file")),
+    "jq": ("-f", "--from-file"), "cmake": ("-P",),
+    **dict.fromkeys(("perl", "node", "nodejs", "ruby", "tclsh", "wish", "expect", "lua", "php", "rscript"), ()),
+}
+_INLINE_OPTIONS = frozenset({"-e", "-E", "-p", "--eval", "--print", "-c"})  # an inline program, no file
+# Programs that read or move the files they are given as data, never run them
+DATA_PROGRAMS = frozenset({
+    "cat", "tac", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "wc", "sort", "uniq", "cut",
+    "tr", "tee", "diff", "cmp", "comm", "file", "stat", "du", "ls", "cp", "mv", "rm", "ln", "install", "touch",
+    "mkdir", "rmdir", "chmod", "chown", "chgrp", "tar", "gzip", "gunzip", "zcat", "xz", "zstd", "zip", "unzip",
+    "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "base64", "xxd", "od", "hexdump", "strings",
+    "readlink", "realpath", "dirname", "basename", "test", "[", "echo", "printf", "rsync", "scp", "git",
+    "sed", "patch", "dd", "truncate", "shred", "split", "csplit", "paste", "join", "nl", "fold", "fmt", "iconv",
+})
+
+
+def _interpreted_files(name: str, rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
+    """The file an interpreter of another language runs (`awk -f FILE`, `perl FILE`, `jq
+    -n -f FILE`, `cmake -P FILE`, `node FILE`): ("other:NAME", spec), judged by its text;
+    and, for a program the scanner cannot judge, each file it is given that the module
+    places by `__file__` ("opaque", spec: `$?` where it is a file under the root). A
+    program that reads its files as data (DATA_PROGRAMS) runs none."""
+    if name in _INTERPRETERS:
+        options = _INTERPRETERS[name]
+        for index, word in enumerate(rest):
+            if word is None:
+                if not options:
+                    return [_file("other:" + name, given[index], cwd)]
+                continue
+            if word in _INLINE_OPTIONS and not options:
+                return []
+            if word in options or any(word.startswith(option + "=") for option in options if option.startswith("--")):
+                value = word.partition("=")[2] if "=" in word else None
+                spec = literal_spec(value) if value else (given[index + 1] if index + 1 < len(given) else None)
+                return [_file("other:" + name, spec, cwd)]
+            if not options and not word.startswith("-"):
+                return [_file("other:" + name, given[index], cwd)]
+        return []
+    if name in DATA_PROGRAMS or name in _SHELLS or _PYTHON.fullmatch(name):
+        return []
+    return [("opaque", spec) for spec in given if spec is not None and spec.startswith(("@file", "@here"))]
+
+
+# What a word the module does not show stands for when a wrapper's words are walked: no
+# option, no assignment (the walk works on text)
+_NOT_SHOWN = "\0?"
+
+
+def _env_command(rest: list[Word]) -> list[Word] | None:
+    """The command `env` runs after its options and assignments; None where `-i` empties
+    the child's environment first."""
+    while rest and rest[0] is not None and (rest[0].startswith("-") or _ASSIGNMENT.match(rest[0])):
+        if rest[0] in _ENV_EMPTIED:
+            return None
+        rest = rest[1:]
+    return rest
+
+
+def _wrapped(words: Sequence[Word]) -> list[Word] | str | None:
+    """What a process wrapper other than `env` (whose `-i` empties the environment) runs:
+    the words of its command, or its shell's script; None for no such wrapper."""
+    name = program_name(words[0] or "")
+    if name == "env" or name in WRAPPING_SHELLS or not isinstance(WRAPPERS.get(name), Wrapper):
+        return None
+    unwrapped = unwrap([_NOT_SHOWN if word is None else word for word in words])
+    if unwrapped.script is not None:
+        return unwrapped.script[1]
+    return list(words[unwrapped.start :]) if 0 < unwrapped.start < len(words) else []
+
+
+def _wrapped_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str, depth: int) -> list[ChildFile]:
+    """The files the command a process wrapper runs runs (`timeout 10 sh SCRIPT`, `nice
+    -n 5 SCRIPT`, `flock LOCK sh SCRIPT`, `env -u FOO sh -c '...'`): the walk of the one
+    wrapper table the launch lines use too (configbags.evolve.wrappers)."""
+    unwrapped = unwrap([_NOT_SHOWN if word is None else word for word in words])
+    if unwrapped.script is not None:
+        return script_files(unwrapped.script[1], cwd, depth + 1)
+    if unwrapped.start == 0 or unwrapped.start >= len(words):
+        return []
+    return child_files(words[unwrapped.start :], paths[unwrapped.start :], cwd, depth + 1)
 
 
 def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
@@ -557,15 +653,15 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
         return None
     name = program_name(words[0])
     rest = list(words[1:])
-    if name in _RUNNERS or name == "env":
-        while rest and rest[0] is not None and (rest[0].startswith("-") or (name == "env" and _ASSIGNMENT.match(rest[0]))):
-            if rest[0] in _ENV_EMPTIED and name == "env":
-                return None
-            rest.pop(0)
-        return stdin_reader(rest, depth + 1)
+    inner = _wrapped(words)
+    if isinstance(inner, list):  # `timeout 60 sh`, `flock LOCK python -`
+        return stdin_reader(inner, depth + 1)
+    if name == "env":
+        command = _env_command(rest)
+        return stdin_reader(command, depth + 1) if command is not None else None
     shell, python = name in _SHELLS, _PYTHON.fullmatch(name) is not None
-    if not shell and not python:
-        return None
+    if not shell and not python:  # `envsubst`: every `$NAME` of its input is read
+        return "other:" + name if name in _STDIN_TEMPLATES else None
     valued = _SHELL_VALUED if shell else _PYTHON_VALUED
     while rest:
         word = rest.pop(0)
@@ -586,7 +682,7 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
     return "python" if python else "shell"
 
 
-def _rebased(spec: str, cwd: str) -> str:
+def rebased(spec: str, cwd: str) -> str:
     """`spec` with the child's folder put for `@cwd` ("" where that folder is not shown)."""
     if not spec.startswith("@cwd"):
         return spec
@@ -594,7 +690,7 @@ def _rebased(spec: str, cwd: str) -> str:
 
 
 def _file(kind: str, spec: str | None, cwd: str) -> ChildFile:
-    return (kind, _rebased(spec, cwd) if spec else "")
+    return (kind, rebased(spec, cwd) if spec else "")
 
 
 def _shell_files(rest: list[Word], given: list[str | None], cwd: str, depth: int) -> list[ChildFile]:
@@ -627,11 +723,21 @@ def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[C
             index += 2
             continue
         if word == "-m" or (word.startswith("-") and not word.startswith("--") and word.endswith(("c", "m"))):
-            return []
+            code = rest[index + 1] if word.endswith("c") and index + 1 < len(rest) else None
+            return _executed_files(code, cwd) if code is not None else []
         if not word.startswith("-") or word == "-":
             return [] if word == "-" else [_file("python", given[index], cwd)]
         index += 1
     return []
+
+
+# A file whose text `-c` code runs (`exec(open(FILE).read())`, `runpy.run_path(FILE)`)
+_EXECUTED = re.compile(r"""(?:exec\(\s*open|run_path)\(\s*['"]([^'"]+)['"]""")
+
+
+def _executed_files(code: str, cwd: str) -> list[ChildFile]:
+    """The files a Python child's `-c` code runs as Python (`python -c "exec(open('{HERE}/x').read())"`)."""
+    return [_file("python", literal_spec(path), cwd) for path in _EXECUTED.findall(code)]
 
 
 def _make_files(rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
@@ -656,14 +762,14 @@ def _make_files(rest: list[Word], given: list[str | None], cwd: str) -> list[Chi
             value = given[index] if index < len(rest) else None
         index += 1
         if option in ("-C", "--directory"):
-            folder = _rebased(value, folder) if value else ""  # (a relative DIR is in the one before)
+            folder = rebased(value, folder) if value else ""  # (a relative DIR is in the one before)
         elif option in ("-f", "--file", "--makefile"):
             files.append(value)
     if not folder:
         return [("make", "")]
     if not files:
         return [("make_dir", folder)]
-    return [("make", _rebased(spec, folder) if spec else "") for spec in files]
+    return [("make", rebased(spec, folder) if spec else "") for spec in files]
 
 
 # Marks a path spec inside a command line (a path formatted into an f-string)
@@ -680,11 +786,53 @@ def literal_spec(text: str) -> str | None:
     return text if text.startswith("/") else "@cwd/" + text
 
 
+def _fed_files(script: str, cwd: str) -> list[ChildFile]:
+    """The files a script's commands feed a shell or Python child on its standard input:
+    `cat FILE | sh`, `sh < FILE`, `python - < FILE`; the child runs the file."""
+    found: list[ChildFile] = []
+    current: list[str] = []
+    fed: str | None = None  # the file the command's standard input comes from
+    printed: str | None = None  # the file the previous command of a pipe prints (`cat FILE |`)
+    pending = iter(_split(script.replace("`", " ; "), punctuation=True))
+    for token in pending:
+        if token == "<":
+            fed = next(pending, None)
+            continue
+        if _REDIRECTION.fullmatch(token) and ">" in token:
+            next(pending, None)  # an output redirection's target
+            continue
+        if token and all(ch in _OPERATORS for ch in token):
+            reader = stdin_reader(current) if current else None
+            source = fed or (printed if fed is None else None)
+            if reader is not None and source is not None:
+                found.append(_file(reader, literal_spec(source), cwd))
+            printed = current[1] if token == "|" and len(current) == 2 and current[0] == "cat" else None
+            current, fed = [], None
+            continue
+        if not current and _ASSIGNMENT.match(token):
+            continue
+        current.append(token)
+    reader = stdin_reader(current) if current else None
+    source = fed or printed
+    if reader is not None and source is not None:
+        found.append(_file(reader, literal_spec(source), cwd))
+    return found
+
+
 def script_files(script: str, cwd: str = "@cwd", depth: int = 0) -> list[ChildFile]:
     """The files the simple commands of a shell script run (`bash tools/show.sh`, `make
     -C mk`, `python tools/dump.txt`): every word literal, relative to `cwd`; a word
     built from a variable (`bash $DIR/x.sh`) is a file not shown."""
     found: list[ChildFile] = []
+    folders = [cwd]  # a `cd DIR` adds the folder the commands after it may run in
     for command in shell_commands(script):
-        found += child_files(command, [literal_spec(w) if w is not None else None for w in command], cwd, depth)
-    return found
+        if command[0] == "cd" and len(command) == 2:
+            spec = literal_spec(command[1]) if command[1] is not None else None
+            folders.append(rebased(spec, folders[-1]) if spec else "")
+            continue
+        specs = [literal_spec(w) if w is not None else None for w in command]
+        for folder in dict.fromkeys(folders):
+            found += child_files(command, specs, folder, depth)
+    for folder in dict.fromkeys(folders):
+        found += _fed_files(script, folder)
+    return list(dict.fromkeys(found))

@@ -122,12 +122,18 @@ class _Judge:
             target = next((name for name in names if os.path.isfile(name)), names[-1])
             kind = "make"
         data = self._read(target)
+        if kind == "opaque":  # a program the scanner cannot judge, given a file under the root
+            # (a module of the tree, `["torchrun", HERE / "train.py"]`, is scanned as itself)
+            listed = display_path(Path(target), Path(self.project)) in self.listed
+            return [(ENV_UNRESOLVED, "child_file")] if data is not None and not listed else []
         if data is None:
             # a file the module places (by `__file__`, an absolute path) that is not there
             # or not readable is not seen; one named in the folder the child starts in (a
             # relative path, `make` alone) that is not in the project's may be anywhere
             return [] if spec.startswith("@cwd") else [(ENV_UNRESOLVED, "child_file")]
         interpreter = ""
+        if kind.startswith("other:"):
+            kind, interpreter = "other", kind[len("other:") :]
         if kind == "program":
             kind, interpreter = _run_by(data)
         if kind == "python":

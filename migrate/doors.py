@@ -89,6 +89,7 @@ from configbags.migrate.childenv import (
     literal_spec,
     named_variables,
     prints_environment,
+    rebased,
     script_files,
     shell_prints_environment,
     stdin_reader,
@@ -478,6 +479,10 @@ _PATH_SAME = frozenset({
     "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath", "posixpath.abspath", "posixpath.realpath",
 })
 _PATH_METHODS_SAME = frozenset({"resolve", "absolute", "expanduser", "as_posix"})
+
+
+# Variables naming a file a shell child runs before its command (bash's BASH_ENV, sh's ENV)
+_STARTUP_FILES = frozenset({"BASH_ENV", "ENV"})
 
 
 def _joined(base: str, part: str) -> str:
@@ -1680,6 +1685,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         found: set[ChildFile] = set()
         for command in commands:
             found.update(self._command_files(command, cwd))
+        found.update(self._fed_file(node, commands, cwd))
+        environment = next((k.value for k in node.keywords if k.arg == "env"), None)
+        if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
+            for key, value in zip(environment.keys, environment.values, strict=True):
+                name = self._word(key) if key is not None else None
+                spec = self._path_spec(value) if name in _STARTUP_FILES else None
+                if spec is not None:
+                    found.add(("shell", rebased(spec, cwd)))
         end_line = node.end_lineno or node.lineno
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         for kind, spec in sorted(found):
@@ -1688,11 +1701,48 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             else:
                 self._report(node, ENV_UNRESOLVED, "environ", "child_file")
 
+    def _fed_file(self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], cwd: str) -> list[ChildFile]:
+        """A file opened as the standard input of a child that reads its program there
+        (`run(["sh"], stdin=open(SCRIPT))`, `with open(F) as fh: run([sys.executable, "-"],
+        stdin=fh)`, `input=Path(F).read_text()`): the child runs the file."""
+        fed: list[str | None] = []
+        for keyword in node.keywords:
+            if keyword.arg in ("stdin", "input"):
+                values = [keyword.value]
+                if isinstance(keyword.value, ast.Name):
+                    values += self._started(keyword.value)
+                fed += [self._opened(value, keyword.arg == "input") for value in values]
+        if not any(spec is not None for spec in fed):
+            return []
+        readers = {stdin_reader([self._word(e) for e in words]) for words in map(self._argv, commands)}
+        return [
+            (reader, rebased(spec, cwd)) for reader in readers if reader is not None for spec in fed if spec is not None
+        ]
+
+    def _opened(self, expr: ast.expr, read: bool) -> str | None:
+        """The path spec of the file `expr` opens (`open(F)`, `Path(F).open()`), or, where
+        `read`, whose text it reads (`open(F).read()`, `Path(F).read_text()`)."""
+        if not isinstance(expr, ast.Call):
+            return None
+        func = expr.func
+        if read:
+            if isinstance(func, ast.Attribute) and func.attr in ("read_text", "read_bytes") and not expr.args:
+                return self._path_spec(func.value)
+            if isinstance(func, ast.Attribute) and func.attr == "read" and not expr.args:
+                return self._opened(func.value, read=False)
+            return None
+        if isinstance(func, ast.Name) and func.id == "open" and expr.args:
+            return self._path_spec(expr.args[0])
+        if isinstance(func, ast.Attribute) and func.attr == "open" and not expr.args:
+            return self._path_spec(func.value)
+        return None
+
     def _command_files(self, command: ast.expr | list[ast.expr | None], cwd: str, depth: int = 0) -> list[ChildFile]:
         if isinstance(command, (ast.List, ast.Tuple)):
             command = [None if isinstance(e, ast.Starred) else e for e in command.elts]
         if isinstance(command, list):
-            words = [self._word(e) for e in command]
+            # an f-string word keeps a path formatted in as its spec (`["sh", "-c", f"{HERE}/x.sh"]`)
+            words = [self._command_line(e) if isinstance(e, ast.JoinedStr) else self._word(e) for e in command]
             return child_files(words, [self._path_spec(e) if e is not None else None for e in command], cwd)
         if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
             shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)

@@ -190,8 +190,15 @@ _MODULE_ROUTES = _IMPORTERS | {"sys.modules.get", "importlib.reload"}
 # the environment, and its bytes twins: paths that read it
 _ENV_PATHS = frozenset({"os.environ", "os.getenv", "os.environb", "os.getenvb"})
 _ENV_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
-_EXPANDERS = frozenset({"os.path.expandvars", "posixpath.expandvars", "ntpath.expandvars"})
-_EXPANDED = re.compile(r"\$(\w+)|\$\{([^}]*)\}|%([^%]+)%")
+# ... and the libraries that expand a template from the environment as they do: distutils'
+# `subst_vars` and sysconfig's (`{NAME}`), python-dotenv's interpolation (`${NAME:-16}`)
+_DOTENV = frozenset({"dotenv.dotenv_values", "dotenv.main.dotenv_values", "dotenv.load_dotenv", "dotenv.main.load_dotenv"})
+_EXPANDERS = frozenset({
+    "os.path.expandvars", "posixpath.expandvars", "ntpath.expandvars", "distutils.util.subst_vars",
+    "setuptools._distutils.util.subst_vars", "sysconfig._subst_vars", *_DOTENV,
+})
+_EXPANDED = re.compile(r"\$(\w+)|\$\{(\w+)[^}]*\}|%([^%]+)%")
+_BRACED = re.compile(r"\{(\w+)\}")  # sysconfig's template
 # what the other analyses already follow by the module's own name: reported here only when
 # reached another way
 _DIRECT = frozenset({"os.environ", "os.getenv"})
@@ -218,7 +225,7 @@ _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS | {f"{cls}()" for 
 
 def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
     return (settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts,
-            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "expandvars", "runpy", "FileLoader", "spec_from_file_location")
+            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "expandvars", "subst_vars", "dotenv", "runpy", "FileLoader", "spec_from_file_location")
 
 
 def _private(name: str) -> bool:
@@ -271,7 +278,7 @@ _TRIGGER_WORDS = (
     "__getattribute__", "__getstate__", "__reduce", "__call__", "__dict__", "getattr", "hasattr", "attrgetter",
     "__get__", "f_locals", "f_globals", "getargvalues",
     "methodcaller", "Formatter", "eval", "exec", "compile", "globals", "locals", "vars", "modules", "format",
-    "import_module", "__import__", "reload", "FileLoader", "spec_from_file_location", "lambda", "export_state", "environ", "getenv", "expandvars", "runpy", "._", "import _",
+    "import_module", "__import__", "reload", "FileLoader", "spec_from_file_location", "lambda", "export_state", "environ", "getenv", "expandvars", "subst_vars", "dotenv", "runpy", "._", "import _",
     ", _", ",_", ")[", "][", "}[",
     # a class pattern of a match statement fetches the attributes its keywords name
     "case ",
@@ -1112,13 +1119,30 @@ class _Reader(Visitor):
         if not _EXPANDERS.intersection(paths):
             return
         template = _string(node.args[0]) if node.args else None
+        if _DOTENV.intersection(paths):
+            if _dotenv_plain(node):
+                return
+            stream = next((k.value for k in node.keywords if k.arg == "stream"), None)
+            # `stream=io.StringIO("PAGE=${NAME}")`; a file's (a path) is not shown here
+            template = _string(stream.args[0]) if isinstance(stream, ast.Call) and stream.args else None
         if template is None:
             self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
             return
+        if "sysconfig._subst_vars" in paths:
+            template = _EXPANDED.sub(" ", template) + " " + " ".join("$" + m for m in _BRACED.findall(template))
         for match in _EXPANDED.finditer(template):
             name = next(group for group in match.groups() if group is not None)
             if name in self.declared:
                 self._report(node, env_subject(name), "environ", "expandvars")
+
+
+def _dotenv_plain(node: ast.Call) -> bool:
+    """Does a python-dotenv call expand nothing from the environment: `load_dotenv()`
+    alone (the project's own `.env`, found where it runs), or `interpolate=False`?"""
+    interpolate = next((k.value for k in node.keywords if k.arg == "interpolate"), None)
+    if isinstance(interpolate, ast.Constant) and interpolate.value is False:
+        return True
+    return not node.args and not node.keywords
 
 
 def _import_route(expr: ast.expr) -> bool:
