@@ -30,6 +30,7 @@ from configbags.serve.listen import (
     MAX_CONNECTIONS,
     Tally,
     bind,
+    connections_allowed,
     default_max_connections,
     guarded_protocol,
     url_host,
@@ -161,6 +162,11 @@ def _check_own_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
                      f"door holds the body in memory while it reads it)")
     if args.max_connections is not None and not 1 <= args.max_connections <= MAX_CONNECTIONS:
         parser.error(f"--max-connections must be from 1 to {MAX_CONNECTIONS}")
+    allowed = connections_allowed()
+    if args.max_connections is not None and allowed is not None and args.max_connections > allowed:
+        # past the descriptor limit every accept fails instead of the cap refusing cheaply
+        parser.error(f"--max-connections {args.max_connections} is more than this process can open: its descriptor "
+                     f"limit (ulimit -n) leaves room for {allowed}; give at most {allowed}, or raise the limit")
     if args.watch is not None:
         if not str(args.watch).strip() or str(args.watch) == ".":
             parser.error("--watch needs a file name")

@@ -31,6 +31,13 @@ DESCRIPTORS_KEPT = 256  # for the ranks' store, torch, the watched file and the 
 LOG_INTERVAL_S = 10.0
 
 
+def connections_allowed() -> int | None:
+    """The most connections the descriptor limit leaves room for (DESCRIPTORS_KEPT kept
+    for the store, torch, the watched file and the log); None when the limit is infinite."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else max(1, soft - DESCRIPTORS_KEPT)
+
+
 def default_max_connections() -> int:
     """Half the process's file-descriptor limit (so connections alone never exhaust it),
     at most 1024, at least 16: the door serves operators and probes, not traffic."""

@@ -319,6 +319,28 @@ def test_a_rank_timeout_outside_its_bounds_exits_2_naming_the_flag(
     assert exited.value.code == 2 and "--rank-timeout" in err and "Traceback" not in err
 
 
+def test_more_connections_than_the_descriptor_limit_allows_exit_2_naming_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Past the descriptor limit every accept fails (round nine's #7): a cap above it is
+    refused at start, naming what the limit leaves room for."""
+    import resource
+
+    from configbags.serve.cli import main
+
+    import configbags.serve.cli as serve_cli
+
+    def listening(*args: object, **kw: object) -> None:
+        raise AssertionError("serve went on to listen")
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1280, 1280))
+    monkeypatch.setattr(serve_cli, "bind", listening)  # a regression fails here, never serves
+    with pytest.raises(SystemExit) as exited:
+        main(["--package", "configbags.generated", "--max-connections", "30000", "--model-path", "m"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "--max-connections 30000 is more than this process can open" in err
+    assert "room for 1024" in err and "Traceback" not in err
+
+
 def test_a_package_with_a_leaf_named_like_a_door_route_is_refused_at_start() -> None:
     """GET /config/contracts answers the contracts document: a leaf of that name (the
     generator refuses one; a package built otherwise) would have no explain over HTTP."""
