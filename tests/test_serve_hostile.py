@@ -325,9 +325,8 @@ def test_more_connections_than_the_descriptor_limit_allows_exit_2_naming_it(
     refused at start, naming what the limit leaves room for."""
     import resource
 
-    from configbags.serve.cli import main
-
     import configbags.serve.cli as serve_cli
+    from configbags.serve.cli import main
 
     def listening(*args: object, **kw: object) -> None:
         raise AssertionError("serve went on to listen")
