@@ -13,6 +13,7 @@ from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
 SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE",))
 ACCESSORS = {"tp_size": "get_parallel().tp_size", "page_size": "get_schedule().page_size"}
 RAW = "from legacy.server_args import get_server_args\n"
+CTX = "from legacy.config_bags.accessors import get_context\n"
 
 
 def write_pkg(root: Path, files: dict[str, str]) -> None:
@@ -38,3 +39,10 @@ def read_keys(result: ScanResult) -> set[tuple[str, str, str]]:
 def fails(result: ScanResult) -> bool:
     """Does the check fail with no allowlist entry (the read is reported)?"""
     return not check(result, [], ACCESSORS, min_files=1).ok
+
+
+def failing_leaves(root: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
+    """The leaves reported in `file`, where the check fails (the reads are reported)."""
+    result = scan_pkg(root, files)
+    assert fails(result), result.reads
+    return {r.leaf for r in result.reads if r.file == file}

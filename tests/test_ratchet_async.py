@@ -9,17 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from ratchet_case import CTX, failing_leaves
 from ratchet_case import fails as _fails
 from ratchet_case import scan_pkg as _scan
 
-CTX = "from legacy.config_bags.accessors import get_context\n"
 ACTX = CTX + "async def actx():\n    return get_context()\n"
-
-
-def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
-    result = _scan(tmp_path, files)
-    assert _fails(result), result.reads
-    return {r.leaf for r in result.reads if r.file == file}
 
 
 # ---- S9: a context's coroutine run by the event loop is the context
@@ -32,7 +26,7 @@ def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") ->
 ])
 def test_a_context_coroutine_run_by_the_loop_is_the_context(tmp_path: Path, body: str) -> None:
     user = "import asyncio\nfrom pkg.doors import actx\ndef f():\n" + body
-    assert "Context.state" in _leaves(tmp_path, {"doors.py": ACTX, "user.py": user})
+    assert "Context.state" in failing_leaves(tmp_path, {"doors.py": ACTX, "user.py": user})
 
 
 @pytest.mark.parametrize("expr", [
@@ -44,12 +38,12 @@ def test_a_context_coroutine_run_by_the_loop_is_the_context(tmp_path: Path, body
 ])
 def test_a_context_coroutine_awaited_through_the_loop_api_is_the_context(tmp_path: Path, expr: str) -> None:
     user = "import asyncio\nfrom pkg.doors import actx\nasync def g():\n" + f"    {expr}\n    return ctx.state\n"
-    assert "Context.state" in _leaves(tmp_path, {"doors.py": ACTX, "user.py": user})
+    assert "Context.state" in failing_leaves(tmp_path, {"doors.py": ACTX, "user.py": user})
 
 
 def test_a_context_coroutine_in_its_own_module(tmp_path: Path) -> None:
     user = "import asyncio\n" + ACTX + "def f():\n    return asyncio.run(actx()).state.values['tp_size']\n"
-    assert "Context.state" in _leaves(tmp_path, {"user.py": user})
+    assert "Context.state" in failing_leaves(tmp_path, {"user.py": user})
 
 
 def test_an_awaited_context_getter_read_by_leaf_stays_quiet(tmp_path: Path) -> None:
@@ -74,7 +68,7 @@ MAIN = (
     "import __main__ as launcher\ndef f():\n    return launcher.SERVER_ARGS\n",
 ])
 def test_an_attribute_of_main_is_unresolved(tmp_path: Path, user: str) -> None:
-    assert "$?" in _leaves(tmp_path, {"launch.py": MAIN, "user.py": user})
+    assert "$?" in failing_leaves(tmp_path, {"launch.py": MAIN, "user.py": user})
 
 
 def test_mains_own_metadata_and_the_main_guard_stay_quiet(tmp_path: Path) -> None:
@@ -99,14 +93,14 @@ def test_a_table_of_lambdas_over_a_context_getter_is_an_escape(tmp_path: Path) -
 def test_a_module_lambda_over_a_context_getter_is_a_getter(tmp_path: Path) -> None:
     doors = PROVIDE + "current = lambda: provide_ctx()\n"
     user = "from pkg.doors import current\ndef f():\n    return current().state.values['tp_size']\n"
-    assert "Context.state" in _leaves(tmp_path, {"doors.py": doors, "user.py": user})
+    assert "Context.state" in failing_leaves(tmp_path, {"doors.py": doors, "user.py": user})
 
 
 def test_a_nested_context_getter_returned_by_a_factory_is_an_escape(tmp_path: Path) -> None:
     user = CTX + "def make():\n    def g():\n        return get_context()\n    return g\n" + (
         "def f():\n    return make()().state.values['tp_size']\n"
     )
-    assert "Context.state" in _leaves(tmp_path, {"user.py": user})
+    assert "Context.state" in failing_leaves(tmp_path, {"user.py": user})
 
 
 def test_a_lambda_over_a_context_getter_read_by_leaf_stays_quiet(tmp_path: Path) -> None:
@@ -119,7 +113,7 @@ def test_a_nested_getter_over_the_projects_context_getter_is_an_escape(tmp_path:
     user = PROVIDE + "def make():\n    def g():\n        return provide_ctx()\n    return g\n" + (
         "def f():\n    return make()().state\n"
     )
-    assert "Context.state" in _leaves(tmp_path, {"user.py": user})
+    assert "Context.state" in failing_leaves(tmp_path, {"user.py": user})
 
 
 def test_the_projects_context_getter_read_by_leaf_stays_quiet(tmp_path: Path) -> None:

@@ -12,21 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import ACCESSORS, RAW, SETTINGS, write_pkg
+from ratchet_case import ACCESSORS, CTX, RAW, SETTINGS, failing_leaves, write_pkg
 from ratchet_case import fails as _fails
 from ratchet_case import scan_pkg as _scan
 
 from configbags.migrate.check import check
 from configbags.migrate.scan import scan_tree
-
-CTX = "from legacy.config_bags.accessors import get_context\n"
-
-
-def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
-    result = _scan(tmp_path, files)
-    assert _fails(result), result.reads
-    return {r.leaf for r in result.reads if r.file == file}
-
 
 # ---- R4: callables of `subprocess` that start no child keep what they are given
 
@@ -43,7 +34,7 @@ def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") ->
 ])
 def test_subprocess_results_and_unbound_whole_methods_read_the_record(tmp_path: Path, expr: str) -> None:
     user = "import subprocess\nfrom legacy.server_args import ServerArgs, get_server_args\n"
-    assert "*" in _leaves(tmp_path, {"user.py": user + f"def f():\n    return {expr}\n"})
+    assert "*" in failing_leaves(tmp_path, {"user.py": user + f"def f():\n    return {expr}\n"})
 
 
 @pytest.mark.parametrize("expr", [
@@ -53,7 +44,7 @@ def test_subprocess_results_and_unbound_whole_methods_read_the_record(tmp_path: 
 ])
 def test_subprocess_results_keep_the_environment(tmp_path: Path, expr: str) -> None:
     user = "import os, subprocess\n" + f"def f():\n    return {expr}\n"
-    assert _leaves(tmp_path, {"user.py": user}) & {"$?", "$SGLANG_PAGE_SIZE"}
+    assert failing_leaves(tmp_path, {"user.py": user}) & {"$?", "$SGLANG_PAGE_SIZE"}
 
 
 def test_a_child_process_handed_the_record_or_the_environment_stays_exempt(tmp_path: Path) -> None:
@@ -78,7 +69,7 @@ def test_a_child_process_handed_the_record_or_the_environment_stays_exempt(tmp_p
     "for entry in get_context().override('autotune', page_size=8):\n        print(entry.new)",
 ])
 def test_override_results_are_readbacks(tmp_path: Path, body: str) -> None:
-    assert "Context.state" in _leaves(tmp_path, {"user.py": CTX + f"def f():\n    {body}\n"})
+    assert "Context.state" in failing_leaves(tmp_path, {"user.py": CTX + f"def f():\n    {body}\n"})
 
 
 def test_an_override_and_a_commit_read_nothing_back(tmp_path: Path) -> None:
@@ -99,7 +90,7 @@ def test_a_module_level_lambda_giving_the_record_is_a_fetcher_for_its_importers(
         "lam.py": RAW + "current_args = lambda: get_server_args()  # noqa: E731\n",
         "user.py": "from pkg.lam import current_args\ndef f():\n    return current_args().tp_size\n",
     }
-    assert "tp_size" in _leaves(tmp_path, files)
+    assert "tp_size" in failing_leaves(tmp_path, files)
 
 
 def test_a_module_level_lambda_giving_a_context_is_a_fetcher_for_its_importers(tmp_path: Path) -> None:
@@ -107,7 +98,7 @@ def test_a_module_level_lambda_giving_a_context_is_a_fetcher_for_its_importers(t
         "lam.py": CTX + "current_ctx = lambda: get_context()  # noqa: E731\n",
         "user.py": "from pkg.lam import current_ctx\ndef f():\n    return current_ctx().state.values['tp_size']\n",
     }
-    assert "Context.state" in _leaves(tmp_path, files)
+    assert "Context.state" in failing_leaves(tmp_path, files)
 
 
 @pytest.mark.parametrize(("head", "body", "leaf"), [
@@ -120,7 +111,7 @@ def test_a_module_level_lambda_giving_a_context_is_a_fetcher_for_its_importers(t
 def test_a_lambda_picked_at_run_time_or_kept_in_a_table_escapes(tmp_path: Path, head: str, body: str, leaf: str) -> None:
     tables = "GETTERS = {'args': lambda: get_server_args()}\n" if "GETTERS" in body else (
         "CTXS = {'ctx': lambda: get_context()}\n" if "CTXS" in body else "")
-    assert leaf in _leaves(tmp_path, {"user.py": head + tables + f"def f(flag=True):\n    {body}\n"})
+    assert leaf in failing_leaves(tmp_path, {"user.py": head + tables + f"def f(flag=True):\n    {body}\n"})
 
 
 def test_lambdas_giving_nothing_config_related_stay_quiet(tmp_path: Path) -> None:
@@ -151,7 +142,7 @@ KNOBS = "import os\nclass Knobs:\n    env = os.environ\n    get = os.environ.get
     (DOORS, "from pkg.h import Doors\nclass D2(Doors):\n    def tp(self):\n        return self.CTX.state\n"),
 ])
 def test_a_context_a_class_of_another_module_keeps_is_read_back(tmp_path: Path, helper: str, user: str) -> None:
-    assert _leaves(tmp_path, {"h.py": helper, "user.py": user}) & {"Context.state", "Context.server_info"}
+    assert failing_leaves(tmp_path, {"h.py": helper, "user.py": user}) & {"Context.state", "Context.server_info"}
 
 
 @pytest.mark.parametrize("user", [
@@ -161,7 +152,7 @@ def test_a_context_a_class_of_another_module_keeps_is_read_back(tmp_path: Path, 
     "from pkg.h import Knobs\ndef f():\n    return Knobs().get('SGLANG_PAGE_SIZE')\n",
 ])
 def test_the_environment_a_class_of_another_module_keeps_is_read(tmp_path: Path, user: str) -> None:
-    assert "$SGLANG_PAGE_SIZE" in _leaves(tmp_path, {"h.py": KNOBS, "user.py": user})
+    assert "$SGLANG_PAGE_SIZE" in failing_leaves(tmp_path, {"h.py": KNOBS, "user.py": user})
 
 
 @pytest.mark.parametrize("files", [
@@ -171,7 +162,7 @@ def test_the_environment_a_class_of_another_module_keeps_is_read(tmp_path: Path,
                 "    def page(self):\n        return self.env['SGLANG_PAGE_SIZE']\n"},
 ])
 def test_a_subclass_in_the_same_module_reads_what_its_base_keeps(tmp_path: Path, files: dict[str, str]) -> None:
-    assert _leaves(tmp_path, files) & {"Context.state", "$SGLANG_PAGE_SIZE"}
+    assert failing_leaves(tmp_path, files) & {"Context.state", "$SGLANG_PAGE_SIZE"}
 
 
 def test_a_class_keeping_a_context_used_through_its_doors_reads_nothing(tmp_path: Path) -> None:
@@ -204,18 +195,18 @@ PLAIN = RAW + "class Plain:\n    def __init__(self):\n        self.server_args =
 ])
 def test_a_holder_class_of_another_module_used_whole_escapes(tmp_path: Path, use: str) -> None:
     user = f"import dataclasses, json\nfrom pkg.h import Worker\ndef f():\n    w = Worker()\n    w.start()\n    return {use}\n"
-    assert "*" in _leaves(tmp_path, {"h.py": WORKER, "user.py": user})
+    assert "*" in failing_leaves(tmp_path, {"h.py": WORKER, "user.py": user})
 
 
 def test_a_holder_given_to_a_log_record_escapes(tmp_path: Path) -> None:
     user = "import logging\nfrom pkg.h import Worker\ndef f():\n    w = Worker()\n" \
         "    return logging.LogRecord('p', 20, __file__, 1, 'worker %s', (w,), None)\n"
-    assert "*" in _leaves(tmp_path, {"h.py": WORKER, "user.py": user})
+    assert "*" in failing_leaves(tmp_path, {"h.py": WORKER, "user.py": user})
 
 
 def test_a_plain_holder_class_of_another_module_read_by_its_namespace_escapes(tmp_path: Path) -> None:
     user = "import pkg.h\ndef f():\n    return vars(pkg.h.Plain())\n"
-    assert "*" in _leaves(tmp_path, {"h.py": PLAIN, "user.py": user})
+    assert "*" in failing_leaves(tmp_path, {"h.py": PLAIN, "user.py": user})
 
 
 @pytest.mark.parametrize(("head", "make"), [
@@ -228,7 +219,7 @@ def test_a_namespace_holding_the_record_turned_into_text_or_compared_escapes(
     tmp_path: Path, head: str, make: str, use: str
 ) -> None:
     user = head + RAW + f"def f(other):\n    ns = {make}\n    ns.server_args = get_server_args()\n    return {use}\n"
-    assert "*" in _leaves(tmp_path, {"user.py": user})
+    assert "*" in failing_leaves(tmp_path, {"user.py": user})
 
 
 def test_holders_used_by_their_attributes_or_with_their_own_repr_read_no_more(tmp_path: Path) -> None:
@@ -342,7 +333,7 @@ def _with_home(tmp_path: Path, home: str) -> None:
 ])
 def test_a_second_getter_of_the_home_module_is_a_raw_accessor(tmp_path: Path, user: str) -> None:
     _with_home(tmp_path, HOME + SECOND)
-    assert "tp_size" in _leaves(tmp_path, {"user.py": user})
+    assert "tp_size" in failing_leaves(tmp_path, {"user.py": user})
 
 
 def test_a_name_the_home_module_only_imports_is_no_home_function(tmp_path: Path) -> None:
@@ -370,7 +361,7 @@ def test_a_changed_home_module_changes_a_warm_check(tmp_path: Path) -> None:
                  "def f():\n    ns = types.SimpleNamespace()\n    fill(ns)\n    return repr(ns)\n"}, "pkg/user.py"),
 ])
 def test_an_object_a_function_stores_the_record_on_is_a_holder(tmp_path: Path, files: dict[str, str], file: str) -> None:
-    assert "*" in _leaves(tmp_path, files, file)
+    assert "*" in failing_leaves(tmp_path, files, file)
 
 
 def test_an_object_handed_to_a_function_storing_nothing_on_it_is_no_holder(tmp_path: Path) -> None:

@@ -9,13 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import RAW
+from ratchet_case import CTX, RAW
 from ratchet_case import fails as _fails
 from ratchet_case import read_keys as _keys
 from ratchet_case import scan_pkg as _scan
 
 CFG = "from legacy.config_bags.accessors import cfg\n"
-CTX = "from legacy.config_bags.accessors import get_context\n"
 GEN = "from legacy.config_bags.accessors import get_server_args\n"
 HOLDER = RAW + "class W:\n    def __init__(self):\n        self.server_args = get_server_args()\n"
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import RAW
+from ratchet_case import CTX, RAW
 from ratchet_case import fails as _fails
 from ratchet_case import scan_pkg as _scan
 
 from configbags.migrate.scan import ScanResult
-
-CTX = "from legacy.config_bags.accessors import get_context\n"
 
 
 def _escapes(result: ScanResult, function: str) -> list[tuple[str, str]]:
