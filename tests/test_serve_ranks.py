@@ -5,12 +5,14 @@ exits 0."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -152,6 +154,25 @@ def _store_of(server: Server) -> tuple[str, int, int]:
     return host, int(port), worker
 
 
+@contextlib.contextmanager
+def _two_ranks_and_their_store() -> Iterator[tuple[Server, Any, int]]:
+    """A 2-rank server (rank timeout 1 s), the raw store another local process would reach
+    (keys under `configbags/`) and the worker's pid; the server is stopped after."""
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import PrefixStore, TCPStore
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240)
+    try:
+        host, port, worker = _store_of(srv)
+        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
+                                                 wait_for_workers=False))
+        yield srv, raw, worker
+    finally:
+        srv.stop()
+
+
 def _forge_override(store: object, value: str) -> None:
     """A whole override as rank 0 would post it, for the worker's next operation (op 1) and
     its next collective (seq 3: publish and seal came first): proposal, decision, op."""
@@ -259,16 +280,7 @@ def test_a_forger_writing_over_a_workers_count_ends_no_healthy_worker() -> None:
     """Another local process writes over the worker's finished-operation count after a
     PATCH, again and again: the values are refused (unsigned), the worker is reported, never
     ended for a silence a forger made; once the writes stop, its next beat heals the count."""
-    from datetime import timedelta
-
-    from torch._C._distributed_c10d import PrefixStore, TCPStore
-
-    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
-                 start_timeout=240)
-    try:
-        host, port, worker = _store_of(srv)
-        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
-                                                 wait_for_workers=False))
+    with _two_ranks_and_their_store() as (srv, raw, worker):
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             leaves = {"source": "ops", "leaves": {"weight_version": "v2"}}
             assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
@@ -276,24 +288,13 @@ def test_a_forger_writing_over_a_workers_count_ends_no_healthy_worker() -> None:
             leaves = {"source": "ops", "leaves": {"weight_version": "v3"}}
             assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
         assert srv.terminate() == 0
-    finally:
-        srv.stop()
 
 
 def test_a_process_removing_a_workers_keys_ends_no_healthy_worker() -> None:
     """Another local process deletes the worker's beat and state keys, again and again: a
     worker never removes what it posted, so what vanished is tampering, reported (logged
     once per key), never a silence that ends a healthy worker."""
-    from datetime import timedelta
-
-    from torch._C._distributed_c10d import PrefixStore, TCPStore
-
-    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
-                 start_timeout=240)
-    try:
-        host, port, worker = _store_of(srv)
-        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
-                                                 wait_for_workers=False))
+    with _two_ranks_and_their_store() as (srv, raw, worker):
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             assert c.get("/health").status_code == 200
             _survives_tampering(c, worker, lambda: [raw.delete_key(k) for k in ("serve/beat/1", "serve/state/1")])
@@ -301,24 +302,13 @@ def test_a_process_removing_a_workers_keys_ends_no_healthy_worker() -> None:
             assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
         assert srv.terminate() == 0
         assert "serve/beat/1 of rank 1 was removed by another process" in srv.output()
-    finally:
-        srv.stop()
 
 
 def test_a_process_replaying_a_workers_signed_beat_ends_no_healthy_worker() -> None:
     """Another local process reads the worker's own signed beat and writes those bytes back
     again and again: validly signed, but older than what rank 0 saw, so a replay, never a
     silence that ends a healthy worker."""
-    from datetime import timedelta
-
-    from torch._C._distributed_c10d import PrefixStore, TCPStore
-
-    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
-                 start_timeout=240)
-    try:
-        host, port, worker = _store_of(srv)
-        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
-                                                 wait_for_workers=False))
+    with _two_ranks_and_their_store() as (srv, raw, worker):
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             assert c.get("/health").status_code == 200
             old = raw.get("serve/beat/1")
@@ -326,8 +316,6 @@ def test_a_process_replaying_a_workers_signed_beat_ends_no_healthy_worker() -> N
             _survives_tampering(c, worker, lambda: raw.set("serve/beat/1", old), every_s=0.02)
         assert srv.terminate() == 0
         assert "serve/beat/1 of rank 1 was written back by another process (a replay)" in srv.output()
-    finally:
-        srv.stop()
 
 
 def test_a_replay_of_the_beat_and_state_read_once_ends_no_healthy_worker() -> None:
@@ -335,16 +323,7 @@ def test_a_replay_of_the_beat_and_state_read_once_ends_no_healthy_worker() -> No
     back at once, every 20 ms, so rank 0 may never see a newer beat in the store: the
     worker's beats also reach rank 0 through its own pipe, so the store's stale beat is a
     replay (logged), never a silence that ends it."""
-    from datetime import timedelta
-
-    from torch._C._distributed_c10d import PrefixStore, TCPStore
-
-    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
-                 start_timeout=240)
-    try:
-        host, port, worker = _store_of(srv)
-        raw = PrefixStore("configbags", TCPStore(host, port, None, False, timedelta(seconds=10),
-                                                 wait_for_workers=False))
+    with _two_ranks_and_their_store() as (srv, raw, worker):
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             assert c.get("/health").status_code == 200
             beat, state = raw.get("serve/beat/1"), raw.get("serve/state/1")
@@ -359,8 +338,6 @@ def test_a_replay_of_the_beat_and_state_read_once_ends_no_healthy_worker() -> No
         assert srv.terminate() == 0
         assert "serve/beat/1 of rank 1 was written back by another process (a replay)" in srv.output()
         assert "left the group" not in srv.output()
-    finally:
-        srv.stop()
 
 
 def test_what_another_process_writes_into_the_store_is_removed_and_logged() -> None:
