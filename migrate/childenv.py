@@ -15,14 +15,18 @@ a dict constant subscripted literally, a class attribute or `self.cmd` its metho
 a parameter's default, another module's constant: configbags.migrate.doors.ModuleStrings),
 but never the child's environment: the
 `env=` keyword and mapping arguments (`os.execve(path, args, {"NAME": "1"})`) set
-variables, they do not read them. A command the module does not show (a parameter, a
-template from elsewhere, `shell=True` with a name) is not reported: that would flag every
-child process.
+variables, they do not read them. A child whose `env=` is a mapping literal with no `**`
+spread has those variables alone: the names its command spells are not the process's. A
+variable the command only sets, unsets or mentions (an assignment's name, `unset NAME`,
+`env -u NAME`, a word an argv's `echo` prints: Mentions) is not read. A command the module
+does not show (a parameter, a template from elsewhere, `shell=True` with a name) is not
+reported: that would flag every child process.
 
 A child that runs a file (a shell's script, an interpreter's Python file, make's Makefile,
 a program by its path) is read through the file: child_files says which files a command
 runs, as path specs the module's analysis keeps (FlowFacts.children), and
-configbags.migrate.childfiles reads them where the tree's scan knows their place.
+configbags.migrate.childfiles reads them where the tree's scan knows their place; a file
+the module writes itself and runs (ModuleWrites) is judged by the texts it writes there.
 
 A child that prints the whole environment back reads every variable (prints_environment):
 `env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, `ps e`, a read of
