@@ -1803,7 +1803,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 continue
             names, whole = text_reads(run, interpreter, text, self.declared, self._python_reads_whole)
             for name in names:
-                self._report(node, env_subject(name), "environ", "child_script")
+                self._report(node, env_subject(name), "environ", "child_written")
             if whole:
                 self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
