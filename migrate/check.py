@@ -121,6 +121,8 @@ _ENV_FORMS = {
     "child_process": "a child process whose command names it",
     "child_script": "a child process running a file under the project (a shell script, a Makefile, a program) "
     "whose text names it",
+    "child_written": "a child process running a file the module writes itself (a launch script written at run "
+    "time) whose text names it",
 }
 # reads the scanner cannot resolve at all (configbags.migrate.reflection), by form
 _UNRESOLVED_FORMS = {
@@ -141,8 +143,8 @@ _UNRESOLVED_FORMS = {
     "environment among them wherever a frame holds one; reported in any module: say in the entry's reason "
     "what it renders and where it goes",
     "child_file": "a child process running a file the scanner cannot read: a script, Makefile or Python file "
-    "named by a path the module does not spell, one that is not there, or a program that is not text; say in "
-    "the entry's reason what it runs",
+    "named by a path the module does not spell, one that is not there, a program that is not text, or a file "
+    "the module writes with a text it does not show; say in the entry's reason what it runs",
 }
 _READBACK_WHAT = {
     STATE_READBACK: "`.state` of the config context",

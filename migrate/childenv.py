@@ -15,14 +15,18 @@ a dict constant subscripted literally, a class attribute or `self.cmd` its metho
 a parameter's default, another module's constant: configbags.migrate.doors.ModuleStrings),
 but never the child's environment: the
 `env=` keyword and mapping arguments (`os.execve(path, args, {"NAME": "1"})`) set
-variables, they do not read them. A command the module does not show (a parameter, a
-template from elsewhere, `shell=True` with a name) is not reported: that would flag every
-child process.
+variables, they do not read them. A child whose `env=` is a mapping literal with no `**`
+spread has those variables alone: the names its command spells are not the process's. A
+variable the command only sets, unsets or mentions (an assignment's name, `unset NAME`,
+`env -u NAME`, a word an argv's `echo` prints: Mentions) is not read. A command the module
+does not show (a parameter, a template from elsewhere, `shell=True` with a name) is not
+reported: that would flag every child process.
 
 A child that runs a file (a shell's script, an interpreter's Python file, make's Makefile,
 a program by its path) is read through the file: child_files says which files a command
 runs, as path specs the module's analysis keeps (FlowFacts.children), and
-configbags.migrate.childfiles reads them where the tree's scan knows their place.
+configbags.migrate.childfiles reads them where the tree's scan knows their place; a file
+the module writes itself and runs (ModuleWrites) is judged by the texts it writes there.
 
 A child that prints the whole environment back reads every variable (prints_environment):
 `env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, `ps e`, a read of
@@ -36,6 +40,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from configbags.evolve.wrappers import SHELLS as WRAPPING_SHELLS
@@ -245,6 +250,11 @@ def _one_step(
 def named_variables(text: str, declared: frozenset[str]) -> list[str]:
     """The declared variables `text` names as whole words, sorted."""
     return sorted(declared.intersection(_WORD.findall(text)))
+
+
+def spellings(text: str, declared: frozenset[str]) -> Counter[str]:
+    """How many times `text` names each declared variable as a whole word."""
+    return Counter(word for word in _WORD.findall(text) if word in declared)
 
 
 def _top_level_values(module: ast.Module, name: str) -> list[ast.expr]:
@@ -506,6 +516,178 @@ def _split(text: str, punctuation: bool = False) -> list[str]:
         return list(lexer)
     except ValueError:
         return re.findall(r"[;|&()<>\n]+|[^\s;|&()<>'\"]+", text)
+
+
+# ---- a child that only sets, unsets or mentions a variable
+
+# Shell builtins that set the variables their `NAME=value` words name (`export NAME=16`),
+# and the one that unsets the names it is given: neither reads the value the process has
+_SETTERS = frozenset({"export", "readonly", "local", "declare", "typeset"})
+_UNSETTERS = frozenset({"unset"})
+# Reserved words a simple command may follow (`then NAME=16`)
+_RESERVED = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"})
+# Programs that only print or test the words they are given, never read a variable one
+# names (`["echo", "set NAME to change paging"]`); judged so in an argv only, where
+# nothing runs what they print (in a shell's script `echo NAME | sh` may)
+_QUIET = frozenset({"echo", "printf", "true", "false", ":", "logger", "test", "["})
+# What `env` unsets (`env -u NAME`), and its options that take a value read as a command
+_ENV_UNSET = frozenset({"-u", "--unset"})
+
+
+class Mentions:
+    """The identifiers a child's command spells, counted apart: `quiet`, where they only
+    set, unset or mention a variable (an assignment's name, `export NAME=16`, `unset
+    NAME`, `env NAME=16 cmd`, `env -u NAME`, a word `echo` is given in an argv), and
+    `loud`, everywhere else (an expansion, an assignment's value, another program's word,
+    a comment). A variable whose every occurrence is quiet is not read (silent)."""
+
+    def __init__(self) -> None:
+        self.quiet: Counter[str] = Counter()
+        self.loud: Counter[str] = Counter()
+
+    def add(self, text: str, quiet: bool) -> None:
+        (self.quiet if quiet else self.loud).update(_WORD.findall(text))
+
+    def merge(self, other: Mentions) -> None:
+        self.quiet.update(other.quiet)
+        self.loud.update(other.loud)
+
+    def silent(self, names: Iterator[str] | Sequence[str] | set[str], spelled: Counter[str]) -> set[str]:
+        """The names no child reads, of those the command's literal text spells
+        `spelled[name]` times: every one of them quiet, none loud."""
+        return {n for n in names if not self.loud[n] and self.quiet[n] and self.quiet[n] == spelled[n]}
+
+    def command(self, words: Sequence[str], builtins: bool, argv: bool) -> None:
+        """One simple command: leading assignments, then the program and its words
+        (`builtins`: a shell's own commands, in a script; `argv`: an argv, whose
+        quiet programs' words are mentions)."""
+        index = 0
+        while index < len(words) and (words[index] in _RESERVED if builtins else False):
+            index += 1
+        while builtins and index < len(words) and _ASSIGNMENT.match(words[index]):
+            self._assignment(words[index])
+            index += 1
+        if index >= len(words):
+            return
+        program, rest = words[index], list(words[index + 1 :])
+        self.add(program, quiet=False)
+        name = program_name(program)
+        if name == "env":
+            self._env(rest, argv)
+        elif builtins and name in _SETTERS:
+            for word in rest:
+                if _ASSIGNMENT.match(word):
+                    self._assignment(word)
+                else:
+                    self.add(word, quiet=False)  # `export NAME` hands on the process's value
+        elif builtins and name in _UNSETTERS:
+            for word in rest:
+                self.add(word, quiet=_WORD.fullmatch(word) is not None)
+        elif argv and name in _QUIET:
+            for word in rest:
+                self.add(word, quiet=not any(mark in word for mark in "$`%\\"))
+        else:
+            for word in rest:
+                self.add(word, quiet=False)
+
+    def _assignment(self, word: str) -> None:
+        name, _, value = word.partition("=")
+        self.add(name, quiet=True)
+        self.add(value, quiet=False)  # `NAME=${NAME:-16}` reads it
+
+    def _env(self, rest: list[str], argv: bool) -> None:
+        """`env [OPTION]... [NAME=VALUE]... [COMMAND [ARG]...]`: what it unsets and
+        sets is quiet, the command is judged in turn (a program, no shell builtin)."""
+        while rest and rest[0].startswith("-") and rest[0] not in ("-", "--"):
+            option = rest.pop(0)
+            if option in _ENV_UNSET and rest:
+                value = rest.pop(0)
+                self.add(value, quiet=_WORD.fullmatch(value) is not None)
+                continue
+            unset = option.startswith("--unset=") or (option.startswith("-u") and not option.startswith("--"))
+            if unset:
+                value = option.partition("=")[2] if option.startswith("--") else option[2:]
+                self.add(value, quiet=_WORD.fullmatch(value) is not None)
+                continue
+            self.add(option, quiet=False)
+            if option in _ENV_VALUED and rest:
+                self.add(rest.pop(0), quiet=False)  # `-S "..."`, `-C DIR`
+        if rest and rest[0] == "--":
+            rest.pop(0)
+        while rest and _ASSIGNMENT.match(rest[0]):
+            self._assignment(rest.pop(0))
+        if rest:
+            self.command(rest, builtins=False, argv=argv)
+
+
+def script_mentions(script: str) -> Mentions | None:
+    """The mentions of a shell script's simple commands (Mentions): every word, a
+    comment's and a redirection's target too (loud); None where it cannot be split."""
+    mentions = Mentions()
+    try:
+        lexer = shlex.shlex(script.replace("`", " ; "), posix=True, punctuation_chars=_OPERATORS + "<>")
+        lexer.commenters = ""  # (`a#$NAME` is one word to a shell; a comment stays loud)
+        lexer.whitespace = " \t\r"
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    current: list[str] = []
+    pending = iter(tokens)
+    for token in pending:
+        if token and all(ch in _OPERATORS + "<>" for ch in token):
+            if any(ch in token for ch in "<>"):
+                mentions.add(next(pending, ""), quiet=False)  # a redirection's target
+                continue
+            mentions.command(current, builtins=True, argv=False)
+            current = []
+        else:
+            current.append(token)
+    mentions.command(current, builtins=True, argv=False)
+    return mentions
+
+
+def argv_mentions(words: Sequence[str]) -> Mentions | None:
+    """The mentions of a child's argv (every word shown): `env`'s assignments, a quiet
+    program's words, a shell's `-c` script (script_mentions); None where a shell's
+    script cannot be split."""
+    mentions = Mentions()
+    if not words:
+        return mentions
+    name = program_name(words[0])
+    if name in _SHELLS:
+        for index, word in enumerate(words):
+            script = words[index + 1] if index + 1 < len(words) else None
+            if index and word.startswith("-") and not word.startswith("--") and "c" in word[1:] and script is not None:
+                inner = script_mentions(script)
+                if inner is None:
+                    return None
+                mentions.merge(inner)
+                for after in words[index + 2 :]:
+                    mentions.add(after, quiet=False)  # `$0`, `$1`...: the script may read them
+                return mentions
+            mentions.add(word, quiet=False)
+        return mentions
+    mentions.command(list(words), builtins=False, argv=True)
+    return mentions
+
+
+def plain_dump(words: Sequence[Word]) -> bool:
+    """Is the argv `env` or `printenv` with nothing to run and no name (`["env"]`,
+    `["printenv", "-0"]`, `["env", "A=1"]`): a dump of the child's own environment and
+    nothing else (no `/proc`, no `ps`, no command)?"""
+    if not words or any(word is None for word in words):
+        return False
+    name = program_name(words[0] or "")
+    if name not in ("env", "printenv"):
+        return False
+    for word in words[1:]:
+        assert word is not None
+        if word in _ENV_VALUED or word in ("-", "--"):
+            return False
+        if not word.startswith("-") and not (name == "env" and _ASSIGNMENT.match(word)):
+            return False
+    return True
 
 
 # ---- a child running a file: a shell script, a Makefile, a Python file, a program
@@ -836,3 +1018,189 @@ def script_files(script: str, cwd: str = "@cwd", depth: int = 0) -> list[ChildFi
     for folder in dict.fromkeys(folders):
         found += _fed_files(script, folder)
     return list(dict.fromkeys(found))
+
+
+# ---- the text of a file a child runs, judged
+
+# tools that run a script with Python from its shebang (`#!/usr/bin/env -S uv run --script`)
+_PYTHON_RUNNERS = frozenset({"uv", "uvx", "pipx", "pdm", "poetry", "hatch", "rye", "pipenv", "pixi", "conda"})
+# what makes a Makefile hand every variable over (its names, or a shell's dump)
+_MAKE_WHOLE = (".VARIABLES",)
+
+
+def run_by(data: bytes) -> tuple[str, str]:
+    """What runs a program file: (kind, interpreter) from its first line; a text file
+    without one is run by a shell (as `os.system` or a shell's exec would), a file that is
+    not text is "binary"."""
+    if not data.startswith(b"#!"):
+        head = data[:4096]
+        return ("binary", "") if b"\0" in head or _undecodable(head) else ("shell", "")
+    words = data[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    name = program_name(words[0]) if words else "sh"
+    rest = words[1:]
+    if name == "env":
+        while rest and rest[0].startswith("-"):
+            rest.pop(0)
+        name = program_name(rest[0]) if rest else ""
+    if is_shell(name):
+        return "shell", name
+    if is_python(name) or name in _PYTHON_RUNNERS:
+        return "python", name
+    if name in MAKES:
+        return "make", name
+    return "other", name
+
+
+def _undecodable(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 4  # (a character cut at the end of the head is text)
+    return False
+
+
+def text_reads(
+    kind: str, interpreter: str, text: str, declared: frozenset[str], python_reads_whole: Callable[[str], bool]
+) -> tuple[list[str], bool]:
+    """What a file's text run as `kind` reads: the declared variables it names as whole
+    words (a shell's script: save those it only sets, unsets or mentions, Mentions), and
+    whether it hands the whole environment back (`env`, `export -p`, `${!PREFIX*}`,
+    make's `$(.VARIABLES)`, another language's marks, Python using it whole)."""
+    names = named_variables(text, declared)
+    if kind == "shell" and names:
+        mentions = script_mentions(text)
+        if mentions is not None:
+            silent = mentions.silent(names, Counter(_WORD.findall(text)))
+            names = [name for name in names if name not in silent]
+    if kind == "make":
+        recipes = "\n".join(line.lstrip("\t@-+") for line in text.split("\n") if line.startswith("\t"))
+        whole = any(mark in text for mark in _MAKE_WHOLE) or shell_prints_environment(recipes, python_reads_whole)
+    elif kind == "other":
+        whole = any(mark in text for mark in whole_environment_marks(interpreter))
+    elif kind == "python":
+        whole = python_reads_whole(text)
+    else:
+        whole = shell_prints_environment(text, python_reads_whole)
+    return names, whole
+
+
+# ---- files the module writes: a launch script written at run time, then run
+
+# Callables that put another file's bytes at the path given second (`shutil.copy(src, DST)`)
+_COPIERS = frozenset({
+    "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.move", "os.rename", "os.replace", "os.link",
+    "os.symlink", "urllib.request.urlretrieve",
+})
+_OPENERS = frozenset({"open", "io.open", "builtins.open", "codecs.open"})
+# Path methods that put other bytes at the receiver, or at the path given
+_LINKED_HERE = frozenset({"symlink_to", "hardlink_to"})
+_MOVED_THERE = frozenset({"rename", "replace"})
+Chain = list[ast.AST]
+
+
+class ModuleWrites:
+    """The files a module writes, by path spec (childenv.child_files' specs), each with
+    the texts written to it: a literal or constant the module shows (`p.write_text(T)`,
+    `p.write_bytes(b"...")`, `with open(P, "w") as fh: fh.write(T)`, `open(P, "w").write(T)`),
+    None for one it does not (a parameter, `print(..., file=fh)`, the handle handed on, a
+    copy or move of another file there, `os.open`). `spec(expr, chain)` is the path spec
+    of an expression inside the scope nodes `chain`, `text(expr, chain)` its string, and
+    `callee(expr)` the dotted paths a callable may be."""
+
+    def __init__(
+        self,
+        tree: ast.Module,
+        spec: Callable[[ast.expr, Chain], str | None],
+        text: Callable[[ast.expr, Chain], str | None],
+        callee: Callable[[ast.expr], frozenset[str]],
+    ) -> None:
+        self._spec, self._text, self._callee = spec, text, callee
+        self.texts: dict[str, list[str | None]] = {}
+        self._handled: set[int] = set()  # open calls whose writes a `with` or `.write` accounts for
+        self._walk(tree, [])
+
+    def _walk(self, node: ast.AST, chain: Chain) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = [*chain, child] if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) else chain
+            if isinstance(child, (ast.With, ast.AsyncWith)):
+                self._with(child, chain)
+            elif isinstance(child, ast.Call):
+                self._call(child, chain)
+            self._walk(child, inner)
+
+    def _add(self, target: ast.expr | None, chain: Chain, text: str | None) -> None:
+        spec = self._spec(target, chain) if target is not None else None
+        if spec is not None:
+            self.texts.setdefault(spec, []).append(text)
+
+    def _data(self, expr: ast.expr | None, chain: Chain) -> str | None:
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, bytes):
+            return expr.value.decode("utf-8", "surrogateescape")
+        return self._text(expr, chain) if expr is not None else None
+
+    def _opened(self, call: ast.expr, chain: Chain) -> ast.expr | None:
+        """The path an `open(P, mode)` or `P.open(mode)` call opens for writing (a mode
+        with `w`, `a`, `x` or `+`, or one not shown); None for a read or no open."""
+        if not isinstance(call, ast.Call):
+            return None
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "open" and not (self._callee(func) & {"os.open", "io.open"}):
+            target, mode = func.value, call.args[0] if call.args else None
+        elif (isinstance(func, ast.Name) and func.id == "open") or self._callee(func) & _OPENERS:
+            if not call.args:
+                return None
+            target, mode = call.args[0], call.args[1] if len(call.args) > 1 else None
+        else:
+            return None
+        mode = mode or next((k.value for k in call.keywords if k.arg == "mode"), None)
+        if mode is None:
+            return None  # read
+        shown = self._text(mode, chain)
+        return target if shown is None or any(ch in shown for ch in "wax+") else None
+
+    def _with(self, node: ast.With | ast.AsyncWith, chain: Chain) -> None:
+        """`with open(P, "w") as fh:` whose body only calls `fh.write(T)`: the texts in order."""
+        for item in node.items:
+            target = self._opened(item.context_expr, chain)
+            if target is None:
+                continue
+            self._handled.add(id(item.context_expr))
+            handle = item.optional_vars
+            if not isinstance(handle, ast.Name):
+                self._add(target, chain, None)
+                continue
+            uses = [n for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == handle.id]
+            writes = [
+                n for stmt in node.body for n in ast.walk(stmt)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "write"
+                and isinstance(n.func.value, ast.Name) and n.func.value.id == handle.id and len(n.args) == 1
+            ]
+            texts = [self._data(call.args[0], chain) for call in writes]
+            whole = None if len(writes) != len(uses) or None in texts else "".join(t or "" for t in texts)
+            self._add(target, chain, whole)
+
+    def _call(self, call: ast.Call, chain: Chain) -> None:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            if func.attr in ("write_text", "write_bytes"):
+                data = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "data"), None)
+                self._add(func.value, chain, self._data(data, chain))
+                return
+            opened = self._opened(func.value, chain) if func.attr == "write" else None
+            if opened is not None:  # `open(P, "w").write(T)`
+                self._handled.add(id(func.value))
+                self._add(opened, chain, self._data(call.args[0], chain) if len(call.args) == 1 else None)
+                return
+            if func.attr in _LINKED_HERE:
+                self._add(func.value, chain, None)
+            elif func.attr in _MOVED_THERE and call.args:
+                self._add(call.args[0], chain, None)
+        callee = self._callee(func)
+        if callee & _COPIERS and len(call.args) > 1:
+            self._add(call.args[1], chain, None)
+        elif "os.open" in callee and call.args:
+            self._add(call.args[0], chain, None)
+        elif id(call) not in self._handled:
+            target = self._opened(call, chain)
+            if target is not None:
+                self._add(target, chain, None)  # a handle kept, handed on: what it writes is not shown

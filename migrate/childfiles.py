@@ -35,15 +35,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from configbags.migrate.childenv import (
-    MAKES,
-    is_python,
-    is_shell,
-    named_variables,
-    program_name,
-    shell_prints_environment,
-    whole_environment_marks,
-)
+from configbags.migrate.childenv import run_by, text_reads
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, display_path, read_source
 from configbags.migrate.scancache import content_digest
@@ -51,11 +43,7 @@ from configbags.migrate.scanmodel import ENV_UNRESOLVED, FileScan, ScanSettings,
 
 # the Makefiles `make` looks for in a folder, in its order
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
-# tools that run a script with Python from its shebang (`#!/usr/bin/env -S uv run --script`)
-_PYTHON_RUNNERS = frozenset({"uv", "uvx", "pipx", "pdm", "poetry", "hatch", "rye", "pipenv", "pixi", "conda"})
 _INCLUDE = re.compile(r"^[ \t]*-?s?include[ \t]+(.+)$", re.MULTILINE)
-# what makes a Makefile hand every variable over (its names, or a shell's dump)
-_MAKE_WHOLE = (".VARIABLES",)
 _MAX_INCLUDES = 8
 
 Row = tuple[Any, ...]  # a read row: (function, leaf, line, col, end_line, end_col, via, form, origin)
@@ -135,7 +123,7 @@ class _Judge:
         if kind.startswith("other:"):
             kind, interpreter = "other", kind[len("other:") :]
         if kind == "program":
-            kind, interpreter = _run_by(data)
+            kind, interpreter = run_by(data)
         if kind == "python":
             return [] if display_path(Path(target), Path(self.project)) in self.listed else (target, data)
         if kind == "binary":
@@ -143,10 +131,9 @@ class _Judge:
         text = data.decode("utf-8", "surrogateescape")
         if kind == "make":
             text = "\n".join(self._makefile_texts(target, text))
-        found = [(env_subject(name), "child_script") for name in named_variables(text, self.declared)]
-        if self._whole(kind, interpreter, text):
-            found.append((ENV_UNRESOLVED, "environ_whole"))
-        return found
+        names, whole = text_reads(kind, interpreter, text, self.declared, self._python_whole)
+        found = [(env_subject(name), "child_script") for name in names]
+        return [*found, (ENV_UNRESOLVED, "environ_whole")] if whole else found
 
     def _excluded(self, rel: str) -> bool:
         """Does a scan.excludes pattern match the file or a folder above it?"""
@@ -190,15 +177,6 @@ class _Judge:
                 if data is not None:
                     yield from self._makefile_texts(included, data.decode("utf-8", "surrogateescape"), depth + 1)
 
-    def _whole(self, kind: str, interpreter: str, text: str) -> bool:
-        """Does the text hand the whole environment back?"""
-        if kind == "make":
-            recipes = "\n".join(line.lstrip("\t@-+") for line in text.split("\n") if line.startswith("\t"))
-            return any(mark in text for mark in _MAKE_WHOLE) or shell_prints_environment(recipes, self._python_whole)
-        if kind == "other":
-            return any(mark in text for mark in whole_environment_marks(interpreter))
-        return shell_prints_environment(text, self._python_whole)
-
     def _python_whole(self, code: str) -> bool:
         try:
             tree = ast.parse(code)
@@ -206,34 +184,3 @@ class _Judge:
             return False
         settings = ScanSettings(env_vars=tuple(sorted(self.declared)))
         return any(read[1] == ENV_UNRESOLVED for read in DoorScan(tree, code, settings).reads())
-
-
-def _run_by(data: bytes) -> tuple[str, str]:
-    """What runs a program file: (kind, interpreter) from its first line; a text file
-    without one is run by a shell (as `os.system` or a shell's exec would), a file that is
-    not text is "binary"."""
-    if not data.startswith(b"#!"):
-        head = data[:4096]
-        return ("binary", "") if b"\0" in head or _undecodable(head) else ("shell", "")
-    words = data[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
-    name = program_name(words[0]) if words else "sh"
-    rest = words[1:]
-    if name == "env":
-        while rest and rest[0].startswith("-"):
-            rest.pop(0)
-        name = program_name(rest[0]) if rest else ""
-    if is_shell(name):
-        return "shell", name
-    if is_python(name) or name in _PYTHON_RUNNERS:
-        return "python", name
-    if name in MAKES:
-        return "make", name
-    return "other", name
-
-
-def _undecodable(head: bytes) -> bool:
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start < len(head) - 4  # (a character cut at the end of the head is text)
-    return False

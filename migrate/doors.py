@@ -62,6 +62,7 @@ import ast
 import bisect
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -82,17 +83,25 @@ from configbags.migrate.childenv import (
     LOOP_LAUNCHERS,
     PATH_MARK,
     ChildFile,
+    Mentions,
+    ModuleWrites,
+    argv_mentions,
     child_files,
     command_arguments,
     command_fragments,
     launcher_commands,
     literal_spec,
     named_variables,
+    plain_dump,
     prints_environment,
     rebased,
+    run_by,
     script_files,
+    script_mentions,
     shell_prints_environment,
+    spellings,
     stdin_reader,
+    text_reads,
 )
 from configbags.migrate.envkeys import KeyCompiler, Pattern, declared_reads, fits, patterns
 from configbags.migrate.scanmodel import (
@@ -1060,6 +1069,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # (function, line, col, end_line, end_col, kind, path spec): the files its child
         # processes run (FlowFacts.children, configbags.migrate.childenv.child_files)
         self.children: list[tuple[Any, ...]] = []
+        # the files the module writes, with the texts it writes there (built when a child
+        # runs a file the module names: ModuleWrites)
+        self._writes: ModuleWrites | None = None
+        # ids of `os.environ.pop(NAME, default)` calls whose value is dropped: writes
+        self.dropped_pops: set[int] = set()
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
         # is no module constant there
         self.enclosing: list[ast.AST] = []
@@ -1243,6 +1257,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Expr(self, node: ast.Expr) -> None:
         self._consume(node.value)  # evaluated, never read
+        value = node.value
+        if (
+            isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords
+            and not any(isinstance(arg, ast.Starred) for arg in value.args)
+            and "os.environ.pop" in self._callee(value)
+        ):
+            # `os.environ.pop(NAME, None)` as a statement: the value dropped, no KeyError
+            # where it is unset; a write, as `del` is (with no default, its presence is read)
+            self.dropped_pops.add(id(value))
         self.generic_visit(node)
 
     def visit_If(self, node: ast.If | ast.While) -> None:
@@ -1511,14 +1534,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._fetch(node, fetch)
         if self.declared:
             if node.args or node.keywords:
-                # a name bound to two getters is reported once, by the first form in order
-                forms = sorted(_ENV_GETTERS[path] for path in callee if path in _ENV_GETTERS)
-                if forms:
-                    form = forms[0]
-                    key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
-                    self._env(node, key, form)
-                else:
-                    self._config_read(node, callee)
+                self._env_call(node, callee)
             self._consume_arguments(node, callee, fetches)
             if any(path.startswith(_ENV_CHILD_PROCESS) for path in callee):
                 self._child_command(node, callee)
@@ -1526,6 +1542,17 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._launcher_handed_on(node)
                 self._stdin_written(node)
         self.generic_visit(node)
+
+    def _env_call(self, node: ast.Call, callee: frozenset[str]) -> None:
+        """A call of one of the environment's getters (`os.getenv("NAME")`), or of a
+        settings object read by key."""
+        # a name bound to two getters is reported once, by the first form in order
+        forms = sorted(_ENV_GETTERS[path] for path in callee if path in _ENV_GETTERS)
+        if not forms:
+            self._config_read(node, callee)
+        elif id(node) not in self.dropped_pops:  # (a pop whose value is dropped writes)
+            key = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "key"), None)
+            self._env(node, key, forms[0])
 
     def _config_read(self, node: ast.Call, callee: frozenset[str]) -> None:
         """`config("NAME", cast=int)`, `config.get("NAME")` of a starlette `Config()`: a
@@ -1582,11 +1609,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         )
         enclosing = list(self.enclosing)
         arguments = command_arguments(node)
+        spelled: Counter[str] = Counter()  # (how often: each spelling must be accounted for)
         for _, text in command_fragments(
             arguments, lambda expr: self.strings.value(expr, enclosing), scope, self.strings.tree,
             lambda expr: self.strings.bound(expr, enclosing),
         ):
             named.update(named_variables(text, self.declared))
+            spelled.update(spellings(text, self.declared))
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # `def sh(cmd): subprocess.run(cmd, shell=True)`: its callers hand the command
             # over (configbags.migrate.flows reads what they pass)
@@ -1595,17 +1624,63 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 for sub in ast.walk(expr):
                     if isinstance(sub, ast.Name) and sub.id in params and self.scope.kind == "function":
                         self.command_params.add((self.scope.qualname, sub.id))
+        commands = self._child_commands(node, callee)
+        isolated = self._isolated(node)
+        if isolated:
+            named.clear()  # its variables are those `env=` spells, their values read where computed
+        elif named:
+            named -= self._silent(node, commands, named, spelled)
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")
-        commands = self._child_commands(node, callee)
-        if any(self._prints_environment(command) for command in commands):
+        dumps = [command for command in commands if self._prints_environment(command)]
+        if dumps and not (isolated and all(plain_dump([self._word(e) for e in self._argv(c)]) for c in dumps)):
             # `subprocess.check_output(["env", "-0"])`, `os.system("env | grep X")`, a
             # Python child dumping `os.environ`: the child prints every variable back
+            # (its own only, where `env=` spells them all: `["env"], env={"A": "1"}`)
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
         given = next((k.value for k in node.keywords if k.arg == "input"), None)
         if given is not None:
             self._stdin_program(node, commands, given, named=False)
         self._files_run(node, commands)
+
+    @staticmethod
+    def _isolated(node: ast.Call) -> bool:
+        """Is the child's environment a mapping literal with no `**` spread (`env={"A":
+        "1"}`)? Then it has the variables the code spells there and no other: the process's
+        reach it only through the values, read by Python's rules where they are computed."""
+        given = next((k.value for k in node.keywords if k.arg == "env"), None)
+        return isinstance(given, ast.Dict) and all(key is not None for key in given.keys)
+
+    def _silent(
+        self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], named: set[str], spelled: Counter[str]
+    ) -> set[str]:
+        """The names the child only sets, unsets or mentions (childenv.Mentions), where
+        the module shows its every command and the command's words account for every
+        spelling of the name in the call (not one in `input=`, say); none for a child
+        whose output goes to a file or another child (`stdout=fh`: what it prints may run)."""
+        output = next((k.value for k in node.keywords if k.arg == "stdout"), None)
+        if output is not None and not (isinstance(output, ast.Constant) and output.value is None) and not (
+            self.d.kind(output, self.scope) & {"subprocess.PIPE", "subprocess.DEVNULL"}
+        ):
+            return set()
+        mentions = Mentions()
+        for command in commands:
+            words = command if isinstance(command, list) else (
+                [None if isinstance(e, ast.Starred) else e for e in command.elts]
+                if isinstance(command, (ast.List, ast.Tuple)) else None
+            )
+            found: Mentions | None = None
+            if words is not None:
+                texts = [self._word(e) for e in words]
+                shown = [t for t in texts if t is not None]
+                found = argv_mentions(shown) if len(shown) == len(texts) else None
+            elif not isinstance(command, list):
+                script = self._word(command)
+                found = script_mentions(script) if script is not None else None
+            if found is None:
+                return set()
+            mentions.merge(found)
+        return mentions.silent(named, spelled)
 
     def _stdin_written(self, node: ast.Call) -> None:
         """`proc.communicate(text)`, `proc.stdin.write(text)` on a child the module starts
@@ -1698,8 +1773,39 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for kind, spec in sorted(found):
             if spec:
                 self.children.append((self.scope.qualname, node.lineno, node.col_offset, end_line, end_col, kind, spec))
+                self._written_run(node, kind, spec)
             else:
                 self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+
+    def _written_run(self, node: ast.Call, kind: str, spec: str) -> None:
+        """A file the module itself writes, run by the same path (a launch script written
+        at run time, `p.write_text(TEMPLATE); run([str(p)])`), wherever it lies: judged by
+        the texts written there (childenv.ModuleWrites), `$?` where one is not shown."""
+        if self._writes is None:
+            self._writes = ModuleWrites(
+                self.strings.tree, self._path_spec, self.strings.value, lambda expr: self.d.kind(expr, self.d.module)
+            )
+        specs = [f"{spec}/{name}" for name in ("GNUmakefile", "makefile", "Makefile")] if kind == "make_dir" else [spec]
+        texts = [text for each in specs for text in self._writes.texts.get(each, [])]
+        if not texts:
+            return
+        if kind == "opaque" or None in texts:
+            self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+            return
+        shown = [text or "" for text in texts]
+        for text in [*shown, "".join(shown)] if len(shown) > 1 else shown:  # (each write, and all appended)
+            interpreter = kind.partition(":")[2]
+            run = kind.partition(":")[0] if kind != "make_dir" else "make"
+            if run == "program":
+                run, interpreter = run_by(text.encode("utf-8", "surrogateescape"))
+            if run == "binary":
+                self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+                continue
+            names, whole = text_reads(run, interpreter, text, self.declared, self._python_reads_whole)
+            for name in names:
+                self._report(node, env_subject(name), "environ", "child_written")
+            if whole:
+                self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
     def _fed_file(self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], cwd: str) -> list[ChildFile]:
         """A file opened as the standard input of a child that reads its program there
