@@ -18,6 +18,7 @@ import logging
 import math
 import resource
 import socket
+import struct
 import time
 from typing import Any, ClassVar
 
@@ -137,7 +138,11 @@ class _AnswersRead(H11Protocol):
         if self.send_tally is not None:
             self.send_tally.note(f"closed connections that read none of their answers for {self.send_deadline:g} s "
                                  f"(--send-timeout)")
-        self.transport.abort()  # a reset: a graceful close would wait on the same unread buffer
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:  # a reset that drops what is queued: the kernel would otherwise keep
+            # sending it, the socket orphaned, for as long as the client keeps its window shut
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
 
 
 def guarded_protocol(max_connections: int, head_timeout_s: float, tally: Tally,
