@@ -7,6 +7,7 @@ import difflib
 import functools
 import json
 import re
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,9 +112,64 @@ def _whole_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> 
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-# the meta-schemas' validator: Draft 2020-12 with `pattern` matched up to the very end
+# Characters no schema text may hold: control characters (ESC sequences, BEL, CR), format
+# characters (bidi overrides such as U+202E, zero-width spaces and joiners), line and
+# paragraph separators, and lone surrogates. gen copies help, doc and values into --help,
+# CONFIG.md and generated code, where they would reach terminals and Markdown as they are
+# and be invisible in review. A line feed is kept: a help may span lines (--help rewraps
+# it, CONFIG.md writes <br>, docstrings keep it).
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_KEPT = frozenset("\n")
+# Unicode gives control characters no names; the ones a text editor or terminal makes
+_CONTROL_NAMES = {"\0": "NULL", "\a": "BELL", "\b": "BACKSPACE", "\t": "TAB", "\v": "LINE TABULATION",
+                  "\f": "FORM FEED", "\r": "CARRIAGE RETURN", "\x1b": "ESCAPE", "\x7f": "DELETE",
+                  "\x85": "NEXT LINE"}
+PRINTABLE_HINT = ("write plain text: control, format (bidi, zero-width) and line-separator characters "
+                  "are refused (a line feed is the one kept)")
+
+
+def _unprintable(text: str) -> str | None:
+    """The first character of `text` that no schema text may hold, described; or None."""
+    for at, c in enumerate(text):
+        if c not in _KEPT and unicodedata.category(c) in _UNPRINTABLE:
+            name = unicodedata.name(c, "") or _CONTROL_NAMES.get(c, "a control character")
+            return f"U+{ord(c):04X} ({name}) at character {at + 1}"
+    return None
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:57]) + "..."
+
+
+def _printable(validator: Any, wanted: Any, instance: Any, schema: Any) -> Iterator[jsonschema.ValidationError]:
+    """`printable: true`: every string in the instance, mapping keys included, at any depth,
+    holds none of `_UNPRINTABLE`; each error carries the path to its string, so it is
+    reported at that string's line and names the leaf it belongs to."""
+    if not wanted:
+        return
+    stack: list[tuple[list[Any], Any]] = [([], instance)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            texts = [(path, node)]
+        elif isinstance(node, dict):
+            texts = [([*path, k], k) for k in node if isinstance(k, str)]
+            stack.extend(([*path, k], v) for k, v in reversed(node.items()))
+        elif isinstance(node, list):
+            texts = []
+            stack.extend(([*path, i], v) for i, v in reversed(list(enumerate(node))))
+        else:
+            continue
+        for where, text in texts:
+            bad = _unprintable(text)
+            if bad is not None:
+                yield jsonschema.ValidationError(f"{_shown(text)} holds {bad}", path=where)
+
+
+# the meta-schemas' validator: Draft 2020-12 with `pattern` matched up to the very end, and
+# `printable` (every string of the file is plain text)
 _Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
-    jsonschema.Draft202012Validator, {"pattern": _whole_pattern})
+    jsonschema.Draft202012Validator, {"pattern": _whole_pattern, "printable": _printable})
 
 
 @functools.lru_cache(maxsize=32)
@@ -131,7 +187,9 @@ def _leaf_of(path: list[Any]) -> str | None:
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
-    where = ".".join(str(p) for p in error.absolute_path) or "<file>"
+    # a name that is not plain text is shown escaped (the error says why it is refused)
+    where = ".".join(repr(p) if isinstance(p, str) and _unprintable(p) else str(p)
+                     for p in error.absolute_path) or "<file>"
     if error.validator == "oneOf" and error.validator_value and "required" in str(
         error.validator_value
     ):
@@ -225,6 +283,6 @@ def read_yaml(
             broken.add(str(path_list[1]))
         else:
             intact = False
-        errors.append(SchemaError(display, line_at(data, path_list), _describe(error),
-                                  leaf=_leaf_of(path_list), hint=hint))
+        errors.append(SchemaError(display, line_at(data, path_list), _describe(error), leaf=_leaf_of(path_list),
+                                  hint=PRINTABLE_HINT if error.validator == "printable" else hint))
     return SourceFile(path, display, data, frozenset(broken), intact)

@@ -414,7 +414,7 @@ class Parallel:
     moe_ep_size: int
     """Derived: equal to ep_size as configured. The live expert group may differ under elastic EP."""
     moe_tp_size: int
-    """Derived: tp_size // moe_ep_size // moe_dp_size. Tensor-parallel size within MoE layers."""
+    """Derived: tp_size // moe_ep_size // moe_dp_size. Tensor-parallel size within MoE layers; a layout whose ep_size x moe_dp_size does not divide tp_size is refused."""
     _ranks: dict[str, int] = attrs.field(init=False, factory=dict, eq=False, repr=False)
 
     @property

@@ -27,6 +27,7 @@ from configbags.runtime.record import Once
 from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
 from configbags.serve.listen import (
     DEFAULT_HEAD_TIMEOUT_S,
+    DEFAULT_SEND_TIMEOUT_S,
     MAX_CONNECTIONS,
     Tally,
     bind,
@@ -126,6 +127,9 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--head-timeout", type=_seconds, default=DEFAULT_HEAD_TIMEOUT_S, metavar="S",
                         help="seconds a connection has to send a whole request line and headers; one that has "
                              f"not is closed (default {DEFAULT_HEAD_TIMEOUT_S:g})")
+    parser.add_argument("--send-timeout", type=_seconds, default=DEFAULT_SEND_TIMEOUT_S, metavar="S",
+                        help="seconds a client may leave its answers unread (the send buffer full); a "
+                             f"connection that does is closed (default {DEFAULT_SEND_TIMEOUT_S:g})")
     parser.add_argument("--watch", type=Path, default=None, metavar="FILE", action=Once,  # one file is followed
                         help="read FILE as a --config file and follow it as Kubernetes updates a mounted "
                              "ConfigMap: live changes are applied on every rank (source file:FILE), the rest "
@@ -230,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             watcher = _watch(door, app, record_type, server_flags, args)
         values = context.state.values
         max_connections = args.max_connections or default_max_connections()
-        config = uvicorn.Config(app, http=guarded_protocol(max_connections, args.head_timeout, tally),
+        config = uvicorn.Config(app, http=guarded_protocol(max_connections, args.head_timeout, tally,
+                                                                 args.send_timeout),
                                 log_level=args.serve_log_level, access_log=False, timeout_graceful_shutdown=5,
                                 # a client's pooled connection must not be closed under it while
                                 # a burst of requests queues (uvicorn's default is 5 s)

@@ -1,11 +1,14 @@
 """The door's listening socket and its connections: bound before anything is announced,
 a cap on open connections that refuses the ones over it at once, a deadline for each
-request's head (request line and headers), and accept errors logged at a bounded rate.
+request's head (request line and headers), a deadline for a client that does not read its
+answers, and accept errors logged at a bounded rate.
 
-uvicorn bounds a body (the app's 408) and an idle keep-alive connection, but not the time
-before a request's head is complete: a connection that sends nothing, half a request line
-or one header every few seconds would otherwise stay open for ever, and enough of them use
-up the process's file descriptors (the door then answers nothing, not even /health)."""
+uvicorn bounds a body (the app's 408) and an idle keep-alive connection, but neither the
+time before a request's head is complete nor the time an answer waits for the client to
+read it: a connection that sends nothing, half a request line or one header every few
+seconds, or one that sends whole requests (200 pipelined ones) and never reads, would
+otherwise stay open for ever, and enough of them use up the connection cap or the
+process's file descriptors (the door then answers nothing, not even /health)."""
 
 from __future__ import annotations
 
@@ -15,8 +18,9 @@ import logging
 import math
 import resource
 import socket
+import struct
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -26,6 +30,9 @@ from configbags.runtime.errors import ConfigError
 log = logging.getLogger("configbags.serve")
 
 DEFAULT_HEAD_TIMEOUT_S = 10.0  # a request line and headers are a few hundred bytes, sent at once
+# A reader that takes no byte of its answers for this long is gone or hostile: the door's
+# largest answer (/openapi.json) is a few tens of KiB, read at once by any client.
+DEFAULT_SEND_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 65_536
 DESCRIPTORS_KEPT = 256  # for the ranks' store, torch, the watched file and the log: never given to clients
 LOG_INTERVAL_S = 10.0
@@ -98,20 +105,65 @@ def accept_error_handler(tally: Tally) -> Any:
     return handle
 
 
-def guarded_protocol(max_connections: int, head_timeout_s: float, tally: Tally) -> type[H11Protocol]:
+class _AnswersRead(H11Protocol):
+    """uvicorn's h11 protocol resetting a connection whose answers stay unread for
+    `send_deadline` seconds: the transport pauses writing when its buffer passes the
+    high-water mark (the kernel's send buffer full behind it) and resumes it below the
+    low-water mark; paused that long, the client reads nothing (or next to nothing)."""
+
+    send_deadline: ClassVar[float] = DEFAULT_SEND_TIMEOUT_S
+    send_tally: ClassVar[Tally | None] = None
+    _send_timer: asyncio.TimerHandle | None = None
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._send_timer is None:
+            self._send_timer = self.loop.call_later(self.send_deadline, self._unread)
+
+    def resume_writing(self) -> None:
+        self._reading()
+        super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._reading()
+        super().connection_lost(exc)
+
+    def _reading(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
+    def _unread(self) -> None:
+        self._send_timer = None  # still open: connection_lost cancels the timer
+        if self.send_tally is not None:
+            self.send_tally.note(f"closed connections that read none of their answers for {self.send_deadline:g} s "
+                                 f"(--send-timeout)")
+        sock = self.transport.get_extra_info("socket")
+        if sock is not None:  # a reset that drops what is queued: the kernel would otherwise keep
+            # sending it, the socket orphaned, for as long as the client keeps its window shut
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.transport.abort()
+
+
+def guarded_protocol(max_connections: int, head_timeout_s: float, tally: Tally,
+                     send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S) -> type[H11Protocol]:
     """uvicorn's h11 protocol with the door's bounds: a connection past `max_connections`
     open ones, or past half of them from one client host, is closed as soon as it is
     accepted (nothing read from it; so one host holding its share leaves the rest to
-    others, a liveness probe from the node among them), and a connection whose request
+    others, a liveness probe from the node among them), a connection whose request
     head is not complete `head_timeout_s` after it opened (or, on a kept-alive connection,
-    after the next request's first byte) is closed. A request whose head is complete is
-    the app's to bound (the body's 408)."""
+    after the next request's first byte) is closed, and so is one whose answers stay unread
+    for `send_timeout_s`: the transport's buffer above its high-water mark (the kernel's
+    send buffer full behind it) for that long without draining below its low-water mark.
+    A request whose head is complete is otherwise the app's to bound (the body's 408)."""
     per_host = max(1, max_connections // 2)
     held: dict[str, int] = {}  # client host -> its open connections (the event loop's thread only)
 
-    class GuardedH11Protocol(H11Protocol):
+    class GuardedH11Protocol(_AnswersRead):
         _head_timer: asyncio.TimerHandle | None = None
         _host: str | None = None
+        send_deadline = send_timeout_s
+        send_tally = tally
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             peer = transport.get_extra_info("peername")

@@ -49,7 +49,23 @@ def moe_ep_size(ep_size: int) -> int:
 
 
 def moe_tp_size(tp_size: int, moe_ep_size: int, moe_dp_size: int) -> int:
-    return max(1, tp_size // moe_ep_size // moe_dp_size)
+    """The TP width inside MoE layers. SGLang cuts the expert-parallel and MoE-DP groups out
+    of the TP group (`tp_size // moe_ep_size // moe_dp_size` in `initialize_model_parallel`),
+    so their product must divide tp_size; any other layout has no rank grid, and a width
+    rounded down would plan expert shards for GPUs that do not exist."""
+    groups = moe_ep_size * moe_dp_size
+    if tp_size % groups:
+        if moe_dp_size == 1:
+            raise ParallelLayoutError(
+                f"--tp-size {tp_size} is not divisible by --ep-size {moe_ep_size}: MoE layers cut the TP group "
+                f"into expert-parallel groups of --ep-size GPUs; give an --ep-size that divides --tp-size")
+        given = f"--moe-dp-size {moe_dp_size}" if moe_ep_size == 1 else (
+            f"--ep-size {moe_ep_size} x --moe-dp-size {moe_dp_size} = {groups}")
+        raise ParallelLayoutError(
+            f"--tp-size {tp_size} is not divisible by {given}: MoE layers cut the TP group into "
+            f"expert-parallel and MoE data-parallel groups; give an --ep-size and a --moe-dp-size whose "
+            f"product divides --tp-size")
+    return tp_size // groups
 
 
 def is_ep_joiner(ep_join_mode: str | None) -> bool:

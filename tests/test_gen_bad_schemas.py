@@ -57,6 +57,18 @@ CASES = [
     ("flag-newline", TUNE, "  mode:\n    type: str\n", '  mode:\n    cli: {flag: "--mode\\n"}\n    type: str\n', "core.tune.yaml:5", "mode", "is not valid under any"),
     ("alias-newline", CORE, "aliases: [--lanes]", 'aliases: ["--lanes\\n"]', "core.yaml:9", "width", "is not valid under any"),
     ("env-newline", TUNE, "  mode:\n    type: str\n", '  mode:\n    env: "MODE\\n"\n    type: str\n', "core.tune.yaml:5", "mode", "does not match"),
+    # free text (help, doc, reasons) and values reach --help, CONFIG.md and generated code as they are
+    ("help-escape-sequence", CORE, "    help: How many lanes run side by side.\n", '    help: "lanes \\e[31mRED\\e]0;TITLE\\a"\n', "core.yaml:8", "width", "U+001B (ESCAPE) at character 7"),
+    ("help-bidi-override", CORE, "    help: Print more.\n", '    help: "Print \\u202emore"\n', "core.yaml:34", "verbose", "U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+    ("help-line-separator", CORE, "    help: Print more.\n", '    help: "Print\\u2028more"\n', "core.yaml:34", "verbose", "U+2028 (LINE SEPARATOR)"),
+    ("help-carriage-return", CORE, "    help: Print more.\n", '    help: "Print\\rmore"\n', "core.yaml:34", "verbose", "U+000D"),
+    ("derived-help-zero-width", CORE, "    help: Integer square root of the width.", '    help: "Integer\\u200bsquare root"', "core.yaml:44", "width_root", "U+200B (ZERO WIDTH SPACE)"),
+    ("namespace-doc-bel", CORE, "doc: Core sizes of a tiny server.", 'doc: "Core sizes\\a"', "core.yaml:2", None, "U+0007"),
+    ("choice-escape", TUNE, "    choices: [fast, safe]\n", '    choices: [fast, "safe\\e[8m"]\n', "core.tune.yaml:7", "mode", "U+001B (ESCAPE)"),
+    ("role-doc-bidi", "roles.yaml", "    doc: Does the work.\n", '    doc: "Does the \\u2066work"\n', "roles.yaml:6", None, "U+2066 (LEFT-TO-RIGHT ISOLATE)"),
+    ("audit-decision-escape", "roles.yaml", "        decision: keep\n", '        decision: "keep\\e[2J"\n', "roles.yaml:13", None, "U+001B (ESCAPE)"),
+    ("allowlist-reason-escape", "ratchet.yaml", 'reason: "kept raw for the demo"', 'reason: "kept raw\\e[1A"', "ratchet.yaml:8", None, "U+001B (ESCAPE)"),
+    ("flag-zero-width", TUNE, "  mode:\n    type: str\n", '  mode:\n    cli: {flag: "--mo\\u200bde"}\n    type: str\n', "core.tune.yaml:5", "mode", "U+200B"),
     ("capacity-on-startup-leaf", TUNE, "    capacity: width\n    owner: boss\n    override: runtime\n", "    capacity: width\n    owner: boss\n    override: startup\n", "core.tune.yaml:41", "budget", "`override: startup`"),
     ("derived-unknown-input", CORE, "    inputs: [width]\n", "    inputs: [widht]\n", "core.yaml:40", "width_root", "unknown derived input 'widht'"),
     ("derived-module-missing", CORE, "    fn: math:isqrt\n", "    fn: no_such_module:f\n", "core.yaml:40", "width_root", "cannot import module 'no_such_module'"),
@@ -250,3 +262,15 @@ def test_a_secret_with_choices_is_refused_naming_the_line(tmp_path: Path, capsys
     err = capsys.readouterr().err
     assert "core.yaml:" in err and "a secret leaf cannot have choices" in err and "pin" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_plain_unicode_and_line_feeds_in_help_are_kept(tmp_path: Path) -> None:
+    """Accents, CJK and a help over two lines are text, not a hazard: generated as written."""
+    schema = tmp_path / "schema"
+    copy_case("tiny", tmp_path)
+    core = schema / CORE
+    core.write_text(core.read_text().replace("    help: Print more.\n", '    help: "Print more:\\ncafé, 中文."\n', 1))
+    out = tmp_path / "generated"
+    assert generate(schema, out) == 0
+    assert "Print more:<br>café, 中文." in (out / "CONFIG.md").read_text()
+    assert '"""Print more:\ncafé, 中文."""' in (out / "bags.py").read_text()

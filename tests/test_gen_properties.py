@@ -16,17 +16,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from configbags.codegen.emit import emit
+from configbags.codegen.errors import SchemaInvalid
 from configbags.codegen.model import load_schema
 from configbags.runtime.cliflags import argument_options
 
 NASTY = st.sampled_from(['"', "'", '"""', "'''", "\\", "\\n", "{{ x }}", "{% if %}", "%s", "%(x)d",
-                         "\n", "\t", "é", "名", "\u2028", "\x00", "`", "|", "<b>", "#", "]]>", "\r\n",
-                         "\x85", "\U000102da", "\ufeff"])
-TEXT = st.lists(st.one_of(NASTY, st.text(min_size=1, max_size=8)), min_size=1, max_size=6).map("".join)
+                         "\n", "é", "名", "`", "|", "<b>", "#", "]]>", "\U000102da", "\u00a0"])
+# Schema text is plain text: gen refuses control, format and separator characters (the last test)
+REFUSED = ("Cc", "Cf", "Zl", "Zp", "Cs")
+PLAIN = st.text(st.characters(exclude_categories=REFUSED), min_size=1, max_size=8)
+TEXT = st.lists(st.one_of(NASTY, PLAIN), min_size=1, max_size=6).map("".join)
 HELP = TEXT.filter(lambda s: s.strip() != "")
-# A str leaf's value never holds NUL (refused at every door, the schema's defaults and
-# choices included), so values are drawn without it; help text keeps it.
-VALUE = TEXT.filter(lambda s: "\x00" not in s)
+VALUE = TEXT
 
 ROLES = {"roles": {"boss": {"doc": "b", "reads": "all"}, "test": {"doc": "t", "reads": "all", "write_any": True}}}
 
@@ -110,5 +111,37 @@ def test_text_round_trips_and_cannot_inject(help_text: str, default: str, extra:
         names = {n.name for n in ast.walk(ast.parse(server_args)) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
         assert names == {"ServerArgs", "from_dict", "from_file", "from_cli",
                          "from_cli_args", "to_dict", "replace", "add_cli_args"}
+    finally:
+        shutil.rmtree(tmp)
+
+
+# (a lone surrogate never gets this far: the YAML reader refuses it)
+UNPLAIN = st.characters(categories=("Cc", "Cf", "Zl", "Zp")).filter(lambda c: c != "\n")
+
+
+@pytest.mark.slow  # a schema load per example
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=HELP, bad=UNPLAIN, after=TEXT, where=st.sampled_from(["doc", "help", "default", "choice"]))
+def test_a_control_format_or_separator_character_is_refused_at_its_line(before: str, bad: str, after: str,
+                                                                          where: str) -> None:
+    """Wherever it sits in the text, and in whichever text gen copies out."""
+    text = before + bad + after
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        schema = tmp / "schema"
+        _schema(schema, "plain", "x", ["x"])
+        doc = json.loads((schema / "namespaces" / "core.yaml").read_text())
+        label = doc["leaves"]["label"]
+        if where == "doc":
+            doc["doc"] = text
+        elif where == "help":
+            label["help"] = text
+        else:
+            label["default" if where == "default" else "choices"] = text if where == "default" else ["x", text]
+        (schema / "namespaces" / "core.yaml").write_text(_exact_yaml(doc))
+        with pytest.raises(SchemaInvalid) as caught:
+            load_schema(schema)
+        assert f"U+{ord(bad):04X}" in str(caught.value)
+        assert [e.line for e in caught.value.errors] == [1]  # one line of JSON: the file's only line
     finally:
         shutil.rmtree(tmp)

@@ -249,6 +249,67 @@ def test_a_layout_sglang_refuses_is_refused_at_publish_and_by_an_override() -> N
         assert ctx.state.values["attn_tp_size"] == 2
 
 
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--tp-size", "2", "--ep-size", "3"], "--tp-size 2 is not divisible by --ep-size 3"),
+    (["--tp-size", "2", "--ep-size", "1000"], "--tp-size 2 is not divisible by --ep-size 1000"),
+    (["--tp-size", "4", "--moe-dp-size", "3"], "--tp-size 4 is not divisible by --moe-dp-size 3"),
+    (["--tp-size", "8", "--ep-size", "4", "--moe-dp-size", "4"],
+     "--tp-size 8 is not divisible by --ep-size 4 x --moe-dp-size 4 = 16"),
+])
+def test_a_moe_layout_sglang_refuses_exits_2_naming_the_flags(capsys: pytest.CaptureFixture[str], flags: list[str],
+                                                              words: str) -> None:
+    """The expert-parallel and MoE-DP groups are cut out of the TP group: a MoE width
+    clamped to 1 would plan expert shards for GPUs that do not exist."""
+    assert main(["--model-config", str(MODELS / "deepseek-v2-lite.json"), "--gpu", "H100", *flags]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "derived value parallel.moe_tp_size refuses its inputs" in err
+
+
+@pytest.mark.parametrize(("tp", "ep", "moe_dp", "width"), [(1, 1, 1, 1), (8, 2, 1, 4), (8, 4, 2, 1), (8, 8, 1, 1),
+                                                           (16, 2, 4, 2)])
+def test_every_moe_layout_that_tiles_the_tp_group_is_kept(tp: int, ep: int, moe_dp: int, width: int) -> None:
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.testing import published
+
+    with published(ServerArgs(model_path="m", tp_size=tp, ep_size=ep, moe_dp_size=moe_dp), role="test") as ctx:
+        assert ctx.state.values["moe_tp_size"] == width
+
+
+def test_an_ep_size_that_stops_tiling_is_refused_by_an_override() -> None:
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.errors import LeafValueError
+    from configbags.runtime.testing import published
+
+    with published(ServerArgs(model_path="m", tp_size=4, ep_size=2), role="test") as ctx:
+        with pytest.raises(LeafValueError, match="--tp-size 4 is not divisible by --ep-size 3"):
+            ctx.override("elastic", ep_size=3)
+        assert ctx.state.values["moe_tp_size"] == 2
+
+
+DP_ATTENTION_6 = ["--tp-size", "6", "--dp-size", "6", "--enable-dp-attention", "--ep-size", "6"]
+
+
+def test_routed_experts_that_do_not_divide_over_ep_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """64 routed experts on 6 expert-parallel ranks: SGLang's FusedMoE asserts an equal share."""
+    assert main(["--model-config", str(MODELS / "deepseek-v2-lite.json"), "--gpu", "H100", *DP_ATTENTION_6]) == 2
+    err = capsys.readouterr().err
+    assert "deepseek-v2-lite.json: 64 routed experts are not divisible by --ep-size 6" in err, err
+
+
+def test_redundant_expert_slots_count_with_the_routed_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    model = str(MODELS / "deepseek-v2-lite.json")
+    assert main(["--model-config", model, "--gpu", "H100", *DP_ATTENTION_6, "--ep-num-redundant-experts", "2"]) == 0
+    capsys.readouterr()
+    assert main(["--model-config", model, "--gpu", "H100", *DP_ATTENTION_6, "--ep-num-redundant-experts", "1"]) == 2
+    assert "64 routed experts + --ep-num-redundant-experts 1 = 65 expert slots" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("model", "experts"), [("deepseek-v2-lite.json", 64), ("gpt-oss-20b.json", 32),
+                                                ("qwen3-next-80b-a3b.json", 512), ("llama-3.1-8b.json", 0)])
+def test_the_shape_counts_the_routed_experts(model: str, experts: int) -> None:
+    assert load_model_shape(MODELS / model).num_routed_experts == experts
+
+
 # --- the accepted nonsense of issue 20, refused -------------------------------------------------
 
 AWQ = json.loads((MODELS / "llama-3.1-8b-awq.json").read_text())

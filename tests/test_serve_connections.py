@@ -151,3 +151,37 @@ def test_bind_names_an_ipv6_address_in_brackets() -> None:
             with contextlib.suppress(OSError):
                 sock.close()
 
+
+
+@pytest.mark.slow
+def test_a_client_that_never_reads_its_answers_is_cut_at_the_send_deadline() -> None:
+    """Whole requests (pipelined) and no read: no head deadline applies, and the answers back
+    up until the send deadline cuts the connection, which then frees its slot."""
+    srv = Server("--send-timeout", "1", "--max-connections", str(CAP))
+    try:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: answers back up soon
+        sock.settimeout(5)
+        sock.connect(("127.0.0.1", srv.port))
+        with sock:
+            sock.sendall(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n" * 200)
+            deadline = time.monotonic() + 60  # a bound on the wait, not a speed: the cut comes or not
+            while "read none of their answers for 1 s (--send-timeout)" not in srv.output():
+                assert time.monotonic() < deadline, f"never cut:\n{srv.output()}"
+                time.sleep(0.2)
+            read, cut = 0, False
+            while read < 1 << 30:  # what was on its way before the reset, then the reset (or EOF)
+                try:
+                    chunk = sock.recv(1 << 16)
+                except ConnectionResetError:
+                    cut = True
+                    break
+                if not chunk:
+                    cut = True
+                    break
+                read += len(chunk)
+            assert cut
+        assert httpx.get(f"{srv.url}/health", timeout=5).status_code == 200
+        assert "Traceback" not in srv.output()
+    finally:
+        srv.stop()

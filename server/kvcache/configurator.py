@@ -40,7 +40,7 @@ def settings_from(config: KvConfig) -> PlanSettings:
     """Every leaf the plan reads, each a typed attribute read of the seam. Each namespace is
     fetched once (for a context, one role-scoped `bag()` call)."""
     parallel, model, schedule, memory, spec = config.parallel, config.model, config.schedule, config.memory, config.spec
-    kernel, mamba, graph = config.exec.kernel, config.exec.mamba, config.exec.graph
+    kernel, mamba, graph, moe = config.exec.kernel, config.exec.mamba, config.exec.graph, config.exec.moe
     attn_dp_size, attn_tp_size = parallel.attn_dp_size, parallel.attn_tp_size
     return PlanSettings(
         tp_size=parallel.tp_size,
@@ -50,6 +50,8 @@ def settings_from(config: KvConfig) -> PlanSettings:
         attn_dcp_size=parallel.attn_dcp_size,
         pp_size=parallel.pp_size,
         enable_dp_attention=parallel.enable_dp_attention,
+        ep_size=parallel.ep_size,
+        ep_num_redundant_experts=moe.ep_num_redundant_experts,
         dtype=model.dtype,
         kv_cache_dtype=model.kv_cache_dtype,
         context_length=model.context_length,

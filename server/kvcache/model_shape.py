@@ -172,6 +172,7 @@ class ModelShape:
     kv_quant_dtype: str | None  # "fp8_e4m3" when the checkpoint declares FP8 KV
     weights: WeightEstimate
     num_nextn_predict_layers: int  # built-in MTP draft layers (DeepSeek-V3)
+    num_routed_experts: int = 0  # routed experts of each MoE layer (0: a dense model)
     warnings: tuple[str, ...] = ()  # what the planner assumed (e.g. an unknown architecture)
     # the config.json as read (within the input limits), for the model rules' facts: read
     # once, never again from the file
@@ -315,6 +316,7 @@ def model_shape_from_dict(
         kv_quant_dtype=_declared_kv_quant(config),
         weights=weights,
         num_nextn_predict_layers=f.optional_int("num_nextn_predict_layers", 0, minimum=0),
+        num_routed_experts=_routed_experts(f, model_type, family),
         warnings=tuple(warnings),
         config=config,
     )
@@ -570,6 +572,22 @@ def _linear_params(f: ConfigFields, s: LinearStateShape, hidden: int) -> int:
     )
 
 
+def _experts_key(f: ConfigFields, model_type: str, family: str) -> str | None:
+    """The field that counts a MoE model's routed experts, by family (None: dense MLPs)."""
+    if family == "mamba2":
+        return None
+    if f.has("n_routed_experts"):  # DeepSeek V2/V3
+        return "n_routed_experts"
+    if model_type == "qwen3_next" or f.has("num_experts"):
+        return "num_experts"
+    return "num_local_experts" if f.has("num_local_experts") else None  # gpt-oss, Mixtral
+
+
+def _routed_experts(f: ConfigFields, model_type: str, family: str) -> int:
+    key = _experts_key(f, model_type, family)
+    return 0 if key is None else f.integer(key)
+
+
 def _mlp_params(
     f: ConfigFields, model_type: str, family: str, hidden: int
 ) -> Callable[[int, LayerKind], tuple[_Params, int]]:
@@ -581,10 +599,11 @@ def _mlp_params(
     def dense(size: int, kinds: int = gated) -> _Params:  # gate/up read hidden, down the width
         return _Params(layer=kinds * hidden * size, g_idx_whole=hidden, g_idx_sharded=size)
 
+    key = _experts_key(f, model_type, family)
     if family == "mamba2":
         # Nemotron-H: MLP only in "-" blocks, up and down projections with relu^2.
         return lambda _i, kind: ((dense(inter), 0) if kind is LayerKind.NONE else (_Params(), 0))
-    if f.has("n_routed_experts"):  # DeepSeek V2/V3
+    if key == "n_routed_experts":
         experts = f.integer("n_routed_experts")
         shared = f.optional_int("n_shared_experts", 0, minimum=0)
         moe_inter = f.integer("moe_intermediate_size")
@@ -597,14 +616,14 @@ def _mlp_params(
             return _Params(layer=shared * 3 * hidden * moe_inter, unquantized=router), experts * 3 * hidden * moe_inter
 
         return deepseek
-    if model_type == "qwen3_next" or f.has("num_experts"):
+    if key == "num_experts":
         experts, moe_inter = f.integer("num_experts"), f.integer("moe_intermediate_size")
         shared_inter = f.optional_int("shared_expert_intermediate_size", 0, minimum=0)
         # router and the shared expert's scalar gate (replicated), the shared expert
         layers = _Params(layer=3 * hidden * shared_inter,
                          unquantized=experts * hidden + (hidden if shared_inter else 0))
         return lambda _i, _kind: (layers, experts * 3 * hidden * moe_inter)
-    if f.has("num_local_experts"):  # gpt-oss: fused gate_up with biases, router with bias
+    if key == "num_local_experts":  # gpt-oss: fused gate_up with biases, router with bias
         experts = f.integer("num_local_experts")
         per_expert = hidden * 2 * inter + 2 * inter + inter * hidden + hidden
         return lambda _i, _kind: (_Params(unquantized=experts * hidden + experts), experts * per_expert)

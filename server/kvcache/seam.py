@@ -67,6 +67,8 @@ class ParallelReads(Protocol):
     def attn_dcp_size(self) -> Annotated[int, Default(1)]: ...
     @property
     def enable_dp_attention(self) -> Annotated[bool, Default(False)]: ...
+    @property
+    def ep_size(self) -> Annotated[int, Default(1)]: ...  # the routed experts must divide over it
 
 
 class ModelReads(Protocol):
@@ -133,9 +135,16 @@ class GraphReads(Protocol):
     def disable_decode_cuda_graph(self) -> Annotated[bool, Default(False)]: ...
 
 
+class MoeReads(Protocol):
+    @property
+    def ep_num_redundant_experts(self) -> Annotated[int, Default(0)]: ...  # expert slots beside the routed
+
+
 class ExecReads(Protocol):
     @property
     def kernel(self) -> KernelReads: ...
+    @property
+    def moe(self) -> MoeReads: ...
     @property
     def mamba(self) -> MambaReads: ...
     @property

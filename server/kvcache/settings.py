@@ -74,6 +74,8 @@ class PlanSettings:
     attn_dcp_size: int = 1
     pp_size: int = 1
     enable_dp_attention: bool = False
+    ep_size: int = 1  # with the next: the routed experts each expert-parallel rank holds
+    ep_num_redundant_experts: int = 0
     dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     context_length: int | None = None

@@ -39,6 +39,7 @@ def validate_settings(shape: ModelShape, s: PlanSettings) -> None:
     validate_mamba(shape, s)
     validate_speculative(shape, s)
     validate_parallel(shape, s.attn_tp_size)
+    validate_experts(shape, s)
 
 
 def validate_mamba(shape: ModelShape, s: PlanSettings) -> None:
@@ -87,6 +88,23 @@ def validate_speculative(shape: ModelShape, s: PlanSettings) -> None:
             f"speculative_algorithm={s.speculative_algorithm} on {shape.source} needs a draft model: "
             f"{why}; pass --speculative-draft-model-path PATH (or --speculative-algorithm NGRAM, "
             "which drafts without one)"
+        )
+
+
+def validate_experts(shape: ModelShape, s: PlanSettings) -> None:
+    """Each expert-parallel rank holds the same number of expert slots: SGLang's FusedMoE
+    asserts that the routed experts plus the redundant ones divide by the EP size."""
+    if shape.num_routed_experts == 0 or s.ep_size == 1:
+        return
+    slots = shape.num_routed_experts + s.ep_num_redundant_experts
+    if slots % s.ep_size:
+        given = f"{shape.num_routed_experts} routed experts"
+        if s.ep_num_redundant_experts:
+            given += f" + --ep-num-redundant-experts {s.ep_num_redundant_experts} = {slots} expert slots"
+        raise SettingsError(
+            f"{shape.source}: {given} are not divisible by --ep-size {s.ep_size}: every expert-parallel rank "
+            f"holds the same number of experts; give an --ep-size that divides {slots}"
+            + ("" if s.ep_num_redundant_experts else " (or --ep-num-redundant-experts N to make the slots divide)")
         )
 
 
