@@ -13,7 +13,6 @@ import ast
 import fnmatch
 import json
 import re
-import shlex
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import attrs
 import yaml
 
+from configbags.evolve.shellwords import shell_words
 from configbags.evolve.wrappers import unwrap
 from configbags.runtime.errors import YamlError
 from configbags.runtime.yamlsafe import StrictLoader, load_json, load_text, read_text_limited
@@ -39,6 +39,9 @@ class Token:
     text: str
     line: int
     dynamic: bool = False  # a shell variable, template or computed element: its value is unknown
+    # an expansion the shell splits into words known only at run time (`$ARGS` unquoted, a
+    # Python `*args`), shown without its value; "" for a word that stays one word
+    splits: str = ""
 
 
 @attrs.frozen
@@ -88,33 +91,48 @@ class FormatError(Exception):
 _FORMAT_FIELD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.]*(?:![rsa])?(?::[^{}]*)?\}")  # `{tp}`, `{n:03d}`: not JSON
 
 
-def _dynamic(text: str) -> bool:
-    """Text whose value is only known later: a shell or compose variable (`$X`), a Helm or
-    Jinja template (`{{ .Values.x }}`), a Python format field or brace expansion (`{tp}`)."""
-    return "$" in text or "{{" in text or _FORMAT_FIELD.search(text) is not None
+def dynamic(text: str) -> bool:
+    """Text whose value is only known later: a shell or compose variable (`$X`), a command
+    substitution (`$(cat /k)`, backquotes), a Helm or Jinja template (`{{ .Values.x }}`), a
+    Python format field or brace expansion (`{tp}`)."""
+    return "$" in text or "`" in text or "{{" in text or _FORMAT_FIELD.search(text) is not None
 
 
 def command_of(tokens: Sequence[Token], launchers: Sequence[str], *, bare_args: bool = False) -> Command:
     """Split tokens into program words and arguments; `bare_args`: the tokens are only
-    arguments (a container's args under an image's entrypoint)."""
+    arguments (a container's args under an image's entrypoint). A launch line's program is
+    the fewest words a launcher glob matches (`python -m sglang.launch_server`): the words
+    after them are the server's, a short option or an expansion (`$ARGS`) before the first
+    `--flag` too."""
     if bare_args:
         return Command((), tuple(tokens), launch=False)
     split = next((i for i, t in enumerate(tokens) if t.text.startswith("--")), len(tokens))
-    program = tuple(tokens[:split])
-    words = " ".join(t.text for t in program)
-    launch = any(fnmatch.fnmatchcase(words, p) for p in launchers)
-    return Command(program, tuple(tokens[split:]), launch)
+    words = [t.text for t in tokens[:split]]
+    end = next((n for n in range(1, split + 1)
+                if any(fnmatch.fnmatchcase(" ".join(words[:n]), p) for p in launchers)), None)
+    if end is None:
+        return Command(tuple(tokens[:split]), tuple(tokens[split:]), launch=False)
+    return Command(tuple(tokens[:end]), tuple(tokens[end:]), launch=True)
 
 
 # -- shell -------------------------------------------------------------------------------
 _OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
+_UNCLOSED = ("a quote or an expansion (`$(`, `${`, a backquote) is never closed in this shell command (its text "
+             "not shown, as it may hold a secret)")
 
 
-def _shell_words(text: str) -> list[str]:
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    return list(lexer)
+def _shell_words(text: str, line: int) -> list[str]:
+    return [t.text for t in _shell_tokens(text, line)]
+
+
+def _shell_tokens(text: str, line: int) -> list[Token]:
+    """One line of shell text (a compose `command:` string, a Dockerfile's shell form): its
+    words (and operators) as tokens at `line`."""
+    try:
+        words = shell_words(text)
+    except ValueError:
+        raise FormatError(_UNCLOSED, line) from None
+    return [Token(w.text, line, dynamic(w.text), w.splits) for w in words]
 
 
 def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
@@ -128,21 +146,20 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
         chunk = lines[i]
         while True:  # a quoted string may span lines: read on until it closes
             try:
-                words = _shell_words(chunk.removesuffix("\\"))
+                words = shell_words(chunk.removesuffix("\\"))
                 break
             except ValueError:
                 if i + 1 >= len(lines):
-                    raise FormatError(f"unclosed quote in a shell command: {lines[start].strip()[:60]!r}",
-                                      first_line + start) from None
+                    raise FormatError(_UNCLOSED, first_line + start) from None
                 i += 1
                 chunk += "\n" + lines[i]
         for word in words:
-            if word in _OPERATORS:
+            if word.text in _OPERATORS:
                 if current:
                     yield current
                 current = []
             else:
-                current.append(Token(word, first_line + start, _dynamic(word)))
+                current.append(Token(word.text, first_line + start, dynamic(word.text), word.splits))
         if not chunk.endswith("\\") and current:
             yield current
             current = []
@@ -177,7 +194,7 @@ def _unwrapped(tokens: Sequence[Token], launchers: Sequence[str]) -> tuple[Seque
     env = []
     for i in found.assigned:
         name, _, value = tokens[i].text.partition("=")
-        env.append(EnvVar(name, None if _dynamic(value) else value, tokens[i].line))
+        env.append(EnvVar(name, None if dynamic(value) else value, tokens[i].line))
     if found.script is None:
         return tokens[found.start:], None, env
     at, script = found.script
@@ -289,6 +306,9 @@ def _list_tokens(node: ast.List | ast.Tuple) -> list[Token]:
     for element in node.elts:
         if isinstance(element, ast.Constant) and isinstance(element.value, (str, int, float)):
             out.append(Token(str(element.value), element.lineno))
+        elif isinstance(element, ast.Starred):  # `*args`: any number of words
+            shown = f"*{element.value.id}" if isinstance(element.value, ast.Name) else "*(...)"
+            out.append(Token(ast.unparse(element), element.lineno, dynamic=True, splits=shown))
         else:
             out.append(Token(ast.unparse(element), element.lineno, dynamic=True))
     return out
@@ -383,7 +403,7 @@ def _scalar_tokens(node: Marked) -> list[Token]:
         if text is None:  # a mapping or list where a word belongs: nothing to check (and never expanded)
             out.append(Token(f"<a YAML {'mapping' if child.is_map else 'list'}>", child.line, dynamic=True))
         else:
-            out.append(Token(text, child.line, _dynamic(text)))
+            out.append(Token(text, child.line, dynamic(text)))
     return out
 
 
@@ -394,7 +414,7 @@ def _env_list(node: Marked) -> list[EnvVar]:
     if node.is_map:
         for key, line, child in node.items():
             text = child.text
-            out.append(EnvVar(key, None if text is None or _dynamic(text) else text, line))
+            out.append(EnvVar(key, None if text is None or dynamic(text) else text, line))
         return out
     for child in node.children():
         if child.is_map:
@@ -402,10 +422,10 @@ def _env_list(node: Marked) -> list[EnvVar]:
             value = child.get("value")
             if name is not None and name.text:
                 text = value.text if value is not None else None
-                out.append(EnvVar(name.text, None if text is None or _dynamic(text) else text, name.line))
+                out.append(EnvVar(name.text, None if text is None or dynamic(text) else text, name.line))
         elif child.text is not None and "=" in child.text:
             var, _, value_text = child.text.partition("=")
-            out.append(EnvVar(var, None if _dynamic(value_text) else value_text, child.line))
+            out.append(EnvVar(var, None if dynamic(value_text) else value_text, child.line))
     return out
 
 
@@ -444,7 +464,7 @@ def _tokens_of(node: Marked) -> list[Token]:
     if node.is_seq:
         return _scalar_tokens(node)
     if node.text is not None:
-        return [Token(w, node.line, _dynamic(w)) for w in _shell_words(node.text)]
+        return _shell_tokens(node.text, node.line)
     return []
 
 
@@ -468,7 +488,7 @@ def _config_entries(node: Marked, part: str = "") -> list[ConfigEntry]:
     out = []
     for key, line, child in node.items():
         text = child.text
-        out.append(ConfigEntry(key, child.value, line, known_value=not (text is not None and _dynamic(text)), part=part))
+        out.append(ConfigEntry(key, child.value, line, known_value=not (text is not None and dynamic(text)), part=part))
     return out
 
 
@@ -595,8 +615,8 @@ def _exec_or_shell(rest: str, line: int) -> list[Token]:
         except ValueError:
             words = None
         if isinstance(words, list) and all(isinstance(w, str) for w in words):
-            return [Token(w, line, _dynamic(w)) for w in words]
-    return [Token(w, line, _dynamic(w)) for w in _shell_words(rest)]
+            return [Token(w, line, dynamic(w)) for w in words]
+    return _shell_tokens(rest, line)
 
 
 def parse_dockerfile(text: str, launchers: Sequence[str]) -> Parsed:
@@ -610,13 +630,13 @@ def parse_dockerfile(text: str, launchers: Sequence[str]) -> Parsed:
                 commands.append(_docker_launch(entrypoint, cmd, launchers))
             entrypoint, cmd = [], []
         elif word == "ENV":
-            words = _shell_words(rest)
+            words = _shell_words(rest, line)
             if words and "=" not in words[0]:  # the legacy `ENV NAME value` form
                 env.append(EnvVar(words[0], " ".join(words[1:]), line))
             else:
                 for w in words:
                     name, _, value = w.partition("=")
-                    env.append(EnvVar(name, None if _dynamic(value) else value, line))
+                    env.append(EnvVar(name, None if dynamic(value) else value, line))
         elif word == "ENTRYPOINT":
             entrypoint = _exec_or_shell(rest, line)
         elif word == "CMD":
