@@ -30,7 +30,7 @@ from configbags.runtime.yamlsafe import StrictLoader, load_json, load_text, read
 DEFAULT_LAUNCHERS = ("*launch_server*",)
 # Helm values keys whose mapping is a config file's content, and whose lists are arguments
 CONFIG_KEYS = frozenset({"config", "serverArgs", "engineArgs", "engineConfig", "serverConfig"})
-ARG_KEYS = frozenset({"args", "extraArgs", "command"})
+ARG_KEYS = ("args", "extraArgs")  # after the mapping's `command`, in this order
 ENV_KEYS = frozenset({"env", "extraEnv"})
 
 
@@ -566,16 +566,43 @@ def parse_helm_values(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     config: list[ConfigEntry] = []
     for doc in docs:
         for key, node in _walk(doc):
-            if key in ARG_KEYS and node.is_seq:
-                tokens = _scalar_tokens(node)
-                # a list that starts with a flag is arguments for the chart's own command
-                bare = bool(tokens) and tokens[0].text.startswith("--")
-                commands.append(command_of(tokens, launchers, bare_args=bare))
-            elif key in ENV_KEYS and (node.is_seq or node.is_map):
+            if node.is_map:
+                # an item of a list is a container of its own (`extraContainers: [{image, args}]`)
+                container = key is None and node.node is not doc.node
+                found_commands, found_env = _helm_arguments(node, launchers, container=container)
+                commands += found_commands
+                env += found_env
+            if key in ENV_KEYS and (node.is_seq or node.is_map):
                 env += _env_list(node)
             elif key in CONFIG_KEYS and node.is_map:
                 config += _config_entries(node)
     return Parsed("helm-values", tuple(commands), tuple(env), tuple(config))
+
+
+def _helm_arguments(node: Marked, launchers: Sequence[str], *,
+                    container: bool) -> tuple[list[Command], list[EnvVar]]:
+    """A Helm values mapping's `command` with its `args` and `extraArgs` lists, as the
+    chart's template puts them together. Lists of flags without a command are the
+    arguments of the chart's own server: every `--word` is checked, a list of only
+    mistyped flags too. A command naming another program, or a `container` (an item of a
+    list: a sidecar's) without a command, leaves its lists alone unless they hold a flag
+    the schema knows, as Kubernetes container arguments are."""
+    part = node.get("command")
+    program = _tokens_of(part) if part is not None and (part.is_seq or part.is_scalar) else []
+    args: list[Token] = []
+    for key in ARG_KEYS:
+        part = node.get(key)
+        if part is not None and part.is_seq:
+            args += _scalar_tokens(part)
+    if not program:
+        if not args:
+            return [], []
+        bare = args[0].text.startswith("--")
+        return [Command((), tuple(args), launch=not container) if bare else command_of(args, launchers)], []
+    words, nested, assigned = _unwrapped([*program, *args], launchers)
+    if nested is not None:
+        return list(nested.commands), [*assigned, *nested.env]
+    return [command_of(words, launchers)], assigned
 
 
 def parse_config(docs: list[Marked]) -> Parsed:
