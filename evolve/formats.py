@@ -10,6 +10,8 @@ Each parser turns a file into what the linter checks, each item at its line:
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
 import fnmatch
 import json
 import re
@@ -67,6 +69,7 @@ class ConfigEntry:
     line: int
     known_value: bool = True  # False: a template or other text that only becomes a value later
     part: str = ""  # the config file within the linted file it is read with ("": the file; a ConfigMap holds several)
+    secret: bool = False  # held in a Kubernetes Secret: its value is never shown
 
 
 @attrs.frozen
@@ -510,9 +513,8 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     config: list[ConfigEntry] = []
     refused: list[tuple[str, int]] = []
     for doc in docs:
-        kind = doc.get("kind")
-        if kind is not None and kind.text == "ConfigMap":
-            found, why = _configmap(doc)
+        for obj in _objects(doc):
+            found, why = _config_files(obj)
             config += found
             refused += why
         for _, node in _walk(doc):
@@ -524,26 +526,70 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     return Parsed("kubernetes", tuple(commands), tuple(env), tuple(config), tuple(refused))
 
 
-def _configmap(doc: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
-    """A ConfigMap's data entries named *.yaml/*.yml/*.json, read as config files (the
-    lines are the embedded text's, counted from the entry; each entry a `part` of its own),
-    and what the server's reader refuses in them."""
-    data = doc.get("data")
+def _objects(doc: Marked) -> Iterator[Marked]:
+    """A document's Kubernetes objects: the document, or the items of a `List` (what
+    `kubectl get ... -o yaml` writes; `ConfigMapList` and the like from the API), Lists
+    inside Lists too."""
+    stack = [doc]
+    while stack:
+        obj = stack.pop()
+        kind, items = (obj.get("kind"), obj.get("items")) if obj.is_map else (None, None)
+        if kind is not None and (kind.text or "").endswith("List") and items is not None and items.is_seq:
+            stack += reversed(items.children())
+        else:
+            yield obj
+
+
+# (the kind, its key of config texts, whether they are base64, whether they are secret)
+_CONFIG_TEXTS = (("ConfigMap", "data", False, False), ("ConfigMap", "binaryData", True, False),
+                 ("Secret", "stringData", False, True), ("Secret", "data", True, True))
+
+
+def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
+    """A ConfigMap's or Secret's entries named *.yaml/*.yml/*.json, read as config files
+    (each entry a `part` of its own), and what the server's reader refuses in them. A base64
+    entry (a Secret's `data`, a ConfigMap's `binaryData`) is decoded first. A Secret's values
+    are never shown."""
+    kind = obj.get("kind") if obj.is_map else None
     out: list[ConfigEntry] = []
     refused: list[tuple[str, int]] = []
-    if data is None:
-        return out, refused
-    for key, _, child in data.items():
-        if child.text is None or Path(key).suffix not in (".yaml", ".yml", ".json"):
-            continue
-        # a block scalar's text starts on the line after its key; a quoted one on the key's
-        offset = child.line if getattr(child.node, "style", None) in ("|", ">") else child.line - 1
-        if (why := _loader_refusal(child.text, key, offset)) is not None:
-            refused.append(why)
-        for inner in yaml_documents(child.text):
-            if inner.is_map:
-                out += [attrs.evolve(e, line=e.line + offset) for e in _config_entries(inner, f"{doc.line}:{key}")]
+    for of_kind, field, encoded, secret in _CONFIG_TEXTS:
+        texts = obj.get(field) if kind is not None and kind.text == of_kind else None
+        for key, line, child in texts.items() if texts is not None and texts.is_map else ():
+            if child.text is None or Path(key).suffix not in (".yaml", ".yml", ".json"):
+                continue
+            text = _decoded(child.text) if encoded else child.text
+            if text is None:
+                refused.append((f"the {of_kind} entry {key!r} under `{field}` is not base64 of UTF-8 text (its "
+                                f"value not shown)", line))
+                continue
+            # a literal block's lines are the file's, from the line after its key; a quoted,
+            # folded or decoded text's lines are not: its findings are at the key's line
+            literal = not encoded and getattr(child.node, "style", None) == "|"
+            found, why = _config_text(text, key, f"{obj.line}:{field}:{key}", secret)
+            out += [attrs.evolve(e, line=e.line + child.line if literal else line) for e in found]
+            refused += [(problem, at + child.line if literal else line) for problem, at in why]
     return out, refused
+
+
+def _decoded(text: str) -> str | None:
+    """A Kubernetes base64 value's text; None when it is not base64 of UTF-8 text."""
+    try:
+        return base64.b64decode("".join(text.split()), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _config_text(text: str, name: str, part: str, secret: bool) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
+    """The keys of one embedded config file (lines its own), and what the server's reader
+    refuses in it."""
+    refusal = _loader_refusal(text, name)
+    refused = [refusal] if refusal is not None else []
+    try:
+        docs = list(yaml_documents(text))
+    except FormatError as exc:
+        return [], refused or [(str(exc), exc.line)]
+    return [attrs.evolve(e, secret=secret) for d in docs if d.is_map for e in _config_entries(d, part)], refused
 
 
 def parse_compose(doc: Marked, launchers: Sequence[str]) -> Parsed:

@@ -308,7 +308,10 @@ class Linter:
         return Finding("lint-unknown", written, f"unknown {what} {written}{self._did_you_mean(written, kind)}",
                        file, line, "see the schema's CONFIG.md for the spellings")
 
-    def _value(self, leaf: LeafView, written: str, value: Any, file: str, line: int) -> Finding | None:
+    def _value(self, leaf: LeafView, written: str, value: Any, file: str, line: int, *,
+               hidden: bool = False) -> Finding | None:
+        """A finding for a value that breaks the leaf, never echoing a secret's value (nor
+        any value `hidden`: one held in a Kubernetes Secret)."""
         # a YAML null too: the server refuses a config file's `api_key:` (a template that rendered nothing)
         if leaf.secret and (value is None or isinstance(value, str)) and none_like(value):
             return _none_like_secret(leaf, written, file, line)
@@ -326,7 +329,7 @@ class Linter:
             coerced = leaf.type.coerce(value)
             check_bounds(coerced, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
         except LeafValueError as exc:
-            why = "it does not fit the leaf's type, choices or range" if leaf.secret else str(exc)
+            why = "it does not fit the leaf's type, choices or range" if leaf.secret or hidden else str(exc)
             return Finding("lint-bad-value", written, f"bad value for {written} ({leaf.name}: {leaf.type}): {why}",
                            file, line, _bounds_hint(leaf))
         return None
@@ -517,8 +520,8 @@ class Linter:
             return
         if (found := self._lifecycle(spelling, entry.key, file, entry.line)) is not None:
             yield found
-        if entry.known_value and (found := self._value(spelling.leaf, entry.key, entry.value, file,
-                                                       entry.line)) is not None:
+        if entry.known_value and (found := self._value(spelling.leaf, entry.key, entry.value, file, entry.line,
+                                                       hidden=entry.secret)) is not None:
             yield found
 
     def is_config(self, entries: Sequence[ConfigEntry]) -> bool:
