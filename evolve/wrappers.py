@@ -75,7 +75,7 @@ _SLURM_BARE = (
     "--container-readonly"
 )
 _SRUN = Wrapper(bare=frozenset(_SLURM_BARE.split()))  # salloc too: the command after its options
-# sbatch runs a batch script file (no command of the line), or `--wrap SCRIPT`; its `--wait` takes no value
+# sbatch runs its batch script file with the words after it, or `--wrap SCRIPT`; its `--wait` takes no value
 _SBATCH = Wrapper(bare=frozenset([*_SLURM_BARE.split(), "--wait", "-W"]), script=frozenset({"--wrap"}))
 
 _Table = Mapping[str, "Wrapper | _Table"]
@@ -214,6 +214,8 @@ def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -
         break
     if w.shell:
         return (i, words[i]) if script_flag and i < len(words) else None
-    if w.script and not dashdash:
-        return None  # `su user`: a login shell, no command of the line (`runuser -u x -- CMD` has one)
+    if w.script and w.operands and not dashdash:
+        # `su user`: a login shell, no command of the line (`runuser -u x -- CMD` has one);
+        # sbatch, without `--wrap`, runs its batch script file (`sbatch job.sh ARGS`)
+        return None
     return i if i < len(words) else None

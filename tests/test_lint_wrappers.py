@@ -89,7 +89,7 @@ def test_wrappers_that_run_no_command_of_the_line_are_left_alone(tmp_path: Path,
     ("docker --context c run -e A=1 --rm img cmd", "cmd"), ("kubectl exec pod", "kubectl exec pod"),
     ("bash script.sh", "bash script.sh"), ("exec -a name cmd", "cmd"), ("A=1 B=2 cmd", "cmd"),
     ("srun --gres gpu:8 --exclusive -N 2 cmd a", "cmd a"), ("srun --mpi=pmix -lu cmd", "cmd"),
-    ("sbatch -N 1 --wrap 'x y'", "script x y"), ("sbatch job.sh a", "sbatch job.sh a"),
+    ("sbatch -N 1 --wrap 'x y'", "script x y"), ("sbatch -N 2 job.sh a", "job.sh a"),
 ])
 def test_unwrap_walks_each_wrappers_own_words(line: str, runs: str) -> None:
     words = shlex.split(line)
@@ -166,3 +166,18 @@ def test_unwrap_ends_inside_the_words_for_any_words(words: list[str]) -> None:
     assert 0 <= found.start <= len(words)
     assert found.script is None or 0 <= found.script[0] < len(words)
     assert all(0 <= i < len(words) and "=" in words[i] for i in found.assigned)
+
+
+@pytest.mark.parametrize("command", [
+    "['srun', '--gres=gpu:8', '--exclusive', 'sh', SCRIPT]", "['srun', '-N', '2', '--gres', 'gpu:8', SCRIPT]",
+    "['salloc', '-N1', 'srun', '--mpi=pmix', SCRIPT]", "['sbatch', '--gres=gpu:8', SCRIPT]",
+])
+def test_the_read_ratchet_unwraps_slurm_by_the_same_table(tmp_path: Path, command: str) -> None:
+    """The wrapper table is the ratchet's too (migrate/childenv.py): the script a Slurm
+    command runs is read, never lost behind the scheduler's options."""
+    from ratchet_case import scan_pkg
+
+    source = ("import subprocess\nfrom pathlib import Path\nSCRIPT = str(Path(__file__).parent / 'show.sh')\n"
+              f"def f():\n    return subprocess.run({command}, capture_output=True).stdout\n")
+    result = scan_pkg(tmp_path, {"user.py": source, "show.sh": "#!/bin/sh\necho \"$SGLANG_PAGE_SIZE\"\n"})
+    assert "$SGLANG_PAGE_SIZE" in {r.leaf for r in result.reads if r.file == "pkg/user.py"}, result.reads
