@@ -10,10 +10,11 @@ Each parser turns a file into what the linter checks, each item at its line:
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
 import fnmatch
 import json
 import re
-import shlex
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import attrs
 import yaml
 
+from configbags.evolve.shellwords import shell_words
 from configbags.evolve.wrappers import unwrap
 from configbags.runtime.errors import YamlError
 from configbags.runtime.yamlsafe import StrictLoader, load_json, load_text, read_text_limited
@@ -30,7 +32,7 @@ from configbags.runtime.yamlsafe import StrictLoader, load_json, load_text, read
 DEFAULT_LAUNCHERS = ("*launch_server*",)
 # Helm values keys whose mapping is a config file's content, and whose lists are arguments
 CONFIG_KEYS = frozenset({"config", "serverArgs", "engineArgs", "engineConfig", "serverConfig"})
-ARG_KEYS = frozenset({"args", "extraArgs", "command"})
+ARG_KEYS = ("args", "extraArgs")  # after the mapping's `command`, in this order
 ENV_KEYS = frozenset({"env", "extraEnv"})
 
 
@@ -39,6 +41,9 @@ class Token:
     text: str
     line: int
     dynamic: bool = False  # a shell variable, template or computed element: its value is unknown
+    # an expansion the shell splits into words known only at run time (`$ARGS` unquoted, a
+    # Python `*args`), shown without its value; "" for a word that stays one word
+    splits: str = ""
 
 
 @attrs.frozen
@@ -64,6 +69,7 @@ class ConfigEntry:
     line: int
     known_value: bool = True  # False: a template or other text that only becomes a value later
     part: str = ""  # the config file within the linted file it is read with ("": the file; a ConfigMap holds several)
+    secret: bool = False  # held in a Kubernetes Secret: its value is never shown
 
 
 @attrs.frozen
@@ -88,33 +94,48 @@ class FormatError(Exception):
 _FORMAT_FIELD = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.]*(?:![rsa])?(?::[^{}]*)?\}")  # `{tp}`, `{n:03d}`: not JSON
 
 
-def _dynamic(text: str) -> bool:
-    """Text whose value is only known later: a shell or compose variable (`$X`), a Helm or
-    Jinja template (`{{ .Values.x }}`), a Python format field or brace expansion (`{tp}`)."""
-    return "$" in text or "{{" in text or _FORMAT_FIELD.search(text) is not None
+def dynamic(text: str) -> bool:
+    """Text whose value is only known later: a shell or compose variable (`$X`), a command
+    substitution (`$(cat /k)`, backquotes), a Helm or Jinja template (`{{ .Values.x }}`), a
+    Python format field or brace expansion (`{tp}`)."""
+    return "$" in text or "`" in text or "{{" in text or _FORMAT_FIELD.search(text) is not None
 
 
 def command_of(tokens: Sequence[Token], launchers: Sequence[str], *, bare_args: bool = False) -> Command:
     """Split tokens into program words and arguments; `bare_args`: the tokens are only
-    arguments (a container's args under an image's entrypoint)."""
+    arguments (a container's args under an image's entrypoint). A launch line's program is
+    the fewest words a launcher glob matches (`python -m sglang.launch_server`): the words
+    after them are the server's, a short option or an expansion (`$ARGS`) before the first
+    `--flag` too."""
     if bare_args:
         return Command((), tuple(tokens), launch=False)
     split = next((i for i, t in enumerate(tokens) if t.text.startswith("--")), len(tokens))
-    program = tuple(tokens[:split])
-    words = " ".join(t.text for t in program)
-    launch = any(fnmatch.fnmatchcase(words, p) for p in launchers)
-    return Command(program, tuple(tokens[split:]), launch)
+    words = [t.text for t in tokens[:split]]
+    end = next((n for n in range(1, split + 1)
+                if any(fnmatch.fnmatchcase(" ".join(words[:n]), p) for p in launchers)), None)
+    if end is None:
+        return Command(tuple(tokens[:split]), tuple(tokens[split:]), launch=False)
+    return Command(tuple(tokens[:end]), tuple(tokens[end:]), launch=True)
 
 
 # -- shell -------------------------------------------------------------------------------
 _OPERATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", ";;", "|&"})
+_UNCLOSED = ("a quote or an expansion (`$(`, `${`, a backquote) is never closed in this shell command (its text "
+             "not shown, as it may hold a secret)")
 
 
-def _shell_words(text: str) -> list[str]:
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    return list(lexer)
+def _shell_words(text: str, line: int) -> list[str]:
+    return [t.text for t in _shell_tokens(text, line)]
+
+
+def _shell_tokens(text: str, line: int) -> list[Token]:
+    """One line of shell text (a compose `command:` string, a Dockerfile's shell form): its
+    words (and operators) as tokens at `line`."""
+    try:
+        words = shell_words(text)
+    except ValueError:
+        raise FormatError(_UNCLOSED, line) from None
+    return [Token(w.text, line, dynamic(w.text), w.splits) for w in words]
 
 
 def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
@@ -128,21 +149,20 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
         chunk = lines[i]
         while True:  # a quoted string may span lines: read on until it closes
             try:
-                words = _shell_words(chunk.removesuffix("\\"))
+                words = shell_words(chunk.removesuffix("\\"))
                 break
             except ValueError:
                 if i + 1 >= len(lines):
-                    raise FormatError(f"unclosed quote in a shell command: {lines[start].strip()[:60]!r}",
-                                      first_line + start) from None
+                    raise FormatError(_UNCLOSED, first_line + start) from None
                 i += 1
                 chunk += "\n" + lines[i]
         for word in words:
-            if word in _OPERATORS:
+            if word.text in _OPERATORS:
                 if current:
                     yield current
                 current = []
             else:
-                current.append(Token(word, first_line + start, _dynamic(word)))
+                current.append(Token(word.text, first_line + start, dynamic(word.text), word.splits))
         if not chunk.endswith("\\") and current:
             yield current
             current = []
@@ -177,7 +197,7 @@ def _unwrapped(tokens: Sequence[Token], launchers: Sequence[str]) -> tuple[Seque
     env = []
     for i in found.assigned:
         name, _, value = tokens[i].text.partition("=")
-        env.append(EnvVar(name, None if _dynamic(value) else value, tokens[i].line))
+        env.append(EnvVar(name, None if dynamic(value) else value, tokens[i].line))
     if found.script is None:
         return tokens[found.start:], None, env
     at, script = found.script
@@ -289,6 +309,9 @@ def _list_tokens(node: ast.List | ast.Tuple) -> list[Token]:
     for element in node.elts:
         if isinstance(element, ast.Constant) and isinstance(element.value, (str, int, float)):
             out.append(Token(str(element.value), element.lineno))
+        elif isinstance(element, ast.Starred):  # `*args`: any number of words
+            shown = f"*{element.value.id}" if isinstance(element.value, ast.Name) else "*(...)"
+            out.append(Token(ast.unparse(element), element.lineno, dynamic=True, splits=shown))
         else:
             out.append(Token(ast.unparse(element), element.lineno, dynamic=True))
     return out
@@ -383,7 +406,7 @@ def _scalar_tokens(node: Marked) -> list[Token]:
         if text is None:  # a mapping or list where a word belongs: nothing to check (and never expanded)
             out.append(Token(f"<a YAML {'mapping' if child.is_map else 'list'}>", child.line, dynamic=True))
         else:
-            out.append(Token(text, child.line, _dynamic(text)))
+            out.append(Token(text, child.line, dynamic(text)))
     return out
 
 
@@ -394,7 +417,7 @@ def _env_list(node: Marked) -> list[EnvVar]:
     if node.is_map:
         for key, line, child in node.items():
             text = child.text
-            out.append(EnvVar(key, None if text is None or _dynamic(text) else text, line))
+            out.append(EnvVar(key, None if text is None or dynamic(text) else text, line))
         return out
     for child in node.children():
         if child.is_map:
@@ -402,10 +425,10 @@ def _env_list(node: Marked) -> list[EnvVar]:
             value = child.get("value")
             if name is not None and name.text:
                 text = value.text if value is not None else None
-                out.append(EnvVar(name.text, None if text is None or _dynamic(text) else text, name.line))
+                out.append(EnvVar(name.text, None if text is None or dynamic(text) else text, name.line))
         elif child.text is not None and "=" in child.text:
             var, _, value_text = child.text.partition("=")
-            out.append(EnvVar(var, None if _dynamic(value_text) else value_text, child.line))
+            out.append(EnvVar(var, None if dynamic(value_text) else value_text, child.line))
     return out
 
 
@@ -444,7 +467,7 @@ def _tokens_of(node: Marked) -> list[Token]:
     if node.is_seq:
         return _scalar_tokens(node)
     if node.text is not None:
-        return [Token(w, node.line, _dynamic(w)) for w in _shell_words(node.text)]
+        return _shell_tokens(node.text, node.line)
     return []
 
 
@@ -468,7 +491,7 @@ def _config_entries(node: Marked, part: str = "") -> list[ConfigEntry]:
     out = []
     for key, line, child in node.items():
         text = child.text
-        out.append(ConfigEntry(key, child.value, line, known_value=not (text is not None and _dynamic(text)), part=part))
+        out.append(ConfigEntry(key, child.value, line, known_value=not (text is not None and dynamic(text)), part=part))
     return out
 
 
@@ -490,9 +513,8 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     config: list[ConfigEntry] = []
     refused: list[tuple[str, int]] = []
     for doc in docs:
-        kind = doc.get("kind")
-        if kind is not None and kind.text == "ConfigMap":
-            found, why = _configmap(doc)
+        for obj in _objects(doc):
+            found, why = _config_files(obj)
             config += found
             refused += why
         for _, node in _walk(doc):
@@ -504,26 +526,70 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     return Parsed("kubernetes", tuple(commands), tuple(env), tuple(config), tuple(refused))
 
 
-def _configmap(doc: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
-    """A ConfigMap's data entries named *.yaml/*.yml/*.json, read as config files (the
-    lines are the embedded text's, counted from the entry; each entry a `part` of its own),
-    and what the server's reader refuses in them."""
-    data = doc.get("data")
+def _objects(doc: Marked) -> Iterator[Marked]:
+    """A document's Kubernetes objects: the document, or the items of a `List` (what
+    `kubectl get ... -o yaml` writes; `ConfigMapList` and the like from the API), Lists
+    inside Lists too."""
+    stack = [doc]
+    while stack:
+        obj = stack.pop()
+        kind, items = (obj.get("kind"), obj.get("items")) if obj.is_map else (None, None)
+        if kind is not None and (kind.text or "").endswith("List") and items is not None and items.is_seq:
+            stack += reversed(items.children())
+        else:
+            yield obj
+
+
+# (the kind, its key of config texts, whether they are base64, whether they are secret)
+_CONFIG_TEXTS = (("ConfigMap", "data", False, False), ("ConfigMap", "binaryData", True, False),
+                 ("Secret", "stringData", False, True), ("Secret", "data", True, True))
+
+
+def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
+    """A ConfigMap's or Secret's entries named *.yaml/*.yml/*.json, read as config files
+    (each entry a `part` of its own), and what the server's reader refuses in them. A base64
+    entry (a Secret's `data`, a ConfigMap's `binaryData`) is decoded first. A Secret's values
+    are never shown."""
+    kind = obj.get("kind") if obj.is_map else None
     out: list[ConfigEntry] = []
     refused: list[tuple[str, int]] = []
-    if data is None:
-        return out, refused
-    for key, _, child in data.items():
-        if child.text is None or Path(key).suffix not in (".yaml", ".yml", ".json"):
-            continue
-        # a block scalar's text starts on the line after its key; a quoted one on the key's
-        offset = child.line if getattr(child.node, "style", None) in ("|", ">") else child.line - 1
-        if (why := _loader_refusal(child.text, key, offset)) is not None:
-            refused.append(why)
-        for inner in yaml_documents(child.text):
-            if inner.is_map:
-                out += [attrs.evolve(e, line=e.line + offset) for e in _config_entries(inner, f"{doc.line}:{key}")]
+    for of_kind, field, encoded, secret in _CONFIG_TEXTS:
+        texts = obj.get(field) if kind is not None and kind.text == of_kind else None
+        for key, line, child in texts.items() if texts is not None and texts.is_map else ():
+            if child.text is None or Path(key).suffix not in (".yaml", ".yml", ".json"):
+                continue
+            text = _decoded(child.text) if encoded else child.text
+            if text is None:
+                refused.append((f"the {of_kind} entry {key!r} under `{field}` is not base64 of UTF-8 text (its "
+                                f"value not shown)", line))
+                continue
+            # a literal block's lines are the file's, from the line after its key; a quoted,
+            # folded or decoded text's lines are not: its findings are at the key's line
+            literal = not encoded and getattr(child.node, "style", None) == "|"
+            found, why = _config_text(text, key, f"{obj.line}:{field}:{key}", secret)
+            out += [attrs.evolve(e, line=e.line + child.line if literal else line) for e in found]
+            refused += [(problem, at + child.line if literal else line) for problem, at in why]
     return out, refused
+
+
+def _decoded(text: str) -> str | None:
+    """A Kubernetes base64 value's text; None when it is not base64 of UTF-8 text."""
+    try:
+        return base64.b64decode("".join(text.split()), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _config_text(text: str, name: str, part: str, secret: bool) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
+    """The keys of one embedded config file (lines its own), and what the server's reader
+    refuses in it."""
+    refusal = _loader_refusal(text, name)
+    refused = [refusal] if refusal is not None else []
+    try:
+        docs = list(yaml_documents(text))
+    except FormatError as exc:
+        return [], refused or [(str(exc), exc.line)]
+    return [attrs.evolve(e, secret=secret) for d in docs if d.is_map for e in _config_entries(d, part)], refused
 
 
 def parse_compose(doc: Marked, launchers: Sequence[str]) -> Parsed:
@@ -546,16 +612,43 @@ def parse_helm_values(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     config: list[ConfigEntry] = []
     for doc in docs:
         for key, node in _walk(doc):
-            if key in ARG_KEYS and node.is_seq:
-                tokens = _scalar_tokens(node)
-                # a list that starts with a flag is arguments for the chart's own command
-                bare = bool(tokens) and tokens[0].text.startswith("--")
-                commands.append(command_of(tokens, launchers, bare_args=bare))
-            elif key in ENV_KEYS and (node.is_seq or node.is_map):
+            if node.is_map:
+                # an item of a list is a container of its own (`extraContainers: [{image, args}]`)
+                container = key is None and node.node is not doc.node
+                found_commands, found_env = _helm_arguments(node, launchers, container=container)
+                commands += found_commands
+                env += found_env
+            if key in ENV_KEYS and (node.is_seq or node.is_map):
                 env += _env_list(node)
             elif key in CONFIG_KEYS and node.is_map:
                 config += _config_entries(node)
     return Parsed("helm-values", tuple(commands), tuple(env), tuple(config))
+
+
+def _helm_arguments(node: Marked, launchers: Sequence[str], *,
+                    container: bool) -> tuple[list[Command], list[EnvVar]]:
+    """A Helm values mapping's `command` with its `args` and `extraArgs` lists, as the
+    chart's template puts them together. Lists of flags without a command are the
+    arguments of the chart's own server: every `--word` is checked, a list of only
+    mistyped flags too. A command naming another program, or a `container` (an item of a
+    list: a sidecar's) without a command, leaves its lists alone unless they hold a flag
+    the schema knows, as Kubernetes container arguments are."""
+    part = node.get("command")
+    program = _tokens_of(part) if part is not None and (part.is_seq or part.is_scalar) else []
+    args: list[Token] = []
+    for key in ARG_KEYS:
+        part = node.get(key)
+        if part is not None and part.is_seq:
+            args += _scalar_tokens(part)
+    if not program:
+        if not args:
+            return [], []
+        bare = args[0].text.startswith("--")
+        return [Command((), tuple(args), launch=not container) if bare else command_of(args, launchers)], []
+    words, nested, assigned = _unwrapped([*program, *args], launchers)
+    if nested is not None:
+        return list(nested.commands), [*assigned, *nested.env]
+    return [command_of(words, launchers)], assigned
 
 
 def parse_config(docs: list[Marked]) -> Parsed:
@@ -595,8 +688,8 @@ def _exec_or_shell(rest: str, line: int) -> list[Token]:
         except ValueError:
             words = None
         if isinstance(words, list) and all(isinstance(w, str) for w in words):
-            return [Token(w, line, _dynamic(w)) for w in words]
-    return [Token(w, line, _dynamic(w)) for w in _shell_words(rest)]
+            return [Token(w, line, dynamic(w)) for w in words]
+    return _shell_tokens(rest, line)
 
 
 def parse_dockerfile(text: str, launchers: Sequence[str]) -> Parsed:
@@ -610,13 +703,13 @@ def parse_dockerfile(text: str, launchers: Sequence[str]) -> Parsed:
                 commands.append(_docker_launch(entrypoint, cmd, launchers))
             entrypoint, cmd = [], []
         elif word == "ENV":
-            words = _shell_words(rest)
+            words = _shell_words(rest, line)
             if words and "=" not in words[0]:  # the legacy `ENV NAME value` form
                 env.append(EnvVar(words[0], " ".join(words[1:]), line))
             else:
                 for w in words:
                     name, _, value = w.partition("=")
-                    env.append(EnvVar(name, None if _dynamic(value) else value, line))
+                    env.append(EnvVar(name, None if dynamic(value) else value, line))
         elif word == "ENTRYPOINT":
             entrypoint = _exec_or_shell(rest, line)
         elif word == "CMD":

@@ -36,6 +36,7 @@ from configbags.evolve.formats import (
     EnvVar,
     FormatError,
     Token,
+    dynamic,
     parse_file,
 )
 from configbags.evolve.revisions import checkout
@@ -195,8 +196,12 @@ def _refusal(parser: argparse.ArgumentParser, args: Sequence[Token],
              structured: Mapping[str, dict[str, Any]]) -> tuple[str, int] | None:
     """Why the server's parser refuses these words (never echoing a value), and the line.
     A structured json leaf's dotted keys are folded into its value first, as the server does."""
-    words = [_Unknown(t.text) if t.dynamic else t.text for t in args]
-    token_of = {id(w): t for t, w in zip(args, words, strict=True)}
+    words: list[str] = []
+    token_of: dict[int, Token] = {}
+    for t in args:
+        given = _parser_words(t)
+        words += given
+        token_of.update((id(w), t) for w in given)
     try:
         if structured:
             try:
@@ -216,6 +221,17 @@ def _refusal(parser: argparse.ArgumentParser, args: Sequence[Token],
         return None  # a template's words may be split over several (`{{ .Values.x }}`): only it knows
     first = token_of.get(id(stray[0]), args[0])
     return unrecognized(parser, stray), first.line
+
+
+def _parser_words(token: Token) -> list[str]:
+    """A token as the server's parser is given it: a word the file cannot know is
+    `_Unknown`, and in `--tp-size=$TP` the flag is known and its value is not."""
+    if not token.dynamic:
+        return [token.text]
+    flag, eq, value = token.text.partition("=")
+    if eq and flag.startswith("--") and not dynamic(flag):
+        return [flag, _Unknown(value)]
+    return [_Unknown(token.text)]
 
 
 class Linter:
@@ -292,7 +308,10 @@ class Linter:
         return Finding("lint-unknown", written, f"unknown {what} {written}{self._did_you_mean(written, kind)}",
                        file, line, "see the schema's CONFIG.md for the spellings")
 
-    def _value(self, leaf: LeafView, written: str, value: Any, file: str, line: int) -> Finding | None:
+    def _value(self, leaf: LeafView, written: str, value: Any, file: str, line: int, *,
+               hidden: bool = False) -> Finding | None:
+        """A finding for a value that breaks the leaf, never echoing a secret's value (nor
+        any value `hidden`: one held in a Kubernetes Secret)."""
         # a YAML null too: the server refuses a config file's `api_key:` (a template that rendered nothing)
         if leaf.secret and (value is None or isinstance(value, str)) and none_like(value):
             return _none_like_secret(leaf, written, file, line)
@@ -310,7 +329,7 @@ class Linter:
             coerced = leaf.type.coerce(value)
             check_bounds(coerced, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
         except LeafValueError as exc:
-            why = "it does not fit the leaf's type, choices or range" if leaf.secret else str(exc)
+            why = "it does not fit the leaf's type, choices or range" if leaf.secret or hidden else str(exc)
             return Finding("lint-bad-value", written, f"bad value for {written} ({leaf.name}: {leaf.type}): {why}",
                            file, line, _bounds_hint(leaf))
         return None
@@ -322,7 +341,8 @@ class Linter:
             return  # arguments of another program
         found = list(self._flags(command, file))
         yield from found
-        if not found and args and (refused := _refusal(self.parser, args, self.structured)) is not None:
+        checked = [f for f in found if f.rule != "lint-unchecked"]  # words it cannot see do not stop the parse
+        if not checked and args and (refused := _refusal(self.parser, args, self.structured)) is not None:
             why, line = refused
             yield Finding("lint-refused", "launch line", f"the server refuses this launch line: {why}", file, line,
                           "give each flag once, a bool flag alone (or its --no- twin), and no word no flag takes")
@@ -337,9 +357,11 @@ class Linter:
         while i < len(args):
             token = args[i]
             i += 1
-            if token.dynamic or not token.text.startswith("--"):
-                continue
             flag, eq, inline_text = token.text.partition("=")
+            if not token.text.startswith("--") or (token.dynamic and (not eq or dynamic(flag))):
+                if token.splits:  # not taken as a flag's value: it stands for words of its own
+                    yield _unchecked(token, file)
+                continue
             head, cut = shown_flag(token.text)
             if cut and flag != "--":  # a flag and its value as one word: only the flag is ever shown
                 yield self._joined(head, file, token.line)
@@ -350,7 +372,7 @@ class Linter:
                     yield Finding("lint-bad-value", flag, f"{flag} ({given.leaf.name}) is a secret given twice: the "
                                   f"server refuses it", file, token.line, "give the secret once")
                 secrets_given.add(given.leaf.name)
-            inline = Token(inline_text, token.line) if eq else None
+            inline = Token(inline_text, token.line, token.dynamic) if eq else None
             spelling = self.flags.get(flag)
             if flag in RECORD_FLAGS:
                 taken, i = _record_flag_value(flag, inline, args, i)
@@ -498,8 +520,8 @@ class Linter:
             return
         if (found := self._lifecycle(spelling, entry.key, file, entry.line)) is not None:
             yield found
-        if entry.known_value and (found := self._value(spelling.leaf, entry.key, entry.value, file,
-                                                       entry.line)) is not None:
+        if entry.known_value and (found := self._value(spelling.leaf, entry.key, entry.value, file, entry.line,
+                                                       hidden=entry.secret)) is not None:
             yield found
 
     def is_config(self, entries: Sequence[ConfigEntry]) -> bool:
@@ -551,6 +573,13 @@ def _same_key(keys: Mapping[str, tuple[Any, int]], file: str) -> Iterator[Findin
     if same_key({name: value for name, (value, _) in keys.items()}):
         yield Finding("lint-bad-value", ADMIN_KEY_LEAF, f"{SAME_KEY}: the server refuses it", file,
                       max(line for _, line in keys.values()), SAME_KEY_FIX)
+
+
+def _unchecked(token: Token, file: str) -> Finding:
+    return Finding("lint-unchecked", token.splits, f"{token.splits} is not quoted, so the shell splits it into words "
+                   f"known only at run time: lint checks none of them, nor which flag takes the words after it",
+                   file, token.line, "write its flags out on the launch line (or in a config file), or quote it if "
+                   "it is one word")
 
 
 def _none_like_secret(leaf: LeafView, written: str, file: str, line: int) -> Finding:

@@ -1,7 +1,8 @@
 """The command a launch line's wrappers run: `nohup`, `timeout 5`, `env -i A=1`, `tini --`,
-`dumb-init`, `sudo -u x`, `kubectl exec POD --`, `docker run IMAGE` and the like run the
-words after their own, and a shell given `-c` in any option cluster (`sh -c`, `bash -lc`,
-`sh -ec`, `bash -o pipefail -c`) or `su -c` runs a script. One table says, for each
+`dumb-init`, `sudo -u x`, `kubectl exec POD --`, `docker run IMAGE`, `srun --gres gpu:8`
+and the like run the words after their own, and a shell given `-c` in any option cluster
+(`sh -c`, `bash -lc`, `sh -ec`, `bash -o pipefail -c`), `su -c` or `sbatch --wrap` runs a
+script. One table says, for each
 wrapper, which of its options take a value and how many words of its own (operands) come
 before the command, so every wrapper is unwrapped by the same getopt-style walk, wrappers
 inside wrappers too (`tini -- sh -c '...'`).
@@ -57,6 +58,26 @@ _DOCKER_RUN = _container("-d -i -t -P -q --rm --init --privileged --detach --int
 _DOCKER_EXEC = _container("-d -i -t --detach --interactive --tty --privileged --help")
 _COMPOSE = _container("-d -i -t -T -P --rm --detach --interactive --tty --no-TTY --no-deps --service-ports "
                       "--use-aliases --build --remove-orphans --quiet-pull --privileged --help")
+# Slurm's srun, salloc and sbatch share one option table: nearly all of its ~150 options
+# take a value (`--gres gpu:8`, `-N 2`), so the ones that take none, or only as
+# `--option=VALUE` / `-KVALUE` (getopt's optional arguments), are listed, with the pyxis
+# container plugin's (`--container-image IMAGE` takes one, `--container-writable` none).
+_SLURM_BARE = (
+    "--contiguous --debugger-test --disable-status --exact --help --hold --ignore-pbs --interactive --label "
+    "--multi-prog --no-allocate --bell --no-bell --no-requeue --no-shell --overcommit --oversubscribe --parsable "
+    "--preserve-env --quiet --quit-on-interrupt --reboot --requeue --spread-job --stepmgr --test-only --unbuffered "
+    "--use-min-nodes --usage --verbose --version --whole "
+    "--bcast --compress --exclusive --external-launcher --get-user-env --immediate --kill-command "
+    "--kill-on-bad-exit --nice --no-kill --overlap --propagate --pty --resv-ports --send-libs --x11 "
+    "-X -h -H -l -Z -O -s -E -Q -u -v -V -I -K -k "
+    "--container-mount-home --no-container-mount-home --container-remap-root --no-container-remap-root "
+    "--container-entrypoint --no-container-entrypoint --container-entrypoint-log --container-writable "
+    "--container-readonly"
+)
+_SRUN = Wrapper(bare=frozenset(_SLURM_BARE.split()))  # salloc too: the command after its options
+# sbatch runs its batch script file with the words after it, or `--wrap SCRIPT`; its `--wait` takes no value
+_SBATCH = Wrapper(bare=frozenset([*_SLURM_BARE.split(), "--wait", "-W"]), script=frozenset({"--wrap"}))
+
 _Table = Mapping[str, "Wrapper | _Table"]
 _CONTAINERS: _Table = {
     "run": _DOCKER_RUN, "exec": _DOCKER_EXEC, "container": {"run": _DOCKER_RUN, "exec": _DOCKER_EXEC},
@@ -87,6 +108,7 @@ WRAPPERS: _Table = {
     "oc": {"exec": _KUBECTL, "run": _KUBECTL, "debug": _KUBECTL},
     "docker": _CONTAINERS, "podman": _CONTAINERS, "nerdctl": _CONTAINERS,
     "docker-compose": {"run": _COMPOSE, "exec": _COMPOSE},
+    "srun": _SRUN, "salloc": _SRUN, "sbatch": _SBATCH,
 }
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -192,6 +214,8 @@ def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -
         break
     if w.shell:
         return (i, words[i]) if script_flag and i < len(words) else None
-    if w.script and not dashdash:
-        return None  # `su user`: a login shell, no command of the line (`runuser -u x -- CMD` has one)
+    if w.script and w.operands and not dashdash:
+        # `su user`: a login shell, no command of the line (`runuser -u x -- CMD` has one);
+        # sbatch, without `--wrap`, runs its batch script file (`sbatch job.sh ARGS`)
+        return None
     return i if i < len(words) else None

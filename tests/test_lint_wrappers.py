@@ -34,9 +34,19 @@ SCRIPTS = [
     "nohup {b}", "timeout -s KILL 10 {b}", "sudo -u bob -E A=1 {b}", "tini -- {b}", "dumb-init -- sh -c '{b}'",
     "nice -n 5 numactl --cpunodebind=0 taskset -c 0-3 {b}", "gosu app {b}", "runuser -u app -- {b}",
 ]
+# Slurm: nearly every option of srun/salloc/sbatch takes a value, as the next word or after `=`
+SLURM = [
+    "srun --gres=gpu:8 {b}", "srun --gres gpu:8 {b}", "srun --gpus=8 {b}", "srun --gpus-per-node=8 --ntasks=1 {b}",
+    "srun --exclusive {b}", "srun --mpi=pmix {b}", "srun --container-image=img {b}", "srun -N1 --gres=gpu:8 {b}",
+    "srun -N 2 --ntasks-per-node 8 --cpus-per-task 16 --exclusive {b}", "srun -lN2 -K1 --kill-on-bad-exit=1 {b}",
+    "srun --container-image img --container-mounts /a:/b --container-writable --no-container-mount-home {b}",
+    "srun --pty --overlap --jobid 12 {b}", "srun -p gpu -t 01:00:00 -J job -o out.log {b}",
+    "salloc -N1 --gres=gpu:8 srun --exclusive {b}", "salloc --no-shell -N1 -- {b}",
+    "sbatch --gres=gpu:8 --wrap '{b}'", "sbatch -N1 --wait --wrap='{b}'",
+]
 
 
-@pytest.mark.parametrize("line", SCRIPTS)
+@pytest.mark.parametrize("line", SCRIPTS + SLURM)
 def test_a_launch_line_behind_a_wrapper_in_a_script_is_linted(tmp_path: Path, view: SchemaView, line: str) -> None:
     script = tmp_path / "run.sh"
     script.write_text("#!/bin/sh\n" + line.format(b=BASE) + "\n")
@@ -68,7 +78,8 @@ def test_an_exec_form_wrapper_and_a_compose_entrypoint_shell(tmp_path: Path, vie
 def test_wrappers_that_run_no_command_of_the_line_are_left_alone(tmp_path: Path, view: SchemaView) -> None:
     script = tmp_path / "run.sh"
     script.write_text("#!/bin/sh\nbash other.sh --tp-sise 2\nsu user\nkubectl get pods --tp-sise\n"
-                      "timeout 5\necho sh -c 'python -m sglang.launch_server --tp-sise 2'\n")
+                      "timeout 5\necho sh -c 'python -m sglang.launch_server --tp-sise 2'\n"
+                      "sbatch --gres=gpu:8 job.sh --tp-sise 2\nsalloc -N 2 --exclusive\n")
     assert lint.lint([script], view) == []
 
 
@@ -77,6 +88,8 @@ def test_wrappers_that_run_no_command_of_the_line_are_left_alone(tmp_path: Path,
     ("su --command=x u", "script x"), ("env -u A -C /d B=1 cmd a", "cmd a"), ("timeout --signal=KILL 5 cmd", "cmd"),
     ("docker --context c run -e A=1 --rm img cmd", "cmd"), ("kubectl exec pod", "kubectl exec pod"),
     ("bash script.sh", "bash script.sh"), ("exec -a name cmd", "cmd"), ("A=1 B=2 cmd", "cmd"),
+    ("srun --gres gpu:8 --exclusive -N 2 cmd a", "cmd a"), ("srun --mpi=pmix -lu cmd", "cmd"),
+    ("sbatch -N 1 --wrap 'x y'", "script x y"), ("sbatch -N 2 job.sh a", "job.sh a"),
 ])
 def test_unwrap_walks_each_wrappers_own_words(line: str, runs: str) -> None:
     words = shlex.split(line)
@@ -153,3 +166,18 @@ def test_unwrap_ends_inside_the_words_for_any_words(words: list[str]) -> None:
     assert 0 <= found.start <= len(words)
     assert found.script is None or 0 <= found.script[0] < len(words)
     assert all(0 <= i < len(words) and "=" in words[i] for i in found.assigned)
+
+
+@pytest.mark.parametrize("command", [
+    "['srun', '--gres=gpu:8', '--exclusive', 'sh', SCRIPT]", "['srun', '-N', '2', '--gres', 'gpu:8', SCRIPT]",
+    "['salloc', '-N1', 'srun', '--mpi=pmix', SCRIPT]", "['sbatch', '--gres=gpu:8', SCRIPT]",
+])
+def test_the_read_ratchet_unwraps_slurm_by_the_same_table(tmp_path: Path, command: str) -> None:
+    """The wrapper table is the ratchet's too (migrate/childenv.py): the script a Slurm
+    command runs is read, never lost behind the scheduler's options."""
+    from ratchet_case import scan_pkg
+
+    source = ("import subprocess\nfrom pathlib import Path\nSCRIPT = str(Path(__file__).parent / 'show.sh')\n"
+              f"def f():\n    return subprocess.run({command}, capture_output=True).stdout\n")
+    result = scan_pkg(tmp_path, {"user.py": source, "show.sh": "#!/bin/sh\necho \"$SGLANG_PAGE_SIZE\"\n"})
+    assert "$SGLANG_PAGE_SIZE" in {r.leaf for r in result.reads if r.file == "pkg/user.py"}, result.reads

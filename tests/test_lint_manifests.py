@@ -1,0 +1,112 @@
+"""`configbags lint` over Helm values and Kubernetes objects holding config files: every
+`--word` of an argument list under the chart's keys is checked (a list of only mistyped
+flags too) unless its command names another program; config files in a Secret
+(`stringData`, base64 `data`) and in a `List` (`kubectl get -o yaml`) are linted like
+ConfigMap entries, a Secret's values never shown."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from configbags.evolve import lint
+from configbags.evolve.view import SchemaView, load_view
+
+BUNDLED = Path(__file__).resolve().parents[1] / "schema"
+
+
+@pytest.fixture(scope="module")
+def view() -> SchemaView:
+    return load_view(BUNDLED, cache=False)
+
+
+def _found(path: Path, view: SchemaView) -> list[tuple[int, str, str]]:
+    return [(f.line, f.rule, f.subject) for f in lint.lint([path], view)]
+
+
+@pytest.mark.parametrize(("values", "line"), [
+    ('args: ["--tp-sise", "5"]\n', 1),
+    ("extraArgs:\n  - --tp-sise\n  - \"6\"\n", 2),
+    ('server:\n  extraArgs: ["--tp-sise=8"]\n', 2),
+    ("engine:\n  args: [--enable-torch-compil]\n", 2),
+    ('server:\n  command: [python3, -m, sglang.launch_server]\n  args: ["--tp-sise", "5"]\n', 3),
+    ('server:\n  command: [/bin/sh, -c]\n  args: ["python -m sglang.launch_server --tp-sise 5"]\n', 3),
+    ('server:\n  args: [--model-path, m]\n  extraArgs: [--tp-sise, "5"]\n', 3),
+])
+def test_helm_argument_lists_are_checked_whatever_flags_they_hold(tmp_path: Path, view: SchemaView,
+                                                                  values: str, line: int) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(values)
+    [(at, rule, subject)] = _found(path, view)
+    assert (at, rule) == (line, "lint-unknown") and subject in {"--tp-sise", "--enable-torch-compil"}
+
+
+@pytest.mark.parametrize("values", [
+    "sidecar:\n  command: [envoy]\n  args: [--config-path, /etc/envoy.yaml, --log-levle, info]\n",
+    "proxy:\n  command: envoy\n  extraArgs: [--concurrency, '2']\n",
+    "extraContainers:\n  - name: proxy\n    image: envoyproxy/envoy\n    args: [--config-path, /etc/e.yaml]\n",
+    "metrics:\n  command: [node_exporter, --collector.cpu]\n",
+])
+def test_helm_lists_of_another_program_stay_alone(tmp_path: Path, view: SchemaView, values: str) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(values)
+    assert _found(path, view) == []
+
+
+SECRET = ("apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ntype: Opaque\n{body}")
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def test_config_files_in_a_secret_are_linted(tmp_path: Path, view: SchemaView) -> None:
+    path = tmp_path / "secret.yaml"
+    engine = _b64("max_running_requests: 8\nmodel_pth: m\n")
+    path.write_text(SECRET.format(body=(
+        'stringData:\n  config.yaml: "tp_sise: 4\\napi_key: \\" SEKSTR1\\""\n'
+        "  server.yaml: |\n    tp_size: 2\n    page_sise: 3\n"
+        f"data:\n  engine.yaml: {engine}\n"
+        f"  notes.txt: {_b64('tp_sise: 1')}\n  broken.yaml: '!!!'\n")))
+    assert sorted(_found(path, view)) == [
+        (6, "lint-bad-value", "api_key"), (6, "lint-unknown", "tp_sise"), (9, "lint-unknown", "page_sise"),
+        (11, "lint-unknown", "model_pth"), (13, "lint-unreadable", path.as_posix())]
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "github", "sarif"])
+def test_a_secrets_values_are_never_shown(tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "secret.yaml"
+    path.write_text(SECRET.format(body=(
+        "stringData:\n  config.yaml: |\n    tp_size: SEKINT1\n    log_level: SEKCHOICE2\n    api_key: ' SEKSP3'\n"
+        f"data:\n  b.yaml: {_b64('page_size: SEKB64')}\n  c.yaml: U0VLUkFX\n")))
+    assert lint.main([str(path), "--no-cache", "--format", fmt]) == 1
+    out = capsys.readouterr().out
+    assert "SEK" not in out and "tp_size" in out and "page_size" in out
+
+
+def test_the_same_entry_in_a_configmap_shows_its_value(tmp_path: Path, view: SchemaView) -> None:
+    """What a Secret hides, a ConfigMap's finding says (the value is no secret there)."""
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  config.yaml: 'tp_size: many'\n"
+                    f"binaryData:\n  b.yaml: {_b64('page_sise: 2')}\n")
+    found = lint.lint([path], view)
+    assert sorted((f.line, f.subject) for f in found) == [(5, "tp_size"), (7, "page_sise")]
+    assert any("'many'" in f.message for f in found)
+
+
+def test_configmaps_and_secrets_in_a_list_are_linted(tmp_path: Path, view: SchemaView) -> None:
+    """`kubectl get configmaps,secrets -o yaml` writes one `List` (the API a `ConfigMapList`)."""
+    path = tmp_path / "dump.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\n  data:\n    config.yaml: \"tp_sise: 5\"\n"
+        f"- apiVersion: v1\n  kind: Secret\n  metadata: {{name: s}}\n  data:\n    config.yaml: {_b64('page_sise: 1')}\n"
+        "- apiVersion: v1\n  kind: ConfigMapList\n  items:\n  - kind: ConfigMap\n    data:\n"
+        "      server.yaml: |\n        max_bach: 2\n"
+        "- apiVersion: apps/v1\n  kind: Deployment\n  spec:\n    template:\n      spec:\n        containers:\n"
+        "        - name: e\n          image: i\n          command: [python, -m, sglang.launch_server]\n"
+        "          args: [--prot, '1']\n")
+    assert sorted(_found(path, view)) == [(8, "lint-unknown", "tp_sise"), (13, "lint-unknown", "page_sise"),
+                                          (20, "lint-unknown", "max_bach"), (30, "lint-unknown", "--prot")]
