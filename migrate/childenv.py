@@ -723,7 +723,11 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
     program, rest, given = words[0], list(words[1:]), list(paths[1:])
     if program is None:
         spec = paths[0] if paths else None
-        return [("program", spec)] if spec is not None else []
+        if spec is not None:
+            return [("program", rebased(spec, cwd))]
+        # a program found at run time (`os.environ.get("SHELL")`, a parameter) is judged
+        # as an unknown wrapper is: what it does with the files it is given is not known
+        return _opaque(given)
     name = program_name(program)
     if name in _SOURCERS:
         return [_file("shell", paths[1] if len(paths) > 1 else None, cwd)] if len(words) > 1 else []
@@ -758,6 +762,8 @@ DATA_PROGRAMS = frozenset({
     "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "base64", "xxd", "od", "hexdump", "strings",
     "readlink", "realpath", "dirname", "basename", "test", "[", "echo", "printf", "rsync", "scp", "git",
     "sed", "patch", "dd", "truncate", "shred", "split", "csplit", "paste", "join", "nl", "fold", "fmt", "iconv",
+    # compilers read their sources as data (the program they build is another child's file)
+    "gcc", "g++", "cc", "c++", "clang", "clang++", "nvcc", "hipcc",
 })
 
 
@@ -775,7 +781,9 @@ def _interpreted_files(name: str, rest: list[Word], given: list[str | None], cwd
                     return [_file("other:" + name, given[index], cwd)]
                 continue
             if word in _INLINE_OPTIONS and not options:
-                return []
+                code = rest[index + 1] if index + 1 < len(rest) else None
+                read = code is not None and code.startswith(READ_MARK)  # `perl -e F.read_text()`
+                return [_file("other:" + name, (code or "")[len(READ_MARK) :], cwd)] if read else []
             if word in options or any(word.startswith(option + "=") for option in options if option.startswith("--")):
                 value = word.partition("=")[2] if "=" in word else None
                 spec = literal_spec(value) if value else (given[index + 1] if index + 1 < len(given) else None)
@@ -785,6 +793,12 @@ def _interpreted_files(name: str, rest: list[Word], given: list[str | None], cwd
         return []
     if name in DATA_PROGRAMS or name in _SHELLS or _PYTHON.fullmatch(name):
         return []
+    return _opaque(given)
+
+
+def _opaque(given: Sequence[str | None]) -> list[ChildFile]:
+    """The files a program the scanner cannot judge is given that the module places by
+    `__file__`: each is `$?` where it is a file under the root (childfiles)."""
     return [("opaque", spec) for spec in given if spec is not None and spec.startswith(("@file", "@here"))]
 
 
@@ -887,7 +901,7 @@ def _shell_files(rest: list[Word], given: list[str | None], cwd: str, depth: int
             continue
         if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
             script = rest[index + 1] if index + 1 < len(rest) else None
-            return script_files(script, cwd, depth + 1) if script is not None else []
+            return script_files(script, cwd, depth + 1) if script is not None else []  # (a file's text too)
         if not word.startswith(("-", "+")) or word == "-":
             return [] if word == "-" else [_file("shell", given[index], cwd)]
         index += 1
@@ -906,6 +920,8 @@ def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[C
             continue
         if word == "-m" or (word.startswith("-") and not word.startswith("--") and word.endswith(("c", "m"))):
             code = rest[index + 1] if word.endswith("c") and index + 1 < len(rest) else None
+            if code is not None and code.startswith(READ_MARK):  # `-c TOOL.read_text()`: the file's code
+                return [_file("python", code[len(READ_MARK) :], cwd)]
             return _executed_files(code, cwd) if code is not None else []
         if not word.startswith("-") or word == "-":
             return [] if word == "-" else [_file("python", given[index], cwd)]
@@ -956,6 +972,10 @@ def _make_files(rest: list[Word], given: list[str | None], cwd: str) -> list[Chi
 
 # Marks a path spec inside a command line (a path formatted into an f-string)
 PATH_MARK = "\0"
+# Marks a word or command line that is a file's text (`["sh", "-c", SCRIPT.read_text()]`,
+# `os.system(fh.read())`): the mark, then the file's path spec ("" for one not shown); the
+# child runs the file as the kind of code the word is (a shell's script, Python's `-c`)
+READ_MARK = "\1"
 
 
 def literal_spec(text: str) -> str | None:
@@ -1004,7 +1024,10 @@ def _fed_files(script: str, cwd: str) -> list[ChildFile]:
 def script_files(script: str, cwd: str = "@cwd", depth: int = 0) -> list[ChildFile]:
     """The files the simple commands of a shell script run (`bash tools/show.sh`, `make
     -C mk`, `python tools/dump.txt`): every word literal, relative to `cwd`; a word
-    built from a variable (`bash $DIR/x.sh`) is a file not shown."""
+    built from a variable (`bash $DIR/x.sh`) is a file not shown. A script that is a
+    file's text (READ_MARK) runs that file."""
+    if script.startswith(READ_MARK):
+        return [_file("shell", script[len(READ_MARK) :], cwd)]
     found: list[ChildFile] = []
     folders = [cwd]  # a `cd DIR` adds the folder the commands after it may run in
     for command in shell_commands(script):

@@ -82,6 +82,7 @@ from configbags.migrate.childenv import (
     CHILD_PROCESS_WORDS,
     LOOP_LAUNCHERS,
     PATH_MARK,
+    READ_MARK,
     ChildFile,
     Mentions,
     ModuleWrites,
@@ -1848,16 +1849,50 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             command = [None if isinstance(e, ast.Starred) else e for e in command.elts]
         if isinstance(command, list):
             # an f-string word keeps a path formatted in as its spec (`["sh", "-c", f"{HERE}/x.sh"]`)
-            words = [self._command_line(e) if isinstance(e, ast.JoinedStr) else self._word(e) for e in command]
+            words = [self._command_word(e) for e in command]
             return child_files(words, [self._path_spec(e) if e is not None else None for e in command], cwd)
         if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
             shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
             command = command.args[0] if shlex_split else command.func.value
         script = self._word(command) if not isinstance(command, ast.JoinedStr) else self._command_line(command)
-        if script is not None:
-            return script_files(script, cwd)
+        read = self._read_file(command) if script is None else None
+        if script is not None or read is not None:
+            return script_files(script if script is not None else READ_MARK + (read or ""), cwd)
         bound = self.strings.bound(command, self.enclosing) if depth < 2 else None
         return [f for value, _ in bound or () if value is not None for f in self._command_files(value, cwd, depth + 1)]
+
+    def _command_word(self, expr: ast.expr | None) -> str | None:
+        """A word of an argv, for the files it runs: its text; an f-string's with a path
+        formatted in kept as its spec; a file's text as READ_MARK and the file."""
+        if isinstance(expr, ast.JoinedStr):
+            return self._command_line(expr)
+        word = self._word(expr)
+        read = self._read_file(expr) if word is None and expr is not None else None
+        return READ_MARK + read if read is not None else word
+
+    def _read_file(self, expr: ast.expr, depth: int = 0) -> str | None:
+        """The path spec of the file whose text `expr` is (`SCRIPT.read_text()`,
+        `open(F).read()`, `fh.read()` on the handle `with open(F) as fh` gives, a name
+        bound to one of these): "" for a file the module does not show, None where `expr`
+        reads no file."""
+        if isinstance(expr, ast.Name):
+            bound = [v for v, _ in self.strings.bound(expr, self.enclosing) or () if v is not None] if depth < 2 else []
+            return next((spec for spec in (self._read_file(v, depth + 1) for v in bound) if spec is not None), None)
+        if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+            return None
+        func = expr.func
+        if func.attr in ("read_text", "read_bytes"):
+            return self._path_spec(func.value) or ""
+        if func.attr != "read" or expr.args:
+            return None
+        handles = self._started(func.value) if isinstance(func.value, ast.Name) else [func.value]
+        for handle in handles:
+            if isinstance(handle, ast.Call) and (
+                (isinstance(handle.func, ast.Name) and handle.func.id == "open")
+                or (isinstance(handle.func, ast.Attribute) and handle.func.attr == "open")
+            ):
+                return self._opened(handle, read=False) or ""
+        return None
 
     def _command_line(self, command: ast.JoinedStr) -> str:
         """An f-string command line's text, a path formatted in kept as its spec
@@ -1973,6 +2008,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return expr.value.decode("utf-8", "surrogateescape")
         if isinstance(expr, ast.Attribute) and "sys.executable" in self.d.kind(expr, self.scope):
             return "python"
+        if isinstance(expr, ast.Call) and len(expr.args) == 1 and "shutil.which" in self.d.kind(expr.func, self.scope):
+            return self._word(expr.args[0])  # `shutil.which("bash")`: the program it names
         return self.strings.value(expr, self.enclosing)
 
     def _python_reads_whole(self, code: str) -> bool:
