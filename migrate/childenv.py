@@ -705,6 +705,9 @@ ChildFile = tuple[str, str]  # (kind, path spec)
 MAKES = frozenset({"make", "gmake", "gnumake", "bmake"})
 # make's options that take a value in the next word (`-C DIR`, `-f FILE`, `-I DIR`)
 _MAKE_VALUED = frozenset({"-C", "-f", "-I", "-o", "-W", "-O", "--directory", "--file", "--makefile", "--include-dir"})
+# Programs that run their command with the words of their standard input after its own
+# (`run(["xargs", "sh"], input=str(SCRIPT))` runs `sh SCRIPT`)
+ARGUMENT_FEEDERS = frozenset({"xargs"})
 # Programs that expand the variables their standard input names (a template on stdin)
 _STDIN_TEMPLATES = frozenset({"envsubst"})
 # Shell builtins that run a file in the shell itself (`. FILE`, `source FILE`)
@@ -849,6 +852,8 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
         return None
     name = program_name(words[0])
     rest = list(words[1:])
+    if name in ARGUMENT_FEEDERS:
+        return None  # its standard input is its command's words, not a program
     inner = _wrapped(words)
     if isinstance(inner, list):  # `timeout 60 sh`, `flock LOCK python -`
         return stdin_reader(inner, depth + 1)
@@ -1227,3 +1232,32 @@ class ModuleWrites:
             target = self._opened(call, chain)
             if target is not None:
                 self._add(target, chain, None)  # a handle kept, handed on: what it writes is not shown
+
+
+# ---- the folders a module changes into: a child it starts may start in any of them
+
+# What changes the process's folder (`os.chdir(HERE)`, `with contextlib.chdir(D):`)
+_CHDIRS = frozenset({"os.chdir", "contextlib.chdir"})
+# The folder a child starts in where the module changes into one it does not show: a
+# relative path in it is `$?` where it may name a file under the root (childfiles)
+ANY_FOLDER = "@any"
+
+
+def changed_folders(
+    tree: ast.Module, spec: Callable[[ast.expr, Chain], str | None], callee: Callable[[ast.expr], frozenset[str]]
+) -> list[str]:
+    """The folders the module changes into, anywhere in it (a may-change: the scanner does
+    not follow the order of calls), as path specs (ANY_FOLDER for one it does not show):
+    `spec(expr, chain)` is the path spec of an expression inside the scope nodes `chain`,
+    `callee(expr)` the dotted paths a callable may be."""
+    found: list[str] = []
+
+    def walk(node: ast.AST, chain: Chain) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = [*chain, child] if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) else chain
+            if isinstance(child, ast.Call) and child.args and callee(child.func) & _CHDIRS:
+                found.append(spec(child.args[0], chain) or ANY_FOLDER)
+            walk(child, inner)
+
+    walk(tree, [])
+    return list(dict.fromkeys(found))

@@ -81,12 +81,14 @@ from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
     LOOP_LAUNCHERS,
+    ARGUMENT_FEEDERS,
     PATH_MARK,
     READ_MARK,
     ChildFile,
     Mentions,
     ModuleWrites,
     argv_mentions,
+    changed_folders,
     child_files,
     command_arguments,
     command_fragments,
@@ -95,6 +97,7 @@ from configbags.migrate.childenv import (
     named_variables,
     plain_dump,
     prints_environment,
+    program_name,
     rebased,
     run_by,
     script_files,
@@ -1073,6 +1076,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # the files the module writes, with the texts it writes there (built when a child
         # runs a file the module names: ModuleWrites)
         self._writes: ModuleWrites | None = None
+        self._chdirs: list[str] | None = None  # the folders the module changes into
         # ids of `os.environ.pop(NAME, default)` calls whose value is dropped: writes
         self.dropped_pops: set[int] = set()
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
@@ -1757,18 +1761,25 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         by its path): kept for the scan of the tree, which reads them
         (configbags.migrate.childfiles); one the module does not show is `$?` here."""
         given = next((k.value for k in node.keywords if k.arg == "cwd"), None)
-        cwd = "@cwd" if given is None else self._path_spec(given) or ""
+        start = "@cwd" if given is None else self._path_spec(given) or ""
         found: set[ChildFile] = set()
-        for command in commands:
-            found.update(self._command_files(command, cwd))
-        found.update(self._fed_file(node, commands, cwd))
-        environment = next((k.value for k in node.keywords if k.arg == "env"), None)
-        if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
-            for key, value in zip(environment.keys, environment.values, strict=True):
-                name = self._word(key) if key is not None else None
-                spec = self._path_spec(value) if name in _STARTUP_FILES else None
-                if spec is not None:
-                    found.add(("shell", rebased(spec, cwd)))
+        # a relative folder is in the project's, or in any the module changes into
+        fed = next((k.value for k in node.keywords if k.arg == "input"), None)
+        for cwd in dict.fromkeys(rebased(start, folder) for folder in ["@cwd", *self._changed_folders()]):
+            for command in commands:
+                found.update(self._command_files(command, cwd))
+                argv = self._argv(command)
+                program = self._word(argv[0]) if argv else None
+                if fed is not None and program is not None and program_name(program) in ARGUMENT_FEEDERS:
+                    found.update(self._command_files([*argv, fed], cwd))  # `["xargs", "sh"], input=str(SCRIPT)`
+            found.update(self._fed_file(node, commands, cwd))
+            environment = next((k.value for k in node.keywords if k.arg == "env"), None)
+            if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
+                for key, value in zip(environment.keys, environment.values, strict=True):
+                    name = self._word(key) if key is not None else None
+                    spec = self._path_spec(value) if name in _STARTUP_FILES else None
+                    if spec is not None:
+                        found.add(("shell", rebased(spec, cwd)))
         end_line = node.end_lineno or node.lineno
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         for kind, spec in sorted(found):
@@ -1777,6 +1788,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._written_run(node, kind, spec)
             else:
                 self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+
+    def _changed_folders(self) -> list[str]:
+        """The folders the module changes into (childenv.changed_folders), once."""
+        if self._chdirs is None:
+            # (built once, where a child runs files: one walk of the module)
+            self._chdirs = changed_folders(self.strings.tree, self._path_spec, lambda expr: self.d.kind(expr, self.d.module))
+        return self._chdirs
 
     def _written_run(self, node: ast.Call, kind: str, spec: str) -> None:
         """A file the module itself writes, run by the same path (a launch script written

@@ -110,6 +110,9 @@ def test_a_relative_path_after_a_chdir_not_shown_is_unresolved_where_it_may_name
     # a relative path that names no file under the root is left alone, as without chdir
     other = "def f(d):\n    os.chdir(d)\n    return subprocess.run(['sh', 'tools/launch.sh'])\n"
     assert not fails(_result(tmp_path / "b", other, HELLO))
+    # nor is a module of the tree run by Python: its reads are reported in it
+    module = "def f(d):\n    os.chdir(d)\n    return subprocess.run([sys.executable, 'user.py'])\n"
+    assert not fails(_result(tmp_path / "c", module, HELLO))
 
 
 def test_without_chdir_a_relative_path_is_the_projects(tmp_path: Path) -> None:
@@ -126,6 +129,15 @@ def test_without_chdir_a_relative_path_is_the_projects(tmp_path: Path) -> None:
 ])
 def test_a_script_run_through_xargs_or_script_is_read(tmp_path: Path, body: str) -> None:
     assert PAGE in _reads(tmp_path, body, SHOW)
+
+
+@pytest.mark.parametrize("body", [
+    SCRIPT + _f("return subprocess.check_output(['xargs', 'sh'], input=str(SCRIPT), text=True)"),
+    _f("return subprocess.check_output(['xargs', 'rm', '-f'], input='a b', text=True)"),  # (input: words, not a program)
+    _f("return subprocess.check_output(['script', '-q', '/dev/null'])"),  # a login shell, no command of the line
+])
+def test_xargs_and_script_running_nothing_of_ours_read_nothing(tmp_path: Path, body: str) -> None:
+    assert not fails(_result(tmp_path, body, HELLO))
 
 
 # ---- PR4: a compiler reads its sources as data
