@@ -75,13 +75,13 @@ from configbags.migrate.aliases import (
     statement_span,
 )
 from configbags.migrate.childenv import (
+    ARGUMENT_FEEDERS,
     C_FFI,
     C_LIBRARY,
     CHILD_PROCESS_NAMES,
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
     LOOP_LAUNCHERS,
-    ARGUMENT_FEEDERS,
     PATH_MARK,
     READ_MARK,
     ChildFile,
