@@ -27,6 +27,9 @@ a program by its path) is read through the file: child_files says which files a 
 runs, as path specs the module's analysis keeps (FlowFacts.children), and
 configbags.migrate.childfiles reads them where the tree's scan knows their place; a file
 the module writes itself and runs (ModuleWrites) is judged by the texts it writes there.
+A file's text given as the command (`["sh", "-c", SCRIPT.read_text()]`, `os.system(fh.read())`:
+READ_MARK) runs the file as that kind of code, and a relative path is also in every folder
+the module changes into (changed_folders; ANY_FOLDER for one it does not show).
 
 A child that prints the whole environment back reads every variable (prints_environment):
 `env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, `ps e`, a read of

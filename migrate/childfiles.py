@@ -4,7 +4,9 @@ A module's analysis is path-free (its result is cached by the bytes' digest), so
 child runs is kept as a fact (FlowFacts.children: a kind and a path spec, see
 configbags.migrate.childenv.child_files), and judged here, where the file's place is known:
 `@file` and `@here` are the module's file and folder, `@cwd` the folder the child starts
-in (the project's, unless the call's `cwd=` says).
+in (the project's, unless the call's `cwd=` says), `@any` a folder the module changes into
+without showing it (`os.chdir(workdir)`): a path there is `$?` where it may name a file or
+folder under the project or a root, a module of the tree run by Python aside.
 
 A file inside the project or a root that is not a scanned Python file is read, never run:
 
