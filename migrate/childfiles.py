@@ -106,7 +106,9 @@ class _Judge:
         if spec.startswith(ANY_FOLDER):
             # in a folder the module changes into and does not show: not known, where the
             # path may name a file (or folder) under the project or a root
-            return [(ENV_UNRESOLVED, "child_file")] if self._anywhere(spec[len(ANY_FOLDER) :], kind) else []
+            tail = spec[len(ANY_FOLDER) :]
+            tails = [f"{tail}/{name}" for name in _MAKEFILES] if kind == "make_dir" else [tail]  # (`make` alone)
+            return [(ENV_UNRESOLVED, "child_file")] if any(self._anywhere(t, kind) for t in tails) else []
         target = self._resolved(spec, module)
         if target is None or not any(target == top or target.startswith(top + os.sep) for top in self.tops):
             return []  # outside the project and the roots: not the engine's code

@@ -113,6 +113,10 @@ def test_a_relative_path_after_a_chdir_not_shown_is_unresolved_where_it_may_name
     # nor is a module of the tree run by Python: its reads are reported in it
     module = "def f(d):\n    os.chdir(d)\n    return subprocess.run([sys.executable, 'user.py'])\n"
     assert not fails(_result(tmp_path / "c", module, HELLO))
+    # nor is `make` alone where the tree holds no Makefile; one that does is not known
+    make = "def f(d):\n    os.chdir(d)\n    return subprocess.run(['make', 'all'])\n"
+    assert not fails(_result(tmp_path / "d", make, HELLO))
+    assert fails(_result(tmp_path / "e", make, {"build/Makefile": "all:\n\techo hi\n"}))
 
 
 def test_without_chdir_a_relative_path_is_the_projects(tmp_path: Path) -> None:
