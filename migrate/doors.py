@@ -1873,11 +1873,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
             command = command.args[0] if shlex_split else command.func.value
         script = self._word(command) if not isinstance(command, ast.JoinedStr) else self._command_line(command)
-        read = self._read_file(command) if script is None else None
-        if script is not None or read is not None:
-            return script_files(script if script is not None else READ_MARK + (read or ""), cwd)
+        if script is not None:
+            return script_files(script, cwd)
+        # a file's text as the command line (`os.system(fh.read())`); a name, by its bindings
+        read = self._read_file(command) if not isinstance(command, ast.Name) else None
+        found = script_files(READ_MARK + read, cwd) if read is not None else []
         bound = self.strings.bound(command, self.enclosing) if depth < 2 else None
-        return [f for value, _ in bound or () if value is not None for f in self._command_files(value, cwd, depth + 1)]
+        return found + [f for value, _ in bound or () if value is not None for f in self._command_files(value, cwd, depth + 1)]
 
     def _command_word(self, expr: ast.expr | None) -> str | None:
         """A word of an argv, for the files it runs: its text; an f-string's with a path

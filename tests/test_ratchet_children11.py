@@ -43,6 +43,7 @@ OPENED = "def f():\n    with open(os.path.join(os.path.dirname(__file__), 'scrip
     SCRIPT + _f("return subprocess.check_output(SCRIPT.read_text(), shell=True)"),
     OPENED + "return os.system(fh.read())\n",
     OPENED + "return os.popen(fh.read()).read()\n",
+    OPENED + "cmd = fh.read()\n        return os.system(cmd)\n",
     SCRIPT + _f("return subprocess.run(['timeout', '5', 'sh', '-ec', SCRIPT.read_bytes()])"),
 ])
 def test_a_scripts_text_run_as_the_command_is_read_through_the_script(tmp_path: Path, body: str) -> None:
