@@ -104,6 +104,12 @@ WRAPPERS: _Table = {
                "-T --command-timeout -U --other-user", assignments=True),
     "doas": _w("-u -C"),
     "su": _SU, "runuser": _SU,
+    # script(1) runs its `-c` command under a terminal it records; xargs runs its command
+    # with the words of its standard input after the command's own
+    "script": _w("-E --echo -I --log-in -O --log-out -B --log-io -T --log-timing -m --logging-format "
+                 "-o --output-limit", script="-c --command"),
+    "xargs": _w("-a --arg-file -d --delimiter -E -I -L --max-lines -n --max-args -P --max-procs -s --max-chars "
+                "--process-slot-var"),
     "kubectl": {"exec": _KUBECTL, "run": _KUBECTL, "debug": _KUBECTL},
     "oc": {"exec": _KUBECTL, "run": _KUBECTL, "debug": _KUBECTL},
     "docker": _CONTAINERS, "podman": _CONTAINERS, "nerdctl": _CONTAINERS,

@@ -27,6 +27,9 @@ a program by its path) is read through the file: child_files says which files a 
 runs, as path specs the module's analysis keeps (FlowFacts.children), and
 configbags.migrate.childfiles reads them where the tree's scan knows their place; a file
 the module writes itself and runs (ModuleWrites) is judged by the texts it writes there.
+A file's text given as the command (`["sh", "-c", SCRIPT.read_text()]`, `os.system(fh.read())`:
+READ_MARK) runs the file as that kind of code, and a relative path is also in every folder
+the module changes into (changed_folders; ANY_FOLDER for one it does not show).
 
 A child that prints the whole environment back reads every variable (prints_environment):
 `env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, `ps e`, a read of
@@ -705,6 +708,9 @@ ChildFile = tuple[str, str]  # (kind, path spec)
 MAKES = frozenset({"make", "gmake", "gnumake", "bmake"})
 # make's options that take a value in the next word (`-C DIR`, `-f FILE`, `-I DIR`)
 _MAKE_VALUED = frozenset({"-C", "-f", "-I", "-o", "-W", "-O", "--directory", "--file", "--makefile", "--include-dir"})
+# Programs that run their command with the words of their standard input after its own
+# (`run(["xargs", "sh"], input=str(SCRIPT))` runs `sh SCRIPT`)
+ARGUMENT_FEEDERS = frozenset({"xargs"})
 # Programs that expand the variables their standard input names (a template on stdin)
 _STDIN_TEMPLATES = frozenset({"envsubst"})
 # Shell builtins that run a file in the shell itself (`. FILE`, `source FILE`)
@@ -723,7 +729,11 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
     program, rest, given = words[0], list(words[1:]), list(paths[1:])
     if program is None:
         spec = paths[0] if paths else None
-        return [("program", spec)] if spec is not None else []
+        if spec is not None:
+            return [("program", rebased(spec, cwd))]
+        # a program found at run time (`os.environ.get("SHELL")`, a parameter) is judged
+        # as an unknown wrapper is: what it does with the files it is given is not known
+        return _opaque(given)
     name = program_name(program)
     if name in _SOURCERS:
         return [_file("shell", paths[1] if len(paths) > 1 else None, cwd)] if len(words) > 1 else []
@@ -758,6 +768,8 @@ DATA_PROGRAMS = frozenset({
     "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum", "base64", "xxd", "od", "hexdump", "strings",
     "readlink", "realpath", "dirname", "basename", "test", "[", "echo", "printf", "rsync", "scp", "git",
     "sed", "patch", "dd", "truncate", "shred", "split", "csplit", "paste", "join", "nl", "fold", "fmt", "iconv",
+    # compilers read their sources as data (the program they build is another child's file)
+    "gcc", "g++", "cc", "c++", "clang", "clang++", "nvcc", "hipcc",
 })
 
 
@@ -775,7 +787,9 @@ def _interpreted_files(name: str, rest: list[Word], given: list[str | None], cwd
                     return [_file("other:" + name, given[index], cwd)]
                 continue
             if word in _INLINE_OPTIONS and not options:
-                return []
+                code = rest[index + 1] if index + 1 < len(rest) else None
+                read = code is not None and code.startswith(READ_MARK)  # `perl -e F.read_text()`
+                return [_file("other:" + name, (code or "")[len(READ_MARK) :], cwd)] if read else []
             if word in options or any(word.startswith(option + "=") for option in options if option.startswith("--")):
                 value = word.partition("=")[2] if "=" in word else None
                 spec = literal_spec(value) if value else (given[index + 1] if index + 1 < len(given) else None)
@@ -785,6 +799,12 @@ def _interpreted_files(name: str, rest: list[Word], given: list[str | None], cwd
         return []
     if name in DATA_PROGRAMS or name in _SHELLS or _PYTHON.fullmatch(name):
         return []
+    return _opaque(given)
+
+
+def _opaque(given: Sequence[str | None]) -> list[ChildFile]:
+    """The files a program the scanner cannot judge is given that the module places by
+    `__file__`: each is `$?` where it is a file under the root (childfiles)."""
     return [("opaque", spec) for spec in given if spec is not None and spec.startswith(("@file", "@here"))]
 
 
@@ -835,6 +855,8 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
         return None
     name = program_name(words[0])
     rest = list(words[1:])
+    if name in ARGUMENT_FEEDERS:
+        return None  # its standard input is its command's words, not a program
     inner = _wrapped(words)
     if isinstance(inner, list):  # `timeout 60 sh`, `flock LOCK python -`
         return stdin_reader(inner, depth + 1)
@@ -887,7 +909,7 @@ def _shell_files(rest: list[Word], given: list[str | None], cwd: str, depth: int
             continue
         if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
             script = rest[index + 1] if index + 1 < len(rest) else None
-            return script_files(script, cwd, depth + 1) if script is not None else []
+            return script_files(script, cwd, depth + 1) if script is not None else []  # (a file's text too)
         if not word.startswith(("-", "+")) or word == "-":
             return [] if word == "-" else [_file("shell", given[index], cwd)]
         index += 1
@@ -906,6 +928,8 @@ def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[C
             continue
         if word == "-m" or (word.startswith("-") and not word.startswith("--") and word.endswith(("c", "m"))):
             code = rest[index + 1] if word.endswith("c") and index + 1 < len(rest) else None
+            if code is not None and code.startswith(READ_MARK):  # `-c TOOL.read_text()`: the file's code
+                return [_file("python", code[len(READ_MARK) :], cwd)]
             return _executed_files(code, cwd) if code is not None else []
         if not word.startswith("-") or word == "-":
             return [] if word == "-" else [_file("python", given[index], cwd)]
@@ -956,6 +980,10 @@ def _make_files(rest: list[Word], given: list[str | None], cwd: str) -> list[Chi
 
 # Marks a path spec inside a command line (a path formatted into an f-string)
 PATH_MARK = "\0"
+# Marks a word or command line that is a file's text (`["sh", "-c", SCRIPT.read_text()]`,
+# `os.system(fh.read())`): the mark, then the file's path spec ("" for one not shown); the
+# child runs the file as the kind of code the word is (a shell's script, Python's `-c`)
+READ_MARK = "\1"
 
 
 def literal_spec(text: str) -> str | None:
@@ -1004,7 +1032,10 @@ def _fed_files(script: str, cwd: str) -> list[ChildFile]:
 def script_files(script: str, cwd: str = "@cwd", depth: int = 0) -> list[ChildFile]:
     """The files the simple commands of a shell script run (`bash tools/show.sh`, `make
     -C mk`, `python tools/dump.txt`): every word literal, relative to `cwd`; a word
-    built from a variable (`bash $DIR/x.sh`) is a file not shown."""
+    built from a variable (`bash $DIR/x.sh`) is a file not shown. A script that is a
+    file's text (READ_MARK) runs that file."""
+    if script.startswith(READ_MARK):
+        return [_file("shell", script[len(READ_MARK) :], cwd)]
     found: list[ChildFile] = []
     folders = [cwd]  # a `cd DIR` adds the folder the commands after it may run in
     for command in shell_commands(script):
@@ -1204,3 +1235,32 @@ class ModuleWrites:
             target = self._opened(call, chain)
             if target is not None:
                 self._add(target, chain, None)  # a handle kept, handed on: what it writes is not shown
+
+
+# ---- the folders a module changes into: a child it starts may start in any of them
+
+# What changes the process's folder (`os.chdir(HERE)`, `with contextlib.chdir(D):`)
+_CHDIRS = frozenset({"os.chdir", "contextlib.chdir"})
+# The folder a child starts in where the module changes into one it does not show: a
+# relative path in it is `$?` where it may name a file under the root (childfiles)
+ANY_FOLDER = "@any"
+
+
+def changed_folders(
+    tree: ast.Module, spec: Callable[[ast.expr, Chain], str | None], callee: Callable[[ast.expr], frozenset[str]]
+) -> list[str]:
+    """The folders the module changes into, anywhere in it (a may-change: the scanner does
+    not follow the order of calls), as path specs (ANY_FOLDER for one it does not show):
+    `spec(expr, chain)` is the path spec of an expression inside the scope nodes `chain`,
+    `callee(expr)` the dotted paths a callable may be."""
+    found: list[str] = []
+
+    def walk(node: ast.AST, chain: Chain) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = [*chain, child] if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) else chain
+            if isinstance(child, ast.Call) and child.args and callee(child.func) & _CHDIRS:
+                found.append(spec(child.args[0], chain) or ANY_FOLDER)
+            walk(child, inner)
+
+    walk(tree, [])
+    return list(dict.fromkeys(found))

@@ -4,7 +4,9 @@ A module's analysis is path-free (its result is cached by the bytes' digest), so
 child runs is kept as a fact (FlowFacts.children: a kind and a path spec, see
 configbags.migrate.childenv.child_files), and judged here, where the file's place is known:
 `@file` and `@here` are the module's file and folder, `@cwd` the folder the child starts
-in (the project's, unless the call's `cwd=` says).
+in (the project's, unless the call's `cwd=` says), `@any` a folder the module changes into
+without showing it (`os.chdir(workdir)`): a path there is `$?` where it may name a file or
+folder under the project or a root, a module of the tree run by Python aside.
 
 A file inside the project or a root that is not a scanned Python file is read, never run:
 
@@ -35,7 +37,7 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from configbags.migrate.childenv import run_by, text_reads
+from configbags.migrate.childenv import ANY_FOLDER, run_by, text_reads
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, display_path, read_source
 from configbags.migrate.scancache import content_digest
@@ -96,10 +98,17 @@ class _Judge:
         self.listed = set(listed)
         self.declared = frozenset(settings.env_vars)
         self.tops = [self.project] + [os.path.normpath(os.path.join(self.project, root)) for root in settings.roots]
+        self._everything: set[str] | None = None  # every path under the tops
 
     def judged(self, kind: str, spec: str, module: str) -> list[tuple[str, str]] | tuple[str, bytes]:
         """(leaf, form) of each read the file `spec` names makes, run as `kind` from the
         module at path `module`; or (path, bytes) of a Python file to scan."""
+        if spec.startswith(ANY_FOLDER):
+            # in a folder the module changes into and does not show: not known, where the
+            # path may name a file (or folder) under the project or a root
+            tail = spec[len(ANY_FOLDER) :]
+            tails = [f"{tail}/{name}" for name in _MAKEFILES] if kind == "make_dir" else [tail]  # (`make` alone)
+            return [(ENV_UNRESOLVED, "child_file")] if any(self._anywhere(t, kind) for t in tails) else []
         target = self._resolved(spec, module)
         if target is None or not any(target == top or target.startswith(top + os.sep) for top in self.tops):
             return []  # outside the project and the roots: not the engine's code
@@ -134,6 +143,25 @@ class _Judge:
         names, whole = text_reads(kind, interpreter, text, self.declared, self._python_whole)
         found = [(env_subject(name), "child_script") for name in names]
         return [*found, (ENV_UNRESOLVED, "environ_whole")] if whole else found
+
+    def _anywhere(self, tail: str, kind: str) -> bool:
+        """Does a file or folder under the project or a root end with the relative path
+        `tail` (`/scripts/show.sh`), other than a module of the tree run by Python (its
+        reads are reported in it)? One going up (`..`) may be anything."""
+        tail = os.path.normpath("/" + tail.lstrip("/"))
+        if tail == "/" or ".." in tail.split("/"):
+            return True
+        if self._everything is None:
+            self._everything = set()
+            for top in self.tops:
+                for folder, dirs, files in os.walk(top):
+                    dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+                    self._everything.update(os.path.join(folder, name) for name in (*dirs, *files))
+        tail = tail.replace("/", os.sep)
+        return any(
+            path.endswith(tail) and not (kind == "python" and display_path(Path(path), Path(self.project)) in self.listed)
+            for path in self._everything
+        )
 
     def _excluded(self, rel: str) -> bool:
         """Does a scan.excludes pattern match the file or a folder above it?"""

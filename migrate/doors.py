@@ -75,6 +75,7 @@ from configbags.migrate.aliases import (
     statement_span,
 )
 from configbags.migrate.childenv import (
+    ARGUMENT_FEEDERS,
     C_FFI,
     C_LIBRARY,
     CHILD_PROCESS_NAMES,
@@ -82,10 +83,12 @@ from configbags.migrate.childenv import (
     CHILD_PROCESS_WORDS,
     LOOP_LAUNCHERS,
     PATH_MARK,
+    READ_MARK,
     ChildFile,
     Mentions,
     ModuleWrites,
     argv_mentions,
+    changed_folders,
     child_files,
     command_arguments,
     command_fragments,
@@ -94,6 +97,7 @@ from configbags.migrate.childenv import (
     named_variables,
     plain_dump,
     prints_environment,
+    program_name,
     rebased,
     run_by,
     script_files,
@@ -1072,6 +1076,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # the files the module writes, with the texts it writes there (built when a child
         # runs a file the module names: ModuleWrites)
         self._writes: ModuleWrites | None = None
+        self._chdirs: list[str] | None = None  # the folders the module changes into
         # ids of `os.environ.pop(NAME, default)` calls whose value is dropped: writes
         self.dropped_pops: set[int] = set()
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
@@ -1756,18 +1761,25 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         by its path): kept for the scan of the tree, which reads them
         (configbags.migrate.childfiles); one the module does not show is `$?` here."""
         given = next((k.value for k in node.keywords if k.arg == "cwd"), None)
-        cwd = "@cwd" if given is None else self._path_spec(given) or ""
+        start = "@cwd" if given is None else self._path_spec(given) or ""
         found: set[ChildFile] = set()
-        for command in commands:
-            found.update(self._command_files(command, cwd))
-        found.update(self._fed_file(node, commands, cwd))
-        environment = next((k.value for k in node.keywords if k.arg == "env"), None)
-        if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
-            for key, value in zip(environment.keys, environment.values, strict=True):
-                name = self._word(key) if key is not None else None
-                spec = self._path_spec(value) if name in _STARTUP_FILES else None
-                if spec is not None:
-                    found.add(("shell", rebased(spec, cwd)))
+        # a relative folder is in the project's, or in any the module changes into
+        fed = next((k.value for k in node.keywords if k.arg == "input"), None)
+        for cwd in dict.fromkeys(rebased(start, folder) for folder in ["@cwd", *self._changed_folders()]):
+            for command in commands:
+                found.update(self._command_files(command, cwd))
+                argv = self._argv(command)
+                program = self._word(argv[0]) if argv else None
+                if fed is not None and program is not None and program_name(program) in ARGUMENT_FEEDERS:
+                    found.update(self._command_files([*argv, fed], cwd))  # `["xargs", "sh"], input=str(SCRIPT)`
+            found.update(self._fed_file(node, commands, cwd))
+            environment = next((k.value for k in node.keywords if k.arg == "env"), None)
+            if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
+                for key, value in zip(environment.keys, environment.values, strict=True):
+                    name = self._word(key) if key is not None else None
+                    spec = self._path_spec(value) if name in _STARTUP_FILES else None
+                    if spec is not None:
+                        found.add(("shell", rebased(spec, cwd)))
         end_line = node.end_lineno or node.lineno
         end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         for kind, spec in sorted(found):
@@ -1776,6 +1788,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._written_run(node, kind, spec)
             else:
                 self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+
+    def _changed_folders(self) -> list[str]:
+        """The folders the module changes into (childenv.changed_folders), once."""
+        if self._chdirs is None:
+            # (built once, where a child runs files: one walk of the module)
+            self._chdirs = changed_folders(self.strings.tree, self._path_spec, lambda expr: self.d.kind(expr, self.d.module))
+        return self._chdirs
 
     def _written_run(self, node: ast.Call, kind: str, spec: str) -> None:
         """A file the module itself writes, run by the same path (a launch script written
@@ -1848,7 +1867,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             command = [None if isinstance(e, ast.Starred) else e for e in command.elts]
         if isinstance(command, list):
             # an f-string word keeps a path formatted in as its spec (`["sh", "-c", f"{HERE}/x.sh"]`)
-            words = [self._command_line(e) if isinstance(e, ast.JoinedStr) else self._word(e) for e in command]
+            words = [self._command_word(e) for e in command]
             return child_files(words, [self._path_spec(e) if e is not None else None for e in command], cwd)
         if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
             shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
@@ -1856,8 +1875,44 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         script = self._word(command) if not isinstance(command, ast.JoinedStr) else self._command_line(command)
         if script is not None:
             return script_files(script, cwd)
+        # a file's text as the command line (`os.system(fh.read())`); a name, by its bindings
+        read = self._read_file(command) if not isinstance(command, ast.Name) else None
+        found = script_files(READ_MARK + read, cwd) if read is not None else []
         bound = self.strings.bound(command, self.enclosing) if depth < 2 else None
-        return [f for value, _ in bound or () if value is not None for f in self._command_files(value, cwd, depth + 1)]
+        return found + [f for value, _ in bound or () if value is not None for f in self._command_files(value, cwd, depth + 1)]
+
+    def _command_word(self, expr: ast.expr | None) -> str | None:
+        """A word of an argv, for the files it runs: its text; an f-string's with a path
+        formatted in kept as its spec; a file's text as READ_MARK and the file."""
+        if isinstance(expr, ast.JoinedStr):
+            return self._command_line(expr)
+        word = self._word(expr)
+        read = self._read_file(expr) if word is None and expr is not None else None
+        return READ_MARK + read if read is not None else word
+
+    def _read_file(self, expr: ast.expr, depth: int = 0) -> str | None:
+        """The path spec of the file whose text `expr` is (`SCRIPT.read_text()`,
+        `open(F).read()`, `fh.read()` on the handle `with open(F) as fh` gives, a name
+        bound to one of these): "" for a file the module does not show, None where `expr`
+        reads no file."""
+        if isinstance(expr, ast.Name):
+            bound = [v for v, _ in self.strings.bound(expr, self.enclosing) or () if v is not None] if depth < 2 else []
+            return next((spec for spec in (self._read_file(v, depth + 1) for v in bound) if spec is not None), None)
+        if not isinstance(expr, ast.Call) or not isinstance(expr.func, ast.Attribute):
+            return None
+        func = expr.func
+        if func.attr in ("read_text", "read_bytes"):
+            return self._path_spec(func.value) or ""
+        if func.attr != "read" or expr.args:
+            return None
+        handles = self._started(func.value) if isinstance(func.value, ast.Name) else [func.value]
+        for handle in handles:
+            if isinstance(handle, ast.Call) and (
+                (isinstance(handle.func, ast.Name) and handle.func.id == "open")
+                or (isinstance(handle.func, ast.Attribute) and handle.func.attr == "open")
+            ):
+                return self._opened(handle, read=False) or ""
+        return None
 
     def _command_line(self, command: ast.JoinedStr) -> str:
         """An f-string command line's text, a path formatted in kept as its spec
@@ -1973,6 +2028,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return expr.value.decode("utf-8", "surrogateescape")
         if isinstance(expr, ast.Attribute) and "sys.executable" in self.d.kind(expr, self.scope):
             return "python"
+        if isinstance(expr, ast.Call) and len(expr.args) == 1 and "shutil.which" in self.d.kind(expr.func, self.scope):
+            return self._word(expr.args[0])  # `shutil.which("bash")`: the program it names
         return self.strings.value(expr, self.enclosing)
 
     def _python_reads_whole(self, code: str) -> bool:
