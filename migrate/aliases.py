@@ -180,6 +180,26 @@ class _MatchedField(ast.expr):
         ast.copy_location(self, like)
 
 
+def decorated_passes(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, caller: str, kind: str
+) -> list[tuple[Any, ...]]:
+    """FlowFacts.passes rows (position DECORATED) for the decorators `node`, a function
+    giving the record (`kind` "") or a context or the environment ("context", "environ"),
+    is handed to, those that keep it as it is (cache, wraps) left out: the keyword is the
+    kind, with "()" where the decorator is a call (`@register("args")`)."""
+    rows: list[tuple[Any, ...]] = []
+    for decorator in node.decorator_list:
+        call = isinstance(decorator, ast.Call)
+        name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if name.rpartition(".")[2] not in _TRANSPARENT_DECORATORS:
+            rows.append((
+                caller, f"name:{name}" if name else "", DECORATED, kind + ("()" if call else ""), decorator.lineno,
+                decorator.col_offset, decorator.end_lineno or decorator.lineno,
+                decorator.end_col_offset or decorator.col_offset,
+            ))
+    return rows
+
+
 def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
@@ -1731,14 +1751,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # (configbags.migrate.flows), unless it keeps the function as it is (cache, wraps)
         scope = self.a.scope_of.get(id(node))
         if scope is not None and scope.self_name is None and scope.qualname in self.a.returning:
-            for decorator in node.decorator_list:
-                name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
-                if name.rpartition(".")[2] not in _TRANSPARENT_DECORATORS:
-                    self.a.passes.append((
-                        self.scope.qualname, f"name:{name}" if name else "", DECORATED, "", decorator.lineno,
-                        decorator.col_offset, decorator.end_lineno or decorator.lineno,
-                        decorator.end_col_offset or decorator.col_offset,
-                    ))
+            self.a.passes += decorated_passes(node, self.scope.qualname, "")
         super().visit_FunctionDef(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
