@@ -184,8 +184,7 @@ def decorated_passes(
     node: ast.FunctionDef | ast.AsyncFunctionDef, caller: str, kind: str
 ) -> list[tuple[Any, ...]]:
     """FlowFacts.passes rows (position DECORATED) for the decorators `node`, a function
-    giving the record (`kind` "") or a context or the environment ("context", "environ"),
-    is handed to, those that keep it as it is (cache, wraps) left out: the keyword is the
+    giving the record (`kind` "") or a context ("context"), is handed to, those that keep it as it is (cache, wraps) left out: the keyword is the
     kind, with "()" where the decorator is a call (`@register("args")`)."""
     rows: list[tuple[Any, ...]] = []
     for decorator in node.decorator_list:

@@ -957,16 +957,15 @@ class _Uses(_Walk):
             node.end_col_offset or node.col_offset, via, form, "held",
         ))
 
-    def _decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        """`@register("ctx") def provide_ctx(): return get_context()`: the module's getter
-        handed to its decorator, as the record's getters are (configbags.migrate.aliases)."""
-        kind = "context" if node.name in self.context else "environ" if node.name in self.environ else ""
-        if kind:
-            self.decorated += decorated_passes(node, "<module>", kind)
-
     def found(self, node: ast.AST) -> None:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list and len(self.qualname) == 1:
-            self._decorated(node)
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list
+            and len(self.qualname) == 1 and node.name in self.context
+        ):
+            # `@register("ctx") def provide_ctx(): return get_context()`: the module's getter
+            # handed to its decorator, as the record's are (configbags.migrate.aliases); the
+            # environment returned under a decorator is used whole where it is returned
+            self.decorated += decorated_passes(node, "<module>", "context")
         keyed = holders.keyed_attribute(node) if isinstance(node, (ast.Subscript, ast.Call)) else None
         if keyed is not None and (self.flows.context_holders or self.flows.environ_holders):
             # `vars(Admin())["ctx"]`: the attribute by its name
@@ -2149,15 +2148,14 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
 _DECORATED_READS = {
     "": ("*", "escape", "escapes_fetcher"),
     "context": (STATE_READBACK, "readback", "context_escape"),
-    "environ": (ENV_UNRESOLVED, "environ", "environ_whole"),
 }
 
 
 def _decorated_read(
     project: _Project, rel: str, callee: str, keyword: str, homes: set[str]
 ) -> tuple[str, str, str] | None:
-    """(leaf, via, form) at a decorator handed a function giving the record, a context or
-    the environment (a DECORATED pass; keyword: the kind, "()" added where the decorator is
+    """(leaf, via, form) at a decorator handed a function giving the record or a context
+    (a DECORATED pass; keyword: the kind, "()" added where the decorator is
     a call, `@register("args")`); None where what the decorator gives is the function as
     it is or a wrapper (a scanned module's decorator whose body shows it) and it keeps the
     function nowhere else, or a function of the record's home module. Any other decorator
