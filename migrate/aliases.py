@@ -184,8 +184,9 @@ def decorated_passes(
     node: ast.FunctionDef | ast.AsyncFunctionDef, caller: str, kind: str
 ) -> list[tuple[Any, ...]]:
     """FlowFacts.passes rows (position DECORATED) for the decorators `node`, a function
-    giving the record (`kind` "") or a context ("context"), is handed to, those that keep it as it is (cache, wraps) left out: the keyword is the
-    kind, with "()" where the decorator is a call (`@register("args")`)."""
+    giving the record (`kind` "") or a context ("context"), is handed to, those that keep
+    it as it is (cache, wraps) left out: the keyword is the kind, with "()" where the
+    decorator is a call (`@register("args")`)."""
     rows: list[tuple[Any, ...]] = []
     for decorator in node.decorator_list:
         call = isinstance(decorator, ast.Call)
@@ -197,6 +198,17 @@ def decorated_passes(
                 decorator.end_col_offset or decorator.col_offset,
             ))
     return rows
+
+
+def _object_path(expr: ast.expr, self_name: str | None) -> bool:
+    """`app.state`, `a.b.c`: attributes of a name, as the code spells them (not of a
+    method's `self`, whose attributes its class's analysis follows)."""
+    return isinstance(expr, ast.Attribute) and dotted(expr).partition(".")[0] not in ("", self_name)
+
+
+def _private(attr: str) -> bool:
+    """`_state`, `_data`: a private attribute, not a dunder (`__class__`)."""
+    return attr.startswith("_") and not (attr.startswith("__") and attr.endswith("__"))
 
 
 def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -289,6 +301,8 @@ class _Analysis(Scopes[_Scope]):
         self.accessor_modules: set[tuple[int, str]] = set()
         self.stores: list[tuple[_Scope, str]] = []
         self.stored_on: set[tuple[int, str]] = set()
+        # other modules' names (and paths) a record attribute is stored on, as spelled here
+        self.imported_stored = set(self.flows.stored_holders)
         self.scope_nodes: dict[int, ast.AST] = {}  # id(scope) -> the node opening it
         self._holders: dict[tuple[int, str], str | None] = {}  # memo of holder(Name)
         self._instances: dict[tuple[int, str], str | None] = {}  # memo of instance_class(Name)
@@ -378,8 +392,8 @@ class _Analysis(Scopes[_Scope]):
             base = expr.value
             while isinstance(base, ast.Attribute):
                 base = base.value
-            if isinstance(base, ast.Name) and base.id in self.imported:
-                return None
+            if isinstance(base, ast.Name) and base.id in self.imported and dotted(expr.value) not in self.imported_stored:
+                return None  # (`app.state.server_args` of another module's `app` is the record)
             # whose record is `x.server_args`? Only the author knows: "held". Unless
             # the class visibly puts another there (`self.server_args =
             # ServerArgs(...)`, `dataclasses.replace(...)`): then it is no more than that.
@@ -580,14 +594,14 @@ class _Analysis(Scopes[_Scope]):
             grown = not subclasses <= self.holder_classes
             self.holder_classes |= subclasses
         self.stored_on = {
-            (id(self.visible(name, scope) or self.module), name) for scope, name in self.stores
-        }
+            (id(self.visible(name.partition(".")[0], scope) or self.module), name) for scope, name in self.stores
+        } | {(id(self.module), name) for name in self.imported_stored}
         self._holders.clear()
 
     def holder_names(self) -> set[str]:
         """The names through which a holder is reached: its class, and names bound to one."""
         names = {qualname.rsplit(".", 1)[-1] for qualname in self.holder_classes}
-        names |= {name for _, name in self.stored_on}
+        names |= {name.partition(".")[0] for _, name in self.stored_on}
         if self.holder_classes or self.views or self.accessor_modules or self.stored_on:
             for scope in self.scopes:
                 for name, value, _ in scope.assigns:
@@ -630,7 +644,9 @@ class _Analysis(Scopes[_Scope]):
             root = dotted(base)
             if expr.attr == "cfg" and root.endswith(".accessors") and root.partition(".")[0] in self.imported:
                 return VIEW  # `import pkg.accessors`, then `pkg.accessors.cfg`
-            return None
+            path = f"{root}.{expr.attr}" if root else ""
+            owner = self.visible(root.partition(".")[0], scope) or self.module if root else None
+            return STORED if owner is not None and (id(owner), path) in self.stored_on else None
         branches = [expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else (
             expr.values if isinstance(expr, ast.BoolOp) else [])
         return next((found for b in branches if (found := self.holder(b, scope, seen))), None)
@@ -1122,6 +1138,9 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 self.a.holder_classes.add(parent.qualname)  # `self.server_args = ...`
         elif isinstance(base, ast.Name) and target.attr in self.a.record_attrs:
             self.a.stores.append((self.scope, base.id))  # `h.server_args = rec`, `Shared.server_args = rec`
+        elif target.attr in self.a.record_attrs and _object_path(base, self._method_self()):
+            # `app.state.server_args = rec`: an object a name reaches, its class not shown
+            self.a.stores.append((self.scope, dotted(base)))
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
@@ -1326,6 +1345,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         called = id(node) in self.called
         reach = self.a.reach(node.value, self.scope)
         if node.attr == "__dict__" and not reach:
+            self._namespace(node, node.value)
+        elif _private(node.attr) and not reach and self.a.holder(node.value, self.scope) == STORED:
+            # `app.state._state`: where an object whose class the code does not show keeps
+            # its attributes (starlette's State, a dict subclass's own slot) is its namespace
             self._namespace(node, node.value)
         if reach:
             if not isinstance(node.ctx, ast.Load):
@@ -2280,7 +2303,7 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     local names, each part of a dotted one, and the parameters that receive the record."""
     names: set[str] = set()
     fillers = (entry.rpartition("|")[0] for entry in flows.fillers)
-    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers):
+    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)
     return frozenset(names)
@@ -2310,6 +2333,9 @@ class Analysed:
     passes: list[tuple[Any, ...]] = attrs.Factory(list)
     fetchers: list[str] = attrs.Factory(list)  # module-level functions returning the record
     holders: list[str] = attrs.Factory(list)  # module-level names bound to it
+    # module-level names, and attribute paths of them, a record attribute is stored on
+    # (`app.state.server_args = rec` in any function): holders for their importers too
+    stored: list[str] = attrs.Factory(list)
 
 
 _NO_STATEMENTS = ast.Module(body=[], type_ignores=[])
@@ -2406,7 +2432,8 @@ def analyse(
         if scope.kind == "class" and scope.parent is module
         for name in scope.aliases
     )]
-    return Analysed(analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held))
+    stored = sorted({name for owner, name in analysis.stored_on if owner == id(module)} - analysis.imported_stored)
+    return Analysed(analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held), stored)
 
 
 # Words of the uses that read a holder's namespace whole, and of the imports and calls that

@@ -1723,6 +1723,7 @@ class _Project:
             private_names=frozenset(spelled["private"]),
             holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"]),
             repr_holders=frozenset(spelled["repr_holder"]),
+            stored_holders=frozenset(spelled["stored_holder"]),
             fillers=frozenset(
                 f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("fills:")
                 for name in names

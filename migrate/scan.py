@@ -225,7 +225,10 @@ def scan_source(
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
-    fetchers = {*facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers)}
+    fetchers = {
+        *facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers),
+        *((name, "stored_holder") for name in analysed.stored),
+    }
     flow = attrs.evolve(
         facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=(*analysed.passes, *decorated),
         children=tuple(door_scan.children()),

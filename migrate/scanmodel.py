@@ -263,13 +263,16 @@ class FlowInput:
     # parameter (`def fill(ns): ns.server_args = rec`): "spelled|position"; what a call
     # hands there holds the record afterwards
     fillers: frozenset[str] = frozenset()
+    # names (and attribute paths of them) of other modules a record attribute is stored on
+    # (`app.state.server_args = rec`), by the name the module spells them with: holders here
+    stored_holders: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
-            or self.holder_classes or self.repr_holders or self.fillers
+            or self.holder_classes or self.repr_holders or self.fillers or self.stored_holders
         )
 
     def key(self) -> str:
@@ -290,6 +293,7 @@ class FlowInput:
             ",".join(sorted(self.holder_classes)),
             ",".join(sorted(self.repr_holders)),
             ",".join(sorted(self.fillers)),
+            ",".join(sorted(self.stored_holders)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

@@ -234,6 +234,37 @@ def test_holders_used_by_their_attributes_or_with_their_own_repr_read_no_more(tm
     assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
 
 
+APP = "from fastapi import FastAPI\n" + RAW + "app = FastAPI()\ndef install():\n    app.state.server_args = get_server_args()\n"
+
+
+@pytest.mark.parametrize("use", [
+    "json.dumps(app.state._state, default=str)",
+    "dict(app.state._state)['server_args'].tp_size",
+    "vars(app.state)",
+    "json.dumps(app.state.__dict__, default=str)",
+])
+@pytest.mark.parametrize("where", ["same", "importer"])
+def test_an_object_a_name_reaches_holding_the_record_read_by_its_namespace_escapes(
+    tmp_path: Path, use: str, where: str
+) -> None:
+    # FastAPI's `app.state` (starlette's State keeps its attributes in `_state`), in the
+    # module that stores the record on it and in one importing the app
+    if where == "same":
+        files = {"app.py": "import json\n" + APP + f"def f():\n    return {use}\n"}
+    else:
+        files = {"app.py": APP, "user.py": f"import json\nfrom pkg.app import app, install\ndef f():\n    install()\n    return {use}\n"}
+    assert "*" in failing_leaves(tmp_path, files, "pkg/app.py" if where == "same" else "pkg/user.py")
+
+
+def test_an_imported_object_holding_the_record_read_by_its_attributes_reads_them(tmp_path: Path) -> None:
+    user = (
+        "import pkg.app as a\nfrom pkg.app import app\ndef f():\n"
+        "    return app.state.server_args.tp_size, a.app.state.server_args.page_size, app.state.port, app.title\n"
+    )
+    result = _scan(tmp_path, {"app.py": APP, "user.py": user})
+    assert {(r.file, r.leaf) for r in result.reads} == {("pkg/user.py", "tp_size"), ("pkg/user.py", "page_size")}
+
+
 # ---- L1, L3, L4: the record read back from a function's defaults, an assert message, a builtin
 
 
