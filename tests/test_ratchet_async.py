@@ -1,8 +1,9 @@
 """Round nine's false passes of the read ratchet (an outside attack): a context given by
 an async function's coroutine run by the event loop instead of awaited (S9), the launcher's
 globals read through `__main__` (S10), a lambda or nested factory around a project's context
-getter (S8), and a decorator registry keeping a record or context getter (S1). Each case
-fails before its rule, and the precision cases beside it stay quiet."""
+getter (S8), a decorator registry keeping a record or context getter (S1), and a code string
+an execnet gateway runs in a Python child (S5). Each case fails before its rule, and the
+precision cases beside it stay quiet."""
 
 from __future__ import annotations
 
@@ -183,3 +184,26 @@ def test_a_getter_under_a_pass_through_decorator_is_followed(
     user = f"from pkg.provider import provide\ndef f():\n    return provide().{read}\n"
     result = _scan(tmp_path, {"provider.py": provider, "user.py": user})
     assert [(r.file, r.leaf) for r in result.reads] == [("pkg/user.py", expected)], result.reads
+
+
+# ---- S5: a code string run in a Python child by a library (execnet's gateways)
+
+EXECNET = "import execnet\ndef f():\n    gw = execnet.makegateway('popen')\n"
+
+
+@pytest.mark.parametrize(("code", "leaf"), [
+    ("\"import os; channel.send(os.environ['SGLANG_PAGE_SIZE'])\"", "$SGLANG_PAGE_SIZE"),
+    ("'import os; channel.send(dict(os.environ))'", "$?"),
+])
+def test_a_code_string_an_execnet_gateway_runs_is_a_python_childs(tmp_path: Path, code: str, leaf: str) -> None:
+    user = EXECNET + f"    return gw.remote_exec({code}).receive()\n"
+    assert failing_leaves(tmp_path, {"user.py": user}) == {leaf}
+
+
+def test_a_gateways_code_reading_nothing_and_another_remote_exec_stay_quiet(tmp_path: Path) -> None:
+    files = {
+        "user.py": EXECNET + "    return gw.remote_exec('channel.send(1)').receive()\n",
+        "other.py": "def f(conn):\n    return conn.remote_exec(\"import os; os.environ['SGLANG_PAGE_SIZE']\")\n",
+    }
+    result = _scan(tmp_path, files)
+    assert not result.reads, result.reads
