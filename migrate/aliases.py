@@ -301,6 +301,7 @@ class _Analysis(Scopes[_Scope]):
         self.accessor_modules: set[tuple[int, str]] = set()
         self.stores: list[tuple[_Scope, str]] = []
         self.stored_on: set[tuple[int, str]] = set()
+        self.holder_functions: set[str] = set()  # the module's functions giving a holder
         # other modules' names (and paths) a record attribute is stored on, as spelled here
         self.imported_stored = set(self.flows.stored_holders)
         self.scope_nodes: dict[int, ast.AST] = {}  # id(scope) -> the node opening it
@@ -315,6 +316,11 @@ class _Analysis(Scopes[_Scope]):
         for entry in self.flows.fillers:
             spelled, _, position = entry.rpartition("|")
             self.fillers.setdefault(spelled, []).append(int(position))
+        # functions reading a parameter's namespace whole (`dump_state(obj)`): spelled -> positions
+        self.namespace_readers: dict[str, list[int]] = {}
+        for entry in self.flows.namespace_readers:
+            spelled, _, position = entry.rpartition("|")
+            self.namespace_readers.setdefault(spelled, []).append(int(position))
         # holder classes of other modules (`from pkg.worker import Worker`), by the last
         # part of the name they are spelled with: their instances hold the record here too
         for spelled in self.flows.holder_classes:
@@ -597,6 +603,27 @@ class _Analysis(Scopes[_Scope]):
             (id(self.visible(name.partition(".")[0], scope) or self.module), name) for scope, name in self.stores
         } | {(id(self.module), name) for name in self.imported_stored}
         self._holders.clear()
+        # a module-level function returning a holder, or a literal container holding one
+        # (`return {"scheduler": Scheduler(args)}`), gives one: its call is a holder, as
+        # a class's is (an item of it too: holder), in its module and its importers
+        for scope in self.scopes:
+            if scope.kind != "function" or scope.parent is not self.module or scope.qualname in self.holder_classes:
+                continue
+            given = [found for value in scope.returns for found in self._held_in(value, scope)]
+            if given:
+                self.class_names_of.setdefault(scope.qualname, scope.qualname)
+                self.holder_classes.add(scope.qualname)
+                self.holder_functions.add(scope.qualname)
+                if any(found in self.generated_reprs for found in given):
+                    self.generated_reprs.add(scope.qualname)  # (a container's repr shows its items')
+                self._holders.clear()
+
+    def _held_in(self, value: ast.expr, scope: _Scope) -> list[str]:
+        """The holders `value` is or a literal container it is holds (one level deep)."""
+        items = [*value.values] if isinstance(value, ast.Dict) else (
+            list(value.elts) if isinstance(value, (ast.List, ast.Tuple, ast.Set)) else [value]
+        )
+        return [found for item in items if not isinstance(item, ast.Starred) and (found := self.holder(item, scope))]
 
     def holder_names(self) -> set[str]:
         """The names through which a holder is reached: its class, and names bound to one."""
@@ -623,6 +650,10 @@ class _Analysis(Scopes[_Scope]):
             return self.holder(expr.value, scope, seen)
         if isinstance(expr, ast.Name):
             return self._holder_name(expr, scope, seen)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.ctx, ast.Load):
+            # an item of a holder (`launch()["scheduler"]`, `parts["scheduler"]`) may be one
+            found = self.holder(expr.value, scope, seen)
+            return found if found != VIEW else None
         if isinstance(expr, ast.Call):
             func = expr.func
             name = _name_of(func)
@@ -1410,6 +1441,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return
         arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in node.args]
         arguments += [keyword.value for keyword in node.keywords]
+        for position in self.a.namespace_readers.get(dotted(func), ()):
+            # `dump_state(parts["scheduler"])`, where dump_state reads `vars(obj)`
+            arg = node.args[position] if position < len(node.args) else None
+            if arg is not None and not isinstance(arg, ast.Starred) and self.a.reach(arg, self.scope) is None and (
+                self.a.holder(arg, self.scope)
+            ):
+                self._holder_escape(arg)
         if name in holders.NAMESPACE_READERS or name.endswith(holders.SERIALISERS):
             # `dataclasses.asdict(holder)`, `pickle.dumps(holder)`: every attribute
             for arg in arguments:
@@ -2302,7 +2340,7 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     """The identifiers through which what the project pass tells a module is reached:
     local names, each part of a dotted one, and the parameters that receive the record."""
     names: set[str] = set()
-    fillers = (entry.rpartition("|")[0] for entry in flows.fillers)
+    fillers = (entry.rpartition("|")[0] for entry in (*flows.fillers, *flows.namespace_readers))
     for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)
@@ -2336,6 +2374,8 @@ class Analysed:
     # module-level names, and attribute paths of them, a record attribute is stored on
     # (`app.state.server_args = rec` in any function): holders for their importers too
     stored: list[str] = attrs.Factory(list)
+    # (name, "holder_class" or "repr_holder"): module-level functions giving a holder
+    holder_functions: list[tuple[str, str]] = attrs.Factory(list)
 
 
 _NO_STATEMENTS = ast.Module(body=[], type_ignores=[])
@@ -2433,7 +2473,12 @@ def analyse(
         for name in scope.aliases
     )]
     stored = sorted({name for owner, name in analysis.stored_on if owner == id(module)} - analysis.imported_stored)
-    return Analysed(analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held), stored)
+    made = sorted(
+        (name, "repr_holder" if name in analysis.generated_reprs else "holder_class") for name in analysis.holder_functions
+    )
+    return Analysed(
+        analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held), stored, made
+    )
 
 
 # Words of the uses that read a holder's namespace whole, and of the imports and calls that

@@ -788,6 +788,35 @@ def _fillers(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[
     return found
 
 
+# The words a function reading its parameter's namespace whole must show (_namespace_readers)
+_NAMESPACE_WORDS = ("vars", "__dict__", "asdict", "astuple", "getmembers", "dump")
+
+
+def _namespace_readers(tree: ast.Module, text: str) -> list[tuple[str, str]]:
+    """(function, "namespace:<position>"): a module-level function reading the namespace of
+    its positional parameter whole (`def dump_state(obj): return json.dumps(vars(obj))`,
+    `obj.__dict__`, `dataclasses.asdict(obj)`, `pickle.dumps(obj)`), so a holder a caller
+    hands there is read whole (configbags.migrate.holders)."""
+    if not any(word in text for word in _NAMESPACE_WORDS):
+        return []
+    found: list[tuple[str, str]] = []
+    for function in tree.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        whole: set[str] = set()
+        for node in ast.walk(function):
+            owner = holders.namespace_of(node) if isinstance(node, (ast.Call, ast.Attribute)) else None
+            if isinstance(owner, ast.Name):
+                whole.add(owner.id)
+            elif isinstance(node, ast.Call):
+                name = dotted(node.func).rpartition(".")[2]
+                if name in holders.NAMESPACE_READERS or name.endswith(holders.SERIALISERS):
+                    whole.update(arg.id for arg in node.args if isinstance(arg, ast.Name))
+        found += [(function.name, f"namespace:{i}") for i, param in enumerate(params) if param in whole]
+    return found
+
+
 def _held_kind(value: ast.expr) -> str | None:
     """What a class keeps in an attribute: a context (`get_context()`), the environment
     (`os.environ`) or one of its readers (`os.environ.get`, `os.getenv`), as a holder kind."""
@@ -904,6 +933,7 @@ def base_facts(
     )
     fetchers += _holder_classes(tree, text, settings)
     fetchers += _fillers(tree, text, settings)
+    fetchers += _namespace_readers(tree, text)
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
         bases=bases,
@@ -1706,8 +1736,8 @@ class _Project:
             for kind in kinds & {"context", "environ"}:
                 spelled[kind].add(name)
             for kind in kinds:
-                if kind.startswith("fills:"):
-                    spelled[kind].add(name)  # its own fillers too
+                if kind.startswith(("fills:", "namespace:")):
+                    spelled[kind].add(name)  # its own fillers and namespace readers too
         return FlowInput(
             record_fetchers=frozenset(spelled["record"]),
             record_holders=frozenset(spelled["holder"]),
@@ -1726,6 +1756,10 @@ class _Project:
             stored_holders=frozenset(spelled["stored_holder"]),
             fillers=frozenset(
                 f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("fills:")
+                for name in names
+            ),
+            namespace_readers=frozenset(
+                f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("namespace:")
                 for name in names
             ),
         )

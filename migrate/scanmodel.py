@@ -255,8 +255,9 @@ class FlowInput:
     # (`from .accessors import _context as CTX`): any use of one is `$?`
     private_names: frozenset[str] = frozenset()
     # classes of other modules that hold the record in an attribute (configbags.migrate.
-    # holders), by the name the module spells them with; `repr_holders` those whose repr
-    # (and `==`) the dataclass or attrs decorator generates from every field
+    # holders), and functions giving a holder, by the name the module spells them with;
+    # `repr_holders` those whose repr (and `==`) the dataclass or attrs decorator generates
+    # from every field
     holder_classes: frozenset[str] = frozenset()
     repr_holders: frozenset[str] = frozenset()
     # functions (of other modules, or the module's own) that store a record attribute on a
@@ -266,6 +267,10 @@ class FlowInput:
     # names (and attribute paths of them) of other modules a record attribute is stored on
     # (`app.state.server_args = rec`), by the name the module spells them with: holders here
     stored_holders: frozenset[str] = frozenset()
+    # functions (of other modules, or the module's own) that read the namespace of a
+    # parameter whole (`def dump_state(obj): return json.dumps(vars(obj))`):
+    # "spelled|position"; a holder a call hands there is read whole
+    namespace_readers: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -273,6 +278,7 @@ class FlowInput:
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
             or self.holder_classes or self.repr_holders or self.fillers or self.stored_holders
+            or self.namespace_readers
         )
 
     def key(self) -> str:
@@ -294,6 +300,7 @@ class FlowInput:
             ",".join(sorted(self.repr_holders)),
             ",".join(sorted(self.fillers)),
             ",".join(sorted(self.stored_holders)),
+            ",".join(sorted(self.namespace_readers)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
