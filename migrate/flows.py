@@ -24,7 +24,9 @@ Then it reports, at the call site (keyed to the caller's file and function):
 - the record handed to a function that reads it whole or dynamically (a read of `*` in
   that function, allowlisted there or not): leaf `*`, via "helper";
 - a function whose call gives the record handed to a decorator that is no function of a
-  scanned module (`@describe.register`): leaf `*`, via "escape", form "escapes_fetcher";
+  scanned module (`@describe.register`), or one whose body does not show what it gives or
+  keeps the function besides returning it (`PROVIDERS[name] = fn`: _keeps): leaf `*`, via
+  "escape", form "escapes_fetcher"; a context's getter so, a `Context.state` readback;
 - a declared variable's name passed to a parameter the callee uses as an environment key:
   leaf `$NAME`, via "environ", form "env_helper"; `$?` where the module does not show the
   name passed (deny by default). The callables each module may spell are told to it
