@@ -325,7 +325,8 @@ def _readback_failure(key: Key, reads: list[Read], allowlist_file: str) -> Failu
     if all(r.form == "context_escape" for r in reads):
         what = (
             "a config context stored where the scanner cannot follow it (an attribute of another object, "
-            "a container, a method's return, a yield, a decorator that keeps its getter), so any code may read back `.state` through it"
+            "a container, a method's return, a yield, a decorator that keeps its getter), so any code may "
+            "read back `.state` through it"
         )
     return Failure(
         "operator_readback",
