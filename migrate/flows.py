@@ -47,6 +47,7 @@ from __future__ import annotations
 import ast
 import bisect
 import posixpath
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -790,8 +791,9 @@ def _fillers(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[
     return found
 
 
-# The words a function reading its parameter's namespace whole must show (_namespace_readers)
-_NAMESPACE_WORDS = ("vars", "__dict__", "asdict", "astuple", "getmembers", "dump")
+# What a function reading its parameter's namespace whole must show on a line
+# (_namespace_readers): a namespace reader's name, or a serialiser's (`json.dumps`, `safe_dump`)
+_NAMESPACE_WORDS = re.compile(r"\b(?:vars|__dict__|asdict|astuple|getmembers|\w*dumps?)\b")
 
 
 def _namespace_readers(tree: ast.Module, text: str) -> list[tuple[str, str]]:
@@ -799,15 +801,18 @@ def _namespace_readers(tree: ast.Module, text: str) -> list[tuple[str, str]]:
     its positional parameter whole (`def dump_state(obj): return json.dumps(vars(obj))`,
     `obj.__dict__`, `dataclasses.asdict(obj)`, `pickle.dumps(obj)`), so a holder a caller
     hands there is read whole (configbags.migrate.holders)."""
-    if not any(word in text for word in _NAMESPACE_WORDS):
+    lines = lines_of(text, [match.start() for match in _NAMESPACE_WORDS.finditer(text)])
+    if not lines:
         return []
     found: list[tuple[str, str]] = []
     for function in tree.body:
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not mentions(
+            lines, statement_span(function)
+        ):
             continue
         params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         whole: set[str] = set()
-        for node in ast.walk(function):
+        for node in _mentioned_nodes(function.body, lines):
             owner = holders.namespace_of(node) if isinstance(node, (ast.Call, ast.Attribute)) else None
             if isinstance(owner, ast.Name):
                 whole.add(owner.id)
