@@ -180,6 +180,37 @@ class _MatchedField(ast.expr):
         ast.copy_location(self, like)
 
 
+def decorated_passes(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, caller: str, kind: str
+) -> list[tuple[Any, ...]]:
+    """FlowFacts.passes rows (position DECORATED) for the decorators `node`, a function
+    giving the record (`kind` "") or a context ("context"), is handed to, those that keep
+    it as it is (cache, wraps) left out: the keyword is the kind, with "()" where the
+    decorator is a call (`@register("args")`)."""
+    rows: list[tuple[Any, ...]] = []
+    for decorator in node.decorator_list:
+        call = isinstance(decorator, ast.Call)
+        name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        if name.rpartition(".")[2] not in _TRANSPARENT_DECORATORS:
+            rows.append((
+                caller, f"name:{name}" if name else "", DECORATED, kind + ("()" if call else ""), decorator.lineno,
+                decorator.col_offset, decorator.end_lineno or decorator.lineno,
+                decorator.end_col_offset or decorator.col_offset,
+            ))
+    return rows
+
+
+def _object_path(expr: ast.expr, self_name: str | None) -> bool:
+    """`app.state`, `a.b.c`: attributes of a name, as the code spells them (not of a
+    method's `self`, whose attributes its class's analysis follows)."""
+    return isinstance(expr, ast.Attribute) and dotted(expr).partition(".")[0] not in ("", self_name)
+
+
+def _private(attr: str) -> bool:
+    """`_state`, `_data`: a private attribute, not a dunder (`__class__`)."""
+    return attr.startswith("_") and not (attr.startswith("__") and attr.endswith("__"))
+
+
 def _is_staticmethod(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
@@ -270,6 +301,9 @@ class _Analysis(Scopes[_Scope]):
         self.accessor_modules: set[tuple[int, str]] = set()
         self.stores: list[tuple[_Scope, str]] = []
         self.stored_on: set[tuple[int, str]] = set()
+        self.holder_functions: set[str] = set()  # the module's functions giving a holder
+        # other modules' names (and paths) a record attribute is stored on, as spelled here
+        self.imported_stored = set(self.flows.stored_holders)
         self.scope_nodes: dict[int, ast.AST] = {}  # id(scope) -> the node opening it
         self._holders: dict[tuple[int, str], str | None] = {}  # memo of holder(Name)
         self._instances: dict[tuple[int, str], str | None] = {}  # memo of instance_class(Name)
@@ -282,6 +316,11 @@ class _Analysis(Scopes[_Scope]):
         for entry in self.flows.fillers:
             spelled, _, position = entry.rpartition("|")
             self.fillers.setdefault(spelled, []).append(int(position))
+        # functions reading a parameter's namespace whole (`dump_state(obj)`): spelled -> positions
+        self.namespace_readers: dict[str, list[int]] = {}
+        for entry in self.flows.namespace_readers:
+            spelled, _, position = entry.rpartition("|")
+            self.namespace_readers.setdefault(spelled, []).append(int(position))
         # holder classes of other modules (`from pkg.worker import Worker`), by the last
         # part of the name they are spelled with: their instances hold the record here too
         for spelled in self.flows.holder_classes:
@@ -359,8 +398,8 @@ class _Analysis(Scopes[_Scope]):
             base = expr.value
             while isinstance(base, ast.Attribute):
                 base = base.value
-            if isinstance(base, ast.Name) and base.id in self.imported:
-                return None
+            if isinstance(base, ast.Name) and base.id in self.imported and dotted(expr.value) not in self.imported_stored:
+                return None  # (`app.state.server_args` of another module's `app` is the record)
             # whose record is `x.server_args`? Only the author knows: "held". Unless
             # the class visibly puts another there (`self.server_args =
             # ServerArgs(...)`, `dataclasses.replace(...)`): then it is no more than that.
@@ -561,14 +600,35 @@ class _Analysis(Scopes[_Scope]):
             grown = not subclasses <= self.holder_classes
             self.holder_classes |= subclasses
         self.stored_on = {
-            (id(self.visible(name, scope) or self.module), name) for scope, name in self.stores
-        }
+            (id(self.visible(name.partition(".")[0], scope) or self.module), name) for scope, name in self.stores
+        } | {(id(self.module), name) for name in self.imported_stored}
         self._holders.clear()
+        # a module-level function returning a holder, or a literal container holding one
+        # (`return {"scheduler": Scheduler(args)}`), gives one: its call is a holder, as
+        # a class's is (an item of it too: holder), in its module and its importers
+        for scope in self.scopes:
+            if scope.kind != "function" or scope.parent is not self.module or scope.qualname in self.holder_classes:
+                continue
+            given = [found for value in scope.returns for found in self._held_in(value, scope)]
+            if given:
+                self.class_names_of.setdefault(scope.qualname, scope.qualname)
+                self.holder_classes.add(scope.qualname)
+                self.holder_functions.add(scope.qualname)
+                if any(found in self.generated_reprs for found in given):
+                    self.generated_reprs.add(scope.qualname)  # (a container's repr shows its items')
+                self._holders.clear()
+
+    def _held_in(self, value: ast.expr, scope: _Scope) -> list[str]:
+        """The holders `value` is or a literal container it is holds (one level deep)."""
+        items = [*value.values] if isinstance(value, ast.Dict) else (
+            list(value.elts) if isinstance(value, (ast.List, ast.Tuple, ast.Set)) else [value]
+        )
+        return [found for item in items if not isinstance(item, ast.Starred) and (found := self.holder(item, scope))]
 
     def holder_names(self) -> set[str]:
         """The names through which a holder is reached: its class, and names bound to one."""
         names = {qualname.rsplit(".", 1)[-1] for qualname in self.holder_classes}
-        names |= {name for _, name in self.stored_on}
+        names |= {name.partition(".")[0] for _, name in self.stored_on}
         if self.holder_classes or self.views or self.accessor_modules or self.stored_on:
             for scope in self.scopes:
                 for name, value, _ in scope.assigns:
@@ -590,6 +650,10 @@ class _Analysis(Scopes[_Scope]):
             return self.holder(expr.value, scope, seen)
         if isinstance(expr, ast.Name):
             return self._holder_name(expr, scope, seen)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.ctx, ast.Load):
+            # an item of a holder (`launch()["scheduler"]`, `parts["scheduler"]`) may be one
+            found = self.holder(expr.value, scope, seen)
+            return found if found != VIEW else None
         if isinstance(expr, ast.Call):
             func = expr.func
             name = _name_of(func)
@@ -611,7 +675,9 @@ class _Analysis(Scopes[_Scope]):
             root = dotted(base)
             if expr.attr == "cfg" and root.endswith(".accessors") and root.partition(".")[0] in self.imported:
                 return VIEW  # `import pkg.accessors`, then `pkg.accessors.cfg`
-            return None
+            path = f"{root}.{expr.attr}" if root else ""
+            owner = self.visible(root.partition(".")[0], scope) or self.module if root else None
+            return STORED if owner is not None and (id(owner), path) in self.stored_on else None
         branches = [expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else (
             expr.values if isinstance(expr, ast.BoolOp) else [])
         return next((found for b in branches if (found := self.holder(b, scope, seen))), None)
@@ -1103,6 +1169,9 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
                 self.a.holder_classes.add(parent.qualname)  # `self.server_args = ...`
         elif isinstance(base, ast.Name) and target.attr in self.a.record_attrs:
             self.a.stores.append((self.scope, base.id))  # `h.server_args = rec`, `Shared.server_args = rec`
+        elif target.attr in self.a.record_attrs and _object_path(base, self._method_self()):
+            # `app.state.server_args = rec`: an object a name reaches, its class not shown
+            self.a.stores.append((self.scope, dotted(base)))
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
@@ -1308,6 +1377,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         reach = self.a.reach(node.value, self.scope)
         if node.attr == "__dict__" and not reach:
             self._namespace(node, node.value)
+        elif _private(node.attr) and not reach and self.a.holder(node.value, self.scope) == STORED:
+            # `app.state._state`: where an object whose class the code does not show keeps
+            # its attributes (starlette's State, a dict subclass's own slot) is its namespace
+            self._namespace(node, node.value)
         if reach:
             if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
@@ -1368,6 +1441,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return
         arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in node.args]
         arguments += [keyword.value for keyword in node.keywords]
+        for position in self.a.namespace_readers.get(dotted(func), ()):
+            # `dump_state(parts["scheduler"])`, where dump_state reads `vars(obj)`
+            arg = node.args[position] if position < len(node.args) else None
+            if arg is not None and not isinstance(arg, ast.Starred) and self.a.reach(arg, self.scope) is None and (
+                self.a.holder(arg, self.scope)
+            ):
+                self._holder_escape(arg)
         if name in holders.NAMESPACE_READERS or name.endswith(holders.SERIALISERS):
             # `dataclasses.asdict(holder)`, `pickle.dumps(holder)`: every attribute
             for arg in arguments:
@@ -1731,14 +1811,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # (configbags.migrate.flows), unless it keeps the function as it is (cache, wraps)
         scope = self.a.scope_of.get(id(node))
         if scope is not None and scope.self_name is None and scope.qualname in self.a.returning:
-            for decorator in node.decorator_list:
-                name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator)
-                if name.rpartition(".")[2] not in _TRANSPARENT_DECORATORS:
-                    self.a.passes.append((
-                        self.scope.qualname, f"name:{name}" if name else "", DECORATED, "", decorator.lineno,
-                        decorator.col_offset, decorator.end_lineno or decorator.lineno,
-                        decorator.end_col_offset or decorator.col_offset,
-                    ))
+            self.a.passes += decorated_passes(node, self.scope.qualname, "")
         super().visit_FunctionDef(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -2267,8 +2340,8 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     """The identifiers through which what the project pass tells a module is reached:
     local names, each part of a dotted one, and the parameters that receive the record."""
     names: set[str] = set()
-    fillers = (entry.rpartition("|")[0] for entry in flows.fillers)
-    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers):
+    fillers = (entry.rpartition("|")[0] for entry in (*flows.fillers, *flows.namespace_readers))
+    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)
     return frozenset(names)
@@ -2298,6 +2371,11 @@ class Analysed:
     passes: list[tuple[Any, ...]] = attrs.Factory(list)
     fetchers: list[str] = attrs.Factory(list)  # module-level functions returning the record
     holders: list[str] = attrs.Factory(list)  # module-level names bound to it
+    # module-level names, and attribute paths of them, a record attribute is stored on
+    # (`app.state.server_args = rec` in any function): holders for their importers too
+    stored: list[str] = attrs.Factory(list)
+    # (name, "holder_class" or "repr_holder"): module-level functions giving a holder
+    holder_functions: list[tuple[str, str]] = attrs.Factory(list)
 
 
 _NO_STATEMENTS = ast.Module(body=[], type_ignores=[])
@@ -2394,7 +2472,13 @@ def analyse(
         if scope.kind == "class" and scope.parent is module
         for name in scope.aliases
     )]
-    return Analysed(analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held))
+    stored = sorted({name for owner, name in analysis.stored_on if owner == id(module)} - analysis.imported_stored)
+    made = sorted(
+        (name, "repr_holder" if name in analysis.generated_reprs else "holder_class") for name in analysis.holder_functions
+    )
+    return Analysed(
+        analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held), stored, made
+    )
 
 
 # Words of the uses that read a holder's namespace whole, and of the imports and calls that

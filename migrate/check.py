@@ -94,8 +94,8 @@ _ESCAPES = {
     "the record under a name the scanner does not follow",
     "escapes_fetcher": "a function whose call gives the record (a helper returning it, here or in another "
     "module, or a name bound to one) is handed on, not called (`functools.cache(load)`, `{\"load\": load}`, "
-    "`executor.submit(load)`, a parameter's default, returned): whoever calls it later gets the record under "
-    "a name the scanner does not follow",
+    "`executor.submit(load)`, a parameter's default, returned, a decorator that keeps it: "
+    "`@register(\"args\")`): whoever calls it later gets the record under a name the scanner does not follow",
 }
 
 # How each environment read is spelled, for messages.
@@ -327,7 +327,8 @@ def _readback_failure(key: Key, reads: list[Read], allowlist_file: str) -> Failu
     if all(r.form == "context_escape" for r in reads):
         what = (
             "a config context stored where the scanner cannot follow it (an attribute of another object, "
-            "a container, a method's return, a yield), so any code may read back `.state` through it"
+            "a container, a method's return, a yield, a decorator that keeps its getter), so any code may "
+            "read back `.state` through it"
         )
     return Failure(
         "operator_readback",

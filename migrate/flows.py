@@ -24,7 +24,9 @@ Then it reports, at the call site (keyed to the caller's file and function):
 - the record handed to a function that reads it whole or dynamically (a read of `*` in
   that function, allowlisted there or not): leaf `*`, via "helper";
 - a function whose call gives the record handed to a decorator that is no function of a
-  scanned module (`@describe.register`): leaf `*`, via "escape", form "escapes_fetcher";
+  scanned module (`@describe.register`), or one whose body does not show what it gives or
+  keeps the function besides returning it (`PROVIDERS[name] = fn`: _keeps): leaf `*`, via
+  "escape", form "escapes_fetcher"; a context's getter so, a `Context.state` readback;
 - a declared variable's name passed to a parameter the callee uses as an environment key:
   leaf `$NAME`, via "environ", form "env_helper"; `$?` where the module does not show the
   name passed (deny by default). The callables each module may spell are told to it
@@ -45,6 +47,7 @@ from __future__ import annotations
 import ast
 import bisect
 import posixpath
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -57,6 +60,7 @@ from configbags.migrate.aliases import (
     FUNCTION_ROUTES,
     READS_NOTHING,
     bare_mentions,
+    decorated_passes,
     dotted,
     lines_of,
     mention_lines,
@@ -186,6 +190,17 @@ METACLASS = "metaclass:"
 # What a decorator row (`deco()`, signatures) says where the decorator returns the
 # function as it is, or a wrapper that only forwards `*args, **kwargs` to it
 AS_IS = "="
+# A decorator row's last route where the decorator keeps the function it is given, or what
+# a call of it gives, anywhere besides its return (`PROVIDERS[name] = fn`, `RESULTS[k] =
+# fn()`): a function giving the record or a context escapes there (_decorated_read); a
+# call of the decorated function is followed as the other routes say
+KEEPS = "!"
+# What a decorator may hand the function it is given and keep nothing of it: tests of it,
+# and the helpers that copy its metadata onto a wrapper (`functools.wraps(fn)`)
+_KEEP_NOTHING = frozenset({
+    "isinstance", "issubclass", "id", "type", "callable", "str", "repr", "wraps", "update_wrapper",
+    "iscoroutinefunction", "isasyncgenfunction", "isgeneratorfunction", "signature",
+})
 
 
 def _decorators(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[str, ...]:
@@ -230,13 +245,14 @@ def _wrapper_rows(
         return []
     found: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
     unknown = False  # a return of anything else: what a call gives is not shown
+    keeps = (KEEPS,) if _keeps(node, params[0]) else ()
     for stmt in _own_statements(node.body):
         if not isinstance(stmt, ast.Return):
             continue
         name = stmt.value.id if isinstance(stmt.value, ast.Name) else ""
         inner = nested.get(name)
         if name and name == params[0]:
-            found[f"{qualname}()"].add((f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)))
+            found[f"{qualname}()"].add((f"{qualname}()", (), (), (), 1, "", 0, (AS_IS, *keeps)))
         elif isinstance(inner, ast.ClassDef):
             init = next((
                 item for item in inner.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -244,14 +260,15 @@ def _wrapper_rows(
             ), None)
             body = f"{qualname}.{name}.__init__"
             found[f"{qualname}()"].add(
-                _signature(f"{qualname}()", init.args, settings, bound=True, body=body, annotated=annotated)
-                if init is not None else (f"{qualname}()", (), (), (), 1, body, 0, ())
+                _signature(f"{qualname}()", init.args, settings, bound=True, body=body, annotated=annotated,
+                           decorators=keeps)
+                if init is not None else (f"{qualname}()", (), (), (), 1, body, 0, keeps)
             )
         elif inner is not None:
             found[f"{qualname}()"].add(
-                (f"{qualname}()", (), (), (), 1, "", 0, (AS_IS,)) if _forwards(inner, params[0]) else _signature(
+                (f"{qualname}()", (), (), (), 1, "", 0, (AS_IS, *keeps)) if _forwards(inner, params[0]) else _signature(
                     f"{qualname}()", inner.args, settings, bound=False, body=f"{qualname}.{name}", annotated=annotated,
-                    decorators=_decorators(inner),
+                    decorators=(*_decorators(inner), *keeps),
                 )
             )
             if depth == 0:
@@ -269,6 +286,59 @@ def _wrapper_rows(
         else:
             rows.extend(outcomes)
     return rows
+
+
+def _keeps(decorator: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+    """Does `decorator` keep the function it is given (its parameter `param`), or what a
+    call of it gives, anywhere but its return: stored, put in a container, handed to a
+    callable (`PROVIDERS[name] = fn`, `REG.append(fn)`, `RESULTS[fn.__name__] = fn()`)? A
+    function or class it defines counts as the function (`REG[k] = wrapper`). Its
+    attributes read (`fn.__name__`), a test of it (`callable(fn)`, `fn is None`), its
+    metadata copied (`@functools.wraps(fn)`), and a call's result returned or dropped
+    (`return fn(*args, **kwargs)`, `result = fn(); return result`) keep nothing."""
+    parents: dict[int, ast.AST] = {}
+    carriers = {param}
+    for sub in ast.walk(decorator):
+        for child in ast.iter_child_nodes(sub):
+            parents[id(child)] = sub
+        if sub is not decorator and isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            carriers.add(sub.name)
+    return any(
+        isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in carriers
+        and _kept(sub, parents, function=True)
+        for sub in ast.walk(decorator)
+    )
+
+
+def _kept(node: ast.expr, parents: Mapping[int, ast.AST], *, function: bool, depth: int = 0) -> bool:
+    """Is `node` (the decorated function, or what a call of it gave) kept where it is used?"""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Await):
+        node, parent = parent, parents.get(id(parent))
+    if isinstance(parent, (ast.Return, ast.Expr, ast.Compare)):
+        return False  # returned as it is, dropped, or compared (`fn is None`)
+    if function:
+        if isinstance(parent, ast.Attribute):
+            return parent.attr in FUNCTION_ROUTES  # `fn.__name__`; `fn.__wrapped__` is another route to it
+        if isinstance(parent, ast.FormattedValue):
+            return False
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return _kept(parent, parents, function=False, depth=depth)
+        return not (isinstance(parent, ast.Call) and dotted(parent.func).rpartition(".")[2] in _KEEP_NOTHING)
+    if isinstance(parent, ast.Assign) and parent.value is node and depth < 4 and all(
+        isinstance(target, ast.Name) for target in parent.targets
+    ):
+        # `result = fn(*args, **kwargs)`: kept where the name it is bound to is
+        names = {target.id for target in parent.targets if isinstance(target, ast.Name)}
+        scope = parents.get(id(parent))
+        while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = parents.get(id(scope))
+        return scope is None or any(
+            isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in names
+            and _kept(sub, parents, function=False, depth=depth + 1)
+            for sub in ast.walk(scope)
+        )
+    return True
 
 
 def _forwards(wrapper: ast.FunctionDef | ast.AsyncFunctionDef, function: str) -> bool:
@@ -721,6 +791,39 @@ def _fillers(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[
     return found
 
 
+# What a function reading its parameter's namespace whole must show on a line
+# (_namespace_readers): a namespace reader's name, or a serialiser's (`json.dumps`, `safe_dump`)
+_NAMESPACE_WORDS = re.compile(r"\b(?:vars|__dict__|asdict|astuple|getmembers|\w*dumps?)\b")
+
+
+def _namespace_readers(tree: ast.Module, text: str) -> list[tuple[str, str]]:
+    """(function, "namespace:<position>"): a module-level function reading the namespace of
+    its positional parameter whole (`def dump_state(obj): return json.dumps(vars(obj))`,
+    `obj.__dict__`, `dataclasses.asdict(obj)`, `pickle.dumps(obj)`), so a holder a caller
+    hands there is read whole (configbags.migrate.holders)."""
+    lines = lines_of(text, [match.start() for match in _NAMESPACE_WORDS.finditer(text)])
+    if not lines:
+        return []
+    found: list[tuple[str, str]] = []
+    for function in tree.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not mentions(
+            lines, statement_span(function)
+        ):
+            continue
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        whole: set[str] = set()
+        for node in _mentioned_nodes(function.body, lines):
+            owner = holders.namespace_of(node) if isinstance(node, (ast.Call, ast.Attribute)) else None
+            if isinstance(owner, ast.Name):
+                whole.add(owner.id)
+            elif isinstance(node, ast.Call):
+                name = dotted(node.func).rpartition(".")[2]
+                if name in holders.NAMESPACE_READERS or name.endswith(holders.SERIALISERS):
+                    whole.update(arg.id for arg in node.args if isinstance(arg, ast.Name))
+        found += [(function.name, f"namespace:{i}") for i, param in enumerate(params) if param in whole]
+    return found
+
+
 def _held_kind(value: ast.expr) -> str | None:
     """What a class keeps in an attribute: a context (`get_context()`), the environment
     (`os.environ`) or one of its readers (`os.environ.get`, `os.getenv`), as a holder kind."""
@@ -837,6 +940,7 @@ def base_facts(
     )
     fetchers += _holder_classes(tree, text, settings)
     fetchers += _fillers(tree, text, settings)
+    fetchers += _namespace_readers(tree, text)
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
         bases=bases,
@@ -871,6 +975,8 @@ class _Uses(_Walk):
         self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds
         self.reads: list[tuple[Any, ...]] = []
         self.fetchers: list[tuple[str, str]] = []
+        # the module's context and environment getters handed to a decorator (FlowFacts.passes)
+        self.decorated: list[tuple[Any, ...]] = []
         # (function, parameter, use): the module's own parameters handed on to a helper's
         # key or command parameter, which make their function a helper in turn
         self.env_params: set[tuple[str, str, str]] = set()
@@ -889,6 +995,14 @@ class _Uses(_Walk):
         ))
 
     def found(self, node: ast.AST) -> None:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list
+            and len(self.qualname) == 1 and node.name in self.context
+        ):
+            # `@register("ctx") def provide_ctx(): return get_context()`: the module's getter
+            # handed to its decorator, as the record's are (configbags.migrate.aliases); the
+            # environment returned under a decorator is used whole where it is returned
+            self.decorated += decorated_passes(node, "<module>", "context")
         keyed = holders.keyed_attribute(node) if isinstance(node, (ast.Subscript, ast.Call)) else None
         if keyed is not None and (self.flows.context_holders or self.flows.environ_holders):
             # `vars(Admin())["ctx"]`: the attribute by its name
@@ -1255,11 +1369,12 @@ def _on_new_instance(func: ast.expr) -> str:
 def use_facts(
     tree: ast.Module, text: str, settings: ScanSettings, flows: FlowInput, strings: ModuleStrings | None = None,
     own_tables: Iterable[tuple[str, str, str]] = (),
-) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]], list[tuple[str, str, str]]]:
-    """(reads, fetchers, env_params): the reads through imported context and environment
-    fetchers, environment helpers and getter tables (the module's own too: `own_tables`),
-    the module-level functions that return what one of the fetchers returns, and the
-    parameters handed on to a helper's key or command."""
+) -> tuple[list[tuple[Any, ...]], list[tuple[str, str]], list[tuple[str, str, str]], list[tuple[Any, ...]]]:
+    """(reads, fetchers, env_params, passes): the reads through imported context and
+    environment fetchers, environment helpers and getter tables (the module's own too:
+    `own_tables`), the module-level functions that return what one of the fetchers
+    returns, the parameters handed on to a helper's key or command, and the module's
+    context and environment getters handed to a decorator (DECORATED passes)."""
     tables = {
         spelled: (table_entries(value), own)
         for rows, own in ((flows.constants, False), (own_tables, True))
@@ -1276,7 +1391,7 @@ def use_facts(
         for part in spelled.replace("()", "").split(".")
     }
     if not names:
-        return [], [], []
+        return [], [], [], []
     lines = mention_lines(text, names)
     renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
     if renamed or kept:
@@ -1285,7 +1400,7 @@ def use_facts(
     walk.tables = tables
     for node in tree.body:
         walk.visit(node)
-    return walk.reads, [*walk.fetchers, *exported], sorted(walk.env_params)
+    return walk.reads, [*walk.fetchers, *exported], sorted(walk.env_params), walk.decorated
 
 
 def _renamed_fetchers(
@@ -1628,8 +1743,8 @@ class _Project:
             for kind in kinds & {"context", "environ"}:
                 spelled[kind].add(name)
             for kind in kinds:
-                if kind.startswith("fills:"):
-                    spelled[kind].add(name)  # its own fillers too
+                if kind.startswith(("fills:", "namespace:")):
+                    spelled[kind].add(name)  # its own fillers and namespace readers too
         return FlowInput(
             record_fetchers=frozenset(spelled["record"]),
             record_holders=frozenset(spelled["holder"]),
@@ -1645,8 +1760,13 @@ class _Project:
             private_names=frozenset(spelled["private"]),
             holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"]),
             repr_holders=frozenset(spelled["repr_holder"]),
+            stored_holders=frozenset(spelled["stored_holder"]),
             fillers=frozenset(
                 f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("fills:")
+                for name in names
+            ),
+            namespace_readers=frozenset(
+                f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("namespace:")
                 for name in names
             ),
         )
@@ -1841,7 +1961,7 @@ class _Project:
         decorators = row[7]
         binds = bool(decorators) and decorators[0] == BINDS and not unbound
         for decorator in decorators:
-            if decorator == BINDS:
+            if decorator in (BINDS, KEEPS):
                 continue
             if decorator.startswith(METACLASS):
                 break
@@ -1856,7 +1976,7 @@ class _Project:
             wrapper = self.defs(site[0]).get(f"{site[1]}(){'()' if called else ''}")
             if wrapper is None:
                 return None
-            if wrapper[7] != (AS_IS,):
+            if AS_IS not in wrapper[7]:
                 if binds:  # `self.m(rec)`: the wrapper's first parameter takes `self`
                     wrapper = (wrapper[0], tuple(wrapper[1][1:]), *wrapper[2:])
                 return self.through(site[0], wrapper, depth + 1)
@@ -2024,12 +2144,6 @@ def _pass_read(
 ) -> tuple[str, str] | None:
     """(via, form) of the read at a call site handing the record to `target` (what
     _Project.callee says), or None where it reads nothing there."""
-    if position == DECORATED:
-        # a function giving the record under a decorator: a scanned one is taken
-        # as a pass-through, any other receives it where no analysis follows
-        if not isinstance(target, tuple) and (target is None or target.partition(":")[0] not in homes):
-            return ("escape", "escapes_fetcher")
-        return None
     if keyword == HOOK and not (isinstance(target, tuple) and _parameter(target[1], position, "")):
         return None  # the class defines no such hook: Python calls none
     if isinstance(target, tuple):
@@ -2059,7 +2173,43 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
     reads: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for rel, result in project.results.items():
         for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
-            found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes, project.home_facts)
-            if found is not None:
-                reads[rel].append((caller, "*", line, col, end_line, end_col, *found, "held"))
+            read: tuple[str, str, str] | None
+            if position == DECORATED:
+                read = _decorated_read(project, rel, callee, keyword, homes)
+            else:
+                found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes, project.home_facts)
+                read = ("*", *found) if found is not None else None
+            if read is not None:
+                leaf, via, form = read
+                reads[rel].append((caller, leaf, line, col, end_line, end_col, via, form, "held"))
     return reads
+
+
+# What a function handed to a decorator that keeps it gives, by the kind a DECORATED pass
+# names (its keyword, less a trailing "()"): (leaf, via, form) of the read at the decorator
+_DECORATED_READS = {
+    "": ("*", "escape", "escapes_fetcher"),
+    "context": (STATE_READBACK, "readback", "context_escape"),
+}
+
+
+def _decorated_read(
+    project: _Project, rel: str, callee: str, keyword: str, homes: set[str]
+) -> tuple[str, str, str] | None:
+    """(leaf, via, form) at a decorator handed a function giving the record or a context
+    (a DECORATED pass; keyword: the kind, "()" added where the decorator is
+    a call, `@register("args")`); None where what the decorator gives is the function as
+    it is or a wrapper (a scanned module's decorator whose body shows it) and it keeps the
+    function nowhere else, or a function of the record's home module. Any other decorator
+    hands it to code that calls it under a name no analysis follows: a third party's, a
+    class, a method of an object, one that stores it (`PROVIDERS[name] = fn`) or what it
+    gives (`RESULTS[k] = fn()`)."""
+    target = project.callee(rel, callee)
+    if isinstance(target, tuple):
+        where, row = target
+        shown = project.defs(where).get(f"{row[0]}(){'()' if keyword.endswith('()') else ''}")
+        if shown is not None and KEEPS not in shown[7] and "?" not in shown[7]:
+            return None
+    elif target is not None and target.partition(":")[0] in homes:
+        return None
+    return _DECORATED_READS.get(keyword.removesuffix("()"), _DECORATED_READS[""])

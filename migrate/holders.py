@@ -26,7 +26,9 @@ decorator generates, the holder formatted into text. A fetch by a name built at 
 unless its name resolves to literals (a local bound only to strings, a loop over a literal
 tuple or a module constant bound once to one) or is built so that it can never be one (`getattr(self, "handle_" + kind)`).
 
-Passing a holder to an ordinary callable reads nothing: only the calls above do."""
+Passing a holder to an ordinary callable reads nothing: only the calls above do, and a
+function that reads its parameter's namespace so (configbags.migrate.flows tells each module
+which of the functions it calls do: FlowInput.namespace_readers)."""
 
 from __future__ import annotations
 

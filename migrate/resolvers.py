@@ -33,6 +33,10 @@ whatever takes it (door_names: an entry point's `EntryPoint(..., "a.b:c", ...).l
 that calls (`x: "Literal[get_server_args().tp_size]"`) is the code it spells
 (string_annotations), which `typing.get_type_hints` runs.
 
+A code string a library runs in a Python child it starts (PYTHON_CODE_RUNNERS: execnet's
+`gw.remote_exec(code)`) is that child, `subprocess.run([sys.executable, "-c", code])`
+(python_children), judged by the child-process rules as a `python -c` program is.
+
 Only a file whose text shows a resolver's name (`resolve_name`, `locate`, an importer's,
 `pickle`, `dill`, `find_class`), quotes a door's word, shows a calling
 string annotation, or imports a helper is walked.
@@ -66,6 +70,7 @@ def desugar(
     return `text` with those routes' spelling added at the end of their lines (the lines
     stay the parser's)."""
     text = _desugar_resolvers(tree, text, imported)
+    text = python_children(tree, text)
     text = string_annotations(tree, text, settings.raw_accessor if settings is not None else "")
     return door_names(tree, text, settings) if settings is not None else text
 
@@ -98,6 +103,58 @@ def _desugar_resolvers(tree: ast.Module, text: str, imported: Iterable[tuple[str
 
     _replace(nodes, routed)
     return _spelled_lines(text, added)
+
+
+# Libraries that run a code string in a Python child process they start, by the method
+# that runs it (on any receiver, in a module importing the library) -> the library:
+# `execnet.makegateway("popen").remote_exec("import os; channel.send(os.environ[...])")`
+# (pytest-xdist's transport). The call is the child it starts: python_children.
+PYTHON_CODE_RUNNERS = {"remote_exec": "execnet"}
+
+
+def python_children(tree: ast.Module, text: str) -> str:
+    """Replace in `tree` (in place) each call of a PYTHON_CODE_RUNNERS method by the
+    child process it starts, `subprocess.run([sys.executable, "-c", code])` (as an import
+    route, `__import__("subprocess").run(...)`, the receiver kept beside it), so the
+    analyses judge its code string as a `python -c` child's (configbags.migrate.childenv);
+    return `text` with that spelling added at the end of the call's line."""
+    methods = {method for method, library in PYTHON_CODE_RUNNERS.items() if method in text and library in text}
+    if not methods:
+        return text
+    nodes = list(ast.walk(tree))
+    libraries = {
+        alias.name.partition(".")[0] for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    } | {
+        (node.module or "").partition(".")[0] for node in nodes if isinstance(node, ast.ImportFrom) and not node.level
+    }
+    methods = {method for method in methods if PYTHON_CODE_RUNNERS[method] in libraries}
+    added: dict[int, list[str]] = {}
+
+    def routed(expr: object, parent: ast.AST, field: str) -> ast.expr | None:
+        if not (
+            isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in methods
+            and len(expr.args) == 1 and not isinstance(expr.args[0], ast.Starred)
+        ):
+            return None
+        executable = ast.Attribute(value=_import_call("sys"), attr="executable", ctx=ast.Load())
+        child = ast.Call(
+            func=ast.Attribute(value=_import_call("subprocess"), attr="run", ctx=ast.Load()),
+            args=[ast.List(elts=[executable, ast.Constant("-c"), expr.args[0]], ctx=ast.Load())], keywords=[],
+        )
+        kept = ast.Subscript(
+            value=ast.Tuple(elts=[expr.func.value, child], ctx=ast.Load()), slice=ast.Constant(1), ctx=ast.Load(),
+        )
+        ast.fix_missing_locations(ast.copy_location(kept, expr))  # (the call's own parts keep theirs)
+        added.setdefault(expr.lineno, []).append(ast.unparse(child))
+        return kept
+
+    _replace(nodes, routed)
+    return _spelled_lines(text, added)
+
+
+def _import_call(module: str) -> ast.Call:
+    return ast.Call(func=ast.Name(id="__import__", ctx=ast.Load()), args=[ast.Constant(module)], keywords=[])
 
 
 def _replace(nodes: list[ast.AST], routed: Callable[[object, ast.AST, str], ast.expr | None]) -> None:

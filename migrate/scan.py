@@ -211,9 +211,9 @@ def scan_source(
         facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings, door_scan.mentioned)
         if tables:
             facts = attrs.evolve(facts, constants=(*facts.constants, *tables))
-        used, returned, handed = (
+        used, returned, handed, decorated = (
             use_facts(tree, searched, settings, flows or FlowInput(), door_scan.strings, tables)
-            if flows or tables else ([], [], [])
+            if flows or tables else ([], [], [], [])
         )
         if handed:  # its own functions that hand a parameter on to an env helper are helpers too
             facts = attrs.evolve(facts, env_params=tuple(sorted({*facts.env_params, *handed})))
@@ -225,9 +225,12 @@ def scan_source(
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
-    fetchers = {*facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers)}
+    fetchers = {
+        *facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers),
+        *((name, "stored_holder") for name in analysed.stored), *analysed.holder_functions,
+    }
     flow = attrs.evolve(
-        facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=tuple(analysed.passes),
+        facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=(*analysed.passes, *decorated),
         children=tuple(door_scan.children()),
     )
     # A header labels a file, never hides a read: one that reads or writes is scanned like
@@ -246,7 +249,7 @@ def _helpers_only(flows: FlowInput) -> bool:
 def _with_helpers(base: FileScan, tree: ast.Module, searched: str, settings: ScanSettings, flows: FlowInput) -> FileScan:
     """`base` with the reads at the module's calls of environment helpers (and the
     parameters it hands on to one): all that input adds."""
-    used, _, handed = use_facts(tree, searched, settings, flows)
+    used, _, handed, _ = use_facts(tree, searched, settings, flows)
     flow = base.flow
     if handed:
         flow = attrs.evolve(flow, env_params=tuple(sorted({*flow.env_params, *handed})))

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 56
+SCANNER_VERSION = 57
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -255,21 +255,30 @@ class FlowInput:
     # (`from .accessors import _context as CTX`): any use of one is `$?`
     private_names: frozenset[str] = frozenset()
     # classes of other modules that hold the record in an attribute (configbags.migrate.
-    # holders), by the name the module spells them with; `repr_holders` those whose repr
-    # (and `==`) the dataclass or attrs decorator generates from every field
+    # holders), and functions giving a holder, by the name the module spells them with;
+    # `repr_holders` those whose repr (and `==`) the dataclass or attrs decorator generates
+    # from every field
     holder_classes: frozenset[str] = frozenset()
     repr_holders: frozenset[str] = frozenset()
     # functions (of other modules, or the module's own) that store a record attribute on a
     # parameter (`def fill(ns): ns.server_args = rec`): "spelled|position"; what a call
     # hands there holds the record afterwards
     fillers: frozenset[str] = frozenset()
+    # names (and attribute paths of them) of other modules a record attribute is stored on
+    # (`app.state.server_args = rec`), by the name the module spells them with: holders here
+    stored_holders: frozenset[str] = frozenset()
+    # functions (of other modules, or the module's own) that read the namespace of a
+    # parameter whole (`def dump_state(obj): return json.dumps(vars(obj))`):
+    # "spelled|position"; a holder a call hands there is read whole
+    namespace_readers: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
-            or self.holder_classes or self.repr_holders or self.fillers
+            or self.holder_classes or self.repr_holders or self.fillers or self.stored_holders
+            or self.namespace_readers
         )
 
     def key(self) -> str:
@@ -290,6 +299,8 @@ class FlowInput:
             ",".join(sorted(self.holder_classes)),
             ",".join(sorted(self.repr_holders)),
             ",".join(sorted(self.fillers)),
+            ",".join(sorted(self.stored_holders)),
+            ",".join(sorted(self.namespace_readers)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

@@ -1,15 +1,16 @@
 """Round nine's false passes of the read ratchet (an outside attack): a context given by
 an async function's coroutine run by the event loop instead of awaited (S9), the launcher's
 globals read through `__main__` (S10), a lambda or nested factory around a project's context
-getter (S8), and a decorator registry keeping a record or context getter (S1). Each case
-fails before its rule, and the precision cases beside it stay quiet."""
+getter (S8), a decorator registry keeping a record or context getter (S1), and a code string
+an execnet gateway runs in a Python child (S5). Each case fails before its rule, and the
+precision cases beside it stay quiet."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from ratchet_case import CTX, failing_leaves
+from ratchet_case import CTX, RAW, failing_leaves
 from ratchet_case import fails as _fails
 from ratchet_case import scan_pkg as _scan
 
@@ -120,3 +121,89 @@ def test_the_projects_context_getter_read_by_leaf_stays_quiet(tmp_path: Path) ->
     user = PROVIDE + "def f():\n    return provide_ctx().get_parallel().tp_size\n"
     result = _scan(tmp_path, {"user.py": user})
     assert not [r for r in result.reads if r.leaf == "Context.state"], result.reads
+
+
+# ---- S1: a decorator registry keeping a record or context getter
+
+FACTORY = "PROVIDERS = {}\ndef register(name):\n    def deco(fn):\n        PROVIDERS[name] = fn\n        return fn\n    return deco\n"
+PLAIN_REGISTRY = "PROVIDERS = {}\ndef register(fn):\n    PROVIDERS[fn.__name__] = fn\n    return fn\n"
+EAGER = "RESULTS = {}\ndef register(fn):\n    RESULTS[fn.__name__] = fn()\n    return fn\n"
+LISTED = "REG = []\ndef register(fn):\n    REG.append(fn)\n    return fn\n"
+WRAPPED = "REG = {}\ndef register(fn):\n    def w():\n        return fn()\n    REG[fn.__name__] = w\n    return fn\n"
+METHOD = (
+    "class Registry:\n    def __init__(self):\n        self._d = {}\n"
+    "    def register(self, name):\n        def deco(fn):\n            self._d[name] = fn\n            return fn\n"
+    "        return deco\nHOOKS = Registry()\n"
+)
+GETTERS = [(RAW, "get_server_args()", "*"), (CTX, "get_context()", "Context.state")]
+KINDS = ["record", "context"]
+
+
+@pytest.mark.parametrize(("registry", "decorator"), [
+    (FACTORY, "@register('args')"),
+    (PLAIN_REGISTRY, "@register"),
+    (EAGER, "@register"),
+    (LISTED, "@register"),
+    (WRAPPED, "@register"),
+], ids=["factory", "plain", "eager", "listed", "wrapped"])
+@pytest.mark.parametrize(("head", "call", "leaf"), GETTERS, ids=KINDS)
+def test_a_getter_a_scanned_decorator_keeps_escapes_at_the_decorator(
+    tmp_path: Path, registry: str, decorator: str, head: str, call: str, leaf: str
+) -> None:
+    provider = "from pkg.reg import register\n" + head + f"{decorator}\ndef provide():\n    return {call}\n"
+    result = _scan(tmp_path, {"reg.py": registry, "provider.py": provider})
+    assert _fails(result)
+    assert [(r.line, r.leaf) for r in result.reads if r.file == "pkg/provider.py"] == [(3, leaf)], result.reads
+
+
+@pytest.mark.parametrize(("head", "call", "leaf"), GETTERS, ids=KINDS)
+def test_a_getter_under_an_objects_or_a_third_partys_decorator_escapes(
+    tmp_path: Path, head: str, call: str, leaf: str
+) -> None:
+    provider = "from pkg.reg import HOOKS\nimport fastapi\napp = fastapi.FastAPI()\n" + head + (
+        f"@HOOKS.register('ctx')\ndef provide():\n    return {call}\n@app.get('/x')\ndef route():\n    return {call}\n"
+    )
+    result = _scan(tmp_path, {"reg.py": METHOD, "provider.py": provider})
+    assert [(r.line, r.leaf) for r in result.reads if r.file == "pkg/provider.py"] == [(5, leaf), (8, leaf)]
+
+
+@pytest.mark.parametrize("decorator", [
+    "import functools\ndef deco(fn):\n    @functools.wraps(fn)\n    def w(*args, **kwargs):\n"
+    "        result = fn(*args, **kwargs)\n        if result is None:\n            raise ValueError(fn.__name__)\n"
+    "        return result\n    return w\n@deco\n",
+    "def deco(fn):\n    fn.registered = True\n    print(f'registered {fn.__name__}')\n    return fn\n@deco\n",
+    "def deco(kind):\n    def inner(fn):\n        assert callable(fn), kind\n        return fn\n    return inner\n@deco('x')\n",
+    "import functools\n@functools.lru_cache(maxsize=None)\n",
+], ids=["wraps", "as_is", "factory", "lru_cache"])
+@pytest.mark.parametrize(("head", "call", "leaf"), GETTERS, ids=KINDS)
+def test_a_getter_under_a_pass_through_decorator_is_followed(
+    tmp_path: Path, decorator: str, head: str, call: str, leaf: str
+) -> None:
+    provider = head + decorator + f"def provide():\n    return {call}\n"
+    read, expected = ("tp_size", "tp_size") if leaf == "*" else ("state", leaf)
+    user = f"from pkg.provider import provide\ndef f():\n    return provide().{read}\n"
+    result = _scan(tmp_path, {"provider.py": provider, "user.py": user})
+    assert [(r.file, r.leaf) for r in result.reads] == [("pkg/user.py", expected)], result.reads
+
+
+# ---- S5: a code string run in a Python child by a library (execnet's gateways)
+
+EXECNET = "import execnet\ndef f():\n    gw = execnet.makegateway('popen')\n"
+
+
+@pytest.mark.parametrize(("code", "leaf"), [
+    ("\"import os; channel.send(os.environ['SGLANG_PAGE_SIZE'])\"", "$SGLANG_PAGE_SIZE"),
+    ("'import os; channel.send(dict(os.environ))'", "$?"),
+])
+def test_a_code_string_an_execnet_gateway_runs_is_a_python_childs(tmp_path: Path, code: str, leaf: str) -> None:
+    user = EXECNET + f"    return gw.remote_exec({code}).receive()\n"
+    assert failing_leaves(tmp_path, {"user.py": user}) == {leaf}
+
+
+def test_a_gateways_code_reading_nothing_and_another_remote_exec_stay_quiet(tmp_path: Path) -> None:
+    files = {
+        "user.py": EXECNET + "    return gw.remote_exec('channel.send(1)').receive()\n",
+        "other.py": "def f(conn):\n    return conn.remote_exec(\"import os; os.environ['SGLANG_PAGE_SIZE']\")\n",
+    }
+    result = _scan(tmp_path, files)
+    assert not result.reads, result.reads

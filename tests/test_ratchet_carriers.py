@@ -234,6 +234,70 @@ def test_holders_used_by_their_attributes_or_with_their_own_repr_read_no_more(tm
     assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
 
 
+APP = "from fastapi import FastAPI\n" + RAW + "app = FastAPI()\ndef install():\n    app.state.server_args = get_server_args()\n"
+
+
+@pytest.mark.parametrize("use", [
+    "json.dumps(app.state._state, default=str)",
+    "dict(app.state._state)['server_args'].tp_size",
+    "vars(app.state)",
+    "json.dumps(app.state.__dict__, default=str)",
+])
+@pytest.mark.parametrize("where", ["same", "importer"])
+def test_an_object_a_name_reaches_holding_the_record_read_by_its_namespace_escapes(
+    tmp_path: Path, use: str, where: str
+) -> None:
+    # FastAPI's `app.state` (starlette's State keeps its attributes in `_state`), in the
+    # module that stores the record on it and in one importing the app
+    if where == "same":
+        files = {"app.py": "import json\n" + APP + f"def f():\n    return {use}\n"}
+    else:
+        files = {"app.py": APP, "user.py": f"import json\nfrom pkg.app import app, install\ndef f():\n    install()\n    return {use}\n"}
+    assert "*" in failing_leaves(tmp_path, files, "pkg/app.py" if where == "same" else "pkg/user.py")
+
+
+def test_an_imported_object_holding_the_record_read_by_its_attributes_reads_them(tmp_path: Path) -> None:
+    user = (
+        "import pkg.app as a\nfrom pkg.app import app\ndef f():\n"
+        "    return app.state.server_args.tp_size, a.app.state.server_args.page_size, app.state.port, app.title\n"
+    )
+    result = _scan(tmp_path, {"app.py": APP, "user.py": user})
+    assert {(r.file, r.leaf) for r in result.reads} == {("pkg/user.py", "tp_size"), ("pkg/user.py", "page_size")}
+
+
+SCHEDULER = "class Scheduler:\n    def __init__(self, server_args):\n        self.server_args = server_args\n"
+DUMP = "import json\ndef dump_state(obj) -> str:\n    return json.dumps(vars(obj), default=str)\n"
+LAUNCH = RAW + "from pkg.sched import Scheduler\ndef launch():\n    return {'url': 1, 'scheduler': Scheduler(get_server_args())}\n"
+
+
+@pytest.mark.parametrize("use", [
+    "dump_state(Scheduler(get_server_args()))",
+    "dump_state(launch()['scheduler'])",
+    "dump_state(parts['scheduler'])",
+    "json.dumps(vars(parts['scheduler']))",
+])
+def test_a_holder_handed_to_a_helper_reading_its_namespace_or_given_by_a_function_escapes(
+    tmp_path: Path, use: str
+) -> None:
+    # the engine's Scheduler, reached through what `launch()` gives, dumped by a debug helper
+    user = "import json\n" + RAW + "from pkg.sched import Scheduler\nfrom pkg.dump import dump_state\n" + (
+        f"from pkg.launch import launch\ndef f():\n    parts = launch()\n    return {use}\n"
+    )
+    files = {"sched.py": SCHEDULER, "dump.py": DUMP, "launch.py": LAUNCH, "user.py": user}
+    assert "*" in failing_leaves(tmp_path, files)
+
+
+def test_a_holder_given_by_a_function_used_by_its_attributes_or_a_helper_reading_others_reads_nothing(
+    tmp_path: Path,
+) -> None:
+    helper = DUMP + "def show(obj, other) -> str:\n    return json.dumps(vars(other))\n"
+    user = "from pkg.dump import dump_state, show\nfrom pkg.launch import launch\ndef f(o):\n" + (
+        "    parts = launch()\n    return parts['url'], show(parts['scheduler'], o), dump_state(o), str(parts)\n"
+    )
+    result = _scan(tmp_path, {"sched.py": SCHEDULER, "dump.py": helper, "launch.py": LAUNCH, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
 # ---- L1, L3, L4: the record read back from a function's defaults, an assert message, a builtin
 
 
