@@ -392,6 +392,8 @@ def test_a_watched_path_that_becomes_no_regular_file_is_reported_as_such(
     (["--watch", "{a}", "--watch-interval", "nan"], "give between 0.05 and 3600 seconds"),
     (["--watch", "{a}", "--watch-interval", "1e400"], "give between 0.05 and 3600 seconds"),
     (["--max-body-bytes", "99999999999999999999"], "--max-body-bytes must be from 1 to"),
+    # the dump would replace the watched file without its keys: the next start would be open
+    (["--watch", "{a}", "--dump-config", "{a}"], "--dump-config {a} is the --config file {a}"),
 ])
 def test_serve_refuses_what_it_would_silently_follow_wrong(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str) -> None:
@@ -408,7 +410,8 @@ def test_serve_refuses_what_it_would_silently_follow_wrong(
         main(["--package", "configbags.generated", *[f.format(**files) for f in flags], "--model-path", "m"])
     assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert said in err and "Traceback" not in err
+    assert said.format(**files) in err and "Traceback" not in err
+    assert files["a"].read_text() == "weight_version: a\n"
 
 
 def test_a_change_refused_because_a_rank_left_is_not_retried_forever(
