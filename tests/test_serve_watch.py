@@ -218,6 +218,34 @@ def test_a_tagged_secret_in_the_file_is_refused_once_and_never_shown(
     assert "SEKRET90" not in shown.upper() and caplog.text.count("!!float") == 1
 
 
+@pytest.mark.parametrize(("keys", "said"), [
+    ("api_key: |\n  SEKRET92\n", "serving.api_key (--api-key / $SGLANG_API_KEY) has surrounding whitespace"),
+    ('api_key: "SEKRET92 x"\n', "serving.api_key (--api-key / $SGLANG_API_KEY) holds whitespace"),
+    ("api_key: SEKRET92\nadmin_api_key: SEKRET92\n", "api_key and admin_api_key are the same key"),
+])
+def test_a_file_whose_keys_serve_refuses_at_start_changes_nothing(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture,
+        keys: str, said: str) -> None:
+    """A key a restart would refuse (exit 2: a crash loop) is no "restart required": the
+    file is refused whole, its live leaves too, and watch.error says why, never the key."""
+    cm, watcher, ctx = watched
+    door = watcher.door
+    assert isinstance(door, WatchedDoor)
+    state = ctx.state
+    cm.publish(BASE.replace("v1", "v2") + keys)
+    settle(watcher)
+    assert ctx.state is state and ctx.state.values["weight_version"] == "v1"
+    error = watcher.status()["error"]
+    assert error.startswith(f"{cm.file}: a restart would refuse this file: ") and said in error, error
+    assert "nothing was changed" in error and door.server_info()["restart_required"] == []
+    assert door.health()["details"]["watch_error"] is True
+    assert "SEKRET92" not in json.dumps(watcher.status()) + caplog.text
+    cm.publish(BASE.replace("v1", "v2") + "api_key: SEKRET92\n")  # a key serve takes: shown as restart required
+    settle(watcher)
+    assert ctx.state.values["weight_version"] == "v2" and watcher.status()["error"] is None
+    assert door.server_info()["restart_required"] == ["api_key"]
+
+
 def test_a_rebuild_that_fails_unexpectedly_is_reported_once_by_type_only(
         watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture) -> None:
     cm, watcher, ctx = watched
