@@ -14,7 +14,7 @@ import hmac
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
@@ -281,6 +281,17 @@ def protection(values: Mapping[str, Any]) -> str:
     reads = "reads need the api key (or the admin key)" if api else "reads are OPEN to anyone (no --api-key)"
     writes = "changes need the admin key" if admin else "changes are disabled (no --admin-api-key)"
     return f"{reads}; {writes}"
+
+
+def authorization(values: Sequence[str]) -> str | None:
+    """The request's one `Authorization` header (its values, as the client sent them), or
+    None; more than one is a 400: RFC 9110 allows one, and which of them counts is a guess
+    a proxy in front may make differently (it checks the last, the door would take the first)."""
+    if len(values) > 1:
+        raise DoorError(400, "duplicate_authorization",
+                        f"the request carries {len(values)} Authorization headers; one is allowed",
+                        "send the key in one `Authorization: Bearer KEY` header")
+    return values[0] if values else None
 
 
 def _bearer(header: str | None) -> str | None:

@@ -352,3 +352,46 @@ def test_a_package_with_a_leaf_named_like_a_door_route_is_refused_at_start() -> 
     ctx: Context[Any] = Context(registry, get_context().view, record_type=ServerArgs)
     with pytest.raises(ConfigError, match="leaf 'contracts' is named like the door's route GET /config/contracts"):
         Door(ctx)
+
+
+# -- one credential, one route ----------------------------------------------------------------
+
+READ_KEY = "read-key-5e1a"
+
+
+@pytest.fixture
+def keyed(config_scope: Context[Any]) -> Client:
+    config_scope.publish(ServerArgs(model_path="m", api_key=READ_KEY, admin_api_key=ADMIN_KEY), role="launcher")
+    config_scope.seal()
+    return Client(create_app(Door(config_scope)))
+
+
+@pytest.mark.parametrize(("method", "path"), [("PATCH", "/config"), ("GET", "/server_info"),
+                                              ("GET", "/config/weight_version"), ("GET", "/metrics"),
+                                              ("GET", "/config/contracts")])
+@pytest.mark.parametrize("order", ["admin first", "read first"])
+def test_two_authorization_headers_are_a_400_whichever_comes_first(
+        keyed: Client, method: str, path: str, order: str) -> None:
+    """RFC 9110 allows one: taking the first let the door and a proxy that reads the last
+    see different credentials (`Bearer admin` then `Bearer read` changed the config)."""
+    keys = [f"Bearer {ADMIN_KEY}", f"Bearer {READ_KEY}"]
+    headers = [("Authorization", k) for k in (keys if order == "admin first" else keys[::-1])]
+    before = keyed.get("/server_info", headers=ADMIN).json()["epoch"]
+    body = json.dumps({"source": "ops", "leaves": {"weight_version": "v9"}}).encode()
+    response = keyed.request(method, path, headers=[*headers, ("content-type", "application/json")],
+                             content=body if method == "PATCH" else None)
+    assert response.status_code == 400 and response.json()["error"] == "duplicate_authorization", response.text
+    assert ADMIN_KEY not in response.text and READ_KEY not in response.text
+    assert keyed.get("/server_info", headers=ADMIN).json()["epoch"] == before
+    # one header, either key, is still read as before
+    assert keyed.get(path if method == "GET" else "/server_info", headers={"Authorization": keys[1]}).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/health/", "/metrics/", "/server_info/", "/config/weight_version/", "/config/",
+                                  "/openapi.json/"])
+def test_a_trailing_slash_is_a_404_never_a_redirect_built_from_the_host_header(keyed: Client, path: str) -> None:
+    """Starlette's slash redirect answered without a key, its Location taken from the
+    client's Host header (`Host: evil.example:1` -> `http://evil.example:1/health`)."""
+    response = keyed.get(path, headers={"Host": "evil.example:1"})
+    assert response.status_code == 404 and "location" not in response.headers, (response.status_code, response.headers)
+    assert "evil.example" not in response.text
