@@ -35,6 +35,7 @@ from configbags.runtime.fleet import CONFIG_ROUTES
 from configbags.runtime.keys import (
     ADMIN_KEY_LEAF,
     API_KEY_LEAF,
+    CLIENT_KEY_VARIABLES,
     KEY_LEAVES,
     SAME_KEY,
     SAME_KEY_FIX,
@@ -273,6 +274,22 @@ def check_keys(registry: Registry, values: Mapping[str, Any]) -> None:
             given = " / ".join([*spec.flags[:1], *([f"${spec.env}"] if spec.env else [])]) or name
             raise ConfigError(f"{spec.namespace}.{name} ({given}) {why}, so no request could ever match it; "
                               f"{UNUSABLE_FIX}")
+
+
+def check_client_variables(registry: Registry, values: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+    """Refuse, at start-up, a client's key variable (`CONFIGBAGS_API_KEY`, read by `fleet
+    check` and `rollout`) set in the server's environment while the server's own key is
+    unset: the pod spec meant to protect the server, which would start open. The error names
+    the variable the server reads, never the value."""
+    for variable, name in CLIENT_KEY_VARIABLES.items():
+        if variable not in environ or values.get(name) is not None or name not in registry.leaves:
+            continue
+        spec = registry.leaves[name]
+        given = " or ".join([*spec.flags[:1], *([f"${spec.env}"] if spec.env else [])]) or name
+        raise ConfigError(f"${variable} is set in this server's environment, but it is the variable configbags' "
+                          f"clients (fleet check, rollout) send their key from: the server never reads it, and its "
+                          f"own {spec.namespace}.{name} is not set, so it would start without that key; give the "
+                          f"key to the server as {given} (and unset ${variable} here)")
 
 
 def protection(values: Mapping[str, Any]) -> str:

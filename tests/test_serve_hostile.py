@@ -138,6 +138,10 @@ def test_usable_keys_pass() -> None:
     ({}, ["--api-key", "ключ"], "non-ASCII"),
     ({b"SGLANG_API_KEY": b"k\xffey"}, [], "SGLANG_API_KEY"),
     ({}, ["--api-key", "same-key", "--admin-api-key", "same-key"], "are the same key"),
+    # a client's variable (fleet check, rollout) given to the server: it would start open
+    ({b"CONFIGBAGS_API_KEY": b"SEKRET-c1"}, [], "give the key to the server as --api-key or $SGLANG_API_KEY"),
+    ({b"CONFIGBAGS_ADMIN_KEY": b"SEKRET-c2"}, ["--api-key", "read-key-1"],
+     "give the key to the server as --admin-api-key or $SGLANG_ADMIN_API_KEY"),
 ])
 def test_serve_refuses_an_unusable_key_at_start_up_with_exit_2(
         env: dict[bytes, bytes], argv: list[str], reason: str) -> None:
@@ -148,7 +152,27 @@ def test_serve_refuses_an_unusable_key_at_start_up_with_exit_2(
     )
     stderr = done.stderr.decode("utf-8", "replace")
     assert done.returncode == 2, stderr
-    assert reason in stderr and "Traceback" not in stderr
+    assert reason in stderr and "Traceback" not in stderr and "SEKRET" not in stderr
+
+
+@pytest.mark.parametrize(("environ", "values", "said"), [
+    ({"CONFIGBAGS_API_KEY": "SEKRET-c3"}, {}, "$CONFIGBAGS_API_KEY is set in this server's environment"),
+    ({"CONFIGBAGS_API_KEY": ""}, {"admin_api_key": ADMIN_KEY}, "its own serving.api_key is not set"),
+    ({"CONFIGBAGS_ADMIN_KEY": "SEKRET-c3"}, {"api_key": "read-key-1"}, "--admin-api-key or $SGLANG_ADMIN_API_KEY"),
+    ({"CONFIGBAGS_API_KEY": "SEKRET-c3"}, {"api_key": "read-key-1"}, None),  # the server has its own: no mix-up
+    ({"CONFIGBAGS_ADMIN_KEY": "x"}, {"admin_api_key": ADMIN_KEY}, None),
+    ({"SGLANG_API_KEY": "read-key-1"}, {}, None),
+])
+def test_a_clients_key_variable_on_a_server_without_its_own_key_is_refused(
+        environ: dict[str, str], values: dict[str, Any], said: str | None) -> None:
+    from configbags.serve.door import check_client_variables
+
+    if said is None:
+        check_client_variables(REGISTRY, values, environ)
+        return
+    with pytest.raises(ConfigError) as info:
+        check_client_variables(REGISTRY, values, environ)
+    assert said in str(info.value) and "SEKRET" not in str(info.value)
 
 
 # -- auth cannot be turned off by accident ----------------------------------------------------
