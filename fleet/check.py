@@ -32,12 +32,13 @@ from configbags.fleet.replies import (
 )
 from configbags.runtime.cmdline import UsageErrors, inert
 from configbags.runtime.errors import ConfigError
+from configbags.runtime.keys import CLIENT_API_KEY_VAR
 from configbags.runtime.leaftypes import closest
 from configbags.runtime.project import project_path
 from configbags.runtime.yamlsafe import load_yaml, read_text_limited
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
-KEY_ENV = "CONFIGBAGS_API_KEY"
+KEY_ENV = CLIENT_API_KEY_VAR
 DEFAULT_TIMEOUT_S = 2.0
 
 

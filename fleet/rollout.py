@@ -31,12 +31,13 @@ from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.fleet import ApplyClass, apply_class, route
+from configbags.runtime.keys import CLIENT_ADMIN_KEY_VAR, CLIENT_API_KEY_VAR
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.registry import REDACTED, Registry
 from configbags.runtime.yamlsafe import load_json, read_text_limited
 from configbags.serve.door import check_keys
 
-READ_KEY_ENV, ADMIN_KEY_ENV = "CONFIGBAGS_API_KEY", "CONFIGBAGS_ADMIN_KEY"
+READ_KEY_ENV, ADMIN_KEY_ENV = CLIENT_API_KEY_VAR, CLIENT_ADMIN_KEY_VAR
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROLE = "launcher"  # the role a config file is published as (serve's --role default)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -132,7 +133,8 @@ def shown_argv(argv: Sequence[str], secret: Callable[[str], bool],
     """`argv` as it may be printed (a suggested launch line, a log, an observation file):
     the value after each flag `secret` says is one (`--api-key K`, `--api-key=K`, a short
     alias's attached `-kK`) reads REDACTED; with `secret_variable`, so does the value of an assignment to a variable it
-    names (`env SGLANG_API_KEY=K cmd`); an argument holding a shell command (`sh -c "...
+    names, wherever it stands in its word (`env SGLANG_API_KEY=K cmd`, and every spelling of an env option:
+    `--env=SGLANG_API_KEY=K`, `-e=...`, `-eSGLANG_API_KEY=K`, `--set-env-vars=A=1,SGLANG_API_KEY=K`); an argument holding a shell command (`sh -c "...
     --api-key K"`) is judged word by word (REDACTED whole where it does not split as shell
     words). Everything else is as given. `secret` is usually
     `secret_flags(registry).__contains__`."""
@@ -152,14 +154,31 @@ def shown_argv(argv: Sequence[str], secret: Callable[[str], bool],
             hide = not (eq and value)  # `--api-key= K`: the key is the next word
         elif len(arg) > 2 and arg[0] == "-" and arg[1] != "-" and secret(arg[:2]):
             out.append(f"{arg[:2]}{REDACTED}")  # a short alias with its value attached (`-kKEY`), as argparse takes it
-        elif eq and secret_variable is not None and name.isidentifier() and secret_variable(name):
-            out.append(f"{name}={REDACTED}")
+        elif secret_variable is not None and (cut := _secret_assignment(arg, secret_variable)) is not None:
+            out.append(arg[:cut] + REDACTED)
         else:
             out.append(arg)
     return out
 
 
 _DASHES = frozenset("\u2012\u2013\u2014\u2015\u2212")
+# `NAME=` anywhere in a word; the name may run on from what precedes it (`-eNAME=`)
+_ASSIGNED = re.compile(r"([^\W\d]\w*)=")
+MAX_VARIABLE_CHARS = 256  # longer than any variable name: bounds the tails of a long word tried as one
+
+
+def _secret_assignment(word: str, secret_variable: Callable[[str], bool]) -> int | None:
+    """Where the value starts of the first assignment in `word` to a variable
+    `secret_variable` names, or None. Every tail of the text before an `=` is tried as the
+    name, so whatever precedes it in the same word (`--env=`, `-e=`, `-e`, `A=1,`) does not
+    hide it: one rule for every tool's spelling of an env option (docker, podman, kubectl
+    run, gcloud)."""
+    for match in _ASSIGNED.finditer(word):
+        name = match.group(1)
+        tails = range(max(0, len(name) - MAX_VARIABLE_CHARS), len(name))
+        if any(not name[i].isdigit() and secret_variable(name[i:]) for i in tails):
+            return match.end()
+    return None
 
 
 def _shown_shell(text: str, secret: Callable[[str], bool], secret_variable: Callable[[str], bool] | None) -> str:

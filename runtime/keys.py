@@ -11,6 +11,10 @@ from typing import Any
 API_KEY_LEAF = "api_key"  # reads need this key when it is set
 ADMIN_KEY_LEAF = "admin_api_key"  # PATCH needs this key; unset disables PATCH
 KEY_LEAVES = (API_KEY_LEAF, ADMIN_KEY_LEAF)
+# the variables configbags' clients (`fleet check`, `rollout`) send each key from: the
+# server never reads them, so one set for a server is a mix-up that would leave it open
+CLIENT_API_KEY_VAR, CLIENT_ADMIN_KEY_VAR = "CONFIGBAGS_API_KEY", "CONFIGBAGS_ADMIN_KEY"
+CLIENT_KEY_VARIABLES = {CLIENT_API_KEY_VAR: API_KEY_LEAF, CLIENT_ADMIN_KEY_VAR: ADMIN_KEY_LEAF}
 
 UNUSABLE_FIX = ("give a key of printable ASCII without spaces (e.g. `openssl rand -hex 32`), each flag its own "
                 "word, or leave it unset to turn that protection off")

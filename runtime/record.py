@@ -629,7 +629,28 @@ def record_from_cli_args(
             keep_secrets(registry, values, origins, {key: value}, {key: Origin(Layer.CLI, flag)})
             values[key], origins[key] = value, Origin(Layer.CLI, flag)
     source = "command line" + (f" and {', '.join(paths)}" if paths else "")
-    return build_record(cls, registry, values, origins, source, getattr(namespace, "dump_config", None))
+    dump = getattr(namespace, "dump_config", None)
+    if dump is not None:
+        check_dump_apart(dump, paths)
+    return build_record(cls, registry, values, origins, source, dump)
+
+
+def check_dump_apart(dump: str, configs: Sequence[str]) -> None:
+    """Refuse a --dump-config path that is one of the --config files (the same file by any
+    name: a link to it, a hard link, another spelling of the path): the dump would replace
+    the input, and it leaves the secrets out, so the next start from that file would have
+    no keys."""
+    import os
+
+    for config in configs:
+        try:
+            same = os.path.samefile(dump, config)
+        except OSError:  # the dump does not exist yet, or the input is gone: not one file
+            continue
+        if same:
+            raise RecordError(f"--dump-config {dump} is the --config file {config}: the dump would replace it, "
+                              f"and a dump leaves the secrets out, so the next start from {config} would have no "
+                              f"keys; give the dump a path of its own")
 
 
 class FilteredHelp(argparse.Action):

@@ -27,6 +27,7 @@ from configbags.serve.door import (
     SOURCE_PREFIX,
     Door,
     DoorError,
+    authorization,
     parse_patch,
 )
 from configbags.serve.fleet_routes import add_fleet_routes
@@ -116,7 +117,7 @@ def patch_body_schema(door: Door) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    what = {400: "unknown leaf, bad value or bad body", 401: "missing or bad key",
+    what = {400: "unknown leaf, bad value or bad body, or more than one Authorization header", 401: "missing or bad key",
             403: "policy or owner refuses the leaf", 409: "above the leaf's capacity",
             408: "the body did not arrive in time", 413: "body too large", 503: "a rank did not answer, or left the group (named)"}
     return {c: {"description": what[c], "content": {"application/json": {"schema": ERROR_BODY}}}
@@ -142,8 +143,11 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             refusals.flush(every=True)  # a burst that ended just before shutdown is counted too
             accept_errors.flush()
 
+    # redirect_slashes off: Starlette answers `/health/` with a 307 whose Location it builds
+    # from the client's Host header, without a key (a poisoned cache behind a proxy); no route
+    # here ends in a slash, so such a path is a plain 404
     app = FastAPI(lifespan=lifespan, title="configbags operator API", version="1", docs_url=None, redoc_url=None,
-                  openapi_url="/openapi.json", default_response_class=Readback)
+                  openapi_url="/openapi.json", default_response_class=Readback, redirect_slashes=False)
     rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
     app.state.rank_thread = rank_thread  # serve --watch applies file changes on it too
 
@@ -170,11 +174,11 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         (the group is then degraded until a restart)."""
         return Readback(door.health())
 
-    @app.get("/server_info", responses=_errors(401, 503))
+    @app.get("/server_info", responses=_errors(400, 401, 503))
     async def server_info(request: Request) -> JSONResponse:
         """The operator input (record), the override log, the resolved values, epoch, seal,
         config hash and each rank's epoch and hash; secrets redacted."""
-        door.authorize(request.headers.get("authorization"), admin=False)
+        door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
         return Readback(await run(door.server_info))
 
     add_fleet_routes(app, door)  # first: /config/contracts is not a leaf
@@ -183,7 +187,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     async def explain(leaf: str, request: Request) -> JSONResponse:
         """One leaf: value, layer and source, policy, owner, capacity and history; 503 naming
         a stalled or diverged rank, `degraded` (rank 0's value) once a rank left."""
-        door.authorize(request.headers.get("authorization"), admin=False)
+        door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
         return Readback(door.explain(leaf))
 
     @app.patch(
@@ -195,7 +199,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     async def patch(request: Request) -> JSONResponse:
         """Change leaves as the operator, on every rank, all or none; returns the new epoch
         and the log entries. Needs the admin key."""
-        door.authorize(request.headers.get("authorization"), admin=True)
+        door.authorize(authorization(request.headers.getlist("authorization")), admin=True)
         body = await read_body(request, max_body_bytes, timeout_s=body_timeout_s)
         source, leaves = parse_patch(body)
         return Readback(await run(lambda: door.patch(source, leaves)))

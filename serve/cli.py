@@ -12,6 +12,7 @@ import argparse
 import copy
 import logging
 import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -24,7 +25,14 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.project import load_project
 from configbags.runtime.record import Once
-from configbags.serve.door import DEFAULT_MAX_BODY_BYTES, OPERATOR, Door, check_keys, protection
+from configbags.serve.door import (
+    DEFAULT_MAX_BODY_BYTES,
+    OPERATOR,
+    Door,
+    check_client_variables,
+    check_keys,
+    protection,
+)
 from configbags.serve.listen import (
     DEFAULT_HEAD_TIMEOUT_S,
     DEFAULT_SEND_TIMEOUT_S,
@@ -221,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         given = record.to_dict()
         check_keys(context.registry, given)  # before any rank starts
+        check_client_variables(context.registry, given, os.environ)
         # bound before a rank starts or the start line is printed: a port in use is one line, exit 2
         sockets = bind(str(given.get(HOST_LEAF, DEFAULT_HOST)), int(given.get(PORT_LEAF, DEFAULT_PORT)))
         if args.ranks > 1:

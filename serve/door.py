@@ -14,7 +14,7 @@ import hmac
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ from configbags.runtime.fleet import CONFIG_ROUTES
 from configbags.runtime.keys import (
     ADMIN_KEY_LEAF,
     API_KEY_LEAF,
+    CLIENT_KEY_VARIABLES,
     KEY_LEAVES,
     SAME_KEY,
     SAME_KEY_FIX,
@@ -275,12 +276,39 @@ def check_keys(registry: Registry, values: Mapping[str, Any]) -> None:
                               f"{UNUSABLE_FIX}")
 
 
+def check_client_variables(registry: Registry, values: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+    """Refuse, at start-up, a client's key variable (`CONFIGBAGS_API_KEY`, read by `fleet
+    check` and `rollout`) set in the server's environment while the server's own key is
+    unset: the pod spec meant to protect the server, which would start open. The error names
+    the variable the server reads, never the value."""
+    for variable, name in CLIENT_KEY_VARIABLES.items():
+        if variable not in environ or values.get(name) is not None or name not in registry.leaves:
+            continue
+        spec = registry.leaves[name]
+        given = " or ".join([*spec.flags[:1], *([f"${spec.env}"] if spec.env else [])]) or name
+        raise ConfigError(f"${variable} is set in this server's environment, but it is the variable configbags' "
+                          f"clients (fleet check, rollout) send their key from: the server never reads it, and its "
+                          f"own {spec.namespace}.{name} is not set, so it would start without that key; give the "
+                          f"key to the server as {given} (and unset ${variable} here)")
+
+
 def protection(values: Mapping[str, Any]) -> str:
     """What the door protects, for the start-up line."""
     api, admin = values.get(API_KEY_LEAF), values.get(ADMIN_KEY_LEAF)
     reads = "reads need the api key (or the admin key)" if api else "reads are OPEN to anyone (no --api-key)"
     writes = "changes need the admin key" if admin else "changes are disabled (no --admin-api-key)"
     return f"{reads}; {writes}"
+
+
+def authorization(values: Sequence[str]) -> str | None:
+    """The request's one `Authorization` header (its values, as the client sent them), or
+    None; more than one is a 400: RFC 9110 allows one, and which of them counts is a guess
+    a proxy in front may make differently (it checks the last, the door would take the first)."""
+    if len(values) > 1:
+        raise DoorError(400, "duplicate_authorization",
+                        f"the request carries {len(values)} Authorization headers; one is allowed",
+                        "send the key in one `Authorization: Bearer KEY` header")
+    return values[0] if values else None
 
 
 def _bearer(header: str | None) -> str | None:

@@ -12,7 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from configbags.runtime.fleet import CONTRACTS_ROUTE, apply_class, contracts_readback
-from configbags.serve.door import Door, DoorError, degraded_message
+from configbags.serve.door import Door, DoorError, authorization, degraded_message
 from configbags.serve.metrics import (
     CONTENT_TYPE_LATEST,
     ConfigCollector,
@@ -48,7 +48,7 @@ def add_fleet_routes(app: FastAPI, door: Door) -> None:
         overrides by leaf and source kind, gauges of the schema's `metric: true` leaves, and
         of ranks stalled or gone (always 200: scrapers keep their series). Needs the api key,
         like every read."""
-        door.authorize(request.headers.get("authorization"), admin=False)
+        door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
         return Response(exposition(registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.get(f"/config/{CONTRACTS_ROUTE}")  # no leaf has this name: the generator refuses it
@@ -56,7 +56,7 @@ def add_fleet_routes(app: FastAPI, door: Door) -> None:
         """This server's deployment role and each contract's fingerprint, with every member's
         value, layer, source and rule (secrets are never members); 503 naming the rank while
         the rank group is stalled, diverged or degraded. Needs the api key."""
-        door.authorize(request.headers.get("authorization"), admin=False)
+        door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
         return JSONResponse(contracts(door))
 
 

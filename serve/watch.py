@@ -28,7 +28,8 @@ win over the file). Against the record the server runs with:
   leaves only their owner writes) is not applied: it is listed as restart required, in
   `server_info()`, `/health` details and `configbags_restart_required`, until a restart
   (or until the file says the running value again);
-- a file that does not parse or validate (malformed, half-written, a bad value) changes
+- a file that does not parse or validate (malformed, half-written, a bad value, a key the
+  start-up key rule of `configbags.runtime.keys` refuses, as a restart would) changes
   nothing; the error is reported in the same places until a good file arrives.
 
 Every loop is bounded: one poll per interval, until `stop()`. A watcher whose thread ends
@@ -55,7 +56,7 @@ from configbags.runtime.fleet import ApplyClass, route
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.limits import LIMITS
 from configbags.runtime.yamlsafe import file_kind
-from configbags.serve.door import Door, DoorError, redact
+from configbags.serve.door import Door, DoorError, check_keys, redact
 
 log = logging.getLogger("configbags.serve.watch")
 
@@ -211,6 +212,7 @@ class ConfigWatcher:
             return True
         try:
             record = self.rebuild()
+            self._check_keys(record.to_dict())
         except ConfigError as exc:
             if signature(self.path) == sig:
                 self.seen = sig
@@ -232,6 +234,16 @@ class ConfigWatcher:
         self._candidate = None
         self.apply(jsonable(record.to_dict()))
         return True
+
+    def _check_keys(self, values: Mapping[str, Any]) -> None:
+        """The start-up key rule (`check_keys`), on the file as a restart would read it: a key
+        no client could send (a block scalar's trailing newline, a space in it), or a read key
+        that is the admin key, would make the next start exit 2, so the file is refused whole
+        now rather than shown as "restart required" with its live leaves applied."""
+        try:
+            check_keys(self.door.context.registry, values)
+        except ConfigError as exc:
+            raise ConfigError(f"{self.path}: a restart would refuse this file: {exc}") from None
 
     # -- one new record -------------------------------------------------------------------------
     def apply(self, new: Mapping[str, Any]) -> None:

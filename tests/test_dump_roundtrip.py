@@ -172,3 +172,46 @@ def test_a_dump_path_that_names_a_folder_is_refused(tmp_path: Path, capsys: pyte
         ServerArgs.from_cli(["--model-path", "m", "--dump-config", f"{target}/"], environ={})
     assert exited.value.code == 2 and "it names a folder" in capsys.readouterr().err
     assert not target.exists()
+
+
+@pytest.mark.parametrize("spelling", ["same", "symlink", "hardlink", "dotted"])
+def test_a_dump_path_that_is_a_config_file_is_refused_and_the_file_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], spelling: str) -> None:
+    """`--config F --dump-config F`: the dump would replace F without its keys (a dump
+    leaves the secrets out), so the next start from F would be open. Refused, by any name of
+    the file, naming both, before anything is read or written."""
+    config = tmp_path / "sv.yaml"
+    text = "model_path: /models/a\napi_key: SEKD1\nadmin_api_key: SEKD2\n"
+    config.write_text(text)
+    dump = {"same": config, "symlink": tmp_path / "link.yaml", "hardlink": tmp_path / "hard.yaml",
+            "dotted": tmp_path / "." / "sv.yaml"}[spelling]
+    if spelling == "symlink":
+        dump.symlink_to(config.name)
+    elif spelling == "hardlink":
+        dump.hardlink_to(config)
+    other = tmp_path / "other.yaml"
+    other.write_text("tp_size: 2\n")
+    with pytest.raises(SystemExit) as exited:
+        ServerArgs.from_cli(["--config", str(other), "--config", str(config), "--dump-config", str(dump)], environ={})
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert f"--dump-config {dump} is the --config file {config}" in err and "secrets" in err
+    assert "SEKD" not in err and config.read_text() == text
+
+
+def test_a_dump_that_leaves_secrets_out_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A JSON dump has no comment to name them: the warning at the dump does, never the keys."""
+    config = tmp_path / "sv.yaml"
+    config.write_text("model_path: /models/a\napi_key: SEKD1\nadmin_api_key: SEKD2\n")
+    for name in ["dump.json", "dump.yaml"]:
+        dump = tmp_path / name
+        record = ServerArgs.from_cli(["--config", str(config), "--dump-config", str(dump)], environ={})
+        ctx = get_context()
+        caplog.clear()
+        with ctx.restoring(), caplog.at_level("WARNING"):
+            ctx.publish(record, role="launcher")
+        said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert any(f"config dumped to {dump}" in m and "without its secrets admin_api_key, api_key" in m
+                   for m in said), said
+        assert "SEKD" not in dump.read_text() + caplog.text
+    assert "# Secrets left out (set them as before): admin_api_key, api_key." in dump.read_text()

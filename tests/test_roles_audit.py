@@ -248,6 +248,14 @@ def test_the_recorded_command_line_never_keeps_a_secret(tmp_path: Path) -> None:
     ["true", "--api-key=", "SEKRET-5"],  # an empty `=`, then the key
     ["true", "--api-key SEKRET-5"], ["true", "--api-key\tSEKRET-5"],  # flag and key one word
     ["true", "\u2014api-key", "SEKRET-5"],  # a dash a word processor made
+    # every spelling of an env option: docker, podman, `kubectl run`, gcloud's list of them
+    ["docker", "run", "--env=SGLANG_API_KEY=SEKRET-5", "img"],
+    ["docker", "run", "--env-file", "/dev/null", "-e=SGLANG_API_KEY=SEKRET-5", "img"],
+    ["podman", "run", "--env=SGLANG_ADMIN_API_KEY=SEKRET-5", "img"],
+    ["kubectl", "run", "x", "--image=i", "--env=SGLANG_API_KEY=SEKRET-5"],
+    ["docker", "run", "-eSGLANG_ADMIN_API_KEY=SEKRET-5", "img"],
+    ["gcloud", "run", "deploy", "--set-env-vars=A=1,SGLANG_API_KEY=SEKRET-5"],
+    ["sh", "-c", "docker run --env=SGLANG_API_KEY=SEKRET-5 img"],
 ])
 def test_a_secret_in_the_usual_shapes_of_a_launch_command_is_never_recorded(command: list[str]) -> None:
     """The observation file is shared with reviewers: a key given through `env VAR=`,
@@ -260,6 +268,18 @@ def test_a_secret_in_the_usual_shapes_of_a_launch_command_is_never_recorded(comm
 def test_shown_commands_keep_what_is_no_secret() -> None:
     command = ["env", "CUDA_VISIBLE_DEVICES=0", "sh", "-c", "python app.py --tp-size 2 --port 30000"]
     assert audit.shown_command(command, "configbags.generated") == " ".join(command)
+    command = ["docker", "run", "--env=CUDA_VISIBLE_DEVICES=0", "-e=SGLANG_TP_SIZE=2", "--env=A=1,B=2", "img"]
+    assert audit.shown_command(command, "configbags.generated") == " ".join(command)
+
+
+def test_an_env_option_keeps_its_name_and_only_the_key_is_redacted() -> None:
+    """The reviewer still sees which variable was set: only what follows its `=` goes."""
+    shown = audit.shown_command(["docker", "run", "--env=SGLANG_API_KEY=SEKRET-7", "-e=SGLANG_TP_SIZE=2", "img"],
+                                "configbags.generated")
+    assert shown == "docker run --env=SGLANG_API_KEY=<redacted> -e=SGLANG_TP_SIZE=2 img"
+    # by the schema alone: a variable of a secret leaf that is not named like one
+    assert shown_argv(["docker", "run", "--env=SGLANG_HOOK=SEKRET-7"], set().__contains__,
+                      {"SGLANG_HOOK"}.__contains__) == ["docker", "run", "--env=SGLANG_HOOK=<redacted>"]
 
 
 def test_report_on_a_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -138,6 +138,10 @@ def test_usable_keys_pass() -> None:
     ({}, ["--api-key", "ключ"], "non-ASCII"),
     ({b"SGLANG_API_KEY": b"k\xffey"}, [], "SGLANG_API_KEY"),
     ({}, ["--api-key", "same-key", "--admin-api-key", "same-key"], "are the same key"),
+    # a client's variable (fleet check, rollout) given to the server: it would start open
+    ({b"CONFIGBAGS_API_KEY": b"SEKRET-c1"}, [], "give the key to the server as --api-key or $SGLANG_API_KEY"),
+    ({b"CONFIGBAGS_ADMIN_KEY": b"SEKRET-c2"}, ["--api-key", "read-key-1"],
+     "give the key to the server as --admin-api-key or $SGLANG_ADMIN_API_KEY"),
 ])
 def test_serve_refuses_an_unusable_key_at_start_up_with_exit_2(
         env: dict[bytes, bytes], argv: list[str], reason: str) -> None:
@@ -148,7 +152,27 @@ def test_serve_refuses_an_unusable_key_at_start_up_with_exit_2(
     )
     stderr = done.stderr.decode("utf-8", "replace")
     assert done.returncode == 2, stderr
-    assert reason in stderr and "Traceback" not in stderr
+    assert reason in stderr and "Traceback" not in stderr and "SEKRET" not in stderr
+
+
+@pytest.mark.parametrize(("environ", "values", "said"), [
+    ({"CONFIGBAGS_API_KEY": "SEKRET-c3"}, {}, "$CONFIGBAGS_API_KEY is set in this server's environment"),
+    ({"CONFIGBAGS_API_KEY": ""}, {"admin_api_key": ADMIN_KEY}, "its own serving.api_key is not set"),
+    ({"CONFIGBAGS_ADMIN_KEY": "SEKRET-c3"}, {"api_key": "read-key-1"}, "--admin-api-key or $SGLANG_ADMIN_API_KEY"),
+    ({"CONFIGBAGS_API_KEY": "SEKRET-c3"}, {"api_key": "read-key-1"}, None),  # the server has its own: no mix-up
+    ({"CONFIGBAGS_ADMIN_KEY": "x"}, {"admin_api_key": ADMIN_KEY}, None),
+    ({"SGLANG_API_KEY": "read-key-1"}, {}, None),
+])
+def test_a_clients_key_variable_on_a_server_without_its_own_key_is_refused(
+        environ: dict[str, str], values: dict[str, Any], said: str | None) -> None:
+    from configbags.serve.door import check_client_variables
+
+    if said is None:
+        check_client_variables(REGISTRY, values, environ)
+        return
+    with pytest.raises(ConfigError) as info:
+        check_client_variables(REGISTRY, values, environ)
+    assert said in str(info.value) and "SEKRET" not in str(info.value)
 
 
 # -- auth cannot be turned off by accident ----------------------------------------------------
@@ -352,3 +376,46 @@ def test_a_package_with_a_leaf_named_like_a_door_route_is_refused_at_start() -> 
     ctx: Context[Any] = Context(registry, get_context().view, record_type=ServerArgs)
     with pytest.raises(ConfigError, match="leaf 'contracts' is named like the door's route GET /config/contracts"):
         Door(ctx)
+
+
+# -- one credential, one route ----------------------------------------------------------------
+
+READ_KEY = "read-key-5e1a"
+
+
+@pytest.fixture
+def keyed(config_scope: Context[Any]) -> Client:
+    config_scope.publish(ServerArgs(model_path="m", api_key=READ_KEY, admin_api_key=ADMIN_KEY), role="launcher")
+    config_scope.seal()
+    return Client(create_app(Door(config_scope)))
+
+
+@pytest.mark.parametrize(("method", "path"), [("PATCH", "/config"), ("GET", "/server_info"),
+                                              ("GET", "/config/weight_version"), ("GET", "/metrics"),
+                                              ("GET", "/config/contracts")])
+@pytest.mark.parametrize("order", ["admin first", "read first"])
+def test_two_authorization_headers_are_a_400_whichever_comes_first(
+        keyed: Client, method: str, path: str, order: str) -> None:
+    """RFC 9110 allows one: taking the first let the door and a proxy that reads the last
+    see different credentials (`Bearer admin` then `Bearer read` changed the config)."""
+    keys = [f"Bearer {ADMIN_KEY}", f"Bearer {READ_KEY}"]
+    headers = [("Authorization", k) for k in (keys if order == "admin first" else keys[::-1])]
+    before = keyed.get("/server_info", headers=ADMIN).json()["epoch"]
+    body = json.dumps({"source": "ops", "leaves": {"weight_version": "v9"}}).encode()
+    response = keyed.request(method, path, headers=[*headers, ("content-type", "application/json")],
+                             content=body if method == "PATCH" else None)
+    assert response.status_code == 400 and response.json()["error"] == "duplicate_authorization", response.text
+    assert ADMIN_KEY not in response.text and READ_KEY not in response.text
+    assert keyed.get("/server_info", headers=ADMIN).json()["epoch"] == before
+    # one header, either key, is still read as before
+    assert keyed.get(path if method == "GET" else "/server_info", headers={"Authorization": keys[1]}).status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/health/", "/metrics/", "/server_info/", "/config/weight_version/", "/config/",
+                                  "/openapi.json/"])
+def test_a_trailing_slash_is_a_404_never_a_redirect_built_from_the_host_header(keyed: Client, path: str) -> None:
+    """Starlette's slash redirect answered without a key, its Location taken from the
+    client's Host header (`Host: evil.example:1` -> `http://evil.example:1/health`)."""
+    response = keyed.get(path, headers={"Host": "evil.example:1"})
+    assert response.status_code == 404 and "location" not in response.headers, (response.status_code, response.headers)
+    assert "evil.example" not in response.text

@@ -218,6 +218,34 @@ def test_a_tagged_secret_in_the_file_is_refused_once_and_never_shown(
     assert "SEKRET90" not in shown.upper() and caplog.text.count("!!float") == 1
 
 
+@pytest.mark.parametrize(("keys", "said"), [
+    ("api_key: |\n  SEKRET92\n", "serving.api_key (--api-key / $SGLANG_API_KEY) has surrounding whitespace"),
+    ('api_key: "SEKRET92 x"\n', "serving.api_key (--api-key / $SGLANG_API_KEY) holds whitespace"),
+    ("api_key: SEKRET92\nadmin_api_key: SEKRET92\n", "api_key and admin_api_key are the same key"),
+])
+def test_a_file_whose_keys_serve_refuses_at_start_changes_nothing(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture,
+        keys: str, said: str) -> None:
+    """A key a restart would refuse (exit 2: a crash loop) is no "restart required": the
+    file is refused whole, its live leaves too, and watch.error says why, never the key."""
+    cm, watcher, ctx = watched
+    door = watcher.door
+    assert isinstance(door, WatchedDoor)
+    state = ctx.state
+    cm.publish(BASE.replace("v1", "v2") + keys)
+    settle(watcher)
+    assert ctx.state is state and ctx.state.values["weight_version"] == "v1"
+    error = watcher.status()["error"]
+    assert error.startswith(f"{cm.file}: a restart would refuse this file: ") and said in error, error
+    assert "nothing was changed" in error and door.server_info()["restart_required"] == []
+    assert door.health()["details"]["watch_error"] is True
+    assert "SEKRET92" not in json.dumps(watcher.status()) + caplog.text
+    cm.publish(BASE.replace("v1", "v2") + "api_key: SEKRET92\n")  # a key serve takes: shown as restart required
+    settle(watcher)
+    assert ctx.state.values["weight_version"] == "v2" and watcher.status()["error"] is None
+    assert door.server_info()["restart_required"] == ["api_key"]
+
+
 def test_a_rebuild_that_fails_unexpectedly_is_reported_once_by_type_only(
         watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], caplog: pytest.LogCaptureFixture) -> None:
     cm, watcher, ctx = watched
@@ -392,6 +420,8 @@ def test_a_watched_path_that_becomes_no_regular_file_is_reported_as_such(
     (["--watch", "{a}", "--watch-interval", "nan"], "give between 0.05 and 3600 seconds"),
     (["--watch", "{a}", "--watch-interval", "1e400"], "give between 0.05 and 3600 seconds"),
     (["--max-body-bytes", "99999999999999999999"], "--max-body-bytes must be from 1 to"),
+    # the dump would replace the watched file without its keys: the next start would be open
+    (["--watch", "{a}", "--dump-config", "{a}"], "--dump-config {a} is the --config file {a}"),
 ])
 def test_serve_refuses_what_it_would_silently_follow_wrong(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], said: str) -> None:
@@ -408,7 +438,8 @@ def test_serve_refuses_what_it_would_silently_follow_wrong(
         main(["--package", "configbags.generated", *[f.format(**files) for f in flags], "--model-path", "m"])
     assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert said in err and "Traceback" not in err
+    assert said.format(**files) in err and "Traceback" not in err
+    assert files["a"].read_text() == "weight_version: a\n"
 
 
 def test_a_change_refused_because_a_rank_left_is_not_retried_forever(

@@ -145,7 +145,7 @@ def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
     default (rule results included), so passing it back with `--config` reproduces this
     run on any machine: the same values and the same config hash (the writer quotes for the
     loader's YAML 1.2 and checks the text reads back). Secrets are left out (named in a
-    comment) and set as before. The file is replaced whole or not at all; a path that
+    comment and in a warning logged at the dump) and set as before. The file is replaced whole or not at all; a path that
     cannot be written is an OutputFileError."""
     from configbags.runtime.yamlsafe import dump_json, dump_yaml, write_text_atomic
 
@@ -171,7 +171,13 @@ def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
     else:
         text = "\n".join(header) + "\n" + dump_yaml(values)
     out = write_text_atomic(Path(path), text, "--dump-config")
-    log.info("config dumped to %s (%d values)", out, len(values))
+    if secrets:
+        # said where the operator looks, not only in the file (a JSON dump has no comment):
+        # a server started from the dump alone would have these unset
+        log.warning("config dumped to %s (%d values) without its secrets %s: set them as before (flag or "
+                    "variable) when passing it back with --config", out, len(values), ", ".join(sorted(secrets)))
+    else:
+        log.info("config dumped to %s (%d values)", out, len(values))
     return out
 
 
