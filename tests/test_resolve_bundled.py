@@ -204,6 +204,30 @@ def test_explain_says_no_facts_only_of_rules_that_test_facts(ctx: Any) -> None:
     assert "no facts" in ctx.explain("mem_fraction_static")["note"]
 
 
+def test_explain_reads_the_model_path_a_config_file_gives_and_labels_its_own_placeholder(
+        ctx: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """explain's stand-in model path goes in only where no layer gives one, and is shown as a
+    placeholder; it never overrides a config file at the CLI layer as an operator value."""
+    config = tmp_path / "c.yaml"
+    config.write_text("model_path: /models/real\ntp_size: 2\n")
+    for leaf in ("model_path", "tokenizer_source"):
+        with ctx.restoring():
+            assert cli_main(["explain", leaf, "--config", str(config), "--json"]) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert info["resolved"] == "/models/real" and "placeholder" not in info, leaf
+    with ctx.restoring():
+        assert cli_main(["explain", "model_path", "--config", str(config)]) == 0
+    text = capsys.readouterr().out
+    assert '[config_file: ' in text and 'operator value       "/models/real" from ' in text
+    assert '"model"' not in text
+    with ctx.restoring():
+        assert cli_main(["explain", "model_path"]) == 0  # nothing gives one: the placeholder, said so
+    text = capsys.readouterr().out
+    assert 'model.model_path = "model"   [placeholder: not an operator value]' in text
+    assert "operator value       " not in text
+    assert "placeholder          model_path = \"model\": explain's placeholder: no --model-path" in text
+
+
 def test_the_plan_text_names_the_rule_behind_each_input(ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:
     config = str(REPO / "models" / "gemma-2-9b.json")
     with ctx.restoring():
