@@ -27,7 +27,7 @@ from configbags.generated.registry import LEAVES
 from configbags.generated.server_args import ServerArgs
 from configbags.runtime.dist import export_state, import_state
 from configbags.runtime.errors import ConfigError, RecordError
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, NoValue
 from configbags.server import rules
 
 GiB = 1 << 30
@@ -84,11 +84,13 @@ def test_mem_fraction_static_help_states_the_formula() -> None:
 
 @given(st.integers(1, 4096), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2]), st.booleans(), st.booleans())
 def test_mem_fraction_static_is_always_a_valid_fraction(gib: int, tp: int, pp: int, spec: bool, dp: bool) -> None:
-    value = rules.mem_fraction_static(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
     reserve = rules.reserved_memory_bytes(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
-    # None (no default) exactly when the device is no larger than SGLang's reserve
-    assert (value is None) == (reserve >= gib * GiB)
-    assert value is None or 0.0 <= value < 1.0
+    if reserve >= gib * GiB:  # no default, saying why, exactly when the device is no larger than the reserve
+        with pytest.raises(NoValue, match="is not below the device's"):
+            rules.mem_fraction_static(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
+    else:
+        value = rules.mem_fraction_static(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
+        assert 0.0 <= value < 1.0
 
 
 def test_operator_mem_fraction_static_wins_and_no_facts_leaves_it_unset(ctx: Any) -> None:
