@@ -90,6 +90,20 @@ def test_budget_error_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> N
     assert "no mem_fraction_static fits one request of context_length=131072" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("model", "key"), [("llama-3.1-8b", "intermediate_size"),
+                                            ("deepseek-v2-lite", "n_routed_experts")])
+def test_a_null_count_is_refused_not_planned_as_zero(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, key: str) -> None:
+    """Planned as 0 it took ~10 GiB off the weights and reported KV cache that does not exist."""
+    config = json.loads((MODELS / f"{model}.json").read_text())
+    config[key] = None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["--model-config", str(path), "--gpu", "H100"]) == 2
+    assert f"{path}: a {config['model_type']} " in (err := capsys.readouterr().err)
+    assert f"needs {key}, which it does not define (absent or null)" in err
+
+
 def test_a_reserve_above_the_device_is_named_not_taken_for_missing_gpu_facts(
         capsys: pytest.CaptureFixture[str]) -> None:
     """The GPU facts were given; SGLang's reserve for a 10^8-token chunk (1.5 MiB a token)

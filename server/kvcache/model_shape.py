@@ -252,8 +252,8 @@ HF_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
 # DeepSeek-V2-Lite `q_lora_rank: null`: queries not compressed; Mistral's later
 # `sliding_window: null`: no window). A null for any other (Gemma-2's `head_dim: null`) is
 # refused as missing, as the model's own code could not run it.
-NULL_MEANS_NONE = frozenset({"q_lora_rank", "sliding_window", "use_sliding_window", "attention_bias",
-                             "topk_method", "num_nextn_predict_layers"})
+NULL_MEANS_NONE = frozenset({"q_lora_rank", "sliding_window", "use_sliding_window", "topk_method",
+                             "num_nextn_predict_layers"})
 # Fields that mark a model type's layout and have no constant default (gpt-oss's class
 # derives its alternating layer_types from the layer count): required, so that a trimmed
 # config is refused rather than planned as another layout.
