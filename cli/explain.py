@@ -21,10 +21,16 @@ from typing import Any
 from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
-from configbags.runtime.errors import ConfigError
+from configbags.runtime.errors import ConfigError, MissingLeafError
 from configbags.runtime.project import project_path
 from configbags.runtime.record import parse_cli_words
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
+
+# The one required leaf explain fills in itself, and only where no layer sets it: the model,
+# whose weights explain never loads (--model-config's path, else "model").
+PLACEHOLDER_LEAF = "model_path"
+PLACEHOLDER_SOURCE = ("explain's placeholder: no --model-path, environment variable or config file sets it "
+                      "(explain loads no weights)")
 
 
 def build_parser(package: str | None = None) -> argparse.ArgumentParser:
@@ -85,6 +91,8 @@ def render(info: dict[str, Any]) -> str:
                      f"({forced['layer']}), replaced by a forced rule")
     elif info.get("layer") in ("preset", "config_file", "env", "cli"):
         lines.append(f"  operator value       {json.dumps(info['record'])} from {info['source']}")
+    for leaf, value in info.get("placeholder", {}).items():
+        lines.append(f"  placeholder          {leaf} = {json.dumps(value)}: {PLACEHOLDER_SOURCE}")
     for entry in info["overrides"]:
         lines.append(f"  override epoch {entry['epoch']:<5} {json.dumps(entry['old'])} -> "
                      f"{json.dumps(entry['new'])} from {entry['source']!r}")
@@ -103,13 +111,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert record_type is not None
         server = UsageErrors(prog="configbags explain LEAF", allow_abbrev=False)
         record_type.add_cli_args(server)
-        if "--model-path" not in server_argv and "model_path" in ctx.registry.leaves:
-            server_argv += ["--model-path", str(ns.model_config or "model")]  # explain loads no weights
         # the server's own reading of the words (prefixes, a structured leaf's dotted keys)
-        record = record_type.from_cli_args(parse_cli_words(server, ctx.registry, server_argv))
+        placeholder: str | None = None
+        try:
+            record = record_type.from_cli_args(parse_cli_words(server, ctx.registry, server_argv))
+        except MissingLeafError as exc:
+            if exc.leaf != PLACEHOLDER_LEAF:
+                raise
+            # explain loads no weights: where no flag, variable or config file names the model, any
+            # path will do, and the readback says it is a placeholder (never an operator's value)
+            placeholder = str(ns.model_config or "model")
+            spec = ctx.registry.leaves[PLACEHOLDER_LEAF]
+            words = [*server_argv, spec.flags[0] if spec.flags else f"--{spec.name}", placeholder]
+            record = record_type.from_cli_args(parse_cli_words(server, ctx.registry, words))
         with ctx.restoring():
             ctx.publish(record, role=ns.role, facts=facts_from(ns))
             info = ctx.explain(ns.leaf)
+        if placeholder is not None:
+            info["placeholder"] = {PLACEHOLDER_LEAF: placeholder}
+            if info["leaf"] == PLACEHOLDER_LEAF:
+                info["layer"], info["source"] = "placeholder", "not an operator value"
     except ConfigError as exc:
         print(f"configbags explain: error: {exc}", file=sys.stderr)
         return 2

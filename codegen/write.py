@@ -80,13 +80,24 @@ def check_out(out: Path, schema: Path) -> None:
 def hand_written(out: Path, files: dict[str, str]) -> list[str]:
     """What the swap would remove from a generated folder that the generator did not write:
     a file of another name without the generated mark in its head (a hand-written hook),
-    or a folder (`__pycache__` aside). A file an earlier version generated carries the
-    mark and goes; an empty one holds nothing to lose."""
+    a folder (`__pycache__` aside), and at a name gen writes anything but a regular file
+    (a folder, a symbolic link, a FIFO: gen never writes one, and the swap would delete what
+    it holds or points at). A file an earlier version generated carries the mark and goes;
+    an empty one holds nothing to lose; a regular file at a generated name is gen's own
+    output, replaced as such."""
     found: list[str] = []
     if not out.is_dir():
         return found
     for entry in sorted(out.iterdir()):
-        if entry.name in files or entry.name == "__pycache__":
+        if entry.name in files:
+            if entry.is_symlink():
+                found.append(f"{entry.name} (a symbolic link)")
+            elif entry.is_dir():
+                found.append(f"{entry.name}/ (a folder where gen writes a file)")
+            elif not entry.is_file():
+                found.append(f"{entry.name} (not a regular file)")
+            continue
+        if entry.name == "__pycache__":
             continue
         if entry.is_dir() and not entry.is_symlink():
             found.append(f"{entry.name}/")

@@ -71,8 +71,10 @@ LEAF_PROPERTIES: dict[str, tuple[str, ...] | str] = {
     "writers": ("writers-added", "writers-removed"),
     "env": ("env-added", "env-removed"),
     "secret": ("secret-dropped", "secret-added"),
-    "renamed_from": ("config-key-removed", "removed-early", "removed-as-promised", "deprecated-past-remove-in"),
-    "deprecated": ("leaf-deprecated", "removed-early", "removed-as-promised", "deprecated-past-remove-in"),
+    "renamed_from": ("config-key-removed", "removed-early", "removed-as-promised", "deprecated-past-remove-in",
+                     "remove-in-reached"),
+    "deprecated": ("leaf-deprecated", "removed-early", "removed-as-promised", "deprecated-past-remove-in",
+                   "remove-in-reached"),
     "kind": NO_BEHAVIOUR + "sizing, not semantics; it only changes `hash`'s default, which hash-leaf-* compare",
     "metric": ("metric-removed",),
     "structure": ("structure-narrowed", "structure-widened"),
@@ -109,7 +111,7 @@ RULE_PROPERTIES: dict[str, tuple[str, ...] | str] = {
     "ordered": NO_BEHAVIOUR + "why the order is deliberate (the order itself is compared)",
 }
 SETTINGS_PROPERTIES: dict[str, tuple[str, ...] | str] = {
-    "version": ("removed-early", "removed-as-promised", "deprecated-past-remove-in"),
+    "version": ("removed-early", "removed-as-promised", "deprecated-past-remove-in", "remove-in-reached"),
     "env_prefix": NO_BEHAVIOUR + "which unknown variables are warned about; every bound variable is compared "
                                  "by env-added/env-removed",
     "abbreviations": ("abbreviations-removed", "abbreviations-added"),
@@ -603,19 +605,57 @@ class _Comparer:
                             f"rule {finding.subject!r} ({finding.rule.removeprefix('rule-')})")
 
     def lifecycle(self) -> None:
-        """Deprecations kept past the release that promised their removal."""
+        """Deprecations at or past the release that promised their removal. Where the old
+        schema still accepted the spelling, every launch that sets it fails from this version
+        on (a deprecation added past its `remove_in`, or a version bump onto it): breaking,
+        as a removal is. Where it already failed, keeping it declared is only clutter."""
         for leaf in self.new.leaves.values():
             dep = leaf.deprecated
             if dep is not None and dep.remove_in is not None and self.new.version_reached(dep.remove_in):
-                self.add("deprecated-past-remove-in", leaf.name, leaf.at("deprecated"),
-                         f"leaf {leaf.name!r} is still declared at version {self.new.version}, past its "
-                         f"remove_in {dep.remove_in}", "remove it (its spellings already fail)")
+                before = self._old_leaf(leaf)
+                if before is not None and not self._failed_before(before):
+                    if before.deprecated is None:  # no release ever warned about it
+                        why = f"its deprecation (since {dep.since}) is new"
+                        fix = f"give it a remove_in after {self.new.version}, so operators get a release of warnings"
+                    else:
+                        why = f"version {self.old.version} accepted it"
+                        fix = f"keep the version below {dep.remove_in} until operators have moved" + (
+                            f" to {dep.use!r}" if dep.use else "")
+                    self.add("remove-in-reached", leaf.name, leaf.at("deprecated"),
+                             f"leaf {leaf.name!r} fails from version {self.new.version} on (its remove_in is "
+                             f"{dep.remove_in}; {why}): every launch, config file and variable setting it "
+                             "is refused", fix)
+                else:
+                    self.add("deprecated-past-remove-in", leaf.name, leaf.at("deprecated"),
+                             f"leaf {leaf.name!r} is still declared at version {self.new.version}, past its "
+                             f"remove_in {dep.remove_in}", "remove it (its spellings already fail)")
+            before = self._old_leaf(leaf)
+            accepted = set() if before is None else {
+                o.name for o in before.old if not self.old.version_reached(o.remove_in)}
             for old in leaf.old:
-                if self.new.version_reached(old.remove_in):
+                if not self.new.version_reached(old.remove_in):
+                    continue
+                if old.name in accepted:
+                    self.add("remove-in-reached", old.name, leaf.at("renamed_from"),
+                             f"old spelling {old.name!r} of {leaf.name!r} fails from version {self.new.version} "
+                             f"on (its remove_in is {old.remove_in}; version {self.old.version} accepted it)",
+                             f"keep the version below {old.remove_in} until operators have moved to {leaf.name!r}")
+                else:
                     self.add("deprecated-past-remove-in", old.name, leaf.at("renamed_from"),
                              f"old spelling {old.name!r} of {leaf.name!r} is still listed at version "
                              f"{self.new.version}, past its remove_in {old.remove_in}",
                              "drop it from `renamed_from` (it already fails)")
+
+    def _old_leaf(self, leaf: LeafView) -> LeafView | None:
+        """The old schema's leaf this one continues: the same name, or one it was renamed from."""
+        for name in (leaf.name, *(o.name for o in leaf.old)):
+            if name in self.old.leaves:
+                return self.old.leaves[name]
+        return None
+
+    def _failed_before(self, leaf: LeafView) -> bool:
+        dep = leaf.deprecated
+        return dep is not None and self.old.version_reached(dep.remove_in)
 
     def namespaces(self) -> None:
         """A namespace gone is an accessor (`get_<name>()`) or a bag attribute gone, even

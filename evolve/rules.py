@@ -66,7 +66,10 @@ _TABLE = (
     Rule("required-leaf-added", B, (OP,), "a new leaf must be given"),
     Rule("preset-removed", B, (OP,), "a preset is gone"),
     Rule("preset-changed", W, (OP,), "a preset sets other values"),
-    Rule("deprecated-past-remove-in", W, (OP,), "a leaf or old spelling is kept past the `remove_in` it promised"),
+    Rule("deprecated-past-remove-in", W, (OP,), "a leaf or old spelling is kept past the `remove_in` it promised "
+         "(it already failed in the old schema)"),
+    Rule("remove-in-reached", B, (OP,), "a leaf or old spelling the old schema accepted fails now: the new version "
+         "is at its `remove_in` (a deprecation added past it, or a version bump onto it)"),
     Rule("leaf-deprecated", INFO, (OP,), "a leaf is newly deprecated"),
     Rule("leaf-renamed", W, (CODE,), "a leaf is renamed through `renamed_from`: operators keep the old "
          "spelling (with a warning), engine code reads the new attribute"),

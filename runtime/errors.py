@@ -54,6 +54,16 @@ class RecordError(ConfigError, ValueError):
     """Bad operator input for the raw ServerArgs record (config file, dict or CLI)."""
 
 
+class MissingLeafError(RecordError):
+    """A required leaf no layer gives (`leaf` names it): a tool that only reads the config
+    (explain) may then supply a placeholder, and say so, where it would never override a
+    layer that does give one."""
+
+    def __init__(self, message: str, leaf: str) -> None:
+        super().__init__(message)
+        self.leaf = leaf
+
+
 class InputFileError(ConfigError, ValueError):
     """A file configbags was given that it cannot read: missing, not a regular file (a FIFO,
     a device), over the input limits, not UTF-8, not parseable or of the wrong shape."""

@@ -26,7 +26,13 @@ from typing import Any, TypeVar
 import attrs
 
 from configbags.runtime import nested
-from configbags.runtime.errors import LeafValueError, OutputFileError, RecordError, YamlError
+from configbags.runtime.errors import (
+    LeafValueError,
+    MissingLeafError,
+    OutputFileError,
+    RecordError,
+    YamlError,
+)
 from configbags.runtime.leaftypes import (
     NONE_LIKE_SECRET,
     check_bounds,
@@ -318,7 +324,8 @@ def build_record(cls: type[R], registry: Registry, values: Mapping[str, Any], or
         spec = leaves[missing[0]]
         flag = spec.flags[0] if spec.flags else spec.name
         env = f", set ${spec.env}" if spec.env else ""
-        raise RecordError(f"{source}: {spec.name} is required: pass {flag}{env} or set {spec.name} in --config FILE")
+        raise MissingLeafError(f"{source}: {spec.name} is required: pass {flag}{env} or set {spec.name} in "
+                               "--config FILE", spec.name)
     checked = {k: check_value(leaves[k], v, _where(origins.get(k), source)) for k, v in values.items()}
     if dump_config is not None:  # refused with the flags, not after publish installed the config
         from configbags.runtime.yamlsafe import check_output_path

@@ -271,9 +271,15 @@ class Verdict:
                 "value": jsonable(redacted(spec, self.value))}
 
 
+class NoValue(Exception):
+    """A rule function's "no opinion" with the reason, for the inputs it was given (`raise
+    NoValue("the reserve ... is not below the device's ...")`): explain shows the reason
+    where a bare None would only say the rule had no opinion."""
+
+
 def evaluate(rule: RuleSpec, facts: Facts, values: Mapping[str, Any]) -> tuple[str | None, Any]:
     """(None, value) when `rule` applies to these facts and values, else (reason, None).
-    A function rule answering None has no opinion."""
+    A function rule answering None, or raising NoValue with its reason, has no opinion."""
     for cond in rule.when:
         present, value = _subject(cond.subject, facts, values)
         if not present and cond.op != "present":
@@ -290,6 +296,9 @@ def evaluate(rule: RuleSpec, facts: Facts, values: Mapping[str, Any]) -> tuple[s
         args.append(value)
     try:
         result = rule.fn(*args)
+    except NoValue as exc:
+        reason = str(exc) if len(str(exc)) <= 400 else str(exc)[:400] + "..."
+        return f"{rule.fn.__name__} gave no value: {reason}", None
     except Exception as exc:
         given = ", ".join(f"{name}={short_repr(a)}" for name, a in zip(rule.inputs, args, strict=True))
         raise RuleFunctionError(

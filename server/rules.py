@@ -1,11 +1,13 @@
 """The rule functions of the bundled server schema (schema/rules.yaml names them). Plain
 typed functions of the rule's declared inputs; returning None means "no opinion" (the
-leaf keeps its lower layer). Each docstring names the SGLang code it follows.
+leaf keeps its lower layer), and raising NoValue says why. Each docstring names the SGLang code it follows.
 
 These rules are the one place the server's hardware and model decisions live: the KV
 planner reads the values they resolved and decides none of them again (docs/PLAN.md)."""
 
 from __future__ import annotations
+
+from configbags.runtime.resolve import NoValue
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -90,20 +92,21 @@ def mem_fraction_static(
     max_prefill_tokens: int = 16384,
     disable_cuda_graph: bool = False,
     disable_decode_cuda_graph: bool = False,
-) -> float | None:
+) -> float:
     """Share of GPU memory for weights plus the KV pool, after reserving room for
     activations and CUDA graphs: `round((gpu_mem - reserved) / gpu_mem, 3)` in MiB with
     `reserved_memory_bytes` (on an H100 at tp 1: 512 + 8192 * 1.5 + 128 + 256 * 2 MiB,
     0.835). The parameters after the memory have defaults, so a schema without pipeline,
     chunking or graph leaves may list fewer inputs; a device no larger than the reserve gets
-    no default (the planner then asks for --mem-fraction-static). Follows SGLang's
+    no default (NoValue, saying so; the planner then asks for --mem-fraction-static). Follows SGLang's
     `handle_gpu_memory_settings` (arg_groups/memory_hook.py)."""
     reserved = reserved_memory_bytes(
         gpu_memory_bytes, tp_size, pp_size, chunked_prefill_size, cuda_graph_max_bs_decode,
         enable_dp_attention, dp_size, max_prefill_tokens, disable_cuda_graph, disable_decode_cuda_graph,
     )
-    if reserved >= gpu_memory_bytes:
-        return None  # a device smaller than SGLang's reserve: no default to give
+    if reserved >= gpu_memory_bytes:  # a device smaller than SGLang's reserve: no default to give
+        raise NoValue(f"the reserve SGLang keeps for activations and CUDA graphs, {reserved / GiB:.2f} GiB, "
+                      f"is not below the device's {gpu_memory_bytes:,} bytes ({gpu_memory_bytes / GiB:.2f} GiB)")
     gpu_mib = gpu_memory_bytes / MiB
     return round((gpu_mib - reserved / MiB) / gpu_mib, 3)
 

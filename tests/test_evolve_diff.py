@@ -65,6 +65,18 @@ def test_the_exit_code_follows_fail_on(tmp_path: Path, capsys: pytest.CaptureFix
     assert diff.main([*breaking, "--no-cache"]) == 1
 
 
+def test_a_spelling_that_fails_from_the_new_version_on_fails_ci(capsys: pytest.CaptureFixture[str]) -> None:
+    """A deprecation added past its remove_in, and a version bump onto one, make every launch
+    that sets the leaf fail: breaking, so the default --fail-on exits 1 (it was 0)."""
+    old, new = (str(CASES / "remove-in-reached" / s) for s in ("old", "new"))
+    assert diff.main([old, new, "--no-cache"]) == 1
+    out = capsys.readouterr().out
+    assert "leaf 'queue_timeout' fails from version 2.0 on (its remove_in is 1.8; its deprecation" in out
+    assert "leaf 'old_knob' fails from version 2.0 on (its remove_in is 2.0; version 1.9 accepted it)" in out
+    past = [str(CASES / "deprecated-past-remove-in" / s) for s in ("old", "new")]  # failed already: clutter
+    assert diff.main([*past, "--no-cache"]) == 0
+
+
 def test_json_names_rule_severity_audience_and_place(capsys: pytest.CaptureFixture[str]) -> None:
     old, new = (str(CASES / "secret-dropped" / s) for s in ("old", "new"))
     diff.main([old, new, "--no-cache", "--json"])

@@ -198,6 +198,47 @@ def test_gen_refuses_to_remove_what_it_did_not_write(
     assert not (out / "old_module.py").exists() and not (out / ".keep").exists()
 
 
+@pytest.mark.parametrize("kind", ["folder", "symlink", "fifo"])
+def test_gen_refuses_what_is_not_a_regular_file_at_a_name_it_writes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    """A folder, a link or a FIFO at the path of a generated file (`ROLES.md/` holding a
+    file) would be deleted with the swap: refused like other foreign content, nothing lost."""
+    import os
+
+    from genutil import copy_case, generate
+
+    schema = copy_case("tiny", tmp_path)
+    out = tmp_path / "generated"
+    assert generate(schema, out) == 0
+    name = next(p.name for p in sorted(out.iterdir()) if p.suffix == ".md")
+    target = out / name
+    target.unlink()
+    kept = tmp_path / "elsewhere.txt"
+    kept.write_text("MINE\n")
+    if kind == "folder":
+        target.mkdir()
+        (target / "x").write_text("MINE\n")
+        shown = f"{name}/ (a folder where gen writes a file)"
+    elif kind == "symlink":
+        target.symlink_to(kept)
+        shown = f"{name} (a symbolic link)"
+    else:
+        os.mkfifo(target)
+        shown = f"{name} (not a regular file)"
+    namespace = next((schema / "namespaces").glob("*.yaml"))
+    namespace.write_text(namespace.read_text() + "\n")  # any edit: gen has something to write
+    capsys.readouterr()
+    assert generate(schema, out) == 2
+    err = capsys.readouterr().err
+    assert f"holds {shown}, which gen did not write" in err and "nothing was written" in err
+    if kind == "folder":
+        assert (target / "x").read_text() == "MINE\n"
+    elif kind == "symlink":
+        assert target.is_symlink() and kept.read_text() == "MINE\n"
+    else:
+        assert not target.is_file() and target.exists()
+
+
 @pytest.mark.parametrize("kind", ["file", "symlink"])
 def test_out_must_be_a_folder(tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
     from genutil import copy_case, generate

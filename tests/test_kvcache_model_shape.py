@@ -4,12 +4,17 @@ config files by hand, and parameter counts are the published ones."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 
 from configbags.server.kvcache.errors import ModelConfigError
 from configbags.server.kvcache.model_shape import (
+    HF_DEFAULTS,
+    NULL_MEANS_NONE,
     LayerKind,
     WeightEstimate,
     load_model_shape,
@@ -225,3 +230,104 @@ def test_quantized_checkpoints(quantization_config: dict[str, object], method: s
 
 def test_awq_8b_checkpoint_is_about_5_7_gb() -> None:
     assert load("llama-3.1-8b-awq").weights.bytes(2) / 1e9 == pytest.approx(5.73, abs=0.01)
+
+
+# -- a count absent or null is refused, or read as a documented fallback, never as 0 --------
+
+def _trimmed(name: str, key: str, how: str) -> dict[str, object]:
+    config = json.loads((MODELS / f"{name}.json").read_text())
+    if how == "absent":
+        del config[key]
+    else:
+        config[key] = None
+    return config
+
+
+@pytest.mark.parametrize(("name", "key", "how", "family"), [
+    ("llama-3.1-8b", "intermediate_size", "absent", "llama (attention)"),
+    ("llama-3.1-8b", "intermediate_size", "null", "llama (attention)"),
+    ("qwen2.5-7b", "intermediate_size", "absent", "qwen2 (attention)"),
+    ("gemma-2-9b", "intermediate_size", "null", "gemma2 (attention)"),
+    ("gpt-oss-20b", "intermediate_size", "absent", "gpt_oss (attention)"),
+    ("gpt-oss-20b", "num_local_experts", "null", "gpt_oss (attention)"),
+    ("nemotron-h-56b", "intermediate_size", "absent", "nemotron_h (mamba2)"),
+    ("deepseek-v2-lite", "n_routed_experts", "null", "deepseek_v2 (mla)"),
+    ("deepseek-v2-lite", "n_shared_experts", "absent", "deepseek_v2 (mla)"),
+    ("deepseek-v2-lite", "intermediate_size", "absent", "deepseek_v2 (mla)"),  # its first layer is dense
+    ("deepseek-v3", "first_k_dense_replace", "null", "deepseek_v3 (mla)"),
+    ("qwen3-next-80b-a3b", "num_experts", "null", "qwen3_next (gated_delta_net)"),
+    ("qwen3-next-80b-a3b", "shared_expert_intermediate_size", "absent", "qwen3_next (gated_delta_net)"),
+])
+def test_a_missing_or_null_count_is_refused_naming_file_field_and_type(
+        name: str, key: str, how: str, family: str) -> None:
+    with pytest.raises(ModelConfigError) as err:
+        model_shape_from_dict(_trimmed(name, key, how), source="trimmed.json")
+    assert str(err.value).startswith(f"trimmed.json: a {family} model config needs {key}, which it does not define")
+    assert "copy it from the published config.json" in str(err.value)
+
+
+@pytest.mark.parametrize("key", ["kv_lora_rank", "n_routed_experts", "hybrid_override_pattern", "layer_types"])
+def test_a_layout_key_gone_never_plans_another_layout(key: str) -> None:
+    """The key that marks a model type's layout, absent: refused, not planned as a dense model."""
+    for name in ("deepseek-v3", "nemotron-h-56b", "gpt-oss-20b"):
+        config = json.loads((MODELS / f"{name}.json").read_text())
+        if key in config:
+            del config[key]
+            with pytest.raises(ModelConfigError, match=f"needs {key}"):
+                model_shape_from_dict(config, source="trimmed.json")
+
+
+def test_another_name_for_the_mlp_width_is_pointed_at_never_read() -> None:
+    config = _trimmed("llama-3.1-8b", "intermediate_size", "absent")
+    config["ffn_dim"] = 14336
+    with pytest.raises(ModelConfigError, match="it has ffn_dim: if that is the MLP width, name it intermediate_size"):
+        model_shape_from_dict(config, source="x.json")
+
+
+# The fallbacks every config class shares (model_shape's HF_DEFAULTS comment): what an absent
+# field is read as where the model type's class has no default of its own.
+_GENERIC: dict[str, Callable[[dict[str, Any]], object]] = {
+    "num_key_value_heads": lambda c: c["num_attention_heads"],
+    "head_dim": lambda c: c["hidden_size"] // c["num_attention_heads"],
+    "num_nextn_predict_layers": lambda c: 0,
+    "torch_dtype": lambda c: "float32",
+    "tie_word_embeddings": lambda c: str(c["model_type"]).startswith("gemma"),
+}
+# not counts: an unknown type is planned generically with a warning, no quantization_config is
+# an unquantized checkpoint
+_NOT_COUNTS = {"architectures", "model_type", "quantization_config"}
+
+
+def _geometry(config: dict[str, Any]) -> object:
+    shape = model_shape_from_dict(config, source="x.json")
+    return attrs.evolve(shape, config={}, warnings=())
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in MODELS.glob("*.json")))
+def test_every_field_of_every_bundled_config_absent_or_null_is_refused_or_its_fallback(name: str) -> None:
+    """Property over every field of every bundled config: without it (absent, or null) the
+    config is refused, or planned exactly as with the documented fallback written in."""
+    config = json.loads((MODELS / f"{name}.json").read_text())
+    defaults = HF_DEFAULTS.get(config["model_type"], {})
+    refusals: list[tuple[str, str]] = []
+    for key in sorted(set(config) - _NOT_COUNTS):
+        fallback = defaults[key] if key in defaults else _GENERIC[key](config) if key in _GENERIC else config[key]
+        for how in ("absent", "null"):
+            if how == "null" and key in NULL_MEANS_NONE:
+                continue  # null is "none" there (DeepSeek-V2-Lite's q_lora_rank), a value of its own
+            try:
+                got = _geometry(_trimmed(name, key, how))
+            except ModelConfigError as exc:
+                refusals.append((key, str(exc)))
+                continue
+            expected = _geometry({**config, key: fallback})
+            assert got == expected, f"{name}: {key} {how} is planned as neither refused nor its fallback {fallback!r}"
+    assert all(key in message for key, message in refusals), refusals  # each refusal names its field
+
+
+def test_the_attackers_trimmed_llama_no_longer_plans_phantom_kv() -> None:
+    """Llama-3.1-8B without intermediate_size used to weigh 4.46 GiB (real 14.96): refused now."""
+    whole = load("llama-3.1-8b").weights.bytes(2) / 2**30
+    assert whole == pytest.approx(14.96, abs=0.01)
+    with pytest.raises(ModelConfigError, match="needs intermediate_size"):
+        model_shape_from_dict(_trimmed("llama-3.1-8b", "intermediate_size", "absent"), source="x.json")

@@ -90,6 +90,38 @@ def test_budget_error_is_one_clear_line(capsys: pytest.CaptureFixture[str]) -> N
     assert "no mem_fraction_static fits one request of context_length=131072" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("model", "key"), [("llama-3.1-8b", "intermediate_size"),
+                                            ("deepseek-v2-lite", "n_routed_experts")])
+def test_a_null_count_is_refused_not_planned_as_zero(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str, key: str) -> None:
+    """Planned as 0 it took ~10 GiB off the weights and reported KV cache that does not exist."""
+    config = json.loads((MODELS / f"{model}.json").read_text())
+    config[key] = None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["--model-config", str(path), "--gpu", "H100"]) == 2
+    assert f"{path}: a {config['model_type']} " in (err := capsys.readouterr().err)
+    assert f"needs {key}, which it does not define (absent or null)" in err
+
+
+def test_a_reserve_above_the_device_is_named_not_taken_for_missing_gpu_facts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The GPU facts were given; SGLang's reserve for a 10^8-token chunk (1.5 MiB a token)
+    is larger than the device, so the rule gives no share: the refusal says that."""
+    assert main(["--model-config", LLAMA, "--gpu", "H100", "--chunked-prefill-size", "100000000"]) == 2
+    err = capsys.readouterr().err
+    assert "publish with GPU facts" not in err
+    assert ("the reserve SGLang keeps out of it for activations and CUDA graphs, 146485.50 GiB "
+            "(chunked_prefill_size 100000000, cuda_graph_max_bs_decode 256, tp_size 1, pp_size 1), "
+            "is not below the device's 79.65 GiB") in err
+    assert "lower --chunked-prefill-size" in err
+    with get_context().restoring():  # explain gives the rule's reason, not a bare "no opinion"
+        assert configbags(["explain", "mem_fraction_static", "--model-path", "m", "--gpu-memory", "1GiB"]) == 0
+    out = capsys.readouterr().out
+    assert ("rule mem_fraction_static_from_gpu_memory skipped: mem_fraction_static gave no value: the reserve SGLang "
+            "keeps for activations and CUDA graphs, 3.64 GiB, is not below the device's 1,073,741,824 bytes") in out
+
+
 def test_context_that_does_not_fit_is_capped_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
     # Llama-3.1-8B on 24 GiB holds 19025 tokens (test_kvcache_plan): SGLang caps requests at
     # 19024 and runs; so does the plan, and --require-full-context makes it an error.

@@ -27,7 +27,7 @@ from configbags.generated.registry import LEAVES
 from configbags.generated.server_args import ServerArgs
 from configbags.runtime.dist import export_state, import_state
 from configbags.runtime.errors import ConfigError, RecordError
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, NoValue
 from configbags.server import rules
 
 GiB = 1 << 30
@@ -84,11 +84,13 @@ def test_mem_fraction_static_help_states_the_formula() -> None:
 
 @given(st.integers(1, 4096), st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2]), st.booleans(), st.booleans())
 def test_mem_fraction_static_is_always_a_valid_fraction(gib: int, tp: int, pp: int, spec: bool, dp: bool) -> None:
-    value = rules.mem_fraction_static(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
     reserve = rules.reserved_memory_bytes(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
-    # None (no default) exactly when the device is no larger than SGLang's reserve
-    assert (value is None) == (reserve >= gib * GiB)
-    assert value is None or 0.0 <= value < 1.0
+    if reserve >= gib * GiB:  # no default, saying why, exactly when the device is no larger than the reserve
+        with pytest.raises(NoValue, match="is not below the device's"):
+            rules.mem_fraction_static(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
+    else:
+        value = rules.mem_fraction_static(gib * GiB, tp, pp, enable_dp_attention=dp, dp_size=2 if dp else 1)
+        assert 0.0 <= value < 1.0
 
 
 def test_operator_mem_fraction_static_wins_and_no_facts_leaves_it_unset(ctx: Any) -> None:
@@ -202,6 +204,30 @@ def test_explain_says_no_facts_only_of_rules_that_test_facts(ctx: Any) -> None:
     assert ctx.explain("page_size")["rule"] == "page_size_flashmla"
     assert "note" not in ctx.explain("page_size")
     assert "no facts" in ctx.explain("mem_fraction_static")["note"]
+
+
+def test_explain_reads_the_model_path_a_config_file_gives_and_labels_its_own_placeholder(
+        ctx: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """explain's stand-in model path goes in only where no layer gives one, and is shown as a
+    placeholder; it never overrides a config file at the CLI layer as an operator value."""
+    config = tmp_path / "c.yaml"
+    config.write_text("model_path: /models/real\ntp_size: 2\n")
+    for leaf in ("model_path", "tokenizer_source"):
+        with ctx.restoring():
+            assert cli_main(["explain", leaf, "--config", str(config), "--json"]) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert info["resolved"] == "/models/real" and "placeholder" not in info, leaf
+    with ctx.restoring():
+        assert cli_main(["explain", "model_path", "--config", str(config)]) == 0
+    text = capsys.readouterr().out
+    assert '[config_file: ' in text and 'operator value       "/models/real" from ' in text
+    assert '"model"' not in text
+    with ctx.restoring():
+        assert cli_main(["explain", "model_path"]) == 0  # nothing gives one: the placeholder, said so
+    text = capsys.readouterr().out
+    assert 'model.model_path = "model"   [placeholder: not an operator value]' in text
+    assert "operator value       " not in text
+    assert "placeholder          model_path = \"model\": explain's placeholder: no --model-path" in text
 
 
 def test_the_plan_text_names_the_rule_behind_each_input(ctx: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -35,6 +35,12 @@ class ConfigFields:
     def has(self, key: str) -> bool:
         return self._config.get(key) is not None
 
+    def declares(self, key: str) -> bool:
+        """The key is in the config, null or not: what it spells marks the model's layout
+        (a DeepSeek `n_routed_experts: null` is still a DeepSeek MoE), and integer() then
+        refuses the null as missing rather than planning another family."""
+        return key in self._config
+
     def refuse(self, key: str, value: Any, rule: str) -> ModelConfigError:
         return ModelConfigError(f"{self.source}: {key} is {value!r}; {rule}")
 
@@ -93,7 +99,21 @@ class ConfigFields:
     def check(self, family: str) -> None:
         if self.missing:
             names = ", ".join(sorted(set(self.missing)))
+            pronoun = "it" if len(set(self.missing)) == 1 else "them"
+            hints = "".join(
+                f"; it has {other}: if that is the {what}, name it {key}"
+                for key in sorted(set(self.missing)) for other, what in _OTHER_NAMES.get(key, ())
+                if self.has(other)
+            )
             raise ModelConfigError(
                 f"{self.source}: a {family} model config needs {names}, which it does not "
-                "define; add them (copy them from the published config.json)"
+                f"define (absent or null){hints}; add {pronoun} (copy {pronoun} from the published config.json)"
             )
+
+
+# Names other exporters give a count the planner reads under its Hugging Face name. They
+# are never read in its place (an `ffn_dim` may be an ungated MLP, which sizes differently):
+# the refusal only points at them.
+_OTHER_NAMES: Mapping[str, tuple[tuple[str, str], ...]] = {
+    "intermediate_size": (("ffn_dim", "MLP width"), ("ffn_hidden_size", "MLP width"), ("n_inner", "MLP width")),
+}

@@ -230,11 +230,51 @@ KNOWN_ARCHITECTURES = frozenset({
 })
 
 
+# What an absent field means where the model type's Hugging Face config class gives it a
+# default (that class's own model's value: Gemma-2's 256-wide heads, DeepSeek's 1536 query
+# rank), read as if the config.json spelled it. Everything else a count the estimate needs
+# is required by name (refused, absent or null), apart from the conventions every class
+# shares: no num_key_value_heads is plain MHA, no head_dim is hidden_size / heads, no
+# num_nextn_predict_layers is no MTP draft layers, no torch_dtype is float32.
+HF_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    "gemma2": {"head_dim": 256, "sliding_window": 4096},
+    "gpt_oss": {"head_dim": 64, "attention_bias": True},
+    "qwen3_next": {"head_dim": 256},
+    "mistral": {"sliding_window": 4096},
+    "qwen2": {"use_sliding_window": False},
+    "qwen2_moe": {"use_sliding_window": False},
+    "qwen3": {"use_sliding_window": False},
+    "qwen3_moe": {"use_sliding_window": False},
+    "nemotron_h": {"mlp_hidden_act": "relu2"},
+    "deepseek_v2": {"q_lora_rank": 1536},
+    "deepseek_v3": {"q_lora_rank": 1536, "topk_method": "noaux_tc", "num_nextn_predict_layers": 1},
+}
+# Of those defaults, the ones whose explicit null Hugging Face reads as "none" or "off" (a
+# DeepSeek-V2-Lite `q_lora_rank: null`: queries not compressed; Mistral's later
+# `sliding_window: null`: no window). A null for any other (Gemma-2's `head_dim: null`) is
+# refused as missing, as the model's own code could not run it.
+NULL_MEANS_NONE = frozenset({"q_lora_rank", "sliding_window", "use_sliding_window", "topk_method",
+                             "num_nextn_predict_layers"})
+# Fields that mark a model type's layout and have no constant default (gpt-oss's class
+# derives its alternating layer_types from the layer count): required, so that a trimmed
+# config is refused rather than planned as another layout.
+REQUIRED_BY_TYPE: Mapping[str, tuple[str, ...]] = {
+    "gpt_oss": ("layer_types",),
+    "nemotron_h": ("hybrid_override_pattern",),
+    "deepseek_v2": ("kv_lora_rank",),
+    "deepseek_v3": ("kv_lora_rank",),
+}
+
+
 def model_shape_from_dict(
     config: Mapping[str, Any], *, source: str, name: str | None = None
 ) -> ModelShape:
-    f = ConfigFields(config, source)
-    model_type = f.string("model_type", "unknown")
+    model_type = ConfigFields(config, source).string("model_type", "unknown")
+    # an explicit null stays null (as Hugging Face reads it); only an absent key takes the default
+    f = ConfigFields({**HF_DEFAULTS.get(model_type, {}), **config}, source)
+    f.missing.extend(key for key in REQUIRED_BY_TYPE.get(model_type, ()) if not f.has(key))
+    f.missing.extend(key for key in HF_DEFAULTS.get(model_type, {})
+                     if key in config and config[key] is None and key not in NULL_MEANS_NONE)
     num_layers = f.integer("num_hidden_layers", maximum=MAX_LAYERS)
     hidden = f.integer("hidden_size")
     vocab = f.integer("vocab_size")
@@ -277,7 +317,7 @@ def model_shape_from_dict(
 
     mla: MlaShape | None = None
     if family == "mla":
-        q_lora = config.get("q_lora_rank")
+        q_lora = f.get("q_lora_rank")  # null: queries are not compressed (DeepSeek-V2-Lite)
         mla = MlaShape(
             kv_lora_rank=f.integer("kv_lora_rank"),
             qk_rope_head_dim=f.integer("qk_rope_head_dim"),
@@ -374,7 +414,8 @@ def _layer_kinds(f: ConfigFields, model_type: str, n: int) -> tuple[str, tuple[L
     if f.has("sliding_window_pattern"):  # Gemma-3 style: every pattern-th layer is full
         every = f.integer("sliding_window_pattern")
         return "attention", tuple(full if (i + 1) % every == 0 else sliding for i in range(n))
-    if f.get("use_sliding_window") is False:  # Qwen2 declares a window it does not use
+    if f.declares("use_sliding_window") and f.get("use_sliding_window") is not True:
+        # Qwen2 declares a window it does not use (false, or null: as transformers reads it)
         return "attention", (full,) * n
     if f.get("use_sliding_window") is True and f.has("max_window_layers"):
         first = f.integer("max_window_layers", minimum=0)
@@ -573,14 +614,18 @@ def _linear_params(f: ConfigFields, s: LinearStateShape, hidden: int) -> int:
 
 
 def _experts_key(f: ConfigFields, model_type: str, family: str) -> str | None:
-    """The field that counts a MoE model's routed experts, by family (None: dense MLPs)."""
+    """The field that counts a MoE model's routed experts (None: dense MLPs). The MoE
+    layouts are told apart by the key that names their experts, null or not, and by model
+    type, so that a null expert count is refused rather than planned as a dense model."""
     if family == "mamba2":
         return None
-    if f.has("n_routed_experts"):  # DeepSeek V2/V3
+    if f.declares("n_routed_experts") or model_type in ("deepseek_v2", "deepseek_v3"):
         return "n_routed_experts"
-    if model_type == "qwen3_next" or f.has("num_experts"):
+    if f.declares("num_experts") or model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         return "num_experts"
-    return "num_local_experts" if f.has("num_local_experts") else None  # gpt-oss, Mixtral
+    if f.declares("num_local_experts") or model_type in ("gpt_oss", "mixtral"):
+        return "num_local_experts"  # gpt-oss, Mixtral
+    return None
 
 
 def _routed_experts(f: ConfigFields, model_type: str, family: str) -> int:
@@ -593,41 +638,50 @@ def _mlp_params(
 ) -> Callable[[int, LayerKind], tuple[_Params, int]]:
     """A function: layer index and kind -> (dense MLP and router params, routed-expert
     params). Routers are ReplicatedLinear without quantization in SGLang."""
-    inter = f.optional_int("intermediate_size", 0)  # absent: no dense MLP; given, a real width
     gated = 2 if f.get("mlp_hidden_act") == "relu2" else 3
 
-    def dense(size: int, kinds: int = gated) -> _Params:  # gate/up read hidden, down the width
+    def dense(kinds: int = gated) -> _Params:  # gate/up read hidden, down the width
+        # the dense MLP width is read only where the layout has a dense MLP, and then it is
+        # required: an absent or null width is refused, never sized as an MLP of 0 parameters
+        size = f.integer("intermediate_size")
         return _Params(layer=kinds * hidden * size, g_idx_whole=hidden, g_idx_sharded=size)
 
     key = _experts_key(f, model_type, family)
     if family == "mamba2":
         # Nemotron-H: MLP only in "-" blocks, up and down projections with relu^2.
-        return lambda _i, kind: ((dense(inter), 0) if kind is LayerKind.NONE else (_Params(), 0))
+        mlp = dense()
+        return lambda _i, kind: ((mlp, 0) if kind is LayerKind.NONE else (_Params(), 0))
+    # every count of a layout is required (Hugging Face's own defaults are one published
+    # model's numbers, DeepSeek-V3's 256 experts and 3 dense layers, not a meaning of absence)
     if key == "n_routed_experts":
         experts = f.integer("n_routed_experts")
-        shared = f.optional_int("n_shared_experts", 0, minimum=0)
+        shared = f.integer("n_shared_experts", minimum=0)
         moe_inter = f.integer("moe_intermediate_size")
-        first_dense = f.optional_int("first_k_dense_replace", 0, minimum=0)
+        first_dense = f.integer("first_k_dense_replace", minimum=0)
         router = experts * hidden + (experts if f.get("topk_method") == "noaux_tc" else 0)
+        head = dense(3) if first_dense else _Params()
 
         def deepseek(i: int, _kind: LayerKind) -> tuple[_Params, int]:
             if i < first_dense:
-                return dense(inter, 3), 0
+                return head, 0
             return _Params(layer=shared * 3 * hidden * moe_inter, unquantized=router), experts * 3 * hidden * moe_inter
 
         return deepseek
     if key == "num_experts":
         experts, moe_inter = f.integer("num_experts"), f.integer("moe_intermediate_size")
-        shared_inter = f.optional_int("shared_expert_intermediate_size", 0, minimum=0)
+        # Qwen2-MoE and Qwen3-Next have a shared expert (its width is required), Qwen3-MoE none
+        shared_inter = (f.integer("shared_expert_intermediate_size") if model_type in ("qwen2_moe", "qwen3_next")
+                        else f.optional_int("shared_expert_intermediate_size", 0, minimum=0))
         # router and the shared expert's scalar gate (replicated), the shared expert
         layers = _Params(layer=3 * hidden * shared_inter,
                          unquantized=experts * hidden + (hidden if shared_inter else 0))
         return lambda _i, _kind: (layers, experts * 3 * hidden * moe_inter)
     if key == "num_local_experts":  # gpt-oss: fused gate_up with biases, router with bias
-        experts = f.integer("num_local_experts")
+        experts, inter = f.integer("num_local_experts"), f.integer("intermediate_size")
         per_expert = hidden * 2 * inter + 2 * inter + inter * hidden + hidden
         return lambda _i, _kind: (_Params(unquantized=experts * hidden + experts), experts * per_expert)
-    return lambda _i, _kind: (dense(inter), 0)
+    mlp = dense()
+    return lambda _i, _kind: (mlp, 0)
 
 
 __all__ = [

@@ -241,6 +241,17 @@ def _resolve(shape: ModelShape, s: PlanSettings, memory: DeviceMemory, log: _Log
                                     enable_dp_attention=dp_attention, dp_size=s.attn_dp_size,
                                     disable_cuda_graph=s.disable_cuda_graph,
                                     disable_decode_cuda_graph=s.disable_decode_cuda_graph)
+    if s.mem_fraction_static is None and reserve >= memory.capacity:
+        # the rule had the device's memory, and SGLang's reserve leaves nothing of it: the rule
+        # gives no share, and asking for GPU facts would send the operator after what they gave
+        raise SettingsError(
+            f"mem_fraction_static is unresolved: the reserve SGLang keeps out of it for activations and "
+            f"CUDA graphs, {gib(reserve)} (chunked_prefill_size {s.chunked_prefill_size}, "
+            f"cuda_graph_max_bs_decode {s.cuda_graph_max_bs_decode}, tp_size {s.tp_size}, pp_size {s.pp_size}), "
+            f"is not below the device's {gib(memory.capacity)} ({memory.source}), so the rule "
+            "mem_fraction_static_from_gpu_memory gives no share; lower --chunked-prefill-size or "
+            "--cuda-graph-max-bs-decode, or pass --mem-fraction-static"
+        )
     mfs = _decided(
         s.mem_fraction_static, "mem_fraction_static",
         "pass --mem-fraction-static, or publish with GPU facts (Facts(GpuFacts(memory_bytes=...))) "
