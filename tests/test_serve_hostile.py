@@ -138,6 +138,10 @@ def test_usable_keys_pass() -> None:
     ({}, ["--api-key", "ключ"], "non-ASCII"),
     ({b"SGLANG_API_KEY": b"k\xffey"}, [], "SGLANG_API_KEY"),
     ({}, ["--api-key", "same-key", "--admin-api-key", "same-key"], "are the same key"),
+    # ignored, each would start with reads open (attack nine #5)
+    ({b"SGLANG_API_TOKEN": b"SEKRET"}, [], "is close to SGLANG_API_KEY, the variable of the secret"),
+    ({b"sglang_api_key": b"SEKRET"}, [], "differs only in case from SGLANG_API_KEY"),
+    ({b"SGLANG_API_KEY_FILE": b"/nonexistent/k"}, [], "cannot read '/nonexistent/k', the file of the secret"),
 ])
 def test_serve_refuses_an_unusable_key_at_start_up_with_exit_2(
         env: dict[bytes, bytes], argv: list[str], reason: str) -> None:
@@ -148,7 +152,7 @@ def test_serve_refuses_an_unusable_key_at_start_up_with_exit_2(
     )
     stderr = done.stderr.decode("utf-8", "replace")
     assert done.returncode == 2, stderr
-    assert reason in stderr and "Traceback" not in stderr
+    assert reason in stderr and "Traceback" not in stderr and "SEKRET" not in stderr
 
 
 # -- auth cannot be turned off by accident ----------------------------------------------------
