@@ -31,7 +31,9 @@ back with a stale config) and logs it, and from then on the group is degraded, a
 left, with why), and changes are refused naming it, since they need every rank. A restart
 brings the group back.
 
-The store listens on 127.0.0.1 only, on a port the kernel picks, and everything the ranks
+The store lives in a process of its own (`configbags.serve.storehost`: what connects to it
+never uses up the door's descriptors, and torch's messages from it are logged at a bounded
+rate). It listens on 127.0.0.1 only, on a port the kernel picks, and everything the ranks
 post is signed with a secret made for this launch (handed to the workers in their
 environment, never on the command line) and the launch's identity: a value some other
 local process writes into the store is refused and logged, naming the key, never obeyed.
@@ -68,6 +70,7 @@ from configbags.runtime.dist import Layout
 from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.resolve import NO_FACTS
+from configbags.serve.storehost import StoreHost
 
 if TYPE_CHECKING:
     from configbags.runtime import dist
@@ -144,6 +147,7 @@ class RankGroup:
         self._expected: set[str] = set()
         self._swept: dict[str, int] = {}  # what was removed since the last log line -> how many
         self._swept_logged = -math.inf
+        self._store: StoreHost | None = None
 
     def start(self, record: Any, *, role: str) -> None:
         """Start the workers, join the group, publish `record` on every rank and seal.
@@ -154,6 +158,8 @@ class RankGroup:
         self._check_layout(record)
         listener = socket.create_server(("127.0.0.1", 0), backlog=128)
         self.addr = f"127.0.0.1:{listener.getsockname()[1]}"
+        # never the door's: what connects to the store uses up that process's descriptors
+        self._store = StoreHost.start(listener, dict(os.environ))
         secret = secrets.token_hex(32)
         env = {**os.environ, SECRET_ENV: secret,
                # an idle worker's waits time out every POLL_S, which c10d logs as a warning
@@ -173,7 +179,8 @@ class RankGroup:
                 os.close(writer)
         from configbags.runtime import dist
 
-        store = dist.connect_store(self.addr, is_master=True, timeout=JOIN_TIMEOUT_S, listener=listener)
+        self._store.wait_ready(JOIN_TIMEOUT_S)
+        store = dist.connect_store(self.addr, is_master=False, timeout=JOIN_TIMEOUT_S)
         self._await_workers(store)
         # every worker reached the store: the rest of the join is round trips
         dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo", timeout=self.timeout,
@@ -254,8 +261,8 @@ class RankGroup:
                 self.sweep()
 
     def sweep(self) -> None:
-        """Bound what the rendezvous store holds (it lives in this process, and any local
-        process that finds its port can write into it): a key outside configbags' prefix
+        """Bound what the rendezvous store holds (any local process that finds its port can
+        write into it, and its process keeps it all): a key outside configbags' prefix
         that was not there when the group came up (torch writes its keys while the process
         group forms, never after) is removed; a value under the prefix that this launch did
         not sign is replaced by an empty one, atomically (compare-and-set on exactly its
@@ -313,6 +320,13 @@ class RankGroup:
         after LEAVE_AFTER missed collectives (then ended here). They never come back until a
         restart."""
         with self._watch_lock:
+            host = self._store if self.dctx is not None else None
+            code = host.exited() if host is not None else None
+            if host is not None and code is not None:  # every rank's store went with it: none can go on
+                for rank in range(1, self.world_size):
+                    if rank not in self._left:
+                        self._end(rank, f"lost the rendezvous store, whose process (pid {host.proc.pid}) exited "
+                                        f"with code {code}")
             for rank in self.dead():
                 if rank not in self._left:
                     code = self.procs[rank - 1].returncode
@@ -534,6 +548,8 @@ class RankGroup:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._pipes.clear()
+        if self._store is not None:  # last: the workers' stop goes through it
+            self._store.stop(grace_s)
 
 
 def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int, secret: bytes,
