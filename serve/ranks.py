@@ -1,6 +1,9 @@
-"""`configbags serve --ranks N`: this process is rank 0 of a gloo group and starts N-1
-worker processes (ranks 1..N-1) that adopt its config; an HTTP change is applied on every
-rank through `configbags.runtime.dist` (one override broadcast, same entries and epoch).
+"""`configbags serve --ranks N`: this process is rank 0 of a group and starts N-1 worker
+processes (ranks 1..N-1) that adopt its config; an HTTP change is applied on every rank
+through `configbags.runtime.dist` (one override broadcast, same entries and epoch). The
+ranks share the rendezvous store alone: no torch process group is formed, so no transport
+listens in the door's process (gloo's listener keeps every connection any local process
+makes to it, and enough of them would use up the door's descriptors).
 
 The group's collectives must be entered by every rank in the same order, but a worker
 cannot know when an operator will call. So rank 0 posts each operation under a numbered
@@ -16,7 +19,7 @@ timeout, or that has not finished an operation posted more than a timeout ago, i
 /health says so, and requests fail at once with 503 naming it, nothing applied. Every
 collective runs through the store (`configbags.runtime.dist`), so a stalled worker that is
 continued finishes the operations it missed on its own, in step again, and the group is
-back in service as soon as it beats (no gloo collective is left for it to hang in).
+back in service as soon as it beats (no transport collective is left for it to hang in).
 
 Each worker also posts what it holds after every operation (`serve/state/<rank>`: epoch,
 config hash and a digest of every resolved value, runtime leaves included, which the
@@ -183,7 +186,9 @@ class RankGroup:
         store = dist.connect_store(self.addr, is_master=False, timeout=JOIN_TIMEOUT_S)
         self._await_workers(store)
         # every worker reached the store: the rest of the join is round trips
-        dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo", timeout=self.timeout,
+        # no torch process group: every collective runs through the store, and gloo's listener
+        # would keep every connection any local process makes to it, in the door's process
+        dctx = dist.init_distributed(0, self.world_size, store=store, timeout=self.timeout, process_group=False,
                                      context=self.context, secret=secret.encode(), leave_after=LEAVE_AFTER)
         dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
         self.dctx = dctx
@@ -558,7 +563,7 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
     from configbags.runtime import dist
 
     context = load_context(package)
-    dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, backend="gloo",
+    dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, process_group=False,
                                  timeout=JOIN_TIMEOUT_S, context=context, secret=secret)
     store = dctx.store
     # liveness goes through a client of its own (the main one may be inside a long wait)
