@@ -19,7 +19,7 @@ import logging
 import re
 import sys
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -459,54 +459,138 @@ def parse_env(spec: LeafSpec, name: str, text: str) -> Any:
         ) from None
 
 
+FILE_SUFFIX = "_FILE"  # NAME_FILE=/run/secrets/k: the Docker and Kubernetes way to pass a secret as a file
+
+
+def secret_variables(registry: Registry) -> dict[str, str]:
+    """Every variable that sets a secret leaf (old names too), and each one's `_FILE` form
+    (unless the schema declares that name for a leaf of its own) -> the leaf. Derived from
+    the schema's secret leaves, so a project's own secrets are covered alike."""
+    declared = registry.env_names
+    found: dict[str, str] = {}
+    for name, leaf in declared.items():
+        if registry.leaves[leaf].secret:
+            found[name] = leaf
+            if name + FILE_SUFFIX not in declared:
+                found[name + FILE_SUFFIX] = leaf
+    return found
+
+
+def read_secret_file(variable: str, path: str, spec: LeafSpec) -> str:
+    """The secret in the file that `variable` (a secret's `NAME_FILE`) names, read as every
+    config file is (a regular file within the size limit, opened without blocking: a FIFO
+    or a device is refused, never waited on), with one trailing newline stripped (what
+    `echo key > file` and a Kubernetes Secret written by hand leave). Errors name the
+    variable and the file, never what it holds."""
+    from configbags.runtime.yamlsafe import read_text_limited  # yaml only when a variable is set
+
+    leaf = f"{spec.namespace}.{spec.name}"
+    if not path.strip():
+        raise RecordError(f"environment variable {variable} is set but empty: it names the file that holds the "
+                          f"secret {leaf}; give the file's path, or unset {variable}")
+    try:
+        text = read_text_limited(Path(path))
+    except YamlError as exc:
+        raise RecordError(f"environment variable {variable} names a file the secret {leaf} cannot be read from: "
+                          f"{exc}; fix the file or unset {variable}") from None
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or type(exc).__name__
+        raise RecordError(f"environment variable {variable}: cannot read {path!a}, the file of the secret {leaf} "
+                          f"({why}); fix the path or unset {variable}") from None
+    for end in ("\r\n", "\n"):
+        if text.endswith(end):
+            text = text[: -len(end)]
+            break
+    if none_like(text):
+        raise RecordError(f"{path!a}, the file environment variable {variable} names for the secret {leaf}, "
+                          f"{NONE_LIKE_SECRET}")
+    return text
+
+
 def read_env(
     registry: Registry, environ: Mapping[str, str], docs: str = ""
 ) -> tuple[dict[str, Any], dict[str, Origin]]:
     """The env layer: every declared variable that is set, parsed by type (an old name and
-    the current one of the same leaf both set are refused); unknown variables under the
-    engine prefix are warned about with a did-you-mean, Kubernetes service variables excepted."""
+    the current one of the same leaf both set are refused); a secret's variable may be
+    given as a file instead (`NAME_FILE`, never both). Unknown variables under the engine
+    prefix are warned about with a did-you-mean, Kubernetes service variables excepted;
+    one that resembles a secret's variable is refused (`refuse_secret_lookalike`)."""
     values: dict[str, Any] = {}
     origins: dict[str, Origin] = {}
     declared = registry.env_names
+    secrets = secret_variables(registry)
     seen: dict[str, str] = {}  # leaf -> the variable that set it
     for name in sorted(declared, key=lambda n: registry.leaves[declared[n]].env == n):
-        if name not in environ:
-            continue
         leaf = declared[name]
         spec = registry.leaves[leaf]
+        file_form = name + FILE_SUFFIX if secrets.get(name + FILE_SUFFIX) == leaf else ""
+        if file_form in environ and name in environ:
+            raise RecordError(
+                f"environment variables {name} and {file_form} are both set, for the secret "
+                f"{spec.namespace}.{leaf} (the second names a file holding it); unset one")
+        given = name if name in environ else file_form if file_form in environ else ""
+        if not given:
+            continue
         if leaf in seen:  # an old name and the current one: neither may silently win
             raise RecordError(
-                f"environment variables {seen[leaf]} and {name} are both set, for "
+                f"environment variables {seen[leaf]} and {given} are both set, for "
                 f"{spec.namespace}.{leaf} (one is an old name of the other); unset one, "
                 f"keeping {spec.env or name}"
             )
-        seen[leaf] = name
+        seen[leaf] = given
         if spec.env != name:
             old = next(r for r in spec.renamed_from if r.env == name)
-            leaf_for(registry, old.name, "$" + name, "environment")
-        source = f"environment variable {name}"
-        values[leaf] = check_value(spec, parse_env(spec, name, environ[name]), source)
+            leaf_for(registry, old.name, "$" + given, "environment")
+        text = environ[given] if given == name else read_secret_file(given, environ[given], spec)
+        source = f"environment variable {given}"
+        values[leaf] = check_value(spec, parse_env(spec, given, text), source)
         if spec.env == name:
-            leaf_for(registry, leaf, "$" + name, "environment", values[leaf])
-        origins[leaf] = Origin(Layer.ENV, f"${name}")
+            leaf_for(registry, leaf, "$" + given, "environment", values[leaf])
+        origins[leaf] = Origin(Layer.ENV, f"${given}")
+    known = {**declared, **secrets}
     prefix = registry.env_prefix
-    if prefix:
-        for name in sorted(environ):
-            if name.startswith(prefix) and name not in declared and not KUBERNETES_ENV.match(name):
-                # compared without the prefix every name shares, which would make any two close
-                tails = {n[len(prefix):]: n for n in declared if n.startswith(prefix)}
-                near = [tails[t] for t in difflib.get_close_matches(name[len(prefix):], tails, n=1, cutoff=0.8)]
-                secret = registry.leaves[declared[near[0]]] if near else None
-                if secret is not None and secret.secret:
-                    # as the same typo in a flag is refused: ignored, it would leave the secret
-                    # unset (an api key: reads open to anyone) with only a warning to show for it
-                    raise RecordError(
-                        f"environment variable {name} is not a known setting, and is close to {near[0]}, the "
-                        f"variable of the secret {secret.namespace}.{secret.name}: a mistyped secret would leave "
-                        f"it unset; rename it to {near[0]} (or unset {name})")
-                warn_once("$" + name, f"environment variable {name} is not a known setting"
-                                      f"{closest(name, declared)}; it is ignored (see {docs or reference()})")
+    for name in sorted(environ):
+        if name in known or KUBERNETES_ENV.match(name.upper()):
+            continue
+        near = nearest_variable(prefix, name, known)
+        refuse_secret_lookalike(registry, name, near, secrets)
+        if prefix and name.upper().startswith(prefix.upper()):  # sglang_x is not read: the case counts
+            hint = f" (did you mean {near!r}?)" if near else ""
+            warn_once("$" + name, f"environment variable {name} is not a known setting{hint}; it is ignored "
+                                  f"(see {docs or reference()})")
     return values, origins
+
+
+def nearest_variable(prefix: str | None, name: str, known: Iterable[str]) -> str | None:
+    """The known variable `name` most likely means: the same but for case, else under the
+    prefix (in any case) the closest one compared without the prefix every name shares
+    (which would make any two close: SGLANG_TP_SIZEE is nothing like SGLANG_API_KEY)."""
+    upper = name.upper()
+    same_case = {n.upper(): n for n in known}
+    if upper in same_case:
+        return same_case[upper]
+    if not prefix or not upper.startswith(prefix.upper()):
+        return None
+    tails = {(n[len(prefix):] if n.startswith(prefix) else n): n for n in known}
+    match = difflib.get_close_matches(upper[len(prefix):], tails, n=1, cutoff=0.6)
+    return tails[match[0]] if match else None
+
+
+def refuse_secret_lookalike(registry: Registry, name: str, near: str | None, secrets: Mapping[str, str]) -> None:
+    """Refuse an unknown variable whose nearest known one (`nearest_variable`, the
+    did-you-mean its warning would show) is a secret's variable or that variable's `_FILE`
+    form: `sglang_api_key`, `SGLANG_API_TOKEN`, `SGLANG_APIKEY`. Ignored, it would leave the
+    secret unset (an api key: reads open to anyone) behind a warning; the same typo as a
+    flag is refused."""
+    if near is None or near not in secrets:
+        return
+    spec = registry.leaves[secrets[near]]
+    what = (f"the file form of {near[: -len(FILE_SUFFIX)]}, the variable" if near not in registry.env_names
+            else "the variable")
+    how = "differs only in case from" if name.upper() == near.upper() else "is not a known setting, and is close to"
+    raise RecordError(
+        f"environment variable {name} {how} {near}, {what} of the secret {spec.namespace}.{spec.name}: "
+        f"ignored, it would leave the secret unset; rename it to {near} (or unset {name})")
 
 
 def keep_secrets(registry: Registry, below: Mapping[str, Any], below_origins: Mapping[str, Origin],

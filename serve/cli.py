@@ -113,7 +113,7 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                "GET /server_info, GET /config/{leaf}, PATCH /config, GET /openapi.json.",
     )
     parser.add_argument("--ranks", type=int, default=1, metavar="N",
-                        help="hold the config on N gloo ranks: this process is rank 0 and starts "
+                        help="hold the config on N ranks: this process is rank 0 and starts "
                              f"N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks; at "
                              f"most {MAX_RANKS})")
     parser.add_argument("--rank-timeout", type=_rank_timeout, default=10.0, metavar="S",

@@ -1,6 +1,9 @@
-"""`configbags serve --ranks N`: this process is rank 0 of a gloo group and starts N-1
-worker processes (ranks 1..N-1) that adopt its config; an HTTP change is applied on every
-rank through `configbags.runtime.dist` (one override broadcast, same entries and epoch).
+"""`configbags serve --ranks N`: this process is rank 0 of a group and starts N-1 worker
+processes (ranks 1..N-1) that adopt its config; an HTTP change is applied on every rank
+through `configbags.runtime.dist` (one override broadcast, same entries and epoch). The
+ranks share the rendezvous store alone: no torch process group is formed, so no transport
+listens in the door's process (gloo's listener keeps every connection any local process
+makes to it, and enough of them would use up the door's descriptors).
 
 The group's collectives must be entered by every rank in the same order, but a worker
 cannot know when an operator will call. So rank 0 posts each operation under a numbered
@@ -16,7 +19,7 @@ timeout, or that has not finished an operation posted more than a timeout ago, i
 /health says so, and requests fail at once with 503 naming it, nothing applied. Every
 collective runs through the store (`configbags.runtime.dist`), so a stalled worker that is
 continued finishes the operations it missed on its own, in step again, and the group is
-back in service as soon as it beats (no gloo collective is left for it to hang in).
+back in service as soon as it beats (no transport collective is left for it to hang in).
 
 Each worker also posts what it holds after every operation (`serve/state/<rank>`: epoch,
 config hash and a digest of every resolved value, runtime leaves included, which the
@@ -31,7 +34,9 @@ back with a stale config) and logs it, and from then on the group is degraded, a
 left, with why), and changes are refused naming it, since they need every rank. A restart
 brings the group back.
 
-The store listens on 127.0.0.1 only, on a port the kernel picks, and everything the ranks
+The store lives in a process of its own (`configbags.serve.storehost`: what connects to it
+never uses up the door's descriptors, and torch's messages from it are logged at a bounded
+rate). It listens on 127.0.0.1 only, on a port the kernel picks, and everything the ranks
 post is signed with a secret made for this launch (handed to the workers in their
 environment, never on the command line) and the launch's identity: a value some other
 local process writes into the store is refused and logged, naming the key, never obeyed.
@@ -68,6 +73,7 @@ from configbags.runtime.dist import Layout
 from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.resolve import NO_FACTS
+from configbags.serve.storehost import StoreHost
 
 if TYPE_CHECKING:
     from configbags.runtime import dist
@@ -144,6 +150,7 @@ class RankGroup:
         self._expected: set[str] = set()
         self._swept: dict[str, int] = {}  # what was removed since the last log line -> how many
         self._swept_logged = -math.inf
+        self._store: StoreHost | None = None
 
     def start(self, record: Any, *, role: str) -> None:
         """Start the workers, join the group, publish `record` on every rank and seal.
@@ -154,6 +161,8 @@ class RankGroup:
         self._check_layout(record)
         listener = socket.create_server(("127.0.0.1", 0), backlog=128)
         self.addr = f"127.0.0.1:{listener.getsockname()[1]}"
+        # never the door's: what connects to the store uses up that process's descriptors
+        self._store = StoreHost.start(listener, dict(os.environ))
         secret = secrets.token_hex(32)
         env = {**os.environ, SECRET_ENV: secret,
                # an idle worker's waits time out every POLL_S, which c10d logs as a warning
@@ -173,10 +182,13 @@ class RankGroup:
                 os.close(writer)
         from configbags.runtime import dist
 
-        store = dist.connect_store(self.addr, is_master=True, timeout=JOIN_TIMEOUT_S, listener=listener)
+        self._store.wait_ready(JOIN_TIMEOUT_S)
+        store = dist.connect_store(self.addr, is_master=False, timeout=JOIN_TIMEOUT_S)
         self._await_workers(store)
         # every worker reached the store: the rest of the join is round trips
-        dctx = dist.init_distributed(0, self.world_size, store=store, backend="gloo", timeout=self.timeout,
+        # no torch process group: every collective runs through the store, and gloo's listener
+        # would keep every connection any local process makes to it, in the door's process
+        dctx = dist.init_distributed(0, self.world_size, store=store, timeout=self.timeout, process_group=False,
                                      context=self.context, secret=secret.encode(), leave_after=LEAVE_AFTER)
         dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
         self.dctx = dctx
@@ -254,8 +266,8 @@ class RankGroup:
                 self.sweep()
 
     def sweep(self) -> None:
-        """Bound what the rendezvous store holds (it lives in this process, and any local
-        process that finds its port can write into it): a key outside configbags' prefix
+        """Bound what the rendezvous store holds (any local process that finds its port can
+        write into it, and its process keeps it all): a key outside configbags' prefix
         that was not there when the group came up (torch writes its keys while the process
         group forms, never after) is removed; a value under the prefix that this launch did
         not sign is replaced by an empty one, atomically (compare-and-set on exactly its
@@ -313,6 +325,13 @@ class RankGroup:
         after LEAVE_AFTER missed collectives (then ended here). They never come back until a
         restart."""
         with self._watch_lock:
+            host = self._store if self.dctx is not None else None
+            code = host.exited() if host is not None else None
+            if host is not None and code is not None:  # every rank's store went with it: none can go on
+                for rank in range(1, self.world_size):
+                    if rank not in self._left:
+                        self._end(rank, f"lost the rendezvous store, whose process (pid {host.proc.pid}) exited "
+                                        f"with code {code}")
             for rank in self.dead():
                 if rank not in self._left:
                     code = self.procs[rank - 1].returncode
@@ -534,6 +553,8 @@ class RankGroup:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._pipes.clear()
+        if self._store is not None:  # last: the workers' stop goes through it
+            self._store.stop(grace_s)
 
 
 def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int, secret: bytes,
@@ -542,7 +563,7 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
     from configbags.runtime import dist
 
     context = load_context(package)
-    dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, backend="gloo",
+    dctx = dist.init_distributed(rank, world_size, init_addr=init_addr, process_group=False,
                                  timeout=JOIN_TIMEOUT_S, context=context, secret=secret)
     store = dctx.store
     # liveness goes through a client of its own (the main one may be inside a long wait)

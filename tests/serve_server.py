@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -27,14 +28,18 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, *flags: str, start_timeout: float = 90.0, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *flags: str, start_timeout: float = 90.0, env: dict[str, str] | None = None,
+                 max_files: int | None = None) -> None:
+        """`max_files`: the server's file-descriptor limit (RLIMIT_NOFILE), lowered so a
+        flood of connections that would use them up stays small."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._log = tempfile.NamedTemporaryFile(prefix="configbags-serve-", suffix=".log", delete=False)  # noqa: SIM115
         argv = [sys.executable, "-m", "configbags", "serve", "--rank-timeout", "3",
                 "--model-path", "/models/m", "--host", "127.0.0.1", "--port", str(self.port), *flags]
         self.proc = subprocess.Popen(argv, cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env})
+                                     stdin=subprocess.DEVNULL, env=None if env is None else {**os.environ, **env},
+                                     preexec_fn=None if max_files is None else lambda: _limit_files(max_files))
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -60,8 +65,17 @@ class Server:
             self.stop()
             raise
 
+    def workers(self) -> list[int]:
+        """Pids of the server's worker ranks."""
+        return [pid for pid in self.children() if b"configbags.serve.ranks" in _cmdline(pid)]
+
+    def store_host(self) -> int:
+        """Pid of the process that hosts the ranks' rendezvous store."""
+        (pid,) = (pid for pid in self.children() if b"configbags.serve.storehost" in _cmdline(pid))
+        return pid
+
     def children(self) -> list[int]:
-        """Pids of the server's child processes (its worker ranks), from /proc."""
+        """Pids of the server's child processes (worker ranks, the ranks' store), from /proc."""
         found = []
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
@@ -83,6 +97,18 @@ class Server:
                 os.kill(pid, signal.SIGKILL)
         self._log.close()
         os.unlink(self._log.name)
+
+
+def _limit_files(n: int) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def auth(key: str) -> dict[str, str]:

@@ -296,3 +296,37 @@ def test_serve_passes_over_an_older_beat_or_count_written_again() -> None:
         assert read_back(1) == float(newer)
         master.set(f"configbags/{key}", recorded)  # the replay, validly signed
         assert read_back(1) == float(newer), key
+
+
+def test_ranks_may_share_the_store_alone_with_no_process_group() -> None:
+    """init_distributed(process_group=False), what `serve --ranks` uses: the ranks join
+    through the store, each context takes its rank and world size from the call, and no
+    torch process group is formed, so no transport listens in the process (gloo's would
+    keep every connection any local process makes to it)."""
+    import threading
+
+    import torch.distributed as torch_dist
+
+    from configbags.generated.accessors import get_context
+    from configbags.runtime.dist import DistributedContext, init_distributed
+    from configbags.runtime.errors import DistributedConfigError
+
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    before = sorted(listening(os.getpid()))
+    joined: dict[int, Any] = {}
+
+    def join(rank: int) -> None:
+        client = connect_store(f"127.0.0.1:{master.port}", is_master=False, timeout=10)
+        joined[rank] = init_distributed(rank, 2, store=client, timeout=10, context=get_context(),
+                                        process_group=False)
+
+    threads = [threading.Thread(target=join, args=(rank,)) for rank in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert {rank: (d.rank, d.world_size) for rank, d in joined.items()} == {0: (0, 2), 1: (1, 2)}
+    assert not torch_dist.is_initialized()
+    assert sorted(listening(os.getpid())) == before
+    with pytest.raises(DistributedConfigError, match="rank and world_size are given together"):
+        DistributedContext(get_context(), store=master, rank=1)

@@ -59,6 +59,15 @@ def cli(mods: dict[str, ModuleType], *argv: str, env: dict[str, str] | None = No
     return mods["server_args"].ServerArgs.from_cli(["--name", "n", *argv], environ=env or {})
 
 
+def from_env(server_args: Any, env: dict[str, str], *argv: str) -> Any:
+    """A record from `argv` and `env`, a refusal raised as the RecordError (from_cli exits)."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    server_args.add_cli_args(parser)
+    return server_args.from_cli_args(parser.parse_args(list(argv)), environ=env)
+
+
 def test_each_layer_wins_over_the_ones_below(mods: dict[str, ModuleType], ctx: Any, tmp_path: Path) -> None:
     """ratio: default < hardware rule < model rule < preset-free operator layers; width:
     default < preset < config file < env < CLI; then load_time and runtime overrides."""
@@ -304,4 +313,72 @@ def test_a_typo_close_to_no_secret_is_still_a_warning(caplog: pytest.LogCaptureF
     ServerArgs.add_cli_args(parser)
     with caplog.at_level(logging.WARNING, logger="configbags"):
         ServerArgs.from_cli_args(parser.parse_args(["--model-path", "m"]), environ={"SGLANG_TP_SIZEE": "2"})
-    assert any("SGLANG_TP_SIZEE is not a known setting" in r.getMessage() for r in caplog.records)
+    warned = [r.getMessage() for r in caplog.records if "SGLANG_TP_SIZEE is not a known setting" in r.getMessage()]
+    # compared without the prefix every name shares: nothing is close (SGLANG_API_KEY is not)
+    assert warned and "did you mean" not in warned[0]
+
+
+@pytest.mark.parametrize(("variable", "near"), [
+    ("TINY_TOKEN_FILES", "TINY_TOKEN_FILE"),  # the did-you-mean: a secret's _FILE form
+    ("TINY_TOKENS", "TINY_TOKEN"),
+    ("tiny_token", "TINY_TOKEN"),  # the secret's variable in another case
+    ("Tiny_Token_File", "TINY_TOKEN_FILE"),
+])
+def test_a_variable_that_looks_meant_for_a_secret_fails_closed(mods: dict[str, ModuleType], variable: str,
+                                                                near: str) -> None:
+    """Derived from the schema's secret leaves (here the case schema's `token`): ignored,
+    each would start the server with the secret unset behind a warning."""
+    with pytest.raises(RecordError) as refused:
+        from_env(mods["server_args"].ServerArgs, {variable: "SEKRET-ENV-2"}, "--name", "n")
+    message = str(refused.value)
+    assert f"environment variable {variable} " in message and f"rename it to {near}" in message
+    assert "the secret core.token" in message and "SEKRET-ENV-2" not in message
+
+
+@pytest.mark.parametrize(("variable", "near"), [
+    ("SGLANG_API_TOKEN", "SGLANG_API_KEY"),  # a did-you-mean that names the secret's variable
+    ("SGLANG_ADMIN_TOKEN", "SGLANG_ADMIN_API_KEY"),
+    ("sglang_api_key", "SGLANG_API_KEY"),
+    ("SGLANG_API_KEY_FILES", "SGLANG_API_KEY_FILE"),
+])
+def test_a_lookalike_of_the_api_key_fails_closed(variable: str, near: str) -> None:
+    from configbags.generated.server_args import ServerArgs
+
+    with pytest.raises(RecordError, match=f"rename it to {near} ") as refused:
+        from_env(ServerArgs, {variable: "SEKRET-ENV-3"}, "--model-path", "m")
+    assert "SEKRET-ENV-3" not in str(refused.value)
+
+
+def test_a_secret_variable_may_name_a_file_holding_it(mods: dict[str, ModuleType], ctx: Any,
+                                                      tmp_path: Path) -> None:
+    """TINY_TOKEN_FILE=/run/secrets/t, the Docker and Kubernetes way: read through the one
+    bounded file reader, one trailing newline stripped."""
+    (tmp_path / "t").write_text("s3cret-from-file\n")
+    record = cli(mods, env={"TINY_TOKEN_FILE": str(tmp_path / "t")})
+    assert record.token == "s3cret-from-file"
+    assert origins_of(record, mods["registry"].LEAVES)["token"].source == "$TINY_TOKEN_FILE"
+    (tmp_path / "crlf").write_text("s3cret\r\n\n")  # one newline only: the other is the key's
+    assert cli(mods, env={"TINY_TOKEN_FILE": str(tmp_path / "crlf")}).token == "s3cret\r\n"
+
+
+def test_a_secret_file_variable_is_refused_naming_the_file_never_its_text(mods: dict[str, ModuleType],
+                                                                          tmp_path: Path) -> None:
+    import os
+
+    key = tmp_path / "key"
+    key.write_text("SEKRET-FILE-4\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # read, it would block the start for ever
+    (tmp_path / "empty").write_text("\n")
+    for env, expected in (
+        ({"TINY_TOKEN_FILE": str(key), "TINY_TOKEN": "SEKRET-ENV-4"}, "TINY_TOKEN and TINY_TOKEN_FILE are both set"),
+        ({"TINY_TOKEN_FILE": str(tmp_path / "missing")}, f"cannot read '{tmp_path / 'missing'}'"),
+        ({"TINY_TOKEN_FILE": str(fifo)}, f"{fifo} is not a regular file (a FIFO)"),
+        ({"TINY_TOKEN_FILE": str(tmp_path)}, "is not a regular file (a folder)"),
+        ({"TINY_TOKEN_FILE": " "}, "TINY_TOKEN_FILE is set but empty"),
+        ({"TINY_TOKEN_FILE": str(tmp_path / "empty")}, "TINY_TOKEN_FILE names for the secret core.token, is empty"),
+    ):
+        with pytest.raises(RecordError) as refused:
+            from_env(mods["server_args"].ServerArgs, env, "--name", "n")
+        assert expected in str(refused.value), env
+        assert "SEKRET" not in str(refused.value)

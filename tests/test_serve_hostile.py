@@ -142,6 +142,10 @@ def test_usable_keys_pass() -> None:
     ({b"CONFIGBAGS_API_KEY": b"SEKRET-c1"}, [], "give the key to the server as --api-key or $SGLANG_API_KEY"),
     ({b"CONFIGBAGS_ADMIN_KEY": b"SEKRET-c2"}, ["--api-key", "read-key-1"],
      "give the key to the server as --admin-api-key or $SGLANG_ADMIN_API_KEY"),
+    # ignored, each would start with reads open (attack nine #5)
+    ({b"SGLANG_API_TOKEN": b"SEKRET"}, [], "is close to SGLANG_API_KEY, the variable of the secret"),
+    ({b"sglang_api_key": b"SEKRET"}, [], "differs only in case from SGLANG_API_KEY"),
+    ({b"SGLANG_API_KEY_FILE": b"/nonexistent/k"}, [], "cannot read '/nonexistent/k', the file of the secret"),
 ])
 def test_serve_refuses_an_unusable_key_at_start_up_with_exit_2(
         env: dict[bytes, bytes], argv: list[str], reason: str) -> None:

@@ -61,7 +61,7 @@ def test_a_patch_reaches_every_rank_and_an_unreachable_rank_is_named(server: Ser
         assert [r["epoch"] for r in c.get("/server_info").json()["ranks"]] == [after["epoch"]] * 2
 
         # a rank alive but silent: named once --rank-timeout (3 s) passes, nothing applied
-        (worker,) = server.children()
+        (worker,) = server.workers()
         os.kill(worker, signal.SIGSTOP)
         try:
             started = time.monotonic()
@@ -120,11 +120,15 @@ def test_the_rank_store_is_loopback_only_and_refuses_a_foreign_write(server: Ser
     from test_dist_store import listening
     from torch._C._distributed_c10d import TCPStore
 
-    (worker,) = server.children()
+    (worker,) = server.workers()
     argv = Path(f"/proc/{worker}/cmdline").read_bytes().split(b"\0")
     host, _, port = argv[argv.index(b"--init-addr") + 1].decode().rpartition(":")
-    assert (host, int(port)) in listening(server.proc.pid)
-    assert all(addr == "127.0.0.1" for addr, _ in listening(server.proc.pid))
+    # in a process of its own: what connects to it never uses up the door's descriptors
+    assert listening(server.store_host()) == [(host, int(port))]
+    # nothing but the HTTP door listens in its process: no torch transport (gloo's listener
+    # keeps every connection any local process makes), no store
+    assert listening(server.proc.pid) == [("127.0.0.1", server.port)]
+    assert listening(worker) == []
     assert b"CONFIGBAGS_RANK_SECRET" not in b"".join(argv)  # handed over in the environment
     # another local process writes `stop` under the worker's next operations: refused, named
     foreign = TCPStore(host, int(port), None, False, timedelta(seconds=10), wait_for_workers=False)
@@ -148,7 +152,7 @@ def test_the_rank_store_is_loopback_only_and_refuses_a_foreign_write(server: Ser
 
 def _store_of(server: Server) -> tuple[str, int, int]:
     """The rank store's host and port, from the worker's command line, and the worker's pid."""
-    (worker,) = server.children()
+    (worker,) = server.workers()
     argv = Path(f"/proc/{worker}/cmdline").read_bytes().split(b"\0")
     host, _, port = argv[argv.index(b"--init-addr") + 1].decode().rpartition(":")
     return host, int(port), worker
@@ -374,3 +378,70 @@ def test_what_another_process_writes_into_the_store_is_removed_and_logged() -> N
         assert "forged" not in out.replace("'junk/\\nconfigbags WARNING forged'", "")  # escaped, never a line
     finally:
         srv.stop()
+
+
+def test_connections_to_the_rank_store_never_take_the_door_down() -> None:
+    """More idle connections to the store's port than the server's whole descriptor limit
+    (lowered to 256 here): /health and PATCH still answer, the door holds none of them, and
+    its accept loop never fails for want of descriptors (attack nine #6)."""
+    import socket
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, start_timeout=240, max_files=256)
+    held: list[socket.socket] = []
+    try:
+        host, port, _ = _store_of(srv)
+        for _ in range(400):
+            held.append(socket.create_connection((host, port), timeout=10))
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            for version in ("flooded-1", "flooded-2"):
+                assert c.get("/health").status_code == 200
+                leaves = {"source": "ops", "leaves": {"weight_version": version}}
+                assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
+        assert len(os.listdir(f"/proc/{srv.proc.pid}/fd")) < 100
+        for sock in held:
+            sock.close()
+        assert srv.terminate() == 0
+        assert "cannot accept connections" not in srv.output()
+    finally:
+        for sock in held:
+            sock.close()
+        srv.stop()
+
+
+def test_torch_messages_from_the_rank_store_are_logged_at_a_bounded_rate() -> None:
+    """A key over torch's 8192-byte limit, from any local process, makes torch's store warn
+    with an 18-line native stack trace per request: logged as one line, the rest counted
+    (attack nine #2)."""
+    from datetime import timedelta
+
+    from torch._C._distributed_c10d import TCPStore
+
+    with _two_ranks_and_their_store() as (srv, _, _):
+        host, port, _ = _store_of(srv)
+        for _ in range(40):
+            with contextlib.suppress(Exception):  # the store drops the connection
+                TCPStore(host, port, None, False, timedelta(seconds=5), wait_for_workers=False).set("k" * 9000, b"")
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            assert c.get("/health").status_code == 200
+        assert srv.terminate() == 0
+        out = srv.output()
+        lines = [line for line in out.splitlines() if "Invalid string size" in line]
+        assert "frame #" not in out and "Exception raised from" not in out, out[-3000:]
+        assert 2 <= len(lines) <= 4, lines  # the first, then a count per 10 s and at the end
+        assert lines[0].endswith("(native stack traces left out; more are counted: one line every 10 s)")
+        counted = sum(int(m) for m in re.findall(r"the rendezvous store \(torch\): (\d+) more messages", out))
+        assert counted >= 30, out[-3000:]
+
+
+def test_a_store_process_that_dies_leaves_the_group_degraded_naming_it(server: Server) -> None:
+    store = server.store_host()
+    os.kill(store, signal.SIGKILL)
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        end = time.monotonic() + 60
+        while (health := c.get("/health")).status_code == 200 and time.monotonic() < end:
+            time.sleep(0.2)
+        assert health.status_code == 503 and health.json()["error"] == "rank_left", health.text
+        assert f"lost the rendezvous store, whose process (pid {store}) exited with code -9" in health.text
+        leaves = {"source": "ops", "leaves": {"weight_version": "v2"}}
+        assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 503
+    assert server.terminate() == 0

@@ -48,7 +48,7 @@ def _until(check: Callable[[], httpx.Response], status: int) -> httpx.Response:
 
 
 def _stopped(server: Server) -> int:
-    (worker,) = server.children()
+    (worker,) = server.workers()
     os.kill(worker, signal.SIGSTOP)
     return worker
 

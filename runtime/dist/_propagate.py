@@ -61,6 +61,7 @@ def init_distributed(
     secret: bytes | None = None,
     allow_unsigned: bool | None = None,
     leave_after: int | None = DEFAULT_LEAVE_AFTER,
+    process_group: bool = True,
 ) -> DistributedContext:
     """Join the launch: check in through the store (a rank that never joins is named after
     `timeout` s), then init the default process group with the same timeout, so later
@@ -72,7 +73,12 @@ def init_distributed(
     wrote into the store (or replayed from an earlier launch) is refused (`SignedStore`).
     Without one, a store other hosts can reach is refused (`UnsignedStoreError`) unless
     `allow_unsigned=True` or `$CONFIGBAGS_ALLOW_UNSIGNED_STORE=1` says the network is
-    trusted; a loopback store runs unsigned. `leave_after`: see `DistributedContext`."""
+    trusted; a loopback store runs unsigned. `leave_after`: see `DistributedContext`.
+
+    `process_group=False` forms no torch process group (every collective of the context
+    runs through the store anyway), so no transport listens in this process: gloo's keeps
+    every connection any local process makes to it, and enough of them use up the
+    process's descriptors (a server whose HTTP door shares the process stops answering)."""
     if store is None:
         if init_addr is None:
             raise DistributedConfigError("init_distributed needs a store or an init_addr host:port")
@@ -82,13 +88,17 @@ def init_distributed(
     else:
         secret = secure(store_host(store), secret, allow_unsigned=allow_unsigned)
     own = join(signed(PrefixStore("configbags", store), secret), rank, world_size, timeout)
+    global _default
+    if not process_group:
+        _default = DistributedContext(context, store=own, timeout=timeout, leave_after=leave_after,
+                                      rank=rank, world_size=world_size)
+        return _default
     backend = backend or default_backend()
     if backend == "nccl":
         # NCCL object collectives run on the current device; one GPU per local rank.
         torch.cuda.set_device(rank % torch.cuda.device_count())
     dist.init_process_group(backend, store=store, rank=rank,
                             world_size=world_size, timeout=timedelta(seconds=timeout))
-    global _default
     _default = DistributedContext(context, store=own, timeout=timeout, leave_after=leave_after)
     return _default
 
@@ -157,7 +167,10 @@ class DistributedContext:
     on every collective raises `RankLeftError` at once on every live rank (nothing
     applied: a change needs every rank), and on the rank that left when it comes back. A
     rank that answers again before that is back in step. `leave_after=None`: never leave.
-    The source rank itself never leaves (it decides); `leave` makes a rank leave at once."""
+    The source rank itself never leaves (it decides); `leave` makes a rank leave at once.
+
+    `rank` and `world_size`, given with a `store` (and no `group`), make a context of ranks
+    that share the store alone, with no torch process group (`init_distributed(process_group=False)`)."""
 
     def __init__(
         self,
@@ -171,11 +184,16 @@ class DistributedContext:
         secret: bytes | None = None,
         allow_unsigned: bool | None = None,
         leave_after: int | None = DEFAULT_LEAVE_AFTER,
+        rank: int | None = None,
+        world_size: int | None = None,
     ) -> None:
         self.context = context or process_context()
         self.group = group
-        self.rank = dist.get_rank(group)
-        self.world_size = dist.get_world_size(group)
+        if (rank is None) != (world_size is None) or (rank is not None and (store is None or group is not None)):
+            raise DistributedConfigError("DistributedContext: rank and world_size are given together, with a "
+                                         "store and no group (ranks that share the store alone)")
+        self.rank = dist.get_rank(group) if rank is None else rank
+        self.world_size = dist.get_world_size(group) if world_size is None else world_size
         self.src = src
         self.timeout = timeout
         self._tag = tag

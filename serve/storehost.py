@@ -1,0 +1,206 @@
+"""The rendezvous store of `configbags serve --ranks N`, in a process of its own.
+
+torch's TCPStore keeps every client that connects, idle or not, and any local process can
+connect to it. In the door's process those connections would use up the door's file
+descriptors (20000 idle ones, and /health and PATCH answer nothing); here they use up this
+process's, and the ranks' clients, all connected once the group is up, go on working (the
+store's event loop sheds a connection it cannot take: libuv keeps a spare descriptor for
+that). The door starts it on a listening socket bound before any rank starts and keeps
+only clients of it.
+
+What torch's store writes to stderr (a warning per malformed request, each with an
+18-line native stack trace: a key over its 8192-byte limit, from any local process) comes
+to the door down a pipe and is logged there at a bounded rate (`StoreOutput`): the first
+message at once (its first line, escaped), the rest counted, one line per LOG_INTERVAL_S.
+
+The store lives until the door closes this process's stdin (stop(), or the door's exit:
+the kernel closes it then too), so it never outlives the server.
+
+Run as `python -m configbags.serve.storehost --fd FD` by `StoreHost.start` only."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import math
+import os
+import re
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from configbags.runtime.errors import DistributedConfigError
+
+log = logging.getLogger("configbags.serve.ranks")
+
+READY = b"ready\n"
+LOG_INTERVAL_S = 10.0
+LINE_BYTES = 4096  # a longer line is cut: what a client sends never makes a line grow here
+SHOWN_CHARS = 200
+# torch's C++ log records begin `[W1202 02:38:06.466620513 TCPStoreLibUvBackend.cpp:126] `
+# (level, date, time, file:line: left out of the line logged); a native stack trace after
+# one (`Exception raised from ... (most recent call first):`, `frame #0: ...`) continues it
+_HEADER = re.compile(rb"^\[[A-Z]\d{4} \d\d:\d\d:\d\d\.\d+ [^\]]*\] ?")
+_CONTINUED = re.compile(rb"^(\s|frame #\d+|Exception raised from |$)")
+
+
+class StoreOutput:
+    """What the store process writes, as log lines at a bounded rate: each record (a line,
+    with the lines that continue it folded in and left out) is one event; the first is
+    logged at once, the ones after it counted and logged as one line with their number and
+    the last of them once LOG_INTERVAL_S is over. Fed from one thread."""
+
+    def __init__(self, interval: float = LOG_INTERVAL_S) -> None:
+        self.interval = interval
+        self._count = 0
+        self._last = ""
+        self._logged = -math.inf
+
+    def line(self, raw: bytes) -> None:
+        if _CONTINUED.match(raw):
+            return  # a frame of the native stack trace after a record, or a blank line
+        header = _HEADER.match(raw)
+        text = raw[header.end():] if header else raw
+        shown = ascii(text.rstrip(b"\r\n").decode("utf-8", "replace"))[1:-1]
+        shown = shown if len(shown) <= SHOWN_CHARS else f"{shown[:SHOWN_CHARS]}..."
+        if not self._count and time.monotonic() - self._logged >= self.interval:
+            self._logged = time.monotonic()
+            self._last = shown
+            log.warning("the rendezvous store (torch): %s (native stack traces left out; more are counted: one "
+                        "line every %g s)", shown, self.interval)
+            return
+        self._count += 1
+        self._last = shown
+
+    def flush(self, *, every: bool = False) -> None:
+        """Log what was counted, once the interval is over (or at once with `every`)."""
+        if self._count and (every or time.monotonic() - self._logged >= self.interval):
+            log.warning("the rendezvous store (torch): %d more messages in the last %.0f s, the last: %s",
+                        self._count, time.monotonic() - self._logged, self._last)
+            self._count = 0
+            self._logged = time.monotonic()
+
+    def wait_s(self) -> float | None:
+        """How long a reader may wait for more before a flush is due (None: no limit)."""
+        return max(0.0, self._logged + self.interval - time.monotonic()) if self._count else None
+
+
+class StoreHost:
+    """The door's side: the store process, its readiness, and the thread that logs its
+    output. The listening socket passes to the process; the door keeps no copy."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.output = StoreOutput()
+        self._relay = threading.Thread(target=self._relay_output, name="configbags-store-output", daemon=True)
+        self._relay.start()
+
+    @classmethod
+    def start(cls, listener: socket.socket, env: dict[str, str]) -> StoreHost:
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "configbags.serve.storehost", "--fd", str(listener.fileno())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, pass_fds=(listener.fileno(),))
+        finally:
+            listener.close()
+        return cls(proc)
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until the store listens (the process imports torch first: seconds), naming a
+        process that exits before it, or one that takes longer than `timeout`."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.1)
+            if ready:
+                if os.read(fd, len(READY)) == READY:
+                    return
+                break  # closed (it exited) or something else: said below
+            if self.proc.poll() is not None:
+                break
+        hung = self.proc.poll() is None
+        self.stop()  # its output is logged before the error is raised
+        if hung:
+            raise DistributedConfigError(f"start: the rendezvous store (pid {self.proc.pid}) did not listen within "
+                                         f"{timeout:g} s (still importing torch on a loaded machine, or hung)")
+        raise DistributedConfigError(f"start: the rendezvous store (pid {self.proc.pid}) exited with code "
+                                     f"{self.proc.returncode} before it listened (its output above says why)")
+
+    def exited(self) -> int | None:
+        """The store process's exit code once it has exited (None while it runs)."""
+        return self.proc.poll()
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Close its stdin (it exits), wait `grace_s`, then kill it; log what was counted."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        self._relay.join(timeout=5)
+        self.output.flush(every=True)
+
+    def _relay_output(self) -> None:
+        """Read the store process's stderr to its end, a line at a time (a line longer than
+        LINE_BYTES is cut there, the rest of it dropped), logging through `output`; flush
+        when an interval is over, also while nothing more comes."""
+        assert self.proc.stderr is not None
+        fd = self.proc.stderr.fileno()
+        pending, dropping = b"", False
+        with contextlib.suppress(OSError, ValueError):  # closed under it at shutdown
+            while True:
+                ready, _, _ = select.select([fd], [], [], self.output.wait_s())
+                chunk = os.read(fd, 1 << 16) if ready else None
+                if chunk == b"":
+                    if pending and not dropping:
+                        self.output.line(pending)
+                    return
+                lines = (pending + (chunk or b"")).split(b"\n")
+                pending = lines.pop()
+                for raw in lines:
+                    if not dropping:
+                        self.output.line(raw)
+                    dropping = False
+                if len(pending) > LINE_BYTES:
+                    if not dropping:
+                        self.output.line(pending[:LINE_BYTES])
+                    pending, dropping = b"", True
+                self.output.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="configbags.serve.storehost",
+                                     description="the rendezvous store of configbags serve --ranks N")
+    parser.add_argument("--fd", type=int, required=True, help="the listening socket the door bound")
+    args = parser.parse_args(argv)
+    try:
+        from configbags.runtime import dist
+
+        listener = socket.socket(fileno=args.fd)
+        host, port = listener.getsockname()[:2]
+        store = dist.connect_store(f"{host}:{port}", is_master=True, listener=listener)
+        sys.stdout.buffer.write(READY)
+        sys.stdout.flush()
+        # until the door closes our stdin: at stop(), or when it exits (whatever ends it)
+        while sys.stdin.buffer.read(1 << 12):
+            pass
+        del store
+    except (OSError, DistributedConfigError) as exc:
+        print(f"configbags serve store: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
