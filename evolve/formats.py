@@ -25,7 +25,13 @@ import yaml
 from configbags.evolve.shellwords import shell_words
 from configbags.evolve.wrappers import unwrap
 from configbags.runtime.errors import YamlError
-from configbags.runtime.yamlsafe import StrictLoader, load_json, load_text, read_text_limited
+from configbags.runtime.yamlsafe import (
+    StrictLoader,
+    load_json,
+    load_text,
+    measure_yaml,
+    read_text_limited,
+)
 
 # A launch line is a command whose program words (the words before its first `--flag`)
 # match one of these: engines' launch modules (`python -m sglang.launch_server ...`).
@@ -335,13 +341,23 @@ def _dict_env(node: ast.Dict) -> list[EnvVar]:
 # -- YAML with line marks ----------------------------------------------------------------
 class Marked:
     """A composed YAML node, read lazily: `line`, and for mappings `items()` as
-    (key, key line, child), for sequences the children, for scalars `value`."""
+    (key, key line, child), for sequences the children, for scalars `value`.
 
-    __slots__ = ("_loader", "node")
+    An alias is the node its anchor names (the composer shares it), so every use reads the
+    anchored words, at the anchor's lines. `merging()` reads merge keys as the deployment
+    tools do (compose, Helm and kubectl read YAML 1.1's `<<: *base`, `<<: [*a, *b]`): a
+    mapping's own keys first, then each merged mapping's in order, the first of a key
+    winning. A config file is read without them, as the server reads it (`<<` is a key)."""
 
-    def __init__(self, loader: StrictLoader, node: yaml.Node) -> None:
+    __slots__ = ("_loader", "merge", "node")
+
+    def __init__(self, loader: StrictLoader, node: yaml.Node, merge: bool = False) -> None:
         self._loader = loader
         self.node = node
+        self.merge = merge
+
+    def merging(self) -> Marked:
+        return Marked(self._loader, self.node, merge=True)
 
     @property
     def line(self) -> int:
@@ -360,16 +376,41 @@ class Marked:
         return isinstance(self.node, yaml.ScalarNode)
 
     def items(self) -> Iterator[tuple[str, int, Marked]]:
-        if self.is_map:
-            for key, value in self.node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    yield str(key.value), int(key.start_mark.line) + 1, Marked(self._loader, value)
+        if not self.is_map:
+            return
+        seen: set[str] = set()
+        for key, value in self._entries():
+            if isinstance(key, yaml.ScalarNode) and not (self.merge and str(key.value) in seen):
+                seen.add(str(key.value))
+                yield str(key.value), int(key.start_mark.line) + 1, Marked(self._loader, value, self.merge)
+
+    def _entries(self) -> Iterator[tuple[yaml.Node, yaml.Node]]:
+        """The mapping's entries, and with `merge` those of the mappings its `<<` keys
+        merge, depth first in precedence order, each merged mapping once (the reader's
+        event pass bounds them: aliases count against its node limit)."""
+        if not self.merge:
+            yield from self.node.value
+            return
+        done: set[int] = set()
+        stack: list[yaml.Node] = [self.node]
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, yaml.MappingNode) or id(node) in done:
+                continue
+            done.add(id(node))
+            merged: list[yaml.Node] = []
+            for key, value in node.value:
+                if _is_merge_key(key):
+                    merged += value.value if isinstance(value, yaml.SequenceNode) else [value]
+                else:
+                    yield key, value
+            stack += reversed(merged)
 
     def get(self, key: str) -> Marked | None:
         return next((v for k, _, v in self.items() if k == key), None)
 
     def children(self) -> list[Marked]:
-        return [Marked(self._loader, n) for n in self.node.value] if self.is_seq else []
+        return [Marked(self._loader, n, self.merge) for n in self.node.value] if self.is_seq else []
 
     @property
     def value(self) -> Any:
@@ -382,9 +423,20 @@ class Marked:
         return str(self.node.value) if self.is_scalar else None
 
 
+def _is_merge_key(node: yaml.Node) -> bool:
+    """A plain `<<` key (a quoted "<<" is a key like any other)."""
+    return isinstance(node, yaml.ScalarNode) and node.value == "<<" and not node.style  # libyaml: "" for plain
+
+
 def yaml_documents(text: str) -> Iterator[Marked]:
     """Every document of a YAML stream, composed with line marks; a syntax error is a
-    FormatError at its line."""
+    FormatError at its line, and so is a stream over the reader's limits (measured from
+    its events first, aliases expanded in the count: an alias bomb is refused, never
+    expanded)."""
+    try:
+        measure_yaml(text)
+    except YamlError as exc:
+        raise FormatError(f"YAML error: {exc.problem}", exc.line or 1) from None
     loader = StrictLoader(text)
     try:
         while loader.check_node():
@@ -512,7 +564,7 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     env: list[EnvVar] = []
     config: list[ConfigEntry] = []
     refused: list[tuple[str, int]] = []
-    for doc in docs:
+    for doc in (d.merging() for d in docs):
         for obj in _objects(doc):
             found, why = _config_files(obj)
             config += found
@@ -595,7 +647,7 @@ def _config_text(text: str, name: str, part: str, secret: bool) -> tuple[list[Co
 def parse_compose(doc: Marked, launchers: Sequence[str]) -> Parsed:
     commands: list[Command] = []
     env: list[EnvVar] = []
-    services = doc.get("services")
+    services = doc.merging().get("services")
     for _, _, service in services.items() if services is not None else ():
         found_commands, found_env = _container(service, launchers)
         commands += found_commands
@@ -610,7 +662,7 @@ def parse_helm_values(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     commands: list[Command] = []
     env: list[EnvVar] = []
     config: list[ConfigEntry] = []
-    for doc in docs:
+    for doc in (d.merging() for d in docs):
         for key, node in _walk(doc):
             if node.is_map:
                 # an item of a list is a container of its own (`extraContainers: [{image, args}]`)
@@ -781,6 +833,13 @@ def format_of(path: Path, text: str) -> str | None:
     return None
 
 
+def _is_manifest(doc: Marked) -> bool:
+    """A Kubernetes object by its content, in YAML or JSON alike: `apiVersion` and `kind`
+    at the top level, or a `kind: List` (what `kubectl get -o yaml|json` writes)."""
+    kind = doc.get("kind") if doc.is_map else None
+    return kind is not None and (doc.get("apiVersion") is not None or kind.text == "List")
+
+
 def parse_file(path: Path, launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> Parsed | None:
     """Parse one file by its format (None: not a format the linter reads). Raises
     FormatError for a file that does not parse, OSError/YamlError for one that cannot be read."""
@@ -799,13 +858,16 @@ def parse_file(path: Path, launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> Pars
             load_json(text)  # JSON's own rules (and limits) first; lines from the YAML composer
         except YamlError as exc:
             raise FormatError(f"JSON error: {exc.problem}", exc.line or 1) from None
-        return attrs.evolve(parse_config(list(yaml_documents(text))), format="json")
+        docs = list(yaml_documents(text))
+        if any(_is_manifest(d) for d in docs):  # `kubectl apply -f pod.json`, `kubectl get -o json`
+            return parse_kubernetes(docs, launchers)
+        return attrs.evolve(parse_config(docs), format="json")
     docs = list(yaml_documents(text))
     if fmt == "compose":
         return parse_compose(docs[0], launchers) if docs else Parsed("compose")
     if fmt == "helm-values":
         return parse_helm_values(docs, launchers)
-    if any(d.is_map and d.get("apiVersion") is not None and d.get("kind") is not None for d in docs):
+    if any(_is_manifest(d) for d in docs):
         return parse_kubernetes(docs, launchers)
     if docs and docs[0].is_map and docs[0].get("services") is not None:
         return parse_compose(docs[0], launchers)

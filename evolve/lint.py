@@ -561,7 +561,7 @@ class Linter:
             mark = exc.problem_mark or exc.context_mark
             return [Finding("lint-unreadable", shown, f"YAML error: {exc.problem or exc}", shown,
                             mark.line + 1 if mark else 1)]
-        return found
+        return list(dict.fromkeys(found))  # an anchored text used twice is one finding at its line
 
 
 _FLAG_AFTER_SPACE = re.compile(r"\s(--[A-Za-z][\w.-]*)")
