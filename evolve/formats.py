@@ -430,7 +430,7 @@ class _PythonFinds:
         if id(node) in self.in_lists:
             self.in_lists.update(id(p) for p in parts)
             return
-        text = "".join(str(v.value) if isinstance(v, ast.Constant) else _FIELD for v in node.values)
+        text = _format_text(node)
         if any(fnmatch.fnmatchcase(text, f"*{p.strip('*')}*") for p in self.launchers):
             self.in_lists.update(id(p) for p in parts)
             self.command_string(ast.Constant(text, lineno=node.lineno))
@@ -464,11 +464,18 @@ def _element_tokens(element: ast.expr, builds: Mapping[str, _Built], parts: list
             return list(builds[element.value.id].tokens)
         shown = f"*{element.value.id}" if isinstance(element.value, ast.Name) else "*(...)"
         return [Token(ast.unparse(element), element.lineno, dynamic=True, splits=shown)]
+    if isinstance(element, ast.JoinedStr):  # f"--model-path={m}": the flag is known, its value is not
+        return [Token(_format_text(element), element.lineno, dynamic=True)]
     return [Token(ast.unparse(element), element.lineno, dynamic=True)]
 
 
 # a format field in an f-string read as shell text: one word whose value is unknown here
 _FIELD = "{_}"
+
+
+def _format_text(node: ast.JoinedStr) -> str:
+    """An f-string's text with each field as `{_}` (a Python format field: `dynamic`)."""
+    return "".join(str(v.value) if isinstance(v, ast.Constant) else _FIELD for v in node.values)
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 

@@ -60,9 +60,18 @@ def test_a_list_changed_otherwise_or_grown_by_unknown_words_stays_as_it_was(tmp_
     assert _found(tmp_path, view, "launch.py", body) == [(5, "lint-unchecked", "*extra")]
 
 
-def test_an_f_string_field_is_a_value_never_a_missing_one(tmp_path: Path, view: SchemaView) -> None:
-    body = 'subprocess.run(f"python -m sglang.launch_server --model-path {m} --tp-sise {tp}", shell=True)\n'
+@pytest.mark.parametrize("body", [
+    'subprocess.run(f"python -m sglang.launch_server --model-path {m} --tp-sise {tp}", shell=True)\n',
+    'subprocess.run(["bash", "-c", f"python -m sglang.launch_server --model-path {m} --tp-sise 1"])\n',
+    'subprocess.run(["python", "-m", "sglang.launch_server", f"--model-path={m}", f"--tp-sise={n}"])\n',
+])
+def test_an_f_string_field_is_a_value_never_a_missing_one(tmp_path: Path, view: SchemaView, body: str) -> None:
     assert _found(tmp_path, view, "launch.py", body) == [(1, "lint-unknown", "--tp-sise")]
+
+
+def test_an_f_string_field_as_a_flags_value_passes(tmp_path: Path, view: SchemaView) -> None:
+    body = 'subprocess.run(["python", "-m", "sglang.launch_server", "--model-path", f"{m}", "--tp-size", f"{n}"])\n'
+    assert _found(tmp_path, view, "launch.py", body) == []
 
 
 def test_environment_updates_are_checked(tmp_path: Path, view: SchemaView) -> None:
