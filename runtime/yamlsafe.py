@@ -230,12 +230,13 @@ def _too_many_nodes(nodes: int, aliased: int, event: Any) -> YamlError:
     return YamlError(f"the document {what}, over {over('nodes', 'nodes')}", _line(event.start_mark))
 
 
-def _measure(parser: StrictLoader, *, version: bool = True) -> None:
+def _measure(parser: StrictLoader, *, version: bool = True, plain: bool = True) -> None:
     """Refuse a stream over the limits from its events alone, before anything is composed:
     nodes with every alias expanded (an anchor's size is known when it closes, so a bomb is
     counted, never expanded), nesting, scalar length, recursive aliases. It stops at the
     event that crosses a limit, so a huge document costs only the part read up to there.
-    `version`: a `%YAML` directive other than 1.2 is refused too."""
+    `version`: a `%YAML` directive other than 1.2 is refused too; `plain`: the nodes
+    written out count against the node limit, not only the copies aliases make."""
     nodes = 0
     opened: list[tuple[int, str | None]] = []  # (nodes before it, its anchor) per open collection
     sizes: dict[str, int] = {}  # anchor -> expanded size of its (closed) node
@@ -275,7 +276,7 @@ def _measure(parser: StrictLoader, *, version: bool = True) -> None:
             aliased += size
         elif kind is StreamEndEvent:
             return
-        if nodes > LIMITS.nodes:
+        if (nodes if plain else aliased) > LIMITS.nodes:
             raise _too_many_nodes(nodes, aliased, event)
 
 
@@ -295,13 +296,15 @@ def load_yaml(text: str, loader: type[StrictLoader] = StrictLoader) -> Any:
 
 
 def measure_yaml(text: str) -> None:
-    """Refuse a YAML stream (every document) over LIMITS, as `load_yaml` would, from its
-    events alone: a reader that composes the nodes itself (`configbags lint`, which keeps
-    line marks and follows aliases) first knows no alias bomb is expanded. Only the limits:
-    a `%YAML` directive is the caller's to judge. YamlError."""
+    """Refuse a YAML stream over LIMITS from its events alone, each document on its own:
+    a reader that composes the nodes itself (`configbags lint`, which keeps line marks
+    and follows aliases) first knows no alias bomb is expanded. The copies aliases make
+    count against the node limit, not the nodes written out (the text's size bounds
+    those); nesting and scalar length as `load_yaml`; a `%YAML` directive is the
+    caller's to judge. YamlError."""
     _check_size(text)
     try:
-        _parse(text, StrictLoader, lambda parser: _measure(parser, version=False))
+        _parse(text, StrictLoader, lambda parser: _measure(parser, version=False, plain=False))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise YamlError(str(exc.problem or exc), _line(mark)) from None

@@ -13,6 +13,7 @@ import pytest
 
 from configbags.evolve import lint
 from configbags.evolve.view import SchemaView, load_view
+from configbags.runtime import limits, yamlsafe
 
 BUNDLED = Path(__file__).resolve().parents[1] / "schema"
 
@@ -95,6 +96,22 @@ def test_an_alias_bomb_is_refused_not_expanded(tmp_path: Path, view: SchemaView)
     path.write_text("\n".join(lines) + "\nargs: *a9\n")
     [finding] = lint.lint([path], view)
     assert (finding.rule, finding.line) == ("lint-unreadable", 6) and "alias bomb" in finding.message
+
+
+def test_only_the_copies_aliases_make_count_against_the_node_limit(tmp_path: Path, view: SchemaView,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    small = limits.Limits(nodes=50)
+    monkeypatch.setattr(yamlsafe, "LIMITS", small)
+    monkeypatch.setattr(limits, "LIMITS", small)
+    written = tmp_path / "big" / "values.yaml"  # 60 nodes written out: the file's size bounds them
+    written.parent.mkdir()
+    written.write_text("".join(f"k{i}: v\n" for i in range(29)) + "args: [--tp-sise, '1']\n")
+    assert _found(written, view) == [(30, "lint-unknown", "--tp-sise")]
+    copied = tmp_path / "copied" / "values.yaml"  # 4 written, 60 more copied by aliases
+    copied.parent.mkdir()
+    copied.write_text("a: &a [--tp-sise, '1']\n" + "".join(f"b{i}: *a\n" for i in range(30)))
+    [finding] = lint.lint([copied], view)
+    assert finding.rule == "lint-unreadable" and "aliases" in finding.message
 
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"},
