@@ -333,6 +333,7 @@ class _PythonFinds:
         changed any other way (`cmd.insert`, `cmd[0] = ...`, `del cmd[...]`) is not followed."""
         builds: dict[str, _Built] = {}
         done: list[_Built] = []  # lists no longer named, and lists that spread one built here
+        used: set[int] = set()  # the lists whose words another took so far
         changed = _changed_otherwise(scope)
         for stmt, depth in _statements(scope.body, 0):
             step = _step(stmt)
@@ -343,7 +344,9 @@ class _PythonFinds:
                     build.tokens.append(_unknown_words(step[1], stmt.lineno))
                 else:
                     build.add(read)
+                    used.update(id(p) for p in read.parts)
                 build.whole = build.whole and depth == build.depth
+                build.own = build.own or id(build) in used  # words no list that took it holds
                 continue
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 name = stmt.targets[0].id
@@ -352,14 +355,17 @@ class _PythonFinds:
                     done.append(builds.pop(name))
                 if read is not None and name not in changed:
                     builds[name] = attrs.evolve(read, depth=depth, line=stmt.value.lineno)
+                    used.update(id(p) for p in read.parts)
                     continue
-            done += self.spread(stmt, builds)
+            spread = self.spread(stmt, builds)
+            used.update(id(p) for b in spread for p in b.parts)
+            done += spread
         self.emit([*done, *builds.values()])
 
     def emit(self, builds: list[_Built]) -> None:
         """Each built list that is a launch line, a list only used as a part of others
         (`base` in `cmd = base + [...]`) only when none of them is one."""
-        parts = {id(p) for b in builds for p in b.parts}
+        parts = {id(p) for b in builds for p in b.parts if not p.own}
         read: set[int] = set()
         for build in sorted(builds, key=lambda b: id(b) in parts):
             if id(build) in read or not self.argv(build.tokens, build.line, whole=build.whole):
@@ -367,9 +373,10 @@ class _PythonFinds:
             stack = [build]
             while stack:
                 done = stack.pop()
-                read.add(id(done))
-                self.in_lists.update(done.nodes)
-                stack += done.parts
+                if id(done) not in read:  # `cmd += cmd` makes a list a part of itself
+                    read.add(id(done))
+                    self.in_lists.update(done.nodes)
+                    stack += [p for p in done.parts if not p.own]
 
     def spread(self, stmt: ast.stmt, builds: Mapping[str, _Built]) -> list[_Built]:
         """Lists in a statement that spread a list built here (`[..., *args]`)."""
@@ -491,6 +498,7 @@ class _Built:
     depth: int = 0
     line: int = 0
     whole: bool = True
+    own: bool = False  # grown after another list took its words: a launch line of its own too
 
     def add(self, other: _Built) -> None:
         self.tokens += other.tokens

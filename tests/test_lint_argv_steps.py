@@ -92,3 +92,13 @@ def test_an_array_never_closed_is_unreadable_and_subshells_stay_commands(tmp_pat
     assert [rule for _, rule, _ in _found(tmp_path, view, "a.sh", "ARGS=(--tp-size 2\n")] == ["lint-unreadable"]
     assert _found(tmp_path, view, "b.sh", "(cd /srv && python -m sglang.launch_server --tp-sise 2)\n") == [
         (1, "lint-unknown", "--tp-sise")]
+
+
+def test_a_part_grown_after_use_is_a_line_of_its_own_and_a_list_added_to_itself_ends(tmp_path: Path,
+                                                                                      view: SchemaView) -> None:
+    body = ('base = ["python", "-m", "sglang.launch_server", "--model-path"]\ncmd = base + ["m"]\n'
+            f'b2 = {LAUNCH}\nc2 = b2 + ["--port", "1"]\nb2 += ["--tp-sise", "2"]\n'
+            f'c3 = {LAUNCH}\nc3 += c3\n')
+    # base alone lacks its value, but only as a part of cmd; c3 twice is what the server is given
+    assert _found(tmp_path, view, "launch.py", body) == [(5, "lint-unknown", "--tp-sise"),
+                                                         (6, "lint-refused", "launch line")]
