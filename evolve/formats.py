@@ -15,7 +15,8 @@ import binascii
 import fnmatch
 import json
 import re
-from collections.abc import Iterator, Sequence
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,13 @@ import yaml
 from configbags.evolve.shellwords import shell_words
 from configbags.evolve.wrappers import unwrap
 from configbags.runtime.errors import YamlError
-from configbags.runtime.yamlsafe import StrictLoader, load_json, load_text, read_text_limited
+from configbags.runtime.yamlsafe import (
+    StrictLoader,
+    load_json,
+    load_text,
+    measure_yaml,
+    read_text_limited,
+)
 
 # A launch line is a command whose program words (the words before its first `--flag`)
 # match one of these: engines' launch modules (`python -m sglang.launch_server ...`).
@@ -53,6 +60,9 @@ class Command:
     # a launch by its program words, or arguments given without a program (container args
     # run by the image's entrypoint), linted when they hold a flag the schema knows
     launch: bool
+    # every word is given together: False for Python argv built in steps some of which are
+    # in a branch or a loop (its words are checked, not the line as the server parses it)
+    whole: bool = True
 
 
 @attrs.frozen
@@ -144,6 +154,7 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
     lines = text.splitlines()
     i = 0
     current: list[Token] = []
+    array: list[Token] | None = None  # inside `NAME=( ... )`: its words, the first `NAME=(`
     while i < len(lines):
         start = i
         chunk = lines[i]
@@ -157,24 +168,65 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
                 i += 1
                 chunk += "\n" + lines[i]
         for word in words:
-            if word.text in _OPERATORS:
+            token = Token(word.text, first_line + start, dynamic(word.text), word.splits)
+            if array is not None:  # an array's words, over lines, up to its `)`
+                if word.text == ")":
+                    yield array
+                    array = None
+                else:
+                    array.append(token)
+            elif word.text == "(" and current and _ARRAY.fullmatch(current[-1].text) \
+                    and all(t.text in _DECLARE or t.text.startswith("-") for t in current[:-1]):
+                array, current = [attrs.evolve(current[-1], text=current[-1].text + "(")], []
+            elif word.text in _OPERATORS:
                 if current:
                     yield current
                 current = []
             else:
-                current.append(Token(word.text, first_line + start, dynamic(word.text), word.splits))
-        if not chunk.endswith("\\") and current:
+                current.append(token)
+        if not chunk.endswith("\\") and current and array is None:
             yield current
             current = []
         i += 1
     if current:
         yield current
+    if array is not None:
+        raise FormatError("an array assignment `NAME=(` is never closed with `)`", array[0].line)
+
+
+# `NAME=(words...)` and `NAME+=(...)`, after `declare -a`, `local` and the like
+_ARRAY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_DECLARE = frozenset({"declare", "typeset", "local", "readonly", "export"})
+_SPREAD = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}")
+
+
+def _spread(tokens: Sequence[Token], arrays: dict[str, list[Token]]) -> list[Token]:
+    """A command's words with each quoted `"${NAME[@]}"` of an array assigned above as the
+    array's words, as the shell gives them (one word each). Any other use of an array
+    stays as it is (unquoted, the shell splits each word again)."""
+    out: list[Token] = []
+    for token in tokens:
+        match = _SPREAD.fullmatch(token.text)
+        if match is not None and not token.splits and match.group(1) in arrays:
+            out += arrays[match.group(1)]
+        else:
+            out.append(token)
+    return out
 
 
 def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Parsed:
     commands: list[Command] = []
     env: list[EnvVar] = []
+    arrays: dict[str, list[Token]] = {}  # bash arrays assigned so far, by name
     for tokens in shell_tokens(text, first_line):
+        if tokens[0].text.endswith("=("):  # `ARGS=(--tp-size 2)`, `ARGS+=(...)`
+            name, plus, _ = tokens[0].text.partition("+")
+            name = name.removesuffix("=(")
+            arrays[name] = [*arrays.get(name, []), *tokens[1:]] if plus else list(tokens[1:])
+            continue
+        tokens = _spread(tokens, arrays)
+        if not tokens:
+            continue
         if tokens[0].text == "export":  # `export NAME=value ...`: assignments alone
             tokens = tokens[1:]
         words, script, assigned = _unwrapped(tokens, launchers)
@@ -212,12 +264,17 @@ def parse_python(text: str, launchers: Sequence[str]) -> Parsed:
     found = _PythonFinds(launchers)
     node: ast.AST = tree
     try:
-        # Argv lists and environment writes first: a string inside a list already read is
-        # not read again as a command string.
+        # Argv lists built in steps first, then argv lists and environment writes: a list
+        # or a string already read is not read again on its own.
+        for node in ast.walk(tree):
+            if isinstance(node, _SCOPES):
+                found.built(node)
         for node in ast.walk(tree):
             found.visit(node)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant):
+            if isinstance(node, ast.JoinedStr):
+                found.format_string(node)
+            elif isinstance(node, ast.Constant):
                 found.command_string(node)
     except RecursionError:
         # ast.unparse recurses once per level: an expression the parser took (a chain of a
@@ -247,17 +304,95 @@ class _PythonFinds:
     commands: list[Command] = attrs.Factory(list)
     env: list[EnvVar] = attrs.Factory(list)
     in_lists: set[int] = attrs.Factory(set)  # ids of the elements of argv lists already read
+    chained: set[int] = attrs.Factory(set)  # ids of the `+` expressions already read, whole
 
     def visit(self, node: ast.AST) -> None:
         if isinstance(node, ast.Call):
             self.call(node)
-        elif isinstance(node, (ast.List, ast.Tuple)) and id(node) not in self.in_lists:
-            self.argv(node)
+        elif isinstance(node, (ast.List, ast.Tuple, ast.BinOp)) and id(node) not in self.in_lists \
+                and id(node) not in self.chained:
+            if isinstance(node, ast.BinOp):  # the whole `a + b + c` once, never each of its parts again
+                stack: list[ast.expr] = [node]
+                while stack:
+                    if isinstance(part := stack.pop(), ast.BinOp):
+                        self.chained.add(id(part))
+                        stack += [part.left, part.right]
+            read = _argv_words(node, {})
+            if read is not None and self.argv(read.tokens, node.lineno):
+                self.in_lists.update(read.nodes)
         elif isinstance(node, ast.Assign):
             self.assign(node)
 
+    def built(self, scope: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
+        """Argv lists a scope builds in steps, read as one launch line each: a literal list
+        (`cmd = [...]`, `[...] + [...]`, `"...".split()`, `shlex.split("...")`) and what its
+        own statements add to it (`cmd += [...]`, `cmd.extend([...])`, `cmd.append(x)`, `cmd
+        = cmd + [...]`), and lists that spread it (`[..., *cmd]`). A step inside a branch or
+        a loop may not run: its words are checked, but not the line as the server's parser
+        would take it (a flag in both branches of an `if` is not given twice). A list
+        changed any other way (`cmd.insert`, `cmd[0] = ...`, `del cmd[...]`) is not followed."""
+        builds: dict[str, _Built] = {}
+        done: list[_Built] = []  # lists no longer named, and lists that spread one built here
+        used: set[int] = set()  # the lists whose words another took so far
+        changed = _changed_otherwise(scope)
+        for stmt, depth in _statements(scope.body, 0):
+            step = _step(stmt)
+            if step is not None and step[0] in builds:
+                build = builds[step[0]]
+                read = _argv_words(step[1], builds)
+                if read is None:
+                    build.tokens.append(_unknown_words(step[1], stmt.lineno))
+                else:
+                    build.add(read)
+                    used.update(id(p) for p in read.parts)
+                build.whole = build.whole and depth == build.depth
+                build.own = build.own or id(build) in used  # words no list that took it holds
+                continue
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                name = stmt.targets[0].id
+                read = _argv_words(stmt.value, builds)
+                if name in builds:
+                    done.append(builds.pop(name))
+                if read is not None and name not in changed:
+                    builds[name] = attrs.evolve(read, depth=depth, line=stmt.value.lineno)
+                    used.update(id(p) for p in read.parts)
+                    continue
+            spread = self.spread(stmt, builds)
+            used.update(id(p) for b in spread for p in b.parts)
+            done += spread
+        self.emit([*done, *builds.values()])
+
+    def emit(self, builds: list[_Built]) -> None:
+        """Each built list that is a launch line, a list only used as a part of others
+        (`base` in `cmd = base + [...]`) only when none of them is one."""
+        parts = {id(p) for b in builds for p in b.parts if not p.own}
+        read: set[int] = set()
+        for build in sorted(builds, key=lambda b: id(b) in parts):
+            if id(build) in read or not self.argv(build.tokens, build.line, whole=build.whole):
+                continue
+            stack = [build]
+            while stack:
+                done = stack.pop()
+                if id(done) not in read:  # `cmd += cmd` makes a list a part of itself
+                    read.add(id(done))
+                    self.in_lists.update(done.nodes)
+                    stack += [p for p in done.parts if not p.own]
+
+    def spread(self, stmt: ast.stmt, builds: Mapping[str, _Built]) -> list[_Built]:
+        """Lists in a statement that spread a list built here (`[..., *args]`)."""
+        if not builds or isinstance(stmt, _SCOPES) or _blocks(stmt):
+            return []
+        out = []
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.List, ast.Tuple)) and any(
+                    isinstance(e, ast.Starred) and isinstance(e.value, ast.Name) and e.value.id in builds
+                    for e in node.elts) and (read := _argv_words(node, builds)) is not None:
+                out.append(attrs.evolve(read, line=node.lineno))
+        return out
+
     def call(self, node: ast.Call) -> None:
-        """`ServerArgs.from_cli([...])`, `env={...}` and `os.environ.setdefault(K, V)`."""
+        """`ServerArgs.from_cli([...])`, `env={...}`, `os.environ.setdefault(K, V)`,
+        `os.environ.update(...)` and `os.putenv(K, V)`."""
         func = ast.unparse(node.func)
         if func.endswith("from_cli") and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
             self.commands.append(Command((), tuple(_list_tokens(node.args[0])), True))
@@ -265,31 +400,47 @@ class _PythonFinds:
         for kw in node.keywords:
             if kw.arg == "env" and isinstance(kw.value, ast.Dict):
                 self.env += _dict_env(kw.value)
-        if func.endswith("environ.setdefault") and len(node.args) == 2:
+        if func.endswith(("environ.setdefault", "putenv")) and len(node.args) == 2:
             self.env += _pair_env(node.args[0], node.args[1])
+        if func.endswith("environ.update"):  # `update({K: V})`, `update(K=V)`
+            self.env += [e for arg in node.args[:1] if isinstance(arg, ast.Dict) for e in _dict_env(arg)]
+            self.env += [e for kw in node.keywords if kw.arg is not None
+                         for e in _pair_env(ast.copy_location(ast.Constant(kw.arg), kw.value), kw.value)]
 
-    def argv(self, node: ast.List | ast.Tuple) -> None:
-        """A list of words that is a launch line, or a shell's `-c` script holding some."""
-        tokens = _list_tokens(node)
+    def argv(self, tokens: list[Token], line: int, *, whole: bool = True) -> bool:
+        """A list of words that is a launch line, or a shell's `-c` script holding some:
+        whether it is (its nodes are then read)."""
         if not tokens or all(t.dynamic for t in tokens):
-            return
+            return False
         words, nested, assigned = _unwrapped(tokens, self.launchers)  # ["bash", "-c", "python -m ... --flag"]
         command = command_of(words, self.launchers)
         if nested is not None:
             self.commands += nested.commands
             self.env += [*assigned, *nested.env]
         elif command.launch:
-            self.commands.append(command)
+            self.commands.append(attrs.evolve(command, whole=whole))
             self.env += assigned
         else:
-            return
-        self.in_lists.update(id(e) for e in node.elts)
+            return False
+        return True
 
     def assign(self, node: ast.Assign) -> None:
         """`os.environ[K] = V`."""
         for target in node.targets:
             if isinstance(target, ast.Subscript) and ast.unparse(target.value).endswith("environ"):
                 self.env += _pair_env(target.slice, node.value)
+
+    def format_string(self, node: ast.JoinedStr) -> None:
+        """An f-string naming a launcher: a shell command whose every field (`{m}`) is
+        one word of a value known only at run time, never a missing one."""
+        parts = [v for v in node.values if isinstance(v, ast.Constant)]
+        if id(node) in self.in_lists:
+            self.in_lists.update(id(p) for p in parts)
+            return
+        text = _format_text(node)
+        if any(fnmatch.fnmatchcase(text, f"*{p.strip('*')}*") for p in self.launchers):
+            self.in_lists.update(id(p) for p in parts)
+            self.command_string(ast.Constant(text, lineno=node.lineno))
 
     def command_string(self, node: ast.Constant) -> None:
         """A string naming a launcher, outside the argv lists already read: a shell command."""
@@ -305,16 +456,152 @@ class _PythonFinds:
 
 
 def _list_tokens(node: ast.List | ast.Tuple) -> list[Token]:
-    out = []
-    for element in node.elts:
-        if isinstance(element, ast.Constant) and isinstance(element.value, (str, int, float)):
-            out.append(Token(str(element.value), element.lineno))
-        elif isinstance(element, ast.Starred):  # `*args`: any number of words
-            shown = f"*{element.value.id}" if isinstance(element.value, ast.Name) else "*(...)"
-            out.append(Token(ast.unparse(element), element.lineno, dynamic=True, splits=shown))
-        else:
-            out.append(Token(ast.unparse(element), element.lineno, dynamic=True))
+    return [t for element in node.elts for t in _element_tokens(element, {})]
+
+
+def _element_tokens(element: ast.expr, builds: Mapping[str, _Built], parts: list[_Built] | None = None) -> list[Token]:
+    """One element of an argv list as words: a literal, the words of a list built here
+    that it spreads (`*args`, added to `parts`), or a word (or, spread, words) known only
+    at run time."""
+    if isinstance(element, ast.Constant) and isinstance(element.value, (str, int, float)):
+        return [Token(str(element.value), element.lineno)]
+    if isinstance(element, ast.Starred):  # `*args`: any number of words
+        if isinstance(element.value, ast.Name) and element.value.id in builds and parts is not None:
+            parts.append(builds[element.value.id])
+            return list(builds[element.value.id].tokens)
+        shown = f"*{element.value.id}" if isinstance(element.value, ast.Name) else "*(...)"
+        return [Token(ast.unparse(element), element.lineno, dynamic=True, splits=shown)]
+    if isinstance(element, ast.JoinedStr):  # f"--model-path={m}": the flag is known, its value is not
+        return [Token(_format_text(element), element.lineno, dynamic=True)]
+    return [Token(ast.unparse(element), element.lineno, dynamic=True)]
+
+
+# a format field in an f-string read as shell text: one word whose value is unknown here
+_FIELD = "{_}"
+
+
+def _format_text(node: ast.JoinedStr) -> str:
+    """An f-string's text with each field as `{_}` (a Python format field: `dynamic`)."""
+    return "".join(str(v.value) if isinstance(v, ast.Constant) else _FIELD for v in node.values)
+_SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@attrs.define
+class _Built:
+    """The words of a literal argv expression or of a list a scope builds in steps: the
+    literal nodes they came from, the lists built here whose words it took, the block
+    depth of its start, and whether every step is at that depth (and every part whole)."""
+
+    tokens: list[Token]
+    nodes: set[int]
+    parts: list[_Built]
+    depth: int = 0
+    line: int = 0
+    whole: bool = True
+    own: bool = False  # grown after another list took its words: a launch line of its own too
+
+    def add(self, other: _Built) -> None:
+        self.tokens += other.tokens
+        self.nodes |= other.nodes
+        self.parts += other.parts
+        self.whole = self.whole and other.whole
+
+
+def _argv_words(node: ast.expr, builds: Mapping[str, _Built]) -> _Built | None:
+    """The words of a literal argv expression: a list or tuple (spreading lists built
+    here), `+` of such, a list built here by name, `"...".split()` and `shlex.split("...")`
+    of a literal; None for anything else."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        parts: list[_Built] = []
+        tokens = [t for e in node.elts for t in _element_tokens(e, builds, parts)]
+        return _Built(tokens, {id(node), *map(id, node.elts)}, parts, whole=all(p.whole for p in parts))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        # the right side first: a chain of `+` on strings or numbers stops at once
+        right = _argv_words(node.right, builds)
+        left = _argv_words(node.left, builds) if right is not None else None
+        if left is None or right is None:
+            return None
+        left.add(right)
+        left.nodes.add(id(node))
+        return left
+    if isinstance(node, ast.Name) and node.id in builds:
+        part = builds[node.id]
+        return _Built(list(part.tokens), set(), [part], whole=part.whole)
+    if isinstance(node, ast.Call) and not node.keywords and isinstance(node.func, ast.Attribute):
+        func, args = node.func, node.args
+        if func.attr == "split" and not args and isinstance(func.value, ast.Constant) \
+                and isinstance(func.value.value, str):
+            return _Built([Token(w, node.lineno) for w in func.value.value.split()], {id(node), id(func.value)}, [])
+        if ast.unparse(func) == "shlex.split" and len(args) == 1 and isinstance(args[0], ast.Constant) \
+                and isinstance(args[0].value, str):
+            try:
+                words = shlex.split(args[0].value)
+            except ValueError:
+                return None
+            return _Built([Token(w, node.lineno, dynamic(w)) for w in words], {id(node), id(args[0])}, [])
+    return None
+
+
+def _step(stmt: ast.stmt) -> tuple[str, ast.expr] | None:
+    """(name, what it adds) for a step that adds words to a list named `name`: `name +=
+    X`, `name.extend(X)`, `name.append(x)` (as `[x]`), `name = name + X`."""
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and isinstance(stmt.target, ast.Name):
+        return stmt.target.id, stmt.value
+    if isinstance(stmt, ast.Expr) and isinstance(call := stmt.value, ast.Call) and isinstance(call.func, ast.Attribute) \
+            and isinstance(call.func.value, ast.Name) and len(call.args) == 1 and not call.keywords:
+        if call.func.attr == "extend":
+            return call.func.value.id, call.args[0]
+        if call.func.attr == "append":
+            return call.func.value.id, ast.copy_location(ast.List([call.args[0]], ast.Load()), call.args[0])
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+            and isinstance(stmt.value, ast.BinOp) and isinstance(stmt.value.left, ast.Name) \
+            and stmt.value.left.id == stmt.targets[0].id:
+        return stmt.targets[0].id, stmt.value.right
+    return None
+
+
+def _unknown_words(added: ast.expr, line: int) -> Token:
+    """What a step adds that is no literal (`cmd += extra`): words known only at run time."""
+    shown = f"*{added.id}" if isinstance(added, ast.Name) else "*(...)"
+    return Token(ast.unparse(added), line, dynamic=True, splits=shown)
+
+
+def _statements(body: Sequence[ast.stmt], depth: int) -> Iterator[tuple[ast.stmt, int]]:
+    """A scope's statements in order with their block depth, into branches, loops, `with`
+    and `try` blocks, never into a function or class (a scope of its own)."""
+    stack: list[tuple[Sequence[ast.stmt], int, int]] = [(body, depth, 0)]
+    while stack:
+        stmts, level, i = stack.pop()
+        if i >= len(stmts):
+            continue
+        stmt = stmts[i]
+        stack.append((stmts, level, i + 1))
+        yield stmt, level
+        if not isinstance(stmt, _SCOPES):
+            stack += [(b, level + 1, 0) for b in reversed(_blocks(stmt))]
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The blocks of statements a compound statement holds (`if`, loops, `with`, `try`,
+    `match`); none for a simple one."""
+    blocks: list[list[ast.stmt]] = [getattr(stmt, f, None) or [] for f in ("body", "orelse", "finalbody")]
+    blocks += [h.body for h in getattr(stmt, "handlers", [])] + [c.body for c in getattr(stmt, "cases", [])]
+    return [b for b in blocks if b]
+
+
+def _changed_otherwise(scope: ast.AST) -> set[str]:
+    """Names of lists a scope changes other than by adding to their end (`cmd.insert`,
+    `cmd.remove`, `cmd[0] = ...`, `del cmd[1]`): their words are not followed."""
+    out: set[str] = set()
+    for node in ast.walk(scope):
+        changes = (isinstance(node, ast.Attribute) and node.attr in _CHANGES) or (
+            isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)))
+        if changes and isinstance(value := getattr(node, "value", None), ast.Name):
+            out.add(value.id)
     return out
+
+
+_CHANGES = frozenset({"insert", "remove", "pop", "clear", "reverse", "sort", "__setitem__", "__delitem__", "__iadd__"})
 
 
 def _pair_env(key: ast.expr, value: ast.expr) -> list[EnvVar]:
@@ -335,13 +622,23 @@ def _dict_env(node: ast.Dict) -> list[EnvVar]:
 # -- YAML with line marks ----------------------------------------------------------------
 class Marked:
     """A composed YAML node, read lazily: `line`, and for mappings `items()` as
-    (key, key line, child), for sequences the children, for scalars `value`."""
+    (key, key line, child), for sequences the children, for scalars `value`.
 
-    __slots__ = ("_loader", "node")
+    An alias is the node its anchor names (the composer shares it), so every use reads the
+    anchored words, at the anchor's lines. `merging()` reads merge keys as the deployment
+    tools do (compose, Helm and kubectl read YAML 1.1's `<<: *base`, `<<: [*a, *b]`): a
+    mapping's own keys first, then each merged mapping's in order, the first of a key
+    winning. A config file is read without them, as the server reads it (`<<` is a key)."""
 
-    def __init__(self, loader: StrictLoader, node: yaml.Node) -> None:
+    __slots__ = ("_loader", "merge", "node")
+
+    def __init__(self, loader: StrictLoader, node: yaml.Node, merge: bool = False) -> None:
         self._loader = loader
         self.node = node
+        self.merge = merge
+
+    def merging(self) -> Marked:
+        return Marked(self._loader, self.node, merge=True)
 
     @property
     def line(self) -> int:
@@ -360,16 +657,41 @@ class Marked:
         return isinstance(self.node, yaml.ScalarNode)
 
     def items(self) -> Iterator[tuple[str, int, Marked]]:
-        if self.is_map:
-            for key, value in self.node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    yield str(key.value), int(key.start_mark.line) + 1, Marked(self._loader, value)
+        if not self.is_map:
+            return
+        seen: set[str] = set()
+        for key, value in self._entries():
+            if isinstance(key, yaml.ScalarNode) and not (self.merge and str(key.value) in seen):
+                seen.add(str(key.value))
+                yield str(key.value), int(key.start_mark.line) + 1, Marked(self._loader, value, self.merge)
+
+    def _entries(self) -> Iterator[tuple[yaml.Node, yaml.Node]]:
+        """The mapping's entries, and with `merge` those of the mappings its `<<` keys
+        merge, depth first in precedence order, each merged mapping once (the reader's
+        event pass bounds them: aliases count against its node limit)."""
+        if not self.merge:
+            yield from self.node.value
+            return
+        done: set[int] = set()
+        stack: list[yaml.Node] = [self.node]
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, yaml.MappingNode) or id(node) in done:
+                continue
+            done.add(id(node))
+            merged: list[yaml.Node] = []
+            for key, value in node.value:
+                if _is_merge_key(key):
+                    merged += value.value if isinstance(value, yaml.SequenceNode) else [value]
+                else:
+                    yield key, value
+            stack += reversed(merged)
 
     def get(self, key: str) -> Marked | None:
         return next((v for k, _, v in self.items() if k == key), None)
 
     def children(self) -> list[Marked]:
-        return [Marked(self._loader, n) for n in self.node.value] if self.is_seq else []
+        return [Marked(self._loader, n, self.merge) for n in self.node.value] if self.is_seq else []
 
     @property
     def value(self) -> Any:
@@ -382,9 +704,20 @@ class Marked:
         return str(self.node.value) if self.is_scalar else None
 
 
+def _is_merge_key(node: yaml.Node) -> bool:
+    """A plain `<<` key (a quoted "<<" is a key like any other)."""
+    return isinstance(node, yaml.ScalarNode) and node.value == "<<" and not node.style  # libyaml: "" for plain
+
+
 def yaml_documents(text: str) -> Iterator[Marked]:
     """Every document of a YAML stream, composed with line marks; a syntax error is a
-    FormatError at its line."""
+    FormatError at its line, and so is a stream over the reader's limits (measured from
+    its events first, aliases expanded in the count: an alias bomb is refused, never
+    expanded)."""
+    try:
+        measure_yaml(text)
+    except YamlError as exc:
+        raise FormatError(f"YAML error: {exc.problem}", exc.line or 1) from None
     loader = StrictLoader(text)
     try:
         while loader.check_node():
@@ -512,7 +845,7 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     env: list[EnvVar] = []
     config: list[ConfigEntry] = []
     refused: list[tuple[str, int]] = []
-    for doc in docs:
+    for doc in (d.merging() for d in docs):
         for obj in _objects(doc):
             found, why = _config_files(obj)
             config += found
@@ -595,7 +928,7 @@ def _config_text(text: str, name: str, part: str, secret: bool) -> tuple[list[Co
 def parse_compose(doc: Marked, launchers: Sequence[str]) -> Parsed:
     commands: list[Command] = []
     env: list[EnvVar] = []
-    services = doc.get("services")
+    services = doc.merging().get("services")
     for _, _, service in services.items() if services is not None else ():
         found_commands, found_env = _container(service, launchers)
         commands += found_commands
@@ -610,7 +943,7 @@ def parse_helm_values(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     commands: list[Command] = []
     env: list[EnvVar] = []
     config: list[ConfigEntry] = []
-    for doc in docs:
+    for doc in (d.merging() for d in docs):
         for key, node in _walk(doc):
             if node.is_map:
                 # an item of a list is a container of its own (`extraContainers: [{image, args}]`)
@@ -781,6 +1114,13 @@ def format_of(path: Path, text: str) -> str | None:
     return None
 
 
+def _is_manifest(doc: Marked) -> bool:
+    """A Kubernetes object by its content, in YAML or JSON alike: `apiVersion` and `kind`
+    at the top level, or a `kind: List` (what `kubectl get -o yaml|json` writes)."""
+    kind = doc.get("kind") if doc.is_map else None
+    return kind is not None and (doc.get("apiVersion") is not None or kind.text == "List")
+
+
 def parse_file(path: Path, launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> Parsed | None:
     """Parse one file by its format (None: not a format the linter reads). Raises
     FormatError for a file that does not parse, OSError/YamlError for one that cannot be read."""
@@ -799,13 +1139,16 @@ def parse_file(path: Path, launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> Pars
             load_json(text)  # JSON's own rules (and limits) first; lines from the YAML composer
         except YamlError as exc:
             raise FormatError(f"JSON error: {exc.problem}", exc.line or 1) from None
-        return attrs.evolve(parse_config(list(yaml_documents(text))), format="json")
+        docs = list(yaml_documents(text))
+        if any(_is_manifest(d) for d in docs):  # `kubectl apply -f pod.json`, `kubectl get -o json`
+            return parse_kubernetes(docs, launchers)
+        return attrs.evolve(parse_config(docs), format="json")
     docs = list(yaml_documents(text))
     if fmt == "compose":
         return parse_compose(docs[0], launchers) if docs else Parsed("compose")
     if fmt == "helm-values":
         return parse_helm_values(docs, launchers)
-    if any(d.is_map and d.get("apiVersion") is not None and d.get("kind") is not None for d in docs):
+    if any(_is_manifest(d) for d in docs):
         return parse_kubernetes(docs, launchers)
     if docs and docs[0].is_map and docs[0].get("services") is not None:
         return parse_compose(docs[0], launchers)

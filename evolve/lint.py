@@ -342,7 +342,7 @@ class Linter:
         found = list(self._flags(command, file))
         yield from found
         checked = [f for f in found if f.rule != "lint-unchecked"]  # words it cannot see do not stop the parse
-        if not checked and args and (refused := _refusal(self.parser, args, self.structured)) is not None:
+        if command.whole and not checked and args and (refused := _refusal(self.parser, args, self.structured)) is not None:
             why, line = refused
             yield Finding("lint-refused", "launch line", f"the server refuses this launch line: {why}", file, line,
                           "give each flag once, a bool flag alone (or its --no- twin), and no word no flag takes")
@@ -368,7 +368,7 @@ class Linter:
                 continue
             given = self.flags.get(flag)
             if given is not None and given.leaf.secret:
-                if given.leaf.name in secrets_given:
+                if given.leaf.name in secrets_given and command.whole:  # two branches may each give it
                     yield Finding("lint-bad-value", flag, f"{flag} ({given.leaf.name}) is a secret given twice: the "
                                   f"server refuses it", file, token.line, "give the secret once")
                 secrets_given.add(given.leaf.name)
@@ -401,7 +401,8 @@ class Linter:
                 yield from self._leaf_flag(spelling.leaf, flag, inline is not None, taken, file, token.line)
                 if spelling.leaf.name in KEY_LEAVES and len(taken) == 1 and not taken[0].dynamic:
                     keys[spelling.leaf.name] = (taken[0].text, taken[0].line)
-        yield from _same_key(keys, file)
+        if command.whole:
+            yield from _same_key(keys, file)
 
     def _known(self, word: str) -> bool:
         flag = word.partition("=")[0]
@@ -561,7 +562,7 @@ class Linter:
             mark = exc.problem_mark or exc.context_mark
             return [Finding("lint-unreadable", shown, f"YAML error: {exc.problem or exc}", shown,
                             mark.line + 1 if mark else 1)]
-        return found
+        return list(dict.fromkeys(found))  # an anchored text used twice is one finding at its line
 
 
 _FLAG_AFTER_SPACE = re.compile(r"\s(--[A-Za-z][\w.-]*)")

@@ -208,13 +208,35 @@ def _refuse_merge(loader: StrictLoader, node: yaml.Node) -> Any:
 StrictLoader.add_constructor("tag:yaml.org,2002:merge", _refuse_merge)
 
 
+def _check_version(event: DocumentStartEvent) -> None:
+    """Refuse a `%YAML` directive other than 1.2: the text is read by 1.2's rules anyway
+    (`010` is 10, `yes` a string), so a file that says otherwise would mean something else
+    to its author, without a word."""
+    declared = getattr(event, "version", None)
+    if declared is None or tuple(declared) == (1, 2):
+        return
+    version = ".".join(map(str, declared))
+    raise YamlError(f"the document declares %YAML {version}, but config and schema files are read as YAML "
+                    f"1.2 (where 010 is 10 and yes is a string); drop the directive, or write %YAML 1.2",
+                    _line(event.start_mark))
 
 
-def _measure(parser: StrictLoader) -> None:
+def _too_many_nodes(nodes: int, aliased: int, event: Any) -> YamlError:
+    """The refusal of a document over the node limit, saying whether aliases made it large."""
+    if aliased * 2 > nodes:
+        what = f"expands to more than {LIMITS.nodes} nodes, {aliased} of them copies made by aliases (an alias bomb?)"
+    else:
+        what = f"has more than {LIMITS.nodes} nodes (keys, values and items)"
+    return YamlError(f"the document {what}, over {over('nodes', 'nodes')}", _line(event.start_mark))
+
+
+def _measure(parser: StrictLoader, *, version: bool = True, plain: bool = True) -> None:
     """Refuse a stream over the limits from its events alone, before anything is composed:
     nodes with every alias expanded (an anchor's size is known when it closes, so a bomb is
     counted, never expanded), nesting, scalar length, recursive aliases. It stops at the
-    event that crosses a limit, so a huge document costs only the part read up to there."""
+    event that crosses a limit, so a huge document costs only the part read up to there.
+    `version`: a `%YAML` directive other than 1.2 is refused too; `plain`: the nodes
+    written out count against the node limit, not only the copies aliases make."""
     nodes = 0
     opened: list[tuple[int, str | None]] = []  # (nodes before it, its anchor) per open collection
     sizes: dict[str, int] = {}  # anchor -> expanded size of its (closed) node
@@ -222,7 +244,12 @@ def _measure(parser: StrictLoader) -> None:
     while True:
         event = parser.get_event()  # type: ignore[no-untyped-call]
         kind = type(event)
-        if kind is ScalarEvent:
+        if kind is DocumentStartEvent:  # the limits are each document's, as its anchors are
+            nodes, aliased = 0, 0
+            sizes.clear()
+            if version:
+                _check_version(event)
+        elif kind is ScalarEvent:
             nodes += 1
             if len(event.value) > LIMITS.string_chars:
                 raise YamlError(f"a scalar of {len(event.value)} characters is over "
@@ -247,22 +274,10 @@ def _measure(parser: StrictLoader) -> None:
             size = sizes.get(event.anchor, 1)  # an undefined alias: the composer names it
             nodes += size
             aliased += size
-        elif kind is DocumentStartEvent and getattr(event, "version", None) not in (None, (1, 2)):
-            # read by 1.2's rules anyway (`010` is 10, `yes` a string): a file that says
-            # otherwise would mean something else to its author, without a word
-            version = ".".join(map(str, event.version))
-            raise YamlError(f"the document declares %YAML {version}, but config and schema files are read as YAML "
-                            f"1.2 (where 010 is 10 and yes is a string); drop the directive, or write %YAML 1.2",
-                            _line(event.start_mark))
         elif kind is StreamEndEvent:
             return
-        if nodes > LIMITS.nodes:
-            if aliased * 2 > nodes:
-                what = (f"expands to more than {LIMITS.nodes} nodes, {aliased} of them copies made by aliases "
-                        f"(an alias bomb?)")
-            else:
-                what = f"has more than {LIMITS.nodes} nodes (keys, values and items)"
-            raise YamlError(f"the document {what}, over {over('nodes', 'nodes')}", _line(event.start_mark))
+        if (nodes if plain else aliased) > LIMITS.nodes:
+            raise _too_many_nodes(nodes, aliased, event)
 
 
 def load_yaml(text: str, loader: type[StrictLoader] = StrictLoader) -> Any:
@@ -278,6 +293,23 @@ def load_yaml(text: str, loader: type[StrictLoader] = StrictLoader) -> Any:
         raise YamlError(str(exc).replace("\n", " "), None) from None
     except RecursionError:  # within the nesting limit, yet too deep for the stack left here
         raise YamlError(f"the document nests too deep to be read here; lower {variable('nesting')}", None) from None
+
+
+def measure_yaml(text: str) -> None:
+    """Refuse a YAML stream over LIMITS from its events alone, each document on its own:
+    a reader that composes the nodes itself (`configbags lint`, which keeps line marks
+    and follows aliases) first knows no alias bomb is expanded. The copies aliases make
+    count against the node limit, not the nodes written out (the text's size bounds
+    those); nesting and scalar length as `load_yaml`; a `%YAML` directive is the
+    caller's to judge. YamlError."""
+    _check_size(text)
+    try:
+        _parse(text, StrictLoader, lambda parser: _measure(parser, version=False, plain=False))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise YamlError(str(exc.problem or exc), _line(mark)) from None
+    except yaml.YAMLError as exc:
+        raise YamlError(str(exc).replace("\n", " "), None) from None
 
 
 def _compose(parser: StrictLoader) -> Any:
