@@ -522,7 +522,17 @@ def _key_params(
     if owner is not None and init is not None and init is not function:
         targets.append((f"{owner.name}.__init__", init))
     enclosing: list[ast.AST] = [owner, function] if owner is not None else [function]
-    found: list[tuple[str, str, str]] = []
+    found: list[tuple[Any, ...]] = []
+    if owner is not None and init is None:
+        # a dataclass or NamedTuple: its generated `__init__` stores each field as given
+        # (the row's fourth column: the field's position, FIELD_POSITION_UNKNOWN where a
+        # base may put fields before it)
+        for position, field in _init_fields(owner):
+            compiler = KeyCompiler(strings, owner, field, field=True)
+            templates = [t for t in (compiler.compile(key, enclosing) for key in keys) if depends(t)]
+            if templates:
+                use = use_of(templates[0] if len(templates) == 1 else ["|", *templates])
+                found.append((f"{owner.name}.__init__", field, use, position))
     for target_name, target in targets:
         args = target.args
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
@@ -535,6 +545,50 @@ def _key_params(
                 # several keys built from one parameter: a call reads each
                 found.append((target_name, arg.arg, use_of(templates[0] if len(templates) == 1 else ["|", *templates])))
     return found
+
+
+# A generated `__init__`'s field whose position a base class decides (env_params' fourth column)
+FIELD_POSITION_UNKNOWN = -2
+_DATACLASS_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable"})
+_NAMEDTUPLE_BASES = frozenset({"NamedTuple", "Generic"})
+
+
+def _init_fields(owner: ast.ClassDef) -> list[tuple[int, str]]:
+    """(position, name) of the parameters the generated `__init__` of a dataclass (attrs'
+    `define` too) or NamedTuple takes: its annotated fields in order (-1: keyword-only),
+    none for any other class."""
+    decorators = [d.func if isinstance(d, ast.Call) else d for d in owner.decorator_list]
+    bases = {dotted(base).rpartition(".")[2] for base in owner.bases}
+    named_tuple = "NamedTuple" in bases
+    if not named_tuple and not any(dotted(d).rpartition(".")[2] in _DATACLASS_DECORATORS for d in decorators):
+        return []
+    kw_only = any(
+        isinstance(d, ast.Call) and any(k.arg == "kw_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+                                        for k in d.keywords)
+        for d in owner.decorator_list
+    )
+    # fields a base declares come first: the positions of these are not known
+    inherited = bool(bases - _NAMEDTUPLE_BASES - {"object"})
+    fields: list[tuple[int, str]] = []
+    for item in owner.body:
+        if not isinstance(item, ast.AnnAssign) or not isinstance(item.target, ast.Name):
+            continue
+        annotation = ast.unparse(item.annotation)
+        if "ClassVar" in annotation:
+            continue
+        if "KW_ONLY" in annotation:
+            kw_only = True
+            continue
+        value = item.value
+        keywords = {k.arg: k.value for k in value.keywords} if isinstance(value, ast.Call) else {}
+        given = keywords.get("init")
+        if isinstance(given, ast.Constant) and given.value is False:
+            continue
+        only = keywords.get("kw_only")
+        keyword = kw_only or (isinstance(only, ast.Constant) and only.value is True)
+        position = -1 if keyword else FIELD_POSITION_UNKNOWN if inherited else len(fields)
+        fields.append((position, item.target.id))
+    return fields
 
 
 def _own_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
@@ -851,6 +905,42 @@ def base_facts(
     )
 
 
+def _inherited_helpers(entries: Iterable[tuple[str, ...]], flow: FlowFacts) -> list[tuple[str, str]]:
+    """The helper entries the module's classes inherit from a helper base (spelled in the
+    module: its own class, or an imported one): the constructor where the class has no
+    `__init__` of its own (`class EngineEnv(Env): pass`, a dataclass deriving a dataclass
+    knob, whose base's fields come first), and the methods it does not define, on an
+    instance made on the spot or kept in a module-level name (`ENV2 = EngineEnv()`)."""
+    own = {row[0] for row in flow.signatures}
+    instances = defaultdict(list)
+    for name, cls in flow.instances:
+        instances[cls].append(name)
+    known = {(entry[0], entry[1]) for entry in entries}
+    found: list[tuple[str, str]] = []
+    for _ in range(len(flow.bases)):  # a chain of subclasses, one step a round
+        added = False
+        for cls, *bases in flow.bases:
+            for base in bases:
+                for spelled, tail in sorted(known):
+                    if spelled == base and f"{cls}.__init__" not in own:
+                        new = [cls]
+                    elif spelled.startswith(base + "().") and f"{cls}.{spelled[len(base) + 3:]}" not in own:
+                        method = spelled[len(base) + 3:]
+                        new = [f"{cls}().{method}", *(f"{name}.{method}" for name in instances.get(cls, ()))]
+                    elif spelled.startswith(base + ".") and f"{cls}.{spelled[len(base) + 1:]}" not in own:
+                        new = [f"{cls}.{spelled[len(base) + 1:]}"]  # a static method through the class
+                    else:
+                        continue
+                    for name in new:
+                        if (name, tail) not in known:
+                            known.add((name, tail))
+                            found.append((name, tail))
+                            added = True
+        if not added:
+            break
+    return found
+
+
 class _Uses(_Walk):
     """Uses of imported functions that return a config context or the environment (and
     of the module's own, and of names bound to either: `open_ctx = doors.ctx`)."""
@@ -1063,6 +1153,10 @@ class _Uses(_Walk):
             return
         if isinstance(parent, ast.Attribute):
             return  # `get_env.__doc__`, or a longer name (judged as itself)
+        if isinstance(parent, ast.ClassDef) and node in parent.bases and not any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in parent.body
+        ):
+            return  # a subclass taking its base's constructor: a helper in turn (_inherited_helpers)
         self._row(node, ENV_UNRESOLVED, "environ", "env_helper")
 
     def _helper_call(
@@ -1090,6 +1184,8 @@ class _Uses(_Walk):
             else:
                 given = next((k.value for k in keywords if k.arg == param), None)
                 unknown = unknown or (given is None and any(k.arg is None for k in keywords))
+                # a field a base class places: any positional argument may be it
+                unknown = unknown or (given is None and position == FIELD_POSITION_UNKNOWN and bool(args))
             self._handed_on(given, scopes, use)
             if use == "command":
                 if given is not None:
@@ -1681,9 +1777,11 @@ class _Project:
         if known is not None:
             return known
         flow = self.results[rel].flow
-        uses: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        for function, param, use in flow.env_params:
-            uses[function].append((param, use))  # (a parameter may be a key and a command)
+        uses: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        for function, param, use, *field in flow.env_params:
+            # (a parameter may be a key and a command); a generated `__init__`'s field
+            # comes with its position
+            uses[function].append((param, use, *field))
         found: list[tuple[str, str]] = []
         if uses:
             instances = defaultdict(list)
@@ -1694,11 +1792,11 @@ class _Project:
                 # a plain method called through its class takes `self` first (a row's
                 # seventh column, where the signatures say so)
                 through_class = 1 if len(row) > 6 and row[6] else 0
-                for param, use in uses.get(body, ()):
-                    position = positional.index(param) if param in positional else -1
-                    if position == -1 and param not in kwonly:
+                for param, use, *field in uses.get(body, ()):
+                    position = positional.index(param) if param in positional else field[0] if field else -1
+                    if position == -1 and param not in kwonly and not field:
                         continue  # `self`, or a parameter only the body names
-                    shifted = position + through_class if position >= 0 else -1
+                    shifted = position + through_class if position >= 0 else position
                     found.append((qualname, f"{shifted}|{param}|{use}"))
                     owner, _, method = qualname.rpartition(".")
                     for name in instances.get(owner, ()) if owner else ():
@@ -1708,6 +1806,7 @@ class _Project:
                         # and on an instance made on the spot, `Env().get("X")`
                         found.append((f"self.{method}@{owner}", f"{position}|{param}|{use}"))
                         found.append((f"{owner}().{method}", f"{position}|{param}|{use}"))
+        found += _inherited_helpers(found, flow)
         self._helper_rows[rel] = found
         return found
 
@@ -1735,6 +1834,9 @@ class _Project:
                 if other in self.helper_files:
                     prefix = local + module[len(target) :]
                     entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other) if "@" not in spelled)
+        # the module's own subclasses of an imported helper class (`class EngineEnv(Env)`)
+        imported = [tuple(entry.split("|", 1)) for entry in entries if "@" not in entry.partition("|")[0]]
+        entries.update(f"{spelled}|{tail}" for spelled, tail in _inherited_helpers(imported, self.results[rel].flow))
         return frozenset(entries)
 
     def _home_getters(self, local: str, kind: str, target: str, spelled: dict[str, set[str]]) -> None:

@@ -1,0 +1,104 @@
+"""Round ten's false passes of the read ratchet about environment readers an engine builds
+on (an outside attack): env-knob classes written as a dataclass or a NamedTuple, the
+allowlisted env helper object reached one hop away (kept on `self`, a subclass, an alias,
+a parameter, a factory, `functools.partial`), and config libraries that fill values from
+the environment (OmegaConf's `${oc.env:...}`, jsonargparse, configargparse, environs,
+python-decouple)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ratchet_case import fails as _fails
+from ratchet_case import scan_pkg
+
+from configbags.migrate.scan import ScanResult, ScanSettings
+
+SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
+PAGE = "$SGLANG_PAGE_SIZE"
+TP = "$SGLANG_TP_SIZE"
+
+
+def _scan(root: Path, files: dict[str, str]) -> ScanResult:
+    return scan_pkg(root, files, SETTINGS)
+
+
+def _leaves(result: ScanResult, file: str = "pkg/user.py") -> set[str]:
+    return {r.leaf for r in result.reads if r.file == file}
+
+
+# ---- T7: an env knob whose class is a dataclass or a NamedTuple: read where it is made
+
+KNOBS = """\
+import dataclasses
+import os
+from typing import NamedTuple
+
+from pkg.base import Base
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvInt:
+    name: str
+    default: int = 0
+
+    def get(self):
+        return int(os.environ.get(self.name, self.default))
+
+
+class Knob(NamedTuple):
+    name: str
+    default: str
+
+    def get(self):
+        return os.environ.get(self.name, self.default)
+
+
+@dataclasses.dataclass
+class Keyed:
+    default: int
+    _: dataclasses.KW_ONLY
+    key: str = ""
+
+    def get(self):
+        return os.getenv("SGLANG_" + self.key)
+
+
+@dataclasses.dataclass
+class Derived(EnvInt):
+    unit: str = ""
+
+
+@dataclasses.dataclass
+class Late(Base):
+    name: str = ""
+
+    def get(self):
+        return os.environ.get(self.name)
+"""
+
+BASE = "import dataclasses\n\n@dataclasses.dataclass\nclass Base:\n    size: int = 0\n"
+
+
+@pytest.mark.parametrize(("user", "leaves"), [
+    ("PAGE = EnvInt('SGLANG_PAGE_SIZE', 16)\n\ndef f():\n    return PAGE.get()\n", {PAGE}),
+    ("def f():\n    return Knob('SGLANG_PAGE_SIZE', '16').get()\n", {PAGE}),
+    ("def f():\n    return EnvInt(name='SGLANG_TP_SIZE').get()\n", {TP}),
+    ("def f():\n    return Keyed(1, key='TP_SIZE').get()\n", {TP}),
+    ("def f(name):\n    return EnvInt(name).get()\n", {"$?"}),
+    # a subclass takes its base's constructor (a dataclass's base fields come first)
+    ("def f():\n    return Derived('SGLANG_PAGE_SIZE').get()\n", {PAGE}),
+    ("def f():\n    return Late(1, 'SGLANG_PAGE_SIZE').get()\n", {"$?"}),
+])
+def test_a_dataclass_or_namedtuple_knob_is_read_where_it_is_made(tmp_path: Path, user: str, leaves: set[str]) -> None:
+    head = "from pkg.knobs import EnvInt, Knob, Keyed, Derived, Late\n"
+    result = _scan(tmp_path, {"knobs.py": KNOBS, "base.py": BASE, "user.py": head + user})
+    assert _leaves(result) == leaves, result.reads
+    assert _fails(result)
+
+
+def test_a_dataclass_knob_of_an_undeclared_variable_reads_nothing(tmp_path: Path) -> None:
+    user = "from pkg.knobs import EnvInt, Knob\nHOME = EnvInt('HOME', 0)\nPATH = Knob('PATH', '')\n"
+    result = _scan(tmp_path, {"knobs.py": KNOBS, "base.py": BASE, "user.py": user})
+    assert _leaves(result) == set(), result.reads
