@@ -341,3 +341,159 @@ def _row(function: str, leaf: str, node: ast.AST) -> Row:
     col = getattr(node, "col_offset", 0)
     return (function, leaf, line, col, getattr(node, "end_lineno", None) or line,
             getattr(node, "end_col_offset", None) or col, "environ", "settings_field", "process")
+
+
+# ---- an environment helper object, carried one hop
+
+
+_FIELD_CALLS = frozenset({"field", "ib", "attrib", "Factory"})
+_FACTORY_KEYWORDS = ("default_factory", "factory")
+_MAX_CARRY = 4
+
+
+def carried_helpers(
+    expr: ast.expr, parents: Sequence[ast.AST], tree: ast.Module, depth: int = 0,
+) -> set[str]:
+    """What an environment helper object's call may be spelled as, where the object is
+    reached through a carrier (`parents`: the nodes around `expr`, innermost last): the
+    spellings `P` such that `P.get(...)` is a call the helper entries name (`ENV`,
+    `Env()`). Followed, the way the record's carriers are: a name bound to it (`env =
+    ENV`), a parameter annotated with the class (`env: Env`) or defaulting to it (`env=ENV`),
+    `self.env` where the class body binds it (`env = Env()`, a dataclass or attrs field
+    `env: Env = field(default_factory=Env)`) or a method assigns it (`self.env = Env()`,
+    `self.env = env` of such a parameter), and a module function returning it
+    (`make_env().get(...)`)."""
+    function = next((p for p in reversed(parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    cls = None
+    if function is not None:
+        at = max(i for i, p in enumerate(parents) if p is function)
+        cls = parents[at - 1] if at and isinstance(parents[at - 1], ast.ClassDef) else None
+    return _carried(expr, function, cls, tree, depth)
+
+
+def _carried(
+    expr: ast.expr | None, function: ast.FunctionDef | ast.AsyncFunctionDef | None, cls: ast.AST | None,
+    tree: ast.Module, depth: int,
+) -> set[str]:
+    if expr is None or depth > _MAX_CARRY:
+        return set()
+    if isinstance(expr, ast.Call):
+        maker = _dotted(expr.func)
+        if not maker:
+            return set()
+        found = {f"{maker}()"}
+        factory = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == maker), None)
+        if factory is not None:
+            for sub in ast.walk(factory):
+                if isinstance(sub, ast.Return) and sub.value is not None:
+                    found |= _carried(sub.value, factory, None, tree, depth + 1)
+        return found
+    if isinstance(expr, ast.Name):
+        return _name_carries(expr.id, function, tree, depth)
+    if isinstance(expr, ast.Attribute):
+        found = {_dotted(expr)} - {""}
+        owner = function.args.args[0].arg if function is not None and function.args.args else None
+        if isinstance(cls, ast.ClassDef) and isinstance(expr.value, ast.Name) and expr.value.id == owner:
+            found |= _attribute_carries(expr.attr, cls, tree, depth)
+        return found
+    return set()
+
+
+def _name_carries(
+    name: str, function: ast.FunctionDef | ast.AsyncFunctionDef | None, tree: ast.Module, depth: int,
+) -> set[str]:
+    """A local (its bindings, a parameter's annotation and default), else the module's."""
+    if function is not None:
+        args = function.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        defaults = dict(zip([a.arg for a in [*args.posonlyargs, *args.args]][::-1], args.defaults[::-1], strict=False))
+        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None)
+        local = any(a.arg == name for a in params) or any(
+            isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Store) for sub in ast.walk(function)
+        )
+        if local:
+            found: set[str] = set()
+            for arg in params:
+                if arg.arg == name:
+                    found |= _annotated(arg.annotation)
+                    found |= _carried(defaults.get(name), None, None, tree, depth + 1)
+            for sub in ast.walk(function):
+                found |= _assigned(sub, lambda target: isinstance(target, ast.Name) and target.id == name, function, None, tree, depth)
+            return found
+    found = {name}
+    for stmt in tree.body:
+        found |= _assigned(stmt, lambda target: isinstance(target, ast.Name) and target.id == name, None, None, tree, depth)
+    return found
+
+
+def _attribute_carries(attr: str, cls: ast.ClassDef, tree: ast.Module, depth: int) -> set[str]:
+    """`self.<attr>`: what the class body binds to it, and what its methods assign."""
+    found: set[str] = set()
+    for item in cls.body:
+        found |= _assigned(item, lambda target: isinstance(target, ast.Name) and target.id == attr, None, cls, tree, depth)
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args:
+            me = item.args.args[0].arg
+
+            def on_self(target: ast.expr, me: str = me) -> bool:
+                return isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name) and (
+                    target.value.id == me
+                )
+
+            for sub in ast.walk(item):
+                found |= _assigned(sub, on_self, item, cls, tree, depth)
+    return found
+
+
+def _assigned(
+    node: ast.AST, matches: Any, function: ast.FunctionDef | ast.AsyncFunctionDef | None, cls: ast.AST | None,
+    tree: ast.Module, depth: int,
+) -> set[str]:
+    """What an assignment `node` whose target `matches` carries (its annotation, and its
+    value: a field declaration's default or factory)."""
+    if isinstance(node, ast.Assign) and any(matches(t) for t in node.targets):
+        return _value_carries(node.value, function, cls, tree, depth)
+    if isinstance(node, ast.AnnAssign) and matches(node.target):
+        return _annotated(node.annotation) | _value_carries(node.value, function, cls, tree, depth)
+    return set()
+
+
+def _value_carries(
+    value: ast.expr | None, function: ast.FunctionDef | ast.AsyncFunctionDef | None, cls: ast.AST | None,
+    tree: ast.Module, depth: int,
+) -> set[str]:
+    if isinstance(value, ast.Call) and _last(value.func) in _FIELD_CALLS:
+        found: set[str] = set()
+        for keyword in value.keywords:
+            if keyword.arg in _FACTORY_KEYWORDS and _dotted(keyword.value):
+                found.add(f"{_dotted(keyword.value)}()")
+            elif keyword.arg == "default":
+                found |= _carried(keyword.value, function, cls, tree, depth + 1)
+        if _last(value.func) == "Factory" and value.args and _dotted(value.args[0]):
+            found.add(f"{_dotted(value.args[0])}()")
+        return found
+    return _carried(value, function, cls, tree, depth + 1)
+
+
+def _annotated(annotation: ast.expr | None) -> set[str]:
+    """`env: Env` (or `"Env"`, `Env | None`, `Optional[Env]`): an instance of the class."""
+    if annotation is None:
+        return set()
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return set()
+    found: set[str] = set()
+    for sub in ast.walk(annotation):
+        name = _dotted(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else ""
+        if name and name not in ("None", "Optional", "typing.Optional"):
+            found.add(f"{name}()")
+    return found
+
+
+def _dotted(expr: ast.expr) -> str:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.insert(0, expr.attr)
+        expr = expr.value
+    return ".".join([expr.id, *parts]) if isinstance(expr, ast.Name) else ""

@@ -76,7 +76,14 @@ from configbags.migrate.envkeys import (
     template_of,
     use_of,
 )
-from configbags.migrate.envsources import ENV_TABLE, dispatches, table_entries, table_key, table_use
+from configbags.migrate.envsources import (
+    ENV_TABLE,
+    carried_helpers,
+    dispatches,
+    table_entries,
+    table_key,
+    table_use,
+)
 from configbags.migrate.resolvers import helper_specs
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -905,6 +912,32 @@ def base_facts(
     )
 
 
+def _partial_helpers(tree: ast.Module, helpers: Mapping[str, list[tuple[int, str, str]]]) -> dict[str, list[tuple[int, str, str]]]:
+    """Module-level names bound to `functools.partial(helper, ...)`: helpers whose key
+    or command parameters are the helper's not bound there, at positions shifted past
+    the arguments given (`get_or_16 = partial(get_env, default="16")`, then
+    `get_or_16("X")`)."""
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            continue
+        value = stmt.value
+        if not (isinstance(value, ast.Call) and dotted(value.func).rpartition(".")[2] == "partial" and value.args):
+            continue
+        specs = helpers.get(dotted(value.args[0]))
+        if not specs or any(isinstance(arg, ast.Starred) for arg in value.args) or any(k.arg is None for k in value.keywords):
+            continue  # (a `*args` or `**kw` bound there: the helper handed on, judged so)
+        given = len(value.args) - 1
+        bound = {k.arg for k in value.keywords}
+        left = [
+            (position - given if position >= 0 else position, param, use)
+            for position, param, use in specs if param not in bound and not 0 <= position < given
+        ]
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        found.update((target.id, left) for target in targets if isinstance(target, ast.Name) and left)
+    return found
+
+
 def _inherited_helpers(entries: Iterable[tuple[str, ...]], flow: FlowFacts) -> list[tuple[str, str]]:
     """The helper entries the module's classes inherit from a helper base (spelled in the
     module: its own class, or an imported one): the constructor where the class has no
@@ -971,6 +1004,18 @@ class _Uses(_Walk):
         for entry in flows.env_helpers:
             spelled, position, param, use = entry.split("|", 3)  # (a key template may hold `|`)
             self.helpers[spelled].append((int(position), param, use))
+        self.helpers.update(_partial_helpers(strings.tree, self.helpers))
+        # the methods of helper objects (`ENV.get`, `Env().get`): called on a carrier of one
+        self.helper_methods = {spelled.rpartition(".")[2] for spelled in self.helpers if "." in spelled and "@" not in spelled}
+
+    def _carried_helper_call(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`self.env.get("X")`, `env.get("X")` with `env: Env`, `make_env().get("X")`: a
+        helper object's method called on a carrier of it (envsources.carried_helpers)."""
+        for spelled in sorted(carried_helpers(func.value, self.parents, self.strings.tree)):
+            specs = self.helpers.get(f"{spelled}.{func.attr}")
+            if specs:
+                self._helper_call(node, node.args, node.keywords, specs)
+                return
 
     def _row(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
         self.reads.append((
@@ -999,6 +1044,8 @@ class _Uses(_Walk):
         elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
             # `functools.partial(get_env, "X")`: the name is handed over now
             self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in self.helper_methods:
+            self._carried_helper_call(node, node.func)
         if name in self.flows.environ_getters:
             key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
             self._environ_key(node, key, "getenv")
@@ -1373,6 +1420,10 @@ def use_facts(
     }
     if not names:
         return [], [], []
+    if flows.env_helpers and "partial" in text:
+        # `get_or_16 = functools.partial(get_env, default="16")`: its calls are the helper's
+        spelled_helpers = {entry.partition("|")[0]: [(0, "", "")] for entry in flows.env_helpers}
+        names |= set(_partial_helpers(tree, spelled_helpers))
     lines = mention_lines(text, names)
     renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
     if renamed or kept:

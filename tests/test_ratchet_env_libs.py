@@ -102,3 +102,58 @@ def test_a_dataclass_knob_of_an_undeclared_variable_reads_nothing(tmp_path: Path
     user = "from pkg.knobs import EnvInt, Knob\nHOME = EnvInt('HOME', 0)\nPATH = Knob('PATH', '')\n"
     result = _scan(tmp_path, {"knobs.py": KNOBS, "base.py": BASE, "user.py": user})
     assert _leaves(result) == set(), result.reads
+
+
+# ---- T6: the env helper object reached one hop away: read at the call, as `ENV.get` is
+
+HELPER = """\
+import os
+
+
+def get_env(name, default=None):
+    return os.environ.get(name, default)
+
+
+class Env:
+    def get(self, name):
+        return os.environ.get(name)
+
+
+ENV = Env()
+"""
+IMPORTS = "import dataclasses\nimport functools\nfrom pkg.envutil import ENV, Env, get_env\n\n"
+
+
+@pytest.mark.parametrize("user", [
+    "class S:\n    def __init__(self):\n        self.env = Env()\n\n    def f(self):\n        return self.env.get('SGLANG_PAGE_SIZE')\n",
+    "class Sub(Env):\n    pass\n\ndef f():\n    return Sub().get('SGLANG_PAGE_SIZE')\n",
+    "def f():\n    env = ENV\n    return env.get('SGLANG_PAGE_SIZE')\n",
+    "get16 = functools.partial(get_env, default='16')\n\ndef f():\n    return get16('SGLANG_PAGE_SIZE')\n",
+    "def make():\n    return Env()\n\ndef f():\n    return make().get('SGLANG_PAGE_SIZE')\n",
+    "class S:\n    env = Env()\n\n    def f(self):\n        return self.env.get('SGLANG_PAGE_SIZE')\n",
+    "def f(env: Env):\n    return env.get('SGLANG_PAGE_SIZE')\n",
+    "class W:\n    def __init__(self, env=ENV):\n        self.env = env\n\n    def f(self):\n        return self.env.get('SGLANG_PAGE_SIZE')\n",
+    "@dataclasses.dataclass\nclass W:\n    env: Env = dataclasses.field(default_factory=Env)\n\n"
+    "    def f(self):\n        return self.env.get('SGLANG_PAGE_SIZE')\n",
+])
+def test_a_helper_object_on_a_carrier_is_read_at_the_call(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"envutil.py": HELPER, "user.py": IMPORTS + user})
+    assert _leaves(result) == {PAGE}, result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("user", [
+    # a dict on `self` or a parameter is no helper, whatever the module imports
+    "class S:\n    def __init__(self):\n        self.env = {}\n\n    def f(self, name):\n        return self.env.get(name)\n",
+    "def f(env: dict, name):\n    return env.get(name), ENV.get('HOME')\n",
+    "def f():\n    env = Env()\n    return env.get('PATH')\n",
+])
+def test_a_carrier_of_something_else_or_an_undeclared_name_reads_nothing(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"envutil.py": HELPER, "user.py": IMPORTS + user})
+    assert _leaves(result) == set(), result.reads
+
+
+def test_a_helper_object_carried_with_a_name_not_shown_is_unresolved(tmp_path: Path) -> None:
+    user = "class S:\n    def __init__(self):\n        self.env = ENV\n\n    def f(self, which):\n        return self.env.get(which)\n"
+    result = _scan(tmp_path, {"envutil.py": HELPER, "user.py": IMPORTS + user})
+    assert _leaves(result) == {"$?"}, result.reads
