@@ -23,9 +23,11 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from configbags.migrate.envkeys import KeyCompiler, Pattern, declared_reads, patterns
 from configbags.migrate.scanmodel import ENV_UNRESOLVED, env_subject
 
 if TYPE_CHECKING:
@@ -52,7 +54,8 @@ Row = tuple[Any, ...]
 def env_tables(tree: ast.Module, reads: Iterable[Row]) -> list[tuple[str, str, str]]:
     """The module's getter tables, as constants rows: a dict bound once at the top level
     whose entries (a lambda, or a module function by name) read the environment."""
-    rows = [row for row in reads if row[6] == "environ"]
+    # (a library's template in a dict, `{"page": "${oc.env:NAME}"}`, is read where it is written)
+    rows = [row for row in reads if row[6] == "environ" and row[7] != _FORM]
     if not rows:
         return []
     found: list[tuple[str, str, str]] = []
@@ -497,3 +500,291 @@ def _dotted(expr: ast.expr) -> str:
         parts.insert(0, expr.attr)
         expr = expr.value
     return ".".join([expr.id, *parts]) if isinstance(expr, ast.Name) else ""
+
+
+# ---- config and command-line libraries that fill values from the environment
+
+# A library's shape, by the callable (or instance) as its module spells it:
+# - GETTER: an object reading the variable it is called with, or asked by a method
+#   (`config("NAME")`, `env.int("NAME")`); GETTER_MAKER makes one;
+# - PARSER: a command-line parser whose options are taken from the environment by a
+#   prefix (`SGLANG_` + the option's name), naming as its library does; CLI: a parser
+#   built from a function's parameters;
+# - TEMPLATE_FILE: a loader of a file whose templates (`${oc.env:NAME}`) the module does not show.
+GETTER, GETTER_MAKER, PARSER, CLI, TEMPLATE_FILE = "getter", "getter_maker", "parser", "cli", "template_file"
+# jsonargparse reads the environment whatever `default_env=` says (`JSONARGPARSE_DEFAULT_ENV=true`
+# overrides it); configargparse only under `auto_env_var_prefix=`
+_JSONARGPARSE, _CONFIGARGPARSE = "jsonargparse", "configargparse"
+_LIBRARIES: dict[str, tuple[str, str]] = {
+    "decouple.config": (GETTER, "decouple"),
+    "decouple.AutoConfig": (GETTER_MAKER, "decouple"),
+    "decouple.Config": (GETTER_MAKER, "decouple"),
+    "environs.env": (GETTER, "environs"),
+    "environs.Env": (GETTER_MAKER, "environs"),
+    "jsonargparse.ArgumentParser": (PARSER, _JSONARGPARSE),
+    "jsonargparse.CLI": (CLI, _JSONARGPARSE),
+    "jsonargparse.auto_cli": (CLI, _JSONARGPARSE),
+    "configargparse.ArgParser": (PARSER, _CONFIGARGPARSE),
+    "configargparse.ArgumentParser": (PARSER, _CONFIGARGPARSE),
+    "configargparse.get_argument_parser": (PARSER, _CONFIGARGPARSE),
+    "configargparse.getArgumentParser": (PARSER, _CONFIGARGPARSE),
+    "omegaconf.OmegaConf.load": (TEMPLATE_FILE, "omegaconf"),
+}
+_LIBRARY_WORDS = ("decouple", "environs", "jsonargparse", "configargparse", "omegaconf")
+# a getter's methods that read no variable by the name they are given
+_GETTER_NOT_READS = frozenset({"read_env", "prefixed", "dump", "seal", "add_parser", "parser_for", "add_parser_from_type"})
+# the keyword of each library's prefix, and configargparse's per-option name
+_PREFIX_KEYWORD = {_JSONARGPARSE: "env_prefix", _CONFIGARGPARSE: "auto_env_var_prefix"}
+_OPTION_KEYWORD = "env_var"
+# a parser's methods after which its options are still the ones the module adds
+_PARSER_KEEPS = frozenset({
+    "add_argument", "add", "parse_args", "parse_known_args", "parse_string", "parse_object", "parse_env",
+    "print_help", "print_usage", "format_help", "format_usage", "error", "exit", "dump", "get_defaults",
+})
+# OmegaConf's environment resolver in a template (`${oc.env:NAME,default}`; OmegaConf 1's `${env:NAME}`)
+_OC_ENV = re.compile(r"\$\{\s*(?:oc\.)?env\s*:\s*([^,}]*)")
+_FORM = "config_library"
+
+
+def library_reads(tree: ast.Module, text: str, declared: frozenset[str], strings: ModuleStrings) -> list[Row]:
+    """The reads of the config and command-line libraries of _LIBRARIES (read rows)."""
+    if not declared or not any(word in text for word in _LIBRARY_WORDS):
+        return []
+    imported = _imported_names(tree)
+    if not any(path.partition(".")[0] in _LIBRARY_WORDS for path in imported.values()):
+        return []
+    return _Libraries(tree, declared, strings, imported).reads()
+
+
+class _Libraries:
+    def __init__(self, tree: ast.Module, declared: frozenset[str], strings: ModuleStrings, imported: dict[str, str]) -> None:
+        self.tree = tree
+        self.declared = declared
+        self.strings = strings
+        self.imported = imported
+        self.found: list[Row] = []
+        self.parents: dict[int, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+        self.omegaconf = any(path.partition(".")[0] in ("omegaconf", "hydra") for path in imported.values())
+        # `with env.prefixed("SGLANG_"):` anywhere: a getter's names may have any prefix
+        self.prefixed = any(path.partition(".")[0] == "environs" for path in imported.values()) and any(
+            isinstance(node, ast.Attribute) and node.attr == "prefixed" for node in ast.walk(tree)
+        )
+
+    def reads(self) -> list[Row]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                self._call(node)
+            elif self.omegaconf and isinstance(node, ast.Constant) and isinstance(node.value, str) and "env" in node.value:
+                self._template(node, node.value)
+        return self.found
+
+    # where a node is, for the resolver and the rows
+
+    def _scopes(self, node: ast.AST) -> list[ast.AST]:
+        scopes: list[ast.AST] = []
+        current = self.parents.get(id(node))
+        while current is not None:
+            if isinstance(current, _SCOPES):
+                scopes.insert(0, current)
+            current = self.parents.get(id(current))
+        return scopes
+
+    def _function(self, node: ast.AST) -> str:
+        names = [s.name for s in self._scopes(node) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        return ".".join(names) or "<module>"
+
+    def _report(self, node: ast.AST, leaf: str) -> None:
+        self.found.append((*_row(self._function(node), leaf, node)[:7], _FORM, "process"))
+
+    def _report_names(self, node: ast.AST, found: Iterable[Pattern]) -> None:
+        names, unresolved = declared_reads(found, self.declared)
+        if unresolved:
+            self._report(node, ENV_UNRESOLVED)
+        for name in names:
+            self._report(node, env_subject(name))
+
+    def _shape(self, expr: ast.expr) -> tuple[str, str] | None:
+        """The library shape `expr` names (through the module's imports), or None."""
+        return _LIBRARIES.get(_resolved(expr, self.imported))
+
+    # OmegaConf
+
+    def _template(self, node: ast.AST, value: str) -> None:
+        """A string with OmegaConf's environment resolver reads the variable it names."""
+        for match in _OC_ENV.finditer(value):
+            name = match.group(1).strip().strip("'\"")
+            if "$" in name or not name:
+                self._report(node, ENV_UNRESOLVED)  # `${oc.env:${other}}`: a name built
+            elif name in self.declared:
+                self._report(node, env_subject(name))
+
+    # calls
+
+    def _call(self, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            if keyword.arg == _OPTION_KEYWORD and self._in_library(node, _CONFIGARGPARSE):
+                self._option(keyword.value)
+        shape = self._shape(node.func)
+        if shape is not None:
+            kind, library = shape
+            if kind == GETTER:
+                self._getter_call(node)
+            elif kind == PARSER:
+                self._parser(node, library)
+            elif kind == CLI:
+                self._cli(node, library)
+            elif kind == TEMPLATE_FILE:
+                self._report(node, ENV_UNRESOLVED)  # the file's templates are not shown here
+            elif kind == GETTER_MAKER and library == "environs" and _true_keyword(node, "expand_vars"):
+                self._report(node, ENV_UNRESOLVED)  # `$OTHER` in a value: a name no code shows
+            return
+        func = node.func
+        receiver = func if isinstance(func, (ast.Name, ast.Call)) else (
+            func.value if isinstance(func, ast.Attribute) and func.attr not in _GETTER_NOT_READS else None
+        )
+        if receiver is not None and self._is_getter(receiver):
+            self._getter_call(node)
+
+    def _in_library(self, node: ast.Call, library: str) -> bool:
+        return any(path.partition(".")[0] == library for path in self.imported.values())
+
+    def _is_getter(self, expr: ast.expr, depth: int = 0) -> bool:
+        """Is `expr` a getter object: an imported instance, one made on the spot, or a
+        name of the module bound to either?"""
+        if depth > 4:
+            return False
+        shape = self._shape(expr)
+        if shape is not None:
+            return shape[0] == GETTER
+        if isinstance(expr, ast.Call):
+            made = self._shape(expr.func)
+            return made is not None and made[0] == GETTER_MAKER
+        if isinstance(expr, ast.Name):
+            bound = self.strings.bound(expr, self._scopes(expr))
+            return bool(bound) and any(value is not None and self._is_getter(value, depth + 1) for value, _ in bound or ())
+        return False
+
+    def _getter_call(self, node: ast.Call) -> None:
+        """`config("NAME")`, `env.int("NAME")`: the variable its first argument names."""
+        key = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in ("option", "name", "key")), None)
+        if key is None or isinstance(key, ast.Starred):
+            self._report(node, ENV_UNRESOLVED)
+            return
+        scopes = self._scopes(node)
+        found = patterns(KeyCompiler(self.strings, None, None).compile(key, scopes), None)
+        if self.prefixed:
+            # `with env.prefixed("SGLANG_"):` somewhere: any text may lead the name
+            found = frozenset(("", text + suffix if not wild else suffix, True) for text, suffix, wild in found)
+        self._report_names(key, found)
+
+    def _option(self, value: ast.expr) -> None:
+        """configargparse's `env_var="NAME"`: the variable it names."""
+        if isinstance(value, ast.Constant) and value.value is None:
+            return
+        self._report_names(value, patterns(KeyCompiler(self.strings, None, None).compile(value, self._scopes(value)), None))
+
+    # parsers reading options by a prefix
+
+    def _parser(self, node: ast.Call, library: str) -> None:
+        prefix = self._prefix(node, library)
+        if prefix == "":
+            return  # configargparse without `auto_env_var_prefix=`: only `env_var=` options
+        self._options_read(node, library, prefix, self._parser_options(node))
+
+    def _cli(self, node: ast.Call, library: str) -> None:
+        component = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "components"), None)
+        options: list[str] | None = None
+        function = next((
+            n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and isinstance(component, ast.Name) and n.name == component.id
+        ), None)
+        if function is not None and function.args.kwarg is None:
+            options = [a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)]
+        self._options_read(node, library, self._prefix(node, library), options)
+
+    def _prefix(self, node: ast.Call, library: str) -> str | None:
+        """The prefix as the module shows it: None where not shown ("" none, "?" ...)."""
+        given = next((k.value for k in node.keywords if k.arg == _PREFIX_KEYWORD[library]), None)
+        if library == _CONFIGARGPARSE:
+            if given is None or (isinstance(given, ast.Constant) and given.value is None):
+                return ""
+            return self.strings.value(given, self._scopes(node))
+        if given is None or (isinstance(given, ast.Constant) and given.value is True):
+            return None  # the program's name
+        if isinstance(given, ast.Constant) and given.value is False:
+            return "\0"  # no prefix at all
+        return self.strings.value(given, self._scopes(node))
+
+    def _options_read(self, node: ast.Call, library: str, prefix: str | None, options: list[str] | None) -> None:
+        """The declared variables the parser's options are read from (`$?` where its
+        options are not all shown and some declared variable fits its prefix)."""
+        if prefix == "\0":
+            head: Pattern = ("", "", False)
+        elif prefix is None:
+            head = ("", "_" if library == _JSONARGPARSE else "", True)
+        else:
+            head = (prefix.replace("-", "_") + "_" if library == _JSONARGPARSE else prefix, "", False)
+        if options is None:
+            found = frozenset({(head[0].upper(), "", True)})
+        else:
+            found = frozenset(_env_name(head, option, library) for option in options)
+        self._report_names(node, found)
+
+    def _parser_options(self, node: ast.Call) -> list[str] | None:
+        """The option names of a parser made by `node`: bound to a name whose every use is
+        one of _PARSER_KEEPS (its `add_argument` calls giving the options), or used on
+        the spot; None where it goes anywhere else (its options may be added there)."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in _PARSER_KEEPS:
+            return []
+        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+            return None
+        name = parent.targets[0].id
+        scopes = self._scopes(node)
+        scope: ast.AST = next((s for s in reversed(scopes) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), self.tree)
+        options: list[str] = []
+        for sub in ast.walk(scope):
+            if not (isinstance(sub, ast.Name) and sub.id == name) or sub is parent.targets[0]:
+                continue
+            attribute = self.parents.get(id(sub))
+            call = self.parents.get(id(attribute)) if attribute is not None else None
+            if not (isinstance(attribute, ast.Attribute) and attribute.attr in _PARSER_KEEPS and isinstance(call, ast.Call)
+                    and call.func is attribute):
+                return None
+            if attribute.attr in ("add_argument", "add"):
+                option = self._dest(call)
+                if option is None:
+                    return None
+                options.append(option)
+        return options
+
+    def _dest(self, call: ast.Call) -> str | None:
+        given = next((k.value for k in call.keywords if k.arg == "dest"), None)
+        if given is not None:
+            return self.strings.value(given, self._scopes(call))
+        flags = [self.strings.value(arg, self._scopes(call)) for arg in call.args]
+        if any(flag is None for flag in flags) or not flags:
+            return None
+        long = [f for f in flags if f and f.startswith("--")]
+        chosen = (long or flags)[0] or ""
+        return chosen.lstrip("-").replace("-", "_")
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _env_name(head: Pattern, option: str, library: str) -> Pattern:
+    """The variable an option is read from, after the prefix `head`."""
+    name = option.replace(".", "__") if library == _JSONARGPARSE else option.replace("-", "_")
+    text, suffix, wild = head
+    if wild:
+        return (text.upper(), (suffix + name).upper(), True)
+    return ((text + name).upper(), "", False)
+
+
+def _true_keyword(node: ast.Call, name: str) -> bool:
+    return any(k.arg == name and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords)

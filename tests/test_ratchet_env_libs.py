@@ -157,3 +157,58 @@ def test_a_helper_object_carried_with_a_name_not_shown_is_unresolved(tmp_path: P
     user = "class S:\n    def __init__(self):\n        self.env = ENV\n\n    def f(self, which):\n        return self.env.get(which)\n"
     result = _scan(tmp_path, {"envutil.py": HELPER, "user.py": IMPORTS + user})
     assert _leaves(result) == {"$?"}, result.reads
+
+
+# ---- T1: config and command-line libraries that fill values from the environment
+
+
+@pytest.mark.parametrize(("user", "leaves"), [
+    # OmegaConf's resolver, inline, in a module constant merged later, and a file it loads
+    ("from omegaconf import OmegaConf\n\ndef f():\n    return OmegaConf.create({'p': '${oc.env:SGLANG_PAGE_SIZE,16}'}).p\n",
+     {PAGE}),
+    ("from omegaconf import OmegaConf\nBASE = {'s': {'p': '${oc.env:SGLANG_TP_SIZE}'}}\n\ndef f():\n"
+     "    return OmegaConf.to_container(OmegaConf.merge(OmegaConf.create(BASE), {}), resolve=True)\n", {TP}),
+    ("from pathlib import Path\nfrom omegaconf import OmegaConf\n\ndef f():\n"
+     "    return OmegaConf.load(Path(__file__).parent / 'conf.yaml').p\n", {"$?"}),
+    # jsonargparse: the prefix and each option's name (`JSONARGPARSE_DEFAULT_ENV` turns it on)
+    ("from jsonargparse import ArgumentParser\n\ndef f():\n    p = ArgumentParser(env_prefix='SGLANG', default_env=True)\n"
+     "    p.add_argument('--page_size', type=int)\n    p.add_argument('--other')\n    return p.parse_args([])\n", {PAGE}),
+    ("from jsonargparse import CLI\n\ndef serve(tp_size: int = 1):\n    return tp_size\n\ndef f():\n"
+     "    return CLI(serve, args=[], env_prefix='SGLANG', default_env=True)\n", {TP}),
+    # the program's name as the prefix: a name no code shows, where an option fits
+    ("from jsonargparse import ArgumentParser\n\ndef f():\n    p = ArgumentParser()\n    p.add_argument('--page-size')\n"
+     "    return p.parse_args()\n", {"$?"}),
+    # the options handed elsewhere: any variable under the prefix
+    ("from jsonargparse import ArgumentParser\n\ndef f(add):\n    p = ArgumentParser(env_prefix='SGLANG')\n    add(p)\n"
+     "    return p.parse_args()\n", {"$?"}),
+    # configargparse: `env_var=` and `auto_env_var_prefix=`
+    ("import configargparse\n\ndef f():\n    p = configargparse.ArgParser()\n"
+     "    p.add_argument('--page-size', env_var='SGLANG_PAGE_SIZE')\n    return p.parse_args([])\n", {PAGE}),
+    ("import configargparse\n\ndef f():\n    p = configargparse.ArgParser(auto_env_var_prefix='SGLANG_')\n"
+     "    p.add_argument('-t', '--tp-size', type=int)\n    return p.parse_args([])\n", {TP}),
+    # environs and python-decouple: the getter's argument
+    ("from environs import Env\nenv = Env()\n\ndef f():\n    return env.int('SGLANG_PAGE_SIZE', 16)\n", {PAGE}),
+    ("import environs\n\ndef f():\n    return environs.Env()('SGLANG_TP_SIZE')\n", {TP}),
+    ("from decouple import config\n\ndef f():\n    return config('SGLANG_PAGE_SIZE', cast=int, default=16)\n", {PAGE}),
+    ("from decouple import config\n\ndef f(name):\n    return config(name)\n", {"$?"}),
+])
+def test_a_config_library_reads_the_variables_it_fills_from(tmp_path: Path, user: str, leaves: set[str]) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert _leaves(result) == leaves, result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("user", [
+    "from omegaconf import OmegaConf\n\ndef f():\n    return OmegaConf.create({'h': '${oc.env:HOME}', 'p': '${x.y}'})\n",
+    # a template string in a module without OmegaConf is just text
+    "def f():\n    return '${oc.env:SGLANG_PAGE_SIZE}'\n",
+    "from jsonargparse import ArgumentParser\n\ndef f():\n    p = ArgumentParser(env_prefix='NCCL')\n"
+    "    p.add_argument('--page_size')\n    return p.parse_args()\n",
+    "import configargparse\n\ndef f():\n    p = configargparse.ArgParser()\n    p.add_argument('--page-size')\n"
+    "    return p.parse_args([])\n",
+    "from environs import Env\nenv = Env()\n\ndef f():\n    env.read_env()\n    return env.str('HOME')\n",
+    "from decouple import config\n\ndef f(options):\n    return options.get('SGLANG_PAGE_SIZE'), config('PATH')\n",
+])
+def test_a_config_library_naming_no_declared_variable_reads_nothing(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, {"user.py": user})
+    assert _leaves(result) == set(), result.reads
