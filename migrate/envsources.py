@@ -17,7 +17,14 @@
   getter) every entry's. Its keys alone (`in`, `.keys()`, `len`, a loop over it) read
   nothing, and the module's own `__getattr__` and `__dir__` are the table's dispatch,
   whose reads are reported where `envs.NAME` is loaded. The table travels to importers
-  among the module's constants (shape ENV_TABLE), as other constants do.
+  among the module's constants (shape ENV_TABLE), as other constants do;
+- a config or command-line library, one table of shapes (_LIBRARIES): OmegaConf's
+  `${oc.env:NAME}` templates, parsers taking their options from the environment by a
+  prefix (jsonargparse, configargparse) or per option (`env_var=`), and getter objects
+  (environs' `Env()`, python-decouple's `config`) reading the name they are given;
+- an environment helper object carried one hop (`self.env = Env()`, `env: Env`,
+  `make_env()`): what its method calls may be spelled as among the helper entries
+  (carried_helpers), for the project pass's helper calls.
 """
 
 from __future__ import annotations
@@ -418,7 +425,7 @@ def _name_carries(
             found: set[str] = set()
             for arg in params:
                 if arg.arg == name:
-                    found |= _annotated(arg.annotation)
+                    found |= annotated_instances(arg.annotation)
                     found |= _carried(defaults.get(name), None, None, tree, depth + 1)
             for sub in ast.walk(function):
                 found |= _assigned(sub, lambda target: isinstance(target, ast.Name) and target.id == name, function, None, tree, depth)
@@ -456,7 +463,7 @@ def _assigned(
     if isinstance(node, ast.Assign) and any(matches(t) for t in node.targets):
         return _value_carries(node.value, function, cls, tree, depth)
     if isinstance(node, ast.AnnAssign) and matches(node.target):
-        return _annotated(node.annotation) | _value_carries(node.value, function, cls, tree, depth)
+        return annotated_instances(node.annotation) | _value_carries(node.value, function, cls, tree, depth)
     return set()
 
 
@@ -477,7 +484,7 @@ def _value_carries(
     return _carried(value, function, cls, tree, depth + 1)
 
 
-def _annotated(annotation: ast.expr | None) -> set[str]:
+def annotated_instances(annotation: ast.expr | None) -> set[str]:
     """`env: Env` (or `"Env"`, `Env | None`, `Optional[Env]`): an instance of the class."""
     if annotation is None:
         return set()

@@ -78,6 +78,7 @@ from configbags.migrate.envkeys import (
 )
 from configbags.migrate.envsources import (
     ENV_TABLE,
+    annotated_instances,
     carried_helpers,
     dispatches,
     table_entries,
@@ -1007,6 +1008,54 @@ class _Uses(_Walk):
         self.helpers.update(_partial_helpers(strings.tree, self.helpers))
         # the methods of helper objects (`ENV.get`, `Env().get`): called on a carrier of one
         self.helper_methods = {spelled.rpartition(".")[2] for spelled in self.helpers if "." in spelled and "@" not in spelled}
+        # the helper objects and classes by name (`ENV`, `Env`)
+        self.helper_objects = {
+            owner.removesuffix("()") for owner in (spelled.rpartition(".")[0] for spelled in self.helpers if "@" not in spelled)
+            if owner
+        }
+
+    def _helper_object_handed(self, node: ast.Name | ast.Attribute) -> None:
+        """A helper object or class handed to a callable (`worker(ENV)`, `register(Env)`):
+        whoever gets it may call its method with any name, `$?`, unless the callee is a
+        function or class of the module whose parameter carries it, which the calls in its
+        body are read through (`def page(env: Env)`, envsources.carried_helpers)."""
+        spelled = dotted(node)
+        if spelled not in self.helper_objects or (isinstance(node, ast.Name) and self._local(node.id)):
+            return
+        parent = self.parents[-1] if self.parents else None
+        keyword = parent if isinstance(parent, ast.keyword) else None
+        if keyword is not None:
+            at = next((i for i, p in enumerate(self.parents) if p is keyword), 0)
+            parent = self.parents[at - 1] if at else None
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return
+        callee = dotted(parent.func).rpartition(".")[2]
+        if callee in READS_NOTHING or callee in ("field", "Factory", "partial") or self._carried_into(parent, node, keyword):
+            return
+        self._row(node, ENV_UNRESOLVED, "environ", "env_helper")
+
+    def _carried_into(self, call: ast.Call, node: ast.expr, keyword: ast.keyword | None) -> bool:
+        """Is `node`, an argument of `call`, a parameter of a function (or class) of the
+        module that carries a helper by its annotation (`def page(env: Env)`)?"""
+        name = dotted(call.func)
+        target = next((n for n in self.strings.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                       and n.name == name), None)
+        if isinstance(target, ast.ClassDef):
+            target = next((n for n in target.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+            skip = 1
+        else:
+            skip = 0
+        if not isinstance(target, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        args = target.args
+        positional = [*args.posonlyargs, *args.args][skip:]
+        param = next((a for a in (*positional, *args.kwonlyargs) if keyword is not None and a.arg == keyword.arg), None)
+        if keyword is None and node in call.args:
+            index = call.args.index(node)
+            param = positional[index] if index < len(positional) else None
+        return param is not None and param.annotation is not None and any(
+            spelled.removesuffix("()") in self.helper_objects for spelled in annotated_instances(param.annotation)
+        )
 
     def _carried_helper_call(self, node: ast.Call, func: ast.Attribute) -> None:
         """`self.env.get("X")`, `env.get("X")` with `env: Env`, `make_env().get("X")`: a
@@ -1097,6 +1146,8 @@ class _Uses(_Walk):
             self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
         if self.helpers:
             self._helper_handed_on(node)
+            if self.helper_objects:
+                self._helper_object_handed(node)
         if self.tables:
             self._table(node)
 

@@ -212,3 +212,16 @@ def test_a_config_library_reads_the_variables_it_fills_from(tmp_path: Path, user
 def test_a_config_library_naming_no_declared_variable_reads_nothing(tmp_path: Path, user: str) -> None:
     result = _scan(tmp_path, {"user.py": user})
     assert _leaves(result) == set(), result.reads
+
+
+@pytest.mark.parametrize(("user", "leaves"), [
+    # handed to a callable no analysis follows: whoever gets it may ask any name
+    ("def f(run):\n    return run(ENV)\n", {"$?"}),
+    ("def f(register):\n    register(factory=Env)\n", {"$?"}),
+    # handed to the module's own function whose parameter carries it: read there
+    ("def page(env: Env):\n    return env.get('SGLANG_PAGE_SIZE')\n\ndef f():\n    return page(ENV)\n", {PAGE}),
+    ("def f(x):\n    return isinstance(x, Env)\n", set()),
+])
+def test_a_helper_object_handed_where_no_analysis_follows_is_unresolved(tmp_path: Path, user: str, leaves: set[str]) -> None:
+    result = _scan(tmp_path, {"envutil.py": HELPER, "user.py": IMPORTS + user})
+    assert _leaves(result) == leaves, result.reads
