@@ -913,6 +913,12 @@ def base_facts(
     )
 
 
+# Callables a helper object or class may be handed to without being asked a name: a field's
+# factory (followed as the field: envsources.carried_helpers), a partial (judged where it
+# is called), and what only formats it
+_OBJECT_KEPT = frozenset({"field", "Factory", "partial", *holders.FORMATTERS, *holders.LOG_METHODS})
+
+
 def _partial_helpers(tree: ast.Module, helpers: Mapping[str, list[tuple[int, str, str]]]) -> dict[str, list[tuple[int, str, str]]]:
     """Module-level names bound to `functools.partial(helper, ...)`: helpers whose key
     or command parameters are the helper's not bound there, at positions shifted past
@@ -1030,7 +1036,7 @@ class _Uses(_Walk):
         if not isinstance(parent, ast.Call) or parent.func is node:
             return
         callee = dotted(parent.func).rpartition(".")[2]
-        if callee in READS_NOTHING or callee in ("field", "Factory", "partial") or self._carried_into(parent, node, keyword):
+        if callee in _OBJECT_KEPT or callee in READS_NOTHING or self._carried_into(parent, node, keyword):
             return
         self._row(node, ENV_UNRESOLVED, "environ", "env_helper")
 

@@ -220,7 +220,7 @@ def test_a_config_library_naming_no_declared_variable_reads_nothing(tmp_path: Pa
     ("def f(register):\n    register(factory=Env)\n", {"$?"}),
     # handed to the module's own function whose parameter carries it: read there
     ("def page(env: Env):\n    return env.get('SGLANG_PAGE_SIZE')\n\ndef f():\n    return page(ENV)\n", {PAGE}),
-    ("def f(x):\n    return isinstance(x, Env)\n", set()),
+    ("def f(x):\n    print(ENV)\n    return isinstance(x, Env)\n", set()),
 ])
 def test_a_helper_object_handed_where_no_analysis_follows_is_unresolved(tmp_path: Path, user: str, leaves: set[str]) -> None:
     result = _scan(tmp_path, {"envutil.py": HELPER, "user.py": IMPORTS + user})
