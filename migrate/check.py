@@ -118,6 +118,8 @@ _ENV_FORMS = {
     "env_helper": "its name passed to a function that reads the environment by the name it is given",
     "env_attribute": "an attribute named like the variable: a reader of it, as a descriptor per variable is",
     "envvar_option": "a command-line option taken from the environment: click/typer `envvar=` or `auto_envvar_prefix=`",
+    "config_library": "a config or command-line library filling a value from the environment (OmegaConf's "
+    "`${oc.env:...}`, jsonargparse's or configargparse's options, environs, python-decouple)",
     "child_process": "a child process whose command names it",
     "child_script": "a child process running a file under the project (a shell script, a Makefile, a program) "
     "whose text names it",

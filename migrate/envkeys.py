@@ -101,17 +101,20 @@ class KeyCompiler:
     with the module's constants (ModuleStrings) resolved and the function's locals
     followed to what they are bound to. A method's `self.X` is followed into what the
     class's methods assign to it (`self.name = name` in `__init__`, so `EnvInt("X")`
-    passes the key)."""
+    passes the key). With `field`, the argument is the field `param` of the class
+    `function` (a dataclass or NamedTuple, whose generated `__init__` stores it), read
+    as `self.<param>` in the class's methods."""
 
-    def __init__(self, strings: ModuleStrings, function: ast.AST | None, param: str | None) -> None:
+    def __init__(self, strings: ModuleStrings, function: ast.AST | None, param: str | None, *, field: bool = False) -> None:
         self.strings = strings
         self.function = function  # whose parameter is the argument (None: no argument)
         self.param = param
+        self.field = field
 
     def compile(self, expr: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0) -> Template:
         if depth > _MAX_DEPTH:
             return self._opaque(expr)
-        if isinstance(expr, ast.Name) and expr.id == self.param and self.function in enclosing:
+        if self._is_argument(expr, enclosing):
             return ARG
         if isinstance(expr, ast.Constant):
             return ["s", expr.value] if isinstance(expr.value, str) else UNKNOWN
@@ -209,9 +212,28 @@ class KeyCompiler:
             alternatives.append(UNKNOWN if value is None else self.compile(value, where, depth + 1))
         return alternatives if len(alternatives) > 2 else alternatives[1]
 
+    def _is_argument(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> bool:
+        if self.field:
+            return self._field_read(expr, enclosing)
+        return isinstance(expr, ast.Name) and expr.id == self.param and self.function in enclosing
+
+    def _field_read(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> bool:
+        """`self.<field>` in a method of the field's class."""
+        if not (isinstance(expr, ast.Attribute) and expr.attr == self.param and isinstance(expr.value, ast.Name)):
+            return False
+        method = enclosing[-1] if enclosing else None
+        return (
+            len(enclosing) > 1 and enclosing[-2] is self.function and isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and bool(method.args.args) and method.args.args[0].arg == expr.value.id
+        )
+
     def _opaque(self, expr: ast.expr) -> Template:
         """A part not followed: built from the argument, or not."""
-        if self.param is not None and any(isinstance(sub, ast.Name) and sub.id == self.param for sub in ast.walk(expr)):
+        if self.param is not None and any(
+            isinstance(sub, ast.Attribute) and sub.attr == self.param if self.field
+            else isinstance(sub, ast.Name) and sub.id == self.param
+            for sub in ast.walk(expr)
+        ):
             return DEPENDENT
         return UNKNOWN
 

@@ -17,15 +17,24 @@
   getter) every entry's. Its keys alone (`in`, `.keys()`, `len`, a loop over it) read
   nothing, and the module's own `__getattr__` and `__dir__` are the table's dispatch,
   whose reads are reported where `envs.NAME` is loaded. The table travels to importers
-  among the module's constants (shape ENV_TABLE), as other constants do.
+  among the module's constants (shape ENV_TABLE), as other constants do;
+- a config or command-line library, one table of shapes (_LIBRARIES): OmegaConf's
+  `${oc.env:NAME}` templates, parsers taking their options from the environment by a
+  prefix (jsonargparse, configargparse) or per option (`env_var=`), and getter objects
+  (environs' `Env()`, python-decouple's `config`) reading the name they are given;
+- an environment helper object carried one hop (`self.env = Env()`, `env: Env`,
+  `make_env()`): what its method calls may be spelled as among the helper entries
+  (carried_helpers), for the project pass's helper calls.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from configbags.migrate.envkeys import KeyCompiler, Pattern, declared_reads, patterns
 from configbags.migrate.scanmodel import ENV_UNRESOLVED, env_subject
 
 if TYPE_CHECKING:
@@ -52,7 +61,8 @@ Row = tuple[Any, ...]
 def env_tables(tree: ast.Module, reads: Iterable[Row]) -> list[tuple[str, str, str]]:
     """The module's getter tables, as constants rows: a dict bound once at the top level
     whose entries (a lambda, or a module function by name) read the environment."""
-    rows = [row for row in reads if row[6] == "environ"]
+    # (a library's template in a dict, `{"page": "${oc.env:NAME}"}`, is read where it is written)
+    rows = [row for row in reads if row[6] == "environ" and row[7] != _FORM]
     if not rows:
         return []
     found: list[tuple[str, str, str]] = []
@@ -341,3 +351,447 @@ def _row(function: str, leaf: str, node: ast.AST) -> Row:
     col = getattr(node, "col_offset", 0)
     return (function, leaf, line, col, getattr(node, "end_lineno", None) or line,
             getattr(node, "end_col_offset", None) or col, "environ", "settings_field", "process")
+
+
+# ---- an environment helper object, carried one hop
+
+
+_FIELD_CALLS = frozenset({"field", "ib", "attrib", "Factory"})
+_FACTORY_KEYWORDS = ("default_factory", "factory")
+_MAX_CARRY = 4
+
+
+def carried_helpers(
+    expr: ast.expr, parents: Sequence[ast.AST], tree: ast.Module, depth: int = 0,
+) -> set[str]:
+    """What an environment helper object's call may be spelled as, where the object is
+    reached through a carrier (`parents`: the nodes around `expr`, innermost last): the
+    spellings `P` such that `P.get(...)` is a call the helper entries name (`ENV`,
+    `Env()`). Followed, the way the record's carriers are: a name bound to it (`env =
+    ENV`), a parameter annotated with the class (`env: Env`) or defaulting to it (`env=ENV`),
+    `self.env` where the class body binds it (`env = Env()`, a dataclass or attrs field
+    `env: Env = field(default_factory=Env)`) or a method assigns it (`self.env = Env()`,
+    `self.env = env` of such a parameter), and a module function returning it
+    (`make_env().get(...)`)."""
+    function = next((p for p in reversed(parents) if isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    cls = None
+    if function is not None:
+        at = max(i for i, p in enumerate(parents) if p is function)
+        cls = parents[at - 1] if at and isinstance(parents[at - 1], ast.ClassDef) else None
+    return _carried(expr, function, cls, tree, depth)
+
+
+def _carried(
+    expr: ast.expr | None, function: ast.FunctionDef | ast.AsyncFunctionDef | None, cls: ast.AST | None,
+    tree: ast.Module, depth: int,
+) -> set[str]:
+    if expr is None or depth > _MAX_CARRY:
+        return set()
+    if isinstance(expr, ast.Call):
+        maker = _dotted(expr.func)
+        if not maker:
+            return set()
+        found = {f"{maker}()"}
+        factory = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == maker), None)
+        if factory is not None:
+            for sub in ast.walk(factory):
+                if isinstance(sub, ast.Return) and sub.value is not None:
+                    found |= _carried(sub.value, factory, None, tree, depth + 1)
+        return found
+    if isinstance(expr, ast.Name):
+        return _name_carries(expr.id, function, tree, depth)
+    if isinstance(expr, ast.Attribute):
+        found = {_dotted(expr)} - {""}
+        owner = function.args.args[0].arg if function is not None and function.args.args else None
+        if isinstance(cls, ast.ClassDef) and isinstance(expr.value, ast.Name) and expr.value.id == owner:
+            found |= _attribute_carries(expr.attr, cls, tree, depth)
+        return found
+    return set()
+
+
+def _name_carries(
+    name: str, function: ast.FunctionDef | ast.AsyncFunctionDef | None, tree: ast.Module, depth: int,
+) -> set[str]:
+    """A local (its bindings, a parameter's annotation and default), else the module's."""
+    if function is not None:
+        args = function.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        defaults = dict(zip([a.arg for a in [*args.posonlyargs, *args.args]][::-1], args.defaults[::-1], strict=False))
+        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None)
+        local = any(a.arg == name for a in params) or any(
+            isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, ast.Store) for sub in ast.walk(function)
+        )
+        if local:
+            found: set[str] = set()
+            for arg in params:
+                if arg.arg == name:
+                    found |= annotated_instances(arg.annotation)
+                    found |= _carried(defaults.get(name), None, None, tree, depth + 1)
+            for sub in ast.walk(function):
+                found |= _assigned(sub, lambda target: isinstance(target, ast.Name) and target.id == name, function, None, tree, depth)
+            return found
+    found = {name}
+    for stmt in tree.body:
+        found |= _assigned(stmt, lambda target: isinstance(target, ast.Name) and target.id == name, None, None, tree, depth)
+    return found
+
+
+def _attribute_carries(attr: str, cls: ast.ClassDef, tree: ast.Module, depth: int) -> set[str]:
+    """`self.<attr>`: what the class body binds to it, and what its methods assign."""
+    found: set[str] = set()
+    for item in cls.body:
+        found |= _assigned(item, lambda target: isinstance(target, ast.Name) and target.id == attr, None, cls, tree, depth)
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.args.args:
+            me = item.args.args[0].arg
+
+            def on_self(target: ast.expr, me: str = me) -> bool:
+                return isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name) and (
+                    target.value.id == me
+                )
+
+            for sub in ast.walk(item):
+                found |= _assigned(sub, on_self, item, cls, tree, depth)
+    return found
+
+
+def _assigned(
+    node: ast.AST, matches: Any, function: ast.FunctionDef | ast.AsyncFunctionDef | None, cls: ast.AST | None,
+    tree: ast.Module, depth: int,
+) -> set[str]:
+    """What an assignment `node` whose target `matches` carries (its annotation, and its
+    value: a field declaration's default or factory)."""
+    if isinstance(node, ast.Assign) and any(matches(t) for t in node.targets):
+        return _value_carries(node.value, function, cls, tree, depth)
+    if isinstance(node, ast.AnnAssign) and matches(node.target):
+        return annotated_instances(node.annotation) | _value_carries(node.value, function, cls, tree, depth)
+    return set()
+
+
+def _value_carries(
+    value: ast.expr | None, function: ast.FunctionDef | ast.AsyncFunctionDef | None, cls: ast.AST | None,
+    tree: ast.Module, depth: int,
+) -> set[str]:
+    if isinstance(value, ast.Call) and _last(value.func) in _FIELD_CALLS:
+        found: set[str] = set()
+        for keyword in value.keywords:
+            if keyword.arg in _FACTORY_KEYWORDS and _dotted(keyword.value):
+                found.add(f"{_dotted(keyword.value)}()")
+            elif keyword.arg == "default":
+                found |= _carried(keyword.value, function, cls, tree, depth + 1)
+        if _last(value.func) == "Factory" and value.args and _dotted(value.args[0]):
+            found.add(f"{_dotted(value.args[0])}()")
+        return found
+    return _carried(value, function, cls, tree, depth + 1)
+
+
+def annotated_instances(annotation: ast.expr | None) -> set[str]:
+    """`env: Env` (or `"Env"`, `Env | None`, `Optional[Env]`): an instance of the class."""
+    if annotation is None:
+        return set()
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return set()
+    found: set[str] = set()
+    for sub in ast.walk(annotation):
+        name = _dotted(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else ""
+        if name and name not in ("None", "Optional", "typing.Optional"):
+            found.add(f"{name}()")
+    return found
+
+
+def _dotted(expr: ast.expr) -> str:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.insert(0, expr.attr)
+        expr = expr.value
+    return ".".join([expr.id, *parts]) if isinstance(expr, ast.Name) else ""
+
+
+# ---- config and command-line libraries that fill values from the environment
+
+# A library's shape, by the callable (or instance) as its module spells it:
+# - GETTER: an object reading the variable it is called with, or asked by a method
+#   (`config("NAME")`, `env.int("NAME")`); GETTER_MAKER makes one;
+# - PARSER: a command-line parser whose options are taken from the environment by a
+#   prefix (`SGLANG_` + the option's name), naming as its library does; CLI: a parser
+#   built from a function's parameters;
+# - TEMPLATE_FILE: a loader of a file whose templates (`${oc.env:NAME}`) the module does not show.
+GETTER, GETTER_MAKER, PARSER, CLI, TEMPLATE_FILE = "getter", "getter_maker", "parser", "cli", "template_file"
+# jsonargparse reads the environment whatever `default_env=` says (`JSONARGPARSE_DEFAULT_ENV=true`
+# overrides it); configargparse only under `auto_env_var_prefix=`
+_JSONARGPARSE, _CONFIGARGPARSE = "jsonargparse", "configargparse"
+_LIBRARIES: dict[str, tuple[str, str]] = {
+    "decouple.config": (GETTER, "decouple"),
+    "decouple.AutoConfig": (GETTER_MAKER, "decouple"),
+    "decouple.Config": (GETTER_MAKER, "decouple"),
+    "environs.env": (GETTER, "environs"),
+    "environs.Env": (GETTER_MAKER, "environs"),
+    "jsonargparse.ArgumentParser": (PARSER, _JSONARGPARSE),
+    "jsonargparse.CLI": (CLI, _JSONARGPARSE),
+    "jsonargparse.auto_cli": (CLI, _JSONARGPARSE),
+    "configargparse.ArgParser": (PARSER, _CONFIGARGPARSE),
+    "configargparse.ArgumentParser": (PARSER, _CONFIGARGPARSE),
+    "configargparse.get_argument_parser": (PARSER, _CONFIGARGPARSE),
+    "configargparse.getArgumentParser": (PARSER, _CONFIGARGPARSE),
+    "omegaconf.OmegaConf.load": (TEMPLATE_FILE, "omegaconf"),
+}
+_LIBRARY_WORDS = ("decouple", "environs", "jsonargparse", "configargparse", "omegaconf")
+# a getter's methods that read no variable by the name they are given
+_GETTER_NOT_READS = frozenset({"read_env", "prefixed", "dump", "seal", "add_parser", "parser_for", "add_parser_from_type"})
+# the keyword of each library's prefix, and configargparse's per-option name
+_PREFIX_KEYWORD = {_JSONARGPARSE: "env_prefix", _CONFIGARGPARSE: "auto_env_var_prefix"}
+_OPTION_KEYWORD = "env_var"
+# a parser's methods after which its options are still the ones the module adds
+_PARSER_KEEPS = frozenset({
+    "add_argument", "add", "parse_args", "parse_known_args", "parse_string", "parse_object", "parse_env",
+    "print_help", "print_usage", "format_help", "format_usage", "error", "exit", "dump", "get_defaults",
+})
+# OmegaConf's environment resolver in a template (`${oc.env:NAME,default}`; OmegaConf 1's `${env:NAME}`)
+_OC_ENV = re.compile(r"\$\{\s*(?:oc\.)?env\s*:\s*([^,}]*)")
+_FORM = "config_library"
+
+
+def library_reads(tree: ast.Module, text: str, declared: frozenset[str], strings: ModuleStrings) -> list[Row]:
+    """The reads of the config and command-line libraries of _LIBRARIES (read rows)."""
+    if not declared or not any(word in text for word in _LIBRARY_WORDS):
+        return []
+    imported = _imported_names(tree)
+    if not any(path.partition(".")[0] in _LIBRARY_WORDS for path in imported.values()):
+        return []
+    return _Libraries(tree, declared, strings, imported).reads()
+
+
+class _Libraries:
+    def __init__(self, tree: ast.Module, declared: frozenset[str], strings: ModuleStrings, imported: dict[str, str]) -> None:
+        self.tree = tree
+        self.declared = declared
+        self.strings = strings
+        self.imported = imported
+        self.found: list[Row] = []
+        self.parents: dict[int, ast.AST] = {}
+        for node in ast.walk(tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+        self.omegaconf = any(path.partition(".")[0] in ("omegaconf", "hydra") for path in imported.values())
+        # `with env.prefixed("SGLANG_"):` anywhere: a getter's names may have any prefix
+        self.prefixed = any(path.partition(".")[0] == "environs" for path in imported.values()) and any(
+            isinstance(node, ast.Attribute) and node.attr == "prefixed" for node in ast.walk(tree)
+        )
+
+    def reads(self) -> list[Row]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                self._call(node)
+            elif self.omegaconf and isinstance(node, ast.Constant) and isinstance(node.value, str) and "env" in node.value:
+                self._template(node, node.value)
+        return self.found
+
+    # where a node is, for the resolver and the rows
+
+    def _scopes(self, node: ast.AST) -> list[ast.AST]:
+        scopes: list[ast.AST] = []
+        current = self.parents.get(id(node))
+        while current is not None:
+            if isinstance(current, _SCOPES):
+                scopes.insert(0, current)
+            current = self.parents.get(id(current))
+        return scopes
+
+    def _function(self, node: ast.AST) -> str:
+        names = [s.name for s in self._scopes(node) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        return ".".join(names) or "<module>"
+
+    def _report(self, node: ast.AST, leaf: str) -> None:
+        self.found.append((*_row(self._function(node), leaf, node)[:7], _FORM, "process"))
+
+    def _report_names(self, node: ast.AST, found: Iterable[Pattern]) -> None:
+        names, unresolved = declared_reads(found, self.declared)
+        if unresolved:
+            self._report(node, ENV_UNRESOLVED)
+        for name in names:
+            self._report(node, env_subject(name))
+
+    def _shape(self, expr: ast.expr) -> tuple[str, str] | None:
+        """The library shape `expr` names (through the module's imports), or None."""
+        return _LIBRARIES.get(_resolved(expr, self.imported))
+
+    # OmegaConf
+
+    def _template(self, node: ast.AST, value: str) -> None:
+        """A string with OmegaConf's environment resolver reads the variable it names."""
+        for match in _OC_ENV.finditer(value):
+            name = match.group(1).strip().strip("'\"")
+            if "$" in name or not name:
+                self._report(node, ENV_UNRESOLVED)  # `${oc.env:${other}}`: a name built
+            elif name in self.declared:
+                self._report(node, env_subject(name))
+
+    # calls
+
+    def _call(self, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            if keyword.arg == _OPTION_KEYWORD and self._in_library(node, _CONFIGARGPARSE):
+                self._option(keyword.value)
+        shape = self._shape(node.func)
+        if shape is not None:
+            kind, library = shape
+            if kind == GETTER:
+                self._getter_call(node)
+            elif kind == PARSER:
+                self._parser(node, library)
+            elif kind == CLI:
+                self._cli(node, library)
+            elif kind == TEMPLATE_FILE:
+                self._report(node, ENV_UNRESOLVED)  # the file's templates are not shown here
+            elif kind == GETTER_MAKER and library == "environs" and _true_keyword(node, "expand_vars"):
+                self._report(node, ENV_UNRESOLVED)  # `$OTHER` in a value: a name no code shows
+            return
+        func = node.func
+        receiver = func if isinstance(func, (ast.Name, ast.Call)) else (
+            func.value if isinstance(func, ast.Attribute) and func.attr not in _GETTER_NOT_READS else None
+        )
+        if receiver is not None and self._is_getter(receiver):
+            self._getter_call(node)
+
+    def _in_library(self, node: ast.Call, library: str) -> bool:
+        return any(path.partition(".")[0] == library for path in self.imported.values())
+
+    def _is_getter(self, expr: ast.expr, depth: int = 0) -> bool:
+        """Is `expr` a getter object: an imported instance, one made on the spot, or a
+        name of the module bound to either?"""
+        if depth > 4:
+            return False
+        shape = self._shape(expr)
+        if shape is not None:
+            return shape[0] == GETTER
+        if isinstance(expr, ast.Call):
+            made = self._shape(expr.func)
+            return made is not None and made[0] == GETTER_MAKER
+        if isinstance(expr, ast.Name):
+            bound = self.strings.bound(expr, self._scopes(expr))
+            return bool(bound) and any(value is not None and self._is_getter(value, depth + 1) for value, _ in bound or ())
+        return False
+
+    def _getter_call(self, node: ast.Call) -> None:
+        """`config("NAME")`, `env.int("NAME")`: the variable its first argument names."""
+        key = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg in ("option", "name", "key")), None)
+        if key is None or isinstance(key, ast.Starred):
+            self._report(node, ENV_UNRESOLVED)
+            return
+        scopes = self._scopes(node)
+        found = patterns(KeyCompiler(self.strings, None, None).compile(key, scopes), None)
+        if self.prefixed:
+            # `with env.prefixed("SGLANG_"):` somewhere: any text may lead the name
+            found = frozenset(("", text + suffix if not wild else suffix, True) for text, suffix, wild in found)
+        self._report_names(key, found)
+
+    def _option(self, value: ast.expr) -> None:
+        """configargparse's `env_var="NAME"`: the variable it names."""
+        if isinstance(value, ast.Constant) and value.value is None:
+            return
+        self._report_names(value, patterns(KeyCompiler(self.strings, None, None).compile(value, self._scopes(value)), None))
+
+    # parsers reading options by a prefix
+
+    def _parser(self, node: ast.Call, library: str) -> None:
+        prefix = self._prefix(node, library)
+        if prefix == "":
+            return  # configargparse without `auto_env_var_prefix=`: only `env_var=` options
+        self._options_read(node, library, prefix, self._parser_options(node))
+
+    def _cli(self, node: ast.Call, library: str) -> None:
+        component = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "components"), None)
+        options: list[str] | None = None
+        function = next((
+            n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and isinstance(component, ast.Name) and n.name == component.id
+        ), None)
+        if function is not None and function.args.kwarg is None:
+            options = [a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)]
+        self._options_read(node, library, self._prefix(node, library), options)
+
+    def _prefix(self, node: ast.Call, library: str) -> str | None:
+        """The prefix as the module shows it: None where not shown ("" none, "?" ...)."""
+        given = next((k.value for k in node.keywords if k.arg == _PREFIX_KEYWORD[library]), None)
+        if library == _CONFIGARGPARSE:
+            if given is None or (isinstance(given, ast.Constant) and given.value is None):
+                return ""
+            return self.strings.value(given, self._scopes(node))
+        if given is None or (isinstance(given, ast.Constant) and given.value is True):
+            return None  # the program's name
+        if isinstance(given, ast.Constant) and given.value is False:
+            return "\0"  # no prefix at all
+        return self.strings.value(given, self._scopes(node))
+
+    def _options_read(self, node: ast.Call, library: str, prefix: str | None, options: list[str] | None) -> None:
+        """The declared variables the parser's options are read from (`$?` where its
+        options are not all shown and some declared variable fits its prefix)."""
+        if prefix == "\0":
+            head: Pattern = ("", "", False)
+        elif prefix is None:
+            head = ("", "_" if library == _JSONARGPARSE else "", True)
+        else:
+            head = (prefix.replace("-", "_") + "_" if library == _JSONARGPARSE else prefix, "", False)
+        if options is None:
+            found = frozenset({(head[0].upper(), "", True)})
+        else:
+            found = frozenset(_env_name(head, option, library) for option in options)
+        self._report_names(node, found)
+
+    def _parser_options(self, node: ast.Call) -> list[str] | None:
+        """The option names of a parser made by `node`: bound to a name whose every use is
+        one of _PARSER_KEEPS (its `add_argument` calls giving the options), or used on
+        the spot; None where it goes anywhere else (its options may be added there)."""
+        parent = self.parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in _PARSER_KEEPS:
+            return []
+        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+            return None
+        name = parent.targets[0].id
+        scopes = self._scopes(node)
+        scope: ast.AST = next((s for s in reversed(scopes) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))), self.tree)
+        options: list[str] = []
+        for sub in ast.walk(scope):
+            if not (isinstance(sub, ast.Name) and sub.id == name) or sub is parent.targets[0]:
+                continue
+            attribute = self.parents.get(id(sub))
+            call = self.parents.get(id(attribute)) if attribute is not None else None
+            if not (isinstance(attribute, ast.Attribute) and attribute.attr in _PARSER_KEEPS and isinstance(call, ast.Call)
+                    and call.func is attribute):
+                return None
+            if attribute.attr in ("add_argument", "add"):
+                option = self._dest(call)
+                if option is None:
+                    return None
+                options.append(option)
+        return options
+
+    def _dest(self, call: ast.Call) -> str | None:
+        given = next((k.value for k in call.keywords if k.arg == "dest"), None)
+        if given is not None:
+            return self.strings.value(given, self._scopes(call))
+        flags = [self.strings.value(arg, self._scopes(call)) for arg in call.args]
+        if any(flag is None for flag in flags) or not flags:
+            return None
+        long = [f for f in flags if f and f.startswith("--")]
+        chosen = (long or flags)[0] or ""
+        return chosen.lstrip("-").replace("-", "_")
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _env_name(head: Pattern, option: str, library: str) -> Pattern:
+    """The variable an option is read from, after the prefix `head`."""
+    name = option.replace(".", "__") if library == _JSONARGPARSE else option.replace("-", "_")
+    text, suffix, wild = head
+    if wild:
+        return (text.upper(), (suffix + name).upper(), True)
+    return ((text + name).upper(), "", False)
+
+
+def _true_keyword(node: ast.Call, name: str) -> bool:
+    return any(k.arg == name and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords)

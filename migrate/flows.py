@@ -80,7 +80,15 @@ from configbags.migrate.envkeys import (
     template_of,
     use_of,
 )
-from configbags.migrate.envsources import ENV_TABLE, dispatches, table_entries, table_key, table_use
+from configbags.migrate.envsources import (
+    ENV_TABLE,
+    annotated_instances,
+    carried_helpers,
+    dispatches,
+    table_entries,
+    table_key,
+    table_use,
+)
 from configbags.migrate.resolvers import helper_specs
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -592,7 +600,17 @@ def _key_params(
     if owner is not None and init is not None and init is not function:
         targets.append((f"{owner.name}.__init__", init))
     enclosing: list[ast.AST] = [owner, function] if owner is not None else [function]
-    found: list[tuple[str, str, str]] = []
+    found: list[tuple[Any, ...]] = []
+    if owner is not None and init is None:
+        # a dataclass or NamedTuple: its generated `__init__` stores each field as given
+        # (the row's fourth column: the field's position, FIELD_POSITION_UNKNOWN where a
+        # base may put fields before it)
+        for position, field in _init_fields(owner):
+            compiler = KeyCompiler(strings, owner, field, field=True)
+            templates = [t for t in (compiler.compile(key, enclosing) for key in keys) if depends(t)]
+            if templates:
+                use = use_of(templates[0] if len(templates) == 1 else ["|", *templates])
+                found.append((f"{owner.name}.__init__", field, use, position))
     for target_name, target in targets:
         args = target.args
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
@@ -605,6 +623,50 @@ def _key_params(
                 # several keys built from one parameter: a call reads each
                 found.append((target_name, arg.arg, use_of(templates[0] if len(templates) == 1 else ["|", *templates])))
     return found
+
+
+# A generated `__init__`'s field whose position a base class decides (env_params' fourth column)
+FIELD_POSITION_UNKNOWN = -2
+_DATACLASS_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable"})
+_NAMEDTUPLE_BASES = frozenset({"NamedTuple", "Generic"})
+
+
+def _init_fields(owner: ast.ClassDef) -> list[tuple[int, str]]:
+    """(position, name) of the parameters the generated `__init__` of a dataclass (attrs'
+    `define` too) or NamedTuple takes: its annotated fields in order (-1: keyword-only),
+    none for any other class."""
+    decorators = [d.func if isinstance(d, ast.Call) else d for d in owner.decorator_list]
+    bases = {dotted(base).rpartition(".")[2] for base in owner.bases}
+    named_tuple = "NamedTuple" in bases
+    if not named_tuple and not any(dotted(d).rpartition(".")[2] in _DATACLASS_DECORATORS for d in decorators):
+        return []
+    kw_only = any(
+        isinstance(d, ast.Call) and any(k.arg == "kw_only" and isinstance(k.value, ast.Constant) and k.value.value is True
+                                        for k in d.keywords)
+        for d in owner.decorator_list
+    )
+    # fields a base declares come first: the positions of these are not known
+    inherited = bool(bases - _NAMEDTUPLE_BASES - {"object"})
+    fields: list[tuple[int, str]] = []
+    for item in owner.body:
+        if not isinstance(item, ast.AnnAssign) or not isinstance(item.target, ast.Name):
+            continue
+        annotation = ast.unparse(item.annotation)
+        if "ClassVar" in annotation:
+            continue
+        if "KW_ONLY" in annotation:
+            kw_only = True
+            continue
+        value = item.value
+        keywords = {k.arg: k.value for k in value.keywords} if isinstance(value, ast.Call) else {}
+        given = keywords.get("init")
+        if isinstance(given, ast.Constant) and given.value is False:
+            continue
+        only = keywords.get("kw_only")
+        keyword = kw_only or (isinstance(only, ast.Constant) and only.value is True)
+        position = -1 if keyword else FIELD_POSITION_UNKNOWN if inherited else len(fields)
+        fields.append((position, item.target.id))
+    return fields
 
 
 def _own_statements(statements: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
@@ -955,6 +1017,74 @@ def base_facts(
     )
 
 
+# Callables a helper object or class may be handed to without being asked a name: a field's
+# factory (followed as the field: envsources.carried_helpers), a partial (judged where it
+# is called), and what only formats it
+_OBJECT_KEPT = frozenset({"field", "Factory", "partial", *holders.FORMATTERS, *holders.LOG_METHODS})
+
+
+def _partial_helpers(tree: ast.Module, helpers: Mapping[str, list[tuple[int, str, str]]]) -> dict[str, list[tuple[int, str, str]]]:
+    """Module-level names bound to `functools.partial(helper, ...)`: helpers whose key
+    or command parameters are the helper's not bound there, at positions shifted past
+    the arguments given (`get_or_16 = partial(get_env, default="16")`, then
+    `get_or_16("X")`)."""
+    found: dict[str, list[tuple[int, str, str]]] = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            continue
+        value = stmt.value
+        if not (isinstance(value, ast.Call) and dotted(value.func).rpartition(".")[2] == "partial" and value.args):
+            continue
+        specs = helpers.get(dotted(value.args[0]))
+        if not specs or any(isinstance(arg, ast.Starred) for arg in value.args) or any(k.arg is None for k in value.keywords):
+            continue  # (a `*args` or `**kw` bound there: the helper handed on, judged so)
+        given = len(value.args) - 1
+        bound = {k.arg for k in value.keywords}
+        left = [
+            (position - given if position >= 0 else position, param, use)
+            for position, param, use in specs if param not in bound and not 0 <= position < given
+        ]
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        found.update((target.id, left) for target in targets if isinstance(target, ast.Name) and left)
+    return found
+
+
+def _inherited_helpers(entries: Iterable[tuple[str, ...]], flow: FlowFacts) -> list[tuple[str, str]]:
+    """The helper entries the module's classes inherit from a helper base (spelled in the
+    module: its own class, or an imported one): the constructor where the class has no
+    `__init__` of its own (`class EngineEnv(Env): pass`, a dataclass deriving a dataclass
+    knob, whose base's fields come first), and the methods it does not define, on an
+    instance made on the spot or kept in a module-level name (`ENV2 = EngineEnv()`)."""
+    own = {row[0] for row in flow.signatures}
+    instances = defaultdict(list)
+    for name, cls in flow.instances:
+        instances[cls].append(name)
+    known = {(entry[0], entry[1]) for entry in entries}
+    found: list[tuple[str, str]] = []
+    for _ in range(len(flow.bases)):  # a chain of subclasses, one step a round
+        added = False
+        for cls, *bases in flow.bases:
+            for base in bases:
+                for spelled, tail in sorted(known):
+                    if spelled == base and f"{cls}.__init__" not in own:
+                        new = [cls]
+                    elif spelled.startswith(base + "().") and f"{cls}.{spelled[len(base) + 3:]}" not in own:
+                        method = spelled[len(base) + 3:]
+                        new = [f"{cls}().{method}", *(f"{name}.{method}" for name in instances.get(cls, ()))]
+                    elif spelled.startswith(base + ".") and f"{cls}.{spelled[len(base) + 1:]}" not in own:
+                        new = [f"{cls}.{spelled[len(base) + 1:]}"]  # a static method through the class
+                    else:
+                        continue
+                    for name in new:
+                        if (name, tail) not in known:
+                            known.add((name, tail))
+                            found.append((name, tail))
+                            added = True
+        if not added:
+            break
+    return found
+
+
 class _Uses(_Walk):
     """Uses of imported functions that return a config context or the environment (and
     of the module's own, and of names bound to either: `open_ctx = doors.ctx`)."""
@@ -987,6 +1117,66 @@ class _Uses(_Walk):
         for entry in flows.env_helpers:
             spelled, position, param, use = entry.split("|", 3)  # (a key template may hold `|`)
             self.helpers[spelled].append((int(position), param, use))
+        self.helpers.update(_partial_helpers(strings.tree, self.helpers))
+        # the methods of helper objects (`ENV.get`, `Env().get`): called on a carrier of one
+        self.helper_methods = {spelled.rpartition(".")[2] for spelled in self.helpers if "." in spelled and "@" not in spelled}
+        # the helper objects and classes by name (`ENV`, `Env`)
+        self.helper_objects = {
+            owner.removesuffix("()") for owner in (spelled.rpartition(".")[0] for spelled in self.helpers if "@" not in spelled)
+            if owner
+        }
+
+    def _helper_object_handed(self, node: ast.Name | ast.Attribute) -> None:
+        """A helper object or class handed to a callable (`worker(ENV)`, `register(Env)`):
+        whoever gets it may call its method with any name, `$?`, unless the callee is a
+        function or class of the module whose parameter carries it, which the calls in its
+        body are read through (`def page(env: Env)`, envsources.carried_helpers)."""
+        spelled = dotted(node)
+        if spelled not in self.helper_objects or (isinstance(node, ast.Name) and self._local(node.id)):
+            return
+        parent = self.parents[-1] if self.parents else None
+        keyword = parent if isinstance(parent, ast.keyword) else None
+        if keyword is not None:
+            at = next((i for i, p in enumerate(self.parents) if p is keyword), 0)
+            parent = self.parents[at - 1] if at else None
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return
+        callee = dotted(parent.func).rpartition(".")[2]
+        if callee in _OBJECT_KEPT or callee in READS_NOTHING or self._carried_into(parent, node, keyword):
+            return
+        self._row(node, ENV_UNRESOLVED, "environ", "env_helper")
+
+    def _carried_into(self, call: ast.Call, node: ast.expr, keyword: ast.keyword | None) -> bool:
+        """Is `node`, an argument of `call`, a parameter of a function (or class) of the
+        module that carries a helper by its annotation (`def page(env: Env)`)?"""
+        name = dotted(call.func)
+        target = next((n for n in self.strings.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                       and n.name == name), None)
+        if isinstance(target, ast.ClassDef):
+            target = next((n for n in target.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+            skip = 1
+        else:
+            skip = 0
+        if not isinstance(target, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return False
+        args = target.args
+        positional = [*args.posonlyargs, *args.args][skip:]
+        param = next((a for a in (*positional, *args.kwonlyargs) if keyword is not None and a.arg == keyword.arg), None)
+        if keyword is None and node in call.args:
+            index = call.args.index(node)
+            param = positional[index] if index < len(positional) else None
+        return param is not None and param.annotation is not None and any(
+            spelled.removesuffix("()") in self.helper_objects for spelled in annotated_instances(param.annotation)
+        )
+
+    def _carried_helper_call(self, node: ast.Call, func: ast.Attribute) -> None:
+        """`self.env.get("X")`, `env.get("X")` with `env: Env`, `make_env().get("X")`: a
+        helper object's method called on a carrier of it (envsources.carried_helpers)."""
+        for spelled in sorted(carried_helpers(func.value, self.parents, self.strings.tree)):
+            specs = self.helpers.get(f"{spelled}.{func.attr}")
+            if specs:
+                self._helper_call(node, node.args, node.keywords, specs)
+                return
 
     def _row(self, node: ast.expr, leaf: str, via: str, form: str) -> None:
         self.reads.append((
@@ -1023,6 +1213,8 @@ class _Uses(_Walk):
         elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
             # `functools.partial(get_env, "X")`: the name is handed over now
             self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in self.helper_methods:
+            self._carried_helper_call(node, node.func)
         if name in self.flows.environ_getters:
             key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
             self._environ_key(node, key, "getenv")
@@ -1074,6 +1266,8 @@ class _Uses(_Walk):
             self.fetchers.append((self.qualname[0], kept))  # `c = ctx(); return c`
         if self.helpers:
             self._helper_handed_on(node)
+            if self.helper_objects:
+                self._helper_object_handed(node)
         if self.tables:
             self._table(node)
 
@@ -1177,6 +1371,10 @@ class _Uses(_Walk):
             return
         if isinstance(parent, ast.Attribute):
             return  # `get_env.__doc__`, or a longer name (judged as itself)
+        if isinstance(parent, ast.ClassDef) and node in parent.bases and not any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in parent.body
+        ):
+            return  # a subclass taking its base's constructor: a helper in turn (_inherited_helpers)
         self._row(node, ENV_UNRESOLVED, "environ", "env_helper")
 
     def _helper_call(
@@ -1204,6 +1402,8 @@ class _Uses(_Walk):
             else:
                 given = next((k.value for k in keywords if k.arg == param), None)
                 unknown = unknown or (given is None and any(k.arg is None for k in keywords))
+                # a field a base class places: any positional argument may be it
+                unknown = unknown or (given is None and position == FIELD_POSITION_UNKNOWN and bool(args))
             self._handed_on(given, scopes, use)
             if use == "command":
                 if given is not None:
@@ -1392,6 +1592,10 @@ def use_facts(
     }
     if not names:
         return [], [], [], []
+    if flows.env_helpers and "partial" in text:
+        # `get_or_16 = functools.partial(get_env, default="16")`: its calls are the helper's
+        spelled_helpers = {entry.partition("|")[0]: [(0, "", "")] for entry in flows.env_helpers}
+        names |= set(_partial_helpers(tree, spelled_helpers))
     lines = mention_lines(text, names)
     renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
     if renamed or kept:
@@ -1801,9 +2005,11 @@ class _Project:
         if known is not None:
             return known
         flow = self.results[rel].flow
-        uses: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        for function, param, use in flow.env_params:
-            uses[function].append((param, use))  # (a parameter may be a key and a command)
+        uses: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
+        for function, param, use, *field in flow.env_params:
+            # (a parameter may be a key and a command); a generated `__init__`'s field
+            # comes with its position
+            uses[function].append((param, use, *field))
         found: list[tuple[str, str]] = []
         if uses:
             instances = defaultdict(list)
@@ -1814,11 +2020,11 @@ class _Project:
                 # a plain method called through its class takes `self` first (a row's
                 # seventh column, where the signatures say so)
                 through_class = 1 if len(row) > 6 and row[6] else 0
-                for param, use in uses.get(body, ()):
-                    position = positional.index(param) if param in positional else -1
-                    if position == -1 and param not in kwonly:
+                for param, use, *field in uses.get(body, ()):
+                    position = positional.index(param) if param in positional else field[0] if field else -1
+                    if position == -1 and param not in kwonly and not field:
                         continue  # `self`, or a parameter only the body names
-                    shifted = position + through_class if position >= 0 else -1
+                    shifted = position + through_class if position >= 0 else position
                     found.append((qualname, f"{shifted}|{param}|{use}"))
                     owner, _, method = qualname.rpartition(".")
                     for name in instances.get(owner, ()) if owner else ():
@@ -1828,6 +2034,7 @@ class _Project:
                         # and on an instance made on the spot, `Env().get("X")`
                         found.append((f"self.{method}@{owner}", f"{position}|{param}|{use}"))
                         found.append((f"{owner}().{method}", f"{position}|{param}|{use}"))
+        found += _inherited_helpers(found, flow)
         self._helper_rows[rel] = found
         return found
 
@@ -1855,6 +2062,9 @@ class _Project:
                 if other in self.helper_files:
                     prefix = local + module[len(target) :]
                     entries.update(f"{prefix}.{spelled}|{tail}" for spelled, tail in self._helpers_of(other) if "@" not in spelled)
+        # the module's own subclasses of an imported helper class (`class EngineEnv(Env)`)
+        imported = [tuple(entry.split("|", 1)) for entry in entries if "@" not in entry.partition("|")[0]]
+        entries.update(f"{spelled}|{tail}" for spelled, tail in _inherited_helpers(imported, self.results[rel].flow))
         return frozenset(entries)
 
     def _home_getters(self, local: str, kind: str, target: str, spelled: dict[str, set[str]]) -> None:

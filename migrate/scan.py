@@ -91,7 +91,7 @@ import attrs
 from configbags.migrate.aliases import analyse
 from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
-from configbags.migrate.envsources import env_tables, settings_reads
+from configbags.migrate.envsources import env_tables, library_reads, settings_reads
 from configbags.migrate.files import NotReadable, list_files, list_tree, python_view, read_source
 from configbags.migrate.flows import base_facts, home_modules, project_pass, use_facts
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
@@ -206,7 +206,10 @@ def scan_source(
         analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
         reads = analysed.reads
         # settings classes and getter tables (configbags.migrate.envsources)
-        doors = [*door_scan.reads(), *settings_reads(tree, searched, door_scan.declared, door_scan.strings)]
+        doors = [
+            *door_scan.reads(), *settings_reads(tree, searched, door_scan.declared, door_scan.strings),
+            *library_reads(tree, searched, door_scan.declared, door_scan.strings),
+        ]
         tables = env_tables(tree, doors)
         facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings, door_scan.mentioned)
         if tables:
