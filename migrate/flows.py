@@ -1207,14 +1207,7 @@ class _Uses(_Walk):
             self._handed(node, fetched)  # `getattr(doors, "ctx")` as a value
         name = _fetched_name(node.func) or dotted(node.func) or _on_new_instance(node.func)
         parent = self.parents[-1] if self.parents else None
-        helper = self._helper_name(name)
-        if helper in self.helpers:
-            self._helper_call(node, node.args, node.keywords, self.helpers[helper])
-        elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
-            # `functools.partial(get_env, "X")`: the name is handed over now
-            self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
-        elif isinstance(node.func, ast.Attribute) and node.func.attr in self.helper_methods:
-            self._carried_helper_call(node, node.func)
+        self._helper_calls(node, name)
         if name in self.flows.environ_getters:
             key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
             self._environ_key(node, key, "getenv")
@@ -1232,6 +1225,18 @@ class _Uses(_Walk):
             self._context(parent, node)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _helper_calls(self, node: ast.Call, name: str) -> None:
+        """An environment helper called by its name, through `functools.partial`, or as a
+        method of a carrier of its object."""
+        helper = self._helper_name(name)
+        if helper in self.helpers:
+            self._helper_call(node, node.args, node.keywords, self.helpers[helper])
+        elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
+            # `functools.partial(get_env, "X")`: the name is handed over now
+            self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
+        elif isinstance(node.func, ast.Attribute) and node.func.attr in self.helper_methods:
+            self._carried_helper_call(node, node.func)
 
     def _wrapped_getter(self, node: ast.Call, parent: ast.AST | None) -> bool:
         """A context getter's call made the body of another getter: a lambda bound to a
