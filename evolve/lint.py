@@ -64,10 +64,12 @@ from configbags.runtime.leaftypes import (
 )
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import (
+    FILE_SUFFIX,
     KUBERNETES_ENV,
     RENAMED_DEST,
     add_config_flag,
     json_value,
+    nearest_variable,
     parse_env,
 )
 from configbags.runtime.registry import LeafSpec
@@ -258,6 +260,9 @@ class Linter:
                 self.keys.setdefault(old.name, Spelling(leaf, old))
                 if old.env:
                     self.envs.setdefault(old.env, Spelling(leaf, old))
+        # a secret's variable may be given as NAME_FILE (a path), as the server reads it
+        self.secret_files = {name + FILE_SUFFIX: spelling for name, spelling in self.envs.items()
+                             if spelling.leaf.secret and name + FILE_SUFFIX not in self.envs}
         self.presets = frozenset(view.presets)
         self.parser = server_parser(view)
         # json leaves with a `structure:`: their dotted keys (`--compile-cfg.level 2`) are the server's too
@@ -266,7 +271,10 @@ class Linter:
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - one linter per run, spellings repeat across files
     def _did_you_mean(self, name: str, kind: str) -> str:
-        pool = {"flag": self.flags, "key": self.keys, "env": self.envs}[kind]
+        if kind == "env":  # the server's own did-you-mean: compared without the shared prefix
+            near = nearest_variable(self.view.env_prefix, name, self.envs)
+            return f" (did you mean {near!r}?)" if near else ""
+        pool = {"flag": self.flags, "key": self.keys}[kind]
         return closest(name, pool)
 
     # -- spellings ---------------------------------------------------------------------
@@ -492,9 +500,19 @@ class Linter:
 
     def env(self, var: EnvVar, file: str) -> Iterator[Finding]:
         spelling = self.envs.get(var.name)
+        if spelling is None and var.name in self.secret_files:
+            yield from self._secret_file(var, self.secret_files[var.name], file)
+            return
         if spelling is None:
             prefix = self.view.env_prefix
-            if prefix and var.name.startswith(prefix) and not KUBERNETES_ENV.match(var.name):
+            near = nearest_variable(prefix, var.name, [*self.envs, *self.secret_files])
+            secret = self.envs.get(near) or self.secret_files.get(near) if near else None
+            if near and secret is not None and secret.leaf.secret and not KUBERNETES_ENV.match(var.name):
+                # the server refuses to start with it: ignored, it would leave the secret unset
+                yield Finding("lint-unknown", var.name, f"unknown environment variable {var.name}, close to {near}, "
+                              f"the variable of the secret {secret.leaf.name!r}: the server refuses to start with "
+                              f"it", file, var.line, f"rename it to {near}")
+            elif prefix and var.name.startswith(prefix) and not KUBERNETES_ENV.match(var.name):
                 yield self._unknown(var.name, "env", file, var.line)
             return
         if (found := self._lifecycle(spelling, var.name, file, var.line)) is not None:
@@ -513,6 +531,17 @@ class Linter:
             return
         if (found := self._value(leaf, var.name, value, file, var.line)) is not None:
             yield found
+
+    def _secret_file(self, var: EnvVar, spelling: Spelling, file: str) -> Iterator[Finding]:
+        """`SGLANG_API_KEY_FILE=/run/secrets/key`: the path is all lint sees (the file is
+        the container's); an empty one is refused at start, as is an old name's form."""
+        base = var.name[: -len(FILE_SUFFIX)]
+        if (found := self._lifecycle(spelling, base, file, var.line)) is not None:
+            yield found
+        if var.value is not None and not var.value.strip():
+            yield Finding("lint-bad-value", var.name, f"{var.name} names no file (the file of the secret "
+                          f"{spelling.leaf.name!r}): the server refuses to start", file, var.line,
+                          f"give the path of the file holding the secret, or set {base} instead")
 
     def config(self, entry: ConfigEntry, file: str) -> Iterator[Finding]:
         spelling = self.keys.get(entry.key)

@@ -34,13 +34,13 @@ DEFAULT_HEAD_TIMEOUT_S = 10.0  # a request line and headers are a few hundred by
 # largest answer (/openapi.json) is a few tens of KiB, read at once by any client.
 DEFAULT_SEND_TIMEOUT_S = 30.0
 MAX_CONNECTIONS = 65_536
-DESCRIPTORS_KEPT = 256  # for the ranks' store, torch, the watched file and the log: never given to clients
+DESCRIPTORS_KEPT = 256  # for the ranks' pipes and store client, the watched file and the log: never given to clients
 LOG_INTERVAL_S = 10.0
 
 
 def connections_allowed() -> int | None:
     """The most connections the descriptor limit leaves room for (DESCRIPTORS_KEPT kept
-    for the store, torch, the watched file and the log); None when the limit is infinite."""
+    for the ranks, the watched file and the log); None when the limit is infinite."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     return None if soft == resource.RLIM_INFINITY else max(1, soft - DESCRIPTORS_KEPT)
 

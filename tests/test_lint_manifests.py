@@ -110,3 +110,34 @@ def test_configmaps_and_secrets_in_a_list_are_linted(tmp_path: Path, view: Schem
         "          args: [--prot, '1']\n")
     assert sorted(_found(path, view)) == [(8, "lint-unknown", "tp_sise"), (13, "lint-unknown", "page_sise"),
                                           (20, "lint-unknown", "max_bach"), (30, "lint-unknown", "--prot")]
+
+
+POD_ENV = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - name: s
+    image: i
+    command: [python, -m, sglang.launch_server, --model-path, m]
+    env:
+    - {name: SGLANG_API_KEY_FILE, value: /run/secrets/k}
+    - {name: SGLANG_ADMIN_API_KEY_FILE, value: ""}
+    - {name: SGLANG_API_TOKEN, value: SEKRET1}
+    - {name: sglang_api_key, value: SEKRET2}
+    - {name: SGLANG_API_KEY_FILES, value: /k}
+"""
+
+
+def test_a_secrets_file_variable_is_the_servers_and_its_lookalikes_are_refused(tmp_path: Path,
+                                                                                view: SchemaView) -> None:
+    # the server reads SGLANG_API_KEY_FILE's file, refuses an empty path, and refuses to
+    # start with a variable close to a secret's (ignored, it would leave the key unset)
+    path = tmp_path / "pod.yaml"
+    path.write_text(POD_ENV)
+    findings = lint.lint([path], view)
+    assert [(f.line, f.rule, f.subject) for f in findings] == [
+        (11, "lint-bad-value", "SGLANG_ADMIN_API_KEY_FILE"), (12, "lint-unknown", "SGLANG_API_TOKEN"),
+        (13, "lint-unknown", "sglang_api_key"), (14, "lint-unknown", "SGLANG_API_KEY_FILES")]
+    assert "rename it to SGLANG_API_KEY" in findings[2].fix and "SEKRET" not in repr(findings)
