@@ -374,6 +374,8 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
     module-level function and class (a class's are its `__init__`'s, without self; a
     class without one takes star) and each method (without self: called as self.m)."""
     rows: list[tuple[Any, ...]] = []
+    imported: dict[str, str] | None = None  # the module's imports, where a class may need them
+    attributes = frozenset(settings.record_attributes)
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             rows.append(_signature(
@@ -399,14 +401,47 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
                 # `Worker(rec)` calls the metaclass's `__call__` first (`type.__call__` runs
                 # `__init__`); so does `isinstance(x, Worker)` its `__instancecheck__`
                 decorators += (f"{METACLASS}{metaclass or '?'}",)
+            generated = None
+            if init is None and node.decorator_list:
+                imported = _module_imports(tree) if imported is None else imported
+                generated = holders.generated_init(node, imported, attributes)
             if init is not None:
                 rows.append(_signature(
                     node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated,
                     decorators=decorators,
                 ))
+            elif generated is not None:
+                # a dataclass's (attrs') `__init__`: each argument stored on its field, so one
+                # handed to a field that only holds the record is a store of `self.server_args`
+                # (the holder rules follow it); any other escapes (holders.generated_init)
+                rows.append((
+                    node.name, *generated, (), 0, f"{node.name}.__init__", 0,
+                    tuple(TRANSPARENT + d.removeprefix(TRANSPARENT) for d in decorators),
+                ))
             else:
                 rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0, decorators))
     return rows
+
+
+def _module_imports(tree: ast.Module) -> dict[str, str]:
+    """The module's top-level names bound only by an absolute import -> the dotted name
+    they import (`dc` -> `dataclasses` for `import dataclasses as dc`, `define` ->
+    `attrs.define`)."""
+    found: dict[str, str] = {}
+    rebound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                found[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            rebound.add(node.name)
+        else:
+            rebound |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return {local: name for local, name in found.items() if local not in rebound}
 
 
 def _imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
@@ -766,7 +801,8 @@ def _holder_classes(tree: ast.Module, text: str, settings: ScanSettings) -> list
             if holds:
                 break
         if holds:
-            found.append((cls.name, "repr_holder" if holders.class_facts(cls)[0] else "holder_class"))
+            facts = holders.class_facts(cls, attributes, settings.record_class)
+            found += [(cls.name, kind) for kind in holders.holder_kinds(facts.shows, facts.compares)]
     return found
 
 
@@ -1758,8 +1794,9 @@ class _Project:
             constants=self.imported_constants(rel),
             state_getters=frozenset(spelled["readback"]),
             private_names=frozenset(spelled["private"]),
-            holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"]),
+            holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"] | spelled["eq_holder"]),
             repr_holders=frozenset(spelled["repr_holder"]),
+            eq_holders=frozenset(spelled["eq_holder"]),
             stored_holders=frozenset(spelled["stored_holder"]),
             fillers=frozenset(
                 f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("fills:")

@@ -266,7 +266,7 @@ def _only_generated_flows(flow: FlowFacts, settings: ScanSettings) -> bool:
     allowed = {(settings.raw_accessor, "record"), ("get_context", "context"), ("process_context", "context")}
     return (
         # (a class holding the record in a record attribute, the process view, is gen's too)
-        all(tuple(fetcher) in allowed or fetcher[1] in ("holder_class", "repr_holder") for fetcher in flow.fetchers)
+        all(tuple(fetcher) in allowed or fetcher[1] in ("holder_class", "repr_holder", "eq_holder") for fetcher in flow.fetchers)
         and all(holder.rpartition(".")[2] in settings.record_attributes for holder in flow.holders)
         and all(
             caller.startswith(settings.record_class + ".") or callee.startswith("name:_context.")

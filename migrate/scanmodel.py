@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 57
+SCANNER_VERSION = 58
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -256,10 +256,11 @@ class FlowInput:
     private_names: frozenset[str] = frozenset()
     # classes of other modules that hold the record in an attribute (configbags.migrate.
     # holders), and functions giving a holder, by the name the module spells them with;
-    # `repr_holders` those whose repr (and `==`) the dataclass or attrs decorator generates
-    # from every field
+    # `repr_holders` those whose repr, `eq_holders` those whose `==`, the dataclass or attrs
+    # decorator generates from a field that may hold the record (holders.class_facts)
     holder_classes: frozenset[str] = frozenset()
     repr_holders: frozenset[str] = frozenset()
+    eq_holders: frozenset[str] = frozenset()
     # functions (of other modules, or the module's own) that store a record attribute on a
     # parameter (`def fill(ns): ns.server_args = rec`): "spelled|position"; what a call
     # hands there holds the record afterwards
@@ -277,7 +278,7 @@ class FlowInput:
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
-            or self.holder_classes or self.repr_holders or self.fillers or self.stored_holders
+            or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
             or self.namespace_readers
         )
 
@@ -298,6 +299,7 @@ class FlowInput:
             ",".join(sorted(self.private_names)),
             ",".join(sorted(self.holder_classes)),
             ",".join(sorted(self.repr_holders)),
+            ",".join(sorted(self.eq_holders)),
             ",".join(sorted(self.fillers)),
             ",".join(sorted(self.stored_holders)),
             ",".join(sorted(self.namespace_readers)),
