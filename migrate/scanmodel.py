@@ -56,6 +56,9 @@ ENV_MARK = "$"  # `$NAME`: a raw read of the declared environment variable NAME
 # `$?`: an environment read whose name the module does not show (`os.environ[name]`,
 # `os.getenv(prefix + part)`, a constant from another module): it may read a declared one
 ENV_UNRESOLVED = ENV_MARK + "?"
+# A `$?` read's via while it waits for the project's files: an import by a name built on
+# this literal package prefix (configbags.migrate.flows.prefixed_import_reads judges it)
+PREFIXED_IMPORT = "import_prefix:"
 # Leaves whose one (file, function, leaf) key stands for reads of anything (the whole
 # record, an unresolved name): their allowlist entries count the reads they allow.
 COUNTED_LEAVES = frozenset({"*", ENV_UNRESOLVED})
