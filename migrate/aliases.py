@@ -292,7 +292,8 @@ class _Analysis(Scopes[_Scope]):
         self.class_names_of: dict[str, str] = {}  # simple name -> qualname, every walked class
         self.class_lines: dict[str, set[int]] = {}
         self.class_bases: dict[str, frozenset[str]] = {}  # qualname -> its bases' simple names
-        self.generated_reprs: set[str] = set()
+        self.generated_reprs: set[str] = set()  # a repr formatting a field that may hold the record
+        self.generated_eqs: set[str] = set()  # an `==` comparing one (holders.class_facts)
         self.walk_whole: set[str] = set()  # dataclasses with a record attribute field
         self.match_args: dict[str, tuple[str, ...]] = {}
         # (id(scope), name): bound by import to the process view (`from x.accessors import
@@ -330,6 +331,8 @@ class _Analysis(Scopes[_Scope]):
             self.holder_classes.add(qualname)
             if spelled in self.flows.repr_holders:
                 self.generated_reprs.add(qualname)
+            if spelled in self.flows.eq_holders:
+                self.generated_eqs.add(qualname)
 
     def names_of_interest(self) -> frozenset[str]:
         """Every name through which the record can be reached: any statement that reads,
@@ -616,6 +619,8 @@ class _Analysis(Scopes[_Scope]):
                 self.holder_functions.add(scope.qualname)
                 if any(found in self.generated_reprs for found in given):
                     self.generated_reprs.add(scope.qualname)  # (a container's repr shows its items')
+                if any(found in self.generated_eqs for found in given):
+                    self.generated_eqs.add(scope.qualname)  # (and its `==` compares them)
                 self._holders.clear()
 
     def _held_in(self, value: ast.expr, scope: _Scope) -> list[str]:
@@ -1049,11 +1054,14 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         a.class_names_of[node.name] = qualname
         a.class_lines[qualname] = {node.lineno, *(d.lineno for d in node.decorator_list)}
         a.class_bases[qualname] = frozenset(_name_of(base) for base in node.bases)
-        generated, match_args = holders.class_facts(node)
-        if generated:
+        facts = holders.class_facts(node, a.record_attrs, a.settings.record_class)
+        generated = facts.shows or facts.compares
+        if facts.shows:
             a.generated_reprs.add(qualname)
-        if match_args is not None:
-            a.match_args[qualname] = match_args
+        if facts.compares:
+            a.generated_eqs.add(qualname)
+        if facts.match_args is not None:
+            a.match_args[qualname] = facts.match_args
         for stmt in node.body:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(
                 stmt, ast.AnnAssign) else []
@@ -1415,14 +1423,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if self._fields_shown(node):
             self._holder_escape(node)
 
-    def _fields_shown(self, node: ast.expr) -> bool:
-        """Is `node` a holder whose repr (and `==`) is built from every attribute: an
-        instance of a dataclass or attrs class without a repr of its own, or a
-        `types.SimpleNamespace` or `argparse.Namespace` a record attribute is stored on?"""
+    def _fields_shown(self, node: ast.expr, *, compared: bool = False) -> bool:
+        """Is `node` a holder whose repr (or, `compared`, whose `==`) is built from the
+        attributes that may hold the record: an instance of a dataclass or attrs class
+        that generates it (holders.class_facts), or a `types.SimpleNamespace` or
+        `argparse.Namespace` a record attribute is stored on?"""
         held = self.a.holder(node, self.scope)
         if held is None or self.a.reach(node, self.scope) is not None:
             return False
-        if held in self.a.generated_reprs:
+        if held in (self.a.generated_eqs if compared else self.a.generated_reprs):
             return True
         made = self.a.instance_class(node, self.scope)
         return held == STORED and made is not None and made.rpartition(".")[2] in _NAMESPACE_CLASSES
@@ -1597,7 +1606,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     reach = self.a.reach(side, self.scope)
                     if reach is not None:
                         self._whole(side, reach)
-                    elif isinstance(op, (ast.Eq, ast.NotEq)) and self._fields_shown(side):
+                    elif isinstance(op, (ast.Eq, ast.NotEq)) and self._fields_shown(side, compared=True):
                         self._holder_escape(side)  # `ns == other` compares every attribute
             if isinstance(op, (ast.In, ast.NotIn)) and self.a.instance_class(right, self.scope) not in (None, BUILTIN):
                 self._operand(left, right, "__contains__")  # `rec in pool`: Pool.__contains__
@@ -2474,7 +2483,9 @@ def analyse(
     )]
     stored = sorted({name for owner, name in analysis.stored_on if owner == id(module)} - analysis.imported_stored)
     made = sorted(
-        (name, "repr_holder" if name in analysis.generated_reprs else "holder_class") for name in analysis.holder_functions
+        (name, kind) for name in analysis.holder_functions for kind in holders.holder_kinds(
+            name in analysis.generated_reprs, name in analysis.generated_eqs
+        )
     )
     return Analysed(
         analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held), stored, made

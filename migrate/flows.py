@@ -95,6 +95,7 @@ from configbags.migrate.scanmodel import (
     DECORATED,
     ENV_UNRESOLVED,
     HOOK,
+    PREFIXED_IMPORT,
     STATE_DICT_READBACK,
     STATE_READBACK,
     FileScan,
@@ -382,6 +383,8 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
     module-level function and class (a class's are its `__init__`'s, without self; a
     class without one takes star) and each method (without self: called as self.m)."""
     rows: list[tuple[Any, ...]] = []
+    imported: dict[str, str] | None = None  # the module's imports, where a class may need them
+    attributes = frozenset(settings.record_attributes)
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             rows.append(_signature(
@@ -407,14 +410,47 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
                 # `Worker(rec)` calls the metaclass's `__call__` first (`type.__call__` runs
                 # `__init__`); so does `isinstance(x, Worker)` its `__instancecheck__`
                 decorators += (f"{METACLASS}{metaclass or '?'}",)
+            generated = None
+            if init is None and node.decorator_list:
+                imported = _module_imports(tree) if imported is None else imported
+                generated = holders.generated_init(node, imported, attributes)
             if init is not None:
                 rows.append(_signature(
                     node.name, init.args, settings, bound=True, body=f"{node.name}.__init__", annotated=annotated,
                     decorators=decorators,
                 ))
+            elif generated is not None:
+                # a dataclass's (attrs') `__init__`: each argument stored on its field, so one
+                # handed to a field that only holds the record is a store of `self.server_args`
+                # (the holder rules follow it); any other escapes (holders.generated_init)
+                rows.append((
+                    node.name, *generated, (), 0, f"{node.name}.__init__", 0,
+                    tuple(TRANSPARENT + d.removeprefix(TRANSPARENT) for d in decorators),
+                ))
             else:
                 rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0, decorators))
     return rows
+
+
+def _module_imports(tree: ast.Module) -> dict[str, str]:
+    """The module's top-level names bound only by an absolute import -> the dotted name
+    they import (`dc` -> `dataclasses` for `import dataclasses as dc`, `define` ->
+    `attrs.define`)."""
+    found: dict[str, str] = {}
+    rebound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                found[local] = alias.name if alias.asname else local
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            rebound.add(node.name)
+        else:
+            rebound |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return {local: name for local, name in found.items() if local not in rebound}
 
 
 def _imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
@@ -828,7 +864,8 @@ def _holder_classes(tree: ast.Module, text: str, settings: ScanSettings) -> list
             if holds:
                 break
         if holds:
-            found.append((cls.name, "repr_holder" if holders.class_facts(cls)[0] else "holder_class"))
+            facts = holders.class_facts(cls, attributes, settings.record_class)
+            found += [(cls.name, kind) for kind in holders.holder_kinds(facts.shows, facts.compares)]
     return found
 
 
@@ -1967,8 +2004,9 @@ class _Project:
             constants=self.imported_constants(rel),
             state_getters=frozenset(spelled["readback"]),
             private_names=frozenset(spelled["private"]),
-            holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"]),
+            holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"] | spelled["eq_holder"]),
             repr_holders=frozenset(spelled["repr_holder"]),
+            eq_holders=frozenset(spelled["eq_holder"]),
             stored_holders=frozenset(spelled["stored_holder"]),
             fillers=frozenset(
                 f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("fills:")
@@ -2428,3 +2466,130 @@ def _decorated_read(
     elif target is not None and target.partition(":")[0] in homes:
         return None
     return _DECORATED_READS.get(keyword.removesuffix("()"), _DECORATED_READS[""])
+
+
+# ---- an import by a name with a literal package prefix (`import_module(f"pkg.models.{arch}")`)
+
+# Modules whose names, bound in a module, reach the environment, the importer or every
+# module (`os`, `sys.modules`, `importlib`, `gc`, a frame's globals), a config library, or
+# configbags itself: a module binding one is a door for what imports it by a name
+_DOOR_TOPS = frozenset({
+    "os", "posix", "nt", "sys", "builtins", "importlib", "runpy", "pkgutil", "pydoc", "gc", "inspect", "ctypes",
+    "subprocess", "__main__", "configbags", "dotenv", "environs", "decouple", "pydantic_settings", "omegaconf",
+    "hydra", "configargparse", "jsonargparse", "click", "typer",
+})
+_DOOR_NAMES = frozenset({"get_context", "process_context", "environ", "getenv", "environb", "getenvb"})
+# What shows in a file where code may add modules to a package by a name (a package's
+# `__path__` extended, a module put in `sys.modules`)
+_INJECT_WORDS = ("modules[", "modules.setdefault", "modules.update", "modules.__setitem__")
+_PACKAGE_WORDS = ("__path__", *_INJECT_WORDS)
+
+
+def prefixed_import_reads(
+    reads: Sequence[Any], results: Mapping[str, FileScan], settings: ScanSettings,
+    files_under: Callable[[str], Sequence[str]], text_of: Callable[[str], str],
+) -> list[Any]:
+    """The reads (configbags.migrate.scanmodel.Read) with each import by a name built on a
+    literal package prefix (via PREFIXED_IMPORT + prefix, from
+    configbags.migrate.reflection) judged: none where the prefix rules out every door,
+    else the `$?` it is (via "reflection"). It rules them out where the prefix's package
+    is a scanned package of the tree (its `__init__.py` scanned) whose folder holds only
+    scanned modules (no file excluded, generated, compiled, nor one that extends a
+    `__path__` or puts a module in `sys.modules`), and no module the prefix may name binds
+    a door: a name of the record, a context or the environment (FlowFacts.fetchers,
+    holders), an import of `os`, `sys`, `importlib` and the like (_DOOR_TOPS), of the
+    record's home or an accessors module, of a getter, or of a module of the tree that
+    does (or that is not scanned); and no module of the tree importing `sys` shows a
+    write to `sys.modules`. `files_under(folder)` lists the files under a folder
+    of the tree (project-relative), `text_of(rel)` a file's text."""
+    if not any(read.via.startswith(PREFIXED_IMPORT) for read in reads):
+        return list(reads)
+    project = _Project(list(results), dict(results), settings)
+    doors = _door_files(project, settings, home_modules(list(results), results, settings))
+    # a module of the tree importing `sys` that may put a module in `sys.modules` under any name
+    injected = any(
+        any(row[1].partition(".")[0] == "sys" for row in result.flow.imports)
+        and any(word in text_of(rel) for word in _INJECT_WORDS)
+        for rel, result in results.items()
+    )
+    judged: dict[str, bool] = {} if not injected else dict.fromkeys(
+        (read.via.removeprefix(PREFIXED_IMPORT) for read in reads), False
+    )
+    found: list[Any] = []
+    for read in reads:
+        if not read.via.startswith(PREFIXED_IMPORT):
+            found.append(read)
+            continue
+        prefix = read.via.removeprefix(PREFIXED_IMPORT)
+        if prefix not in judged:
+            judged[prefix] = _rules_out(prefix, project, doors, files_under, text_of)
+        if not judged[prefix]:
+            found.append(read._replace(via="reflection"))
+    return found
+
+
+def _rules_out(
+    prefix: str, project: _Project, doors: set[str], files_under: Callable[[str], Sequence[str]],
+    text_of: Callable[[str], str],
+) -> bool:
+    """Does `prefix` (`pkg.models.`) name only modules of the tree that bind no door? Its
+    package, or the nearest package above it, must be a scanned package of the tree (a
+    regular one: a namespace package is found anywhere on the path), and every file where
+    the rest of the name may be found a scanned module (or none at all: the import fails)."""
+    parts = prefix.rpartition(".")[0].split(".")
+    for size in range(len(parts), 0, -1):
+        init = project.modules.get(".".join(parts[:size]))
+        if init is not None and posixpath.basename(init) in ("__init__.py", "__init__.pyw"):
+            break
+    else:
+        return False  # no package of the tree
+    folder = posixpath.join(posixpath.dirname(init), *parts[size:])
+    shown = [init, *files_under(folder), *(f"{folder}{s}" for s in (".py", ".pyw") if f"{folder}{s}" in project.results)]
+    for rel in shown:
+        suffix = posixpath.splitext(rel)[1].lower()
+        if "/__pycache__/" in f"/{rel}":
+            continue
+        if suffix in (".py", ".pyw"):
+            if rel not in project.results or any(word in text_of(rel) for word in _PACKAGE_WORDS):
+                return False
+        elif suffix in (".pyc", ".pyo", ".so", ".pyd"):
+            return False  # a module the scan cannot read
+    return not any(rel in doors for name, rel in project.modules.items() if name.startswith(prefix))
+
+
+def _door_files(project: _Project, settings: ScanSettings, homes: set[str]) -> set[str]:
+    """The scanned files whose namespace may hold a door (prefixed_import_reads), the
+    modules they bind (and every module under those) counted: a fixpoint."""
+    names = _DOOR_NAMES | {settings.raw_accessor, settings.record_class}
+    doors: set[str] = set()
+    needs: dict[str, set[str]] = {}
+    for rel, result in project.results.items():
+        flow = result.flow
+        own = bool(flow.fetchers or flow.holders)
+        bound: set[str] = set()
+        for level, module, name, local in flow.imports:
+            target = project.absolute(rel, level, module) if level else module
+            full = f"{target}.{name}" if name and name != "*" else target
+            own |= (
+                target.partition(".")[0] in _DOOR_TOPS or name in names or target in homes or full in homes
+                or target.rpartition(".")[2] == "accessors" or full.rpartition(".")[2] == "accessors"
+            )
+            # `import a.b` binds `a`: every module under it is reached by its attributes
+            reached = local if not level and not name and local == module.partition(".")[0] else (
+                full if full in project.modules else target
+            )
+            if reached.partition(".")[0] in project.tops:
+                under = [f for m, f in project.modules.items() if m == reached or m.startswith(reached + ".")]
+                own |= not under  # a module of the tree that is not scanned
+                bound.update(under)
+        if own:
+            doors.add(rel)
+        needs[rel] = bound
+    grown = True
+    while grown:
+        grown = False
+        for rel, bound in needs.items():
+            if rel not in doors and not bound.isdisjoint(doors):
+                doors.add(rel)
+                grown = True
+    return doors

@@ -35,6 +35,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator, Mapping
 
+import attrs
+
 # How a holder's namespace is read whole, by the callee's last name: its attributes, its
 # fields, every member; and any serialiser (`pickle.dumps`, `yaml.safe_dump`), by suffix.
 NAMESPACE_READERS = frozenset({"vars", "asdict", "astuple", "getmembers"})
@@ -108,12 +110,27 @@ def keyed_attribute(expr: ast.expr) -> ast.Attribute | None:
     return ast.copy_location(ast.Attribute(value=owner, attr=key.value, ctx=ast.Load()), expr)
 
 
-def class_facts(node: ast.ClassDef) -> tuple[bool, tuple[str, ...] | None]:
-    """Whether the class's repr is generated (a dataclass or attrs class with no
-    `__repr__` of its own and no `repr=False`), and its `__match_args__` where the class
-    shows them: a literal tuple, else a generating decorator's field order."""
+@attrs.frozen
+class ClassFacts:
+    """What a class's decorator generates from its fields: `shows`, a repr (and a
+    `str`) that formats a field that may hold the record; `compares`, an `==` (and an
+    ordering) that compares one; its `__match_args__` where the class shows them (a
+    literal tuple, else a generating decorator's field order)."""
+
+    shows: bool
+    compares: bool
+    match_args: tuple[str, ...] | None
+
+
+def class_facts(node: ast.ClassDef, attributes: frozenset[str], record_class: str) -> ClassFacts:
+    """ClassFacts of a class statement. A field may hold the record where it is named like
+    a record attribute, annotated as the record, or given a default the code does not
+    spell as a constant (the record stored in any other field escapes where it is
+    stored); a field is left out of the repr by `repr=False` and out of `==` by
+    `compare=False` (attrs: `eq=False`), the class by `repr=False` / `eq=False` or a
+    `__repr__` (`__str__`) / `__eq__` of its own."""
     generating = False
-    shown = True
+    options: dict[str, object] = {}
     for decorator in node.decorator_list:
         call = decorator if isinstance(decorator, ast.Call) else None
         target = call.func if call is not None else decorator
@@ -121,16 +138,29 @@ def class_facts(node: ast.ClassDef) -> tuple[bool, tuple[str, ...] | None]:
         if last in _GENERATING:
             generating = True
             for keyword in call.keywords if call is not None else ():
-                if keyword.arg == "repr" and isinstance(keyword.value, ast.Constant) and not keyword.value.value:
-                    shown = False
+                if keyword.arg is not None:
+                    options[keyword.arg] = keyword.value.value if isinstance(keyword.value, ast.Constant) else keyword
+    shown = options.get("repr") is not False
+    compared = options.get("eq") is not False
+    shows = compares = False
     fields: list[str] = []
     literal: tuple[str, ...] | None = None
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in ("__repr__", "__str__"):
             shown = False
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__eq__":
+            compared = False
         elif generating and isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            if "ClassVar" not in ast.unparse(stmt.annotation):
-                fields.append(stmt.target.id)
+            annotation = ast.unparse(stmt.annotation)
+            if "ClassVar" in annotation:
+                continue
+            fields.append(stmt.target.id)
+            flags = field_flags(stmt.value)
+            holds = (
+                stmt.target.id in attributes or record_class in annotation or not _plain_default(stmt.value, flags)
+            )
+            shows |= holds and (flags or {}).get("repr") is not False
+            compares |= holds and (flags or {}).get("compare") is not False and (flags or {}).get("eq") is not False
         elif isinstance(stmt, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "__match_args__" for t in stmt.targets
         ):
@@ -139,9 +169,223 @@ def class_facts(node: ast.ClassDef) -> tuple[bool, tuple[str, ...] | None]:
                 isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
             ):
                 literal = tuple(str(e.value) for e in value.elts if isinstance(e, ast.Constant))
-    if literal is not None:
-        return generating and shown, literal
-    return generating and shown, tuple(fields) if generating else None
+    match_args = literal if literal is not None else tuple(fields) if generating else None
+    return ClassFacts(generating and shown and shows, generating and compared and compares, match_args)
+
+
+def holder_kinds(shows: bool, compares: bool) -> tuple[str, ...]:
+    """The kinds (FlowFacts.fetchers) a holder class or function is handed to its
+    importers under: "holder_class", and "repr_holder" / "eq_holder" where its repr /
+    its `==` may show the record."""
+    return ("holder_class",) + ("repr_holder",) * shows + ("eq_holder",) * compares
+
+
+# What a field call (`dataclasses.field(...)`, `attrs.field(...)`, `attr.ib(...)`) is named
+_FIELD_CALLS = frozenset({"field", "ib", "attrib"})
+# A default factory that makes an empty container: it never gives the record
+_EMPTY_FACTORIES = frozenset({"list", "dict", "set", "tuple", "frozenset"})
+
+
+def field_flags(value: ast.expr | None) -> dict[str, object] | None:
+    """The keywords of a field call (`field(repr=False, default=None)`), each a literal's
+    value or the expression itself; None for any other value (a default, or none)."""
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func
+    last = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    if last not in _FIELD_CALLS or value.args or any(keyword.arg is None for keyword in value.keywords):
+        return None
+    return {
+        str(keyword.arg): keyword.value.value if isinstance(keyword.value, ast.Constant) else keyword.value
+        for keyword in value.keywords
+    }
+
+
+def _plain_default(value: ast.expr | None, flags: Mapping[str, object] | None) -> bool:
+    """Is a field's default one that is never the record: none, a constant, or a field
+    call whose default is a constant and whose factory makes an empty container?"""
+    if value is None or isinstance(value, ast.Constant):
+        return True
+    if flags is None:
+        return False
+    factory = flags.get("default_factory", flags.get("factory"))
+    return not isinstance(flags.get("default"), ast.expr) and (
+        factory is None or (isinstance(factory, ast.Name) and factory.id in _EMPTY_FACTORIES)
+    )
+
+
+# ---- a generated `__init__`
+
+# The class decorators whose generated `__init__` only stores each argument on the field
+# of its name, by the dotted name they are imported under (pydantic's dataclass is not
+# one: it validates and copies what it is given), and the options each takes.
+_INIT_MAKERS = {
+    "dataclasses.dataclass": "dataclass",
+    **dict.fromkeys(("attrs.define", "attrs.frozen", "attrs.mutable", "attr.define", "attr.frozen", "attr.mutable",
+                     "attr.dataclass"), "attrs"),
+    **dict.fromkeys(("attr.s", "attr.attrs"), "attr.s"),
+}
+_CLASS_OPTIONS = {
+    "dataclass": frozenset({
+        "init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only", "slots", "weakref_slot",
+    }),
+    "attrs": frozenset({
+        "init", "repr", "eq", "order", "hash", "unsafe_hash", "frozen", "slots", "kw_only", "auto_attribs",
+        "weakref_slot", "match_args", "cache_hash", "str", "getstate_setstate", "auto_detect", "collect_by_mro",
+    }),
+}
+_FIELD_MAKERS = frozenset({"dataclasses.field", "attrs.field", "attr.field", "attr.ib", "attr.attrib"})
+# A field option that runs code on the value (a validator, a converter, a setattr hook) or
+# renames the parameter is none of these: a field given one takes nothing here.
+_FIELD_OPTIONS = frozenset({
+    "default", "default_factory", "factory", "init", "repr", "compare", "eq", "order", "hash", "kw_only", "metadata",
+    "type",
+})
+# Methods a generated `__init__` calls with what it is given, or that decide what the
+# class's call runs: a class defining one is judged as today (a class without its own
+# `__init__`)
+_INIT_HOOKS = frozenset({"__init__", "__new__", "__setattr__", "__attrs_pre_init__", "__attrs_init__"})
+# What the generated `__init__` calls last, with `self`: a method of the class, whose
+# `self.server_args` the holder rules follow like any method's (not under a decorator,
+# whose wrapper would see `self` first)
+_POST_INITS = frozenset({"__post_init__", "__attrs_post_init__"})
+
+
+def generated_init(
+    node: ast.ClassDef, imports: Mapping[str, str], attributes: frozenset[str]
+) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(positional, keyword-only) parameters of the `__init__` a dataclass or attrs
+    decorator generates for a class with no base, one decorator and no hook of its own
+    (_INIT_HOOKS), where a parameter is named only where the record handed to it is
+    merely stored on a record attribute no generated method reads: a field named like
+    one, given no validator or converter, left out of the repr (`repr=False`, the
+    field's or the class's), of `==` and ordering (`compare=False`, attrs' `eq=False`,
+    or the class's `eq=False`) and of the hash. Any other parameter is "" (a position
+    whose argument escapes) or left out (a keyword that escapes). None where the class
+    is not such a class; `imports` maps a module's local names to what they import."""
+    made = _generating_options(node, imports)
+    if made is None or _rebinds_hooks(node, imports):
+        return None
+    kind, options = made
+    generated = _Generated(
+        kind=kind,
+        eq=options.get("eq", True) is not False,
+        hashed=bool(options.get("unsafe_hash") or options.get("hash") or (
+            options.get("eq", True) is not False and options.get("frozen") is True
+        )),
+        shown=options.get("repr", True) is not False or options.get("str") is True,
+    )
+    keyword_only = options.get("kw_only") is True
+    positional: list[str] = []
+    keywords: list[str] = []
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        annotation = ast.unparse(stmt.annotation)
+        if "ClassVar" in annotation:
+            continue
+        if kind == "dataclass" and annotation.rpartition(".")[2] == "KW_ONLY":
+            keyword_only = True
+            continue
+        flags: dict[str, object] | None = {}
+        if stmt.value is not None and not isinstance(stmt.value, ast.Constant):
+            field_call = isinstance(stmt.value, ast.Call) and _imported_as(stmt.value.func, imports) in _FIELD_MAKERS
+            flags = field_flags(stmt.value) if field_call else None
+        if flags is not None and flags.get("init") is False:
+            continue
+        name = stmt.target.id
+        stored = flags is not None and name in attributes and "InitVar" not in annotation and generated.only_stores(flags)
+        parameter = name if kind == "dataclass" else name.lstrip("_")  # attrs: `_x` is set by `x=`
+        if keyword_only or (flags or {}).get("kw_only") is True:
+            keywords += [parameter] if stored else []
+        else:
+            positional.append(parameter if stored else "")
+    return tuple(positional), tuple(keywords)
+
+
+@attrs.frozen
+class _Generated:
+    """What a generating decorator's options make of every field."""
+
+    kind: str  # "dataclass", "attrs", "attr.s"
+    eq: bool  # an `==` (and ordering) is generated
+    hashed: bool  # a `__hash__` is generated
+    shown: bool  # a repr is generated
+
+    def only_stores(self, flags: Mapping[str, object]) -> bool:
+        """Does the generated `__init__` only store a field given these options, and no
+        generated method read it?"""
+        # dataclasses say `compare`, attrs `eq`; a field's hash follows them unless it says
+        compares = flags.get("compare", flags.get("eq", True)) is not False
+        return (
+            set(flags) <= _FIELD_OPTIONS
+            and not isinstance(flags.get("default"), ast.expr)  # (a descriptor's `__set__` sees the store)
+            and not (self.shown and flags.get("repr", True) is not False)
+            and not (self.eq and compares)
+            and flags.get("order") is not True
+            and not (self.hashed and flags.get("hash", compares) is not False)
+        )
+
+
+def _generating_options(node: ast.ClassDef, imports: Mapping[str, str]) -> tuple[str, dict[str, object]] | None:
+    """(kind, literal options) of a class's one decorator where it is one whose generated
+    `__init__` only stores its arguments (with `frozen` filled in, and attrs' fields
+    those of the annotations), else None."""
+    if node.bases or node.keywords or len(node.decorator_list) != 1:
+        return None
+    decorator = node.decorator_list[0]
+    call = decorator if isinstance(decorator, ast.Call) else None
+    spelled = _imported_as(call.func if call is not None else decorator, imports)
+    kind = _INIT_MAKERS.get(spelled)
+    if kind is None or (call is not None and call.args):
+        return None
+    options: dict[str, object] = {"frozen": spelled.endswith(".frozen")}
+    for keyword in call.keywords if call is not None else ():
+        if keyword.arg not in _CLASS_OPTIONS["dataclass" if kind == "dataclass" else "attrs"]:
+            return None
+        if not isinstance(keyword.value, ast.Constant):
+            return None
+        options[keyword.arg] = keyword.value.value
+    if options.get("init") is False or (kind != "dataclass" and options.get("auto_attribs", kind == "attrs") is not True):
+        return None
+    return kind, options
+
+
+def _rebinds_hooks(node: ast.ClassDef, imports: Mapping[str, str]) -> bool:
+    """Does the class body define a hook the generated `__init__` calls or defers to
+    (_INIT_HOOKS, a `__post_init__` not defined plainly), bind a field's name again (a
+    property, a descriptor: its store runs code), or give a field without an
+    annotation (attrs would then take only such fields)?"""
+    fields: set[str] = set()
+    defined: set[str] = set()
+    bound: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if stmt.name in _INIT_HOOKS or (stmt.name in _POST_INITS and stmt.decorator_list):
+                return True
+            defined.add(stmt.name)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            (bound if "ClassVar" in ast.unparse(stmt.annotation) else fields).add(stmt.target.id)
+        elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            value = stmt.value
+            if value is not None and _imported_as(value.func if isinstance(value, ast.Call) else value, imports) in (
+                _FIELD_MAKERS
+            ):
+                return True
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return bool(bound & (_INIT_HOOKS | _POST_INITS) or (bound | defined) & fields)
+
+
+def _imported_as(expr: ast.expr, imports: Mapping[str, str]) -> str:
+    """The dotted name `expr` (`dc.dataclass`, `define`) is, through the module's imports;
+    "" where it is no imported name."""
+    spelled = dotted_name(expr)
+    head, _, rest = spelled.partition(".")
+    origin = imports.get(head)
+    if not spelled or origin is None:
+        return ""
+    return f"{origin}.{rest}" if rest else origin
 
 
 # ---- names built at run time

@@ -71,10 +71,12 @@ from typing import Any
 
 from configbags.migrate.aliases import lines_of, relative_module, statement_span
 from configbags.migrate.childenv import C_GETENV, PROCESS_MODULES, handed_to_child, is_child_process
+from configbags.migrate.holders import literal_names
 from configbags.migrate.resolvers import NAMED_BY_A_STRING, RESOLVERS
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
+    PREFIXED_IMPORT,
     STATE_DICT_READBACK,
     STATE_READBACK,
     ScanSettings,
@@ -872,7 +874,9 @@ class _Reader(Visitor):
             # `vars(M)`, `inspect.getmembers(M)`: every name of M, by names in strings
             self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
         if _BY_NAME.intersection(paths) and not self._names_module(node):
-            self._report(node, ENV_UNRESOLVED, "reflection", "import_by_name")
+            # `import_module(f"pkg.models.{arch}")`: the project's files may rule it out
+            prefix = _package_prefix(node) if set(paths) == {"importlib.import_module"} else None
+            self._report(node, ENV_UNRESOLVED, PREFIXED_IMPORT + prefix if prefix else "reflection", "import_by_name")
         if self._unsafe_yaml(node, paths) or (self.anywhere and _CODE_RUNNERS.intersection(paths) and not (
             node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, (str, bytes))
         )):
@@ -1143,6 +1147,18 @@ def _dotenv_plain(node: ast.Call) -> bool:
     if isinstance(interpolate, ast.Constant) and interpolate.value is False:
         return True
     return not node.args and not node.keywords
+
+
+def _package_prefix(call: ast.Call) -> str | None:
+    """The literal prefix naming a package that an import's name is built on
+    (`f"pkg.models.{arch}"`, `"pkg.models." + arch`: `pkg.models.`), or None."""
+    if len(call.args) != 1 or call.keywords:
+        return None
+    names = literal_names(call.args[0])
+    if not isinstance(names, tuple):
+        return None
+    package, dot, _ = names[0].rpartition(".")
+    return names[0] if dot and all(part.isidentifier() for part in package.split(".")) else None
 
 
 def _import_route(expr: ast.expr) -> bool:

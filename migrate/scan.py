@@ -93,13 +93,20 @@ from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.envsources import env_tables, library_reads, settings_reads
 from configbags.migrate.files import NotReadable, list_files, list_tree, python_view, read_source
-from configbags.migrate.flows import base_facts, home_modules, project_pass, use_facts
+from configbags.migrate.flows import (
+    base_facts,
+    home_modules,
+    prefixed_import_reads,
+    project_pass,
+    use_facts,
+)
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.resolvers import desugar
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
 from configbags.migrate.scanmodel import (
     ORIGINS,
+    PREFIXED_IMPORT,
     FileScan,
     FlowFacts,
     FlowInput,
@@ -269,7 +276,7 @@ def _only_generated_flows(flow: FlowFacts, settings: ScanSettings) -> bool:
     allowed = {(settings.raw_accessor, "record"), ("get_context", "context"), ("process_context", "context")}
     return (
         # (a class holding the record in a record attribute, the process view, is gen's too)
-        all(tuple(fetcher) in allowed or fetcher[1] in ("holder_class", "repr_holder") for fetcher in flow.fetchers)
+        all(tuple(fetcher) in allowed or fetcher[1] in ("holder_class", "repr_holder", "eq_holder") for fetcher in flow.fetchers)
         and all(holder.rpartition(".")[2] in settings.record_attributes for holder in flow.holders)
         and all(
             caller.startswith(settings.record_class + ".") or callee.startswith("name:_context.")
@@ -425,6 +432,33 @@ def _project_pass(
     if cache is not None and key:
         cache.keep_project(key, {rel: found.key() for rel, found in done.inputs.items()}, done.sites, done.problem)
     return done.sites, done.problem
+
+
+def _prefixed_imports(
+    project: Path, settings: ScanSettings, reads: list[Read], results: dict[str, FileScan],
+    where: dict[str, tuple[str, str, bytes]], cache: ScanCache | None,
+) -> list[Read]:
+    """The reads with each import by a name on a literal package prefix judged against
+    the tree's files (configbags.migrate.flows.prefixed_import_reads), read from disk as
+    they are now: rare, so never cached."""
+    if not any(read.via.startswith(PREFIXED_IMPORT) for read in reads):
+        return reads
+    if cache is not None:
+        results = {rel: cache.with_flow(where[rel][1], result) for rel, result in results.items()}
+
+    def files_under(folder: str) -> list[str]:
+        found: list[str] = []
+        for top, _, names in os.walk(project / folder):
+            found += [os.path.relpath(os.path.join(top, name), project).replace(os.sep, "/") for name in names]
+        return found
+
+    def text_of(rel: str) -> str:
+        try:
+            return read_source(str(project / rel), settings.max_bytes).decode("utf-8", "replace")
+        except (NotReadable, OSError):
+            return "__path__"  # (unreadable: judged as the worst it may hold)
+
+    return prefixed_import_reads(reads, results, settings, files_under, text_of)
 
 
 def _children(
@@ -596,6 +630,7 @@ def _scan_tree(
     if unsettled is not None:
         problems.append(Problem(".", unsettled))
     parsed = _collect(results, call_sites, reads, violations, problems)
+    reads[:] = _prefixed_imports(project, settings, reads, results, where, cache)
     if cache is not None:
         cache.save()
     return ScanResult(

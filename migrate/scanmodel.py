@@ -56,6 +56,9 @@ ENV_MARK = "$"  # `$NAME`: a raw read of the declared environment variable NAME
 # `$?`: an environment read whose name the module does not show (`os.environ[name]`,
 # `os.getenv(prefix + part)`, a constant from another module): it may read a declared one
 ENV_UNRESOLVED = ENV_MARK + "?"
+# A `$?` read's via while it waits for the project's files: an import by a name built on
+# this literal package prefix (configbags.migrate.flows.prefixed_import_reads judges it)
+PREFIXED_IMPORT = "import_prefix:"
 # Leaves whose one (file, function, leaf) key stands for reads of anything (the whole
 # record, an unresolved name): their allowlist entries count the reads they allow.
 COUNTED_LEAVES = frozenset({"*", ENV_UNRESOLVED})
@@ -256,10 +259,11 @@ class FlowInput:
     private_names: frozenset[str] = frozenset()
     # classes of other modules that hold the record in an attribute (configbags.migrate.
     # holders), and functions giving a holder, by the name the module spells them with;
-    # `repr_holders` those whose repr (and `==`) the dataclass or attrs decorator generates
-    # from every field
+    # `repr_holders` those whose repr, `eq_holders` those whose `==`, the dataclass or attrs
+    # decorator generates from a field that may hold the record (holders.class_facts)
     holder_classes: frozenset[str] = frozenset()
     repr_holders: frozenset[str] = frozenset()
+    eq_holders: frozenset[str] = frozenset()
     # functions (of other modules, or the module's own) that store a record attribute on a
     # parameter (`def fill(ns): ns.server_args = rec`): "spelled|position"; what a call
     # hands there holds the record afterwards
@@ -277,7 +281,7 @@ class FlowInput:
             self.record_fetchers or self.record_holders or self.context_fetchers or self.environ_fetchers
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
-            or self.holder_classes or self.repr_holders or self.fillers or self.stored_holders
+            or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
             or self.namespace_readers
         )
 
@@ -298,6 +302,7 @@ class FlowInput:
             ",".join(sorted(self.private_names)),
             ",".join(sorted(self.holder_classes)),
             ",".join(sorted(self.repr_holders)),
+            ",".join(sorted(self.eq_holders)),
             ",".join(sorted(self.fillers)),
             ",".join(sorted(self.stored_holders)),
             ",".join(sorted(self.namespace_readers)),

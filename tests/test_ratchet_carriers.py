@@ -436,3 +436,123 @@ def test_an_object_handed_to_a_function_storing_nothing_on_it_is_no_holder(tmp_p
     }
     result = _scan(tmp_path, files)
     assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads
+
+
+# ---- round ten PR2: the record handed to a dataclass (attrs) holder's generated `__init__`
+
+DC = "import dataclasses\nfrom typing import Any\n"
+QUIET = "dataclasses.field(repr=False, compare=False, default=None)"
+RUNNER = DC + f"@dataclasses.dataclass\nclass Runner:\n    server_args: Any = {QUIET}\n    rank: int = 0\n"
+NOREPR = DC + "@dataclasses.dataclass(repr=False, eq=False)\nclass Runner:\n    server_args: Any = None\n    rank: int = 0\n"
+ATTRS = "import attrs\nfrom typing import Any\n@attrs.define(repr=False, eq=False)\nclass Runner:\n" \
+    "    server_args: Any = None\n    rank: int = 0\n"
+ATTR_S = "import attr\nfrom typing import Any\n@attr.s(auto_attribs=True, repr=False, eq=False)\nclass Runner:\n" \
+    "    server_args: Any = None\n    rank: int = 0\n"
+MAKE = RAW + "import logging\ndef start():\n    r = {make}\n    logging.info('started %s', r)\n" \
+    "    return repr(r), f'{{r}}', r == Runner(), r.server_args.tp_size\n"
+
+
+@pytest.mark.parametrize("holder", [RUNNER, NOREPR, ATTRS, ATTR_S])
+@pytest.mark.parametrize("make", ["Runner(server_args=get_server_args(), rank=0)", "Runner(get_server_args())"])
+@pytest.mark.parametrize("where", ["same", "importer"])
+def test_the_record_stored_by_a_generated_init_on_a_field_nothing_generated_reads_is_followed(
+    tmp_path: Path, holder: str, make: str, where: str
+) -> None:
+    use = MAKE.format(make=make)
+    files = {"user.py": holder + use} if where == "same" else {
+        "h.py": holder, "user.py": "from pkg.h import Runner\n" + use,
+    }
+    result = _scan(tmp_path, files)
+    assert {r.leaf for r in result.reads if r.file == "pkg/user.py"} == {"tp_size"}, result.reads
+
+
+def test_a_post_init_of_such_a_holder_is_read_as_its_method(tmp_path: Path) -> None:
+    reads = RUNNER + "    def __post_init__(self):\n        self.tp = self.server_args.tp_size\n"
+    user = "from pkg.h import Runner\n" + RAW + "def start():\n    return Runner(get_server_args())\n"
+    result = _scan(tmp_path, {"h.py": reads, "user.py": user})
+    assert {(r.file, r.leaf) for r in result.reads} == {("pkg/h.py", "tp_size")}, result.reads
+    whole = RUNNER + "    def __post_init__(self):\n        self.seen = dict(vars(self))\n"
+    assert "*" in failing_leaves(tmp_path, {"h.py": whole, "user.py": user}, "pkg/h.py")
+
+
+@pytest.mark.parametrize(("holder", "make"), [
+    # the generated repr, `==` or hash formats / compares the field
+    (DC + "@dataclasses.dataclass\nclass Runner:\n    server_args: Any = dataclasses.field(compare=False, default=None)\n",
+     "Runner(get_server_args())"),
+    (DC + "@dataclasses.dataclass(repr=False)\nclass Runner:\n    server_args: Any = None\n", "Runner(get_server_args())"),
+    (DC + "@dataclasses.dataclass(repr=False, eq=False, unsafe_hash=True)\nclass Runner:\n    server_args: Any = None\n",
+     "Runner(get_server_args())"),
+    (DC + "@dataclasses.dataclass(repr=False, frozen=True)\nclass Runner:\n    server_args: Any = None\n",
+     "Runner(get_server_args())"),
+    (DC + "@dataclasses.dataclass(unsafe_hash=True)\nclass Runner:\n"
+     "    server_args: Any = dataclasses.field(repr=False, compare=False, hash=True, default=None)\n",
+     "Runner(get_server_args())"),
+    (ATTRS.replace("eq=False", "eq=False, hash=True"), "Runner(get_server_args())"),
+    # the record handed to a field not named like it, or not stored
+    (RUNNER, "Runner(rank=get_server_args())"),
+    (RUNNER, "Runner(None, get_server_args())"),
+    (NOREPR.replace("server_args: Any = None", "server_args: dataclasses.InitVar[Any] = None"),
+     "Runner(get_server_args())"),
+    # a decorator that is not dataclasses' or attrs' (pydantic validates and copies), or more than one
+    (RUNNER.replace("import dataclasses\n", "import dataclasses\nfrom pydantic.dataclasses import dataclass\n")
+     .replace("@dataclasses.dataclass", "@dataclass"), "Runner(get_server_args())"),
+    (RUNNER.replace("import dataclasses\n", "import dataclasses\ndef dataclass(c):\n    return c\n")
+     .replace("@dataclasses.dataclass", "@dataclass"), "Runner(get_server_args())"),
+    (RUNNER.replace("@dataclasses.dataclass", "@register\n@dataclasses.dataclass"), "Runner(get_server_args())"),
+    (ATTR_S.replace("auto_attribs=True, ", ""), "Runner(get_server_args())"),
+    # code the generated `__init__` runs on the value, or a class it does not decide alone
+    (ATTRS.replace("server_args: Any = None", "server_args: Any = attrs.field(default=None, validator=check)"),
+     "Runner(get_server_args())"),
+    (ATTRS.replace("server_args: Any = None", "server_args: Any = attrs.field(default=None, converter=copy)"),
+     "Runner(get_server_args())"),
+    (NOREPR + "    def __setattr__(self, name, value):\n        object.__setattr__(self, name, value)\n",
+     "Runner(get_server_args())"),
+    (NOREPR + "    @property\n    def server_args(self):\n        return None\n", "Runner(get_server_args())"),
+    (NOREPR + "    __post_init__ = check\n", "Runner(get_server_args())"),
+    (NOREPR + "    @traced\n    def __post_init__(self):\n        pass\n", "Runner(get_server_args())"),
+    (NOREPR.replace("class Runner:", "class Runner(Base):"), "Runner(get_server_args())"),
+])
+def test_the_record_handed_to_a_generated_init_that_may_read_it_escapes(
+    tmp_path: Path, holder: str, make: str
+) -> None:
+    user = holder + RAW + f"def start():\n    return {make}\n"
+    assert "*" in failing_leaves(tmp_path, {"user.py": user})
+
+
+@pytest.mark.parametrize(("holder", "use"), [
+    # a holder storing the record in a method: only what its generated methods show reads it
+    (DC + "@dataclasses.dataclass(repr=False)\nclass Worker:\n    server_args: Any = None\n", "w == other"),
+    (DC + "@dataclasses.dataclass(eq=False)\nclass Worker:\n    server_args: Any = None\n", "repr(w)"),
+    (DC + "@dataclasses.dataclass\nclass Worker:\n    server_args: Any = dataclasses.field(repr=False, default=None)\n",
+     "w == other"),
+    (DC + "@dataclasses.dataclass\nclass Worker:\n    server_args: Any = dataclasses.field(compare=False, default=None)\n",
+     "f'{w}'"),
+    # a field of another name whose default may be the record
+    (DC + "@dataclasses.dataclass\nclass Worker:\n    server_args: Any = dataclasses.field(repr=False, default=None)\n"
+     "    saved: Any = dataclasses.field(default_factory=get_server_args)\n", "repr(w)"),
+])
+@pytest.mark.parametrize("where", ["same", "importer"])
+def test_a_generated_repr_or_eq_showing_a_field_that_may_hold_the_record_escapes(
+    tmp_path: Path, holder: str, use: str, where: str
+) -> None:
+    holder = RAW + holder + "    def start(self):\n        self.server_args = get_server_args()\n"
+    use_it = f"def f(other):\n    w = Worker()\n    w.start()\n    return {use}\n"
+    files = {"user.py": holder + use_it} if where == "same" else {
+        "h.py": holder, "user.py": "from pkg.h import Worker\n" + use_it,
+    }
+    assert "*" in failing_leaves(tmp_path, files)
+
+
+@pytest.mark.parametrize(("holder", "use"), [
+    (DC + "@dataclasses.dataclass(repr=False)\nclass Worker:\n    server_args: Any = None\n", "repr(w)"),
+    (DC + "@dataclasses.dataclass(eq=False)\nclass Worker:\n    server_args: Any = None\n", "w == other"),
+    (DC + "@dataclasses.dataclass\nclass Worker:\n    server_args: Any = dataclasses.field(repr=False, default=None)\n"
+     "    rank: int = 0\n    tags: list = dataclasses.field(default_factory=list)\n", "f'{w}'"),
+    (DC + "@dataclasses.dataclass\nclass Worker:\n    server_args: Any = dataclasses.field(compare=False, default=None)\n"
+     "    rank: int = 0\n", "w == other"),
+])
+def test_a_generated_repr_or_eq_leaving_the_record_out_reads_nothing(tmp_path: Path, holder: str, use: str) -> None:
+    holder = RAW + holder + "    def start(self):\n        self.server_args = get_server_args()\n"
+    user = "from pkg.h import Worker\n" + f"def f(other):\n    w = Worker()\n    w.start()\n    return {use}\n"
+    result = _scan(tmp_path, {"h.py": holder, "user.py": user})
+    assert not [r for r in result.reads if r.file == "pkg/user.py"], result.reads

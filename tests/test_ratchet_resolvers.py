@@ -89,6 +89,80 @@ def test_resolvers_and_importers_of_spelled_harmless_names_read_nothing(tmp_path
     assert not _keys(_scan(tmp_path, {"user.py": user, "tools.py": "def run(): ...\n"}))
 
 
+# ---- round ten PR3: an import by a name on a literal package prefix that rules out every door
+
+MODELS = {
+    "models/__init__.py": "",
+    "models/llama.py": "import torch\nfrom typing import Any\nfrom pkg.models.layers import norm\nclass Model:\n"
+                       "    def forward(self, x: Any) -> Any:\n        return norm(torch.relu(x))\n",
+    "models/layers.py": "import math\ndef norm(x):\n    return x / math.sqrt(2)\n",
+}
+LOAD = "import importlib\ndef load(arch):\n    return importlib.import_module({name}).Model\n"
+
+
+@pytest.mark.parametrize("name", ["f'pkg.models.{arch}'", "'pkg.models.' + arch", "f'pkg.models.{arch}_v2'"])
+@pytest.mark.parametrize("models", ["doorless", "absent", "namespace"])
+def test_an_import_on_a_prefix_naming_only_doorless_modules_of_the_tree_reads_nothing(
+    tmp_path: Path, name: str, models: str
+) -> None:
+    files = {
+        "doorless": MODELS,
+        "absent": {},
+        "namespace": {k: v for k, v in MODELS.items() if k != "models/__init__.py"},
+    }[models]
+    result = _scan(tmp_path, {**files, "user.py": LOAD.format(name=name)})
+    assert not _keys(result), result.reads
+
+
+@pytest.mark.parametrize(("extra", "name"), [
+    # a module the prefix may name binds a door, or a module of the tree that binds one
+    ({"models/gpt.py": "from legacy.server_args import get_server_args\n"}, "f'pkg.models.{arch}'"),
+    ({"models/gpt.py": "import os\n"}, "f'pkg.models.{arch}'"),
+    ({"models/gpt.py": "from os import environ as E\n"}, "f'pkg.models.{arch}'"),
+    ({"models/gpt.py": "from pkg.envutil import ENV\n", "envutil.py": "import os\nENV = os.environ\n"},
+     "f'pkg.models.{arch}'"),
+    ({"models/gpt.py": "from pkg import util\n", "util.py": "import sys\n"}, "f'pkg.models.{arch}'"),
+    ({"models/gpt.py": "import pkg.util\n", "util.py": "def f(): ...\n",
+      "args.py": "from legacy.server_args import get_server_args\n"}, "f'pkg.models.{arch}'"),
+    ({"models/gpt.py": "from pkg.config_bags.accessors import get_context\n"}, "f'pkg.models.{arch}'"),
+    ({"models/gpt.py": "from legacy.server_args import get_server_args\nARGS = get_server_args()\n"},
+     "f'pkg.models.{arch}'"),
+    # the package may hold modules the scan does not read, or add them by name
+    ({"models/fast.so": ""}, "f'pkg.models.{arch}'"),
+    ({"models/__init__.py": "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n"},
+     "f'pkg.models.{arch}'"),
+    ({"models/__init__.py": "import sys, legacy.server_args as S\nsys.modules['pkg.models.s'] = S\n"},
+     "f'pkg.models.{arch}'"),
+    ({"plugins.py": "import sys\nimport legacy.server_args as S\ndef install(name):\n"
+                    "    sys.modules[name] = S\n"}, "f'pkg.models.{arch}'"),
+    # a prefix the tree does not hold, or that names no package, or another importer's call
+    ({}, "f'transformers.models.{arch}'"),
+    ({}, "f'pkg{arch}'"),
+    ({}, "f'pkg.{arch}'"),
+    ({}, "f'pkg.models.{arch}', __package__"),
+    ({}, "f'{base}.models.{arch}'"),
+])
+def test_an_import_on_a_prefix_that_may_name_a_door_stays_unresolved(
+    tmp_path: Path, extra: dict[str, str], name: str
+) -> None:
+    user = LOAD.format(name=name).replace("def load(arch)", "def load(arch, base='x')")
+    files = {**MODELS, **extra, "user.py": user, "args.py": extra.get("args.py", "")}
+    result = _scan(tmp_path, files)
+    assert ("pkg/user.py", "load", "$?") in _keys(result), result.reads
+    assert _fails(result)
+
+
+def test_an_import_on_a_prefix_whose_package_holds_an_excluded_module_stays_unresolved(tmp_path: Path) -> None:
+    files = {**MODELS, "models/gpt.py": "def f(): ...\n", "user.py": LOAD.format(name="f'pkg.models.{arch}'")}
+    result = _scan(tmp_path, files, attrs.evolve(SETTINGS, excludes=("pkg/models/gpt.py",)))
+    assert ("pkg/user.py", "load", "$?") in _keys(result), result.reads
+
+
+def test_dunder_import_on_a_prefix_stays_unresolved(tmp_path: Path) -> None:
+    user = "def load(arch):\n    return __import__(f'pkg.models.{arch}').models\n"
+    assert ("pkg/user.py", "load", "$?") in _keys(_scan(tmp_path, {**MODELS, "user.py": user}))
+
+
 # ---- H7: a module's namespace taken whole by inspect.getmembers is vars(M)
 
 @pytest.mark.parametrize("user", [
