@@ -26,13 +26,15 @@ import httpx
 from configbags.fleet.replies import (
     MAX_TIMEOUT_S,
     ReplyError,
+    check_url,
+    http_failure,
     read_json_async,
     shown_url,
     timeout_seconds,
 )
 from configbags.runtime.cmdline import UsageErrors, inert
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.keys import CLIENT_API_KEY_VAR
+from configbags.runtime.keys import CLIENT_API_KEY_VAR, client_key_problem
 from configbags.runtime.leaftypes import closest
 from configbags.runtime.project import project_path
 from configbags.runtime.yamlsafe import load_yaml, read_text_limited
@@ -50,6 +52,10 @@ class Target:
     url: str
     role: str | None = None
     key: str | None = attrs.field(default=None, repr=False)
+    # where the URL was given and where the key came from (a flag, a variable, a servers
+    # file's entry): for messages only, so one server listed twice is still one target
+    where: str = attrs.field(default="the command line", eq=False)
+    key_from: str = attrs.field(default="--api-key", eq=False)
 
     @property
     def shown(self) -> str:
@@ -121,16 +127,18 @@ def one_server(readings: Sequence[Reading]) -> list[list[Reading]]:
     return [g for g in groups if g]
 
 
-def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | None) -> list[Target]:
+def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | None,
+                  key_from: str = "--api-key") -> list[Target]:
     """`URL` or `ROLE=URL` arguments, then the servers of a YAML/JSON file:
     `servers: [{url, role, key | key_env}]` (a key given by environment variable stays out
-    of the file)."""
+    of the file). Every URL and every key to be sent is checked here, before any request
+    (`check_url`, `client_key_problem`): `key_from` says where `key` came from."""
     targets = []
-    for arg in urls:
+    for n, arg in enumerate(urls, 1):
         role, sep, url = arg.partition("=")
         if ":" in role or "/" in role:  # an `=` inside the URL (a query), not ROLE=URL
             sep = ""
-        targets.append(Target(url if sep else arg, role if sep else None, key))
+        targets.append(Target(url if sep else arg, role if sep else None, key, f"URL argument {n}", key_from))
     if servers_file is not None:
         try:
             data = load_yaml(read_text_limited(servers_file))
@@ -140,28 +148,27 @@ def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | Non
         if not isinstance(entries, list):
             raise ConfigError(f"{servers_file}: expected `servers:` with a list of {{url, role, key_env}}")
         for i, entry in enumerate(entries):
+            where = f"{servers_file}: servers[{i}]"
             if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
-                raise ConfigError(f"{servers_file}: servers[{i}] needs a `url:` string")
+                raise ConfigError(f"{where} needs a `url:` string")
             unknown = sorted(set(entry) - {"url", "role", "key", "key_env"})
             if unknown:
-                raise ConfigError(f"{servers_file}: servers[{i}]: unknown key(s) {', '.join(unknown)} "
-                                  f"(use url, role, key or key_env)")
+                raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (use url, role, key or key_env)")
             entry_key: Any = entry.get("key")
+            entry_from = f"{where} key"
             if "key_env" in entry:
                 entry_key = os.environ.get(str(entry["key_env"]))
+                entry_from = f"environment variable {entry['key_env']} ({where} key_env)"
                 if entry_key is None:
-                    raise ConfigError(f"{servers_file}: servers[{i}]: environment variable "
-                                      f"{entry['key_env']} (key_env) is not set")
+                    raise ConfigError(f"{where}: environment variable {entry['key_env']} (key_env) is not set")
             entry_role = entry.get("role")
             targets.append(Target(entry["url"], None if entry_role is None else str(entry_role),
-                                  key if entry_key is None else str(entry_key)))
+                                  key if entry_key is None else entry_key, where,
+                                  key_from if entry_key is None else entry_from))
     for t in targets:
-        if not t.url.startswith(("http://", "https://")):
-            raise ConfigError(f"{shown_url(t.url)!r} is not an http(s) URL; give e.g. http://10.0.0.7:30000 or prefill=URL")
-        if "?" in t.url or "#" in t.url:
-            # the door's paths are appended to the URL: a query or fragment would swallow them
-            raise ConfigError(f"{shown_url(t.url)!r} has a query or fragment (`?`, `#`); give the server's base URL, "
-                              f"e.g. http://10.0.0.7:30000")
+        check_url(t.url, t.where)
+        if t.key is not None and (why := client_key_problem(t.key, t.key_from)) is not None:
+            raise ConfigError(f"{t.where} ({t.shown}): {why}")
     return targets
 
 
@@ -196,7 +203,7 @@ async def _read(client: httpx.AsyncClient, target: Target, timeout: float, diff:
     except (asyncio.TimeoutError, httpx.TimeoutException):
         return Reading(target, error=f"no complete answer within {timeout:g} s (--timeout)")
     except httpx.HTTPError as exc:
-        return Reading(target, error=f"cannot be reached: {type(exc).__name__}: {exc}")
+        return Reading(target, error=f"cannot be reached: {http_failure(exc, target.url, [target.key])}")
     except _Unreadable as exc:
         return Reading(target, error=str(exc))
     wrong = not_a_door(bodies[0])
@@ -436,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "to say which role it must have")
     parser.add_argument("--servers", type=project_path, metavar="FILE",
                         help="YAML/JSON: servers: [{url: ..., role: ..., key_env: VAR}]")
-    parser.add_argument("--api-key", default=os.environ.get(KEY_ENV),
+    parser.add_argument("--api-key", default=None,
                         help=f"the servers' read key (default: ${KEY_ENV}); key/key_env in FILE wins")
     parser.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                         help=f"seconds for each server's reads and their whole answers (default "
@@ -449,7 +456,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     try:
-        targets = parse_targets(args.urls, args.servers, args.api_key)
+        key, key_from = (args.api_key, "--api-key") if args.api_key is not None else \
+            (os.environ.get(KEY_ENV), f"environment variable {KEY_ENV}")
+        targets = parse_targets(args.urls, args.servers, key, key_from)
     except ConfigError as exc:
         parser.error(str(exc))
     if not targets:

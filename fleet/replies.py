@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -39,6 +39,56 @@ def shown_url(url: str) -> str:
     if not sep or "@" not in authority:
         return url
     return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def url_problem(url: str) -> str | None:
+    """What makes `url` no server base URL a request could go to, or None: not http(s), a
+    query or fragment (the door's paths are appended to the URL: they would be swallowed),
+    a port that is not a number from 1 to 65535, an unclosed `[`, a host name that is not
+    valid IDNA, no host. Checked before any request, so each is one line of bad usage (exit
+    2), never a traceback from the socket layer."""
+    if not url.startswith(("http://", "https://")):
+        return "is not an http(s) URL"
+    if "?" in url or "#" in url:
+        return "has a query or fragment (`?`, `#`)"
+    try:
+        parsed = httpx.URL(url)
+        host, port = parsed.host, parsed.port
+    except (httpx.InvalidURL, ValueError) as exc:  # idna's errors are ValueErrors (UnicodeError)
+        said = str(exc).replace(url, shown_url(url))
+        return f"cannot be read as a URL ({type(exc).__name__}: {said})"
+    if not host:
+        return "names no host"
+    if port is not None and not 0 < port <= 65535:
+        return f"has port {port}, not one from 1 to 65535"
+    return None
+
+
+def check_url(url: str, where: str) -> None:
+    """Refuse (ConfigError, naming `where` and the URL with its user part masked) a URL
+    `url_problem` finds wrong."""
+    why = url_problem(url)
+    if why is not None:
+        raise ConfigError(f"{where}: {shown_url(url)!r} {why}; give a server's base URL, e.g. http://10.0.0.7:30000")
+
+
+def http_failure(exc: httpx.HTTPError, url: str, secrets: Iterable[str | None] = ()) -> str:
+    """An httpx error as a message may show it. A protocol error (`httpx.ProtocolError`:
+    LocalProtocolError, RemoteProtocolError) quotes what it refused, which may be a header
+    the request carried with its key (`Illegal header value b'Bearer K\\n'`): only its kind
+    is shown. Any other error's text is shown with the URL's user part masked and every key
+    in `secrets` cut out (what the text may quote is not ours to trust)."""
+    kind = type(exc).__name__
+    if isinstance(exc, httpx.LocalProtocolError):
+        return f"{kind}: the request could not be sent as HTTP (its text, which may quote a header, is withheld)"
+    if isinstance(exc, httpx.ProtocolError):
+        return f"{kind}: the answer was not HTTP this client can read (its text is withheld)"
+    said = str(exc).replace(url, shown_url(url))
+    for secret in secrets:
+        if secret:
+            said = said.replace(secret, "<redacted>").replace(repr(secret.encode(errors="replace"))[2:-1],
+                                                              "<redacted>")
+    return f"{kind}: {said}"
 
 
 def timeout_seconds(text: str) -> float:

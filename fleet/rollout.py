@@ -25,13 +25,21 @@ from typing import Any
 import attrs
 import httpx
 
-from configbags.fleet.replies import MAX_TIMEOUT_S, NoAnswer, exchange, shown_url, timeout_seconds
+from configbags.fleet.replies import (
+    MAX_TIMEOUT_S,
+    NoAnswer,
+    check_url,
+    exchange,
+    http_failure,
+    shown_url,
+    timeout_seconds,
+)
 from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.fleet import ApplyClass, apply_class, route
-from configbags.runtime.keys import CLIENT_ADMIN_KEY_VAR, CLIENT_API_KEY_VAR
+from configbags.runtime.keys import CLIENT_ADMIN_KEY_VAR, CLIENT_API_KEY_VAR, client_key_problem
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.registry import REDACTED, Registry
 from configbags.runtime.yamlsafe import load_json, read_text_limited
@@ -137,8 +145,7 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
             answer = exchange("GET", where.rstrip("/") + "/server_info", what=f"{shown}: GET /server_info",
                               timeout=timeout, headers=headers)
         except httpx.HTTPError as exc:
-            said = str(exc).replace(where, shown)  # (an error may quote the URL)
-            raise ConfigError(f"{shown}: cannot read /server_info: {type(exc).__name__}: {said}") from None
+            raise ConfigError(f"{shown}: cannot read /server_info: {http_failure(exc, where, [read_key])}") from None
         if answer.status != 200:
             raise ConfigError(f"{shown}: GET /server_info answered {answer.status} "
                               f"(give the read key with --api-key or ${READ_KEY_ENV})")
@@ -224,6 +231,13 @@ def apply(url: str, body: dict[str, Any], admin_key: str | None,
     return reply.status, answer
 
 
+def _client_key(flag_value: str | None, flag: str, variable: str) -> tuple[str | None, str]:
+    """A client key and where it came from: the flag, else the environment variable."""
+    if flag_value is not None:
+        return flag_value, flag
+    return os.environ.get(variable), f"environment variable {variable}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_in = list(sys.argv[1:] if argv is None else argv)
     flags: list[str] = []
@@ -242,9 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--package", default=None, help="generated config package (default: [tool.configbags])")
     parser.add_argument("--apply", metavar="URL", help="send the live part to this server's PATCH /config")
     parser.add_argument("--source", default="rollout", help="who asks, for the override log (default rollout)")
-    parser.add_argument("--api-key", default=os.environ.get(READ_KEY_ENV),
+    parser.add_argument("--api-key", default=None,
                         help=f"read key for OLD/NEW given as URLs (default ${READ_KEY_ENV})")
-    parser.add_argument("--admin-key", default=os.environ.get(ADMIN_KEY_ENV),
+    parser.add_argument("--admin-key", default=None,
                         help=f"admin key for --apply (default ${ADMIN_KEY_ENV})")
     parser.add_argument("--timeout", type=timeout_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                         help=f"seconds for each server request and its whole answer (default "
@@ -253,10 +267,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"the role a config file is published as, as the server does (default {DEFAULT_ROLE})")
     parser.add_argument("--json", action="store_true", help="print the plan (and the door's answer) as JSON")
     args = parser.parse_args(args_in)
+    read_key, read_from = _client_key(args.api_key, "--api-key", READ_KEY_ENV)
+    admin_key, admin_from = _client_key(args.admin_key, "--admin-key", ADMIN_KEY_ENV)
     try:
+        urls = [(w, what) for w, what in ((args.old, "OLD"), (args.new, "NEW")) if w.startswith(("http://", "https://"))]
+        for where, what in urls:
+            check_url(where, what)
+        if args.apply:
+            check_url(args.apply, "--apply")
+        # every key that will be sent, by the server's own rule, before any request (never shown)
+        for key, origin, sent in ((read_key, read_from, bool(urls)), (admin_key, admin_from, bool(args.apply))):
+            if sent and key is not None and (why := client_key_problem(key, origin)) is not None:
+                raise ConfigError(why)
         context = named_context(args.package)
-        old = read_side(context, args.old, flags, args.api_key, args.timeout, args.role)
-        new = read_side(context, args.new, flags, args.api_key, args.timeout, args.role)
+        old = read_side(context, args.old, flags, read_key, args.timeout, args.role)
+        new = read_side(context, args.new, flags, read_key, args.timeout, args.role)
     except ConfigError as exc:
         print(f"configbags rollout: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -272,10 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             out["applied"] = None
         else:
             try:
-                status, answer = apply(args.apply, body, args.admin_key, args.timeout)
+                status, answer = apply(args.apply, body, admin_key, args.timeout)
             except httpx.HTTPError as exc:
-                said = str(exc).replace(args.apply, shown_url(args.apply))
-                status, answer = 0, {"error": "unreachable", "message": f"{type(exc).__name__}: {said}"}
+                status, answer = 0, {"error": "unreachable", "message": http_failure(exc, args.apply, [admin_key])}
             except NoAnswer as exc:  # the PATCH went out: whether it applied, only the server can say
                 status, answer = 0, {"error": "no_answer", "message": str(exc)}
             out["applied"] = {"status": status, "answer": answer}

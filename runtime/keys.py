@@ -1,7 +1,8 @@
 """The HTTP door's two keys and the one rule for a key no client could use: `configbags
 serve` applies it at start and to a PATCH of a key, `configbags rollout` to the NEW side,
-and `configbags lint` to launch lines and config files, so a key the server refuses fails
-lint too. Messages never carry the key."""
+`configbags lint` to launch lines and config files, so a key the server refuses fails
+lint too, and the clients (`fleet check`, `rollout`) to every key they would send.
+Messages never carry the key."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ CLIENT_KEY_VARIABLES = {CLIENT_API_KEY_VAR: API_KEY_LEAF, CLIENT_ADMIN_KEY_VAR: 
 
 UNUSABLE_FIX = ("give a key of printable ASCII without spaces (e.g. `openssl rand -hex 32`), each flag its own "
                 "word, or leave it unset to turn that protection off")
+CLIENT_KEY_FIX = ("give the key exactly as the server was started with it: printable ASCII, one word, no trailing "
+                  "newline (a key read from a file, `$(cat FILE)`, drops it; `echo -n` writes none)")
 SAME_KEY = (f"{API_KEY_LEAF} and {ADMIN_KEY_LEAF} are the same key, so every client that may read could also "
             f"change the config")
 SAME_KEY_FIX = "give the admin a key of its own (e.g. `openssl rand -hex 32`)"
@@ -47,6 +50,16 @@ def unusable(key: Any) -> str | None:
     if not key.isprintable():
         return "holds control characters (they cannot be sent in a header)"
     return None
+
+
+def client_key_problem(key: Any, origin: str) -> str | None:
+    """Why a client (`fleet check`, `rollout`) must not send `key`, which it read from
+    `origin` (a flag, a variable, a servers file's entry), or None: the same rule the
+    server applies at start (`unusable`), checked before any request, so no HTTP library
+    gets to quote the key in its refusal (`Illegal header value b'Bearer K\\n'`). The
+    message names where the key came from, never the key."""
+    why = unusable(key)
+    return None if why is None else f"the key from {origin} {why}; no request could carry it. Fix: {CLIENT_KEY_FIX}"
 
 
 def same_key(values: Mapping[str, Any]) -> bool:
