@@ -71,6 +71,7 @@ from configbags.runtime.record import (
     json_value,
     nearest_variable,
     parse_env,
+    secret_lookalike,
 )
 from configbags.runtime.registry import LeafSpec
 
@@ -505,13 +506,13 @@ class Linter:
             return
         if spelling is None:
             prefix = self.view.env_prefix
-            near = nearest_variable(prefix, var.name, [*self.envs, *self.secret_files])
-            secret = self.envs.get(near) or self.secret_files.get(near) if near else None
-            if near and secret is not None and secret.leaf.secret and not KUBERNETES_ENV.match(var.name):
-                # the server refuses to start with it: ignored, it would leave the secret unset
-                yield Finding("lint-unknown", var.name, f"unknown environment variable {var.name}, close to {near}, "
-                              f"the variable of the secret {secret.leaf.name!r}: the server refuses to start with "
-                              f"it", file, var.line, f"rename it to {near}")
+            secrets = {**{n: sp for n, sp in self.envs.items() if sp.leaf.secret}, **self.secret_files}
+            lookalike = secret_lookalike(prefix, var.name, [*self.envs, *self.secret_files], secrets)
+            if lookalike is not None:  # the server's own rule: it refuses to start with it
+                near, how = lookalike
+                yield Finding("lint-unknown", var.name, f"unknown environment variable {var.name}: it {how}, the "
+                              f"variable of the secret {secrets[near].leaf.name!r}: the server refuses to start with "
+                              f"it (ignored, it would leave the secret unset)", file, var.line, f"rename it to {near}")
             elif prefix and var.name.startswith(prefix) and not KUBERNETES_ENV.match(var.name):
                 yield self._unknown(var.name, "env", file, var.line)
             return

@@ -552,8 +552,8 @@ def read_env(
     for name in sorted(environ):
         if name in known or KUBERNETES_ENV.match(name.upper()):
             continue
+        refuse_secret_lookalike(registry, name, known, secrets)
         near = nearest_variable(prefix, name, known)
-        refuse_secret_lookalike(registry, name, near, secrets)
         if prefix and name.upper().startswith(prefix.upper()):  # sglang_x is not read: the case counts
             hint = f" (did you mean {near!r}?)" if near else ""
             warn_once("$" + name, f"environment variable {name} is not a known setting{hint}; it is ignored "
@@ -576,20 +576,83 @@ def nearest_variable(prefix: str | None, name: str, known: Iterable[str]) -> str
     return tails[match[0]] if match else None
 
 
-def refuse_secret_lookalike(registry: Registry, name: str, near: str | None, secrets: Mapping[str, str]) -> None:
-    """Refuse an unknown variable whose nearest known one (`nearest_variable`, the
-    did-you-mean its warning would show) is a secret's variable or that variable's `_FILE`
-    form: `sglang_api_key`, `SGLANG_API_TOKEN`, `SGLANG_APIKEY`. Ignored, it would leave the
-    secret unset (an api key: reads open to anyone) behind a warning; the same typo as a
-    flag is refused."""
-    if near is None or near not in secrets:
+# the words of a variable's name (split at `_`) that name a credential: an unknown variable
+# holding one was most likely meant for a secret when it also holds a word of a secret's own
+# variable (`API` of SGLANG_API_KEY, `ADMIN` of SGLANG_ADMIN_API_KEY), or nothing else but
+# file words. (TOKENS, plural, is no credential word: engines count tokens, `MAX_THINK_TOKENS`.)
+CREDENTIAL_WORDS = frozenset({"KEY", "KEYS", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "AUTH", "BEARER",
+                              "CREDENTIAL", "CREDENTIALS"})
+FILE_WORDS = frozenset({"FILE", "PATH"})
+
+
+def name_words(tail: str, joinable: Iterable[str] = ()) -> list[str]:
+    """`tail` in upper case split at `_` (empty words dropped: `KEY__FILE`), each word also
+    split where it is two words written as one, both credential, file or `joinable` words
+    (`APIKEY`, `KEYFILE`, `AUTHTOKEN`); any other word stays whole (`MONKEY`)."""
+    known = CREDENTIAL_WORDS | FILE_WORDS | set(joinable)
+    words: list[str] = []
+    for word in filter(None, tail.upper().split("_")):
+        cut = next((i for i in range(1, len(word)) if word[:i] in known and word[i:] in known), 0)
+        words += [word[:cut], word[cut:]] if cut else [word]
+    return words
+
+
+def secret_lookalike(prefix: str | None, name: str, known: Iterable[str],
+                     secrets: Iterable[str]) -> tuple[str, str] | None:
+    """The secret's variable (of `secrets`, a subset of `known`) that the unknown variable
+    `name` was most likely meant for, and how it resembles it, or None. The one rule the
+    server refuses to start by (`refuse_secret_lookalike`) and lint reports by:
+    1. a secret's variable or its `_FILE` form in another case (`sglang_api_key`);
+    2. under the prefix (in any case), its did-you-mean (`nearest_variable`) is a secret's
+       (`SGLANG_API_KEYY`, `SGLANG_API_KEY_FILES`);
+    3. under the prefix, split into words (`name_words`), it holds a credential word and a
+       word of a secret's own variable that is none (`SGLANG_API_KEY_PATH`,
+       `SGLANG_APIKEY_FILE`, `SGLANG_ADMIN_TOKEN`, `SGLANG_API_SECRET`);
+    4. under the prefix, it holds a credential word and nothing but credential and file
+       words (`SGLANG_AUTH_TOKEN`, `SGLANG_BEARER_TOKEN`, `SGLANG_SECRET_FILE`).
+    Kubernetes service variables (`SGLANG_API_KEY_PORT`) are none. Ignored, any of these
+    would start the server with that secret unset (an api key: reads open to anyone)."""
+    secrets = sorted(set(secrets), key=lambda n: (len(n), n))
+    if not secrets or KUBERNETES_ENV.match(name.upper()):
+        return None
+    known = list(known)
+    near = nearest_variable(prefix, name, known)
+    if near in secrets:
+        how = "differs only in case from" if name.upper() == near.upper() else \
+            "is not a known setting, and is close to"
+        return near, f"{how} {near}"
+    if not prefix or not name.upper().startswith(prefix.upper()):
+        return None
+    tails = {s: name_words(s[len(prefix):] if s.upper().startswith(prefix.upper()) else s) for s in secrets}
+    own = {s: set(words) - CREDENTIAL_WORDS - FILE_WORDS for s, words in tails.items()}
+    words = name_words(name[len(prefix):], set().union(*own.values()))
+    credential = [w for w in words if w in CREDENTIAL_WORDS]
+    if not credential:
+        return None
+    shared = {s: [w for w in dict.fromkeys(words) if w in own[s]] for s in secrets}
+    best = max(secrets, key=lambda s: len(shared[s]))  # the first, shortest, among equals
+    said = "/".join(dict.fromkeys(credential))
+    if shared[best]:
+        return best, (f"is not a known setting, and names a credential ({said}) with {'/'.join(shared[best])}, "
+                      f"a word of {best}")
+    if all(w in CREDENTIAL_WORDS or w in FILE_WORDS for w in words):
+        return secrets[0], f"is not a known setting, and names nothing but a credential ({said}), as {secrets[0]} does"
+    return None
+
+
+def refuse_secret_lookalike(registry: Registry, name: str, known: Iterable[str], secrets: Mapping[str, str]) -> None:
+    """Refuse an unknown variable `secret_lookalike` finds meant for a secret's variable
+    (or that variable's `_FILE` form): ignored, it would leave the secret unset (an api
+    key: reads open to anyone) behind a warning; the same typo as a flag is refused."""
+    found = secret_lookalike(registry.env_prefix, name, known, secrets)
+    if found is None:
         return
+    near, how = found
     spec = registry.leaves[secrets[near]]
     what = (f"the file form of {near[: -len(FILE_SUFFIX)]}, the variable" if near not in registry.env_names
             else "the variable")
-    how = "differs only in case from" if name.upper() == near.upper() else "is not a known setting, and is close to"
     raise RecordError(
-        f"environment variable {name} {how} {near}, {what} of the secret {spec.namespace}.{spec.name}: "
+        f"environment variable {name} {how}, {what} of the secret {spec.namespace}.{spec.name}: "
         f"ignored, it would leave the secret unset; rename it to {near} (or unset {name})")
 
 
