@@ -250,8 +250,12 @@ def _masked(text: str) -> tuple[str, str, list[_Expansion]]:
 
 def shell_words(text: str) -> list[Word]:
     """The words and operators (`;`, `&&`, `|`, ...) of shell text, comments left out.
-    Raises ValueError for a quote or expansion left open, as shlex does."""
-    masked, mark, found = _masked(text)
+    Raises ValueError for a quote or expansion left open, as shlex does, and for one
+    nested past Python's recursion limit (read as never closed, never a crash)."""
+    try:
+        masked, mark, found = _masked(text)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
     lexer = shlex.shlex(masked, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = "#"

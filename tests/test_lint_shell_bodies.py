@@ -105,3 +105,9 @@ def test_an_array_assigned_here_is_its_words_and_the_flags_after_an_unknown_one_
             f'{LAUNCH} "${{EXTRA[@]}}" --tp-sise 4\n{LAUNCH} --api-key "${{KEYS[*]}}" --tp-size 2 "$@"')
     assert _found(tmp_path, view, body) == [(2, "lint-unknown", "--tp-sise"), (4, "lint-unchecked", '"${EXTRA[@]}"'),
                                             (4, "lint-unknown", "--tp-sise")]
+
+
+def test_a_body_nested_past_the_recursion_limit_is_unreadable_not_a_crash(tmp_path: Path, view: SchemaView) -> None:
+    deep = "$( " * 3000 + ")" * 3000
+    assert [(line, rule) for line, rule, _ in _found(tmp_path, view, f"{LAUNCH} --api-key {deep} --tp-sise 2")] == [
+        (2, "lint-unreadable")]
