@@ -145,7 +145,7 @@ def _shell_tokens(text: str, line: int) -> list[Token]:
         words = shell_words(text)
     except ValueError:
         raise FormatError(_UNCLOSED, line) from None
-    return [Token(w.text, line, dynamic(w.text), w.splits) for w in words]
+    return [Token(w.text, line, dynamic(w.text) or not w.known, w.splits) for w in words]
 
 
 def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
@@ -168,7 +168,7 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
                 i += 1
                 chunk += "\n" + lines[i]
         for word in words:
-            token = Token(word.text, first_line + start, dynamic(word.text), word.splits)
+            token = Token(word.text, first_line + start, dynamic(word.text) or not word.known, word.splits)
             if array is not None:  # an array's words, over lines, up to its `)`
                 if word.text == ")":
                     yield array
@@ -198,6 +198,10 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
 _ARRAY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _DECLARE = frozenset({"declare", "typeset", "local", "readonly", "export"})
 _SPREAD = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\[@\]\}")
+# a change to an array other than `NAME=(...)`/`NAME+=(...)` as a command of its own: an
+# element (`A[2]=x`), a word (`A+=x`), one in a branch (`then A+=(...)`), or filled by a command
+_ARRAY_CHANGE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[[^]]*\])?\+?=")
+_ARRAY_FILLERS = frozenset({"read", "mapfile", "readarray", "unset", "declare", "typeset", "local", "eval"})
 
 
 def _spread(tokens: Sequence[Token], arrays: dict[str, list[Token]]) -> list[Token]:
@@ -207,11 +211,23 @@ def _spread(tokens: Sequence[Token], arrays: dict[str, list[Token]]) -> list[Tok
     out: list[Token] = []
     for token in tokens:
         match = _SPREAD.fullmatch(token.text)
-        if match is not None and not token.splits and match.group(1) in arrays:
+        if match is not None and token.splits == f'"{token.text}"' and match.group(1) in arrays:
             out += arrays[match.group(1)]
         else:
             out.append(token)
     return out
+
+
+def _forget_changed(tokens: Sequence[Token], arrays: dict[str, list[Token]]) -> None:
+    """Drop the arrays this command changes in a way not followed: their words are no
+    longer known, so a later `"${NAME[@]}"` is unchecked, never read as the old words."""
+    filled = any(t.text in _ARRAY_FILLERS for t in tokens)
+    for token in tokens:
+        changed = _ARRAY_CHANGE.match(token.text)
+        if changed is not None:
+            arrays.pop(changed.group(1), None)
+        elif filled:
+            arrays.pop(token.text, None)
 
 
 def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Parsed:
@@ -222,9 +238,13 @@ def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Par
         if tokens[0].text.endswith("=("):  # `ARGS=(--tp-size 2)`, `ARGS+=(...)`
             name, plus, _ = tokens[0].text.partition("+")
             name = name.removesuffix("=(")
-            arrays[name] = [*arrays.get(name, []), *tokens[1:]] if plus else list(tokens[1:])
+            if not plus:
+                arrays[name] = list(tokens[1:])
+            elif name in arrays:  # grown from words known here; else it stays unknown
+                arrays[name] += tokens[1:]
             continue
         tokens = _spread(tokens, arrays)
+        _forget_changed(tokens, arrays)
         if not tokens:
             continue
         if tokens[0].text == "export":  # `export NAME=value ...`: assignments alone
@@ -861,13 +881,16 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
 
 def _objects(doc: Marked) -> Iterator[Marked]:
     """A document's Kubernetes objects: the document, or the items of a `List` (what
-    `kubectl get ... -o yaml` writes; `ConfigMapList` and the like from the API), Lists
-    inside Lists too."""
+    `kubectl get ... -o yaml` writes; `ConfigMapList` and the like from the API), or the
+    `objects` of an OpenShift `Template` (what `oc process` creates), nested ones too."""
     stack = [doc]
     while stack:
         obj = stack.pop()
-        kind, items = (obj.get("kind"), obj.get("items")) if obj.is_map else (None, None)
-        if kind is not None and (kind.text or "").endswith("List") and items is not None and items.is_seq:
+        kind = obj.get("kind") if obj.is_map else None
+        kind_text = (kind.text or "") if kind is not None else ""
+        items = obj.get("items") if kind_text.endswith("List") else obj.get("objects") if kind_text == "Template" \
+            else None
+        if items is not None and items.is_seq:
             stack += reversed(items.children())
         else:
             yield obj
@@ -879,7 +902,7 @@ _CONFIG_TEXTS = (("ConfigMap", "data", False, False), ("ConfigMap", "binaryData"
 
 
 def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
-    """A ConfigMap's or Secret's entries named *.yaml/*.yml/*.json, read as config files
+    """A ConfigMap's or Secret's entries named *.yaml/*.yml/*.json (in any case), read as config files
     (each entry a `part` of its own), and what the server's reader refuses in them. A base64
     entry (a Secret's `data`, a ConfigMap's `binaryData`) is decoded first. A Secret's values
     are never shown."""
@@ -889,7 +912,7 @@ def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]
     for of_kind, field, encoded, secret in _CONFIG_TEXTS:
         texts = obj.get(field) if kind is not None and kind.text == of_kind else None
         for key, line, child in texts.items() if texts is not None and texts.is_map else ():
-            if child.text is None or Path(key).suffix not in (".yaml", ".yml", ".json"):
+            if child.text is None or Path(key).suffix.lower() not in (".yaml", ".yml", ".json"):  # as serve reads it
                 continue
             text = _decoded(child.text) if encoded else child.text
             if text is None:
@@ -971,8 +994,9 @@ def _helm_arguments(node: Marked, launchers: Sequence[str], *,
     args: list[Token] = []
     for key in ARG_KEYS:
         part = node.get(key)
-        if part is not None and part.is_seq:
-            args += _scalar_tokens(part)
+        if part is not None and (part.is_seq or part.text is not None):
+            # one string (`extraArgs: "--tp-size 2"`) is shell words, as a chart's `{{ .Values.extraArgs }}` gives it
+            args += _tokens_of(part)
     if not program:
         if not args:
             return [], []

@@ -607,6 +607,13 @@ def _same_key(keys: Mapping[str, tuple[Any, int]], file: str) -> Iterator[Findin
 
 
 def _unchecked(token: Token, file: str) -> Finding:
+    if token.splits.startswith('"'):  # a quoted array expansion: the array's elements are not known here
+        return Finding("lint-unchecked", token.splits, f"{token.splits} is an array lint cannot follow here (not "
+                       f"assigned above with literal words only): its elements become "
+                       f"{'one word' if '[*]' in token.splits else 'words'} known only at run time, which lint does "
+                       f"not check, nor which flag takes the words after it", file, token.line,
+                       "assign the array with literal words in this file (`ARGS=(--tp-size 2)`), or write its flags "
+                       "out on the launch line (or in a config file)")
     return Finding("lint-unchecked", token.splits, f"{token.splits} is not quoted, so the shell splits it into words "
                    f"known only at run time: lint checks none of them, nor which flag takes the words after it",
                    file, token.line, "write its flags out on the launch line (or in a config file), or quote it if "

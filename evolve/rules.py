@@ -158,7 +158,8 @@ _TABLE = (
     Rule("lint-refused", B, (DEPLOY,), "a launch line the server's own parser refuses: a word no flag takes, a "
          "flag given twice, a value given to a flag that takes none"),
     Rule("lint-unchecked", INFO, (), "a launch line holds words lint cannot see: an unquoted expansion (`$ARGS`, "
-         "a Python `*args`) standing alone, which becomes words known only at run time"),
+         "a Python `*args`) or an array lint cannot resolve (`\"${ARGS[@]}\"`) standing alone, which becomes words "
+         "known only at run time"),
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in _TABLE}

@@ -5,9 +5,15 @@ within it too, as the shell keeps it: `--api-key $(cat /run/key) --tp-size 2` is
 words. shlex alone would cut `$(cat /run/key)` at its space and at `(`, ending the
 command there.
 
+A command substitution's body is read as commands, so a `)` in a comment, in a
+here-document or ending a `case` pattern closes nothing: `$(case $m in a) echo k;; esac)`
+is one word. A process substitution (`<(cmd)`, `>(cmd)`) is one word too: a path the shell
+picks at run time.
+
 Each word also says whether it holds an expansion written outside quotes: the shell
 splits the value of such an expansion into any number of words at run time, so what the
-word stands for is known only then (`$ARGS`)."""
+word stands for is known only then (`$ARGS`). A quoted array expansion (`"${ARGS[@]}"`)
+is said too: it is a word per element of the array."""
 
 from __future__ import annotations
 
@@ -20,12 +26,16 @@ _OPEN = {"(": ")", "{": "}"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL = frozenset("@*#?$!-0123456789")  # `$@`, `$1`, `$?`: the script's own arguments and status
 _WORD_START = frozenset(" \t\n;&|()<>")
+# `${A[@]}`, `${A[*]}` and the like (`${A[@]:1}`, `${!A[@]}`), not `${#A[@]}` (a count)
+_ARRAY_EXPANSION = re.compile(r"\$\{!?([A-Za-z_][A-Za-z0-9_]*)\[([@*])\]")
 
 
 @attrs.frozen
 class Word:
     text: str  # as written, quotes removed
     splits: str = ""  # the first expansion outside quotes, shown without its value (`$ARGS`, `$(...)`); "" none
+    # False for a word holding a process substitution (`<(cmd)`): a path the shell picks at run time
+    known: bool = True
 
 
 @attrs.frozen
@@ -35,12 +45,16 @@ class _Expansion:
 
 
 def _skip_quoted(text: str, i: int) -> int:
-    """The index after the quoted string, backquoted command or escape starting at `i`."""
+    """The index after the quoted string, backquoted command or escape starting at `i`;
+    in double quotes a `$(...)` or `${...}` is skipped whole (quotes inside it are its own)."""
     quote = text[i]
     if quote == "\\":
         return i + 2
     j = i + 1
     while j < len(text) and text[j] != quote:
+        if quote == '"' and text[j] == "$" and text[j + 1:j + 2] in _OPEN:
+            j = _closing(text, j + 1)
+            continue
         j += 2 if text[j] == "\\" and quote != "'" else 1
     if j >= len(text):
         raise ValueError("no closing quotation")  # shlex's word: the caller reads the next line
@@ -48,13 +62,19 @@ def _skip_quoted(text: str, i: int) -> int:
 
 
 def _closing(text: str, i: int) -> int:
-    """The index after the `)` or `}` closing the bracket at `i`, quotes and nested
-    brackets inside it skipped."""
+    """The index after the `)` or `}` closing the bracket at `i` (after `$`, `<` or `>`),
+    quotes and expansions inside it skipped. A command substitution's body is read as
+    commands (`_command_end`); `${...}` and `$((...))` count their brackets."""
+    if text[i] == "(" and not text.startswith("((", i):
+        return _command_end(text, i)
     close, depth, j = _OPEN[text[i]], 1, i + 1
     while j < len(text):
         c = text[j]
         if c in "\\'\"`":
             j = _skip_quoted(text, j)
+            continue
+        if c == "$" and text[j + 1:j + 2] in _OPEN:
+            j = _closing(text, j + 1)
             continue
         if c == text[i]:
             depth += 1
@@ -66,12 +86,114 @@ def _closing(text: str, i: int) -> int:
     raise ValueError("no closing bracket")
 
 
+_OPERATOR = re.compile(r";;&|;;|;&|&&|\|\||\|&|[;&|]")
+_HEREDOC = re.compile(r"<<(-?)[ \t]*")
+# words after which the next word starts a command (where `case` and `esac` are words of the shell)
+_LEADING = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{", "time"})
+
+
+def _command_end(text: str, i: int) -> int:
+    """The index after the `)` closing the commands that start with the `(` at `i` (a
+    command substitution, a process substitution or a subshell), read as the shell reads
+    them: a comment runs to the end of its line, a here-document's lines are its own, and
+    in `case WORD in PATTERN) ...;; esac` a pattern's `)` closes nothing. Raises ValueError
+    where the commands are left open (the caller reads the next line) or a `case` is left
+    open at the `)`, which the shell refuses too."""
+    cases: list[str] = []  # each open case: "head" (before `in`), "pattern" or "body"
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, tabs stripped) waiting for the next newline
+    command = True  # the next word starts a command
+    j = i + 1
+    while j < len(text):
+        c = text[j]
+        if c in " \t":
+            j += 1
+        elif c == "\n":
+            j = _heredoc_bodies(text, j + 1, heredocs)
+            heredocs = []
+            command = True
+        elif c == "#":
+            j = text.find("\n", j)  # a comment: its `)` closes nothing
+            if j < 0:
+                raise ValueError("no closing bracket")
+        elif (op := _OPERATOR.match(text, j)) is not None:
+            if op.group() in (";;", ";&", ";;&") and cases and cases[-1] == "body":
+                cases[-1] = "pattern"
+            command = not (cases and cases[-1] == "pattern" and op.group() == "|")
+            j = op.end()
+        elif c == "(" and cases and cases[-1] == "pattern" and command:
+            j, command = j + 1, False  # a pattern's optional `(`
+        elif c == "(":
+            j, command = _command_end(text, j), False  # a subshell
+        elif c == ")":
+            if not cases:
+                return j + 1
+            if cases[-1] != "pattern":
+                raise ValueError("a case left open")
+            cases[-1], command, j = "body", True, j + 1
+        elif (heredoc := _HEREDOC.match(text, j)) is not None and not text.startswith("<<<", j):
+            end = _word_end(text, heredoc.end())
+            delimiter = re.sub(r"[\\'\"]", "", text[heredoc.end():end])
+            heredocs.append((delimiter, heredoc.group(1) == "-"))
+            j = end
+        elif c in "<>":
+            # a process substitution, or a redirection (its word follows)
+            j, command = (_command_end(text, j + 1), False) if text[j + 1:j + 2] == "(" else (j + 1, command)
+        else:
+            end = _word_end(text, j)
+            command, j = _case_word(cases, text[j:end], command), end
+    raise ValueError("no closing bracket")
+
+
+def _case_word(cases: list[str], word: str, command: bool) -> bool:
+    """Follow `case WORD in ... esac` over one word (`cases` changed in place); whether the
+    next word starts a command."""
+    state = cases[-1] if cases else ""
+    if command and word == "case":
+        cases.append("head")
+    elif state == "head" and word == "in":
+        cases[-1] = "pattern"
+        return True  # a pattern's optional `(` may follow
+    elif word == "esac" and (state == "pattern" or (state == "body" and command)):
+        cases.pop()
+    return command and word in _LEADING
+
+
+def _word_end(text: str, j: int) -> int:
+    """The index after the word starting at `j`: quotes and expansions in it skipped."""
+    while j < len(text) and text[j] not in _WORD_START:
+        if text[j] in "\\'\"`":
+            j = _skip_quoted(text, j)
+        elif text[j] == "$" and text[j + 1:j + 2] in _OPEN:
+            j = _closing(text, j + 1)
+        else:
+            j += 1
+    return j
+
+
+def _heredoc_bodies(text: str, j: int, heredocs: list[tuple[str, bool]]) -> int:
+    """The index after the here-documents that start at `j`, each up to its delimiter line."""
+    for delimiter, strip in heredocs:
+        while True:
+            end = text.find("\n", j)
+            if end < 0:
+                raise ValueError("a here-document left open")
+            line = text[j:end]
+            j = end + 1
+            if (line.lstrip("\t") if strip else line) == delimiter:
+                break
+    return j
+
+
 def _expansion(text: str, i: int, quoted: bool) -> tuple[_Expansion, int] | None:
-    """The expansion starting with the `$` or backquote at `i`, and the index after it."""
+    """The expansion starting with the `$`, backquote, `<(` or `>(` at `i`, and the index
+    after it."""
     if text[i] == "`":
         end = _skip_quoted(text, i)
         return _Expansion(text[i:end], "" if quoted else "$(...)"), end
     nxt = text[i + 1:i + 2]
+    if text[i] in "<>":
+        end = _command_end(text, i + 1)
+        return _Expansion(text[i:end], ""), end  # a process substitution: one word, a path
     if nxt in _OPEN:
         end = _closing(text, i + 1)
         body = text[i:end]
@@ -79,6 +201,10 @@ def _expansion(text: str, i: int, quoted: bool) -> tuple[_Expansion, int] | None
             return _Expansion(body, ""), end  # arithmetic: a number
         if nxt == "(":
             return _Expansion(body, "" if quoted else "$(...)"), end
+        if (array := _ARRAY_EXPANSION.match(body)) is not None:
+            # each element a word (`[@]`; `[*]` unquoted) or all of them in one (`"${A[*]}"`)
+            return _Expansion(body, f'"${{{array.group(1)}[{array.group(2)}]}}"' if quoted
+                              else f"${array.group(1)}"), end
         name = _NAME.match(text, i + 2)
         return _Expansion(body, "" if quoted or name is None else f"${name.group()}"), end
     if nxt and nxt in _SPECIAL:
@@ -107,7 +233,8 @@ def _masked(text: str) -> tuple[str, str, list[_Expansion]]:
         elif c == "#" and not quoted and (i == 0 or text[i - 1] in _WORD_START):
             end = text.find("\n", i)  # a comment: nothing in it expands
             end = len(text) if end < 0 else end
-        elif c in "$`" and (expansion := _expansion(text, i, quoted)) is not None:
+        elif (c in "$`" or (c in "<>" and text[i + 1:i + 2] == "(" and not quoted)) \
+                and (expansion := _expansion(text, i, quoted)) is not None:
             found.append(expansion[0])
             out.append(f"{mark}{len(found) - 1}{mark}")
             i = expansion[1]
@@ -123,8 +250,12 @@ def _masked(text: str) -> tuple[str, str, list[_Expansion]]:
 
 def shell_words(text: str) -> list[Word]:
     """The words and operators (`;`, `&&`, `|`, ...) of shell text, comments left out.
-    Raises ValueError for a quote or expansion left open, as shlex does."""
-    masked, mark, found = _masked(text)
+    Raises ValueError for a quote or expansion left open, as shlex does, and for one
+    nested past Python's recursion limit (read as never closed, never a crash)."""
+    try:
+        masked, mark, found = _masked(text)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
     lexer = shlex.shlex(masked, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = "#"
@@ -133,5 +264,6 @@ def shell_words(text: str) -> list[Word]:
     for word in lexer:
         used = [found[int(m.group(1))] for m in placeholder.finditer(word)]
         text_of = placeholder.sub(lambda m: found[int(m.group(1))].text, word)
-        words.append(Word(text_of, next((e.shown for e in used if e.shown), "")))
+        words.append(Word(text_of, next((e.shown for e in used if e.shown), ""),
+                          not any(e.text.startswith(("<(", ">(")) for e in used)))
     return words

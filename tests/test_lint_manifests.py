@@ -141,3 +141,61 @@ def test_a_secrets_file_variable_is_the_servers_and_its_lookalikes_are_refused(t
         (11, "lint-bad-value", "SGLANG_ADMIN_API_KEY_FILE"), (12, "lint-unknown", "SGLANG_API_TOKEN"),
         (13, "lint-unknown", "sglang_api_key"), (14, "lint-unknown", "SGLANG_API_KEY_FILES")]
     assert "rename it to SGLANG_API_KEY" in findings[2].fix and "SEKRET" not in repr(findings)
+
+
+TEMPLATE = """\
+apiVersion: template.openshift.io/v1
+kind: Template
+metadata: {name: t}
+objects:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: a}
+  data:
+    config.yaml: "tp_sise: 2\\n"
+- apiVersion: v1
+  kind: List
+  items:
+  - kind: Secret
+    stringData:
+      server.yml: "page_sise: 1\\n"
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p}
+  spec:
+    containers:
+    - {name: a, image: i, command: [python, -m, sglang.launch_server, --prot, "1"]}
+"""
+
+
+def test_config_files_in_an_openshift_templates_objects_are_linted(tmp_path: Path, view: SchemaView) -> None:
+    path = tmp_path / "template.yaml"
+    path.write_text(TEMPLATE)
+    assert sorted(_found(path, view)) == [(9, "lint-unknown", "tp_sise"), (15, "lint-unknown", "page_sise"),
+                                          (21, "lint-unknown", "--prot")]
+
+
+@pytest.mark.parametrize("name", ["config.YAML", "server.Yml", "cfg.JSON"])
+def test_an_entry_named_in_any_case_is_a_config_file(tmp_path: Path, view: SchemaView, name: str) -> None:
+    """serve reads `--config x.YAML` as YAML (the suffix in any case), so a mounted entry so named is one."""
+    path = tmp_path / "secret.yaml"
+    value = '"{\\"tp_sise\\": 2}"' if name.endswith("JSON") else '"tp_sise: 2\\n"'
+    path.write_text(f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\nstringData:\n  {name}: {value}\n")
+    assert _found(path, view) == [(5, "lint-unknown", "tp_sise")]
+
+
+@pytest.mark.parametrize(("values", "found"), [
+    ('extraArgs: "--tp-sise 2"\n', [(1, "lint-unknown", "--tp-sise")]),
+    ('server:\n  args: "--model-path m --tp-sise 2 --enable-metrics"\n', [(2, "lint-unknown", "--tp-sise")]),
+    ('server:\n  args: [--model-path, m]\n  extraArgs: "--tp-size 2 extra"\n', [(3, "lint-refused", "launch line")]),
+    ("extraArgs: |\n  --tp-size 2\n  --enable-torch-compil\n", [(1, "lint-unknown", "--enable-torch-compil")]),
+    ('extraArgs: "--tp-size $TP"\n', []),
+    ("extraArgs: \"--tp-size 2 'open\"\n", [(1, "lint-unreadable", None)]),
+])
+def test_helm_arguments_written_as_one_string_are_shell_words(tmp_path: Path, view: SchemaView, values: str,
+                                                               found: list[tuple[int, str, str | None]]) -> None:
+    """A chart giving `{{ .Values.extraArgs }}` to a shell (or `splitList " "`) splits the string into words."""
+    path = tmp_path / "values.yaml"
+    path.write_text(values)
+    assert [(line, rule, subject if found and found[0][2] is not None else None)
+            for line, rule, subject in _found(path, view)] == found
