@@ -10,7 +10,8 @@
   passing its own on. A prefix or alias the module does not show, or a base of another
   module adding fields not spelled here, is `$?` where some declared variable could fit;
 - a table of getters, one per variable (vLLM's `envs.py`: `environment_variables =
-  {"SGLANG_PAGE_SIZE": lambda: int(os.getenv("SGLANG_PAGE_SIZE", "16"))}`): its entries'
+  {"SGLANG_PAGE_SIZE": lambda: int(os.getenv("SGLANG_PAGE_SIZE", "16"))}`, or entries a
+  factory or `functools.partial` makes, `env_int("SGLANG_PAGE_SIZE", 16)`): its entries'
   reads are what a use of the table reads, an entry by a spelled key
   (`environment_variables["SGLANG_PAGE_SIZE"]()`) that entry's, any other use (a key
   not shown, `.items()`, `.values()`, the table handed on: vLLM's hash loop calling every
@@ -58,13 +59,18 @@ Row = tuple[Any, ...]
 # ---- getter tables
 
 
-def env_tables(tree: ast.Module, reads: Iterable[Row]) -> list[tuple[str, str, str]]:
+def env_tables(
+    tree: ast.Module, reads: Iterable[Row], env_params: Iterable[Row] = (),
+) -> list[tuple[str, str, str]]:
     """The module's getter tables, as constants rows: a dict bound once at the top level
-    whose entries (a lambda, or a module function by name) read the environment."""
+    whose entries (a lambda, a module function by name, or one a factory or
+    `functools.partial` makes) read the environment. `env_params` are the module's
+    functions that take a variable's name as a parameter (FlowFacts.env_params)."""
     # (a library's template in a dict, `{"page": "${oc.env:NAME}"}`, is read where it is written)
     rows = [row for row in reads if row[6] == "environ" and row[7] != _FORM]
     if not rows:
         return []
+    keyed = frozenset(row[0] for row in env_params)
     found: list[tuple[str, str, str]] = []
     for stmt in tree.body:
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
@@ -77,20 +83,44 @@ def env_tables(tree: ast.Module, reads: Iterable[Row]) -> list[tuple[str, str, s
         for key, entry in zip(value.keys, value.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 continue
-            for leaf in sorted(_entry_reads(entry, rows)):
+            for leaf in sorted(_entry_reads(entry, rows, keyed)):
                 pairs += [key.value, leaf]
         if pairs:
             found.append((target.id, ENV_TABLE, "\0".join(pairs)))
     return found
 
 
-def _entry_reads(entry: ast.expr, rows: list[Row]) -> set[str]:
-    """The leaves the reads inside `entry` (or, for a name, in that function) have."""
+def _entry_reads(entry: ast.expr, rows: list[Row], keyed: frozenset[str]) -> set[str]:
+    """The leaves the reads inside `entry` (or, for a name, in that function) have. A
+    getter a module function makes (`env_int("SGLANG_PAGE_SIZE", 16)`,
+    `functools.partial(_int_env, "SGLANG_PAGE_SIZE")`) reads what that function's body
+    reads, save where its parameter is the key: that name is read at the call, inside the
+    entry (the environment helper calls of configbags.migrate.flows), and a name it cannot
+    tell is `$?` there."""
     if isinstance(entry, ast.Name):
         return {row[1] for row in rows if row[0] == entry.id}
     start = (entry.lineno, entry.col_offset)
     end = (entry.end_lineno or entry.lineno, entry.end_col_offset or entry.col_offset)
-    return {row[1] for row in rows if start <= (row[2], row[3]) and (row[4], row[5]) <= end}
+    found = {row[1] for row in rows if start <= (row[2], row[3]) and (row[4], row[5]) <= end}
+    maker = _maker(entry)
+    if maker is not None:
+        found |= {
+            row[1] for row in rows
+            if (row[0] == maker or row[0].startswith(maker + ".")) and not (maker in keyed and row[1] == ENV_UNRESOLVED)
+        }
+    return found
+
+
+def _maker(entry: ast.expr) -> str | None:
+    """The module function by name that makes the entry's getter: `f(...)`, or the
+    function `functools.partial(f, ...)` binds."""
+    if not isinstance(entry, ast.Call):
+        return None
+    func = entry.func
+    if (isinstance(func, ast.Attribute) and func.attr == "partial") or (isinstance(func, ast.Name) and func.id == "partial"):
+        first = entry.args[0] if entry.args else None
+        return first.id if isinstance(first, ast.Name) else None
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def table_entries(value: str) -> dict[str, list[str]]:
