@@ -103,3 +103,56 @@ def test_a_factory_tables_own_dispatch_and_keys_read_nothing(tmp_path: Path) -> 
     result = _scan(tmp_path, {"envs.py": FACTORY_TABLE, "user.py": user})
     assert _keys(result) == set(), result.reads
     assert "__getattr__" not in {function for function, _ in _keys(result, "pkg/envs.py")}
+
+
+# ---- U5: pydantic-settings: an alias in `Annotated`, a class in a function, a prefix given
+# where the class is made, `create_model`
+
+SETTINGS_HEAD = (
+    "from typing import Annotated, Optional\nfrom pydantic import AliasChoices, BaseModel, Field, create_model\n"
+    "from pydantic_settings import BaseSettings, SettingsConfigDict\nfrom pkg.other import Imported\n\n"
+)
+OTHER = "from pydantic_settings import BaseSettings\n\nclass Imported(BaseSettings):\n    page_size: int = 16\n"
+
+
+@pytest.mark.parametrize(("settings", "keys"), [
+    ("class S(BaseSettings):\n    page: Annotated[int, Field(validation_alias='SGLANG_PAGE_SIZE')] = 16\n", {("S", PAGE)}),
+    ("class S(BaseSettings):\n    page: Annotated[int, Field(alias='SGLANG_TP_SIZE')] = 1\n", {("S", TP)}),
+    ("class S(BaseSettings):\n    page: Annotated[Optional[int], Field(validation_alias=AliasChoices('SGLANG_PAGE_SIZE', 'P'))]"
+     " = None\n", {("S", PAGE)}),
+    # a type alias of the module, and the default's `Field` over the annotation's
+    ("Page = Annotated[int, Field(validation_alias='SGLANG_PAGE_SIZE')]\n\nclass S(BaseSettings):\n    page: Page = 16\n",
+     {("S", PAGE)}),
+    ("class S(BaseSettings):\n    page: Annotated[int, Field(alias='X')] = Field(16, validation_alias='SGLANG_TP_SIZE')\n",
+     {("S", TP)}),
+    ("class S(BaseSettings):\n    page: Annotated[int, Field(validation_alias=ALIAS)] = 16\n", {("S", "$?")}),
+    # a class defined in a function body
+    ("def f():\n    class S(BaseSettings):\n        model_config = SettingsConfigDict(env_prefix='SGLANG_')\n"
+     "        page_size: int = 16\n    return S().page_size\n", {("f.S", PAGE)}),
+    # the prefix given where it is made: the fields under it, there; a class of another module is `$?`
+    ("class S(BaseSettings):\n    tp_size: int = 1\n\ndef f():\n    return S(_env_prefix='SGLANG_').tp_size\n", {("f", TP)}),
+    ("def f():\n    return Imported(_env_prefix='SGLANG_').page_size\n", {("f", "$?")}),
+    # create_model over a settings base
+    ("EnvCfg = create_model('EnvCfg', __base__=BaseSettings, sglang_page_size=(int, 16))\n", {("<module>", PAGE)}),
+    ("def f():\n    return create_model('C', __base__=BaseSettings, __config__=SettingsConfigDict(env_prefix='SGLANG_'), "
+     "tp_size=(int, Field(1)))\n", {("f", TP)}),
+])
+def test_a_settings_field_is_read_by_its_annotated_alias_and_where_the_class_is_made(
+    tmp_path: Path, settings: str, keys: set[tuple[str, str]],
+) -> None:
+    result = _scan(tmp_path, {"other.py": OTHER + "ALIAS = 'X'\n", "user.py": SETTINGS_HEAD + "from pkg.other import ALIAS\n" + settings})
+    assert _keys(result) == keys, result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize("settings", [
+    "class S(BaseSettings):\n    page: Annotated[int, Field(validation_alias='HOME')] = 16\n",
+    "class S(BaseModel):\n    page: Annotated[int, Field(validation_alias='SGLANG_PAGE_SIZE')] = 16\n",
+    "def f():\n    class S(BaseModel):\n        sglang_page_size: int = 16\n    return S()\n",
+    "class S(BaseSettings):\n    tp_size: int = 1\n\ndef f():\n    return S(_env_prefix='NCCL_')\n",
+    "def f():\n    return Imported(_env_prefix='NCCL_')\n",
+    "M = create_model('M', __base__=BaseModel, sglang_page_size=(int, 16))\n",
+])
+def test_a_settings_field_naming_no_declared_variable_reads_nothing(tmp_path: Path, settings: str) -> None:
+    result = _scan(tmp_path, {"other.py": OTHER, "user.py": SETTINGS_HEAD + settings})
+    assert _keys(result) == set(), result.reads
