@@ -156,3 +156,65 @@ def test_a_settings_field_is_read_by_its_annotated_alias_and_where_the_class_is_
 def test_a_settings_field_naming_no_declared_variable_reads_nothing(tmp_path: Path, settings: str) -> None:
     result = _scan(tmp_path, {"other.py": OTHER, "user.py": SETTINGS_HEAD + settings})
     assert _keys(result) == set(), result.reads
+
+
+# ---- U7: a copy of the environment, or one of its readers, kept for importers
+
+COPIES = """\
+import collections
+import copy
+import os
+import types
+from collections import ChainMap
+
+LAYERED = ChainMap({}, os.environ)
+RO = types.MappingProxyType(os.environ)
+MERGED = {"X": "1"} | os.environ
+SPREAD = {**os.environ}
+CP = copy.copy(os.environ)
+OD = collections.OrderedDict(os.environ)
+DD = collections.defaultdict(str, os.environ)
+PAIRS = dict(os.environ.items())
+GET = os.environ.get
+ENV_GA = getattr(os, "environ")
+ENV_B = os.environb
+OTHER = ChainMap({}, {"SGLANG_PAGE_SIZE": "1"})
+
+
+def layered(overrides):
+    return ChainMap(overrides, os.environ)
+
+
+class Snap:
+    env = os.environ.copy()
+    layers = ChainMap({}, os.environ)
+    plain = dict(os.environ)
+"""
+
+
+@pytest.mark.parametrize("use", [
+    "LAYERED['SGLANG_PAGE_SIZE']", "RO['SGLANG_PAGE_SIZE']", "MERGED['SGLANG_PAGE_SIZE']", "SPREAD.get('SGLANG_PAGE_SIZE')",
+    "CP['SGLANG_PAGE_SIZE']", "OD['SGLANG_PAGE_SIZE']", "DD['SGLANG_PAGE_SIZE']", "PAIRS['SGLANG_PAGE_SIZE']",
+    "GET('SGLANG_PAGE_SIZE')", "ENV_GA['SGLANG_PAGE_SIZE']", "ENV_B[b'SGLANG_PAGE_SIZE']", "src.SPREAD['SGLANG_PAGE_SIZE']",
+    "layered({})['SGLANG_PAGE_SIZE']", "Snap.env['SGLANG_PAGE_SIZE']", "Snap().env.get('SGLANG_PAGE_SIZE')",
+    "Snap.layers['SGLANG_PAGE_SIZE']", "Snap.plain['SGLANG_PAGE_SIZE']",
+])
+def test_a_copy_of_the_environment_kept_for_importers_is_read_by_key_there(tmp_path: Path, use: str) -> None:
+    user = "from pkg import copies as src\nfrom pkg.copies import *\nfrom pkg.copies import layered, Snap\n\ndef f():\n"
+    result = _scan(tmp_path, {"copies.py": COPIES, "user.py": f"{user}    return {use}\n"})
+    assert _keys(result) == {("f", PAGE)}, result.reads
+    assert _fails(result)
+
+
+@pytest.mark.parametrize(("use", "leaves"), [
+    ("LAYERED['HOME'], SPREAD.get('PATH'), Snap.env['HOME'], 'X' in RO", set()),
+    ("OTHER['SGLANG_PAGE_SIZE']", set()),
+    # handed to a child as its environment, or counted, as `os.environ` may be
+    ("subprocess.run(['x'], env=SPREAD), len(LAYERED), bool(Snap.env)", set()),
+    ("LAYERED[name]", {"$?"}),
+    ("sorted(SPREAD)", {"$?"}),
+])
+def test_a_kept_copy_read_by_another_name_or_whole(tmp_path: Path, use: str, leaves: set[str]) -> None:
+    user = "import subprocess\nfrom pkg.copies import LAYERED, SPREAD, RO, OTHER, Snap\n\ndef f(name):\n"
+    result = _scan(tmp_path, {"copies.py": COPIES, "user.py": f"{user}    return {use}\n"})
+    assert _keys(result) == {("f", leaf) for leaf in leaves}, result.reads
