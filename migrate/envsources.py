@@ -4,8 +4,10 @@
 - a settings library: a pydantic-settings `BaseSettings` subclass (also pydantic v1's)
   fills each field from the variable named by the class's `env_prefix` and the field's
   name (case-insensitively, unless `case_sensitive=True`), or by the field's alias
-  (`Field(validation_alias="X")`, `alias=`, `AliasChoices("X", "Y")`, v1's `env=`), where
-  the class is defined; the settings come from `model_config = SettingsConfigDict(...)`
+  (`Field(validation_alias="X")`, `alias=`, `AliasChoices("X", "Y")`, v1's `env=`, as the
+  default or in `Annotated[int, Field(...)]`), where the class is defined (at the top
+  level or in a function; one `create_model(..., __base__=BaseSettings)` makes where it
+  is made), and under a prefix given where it is made (`Knobs(_env_prefix="SGLANG_")`); the settings come from `model_config = SettingsConfigDict(...)`
   (or a dict), `class Config:` (v1) or the class keywords, a settings base of the module
   passing its own on. A prefix or alias the module does not show, or a base of another
   module adding fields not spelled here, is `$?` where some declared variable could fit;
