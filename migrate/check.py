@@ -110,7 +110,7 @@ _ENV_FORMS = {
     "environ_filtered": "the environment walked for the names a literal prefix or suffix picks",
     "settings_field": "a settings library filling a field from the environment (a pydantic-settings "
     "BaseSettings field, starlette's Config)",
-    "env_table": "a table of getters, one per variable (an `environment_variables` dict of lambdas), whose "
+    "env_table": "a table of getters, one per variable (an `environment_variables` dict of lambdas or of getters a factory makes), whose "
     "entry is called or handed on",
     "environ_glob": "the environment file /proc/<pid>/environ, found by a glob pattern, read whole",
     "environb": "the bytes environment (os.environb, os.getenvb, posix.environ)",

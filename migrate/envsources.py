@@ -4,13 +4,16 @@
 - a settings library: a pydantic-settings `BaseSettings` subclass (also pydantic v1's)
   fills each field from the variable named by the class's `env_prefix` and the field's
   name (case-insensitively, unless `case_sensitive=True`), or by the field's alias
-  (`Field(validation_alias="X")`, `alias=`, `AliasChoices("X", "Y")`, v1's `env=`), where
-  the class is defined; the settings come from `model_config = SettingsConfigDict(...)`
+  (`Field(validation_alias="X")`, `alias=`, `AliasChoices("X", "Y")`, v1's `env=`, as the
+  default or in `Annotated[int, Field(...)]`), where the class is defined (at the top
+  level or in a function; one `create_model(..., __base__=BaseSettings)` makes where it
+  is made), and under a prefix given where it is made (`Knobs(_env_prefix="SGLANG_")`); the settings come from `model_config = SettingsConfigDict(...)`
   (or a dict), `class Config:` (v1) or the class keywords, a settings base of the module
   passing its own on. A prefix or alias the module does not show, or a base of another
   module adding fields not spelled here, is `$?` where some declared variable could fit;
 - a table of getters, one per variable (vLLM's `envs.py`: `environment_variables =
-  {"SGLANG_PAGE_SIZE": lambda: int(os.getenv("SGLANG_PAGE_SIZE", "16"))}`): its entries'
+  {"SGLANG_PAGE_SIZE": lambda: int(os.getenv("SGLANG_PAGE_SIZE", "16"))}`, or entries a
+  factory or `functools.partial` makes, `env_int("SGLANG_PAGE_SIZE", 16)`): its entries'
   reads are what a use of the table reads, an entry by a spelled key
   (`environment_variables["SGLANG_PAGE_SIZE"]()`) that entry's, any other use (a key
   not shown, `.items()`, `.values()`, the table handed on: vLLM's hash loop calling every
@@ -52,19 +55,28 @@ _TABLE_DISPATCH = frozenset({"__getattr__", "__dir__"})
 # what a use of a table asks that reads no entry: its keys
 _TABLE_KEYS = frozenset({"keys", "__contains__", "__len__"})
 _ALIAS_KEYWORDS = ("validation_alias", "alias", "env")
+# the keyword that gives a settings class its prefix where it is made
+_INIT_PREFIX = "_env_prefix"
+# how many module-level type aliases (`Page = Annotated[...]`) an annotation is followed through
+_MAX_ALIAS_DEPTH = 4
 Row = tuple[Any, ...]
 
 
 # ---- getter tables
 
 
-def env_tables(tree: ast.Module, reads: Iterable[Row]) -> list[tuple[str, str, str]]:
+def env_tables(
+    tree: ast.Module, reads: Iterable[Row], env_params: Iterable[Row] = (),
+) -> list[tuple[str, str, str]]:
     """The module's getter tables, as constants rows: a dict bound once at the top level
-    whose entries (a lambda, or a module function by name) read the environment."""
+    whose entries (a lambda, a module function by name, or one a factory or
+    `functools.partial` makes) read the environment. `env_params` are the module's
+    functions that take a variable's name as a parameter (FlowFacts.env_params)."""
     # (a library's template in a dict, `{"page": "${oc.env:NAME}"}`, is read where it is written)
     rows = [row for row in reads if row[6] == "environ" and row[7] != _FORM]
     if not rows:
         return []
+    keyed = frozenset(row[0] for row in env_params)
     found: list[tuple[str, str, str]] = []
     for stmt in tree.body:
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
@@ -77,20 +89,44 @@ def env_tables(tree: ast.Module, reads: Iterable[Row]) -> list[tuple[str, str, s
         for key, entry in zip(value.keys, value.values, strict=True):
             if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
                 continue
-            for leaf in sorted(_entry_reads(entry, rows)):
+            for leaf in sorted(_entry_reads(entry, rows, keyed)):
                 pairs += [key.value, leaf]
         if pairs:
             found.append((target.id, ENV_TABLE, "\0".join(pairs)))
     return found
 
 
-def _entry_reads(entry: ast.expr, rows: list[Row]) -> set[str]:
-    """The leaves the reads inside `entry` (or, for a name, in that function) have."""
+def _entry_reads(entry: ast.expr, rows: list[Row], keyed: frozenset[str]) -> set[str]:
+    """The leaves the reads inside `entry` (or, for a name, in that function) have. A
+    getter a module function makes (`env_int("SGLANG_PAGE_SIZE", 16)`,
+    `functools.partial(_int_env, "SGLANG_PAGE_SIZE")`) reads what that function's body
+    reads, save where its parameter is the key: that name is read at the call, inside the
+    entry (the environment helper calls of configbags.migrate.flows), and a name it cannot
+    tell is `$?` there."""
     if isinstance(entry, ast.Name):
         return {row[1] for row in rows if row[0] == entry.id}
     start = (entry.lineno, entry.col_offset)
     end = (entry.end_lineno or entry.lineno, entry.end_col_offset or entry.col_offset)
-    return {row[1] for row in rows if start <= (row[2], row[3]) and (row[4], row[5]) <= end}
+    found = {row[1] for row in rows if start <= (row[2], row[3]) and (row[4], row[5]) <= end}
+    maker = _maker(entry)
+    if maker is not None:
+        found |= {
+            row[1] for row in rows
+            if (row[0] == maker or row[0].startswith(maker + ".")) and not (maker in keyed and row[1] == ENV_UNRESOLVED)
+        }
+    return found
+
+
+def _maker(entry: ast.expr) -> str | None:
+    """The module function by name that makes the entry's getter: `f(...)`, or the
+    function `functools.partial(f, ...)` binds."""
+    if not isinstance(entry, ast.Call):
+        return None
+    func = entry.func
+    if (isinstance(func, ast.Attribute) and func.attr == "partial") or (isinstance(func, ast.Name) and func.id == "partial"):
+        first = entry.args[0] if entry.args else None
+        return first.id if isinstance(first, ast.Name) else None
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def table_entries(value: str) -> dict[str, list[str]]:
@@ -154,26 +190,119 @@ def dispatches(function: str) -> bool:
 
 
 def settings_reads(tree: ast.Module, text: str, declared: frozenset[str], strings: ModuleStrings) -> list[Row]:
-    """The reads of the module's pydantic-settings classes, at each field (read rows)."""
-    if not declared or "BaseSettings" not in text:
+    """The reads of the module's pydantic-settings classes, at each field (read rows):
+    a class defined at the top level or in a function, one `create_model` makes, and a
+    settings class given its prefix where it is made (`Knobs(_env_prefix="SGLANG_")`)."""
+    if not declared or ("BaseSettings" not in text and _INIT_PREFIX not in text):
         return []
     imported = _imported_names(tree)
     classes: dict[str, _Settings] = {}
+    fields: dict[str, list[tuple[str, ast.expr, list[ast.Call]]]] = {}
     reads: list[Row] = []
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
+    for node, qualname, scope in _classes(tree):
         bases = [_resolved(base, imported) for base in node.bases]
         inherited = [classes[name] for name in bases if name in classes]
         if not inherited and not _SETTINGS_BASES.intersection(bases):
             continue
-        settings = _Settings.of(node, inherited, strings)
+        settings = _Settings.of(node, inherited, strings, scope)
         classes[node.name] = settings
         # a base neither the library's nor a settings class of this module may add fields
         # no code here spells
         unseen = any(name not in classes and name not in _SETTINGS_BASES and name not in ("object", "") for name in bases)
-        reads += settings.reads(node, declared, strings, unseen)
+        own = _fields(node, tree)
+        fields[node.name] = [*(f for name in bases for f in fields.get(name, ())), *own]
+        reads += settings.reads(qualname, node, own, declared, strings, [*scope, node], unseen)
+    if "create_model" in text:
+        reads += _created(tree, imported, classes, declared, strings)
+    if _INIT_PREFIX in text:
+        reads += _prefixed_where_made(tree, classes, fields, declared, strings)
     return reads
+
+
+def _classes(tree: ast.Module) -> Iterator[tuple[ast.ClassDef, str, list[ast.AST]]]:
+    """(class, qualname, the scopes around it) of every class of the module, outermost
+    first, the ones in function bodies too."""
+    stack: list[tuple[ast.AST, str, list[ast.AST]]] = [(tree, "", [])]
+    while stack:
+        node, prefix, scope = stack.pop(0)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                qualname = f"{prefix}{child.name}"
+                if isinstance(child, ast.ClassDef):
+                    yield child, qualname, scope
+                stack.append((child, qualname + ".", [*scope, child]))
+            elif not isinstance(child, ast.expr):
+                stack.append((child, prefix, scope))
+
+
+def _created(
+    tree: ast.Module, imported: dict[str, str], classes: dict[str, _Settings], declared: frozenset[str],
+    strings: ModuleStrings,
+) -> list[Row]:
+    """`create_model("EnvCfg", __base__=BaseSettings, sglang_page_size=(int, 16))`: a
+    settings class whose fields are the keywords, read where it is made."""
+    reads: list[Row] = []
+    for function, scope, call in _calls(tree):
+        if _last(call.func) != "create_model":
+            continue
+        base = next((k.value for k in call.keywords if k.arg == "__base__"), None)
+        bases = list(base.elts) if isinstance(base, ast.Tuple) else [base] if base is not None else []
+        names = [_resolved(b, imported) for b in bases]
+        inherited = [classes[name] for name in names if name in classes]
+        if not inherited and not _SETTINGS_BASES.intersection(names):
+            continue
+        settings = inherited[0] if inherited else _Settings("", False, None)
+        config = next((k.value for k in call.keywords if k.arg == "__config__"), None)
+        if config is not None:
+            settings = settings.with_config(dict(_config_items(config)), strings, scope)
+        made: list[tuple[str, ast.expr, list[ast.Call]]] = []
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                made.append(("", keyword.value, []))  # `**fields`: names not shown
+            elif not keyword.arg.startswith("__") and not keyword.arg.startswith("_"):
+                spec = keyword.value.elts if isinstance(keyword.value, ast.Tuple) else [keyword.value]
+                made.append((keyword.arg, keyword.value, [*_field_calls(spec[0], tree), *_field_calls(spec[-1], tree)]))
+        reads += settings.reads(function, call, made, declared, strings, scope, False)
+    return reads
+
+
+def _prefixed_where_made(
+    tree: ast.Module, classes: dict[str, _Settings], fields: dict[str, list[tuple[str, ast.expr, list[ast.Call]]]],
+    declared: frozenset[str], strings: ModuleStrings,
+) -> list[Row]:
+    """`Knobs(_env_prefix="SGLANG_")`: the fields read under the prefix given where the
+    class is made. A class of another module (whose fields no code here shows) is `$?`
+    where some declared variable starts with the prefix."""
+    reads: list[Row] = []
+    for function, scope, call in _calls(tree):
+        given = next((k.value for k in call.keywords if k.arg == _INIT_PREFIX), None)
+        if given is None:
+            continue
+        prefix = strings.value(given, scope)
+        name = _last(call.func)
+        settings = classes.get(name)
+        if settings is None or not isinstance(call.func, ast.Name):
+            if prefix is None or _Settings("", False, None)._under(prefix, declared):
+                reads.append(_row(function, ENV_UNRESOLVED, given))
+            continue
+        settings = settings.with_config({"env_prefix": given}, strings, scope)
+        reads += settings.reads(function, given, fields.get(name, []), declared, strings, scope, False)
+    return reads
+
+
+def _calls(tree: ast.Module) -> Iterator[tuple[str, list[ast.AST], ast.Call]]:
+    """(function, the scopes around it, call) of every call of the module."""
+    stack: list[tuple[ast.AST, str, list[ast.AST]]] = [(tree, "<module>", [])]
+    while stack:
+        node, function, scope = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = child.name if function == "<module>" else f"{function}.{child.name}"
+                stack.append((child, inner, [*scope, child]))
+                continue
+            if isinstance(child, ast.Call):
+                yield function, scope, child
+            stack.append((child, function, scope))
 
 
 def _imported_names(tree: ast.Module) -> dict[str, str]:
@@ -210,7 +339,7 @@ class _Settings:
         self.delimiter = delimiter
 
     @classmethod
-    def of(cls, node: ast.ClassDef, inherited: list[_Settings], strings: ModuleStrings) -> _Settings:
+    def of(cls, node: ast.ClassDef, inherited: list[_Settings], strings: ModuleStrings, scope: list[ast.AST]) -> _Settings:
         base = inherited[0] if inherited else _Settings("", False, None)
         found: dict[str, ast.expr | None] = {}
         for keyword in node.keywords:
@@ -223,28 +352,36 @@ class _Settings:
                 for stmt in item.body:
                     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _target(stmt):
                         found[_target(stmt) or ""] = stmt.value
-        scope = [node]
-        prefix: str | None = base.prefix
+        return base.with_config(found, strings, [*scope, node])
+
+    def with_config(self, found: dict[str, ast.expr | None], strings: ModuleStrings, scope: list[ast.AST]) -> _Settings:
+        """These settings with what `found` (setting -> its value, None: not shown) sets."""
+        prefix: str | None = self.prefix
         if "env_prefix" in found:
             given = found["env_prefix"]
             prefix = strings.value(given, scope) if given is not None else None
-        case_sensitive = base.case_sensitive
+        case_sensitive = self.case_sensitive
         if "case_sensitive" in found:
             given = found["case_sensitive"]
             case_sensitive = isinstance(given, ast.Constant) and given.value is True
-        delimiter = base.delimiter
+        delimiter = self.delimiter
         if "env_nested_delimiter" in found:
             given = found["env_nested_delimiter"]
             delimiter = strings.value(given, scope) if given is not None else "?"
-        return cls(prefix, case_sensitive, delimiter)
+        return _Settings(prefix, case_sensitive, delimiter)
 
-    def reads(self, node: ast.ClassDef, declared: frozenset[str], strings: ModuleStrings, unseen: bool) -> list[Row]:
+    def reads(
+        self, qualname: str, node: ast.AST, fields: Iterable[tuple[str, ast.expr, list[ast.Call]]],
+        declared: frozenset[str], strings: ModuleStrings, scope: list[ast.AST], unseen: bool,
+    ) -> list[Row]:
+        """The reads of `fields` (name, where, the `Field(...)` calls that describe it;
+        a name "" for fields not shown) under these settings, reported at `qualname`;
+        `unseen`: a base may add fields no code here spells."""
         found: list[Row] = []
-        qualname = node.name
         if unseen and (self.prefix is None or self._under(self.prefix, declared)):
             found.append(_row(qualname, ENV_UNRESOLVED, node))
-        for field, target, value in _fields(node):
-            names = _aliases(value, strings, [node])
+        for field, target, calls in fields:
+            names = _aliases(calls, strings, scope) if field else None
             if names is None:
                 if self._under("", declared):
                     found.append(_row(qualname, ENV_UNRESOLVED, target))
@@ -297,8 +434,11 @@ def _config_items(value: ast.expr | None) -> Iterator[tuple[str, ast.expr | None
         yield "env_prefix", None
 
 
-def _fields(node: ast.ClassDef) -> Iterator[tuple[str, ast.expr, ast.expr | None]]:
-    """(name, target, value) of each field the class body annotates."""
+def _fields(node: ast.ClassDef, tree: ast.Module) -> list[tuple[str, ast.expr, list[ast.Call]]]:
+    """(name, target, its `Field(...)` calls) of each field the class body annotates: the
+    value's, and those in an `Annotated[int, Field(...)]` annotation (or a module-level
+    name bound to one)."""
+    found: list[tuple[str, ast.expr, list[ast.Call]]] = []
     for item in node.body:
         if not isinstance(item, ast.AnnAssign) or not isinstance(item.target, ast.Name):
             continue
@@ -306,19 +446,42 @@ def _fields(node: ast.ClassDef) -> Iterator[tuple[str, ast.expr, ast.expr | None
         annotation = ast.unparse(item.annotation)
         if name.startswith("_") or name == "model_config" or "ClassVar" in annotation:
             continue
-        yield name, item.target, item.value
+        found.append((name, item.target, [*_field_calls(item.annotation, tree), *_field_calls(item.value, tree)]))
+    return found
 
 
-def _aliases(value: ast.expr | None, strings: ModuleStrings, scope: list[ast.AST]) -> list[str] | None:
-    """The names a field's alias gives (`Field(validation_alias="X")`, `AliasChoices`),
-    [] for none (the prefix and the field's name), None for one not shown."""
-    if not isinstance(value, ast.Call) or _last(value.func) != "Field":
+def _field_calls(expr: ast.expr | None, tree: ast.Module, depth: int = 0) -> list[ast.Call]:
+    """The `Field(...)` calls `expr` is or annotates with (`Annotated[T, Field(...)]`, a
+    module-level alias of one), innermost first."""
+    if expr is None or depth > _MAX_ALIAS_DEPTH:
         return []
-    for keyword in value.keywords:
-        if keyword.arg in _ALIAS_KEYWORDS:
-            return _alias_names(keyword.value, strings, scope)
-        if keyword.arg is None:
-            return None  # `Field(**spec)`
+    if isinstance(expr, ast.Call):
+        return [expr] if _last(expr.func) == "Field" else []
+    if isinstance(expr, ast.Name):
+        bound = [
+            stmt.value for stmt in tree.body
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _target(stmt) == expr.id and stmt.value is not None
+        ]
+        return _field_calls(bound[0], tree, depth + 1) if len(bound) == 1 and isinstance(bound[0], (ast.Subscript, ast.Call)) else []
+    if isinstance(expr, ast.Subscript):
+        parts = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+        if _last(expr.value) == "Annotated":
+            # (pydantic takes a field's metadata from the outermost `Annotated` only, and
+            # from those nested in its first argument)
+            return [*_field_calls(parts[0], tree, depth + 1), *(c for p in parts[1:] for c in _field_calls(p, tree, depth + 1))]
+    return []
+
+
+def _aliases(calls: Sequence[ast.Call], strings: ModuleStrings, scope: list[ast.AST]) -> list[str] | None:
+    """The names a field's alias gives (`Field(validation_alias="X")`, `AliasChoices`),
+    [] for none (the prefix and the field's name), None for one not shown. Of several
+    `Field(...)` calls, the last one giving an alias counts, as pydantic merges them."""
+    for call in reversed(calls):
+        for keyword in call.keywords:
+            if keyword.arg in _ALIAS_KEYWORDS:
+                return _alias_names(keyword.value, strings, scope)
+            if keyword.arg is None:
+                return None  # `Field(**spec)`
     return []
 
 
@@ -385,7 +548,7 @@ def _carried(
     expr: ast.expr | None, function: ast.FunctionDef | ast.AsyncFunctionDef | None, cls: ast.AST | None,
     tree: ast.Module, depth: int,
 ) -> set[str]:
-    if expr is None or depth > _MAX_CARRY:
+    if expr is None or depth > _MAX_ALIAS_DEPTH:
         return set()
     if isinstance(expr, ast.Call):
         maker = _dotted(expr.func)

@@ -68,7 +68,7 @@ from configbags.migrate.aliases import (
     spelled_module,
     statement_span,
 )
-from configbags.migrate.childenv import command_fragments, named_variables
+from configbags.migrate.childenv import CHILD_PROCESS_PREFIXES, command_fragments, named_variables
 from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
 from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.envkeys import (
@@ -109,6 +109,8 @@ from configbags.migrate.scanmodel import (
 MAX_ROUNDS = 64
 _CONTEXT_FETCHES = frozenset({"get_context", "process_context"})
 _ENV_KEY_READS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
+# how deep a copy of the environment is looked into (`dict(ChainMap({}, os.environ))`)
+_MAX_COPY_DEPTH = 4
 # the runtime's readbacks of the whole state (configbags.runtime.dist), which a project
 # module may re-export: any use of one in an importer is a readback
 _STATE_READBACKS = frozenset({"state_dict", "export_state"})
@@ -546,16 +548,42 @@ def _environ_expr(expr: ast.expr) -> bool:
     return name == "environ" or name.endswith(".environ")
 
 
+# callables that copy (or layer, or wrap) a mapping given whole: `ChainMap({}, os.environ)`
+_ENV_COPIERS = frozenset({"dict", "ChainMap", "OrderedDict", "UserDict", "defaultdict", "copy", "deepcopy", "MappingProxyType"})
+
+
 def _returns_kind(value: ast.expr) -> str | None:
     """What a returned value is: a config context, the environment, or neither."""
-    if isinstance(value, ast.Call):
-        name = dotted(value.func)
-        if name.rpartition(".")[2] in _CONTEXT_FETCHES:
-            return "context"
-        if name.endswith("environ.copy") or (name == "dict" and value.args and _environ_expr(value.args[0])):
-            return "environ"
-        return None
-    return "environ" if _environ_expr(value) else None
+    if isinstance(value, ast.Call) and dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES:
+        return "context"
+    return "environ" if _environ_copy(value) else None
+
+
+def _environ_copy(value: ast.expr, depth: int = 0) -> bool:
+    """Is `value` the environment, or a copy of it read like it: `os.environ.copy()`,
+    `dict(os.environ)`, `ChainMap({}, os.environ)`, `MappingProxyType(os.environ)`,
+    `copy.copy(os.environ)`, `{**os.environ}`, `d | os.environ`, `getattr(os,
+    "environ")`, `os.environb`?"""
+    if depth > _MAX_COPY_DEPTH:
+        return False
+    name = dotted(value)
+    if _environ_expr(value) or name == "environb" or name.endswith(".environb"):
+        return True
+    if isinstance(value, ast.Dict):
+        return any(key is None and _environ_copy(item, depth + 1) for key, item in zip(value.keys, value.values, strict=True))
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.BitOr):
+        return _environ_copy(value.left, depth + 1) or _environ_copy(value.right, depth + 1)
+    if not isinstance(value, ast.Call):
+        return False
+    func = dotted(value.func)
+    if (func.endswith("environ.copy") or (depth and func.endswith("environ.items"))) and not value.args:
+        return True  # (`dict(os.environ.items())`: its pairs, copied)
+    if _fetched_name(value) in ("os.environ", "os.environb"):
+        return True
+    return func.rpartition(".")[2] in _ENV_COPIERS and (
+        any(not isinstance(arg, ast.Starred) and _environ_copy(arg, depth + 1) for arg in value.args)
+        or any(keyword.arg is None and _environ_copy(keyword.value, depth + 1) for keyword in value.keywords)
+    )
 
 
 def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -585,7 +613,7 @@ def _door_facts(
     """(fetchers, env_params): module-level functions that return a context or the
     environment, and parameters an environment key is built from (configbags.migrate.
     envkeys: the use says how)."""
-    lines = mention_lines(text, ("environ", "getenv", *_CONTEXT_FETCHES, *_STATE_READBACKS))
+    lines = mention_lines(text, ("environ", "environb", "getenv", *_CONTEXT_FETCHES, *_STATE_READBACKS))
     fetchers: list[tuple[Any, ...]] = _private_imports(tree, text)
     env_params: list[tuple[Any, ...]] = []
     if not lines:
@@ -803,9 +831,10 @@ def _private_imports(tree: ast.Module, text: str) -> list[tuple[Any, ...]]:
 
 def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
     """Module-level names other modules may import for a context or the environment:
-    `CTX = get_context()` (context_holder), `ENV = os.environ` or `from os import environ`
-    (environ_holder), `ctx_of = get_context` (context: a fetcher), `from os import getenv`
-    or `getenv = os.getenv` (environ_getter)."""
+    `CTX = get_context()` (context_holder), `ENV = os.environ`, a copy of it (`SNAP =
+    ChainMap({}, os.environ)`) or `from os import environ` (environ_holder), `ctx_of =
+    get_context` (context: a fetcher), `from os import getenv`, `getenv = os.getenv` or
+    `GET = os.environ.get` (environ_getter)."""
     found: list[tuple[str, str]] = []
     for node in tree.body:
         if not mentions(lines, statement_span(node)):
@@ -827,13 +856,13 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
         if isinstance(value, ast.Lambda) and not value.args.args:
             # `current_ctx = lambda: get_context()`: a function giving what its body is
             kind = _returns_kind(value.body)
-        elif isinstance(value, ast.Call):
-            kind = "context_holder" if dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES else None
-        elif _environ_expr(value):
-            kind = "environ_holder"
+        elif isinstance(value, ast.Call) and dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES:
+            kind = "context_holder"
+        elif _environ_copy(value):
+            kind = "environ_holder"  # the environment, or a copy of it (`SNAP = {**os.environ}`)
         else:
             home, _, last = dotted(value).rpartition(".")
-            kind = "context" if last in _CONTEXT_FETCHES else "environ_getter" if last == "getenv" else None
+            kind = "context" if last in _CONTEXT_FETCHES else "environ_getter" if _environ_reader(value) else None
             if last in _STATE_READBACKS and home.rpartition(".")[2] == "dist":
                 kind = "readback"  # `snap = dist.state_dict`
         if kind is not None:
@@ -925,13 +954,18 @@ def _namespace_readers(tree: ast.Module, text: str) -> list[tuple[str, str]]:
 
 def _held_kind(value: ast.expr) -> str | None:
     """What a class keeps in an attribute: a context (`get_context()`), the environment
-    (`os.environ`) or one of its readers (`os.environ.get`, `os.getenv`), as a holder kind."""
-    if isinstance(value, ast.Call):
-        return "context_holder" if dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES else None
-    if _environ_expr(value):
+    (`os.environ`, or a copy of it: `dict(os.environ)`, `ChainMap({}, os.environ)`) or one of its readers (`os.environ.get`, `os.getenv`), as a holder kind."""
+    if isinstance(value, ast.Call) and dotted(value.func).rpartition(".")[2] in _CONTEXT_FETCHES:
+        return "context_holder"
+    if _environ_copy(value):
         return "environ_holder"
+    return "environ_getter" if _environ_reader(value) else None
+
+
+def _environ_reader(value: ast.expr) -> bool:
+    """Is `value` one of the environment's readers by key: `os.getenv`, `os.environ.get`?"""
     name = dotted(value)
-    return "environ_getter" if name.endswith((".environ.get", "environ.get")) or name.rpartition(".")[2] == "getenv" else None
+    return name.endswith((".environ.get", "environ.get")) or name.rpartition(".")[2] == "getenv"
 
 
 def _class_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
@@ -1570,7 +1604,18 @@ class _Uses(_Walk):
                 key, form = call.args[0], "environ_get"
         elif isinstance(parent, ast.Compare) and node in parent.comparators:
             key, form = parent.left, "environ_in"
+        elif self._handed_to_child_or_counted(node, parent):
+            return
         self._environ_key(node, key, form)
+
+    def _handed_to_child_or_counted(self, node: ast.expr, parent: ast.AST | None) -> bool:
+        """Is the environment (or a copy of it) handed to a child process as its own
+        (`subprocess.run(cmd, env=ENV)`), or only counted or tested (`len(ENV)`), as the
+        door analysis lets `os.environ` be?"""
+        if isinstance(parent, ast.keyword) and parent.arg == "env" and len(self.parents) > 1:
+            call = self.parents[-2]
+            return isinstance(call, ast.Call) and dotted(call.func).startswith(CHILD_PROCESS_PREFIXES)
+        return isinstance(parent, ast.Call) and node in parent.args and dotted(parent.func) in ("len", "bool", "isinstance")
 
     def _environ_key(self, node: ast.expr, key: ast.expr | None, form: str) -> None:
         if key is None:
@@ -1579,6 +1624,8 @@ class _Uses(_Walk):
             # the name as the module shows it, or the parts it shows (envkeys)
             scopes = self._scopes()
             names = self.strings.values(key, scopes)
+            if isinstance(key, ast.Constant) and isinstance(key.value, bytes):
+                names = frozenset({key.value.decode("utf-8", "surrogateescape")})  # `os.environb[b"X"]`
             found = patterns(KeyCompiler(self.strings, None, None).compile(key, scopes), None) if names is None else (
                 patterns(["s", *sorted(names)], None)
             )

@@ -91,7 +91,7 @@ import attrs
 from configbags.migrate.aliases import analyse
 from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
-from configbags.migrate.envsources import env_tables, library_reads, settings_reads
+from configbags.migrate.envsources import ENV_TABLE, env_tables, library_reads, settings_reads
 from configbags.migrate.files import NotReadable, list_files, list_tree, python_view, read_source
 from configbags.migrate.flows import (
     base_facts,
@@ -203,9 +203,11 @@ def scan_source(
     searched = SearchText(desugar(tree, search_text(text), flows.constants if flows else (), settings))  # every analysis's word tests, indexed
     if base is not None and base.problem is None and flows is not None and _helpers_only(flows):
         try:
-            return _with_helpers(base, tree, searched, settings, flows)
+            helped = _with_helpers(base, tree, searched, settings, flows)
         except RecursionError:
             return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
+        if helped is not None:
+            return helped
     try:
         # one door analysis serves both: its reads, and the fetching calls (`getattr(x,
         # "a")` under any alias) that the record analysis reads as attributes
@@ -217,8 +219,8 @@ def scan_source(
             *door_scan.reads(), *settings_reads(tree, searched, door_scan.declared, door_scan.strings),
             *library_reads(tree, searched, door_scan.declared, door_scan.strings),
         ]
-        tables = env_tables(tree, doors)
         facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings, door_scan.mentioned)
+        tables = env_tables(tree, doors, facts.env_params)
         if tables:
             facts = attrs.evolve(facts, constants=(*facts.constants, *tables))
         used, returned, handed, decorated = (
@@ -226,6 +228,16 @@ def scan_source(
             if flows or tables else ([], [], [], [])
         )
         if handed:  # its own functions that hand a parameter on to an env helper are helpers too
+            facts = attrs.evolve(facts, env_params=tuple(sorted({*facts.env_params, *handed})))
+        # a table whose getters a factory makes reads what the factory's calls read, which
+        # are known only with the helpers: the table as they make it, and its own uses
+        made = env_tables(tree, [*doors, *used], facts.env_params) if used or handed else tables
+        if made != tables:
+            tables = made
+            facts = attrs.evolve(facts, constants=(*(c for c in facts.constants if c[1] != ENV_TABLE), *tables))
+            used, returned, handed, decorated = use_facts(
+                tree, searched, settings, flows or FlowInput(), door_scan.strings, tables,
+            )
             facts = attrs.evolve(facts, env_params=tuple(sorted({*facts.env_params, *handed})))
         doors = [*doors, *used]
         # what the other analyses already report on a line is not reported twice
@@ -256,10 +268,15 @@ def _helpers_only(flows: FlowInput) -> bool:
     return bool(flows.env_helpers) and attrs.evolve(flows, env_helpers=frozenset()) == FlowInput()
 
 
-def _with_helpers(base: FileScan, tree: ast.Module, searched: str, settings: ScanSettings, flows: FlowInput) -> FileScan:
+def _with_helpers(
+    base: FileScan, tree: ast.Module, searched: str, settings: ScanSettings, flows: FlowInput,
+) -> FileScan | None:
     """`base` with the reads at the module's calls of environment helpers (and the
-    parameters it hands on to one): all that input adds."""
+    parameters it hands on to one): all that input adds, unless those reads make a getter
+    table's entries (None: the whole analysis is needed)."""
     used, _, handed, _ = use_facts(tree, searched, settings, flows)
+    if env_tables(tree, used, (*base.flow.env_params, *handed)):
+        return None  # what the helpers read makes a getter table: the whole analysis
     flow = base.flow
     if handed:
         flow = attrs.evolve(flow, env_params=tuple(sorted({*flow.env_params, *handed})))
