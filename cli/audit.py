@@ -26,6 +26,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -327,11 +328,23 @@ def schema_sets(package: str) -> tuple[Mapping[str, frozenset[str]], frozenset[s
 
 
 def shown_command(command: Sequence[str], package: str | None) -> str:
-    """The command line as the observation file keeps it, shared with reviewers: the value
+    """The command line as the observation file keeps it, shared with reviewers: the words
+    of `shown_words`, each that would not read back as one shell word (a `sh -c` script,
+    a word with a space or a quote) quoted, so the line says what ran."""
+    return " ".join(word if _BARE.fullmatch(word) else shlex.quote(word) for word in shown_words(command, package))
+
+
+# a word shown bare: it reads back as itself (the `<redacted>` placeholder among them)
+_BARE = re.compile(r"[^\s'\"\\;&|()`$*?#~]+")
+
+
+def shown_words(command: Sequence[str], package: str | None) -> list[str]:
+    """The command's words as given, one redaction rule per word (`shown_argv`): the value
     of a secret flag (by the package's schema, and any flag named like a key, token,
     secret or password: a mistyped `--api_key K` too) and of an assignment to a secret's
     variable (`env SGLANG_API_KEY=K ...`, by the schema or by its name) reads REDACTED, in
-    a shell command given as one argument (`sh -c "..."`) too."""
+    a shell command given as one argument (`sh -c "..."`) too, where the script is kept as
+    written but for the words holding a secret."""
     flags: frozenset[str] = frozenset()
     variables: frozenset[str] = frozenset()
     try:
@@ -339,13 +352,14 @@ def shown_command(command: Sequence[str], package: str | None) -> str:
         flags, variables = secret_flags(registry), secret_variables(registry)
     except ConfigError:
         pass
+
     def secret(flag: str) -> bool:
         # a mistyped or cut short secret flag (`--api_key`, `--api-k`, `--admin-api`) too
         return flag in flags or _named_like_a_secret(flag) or (
             len(flag) > 3 and any(known.startswith(flag) for known in flags)
         )
 
-    return " ".join(shown_argv(command, secret, lambda name: name in variables or _named_like_a_secret(name)))
+    return shown_argv(command, secret, lambda name: name in variables or _named_like_a_secret(name))
 
 
 def _named_like_a_secret(name: str) -> bool:
@@ -361,7 +375,8 @@ def record(command: Sequence[str], out: Path, *, append: bool = False, package: 
     out = out.resolve()  # children may change directory; the variable must still point here
     out.parent.mkdir(parents=True, exist_ok=True)
     run_line = json.dumps(
-        {"event": RUN_EVENT, "command": shown_command(command, package), "date": dt.date.today().isoformat()},
+        {"event": RUN_EVENT, "command": shown_command(command, package), "argv": shown_words(command, package),
+         "date": dt.date.today().isoformat()},
         sort_keys=True,
     )
     with out.open("a" if append else "w", encoding="utf-8") as f:

@@ -23,7 +23,7 @@ from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, MissingLeafError
 from configbags.runtime.project import project_path
-from configbags.runtime.record import parse_cli_words
+from configbags.runtime.record import check_dump_apart, dump_path_of, model_inputs, parse_cli_words
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
 
 # The one required leaf explain fills in itself, and only where no layer sets it: the model,
@@ -124,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             spec = ctx.registry.leaves[PLACEHOLDER_LEAF]
             words = [*server_argv, spec.flags[0] if spec.flags else f"--{spec.name}", placeholder]
             record = record_type.from_cli_args(parse_cli_words(server, ctx.registry, words))
+        # explain publishes, so a --dump-config is written: never over the model's config.json
+        check_dump_apart(dump_path_of(record), [*model_inputs(ns.model_config, "--model-config"),
+                                                *model_inputs(getattr(record, PLACEHOLDER_LEAF, None), "--model-path")])
         with ctx.restoring():
             ctx.publish(record, role=ns.role, facts=facts_from(ns))
             info = ctx.explain(ns.leaf)

@@ -649,7 +649,13 @@ class _Builder:
         """A fallback replaces an unset (null) optional scalar with a value the leaf can hold."""
         if not leaf.has_fallback:
             return
-        if leaf.default is not None:
+        if leaf.secret:
+            # the fallback would be a constant key, printed in CONFIG.md and --help, that the
+            # door accepts while its start line says keys are required
+            self.leaf_error(leaf, "fallback", "a secret leaf cannot have a fallback: its value would be a key "
+                            "written in the schema, CONFIG.md and --help",
+                            "drop `fallback` (an unset secret stays unset; give the key by flag, env or file)")
+        elif leaf.default is not None:
             self.leaf_error(leaf, "fallback", "a fallback is only allowed with `default: null`",
                             "drop the fallback, or make the default null so the fallback applies when unset")
         elif not leaf.type.optional:

@@ -38,7 +38,7 @@ from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.fleet import ApplyClass, apply_class, route
+from configbags.runtime.fleet import ApplyClass, above_capacity, apply_class, route
 from configbags.runtime.keys import CLIENT_ADMIN_KEY_VAR, CLIENT_API_KEY_VAR, client_key_problem
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.registry import REDACTED, Registry
@@ -90,12 +90,8 @@ def classify(registry: Registry, leaf: str, old: Any, new: Any) -> Change:
 def _over_capacity(registry: Registry, change: Change, running: Mapping[str, Any]) -> Change:
     """A live change the door would refuse (409) because the new value is above its
     capacity on the running server (a value sized at publish): a restart applies it."""
-    capacity = registry.leaves[change.leaf].capacity
-    bound = running.get(capacity) if capacity is not None else None
-    if change.route != "live" or bound is None or change.new is None or not change.new > bound:
-        return change
-    return attrs.evolve(change, route="restart", why=f"above its capacity {capacity}={bound!r} on the running server "
-                        f"(the door refuses it: 409); a restart sizes it again from the new config")
+    why = above_capacity(registry, change.leaf, change.new, running) if change.route == "live" else None
+    return change if why is None else attrs.evolve(change, route="restart", why=why)
 
 
 def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -182,21 +183,97 @@ def _secret_assignment(word: str, secret_variable: Callable[[str], bool]) -> int
 
 
 def _shown_shell(text: str, secret: Callable[[str], bool], secret_variable: Callable[[str], bool] | None) -> str:
-    """A word holding whitespace, judged as the shell words it splits into. Every space it
-    holds splits it, a Unicode one too (`--api-key\u00a0K` reads as a flag and its key),
-    so each word is shorter than `text` (a quote or an escape is gone where a space did not
-    split) and the judging of the words ends."""
-    import shlex
-
-    lexer = shlex.shlex(text, posix=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    lexer.whitespace += "".join(sorted({c for c in text if c.isspace()} - set(lexer.whitespace)))
-    try:
-        words = list(lexer)
-    except ValueError:
-        return REDACTED  # not shell words: no telling where a key in it starts
-    if any(len(word) >= len(text) for word in words):
-        return REDACTED  # cannot happen (see above); never judge a word by itself again
+    """A word holding whitespace (a `sh -c` script), judged as the shell words it splits
+    into, and shown as written but for each word that holds a secret: that word's text is
+    replaced by the word as shown (so `;`, `&&`, quotes and spacing stay, and the record
+    still says what ran). Every space it holds splits it, a Unicode one too (`--api-key\u00a0K`
+    reads as a flag and its key), so each word is shorter than `text` (a quote or an escape
+    is gone where a space did not split) and the judging of the words ends. Text that is
+    not shell words (an unclosed quote) is REDACTED whole: no telling where a key in it starts."""
+    tokens = _shell_words(text)
+    if tokens is None or any(len(word) >= len(text) for word, _, _ in tokens):
+        return REDACTED  # (the second cannot happen, see above; never judge a word by itself again)
+    words = [word for word, _, _ in tokens]
     shown = shown_argv(words, secret, secret_variable)
-    return text if shown == words else shlex.join(shown)
+    out, done = [], 0
+    for (word, start, end), new in zip(tokens, shown, strict=True):
+        if new != word:
+            out += [text[done:start], shlex.quote(new) if any(c.isspace() for c in new) else new]
+            done = end
+    return "".join([*out, text[done:]])
+
+
+_OPERATORS = frozenset(";&|")  # they end a word and are kept as written (`a;b`, `x&&y`)
+
+
+def _shell_words(text: str) -> list[tuple[str, int, int]] | None:
+    """The POSIX shell words of `text`, each as (its value, quotes and escapes taken off;
+    where it starts; where it ends): `'...'`, `"..."` (with its backslash escapes), a
+    backslash, and `$(...)`, `${...}` and backquotes kept whole within a word; a run of
+    `;`, `&` or `|` is a word of its own. None where a quote or a substitution is not closed."""
+    words: list[tuple[str, int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+            continue
+        start = i
+        if text[i] in _OPERATORS:
+            while i < n and text[i] in _OPERATORS:
+                i += 1
+            words.append((text[start:i], start, i))
+            continue
+        value: list[str] = []
+        while i < n and not text[i].isspace() and text[i] not in _OPERATORS:
+            c = text[i]
+            if c == "'":
+                close = text.find("'", i + 1)
+                if close < 0:
+                    return None
+                value.append(text[i + 1:close])
+                i = close + 1
+            elif c == '"':
+                i += 1
+                while i < n and text[i] != '"':
+                    escaped = text[i] == "\\" and i + 1 < n and text[i + 1] in '$`"\\\n'
+                    value.append(text[i + 1] if escaped else text[i])
+                    i += 2 if escaped else 1
+                if i >= n:
+                    return None
+                i += 1
+            elif c == "\\":
+                if i + 1 >= n:
+                    return None
+                value.append(text[i + 1])
+                i += 2
+            elif c == "`" or text.startswith(("$(", "${"), i):
+                ends = _closing(text, i)
+                if ends is None:
+                    return None
+                value.append(text[i:ends])
+                i = ends
+            else:
+                value.append(c)
+                i += 1
+        words.append(("".join(value), start, i))
+    return words
+
+
+def _closing(text: str, i: int) -> int | None:
+    """Where the substitution opening at `i` (`$(`, `${` or a backquote) ends, nested ones
+    counted; None if it never does."""
+    if text[i] == "`":
+        close = text.find("`", i + 1)
+        return None if close < 0 else close + 1
+    opening, closing = text[i + 1], ")" if text[i + 1] == "(" else "}"
+    depth = 0
+    for j in range(i + 1, len(text)):
+        if text[j] == opening:
+            depth += 1
+        elif text[j] == closing:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return None
+
+

@@ -82,6 +82,20 @@ def route(registry: Registry, leaf: str, writer: str = OPERATOR) -> tuple[ApplyC
     return klass, APPLY_REASONS[klass]
 
 
+def above_capacity(registry: Registry, leaf: str, value: Any, running: Mapping[str, Any]) -> str | None:
+    """Why a live change of `leaf` to `value` waits for a restart: the value is above its
+    capacity on the running server (`running`: its resolved values, derived ones too, sized
+    at publish), so the door would refuse it (409), while a restart sizes the capacity again
+    from the new config. None when it is within (or has no capacity). `configbags rollout`
+    and `serve --watch` split a change alike: its other live leaves apply now."""
+    capacity = registry.leaves[leaf].capacity
+    bound = running.get(capacity) if capacity is not None else None
+    if bound is None or value is None or not value > bound:
+        return None
+    return (f"above its capacity {capacity}={bound!r} on the running server (the door refuses it: 409); a restart "
+            f"sizes it again from the new config")
+
+
 @attrs.frozen
 class ContractSpec:
     """A named group of values (`members`: leaves, derived values or facts such as

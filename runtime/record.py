@@ -785,26 +785,51 @@ def record_from_cli_args(
     source = "command line" + (f" and {', '.join(paths)}" if paths else "")
     dump = getattr(namespace, "dump_config", None)
     if dump is not None:
-        check_dump_apart(dump, paths)
+        check_dump_apart(dump, [DumpInput(f"the --config file {config}", config, CONFIG_LOSS) for config in paths])
     return build_record(cls, registry, values, origins, source, dump)
 
 
-def check_dump_apart(dump: str, configs: Sequence[str]) -> None:
-    """Refuse a --dump-config path that is one of the --config files (the same file by any
-    name: a link to it, a hard link, another spelling of the path): the dump would replace
-    the input, and it leaves the secrets out, so the next start from that file would have
-    no keys."""
+CONFIG_LOSS = "a dump leaves the secrets out, so the next start from it would have no keys"
+MODEL_LOSS = "the model would be loaded (and planned) from a server-config dump instead of its own config"
+
+
+@attrs.frozen
+class DumpInput:
+    """A file the command reads, which its --dump-config must not replace: what it is (as
+    the error names it), its path, and what replacing it would lose."""
+
+    what: str
+    path: str
+    loss: str
+
+
+def model_inputs(path: str | Path | None, what: str) -> list[DumpInput]:
+    """The model config a --model-path or --model-config names: the file itself, or the
+    config.json of a model folder (a Hugging Face folder, as `ModelFacts.from_config` reads it)."""
+    if path is None:
+        return []
+    given = Path(path)
+    config = given / "config.json" if given.is_dir() else given
+    return [DumpInput(f"the model config of {what} {given}", str(config), MODEL_LOSS)]
+
+
+def check_dump_apart(dump: str | None, inputs: Iterable[DumpInput]) -> None:
+    """Refuse a --dump-config path that is one of the files the command reads (the same file
+    by any name: a link to it, a hard link, another spelling of the path): the dump would
+    replace the input (a --config file would lose its keys, a model's config.json the model)."""
     import os
 
-    for config in configs:
+    if dump is None:
+        return
+    for given in inputs:
         try:
-            same = os.path.samefile(dump, config)
+            same = os.path.samefile(dump, given.path)
         except OSError:  # the dump does not exist yet, or the input is gone: not one file
             continue
         if same:
-            raise RecordError(f"--dump-config {dump} is the --config file {config}: the dump would replace it, "
-                              f"and a dump leaves the secrets out, so the next start from {config} would have no "
-                              f"keys; give the dump a path of its own")
+            raise RecordError(f"--dump-config {dump} is {given.what}"
+                              + ("" if given.what.endswith(given.path) else f" ({given.path})")
+                              + f": the dump would replace it, and {given.loss}; give the dump a path of its own")
 
 
 class FilteredHelp(argparse.Action):

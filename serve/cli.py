@@ -24,7 +24,7 @@ from configbags.runtime.cmdline import UsageErrors, add_help, collisions, peek_p
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.project import load_project
-from configbags.runtime.record import Once
+from configbags.runtime.record import Once, check_dump_apart, dump_path_of, model_inputs
 from configbags.serve.door import (
     DEFAULT_MAX_BODY_BYTES,
     OPERATOR,
@@ -54,7 +54,7 @@ from configbags.serve.watch import (
     signature,
 )
 
-HOST_LEAF, PORT_LEAF = "host", "port"
+HOST_LEAF, PORT_LEAF, MODEL_PATH_LEAF = "host", "port", "model_path"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 30000
 # Each rank is a process importing torch on this machine: beyond a node's GPU count times
 # pipeline stages, a larger --ranks is a typo that would fork hundreds of processes.
@@ -228,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     tally = Tally()
     try:
         given = record.to_dict()
+        # the engine loads the model from its folder's config.json: a dump there replaces it
+        check_dump_apart(dump_path_of(record), model_inputs(given.get(MODEL_PATH_LEAF), "--model-path"))
         check_keys(context.registry, given)  # before any rank starts
         check_client_variables(context.registry, given, os.environ)
         # bound before a rank starts or the start line is printed: a port in use is one line, exit 2

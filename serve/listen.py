@@ -16,6 +16,7 @@ import asyncio
 import errno
 import logging
 import math
+import re
 import resource
 import socket
 import struct
@@ -105,6 +106,36 @@ def accept_error_handler(tally: Tally) -> Any:
     return handle
 
 
+class FramedConnection(h11.Connection):
+    """h11's server side, refusing two request heads h11 takes but a proxy in front may
+    read differently (the server half of a request-smuggling desync, RFC 9112 §6.1 and
+    §5.2): both Content-Length and Transfer-Encoding (h11 frames by the chunks and would
+    keep the connection open for what a Content-Length proxy calls the rest of the body),
+    and obsolete line folding (h11 joins a header's continuation line onto it, so
+    `Authorization: Bearer` then ` KEY` on the next line is read as one header a proxy may
+    have seen as two lines). The error is h11's own: uvicorn answers 400 and closes."""
+
+    def next_event(self) -> Any:
+        # the bytes the next head starts with, before h11 takes them (only between requests)
+        pending = self.trailing_data[0] if self.their_state is h11.IDLE else None
+        event = super().next_event()
+        if isinstance(event, h11.Request):
+            names = {name for name, _ in event.headers}
+            if b"content-length" in names and b"transfer-encoding" in names:
+                raise h11.RemoteProtocolError("both Content-Length and Transfer-Encoding (RFC 9112 6.1)", 400)
+            if pending is not None and folded(pending):
+                raise h11.RemoteProtocolError("obsolete line folding in the request head (RFC 9112 5.2)", 400)
+        return event
+
+
+def folded(data: bytes) -> bool:
+    """Whether the request head `data` starts with (h11 has read it whole) continues a
+    header on a line that starts with a space or a tab."""
+    end = re.search(rb"\n\r?\n", data)  # h11 ends a head at its first empty line
+    lines = data[:end.start() if end else len(data)].split(b"\n")
+    return any(line[:1] in (b" ", b"\t") for line in lines[1:])
+
+
 class _AnswersRead(H11Protocol):
     """uvicorn's h11 protocol resetting a connection whose answers stay unread for
     `send_deadline` seconds: the transport pauses writing when its buffer passes the
@@ -114,6 +145,11 @@ class _AnswersRead(H11Protocol):
     send_deadline: ClassVar[float] = DEFAULT_SEND_TIMEOUT_S
     send_tally: ClassVar[Tally | None] = None
     _send_timer: asyncio.TimerHandle | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        limit = self.config.h11_max_incomplete_event_size  # uvicorn's own bound on a head
+        self.conn = FramedConnection(h11.SERVER) if limit is None else FramedConnection(h11.SERVER, limit)
 
     def pause_writing(self) -> None:
         super().pause_writing()

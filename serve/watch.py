@@ -25,7 +25,9 @@ win over the file). Against the record the server runs with:
   applied through the door's path for PATCH, on every rank, all or none, with the source
   `file:FILE`; the rank work runs on the door's rank thread, in order with HTTP requests;
 - every other difference (startup; load_time, fixed once the server is sealed; runtime
-  leaves only their owner writes) is not applied: it is listed as restart required, in
+  leaves only their owner writes; a live value above its capacity on the running server,
+  which the door would refuse while a restart sizes it again, as rollout plans it) is not
+  applied: it is listed as restart required, in
   `server_info()`, `/health` details and `configbags_restart_required`, until a restart
   (or until the file says the running value again);
 - a file that does not parse or validate (malformed, half-written, a bad value, a key the
@@ -52,7 +54,7 @@ from typing import Any
 from configbags.runtime.cmdline import inert
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.fleet import ApplyClass, route
+from configbags.runtime.fleet import ApplyClass, above_capacity, route
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.limits import LIMITS
 from configbags.runtime.yamlsafe import file_kind
@@ -248,16 +250,25 @@ class ConfigWatcher:
     # -- one new record -------------------------------------------------------------------------
     def apply(self, new: Mapping[str, Any]) -> None:
         registry = self.door.context.registry
+        resolved = self.door.context.state.values  # the capacities as sized at publish
         live: dict[str, Any] = {}
         pending: dict[str, Any] = {}
         for leaf, value in new.items():
             if leaf not in registry.leaves:
                 continue
             klass, why = route(registry, leaf)
-            if klass is ApplyClass.LIVE:
-                if value != self.applied.get(leaf):
+            if klass is ApplyClass.LIVE and value != self.applied.get(leaf):
+                # above its running capacity, the door would refuse it (and the whole
+                # change with it), while a restart sizes it again: it waits for one, as
+                # rollout plans it, and the file's other live leaves apply
+                over = above_capacity(registry, leaf, value, resolved)
+                if over is None:
                     live[leaf] = value
-            elif value != self.running.get(leaf):
+                else:
+                    shown = registry.leaves[leaf].shown
+                    pending[leaf] = {"running": shown(resolved.get(leaf)), "file": shown(value),
+                                     "apply_class": ApplyClass.RESTART.value, "why": over}
+            elif klass is not ApplyClass.LIVE and value != self.running.get(leaf):
                 shown = registry.leaves[leaf].shown
                 pending[leaf] = {"running": shown(self.running.get(leaf)), "file": shown(value),
                                  "apply_class": klass.value, "why": why}

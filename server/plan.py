@@ -40,6 +40,7 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.project import load_project, project_path
+from configbags.runtime.record import check_dump_apart, dump_path_of, model_inputs
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
 from configbags.server import fit
 from configbags.server.kvcache import seam
@@ -309,8 +310,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc)
     points = [_Point(m, g, t) for m, g, t in itertools.product(shapes, ns.gpu or [None], ns.tp_size or [None])]
     records = _Records(ctx, server, server_argv, "--model-path" not in server_argv and "model_path" in ctx.registry.leaves)
-    for point in points:  # a bad server flag is refused before any planning
-        records.get(point)
+    try:
+        for point in points:  # a bad server flag is refused before any planning
+            record = records.get(point)
+            # a dump over the model's config.json would replace the model it plans
+            check_dump_apart(dump_path_of(record), [*model_inputs(point.shape.source, "--model-config"),
+                                                     *model_inputs(getattr(record, "model_path", None), "--model-path")])
+    except ConfigError as exc:
+        return _fail(exc)
     if ns.fit:
         return _fit(ns, ctx, records, points)
     if len(points) > 1:

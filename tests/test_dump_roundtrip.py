@@ -199,6 +199,53 @@ def test_a_dump_path_that_is_a_config_file_is_refused_and_the_file_kept(
     assert "SEKD" not in err and config.read_text() == text
 
 
+MODELS = Path(__file__).parent.parent / "models"
+
+
+@pytest.mark.parametrize(("command", "layout", "words"), [
+    ("plan", "file", ["--model-config", "{model}", "--gpu", "H100"]),
+    ("plan", "folder", ["--model-config", "{folder}", "--gpu", "H100"]),
+    ("plan", "folder", ["--model-config", "{model}", "--gpu", "H100", "--model-path", "{folder}"]),
+    ("serve", "folder", ["--host", "127.0.0.1", "--port", "{port}", "--model-path", "{folder}"]),
+    ("explain", "file", ["tp_size", "--model-config", "{model}"]),
+    ("explain", "folder", ["tp_size", "--model-path", "{folder}"]),
+])
+def test_a_dump_path_that_is_the_models_config_is_refused_and_the_file_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, layout: str, words: list[str]) -> None:
+    """`plan --model-config X.json --dump-config X.json`, `serve --model-path DIR
+    --dump-config DIR/config.json`: the dump would replace the model's Hugging Face config
+    with a server-config dump. Refused (exit 2) naming both, by any name of the file, before
+    anything is written (serve is refused before it binds: its port is held here, so a
+    serve that got past the check stops at the bind, never runs)."""
+    import socket
+
+    from configbags import explain
+    from configbags.serve import cli as serve_cli
+    from configbags.server import plan
+
+    text = (MODELS / "llama-3.1-8b.json").read_text()
+    (tmp_path / "mf").mkdir()
+    model, folder = tmp_path / "model.json", tmp_path / "mf"
+    model.write_text(text)
+    (folder / "config.json").write_text(text)
+    target = model if layout == "file" else folder / "config.json"
+    dump = tmp_path / "link.json"
+    dump.symlink_to(target)  # another name of the same file
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    port = held.getsockname()[1]
+    argv = ["--package", "configbags.generated", *(w.format(model=model, folder=folder, port=port) for w in words),
+            "--dump-config", str(dump)]
+    main = {"plan": plan.main, "serve": serve_cli.main, "explain": explain.main}[command]
+    with held:
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--dump-config {dump} is the model config of" in err and str(target) in err, err
+    assert "give the dump a path of its own" in err and "Traceback" not in err
+    assert model.read_text() == text and (folder / "config.json").read_text() == text
+
+
 def test_a_dump_that_leaves_secrets_out_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A JSON dump has no comment to name them: the warning at the dump does, never the keys."""
     config = tmp_path / "sv.yaml"

@@ -417,3 +417,19 @@ def test_a_blank_or_numeric_allow_field_is_refused_naming_it(
     assert diff.main([old, str(new), "--no-cache", "--allow", str(allow)]) == 2
     err = capsys.readouterr().err
     assert said in err and "lacks" not in err
+
+
+def test_a_fallback_given_to_a_secret_is_refused_not_a_warning(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # the fallback would be a constant key, printed in CONFIG.md and --help, that the door
+    # accepts: the new schema does not load (as gen refuses it), so no CI passes it as a warning
+    edited = Path(shutil.copytree(BUNDLED, tmp_path / "schema"))
+    serving = edited / "namespaces" / "serving.yaml"
+    text = serving.read_text()
+    old = "  api_key:\n    type: optional str\n    default: null\n"
+    assert old in text
+    serving.write_text(text.replace(old, old + "    fallback: changeme\n", 1))
+    assert diff.main([str(BUNDLED), str(edited), "--no-cache"]) == 2
+    err = capsys.readouterr().err
+    assert "serving.yaml:59" in err and "leaf 'api_key': a secret leaf cannot have a fallback" in err
+    assert "fallback-changed" not in err

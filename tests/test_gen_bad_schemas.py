@@ -48,6 +48,8 @@ CASES = [
     ("fallback-with-default", CORE, "    default: null\n    fallback: 0.5\n", "    default: 0.3\n    fallback: 0.5\n", "core.yaml:24", "ratio", "only allowed with `default: null`"),
     ("fallback-not-optional", CORE, "    type: optional float\n    default: null\n", "    type: float\n    default: null\n", "core.yaml:23", "ratio", "default None is invalid"),
     ("fallback-out-of-range", CORE, "    fallback: 0.5\n", "    fallback: 5.0\n", "core.yaml:24", "ratio", "above the maximum"),
+    # a fallback on a secret would be a constant key, shown in CONFIG.md and --help, that the door accepts
+    ("fallback-on-secret", CORE, "    fallback: 0.5\n", "    fallback: 0.5\n    secret: true\n", "core.yaml:24", "ratio", "a secret leaf cannot have a fallback"),
     ("fallback-not-scalar", CORE, "    fallback: 0.5\n", "    fallback: [0.5]\n", "core.yaml:24", "ratio", "is not of type"),
     ("capacity-missing", TUNE, "    capacity: width\n", "    capacity: widht\n", "core.tune.yaml:41", "budget", "capacity 'widht' is not a leaf"),
     ("capacity-not-numeric", TUNE, "    capacity: width\n", "    capacity: verbose\n", "core.tune.yaml:41", "budget", "capacity 'verbose' is not numeric"),

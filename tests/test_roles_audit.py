@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -172,7 +173,7 @@ def test_cli_record_runs_the_command_and_reports(tmp_path: Path, capsys: pytest.
     assert "  observed:  {model}\n" in captured.out
     first = json.loads(out.read_text().splitlines()[0])
     assert first["event"] == "run"
-    assert first["command"].endswith(code)
+    assert first["argv"][-1] == code and first["command"].endswith(shlex.quote(code))
     # A second record run starts the file afresh unless --append.
     audit.main(["record", "--out", str(out), "--", sys.executable, "-c", "pass"])
     assert len(out.read_text().splitlines()) == 1
@@ -267,9 +268,31 @@ def test_a_secret_in_the_usual_shapes_of_a_launch_command_is_never_recorded(comm
 
 def test_shown_commands_keep_what_is_no_secret() -> None:
     command = ["env", "CUDA_VISIBLE_DEVICES=0", "sh", "-c", "python app.py --tp-size 2 --port 30000"]
-    assert audit.shown_command(command, "configbags.generated") == " ".join(command)
+    assert audit.shown_command(command, "configbags.generated") == shlex.join(command)
     command = ["docker", "run", "--env=CUDA_VISIBLE_DEVICES=0", "-e=SGLANG_TP_SIZE=2", "--env=A=1,B=2", "img"]
     assert audit.shown_command(command, "configbags.generated") == " ".join(command)
+
+
+@pytest.mark.parametrize(("script", "shown"), [
+    ("X=1 SGLANG_API_KEY=SEKQ1 true --tp-size 2", "X=1 SGLANG_API_KEY=<redacted> true --tp-size 2"),
+    ("export SGLANG_API_KEY=SEKQ3; true", "export SGLANG_API_KEY=<redacted>; true"),
+    ("true --api-key=SEKQ4 && echo hi", "true --api-key=<redacted> && echo hi"),
+    ("true --api-key SEKQ5|cat", "true --api-key <redacted>|cat"),
+    ("true --api-key 'SEKQ 6' --tp-size 2", "true --api-key <redacted> --tp-size 2"),
+    ('true --api-key "$(cat /run/k)" ; echo "a  b"', 'true --api-key <redacted> ; echo "a  b"'),
+    ("true --api-key $(printf '%s' SEKQ7) --port 1", "true --api-key <redacted> --port 1"),
+    ("echo 'a;b' && true --tp-size 2", "echo 'a;b' && true --tp-size 2"),  # nothing secret: as written
+])
+def test_a_shell_script_is_recorded_as_one_word_as_written_but_its_keys(
+        tmp_path: Path, script: str, shown: str) -> None:
+    """`sh -c SCRIPT` is recorded as the command that ran: the script one word (its `;`,
+    `&&`, `|`, quotes and spacing kept), only the words holding a key replaced."""
+    out = tmp_path / "obs.jsonl"
+    assert audit.record(["sh", "-c", script], out, package="configbags.generated") == 0
+    line = json.loads(out.read_text().splitlines()[0])
+    assert line["argv"] == ["sh", "-c", shown]
+    assert line["command"] == shlex.join(["sh", "-c", shown]) and shlex.split(line["command"])[2] == shown
+    assert "SEKQ" not in out.read_text()
 
 
 def test_an_env_option_keeps_its_name_and_only_the_key_is_redacted() -> None:
@@ -333,7 +356,7 @@ def test_any_words_are_shown_never_a_traceback(words: list[str]) -> None:
 def test_a_flag_and_its_key_joined_by_a_unicode_space_are_redacted(space: str) -> None:
     shown = audit.shown_command(["true", f"x{space}y", f"--api-key{space}SEKRET-6", f"--model-path{space}m"],
                                 "configbags.generated")
-    assert "SEKRET" not in shown and shown.startswith(f"true x{space}y ")
+    assert "SEKRET" not in shown and shown.startswith(f"true 'x{space}y' ")  # one word, quoted as one
 
 
 def test_audit_record_runs_a_command_with_a_unicode_space(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

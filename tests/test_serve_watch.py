@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from serve_server import API_KEY, Server
 
@@ -115,6 +116,41 @@ def test_a_startup_change_is_restart_required_not_applied(
     assert str(cm.file) not in json.dumps(health) and "schedule_policy" not in json.dumps(health)
     # the file says the running value again: nothing is pending any more
     cm.publish(BASE)
+    settle(watcher)
+    assert door.server_info()["restart_required"] == []
+
+
+def test_a_value_above_its_running_capacity_waits_for_a_restart_and_the_rest_applies(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]]) -> None:
+    """As rollout plans it: the door would refuse the capacity-bound value (409), and with
+    it the whole change, while a restart with the file starts fine (it sizes the capacity
+    again); so the leaf is restart required, saying why, and the file's other live leaves
+    apply (the file is not one serve would refuse at start)."""
+    from configbags.fleet.rollout import plan
+
+    cm, watcher, ctx = watched
+    door = watcher.door
+    assert isinstance(door, WatchedDoor)
+    bound = ctx.state.values["max_speculative_num_draft_tokens"]
+    new = BASE.replace("v1", "v2") + f"speculative_num_draft_tokens: {bound + 8}\n"
+    cm.publish(new)
+    settle(watcher)
+    assert ctx.state.values["weight_version"] == "v2"
+    assert ctx.state.values["speculative_num_draft_tokens"] != bound + 8
+    status = watcher.status()
+    assert status["error"] is None and status["last_applied"]["leaves"] == ["weight_version"]
+    pending = door.server_info()["watch"]["restart_required"]
+    assert list(pending) == ["speculative_num_draft_tokens"]
+    why = pending["speculative_num_draft_tokens"]
+    assert why["file"] == bound + 8 and why["apply_class"] == "restart"
+    assert f"above its capacity max_speculative_num_draft_tokens={bound!r}" in why["why"]
+    # rollout's plan of the same two files says the same, leaf by leaf
+    old_values, new_values = yaml.safe_load(BASE), yaml.safe_load(new)
+    routes = {c.leaf: (c.route, c.why) for c in plan(ctx.registry, old_values, new_values, ctx.state.values).changes}
+    assert routes == {"weight_version": ("live", routes["weight_version"][1]),
+                      "speculative_num_draft_tokens": ("restart", why["why"])}
+    # the file back within its capacity: nothing waits any more
+    cm.publish(BASE.replace("v1", "v2"))
     settle(watcher)
     assert door.server_info()["restart_required"] == []
 
