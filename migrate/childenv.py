@@ -47,7 +47,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from configbags.evolve.wrappers import SHELLS as WRAPPING_SHELLS
-from configbags.evolve.wrappers import WRAPPERS, Wrapper, unwrap
+from configbags.evolve.wrappers import WRAPPERS, Wrapper, shell_options, unwrap
 
 # The launchers of a child process (dotted paths, as the door analysis resolves them under
 # any alias; the prefixes name families), each with where its command is:
@@ -379,13 +379,11 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
     if name == "env":
         return _env_prints(rest, python_reads_whole, depth)
     if name in _SHELLS:
-        for index, word in enumerate(rest):
-            if word is None or not word.startswith("-") or word.startswith("--"):
-                return False  # `bash script.sh`: a script the module does not show
-            if "c" in word[1:] and index + 1 < len(rest):
-                script = rest[index + 1]
-                return script is not None and shell_prints_environment(script, python_reads_whole, depth + 1)
-        return False
+        index, letters = shell_options(rest)
+        if "c" not in letters or index >= len(rest):
+            return False  # `bash script.sh`: a script the module does not show
+        script = rest[index]
+        return script is not None and shell_prints_environment(script, python_reads_whole, depth + 1)
     if _PYTHON.fullmatch(name):
         return _python_prints(rest, python_reads_whole)
     if name in _WHOLE_ENV_WORDS:
@@ -715,7 +713,6 @@ ARGUMENT_FEEDERS = frozenset({"xargs"})
 _STDIN_TEMPLATES = frozenset({"envsubst"})
 # Shell builtins that run a file in the shell itself (`. FILE`, `source FILE`)
 _SOURCERS = frozenset({".", "source"})
-_SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
 def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "@cwd", depth: int = 0) -> list[ChildFile]:
@@ -866,24 +863,25 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
     shell, python = name in _SHELLS, _PYTHON.fullmatch(name) is not None
     if not shell and not python:  # `envsubst`: every `$NAME` of its input is read
         return "other:" + name if name in _STDIN_TEMPLATES else None
-    valued = _SHELL_VALUED if shell else _PYTHON_VALUED
+    if shell:
+        index, letters = shell_options(rest)
+        # `bash -s ARG...`: the script on stdin, then its arguments; else the script named
+        return "shell" if "c" not in letters and ("s" in letters or index >= len(rest)) else None
     while rest:
         word = rest.pop(0)
         if word is None:
             return None
-        if word in valued:
+        if word in _PYTHON_VALUED:
             if rest:
                 rest.pop(0)
         elif word == "-":
-            return "python" if python else "shell"
-        elif word.startswith(("-", "+")) and not word.startswith("--") and len(word) > 1:
-            if "s" in word[1:] and shell:
-                return "shell"  # `bash -s ARG...`: the script on stdin, then its arguments
-            if word.endswith("c") or (python and word.endswith("m")):
+            return "python"
+        elif word.startswith("-") and not word.startswith("--") and len(word) > 1:
+            if word.endswith(("c", "m")):
                 return None
         elif not word.startswith("--"):
             return None  # the script or file it runs
-    return "python" if python else "shell"
+    return "python"
 
 
 def rebased(spec: str, cwd: str) -> str:
@@ -898,22 +896,15 @@ def _file(kind: str, spec: str | None, cwd: str) -> ChildFile:
 
 
 def _shell_files(rest: list[Word], given: list[str | None], cwd: str, depth: int) -> list[ChildFile]:
-    """`sh [OPTION]... SCRIPT [ARG]...`, or `sh -c SCRIPT`, whose commands are read in turn."""
-    index = 0
-    while index < len(rest):
-        word = rest[index]
-        if word is None:  # the script, by a path the module builds; or a word not shown
-            return [_file("shell", given[index], cwd)]
-        if word in _SHELL_VALUED:
-            index += 2
-            continue
-        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-            script = rest[index + 1] if index + 1 < len(rest) else None
-            return script_files(script, cwd, depth + 1) if script is not None else []  # (a file's text too)
-        if not word.startswith(("-", "+")) or word == "-":
-            return [] if word == "-" else [_file("shell", given[index], cwd)]
-        index += 1
-    return []  # the script comes on its standard input
+    """`sh [OPTION]... SCRIPT [ARG]...`, or `sh -c SCRIPT`, whose commands are read in turn
+    (the shell's own option grammar: `bash -euo pipefail SCRIPT`, evolve.wrappers.shell_options)."""
+    index, letters = shell_options(rest)
+    if "s" in letters or index >= len(rest):
+        return []  # the script comes on its standard input
+    if "c" in letters:
+        script = rest[index]
+        return script_files(script, cwd, depth + 1) if script is not None else []  # (a file's text too)
+    return [_file("shell", given[index], cwd)]  # by a path the module builds, or a word not shown
 
 
 def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:

@@ -1059,6 +1059,16 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             self._add(name, _Imported(f"{module}.{name}"))
 
 
+def _line_parts(expr: ast.expr) -> list[ast.expr]:
+    """The parts a command line is built of: an f-string's literal and formatted values,
+    each side of a `+` in turn."""
+    if isinstance(expr, ast.JoinedStr):
+        return [part.value if isinstance(part, ast.FormattedValue) else part for part in expr.values]
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return [*_line_parts(expr.left), *_line_parts(expr.right)]
+    return [expr]
+
+
 class _Reader(_Pruned, ScopeReader[_Scope]):
     """Pass 2: with every binding known, report the doors opened."""
 
@@ -1872,7 +1882,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
             shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
             command = command.args[0] if shlex_split else command.func.value
-        script = self._word(command) if not isinstance(command, ast.JoinedStr) else self._command_line(command)
+        script = self._word(command)
+        if script is None and isinstance(command, (ast.JoinedStr, ast.BinOp)):
+            script = self._command_line(command)  # (`f"sh {HERE}/x.sh"`, `"bash -e " + str(SCRIPT)`)
         if script is not None:
             return script_files(script, cwd)
         # a file's text as the command line (`os.system(fh.read())`); a name, by its bindings
@@ -1887,6 +1899,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(expr, ast.JoinedStr):
             return self._command_line(expr)
         word = self._word(expr)
+        if word is None and isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            return self._command_line(expr)  # `["sh", "-c", "bash -e " + str(SCRIPT)]`
         read = self._read_file(expr) if word is None and expr is not None else None
         return READ_MARK + read if read is not None else word
 
@@ -1914,15 +1928,17 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 return self._opened(handle, read=False) or ""
         return None
 
-    def _command_line(self, command: ast.JoinedStr) -> str:
-        """An f-string command line's text, a path formatted in kept as its spec
-        (`f"sh {HERE}/show.sh"`), a value not shown as a word no file can be (`$?`)."""
+    def _command_line(self, command: ast.JoinedStr | ast.BinOp) -> str | None:
+        """The text of a command line built of parts (an f-string, or strings joined by
+        `+`), a path put in kept as its spec (`f"sh {HERE}/show.sh"`, `"sh " + str(SCRIPT)`),
+        a value not shown as a word no file can be (`$?`); None for no string (`argv + [x]`)."""
         parts: list[str] = []
-        for part in command.values:
-            value = part.value if isinstance(part, ast.FormattedValue) else part
+        for value in _line_parts(command):
+            if isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Starred)):
+                return None
             text = self.strings.value(value, self.enclosing)
-            if text is None and isinstance(part, ast.FormattedValue):
-                spec = self._path_spec(part.value)
+            if text is None and not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                spec = self._path_spec(value)
                 text = PATH_MARK + spec if spec is not None else "$?"
             parts.append(text or "")
         return "".join(parts)
