@@ -321,6 +321,7 @@ _WHOLE_ENV_WORDS = {
     "node": ("process.env",), "nodejs": ("process.env",), "deno": ("Deno.env",),
     "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
     "jq": ("$ENV", "env |", "env|", "env.", "env[", "env)"),
+    "cmake": ("$ENV{${", "$ENV{$<"),  # (a name held in a variable or built by a generator expression)
 }
 # ... or is, as the whole inline program (`jq -n env`: the environment as an object)
 _WHOLE_ENV_PROGRAMS = {"jq": ("env",)}
@@ -742,10 +743,75 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         return _python_files(rest, given, cwd)
     if name in MAKES:
         return _make_files(rest, given, cwd)
+    if name in BUILD_TOOLS and not (name == "cmake" and "-P" in rest):
+        return _build_files(name, rest, given, cwd)
     if "/" in program or "\\" in program:
         spec = paths[0] if paths else None
         return [("program", rebased(spec, cwd) if spec is not None else "")]
     return _interpreted_files(name, rest, given, cwd)
+
+
+# Build tools that run what a folder's build file says, by the file they read there
+# (kind "build:TOOL", configbags.migrate.childfiles judges it): cmake's CMakeLists.txt
+# (`$ENV{NAME}`, and the lists and .cmake files under it that it may take in), ninja's
+# build.ninja (its rules' commands), the scripts of npm's, yarn's or pnpm's package.json
+BUILD_TOOLS = {"cmake": "CMakeLists.txt", "ninja": "build.ninja", "npm": "package.json", "yarn": "package.json",
+               "pnpm": "package.json"}
+# their options that take the next word (`-B DIR`, `-j 8`); the folder's and the file's
+_BUILD_VALUED = {
+    "cmake": frozenset({"-S", "-H", "-B", "-G", "-T", "-A", "-D", "-U", "-C", "--preset", "--toolchain",
+                        "--install-prefix", "--graphviz", "--log-level", "--log-context", "--trace-source",
+                        "--trace-redirect", "--profiling-output", "--profiling-format", "--debug-find-pkg",
+                        "--debug-find-var"}),
+    "ninja": frozenset({"-C", "-f", "-j", "-k", "-l", "-d", "-t", "-w"}),
+    "npm": frozenset({"--prefix", "-C", "--dir", "--cwd", "-w", "--workspace", "--filter", "-F"}),
+}
+_BUILD_FOLDER = {"cmake": frozenset({"-S", "-H"}), "ninja": frozenset({"-C"}),
+                 "npm": frozenset({"--prefix", "-C", "--dir", "--cwd"})}
+# cmake's modes that configure nothing (`cmake --build DIR` runs what a configure made)
+_CMAKE_OTHER_MODES = frozenset({"--build", "--install", "-E", "--help", "--version", "--open", "--workflow"})
+# cmake's options naming a script it runs first (`-C CACHE`, `--toolchain FILE`)
+_CMAKE_SCRIPTS = frozenset({"-C", "--toolchain"})
+
+
+def _build_files(name: str, rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
+    """`cmake [-S DIR | DIR] [-B DIR]`, `ninja [-C DIR] [-f FILE]`, `npm run NAME` (in the
+    folder it starts in, or `--prefix DIR`): the build file it reads, in the folder given
+    (a relative one in the folder before) or the one it starts in; "" for a folder not shown."""
+    valued = _BUILD_VALUED.get(name, _BUILD_VALUED["npm"])
+    folder: str | None = cwd
+    build_file: str | None = None
+    found: list[ChildFile] = []
+    index = 0
+    while index < len(rest):
+        word, spec = rest[index], given[index]
+        index += 1
+        if word is None or not word.startswith("-"):
+            if name == "cmake":  # the source (or a build) folder; a target or a script's name else
+                folder = rebased(spec, cwd) if spec else None
+            continue
+        if name == "cmake" and word in _CMAKE_OTHER_MODES:
+            return found
+        option, eq, inline = word.partition("=") if word.startswith("--") else (word[:2], "", word[2:])
+        if option not in valued:
+            continue
+        if eq or inline:
+            spec = literal_spec(inline)
+        elif index < len(rest):
+            spec, index = given[index], index + 1
+        else:
+            spec = None
+        if option in _BUILD_FOLDER.get(name, _BUILD_FOLDER["npm"]):
+            folder = rebased(spec, folder) if spec and folder else None
+        elif name == "ninja" and option == "-f":
+            build_file = spec or ""
+        elif name == "cmake" and option in _CMAKE_SCRIPTS:
+            found.append(_file("other:cmake", spec, cwd))
+    if not folder:
+        return [*found, ("build:" + name, "")]
+    if build_file is not None:
+        return [*found, ("build:" + name, rebased(build_file, folder) if build_file else "")]
+    return [*found, ("build:" + name, f"{folder}/{BUILD_TOOLS[name]}")]
 
 
 # Interpreters of other languages, by their program's name: the options whose value is the

@@ -61,3 +61,44 @@ def test_a_harmless_script_after_an_option_cluster_reads_nothing(tmp_path: Path,
 def test_a_dash_c_script_after_a_valued_option_is_judged(tmp_path: Path) -> None:
     assert "$?" in _reads(tmp_path, _f("subprocess.check_output(['bash', '-o', 'pipefail', '-c', 'env'])"), {})
     assert not fails(_result(tmp_path, _f("subprocess.check_output(['bash', '-euo', 'pipefail', '-c', 'true'])"), {}))
+
+
+# ---- U1: build tools given a folder, or started in one
+
+KERNELS = {"kernels/CMakeLists.txt": 'project(k NONE)\nmessage(STATUS "page=$ENV{SGLANG_PAGE_SIZE}")\n'}
+QUIET_KERNELS = {"kernels/CMakeLists.txt": "project(k NONE)\n"}
+NINJA = {"nbuild/build.ninja": "rule show\n  command = sh -c 'echo page=$$SGLANG_PAGE_SIZE'\nbuild always: show\n"}
+UI = {"ui/package.json": '{"name": "ui", "scripts": {"show": "echo $SGLANG_PAGE_SIZE"}}'}
+
+
+@pytest.mark.parametrize(("line", "files"), [
+    ("subprocess.check_output(['cmake', '-S', str(HERE / 'kernels'), '-B', tempfile.mkdtemp()])", KERNELS),
+    ("subprocess.check_output(['cmake', os.path.join(HERE, 'kernels')], cwd=tempfile.mkdtemp())", KERNELS),
+    ("subprocess.check_output(f'cd {tempfile.mkdtemp()} && cmake {HERE}/kernels', shell=True)", KERNELS),
+    ("subprocess.check_output(['cmake', '-B', tempfile.mkdtemp()], cwd=HERE / 'kernels')", KERNELS),
+    ("subprocess.check_output(f'cd {HERE}/kernels/build && cmake ..', shell=True)", KERNELS),
+    ("subprocess.check_output(['cmake', '-S', HERE / 'kernels', '-B', 'build', '-G', 'Ninja'])", {
+        "kernels/CMakeLists.txt": "project(k NONE)\nadd_subdirectory(sub)\n",
+        "kernels/sub/CMakeLists.txt": 'message("$ENV{SGLANG_PAGE_SIZE}")\n'}),
+    ("subprocess.check_output(['ninja', '-C', os.path.join(HERE, 'nbuild'), '-v'])", NINJA),
+    ("subprocess.check_output(['ninja', '-f', 'build.ninja'], cwd=HERE / 'nbuild')", NINJA),
+    ("subprocess.check_output(['npm', 'run', '-s', 'show'], cwd=HERE / 'ui')", UI),
+    ("subprocess.check_output(['npm', '--prefix', HERE / 'ui', 'run', 'show'])", UI),
+])
+def test_a_build_tool_reads_its_folders_build_file(tmp_path: Path, line: str, files: dict[str, str]) -> None:
+    assert PAGE in _reads(tmp_path, _f(line), files)
+
+
+@pytest.mark.parametrize(("line", "files"), [
+    ("subprocess.check_output(['cmake', '-S', str(HERE / 'kernels'), '-B', tempfile.mkdtemp()])", QUIET_KERNELS),
+    ("subprocess.check_output(['cmake', '--build', tempfile.mkdtemp(), '-j'])", KERNELS),
+    ("subprocess.check_output(['npm', 'run', 'show'], cwd=HERE / 'ui')", {"ui/package.json": '{"scripts": {"show": "echo hi"}}'}),
+    ("subprocess.check_output(['ninja', '-C', 'out'])", NINJA),  # (no such folder in the project)
+])
+def test_a_build_tool_whose_files_read_nothing_reads_nothing(tmp_path: Path, line: str, files: dict[str, str]) -> None:
+    assert not fails(_result(tmp_path, _f(line), files))
+
+
+def test_a_build_folder_not_shown_is_unresolved(tmp_path: Path) -> None:
+    assert "$?" in _reads(tmp_path, "def f(src):\n    subprocess.run(['cmake', '-S', src, '-B', 'b'])\n", {})
+    assert "$?" in _reads(tmp_path, _f("subprocess.run(['cmake', '-S', HERE / 'missing'])"), {})
