@@ -1069,6 +1069,10 @@ def _line_parts(expr: ast.expr) -> list[ast.expr]:
     return [expr]
 
 
+# psutil's readers of a process's information, the environment among it
+_PROCESS_INFO = frozenset({"environ", "as_dict", "process_iter"})
+
+
 class _Reader(_Pruned, ScopeReader[_Scope]):
     """Pass 2: with every binding known, report the doors opened."""
 
@@ -1087,6 +1091,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # runs a file the module names: ModuleWrites)
         self._writes: ModuleWrites | None = None
         self._chdirs: list[str] | None = None  # the folders the module changes into
+        self._psutil: bool | None = None  # does the module import psutil
         # ids of `os.environ.pop(NAME, default)` calls whose value is dropped: writes
         self.dropped_pops: set[int] = set()
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
@@ -1548,6 +1553,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             for fetch in fetches:
                 self._fetch(node, fetch)
         if self.declared:
+            if isinstance(func, ast.Attribute) and func.attr in _PROCESS_INFO:
+                self._process_environ(node, func)
             if node.args or node.keywords:
                 self._env_call(node, callee)
             self._consume_arguments(node, callee, fetches)
@@ -1557,6 +1564,32 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._launcher_handed_on(node)
                 self._stdin_written(node)
         self.generic_visit(node)
+
+    def _process_environ(self, node: ast.Call, func: ast.Attribute) -> None:
+        """A process's environment as psutil reads it (`/proc/<pid>/environ`): `.environ()`
+        on any object (`psutil.Process().environ()`, its parent's), and, where the module
+        imports psutil, `as_dict` and `process_iter` asking for it (`attrs=["environ"]`)
+        or for every attribute (no `attrs`, an empty or a list not shown): read whole."""
+        if func.attr == "environ":
+            whole = not node.args and not node.keywords
+        else:
+            given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "attrs"), None)
+            names = [self._word(e) for e in given.elts] if isinstance(given, (ast.List, ast.Tuple, ast.Set)) else None
+            if names is not None and names and None not in names:
+                whole = "environ" in names
+            else:
+                whole = (given is not None or func.attr == "as_dict") and self._imports_psutil()
+        if whole:
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _imports_psutil(self) -> bool:
+        if self._psutil is None:
+            self._psutil = any(
+                (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "psutil" for a in n.names))
+                or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "psutil")
+                for n in ast.walk(self.strings.tree)
+            )
+        return self._psutil
 
     def _env_call(self, node: ast.Call, callee: frozenset[str]) -> None:
         """A call of one of the environment's getters (`os.getenv("NAME")`), or of a

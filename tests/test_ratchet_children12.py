@@ -102,3 +102,27 @@ def test_a_build_tool_whose_files_read_nothing_reads_nothing(tmp_path: Path, lin
 def test_a_build_folder_not_shown_is_unresolved(tmp_path: Path) -> None:
     assert "$?" in _reads(tmp_path, "def f(src):\n    subprocess.run(['cmake', '-S', src, '-B', 'b'])\n", {})
     assert "$?" in _reads(tmp_path, _f("subprocess.run(['cmake', '-S', HERE / 'missing'])"), {})
+
+
+# ---- U2: psutil's copy of a process's environment
+
+
+@pytest.mark.parametrize("line", [
+    "return psutil.Process().environ().get('SGLANG_PAGE_SIZE')",
+    "return psutil.Process(os.getpid()).environ()['SGLANG_PAGE_SIZE']",
+    "return psutil.Process(os.getppid()).environ().get('SGLANG_PAGE_SIZE')",
+    "return psutil.Process().as_dict(attrs=['environ'])['environ']['SGLANG_PAGE_SIZE']",
+    "return psutil.Process().as_dict()['environ']['SGLANG_PAGE_SIZE']",
+    "return [p.info['environ'] for p in psutil.process_iter(['pid', 'environ'])]",
+])
+def test_psutils_environ_is_the_whole_environment(tmp_path: Path, line: str) -> None:
+    assert "$?" in _reads(tmp_path, "import psutil\n" + _f(line), {})
+
+
+@pytest.mark.parametrize("line", [
+    "return psutil.Process().as_dict(attrs=['pid', 'name'])",
+    "return [p.info for p in psutil.process_iter(['pid', 'cmdline'])]",
+    "return psutil.Process().memory_info().rss",
+])
+def test_psutils_other_process_facts_read_nothing(tmp_path: Path, line: str) -> None:
+    assert not fails(_result(tmp_path, "import psutil\n" + _f(line), {}))
