@@ -1281,10 +1281,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if (
             isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords
             and not any(isinstance(arg, ast.Starred) for arg in value.args)
-            and "os.environ.pop" in self._callee(value)
+            and self._callee(value) & {"os.environ.pop", "os.environ.setdefault"}
         ):
-            # `os.environ.pop(NAME, None)` as a statement: the value dropped, no KeyError
-            # where it is unset; a write, as `del` is (with no default, its presence is read)
+            # `os.environ.pop(NAME, None)` and `os.environ.setdefault(NAME, "16")` as a
+            # statement: the value dropped, no KeyError where it is unset; a write, as `del`
+            # and item assignment are (a pop with no default reads its presence)
             self.dropped_pops.add(id(value))
         self.generic_visit(node)
 

@@ -126,3 +126,19 @@ def test_psutils_environ_is_the_whole_environment(tmp_path: Path, line: str) -> 
 ])
 def test_psutils_other_process_facts_read_nothing(tmp_path: Path, line: str) -> None:
     assert not fails(_result(tmp_path, "import psutil\n" + _f(line), {}))
+
+
+# ---- PR2: os.environ.setdefault as a statement
+
+
+def test_setdefault_as_a_statement_is_a_write(tmp_path: Path) -> None:
+    assert not fails(_result(tmp_path, _f("os.environ.setdefault('SGLANG_PAGE_SIZE', '16')"), {}))
+
+
+@pytest.mark.parametrize("line", [
+    "return os.environ.setdefault('SGLANG_PAGE_SIZE', '16')",
+    "page = os.environ.setdefault('SGLANG_PAGE_SIZE', '16')",
+    "os.environ.setdefault('SGLANG_PAGE_SIZE', '16').upper()",
+])
+def test_setdefault_whose_value_is_used_reads(tmp_path: Path, line: str) -> None:
+    assert PAGE in _reads(tmp_path, _f(line), {})
