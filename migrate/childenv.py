@@ -191,8 +191,12 @@ def command_fragments(
     `"...".strip()`, `shlex.join([...])`)."""
     pending: list[ast.expr] = list(command)
     followed: set[str] = set()
+    visited: set[int] = set()  # (a value reached twice, by its name and one step, is one spelling)
     while pending:
         expr = pending.pop()
+        if id(expr) in visited:
+            continue
+        visited.add(id(expr))
         if isinstance(expr, ast.Name) and expr.id not in followed:
             followed.add(expr.id)
             pending.extend(_bound_values(scope, expr.id))
@@ -536,6 +540,27 @@ _QUIET = frozenset({"echo", "printf", "true", "false", ":", "logger", "test", "[
 _ENV_UNSET = frozenset({"-u", "--unset"})
 
 
+# A part of a word the module does not show, for Mentions: no name's character, so it is no
+# part of a name and makes no word an assignment it starts (`f"SGLANG_PAGE_SIZE={n}"`)
+NOT_SHOWN_MARK = "\2"
+# Launchers of a remote or containerised child whose options give it a variable's value,
+# never reading ours (`docker run -e NAME=16`): the option, and how it spells the variable:
+#   one   NAME=VALUE in its value (`-e NAME=16`, `--env=NAME=16`); a bare NAME hands ours on
+#   two   NAME, then VALUE (MPICH's `-genv NAME 16`)
+#   list  NAME=VALUE items, comma-separated (`srun --export=ALL,NAME=16`); a bare NAME hands ours on
+_CONTAINER_ENV = {"-e": "one", "--env": "one"}
+_MPI_ENV = {"-x": "one", "-env": "two", "--env": "two", "-genv": "two", "--genv": "two"}
+_SLURM_ENV = {"--export": "list"}
+_CHILD_SETTERS: dict[str, dict[str, str]] = {
+    **dict.fromkeys(("docker", "podman", "nerdctl", "kubectl", "oc"), _CONTAINER_ENV),
+    **dict.fromkeys(("mpirun", "mpiexec", "orterun", "prterun", "oshrun", "mpiexec.hydra"), _MPI_ENV),
+    **dict.fromkeys(("srun", "sbatch", "salloc"), _SLURM_ENV),
+}
+# ssh's options that take a value (the remote command is the words after the host, one
+# command line for the remote shell)
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
 class Mentions:
     """The identifiers a child's command spells, counted apart: `quiet`, where they only
     set, unset or mention a variable (an assignment's name, `export NAME=16`, `unset
@@ -588,9 +613,64 @@ class Mentions:
         elif argv and name in _QUIET:
             for word in rest:
                 self.add(word, quiet=not any(mark in word for mark in "$`%\\"))
+        elif name in _CHILD_SETTERS:
+            self._child_setter(_CHILD_SETTERS[name], rest, kubectl=name in ("kubectl", "oc"))
+        elif name == "ssh":
+            self._ssh(rest)
         else:
             for word in rest:
                 self.add(word, quiet=False)
+
+    def _child_setter(self, options: Mapping[str, str], rest: list[str], kubectl: bool) -> None:
+        """A launcher's words that give its remote or containerised child a value
+        (_CHILD_SETTERS: `docker run -e NAME=16`, `mpirun -x NAME=16`, `srun
+        --export=ALL,NAME=16`, `kubectl set env deploy/x NAME=16` or `NAME-`): the names are
+        quiet, the values and every other word loud."""
+        setting = kubectl and rest[:2] == ["set", "env"]
+        pending = iter(rest)
+        for word in pending:
+            option, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+            shape = options.get(option)
+            if shape is None:
+                if setting and _ASSIGNMENT.match(word):
+                    self._assignment(word)
+                else:
+                    self.add(word, quiet=setting and word.endswith("-") and _WORD.fullmatch(word[:-1]) is not None)
+                continue
+            self.add(option, quiet=False)
+            value = inline if eq else next(pending, "")
+            if shape == "two":
+                self.add(value, quiet=_WORD.fullmatch(value) is not None)
+                self.add(next(pending, ""), quiet=False)
+                continue
+            for item in value.split(",") if shape == "list" else [value]:
+                if _ASSIGNMENT.match(item):
+                    self._assignment(item)
+                else:
+                    self.add(item, quiet=False)  # `-e NAME`: our value handed on
+
+    def _ssh(self, rest: list[str]) -> None:
+        """`ssh [OPTION]... HOST [COMMAND...]`: the command is one line for the remote
+        shell (`ssh host "NAME=16 python -m x"` sets NAME there), its mentions a script's."""
+        index = 0
+        while index < len(rest) and rest[index].startswith("-") and len(rest[index]) > 1:
+            word = rest[index]
+            self.add(word, quiet=False)
+            index += 1
+            if word == "--":
+                break
+            valued = next((j for j in range(1, len(word)) if word[j] in _SSH_VALUED), None)
+            if valued is not None and valued == len(word) - 1 and index < len(rest):
+                self.add(rest[index], quiet=False)
+                index += 1
+        if index < len(rest):
+            self.add(rest[index], quiet=False)  # the host
+        remote = " ".join(rest[index + 1 :])
+        inner = script_mentions(remote) if remote else Mentions()
+        if inner is None:
+            self.add(remote, quiet=False)
+        else:
+            self.merge(inner)
 
     def _assignment(self, word: str) -> None:
         name, _, value = word.partition("=")

@@ -82,6 +82,7 @@ from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
     LOOP_LAUNCHERS,
+    NOT_SHOWN_MARK,
     PATH_MARK,
     READ_MARK,
     ChildFile,
@@ -1714,22 +1715,44 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return set()
         mentions = Mentions()
         for command in commands:
+            if isinstance(command, ast.Name):  # `cmd = ["mpirun", "-x", "NAME=16", ...]; Popen(cmd)`
+                bound = self.strings.bound(command, self.enclosing) or ()
+                if len(bound) == 1 and isinstance(bound[0][0], (ast.List, ast.Tuple)):
+                    command = bound[0][0]
             words = command if isinstance(command, list) else (
                 [None if isinstance(e, ast.Starred) else e for e in command.elts]
                 if isinstance(command, (ast.List, ast.Tuple)) else None
             )
             found: Mentions | None = None
             if words is not None:
-                texts = [self._word(e) for e in words]
+                texts = [self._mention_word(e) for e in words]
                 shown = [t for t in texts if t is not None]
                 found = argv_mentions(shown) if len(shown) == len(texts) else None
             elif not isinstance(command, list):
-                script = self._word(command)
+                script = self._mention_word(command)
                 found = script_mentions(script) if script is not None else None
             if found is None:
                 return set()
             mentions.merge(found)
         return mentions.silent(named, spelled)
+
+    def _mention_word(self, expr: ast.expr | None) -> str | None:
+        """A word or command line for Mentions: its text, where a part formatted or added
+        in, or the whole word, is not shown a mark no name can be part of (`f"SGLANG_PAGE_SIZE={n}"`
+        sets the variable to a value; `f"{x}SGLANG_PAGE_SIZE=1"` is no assignment; a word
+        not shown is no option, so what it might have made quiet stays loud)."""
+        word = self._word(expr)
+        if word is not None or expr is None:
+            return word
+        if not isinstance(expr, (ast.JoinedStr, ast.BinOp)):
+            return NOT_SHOWN_MARK  # (`str(n)`: a word, a value no name is spelled in)
+        parts: list[str] = []
+        for part in _line_parts(expr):
+            if isinstance(part, (ast.List, ast.Tuple, ast.ListComp, ast.Starred)):
+                return None
+            text = self.strings.value(part, self.enclosing)
+            parts.append(text if text is not None else NOT_SHOWN_MARK)
+        return "".join(parts)
 
     def _stdin_written(self, node: ast.Call) -> None:
         """`proc.communicate(text)`, `proc.stdin.write(text)` on a child the module starts

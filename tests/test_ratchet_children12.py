@@ -142,3 +142,37 @@ def test_setdefault_as_a_statement_is_a_write(tmp_path: Path) -> None:
 ])
 def test_setdefault_whose_value_is_used_reads(tmp_path: Path, line: str) -> None:
     assert PAGE in _reads(tmp_path, _f(line), {})
+
+
+# ---- PR1: a variable only set for a remote or containerised child
+
+
+@pytest.mark.parametrize("line", [
+    "return subprocess.run(['docker', 'run', '--rm', '-e', f'SGLANG_PAGE_SIZE={n}', img, 'python', '-m', 'x'])",
+    "return subprocess.run(['docker', 'run', f'--env=SGLANG_PAGE_SIZE={n}', img])",
+    "cmd = ['mpirun', '-np', '2', '-x', 'SGLANG_PAGE_SIZE=16', '-x', 'NCCL_DEBUG', sys.executable, '-m', 'x']\n"
+    "    return subprocess.Popen(cmd)",
+    "return subprocess.Popen(['mpirun', '-np', '2', '--env', 'SGLANG_PAGE_SIZE', str(n), sys.executable])",
+    "return subprocess.Popen(['mpiexec', '-genv', 'SGLANG_PAGE_SIZE', '16', sys.executable])",
+    "return subprocess.run(['srun', f'--export=ALL,SGLANG_PAGE_SIZE={n}', 'python', '-m', 'x'])",
+    "return subprocess.run(['ssh', img, f'SGLANG_PAGE_SIZE={n} python -m x'])",
+    "return subprocess.run(['ssh', '-p', '22', img, 'export', 'SGLANG_PAGE_SIZE=16;', 'python'])",
+    "return subprocess.run(['kubectl', 'set', 'env', 'deployment/engine', f'SGLANG_PAGE_SIZE={n}'])",
+    "return subprocess.run(['kubectl', 'set', 'env', 'deployment/engine', 'SGLANG_PAGE_SIZE-'])",
+])
+def test_a_value_set_for_a_remote_child_reads_nothing(tmp_path: Path, line: str) -> None:
+    assert not fails(_result(tmp_path, f"def f(img, n):\n    {line}\n", {}))
+
+
+@pytest.mark.parametrize("line", [
+    "return subprocess.run(['docker', 'run', '-e', 'SGLANG_PAGE_SIZE', img])",  # (ours, handed on)
+    "return subprocess.run(['docker', 'run', '-e', 'X=$SGLANG_PAGE_SIZE', img])",
+    "return subprocess.Popen(['mpirun', '-x', 'SGLANG_PAGE_SIZE', sys.executable])",
+    "return subprocess.run(['srun', '--export=ALL,SGLANG_PAGE_SIZE', 'python'])",
+    "return subprocess.run(['ssh', img, 'echo $SGLANG_PAGE_SIZE'])",
+    "return subprocess.run(['docker', 'run', img, 'SGLANG_PAGE_SIZE=1'])",  # (the container's command's word)
+    "return subprocess.run(['docker', 'run', n, 'SGLANG_PAGE_SIZE=1', img])",  # (a word not shown is no option)
+    "return subprocess.run(['kubectl', 'exec', img, '--', 'printenv', 'SGLANG_PAGE_SIZE'])",
+])
+def test_a_variable_handed_on_or_read_for_a_remote_child_is_read(tmp_path: Path, line: str) -> None:
+    assert PAGE in _reads(tmp_path, f"def f(img, n):\n    {line}\n", {})
