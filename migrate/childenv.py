@@ -1067,13 +1067,21 @@ def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[C
             code = rest[index + 1] if word.endswith("c") and index + 1 < len(rest) else None
             if code is not None and code.startswith(READ_MARK):  # `-c TOOL.read_text()`: the file's code
                 return [_file("python", code[len(READ_MARK) :], cwd)]
-            return _executed_files(code, cwd) if code is not None else []
+            if code is None:
+                return []
+            # `-c "...runpy.run_path(sys.argv[1])" FILE`: the code runs a file its argv names
+            handed = [_file("python", spec, cwd) for spec in given[index + 2 :]] if _RUNS_ARGV.search(code) else []
+            return _executed_files(code, cwd) + handed
         if not word.startswith("-") or word == "-":
             return [] if word == "-" else [_file("python", given[index], cwd)]
         index += 1
     return []
 
 
+# `-c` code that runs code a word of its argv may name (`runpy.run_path(sys.argv[1])`,
+# `exec(open(sys.argv[1]).read())`): each word after it is a Python file it may run
+_RUNS_ARGV = re.compile(r"(?=[\s\S]*\bargv\b)[\s\S]*\b(?:exec|execfile|run_path|run_module|compile|import_module|__import__"
+                        r"|spec_from_file_location|SourceFileLoader|load_source)\b")
 # A file whose text `-c` code runs (`exec(open(FILE).read())`, `runpy.run_path(FILE)`)
 _EXECUTED = re.compile(r"""(?:exec\(\s*open|run_path)\(\s*['"]([^'"]+)['"]""")
 

@@ -176,3 +176,24 @@ def test_a_value_set_for_a_remote_child_reads_nothing(tmp_path: Path, line: str)
 ])
 def test_a_variable_handed_on_or_read_for_a_remote_child_is_read(tmp_path: Path, line: str) -> None:
     assert PAGE in _reads(tmp_path, f"def f(img, n):\n    {line}\n", {})
+
+
+# ---- U4: a `-c` program running the file its argv names
+
+TOOL = {"scripts/tool.txt": "import os\nprint(os.environ['SGLANG_PAGE_SIZE'])\n"}
+
+
+@pytest.mark.parametrize("code", [
+    "import runpy,sys; runpy.run_path(sys.argv[1])",
+    "import sys; exec(open(sys.argv[1]).read())",
+    "import sys; exec(compile(open(sys.argv[-1]).read(), 'x', 'exec'))",
+])
+def test_a_dash_c_program_runs_the_file_its_argv_names(tmp_path: Path, code: str) -> None:
+    body = _f(f"return subprocess.check_output([sys.executable, '-c', {code!r}, str(HERE / 'scripts' / 'tool.txt')])")
+    assert ("pkg/scripts/tool.txt", "<module>", PAGE) in read_keys(_result(tmp_path, body, TOOL))
+
+
+def test_a_dash_c_program_printing_its_argv_runs_nothing(tmp_path: Path) -> None:
+    body = _f("return subprocess.check_output([sys.executable, '-c', 'import sys; print(sys.argv[1])', "
+              "str(HERE / 'scripts' / 'tool.txt')])")
+    assert not fails(_result(tmp_path, body, TOOL))
