@@ -823,12 +823,71 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         return _python_files(rest, given, cwd)
     if name in MAKES:
         return _make_files(rest, given, cwd)
+    if name == "run-parts":
+        return _run_parts(rest, given)
+    if name == "find":
+        return _found_runs(rest, given, cwd, depth)
     if name in BUILD_TOOLS and not (name == "cmake" and "-P" in rest):
         return _build_files(name, rest, given, cwd)
     if "/" in program or "\\" in program:
         spec = paths[0] if paths else None
         return [("program", rebased(spec, cwd) if spec is not None else "")]
     return _interpreted_files(name, rest, given, cwd)
+
+
+# A folder's files run one by one: kind "each:KIND" (the files in it) or "tree:KIND" (the
+# files under it, as `find` walks), each run as KIND (childfiles lists them)
+_RUN_PARTS_VALUED = frozenset({"-u", "--umask", "-a", "--arg", "--regex"})
+_RUN_PARTS_LISTING = frozenset({"--test", "--list"})  # (they print the names, run nothing)
+_FIND_EXECS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_FOUND = "@found"  # the path spec find puts for `{}`
+
+
+def _run_parts(rest: list[Word], given: list[str | None]) -> list[ChildFile]:
+    """`run-parts [OPTION]... DIR`: every file in DIR runs, as a program."""
+    folder: str | None = None
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        index += 1
+        if word in _RUN_PARTS_LISTING:
+            return []
+        if word is not None and word.startswith("-"):
+            index += 1 if word in _RUN_PARTS_VALUED else 0
+            continue
+        folder = given[index - 1] or ""
+    return [("each:program", folder)] if folder is not None else []
+
+
+def _found_runs(rest: list[Word], given: list[str | None], cwd: str, depth: int) -> list[ChildFile]:
+    """`find [START]... EXPRESSION` with `-exec CMD {} ;` (`-execdir`, `-ok`): CMD runs
+    with each file under the starting points (the folder it starts in where none is
+    given); a file CMD runs otherwise (`-exec sh script.sh {} ;`) is its own."""
+    index = 0
+    while index < len(rest) and rest[index] in ("-H", "-L", "-P"):
+        index += 1
+    starts: list[str] = []
+    while index < len(rest) and not (rest[index] or "").startswith(("-", "(", "!")):
+        start = given[index]
+        starts.append(rebased(start, cwd) if start else "")  # (a start not shown: "")
+        index += 1
+    starts = starts or [cwd]
+    found: list[ChildFile] = []
+    while index < len(rest):
+        word = rest[index]
+        index += 1
+        if word not in _FIND_EXECS:
+            continue
+        end = next((j for j in range(index, len(rest)) if rest[j] in (";", "+")), len(rest))
+        command, specs = rest[index:end], [_FOUND if w == "{}" else given[j] for j, w in enumerate(rest[index:end], index)]
+        index = end + 1
+        if command and command[0] == "{}":
+            runs: list[ChildFile] = [("program", _FOUND)]
+        else:
+            runs = child_files(command, specs, cwd, depth + 1) if command else []
+        for kind, spec in runs:
+            found += [(f"tree:{kind}", start) for start in starts] if spec == _FOUND else [(kind, spec)]
+    return found
 
 
 # Build tools that run what a folder's build file says, by the file they read there

@@ -55,6 +55,7 @@ _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 _INCLUDE = re.compile(r"^[ \t]*-?s?include[ \t]+(.+)$", re.MULTILINE)
 _MAX_INCLUDES = 8
 _NINJA_INCLUDE = re.compile(r"^(?:include|subninja)[ \t]+(.+)$", re.MULTILINE)
+_MAX_FOLDER_FILES = 256  # a folder's files run one by one, judged each (more: `$?`)
 _MAX_PARTS = 64  # the .cmake files and lists read under a CMakeLists.txt's folder
 
 Row = tuple[Any, ...]  # a read row: (function, leaf, line, col, end_line, end_col, via, form, origin)
@@ -79,24 +80,25 @@ def judge_children(
     while pending:
         rel = pending.pop(0)
         for row in results[rel].flow.children:
-            qualname, position, kind, spec = row[0], tuple(row[1:5]), str(row[5]), str(row[6])
-            found = judge.judged(kind, spec, where[rel][0])
-            if isinstance(found, tuple):  # a Python file: scanned as one of the tree
-                target, data = found
-                child = display_path(Path(target), project)
-                if child in results or child in listed:
+            qualname, position = row[0], tuple(row[1:5])
+            for kind, spec in judge.expanded(str(row[5]), str(row[6]), where[rel][0]):
+                found = judge.judged(kind, spec, where[rel][0])
+                if isinstance(found, tuple):  # a Python file: scanned as one of the tree
+                    target, data = found
+                    child = display_path(Path(target), project)
+                    if child in results or child in listed:
+                        continue
+                    digest = content_digest(data)
+                    result = scan(data, digest)
+                    if result.problem is not None:
+                        problems.append((child, result.problem))
+                        continue
+                    results[child], where[child] = result, (target, digest, data)
+                    if result.flow.children:
+                        pending.append(child)
                     continue
-                digest = content_digest(data)
-                result = scan(data, digest)
-                if result.problem is not None:
-                    problems.append((child, result.problem))
-                    continue
-                results[child], where[child] = result, (target, digest, data)
-                if result.flow.children:
-                    pending.append(child)
-                continue
-            for leaf, form in found:
-                sites.setdefault(rel, []).append((qualname, leaf, *position, "environ", form, "process"))
+                for leaf, form in found:
+                    sites.setdefault(rel, []).append((qualname, leaf, *position, "environ", form, "process"))
     return {rel: sorted(set(rows)) for rel, rows in sites.items()}, problems
 
 
@@ -109,9 +111,30 @@ class _Judge:
         self.tops = [self.project] + [os.path.normpath(os.path.join(self.project, root)) for root in settings.roots]
         self._everything: set[str] | None = None  # every path under the tops
 
+    def expanded(self, kind: str, spec: str, module: str) -> list[tuple[str, str]]:
+        """The files a child runs: (kind, spec) itself, or for a folder's files run one by
+        one ("each:KIND", "tree:KIND": `run-parts DIR`, `find DIR -exec sh {} ;`) each
+        file in (or under) the folder, run as KIND; a folder not there is judged as a
+        file not there, one in a folder not shown as such a path (`$?` where it may be one
+        of the tree's)."""
+        each, _, inner = kind.partition(":")
+        if each not in ("each", "tree") or not spec:
+            return [(kind, spec)]
+        target = self._resolved(spec, module) if not spec.startswith(ANY_FOLDER) else None
+        if target is None or not os.path.isdir(target):
+            return [(inner, spec)]
+        found: list[tuple[str, str]] = []
+        for folder, dirs, files in os.walk(target):
+            dirs[:] = sorted(d for d in dirs if each == "tree" and not d.startswith(".") and d != "__pycache__")
+            rel = os.path.relpath(folder, target).replace(os.sep, "/")
+            found += [(inner, f"{spec}/{name}" if rel == "." else f"{spec}/{rel}/{name}") for name in sorted(files)]
+        return found if len(found) <= _MAX_FOLDER_FILES else [(inner, "")]
+
     def judged(self, kind: str, spec: str, module: str) -> list[tuple[str, str]] | tuple[str, bytes]:
         """(leaf, form) of each read the file `spec` names makes, run as `kind` from the
         module at path `module`; or (path, bytes) of a Python file to scan."""
+        if not spec:
+            return [(ENV_UNRESOLVED, "child_file")]  # (a folder with too many files to judge each)
         if spec.startswith(ANY_FOLDER):
             # in a folder the module changes into and does not show: not known, where the
             # path may name a file (or folder) under the project or a root

@@ -197,3 +197,35 @@ def test_a_dash_c_program_printing_its_argv_runs_nothing(tmp_path: Path) -> None
     body = _f("return subprocess.check_output([sys.executable, '-c', 'import sys; print(sys.argv[1])', "
               "str(HERE / 'scripts' / 'tool.txt')])")
     assert not fails(_result(tmp_path, body, TOOL))
+
+
+# ---- U6: a folder's scripts run one by one
+
+HOOKS = {"hooks/10-show": '#!/bin/sh\necho "$SGLANG_PAGE_SIZE"\n', "hooks/00-hello": "#!/bin/sh\necho hello\n"}
+QUIET_HOOKS = {"hooks/00-hello": "#!/bin/sh\necho hello\n"}
+
+
+@pytest.mark.parametrize("line", [
+    "subprocess.check_output(['run-parts', os.path.join(HERE, 'hooks')])",
+    "subprocess.check_output(['run-parts', '--exit-on-error', '-a', 'x', HERE / 'hooks'])",
+    "subprocess.check_output(['find', os.path.join(HERE, 'hooks'), '-type', 'f', '-exec', 'sh', '{}', ';'])",
+    "subprocess.check_output(['find', HERE, '-name', '*-show', '-exec', '{}', ';'])",
+    "subprocess.check_output(['find', '.', '-type', 'f', '-execdir', 'bash', '{}', '+'], cwd=HERE / 'hooks')",
+    "subprocess.check_output(f'run-parts {HERE}/hooks', shell=True)",
+])
+def test_a_folders_scripts_run_one_by_one_are_read(tmp_path: Path, line: str) -> None:
+    assert PAGE in _reads(tmp_path, _f(line), HOOKS)
+
+
+@pytest.mark.parametrize(("line", "files"), [
+    ("subprocess.check_output(['run-parts', os.path.join(HERE, 'hooks')])", QUIET_HOOKS),
+    ("subprocess.check_output(['run-parts', '--test', os.path.join(HERE, 'hooks')])", HOOKS),
+    ("subprocess.check_output(['find', os.path.join(HERE, 'hooks'), '-exec', 'cat', '{}', ';'])", HOOKS),
+    ("subprocess.check_output(['find', os.path.join(HERE, 'hooks'), '-name', '*.pyc', '-delete'])", HOOKS),
+])
+def test_a_folder_whose_files_run_nothing_of_ours_reads_nothing(tmp_path: Path, line: str, files: dict[str, str]) -> None:
+    assert not fails(_result(tmp_path, _f(line), files))
+
+
+def test_a_folder_run_by_a_path_not_shown_is_unresolved(tmp_path: Path) -> None:
+    assert "$?" in _reads(tmp_path, "def f(d):\n    subprocess.run(['run-parts', d])\n", {})
