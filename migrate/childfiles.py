@@ -55,6 +55,8 @@ _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 _INCLUDE = re.compile(r"^[ \t]*-?s?include[ \t]+(.+)$", re.MULTILINE)
 _MAX_INCLUDES = 8
 _NINJA_INCLUDE = re.compile(r"^(?:include|subninja)[ \t]+(.+)$", re.MULTILINE)
+# the keys of a logging config file (`logging.config.fileConfig`) whose values are eval'd
+_LOGGING_CODE = re.compile(r"^[ \t]*(args|kwargs)[ \t]*[=:][ \t]*(.*)$", re.MULTILINE)
 _MAX_FOLDER_FILES = 256  # a folder's files run one by one, judged each (more: `$?`)
 _MAX_PARTS = 64  # the .cmake files and lists read under a CMakeLists.txt's folder
 
@@ -170,6 +172,12 @@ class _Judge:
         if kind == "binary":
             return [(ENV_UNRESOLVED, "child_file")]
         text = data.decode("utf-8", "surrogateescape")
+        if kind == "logini":
+            code = [value for _, value in _LOGGING_CODE.findall(text)]
+            names = named_variables(text, self.declared)
+            # (eval'd in the logging module's namespace, where `os` and `sys` are its imports)
+            whole = any(self._python_whole("import os, sys\nvalue = " + value) for value in code)
+            return [(env_subject(name), "child_script") for name in names] + ([(ENV_UNRESOLVED, "environ_whole")] if whole else [])
         if kind.startswith("build:"):
             names, whole = self._build_reads(kind[len("build:") :], target, text)
             found = [(env_subject(name), "child_script") for name in names]

@@ -296,6 +296,9 @@ _CONTEXT_WORDS = (
     "get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS", "scoped_override",
     "config_scope",
 )
+# Words of the environment's other readers (psutil's `as_dict`, `process_iter`; `environ`
+# is an environment word already) and of a config file whose values are eval'd
+_OTHER_READER_WORDS = ("as_dict", "process_iter", "fileConfig")
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
@@ -313,6 +316,8 @@ _BASE_NAMES = frozenset(
     | {f"{family}{suffix}" for family in ("exec", "spawn") for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
     | {"posix_spawn", "posix_spawnp"}
     | CHILD_PROCESS_NAMES
+    # psutil's copies of a process's environment, a config file of eval'd Python
+    | set(_OTHER_READER_WORDS)
     # a readback method kept in a name unbound (`INFO = Context.server_info`)
     | set(CONTEXT_READBACK_METHODS)
 )
@@ -1070,6 +1075,8 @@ def _line_parts(expr: ast.expr) -> list[ast.expr]:
     return [expr]
 
 
+# Loaders of a config file whose values are Python they eval (a `[handler_x]`'s `args=`)
+_CODE_CONFIG_LOADERS = frozenset({"logging.config.fileConfig"})
 # psutil's readers of a process's information, the environment among it
 _PROCESS_INFO = frozenset({"environ", "as_dict", "process_iter"})
 
@@ -1555,8 +1562,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             for fetch in fetches:
                 self._fetch(node, fetch)
         if self.declared:
-            if isinstance(func, ast.Attribute) and func.attr in _PROCESS_INFO:
-                self._process_environ(node, func)
+            self._other_readers(node, callee)
             if node.args or node.keywords:
                 self._env_call(node, callee)
             self._consume_arguments(node, callee, fetches)
@@ -1583,6 +1589,27 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 whole = (given is not None or func.attr == "as_dict") and self._imports_psutil()
         if whole:
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _other_readers(self, node: ast.Call, callee: frozenset[str]) -> None:
+        """psutil's copy of a process's environment, and a config file of eval'd Python."""
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _PROCESS_INFO:
+            self._process_environ(node, node.func)
+        if callee & _CODE_CONFIG_LOADERS:
+            self._code_config(node)
+
+    def _code_config(self, node: ast.Call) -> None:
+        """`logging.config.fileConfig(FILE)`: its handlers' `args=` and `kwargs=` are
+        Python, eval'd; the file is judged where the tree's scan finds it (kind "logini",
+        configbags.migrate.childfiles), `$?` where the module does not show it (a
+        parameter, an open file, a parser)."""
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fname"), None)
+        spec = self._path_spec(given) if given is not None else None
+        if spec is None:
+            self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+            return
+        end_line = node.end_lineno or node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        self.children.append((self.scope.qualname, node.lineno, node.col_offset, end_line, end_col, "logini", spec))
 
     def _imports_psutil(self) -> bool:
         if self._psutil is None:
@@ -2287,7 +2314,7 @@ def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[s
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
     return bool(declared) and (
-        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar", "starlette"))
+        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, *_OTHER_READER_WORDS, "envvar", "starlette"))
     )
 
 

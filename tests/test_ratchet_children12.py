@@ -229,3 +229,33 @@ def test_a_folder_whose_files_run_nothing_of_ours_reads_nothing(tmp_path: Path, 
 
 def test_a_folder_run_by_a_path_not_shown_is_unresolved(tmp_path: Path) -> None:
     assert "$?" in _reads(tmp_path, "def f(d):\n    subprocess.run(['run-parts', d])\n", {})
+
+
+# ---- U8: logging.config.fileConfig, whose args= are eval'd
+
+INI = ("[loggers]\nkeys=root\n[handlers]\nkeys=buf\n[formatters]\nkeys=\n[logger_root]\nlevel=INFO\nhandlers=buf\n"
+       "[handler_buf]\nclass=handlers.BufferingHandler\n")
+LOG_HEAD = "import logging.config\n"
+
+
+@pytest.mark.parametrize(("line", "args"), [
+    ("logging.config.fileConfig(HERE / 'conf' / 'logging.ini')", "args=(int(os.environ.get('SGLANG_PAGE_SIZE', '16')),)"),
+    ("logging.config.fileConfig(os.path.join(HERE, 'conf', 'logging.ini'), disable_existing_loggers=False)",
+     "args=(16,)\nkwargs={'x': os.environ['SGLANG_PAGE_SIZE']}"),
+])
+def test_a_logging_config_files_eval_d_args_are_read(tmp_path: Path, line: str, args: str) -> None:
+    assert PAGE in _reads(tmp_path, LOG_HEAD + _f(line), {"conf/logging.ini": INI + args + "\n"})
+
+
+def test_a_logging_config_file_using_the_environment_whole_is_unresolved(tmp_path: Path) -> None:
+    files = {"conf/logging.ini": INI + "args=(os.environ,)\n"}
+    assert "$?" in _reads(tmp_path, LOG_HEAD + _f("logging.config.fileConfig(HERE / 'conf' / 'logging.ini')"), files)
+
+
+def test_a_logging_config_file_not_shown_is_unresolved(tmp_path: Path) -> None:
+    assert "$?" in _reads(tmp_path, LOG_HEAD + "def f(path):\n    logging.config.fileConfig(path)\n", {})
+
+
+def test_a_plain_logging_config_file_reads_nothing(tmp_path: Path) -> None:
+    files = {"conf/logging.ini": INI + "args=(16,)\n"}
+    assert not fails(_result(tmp_path, LOG_HEAD + _f("logging.config.fileConfig(HERE / 'conf' / 'logging.ini')"), files))
