@@ -42,6 +42,37 @@ def _w(valued: str = "", *, operands: int = 0, assignments: bool = False, script
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
 _SHELL = _w("-o +o -O +O --rcfile --init-file", shell=True)
+# A shell's options that take the next word: each `o` or `O` of a cluster takes one, in
+# order, wherever it stands in the cluster (`bash -euo pipefail SCRIPT`, `-oe pipefail`,
+# `-oO pipefail extglob`), as bash, dash and zsh read their command line; and its long ones
+_SHELL_VALUED_LETTERS = frozenset("oO")
+_SHELL_VALUED_LONG = frozenset({"--rcfile", "--init-file"})
+
+
+def shell_options(words: Sequence[str | None], start: int = 0) -> tuple[int, frozenset[str]]:
+    """Walk a shell's options from `words[start]`: the index of its first operand (the
+    script, or a `-c` command) and the letters its option clusters give (`c`: the operand
+    is a command, `s`: the script comes on standard input). `-` and `--` end the options;
+    a word not shown (None) is an operand."""
+    letters: set[str] = set()
+    i = start
+    while i < len(words):
+        text = words[i]
+        if text is None:
+            break
+        i += 1
+        if text in ("-", "--"):
+            break
+        if text.startswith("--"):
+            i += 1 if text in _SHELL_VALUED_LONG else 0
+            continue
+        if len(text) < 2 or text[0] not in "-+":
+            i -= 1
+            break
+        cluster = text[1:]
+        letters.update(cluster if text[0] == "-" else "")
+        i += sum(1 for letter in cluster if letter in _SHELL_VALUED_LETTERS)
+    return min(i, len(words)), frozenset(letters)
 _SU = _w("-s --shell -g --group -G --supp-group -w --whitelist-environment -u --user", operands=1,
          script="-c --command")
 _KUBECTL = Wrapper(dashdash=True)
@@ -178,8 +209,10 @@ def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -
     if w.dashdash:
         dash = next((i for i in range(at + 1, len(words)) if words[i] == "--"), None)
         return dash + 1 if dash is not None and dash + 1 < len(words) else None
+    if w.shell:
+        i, letters = shell_options(words, at + 1)
+        return (i, words[i]) if "c" in letters and i < len(words) else None
     i = at + 1
-    script_flag = False  # a shell's `-c`
     dashdash = False
     operands = 0
     while i < len(words):
@@ -194,11 +227,10 @@ def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -
                 return (i, value) if eq else ((i + 1, words[i + 1]) if i + 1 < len(words) else None)
             i += 2 if not eq and w.takes(name) else 1
             continue
-        if len(text) > 1 and (text[0] == "-" or (w.shell and text[0] == "+")):
+        if len(text) > 1 and text[0] == "-":
             i += 1
             for j in range(1, len(text)):  # a cluster of short options: `-lc`, `-it`, `-eFOO=1`
                 option = text[0] + text[j]
-                script_flag |= w.shell and option == "-c"
                 if option in w.script:
                     rest = text[j + 1:]
                     return (i - 1, rest) if rest else ((i, words[i]) if i < len(words) else None)
@@ -206,20 +238,18 @@ def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -
                     i += 0 if text[j + 1:] else 1  # its value: the rest of the word, or the next word
                     break
             continue
-        if text == "-":  # env's `-i`, su's `-l`, a shell's end of options
+        if text == "-":  # env's `-i`, su's `-l`
             i += 1
             continue
         if w.assignments and is_assignment(text):
             assigned.append(i)
             i += 1
             continue
-        if operands < w.operands and not w.shell:
+        if operands < w.operands:
             operands += 1
             i += 1
             continue
         break
-    if w.shell:
-        return (i, words[i]) if script_flag and i < len(words) else None
     if w.script and w.operands and not dashdash:
         # `su user`: a login shell, no command of the line (`runuser -u x -- CMD` has one);
         # sbatch, without `--wrap`, runs its batch script file (`sbatch job.sh ARGS`)

@@ -47,7 +47,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from configbags.evolve.wrappers import SHELLS as WRAPPING_SHELLS
-from configbags.evolve.wrappers import WRAPPERS, Wrapper, unwrap
+from configbags.evolve.wrappers import WRAPPERS, Wrapper, shell_options, unwrap
 
 # The launchers of a child process (dotted paths, as the door analysis resolves them under
 # any alias; the prefixes name families), each with where its command is:
@@ -191,8 +191,12 @@ def command_fragments(
     `"...".strip()`, `shlex.join([...])`)."""
     pending: list[ast.expr] = list(command)
     followed: set[str] = set()
+    visited: set[int] = set()  # (a value reached twice, by its name and one step, is one spelling)
     while pending:
         expr = pending.pop()
+        if id(expr) in visited:
+            continue
+        visited.add(id(expr))
         if isinstance(expr, ast.Name) and expr.id not in followed:
             followed.add(expr.id)
             pending.extend(_bound_values(scope, expr.id))
@@ -321,6 +325,7 @@ _WHOLE_ENV_WORDS = {
     "node": ("process.env",), "nodejs": ("process.env",), "deno": ("Deno.env",),
     "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
     "jq": ("$ENV", "env |", "env|", "env.", "env[", "env)"),
+    "cmake": ("$ENV{${", "$ENV{$<"),  # (a name held in a variable or built by a generator expression)
 }
 # ... or is, as the whole inline program (`jq -n env`: the environment as an object)
 _WHOLE_ENV_PROGRAMS = {"jq": ("env",)}
@@ -379,13 +384,11 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
     if name == "env":
         return _env_prints(rest, python_reads_whole, depth)
     if name in _SHELLS:
-        for index, word in enumerate(rest):
-            if word is None or not word.startswith("-") or word.startswith("--"):
-                return False  # `bash script.sh`: a script the module does not show
-            if "c" in word[1:] and index + 1 < len(rest):
-                script = rest[index + 1]
-                return script is not None and shell_prints_environment(script, python_reads_whole, depth + 1)
-        return False
+        index, letters = shell_options(rest)
+        if "c" not in letters or index >= len(rest):
+            return False  # `bash script.sh`: a script the module does not show
+        script = rest[index]
+        return script is not None and shell_prints_environment(script, python_reads_whole, depth + 1)
     if _PYTHON.fullmatch(name):
         return _python_prints(rest, python_reads_whole)
     if name in _WHOLE_ENV_WORDS:
@@ -537,6 +540,27 @@ _QUIET = frozenset({"echo", "printf", "true", "false", ":", "logger", "test", "[
 _ENV_UNSET = frozenset({"-u", "--unset"})
 
 
+# A part of a word the module does not show, for Mentions: no name's character, so it is no
+# part of a name and makes no word an assignment it starts (`f"SGLANG_PAGE_SIZE={n}"`)
+NOT_SHOWN_MARK = "\2"
+# Launchers of a remote or containerised child whose options give it a variable's value,
+# never reading ours (`docker run -e NAME=16`): the option, and how it spells the variable:
+#   one   NAME=VALUE in its value (`-e NAME=16`, `--env=NAME=16`); a bare NAME hands ours on
+#   two   NAME, then VALUE (MPICH's `-genv NAME 16`)
+#   list  NAME=VALUE items, comma-separated (`srun --export=ALL,NAME=16`); a bare NAME hands ours on
+_CONTAINER_ENV = {"-e": "one", "--env": "one"}
+_MPI_ENV = {"-x": "one", "-env": "two", "--env": "two", "-genv": "two", "--genv": "two"}
+_SLURM_ENV = {"--export": "list"}
+_CHILD_SETTERS: dict[str, dict[str, str]] = {
+    **dict.fromkeys(("docker", "podman", "nerdctl", "kubectl", "oc"), _CONTAINER_ENV),
+    **dict.fromkeys(("mpirun", "mpiexec", "orterun", "prterun", "oshrun", "mpiexec.hydra"), _MPI_ENV),
+    **dict.fromkeys(("srun", "sbatch", "salloc"), _SLURM_ENV),
+}
+# ssh's options that take a value (the remote command is the words after the host, one
+# command line for the remote shell)
+_SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+
+
 class Mentions:
     """The identifiers a child's command spells, counted apart: `quiet`, where they only
     set, unset or mention a variable (an assignment's name, `export NAME=16`, `unset
@@ -589,9 +613,64 @@ class Mentions:
         elif argv and name in _QUIET:
             for word in rest:
                 self.add(word, quiet=not any(mark in word for mark in "$`%\\"))
+        elif name in _CHILD_SETTERS:
+            self._child_setter(_CHILD_SETTERS[name], rest, kubectl=name in ("kubectl", "oc"))
+        elif name == "ssh":
+            self._ssh(rest)
         else:
             for word in rest:
                 self.add(word, quiet=False)
+
+    def _child_setter(self, options: Mapping[str, str], rest: list[str], kubectl: bool) -> None:
+        """A launcher's words that give its remote or containerised child a value
+        (_CHILD_SETTERS: `docker run -e NAME=16`, `mpirun -x NAME=16`, `srun
+        --export=ALL,NAME=16`, `kubectl set env deploy/x NAME=16` or `NAME-`): the names are
+        quiet, the values and every other word loud."""
+        setting = kubectl and rest[:2] == ["set", "env"]
+        pending = iter(rest)
+        for word in pending:
+            option, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+            shape = options.get(option)
+            if shape is None:
+                if setting and _ASSIGNMENT.match(word):
+                    self._assignment(word)
+                else:
+                    self.add(word, quiet=setting and word.endswith("-") and _WORD.fullmatch(word[:-1]) is not None)
+                continue
+            self.add(option, quiet=False)
+            value = inline if eq else next(pending, "")
+            if shape == "two":
+                self.add(value, quiet=_WORD.fullmatch(value) is not None)
+                self.add(next(pending, ""), quiet=False)
+                continue
+            for item in value.split(",") if shape == "list" else [value]:
+                if _ASSIGNMENT.match(item):
+                    self._assignment(item)
+                else:
+                    self.add(item, quiet=False)  # `-e NAME`: our value handed on
+
+    def _ssh(self, rest: list[str]) -> None:
+        """`ssh [OPTION]... HOST [COMMAND...]`: the command is one line for the remote
+        shell (`ssh host "NAME=16 python -m x"` sets NAME there), its mentions a script's."""
+        index = 0
+        while index < len(rest) and rest[index].startswith("-") and len(rest[index]) > 1:
+            word = rest[index]
+            self.add(word, quiet=False)
+            index += 1
+            if word == "--":
+                break
+            valued = next((j for j in range(1, len(word)) if word[j] in _SSH_VALUED), None)
+            if valued is not None and valued == len(word) - 1 and index < len(rest):
+                self.add(rest[index], quiet=False)
+                index += 1
+        if index < len(rest):
+            self.add(rest[index], quiet=False)  # the host
+        remote = " ".join(rest[index + 1 :])
+        inner = script_mentions(remote) if remote else Mentions()
+        if inner is None:
+            self.add(remote, quiet=False)
+        else:
+            self.merge(inner)
 
     def _assignment(self, word: str) -> None:
         name, _, value = word.partition("=")
@@ -715,7 +794,6 @@ ARGUMENT_FEEDERS = frozenset({"xargs"})
 _STDIN_TEMPLATES = frozenset({"envsubst"})
 # Shell builtins that run a file in the shell itself (`. FILE`, `source FILE`)
 _SOURCERS = frozenset({".", "source"})
-_SHELL_VALUED = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
 
 def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "@cwd", depth: int = 0) -> list[ChildFile]:
@@ -745,10 +823,134 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         return _python_files(rest, given, cwd)
     if name in MAKES:
         return _make_files(rest, given, cwd)
+    if name == "run-parts":
+        return _run_parts(rest, given)
+    if name == "find":
+        return _found_runs(rest, given, cwd, depth)
+    if name in BUILD_TOOLS and not (name == "cmake" and "-P" in rest):
+        return _build_files(name, rest, given, cwd)
     if "/" in program or "\\" in program:
         spec = paths[0] if paths else None
         return [("program", rebased(spec, cwd) if spec is not None else "")]
     return _interpreted_files(name, rest, given, cwd)
+
+
+# A folder's files run one by one: kind "each:KIND" (the files in it) or "tree:KIND" (the
+# files under it, as `find` walks), each run as KIND (childfiles lists them)
+_RUN_PARTS_VALUED = frozenset({"-u", "--umask", "-a", "--arg", "--regex"})
+_RUN_PARTS_LISTING = frozenset({"--test", "--list"})  # (they print the names, run nothing)
+_FIND_EXECS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_FOUND = "@found"  # the path spec find puts for `{}`
+
+
+def _run_parts(rest: list[Word], given: list[str | None]) -> list[ChildFile]:
+    """`run-parts [OPTION]... DIR`: every file in DIR runs, as a program."""
+    folder: str | None = None
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        index += 1
+        if word in _RUN_PARTS_LISTING:
+            return []
+        if word is not None and word.startswith("-"):
+            index += 1 if word in _RUN_PARTS_VALUED else 0
+            continue
+        folder = given[index - 1] or ""
+    return [("each:program", folder)] if folder is not None else []
+
+
+def _found_runs(rest: list[Word], given: list[str | None], cwd: str, depth: int) -> list[ChildFile]:
+    """`find [START]... EXPRESSION` with `-exec CMD {} ;` (`-execdir`, `-ok`): CMD runs
+    with each file under the starting points (the folder it starts in where none is
+    given); a file CMD runs otherwise (`-exec sh script.sh {} ;`) is its own."""
+    index = 0
+    while index < len(rest) and rest[index] in ("-H", "-L", "-P"):
+        index += 1
+    starts: list[str] = []
+    while index < len(rest) and not (rest[index] or "").startswith(("-", "(", "!")):
+        start = given[index]
+        starts.append(rebased(start, cwd) if start else "")  # (a start not shown: "")
+        index += 1
+    starts = starts or [cwd]
+    found: list[ChildFile] = []
+    while index < len(rest):
+        word = rest[index]
+        index += 1
+        if word not in _FIND_EXECS:
+            continue
+        end = next((j for j in range(index, len(rest)) if rest[j] in (";", "+")), len(rest))
+        command, specs = rest[index:end], [_FOUND if w == "{}" else given[j] for j, w in enumerate(rest[index:end], index)]
+        index = end + 1
+        if command and command[0] == "{}":
+            runs: list[ChildFile] = [("program", _FOUND)]
+        else:
+            runs = child_files(command, specs, cwd, depth + 1) if command else []
+        for kind, spec in runs:
+            found += [(f"tree:{kind}", start) for start in starts] if spec == _FOUND else [(kind, spec)]
+    return found
+
+
+# Build tools that run what a folder's build file says, by the file they read there
+# (kind "build:TOOL", configbags.migrate.childfiles judges it): cmake's CMakeLists.txt
+# (`$ENV{NAME}`, and the lists and .cmake files under it that it may take in), ninja's
+# build.ninja (its rules' commands), the scripts of npm's, yarn's or pnpm's package.json
+BUILD_TOOLS = {"cmake": "CMakeLists.txt", "ninja": "build.ninja", "npm": "package.json", "yarn": "package.json",
+               "pnpm": "package.json"}
+# their options that take the next word (`-B DIR`, `-j 8`); the folder's and the file's
+_BUILD_VALUED = {
+    "cmake": frozenset({"-S", "-H", "-B", "-G", "-T", "-A", "-D", "-U", "-C", "--preset", "--toolchain",
+                        "--install-prefix", "--graphviz", "--log-level", "--log-context", "--trace-source",
+                        "--trace-redirect", "--profiling-output", "--profiling-format", "--debug-find-pkg",
+                        "--debug-find-var"}),
+    "ninja": frozenset({"-C", "-f", "-j", "-k", "-l", "-d", "-t", "-w"}),
+    "npm": frozenset({"--prefix", "-C", "--dir", "--cwd", "-w", "--workspace", "--filter", "-F"}),
+}
+_BUILD_FOLDER = {"cmake": frozenset({"-S", "-H"}), "ninja": frozenset({"-C"}),
+                 "npm": frozenset({"--prefix", "-C", "--dir", "--cwd"})}
+# cmake's modes that configure nothing (`cmake --build DIR` runs what a configure made)
+_CMAKE_OTHER_MODES = frozenset({"--build", "--install", "-E", "--help", "--version", "--open", "--workflow"})
+# cmake's options naming a script it runs first (`-C CACHE`, `--toolchain FILE`)
+_CMAKE_SCRIPTS = frozenset({"-C", "--toolchain"})
+
+
+def _build_files(name: str, rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
+    """`cmake [-S DIR | DIR] [-B DIR]`, `ninja [-C DIR] [-f FILE]`, `npm run NAME` (in the
+    folder it starts in, or `--prefix DIR`): the build file it reads, in the folder given
+    (a relative one in the folder before) or the one it starts in; "" for a folder not shown."""
+    valued = _BUILD_VALUED.get(name, _BUILD_VALUED["npm"])
+    folder: str | None = cwd
+    build_file: str | None = None
+    found: list[ChildFile] = []
+    index = 0
+    while index < len(rest):
+        word, spec = rest[index], given[index]
+        index += 1
+        if word is None or not word.startswith("-"):
+            if name == "cmake":  # the source (or a build) folder; a target or a script's name else
+                folder = rebased(spec, cwd) if spec else None
+            continue
+        if name == "cmake" and word in _CMAKE_OTHER_MODES:
+            return found
+        option, eq, inline = word.partition("=") if word.startswith("--") else (word[:2], "", word[2:])
+        if option not in valued:
+            continue
+        if eq or inline:
+            spec = literal_spec(inline)
+        elif index < len(rest):
+            spec, index = given[index], index + 1
+        else:
+            spec = None
+        if option in _BUILD_FOLDER.get(name, _BUILD_FOLDER["npm"]):
+            folder = rebased(spec, folder) if spec and folder else None
+        elif name == "ninja" and option == "-f":
+            build_file = spec or ""
+        elif name == "cmake" and option in _CMAKE_SCRIPTS:
+            found.append(_file("other:cmake", spec, cwd))
+    if not folder:
+        return [*found, ("build:" + name, "")]
+    if build_file is not None:
+        return [*found, ("build:" + name, rebased(build_file, folder) if build_file else "")]
+    return [*found, ("build:" + name, f"{folder}/{BUILD_TOOLS[name]}")]
 
 
 # Interpreters of other languages, by their program's name: the options whose value is the
@@ -866,24 +1068,25 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
     shell, python = name in _SHELLS, _PYTHON.fullmatch(name) is not None
     if not shell and not python:  # `envsubst`: every `$NAME` of its input is read
         return "other:" + name if name in _STDIN_TEMPLATES else None
-    valued = _SHELL_VALUED if shell else _PYTHON_VALUED
+    if shell:
+        index, letters = shell_options(rest)
+        # `bash -s ARG...`: the script on stdin, then its arguments; else the script named
+        return "shell" if "c" not in letters and ("s" in letters or index >= len(rest)) else None
     while rest:
         word = rest.pop(0)
         if word is None:
             return None
-        if word in valued:
+        if word in _PYTHON_VALUED:
             if rest:
                 rest.pop(0)
         elif word == "-":
-            return "python" if python else "shell"
-        elif word.startswith(("-", "+")) and not word.startswith("--") and len(word) > 1:
-            if "s" in word[1:] and shell:
-                return "shell"  # `bash -s ARG...`: the script on stdin, then its arguments
-            if word.endswith("c") or (python and word.endswith("m")):
+            return "python"
+        elif word.startswith("-") and not word.startswith("--") and len(word) > 1:
+            if word.endswith(("c", "m")):
                 return None
         elif not word.startswith("--"):
             return None  # the script or file it runs
-    return "python" if python else "shell"
+    return "python"
 
 
 def rebased(spec: str, cwd: str) -> str:
@@ -898,22 +1101,15 @@ def _file(kind: str, spec: str | None, cwd: str) -> ChildFile:
 
 
 def _shell_files(rest: list[Word], given: list[str | None], cwd: str, depth: int) -> list[ChildFile]:
-    """`sh [OPTION]... SCRIPT [ARG]...`, or `sh -c SCRIPT`, whose commands are read in turn."""
-    index = 0
-    while index < len(rest):
-        word = rest[index]
-        if word is None:  # the script, by a path the module builds; or a word not shown
-            return [_file("shell", given[index], cwd)]
-        if word in _SHELL_VALUED:
-            index += 2
-            continue
-        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-            script = rest[index + 1] if index + 1 < len(rest) else None
-            return script_files(script, cwd, depth + 1) if script is not None else []  # (a file's text too)
-        if not word.startswith(("-", "+")) or word == "-":
-            return [] if word == "-" else [_file("shell", given[index], cwd)]
-        index += 1
-    return []  # the script comes on its standard input
+    """`sh [OPTION]... SCRIPT [ARG]...`, or `sh -c SCRIPT`, whose commands are read in turn
+    (the shell's own option grammar: `bash -euo pipefail SCRIPT`, evolve.wrappers.shell_options)."""
+    index, letters = shell_options(rest)
+    if "s" in letters or index >= len(rest):
+        return []  # the script comes on its standard input
+    if "c" in letters:
+        script = rest[index]
+        return script_files(script, cwd, depth + 1) if script is not None else []  # (a file's text too)
+    return [_file("shell", given[index], cwd)]  # by a path the module builds, or a word not shown
 
 
 def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
@@ -930,13 +1126,21 @@ def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[C
             code = rest[index + 1] if word.endswith("c") and index + 1 < len(rest) else None
             if code is not None and code.startswith(READ_MARK):  # `-c TOOL.read_text()`: the file's code
                 return [_file("python", code[len(READ_MARK) :], cwd)]
-            return _executed_files(code, cwd) if code is not None else []
+            if code is None:
+                return []
+            # `-c "...runpy.run_path(sys.argv[1])" FILE`: the code runs a file its argv names
+            handed = [_file("python", spec, cwd) for spec in given[index + 2 :]] if _RUNS_ARGV.search(code) else []
+            return _executed_files(code, cwd) + handed
         if not word.startswith("-") or word == "-":
             return [] if word == "-" else [_file("python", given[index], cwd)]
         index += 1
     return []
 
 
+# `-c` code that runs code a word of its argv may name (`runpy.run_path(sys.argv[1])`,
+# `exec(open(sys.argv[1]).read())`): each word after it is a Python file it may run
+_RUNS_ARGV = re.compile(r"(?=[\s\S]*\bargv\b)[\s\S]*\b(?:exec|execfile|run_path|run_module|compile|import_module|__import__"
+                        r"|spec_from_file_location|SourceFileLoader|load_source)\b")
 # A file whose text `-c` code runs (`exec(open(FILE).read())`, `runpy.run_path(FILE)`)
 _EXECUTED = re.compile(r"""(?:exec\(\s*open|run_path)\(\s*['"]([^'"]+)['"]""")
 

@@ -31,13 +31,20 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import json
 import os
 import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
-from configbags.migrate.childenv import ANY_FOLDER, run_by, text_reads
+from configbags.migrate.childenv import (
+    ANY_FOLDER,
+    named_variables,
+    run_by,
+    shell_prints_environment,
+    text_reads,
+)
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.files import NotReadable, display_path, read_source
 from configbags.migrate.scancache import content_digest
@@ -47,6 +54,11 @@ from configbags.migrate.scanmodel import ENV_UNRESOLVED, FileScan, ScanSettings,
 _MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 _INCLUDE = re.compile(r"^[ \t]*-?s?include[ \t]+(.+)$", re.MULTILINE)
 _MAX_INCLUDES = 8
+_NINJA_INCLUDE = re.compile(r"^(?:include|subninja)[ \t]+(.+)$", re.MULTILINE)
+# the keys of a logging config file (`logging.config.fileConfig`) whose values are eval'd
+_LOGGING_CODE = re.compile(r"^[ \t]*(args|kwargs)[ \t]*[=:][ \t]*(.*)$", re.MULTILINE)
+_MAX_FOLDER_FILES = 256  # a folder's files run one by one, judged each (more: `$?`)
+_MAX_PARTS = 64  # the .cmake files and lists read under a CMakeLists.txt's folder
 
 Row = tuple[Any, ...]  # a read row: (function, leaf, line, col, end_line, end_col, via, form, origin)
 
@@ -70,24 +82,25 @@ def judge_children(
     while pending:
         rel = pending.pop(0)
         for row in results[rel].flow.children:
-            qualname, position, kind, spec = row[0], tuple(row[1:5]), str(row[5]), str(row[6])
-            found = judge.judged(kind, spec, where[rel][0])
-            if isinstance(found, tuple):  # a Python file: scanned as one of the tree
-                target, data = found
-                child = display_path(Path(target), project)
-                if child in results or child in listed:
+            qualname, position = row[0], tuple(row[1:5])
+            for kind, spec in judge.expanded(str(row[5]), str(row[6]), where[rel][0]):
+                found = judge.judged(kind, spec, where[rel][0])
+                if isinstance(found, tuple):  # a Python file: scanned as one of the tree
+                    target, data = found
+                    child = display_path(Path(target), project)
+                    if child in results or child in listed:
+                        continue
+                    digest = content_digest(data)
+                    result = scan(data, digest)
+                    if result.problem is not None:
+                        problems.append((child, result.problem))
+                        continue
+                    results[child], where[child] = result, (target, digest, data)
+                    if result.flow.children:
+                        pending.append(child)
                     continue
-                digest = content_digest(data)
-                result = scan(data, digest)
-                if result.problem is not None:
-                    problems.append((child, result.problem))
-                    continue
-                results[child], where[child] = result, (target, digest, data)
-                if result.flow.children:
-                    pending.append(child)
-                continue
-            for leaf, form in found:
-                sites.setdefault(rel, []).append((qualname, leaf, *position, "environ", form, "process"))
+                for leaf, form in found:
+                    sites.setdefault(rel, []).append((qualname, leaf, *position, "environ", form, "process"))
     return {rel: sorted(set(rows)) for rel, rows in sites.items()}, problems
 
 
@@ -100,9 +113,30 @@ class _Judge:
         self.tops = [self.project] + [os.path.normpath(os.path.join(self.project, root)) for root in settings.roots]
         self._everything: set[str] | None = None  # every path under the tops
 
+    def expanded(self, kind: str, spec: str, module: str) -> list[tuple[str, str]]:
+        """The files a child runs: (kind, spec) itself, or for a folder's files run one by
+        one ("each:KIND", "tree:KIND": `run-parts DIR`, `find DIR -exec sh {} ;`) each
+        file in (or under) the folder, run as KIND; a folder not there is judged as a
+        file not there, one in a folder not shown as such a path (`$?` where it may be one
+        of the tree's)."""
+        each, _, inner = kind.partition(":")
+        if each not in ("each", "tree") or not spec:
+            return [(kind, spec)]
+        target = self._resolved(spec, module) if not spec.startswith(ANY_FOLDER) else None
+        if target is None or not os.path.isdir(target):
+            return [(inner, spec)]
+        found: list[tuple[str, str]] = []
+        for folder, dirs, files in os.walk(target):
+            dirs[:] = sorted(d for d in dirs if each == "tree" and not d.startswith(".") and d != "__pycache__")
+            rel = os.path.relpath(folder, target).replace(os.sep, "/")
+            found += [(inner, f"{spec}/{name}" if rel == "." else f"{spec}/{rel}/{name}") for name in sorted(files)]
+        return found if len(found) <= _MAX_FOLDER_FILES else [(inner, "")]
+
     def judged(self, kind: str, spec: str, module: str) -> list[tuple[str, str]] | tuple[str, bytes]:
         """(leaf, form) of each read the file `spec` names makes, run as `kind` from the
         module at path `module`; or (path, bytes) of a Python file to scan."""
+        if not spec:
+            return [(ENV_UNRESOLVED, "child_file")]  # (a folder with too many files to judge each)
         if spec.startswith(ANY_FOLDER):
             # in a folder the module changes into and does not show: not known, where the
             # path may name a file (or folder) under the project or a root
@@ -138,11 +172,70 @@ class _Judge:
         if kind == "binary":
             return [(ENV_UNRESOLVED, "child_file")]
         text = data.decode("utf-8", "surrogateescape")
+        if kind == "logini":
+            code = [value for _, value in _LOGGING_CODE.findall(text)]
+            names = named_variables(text, self.declared)
+            # (eval'd in the logging module's namespace, where `os` and `sys` are its imports)
+            whole = any(self._python_whole("import os, sys\nvalue = " + value) for value in code)
+            return [(env_subject(name), "child_script") for name in names] + ([(ENV_UNRESOLVED, "environ_whole")] if whole else [])
+        if kind.startswith("build:"):
+            names, whole = self._build_reads(kind[len("build:") :], target, text)
+            found = [(env_subject(name), "child_script") for name in names]
+            return [*found, (ENV_UNRESOLVED, "environ_whole")] if whole else found
         if kind == "make":
             text = "\n".join(self._makefile_texts(target, text))
         names, whole = text_reads(kind, interpreter, text, self.declared, self._python_whole)
         found = [(env_subject(name), "child_script") for name in names]
         return [*found, (ENV_UNRESOLVED, "environ_whole")] if whole else found
+
+    def _build_reads(self, tool: str, target: str, text: str) -> tuple[list[str], bool]:
+        """What a build tool's run of the build file `target` reads (childenv.BUILD_TOOLS):
+        cmake the lists and .cmake files under its folder too (`add_subdirectory`,
+        `include`), by their words and cmake's whole-environment marks; ninja its rules'
+        commands, with the files it includes; npm (yarn, pnpm) the scripts of package.json
+        as shell scripts."""
+        if tool == "cmake":
+            texts = [text, *self._cmake_parts(target)]
+            return text_reads("other", "cmake", "\n".join(texts), self.declared, self._python_whole)
+        if tool == "ninja":
+            joined = "\n".join(self._ninja_texts(target, text))
+            commands = [
+                line.partition("=")[2].replace("$$", "$") for line in joined.split("\n")
+                if line.strip().startswith("command") and "=" in line
+            ]
+            whole = shell_prints_environment("\n".join(commands), self._python_whole)
+            return named_variables(joined, self.declared), whole
+        try:
+            scripts = json.loads(text).get("scripts", {})
+        except (ValueError, AttributeError):
+            scripts = None
+        if not isinstance(scripts, dict) or not all(isinstance(v, str) for v in scripts.values()):
+            return named_variables(text, self.declared), False  # (not a package.json: its words)
+        return text_reads("shell", "", "\n".join(scripts.values()), self.declared, self._python_whole)
+
+    def _cmake_parts(self, target: str) -> Iterator[str]:
+        """The other CMakeLists.txt and .cmake files under the folder of `target` (a list
+        takes them in by `add_subdirectory` and `include`)."""
+        count = 0
+        for folder, dirs, files in os.walk(os.path.dirname(target)):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                if path != target and (name == "CMakeLists.txt" or name.endswith(".cmake")) and count < _MAX_PARTS:
+                    count += 1
+                    data = self._read(path)
+                    yield "" if data is None else data.decode("utf-8", "surrogateescape")
+
+    def _ninja_texts(self, path: str, text: str, depth: int = 0) -> Iterator[str]:
+        """A build.ninja's text and those of the files it includes (`include`, `subninja`)."""
+        yield text
+        if depth >= _MAX_INCLUDES:
+            return
+        for line in _NINJA_INCLUDE.findall(text):
+            included = os.path.normpath(os.path.join(os.path.dirname(path), line.strip()))
+            data = self._read(included) if "$" not in line else None
+            if data is not None:
+                yield from self._ninja_texts(included, data.decode("utf-8", "surrogateescape"), depth + 1)
 
     def _anywhere(self, tail: str, kind: str) -> bool:
         """Does a file or folder under the project or a root end with the relative path

@@ -82,6 +82,7 @@ from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
     LOOP_LAUNCHERS,
+    NOT_SHOWN_MARK,
     PATH_MARK,
     READ_MARK,
     ChildFile,
@@ -295,6 +296,9 @@ _CONTEXT_WORDS = (
     "get_context", "process_context", "publish", "import_state", "from_state", "runner_view", "CONTEXTS", "scoped_override",
     "config_scope",
 )
+# Words of the environment's other readers (psutil's `as_dict`, `process_iter`; `environ`
+# is an environment word already) and of a config file whose values are eval'd
+_OTHER_READER_WORDS = ("as_dict", "process_iter", "fileConfig")
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
@@ -312,6 +316,8 @@ _BASE_NAMES = frozenset(
     | {f"{family}{suffix}" for family in ("exec", "spawn") for suffix in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")}
     | {"posix_spawn", "posix_spawnp"}
     | CHILD_PROCESS_NAMES
+    # psutil's copies of a process's environment, a config file of eval'd Python
+    | set(_OTHER_READER_WORDS)
     # a readback method kept in a name unbound (`INFO = Context.server_info`)
     | set(CONTEXT_READBACK_METHODS)
 )
@@ -1059,6 +1065,22 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
             self._add(name, _Imported(f"{module}.{name}"))
 
 
+def _line_parts(expr: ast.expr) -> list[ast.expr]:
+    """The parts a command line is built of: an f-string's literal and formatted values,
+    each side of a `+` in turn."""
+    if isinstance(expr, ast.JoinedStr):
+        return [part.value if isinstance(part, ast.FormattedValue) else part for part in expr.values]
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return [*_line_parts(expr.left), *_line_parts(expr.right)]
+    return [expr]
+
+
+# Loaders of a config file whose values are Python they eval (a `[handler_x]`'s `args=`)
+_CODE_CONFIG_LOADERS = frozenset({"logging.config.fileConfig"})
+# psutil's readers of a process's information, the environment among it
+_PROCESS_INFO = frozenset({"environ", "as_dict", "process_iter"})
+
+
 class _Reader(_Pruned, ScopeReader[_Scope]):
     """Pass 2: with every binding known, report the doors opened."""
 
@@ -1077,6 +1099,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # runs a file the module names: ModuleWrites)
         self._writes: ModuleWrites | None = None
         self._chdirs: list[str] | None = None  # the folders the module changes into
+        self._psutil: bool | None = None  # does the module import psutil
         # ids of `os.environ.pop(NAME, default)` calls whose value is dropped: writes
         self.dropped_pops: set[int] = set()
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
@@ -1266,10 +1289,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if (
             isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords
             and not any(isinstance(arg, ast.Starred) for arg in value.args)
-            and "os.environ.pop" in self._callee(value)
+            and self._callee(value) & {"os.environ.pop", "os.environ.setdefault"}
         ):
-            # `os.environ.pop(NAME, None)` as a statement: the value dropped, no KeyError
-            # where it is unset; a write, as `del` is (with no default, its presence is read)
+            # `os.environ.pop(NAME, None)` and `os.environ.setdefault(NAME, "16")` as a
+            # statement: the value dropped, no KeyError where it is unset; a write, as `del`
+            # and item assignment are (a pop with no default reads its presence)
             self.dropped_pops.add(id(value))
         self.generic_visit(node)
 
@@ -1538,6 +1562,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             for fetch in fetches:
                 self._fetch(node, fetch)
         if self.declared:
+            self._other_readers(node, callee)
             if node.args or node.keywords:
                 self._env_call(node, callee)
             self._consume_arguments(node, callee, fetches)
@@ -1547,6 +1572,53 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._launcher_handed_on(node)
                 self._stdin_written(node)
         self.generic_visit(node)
+
+    def _process_environ(self, node: ast.Call, func: ast.Attribute) -> None:
+        """A process's environment as psutil reads it (`/proc/<pid>/environ`): `.environ()`
+        on any object (`psutil.Process().environ()`, its parent's), and, where the module
+        imports psutil, `as_dict` and `process_iter` asking for it (`attrs=["environ"]`)
+        or for every attribute (no `attrs`, an empty or a list not shown): read whole."""
+        if func.attr == "environ":
+            whole = not node.args and not node.keywords
+        else:
+            given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "attrs"), None)
+            names = [self._word(e) for e in given.elts] if isinstance(given, (ast.List, ast.Tuple, ast.Set)) else None
+            if names is not None and names and None not in names:
+                whole = "environ" in names
+            else:
+                whole = (given is not None or func.attr == "as_dict") and self._imports_psutil()
+        if whole:
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _other_readers(self, node: ast.Call, callee: frozenset[str]) -> None:
+        """psutil's copy of a process's environment, and a config file of eval'd Python."""
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _PROCESS_INFO:
+            self._process_environ(node, node.func)
+        if callee & _CODE_CONFIG_LOADERS:
+            self._code_config(node)
+
+    def _code_config(self, node: ast.Call) -> None:
+        """`logging.config.fileConfig(FILE)`: its handlers' `args=` and `kwargs=` are
+        Python, eval'd; the file is judged where the tree's scan finds it (kind "logini",
+        configbags.migrate.childfiles), `$?` where the module does not show it (a
+        parameter, an open file, a parser)."""
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "fname"), None)
+        spec = self._path_spec(given) if given is not None else None
+        if spec is None:
+            self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+            return
+        end_line = node.end_lineno or node.lineno
+        end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+        self.children.append((self.scope.qualname, node.lineno, node.col_offset, end_line, end_col, "logini", spec))
+
+    def _imports_psutil(self) -> bool:
+        if self._psutil is None:
+            self._psutil = any(
+                (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "psutil" for a in n.names))
+                or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "psutil")
+                for n in ast.walk(self.strings.tree)
+            )
+        return self._psutil
 
     def _env_call(self, node: ast.Call, callee: frozenset[str]) -> None:
         """A call of one of the environment's getters (`os.getenv("NAME")`), or of a
@@ -1670,22 +1742,44 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return set()
         mentions = Mentions()
         for command in commands:
+            if isinstance(command, ast.Name):  # `cmd = ["mpirun", "-x", "NAME=16", ...]; Popen(cmd)`
+                bound = self.strings.bound(command, self.enclosing) or ()
+                if len(bound) == 1 and isinstance(bound[0][0], (ast.List, ast.Tuple)):
+                    command = bound[0][0]
             words = command if isinstance(command, list) else (
                 [None if isinstance(e, ast.Starred) else e for e in command.elts]
                 if isinstance(command, (ast.List, ast.Tuple)) else None
             )
             found: Mentions | None = None
             if words is not None:
-                texts = [self._word(e) for e in words]
+                texts = [self._mention_word(e) for e in words]
                 shown = [t for t in texts if t is not None]
                 found = argv_mentions(shown) if len(shown) == len(texts) else None
             elif not isinstance(command, list):
-                script = self._word(command)
+                script = self._mention_word(command)
                 found = script_mentions(script) if script is not None else None
             if found is None:
                 return set()
             mentions.merge(found)
         return mentions.silent(named, spelled)
+
+    def _mention_word(self, expr: ast.expr | None) -> str | None:
+        """A word or command line for Mentions: its text, where a part formatted or added
+        in, or the whole word, is not shown a mark no name can be part of (`f"SGLANG_PAGE_SIZE={n}"`
+        sets the variable to a value; `f"{x}SGLANG_PAGE_SIZE=1"` is no assignment; a word
+        not shown is no option, so what it might have made quiet stays loud)."""
+        word = self._word(expr)
+        if word is not None or expr is None:
+            return word
+        if not isinstance(expr, (ast.JoinedStr, ast.BinOp)):
+            return NOT_SHOWN_MARK  # (`str(n)`: a word, a value no name is spelled in)
+        parts: list[str] = []
+        for part in _line_parts(expr):
+            if isinstance(part, (ast.List, ast.Tuple, ast.ListComp, ast.Starred)):
+                return None
+            text = self.strings.value(part, self.enclosing)
+            parts.append(text if text is not None else NOT_SHOWN_MARK)
+        return "".join(parts)
 
     def _stdin_written(self, node: ast.Call) -> None:
         """`proc.communicate(text)`, `proc.stdin.write(text)` on a child the module starts
@@ -1872,7 +1966,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
             shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
             command = command.args[0] if shlex_split else command.func.value
-        script = self._word(command) if not isinstance(command, ast.JoinedStr) else self._command_line(command)
+        script = self._word(command)
+        if script is None and isinstance(command, (ast.JoinedStr, ast.BinOp)):
+            script = self._command_line(command)  # (`f"sh {HERE}/x.sh"`, `"bash -e " + str(SCRIPT)`)
         if script is not None:
             return script_files(script, cwd)
         # a file's text as the command line (`os.system(fh.read())`); a name, by its bindings
@@ -1887,6 +1983,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if isinstance(expr, ast.JoinedStr):
             return self._command_line(expr)
         word = self._word(expr)
+        if word is None and isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            return self._command_line(expr)  # `["sh", "-c", "bash -e " + str(SCRIPT)]`
         read = self._read_file(expr) if word is None and expr is not None else None
         return READ_MARK + read if read is not None else word
 
@@ -1914,15 +2012,17 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 return self._opened(handle, read=False) or ""
         return None
 
-    def _command_line(self, command: ast.JoinedStr) -> str:
-        """An f-string command line's text, a path formatted in kept as its spec
-        (`f"sh {HERE}/show.sh"`), a value not shown as a word no file can be (`$?`)."""
+    def _command_line(self, command: ast.JoinedStr | ast.BinOp) -> str | None:
+        """The text of a command line built of parts (an f-string, or strings joined by
+        `+`), a path put in kept as its spec (`f"sh {HERE}/show.sh"`, `"sh " + str(SCRIPT)`),
+        a value not shown as a word no file can be (`$?`); None for no string (`argv + [x]`)."""
         parts: list[str] = []
-        for part in command.values:
-            value = part.value if isinstance(part, ast.FormattedValue) else part
+        for value in _line_parts(command):
+            if isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Starred)):
+                return None
             text = self.strings.value(value, self.enclosing)
-            if text is None and isinstance(part, ast.FormattedValue):
-                spec = self._path_spec(part.value)
+            if text is None and not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                spec = self._path_spec(value)
                 text = PATH_MARK + spec if spec is not None else "$?"
             parts.append(text or "")
         return "".join(parts)
@@ -2214,7 +2314,7 @@ def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[s
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
     return bool(declared) and (
-        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, "envvar", "starlette"))
+        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, *_OTHER_READER_WORDS, "envvar", "starlette"))
     )
 
 

@@ -100,7 +100,7 @@ def test_each_use_of_a_may_alias_is_reported_once_by_the_form_that_fits() -> Non
 
         def f(flag):
             read = os.environ if flag else os.getenv
-            os.environ.setdefault("SGLANG_LOG_LEVEL", "info")
+            level = os.environ.setdefault("SGLANG_LOG_LEVEL", "info")
             return read["SGLANG_PAGE_SIZE"], read("SGLANG_LOG_LEVEL"), os.environ.pop("SGLANG_KV_PAGE")
         """)
     rows = scan_source(source.encode(), SETTINGS).reads
