@@ -597,6 +597,86 @@ def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.As
 
 
 _STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+# Statements whose bodies define names in the scope they stand in (`try: from fast import
+# get_env` / `except ImportError: def get_env(...)`)
+_BLOCKS = (ast.If, ast.Try, getattr(ast, "TryStar", ast.Try), ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)
+_Def = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _block_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of `body`, and those inside its try/if/with/loop blocks (their
+    handlers and else parts too), which bind in the same scope."""
+    for stmt in body:
+        if not isinstance(stmt, _BLOCKS):
+            yield stmt
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _block_statements(getattr(stmt, field, []))
+        for handler in getattr(stmt, "handlers", []):
+            yield from _block_statements(handler.body)
+
+
+def _lambda_def(stmt: ast.stmt) -> ast.FunctionDef | None:
+    """`NAME = lambda name: ...` (or `staticmethod(lambda ...)`) as the def it stands for."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+        return None
+    value, decorators = stmt.value, []
+    if isinstance(value, ast.Call) and dotted(value.func) in ("staticmethod", "classmethod") and len(value.args) == 1:
+        decorators = [value.func]
+        value = value.args[0]
+    if not isinstance(value, ast.Lambda):
+        return None
+    made = ast.FunctionDef(
+        name=stmt.targets[0].id, args=value.args, body=[ast.Return(value.body)], decorator_list=decorators, returns=None,
+    )
+    return ast.fix_missing_locations(ast.copy_location(made, value))
+
+
+def _helper_functions(tree: ast.Module) -> Iterator[tuple[str, _Def]]:
+    """The functions an environment helper may be: the module's and its classes'
+    (_functions), those defined inside module-level try/if/with blocks, those nested in a
+    function (`main._env`), and lambdas bound to a name at module level or in a class
+    (`_env = lambda name: os.environ.get(name)`, as a def of that name)."""
+    for stmt in _block_statements(tree.body):
+        if isinstance(stmt, ast.ClassDef):
+            for item in _block_statements(stmt.body):
+                made = item if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_def(item)
+                if made is not None:
+                    yield f"{stmt.name}.{made.name}", made
+                    yield from _nested_functions(f"{stmt.name}.{made.name}", made)
+            continue
+        made = stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_def(stmt)
+        if made is not None:
+            yield made.name, made
+            yield from _nested_functions(made.name, made)
+
+
+def _nested_functions(qualname: str, function: _Def) -> Iterator[tuple[str, _Def]]:
+    for stmt in _block_statements(function.body):
+        made = stmt if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_def(stmt)
+        if made is not None:
+            yield f"{qualname}.{made.name}", made
+            yield from _nested_functions(f"{qualname}.{made.name}", made)
+
+
+def _helper_signatures(
+    tree: ast.Module, settings: ScanSettings, annotated: bool, wanted: set[str], known: set[str],
+) -> list[tuple[Any, ...]]:
+    """Signature rows of the helpers (`wanted`) _signatures has none for: those
+    _helper_functions finds besides the module's plain defs."""
+    classes = {node.name for node in _block_statements(tree.body) if isinstance(node, ast.ClassDef)}
+    rows: list[tuple[Any, ...]] = []
+    for qualname, function in _helper_functions(tree) if wanted - known else ():
+        if qualname not in wanted or qualname in known:
+            continue
+        known.add(qualname)
+        method = qualname.count(".") == 1 and qualname.partition(".")[0] in classes
+        kind = _method_kind(function) if method else "static"
+        rows.append(_signature(
+            qualname, function.args, settings, bound=kind != "static", body=qualname, annotated=annotated,
+            unbound=kind == "plain", decorators=_method_routes(function, kind) if method else _decorators(function),
+        ))
+    return rows
 
 
 def _mentioned_nodes(statements: list[ast.stmt], lines: list[int]) -> Iterator[ast.AST]:
@@ -618,8 +698,8 @@ def _door_facts(
     env_params: list[tuple[Any, ...]] = []
     if not lines:
         return fetchers, env_params
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
-    for qualname, node in _functions(tree):
+    classes = {node.name: node for node in _block_statements(tree.body) if isinstance(node, ast.ClassDef)}
+    for qualname, node in _helper_functions(tree):
         if not mentions(lines, statement_span(node)):
             continue
         keys: list[ast.expr] = []
@@ -643,7 +723,7 @@ def _door_facts(
             ):
                 keys.append(sub.left)
         if keys:
-            owner = classes.get(qualname.partition(".")[0]) if "." in qualname else None
+            owner = classes.get(qualname.partition(".")[0]) if qualname.count(".") == 1 else None
             env_params += _key_params(qualname, node, owner, keys, strings or ModuleStrings(tree))
     fetchers += _module_holders(tree, lines)
     fetchers += _class_holders(tree, lines)
@@ -1074,10 +1154,13 @@ def base_facts(
     fetchers += _holder_classes(tree, text, settings)
     fetchers += _fillers(tree, text, settings)
     fetchers += _namespace_readers(tree, text)
+    signatures = _signatures(tree, settings, settings.record_class in text)
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
         bases=bases,
-        signatures=tuple(_signatures(tree, settings, settings.record_class in text)),
+        signatures=(*signatures, *_helper_signatures(
+            tree, settings, settings.record_class in text, {row[0] for row in env_params}, {row[0] for row in signatures},
+        )),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
         instances=tuple(_instances(tree)),
@@ -1095,12 +1178,12 @@ _OBJECT_KEPT = frozenset({"field", "Factory", "partial", *holders.FORMATTERS, *h
 
 
 def _partial_helpers(tree: ast.Module, helpers: Mapping[str, list[tuple[int, str, str]]]) -> dict[str, list[tuple[int, str, str]]]:
-    """Module-level names bound to `functools.partial(helper, ...)`: helpers whose key
-    or command parameters are the helper's not bound there, at positions shifted past
-    the arguments given (`get_or_16 = partial(get_env, default="16")`, then
-    `get_or_16("X")`)."""
+    """Names bound to `functools.partial(helper, ...)`, at module level or in a function:
+    helpers whose key or command parameters are the helper's not bound there, at
+    positions shifted past the arguments given (`get_or_16 = partial(get_env,
+    default="16")`, then `get_or_16("X")`)."""
     found: dict[str, list[tuple[int, str, str]]] = {}
-    for stmt in tree.body:
+    for stmt in ast.walk(tree):
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             continue
         value = stmt.value
@@ -1141,7 +1224,11 @@ def _inherited_helpers(entries: Iterable[tuple[str, ...]], flow: FlowFacts) -> l
                         new = [cls]
                     elif spelled.startswith(base + "().") and f"{cls}.{spelled[len(base) + 3:]}" not in own:
                         method = spelled[len(base) + 3:]
-                        new = [f"{cls}().{method}", *(f"{name}.{method}" for name in instances.get(cls, ()))]
+                        # (and `self.method` / `cls.method` in the subclass's own methods)
+                        new = [
+                            f"{cls}().{method}", f"self.{method}@{cls}",
+                            *(f"{name}.{method}" for name in instances.get(cls, ())),
+                        ]
                     elif spelled.startswith(base + ".") and f"{cls}.{spelled[len(base) + 1:]}" not in own:
                         new = [f"{cls}.{spelled[len(base) + 1:]}"]  # a static method through the class
                     else:
@@ -1301,8 +1388,11 @@ class _Uses(_Walk):
         """An environment helper called by its name, through `functools.partial`, or as a
         method of a carrier of its object."""
         helper = self._helper_name(name)
+        own = self._own_class_helper(node.func) if isinstance(node.func, ast.Attribute) else None
         if helper in self.helpers:
             self._helper_call(node, node.args, node.keywords, self.helpers[helper])
+        elif own is not None:
+            self._helper_call(node, node.args, node.keywords, own)
         elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
             # `functools.partial(get_env, "X")`: the name is handed over now
             self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
@@ -1428,11 +1518,43 @@ class _Uses(_Walk):
         return [p for p in self.parents if isinstance(p, _RESOLVER_SCOPES)]
 
     def _helper_name(self, spelled: str) -> str:
-        """How env_helpers names what `spelled` calls: `self.get` in a method of Env is
-        `self.get@Env`."""
-        if spelled.startswith("self.") and self.qualname:
-            return f"{spelled}@{self.qualname[0]}"
-        return spelled
+        """How env_helpers names what `spelled` calls: `self.get` (or `cls.get`) in a
+        method of Env is `self.get@Env`, and `cls(...)` there is `Env(...)`."""
+        if self.qualname and "." not in spelled:
+            # a function nested in the enclosing one (`def main(): def _env(name): ...`)
+            first = 2 if self._enclosing_class() is not None else 1
+            for depth in range(len(self.qualname), first - 1, -1):
+                nested = ".".join((*self.qualname[:depth], spelled))
+                if nested in self.helpers:
+                    return nested
+        if not self.qualname or self._enclosing_class() is None:
+            return spelled
+        if spelled.startswith(("self.", "cls.")):
+            return f"self.{spelled.partition('.')[2]}@{self.qualname[0]}"
+        return self.qualname[0] if spelled == "cls" else spelled
+
+    def _enclosing_class(self) -> ast.ClassDef | None:
+        """The module-level class whose method the walk is in."""
+        top = self.parents[0] if self.parents else None
+        return top if isinstance(top, ast.ClassDef) and self.qualname and top.name == self.qualname[0] else None
+
+    def _own_class_helper(self, func: ast.Attribute) -> list[tuple[int, str, str]] | None:
+        """`type(self).get(...)`, `self.__class__.get(...)` and `super().get(...)` in a
+        method: the class's own (or its bases') helper method, as `self.get` is."""
+        cls = self._enclosing_class()
+        receiver = func.value
+        if cls is None or not isinstance(receiver, (ast.Call, ast.Attribute)):
+            return None
+        if (isinstance(receiver, ast.Call) and dotted(receiver.func) == "type" and len(receiver.args) == 1) or (
+            isinstance(receiver, ast.Attribute) and receiver.attr == "__class__"
+        ):
+            return self.helpers.get(f"self.{func.attr}@{cls.name}")
+        if isinstance(receiver, ast.Call) and dotted(receiver.func) == "super":
+            for base in filter(None, map(dotted, cls.bases)):
+                for spelled in (f"self.{func.attr}@{base}", f"{base}().{func.attr}", f"{base}.{func.attr}"):
+                    if spelled in self.helpers:
+                        return self.helpers[spelled]
+        return None
 
     def _helper_handed_on(self, node: ast.Name | ast.Attribute) -> None:
         """An environment helper handed on instead of called (`map(get_env, names)`):
@@ -1685,6 +1807,8 @@ def use_facts(
         # `get_or_16 = functools.partial(get_env, default="16")`: its calls are the helper's
         spelled_helpers = {entry.partition("|")[0]: [(0, "", "")] for entry in flows.env_helpers}
         names |= set(_partial_helpers(tree, spelled_helpers))
+    if flows.env_helpers and "cls(" in text:
+        names.add("cls")  # `return cls(name, default)` in a classmethod factory: its class's constructor
     lines = mention_lines(text, names)
     renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
     if renamed or kept:
