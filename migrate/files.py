@@ -7,6 +7,7 @@ each real folder once, so a link loop ends."""
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -404,3 +405,57 @@ def python_view(rel: str, data: bytes) -> bytes:
             f"{ENTRY_POINT_CALL}({f'{module}:{attribute}'!r})" for module, attribute in _OBJECT_REFERENCE.findall(value)
         ))
     return "\n".join(out).encode()
+
+
+# the group a section header of pyproject.toml or setup.cfg names, where it declares one
+_SCRIPT_GROUPS = {
+    "project.scripts": "console_scripts", "project.gui-scripts": "gui_scripts", "tool.poetry.scripts": "console_scripts",
+}
+_GROUP_SECTION = re.compile(r"""^\[\s*(?:project\.entry-points|tool\.poetry\.plugins)\.(?:"([^"]+)"|'([^']+)'|([\w.-]+))\s*\]""")
+_CFG_GROUP = re.compile(r"^([\w.-]+)\s*=")
+
+
+def declared_groups(project: Path, listed: Sequence[str], settings: ScanSettings) -> frozenset[str]:
+    """The entry-point groups the tree declares: the sections of each entry-point file the
+    scan lists (side_code) and of the project's top-level pyproject.toml, setup.cfg and
+    metadata folders (not excluded). Their entries are judged (python_view, the listing of
+    the project's metadata), so a plugin loader's `ep.load()` of one of these groups loads
+    only what the tree shows: configbags.migrate.reflection."""
+    excluded = _Excluder(settings.excludes)
+    names = [rel for rel in listed if side_code(rel) and not rel.lower().endswith(_PTH)]
+    top = [*_PROJECT_METADATA]
+    with contextlib.suppress(OSError):
+        top += [f"{entry.name}/{_ENTRY_POINTS}" for entry in os.scandir(project)
+                if entry.name.endswith(_METADATA_FOLDERS) and entry.is_dir()]
+    names += [rel for rel in top if not excluded(rel) and (project / rel).is_file()]
+    groups: set[str] = set()
+    for rel in dict.fromkeys(names):
+        try:
+            text = read_source(project / rel, settings.max_bytes).decode("utf-8", "replace")
+        except NotReadable:
+            continue
+        groups.update(_groups_of(rel.rpartition("/")[2], text))
+    return frozenset(groups)
+
+
+def _groups_of(name: str, text: str) -> set[str]:
+    """The entry-point groups one metadata file declares."""
+    groups: set[str] = set()
+    section = ""
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped
+            header = stripped.strip("[] \t")
+            if name == _ENTRY_POINTS:
+                groups.add(header)
+            elif header in _SCRIPT_GROUPS:
+                groups.add(_SCRIPT_GROUPS[header])
+            elif (found := _GROUP_SECTION.match(stripped)) is not None:
+                groups.add(next(g for g in found.groups() if g))
+            continue
+        # setup.cfg's `[options.entry_points]`: `group =` at the line's start, entries indented
+        cfg = name == "setup.cfg" and section.startswith("[options.entry_points") and line[:1] not in (" ", "\t")
+        if cfg and (found := _CFG_GROUP.match(stripped)) is not None:
+            groups.add(found.group(1))
+    return groups

@@ -92,7 +92,14 @@ from configbags.migrate.aliases import analyse
 from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.envsources import ENV_TABLE, env_tables, library_reads, settings_reads
-from configbags.migrate.files import NotReadable, list_files, list_tree, python_view, read_source
+from configbags.migrate.files import (
+    NotReadable,
+    declared_groups,
+    list_files,
+    list_tree,
+    python_view,
+    read_source,
+)
 from configbags.migrate.flows import (
     base_facts,
     home_modules,
@@ -105,6 +112,7 @@ from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.resolvers import desugar
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
 from configbags.migrate.scanmodel import (
+    ENTRY_GROUPS,
     ORIGINS,
     PREFIXED_IMPORT,
     FileScan,
@@ -451,6 +459,24 @@ def _project_pass(
     return done.sites, done.problem
 
 
+def _entry_point_loads(project: Path, settings: ScanSettings, reads: list[Read], listed: Sequence[str]) -> list[Read]:
+    """The reads with each plugin loader's `ep.load()` of literal groups (via ENTRY_GROUPS
+    + groups, from configbags.migrate.reflection) judged: none where the tree declares
+    every one of its groups (configbags.migrate.files.declared_groups), whose entries the
+    scan judges where they are declared; else the `$?` it is (via "reflection"). Read
+    from disk as the files are now: rare, so never cached."""
+    if not any(read.via.startswith(ENTRY_GROUPS) for read in reads):
+        return reads
+    declared = declared_groups(project, listed, settings)
+    found: list[Read] = []
+    for read in reads:
+        if not read.via.startswith(ENTRY_GROUPS):
+            found.append(read)
+        elif not declared.issuperset(read.via.removeprefix(ENTRY_GROUPS).split(",")):
+            found.append(read._replace(via="reflection"))
+    return found
+
+
 def _prefixed_imports(
     project: Path, settings: ScanSettings, reads: list[Read], results: dict[str, FileScan],
     where: dict[str, tuple[str, str, bytes]], cache: ScanCache | None,
@@ -648,6 +674,7 @@ def _scan_tree(
         problems.append(Problem(".", unsettled))
     parsed = _collect(results, call_sites, reads, violations, problems)
     reads[:] = _prefixed_imports(project, settings, reads, results, where, cache)
+    reads[:] = _entry_point_loads(project, settings, reads, listed)
     if cache is not None:
         cache.save()
     return ScanResult(

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 61
+SCANNER_VERSION = 62
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -59,6 +59,9 @@ ENV_UNRESOLVED = ENV_MARK + "?"
 # A `$?` read's via while it waits for the project's files: an import by a name built on
 # this literal package prefix (configbags.migrate.flows.prefixed_import_reads judges it)
 PREFIXED_IMPORT = "import_prefix:"
+# A `$?` read's via while it waits for the tree's entry-point files: a plugin loader's
+# `ep.load()` of these literal groups (comma-joined; configbags.migrate.scan judges it)
+ENTRY_GROUPS = "entry_groups:"
 # Leaves whose one (file, function, leaf) key stands for reads of anything (the whole
 # record, an unresolved name): their allowlist entries count the reads they allow.
 COUNTED_LEAVES = frozenset({"*", ENV_UNRESOLVED})
