@@ -461,10 +461,12 @@ def _project_pass(
 
 def _entry_point_loads(project: Path, settings: ScanSettings, reads: list[Read], listed: Sequence[str]) -> list[Read]:
     """The reads with each plugin loader's `ep.load()` of literal groups (via ENTRY_GROUPS
-    + groups, from configbags.migrate.reflection) judged: none where the tree declares
-    every one of its groups (configbags.migrate.files.declared_groups), whose entries the
-    scan judges where they are declared; else the `$?` it is (via "reflection"). Read
-    from disk as the files are now: rare, so never cached."""
+    + groups, from configbags.migrate.reflection) put to the tree's entry points
+    (configbags.migrate.files.declared_groups): where the tree declares every one of its
+    groups, an import of each module their entries name, judged as an import on a literal
+    prefix is (via PREFIXED_IMPORT + `=module` for each, `|`-joined: _prefixed_imports), so it
+    reads nothing only where none of them may bind a door; else the `$?` it is (via
+    "reflection"). Read from disk as the files are now: rare, so never cached."""
     if not any(read.via.startswith(ENTRY_GROUPS) for read in reads):
         return reads
     declared = declared_groups(project, listed, settings)
@@ -472,8 +474,14 @@ def _entry_point_loads(project: Path, settings: ScanSettings, reads: list[Read],
     for read in reads:
         if not read.via.startswith(ENTRY_GROUPS):
             found.append(read)
-        elif not declared.issuperset(read.via.removeprefix(ENTRY_GROUPS).split(",")):
+            continue
+        groups = read.via.removeprefix(ENTRY_GROUPS).split(",")
+        if not all(group in declared for group in groups):
             found.append(read._replace(via="reflection"))
+            continue
+        modules = sorted({module for group in groups for module in declared[group]})
+        if modules:
+            found.append(read._replace(via=PREFIXED_IMPORT + "|".join(f"={module}" for module in modules)))
     return found
 
 
@@ -673,8 +681,8 @@ def _scan_tree(
     if unsettled is not None:
         problems.append(Problem(".", unsettled))
     parsed = _collect(results, call_sites, reads, violations, problems)
-    reads[:] = _prefixed_imports(project, settings, reads, results, where, cache)
     reads[:] = _entry_point_loads(project, settings, reads, listed)
+    reads[:] = _prefixed_imports(project, settings, reads, results, where, cache)
     if cache is not None:
         cache.save()
     return ScanResult(

@@ -67,6 +67,22 @@ def test_loading_a_group_the_tree_declares_is_judged_where_it_is_declared(
     assert not result.reads and not fails(result)
 
 
+@pytest.mark.parametrize(("entry", "module"), [
+    ("pkg.fast:Plugin", "from legacy.server_args import get_server_args\ndef Plugin():\n    return get_server_args()\n"),
+    ("pkg.fast:Plugin", "import os\nclass Plugin:\n    env = os.environ\n"),
+    ("outside.plugins:Plugin", "class Plugin:\n    pass\n"),  # (a module the tree does not hold)
+    ("pkg:fast", "class Plugin:\n    pass\n"),  # (a package holding a door)
+])
+def test_a_declared_entry_naming_a_module_that_may_bind_a_door_stays_unresolved(
+    tmp_path: Path, entry: str, module: str
+) -> None:
+    (tmp_path / "probe-0.1.dist-info").mkdir()
+    (tmp_path / "probe-0.1.dist-info" / "entry_points.txt").write_text(f"[engine.plugins]\nfast = {entry}\n")
+    body = _f("return {ep.name: ep.load() for ep in entry_points(group='engine.plugins')}")
+    files = {"fast.py": module, "door.py": "import os\n"}
+    assert "$?" in _reads(tmp_path, body, files)
+
+
 def test_a_group_passed_in_or_a_second_group_undeclared_stays_unresolved(tmp_path: Path) -> None:
     (tmp_path / "probe-0.1.dist-info").mkdir()
     (tmp_path / "probe-0.1.dist-info" / "entry_points.txt").write_text(METADATA["probe-0.1.dist-info/entry_points.txt"])
