@@ -1243,7 +1243,56 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self._consume_loop(node.target, node.iter)
+        if self.declared and id(node.iter) not in self.consumed:
+            self._scrub(node)
         self.generic_visit(node)
+
+    def _scrub(self, node: ast.For | ast.AsyncFor) -> None:
+        """`for k in list(os.environ): if k.startswith("SGLANG_"): del os.environ[k]`: the
+        environment's keys walked only to delete variables (`del E[k]`, `E.pop(k)` as a
+        statement), the key tested against literals only (`k.startswith("P_")`, `k ==
+        "X"`): no value is read. Any other use of the key (`os.environ[k]`, `.get(k)`,
+        `print(k)`), a key rebound, or a walk of `.items()`/`.values()` is the
+        environment used whole."""
+        walked = node.iter
+        if (
+            isinstance(walked, ast.Call) and len(walked.args) == 1 and not walked.keywords
+            and not isinstance(walked.args[0], ast.Starred)
+            and isinstance(walked.func, ast.Name) and walked.func.id in ("list", "tuple", "sorted", "set")
+            and not self._callee(walked)  # (the builtin, not a name the module binds)
+        ):
+            walked = walked.args[0]  # a snapshot: deleting while walking the environment raises
+        if not isinstance(node.target, ast.Name) or not self.d.kind(walked, self.scope) & _ENVIRON_KIND:
+            return
+        key = node.target.id
+        parents = {id(child): parent for statement in (*node.body, *node.orelse)
+                   for parent in ast.walk(statement) for child in ast.iter_child_nodes(parent)}
+        pops: list[ast.Call] = []
+        for statement in (*node.body, *node.orelse):
+            for sub in ast.walk(statement):
+                if isinstance(sub, ast.Name) and sub.id == key:
+                    pop = self._scrub_use(sub, key, parents)
+                    if pop is False:
+                        return
+                    if isinstance(pop, ast.Call):
+                        pops.append(pop)
+        self._consume(node.iter, walked)
+        self.dropped_pops.update(id(pop) for pop in pops)
+
+    def _scrub_use(self, name: ast.Name, key: str, parents: dict[int, ast.AST]) -> ast.Call | bool:
+        """How a scrub's loop uses its key (_scrub): the pop it drives (a call), another
+        use that reads no value (True), or one that may (False)."""
+        parent = parents.get(id(name))
+        if not isinstance(name.ctx, ast.Load):
+            return False
+        if isinstance(parent, ast.Subscript) and parent.slice is name and isinstance(parent.ctx, ast.Del):
+            return bool(self.d.kind(parent.value, self.scope) & _ENVIRON_KIND)  # `del os.environ[k]`
+        if isinstance(parent, ast.Call) and parent.args[:1] == [name] and len(parent.args) <= 2 and not parent.keywords:
+            dropped = isinstance(parents.get(id(parent)), ast.Expr)
+            return parent if dropped and "os.environ.pop" in self._callee(parent) else False
+        if isinstance(parent, ast.Attribute) and parent.attr in ("startswith", "endswith"):
+            parent = parents.get(id(parent))
+        return isinstance(parent, (ast.Call, ast.Compare)) and _name_filter(parent, key) is not None
 
     visit_AsyncFor = visit_For
 
@@ -1273,11 +1322,24 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             found = _name_filter(test, key)
             if found is not None:
                 picked = found if picked is None else frozenset(a for a in picked if any(_meet(a, b) for b in found))
+            elif self._drops_declared(test, key):
+                # `if not k.startswith("SGLANG_")`: every declared variable left out, so the
+                # copy holds none (a test leaving one in stays a use of it whole)
+                self._consume(node.iter)
+                return
         if picked is None:
             return
         self._consume(node.iter)
         for name in sorted(name for name in self.declared if any(fits(pattern, name) for pattern in picked)):
             self._report(node.iter, env_subject(name), "environ", "environ_filtered")
+
+    def _drops_declared(self, test: ast.expr, key: str) -> bool:
+        """Is `test` `not F` of a literal name filter F (_name_filter) that every declared
+        variable fits?"""
+        if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+            return False
+        found = _name_filter(test.operand, key)
+        return found is not None and all(any(fits(pattern, name) for pattern in found) for name in self.declared)
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self._consume(node.value)

@@ -7,6 +7,7 @@ each real folder once, so a link loop ends."""
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -404,3 +405,72 @@ def python_view(rel: str, data: bytes) -> bytes:
             f"{ENTRY_POINT_CALL}({f'{module}:{attribute}'!r})" for module, attribute in _OBJECT_REFERENCE.findall(value)
         ))
     return "\n".join(out).encode()
+
+
+# the group a section header of pyproject.toml or setup.cfg names, where it declares one
+_SCRIPT_GROUPS = {
+    "project.scripts": "console_scripts", "project.gui-scripts": "gui_scripts", "tool.poetry.scripts": "console_scripts",
+}
+_GROUP_SECTION = re.compile(r"""^\[\s*(?:project\.entry-points|tool\.poetry\.plugins)\.(?:"([^"]+)"|'([^']+)'|([\w.-]+))\s*\]""")
+_CFG_GROUP = re.compile(r"^([\w.-]+)\s*=")
+
+
+def declared_groups(project: Path, listed: Sequence[str], settings: ScanSettings) -> dict[str, frozenset[str]]:
+    """The entry-point groups the tree declares, each with the modules its entries name
+    (`args = pkg.prov:provide` gives pkg.prov): the sections of each entry-point file the
+    scan lists (side_code) and of the project's top-level pyproject.toml, setup.cfg and
+    metadata folders (not excluded). A plugin loader's `ep.load()` of these groups
+    imports those modules, as far as the tree shows: configbags.migrate.scan judges them."""
+    excluded = _Excluder(settings.excludes)
+    names = [rel for rel in listed if side_code(rel) and not rel.lower().endswith(_PTH)]
+    top = [*_PROJECT_METADATA]
+    with contextlib.suppress(OSError):
+        top += [f"{entry.name}/{_ENTRY_POINTS}" for entry in os.scandir(project)
+                if entry.name.endswith(_METADATA_FOLDERS) and entry.is_dir()]
+    names += [rel for rel in top if not excluded(rel) and (project / rel).is_file()]
+    groups: dict[str, set[str]] = {}
+    for rel in dict.fromkeys(names):
+        try:
+            text = read_source(project / rel, settings.max_bytes).decode("utf-8", "replace")
+        except NotReadable:
+            continue
+        for group, module in _entries_of(rel.rpartition("/")[2], text):
+            groups.setdefault(group, set())
+            if module:
+                groups[group].add(module)
+    return {group: frozenset(modules) for group, modules in groups.items()}
+
+
+def _entries_of(name: str, text: str) -> list[tuple[str, str]]:
+    """The (group, module) of each entry one metadata file declares, and ("group", "")
+    for each group it opens."""
+    found: list[tuple[str, str]] = []
+    group: str | None = None
+    cfg = False  # inside setup.cfg's `[options.entry_points]`
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        if stripped.startswith("["):
+            header = stripped.strip("[] \t")
+            found_section = _GROUP_SECTION.match(stripped)
+            group = (header if name == _ENTRY_POINTS else _SCRIPT_GROUPS.get(header)
+                     or (next(g for g in found_section.groups() if g) if found_section is not None else None))
+            cfg = name == "setup.cfg" and header == "options.entry_points"
+            if group is not None:
+                found.append((group, ""))
+            continue
+        if cfg and line[:1] not in (" ", "\t"):
+            opened = _CFG_GROUP.match(stripped)
+            group = opened.group(1) if opened is not None else None
+            if group is None:
+                continue
+            found.append((group, ""))
+            stripped = stripped.partition("=")[2].strip()
+            if not stripped:
+                continue
+        if group is not None and "=" in stripped:
+            value = stripped.partition("=")[2].strip().strip("\"'")
+            module = value.partition(":")[0].partition("[")[0].strip()
+            found.append((group, module))
+    return found

@@ -2693,7 +2693,13 @@ def prefixed_import_reads(
             continue
         prefix = read.via.removeprefix(PREFIXED_IMPORT)
         if prefix not in judged:
-            judged[prefix] = _rules_out(prefix, project, doors, files_under, text_of)
+            # (`=a.b|=c`: the modules a plugin loader's declared entry points name, each judged)
+            judged[prefix] = all(
+                _rules_out(part, project, doors, files_under, text_of) if not part.startswith("=")
+                else _rules_out(part[1:] + ".", project, doors, files_under, text_of)
+                and project.modules.get(part[1:]) not in doors
+                for part in prefix.split("|")
+            )
         if not judged[prefix]:
             found.append(read._replace(via="reflection"))
     return found

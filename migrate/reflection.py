@@ -75,6 +75,7 @@ from configbags.migrate.holders import literal_names
 from configbags.migrate.resolvers import NAMED_BY_A_STRING, RESOLVERS
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
+    ENTRY_GROUPS,
     ENV_UNRESOLVED,
     PREFIXED_IMPORT,
     STATE_DICT_READBACK,
@@ -162,6 +163,8 @@ _NAMESPACE_READERS = frozenset({"builtins.vars", "inspect.getmembers", "inspect.
 # need not mention anything config-related for them to reach the record
 _ANYWHERE_WORDS = (
     "exec", "eval", "compile", "import_module", "__import__", "resolve_name", "locate",
+    # a plugin loader's `ep.load()` of `importlib.metadata.entry_points(...)` (_entry_via)
+    "entry_points", ".load()",
     # the code string runners (_STRING_RUNNERS)
     "timeit", "Interactive", "interact", "compile_command", "Profile", "profile", "pdb", "Pdb", "Bdb", "Trace",
     # a process's environment file found by a pattern (`glob.glob("/proc/self/envi*")`)
@@ -288,7 +291,7 @@ _TRIGGER_WORDS = (
     "timeit", "Interactive", "interact", "compile_command", "Profile", "profile", "pdb", "Pdb", "Bdb", "Trace",
     "py_object", "pythonapi", "PyObj_FromPtr",
     # a module's namespace whole, a resolver of a dotted name the module does not spell
-    "getmembers", "resolve_name", "locate",
+    "getmembers", "resolve_name", "locate", "entry_points", ".load()",
     # PyYAML's unsafe loaders, a glob of a process's environment file
     "unsafe_load", "full_load", "Loader", "glob", "__main__",
 )
@@ -311,9 +314,14 @@ class ReflectionScan:
         lines = lines_of(self.text, _trigger_positions(self.text, self.settings.raw_accessor))
         if not lines:
             return []
-        reader = _Reader(self.tree, self.settings, self.declared, lines)
+        reader = _Reader(self.tree, self.settings, self.declared, lines, entry_via=self._entry_via())
         reader.run(self.text)
         return reader.reads
+
+    def _entry_via(self) -> str | None:
+        """A plugin loader's via (_entry_via), where the text shows one (`entry_points` and
+        a bare `.load()`): else None, and no `.load()` is judged here."""
+        return _entry_via(self.tree) if "entry_points" in self.text and ".load()" in self.text else None
 
     def _anywhere(self) -> list[tuple[Any, ...]]:
         """In a module that mentions nothing config-related: a code string the module does
@@ -326,9 +334,60 @@ class ReflectionScan:
         ] + _main_aliases(self.text)
         if not positions:
             return []
-        reader = _Reader(self.tree, self.settings, self.declared, lines_of(self.text, positions), anywhere=True)
+        reader = _Reader(self.tree, self.settings, self.declared, lines_of(self.text, positions), anywhere=True,
+                         entry_via=self._entry_via())
         reader.run(self.text)
         return [row for row in reader.reads if row[7] in _ANYWHERE_FORMS]
+
+
+# the loaders of installed distributions' entry points, and where each takes its group
+_ENTRY_LOADERS = {"entry_points": None, "iter_entry_points": 0}
+
+
+def _entry_via(tree: ast.Module) -> str:
+    """How a module's `ep.load()` is judged: ENTRY_GROUPS + its groups where every loader
+    of entry points it calls is given a literal group (`entry_points(group="g")`,
+    `entry_points().select(group="g")`, `entry_points()["g"]`, `iter_entry_points("g")`):
+    the project pass clears it where the tree declares each (configbags.migrate.scan).
+    Any other call (a group passed in, all groups) loads what distributions outside the
+    roots may declare, which no scan sees: `$?` (via "reflection")."""
+    groups: set[str] = set()
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in _ENTRY_LOADERS:
+            continue
+        position = _ENTRY_LOADERS[name]
+        group = next((k.value for k in node.keywords if k.arg == "group"), None)
+        if group is None and position is not None and len(node.args) > position:
+            group = node.args[position]
+        if group is None and not node.args and not node.keywords:
+            # `entry_points().select(group="g")`, `entry_points()["g"]`, `.get("g")`
+            above = parents.get(id(node))
+            if isinstance(above, ast.Subscript) and above.value is node:
+                group = above.slice
+            elif isinstance(above, ast.Attribute) and above.attr in ("select", "get"):
+                call = parents.get(id(above))
+                if isinstance(call, ast.Call) and call.func is above:
+                    group = next((k.value for k in call.keywords if k.arg == "group"), None) or (
+                        call.args[0] if call.args and above.attr == "get" else None
+                    )
+        spelled = _string(group) if group is not None else None
+        if spelled is None or "," in spelled:
+            return "reflection"
+        groups.add(spelled)
+    return ENTRY_GROUPS + ",".join(sorted(groups)) if groups else "reflection"
+
+
+def _loads_entry_point(node: ast.Call) -> bool:
+    """`X.load()`: an entry point's load, in a module that loads entry points."""
+    return isinstance(node.func, ast.Attribute) and node.func.attr == "load" and not node.args and not node.keywords
 
 
 _MAIN_ALIAS = re.compile(r"import\s+__main__\s+as\s+(\w+)")
@@ -374,10 +433,13 @@ def _qualifiers(text: str, names: tuple[str, ...]) -> set[str]:
 
 class _Reader(Visitor):
     def __init__(
-        self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int], anywhere: bool = False
+        self, tree: ast.Module, settings: ScanSettings, declared: frozenset[str], lines: list[int], anywhere: bool = False,
+        entry_via: str | None = None,
     ) -> None:
         self.tree = tree
         self.anywhere = anywhere  # a module that mentions nothing config-related
+        # the via of its plugin loaders' `ep.load()` (_entry_via); None: the module loads none
+        self.entry_via = entry_via
         self.lines = lines  # the lines showing a trigger, sorted
         self.context_lines: list[int] = []  # the lines naming a context function
         self.settings = settings
@@ -864,6 +926,12 @@ class _Reader(Visitor):
             self._judge(node)
         self.generic_visit(node)
 
+    def _entry_load(self, node: ast.Call) -> None:
+        """`ep.load()` in a plugin loader: imports the object an entry point names, by a
+        name no module spells (judged by its groups: _entry_via)."""
+        if self.entry_via is not None and _loads_entry_point(node):
+            self._report(node, ENV_UNRESOLVED, self.entry_via, "import_by_name")
+
     def visit_Call(self, node: ast.Call) -> None:
         func = self.value(node.func)
         paths = func.paths
@@ -873,6 +941,7 @@ class _Reader(Visitor):
         )):
             # `vars(M)`, `inspect.getmembers(M)`: every name of M, by names in strings
             self._report(node, ENV_UNRESOLVED, "reflection", "reflection")
+        self._entry_load(node)
         if _BY_NAME.intersection(paths) and not self._names_module(node):
             # `import_module(f"pkg.models.{arch}")`: the project's files may rule it out
             prefix = _package_prefix(node) if set(paths) == {"importlib.import_module"} else None

@@ -92,7 +92,14 @@ from configbags.migrate.aliases import analyse
 from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.envsources import ENV_TABLE, env_tables, library_reads, settings_reads
-from configbags.migrate.files import NotReadable, list_files, list_tree, python_view, read_source
+from configbags.migrate.files import (
+    NotReadable,
+    declared_groups,
+    list_files,
+    list_tree,
+    python_view,
+    read_source,
+)
 from configbags.migrate.flows import (
     base_facts,
     home_modules,
@@ -105,6 +112,7 @@ from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.resolvers import desugar
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
 from configbags.migrate.scanmodel import (
+    ENTRY_GROUPS,
     ORIGINS,
     PREFIXED_IMPORT,
     FileScan,
@@ -451,6 +459,32 @@ def _project_pass(
     return done.sites, done.problem
 
 
+def _entry_point_loads(project: Path, settings: ScanSettings, reads: list[Read], listed: Sequence[str]) -> list[Read]:
+    """The reads with each plugin loader's `ep.load()` of literal groups (via ENTRY_GROUPS
+    + groups, from configbags.migrate.reflection) put to the tree's entry points
+    (configbags.migrate.files.declared_groups): where the tree declares every one of its
+    groups, an import of each module their entries name, judged as an import on a literal
+    prefix is (via PREFIXED_IMPORT + `=module` for each, `|`-joined: _prefixed_imports), so it
+    reads nothing only where none of them may bind a door; else the `$?` it is (via
+    "reflection"). Read from disk as the files are now: rare, so never cached."""
+    if not any(read.via.startswith(ENTRY_GROUPS) for read in reads):
+        return reads
+    declared = declared_groups(project, listed, settings)
+    found: list[Read] = []
+    for read in reads:
+        if not read.via.startswith(ENTRY_GROUPS):
+            found.append(read)
+            continue
+        groups = read.via.removeprefix(ENTRY_GROUPS).split(",")
+        if not all(group in declared for group in groups):
+            found.append(read._replace(via="reflection"))
+            continue
+        modules = sorted({module for group in groups for module in declared[group]})
+        if modules:
+            found.append(read._replace(via=PREFIXED_IMPORT + "|".join(f"={module}" for module in modules)))
+    return found
+
+
 def _prefixed_imports(
     project: Path, settings: ScanSettings, reads: list[Read], results: dict[str, FileScan],
     where: dict[str, tuple[str, str, bytes]], cache: ScanCache | None,
@@ -647,6 +681,7 @@ def _scan_tree(
     if unsettled is not None:
         problems.append(Problem(".", unsettled))
     parsed = _collect(results, call_sites, reads, violations, problems)
+    reads[:] = _entry_point_loads(project, settings, reads, listed)
     reads[:] = _prefixed_imports(project, settings, reads, results, where, cache)
     if cache is not None:
         cache.save()

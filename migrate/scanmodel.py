@@ -59,6 +59,9 @@ ENV_UNRESOLVED = ENV_MARK + "?"
 # A `$?` read's via while it waits for the project's files: an import by a name built on
 # this literal package prefix (configbags.migrate.flows.prefixed_import_reads judges it)
 PREFIXED_IMPORT = "import_prefix:"
+# A `$?` read's via while it waits for the tree's entry-point files: a plugin loader's
+# `ep.load()` of these literal groups (comma-joined; configbags.migrate.scan judges it)
+ENTRY_GROUPS = "entry_groups:"
 # Leaves whose one (file, function, leaf) key stands for reads of anything (the whole
 # record, an unresolved name): their allowlist entries count the reads they allow.
 COUNTED_LEAVES = frozenset({"*", ENV_UNRESOLVED})
