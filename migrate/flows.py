@@ -104,6 +104,7 @@ from configbags.migrate.scanmodel import (
     ScanSettings,
     env_subject,
 )
+from configbags.migrate.scopes import module_statements
 
 # More rounds than this and the pass stops, reporting a problem (a check fails).
 MAX_ROUNDS = 64
@@ -587,7 +588,8 @@ def _environ_copy(value: ast.expr, depth: int = 0) -> bool:
 
 
 def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    for node in tree.body:
+    # a def under a module-level `try`/`if`/`with` is the module's as much as a plain one
+    for node in module_statements(tree.body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node.name, node
         elif isinstance(node, ast.ClassDef):
@@ -836,7 +838,8 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
     get_context` (context: a fetcher), `from os import getenv`, `getenv = os.getenv` or
     `GET = os.environ.get` (environ_getter)."""
     found: list[tuple[str, str]] = []
-    for node in tree.body:
+    # (a binding under a module-level `try`/`if`/`with` counts: `try: CTX = get_context()`)
+    for node in module_statements(tree.body):
         if not mentions(lines, statement_span(node)):
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "os" and node.level == 0:
