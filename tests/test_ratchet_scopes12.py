@@ -90,3 +90,35 @@ def test_a_dictionary_bound_under_try_stays_quiet_in_importers(tmp_path: Path) -
     user = "from pkg.holder import ENV\ndef f():\n    return ENV['SGLANG_PAGE_SIZE']\n"
     result = _scan(tmp_path, {"holder.py": holder, "user.py": user})
     assert not result.reads, result.reads
+
+
+# ---- V4: a table module's `__getattr__` (the table's dispatch) called directly
+
+_TABLE = (
+    "import functools, os\n"
+    "environment_variables = {\n    'SGLANG_PAGE_SIZE': lambda: int(os.getenv('SGLANG_PAGE_SIZE', '16')),\n}\n"
+    "def __getattr__(name):\n    if name in environment_variables:\n"
+    "        return environment_variables[name]()\n    raise AttributeError(name)\n"
+)
+
+
+@pytest.mark.parametrize("body", [
+    "return __getattr__('SGLANG_PAGE_SIZE')",
+    "global __getattr__\n    __getattr__ = functools.cache(__getattr__)\n"
+    "    for key in environment_variables:\n        __getattr__(key)",
+    "return list(map(__getattr__, ['SGLANG_PAGE_SIZE']))",
+])
+def test_a_direct_call_of_the_tables_dispatch_reads_its_entries(tmp_path: Path, body: str) -> None:
+    result = _scan(tmp_path, {"user.py": _TABLE + f"def f():\n    {body}\n"})
+    assert ("pkg/user.py", "f", "$SGLANG_PAGE_SIZE") in {(r.file, r.function, r.leaf) for r in result.reads}
+
+
+def test_the_tables_dispatch_rewrapped_or_asked_about_reads_nothing(tmp_path: Path) -> None:
+    user = _TABLE + (
+        "def f():\n    global __getattr__\n    __getattr__ = functools.cache(__getattr__)\n"
+        "    __getattr__.cache_clear()\n    return isinstance(__getattr__, functools._lru_cache_wrapper)\n"
+        "def g(__getattr__):\n    return __getattr__('SGLANG_PAGE_SIZE')\n"
+        "def h():\n    return __getattr__('OTHER')\n"
+    )
+    result = _scan(tmp_path, {"user.py": user})
+    assert not {r.function for r in result.reads} & {"f", "g", "h"}, result.reads
