@@ -1391,8 +1391,8 @@ class _Uses(_Walk):
         keys: frozenset[str] | None = None
         if isinstance(parent, ast.Call) and parent.func is node:
             where = parent
-            key = parent.args[0] if parent.args and not isinstance(parent.args[0], ast.Starred) else None
-            keys = self.strings.values(key, self._scopes()) if key is not None else None
+            given = parent.args[0] if parent.args and not isinstance(parent.args[0], ast.Starred) else None
+            keys = self.strings.values(given, self._scopes()) if given is not None else None
         elif self._rewrapped(node, parent) or (
             isinstance(parent, ast.Attribute) and parent.attr in ("cache_clear", "cache_info")
         ) or (
