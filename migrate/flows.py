@@ -104,6 +104,7 @@ from configbags.migrate.scanmodel import (
     ScanSettings,
     env_subject,
 )
+from configbags.migrate.scopes import module_statements
 
 # More rounds than this and the pass stops, reporting a problem (a check fails).
 MAX_ROUNDS = 64
@@ -587,7 +588,8 @@ def _environ_copy(value: ast.expr, depth: int = 0) -> bool:
 
 
 def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    for node in tree.body:
+    # a def under a module-level `try`/`if`/`with` is the module's as much as a plain one
+    for node in module_statements(tree.body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield node.name, node
         elif isinstance(node, ast.ClassDef):
@@ -916,7 +918,8 @@ def _module_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]
     get_context` (context: a fetcher), `from os import getenv`, `getenv = os.getenv` or
     `GET = os.environ.get` (environ_getter)."""
     found: list[tuple[str, str]] = []
-    for node in tree.body:
+    # (a binding under a module-level `try`/`if`/`with` counts: `try: CTX = get_context()`)
+    for node in module_statements(tree.body):
         if not mentions(lines, statement_span(node)):
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "os" and node.level == 0:
@@ -1436,6 +1439,7 @@ class _Uses(_Walk):
                 self._helper_object_handed(node)
         if self.tables:
             self._table(node)
+            self._dispatched(node)
 
     def _table(self, node: ast.Name | ast.Attribute) -> None:
         """A getter table used (configbags.migrate.envsources): the entries it reaches
@@ -1453,6 +1457,57 @@ class _Uses(_Walk):
             where, leaves = found
             for leaf in leaves:
                 self._row(where, leaf, "environ", "env_table")
+
+    def _dispatched(self, node: ast.Name | ast.Attribute) -> None:
+        """A table module's `__getattr__` (the table's dispatch) used as a value: called,
+        it reads the entry of the name it is given (`__getattr__("SGLANG_PAGE_SIZE")`),
+        every entry where the name is not shown (vLLM's `for key in environment_variables:
+        __getattr__(key)`); rewrapped in place (`__getattr__ = functools.cache(__getattr__)`)
+        or asked about, it reads nothing; handed on in any other way, every entry."""
+        owner, _, last = dotted(node).rpartition(".")
+        if last != "__getattr__" or (isinstance(node, ast.Name) and self._local(node.id)):
+            return
+        if not owner and len(self.qualname) == 1 and dispatches(self.qualname[0]):
+            return  # the dispatch calling itself
+        entries: dict[str, list[str]] = {}
+        for spelled, (table, own) in self.tables.items():
+            if spelled.rpartition(".")[0] == owner and own == (not owner):
+                for key, leaves in table.items():
+                    entries.setdefault(key, []).extend(leaves)
+        if not entries:
+            return
+        parent = self.parents[-1] if self.parents else None
+        where: ast.expr = node
+        keys: frozenset[str] | None = None
+        if isinstance(parent, ast.Call) and parent.func is node:
+            where = parent
+            given = parent.args[0] if parent.args and not isinstance(parent.args[0], ast.Starred) else None
+            keys = self.strings.values(given, self._scopes()) if given is not None else None
+        elif self._rewrapped(node, parent) or (
+            isinstance(parent, ast.Attribute) and parent.attr in ("cache_clear", "cache_info")
+        ) or (
+            isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
+            and parent.func.id in ("isinstance", "callable", "id", "type", "hasattr")
+        ):
+            return
+        every = {leaf for leaves in entries.values() for leaf in leaves}
+        for leaf in sorted(every if keys is None else {leaf for key in keys for leaf in entries.get(key, ())}):
+            self._row(where, leaf, "environ", "env_table")
+
+    def _rewrapped(self, node: ast.Name | ast.Attribute, parent: ast.AST | None) -> bool:
+        """`__getattr__ = functools.cache(__getattr__)` (or `= __getattr__.__wrapped__`):
+        the dispatch bound back to its own name, whose calls are read where made."""
+        value: ast.AST | None = parent
+        if (isinstance(parent, ast.Call) and node in parent.args and dotted(parent.func).rpartition(".")[2] in (
+            "cache", "lru_cache", "wraps",
+        )) or (isinstance(parent, ast.Attribute) and parent.attr == "__wrapped__"):
+            value = parent
+        else:
+            return False
+        around = self.parents[-2] if len(self.parents) > 1 else None
+        return isinstance(around, ast.Assign) and around.value is value and all(
+            dotted(target) == dotted(node) for target in around.targets
+        )
 
     def _reexported(self, node: ast.Name | ast.Attribute, spelled: str) -> None:
         """A state readback or a private part of an accessors module that another module
@@ -1505,11 +1560,12 @@ class _Uses(_Walk):
                 bound = self._bound.get(id(node))
                 if bound is None:
                     args = node.args
-                    bound = self._bound[id(node)] = {
+                    # (a name the function declares `global` is the module's)
+                    bound = self._bound[id(node)] = ({
                         a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a
                     } | {
                         sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)
-                    }
+                    }) - {name for sub in ast.walk(node) if isinstance(sub, ast.Global) for name in sub.names}
                 if name in bound:
                     return True
         return False
@@ -1798,6 +1854,8 @@ def use_facts(
             *flows.context_fetchers, *flows.environ_fetchers, *flows.context_holders, *flows.environ_holders,
             *flows.environ_getters, *(entry.partition("|")[0].partition("@")[0] for entry in flows.env_helpers),
             *flows.state_getters, *flows.private_names, *tables,
+            # a table module's dispatch, called by name (`__getattr__("X")`: _Uses._dispatched)
+            *(["__getattr__"] if tables else []),
         )
         for part in spelled.replace("()", "").split(".")
     }

@@ -188,6 +188,26 @@ class Scopes(Generic[S]):
         return None
 
 
+def module_statements(statements: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """The statements a module's (or class's) body runs at its own level: those in its
+    compound statements too (`try:` and its handlers, `else:` and `finally:`, both arms
+    of an `if`, a `with` block, a loop's, a `match` case's), never a def's or class's own.
+    What `try: def ctx(): ...` / `except ImportError: def ctx(): ...` binds is as much the
+    module's as a plain def is."""
+    found: list[ast.stmt] = []
+    for stmt in statements:
+        found.append(stmt)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for item in getattr(stmt, field, None) or ():
+                if isinstance(item, ast.stmt):
+                    found += module_statements([item])
+                elif isinstance(item, (ast.ExceptHandler, ast.match_case)):
+                    found += module_statements(item.body)
+    return found
+
+
 def unpacked(targets: Sequence[ast.expr], values: Sequence[ast.expr]) -> list[tuple[ast.expr, ast.expr]]:
     """(target, value) pairs whose positions are certain in `targets = values`.
 
