@@ -770,7 +770,8 @@ def record_from_cli_args(
     paths = [config] if isinstance(config, str) else list(config or ())
     docs = reference(schema_path)
     file_values, file_origins = merge_config_files(registry, paths, lambda p: load_config_file(p, schema_path), docs)
-    env_values, env_origins = read_env(registry, os.environ if environ is None else environ, docs)
+    env = os.environ if environ is None else environ
+    env_values, env_origins = read_env(registry, env, docs)
     for layer_values, layer_origins in ((file_values, file_origins), (env_values, env_origins)):
         keep_secrets(registry, values, origins, layer_values, layer_origins)
         values.update(layer_values)
@@ -799,7 +800,8 @@ def record_from_cli_args(
     source = "command line" + (f" and {', '.join(paths)}" if paths else "")
     dump = getattr(namespace, "dump_config", None)
     if dump is not None:
-        check_dump_apart(dump, [DumpInput(f"the --config file {config}", config, CONFIG_LOSS) for config in paths])
+        check_dump_apart(dump, [*(DumpInput(f"the --config file {config}", config, CONFIG_LOSS) for config in paths),
+                                *secret_file_inputs(registry, env)])
     return build_record(cls, registry, values, origins, source, dump)
 
 
@@ -815,6 +817,17 @@ class DumpInput:
     what: str
     path: str
     loss: str
+
+
+SECRET_FILE_LOSS = ("the secret it holds would be lost (a dump leaves secrets out), and the next start would read "
+                    "the dump as the secret")
+
+
+def secret_file_inputs(registry: Registry, environ: Mapping[str, str]) -> list[DumpInput]:
+    """The files that the secrets' `NAME_FILE` variables set in `environ` name (read at
+    start: a dump over one would destroy the only copy of the key)."""
+    return [DumpInput(f"the file ${name} names", environ[name], SECRET_FILE_LOSS)
+            for name in secret_variables(registry) if name.endswith(FILE_SUFFIX) and environ.get(name, "").strip()]
 
 
 def model_inputs(path: str | Path | None, what: str) -> list[DumpInput]:
