@@ -53,7 +53,9 @@ monitor and the sweep ask nothing of a stopped store, and the door never asks it
 monitor's last look came back within the rank timeout); /health runs off the event loop
 with the rank timeout as its deadline; a change is given up past its deadline through a
 `Ticket`, which the source rank asks just before it commits, so a store that runs again
-aborts what the door already answered 503 for.
+aborts what the door already answered 503 for. Once the store process is gone, the monitor
+and the sweep end and nothing more is written to it: each call to a dead store would make
+torch's client print a native stack trace to the door's stderr.
 
 Run as `python -m configbags.serve.ranks ...` for one worker rank.
 """
@@ -299,12 +301,18 @@ class RankGroup:
         """Look at the workers every beat, so a stalled one leaves on time (and says so in
         the log) even when no one asks; ends with stop()."""
         while not self._halt.wait(BEAT_S):
+            if self._store_gone():
+                self.gone()  # every rank leaves with it, logged once; nothing is asked of the store after
+                return
             if self._store_stopped():
                 continue  # torch's check/get/compare_set hold the GIL while they wait on it: the door would freeze
             with contextlib.suppress(Exception):  # a look that fails is retried at the next beat
                 self.stalled()
                 self.diverged()
             self._store_seen = time.monotonic()  # a store that does not answer holds this thread
+
+    def _store_gone(self) -> bool:
+        return self._store is not None and self._store.exited() is not None
 
     def _store_stopped(self) -> bool:
         host = self._store
@@ -330,6 +338,8 @@ class RankGroup:
         listing and the read makes that read wait out the store's timeout: never the
         monitor's), until stop()."""
         while not self._halt.wait(BEAT_S):
+            if self._store_gone():
+                return  # each call to a dead store would write a native stack trace into the log
             if self._store_stopped():
                 continue  # as in _watch_ranks: a call to a stopped store would freeze the door
             with contextlib.suppress(Exception):  # a sweep that fails is retried at the next beat
@@ -415,7 +425,8 @@ class RankGroup:
         """Record that `rank` left (the caller holds the lock), in the store too (the
         distributed context refuses every collective from here, naming it), and say it once."""
         self._left[rank] = why
-        if self.dctx is not None:
+        # recorded in the store unless it is gone (torch's client would log a native trace)
+        if self.dctx is not None and not self._store_gone():
             with contextlib.suppress(Exception):  # the store closes with this process at shutdown
                 self.dctx.leave(rank, why, store=self._watch)
         log.warning("rank %d of %d: the group is degraded: reads are served from rank 0's config, changes "
