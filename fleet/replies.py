@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -31,14 +32,23 @@ class NoAnswer(ConfigError):
 MAX_TIMEOUT_S = 600.0
 
 
+_SHOWN_PREFIX = re.compile(r"^(?:https?:)?/*", re.IGNORECASE)
+
+
 def shown_url(url: str) -> str:
     """`url` as a message may print it: a password or token in its user part
-    (`http://u:PW@host`) never reaches a log."""
+    (`http://u:PW@host`) never reaches a log. Whatever the text's shape (`http:/u:PW@h`,
+    `u:PW@h`, `//u:PW@h`, `https:u:PW@h`: refused as URLs, and shown in the refusal),
+    everything before its last `@` is masked but a leading http(s) scheme and slashes."""
     scheme, sep, rest = url.partition("://")
     authority, slash, path = rest.partition("/")
-    if not sep or "@" not in authority:
+    if sep and "@" in authority:
+        return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+    if "@" not in url:
         return url
-    return f"{scheme}://***@{authority.rpartition('@')[2]}{slash}{path}"
+    prefix = _SHOWN_PREFIX.match(url)
+    kept = prefix.group() if prefix else ""
+    return f"{kept}***@{url.rpartition('@')[2]}"
 
 
 def url_problem(url: str) -> str | None:

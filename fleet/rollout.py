@@ -156,6 +156,10 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
                               f"`epoch`); give the URL of a configbags serve door")
         return SideValues(current_values(readback), dict(readback.get("resolved") or {}))
     path = Path(where)
+    if "@" in where and not path.exists():
+        # a mistyped URL (`http:/u:KEY@host`) is read as a file name: shown masked, as a URL is
+        raise ConfigError(f"{shown_url(where)}: no such config file, and not an http(s) URL; give a config file "
+                          f"or a server's base URL, e.g. http://10.0.0.7:30000")
     if path.suffix == ".json":
         try:
             data = load_json(read_text_limited(path))

@@ -583,6 +583,11 @@ def nearest_variable(prefix: str | None, name: str, known: Iterable[str]) -> str
 CREDENTIAL_WORDS = frozenset({"KEY", "KEYS", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "AUTH", "BEARER",
                               "CREDENTIAL", "CREDENTIALS"})
 FILE_WORDS = frozenset({"FILE", "PATH"})
+# generic words that say whose or what kind of credential a variable holds, never what else
+# it is about: one of them before a credential word (`ACCESS_TOKEN`, `CLIENT_KEY`) is a
+# secret's name whatever the schema calls its own (`HF_TOKEN`, `S3_SECRET`: another service's)
+AUTH_QUALIFIERS = frozenset({"ACCESS", "CLIENT", "SERVER", "SERVICE", "AUTH", "API", "ADMIN", "BEARER", "MASTER",
+                             "ROOT"})
 
 
 def name_words(tail: str, joinable: Iterable[str] = ()) -> list[str]:
@@ -609,7 +614,10 @@ def secret_lookalike(prefix: str | None, name: str, known: Iterable[str],
        word of a secret's own variable that is none (`SGLANG_API_KEY_PATH`,
        `SGLANG_APIKEY_FILE`, `SGLANG_ADMIN_TOKEN`, `SGLANG_API_SECRET`);
     4. under the prefix, it holds a credential word and nothing but credential and file
-       words (`SGLANG_AUTH_TOKEN`, `SGLANG_BEARER_TOKEN`, `SGLANG_SECRET_FILE`).
+       words (`SGLANG_AUTH_TOKEN`, `SGLANG_BEARER_TOKEN`, `SGLANG_SECRET_FILE`);
+    5. under the prefix, it is two words, a generic qualifier (AUTH_QUALIFIERS) and then a
+       credential word, file words after them aside (`SGLANG_ACCESS_TOKEN`,
+       `SGLANG_CLIENT_KEY_FILE`, `SGLANG_SERVER_TOKEN`).
     Kubernetes service variables (`SGLANG_API_KEY_PORT`) are none. Ignored, any of these
     would start the server with that secret unset (an api key: reads open to anyone)."""
     secrets = sorted(set(secrets), key=lambda n: (len(n), n))
@@ -625,7 +633,7 @@ def secret_lookalike(prefix: str | None, name: str, known: Iterable[str],
         return None
     tails = {s: name_words(s[len(prefix):] if s.upper().startswith(prefix.upper()) else s) for s in secrets}
     own = {s: set(words) - CREDENTIAL_WORDS - FILE_WORDS for s, words in tails.items()}
-    words = name_words(name[len(prefix):], set().union(*own.values()))
+    words = name_words(name[len(prefix):], set().union(AUTH_QUALIFIERS, *own.values()))
     credential = [w for w in words if w in CREDENTIAL_WORDS]
     if not credential:
         return None
@@ -637,6 +645,12 @@ def secret_lookalike(prefix: str | None, name: str, known: Iterable[str],
                       f"a word of {best}")
     if all(w in CREDENTIAL_WORDS or w in FILE_WORDS for w in words):
         return secrets[0], f"is not a known setting, and names nothing but a credential ({said}), as {secrets[0]} does"
+    core = list(words)
+    while core and core[-1] in FILE_WORDS:
+        core.pop()
+    if len(core) == 2 and core[0] in AUTH_QUALIFIERS and core[1] in CREDENTIAL_WORDS:
+        return secrets[0], (f"is not a known setting, and names a credential ({core[1]}) with nothing but the generic "
+                            f"word {core[0]}, as {secrets[0]} does")
     return None
 
 
@@ -756,7 +770,8 @@ def record_from_cli_args(
     paths = [config] if isinstance(config, str) else list(config or ())
     docs = reference(schema_path)
     file_values, file_origins = merge_config_files(registry, paths, lambda p: load_config_file(p, schema_path), docs)
-    env_values, env_origins = read_env(registry, os.environ if environ is None else environ, docs)
+    env = os.environ if environ is None else environ
+    env_values, env_origins = read_env(registry, env, docs)
     for layer_values, layer_origins in ((file_values, file_origins), (env_values, env_origins)):
         keep_secrets(registry, values, origins, layer_values, layer_origins)
         values.update(layer_values)
@@ -785,7 +800,8 @@ def record_from_cli_args(
     source = "command line" + (f" and {', '.join(paths)}" if paths else "")
     dump = getattr(namespace, "dump_config", None)
     if dump is not None:
-        check_dump_apart(dump, [DumpInput(f"the --config file {config}", config, CONFIG_LOSS) for config in paths])
+        check_dump_apart(dump, [*(DumpInput(f"the --config file {config}", config, CONFIG_LOSS) for config in paths),
+                                *secret_file_inputs(registry, env)])
     return build_record(cls, registry, values, origins, source, dump)
 
 
@@ -801,6 +817,17 @@ class DumpInput:
     what: str
     path: str
     loss: str
+
+
+SECRET_FILE_LOSS = ("the secret it holds would be lost (a dump leaves secrets out), and the next start would read "
+                    "the dump as the secret")
+
+
+def secret_file_inputs(registry: Registry, environ: Mapping[str, str]) -> list[DumpInput]:
+    """The files that the secrets' `NAME_FILE` variables set in `environ` name (read at
+    start: a dump over one would destroy the only copy of the key)."""
+    return [DumpInput(f"the file ${name} names", environ[name], SECRET_FILE_LOSS)
+            for name in secret_variables(registry) if name.endswith(FILE_SUFFIX) and environ.get(name, "").strip()]
 
 
 def model_inputs(path: str | Path | None, what: str) -> list[DumpInput]:

@@ -29,9 +29,11 @@ from configbags.serve.door import (
     DoorError,
     authorization,
     parse_patch,
+    store_stalled,
 )
 from configbags.serve.fleet_routes import add_fleet_routes
 from configbags.serve.listen import Tally, accept_error_handler
+from configbags.serve.ranks import Ticket
 
 log = logging.getLogger("configbags.serve")
 
@@ -151,10 +153,16 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
     app.state.rank_thread = rank_thread  # serve --watch applies file changes on it too
 
-    async def run(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    # /health asks the rank store too: off the event loop, and answered within the rank
+    # timeout (a call to a stopped store returns only when it runs again; its thread is left
+    # to it, and the calls after queue here, each answered 503 at its deadline)
+    look_thread = ThreadPoolExecutor(2, thread_name_prefix="configbags-health") if door.ranks else None
+
+    async def run(fn: Callable[[], dict[str, Any]], *, deadline_s: float | None = None) -> dict[str, Any]:
         if rank_thread is None:
             return fn()
-        return await asyncio.get_running_loop().run_in_executor(rank_thread, fn)
+        work = asyncio.get_running_loop().run_in_executor(rank_thread, fn)
+        return await (work if deadline_s is None else asyncio.wait_for(work, deadline_s))
 
     @app.exception_handler(DoorError)
     async def door_error(request: Request, exc: DoorError) -> JSONResponse:
@@ -172,7 +180,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     async def health() -> JSONResponse:
         """Liveness: 200 while every rank is up; 503 naming a stalled rank, or one that left
         (the group is then degraded until a restart)."""
-        return Readback(door.health())
+        return Readback(await health_within(door, look_thread))
 
     @app.get("/server_info", responses=_errors(400, 401, 503))
     async def server_info(request: Request) -> JSONResponse:
@@ -202,9 +210,44 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         door.authorize(authorization(request.headers.getlist("authorization")), admin=True)
         body = await read_body(request, max_body_bytes, timeout_s=body_timeout_s)
         source, leaves = parse_patch(body)
-        return Readback(await run(lambda: door.patch(source, leaves)))
+        if door.ranks is None:
+            return Readback(await run(lambda: door.patch(source, leaves)))
+        ticket = Ticket()
+        try:
+            # a change takes at most a rank timeout to agree on (then a silent rank is named)
+            return Readback(await run(lambda: door.patch(source, leaves, ticket),
+                                      deadline_s=2 * door.ranks.timeout + 1.0))
+        except TimeoutError:
+            raise given_up(door, ticket) from None
 
     return app
+
+
+async def health_within(door: Door, pool: ThreadPoolExecutor | None) -> dict[str, Any]:
+    """door.health(), with ranks off the event loop and answered within the rank timeout:
+    503 `store_stalled` past it (its thread is left to the store's call)."""
+    if door.ranks is None or pool is None:
+        return door.health()
+    work = asyncio.get_running_loop().run_in_executor(pool, door.health)
+    try:
+        return await asyncio.wait_for(work, max(door.ranks.timeout, 1.0))
+    except TimeoutError:
+        raise store_stalled(door.ranks.store_stalled() or f"the rank group did not answer within the rank "
+                            f"timeout ({door.ranks.timeout:g} s)") from None
+
+
+def given_up(door: Door, ticket: Ticket) -> DoorError:
+    """The 503 of a change past its deadline (the store is not answering): the change is
+    given up, and aborted on every rank should a store running again still reach its commit
+    (`Ticket`); only one already being committed then rests with the store."""
+    assert door.ranks is not None
+    why = door.ranks.store_stalled() or "the rank group did not answer in time"
+    if ticket.abandon():
+        return store_stalled(f"{why}; the change was given up: nothing was applied on any rank, now or later")
+    return DoorError(503, "store_stalled", f"{why}; the change was already being committed when its deadline "
+                     f"passed: it is applied once the store answers",
+                     "read GET /health and /config/<leaf> once the store answers before sending it again",
+                     extra={"status": "store_stalled"})
 
 
 async def read_body(request: Request, limit: int, *, timeout_s: float = DEFAULT_BODY_TIMEOUT_S) -> bytes:

@@ -48,7 +48,7 @@ from configbags.runtime.limits import LIMITS, over
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
 if TYPE_CHECKING:
-    from configbags.serve.ranks import RankGroup
+    from configbags.serve.ranks import RankGroup, Ticket
 
 OPERATOR = "operator"  # the role the door writes as (schema/roles.yaml)
 SOURCE_PREFIX = "http:"  # the override log's source of a PATCH is SOURCE_PREFIX + `source`
@@ -447,6 +447,9 @@ class Door:
         0's config, marked degraded); {} when every rank is up and agrees."""
         if self.ranks is None:
             return {}
+        store = self.ranks.store_stalled()  # first: it asks the store nothing (gone() waits on its lock)
+        if store is not None:
+            raise store_stalled(store)
         gone = self.ranks.gone()
         if gone:
             return gone
@@ -481,9 +484,10 @@ class Door:
                 "ranks": self.ranks.world_size if self.ranks else 1}
 
     # -- changes ------------------------------------------------------------------------
-    def patch(self, source: str, leaves: Mapping[str, Any]) -> dict[str, Any]:
-        """Apply `leaves` through the context as the operator, on every rank, all or none.
-        Returns the epoch after the change and the log entries (none if nothing changed)."""
+    def patch(self, source: str, leaves: Mapping[str, Any], ticket: Ticket | None = None) -> dict[str, Any]:
+        """Apply `leaves` through the context as the operator, on every rank, all or none
+        (none if `ticket` is abandoned before the commit). Returns the epoch after the
+        change and the log entries (none if nothing changed)."""
         source = f"{SOURCE_PREFIX}{source}"
         unknown = [name for name in leaves if name not in self.context.registry.leaves
                    and name not in self.context.registry.derived]
@@ -495,7 +499,7 @@ class Door:
         self._check_key_change(leaves)
         try:
             with self._lock:
-                entries = self._apply(source, dict(leaves))
+                entries = self._apply(source, dict(leaves), ticket)
                 epoch = entries[0].epoch if entries else self.context.epoch
         except ConfigError as exc:
             raise self._refusal(exc, leaves) from None
@@ -518,9 +522,9 @@ class Door:
             except ConfigError as exc:
                 raise DoorError(400, "unusable_key", str(exc), "send a key a client can send", leaf=name) from None
 
-    def _apply(self, source: str, leaves: dict[str, Any]) -> tuple[OverrideEntry, ...]:
+    def _apply(self, source: str, leaves: dict[str, Any], ticket: Ticket | None = None) -> tuple[OverrideEntry, ...]:
         if self.ranks is not None:
-            return self.ranks.override(source, leaves)
+            return self.ranks.override(source, leaves, ticket)
         with self.context.acting_as(OPERATOR):
             return self.context.override(source, **leaves)
 
@@ -541,11 +545,23 @@ class Door:
         return DoorError(status, code, message, fix, leaf=leaf)
 
     def _rank_error(self, exc: DistributedConfigError) -> DoorError:
+        from configbags.serve.ranks import StoreStalledError
+
+        if isinstance(exc, StoreStalledError):
+            return store_stalled(str(exc))
         gone = list(self.ranks.gone()) if self.ranks else []
         named = tuple(gone or getattr(exc, "ranks", ()) or _ranks_in(str(exc)))
         return DoorError(503, "rank_unreachable", str(exc),
                          "nothing was applied; restart the rank(s) named (or the server) and retry",
                          ranks=named)
+
+
+def store_stalled(why: str) -> DoorError:
+    """The 503 of a rendezvous store alive but not answering: nothing can reach the ranks."""
+    return DoorError(503, "store_stalled", why if "nothing was applied" in why else
+                     f"{why}; config reads and changes are refused meanwhile, nothing was applied",
+                     "wait: the group answers again as soon as the store does; or restart the server",
+                     extra={"status": "store_stalled"})
 
 
 def degraded(left: Mapping[int, str]) -> dict[str, Any]:

@@ -46,6 +46,17 @@ counts also come down a pipe rank 0 made for each worker (`--beat-fd`), which no
 process can write: rank 0 judges silence by it, so what is written over the store's keys
 (a replay that rank 0 never sees replaced included) never ends a worker that beats.
 
+A store whose process is stopped or hung would hold every call to it until it runs again
+(torch's client timeout does not cover a peer that stops answering; its check, get and
+compare_set also hold the GIL while they wait, which would freeze the whole door), so the
+monitor and the sweep ask nothing of a stopped store, and the door never asks it without a bound: `store_stalled()` asks it nothing (the process's state, and whether the
+monitor's last look came back within the rank timeout); /health runs off the event loop
+with the rank timeout as its deadline; a change is given up past its deadline through a
+`Ticket`, which the source rank asks just before it commits, so a store that runs again
+aborts what the door already answered 503 for. Once the store process is gone, the monitor
+and the sweep end and nothing more is written to it: each call to a dead store would make
+torch's client print a native stack trace to the door's stderr.
+
 Run as `python -m configbags.serve.ranks ...` for one worker rank.
 """
 
@@ -96,6 +107,41 @@ LEAVE_AFTER = 3  # a worker stalled this many rank timeouts (or missed collectiv
 # group (a stall named at one timeout has two more to be continued and catch up)
 
 log = logging.getLogger("configbags.serve.ranks")
+
+
+class StoreStalledError(DistributedConfigError):
+    """The rendezvous store's process is alive but does not answer (stopped, or hung): every
+    collective goes through it, so nothing can be applied until it answers again."""
+
+
+class Ticket:
+    """One change the door waits for, up to its deadline. The door abandons it when the
+    deadline passes; the rank thread asks `commit()` just before it commits: an abandoned
+    change is aborted on every rank, so a store that runs again never applies what the door
+    already answered 503 for. `abandon()` is False once the commit was sent (too late to
+    refuse: the outcome then rests with the store)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "open"
+
+    def commit(self) -> bool:
+        with self._lock:
+            if self._state == "abandoned":
+                return False
+            self._state = "committing"
+            return True
+
+    @property
+    def abandoned(self) -> bool:
+        return self._state == "abandoned"
+
+    def abandon(self) -> bool:
+        with self._lock:
+            if self._state == "committing":
+                return False
+            self._state = "abandoned"
+            return True
 
 
 def held(context: Context[Any]) -> str:
@@ -151,6 +197,7 @@ class RankGroup:
         self._swept: dict[str, int] = {}  # what was removed since the last log line -> how many
         self._swept_logged = -math.inf
         self._store: StoreHost | None = None
+        self._store_seen = math.inf  # when the monitor last finished a look through the store
 
     def start(self, record: Any, *, role: str) -> None:
         """Start the workers, join the group, publish `record` on every rank and seal.
@@ -202,6 +249,7 @@ class RankGroup:
             self._sweeper = None
             log.warning("this torch cannot list the rendezvous store's keys: what another local process writes "
                         "into it is not removed (torch 2.6 or later sweeps it)")
+        self._store_seen = time.monotonic()
         self._monitor = threading.Thread(target=self._watch_ranks, name="configbags-rank-monitor", daemon=True)
         self._monitor.start()
         if self._sweeper is not None:
@@ -253,15 +301,47 @@ class RankGroup:
         """Look at the workers every beat, so a stalled one leaves on time (and says so in
         the log) even when no one asks; ends with stop()."""
         while not self._halt.wait(BEAT_S):
+            if self._store_gone():
+                self.gone()  # every rank leaves with it, logged once; nothing is asked of the store after
+                return
+            if self._store_stopped():
+                continue  # torch's check/get/compare_set hold the GIL while they wait on it: the door would freeze
             with contextlib.suppress(Exception):  # a look that fails is retried at the next beat
                 self.stalled()
                 self.diverged()
+            self._store_seen = time.monotonic()  # a store that does not answer holds this thread
+
+    def _store_gone(self) -> bool:
+        return self._store is not None and self._store.exited() is not None
+
+    def _store_stopped(self) -> bool:
+        host = self._store
+        return host is not None and host.exited() is None and _stopped(host.proc.pid)
+
+    def store_stalled(self) -> str | None:
+        """Why the rendezvous store's process is alive but not answering (stopped, or the
+        monitor's look through it has not come back within the rank timeout), or None. Asks
+        nothing of the store and takes no lock: a call to a stopped store never returns
+        until it runs again (torch's client timeout does not cover it)."""
+        host = self._store
+        if host is None or self.dctx is None or host.exited() is not None:
+            return None  # not started yet, or gone: gone() names it
+        if _stopped(host.proc.pid):
+            return f"the rendezvous store (pid {host.proc.pid}) is stopped (SIGSTOP)"
+        quiet = time.monotonic() - self._store_seen
+        if quiet > max(self.timeout, 3 * BEAT_S):
+            return f"the rendezvous store (pid {host.proc.pid}) has not answered for {quiet:.1f} s (hung?)"
+        return None
 
     def _sweep_store(self) -> None:
         """Sweep the store every beat, on a thread of its own (a key removed between the
         listing and the read makes that read wait out the store's timeout: never the
         monitor's), until stop()."""
         while not self._halt.wait(BEAT_S):
+            if self._store_gone():
+                return  # each call to a dead store would write a native stack trace into the log
+            if self._store_stopped():
+                continue  # as in _watch_ranks: a call to a stopped store would freeze the door
             with contextlib.suppress(Exception):  # a sweep that fails is retried at the next beat
                 self.sweep()
 
@@ -345,7 +425,8 @@ class RankGroup:
         """Record that `rank` left (the caller holds the lock), in the store too (the
         distributed context refuses every collective from here, naming it), and say it once."""
         self._left[rank] = why
-        if self.dctx is not None:
+        # recorded in the store unless it is gone (torch's client would log a native trace)
+        if self.dctx is not None and not self._store_gone():
             with contextlib.suppress(Exception):  # the store closes with this process at shutdown
                 self.dctx.leave(rank, why, store=self._watch)
         log.warning("rank %d of %d: the group is degraded: reads are served from rank 0's config, changes "
@@ -490,6 +571,10 @@ class RankGroup:
     def _post(self, op: str) -> dist.DistributedContext:
         from configbags.runtime.dist import RankLeftError
 
+        store = self.store_stalled()  # first: it asks the store nothing (gone() waits on its lock)
+        if store is not None:
+            raise StoreStalledError(f"{store}; every rank's change goes through it, so nothing was applied on "
+                                    f"any rank; continue it (SIGCONT) or restart the server")
         gone = self.gone()
         if gone:
             raise RankLeftError(
@@ -515,15 +600,22 @@ class RankGroup:
         self.dctx.store.set(OP_KEY.format(self._op), op)
         return self.dctx
 
-    def override(self, source: str, leaves: dict[str, Any]) -> tuple[OverrideEntry, ...]:
+    def override(self, source: str, leaves: dict[str, Any], ticket: Ticket | None = None) -> tuple[OverrideEntry, ...]:
         """Apply `leaves` as the operator on every rank (the caller holds acting_as off:
-        this sets it for the source rank, where policy and owner are checked)."""
+        this sets it for the source rank, where policy and owner are checked); aborted
+        everywhere if `ticket` was abandoned before the commit."""
         from configbags.serve.door import OPERATOR
 
         with self._busy:
+            if ticket is not None and ticket.abandoned:  # given up while it queued: never posted
+                raise StoreStalledError("the change was given up before it began; nothing was applied on any rank")
             dctx = self._post("override")
-            with self.context.acting_as(OPERATOR):
-                return dctx.override(source, **leaves)
+            dctx.gate = ticket.commit if ticket is not None else None
+            try:
+                with self.context.acting_as(OPERATOR):
+                    return dctx.override(source, **leaves)
+            finally:
+                dctx.gate = None
 
     def check(self) -> list[tuple[str, int, str]]:
         """Every rank's (config_hash, epoch, digest of all values), or DistributedConfigError

@@ -199,6 +199,23 @@ def test_a_dump_path_that_is_a_config_file_is_refused_and_the_file_kept(
     assert "SEKD" not in err and config.read_text() == text
 
 
+@pytest.mark.parametrize("variable", ["SGLANG_API_KEY_FILE", "SGLANG_ADMIN_API_KEY_FILE"])
+def test_a_dump_path_that_is_a_secrets_file_is_refused_and_the_key_kept(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], variable: str) -> None:
+    """`SGLANG_API_KEY_FILE=F ... --dump-config F`: the dump would destroy the only copy of
+    the key, and the next start would read the dump as the key. Refused before anything is
+    written, naming the variable, never the key."""
+    key = tmp_path / "kd"
+    key.write_text("SEKD3\n")
+    with pytest.raises(SystemExit) as exited:
+        ServerArgs.from_cli(["--model-path", "/m", "--dump-config", str(tmp_path / "." / "kd")],
+                            environ={variable: str(key)})
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert f"is the file ${variable} names ({key})" in err and "secret" in err, err
+    assert "SEKD3" not in err and key.read_text() == "SEKD3\n"
+
+
 MODELS = Path(__file__).parent.parent / "models"
 
 

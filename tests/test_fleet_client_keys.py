@@ -186,3 +186,19 @@ def test_a_bad_url_is_one_line_of_bad_usage(
 def test_a_url_user_part_stays_masked_in_its_refusal(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(capsys, fleet_check.main, "http://user:SEKPW@127.0.0.1:99999")
     assert code == 2 and "SEKPW" not in out and "***@" in out
+
+
+@pytest.mark.parametrize("url", ["http:/u:SEKMAL@127.0.0.1:1", "u:SEKMAL@127.0.0.1:1", "//u:SEKMAL@127.0.0.1:1",
+                                 "https:u:SEKMAL@127.0.0.1:1", "HTTP:/u:SEKMAL@h:1"])
+def test_a_malformed_urls_user_part_stays_masked_wherever_it_is_refused(
+        url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    servers = tmp_path / "s.yaml"
+    servers.write_text(f"servers:\n  - {{url: '{url}'}}\n")
+    new = tmp_path / "new.yaml"
+    new.write_text("weight_version: v9\n")
+    for main, *argv in ([fleet_check.main, url], [fleet_check.main, "--servers", str(servers)],
+                        [rollout.main, "--package", "configbags.generated", url, str(new), "--", "--model-path", "m"],
+                        [rollout.main, "--package", "configbags.generated", str(new), str(new), "--apply", url,
+                         "--admin-key", "k", "--", "--model-path", "m"]):
+        code, out = run(capsys, main, *argv)
+        assert code == 2 and "SEKMAL" not in out and "***@" in out, (argv, out)

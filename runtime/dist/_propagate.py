@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, NoReturn
 
@@ -219,6 +219,10 @@ class DistributedContext:
         self._spent: list[str] = []  # this rank's keys of finished collectives, to delete
         self._last_override: str | None = None
         self._refusal: Exception = ConfigError("no refusal")
+        # the source's last word before it commits an override: a caller that gave up on one
+        # (its deadline passed while the store did not answer) makes it abort, so a store that
+        # runs again never applies a change the caller already answered as refused
+        self.gate: Callable[[], bool] | None = None
         #: The source rank's `republish_report` after the last `publish` (None when that
         #: publish had no override log to replay), the same on every rank: a re-publish on
         #: the source replays the log there, and followers only see its outcome through this.
@@ -571,6 +575,8 @@ class DistributedContext:
         self._missing([])
         if refused:
             return self._abort(key, f"refused by {'; '.join(refused)}; nothing was applied on any rank")
+        if self.gate is not None and not self.gate():
+            return self._abort(key, "the caller gave up on it (its deadline passed); nothing was applied on any rank")
         return self.store.compare_set(f"{key}/decision", "", "commit").decode()
 
     def _await_decision(self, key: str) -> str:
