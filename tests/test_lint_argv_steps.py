@@ -10,23 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lint_case import bundled_view, found_in
 
-from configbags.evolve import lint
-from configbags.evolve.view import SchemaView, load_view
+from configbags.evolve.view import SchemaView
 
-BUNDLED = Path(__file__).resolve().parents[1] / "schema"
 LAUNCH = '["python", "-m", "sglang.launch_server", "--model-path", "m"]'
 
 
 @pytest.fixture(scope="module")
 def view() -> SchemaView:
-    return load_view(BUNDLED, cache=False)
+    return bundled_view()
 
 
 def _found(tmp_path: Path, view: SchemaView, name: str, body: str) -> list[tuple[int, str, str]]:
-    path = tmp_path / name
-    path.write_text(body)
-    return [(f.line, f.rule, f.subject) for f in lint.lint([path], view)]
+    return found_in(tmp_path / name, body, view)
 
 
 @pytest.mark.parametrize("body", [

@@ -10,24 +10,20 @@ import json
 from pathlib import Path
 
 import pytest
+from lint_case import LAUNCH, bundled_view, found_in
 
 from configbags.evolve import lint
 from configbags.evolve.shellwords import shell_words
-from configbags.evolve.view import SchemaView, load_view
-
-BUNDLED = Path(__file__).resolve().parents[1] / "schema"
-LAUNCH = "python -m sglang.launch_server --model-path m"
+from configbags.evolve.view import SchemaView
 
 
 @pytest.fixture(scope="module")
 def view() -> SchemaView:
-    return load_view(BUNDLED, cache=False)
+    return bundled_view()
 
 
 def _found(tmp_path: Path, view: SchemaView, body: str) -> list[tuple[int, str, str]]:
-    script = tmp_path / "run.sh"
-    script.write_text("#!/bin/sh\n" + body + "\n")
-    return [(f.line, f.rule, f.subject) for f in lint.lint([script], view)]
+    return found_in(tmp_path / "run.sh", "#!/bin/sh\n" + body + "\n", view)
 
 
 HIDING = [  # each expansion once stood for the rest of the line: the typo after it passed

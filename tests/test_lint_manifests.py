@@ -10,20 +10,16 @@ import base64
 from pathlib import Path
 
 import pytest
+from lint_case import bundled_view, found
 
 from configbags.evolve import lint
-from configbags.evolve.view import SchemaView, load_view
-
-BUNDLED = Path(__file__).resolve().parents[1] / "schema"
+from configbags.evolve.view import SchemaView
 
 
 @pytest.fixture(scope="module")
 def view() -> SchemaView:
-    return load_view(BUNDLED, cache=False)
+    return bundled_view()
 
-
-def _found(path: Path, view: SchemaView) -> list[tuple[int, str, str]]:
-    return [(f.line, f.rule, f.subject) for f in lint.lint([path], view)]
 
 
 @pytest.mark.parametrize(("values", "line"), [
@@ -39,7 +35,7 @@ def test_helm_argument_lists_are_checked_whatever_flags_they_hold(tmp_path: Path
                                                                   values: str, line: int) -> None:
     path = tmp_path / "values.yaml"
     path.write_text(values)
-    [(at, rule, subject)] = _found(path, view)
+    [(at, rule, subject)] = found(path, view)
     assert (at, rule) == (line, "lint-unknown") and subject in {"--tp-sise", "--enable-torch-compil"}
 
 
@@ -52,7 +48,7 @@ def test_helm_argument_lists_are_checked_whatever_flags_they_hold(tmp_path: Path
 def test_helm_lists_of_another_program_stay_alone(tmp_path: Path, view: SchemaView, values: str) -> None:
     path = tmp_path / "values.yaml"
     path.write_text(values)
-    assert _found(path, view) == []
+    assert found(path, view) == []
 
 
 SECRET = ("apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ntype: Opaque\n{body}")
@@ -70,7 +66,7 @@ def test_config_files_in_a_secret_are_linted(tmp_path: Path, view: SchemaView) -
         "  server.yaml: |\n    tp_size: 2\n    page_sise: 3\n"
         f"data:\n  engine.yaml: {engine}\n"
         f"  notes.txt: {_b64('tp_sise: 1')}\n  broken.yaml: '!!!'\n")))
-    assert sorted(_found(path, view)) == [
+    assert sorted(found(path, view)) == [
         (6, "lint-bad-value", "api_key"), (6, "lint-unknown", "tp_sise"), (9, "lint-unknown", "page_sise"),
         (11, "lint-unknown", "model_pth"), (13, "lint-unreadable", path.as_posix())]
 
@@ -108,7 +104,7 @@ def test_configmaps_and_secrets_in_a_list_are_linted(tmp_path: Path, view: Schem
         "- apiVersion: apps/v1\n  kind: Deployment\n  spec:\n    template:\n      spec:\n        containers:\n"
         "        - name: e\n          image: i\n          command: [python, -m, sglang.launch_server]\n"
         "          args: [--prot, '1']\n")
-    assert sorted(_found(path, view)) == [(8, "lint-unknown", "tp_sise"), (13, "lint-unknown", "page_sise"),
+    assert sorted(found(path, view)) == [(8, "lint-unknown", "tp_sise"), (13, "lint-unknown", "page_sise"),
                                           (20, "lint-unknown", "max_bach"), (30, "lint-unknown", "--prot")]
 
 
@@ -171,7 +167,7 @@ objects:
 def test_config_files_in_an_openshift_templates_objects_are_linted(tmp_path: Path, view: SchemaView) -> None:
     path = tmp_path / "template.yaml"
     path.write_text(TEMPLATE)
-    assert sorted(_found(path, view)) == [(9, "lint-unknown", "tp_sise"), (15, "lint-unknown", "page_sise"),
+    assert sorted(found(path, view)) == [(9, "lint-unknown", "tp_sise"), (15, "lint-unknown", "page_sise"),
                                           (21, "lint-unknown", "--prot")]
 
 
@@ -181,10 +177,10 @@ def test_an_entry_named_in_any_case_is_a_config_file(tmp_path: Path, view: Schem
     path = tmp_path / "secret.yaml"
     value = '"{\\"tp_sise\\": 2}"' if name.endswith("JSON") else '"tp_sise: 2\\n"'
     path.write_text(f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\nstringData:\n  {name}: {value}\n")
-    assert _found(path, view) == [(5, "lint-unknown", "tp_sise")]
+    assert found(path, view) == [(5, "lint-unknown", "tp_sise")]
 
 
-@pytest.mark.parametrize(("values", "found"), [
+@pytest.mark.parametrize(("values", "expected"), [
     ('extraArgs: "--tp-sise 2"\n', [(1, "lint-unknown", "--tp-sise")]),
     ('server:\n  args: "--model-path m --tp-sise 2 --enable-metrics"\n', [(2, "lint-unknown", "--tp-sise")]),
     ('server:\n  args: [--model-path, m]\n  extraArgs: "--tp-size 2 extra"\n', [(3, "lint-refused", "launch line")]),
@@ -193,9 +189,9 @@ def test_an_entry_named_in_any_case_is_a_config_file(tmp_path: Path, view: Schem
     ("extraArgs: \"--tp-size 2 'open\"\n", [(1, "lint-unreadable", None)]),
 ])
 def test_helm_arguments_written_as_one_string_are_shell_words(tmp_path: Path, view: SchemaView, values: str,
-                                                               found: list[tuple[int, str, str | None]]) -> None:
+                                                               expected: list[tuple[int, str, str | None]]) -> None:
     """A chart giving `{{ .Values.extraArgs }}` to a shell (or `splitList " "`) splits the string into words."""
     path = tmp_path / "values.yaml"
     path.write_text(values)
-    assert [(line, rule, subject if found and found[0][2] is not None else None)
-            for line, rule, subject in _found(path, view)] == found
+    assert [(line, rule, subject if expected and expected[0][2] is not None else None)
+            for line, rule, subject in found(path, view)] == expected

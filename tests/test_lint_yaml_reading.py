@@ -10,21 +10,17 @@ import json
 from pathlib import Path
 
 import pytest
+from lint_case import bundled_view, found
 
 from configbags.evolve import lint
-from configbags.evolve.view import SchemaView, load_view
+from configbags.evolve.view import SchemaView
 from configbags.runtime import limits, yamlsafe
-
-BUNDLED = Path(__file__).resolve().parents[1] / "schema"
 
 
 @pytest.fixture(scope="module")
 def view() -> SchemaView:
-    return load_view(BUNDLED, cache=False)
+    return bundled_view()
 
-
-def _found(path: Path, view: SchemaView) -> list[tuple[int, str, str]]:
-    return [(f.line, f.rule, f.subject) for f in lint.lint([path], view)]
 
 
 COMPOSE = """\
@@ -49,7 +45,7 @@ services:
 def test_a_compose_service_merged_from_an_extension_field_is_linted(tmp_path: Path, view: SchemaView) -> None:
     path = tmp_path / "docker-compose.yml"
     path.write_text(COMPOSE)
-    assert _found(path, view) == [(2, "lint-unknown", "SGLANG_TP_SISE"), (3, "lint-bad-value", "SGLANG_API_KEY"),
+    assert found(path, view) == [(2, "lint-unknown", "SGLANG_TP_SISE"), (3, "lint-bad-value", "SGLANG_API_KEY"),
                                   (7, "lint-unknown", "--tp-sise")]
 
 
@@ -60,7 +56,7 @@ def test_a_services_own_keys_win_over_merged_ones(tmp_path: Path, view: SchemaVi
                     "services:\n  s:\n    <<: [*b, *a]\n  t:\n    <<: *a\n"
                     "    command: python -m sglang.launch_server --tp-size 3\n")
     # s takes b's command (the first merged wins); t's own command replaces a's
-    assert _found(path, view) == [(4, "lint-unknown", "--tp-siz")]
+    assert found(path, view) == [(4, "lint-unknown", "--tp-siz")]
 
 
 @pytest.mark.parametrize("values", [
@@ -71,7 +67,7 @@ def test_helm_arguments_through_an_alias_or_a_merge_are_linted_once(tmp_path: Pa
                                                                      values: str) -> None:
     path = tmp_path / "values.yaml"
     path.write_text(values)
-    assert [(rule, subject) for _, rule, subject in _found(path, view)] == [("lint-unknown", "--tp-sise")]
+    assert [(rule, subject) for _, rule, subject in found(path, view)] == [("lint-unknown", "--tp-sise")]
 
 
 def test_a_kubernetes_container_merged_from_a_base_is_linted(tmp_path: Path, view: SchemaView) -> None:
@@ -80,13 +76,13 @@ def test_a_kubernetes_container_merged_from_a_base_is_linted(tmp_path: Path, vie
                     "  - name: a\n    image: i\n    env: [{name: SGLANG_TP_SISE, value: '1'}]\n"
                     "    command: &cmd [python, -m, sglang.launch_server]\n"
                     "  - <<: {name: b, image: i, command: *cmd}\n    args: [--tp-siz, '2']\n")
-    assert _found(path, view) == [(8, "lint-unknown", "SGLANG_TP_SISE"), (11, "lint-unknown", "--tp-siz")]
+    assert found(path, view) == [(8, "lint-unknown", "SGLANG_TP_SISE"), (11, "lint-unknown", "--tp-siz")]
 
 
 def test_a_config_file_keeps_the_merge_key_as_the_server_reads_it(tmp_path: Path, view: SchemaView) -> None:
     path = tmp_path / "engine.yaml"
     path.write_text("<<: {tp_size: 4}\npage_size: 8\n")
-    assert _found(path, view) == [(1, "lint-unknown", "<<")]
+    assert found(path, view) == [(1, "lint-unknown", "<<")]
 
 
 def test_an_alias_bomb_is_refused_not_expanded(tmp_path: Path, view: SchemaView) -> None:
@@ -106,7 +102,7 @@ def test_only_the_copies_aliases_make_count_against_the_node_limit(tmp_path: Pat
     written = tmp_path / "big" / "values.yaml"  # 60 nodes written out: the file's size bounds them
     written.parent.mkdir()
     written.write_text("".join(f"k{i}: v\n" for i in range(29)) + "args: [--tp-sise, '1']\n")
-    assert _found(written, view) == [(30, "lint-unknown", "--tp-sise")]
+    assert found(written, view) == [(30, "lint-unknown", "--tp-sise")]
     copied = tmp_path / "copied" / "values.yaml"  # 4 written, 60 more copied by aliases
     copied.parent.mkdir()
     copied.write_text("a: &a [--tp-sise, '1']\n" + "".join(f"b{i}: *a\n" for i in range(30)))
@@ -127,12 +123,12 @@ def test_a_kubernetes_manifest_written_as_json_is_a_manifest(tmp_path: Path, vie
     (tmp_path / "f").mkdir()
     path = tmp_path / "f" / "pod.json"
     path.write_text(json.dumps(document, indent=1) + "\n")
-    found = _found(path if named else tmp_path, view)
-    assert [(rule, subject) for _, rule, subject in found] == [("lint-unknown", "--tp-sise")]
+    findings = found(path if named else tmp_path, view)
+    assert [(rule, subject) for _, rule, subject in findings] == [("lint-unknown", "--tp-sise")]
 
 
 def test_a_configmap_written_as_json_lints_its_entries_not_its_kind(tmp_path: Path, view: SchemaView) -> None:
     path = tmp_path / "cm.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
                                 "data": {"engine.yaml": "tp_sise: 1\n"}}))
-    assert [(rule, subject) for _, rule, subject in _found(path, view)] == [("lint-unknown", "tp_sise")]
+    assert [(rule, subject) for _, rule, subject in found(path, view)] == [("lint-unknown", "tp_sise")]
