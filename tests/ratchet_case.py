@@ -46,3 +46,16 @@ def failing_leaves(root: Path, files: dict[str, str], file: str = "pkg/user.py")
     result = scan_pkg(root, files)
     assert fails(result), result.reads
     return {r.leaf for r in result.reads if r.file == file}
+
+
+ENV_SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
+
+
+def scan_env_pkg(root: Path, files: dict[str, str]) -> ScanResult:
+    """`pkg/` scanned with two declared variables, so a read of one is told from the other."""
+    return scan_pkg(root, files, ENV_SETTINGS)
+
+
+def file_reads(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str]]:
+    """(function, leaf) of every read reported in `file`."""
+    return {(r.function, r.leaf) for r in result.reads if r.file == file}

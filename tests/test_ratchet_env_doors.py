@@ -13,25 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 from ratchet_case import fails as _fails
-from ratchet_case import scan_pkg
+from ratchet_case import file_reads as _keys
+from ratchet_case import scan_env_pkg as _scan
 
 from configbags.codegen.__main__ import main as gen_main
 from configbags.migrate.cli import main
 from configbags.migrate.importer import ROLES_YAML
-from configbags.migrate.scan import ScanResult, ScanSettings
 
-SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
 PAGE = "$SGLANG_PAGE_SIZE"
 CTX = "from pkg.config_bags.accessors import get_context\n"
 RAW = "from pkg.server_args import get_server_args\n"
-
-
-def _scan(root: Path, files: dict[str, str]) -> ScanResult:
-    return scan_pkg(root, files, SETTINGS)  # two declared variables
-
-
-def _keys(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str]]:
-    return {(r.function, r.leaf) for r in result.reads if r.file == file}
 
 
 # ---- G24: C's getenv bound to a name, then called

@@ -9,14 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import ACCESSORS, scan_pkg
+from ratchet_case import ACCESSORS, ENV_SETTINGS
 from ratchet_case import fails as _fails
+from ratchet_case import file_reads as _keys
+from ratchet_case import scan_env_pkg as _scan
 
 from configbags.migrate.check import check
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_source
+from configbags.migrate.scan import scan_source
 from configbags.migrate.scanmodel import Entry, FlowInput
 
-SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
 CTX = "from configbags.generated.accessors import get_context\n"
 ENVUTIL = """\
 import os
@@ -35,14 +36,6 @@ class Env:
 ENV = Env()
 """
 PAGE = "$SGLANG_PAGE_SIZE"
-
-
-def _scan(root: Path, files: dict[str, str]) -> ScanResult:
-    return scan_pkg(root, files, SETTINGS)  # two declared variables
-
-
-def _keys(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str]]:
-    return {(r.function, r.leaf) for r in result.reads if r.file == file}
 
 
 # ---- F2: a declared name handed to an env helper, however the module spells it
@@ -286,9 +279,9 @@ def test_the_shortcut_for_a_file_told_only_of_helpers_gives_what_the_analysis_gi
         b"    return get_env(name), get_env(other), get_server_args().tp_size, get_env\n"
     )
     flows = FlowInput(env_helpers=frozenset({"get_env|0|name|environ"}))
-    base = scan_source(data, SETTINGS)
-    short = scan_source(data, SETTINGS, flows, base)
-    full = scan_source(data, SETTINGS, flows)
+    base = scan_source(data, ENV_SETTINGS)
+    short = scan_source(data, ENV_SETTINGS, flows, base)
+    full = scan_source(data, ENV_SETTINGS, flows)
     assert sorted(short.reads) == sorted(full.reads)
     assert short.flow == full.flow
     assert {row[1] for row in short.reads} >= {"$?", PAGE, "$SGLANG_TP_SIZE", "tp_size"}

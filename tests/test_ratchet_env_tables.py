@@ -10,21 +10,11 @@ from pathlib import Path
 
 import pytest
 from ratchet_case import fails as _fails
-from ratchet_case import scan_pkg
+from ratchet_case import file_reads as _keys
+from ratchet_case import scan_env_pkg as _scan
 
-from configbags.migrate.scan import ScanResult, ScanSettings
-
-SETTINGS = ScanSettings(roots=("pkg",), env_vars=("SGLANG_PAGE_SIZE", "SGLANG_TP_SIZE"))
 PAGE = "$SGLANG_PAGE_SIZE"
 TP = "$SGLANG_TP_SIZE"
-
-
-def _scan(root: Path, files: dict[str, str]) -> ScanResult:
-    return scan_pkg(root, files, SETTINGS)
-
-
-def _keys(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str]]:
-    return {(r.function, r.leaf) for r in result.reads if r.file == file}
 
 
 # ---- U3: a getter table whose getters a factory or functools.partial makes
