@@ -287,6 +287,13 @@ _FETCH_WORDS = ("getattr", "hasattr", "setattr", "delattr", "attrgetter", "impor
 # environment: `envvar="NAME"` (or a list of names), and a prefix that names one variable
 # per option (`auto_envvar_prefix="SGLANG"`: SGLANG_<OPTION>)
 _ENVVAR_KEYWORDS = frozenset({"envvar", "auto_envvar_prefix"})
+# The shape of a row among a module's constants (FlowFacts.constants) for a list constant
+# that is no constant: bound again in its module or changed in place there (`NAMES =
+# load()`, `NAMES.append(name)`). Its importers' loops over it take these elements and
+# others not shown; no other use of it is told them.
+OPEN_SHAPE = "open_list"
+# A name of which nothing is shown, as a pattern (configbags.migrate.envkeys)
+_ANY_NAME: Pattern = ("", "", True)
 # What a descriptor of one variable (`envs.SGLANG_PAGE_SIZE`, named like it) may be asked
 # without reading it: its writers
 _DESCRIPTOR_WRITERS = frozenset({"set", "clear", "unset", "override", "__set__", "__delete__"})
@@ -1589,7 +1596,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._consume(node.func)
         self._joined_path(node, callee)
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in _DESCRIPTOR_WRITERS and isinstance(func.value, ast.Attribute):
+        if isinstance(func, ast.Attribute) and func.attr in _DESCRIPTOR_WRITERS and isinstance(func.value, (ast.Attribute, ast.Call)):
+            # `envs.X.set(1)`, `getattr(envs, n).set(1)`: the descriptor written, not read
             self.written.add(id(func.value))
         if isinstance(func, ast.Attribute) and func.attr == "get":
             self.registry_read.add(id(func.value))
@@ -2236,6 +2244,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self._report(node, STATE_READBACK, "readback", "state")
                 elif _DIST in kinds:
                     self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
+                if fetch.form != "attrgetter" and self.declared and id(node) not in self.written:
+                    self._fetched_by_name(node, node.args[1])
                 continue
             expr = fetch.target
             for attr in path:
@@ -2246,10 +2256,31 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     self._report(node, f"Context.{attr}", "readback", attr)
                 elif attr == "state_dict" and _STATE_DICT in self.d.kind(chained, self.scope):
                     self._report(node, STATE_DICT_READBACK, "readback", "state_dict")
-                elif attr in self.declared:
+                elif attr in self.declared and id(node) not in self.written:
                     # `getattr(envs, "SGLANG_PAGE_SIZE")`: as `envs.SGLANG_PAGE_SIZE`
                     self._report(node, env_subject(attr), "environ", "env_attribute")
                 expr = chained
+
+    def _fetched_by_name(self, node: ast.Call, name: ast.expr) -> None:
+        """`getattr(envs, n)` with a name of several values (a loop over a constant,
+        `for n in NAMES`): as `envs.NAME` for each declared variable among them. Where the
+        name may also be one the module does not show, it is `$?` if the parts shown
+        leave a declared variable possible (`for n in NAMES: n = n.lower()`, `"SGLANG_" +
+        n`); a name wholly unknown on an object not known (`getattr(obj, attr)`) is not
+        reported, as no declared variable's name is in sight."""
+        names = self.strings.values(name, self.enclosing)
+        if names is not None:
+            for variable in sorted(names & self.declared):
+                self._report(node, env_subject(variable), "environ", "env_attribute")
+            return
+        found = patterns(KeyCompiler(self.strings, None, None).compile(name, self.enclosing), None)
+        shown = found - {_ANY_NAME}
+        read, partly = declared_reads(shown, self.declared)
+        if partly or (read and _ANY_NAME in found):
+            self._report(node, ENV_UNRESOLVED, "environ", "env_attribute")
+            return
+        for variable in read:
+            self._report(node, env_subject(variable), "environ", "env_attribute")
 
     def visit_Compare(self, node: ast.Compare) -> None:
         left = node.left
@@ -2398,7 +2429,13 @@ class DoorScan:
         self.may_fetch = _may_fetch(text)
         # the declared variables the text spells (one substring test each, once)
         self.mentioned = frozenset(name for name in self.declared if name in text)
-        self.may_open = _may_open_a_door(text, self.declared, self.mentioned)
+        imported = tuple(imported)
+        # and those another module's constant spells, imported here (`from pkg.names
+        # import NAMES`, then `for n in NAMES: getattr(envs, n)`)
+        told = frozenset(
+            name for name in self.declared if any(name in value for _, shape, value in imported if shape in ("str", "list", OPEN_SHAPE))
+        )
+        self.may_open = _may_open_a_door(text, self.declared, self.mentioned | told)
         self.strings = ModuleStrings(tree, imported)
         self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]] | None = None
         self._children: list[tuple[Any, ...]] = []
@@ -2500,7 +2537,10 @@ class ModuleStrings:
     - a name, by every binding of it in the scope it resolves to (Python's rules, class
       bodies aside): a module constant (every top-level binding), a local (`name = "X"`,
       however many times: each value is possible), a parameter's default (`def f(name=
-      "X")`), a loop or comprehension variable over a literal (`for n in ("A", "B")`);
+      "X")`), a loop or comprehension variable over a literal (`for n in ("A", "B")`)
+      or over a constant the module shows (`for n in NAMES`, NAMES a tuple, list or set of
+      such, here or imported): each element, handed to the loop variable alone, with an
+      unknown one besides where NAMES is no constant (bound again, changed in place);
     - `C.X` of a module-level class's body (`Keys.PAGE`), `self.X` / `cls.X` in a method
       (its class's body, or what the class's methods assign to `self.X`), and a str
       Enum's member (`E.X.value`, or `E.X` where E mixes in str);
@@ -2512,6 +2552,7 @@ class ModuleStrings:
 
     def __init__(self, tree: ast.Module, imported: Iterable[tuple[str, str, str]] = ()) -> None:
         self.tree = tree
+        imported = tuple(imported)
         # other modules' constants the module imports, by the name it spells them with
         # (`from pkg.names import PAGE`, `names.PAGE`), as the project pass found them
         self.imported: dict[str, ast.expr] = {
@@ -2521,6 +2562,11 @@ class ModuleStrings:
         self._scopes: dict[int, dict[str, _Bound]] = {}  # id(scope node) -> name -> values
         self._classes: dict[str, ast.ClassDef] | None = None
         self._self_attrs: dict[int, dict[str, _Bound]] = {}  # id(class) -> attr -> values
+        self._changed: frozenset[str] | None = None
+        # imported lists that are no constants, for loops over them alone (OPEN_SHAPE)
+        self._imported_open: dict[str, ast.expr] = {
+            spelled: _constant_node("list", value) for spelled, shape, value in imported if shape == OPEN_SHAPE
+        }
 
     def _module_bindings(self) -> dict[str, list[ast.expr | None]]:
         if self._bindings is None:
@@ -2535,6 +2581,12 @@ class ModuleStrings:
                     value = stmt.value if isinstance(stmt, ast.AnnAssign) else None
                     if value is not None or isinstance(stmt, ast.AugAssign):
                         found.setdefault(stmt.target.id, []).append(value)
+                elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+                    # `for n in NAMES:` at the top level: n takes each element; a name the
+                    # loop binds again (its body, `else`) is unknown besides
+                    _bind_loop(found, stmt.target, stmt.iter)
+                    for name in Counter(_bound_at_module(stmt)) - Counter(_target_names(stmt.target)):
+                        found.setdefault(name, []).append(None)
                 else:
                     # any other top-level statement that binds a name (an import, a def, a
                     # loop, a block holding an assignment) makes its value unknown
@@ -2609,18 +2661,90 @@ class ModuleStrings:
             values = self._scope_bindings(node).get(name)
             if values is not None:
                 outer = enclosing[:index]
-                if isinstance(node, _COMPREHENSIONS):
-                    return [(v, outer) for v in values]  # its iterables are the outer scope's
-                # a parameter default is evaluated outside the function; all else inside
                 inside = enclosing[: index + 1]
-                return [(v, outer if v is not None and _is_default(node, v) else inside) for v in values]
+                if isinstance(node, _COMPREHENSIONS):
+                    # its first iterable is the outer scope's, a later one its own
+                    first = node.generators[0].iter
+                    return self._each_element(
+                        [(v, outer if not isinstance(v, _EachOf) or v.iterable is first else inside) for v in values]
+                    )
+                # a parameter default is evaluated outside the function; all else inside
+                return self._each_element(
+                    [(v, outer if v is not None and _is_default(node, v) else inside) for v in values]
+                )
         bindings = self._module_bindings()
         values = bindings.get(name)
         if name in self.imported and values is not None and len(values) == 1:
             return [(self.imported[name], ())]
         if not values or "*" in bindings:
             return None  # bound nowhere the module shows (a builtin), or by a star import
-        return [(v, ()) for v in values]
+        return self._each_element([(v, ()) for v in values])
+
+    def _each_element(self, bound: list[tuple[ast.expr | None, Sequence[ast.AST]]]) -> list[tuple[ast.expr | None, Sequence[ast.AST]]]:
+        """The bindings with a loop variable's (`for n in NAMES`) replaced by each
+        element of its container, where it is a constant the module shows: here alone, so
+        the elements are the loop variable's values and no other name's."""
+        if not any(isinstance(value, _EachOf) for value, _ in bound):
+            return bound
+        found: list[tuple[ast.expr | None, Sequence[ast.AST]]] = []
+        for value, where in bound:
+            found.extend(self._elements(value.iterable, where) if isinstance(value, _EachOf) else [(value, where)])
+        return found
+
+    def _elements(
+        self, container: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0
+    ) -> list[tuple[ast.expr | None, Sequence[ast.AST]]]:
+        """Each element of what `container` evaluates to: a literal tuple, list or set (or
+        `frozenset(...)`, `sorted(...)` of one), or a name bound only to such constants,
+        each binding followed (`NAMES = (...)`, `from pkg.names import NAMES`); an
+        unknown element (None) for a binding the module does not show and for a list or
+        set the module grows or changes in place (`NAMES.append(x)`, `NAMES[0] = x`)."""
+        unwrapped = self._unwrapped(container)
+        if depth > _MAX_STRING_DEPTH:
+            return [(None, enclosing)]
+        if isinstance(unwrapped, (ast.Tuple, ast.List, ast.Set)):
+            literal: list[tuple[ast.expr | None, Sequence[ast.AST]]] = []
+            for element in unwrapped.elts:
+                # `(*BASE, "X")`: BASE's elements too
+                literal.extend(
+                    self._elements(element.value, enclosing, depth + 1) if isinstance(element, ast.Starred)
+                    else [(element, enclosing)]
+                )
+            return literal
+        if not isinstance(unwrapped, (ast.Name, ast.Attribute)):
+            return [(None, enclosing)]
+        opened = self._imported_open.get(dotted_name(unwrapped))
+        if opened is not None:
+            # another module's list that is no constant: its elements, and others
+            return [(None, enclosing), *self._elements(opened, (), depth + 1)]
+        bound = self.bound(unwrapped, enclosing)
+        if not bound:
+            return [(None, enclosing)]
+        # a container changed in place holds its elements and others not shown
+        found: list[tuple[ast.expr | None, Sequence[ast.AST]]] = (
+            [(None, enclosing)] if dotted_name(unwrapped) in self._changed_in_place() else []
+        )
+        for value, where in bound:
+            found.extend([(None, where)] if value is None else self._elements(value, where, depth + 1))
+        return found
+
+    def _unwrapped(self, container: ast.expr) -> ast.expr:
+        """`frozenset(X)`, `tuple(X)`, `sorted(X)`, ...: X, whose elements they hold (the
+        builtin, not a module's own function of that name)."""
+        while (
+            isinstance(container, ast.Call) and isinstance(container.func, ast.Name)
+            and container.func.id in _SAME_ELEMENTS and len(container.args) == 1 and not container.keywords
+            and not isinstance(container.args[0], ast.Starred) and container.func.id not in self._module_bindings()
+        ):
+            container = container.args[0]
+        return container
+
+    def _changed_in_place(self) -> frozenset[str]:
+        """The names (and dotted names) whose value the module changes in place, anywhere
+        in it: so a list constant grown elsewhere is no constant."""
+        if self._changed is None:
+            self._changed = changed_in_place(ast.walk(self.tree))
+        return self._changed
 
     def exported(self, text: str, declared: frozenset[str]) -> list[tuple[str, str, str]]:
         """The module's constants other modules may import as an environment name or a
@@ -2640,21 +2764,40 @@ class ModuleStrings:
             value = stmt.value if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else None
             if not isinstance(target, ast.Name) or value is None:
                 continue
-            elements = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
-            items = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-            if len(items) == len(elements) and any(declared.intersection(_WORDS.findall(item)) for item in items):
-                shape = "str" if elements[0] is value else "list"
-                candidates[target.id] = (shape, "\0".join(items))
+            exportable = self._exportable(value, declared)
+            if exportable is not None:
+                # every exportable binding's names, where there are several (OPEN_SHAPE)
+                earlier = candidates.get(target.id)
+                candidates[target.id] = exportable if earlier is None else ("list", f"{earlier[1]}\0{exportable[1]}")
         if not candidates:
             return []
         lines = mention_lines(text, candidates)
         counts: dict[str, int] = dict.fromkeys(candidates, 0)
+        changed: set[str] = set()
         for stmt in self.tree.body:
             if mentions(lines, statement_span(stmt)):
                 for name in _bound_at_module(stmt):
                     if name in counts:
                         counts[name] += 1
-        return sorted((name, *candidates[name]) for name, count in counts.items() if count == 1)
+                changed |= changed_in_place(ast.walk(stmt))
+        rows = [(name, *candidates[name]) for name, count in counts.items() if count == 1]
+        # a list bound again or changed in place holds other names besides: its
+        # importers' loops over it are told so (and nothing else is)
+        rows += [
+            (name, OPEN_SHAPE, candidates[name][1]) for name, count in counts.items()
+            if candidates[name][0] == "list" and (count > 1 or name in changed)
+        ]
+        return sorted(rows)
+
+    def _exportable(self, value: ast.expr, declared: frozenset[str]) -> tuple[str, str] | None:
+        """(shape, value) of a string literal, or of a tuple, list or set of them
+        (`frozenset({...})` too), naming a declared variable; else None."""
+        container = self._unwrapped(value)
+        elements = container.elts if isinstance(container, (ast.List, ast.Tuple, ast.Set)) else [value]
+        items = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        if not items or len(items) != len(elements) or not any(declared.intersection(_WORDS.findall(item)) for item in items):
+            return None
+        return ("str" if elements[0] is value else "list", "\0".join(items))
 
     def _scope_bindings(self, node: ast.AST) -> dict[str, _Bound]:
         """What a function, lambda, class body or comprehension binds, by name."""
@@ -2723,7 +2866,7 @@ class ModuleStrings:
         ]
         for method, value in self._assigned_on_self(cls).get(attr, ()):
             values.append((value, (cls, method)))
-        return values or None
+        return self._each_element(values) or None
 
     def _assigned_on_self(self, cls: ast.ClassDef) -> dict[str, list[tuple[ast.AST, ast.expr | None]]]:
         """attr -> (method, value) of each `self.attr = value` in the class's methods."""
@@ -2860,13 +3003,53 @@ def _bind_target(found: dict[str, _Bound], target: ast.expr, value: ast.expr | N
 
 
 def _bind_loop(found: dict[str, _Bound], target: ast.expr, iterable: ast.expr) -> None:
-    """A loop variable over a literal takes each element in turn; over anything else it
-    is unknown."""
+    """A loop variable over a literal takes each element in turn; over a name, an
+    attribute, a call or a literal with a starred part (`for n in NAMES`, `sorted(NAMES)`,
+    `(*NAMES, "X")`) each element of the constant it may be, resolved where the variable
+    is asked about (ModuleStrings._elements); over anything else it is unknown."""
     if isinstance(iterable, (ast.Tuple, ast.List, ast.Set)) and not any(isinstance(e, ast.Starred) for e in iterable.elts):
         for element in iterable.elts:
             _bind_target(found, target, element)
+    elif isinstance(target, ast.Name) and isinstance(iterable, (ast.Name, ast.Attribute, ast.Call, ast.Tuple, ast.List, ast.Set)):
+        found.setdefault(target.id, []).append(_EachOf(iterable))
     else:
         _bind_target(found, target, None)
+
+
+class _EachOf(ast.expr):
+    """A loop variable's binding over a container the loop does not spell (`for n in
+    NAMES`): each element of what `iterable` evaluates to. Only the resolver's own
+    bindings hold it; ModuleStrings.bound hands out the elements instead."""
+
+    _fields = ("iterable",)
+    iterable: ast.expr
+
+    def __init__(self, iterable: ast.expr) -> None:
+        super().__init__()
+        self.iterable = iterable
+
+
+# Builtins whose value holds the elements of their one argument (a loop over
+# `sorted(NAMES)` takes NAMES's)
+_SAME_ELEMENTS = frozenset({"frozenset", "set", "tuple", "list", "sorted", "reversed", "iter"})
+# Methods that change a list or set in place
+_IN_PLACE_CHANGERS = frozenset({
+    "append", "extend", "insert", "add", "update", "__setitem__", "__iadd__", "__ior__",
+    "intersection_update", "difference_update", "symmetric_difference_update",
+})
+
+
+def changed_in_place(nodes: Iterable[ast.AST]) -> frozenset[str]:
+    """The (dotted) names among `nodes` that are changed in place: `X.append(...)` and
+    the other list and set changers, and `X[i] = ...` (or `del X[i]`)."""
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _IN_PLACE_CHANGERS:
+            found.add(dotted_name(node.func.value))
+        elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            found.add(dotted_name(node.value))
+    found.discard("")
+    return frozenset(found)
 
 
 def _unknown_bindings(stmt: ast.AST) -> list[str]:
