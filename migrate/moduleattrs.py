@@ -123,11 +123,9 @@ def _all_names(body: Sequence[ast.stmt]) -> list[str] | str | None:
                     return _UNKNOWN_ALL  # `__all__, x = ...`
                 continue
             value = stmt.value
-        elif _extends_all(stmt):
-            call = stmt.value  # type: ignore[attr-defined]
+        elif (call := _extends_all(stmt)) is not None:
+            # (`append` adds one string, wrapped by _literal_strings; `extend` a list)
             value = call.args[0] if len(call.args) == 1 and not call.keywords else None
-            if value is not None and call.func.attr == "append":
-                value = ast.List(elts=[value], ctx=ast.Load())
         elif _ALL in _bound_at_module(stmt):
             return _UNKNOWN_ALL  # `from m import __all__`, a loop over it
         else:
@@ -151,20 +149,23 @@ def _module_statements(body: Sequence[ast.stmt]) -> Iterable[ast.stmt]:
                 yield from _module_statements(handler.body)
 
 
-def _extends_all(stmt: ast.stmt) -> bool:
-    """`__all__.append("X")`, `__all__.extend([...])`."""
-    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-        return False
-    func = stmt.value.func
-    return (
+def _extends_all(stmt: ast.stmt) -> ast.Call | None:
+    """The call of `__all__.append("X")`, `__all__.extend([...])`."""
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    listed = (
         isinstance(func, ast.Attribute) and func.attr in _LIST_METHODS
         and isinstance(func.value, ast.Name) and func.value.id == _ALL
     )
+    return call if listed else None
 
 
 def _literal_strings(value: ast.expr | None) -> list[str] | None:
+    """The strings a literal list or tuple (or one string) holds, None for anything else."""
     if isinstance(value, ast.Constant) and isinstance(value.value, str):
-        return [value.value]  # (`__all__.append("X")`, wrapped above)
+        return [value.value]
     if not isinstance(value, (ast.List, ast.Tuple)):
         return None
     found = [e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]

@@ -92,6 +92,7 @@ def __getattr__(name):
      {("K.get", PAGE)}),
     # a star import through `__all__`: the names it lists that the module does not bind
     (TABLE + '__all__ = ["SGLANG_PAGE_SIZE", "is_set", "LIMIT"]\n', "from pkg.envs import *\n", {("<module>", PAGE)}),
+    (TABLE + '__all__ = ("is_set",)\n__all__.append("SGLANG_TP_SIZE")\n', "from pkg.envs import *\n", {("<module>", TP)}),
     # a prefix dispatcher: the name it is asked, and with the prefix it adds
     (PREFIX, "from pkg.envs import SGLANG_PAGE_SIZE\n", {("<module>", PAGE)}),
     (ADDED_PREFIX, "def main():\n    from pkg.envs import TP_SIZE\n    return TP_SIZE\n", {("main", TP)}),
@@ -151,6 +152,8 @@ def test_a_name_the_module_binds_or_no_variable_is_read_nothing_at_its_import(
     # a star import through an `__all__` the module computes: the dispatch asked any name
     (PREFIX + '__all__ = [n for n in dir() if n.startswith("SGLANG_")]\n', "from pkg.envs import *\n", {("<module>", "$?")}),
     (TABLE + "__all__ = list(environment_variables)\n", "from pkg.envs import *\n", {("<module>", PAGE), ("<module>", TP)}),
+    (TABLE + '__all__ = ["is_set"]\n__all__.extend(sorted(environment_variables))\n', "from pkg.envs import *\n",
+     {("<module>", PAGE), ("<module>", TP)}),
     # a key the dispatch looks up where the module does not show it
     ("import os\nfrom pkg.names import NAMES\n\ndef __getattr__(name):\n    return os.environ.get(NAMES[name])\n",
      "from pkg.envs import page\n", {("<module>", "$?")}),
