@@ -117,6 +117,8 @@ _ENV_FORMS = {
     "expandvars": "os.path.expandvars",
     "env_helper": "its name passed to a function that reads the environment by the name it is given",
     "env_attribute": "an attribute named like the variable: a reader of it, as a descriptor per variable is",
+    "env_import": "a from-import of a name the module's `__getattr__` serves (PEP 562: a getter table's dispatch, a "
+    "prefix dispatcher), which the import statement calls",
     "envvar_option": "a command-line option taken from the environment: click/typer `envvar=` or `auto_envvar_prefix=`",
     "config_library": "a config or command-line library filling a value from the environment (OmegaConf's "
     "`${oc.env:...}`, jsonargparse's or configargparse's options, environs, python-decouple)",

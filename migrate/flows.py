@@ -89,6 +89,15 @@ from configbags.migrate.envsources import (
     table_key,
     table_use,
 )
+from configbags.migrate.moduleattrs import (
+    DISPATCH,
+    ENV_DISPATCH,
+    MODULE_DISPATCH,
+    ServedModule,
+    dispatch_body,
+    dispatch_facts,
+    dispatch_templates,
+)
 from configbags.migrate.resolvers import helper_specs
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -1170,6 +1179,8 @@ def base_facts(
         # environment names and commands, and resolver helpers (configbags.migrate.resolvers)
         constants=(
             *((strings or ModuleStrings(tree)).exported(text, mentioned) if mentioned else ()), *helper_specs(tree, text),
+            # the names its `__getattr__` serves (configbags.migrate.moduleattrs)
+            *dispatch_facts(tree, text),
         ),
     )
 
@@ -1275,6 +1286,8 @@ class _Uses(_Walk):
         self.helpers: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
         # spelled -> (key -> the leaves its entry reads, whether it is the module's own)
         self.tables: dict[str, tuple[dict[str, list[str]], bool]] = {}
+        # spelled -> (key -> leaves): another module's table dispatch imported by name
+        self.dispatchers: Mapping[str, dict[str, list[str]]] = {}
         for entry in flows.env_helpers:
             spelled, position, param, use = entry.split("|", 3)  # (a key template may hold `|`)
             self.helpers[spelled].append((int(position), param, use))
@@ -1437,7 +1450,7 @@ class _Uses(_Walk):
             self._helper_handed_on(node)
             if self.helper_objects:
                 self._helper_object_handed(node)
-        if self.tables:
+        if self.tables or self.dispatchers:
             self._table(node)
             self._dispatched(node)
 
@@ -1465,12 +1478,13 @@ class _Uses(_Walk):
         __getattr__(key)`); rewrapped in place (`__getattr__ = functools.cache(__getattr__)`)
         or asked about, it reads nothing; handed on in any other way, every entry."""
         owner, _, last = dotted(node).rpartition(".")
-        if last != "__getattr__" or (isinstance(node, ast.Name) and self._local(node.id)):
+        imported = self.dispatchers.get(dotted(node))
+        if (last != "__getattr__" and imported is None) or (isinstance(node, ast.Name) and self._local(node.id)):
             return
-        if not owner and len(self.qualname) == 1 and dispatches(self.qualname[0]):
+        if imported is None and not owner and len(self.qualname) == 1 and dispatches(self.qualname[0]):
             return  # the dispatch calling itself
-        entries: dict[str, list[str]] = {}
-        for spelled, (table, own) in self.tables.items():
+        entries: dict[str, list[str]] = dict(imported or {})
+        for spelled, (table, own) in self.tables.items() if imported is None else ():
             if spelled.rpartition(".")[0] == owner and own == (not owner):
                 for key, leaves in table.items():
                     entries.setdefault(key, []).extend(leaves)
@@ -1848,6 +1862,12 @@ def use_facts(
         for spelled, shape, value in rows
         if shape == ENV_TABLE
     }
+    # a table's dispatch imported under a name (`from envs import __getattr__ as get`)
+    dispatchers: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for spelled, shape, value in flows.constants:
+        if shape == ENV_DISPATCH:
+            for key, leaves in table_entries(value).items():
+                dispatchers[spelled].setdefault(key, []).extend(leaves)
     names = {
         part
         for spelled in (
@@ -1855,7 +1875,7 @@ def use_facts(
             *flows.environ_getters, *(entry.partition("|")[0].partition("@")[0] for entry in flows.env_helpers),
             *flows.state_getters, *flows.private_names, *tables,
             # a table module's dispatch, called by name (`__getattr__("X")`: _Uses._dispatched)
-            *(["__getattr__"] if tables else []),
+            *(["__getattr__"] if tables else []), *dispatchers,
         )
         for part in spelled.replace("()", "").split(".")
     }
@@ -1873,6 +1893,7 @@ def use_facts(
         lines = mention_lines(text, names | renamed.keys() | {name for _, name in kept})
     walk = _Uses(lines, flows, frozenset(settings.env_vars), strings or ModuleStrings(tree), renamed, renames, kept)
     walk.tables = tables
+    walk.dispatchers = dispatchers
     for node in tree.body:
         walk.visit(node)
     return walk.reads, [*walk.fetchers, *exported], sorted(walk.env_params), walk.decorated
@@ -2007,6 +2028,11 @@ class _Project:
         # files whose callables take an environment key or a child's command
         self.helper_files = {rel for rel, result in results.items() if result.flow.env_params}
         self.constant_files = {rel for rel, result in results.items() if result.flow.constants}
+        # modules whose `__getattr__` serves names they do not bind (configbags.migrate.moduleattrs)
+        self.dispatch_files = {
+            rel for rel in self.constant_files if any(row[1] == MODULE_DISPATCH for row in results[rel].flow.constants)
+        }
+        self._served: dict[str, ServedModule] = {}
         self._helper_rows: dict[str, list[tuple[str, str]]] = {}
         # the first part of every scanned module's name: an import of any other names a
         # module that is not scanned (the standard library, a third party)
@@ -2231,6 +2257,7 @@ class _Project:
             environ_getters=frozenset(spelled["environ_getter"]),
             env_helpers=self.env_helpers(rel),
             constants=self.imported_constants(rel),
+            served_imports=self.served_imports(rel),
             state_getters=frozenset(spelled["readback"]),
             private_names=frozenset(spelled["private"]),
             holder_classes=frozenset(spelled["holder_class"] | spelled["repr_holder"] | spelled["eq_holder"]),
@@ -2257,6 +2284,7 @@ class _Project:
                 site = self.resolve(rel, local)
                 if site[0] is not None and site[0] in self.constant_files:
                     found.update((local, shape, value) for name, shape, value in self.constant_rows(site[0]) if name == site[1])
+                    found.update(self._dispatch_imported(local, (site[0], site[1])))
                 continue
             for module in self.under(target):
                 other = self.modules[module]
@@ -2264,6 +2292,51 @@ class _Project:
                     prefix = local + module[len(target) :]
                     found.update((f"{prefix}.{name}", shape, value) for name, shape, value in self.constant_rows(other))
         return frozenset(found)
+
+    def _dispatch_imported(self, local: str, site: tuple[str, str]) -> list[tuple[str, str, str]]:
+        """`from envs import __getattr__ as get`: the table's dispatch under a name of the
+        importer, read where it is called (_Uses._dispatched)."""
+        if site[1] != DISPATCH:
+            return []
+        return [(local, ENV_DISPATCH, value) for _, shape, value in self.constant_rows(site[0]) if shape == ENV_TABLE]
+
+    def served_imports(self, rel: str) -> frozenset[tuple[int, str, str, str]]:
+        """What `rel`'s from-imports read where another module's `__getattr__` serves
+        the name (FlowInput.served_imports): a module that binds `__getattr__` and not
+        the name; a declared variable's name from a module the scan does not read too."""
+        declared = frozenset(self.settings.env_vars)
+        found: set[tuple[int, str, str, str]] = set()
+        for level, module, name, _ in self.results[rel].flow.imports:
+            if not name or (not self.dispatch_files and name not in declared):
+                continue
+            target = self.absolute(rel, level, module)
+            other = self.modules.get(target)
+            if other is None:
+                # (`import_module("a.b")` rows name no module part: `from a import b` only)
+                leaves = {env_subject(name)} if name in declared and target else set()
+            elif other in self.dispatch_files and other != rel:
+                leaves = self.served_module(other).imported(name, declared)
+            else:
+                continue
+            found.update((level, module, name, leaf) for leaf in leaves)
+        return frozenset(found)
+
+    def served_module(self, rel: str) -> ServedModule:
+        """What `rel`'s `__getattr__` reads of the names it is asked."""
+        known = self._served.get(rel)
+        if known is None:
+            rows = self.constant_rows(rel)
+            entries: dict[str, list[str]] = {}
+            for _, shape, value in rows:
+                if shape == ENV_TABLE:
+                    for key, leaves in table_entries(value).items():
+                        entries.setdefault(key, []).extend(leaves)
+            value = next(value for _, shape, value in rows if shape == MODULE_DISPATCH)
+            known = self._served[rel] = ServedModule.from_row(
+                value, entries=entries, templates=dispatch_templates(self._helpers_of(rel)),
+                body=dispatch_body(self.results[rel].reads),
+            )
+        return known
 
     def constant_rows(self, rel: str) -> tuple[tuple[str, str, str], ...]:
         return tuple((str(name), str(shape), str(value)) for name, shape, value in self.results[rel].flow.constants)

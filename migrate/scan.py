@@ -108,6 +108,7 @@ from configbags.migrate.flows import (
     use_facts,
 )
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
+from configbags.migrate.moduleattrs import served_reads
 from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.resolvers import desugar
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
@@ -247,7 +248,7 @@ def scan_source(
                 tree, searched, settings, flows or FlowInput(), door_scan.strings, tables,
             )
             facts = attrs.evolve(facts, env_params=tuple(sorted({*facts.env_params, *handed})))
-        doors = [*doors, *used]
+        doors = [*doors, *used, *served_reads(tree, flows.served_imports if flows else ())]
         # what the other analyses already report on a line is not reported twice
         known = {(row[1], row[2]) for row in (*reads, *doors)}
         reflected = [row for row in ReflectionScan(tree, searched, settings).reads() if (row[1], row[2]) not in known]

@@ -278,6 +278,10 @@ class FlowInput:
     # parameter whole (`def dump_state(obj): return json.dumps(vars(obj))`):
     # "spelled|position"; a holder a call hands there is read whole
     namespace_readers: frozenset[str] = frozenset()
+    # the module's from-imports of names another module's `__getattr__` serves (PEP 562),
+    # as spelled there, with what each reads (configbags.migrate.moduleattrs): (level,
+    # module, name or "*", leaf)
+    served_imports: frozenset[tuple[int, str, str, str]] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -285,7 +289,7 @@ class FlowInput:
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
             or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
-            or self.namespace_readers
+            or self.namespace_readers or self.served_imports
         )
 
     def key(self) -> str:
@@ -309,6 +313,7 @@ class FlowInput:
             ",".join(sorted(self.fillers)),
             ",".join(sorted(self.stored_holders)),
             ",".join(sorted(self.namespace_readers)),
+            json.dumps(sorted(self.served_imports)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
