@@ -1500,7 +1500,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _whole(self, node: ast.expr, reach: Reach) -> None:
         """Every field of the record at once: turned into text (its dataclass repr names
         every field), compared (`==` compares every field), or `rec.to_dict()`. A whole
-        read, like `str(rec)`; a record built here is not the published one."""
+        read, like `str(rec)`; a record built here of literals only is not the config."""
         if reach[1] != "constructed":
             self._read(node, "*", reach, "whole")
 
@@ -1745,7 +1745,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     # stored where this analysis cannot follow it (an escape: a read of `*`)
 
     def _escape(self, node: ast.expr, reach: Reach, form: str) -> None:
-        if reach[1] != "constructed":  # a record built here is not the published one
+        if reach[1] != "constructed":  # one built here of literals only is not the config
             self._read(node, "*", ("escape", join_origin(reach[1], "held")), form)
 
     def _carried(self, node: ast.expr) -> Reach | None:
@@ -1832,7 +1832,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for arg, to, position, keyword in handed:
             self._carrier_escapes(arg, "escapes_call")
             reach = self.a.reach(arg, self.scope)
-            # a record built here (`print(ServerArgs(...))`) is not the published one
+            # a record built here of literals only (`print(ServerArgs())`) is not the config;
+            # one built from values (`run(ServerArgs.from_cli(argv))`) is, and is followed
             if reach is not None and reach[1] != "constructed":
                 self.a.passes.append((
                     self.scope.qualname, to, position, keyword, arg.lineno, arg.col_offset,

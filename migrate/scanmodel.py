@@ -42,8 +42,8 @@ SCANNER_VERSION = 65
 #                it escapes, passes and reads whole like the record (as a `copy.copy`
 #                does), but a read of a leaf on it may be of a changed value: `ratchet fix`
 #                never rewrites it. Last in the order, so a name that may be such a copy
-#                is read as one (never as a record built here, which reads nothing), as a
-#                name that may be built from the config is (never as one of literals).
+#                is read as one (never as a record built here of literals, which reads
+#                nothing), as a name that may be built from the config is.
 # When one name is bound several ways, the later origin in this order wins (the join),
 # so an alias is only "process" when every binding of it is.
 ORIGINS = ("process", "held", "rebound", "wrapped", "constructed", "built", "replaced")
