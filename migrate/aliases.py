@@ -75,6 +75,9 @@ _REPLACE_CALLS = frozenset({"replace", "evolve"})
 # every value of the one it is made from, so a copy of it (configbags.migrate.aliases._round_trip)
 _FROM_VALUES = frozenset({"from_dict"})
 _TO_VALUES = frozenset({"to_dict", "_asdict"})
+# The record class's methods that build no record (`ServerArgs.add_cli_args(parser)`
+# returns None); any other it calls a constructor, which reads the config
+_BUILDS_NOTHING = frozenset({"add_cli_args"})
 # Callables that provably read nothing of an argument: handing them the record is no read.
 READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
 # What starts a child process: the record handed over is the child's own business
@@ -440,7 +443,7 @@ class _Analysis(Scopes[_Scope]):
             if func.id in self.wrappers:
                 return ("wrapper", self.wrappers[func.id])
             if func.id in self.class_names:
-                return ("constructed", "constructed")
+                return ("constructed", built_origin(call))
             if func.id in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
             if func.id in _REPLACE_CALLS and call.args and self.reach(call.args[0], scope):
@@ -449,9 +452,11 @@ class _Analysis(Scopes[_Scope]):
             if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
                 return ("accessor", "process")
             if func.attr in self.class_names:
-                return ("constructed", "constructed")  # mod.ServerArgs(...)
+                return ("constructed", built_origin(call))  # mod.ServerArgs(...)
             if isinstance(func.value, ast.Name) and func.value.id in self.class_names:
-                return ("constructed", "constructed")  # ServerArgs.from_cli(...)
+                # ServerArgs.from_cli(...), from_cli_args(ns), from_dict(d): the generated
+                # constructors read config files and the environment, even from `[]`
+                return ("constructed", "constructed" if func.attr in _BUILDS_NOTHING else "built")
             if func.attr in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
             if func.attr in _REPLACE_CALLS and (
@@ -989,6 +994,27 @@ def _round_trip(call: ast.Call) -> ast.expr | None:
         return values.args[0]
     return None
 
+def _spelled(value: ast.expr) -> bool:
+    """Is `value` a literal the code spells (`"m"`, `2`, `["a", 1]`, `-1`)?"""
+    try:
+        ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def built_origin(call: ast.Call) -> str:
+    """The origin of the record class called: "constructed" where every argument is a
+    literal (`ServerArgs()`, `ServerArgs(model_path="m")`: the class's defaults and what the
+    code spells, no config), "built" where any is a value the code does not show
+    (`ServerArgs(**vars(ns))`, `ServerArgs(page_size=n)`): the command line's or a file's
+    values, the config, followed like the published record."""
+    given = [*call.args, *(keyword.value for keyword in call.keywords)]
+    if any(keyword.arg is None for keyword in call.keywords) or not all(map(_spelled, given)):
+        return "built"
+    return "constructed"
+
+
 def _name_of(func: ast.expr) -> str:
     if isinstance(func, ast.Name):
         return func.id
@@ -1474,7 +1500,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _whole(self, node: ast.expr, reach: Reach) -> None:
         """Every field of the record at once: turned into text (its dataclass repr names
         every field), compared (`==` compares every field), or `rec.to_dict()`. A whole
-        read, like `str(rec)`; a record built here is not the published one."""
+        read, like `str(rec)`; a record built here of literals only is not the config."""
         if reach[1] != "constructed":
             self._read(node, "*", reach, "whole")
 
@@ -1719,7 +1745,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     # stored where this analysis cannot follow it (an escape: a read of `*`)
 
     def _escape(self, node: ast.expr, reach: Reach, form: str) -> None:
-        if reach[1] != "constructed":  # a record built here is not the published one
+        if reach[1] != "constructed":  # one built here of literals only is not the config
             self._read(node, "*", ("escape", join_origin(reach[1], "held")), form)
 
     def _carried(self, node: ast.expr) -> Reach | None:
@@ -1806,7 +1832,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for arg, to, position, keyword in handed:
             self._carrier_escapes(arg, "escapes_call")
             reach = self.a.reach(arg, self.scope)
-            # a record built here (`print(ServerArgs(...))`) is not the published one
+            # a record built here of literals only (`print(ServerArgs())`) is not the config;
+            # one built from values (`run(ServerArgs.from_cli(argv))`) is, and is followed
             if reach is not None and reach[1] != "constructed":
                 self.a.passes.append((
                     self.scope.qualname, to, position, keyword, arg.lineno, arg.col_offset,

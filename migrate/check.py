@@ -247,7 +247,7 @@ def _count(value: Any) -> int | None:
 
 # Origins (see configbags.migrate.scan.ORIGINS) for which `ratchet fix` always refuses: the
 # name may not hold the process record, so the message must not promise an automatic fix.
-_BY_HAND_ORIGINS = frozenset({"rebound", "wrapped", "constructed", "replaced"})
+_BY_HAND_ORIGINS = frozenset({"rebound", "wrapped", "constructed", "built", "replaced"})
 
 
 def in_resolution(file: str, function: str, resolution: Iterable[str]) -> bool:

@@ -162,6 +162,7 @@ REBOUND_REASON = (
 # Origins whose reads are never rewritten (configbags.migrate.scanmodel.ORIGINS)
 _BY_HAND_REASONS = {
     "constructed": CONSTRUCTED_REASON,
+    "built": CONSTRUCTED_REASON,
     "replaced": REPLACED_REASON,
     "wrapped": WRAPPED_REASON,
     "rebound": REBOUND_REASON,
@@ -668,9 +669,13 @@ HELD_WRITE_REASON = (
     "an override would change the process config. Pass --rewrite-parameters if it is the "
     "process record"
 )
+CONSTRUCTED_WRITE_REASON = (
+    "writes a record built here (ServerArgs(...), from_cli, ...), "
+    "not the process record; an override would change the process config; rewrite by hand"
+)
 WRITE_ORIGIN_REASONS = {
-    "constructed": "writes a record built here (ServerArgs(...), from_cli, ...), "
-    "not the process record; an override would change the process config; rewrite by hand",
+    "constructed": CONSTRUCTED_WRITE_REASON,
+    "built": CONSTRUCTED_WRITE_REASON,
     "replaced": "writes a copy of the record with fields changed (dataclasses.replace, .replace(...)), "
     "not the process record; an override would change the process config; rewrite by hand",
     "copied": "writes a copy of the record (copy.copy, deepcopy), not the process record; an "

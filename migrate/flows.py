@@ -60,6 +60,7 @@ from configbags.migrate.aliases import (
     FUNCTION_ROUTES,
     READS_NOTHING,
     bare_mentions,
+    built_origin,
     decorated_passes,
     dotted,
     lines_of,
@@ -2609,9 +2610,35 @@ class HomeFacts:
             f.name for f in functions
             if f.name != settings.raw_accessor and (
                 (f.returns is not None and settings.record_class in ast.unparse(f.returns)) or returned(f) & raw
+                or _builds_record(f, settings.record_class)
             )
         }
         return cls(frozenset(defined), frozenset(getters))
+
+
+def _builds_record(function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str) -> bool:
+    """Does `function` return a record it builds (`return ServerArgs.from_cli_args(ns)`, or
+    a name bound to one: `sa = ServerArgs(**kw); return sa`)? The launcher's
+    `prepare_server_args(argv)`: what it gives is the config, like a getter's."""
+
+    def building(value: ast.expr | None) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == record_class:
+            return True  # ServerArgs.from_cli(argv): a constructor reading the config
+        # `ServerArgs()`, `ServerArgs(model_path="m")`: defaults and literals, no config
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        return name == record_class and built_origin(value) == "built"
+
+    built = {
+        target.id for node in ast.walk(function) if isinstance(node, ast.Assign) and building(node.value)
+        for target in node.targets if isinstance(target, ast.Name)
+    }
+    return any(
+        isinstance(node, ast.Return) and (building(node.value) or (isinstance(node.value, ast.Name) and node.value.id in built))
+        for node in ast.walk(function)
+    )
 
 
 def home_modules(files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings) -> set[str]:

@@ -27,19 +27,26 @@ SCANNER_VERSION = 65
 #                are not ordered (flow-insensitive): any other binding anywhere in the
 #                scope taints every read of the name, since a read may see either;
 #   wrapped      bound by `with f(record) as name`: may not be the record at all;
-#   constructed  a ServerArgs built in the code (`ServerArgs(...)`, `from_cli`): not the
-#                published record (or not yet): handing it on, formatting it or reading
-#                it whole reads nothing;
+#   constructed  a ServerArgs built in the code from literals only (`ServerArgs()`,
+#                `ServerArgs(model_path="m")`): the class's defaults and what the code
+#                spells, not the config: handing it on, formatting it or reading it whole
+#                reads nothing;
+#   built        a ServerArgs built from values the code does not spell (`from_cli(argv)`,
+#                `from_cli_args(ns)`, `ServerArgs(**vars(ns))`): the config the launcher
+#                is about to publish, not the published record yet: it escapes, passes
+#                (followed into the callee) and reads whole like the record, and `ratchet
+#                fix` never rewrites a leaf read on it;
 #   replaced     a copy of the record with some fields changed (`dataclasses.replace(rec,
 #                ...)`, `attrs.evolve`, `copy.replace`, the generated record's own
 #                `.replace(...)`): it carries every published value it does not change, so
 #                it escapes, passes and reads whole like the record (as a `copy.copy`
 #                does), but a read of a leaf on it may be of a changed value: `ratchet fix`
 #                never rewrites it. Last in the order, so a name that may be such a copy
-#                is read as one (never as a record built here, which reads nothing).
+#                is read as one (never as a record built here of literals, which reads
+#                nothing), as a name that may be built from the config is.
 # When one name is bound several ways, the later origin in this order wins (the join),
 # so an alias is only "process" when every binding of it is.
-ORIGINS = ("process", "held", "rebound", "wrapped", "constructed", "replaced")
+ORIGINS = ("process", "held", "rebound", "wrapped", "constructed", "built", "replaced")
 _ORIGIN_RANK = {origin: rank for rank, origin in enumerate(ORIGINS)}
 
 

@@ -97,7 +97,7 @@ def test_a_new_read_of_something_that_is_not_a_leaf(tmp_path: Path) -> None:
 
 
 def test_a_method_call_on_the_record_is_not_a_leaf_read(tmp_path: Path) -> None:
-    files = {"m.py": "def f(server_args):\n    return server_args.url() + ServerArgs.from_cli([])\n"}
+    files = {"m.py": "def f(server_args):\n    return server_args.url() + ServerArgs()\n"}
     assert _run(tmp_path, files, []) == []
 
 

@@ -292,17 +292,18 @@ def test_origin_says_which_record_is_read() -> None:
         """
     ) == {
         ("fetched", "tp_size"): "process",
-        ("built", "tp_size"): "constructed",
+        # built from the command line: the config, not the published record yet
+        ("built", "tp_size"): "built",
         ("handed", "tp_size"): "held",
         ("attribute", "tp_size"): "held",
-        ("either", "tp_size"): "constructed",
-        ("rebound", "tp_size"): "constructed",
+        ("either", "tp_size"): "built",
+        ("rebound", "tp_size"): "constructed",  # ServerArgs(tp_size=2): literals only
         ("managed", "tp_size"): "wrapped",
         ("nulled", "tp_size"): "process",
         # a caller may pass another record for `a`: held, like an annotated parameter
         ("defaulted", "tp_size"): "held",
         ("via_wrapper", "tp_size"): "process",
-        ("via_builder", "tp_size"): "constructed",
+        ("via_builder", "tp_size"): "built",
     }
 
 
