@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 64
+SCANNER_VERSION = 65
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -207,7 +207,8 @@ class FlowFacts:
     # (class, base, base, ...): each module-level class's bases as spelled (dotted names)
     bases: Rows = ()
     # (name, kind): module-level names whose call returns the record, a config context or
-    # the environment (kind "record", "context", "environ")
+    # the environment (kind "record", "context", "environ"), or the record dict (kind
+    # "record_dict"); module-level names bound to the record dict (kind "record_dict_holder")
     fetchers: Rows = ()
     holders: tuple[str, ...] = ()  # module-level names bound to the record
     # (caller, callee, position, keyword, line, col, end_line, end_col): the record
@@ -278,6 +279,11 @@ class FlowInput:
     # parameter whole (`def dump_state(obj): return json.dumps(vars(obj))`):
     # "spelled|position"; a holder a call hands there is read whole
     namespace_readers: frozenset[str] = frozenset()
+    # names of other modules (and of the record's home) that are the record dict under
+    # another name (`GLOBAL_ARGS = global_server_args_dict`), and functions whose call
+    # gives it (`def gsad(): return global_server_args_dict`): read by key like the dict
+    record_dict_holders: frozenset[str] = frozenset()
+    record_dict_fetchers: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -285,7 +291,7 @@ class FlowInput:
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
             or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
-            or self.namespace_readers
+            or self.namespace_readers or self.record_dict_holders or self.record_dict_fetchers
         )
 
     def key(self) -> str:
@@ -309,6 +315,8 @@ class FlowInput:
             ",".join(sorted(self.fillers)),
             ",".join(sorted(self.stored_holders)),
             ",".join(sorted(self.namespace_readers)),
+            ",".join(sorted(self.record_dict_holders)),
+            ",".join(sorted(self.record_dict_fetchers)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
