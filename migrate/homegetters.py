@@ -54,14 +54,51 @@ def _key(expr: ast.expr) -> str | None:
     return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None
 
 
-def _own_nodes(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
-    """The nodes of `function`'s body, nested functions and classes left out."""
-    stack: list[ast.AST] = list(function.body)
+def _walk(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[ast.stmt, bool]]:
+    """Every statement of `function`'s body at any depth (returns, assignments and `global`
+    are statements: expressions need no walk), with whether it is the function's own (not
+    inside a nested function or class)."""
+    stack: list[tuple[ast.stmt, bool]] = [(node, True) for node in function.body]
     while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(
-            child for child in ast.iter_child_nodes(node) if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda))
+        node, own = stack.pop()
+        yield node, own
+        inner = own and not isinstance(node, (*_FUNCTIONS, ast.ClassDef))
+        for field in ("body", "orelse", "finalbody"):
+            stack.extend((child, inner) for child in getattr(node, field, ()))
+        for part in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            stack.extend((child, inner) for child in part.body)
+
+
+@attrs.frozen
+class _Body:
+    """What a home function's body shows, walked once: its assignments (nested functions
+    and classes left out), every value it returns (theirs too: deny by default), the
+    names it declares global, and its parameters (those annotated as the record apart)."""
+
+    assigns: tuple[ast.Assign, ...]
+    returns: tuple[ast.expr | None, ...]
+    declared: frozenset[str]
+    parameters: frozenset[str]
+    annotated: frozenset[str]
+
+    @classmethod
+    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str) -> _Body:
+        assigns: list[ast.Assign] = []
+        returns: list[ast.expr | None] = []
+        declared: set[str] = set()
+        for node, own in _walk(function):
+            if isinstance(node, ast.Return):
+                returns.append(node.value)
+            elif own and isinstance(node, ast.Assign):
+                assigns.append(node)
+            elif own and isinstance(node, ast.Global):
+                declared.update(node.names)
+        arguments = function.args
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        return cls(
+            tuple(assigns), tuple(returns), frozenset(declared),
+            frozenset(arg.arg for arg in every),
+            frozenset(arg.arg for arg in every if arg.annotation is not None and record_class in ast.unparse(arg.annotation)),
         )
 
 
@@ -72,11 +109,11 @@ class _Home:
         self.settings = settings
         self.functions = [node for node in tree.body if isinstance(node, _FUNCTIONS)]
         self.module_level = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
-        raw = [f for f in self.functions if f.name == settings.raw_accessor]
+        # (a later definition of a name replaces an earlier one, as at import)
+        self.bodies = {f.name: _Body.of(f, settings.record_class) for f in self.functions}
+        raw = self.bodies.get(settings.raw_accessor)
         # the globals holding the record: those the raw accessor returns, to begin with
-        self.globals: set[str] = {
-            node.value.id for f in raw for node in ast.walk(f) if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
-        }
+        self.globals: set[str] = {value.id for value in raw.returns if isinstance(value, ast.Name)} if raw else set()
         self.slots: set[Slot] = set()
         # annotated to return the record (`-> ServerArgs`), whatever the body shows
         self.getters: set[str] = {
@@ -127,48 +164,40 @@ class _Home:
             return any(self.gives_dict(value, local) for value in expr.values)
         return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.dict_getters
 
-    def _record_parameters(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    def _record_parameters(self, body: _Body) -> set[str]:
         """Parameters annotated as the record, and those the function binds a record global
         to (`_GLOBAL_SERVER_ARGS = a` in the setter): what it stores is the record."""
-        arguments = function.args
-        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-        found = {
-            arg.arg for arg in every
-            if arg.annotation is not None and self.settings.record_class in ast.unparse(arg.annotation)
-        }
-        names = {arg.arg for arg in every}
-        for node in _own_nodes(function):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in names and any(
+        found = set(body.annotated)
+        for node in body.assigns:
+            if isinstance(node.value, ast.Name) and node.value.id in body.parameters and any(
                 isinstance(target, ast.Name) and target.id in self.globals for target in node.targets
             ):
                 found.add(node.value.id)
         return found
 
-    def _locals(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[set[str], set[str], set[str]]:
-        """(names bound to the record, names bound to the dict, names declared global)."""
-        declared = {name for node in _own_nodes(function) if isinstance(node, ast.Global) for name in node.names}
+    def _locals(self, body: _Body) -> tuple[set[str], set[str]]:
+        """(names bound to the record, names bound to the dict) in the function."""
         record: set[str] = set()
         dicts: set[str] = set()
-        assigns = [node for node in _own_nodes(function) if isinstance(node, ast.Assign)]
         for _ in range(2):  # `a = get_server_args(); b = a`
-            for node in assigns:
+            for node in body.assigns:
                 for target in node.targets:
-                    if isinstance(target, ast.Name) and target.id not in declared:
+                    if isinstance(target, ast.Name) and target.id not in body.declared:
                         if self.gives_record(node.value, record):
                             record.add(target.id)
                         if self.gives_dict(node.value, dicts):
                             dicts.add(target.id)
-        return record, dicts, declared
+        return record, dicts
 
-    def _stores(self, function: ast.FunctionDef | ast.AsyncFunctionDef, record: set[str], declared: set[str]) -> bool:
-        """Record the globals and module dict slots `function` binds to the record."""
+    def _stores(self, body: _Body, record: set[str]) -> bool:
+        """Record the globals and module dict slots the function binds to the record."""
         changed = False
-        values = record | self._record_parameters(function)
-        for node in _own_nodes(function):
-            if not isinstance(node, ast.Assign) or not self.gives_record(node.value, values):
+        values = record | self._record_parameters(body)
+        for node in body.assigns:
+            if not self.gives_record(node.value, values):
                 continue
             for target in node.targets:
-                if isinstance(target, ast.Name) and target.id in declared and target.id not in self.globals:
+                if isinstance(target, ast.Name) and target.id in body.declared and target.id not in self.globals:
                     self.globals.add(target.id)
                     changed = True
                 elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
@@ -190,17 +219,16 @@ class _Home:
 
     def _round(self) -> bool:
         changed = self._module_names()
-        for function in self.functions:
-            record, dicts, declared = self._locals(function)
-            changed |= self._stores(function, record, declared)
-            if function.name == self.settings.raw_accessor:
+        for name, body in self.bodies.items():
+            record, dicts = self._locals(body)
+            changed |= self._stores(body, record)
+            if name == self.settings.raw_accessor:
                 continue
-            returns = [node.value for node in ast.walk(function) if isinstance(node, ast.Return)]
-            if function.name not in self.getters and any(self.gives_record(value, record) for value in returns):
-                self.getters.add(function.name)
+            if name not in self.getters and any(self.gives_record(value, record) for value in body.returns):
+                self.getters.add(name)
                 changed = True
-            if function.name not in self.dict_getters and any(self.gives_dict(value, dicts) for value in returns):
-                self.dict_getters.add(function.name)
+            if name not in self.dict_getters and any(self.gives_dict(value, dicts) for value in body.returns):
+                self.dict_getters.add(name)
                 changed = True
         return changed
 

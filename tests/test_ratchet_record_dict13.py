@@ -168,6 +168,8 @@ GETTERS = (
     "    return _CACHED\n"
     "def get_maybe(strict):\n    return _STATE['args'] if strict else None\n"
     "def get_slot(key):\n    return _STATE[key]\n"  # a key not shown: it may be the record's
+    "def get_guarded():\n    try:\n        with open('x'):\n            return _STATE['args']\n"
+    "    except KeyError:\n        return None\n"
     # not the record: another slot, a leaf, a copy of something else
     "def get_port():\n    return _STATE['port']\n"
     "def get_page():\n    return get_server_args().page_size\n"
@@ -177,7 +179,7 @@ GETTERS = (
 
 @pytest.mark.parametrize("call", [
     "get_args2()", "get_args_get()", "get_args3()", "get_args_copy()", "get_lazy()", "get_maybe(True)",
-    "get_slot('args')",
+    "get_slot('args')", "get_guarded()",
 ])
 def test_a_second_getter_of_other_shapes_is_a_raw_accessor(tmp_path: Path, call: str) -> None:
     name = call.partition("(")[0]
