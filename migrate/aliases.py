@@ -266,6 +266,15 @@ class _Analysis(Scopes[_Scope]):
         # (id(scope), name): a dict copy imported into a function (`from m import
         # global_server_args_dict` in its body) is the module's dict under a local name
         self.dict_imports: set[tuple[int, str]] = set()
+        # the record dict under other names: module-level names bound to it (here, or in
+        # another module or the record's home: FlowInput.record_dict_holders), and module
+        # functions whose call gives it (`def gsad(): return global_server_args_dict`,
+        # here or imported: FlowInput.record_dict_fetchers); read by key like the dict
+        self.dict_aliases: set[str] = {name for name in self.flows.record_dict_holders if "." not in name}
+        self.dict_fetchers: set[str] = {name for name in self.flows.record_dict_fetchers if "." not in name}
+        self.own_dict_holders: set[str] = set()  # the module's own, for its importers
+        self.own_dict_fetchers: set[str] = set()
+        self.dict_locals: set[str] = set()  # locals of its functions bound to it (`d = ...; return d`)
         self.self_attrs: dict[str, str] = {}  # `self.<attr>` holds the record -> origin
         # class attributes bound to the record (`class R: ARGS = get_server_args()`, here or
         # in an imported module: `R.ARGS` among the holders) -> origin. Read through
@@ -341,6 +350,7 @@ class _Analysis(Scopes[_Scope]):
         """Every name through which the record can be reached: any statement that reads,
         binds or shadows the record mentions one of them on one of its lines."""
         names = self.raw_names | self.class_names | self.record_attrs | self.record_dicts
+        names |= self.dict_aliases | self.dict_fetchers | self.dict_locals
         names |= self.self_attrs.keys() | self.wrappers.keys() | self.types.names() | self.element_attrs
         names |= self.class_attrs.keys()
         names |= {name for _, name in self.elements} | flow_names(self.flows)
@@ -585,6 +595,65 @@ class _Analysis(Scopes[_Scope]):
                 return False
             current = current.parent
         return False
+
+    # ---- the record dict under other names
+
+    def module_name(self, name: str, scope: _Scope) -> bool:
+        """`name` is not bound by `scope` or an enclosing function (so it is the module's:
+        a class or dict copy of the record, not a local of the same name)."""
+        current: _Scope | None = scope
+        while current is not None and current.kind != "module":
+            if name in current.bound and name not in current.globals and current.kind != "class":
+                return False
+            current = current.parent
+        return True
+
+    def is_record_dict(self, expr: ast.expr, scope: _Scope) -> bool:
+        """Is `expr` the record dict: by its name or another (an alias, one imported), an
+        attribute of that name, or a call of a function giving it?"""
+        if isinstance(expr, ast.Name):
+            if expr.id not in self.record_dicts and expr.id not in self.dict_aliases:
+                return False
+            if self.module_name(expr.id, scope):
+                return True
+            holder = self.visible(expr.id, scope)
+            return holder is not None and (id(holder), expr.id) in self.dict_imports
+        if isinstance(expr, ast.Attribute):
+            return expr.attr in self.record_dicts or dotted(expr) in self.flows.record_dict_holders
+        if isinstance(expr, ast.Await):
+            return self.is_record_dict(expr.value, scope)  # `(await gsad())["page_size"]`
+        if not isinstance(expr, ast.Call):
+            return False
+        func = expr.func
+        if isinstance(func, ast.Name):
+            return func.id in self.dict_fetchers and self.module_name(func.id, scope)
+        return dotted(func) in self.flows.record_dict_fetchers
+
+    def settle_dicts(self) -> None:
+        """Once the scopes are bound: module-level names bound to the record dict
+        (`GLOBAL_ARGS = global_server_args_dict`) are the dict in the whole module, and
+        its functions returning the dict, or a local bound to it, give it when called;
+        both for its importers too (the project pass)."""
+        grown = True
+        while grown:
+            grown = False
+            for name, value, _ in self.module.assigns:
+                if value is not None and name not in self.dict_aliases and self.is_record_dict(value, self.module):
+                    self.dict_aliases.add(name)
+                    self.own_dict_holders.add(name)
+                    grown = True
+            for scope in self.scopes:
+                if scope.kind != "function" or scope.parent is not self.module or scope.qualname in self.dict_fetchers:
+                    continue
+                local = {name for name, value, _ in scope.assigns if value is not None and self.is_record_dict(value, scope)}
+                self.dict_locals |= local  # (so that the line returning one is walked)
+                if any(
+                    self.is_record_dict(value, scope) or (isinstance(value, ast.Name) and value.id in local)
+                    for value in scope.returns
+                ):
+                    self.dict_fetchers.add(scope.qualname)
+                    self.own_dict_fetchers.add(scope.qualname)
+                    grown = True
 
     # ---- objects holding the record (configbags.migrate.holders)
 
@@ -1560,30 +1629,20 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _global(self, name: str) -> bool:
         """`name` is not bound by the reading scope or an enclosing function (so it is the
         module's: a class or dict copy of the record, not a local of the same name)."""
-        scope: _Scope | None = self.scope
-        while scope is not None and scope.kind != "module":
-            if name in scope.bound and name not in scope.globals and scope.kind != "class":
-                return False
-            scope = scope.parent
-        return True
+        return self.a.module_name(name, self.scope)
 
     def _record_dict(self, expr: ast.expr) -> bool:
         chain = self.a.fetched_value(expr)
         if chain is not None:
             return self._record_dict(chain)  # `getattr(S, "global_server_args_dict")`
-        if isinstance(expr, ast.Name):
-            if expr.id not in self.a.record_dicts:
-                return False
-            if self._global(expr.id):
-                return True
-            holder = self.a.visible(expr.id, self.scope)
-            return holder is not None and (id(holder), expr.id) in self.a.dict_imports
-        return isinstance(expr, ast.Attribute) and expr.attr in self.a.record_dicts
+        return self.a.is_record_dict(expr, self.scope)
 
     def _consume_dict(self, expr: ast.expr) -> bool:
         """Is `expr` a dict copy of the record, read here by key or method (so not whole)?"""
         if self._record_dict(expr):
             self.dict_used.add(id(expr))
+            if isinstance(expr, ast.Await):
+                self.dict_used.add(id(expr.value))
             return True
         return False
 
@@ -1719,8 +1778,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for fetch in fetches:
             self._fetch(node, fetch)
             self._door_by_name(node, fetch)
-        if fetches:
-            self._whole_dict(node)  # `d = getattr(S, "global_server_args_dict")`: used whole
+        if fetches or self.a.dict_fetchers or self.a.flows.record_dict_fetchers:
+            # `d = getattr(S, "global_server_args_dict")`, `f(gsad())`: used whole
+            self._whole_dict(node)
         if fetches:
             pass  # a fetch's reads and writes are its own (`getattr(rec, "x")`, `setattr`)
         elif (
@@ -2377,7 +2437,10 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     local names, each part of a dotted one, and the parameters that receive the record."""
     names: set[str] = set()
     fillers = (entry.rpartition("|")[0] for entry in (*flows.fillers, *flows.namespace_readers))
-    for spelled in (*flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders):
+    for spelled in (
+        *flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders,
+        *flows.record_dict_holders, *flows.record_dict_fetchers,
+    ):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)
     return frozenset(names)
@@ -2412,6 +2475,9 @@ class Analysed:
     stored: list[str] = attrs.Factory(list)
     # (name, "holder_class" or "repr_holder"): module-level functions giving a holder
     holder_functions: list[tuple[str, str]] = attrs.Factory(list)
+    # (name, "record_dict" or "record_dict_holder"): module-level functions giving the
+    # record dict, and names bound to it
+    dict_names: list[tuple[str, str]] = attrs.Factory(list)
 
 
 _NO_STATEMENTS = ast.Module(body=[], type_ignores=[])
@@ -2464,6 +2530,7 @@ def analyse(
         _Binder(analysis).visit_statements(tree.body)
         analysis.resolve()
         analysis.settle_holders()
+        analysis.settle_dicts()
         new = analysis.names_of_interest() - names
         if not new:
             break
@@ -2514,8 +2581,13 @@ def analyse(
             name in analysis.generated_reprs, name in analysis.generated_eqs
         )
     )
+    dict_names = sorted(
+        [(name, "record_dict") for name in analysis.own_dict_fetchers]
+        + [(name, "record_dict_holder") for name in analysis.own_dict_holders]
+    )
     return Analysed(
-        analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held), stored, made
+        analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held), stored, made,
+        dict_names,
     )
 
 

@@ -90,6 +90,7 @@ from configbags.migrate.envsources import (
     table_key,
     table_use,
 )
+from configbags.migrate.homegetters import home_getters
 from configbags.migrate.moduleattrs import (
     DISPATCH,
     ENV_DISPATCH,
@@ -2273,6 +2274,8 @@ class _Project:
                 f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("namespace:")
                 for name in names
             ),
+            record_dict_holders=frozenset(spelled["record_dict_holder"]),
+            record_dict_fetchers=frozenset(spelled["record_dict"]),
         )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
@@ -2416,16 +2419,18 @@ class _Project:
     def _home_getters(self, local: str, kind: str, target: str, spelled: dict[str, set[str]]) -> None:
         """`from pkg.server_args import get_global_server_args` (or `S.get_global_server_args`
         after `import pkg.server_args as S`): a second getter of the record's home module
-        gives the record, as the raw accessor does."""
+        gives the record, as the raw accessor does; one returning the record dict gives the
+        dict, and a module-level name bound to it is the dict."""
         module, _, name = target.partition(":") if kind == "sym" else (target, "", "")
         facts = self.home_facts.get(module)
         if facts is None:
             return
-        if kind == "sym":
-            if name in facts.getters:
-                spelled["record"].add(local)
-        else:
-            spelled["record"].update(f"{local}.{getter}" for getter in facts.getters)
+        offered = (("record", facts.getters), ("record_dict", facts.dict_getters), ("record_dict_holder", facts.dict_holders))
+        for found, names in offered:
+            if kind != "sym":
+                spelled[found].update(f"{local}.{each}" for each in names)
+            elif name in names:
+                spelled[found].add(local)
 
     def _imported_name(self, rel: str, local: str, spelled: dict[str, set[str]]) -> None:
         """What a name `rel` imports from a scanned module is (`from m import x as local`),
@@ -2581,11 +2586,14 @@ class HomeFacts:
     importers: the names it defines itself (its functions, classes and assignments, the
     only ones whose calls are the home's own business), and its functions that give the
     record (a second getter, `def get_global_server_args() -> ServerArgs: return
-    _GLOBAL_SERVER_ARGS`, annotated as the record or returning the global the raw accessor
-    returns), which are raw accessors for every importer."""
+    _GLOBAL_SERVER_ARGS`, annotated as the record or returning what the raw accessor
+    returns: configbags.migrate.homegetters), which are raw accessors for every importer,
+    and those giving the record dict, read by key like the dict."""
 
     defined: frozenset[str]
     getters: frozenset[str]
+    dict_getters: frozenset[str] = frozenset()  # functions returning the record dict
+    dict_holders: frozenset[str] = frozenset()  # module-level names bound to it
 
     @classmethod
     def of(cls, source: bytes, settings: ScanSettings) -> HomeFacts | None:
@@ -2593,27 +2601,19 @@ class HomeFacts:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             return None
-        functions = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
         defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         defined |= {
             target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
         }
-
-        def returned(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-            return {
-                node.value.id for node in ast.walk(function) if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
-            }
-
-        raw = {name for f in functions if f.name == settings.raw_accessor for name in returned(f)}
-        getters = {
-            f.name for f in functions
-            if f.name != settings.raw_accessor and (
-                (f.returns is not None and settings.record_class in ast.unparse(f.returns)) or returned(f) & raw
-                or _builds_record(f, settings.record_class)
-            )
+        found = home_getters(tree, settings)
+        # an unannotated `def prepare_server_args(argv): return ServerArgs.from_cli(argv)`
+        built = {
+            node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != settings.raw_accessor
+            and _builds_record(node, settings.record_class)
         }
-        return cls(frozenset(defined), frozenset(getters))
+        return cls(frozenset(defined), found.record | built, found.dicts, found.dict_names)
 
 
 def _builds_record(function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str) -> bool:

@@ -258,7 +258,7 @@ def scan_source(
         return FileScan(problem="nested too deeply to analyse (RecursionError); not scanned")
     fetchers = {
         *facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers),
-        *((name, "stored_holder") for name in analysed.stored), *analysed.holder_functions,
+        *((name, "stored_holder") for name in analysed.stored), *analysed.holder_functions, *analysed.dict_names,
     }
     flow = attrs.evolve(
         facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=(*analysed.passes, *decorated),

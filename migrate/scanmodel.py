@@ -214,7 +214,8 @@ class FlowFacts:
     # (class, base, base, ...): each module-level class's bases as spelled (dotted names)
     bases: Rows = ()
     # (name, kind): module-level names whose call returns the record, a config context or
-    # the environment (kind "record", "context", "environ")
+    # the environment (kind "record", "context", "environ"), or the record dict (kind
+    # "record_dict"); module-level names bound to the record dict (kind "record_dict_holder")
     fetchers: Rows = ()
     holders: tuple[str, ...] = ()  # module-level names bound to the record
     # (caller, callee, position, keyword, line, col, end_line, end_col): the record
@@ -289,6 +290,11 @@ class FlowInput:
     # as spelled there, with what each reads (configbags.migrate.moduleattrs): (level,
     # module, name or "*", leaf)
     served_imports: frozenset[tuple[int, str, str, str]] = frozenset()
+    # names of other modules (and of the record's home) that are the record dict under
+    # another name (`GLOBAL_ARGS = global_server_args_dict`), and functions whose call
+    # gives it (`def gsad(): return global_server_args_dict`): read by key like the dict
+    record_dict_holders: frozenset[str] = frozenset()
+    record_dict_fetchers: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -296,7 +302,7 @@ class FlowInput:
             or self.params or self.context_holders or self.environ_holders or self.environ_getters
             or self.env_helpers or self.constants or self.state_getters or self.private_names
             or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
-            or self.namespace_readers or self.served_imports
+            or self.namespace_readers or self.served_imports or self.record_dict_holders or self.record_dict_fetchers
         )
 
     def key(self) -> str:
@@ -321,6 +327,8 @@ class FlowInput:
             ",".join(sorted(self.stored_holders)),
             ",".join(sorted(self.namespace_readers)),
             json.dumps(sorted(self.served_imports)),
+            ",".join(sorted(self.record_dict_holders)),
+            ",".join(sorted(self.record_dict_fetchers)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
