@@ -2494,6 +2494,9 @@ _STR_ENUM_BASES = frozenset({"str", "StrEnum", "enum.StrEnum"})
 # the `?` shape where the module does not show the value
 CLASS_BINDS = "class_binds"
 CLASS_BINDS_UNKNOWN = "class_binds?"
+# and the attributes a module's methods read through `self` or `cls` (NUL-separated)
+CLASS_LOADS = "class_loads"
+_SELF_LOADS = re.compile(r"\b(?:self|cls)\.([A-Za-z_]\w*)")
 KEYWORD_MARK = "*"
 _ENUM_BASES = frozenset({"Enum", "enum.Enum", "IntEnum", "enum.IntEnum", "Flag", "enum.Flag", *_STR_ENUM_BASES})
 # One name's bindings in one scope: each value, None for a binding whose value is unknown
@@ -2802,23 +2805,32 @@ class ModuleStrings:
                 for target in (item.targets if isinstance(item, ast.Assign) else [item.target])
                 for name in _target_names(target)
             } | self._assigned_on_self(cls).keys() | self._assigned_on_class(cls.name).keys()
-            for attr in sorted(attrs):
-                rows.append(self._binds_row(f"{cls.name}.{attr}", self._own_bindings(cls, attr, outside=False)))
+            found = [self._binds_row(f"{cls.name}.{attr}", self._own_bindings(cls, attr, outside=False)) for attr in sorted(attrs)]
             for keyword in cls.keywords:
                 spelled = f"{cls.name}.{KEYWORD_MARK}{keyword.arg}" if keyword.arg else f"{cls.name}.{KEYWORD_MARK * 2}"
-                rows.append(self._binds_row(spelled, [(keyword.value if keyword.arg else None, ())]))
+                found.append(self._binds_row(spelled, [(keyword.value if keyword.arg else None, ())]))
+            rows += filter(None, found)
         for name, assigned in sorted((self._class_assigns or {}).items()):
             if name not in classes and name not in ("self", "cls"):
-                rows += [self._binds_row(f"{name}.{attr}", values) for attr, values in sorted(assigned.items())]
+                rows += filter(None, (self._binds_row(f"{name}.{attr}", values) for attr, values in sorted(assigned.items())))
+        # the attributes its methods read through `self` or `cls`: only a binding of one of
+        # these can change what the module reads (the project pass hands it no other)
+        loaded = sorted(set(_SELF_LOADS.findall(text))) if classes else []
+        if loaded:
+            rows.append(("", CLASS_LOADS, "\0".join(loaded)))
         return rows
 
-    def _binds_row(self, spelled: str, bound: list[tuple[ast.expr | None, Sequence[ast.AST]]]) -> tuple[str, str, str]:
+    def _binds_row(self, spelled: str, bound: list[tuple[ast.expr | None, Sequence[ast.AST]]]) -> tuple[str, str, str] | None:
         found: set[str] = set()
         for value, where in bound:
+            if isinstance(value, ast.Constant) and not isinstance(value.value, str):
+                continue  # a number, None, a bool: no variable's name (a key of it raises)
             strings = self.values(value, where) if value is not None else None
             if strings is None or any("\0" in item for item in strings):
                 return (spelled, CLASS_BINDS_UNKNOWN, "")
             found |= strings
+        if not found and all(isinstance(value, ast.Constant) for value, _ in bound):
+            return None  # only numbers and the like: nothing to hand on
         return (spelled, CLASS_BINDS, "\0".join(sorted(found))) if found else (spelled, CLASS_BINDS_UNKNOWN, "")
 
     def subclasses(self, cls: ast.ClassDef) -> list[ast.ClassDef]:

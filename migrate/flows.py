@@ -69,7 +69,13 @@ from configbags.migrate.aliases import (
     statement_span,
 )
 from configbags.migrate.childenv import CHILD_PROCESS_PREFIXES, command_fragments, named_variables
-from configbags.migrate.doors import CLASS_BINDS, CLASS_BINDS_UNKNOWN, ModuleStrings
+from configbags.migrate.doors import (
+    CLASS_BINDS,
+    CLASS_BINDS_UNKNOWN,
+    CLASS_LOADS,
+    KEYWORD_MARK,
+    ModuleStrings,
+)
 from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
 from configbags.migrate.envkeys import (
     UNKNOWN,
@@ -109,7 +115,7 @@ from configbags.migrate.scanmodel import (
 from configbags.migrate.scopes import module_statements
 
 # The constants' shapes of class attribute bindings (doors.ModuleStrings.class_rows)
-_CLASS_SHAPES = frozenset({CLASS_BINDS, CLASS_BINDS_UNKNOWN})
+_CLASS_SHAPES = frozenset({CLASS_BINDS, CLASS_BINDS_UNKNOWN, CLASS_LOADS})
 # More rounds than this and the pass stops, reporting a problem (a check fails).
 MAX_ROUNDS = 64
 _CONTEXT_FETCHES = frozenset({"get_context", "process_context"})
@@ -2361,13 +2367,16 @@ class _Project:
         bound: dict[tuple[str, str], list[tuple[str, str, str]]] = defaultdict(list)  # (file, class) -> rows
         parents: dict[tuple[str, str], list[tuple[str, str]]] = {}
         found: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
+        loads: dict[str, set[str]] = defaultdict(set)  # file -> the attributes it reads through self / cls
         for rel in self.class_files:
             flow = self.results[rel].flow
             own = {row[0] for row in flow.bases}
             for cls, *bases in flow.bases:
                 parents[(rel, cls)] = [site for base in bases if (site := self.resolve(rel, base))[0] is not None]
             for spelled, shape, value in flow.constants:
-                if shape not in _CLASS_SHAPES:
+                if shape == CLASS_LOADS:
+                    loads[rel].update(str(value).split("\0"))
+                if shape not in (CLASS_BINDS, CLASS_BINDS_UNKNOWN):
                     continue
                 owner, _, attr = str(spelled).rpartition(".")
                 if owner in own:
@@ -2386,8 +2395,26 @@ class _Project:
                 seen.add(ancestor)
                 pending += parents.get(ancestor, ())
                 if ancestor[0] != rel:
-                    found[ancestor[0]].update((f"{ancestor[1]}.{attr}", shape, value) for attr, shape, value in rows)
+                    found[ancestor[0]].update(
+                        (f"{ancestor[1]}.{attr}", shape, value) for attr, shape, value in rows
+                        if self._may_matter(attr, shape, value, loads[ancestor[0]])
+                    )
         return {rel: frozenset(rows) for rel, rows in found.items()}
+
+    def _may_matter(self, attr: str, shape: str, value: str, loaded: set[str]) -> bool:
+        """Can a subclass's binding change what its base's module reads? Only one of an
+        attribute that module reads through `self` or `cls` (a class keyword: any), and a
+        value shown only where it may be part of a declared variable's name, or the name
+        part of it (case aside: `"page_size"`, `"echo $SGLANG_PAGE_SIZE"`). (Cheap: a
+        base's module is analysed again for each it is handed.)"""
+        if attr.startswith(KEYWORD_MARK):
+            return True
+        if attr not in loaded:
+            return False
+        if shape != CLASS_BINDS:
+            return True
+        declared = [name.upper() for name in self.settings.env_vars]
+        return any(item.upper() in name or name in item.upper() for item in value.split("\0") for name in declared)
 
     def _helpers_of(self, rel: str) -> list[tuple[str, str]]:
         """(spelled in `rel`, entry tail "position|parameter|use") of `rel`'s own

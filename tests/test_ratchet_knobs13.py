@@ -216,3 +216,11 @@ def test_enum_member_whose_value_is_not_shown_is_unresolved(tmp_path: Path) -> N
     result = _scan(tmp_path, {"envvars.py": enum, "user.py": user})
     assert _keys(result) == {("main", UNRESOLVED)}
     assert _fails(result)
+
+
+def test_a_subclass_binding_an_attribute_the_base_never_reads_adds_nothing(tmp_path: Path) -> None:
+    files = {
+        "knob.py": KNOB + '\n\nclass Page(Knob):\n    env_name = "HOME"\n',
+        "user.py": "from pkg.knob import Page\nimport conf\n\nclass P(Page):\n    model = conf.make()\n    weight = 3\n",
+    }
+    assert _knob_reads(tmp_path, files) == set()
