@@ -834,6 +834,8 @@ def _members(cls: ast.ClassDef) -> list[tuple[str, ast.expr]]:
         if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name)
         and not item.targets[0].id.startswith("_")
     ]
+
+
 _DATACLASS_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable"})
 _NAMEDTUPLE_BASES = frozenset({"NamedTuple", "Generic"})
 
