@@ -69,6 +69,7 @@ from typing import Any, NamedTuple
 from configbags.migrate import holders
 from configbags.migrate.aliases import (
     bare_mentions,
+    lines_of,
     mention_lines,
     mentions,
     starts_child,
@@ -2524,6 +2525,16 @@ _FUNCTION_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 # Base classes whose members are their values where a str is wanted (`os.environ[E.X]`)
 _STR_ENUM_BASES = frozenset({"str", "StrEnum", "enum.StrEnum"})
+# FlowFacts.constants / FlowInput.constants shapes: what a module binds a class attribute
+# to (`Cls.attr`: its class body, `self.attr = ...` in its methods, `Cls.attr = ...`;
+# `Cls.*name` a class keyword, `Cls.**` an unpacked one), value NUL-separated strings;
+# the `?` shape where the module does not show the value
+CLASS_BINDS = "class_binds"
+CLASS_BINDS_UNKNOWN = "class_binds?"
+# and the attributes a module's methods read through `self` or `cls` (NUL-separated)
+CLASS_LOADS = "class_loads"
+_SELF_LOADS = re.compile(r"\b(?:self|cls)\.([A-Za-z_]\w*)")
+KEYWORD_MARK = "*"
 _ENUM_BASES = frozenset({"Enum", "enum.Enum", "IntEnum", "enum.IntEnum", "Flag", "enum.Flag", *_STR_ENUM_BASES})
 # One name's bindings in one scope: each value, None for a binding whose value is unknown
 _Bound = list[ast.expr | None]
@@ -2552,12 +2563,23 @@ class ModuleStrings:
 
     def __init__(self, tree: ast.Module, imported: Iterable[tuple[str, str, str]] = ()) -> None:
         self.tree = tree
-        imported = tuple(imported)
+        rows = tuple(imported)
         # other modules' constants the module imports, by the name it spells them with
         # (`from pkg.names import PAGE`, `names.PAGE`), as the project pass found them
         self.imported: dict[str, ast.expr] = {
-            spelled: _constant_node(shape, value) for spelled, shape, value in imported if shape in ("str", "list")
+            spelled: _constant_node(shape, value) for spelled, shape, value in rows if shape in ("str", "list")
         }
+        # (class, attribute) -> what other modules bind it to: their subclasses of the
+        # module's class, their class keywords, their `Class.attr = ...` (None: not shown)
+        self.outside: dict[tuple[str, str], list[ast.expr | None]] = {}
+        for spelled, shape, value in rows:
+            if shape in (CLASS_BINDS, CLASS_BINDS_UNKNOWN):
+                owner, _, attr = spelled.rpartition(".")
+                self.outside.setdefault((owner, attr), []).extend(
+                    [ast.Constant(item) for item in value.split("\0")] if shape == CLASS_BINDS else [None]
+                )
+        self._subclasses: dict[int, list[ast.ClassDef]] = {}
+        self._class_assigns: dict[str, dict[str, list[tuple[ast.expr | None, Sequence[ast.AST]]]]] | None = None
         self._bindings: dict[str, list[ast.expr | None]] | None = None
         self._scopes: dict[int, dict[str, _Bound]] = {}  # id(scope node) -> name -> values
         self._classes: dict[str, ast.ClassDef] | None = None
@@ -2565,7 +2587,7 @@ class ModuleStrings:
         self._changed: frozenset[str] | None = None
         # imported lists that are no constants, for loops over them alone (OPEN_SHAPE)
         self._imported_open: dict[str, ast.expr] = {
-            spelled: _constant_node("list", value) for spelled, shape, value in imported if shape == OPEN_SHAPE
+            spelled: _constant_node("list", value) for spelled, shape, value in rows if shape == OPEN_SHAPE
         }
 
     def _module_bindings(self) -> dict[str, list[ast.expr | None]]:
@@ -2574,6 +2596,8 @@ class ModuleStrings:
             for stmt in self.tree.body:
                 if isinstance(stmt, ast.Assign):
                     for target in stmt.targets:
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                            continue  # `Keys.PAGE = ...` binds the class's attribute (_assigned_on_class)
                         for name in _target_names(target):
                             value = stmt.value if isinstance(target, ast.Name) else None
                             found.setdefault(name, []).append(value)
@@ -2821,6 +2845,17 @@ class ModuleStrings:
     def _class(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> ast.ClassDef | None:
         """The class `expr` names: a module-level class (`Keys`), or the class of the
         method whose `self` or `cls` it is."""
+        owner = self._receiver_class(expr, enclosing)
+        if owner is not None or not isinstance(expr, ast.Name):
+            return owner
+        if any(expr.id in self._scope_bindings(node) for node in enclosing if not isinstance(node, ast.ClassDef)):
+            return None
+        bindings = self._module_bindings().get(expr.id)
+        cls = self._module_classes().get(expr.id)
+        return cls if cls is not None and bindings is not None and len(bindings) == 1 else None
+
+    def _receiver_class(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> ast.ClassDef | None:
+        """The class whose method's `self` or `cls` `expr` is, or None."""
         if not isinstance(expr, ast.Name):
             return None
         for index in range(len(enclosing) - 1, 0, -1):
@@ -2832,13 +2867,12 @@ class ModuleStrings:
                     if positional and not is_static and positional[0].arg == expr.id:
                         return owner
                 break
-        if any(expr.id in self._scope_bindings(node) for node in enclosing if not isinstance(node, ast.ClassDef)):
-            return None
-        bindings = self._module_bindings().get(expr.id)
+        return None
+
+    def _module_classes(self) -> dict[str, ast.ClassDef]:
         if self._classes is None:
             self._classes = {stmt.name: stmt for stmt in self.tree.body if isinstance(stmt, ast.ClassDef)}
-        cls = self._classes.get(expr.id)
-        return cls if cls is not None and bindings is not None and len(bindings) == 1 else None
+        return self._classes
 
     def _attribute(self, expr: ast.Attribute, enclosing: Sequence[ast.AST]) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
         spelled = dotted_name(expr)
@@ -2858,15 +2892,164 @@ class ModuleStrings:
         bases = _bases(cls)
         if bases & _ENUM_BASES and not bases & _STR_ENUM_BASES:
             return None  # a member, not its value
-        return self._class_attribute(cls, expr.attr)
+        # `self.X` / `cls.X` in a method is the class's or any subclass's X: each value the
+        # hierarchy binds (R13-7: a base's `env_name = ""` overridden by its subclasses)
+        hierarchy = self._receiver_class(expr.value, enclosing) is cls and not bases & _ENUM_BASES
+        return self._class_attribute(cls, expr.attr, hierarchy=hierarchy)
 
-    def _class_attribute(self, cls: ast.ClassDef, attr: str) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
+    def _class_attribute(
+        self, cls: ast.ClassDef, attr: str, *, hierarchy: bool = False,
+    ) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
+        """What `cls.attr` is bound to: the class body, `self.attr = ...` in its methods,
+        `Class.attr = ...` in the module, and what other modules bind it to. With
+        `hierarchy` (read through `self` or `cls`), also each subclass's binding, the class
+        keywords its `__init_subclass__` stores, and an ancestor's where the class binds
+        none itself (a base no scanned module shows: None, not known)."""
+        classes = [cls, *self.subclasses(cls)] if hierarchy else [cls]
+        values: list[tuple[ast.expr | None, Sequence[ast.AST]]] = []
+        for each in classes:
+            values += self._own_bindings(each, attr)
+        if hierarchy:
+            values += self._keyword_bindings(classes, attr)
+            if not self._own_bindings(cls, attr, outside=False):
+                values += self._ancestor_bindings(cls, attr, 0)
+        return values or None
+
+    def _own_bindings(
+        self, cls: ast.ClassDef, attr: str, *, outside: bool = True,
+    ) -> list[tuple[ast.expr | None, Sequence[ast.AST]]]:
+        """What the module (and, with `outside`, other modules) bind `cls.attr` to."""
         values: list[tuple[ast.expr | None, Sequence[ast.AST]]] = [
             (value, (cls,)) for value in self._scope_bindings(cls).get(attr, ())
         ]
         for method, value in self._assigned_on_self(cls).get(attr, ()):
             values.append((value, (cls, method)))
-        return self._each_element(values) or None
+        values += self._assigned_on_class(cls.name).get(attr, [])
+        if outside:
+            values += [(value, ()) for value in self.outside.get((cls.name, attr), ())]
+        return self._each_element(values)  # (a loop variable's: each element)
+
+    def class_rows(self, text: str) -> list[tuple[str, str, str]]:
+        """What the module binds class attributes to, for the module whose methods read
+        them through `self` or `cls` (FlowFacts.constants, shapes CLASS_BINDS and
+        CLASS_BINDS_UNKNOWN): each attribute of a class deriving another (its body,
+        `self.attr = ...` in its methods, `Cls.attr = ...`), its class keywords, and
+        `Name.attr = ...` at the top level on a name that is none of its classes (an
+        imported class). The project pass hands each to the base's module."""
+        rows: list[tuple[str, str, str]] = []
+        classes = self._module_classes()
+        self._assigned_on_class("", text)  # (fills the table, from the lines that spell one)
+        for cls in classes.values():
+            if not _bases(cls) - {"object", ""}:
+                continue
+            attrs = {
+                name for item in cls.body if isinstance(item, (ast.Assign, ast.AnnAssign))
+                for target in (item.targets if isinstance(item, ast.Assign) else [item.target])
+                for name in _target_names(target)
+            } | self._assigned_on_self(cls).keys() | self._assigned_on_class(cls.name).keys()
+            found = [self._binds_row(f"{cls.name}.{attr}", self._own_bindings(cls, attr, outside=False)) for attr in sorted(attrs)]
+            for keyword in cls.keywords:
+                spelled = f"{cls.name}.{KEYWORD_MARK}{keyword.arg}" if keyword.arg else f"{cls.name}.{KEYWORD_MARK * 2}"
+                found.append(self._binds_row(spelled, [(keyword.value if keyword.arg else None, ())]))
+            rows += filter(None, found)
+        for name, assigned in sorted((self._class_assigns or {}).items()):
+            if name not in classes and name not in ("self", "cls"):
+                rows += filter(None, (self._binds_row(f"{name}.{attr}", values) for attr, values in sorted(assigned.items())))
+        # the attributes its methods read through `self` or `cls`: only a binding of one of
+        # these can change what the module reads (the project pass hands it no other)
+        loaded = sorted(set(_SELF_LOADS.findall(text))) if classes else []
+        if loaded:
+            rows.append(("", CLASS_LOADS, "\0".join(loaded)))
+        return rows
+
+    def _binds_row(self, spelled: str, bound: list[tuple[ast.expr | None, Sequence[ast.AST]]]) -> tuple[str, str, str] | None:
+        found: set[str] = set()
+        for value, where in bound:
+            if isinstance(value, ast.Constant) and not isinstance(value.value, str):
+                continue  # a number, None, a bool: no variable's name (a key of it raises)
+            strings = self.values(value, where) if value is not None else None
+            if strings is None or any("\0" in item for item in strings):
+                return (spelled, CLASS_BINDS_UNKNOWN, "")
+            found |= strings
+        if not found and all(isinstance(value, ast.Constant) for value, _ in bound):
+            return None  # only numbers and the like: nothing to hand on
+        return (spelled, CLASS_BINDS, "\0".join(sorted(found))) if found else (spelled, CLASS_BINDS_UNKNOWN, "")
+
+    def subclasses(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
+        """The module's classes deriving `cls`, at any depth (by the names of their bases)."""
+        known = self._subclasses.get(id(cls))
+        if known is None:
+            known = []
+            names = {cls.name}
+            changed = True
+            while changed:
+                changed = False
+                for other in self._module_classes().values():
+                    if other is not cls and other not in known and _bases(other) & names:
+                        known.append(other)
+                        names.add(other.name)
+                        changed = True
+            self._subclasses[id(cls)] = known
+        return known
+
+    def _ancestor_bindings(self, cls: ast.ClassDef, attr: str, depth: int) -> list[tuple[ast.expr | None, Sequence[ast.AST]]]:
+        """`attr` as `cls` inherits it: from the module's base classes that bind it;
+        a base of another module (or an ancestor too deep) may bind anything."""
+        values: list[tuple[ast.expr | None, Sequence[ast.AST]]] = []
+        for base in cls.bases:
+            spelled = dotted_name(base)
+            if spelled == "object":
+                continue
+            parent = self._module_classes().get(spelled)
+            if parent is None or depth > _MAX_STRING_DEPTH:
+                return [(None, ())]
+            own = self._own_bindings(parent, attr)
+            values += own or self._ancestor_bindings(parent, attr, depth + 1)
+        return values
+
+    def _keyword_bindings(self, classes: Sequence[ast.ClassDef], attr: str) -> list[tuple[ast.expr | None, Sequence[ast.AST]]]:
+        """`cls.attr = name` in an `__init_subclass__(cls, name=...)` of the hierarchy:
+        what each subclass passes as its class keyword `name=` (an unpacked `**kw`: not
+        known). The parameter's default is the hook's own binding."""
+        hooks = [cls for cls in classes for item in cls.body if getattr(item, "name", "") == "__init_subclass__"]
+        found: list[tuple[ast.expr | None, Sequence[ast.AST]]] = []
+        for hook_class in hooks:
+            for method, value in self._assigned_on_self(hook_class).get(attr, ()):
+                if not (isinstance(method, ast.FunctionDef) and method.name == "__init_subclass__" and isinstance(value, ast.Name)):
+                    continue
+                for each in [hook_class, *self.subclasses(hook_class)]:
+                    for keyword in each.keywords if each is not hook_class else ():
+                        if keyword.arg == value.id:
+                            found.append((keyword.value, ()))
+                        elif keyword.arg is None:
+                            found.append((None, ()))
+                    found += [(v, ()) for v in self.outside.get((each.name, KEYWORD_MARK + value.id), ())]
+                    found += [(v, ()) for v in self.outside.get((each.name, KEYWORD_MARK * 2), ())]
+        return found
+
+    def _assigned_on_class(self, name: str, text: str | None = None) -> dict[str, list[tuple[ast.expr | None, Sequence[ast.AST]]]]:
+        """attr -> (value, scopes) of each `Name.attr = value` in the module: at the top
+        level (judged there), or in a function or class (not followed: None). With the
+        module's `text`, only the statements whose lines spell such an assignment are
+        walked (the facts of every module ask for them)."""
+        if self._class_assigns is None:
+            statements: list[ast.stmt] = self.tree.body
+            if text is not None:
+                lines = lines_of(text, (m.start() for m in _CLASS_ASSIGN.finditer(text)))
+                statements = [stmt for stmt in statements if mentions(lines, statement_span(stmt))]
+            found: dict[str, dict[str, list[tuple[ast.expr | None, Sequence[ast.AST]]]]] = {}
+            for stmt in statements:
+                top = not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                for sub in ast.walk(stmt):
+                    if not isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                        continue
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                    value = sub.value if isinstance(sub, (ast.Assign, ast.AnnAssign)) and top else None
+                    for target in targets:
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                            found.setdefault(target.value.id, {}).setdefault(target.attr, []).append((value, ()))
+            self._class_assigns = found
+        return self._class_assigns.get(name, {})
 
     def _assigned_on_self(self, cls: ast.ClassDef) -> dict[str, list[tuple[ast.AST, ast.expr | None]]]:
         """attr -> (method, value) of each `self.attr = value` in the class's methods."""
@@ -2925,6 +3108,8 @@ _MAX_VALUES = 64
 
 
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# `Name.attr = ...` (not `self.` / `cls.`): a line that may bind a class attribute
+_CLASS_ASSIGN = re.compile(r"(?<![\w.])(?!self\.|cls\.)[A-Za-z_]\w*\.\w+\s*(?::[^=\n]*)?(?:[-+*/%|&^@<>]{1,2})?=(?!=)")
 
 
 def _constant_node(shape: str, value: str) -> ast.expr:

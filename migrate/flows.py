@@ -70,10 +70,18 @@ from configbags.migrate.aliases import (
     statement_span,
 )
 from configbags.migrate.childenv import CHILD_PROCESS_PREFIXES, command_fragments, named_variables
+from configbags.migrate.doors import (
+    CLASS_BINDS,
+    CLASS_BINDS_UNKNOWN,
+    CLASS_LOADS,
+    KEYWORD_MARK,
+    ModuleStrings,
+)
 from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
-from configbags.migrate.doors import ModuleStrings
 from configbags.migrate.envkeys import (
+    UNKNOWN,
     KeyCompiler,
+    Template,
     declared_reads,
     depends,
     patterns,
@@ -117,6 +125,8 @@ from configbags.migrate.scanmodel import (
 )
 from configbags.migrate.scopes import module_statements
 
+# The constants' shapes of class attribute bindings (doors.ModuleStrings.class_rows)
+_CLASS_SHAPES = frozenset({CLASS_BINDS, CLASS_BINDS_UNKNOWN, CLASS_LOADS})
 # More rounds than this and the pass stops, reporting a problem (a check fails).
 MAX_ROUNDS = 64
 _CONTEXT_FETCHES = frozenset({"get_context", "process_context"})
@@ -758,6 +768,8 @@ def _key_params(
         targets.append((f"{owner.name}.__init__", init))
     enclosing: list[ast.AST] = [owner, function] if owner is not None else [function]
     found: list[tuple[Any, ...]] = []
+    if owner is not None and _is_enum(owner):
+        found += _member_keys(qualname, function, owner, keys, strings)
     if owner is not None and init is None:
         # a dataclass or NamedTuple: its generated `__init__` stores each field as given
         # (the row's fourth column: the field's position, FIELD_POSITION_UNKNOWN where a
@@ -784,6 +796,57 @@ def _key_params(
 
 # A generated `__init__`'s field whose position a base class decides (env_params' fourth column)
 FIELD_POSITION_UNKNOWN = -2
+# An Enum member's method reading its value (env_params' fourth column; the parameter
+# column names the member, the use is the key it reads): `E.MEMBER.get()` reads it
+MEMBER_POSITION = -3
+_ENUM_CLASSES = frozenset({"Enum", "StrEnum", "IntEnum", "Flag", "IntFlag"})
+
+
+def _is_enum(cls: ast.ClassDef) -> bool:
+    return any(dotted(base).rpartition(".")[2] in _ENUM_CLASSES for base in cls.bases)
+
+
+def _member_keys(
+    qualname: str, function: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef, keys: list[ast.expr],
+    strings: ModuleStrings,
+) -> list[tuple[Any, ...]]:
+    """(method, member, use, MEMBER_POSITION) for an Enum's method whose key is built from
+    the member (`self.value`, `self.name`, `self` itself, which a str Enum's member is):
+    each member hands its value to the method, as a constructor hands a knob its name,
+    so the call `EnvVar.PAGE_SIZE.get()` reads `$SGLANG_PAGE_SIZE` (R13-8). A member
+    whose value the module does not show makes the read `$?` there."""
+    positional = [*function.args.posonlyargs, *function.args.args]
+    if not positional or any(dotted(d) in ("staticmethod", "classmethod") for d in function.decorator_list):
+        return []
+    me = positional[0].arg
+    # `os.environ.get(self)`: the member is the string (a str Enum), its value
+    keys = [ast.Attribute(value=key, attr="value", ctx=ast.Load()) if isinstance(key, ast.Name) and key.id == me else key
+            for key in keys]
+    enclosing: list[ast.AST] = [owner, function]
+    templates: dict[str, Template] = {}
+    for part in ("value", "name"):
+        compiler = KeyCompiler(strings, owner, part, field=True)
+        built = [t for t in (compiler.compile(key, enclosing) for key in keys) if depends(t)]
+        if built:
+            templates[part] = built[0] if len(built) == 1 else ["|", *built]
+    found: list[tuple[Any, ...]] = []
+    for member, value in _members(owner):
+        values = strings.values(value, [owner])
+        given: dict[str, Template] = {"value": ["s", *sorted(values)] if values is not None else UNKNOWN, "name": ["s", member]}
+        for part, template in templates.items():
+            found.append((qualname, member, use_of(substitute(template, given[part])), MEMBER_POSITION))
+    return found
+
+
+def _members(cls: ast.ClassDef) -> list[tuple[str, ast.expr]]:
+    """An Enum's members: the names its body binds once, plainly (not `_sunder_`)."""
+    return [
+        (item.targets[0].id, item.value) for item in cls.body
+        if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name)
+        and not item.targets[0].id.startswith("_")
+    ]
+
+
 _DATACLASS_DECORATORS = frozenset({"dataclass", "define", "frozen", "mutable"})
 _NAMEDTUPLE_BASES = frozenset({"NamedTuple", "Generic"})
 
@@ -1158,6 +1221,7 @@ def base_facts(
     context and environment it returns, its parameters used as environment keys (and,
     from the door analysis, as child commands: `command_params`), and its instances.
     (What the record analysis adds: scan.scan_source.)"""
+    strings = strings or ModuleStrings(tree)
     fetchers, env_params = _door_facts(tree, text, strings)
     if mentioned is None:
         mentioned = frozenset(name for name in settings.env_vars if name in text)
@@ -1180,9 +1244,11 @@ def base_facts(
         instances=tuple(_instances(tree)),
         # environment names and commands, and resolver helpers (configbags.migrate.resolvers)
         constants=(
-            *((strings or ModuleStrings(tree)).exported(text, mentioned) if mentioned else ()), *helper_specs(tree, text),
+            *(strings.exported(text, mentioned) if mentioned else ()), *helper_specs(tree, text),
             # the names its `__getattr__` serves (configbags.migrate.moduleattrs)
             *dispatch_facts(tree, text),
+            # what it binds class attributes to, for a base's `self.attr` (_Project.class_bindings)
+            *strings.class_rows(text),
         ),
     )
 
@@ -1665,6 +1731,9 @@ class _Uses(_Walk):
                 positional = None  # `get_env(*names)`: any name, at any position
         scopes = self._scopes()
         for position, param, use in specs:
+            if position == MEMBER_POSITION:
+                self._member_call(call, use)
+                continue
             given: ast.expr | None = None
             unknown = positional is None
             if positional is not None and 0 <= position < len(positional):
@@ -1694,6 +1763,17 @@ class _Uses(_Walk):
                 self._row(where, ENV_UNRESOLVED, "environ", "env_helper")
             for name in read:
                 self._row(where, env_subject(name), "environ", "env_helper")
+
+    def _member_call(self, call: ast.Call, use: str) -> None:
+        """`EnvVar.PAGE_SIZE.get()`: the key the member's method makes of its value."""
+        template = template_of(use)
+        if template is None:
+            return
+        read, unresolved = declared_reads(patterns(template, None), self.declared)
+        if unresolved:
+            self._row(call, ENV_UNRESOLVED, "environ", "env_helper")
+        for name in read:
+            self._row(call, env_subject(name), "environ", "env_helper")
 
     def _handed_on(self, given: ast.expr | None, scopes: list[ast.AST], use: str) -> None:
         """`def page(name): return get_env(name)`: page takes the key (or command) too,
@@ -2035,6 +2115,11 @@ class _Project:
             rel for rel in self.constant_files if any(row[1] == MODULE_DISPATCH for row in results[rel].flow.constants)
         }
         self._served: dict[str, ServedModule] = {}
+        # files binding class attributes (doors.ModuleStrings.class_rows)
+        self.class_files = sorted(
+            rel for rel in self.constant_files if any(row[1] in _CLASS_SHAPES for row in results[rel].flow.constants)
+        )
+        self._class_rows: dict[str, frozenset[tuple[str, str, str]]] | None = None
         self._helper_rows: dict[str, list[tuple[str, str]]] = {}
         # the first part of every scanned module's name: an import of any other names a
         # module that is not scanned (the standard library, a third party)
@@ -2258,7 +2343,7 @@ class _Project:
             environ_holders=frozenset(spelled["environ_holder"]),
             environ_getters=frozenset(spelled["environ_getter"]),
             env_helpers=self.env_helpers(rel),
-            constants=self.imported_constants(rel),
+            constants=self.imported_constants(rel) | self.class_bindings(rel),
             served_imports=self.served_imports(rel),
             state_getters=frozenset(spelled["readback"]),
             private_names=frozenset(spelled["private"]),
@@ -2343,7 +2428,72 @@ class _Project:
         return known
 
     def constant_rows(self, rel: str) -> tuple[tuple[str, str, str], ...]:
-        return tuple((str(name), str(shape), str(value)) for name, shape, value in self.results[rel].flow.constants)
+        return tuple(
+            (str(name), str(shape), str(value)) for name, shape, value in self.results[rel].flow.constants
+            if shape not in _CLASS_SHAPES  # (for the class's module alone: class_bindings)
+        )
+
+    def class_bindings(self, rel: str) -> frozenset[tuple[str, str, str]]:
+        """What other modules bind the attributes of `rel`'s classes to (FlowInput.
+        constants, shapes CLASS_BINDS*): each subclass's own bindings and class keywords
+        (at any depth of subclassing, through any module), and `Cls.attr = ...` on the
+        imported class itself, so a base's `self.attr` reads every value (R13-7)."""
+        if self._class_rows is None:
+            self._class_rows = self._outside_class_rows()
+        return self._class_rows.get(rel, frozenset())
+
+    def _outside_class_rows(self) -> dict[str, frozenset[tuple[str, str, str]]]:
+        bound: dict[tuple[str, str], list[tuple[str, str, str]]] = defaultdict(list)  # (file, class) -> rows
+        parents: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        found: dict[str, set[tuple[str, str, str]]] = defaultdict(set)
+        loads: dict[str, set[str]] = defaultdict(set)  # file -> the attributes it reads through self / cls
+        for rel in self.class_files:
+            flow = self.results[rel].flow
+            own = {row[0] for row in flow.bases}
+            for cls, *bases in flow.bases:
+                parents[(rel, cls)] = [site for base in bases if (site := self.resolve(rel, base))[0] is not None]
+            for spelled, shape, value in flow.constants:
+                if shape == CLASS_LOADS:
+                    loads[rel].update(str(value).split("\0"))
+                if shape not in (CLASS_BINDS, CLASS_BINDS_UNKNOWN):
+                    continue
+                owner, _, attr = str(spelled).rpartition(".")
+                if owner in own:
+                    bound[(rel, owner)].append((attr, shape, value))
+                    continue
+                site = self.resolve(rel, owner)  # `Knob.env_name = ...` on an imported class
+                if site[0] is not None and site[0] != rel:
+                    found[site[0]].add((f"{site[1]}.{attr}", shape, value))
+        for (rel, cls), rows in bound.items():
+            seen: set[tuple[str, str]] = set()
+            pending = list(parents.get((rel, cls), ()))
+            while pending:
+                ancestor = pending.pop()
+                if ancestor in seen:
+                    continue
+                seen.add(ancestor)
+                pending += parents.get(ancestor, ())
+                if ancestor[0] != rel:
+                    found[ancestor[0]].update(
+                        (f"{ancestor[1]}.{attr}", shape, value) for attr, shape, value in rows
+                        if self._may_matter(attr, shape, value, loads[ancestor[0]])
+                    )
+        return {rel: frozenset(rows) for rel, rows in found.items()}
+
+    def _may_matter(self, attr: str, shape: str, value: str, loaded: set[str]) -> bool:
+        """Can a subclass's binding change what its base's module reads? Only one of an
+        attribute that module reads through `self` or `cls` (a class keyword: any), and a
+        value shown only where it may be part of a declared variable's name, or the name
+        part of it (case aside: `"page_size"`, `"echo $SGLANG_PAGE_SIZE"`). (Cheap: a
+        base's module is analysed again for each it is handed.)"""
+        if attr.startswith(KEYWORD_MARK):
+            return True
+        if attr not in loaded:
+            return False
+        if shape != CLASS_BINDS:
+            return True
+        declared = [name.upper() for name in self.settings.env_vars]
+        return any(item.upper() in name or name in item.upper() for item in value.split("\0") for name in declared)
 
     def _helpers_of(self, rel: str) -> list[tuple[str, str]]:
         """(spelled in `rel`, entry tail "position|parameter|use") of `rel`'s own
@@ -2370,12 +2520,16 @@ class _Project:
                 # seventh column, where the signatures say so)
                 through_class = 1 if len(row) > 6 and row[6] else 0
                 for param, use, *field in uses.get(body, ()):
+                    owner, _, method = qualname.rpartition(".")
+                    if field and field[0] == MEMBER_POSITION:
+                        # an Enum member's method: `EnvVar.PAGE_SIZE.get()` reads the key it makes
+                        found.append((f"{owner}.{param}.{method}", f"{MEMBER_POSITION}|{param}|{use}"))
+                        continue
                     position = positional.index(param) if param in positional else field[0] if field else -1
                     if position == -1 and param not in kwonly and not field:
                         continue  # `self`, or a parameter only the body names
                     shifted = position + through_class if position >= 0 else position
                     found.append((qualname, f"{shifted}|{param}|{use}"))
-                    owner, _, method = qualname.rpartition(".")
                     for name in instances.get(owner, ()) if owner else ():
                         found.append((f"{name}.{method}", f"{position}|{param}|{use}"))
                     if owner:
