@@ -480,3 +480,47 @@ def test_a_stopped_store_process_is_named_in_503s_and_nothing_is_applied_late() 
             assert c.get("/health").json()["epoch"] == epoch + 1
     finally:
         srv.stop()
+
+
+def test_a_store_stopped_during_a_patch_leaves_every_route_answering_and_nothing_applied() -> None:
+    """The PATCH is in flight (its worker is stopped, so the collective waits on the store)
+    when the store is stopped too: every route still answers within the rank timeout (none
+    queues behind the stuck change or a lock it holds), and the change is never applied."""
+    import concurrent.futures
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240)
+    try:
+        store, (worker,) = srv.store_host(), srv.workers()
+        leaves = {"source": "ops", "leaves": {"weight_version": "late"}}
+        # a route that waits this long without an answer fails the test (both stay stopped)
+        with httpx.Client(base_url=srv.url, timeout=10) as c, concurrent.futures.ThreadPoolExecutor(1) as pool:
+            epoch = c.get("/health").json()["epoch"]
+            os.kill(worker, signal.SIGSTOP)
+            try:
+                in_flight = pool.submit(c.patch, "/config", json=leaves, headers=ADMIN)
+                time.sleep(0.3)  # rank 0 posted the change and waits on the worker through the store
+                os.kill(store, signal.SIGSTOP)
+                try:
+                    for path in ("/health", "/server_info", "/config/weight_version", "/config/contracts"):
+                        started = time.monotonic()
+                        answer = c.get(path, headers=ADMIN)
+                        assert answer.status_code == 503, (path, answer.text)
+                        assert time.monotonic() - started < 5, path  # the rank timeout (1 s), and slack
+                        assert answer.json()["error"] in ("store_stalled", "rank_stalled"), (path, answer.text)
+                    assert c.get("/metrics", headers=ADMIN).status_code == 200
+                    patch = in_flight.result(timeout=10)
+                    assert patch.status_code == 503 and patch.json()["error"] == "store_stalled", patch.text
+                    assert "nothing was applied" in patch.text
+                    assert c.get("/health").json()["error"] == "store_stalled"
+                finally:
+                    os.kill(store, signal.SIGCONT)
+            finally:
+                os.kill(worker, signal.SIGCONT)
+            end = time.monotonic() + 60
+            while (health := c.get("/health")).status_code != 200 and time.monotonic() < end:
+                time.sleep(0.2)
+            assert health.json()["epoch"] == epoch, health.text  # the given-up PATCH was never applied
+            assert c.get("/config/weight_version", headers=ADMIN).json()["value"] != "late"
+    finally:
+        srv.stop()
