@@ -240,12 +240,13 @@ class RankGroup:
         self.dctx = dctx
         # every call the door's threads make to the store is bounded (never the rank thread's
         # collectives: a change is given up at its deadline through its Ticket instead)
-        self._watch = BoundedStore(dctx.client(self.addr), self.call_deadline_s)
+        self._watch = BoundedStore.connect(lambda: dctx.client(self.addr), self.call_deadline_s)
         dctx.publish(record, role=role)
         dctx.seal()
-        sweeper = dist.connect_store(self.addr, is_master=False, timeout=self.timeout)
-        self._sweeper = BoundedStore(sweeper, self.call_deadline_s, host=self._store)
-        if hasattr(sweeper, "list_keys"):  # torch 2.6 and later
+        self._sweeper = BoundedStore.connect(lambda: dist.connect_store(self.addr, is_master=False,
+                                                                        timeout=self.timeout),
+                                             self.call_deadline_s, host=self._store)
+        if hasattr(self._sweeper.client, "list_keys"):  # torch 2.6 and later
             self._expected = set(self._sweeper.list_keys())
         else:
             self._sweeper = None

@@ -27,6 +27,7 @@ import json
 import logging
 import math
 import os
+import queue
 import re
 import select
 import socket
@@ -75,8 +76,28 @@ class BoundedStore:
         self.client = client
         self.deadline_s = deadline_s
         self.host = host
-        self._thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="configbags-store-call")
         self._stuck: concurrent.futures.Future[Any] | None = None
+        # a daemon thread, not an executor's: one stuck in a store that never answers again
+        # must not hold the interpreter's exit
+        self._calls: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]]]
+        self._calls = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="configbags-store-call", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            call, args, future = self._calls.get()
+            try:
+                future.set_result(call(*args))
+            except BaseException as exc:  # handed to the caller (if it still waits)
+                future.set_exception(exc)
+
+    @classmethod
+    def connect(cls, connect: Callable[[], Any], deadline_s: float, *, host: StoreHost | None = None) -> BoundedStore:
+        """A client made by `connect()`, bounded like its calls (torch's client constructor
+        waits on the store's answer too)."""
+        store = cls(None, deadline_s, host=host)
+        store.client = store._bounded("connect", connect)()
+        return store
 
     def __getattr__(self, name: str) -> Any:
         if name == "list_keys":
@@ -89,7 +110,8 @@ class BoundedStore:
             if self._stuck is not None and not self._stuck.done():
                 raise StoreStalledError(f"the rendezvous store has not answered a call of {self.deadline_s:g} s "
                                         f"ago yet (stopped or hung)")
-            future = self._thread.submit(call, *args)
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self._calls.put((call, args, future))
             try:
                 return future.result(timeout=self.deadline_s)
             except concurrent.futures.TimeoutError:
