@@ -25,6 +25,8 @@ from torch._C._distributed_c10d import TCPStore
 from configbags.runtime.dist import connect_store, listen
 from configbags.serve.storehost import BoundedStore, StoreHost, StoreStalledError
 
+pytestmark = pytest.mark.slow  # a store process that imports torch, and deadlines waited out
+
 DEADLINE_S = 0.5
 SLACK_S = 1.5  # a loaded machine: a deadline's answer may come this much later
 CALLS: dict[str, Callable[[Any], Any]] = {
