@@ -163,11 +163,14 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     async def look(fn: Callable[[], Any]) -> Any:
         return await look_within(door, look_thread, fn)
 
-    async def run(fn: Callable[[], dict[str, Any]], *, deadline_s: float | None = None) -> dict[str, Any]:
+    async def run(fn: Callable[[], dict[str, Any]], *,
+                  give_up: Callable[[], DoorError] | None = None) -> dict[str, Any]:
+        """fn() on the rank thread; with `give_up`, its 503 once the store is named stalled
+        or the deadline passes (`within`)."""
         if rank_thread is None:
             return fn()
         work = asyncio.get_running_loop().run_in_executor(rank_thread, fn)
-        return await (work if deadline_s is None else asyncio.wait_for(work, deadline_s))
+        return await (work if give_up is None else within(door, work, give_up))
 
     @app.exception_handler(DoorError)
     async def door_error(request: Request, exc: DoorError) -> JSONResponse:
@@ -192,11 +195,8 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         """The operator input (record), the override log, the resolved values, epoch, seal,
         config hash and each rank's epoch and hash; secrets redacted."""
         door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
-        try:  # it queues behind a change in flight, which a stalled store holds to its deadline
-            return Readback(await run(door.server_info, deadline_s=None if door.ranks is None else
-                                      2 * door.ranks.timeout + 1.0))
-        except TimeoutError:
-            raise not_answered(door) from None
+        # it queues behind a change in flight, which a stalled store holds to its deadline
+        return Readback(await run(door.server_info, give_up=lambda: not_answered(door)))
 
     add_fleet_routes(app, door, look)  # first: /config/contracts is not a leaf
 
@@ -222,9 +222,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         if door.ranks is None:
             return Readback(await run(lambda: door.patch(source, leaves)))
         ticket = Ticket()
-        assert rank_thread is not None
-        change = asyncio.get_running_loop().run_in_executor(rank_thread, lambda: door.patch(source, leaves, ticket))
-        return Readback(await within(door, change, ticket))
+        return Readback(await run(lambda: door.patch(source, leaves, ticket), give_up=lambda: given_up(door, ticket)))
 
     return app
 
@@ -247,20 +245,21 @@ def not_answered(door: Door) -> DoorError:
                          f"timeout ({door.ranks.timeout:g} s)")
 
 
-async def within(door: Door, change: asyncio.Future[dict[str, Any]], ticket: Ticket) -> dict[str, Any]:
-    """The outcome of `change`, or the 503 of one given up: at its deadline (a change takes
-    at most a rank timeout to agree on, then a silent rank is named), or as soon as the
-    store is named stalled (nothing can be agreed through it; the ticket aborts it should
-    the store run again)."""
-    assert door.ranks is not None
+async def within(door: Door, work: asyncio.Future[dict[str, Any]], give_up: Callable[[], DoorError]) -> dict[str, Any]:
+    """The outcome of `work` on the rank thread, or the 503 `give_up()` (its thread is left
+    to it): at its deadline (a change takes at most a rank timeout to agree on, then a
+    silent rank is named), or as soon as the store is named stalled (nothing can be agreed
+    through it; a change's ticket aborts it should the store answer again)."""
+    if door.ranks is None:
+        return await work
     deadline = time.monotonic() + 2 * door.ranks.timeout + 1.0
     while (left := deadline - time.monotonic()) > 0 and door.ranks.store_stalled() is None:
-        done, _ = await asyncio.wait({change}, timeout=min(left, STALL_POLL_S))
+        done, _ = await asyncio.wait({work}, timeout=min(left, STALL_POLL_S))
         if done:
-            return change.result()
-    if change.done():
-        return change.result()
-    raise given_up(door, ticket)
+            return work.result()
+    if work.done():
+        return work.result()
+    raise give_up()
 
 
 def given_up(door: Door, ticket: Ticket) -> DoorError:
