@@ -240,7 +240,7 @@ class RankGroup:
         self.dctx = dctx
         # every call the door's threads make to the store is bounded (never the rank thread's
         # collectives: a change is given up at its deadline through its Ticket instead)
-        self._watch = BoundedStore.connect(lambda: dctx.client(self.addr), self.call_deadline_s)
+        self._watch = BoundedStore.connect(lambda: dctx.client(self.addr), self.call_deadline_s, host=self._store)
         dctx.publish(record, role=role)
         dctx.seal()
         self._sweeper = BoundedStore.connect(lambda: dist.connect_store(self.addr, is_master=False,
@@ -376,7 +376,7 @@ class RankGroup:
         value's size), at most one line per SWEEP_LOG_S with the count of the rest."""
         from configbags.runtime.dist import SignedStore
 
-        store, signer = self._sweeper, self._watch
+        store, signer = self._sweeper, getattr(self._watch, "client", None)  # the signer under its bounds
         if store is None or not isinstance(signer, SignedStore):
             return
         keys = [k for k in store.list_keys() if k not in self._expected]

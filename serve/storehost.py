@@ -108,17 +108,21 @@ class BoundedStore:
     def _bounded(self, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
         def bounded(*args: Any) -> Any:
             if self._stuck is not None and not self._stuck.done():
-                raise StoreStalledError(f"the rendezvous store has not answered a call of {self.deadline_s:g} s "
-                                        f"ago yet (stopped or hung)")
+                raise StoreStalledError(f"{self.where} has not answered a call of over {self.deadline_s:g} s ago "
+                                        f"yet (stopped or hung)")
             future: concurrent.futures.Future[Any] = concurrent.futures.Future()
             self._calls.put((call, args, future))
             try:
                 return future.result(timeout=self.deadline_s)
             except concurrent.futures.TimeoutError:
                 self._stuck = future
-                raise StoreStalledError(f"the rendezvous store did not answer {name} within {self.deadline_s:g} s "
+                raise StoreStalledError(f"{self.where} did not answer {name} within {self.deadline_s:g} s "
                                         f"(stopped or hung)") from None
         return bounded
+
+    @property
+    def where(self) -> str:
+        return "the rendezvous store" + (f" (pid {self.host.proc.pid})" if self.host is not None else "")
 
     def _list_keys(self) -> list[str]:
         if self.host is None:

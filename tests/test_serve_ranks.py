@@ -591,6 +591,7 @@ def test_a_store_alive_but_not_answering_is_named_everywhere_and_nothing_is_appl
                     started = time.monotonic()
                     answer = c.get(path, headers=ADMIN)
                     assert answer.status_code == 503 and answer.json()["error"] == "store_stalled", (path, answer.text)
+                    assert f"rendezvous store (pid {store})" in answer.text, (path, answer.text)
                     assert time.monotonic() - started < 5, path  # the rank timeout (1 s), and slack
                 assert c.get("/metrics", headers=ADMIN).status_code == 200
                 patch = c.patch("/config", json=leaves, headers=ADMIN)
