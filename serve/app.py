@@ -38,6 +38,7 @@ from configbags.serve.ranks import Ticket
 log = logging.getLogger("configbags.serve")
 
 DEFAULT_BODY_TIMEOUT_S = 30.0  # a PATCH body not complete by then is refused (408), nothing applied
+STALL_POLL_S = 0.1  # how often a change in flight looks whether the store was named stalled
 JSON_SCALARS = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
 
 ERROR_BODY: dict[str, Any] = {
@@ -153,16 +154,23 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
     app.state.rank_thread = rank_thread  # serve --watch applies file changes on it too
 
-    # /health asks the rank store too: off the event loop, and answered within the rank
-    # timeout (a call to a stopped store returns only when it runs again; its thread is left
-    # to it, and the calls after queue here, each answered 503 at its deadline)
+    # every read that asks the rank group (/health, /config/<leaf>, contracts, /metrics) runs
+    # off the event loop, answered within the rank timeout (each call to the store is bounded,
+    # but a lock a stuck change holds is not; a thread left to it, the reads after queue here,
+    # each answered 503 at its deadline)
     look_thread = ThreadPoolExecutor(2, thread_name_prefix="configbags-health") if door.ranks else None
 
-    async def run(fn: Callable[[], dict[str, Any]], *, deadline_s: float | None = None) -> dict[str, Any]:
+    async def look(fn: Callable[[], Any]) -> Any:
+        return await look_within(door, look_thread, fn)
+
+    async def run(fn: Callable[[], dict[str, Any]], *,
+                  give_up: Callable[[], DoorError] | None = None) -> dict[str, Any]:
+        """fn() on the rank thread; with `give_up`, its 503 once the store is named stalled
+        or the deadline passes (`within`)."""
         if rank_thread is None:
             return fn()
         work = asyncio.get_running_loop().run_in_executor(rank_thread, fn)
-        return await (work if deadline_s is None else asyncio.wait_for(work, deadline_s))
+        return await (work if give_up is None else within(door, work, give_up))
 
     @app.exception_handler(DoorError)
     async def door_error(request: Request, exc: DoorError) -> JSONResponse:
@@ -180,23 +188,24 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     async def health() -> JSONResponse:
         """Liveness: 200 while every rank is up; 503 naming a stalled rank, or one that left
         (the group is then degraded until a restart)."""
-        return Readback(await health_within(door, look_thread))
+        return Readback(await look(door.health))
 
     @app.get("/server_info", responses=_errors(400, 401, 503))
     async def server_info(request: Request) -> JSONResponse:
         """The operator input (record), the override log, the resolved values, epoch, seal,
         config hash and each rank's epoch and hash; secrets redacted."""
         door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
-        return Readback(await run(door.server_info))
+        # it queues behind a change in flight, which a stalled store holds to its deadline
+        return Readback(await run(door.server_info, give_up=lambda: not_answered(door)))
 
-    add_fleet_routes(app, door)  # first: /config/contracts is not a leaf
+    add_fleet_routes(app, door, look)  # first: /config/contracts is not a leaf
 
     @app.get("/config/{leaf}", responses=_errors(400, 401, 503))
     async def explain(leaf: str, request: Request) -> JSONResponse:
         """One leaf: value, layer and source, policy, owner, capacity and history; 503 naming
         a stalled or diverged rank, `degraded` (rank 0's value) once a rank left."""
         door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
-        return Readback(door.explain(leaf))
+        return Readback(await look(lambda: door.explain(leaf)))
 
     @app.patch(
         "/config",
@@ -213,27 +222,44 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         if door.ranks is None:
             return Readback(await run(lambda: door.patch(source, leaves)))
         ticket = Ticket()
-        try:
-            # a change takes at most a rank timeout to agree on (then a silent rank is named)
-            return Readback(await run(lambda: door.patch(source, leaves, ticket),
-                                      deadline_s=2 * door.ranks.timeout + 1.0))
-        except TimeoutError:
-            raise given_up(door, ticket) from None
+        return Readback(await run(lambda: door.patch(source, leaves, ticket), give_up=lambda: given_up(door, ticket)))
 
     return app
 
 
-async def health_within(door: Door, pool: ThreadPoolExecutor | None) -> dict[str, Any]:
-    """door.health(), with ranks off the event loop and answered within the rank timeout:
-    503 `store_stalled` past it (its thread is left to the store's call)."""
+async def look_within(door: Door, pool: ThreadPoolExecutor | None, fn: Callable[[], Any]) -> Any:
+    """fn(), a read of `door`: with ranks off the event loop and answered within the rank
+    timeout, 503 `store_stalled` past it (its thread is left to what holds it)."""
     if door.ranks is None or pool is None:
-        return door.health()
-    work = asyncio.get_running_loop().run_in_executor(pool, door.health)
+        return fn()
+    work = asyncio.get_running_loop().run_in_executor(pool, fn)
     try:
         return await asyncio.wait_for(work, max(door.ranks.timeout, 1.0))
     except TimeoutError:
-        raise store_stalled(door.ranks.store_stalled() or f"the rank group did not answer within the rank "
-                            f"timeout ({door.ranks.timeout:g} s)") from None
+        raise not_answered(door) from None
+
+
+def not_answered(door: Door) -> DoorError:
+    assert door.ranks is not None
+    return store_stalled(door.ranks.store_stalled() or f"the rank group did not answer within the rank "
+                         f"timeout ({door.ranks.timeout:g} s)")
+
+
+async def within(door: Door, work: asyncio.Future[dict[str, Any]], give_up: Callable[[], DoorError]) -> dict[str, Any]:
+    """The outcome of `work` on the rank thread, or the 503 `give_up()` (its thread is left
+    to it): at its deadline (a change takes at most a rank timeout to agree on, then a
+    silent rank is named), or as soon as the store is named stalled (nothing can be agreed
+    through it; a change's ticket aborts it should the store answer again)."""
+    if door.ranks is None:
+        return await work
+    deadline = time.monotonic() + 2 * door.ranks.timeout + 1.0
+    while (left := deadline - time.monotonic()) > 0 and door.ranks.store_stalled() is None:
+        done, _ = await asyncio.wait({work}, timeout=min(left, STALL_POLL_S))
+        if done:
+            return work.result()
+    if work.done():
+        return work.result()
+    raise give_up()
 
 
 def given_up(door: Door, ticket: Ticket) -> DoorError:

@@ -14,9 +14,9 @@ import hmac
 import json
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from secrets import token_hex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -50,6 +50,7 @@ from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 if TYPE_CHECKING:
     from configbags.serve.ranks import RankGroup, Ticket
 
+T = TypeVar("T")
 OPERATOR = "operator"  # the role the door writes as (schema/roles.yaml)
 SOURCE_PREFIX = "http:"  # the override log's source of a PATCH is SOURCE_PREFIX + `source`
 LOG_SOURCE_CHARS = 200  # the longest override source the context takes, prefix included
@@ -349,6 +350,16 @@ class Door:
         check_keys(registry, context.state.values)
         self._lock = threading.Lock()  # one change at a time: an epoch read after it is its own
 
+    def consistent(self, read: Callable[[], T]) -> T:
+        """`read()` of one State: read again if a change committed meanwhile. A read off the
+        rank thread never waits on the lock, which a change holds through its collective (as
+        long as a store that stops answering holds that)."""
+        while True:
+            state = self.context.state
+            value = read()
+            if self.context.state is state:
+                return value
+
     # -- auth ------------------------------------------------------------------------
     def _key(self, leaf: str) -> str | None:
         value = self.context.state.values.get(leaf)
@@ -447,9 +458,18 @@ class Door:
         0's config, marked degraded); {} when every rank is up and agrees."""
         if self.ranks is None:
             return {}
+        from configbags.serve.storehost import StoreStalledError
+
         store = self.ranks.store_stalled()  # first: it asks the store nothing (gone() waits on its lock)
         if store is not None:
             raise store_stalled(store)
+        try:
+            return self._group()
+        except StoreStalledError as exc:  # a call to the store that did not come back in time
+            raise store_stalled(str(exc)) from None
+
+    def _group(self) -> dict[int, str]:
+        assert self.ranks is not None
         gone = self.ranks.gone()
         if gone:
             return gone
@@ -545,7 +565,7 @@ class Door:
         return DoorError(status, code, message, fix, leaf=leaf)
 
     def _rank_error(self, exc: DistributedConfigError) -> DoorError:
-        from configbags.serve.ranks import StoreStalledError
+        from configbags.serve.storehost import StoreStalledError
 
         if isinstance(exc, StoreStalledError):
             return store_stalled(str(exc))

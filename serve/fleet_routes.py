@@ -6,6 +6,7 @@ otherwise take `contracts` for a leaf name."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -32,12 +33,14 @@ def contracts(door: Door) -> dict[str, Any]:
                         "restart the server to bring the group back; a fleet check cannot vouch for a "
                         "degraded rank group", ranks=tuple(gone), extra={"status": "degraded"})
     ctx = door.context
-    with door._lock:  # one state: the values and their origins from the same moment
-        state = ctx.state
-        return {**contracts_readback(ctx.registry, state, ctx.origins()), "instance": door.instance}
+    # one state: the values and their origins from the same moment
+    state, origins = door.consistent(lambda: (ctx.state, ctx.origins()))
+    return {**contracts_readback(ctx.registry, state, origins), "instance": door.instance}
 
 
-def add_fleet_routes(app: FastAPI, door: Door) -> None:
+def add_fleet_routes(app: FastAPI, door: Door, look: Callable[[Callable[[], Any]], Awaitable[Any]]) -> None:
+    """The fleet routes; `look` runs a read of the rank group off the event loop, within the
+    rank timeout (a store that stops answering never holds the door)."""
     add_apply_classes(app, door)
     # a watched door (serve --watch) knows what only a restart applies; a plain one has nothing pending
     registry = metrics_registry(ConfigCollector(door, getattr(door, "restart_required", dict)))
@@ -49,7 +52,7 @@ def add_fleet_routes(app: FastAPI, door: Door) -> None:
         of ranks stalled or gone (always 200: scrapers keep their series). Needs the api key,
         like every read."""
         door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
-        return Response(exposition(registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(await look(lambda: exposition(registry)), media_type=CONTENT_TYPE_LATEST)
 
     @app.get(f"/config/{CONTRACTS_ROUTE}")  # no leaf has this name: the generator refuses it
     async def config_contracts(request: Request) -> JSONResponse:
@@ -57,7 +60,7 @@ def add_fleet_routes(app: FastAPI, door: Door) -> None:
         value, layer, source and rule (secrets are never members); 503 naming the rank while
         the rank group is stalled, diverged or degraded. Needs the api key."""
         door.authorize(authorization(request.headers.getlist("authorization")), admin=False)
-        return JSONResponse(contracts(door))
+        return JSONResponse(await look(lambda: contracts(door)))
 
 
 def add_apply_classes(app: FastAPI, door: Door) -> None:

@@ -18,12 +18,14 @@ model names, override sources) and no secret reaches a label or a sample. The fa
 - `configbags_restart_required`: 1 per startup leaf a watched config file changed but a
   running server cannot apply (`serve --watch`);
 - `configbags_rank_stalled`, `configbags_rank_left`: 1 per worker rank (`serve --ranks N`)
-  alive but not answering, or gone from the group; /metrics stays 200 so scrapes go on.
+  alive but not answering, or gone from the group; /metrics stays 200 so scrapes go on
+  (while the rank store is stalled both are left out: they cannot be read through it).
 
 Values are read from one State per scrape, so a scrape never mixes two epochs."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -66,9 +68,8 @@ class ConfigCollector(Collector):
 
     def collect(self) -> Iterable[Metric]:
         ctx = self.door.context
-        with self.door._lock:  # one state: hash, epoch and values of the same moment
-            state = ctx.state
-            config_hash = ctx.config_hash()
+        # one state: hash, epoch and values of the same moment
+        state, config_hash = self.door.consistent(lambda: (ctx.state, ctx.config_hash()))
         registry = ctx.registry
         fleet = fingerprints(registry, state)
         yield InfoMetricFamily(f"{PREFIX}_server", "This server's config: schema version, deployment role, "
@@ -122,12 +123,17 @@ class ConfigCollector(Collector):
         left = GaugeMetricFamily(f"{PREFIX}_rank_left", "1 for each worker rank that left the group "
                                  "(exited, or ended after a long stall): degraded until a restart",
                                  labels=["rank"])
-        if ranks is not None:
-            gone = ranks.gone()
-            for rank in gone:
-                left.add_metric([str(rank)], 1.0)
-            for rank in ({} if gone else ranks.stalled()):
-                stalled.add_metric([str(rank)], 1.0)
+        # a store stalled (named, or a call to it not back in time) leaves the rank gauges out
+        # for this scrape: what they would say cannot be read through it
+        if ranks is not None and ranks.store_stalled() is None:
+            from configbags.serve.storehost import StoreStalledError
+
+            with contextlib.suppress(StoreStalledError):
+                gone = ranks.gone()
+                for rank in gone:
+                    left.add_metric([str(rank)], 1.0)
+                for rank in ({} if gone else ranks.stalled()):
+                    stalled.add_metric([str(rank)], 1.0)
         yield stalled
         yield left
 

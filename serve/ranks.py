@@ -47,11 +47,15 @@ process can write: rank 0 judges silence by it, so what is written over the stor
 (a replay that rank 0 never sees replaced included) never ends a worker that beats.
 
 A store whose process is stopped or hung would hold every call to it until it runs again
-(torch's client timeout does not cover a peer that stops answering; its check, get and
-compare_set also hold the GIL while they wait, which would freeze the whole door), so the
-monitor and the sweep ask nothing of a stopped store, and the door never asks it without a bound: `store_stalled()` asks it nothing (the process's state, and whether the
-monitor's last look came back within the rank timeout); /health runs off the event loop
-with the rank timeout as its deadline; a change is given up past its deadline through a
+(torch 2.13's client ignores its timeout on a peer that stops answering; its calls
+release the GIL while they wait, but list_keys holds it, which would freeze the whole
+door). So the door never asks it without a bound: `store_stalled()` asks it nothing (the
+process's state, and whether the monitor's last look came back within the rank timeout);
+every call of the monitor, the sweep and the reads goes through a `BoundedStore` (a
+thread of its own per client, abandoned past half the rank timeout: StoreStalledError,
+503 `store_stalled`), and the keys are listed by the store's process, down its pipe;
+every route that asks the rank group runs off the event loop with a deadline; a change
+is given up past its deadline, or as soon as the store is named stalled, through a
 `Ticket`, which the source rank asks just before it commits, so a store that runs again
 aborts what the door already answered 503 for. Once the store process is gone, the monitor
 and the sweep end and nothing more is written to it: each call to a dead store would make
@@ -84,7 +88,7 @@ from configbags.runtime.dist import Layout
 from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.resolve import NO_FACTS
-from configbags.serve.storehost import StoreHost
+from configbags.serve.storehost import BoundedStore, StoreHost, StoreStalledError
 
 if TYPE_CHECKING:
     from configbags.runtime import dist
@@ -107,11 +111,6 @@ LEAVE_AFTER = 3  # a worker stalled this many rank timeouts (or missed collectiv
 # group (a stall named at one timeout has two more to be continued and catch up)
 
 log = logging.getLogger("configbags.serve.ranks")
-
-
-class StoreStalledError(DistributedConfigError):
-    """The rendezvous store's process is alive but does not answer (stopped, or hung): every
-    collective goes through it, so nothing can be applied until it answers again."""
 
 
 class Ticket:
@@ -239,11 +238,15 @@ class RankGroup:
                                      context=self.context, secret=secret.encode(), leave_after=LEAVE_AFTER)
         dctx.timeout = self.timeout  # joined: from here a silent rank is named after `timeout`
         self.dctx = dctx
-        self._watch = dctx.client(self.addr)
+        # every call the door's threads make to the store is bounded (never the rank thread's
+        # collectives: a change is given up at its deadline through its Ticket instead)
+        self._watch = BoundedStore.connect(lambda: dctx.client(self.addr), self.call_deadline_s, host=self._store)
         dctx.publish(record, role=role)
         dctx.seal()
-        self._sweeper = dist.connect_store(self.addr, is_master=False, timeout=self.timeout)
-        if hasattr(self._sweeper, "list_keys"):  # torch 2.6 and later
+        self._sweeper = BoundedStore.connect(lambda: dist.connect_store(self.addr, is_master=False,
+                                                                        timeout=self.timeout),
+                                             self.call_deadline_s, host=self._store)
+        if hasattr(self._sweeper.client, "list_keys"):  # torch 2.6 and later
             self._expected = set(self._sweeper.list_keys())
         else:
             self._sweeper = None
@@ -255,6 +258,13 @@ class RankGroup:
         if self._sweeper is not None:
             self._sweeping = threading.Thread(target=self._sweep_store, name="configbags-store-sweep", daemon=True)
             self._sweeping.start()
+
+    @property
+    def call_deadline_s(self) -> float:
+        """How long one call of the door's threads to the store may take: half of /health's
+        deadline, so a caller that first waits on the lock held through one such call
+        still answers in time."""
+        return max(self.timeout, 1.0) / 2
 
     def _await_workers(self, store: Any) -> None:
         """Wait until every worker has posted its join (it imports torch first: seconds),
@@ -305,11 +315,21 @@ class RankGroup:
                 self.gone()  # every rank leaves with it, logged once; nothing is asked of the store after
                 return
             if self._store_stopped():
-                continue  # torch's check/get/compare_set hold the GIL while they wait on it: the door would freeze
-            with contextlib.suppress(Exception):  # a look that fails is retried at the next beat
-                self.stalled()
-                self.diverged()
-            self._store_seen = time.monotonic()  # a store that does not answer holds this thread
+                continue  # a call would stay inside the stopped store (and its client with it)
+            if self._look():
+                self._store_seen = time.monotonic()
+
+    def _look(self) -> bool:
+        """One look at the workers; False when the store did not answer it in time (once that
+        lasts a rank timeout, store_stalled() names it)."""
+        try:
+            self.stalled()
+            self.diverged()
+        except StoreStalledError:
+            return False
+        except Exception:  # a look that fails otherwise is retried at the next beat
+            log.debug("a look at the rank group failed", exc_info=True)
+        return True
 
     def _store_gone(self) -> bool:
         return self._store is not None and self._store.exited() is not None
@@ -341,7 +361,7 @@ class RankGroup:
             if self._store_gone():
                 return  # each call to a dead store would write a native stack trace into the log
             if self._store_stopped():
-                continue  # as in _watch_ranks: a call to a stopped store would freeze the door
+                continue  # as in _watch_ranks
             with contextlib.suppress(Exception):  # a sweep that fails is retried at the next beat
                 self.sweep()
 
@@ -356,7 +376,7 @@ class RankGroup:
         value's size), at most one line per SWEEP_LOG_S with the count of the rest."""
         from configbags.runtime.dist import SignedStore
 
-        store, signer = self._sweeper, self._watch
+        store, signer = self._sweeper, getattr(self._watch, "client", None)  # the signer under its bounds
         if store is None or not isinstance(signer, SignedStore):
             return
         keys = [k for k in store.list_keys() if k not in self._expected]
@@ -565,6 +585,8 @@ class RankGroup:
             return None
         except ForeignWriteError:
             return None  # logged, naming the key, by the store
+        except StoreStalledError:
+            raise  # the caller answers 503 naming the store
         except Exception:  # the store closes with this process (shutdown): nothing to tell
             return None
 

@@ -21,10 +21,13 @@ Run as `python -m configbags.serve.storehost --fd FD` by `StoreHost.start` only.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
+import json
 import logging
 import math
 import os
+import queue
 import re
 import select
 import socket
@@ -32,12 +35,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 from configbags.runtime.errors import DistributedConfigError
 
 log = logging.getLogger("configbags.serve.ranks")
 
 READY = b"ready\n"
+LIST_KEYS = b"keys\n"  # the door's request for the store's keys, down the store process's stdin
 LOG_INTERVAL_S = 10.0
 LINE_BYTES = 4096  # a longer line is cut: what a client sends never makes a line grow here
 SHOWN_CHARS = 200
@@ -46,6 +52,82 @@ SHOWN_CHARS = 200
 # one (`Exception raised from ... (most recent call first):`, `frame #0: ...`) continues it
 _HEADER = re.compile(rb"^\[[A-Z]\d{4} \d\d:\d\d:\d\d\.\d+ [^\]]*\] ?")
 _CONTINUED = re.compile(rb"^(\s|frame #\d+|Exception raised from |$)")
+
+
+class StoreStalledError(DistributedConfigError):
+    """The rendezvous store's process is alive but does not answer (stopped, or hung): every
+    collective goes through it, so nothing can be applied until it answers again."""
+
+
+# torch's client calls that talk to the store (each waits on it: torch 2.13 ignores the
+# client's timeout once a store stops answering, but releases the GIL while it waits)
+STORE_CALLS = frozenset({"add", "check", "compare_set", "delete_key", "get", "multi_get", "num_keys", "set", "wait"})
+
+
+class BoundedStore:
+    """A client of the rendezvous store whose calls each answer within `deadline_s`: each
+    runs on a thread of this client's own, and one that is not back by then raises
+    StoreStalledError (its thread is left to it). Until it comes back every call raises at
+    once: the client's connection is inside it. `list_keys` holds the GIL while it waits,
+    so it is never called here: it goes to the store process (`StoreHost.list_keys`).
+    Anything else (a signer's `verifies`, `run`) is the client's own, asked directly."""
+
+    def __init__(self, client: Any, deadline_s: float, *, host: StoreHost | None = None) -> None:
+        self.client = client
+        self.deadline_s = deadline_s
+        self.host = host
+        self._stuck: concurrent.futures.Future[Any] | None = None
+        # a daemon thread, not an executor's: one stuck in a store that never answers again
+        # must not hold the interpreter's exit
+        self._calls: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], concurrent.futures.Future[Any]]]
+        self._calls = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="configbags-store-call", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            call, args, future = self._calls.get()
+            try:
+                future.set_result(call(*args))
+            except BaseException as exc:  # handed to the caller (if it still waits)
+                future.set_exception(exc)
+
+    @classmethod
+    def connect(cls, connect: Callable[[], Any], deadline_s: float, *, host: StoreHost | None = None) -> BoundedStore:
+        """A client made by `connect()`, bounded like its calls (torch's client constructor
+        waits on the store's answer too)."""
+        store = cls(None, deadline_s, host=host)
+        store.client = store._bounded("connect", connect)()
+        return store
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "list_keys":
+            return self._list_keys
+        attr = getattr(self.client, name)
+        return self._bounded(name, attr) if name in STORE_CALLS else attr
+
+    def _bounded(self, name: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        def bounded(*args: Any) -> Any:
+            if self._stuck is not None and not self._stuck.done():
+                raise StoreStalledError(f"{self.where} has not answered a call of over {self.deadline_s:g} s ago "
+                                        f"yet (stopped or hung)")
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            self._calls.put((call, args, future))
+            try:
+                return future.result(timeout=self.deadline_s)
+            except concurrent.futures.TimeoutError:
+                self._stuck = future
+                raise StoreStalledError(f"{self.where} did not answer {name} within {self.deadline_s:g} s "
+                                        f"(stopped or hung)") from None
+        return bounded
+
+    @property
+    def where(self) -> str:
+        return "the rendezvous store" + (f" (pid {self.host.proc.pid})" if self.host is not None else "")
+
+    def _list_keys(self) -> list[str]:
+        if self.host is None:
+            raise StoreStalledError("no store process to list the rendezvous store's keys")
+        return self.host.list_keys(self.deadline_s)
 
 
 class StoreOutput:
@@ -96,6 +178,10 @@ class StoreHost:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self.output = StoreOutput()
+        self._keys_lock = threading.Lock()
+        self._asked = 0  # list_keys requests written, and replies read (a late one is passed over)
+        self._answered = 0
+        self._replies = b""
         self._relay = threading.Thread(target=self._relay_output, name="configbags-store-output", daemon=True)
         self._relay.start()
 
@@ -131,6 +217,33 @@ class StoreHost:
                                          f"{timeout:g} s (still importing torch on a loaded machine, or hung)")
         raise DistributedConfigError(f"start: the rendezvous store (pid {self.proc.pid}) exited with code "
                                      f"{self.proc.returncode} before it listened (its output above says why)")
+
+    def list_keys(self, timeout: float) -> list[str]:
+        """The store's keys, listed by the store process itself (torch's client holds the
+        GIL while it waits for them: from the door, a store that stops answering would
+        freeze every thread); StoreStalledError if no answer comes within `timeout`."""
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        with self._keys_lock:
+            deadline = time.monotonic() + timeout
+            if self._answered == self._asked:  # else the last request is still unanswered: no new one
+                self._asked += 1
+                os.write(self.proc.stdin.fileno(), LIST_KEYS)
+            fd = self.proc.stdout.fileno()
+            while True:
+                while b"\n" in self._replies:
+                    line, _, self._replies = self._replies.partition(b"\n")
+                    self._answered += 1
+                    if self._answered == self._asked:
+                        return list(json.loads(line))
+                wait = deadline - time.monotonic()
+                if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                    raise StoreStalledError(f"the rendezvous store (pid {self.proc.pid}) did not list its keys "
+                                            f"within {timeout:g} s (stopped or hung)")
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    raise StoreStalledError(f"the rendezvous store (pid {self.proc.pid}) closed its output")
+                self._replies += chunk
 
     def exited(self) -> int | None:
         """The store process's exit code once it has exited (None while it runs)."""
@@ -190,9 +303,12 @@ def main(argv: list[str] | None = None) -> int:
         store = dist.connect_store(f"{host}:{port}", is_master=True, listener=listener)
         sys.stdout.buffer.write(READY)
         sys.stdout.flush()
-        # until the door closes our stdin: at stop(), or when it exits (whatever ends it)
-        while sys.stdin.buffer.read(1 << 12):
-            pass
+        # until the door closes our stdin: at stop(), or when it exits (whatever ends it);
+        # each line before that asks for the store's keys, answered as one JSON line
+        for request in sys.stdin.buffer:
+            if request == LIST_KEYS:
+                sys.stdout.write(json.dumps(store.list_keys()) + "\n")
+                sys.stdout.flush()
         del store
     except (OSError, DistributedConfigError) as exc:
         print(f"configbags serve store: {exc}", file=sys.stderr)

@@ -480,3 +480,130 @@ def test_a_stopped_store_process_is_named_in_503s_and_nothing_is_applied_late() 
             assert c.get("/health").json()["epoch"] == epoch + 1
     finally:
         srv.stop()
+
+
+def test_a_store_stopped_during_a_patch_leaves_every_route_answering_and_nothing_applied() -> None:
+    """The PATCH is in flight (its worker is stopped, so the collective waits on the store)
+    when the store is stopped too: every route still answers within the rank timeout (none
+    queues behind the stuck change or a lock it holds), and the change is never applied."""
+    import concurrent.futures
+
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240)
+    try:
+        store, (worker,) = srv.store_host(), srv.workers()
+        leaves = {"source": "ops", "leaves": {"weight_version": "late"}}
+        # a route that waits this long without an answer fails the test (both stay stopped)
+        with httpx.Client(base_url=srv.url, timeout=10) as c, concurrent.futures.ThreadPoolExecutor(1) as pool:
+            epoch = c.get("/health").json()["epoch"]
+            os.kill(worker, signal.SIGSTOP)
+            try:
+                in_flight = pool.submit(c.patch, "/config", json=leaves, headers=ADMIN)
+                time.sleep(0.3)  # rank 0 posted the change and waits on the worker through the store
+                os.kill(store, signal.SIGSTOP)
+                try:
+                    for path in ("/health", "/server_info", "/config/weight_version", "/config/contracts"):
+                        started = time.monotonic()
+                        answer = c.get(path, headers=ADMIN)
+                        assert answer.status_code == 503, (path, answer.text)
+                        assert time.monotonic() - started < 5, path  # the rank timeout (1 s), and slack
+                        assert answer.json()["error"] in ("store_stalled", "rank_stalled"), (path, answer.text)
+                    assert c.get("/metrics", headers=ADMIN).status_code == 200
+                    patch = in_flight.result(timeout=10)
+                    assert patch.status_code == 503 and patch.json()["error"] == "store_stalled", patch.text
+                    assert "nothing was applied" in patch.text
+                    assert c.get("/health").json()["error"] == "store_stalled"
+                finally:
+                    os.kill(store, signal.SIGCONT)
+            finally:
+                os.kill(worker, signal.SIGCONT)
+            end = time.monotonic() + 60
+            while (health := c.get("/health")).status_code != 200 and time.monotonic() < end:
+                time.sleep(0.2)
+            assert health.json()["epoch"] == epoch, health.text  # the given-up PATCH was never applied
+            assert c.get("/config/weight_version", headers=ADMIN).json()["value"] != "late"
+    finally:
+        srv.stop()
+
+
+# Loaded by every Python process of the test's server (PYTHONPATH): in the store's process,
+# the store listens on a port of its own behind a relay on the door's socket, which stops
+# relaying on SIGUSR1 (the store's process runs on, and answers nothing) and goes on at SIGUSR2.
+HANG_STORE = '''
+import select, signal, socket, sys, threading, time
+if "--fd" in sys.argv:
+    from configbags.runtime import dist
+
+    real = dist.connect_store
+    paused = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: paused.set())
+    signal.signal(signal.SIGUSR2, lambda *_: paused.clear())
+
+    def relay(client, upstream):
+        other = {client: upstream, upstream: client}
+        with client, upstream:
+            while True:
+                if paused.is_set():
+                    time.sleep(0.05)
+                    continue
+                for sock in select.select(list(other), [], [], 0.05)[0]:
+                    data = sock.recv(1 << 16)
+                    if not data:
+                        return
+                    other[sock].sendall(data)
+
+    def accept(listener, port):
+        while True:
+            client = listener.accept()[0]
+            upstream = socket.create_connection(("127.0.0.1", port))
+            threading.Thread(target=relay, args=(client, upstream), daemon=True).start()
+
+    def connect_store(addr, *, is_master, timeout=60.0, listener=None):
+        if listener is None:
+            return real(addr, is_master=is_master, timeout=timeout)
+        inner = dist.listen()
+        port = inner.getsockname()[1]
+        store = real(f"127.0.0.1:{port}", is_master=True, timeout=timeout, listener=inner)
+        threading.Thread(target=accept, args=(listener, port), daemon=True).start()
+        return store
+
+    dist.connect_store = connect_store
+'''
+
+
+def test_a_store_alive_but_not_answering_is_named_everywhere_and_nothing_is_applied(tmp_path: Path) -> None:
+    """Not stopped (its process runs: state S), only silent: every route answers within the
+    rank timeout (before the fix the door froze whole: a store call held the GIL), a PATCH
+    is refused with nothing applied, and once the store answers again the group is back."""
+    (tmp_path / "sitecustomize.py").write_text(HANG_STORE)
+    srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
+                 start_timeout=240, env={"PYTHONPATH": str(tmp_path)})
+    try:
+        store = srv.store_host()
+        leaves = {"source": "ops", "leaves": {"weight_version": "late"}}
+        with httpx.Client(base_url=srv.url, timeout=10) as c:  # a route that does not answer fails the test
+            epoch = c.get("/health").json()["epoch"]
+            os.kill(store, signal.SIGUSR1)
+            try:
+                time.sleep(0.2)
+                assert Path(f"/proc/{store}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] not in (b"T", b"t")
+                for path in ("/health", "/config/weight_version", "/config/contracts", "/server_info", "/health"):
+                    started = time.monotonic()
+                    answer = c.get(path, headers=ADMIN)
+                    assert answer.status_code == 503 and answer.json()["error"] == "store_stalled", (path, answer.text)
+                    assert f"rendezvous store (pid {store})" in answer.text, (path, answer.text)
+                    assert time.monotonic() - started < 5, path  # the rank timeout (1 s), and slack
+                assert c.get("/metrics", headers=ADMIN).status_code == 200
+                patch = c.patch("/config", json=leaves, headers=ADMIN)
+                assert patch.status_code == 503 and patch.json()["error"] == "store_stalled", patch.text
+                assert "nothing was applied" in patch.text
+            finally:
+                os.kill(store, signal.SIGUSR2)
+            end = time.monotonic() + 60
+            while (health := c.get("/health")).status_code != 200 and time.monotonic() < end:
+                time.sleep(0.2)
+            assert health.json()["epoch"] == epoch, health.text
+            assert c.get("/config/weight_version", headers=ADMIN).json()["value"] != "late"
+            assert c.patch("/config", json=leaves, headers=ADMIN).status_code == 200
+    finally:
+        srv.stop()
