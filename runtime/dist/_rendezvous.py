@@ -31,7 +31,6 @@ over the process group's transport."""
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import ipaddress
 import logging
@@ -160,7 +159,7 @@ class SignedStore(Store):
     identity, see `join`): `set` stores `s1.` and the base64 of a random nonce and the
     AES-GCM encryption of the value, under a key derived from secret and run, with the
     store key as associated data; every read opens and authenticates it. A reader without
-    the secret sees neither the value nor its length to the byte (only roughly: base64).
+    the secret sees no byte of the value, only its length (give or take base64's padding).
     Binding the key means a value sealed for one key is refused under another; binding
     the run, that one recorded in another launch with the same secret is refused under
     its own key.
@@ -200,7 +199,7 @@ class SignedStore(Store):
             return None
         try:
             blob = base64.b64decode(raw[len(_SEALED):], validate=True)
-        except (binascii.Error, ValueError):
+        except ValueError:  # binascii.Error: not base64
             return None
         if len(blob) < _NONCE_BYTES + _TAG_BYTES:
             return None
