@@ -387,13 +387,63 @@ def secret_logs(rank: int, world: int, port: int, outdir: str) -> None:
     context = Context(attrs.evolve(REGISTRY, leaves=leaves), type(accessors.get_context().view)(),
                       record_type=ServerArgs)
     store = connect_store(f"127.0.0.1:{port}", is_master=False, timeout=STORE_TIMEOUT)
-    dctx = init_distributed(rank, world, store=store, backend="gloo", timeout=STORE_TIMEOUT, context=context)
+    # a secret leaf travels only through a sealed store (with no rank secret it is refused)
+    dctx = init_distributed(rank, world, store=store, backend="gloo", timeout=STORE_TIMEOUT, context=context,
+                            secret=b"redaction-secret")
     dctx.publish(ServerArgs(model_path="m", tp_size=world) if rank == 0 else None, role="tokenizer")
     for value in (SECRET, SECRET + "-2"):
         dctx.override("rotate", **({"weight_version": value} if rank == 0 else {}))
     assert context.state.values["weight_version"] == SECRET + "-2"
     _write(outdir, "secret", rank, {"epoch": context.epoch})
     dist.destroy_process_group()
+
+
+# the secrets a launch carries through the store (tests/test_dist_sealed.py): both API keys,
+# published, and a runtime secret leaf's new value, overridden
+SEALED = {"api_key": "planted-api-key-7f3c", "admin_api_key": "planted-admin-key-9d21",
+          "weight_version": "planted-rotated-4a6e"}
+
+
+def sealed_secrets(rank: int, world: int, port: int, outdir: str, secret: str) -> None:
+    """Publish both API keys and override a runtime secret leaf through the group, with the
+    launch `secret` (none when empty: each is refused, and the launch goes on without), then hold every key posted so far in the store until
+    the test has read it (`outdir/read`), and finish with a collective that deletes them."""
+    import time
+
+    import attrs
+
+    from configbags.generated import accessors
+    from configbags.generated.registry import REGISTRY
+    from configbags.generated.server_args import ServerArgs
+    from configbags.runtime.context import Context
+    from configbags.runtime.dist import UnsignedStoreError, connect_store, init_distributed
+
+    leaves = dict(REGISTRY.leaves)
+    leaves["weight_version"] = attrs.evolve(leaves["weight_version"], secret=True)
+    context = Context(attrs.evolve(REGISTRY, leaves=leaves), type(accessors.get_context().view)(),
+                      record_type=ServerArgs)
+    store = connect_store(f"127.0.0.1:{port}", is_master=False, timeout=STORE_TIMEOUT)
+    dctx = init_distributed(rank, world, store=store, timeout=STORE_TIMEOUT, context=context,
+                            secret=secret.encode() or None, process_group=False)
+    record = ServerArgs(model_path="m", tp_size=world, api_key=SEALED["api_key"],
+                        admin_api_key=SEALED["admin_api_key"])
+    refused: list[str] = []  # each refusal's message; a launch with no secret goes on without them
+    try:
+        dctx.publish(record if rank == 0 else None, role="tokenizer")
+    except UnsignedStoreError as exc:
+        refused.append(str(exc))
+        dctx.publish(attrs.evolve(record, api_key=None, admin_api_key=None) if rank == 0 else None, role="tokenizer")
+    try:
+        dctx.override("rotate", **({"weight_version": SEALED["weight_version"]} if rank == 0 else {}))
+    except UnsignedStoreError as exc:
+        refused.append(str(exc))
+    out = {"refused": refused, "values": {k: context.state.values[k] for k in SEALED}}
+    _write(outdir, "sealed", rank, out)
+    end = time.monotonic() + STORE_TIMEOUT
+    while not Path(outdir, "read").exists() and time.monotonic() < end:
+        time.sleep(0.02)
+    dctx.check_consistency()  # a collective: every rank's spent keys are deleted
+    _write(outdir, "sealed-done", rank, {})
 
 
 # (the method the last rank stops itself just before, what the stop interrupts)

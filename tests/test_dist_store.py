@@ -85,6 +85,35 @@ def test_a_foreign_value_is_refused_naming_the_key_and_logged_once(caplog: pytes
         ours.get("serve/op/4")
 
 
+def test_a_sealed_value_shows_nothing_of_itself_and_any_change_to_it_is_refused() -> None:
+    """What a rank posts is encrypted, not only signed: the store holds no byte of the value
+    (a reader sees `s1.` and base64), the same value sealed twice looks different (a random
+    nonce), and a value altered, cut short, not base64, or in the older signed-only form does
+    not open."""
+    import base64
+    import hashlib
+    import hmac
+
+    master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
+    ours = SignedStore(PrefixStore("configbags", master), b"launch-secret")
+    value = json.dumps({"record": {"api_key": "planted-key-61d0"}})
+    ours.set("ctx/1/publish/state", value)
+    raw = master.get("configbags/ctx/1/publish/state")
+    assert raw.startswith(b"s1.") and b"planted" not in raw and b"planted".hex().encode() not in raw
+    assert b"planted" not in base64.b64decode(raw[3:])
+    assert ours.get("ctx/1/publish/state") == value.encode()
+    ours.set("ctx/1/publish/state", value)
+    assert master.get("configbags/ctx/1/publish/state") != raw
+    blob = base64.b64decode(raw[3:])
+    flipped = blob[:20] + bytes([blob[20] ^ 1]) + blob[21:]
+    mac = hmac.new(b"launch-secret", b"\0ctx/2/state\0" + value.encode(), hashlib.sha256).hexdigest()
+    for forged in (b"s1." + base64.b64encode(flipped), raw[:-8], b"s1.not base64!", b"s1.", raw[3:],
+                   f"{mac}:{value}".encode()):
+        master.set("configbags/ctx/2/state", forged)
+        with pytest.raises(ForeignWriteError):
+            ours.get("ctx/2/state")
+
+
 def test_a_decision_is_one_signed_compare_and_set() -> None:
     master = connect_store("127.0.0.1:0", is_master=True, timeout=10)
     ours = SignedStore(master, b"s")
@@ -227,10 +256,11 @@ def test_a_value_recorded_in_an_earlier_launch_is_refused_under_its_own_key() ->
     with pytest.raises(ForeignWriteError, match="ctx/5/override/proposal"):
         second[1].get("ctx/5/override/proposal")
     assert second[1].read("ctx/5/override/proposal") is None  # a waiter passes over it
-    # nothing the join wrote travels unsigned: every key is ours, every value carries its MAC
+    # nothing the join wrote travels in the clear: every key is ours, every value is sealed
     keys = first_master.list_keys()
     assert keys and all(k.startswith("configbags/") for k in keys), keys
-    assert all(re.fullmatch(rb"[0-9a-f]{64}:.*", first_master.get(k), re.S) for k in keys), keys
+    assert all(re.fullmatch(rb"s1\.[A-Za-z0-9+/]+={0,2}", first_master.get(k)) for k in keys), keys
+    assert b"recorded" not in recorded
 
 
 def test_an_old_decision_written_again_in_the_same_launch_does_not_verify_under_a_later_key() -> None:

@@ -26,11 +26,16 @@ Three pieces, each usable alone:
 - **Leaving**: a follower silent through `leave_after` collectives in a row leaves the
   group, named; every later collective raises `RankLeftError` at once on every rank, the
   one that left included when it comes back (`DistributedContext.leave` does it at once).
-- **Signing** (`SignedStore`, `join`, `secure`): with a secret, every value the ranks post
-  is signed for this launch alone (a fresh nonce from every rank); a forged or replayed
-  value is refused and waited past, never obeyed nor blocking. Without one, a store other
-  hosts reach is refused unless the caller opts out (`allow_unsigned`,
-  `$CONFIGBAGS_ALLOW_UNSIGNED_STORE`). torch's own rendezvous keys are not signed.
+- **Sealing** (`SignedStore`, `join`, `secure`): with a secret, every value the ranks post
+  is sealed for this launch alone (AES-GCM under a key HKDF derives from the secret and
+  the launch's identity, itself a digest of a fresh nonce from every rank): a process
+  that reads the store sees no value (no API key, no other secret leaf), and a forged or
+  replayed value is refused and waited past, never obeyed nor blocking. Without one, a
+  store other hosts reach is refused unless the caller opts out (`allow_unsigned`,
+  `$CONFIGBAGS_ALLOW_UNSIGNED_STORE`); on a store with no secret (a loopback one runs so
+  without asking) values travel in plaintext, so a publish or override that would carry a
+  set `secret: true` leaf is refused on every rank (`UnsignedStoreError`, naming the leaf
+  and asking for a rank secret). torch's own rendezvous keys are not sealed.
 
 The state transfer and the rank layout need no torch: a base install (no `[kv]` extra)
 hands its state to child processes with `export_state` / `import_state`. The multi-rank
@@ -107,11 +112,13 @@ def __getattr__(name: str) -> Any:
 
             loaded = _rendezvous
     except ModuleNotFoundError as exc:
-        if exc.name != "torch":
+        missing = (exc.name or "").partition(".")[0]
+        if missing not in ("torch", "cryptography"):
             raise
         raise ModuleNotFoundError(
-            f"configbags.runtime.dist.{name} needs torch, which the base install leaves out: "
-            f"pip install 'configbags[kv]' (export_state and import_state need no torch)", name="torch"
+            f"configbags.runtime.dist.{name} needs {missing}, which the base install leaves out: "
+            f"pip install 'configbags[kv]' (export_state and import_state need neither torch nor "
+            f"cryptography)", name=missing
         ) from None
     value = getattr(loaded, name)
     globals()[name] = value

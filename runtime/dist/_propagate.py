@@ -29,8 +29,10 @@ from configbags.runtime.context import (
 from configbags.runtime.dist._layout import Layout, stamp_ranks
 from configbags.runtime.dist._rendezvous import (
     DEFAULT_TIMEOUT_S,
+    SECRET_ENV,
     RankLeftError,
     SignedStore,
+    UnsignedStoreError,
     await_values,
     connect_store,
     default_backend,
@@ -145,6 +147,18 @@ def _report_from(context: Context[Any], data: Mapping[str, Any] | None) -> Repub
         subsumed=tuple(entry_from_dict(context, e) for e in data["subsumed"]),
         dropped=tuple(Dropped(entry_from_dict(context, d["entry"]), str(d["reason"])) for d in data["dropped"]),
     )
+
+
+def _secrets_carried(context: Context[Any], record: Any) -> list[str]:
+    """The secret leaves set in `record` (to a value other than the schema's default, which
+    is public) or in the override log a publish of it replays: what the published state
+    would carry, by name."""
+    leaves = context.registry.leaves
+    named = {name for name, value in record.to_dict().items()
+             if (spec := leaves.get(name)) is not None and spec.secret and value not in (None, spec.default)}
+    if context.published:
+        named.update(entry.leaf for entry in context.state.log if entry.secret)
+    return sorted(named)
 
 
 def _digest(values: Mapping[str, Any]) -> str:
@@ -403,6 +417,7 @@ class DistributedContext:
         """Source: publish (or stamp what was published by hand) and build the message."""
         ctx = self.context
         stamp = functools.partial(stamp_ranks, self.rank)
+        self._refuse_unsealed("publish", _secrets_carried(ctx, ctx.state.record if record is None else record))
         if record is not None:
             if role is None:
                 raise DistributedConfigError("publish(record, role=...): the role is required")
@@ -420,6 +435,18 @@ class DistributedContext:
                 f"{layout.world_size} ranks, but the group has {self.world_size}"
             )
         return {"ok": True, "state": state_dict(ctx), "report": ctx.republish_report}
+
+    def _refuse_unsealed(self, verb: str, secret_leaves: list[str]) -> None:
+        """Source: refuse to post set secret leaves through a store with no secret to seal
+        them: any local process can read the store, and would read their values."""
+        if secret_leaves and not isinstance(self.store, SignedStore):
+            raise UnsignedStoreError(
+                f"{verb}: the secret leaf(s) {', '.join(secret_leaves)} would travel through the rendezvous store "
+                f"in plaintext (it runs without a rank secret, and any local process can read it); give every "
+                f"rank the same secret (init_distributed(secret=...), DistributedContext(secret=...) or "
+                f"${SECRET_ENV}, e.g. `openssl rand -hex 32`), and every value the ranks post is sealed; "
+                f"nothing was applied on any rank"
+            )
 
     def _install_published(self, message: Mapping[str, Any]) -> None:
         """Follower: install the source's state and report."""
@@ -515,6 +542,7 @@ class DistributedContext:
             if self.left:
                 raise self._left_error("override")
             prepared = ctx.prepare_override(source, **leaves)
+            self._refuse_unsealed("override", sorted({e.leaf for e in prepared.entries if e.secret}))
             proposal = {"ok": True, "base": prepared.base.epoch, "source": source,
                         "entries": [e.as_dict() for e in prepared.entries]}
         except Exception as exc:  # any: followers wait for the proposal (see publish)

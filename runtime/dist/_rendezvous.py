@@ -3,28 +3,35 @@ is named in a timeout error instead of hanging the others), the backend, and the
 groups of a layout.
 
 The store is torch's TCPStore, which has no authentication: any process that reaches it
-may list, read, write and delete keys. Three things keep such a process from steering
-what the ranks tell each other:
+may list, read, write and delete keys. Four things keep such a process from steering, or
+reading, what the ranks tell each other:
 
 - the master listens only on the host it is given (torch's own binds every interface),
   and a store that is not loopback-only is refused without a secret unless the caller
   opts out by name (`secure`);
-- with a secret, every value configbags posts travels signed (`SignedStore`: an HMAC of
-  the launch's identity, the key and the value), so a value some other process wrote is
-  refused, naming the key, and read as absent: it can neither be obeyed nor block the
-  rank that waits for the real one;
+- with a secret, every value configbags posts travels sealed (`SignedStore`: AES-GCM
+  under a key derived by HKDF from the secret and the launch's identity, the store key
+  as associated data), so a reader without the secret sees ciphertext only (the published
+  state's API keys and every other secret leaf included), and a value some other process
+  wrote is refused, naming the key, and read as absent: it can neither be obeyed nor block
+  the rank that waits for the real one;
 - the launch's identity (`join`) is a digest of a fresh nonce from every rank, so a value
   recorded in an earlier launch with the same secret, replayed under its own key, does
-  not verify.
+  not open;
+- without a secret (a loopback store, which runs so without asking), the values travel
+  in plaintext, so a set secret leaf is never posted: a publish or override that would
+  carry one is refused on every rank (`UnsignedStoreError`), naming the leaf and asking
+  for a rank secret.
 
-What is not signed: the keys torch itself writes (the process group's rendezvous: peer
-addresses, barrier counters). configbags never reads them, and never carries config over
-the process group's transport."""
+What is not sealed: the keys torch itself writes (the process group's rendezvous: peer
+addresses, barrier counters), and the key names configbags posts under (they name the
+collective, never a value). configbags never reads torch's keys, and never carries config
+over the process group's transport."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import hmac
 import ipaddress
 import logging
 import os
@@ -38,6 +45,10 @@ from typing import Any, cast
 import attrs
 import torch
 import torch.distributed as dist
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from torch._C._distributed_c10d import Store, TCPStore  # typed home of these
 
 from configbags.runtime.dist._layout import Layout, group_ranks
@@ -45,7 +56,10 @@ from configbags.runtime.errors import DistributedConfigError
 from configbags.runtime.leaftypes import none_like
 
 DEFAULT_TIMEOUT_S = 60.0
-_MAC_CHARS = 64  # hex of a SHA-256 HMAC
+_SEALED = b"s1."  # a sealed value's first bytes (the format, for a later one to tell apart)
+_NONCE_BYTES = 12  # AES-GCM's nonce, random per value
+_TAG_BYTES = 16  # AES-GCM's authentication tag
+_KEY_INFO = b"configbags rendezvous store seal v1\0"  # HKDF info, before the launch identity
 
 log = logging.getLogger("configbags")
 
@@ -122,7 +136,9 @@ class RankLeftError(DistributedConfigError):
 
 
 class UnsignedStoreError(DistributedConfigError):
-    """A rendezvous store other hosts can reach, and no secret to sign with."""
+    """A rendezvous store other hosts can reach, and no secret to sign with; or a set secret
+    leaf that would travel through a store with no secret to seal it (any local process can
+    read the store)."""
 
 
 SECRET_ENV = "CONFIGBAGS_RANK_SECRET"  # the launch's secret, when init_distributed gets none
@@ -131,14 +147,24 @@ FOREIGN_RETRY_S = 0.05  # how often a waiter looks again past a value it did not
 _FOREIGN_CAS_TRIES = 8  # a foreign value replaced by ours this many times, then refused
 
 
-class SignedStore(Store):
-    """`store` with every value signed under the launch's `secret` and `run` (the launch's
-    identity, see `join`): `set` stores an HMAC of run, key and value before the value,
-    and every read checks it. Binding the key means a value signed for one key is refused
-    under another; binding the run, that one recorded in another launch with the same
-    secret is refused under its own key.
+def seal_key(secret: bytes, run: bytes) -> AESGCM:
+    """The AES-256-GCM key of one launch: HKDF-SHA256 of the launch's `secret`, bound to
+    its identity `run`, so each launch seals under a key of its own."""
+    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_KEY_INFO + run).derive(secret)
+    return AESGCM(derived)
 
-    A value that does not verify is foreign. `get` and `multi_get` raise ForeignWriteError
+
+class SignedStore(Store):
+    """`store` with every value sealed under the launch's `secret` and `run` (the launch's
+    identity, see `join`): `set` stores `s1.` and the base64 of a random nonce and the
+    AES-GCM encryption of the value, under a key derived from secret and run, with the
+    store key as associated data; every read opens and authenticates it. A reader without
+    the secret sees no byte of the value, only its length (give or take base64's padding).
+    Binding the key means a value sealed for one key is refused under another; binding
+    the run, that one recorded in another launch with the same secret is refused under
+    its own key.
+
+    A value that does not open is foreign. `get` and `multi_get` raise ForeignWriteError
     naming the key (logged once per key); `read` answers None, as for a key not there yet,
     so a waiter passes over it to the real value; `compare_set` treats it as absent and
     replaces it (atomically: a compare-and-set on the foreign bytes), so a value written
@@ -151,25 +177,41 @@ class SignedStore(Store):
         super().__init__()
         self.inner = store
         self._secret = secret
+        self._aead = seal_key(secret, run)
         self.run = run
         self.where = where
         self._told: set[str] = set()  # keys whose foreign value was logged (once each)
 
     def over(self, store: Store, *, run: bytes | None = None) -> SignedStore:
-        """The same signing over another client of the store (a thread of its own needs one:
+        """The same sealing over another client of the store (a thread of its own needs one:
         a client inside a wait holds it), or, with `run`, for another launch identity."""
         return SignedStore(store, self._secret, run=self.run if run is None else run, where=self.where)
 
-    def _mac(self, key: str, value: bytes) -> bytes:
-        message = self.run + b"\0" + key.encode() + b"\0" + value
-        return hmac.new(self._secret, message, hashlib.sha256).hexdigest().encode()
-
     def _seal(self, key: str, value: str) -> str:
-        return f"{self._mac(key, value.encode()).decode()}:{value}"
+        nonce = secrets.token_bytes(_NONCE_BYTES)
+        sealed = self._aead.encrypt(nonce, value.encode(), key.encode())
+        return (_SEALED + base64.b64encode(nonce + sealed)).decode("ascii")
+
+    def _unseal(self, key: str, raw: bytes) -> bytes | None:
+        """The value `raw` seals for `key` in this launch, or None (foreign; nothing logged)."""
+        raw = bytes(raw)
+        if not raw.startswith(_SEALED):
+            return None
+        try:
+            blob = base64.b64decode(raw[len(_SEALED):], validate=True)
+        except ValueError:  # binascii.Error: not base64
+            return None
+        if len(blob) < _NONCE_BYTES + _TAG_BYTES:
+            return None
+        try:
+            return self._aead.decrypt(blob[:_NONCE_BYTES], blob[_NONCE_BYTES:], key.encode())
+        except InvalidTag:
+            return None
 
     def _verified(self, key: str, raw: bytes) -> bytes | None:
-        if self.verifies(key, raw):
-            return bytes(raw).partition(b":")[2]
+        data = self._unseal(key, raw)
+        if data is not None:
+            return data
         message = self._foreign(key)
         if key not in self._told:
             self._told.add(key)
@@ -177,9 +219,8 @@ class SignedStore(Store):
         return None
 
     def verifies(self, key: str, raw: bytes) -> bool:
-        """Whether `raw` is a value this launch signed for `key` (nothing is logged)."""
-        mac, sep, data = bytes(raw).partition(b":")
-        return bool(sep) and len(mac) == _MAC_CHARS and hmac.compare_digest(mac, self._mac(key, data))
+        """Whether `raw` is a value this launch sealed for `key` (nothing is logged)."""
+        return self._unseal(key, raw) is not None
 
     def _foreign(self, key: str) -> str:
         return (f"{self.where} holds a value under {key!r} that this launch did not sign: another "
@@ -210,9 +251,19 @@ class SignedStore(Store):
     def multi_get(self, keys: list[str]) -> list[bytes]:
         return [self._open(k, v) for k, v in zip(keys, self.inner.multi_get(keys), strict=True)]
 
+    def _standing_seal(self, key: str, expected_value: str) -> str:
+        """What to compare-and-set against for `expected_value`: the bytes standing under
+        `key` when they seal exactly that value (a seal is randomised, so sealing it again
+        would never compare equal), else a fresh seal of it, which matches nothing there."""
+        if self.inner.check([key]):
+            standing = bytes(self.inner.get(key))
+            if self._unseal(key, standing) == expected_value.encode():
+                return cast(str, standing)  # bytes, handed to the store as they are (see below)
+        return self._seal(key, expected_value)
+
     def compare_set(self, key: str, expected_value: str, desired_value: str) -> bytes:
         # an empty `expected` means "absent" to TCPStore, and a foreign value counts as absent
-        expected = self._seal(key, expected_value) if expected_value else ""
+        expected = self._standing_seal(key, expected_value) if expected_value else ""
         desired = self._seal(key, desired_value)
         for _ in range(_FOREIGN_CAS_TRIES):
             standing = bytes(self.inner.compare_set(key, expected, desired))
@@ -241,7 +292,7 @@ class SignedStore(Store):
 
 
 def signed(store: Store, secret: bytes | None, *, run: bytes = b"", where: str = "the rendezvous store") -> Store:
-    """`store`, signed under `secret` (and the launch identity `run`) when there is one."""
+    """`store`, sealed under `secret` (and the launch identity `run`) when there is one."""
     return store if not secret else SignedStore(store, secret, run=run, where=where)
 
 
@@ -288,7 +339,9 @@ def secure(host: str | None, secret: bytes | None, *, allow_unsigned: bool | Non
     store that other hosts can reach (`host` not loopback) is refused: any process there
     could post what the ranks obey. `allow_unsigned=True` (or
     `$CONFIGBAGS_ALLOW_UNSIGNED_STORE=1`) runs unsigned anyway, for a network the caller
-    trusts; a loopback store runs unsigned without asking (only local processes reach it)."""
+    trusts; a loopback store runs unsigned without asking (only local processes reach it),
+    and then no set secret leaf is posted to it (`UnsignedStoreError` at the publish or
+    override that would carry one: any local process can read the store)."""
     if not secret:
         secret = os.environ.get(SECRET_ENV, "").encode() or None
     if secret is not None and none_like(secret.decode("utf-8", "replace")):
