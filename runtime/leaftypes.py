@@ -188,8 +188,10 @@ float_from_text.__name__ = "float"
 
 def _check_int(value: int) -> None:
     if int_too_big(value):
+        digits, about = int_size(value)
         raise LeafValueError(
-            f"{long_int_text(value)} is over {over('int_digits', 'digits')}"
+            f"an integer of more than {LIMITS.int_digits} digits ({digits} digits, about {about}) is over "
+            f"{over('int_digits', 'digits')}"
         )
 
 
@@ -242,13 +244,20 @@ def short_repr(value: Any) -> str:
 def long_int_text(value: int) -> str:
     """`an integer of N digits (about 1.2e+N-1)`, computed without writing the integer out
     (Python refuses to past 4,300 digits, and it would take a while past millions)."""
+    digits, about = int_size(value)
+    return f"an integer of {digits} digits (about {about})"
+
+
+def int_size(value: int) -> tuple[int, str]:
+    """The number of decimal digits of `value` and its value in scientific notation to two
+    digits (`1.0e+308`), from its bit length and two divisions."""
     magnitude = abs(value)
-    digits = int((magnitude.bit_length() - 1) * math.log10(2)) + 1  # those of the power of 2 below it
+    digits = max(1, int((magnitude.bit_length() - 1) * math.log10(2)) + 1)  # those of the power of 2 below it
     while magnitude >= 10**digits:  # the estimate is never more than one short
         digits += 1
-    lead = magnitude // 10 ** (digits - 2)  # its first two digits
+    lead = magnitude * 10 // 10 ** (digits - 1)  # its first two digits
     sign = "-" if value < 0 else ""
-    return f"an integer of {digits} digits (about {sign}{lead // 10}.{lead % 10}e+{digits - 1})"
+    return digits, f"{sign}{lead // 10}.{lead % 10}e+{digits - 1}"
 
 
 def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
