@@ -19,7 +19,14 @@ from configbags.codegen.load import META_DIR, Marked, SourceFile, plain, read_ya
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.fleet import CONFIG_ROUTES
 from configbags.runtime.gcpause import gc_paused
-from configbags.runtime.leaftypes import Policy, TypeSpec, check_bounds, closest, jsonable
+from configbags.runtime.leaftypes import (
+    Policy,
+    TypeSpec,
+    check_bounds,
+    closest,
+    jsonable,
+    short_repr,
+)
 from configbags.runtime.registry import TEST_ROLE, Deprecation, LeafSpec, Renamed
 from configbags.runtime.spelling import clashes, leaf_spellings, version_key
 
@@ -596,7 +603,7 @@ class _Builder:
         if error is not None and not leaf.required:
             path = ".".join(str(p) for p in error.absolute_path)
             self.leaf_error(leaf, "default",
-                            f"default {leaf.default!r} does not fit the structure{' at ' + path if path else ''}: "
+                            f"default {short_repr(leaf.default)} does not fit the structure{' at ' + path if path else ''}: "
                             f"{error.message}", "make the default fit the structure")
 
     def check_writers(self, leaf: LeafSpec, roles: set[str]) -> None:
@@ -639,7 +646,7 @@ class _Builder:
             return False
         for prop, bound in (("min", leaf.minimum), ("max", leaf.maximum)):
             if bound is not None and not math.isfinite(bound):
-                self.leaf_error(leaf, prop, f"{prop} {bound!r} is not a finite number", f"give a finite {prop} or none")
+                self.leaf_error(leaf, prop, f"{prop} {short_repr(bound)} is not a finite number", f"give a finite {prop} or none")
                 return False
         if leaf.minimum is not None and leaf.maximum is not None and leaf.minimum > leaf.maximum:
             self.leaf_error(leaf, "max", f"min {leaf.minimum} is greater than max {leaf.maximum}", "swap or fix them")
@@ -701,7 +708,7 @@ class _Builder:
             value = leaf.type.coerce(value)
             check_bounds(value, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
         except LeafValueError as exc:
-            self.error(self.at(leaf, prop or what), f"{what} {value!r} is invalid: {exc}", leaf.name,
+            self.error(self.at(leaf, prop or what), f"{what} {short_repr(value)} is invalid: {exc}", leaf.name,
                        f"make the {what} fit the type, choices and min/max")
 
     def check_cli(self, leaf: LeafSpec) -> None:
@@ -920,7 +927,7 @@ class _Builder:
                     coerced = leaf.type.coerce(plain(value))
                     check_bounds(coerced, choices=leaf.choices, minimum=leaf.minimum, maximum=leaf.maximum)
                 except LeafValueError as exc:
-                    self.error(where, f"preset {name}: value {value!r} is invalid: {exc}", key,
+                    self.error(where, f"preset {name}: value {short_repr(value)} is invalid: {exc}", key,
                                f"give a {leaf.type} within its choices/range")
             out.append(Preset(name, spec["help"], plain(values), Where(src.display, spec.line)))
         return tuple(out)

@@ -72,7 +72,7 @@ from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
 from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, terminal_progress
 from configbags.runtime.errors import LeafValueError
-from configbags.runtime.leaftypes import TypeSpec
+from configbags.runtime.leaftypes import TypeSpec, short_repr
 from configbags.runtime.project import find_pyproject, project_path, read_toml
 from configbags.runtime.spelling import Claim, clashes, flag_of, leaf_spellings, spellings
 
@@ -607,7 +607,7 @@ def _bare_flag(spec: dict[str, Any], argument: Argument, record: _Record, where:
             return
     if type_.base == "bool":
         if const is not True or action == "store":
-            warnings.append(f"{where}: the bool flag `{flag}` stores const {const!r} when bare; the generated "
+            warnings.append(f"{where}: the bool flag `{flag}` stores const {short_repr(const)} when bare; the generated "
                             f"`{flag}` means True and `{spellings([flag], True)[-1]}` False, and takes no value")
         return
     if isinstance(const, str) and action == "store" and type_.base in ("int", "float"):
@@ -617,14 +617,14 @@ def _bare_flag(spec: dict[str, Any], argument: Argument, record: _Record, where:
             const = int(const) if type_.base == "int" else float(const)
     try:
         if type_.base == "json":
-            raise LeafValueError(f"a json leaf's flag parses JSON; const {const!r} cannot be kept")
+            raise LeafValueError(f"a json leaf's flag parses JSON; const {short_repr(const)} cannot be kept")
         _finite(const)
         type_.coerce(const)
         choices = spec.get("choices")
         if const is not None and choices is not None and const not in choices:
-            raise LeafValueError(f"{const!r} is not one of the choices {choices!r}")
+            raise LeafValueError(f"{short_repr(const)} is not one of the choices {choices!r}")
     except LeafValueError as exc:
-        record.lose(name, f"the bare flag `{flag}` stores const {const!r}, which the leaf cannot "
+        record.lose(name, f"the bare flag `{flag}` stores const {short_repr(const)}, which the leaf cannot "
                           f"hold ({exc}); left out: the generated flag needs a value (`{flag} VALUE`)")
         return
     _set_cli(spec, const=const, **({"nargs": 0} if action == "store_const" else {}))
@@ -640,7 +640,7 @@ def _finite(value: Any) -> None:
     """YAML and JSON Schema have no portable inf/nan (`1e999` parses to inf): refuse them
     anywhere in a value, as a LeafValueError like the type checks."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise LeafValueError(f"{value!r} is not a finite number")
+        raise LeafValueError(f"{short_repr(value)} is not a finite number")
     if isinstance(value, (list, tuple)):
         for item in value:
             _finite(item)
@@ -670,11 +670,11 @@ def _settle_values(spec: dict[str, Any], where: str, warnings: list[str], *, giv
         except LeafValueError as exc:
             if type_.base == "int" and isinstance(default, float) and math.isfinite(default):
                 type_ = TypeSpec("float", type_.optional)
-                warnings.append(f"{where}: default {default!r} is not an int; type widened to {type_}")
+                warnings.append(f"{where}: default {short_repr(default)} is not an int; type widened to {type_}")
             else:
                 source = "the --default given" if given else "the field's default"
                 return (
-                    f"{where}: {source} {default!r} does not fit type {type_} ({exc}); fix: "
+                    f"{where}: {source} {short_repr(default)} does not fit type {type_} ({exc}); fix: "
                     f"--default {where.rsplit(': ', 1)[-1]}=VALUE (YAML) with a value of that type, "
                     f"or change the field's annotation"
                 )
@@ -709,7 +709,7 @@ def _settle_choices(
     missing = [v for v in values if v is not None and v not in kept]
     if missing and kept:
         warnings.append(
-            f"{where}: default {default!r} is not among the choices; added them to the choices "
+            f"{where}: default {short_repr(default)} is not among the choices; added them to the choices "
             f"(argparse never checks a default against its choices)"
         )
         kept.extend(v for v in missing if v not in kept)

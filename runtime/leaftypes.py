@@ -188,8 +188,9 @@ float_from_text.__name__ = "float"
 
 def _check_int(value: int) -> None:
     if int_too_big(value):
+        digits, about = int_size(value)
         raise LeafValueError(
-            f"an integer of more than {LIMITS.int_digits} digits (about 2**{value.bit_length() - 1}) is over "
+            f"an integer of more than {LIMITS.int_digits} digits ({digits} digits, about {about}) is over "
             f"{over('int_digits', 'digits')}"
         )
 
@@ -222,17 +223,59 @@ def is_text(value: str) -> bool:
     return True
 
 
+SHOWN_CHARS = 200  # the most characters of a client's or a file's text a message or log line quotes
+SHOWN_DIGITS = 40  # an integer of more digits is described (its size and leading digits), not written out
+
+
 def short_repr(value: Any) -> str:
-    """A bounded description of a value for a message (repr of a huge or cyclic value is not)."""
-    if isinstance(value, int) and int_too_big(value):
-        return f"an integer of about 2**{value.bit_length() - 1}"
+    """A bounded description of a value for a message, the one every refusal quoting a
+    value uses: the repr of a huge or cyclic value is not bounded, and a 1,000-digit
+    integer (a config's `10**1000`, a float `1e308` read as a count) is noise. Integers
+    past SHOWN_DIGITS digits, alone or inside a container, read `an integer of 309 digits
+    (about 1.0e+308)`; strings and containers are cut short."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _SHOWN_BOUND:
+        return long_int_text(value)
     try:
         return _REPR.repr(value)
-    except Exception:  # a huge int inside a container, a hostile __repr__
+    except Exception:  # a hostile __repr__
         return f"a {type(value).__name__}"
 
 
-_REPR = reprlib.Repr()
+def long_int_text(value: int) -> str:
+    """`an integer of N digits (about 1.2e+N-1)`, computed without writing the integer out
+    (Python refuses to past 4,300 digits, and it would take a while past millions)."""
+    digits, about = int_size(value)
+    return f"an integer of {digits} digits (about {about})"
+
+
+def int_size(value: int) -> tuple[int, str]:
+    """The number of decimal digits of `value` and its value in scientific notation to two
+    digits (`1.0e+308`), from its bit length and two divisions."""
+    magnitude = abs(value)
+    digits = max(1, int((magnitude.bit_length() - 1) * math.log10(2)) + 1)  # those of the power of 2 below it
+    while magnitude >= 10**digits:  # the estimate is never more than one short
+        digits += 1
+    lead = magnitude * 10 // 10 ** (digits - 1)  # its first two digits
+    sign = "-" if value < 0 else ""
+    return digits, f"{sign}{lead // 10}.{lead % 10}e+{digits - 1}"
+
+
+def shown_text(text: str, limit: int = SHOWN_CHARS) -> str:
+    """Someone else's text (a client's path or parameter name, a file's key) as a message
+    or log line may hold it: control characters, line and paragraph separators and
+    anything non-ASCII escaped (no forged line, no terminal escape), at most `limit`
+    characters, and the length of what was cut."""
+    escaped = ascii(text)[1:-1]
+    return escaped if len(escaped) <= limit else f"{escaped[:limit]}...({len(text)} characters)"
+
+
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        return long_int_text(x) if abs(x) >= _SHOWN_BOUND else repr(x)
+
+
+_SHOWN_BOUND = 10**SHOWN_DIGITS
+_REPR = _ShortRepr()
 _REPR.maxlevel = 4
 _REPR.maxstring = _REPR.maxother = 80
 

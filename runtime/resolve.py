@@ -285,7 +285,7 @@ def evaluate(rule: RuleSpec, facts: Facts, values: Mapping[str, Any]) -> tuple[s
         if not present and cond.op != "present":
             return f"no fact {cond.subject} given", None
         if not _holds(cond.op, value, cond.operand):
-            return f"condition {cond.subject} {cond.op} {cond.operand!r} is false ({value!r})", None
+            return f"condition {cond.subject} {cond.op} {cond.operand!r} is false ({short_repr(value)})", None
     if rule.fn is None:
         return None, rule.value
     args = []

@@ -18,8 +18,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from configbags.runtime.fleet import apply_class
+from configbags.runtime.leaftypes import shown_text
 from configbags.runtime.registry import LeafSpec
 from configbags.serve.door import (
     DEFAULT_MAX_BODY_BYTES,
@@ -28,7 +30,9 @@ from configbags.serve.door import (
     Door,
     DoorError,
     authorization,
+    check_body_encoding,
     parse_patch,
+    query_refusal,
     store_stalled,
 )
 from configbags.serve.fleet_routes import add_fleet_routes
@@ -69,6 +73,22 @@ class Readback(JSONResponse):
         except UnicodeEncodeError:
             return json.dumps(content, ensure_ascii=True, allow_nan=False, indent=None,
                               separators=(",", ":")).encode("ascii")
+
+
+class NoQuery:
+    """Answers a request with a query string 400 before any route (`query_refusal`): no
+    route takes one, /openapi.json and unknown paths included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = query_refusal(scope["method"], scope["path"], scope["query_string"]) \
+            if scope["type"] == "http" else None
+        if refusal is None:
+            await self.app(scope, receive, send)
+        else:
+            await Readback(refusal.body(), status_code=refusal.status)(scope, receive, send)
 
 
 def leaf_schema(spec: LeafSpec) -> dict[str, Any]:
@@ -120,7 +140,8 @@ def patch_body_schema(door: Door) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    what = {400: "unknown leaf, bad value or bad body, or more than one Authorization header", 401: "missing or bad key",
+    what = {400: "unknown leaf, bad value or bad body, more than one Authorization header, or a query string",
+            401: "missing or bad key", 415: "a Content-Encoding other than identity, or a charset other than UTF-8",
             403: "policy or owner refuses the leaf", 409: "above the leaf's capacity",
             408: "the body did not arrive in time", 413: "body too large", 503: "a rank did not answer, or left the group (named)"}
     return {c: {"description": what[c], "content": {"application/json": {"schema": ERROR_BODY}}}
@@ -151,6 +172,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     # here ends in a slash, so such a path is a plain 404
     app = FastAPI(lifespan=lifespan, title="configbags operator API", version="1", docs_url=None, redoc_url=None,
                   openapi_url="/openapi.json", default_response_class=Readback, redirect_slashes=False)
+    app.add_middleware(NoQuery)
     rank_thread = ThreadPoolExecutor(1, thread_name_prefix="configbags-ranks") if door.ranks else None
     app.state.rank_thread = rank_thread  # serve --watch applies file changes on it too
 
@@ -176,7 +198,7 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     async def door_error(request: Request, exc: DoorError) -> JSONResponse:
         if exc.status in (401, 403):
             refusals.note(request, exc.code)
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        headers = {401: {"WWW-Authenticate": "Bearer"}, 415: {"Accept-Encoding": "identity"}}.get(exc.status)
         return Readback(exc.body(), status_code=exc.status, headers=headers)
 
     @app.exception_handler(StarletteHTTPException)
@@ -211,12 +233,13 @@ def create_app(door: Door, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         "/config",
         openapi_extra={"requestBody": {"required": True, "content": {
             "application/json": {"schema": patch_body_schema(door)}}}},
-        responses=_errors(400, 401, 403, 408, 409, 413, 503),
+        responses=_errors(400, 401, 403, 408, 409, 413, 415, 503),
     )
     async def patch(request: Request) -> JSONResponse:
         """Change leaves as the operator, on every rank, all or none; returns the new epoch
         and the log entries. Needs the admin key."""
         door.authorize(authorization(request.headers.getlist("authorization")), admin=True)
+        check_body_encoding(request.headers.getlist("content-encoding"), request.headers.getlist("content-type"))
         body = await read_body(request, max_body_bytes, timeout_s=body_timeout_s)
         source, leaves = parse_patch(body)
         if door.ranks is None:
@@ -354,14 +377,6 @@ class RefusalLog:
         while True:
             await asyncio.sleep(max(self.interval, 0.05))
             self.flush()
-
-
-def shown_text(text: str, limit: int) -> str:
-    """A client's text as a log line may hold it: control characters, line and
-    paragraph separators and anything non-ASCII escaped (no forged line, no terminal
-    escape), at most `limit` characters."""
-    escaped = ascii(text)[1:-1]
-    return escaped if len(escaped) <= limit else f"{escaped[:limit]}...({len(text)} characters)"
 
 
 def _peer(request: Request) -> str:

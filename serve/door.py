@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from secrets import token_hex
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qsl
 
 import attrs
 
@@ -43,7 +44,7 @@ from configbags.runtime.keys import (
     same_key,
     unusable,
 )
-from configbags.runtime.leaftypes import closest
+from configbags.runtime.leaftypes import closest, shown_text
 from configbags.runtime.limits import LIMITS, over
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
@@ -310,6 +311,50 @@ def authorization(values: Sequence[str]) -> str | None:
                         f"the request carries {len(values)} Authorization headers; one is allowed",
                         "send the key in one `Authorization: Bearer KEY` header")
     return values[0] if values else None
+
+
+def query_refusal(method: str, path: str, query: bytes) -> DoorError | None:
+    """The 400 of a request with a query string, or None: no route takes one, and one
+    dropped without a word is a guess at what it meant (`PATCH /config?dry_run=true` was
+    applied). Its parameters are named, escaped and cut (they are the client's text)."""
+    if not query:
+        return None
+    names = list(dict.fromkeys(name for name, _ in parse_qsl(query.decode("latin-1"), keep_blank_values=True)))
+    shown = shown_text(", ".join(map(repr, names))) if names else "none that parse"
+    applied = "; nothing was applied" if method == "PATCH" else ""
+    return DoorError(400, "unknown_parameters",
+                     f"{method} {shown_text(path)} takes no query string (parameters {shown}){applied}",
+                     "send the request without `?...`: no route of the door takes query parameters (a PATCH's "
+                     "body says all there is, and there is no dry run; GET /openapi.json describes it)")
+
+
+def check_body_encoding(codings: Sequence[str], content_types: Sequence[str]) -> None:
+    """Refuse (415) a PATCH body the door would not read as it was sent: one under a content
+    coding other than identity (the door decodes none: a compressed body would be "not valid
+    JSON", a mislabelled plain one applied), or labelled with a charset other than UTF-8
+    (the body is read as UTF-8 whatever the label says; a BOM is refused as invalid JSON)."""
+    coded = [c for value in codings for c in (t.strip().lower() for t in value.split(",")) if c != "identity"]
+    if coded:
+        raise DoorError(415, "unsupported_encoding",
+                        f"the body's Content-Encoding {shown_text(', '.join(map(repr, coded)))} is not decoded "
+                        f"here; nothing was applied",
+                        "send the body uncompressed (Content-Encoding identity, or none)")
+    for value in content_types:
+        charset = _charset(value)
+        if charset is not None and charset.lower() != "utf-8":
+            raise DoorError(415, "unsupported_encoding",
+                            f"the body's charset {shown_text(repr(charset))} is not read here (the body is "
+                            f"UTF-8 JSON); nothing was applied",
+                            "send UTF-8 JSON, labelled `Content-Type: application/json` (or charset=utf-8)")
+
+
+def _charset(content_type: str) -> str | None:
+    """The `charset` parameter of a Content-Type value, unquoted, or None."""
+    for parameter in content_type.split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"')
+    return None
 
 
 def _bearer(header: str | None) -> str | None:

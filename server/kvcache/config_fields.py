@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from configbags.runtime.leaftypes import short_repr
 from configbags.server.kvcache.errors import ModelConfigError
 
 # Real models have at most a few hundred decoder layers; a bound keeps a hostile config
@@ -42,7 +43,7 @@ class ConfigFields:
         return key in self._config
 
     def refuse(self, key: str, value: Any, rule: str) -> ModelConfigError:
-        return ModelConfigError(f"{self.source}: {key} is {value!r}; {rule}")
+        return ModelConfigError(f"{self.source}: {key} is {short_repr(value)}; {rule}")
 
     def integer(self, key: str, *, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
         """A required integer field, within [minimum, maximum]."""
@@ -55,19 +56,21 @@ class ConfigFields:
         value = self._config.get(key)
         return default if value is None else self._checked(key, value, minimum, maximum)
 
-    def _checked(self, key: str, value: Any, minimum: int, maximum: int) -> int:
-        if isinstance(value, float) and value.is_integer():
+    def _checked(self, key: str, given: Any, minimum: int, maximum: int) -> int:
+        value = given
+        if isinstance(given, float) and given.is_integer():
             # config.json files written through a float (`131072.0`) are read by transformers
-            # as the count they spell; so here (the range check below still applies)
-            value = int(value)
+            # as the count they spell; so here (the range check below still applies, and
+            # names the value as the file spells it: `1e+308`, not its 309 digits)
+            value = int(given)
         if isinstance(value, bool) or not isinstance(value, int):
             kind = "a number that is not a whole number" if isinstance(value, float) else f"a {type(value).__name__}"
             raise self.refuse(key, value, f"it must be an integer, not {kind}")
         if value < minimum:
             rule = "positive" if minimum == 1 else f"at least {minimum}"
-            raise self.refuse(key, value, f"it must be {rule}")
+            raise self.refuse(key, given, f"it must be {rule}")
         if value > maximum:
-            raise self.refuse(key, value, f"the planner accepts at most {maximum} (no real model comes near it)")
+            raise self.refuse(key, given, f"the planner accepts at most {maximum} (no real model comes near it)")
         return value
 
     def first_int(self, keys: Sequence[str], *, maximum: int = MAX_SIZE) -> int:
