@@ -129,6 +129,8 @@ from configbags.migrate.scopes import module_statements
 _CLASS_SHAPES = frozenset({CLASS_BINDS, CLASS_BINDS_UNKNOWN, CLASS_LOADS})
 # More rounds than this and the pass stops, reporting a problem (a check fails).
 MAX_ROUNDS = 64
+# the subclasses followed for one `self.method(...)` call's overrides, at most
+_MAX_SUBCLASSES = 256
 _CONTEXT_FETCHES = frozenset({"get_context", "process_context"})
 _ENV_KEY_READS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__"})
 # how deep a copy of the environment is looked into (`dict(ChainMap({}, os.environ))`)
@@ -2120,6 +2122,7 @@ class _Project:
             rel for rel in self.constant_files if any(row[1] in _CLASS_SHAPES for row in results[rel].flow.constants)
         )
         self._class_rows: dict[str, frozenset[tuple[str, str, str]]] | None = None
+        self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         self._helper_rows: dict[str, list[tuple[str, str]]] = {}
         # the first part of every scanned module's name: an import of any other names a
         # module that is not scanned (the standard library, a third party)
@@ -2568,7 +2571,23 @@ class _Project:
         # the module's own subclasses of an imported helper class (`class EngineEnv(Env)`)
         imported = [tuple(entry.split("|", 1)) for entry in entries if "@" not in entry.partition("|")[0]]
         entries.update(f"{spelled}|{tail}" for spelled, tail in _inherited_helpers(imported, self.results[rel].flow))
+        entries.update(self._overriding_helpers(rel))
         return frozenset(entries)
+
+    def _overriding_helpers(self, rel: str) -> set[str]:
+        """`self.read("X")` in a method of `rel`'s class `Base`: where a scanned subclass
+        (in any module) overrides `read` with a helper, `self` may be one of its instances,
+        so the call is that helper's (`self.read@Base` with the override's entry tail)."""
+        entries: set[str] = set()
+        for cls, *_ in self.results[rel].flow.bases:
+            for where, sub in self.subclasses(rel, cls):
+                if where not in self.helper_files:
+                    continue
+                marker = f"@{sub}"
+                for spelled, tail in self._helpers_of(where):
+                    if spelled.startswith("self.") and spelled.endswith(marker):
+                        entries.add(f"{spelled[: -len(marker)]}@{cls}|{tail}")
+        return entries
 
     def _home_getters(self, local: str, kind: str, target: str, spelled: dict[str, set[str]]) -> None:
         """`from pkg.server_args import get_global_server_args` (or `S.get_global_server_args`
@@ -2639,6 +2658,53 @@ class _Project:
             row = (row[0], ("", *row[1]), *row[2:])
         # (called through its class, a plain method's wrapper takes every argument as given)
         return self.through(where, row, unbound=bool(row[6])) if row is not None else None
+
+    def _subclass_index(self) -> dict[tuple[str, str], list[tuple[str, str]]]:
+        """(file, class) -> the classes of scanned modules that name it as a base."""
+        if self._subclasses is None:
+            index: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+            for rel in sorted(self.results):
+                for cls, *bases in self.results[rel].flow.bases:
+                    for base in bases:
+                        site = self.resolve(rel, base)
+                        if site[0] is not None:
+                            index[(site[0], site[1])].append((rel, cls))
+            self._subclasses = dict(index)
+        return self._subclasses
+
+    def overrides(self, rel: str, spelled: str) -> list[tuple[str, tuple[Any, ...]]]:
+        """What else a call `self.method(...)` (or `cls.method(...)`) spelled in a method of
+        `Class` may run: the `method` of every scanned subclass of `Class` (in any module,
+        at any depth) that defines its own, since `self` may be an instance of any of them.
+        (A subclass no scanned module defines is not known here.)"""
+        how, _, name = spelled.partition(":")
+        owner, _, method = name.rpartition(".")
+        if how != "self" or not owner:
+            return []
+        found: list[tuple[str, tuple[Any, ...]]] = []
+        for where, cls in self.subclasses(rel, owner):
+            row = self.defs(where).get(f"{cls}.{method}")
+            target = self.through(where, row) if row is not None else None
+            if target is not None:
+                found.append(target)
+        return found
+
+    def subclasses(self, rel: str, cls: str) -> list[tuple[str, str]]:
+        """(file, class) of every scanned subclass of `rel`'s `cls`, at any depth."""
+        index = self._subclass_index()
+        found: dict[tuple[str, str], None] = {}
+        todo = list(index.get((rel, cls), ()))
+        while todo and len(found) < _MAX_SUBCLASSES:
+            site = todo.pop()
+            if site not in found:
+                found[site] = None
+                todo.extend(index.get(site, ()))
+        return list(found)
+
+    def callees(self, rel: str, spelled: str) -> list[tuple[str, tuple[Any, ...]] | str | None]:
+        """Every function a call spelled in `rel` may run: what `callee` says, then the
+        overrides a call through `self`/`cls` dispatches to."""
+        return [self.callee(rel, spelled), *self.overrides(rel, spelled)]
 
     def metaclass_method(self, rel: str, cls: str, method: str, depth: int = 0) -> tuple[str, tuple[Any, ...]] | None:
         """`method` of the metaclass of `rel`'s class `cls` (given by its class statement,
@@ -2864,13 +2930,13 @@ def _params(project: _Project) -> dict[str, set[tuple[str, str]]]:
     found: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for rel, result in project.results.items():
         for _, callee, position, keyword, *_ in result.flow.passes:
-            target = project.callee(rel, callee)
-            if not isinstance(target, tuple):
-                continue
-            where, row = target
-            param = _parameter(row, position, keyword)
-            if param is not None and param not in row[3]:
-                found[where].add((row[5], param))
+            for target in project.callees(rel, callee):
+                if not isinstance(target, tuple):
+                    continue
+                where, row = target
+                param = _parameter(row, position, keyword)
+                if param is not None and param not in row[3]:
+                    found[where].add((row[5], param))
     return found
 
 
@@ -2909,15 +2975,19 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
     reads: dict[str, list[tuple[Any, ...]]] = defaultdict(list)
     for rel, result in project.results.items():
         for caller, callee, position, keyword, line, col, end_line, end_col in result.flow.passes:
-            read: tuple[str, str, str] | None
+            found_reads: list[tuple[str, str, str] | None]
             if position == DECORATED:
-                read = _decorated_read(project, rel, callee, keyword, homes)
+                found_reads = [_decorated_read(project, rel, callee, keyword, homes)]
             else:
-                found = _pass_read(project.callee(rel, callee), position, keyword, whole, homes, project.home_facts)
-                read = ("*", *found) if found is not None else None
-            if read is not None:
-                leaf, via, form = read
-                reads[rel].append((caller, leaf, line, col, end_line, end_col, via, form, "held"))
+                # (the callee's own read and each override's, once each)
+                found_reads = [
+                    ("*", *pass_read) for target in project.callees(rel, callee)
+                    if (pass_read := _pass_read(target, position, keyword, whole, homes, project.home_facts)) is not None
+                ]
+            for read in dict.fromkeys(found_reads):
+                if read is not None:
+                    leaf, via, form = read
+                    reads[rel].append((caller, leaf, line, col, end_line, end_col, via, form, "held"))
     return reads
 
 
