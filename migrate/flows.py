@@ -2126,6 +2126,8 @@ class _Project:
         self.tops = {module.partition(".")[0] for module in self.modules}
         self._imports: dict[str, dict[str, tuple[str, str]]] = {}
         self._bound: dict[str, set[str]] = {}
+        for rel in results:
+            self._home_reexports(rel)
         # modules that export something (a fetcher, a holder, or a name they import)
         self.exporting = {
             module for module, rel in self.modules.items() if self.kinds[rel] or any(r[2] for r in results[rel].flow.imports)
@@ -2576,6 +2578,9 @@ class _Project:
         gives the record, as the raw accessor does; one returning the record dict gives the
         dict, and a module-level name bound to it is the dict."""
         module, _, name = target.partition(":") if kind == "sym" else (target, "", "")
+        if kind == "sym" and f"{module}.{name}" in self.home_facts:
+            # `from pkg import server_args as S`: the home module itself, as `import pkg.server_args as S`
+            kind, module = "mod", f"{module}.{name}"
         facts = self.home_facts.get(module)
         if facts is None:
             return
@@ -2585,6 +2590,26 @@ class _Project:
                 spelled[found].update(f"{local}.{each}" for each in names)
             elif name in names:
                 spelled[found].add(local)
+
+    def _home_reexports(self, rel: str) -> None:
+        """`compat.py: from pkg.server_args import get_global_server_args` (or the record
+        dict under another name, `global_server_args_dict as ARGS`): a door of the home
+        module that a scanned module imports is the same door for that module's
+        importers, as if the module defined it."""
+        if not self.home_facts:
+            return
+        offered: dict[str, set[str]] = defaultdict(set)
+        for local, (kind, target) in self.local_imports(rel).items():
+            if kind != "sym":
+                continue
+            self._home_getters(local, kind, target, offered)
+            module, _, name = target.partition(":")
+            if module in self.home_facts and name in self.settings.record_dicts:
+                offered["record_dict_holder"].add(local)
+        for found, names in offered.items():
+            for name in names:
+                if "." not in name:  # (`S.get_args2` of a module imported whole stays the importer's)
+                    self.kinds[rel][name].add(found)
 
     def _imported_name(self, rel: str, local: str, spelled: dict[str, set[str]]) -> None:
         """What a name `rel` imports from a scanned module is (`from m import x as local`),
@@ -2804,6 +2829,11 @@ def home_modules(files: Sequence[str], results: Mapping[str, FileScan], settings
         target for rel, result in results.items() for level, module, _, _ in result.flow.imports
         if (target := project.absolute(rel, level, module)) not in project.modules
         and target.rpartition(".")[2] in settings.record_attributes
+    }
+    # `from pkg import server_args`: the module itself imported by name from its package
+    named |= {
+        target for rel, result in results.items() for level, module, name, _ in result.flow.imports
+        if name in settings.record_attributes and (target := f"{project.absolute(rel, level, module)}.{name}") not in project.modules
     }
     return _homes(project, settings) | named
 
