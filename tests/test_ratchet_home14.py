@@ -135,3 +135,27 @@ def test_a_warm_check_reads_the_re_exports_the_same(tmp_path: Path) -> None:
     assert warm.files_from_cache and _user_reads(warm) == _user_reads(cold)
     assert ("f", "page_size", "record_dict") in _user_reads(cold), cold.reads
     assert ("f", "tp_size") in {(function, leaf) for function, leaf, _ in _user_reads(cold)}, cold.reads
+
+
+# ---- R14-5, wider: the home module itself, or all of it, re-exported by a scanned module
+
+@pytest.mark.parametrize(("compat", "user"), [
+    ("from legacy import server_args\n",
+     "from pkg.compat import server_args\ndef f():\n    return server_args.get_global_server_args().page_size\n"),
+    ("import legacy.server_args as S\n", "from pkg import compat\ndef f():\n    return compat.S.get_global_server_args().page_size\n"),
+    ("from legacy.server_args import *\n", "from pkg.compat import get_global_server_args\ndef f():\n    return get_global_server_args().page_size\n"),
+    ("from legacy.server_args import *\n", "from pkg.compat import global_server_args_dict as D\ndef f():\n    return D['page_size']\n"),
+])
+def test_the_home_module_re_exported_whole_keeps_its_doors(tmp_path: Path, compat: str, user: str) -> None:
+    result = _scan(tmp_path, {"compat.py": compat, "user.py": user})
+    assert _fails(result)
+    assert ("f", "page_size") in {(function, leaf) for function, leaf, _ in _user_reads(result)}, result.reads
+
+
+@pytest.mark.parametrize("compat", ["from legacy import server_args\n", "from legacy.server_args import *\n"])
+def test_the_home_module_re_exported_whole_gives_nothing_else(tmp_path: Path, compat: str) -> None:
+    user = (
+        "from pkg import compat\nfrom pkg.compat import get_port, other_dict\ndef f():\n"
+        "    return get_port().page_size, other_dict['page_size'], compat.get_defaults()['page_size']\n"
+    )
+    assert not _user_reads(_scan(tmp_path, {"compat.py": compat, "user.py": user}))
