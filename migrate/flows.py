@@ -2129,6 +2129,8 @@ class _Project:
         self.tops = {module.partition(".")[0] for module in self.modules}
         self._imports: dict[str, dict[str, tuple[str, str]]] = {}
         self._bound: dict[str, set[str]] = {}
+        for rel in results:
+            self._home_reexports(rel)
         # modules that export something (a fetcher, a holder, or a name they import)
         self.exporting = {
             module for module, rel in self.modules.items() if self.kinds[rel] or any(r[2] for r in results[rel].flow.imports)
@@ -2591,19 +2593,63 @@ class _Project:
 
     def _home_getters(self, local: str, kind: str, target: str, spelled: dict[str, set[str]]) -> None:
         """`from pkg.server_args import get_global_server_args` (or `S.get_global_server_args`
-        after `import pkg.server_args as S`): a second getter of the record's home module
-        gives the record, as the raw accessor does; one returning the record dict gives the
-        dict, and a module-level name bound to it is the dict."""
-        module, _, name = target.partition(":") if kind == "sym" else (target, "", "")
+        after `import pkg.server_args as S` or `from pkg import server_args as S`): a second
+        getter of the record's home module gives the record, as the raw accessor does; one
+        returning the record dict gives the dict, and a module-level name bound to it is the
+        dict."""
+        module, name = self._home_target(kind, target)
         facts = self.home_facts.get(module)
         if facts is None:
             return
         offered = (("record", facts.getters), ("record_dict", facts.dict_getters), ("record_dict_holder", facts.dict_holders))
         for found, names in offered:
-            if kind != "sym":
+            if not name:
                 spelled[found].update(f"{local}.{each}" for each in names)
             elif name in names:
                 spelled[found].add(local)
+
+    def _home_target(self, kind: str, target: str) -> tuple[str, str]:
+        """(module, name) an import binds, name "" for a module: the home module where the
+        import binds it by its package (`from pkg import server_args`) or through a scanned
+        module's name bound to it (`compat.py: from pkg import server_args`, then `from
+        pkg.compat import server_args`), and what a scanned module's imported name is."""
+        for _ in range(8):  # (a chain of re-exports; a cycle ends here)
+            if kind == "mod":
+                return target, ""
+            module, _, name = target.partition(":")
+            if f"{module}.{name}" in self.home_facts:
+                return f"{module}.{name}", ""
+            rel = self.modules.get(module)
+            found = self.local_imports(rel).get(name) if rel is not None and "." not in name else None
+            if found is None:
+                return module, name
+            kind, target = found
+        return "", ""
+
+    def _home_reexports(self, rel: str) -> None:
+        """`compat.py: from pkg.server_args import get_global_server_args` (or the record
+        dict under another name, `global_server_args_dict as ARGS`, or the module, `from pkg
+        import server_args as S`, or all of it, `*`): a door of the home module that a
+        scanned module imports is the same door for that module's importers, as if the
+        module defined it (`compat.S.get_global_server_args()` too)."""
+        if not self.home_facts:
+            return
+        offered: dict[str, set[str]] = defaultdict(set)
+        for local, (kind, target) in self.local_imports(rel).items():
+            self._home_getters(local, kind, target, offered)
+            module, name = self._home_target(kind, target)
+            if module in self.home_facts and name in self.settings.record_dicts:
+                offered["record_dict_holder"].add(local)
+        for level, module, name, _ in self.results[rel].flow.imports:
+            facts = self.home_facts.get(self.absolute(rel, level, module)) if name == "*" else None
+            if facts is not None:  # `from pkg.server_args import *` binds its public names
+                for found, names in (("record", facts.getters), ("record_dict", facts.dict_getters)):
+                    offered[found].update(each for each in names if not each.startswith("_"))
+                public = {*facts.dict_holders, *self.settings.record_dicts}
+                offered["record_dict_holder"].update(each for each in public if not each.startswith("_"))
+        for found, bound in offered.items():
+            for name in bound:
+                self.kinds[rel][name].add(found)
 
     def _imported_name(self, rel: str, local: str, spelled: dict[str, set[str]]) -> None:
         """What a name `rel` imports from a scanned module is (`from m import x as local`),
@@ -2870,6 +2916,11 @@ def home_modules(files: Sequence[str], results: Mapping[str, FileScan], settings
         target for rel, result in results.items() for level, module, _, _ in result.flow.imports
         if (target := project.absolute(rel, level, module)) not in project.modules
         and target.rpartition(".")[2] in settings.record_attributes
+    }
+    # `from pkg import server_args`: the module itself imported by name from its package
+    named |= {
+        target for rel, result in results.items() for level, module, name, _ in result.flow.imports
+        if name in settings.record_attributes and (target := f"{project.absolute(rel, level, module)}.{name}") not in project.modules
     }
     return _homes(project, settings) | named
 
