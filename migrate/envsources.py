@@ -306,16 +306,40 @@ def _calls(tree: ast.Module) -> Iterator[tuple[str, list[ast.AST], ast.Call]]:
 
 
 def _imported_names(tree: ast.Module) -> dict[str, str]:
-    """local name -> dotted path, of the module's top-level imports."""
+    """local name -> dotted path, of the module's top-level imports, those in a top-level
+    `try`/`if`/`with` too. A name imported in alternative branches (the pydantic v1/v2
+    idiom `try: from pydantic_settings import BaseSettings` / `except ImportError: from
+    pydantic import BaseSettings`, in any order) keeps a reader's path (a settings base,
+    a library of _LIBRARIES), as any branch may be the one that runs."""
     names: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                names[alias.asname or alias.name.partition(".")[0]] = alias.name if alias.asname else alias.name.partition(".")[0]
+    for node in _top_level_statements(tree.body):
+        for local, path in _bound_by_import(node):
+            if names.get(local) not in _SETTINGS_BASES and names.get(local) not in _LIBRARIES:
+                names[local] = path
     return names
+
+
+def _top_level_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements run at import time: the module's, and those nested in its compound
+    statements other than functions and classes."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _top_level_statements(getattr(node, field, None) or [])
+        for handler in getattr(node, "handlers", None) or []:
+            yield from _top_level_statements(handler.body)
+
+
+def _bound_by_import(node: ast.stmt) -> Iterator[tuple[str, str]]:
+    if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        for alias in node.names:
+            yield alias.asname or alias.name, f"{node.module}.{alias.name}"
+    elif isinstance(node, ast.Import):
+        for alias in node.names:
+            head = alias.name.partition(".")[0]
+            yield alias.asname or head, alias.name if alias.asname else head
 
 
 def _resolved(expr: ast.expr, imported: dict[str, str]) -> str:

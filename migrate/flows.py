@@ -411,7 +411,10 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
     rows: list[tuple[Any, ...]] = []
     imported: dict[str, str] | None = None  # the module's imports, where a class may need them
     attributes = frozenset(settings.record_attributes)
+    rebound = _rebound_defs(tree.body)
     for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in rebound:
+            continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             rows.append(_signature(
                 node.name, node.args, settings, bound=False, body=node.name, annotated=annotated,
@@ -420,8 +423,9 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
             rows += _wrapper_rows(node, settings, annotated)
         elif isinstance(node, ast.ClassDef):
             init = None
+            rebound_methods = _rebound_defs(node.body)
             for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name not in rebound_methods:
                     qualname = f"{node.name}.{item.name}"
                     kind = _method_kind(item)
                     rows.append(_signature(
@@ -456,6 +460,51 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
             else:
                 rows.append((node.name, (), (), (), 1, f"{node.name}.__init__", 0, decorators))
     return rows
+
+
+def _rebound_defs(body: list[ast.stmt]) -> set[str]:
+    """The names of `body`'s own defs that a statement of the same scope other than a def
+    also binds (`def run(sa): ...` then `run = _fast`, `run = cache(run)`, an import or a
+    class of the name, a `def` of it in an `if`, `global run` in a function): a call of
+    the name may run another function than the def, so the def's signature is left out
+    and a record handed to the name escapes. (Plain defs repeated, `@overload` stubs, keep
+    the last one, as Python does.)"""
+    defs = {node.name for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if not defs:
+        return set()
+    bound: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound |= _globals_declared(node)
+        else:
+            bound |= _names_bound(node)
+    return defs & bound
+
+
+def _names_bound(node: ast.AST) -> set[str]:
+    """The names a statement binds in its own scope (not inside the functions, classes
+    and lambdas it holds, whose own names it binds)."""
+    found: set[str] = set()
+    stack: list[ast.AST] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.Name) and not isinstance(item.ctx, ast.Load):
+            found.add(item.id)
+        elif isinstance(item, (ast.Import, ast.ImportFrom)):
+            found |= {(alias.asname or alias.name).partition(".")[0] for alias in item.names}
+        elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(item.name)
+            found |= _globals_declared(item)
+            continue
+        elif isinstance(item, ast.ExceptHandler) and item.name:
+            found.add(item.name)
+        if not isinstance(item, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(item))
+    return found
+
+
+def _globals_declared(node: ast.AST) -> set[str]:
+    return {name for item in ast.walk(node) if isinstance(item, ast.Global) for name in item.names}
 
 
 def _module_imports(tree: ast.Module) -> dict[str, str]:
@@ -1239,7 +1288,8 @@ def base_facts(
         imports=tuple(_imports(tree, text)),
         bases=bases,
         signatures=(*signatures, *_helper_signatures(
-            tree, settings, settings.record_class in text, {row[0] for row in env_params}, {row[0] for row in signatures},
+            tree, settings, settings.record_class in text, {row[0] for row in env_params},
+            {row[0] for row in signatures} | _rebound_defs(tree.body),
         )),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
