@@ -344,11 +344,13 @@ class Linter:
         return None
 
     # -- each kind of item -------------------------------------------------------------
-    def command(self, command: Command, file: str) -> Iterator[Finding]:
+    def command(self, command: Command, file: str,
+                env_keys: Mapping[str, tuple[Any, int]] | None = None) -> Iterator[Finding]:
+        """A launch line; `env_keys`: the door's keys the file's variables give (`env_key_values`)."""
         args = command.args
         if not command.launch and not any(t.text.partition("=")[0] in self.flags for t in args):
             return  # arguments of another program
-        found = list(self._flags(command, file))
+        found = list(self._flags(command, file, env_keys or {}))
         yield from found
         checked = [f for f in found if f.rule != "lint-unchecked"]  # words it cannot see do not stop the parse
         if command.whole and not checked and args and (refused := _refusal(self.parser, args, self.structured)) is not None:
@@ -356,9 +358,10 @@ class Linter:
             yield Finding("lint-refused", "launch line", f"the server refuses this launch line: {why}", file, line,
                           "give each flag once, a bool flag alone (or its --no- twin), and no word no flag takes")
 
-    def _flags(self, command: Command, file: str) -> Iterator[Finding]:
+    def _flags(self, command: Command, file: str, env_keys: Mapping[str, tuple[Any, int]]) -> Iterator[Finding]:
         """Each flag against the schema: unknown, old or deprecated spellings, bad values,
-        the read key given as the admin key too."""
+        the read key given as the admin key too (by a flag, or by a variable the flag leaves
+        alone: a flag wins over its variable, as in the server)."""
         args = command.args
         i = 0
         secrets_given: set[str] = set()  # a secret's flag twice is refused by the server
@@ -411,7 +414,7 @@ class Linter:
                 if spelling.leaf.name in KEY_LEAVES and len(taken) == 1 and not taken[0].dynamic:
                     keys[spelling.leaf.name] = (taken[0].text, taken[0].line)
         if command.whole:
-            yield from _same_key(keys, file)
+            yield from _same_key({**env_keys, **keys}, file)
 
     def _known(self, word: str) -> bool:
         flag = word.partition("=")[0]
@@ -544,6 +547,31 @@ class Linter:
                           f"{spelling.leaf.name!r}): the server refuses to start", file, var.line,
                           f"give the path of the file holding the secret, or set {base} instead")
 
+    def env_key_values(self, variables: Sequence[EnvVar]) -> dict[str, tuple[Any, int]]:
+        """The door's keys the variables give as text known here (key leaf -> (text, line)),
+        for the same-key rule (`runtime.keys.same_key`), which serve applies to keys from
+        the environment too."""
+        keys: dict[str, tuple[Any, int]] = {}
+        for var in variables:
+            spelling = self.envs.get(var.name)
+            if spelling is not None and spelling.leaf.name in KEY_LEAVES and var.value is not None:
+                keys[spelling.leaf.name] = (var.value, var.line)
+        return keys
+
+    def both_forms(self, variables: Sequence[EnvVar], file: str) -> Iterator[Finding]:
+        """A secret's variable set beside its file form (`SGLANG_API_KEY` and
+        `SGLANG_API_KEY_FILE`): the server's env reader (`runtime.record.read_env`) refuses
+        to start, as neither may silently win. Reported at the later of the two, never
+        showing a value."""
+        lines = {var.name: var.line for var in variables}
+        for name, file_line in lines.items():
+            spelling = self.secret_files.get(name)
+            base = name[: -len(FILE_SUFFIX)]
+            if spelling is not None and base in lines:
+                yield Finding("lint-bad-value", name, f"environment variables {base} and {name} are both set, for the "
+                              f"secret {spelling.leaf.name!r} (the second names a file holding it): the server "
+                              f"refuses to start", file, max(file_line, lines[base]), "unset one")
+
     def config(self, entry: ConfigEntry, file: str) -> Iterator[Finding]:
         spelling = self.keys.get(entry.key)
         if spelling is None:
@@ -577,10 +605,14 @@ class Linter:
             return []
         found: list[Finding] = []
         try:
+            env_keys = self.env_key_values(parsed.env)
             for command in parsed.commands:
-                found += self.command(command, shown)
+                found += self.command(command, shown, env_keys)
+            if not any(c.whole and c.launch for c in parsed.commands):  # variables alone (a ConfigMap's env, a .env)
+                found += _same_key(env_keys, shown)
             for var in parsed.env:
                 found += self.env(var, shown)
+            found += self.both_forms(parsed.env, shown)
             for entry in parsed.config:
                 found += self.config(entry, shown)
             for part in dict.fromkeys(e.part for e in parsed.config):

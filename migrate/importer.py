@@ -74,6 +74,7 @@ from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, ter
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec, short_repr
 from configbags.runtime.project import find_pyproject, project_path, read_toml
+from configbags.runtime.record import credential_name
 from configbags.runtime.spelling import Claim, clashes, flag_of, leaf_spellings, spellings
 
 DEFAULT_NAMESPACE = "legacy"
@@ -364,7 +365,31 @@ def _leaf(record: _Record, field: Field, given: dict[str, Any], stops: list[str]
     if argument is not None and isinstance(spec.get("cli", {}), dict):
         _bare_flag(spec, argument, record, where)
         _conversions(record, field, argument, spec)
+    _mark_secret(record, field.name, spec, where)
     return spec
+
+
+def _mark_secret(record: _Record, name: str, spec: dict[str, Any], where: str) -> None:
+    """A field named like a credential (`runtime.record.credential_name`) becomes a
+    `secret: true` leaf, so the generated code redacts it wherever it is shown and never
+    hashes it; the warning names it, so a field that holds no credential is unmarked by
+    hand. One the schema cannot hold as a secret (a text leaf defaulting to null, no
+    const) is only warned about, saying how to mark it; its default is never shown."""
+    word = credential_name(name)
+    if word is None:
+        return
+    type_ = TypeSpec.parse(spec["type"])
+    cli = spec.get("cli")
+    if type_.base == "str" and type_.item is None and spec.get("default") is None \
+            and not (isinstance(cli, dict) and "const" in cli):
+        spec["secret"] = True
+        record.warnings.append(f"{where}: marked `secret: true`, as its name names a credential ({word}): redacted "
+                               f"wherever shown, never hashed; drop `secret: true` if it holds none")
+        return
+    record.warnings.append(f"{where}: its name names a credential ({word}), but as imported ({spec['type']}"
+                           f"{', with a default' if spec.get('default') is not None else ''}) it cannot be a secret "
+                           f"leaf, so it is shown and hashed like any value; if it holds a credential, make it an "
+                           f"optional str leaf with `default: null` and `secret: true` in the schema")
 
 
 def _leaf_type(record: _Record, field: Field, argument: Argument | None) -> tuple[str, list[Any] | None]:

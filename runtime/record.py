@@ -602,6 +602,25 @@ def name_words(tail: str, joinable: Iterable[str] = ()) -> list[str]:
     return words
 
 
+# credential words that name a secret on their own; KEY needs an AUTH_QUALIFIER before it
+# (`api_key`, `client_key`), as a `sort_key` or `cache_key` is no credential
+_SECRET_ON_THEIR_OWN = CREDENTIAL_WORDS - {"KEY", "KEYS", "AUTH"}
+
+
+def credential_name(name: str) -> str | None:
+    """The credential word a setting's name holds when it names a secret itself (`api_key`,
+    `hf_token`, `db_password`, `client_secret`), or None: the words of `name_words`, but
+    no name holding a file word (`api_key_file`, `ssl_keyfile` hold a path)."""
+    words = name_words(name)
+    if any(w in FILE_WORDS for w in words):
+        return None
+    for i, word in enumerate(words):
+        qualified = len(words) == 1 or (i > 0 and words[i - 1] in AUTH_QUALIFIERS)
+        if word in _SECRET_ON_THEIR_OWN or (word in {"KEY", "KEYS"} and qualified):
+            return word
+    return None
+
+
 def secret_lookalike(prefix: str | None, name: str, known: Iterable[str],
                      secrets: Iterable[str]) -> tuple[str, str] | None:
     """The secret's variable (of `secrets`, a subset of `known`) that the unknown variable
