@@ -773,8 +773,11 @@ def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()
 
 def record_from_cli_args(
     cls: type[R], registry: Registry, namespace: argparse.Namespace, schema_path: Path,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None, *, load: Callable[[Path], Mapping[str, Any]] | None = None,
 ) -> R:
+    """`load` reads one --config file (default: `load_config_file`, validated against
+    `schema_path`); serve --watch passes one that gives the start-time contents of the
+    files it does not follow."""
     import os
 
     leaves = registry.leaves
@@ -788,7 +791,9 @@ def record_from_cli_args(
     config = getattr(namespace, "config", None)
     paths = [config] if isinstance(config, str) else list(config or ())
     docs = reference(schema_path)
-    file_values, file_origins = merge_config_files(registry, paths, lambda p: load_config_file(p, schema_path), docs)
+    if load is None:
+        load = functools.partial(load_config_file, schema_path=schema_path)
+    file_values, file_origins = merge_config_files(registry, paths, load, docs)
     env = os.environ if environ is None else environ
     env_values, env_origins = read_env(registry, env, docs)
     for layer_values, layer_origins in ((file_values, file_origins), (env_values, env_origins)):

@@ -15,6 +15,7 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -24,7 +25,14 @@ from configbags.runtime.cmdline import UsageErrors, add_help, collisions, peek_p
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.project import load_project
-from configbags.runtime.record import Once, check_dump_apart, dump_path_of, model_inputs
+from configbags.runtime.record import (
+    Once,
+    check_dump_apart,
+    dump_path_of,
+    model_inputs,
+    parse_cli_words,
+    record_from_cli_args,
+)
 from configbags.serve.door import (
     DEFAULT_MAX_BODY_BYTES,
     OPERATOR,
@@ -50,6 +58,7 @@ from configbags.serve.watch import (
     MIN_INTERVAL_S,
     NOT_A_FILE,
     ConfigWatcher,
+    StartFiles,
     WatchedDoor,
     signature,
 )
@@ -224,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ranks = None
     watcher = None
+    rebuild = None
     sockets: list[Any] = []
     tally = Tally()
     try:
@@ -232,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         check_dump_apart(dump_path_of(record), model_inputs(given.get(MODEL_PATH_LEAF), "--model-path"))
         check_keys(context.registry, given)  # before any rank starts
         check_client_variables(context.registry, given, os.environ)
+        if args.watch is not None:  # the files not followed, read now, as the record above read them
+            rebuild = _rebuilder(context, record_type, server_flags, args.watch)
         # bound before a rank starts or the start line is printed: a port in use is one line, exit 2
         sockets = bind(str(given.get(HOST_LEAF, DEFAULT_HOST)), int(given.get(PORT_LEAF, DEFAULT_PORT)))
         if args.ranks > 1:
@@ -241,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             context.seal()  # the door serves a running server: model load is over
         door = Door(context, ranks) if args.watch is None else WatchedDoor(context, ranks)
         app = create_app(door, max_body_bytes=args.max_body_bytes)
-        if isinstance(door, WatchedDoor):
-            watcher = _watch(door, app, record_type, server_flags, args)
+        if isinstance(door, WatchedDoor) and rebuild is not None:
+            watcher = _watch(door, app, rebuild, args)
         values = context.state.values
         max_connections = args.max_connections or default_max_connections()
         config = uvicorn.Config(app, http=guarded_protocol(max_connections, args.head_timeout, tally,
@@ -278,14 +290,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _watch(door: WatchedDoor, app: Any, record_type: Any, server_flags: list[str],
-           args: argparse.Namespace) -> ConfigWatcher:
-    """Start following --watch FILE: the flags are parsed once, and each change rebuilds the
-    record from them as at start (their config files read again), so CLI flags keep winning."""
+def _rebuilder(context: Context[Any], record_type: Any, server_flags: list[str], watched: Path) -> Callable[[], Any]:
+    """How each change of --watch FILE rebuilds the record: the flags parsed once, as at
+    start, so CLI flags keep winning; the watched file read again, every other --config file
+    as it read at start (read here, once: `StartFiles`)."""
     flags_parser = argparse.ArgumentParser(prog="configbags serve", allow_abbrev=False, add_help=False)
     record_type.add_cli_args(flags_parser)
-    namespace = flags_parser.parse_args(server_flags)
-    watcher = ConfigWatcher(door, args.watch, lambda: record_type.from_cli_args(copy.copy(namespace)),
+    namespace = parse_cli_words(flags_parser, context.registry, server_flags)
+    schema_path = Path(sys.modules[record_type.__module__].SCHEMA_PATH)
+    start_files = StartFiles(schema_path, watched)
+    start_files.read(getattr(namespace, "config", None) or ())
+    return lambda: record_from_cli_args(record_type, context.registry, copy.copy(namespace), schema_path,
+                                        load=start_files.load)
+
+
+def _watch(door: WatchedDoor, app: Any, rebuild: Callable[[], Any], args: argparse.Namespace) -> ConfigWatcher:
+    """Start following --watch FILE, rebuilding the record with `rebuild` at each change."""
+    watcher = ConfigWatcher(door, args.watch, rebuild,
                             interval=args.watch_interval, rank_thread=app.state.rank_thread)
     door.watcher = watcher
     watcher.start()

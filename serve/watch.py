@@ -19,7 +19,9 @@ writer truncating it leaves it) is never read as "no settings": it is reported, 
 config in force stays (write `{}` to mean no settings).
 
 The new record is built from the server's own flags exactly as at start (CLI flags still
-win over the file). Against the record the server runs with:
+win over the file), over the start-time contents of the other `--config` files: those are
+read once, at start (`StartFiles`), so an edit or removal of one never rides in with the
+watched file's next change. Against the record the server runs with:
 
 - `live` differences (runtime leaves the operator may write; `runtime.fleet.route`) are
   applied through the door's path for PATCH, on every rank, all or none, with the source
@@ -34,6 +36,9 @@ win over the file). Against the record the server runs with:
   start-up key rule of `configbags.runtime.keys` refuses, as a restart would) changes
   nothing; the error is reported in the same places until a good file arrives.
 
+A leaf whose value stays but whose layer moves (the file drops a key a preset or a lower
+file gives the same value) is read back with the layer that gives it now (`moved()`).
+
 Every loop is bounded: one poll per interval, until `stop()`. A watcher whose thread ends
 for any reason but `stop()` says so in the log and on /health (503 `watch_stopped`): the
 server no longer follows its file, and a restart brings the watcher back."""
@@ -46,7 +51,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -57,6 +62,8 @@ from configbags.runtime.errors import ConfigError
 from configbags.runtime.fleet import ApplyClass, above_capacity, route
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.limits import LIMITS
+from configbags.runtime.record import load_config_file, origins_of
+from configbags.runtime.resolve import DEFAULT_ORIGIN, Origin
 from configbags.runtime.yamlsafe import file_kind
 from configbags.serve.door import Door, DoorError, check_keys, redact
 
@@ -112,6 +119,32 @@ def _digest(real: str) -> str:
         os.close(fd)
 
 
+class StartFiles:
+    """The `--config` files a watching server does not follow, as they read at start: the
+    watched file is read afresh at each change, every other file once, so a reload layers
+    the watched file over what the server started with, never over a later edit of another
+    file (nor fails because one was removed since). `load` is the reader that
+    `record_from_cli_args` takes."""
+
+    def __init__(self, schema_path: Path, watched: Path) -> None:
+        self.schema_path = schema_path
+        self.watched = Path(watched)
+        self._contents: dict[Path, Mapping[str, Any]] = {}
+
+    def load(self, path: Path) -> Mapping[str, Any]:
+        path = Path(path)
+        if path == self.watched:
+            return load_config_file(path, self.schema_path)
+        if path not in self._contents:
+            self._contents[path] = load_config_file(path, self.schema_path)
+        return self._contents[path]
+
+    def read(self, paths: Sequence[str | Path]) -> None:
+        """Read the files not followed now (at start), once."""
+        for path in paths:
+            self.load(Path(path))
+
+
 class ConfigWatcher:
     """Polls `path`; `rebuild()` builds the record from the server's flags and the file
     (raising ConfigError on a bad file). `rank_thread` is the door's single rank thread,
@@ -130,12 +163,15 @@ class ConfigWatcher:
         ctx: Context[Any] = door.context
         self.running = jsonable(ctx.state.record.to_dict())  # what the server was started with
         self.applied = dict(self.running)  # the live leaves as the file last set them
+        self.published: Mapping[str, Origin] = dict(ctx.state.origins)  # where start put each value
+        self._moved: dict[str, Origin] = {}  # leaves whose unchanged value another layer gives now
         self.seen = signature(self.path)
         self._candidate: Signature | None = None
         self._candidate_at = 0.0  # when the candidate signature was first seen (monotonic)
         # a file's change refused for a passing reason (503: a rank stalled or unreachable),
         # and when to try it again: a ConfigMap is not written twice, so the watcher retries
         self._retry: Mapping[str, Any] | None = None
+        self._retry_origins: Mapping[str, Origin] | None = None
         self._retry_at = 0.0
         self._lock = threading.Lock()  # status is read by request threads
         self._status: dict[str, Any] = {"file": str(self.path), "error": None, "last_applied": None,
@@ -187,7 +223,7 @@ class ConfigWatcher:
         if sig == self.seen:
             self._candidate = None
             if self._retry is not None and time.monotonic() >= self._retry_at:
-                self.apply(self._retry)
+                self.apply(self._retry, self._retry_origins)
                 return True
             return False
         if sig is None:
@@ -234,7 +270,7 @@ class ConfigWatcher:
             return False  # changed while read: read it again once it holds
         self.seen = sig
         self._candidate = None
-        self.apply(jsonable(record.to_dict()))
+        self.apply(jsonable(record.to_dict()), origins_of(record, self.door.context.registry.leaves))
         return True
 
     def _check_keys(self, values: Mapping[str, Any]) -> None:
@@ -248,7 +284,9 @@ class ConfigWatcher:
             raise ConfigError(f"{self.path}: a restart would refuse this file: {exc}") from None
 
     # -- one new record -------------------------------------------------------------------------
-    def apply(self, new: Mapping[str, Any]) -> None:
+    def apply(self, new: Mapping[str, Any], origins: Mapping[str, Origin] | None = None) -> None:
+        """Apply the record `new` (leaf -> value) that the rebuild made; `origins` are its
+        layers, for the leaves whose value stays while the layer giving it moves."""
         registry = self.door.context.registry
         resolved = self.door.context.state.values  # the capacities as sized at publish
         live: dict[str, Any] = {}
@@ -286,11 +324,13 @@ class ConfigWatcher:
                     error += "; a rank left the group, so changes wait for a restart (the file is read again then)"
                 elif exc.status == 503:  # the group is not in service now: try again shortly
                     self._retry, self._retry_at = new, time.monotonic() + max(RETRY_S, self.interval)
+                    self._retry_origins = origins
                     error += f" yet; tried again every {max(RETRY_S, self.interval):g} s"
             except ConfigError as exc:
                 error = f"{self.path}: the change was refused: {exc}; nothing was applied"
             else:
                 self.applied.update(live)
+        self._note_moved(new, origins, error)
         with self._lock:
             self._status["error"] = error
             self._status["restart_required"] = pending
@@ -319,6 +359,31 @@ class ConfigWatcher:
             return change()
         # every rank must enter collectives in one order: run where HTTP requests run
         return self.rank_thread.submit(change).result()
+
+    def _note_moved(self, new: Mapping[str, Any], origins: Mapping[str, Origin] | None, error: str | None) -> None:
+        """The leaves whose running value the file's change kept but that another layer gives
+        now (a key the file dropped that a preset sets the same): no override is logged for
+        them, so without this their readback would still name the file. A refused change
+        moves nothing (the config in force stays)."""
+        if error is not None or origins is None:
+            return
+        moved = {}
+        for leaf, value in new.items():
+            before = self.published.get(leaf, DEFAULT_ORIGIN)
+            if before.rule is not None or value != self.running.get(leaf):
+                continue  # a rule's value, or one the running server does not hold: its layer stays
+            now = origins.get(leaf, DEFAULT_ORIGIN)
+            if now != before:
+                moved[leaf] = now
+        with self._lock:
+            self._moved = moved
+
+    def moved(self) -> dict[str, Origin]:
+        """Leaf -> the layer that gives its value now, where that is not the one publish
+        recorded and no override has set the leaf since (an override's origin wins)."""
+        overridden = {e.leaf for e in self.door.context.state.log}
+        with self._lock:
+            return {leaf: o for leaf, o in self._moved.items() if leaf not in overridden}
 
     # -- status ---------------------------------------------------------------------------------
     def _report(self, error: str) -> None:
@@ -352,9 +417,21 @@ class WatchedDoor(Door):
     def server_info(self) -> dict[str, Any]:
         info = super().server_info()
         status = self.watch_status()
+        if self.watcher is not None:
+            for leaf, origin in self.watcher.moved().items():
+                info["layers"][leaf] = origin.as_dict()
         if status is not None:
             info["watch"] = status
             info["restart_required"] = sorted(status["restart_required"])
+        return info
+
+    def explain(self, leaf: str) -> dict[str, Any]:
+        """The door's /config/<leaf>, with the layer that gives the value now when the watched
+        file's change moved it (`ConfigWatcher.moved`)."""
+        info = super().explain(leaf)
+        origin = self.watcher.moved().get(leaf) if self.watcher is not None else None
+        if origin is not None:
+            info.update(layer=origin.layer.value, source=origin.source, origin=origin.as_dict())
         return info
 
     def health(self) -> dict[str, Any]:
