@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from configbags.migrate.doors import dotted_name
 from configbags.migrate.scanmodel import ScanSettings
 
 # calls returning a copy of their first argument, whose fields are the argument's
@@ -39,15 +40,6 @@ class HomeGetters:
     record: frozenset[str]
     dicts: frozenset[str]
     dict_names: frozenset[str]
-
-
-def _dotted(expr: ast.expr) -> str:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        inner = _dotted(expr.value)
-        return f"{inner}.{expr.attr}" if inner else ""
-    return ""
 
 
 def _key(expr: ast.expr) -> str | None:
@@ -149,7 +141,7 @@ class _Home:
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr == "get":
             return self._slot(func.value, expr.args[0] if expr.args else None)
-        if _dotted(func) in _COPIES:
+        if dotted_name(func) in _COPIES:
             return bool(expr.args) and self.gives_record(expr.args[0], local)
         return isinstance(func, ast.Name) and (func.id == self.settings.raw_accessor or func.id in self.getters)
 

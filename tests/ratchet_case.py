@@ -59,3 +59,8 @@ def scan_env_pkg(root: Path, files: dict[str, str]) -> ScanResult:
 def file_reads(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str]]:
     """(function, leaf) of every read reported in `file`."""
     return {(r.function, r.leaf) for r in result.reads if r.file == file}
+
+
+def reads_via(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str, str]]:
+    """(function, leaf, via) of every read reported in `file`."""
+    return {(r.function, r.leaf, r.via) for r in result.reads if r.file == file}

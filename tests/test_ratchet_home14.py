@@ -11,9 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import ACCESSORS, write_pkg
+from ratchet_case import fails, reads_via, write_pkg
 
-from configbags.migrate.check import check
 from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
 
 SETTINGS = ScanSettings(roots=("pkg",), record_dicts=("global_server_args_dict",))
@@ -41,12 +40,6 @@ def _scan(tmp_path: Path, files: dict[str, str], cache: Path | None = None) -> S
     return result
 
 
-def _user_reads(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str, str]]:
-    return {(r.function, r.leaf, r.via) for r in result.reads if r.file == file}
-
-
-def _fails(result: ScanResult) -> bool:
-    return not check(result, [], ACCESSORS, min_files=1).ok
 
 
 # ---- R14-4: the package from-import of the home module
@@ -63,13 +56,13 @@ def test_a_second_getter_through_the_package_from_import_is_a_raw_accessor(
     tmp_path: Path, user: str, expected: tuple[str, str],
 ) -> None:
     result = _scan(tmp_path, {"user.py": user})
-    assert _fails(result)
-    assert expected in {(function, leaf) for function, leaf, _ in _user_reads(result)}, result.reads
+    assert fails(result)
+    assert expected in {(function, leaf) for function, leaf, _ in reads_via(result)}, result.reads
 
 
 def test_what_is_not_the_record_through_the_package_from_import_reads_nothing(tmp_path: Path) -> None:
     user = "from legacy import server_args as S\ndef f():\n    return S.get_port().page_size, S.get_defaults()['page_size']\n"
-    assert not _user_reads(_scan(tmp_path, {"user.py": user}))
+    assert not reads_via(_scan(tmp_path, {"user.py": user}))
 
 
 # ---- R14-5: the home module's getters re-exported by a scanned module
@@ -92,14 +85,14 @@ def test_a_home_getter_re_exported_by_a_scanned_module_gives_the_record(
     tmp_path: Path, files: dict[str, str], expected: tuple[str, str, str],
 ) -> None:
     result = _scan(tmp_path, {"compat.py": REEXPORT, **files})
-    assert _fails(result)
+    assert fails(result)
     function, leaf, via = expected  # ("": a read of the record, whatever its via)
-    assert any(r[:2] == (function, leaf) and via in ("", r[2]) for r in _user_reads(result)), result.reads
+    assert any(r[:2] == (function, leaf) and via in ("", r[2]) for r in reads_via(result)), result.reads
 
 
 def test_another_home_function_re_exported_reads_nothing(tmp_path: Path) -> None:
     user = "from pkg.compat import get_port\nfrom pkg import compat\ndef f():\n    return get_port().page_size, compat.get_port().tp_size\n"
-    assert not _user_reads(_scan(tmp_path, {"compat.py": REEXPORT, "user.py": user}))
+    assert not reads_via(_scan(tmp_path, {"compat.py": REEXPORT, "user.py": user}))
 
 
 # ---- R14-6: the record dict re-exported by a scanned module under another name
@@ -114,13 +107,13 @@ RENAMED = "from legacy.server_args import global_server_args_dict as ARGS, other
 ])
 def test_the_record_dict_re_exported_under_another_name_is_the_dict(tmp_path: Path, user: str, leaf: str) -> None:
     result = _scan(tmp_path, {"compat.py": RENAMED, "user.py": user})
-    assert _fails(result)
-    assert ("f", leaf, "record_dict") in _user_reads(result), result.reads
+    assert fails(result)
+    assert ("f", leaf, "record_dict") in reads_via(result), result.reads
 
 
 def test_another_home_dict_re_exported_reads_nothing(tmp_path: Path) -> None:
     user = "from pkg.compat import OTHER\ndef f():\n    return OTHER['page_size']\n"
-    assert not _user_reads(_scan(tmp_path, {"compat.py": RENAMED, "user.py": user}))
+    assert not reads_via(_scan(tmp_path, {"compat.py": RENAMED, "user.py": user}))
 
 
 def test_a_warm_check_reads_the_re_exports_the_same(tmp_path: Path) -> None:
@@ -132,9 +125,9 @@ def test_a_warm_check_reads_the_re_exports_the_same(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cold = _scan(tmp_path, files, cache=cache)
     warm = _scan(tmp_path, files, cache=cache)
-    assert warm.files_from_cache and _user_reads(warm) == _user_reads(cold)
-    assert ("f", "page_size", "record_dict") in _user_reads(cold), cold.reads
-    assert ("f", "tp_size") in {(function, leaf) for function, leaf, _ in _user_reads(cold)}, cold.reads
+    assert warm.files_from_cache and reads_via(warm) == reads_via(cold)
+    assert ("f", "page_size", "record_dict") in reads_via(cold), cold.reads
+    assert ("f", "tp_size") in {(function, leaf) for function, leaf, _ in reads_via(cold)}, cold.reads
 
 
 # ---- R14-5, wider: the home module itself, or all of it, re-exported by a scanned module
@@ -148,8 +141,8 @@ def test_a_warm_check_reads_the_re_exports_the_same(tmp_path: Path) -> None:
 ])
 def test_the_home_module_re_exported_whole_keeps_its_doors(tmp_path: Path, compat: str, user: str) -> None:
     result = _scan(tmp_path, {"compat.py": compat, "user.py": user})
-    assert _fails(result)
-    assert ("f", "page_size") in {(function, leaf) for function, leaf, _ in _user_reads(result)}, result.reads
+    assert fails(result)
+    assert ("f", "page_size") in {(function, leaf) for function, leaf, _ in reads_via(result)}, result.reads
 
 
 @pytest.mark.parametrize("compat", ["from legacy import server_args\n", "from legacy.server_args import *\n"])
@@ -158,4 +151,4 @@ def test_the_home_module_re_exported_whole_gives_nothing_else(tmp_path: Path, co
         "from pkg import compat\nfrom pkg.compat import get_port, other_dict\ndef f():\n"
         "    return get_port().page_size, other_dict['page_size'], compat.get_defaults()['page_size']\n"
     )
-    assert not _user_reads(_scan(tmp_path, {"compat.py": compat, "user.py": user}))
+    assert not reads_via(_scan(tmp_path, {"compat.py": compat, "user.py": user}))

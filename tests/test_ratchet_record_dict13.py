@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import ACCESSORS, write_pkg
+from ratchet_case import fails, reads_via, write_pkg
 
-from configbags.migrate.check import check
 from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
 
 DICT_SETTINGS = ScanSettings(roots=("pkg",), record_dicts=("global_server_args_dict",))
@@ -40,12 +39,6 @@ def _scan(tmp_path: Path, files: dict[str, str], home: str = "", cache: Path | N
     return result
 
 
-def _user_reads(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str, str]]:
-    return {(r.function, r.leaf, r.via) for r in result.reads if r.file == file}
-
-
-def _fails(result: ScanResult) -> bool:
-    return not check(result, [], ACCESSORS, min_files=1).ok
 
 
 # ---- R13-3: the record dict under another name of a scanned module
@@ -73,8 +66,8 @@ def test_the_record_dict_under_another_name_is_read_by_key_in_importers(
     tmp_path: Path, files: dict[str, str], leaf: str,
 ) -> None:
     result = _scan(tmp_path, {"sb.py": SB, **files})
-    assert _fails(result)
-    assert ("f", leaf, "record_dict") in _user_reads(result), result.reads
+    assert fails(result)
+    assert ("f", leaf, "record_dict") in reads_via(result), result.reads
 
 
 def test_the_alias_is_the_dict_in_its_own_module_too(tmp_path: Path) -> None:
@@ -82,7 +75,7 @@ def test_the_alias_is_the_dict_in_its_own_module_too(tmp_path: Path) -> None:
     # a new reader in the same module)
     own = SB + "def later():\n    return GLOBAL_ARGS['page_size'], gsad()['tp_size']\n"
     result = _scan(tmp_path, {"sb.py": own})
-    reads = _user_reads(result, "pkg/sb.py")
+    reads = reads_via(result, "pkg/sb.py")
     assert {("later", "page_size", "record_dict"), ("later", "tp_size", "record_dict")} <= reads, reads
     assert {("<module>", "*", "record_dict"), ("gsad", "*", "record_dict")} <= reads, reads
 
@@ -101,8 +94,8 @@ def test_a_write_through_the_alias_is_a_write(tmp_path: Path) -> None:
 def test_the_dict_under_another_name_used_whole_or_by_an_unknown_key_reads_everything(tmp_path: Path, body: str) -> None:
     user = f"from pkg import sb\nfrom pkg.sb import GLOBAL_ARGS, gsad\ndef f(name):\n    {body}\n"
     result = _scan(tmp_path, {"sb.py": SB, "user.py": user})
-    assert _fails(result)
-    assert ("f", "*", "record_dict") in _user_reads(result), result.reads
+    assert fails(result)
+    assert ("f", "*", "record_dict") in reads_via(result), result.reads
 
 
 @pytest.mark.parametrize(("sb", "user"), [
@@ -117,7 +110,7 @@ def test_the_dict_under_another_name_used_whole_or_by_an_unknown_key_reads_every
 ])
 def test_other_dicts_and_other_names_read_nothing(tmp_path: Path, sb: str, user: str) -> None:
     result = _scan(tmp_path, {"sb.py": sb, "user.py": user})
-    assert not _user_reads(result), result.reads
+    assert not reads_via(result), result.reads
 
 
 def test_a_warm_check_reads_the_alias_the_same(tmp_path: Path) -> None:
@@ -125,7 +118,7 @@ def test_a_warm_check_reads_the_alias_the_same(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cold = _scan(tmp_path, files, cache=cache)
     warm = _scan(tmp_path, files, cache=cache)
-    assert warm.files_from_cache and _user_reads(warm) == _user_reads(cold) == {("f", "page_size", "record_dict")}
+    assert warm.files_from_cache and reads_via(warm) == reads_via(cold) == {("f", "page_size", "record_dict")}
 
 
 # ---- R13-4: the home module's function returning the record dict, or a name bound to it
@@ -143,18 +136,18 @@ HOME_DICT = (
 ])
 def test_the_home_modules_record_dict_getter_gives_the_dict(tmp_path: Path, user: str) -> None:
     result = _scan(tmp_path, {"user.py": user}, HOME_DICT)
-    assert _fails(result)
-    assert _user_reads(result) == {("f", "page_size", "record_dict")}, result.reads
+    assert fails(result)
+    assert reads_via(result) == {("f", "page_size", "record_dict")}, result.reads
 
 
 def test_the_home_modules_dict_getter_by_an_unknown_key_reads_everything(tmp_path: Path) -> None:
     user = "from legacy.server_args import get_global_server_args_dict as g\ndef f(k):\n    return g()[k]\n"
-    assert _user_reads(_scan(tmp_path, {"user.py": user}, HOME_DICT)) == {("f", "*", "record_dict")}
+    assert reads_via(_scan(tmp_path, {"user.py": user}, HOME_DICT)) == {("f", "*", "record_dict")}
 
 
 def test_the_home_modules_other_dicts_read_nothing(tmp_path: Path) -> None:
     user = "from legacy.server_args import get_defaults\ndef f():\n    return get_defaults()['page_size']\n"
-    assert not _user_reads(_scan(tmp_path, {"user.py": user}, HOME_DICT))
+    assert not reads_via(_scan(tmp_path, {"user.py": user}, HOME_DICT))
 
 
 # ---- R13-5: second getters of the home module, unannotated, of other shapes
@@ -185,13 +178,13 @@ def test_a_second_getter_of_other_shapes_is_a_raw_accessor(tmp_path: Path, call:
     name = call.partition("(")[0]
     user = f"from legacy.server_args import {name}\ndef f():\n    return {call}.page_size\n"
     result = _scan(tmp_path, {"user.py": user}, GETTERS)
-    assert _fails(result)
-    assert ("f", "page_size") in {(function, leaf) for function, leaf, _ in _user_reads(result)}, result.reads
+    assert fails(result)
+    assert ("f", "page_size") in {(function, leaf) for function, leaf, _ in reads_via(result)}, result.reads
 
 
 def test_the_getters_through_the_module_are_raw_accessors_too(tmp_path: Path) -> None:
     user = "import legacy.server_args as S\ndef f():\n    return S.get_args2().tp_size, S.get_args_copy().page_size\n"
-    leaves = {leaf for _, leaf, _ in _user_reads(_scan(tmp_path, {"user.py": user}, GETTERS))}
+    leaves = {leaf for _, leaf, _ in reads_via(_scan(tmp_path, {"user.py": user}, GETTERS))}
     assert leaves == {"tp_size", "page_size"}
 
 
@@ -199,4 +192,4 @@ def test_the_getters_through_the_module_are_raw_accessors_too(tmp_path: Path) ->
 def test_what_is_not_the_record_reads_nothing(tmp_path: Path, call: str) -> None:
     name = call.partition("(")[0]
     user = f"from legacy.server_args import {name}\ndef f():\n    return {call}.page_size\n"
-    assert not _user_reads(_scan(tmp_path, {"user.py": user}, GETTERS))
+    assert not reads_via(_scan(tmp_path, {"user.py": user}, GETTERS))
