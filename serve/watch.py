@@ -128,12 +128,12 @@ class StartFiles:
 
     def __init__(self, schema_path: Path, watched: Path) -> None:
         self.schema_path = schema_path
-        self.watched = Path(watched)
+        self.watched = Path(os.path.abspath(watched))  # (however either flag spells it; links kept: a ConfigMap's swap)
         self._contents: dict[Path, Mapping[str, Any]] = {}
 
     def load(self, path: Path) -> Mapping[str, Any]:
         path = Path(path)
-        if path == self.watched:
+        if Path(os.path.abspath(path)) == self.watched:
             return load_config_file(path, self.schema_path)
         if path not in self._contents:
             self._contents[path] = load_config_file(path, self.schema_path)

@@ -118,3 +118,18 @@ def test_a_served_watch_follows_only_its_file_not_the_other_config_files(tmp_pat
             assert (shown["value"], shown["layer"], shown["source"]) == (value, "config_file", str(a))
     finally:
         server.stop()
+
+
+def test_the_watched_file_is_read_afresh_however_the_flags_spell_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--config /abs/b.json --watch b.json`: one file, so never held at its start contents
+    from configbags.generated import server_args as record_module
+    from configbags.serve.watch import StartFiles
+
+    monkeypatch.chdir(tmp_path)
+    watched = tmp_path / "b.json"
+    watched.write_text(json.dumps({"speculative_accept_threshold_acc": 0.7}))
+    files = StartFiles(Path(record_module.SCHEMA_PATH), Path("b.json"))
+    files.read([str(watched)])
+    watched.write_text(json.dumps({"speculative_accept_threshold_acc": 0.8}))
+    assert files.load(Path("./b.json"))["speculative_accept_threshold_acc"] == 0.8
+    assert files.load(watched)["speculative_accept_threshold_acc"] == 0.8
