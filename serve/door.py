@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from configbags.serve.ranks import RankGroup, Ticket
 
 T = TypeVar("T")
+_CONSISTENT_TRIES = 16  # reads of one state tried before a 503 (Door.consistent)
 OPERATOR = "operator"  # the role the door writes as (schema/roles.yaml)
 SOURCE_PREFIX = "http:"  # the override log's source of a PATCH is SOURCE_PREFIX + `source`
 LOG_SOURCE_CHARS = 200  # the longest override source the context takes, prefix included
@@ -398,12 +399,16 @@ class Door:
     def consistent(self, read: Callable[[], T]) -> T:
         """`read()` of one State: read again if a change committed meanwhile. A read off the
         rank thread never waits on the lock, which a change holds through its collective (as
-        long as a store that stops answering holds that)."""
-        while True:
+        long as a store that stops answering holds that). Bounded: changes committing through
+        every one of a few reads in a row give a 503 to retry, never a spin."""
+        for _ in range(_CONSISTENT_TRIES):
             state = self.context.state
             value = read()
             if self.context.state is state:
                 return value
+        raise DoorError(503, "config_changing",
+                        f"the config changed during each of {_CONSISTENT_TRIES} reads in a row",
+                        "retry the request: changes are committing faster than it could be read")
 
     # -- auth ------------------------------------------------------------------------
     def _key(self, leaf: str) -> str | None:

@@ -6,12 +6,12 @@ refused (415 naming it), with nothing applied."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import httpx
 import pytest
+from test_serve_hostile import Client
 
 import configbags.generated.accessors  # noqa: F401  (registers the process context)
 from configbags.generated.server_args import ServerArgs
@@ -20,26 +20,12 @@ from configbags.runtime.context import Context
 pytest.importorskip("fastapi")
 
 from configbags.serve.app import create_app
-from configbags.serve.door import Door
+from configbags.serve.door import Door, DoorError
 
 ADMIN_KEY = "admin-key-71f3"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 BODY = json.dumps({"source": "ops", "leaves": {"speculative_accept_threshold_acc": 0.3}}).encode()
 GETS = ["/health", "/server_info", "/config/weight_version", "/config/contracts", "/metrics", "/openapi.json"]
-
-
-class Client:
-    """The app in this process, through httpx's ASGI transport (no server, no port)."""
-
-    def __init__(self, app: Any) -> None:
-        self._transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        async def go() -> httpx.Response:
-            async with httpx.AsyncClient(transport=self._transport, base_url="http://door") as c:
-                return await c.request(method, path, **kwargs)
-
-        return asyncio.run(go())
 
 
 @pytest.fixture
@@ -124,3 +110,18 @@ def test_a_patch_labelled_with_a_charset_other_than_utf8_is_refused_naming_it(
                                           'application/json; charset="utf-8"', "application/x-www-form-urlencoded"])
 def test_a_patch_labelled_utf8_or_without_a_charset_is_read(client: Client, content_type: str) -> None:
     assert _patch(client, **{"content-type": content_type}).status_code == 200
+
+
+def test_a_read_racing_commits_without_end_is_a_503_to_retry_never_a_spin() -> None:
+    class EverChanging:
+        @property
+        def state(self) -> object:
+            return object()  # a new State at every look: a change committed in between
+
+    door = Door.__new__(Door)
+    door.context = EverChanging()  # type: ignore[assignment]
+    reads = []
+    with pytest.raises(DoorError) as refused:
+        door.consistent(lambda: reads.append(1))
+    assert refused.value.status == 503 and refused.value.code == "config_changing"
+    assert len(reads) == 16
