@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
+import httpx
 import pytest
+from serve_server import API_KEY, Server
 from test_serve_watch import ConfigMap, settle
 from test_serve_watch_layers import watching
 
@@ -82,3 +85,40 @@ def test_deprecated_and_unknown_variable_warnings_print_once_in_plan(
                        "--tp-size", "1,2"]) == 0
     unknown = [r for r in caplog.records if "SGLANG_NOT_A_SETTING_AT_ALL" in r.getMessage()]
     assert len(unknown) == 1
+
+
+def test_a_forced_rule_warns_once_in_plan_over_several_points(
+        caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+    """A rule forcing the operator's --page-size resolves again for each model and TP size."""
+    assert configbags(["plan", "--model-config", str(MODELS / "llama-3.1-8b.json"), "--device-memory", "80GiB",
+                       "--tp-size", "1,2,4", "--attention-backend", "trtllm_mha", "--page-size", "8"]) == 0
+    forced = [r.getMessage() for r in caplog.records if " forces " in r.getMessage()]
+    assert forced == ["rule page_size_trtllm_mha forces schedule.page_size=64 over 8 from --page-size (cli): "
+                      "TensorRT-LLM MHA kernels run 16-, 32- or 64-token pages only"]
+
+
+@pytest.mark.slow
+def test_a_served_watch_over_two_ranks_warns_once_through_a_reload(tmp_path: Path) -> None:
+    """The real command: `serve --ranks 2 --config A --watch B`, B overriding A, then B
+    edited keeping the override: one warning in the whole output."""
+    a = tmp_path / "a.yaml"
+    a.write_text("weight_version: fromA\n")
+    cm = ConfigMap(tmp_path / "config")
+    cm.publish("weight_version: fromB\nspeculative_accept_threshold_acc: 0.7\n")
+    server = Server("--ranks", "2", "--tp-size", "2", "--api-key", API_KEY, "--config", str(a), "--watch", str(cm.file))
+    try:
+        cm.publish("weight_version: fromB\nspeculative_accept_threshold_acc: 0.5\n")
+        deadline = time.monotonic() + 30  # bounded: a reload not seen fails, it does not hang
+        while time.monotonic() < deadline:
+            body = httpx.get(f"{server.url}/server_info", headers={"Authorization": f"Bearer {API_KEY}"},
+                             timeout=30).json()
+            if body["resolved"]["speculative_accept_threshold_acc"] == 0.5:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the reload was not seen within 30 s")
+        assert server.terminate() == 0
+        output = server.output()
+        assert output.count(" overrides weight_version=") == 1, output
+    finally:
+        server.stop()
