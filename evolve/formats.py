@@ -83,6 +83,21 @@ class ConfigEntry:
 
 
 @attrs.frozen
+class Unnamed:
+    """A ConfigMap entry whose key has no config-file suffix (`server-config`) and whose text
+    is a YAML mapping: which entry a pod mounts as which file, and whether it is a --config
+    file, is not in the ConfigMap (nor always in the files linted), so lint reads it as a
+    config file when it looks like one (`entries`, and what the server's reader `refused`
+    in it), and names it otherwise."""
+
+    key: str
+    field: str  # `data` or `binaryData`
+    line: int
+    entries: tuple[ConfigEntry, ...]
+    refused: tuple[tuple[str, int], ...]
+
+
+@attrs.frozen
 class Parsed:
     format: str
     commands: tuple[Command, ...] = ()
@@ -91,6 +106,7 @@ class Parsed:
     # (problem, line) for each config text the server's own reader (`yamlsafe.load_text`)
     # refuses though it composes here: a `%YAML 1.1` directive, two documents, a duplicate key
     refused: tuple[tuple[str, int], ...] = ()
+    unnamed: tuple[Unnamed, ...] = ()
 
 
 class FormatError(Exception):
@@ -865,18 +881,20 @@ def parse_kubernetes(docs: list[Marked], launchers: Sequence[str]) -> Parsed:
     env: list[EnvVar] = []
     config: list[ConfigEntry] = []
     refused: list[tuple[str, int]] = []
+    unnamed: list[Unnamed] = []
     for doc in (d.merging() for d in docs):
         for obj in _objects(doc):
-            found, why = _config_files(obj)
+            found, why, others = _config_files(obj)
             config += found
             refused += why
+            unnamed += others
         for _, node in _walk(doc):
             if node.is_map and any(node.get(k) is not None for k in ("args", "command", "env")) and (
                     node.get("image") is not None or node.get("args") is not None):
                 found_commands, found_env = _container(node, launchers)
                 commands += found_commands
                 env += found_env
-    return Parsed("kubernetes", tuple(commands), tuple(env), tuple(config), tuple(refused))
+    return Parsed("kubernetes", tuple(commands), tuple(env), tuple(config), tuple(refused), tuple(unnamed))
 
 
 def _objects(doc: Marked) -> Iterator[Marked]:
@@ -901,31 +919,41 @@ _CONFIG_TEXTS = (("ConfigMap", "data", False, False), ("ConfigMap", "binaryData"
                  ("Secret", "stringData", False, True), ("Secret", "data", True, True))
 
 
-def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]]:
+def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]], list[Unnamed]]:
     """A ConfigMap's or Secret's entries named *.yaml/*.yml/*.json (in any case), read as config files
-    (each entry a `part` of its own), and what the server's reader refuses in them. A base64
-    entry (a Secret's `data`, a ConfigMap's `binaryData`) is decoded first. A Secret's values
-    are never shown."""
+    (each entry a `part` of its own), and what the server's reader refuses in them; and a
+    ConfigMap's other entries that hold a YAML mapping, for lint to take or name (`Unnamed`;
+    any other text, an environment value or a script, is no config file the server would
+    read; a Secret's are keys and certificates). A base64 entry (a Secret's `data`, a
+    ConfigMap's `binaryData`) is decoded first. A Secret's values are never shown."""
     kind = obj.get("kind") if obj.is_map else None
     out: list[ConfigEntry] = []
     refused: list[tuple[str, int]] = []
+    unnamed: list[Unnamed] = []
     for of_kind, field, encoded, secret in _CONFIG_TEXTS:
         texts = obj.get(field) if kind is not None and kind.text == of_kind else None
         for key, line, child in texts.items() if texts is not None and texts.is_map else ():
-            if child.text is None or Path(key).suffix.lower() not in (".yaml", ".yml", ".json"):  # as serve reads it
+            named = Path(key).suffix.lower() in (".yaml", ".yml", ".json")  # as serve reads it
+            if child.text is None or not (named or of_kind == "ConfigMap"):
                 continue
             text = _decoded(child.text) if encoded else child.text
             if text is None:
-                refused.append((f"the {of_kind} entry {key!r} under `{field}` is not base64 of UTF-8 text (its "
-                                f"value not shown)", line))
+                if named:
+                    refused.append((f"the {of_kind} entry {key!r} under `{field}` is not base64 of UTF-8 text (its "
+                                    f"value not shown)", line))
                 continue
             # a literal block's lines are the file's, from the line after its key; a quoted,
             # folded or decoded text's lines are not: its findings are at the key's line
             literal = not encoded and getattr(child.node, "style", None) == "|"
             found, why = _config_text(text, key, f"{obj.line}:{field}:{key}", secret)
-            out += [attrs.evolve(e, line=e.line + child.line if literal else line) for e in found]
-            refused += [(problem, at + child.line if literal else line) for problem, at in why]
-    return out, refused
+            found = [attrs.evolve(e, line=e.line + child.line if literal else line) for e in found]
+            why = [(problem, at + child.line if literal else line) for problem, at in why]
+            if named:
+                out += found
+                refused += why
+            elif found:
+                unnamed.append(Unnamed(key, field, line, tuple(found), tuple(why)))
+    return out, refused, unnamed
 
 
 def _decoded(text: str) -> str | None:

@@ -36,6 +36,7 @@ from configbags.evolve.formats import (
     EnvVar,
     FormatError,
     Token,
+    Unnamed,
     dynamic,
     parse_file,
 )
@@ -590,6 +591,16 @@ class Linter:
         known = sum(1 for e in entries if e.key in self.keys)
         return known > 0 and 2 * known >= len(entries)
 
+    def _skipped(self, entry: Unnamed, file: str) -> Finding:
+        """A ConfigMap entry without a config-file suffix whose mapping does not look like a
+        config file: named, since a pod may still mount it as one (`items: [{key, path}]`)."""
+        known = sum(1 for e in entry.entries if e.key in self.keys)
+        return Finding("lint-skipped", entry.key, f"the ConfigMap entry {entry.key!r} under `{entry.field}` is not "
+                       f"linted: its key has no .yaml/.yml/.json suffix, and {known} of the {len(entry.entries)} keys "
+                       f"of its mapping are the schema's (a config file's are at least half)",
+                       file, entry.line, "if a pod mounts it as a --config file, name its key *.yaml (the volume's "
+                       "`items: [{key, path}]` can keep the mounted name) so lint reads it as one")
+
     def lint_file(self, path: Path, shown: str, launchers: Sequence[str], *, named: bool = True) -> list[Finding]:
         """The findings of one file; `named`: the user named it (a YAML or JSON file found
         in a folder is linted as a config file only when it looks like one)."""
@@ -603,7 +614,11 @@ class Linter:
             return [Finding("lint-unreadable", shown, f"cannot read: {exc}", shown, 1)]
         if parsed is None or (parsed.format in ("config", "json") and not named and not self.is_config(parsed.config)):
             return []
-        found: list[Finding] = []
+        taken = [u for u in parsed.unnamed if self.is_config(u.entries)]
+        found = [self._skipped(u, shown) for u in parsed.unnamed if u not in taken]
+        if taken:
+            parsed = attrs.evolve(parsed, config=(*parsed.config, *(e for u in taken for e in u.entries)),
+                                  refused=(*parsed.refused, *(r for u in taken for r in u.refused)))
         try:
             env_keys = self.env_key_values(parsed.env)
             for command in parsed.commands:

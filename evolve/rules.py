@@ -160,6 +160,8 @@ _TABLE = (
     Rule("lint-unchecked", INFO, (), "a launch line holds words lint cannot see: an unquoted expansion (`$ARGS`, "
          "a Python `*args`) or an array lint cannot resolve (`\"${ARGS[@]}\"`) standing alone, which becomes words "
          "known only at run time"),
+    Rule("lint-skipped", INFO, (), "a ConfigMap entry without a .yaml/.yml/.json suffix that is no mapping of mostly "
+         "the schema's keys, so not linted as a config file: a pod may still mount it as one"),
 )
 
 RULES: dict[str, Rule] = {r.id: r for r in _TABLE}

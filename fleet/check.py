@@ -166,7 +166,7 @@ def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | Non
                                   key if entry_key is None else entry_key, where,
                                   key_from if entry_key is None else entry_from))
     for t in targets:
-        check_url(t.url, t.where)
+        check_url(t.url, t.where, f"--api-key, ${KEY_ENV} or key_env in a servers file")
         if t.key is not None and (why := client_key_problem(t.key, t.key_from)) is not None:
             raise ConfigError(f"{t.where} ({t.shown}): {why}")
     return targets

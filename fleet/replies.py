@@ -74,12 +74,18 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def check_url(url: str, where: str) -> None:
+def check_url(url: str, where: str, keys: str = "--api-key or $CONFIGBAGS_API_KEY") -> None:
     """Refuse (ConfigError, naming `where` and the URL with its user part masked) a URL
-    `url_problem` finds wrong."""
+    `url_problem` finds wrong, or one with a user part: httpx would send `user:pass@` as
+    basic auth in place of the `Bearer` key (the door takes no other), so the key given
+    would be dropped without a word. `keys` names the options that give the key instead."""
     why = url_problem(url)
     if why is not None:
         raise ConfigError(f"{where}: {shown_url(url)!r} {why}; give a server's base URL, e.g. http://10.0.0.7:30000")
+    if "@" in url.partition("://")[2].partition("/")[0]:
+        raise ConfigError(f"{where}: {shown_url(url)!r} has a user part (user:password@): the door takes no "
+                          f"password in the URL, and it would be sent in place of the key; give the URL without "
+                          f"it and the key with {keys}")
 
 
 def http_failure(exc: httpx.HTTPError, url: str, secrets: Iterable[str | None] = ()) -> str:

@@ -272,9 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         urls = [(w, what) for w, what in ((args.old, "OLD"), (args.new, "NEW")) if w.startswith(("http://", "https://"))]
         for where, what in urls:
-            check_url(where, what)
+            check_url(where, what, f"--api-key or ${READ_KEY_ENV}")
         if args.apply:
-            check_url(args.apply, "--apply")
+            check_url(args.apply, "--apply", f"--admin-key or ${ADMIN_KEY_ENV}")
         # every key that will be sent, by the server's own rule, before any request (never shown)
         for key, origin, sent in ((read_key, read_from, bool(urls)), (admin_key, admin_from, bool(args.apply))):
             if sent and key is not None and (why := client_key_problem(key, origin)) is not None:

@@ -57,7 +57,8 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 RENAMED_DEST = "renamed:"  # argparse dest prefix of an old flag: renamed:<old name>
 
-# Spellings already warned about in this process (a deprecation warns once per spelling).
+# Warnings already given in this process: a deprecation once per spelling, an unknown
+# variable once per name, a config file's override once per message.
 _warned: set[str] = set()
 
 
@@ -415,8 +416,11 @@ def merge_config_files(
         for key, value in layer.items():
             if key in origins and values[key] != value:
                 spec = registry.leaves[key]
-                log.warning("config file %s overrides %s=%r from %s with %r", path, key,
-                            spec.shown(values[key]), origins[key].source, spec.shown(value))
+                # once per process: explain, plan (each model and TP size) and a --watch reload
+                # layer the same files again; a reload that overrides anew still warns
+                message = (f"config file {path} overrides {key}={spec.shown(values[key])!r} from "
+                           f"{origins[key].source} with {spec.shown(value)!r}")
+                warn_once(message, message)
             values[key] = value
             origins[key] = Origin(Layer.CONFIG_FILE, str(path))
     return values, origins

@@ -202,3 +202,60 @@ def test_a_malformed_urls_user_part_stays_masked_wherever_it_is_refused(
                          "--admin-key", "k", "--", "--model-path", "m"]):
         code, out = run(capsys, main, *argv)
         assert code == 2 and "SEKMAL" not in out and "***@" in out, (argv, out)
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, list[str | None]]]:
+    """A server that records each request's Authorization header (and answers 401)."""
+    import http.server
+    import threading
+
+    seen: list[str | None] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            body = b'{"error": "unauthorized", "message": "no"}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_PATCH = do_GET
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def test_a_url_with_a_user_part_is_refused_before_any_request_naming_the_key_options(
+        recorder: tuple[str, list[str | None]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """httpx sends a URL's `user:pass@` as basic auth, in place of the `Bearer` read key: the
+    key given was silently dropped and the door answered 401. Now: exit 2, nothing sent."""
+    host, seen = recorder
+    url = f"http://ops:SEKUSERPW@{host}"
+    servers = tmp_path / "s.yaml"
+    servers.write_text(f"servers:\n  - {{url: '{url}'}}\n")
+    new = tmp_path / "new.yaml"
+    new.write_text("weight_version: v9\n")
+    for main, where, keys, *argv in (
+            [fleet_check.main, "URL argument 1", "--api-key", url, "--api-key", "readkey-1"],
+            [fleet_check.main, "servers[0]", "key_env", "--servers", str(servers), "--api-key", "readkey-1"],
+            [rollout.main, "OLD", "--api-key", "--package", "configbags.generated", url, str(new),
+             "--api-key", "readkey-1", "--", "--model-path", "m"],
+            [rollout.main, "--apply", "--admin-key", "--package", "configbags.generated", str(new), str(new),
+             "--apply", url, "--admin-key", "adminkey-1", "--", "--model-path", "m"]):
+        code, out = run(capsys, main, *argv)
+        assert code == 2 and "SEKUSERPW" not in out and f"http://***@{host}" in out, (argv, out)
+        assert where in out and "user part" in out and keys in out and "Traceback" not in out, (argv, out)
+    assert seen == []

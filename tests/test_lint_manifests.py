@@ -195,3 +195,33 @@ def test_helm_arguments_written_as_one_string_are_shell_words(tmp_path: Path, vi
     path.write_text(values)
     assert [(line, rule, subject if expected and expected[0][2] is not None else None)
             for line, rule, subject in found(path, view)] == expected
+
+
+def test_a_configmap_entry_without_a_suffix_is_linted_when_it_holds_the_schemas_keys(
+        tmp_path: Path, view: SchemaView) -> None:
+    """`server-config` mounted as a --config file (`items: [{key: server-config, path:
+    config.yaml}]`): which entry a pod mounts as which file is not in the ConfigMap, so an
+    entry whose text is a mapping of mostly the schema's keys is linted as a config file,
+    and another mapping is named as not linted (info), never skipped unsaid. A text that is no
+    mapping (a script, an environment value) is no config file the server would read."""
+    path = tmp_path / "cm.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n"
+        "  server-config: |\n    tp_size: 2\n    page_sise: 16\n    max_running_requests: many\n"  # lines 5-8
+        "  start.sh: |\n    exec python -m x\n"  # 9: no mapping
+        "  SGLANG_TP_SIZE: '2'\n"  # 11: an environment value (envFrom)
+        "  logging: |\n    version: 1\n    handlers: {}\n"  # 12: a mapping of other keys
+        f"binaryData:\n  engine: {_b64('tp_sise: 4')}\n")  # 16: base64 of a mapping of no schema key
+    assert sorted(found(path, view)) == [(7, "lint-unknown", "page_sise"), (8, "lint-bad-value", "max_running_requests"),
+                                         (12, "lint-skipped", "logging"), (16, "lint-skipped", "engine")]
+    messages = {f.subject: f.message for f in lint.lint([path], view) if f.rule == "lint-skipped"}
+    assert "0 of the 2 keys" in messages["logging"] and "under `binaryData`" in messages["engine"]
+
+
+def test_a_secrets_entries_without_a_suffix_stay_unread_and_unnamed(tmp_path: Path, view: SchemaView) -> None:
+    """A Secret's suffix-less entries are keys and certificates (`api-key`, `tls.crt`): never
+    read as config files, nor named."""
+    path = tmp_path / "s.yaml"
+    path.write_text(f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ndata:\n  api-key: {_b64('tp_sise: 1')}\n"
+                    "stringData:\n  token: 'page_sise: 2'\n")
+    assert found(path, view) == []

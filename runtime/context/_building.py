@@ -3,7 +3,6 @@ validated changes. Pure with respect to the process: nothing here is installed."
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -19,11 +18,9 @@ from configbags.runtime.context._records import (
 )
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import short_repr
-from configbags.runtime.record import origins_of
+from configbags.runtime.record import origins_of, warn_once
 from configbags.runtime.registry import DerivedSpec, LeafSpec, Registry
 from configbags.runtime.resolve import NO_FACTS, Facts, Origin, resolve
-
-log = logging.getLogger("configbags")
 
 
 class StateBuilder:
@@ -114,8 +111,8 @@ class StateBuilder:
         else:
             done = resolve(self.registry, raw, origins_of(record, leaves), facts)
             origins = done.origins
-            for warning in done.forced:
-                log.warning("%s", warning)
+            for warning in done.forced:  # once per process: plan resolves each model and TP size
+                warn_once(warning, warning)
         values = raw
         for name, fallback in self.registry.fallbacks.items():
             if values[name] is None:
