@@ -173,6 +173,7 @@ def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | Non
 
 
 async def _get(client: httpx.AsyncClient, target: Target, path: str) -> dict[str, Any]:
+    check_url(target.url, target.where)  # for library callers: the CLI refused it before
     headers = {"Authorization": f"Bearer {target.key}"} if target.key else {}
     async with client.stream("GET", target.url.rstrip("/") + path, headers=headers) as response:
         try:

@@ -174,7 +174,10 @@ async def _exchange(method: str, url: str, what: str, timeout: float, headers: M
 def exchange(method: str, url: str, *, what: str, timeout: float, headers: Mapping[str, str] | None = None,
              payload: Any = None) -> Answer:
     """One request and its whole JSON reply within `timeout` seconds in all (NoAnswer,
-    naming `what`, past it); a connection that fails raises httpx.HTTPError."""
+    naming `what`, past it); a connection that fails raises httpx.HTTPError. A URL the
+    CLIs would refuse (a user part, which httpx would send in place of the key) is refused
+    here too, for library callers (ConfigError), before anything is sent."""
+    check_url(url, what)
     try:
         return asyncio.run(asyncio.wait_for(_exchange(method, url, what, timeout, headers or {}, payload), timeout))
     except (asyncio.TimeoutError, httpx.TimeoutException):

@@ -259,3 +259,24 @@ def test_a_url_with_a_user_part_is_refused_before_any_request_naming_the_key_opt
         assert code == 2 and "SEKUSERPW" not in out and f"http://***@{host}" in out, (argv, out)
         assert where in out and "user part" in out and keys in out and "Traceback" not in out, (argv, out)
     assert seen == []
+
+
+def test_library_callers_are_refused_a_url_with_a_user_part_before_any_request(
+        recorder: tuple[str, list[str | None]]) -> None:
+    """The CLIs refuse a user part first; `rollout.apply`, `rollout.side_values` and
+    `fleet.check.run` called from Python refuse it too, nothing sent (httpx would send
+    it as basic auth in place of the key)."""
+    from configbags.packages import named_context
+    from configbags.runtime.errors import ConfigError
+
+    host, seen = recorder
+    url = f"http://ops:SEKUSERPW@{host}"
+    context = named_context("configbags.generated")
+    calls = (lambda: rollout.apply(url, {"source": "t", "leaves": {}}, "adminkey-1"),
+             lambda: rollout.side_values(context, url, [], "readkey-1"),
+             lambda: fleet_check.run([fleet_check.Target(url, key="readkey-1")]))
+    for call in calls:
+        with pytest.raises(ConfigError, match="user part") as caught:
+            call()
+        assert "SEKUSERPW" not in str(caught.value)
+    assert seen == []
