@@ -23,7 +23,6 @@ import itertools
 import json
 import math
 import os
-import re
 import sys
 import textwrap
 import time
@@ -38,7 +37,7 @@ from configbags.runtime.cliflags import secret_flags, shown_argv
 from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.leaftypes import jsonable
+from configbags.runtime.leaftypes import int_from_text, jsonable, short_repr
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import check_dump_apart, dump_path_of, model_inputs
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
@@ -67,18 +66,26 @@ EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_USER_ERROR = 0, 1, 2
 
 
 
+def _int_entry(part: str, whole: str, what: str, low: int, high: int) -> int:
+    """One integer of a flag's value in the one int grammar (the record's int flags'), within
+    [low, high]; the refusal quotes the entry and, when the value has several, the whole."""
+    of = "" if part == whole else f" of {short_repr(whole)}"
+    try:
+        value = int_from_text(part)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{what}{short_repr(part)}{of} is not an integer (ASCII digits, optionally signed, or 0x/0o)") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{what}{short_repr(part)}{of} must be between {low} and {high:,}")
+    return value
+
+
 def parse_int_list(text: str) -> list[int]:
-    """`1,2,4,8` -> [1, 2, 4, 8] (argparse `type=`)."""
+    """`1,2,4,8` -> [1, 2, 4, 8] (argparse `type=`), each in the one int grammar."""
     parts = text.split(",")
     if any(not part.strip() for part in parts):
         raise argparse.ArgumentTypeError(f"{text[:40]!r} has an empty entry; write sizes like 1,2,4,8")
-    try:
-        values = [int(part) for part in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a comma list of integers") from None
-    if not values or any(not 1 <= v <= 4096 for v in values):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r}: each size must be between 1 and 4096")
-    return values
+    return [_int_entry(part, text, "entry " if len(parts) > 1 else "", 1, 4096) for part in parts]
 
 
 parse_int_list.__name__ = "sizes"
@@ -110,11 +117,12 @@ def _join_size_values(args: list[str]) -> list[str]:
     return out
 
 
+MAX_COUNT = 999_999_999  # a request count or token count a flag takes: nine digits, as ever
+
+
 def parse_positive(text: str) -> int:
-    """A positive integer (argparse `type=`)."""
-    if not text.strip().isdigit() or int(text) < 1 or len(text) > 9:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a positive whole number")
-    return int(text)
+    """A positive integer (argparse `type=`) in the one int grammar."""
+    return _int_entry(text, text, "", 1, MAX_COUNT)
 
 
 parse_positive.__name__ = "count"
@@ -147,11 +155,14 @@ parse_gpus.__name__ = "gpus"
 
 
 def parse_workload(text: str) -> tuple[int, int]:
-    """`2000:500` -> (input tokens, output tokens)."""
-    match = re.fullmatch(r"\s*([0-9]{1,9})\s*:\s*([0-9]{1,9})\s*", text)
-    if not match or int(match.group(1)) + int(match.group(2)) < 1:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not IN:OUT tokens, e.g. 2000:500")
-    return int(match.group(1)), int(match.group(2))
+    """`2000:500` -> (input tokens, output tokens), each in the one int grammar."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{short_repr(text)} is not IN:OUT tokens, e.g. 2000:500")
+    isl, osl = (_int_entry(part, text, f"{side} ", 0, MAX_COUNT) for side, part in zip(("IN", "OUT"), parts, strict=True))
+    if isl + osl < 1:
+        raise argparse.ArgumentTypeError(f"{short_repr(text)}: a request holds at least one token, e.g. 2000:500")
+    return isl, osl
 
 
 parse_workload.__name__ = "workload"

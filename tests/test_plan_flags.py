@@ -1,0 +1,107 @@
+"""`configbags plan`'s own flags: ints in the one int grammar (as the record's int flags),
+one JSON object on stdout for any failure under --json, and "does not fit" hints that pass
+when applied."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from configbags.generated.accessors import get_context
+from configbags.server import plan as plan_module
+from configbags.server.plan import main, parse_bytes
+
+MODELS = Path(__file__).resolve().parent.parent / "models"
+LLAMA = str(MODELS / "llama-3.1-8b.json")
+
+
+@pytest.fixture(autouse=True)
+def _restore_context() -> object:
+    with get_context().restoring():
+        yield
+
+
+def _record_int_type() -> Any:
+    """The function argparse applies to the value of the record's int flag
+    `--max-total-tokens` (the parser's registered `int` type)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    record_type = get_context().record_type
+    assert record_type is not None
+    record_type.add_cli_args(parser)
+    action = next(a for a in parser._actions if "--max-total-tokens" in a.option_strings)
+    return parser._registry_get("type", action.type, action.type)
+
+
+RECORD_INT = _record_int_type()
+
+
+def record_int(text: str) -> int | None:
+    """What the record's int flag makes of `text` (None: refused, as argparse would)."""
+    try:
+        return int(RECORD_INT(text))
+    except (ValueError, TypeError, argparse.ArgumentTypeError):
+        return None
+
+
+def plan_ints(text: str) -> dict[str, int | None]:
+    """What each int-taking plan flag makes of `text` as one entry (None: refused)."""
+    out: dict[str, int | None] = {}
+    for name, parse, pick in (("tp", plan_module.parse_int_list, lambda v: v[0]),
+                              ("concurrency", plan_module.parse_positive, lambda v: v),
+                              ("workload in", plan_module.parse_workload, lambda v: v[0]),
+                              ("workload out", lambda t: plan_module.parse_workload(f"1:{t}"), lambda v: v[1])):
+        try:
+            out[name] = pick(parse(f"{text}:1" if name == "workload in" else text))
+        except argparse.ArgumentTypeError:
+            out[name] = None
+    return out
+
+
+# (the plan flag's range) each int plan flag takes the record's ints in its range, no others
+RANGES = {"tp": (1, 4096), "concurrency": (1, 999_999_999), "workload in": (0, 999_999_999),
+          "workload out": (0, 999_999_999)}
+
+INT_ALPHABET = st.sampled_from([*"0123456789_+- \t\u00a0xXoObB", "\u0661", "\u0663", "\uff11", "\u00b2", "a", "f"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(INT_ALPHABET, max_size=8) | st.integers(-10, 10**10).map(str) | st.integers(0, 4096).map(hex))
+def test_a_plan_int_flag_takes_what_the_record_int_flags_take(text: str) -> None:
+    expected = record_int(text)
+    for name, value in plan_ints(text).items():
+        low, high = RANGES[name]
+        want = expected if expected is not None and low <= expected <= high else None
+        assert value == want, (name, text)
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--tp-size", "1_0"], "argument --tp-size: '1_0' is not an integer"),
+    (["--tp-size", "1,\u0662"], "argument --tp-size: entry '\u0662' of '1,\u0662' is not an integer"),
+    (["--tp-size", "2,99999"], "argument --tp-size: entry '99999' of '2,99999'"),
+    (["--concurrency", "\u0663"], "argument --concurrency: '\u0663' is not an integer"),
+    (["--concurrency", "1_000"], "argument --concurrency: '1_000' is not an integer"),
+    (["--workload", "1_000:5"], "argument --workload: IN '1_000' of '1_000:5' is not an integer"),
+    (["--workload", "10:\u0665"], "argument --workload: OUT '\u0665' of '10:\u0665' is not an integer"),
+    (["--device-memory", "8_0GiB"], "argument --device-memory: '8_0GiB' is not a size"),
+    (["--device-memory", "\u0668\u0660GiB"], "argument --device-memory: '\u0668\u0660GiB' is not a size"),
+    (["--weight-bytes", "16\u00a0GiB"], "argument --weight-bytes: '16\\xa0GiB' is not a size"),
+])
+def test_plan_int_and_size_flags_refuse_what_the_one_grammar_refuses(
+    flags: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--model-config", LLAMA, "--device-memory", "80GiB", "--fit", *flags])
+    assert exc.value.code == 2
+    assert words in capsys.readouterr().err
+
+
+def test_hex_and_signed_ints_are_taken_as_the_record_takes_them() -> None:
+    assert plan_module.parse_int_list("0x2,+4, 8") == [2, 4, 8]
+    assert plan_module.parse_positive("0o10") == 8
+    assert plan_module.parse_workload(" 0x10 : 010 ") == (16, 10)
+    assert parse_bytes("0080GiB") == 80 << 30
