@@ -5,6 +5,7 @@ when applied."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,62 @@ def test_hex_and_signed_ints_are_taken_as_the_record_takes_them() -> None:
     assert plan_module.parse_positive("0o10") == 8
     assert plan_module.parse_workload(" 0x10 : 010 ") == (16, 10)
     assert parse_bytes("0080GiB") == 80 << 30
+
+
+# --- --json on failure: one JSON object on stdout, the message on stderr too ----------------
+
+JSON_FAILURES = {
+    # a wrong input found after parsing (mem_fraction_static has no share on 1 GiB)
+    "unresolved": (["--device-memory", "1GiB", "--tp-size", "1", "--page-size", "16"], 2, "SettingsError", {}),
+    # does not fit (exit 1)
+    "does not fit": (["--device-memory", "80GiB", "--page-size", "16", "--max-total-tokens", "1"], 1, "ContextTooLongError", {}),
+    # a usage error of a plan flag, and of a server flag
+    "plan flag": (["--device-memory", "80GiB", "--tp-size", "1_0"], 2, "UsageError", {"flag": "--tp-size"}),
+    "server flag": (["--device-memory", "80GiB", "--page-size", "x"], 2, "UsageError", {"flag": "--page-size"}),
+    "unknown flag": (["--device-memory", "80GiB", "--no-such-flag"], 2, "UsageError", {}),
+    # the model file
+    "model file": (["--device-memory", "80GiB", "--model-config", "missing.json"], 2, None, {"flag": "--model-config"}),
+    "fit": (["--device-memory", "80GiB", "--fit"], 2, "ConfigError", {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JSON_FAILURES))
+def test_a_failure_under_json_prints_one_json_object(case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    flags, status, kind, where = JSON_FAILURES[case]
+    argv = ["--model-config", LLAMA, *flags, "--json"]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code == status
+    captured = capsys.readouterr()
+    error = json.loads(captured.out)["error"]  # exactly one object: json.loads refuses more
+    assert "configbags plan: error:" in captured.err
+    assert error["message"] and error["message"] in captured.err
+    assert error["exit_status"] == status
+    if kind is not None:
+        assert error["type"] == kind
+    for key, value in where.items():
+        assert error[key] == value
+
+
+def test_the_json_failure_of_the_command_line_goes_through_configbags(capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.cli import main as configbags
+
+    assert configbags(["plan", "--model-config", LLAMA, "--device-memory", "1GiB", "--page-size", "16",
+                       "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["type"] == "SettingsError" and "mem_fraction_static is unresolved" in error["message"]
+
+
+def test_a_chart_without_matplotlib_under_json_is_the_one_object(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_matplotlib(*_: object) -> None:
+        raise ImportError("matplotlib")
+
+    monkeypatch.setattr(plan_module, "draw_chart", no_matplotlib)
+    argv = ["--model-config", LLAMA, "--device-memory", "80GiB", "--chart", str(tmp_path / "c.png"), "--json"]
+    assert main(argv) == 2
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == ["error", "sglang"] and out["error"]["flag"] == "--chart"
