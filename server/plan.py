@@ -469,7 +469,8 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poi
     ctx.publish(record, role=seam.CONFIGURATOR_ROLE, facts=facts)
     inputs = plan_inputs(ctx)
     start = time.perf_counter()
-    plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context).configure()
+    plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context,
+                               workload_tokens=sum(ns.workload) if ns.workload else None).configure()
     if plan.budget.headroom < 0 and not overrun_ok:  # the tables alone overrun the slack: nothing left for activations
         raise BudgetError(f"the tables paid from the slack need {plan.budget.from_slack / GiB:.2f} GiB, more than "
                           f"its {plan.budget.slack / GiB:.2f} GiB, leaving nothing for activations; lower "

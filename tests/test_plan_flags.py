@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,112 @@ def test_a_chart_without_matplotlib_under_json_is_the_one_object(
     assert main(argv) == 2
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["error", "sglang"] and out["error"]["flag"] == "--chart"
+
+
+# --- "does not fit": every hint is a value that passes when applied ---------------------
+
+BASE = ["--model-config", LLAMA, "--device-memory", "80GiB", "--page-size", "16"]
+DOES_NOT_FIT = {
+    # the tester's case: the operator's cap leaves less than a page; the request is the context
+    "cap below a page": ([*BASE, "--max-total-tokens", "1"], "context_length=131072"),
+    # ... the request is the workload's IN+OUT, not the context
+    "cap below a page, workload": ([*BASE, "--max-total-tokens", "1", "--workload", "2000:500"], "2,500 tokens"),
+    # ... the request is the given context
+    "cap below a page, context": ([*BASE, "--max-total-tokens", "15", "--context-length", "1000"],
+                                  "context_length=1000"),
+    # a page of one token: the pool holds 1 token, which runs no request
+    "cap of one token, page 1": (["--model-config", LLAMA, "--device-memory", "80GiB", "--max-total-tokens", "1"],
+                                 "context_length=131072"),
+    # --require-full-context and a cap under the context (a page-unaligned one)
+    "full context over the cap": ([*BASE, "--max-total-tokens", "50001", "--require-full-context"],
+                                  "context_length=131072"),
+    "full context over the cap, workload": ([*BASE, "--max-total-tokens", "50001", "--require-full-context",
+                                             "--workload", "1000:100"], "context_length=131072"),
+    # memory binds
+    "full context over memory": (["--model-config", LLAMA, "--device-memory", "24GiB", "--page-size", "16",
+                                  "--require-full-context"], "context_length=131072"),
+    # memory binds under the operator's fraction: the fraction that fits, alone or with the cap raised
+    "full context over the fraction": ([*BASE, "--mem-fraction-static", "0.3", "--require-full-context"],
+                                       "context_length=131072"),
+    "full context over the fraction and the cap": ([*BASE, "--mem-fraction-static", "0.3", "--require-full-context",
+                                                   "--max-total-tokens", "1000"], "context_length=131072"),
+    "context over the fraction, workload": ([*BASE, "--mem-fraction-static", "0.3", "--require-full-context",
+                                             "--context-length", "100000", "--workload", "3000:1000"],
+                                            "context_length=100000"),
+    # no KV budget at the operator's fraction, and the cap under the request too
+    "budget under the cap": ([*BASE, "--mem-fraction-static", "0.01", "--max-total-tokens", "1"],
+                             "context_length=131072"),
+    "budget under the cap, workload": ([*BASE, "--mem-fraction-static", "0.01", "--max-total-tokens", "1",
+                                        "--workload", "2000:500"], "2,500 tokens"),
+    # memory and the cap both bind, and no fraction keeps the reserve
+    "full context over memory and the cap": (["--model-config", LLAMA, "--device-memory", "24GiB", "--page-size",
+                                              "16", "--require-full-context", "--max-total-tokens", "1000"],
+                                             "context_length=131072"),
+}
+
+# "raise --flag to at least N", "set --flag N", "and --flag to at least N"
+_HINT = re.compile(r"(--[a-z][a-z-]*) (?:to at least )?([0-9][0-9.]*)")
+
+
+def hints(message: str) -> list[dict[str, str]]:
+    """The ways out a refusal offers: each `; `-, `, or `- or `(`-separated clause's flags
+    and values (a clause may set several: `... to at least X and --b to at least Y`)."""
+    ways = [dict(_HINT.findall(clause)) for clause in re.split(r";|,? or |\(", message)]
+    return [way for way in ways if way]
+
+
+def applied(argv: list[str], way: dict[str, str]) -> list[str]:
+    out = list(argv)
+    for flag, value in way.items():
+        if flag in out:
+            out[out.index(flag) + 1] = value
+        else:
+            out += [flag, value]
+    return out
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = main([*argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("case", sorted(DOES_NOT_FIT))
+def test_every_hint_of_a_does_not_fit_error_passes_when_applied(case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv, request = DOES_NOT_FIT[case]
+    code, out = run_json(argv, capsys)
+    assert code == 1, out
+    message = out["error"]["message"]
+    assert request in message, message
+    ways = hints(message)
+    assert ways, message
+    if "--max-total-tokens" in argv and "no mem_fraction_static" not in message:  # a way that raises the cap
+        assert any("--max-total-tokens" in way for way in ways), message
+    runs = [applied(argv, way) for way in ways]
+    if "leave --max-total-tokens out" in message:
+        at = argv.index("--max-total-tokens")
+        runs.append(argv[:at] + argv[at + 2:])
+    for run in runs:
+        with get_context().restoring():
+            code, out = run_json(run, capsys)
+        assert code == 0, (run, message, out.get("error"))
+        if "--workload" in argv:  # the workload is held, not only planned
+            assert out["concurrency"]["requests"] >= 1, (run, message)
+
+
+def test_the_hints_of_a_capped_plan_pass_when_applied(capsys: pytest.CaptureFixture[str]) -> None:
+    """A plan that passes but holds no request of the workload (the operator's cap under
+    it) and warns of the capped context: each hint, applied, holds it."""
+    argv = [*BASE, "--max-total-tokens", "100", "--workload", "2000:500"]
+    code, out = run_json(argv, capsys)
+    assert code == 0 and out["concurrency"]["requests"] == 0
+    reason = out["concurrency"]["reason"]
+    assert "raise --max-total-tokens to at least 2512" in reason, reason
+    for way in hints(reason):
+        with get_context().restoring():
+            code, held = run_json(applied(argv, way), capsys)
+        assert code == 0 and held["concurrency"]["requests"] >= 1, (way, reason)
+    [warning] = [w for w in out["plan"]["warnings"] if "requests are capped" in w]
+    for way in hints(warning):
+        with get_context().restoring():
+            code, full = run_json([*applied(argv, way), "--require-full-context"], capsys)
+        assert code == 0 and full["plan"]["max_req_len"] == full["plan"]["context_length"] - 1, (way, warning)
