@@ -206,7 +206,7 @@ def _json_wanted(args: Sequence[str]) -> bool:
     return "--json" in (words[: words.index("--")] if "--" in words else words)
 
 
-def build_parser(package: str | None = None) -> argparse.ArgumentParser:
+def build_parser(package: str | None = None) -> _PlanUsage:
     """The plan's own flags. Server flags are parsed by the generated package's `ServerArgs`
     (`--help-all` lists them); `--help` names only the ones the plan reads."""
     parser = _PlanUsage(
@@ -318,6 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_out = _json_wanted(args)
     try:
         return _main(args, json_out)
+    except ConfigError as exc:  # one a step let through: still the one line (and object) of a failure
+        return _fail(exc, json_out)
     except ModuleNotFoundError as exc:  # an extra a path needs (--allocate meta: torch); the CLI names it
         if json_out:
             print_error_json(type(exc).__name__, f"this needs {exc.name}, which is not installed", EXIT_USER_ERROR)
@@ -327,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: list[str], json_out: bool) -> int:
     package = peek_package(args)
     parser = build_parser(package)
-    parser.json_errors = json_out  # type: ignore[attr-defined]
+    parser.json_errors = json_out
     ns, server_argv = parser.parse_known_args(args)
     try:
         ctx = _package(ns.package)
