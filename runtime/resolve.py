@@ -180,7 +180,9 @@ MAX_DEVICE_BYTES = 1 << 50
 
 def parse_bytes(text: str) -> int:
     """`80GiB`, `80 GB`, `1.5TiB`, `85899345920` -> bytes (argparse `type=`)."""
-    match = re.fullmatch(r"\s*([0-9]{1,30}(?:\.[0-9]{1,30})?)\s*([a-zA-Z]*)\s*", text)
+    # ASCII digits and spacing only, as the one number grammar (a no-break space or an
+    # Arabic-Indic digit is no size a config file or a record flag would take)
+    match = re.fullmatch(r"[ \t\r\n]*([0-9]{1,30}(?:\.[0-9]{1,30})?)[ \t\r\n]*([a-zA-Z]*)[ \t\r\n]*", text)
     unit = match.group(2).lower() if match else ""
     if not match or unit not in _UNITS:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a size; write e.g. 80GiB, 40GB or 85899345920")

@@ -27,9 +27,9 @@ import re
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 
@@ -38,7 +38,7 @@ from configbags.runtime.cliflags import secret_flags, shown_argv
 from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
-from configbags.runtime.leaftypes import jsonable
+from configbags.runtime.leaftypes import int_from_text, jsonable, short_repr
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import check_dump_apart, dump_path_of, model_inputs
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
@@ -67,18 +67,26 @@ EXIT_OK, EXIT_DOES_NOT_FIT, EXIT_USER_ERROR = 0, 1, 2
 
 
 
+def _int_entry(part: str, whole: str, what: str, low: int, high: int) -> int:
+    """One integer of a flag's value in the one int grammar (the record's int flags'), within
+    [low, high]; the refusal quotes the entry and, when the value has several, the whole."""
+    of = "" if part == whole else f" of {short_repr(whole)}"
+    try:
+        value = int_from_text(part)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{what}{short_repr(part)}{of} is not an integer (ASCII digits, optionally signed, or 0x/0o)") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{what}{short_repr(part)}{of} must be between {low} and {high:,}")
+    return value
+
+
 def parse_int_list(text: str) -> list[int]:
-    """`1,2,4,8` -> [1, 2, 4, 8] (argparse `type=`)."""
+    """`1,2,4,8` -> [1, 2, 4, 8] (argparse `type=`), each in the one int grammar."""
     parts = text.split(",")
     if any(not part.strip() for part in parts):
         raise argparse.ArgumentTypeError(f"{text[:40]!r} has an empty entry; write sizes like 1,2,4,8")
-    try:
-        values = [int(part) for part in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a comma list of integers") from None
-    if not values or any(not 1 <= v <= 4096 for v in values):
-        raise argparse.ArgumentTypeError(f"{text[:40]!r}: each size must be between 1 and 4096")
-    return values
+    return [_int_entry(part, text, "entry " if len(parts) > 1 else "", 1, 4096) for part in parts]
 
 
 parse_int_list.__name__ = "sizes"
@@ -110,11 +118,12 @@ def _join_size_values(args: list[str]) -> list[str]:
     return out
 
 
+MAX_COUNT = 999_999_999  # a request count or token count a flag takes: nine digits, as ever
+
+
 def parse_positive(text: str) -> int:
-    """A positive integer (argparse `type=`)."""
-    if not text.strip().isdigit() or int(text) < 1 or len(text) > 9:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a positive whole number")
-    return int(text)
+    """A positive integer (argparse `type=`) in the one int grammar."""
+    return _int_entry(text, text, "", 1, MAX_COUNT)
 
 
 parse_positive.__name__ = "count"
@@ -147,11 +156,14 @@ parse_gpus.__name__ = "gpus"
 
 
 def parse_workload(text: str) -> tuple[int, int]:
-    """`2000:500` -> (input tokens, output tokens)."""
-    match = re.fullmatch(r"\s*([0-9]{1,9})\s*:\s*([0-9]{1,9})\s*", text)
-    if not match or int(match.group(1)) + int(match.group(2)) < 1:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not IN:OUT tokens, e.g. 2000:500")
-    return int(match.group(1)), int(match.group(2))
+    """`2000:500` -> (input tokens, output tokens), each in the one int grammar."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{short_repr(text)} is not IN:OUT tokens, e.g. 2000:500")
+    isl, osl = (_int_entry(part, text, f"{side} ", 0, MAX_COUNT) for side, part in zip(("IN", "OUT"), parts, strict=True))
+    if isl + osl < 1:
+        raise argparse.ArgumentTypeError(f"{short_repr(text)}: a request holds at least one token, e.g. 2000:500")
+    return isl, osl
 
 
 parse_workload.__name__ = "workload"
@@ -170,10 +182,34 @@ def _chart_path(text: str) -> str:
     return str(path)
 
 
-def build_parser(package: str | None = None) -> argparse.ArgumentParser:
+class _PlanUsage(UsageErrors):
+    """`UsageErrors` that, with `--json` on the command line, also print the usage error as
+    the one JSON object of a failure on stdout (a script reading it gets something to parse)."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if self.json_errors:
+            flag = _USAGE_FLAG.match(message)
+            print_error_json("UsageError", message, EXIT_USER_ERROR, flag=flag.group(1) if flag else None)
+        super().error(message)
+
+
+# argparse's words for the flag a usage error is about: `argument --tp-size: ...`,
+# `argument --tp-size/--tensor-parallel-size: ...`, `... required: --model-config`
+_USAGE_FLAG = re.compile(r"(?:argument |the following arguments are required: )(--[A-Za-z][\w.-]*)")
+
+
+def _json_wanted(args: Sequence[str]) -> bool:
+    """`--json` on a command line not parsed yet (before any `--`)."""
+    words = list(args)
+    return "--json" in (words[: words.index("--")] if "--" in words else words)
+
+
+def build_parser(package: str | None = None) -> _PlanUsage:
     """The plan's own flags. Server flags are parsed by the generated package's `ServerArgs`
     (`--help-all` lists them); `--help` names only the ones the plan reads."""
-    parser = UsageErrors(
+    parser = _PlanUsage(
         prog="configbags plan",
         description=textwrap.fill(
             "Size the KV cache of a model (Hugging Face config.json) for the given server flags. "
@@ -279,19 +315,33 @@ class _Point:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _join_size_values(sys.argv[1:] if argv is None else list(argv))
+    json_out = _json_wanted(args)
+    try:
+        return _main(args, json_out)
+    except ConfigError as exc:  # one a step let through: still the one line (and object) of a failure
+        return _fail(exc, json_out)
+    except ModuleNotFoundError as exc:  # an extra a path needs (--allocate meta: torch); the CLI names it
+        if json_out:
+            print_error_json(type(exc).__name__, f"this needs {exc.name}, which is not installed", EXIT_USER_ERROR)
+        raise
+
+
+def _main(args: list[str], json_out: bool) -> int:
     package = peek_package(args)
     parser = build_parser(package)
+    parser.json_errors = json_out
     ns, server_argv = parser.parse_known_args(args)
     try:
         ctx = _package(ns.package)
     except ConfigError as exc:
-        return _fail(exc)
+        return _fail(exc, json_out, flag="--package" if ns.package else None)
     record_type = ctx.record_type
     assert record_type is not None
-    server = UsageErrors(
+    server = _PlanUsage(
         prog="configbags plan", allow_abbrev=False,
         usage="configbags plan --model-config PATH [plan flags] [server flags]  (--help, --help-all)",
     )
+    server.json_errors = json_out
     record_type.add_cli_args(server)
     if ns.help_all:
         server.print_help()
@@ -299,15 +349,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:  # everything the schema lacks, in one error, before anything is published
         seam.check(ctx.registry, role=seam.CONFIGURATOR_ROLE, fixed_role=True)
     except ConfigError as exc:
-        return _fail(exc)
+        return _fail(exc, json_out)
     try:
-        shapes = [load_model_shape(path) for path in _model_paths(ns.model_config)]
-    except ConfigError as exc:
-        return _fail(exc)
+        shapes = _load_shapes(ns.model_config)
+    except _ModelError as exc:
+        return _fail(exc.error, json_out, flag="--model-config", file=exc.path)
     try:
         _check_configurations(ns, len(shapes))
     except ConfigError as exc:
-        return _fail(exc)
+        return _fail(exc, json_out)
     points = [_Point(m, g, t) for m, g, t in itertools.product(shapes, ns.gpu or [None], ns.tp_size or [None])]
     records = _Records(ctx, server, server_argv, "--model-path" not in server_argv and "model_path" in ctx.registry.leaves)
     try:
@@ -317,12 +367,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_dump_apart(dump_path_of(record), [*model_inputs(point.shape.source, "--model-config"),
                                                      *model_inputs(getattr(record, "model_path", None), "--model-path")])
     except ConfigError as exc:
-        return _fail(exc)
+        return _fail(exc, json_out)
     if ns.fit:
         return _fit(ns, ctx, records, points)
     if len(points) > 1:
         return _compare(ns, ctx, records, points)
     return _plan_one(ns, ctx, records, points[0])
+
+
+class _ModelError(Exception):
+    """A model config refused, with the path it was read from (None: the flag's text)."""
+
+    def __init__(self, error: ConfigError, path: str | None) -> None:
+        super().__init__(str(error))
+        self.error, self.path = error, path
+
+
+def _load_shapes(text: str) -> list[ModelShape]:
+    try:
+        paths = _model_paths(text)
+    except ConfigError as exc:
+        raise _ModelError(exc, None) from None
+    shapes = []
+    for path in paths:
+        try:
+            shapes.append(load_model_shape(path))
+        except ConfigError as exc:
+            raise _ModelError(exc, path) from None
+    return shapes
 
 
 def _model_paths(text: str) -> list[str]:
@@ -399,7 +471,8 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poi
     ctx.publish(record, role=seam.CONFIGURATOR_ROLE, facts=facts)
     inputs = plan_inputs(ctx)
     start = time.perf_counter()
-    plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context).configure()
+    plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context,
+                               workload_tokens=sum(ns.workload) if ns.workload else None).configure()
     if plan.budget.headroom < 0 and not overrun_ok:  # the tables alone overrun the slack: nothing left for activations
         raise BudgetError(f"the tables paid from the slack need {plan.budget.from_slack / GiB:.2f} GiB, more than "
                           f"its {plan.budget.slack / GiB:.2f} GiB, leaving nothing for activations; lower "
@@ -436,7 +509,9 @@ def _plan_one(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poin
         ctx.seal()  # what a worker does at the end of model load
         allocated = _allocate(plan, ns.allocate) if ns.allocate else None
     except ConfigError as exc:
-        return _fail(exc)
+        return _fail(exc, ns.json)
+    if ns.chart and not _drawn(ns, lambda: draw_chart(plan, ns.chart)):
+        return EXIT_USER_ERROR
     load = concurrency(plan, _request_tokens(ns, plan))
     if ns.json:
         out = {"plan": to_jsonable(plan), "inputs": done.inputs, "server_info": ctx.server_info(),
@@ -447,15 +522,23 @@ def _plan_one(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poin
     else:
         print(render_table(plan, shape.source, done.memory.source, done.plan_ms, allocated, ns.workload,
                            done.inputs))
-    if ns.chart:
-        try:
-            draw_chart(plan, ns.chart)
-        except ImportError:
-            print("configbags plan: --chart needs matplotlib: pip install 'configbags[chart]'", file=sys.stderr)
-            return EXIT_USER_ERROR
-        if not ns.json:
-            print(f"chart written to {ns.chart}")
+    if ns.chart and not ns.json:
+        print(f"chart written to {ns.chart}")
     return EXIT_OK
+
+
+def _drawn(ns: argparse.Namespace, draw: Callable[[], None]) -> bool:
+    """Draw the chart before anything is printed, so that a missing matplotlib under --json
+    is the one JSON object on stdout, not a second one after the plan."""
+    try:
+        draw()
+    except ImportError:
+        message = "--chart needs matplotlib: pip install 'configbags[chart]'"
+        print(f"configbags plan: {message}", file=sys.stderr)
+        if ns.json:
+            print_error_json("ImportError", message, EXIT_USER_ERROR, flag="--chart")
+        return False
+    return True
 
 
 def _request_tokens(ns: argparse.Namespace, plan: KvPlan) -> int:
@@ -551,7 +634,8 @@ def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: l
     """`--fit`: every candidate planned with `--max-running-requests N` (and, where the
     context must shrink, `--context-length`), judged against N (server.fit)."""
     if ns.workload is None or ns.concurrency is None:
-        return _fail(ConfigError("--fit needs --workload IN:OUT and --concurrency N (the requests to hold at once)"))
+        return _fail(ConfigError("--fit needs --workload IN:OUT and --concurrency N (the requests to hold at once)"),
+                     ns.json, flag="--workload" if ns.workload is None else "--concurrency")
     isl, osl = ns.workload
     n = ns.concurrency
     shapes = list({id(p.shape): p.shape for p in points}.values())
@@ -576,6 +660,8 @@ def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: l
         given = shown_argv(records.server_argv, secret_flags(ctx.registry).__contains__)
         entries.append(fit.entry(candidate, done.plan, isl, osl, n, context, given=given))
     ranked = fit.ranked(entries)
+    if ns.chart and not _drawn(ns, lambda: fit_chart(ranked, n, ns.chart)):
+        return EXIT_USER_ERROR
     if ns.json:
         print(json.dumps({"sglang": SGLANG_VERSION, "fit": {
             "workload": {"input_tokens": isl, "output_tokens": osl}, "concurrency": n,
@@ -584,12 +670,6 @@ def _fit(ns: argparse.Namespace, ctx: Context[Any], records: _Records, points: l
         header = "\n".join(textwrap.wrap(f"configbags plan --fit: {', '.join(s.name for s in shapes)} ({SGLANG_NAME})",
                                          width=_TABLE_WIDTH))
         print(fit.render(ranked, isl, osl, n, header))
-    if ns.chart:
-        try:
-            fit_chart(ranked, n, ns.chart)
-        except ImportError:
-            print("configbags plan: --chart needs matplotlib: pip install 'configbags[chart]'", file=sys.stderr)
-            return EXIT_USER_ERROR
     return EXIT_OK if any(e.fits for e in ranked) else EXIT_DOES_NOT_FIT
 
 
@@ -613,9 +693,23 @@ def fit_chart(entries: Sequence[fit.FitEntry], n: int, path: str) -> None:
     plt.close(fig)
 
 
-def _fail(exc: ConfigError) -> int:
+def _fail(exc: ConfigError, json_out: bool = False, **where: str | None) -> int:
+    """The error on stderr and its exit status; with --json also one JSON object on stdout
+    (`where`: the flag or file it is about, when known)."""
     print(f"configbags plan: error: {exc}", file=sys.stderr)
-    return EXIT_DOES_NOT_FIT if isinstance(exc, DoesNotFitError) else EXIT_USER_ERROR
+    status = EXIT_DOES_NOT_FIT if isinstance(exc, DoesNotFitError) else EXIT_USER_ERROR
+    if json_out:
+        print_error_json(type(exc).__name__, str(exc), status, leaf=getattr(exc, "leaf", None), **where)
+    return status
+
+
+def print_error_json(kind: str, message: str, status: int, **where: str | None) -> None:
+    """A failure as `--json` prints it: `{"error": {"type", "message", "exit_status", and
+    "flag", "file", "leaf" where known}}`, one object on stdout (docs/PLAN.md)."""
+    error: dict[str, Any] = {"type": kind, "message": message, "exit_status": status,
+                             "does_not_fit": status == EXIT_DOES_NOT_FIT}
+    error.update((key, value) for key, value in where.items() if value is not None)
+    print(json.dumps({"sglang": SGLANG_VERSION, "error": error}, indent=2, sort_keys=True))
 
 
 def host_available_bytes() -> int | None:

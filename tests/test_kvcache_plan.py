@@ -966,7 +966,8 @@ def test_context_error_names_max_total_tokens_when_it_caps_the_pool() -> None:
                 DeviceMemory(80 * GiB))
     msg = str(err.value)
     assert "max_total_tokens=1000 caps the KV pool at 1000 tokens" in msg
-    assert "raise --max-total-tokens to at least 4096 or set --context-length 1000" in msg
+    assert ("raise --max-total-tokens to at least 4096 to hold one request of context_length=4096, "
+            "or set --context-length 1000, or leave --max-total-tokens out") in msg
     assert "mem-fraction-static" not in msg and "tp-size" not in msg
     # A cap below one page leaves no context to suggest.
     with pytest.raises(ContextTooLongError) as err:

@@ -205,7 +205,8 @@ def test_allocate_cpu_beyond_host_memory_is_refused_before_torch(
 
 
 def test_an_unknown_gpu_and_a_bad_tp_list_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    for flags, words in ((["--gpu", "H300"], "unknown GPU 'H300'"), (["--tp-size", "1,x"], "comma list"),
+    for flags, words in ((["--gpu", "H300"], "unknown GPU 'H300'"),
+                         (["--tp-size", "1,x"], "entry 'x' of '1,x' is not an integer"),
                          (["--gpu", "H100,,H200"], "argument --gpu: 'H100,,H200' has an empty entry"),
                          (["--gpu", "H100,"], "argument --gpu: 'H100,' has an empty entry")):
         with pytest.raises(SystemExit) as exc:

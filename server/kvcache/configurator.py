@@ -117,6 +117,7 @@ class KvCacheConfigurator:
     memory: DeviceMemory
     context: Context[Any] | None = None  # default: this process's context
     require_full_context: bool = False  # refuse, rather than cap, a context that does not fit
+    workload_tokens: int | None = None  # one request's prompt + output: what a refusal's hint sizes for
 
     def _context(self) -> Context[Any]:
         return self.context if self.context is not None else process_context()
@@ -124,7 +125,8 @@ class KvCacheConfigurator:
     def plan(self, view: RunnerView | None = None) -> KvPlan:
         """The plan under the current config (or a runner's view of it); no side effects."""
         settings = read_settings(view if view is not None else self._context())
-        return plan_kv(self.shape, settings, self.memory, require_full_context=self.require_full_context)
+        return plan_kv(self.shape, settings, self.memory, require_full_context=self.require_full_context,
+                       workload_tokens=self.workload_tokens)
 
     def configure(self) -> KvPlan:
         """Plan from the process bags and write the load-time decisions back; the returned

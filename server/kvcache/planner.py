@@ -49,7 +49,14 @@ from configbags.server.kvcache.errors import (
     SettingsError,
 )
 from configbags.server.kvcache.mamba import MambaGeometry, mamba_geometry
-from configbags.server.kvcache.messages import budget_message, context_message, gib, memory_fix
+from configbags.server.kvcache.messages import (
+    Request,
+    budget_message,
+    context_message,
+    gib,
+    memory_fix,
+    requests_fix,
+)
 from configbags.server.kvcache.model_shape import DTYPE_BYTES, ModelShape
 from configbags.server.kvcache.records import (
     Budget,
@@ -145,20 +152,24 @@ def plan_kv(
     memory: DeviceMemory,
     *,
     require_full_context: bool = False,
+    workload_tokens: int | None = None,
 ) -> KvPlan:
     """Plan the pools. A context longer than the pool caps the request length, as SGLang
-    does (with a warning); `require_full_context` makes that a ContextTooLongError."""
+    does (with a warning); `require_full_context` makes that a ContextTooLongError.
+    `workload_tokens` (prompt + output of one request) is what a refusal's hint sizes for
+    when the full context is not required."""
     validate_settings(shape, settings)
     log = _Log(warnings=list(shape.warnings))
     resolved = _resolve(shape, settings, memory, log)
     spec = _spec_sizing(settings, resolved.page)
     geometry = _geometry(shape, settings, resolved, spec)
     sizer = _sizer(shape, settings, memory, resolved, geometry, spec, log)
-    sizing, binding = _size_budget(sizer, resolved)
-    tokens = _tokens(sizer, binding, resolved, log, require_full_context)
+    request = Request(resolved.ctx, workload_tokens, require_full_context)
+    sizing, binding = _size_budget(sizer, resolved, request)
+    tokens = _tokens(sizer, binding, resolved, log, request)
     swa_tokens = _swa_tokens(sizer, binding, tokens)
     mamba = _mamba(sizing, binding, settings, log)
-    max_reqs = _requests(sizer, binding, tokens, resolved, mamba, log)
+    max_reqs = _requests(sizer, binding, tokens, resolved, mamba, log, request)
     return _assemble(shape, settings, memory, resolved, spec, geometry, sizer, sizing, binding,
                      tokens, swa_tokens, mamba, max_reqs, log)
 
@@ -193,6 +204,12 @@ def _too_long(plan: KvPlan, request_tokens: int) -> str:
         return (f"{head}: the model was trained for {trained:,} tokens (max_position_embeddings); "
                 "shorten the requests")
     if plan.max_req_len < plan.context_length - 1:
+        # SGLang admits min(context, pool) - 1 tokens: the pool must hold one more than the request
+        need = ceil_to(request_tokens + 1, plan.page_size)
+        memory = min(st.tokens_fit for st in plan.stages if st.tokens_fit >= 0)
+        if plan.settings.max_total_tokens is not None and plan.max_total_num_tokens < memory and need <= memory:
+            return (f"{head}: max_total_tokens={plan.settings.max_total_tokens} caps the KV pool at "
+                    f"{plan.max_total_num_tokens:,} tokens; raise --max-total-tokens to at least {need}")
         return (f"{head}: the KV pool holds {plan.max_total_num_tokens:,} tokens; raise "
                 "--mem-fraction-static or --tp-size, or use --kv-cache-dtype fp8_e4m3")
     return f"{head}: the context is {plan.context_length:,}; set --context-length {request_tokens + 1}"
@@ -399,19 +416,19 @@ def _swa_cap(shape: ModelShape, s: PlanSettings, r: _Resolved, spec: SpecSizing)
             + chunks_in_flight * s.chunked_prefill_size + r.page)
 
 
-def _size_budget(sizer: Sizer, r: _Resolved) -> tuple[Sizing, StageSizing]:
+def _size_budget(sizer: Sizer, r: _Resolved, request: Request) -> tuple[Sizing, StageSizing]:
     """Every stage under the operator's mem_fraction_static; refuses a budget at or below zero."""
     sizing = sizer.size(exact(r.mfs))
     short = sizing.short()
     if short is not None:
-        raise BudgetError(budget_message(sizer, sizing, short, r.mfs, r.ctx))
+        raise BudgetError(budget_message(sizer, sizing, short, r.mfs, request))
     binding = sizing.binding()
     if binding is None:
         raise KvPlanError(f"{sizer.shape.source}: no layer keeps a KV cache; nothing to plan")
     return sizing, binding
 
 
-def _tokens(sizer: Sizer, binding: StageSizing, r: _Resolved, log: _Log, require_full: bool) -> int:
+def _tokens(sizer: Sizer, binding: StageSizing, r: _Resolved, log: _Log, request: Request) -> int:
     """Token slots: what memory holds, under the operator's max_total_tokens. A context the
     pool cannot hold caps the request length, as SGLang's scheduler does
     (`max_req_len = min(context_len, max_total_num_tokens) - 1`)."""
@@ -424,11 +441,11 @@ def _tokens(sizer: Sizer, binding: StageSizing, r: _Resolved, log: _Log, require
     if tokens + page > TOKEN_INDEX_MAX:  # a tiny model on a big device; slot 0 pads, so + page
         tokens = (TOKEN_INDEX_MAX - page) // page * page
         log.notes.append(f"int32 token indices (req_to_token) cap the pool at {tokens:,} tokens")
-    if tokens < page or (r.ctx > tokens and require_full):
-        raise ContextTooLongError(context_message(sizer, binding, tokens, r.mfs, r.ctx))
+    if tokens < page or (r.ctx > tokens and request.full):
+        raise ContextTooLongError(context_message(sizer, binding, tokens, r.mfs, request))
     if r.ctx > tokens:
         memory_binds = binding.plan.tokens_fit < r.ctx
-        fix = memory_fix(sizer, binding, r.ctx) if memory_binds else "raise --max-total-tokens"
+        fix = memory_fix(sizer, binding, r.ctx) if memory_binds else f"raise --max-total-tokens to at least {ceil_to(r.ctx, page)}"
         log.warnings.append(
             f"context_length={r.ctx} does not fit: requests are capped at {tokens - 1} tokens "
             f"(SGLang's max_req_len); to serve the full context, {fix} "
@@ -473,7 +490,7 @@ def _mamba(sizing: Sizing, binding: StageSizing, s: PlanSettings, log: _Log) -> 
 
 
 def _requests(sizer: Sizer, binding: StageSizing, tokens: int, r: _Resolved,
-              mamba: MambaSlots | None, log: _Log) -> int:
+              mamba: MambaSlots | None, log: _Log, request: Request) -> int:
     """Running requests per attention-DP shard (`KVCacheConfigurator.resolve_max_num_reqs`):
     the operator's cap or the default rule, never above tokens // 2, and never above the
     mamba slots over the slots a request holds."""
@@ -488,7 +505,7 @@ def _requests(sizer: Sizer, binding: StageSizing, tokens: int, r: _Resolved,
         if s.max_mamba_cache_size is not None and mamba is not None:
             fix = f"raise --max-mamba-cache-size to at least {sizer.slots_per_request * s.attn_dp_size}"
         else:
-            fix = memory_fix(sizer, binding, r.ctx)
+            fix = requests_fix(sizer, binding, tokens, request)
         slots = "" if mamba is None else f" and {mamba.slots} mamba slots"
         raise DoesNotFitError(f"the pools hold {tokens} tokens{slots}: not one request can run; {fix}")
     if s.max_running_requests is None:
