@@ -723,6 +723,29 @@ def keep_secrets(registry: Registry, below: Mapping[str, Any], below_origins: Ma
         )
 
 
+_SHADOWABLE = frozenset({Layer.CONFIG_FILE, Layer.ENV})
+
+
+def _layer_source(origin: Origin) -> str:
+    kind = {Layer.CONFIG_FILE: "config file", Layer.ENV: "environment variable", Layer.CLI: "flag"}
+    return f"{kind[origin.layer]} {origin.source}" if origin.layer in kind else origin.source
+
+
+def warn_shadowed(spec: LeafSpec, values: Mapping[str, Any], origins: Mapping[str, Origin], value: Any,
+                  origin: Origin) -> None:
+    """A warning, once per process, when an operator layer overrides a value a lower one
+    (a config file, an environment variable) gives otherwise: that value is not in force,
+    and without a word an operator who edits it (a key rotated in a ConfigMap under a
+    `--api-key` flag) would never learn why. Values print through the one redaction rule;
+    a preset's values are meant to be refined, and an equal value loses nothing."""
+    below = origins.get(spec.name)
+    if below is None or below.layer not in _SHADOWABLE or values[spec.name] == value:
+        return
+    message = (f"{_layer_source(origin)} overrides {spec.name}={spec.shown(values[spec.name])!r} from "
+               f"{_layer_source(below)} with {spec.shown(value)!r}")
+    warn_once(message, message)
+
+
 def _spelled(source: str) -> str:
     return f"environment variable {source[1:]}" if source.startswith("$") else source
 
@@ -802,6 +825,8 @@ def record_from_cli_args(
     env_values, env_origins = read_env(registry, env, docs)
     for layer_values, layer_origins in ((file_values, file_origins), (env_values, env_origins)):
         keep_secrets(registry, values, origins, layer_values, layer_origins)
+        for key, value in layer_values.items():
+            warn_shadowed(registry.leaves[key], values, origins, value, layer_origins[key])
         values.update(layer_values)
         origins.update(layer_origins)
     given: dict[str, str] = {}  # leaf -> the flag that set it
@@ -817,6 +842,7 @@ def record_from_cli_args(
                                   f"old name of the other); give it once, as {new}")
             given[leaf] = flag
             leaf_for(registry, old, flag, "command line")
+            warn_shadowed(leaves[leaf], values, origins, value, Origin(Layer.CLI, flag))
             values[leaf], origins[leaf] = value, Origin(Layer.CLI, flag)
     for key, value in vars(namespace).items():
         if key in leaves:
@@ -824,6 +850,7 @@ def record_from_cli_args(
             flag = spec.flags[0] if spec.flags else key
             leaf_for(registry, key, flag, "command line", value)
             keep_secrets(registry, values, origins, {key: value}, {key: Origin(Layer.CLI, flag)})
+            warn_shadowed(spec, values, origins, value, Origin(Layer.CLI, flag))
             values[key], origins[key] = value, Origin(Layer.CLI, flag)
     source = "command line" + (f" and {', '.join(paths)}" if paths else "")
     dump = getattr(namespace, "dump_config", None)

@@ -122,3 +122,28 @@ def test_a_served_watch_over_two_ranks_warns_once_through_a_reload(tmp_path: Pat
         assert output.count(" overrides weight_version=") == 1, output
     finally:
         server.stop()
+
+
+def test_a_flag_or_variable_over_a_lower_operator_layer_warns_once_redacting_secrets(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Round fifteen: a flag over a file or a variable, and a variable over a file, hid the
+    lower value without a word (a key rotated in the file never applied); now each is one
+    warning, secrets redacted. An equal value loses nothing and says nothing."""
+    config = tmp_path / "c.yaml"
+    config.write_text("api_key: fileKEYnew1\nlog_level: warning\nweight_version: same\n")
+    monkeypatch.setenv("SGLANG_API_KEY", "envKEYold1")
+    monkeypatch.setenv("SGLANG_LOG_LEVEL", "debug")
+    argv = ["explain", "log_level", "--model-path", "m", "--config", str(config), "--log-level", "error",
+            "--weight-version", "same"]
+    for _ in range(2):  # explain builds the record more than once; a second start says nothing new
+        assert configbags(argv) == 0
+    said = overrides(caplog)
+    assert said == [
+        f"environment variable $SGLANG_LOG_LEVEL overrides log_level='warning' from config file {config} with 'debug'",
+        f"environment variable $SGLANG_API_KEY overrides api_key='<redacted>' from config file {config} "
+        "with '<redacted>'",
+        "flag --log-level overrides log_level='debug' from environment variable $SGLANG_LOG_LEVEL with 'error'",
+    ], said
+    assert not any("KEY" in line.replace("_KEY", "") for line in said)
+    assert "fileKEYnew1" not in caplog.text and "envKEYold1" not in caplog.text
