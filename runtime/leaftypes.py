@@ -7,6 +7,7 @@ other."""
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import enum
 import math
@@ -100,7 +101,9 @@ def _coerce_float(spec: TypeSpec, value: Any) -> Any:
     if isinstance(value, int):
         _check_int(value)  # before float(): 2**2000 would raise OverflowError
     if math.isfinite(value):
-        return float(value)
+        # -0.0 is stored as 0.0: it passes a bound of 0.0, and would read back, log and
+        # hash as another value than the 0.0 it equals
+        return 0.0 if value == 0 else float(value)
     raise LeafValueError(f"{value!r} is not a finite float")
 
 
@@ -179,7 +182,22 @@ def float_from_text(text: str) -> float:
     low = raw.lower()
     if low.endswith(".inf"):
         return float("-inf") if low.startswith("-") else float("inf")
-    return float("nan") if low == ".nan" else float(raw)
+    return float("nan") if low == ".nan" else float_literal(raw)
+
+
+class FloatUnderflow(argparse.ArgumentTypeError, ValueError):
+    """A ValueError argparse shows as is (its `invalid float value` would not say why)."""
+
+
+def float_literal(text: str) -> float:
+    """float() of a decimal literal, refusing one that is not zero but underflows to 0.0
+    (`1e-400`): a value the operator wrote would be replaced by another without a word, as
+    an overflow to infinity is refused. The JSON doors parse their floats with it too."""
+    value = float(text)
+    if value == 0 and any(c in "123456789" for c in text.lower().partition("e")[0]):
+        raise FloatUnderflow(f"{short_repr(text)} is too small for a float and would be stored as 0.0; "
+                         f"write 0, or a value of magnitude at least 5e-324")
+    return value
 
 
 int_from_text.__name__ = "int"  # argparse names the type in its message: "invalid int value"

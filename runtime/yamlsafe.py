@@ -52,7 +52,13 @@ from yaml.events import (
 )
 
 from configbags.runtime.errors import OutputFileError, YamlError
-from configbags.runtime.leaftypes import FLOAT_TEXT, INT_TEXT, float_from_text, int_from_text
+from configbags.runtime.leaftypes import (
+    FLOAT_TEXT,
+    INT_TEXT,
+    float_from_text,
+    float_literal,
+    int_from_text,
+)
 from configbags.runtime.limits import LIMITS, over, variable
 
 if TYPE_CHECKING:
@@ -390,7 +396,8 @@ def load_json(text: str, *, constants: bool = False, duplicates: bool = False) -
         return out
 
     try:
-        return json.loads(text, parse_int=parse_int, parse_constant=parse_constant, object_pairs_hook=pairs)
+        return json.loads(text, parse_int=parse_int, parse_constant=parse_constant, object_pairs_hook=pairs,
+                          parse_float=float if constants else float_literal)
     except json.JSONDecodeError as exc:
         raise YamlError(exc.msg, exc.lineno) from None
     except ValueError as exc:

@@ -44,7 +44,7 @@ from configbags.runtime.keys import (
     same_key,
     unusable,
 )
-from configbags.runtime.leaftypes import closest, shown_text
+from configbags.runtime.leaftypes import FloatUnderflow, closest, float_literal, shown_text
 from configbags.runtime.limits import LIMITS, over
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
 
@@ -137,9 +137,11 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
     enough to exhaust the parser."""
     try:
         data = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant,
-                          parse_int=_int_within_limit)
+                          parse_int=_int_within_limit, parse_float=float_literal)
     except RecursionError:
         raise _bad_body("the JSON body is nested too deeply") from None
+    except FloatUnderflow as exc:  # valid JSON, but a number no float holds
+        raise _bad_body(f"the body holds a number {exc}") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise _bad_body(f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
