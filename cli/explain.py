@@ -23,7 +23,14 @@ from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, MissingLeafError
 from configbags.runtime.project import project_path
-from configbags.runtime.record import check_dump_apart, dump_path_of, model_inputs, parse_cli_words
+from configbags.runtime.record import (
+    attach,
+    check_dump_apart,
+    dump_path_of,
+    model_inputs,
+    origins_of,
+    parse_cli_words,
+)
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
 
 # The one required leaf explain fills in itself, and only where no layer sets it: the model,
@@ -125,10 +132,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             words = [*server_argv, spec.flags[0] if spec.flags else f"--{spec.name}", placeholder]
             record = record_type.from_cli_args(parse_cli_words(server, ctx.registry, words))
         # explain publishes, so a --dump-config is written: never over the model's config.json
-        check_dump_apart(dump_path_of(record), [*model_inputs(ns.model_config, "--model-config"),
-                                                *model_inputs(getattr(record, PLACEHOLDER_LEAF, None), "--model-path")])
+        dump = dump_path_of(record)
+        check_dump_apart(dump, [*model_inputs(ns.model_config, "--model-config"),
+                                *model_inputs(getattr(record, PLACEHOLDER_LEAF, None), "--model-path")])
+        if placeholder is not None and dump is not None:
+            # the dump is written here, without the placeholder: passed back with --config, it
+            # would be an operator's value
+            record = attach(record, origins_of(record, ctx.registry.leaves))
         with ctx.restoring():
             ctx.publish(record, role=ns.role, facts=facts_from(ns))
+            if placeholder is not None and dump is not None:
+                ctx.dump_config(dump, left_out={PLACEHOLDER_LEAF: "explain's placeholder, not an operator value"})
             info = ctx.explain(ns.leaf)
         if placeholder is not None:
             info["placeholder"] = {PLACEHOLDER_LEAF: placeholder}

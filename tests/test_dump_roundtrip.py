@@ -279,3 +279,27 @@ def test_a_dump_that_leaves_secrets_out_says_so(tmp_path: Path, caplog: pytest.L
                    for m in said), said
         assert "SEKD" not in dump.read_text() + caplog.text
     assert "# Secrets left out (set them as before): admin_api_key, api_key." in dump.read_text()
+
+
+def test_explains_placeholder_model_path_is_left_out_of_its_dump(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Round fifteen: `explain --dump-config` with no model named wrote explain's own
+    placeholder `model_path: model`, which passed back with --config became a config-file
+    value. Now it is left out, said in the dump and on stderr; a model the operator names
+    is dumped as before."""
+    from configbags.cli import main as configbags
+
+    dump = tmp_path / "d.yaml"
+    with get_context().restoring():
+        assert configbags(["explain", "weight_version", "--weight-version", "v1", "--dump-config", str(dump)]) == 0
+    text = dump.read_text()
+    assert "model_path" not in load_yaml(text) and load_yaml(text) == {"weight_version": "v1"}
+    assert "# Left out: model_path (explain's placeholder" in text
+    capsys.readouterr()
+    with get_context().restoring():
+        assert configbags(["explain", "model_path", "--config", str(dump)]) == 0
+    assert "placeholder" in capsys.readouterr().out  # still no operator value
+    named = tmp_path / "n.yaml"
+    with get_context().restoring():
+        assert configbags(["explain", "weight_version", "--model-path", "real", "--dump-config", str(named)]) == 0
+    assert load_yaml(named.read_text()) == {"model_path": "real"}

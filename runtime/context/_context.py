@@ -407,10 +407,11 @@ class Context(Generic[V]):
         self._hash_cache = (state, value)
         return value
 
-    def dump_config(self, path: str | Path) -> Path:
+    def dump_config(self, path: str | Path, left_out: Mapping[str, str] | None = None) -> Path:
         """Write the resolved config as a YAML config file that reproduces this run with
-        `--config` (secrets left out, named in a comment)."""
-        return readbacks.dump_config(self.registry, self.state, path)
+        `--config` (secrets and the leaves of `left_out`, leaf -> why, left out, named in a
+        comment)."""
+        return readbacks.dump_config(self.registry, self.state, path, left_out)
 
     def bag(self, path: str) -> Any:
         """The current bag of any namespace path (`exec.kernel`), for generic code; role

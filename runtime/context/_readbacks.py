@@ -139,13 +139,14 @@ def config_hash(registry: Registry, state: State) -> str:
     return digest.hexdigest()[:16]
 
 
-def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
+def dump_config(registry: Registry, state: State, path: str | Path, left_out: Mapping[str, str] | None = None) -> Path:
     """Write the resolved config as a YAML config file (JSON for a `.json` name, as
     `--config` reads one): every leaf not at its schema
     default (rule results included), so passing it back with `--config` reproduces this
     run on any machine: the same values and the same config hash (the writer quotes for the
     loader's YAML 1.2 and checks the text reads back). Secrets are left out (named in a
-    comment and in a warning logged at the dump) and set as before. The file is replaced whole or not at all; a path that
+    comment and in a warning logged at the dump) and set as before, and so is each leaf of
+    `left_out` (leaf -> why: a value no operator gave, such as explain's placeholder). The file is replaced whole or not at all; a path that
     cannot be written is an OutputFileError."""
     from configbags.runtime.yamlsafe import dump_json, dump_yaml, write_text_atomic
 
@@ -160,11 +161,15 @@ def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
         if spec.secret:
             secrets.append(name)
             continue
+        if left_out and name in left_out:
+            continue
         values[name] = jsonable(value)
     header = [f"# Resolved config (schema version {reg.schema_version}, config hash {config_hash(registry, state)}).",
               "# Pass it back with --config to reproduce this run."]
     if secrets:
         header.append(f"# Secrets left out (set them as before): {', '.join(sorted(secrets))}.")
+    for name, why in sorted((left_out or {}).items()):
+        header.append(f"# Left out: {name} ({why}); set it when passing this file back.")
     if Path(path).suffix.lower() == ".json":
         # `--config x.json` reads JSON, which has no comments: the values alone
         text = dump_json(values)
@@ -176,7 +181,9 @@ def dump_config(registry: Registry, state: State, path: str | Path) -> Path:
         # a server started from the dump alone would have these unset
         log.warning("config dumped to %s (%d values) without its secrets %s: set them as before (flag or "
                     "variable) when passing it back with --config", out, len(values), ", ".join(sorted(secrets)))
-    else:
+    for name, why in sorted((left_out or {}).items()):
+        log.warning("config dumped to %s without %s (%s): set it when passing it back with --config", out, name, why)
+    if not secrets:
         log.info("config dumped to %s (%d values)", out, len(values))
     return out
 
