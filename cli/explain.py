@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from configbags.packages import named_context
-from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
+from configbags.runtime.cmdline import UsageErrors, add_help, peek_package, refuse_collisions
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, MissingLeafError
 from configbags.runtime.project import project_path
@@ -118,6 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert record_type is not None
         server = UsageErrors(prog="configbags explain LEAF", allow_abbrev=False)
         record_type.add_cli_args(server)
+        refuse_collisions("configbags explain", parser, server, ns.package or "the project's package")
         # the server's own reading of the words (prefixes, a structured leaf's dotted keys)
         placeholder: str | None = None
         try:

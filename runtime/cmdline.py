@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, TextIO
 
+from configbags.runtime.errors import ConfigError
+
 ServerParser = Callable[[], "argparse.ArgumentParser | None"]
 
 
@@ -101,6 +103,17 @@ def collisions(parser: argparse.ArgumentParser, server: argparse.ArgumentParser,
     own = {o for a in parser._actions for o in a.option_strings if not isinstance(a, CommandHelp)}
     theirs = {o for a in server._actions for o in a.option_strings if not isinstance(a, argparse._HelpAction)}
     return sorted((own & theirs) - set(shared) - {"-h", "--help"})
+
+
+def refuse_collisions(command: str, parser: argparse.ArgumentParser, server: argparse.ArgumentParser,
+                      package: str, shared: Iterable[str] = ()) -> None:
+    """ConfigError when a server flag of `package` is also a flag of `command` (serve,
+    plan, explain), which would take the value meant for the config without a word (a
+    bool leaf `json` under explain's `--json`)."""
+    shadowed = collisions(parser, server, shared)
+    if shadowed:
+        raise ConfigError(f"server flag(s) {', '.join(shadowed)} of {package} are also flags of {command}, "
+                          f"which would take their values; rename the leaf's flag in the schema (cli: {{flag: ...}})")
 
 
 def peek_package(args: list[str]) -> str | None:

@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 from configbags.packages import load_context
-from configbags.runtime.cmdline import UsageErrors, add_help, collisions, peek_package
+from configbags.runtime.cmdline import UsageErrors, add_help, peek_package, refuse_collisions
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.project import load_project
@@ -223,11 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     if record_type is None:
         parser.error(f"{package} has no ServerArgs record type; regenerate it (configbags gen)")
     server = _server_parser(package)
-    shadowed = collisions(parser, server) if server is not None else []
-    if shadowed:
-        # never let serve's own flag take a value the operator meant for the config
-        parser.error(f"server flag(s) {', '.join(shadowed)} of {package} are also flags of configbags serve, "
-                     f"which would take their values; rename the leaf's flag in the schema (cli: {{flag: ...}})")
+    if server is not None:
+        try:  # never let serve's own flag take a value the operator meant for the config
+            refuse_collisions("configbags serve", parser, server, package)
+        except ConfigError as exc:
+            parser.error(str(exc))
     record = record_type.from_cli(server_flags, prog="configbags serve")
     logging.basicConfig(level=args.serve_log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
 

@@ -35,7 +35,7 @@ import attrs
 
 from configbags.packages import load_context
 from configbags.runtime.cliflags import secret_flags, shown_argv
-from configbags.runtime.cmdline import UsageErrors, add_help, peek_package
+from configbags.runtime.cmdline import UsageErrors, add_help, peek_package, refuse_collisions
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import int_from_text, jsonable, short_repr
@@ -343,6 +343,10 @@ def _main(args: list[str], json_out: bool) -> int:
     )
     server.json_errors = json_out
     record_type.add_cli_args(server)
+    try:  # plan's --tp-size list stands for the record's tp_size at each point
+        refuse_collisions("configbags plan", parser, server, ns.package or "the project's package", shared=("--tp-size",))
+    except ConfigError as exc:
+        return _fail(exc, json_out)
     if ns.help_all:
         server.print_help()
         return EXIT_OK

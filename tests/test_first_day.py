@@ -176,3 +176,20 @@ def test_serve_refuses_a_rank_timeout_that_is_not_positive_and_finite(value: str
     with pytest.raises(SystemExit) as info:
         serve_parser().parse_known_args(["--rank-timeout", value])
     assert info.value.code == 2
+
+
+def test_explain_and_plan_refuse_a_server_flag_that_is_also_their_own() -> None:
+    """Round fifteen: a leaf `json` or `package` was taken by explain's own `--json` or
+    `--package` without a word; serve alone refused such a flag. Now all three do."""
+    from configbags.runtime.cmdline import refuse_collisions
+    from configbags.runtime.errors import ConfigError
+
+    ours = argparse.ArgumentParser(add_help=False)
+    ours.add_argument("--json", action="store_true")
+    ours.add_argument("--tp-size")
+    server = argparse.ArgumentParser(add_help=False)
+    server.add_argument("--json", action="store_true")
+    server.add_argument("--tp-size")
+    with pytest.raises(ConfigError, match=r"--json of eng\.config are also flags of configbags explain"):
+        refuse_collisions("configbags explain", ours, server, "eng.config", shared=("--tp-size",))
+    refuse_collisions("configbags plan", ours, server, "eng.config", shared=("--tp-size", "--json"))
