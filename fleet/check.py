@@ -173,7 +173,6 @@ def parse_targets(urls: Sequence[str], servers_file: Path | None, key: str | Non
 
 
 async def _get(client: httpx.AsyncClient, target: Target, path: str) -> dict[str, Any]:
-    check_url(target.url, target.where)  # for library callers: the CLI refused it before
     headers = {"Authorization": f"Bearer {target.key}"} if target.key else {}
     async with client.stream("GET", target.url.rstrip("/") + path, headers=headers) as response:
         try:
@@ -234,6 +233,8 @@ def not_a_door(body: dict[str, Any]) -> str | None:
 
 async def read_all(targets: Sequence[Target], *, timeout: float, diff: bool = False) -> list[Reading]:
     """Every target's readings, concurrently, in the targets' order."""
+    for t in targets:  # for library callers (the CLI refused them before): nothing is sent
+        check_url(t.url, t.where)
     limits = httpx.Limits(max_connections=max(len(targets), 1) * 2)
     async with httpx.AsyncClient(timeout=httpx.Timeout(timeout), limits=limits) as client:
         return list(await asyncio.gather(*(_read(client, t, timeout, diff) for t in targets)))
