@@ -98,6 +98,9 @@ def render(info: dict[str, Any]) -> str:
                      f"({forced['layer']}), replaced by a forced rule")
     elif info.get("layer") in ("preset", "config_file", "env", "cli"):
         lines.append(f"  operator value       {json.dumps(info['record'])} from {info['source']}")
+    for shadow in (forced or info.get("origin", {})).get("shadows", ()):
+        lines.append(f"  hidden value         {json.dumps(shadow['value'])} from {shadow['source']} "
+                     f"({shadow['layer']}): not in force, the value above wins")
     for leaf, value in info.get("placeholder", {}).items():
         lines.append(f"  placeholder          {leaf} = {json.dumps(value)}: {PLACEHOLDER_SOURCE}")
     for entry in info["overrides"]:

@@ -43,7 +43,7 @@ from configbags.runtime.leaftypes import (
     none_like,
 )
 from configbags.runtime.registry import LeafSpec, Registry, secret_repr
-from configbags.runtime.resolve import Layer, Origin
+from configbags.runtime.resolve import Layer, Origin, Shadowed
 from configbags.runtime.spelling import flag_of, version_key
 
 R = TypeVar("R")
@@ -414,6 +414,7 @@ def merge_config_files(
         for key, value in layer.items():
             refuse_none_like_secret(registry.leaves[key], value, str(path), null=True)
         for key, value in layer.items():
+            origin = Origin(Layer.CONFIG_FILE, str(path))
             if key in origins and values[key] != value:
                 spec = registry.leaves[key]
                 # once per process: explain, plan (each model and TP size) and a --watch reload
@@ -421,8 +422,10 @@ def merge_config_files(
                 message = (f"config file {path} overrides {key}={spec.shown(values[key])!r} from "
                            f"{origins[key].source} with {spec.shown(value)!r}")
                 warn_once(message, message)
+                hidden = Shadowed(Layer.CONFIG_FILE, origins[key].source, jsonable(spec.shown(values[key])))
+                origin = attrs.evolve(origin, shadows=(*origins[key].shadows, hidden))
             values[key] = value
-            origins[key] = Origin(Layer.CONFIG_FILE, str(path))
+            origins[key] = origin
     return values, origins
 
 
@@ -731,19 +734,23 @@ def _layer_source(origin: Origin) -> str:
     return f"{kind[origin.layer]} {origin.source}" if origin.layer in kind else origin.source
 
 
-def warn_shadowed(spec: LeafSpec, values: Mapping[str, Any], origins: Mapping[str, Origin], value: Any,
-                  origin: Origin) -> None:
-    """A warning, once per process, when an operator layer overrides a value a lower one
-    (a config file, an environment variable) gives otherwise: that value is not in force,
-    and without a word an operator who edits it (a key rotated in a ConfigMap under a
-    `--api-key` flag) would never learn why. Values print through the one redaction rule;
-    a preset's values are meant to be refined, and an equal value loses nothing."""
+def shadowing(spec: LeafSpec, values: Mapping[str, Any], origins: Mapping[str, Origin], value: Any,
+              origin: Origin) -> Origin:
+    """`origin`, the layer that sets `value` now, with the value it hides where a lower
+    operator layer (a config file, an environment variable) gives another: that value is
+    not in force, and without a word an operator who edits it (a key rotated in a ConfigMap
+    under a `--api-key` flag) would never learn why. So it is warned about, once per
+    process, and kept on the origin for explain and server_info; values go through the
+    one redaction rule. A preset's values are meant to be refined, and an equal value
+    loses nothing: neither is a shadow."""
     below = origins.get(spec.name)
     if below is None or below.layer not in _SHADOWABLE or values[spec.name] == value:
-        return
+        return origin
     message = (f"{_layer_source(origin)} overrides {spec.name}={spec.shown(values[spec.name])!r} from "
                f"{_layer_source(below)} with {spec.shown(value)!r}")
     warn_once(message, message)
+    hidden = Shadowed(below.layer, below.source, jsonable(spec.shown(values[spec.name])))
+    return attrs.evolve(origin, shadows=(*below.shadows, hidden))
 
 
 def _spelled(source: str) -> str:
@@ -826,9 +833,8 @@ def record_from_cli_args(
     for layer_values, layer_origins in ((file_values, file_origins), (env_values, env_origins)):
         keep_secrets(registry, values, origins, layer_values, layer_origins)
         for key, value in layer_values.items():
-            warn_shadowed(registry.leaves[key], values, origins, value, layer_origins[key])
-        values.update(layer_values)
-        origins.update(layer_origins)
+            origins[key] = shadowing(registry.leaves[key], values, origins, value, layer_origins[key])
+            values[key] = value
     given: dict[str, str] = {}  # leaf -> the flag that set it
     for key, value in vars(namespace).items():
         if key.startswith(RENAMED_DEST):
@@ -842,16 +848,16 @@ def record_from_cli_args(
                                   f"old name of the other); give it once, as {new}")
             given[leaf] = flag
             leaf_for(registry, old, flag, "command line")
-            warn_shadowed(leaves[leaf], values, origins, value, Origin(Layer.CLI, flag))
-            values[leaf], origins[leaf] = value, Origin(Layer.CLI, flag)
+            origins[leaf] = shadowing(leaves[leaf], values, origins, value, Origin(Layer.CLI, flag))
+            values[leaf] = value
     for key, value in vars(namespace).items():
         if key in leaves:
             spec = leaves[key]
             flag = spec.flags[0] if spec.flags else key
             leaf_for(registry, key, flag, "command line", value)
             keep_secrets(registry, values, origins, {key: value}, {key: Origin(Layer.CLI, flag)})
-            warn_shadowed(spec, values, origins, value, Origin(Layer.CLI, flag))
-            values[key], origins[key] = value, Origin(Layer.CLI, flag)
+            origins[key] = shadowing(spec, values, origins, value, Origin(Layer.CLI, flag))
+            values[key] = value
     source = "command line" + (f" and {', '.join(paths)}" if paths else "")
     dump = getattr(namespace, "dump_config", None)
     if dump is not None:

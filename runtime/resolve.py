@@ -55,14 +55,29 @@ OPERATOR_LAYERS = frozenset({Layer.PRESET, Layer.CONFIG_FILE, Layer.ENV, Layer.C
 
 
 @attrs.frozen
+class Shadowed:
+    """A lower layer's value that the one in force hides (a config file's under a flag):
+    never applied, so a readback shows it where an operator who edits it looks. `value`
+    is as the one redaction rule prints it."""
+
+    layer: Layer
+    source: str
+    value: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer.value, "source": self.source, "value": self.value}
+
+
+@attrs.frozen
 class Origin:
-    """Where one value came from: its layer, the spelling or file or rule that set it, and,
-    for a forced rule, what it replaced."""
+    """Where one value came from: its layer, the spelling or file or rule that set it, for
+    a forced rule what it replaced, and the lower layers' values it hides (lowest first)."""
 
     layer: Layer
     source: str
     rule: str | None = None
     forced_over: Origin | None = None
+    shadows: tuple[Shadowed, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"layer": self.layer.value, "source": self.source}
@@ -70,6 +85,8 @@ class Origin:
             out["rule"] = self.rule
         if self.forced_over is not None:
             out["forced_over"] = self.forced_over.as_dict()
+        if self.shadows:
+            out["shadows"] = [shadow.as_dict() for shadow in self.shadows]
         return out
 
 

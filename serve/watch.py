@@ -63,7 +63,7 @@ from configbags.runtime.fleet import ApplyClass, above_capacity, route
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.limits import LIMITS
 from configbags.runtime.record import load_config_file, origins_of
-from configbags.runtime.resolve import DEFAULT_ORIGIN, Origin
+from configbags.runtime.resolve import DEFAULT_ORIGIN, Layer, Origin
 from configbags.runtime.yamlsafe import file_kind
 from configbags.serve.door import Door, DoorError, check_keys, redact
 
@@ -175,7 +175,7 @@ class ConfigWatcher:
         self._retry_at = 0.0
         self._lock = threading.Lock()  # status is read by request threads
         self._status: dict[str, Any] = {"file": str(self.path), "error": None, "last_applied": None,
-                                        "restart_required": {}}
+                                        "restart_required": {}, "hidden": self._hidden(self.published)}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._died: str | None = None  # why the thread ended, when it was not stop()
@@ -360,11 +360,23 @@ class ConfigWatcher:
         # every rank must enter collectives in one order: run where HTTP requests run
         return self.rank_thread.submit(change).result()
 
+    def _hidden(self, origins: Mapping[str, Origin]) -> dict[str, Any]:
+        """Leaf -> the watched file's value of it that a flag or an environment variable
+        hides (never in force, whatever the file says), and what gives the value instead:
+        an edit of it applies nothing, and the readback says so rather than stay silent."""
+        out = {}
+        for leaf, origin in origins.items():
+            for shadow in origin.shadows:
+                if shadow.layer is Layer.CONFIG_FILE and shadow.source == str(self.path):
+                    out[leaf] = {"file": shadow.value, "in_force_from": origin.source, "layer": origin.layer.value}
+        return out
+
     def _note_moved(self, new: Mapping[str, Any], origins: Mapping[str, Origin] | None, error: str | None) -> None:
         """The leaves whose running value the file's change kept but that another layer gives
         now (a key the file dropped that a preset sets the same): no override is logged for
-        them, so without this their readback would still name the file. A refused change
-        moves nothing (the config in force stays)."""
+        them, so without this their readback would still name the file; and the file's
+        leaves a flag or a variable hides now. A refused change moves nothing (the config
+        in force stays)."""
         if error is not None or origins is None:
             return
         moved = {}
@@ -375,8 +387,10 @@ class ConfigWatcher:
             now = origins.get(leaf, DEFAULT_ORIGIN)
             if now != before:
                 moved[leaf] = now
+        hidden = self._hidden(origins)
         with self._lock:
             self._moved = moved
+            self._status["hidden"] = hidden
 
     def moved(self) -> dict[str, Origin]:
         """Leaf -> the layer that gives its value now, where that is not the one publish
@@ -395,7 +409,8 @@ class ConfigWatcher:
 
     def status(self) -> dict[str, Any]:
         with self._lock:
-            return {**self._status, "restart_required": dict(self._status["restart_required"])}
+            return {**self._status, "restart_required": dict(self._status["restart_required"]),
+                    "hidden": dict(self._status["hidden"])}
 
     def restart_required(self) -> dict[str, Any]:
         with self._lock:
@@ -459,8 +474,12 @@ class WatchedDoor(Door):
         if pending:
             said.append(f"restart required: {pending} {'leaf' if pending == 1 else 'leaves'} changed in the "
                         f"watched file")
+        hidden = len(status["hidden"])
+        if hidden:
+            said.append(f"{hidden} {'leaf' if hidden == 1 else 'leaves'} of the watched file "
+                        f"{'is' if hidden == 1 else 'are'} hidden by a flag or an environment variable (not in force)")
         message = "; ".join(said) or "the watched config file is applied"
-        out["details"] = {"restart_required": pending, "watch_error": broken,
+        out["details"] = {"restart_required": pending, "watch_error": broken, "hidden": hidden,
                           "message": f"{message} (GET /server_info, with the read key, says which and why)"
                           if said else message}
         return out

@@ -12,7 +12,7 @@ import attrs
 
 from configbags.runtime.leaftypes import Policy, jsonable
 from configbags.runtime.registry import LeafSpec, secret_repr
-from configbags.runtime.resolve import NO_FACTS, Facts, Layer, Origin
+from configbags.runtime.resolve import NO_FACTS, Facts, Layer, Origin, Shadowed
 
 RankFn = Callable[[Mapping[str, Any]], Mapping[str, int]]
 Ranks = Mapping[str, int] | RankFn
@@ -280,8 +280,9 @@ def override_origin(spec: LeafSpec, entry: OverrideEntry) -> Origin:
 
 def origin_from(data: Mapping[str, Any]) -> Origin:
     over = data.get("forced_over")
+    shadows = tuple(Shadowed(Layer(s["layer"]), s["source"], s["value"]) for s in data.get("shadows", ()))
     return Origin(Layer(data["layer"]), data["source"], data.get("rule"),
-                  origin_from(over) if over else None)
+                  origin_from(over) if over else None, shadows)
 
 
 def slot_value(state: State, slot: str) -> Any:
