@@ -6,6 +6,7 @@ refused as "restart required", and a malformed or half-written file changes noth
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -60,7 +61,14 @@ def watched(tmp_path: Path) -> Iterator[tuple[ConfigMap, ConfigWatcher, Context[
     assert get_context  # the bundled package's context is the one `published` finds
     cm = ConfigMap(tmp_path / "config")
     cm.publish(BASE)
-    flags = ["--model-path", "/models/m", "--config", str(cm.file)]
+    with watching_server(cm, []) as (watcher, ctx):
+        yield cm, watcher, ctx
+
+
+@contextlib.contextmanager
+def watching_server(cm: ConfigMap, flags: list[str]) -> Iterator[tuple[ConfigWatcher, Context[Any]]]:
+    """A sealed server started with `flags` and following the ConfigMap's file."""
+    flags = ["--model-path", "/models/m", "--config", str(cm.file), *flags]
     parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
     ServerArgs.add_cli_args(parser)
     namespace = parser.parse_args(flags)
@@ -70,7 +78,7 @@ def watched(tmp_path: Path) -> Iterator[tuple[ConfigMap, ConfigWatcher, Context[
         # in-place writes read at once here (their quiet period has a test of its own)
         door.watcher = ConfigWatcher(door, cm.file, lambda: ServerArgs.from_cli_args(copy.copy(namespace)),
                                      in_place_quiet=0)
-        yield cm, door.watcher, ctx
+        yield door.watcher, ctx
 
 
 def settle(watcher: ConfigWatcher) -> None:

@@ -7,14 +7,12 @@ in /server_info's watch section and, as a count, in /health."""
 
 from __future__ import annotations
 
-import argparse
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_serve_watch import BASE, ConfigMap, settle
+from test_serve_watch import BASE, ConfigMap, settle, watching_server
 
 from configbags.cli import main as configbags
 from configbags.generated.accessors import get_context
@@ -25,7 +23,7 @@ from configbags.runtime.record import origins_of
 from configbags.runtime.resolve import Layer
 from configbags.runtime.testing import published
 from configbags.serve.door import Door
-from configbags.serve.watch import ConfigWatcher, WatchedDoor
+from configbags.serve.watch import WatchedDoor
 
 
 @pytest.fixture(autouse=True)
@@ -100,15 +98,9 @@ def test_a_followed_file_says_which_of_its_leaves_a_flag_hides(tmp_path: Path) -
     it without naming it, and once the file no longer sets it nothing is hidden."""
     cm = ConfigMap(tmp_path / "config")
     cm.publish(BASE)
-    flags = ["--model-path", "/models/m", "--config", str(cm.file), "--weight-version", "v9"]
-    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
-    ServerArgs.add_cli_args(parser)
-    namespace = parser.parse_args(flags)
-    with published(ServerArgs.from_cli(flags), role="launcher") as ctx:
-        ctx.seal()
-        door = WatchedDoor(ctx)
-        watcher = door.watcher = ConfigWatcher(
-            door, cm.file, lambda: ServerArgs.from_cli_args(copy.copy(namespace)), in_place_quiet=0)
+    with watching_server(cm, ["--weight-version", "v9"]) as (watcher, ctx):
+        door = watcher.door
+        assert isinstance(door, WatchedDoor)
         hidden = {"weight_version": {"file": "v1", "in_force_from": "--weight-version", "layer": "cli"}}
         assert door.server_info()["watch"]["hidden"] == hidden  # from the start
         epoch = ctx.epoch
