@@ -275,3 +275,53 @@ def test_the_hints_of_a_capped_plan_pass_when_applied(capsys: pytest.CaptureFixt
         with get_context().restoring():
             code, full = run_json([*applied(argv, way), "--require-full-context"], capsys)
         assert code == 0 and full["plan"]["max_req_len"] == full["plan"]["context_length"] - 1, (way, warning)
+
+
+# --- the other refusals' hints: the SWA pool, the mamba slots, --allocate -----------------
+
+OTHER_REFUSALS = {
+    # the SWA pool under one window of gpt-oss (128 tokens): a ratio that holds it, or one pool
+    "swa pool under a window": ([str(MODELS / "gpt-oss-20b.json"), "--device-memory", "40GiB",
+                                 "--swa-full-tokens-ratio", "0.00001"], "cannot hold one window"),
+    # ... under the operator's cap, where the ratio must be far larger
+    "swa pool under a window, capped": ([str(MODELS / "gpt-oss-20b.json"), "--device-memory", "40GiB",
+                                         "--swa-full-tokens-ratio", "0.00001", "--max-total-tokens", "1000"],
+                                        "cannot hold one window"),
+    # fewer mamba slots than one request holds
+    "mamba slots under a request": ([str(MODELS / "qwen3-next-80b-a3b.json"), "--device-memory", "80GiB",
+                                     "--tp-size", "4", "--max-mamba-cache-size", "1"], "mamba slots"),
+    # --allocate cpu of more than any host has
+    "allocate over the host": ([LLAMA, "--device-memory", "800GiB", "--allocate", "cpu"], "--allocate cpu needs"),
+}
+# "pass --flag" (a switch) and "use --flag word" (a choice), beside the numbers of `_HINT`
+_SWITCH = re.compile(r"pass (--[a-z][a-z-]*)")
+_CHOICE = re.compile(r"use (--allocate) ([a-z]+)")
+
+
+def other_hints(message: str) -> list[dict[str, str | None]]:
+    ways: list[dict[str, str | None]] = []
+    for clause in re.split(r";|,? or |\(", message):
+        way: dict[str, str | None] = {**dict(_HINT.findall(clause)), **dict(_CHOICE.findall(clause))}
+        way.update(dict.fromkeys(_SWITCH.findall(clause)))
+        if way:
+            ways.append(way)
+    return ways
+
+
+@pytest.mark.parametrize("case", sorted(OTHER_REFUSALS))
+def test_every_hint_of_another_refusal_passes_when_applied(case: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv, said = OTHER_REFUSALS[case]
+    argv = ["--model-config", *argv]
+    code, out = run_json(argv, capsys)
+    assert code == 1, out
+    message = out["error"]["message"]
+    assert said in message, message
+    assert not re.search(r"raise --[a-z-]+(?![a-z-])(?! to at least)", message), message  # every raise says how far
+    ways = other_hints(message)
+    assert ways, message
+    for way in ways:
+        run = applied(argv, {flag: value for flag, value in way.items() if value is not None})
+        run += [flag for flag, value in way.items() if value is None and flag not in run]
+        with get_context().restoring():
+            code, out = run_json(run, capsys)
+        assert code == 0, (run, message, out.get("error"))

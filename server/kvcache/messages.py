@@ -19,6 +19,7 @@ from configbags.server.kvcache.sizing import (
     Sizing,
     StageSizing,
     ceil_to,
+    exact,
     min_mem_fraction_static,
 )
 
@@ -55,6 +56,37 @@ def memory_fix(sizer: Sizer, stage: StageSizing, ctx: int, also: str = "", what:
         f"and at most {gib(max(0, best.plan.kv_budget))} is left after the weights even at "
         "1.0; raise --tp-size, use --kv-cache-dtype fp8_e4m3, or lower --context-length"
     )
+
+
+def _pool_tokens(sizer: Sizer, mfs: float) -> int:
+    """The full pool the plan would size: what memory holds under the operator's cap."""
+    binding = sizer.size(exact(mfs)).binding()
+    tokens = 0 if binding is None else binding.plan.tokens_fit
+    cap = sizer.settings.max_total_tokens
+    return cap // sizer.page * sizer.page if cap is not None and cap < tokens else tokens
+
+
+def swa_fix(sizer: Sizer, mfs: float) -> str:
+    """The ways out of an SWA pool under one window: the smallest swa_full_tokens_ratio (in
+    1/1000) whose pool holds it, re-sized as the plan sizes it (a larger ratio takes memory
+    from the full pool, so the SWA pool grows less than the ratio), and one pool for every
+    layer where memory holds a page of it; each a value that passes when applied."""
+
+    def holds(thousandths: int) -> bool:
+        resized = attrs.evolve(sizer, swa_r=Fraction(thousandths, 1000))
+        return resized.window_fits(resized.swa_tokens(_pool_tokens(resized, mfs)))
+
+    ways = []
+    if holds(1000):  # the SWA pool grows with the ratio: the smallest that holds is found by halving
+        low, high = 0, 1000  # holds(high), not holds(low)
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (low, mid) if holds(mid) else (mid, high)
+        ways.append(f"raise --swa-full-tokens-ratio to at least {high / 1000:g}")
+    if _pool_tokens(attrs.evolve(sizer, split_swa=False), mfs) >= max(sizer.page, 2):
+        ways.append("pass --disable-hybrid-swa-memory (one pool for every layer)")
+    return " or ".join(ways) or ("no swa_full_tokens_ratio holds it; raise --tp-size, use --kv-cache-dtype "
+                                 "fp8_e4m3, or use a larger device")
 
 
 def budget_message(sizer: Sizer, sizing: Sizing, short: StageSizing, mfs: float, request: Request) -> str:

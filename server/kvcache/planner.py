@@ -56,6 +56,7 @@ from configbags.server.kvcache.messages import (
     gib,
     memory_fix,
     requests_fix,
+    swa_fix,
 )
 from configbags.server.kvcache.model_shape import DTYPE_BYTES, ModelShape
 from configbags.server.kvcache.records import (
@@ -167,7 +168,7 @@ def plan_kv(
     request = Request(resolved.ctx, workload_tokens, require_full_context)
     sizing, binding = _size_budget(sizer, resolved, request)
     tokens = _tokens(sizer, binding, resolved, log, request)
-    swa_tokens = _swa_tokens(sizer, binding, tokens)
+    swa_tokens = _swa_tokens(sizer, binding, tokens, resolved.mfs)
     mamba = _mamba(sizing, binding, settings, log)
     max_reqs = _requests(sizer, binding, tokens, resolved, mamba, log, request)
     return _assemble(shape, settings, memory, resolved, spec, geometry, sizer, sizing, binding,
@@ -454,7 +455,7 @@ def _tokens(sizer: Sizer, binding: StageSizing, r: _Resolved, log: _Log, request
     return tokens
 
 
-def _swa_tokens(sizer: Sizer, binding: StageSizing, tokens: int) -> int | None:
+def _swa_tokens(sizer: Sizer, binding: StageSizing, tokens: int, mfs: float) -> int | None:
     """The SWA pool: a fixed size from the request cap (at most the full pool when an
     operator's max_total_tokens cut it), else `r` of the full pool, page-aligned, holding at
     least one window."""
@@ -470,8 +471,7 @@ def _swa_tokens(sizer: Sizer, binding: StageSizing, tokens: int) -> int | None:
         window = sizer.shape.sliding_window or 0
         raise DoesNotFitError(
             f"the SWA pool ({swa} tokens = {tokens} x swa_full_tokens_ratio {float(ratio)}) "
-            f"cannot hold one window of {window} tokens plus a page; raise "
-            "--swa-full-tokens-ratio or pass --disable-hybrid-swa-memory"
+            f"cannot hold one window of {window} tokens plus a page; {swa_fix(sizer, mfs)}"
         )
     return swa
 
