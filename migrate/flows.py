@@ -11,7 +11,9 @@ path and the `__init__.py` chain; relative imports too), tells each module what 
 imports are (configbags.migrate.scanmodel.FlowInput) and which of its parameters receive
 the record (arguments mapped onto parameters as Python binds them: a classmethod's `cls`,
 a method's `self` bound or, called through its class, passed; a decorated function as
-what its decorators return, a class through its metaclass's `__call__`: _Project.through),
+what its decorators return, a class through its metaclass's `__call__`: _Project.through;
+a function whose name its scope binds again as none known, unless only to a wrapper of
+itself that runs it as it is, `run = torch.compile(run)`: _rebound_defs),
 and analyses again the modules whose input changed, until nothing changes.
 Then it reports, at the call site (keyed to the caller's file and function):
 
@@ -411,7 +413,8 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
     rows: list[tuple[Any, ...]] = []
     imported: dict[str, str] | None = None  # the module's imports, where a class may need them
     attributes = frozenset(settings.record_attributes)
-    rebound = _rebound_defs(tree.body)
+    wrappers = _ScopeImports(tree)
+    rebound = _rebound_defs(tree.body, wrappers)
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in rebound:
             continue
@@ -423,7 +426,7 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
             rows += _wrapper_rows(node, settings, annotated)
         elif isinstance(node, ast.ClassDef):
             init = None
-            rebound_methods = _rebound_defs(node.body)
+            rebound_methods = _rebound_defs(node.body, wrappers.within(node))
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name not in rebound_methods:
                     qualname = f"{node.name}.{item.name}"
@@ -462,28 +465,46 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
     return rows
 
 
-def _rebound_defs(body: list[ast.stmt]) -> set[str]:
+# Wrappers (by the dotted name the module imports them as) whose result, called, runs the
+# function they are given with the arguments as given: `run = torch.compile(run)`, `run =
+# functools.lru_cache(maxsize=8)(run)`, `run = torch.no_grad()(run)` leave `run` its def
+# (_rebound_defs)
+BEHAVIOUR_KEEPING = frozenset({
+    "torch.compile", "functools.lru_cache", "functools.cache", "torch.no_grad", "torch.inference_mode",
+    "torch.enable_grad",
+})
+
+
+def _rebound_defs(body: list[ast.stmt], imported: Callable[[], Mapping[str, str]]) -> set[str]:
     """The names of `body`'s own defs that a statement of the same scope other than a def
-    also binds (`def run(sa): ...` then `run = _fast`, `run = cache(run)`, an import or a
+    also binds (`def run(sa): ...` then `run = _fast`, `run = wrap(run)`, an import or a
     class of the name, a `def` of it in an `if`, `global run` in a function): a call of
     the name may run another function than the def, so the def's signature is left out
     and a record handed to the name escapes. (Plain defs repeated, `@overload` stubs, keep
-    the last one, as Python does.)"""
+    the last one, as Python does.) A rebinding of the name to a wrapper of BEHAVIOUR_KEEPING
+    around it, spelled through the scope's imports (`imported()`: _ScopeImports), keeps
+    the def: `run = torch.compile(run)` runs it (_rewrap)."""
     defs = {node.name for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if not defs:
         return set()
-    bound: set[str] = set()
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            bound |= _globals_declared(node)
-        else:
-            bound |= _names_bound(node)
-    return defs & bound
+
+    def bound(imports: Mapping[str, str]) -> set[str]:
+        found: set[str] = set()
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found |= _globals_declared(node)
+            else:
+                found |= _names_bound(node, imports)
+        return found
+
+    # cheap first: the imports only where a def's name is bound again
+    rebound = defs & bound({})
+    return defs & bound(imported()) if rebound else rebound
 
 
-def _names_bound(node: ast.AST) -> set[str]:
+def _names_bound(node: ast.AST, imported: Mapping[str, str]) -> set[str]:
     """The names a statement binds in its own scope (not inside the functions, classes
-    and lambdas it holds, whose own names it binds)."""
+    and lambdas it holds, whose own names it binds), but a name rewrapped (_rewrap)."""
     found: set[str] = set()
     stack: list[ast.AST] = [node]
     while stack:
@@ -498,13 +519,79 @@ def _names_bound(node: ast.AST) -> set[str]:
             continue
         elif isinstance(item, ast.ExceptHandler) and item.name:
             found.add(item.name)
+        elif isinstance(item, ast.Assign) and _rewrap(item, imported):
+            stack.append(item.value)  # its target the function it was; a walrus in it binds
+            continue
         if not isinstance(item, ast.Lambda):
             stack.extend(ast.iter_child_nodes(item))
     return found
 
 
+def _rewrap(node: ast.Assign, imported: Mapping[str, str]) -> bool:
+    """Is `node` `f = W(f, ...)` or `f = W(...)(f)` with W a wrapper of BEHAVIOUR_KEEPING
+    as `imported` spells it (`import torch as T; f = T.compile(f, dynamic=True)`, `from
+    functools import lru_cache; f = lru_cache(maxsize=8)(f)`)? A factory's own arguments
+    are constants only: `torch.compile(g)(f)` calls the compiled `g`."""
+    [target, *more] = node.targets
+    call = node.value
+    if more or not isinstance(target, ast.Name) or not isinstance(call, ast.Call) or not call.args:
+        return False
+    if not isinstance(call.args[0], ast.Name) or call.args[0].id != target.id or not imported:
+        return False
+    wrapper = call.func
+    if isinstance(wrapper, ast.Call):
+        if len(call.args) > 1 or call.keywords or not all(isinstance(a, ast.Constant) for a in wrapper.args):
+            return False
+        wrapper = wrapper.func
+    parts: list[str] = []
+    while isinstance(wrapper, ast.Attribute):
+        parts.append(wrapper.attr)
+        wrapper = wrapper.value
+    # a name the scope imports, not a module spelled (`importlib.import_module("torch")`)
+    if not isinstance(wrapper, ast.Name) or wrapper.id not in imported:
+        return False
+    return ".".join((imported[wrapper.id], *reversed(parts))) in BEHAVIOUR_KEEPING
+
+
+class _ScopeImports:
+    """The module's imports a scope's statements spell (_module_imports), less the names a
+    function declares global (it may bind them); computed once, where asked."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.found: dict[str, str] | None = None
+
+    def __call__(self) -> dict[str, str]:
+        if self.found is None:
+            declared = _globals_declared(self.tree)
+            self.found = {local: name for local, name in _module_imports(self.tree).items() if local not in declared}
+        return self.found
+
+    def within(self, cls: ast.ClassDef) -> Callable[[], dict[str, str]]:
+        """Those of a class body, which its own names shadow (`torch = fake` in it)."""
+        def imports() -> dict[str, str]:
+            own = set().union(*(_names_bound(node, {}) for node in cls.body))
+            return {local: name for local, name in self().items() if local not in own}
+        return imports
+
+
 def _globals_declared(node: ast.AST) -> set[str]:
     return {name for item in ast.walk(node) if isinstance(item, ast.Global) for name in item.names}
+
+
+def _rewrapped_functions(tree: ast.Module) -> set[int]:
+    """The ids of the names a rewrap (_rewrap) hands its wrapper, in the module's scope
+    and its classes' (`flag` in `flag = functools.cache(flag)`): the function bound back
+    to its own name, whose calls are read where they are made, is not handed on."""
+    imports = _ScopeImports(tree)
+    found: set[int] = set()
+    scopes: list[tuple[list[ast.stmt], Callable[[], Mapping[str, str]]]] = [(tree.body, imports)]
+    scopes += [(node.body, imports.within(node)) for node in tree.body if isinstance(node, ast.ClassDef)]
+    for body, imported in scopes:
+        for stmt in _block_statements(body):
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and _rewrap(stmt, imported()):
+                found.add(id(stmt.value.args[0]))
+    return found
 
 
 def _module_imports(tree: ast.Module) -> dict[str, str]:
@@ -1289,7 +1376,7 @@ def base_facts(
         bases=bases,
         signatures=(*signatures, *_helper_signatures(
             tree, settings, settings.record_class in text, {row[0] for row in env_params},
-            {row[0] for row in signatures} | _rebound_defs(tree.body),
+            {row[0] for row in signatures} | _rebound_defs(tree.body, _ScopeImports(tree)),
         )),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
@@ -1397,6 +1484,7 @@ class _Uses(_Walk):
         self._bound: dict[int, set[str]] = {}  # id(function) -> the names it binds
         self.reads: list[tuple[Any, ...]] = []
         self.fetchers: list[tuple[str, str]] = []
+        self._rewraps: set[int] | None = None  # _rewrapped_functions, where asked
         # the module's context and environment getters handed to a decorator (FlowFacts.passes)
         self.decorated: list[tuple[Any, ...]] = []
         # (function, parameter, use): the module's own parameters handed on to a helper's
@@ -1763,6 +1851,10 @@ class _Uses(_Walk):
             isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in parent.body
         ):
             return  # a subclass taking its base's constructor: a helper in turn (_inherited_helpers)
+        if self._rewraps is None:
+            self._rewraps = _rewrapped_functions(self.strings.tree)
+        if id(node) in self._rewraps:
+            return  # `flag = functools.cache(flag)`: still the helper, its calls read where made
         self._row(node, ENV_UNRESOLVED, "environ", "env_helper")
 
     def _helper_call(
