@@ -77,7 +77,13 @@ _FROM_VALUES = frozenset({"from_dict"})
 _TO_VALUES = frozenset({"to_dict", "_asdict"})
 # The record class's methods that build no record (`ServerArgs.add_cli_args(parser)`
 # returns None); any other it calls a constructor, which reads the config
-_BUILDS_NOTHING = frozenset({"add_cli_args"})
+BUILDS_NOTHING = frozenset({"add_cli_args"})
+# argparse's parsing methods. On a parser `ServerArgs.add_cli_args(parser)` filled, the
+# Namespace they give holds every leaf the command line sets: the config the launcher is
+# about to publish, a record of origin "built" (the parse_known_* ones give it first in a
+# pair with the arguments left over).
+PARSES = frozenset({"parse_args", "parse_intermixed_args"})
+PARSES_KNOWN = frozenset({"parse_known_args", "parse_known_intermixed_args"})
 # Callables that provably read nothing of an argument: handing them the record is no read.
 READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
 # What starts a child process: the record handed over is the child's own business
@@ -324,6 +330,10 @@ class _Analysis(Scopes[_Scope]):
         # (`server_args = Captures()`), whose `__set__` a store through an instance calls
         self.class_values: dict[tuple[str, str], str] = {}
         self._sequences: holders.Sequences | None = None
+        # (scope, name) of each `ServerArgs.add_cli_args(name)` walked, and (id(scope), name)
+        # of the parsers they fill, as the scope binding the name (set by resolve())
+        self.fills: list[tuple[_Scope, str]] = []
+        self.filled: set[tuple[int, str]] = set()
         # functions storing a record attribute on a parameter (`fill(ns)`): spelled -> positions
         self.fillers: dict[str, list[int]] = {}
         for entry in self.flows.fillers:
@@ -352,7 +362,7 @@ class _Analysis(Scopes[_Scope]):
         names = self.raw_names | self.class_names | self.record_attrs | self.record_dicts
         names |= self.dict_aliases | self.dict_fetchers | self.dict_locals
         names |= self.self_attrs.keys() | self.wrappers.keys() | self.types.names() | self.element_attrs
-        names |= self.class_attrs.keys()
+        names |= self.class_attrs.keys() | {name for _, name in self.fills}
         names |= {name for _, name in self.elements} | flow_names(self.flows)
         for scope in self.scopes:
             names |= scope.aliases.keys() | scope.callers.keys()
@@ -370,6 +380,8 @@ class _Analysis(Scopes[_Scope]):
         typed = typed_reach(self, expr, scope)
         if typed is not None:
             return typed
+        if isinstance(expr, (ast.Call, ast.Subscript)) and self.parsed(expr, scope):
+            return ("parsed", "built")
         if isinstance(expr, ast.Call):
             return self._reach_call(expr, scope)
         if isinstance(expr, ast.Name):
@@ -466,7 +478,7 @@ class _Analysis(Scopes[_Scope]):
             if isinstance(func.value, ast.Name) and func.value.id in self.class_names:
                 # ServerArgs.from_cli(...), from_cli_args(ns), from_dict(d): the generated
                 # constructors read config files and the environment, even from `[]`
-                return ("constructed", "constructed" if func.attr in _BUILDS_NOTHING else "built")
+                return ("constructed", "constructed" if func.attr in BUILDS_NOTHING else "built")
             if func.attr in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
             if func.attr in _REPLACE_CALLS and (
@@ -478,6 +490,32 @@ class _Analysis(Scopes[_Scope]):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
         return self._imported_call(func, scope)
+
+    def filled_parser(self, expr: ast.expr, scope: _Scope) -> bool:
+        """Is `expr` a name of a parser `ServerArgs.add_cli_args` filled, as `scope` sees it
+        (bound in that scope or an enclosing one, a parameter too)? A parser filled in
+        another function, or one of the same name never filled, parses none of the config."""
+        if not isinstance(expr, ast.Name) or not self.filled:
+            return False
+        holder = self.visible(expr.id, scope)
+        return holder is not None and (id(holder), expr.id) in self.filled
+
+    def parsed(self, expr: ast.Call | ast.Subscript, scope: _Scope) -> bool:
+        """Is `expr` the Namespace a filled parser parses: `p.parse_args(argv)`, or the
+        first of the pair `p.parse_known_args(argv)` gives, `[0]`?"""
+        call: ast.expr = expr
+        methods = PARSES
+        if isinstance(expr, ast.Subscript):
+            index = expr.slice
+            if not (isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0):
+                return False
+            call, methods = expr.value, PARSES_KNOWN
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in methods
+            and self.filled_parser(call.func.value, scope)
+        )
 
     def _reach_by_name(self, call: ast.Call, scope: _Scope) -> Reach | None:
         """What a fetch by name evaluates to: `getattr(self, "server_args")` is
@@ -942,6 +980,10 @@ class _Analysis(Scopes[_Scope]):
 
     def resolve(self) -> None:
         """The first fixpoint: which names, attributes and functions reach the record."""
+        # every binding is known now, so which scope's name each add_cli_args call fills
+        self.filled = {
+            (id(holder), name) for scope, name in self.fills if (holder := self.visible(name, scope)) is not None
+        }
         self._propagate()
 
     def resolve_rebound(self) -> None:
@@ -1349,7 +1391,31 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         else:
             self.bind(target, loop_element(iterable))
 
+    def bind(self, target: ast.expr, value: ast.expr | None, forced: str | None = None) -> None:
+        if (
+            isinstance(target, (ast.Tuple, ast.List))
+            and target.elts
+            and not isinstance(target.elts[0], ast.Starred)
+            and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in PARSES_KNOWN
+        ):
+            # `ns, rest = p.parse_known_args(argv)`: ns is the pair's `[0]`, the Namespace
+            # (the record where add_cli_args filled p); the rest are unknown values
+            namespace = ast.copy_location(ast.Subscript(value=value, slice=ast.Constant(0), ctx=_LOAD), value)
+            super().bind(target.elts[0], namespace, forced)
+            for rest in target.elts[1:]:
+                super().bind(rest, None)
+            return
+        super().bind(target, value, forced)
+
     def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in BUILDS_NOTHING and _name_of(func.value) in self.a.class_names:
+            # `ServerArgs.add_cli_args(p)`: p parses the command line into every leaf now
+            filled = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "parser"), None)
+            if isinstance(filled, ast.Name):
+                self.a.fills.append((self.scope, filled.id))
         if self.a.fillers:
             # `fill(ns)` where fill stores `ns.server_args = rec`: ns holds the record now
             for position in self.a.fillers.get(dotted(node.func), ()):

@@ -56,6 +56,7 @@ _VIA = {
     "self_alias": "a self. attribute holding the raw record",
     "wrapper": "a function returning the raw record",
     "constructed": "a ServerArgs built in place",
+    "parsed": "a Namespace parsed by a parser ServerArgs.add_cli_args filled",
     "replaced": "a copy of the raw record with fields changed (dataclasses.replace, .replace)",
     "class": "the record class (a class default, never the published value)",
     "record_dict": "a dict copy of the record",

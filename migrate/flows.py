@@ -59,7 +59,10 @@ import attrs
 
 from configbags.migrate import holders
 from configbags.migrate.aliases import (
+    BUILDS_NOTHING,
     FUNCTION_ROUTES,
+    PARSES,
+    PARSES_KNOWN,
     READS_NOTHING,
     bare_mentions,
     built_origin,
@@ -3026,10 +3029,30 @@ class HomeFacts:
 
 def _builds_record(function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str) -> bool:
     """Does `function` return a record it builds (`return ServerArgs.from_cli_args(ns)`, or
-    a name bound to one: `sa = ServerArgs(**kw); return sa`)? The launcher's
-    `prepare_server_args(argv)`: what it gives is the config, like a getter's."""
+    a name bound to one: `sa = ServerArgs(**kw); return sa`), or the Namespace a parser it
+    fills with `ServerArgs.add_cli_args(parser)` parses (`return parser.parse_args(argv)`,
+    `parse_known_args(argv)[0]`)? The launcher's `prepare_server_args(argv)`: what it gives
+    is the config, like a getter's."""
+    filled = {
+        arg.id for node in ast.walk(function) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        and node.func.attr in BUILDS_NOTHING and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == record_class
+        for arg in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "parser")] if isinstance(arg, ast.Name)
+    }
+
+    def parsing(value: ast.expr) -> bool:
+        methods = PARSES
+        if isinstance(value, ast.Subscript):
+            first = isinstance(value.slice, ast.Constant) and type(value.slice.value) is int and value.slice.value == 0
+            value, methods = value.value, PARSES_KNOWN if first else frozenset()  # the Namespace of the pair
+        return (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in methods
+            and isinstance(value.func.value, ast.Name) and value.func.value.id in filled
+        )
 
     def building(value: ast.expr | None) -> bool:
+        if value is not None and filled and parsing(value):
+            return True
         if not isinstance(value, ast.Call):
             return False
         func = value.func

@@ -20,6 +20,9 @@ reached through any of these spellings, and the scanner follows all of them:
 - functions and properties that return the record;
 - copies (`copy.copy(rec)`, `deepcopy`: the record's values, though a write changes only
   the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`);
+- records the launcher builds from values the code does not spell (`ServerArgs.from_cli(argv)`,
+  `ServerArgs(**vars(ns))`), and the Namespace a parser `ServerArgs.add_cli_args(p)` filled
+  parses (`p.parse_args(argv)`, `ns, _ = p.parse_known_args()`): origin "built";
 - `match` class patterns: `case
   ServerArgs(x=v)` on any subject, `case object(x=v)` on the record, `case rec2:` binding
   it (positional sub-patterns read fields unknown here: leaf `*`), and a keyword

@@ -32,10 +32,12 @@ SCANNER_VERSION = 68
 #                spells, not the config: handing it on, formatting it or reading it whole
 #                reads nothing;
 #   built        a ServerArgs built from values the code does not spell (`from_cli(argv)`,
-#                `from_cli_args(ns)`, `ServerArgs(**vars(ns))`): the config the launcher
-#                is about to publish, not the published record yet: it escapes, passes
-#                (followed into the callee) and reads whole like the record, and `ratchet
-#                fix` never rewrites a leaf read on it;
+#                `from_cli_args(ns)`, `ServerArgs(**vars(ns))`), or the Namespace a parser
+#                `ServerArgs.add_cli_args(p)` filled parses (`p.parse_args(argv)`, via
+#                "parsed"): the config the launcher is about to publish, not the
+#                published record yet: it escapes, passes (followed into the callee) and
+#                reads whole like the record, and `ratchet fix` never rewrites a leaf
+#                read on it;
 #   replaced     a copy of the record with some fields changed (`dataclasses.replace(rec,
 #                ...)`, `attrs.evolve`, `copy.replace`, the generated record's own
 #                `.replace(...)`): it carries every published value it does not change, so

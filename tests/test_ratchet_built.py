@@ -48,7 +48,6 @@ def test_a_record_built_from_values_is_followed_into_the_callee(tmp_path: Path, 
     ("return run(ServerArgs())",),
     ("return run(ServerArgs(model_path='m', page_size=16))",),
     ("sa = ServerArgs(model_path='m')", "print(sa)", "return run(sa)"),
-    ("return run(p.parse_args(argv).model_path)",),  # a value that is no record
     ("return run(argparse.Namespace(page_size=64))",),
     ("ServerArgs.from_cli(argv)", "return run(len(argv))"),
     ("print(ServerArgs.add_cli_args(p))", "return run(argv)"),  # returns None, builds no record
@@ -57,6 +56,14 @@ def test_a_function_handed_no_record_of_the_config_stays_clean(tmp_path: Path, l
     result = scan_pkg(tmp_path, {"user.py": HEAD + RUN + _main(*lines)})
     assert not file_reads(result), result.reads
     assert not fails(result)
+
+
+def test_a_leaf_of_the_filled_parsers_namespace_is_read_where_it_is_read(tmp_path: Path) -> None:
+    # the Namespace p parses holds the config (R14-8, tests/test_ratchet_parsed15.py): its
+    # leaf is read in main; the value handed to run is no record, so run reads nothing
+    result = scan_pkg(tmp_path, {"user.py": HEAD + RUN + _main("return run(p.parse_args(argv).model_path)")})
+    assert file_reads(result) == {("main", "model_path")}, result.reads
+    assert fails(result)
 
 
 # ---- the callee's callees and modules, and the launcher's helper that builds it
