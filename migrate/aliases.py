@@ -419,7 +419,7 @@ class _Analysis(Scopes[_Scope]):
         return result
 
     def _reach_attribute(self, expr: ast.Attribute, scope: _Scope) -> Reach | None:
-        if self.flows.record_holders and dotted(expr) in self.flows.record_holders:
+        if dotted(expr) in self.flows.record_holders or dotted(expr) in self.flows.home_holders:
             return ("imported", "held")  # `a.REC` where module a binds REC to the record
         if expr.attr in self.record_attrs:
             # `pkg.server_args` where `pkg` is an imported module names a module
@@ -475,7 +475,9 @@ class _Analysis(Scopes[_Scope]):
                 return ("accessor", "process")
             if func.attr in self.class_names:
                 return ("constructed", built_origin(call))  # mod.ServerArgs(...)
-            if isinstance(func.value, ast.Name) and func.value.id in self.class_names:
+            # (`ServerArgs.instance()` where the home's classmethod returns the published
+            # record is not one built in place: _imported_call)
+            if isinstance(func.value, ast.Name) and func.value.id in self.class_names and dotted(func) not in self.flows.record_fetchers:
                 # ServerArgs.from_cli(...), from_cli_args(ns), from_dict(d): the generated
                 # constructors read config files and the environment, even from `[]`
                 return ("constructed", "constructed" if func.attr in BUILDS_NOTHING else "built")
@@ -618,7 +620,7 @@ class _Analysis(Scopes[_Scope]):
     def _lookup(self, name: str, scope: _Scope) -> Reach | None:
         # a name bound in a nearer scope to something else shadows an outer alias
         holder = self.visible(name, scope)
-        if holder is None and name in self.flows.record_holders:
+        if holder is None and (name in self.flows.record_holders or name in self.flows.home_holders):
             return ("imported", "held")  # bound by `from pkg.a import *`, where a binds it
         return holder.aliases.get(name) if holder is not None else None
 
@@ -1275,7 +1277,7 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         settings = self.a.settings
         for alias in node.names:
             local = alias.asname or alias.name
-            if local in self.a.flows.record_holders:
+            if local in self.a.flows.record_holders or local in self.a.flows.home_holders:
                 # `from pkg.a import REC`, where pkg.a binds REC to the record
                 self.scope.bound.add(local)
                 _merge(self.scope.aliases, local, ("imported", "held"))
@@ -1557,7 +1559,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._whole(node.value, reach)  # `rec.__repr__()`, `rec.to_dict()`: every field
             elif not called and node.attr not in _NO_LEAF:
                 self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
-        elif self._is_record_class(node.value) and not node.attr.startswith("__"):
+        elif (
+            self._is_record_class(node.value) and not node.attr.startswith("__")
+            and dotted(node) not in self.a.flows.home_holders  # `ServerArgs._instance`: the published record
+        ):
             # `ServerArgs.base_gpu_id` reads the class default, never the published value;
             # on a slotted attrs class it is a member descriptor, so `==` is always False
             if not isinstance(node.ctx, ast.Load):
@@ -2505,7 +2510,7 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     fillers = (entry.rpartition("|")[0] for entry in (*flows.fillers, *flows.namespace_readers))
     for spelled in (
         *flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders,
-        *flows.record_dict_holders, *flows.record_dict_fetchers,
+        *flows.record_dict_holders, *flows.record_dict_fetchers, *flows.home_holders,
     ):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)

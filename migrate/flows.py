@@ -2511,6 +2511,7 @@ class _Project:
             ),
             record_dict_holders=frozenset(spelled["record_dict_holder"]),
             record_dict_fetchers=frozenset(spelled["record_dict"]),
+            home_holders=frozenset(spelled["home_holder"]),
         )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
@@ -2741,17 +2742,24 @@ class _Project:
         after `import pkg.server_args as S` or `from pkg import server_args as S`): a second
         getter of the record's home module gives the record, as the raw accessor does; one
         returning the record dict gives the dict, and a module-level name bound to it is the
-        dict."""
+        dict; a holder of the record is the record. Those under an imported name come with
+        it (`from pkg.server_args import STATE`: `STATE.args`; `ServerArgs`:
+        `ServerArgs.instance`)."""
         module, name = self._home_target(kind, target)
         facts = self.home_facts.get(module)
         if facts is None:
             return
-        offered = (("record", facts.getters), ("record_dict", facts.dict_getters), ("record_dict_holder", facts.dict_holders))
+        offered = (
+            ("record", facts.getters), ("record_dict", facts.dict_getters),
+            ("record_dict_holder", facts.dict_holders), ("home_holder", facts.holders),
+        )
         for found, names in offered:
             if not name:
                 spelled[found].update(f"{local}.{each}" for each in names)
-            elif name in names:
-                spelled[found].add(local)
+                continue
+            for each in names:
+                if each == name or each.startswith(name + "."):
+                    spelled[found].add(local + each[len(name) :])
 
     def _home_target(self, kind: str, target: str) -> tuple[str, str]:
         """(module, name) an import binds, name "" for a module: the home module where the
@@ -2788,7 +2796,7 @@ class _Project:
         for level, module, name, _ in self.results[rel].flow.imports:
             facts = self.home_facts.get(self.absolute(rel, level, module)) if name == "*" else None
             if facts is not None:  # `from pkg.server_args import *` binds its public names
-                for found, names in (("record", facts.getters), ("record_dict", facts.dict_getters)):
+                for found, names in (("record", facts.getters), ("record_dict", facts.dict_getters), ("home_holder", facts.holders)):
                     offered[found].update(each for each in names if not each.startswith("_"))
                 public = {*facts.dict_holders, *self.settings.record_dicts}
                 offered["record_dict_holder"].update(each for each in public if not each.startswith("_"))
@@ -2998,13 +3006,16 @@ class HomeFacts:
     only ones whose calls are the home's own business), and its functions that give the
     record (a second getter, `def get_global_server_args() -> ServerArgs: return
     _GLOBAL_SERVER_ARGS`, annotated as the record or returning what the raw accessor
-    returns: configbags.migrate.homegetters), which are raw accessors for every importer,
-    and those giving the record dict, read by key like the dict."""
+    returns: configbags.migrate.homegetters), which are raw accessors for every importer
+    (a method by qualname, `ServerArgs.instance`, a context variable's `VAR.get`), and
+    those giving the record dict, read by key like the dict; and where it keeps the record
+    (`STATE.args`, `ServerArgs._instance`), which its importers read directly too."""
 
     defined: frozenset[str]
     getters: frozenset[str]
     dict_getters: frozenset[str] = frozenset()  # functions returning the record dict
     dict_holders: frozenset[str] = frozenset()  # module-level names bound to it
+    holders: frozenset[str] = frozenset()  # names (dotted) holding the record
 
     @classmethod
     def of(cls, source: bytes, settings: ScanSettings) -> HomeFacts | None:
@@ -3024,7 +3035,7 @@ class HomeFacts:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != settings.raw_accessor
             and _builds_record(node, settings.record_class)
         }
-        return cls(frozenset(defined), found.record | built, found.dicts, found.dict_names)
+        return cls(frozenset(defined), found.record | built, found.dicts, found.dict_names, found.holders)
 
 
 def _builds_record(function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str) -> bool:

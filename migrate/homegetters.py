@@ -2,14 +2,24 @@
 only for what it offers importers, configbags.migrate.flows.HomeFacts).
 
 A function there gives the record to every importer when it returns what the raw accessor
-returns, in any of the shapes an engine writes it: the global the raw accessor returns, or
-one a function binds to the record under `global`; a slot of a module dict the setter
-stores the record in (`_STATE["args"] = a`, then `return _STATE["args"]` or
-`_STATE.get("args")`); a call of the raw accessor or of another such getter (decorated or
-not: `@functools.lru_cache def get_args(): return get_server_args()`); a copy of any of
-these (`copy.deepcopy(_GLOBAL_SERVER_ARGS)`, `dataclasses.replace(...)`), whose fields are
-the published values. A function returning the record dict (`return
-global_server_args_dict`, or a module-level name bound to it) gives the dict.
+returns, in any of the shapes an engine writes it: a holder of the record, a call of the raw
+accessor or of another such getter (decorated or not: `@functools.lru_cache def
+get_args(): return get_server_args()`, or a method: `ServerArgs.instance()`), a copy of any
+of these (`copy.deepcopy(_GLOBAL_SERVER_ARGS)`, `dataclasses.replace(...)`), whose fields
+are the published values, or a cast of one (`typing.cast(ServerArgs, _G)`: the value
+itself). A function returning the record dict (`return global_server_args_dict`, or a
+module-level name bound to it) gives the dict.
+
+The holders are where the home keeps the record: what the raw accessor returns, and
+wherever a function stores the record (the setter's parameter, `set_global_server_args(a)`,
+or one annotated as the record, or one stored where the record is): a global bound under
+`global`; a slot of a module dict (`_STATE["args"] = a`, read `_STATE["args"]` or
+`_STATE.get("args")`); an attribute of a module-level class or object (`ServerArgs._instance
+= a` or `cls._instance = a` in its classmethod, a `threading.local()`'s `_LOCAL.args = a`, a
+`SimpleNamespace`'s `STATE.args = a`, `setattr(...)`, read by `getattr(...)` too); a
+`ContextVar` it `.set(a)`s, read by `.get()`. Importers read the holders directly as well
+(`STATE.args.page_size`, `SERVER_ARGS_VAR.get().page_size`: HomeGetters.holders and the
+`.get` getters). The home's other globals, attributes and variables are not the record.
 
 Deny by default: a value that is the record on one branch only (`a if c else None`, `a or
 b`) counts, and a slot read by a key the code does not show counts where any slot of that
@@ -19,7 +29,9 @@ dict holds the record.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
+from typing import Any
 
 import attrs
 
@@ -30,16 +42,28 @@ from configbags.migrate.scanmodel import ScanSettings
 _COPIES = frozenset({"copy.copy", "copy.deepcopy", "copy", "deepcopy", "dataclasses.replace", "replace", "attrs.evolve"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Slot = tuple[str, str | None]  # (module dict, literal key or None for a key not shown)
+Attr = tuple[str, str | None]  # (module-level object as dotted, attribute or None for one not shown)
+# `typing.cast(T, x)` is x at run time (`from typing import cast`, `import typing as t`)
+_CASTS = frozenset({"cast", "typing.cast", "t.cast", "typing_extensions.cast"})
+
+
+def _setter(name: str, attributes: tuple[str, ...]) -> bool:
+    """Is `name` the setter publishing the record (`set_global_server_args`,
+    `set_server_args`, `set_global_server_args_for_scheduler`)? Its parameter is the record."""
+    return any(re.fullmatch(rf"set_(global_)?{re.escape(attribute)}(_\w+)?", name) for attribute in attributes)
 
 
 @attrs.frozen
 class HomeGetters:
-    """A home module's functions giving the record or the record dict, and its module-level
-    names bound to the dict."""
+    """A home module's functions giving the record (methods by qualname, `ServerArgs.instance`,
+    and `VAR.get` of a context variable holding it) or the record dict, its module-level
+    names bound to the dict, and its holders of the record as importers spell them
+    (`_GLOBAL_SERVER_ARGS`, `STATE.args`, `ServerArgs._instance`)."""
 
     record: frozenset[str]
     dicts: frozenset[str]
     dict_names: frozenset[str]
+    holders: frozenset[str] = frozenset()
 
 
 def _key(expr: ast.expr) -> str | None:
@@ -63,19 +87,26 @@ def _walk(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[as
 
 @attrs.frozen
 class _Body:
-    """What a home function's body shows, walked once: its assignments (nested functions
-    and classes left out), every value it returns (theirs too: deny by default), the
-    names it declares global, and its parameters (those annotated as the record apart)."""
+    """What a home function's body shows, walked once: its assignments and the calls it
+    makes as statements (`VAR.set(a)`, `setattr(...)`; nested functions and classes left
+    out), every value it returns (theirs too: deny by default), the names it declares
+    global, and its parameters (those annotated as the record apart). A method knows its
+    class and the parameter naming it or its instance (`cls`, `self`; none when static)."""
 
     assigns: tuple[ast.Assign, ...]
+    calls: tuple[ast.Call, ...]
     returns: tuple[ast.expr | None, ...]
     declared: frozenset[str]
     parameters: frozenset[str]
     annotated: frozenset[str]
+    first: str | None  # the first positional parameter (the setter's record)
+    owner: str | None = None  # the class of a method
+    this: str | None = None  # its `cls` or `self`
 
     @classmethod
-    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str) -> _Body:
+    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str, owner: str | None = None) -> _Body:
         assigns: list[ast.Assign] = []
+        calls: list[ast.Call] = []
         returns: list[ast.expr | None] = []
         declared: set[str] = set()
         for node, own in _walk(function):
@@ -83,37 +114,135 @@ class _Body:
                 returns.append(node.value)
             elif own and isinstance(node, ast.Assign):
                 assigns.append(node)
+                if isinstance(node.value, ast.Call):
+                    calls.append(node.value)  # `token = VAR.set(a)`
+            elif own and isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                calls.append(node.value)
             elif own and isinstance(node, ast.Global):
                 declared.update(node.names)
         arguments = function.args
-        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        positional = [*arguments.posonlyargs, *arguments.args]
+        every = [*positional, *arguments.kwonlyargs]
+        static = any(dotted_name(d) == "staticmethod" for d in function.decorator_list)
+        this = positional[0].arg if owner is not None and positional and not static else None
+        first = next((arg.arg for arg in positional if arg.arg != this), None)
         return cls(
-            tuple(assigns), tuple(returns), frozenset(declared),
+            tuple(assigns), tuple(calls), tuple(returns), frozenset(declared),
             frozenset(arg.arg for arg in every),
             frozenset(arg.arg for arg in every if arg.annotation is not None and record_class in ast.unparse(arg.annotation)),
+            first, owner, this,
         )
 
 
 class _Home:
-    """The fixpoint over one home module's functions."""
+    """The fixpoint over one home module's functions and its classes' methods."""
 
     def __init__(self, tree: ast.Module, settings: ScanSettings) -> None:
         self.settings = settings
         self.functions = [node for node in tree.body if isinstance(node, _FUNCTIONS)]
         self.module_level = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
+        # the module's own objects, whose attributes may hold the record (`STATE.args`)
+        self.objects: set[str] = {node.name for node in tree.body if isinstance(node, ast.ClassDef)} | {
+            target.id for node in self.module_level
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
+        }
         # (a later definition of a name replaces an earlier one, as at import)
         self.bodies = {f.name: _Body.of(f, settings.record_class) for f in self.functions}
-        raw = self.bodies.get(settings.raw_accessor)
-        # the globals holding the record: those the raw accessor returns, to begin with
-        self.globals: set[str] = {value.id for value in raw.returns if isinstance(value, ast.Name)} if raw else set()
+        self.bodies.update({
+            f"{node.name}.{method.name}": _Body.of(method, settings.record_class, node.name)
+            for node in tree.body if isinstance(node, ast.ClassDef)
+            for method in node.body if isinstance(method, _FUNCTIONS)
+        })
+        # the holders of the record: the globals, module dict slots, attributes of the
+        # module's objects and the context variables it is kept in
+        self.globals: set[str] = set()
         self.slots: set[Slot] = set()
-        # annotated to return the record (`-> ServerArgs`), whatever the body shows
+        self.attrs: set[Attr] = set()
+        self.variables: set[str] = set()
+        # annotated to return the record (`-> ServerArgs`), whatever the body shows (not a
+        # method: `ServerArgs.from_cli(...) -> ServerArgs` builds one, as importers read it)
         self.getters: set[str] = {
             f.name for f in self.functions
             if f.name != settings.raw_accessor and f.returns is not None and settings.record_class in ast.unparse(f.returns)
         }
         self.dict_names: set[str] = set(settings.record_dicts)
         self.dict_getters: set[str] = set()
+        raw = self.bodies.get(settings.raw_accessor)
+        if raw is not None:  # what the raw accessor returns is held, to begin with
+            for value in raw.returns:
+                self._seed(value, raw, set())
+
+    def _object(self, expr: ast.expr, body: _Body | None) -> str | None:
+        """The module-level object `expr` spells, dotted (`STATE`, `STATE.ns`, `cls` or `self`
+        in a method of ServerArgs: `ServerArgs`), or None (a local, a parameter)."""
+        name = dotted_name(expr)
+        head, dot, rest = name.partition(".")
+        if body is not None and body.this is not None and head == body.this:
+            return f"{body.owner}{dot}{rest}"
+        if head in self.objects and not (body is not None and head in body.parameters):
+            return name
+        return None
+
+    def _attr(self, owner: str | None, attribute: str | None) -> bool:
+        if owner is None:
+            return False
+        if attribute is None:
+            return any(name == owner for name, _ in self.attrs)
+        return (owner, attribute) in self.attrs or (owner, None) in self.attrs
+
+    def _seed(self, expr: ast.expr | None, body: _Body, seen: set[str]) -> None:
+        """Take what the raw accessor returns as a holder (through branches, casts and the
+        home's functions it calls, whose returns it gives)."""
+        if isinstance(expr, ast.Name):
+            self.globals.add(expr.id)
+        elif isinstance(expr, ast.Attribute):
+            owner = self._object(expr.value, body)
+            if owner is not None:
+                self.attrs.add((owner, expr.attr))
+        elif isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
+            self.slots.add((expr.value.id, _key(expr.slice)))
+        elif isinstance(expr, (ast.Await, ast.NamedExpr)):
+            self._seed(expr.value, body, seen)
+        elif isinstance(expr, ast.IfExp):
+            self._seed(expr.body, body, seen)
+            self._seed(expr.orelse, body, seen)
+        elif isinstance(expr, ast.BoolOp):
+            for value in expr.values:
+                self._seed(value, body, seen)
+        elif isinstance(expr, ast.Call):
+            self._seed_call(expr, body, seen)
+
+    def _seed_call(self, call: ast.Call, body: _Body, seen: set[str]) -> None:
+        func = call.func
+        if dotted_name(func) in _CASTS and len(call.args) == 2:
+            self._seed(call.args[1], body, seen)
+        elif isinstance(func, ast.Attribute) and func.attr == "get":
+            key = _key(call.args[0]) if call.args else None
+            owner = self._object(func.value, body)
+            if key is not None and isinstance(func.value, ast.Name):
+                self.slots.add((func.value.id, key))  # `_STATE.get("args")`
+            elif owner is not None:
+                self.variables.add(owner)  # `VAR.get()`, `VAR.get(None)`
+        elif dotted_name(func) == "getattr" and len(call.args) >= 2:
+            owner = self._object(call.args[0], body)
+            if owner is not None:
+                self.attrs.add((owner, _key(call.args[1])))
+        else:
+            called = self._spelled(func, body)
+            inner = self.bodies.get(called) if called not in seen else None
+            if inner is not None:  # `return ServerArgs.instance()`: what it returns
+                seen.add(called)
+                for value in inner.returns:
+                    self._seed(value, inner, seen)
+
+    def _spelled(self, func: ast.expr, body: _Body | None) -> str:
+        """A called home function or method by qualname (`cls.instance` in a method of
+        ServerArgs is `ServerArgs.instance`)."""
+        name = dotted_name(func)
+        head, dot, rest = name.partition(".")
+        if body is not None and body.this is not None and head == body.this and dot:
+            return f"{body.owner}.{rest}"
+        return name
 
     def _slot(self, owner: ast.expr, key: ast.expr | None) -> bool:
         if not isinstance(owner, ast.Name):
@@ -123,27 +252,36 @@ class _Home:
             return any(name == owner.id for name, _ in self.slots)
         return (owner.id, shown) in self.slots or (owner.id, None) in self.slots
 
-    def gives_record(self, expr: ast.expr | None, local: set[str]) -> bool:
+    def gives_record(self, expr: ast.expr | None, local: set[str], body: _Body | None = None) -> bool:
         if expr is None:
             return False
         if isinstance(expr, ast.Name):
             return expr.id in local or expr.id in self.globals
+        if isinstance(expr, ast.Attribute):
+            return self._attr(self._object(expr.value, body), expr.attr)
         if isinstance(expr, ast.Subscript):
             return self._slot(expr.value, expr.slice)
         if isinstance(expr, (ast.Await, ast.NamedExpr)):
-            return self.gives_record(expr.value, local)
+            return self.gives_record(expr.value, local, body)
         if isinstance(expr, ast.IfExp):
-            return self.gives_record(expr.body, local) or self.gives_record(expr.orelse, local)
+            return self.gives_record(expr.body, local, body) or self.gives_record(expr.orelse, local, body)
         if isinstance(expr, ast.BoolOp):
-            return any(self.gives_record(value, local) for value in expr.values)
+            return any(self.gives_record(value, local, body) for value in expr.values)
         if not isinstance(expr, ast.Call):
             return False
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr == "get":
-            return self._slot(func.value, expr.args[0] if expr.args else None)
-        if dotted_name(func) in _COPIES:
-            return bool(expr.args) and self.gives_record(expr.args[0], local)
-        return isinstance(func, ast.Name) and (func.id == self.settings.raw_accessor or func.id in self.getters)
+            variable = self._object(func.value, body)
+            return (variable is not None and variable in self.variables) or self._slot(func.value, expr.args[0] if expr.args else None)
+        name = dotted_name(func)
+        if name in _COPIES:
+            return bool(expr.args) and self.gives_record(expr.args[0], local, body)
+        if name in _CASTS:
+            return len(expr.args) == 2 and self.gives_record(expr.args[1], local, body)
+        if name == "getattr":
+            return len(expr.args) >= 2 and self._attr(self._object(expr.args[0], body), _key(expr.args[1]))
+        called = self._spelled(func, body)
+        return called == self.settings.raw_accessor or called in self.getters
 
     def gives_dict(self, expr: ast.expr | None, local: set[str]) -> bool:
         if isinstance(expr, ast.Name):
@@ -156,15 +294,52 @@ class _Home:
             return any(self.gives_dict(value, local) for value in expr.values)
         return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.dict_getters
 
-    def _record_parameters(self, body: _Body) -> set[str]:
-        """Parameters annotated as the record, and those the function binds a record global
-        to (`_GLOBAL_SERVER_ARGS = a` in the setter): what it stores is the record."""
-        found = set(body.annotated)
+    def _store_sites(self, body: _Body) -> Iterator[tuple[tuple[str, Any], ast.expr]]:
+        """(holder, value) of each store the function makes: a global it declares, a module
+        dict slot, an attribute of a module object (`cls._instance = a`, `setattr(STATE,
+        "args", a)`), a context variable (`VAR.set(a)`)."""
         for node in body.assigns:
-            if isinstance(node.value, ast.Name) and node.value.id in body.parameters and any(
-                isinstance(target, ast.Name) and target.id in self.globals for target in node.targets
-            ):
-                found.add(node.value.id)
+            for target in node.targets:
+                if isinstance(target, ast.Name) and target.id in body.declared:
+                    yield ("global", target.id), node.value
+                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    yield ("slot", (target.value.id, _key(target.slice))), node.value
+                elif isinstance(target, ast.Attribute) and (owner := self._object(target.value, body)) is not None:
+                    yield ("attr", (owner, target.attr)), node.value
+        for call in body.calls:
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "set" and len(call.args) == 1:
+                owner = self._object(func.value, body)
+                if owner is not None:
+                    yield ("variable", owner), call.args[0]
+            elif dotted_name(func) == "setattr" and len(call.args) == 3:
+                owner = self._object(call.args[0], body)
+                if owner is not None:
+                    yield ("attr", (owner, _key(call.args[1]))), call.args[2]
+
+    def _held(self, kind: str) -> set[Any]:
+        held: dict[str, set[Any]] = {"global": self.globals, "slot": self.slots, "attr": self.attrs, "variable": self.variables}
+        return held[kind]
+
+    def _holds(self, holder: tuple[str, Any]) -> bool:
+        return holder[1] in self._held(holder[0])
+
+    def _add(self, holder: tuple[str, Any]) -> bool:
+        if self._holds(holder):
+            return False
+        self._held(holder[0]).add(holder[1])
+        return True
+
+    def _record_parameters(self, body: _Body, name: str) -> set[str]:
+        """Parameters annotated as the record, the setter's (`set_global_server_args(a)`), and
+        those the function stores where the record is held (`_GLOBAL_SERVER_ARGS = a`):
+        what it stores is the record."""
+        found = set(body.annotated)
+        if body.owner is None and body.first is not None and _setter(name, self.settings.record_attributes):
+            found.add(body.first)
+        for holder, value in self._store_sites(body):
+            if isinstance(value, ast.Name) and value.id in body.parameters and self._holds(holder):
+                found.add(value.id)
         return found
 
     def _locals(self, body: _Body) -> tuple[set[str], set[str]]:
@@ -175,28 +350,19 @@ class _Home:
             for node in body.assigns:
                 for target in node.targets:
                     if isinstance(target, ast.Name) and target.id not in body.declared:
-                        if self.gives_record(node.value, record):
+                        if self.gives_record(node.value, record, body):
                             record.add(target.id)
                         if self.gives_dict(node.value, dicts):
                             dicts.add(target.id)
         return record, dicts
 
-    def _stores(self, body: _Body, record: set[str]) -> bool:
-        """Record the globals and module dict slots the function binds to the record."""
+    def _stores(self, name: str, body: _Body, record: set[str]) -> bool:
+        """Record the holders the function stores the record in."""
         changed = False
-        values = record | self._record_parameters(body)
-        for node in body.assigns:
-            if not self.gives_record(node.value, values):
-                continue
-            for target in node.targets:
-                if isinstance(target, ast.Name) and target.id in body.declared and target.id not in self.globals:
-                    self.globals.add(target.id)
-                    changed = True
-                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-                    slot = (target.value.id, _key(target.slice))
-                    if slot not in self.slots:
-                        self.slots.add(slot)
-                        changed = True
+        values = record | self._record_parameters(body, name)
+        for holder, value in self._store_sites(body):
+            if self.gives_record(value, values, body):
+                changed |= self._add(holder)
         return changed
 
     def _module_names(self) -> bool:
@@ -213,10 +379,10 @@ class _Home:
         changed = self._module_names()
         for name, body in self.bodies.items():
             record, dicts = self._locals(body)
-            changed |= self._stores(body, record)
+            changed |= self._stores(name, body, record)
             if name == self.settings.raw_accessor:
                 continue
-            if name not in self.getters and any(self.gives_record(value, record) for value in body.returns):
+            if name not in self.getters and any(self.gives_record(value, record, body) for value in body.returns):
                 self.getters.add(name)
                 changed = True
             if name not in self.dict_getters and any(self.gives_dict(value, dicts) for value in body.returns):
@@ -227,8 +393,12 @@ class _Home:
     def settle(self) -> HomeGetters:
         while self._round():  # (the sets only grow, bounded by the module's names)
             pass
+        holders = {name for name in self.globals if name in self.objects}
+        holders |= {f"{owner}.{attribute}" for owner, attribute in self.attrs if attribute is not None}
         return HomeGetters(
-            frozenset(self.getters), frozenset(self.dict_getters), frozenset(self.dict_names - set(self.settings.record_dicts))
+            frozenset(self.getters | {f"{variable}.get" for variable in self.variables}),
+            frozenset(self.dict_getters), frozenset(self.dict_names - set(self.settings.record_dicts)),
+            frozenset(holders),
         )
 
 

@@ -297,6 +297,10 @@ class FlowInput:
     # gives it (`def gsad(): return global_server_args_dict`): read by key like the dict
     record_dict_holders: frozenset[str] = frozenset()
     record_dict_fetchers: frozenset[str] = frozenset()
+    # where the record's home keeps the record (configbags.migrate.homegetters), as the
+    # module spells it (`STATE.args`, `S.ServerArgs._instance`, `_GLOBAL_SERVER_ARGS`): the
+    # record, by that spelling only (unlike record_holders, not its attribute on anything)
+    home_holders: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -305,6 +309,7 @@ class FlowInput:
             or self.env_helpers or self.constants or self.state_getters or self.private_names
             or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
             or self.namespace_readers or self.served_imports or self.record_dict_holders or self.record_dict_fetchers
+            or self.home_holders
         )
 
     def key(self) -> str:
@@ -331,6 +336,7 @@ class FlowInput:
             json.dumps(sorted(self.served_imports)),
             ",".join(sorted(self.record_dict_holders)),
             ",".join(sorted(self.record_dict_fetchers)),
+            ",".join(sorted(self.home_holders)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
