@@ -219,7 +219,7 @@ ARGUMENT_TRANSPARENT = frozenset({
     "cache", "lru_cache", "wraps", "staticmethod", "classmethod", "property", "cached_property", "abstractmethod",
     "override", "overload", "final", "no_type_check", "contextmanager", "asynccontextmanager", "total_ordering",
     "dataclass", "runtime_checkable", "unique", "define", "frozen", "mutable", "no_grad", "inference_mode",
-    "enable_grad",
+    "enable_grad", "compile",  # torch.compile: as `run = torch.compile(run)` (BEHAVIOUR_KEEPING)
 })
 # A method row's first route where the call binds its `self` or `cls`
 BINDS = "^"

@@ -268,3 +268,21 @@ def test_a_warm_check_reads_the_holders_the_same(tmp_path: Path) -> None:
     warm = _scan(tmp_path, NAMESPACE_HOME, files, cache=cache)
     assert warm.files_from_cache and reads_via(warm) == reads_via(cold)
     assert ("f", "page_size") in _leaves(cold), cold.reads
+
+
+# ---- the global the setter binds, imported or read through the module
+
+@pytest.mark.parametrize("user", [
+    "from legacy.server_args import _G\ndef f():\n    return _G.page_size\n",
+    "from legacy import server_args as S\ndef f():\n    return S._G.page_size\n",
+    "import legacy.server_args\ndef f():\n    return legacy.server_args._G.page_size\n",
+])
+def test_the_global_the_setter_binds_is_the_record_to_importers(tmp_path: Path, user: str) -> None:
+    result = _scan(tmp_path, CAST_HOME, {"user.py": user})
+    assert fails(result)
+    assert ("f", "page_size") in _leaves(result), result.reads
+
+
+def test_another_global_of_the_home_module_is_not_the_record(tmp_path: Path) -> None:
+    user = "from legacy import server_args as S\ndef f():\n    return S._PORT.page_size\n"
+    assert ("f", "page_size") not in _leaves(_scan(tmp_path, CAST_HOME, {"user.py": user}))

@@ -140,3 +140,15 @@ def test_an_env_helper_rewrapped_is_read_where_called_and_not_handed_on(
     text = ENV_HELPER + rebinding + f"\n\n\ndef f():\n    return flag({name!r})\n"
     result = scan_env_pkg(tmp_path, {"user.py": text})
     assert file_reads(result) == {("flag", "$?"), *expected}, result.reads
+
+
+@pytest.mark.parametrize("decorator", ["@torch.compile", "@torch.compile(dynamic=True)", "@torch.no_grad()"])
+def test_the_decorator_form_of_a_behaviour_keeping_wrapper_is_followed_as_the_rebinding_is(
+    tmp_path: Path, decorator: str,
+) -> None:
+    """`@torch.compile` over the def is `run = torch.compile(run)` after it: the call is
+    followed into the body, not escaped as `*`."""
+    result = scan_pkg(tmp_path, {"user.py": "import torch\n" + RAW + decorator + "\n" + READS + MAIN})
+    assert file_reads(result) == {("run", "page_size")}, result.reads
+    clean = scan_pkg(tmp_path / "clean", {"user.py": "import torch\n" + RAW + decorator + "\n" + CLEAN + MAIN})
+    assert file_reads(clean) == set(), clean.reads
