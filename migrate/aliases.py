@@ -84,6 +84,33 @@ BUILDS_NOTHING = frozenset({"add_cli_args"})
 # pair with the arguments left over).
 PARSES = frozenset({"parse_args", "parse_intermixed_args"})
 PARSES_KNOWN = frozenset({"parse_known_args", "parse_known_intermixed_args"})
+
+
+def parsing_call(expr: ast.expr) -> ast.expr | None:
+    """The parser whose Namespace `expr` is: `p` of `p.parse_args(argv)`, or of the first of
+    the pair `p.parse_known_args(argv)[0]` gives; None where `expr` is no such parse."""
+    methods = PARSES
+    if isinstance(expr, ast.Subscript):
+        index = expr.slice
+        if not (isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0):
+            return None
+        expr, methods = expr.value, PARSES_KNOWN
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in methods:
+        return expr.func.value
+    return None
+
+
+def parsed_parser(expr: ast.expr) -> str | None:
+    """The name of the parser `expr` parses (`p.parse_args(argv)`: "p"), or None."""
+    parser = parsing_call(expr)
+    return parser.id if isinstance(parser, ast.Name) else None
+
+
+def _pair_parser(expr: ast.expr | None) -> ast.expr | None:
+    """The parser of `p.parse_known_args(argv)`, the pair (Namespace, the rest), or None."""
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in PARSES_KNOWN:
+        return expr.func.value
+    return None
 # Callables that provably read nothing of an argument: handing them the record is no read.
 READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
 # What starts a child process: the record handed over is the child's own business
@@ -330,10 +357,24 @@ class _Analysis(Scopes[_Scope]):
         # (`server_args = Captures()`), whose `__set__` a store through an instance calls
         self.class_values: dict[tuple[str, str], str] = {}
         self._sequences: holders.Sequences | None = None
-        # (scope, name) of each `ServerArgs.add_cli_args(name)` walked, and (id(scope), name)
-        # of the parsers they fill, as the scope binding the name (set by resolve())
+        # (scope, name) of each `ServerArgs.add_cli_args(name)` (or a filler's call,
+        # `make_arg_parser(name)`) walked, and (id(scope), name) of the parsers they fill, as
+        # the scope binding the name; `filled` also the names bound to a filled parser
+        # (`p = new_parser()`), `filled_attrs` (class qualname, attr) of `self.<attr>` filled
+        # or bound to one in any method, and `pairs` the names bound to the pair a filled
+        # parser's parse_known_args gives (`res = p.parse_known_args(argv)`): set by resolve()
         self.fills: list[tuple[_Scope, str]] = []
+        self.attr_fills: list[tuple[_Scope, str]] = []
+        self.filled_by_call: set[tuple[int, str]] = set()
         self.filled: set[tuple[int, str]] = set()
+        self.filled_attrs: set[tuple[str, str]] = set()
+        self.pairs: set[tuple[int, str]] = set()
+        # functions of other modules (or the module's own, told back by the project pass)
+        # filling a parameter with add_cli_args, giving a filled parser, or returning what
+        # their parameter parses (FlowInput.parser_fillers, parser_givers, parse_helpers)
+        self.parser_fillers = _positions(self.flows.parser_fillers)
+        self.parser_givers = set(self.flows.parser_givers)
+        self.parse_helpers = _positions(self.flows.parse_helpers)
         # functions storing a record attribute on a parameter (`fill(ns)`): spelled -> positions
         self.fillers: dict[str, list[int]] = {}
         for entry in self.flows.fillers:
@@ -363,6 +404,7 @@ class _Analysis(Scopes[_Scope]):
         names |= self.dict_aliases | self.dict_fetchers | self.dict_locals
         names |= self.self_attrs.keys() | self.wrappers.keys() | self.types.names() | self.element_attrs
         names |= self.class_attrs.keys() | {name for _, name in self.fills}
+        names |= {name for _, name in (*self.filled, *self.pairs, *self.filled_attrs)}
         names |= {name for _, name in self.elements} | flow_names(self.flows)
         for scope in self.scopes:
             names |= scope.aliases.keys() | scope.callers.keys()
@@ -494,30 +536,101 @@ class _Analysis(Scopes[_Scope]):
         return self._imported_call(func, scope)
 
     def filled_parser(self, expr: ast.expr, scope: _Scope) -> bool:
-        """Is `expr` a name of a parser `ServerArgs.add_cli_args` filled, as `scope` sees it
-        (bound in that scope or an enclosing one, a parameter too)? A parser filled in
-        another function, or one of the same name never filled, parses none of the config."""
-        if not isinstance(expr, ast.Name) or not self.filled:
-            return False
-        holder = self.visible(expr.id, scope)
-        return holder is not None and (id(holder), expr.id) in self.filled
+        """Is `expr` a parser `ServerArgs.add_cli_args` filled, as `scope` sees it: a name
+        filled (by add_cli_args or a filler's call, in the scope binding it or an enclosing
+        one, a parameter too) or bound to a filled parser, `self.<attr>` filled in any
+        method of the class, or a call of a function giving one (`new_parser()`,
+        `make_arg_parser(p)`)? A parser only a filler of the same name in another function
+        filled, one handed through a callable the scanner cannot see, or one never filled
+        parses none of the config."""
+        if isinstance(expr, ast.Name):
+            holder = self.visible(expr.id, scope) if self.filled else None
+            return holder is not None and (id(holder), expr.id) in self.filled
+        if isinstance(expr, ast.Attribute):
+            owner = self.method_class(expr.value, scope) if self.filled_attrs else None
+            return owner is not None and (owner, expr.attr) in self.filled_attrs
+        if isinstance(expr, ast.Call) and self.parser_givers:
+            return dotted(expr.func) in self.parser_givers
+        if isinstance(expr, (ast.NamedExpr, ast.Await)):
+            return self.filled_parser(expr.value, scope)
+        return False
 
     def parsed(self, expr: ast.Call | ast.Subscript, scope: _Scope) -> bool:
-        """Is `expr` the Namespace a filled parser parses: `p.parse_args(argv)`, or the
-        first of the pair `p.parse_known_args(argv)` gives, `[0]`?"""
-        call: ast.expr = expr
-        methods = PARSES
-        if isinstance(expr, ast.Subscript):
+        """Is `expr` the Namespace a filled parser parses: `p.parse_args(argv)`, the first
+        of the pair `p.parse_known_args(argv)` gives (`[0]`, of the call or of a name bound
+        to it), or a parse helper's call handed a filled parser (`parse(p, argv)`)?"""
+        parser = parsing_call(expr)
+        if parser is not None:
+            return self.filled_parser(parser, scope)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) and self.pairs:
             index = expr.slice
-            if not (isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0):
-                return False
-            call, methods = expr.value, PARSES_KNOWN
-        return (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr in methods
-            and self.filled_parser(call.func.value, scope)
-        )
+            if isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0:
+                holder = self.visible(expr.value.id, scope)
+                return holder is not None and (id(holder), expr.value.id) in self.pairs
+        if isinstance(expr, ast.Call) and self.parse_helpers:
+            positions = self.parse_helpers.get(dotted(expr.func), ())
+            return any(i < len(expr.args) and self.filled_parser(expr.args[i], scope) for i in positions)
+        return False
+
+    def _settle_parsers(self) -> None:
+        """Which names and `self.` attributes hold a filled parser: those add_cli_args or
+        a filler's call filled, then, to a fixpoint, those bound to a filled parser
+        (`parser = make_arg_parser(parser)`, `self.parser = new_parser()`); and which names
+        hold the pair a filled parser's parse_known_args gives."""
+        self.filled_by_call = {
+            (id(holder), name) for scope, name in self.fills if (holder := self.visible(name, scope)) is not None
+        }
+        self.filled = set(self.filled_by_call)
+        self.filled_attrs = {
+            (owner, attr) for scope, attr in self.attr_fills if (owner := _method_owner(scope)) is not None
+        }
+        if not (self.filled or self.filled_attrs or self.parser_givers):
+            return
+        changed = True
+        while changed:
+            changed = False
+            for scope in self.scopes:
+                for name, value, forced in scope.assigns:
+                    key = (id(self.binding_scope(name, scope)), name)
+                    if forced is None and value is not None and key not in self.filled and self.filled_parser(value, scope):
+                        self.filled.add(key)
+                        changed = True
+                owner = _method_owner(scope)
+                if owner is None:
+                    continue
+                for attr, self_value in scope.self_assigns:
+                    if (owner, attr) not in self.filled_attrs and self_value is not None and self.filled_parser(
+                        self_value, scope
+                    ):
+                        self.filled_attrs.add((owner, attr))
+                        changed = True
+        self.pairs = {
+            (id(self.binding_scope(name, scope)), name) for scope in self.scopes for name, value, forced in scope.assigns
+            if forced is None and (parser := _pair_parser(value)) is not None and self.filled_parser(parser, scope)
+        }
+
+    def parser_facts(self, tree: ast.Module) -> list[tuple[str, str]]:
+        """(function, kind) of the module-level functions a filled parser flows through, for
+        the project pass: "parser_fills:<position>" filling that parameter (add_cli_args or
+        a filler's call on it), "parser" giving a filled parser (`return parser`, `return
+        make_arg_parser(p)`)."""
+        found: list[tuple[str, str]] = []
+        if not (self.filled or self.parser_givers):
+            return found
+        for node in tree.body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            scope = self.scope_of.get(id(node))
+            if scope is None:
+                continue
+            params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+            found += [
+                (node.name, f"parser_fills:{i}") for i, param in enumerate(params)
+                if (id(scope), param) in self.filled_by_call
+            ]
+            if any(self.filled_parser(value, scope) for value in scope.returns):
+                found.append((node.name, "parser"))
+        return found
 
     def _reach_by_name(self, call: ast.Call, scope: _Scope) -> Reach | None:
         """What a fetch by name evaluates to: `getattr(self, "server_args")` is
@@ -983,9 +1096,7 @@ class _Analysis(Scopes[_Scope]):
     def resolve(self) -> None:
         """The first fixpoint: which names, attributes and functions reach the record."""
         # every binding is known now, so which scope's name each add_cli_args call fills
-        self.filled = {
-            (id(holder), name) for scope, name in self.fills if (holder := self.visible(name, scope)) is not None
-        }
+        self._settle_parsers()
         self._propagate()
 
     def resolve_rebound(self) -> None:
@@ -1070,6 +1181,23 @@ class _Analysis(Scopes[_Scope]):
 
 
 _K = TypeVar("_K")
+
+
+def _positions(entries: Iterable[str]) -> dict[str, list[int]]:
+    """"spelled|position" entries (FlowInput.fillers and the like): spelled -> positions."""
+    found: dict[str, list[int]] = {}
+    for entry in entries:
+        spelled, _, position = entry.rpartition("|")
+        found.setdefault(spelled, []).append(int(position))
+    return found
+
+
+def _method_owner(scope: Scope) -> str | None:
+    """The qualname of the class whose method (its `self` named) `scope` is, or None."""
+    parent = scope.parent
+    if scope.kind == "function" and scope.self_name and parent is not None and parent.kind == "class":
+        return parent.qualname
+    return None
 
 
 def _merge(table: dict[str, Reach], name: str, new: Reach) -> bool:
@@ -1416,8 +1544,11 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         if isinstance(func, ast.Attribute) and func.attr in BUILDS_NOTHING and _name_of(func.value) in self.a.class_names:
             # `ServerArgs.add_cli_args(p)`: p parses the command line into every leaf now
             filled = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "parser"), None)
-            if isinstance(filled, ast.Name):
-                self.a.fills.append((self.scope, filled.id))
+            self._fills(filled)
+        if self.a.parser_fillers:
+            # `make_arg_parser(p)`, a function filling its parameter so: p is filled too
+            for position in self.a.parser_fillers.get(dotted(func), ()):
+                self._fills(node.args[position] if position < len(node.args) else None)
         if self.a.fillers:
             # `fill(ns)` where fill stores `ns.server_args = rec`: ns holds the record now
             for position in self.a.fillers.get(dotted(node.func), ()):
@@ -1431,6 +1562,12 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         elif isinstance(tested, ast.Attribute) and self._is_method_self(tested.value):
             self.scope.self_assigns.append((tested.attr, Held("narrowed")))
         self.generic_visit(node)
+
+    def _fills(self, parser: ast.expr | None) -> None:
+        if isinstance(parser, ast.Name):
+            self.a.fills.append((self.scope, parser.id))
+        elif isinstance(parser, ast.Attribute) and self._is_method_self(parser.value):
+            self.a.attr_fills.append((self.scope, parser.attr))  # `self.parser`, in every method
 
     def visit_Match(self, node: ast.Match) -> None:
         # `case sa:` and `case P as sa:` at the top of a case bind the subject itself
@@ -2507,8 +2644,13 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
     """The identifiers through which what the project pass tells a module is reached:
     local names, each part of a dotted one, and the parameters that receive the record."""
     names: set[str] = set()
-    fillers = (entry.rpartition("|")[0] for entry in (*flows.fillers, *flows.namespace_readers))
+    fillers = (
+        entry.rpartition("|")[0] for entry in (
+            *flows.fillers, *flows.namespace_readers, *flows.parser_fillers, *flows.parse_helpers,
+        )
+    )
     for spelled in (
+        *flows.parser_givers,
         *flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders,
         *flows.record_dict_holders, *flows.record_dict_fetchers, *flows.home_holders,
     ):
@@ -2549,6 +2691,9 @@ class Analysed:
     # (name, "record_dict" or "record_dict_holder"): module-level functions giving the
     # record dict, and names bound to it
     dict_names: list[tuple[str, str]] = attrs.Factory(list)
+    # (name, "parser_fills:<position>" or "parser"): module-level functions filling a
+    # parameter with add_cli_args, or giving a filled parser (_Analysis.parser_facts)
+    parsers: list[tuple[str, str]] = attrs.Factory(list)
 
 
 _NO_STATEMENTS = ast.Module(body=[], type_ignores=[])
@@ -2658,7 +2803,7 @@ def analyse(
     )
     return Analysed(
         analysis.reads, analysis.violations, analysis.passes, sorted(set(fetchers)), sorted(held), stored, made,
-        dict_names,
+        dict_names, analysis.parser_facts(tree),
     )
 
 

@@ -61,8 +61,6 @@ from configbags.migrate import holders
 from configbags.migrate.aliases import (
     BUILDS_NOTHING,
     FUNCTION_ROUTES,
-    PARSES,
-    PARSES_KNOWN,
     READS_NOTHING,
     bare_mentions,
     built_origin,
@@ -71,6 +69,7 @@ from configbags.migrate.aliases import (
     lines_of,
     mention_lines,
     mentions,
+    parsed_parser,
     spelled_module,
     statement_span,
 )
@@ -1196,6 +1195,40 @@ def _holder_classes(tree: ast.Module, text: str, settings: ScanSettings) -> list
     return found
 
 
+# The kinds of a module's own functions it is told of again (_Project.flow_input): what a
+# call of them does to an argument, or gives (`fills:0`), is judged at its own calls too
+_OWN_KINDS = ("fills:", "namespace:", "parser_fills:", "parses:")
+
+
+def _positional(spelled: Mapping[str, set[str]], prefix: str) -> frozenset[str]:
+    """"spelled|position" of each name spelled with a kind `<prefix><position>`."""
+    return frozenset(
+        f"{name}|{kind.removeprefix(prefix)}" for kind, names in spelled.items() if kind.startswith(prefix)
+        for name in names
+    )
+
+
+def _parse_helpers(tree: ast.Module, text: str) -> list[tuple[str, str]]:
+    """(function, "parses:<position>"): a module-level function returning the Namespace its
+    positional parameter parses (`def parse(p, argv): return p.parse_args(argv)`,
+    `return p.parse_known_args(argv)[0]`), so a call handed a parser `ServerArgs.add_cli_args`
+    filled gives the config (configbags.migrate.aliases: _Analysis.parsed). Whether the
+    parser is filled is the caller's to show; one no filler filled gives nothing."""
+    if "parse_" not in text:
+        return []
+    found: list[tuple[str, str]] = []
+    for function in tree.body:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        parsed = {
+            parser for node in ast.walk(function) if isinstance(node, ast.Return) and node.value is not None
+            and (parser := parsed_parser(node.value)) is not None
+        }
+        found += [(function.name, f"parses:{i}") for i, param in enumerate(params) if param in parsed]
+    return found
+
+
 def _fillers(tree: ast.Module, text: str, settings: ScanSettings) -> list[tuple[str, str]]:
     """(function, "fills:<position>"): a module-level function storing a record attribute on
     its positional parameter (`def fill(ns): ns.server_args = get_server_args()`), so what
@@ -1373,6 +1406,7 @@ def base_facts(
     fetchers += _holder_classes(tree, text, settings)
     fetchers += _fillers(tree, text, settings)
     fetchers += _namespace_readers(tree, text)
+    fetchers += _parse_helpers(tree, text)
     signatures = _signatures(tree, settings, settings.record_class in text)
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
@@ -2481,8 +2515,8 @@ class _Project:
             for kind in kinds & {"context", "environ"}:
                 spelled[kind].add(name)
             for kind in kinds:
-                if kind.startswith(("fills:", "namespace:")):
-                    spelled[kind].add(name)  # its own fillers and namespace readers too
+                if kind.startswith(_OWN_KINDS) or kind == "parser":
+                    spelled[kind].add(name)  # its own fillers, namespace readers and parsers too
         return FlowInput(
             record_fetchers=frozenset(spelled["record"]),
             record_holders=frozenset(spelled["holder"]),
@@ -2509,6 +2543,9 @@ class _Project:
                 f"{name}|{kind.partition(':')[2]}" for kind, names in spelled.items() if kind.startswith("namespace:")
                 for name in names
             ),
+            parser_fillers=_positional(spelled, "parser_fills:"),
+            parser_givers=frozenset(spelled["parser"]),
+            parse_helpers=_positional(spelled, "parses:"),
             record_dict_holders=frozenset(spelled["record_dict_holder"]),
             record_dict_fetchers=frozenset(spelled["record_dict"]),
             home_holders=frozenset(spelled["home_holder"]),
@@ -3051,18 +3088,8 @@ def _builds_record(function: ast.FunctionDef | ast.AsyncFunctionDef, record_clas
         for arg in [*node.args[:1], *(k.value for k in node.keywords if k.arg == "parser")] if isinstance(arg, ast.Name)
     }
 
-    def parsing(value: ast.expr) -> bool:
-        methods = PARSES
-        if isinstance(value, ast.Subscript):
-            first = isinstance(value.slice, ast.Constant) and type(value.slice.value) is int and value.slice.value == 0
-            value, methods = value.value, PARSES_KNOWN if first else frozenset()  # the Namespace of the pair
-        return (
-            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in methods
-            and isinstance(value.func.value, ast.Name) and value.func.value.id in filled
-        )
-
     def building(value: ast.expr | None) -> bool:
-        if value is not None and filled and parsing(value):
+        if value is not None and filled and parsed_parser(value) in filled:
             return True
         if not isinstance(value, ast.Call):
             return False
@@ -3351,7 +3378,8 @@ def _door_files(project: _Project, settings: ScanSettings, homes: set[str]) -> s
     needs: dict[str, set[str]] = {}
     for rel, result in project.results.items():
         flow = result.flow
-        own = bool(flow.fetchers or flow.holders)
+        # (a parse helper gives the config only of a parser filled elsewhere: no door itself)
+        own = any(not kind.startswith("parses:") for _, kind in flow.fetchers) or bool(flow.holders)
         bound: set[str] = set()
         for level, module, name, local in flow.imports:
             target = project.absolute(rel, level, module) if level else module

@@ -22,7 +22,10 @@ reached through any of these spellings, and the scanner follows all of them:
   the copy) and records built from it (`dataclasses.replace(rec, ...)`, `attrs.evolve`);
 - records the launcher builds from values the code does not spell (`ServerArgs.from_cli(argv)`,
   `ServerArgs(**vars(ns))`), and the Namespace a parser `ServerArgs.add_cli_args(p)` filled
-  parses (`p.parse_args(argv)`, `ns, _ = p.parse_known_args()`): origin "built";
+  parses (`p.parse_args(argv)`, `ns, _ = p.parse_known_args()`): origin "built"; the
+  filled parser is followed through functions filling their parameter (`make_arg_parser(p)`,
+  of any scanned module), giving one (`return parser`), `self.parser` in every method, and
+  parse helpers (`def parse(p, argv): return p.parse_args(argv)`);
 - `match` class patterns: `case
   ServerArgs(x=v)` on any subject, `case object(x=v)` on the record, `case rec2:` binding
   it (positional sub-patterns read fields unknown here: leaf `*`), and a keyword
@@ -262,6 +265,7 @@ def scan_source(
     fetchers = {
         *facts.fetchers, *returned, *((name, "record") for name in analysed.fetchers),
         *((name, "stored_holder") for name in analysed.stored), *analysed.holder_functions, *analysed.dict_names,
+        *analysed.parsers,
     }
     flow = attrs.evolve(
         facts, fetchers=tuple(sorted(fetchers)), holders=tuple(analysed.holders), passes=(*analysed.passes, *decorated),

@@ -288,6 +288,15 @@ class FlowInput:
     # parameter whole (`def dump_state(obj): return json.dumps(vars(obj))`):
     # "spelled|position"; a holder a call hands there is read whole
     namespace_readers: frozenset[str] = frozenset()
+    # functions (of other modules, or the module's own) that fill a parameter with
+    # `ServerArgs.add_cli_args` (`def make_arg_parser(parser): ServerArgs.add_cli_args(parser)`,
+    # or through another such filler): "spelled|position"; the parser a call hands there
+    # parses the config afterwards. `parser_givers`: those whose call gives a filled parser
+    # (`return parser`); `parse_helpers`: "spelled|position" of those returning what their
+    # parameter parses (`return p.parse_args(argv)`), the config where handed a filled parser
+    parser_fillers: frozenset[str] = frozenset()
+    parser_givers: frozenset[str] = frozenset()
+    parse_helpers: frozenset[str] = frozenset()
     # the module's from-imports of names another module's `__getattr__` serves (PEP 562),
     # as spelled there, with what each reads (configbags.migrate.moduleattrs): (level,
     # module, name or "*", leaf)
@@ -309,7 +318,7 @@ class FlowInput:
             or self.env_helpers or self.constants or self.state_getters or self.private_names
             or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
             or self.namespace_readers or self.served_imports or self.record_dict_holders or self.record_dict_fetchers
-            or self.home_holders
+            or self.home_holders or self.parser_fillers or self.parser_givers or self.parse_helpers
         )
 
     def key(self) -> str:
@@ -337,6 +346,9 @@ class FlowInput:
             ",".join(sorted(self.record_dict_holders)),
             ",".join(sorted(self.record_dict_fetchers)),
             ",".join(sorted(self.home_holders)),
+            ",".join(sorted(self.parser_fillers)),
+            ",".join(sorted(self.parser_givers)),
+            ",".join(sorted(self.parse_helpers)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
