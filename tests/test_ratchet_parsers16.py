@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from ratchet_case import fails, file_reads, scan_pkg
 
+from configbags.migrate.scan import ScanResult
+
 HOME = (
     "class ServerArgs:\n    @staticmethod\n    def add_cli_args(parser):\n        parser.add_argument('--page-size')\n"
     "def get_server_args():\n    return None\n"
@@ -29,7 +31,7 @@ HELPERS = (
 )
 
 
-def _scan(tmp_path: Path, files: dict[str, str]):  # type: ignore[no-untyped-def]
+def _scan(tmp_path: Path, files: dict[str, str]) -> ScanResult:
     (tmp_path / "legacy").mkdir(exist_ok=True)
     (tmp_path / "legacy" / "__init__.py").write_text("")
     (tmp_path / "legacy" / "server_args.py").write_text(HOME)
