@@ -251,14 +251,14 @@ class Side:
 
 @attrs.frozen
 class Finding:
-    kind: str  # broken | definition | role | alone | unchecked | same | ok
+    kind: str  # broken | definition | role | alone | unknown | unchecked | same | ok
     contract: str | None
     message: str
     members: dict[str, tuple[Side, ...]] = attrs.field(factory=dict)
 
     @property
     def fails(self) -> bool:
-        return self.kind in ("broken", "definition", "role", "alone")  # `same` is a note: the server counts once
+        return self.kind in ("broken", "definition", "role", "alone", "unknown")  # `same` is a note: the server counts once
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "contract": self.contract, "message": self.message,
@@ -280,6 +280,25 @@ def _undeclared(name: str, read: Sequence[tuple[Reading, dict[str, Any]]]) -> li
                                f"{r.role} servers by it (schema version {body.get('schema_version')}); upgrade "
                                f"the servers to one schema"))
     return out
+
+
+def _unknown_facts(name: str, bound: Sequence[tuple[Reading, dict[str, Any]]],
+                   allow_unchecked: Collection[str]) -> Finding | None:
+    """A contract member that is a fact some server was published without (`None`): two
+    missing values are not agreement, so the contract could not be checked, a failure
+    unless `allow_unchecked` names it."""
+    missing = sorted({m for _, c in bound for m, entry in c["members"].items()
+                      if entry.get("layer") == "fact" and entry.get("value") is None})
+    if not missing:
+        return None
+    without = [r.name for r, c in bound if any(c["members"].get(m, {}).get("value") is None for m in missing)]
+    facts = " and ".join(missing)
+    return Finding("unchecked" if name in allow_unchecked else "unknown", name,
+                   f"{name}: {facts} could not be compared: {', '.join(without)} "
+                   f"{'was' if len(without) == 1 else 'were'} published without {'it' if len(missing) == 1 else 'them'} "
+                   f"(a fact missing on both sides is not agreement); publish with the model's facts "
+                   f"(configbags serve reads them from the config.json of a --model-path folder), or pass "
+                   f"--allow-unchecked {name}")
 
 
 def compare(readings: Sequence[Reading], allow_unchecked: Collection[str] = ()) -> list[Finding]:
@@ -328,6 +347,10 @@ def compare(readings: Sequence[Reading], allow_unchecked: Collection[str] = ()) 
             versions = sorted({str((r.contracts or {}).get("schema_version")) for r, _ in bound})
             findings.append(Finding("definition", name, f"{name}: the servers declare it differently "
                                     f"(schema versions {', '.join(versions)}); upgrade them to one schema"))
+            continue
+        unknown = _unknown_facts(name, bound, allow_unchecked)
+        if unknown is not None:
+            findings.append(unknown)
             continue
         prints = {c["fingerprint"] for _, c in bound}
         if len(prints) == 1:
@@ -394,10 +417,10 @@ def render(readings: Sequence[Reading], findings: Sequence[Finding],
     for r in readings:
         if r.error is not None:
             lines.append(f"UNREACHABLE {r.target.shown}: {r.error}")
-    order = {"same": 0, "role": 1, "definition": 2, "broken": 3, "alone": 4, "unchecked": 5, "ok": 6}
+    order = {"same": 0, "role": 1, "definition": 2, "broken": 3, "alone": 4, "unknown": 4, "unchecked": 5, "ok": 6}
     for f in sorted(findings, key=lambda f: order[f.kind]):
         tag = {"same": "SAME", "role": "ROLE", "definition": "BROKEN", "broken": "BROKEN", "alone": "UNCHECKED",
-               "unchecked": "unchecked", "ok": "ok"}[f.kind]
+               "unknown": "UNCHECKED", "unchecked": "unchecked", "ok": "ok"}[f.kind]
         lines.append(f"{tag} {f.message}")
         for member, sides in f.members.items():
             lines.append(f"  {member}:")

@@ -341,6 +341,8 @@ class Model:
     """Serve the model as an embedding model instead of for text generation."""
     json_model_override_args: Any
     """Fields merged over the model's config before loading, as a JSON object; empty means no overrides."""
+    kv_page_dtype: str
+    """Derived: the precision KV pages are stored in, one name per precision (bf16 for bf16 and bfloat16, fp16 for float16 and half): kv_cache_dtype, or under auto the model dtype (dtype; auto: the checkpoint's). Prefill and decode servers must store pages alike (contract kv_transfer)."""
 
 
 @attrs.frozen(kw_only=True)

@@ -427,6 +427,7 @@ ACCESSORS: dict[str, str] = {
     "kv_cache_dtype": "cfg.model.kv_cache_dtype",
     "kv_canary": "cfg.observability.kv_canary",
     "kv_events_config": "cfg.observability.kv_events_config",
+    "kv_page_dtype": "cfg.model.kv_page_dtype",
     "language_only": "cfg.disagg.language_only",
     "limit_mm_data_per_request": "cfg.mm.limit_mm_data_per_request",
     "linear_attn_backend": "cfg.exec.mamba.linear_attn_backend",

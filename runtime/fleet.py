@@ -179,23 +179,32 @@ def contracts_readback(registry: Registry, state: State, origins: Mapping[str, O
             "binds": role in c.roles,
             "where": c.where,
             "fingerprint": fingerprint(c, values),
-            "members": {m: {"value": v, **_provenance(registry, m, origins)} for m, v in values.items()},
+            "members": {m: {"value": v, **_provenance(registry, m, origins, state)} for m, v in values.items()},
         }
     role_leaf = registry.fleet.role_leaf
     return {
         "role": role,
         "role_leaf": role_leaf,
-        "role_origin": _provenance(registry, role_leaf, origins) if role_leaf else None,
+        "role_origin": _provenance(registry, role_leaf, origins, state) if role_leaf else None,
         "schema_version": registry.schema_version,
         "contracts": contracts,
     }
 
 
-def _provenance(registry: Registry, member: str, origins: Mapping[str, Origin]) -> dict[str, Any]:
+def _provenance(registry: Registry, member: str, origins: Mapping[str, Origin], state: State) -> dict[str, Any]:
     if is_fact(member):
         return {"layer": "fact", "source": f"the {member.partition('.')[0]} facts the server was published with"}
     derived = registry.derived.get(member)
     if derived is not None:
-        return {"layer": "derived", "source": f"derived from {', '.join(derived.inputs)}"}
+        # each input with its value and where that came from: a disagreement of the derived
+        # value is fixed at an input (`dtype float16 from --dtype`)
+        inputs = []
+        for name in derived.inputs:
+            spec = registry.leaves.get(name)
+            value = jsonable(spec.shown(state.values.get(name)) if spec is not None else state.values.get(name))
+            given = origins.get(name)
+            source = "derived" if name in registry.derived else given.source if given is not None else "schema default"
+            inputs.append(f"{name}={value!r} from {source}")
+        return {"layer": "derived", "source": f"derived from {', '.join(inputs)}"}
     origin = origins.get(member)
     return origin.as_dict() if origin is not None else {"layer": "default", "source": "schema default"}

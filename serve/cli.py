@@ -33,6 +33,7 @@ from configbags.runtime.record import (
     parse_cli_words,
     record_from_cli_args,
 )
+from configbags.runtime.resolve import NO_FACTS, Facts, ModelFacts
 from configbags.serve.door import (
     DEFAULT_MAX_BODY_BYTES,
     OPERATOR,
@@ -246,10 +247,11 @@ def main(argv: list[str] | None = None) -> int:
             rebuild = _rebuilder(context, record_type, server_flags, args.watch)
         # bound before a rank starts or the start line is printed: a port in use is one line, exit 2
         sockets = bind(str(given.get(HOST_LEAF, DEFAULT_HOST)), int(given.get(PORT_LEAF, DEFAULT_PORT)))
+        facts = _model_facts(given.get(MODEL_PATH_LEAF))
         if args.ranks > 1:
-            ranks = _start_ranks(context, package, record, args)
+            ranks = _start_ranks(context, package, record, args, facts)
         else:
-            context.publish(record, role=args.role)
+            context.publish(record, role=args.role, facts=facts)
             context.seal()  # the door serves a running server: model load is over
         door = Door(context, ranks) if args.watch is None else WatchedDoor(context, ranks)
         app = create_app(door, max_body_bytes=args.max_body_bytes)
@@ -317,14 +319,25 @@ def _stopped(signum: int, frame: FrameType | None) -> None:
     """Re-raised by uvicorn after its graceful shutdown: nothing left to do."""
 
 
-def _start_ranks(context: Context[Any], package: str, record: Any, args: argparse.Namespace) -> Any:
+def _model_facts(model_path: Any) -> Facts:
+    """The model facts of a --model-path folder holding a config.json, as the engine loads
+    the model from it (the model rules apply; a contract member such as
+    `model.config.vocab_size` has a value); none for a hub id or a path not here."""
+    folder = Path(str(model_path)) if model_path else None
+    if folder is None or not folder.is_dir() or not (folder / "config.json").is_file():
+        return NO_FACTS
+    return Facts(None, ModelFacts.from_config(folder))
+
+
+def _start_ranks(context: Context[Any], package: str, record: Any, args: argparse.Namespace,
+                 facts: Facts) -> Any:
     try:
         from configbags.serve.ranks import RankGroup
     except ImportError as exc:
         raise ConfigError(f"--ranks needs torch, from the kv extra ({exc}): pip install 'configbags[kv]'") from None
     ranks = RankGroup(context, package, args.ranks, timeout=args.rank_timeout)
     try:
-        ranks.start(record, role=args.role)
+        ranks.start(record, role=args.role, facts=facts)
     except LayoutError as exc:
         ranks.stop(grace_s=0.5)
         raise ConfigError(f"{exc}; with --ranks {args.ranks}, give parallel sizes whose product is "

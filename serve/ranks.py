@@ -87,7 +87,7 @@ from configbags.runtime.context import Context, OverrideEntry
 from configbags.runtime.dist import Layout
 from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
 from configbags.runtime.leaftypes import jsonable
-from configbags.runtime.resolve import NO_FACTS
+from configbags.runtime.resolve import NO_FACTS, Facts
 from configbags.serve.storehost import BoundedStore, StoreHost, StoreStalledError
 
 if TYPE_CHECKING:
@@ -198,8 +198,9 @@ class RankGroup:
         self._store: StoreHost | None = None
         self._store_seen = math.inf  # when the monitor last finished a look through the store
 
-    def start(self, record: Any, *, role: str) -> None:
-        """Start the workers, join the group, publish `record` on every rank and seal.
+    def start(self, record: Any, *, role: str, facts: Facts | None = None) -> None:
+        """Start the workers, join the group, publish `record` (with the model's `facts`) on
+        every rank and seal.
         The workers start before this process imports torch, so the imports (seconds each)
         overlap: the store's socket is bound first (loopback, a port the kernel picks), and
         a worker that connects early waits in its backlog. A layout that cannot fit the
@@ -241,7 +242,7 @@ class RankGroup:
         # every call the door's threads make to the store is bounded (never the rank thread's
         # collectives: a change is given up at its deadline through its Ticket instead)
         self._watch = BoundedStore.connect(lambda: dctx.client(self.addr), self.call_deadline_s, host=self._store)
-        dctx.publish(record, role=role)
+        dctx.publish(record, role=role, facts=facts)
         dctx.seal()
         self._sweeper = BoundedStore.connect(lambda: dist.connect_store(self.addr, is_master=False,
                                                                         timeout=self.timeout),

@@ -107,3 +107,16 @@ def tokenizer_source(tokenizer_path: str | None, model_path: str) -> str:
     """The tokenizer a server loads: its own path, or the model's when unset (SGLang's
     fallback), so two servers compare what they load rather than what they were told."""
     return tokenizer_path if tokenizer_path is not None else model_path
+
+
+# One name per precision: two servers told `bf16` and `bfloat16` store the same pages
+_PRECISIONS = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float": "fp32", "float32": "fp32"}
+
+
+def kv_page_dtype(kv_cache_dtype: str, dtype: str) -> str:
+    """The precision a server stores KV pages in: kv_cache_dtype as given, or under `auto`
+    the model dtype (`auto` of both: the checkpoint's, the same for the same model), so a
+    float16 prefill server and a bfloat16 decode one no longer agree on "auto"."""
+    if kv_cache_dtype != "auto":
+        return _PRECISIONS.get(kv_cache_dtype, kv_cache_dtype)
+    return "auto" if dtype == "auto" else _PRECISIONS.get(dtype, dtype)

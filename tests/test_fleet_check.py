@@ -72,9 +72,11 @@ def test_a_broken_contract_names_both_values_and_their_layers(
     assert code == EXIT_BROKEN, out
     assert "BROKEN kv_transfer is broken between 1 decode, 2 prefill" in out
     d1, p1, p2 = (fleet.servers[n].url for n in ("d1", "p1", "p2"))
-    assert f'"fp8_e4m3"  on {d1} (decode)  [cli: --kv-cache-dtype]' in out
-    assert f'"auto"  on {p1} (prefill)  [default: schema default]' in out
-    assert f'"auto"  on {p2} (prefill)  [default: schema default]' in out
+    # the pages' precision, derived: each side names the inputs and where they came from
+    assert (f'"fp8_e4m3"  on {d1} (decode)  [derived: derived from kv_cache_dtype=\'fp8_e4m3\' from --kv-cache-dtype, '
+            "dtype='auto' from schema default]") in out
+    assert f'"auto"  on {p1} (prefill)  [derived: derived from kv_cache_dtype=\'auto\' from schema default' in out
+    assert f'"auto"  on {p2} (prefill)  [derived: ' in out
     assert "ok routing: holds on 4 servers (1 decode, 2 prefill, 1 router)" in out
     assert "unchecked draft" in out
     # machines get the same, with each side's provenance
@@ -83,10 +85,12 @@ def test_a_broken_contract_names_both_values_and_their_layers(
     assert code == body["exit_code"] == EXIT_BROKEN
     broken = [f for f in body["findings"] if f["kind"] == "broken"]
     assert [f["contract"] for f in broken] == ["kv_transfer"]
-    sides = {s["value"]: s["servers"] for s in broken[0]["members"]["kv_cache_dtype"]}
-    assert sides["fp8_e4m3"] == [{"server": f"{d1} (decode)", "layer": "cli", "source": "--kv-cache-dtype"}]
-    assert [s["layer"] for s in sides["auto"]] == ["default", "default"]
-    assert set(broken[0]["members"]) == {"kv_cache_dtype"}  # only the member that differs
+    sides = {s["value"]: s["servers"] for s in broken[0]["members"]["kv_page_dtype"]}
+    [decode] = sides["fp8_e4m3"]
+    assert decode["server"] == f"{d1} (decode)" and decode["layer"] == "derived"
+    assert "kv_cache_dtype='fp8_e4m3' from --kv-cache-dtype" in decode["source"]
+    assert [s["layer"] for s in sides["auto"]] == ["derived", "derived"]
+    assert set(broken[0]["members"]) == {"kv_page_dtype"}  # only the member that differs
 
 
 def test_diff_shows_what_differs_within_a_role_redacted(

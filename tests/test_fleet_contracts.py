@@ -101,6 +101,21 @@ def test_fingerprints_follow_resolved_values_not_layers(tmp_path: Path) -> None:
     assert flashmla == fingerprint(record("--page-size", "64"), "routing")
 
 
+def test_the_kv_pages_precision_is_compared_not_its_spelling() -> None:
+    """Round sixteen: a float16 prefill server and a bfloat16 decode one, both with
+    kv_cache_dtype auto, store different pages, and agreed on "auto"; two spellings of one
+    precision (bf16, bfloat16) store the same pages."""
+    kv = "kv_transfer"
+    assert fingerprint(record("--dtype", "float16"), kv) != fingerprint(record("--dtype", "bfloat16"), kv)
+    assert fingerprint(record("--dtype", "float16"), kv) == fingerprint(record("--dtype", "half"), kv)
+    assert fingerprint(record("--kv-cache-dtype", "bf16"), kv) == fingerprint(record("--kv-cache-dtype", "bfloat16"), kv)
+    # an explicit KV dtype is what the pages hold, whatever the model dtype
+    assert (fingerprint(record("--kv-cache-dtype", "fp8_e4m3", "--dtype", "float16"), kv)
+            == fingerprint(record("--kv-cache-dtype", "fp8_e4m3", "--dtype", "bfloat16"), kv))
+    assert fingerprint(record("--kv-cache-dtype", "bf16", "--dtype", "bfloat16"), kv) == fingerprint(
+        record("--dtype", "bfloat16"), kv)
+
+
 def test_the_readback_names_role_values_and_layers() -> None:
     with published(record("--disaggregation-mode", "decode", "--kv-cache-dtype", "bf16",
                           "--api-key", "planted-secret-5a1"), role="launcher") as ctx:
@@ -109,10 +124,13 @@ def test_the_readback_names_role_values_and_layers() -> None:
     assert info["role_origin"]["rule"] == "deployment_role_decode"  # from --disaggregation-mode decode
     kv = info["contracts"]["kv_transfer"]
     assert kv["binds"] and kv["where"] == "schema/contracts.yaml:8"
-    assert kv["members"]["kv_cache_dtype"] == {"value": "bf16", "layer": "cli", "source": "--kv-cache-dtype"}
+    assert kv["members"]["kv_page_dtype"] == {
+        "value": "bf16", "layer": "derived",
+        "source": "derived from kv_cache_dtype='bf16' from --kv-cache-dtype, dtype='auto' from schema default"}
     assert kv["members"]["page_size"]["value"] == 1
     assert info["contracts"]["draft"]["members"]["tokenizer_source"] == {
-        "value": "/models/m", "layer": "derived", "source": "derived from tokenizer_path, model_path"}
+        "value": "/models/m", "layer": "derived",
+        "source": "derived from tokenizer_path=None from schema default, model_path='/models/m' from --model-path"}
     assert info["contracts"]["draft"]["members"]["model.config.vocab_size"]["value"] is None
     assert "planted-secret-5a1" not in repr(info)
 

@@ -45,6 +45,7 @@ from configbags.runtime.dist._rendezvous import (
 from configbags.runtime.dist._state import entry_from_dict, import_state, state_dict
 from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
 from configbags.runtime.leaftypes import jsonable
+from configbags.runtime.resolve import Facts
 
 log = logging.getLogger("configbags")
 DEFAULT_LEAVE_AFTER = 3  # a follower silent for this many collectives in a row leaves the group
@@ -373,10 +374,12 @@ class DistributedContext:
         raise error
 
     # -- publish -------------------------------------------------------------------------
-    def publish(self, record: Any = None, *, role: str | None = None) -> Context[Any]:
+    def publish(self, record: Any = None, *, role: str | None = None, facts: Facts | None = None) -> Context[Any]:
         """Publish on the source rank (or, with `record=None`, take what it already
         published) and install the same state on every rank, each stamping its own ranks
-        from its rank in the group with the layout of the resolved parallel sizes.
+        from its rank in the group with the layout of the resolved parallel sizes. `facts`
+        are the source's (`Context.publish`); what its rules made of them travels with the
+        state.
 
         The source rank publishes once, with its rank function, and keeps that state (it is
         not re-imported there, so its re-publish replay and report stand as they are); the
@@ -392,7 +395,7 @@ class DistributedContext:
         message: dict[str, Any]
         if self.is_src:
             try:
-                message = self._published(record, role)
+                message = self._published(record, role, facts)
             except Exception as exc:
                 # Any exception, not only refusals: the followers are already waiting for
                 # the state and would otherwise wait out their timeout.
@@ -413,7 +416,7 @@ class DistributedContext:
         self.republish_report = message["report"]
         return self.context
 
-    def _published(self, record: Any, role: str | None) -> dict[str, Any]:
+    def _published(self, record: Any, role: str | None, facts: Facts | None = None) -> dict[str, Any]:
         """Source: publish (or stamp what was published by hand) and build the message."""
         ctx = self.context
         stamp = functools.partial(stamp_ranks, self.rank)
@@ -421,7 +424,7 @@ class DistributedContext:
         if record is not None:
             if role is None:
                 raise DistributedConfigError("publish(record, role=...): the role is required")
-            ctx.publish(record, role=role, ranks=stamp)
+            ctx.publish(record, role=role, ranks=stamp, facts=facts)
         elif ctx.state.rank_fn is None:
             # Published by hand without ranks: stamp them, keeping log and epoch.
             state = ctx.state
