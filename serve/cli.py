@@ -58,9 +58,11 @@ from configbags.serve.watch import (
     MAX_INTERVAL_S,
     MIN_INTERVAL_S,
     NOT_A_FILE,
+    SAYS_NOTHING,
     ConfigWatcher,
     StartFiles,
     WatchedDoor,
+    says_nothing,
     signature,
 )
 
@@ -200,6 +202,8 @@ def _check_own_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
             # as while it runs: a writer truncating the file leaves it empty, never meaning "no settings"
             parser.error(f"--watch {args.watch}: the file is empty (0 bytes); it must hold the settings to follow "
                          f"(write {{}} for none)")
+        if digest is not None and says_nothing(args.watch):
+            parser.error(f"--watch {args.watch}: the file {SAYS_NOTHING}")
 
 
 def main(argv: list[str] | None = None) -> int:

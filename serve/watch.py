@@ -64,7 +64,7 @@ from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.limits import LIMITS
 from configbags.runtime.record import load_config_file, origins_of
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Layer, Origin
-from configbags.runtime.yamlsafe import file_kind
+from configbags.runtime.yamlsafe import YamlError, file_kind, load_file
 from configbags.serve.door import Door, DoorError, check_keys, redact
 
 log = logging.getLogger("configbags.serve.watch")
@@ -117,6 +117,20 @@ def _digest(real: str) -> str:
         return ""
     finally:
         os.close(fd)
+
+
+SAYS_NOTHING = ("holds no settings (blank, only comments, or a null document: a template that rendered "
+                "nothing?); write {} to mean no settings")
+
+
+def says_nothing(path: Path) -> bool:
+    """Does the followed file hold no document at all? Applied, it would be "no settings"
+    and every live leaf it set would go back to its default in silence; `{}` says that.
+    A file that does not parse says something: its error is the rebuild's to report."""
+    try:
+        return load_file(Path(path)) is None
+    except (YamlError, OSError):
+        return False
 
 
 class StartFiles:
@@ -247,6 +261,11 @@ class ConfigWatcher:
             self.seen = sig
             self._report(f"{self.path} is empty (0 bytes: a writer truncating it?); nothing was changed, the "
                          f"config in force stays (write {{}} to mean no settings)")
+            return True
+        if says_nothing(self.path):
+            if signature(self.path) == sig:
+                self.seen = sig
+                self._report(f"{self.path} {SAYS_NOTHING}; nothing was changed, the config in force stays")
             return True
         try:
             record = self.rebuild()

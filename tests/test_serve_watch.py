@@ -540,3 +540,38 @@ def test_the_watched_path_is_logged_escaped(tmp_path: Path, caplog: pytest.LogCa
     assert lines, [r.getMessage() for r in caplog.records]
     assert all("\n" not in line and "\x1b" not in line for line in lines)
     assert "a\\nconfigbags WARNING FORGED \\x1b[31mred.yaml" in lines[0]
+
+
+@pytest.mark.parametrize("text", ["null\n", "\n", "# rendered nothing\n", "---\n", "~\n"])
+def test_a_file_that_says_nothing_changes_nothing(
+        watched: tuple[ConfigMap, ConfigWatcher, Context[Any]], text: str) -> None:
+    """Round sixteen: a template rendering an unset value (`null`), a blank line or only
+    comments was applied as "no settings", and every live leaf the file had set went back
+    to its default in silence, while a 0-byte file was refused. It is refused the same way:
+    `{}` says "no settings"."""
+    cm, watcher, ctx = watched
+    cm.publish(BASE.replace("1.0", "0.5"))
+    settle(watcher)
+    state = ctx.state
+    cm.publish(text)
+    settle(watcher)
+    assert ctx.state is state and ctx.state.values["speculative_accept_threshold_acc"] == 0.5
+    error = watcher.status()["error"]
+    assert "holds no settings" in error and "write {} to mean no settings" in error, error
+    assert isinstance(watcher.door, WatchedDoor) and watcher.door.health()["details"]["watch_error"] is True
+    cm.publish("{}\n")  # said so: applied
+    settle(watcher)
+    assert watcher.status()["error"] is None
+    assert ctx.state.values["speculative_accept_threshold_acc"] == 1.0  # the default again
+
+
+def test_serve_refuses_to_follow_a_file_that_says_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from configbags.serve.cli import main
+
+    nothing = tmp_path / "config.yaml"
+    nothing.write_text("null\n")
+    with pytest.raises(SystemExit) as exited:
+        main(["--package", "configbags.generated", "--watch", str(nothing), "--model-path", "m"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--watch {nothing}: the file holds no settings" in err and "Traceback" not in err
