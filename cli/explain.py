@@ -21,7 +21,8 @@ from typing import Any
 from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors, add_help, peek_package, refuse_collisions
 from configbags.runtime.context import Context
-from configbags.runtime.errors import ConfigError, MissingLeafError
+from configbags.runtime.errors import ConfigError, MissingLeafError, UnknownLeafError
+from configbags.runtime.leaftypes import closest
 from configbags.runtime.project import project_path
 from configbags.runtime.record import (
     attach,
@@ -117,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns, server_argv = parser.parse_known_args(args)
     try:
         ctx: Context[Any] = named_context(ns.package)
+        known = {*ctx.registry.leaves, *ctx.registry.derived}
+        if ns.leaf not in known:  # before publishing, which writes a --dump-config
+            raise UnknownLeafError(f"{ns.leaf!r} is not a config leaf{closest(ns.leaf, known)}")
         record_type = ctx.record_type
         assert record_type is not None
         server = UsageErrors(prog="configbags explain LEAF", allow_abbrev=False)

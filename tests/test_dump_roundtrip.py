@@ -303,3 +303,16 @@ def test_explains_placeholder_model_path_is_left_out_of_its_dump(tmp_path: Path,
     with get_context().restoring():
         assert configbags(["explain", "weight_version", "--model-path", "real", "--dump-config", str(named)]) == 0
     assert load_yaml(named.read_text()) == {"model_path": "real"}
+
+
+def test_explain_of_an_unknown_leaf_writes_no_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Round sixteen: `explain no_such_leaf --dump-config out.yaml` replaced out.yaml, then
+    exited 2. The leaf is checked before anything is published or written."""
+    from configbags.cli import main as configbags
+
+    out = tmp_path / "out.yaml"
+    out.write_text("keep me\n")
+    with get_context().restoring():
+        assert configbags(["explain", "page_sise", "--tp-size", "2", "--dump-config", str(out)]) == 2
+    assert out.read_text() == "keep me\n"
+    assert "'page_sise' is not a config leaf (did you mean 'page_size'?)" in capsys.readouterr().err
