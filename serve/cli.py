@@ -9,13 +9,14 @@ The door listens on the config's own `host` and `port` leaves."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import logging
 import math
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -304,10 +305,24 @@ def _rebuilder(context: Context[Any], record_type: Any, server_flags: list[str],
     record_type.add_cli_args(flags_parser)
     namespace = parse_cli_words(flags_parser, context.registry, server_flags)
     schema_path = Path(sys.modules[record_type.__module__].SCHEMA_PATH)
+    configs = list(getattr(namespace, "config", None) or ())
+    _refuse_watched_twice(configs[:-1], watched)  # the last is the watched file itself (main appends it)
     start_files = StartFiles(schema_path, watched)
-    start_files.read(getattr(namespace, "config", None) or ())
+    start_files.read(configs)
     return lambda: record_from_cli_args(record_type, context.registry, copy.copy(namespace), schema_path,
                                         load=start_files.load)
+
+
+def _refuse_watched_twice(configs: Sequence[str], watched: Path) -> None:
+    """A --config file that is the watched file (by any name: the same path, a link): its
+    start-time copy would sit under every reload, so a key the watched file drops would
+    keep its old value, read back as the --config file's."""
+    for config in configs:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(config, watched):
+                raise ConfigError(f"--config {config} is the watched file --watch {watched}: a key the watched file "
+                                  f"drops would keep its start-time value from the --config copy; give the file "
+                                  f"once, as --watch {watched}")
 
 
 def _watch(door: WatchedDoor, app: Any, rebuild: Callable[[], Any], args: argparse.Namespace) -> ConfigWatcher:

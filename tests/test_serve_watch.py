@@ -575,3 +575,22 @@ def test_serve_refuses_to_follow_a_file_that_says_nothing(tmp_path: Path, capsys
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert f"--watch {nothing}: the file holds no settings" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("spelling", ["same", "link"])
+def test_serve_refuses_a_config_file_that_is_the_watched_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], spelling: str) -> None:
+    """Round sixteen: `--config F --watch F` (or a link to F) started, and a key F dropped
+    later kept its start-time value from the --config copy, read back as that file's."""
+    from configbags.serve.cli import main
+
+    watched = tmp_path / "cfg.yaml"
+    watched.write_text("weight_version: v1\n")
+    config = watched
+    if spelling == "link":
+        config = tmp_path / "alias.yaml"
+        config.symlink_to(watched.name)
+    argv = ["--package", "configbags.generated", "--config", str(config), "--watch", str(watched), "--model-path", "m"]
+    assert main(argv) == 2  # before any socket is bound
+    err = capsys.readouterr().err
+    assert f"--config {config} is the watched file --watch {watched}" in err and "Traceback" not in err
