@@ -29,6 +29,16 @@ MAX_INT_DIGITS = 4300
 # from any caller, a request thread of the door included; about 250 do not. The ceiling of
 # both `nesting` and `json_depth`.
 MAX_NESTING = 200
+# The most a raised limit may be, with why: a document just within it is built, so the
+# bound on the worst input stays one a process survives (seconds, a few GB at most)
+CEILINGS = {
+    "int_digits": (MAX_INT_DIGITS, "the most digits Python turns into text"),
+    "nesting": (MAX_NESTING, "the deepest a document is read without exhausting Python's stack"),
+    "json_depth": (MAX_NESTING, "the deepest a document is read without exhausting Python's stack"),
+    "nodes": (10_000_000, "the most nodes a document may build (each is a Python object)"),
+    "string_chars": (100_000_000, "the longest text a document may hold in memory"),
+    "file_bytes": (256 * 1024 * 1024, "the largest file read into memory"),
+}
 
 
 @attrs.frozen
@@ -71,13 +81,9 @@ class Limits:
                 raise ConfigError(f"{var}={text[:40]!r} is not a positive whole number; set it to one "
                                   f"(the default is {field.default}) or unset it")
             given[field.name] = int(text.strip())
-        if given.get("int_digits", 0) > MAX_INT_DIGITS:
-            raise ConfigError(f"{variable('int_digits')}={given['int_digits']} is above {MAX_INT_DIGITS}, "
-                              f"the most digits Python turns into text; set it lower")
-        for name in ("nesting", "json_depth"):
-            if given.get(name, 0) > MAX_NESTING:
-                raise ConfigError(f"{variable(name)}={given[name]} is above {MAX_NESTING}, the deepest "
-                                  f"a document is read without exhausting Python's stack; set it lower")
+        for name, (ceiling, why) in CEILINGS.items():
+            if given.get(name, 0) > ceiling:
+                raise ConfigError(f"{variable(name)}={given[name]} is above {ceiling}, {why}; set it lower")
         limits = cls(**given)
         if limits.json_depth >= limits.nesting:
             # a json leaf's value sits one level inside its config file (or the dump of one)

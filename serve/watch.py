@@ -58,13 +58,13 @@ from typing import Any
 
 from configbags.runtime.cmdline import inert
 from configbags.runtime.context import Context
-from configbags.runtime.errors import ConfigError
+from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.fleet import ApplyClass, above_capacity, route
 from configbags.runtime.leaftypes import jsonable
 from configbags.runtime.limits import LIMITS
 from configbags.runtime.record import load_config_file, origins_of
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Layer, Origin
-from configbags.runtime.yamlsafe import YamlError, file_kind, load_file
+from configbags.runtime.yamlsafe import file_kind, load_file
 from configbags.serve.door import Door, DoorError, check_keys, redact
 
 log = logging.getLogger("configbags.serve.watch")

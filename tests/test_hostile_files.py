@@ -365,3 +365,13 @@ def test_a_model_config_with_a_nonsense_size_is_refused_naming_the_file_and_key(
     with pytest.raises(ModelConfigError) as refused:
         load_model_shape(path)
     assert str(path) in str(refused.value) and key in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize(("name", "ceiling"), [("NODES", 10_000_000), ("STRING_CHARS", 100_000_000),
+                                               ("FILE_BYTES", 256 * 1024 * 1024)])
+def test_every_limit_is_raised_only_up_to_a_ceiling(name: str, ceiling: int) -> None:
+    """Round sixteen: NODES, STRING_CHARS and FILE_BYTES took any number, so a raised
+    limit let a 1 KB alias bomb build for minutes; each has a ceiling now, as the others."""
+    assert getattr(Limits.from_environ({f"CONFIGBAGS_LIMIT_{name}": str(ceiling)}), name.lower()) == ceiling
+    with pytest.raises(ConfigError, match=f"CONFIGBAGS_LIMIT_{name}={ceiling + 1} is above {ceiling}"):
+        Limits.from_environ({f"CONFIGBAGS_LIMIT_{name}": str(ceiling + 1)})
