@@ -366,6 +366,7 @@ class Linter:
         args = command.args
         i = 0
         secrets_given: set[str] = set()  # a secret's flag twice is refused by the server
+        leaves_given: dict[str, tuple[str, int]] = {}  # leaf -> its first flag and line (the last one wins)
         keys: dict[str, tuple[Any, int]] = {}  # key leaf -> (its text, the line), when known here
         while i < len(args):
             token = args[i]
@@ -399,8 +400,9 @@ class Linter:
                 if inline is None and _value_at(args, i, "-"):
                     i += 1  # its value
             else:
-                if (found := self._lifecycle(spelling, flag, file, token.line)) is not None:
-                    yield found
+                yield from (found for found in (self._lifecycle(spelling, flag, file, token.line),
+                                                _repeated(spelling.leaf, flag, token.line, leaves_given, file,
+                                                          command.whole)) if found is not None)
                 taken, i = _leaf_flag_values(spelling.leaf, inline, args, i)
                 if spelling.leaf.secret and not taken and inline is None and i < len(args) and not args[i].dynamic \
                         and args[i].text.startswith("-") and not self._known(args[i].text):
@@ -643,6 +645,18 @@ class Linter:
 
 
 _FLAG_AFTER_SPACE = re.compile(r"\s(--[A-Za-z][\w.-]*)")
+
+
+def _repeated(leaf: Any, flag: str, line: int, given: dict[str, tuple[str, int]], file: str,
+              whole: bool) -> Finding | None:
+    """A leaf set again in one launch line (`given`: each leaf's first flag and line; two
+    branches of a script may each set it, so only in a `whole` command): the server keeps
+    the last value and warns; a secret's second flag is refused elsewhere."""
+    first = given.setdefault(leaf.name, (flag, line))
+    if first == (flag, line) or leaf.secret or not whole:
+        return None
+    return Finding("lint-repeated", flag, f"{flag} sets {leaf.name} again (first {first[0]}, line {first[1]}): the "
+                   f"server keeps the last value", file, line, "give each leaf once")
 
 
 def _same_key(keys: Mapping[str, tuple[Any, int]], file: str) -> Iterator[Finding]:

@@ -154,6 +154,8 @@ _TABLE = (
     Rule("lint-deprecated", W, (DEPLOY,), "a deprecated spelling: it works until the release that removes it"),
     Rule("lint-removed", B, (DEPLOY,), "a spelling the schema's version no longer accepts"),
     Rule("lint-bad-value", B, (DEPLOY,), "a value that does not fit the leaf's type, choices or range"),
+    Rule("lint-repeated", W, (DEPLOY,), "a leaf given more than once in one launch line (a flag twice, a flag and "
+         "its alias, `--x --no-x`): the server keeps the last"),
     Rule("lint-unreadable", B, (DEPLOY,), "a file that does not parse as its format"),
     Rule("lint-refused", B, (DEPLOY,), "a launch line the server's own parser refuses: a word no flag takes, a "
          "flag given twice, a value given to a flag that takes none"),

@@ -1876,7 +1876,7 @@ DERIVED: dict[str, DerivedSpec] = {
         fn=configbags.server.derive.kv_page_dtype,
         inputs=("kv_cache_dtype", "dtype"),
         pinned=False,
-        hash=True,
+        hash=False,
     ),
     "max_speculative_num_draft_tokens": DerivedSpec(
         name="max_speculative_num_draft_tokens",

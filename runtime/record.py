@@ -969,13 +969,37 @@ def parse_cli_words(parser: argparse.ArgumentParser, registry: Registry, words: 
         from configbags.runtime.abbrev import expand_prefixes
 
         words = expand_prefixes(parser, words, warn_once)
+    given = words
     structured = nested.structures(registry)  # json leaves with a declared structure
     if structured:
         words = nested.fold_dotted(parser, words, structured)
     namespace = parser.parse_args(words)
     if structured:
         nested.check(parser, namespace, structured)
+    warn_repeated(parser, registry, given, namespace)
     return namespace
+
+
+def warn_repeated(parser: argparse.ArgumentParser, registry: Registry, words: Sequence[str],
+                  namespace: argparse.Namespace) -> None:
+    """A leaf given more than once on the command line (`--tp-size 2 --tp-size 4`, a flag
+    and its alias, `--x --no-x`): argparse keeps the last in silence, while every other
+    layer says when one value replaces another; so is this, once per process. (A secret's
+    flag twice is refused: `OnceSecret`.)"""
+    actions = parser._option_string_actions
+    spellings: dict[str, list[str]] = {}
+    for word in words:
+        if word == "--":  # what follows is no flag
+            break
+        action = actions.get(word.partition("=")[0]) if word.startswith("--") else None
+        if action is not None and action.dest in registry.leaves:
+            spellings.setdefault(action.dest, []).append(word.partition("=")[0])
+    for leaf, flags in spellings.items():
+        if len(flags) > 1 and hasattr(namespace, leaf):
+            spec = registry.leaves[leaf]
+            message = (f"{leaf} is given {len(flags)} times on the command line ({', '.join(flags)}): the last wins, "
+                       f"{spec.shown(getattr(namespace, leaf))!r}")
+            warn_once(message, message)
 
 
 def record_from_cli(
