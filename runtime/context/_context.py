@@ -86,6 +86,9 @@ class Context(Generic[V]):
         # without exit restores nothing and is forgotten with it.
         self._scopes: weakref.WeakSet[Restoring] = weakref.WeakSet()
         self._watching: weakref.WeakSet[Restoring] = weakref.WeakSet()
+        # ... but a scope whose exit came while an inner one was open is held until it closes
+        # (once the inner ones have): its `with` statement has let go of it
+        self._closing: set[Restoring] = set()
         self.republish_report: RepublishReport | None = None
         # The role overrides are checked as, when not the process's own (see acting_as). A
         # context variable, so it holds for one thread or task and never leaks to another.

@@ -109,6 +109,9 @@ class Frame:
     # one (by another owner) that changed the leaf closed meanwhile, so the value this
     # scope saw on entry was that scope's and must not come back (its own target does)
     targets: dict[str, Any] = attrs.field(factory=dict)
+    # its exit came while a scope entered after it was open (refused then): it closes as
+    # soon as those have, since a `with` statement never calls its exit again
+    closing: bool = False
 
     def target(self, leaf: str) -> Any:
         assert self.saved is not None
@@ -144,8 +147,9 @@ class Restoring:
     Scopes of one owner close in the reverse order they were entered in: an exit while a
     scope entered later by the same thread or task is still open (an ExitStack unwound by
     hand) is refused with ScopeError naming that scope, restoring nothing, rather than
-    undoing the inner scope's change under it; the scope stays open, and closing it again
-    once the inner scopes are closed restores. Two owners scoping one leaf leave nothing
+    undoing the inner scope's change under it; the scope stays open, and closes (restoring)
+    on its own as soon as the inner scopes are closed (`_close_waiting`: a `with` statement
+    never calls its exit again). Two owners scoping one leaf leave nothing
     behind in either exit order: a closed scope hands its targets on to the scopes entered
     after it (`_hand_on`), and its undo is no change for the scopes entered before it to
     keep (`_reverted`).
@@ -192,6 +196,8 @@ class Restoring:
     def _close(self, frame: Frame) -> None:
         ctx = self._context
         self._frames.remove(frame)
+        if not any(f.closing for f in self._frames):
+            ctx._closing.discard(self)
         if not self._frames:
             ctx._scopes.discard(self)
             ctx._watching.discard(self)
@@ -206,13 +212,37 @@ class Restoring:
             frame = next((f for f in reversed(self._frames) if f.owner == owner), self._frames[-1])
             inner = [f.name for f in self._open_frames() if f.owner == frame.owner and f.order > frame.order]
             if inner:
-                # it stays open: once the inner scopes are closed, closing it again restores
+                # it stays open, and closes (restoring) once the inner scopes have
+                frame.closing = True
+                ctx._closing.add(self)
                 raise ScopeError(
                     f"scope {frame.name!r} closed while {', '.join(map(repr, inner))}, entered after it in "
                     f"the same thread or task, is still open; scopes close in the reverse order they "
-                    f"were entered in: nothing was restored, and {frame.name!r} stays open (close the "
-                    f"inner scopes, then this one again)"
+                    f"were entered in: nothing was restored yet, and {frame.name!r} closes, restoring, as "
+                    f"soon as the inner scopes are closed"
                 )
+            self._finish(frame)
+            self._close_waiting(frame.owner)
+
+    def _close_waiting(self, owner: Owner) -> None:
+        """Close the scopes of `owner` whose exit was refused while an inner scope was open,
+        innermost first, once no scope of theirs entered after them is open."""
+        while True:
+            frames = [(scope, f) for scope in list(self._context._scopes) for f in scope._frames if f.owner == owner]
+            waiting = [(scope, f) for scope, f in frames if f.closing
+                       and not any(g.order > f.order for _, g in frames if not g.closing)]
+            if not waiting:
+                return
+            scope, frame = max(waiting, key=lambda pair: pair[1].order)
+            try:
+                scope._finish(frame)
+            except ScopeError as exc:  # its own exit has returned long ago: said, never raised here
+                log.error("scope %r, closed after its inner scope, could not restore: %s", frame.name, exc)
+
+    def _finish(self, frame: Frame) -> None:
+        """Close `frame` and restore what it owns."""
+        ctx = self._context
+        with ctx._lock:
             self._close(frame)
             if not self._block:
                 self._hand_on(frame)
