@@ -401,9 +401,9 @@ def _is_door(kind: str) -> bool:
         or _is_context_source(kind)
         # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
         or kind == "subprocess"
-        # wsgiref's handlers module and classes, which hold a copy of the environment
-        or kind == _WSGIREF or kind.startswith(_WSGIREF + ".")
-        or kind.startswith((_GETTER_MARK, _CONFIG_MARK, *_ENV_CHILD_PROCESS, *_C_LIBRARIES))
+        # (wsgiref's handlers module and classes hold a copy of the environment)
+        or kind == _WSGIREF
+        or kind.startswith((_WSGIREF + ".", _GETTER_MARK, _CONFIG_MARK, *_ENV_CHILD_PROCESS, *_C_LIBRARIES))
         or kind.rpartition(".")[2] in CONTEXT_READBACK_METHODS
         or kind in (_PREPARED, _ENTRIES, _ENTRY)
     )
