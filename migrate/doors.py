@@ -2952,6 +2952,11 @@ class ModuleStrings:
         body: list[ast.AST] = []
         if isinstance(node, _FUNCTION_NODES):
             _bind_parameters(found, node.args)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _DEFAULTS_ATTRS & self._assigned_on_class(node.name).keys():
+                # `page.__defaults__ = (...)` replaces the defaults (R16-8): not shown
+                for param, default in _parameter_defaults(node.args):
+                    if default is not None:
+                        found[param].append(None)
             body = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
         elif isinstance(node, ast.ClassDef):
             body = list(node.body)
@@ -3161,6 +3166,12 @@ class ModuleStrings:
             for stmt in statements:
                 top = not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                 for sub in ast.walk(stmt):
+                    setter = _class_setattr(sub)
+                    if setter is not None:
+                        # `setattr(Keys, "PAGE", value)`, as `Keys.PAGE = value` (R16-8)
+                        owner, attr, set_value = setter
+                        found.setdefault(owner, {}).setdefault(attr, []).append((set_value if top else None, ()))
+                        continue
                     if not isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                         continue
                     targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
@@ -3229,7 +3240,22 @@ _MAX_VALUES = 64
 
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # `Name.attr = ...` (not `self.` / `cls.`): a line that may bind a class attribute
-_CLASS_ASSIGN = re.compile(r"(?<![\w.])(?!self\.|cls\.)[A-Za-z_]\w*\.\w+\s*(?::[^=\n]*)?(?:[-+*/%|&^@<>]{1,2})?=(?!=)")
+_CLASS_ASSIGN = re.compile(
+    r"(?<![\w.])(?!self\.|cls\.)[A-Za-z_]\w*\.\w+\s*(?::[^=\n]*)?(?:[-+*/%|&^@<>]{1,2})?=(?!=)|\bsetattr\s*\("
+)
+
+
+def _class_setattr(node: ast.AST) -> tuple[str, str, ast.expr] | None:
+    """(name, attribute, value) of `setattr(Name, "attr", value)` (not on `self` or
+    `cls`), else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"):
+        return None
+    if len(node.args) != 3 or node.keywords or not isinstance(node.args[0], ast.Name) or node.args[0].id in ("self", "cls"):
+        return None
+    attr = node.args[1]
+    if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+        return None
+    return node.args[0].id, attr.value, node.args[2]
 
 
 def _constant_node(shape: str, value: str) -> ast.expr:
@@ -3256,6 +3282,19 @@ def _is_default(node: ast.AST, value: ast.expr) -> bool:
     return isinstance(args, ast.arguments) and any(value is d for d in (*args.defaults, *args.kw_defaults))
 
 
+# A function's attributes that replace its parameters' defaults
+_DEFAULTS_ATTRS = frozenset({"__defaults__", "__kwdefaults__"})
+
+
+def _parameter_defaults(args: ast.arguments) -> list[tuple[str, ast.expr | None]]:
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    return [
+        (param.arg, default)
+        for param, default in (*zip(positional, defaults, strict=True), *zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    ]
+
+
 def _bind_parameters(found: dict[str, _Bound], args: ast.arguments) -> None:
     """Each parameter is bound to its default, if it has one (else to something unknown)."""
     positional = [*args.posonlyargs, *args.args]
@@ -3272,10 +3311,13 @@ def _bind_body(found: dict[str, _Bound], body: list[ast.AST]) -> None:
     pending = body
     while pending:
         sub = pending.pop()
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.setdefault(sub.name, []).append(None)
-            continue
-        if isinstance(sub, (ast.Lambda, *_COMPREHENSIONS)):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, *_COMPREHENSIONS)):
+            if not isinstance(sub, ast.Lambda) and not isinstance(sub, _COMPREHENSIONS):
+                found.setdefault(sub.name, []).append(None)
+            # a nested scope's `nonlocal key; key = ...` and a comprehension's walrus bind
+            # here (R16-8): a literal's value, else one not shown
+            for name, value in _bound_from_inside(sub):
+                found.setdefault(name, []).append(value)
             continue
         if isinstance(sub, ast.Assign):
             for target in sub.targets:
@@ -3289,6 +3331,36 @@ def _bind_body(found: dict[str, _Bound], body: list[ast.AST]) -> None:
             for name in _unknown_bindings(sub):
                 found.setdefault(name, []).append(None)
         pending.extend(ast.iter_child_nodes(sub))
+
+
+def _bound_from_inside(scope: ast.AST) -> list[tuple[str, ast.expr | None]]:
+    """(name, value) of what a nested scope binds in the scope enclosing it: the names a
+    nested function or class declares `nonlocal` (at any depth), and a comprehension's
+    walrus targets. A string literal is kept (it means the same anywhere), any other
+    value is None: it is evaluated in the inner scope."""
+    nonlocal_names = {name for sub in ast.walk(scope) if isinstance(sub, ast.Nonlocal) for name in sub.names}
+    found: list[tuple[str, ast.expr | None]] = []
+    for sub in ast.walk(scope):
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(sub, ast.NamedExpr):
+            if not isinstance(scope, _COMPREHENSIONS) and sub.target.id not in nonlocal_names:
+                continue
+            targets, value = [sub.target], sub.value
+        elif nonlocal_names and isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            value = sub.value if not isinstance(sub, ast.AugAssign) and len(targets) == 1 else None
+        elif nonlocal_names and isinstance(sub, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Delete)):
+            targets = [sub.target] if isinstance(sub, (ast.For, ast.AsyncFor)) else (
+                list(sub.targets) if isinstance(sub, ast.Delete)
+                else [item.optional_vars for item in sub.items if item.optional_vars is not None]
+            )
+        for target in targets:
+            for name in _target_names(target) if not isinstance(target, (ast.Attribute, ast.Subscript)) else ():
+                if name in nonlocal_names or isinstance(sub, ast.NamedExpr):
+                    kept = value if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+                    found.append((name, kept))
+    return found
 
 
 def _bind_target(found: dict[str, _Bound], target: ast.expr, value: ast.expr | None) -> None:
