@@ -18,7 +18,8 @@ the ratchet can hold them to the allowlist like raw record reads:
   binding to a name (whose uses are judged in turn), and writes.
   Also what reads a declared variable for the module: an attribute named like one
   (`envs.SGLANG_PAGE_SIZE.get()`, a descriptor per variable), a command-line library's
-  `envvar=` / `auto_envvar_prefix=`, and a child's command naming one (childenv).
+  `envvar=` / `auto_envvar_prefix=` (also stored: `ctx.auto_envvar_prefix = ...`), wsgiref's
+  copy `BaseHandler.os_environ` / `read_environ()`, a `del` whose KeyError is caught, and a child's command naming one (childenv).
   The environment is one layer of the leaf; its accessor has the value resolved over all
   of them. Reported with leaf `$NAME`; an undeclared name is not reported, a name the
   module does not show (ModuleStrings, below, resolves what it does) is `$?`.
@@ -1470,7 +1471,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self.dropped_pops.add(id(value))
         self.generic_visit(node)
 
-    def visit_Try(self, node: ast.Try | ast.TryStar) -> None:
+    def visit_Try(self, node: ast.Try) -> None:
         if self.declared and any(_catches_missing_key(handler.type) for handler in node.handlers):
             # `try: del os.environ["NAME"] except KeyError:`: which way it goes tells set
             # from unset, as `"NAME" in os.environ` does (R16-14); a `del` not guarded so
@@ -1482,7 +1483,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                             self._env(target, target.slice, "environ_del")
         self.generic_visit(node)
 
-    visit_TryStar = visit_Try
+    visit_TryStar = visit_Try  # (`except*`: the same fields)
 
     def visit_If(self, node: ast.If | ast.While) -> None:
         self._consume(node.test)  # `if os.environ:` asks whether it is empty
