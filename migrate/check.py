@@ -107,6 +107,7 @@ _ENV_FORMS = {
     "getenv": "os.getenv(...)",
     "environ_pop": "os.environ.pop(...)",
     "environ_setdefault": "os.environ.setdefault(...)",
+    "environ_del": "del os.environ[...] whose KeyError is caught: whether it is set",
     "environ_whole": "the environment used whole",
     "environ_filtered": "the environment walked for the names a literal prefix or suffix picks",
     "settings_field": "a settings library filling a field from the environment (a pydantic-settings "

@@ -18,7 +18,8 @@ the ratchet can hold them to the allowlist like raw record reads:
   binding to a name (whose uses are judged in turn), and writes.
   Also what reads a declared variable for the module: an attribute named like one
   (`envs.SGLANG_PAGE_SIZE.get()`, a descriptor per variable), a command-line library's
-  `envvar=` / `auto_envvar_prefix=`, and a child's command naming one (childenv).
+  `envvar=` / `auto_envvar_prefix=` (also stored: `ctx.auto_envvar_prefix = ...`), wsgiref's
+  copy `BaseHandler.os_environ` / `read_environ()`, a `del` whose KeyError is caught, and a child's command naming one (childenv).
   The environment is one layer of the leaf; its accessor has the value resolved over all
   of them. Reported with leaf `$NAME`; an undeclared name is not reported, a name the
   module does not show (ModuleStrings, below, resolves what it does) is `$?`.
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import functools
 import re
 from collections import Counter
@@ -178,8 +180,9 @@ _ENV_GETTERS = {
     "os.environ.__getitem__": "environ_subscript",
     "os.environ.__contains__": "environ_in",
 }
-# calls that return the environment's contents (a copy, or its keys): read like it
-_ENV_VIEWS = frozenset({"os.environ.copy", "os.environ.keys"})
+# calls that return the environment's contents (a copy, or its keys): read like it;
+# wsgiref's `read_environ()` is a copy of it (R16-13)
+_ENV_VIEWS = frozenset({"os.environ.copy", "os.environ.keys", "wsgiref.handlers.read_environ"})
 # calls that return its pairs or values: a mapping again only through a copier (`dict(...)`)
 _ENV_ITEMS = "<environ items>"
 _ENV_ITEM_VIEWS = frozenset({"os.environ.items", "os.environ.values"})
@@ -223,6 +226,10 @@ _ENVIRON_KIND = frozenset({_ENVIRON})
 # Other libraries' names for the environment itself: starlette's `config.environ` wraps
 # `os.environ` (its reads read it)
 _ENVIRON_ALIASES = ("starlette.config.environ",)
+# wsgiref's handlers keep a copy of it made at import, `BaseHandler.os_environ` (and every
+# handler class's, inherited): read like it (R16-13)
+_WSGIREF = "wsgiref.handlers"
+_WSGIREF_COPY = "os_environ"
 # starlette's `Config()`: a getter of one variable when called (`config("NAME", cast=int)`)
 # or asked `.get("NAME")`, its key after the `env_prefix=` it is given: the kind is the
 # mark and the prefix (`?` where the module does not show it)
@@ -235,6 +242,10 @@ def _canonical(path: str) -> str:
     for alias in _ENVIRON_ALIASES:
         if path == alias or path.startswith(alias + "."):
             return _ENVIRON + path[len(alias):]
+    if path.startswith(_WSGIREF + "."):
+        parts = path.split(".")
+        if _WSGIREF_COPY in parts[2:4]:
+            return ".".join([_ENVIRON, *parts[parts.index(_WSGIREF_COPY, 2) + 1:]])
     return path
 _DIST = "configbags.runtime.dist"
 _STATE_DICT = f"{_DIST}.state_dict"
@@ -288,6 +299,7 @@ _FETCH_WORDS = ("getattr", "hasattr", "setattr", "delattr", "attrgetter", "impor
 # environment: `envvar="NAME"` (or a list of names), and a prefix that names one variable
 # per option (`auto_envvar_prefix="SGLANG"`: SGLANG_<OPTION>)
 _ENVVAR_KEYWORDS = frozenset({"envvar", "auto_envvar_prefix"})
+_AUTO_PREFIX = "auto_envvar_prefix"
 # The shape of a row among a module's constants (FlowFacts.constants) for a list constant
 # that is no constant: bound again in its module or changed in place there (`NAMES =
 # load()`, `NAMES.append(name)`). Its importers' loops over it take these elements and
@@ -390,7 +402,9 @@ def _is_door(kind: str) -> bool:
         or _is_context_source(kind)
         # where the environment may go whole (`P = subprocess.Popen; P(cmd, env=env)`)
         or kind == "subprocess"
-        or kind.startswith((_GETTER_MARK, _CONFIG_MARK, *_ENV_CHILD_PROCESS, *_C_LIBRARIES))
+        # (wsgiref's handlers module and classes hold a copy of the environment)
+        or kind == _WSGIREF
+        or kind.startswith((_WSGIREF + ".", _GETTER_MARK, _CONFIG_MARK, *_ENV_CHILD_PROCESS, *_C_LIBRARIES))
         or kind.rpartition(".")[2] in CONTEXT_READBACK_METHODS
         or kind in (_PREPARED, _ENTRIES, _ENTRY)
     )
@@ -400,6 +414,85 @@ def _reads_environ(kind: str) -> bool:
     """Does a value of this kind read the environment when it is used whole (iterated,
     passed on, returned)? The environment, a copy, its pairs, and its bound readers."""
     return kind in (_ENVIRON, _ENV_ITEMS) or kind in _ENV_GETTERS or kind in _ENV_VIEWS or kind in _ENV_ITEM_VIEWS
+
+
+def _scrub_records(statements: Sequence[ast.stmt], key: str, pops: Sequence[ast.Call]) -> bool:
+    """Does a scrub's loop body (DoorScan's _Reader._scrub) do anything besides deleting
+    the variables its key tests pick: a statement other than `del`, a dropped pop, `pass`,
+    `continue`, and an `if` on such a test holding only those?"""
+    for stmt in statements:
+        if isinstance(stmt, (ast.Delete, ast.Pass, ast.Continue)):
+            continue
+        if isinstance(stmt, ast.Expr) and any(stmt.value is pop for pop in pops):
+            continue
+        if isinstance(stmt, ast.If) and _name_filter(stmt.test, key) is not None:
+            if _scrub_records([*stmt.body, *stmt.orelse], key, pops):
+                return True
+            continue
+        return True
+    return False
+
+
+def _scrub_filters(statements: Sequence[ast.stmt], key: str) -> frozenset[Pattern] | None:
+    """The names a scrub's `if` tests on its key let through (any of them), or None where
+    the body records something under no such test."""
+    picked: set[Pattern] = set()
+    for stmt in statements:
+        if isinstance(stmt, ast.If):
+            found = _name_filter(stmt.test, key)
+            if found is not None:
+                picked |= found
+                continue
+        if not isinstance(stmt, (ast.Delete, ast.Pass, ast.Continue, ast.Expr)):
+            return None
+    return frozenset(picked)
+
+
+def _catches_missing_key(caught: ast.expr | None) -> bool:
+    """Does an `except` clause of this type catch a KeyError: a bare `except:`, a builtin
+    KeyError derives (`LookupError`, `Exception`), or a name that is no builtin exception
+    (`except ERRORS:`: it may be)?"""
+    if caught is None:
+        return True
+    for name in caught.elts if isinstance(caught, ast.Tuple) else [caught]:
+        builtin = getattr(builtins, dotted_name(name).removeprefix("builtins."), None)
+        if not (isinstance(builtin, type) and issubclass(builtin, BaseException)) or issubclass(KeyError, builtin):
+            return True
+    return False
+
+
+def _same_scope_nodes(statements: Sequence[ast.stmt]) -> Iterable[ast.AST]:
+    """Every node of the statements, but not inside a function or class they define."""
+    pending: list[ast.AST] = list(statements)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _envvar_prefix_store(target: ast.expr) -> bool:
+    """Does the assignment target set click's prefix other than as a keyword (R16-10): a
+    settings dict filled by subscript (`SETTINGS["auto_envvar_prefix"] = ...`,
+    `cli.context_settings[...] = ...`), or a context's attribute (`ctx.auto_envvar_prefix =
+    ...`)? Judged like the keyword, on any receiver: the name is click's own."""
+    if isinstance(target, ast.Subscript):
+        return _literal(target.slice) == _AUTO_PREFIX
+    return isinstance(target, ast.Attribute) and target.attr == _AUTO_PREFIX
+
+
+def _envvar_prefix_set(call: ast.Call) -> ast.expr | None:
+    """The prefix a call sets as click's (R16-10): `setattr(ctx, "auto_envvar_prefix", P)`,
+    `SETTINGS.setdefault("auto_envvar_prefix", P)`, `SETTINGS.__setitem__(...)`; else None."""
+    func, args = call.func, call.args
+    if isinstance(func, ast.Name) and func.id == "setattr" and len(args) == 3 and _literal(args[1]) == _AUTO_PREFIX:
+        return args[2]
+    if (
+        isinstance(func, ast.Attribute) and func.attr in ("setdefault", "__setitem__") and len(args) == 2
+        and _literal(args[0]) == _AUTO_PREFIX
+    ):
+        return args[1]
+    return None
 
 
 def _literal(expr: ast.expr | None) -> str | None:
@@ -1187,6 +1280,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._consume_bound(node.targets[0], node.value)
         for target in node.targets:
             self._context_stored(target, node.value)
+            if self.declared and _envvar_prefix_store(target):
+                self._envvar(node.value, _AUTO_PREFIX)
         self.generic_visit(node)
 
     def _context_stored(self, target: ast.expr, value: ast.expr) -> None:
@@ -1261,7 +1356,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         statement), the key tested against literals only (`k.startswith("P_")`, `k ==
         "X"`): no value is read. Any other use of the key (`os.environ[k]`, `.get(k)`,
         `print(k)`), a key rebound, or a walk of `.items()`/`.values()` is the
-        environment used whole."""
+        environment used whole. A scrub that does anything besides deleting (`had =
+        True`, a log line) tells which variables were set (R16-14): it reads the declared
+        ones its tests let through, as a filtered walk does, or `$?` with no such test."""
         walked = node.iter
         if (
             isinstance(walked, ast.Call) and len(walked.args) == 1 and not walked.keywords
@@ -1286,6 +1383,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                         pops.append(pop)
         self._consume(node.iter, walked)
         self.dropped_pops.update(id(pop) for pop in pops)
+        if _scrub_records([*node.body, *node.orelse], key, pops):
+            picked = _scrub_filters([*node.body, *node.orelse], key)
+            if picked is None:
+                self._report(node.iter, ENV_UNRESOLVED, "environ", "environ_whole")
+                return
+            for name in sorted(name for name in self.declared if any(fits(pattern, name) for pattern in picked)):
+                self._report(node.iter, env_subject(name), "environ", "environ_filtered")
 
     def _scrub_use(self, name: ast.Name, key: str, parents: dict[int, ast.AST]) -> ast.Call | bool:
         """How a scrub's loop uses its key (_scrub): the pop it drives (a call), another
@@ -1366,6 +1470,20 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # and item assignment are (a pop with no default reads its presence)
             self.dropped_pops.add(id(value))
         self.generic_visit(node)
+
+    def visit_Try(self, node: ast.Try) -> None:
+        if self.declared and any(_catches_missing_key(handler.type) for handler in node.handlers):
+            # `try: del os.environ["NAME"] except KeyError:`: which way it goes tells set
+            # from unset, as `"NAME" in os.environ` does (R16-14); a `del` not guarded so
+            # is a write
+            for sub in _same_scope_nodes(node.body):
+                if isinstance(sub, ast.Delete):
+                    for target in sub.targets:
+                        if isinstance(target, ast.Subscript) and _ENVIRON in self.d.kind(target.value, self.scope):
+                            self._env(target, target.slice, "environ_del")
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try  # (`except*`: the same fields)
 
     def visit_If(self, node: ast.If | ast.While) -> None:
         self._consume(node.test)  # `if os.environ:` asks whether it is empty
@@ -1609,6 +1727,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             for keyword in node.keywords:
                 if keyword.arg in _ENVVAR_KEYWORDS:
                     self._envvar(keyword.value, keyword.arg)
+            prefix = _envvar_prefix_set(node)
+            if prefix is not None:
+                self._envvar(prefix, _AUTO_PREFIX)
         if "builtins.vars" in callee and node.args and _CONTEXT in self.d.kind(node.args[0], self.scope):
             self._report(node, STATE_READBACK, "readback", "state")  # `vars(ctx)["_state"]`
         func = node.func
@@ -2832,6 +2953,11 @@ class ModuleStrings:
         body: list[ast.AST] = []
         if isinstance(node, _FUNCTION_NODES):
             _bind_parameters(found, node.args)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _DEFAULTS_ATTRS & self._assigned_on_class(node.name).keys():
+                # `page.__defaults__ = (...)` replaces the defaults (R16-8): not shown
+                for param, default in _parameter_defaults(node.args):
+                    if default is not None:
+                        found[param].append(None)
             body = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
         elif isinstance(node, ast.ClassDef):
             body = list(node.body)
@@ -3041,6 +3167,12 @@ class ModuleStrings:
             for stmt in statements:
                 top = not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                 for sub in ast.walk(stmt):
+                    setter = _class_setattr(sub)
+                    if setter is not None:
+                        # `setattr(Keys, "PAGE", value)`, as `Keys.PAGE = value` (R16-8)
+                        owner, attr, set_value = setter
+                        found.setdefault(owner, {}).setdefault(attr, []).append((set_value if top else None, ()))
+                        continue
                     if not isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                         continue
                     targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
@@ -3109,7 +3241,22 @@ _MAX_VALUES = 64
 
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # `Name.attr = ...` (not `self.` / `cls.`): a line that may bind a class attribute
-_CLASS_ASSIGN = re.compile(r"(?<![\w.])(?!self\.|cls\.)[A-Za-z_]\w*\.\w+\s*(?::[^=\n]*)?(?:[-+*/%|&^@<>]{1,2})?=(?!=)")
+_CLASS_ASSIGN = re.compile(
+    r"(?<![\w.])(?!self\.|cls\.)[A-Za-z_]\w*\.\w+\s*(?::[^=\n]*)?(?:[-+*/%|&^@<>]{1,2})?=(?!=)|\bsetattr\s*\("
+)
+
+
+def _class_setattr(node: ast.AST) -> tuple[str, str, ast.expr] | None:
+    """(name, attribute, value) of `setattr(Name, "attr", value)` (not on `self` or
+    `cls`), else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"):
+        return None
+    if len(node.args) != 3 or node.keywords or not isinstance(node.args[0], ast.Name) or node.args[0].id in ("self", "cls"):
+        return None
+    attr = node.args[1]
+    if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+        return None
+    return node.args[0].id, attr.value, node.args[2]
 
 
 def _constant_node(shape: str, value: str) -> ast.expr:
@@ -3136,6 +3283,19 @@ def _is_default(node: ast.AST, value: ast.expr) -> bool:
     return isinstance(args, ast.arguments) and any(value is d for d in (*args.defaults, *args.kw_defaults))
 
 
+# A function's attributes that replace its parameters' defaults
+_DEFAULTS_ATTRS = frozenset({"__defaults__", "__kwdefaults__"})
+
+
+def _parameter_defaults(args: ast.arguments) -> list[tuple[str, ast.expr | None]]:
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    return [
+        (param.arg, default)
+        for param, default in (*zip(positional, defaults, strict=True), *zip(args.kwonlyargs, args.kw_defaults, strict=True))
+    ]
+
+
 def _bind_parameters(found: dict[str, _Bound], args: ast.arguments) -> None:
     """Each parameter is bound to its default, if it has one (else to something unknown)."""
     positional = [*args.posonlyargs, *args.args]
@@ -3152,10 +3312,13 @@ def _bind_body(found: dict[str, _Bound], body: list[ast.AST]) -> None:
     pending = body
     while pending:
         sub = pending.pop()
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.setdefault(sub.name, []).append(None)
-            continue
-        if isinstance(sub, (ast.Lambda, *_COMPREHENSIONS)):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, *_COMPREHENSIONS)):
+            if not isinstance(sub, ast.Lambda) and not isinstance(sub, _COMPREHENSIONS):
+                found.setdefault(sub.name, []).append(None)
+            # a nested scope's `nonlocal key; key = ...` and a comprehension's walrus bind
+            # here (R16-8): a literal's value, else one not shown
+            for name, value in _bound_from_inside(sub):
+                found.setdefault(name, []).append(value)
             continue
         if isinstance(sub, ast.Assign):
             for target in sub.targets:
@@ -3169,6 +3332,36 @@ def _bind_body(found: dict[str, _Bound], body: list[ast.AST]) -> None:
             for name in _unknown_bindings(sub):
                 found.setdefault(name, []).append(None)
         pending.extend(ast.iter_child_nodes(sub))
+
+
+def _bound_from_inside(scope: ast.AST) -> list[tuple[str, ast.expr | None]]:
+    """(name, value) of what a nested scope binds in the scope enclosing it: the names a
+    nested function or class declares `nonlocal` (at any depth), and a comprehension's
+    walrus targets. A string literal is kept (it means the same anywhere), any other
+    value is None: it is evaluated in the inner scope."""
+    nonlocal_names = {name for sub in ast.walk(scope) if isinstance(sub, ast.Nonlocal) for name in sub.names}
+    found: list[tuple[str, ast.expr | None]] = []
+    for sub in ast.walk(scope):
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(sub, ast.NamedExpr):
+            if not isinstance(scope, _COMPREHENSIONS) and sub.target.id not in nonlocal_names:
+                continue
+            targets, value = [sub.target], sub.value
+        elif nonlocal_names and isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            value = sub.value if not isinstance(sub, ast.AugAssign) and len(targets) == 1 else None
+        elif nonlocal_names and isinstance(sub, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Delete)):
+            targets = [sub.target] if isinstance(sub, (ast.For, ast.AsyncFor)) else (
+                list(sub.targets) if isinstance(sub, ast.Delete)
+                else [item.optional_vars for item in sub.items if item.optional_vars is not None]
+            )
+        for target in targets:
+            for name in _target_names(target) if not isinstance(target, (ast.Attribute, ast.Subscript)) else ():
+                if name in nonlocal_names or isinstance(sub, ast.NamedExpr):
+                    kept = value if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+                    found.append((name, kept))
+    return found
 
 
 def _bind_target(found: dict[str, _Bound], target: ast.expr, value: ast.expr | None) -> None:
