@@ -587,14 +587,14 @@ def nearest_variable(prefix: str | None, name: str, known: Iterable[str]) -> str
 # holding one was most likely meant for a secret when it also holds a word of a secret's own
 # variable (`API` of SGLANG_API_KEY, `ADMIN` of SGLANG_ADMIN_API_KEY), or nothing else but
 # file words. (TOKENS, plural, is no credential word: engines count tokens, `MAX_THINK_TOKENS`.)
-CREDENTIAL_WORDS = frozenset({"KEY", "KEYS", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "AUTH", "BEARER",
-                              "CREDENTIAL", "CREDENTIALS"})
+CREDENTIAL_WORDS = frozenset({"KEY", "KEYS", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PWD",
+                              "PASSPHRASE", "JWT", "AUTH", "BEARER", "CREDENTIAL", "CREDENTIALS"})
 FILE_WORDS = frozenset({"FILE", "PATH"})
 # generic words that say whose or what kind of credential a variable holds, never what else
 # it is about: one of them before a credential word (`ACCESS_TOKEN`, `CLIENT_KEY`) is a
 # secret's name whatever the schema calls its own (`HF_TOKEN`, `S3_SECRET`: another service's)
 AUTH_QUALIFIERS = frozenset({"ACCESS", "CLIENT", "SERVER", "SERVICE", "AUTH", "API", "ADMIN", "BEARER", "MASTER",
-                             "ROOT"})
+                             "ROOT", "READ", "WRITE", "OPERATOR"})  # the last three: whose key of the door
 
 
 def name_words(tail: str, joinable: Iterable[str] = ()) -> list[str]:
