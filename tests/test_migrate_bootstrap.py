@@ -26,7 +26,7 @@ def config_scope() -> Iterator[Context[Any]]:
     """The bundled package's context, restored afterwards. Named explicitly: other tests in
     the same process may have loaded other generated packages."""
     ctx = accessors.get_context()
-    with ctx.restoring():
+    with ctx.restoring(test=True):
         yield ctx
 
 

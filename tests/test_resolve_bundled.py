@@ -39,7 +39,7 @@ ADMIN = "adm-planted-51be0d"
 @pytest.fixture
 def ctx() -> Iterator[Any]:
     context = get_context()
-    with context.restoring():
+    with context.restoring(test=True):  # tests publish as the role that writes every leaf
         yield context
 
 

@@ -43,7 +43,7 @@ def mods(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, ModuleT
 @pytest.fixture
 def ctx(mods: dict[str, ModuleType]) -> Iterator[Any]:
     context = mods["accessors"].get_context()
-    with context.restoring():
+    with context.restoring(test=True):
         yield context
 
 

@@ -365,3 +365,16 @@ def test_a_with_block_left_while_a_generator_holds_an_inner_scope_restores_when_
     assert ctx.state.values[ACC] == 0.2
     generator.close()  # the inner scope exits, then the outer one
     assert ctx.state.values[ACC] == start
+
+
+def test_publishing_as_the_role_that_writes_every_leaf_needs_a_test_scope(record: ServerArgs) -> None:
+    """Round sixteen: `publish(record, role="test")` outside any test scope was taken, and
+    the process then wrote every leaf, other owners' and load_time ones included. It is
+    admitted as `acting_as("test")` is: only inside a test scope of this thread."""
+    ctx = get_context()
+    with ctx.restoring():  # a block scope, but no test scope
+        with pytest.raises(RoleError, match=r"publish\('test'\): role 'test' may write every leaf"):
+            ctx.publish(record, role="test")
+        ctx.publish(record, role="launcher")  # the process's own role: fine
+    with ctx.restoring(test=True):
+        ctx.publish(record, role="test")

@@ -117,8 +117,12 @@ class Context(Generic[V]):
 
         `ranks` stamps the process's ranks: a mapping, or a function of the resolved values
         (`configbags.runtime.dist` passes one), which is re-run whenever an override changes the bag
-        holding them, so elastic resizing cannot leave a stale rank behind."""
+        holding them, so elastic resizing cannot leave a stale rank behind.
+
+        A role that writes every leaf (`test`) is published as only inside a test scope, as
+        `acting_as` admits it: the process would write what every other role may not."""
         self._check_role(role, "publish")
+        self._admit_write_any(role, "publish")
         with self._lock:
             previous = self._state
             if ranks is None and previous is not None:
@@ -276,17 +280,20 @@ class Context(Generic[V]):
         self._check_role(role, "acting_as")
 
         def admit() -> None:
-            spec = self.registry.roles[role]
-            owner = scope_owner()
-            if spec.write_any and not any(s.open_test_for(owner) for s in list(self._scopes)):
-                raise RoleError(
-                    f"acting_as({role!r}): role {role!r} may write every leaf and is for tests only; "
-                    f"open a test scope in this thread first (configbags.runtime.testing.published, scoped_override, "
-                    f"the config_scope fixture, or ctx.scoped()), or act as the role that owns the leaf"
-                )
+            self._admit_write_any(role, "acting_as")
 
         admit()
         return ActingAs(self._writer, role, admit)
+
+    def _admit_write_any(self, role: str, verb: str) -> None:
+        """Refuse a role that writes every leaf outside a test scope of this thread or task."""
+        hint = "act as the role that owns the leaf" if verb == "acting_as" else "publish as the process's own role"
+        if self.registry.roles[role].write_any and not any(s.open_test_for(scope_owner()) for s in list(self._scopes)):
+            raise RoleError(
+                f"{verb}({role!r}): role {role!r} may write every leaf and is for tests only; "
+                f"open a test scope in this thread first (configbags.runtime.testing.published, scoped_override, "
+                f"the config_scope fixture, or ctx.scoped()), or {hint}"
+            )
 
     # -- two-phase changes (configbags.runtime.dist) ---------------------------------------
     def prepare_override(self, source: str, /, **leaves: Any) -> Prepared:
