@@ -419,13 +419,14 @@ def _reads_environ(kind: str) -> bool:
 def _scrub_records(statements: Sequence[ast.stmt], key: str, pops: Sequence[ast.Call]) -> bool:
     """Does a scrub's loop body (DoorScan's _Reader._scrub) do anything besides deleting
     the variables its key tests pick: a statement other than `del`, a dropped pop, `pass`,
-    `continue`, and an `if` on such a test holding only those?"""
+    `continue`, and an `if` holding only those (its test, on the key, was judged a filter
+    by `_scrub_use`: evaluated alone it records nothing)?"""
     for stmt in statements:
         if isinstance(stmt, (ast.Delete, ast.Pass, ast.Continue)):
             continue
         if isinstance(stmt, ast.Expr) and any(stmt.value is pop for pop in pops):
             continue
-        if isinstance(stmt, ast.If) and _name_filter(stmt.test, key) is not None:
+        if isinstance(stmt, ast.If):
             if _scrub_records([*stmt.body, *stmt.orelse], key, pops):
                 return True
             continue
