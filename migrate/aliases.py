@@ -26,6 +26,7 @@ import ast
 import bisect
 import functools
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -1627,6 +1628,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.handed: set[int] = set()
         # namespaces (`vars(x)`, `x.__dict__`) read by a literal key or written: not whole
         self.keyed: set[int] = set()
+        # what the record's home reads for this module (FlowInput.home_reads, home_methods)
+        self.home_reads: dict[str, set[str]] = defaultdict(set)
+        for spelled, leaf in analysis.flows.home_reads:
+            self.home_reads[spelled].add(leaf)
+        self.home_methods: dict[str, set[str]] = defaultdict(set)
+        for method, leaf in analysis.flows.home_methods:
+            self.home_methods[method].add(leaf)
 
     def _read(self, node: ast.expr | ast.pattern, leaf: str, reach: Reach, form: str) -> None:
         end_line = node.end_lineno or node.lineno
@@ -1670,7 +1678,24 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                         return found or ("carrier", gives or "process")
         return None
 
+    def _home_read(self, node: ast.Name | ast.Attribute) -> None:
+        """A home function or name whose use reads leaves off the record for this code
+        (`get_page_size()`, `SLOT[0]`): the reads of its body, here."""
+        if self.home_reads and isinstance(node.ctx, ast.Load):
+            for leaf in sorted(self.home_reads.get(dotted(node), ())):
+                self._read(node, leaf, ("home", "held"), "home_read")
+
+    def _method_call(self, node: ast.Attribute, reach: Reach) -> None:
+        if node.attr in _WHOLE_METHODS:
+            self._whole(node.value, reach)  # `rec.__repr__()`, `rec.to_dict()`: every field
+        elif node.attr in self.home_methods and reach[1] != "constructed":
+            # `rec.describe()`, a method of the record class the home defines: what its
+            # body reads off `self` (the home is not scanned); any other method reads nothing
+            for leaf in sorted(self.home_methods[node.attr]):
+                self._read(node, leaf, reach, "home_method")
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._home_read(node)
         if node.attr in ("__defaults__", "__kwdefaults__") and isinstance(node.ctx, ast.Load):
             default = self._record_default(node.value)
             if default is not None:
@@ -1692,9 +1717,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if reach:
             if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
-            elif called and node.attr in _WHOLE_METHODS:
-                self._whole(node.value, reach)  # `rec.__repr__()`, `rec.to_dict()`: every field
-            elif not called and node.attr not in _NO_LEAF:
+            elif called:
+                self._method_call(node, reach)
+            elif node.attr not in _NO_LEAF:
                 self._read(node, node.attr, reach, "whole" if node.attr == "__dict__" else "attribute")
         elif (
             self._is_record_class(node.value) and not node.attr.startswith("__")
@@ -1860,6 +1885,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._read(node, "*", ("record_dict", "process"), "whole")
 
     def visit_Name(self, node: ast.Name) -> None:
+        self._home_read(node)
         self._whole_dict(node)
         if isinstance(node.ctx, ast.Load) and self.a.gives_record(node, self.scope):
             self._accessor_as_value(node)
@@ -2653,6 +2679,7 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
         *flows.parser_givers,
         *flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders,
         *flows.record_dict_holders, *flows.record_dict_fetchers, *flows.home_holders,
+        *(name for name, _ in flows.home_reads), *(method for method, _ in flows.home_methods),
     ):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)

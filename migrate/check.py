@@ -65,6 +65,7 @@ _VIA = {
     "format_field": "a str.format field of the raw record (`\"{0.leaf}\".format(record)`)",
     "imported": "a name another module binds to the raw record",
     "helper": "a function it is passed to, which reads it whole or dynamically (allowlisted there or not)",
+    "home": "code of the record's home module (excluded from the scan) that reads it for this call",
 }
 # Where the record escapes the analysis (configbags.migrate.flows), by form
 _ESCAPES = {

@@ -192,6 +192,16 @@ RESOLUTION_REASON = (
 )
 
 
+# reads the record's home makes for its caller (configbags.migrate.homegetters.HomeReads):
+# a method of the record (`rec.url()`), a home function reading it (`get_page_size()`,
+# `page_of(rec)`): the expression here is a call, not the leaf
+HOME_FORMS = frozenset({"home_method", "home_read", "home_passed"})
+HOME_REASON = (
+    "the record's home module reads it inside a function or method called here (excluded "
+    "from the scan); no accessor replaces the call, rewrite it by hand"
+)
+
+
 def written_reason(leaf: str, where: str) -> str:
     return (
         f"`{leaf}` is written outside the resolution phase ({where}); the write changes the "
@@ -210,6 +220,8 @@ def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: boo
         return DICT_REASON
     if read.via == "class":
         return CLASS_REASON
+    if read.form in HOME_FORMS:
+        return HOME_REASON
     if read.form == "match":
         return "a class pattern of a match statement reads it; no expression to rewrite, do it by hand"
     if read.form == "attrgetter":

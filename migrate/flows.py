@@ -102,7 +102,7 @@ from configbags.migrate.envsources import (
     table_key,
     table_use,
 )
-from configbags.migrate.homegetters import home_getters
+from configbags.migrate.homegetters import HomeReads, home_getters
 from configbags.migrate.moduleattrs import (
     DISPATCH,
     ENV_DISPATCH,
@@ -2549,6 +2549,12 @@ class _Project:
             record_dict_holders=frozenset(spelled["record_dict_holder"]),
             record_dict_fetchers=frozenset(spelled["record_dict"]),
             home_holders=frozenset(spelled["home_holder"]),
+            home_reads=frozenset(
+                (name, kind.partition(":")[2]) for kind, names in spelled.items() if kind.startswith("home_read:")
+                for name in names
+            ),
+            # the record class's methods, called on the record wherever it is reached
+            home_methods=frozenset(row for facts in self.home_facts.values() for row in facts.reads.methods),
         )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
@@ -2786,10 +2792,13 @@ class _Project:
         facts = self.home_facts.get(module)
         if facts is None:
             return
-        offered = (
+        offered = [
             ("record", facts.getters), ("record_dict", facts.dict_getters),
             ("record_dict_holder", facts.dict_holders), ("home_holder", facts.holders),
-        )
+        ]
+        # what a home function or name reads off the record where it is used:
+        # `get_page_size()` reads `page_size` (kind "home_read:page_size")
+        offered += _home_reads(facts)
         for found, names in offered:
             if not name:
                 spelled[found].update(f"{local}.{each}" for each in names)
@@ -2833,7 +2842,8 @@ class _Project:
         for level, module, name, _ in self.results[rel].flow.imports:
             facts = self.home_facts.get(self.absolute(rel, level, module)) if name == "*" else None
             if facts is not None:  # `from pkg.server_args import *` binds its public names
-                for found, names in (("record", facts.getters), ("record_dict", facts.dict_getters), ("home_holder", facts.holders)):
+                shown = [("record", facts.getters), ("record_dict", facts.dict_getters), ("home_holder", facts.holders)]
+                for found, names in shown + _home_reads(facts):
                     offered[found].update(each for each in names if not each.startswith("_"))
                 public = {*facts.dict_holders, *self.settings.record_dicts}
                 offered["record_dict_holder"].update(each for each in public if not each.startswith("_"))
@@ -3053,6 +3063,8 @@ class HomeFacts:
     dict_getters: frozenset[str] = frozenset()  # functions returning the record dict
     dict_holders: frozenset[str] = frozenset()  # module-level names bound to it
     holders: frozenset[str] = frozenset()  # names (dotted) holding the record
+    # what its code reads off the record for a caller (homegetters.HomeReads)
+    reads: HomeReads = attrs.field(factory=HomeReads)
 
     @classmethod
     def of(cls, source: bytes, settings: ScanSettings) -> HomeFacts | None:
@@ -3072,7 +3084,18 @@ class HomeFacts:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != settings.raw_accessor
             and _builds_record(node, settings.record_class)
         }
-        return cls(frozenset(defined), found.record | built, found.dicts, found.dict_names, found.holders)
+        return cls(
+            frozenset(defined), found.record | built, found.dicts, found.dict_names, found.holders,
+            found.reads or HomeReads(),
+        )
+
+
+def _home_reads(facts: HomeFacts) -> list[tuple[str, frozenset[str]]]:
+    """(kind, names) of the home's functions and names whose use reads a leaf."""
+    by_leaf: dict[str, set[str]] = defaultdict(set)
+    for name, leaf in facts.reads.reads:
+        by_leaf[leaf].add(name)
+    return [(f"home_read:{leaf}", frozenset(names)) for leaf, names in sorted(by_leaf.items())]
 
 
 def _builds_record(function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str) -> bool:
@@ -3219,6 +3242,25 @@ def _pass_read(
     return None
 
 
+def _home_pass_reads(
+    target: tuple[str, tuple[Any, ...]] | str | None, position: int, keyword: str,
+    home_facts: Mapping[str, HomeFacts] | None,
+) -> list[tuple[str, str, str]]:
+    """(leaf, via, form) of what a home function handed the record reads off it there
+    (`page_of(rec)`, `PortArgs.init_new(rec)`: homegetters.HomeReads.params); the home is
+    not scanned, so its reads are the call site's."""
+    if not isinstance(target, str) or not home_facts or keyword == HOOK:
+        return []
+    module, _, name = target.partition(":")
+    facts = home_facts.get(module)
+    if facts is None:
+        return []
+    return [
+        (leaf, "home", "home_passed") for function, at, parameter, leaf in sorted(facts.reads.params)
+        if function == name and ((position >= 0 and at == position) or (keyword and parameter == keyword))
+    ]
+
+
 def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, list[tuple[Any, ...]]]:
     homes = _homes(project, settings)
     whole: dict[str, set[str]] = defaultdict(set)  # file -> functions that read `*`
@@ -3234,10 +3276,12 @@ def _call_site_reads(project: _Project, settings: ScanSettings) -> dict[str, lis
                 found_reads = [_decorated_read(project, rel, callee, keyword, homes)]
             else:
                 # (the callee's own read and each override's, once each)
-                found_reads = [
-                    ("*", *pass_read) for target in project.callees(rel, callee)
-                    if (pass_read := _pass_read(target, position, keyword, whole, homes, project.home_facts)) is not None
-                ]
+                found_reads = []
+                for target in project.callees(rel, callee):
+                    pass_read = _pass_read(target, position, keyword, whole, homes, project.home_facts)
+                    if pass_read is not None:
+                        found_reads.append(("*", *pass_read))
+                    found_reads.extend(_home_pass_reads(target, position, keyword, project.home_facts))
             for read in dict.fromkeys(found_reads):
                 if read is not None:
                     leaf, via, form = read

@@ -21,6 +21,20 @@ or one annotated as the record, or one stored where the record is): a global bou
 (`STATE.args.page_size`, `SERVER_ARGS_VAR.get().page_size`: HomeGetters.holders and the
 `.get` getters). The home's other globals, attributes and variables are not the record.
 
+A function returning a dict view of the record (`dataclasses.asdict(_G)`, `vars(_G)`,
+`MappingProxyType(vars(_G))`) gives the record dict too. Besides globals (`globals()["ARGS"]
+= a` among them), slots and attributes, the setter keeps the record in a module object it
+hands it to by a method (`PUBLISHED.append(a)`, `STATE.update(args=a)`, `_BOX.put(a)`, read
+back by `_BOX.get()`: a slot of that object), and a module `__getattr__` giving the record
+makes the names it shows holders.
+
+The home is not scanned, so what its code reads off the record for a caller is charged
+to the call site (HomeReads): a function reaching the record and giving something else (a
+leaf, `get_page_size()`; the record in a container, a `yield`, a call: `*`), a function or
+method handed the record (`page_of(rec)`: what it reads off that parameter), a method of the
+record class called on it (`rec.describe()`: what it reads off `self`), and a module object
+keeping the record where importers' reads of it are not followed (`SLOT[0]`: `*`).
+
 Deny by default: a value that is the record on one branch only (`a if c else None`, `a or
 b`) counts, and a slot read by a key the code does not show counts where any slot of that
 dict holds the record.
@@ -43,6 +57,10 @@ _COPIES = frozenset({"copy.copy", "copy.deepcopy", "copy", "deepcopy", "dataclas
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Slot = tuple[str, str | None]  # (module dict, literal key or None for a key not shown)
 Attr = tuple[str, str | None]  # (module-level object as dotted, attribute or None for one not shown)
+# calls giving a mapping of the record's fields (its `__dict__` or a copy, a read-only view)
+_DICT_VIEWS = frozenset({
+    "dataclasses.asdict", "asdict", "attrs.asdict", "vars", "dict", "types.MappingProxyType", "MappingProxyType",
+})
 # `typing.cast(T, x)` is x at run time (`from typing import cast`, `import typing as t`)
 _CASTS = frozenset({"cast", "typing.cast", "t.cast", "typing_extensions.cast"})
 
@@ -64,10 +82,33 @@ class HomeGetters:
     dicts: frozenset[str]
     dict_names: frozenset[str]
     holders: frozenset[str] = frozenset()
+    reads: HomeReads | None = None
+
+
+@attrs.frozen
+class HomeReads:
+    """What the home's code reads off the record for its callers (the home is not scanned,
+    so a read there is charged to the call site): `reads`, (name, leaf) of a function
+    reaching a holder (`def get_page_size(): return _G.page_size`) or of a module name
+    keeping the record where importers' reads of it are not followed (`SLOT[0]`,
+    `PUBLISHED[-1]`, `_BOX`: leaf `*`); `params`, (function, position, parameter, leaf) of
+    what a function reads off a parameter handed the record (`page_of(sa)`,
+    `PortArgs.init_new(server_args)`; position -1 for a keyword-only one); `methods`,
+    (method, leaf) of the record class's own methods (`def describe(self)`). A leaf is
+    `*` where the body hands the record on (into a container, a call, a `yield`, a
+    return of a function that is no getter) or reads it dynamically."""
+
+    reads: frozenset[tuple[str, str]] = frozenset()
+    params: frozenset[tuple[str, int, str, str]] = frozenset()
+    methods: frozenset[tuple[str, str]] = frozenset()
 
 
 def _key(expr: ast.expr) -> str | None:
     return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) else None
+
+
+def _globals_call(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and dotted_name(expr.func) == "globals" and not expr.args
 
 
 def _walk(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[ast.stmt, bool]]:
@@ -102,6 +143,10 @@ class _Body:
     first: str | None  # the first positional parameter (the setter's record)
     owner: str | None = None  # the class of a method
     this: str | None = None  # its `cls` or `self`
+    function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    # the parameters a caller's positional arguments fill (a classmethod's `cls` apart)
+    positional: tuple[str, ...] = ()
+    kind: str = "function"  # "function", "static", "class" or "instance" (a method)
 
     @classmethod
     def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str, owner: str | None = None) -> _Body:
@@ -123,14 +168,17 @@ class _Body:
         arguments = function.args
         positional = [*arguments.posonlyargs, *arguments.args]
         every = [*positional, *arguments.kwonlyargs]
-        static = any(dotted_name(d) == "staticmethod" for d in function.decorator_list)
+        decorators = {dotted_name(d) for d in function.decorator_list}
+        static = "staticmethod" in decorators
         this = positional[0].arg if owner is not None and positional and not static else None
         first = next((arg.arg for arg in positional if arg.arg != this), None)
+        kind = "function" if owner is None else "static" if static else "class" if "classmethod" in decorators else "instance"
+        filled = tuple(arg.arg for arg in positional)[1 if kind == "class" else 0 :]
         return cls(
             tuple(assigns), tuple(calls), tuple(returns), frozenset(declared),
             frozenset(arg.arg for arg in every),
             frozenset(arg.arg for arg in every if arg.annotation is not None and record_class in ast.unparse(arg.annotation)),
-            first, owner, this,
+            first, owner, this, function, filled, kind,
         )
 
 
@@ -283,16 +331,27 @@ class _Home:
         called = self._spelled(func, body)
         return called == self.settings.raw_accessor or called in self.getters
 
-    def gives_dict(self, expr: ast.expr | None, local: set[str]) -> bool:
+    def gives_dict(
+        self, expr: ast.expr | None, local: set[str], record: set[str] | None = None, body: _Body | None = None,
+    ) -> bool:
         if isinstance(expr, ast.Name):
             return expr.id in local or expr.id in self.dict_names
         if isinstance(expr, (ast.Await, ast.NamedExpr)):
-            return self.gives_dict(expr.value, local)
+            return self.gives_dict(expr.value, local, record, body)
         if isinstance(expr, ast.IfExp):
-            return self.gives_dict(expr.body, local) or self.gives_dict(expr.orelse, local)
+            return self.gives_dict(expr.body, local, record, body) or self.gives_dict(expr.orelse, local, record, body)
         if isinstance(expr, ast.BoolOp):
-            return any(self.gives_dict(value, local) for value in expr.values)
-        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in self.dict_getters
+            return any(self.gives_dict(value, local, record, body) for value in expr.values)
+        if not isinstance(expr, ast.Call):
+            return False
+        name = dotted_name(expr.func)
+        if name in _DICT_VIEWS and expr.args:
+            # `dataclasses.asdict(_G)`, `vars(_G)`, `MappingProxyType(vars(_G))`: the
+            # record's fields by name, read by key like the record dict
+            return self.gives_record(expr.args[0], record or set(), body) or self.gives_dict(
+                expr.args[0], local, record, body
+            )
+        return isinstance(expr.func, ast.Name) and expr.func.id in self.dict_getters
 
     def _store_sites(self, body: _Body) -> Iterator[tuple[tuple[str, Any], ast.expr]]:
         """(holder, value) of each store the function makes: a global it declares, a module
@@ -302,6 +361,8 @@ class _Home:
             for target in node.targets:
                 if isinstance(target, ast.Name) and target.id in body.declared:
                     yield ("global", target.id), node.value
+                elif isinstance(target, ast.Subscript) and _globals_call(target.value) and _key(target.slice):
+                    yield ("global", _key(target.slice)), node.value  # `globals()["ARGS"] = a`
                 elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                     yield ("slot", (target.value.id, _key(target.slice))), node.value
                 elif isinstance(target, ast.Attribute) and (owner := self._object(target.value, body)) is not None:
@@ -316,6 +377,17 @@ class _Home:
                 owner = self._object(call.args[0], body)
                 if owner is not None:
                     yield ("attr", (owner, _key(call.args[1]))), call.args[2]
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and (
+                func.value.id in self.objects and func.value.id not in body.parameters
+            ):
+                # any other method of a module object handed the record keeps it there, in
+                # a slot: `PUBLISHED.append(a)`, `STATE.update(args=a)`, `_BOX.put(a)`
+                # (read back by `_BOX.get()` or `PUBLISHED[-1]`)
+                for keyword in call.keywords:
+                    yield ("slot", (func.value.id, keyword.arg)), keyword.value
+                shown = _key(call.args[0]) if func.attr in ("setdefault", "__setitem__") and call.args else None
+                for arg in call.args:
+                    yield ("slot", (func.value.id, shown)), arg.value if isinstance(arg, ast.Starred) else arg
 
     def _held(self, kind: str) -> set[Any]:
         held: dict[str, set[Any]] = {"global": self.globals, "slot": self.slots, "attr": self.attrs, "variable": self.variables}
@@ -352,7 +424,7 @@ class _Home:
                     if isinstance(target, ast.Name) and target.id not in body.declared:
                         if self.gives_record(node.value, record, body):
                             record.add(target.id)
-                        if self.gives_dict(node.value, dicts):
+                        if self.gives_dict(node.value, dicts, record, body):
                             dicts.add(target.id)
         return record, dicts
 
@@ -385,20 +457,130 @@ class _Home:
             if name not in self.getters and any(self.gives_record(value, record, body) for value in body.returns):
                 self.getters.add(name)
                 changed = True
-            if name not in self.dict_getters and any(self.gives_dict(value, dicts) for value in body.returns):
+            if name not in self.dict_getters and any(self.gives_dict(value, dicts, record, body) for value in body.returns):
                 self.dict_getters.add(name)
                 changed = True
         return changed
 
+    # ---- what the home's code reads off the record (HomeReads)
+
+    def _is_record(self, node: ast.expr, roots: set[str], body: _Body) -> bool:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            return False
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            return False
+        return self.gives_record(node, roots, body)
+
+    def _aliases(self, body: _Body, start: set[str]) -> set[str]:
+        """`start` and the names the function binds to one of them (`b = sa`)."""
+        found = set(start)
+        for _ in range(2):
+            for node in body.assigns:
+                if self.gives_record(node.value, found, body):
+                    found.update(t.id for t in node.targets if isinstance(t, ast.Name) and t.id not in body.declared)
+        return found
+
+    def leaves(self, body: _Body, roots: set[str]) -> set[str]:
+        """The leaves `body` reads off the record (what the home holds, or `roots`): an
+        attribute read by name is that leaf; a test (`is None`, `if a:`), a store in a
+        holder or a binding to a name reads nothing; any other use (handed to a call, put
+        in a container, returned, yielded, a method called) reads `*`."""
+        function = body.function
+        if function is None:
+            return set()
+        parents: dict[int, ast.AST] = {}
+        for node in ast.walk(function):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+        stored = {id(value) for _, value in self._store_sites(body)}
+        found: set[str] = set()
+        for node in ast.walk(function):
+            if not isinstance(node, ast.expr) or not self._is_record(node, roots, body):
+                continue
+            parent = parents.get(id(node))
+            if isinstance(parent, ast.expr) and self._is_record(parent, roots, body):
+                continue  # a part of a larger one (`a or b`, `copy.copy(_G)`)
+            found |= self._use(node, parent, parents, stored)
+            if "*" in found:
+                break
+        return found
+
+    def _use(self, node: ast.expr, parent: ast.AST | None, parents: dict[int, ast.AST], stored: set[int]) -> set[str]:
+        if isinstance(parent, ast.Attribute):
+            if not isinstance(parent.ctx, ast.Load):
+                return set()  # a write, no read
+            grand = parents.get(id(parent))
+            if isinstance(grand, ast.Call) and grand.func is parent:
+                return {"*"}  # `self.url()`: a method, reading what it likes
+            return set() if parent.attr == "__class__" else {parent.attr}
+        if isinstance(parent, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+            return set()
+        if isinstance(parent, (ast.If, ast.While, ast.Assert)) and parent.test is node:
+            return set()  # (a dataclass has no `__bool__`: truthiness reads nothing)
+        if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+            return set()
+        if id(node) in stored or isinstance(parent, ast.Expr):
+            return set()
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node and all(
+            isinstance(target, ast.Name) for target in (parent.targets if isinstance(parent, ast.Assign) else [parent.target])
+        ):
+            return set()  # bound to a name, followed as an alias
+        if isinstance(parent, ast.Call) and dotted_name(parent.func) == "isinstance":
+            return set()
+        return {"*"}
+
+    def _getattr_names(self) -> set[str]:
+        """The names a module `__getattr__` (PEP 562) serves that it shows (`if name ==
+        "ARGS"`, `name in ("ARGS", "SA")`, a dict's keys), where it gives the record."""
+        body = self.bodies.get("__getattr__")
+        if body is None or body.function is None or "__getattr__" not in self.getters:
+            return set()
+        return {
+            node.value for node in ast.walk(body.function)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier()
+        }
+
+    def reads(self) -> HomeReads:
+        raw = self.settings.raw_accessor
+        reads: set[tuple[str, str]] = set()
+        params: set[tuple[str, int, str, str]] = set()
+        methods: set[tuple[str, str]] = set()
+        for name, body in self.bodies.items():
+            function = body.function
+            if function is None:
+                continue
+            properties = {dotted_name(d) for d in function.decorator_list} & {"property", "cached_property", "functools.cached_property"}
+            if name != raw and name not in self.getters and name not in self.dict_getters and name != "__getattr__":
+                record, _ = self._locals(body)
+                reads.update((name, leaf) for leaf in self.leaves(body, record))
+            if body.kind == "instance" and body.owner == self.settings.record_class and body.this is not None:
+                if not properties and not function.name.startswith("__"):
+                    found = self.leaves(body, self._aliases(body, {body.this}))
+                    methods.update((function.name, leaf) for leaf in found)
+                continue
+            arguments = function.args
+            every = [*body.positional, *(arg.arg for arg in arguments.kwonlyargs)]
+            for parameter in every:
+                if parameter == body.this and body.kind == "class":
+                    continue
+                position = body.positional.index(parameter) if parameter in body.positional else -1
+                found = self.leaves(body, self._aliases(body, {parameter}))
+                params.update((name, position, parameter, leaf) for leaf in found)
+        # module names keeping the record where an importer's read of them is not
+        # followed (a slot by index or key, a box's method): any use of one reads `*`
+        reads.update((owner, "*") for owner, _ in self.slots if owner in self.objects)
+        return HomeReads(frozenset(reads), frozenset(params), frozenset(methods))
+
     def settle(self) -> HomeGetters:
         while self._round():  # (the sets only grow, bounded by the module's names)
             pass
-        holders = {name for name in self.globals if name in self.objects}
+        # (a global the home binds anywhere, `globals()["ARGS"] = a` too, is importable)
+        holders = set(self.globals) | self._getattr_names()
         holders |= {f"{owner}.{attribute}" for owner, attribute in self.attrs if attribute is not None}
         return HomeGetters(
             frozenset(self.getters | {f"{variable}.get" for variable in self.variables}),
             frozenset(self.dict_getters), frozenset(self.dict_names - set(self.settings.record_dicts)),
-            frozenset(holders),
+            frozenset(holders), self.reads(),
         )
 
 

@@ -310,6 +310,13 @@ class FlowInput:
     # module spells it (`STATE.args`, `S.ServerArgs._instance`, `_GLOBAL_SERVER_ARGS`): the
     # record, by that spelling only (unlike record_holders, not its attribute on anything)
     home_holders: frozenset[str] = frozenset()
+    # what the home's code reads off the record on the module's behalf (configbags.migrate.
+    # homegetters.HomeReads): (spelled, leaf) of a home function or name any use of which
+    # reads the leaf (`get_page_size` reads `page_size`; `*` where the home hands the record
+    # out in a shape no analysis follows), and (method, leaf) of the record class's methods,
+    # read where one is called on the record (`rec.describe()`)
+    home_reads: frozenset[tuple[str, str]] = frozenset()
+    home_methods: frozenset[tuple[str, str]] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -319,6 +326,7 @@ class FlowInput:
             or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
             or self.namespace_readers or self.served_imports or self.record_dict_holders or self.record_dict_fetchers
             or self.home_holders or self.parser_fillers or self.parser_givers or self.parse_helpers
+            or self.home_reads or self.home_methods
         )
 
     def key(self) -> str:
@@ -349,6 +357,8 @@ class FlowInput:
             ",".join(sorted(self.parser_fillers)),
             ",".join(sorted(self.parser_givers)),
             ",".join(sorted(self.parse_helpers)),
+            json.dumps(sorted(self.home_reads)),
+            json.dumps(sorted(self.home_methods)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

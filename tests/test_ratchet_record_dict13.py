@@ -188,8 +188,17 @@ def test_the_getters_through_the_module_are_raw_accessors_too(tmp_path: Path) ->
     assert leaves == {"tp_size", "page_size"}
 
 
-@pytest.mark.parametrize("call", ["get_port()", "get_page()", "get_copy_of_defaults()"])
+@pytest.mark.parametrize("call", ["get_port()", "get_copy_of_defaults()"])
 def test_what_is_not_the_record_reads_nothing(tmp_path: Path, call: str) -> None:
     name = call.partition("(")[0]
     user = f"from legacy.server_args import {name}\ndef f():\n    return {call}.page_size\n"
     assert not reads_via(_scan(tmp_path, {"user.py": user}, GETTERS))
+
+
+def test_a_getter_of_a_leaf_reads_that_leaf_at_its_call(tmp_path: Path) -> None:
+    # `get_page()` returns `get_server_args().page_size`: no record, but the home reads
+    # the leaf for the caller (round sixteen, tests/test_ratchet_homecode16.py)
+    user = "from legacy.server_args import get_page\ndef f():\n    return get_page()\n"
+    assert {(function, leaf) for function, leaf, _ in reads_via(_scan(tmp_path, {"user.py": user}, GETTERS))} == {
+        ("f", "page_size")
+    }
