@@ -8,9 +8,21 @@
   default or in `Annotated[int, Field(...)]`), where the class is defined (at the top
   level or in a function; one `create_model(..., __base__=BaseSettings)` makes where it
   is made), and under a prefix given where it is made (`Knobs(_env_prefix="SGLANG_")`); the settings come from `model_config = SettingsConfigDict(...)`
-  (or a dict), `class Config:` (v1) or the class keywords, a settings base of the module
-  passing its own on. A prefix or alias the module does not show, or a base of another
-  module adding fields not spelled here, is `$?` where some declared variable could fit;
+  (or a dict), `class Config:` (v1) or the class keywords, a settings base passing its own
+  on: one of the module, or one of another scanned module (its settings and fields travel
+  to importers among its constants, shape SETTINGS_CLASS, followed through the project
+  pass), whose fields a subclass setting its own prefix reads under it. An
+  `alias_generator` that joins literals and the field's name (`lambda f: "SGLANG_" +
+  f.upper()`, `AliasGenerator(validation_alias=...)`, pydantic's `to_camel`) names each
+  field's variable. A prefix, alias or generator the module does not show, a base of a
+  module not scanned adding fields not spelled here, or a `model_config` changed after
+  the class (`Knobs.model_config["env_prefix"] = ...`), is `$?` where some declared
+  variable could fit;
+- a settings object read by name: Dynaconf's `Dynaconf(envvar_prefix="SGLANG")` (or
+  `LazySettings`, made here or a module-level one imported) read by attribute, `.get`,
+  key or call reads `SGLANG_<KEY>`; a key not shown, or the object used whole, is `$?`;
+  and an unknown library's object made with a prefix keyword (`envvar_prefix=`,
+  `env_prefix=`) some declared variable starts with is `$?` where it is made;
 - a table of getters, one per variable (vLLM's `envs.py`: `environment_variables =
   {"SGLANG_PAGE_SIZE": lambda: int(os.getenv("SGLANG_PAGE_SIZE", "16"))}`, or entries a
   factory or `functools.partial` makes, `env_int("SGLANG_PAGE_SIZE", 16)`): its entries'
@@ -46,6 +58,8 @@ if TYPE_CHECKING:
 # The shape of a getter table's row among a module's constants (FlowFacts.constants):
 # (name, ENV_TABLE, "key\0leaf\0key\0leaf..."), each leaf what its entry reads
 ENV_TABLE = "env_table"
+# a settings class's row (_Known.encode): its subclasses in importers read under its settings
+SETTINGS_CLASS = "settings_class"
 _SETTINGS_BASES = frozenset({
     "pydantic_settings.BaseSettings", "pydantic_settings.main.BaseSettings", "pydantic.BaseSettings",
     "pydantic.v1.BaseSettings", "pydantic.env_settings.BaseSettings",
@@ -189,34 +203,152 @@ def dispatches(function: str) -> bool:
 # ---- settings libraries
 
 
-def settings_reads(tree: ast.Module, text: str, declared: frozenset[str], strings: ModuleStrings) -> list[Row]:
+def settings_reads(
+    tree: ast.Module, text: str, declared: frozenset[str], strings: ModuleStrings,
+    imported: Iterable[tuple[str, str, str]] = (),
+) -> tuple[list[Row], list[tuple[str, str, str]]]:
     """The reads of the module's pydantic-settings classes, at each field (read rows):
     a class defined at the top level or in a function, one `create_model` makes, and a
-    settings class given its prefix where it is made (`Knobs(_env_prefix="SGLANG_")`)."""
-    if not declared or ("BaseSettings" not in text and _INIT_PREFIX not in text):
-        return []
-    imported = _imported_names(tree)
+    settings class given its prefix where it is made (`Knobs(_env_prefix="SGLANG_")`);
+    and the module's top-level settings classes as constants rows (shape SETTINGS_CLASS),
+    so a subclass in an importer reads under their settings. `imported`: the other
+    modules' constants the module imports (FlowInput.constants)."""
+    told = {spelled: _Known.decode(value) for spelled, shape, value in imported if shape == SETTINGS_CLASS}
+    if not declared or ("BaseSettings" not in text and _INIT_PREFIX not in text and not told):
+        return [], []
+    imported_names = _imported_names(tree)
     classes: dict[str, _Settings] = {}
+    known: dict[str, _Known] = {}
     fields: dict[str, list[tuple[str, ast.expr, list[ast.Call]]]] = {}
     reads: list[Row] = []
+    exports: list[tuple[str, str, str]] = []
     for node, qualname, scope in _classes(tree):
-        bases = [_resolved(base, imported) for base in node.bases]
-        inherited = [classes[name] for name in bases if name in classes]
+        bases = [_resolved(base, imported_names) for base in node.bases]
+        # a base of this module by its name, or one of another scanned module by the name
+        # the module spells it with (`EngSettings`, `sb.EngSettings`)
+        parents = [known.get(name) or told.get(_dotted(base)) for name, base in zip(bases, node.bases, strict=True)]
+        inherited = [parent for parent in parents if parent is not None]
         if not inherited and not _SETTINGS_BASES.intersection(bases):
             continue
-        settings = _Settings.of(node, inherited, strings, scope)
+        settings, changed = _Settings.of(node, [parent.settings for parent in inherited], strings, scope)
         classes[node.name] = settings
-        # a base neither the library's nor a settings class of this module may add fields
-        # no code here spells
-        unseen = any(name not in classes and name not in _SETTINGS_BASES and name not in ("object", "") for name in bases)
+        # a base neither the library's nor a settings class known here may add fields no
+        # code here spells
+        unseen = any(parent.unseen for parent in inherited) or any(
+            parent is None and name not in _SETTINGS_BASES and name not in ("object", "")
+            for name, parent in zip(bases, parents, strict=True)
+        )
         own = _fields(node, tree)
         fields[node.name] = [*(f for name in bases for f in fields.get(name, ())), *own]
-        reads += settings.reads(qualname, node, own, declared, strings, [*scope, node], unseen)
+        named = [(field, target, _aliases(calls, strings, [*scope, node]) if field else None) for field, target, calls in own]
+        # the bases' fields are read under the settings this class changes (a prefix of its own)
+        handed = [(field, node, names) for parent in inherited for field, names in parent.fields] if changed else []
+        reads += settings.reads(qualname, node, [*handed, *named], declared, [*scope, node], unseen)
+        known[node.name] = _Known(
+            settings, [*(f for parent in inherited for f in parent.fields), *((f, n) for f, _, n in named)], unseen,
+        )
+        if not scope:
+            exports.append((node.name, SETTINGS_CLASS, known[node.name].encode()))
     if "create_model" in text:
-        reads += _created(tree, imported, classes, declared, strings)
+        reads += _created(tree, imported_names, classes, declared, strings)
     if _INIT_PREFIX in text:
         reads += _prefixed_where_made(tree, classes, fields, declared, strings)
-    return reads
+    if "model_config" in text:
+        reads += _config_changed(tree, {*known, *told}, declared)
+    return reads, exports
+
+
+class _Known:
+    """A settings class as its subclasses see it: its settings, its fields (name, the
+    names its alias gives: [] none, None not shown) and whether a base not known may add
+    fields no code shows. Travels to importers as a constants row (encode)."""
+
+    def __init__(self, settings: _Settings, fields: list[tuple[str, list[str] | None]], unseen: bool) -> None:
+        self.settings = settings
+        self.fields = fields
+        self.unseen = unseen
+
+    def encode(self) -> str:
+        s = self.settings
+        head = [
+            "?" if s.prefix is None else "=" + s.prefix, "1" if s.case_sensitive else "0",
+            "" if s.delimiter is None else "=" + s.delimiter, _encode_generator(s.generator), "1" if self.unseen else "0",
+        ]
+        return "\0".join([*head, *(f"{name}\1{'?' if names is None else chr(2).join(names)}" for name, names in self.fields)])
+
+    @classmethod
+    def decode(cls, value: str) -> _Known:
+        prefix, case, delimiter, generator, unseen, *rows = value.split("\0")
+        settings = _Settings(
+            None if prefix == "?" else prefix[1:], case == "1", delimiter[1:] if delimiter else None, _decode_generator(generator),
+        )
+        found: list[tuple[str, list[str] | None]] = []
+        for row in rows:
+            name, _, names = row.partition("\1")
+            found.append((name, None if names == "?" else names.split("\2") if names else []))
+        return cls(settings, found, unseen == "1")
+
+
+# the settings of a class that decide which variables its fields are read from
+_ENV_CONFIG = frozenset({
+    "env_prefix", "alias_generator", "case_sensitive", "env_nested_delimiter", "env_prefix_target",
+    "validate_by_name", "populate_by_name",
+})
+# the calls that change a class's `model_config` in place
+_CONFIG_MUTATORS = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
+
+
+def _config_changed(tree: ast.Module, classes: set[str], declared: frozenset[str]) -> list[Row]:
+    """`Knobs.model_config["env_prefix"] = ...`, `.update(...)`, `|=`, a new `model_config`
+    or `setattr(Knobs, "model_config", ...)`, after the class: pydantic-settings reads
+    the settings as they are when the class is made, so its fields' variables are no
+    longer the ones the class shows: `$?` (a key the change shows that is no environment
+    setting, `["extra"]`, reads nothing)."""
+    if not declared:
+        return []
+
+    def config_of(expr: ast.expr) -> bool:
+        return isinstance(expr, ast.Attribute) and expr.attr == "model_config" and _dotted(expr.value) in classes
+
+    found: list[Row] = []
+    for function, node in _nodes(tree):
+        keys: list[str | None] | None = None  # the settings changed (None in it: not shown)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if config_of(target):
+                    keys = [None]
+                elif isinstance(target, ast.Subscript) and config_of(target.value):
+                    key = target.slice
+                    keys = [key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _CONFIG_MUTATORS and config_of(func.value):
+                keys = [k.arg for k in node.keywords]
+                for arg in node.args[:1] if func.attr in ("update", "__ior__") else []:
+                    keys += [key for key, _ in _config_items(arg)]
+                if func.attr in ("setdefault", "__setitem__") and node.args:
+                    first = node.args[0]
+                    keys.append(first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None)
+            elif _last(func) == "setattr" and len(node.args) >= 2 and _dotted(node.args[0]) in classes and (
+                not isinstance(node.args[1], ast.Constant) or node.args[1].value == "model_config"
+            ):
+                keys = [None]
+        if keys is not None and any(key is None or key in _ENV_CONFIG for key in keys):
+            found.append(_row(function, ENV_UNRESOLVED, node))
+    return found
+
+
+def _nodes(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
+    """(function, node) of every node of the module, with the function it is in."""
+    stack: list[tuple[ast.AST, str]] = [(tree, "<module>")]
+    while stack:
+        node, function = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            inner = function
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = child.name if function == "<module>" else f"{function}.{child.name}"
+            yield function, child
+            stack.append((child, inner))
 
 
 def _classes(tree: ast.Module) -> Iterator[tuple[ast.ClassDef, str, list[ast.AST]]]:
@@ -262,7 +394,7 @@ def _created(
             elif not keyword.arg.startswith("__") and not keyword.arg.startswith("_"):
                 spec = keyword.value.elts if isinstance(keyword.value, ast.Tuple) else [keyword.value]
                 made.append((keyword.arg, keyword.value, [*_field_calls(spec[0], tree), *_field_calls(spec[-1], tree)]))
-        reads += settings.reads(function, call, made, declared, strings, scope, False)
+        reads += settings.reads(function, call, _named(made, strings, scope), declared, scope, False)
     return reads
 
 
@@ -286,8 +418,15 @@ def _prefixed_where_made(
                 reads.append(_row(function, ENV_UNRESOLVED, given))
             continue
         settings = settings.with_config({"env_prefix": given}, strings, scope)
-        reads += settings.reads(function, given, fields.get(name, []), declared, strings, scope, False)
+        reads += settings.reads(function, given, _named(fields.get(name, []), strings, scope), declared, scope, False)
     return reads
+
+
+def _named(
+    fields: Iterable[tuple[str, ast.expr, list[ast.Call]]], strings: ModuleStrings, scope: list[ast.AST],
+) -> list[tuple[str, ast.AST, list[str] | None]]:
+    """(name, where, the names its alias gives) of each field (_aliases)."""
+    return [(field, target, _aliases(calls, strings, scope) if field else None) for field, target, calls in fields]
 
 
 def _calls(tree: ast.Module) -> Iterator[tuple[str, list[ast.AST], ast.Call]]:
@@ -353,17 +492,28 @@ def _resolved(expr: ast.expr, imported: dict[str, str]) -> str:
     return ".".join([head, *parts])
 
 
-class _Settings:
-    """A settings class's environment settings: its prefix (None: not shown), case rule
-    and nested delimiter."""
+# an alias generator's template: ("L", text) a literal, ("N", how) the field's name as
+# `how` turns it ("" itself, "upper", "lower", "camel", "pascal"); "?": one not shown
+Generator = tuple[tuple[str, str], ...] | str | None
 
-    def __init__(self, prefix: str | None, case_sensitive: bool, delimiter: str | None) -> None:
+
+class _Settings:
+    """A settings class's environment settings: its prefix (None: not shown), case rule,
+    nested delimiter and alias generator."""
+
+    def __init__(
+        self, prefix: str | None, case_sensitive: bool, delimiter: str | None, generator: Generator = None,
+    ) -> None:
         self.prefix = prefix
         self.case_sensitive = case_sensitive
         self.delimiter = delimiter
+        self.generator = generator
 
     @classmethod
-    def of(cls, node: ast.ClassDef, inherited: list[_Settings], strings: ModuleStrings, scope: list[ast.AST]) -> _Settings:
+    def of(
+        cls, node: ast.ClassDef, inherited: list[_Settings], strings: ModuleStrings, scope: list[ast.AST],
+    ) -> tuple[_Settings, bool]:
+        """The class's settings, and whether it sets any of its own."""
         base = inherited[0] if inherited else _Settings("", False, None)
         found: dict[str, ast.expr | None] = {}
         for keyword in node.keywords:
@@ -376,7 +526,7 @@ class _Settings:
                 for stmt in item.body:
                     if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and _target(stmt):
                         found[_target(stmt) or ""] = stmt.value
-        return base.with_config(found, strings, [*scope, node])
+        return base.with_config(found, strings, [*scope, node]), bool(_ENV_CONFIG.intersection(found))
 
     def with_config(self, found: dict[str, ast.expr | None], strings: ModuleStrings, scope: list[ast.AST]) -> _Settings:
         """These settings with what `found` (setting -> its value, None: not shown) sets."""
@@ -392,24 +542,31 @@ class _Settings:
         if "env_nested_delimiter" in found:
             given = found["env_nested_delimiter"]
             delimiter = strings.value(given, scope) if given is not None else "?"
-        return _Settings(prefix, case_sensitive, delimiter)
+        generator = self.generator
+        if "alias_generator" in found:
+            generator = _generator(found["alias_generator"], strings, scope)
+        elif "env_prefix" in found and found["env_prefix"] is None:
+            generator = "?"  # `**other`: any setting
+        return _Settings(prefix, case_sensitive, delimiter, generator)
 
     def reads(
-        self, qualname: str, node: ast.AST, fields: Iterable[tuple[str, ast.expr, list[ast.Call]]],
-        declared: frozenset[str], strings: ModuleStrings, scope: list[ast.AST], unseen: bool,
+        self, qualname: str, node: ast.AST, fields: Iterable[tuple[str, ast.AST, list[str] | None]],
+        declared: frozenset[str], scope: list[ast.AST], unseen: bool,
     ) -> list[Row]:
-        """The reads of `fields` (name, where, the `Field(...)` calls that describe it;
-        a name "" for fields not shown) under these settings, reported at `qualname`;
-        `unseen`: a base may add fields no code here spells."""
+        """The reads of `fields` (name, where, the names its alias gives: [] none, None
+        not shown; a name "" for fields not shown) under these settings, reported at
+        `qualname`; `unseen`: a base may add fields no code here spells."""
         found: list[Row] = []
-        if unseen and (self.prefix is None or self._under(self.prefix, declared)):
+        if unseen and (self.prefix is None or self.generator is not None or self._under(self.prefix, declared)):
             found.append(_row(qualname, ENV_UNRESOLVED, node))
-        for field, target, calls in fields:
-            names = _aliases(calls, strings, scope) if field else None
-            if names is None:
+        for field, target, names in fields:
+            if names is None or (not names and self.generator == "?"):
                 if self._under("", declared):
                     found.append(_row(qualname, ENV_UNRESOLVED, target))
                 continue
+            if not names and isinstance(self.generator, tuple):
+                # a generated alias is the name the field is read by, with no prefix
+                names = [_generate(self.generator, field)]
             if not names:
                 if self.prefix is None:
                     if self._under("", declared):
@@ -430,6 +587,96 @@ class _Settings:
 
     def _under(self, prefix: str, declared: frozenset[str]) -> bool:
         return prefix == "?" or any(self._fold(variable).startswith(self._fold(prefix)) for variable in declared)
+
+
+# pydantic's own generators (pydantic.alias_generators), by name
+_NAMED_GENERATORS = {"to_camel": "camel", "to_pascal": "pascal", "to_snake": ""}
+_CASE_METHODS = frozenset({"upper", "lower"})
+
+
+def _generator(expr: ast.expr | None, strings: ModuleStrings, scope: list[ast.AST]) -> Generator:
+    """The template of an `alias_generator` setting: a lambda whose body joins literals
+    and the field's name (`lambda f: "SGLANG_" + f.upper()`, an f-string), one of
+    pydantic's generators, or `AliasGenerator(...)`'s `validation_alias` (else `alias`; a
+    `serialization_alias` alone names no variable). None for none, "?" for one not shown."""
+    if isinstance(expr, ast.Constant) and expr.value is None:
+        return None
+    if isinstance(expr, ast.Call) and _last(expr.func) == "AliasGenerator":
+        given = {k.arg: k.value for k in expr.keywords}
+        if None in given:
+            return "?"
+        chosen = given.get("validation_alias") or (expr.args[0] if expr.args else None) or given.get("alias")
+        return _generator(chosen, strings, scope) if chosen is not None else None
+    if isinstance(expr, ast.Lambda) and len(expr.args.args) == 1 and not expr.args.vararg:
+        parts = _template(expr.body, expr.args.args[0].arg, strings, [*scope, expr])
+        return tuple(parts) if parts is not None else "?"
+    if expr is not None and _last(expr) in _NAMED_GENERATORS:
+        return (("N", _NAMED_GENERATORS[_last(expr)]),)
+    return "?"
+
+
+def _template(expr: ast.expr, param: str, strings: ModuleStrings, scope: list[ast.AST]) -> list[tuple[str, str]] | None:
+    """The parts of a generator's body, or None where it is not a join of literals and the name."""
+    if not any(isinstance(n, ast.Name) and n.id == param for n in ast.walk(expr)):
+        text = strings.value(expr, scope)
+        return [("L", text)] if text is not None else None
+    if isinstance(expr, ast.Name):
+        return [("N", "")]
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        left = _template(expr.left, param, strings, scope)
+        right = _template(expr.right, param, strings, scope) if left is not None else None
+        return left + right if left is not None and right is not None else None
+    if isinstance(expr, ast.JoinedStr):
+        parts: list[tuple[str, str]] = []
+        for value in expr.values:
+            if isinstance(value, ast.FormattedValue):
+                if value.conversion not in (-1, ord("s")) or value.format_spec is not None:
+                    return None
+                value = value.value
+            part = _template(value, param, strings, scope)
+            if part is None:
+                return None
+            parts += part
+        return parts
+    if (
+        isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in _CASE_METHODS
+        and not expr.args and not expr.keywords
+    ):
+        inner = _template(expr.func.value, param, strings, scope)
+        if inner is None or any(kind == "N" and how for kind, how in inner):
+            return None
+        method = expr.func.attr
+        return [(kind, getattr(text, method)() if kind == "L" else method) for kind, text in inner]
+    return None
+
+
+def _generate(generator: tuple[tuple[str, str], ...], field: str) -> str:
+    """The alias a generator's template makes of a field's name."""
+    out: list[str] = []
+    for kind, text in generator:
+        if kind == "L":
+            out.append(text)
+        elif text in _CASE_METHODS:
+            out.append(getattr(field, text)())
+        elif text in ("camel", "pascal"):
+            words = field.split("_")
+            joined = "".join(word[:1].upper() + word[1:] for word in words)
+            out.append(joined if text == "pascal" else joined[:1].lower() + joined[1:])
+        else:
+            out.append(field)
+    return "".join(out)
+
+
+def _encode_generator(generator: Generator) -> str:
+    if generator is None or isinstance(generator, str):
+        return generator or ""
+    return "=" + "\1".join(kind + text for kind, text in generator)
+
+
+def _decode_generator(value: str) -> Generator:
+    if value in ("", "?"):
+        return value or None
+    return tuple((part[:1], part[1:]) for part in value[1:].split("\1"))
 
 
 def _target(stmt: ast.Assign | ast.AnnAssign) -> str | None:
@@ -982,3 +1229,166 @@ def _env_name(head: Pattern, option: str, library: str) -> Pattern:
 
 def _true_keyword(node: ast.Call, name: str) -> bool:
     return any(k.arg == name and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords)
+
+
+# ---- settings objects read by name: Dynaconf, and unknown ones made with a prefix
+
+# a Dynaconf object kept in a module-level name, as a constants row (value: its prefix as
+# _DynaconfReads keeps it, "?" for one not shown): an importer's uses read under it
+DYNACONF_OBJECT = "dynaconf_object"
+_DYNACONF = frozenset({"dynaconf.Dynaconf", "dynaconf.LazySettings", "dynaconf.base.LazySettings"})
+_DYNACONF_PREFIX = ("envvar_prefix", "ENVVAR_PREFIX_FOR_DYNACONF")
+# its methods reading the key they are given (under the prefix; `get_environ` the raw name)
+_DYNACONF_KEYED = frozenset({
+    "get", "get_fresh", "exists", "as_int", "as_float", "as_bool", "as_json", "setdefault", "get_environ",
+})
+# its methods that read no setting, and those that read them all
+_DYNACONF_NO_READ = frozenset({
+    "set", "update", "setenv", "unset", "configure", "reload", "load_file", "validators", "clean", "execute_loaders",
+})
+_DYNACONF_WHOLE = frozenset({
+    "to_dict", "as_dict", "items", "values", "keys", "store", "populate_obj", "from_env", "using_env", "dynaconf",
+})
+# keywords that give an unknown settings object its variables' prefix
+_PREFIX_KEYWORDS = frozenset({"envvar_prefix", "env_prefix", "env_var_prefix"})
+# the callables those keywords mean something else to, or that the other readers here know
+# (configbags's own registry reads the environment through the accessors)
+_PREFIX_KNOWN = ("configbags", "starlette", "jsonargparse", "configargparse", "pydantic", "pydantic_settings", "dynaconf", "click", "typer")
+_PREFIX_KNOWN_NAMES = frozenset({"SettingsConfigDict", "ConfigDict", "dict"})
+
+
+def object_reads(
+    tree: ast.Module, text: str, declared: frozenset[str], strings: ModuleStrings,
+    imported: Iterable[tuple[str, str, str]] = (),
+) -> tuple[list[Row], list[tuple[str, str, str]]]:
+    """The reads of Dynaconf objects (`settings = Dynaconf(envvar_prefix="SGLANG")`, also
+    `LazySettings`, made here or imported from another module): `settings.PAGE_SIZE`,
+    `.get("page_size")`, `["page_size"]` read `SGLANG_PAGE_SIZE` (the prefix, `_`, the
+    key upper-cased; `DYNACONF_` by default, none for `envvar_prefix=False`), a key not
+    shown or the object used whole or handed on `$?` where a declared variable fits the
+    prefix. And an object of a library not known here made with a prefix keyword
+    (`envvar_prefix=`, `env_prefix=`) some declared variable starts with: `$?` there. With
+    the module-level Dynaconf objects, as constants rows (DYNACONF_OBJECT)."""
+    told = {spelled: value for spelled, shape, value in imported if shape == DYNACONF_OBJECT}
+    if not declared or not (told or any(word in text for word in (*_PREFIX_KEYWORDS, "Dynaconf", "LazySettings"))):
+        return [], []
+    reader = _DynaconfReads(tree, declared, strings, _imported_names(tree))
+    return reader.run(told)
+
+
+class _DynaconfReads(_Libraries):
+    def __init__(self, tree: ast.Module, declared: frozenset[str], strings: ModuleStrings, imported: dict[str, str]) -> None:
+        super().__init__(tree, declared, strings, imported)
+        self.exports: list[tuple[str, str, str]] = []
+
+    def run(self, told: dict[str, str]) -> tuple[list[Row], list[tuple[str, str, str]]]:
+        made: list[tuple[ast.Call, str | None]] = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                if _resolved(node.func, self.imported) in _DYNACONF:
+                    made.append((node, self._made_prefix(node)))
+                else:
+                    self._unknown_prefixed(node)
+        for call, prefix in made:
+            self._object(call, prefix)
+        if told:  # another module's object, by the name this module spells it with
+            for node in ast.walk(self.tree):
+                if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+                    value = told.get(_dotted(node))
+                    if value is not None:
+                        self._use(node, None if value == "?" else value)
+        return self.found, self.exports
+
+    def _made_prefix(self, call: ast.Call) -> str | None:
+        """The text before each key's upper-cased name: `SGLANG_`, "" for none; None not shown."""
+        given: ast.expr | None = None
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                return None  # `**options`
+            if keyword.arg in _DYNACONF_PREFIX:
+                given = keyword.value
+        if given is None:
+            return "DYNACONF_"
+        if isinstance(given, ast.Constant) and given.value is False:
+            return ""
+        text = self.strings.value(given, self._scopes(call))
+        return None if text is None else text.upper() + "_"
+
+    def _object(self, call: ast.Call, prefix: str | None) -> None:
+        """The uses of the object `call` makes: on the spot, or through the name it is kept in."""
+        parent = self.parents.get(id(call))
+        if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+            self._use(call, prefix)
+            return
+        name = parent.targets[0].id
+        if parent in self.tree.body:
+            self.exports.append((name, DYNACONF_OBJECT, "?" if prefix is None else prefix))
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+                bound = self.strings.bound(node, self._scopes(node))
+                if bound and any(value is call for value, _ in bound):
+                    self._use(node, prefix)
+
+    def _use(self, node: ast.expr, prefix: str | None) -> None:
+        parent = self.parents.get(id(node))
+        call = self.parents.get(id(parent)) if parent is not None else None
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            attr = parent.attr
+            if attr in _DYNACONF_NO_READ or not isinstance(parent.ctx, ast.Load):
+                return
+            if attr in _DYNACONF_KEYED:
+                if isinstance(call, ast.Call) and call.func is parent and call.args and not isinstance(call.args[0], ast.Starred):
+                    self._key(call.args[0], "" if attr == "get_environ" else prefix)
+                else:
+                    self._whole(parent, prefix)
+            elif attr in _DYNACONF_WHOLE or attr.startswith("_"):
+                self._whole(parent, prefix)
+            else:
+                self._name(parent, attr, prefix)
+        elif isinstance(parent, ast.Subscript) and parent.value is node:
+            if isinstance(parent.ctx, ast.Load):
+                self._key(parent.slice, prefix)
+        elif isinstance(parent, ast.Call) and parent.func is node:
+            if parent.args and not isinstance(parent.args[0], ast.Starred):
+                self._key(parent.args[0], prefix)
+            else:
+                self._whole(parent, prefix)
+        else:
+            self._whole(node, prefix)  # handed on, returned, kept elsewhere
+
+    def _key(self, key: ast.expr, prefix: str | None) -> None:
+        """A key the module spells (or may build), read as Dynaconf names it: upper-cased,
+        `.` for `__`, after the prefix."""
+        if prefix is None:
+            self._whole(key, prefix)
+            return
+        found = patterns(KeyCompiler(self.strings, None, None).compile(key, self._scopes(key)), None)
+        self._report_names(key, frozenset(
+            ((prefix + text.replace(".", "__")).upper(), suffix.upper(), wild) for text, suffix, wild in found
+        ))
+
+    def _name(self, node: ast.AST, key: str, prefix: str | None) -> None:
+        if prefix is None:
+            self._whole(node, prefix)
+            return
+        wanted = (prefix + key.replace(".", "__")).upper()
+        for variable in sorted(v for v in self.declared if v.upper() == wanted):
+            self._report(node, env_subject(variable))
+
+    def _whole(self, node: ast.AST, prefix: str | None) -> None:
+        if prefix is None or any(v.upper().startswith(prefix.upper()) for v in self.declared):
+            self._report(node, ENV_UNRESOLVED)
+
+    def _unknown_prefixed(self, call: ast.Call) -> None:
+        """A call of a library not known here given a prefix of declared variables: `$?`."""
+        path = _resolved(call.func, self.imported)
+        if path.partition(".")[0] in _PREFIX_KNOWN or _last(call.func) in _PREFIX_KNOWN_NAMES or (
+            ".model_config." in f".{_dotted(call.func)}"  # (a settings class's, judged as such: _config_changed)
+        ):
+            return
+        for keyword in call.keywords:
+            if keyword.arg not in _PREFIX_KEYWORDS:
+                continue
+            text = self.strings.value(keyword.value, self._scopes(call))
+            if text and any(v.upper().startswith(text.upper()) for v in self.declared):
+                self._report(keyword.value, ENV_UNRESOLVED)

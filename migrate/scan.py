@@ -97,7 +97,13 @@ import attrs
 from configbags.migrate.aliases import analyse
 from configbags.migrate.childfiles import judge_children
 from configbags.migrate.doors import DoorScan
-from configbags.migrate.envsources import ENV_TABLE, env_tables, library_reads, settings_reads
+from configbags.migrate.envsources import (
+    ENV_TABLE,
+    env_tables,
+    library_reads,
+    object_reads,
+    settings_reads,
+)
 from configbags.migrate.files import (
     NotReadable,
     declared_groups,
@@ -229,12 +235,18 @@ def scan_source(
         door_scan = DoorScan(tree, searched, settings, flows.constants if flows else ())
         analysed = analyse(tree, searched, settings, door_scan.fetched, flows)
         reads = analysed.reads
-        # settings classes and getter tables (configbags.migrate.envsources)
+        # settings classes and objects, and getter tables (configbags.migrate.envsources);
+        # the settings classes and objects other modules may use travel among its constants
+        told = flows.constants if flows else ()
+        settings_found, settings_rows = settings_reads(tree, searched, door_scan.declared, door_scan.strings, told)
+        objects_found, object_rows = object_reads(tree, searched, door_scan.declared, door_scan.strings, told)
         doors = [
-            *door_scan.reads(), *settings_reads(tree, searched, door_scan.declared, door_scan.strings),
+            *door_scan.reads(), *settings_found, *objects_found,
             *library_reads(tree, searched, door_scan.declared, door_scan.strings),
         ]
         facts = base_facts(tree, searched, settings, door_scan.command_params(), door_scan.strings, door_scan.mentioned)
+        if settings_rows or object_rows:
+            facts = attrs.evolve(facts, constants=(*facts.constants, *settings_rows, *object_rows))
         tables = env_tables(tree, doors, facts.env_params)
         if tables:
             facts = attrs.evolve(facts, constants=(*facts.constants, *tables))
