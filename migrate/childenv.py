@@ -7,7 +7,7 @@ Python child reads on its standard input (stdin_reader) is judged as its `-c` sc
 
 A command names a variable when the variable's name occurs in it as a whole word, however
 the child reads it (`$NAME`, `${NAME}`, `%NAME%`, `printenv NAME`, `python -c
-"...environ['NAME']..."`). The literal text is every string or bytes literal in the
+"...environ['NAME']..."`), as written or after a shell's quote removal (`NA''ME`, words_of). The literal text is every string or bytes literal in the
 command's arguments (list and tuple elements, each side of a `+`, the literal parts of an
 f-string, the arguments and receiver of a call in it: `textwrap.dedent(...)`, `"...".strip()`)
 and what the names in it are bound to one step away (module constants and top-level lists,
@@ -33,14 +33,21 @@ the module changes into (changed_folders; ANY_FOLDER for one it does not show).
 
 A child that prints the whole environment back reads every variable (prints_environment):
 `env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, `ps e`, a read of
-`/proc/.../environ`, as the command `env` or a wrapper (`exec`, `nohup`) runs, or any
-simple command of a shell's script (shell_commands), and a Python child whose `-c` code
-uses the environment whole. So does a shell child reading a variable by a name it builds
+`/proc/.../environ` (a glob that may match it too), as the command `env` or a wrapper
+(`exec`, `nohup`) runs, or any simple command of a shell's script (shell_commands: the
+command position as the shell finds it, after reserved words, `if ...; then env; fi`, and
+through an expansion whose literal value the script or the argv after a `-c` script
+shows, `exec "$@"`, `cmd=env; $cmd`, an alias; one whose value is not shown, `$(echo env)`,
+is NOT_JUDGED, deny by default), another interpreter's program reaching it whole
+(uses_environment_whole), and a Python child whose `-c` code, or `-m timeit` statements,
+use the environment whole. So does a shell child reading a variable by a name it builds
 (`eval`, `${!name}`, `printenv "$0$1"`, `declare -n`): the names are not in its text."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
+import getopt
 import re
 import shlex
 from collections import Counter
@@ -256,12 +263,25 @@ def _one_step(
 
 def named_variables(text: str, declared: frozenset[str]) -> list[str]:
     """The declared variables `text` names as whole words, sorted."""
-    return sorted(declared.intersection(_WORD.findall(text)))
+    return sorted(declared.intersection(words_of(text)))
 
 
 def spellings(text: str, declared: frozenset[str]) -> Counter[str]:
     """How many times `text` names each declared variable as a whole word."""
-    return Counter(word for word in _WORD.findall(text) if word in declared)
+    return Counter({word: count for word, count in words_of(text).items() if word in declared})
+
+
+# The characters a shell's quote removal takes out of a word (`SGLANG_PAGE''_SIZE`,
+# `"SGLANG_PAGE"_SIZE`, `SGLANG_PAGE\_SIZE` are the name)
+_QUOTES = re.compile(r"""['"\\]""")
+
+
+def words_of(text: str) -> Counter[str]:
+    """The identifiers `text` spells as whole words, counted: as written, or once the
+    quotes and backslashes a shell removes are gone (the more of the two, by word)."""
+    written = Counter(_WORD.findall(text))
+    unquoted = _QUOTES.sub("", text)
+    return written if unquoted == text else written | Counter(_WORD.findall(unquoted))
 
 
 def _top_level_values(module: ast.Module, name: str) -> list[ast.expr]:
@@ -331,6 +351,25 @@ _WHOLE_ENV_WORDS = {
 _WHOLE_ENV_PROGRAMS = {"jq": ("env",)}
 # The process's environment read as a file (`/proc/self/environ`, `/proc/$$/environ`)
 _PROC_ENVIRON = re.compile(r"/proc/\S*environ")
+# ... or by a shell glob that may match it (`cat /proc/self/env*`, `/proc/$$/e?viron`)
+_PROC_WORD = re.compile(r"/proc/[^\s;|&()<>'\"]*")
+_PROC_ENVIRON_FILES = ("/proc/self/environ", "/proc/1/environ", "/proc/thread-self/environ", "/proc/self/task/1/environ")
+_SHELL_EXPANSION = re.compile(r"\$(?:\{[^}]*\}|[$!#?@*\w-]+)")
+# perl's environment hash in any spelling: `%ENV`, `$main::ENV{...}`, `$::ENV{...}`, the
+# symbolic `${"ENV"}{...}`, the glob `*ENV`; an element by a literal key (`$ENV{HOME}`) is a
+# read of that name, any other use reaches the hash whole (`$ENV{"SGLANG_PAGE"."_SIZE"}`)
+_PERL_ENV = re.compile(
+    r"""([$%@*])\s*(?:\{\s*(["']?)(?:main)?(?:::)?ENV\2\s*\}|(?:main)?(?:::)?ENV\b)"""
+    r"""(\s*\{\s*(?:\w+|"\w+"|'\w+')\s*\})?"""
+)
+# node's `process.env` spelled otherwise: `process["env"]`, `process?.env`, destructured
+# (`const {env} = process`, `const { env: e } = require("process")`, `import { env } from "node:process"`)
+_NODE_ENV = re.compile(
+    r"""\bprocess\s*(?:\?\.\s*)?\[\s*(["'`])env\1\s*\]|\bprocess\s*\?\.\s*env\b"""
+    r"""|\{(?:[^{}]|\{[^{}]*\})*\benv\b(?:[^{}]|\{[^{}]*\})*\}\s*(?:=\s*(?:(?:globalThis|global|window)\s*\??\.\s*)?process\b"""
+    r"""|=\s*require\(\s*["'](?:node:)?process["']|from\s*["'](?:node:)?process["'])"""
+    r"""|require\(\s*["'](?:node:)?process["']\s*\)\s*\??\.\s*env\b"""
+)
 # ps's options that take a value in the next word (`-o args=`, `-p PID`, BSD's `o FORMAT`)
 _PS_VALUED = frozenset({
     "-C", "-G", "-U", "-g", "-p", "-q", "-s", "-t", "-u", "-o", "-O", "-k", "--format", "--pid", "--ppid",
@@ -356,6 +395,28 @@ def whole_environment_marks(interpreter: str) -> tuple[str, ...]:
     return _WHOLE_ENV_WORDS.get(interpreter, ())
 
 
+def uses_environment_whole(interpreter: str, text: str) -> bool:
+    """Does an interpreter's program reach the environment whole: one of its marks
+    (whole_environment_marks), perl's hash in any spelling other than an element by a
+    literal key (_PERL_ENV), node's `process.env` by another spelling (_NODE_ENV)?"""
+    if any(mark in text for mark in whole_environment_marks(interpreter)):
+        return True
+    if interpreter == "perl":
+        return any(sigil in "%*" or not key for sigil, _, key in _PERL_ENV.findall(text))
+    if interpreter in ("node", "nodejs"):
+        return _NODE_ENV.search(text) is not None
+    return False
+
+
+def _globs_environ(word: str) -> bool:
+    """Is the word a glob (`*`, `?`, `[...]`, an expansion standing for any text) that may
+    match the process's environment file (`/proc/self/env*`)?"""
+    if "/proc/" not in word or not any(ch in word for ch in "*?["):
+        return False
+    pattern = _SHELL_EXPANSION.sub("*", word[word.index("/proc/") :])
+    return any(fnmatch.fnmatchcase(path, pattern) for path in _PROC_ENVIRON_FILES)
+
+
 def program_name(word: str) -> str:
     """The program a command word names, without its folder (`/usr/bin/env` is env)."""
     return re.split(r"[/\\]", word.strip())[-1].lower().removesuffix(".exe")
@@ -372,6 +433,8 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
     environment first."""
     if not words or words[0] is None or depth > 8:
         return False
+    if words[0] == NOT_JUDGED:
+        return True  # a command the script does not show (`$(echo env)`): deny by default
     name = program_name(words[0])
     rest = list(words[1:])
     if _builds_a_name(name, rest) or (name == "ps" and _ps_prints(rest)):
@@ -388,12 +451,13 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         if "c" not in letters or index >= len(rest):
             return False  # `bash script.sh`: a script the module does not show
         script = rest[index]
-        return script is not None and shell_prints_environment(script, python_reads_whole, depth + 1)
+        # (the words after the script are its `$0`, `$1`...: `sh -c 'exec "$@"' sh env`)
+        return script is not None and shell_prints_environment(script, python_reads_whole, depth + 1, rest[index + 1 :])
     if _PYTHON.fullmatch(name):
         return _python_prints(rest, python_reads_whole)
     if name in _WHOLE_ENV_WORDS:
-        marks, programs = _WHOLE_ENV_WORDS[name], _WHOLE_ENV_PROGRAMS.get(name, ())
-        return any(word is not None and (word in programs or any(m in word for m in marks)) for word in rest)
+        programs = _WHOLE_ENV_PROGRAMS.get(name, ())
+        return any(word is not None and (word in programs or uses_environment_whole(name, word)) for word in rest)
     if name in _LISTERS:
         return any(word is not None and word.startswith("-") and ("e" in word or "v" in word) for word in rest)
     options = [word for word in rest if word is not None and word.startswith("-")]
@@ -409,7 +473,7 @@ def _builds_a_name(name: str, rest: list[Word]) -> bool:
     """Does the command read a variable by a name it builds at run time: `eval` (`eval
     "echo \\$$0$1"`), `printenv "$0$1"`, `declare -n v="$1"` (a reference by name)? Or
     read the process's environment as a file (`cat /proc/self/environ`)?"""
-    if name == "eval" or any(word is not None and _PROC_ENVIRON.search(word) for word in rest):
+    if name == "eval" or any(word is not None and (_PROC_ENVIRON.search(word) or _globs_environ(word)) for word in rest):
         return True
     if name == "printenv":
         return any(word is not None and "$" in word for word in rest)
@@ -459,10 +523,14 @@ def _env_prints(rest: list[Word], python_reads_whole: Callable[[str], bool], dep
 
 
 def _python_prints(rest: list[Word], python_reads_whole: Callable[[str], bool]) -> bool:
-    """`python [OPTION]... -c CODE`: the code uses the environment whole."""
+    """`python [OPTION]... -c CODE`: the code uses the environment whole; so do the
+    statements `-m timeit` runs (timeit_code)."""
     while rest:
         word = rest.pop(0)
-        if word is None or not word.startswith("-") or word == "-m":
+        if word in ("-m", "-mtimeit"):
+            code = timeit_code(rest if word == "-m" else ["timeit", *rest])
+            return code is not None and python_reads_whole(code)
+        if word is None or not word.startswith("-"):
             return False
         if word in _PYTHON_VALUED:
             if rest:
@@ -472,56 +540,212 @@ def _python_prints(rest: list[Word], python_reads_whole: Callable[[str], bool]) 
     return False
 
 
-def shell_prints_environment(script: str, python_reads_whole: Callable[[str], bool], depth: int = 0) -> bool:
+# timeit's command line (`python -m timeit [-n N] [-r N] [-s S]... [STATEMENT]...`)
+_TIMEIT_SHORT = "n:u:s:r:tcpvh"
+_TIMEIT_LONG = ["number=", "setup=", "repeat=", "time", "clock", "process", "verbose", "unit=", "help"]
+
+
+def timeit_code(words: Sequence[Word]) -> str | None:
+    """The Python code `-m MODULE` words run where the module is timeit: its setups and
+    statements, each a line, as a `-c` program is; None for another module, or words not shown."""
+    if not words or words[0] != "timeit" or any(word is None for word in words):
+        return None
+    try:
+        options, statements = getopt.getopt([str(word) for word in words[1:]], _TIMEIT_SHORT, _TIMEIT_LONG)
+    except getopt.GetoptError:
+        return None
+    setups = [value for option, value in options if option in ("-s", "--setup")]
+    return "\n".join([*setups, *statements])
+
+
+def shell_prints_environment(
+    script: str, python_reads_whole: Callable[[str], bool], depth: int = 0, args: Sequence[Word] | None = None
+) -> bool:
     """Does any simple command of a shell script print the whole environment back
-    (`env | grep X`, `cd /tmp && FOO=1 env > out`, `echo $(env)`, `export -p`), or
-    reach variables by a prefix (`${!SGLANG_*}`, `compgen -e`), or run an inline program
-    that walks the environment (awk's ENVIRON, perl's %ENV)?"""
+    (`env | grep X`, `cd /tmp && FOO=1 env > out`, `echo $(env)`, `export -p`, `if ...;
+    then env; fi`), or reach variables by a prefix (`${!SGLANG_*}`, `compgen -e`), or run
+    an inline program that walks the environment (awk's ENVIRON, perl's %ENV), or read
+    the environment file by a glob (`cat /proc/self/env*`)? `args` are the words after a
+    `-c` script (its `$0`, `$1`...; shell_commands)."""
     if any(mark in script for mark in _PREFIX_EXPANSIONS):
         return True  # `${!SGLANG_*}`, `${!name}`: variables by a prefix, or by a name held in another
-    if _PROC_ENVIRON.search(script):
+    if _PROC_ENVIRON.search(script) or any(_globs_environ(word) for word in _PROC_WORD.findall(script)):
         return True
     # a command substitution quoted inside a word (`echo "$(printenv "$1")"`) is a script too
     scripts = [script, *(script[at.end() :] for at in re.finditer(r"\$\(", script) if '"' in script[: at.start()])]
     return any(
-        prints_environment(command, python_reads_whole, depth) for text in scripts for command in shell_commands(text)
+        prints_environment(command, python_reads_whole, depth)
+        for text in scripts for command in shell_commands(text, args)
     )
 
 
-def shell_commands(script: str) -> list[list[Word]]:
+def shell_commands(script: str, args: Sequence[Word] | None = None) -> list[list[Word]]:
     """The simple commands of a shell script, as words: split at `;`, `|`, `&&`, `||`,
     `&`, newlines, parentheses (`$(...)` too) and backquotes; leading `NAME=value`
-    assignments and redirections (`> out`, `2>&1`) left out."""
+    assignments, redirections (`> out`, `2>&1`) and the reserved words a command follows
+    (`then env`, `{ env; }`, `! env`, `function f { env; }`) left out. A command word
+    that is a command substitution (`$(echo env)`) is NOT_JUDGED; the words that are an
+    expansion are the literal values the script shows (shell_expanded): `"$@"` and `$1`
+    the argv words `args` after a `-c` script (`$0` first) or what `set --` gives, `$cmd`
+    what `cmd=...` assigns, an alias what `alias NAME=...` makes it."""
     commands: list[list[Word]] = []
     current: list[Word] = []
-    pending = iter(_split(script.replace("`", " ; "), punctuation=True))
+    shown = ShellValues(args)
+    named = False  # `function NAME`: the next word is the function's name
+    tokens, exact = _split_exactly(_backquoted(script), punctuation=True)
+    pending = iter(tokens)
     for token in pending:
         if _REDIRECTION.fullmatch(token) and any(ch in token for ch in "<>"):
             if current and (current[-1] or "").isdigit():
                 current.pop()  # `2>&1`: the descriptor redirected
             next(pending, None)  # the redirection's target
+        elif token == "(" and current == ["$"] and exact:
+            commands.append([NOT_JUDGED])  # `$(echo env)`: the command is what another prints
+            current = []
         elif token and all(ch in _OPERATORS for ch in token):
             commands.append(current)
-            current = []
+            current, named = [], False
+        elif not current and (token in _COMPOUND_WORDS or named or token == "function"):
+            named = token == "function"
         elif not current and _ASSIGNMENT.match(token):
-            continue
+            shown.assign(token)
+        elif not current and token.startswith("$(") and not _looks_up(_split(token[2:].rstrip(")"))):
+            current.append(NOT_JUDGED)  # `"$(echo env)" -0`: quoted, one word
         else:
             current.append(token)
     commands.append(current)
-    return [command for command in commands if command]
+    found = [command for command in commands if command]
+    for command in found:
+        shown.note(command)
+    # `$(which python3) -c ...`: a substitution that only looks a program up is that program's
+    kept = [c for i, c in enumerate(found) if not (c == [NOT_JUDGED] and i + 1 < len(found) and _looks_up(found[i + 1]))]
+    return [expanded for command in kept for expanded in shown.expanded(command)]
+
+
+# The reserved words a simple command may follow inside a compound command
+_COMPOUND_WORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}"})
+# A word in a command's place the scanner cannot judge (a command substitution's output,
+# a variable whose value the script does not show): the command is not known, and as for
+# any program the scanner cannot judge, deny by default: it may print the environment
+NOT_JUDGED = "$\3"
+# A backquote that opens a command substitution where a command starts (`` `echo env` ``)
+_COMMAND_START = re.compile(r"(?:^|[;&|(){}\n!]|\b(?:then|do|else|elif|if|while|until)\b)[ \t]*$")
+# The programs that look a program up by its name (`$(which python3)`, `$(command -v sh)`)
+_LOOKUPS = frozenset({"which", "command", "type", "whence"})
+# An expansion that is a whole word: `$NAME`, `${NAME}`, `$1`, `"$@"` (quotes removed),
+# `${NAME:-default}` (the default where NAME is not set)
+_EXPANSION = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*|[0-9@*])|\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*])(?::?[-=]([^}$`]*))?\})")
+_MAX_EXPANSIONS = 16  # the commands one command may stand for, its words' values combined
+
+
+def _backquoted(script: str) -> str:
+    """The script with each backquote a split point (` ; `), save one opening a command
+    substitution where a command starts, which is `$(`."""
+    if "`" not in script:
+        return script
+    parts = script.split("`")
+    out = parts[0]
+    for index, part in enumerate(parts[1:]):
+        opening = index % 2 == 0 and _COMMAND_START.search(out) is not None
+        out += (" $( " if opening else " ; ") + part
+    return out
+
+
+def _looks_up(command: Sequence[Word]) -> bool:
+    return bool(command) and command[0] in _LOOKUPS and len(command) > 1
+
+
+class ShellValues:
+    """The literal values a shell script gives the words an expansion stands for: the
+    positional words (`args`, `$0` first, as after a `-c` script; `set -- WORD...`), each
+    variable's assignments (`cmd=env`, `export cmd=env`: any of them, a may-binding) and
+    aliases (`alias e=env`)."""
+
+    def __init__(self, args: Sequence[Word] | None) -> None:
+        self.positional: list[list[Word]] = [list(args)] if args is not None else []
+        self.values: dict[str, list[str]] = {}
+        self.aliases: dict[str, list[str]] = {}
+
+    def assign(self, word: str) -> None:
+        name, _, value = word.partition("=")
+        self.values.setdefault(name, []).append(value)
+
+    def note(self, command: list[Word]) -> None:
+        """The assignments, aliases and positional words a command makes."""
+        program, rest = command[0], [w for w in command[1:] if w is not None]
+        if program in _SETTERS:
+            for word in rest:
+                if _ASSIGNMENT.match(word):
+                    self.assign(word)
+        elif program == "alias":
+            for word in rest:
+                if _ASSIGNMENT.match(word):
+                    name, _, value = word.partition("=")
+                    self.aliases[name] = _split(value)
+        elif program == "set" and rest and len(rest) == len(command) - 1:
+            words = rest[rest.index("--") + 1 :] if "--" in rest else rest if not rest[0].startswith(("-", "+")) else None
+            if words is not None:
+                zero = self.positional[0][:1] if self.positional and self.positional[0] else ["sh"]
+                self.positional.append([*zero, *words])
+
+    def expanded(self, command: list[Word], depth: int = 0) -> list[list[Word]]:
+        """The commands `command` stands for, its expansions put in (at most _MAX_EXPANSIONS)."""
+        if command and command[0] in self.aliases and depth < 4:
+            return self.expanded([*self.aliases[command[0]], *command[1:]], depth + 1)
+        results: list[list[Word]] = [[]]
+        for word in command:
+            choices = self._word(word, 0)
+            results = [[*done, *choice] for done in results for choice in choices][:_MAX_EXPANSIONS]
+        return [result for result in results if result]
+
+    def _word(self, word: Word, depth: int) -> list[list[Word]]:
+        """What one word may expand to: its words for each value the script shows."""
+        match = _EXPANSION.fullmatch(word) if word is not None else None
+        if match is None or depth > 4:
+            return [[word]]
+        name = match.group(1) or match.group(2)
+        default = match.group(3)
+        if name in ("@", "*") or name.isdigit():
+            if not self.positional:
+                return [[word]]  # (a script file's argv: not shown)
+            # (a word the module does not show stays the expansion: the command is not known)
+            if name in ("@", "*"):
+                return [argv[1:] if None not in argv[1:] else [word] for argv in self.positional]
+            index = int(name)
+            return [([argv[index]] if argv[index] is not None else [word]) if index < len(argv) else []
+                    for argv in self.positional]
+        if name not in self.values:
+            # a variable the script does not set comes from the environment: a program the
+            # scanner cannot judge is not reported (its default, `${PY:-python3}`, is judged)
+            return [[word], list[Word](_split(default))] if default else [[word]]
+        choices: list[list[Word]] = []
+        for value in self.values[name]:
+            if "$" not in value and "`" not in value:
+                choices.append(list(_split(value)))
+            elif _EXPANSION.fullmatch(value):
+                choices.extend(self._word(value, depth + 1))
+            else:
+                choices.append([NOT_JUDGED])  # `cmd=$(...)`, `cmd="$a$b"`: the value is not shown
+        return choices
 
 
 def _split(text: str, punctuation: bool = False) -> list[str]:
     """Shell words, quotes removed; a script shlex cannot split (an open quote, as in a
     fragment) is split at blanks and operators."""
+    return _split_exactly(text, punctuation)[0]
+
+
+def _split_exactly(text: str, punctuation: bool = False) -> tuple[list[str], bool]:
+    """_split's words, and whether shlex split them (not the fallback, where a word's
+    quoted parts come apart: `"a"$(b)` is no command substitution in a command's place)."""
     try:
         lexer = shlex.shlex(text, posix=True, punctuation_chars=_OPERATORS + "<>" if punctuation else False)
         if punctuation:
             lexer.whitespace = " \t\r"  # a newline ends a command
         lexer.whitespace_split = True
-        return list(lexer)
+        return list(lexer), True
     except ValueError:
-        return re.findall(r"[;|&()<>\n]+|[^\s;|&()<>'\"]+", text)
+        return re.findall(r"[;|&()<>\n]+|[^\s;|&()<>'\"]+", text), False
 
 
 # ---- a child that only sets, unsets or mentions a variable
@@ -573,7 +797,7 @@ class Mentions:
         self.loud: Counter[str] = Counter()
 
     def add(self, text: str, quiet: bool) -> None:
-        (self.quiet if quiet else self.loud).update(_WORD.findall(text))
+        (self.quiet if quiet else self.loud).update(words_of(text))
 
     def merge(self, other: Mentions) -> None:
         self.quiet.update(other.quiet)
@@ -1305,13 +1529,13 @@ def text_reads(
     if kind == "shell" and names:
         mentions = script_mentions(text)
         if mentions is not None:
-            silent = mentions.silent(names, Counter(_WORD.findall(text)))
+            silent = mentions.silent(names, words_of(text))
             names = [name for name in names if name not in silent]
     if kind == "make":
         recipes = "\n".join(line.lstrip("\t@-+") for line in text.split("\n") if line.startswith("\t"))
         whole = any(mark in text for mark in _MAKE_WHOLE) or shell_prints_environment(recipes, python_reads_whole)
     elif kind == "other":
-        whole = any(mark in text for mark in whole_environment_marks(interpreter))
+        whole = uses_environment_whole(interpreter, text)
     elif kind == "python":
         whole = python_reads_whole(text)
     else:
