@@ -2675,8 +2675,9 @@ class ModuleStrings:
       such, here or imported): each element, handed to the loop variable alone, with an
       unknown one besides where NAMES is no constant (bound again, changed in place);
     - `C.X` of a module-level class's body (`Keys.PAGE`), `self.X` / `cls.X` in a method
-      (its class's body, or what the class's methods assign to `self.X`), and a str
-      Enum's member (`E.X.value`, or `E.X` where E mixes in str);
+      (its class's body, what the class's methods assign to `self.X`, and what the
+      module stores as X on an instance from outside: `k.X = v`, `replace(k, X=v)`), and
+      a str Enum's member (`E.X.value`, or `E.X` where E mixes in str);
     - a subscript of a dict, list or tuple literal by a literal key (`NAMES["page"]`).
 
     Anything else (a parameter without a default, a name imported from another module, a
@@ -2692,7 +2693,8 @@ class ModuleStrings:
             spelled: _constant_node(shape, value) for spelled, shape, value in rows if shape in ("str", "list")
         }
         # (class, attribute) -> what other modules bind it to: their subclasses of the
-        # module's class, their class keywords, their `Class.attr = ...` (None: not shown)
+        # module's class, their class keywords, their `Class.attr = ...` (None: not shown);
+        # class "": the module's own constant, `names.PAGE = ...` there (R16-8)
         self.outside: dict[tuple[str, str], list[ast.expr | None]] = {}
         for spelled, shape, value in rows:
             if shape in (CLASS_BINDS, CLASS_BINDS_UNKNOWN):
@@ -2707,6 +2709,7 @@ class ModuleStrings:
         self._classes: dict[str, ast.ClassDef] | None = None
         self._self_attrs: dict[int, dict[str, _Bound]] = {}  # id(class) -> attr -> values
         self._changed: frozenset[str] | None = None
+        self._stores: dict[str, list[tuple[str | None, ast.expr | None, Sequence[ast.AST]]]] | None = None
         # imported lists that are no constants, for loops over them alone (OPEN_SHAPE)
         self._imported_open: dict[str, ast.expr] = {
             spelled: _constant_node("list", value) for spelled, shape, value in rows if shape == OPEN_SHAPE
@@ -2738,6 +2741,10 @@ class ModuleStrings:
                     # loop, a block holding an assignment) makes its value unknown
                     for name in _bound_at_module(stmt):
                         found.setdefault(name, []).append(None)
+            # another module's `names.PAGE = ...` rebinds the constant too (R16-8)
+            for (owner, name), values in self.outside.items():
+                if not owner:
+                    found.setdefault(name, []).extend(values)
             self._bindings = found
         return self._bindings
 
@@ -3038,6 +3045,7 @@ class ModuleStrings:
             values += self._own_bindings(each, attr)
         if hierarchy:
             values += self._keyword_bindings(classes, attr)
+            values += self._instance_bindings(classes, attr)
             if not self._own_bindings(cls, attr, outside=False):
                 values += self._ancestor_bindings(cls, attr, 0)
         return values or None
@@ -3049,7 +3057,8 @@ class ModuleStrings:
         values: list[tuple[ast.expr | None, Sequence[ast.AST]]] = [
             (value, (cls,)) for value in self._scope_bindings(cls).get(attr, ())
         ]
-        for method, value in self._assigned_on_self(cls).get(attr, ()):
+        on_self = self._assigned_on_self(cls)
+        for method, value in [*on_self.get(attr, ()), *on_self.get(ANY_ATTR, ())]:
             values.append((value, (cls, method)))
         values += self._assigned_on_class(cls.name).get(attr, [])
         if outside:
@@ -3073,7 +3082,7 @@ class ModuleStrings:
                 name for item in cls.body if isinstance(item, (ast.Assign, ast.AnnAssign))
                 for target in (item.targets if isinstance(item, ast.Assign) else [item.target])
                 for name in _target_names(target)
-            } | self._assigned_on_self(cls).keys() | self._assigned_on_class(cls.name).keys()
+            } | (self._assigned_on_self(cls).keys() - {ANY_ATTR}) | self._assigned_on_class(cls.name).keys()
             found = [self._binds_row(f"{cls.name}.{attr}", self._own_bindings(cls, attr, outside=False)) for attr in sorted(attrs)]
             for keyword in cls.keywords:
                 spelled = f"{cls.name}.{KEYWORD_MARK}{keyword.arg}" if keyword.arg else f"{cls.name}.{KEYWORD_MARK * 2}"
@@ -3185,7 +3194,10 @@ class ModuleStrings:
         return self._class_assigns.get(name, {})
 
     def _assigned_on_self(self, cls: ast.ClassDef) -> dict[str, list[tuple[ast.AST, ast.expr | None]]]:
-        """attr -> (method, value) of each `self.attr = value` in the class's methods."""
+        """attr -> (method, value) of each `self.attr = value` in the class's methods, and
+        of `setattr(self, "attr", value)` (`object.__setattr__` too); under ANY_ATTR
+        (every attribute, value not shown) a `setattr` by a name not shown and a store
+        through the instance's dict (`self.__dict__.update(kw)`, `vars(self)[k] = v`: R16-9)."""
         found: dict[str, list[tuple[ast.AST, ast.expr | None]]] = {}
         for method in cls.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -3202,9 +3214,68 @@ class ModuleStrings:
                 elif isinstance(sub, (ast.AnnAssign, ast.AugAssign)):
                     targets, value = [sub.target], sub.value if isinstance(sub, ast.AnnAssign) else None
                 for target in targets:
-                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
+                    if _instance_dict_of(target) == me:
+                        found.setdefault(ANY_ATTR, []).append((method, None))  # `self.__dict__ = kw`, `|= kw`
+                    elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me:
                         found.setdefault(target.attr, []).append((method, value))
+                    elif isinstance(target, ast.Subscript) and _instance_dict_of(target.value) == me:
+                        found.setdefault(ANY_ATTR, []).append((method, None))
+                setter = _attribute_setter(sub)
+                if setter is not None and isinstance(setter[0], ast.Name) and setter[0].id == me:
+                    found.setdefault(setter[1], []).append((method, setter[2]))
+                elif (
+                    isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in _DICT_WRITERS
+                    and _instance_dict_of(sub.func.value) == me
+                ):
+                    found.setdefault(ANY_ATTR, []).append((method, None))
         return found
+
+    def _instance_bindings(self, classes: Sequence[ast.ClassDef], attr: str) -> list[tuple[ast.expr | None, Sequence[ast.AST]]]:
+        """What the module stores as `attr` on an instance of one of `classes` from outside
+        its methods (R16-9): `k.attr = v`, `setattr(k, "attr", v)`, a copy made with it
+        replaced (`dataclasses.replace(k, attr=v)`, `k._replace(attr=v)`). A receiver
+        known to be an instance of another class does not count; one whose class is not
+        shown (a parameter) does, except for a store of every attribute (`vars(args).
+        update(d)`, `replace(k, **kw)`), which counts on an instance known to be one."""
+        names = {cls.name for cls in classes}
+        stores = self._instance_stores()
+        return [
+            (value, where) for owner, value, where in stores.get(attr, ()) if owner is None or owner in names
+        ] + [(value, where) for owner, value, where in stores.get(ANY_ATTR, ()) if owner in names]
+
+    def _instance_stores(self) -> dict[str, list[tuple[str | None, ast.expr | None, Sequence[ast.AST]]]]:
+        """attr -> (class of the receiver where the module shows it, value, scopes) of each
+        store on an instance outside its class's methods (_instance_bindings); ANY_ATTR
+        for a store of every attribute (_instance_stores_of)."""
+        if self._stores is not None:
+            return self._stores
+        found: dict[str, list[tuple[str | None, ast.expr | None, Sequence[ast.AST]]]] = {}
+
+        # (a stack, not recursion: a long concatenation nests deep)
+        pending: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(self.tree, ())]
+        while pending:
+            node, enclosing = pending.pop()
+            for receiver, attr, value in _instance_stores_of(node):
+                if isinstance(receiver, ast.Name) and self._class(receiver, enclosing) is not None:
+                    continue  # `Keys.PAGE = v` on the class, `self.PAGE = v` in its method: their own rules
+                found.setdefault(attr, []).append((self._instance_class(receiver, enclosing), value, enclosing))
+            inner = (*enclosing, node) if isinstance(node, RESOLVER_SCOPES) else enclosing
+            pending += [(child, inner) for child in ast.iter_child_nodes(node)]
+        self._stores = found
+        return found
+
+    def _instance_class(self, receiver: ast.expr, enclosing: Sequence[ast.AST]) -> str | None:
+        """The module class `receiver` is an instance of, where every binding of it shows
+        one (`Knob()`, `k` bound to `Knob(...)`), else None."""
+        bound = [(receiver, enclosing)] if isinstance(receiver, ast.Call) else (
+            self.bound(receiver, enclosing) if isinstance(receiver, ast.Name) else None
+        )
+        made = {
+            value.func.id for value, _ in bound or () if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+        } & self._module_classes().keys()
+        if not bound or len(made) != 1 or not all(isinstance(value, ast.Call) for value, _ in bound):
+            return None
+        return next(iter(made))
 
     def _subscript(self, expr: ast.Subscript, enclosing: Sequence[ast.AST]) -> list[tuple[ast.expr | None, Sequence[ast.AST]]] | None:
         key: object
@@ -3245,6 +3316,86 @@ _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CLASS_ASSIGN = re.compile(
     r"(?<![\w.])(?!self\.|cls\.)[A-Za-z_]\w*\.\w+\s*(?::[^=\n]*)?(?:[-+*/%|&^@<>]{1,2})?=(?!=)|\bsetattr\s*\("
 )
+
+
+# The attribute key of a class's `_assigned_on_self` (and of `_instance_stores`) for a
+# store that may set any attribute (`self.__dict__.update(kw)`)
+ANY_ATTR = ""
+# Methods that store into a dict: through an instance's `__dict__`, its attributes
+_DICT_WRITERS = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
+
+
+def _instance_dict_owner(expr: ast.expr) -> ast.Name | None:
+    """The name whose attribute dict `expr` is (`self.__dict__`, `vars(self)`), or None."""
+    if isinstance(expr, ast.Attribute) and expr.attr == "__dict__" and isinstance(expr.value, ast.Name):
+        return expr.value
+    if (
+        isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "vars"
+        and len(expr.args) == 1 and isinstance(expr.args[0], ast.Name) and not expr.keywords
+    ):
+        return expr.args[0]
+    return None
+
+
+def _instance_dict_of(expr: ast.expr) -> str | None:
+    owner = _instance_dict_owner(expr)
+    return owner.id if owner is not None else None
+
+
+def _attribute_setter(node: ast.AST) -> tuple[ast.expr, str, ast.expr | None] | None:
+    """(receiver, attribute, value) of `setattr(obj, "attr", value)`, of
+    `object.__setattr__(obj, "attr", value)` (a frozen dataclass's own way) and of
+    `obj.__setattr__("attr", value)`; an attribute not shown is ANY_ATTR, its value None."""
+    if not isinstance(node, ast.Call) or node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+        return None
+    spelled = dotted_name(node.func)
+    if spelled in ("setattr", "object.__setattr__") and len(node.args) == 3:
+        receiver, attr, value = node.args
+    elif isinstance(node.func, ast.Attribute) and node.func.attr == "__setattr__" and len(node.args) == 2:
+        receiver, (attr, value) = node.func.value, node.args
+    else:
+        return None
+    if isinstance(attr, ast.Constant) and isinstance(attr.value, str):
+        return receiver, attr.value, value
+    return receiver, ANY_ATTR, None
+
+
+def _instance_stores_of(node: ast.AST) -> list[tuple[ast.expr, str, ast.expr | None]]:
+    """(receiver, attribute, value) of each store on an attribute of an object that `node`
+    makes: `k.attr = v`, `setattr(k, "attr", v)`, a copy with fields replaced; ANY_ATTR
+    (value None) for a store through its dict (`vars(k).update(d)`, `k.__dict__[key] = v`)
+    or a replacement by `**kw`."""
+    found: list[tuple[ast.expr, str, ast.expr | None]] = []
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        for target in targets:
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                found.append((target.value, target.attr, value))
+            elif isinstance(target, ast.Subscript) and (owner := _instance_dict_owner(target.value)) is not None:
+                found.append((owner, ANY_ATTR, None))
+    elif isinstance(node, ast.Call):
+        setter = _attribute_setter(node)
+        if setter is not None:
+            found.append(setter)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _DICT_WRITERS:
+            owner = _instance_dict_owner(node.func.value)
+            if owner is not None:
+                found.append((owner, ANY_ATTR, None))
+        replaced = _replaced(node)
+        if replaced is not None:
+            found += [(replaced, k.arg or ANY_ATTR, k.value if k.arg else None) for k in node.keywords]
+    return found
+
+
+def _replaced(node: ast.Call) -> ast.expr | None:
+    """The instance a copy is made of with fields replaced by keyword:
+    `dataclasses.replace(obj, name=...)` (`copy.replace` too), `obj._replace(name=...)`."""
+    if dotted_name(node.func) in ("dataclasses.replace", "replace", "copy.replace") and len(node.args) == 1:
+        return node.args[0]
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "_replace" and not node.args:
+        return node.func.value
+    return None
 
 
 def _class_setattr(node: ast.AST) -> tuple[str, str, ast.expr] | None:

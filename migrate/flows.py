@@ -2655,6 +2655,13 @@ class _Project:
                 if owner in own:
                     bound[(rel, owner)].append((attr, shape, value))
                     continue
+                module = self._scanned_module(rel, owner)
+                if module is not None:
+                    # `names.PAGE = ...` / `setattr(names, "PAGE", ...)` rebinds that module's
+                    # constant (R16-8): handed to it under the bare name (ModuleStrings.outside)
+                    if module != rel and self._may_matter(attr, shape, value, {attr}):
+                        found[module].add((attr, shape, value))
+                    continue
                 site = self.resolve(rel, owner)  # `Knob.env_name = ...` on an imported class
                 if site[0] is not None and site[0] != rel:
                     found[site[0]].add((f"{site[1]}.{attr}", shape, value))
@@ -2673,6 +2680,14 @@ class _Project:
                         if self._may_matter(attr, shape, value, loads[ancestor[0]])
                     )
         return {rel: frozenset(rows) for rel, rows in found.items()}
+
+    def _scanned_module(self, rel: str, spelled: str) -> str | None:
+        """The scanned module's file `rel`'s name `spelled` is (`import pkg.names as
+        names`, `from pkg import names`), or None."""
+        found = self.local_imports(rel).get(spelled)
+        if found is None or found[0] != "mod":
+            return None
+        return self.modules.get(found[1])
 
     def _may_matter(self, attr: str, shape: str, value: str, loaded: set[str]) -> bool:
         """Can a subclass's binding change what its base's module reads? Only one of an

@@ -56,7 +56,6 @@ def test_a_key_rebound_in_a_way_not_followed_is_read(tmp_path: Path, user: str) 
     assert _leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
 
 
-@pytest.mark.xfail(strict=True, reason="R16-8 n10 not fixed yet: another module's `names.PAGE = ...`")
 def test_a_module_constant_another_module_rebinds_is_read_there(tmp_path: Path) -> None:
     # n10: monkeypatching a module constant, as plugins and tests do
     names = "import os\nPAGE = 'NCCL_PAGE'\ndef read():\n    return os.environ.get(PAGE)\n"
@@ -125,7 +124,6 @@ HIER_KNOB = "import os\nclass Knob:\n    env_name = 'NCCL_PAGE'\n    def get(sel
     "import os\nclass K:\n    PAGE = 'NCCL_PAGE'\n    def __init__(self, **kw):\n        vars(self).update(kw)\n"
     "    def get(self):\n        return os.environ.get(self.PAGE)\n",
 ])
-@pytest.mark.xfail(strict=True, reason="R16-9 not fixed yet: a knob renamed after it is made")
 def test_a_knob_renamed_after_it_is_made_is_read(tmp_path: Path, user: str) -> None:
     assert _leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
 
