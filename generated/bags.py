@@ -342,7 +342,7 @@ class Model:
     json_model_override_args: Any
     """Fields merged over the model's config before loading, as a JSON object; empty means no overrides."""
     kv_page_dtype: str
-    """Derived: the precision KV pages are stored in, one name per precision (bf16 for bf16 and bfloat16, fp16 for float16 and half): kv_cache_dtype, or under auto the model dtype (dtype; auto: the checkpoint's). Prefill and decode servers must store pages alike (contract kv_transfer)."""
+    """Derived: the precision KV pages are stored in as the config says it, one name per precision (bf16 for bf16 and bfloat16, fp16 for float16 and half): kv_cache_dtype, or under auto auto/<dtype>, since the checkpoint then decides (its dtype, or FP8 where it declares FP8 KV quantization). Prefill and decode servers must store pages alike (contract kv_transfer): give both --kv-cache-dtype to compare precisions."""
 
 
 @attrs.frozen(kw_only=True)

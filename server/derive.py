@@ -114,9 +114,12 @@ _PRECISIONS = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float": "
 
 
 def kv_page_dtype(kv_cache_dtype: str, dtype: str) -> str:
-    """The precision a server stores KV pages in: kv_cache_dtype as given, or under `auto`
-    the model dtype (`auto` of both: the checkpoint's, the same for the same model), so a
-    float16 prefill server and a bfloat16 decode one no longer agree on "auto"."""
+    """The precision a server stores KV pages in, as far as its config says: kv_cache_dtype
+    as given (one name per precision), or under `auto` `auto/<dtype>`: the checkpoint then
+    decides (its dtype, or FP8 where it declares FP8 KV quantization), so an `auto` server
+    agrees only with another `auto` server of the same model dtype (and the contract's same
+    model), never with one told a precision: a float16 and a bfloat16 server, or a
+    checkpoint's FP8 pages and a `bf16` server, no longer pass as one."""
     if kv_cache_dtype != "auto":
         return _PRECISIONS.get(kv_cache_dtype, kv_cache_dtype)
-    return "auto" if dtype == "auto" else _PRECISIONS.get(dtype, dtype)
+    return f"auto/{_PRECISIONS.get(dtype, dtype)}"

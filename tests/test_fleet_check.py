@@ -75,8 +75,8 @@ def test_a_broken_contract_names_both_values_and_their_layers(
     # the pages' precision, derived: each side names the inputs and where they came from
     assert (f'"fp8_e4m3"  on {d1} (decode)  [derived: derived from kv_cache_dtype=\'fp8_e4m3\' from --kv-cache-dtype, '
             "dtype='auto' from schema default]") in out
-    assert f'"auto"  on {p1} (prefill)  [derived: derived from kv_cache_dtype=\'auto\' from schema default' in out
-    assert f'"auto"  on {p2} (prefill)  [derived: ' in out
+    assert f'"auto/auto"  on {p1} (prefill)  [derived: derived from kv_cache_dtype=\'auto\' from schema default' in out
+    assert f'"auto/auto"  on {p2} (prefill)  [derived: ' in out
     assert "ok routing: holds on 4 servers (1 decode, 2 prefill, 1 router)" in out
     assert "unchecked draft" in out
     # machines get the same, with each side's provenance
@@ -89,7 +89,7 @@ def test_a_broken_contract_names_both_values_and_their_layers(
     [decode] = sides["fp8_e4m3"]
     assert decode["server"] == f"{d1} (decode)" and decode["layer"] == "derived"
     assert "kv_cache_dtype='fp8_e4m3' from --kv-cache-dtype" in decode["source"]
-    assert [s["layer"] for s in sides["auto"]] == ["derived", "derived"]
+    assert [s["layer"] for s in sides["auto/auto"]] == ["derived", "derived"]
     assert set(broken[0]["members"]) == {"kv_page_dtype"}  # only the member that differs
 
 

@@ -104,7 +104,9 @@ def test_fingerprints_follow_resolved_values_not_layers(tmp_path: Path) -> None:
 def test_the_kv_pages_precision_is_compared_not_its_spelling() -> None:
     """Round sixteen: a float16 prefill server and a bfloat16 decode one, both with
     kv_cache_dtype auto, store different pages, and agreed on "auto"; two spellings of one
-    precision (bf16, bfloat16) store the same pages."""
+    precision (bf16, bfloat16) store the same pages. Round seventeen: an auto bfloat16
+    server whose checkpoint declares FP8 KV quantization stores fp8 pages, and agreed with
+    a `--kv-cache-dtype bf16` one."""
     kv = "kv_transfer"
     assert fingerprint(record("--dtype", "float16"), kv) != fingerprint(record("--dtype", "bfloat16"), kv)
     assert fingerprint(record("--dtype", "float16"), kv) == fingerprint(record("--dtype", "half"), kv)
@@ -112,8 +114,11 @@ def test_the_kv_pages_precision_is_compared_not_its_spelling() -> None:
     # an explicit KV dtype is what the pages hold, whatever the model dtype
     assert (fingerprint(record("--kv-cache-dtype", "fp8_e4m3", "--dtype", "float16"), kv)
             == fingerprint(record("--kv-cache-dtype", "fp8_e4m3", "--dtype", "bfloat16"), kv))
-    assert fingerprint(record("--kv-cache-dtype", "bf16", "--dtype", "bfloat16"), kv) == fingerprint(
+    # under auto the checkpoint decides (FP8 where it declares FP8 KV quantization): an auto
+    # server agrees only with an auto server of its dtype, never with one told a precision
+    assert fingerprint(record("--kv-cache-dtype", "bf16", "--dtype", "bfloat16"), kv) != fingerprint(
         record("--dtype", "bfloat16"), kv)
+    assert fingerprint(record("--dtype", "bfloat16"), kv) == fingerprint(record("--dtype", "bfloat16"), kv)
 
 
 def test_the_readback_names_role_values_and_layers() -> None:
