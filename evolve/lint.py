@@ -366,7 +366,7 @@ class Linter:
         args = command.args
         i = 0
         secrets_given: set[str] = set()  # a secret's flag twice is refused by the server
-        leaves_given: dict[str, tuple[str, int]] = {}  # leaf -> its first flag and line (the last one wins)
+        leaves_given: dict[str, tuple[str, Token]] = {}  # leaf -> its first flag and word (the last one wins)
         keys: dict[str, tuple[Any, int]] = {}  # key leaf -> (its text, the line), when known here
         while i < len(args):
             token = args[i]
@@ -401,7 +401,7 @@ class Linter:
                     i += 1  # its value
             else:
                 yield from (found for found in (self._lifecycle(spelling, flag, file, token.line),
-                                                _repeated(spelling.leaf, flag, token.line, leaves_given, file,
+                                                _repeated(spelling.leaf, flag, token, leaves_given, file,
                                                           command.whole)) if found is not None)
                 taken, i = _leaf_flag_values(spelling.leaf, inline, args, i)
                 if spelling.leaf.secret and not taken and inline is None and i < len(args) and not args[i].dynamic \
@@ -647,16 +647,16 @@ class Linter:
 _FLAG_AFTER_SPACE = re.compile(r"\s(--[A-Za-z][\w.-]*)")
 
 
-def _repeated(leaf: Any, flag: str, line: int, given: dict[str, tuple[str, int]], file: str,
+def _repeated(leaf: Any, flag: str, token: Token, given: dict[str, tuple[str, Token]], file: str,
               whole: bool) -> Finding | None:
-    """A leaf set again in one launch line (`given`: each leaf's first flag and line; two
-    branches of a script may each set it, so only in a `whole` command): the server keeps
-    the last value and warns; a secret's second flag is refused elsewhere."""
-    first = given.setdefault(leaf.name, (flag, line))
-    if first == (flag, line) or leaf.secret or not whole:
+    """A leaf set again in one launch line (`given`: each leaf's first flag and its word;
+    two branches of a script may each set it, so only in a `whole` command): the server
+    keeps the last value and warns; a secret's second flag is refused elsewhere."""
+    first = given.setdefault(leaf.name, (flag, token))
+    if first[1] is token or leaf.secret or not whole:
         return None
-    return Finding("lint-repeated", flag, f"{flag} sets {leaf.name} again (first {first[0]}, line {first[1]}): the "
-                   f"server keeps the last value", file, line, "give each leaf once")
+    return Finding("lint-repeated", flag, f"{flag} sets {leaf.name} again (first {first[0]}, line {first[1].line}): "
+                   f"the server keeps the last value", file, token.line, "give each leaf once")
 
 
 def _same_key(keys: Mapping[str, tuple[Any, int]], file: str) -> Iterator[Finding]:

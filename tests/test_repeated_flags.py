@@ -60,3 +60,7 @@ def test_lint_reports_a_leaf_given_twice_in_one_launch_line(tmp_path: Path) -> N
     assert sorted((rule, subject) for _, rule, subject in findings) == [
         ("lint-repeated", "--no-disable-radix-cache"), ("lint-repeated", "--tensor-parallel-size")], findings
     assert found_in(tmp_path / "once.sh", f"{LAUNCH} --tp-size 2\n", bundled_view()) == []
+    # round seventeen: the same flag twice, on one line
+    twice = found_in(tmp_path / "twice.sh", f"{LAUNCH} --tp-size 2 --tp-size 4 --page-size 16 --page-size 32\n",
+                     bundled_view())
+    assert sorted(subject for _, rule, subject in twice if rule == "lint-repeated") == ["--page-size", "--tp-size"]

@@ -378,3 +378,19 @@ def test_publishing_as_the_role_that_writes_every_leaf_needs_a_test_scope(record
         ctx.publish(record, role="launcher")  # the process's own role: fine
     with ctx.restoring(test=True):
         ctx.publish(record, role="test")
+
+
+def test_acting_as_test_left_open_ends_with_its_test_scope(record: ServerArgs) -> None:
+    """Round seventeen: `acting_as("test")` entered inside a test scope and never exited
+    kept writing every leaf after the scope closed, outside any test scope. Each write
+    now checks the scope is still open."""
+    ctx = get_context()
+    with ctx.restoring():
+        ctx.publish(record, role="launcher")
+        with ctx.restoring(test=True):
+            block = ctx.acting_as("test")
+            block.__enter__()  # never exited
+            ctx.override("t", page_size=32)  # inside the test scope: admitted
+        with pytest.raises(RoleError, match=r"acting_as\('test'\).*for tests only"):
+            ctx.override("t", page_size=64)
+        block.__exit__(None, None, None)

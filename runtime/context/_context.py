@@ -249,6 +249,7 @@ class Context(Generic[V]):
         """Validate every leaf (known, type, range, policy, owner, capacity), then apply all
         of them or none. Returns the log entries of the changes (unchanged values log
         nothing); the epoch goes up once per call that changes anything."""
+        self._still_admitted()
         with self._lock:
             state = self.state
             changes = self.validator.validate(state, leaves, source=source, check_policy=True)
@@ -285,6 +286,14 @@ class Context(Generic[V]):
         admit()
         return ActingAs(self._writer, role, admit)
 
+    def _still_admitted(self) -> None:
+        """A role acted as that writes every leaf holds only while a test scope of this
+        thread is open: an `acting_as("test")` block left unclosed past its scope's end
+        must not go on writing what the process's own role may not."""
+        writer = self._writer.get()
+        if writer is not None:
+            self._admit_write_any(writer, "acting_as")
+
     def _admit_write_any(self, role: str, verb: str) -> None:
         """Refuse a role that writes every leaf outside a test scope of this thread or task."""
         hint = "act as the role that owns the leaf" if verb == "acting_as" else "publish as the process's own role"
@@ -299,6 +308,7 @@ class Context(Generic[V]):
     def prepare_override(self, source: str, /, **leaves: Any) -> Prepared:
         """Phase one of an override that several ranks commit together: validate exactly
         as `override` does and build the next state, installing nothing."""
+        self._still_admitted()
         with self._lock:
             base = self.state
             changes = self.validator.validate(base, leaves, source=source, check_policy=True)
