@@ -457,6 +457,10 @@ def test_a_watched_path_that_becomes_no_regular_file_is_reported_as_such(
 
 @pytest.mark.parametrize(("flags", "said"), [
     (["--watch", "{a}", "--watch", "{b}"], "--watch given twice"),
+    # round seventeen: serve's own flags given twice kept the last in silence
+    (["--ranks", "2", "--ranks", "1"], "--ranks given twice (2, then 1); give it once"),
+    (["--serve-log-level", "info", "--serve-log-level", "debug"], "--serve-log-level given twice"),
+    (["--max-body-bytes", "10", "--max-body-bytes", "20"], "--max-body-bytes given twice"),
     (["--watch", "{empty}"], "the file is empty (0 bytes)"),
     (["--ranks", "2", "--tp-size", "2", "--rank-timeout", "1e-9"], "give at least 0.1 seconds"),
     (["--watch", "/proc/self/status"], "not a regular file (a pseudo-file"),
