@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from configbags.runtime.cmdline import inert
 from configbags.runtime.fleet import apply_class
 from configbags.runtime.leaftypes import shown_text
 from configbags.runtime.registry import LeafSpec
@@ -282,7 +283,15 @@ async def within(door: Door, work: asyncio.Future[dict[str, Any]], give_up: Call
             return work.result()
     if work.done():
         return work.result()
+    work.add_done_callback(_settled)  # what it ends with later was answered now, as the 503
     raise give_up()
+
+
+def _settled(work: asyncio.Future[Any]) -> None:
+    """Retrieve what a given-up change ended with (its ticket's refusal, as a rule): the 503
+    said it already; unretrieved, asyncio would log a traceback per change."""
+    if not work.cancelled() and (exc := work.exception()) is not None:
+        log.debug("a given-up change ended with %s: %s", type(exc).__name__, inert(str(exc)))
 
 
 def given_up(door: Door, ticket: Ticket) -> DoorError:

@@ -33,6 +33,7 @@ from configbags.runtime.record import (
     model_inputs,
     parse_cli_words,
     record_from_cli_args,
+    warn_once,
 )
 from configbags.runtime.resolve import NO_FACTS, Facts, ModelFacts
 from configbags.serve.door import (
@@ -125,55 +126,58 @@ def _parser(package: str | None = None) -> argparse.ArgumentParser:
                "--port 30000 --api-key KEY --admin-api-key KEY. Endpoints: GET /health, "
                "GET /server_info, GET /config/{leaf}, PATCH /config, GET /openapi.json.",
     )
-    parser.add_argument("--ranks", action=GivenOnce, type=int, default=1, metavar="N",
+    parser.add_argument("--ranks", action=WarnAgain, type=int, default=1, metavar="N",
                         help="hold the config on N ranks: this process is rank 0 and starts "
                              f"N-1 worker ranks; tp_size*pp_size must equal N (default 1: no ranks; at "
                              f"most {MAX_RANKS})")
-    parser.add_argument("--rank-timeout", action=GivenOnce, type=_rank_timeout, default=10.0, metavar="S",
+    parser.add_argument("--rank-timeout", action=WarnAgain, type=_rank_timeout, default=10.0, metavar="S",
                         help="seconds to wait for a rank before answering 503; a rank silent this "
                              "long is stalled: /health names it until it answers again; silent three times "
                              "as long, it leaves the group (its process ended; reads go on, changes "
                              "are refused until a restart) (default 10)")
     parser.add_argument("--package", default=None,
                         help="generated config package (default: [tool.configbags] package)")
-    parser.add_argument("--role", action=GivenOnce, default="launcher",
+    parser.add_argument("--role", action=WarnAgain, default="launcher",
                         help="the role this process publishes as (default launcher); changes "
                              f"over HTTP are always checked as the {OPERATOR!r} role")
-    parser.add_argument("--max-body-bytes", action=GivenOnce, type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="B",
+    parser.add_argument("--max-body-bytes", action=WarnAgain, type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="B",
                         help=f"largest PATCH body accepted (default {DEFAULT_MAX_BODY_BYTES}); larger gets 413")
-    parser.add_argument("--max-connections", action=GivenOnce, type=int, default=None, metavar="N",
+    parser.add_argument("--max-connections", action=WarnAgain, type=int, default=None, metavar="N",
                         help="open connections the door holds at most, half of them from one client host; one "
                              "over is closed as soon as it is accepted (default: half the file-descriptor limit, at "
                              f"most 1024; 1 to {MAX_CONNECTIONS})")
-    parser.add_argument("--head-timeout", action=GivenOnce, type=_seconds, default=DEFAULT_HEAD_TIMEOUT_S, metavar="S",
+    parser.add_argument("--head-timeout", action=WarnAgain, type=_seconds, default=DEFAULT_HEAD_TIMEOUT_S, metavar="S",
                         help="seconds a connection has to send a whole request line and headers; one that has "
                              f"not is closed (default {DEFAULT_HEAD_TIMEOUT_S:g})")
-    parser.add_argument("--send-timeout", action=GivenOnce, type=_seconds, default=DEFAULT_SEND_TIMEOUT_S, metavar="S",
+    parser.add_argument("--send-timeout", action=WarnAgain, type=_seconds, default=DEFAULT_SEND_TIMEOUT_S, metavar="S",
                         help="seconds a client may leave its answers unread (the send buffer full); a "
                              f"connection that does is closed (default {DEFAULT_SEND_TIMEOUT_S:g})")
     parser.add_argument("--watch", type=Path, default=None, metavar="FILE", action=Once,  # one file is followed
                         help="read FILE as a --config file and follow it as Kubernetes updates a mounted "
                              "ConfigMap: live changes are applied on every rank (source file:FILE), the rest "
                              "shown as restart required (docs/FLEET.md)")
-    parser.add_argument("--watch-interval", action=GivenOnce, type=_interval, default=DEFAULT_INTERVAL_S, metavar="S",
+    parser.add_argument("--watch-interval", action=WarnAgain, type=_interval, default=DEFAULT_INTERVAL_S, metavar="S",
                         help=f"seconds between two looks at the watched file, {MIN_INTERVAL_S:g} to "
                              f"{MAX_INTERVAL_S:g} (default {DEFAULT_INTERVAL_S:g})")
     # `--serve-log-level`, not `--log-level`: a server leaf is spelled so (the config's own log level)
-    parser.add_argument("--serve-log-level", action=GivenOnce, default="warning", choices=["debug", "info", "warning", "error"],
+    parser.add_argument("--serve-log-level", action=WarnAgain, default="warning", choices=["debug", "info", "warning", "error"],
                         help="log level of the HTTP door (default warning); --log-level is the server's")
     add_help(parser, lambda: _server_parser(package))
     return parser
 
 
-class GivenOnce(argparse.Action):
-    """One of serve's own flags, which may be given once (`--ranks 2 --ranks 1` kept the
-    last in silence, while a server flag given twice warns): the second is a usage error."""
+class WarnAgain(argparse.Action):
+    """One of serve's own flags: given again, the last wins, as argparse has it, with a
+    warning naming both values, as a server flag given twice has (`--ranks 2 --ranks 1`
+    kept the last in silence)."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        given = vars(namespace).setdefault("_given_once", set())  # serve's own namespace: never a record's
+        given = vars(namespace).setdefault("_given", set())  # serve's own namespace: never a record's
         if self.dest in given:
-            parser.error(f"{option_string} given twice ({getattr(namespace, self.dest)}, then {values}); give it once")
+            message = (f"{option_string} is given twice ({getattr(namespace, self.dest)}, then {values}): the last "
+                       f"wins, {values}")
+            warn_once(message, message)
         given.add(self.dest)
         setattr(namespace, self.dest, values)
 

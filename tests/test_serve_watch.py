@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import copy
 import json
+import logging
 import os
 import shutil
 import time
@@ -457,10 +458,6 @@ def test_a_watched_path_that_becomes_no_regular_file_is_reported_as_such(
 
 @pytest.mark.parametrize(("flags", "said"), [
     (["--watch", "{a}", "--watch", "{b}"], "--watch given twice"),
-    # round seventeen: serve's own flags given twice kept the last in silence
-    (["--ranks", "2", "--ranks", "1"], "--ranks given twice (2, then 1); give it once"),
-    (["--serve-log-level", "info", "--serve-log-level", "debug"], "--serve-log-level given twice"),
-    (["--max-body-bytes", "10", "--max-body-bytes", "20"], "--max-body-bytes given twice"),
     (["--watch", "{empty}"], "the file is empty (0 bytes)"),
     (["--ranks", "2", "--tp-size", "2", "--rank-timeout", "1e-9"], "give at least 0.1 seconds"),
     (["--watch", "/proc/self/status"], "not a regular file (a pseudo-file"),
@@ -598,3 +595,18 @@ def test_serve_refuses_a_config_file_that_is_the_watched_file(
     assert main(argv) == 2  # before any socket is bound
     err = capsys.readouterr().err
     assert f"--config {config} is the watched file --watch {watched}" in err and "Traceback" not in err
+
+
+def test_serve_warns_for_its_own_flag_given_twice(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Round seventeen: `--ranks 2 --ranks 1` kept the last in silence, while a server flag
+    given twice warns; so does serve's own now (the last wins, as argparse has it)."""
+    from configbags.runtime import record as record_module
+    from configbags.serve.cli import _parser
+
+    record_module._warned.clear()
+    with caplog.at_level(logging.WARNING, logger="configbags"):
+        args, _ = _parser(None).parse_known_args(["--rank-timeout", "3", "--rank-timeout", "1", "--max-body-bytes",
+                                                  "100"])
+    assert args.rank_timeout == 1.0 and args.max_body_bytes == 100
+    assert [r.getMessage() for r in caplog.records] == ["--rank-timeout is given twice (3.0, then 1.0): the last wins, 1.0"]
+    record_module._warned.clear()
