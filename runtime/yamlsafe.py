@@ -535,7 +535,11 @@ def check_output_path(path: Path, what: str) -> None:
 
 def write_text_atomic(path: Path, text: str, what: str) -> Path:
     """Write `text` to `path` as UTF-8, replacing the file whole (a temporary file beside
-    it, then a rename): a failed write leaves the old file as it was. OutputFileError."""
+    it, then a rename): a failed write leaves the old file as it was. A link is written
+    through, as a shell's `>` does: the rename would replace the link with a file and
+    leave the file it points to (the one kept) stale. OutputFileError."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     check_output_path(path, what)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -316,3 +316,21 @@ def test_explain_of_an_unknown_leaf_writes_no_dump(tmp_path: Path, capsys: pytes
         assert configbags(["explain", "page_sise", "--tp-size", "2", "--dump-config", str(out)]) == 2
     assert out.read_text() == "keep me\n"
     assert "'page_sise' is not a config leaf (did you mean 'page_size'?)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_dump_to_a_link_is_written_through_it(tmp_path: Path, dangling: bool) -> None:
+    """Round seventeen: `--dump-config config.yaml`, a link to configs/prod.yaml, replaced
+    the link with a file and left prod.yaml stale. The dump goes to the link's target."""
+    from configbags.cli import main as configbags
+
+    (tmp_path / "configs").mkdir()
+    target = tmp_path / "configs" / "prod.yaml"
+    if not dangling:
+        target.write_text("weight_version: prod-v1\n")
+    link = tmp_path / "config.yaml"
+    link.symlink_to(Path("configs") / "prod.yaml")
+    with get_context().restoring():
+        assert configbags(["explain", "weight_version", "--model-path", "m", "--weight-version", "prod-v2",
+                           "--dump-config", str(link)]) == 0
+    assert link.is_symlink() and load_yaml(target.read_text())["weight_version"] == "prod-v2"
