@@ -27,7 +27,7 @@ def _found(tmp_path: Path, view: SchemaView, body: str) -> list[tuple[int, str, 
 
 
 HIDING = [  # each expansion once stood for the rest of the line: the typo after it passed
-    "--api-key $(cat /run/secrets/key) --tp-sise 20", "--model-path $(cat /m) --tp-sise 30",
+    "--api-key $(cat /run/secrets/key) --tp-sise 20", "--tokenizer-path $(cat /m) --tp-sise 30",
     "--api-key $(cat \"/a b\" | tr -d ' ') --tp-sise 2", "--api-key `cat /k` --tp-sise 2",
     "--api-key $(cat $(ls /k)) --tp-sise 2", "--served-model-name ${NAME:-a b} --tp-sise 2",
     "--api-key=$(cat /k) --tp-sise 2", "--tp-sise=$TP", "--tp-sise=${TP:-2}", "--tp-sise={tp}",
@@ -42,7 +42,7 @@ def test_the_flags_after_an_expansion_are_checked(tmp_path: Path, view: SchemaVi
 
 
 @pytest.mark.parametrize("args", [
-    "--api-key $(cat /k) --tp-size 2", "--model-path `cat /m` --tp-size 2", "--tp-size=$TP",
+    "--api-key $(cat /k) --tp-size 2", "--tokenizer-path `cat /m` --tp-size 2", "--tp-size=$TP",
     "--page-size=${P:-8}", "--api-key \"$(cat /k)\" --tp-size $((1+1))", "--tp-size 2 # $(not closed",
 ])
 def test_an_expansion_as_a_flags_value_is_one_unknown_value(tmp_path: Path, view: SchemaView, args: str) -> None:
