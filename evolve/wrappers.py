@@ -146,6 +146,19 @@ WRAPPERS: _Table = {
     "docker": _CONTAINERS, "podman": _CONTAINERS, "nerdctl": _CONTAINERS,
     "docker-compose": {"run": _COMPOSE, "exec": _COMPOSE},
     "srun": _SRUN, "salloc": _SRUN, "sbatch": _SBATCH,
+    # tracers, privilege and namespace changers, and repeaters run the command after their options
+    "strace": _w("-a -b -e -E -I -o -O -p -P -s -S -u -X -U --output --env --user --attach --trace-path "
+                 "--string-limit"),
+    "ltrace": _w("-a -A -D -e -F -l -n -o -p -s -u -w -x --align --indent --library --output"),
+    "setpriv": _w("--reuid --regid --ruid --rgid --euid --egid --groups --inh-caps --ambient-caps --bounding-set "
+                  "--securebits --pdeathsig --selinux-label --apparmor-profile --landlock-access --landlock-rule"),
+    "sg": _w(operands=1, script="-c"),  # `sg GROUP -c CMD`
+    "unshare": _w("-S --setuid -G --setgid -R --root -w --wd --propagation --setgroups --map-user --map-group "
+                  "--map-users --map-groups"),
+    "nsenter": _w("-t --target -S --setuid -G --setgid"),
+    "watch": _w("-n --interval -q --equexit"),
+    "valgrind": _w(), "catchsegv": _w(), "firejail": _w(), "pkexec": _w("--user"),
+    "prlimit": _w("-p --pid -o --output"), "cgexec": _w("-g"),
 }
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")

@@ -346,6 +346,10 @@ _WHOLE_ENV_WORDS = {
     "ruby": ("ENV.", "ENV[", "ENV.each", "ENV.keys"),
     "jq": ("$ENV", "env |", "env|", "env.", "env[", "env)"),
     "cmake": ("$ENV{${", "$ENV{$<"),  # (a name held in a variable or built by a generator expression)
+    # Tcl's env array: listed, searched, or an element by a name held in a variable
+    **dict.fromkeys(("tclsh", "wish", "expect"), (
+        "array get env", "array names env", "parray env", "array startsearch env", "env($", "::env($", "dict get [array",
+    )),
 }
 # ... or is, as the whole inline program (`jq -n env`: the environment as an object)
 _WHOLE_ENV_PROGRAMS = {"jq": ("env",)}
@@ -455,9 +459,14 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return script is not None and shell_prints_environment(script, python_reads_whole, depth + 1, rest[index + 1 :])
     if _PYTHON.fullmatch(name):
         return _python_prints(rest, python_reads_whole)
+    if name in ("find", "git", "gdb"):
+        return _runner_prints(name, rest, python_reads_whole, depth)
     if name in _WHOLE_ENV_WORDS:
         programs = _WHOLE_ENV_PROGRAMS.get(name, ())
-        return any(word is not None and (word in programs or uses_environment_whole(name, word)) for word in rest)
+        return any(
+            word is not None and (word in programs or program_prints_environment(name, word, python_reads_whole, depth))
+            for word in rest
+        )
     if name in _LISTERS:
         return any(word is not None and word.startswith("-") and ("e" in word or "v" in word) for word in rest)
     options = [word for word in rest if word is not None and word.startswith("-")]
@@ -467,6 +476,182 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return not options  # `set -e` sets options; `set` alone lists every variable
     # `printenv -0`, `export -p`, `declare -x`, `declare -p`, `typeset -x`
     return name in ("printenv", "export") or all(set(word[1:]) <= set("xpr") for word in options)
+
+
+def program_prints_environment(
+    interpreter: str, text: str, python_reads_whole: Callable[[str], bool], depth: int = 0
+) -> bool:
+    """Does another interpreter's program reach the environment whole (uses_environment_whole),
+    or start a child that does: a command it runs (perl's `qx(env)`, backticks, `system`,
+    `exec`, a piped `open`; node's `child_process.execSync("env")`, `spawnSync`; awk's
+    `system("env")`, `"env" | getline`; Tcl's `exec env`) judged as a shell command, and
+    one it builds (`system("printenv " . $n)`) not known: deny by default?"""
+    if uses_environment_whole(interpreter, text):
+        return True
+    return any(
+        command is None or shell_prints_environment(command, python_reads_whole, depth + 1)
+        or stdin_reader(_split(command)) is not None  # (`print x | "sh"`: the program it is fed)
+        for command in started_commands(interpreter, text)
+    )
+
+
+# A string literal of perl, node or awk: its quote and text (escapes kept)
+_STRING = r"""(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`)"""
+_PERL_RUNS = re.compile(r"\b(?:system|exec|readpipe)\b\s*\(?\s*")
+_PERL_QX = re.compile(r"\bqx\s*([^\w\s])")
+_PERL_OPEN = re.compile(r"\bopen\s*\(?\s*(?:my\s+)?[$\w:]+\s*,\s*")
+_NODE_RUNS = re.compile(r"\b(exec|execSync|execFile|execFileSync|spawn|spawnSync)\s*\(\s*")
+_AWK_SYSTEM = re.compile(r"\bsystem\s*\(\s*")
+_AWK_PIPES = re.compile(r"""("(?:[^"\\]|\\.)*"|[A-Za-z_]\w*|\))\s*\|&?\s*getline|\|&?\s*("(?:[^"\\]|\\.)*"|[A-Za-z_]\w*)""")
+_TCL_RUNS = re.compile(r"""\bexec\s+([^\]\n;]*)|\bopen\s+"?\|([^"\]\n;]*)""")
+_CLOSING = {"(": ")", "{": "}", "[": "]", "<": ">"}
+# What makes a literal's text built at run time: perl's and node's interpolation
+_INTERPOLATES = {"perl": re.compile(r"[$@]\w|[$@]\{"), "node": re.compile(r"\$\{")}
+
+
+def _literal(text: str, at: int, interpreter: str) -> tuple[str | None, int]:
+    """The string literal at `text[at]` (None: not a literal, or one that interpolates)
+    and the index after it."""
+    while at < len(text) and text[at].isspace():
+        at += 1
+    found = re.compile(_STRING).match(text, at)
+    if found is None:
+        return None, at
+    quote, body = found.group()[0], found.group()[1:-1]
+    pattern = _INTERPOLATES.get(interpreter)
+    if pattern is not None and quote != "'" and pattern.search(body):
+        return None, found.end()
+    return body.replace('\\"', '"').replace("\\'", "'"), found.end()
+
+
+def _literals_then(text: str, at: int, interpreter: str, end: str) -> str | None:
+    """The literals of a list `"a", "b"` from `text[at]` up to `end`, as one shell command
+    (each word quoted); None where one is not a literal."""
+    words: list[str] = []
+    while True:
+        word, at = _literal(text, at, interpreter)
+        if word is None:
+            return None
+        words.append(word)
+        rest = text[at:].lstrip()
+        if not rest.startswith(","):
+            break
+        at = len(text) - len(rest) + 1
+        at += len(text[at:]) - len(text[at:].lstrip())
+        if text[at:].startswith(end):
+            break
+    return shlex.join(words)
+
+
+def started_commands(interpreter: str, text: str) -> list[str | None]:
+    """The shell commands an inline program of perl, ruby, node, awk or Tcl starts (a
+    command it builds: None)."""
+    if interpreter in ("perl", "ruby"):
+        return _perl_commands(text)
+    commands: list[str | None] = []
+    if interpreter in ("node", "nodejs") and "child_process" in text:
+        for found in _NODE_RUNS.finditer(text):
+            command, at = _literal(text, found.end(), "node")
+            rest = text[at:].lstrip()
+            if command is not None and found.group(1).startswith(("spawn", "execFile")) and rest.startswith(","):
+                args = rest[1:].lstrip()
+                if args.startswith("["):
+                    listed = _literals_then(args, 1 + len(args[1:]) - len(args[1:].lstrip()), "node", "]")
+                    command = None if listed is None and args[1:].lstrip()[:1] != "]" else f"{command} {listed or ''}"
+            commands.append(command)
+    elif interpreter in _WHOLE_ENV_WORDS and "ENVIRON" in _WHOLE_ENV_WORDS[interpreter]:  # awk
+        for found in _AWK_SYSTEM.finditer(text):
+            command, at = _literal(text, found.end(), "awk")
+            commands.append(command if command is not None and text[at:].lstrip().startswith(")") else None)
+        for found in _AWK_PIPES.finditer(text):
+            word = found.group(1) or found.group(2)
+            commands.append(word[1:-1] if word.startswith('"') and text[found.end():].lstrip()[:1] != '"' else None)
+    elif interpreter in ("tclsh", "wish", "expect"):
+        for found in _TCL_RUNS.finditer(text):
+            body = found.group(1) if found.group(1) is not None else found.group(2)
+            commands.append(None if "$" in body or "[" in body else body)
+    return commands
+
+
+def _runner_prints(name: str, rest: list[Word], python_reads_whole: Callable[[str], bool], depth: int) -> bool:
+    """find's `-exec CMD ;`, git's `!` aliases (`git -c alias.e=!env e`), gdb's commands."""
+    if name == "find":
+        return any(prints_environment(command, python_reads_whole, depth + 1) for command in _found_commands(rest))
+    if name == "git":
+        return any(
+            shell_prints_environment(script, python_reads_whole, depth + 1) for script in _git_alias_scripts(rest)
+        )
+    return _gdb_prints(rest, python_reads_whole, depth)
+
+
+def _perl_commands(text: str) -> list[str | None]:
+    """The commands perl's (or ruby's) backticks, `qx`, `system`, `exec` and piped `open` run."""
+    commands: list[str | None] = list(re.findall(r"`([^`]*)`", text))
+    for found in _PERL_QX.finditer(text):
+        opening = found.group(1)
+        close = text.find(_CLOSING.get(opening, opening), found.end())
+        body = text[found.end() : close] if close >= 0 else None
+        interpolates = opening != "'" and body is not None and _INTERPOLATES["perl"].search(body)
+        commands.append(None if body is None or interpolates else body)
+    for found in _PERL_RUNS.finditer(text):
+        commands.append(_literals_then(text, found.end(), "perl", ")"))
+    for found in _PERL_OPEN.finditer(text):
+        mode, at = _literal(text, found.end(), "perl")
+        if mode in ("-|", "|-"):
+            rest = text[at:].lstrip()
+            commands.append(_literals_then(text, len(text) - len(rest) + 1, "perl", ")") if rest.startswith(",") else None)
+        elif mode is None or mode.strip().startswith("|") or mode.strip().endswith("|"):
+            commands.append(mode.strip().strip("|") if mode else None)
+    return commands
+
+
+def _found_commands(rest: list[Word]) -> list[list[Word]]:
+    """The commands `find ... -exec CMD {} ;` (`-execdir`, `-ok`, `-okdir`, `+`) runs."""
+    commands: list[list[Word]] = []
+    index = 0
+    while index < len(rest):
+        word = rest[index]
+        index += 1
+        if word in _FIND_EXECS:
+            end = next((j for j in range(index, len(rest)) if rest[j] in (";", "+")), len(rest))
+            commands.append(rest[index:end])
+            index = end + 1
+    return commands
+
+
+def _git_alias_scripts(rest: list[Word]) -> list[str]:
+    """The shell commands of the `!` aliases `git -c alias.NAME=!CMD` defines."""
+    scripts: list[str] = []
+    for index, word in enumerate(rest):
+        value = rest[index + 1] if word == "-c" and index + 1 < len(rest) else word[2:] if word and word.startswith("-c") else None
+        key, eq, command = (value or "").partition("=")
+        if eq and key.lower().startswith("alias.") and command.lstrip().startswith("!"):
+            scripts.append(command.lstrip()[1:])
+    return scripts
+
+
+_GDB_COMMANDS = frozenset({"-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--iex",
+                           "-init-eval-command", "--init-eval-command"})
+_GDB_SHOWS = re.compile(r"(?:show|info|sho|i)\s+env\w*\s*$")
+
+
+def _gdb_prints(rest: list[Word], python_reads_whole: Callable[[str], bool], depth: int) -> bool:
+    """gdb's `-ex 'show environment'` prints the environment it holds for its program;
+    `-ex 'shell CMD'` (`!CMD`) runs CMD; `--args CMD...` debugs CMD, run with it."""
+    for index, word in enumerate(rest):
+        if word == "--args":
+            return prints_environment(rest[index + 1 :], python_reads_whole, depth + 1)
+        name, eq, value = (word or "").partition("=")
+        command = value if eq and name in _GDB_COMMANDS else rest[index + 1] if word in _GDB_COMMANDS and index + 1 < len(rest) else None
+        if command is None:
+            continue
+        command = command.strip()
+        if _GDB_SHOWS.match(command):
+            return True
+        shell = command[1:] if command.startswith("!") else command[6:] if command.startswith("shell ") else None
+        if shell is not None and shell_prints_environment(shell, python_reads_whole, depth + 1):
+            return True
+    return False
 
 
 def _builds_a_name(name: str, rest: list[Word]) -> bool:
@@ -1290,8 +1475,8 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
         command = _env_command(rest)
         return stdin_reader(command, depth + 1) if command is not None else None
     shell, python = name in _SHELLS, _PYTHON.fullmatch(name) is not None
-    if not shell and not python:  # `envsubst`: every `$NAME` of its input is read
-        return "other:" + name if name in _STDIN_TEMPLATES else None
+    if not shell and not python:  # `envsubst`: every `$NAME` of its input is read; make's, perl's programs
+        return "other:" + name if name in _STDIN_TEMPLATES else _other_stdin_reader(name, rest)
     if shell:
         index, letters = shell_options(rest)
         # `bash -s ARG...`: the script on stdin, then its arguments; else the script named
@@ -1311,6 +1496,19 @@ def stdin_reader(words: Sequence[Word], depth: int = 0) -> str | None:
         elif not word.startswith("--"):
             return None  # the script or file it runs
     return "python"
+
+
+def _other_stdin_reader(name: str, rest: list[Word]) -> str | None:
+    """`make -f -`: "make", the Makefile on stdin; `perl`, `tclsh`, `node -` with no inline
+    program nor file named: "other:NAME", the program on stdin."""
+    if name not in MAKES and (name not in _WHOLE_ENV_WORDS or _INTERPRETERS.get(name, ("",))):
+        return None
+    if name in MAKES:
+        pairs = zip(rest, [*rest[1:], None], strict=True)
+        fed = any(w in ("-f-", "--file=-", "--makefile=-") or (w in ("-f", "--file", "--makefile") and n == "-") for w, n in pairs)
+        return "make" if fed else None
+    named = [w for w in rest if w is None or w in _INLINE_OPTIONS or w == "-r" or not w.startswith("-")]
+    return "other:" + name if not named or named == ["-"] else None
 
 
 def rebased(spec: str, cwd: str) -> str:
@@ -1535,7 +1733,7 @@ def text_reads(
         recipes = "\n".join(line.lstrip("\t@-+") for line in text.split("\n") if line.startswith("\t"))
         whole = any(mark in text for mark in _MAKE_WHOLE) or shell_prints_environment(recipes, python_reads_whole)
     elif kind == "other":
-        whole = uses_environment_whole(interpreter, text)
+        whole = program_prints_environment(interpreter, text, python_reads_whole)
     elif kind == "python":
         whole = python_reads_whole(text)
     else:

@@ -102,6 +102,7 @@ from configbags.migrate.childenv import (
     plain_dump,
     prints_environment,
     program_name,
+    program_prints_environment,
     rebased,
     run_by,
     script_files,
@@ -2029,6 +2030,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         whole = (
             ("shell" in readers and shell_prints_environment(text, self._python_reads_whole))
             or ("python" in readers and self._python_reads_whole(text))
+            or ("make" in readers and text_reads("make", "", text, self.declared, self._python_reads_whole)[1])
+            or any(
+                program_prints_environment(reader[len("other:") :], text, self._python_reads_whole)
+                for reader in readers if reader is not None and reader.startswith("other:")
+            )
         )
         if whole:
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")

@@ -214,7 +214,9 @@ def settings_reads(
     so a subclass in an importer reads under their settings. `imported`: the other
     modules' constants the module imports (FlowInput.constants)."""
     told = {spelled: _Known.decode(value) for spelled, shape, value in imported if shape == SETTINGS_CLASS}
-    if not declared or ("BaseSettings" not in text and _INIT_PREFIX not in text and not told):
+    if not declared or (
+        "BaseSettings" not in text and _INIT_PREFIX not in text and not told and "SettingsSource" not in text
+    ):
         return [], []
     imported_names = _imported_names(tree)
     classes: dict[str, _Settings] = {}
@@ -253,8 +255,11 @@ def settings_reads(
         reads += _created(tree, imported_names, classes, declared, strings)
     if _INIT_PREFIX in text:
         reads += _prefixed_where_made(tree, classes, fields, declared, strings)
+    made = _made_classes(tree, imported_names, classes)
+    reads += _made_by_call(tree, imported_names, classes, declared)
+    reads += _sources_used(tree, imported_names)
     if "model_config" in text:
-        reads += _config_changed(tree, {*known, *told}, declared)
+        reads += _config_changed(tree, {*known, *told, *made}, declared)
     return reads, exports
 
 
@@ -398,6 +403,74 @@ def _created(
     return reads
 
 
+# the calls that make a class at run time from its bases (`type(name, bases, ns)`)
+_CLASS_MAKERS = frozenset({"type", "new_class", "create_model"})
+# pydantic-settings' sources read the environment under the settings they are given, of
+# a class whose fields the call does not show (`EnvSettingsSource(S, env_prefix="X_")()`)
+_ENV_SOURCES = frozenset({"EnvSettingsSource", "DotEnvSettingsSource"})
+
+
+def _settings_bases(call: ast.Call, imported: dict[str, str], classes: dict[str, _Settings]) -> list[_Settings] | None:
+    """The settings of a class-making call's settings bases (`create_model(__base__=...)`,
+    `type(name, (Base,), ns)`, `types.new_class(name, (Base,), ...)`); None where it makes
+    no settings class ([]: the library's own base only)."""
+    maker = _last(call.func)
+    if maker not in _CLASS_MAKERS:
+        return None
+    if maker == "create_model":
+        base = next((k.value for k in call.keywords if k.arg == "__base__"), None)
+    else:
+        base = call.args[1] if len(call.args) >= 2 else next((k.value for k in call.keywords if k.arg == "bases"), None)
+    bases = list(base.elts) if isinstance(base, (ast.Tuple, ast.List)) else [base] if base is not None else []
+    names = [_resolved(b, imported) for b in bases]
+    if not any(name in classes for name in names) and not _SETTINGS_BASES.intersection(names):
+        return None
+    return [classes[name] for name in names if name in classes]
+
+
+def _made_classes(tree: ast.Module, imported: dict[str, str], classes: dict[str, _Settings]) -> set[str]:
+    """The names bound to a settings class a call makes (`S = create_model(...,
+    __base__=BaseSettings)`): a later `S.model_config[...] = ...` changes its settings."""
+    made: set[str] = set()
+    for node in ast.walk(tree):
+        value = node.value if isinstance(node, ast.Assign) else None
+        if isinstance(node, ast.Assign) and isinstance(value, ast.Call) and _settings_bases(value, imported, classes) is not None:
+            made.update(target.id for target in node.targets if isinstance(target, ast.Name))
+    return made
+
+
+def _made_by_call(
+    tree: ast.Module, imported: dict[str, str], classes: dict[str, _Settings], declared: frozenset[str],
+) -> list[Row]:
+    """`type("S", (Knobs,), {...})`, `types.new_class("S", (BaseSettings,), ...)`: a
+    settings class whose fields are in a namespace the scanner does not read: `$?`, save
+    under a base whose prefix no declared variable starts with. (`create_model`'s keyword
+    fields are read by _created.)"""
+    reads: list[Row] = []
+    for function, _, call in _calls(tree):
+        if _last(call.func) == "create_model":
+            continue
+        inherited = _settings_bases(call, imported, classes)
+        if inherited is None:
+            continue
+        settings = inherited[0] if inherited else _Settings("", False, None)
+        if settings.prefix is None or settings.generator is not None or settings._under(settings.prefix, declared):
+            reads.append(_row(function, ENV_UNRESOLVED, call))
+    return reads
+
+
+def _sources_used(tree: ast.Module, imported: dict[str, str]) -> list[Row]:
+    """A pydantic-settings environment source made by the module (`EnvSettingsSource(S,
+    env_prefix=...)`): it reads the variables of a class's fields under settings the call
+    may change: `$?`."""
+    reads: list[Row] = []
+    for function, _, call in _calls(tree):
+        path = _resolved(call.func, imported)
+        if path.rpartition(".")[2] in _ENV_SOURCES and path.startswith("pydantic_settings"):
+            reads.append(_row(function, ENV_UNRESOLVED, call))
+    return reads
+
+
 def _prefixed_where_made(
     tree: ast.Module, classes: dict[str, _Settings], fields: dict[str, list[tuple[str, ast.expr, list[ast.Call]]]],
     declared: frozenset[str], strings: ModuleStrings,
@@ -455,6 +528,12 @@ def _imported_names(tree: ast.Module) -> dict[str, str]:
         for local, path in _bound_by_import(node):
             if names.get(local) not in _SETTINGS_BASES and names.get(local) not in _LIBRARIES:
                 names[local] = path
+    # an import in a function body binds a name there only, but a class defined in that
+    # body (a settings factory) takes its base from it: a name no top-level import binds
+    for found in ast.walk(tree):
+        if isinstance(found, (ast.Import, ast.ImportFrom)):
+            for local, path in _bound_by_import(found):
+                names.setdefault(local, path)
     return names
 
 
