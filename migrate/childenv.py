@@ -48,6 +48,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import getopt
+import itertools
 import re
 import shlex
 from collections import Counter
@@ -1504,7 +1505,7 @@ def _other_stdin_reader(name: str, rest: list[Word]) -> str | None:
     if name not in MAKES and (name not in _WHOLE_ENV_WORDS or _INTERPRETERS.get(name, ("",))):
         return None
     if name in MAKES:
-        pairs = zip(rest, [*rest[1:], None], strict=True)
+        pairs = itertools.pairwise([*rest, None])  # each word and the one after it (`-f -`)
         fed = any(w in ("-f-", "--file=-", "--makefile=-") or (w in ("-f", "--file", "--makefile") and n == "-") for w, n in pairs)
         return "make" if fed else None
     named = [w for w in rest if w is None or w in _INLINE_OPTIONS or w == "-r" or not w.startswith("-")]
