@@ -757,6 +757,8 @@ def shell_prints_environment(
         return True  # `${!SGLANG_*}`, `${!name}`: variables by a prefix, or by a name held in another
     if _PROC_ENVIRON.search(script) or any(_globs_environ(word) for word in _PROC_WORD.findall(script)):
         return True
+    if _SOURCED_PROCESS.search(script):
+        return True  # `source <(echo env)`: a script another command prints, not shown
     # a command substitution quoted inside a word (`echo "$(printenv "$1")"`) is a script too
     scripts = [script, *(script[at.end() :] for at in re.finditer(r"\$\(", script) if '"' in script[: at.start()])]
     return any(
@@ -801,6 +803,11 @@ def shell_commands(script: str, args: Sequence[Word] | None = None) -> list[list
             current.append(token)
     commands.append(current)
     found = [command for command in commands if command]
+    # `trap CMD SIGNAL...`: CMD is a script the shell runs on the signal (`trap env EXIT`)
+    found += [
+        inner for command in found[:] if command[0] == "trap" and len(command) > 2 and command[1] not in (None, "-", "--")
+        and not str(command[1]).startswith("-") for inner in shell_commands(str(command[1]))
+    ]
     for command in found:
         shown.note(command)
     # `$(which python3) -c ...`: a substitution that only looks a program up is that program's
@@ -808,8 +815,11 @@ def shell_commands(script: str, args: Sequence[Word] | None = None) -> list[list
     return [expanded for command in kept for expanded in shown.expanded(command)]
 
 
+# `. <(...)`, `source <(...)`: the commands of a process's output
+_SOURCED_PROCESS = re.compile(r"(?:^|[\s;&|({])(?:source|\.)\s+<\(")
 # The reserved words a simple command may follow inside a compound command
-_COMPOUND_WORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}"})
+# (`coproc env`: the command a coprocess runs)
+_COMPOUND_WORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "coproc"})
 # A word in a command's place the scanner cannot judge (a command substitution's output,
 # a variable whose value the script does not show): the command is not known, and as for
 # any program the scanner cannot judge, deny by default: it may print the environment

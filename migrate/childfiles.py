@@ -24,6 +24,16 @@ A file inside the project or a root that is not a scanned Python file is read, n
   relative path (the folder the child starts in is not known to be the project's) that
   names no file of the project is left alone: `["python", "train.py"]`, `make` alone.
 
+A shell script's judgment follows what it runs: the scripts it sources or runs by a path
+it shows (its own folder spelled `"$(dirname "$0")"` too, here_spelled), and the programs
+it feeds an interpreter (a heredoc, a here-string, `python -c`, fed_programs), judged as
+that interpreter's.
+
+Every script file under the roots is judged as its own file too (judge_scripts), however
+it is started (a run helper, a composed argv, nothing the scanner sees): a shell script
+(`.sh`, `.bash`, a shell's first line) by its text, its reads reported in it; a Python
+one with no `.py` suffix scanned as a module of the tree.
+
 A file outside the project and every root (`/usr/bin/tool`) is someone else's program,
 and an excluded one (scan.excludes) is left out as the listing leaves it."""
 
@@ -34,15 +44,21 @@ import fnmatch
 import json
 import os
 import re
+import shlex
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 
 from configbags.migrate.childenv import (
     ANY_FOLDER,
+    is_python,
     named_variables,
+    program_name,
     run_by,
+    script_files,
+    shell_commands,
     shell_prints_environment,
+    stdin_reader,
     text_reads,
 )
 from configbags.migrate.doors import DoorScan
@@ -171,22 +187,32 @@ class _Judge:
             return [] if display_path(Path(target), Path(self.project)) in self.listed else (target, data)
         if kind == "binary":
             return [(ENV_UNRESOLVED, "child_file")]
-        text = data.decode("utf-8", "surrogateescape")
+        return self._text_judged(kind, interpreter, target, data.decode("utf-8", "surrogateescape"))
+
+    def _text_judged(self, kind: str, interpreter: str, target: str, text: str) -> list[tuple[str, str]]:
+        """(leaf, form) of each read the text of the file `target`, run as `kind`, makes."""
         if kind == "logini":
-            code = [value for _, value in _LOGGING_CODE.findall(text)]
-            names = named_variables(text, self.declared)
-            # (eval'd in the logging module's namespace, where `os` and `sys` are its imports)
-            whole = any(self._python_whole("import os, sys\nvalue = " + value) for value in code)
-            return [(env_subject(name), "child_script") for name in names] + ([(ENV_UNRESOLVED, "environ_whole")] if whole else [])
+            return self._logging_reads(text)
         if kind.startswith("build:"):
             names, whole = self._build_reads(kind[len("build:") :], target, text)
             found = [(env_subject(name), "child_script") for name in names]
             return [*found, (ENV_UNRESOLVED, "environ_whole")] if whole else found
+        if kind == "shell":  # (its sourced files and fed programs too: a script's own judgment)
+            return self.script_reads(target, text, set())
         if kind == "make":
             text = "\n".join(self._makefile_texts(target, text))
         names, whole = text_reads(kind, interpreter, text, self.declared, self._python_whole)
         found = [(env_subject(name), "child_script") for name in names]
         return [*found, (ENV_UNRESOLVED, "environ_whole")] if whole else found
+
+    def _logging_reads(self, text: str) -> list[tuple[str, str]]:
+        """What a logging config file (`logging.config.fileConfig`) reads: its words, and
+        the environment whole where its eval'd values use it."""
+        code = [value for _, value in _LOGGING_CODE.findall(text)]
+        names = named_variables(text, self.declared)
+        # (eval'd in the logging module's namespace, where `os` and `sys` are its imports)
+        whole = any(self._python_whole("import os, sys\nvalue = " + value) for value in code)
+        return [(env_subject(name), "child_script") for name in names] + ([(ENV_UNRESOLVED, "environ_whole")] if whole else [])
 
     def _build_reads(self, tool: str, target: str, text: str) -> tuple[list[str], bool]:
         """What a build tool's run of the build file `target` reads (childenv.BUILD_TOOLS):
@@ -298,6 +324,55 @@ class _Judge:
                 if data is not None:
                     yield from self._makefile_texts(included, data.decode("utf-8", "surrogateescape"), depth + 1)
 
+    def script_reads(self, target: str, text: str, seen: set[str], depth: int = 0) -> list[tuple[str, str]]:
+        """(leaf, form) of each read the shell script at `target` (its text `text`) makes,
+        judged as its own file: its text as a `-c` script is (text_reads), the programs it
+        feeds an interpreter (a heredoc, a here-string, `python -c CODE`) as that
+        interpreter's, and the files it sources or runs by a path it shows (its own folder
+        spelled `"$(dirname "$0")"`), followed; `source <(...)` is a script not shown."""
+        seen.add(target)
+        names, whole = text_reads("shell", "", text, self.declared, self._python_whole)
+        found = [(env_subject(name), "child_script") for name in names]
+        if whole:
+            found.append((ENV_UNRESOLVED, "environ_whole"))
+        for reader, program in fed_programs(text):
+            found += self._program_reads(reader, program)
+        if depth >= _MAX_INCLUDES:
+            return list(dict.fromkeys(found))
+        files = script_files(here_spelled(text), "@cwd")
+        for kind, spec in [item for file in files for item in self.expanded(*file, target)]:
+            inner = self._resolved(spec, target) if spec and not spec.startswith(ANY_FOLDER) else None
+            data = self._read(inner) if inner is not None else None
+            if inner is not None and data is not None and (kind == "shell" or (kind == "program" and run_by(data)[0] == "shell")):
+                if inner not in seen and any(inner == top or inner.startswith(top + os.sep) for top in self.tops):
+                    found += self.script_reads(inner, data.decode("utf-8", "surrogateescape"), seen, depth + 1)
+                continue
+            if inner is not None and data is not None and (kind == "python" or (kind == "program" and run_by(data)[0] == "python")):
+                if display_path(Path(inner), Path(self.project)) not in self.listed:
+                    found += self._program_reads("python", data.decode("utf-8", "surrogateescape"))
+                continue
+            judged = self.judged(kind, spec, target)
+            if isinstance(judged, list):
+                found += judged
+        return list(dict.fromkeys(found))
+
+    def _program_reads(self, reader: str, program: str) -> list[tuple[str, str]]:
+        """(leaf, form) of what a program fed to (or given by `-c` to) an interpreter reads."""
+        if reader == "python":
+            try:
+                tree = ast.parse(program)
+            except (SyntaxError, ValueError):
+                return [(ENV_UNRESOLVED, "child_script")]  # (not Python the scanner can read)
+            settings = ScanSettings(env_vars=tuple(sorted(self.declared)))
+            return [
+                (str(read[1]), "environ_whole" if read[1] == ENV_UNRESOLVED else "child_script")
+                for read in DoorScan(tree, program, settings).reads()
+            ]
+        kind, _, interpreter = reader.partition(":")
+        names, whole = text_reads(kind, interpreter, program, self.declared, self._python_whole)
+        found = [(env_subject(name), "child_script") for name in names]
+        return [*found, (ENV_UNRESOLVED, "environ_whole")] if whole else found
+
     def _python_whole(self, code: str) -> bool:
         try:
             tree = ast.parse(code)
@@ -305,3 +380,159 @@ class _Judge:
             return False
         settings = ScanSettings(env_vars=tuple(sorted(self.declared)))
         return any(read[1] == ENV_UNRESOLVED for read in DoorScan(tree, code, settings).reads())
+
+
+# ---- script files under the roots, each judged as its own file
+
+_SCRIPT_SUFFIXES = (".sh", ".bash")
+_SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", ".git", ".venv", "venv"})
+# the spellings of the script's own folder (`"$(dirname "$0")"`, `${BASH_SOURCE%/*}`,
+# `$(cd "$(dirname "$0")" && pwd)`): a file named under it is the script's neighbour
+_SELF = r"""(?:\$0|\$\{0\}|\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE)"""
+_HERE_SPELLINGS = re.compile(
+    r"""\$\(\s*cd\s+"?\$\(\s*dirname\s+"?""" + _SELF + r""""?\s*\)"?\s*(?:&&|;)\s*pwd(?:\s+-P)?\s*\)"""
+    r"""|\$\(\s*(?:realpath|readlink\s+-f)\s+"?\$\(\s*dirname\s+"?""" + _SELF + r""""?\s*\)"?\s*\)"""
+    r"""|\$\(\s*dirname\s+(?:--\s+)?"?""" + _SELF + r""""?\s*\)"""
+    r"""|`\s*dirname\s+"?""" + _SELF + r""""?\s*`"""
+    r"""|\$\{(?:0|BASH_SOURCE(?:\[0\])?)%/\*\}"""
+)
+# `DIR="$(dirname "$0")"`: a variable holding the script's folder (after _HERE_SPELLINGS)
+_HERE_VARIABLE = re.compile(r"""^[ \t]*(?:export[ \t]+|readonly[ \t]+|local[ \t]+)?([A-Za-z_]\w*)=["']?\0@here["']?[ \t]*$""", re.MULTILINE)
+
+
+def script_candidates(project: Path, settings: ScanSettings, listed: Collection[str]) -> list[str]:
+    """The script files under the roots, project-relative: shell scripts (`.sh`, `.bash`,
+    or a first line that runs a shell) and Python programs with no `.py` suffix (a first
+    line that runs Python), minus excludes and the files the listing holds."""
+    found: list[str] = []
+    listed = set(listed)
+    for root in settings.roots:
+        top = os.path.normpath(os.path.join(project, root))
+        if not os.path.isdir(top):
+            continue
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
+            for name in sorted(files):
+                path = os.path.join(folder, name)
+                rel = display_path(Path(path), project)
+                if name.endswith((".py", ".pyi")) or rel in listed or not os.path.isfile(path):
+                    continue
+                if name.endswith(_SCRIPT_SUFFIXES) or _shebang_kind(path) in ("shell", "python"):
+                    found.append(rel)
+    return sorted(dict.fromkeys(found))
+
+
+def _shebang_kind(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return ""
+    return run_by(head)[0] if head.startswith(b"#!") else ""
+
+
+def judge_scripts(
+    project: Path,
+    settings: ScanSettings,
+    results: dict[str, FileScan],
+    where: dict[str, tuple[str, str, bytes]],
+    listed: Collection[str],
+    scan: Callable[[bytes, str], FileScan],
+) -> tuple[dict[str, list[Row]], list[tuple[str, str]]]:
+    """Judge every script file under the roots as its own file, however it is started
+    (a run helper, a composed argv, a cron entry): a shell script by its text (its reads
+    of declared variables, its whole-environment dumps and built names, the programs it
+    feeds interpreters, and the scripts it sources or runs by a path it shows); a Python
+    one with no `.py` suffix is scanned as a module of the tree (added to `results` and
+    `where`). Returns the reads by script file, and the problems of Python ones."""
+    judge = _Judge(project, settings, listed)
+    sites: dict[str, list[Row]] = {}
+    problems: list[tuple[str, str]] = []
+    for rel in script_candidates(project, settings, listed):
+        if judge._excluded(rel) or rel in results:
+            continue
+        target = os.path.normpath(os.path.join(project, rel))
+        data = judge._read(target)
+        if data is None:
+            continue
+        kind = "shell" if rel.endswith(_SCRIPT_SUFFIXES) else run_by(data)[0]
+        if kind == "python":
+            digest = content_digest(data)
+            result = scan(data, digest)
+            if result.problem is not None:
+                problems.append((rel, result.problem))
+            else:
+                results[rel], where[rel] = result, (target, digest, data)
+            continue
+        found = judge.script_reads(target, data.decode("utf-8", "surrogateescape"), set())
+        rows = {("<module>", leaf, 1, 0, 1, 0, "environ", form, "process") for leaf, form in found}
+        if rows:
+            sites[rel] = sorted(rows)
+    return sites, problems
+
+
+def here_spelled(text: str) -> str:
+    """The script's text with each spelling of its own folder (`"$(dirname "$0")"`, a
+    variable assigned one) put as the path spec `@here` (PATH_MARK first, literal_spec)."""
+    text = _HERE_SPELLINGS.sub("\0@here", text)
+    for name in set(_HERE_VARIABLE.findall(text)):
+        text = re.sub(r"\$(?:\{" + name + r"\}|" + name + r"\b)", "\0@here", text)
+    return text
+
+
+_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2")
+_HERE_STRING = re.compile(r"<<<[ \t]*")
+
+
+def fed_programs(text: str) -> list[tuple[str, str]]:
+    """(reader, program) for each program a script feeds an interpreter: a heredoc
+    (`python3 - <<'EOF' ... EOF`), a here-string (`bash <<< env`), given to a command that
+    reads its program on its standard input (stdin_reader); and `python -c CODE`."""
+    found: list[tuple[str, str]] = []
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        here = _HERE_STRING.search(line)
+        if here is not None:
+            reader = _reader_before(line[: here.start()])
+            words = _words(line[here.end() :])
+            if reader is not None and words:
+                found.append((reader, words[0]))
+            continue
+        doc = _HEREDOC.search(line)
+        if doc is None:
+            continue
+        body: list[str] = []
+        while index < len(lines) and (lines[index].lstrip("\t") if doc.group(1) else lines[index]).rstrip() != doc.group(3):
+            body.append(lines[index])
+            index += 1
+        index += 1
+        reader = _reader_before(line[: doc.start()])
+        if reader is not None:
+            found.append((reader, "\n".join(body)))
+    for command in shell_commands(text):
+        if command and command[0] is not None and is_python(program_name(command[0])):
+            for at, word in enumerate(command[1:-1], 1):
+                if word is not None and word.startswith("-") and not word.startswith("--") and word.endswith("c"):
+                    code = command[at + 1]
+                    if code is not None:
+                        found.append(("python", code))
+                    break
+                if word is None or not word.startswith("-"):
+                    break
+    return found
+
+
+def _words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def _reader_before(text: str) -> str | None:
+    """The reader of the command that ends `text` (the last of a pipe or list)."""
+    command = re.split(r"[;|&]|\bthen\b|\bdo\b", text)[-1]
+    return stdin_reader(_words(command)) if command.strip() else None

@@ -95,7 +95,7 @@ from typing import Any
 import attrs
 
 from configbags.migrate.aliases import analyse
-from configbags.migrate.childfiles import judge_children
+from configbags.migrate.childfiles import judge_children, judge_scripts
 from configbags.migrate.doors import DoorScan
 from configbags.migrate.envsources import (
     ENV_TABLE,
@@ -549,6 +549,12 @@ def _children(
     if not any(result.flow.children for result in results.values()):
         return {}, []
 
+    return judge_children(project, settings, results, where, listed, _fresh_scan(settings, cache))
+
+
+def _fresh_scan(settings: ScanSettings, cache: ScanCache | None) -> Callable[[bytes, str], FileScan]:
+    """Scans a file the listing does not hold (given its bytes and digest), through the cache."""
+
     def scan(data: bytes, digest: str) -> FileScan:
         found = cache.get(digest) if cache is not None else None
         if found is None:
@@ -559,7 +565,7 @@ def _children(
             found = cache.with_flow(digest, found)
         return found
 
-    return judge_children(project, settings, results, where, listed, scan)
+    return scan
 
 
 def _merged(sites: dict[str, list[tuple[Any, ...]]], more: dict[str, list[tuple[Any, ...]]]) -> dict[str, list[tuple[Any, ...]]]:
@@ -694,6 +700,10 @@ def _scan_tree(
 
     # the files child processes run, judged where their place is known: a Python one joins
     # the tree (configbags.migrate.childfiles)
+    # every script file under the roots, judged as its own file however it is started: a
+    # Python one with no `.py` suffix joins the tree
+    script_sites, script_problems = judge_scripts(project, settings, results, where, listed, _fresh_scan(settings, cache))
+    problems.extend(Problem(*p) for p in script_problems)
     child_sites, child_problems = _children(project, settings, results, where, listed, cache)
     problems.extend(Problem(*p) for p in child_problems)
     call_sites, unsettled = _project_pass(results, where, settings, cache, project)
@@ -701,6 +711,8 @@ def _scan_tree(
     if unsettled is not None:
         problems.append(Problem(".", unsettled))
     parsed = _collect(results, call_sites, reads, violations, problems)
+    # (a shell script is no module of the tree: its reads are its own file's rows)
+    reads.extend(Read(rel, *row) for rel, rows in script_sites.items() if rel not in results for row in rows)
     reads[:] = _entry_point_loads(project, settings, reads, listed)
     reads[:] = _prefixed_imports(project, settings, reads, results, where, cache)
     if cache is not None:
