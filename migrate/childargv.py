@@ -21,6 +21,7 @@ line), or None where nothing is shown (a parameter without a default, a call).""
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import shlex
 from collections.abc import Callable, Sequence
@@ -220,8 +221,48 @@ def _percented(template: Command, values: Command) -> Command:
         return None
 
 
-def judged_words(command: Command) -> list[Word] | str | None:
-    """The argv (a list) or command line (a str) the childenv judge takes, or None."""
-    if isinstance(command, tuple):
-        return list(command)
-    return command
+def program_shown(commands: Sequence[Command]) -> bool:
+    """Does any command rebuilt show at least its program (a command line, or an argv
+    whose first word is known)? Where none does, the scanner cannot tell what runs."""
+    return any(isinstance(c, str) or (isinstance(c, tuple) and bool(c) and c[0] is not None) for c in commands)
+
+
+def opaque_command(expr: ast.expr, params: set[str], imported: frozenset[str]) -> bool:
+    """Is `expr` a command the module gives no value of (a name, attribute or call) that
+    is not handed over by the function's callers (one of its `params`: judged at each call
+    site) nor another module's constant (a root name bound by an import: judged by what
+    that module exports, ModuleStrings.exported_commands)?"""
+    if isinstance(expr, ast.Starred):
+        expr = expr.value
+    if not isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+        return False
+    names = {sub.id for sub in ast.walk(expr) if isinstance(sub, ast.Name)}
+    if names & params:
+        return False
+    root: ast.expr = expr
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    return not (isinstance(root, ast.Name) and root.id in imported)
+
+
+@functools.lru_cache(maxsize=8)
+def imported_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module binds by an import, anywhere in it (once a module, for the
+    run helper calls of the project pass)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+    return frozenset(found)
+
+
+def parameters(scope: ast.AST) -> set[str]:
+    """The parameter names of a function (none for a module)."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return set()
+    args = scope.args
+    # (a method's `self` hands over no command: `self.make_cmd()` is the module's own)
+    return {
+        a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+        if a is not None and a.arg not in ("self", "cls")
+    }

@@ -77,7 +77,14 @@ from configbags.migrate.aliases import (
     starts_child,
     statement_span,
 )
-from configbags.migrate.childargv import Command, CommandRebuilder
+from configbags.migrate.childargv import (
+    Command,
+    CommandRebuilder,
+    imported_names,
+    opaque_command,
+    parameters,
+    program_shown,
+)
 from configbags.migrate.childenv import (
     ARGUMENT_FEEDERS,
     C_FFI,
@@ -1202,6 +1209,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # runs a file the module names: ModuleWrites)
         self._writes: ModuleWrites | None = None
         self._chdirs: list[str] | None = None  # the folders the module changes into
+        self._imported: frozenset[str] | None = None  # the names the module imports (_not_shown)
         self._psutil: bool | None = None  # does the module import psutil
         # ids of `os.environ.pop(NAME, default)` calls whose value is dropped: writes
         self.dropped_pops: set[int] = set()
@@ -1934,6 +1942,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # the same, of a command composed (`["env"] if debug else ["true"]`, `prefix +
             # ["env"]`, `"{} | sort".format(TOOL)`): childargv rebuilds each it may be
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        elif self._not_shown(node, callee, scope, rebuilt):
+            self._report(node, ENV_UNRESOLVED, "environ", "child_command")
         given = next((k.value for k in node.keywords if k.arg == "input"), None)
         if given is not None:
             self._stdin_program(node, commands, given, named=False, rebuilt=rebuilt)
@@ -2321,6 +2331,23 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return []
         paths = sorted(path for path in callee if path.startswith(_ENV_CHILD_PROCESS))
         return [command for path in paths for command in launcher_commands(path, node.args, node.keywords)]
+
+    def _not_shown(self, node: ast.Call, callee: frozenset[str], scope: ast.AST, rebuilt: Sequence[Command]) -> bool:
+        """Deny by default: a launch whose command the module shows no value of, its
+        program not even (`subprocess.run(self.build_cmd())`, `cmd = make(); run(cmd)`),
+        that is no parameter of the function around it (its callers hand the command over:
+        flows judges it there) nor another module's constant, may run anything."""
+        if program_shown(rebuilt):
+            return False
+        if self._imported is None:
+            self._imported = imported_names(self.strings.tree)
+        params = parameters(scope)
+        for path in sorted(path for path in callee if path.startswith(_ENV_CHILD_PROCESS)):
+            for command in launcher_commands(path, node.args, node.keywords):
+                head = command[0] if isinstance(command, list) and command else command
+                if isinstance(head, ast.expr) and opaque_command(head, params, self._imported):
+                    return True
+        return False
 
     def _rebuilt(self, node: ast.Call, callee: frozenset[str]) -> list[Command]:
         """Every command the launch may run, rebuilt from how the module composes it

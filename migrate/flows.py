@@ -73,7 +73,13 @@ from configbags.migrate.aliases import (
     spelled_module,
     statement_span,
 )
-from configbags.migrate.childargv import CommandRebuilder
+from configbags.migrate.childargv import (
+    CommandRebuilder,
+    imported_names,
+    opaque_command,
+    parameters,
+    program_shown,
+)
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     command_fragments,
@@ -2013,6 +2019,9 @@ class _Uses(_Walk):
             self._row(given, env_subject(name), "environ", "child_process")
         rebuilder = CommandRebuilder(self._command_word, self.strings.bound, lambda expr: frozenset({dotted(expr)}))
         commands = rebuilder.commands(given, scopes)
+        if not program_shown(commands) and opaque_command(given, parameters(scope), imported_names(self.strings.tree)):
+            # deny by default: a command the caller does not show either (`run_cmd(build())`)
+            self._row(given, ENV_UNRESOLVED, "environ", "child_command")
         def whole(code: str) -> bool:
             return python_reads_whole(code, self.declared)
 

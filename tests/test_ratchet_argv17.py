@@ -155,3 +155,31 @@ def test_a_harmless_constant_of_another_module_stays_quiet(tmp_path: Path) -> No
         "user.py": RUN + "from pkg.consts import TOOL, GIT\ndef main():\n    subprocess.run([TOOL])\n    return subprocess.run(GIT)\n",
     }
     _quiet(tmp_path, files)
+
+
+# ---- deny by default: a launch whose command is not shown at all
+
+@pytest.mark.parametrize("body", [
+    "def build():\n    return ['env'] if len(sys.argv) > 3 else ['true']\n"
+    "def main():\n    return subprocess.run(build())\n",
+    "class Job:\n    def main(self):\n        return subprocess.run(self.make_cmd(), shell=True)\n",
+    "def main():\n    cmd = sys.argv[1:]\n    return subprocess.run(cmd)\n",
+    "def main():\n    return os.system(open('cmd.txt').readline())\n",
+])
+def test_a_launch_whose_command_is_not_shown_is_unknown(tmp_path: Path, body: str) -> None:
+    assert "$?" in _leaves(tmp_path, {"user.py": RUN + "import os\n" + body})
+
+
+def test_a_command_not_shown_handed_to_a_run_helper_is_unknown(tmp_path: Path) -> None:
+    user = SH + "def build():\n    return sys.argv[1:]\ndef main():\n    return sh(build())\n"
+    assert "$?" in _leaves(tmp_path, {"user.py": user})
+
+
+@pytest.mark.parametrize("body", [
+    # the helper's parameter: judged at each call site, here a harmless literal
+    "def run_cmd(cmd):\n    return subprocess.run(cmd)\ndef main():\n    return run_cmd(['git', 'rev-parse', 'HEAD'])\n",
+    "def main():\n    return subprocess.run(['git', *sys.argv[1:]])\n",  # the program is shown
+    "def main(ref):\n    return subprocess.run(f'git log {ref}', shell=True)\n",
+])
+def test_a_launch_whose_program_or_caller_is_shown_stays_quiet(tmp_path: Path, body: str) -> None:
+    _quiet(tmp_path, {"user.py": RUN + body})
