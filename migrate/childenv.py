@@ -31,7 +31,9 @@ A file's text given as the command (`["sh", "-c", SCRIPT.read_text()]`, `os.syst
 READ_MARK) runs the file as that kind of code, and a relative path is also in every folder
 the module changes into (changed_folders; ANY_FOLDER for one it does not show).
 
-A child that prints the whole environment back reads every variable (prints_environment):
+A child that prints the whole environment back reads every variable (prints_environment;
+the command judged is each the module may compose, rebuilt by configbags.migrate.childargv,
+and each a run helper's callers hand it, configbags.migrate.flows):
 `env`/`printenv` with no name, `export -p`, `declare -x`, a bare `set`, `ps e`, a read of
 `/proc/.../environ` (a glob that may match it too), as the command `env` or a wrapper
 (`exec`, `nohup`) runs, or any simple command of a shell's script (shell_commands: the

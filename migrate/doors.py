@@ -77,6 +77,14 @@ from configbags.migrate.aliases import (
     starts_child,
     statement_span,
 )
+from configbags.migrate.childargv import (
+    Command,
+    CommandRebuilder,
+    imported_names,
+    opaque_command,
+    parameters,
+    program_shown,
+)
 from configbags.migrate.childenv import (
     ARGUMENT_FEEDERS,
     C_FFI,
@@ -1202,6 +1210,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # runs a file the module names: ModuleWrites)
         self._writes: ModuleWrites | None = None
         self._chdirs: list[str] | None = None  # the folders the module changes into
+        self._imported: frozenset[str] | None = None  # the names the module imports (_not_shown)
         self._psutil: bool | None = None  # does the module import psutil
         # ids of `os.environ.pop(NAME, default)` calls whose value is dropped: writes
         self.dropped_pops: set[int] = set()
@@ -1765,7 +1774,22 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             else:
                 self._launcher_handed_on(node)
                 self._stdin_written(node)
+                self._partial_launch(node)
         self.generic_visit(node)
+
+    def _partial_launch(self, node: ast.Call) -> None:
+        """`RUN = functools.partial(subprocess.run, capture_output=True)`, then `RUN(["env"])`:
+        the launcher called with the partial's arguments, then the call's."""
+        if not isinstance(node.func, (ast.Name, ast.Attribute)):
+            return
+        for value, _ in self.strings.bound(node.func, self.enclosing) or ():
+            if (
+                isinstance(value, ast.Call) and value.args and self._is_launcher(value.args[0])
+                and "functools.partial" in self.d.kind(value.func, self.scope)
+            ):
+                launched = self._called_at(node, value.args[0], [*value.args[1:], *node.args], [*value.keywords, *node.keywords])
+                self._child_command(launched, self.d.kind(value.args[0], self.scope))
+                return
 
     def _process_environ(self, node: ast.Call, func: ast.Attribute) -> None:
         """A process's environment as psutil reads it (`/proc/<pid>/environ`): `.environ()`
@@ -1891,10 +1915,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # `def sh(cmd): subprocess.run(cmd, shell=True)`: its callers hand the command
             # over (configbags.migrate.flows reads what they pass)
             params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+            # `def run(*argv): subprocess.run(list(argv))`: the arguments from there on
+            # (VARARG_MARK), as a tuple
+            rest = scope.args.vararg.arg if scope.args.vararg is not None else None
             for expr in arguments:
                 for sub in ast.walk(expr):
                     if isinstance(sub, ast.Name) and sub.id in params and self.scope.kind == "function":
                         self.command_params.add((self.scope.qualname, sub.id))
+                    elif isinstance(sub, ast.Name) and sub.id == rest and self.scope.kind == "function":
+                        self.command_params.add((self.scope.qualname, VARARG_MARK + sub.id))
         commands = self._child_commands(node, callee)
         isolated = self._isolated(node)
         if isolated:
@@ -1904,14 +1933,21 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")
         dumps = [command for command in commands if self._prints_environment(command)]
+        rebuilt = self._rebuilt(node, callee)
         if dumps and not (isolated and all(plain_dump([self._word(e) for e in self._argv(c)]) for c in dumps)):
             # `subprocess.check_output(["env", "-0"])`, `os.system("env | grep X")`, a
             # Python child dumping `os.environ`: the child prints every variable back
             # (its own only, where `env=` spells them all: `["env"], env={"A": "1"}`)
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        elif command_dumps(rebuilt, self._python_reads_whole, isolated):
+            # the same, of a command composed (`["env"] if debug else ["true"]`, `prefix +
+            # ["env"]`, `"{} | sort".format(TOOL)`): childargv rebuilds each it may be
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        elif self._not_shown(node, callee, scope, rebuilt):
+            self._report(node, ENV_UNRESOLVED, "environ", "child_command")
         given = next((k.value for k in node.keywords if k.arg == "input"), None)
         if given is not None:
-            self._stdin_program(node, commands, given, named=False)
+            self._stdin_program(node, commands, given, named=False, rebuilt=rebuilt)
         self._files_run(node, commands)
 
     @staticmethod
@@ -2009,7 +2045,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         return values
 
     def _stdin_program(
-        self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], given: ast.expr, named: bool
+        self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], given: ast.expr, named: bool,
+        rebuilt: Sequence[Command] = (),
     ) -> None:
         """The text a shell or a Python interpreter reads on its standard input is its
         program (`Popen(["sh"], stdin=PIPE).communicate("printenv NAME")`, `run([sys.executable,
@@ -2017,6 +2054,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         the `input=` keyword's are the command's already), whole-environment dumps and names it
         builds, and `$?` where the module does not show the text."""
         readers = {stdin_reader([self._word(e) for e in words]) for words in map(self._argv, commands)}
+        readers |= {stdin_reader(list(c)) for c in rebuilt if isinstance(c, tuple)}
         readers.discard(None)
         if not readers:
             return
@@ -2300,6 +2338,44 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         paths = sorted(path for path in callee if path.startswith(_ENV_CHILD_PROCESS))
         return [command for path in paths for command in launcher_commands(path, node.args, node.keywords)]
 
+    def _not_shown(self, node: ast.Call, callee: frozenset[str], scope: ast.AST, rebuilt: Sequence[Command]) -> bool:
+        """Deny by default: a launch whose command the module shows no value of, its
+        program not even (`subprocess.run(self.build_cmd())`, `cmd = make(); run(cmd)`),
+        that is no parameter of the function around it (its callers hand the command over:
+        flows judges it there) nor another module's constant, may run anything."""
+        if program_shown(rebuilt):
+            return False
+        if self._imported is None:
+            self._imported = imported_names(self.strings.tree)
+        params = parameters(scope)
+        for path in sorted(path for path in callee if path.startswith(_ENV_CHILD_PROCESS)):
+            for command in launcher_commands(path, node.args, node.keywords):
+                head = command[0] if isinstance(command, list) and command else command
+                if isinstance(head, ast.expr) and opaque_command(head, params, self._imported):
+                    return True
+        return False
+
+    def _rebuilt(self, node: ast.Call, callee: frozenset[str]) -> list[Command]:
+        """Every command the launch may run, rebuilt from how the module composes it
+        (configbags.migrate.childargv), starred arguments too (`create_subprocess_exec(*cmd)`)."""
+        rebuilder = CommandRebuilder(self._word_at, self.strings.bound, lambda expr: self.d.kind(expr, self.scope))
+        found: list[Command] = []
+        for path in sorted(path for path in callee if path.startswith(_ENV_CHILD_PROCESS)):
+            for command in launcher_commands(path, node.args, node.keywords):
+                if isinstance(command, list):
+                    found += rebuilder.argvs(command, self.enclosing)
+                else:
+                    found += rebuilder.commands(command, self.enclosing)
+        return found
+
+    def _word_at(self, expr: ast.expr, scopes: Sequence[ast.AST]) -> str | None:
+        """_word, inside the `scopes` a binding is evaluated in."""
+        if isinstance(expr, ast.Attribute) and "sys.executable" in self.d.kind(expr, self.scope):
+            return "python"
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, bytes):
+            return expr.value.decode("utf-8", "surrogateescape")
+        return self.strings.value(expr, scopes)
+
     def _prints_environment(self, command: ast.expr | list[ast.expr | None], depth: int = 0) -> bool:
         """Does the child print the whole environment back (configbags.migrate.childenv)?
         A name is followed to what the module binds it to (`DUMP = ["env"]`)."""
@@ -2332,20 +2408,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         return self.strings.value(expr, self.enclosing)
 
     def _python_reads_whole(self, code: str) -> bool:
-        """Does Python code a child runs (`python -c CODE`) use the environment whole, or
-        read a variable by a name it does not show? Its own door analysis says."""
-        try:
-            tree = ast.parse(code)
-        except (SyntaxError, ValueError):
-            return False
-        settings = ScanSettings(env_vars=tuple(sorted(self.declared)))
-        # a declared name the code builds (`os.environ['SGLANG_PAGE' + '_SIZE']`) is not
-        # spelled in its text as the whole-word test wants: it is as unknown here
-        spelled = {env_subject(name) for name in named_variables(code, self.declared)}
-        return any(
-            read[1] == ENV_UNRESOLVED or (read[6] == "environ" and read[1] not in spelled)
-            for read in DoorScan(tree, code, settings).reads()
-        )
+        return python_reads_whole(code, self.declared)
 
     def _consume_arguments(self, node: ast.Call, callee: frozenset[str], fetches: tuple[Fetch, ...]) -> None:
         """The arguments whose use of the environment the call accounts for."""
@@ -2588,7 +2651,7 @@ class DoorScan:
                 doors.nodes[id(doors.module)] = self.tree
                 _Binder(doors).visit_statements(self.tree.body)
                 doors.settle()
-                new = (doors.alias_names() | self._modules_used_bare(doors)) - names
+                new = (doors.alias_names() | self._modules_used_bare(doors) | self._partial_names()) - names
                 if not new:
                     break
                 names |= new
@@ -2598,6 +2661,18 @@ class DoorScan:
             self._children = sorted(set(reader.children))
             self._result = (reader.reads, doors.fetched, reader.command_params)
         return self._result
+
+    def _partial_names(self) -> set[str]:
+        """Names bound to a `partial(...)` (`RUN = functools.partial(subprocess.run, ...)`):
+        their calls may launch a child (_Reader._partial_launch), so their lines are walked."""
+        if "partial" not in self.text:
+            return set()
+        return {
+            target.id
+            for node in ast.walk(self.tree) if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            and dotted_name(node.value.func).rpartition(".")[2] == "partial"
+            for target in node.targets if isinstance(target, ast.Name)
+        }
 
     def _modules_used_bare(self, doors: _Doors) -> set[str]:
         """Names bound to a module that holds a door, where the text uses one bare (`_os =
@@ -2666,6 +2741,39 @@ KEYWORD_MARK = "*"
 _ENUM_BASES = frozenset({"Enum", "enum.Enum", "IntEnum", "enum.IntEnum", "Flag", "enum.Flag", *_STR_ENUM_BASES})
 # One name's bindings in one scope: each value, None for a binding whose value is unknown
 _Bound = list[ast.expr | None]
+
+
+# A command parameter that is a function's `*args` (command_params): "*" and its name
+VARARG_MARK = "*"
+
+
+def python_reads_whole(code: str, declared: frozenset[str]) -> bool:
+    """Does Python code a child runs (`python -c CODE`) use the environment whole, or
+    read a variable by a name it does not show? Its own door analysis says."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    settings = ScanSettings(env_vars=tuple(sorted(declared)))
+    # a declared name the code builds (`os.environ['SGLANG_PAGE' + '_SIZE']`) is not
+    # spelled in its text as the whole-word test wants: it is as unknown here
+    spelled = {env_subject(name) for name in named_variables(code, declared)}
+    return any(
+        read[1] == ENV_UNRESOLVED or (read[6] == "environ" and read[1] not in spelled)
+        for read in DoorScan(tree, code, settings).reads()
+    )
+
+
+def command_dumps(commands: Sequence[Command], python_whole: Callable[[str], bool], isolated: bool = False) -> bool:
+    """Does any of the rebuilt `commands` print the whole environment back (childenv)?
+    A plain dump of a child given only the variables `env=` spells (`isolated`) prints those."""
+    for command in commands:
+        if isinstance(command, tuple):
+            if prints_environment(list(command), python_whole) and not (isolated and plain_dump(list(command))):
+                return True
+        elif isinstance(command, str) and shell_prints_environment(command, python_whole):
+            return True
+    return False
 
 
 class ModuleStrings:
@@ -2947,6 +3055,26 @@ class ModuleStrings:
             if candidates[name][0] == "list" and (count > 1 or name in changed)
         ]
         return sorted(rows)
+
+    def exported_commands(self) -> list[tuple[str, str, str]]:
+        """The module's constants other modules may import as a child's command that prints
+        the environment back (`TOOL = "env"`, `DUMP = ["env"]`; FlowFacts.constants), bound
+        once at the top level, as exported() gives those naming a variable."""
+        found: list[tuple[str, str, str]] = []
+        bindings = self._module_bindings()
+        for stmt in self.tree.body:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            name, value = stmt.targets[0].id, stmt.value
+            elements = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+            items = [e.value for e in elements if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if not items or len(items) != len(elements) or len(bindings.get(name, ())) != 1 or sum(map(len, items)) > 4096:
+                continue
+            command: Command = items[0] if elements[0] is value else tuple(items)
+            # (a Python child's code is judged where the argv is whole: not here, for speed)
+            if command_dumps([command], lambda _code: False) or (isinstance(command, str) and prints_environment([command], lambda _code: False)):
+                found.append((name, "str" if elements[0] is value else "list", "\0".join(items)))
+        return found
 
     def _exportable(self, value: ast.expr, declared: frozenset[str]) -> tuple[str, str] | None:
         """(shape, value) of a string literal, or of a tuple, list or set of them

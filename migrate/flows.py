@@ -73,13 +73,29 @@ from configbags.migrate.aliases import (
     spelled_module,
     statement_span,
 )
-from configbags.migrate.childenv import CHILD_PROCESS_PREFIXES, command_fragments, named_variables
+from configbags.migrate.childargv import (
+    CommandRebuilder,
+    imported_names,
+    opaque_command,
+    parameters,
+    program_shown,
+)
+from configbags.migrate.childenv import (
+    CHILD_PROCESS_PREFIXES,
+    command_fragments,
+    named_variables,
+    shell_prints_environment,
+    stdin_reader,
+)
 from configbags.migrate.doors import (
     CLASS_BINDS,
     CLASS_BINDS_UNKNOWN,
     CLASS_LOADS,
     KEYWORD_MARK,
+    VARARG_MARK,
     ModuleStrings,
+    command_dumps,
+    python_reads_whole,
 )
 from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
 from configbags.migrate.envkeys import (
@@ -1421,6 +1437,8 @@ def base_facts(
         # environment names and commands, and resolver helpers (configbags.migrate.resolvers)
         constants=(
             *(strings.exported(text, mentioned) if mentioned else ()), *helper_specs(tree, text),
+            # child commands that print the environment back, for the launches importing them
+            *(strings.exported_commands() if settings.env_vars else ()),
             # the names its `__getattr__` serves (configbags.migrate.moduleattrs)
             *dispatch_facts(tree, text),
             # what it binds class attributes to, for a base's `self.attr` (_Project.class_bindings)
@@ -1917,6 +1935,12 @@ class _Uses(_Walk):
                 continue
             given: ast.expr | None = None
             unknown = positional is None
+            if use == "command" and param.startswith(VARARG_MARK):
+                # the arguments a `*argv` collects, as the tuple it is (unknown after a `*x`)
+                elts = positional[position:] if positional is not None else [ast.Starred(ast.Name("?"), ast.Load())]
+                given = ast.copy_location(ast.Tuple(elts=list(elts), ctx=ast.Load()), call)
+                self._command(given, scopes, call, keywords)
+                continue
             if positional is not None and 0 <= position < len(positional):
                 given = positional[position]
             else:
@@ -1927,7 +1951,7 @@ class _Uses(_Walk):
             self._handed_on(given, scopes, use)
             if use == "command":
                 if given is not None:
-                    self._command(given, scopes)
+                    self._command(given, scopes, call, keywords)
                 continue
             if given is None and not unknown:
                 continue  # the helper's own default
@@ -1978,9 +2002,12 @@ class _Uses(_Walk):
             if depends(built):
                 self.env_params.add((self.function, param, use_of(substitute(template, built))))
 
-    def _command(self, given: ast.expr, scopes: list[ast.AST]) -> None:
+    def _command(self, given: ast.expr, scopes: list[ast.AST], call: ast.Call, keywords: Sequence[ast.keyword]) -> None:
         """A command handed to a function that runs it in a child: the declared names
-        its literal text shows are read here (configbags.migrate.childenv)."""
+        its literal text shows are read here (configbags.migrate.childenv), and so is
+        every variable where a command it may be prints the environment back, or reads
+        a program on its standard input (`input=`, passed on through the helper's `**kw`)
+        that does, or names one (configbags.migrate.childargv rebuilds the command)."""
         scope = next((n for n in reversed(scopes) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), self.strings.tree)
         named: set[str] = set()
         for _, text in command_fragments(
@@ -1990,6 +2017,34 @@ class _Uses(_Walk):
             named.update(named_variables(text, self.declared))
         for name in sorted(named):
             self._row(given, env_subject(name), "environ", "child_process")
+        rebuilder = CommandRebuilder(self._command_word, self.strings.bound, lambda expr: frozenset({dotted(expr)}))
+        commands = rebuilder.commands(given, scopes)
+        if not program_shown(commands) and opaque_command(given, parameters(scope), imported_names(self.strings.tree)):
+            # deny by default: a command the caller does not show either (`run_cmd(build())`)
+            self._row(given, ENV_UNRESOLVED, "environ", "child_command")
+        def whole(code: str) -> bool:
+            return python_reads_whole(code, self.declared)
+
+        if command_dumps(commands, whole):
+            self._row(given, ENV_UNRESOLVED, "environ", "environ_whole")
+        fed = next((k.value for k in keywords if k.arg == "input"), None)
+        readers = {stdin_reader(list(c)) for c in commands if isinstance(c, tuple)} - {None}
+        if fed is None or not readers:
+            return
+        program = self.strings.value(fed, scopes)
+        if program is None:
+            self._row(fed, ENV_UNRESOLVED, "environ", "environ_whole")
+            return
+        for name in named_variables(program, self.declared):
+            self._row(fed, env_subject(name), "environ", "child_process")
+        if ("shell" in readers and shell_prints_environment(program, whole)) or ("python" in readers and whole(program)):
+            self._row(fed, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _command_word(self, expr: ast.expr, scopes: Sequence[ast.AST]) -> str | None:
+        """A word of a handed command (`sys.executable` is a Python interpreter)."""
+        if dotted(expr) == "sys.executable":
+            return "python"
+        return self.strings.value(expr, scopes)
 
     def _context(self, parent: ast.AST | None, node: ast.expr | None = None) -> None:
         if isinstance(parent, ast.Attribute) and parent.attr == "state":
@@ -2735,6 +2790,8 @@ class _Project:
                         found.append((f"{owner}.{param}.{method}", f"{MEMBER_POSITION}|{param}|{use}"))
                         continue
                     position = positional.index(param) if param in positional else field[0] if field else -1
+                    if param.startswith(VARARG_MARK) and use == "command":
+                        position = len(positional)  # `def run(*argv)`: the arguments from there on
                     if position == -1 and param not in kwonly and not field:
                         continue  # `self`, or a parameter only the body names
                     shifted = position + through_class if position >= 0 else position

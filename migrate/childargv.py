@@ -1,0 +1,268 @@
+"""A child's command rebuilt from the Python expressions that compose it, for the judge
+of what the child reads (configbags.migrate.childenv: prints_environment, stdin_reader).
+
+The judge wants the words of an argv or the text of a command line. A launch rarely spells
+them as one literal: launchers build the command (`prefix = ["numactl", ...] if numa else
+[]; run(prefix + ["env"])`), pass it through helpers and format it for a shell. Each
+expression here gives every command it may be (a may-analysis, as the scanner's
+bindings are), taking:
+
+- both branches of a conditional expression and every operand of `or`/`and`;
+- list and string concatenation (`+`), a starred constant (`[*PFX, "env"]`), `list(x)`;
+- a name by each of its bindings (ModuleStrings.bound: a local, a module or imported
+  constant, a parameter's default, `self.X`), a local list grown by `+=`, `.append` and
+  `.extend` with what it grows by, in the order the function spells it;
+- command lines made for a shell: `shlex.join`, `" ".join`, `str.format`, `%`, and the
+  words `shlex.split`/`.split()` make of one.
+
+A command is a tuple of words (an argv; None for a word not shown), a str (a command
+line), or None where nothing is shown (a parameter without a default, a call)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import itertools
+import shlex
+from collections.abc import Callable, Sequence
+
+Word = str | None
+Command = tuple[Word, ...] | str | None
+# (Calls whose dotted path a resolver gives: shlex's, to tell `shlex.join(argv)` from `x.join`.)
+Kinds = Callable[[ast.expr], frozenset[str]]
+Bound = Callable[[ast.expr, Sequence[ast.AST]], "list[tuple[ast.expr | None, Sequence[ast.AST]]] | None"]
+
+# How many commands one expression may stand for before the rest are not judged (a
+# conditional in each of a dozen words is no launcher's shape)
+MAX_COMMANDS = 32
+_MAX_DEPTH = 12
+
+
+class CommandRebuilder:
+    """`word(expr, scopes)` is the text of one word (the door analysis's: a constant,
+    `sys.executable` as "python"); `bound` one step of bindings; `kinds` the dotted paths a
+    call's function resolves to."""
+
+    def __init__(self, word: Callable[[ast.expr, Sequence[ast.AST]], str | None], bound: Bound, kinds: Kinds) -> None:
+        self._word = word
+        self._bound = bound
+        self._kinds = kinds
+
+    def commands(self, expr: ast.expr, scopes: Sequence[ast.AST]) -> list[Command]:
+        """Every command `expr` may be, once each, at most MAX_COMMANDS."""
+        return list(dict.fromkeys(self._commands(expr, scopes, 0)))[:MAX_COMMANDS]
+
+    def argvs(self, words: Sequence[ast.expr | None], scopes: Sequence[ast.AST]) -> list[Command]:
+        """The argvs an argv of word expressions (a launcher's `program, *args`) may be."""
+        return list(dict.fromkeys(self._sequence(list(words), scopes, 0)))[:MAX_COMMANDS]
+
+    def _commands(self, expr: ast.expr, scopes: Sequence[ast.AST], depth: int) -> list[Command]:
+        if depth > _MAX_DEPTH:
+            return [None]
+        step = depth + 1
+        text = self._word(expr, scopes)
+        if text is not None:
+            return [text]
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return self._sequence(list(expr.elts), scopes, step)
+        if isinstance(expr, ast.IfExp):
+            return self._commands(expr.body, scopes, step) + self._commands(expr.orelse, scopes, step)
+        if isinstance(expr, ast.BoolOp):
+            return [c for value in expr.values for c in self._commands(value, scopes, step)]
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            left, right = self._commands(expr.left, scopes, step), self._commands(expr.right, scopes, step)
+            return _capped(_added(a, b) for a, b in itertools.product(left, right))
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
+            return self._percent(expr, scopes, step)
+        if isinstance(expr, ast.Call):
+            return self._call(expr, scopes, step)
+        if isinstance(expr, (ast.Name, ast.Attribute, ast.Subscript)):
+            bound = self._bound(expr, scopes)
+            if not bound:
+                return [None]
+            found = [c for value, where in bound for c in (
+                self._commands(value, where, step) if value is not None else [None]
+            )]
+            if isinstance(expr, ast.Name) and scopes:
+                found = self._grown(expr, scopes, found, step)
+            return _capped(found)
+        return [None]
+
+    def _sequence(self, elts: list[ast.expr | None], scopes: Sequence[ast.AST], depth: int) -> list[Command]:
+        """A list of words: each element's texts, a starred element's argvs spliced in."""
+        choices: list[list[tuple[Word, ...]]] = []
+        for elt in elts:
+            if elt is None:
+                choices.append([(None,)])
+            elif isinstance(elt, ast.Starred):
+                inner = self._commands(elt.value, scopes, depth)
+                choices.append([c if isinstance(c, tuple) else (None,) for c in inner])
+            else:
+                found = self._commands(elt, scopes, depth)
+                choices.append([(c,) if isinstance(c, str) else (None,) for c in found])
+        result: list[Command] = []
+        for combination in itertools.product(*choices):
+            result.append(tuple(word for words in combination for word in words))
+            if len(result) >= MAX_COMMANDS:
+                break
+        return result
+
+    def _grown(self, name: ast.Name, scopes: Sequence[ast.AST], found: list[Command], depth: int) -> list[Command]:
+        """A local list grown in place (`cmd += ["-c", X]`, `cmd.append(X)`): each argv
+        bound, with what the function adds to it, in the order it spells that."""
+        function = scopes[-1]
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return found
+        growth: list[tuple[int, int, ast.expr]] = []
+        for node in ast.walk(function):
+            if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and (
+                isinstance(node.target, ast.Name) and node.target.id == name.id
+            ):
+                growth.append((node.lineno, node.col_offset, node.value))
+            elif (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == name.id
+                and node.func.attr in ("append", "extend") and len(node.args) == 1
+            ):
+                arg = node.args[0]
+                grown = ast.List(elts=[arg], ctx=ast.Load()) if node.func.attr == "append" else arg
+                growth.append((node.lineno, node.col_offset, grown))
+        if not growth:
+            return found
+        commands: list[Command] = [c for c in found if isinstance(c, tuple)] or [None]
+        for _, _, value in sorted(growth, key=lambda row: row[:2]):
+            added = self._commands(value, scopes, depth)
+            commands = _capped(_added(a, b) for a, b in itertools.product(commands, added))
+        return list(dict.fromkeys([*found, *commands]))
+
+    def _call(self, expr: ast.Call, scopes: Sequence[ast.AST], depth: int) -> list[Command]:
+        func = expr.func
+        kinds = self._kinds(func)
+        args = expr.args
+        if isinstance(func, ast.Name) and func.id in ("list", "tuple") and len(args) == 1:
+            return self._commands(args[0], scopes, depth)
+        if kinds & {"shlex.join"} and len(args) == 1:
+            return [_shell_line(c) for c in self._commands(args[0], scopes, depth)]
+        if kinds & {"shlex.split"} and len(args) == 1:
+            return [_split(c) for c in self._commands(args[0], scopes, depth)]
+        if not isinstance(func, ast.Attribute):
+            return [None]
+        receivers = self._commands(func.value, scopes, depth)
+        if func.attr == "split" and not args:
+            return [_split(c) for c in receivers]
+        if func.attr == "join" and len(args) == 1:
+            joined = self._commands(args[0], scopes, depth)
+            return _capped(
+                sep.join(c) if isinstance(sep, str) and isinstance(c, tuple) and None not in c else None  # type: ignore[arg-type]
+                for sep, c in itertools.product(receivers, joined)
+            )
+        if func.attr == "format" and not expr.keywords:
+            given = self._sequence(list(args), scopes, depth)
+            return _capped(
+                _formatted(template, values) for template, values in itertools.product(receivers, given)
+            )
+        return [None]
+
+    def _percent(self, expr: ast.BinOp, scopes: Sequence[ast.AST], depth: int) -> list[Command]:
+        templates = self._commands(expr.left, scopes, depth)
+        right = expr.right
+        given = self._sequence(list(right.elts), scopes, depth) if isinstance(right, ast.Tuple) else [
+            (c,) if isinstance(c, str) else None for c in self._commands(right, scopes, depth)
+        ]
+        return _capped(
+            _percented(template, values) for template, values in itertools.product(templates, given)
+        )
+
+
+def _capped(commands: object) -> list[Command]:
+    return list(itertools.islice(commands, MAX_COMMANDS))  # type: ignore[call-overload]
+
+
+def _added(left: Command, right: Command) -> Command:
+    if isinstance(left, tuple) and isinstance(right, tuple):
+        return left + right
+    if isinstance(left, str) and isinstance(right, str):
+        return left + right
+    return None
+
+
+def _shell_line(command: Command) -> Command:
+    """`shlex.join(argv)`: the line a shell splits back into the argv."""
+    if not isinstance(command, tuple):
+        return None
+    words = [w for w in command if w is not None]
+    return " ".join(map(shlex.quote, words)) if len(words) == len(command) else None
+
+
+def _split(command: Command) -> Command:
+    if not isinstance(command, str):
+        return None
+    try:
+        return tuple(shlex.split(command))
+    except ValueError:
+        return None
+
+
+def _formatted(template: Command, values: Command) -> Command:
+    if not isinstance(template, str) or not isinstance(values, tuple) or None in values:
+        return None
+    try:
+        return template.format(*values)
+    except (IndexError, KeyError, ValueError, AttributeError):
+        return None
+
+
+def _percented(template: Command, values: Command) -> Command:
+    if not isinstance(template, str) or not isinstance(values, tuple) or None in values:
+        return None
+    try:
+        return template % values
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def program_shown(commands: Sequence[Command]) -> bool:
+    """Does any command rebuilt show at least its program (a command line, or an argv
+    whose first word is known)? Where none does, the scanner cannot tell what runs."""
+    return any(isinstance(c, str) or (isinstance(c, tuple) and bool(c) and c[0] is not None) for c in commands)
+
+
+def opaque_command(expr: ast.expr, params: set[str], imported: frozenset[str]) -> bool:
+    """Is `expr` a command the module gives no value of (a name, attribute or call) that
+    is not handed over by the function's callers (one of its `params`: judged at each call
+    site) nor another module's constant (a root name bound by an import: judged by what
+    that module exports, ModuleStrings.exported_commands)?"""
+    if isinstance(expr, ast.Starred):
+        expr = expr.value
+    if not isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+        return False
+    names = {sub.id for sub in ast.walk(expr) if isinstance(sub, ast.Name)}
+    if names & params:
+        return False
+    root: ast.expr = expr
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    return not (isinstance(root, ast.Name) and root.id in imported)
+
+
+@functools.lru_cache(maxsize=8)
+def imported_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module binds by an import, anywhere in it (once a module, for the
+    run helper calls of the project pass)."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
+    return frozenset(found)
+
+
+def parameters(scope: ast.AST) -> set[str]:
+    """The parameter names of a function (none for a module)."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        return set()
+    args = scope.args
+    # (a method's `self` hands over no command: `self.make_cmd()` is the module's own)
+    return {
+        a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+        if a is not None and a.arg not in ("self", "cls")
+    }
