@@ -82,6 +82,7 @@ from configbags.migrate.childargv import (
 )
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
+    child_files,
     command_fragments,
     named_variables,
     shell_prints_environment,
@@ -2027,6 +2028,11 @@ class _Uses(_Walk):
 
         if command_dumps(commands, whole):
             self._row(given, ENV_UNRESOLVED, "environ", "environ_whole")
+        if any(child_files(list(c), [None] * len(c)) for c in commands if isinstance(c, tuple)):
+            # a file the handed command runs (`run_cmd(["bash", ROOT / "scripts/launch.sh"])`) is
+            # judged where a launch itself names it (configbags.migrate.childfiles), never
+            # through a helper: deny by default
+            self._row(given, ENV_UNRESOLVED, "environ", "child_file")
         fed = next((k.value for k in keywords if k.arg == "input"), None)
         readers = {stdin_reader(list(c)) for c in commands if isinstance(c, tuple)} - {None}
         if fed is None or not readers:

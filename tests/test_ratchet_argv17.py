@@ -183,3 +183,15 @@ def test_a_command_not_shown_handed_to_a_run_helper_is_unknown(tmp_path: Path) -
 ])
 def test_a_launch_whose_program_or_caller_is_shown_stays_quiet(tmp_path: Path, body: str) -> None:
     _quiet(tmp_path, {"user.py": RUN + body})
+
+
+@pytest.mark.parametrize("call", [
+    "sh(['bash', os.path.join(ROOT, 'scripts', 'launch.sh')])",  # p09: a script outside the roots
+    "sh([sys.executable, os.path.join(HERE, 'tools', 'dump.txt')])",  # p12: a Python file without .py
+    "sh(['sh', 'run.sh'])",
+])
+def test_a_file_handed_to_a_run_helper_to_run_is_unknown(tmp_path: Path, call: str) -> None:
+    """R17-1 p09/p12: a file the handed command runs is judged where a launch names it,
+    never through a helper: `$?` at the call (deny by default)."""
+    body = SH + "import os\nHERE = os.path.dirname(__file__)\nROOT = os.path.dirname(HERE)\ndef main():\n    " + call + "\n"
+    assert "$?" in _leaves(tmp_path, {"user.py": body})
