@@ -64,3 +64,16 @@ def file_reads(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, 
 def reads_via(result: ScanResult, file: str = "pkg/user.py") -> set[tuple[str, str, str]]:
     """(function, leaf, via) of every read reported in `file`."""
     return {(r.function, r.leaf, r.via) for r in result.reads if r.file == file}
+
+
+def env_leaves(root: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
+    """The leaves `file` reads, scanned with the declared variable, when the check fails."""
+    result = scan_env_pkg(root, files)
+    assert fails(result), result.reads
+    return {leaf for _, leaf in file_reads(result, file)}
+
+
+def env_quiet(root: Path, files: dict[str, str]) -> None:
+    """The package, scanned with the declared variable, passes the check."""
+    result = scan_env_pkg(root, files)
+    assert not fails(result), result.reads

@@ -14,23 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, file_reads, scan_env_pkg
+from ratchet_case import env_leaves, env_quiet
 
 PAGE = "$SGLANG_PAGE_SIZE"
 READ = {PAGE, "$?"}
 
 SH = "import subprocess, sys\ndef sh(cmd, **kw):\n    return subprocess.run(cmd, capture_output=True, text=True, **kw).stdout\n"
-
-
-def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
-    result = scan_env_pkg(tmp_path, files)
-    assert fails(result), result.reads
-    return {leaf for _, leaf in file_reads(result, file)}
-
-
-def _quiet(tmp_path: Path, files: dict[str, str]) -> None:
-    result = scan_env_pkg(tmp_path, files)
-    assert not fails(result), result.reads
 
 
 # ---- R17-2: a command handed to a run helper
@@ -51,7 +40,7 @@ def _quiet(tmp_path: Path, files: dict[str, str]) -> None:
     "sh(['envsubst'], input='$SGLANG_PAGE_SIZE')",  # e21
 ])
 def test_a_dump_handed_to_a_run_helper_is_read(tmp_path: Path, call: str) -> None:
-    assert _leaves(tmp_path, {"user.py": SH + f"def main():\n    return {call}\n"}) & READ
+    assert env_leaves(tmp_path, {"user.py": SH + f"def main():\n    return {call}\n"}) & READ
 
 
 @pytest.mark.parametrize("helper", [
@@ -61,7 +50,7 @@ def test_a_dump_handed_to_a_run_helper_is_read(tmp_path: Path, call: str) -> Non
     "import os\ndef run_cmd(cmd):\n    return os.popen(cmd).read()\n",
 ])
 def test_a_shell_line_handed_to_a_run_helper_is_read(tmp_path: Path, helper: str) -> None:
-    assert _leaves(tmp_path, {"user.py": helper + "def main():\n    return run_cmd('env | grep SGLANG_PAGE')\n"}) & READ
+    assert env_leaves(tmp_path, {"user.py": helper + "def main():\n    return run_cmd('env | grep SGLANG_PAGE')\n"}) & READ
 
 
 def test_a_dump_handed_to_a_helper_of_another_module_is_read(tmp_path: Path) -> None:
@@ -70,7 +59,7 @@ def test_a_dump_handed_to_a_helper_of_another_module_is_read(tmp_path: Path) -> 
         "utils.py": "import subprocess\ndef run_cmd(cmd):\n    return subprocess.run(cmd, capture_output=True, text=True).stdout\n",
         "user.py": "from pkg.utils import run_cmd\ndef main():\n    return run_cmd(['env'])\n",
     }
-    assert _leaves(tmp_path, files) & READ
+    assert env_leaves(tmp_path, files) & READ
 
 
 @pytest.mark.parametrize("user", [
@@ -82,15 +71,15 @@ def test_a_dump_handed_to_a_helper_of_another_module_is_read(tmp_path: Path) -> 
     "    return (await p.communicate())[0]\ndef main():\n    return asyncio.run(go('env'))\n",
 ])
 def test_a_dump_handed_to_a_star_args_helper_is_read(tmp_path: Path, user: str) -> None:
-    assert _leaves(tmp_path, {"user.py": user}) & READ
+    assert env_leaves(tmp_path, {"user.py": user}) & READ
 
 
 @pytest.mark.parametrize("call", [
     "sh(['nvidia-smi'])", "sh(['git', 'rev-parse', 'HEAD'])", "sh(['sh'], input='echo hello')",
     "sh([sys.executable, '-'], input='print(1)')", "sh(['bash', '-c', 'echo hi | sort'])",
 ])
-def test_a_harmless_command_handed_to_a_run_helper_stays_quiet(tmp_path: Path, call: str) -> None:
-    _quiet(tmp_path, {"user.py": SH + f"def main():\n    return {call}\n"})
+def test_a_harmless_command_handed_to_a_run_helper_staysenv_quiet(tmp_path: Path, call: str) -> None:
+    env_quiet(tmp_path, {"user.py": SH + f"def main():\n    return {call}\n"})
 
 
 # ---- R17-3: the command composed by Python expressions
@@ -123,7 +112,7 @@ RUN = "import subprocess, sys, shlex, functools\n"
     "    return subprocess.run(cmd, input='env')\n",
 ])
 def test_a_dump_composed_by_python_is_read(tmp_path: Path, body: str) -> None:
-    assert _leaves(tmp_path, {"user.py": RUN + body}) & READ
+    assert env_leaves(tmp_path, {"user.py": RUN + body}) & READ
 
 
 @pytest.mark.parametrize("consts", [
@@ -131,7 +120,7 @@ def test_a_dump_composed_by_python_is_read(tmp_path: Path, body: str) -> None:
     ("DUMP = ['env']\n", "from pkg.consts import DUMP\ndef main():\n    return subprocess.run(DUMP)\n"),  # q30
 ])
 def test_a_dump_constant_of_another_module_is_read(tmp_path: Path, consts: tuple[str, str]) -> None:
-    assert _leaves(tmp_path, {"consts.py": consts[0], "user.py": RUN + consts[1]}) & READ
+    assert env_leaves(tmp_path, {"consts.py": consts[0], "user.py": RUN + consts[1]}) & READ
 
 
 @pytest.mark.parametrize("body", [
@@ -145,16 +134,16 @@ def test_a_dump_constant_of_another_module_is_read(tmp_path: Path, consts: tuple
     "def main(dbg=True):\n    code = 'print(1)' if dbg else 'pass'\n    return subprocess.run([sys.executable, '-c', code])\n",
     "def main(cmd=('nvidia-smi',)):\n    return subprocess.run(list(cmd))\n",
 ])
-def test_a_harmless_command_composed_by_python_stays_quiet(tmp_path: Path, body: str) -> None:
-    _quiet(tmp_path, {"user.py": RUN + body})
+def test_a_harmless_command_composed_by_python_staysenv_quiet(tmp_path: Path, body: str) -> None:
+    env_quiet(tmp_path, {"user.py": RUN + body})
 
 
-def test_a_harmless_constant_of_another_module_stays_quiet(tmp_path: Path) -> None:
+def test_a_harmless_constant_of_another_module_staysenv_quiet(tmp_path: Path) -> None:
     files = {
         "consts.py": "TOOL = 'nvidia-smi'\nGIT = ['git', 'rev-parse', 'HEAD']\n",
         "user.py": RUN + "from pkg.consts import TOOL, GIT\ndef main():\n    subprocess.run([TOOL])\n    return subprocess.run(GIT)\n",
     }
-    _quiet(tmp_path, files)
+    env_quiet(tmp_path, files)
 
 
 # ---- deny by default: a launch whose command is not shown at all
@@ -167,12 +156,12 @@ def test_a_harmless_constant_of_another_module_stays_quiet(tmp_path: Path) -> No
     "def main():\n    return os.system(open('cmd.txt').readline())\n",
 ])
 def test_a_launch_whose_command_is_not_shown_is_unknown(tmp_path: Path, body: str) -> None:
-    assert "$?" in _leaves(tmp_path, {"user.py": RUN + "import os\n" + body})
+    assert "$?" in env_leaves(tmp_path, {"user.py": RUN + "import os\n" + body})
 
 
 def test_a_command_not_shown_handed_to_a_run_helper_is_unknown(tmp_path: Path) -> None:
     user = SH + "def build():\n    return sys.argv[1:]\ndef main():\n    return sh(build())\n"
-    assert "$?" in _leaves(tmp_path, {"user.py": user})
+    assert "$?" in env_leaves(tmp_path, {"user.py": user})
 
 
 @pytest.mark.parametrize("body", [
@@ -181,8 +170,8 @@ def test_a_command_not_shown_handed_to_a_run_helper_is_unknown(tmp_path: Path) -
     "def main():\n    return subprocess.run(['git', *sys.argv[1:]])\n",  # the program is shown
     "def main(ref):\n    return subprocess.run(f'git log {ref}', shell=True)\n",
 ])
-def test_a_launch_whose_program_or_caller_is_shown_stays_quiet(tmp_path: Path, body: str) -> None:
-    _quiet(tmp_path, {"user.py": RUN + body})
+def test_a_launch_whose_program_or_caller_is_shown_staysenv_quiet(tmp_path: Path, body: str) -> None:
+    env_quiet(tmp_path, {"user.py": RUN + body})
 
 
 @pytest.mark.parametrize("call", [
@@ -194,4 +183,4 @@ def test_a_file_handed_to_a_run_helper_to_run_is_unknown(tmp_path: Path, call: s
     """R17-1 p09/p12: a file the handed command runs is judged where a launch names it,
     never through a helper: `$?` at the call (deny by default)."""
     body = SH + "import os\nHERE = os.path.dirname(__file__)\nROOT = os.path.dirname(HERE)\ndef main():\n    " + call + "\n"
-    assert "$?" in _leaves(tmp_path, {"user.py": body})
+    assert "$?" in env_leaves(tmp_path, {"user.py": body})

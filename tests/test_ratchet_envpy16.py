@@ -13,22 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, file_reads, scan_env_pkg
+from ratchet_case import env_leaves, env_quiet
 
 PAGE = "$SGLANG_PAGE_SIZE"
 # a key the code shows being rebound may be resolved, or be `$?`
 PAGE_OR_UNKNOWN = {PAGE, "$?"}
-
-
-def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
-    result = scan_env_pkg(tmp_path, files)
-    assert fails(result), result.reads
-    return {leaf for _, leaf in file_reads(result, file)}
-
-
-def _quiet(tmp_path: Path, files: dict[str, str]) -> None:
-    result = scan_env_pkg(tmp_path, files)
-    assert not fails(result), result.reads
 
 
 # ---- R16-8: a key's name rebound where the key analysis did not look
@@ -53,17 +42,17 @@ def _quiet(tmp_path: Path, files: dict[str, str]) -> None:
     "page.__kwdefaults__ = {'name': 'SGLANG_PAGE_SIZE'}\ndef main():\n    return page()\n",
 ])
 def test_a_key_rebound_in_a_way_not_followed_is_read(tmp_path: Path, user: str) -> None:
-    assert _leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
+    assert env_leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
 
 
 def test_a_module_constant_another_module_rebinds_is_read_there(tmp_path: Path) -> None:
     # n10: monkeypatching a module constant, as plugins and tests do
     names = "import os\nPAGE = 'NCCL_PAGE'\ndef read():\n    return os.environ.get(PAGE)\n"
     user = "import pkg.names as names\nnames.PAGE = 'SGLANG_PAGE_SIZE'\ndef main():\n    return names.read()\n"
-    assert _leaves(tmp_path, {"names.py": names, "user.py": user}, "pkg/names.py") & PAGE_OR_UNKNOWN
+    assert env_leaves(tmp_path, {"names.py": names, "user.py": user}, "pkg/names.py") & PAGE_OR_UNKNOWN
     # the same through `from pkg import names` and `setattr(names, "PAGE", ...)`
     user = "from pkg import names\nsetattr(names, 'PAGE', 'SGLANG_PAGE_SIZE')\n"
-    assert _leaves(tmp_path, {"names.py": names, "user.py": user}, "pkg/names.py") & PAGE_OR_UNKNOWN
+    assert env_leaves(tmp_path, {"names.py": names, "user.py": user}, "pkg/names.py") & PAGE_OR_UNKNOWN
 
 
 @pytest.mark.parametrize("user", [
@@ -85,14 +74,14 @@ def test_a_module_constant_another_module_rebinds_is_read_there(tmp_path: Path) 
     # an ordinary constant key
     "import os\nPAGE = 'NCCL_PAGE'\ndef main():\n    return os.environ.get(PAGE)\n",
 ])
-def test_a_key_not_rebound_to_a_declared_name_stays_quiet(tmp_path: Path, user: str) -> None:
-    _quiet(tmp_path, {"user.py": user})
+def test_a_key_not_rebound_to_a_declared_name_staysenv_quiet(tmp_path: Path, user: str) -> None:
+    env_quiet(tmp_path, {"user.py": user})
 
 
-def test_a_module_constant_rebound_elsewhere_to_an_undeclared_name_stays_quiet(tmp_path: Path) -> None:
+def test_a_module_constant_rebound_elsewhere_to_an_undeclared_name_staysenv_quiet(tmp_path: Path) -> None:
     names = "import os\nPAGE = 'NCCL_PAGE'\ndef read():\n    return os.environ.get(PAGE)\n"
     user = "import pkg.names as names\nnames.PAGE = 'NCCL_OTHER'\nnames.OTHER = 'SGLANG_PAGE_SIZE'\n"
-    _quiet(tmp_path, {"names.py": names, "user.py": user})
+    env_quiet(tmp_path, {"names.py": names, "user.py": user})
 
 
 # ---- R16-9: an env knob's name changed after it is made
@@ -125,7 +114,7 @@ HIER_KNOB = "import os\nclass Knob:\n    env_name = 'NCCL_PAGE'\n    def get(sel
     "    def get(self):\n        return os.environ.get(self.PAGE)\n",
 ])
 def test_a_knob_renamed_after_it_is_made_is_read(tmp_path: Path, user: str) -> None:
-    assert _leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
+    assert env_leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
 
 
 @pytest.mark.parametrize("user", [
@@ -139,8 +128,8 @@ def test_a_knob_renamed_after_it_is_made_is_read(tmp_path: Path, user: str) -> N
     "import os\nclass K:\n    PAGE = 'NCCL_PAGE'\n    def __init__(self):\n        setattr(self, 'OTHER', 'SGLANG_PAGE_SIZE')\n"
     "    def get(self):\n        return os.environ.get(self.PAGE)\n",
 ])
-def test_a_knob_not_renamed_to_a_declared_name_stays_quiet(tmp_path: Path, user: str) -> None:
-    _quiet(tmp_path, {"user.py": user})
+def test_a_knob_not_renamed_to_a_declared_name_staysenv_quiet(tmp_path: Path, user: str) -> None:
+    env_quiet(tmp_path, {"user.py": user})
 
 
 # ---- R16-10: click's auto_envvar_prefix set other than as a keyword
@@ -164,7 +153,7 @@ CLICK_GROUP = (
     CLICK_GROUP.format(body="setattr(ctx, 'auto_envvar_prefix', 'SGLANG')"),
 ])
 def test_an_auto_envvar_prefix_set_other_than_as_a_keyword_is_read(tmp_path: Path, user: str) -> None:
-    assert PAGE in _leaves(tmp_path, {"user.py": user})
+    assert PAGE in env_leaves(tmp_path, {"user.py": user})
 
 
 @pytest.mark.parametrize("user", [
@@ -172,8 +161,8 @@ def test_an_auto_envvar_prefix_set_other_than_as_a_keyword_is_read(tmp_path: Pat
     CLICK_GROUP.format(body="ctx.auto_envvar_prefix = 'NCCL'"),
     CLICK_GROUP.format(body="ctx.obj = 'SGLANG'"),
 ])
-def test_an_auto_envvar_prefix_naming_no_declared_variable_stays_quiet(tmp_path: Path, user: str) -> None:
-    _quiet(tmp_path, {"user.py": user})
+def test_an_auto_envvar_prefix_naming_no_declared_variable_staysenv_quiet(tmp_path: Path, user: str) -> None:
+    env_quiet(tmp_path, {"user.py": user})
 
 
 # ---- R16-13: the standard library's stored copy of the environment
@@ -185,7 +174,7 @@ def test_an_auto_envvar_prefix_naming_no_declared_variable_stays_quiet(tmp_path:
     "from wsgiref import handlers\ndef main():\n    return handlers.read_environ()['SGLANG_PAGE_SIZE']\n",
 ])
 def test_wsgirefs_copy_of_the_environment_is_the_environment(tmp_path: Path, user: str) -> None:
-    assert PAGE in _leaves(tmp_path, {"user.py": user})
+    assert PAGE in env_leaves(tmp_path, {"user.py": user})
 
 
 @pytest.mark.parametrize("user", [
@@ -193,8 +182,8 @@ def test_wsgirefs_copy_of_the_environment_is_the_environment(tmp_path: Path, use
     "def app(environ, start_response):\n    return environ.get('SGLANG_PAGE_SIZE')\n",
     "from wsgiref.handlers import BaseHandler\ndef main():\n    return BaseHandler.os_environ.get('NCCL_PAGE'), BaseHandler.wsgi_version\n",
 ])
-def test_wsgiref_naming_no_declared_variable_stays_quiet(tmp_path: Path, user: str) -> None:
-    _quiet(tmp_path, {"user.py": user})
+def test_wsgiref_naming_no_declared_variable_staysenv_quiet(tmp_path: Path, user: str) -> None:
+    env_quiet(tmp_path, {"user.py": user})
 
 
 # ---- R16-14: presence told without a counted read
@@ -212,7 +201,7 @@ def test_wsgiref_naming_no_declared_variable_stays_quiet(tmp_path: Path, user: s
      "            del os.environ[k]\n            had = True\n    return had\n", PAGE_OR_UNKNOWN),
 ])
 def test_presence_told_by_a_delete_is_a_read(tmp_path: Path, user: str, leaves: set[str]) -> None:
-    assert _leaves(tmp_path, {"user.py": user}) & leaves
+    assert env_leaves(tmp_path, {"user.py": user}) & leaves
 
 
 @pytest.mark.parametrize("user", [
@@ -227,4 +216,4 @@ def test_presence_told_by_a_delete_is_a_read(tmp_path: Path, user: str, leaves: 
     "            had = True\n",
 ])
 def test_a_delete_that_tells_nothing_stays_a_write(tmp_path: Path, user: str) -> None:
-    _quiet(tmp_path, {"user.py": user})
+    env_quiet(tmp_path, {"user.py": user})

@@ -11,24 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, file_reads, scan_env_pkg
+from ratchet_case import env_leaves, env_quiet
 
 PAGE = "$SGLANG_PAGE_SIZE"
 PAGE_OR_UNKNOWN = {PAGE, "$?"}
 
 KNOB = "import os, dataclasses\nclass Knob:\n    name = 'NCCL_PAGE'\n    def get(self):\n        return os.environ.get(self.name)\n"
 OTHER = "class Other:\n    name = 'x'\n"
-
-
-def _leaves(tmp_path: Path, files: dict[str, str], file: str = "pkg/user.py") -> set[str]:
-    result = scan_env_pkg(tmp_path, files)
-    assert fails(result), result.reads
-    return {leaf for _, leaf in file_reads(result, file)}
-
-
-def _quiet(tmp_path: Path, files: dict[str, str]) -> None:
-    result = scan_env_pkg(tmp_path, files)
-    assert not fails(result), result.reads
 
 
 def _method(body: str) -> str:
@@ -49,7 +38,7 @@ def _method(body: str) -> str:
     _method("self.__dict__.setdefault('PAGE', kw['page'])"),
 ])
 def test_a_knob_renamed_on_self_every_way_is_read(tmp_path: Path, user: str) -> None:
-    assert _leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
+    assert env_leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
 
 
 @pytest.mark.parametrize("user", [
@@ -58,8 +47,8 @@ def test_a_knob_renamed_on_self_every_way_is_read(tmp_path: Path, user: str) -> 
     _method("self.other = dict(kw)\n        self.other.update(kw)"),
     _method("vars(kw).update(kw)"),
 ])
-def test_a_store_on_self_of_no_declared_name_stays_quiet(tmp_path: Path, user: str) -> None:
-    _quiet(tmp_path, {"user.py": user})
+def test_a_store_on_self_of_no_declared_name_staysenv_quiet(tmp_path: Path, user: str) -> None:
+    env_quiet(tmp_path, {"user.py": user})
 
 
 @pytest.mark.parametrize("user", [
@@ -78,7 +67,7 @@ def test_a_store_on_self_of_no_declared_name_stays_quiet(tmp_path: Path, user: s
     KNOB + "class Sub(Knob):\n    pass\ndef main():\n    k = Sub()\n    k.name = 'SGLANG_PAGE_SIZE'\n    return k.get()\n",
 ])
 def test_a_knob_renamed_from_outside_its_class_is_read(tmp_path: Path, user: str) -> None:
-    assert _leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
+    assert env_leaves(tmp_path, {"user.py": user}) & PAGE_OR_UNKNOWN
 
 
 @pytest.mark.parametrize("user", [
@@ -91,8 +80,8 @@ def test_a_knob_renamed_from_outside_its_class_is_read(tmp_path: Path, user: str
     # a string method, no copy
     KNOB + "def main(s):\n    return s.replace('a', 'SGLANG_PAGE_SIZE')\n",
 ])
-def test_a_store_on_no_knob_stays_quiet(tmp_path: Path, user: str) -> None:
-    _quiet(tmp_path, {"user.py": user})
+def test_a_store_on_no_knob_staysenv_quiet(tmp_path: Path, user: str) -> None:
+    env_quiet(tmp_path, {"user.py": user})
 
 
 NAMES = "import os\nPAGE = 'NCCL_PAGE'\ndef read():\n    return os.environ.get(PAGE)\n"
@@ -104,7 +93,7 @@ NAMES = "import os\nPAGE = 'NCCL_PAGE'\ndef read():\n    return os.environ.get(P
     "import pkg.names\nimport pkg.names as n\nn.PAGE = 'SGLANG_PAGE_SIZE'\n",
 ])
 def test_a_module_constant_rebound_elsewhere_every_way_is_read(tmp_path: Path, user: str) -> None:
-    assert _leaves(tmp_path, {"names.py": NAMES, "user.py": user}, "pkg/names.py") & PAGE_OR_UNKNOWN
+    assert env_leaves(tmp_path, {"names.py": NAMES, "user.py": user}, "pkg/names.py") & PAGE_OR_UNKNOWN
 
 
 @pytest.mark.parametrize("user", [
@@ -112,5 +101,5 @@ def test_a_module_constant_rebound_elsewhere_every_way_is_read(tmp_path: Path, u
     "import pkg.other as names\nnames.PAGE = 'SGLANG_PAGE_SIZE'\n",
     "from pkg import names\nnames.PAGE = 'NCCL_OTHER'\nnames.OTHER = 'x'\n",
 ])
-def test_a_module_constant_not_rebound_to_a_declared_name_stays_quiet(tmp_path: Path, user: str) -> None:
-    _quiet(tmp_path, {"names.py": NAMES, "other.py": "PAGE = 'x'\n", "user.py": user})
+def test_a_module_constant_not_rebound_to_a_declared_name_staysenv_quiet(tmp_path: Path, user: str) -> None:
+    env_quiet(tmp_path, {"names.py": NAMES, "other.py": "PAGE = 'x'\n", "user.py": user})
