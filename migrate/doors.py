@@ -63,6 +63,7 @@ import ast
 import bisect
 import builtins
 import functools
+import itertools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -2771,7 +2772,19 @@ def command_dumps(commands: Sequence[Command], python_whole: Callable[[str], boo
         if isinstance(command, tuple):
             if prints_environment(list(command), python_whole) and not (isolated and plain_dump(list(command))):
                 return True
+            if command and command[0] is None and _unknown_runs_a_dump(command, python_whole):
+                return True
         elif isinstance(command, str) and shell_prints_environment(command, python_whole):
+            return True
+    return False
+
+
+def _unknown_runs_a_dump(command: tuple[str | None, ...], python_whole: Callable[[str], bool]) -> bool:
+    """A program the module does not show (`[TOOL, "-c", "env"]`, TOOL another module's name)
+    given `-c` code that a shell or a Python would run as a dump: deny by default, as the
+    program may well be either."""
+    for flag, code in itertools.pairwise(command):
+        if flag == "-c" and isinstance(code, str) and (shell_prints_environment(code, python_whole) or python_whole(code)):
             return True
     return False
 

@@ -184,3 +184,21 @@ def test_a_file_handed_to_a_run_helper_to_run_is_unknown(tmp_path: Path, call: s
     never through a helper: `$?` at the call (deny by default)."""
     body = SH + "import os\nHERE = os.path.dirname(__file__)\nROOT = os.path.dirname(HERE)\ndef main():\n    " + call + "\n"
     assert "$?" in env_leaves(tmp_path, {"user.py": body})
+
+
+@pytest.mark.parametrize("user", [
+    "import subprocess\nfrom pkg.consts import TOOL\ndef main():\n    subprocess.run([TOOL, '-c', 'env'])\n",
+    "import subprocess\nfrom pkg.consts import TOOL\ndef main():\n"
+    "    subprocess.run([TOOL, '-c', 'import os; print(dict(os.environ))'])\n",
+])
+def test_an_imported_program_given_dumping_code_is_read(tmp_path: Path, user: str) -> None:
+    """`TOOL = "bash"` in another module, `[TOOL, "-c", "env"]` here: the program is not
+    shown, but code a shell or a Python runs as a dump is (deny by default)."""
+    files = {"consts.py": "TOOL = 'bash'\n", "user.py": user}
+    assert "$?" in env_leaves(tmp_path, files)
+
+
+def test_an_imported_program_given_harmless_code_stays_quiet(tmp_path: Path) -> None:
+    files = {"consts.py": "TOOL = 'bash'\n",
+             "user.py": "import subprocess\nfrom pkg.consts import TOOL\ndef main():\n    subprocess.run([TOOL, '-c', 'echo hi'])\n"}
+    env_quiet(tmp_path, files)
