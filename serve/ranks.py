@@ -206,14 +206,15 @@ class RankGroup:
         a worker that connects early waits in its backlog. A layout that cannot fit the
         group is refused before any worker starts."""
         self._check_layout(record)
-        # torch's own C++ log (a store read timing out while a worker stalls: `[c10d]
+        listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.addr = f"127.0.0.1:{listener.getsockname()[1]}"
+        # never the door's: what connects to the store uses up that process's descriptors;
+        # its torch log is its own (its warnings of a bad client are counted, StoreHost)
+        self._store = StoreHost.start(listener, dict(os.environ))
+        # the door's torch C++ log (a store read timing out while a worker stalls: `[c10d]
         # waitForInput ...`) would reach serve's log raw, unescaped and at every poll; the
         # door says what happened to the rank itself. Read when torch is imported, below.
         os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
-        listener = socket.create_server(("127.0.0.1", 0), backlog=128)
-        self.addr = f"127.0.0.1:{listener.getsockname()[1]}"
-        # never the door's: what connects to the store uses up that process's descriptors
-        self._store = StoreHost.start(listener, dict(os.environ))
         secret = secrets.token_hex(32)
         env = {**os.environ, SECRET_ENV: secret,
                # an idle worker's waits time out every POLL_S, which c10d logs as a warning
