@@ -452,6 +452,18 @@ def test_a_store_process_that_dies_leaves_the_group_degraded_naming_it(server: S
     assert server.terminate() == 0
 
 
+def _stop(pid: int) -> None:
+    """SIGSTOP `pid` and wait (bounded) until the kernel shows it stopped: the signal is
+    delivered asynchronously, and on a loaded machine a request sent at once could still
+    find the process running."""
+    from configbags.serve.ranks import _stopped
+
+    os.kill(pid, signal.SIGSTOP)
+    end = time.monotonic() + 10
+    while not _stopped(pid) and time.monotonic() < end:
+        time.sleep(0.01)
+
+
 def test_a_stopped_store_process_is_named_in_503s_and_nothing_is_applied_late() -> None:
     srv = Server("--ranks", "2", "--tp-size", "2", "--admin-api-key", ADMIN_KEY, "--rank-timeout", "1",
                  start_timeout=240)
@@ -461,7 +473,7 @@ def test_a_stopped_store_process_is_named_in_503s_and_nothing_is_applied_late() 
         # a client that waits this long without an answer fails the test (on a store that stays stopped)
         with httpx.Client(base_url=srv.url, timeout=20) as c:
             epoch = c.get("/health").json()["epoch"]
-            os.kill(store, signal.SIGSTOP)
+            _stop(store)
             try:
                 health = c.get("/health")
                 assert health.status_code == 503 and health.json()["error"] == "store_stalled", health.text
@@ -502,7 +514,7 @@ def test_a_store_stopped_during_a_patch_leaves_every_route_answering_and_nothing
             try:
                 in_flight = pool.submit(c.patch, "/config", json=leaves, headers=ADMIN)
                 time.sleep(0.3)  # rank 0 posted the change and waits on the worker through the store
-                os.kill(store, signal.SIGSTOP)
+                _stop(store)
                 try:
                     for path in ("/health", "/server_info", "/config/weight_version", "/config/contracts"):
                         started = time.monotonic()
