@@ -868,9 +868,12 @@ def _loader_refusal(text: str, name: str, offset: int = 0) -> tuple[str, int] | 
     """Why the server's config-file reader refuses `text` (a file named `name`), at the
     line counted from `offset`; None when it reads it."""
     try:
-        load_text(text, name)
+        data = load_text(text, name)
     except YamlError as exc:
         return exc.problem, (exc.line or 1) + offset
+    if data is None:  # as runtime.record.load_config_file refuses it
+        return "the config file holds no settings (empty, only comments, or a null document); write {} to mean " \
+               "no settings", 1 + offset
     return None
 
 

@@ -373,7 +373,10 @@ def load_config_file(path: str | Path, schema_path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise RecordError(f"{path}: cannot read config file: {exc.strerror or exc}") from None
     if data is None:
-        return {}
+        # blank, only comments, `null`: a template that rendered nothing, or a truncated
+        # file, never "no settings" (a key it was to hold, the api key, would be unset)
+        raise RecordError(f"{path}: the config file holds no settings (empty, only comments, or a null document); "
+                          f"write {{}} to mean no settings")
     if not isinstance(data, dict):
         raise RecordError(f"{path}: a config file must hold a mapping of leaf names to values")
     schema = json.loads(schema_path.read_text())

@@ -334,3 +334,21 @@ def test_a_dump_to_a_link_is_written_through_it(tmp_path: Path, dangling: bool) 
         assert configbags(["explain", "weight_version", "--model-path", "m", "--weight-version", "prod-v2",
                            "--dump-config", str(link)]) == 0
     assert link.is_symlink() and load_yaml(target.read_text())["weight_version"] == "prod-v2"
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# rendered nothing\n", "null\n", "~\n", "---\n"])
+def test_a_config_file_that_says_nothing_is_refused(tmp_path: Path, text: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Round eighteen: a --config file holding no document (0 bytes, comments only, `null`)
+    was read as "no settings": `serve --config empty.yaml` started on defaults, reads open
+    where the file was to hold the key. It is refused, as a watched file is; `{}` says it."""
+    from configbags.cli import main as configbags
+
+    empty = tmp_path / "config.yaml"
+    empty.write_text(text)
+    with get_context().restoring():
+        assert configbags(["explain", "api_key", "--model-path", "m", "--config", str(empty)]) == 2
+    assert f"{empty}: the config file holds no settings" in capsys.readouterr().err
+    empty.write_text("{}\n")
+    with get_context().restoring():
+        assert configbags(["explain", "api_key", "--model-path", "m", "--config", str(empty)]) == 0

@@ -225,3 +225,16 @@ def test_a_secrets_entries_without_a_suffix_stay_unread_and_unnamed(tmp_path: Pa
     path.write_text(f"apiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ndata:\n  api-key: {_b64('tp_sise: 1')}\n"
                     "stringData:\n  token: 'page_sise: 2'\n")
     assert found(path, view) == []
+
+
+@pytest.mark.parametrize("text", ["", "# nothing\n", "null\n"])
+def test_a_config_file_or_configmap_entry_that_says_nothing_is_refused(tmp_path: Path, view: SchemaView,
+                                                                       text: str) -> None:
+    """Round eighteen: the server refuses a config file holding no document; lint said
+    nothing of it, named or as a ConfigMap entry."""
+    named = tmp_path / "config.yaml"
+    named.write_text(text)
+    assert [rule for _, rule, _ in found(named, view)] == ["lint-unreadable"]
+    cm = tmp_path / "cm.yaml"
+    cm.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  config.yaml: {text.strip()!r}\n")
+    assert [rule for _, rule, _ in found(cm, view)] == ["lint-unreadable"]
