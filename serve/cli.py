@@ -360,8 +360,11 @@ def _model_facts(model_path: Any) -> Facts:
     the model from it (the model rules apply; a contract member such as
     `model.config.vocab_size` has a value); none for a hub id or a path not here."""
     folder = Path(str(model_path)) if model_path else None
-    if folder is None or not folder.is_dir() or not (folder / "config.json").is_file():
+    if folder is None or not folder.is_dir() or not os.path.lexists(folder / "config.json"):
         return NO_FACTS
+    if not (folder / "config.json").is_file():  # a FIFO, a device, a folder, a dangling link
+        raise ConfigError(f"--model-path {folder}: its config.json is not a regular file (or a link to one); the "
+                          f"engine could not load the model from it: fix the model folder")
     return Facts(None, ModelFacts.from_config(folder))
 
 

@@ -68,3 +68,25 @@ def test_a_model_folder_gives_the_facts_and_different_vocabularies_break_the_con
     code, out = check(capsys, *urls)
     assert code == EXIT_BROKEN and "BROKEN draft" in out, out
     assert "151936" in out and "32000" in out
+
+
+@pytest.mark.parametrize("kind", ["folder", "dangling", "fifo"])
+def test_a_model_folder_whose_config_json_is_no_file_refuses_the_start(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str) -> None:
+    """Round eighteen: such a config.json gave no facts in silence (every model rule
+    skipped); serve refuses it, as the engine could not load the model."""
+    import os
+
+    from configbags.serve.cli import main as serve
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    config = folder / "config.json"
+    if kind == "folder":
+        config.mkdir()
+    elif kind == "dangling":
+        config.symlink_to(tmp_path / "nowhere.json")
+    else:
+        os.mkfifo(config)
+    assert serve(["--package", "configbags.generated", "--model-path", str(folder)]) == 2
+    assert "its config.json is not a regular file" in capsys.readouterr().err
