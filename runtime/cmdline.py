@@ -171,7 +171,7 @@ def unrecognized(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
     for word in words:
         name = word.partition("=")[0]
         if _FLAG_NAME.fullmatch(name):
-            flags.append(f"{name}{closest(name, known)}")
+            flags.append(f"{name}{_flag_hint(name, known) or closest(name, known)}")
         else:
             hidden += 1
     out = f"unrecognized flag{'s' if len(flags) > 1 else ''} {', '.join(flags)}" if flags else ""
@@ -179,6 +179,17 @@ def unrecognized(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
         values = f"{hidden} word{'s' if hidden > 1 else ''} not taken by any flag (not shown, as a value may be a secret)"
         out = f"{out}; {values}" if out else values
     return out
+
+
+def _flag_hint(name: str, known: Sequence[str]) -> str:
+    """' (did you mean ...?)' for a flag that is the first word of known flags (`--tp` of
+    `--tp-size`, SGLang's short spellings): what its letters are closest to (`--ep`) may set
+    another leaf, so the flags it begins are named first ('' when it begins none)."""
+    begun = sorted(flag for flag in known if flag.startswith(name + "-"))
+    if not begun:
+        return ""
+    shown = " or ".join(repr(flag) for flag in begun[:3])
+    return f" (did you mean {shown}{', ...' if len(begun) > 3 else ''}?)"
 
 
 def input_problem(exc: Exception) -> str:

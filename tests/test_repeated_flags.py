@@ -64,3 +64,18 @@ def test_lint_reports_a_leaf_given_twice_in_one_launch_line(tmp_path: Path) -> N
     twice = found_in(tmp_path / "twice.sh", f"{LAUNCH} --tp-size 2 --tp-size 4 --page-size 16 --page-size 32\n",
                      bundled_view())
     assert sorted(subject for _, rule, subject in twice if rule == "lint-repeated") == ["--page-size", "--tp-size"]
+
+
+@pytest.mark.parametrize(("typed", "hint"), [("--tp", "'--tp-size'"), ("--dp", "'--dp-size'"),
+                                             ("--tp-sise", "'--tp-size'")])
+def test_a_short_spelling_is_pointed_at_the_flags_it_begins(typed: str, hint: str) -> None:
+    """Round eighteen: SGLang's short `--tp`, `--dp`, `--pp` got "did you mean '--ep'?",
+    the alias of another leaf (ep_size): following the hint set the wrong size."""
+    import argparse
+
+    from configbags.runtime.cmdline import unrecognized
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    message = unrecognized(parser, [typed])
+    assert f"(did you mean {hint}" in message and "'--ep'" not in message, message
