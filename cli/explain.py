@@ -32,7 +32,14 @@ from configbags.runtime.record import (
     origins_of,
     parse_cli_words,
 )
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
+from configbags.runtime.resolve import (
+    Facts,
+    GpuFacts,
+    ModelFacts,
+    folder_facts,
+    parse_bytes,
+    parse_sm,
+)
 
 # The one required leaf explain fills in itself, and only where no layer sets it: the model,
 # whose weights explain never loads (--model-config's path, else "model").
@@ -73,11 +80,13 @@ def server_parser(package: str | None, prog: str) -> argparse.ArgumentParser | N
     return server
 
 
-def facts_from(ns: argparse.Namespace) -> Facts:
+def facts_from(ns: argparse.Namespace, model_path: Any = None) -> Facts:
+    """The facts given here; without --model-config, those of a --model-path folder holding
+    a config.json, as serve reads them."""
     gpu = None
     if ns.gpu_name is not None or ns.gpu_memory is not None or ns.gpu_sm is not None:
         gpu = GpuFacts(ns.gpu_name, ns.gpu_memory, ns.gpu_sm)
-    model = ModelFacts.from_config(ns.model_config) if ns.model_config else None
+    model = ModelFacts.from_config(ns.model_config) if ns.model_config else folder_facts(model_path)
     return Facts(gpu, model)
 
 
@@ -148,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # would be an operator's value
             record = attach(record, origins_of(record, ctx.registry.leaves))
         with ctx.restoring():
-            ctx.publish(record, role=ns.role, facts=facts_from(ns))
+            ctx.publish(record, role=ns.role, facts=facts_from(ns, None if placeholder else getattr(record, PLACEHOLDER_LEAF, None)))
             if placeholder is not None and dump is not None:
                 ctx.dump_config(dump, left_out={PLACEHOLDER_LEAF: "explain's placeholder, not an operator value"})
             info = ctx.explain(ns.leaf)

@@ -141,6 +141,22 @@ class ModelFacts:
         return cls(tuple(archs), dict(config))
 
 
+def folder_facts(model_path: Any) -> ModelFacts | None:
+    """The model facts of a --model-path folder holding a config.json, as the engine loads
+    the model from it (serve and explain alike); None for a hub id or a path not here. A
+    config.json that is no regular file (a FIFO, a device, a folder, a dangling link) is
+    an InputFileError, never opened: the engine could not load the model from it."""
+    import os
+
+    folder = Path(str(model_path)) if model_path else None
+    if folder is None or not folder.is_dir() or not os.path.lexists(folder / "config.json"):
+        return None
+    if not (folder / "config.json").is_file():
+        raise InputFileError(f"--model-path {folder}: its config.json is not a regular file (or a link to one); the "
+                             f"engine could not load the model from it: fix the model folder")
+    return ModelFacts.from_config(folder)
+
+
 @attrs.frozen
 class Facts:
     """The inputs of the hardware and model rules, passed to `publish(..., facts=...)`."""

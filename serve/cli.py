@@ -35,7 +35,7 @@ from configbags.runtime.record import (
     record_from_cli_args,
     warn_once,
 )
-from configbags.runtime.resolve import NO_FACTS, Facts, ModelFacts
+from configbags.runtime.resolve import NO_FACTS, Facts, folder_facts
 from configbags.serve.door import (
     DEFAULT_MAX_BODY_BYTES,
     OPERATOR,
@@ -269,7 +269,9 @@ def main(argv: list[str] | None = None) -> int:
             rebuild = _rebuilder(context, record_type, server_flags, args.watch)
         # bound before a rank starts or the start line is printed: a port in use is one line, exit 2
         sockets = bind(str(given.get(HOST_LEAF, DEFAULT_HOST)), int(given.get(PORT_LEAF, DEFAULT_PORT)))
-        facts = _model_facts(given.get(MODEL_PATH_LEAF))
+        # the model rules apply, and a contract member such as `model.config.vocab_size` has a value
+        model = folder_facts(given.get(MODEL_PATH_LEAF))
+        facts = NO_FACTS if model is None else Facts(None, model)
         if args.ranks > 1:
             ranks = _start_ranks(context, package, record, args, facts)
         else:
@@ -353,19 +355,6 @@ def _watch(door: WatchedDoor, app: Any, rebuild: Callable[[], Any], args: argpar
 
 def _stopped(signum: int, frame: FrameType | None) -> None:
     """Re-raised by uvicorn after its graceful shutdown: nothing left to do."""
-
-
-def _model_facts(model_path: Any) -> Facts:
-    """The model facts of a --model-path folder holding a config.json, as the engine loads
-    the model from it (the model rules apply; a contract member such as
-    `model.config.vocab_size` has a value); none for a hub id or a path not here."""
-    folder = Path(str(model_path)) if model_path else None
-    if folder is None or not folder.is_dir() or not os.path.lexists(folder / "config.json"):
-        return NO_FACTS
-    if not (folder / "config.json").is_file():  # a FIFO, a device, a folder, a dangling link
-        raise ConfigError(f"--model-path {folder}: its config.json is not a regular file (or a link to one); the "
-                          f"engine could not load the model from it: fix the model folder")
-    return Facts(None, ModelFacts.from_config(folder))
 
 
 def _start_ranks(context: Context[Any], package: str, record: Any, args: argparse.Namespace,

@@ -90,3 +90,17 @@ def test_a_model_folder_whose_config_json_is_no_file_refuses_the_start(
         os.mkfifo(config)
     assert serve(["--package", "configbags.generated", "--model-path", str(folder)]) == 2
     assert "its config.json is not a regular file" in capsys.readouterr().err
+
+
+def test_explain_reads_the_facts_of_a_model_folder_as_serve_does(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Round eighteen: `explain LEAF --model-path DIR` skipped DIR/config.json, so for
+    Gemma-2 it said `disable_hybrid_swa_memory = false [default]` while serve held `true`."""
+    from configbags.cli import main as configbags
+    from configbags.generated.accessors import get_context
+
+    folder = model_folder(tmp_path, "gemma-2-9b")
+    with get_context().restoring():
+        assert configbags(["explain", "disable_hybrid_swa_memory", "--model-path", str(folder)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "disable_hybrid_swa_memory = true   [model: rule gemma2_full_swa_memory" in first, first
