@@ -124,9 +124,11 @@ SAYS_NOTHING = ("holds no settings (blank, only comments, or a null document: a 
 
 
 def says_nothing(path: Path) -> bool:
-    """Does the followed file hold no document at all? Applied, it would be "no settings"
-    and every live leaf it set would go back to its default in silence; `{}` says that.
-    A file that does not parse says something: its error is the rebuild's to report."""
+    """Does the file to follow hold no document at all (serve's check at start, so the
+    refusal names --watch; each later change is refused by the config reader itself)?
+    Applied, it would be "no settings" and every live leaf it set would go back to its
+    default in silence; `{}` says that. A file that does not parse says something: its
+    error is the record's to report."""
     try:
         return load_file(Path(path)) is None
     except (YamlError, OSError):
@@ -262,12 +264,7 @@ class ConfigWatcher:
             self._report(f"{self.path} is empty (0 bytes: a writer truncating it?); nothing was changed, the "
                          f"config in force stays (write {{}} to mean no settings)")
             return True
-        if says_nothing(self.path):
-            if signature(self.path) == sig:
-                self.seen = sig
-                self._report(f"{self.path} {SAYS_NOTHING}; nothing was changed, the config in force stays")
-            return True
-        try:
+        try:  # (a file holding no document is refused by the reader, runtime.record.load_config_file)
             record = self.rebuild()
             self._check_keys(record.to_dict())
         except ConfigError as exc:
