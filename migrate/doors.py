@@ -7,8 +7,10 @@ the ratchet can hold them to the allowlist like raw record reads:
   `"NAME" in os.environ` (or `os.environ.keys()`), a copy's `os.environ.copy()["NAME"]` and
   `dict(os.environ)["NAME"]`, also through `from os import environ` / `getenv` / `*`,
   `import os as o`, `getattr(os, "environ")` and aliases (`env = os.environ`, `get =
-  os.environ.get`). The bytes environment, `os` reached through another module or a
-  namespace dict, and expandvars are configbags.migrate.reflection's.
+  os.environ.get`), wherever Python evaluates them, a function's signature annotations
+  too (they run with the `def`; under `from __future__ import annotations`,
+  `typing.get_type_hints` runs them). The bytes environment, `os` reached through another
+  module or a namespace dict, and expandvars are configbags.migrate.reflection's.
   A copy of the environment (_ENV_COPIERS, `{**os.environ}`, `|`, `.copy()`, of its
   `items()` too) is read like it. Any other use of an environment value (the environment,
   a copy, its pairs, one of its readers) is a use of it whole: iterated, passed to a
@@ -139,6 +141,7 @@ from configbags.migrate.scopes import (
     StatementWalker,
     fetched_chain,
     landed,
+    signature_annotations,
     unpacked,
 )
 
@@ -1652,10 +1655,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         return None
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        # decorators and defaults are attributed to the function; annotations read nothing
+        # decorators, defaults and the signature's annotations are attributed to the
+        # function. The annotations run when the `def` does (`def g(x:
+        # os.environ.get("X"))`); under `from __future__ import annotations` they are
+        # strings that `typing.get_type_hints` runs, as a calling string annotation is
+        # (configbags.migrate.resolvers.string_annotations): read either way
         outer = self.scope
         self.scope = self.d.scope_of.get(id(node), outer)
-        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults, *signature_annotations(node)]:
             if expr is not None:
                 self.visit(expr)
         self.enclosing.append(node)

@@ -30,6 +30,10 @@ unless an allowlist entry explains it (the rule for anything the scanner cannot 
   `posix.environ`/`nt.environ`, and `os.path.expandvars`/`posixpath.expandvars`/
   `ntpath.expandvars`, whose literal template names the variables (`$NAME`, `${NAME}`,
   `%NAME%`); a name or template the module does not show is `$?`.
+- C's environment array (`environ`, `__environ`, `_environ`, `_wenviron`), reached through
+  ctypes or cffi: a C type's `in_dll(library, "environ")` (or by a name the module does
+  not spell), the symbol as a loaded library's attribute (`ctypes.CDLL(None).environ`):
+  every variable, `$?` (form environ_whole).
 - Carriers (read by leaf, via `carrier`, origin `wrapped`): the raw record carried by a
   lambda called (`f = lambda: get_server_args(); f().tp_size`), a parameter defaulting to
   the raw accessor (`def f(a=get_server_args): a().tp_size`), an element of a container
@@ -83,7 +87,7 @@ from configbags.migrate.scanmodel import (
     ScanSettings,
     env_subject,
 )
-from configbags.migrate.scopes import INERT_NODES, Visitor
+from configbags.migrate.scopes import INERT_NODES, Visitor, signature_annotations
 from configbags.migrate.searchtext import occurrences
 
 _CONTEXT = "<context>"
@@ -225,12 +229,30 @@ def _c_getenv(path: str) -> bool:
     return path.split(".")[0] in _C_FFI and path.rsplit(".", 1)[-1] in C_GETENV
 
 
+# C's environment array, a variable of the C library (`extern char **environ`, glibc's
+# `__environ`, Windows' `_environ`/`_wenviron`): whatever reaches it holds every variable
+_C_ENVIRON = frozenset({"environ", "__environ", "_environ", "_wenviron"})
+
+
+def _c_symbol_fetcher(path: str) -> bool:
+    """Is `path` ctypes' `in_dll` of a C type (`ctypes.POINTER(ctypes.c_char_p).in_dll`),
+    which gives the variable of a library it is named?"""
+    return path.split(".")[0] in _C_FFI and path.endswith(".in_dll")
+
+
+def _c_environ(path: str) -> bool:
+    """Is `path` C's environment array as an attribute of a loaded library
+    (`ctypes.CDLL(None).environ`, cffi's `ffi.dlopen(None).environ`)?"""
+    parent, _, name = path.rpartition(".")
+    return parent == _C_LIBRARY and name in _C_ENVIRON
+
+
 _FOLLOWED = _REFLECTORS | _FETCHERS | _ENV_PATHS | _EXPANDERS | {f"{cls}()" for cls in _CODE_RUNNER_CLASSES}
 
 
 def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
     return (settings.raw_accessor, settings.record_class, *settings.record_attributes, *settings.record_dicts,
-            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "expandvars", "subst_vars", "dotenv", "runpy", "FileLoader", "spec_from_file_location")
+            "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "in_dll", "expandvars", "subst_vars", "dotenv", "runpy", "FileLoader", "spec_from_file_location")
 
 
 def _private(name: str) -> bool:
@@ -283,7 +305,7 @@ _TRIGGER_WORDS = (
     "__getattribute__", "__getstate__", "__reduce", "__call__", "__dict__", "getattr", "hasattr", "attrgetter",
     "__get__", "f_locals", "f_globals", "getargvalues",
     "methodcaller", "Formatter", "eval", "exec", "compile", "globals", "locals", "vars", "modules", "format",
-    "import_module", "__import__", "reload", "FileLoader", "spec_from_file_location", "lambda", "export_state", "environ", "getenv", "expandvars", "subst_vars", "dotenv", "runpy", "._", "import _",
+    "import_module", "__import__", "reload", "FileLoader", "spec_from_file_location", "lambda", "export_state", "environ", "getenv", "in_dll", "expandvars", "subst_vars", "dotenv", "runpy", "._", "import _",
     ", _", ",_", ")[", "][", "}[",
     # a class pattern of a match statement fetches the attributes its keywords name
     "case ",
@@ -851,7 +873,8 @@ class _Reader(Visitor):
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         heads: list[ast.expr | None] = list(node.decorator_list)
         if not isinstance(node, ast.ClassDef):
-            heads += [*node.args.defaults, *node.args.kw_defaults]
+            # the signature's annotations run with the `def` (`def g(x: os.environb[b"X"])`)
+            heads += [*node.args.defaults, *node.args.kw_defaults, *signature_annotations(node)]
         else:
             heads += [*node.bases, *(k.value for k in node.keywords)]
         for expr in heads:
@@ -982,8 +1005,7 @@ class _Reader(Visitor):
         if self.declared:
             self._glob(node, paths)
             self._env_call(node, paths)
-            if any(_c_getenv(path) for path in paths):
-                self._c_getenv(node)
+            self._c_call(node, paths)
         self._judge(node)
         self.generic_visit(node)
 
@@ -1103,6 +1125,9 @@ class _Reader(Visitor):
                 # `map(libc.getenv, names)`, `self.get = libc.getenv`: called where no
                 # analysis follows it
                 self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
+            elif self.declared and (_c_environ(path) or (_c_symbol_fetcher(path) and not (called or named))):
+                # `ctypes.cast(libc.environ, ...)`, `map(c_void_p.in_dll, ...)`
+                self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
             elif self.declared and path in _EXPANDERS and not called:
                 self._report(node, ENV_UNRESOLVED, "environ", "expandvars")
 
@@ -1150,6 +1175,13 @@ class _Reader(Visitor):
         elif name in self.declared:
             self._report(node, env_subject(name), "environ", "environb" if path.endswith("b") else "environ_subscript")
 
+    def _c_call(self, node: ast.Call, paths: dict[str, bool]) -> None:
+        """A call of C's getenv, or of a C type's `in_dll`, through ctypes."""
+        if any(_c_getenv(path) for path in paths):
+            self._c_getenv(node)
+        if any(_c_symbol_fetcher(path) for path in paths):
+            self._c_symbol(node)
+
     def _c_getenv(self, node: ast.Call) -> None:
         """C's getenv through ctypes: `ctypes.CDLL(None).getenv(b"NAME")` reads NAME, and
         so does `get(NAME)` after `get = libc.getenv` (a module constant NAME too)."""
@@ -1158,6 +1190,16 @@ class _Reader(Visitor):
             self._report(node, ENV_UNRESOLVED, "environ", "c_getenv")
         elif name in self.declared:
             self._report(node, env_subject(name), "environ", "c_getenv")
+
+    def _c_symbol(self, node: ast.Call) -> None:
+        """`ctypes.POINTER(ctypes.c_char_p).in_dll(libc, "environ")`: C's environment array,
+        every variable in it (a module constant naming it too), `$?`; so is a symbol whose
+        name the module does not spell. Another variable (`c_int.in_dll(libc, "opterr")`)
+        reads nothing."""
+        given = node.args[1] if len(node.args) == 2 and not isinstance(node.args[1], ast.Starred) else None
+        name = self._spelled(given) if given is not None else None
+        if name is None or name in _C_ENVIRON:
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
     def _unsafe_yaml(self, node: ast.Call, paths: dict[str, bool]) -> bool:
         """Does the call load a YAML document the module does not spell with a loader

@@ -5,7 +5,8 @@ by Python's rules. Each analysis hangs its own facts on the scopes (a subclass o
 `Scope`) and says what a binding means (`ScopeBinder.bind_name`); the rules are here once:
 
 - a function, lambda, class and comprehension each open a scope; a class body does not
-  enclose its methods; decorators, defaults and bases are evaluated outside;
+  enclose its methods; decorators, defaults, bases and a signature's annotations
+  (signature_annotations) are evaluated outside;
 - `global` sends a binding to the module, `nonlocal` to the nearest enclosing function
   that binds the name, and a walrus in a comprehension to the enclosing scope (PEP 572);
 - a read sees the nearest scope that binds the name (builtins and star imports aside);
@@ -188,6 +189,15 @@ class Scopes(Generic[S]):
         return None
 
 
+def signature_annotations(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    """The annotations of a function's parameters (`*args` and `**kw` too) and return,
+    which the `def` evaluates where it runs (`def g(x: os.environ.get("X"))`)."""
+    args = node.args
+    params = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
+    found = [param.annotation for param in params if param is not None and param.annotation is not None]
+    return found + ([node.returns] if node.returns is not None else [])
+
+
 def module_statements(statements: Sequence[ast.stmt]) -> list[ast.stmt]:
     """The statements a module's (or class's) body runs at its own level: those in its
     compound statements too (`try:` and its handlers, `else:` and `finally:`, both arms
@@ -300,7 +310,7 @@ class ScopeBinder(StatementWalker, Generic[S]):
         self.scope = outer
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults, *signature_annotations(node)]:
             if expr is not None:
                 self.visit(expr)
         self.bind_name(node.name, None)  # `def sa(): ...` rebinds sa
