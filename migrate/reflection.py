@@ -19,6 +19,12 @@ unless an allowlist entry explains it (the rule for anything the scanner cannot 
   module (`subprocess.os`, `shutil.os`, `from subprocess import os`). What they reach is
   judged as the module itself: a context's `.state` (`Context.state`), `state_dict`
   (`dist.state_dict`), an environment read.
+- `os`, `configbags.runtime.dist` or an accessors module handed on as a value inside the
+  module (configbags.migrate.modvalues): a parameter of a function the module calls with it
+  (`def g(m): m.environ[...]` called `g(os)`: by the function it is read in), an element of
+  a container literal (`MODS = {"os": os}; MODS["os"]`, `for m in [os]`, the element a
+  constant key picks) and a function returning it (`def _os(): return os; _os().environ`)
+  are the module, judged as above.
 - Private parts (never API): a `_`-prefixed attribute or imported name of the record's
   module (the one the file takes the raw accessor or record class from, or one named like
   the record or a record attribute: `server_args`), a generated
@@ -76,6 +82,8 @@ from typing import Any
 from configbags.migrate.aliases import lines_of, relative_module, statement_span
 from configbags.migrate.childenv import C_GETENV, PROCESS_MODULES, handed_to_child, is_child_process
 from configbags.migrate.holders import literal_names
+from configbags.migrate.modvalues import ModuleFlows, module_flows
+from configbags.migrate.modvalues import elements as literal_elements
 from configbags.migrate.resolvers import NAMED_BY_A_STRING, RESOLVERS
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -319,6 +327,12 @@ _TRIGGER_WORDS = (
 )
 
 
+# A readback module's names: where one is imported, its reads handed on as a value
+# (`g(dist)` then `m.state_dict()`, `g(acc)` then `m.get_context().state`) show no trigger
+# word; the reader finds the lines through the names that carry it (_module_carriers)
+_READBACK_MODULE_WORDS = ("accessors", "configbags.runtime")
+
+
 class ReflectionScan:
     """The reads of one module no other analysis resolves. Only statements whose lines show
     a trigger (_TRIGGER_WORDS) are walked, in a file that mentions the record, the
@@ -334,7 +348,7 @@ class ReflectionScan:
         if not any(word and word in self.text for word in _gate_words(self.settings)):
             return self._anywhere()
         lines = lines_of(self.text, _trigger_positions(self.text, self.settings.raw_accessor))
-        if not lines:
+        if not lines and not any(word in self.text for word in _READBACK_MODULE_WORDS):
             return []
         reader = _Reader(self.tree, self.settings, self.declared, lines, entry_via=self._entry_via())
         reader.run(self.text)
@@ -483,12 +497,25 @@ class _Reader(Visitor):
         self._memo: dict[str, _Value] = {}
         self._cycles = 0
         self._seen: set[tuple[int, str]] = set()
+        # where a module may be handed on as a value (configbags.migrate.modvalues): gathered
+        # only in a file importing one this follows that way (_module_value)
+        self.flows = ModuleFlows()
+        self._given_names: frozenset[str] = frozenset()
+        self._modules_followed = False
+        self._scoped = 0  # lookups of a parameter given a module: their answer is per function
 
     # ---- the module's names
 
     def run(self, text: str) -> None:
         self.context_lines = lines_of(text, [at for word in _CONTEXT_WORDS for at in occurrences(text, word)])
         self._collect(self.tree.body, None)
+        if any(self._module_import(path) for paths in self.imports.values() for path in paths):
+            self.flows = module_flows(self.tree)
+            self._modules_followed = True
+            # only the parameters given a module are looked up by function (and not memoised)
+            self._given_names = frozenset(parameter for _, parameter in self.flows.given)
+            self.flows.given = {site: given for site, given in self.flows.given.items() if self._given_module(site)}
+            self._given_names = frozenset(parameter for _, parameter in self.flows.given)
         self._grow_lines(text)
         # `S.get_server_args()`: S is the record's module too
         for base in _qualifiers(text, (self.settings.raw_accessor, self.settings.record_class)):
@@ -512,6 +539,7 @@ class _Reader(Visitor):
                 if any(value is not None and (isinstance(value, ast.Lambda) or (
                     self._on_trigger_line(value) and self._carries(value))) for value in values)
             }
+            found |= self._module_carriers()
             # `def _ctx(): return get_context()`: its calls give a context
             found |= {name for name, returned in self.returns.items()
                       if any(_CONTEXT in self.value(value).paths for value in returned)}
@@ -521,6 +549,79 @@ class _Reader(Visitor):
             pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
             mentions = [match.start() for match in pattern.finditer(text)]
             self.lines = sorted(set(self.lines) | set(lines_of(text, mentions)))
+
+    def _module_import(self, path: str) -> bool:
+        top = path.split(".")[0]
+        return top in ("os", "posix", "nt", "configbags") or "accessors" in path or path in self.context_modules
+
+    def _module_value(self, path: str) -> bool:
+        """Is `path` a module followed when handed on as a value: `os` (posix, nt), the
+        runtime's `dist` (or a package above it), an accessors module or one the file
+        imports a context function from?"""
+        return (
+            path in ("os", "posix", "nt") or path == _DIST or _DIST.startswith(path + ".")
+            or path.rpartition(".")[2] == "accessors" or path in self.context_modules
+        )
+
+    def _modules_of(self, exprs: list[ast.expr], found: _Value) -> None:
+        """The modules (_module_value) any of `exprs` may be, as reached by a hop."""
+        for expr in exprs:
+            for path in self.value(expr).paths:
+                if self._module_value(path):
+                    found.add(path, True)
+
+    def _holds_module(self, exprs: list[ast.expr]) -> bool:
+        found = _Value()
+        self._modules_of(exprs, found)
+        return bool(found.paths)
+
+    def _module_carriers(self) -> set[str]:
+        """The names that may carry a module handed on as a value: a parameter given one,
+        a loop's target over a container of one, a container literal holding one, a
+        function returning one. Their mentions are where the reads through them are."""
+        if not self._modules_followed:
+            return set()
+        names: set[str] = set()
+        checks = [
+            *((parameter, [e for _, e in given]) for (_, parameter), given in self.flows.given.items()),
+            *self.flows.returned.items(),
+            *((name, [e for value in values if value is not None for e in literal_elements(value, self._bound_values)])
+              for name, values in self.assigned.items() if any(isinstance(v, (ast.Dict, ast.List, ast.Tuple, ast.Set))
+                                                               for v in values)),
+        ]
+        names.update(name for name, exprs in checks if self._holds_module(exprs))
+        names.update(name for name in self.flows.iterated if any(map(self._module_value, self._name(name).paths)))
+        return names
+
+    def _bound_values(self, name: str) -> list[ast.expr | None]:
+        return self.assigned.get(name, [])
+
+    def _given_module(self, site: tuple[str, str]) -> bool:
+        found = _Value()
+        qualname, self.qualname = self.qualname, [site[0]]
+        try:
+            self._given_value(site[1], found)
+        finally:
+            self.qualname = qualname
+        return bool(found.paths)
+
+    def _given_value(self, key: str, found: _Value) -> None:
+        """Inside `def g(m)` called `g(os)`: `m` may be os (by the function it is read in)."""
+        self._scoped += 1
+        for function in self.qualname:
+            given = self.flows.given.get((function, key))
+            site = f"<given> {function}.{key}"
+            if given and site not in self._active:
+                self._active.add(site)  # `def g(m): return g(m)` hands `m` to itself
+                qualname = self.qualname
+                try:
+                    for caller, argument in given:
+                        # the argument's names are the calling function's (`h(m)` in g)
+                        self.qualname = [caller] if caller is not None else []
+                        self._modules_of([argument], found)
+                finally:
+                    self.qualname = qualname
+                    self._active.discard(site)
 
     def _carries(self, expr: ast.expr) -> bool:
         """Is a name bound to this worth following: a route, a reflector, a fetcher, a
@@ -658,6 +759,8 @@ class _Reader(Visitor):
         found = _Value()
         if isinstance(expr, ast.Name):
             self._name_value(expr.id, found)
+            if expr.id in self._given_names:
+                self._given_value(expr.id, found)
         elif isinstance(expr, ast.Attribute):
             found.extend(self.value(expr.value), "." + expr.attr)
         elif isinstance(expr, ast.Subscript):
@@ -682,10 +785,10 @@ class _Reader(Visitor):
         if key in self._active:
             self._cycles += 1
             return  # `a = b; b = a`
-        cycles = self._cycles
+        cycles, scoped = self._cycles, self._scoped
         mine = _Value()
         self._name_paths(key, mine)
-        if self._cycles == cycles:
+        if self._cycles == cycles and self._scoped == scoped:
             self._memo[key] = mine
         found.extend(mine)
 
@@ -706,6 +809,9 @@ class _Reader(Visitor):
                     found.add(path, hop or path.split(".")[-1] == self.settings.raw_accessor)
             if key in self.returns:
                 found.add("<def> " + key, False)
+            # `for m in [os]:`, `for m in MODS.values():` (MODS a literal holding os)
+            for iterable in self.flows.iterated.get(key, ()):
+                self._modules_of(literal_elements(iterable, self._bound_values, iterating=True), found)
             if key not in self.imports and key not in self.assigned and hasattr(builtins, key):
                 found.add("builtins." + key, False)
         finally:
@@ -713,6 +819,9 @@ class _Reader(Visitor):
 
     def _subscript_value(self, expr: ast.Subscript, found: _Value) -> None:
         """`sys.modules["M"]` is M; `vars(M)["a"]` and `M.__dict__["a"]` are M.a."""
+        if self._modules_followed:
+            # `MODS = {"os": os}; MODS["os"]`: the module an element of a literal is
+            self._modules_of(literal_elements(expr.value, self._bound_values, expr.slice), found)
         if isinstance(expr.value, (ast.List, ast.Tuple, ast.Dict)):
             # `[rec][0]`, `{"r": rec}["r"]`: an element of a literal is one of its elements
             elements = expr.value.values if isinstance(expr.value, ast.Dict) else expr.value.elts
@@ -760,6 +869,12 @@ class _Reader(Visitor):
                     found.add("<vars> " + target, True)
             elif path.startswith("<def> ") and path not in self._active and self._returns_context(path):
                 found.add(_CONTEXT, True)  # `def _ctx(): return get_context()`
+            elif path.startswith("<def> ") and path not in self._active and path[6:] in self.flows.returned:
+                self._active.add(path)  # `def _os(): return os`: a call gives the module
+                try:
+                    self._modules_of(self.flows.returned[path[6:]], found)
+                finally:
+                    self._active.discard(path)
         self._lambda_value(call, func, found)
 
     def _module_route(self, call: ast.Call, path: str, found: _Value) -> None:
@@ -772,7 +887,8 @@ class _Reader(Visitor):
             if len(call.args) == 1:
                 found.extend(self.value(call.args[0]), hop=True)
             return
-        name = _string(call.args[0])
+        # a module constant names it too (`M = "configbags.runtime.dist"; import_module(M)`)
+        name = self._spelled(call.args[0])
         if name and path == "importlib.import_module":
             package = call.args[1] if len(call.args) > 1 else next(
                 (k.value for k in call.keywords if k.arg == "package"), None)
