@@ -137,6 +137,8 @@ _UNRESOLVED_FORMS = {
     "fetcher_value": "a fetcher (getattr, attrgetter, an importer) passed on as a value",
     "door_by_name": "an attribute fetched by a name built at run time (`getattr(accessors, f\"get_{ns}\")`) "
     "from a module holding the raw accessor or a context function, which it may be",
+    "env_by_name": "an attribute of os (posix, nt) or os.environ fetched by a name the module does not spell "
+    "(`getattr(os, name)`), which may be the environment or one of its getters",
     "format": "a str.format field reaching an attribute or item of its argument",
     "private": "a private part of the record's module, an accessors module or the runtime",
     "import_by_name": "an import by a name the module does not spell (`importlib.import_module(qualname)`, "

@@ -161,6 +161,9 @@ _FETCHERS = frozenset({
     "importlib.import_module", "importlib.__import__", *RESOLVERS,
 })
 _GETTER = "<getter>"  # what operator.attrgetter(...) returns
+_MAX_NAMES = 16  # the spellings `_names` follows for one attribute name
+# what an attribute fetched by a name the module does not spell may be the environment of
+_ENVIRON_HOLDERS = frozenset({"os", "posix", "nt", "os.environ", "os.environb"})
 _IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__", "importlib.__import__"})
 # what imports by a name it is given (configbags.migrate.resolvers: those given a name the
 # module spells are import routes by then)
@@ -263,6 +266,16 @@ def _gate_words(settings: ScanSettings) -> tuple[str, ...]:
             "accessors", "configbags", "get_context", "process_context", "environ", "getenv", "in_dll", "expandvars", "subst_vars", "dotenv", "runpy", "FileLoader", "spec_from_file_location")
 
 
+# `os` (posix, nt) named as a module: where the text also fetches by name, the name may
+# spell `environ` or `getenv` in pieces (`getattr(os, "env" + X)`), no gate word shown
+_OS_MODULE = re.compile(r"\b(?:os|posix|nt)\b")
+_BY_NAME_WORDS = ("getattr", "attrgetter", "vars", "__dict__", "getmembers")
+
+
+def _fetches_from_os(text: str) -> bool:
+    return any(word in text for word in _BY_NAME_WORDS) and _OS_MODULE.search(text) is not None
+
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
@@ -345,7 +358,7 @@ class ReflectionScan:
         self.declared = frozenset(settings.env_vars)
 
     def reads(self) -> list[tuple[Any, ...]]:
-        if not any(word and word in self.text for word in _gate_words(self.settings)):
+        if not any(word and word in self.text for word in _gate_words(self.settings)) and not _fetches_from_os(self.text):
             return self._anywhere()
         lines = lines_of(self.text, _trigger_positions(self.text, self.settings.raw_accessor))
         if not lines and not any(word in self.text for word in _READBACK_MODULE_WORDS):
@@ -858,12 +871,10 @@ class _Reader(Visitor):
                 found.add(_CONTEXT, hop)
             elif path == "operator.attrgetter":
                 found.add(_GETTER, hop)
+            elif path in (_GETTER, "builtins.getattr"):
+                self._fetched_value(call, path, found)
             elif path in _MODULE_ROUTES:
                 self._module_route(call, path, found)
-            elif path == "builtins.getattr" and len(call.args) >= 2:
-                name = _string(call.args[1])
-                if name:
-                    found.extend(self.value(call.args[0]), "." + name, hop=True)
             elif path == "builtins.vars" and len(call.args) == 1:
                 for target in self.value(call.args[0]).paths:
                     found.add("<vars> " + target, True)
@@ -876,6 +887,18 @@ class _Reader(Visitor):
                 finally:
                     self._active.discard(path)
         self._lambda_value(call, func, found)
+
+    def _fetched_value(self, call: ast.Call, path: str, found: _Value) -> None:
+        """`getattr(os, E)` and `attrgetter(E)(os)` are `os.<E>`, the name as `_names`
+        spells it (a literal, a module constant, an f-string of those)."""
+        if path == "builtins.getattr" and len(call.args) >= 2:
+            name, subject = call.args[1], call.args[0]
+        elif path == _GETTER and isinstance(call.func, ast.Call) and len(call.func.args) == 1 and call.args:
+            name, subject = call.func.args[0], call.args[0]
+        else:
+            return
+        for spelled in self._names(name) or ():
+            found.extend(self.value(subject), "." + spelled, hop=True)
 
     def _module_route(self, call: ast.Call, path: str, found: _Value) -> None:
         """The module a call returns, where it spells it: `import_module("a.b")` (relative
@@ -937,6 +960,55 @@ class _Reader(Visitor):
             values = self.assigned.get(expr.id, ())
             return _string(values[0]) if len(values) == 1 and values[0] is not None else None
         return _string(expr)
+
+    def _names(self, expr: ast.expr, depth: int = 0) -> set[str] | None:
+        """The attribute names `expr` may spell: `_spelled`, a name every binding of which
+        spells one, `self.E` where `E` is bound so, a concatenation or an f-string of
+        those, either branch of `a if c else b` or `a or b`; None where one part is not
+        spelled. Capped: a name of more spellings is not spelled."""
+        if depth > 8:
+            return None
+        spelled = self._spelled(expr)
+        if spelled is not None:
+            return {spelled}
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            values = self.assigned.get(expr.id if isinstance(expr, ast.Name) else expr.attr, ())
+            if not values or None in values or len(values) > _MAX_NAMES:
+                return None
+            return self._union([value for value in values if value is not None], depth)
+        if isinstance(expr, (ast.IfExp, ast.BoolOp)):
+            return self._union([expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else expr.values, depth)
+        parts: list[ast.expr]
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+            parts = [expr.left, expr.right]
+        elif isinstance(expr, ast.JoinedStr):
+            parts = []
+            for part in expr.values:
+                if isinstance(part, ast.FormattedValue):
+                    if part.conversion not in (-1, ord("s")) or part.format_spec is not None:
+                        return None
+                    part = part.value
+                parts.append(part)
+        else:
+            return None
+        names = {""}
+        for part in parts:
+            pieces = self._names(part, depth + 1)
+            if pieces is None:
+                return None
+            names = {name + piece for name in names for piece in pieces}
+            if len(names) > _MAX_NAMES:
+                return None
+        return names
+
+    def _union(self, exprs: list[ast.expr], depth: int) -> set[str] | None:
+        names: set[str] = set()
+        for expr in exprs:
+            found = self._names(expr, depth + 1)
+            if found is None:
+                return None
+            names |= found
+        return names if len(names) <= _MAX_NAMES else None
 
     def _names_module(self, call: ast.Call) -> bool:
         """Does an importer's call spell the name it imports: a literal, a module constant,
@@ -1100,6 +1172,14 @@ class _Reader(Visitor):
         )
         if built and node.args and any(self._holds_doors(p) for p in self.value(node.args[0]).paths):
             self._report(node, ENV_UNRESOLVED, "reflection", "door_by_name")
+        # `getattr(os, name)`: `os.environ`, `os.getenv` or `os.environ.get` for all the
+        # module shows
+        unspelled = (
+            ("builtins.getattr" in paths and len(node.args) >= 2 and self._names(node.args[1]) is None)
+            or (_GETTER in paths and isinstance(node.func, ast.Call) and any(self._names(a) is None for a in node.func.args))
+        )
+        if unspelled and node.args and _ENVIRON_HOLDERS.intersection(self.value(node.args[0]).paths):
+            self._report(node, ENV_UNRESOLVED, "reflection", "env_by_name")
         if "builtins.getattr" in paths and len(node.args) >= 2:
             name = _string(node.args[1])
             if name is not None and _private(name):
