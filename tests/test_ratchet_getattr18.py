@@ -11,15 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import file_reads, scan_env_pkg
+from ratchet_case import env_leaves, env_quiet, scan_env_pkg
 
 UNRESOLVED = "$?"
 READ = "$SGLANG_PAGE_SIZE"
-
-
-def _leaves(tmp_path: Path, body: str) -> set[str]:
-    result = scan_env_pkg(tmp_path, {"user.py": body})
-    return {leaf for _, leaf in file_reads(result)}
 
 
 SPELLED = [
@@ -39,7 +34,7 @@ SPELLED = [
 
 @pytest.mark.parametrize("body", SPELLED)
 def test_an_os_attribute_by_a_spelled_name_is_the_read_it_spells(tmp_path: Path, body: str) -> None:
-    assert READ in _leaves(tmp_path, body), body
+    assert READ in env_leaves(tmp_path, {"user.py": body}), body
 
 
 UNSPELLED = [
@@ -59,7 +54,7 @@ UNSPELLED = [
 
 @pytest.mark.parametrize("body", UNSPELLED)
 def test_an_os_attribute_by_a_name_the_module_does_not_spell_is_unresolved(tmp_path: Path, body: str) -> None:
-    assert UNRESOLVED in _leaves(tmp_path, body), body
+    assert UNRESOLVED in env_leaves(tmp_path, {"user.py": body}), body
 
 
 QUIET = [
@@ -77,7 +72,7 @@ QUIET = [
 
 @pytest.mark.parametrize("body", QUIET)
 def test_a_fetch_that_reaches_no_environment_reads_nothing(tmp_path: Path, body: str) -> None:
-    assert not _leaves(tmp_path, body), body
+    env_quiet(tmp_path, {"user.py": body})
 
 
 def test_the_unresolved_fetch_names_its_form(tmp_path: Path) -> None:
