@@ -63,6 +63,14 @@ _DICT_VIEWS = frozenset({
 })
 # `typing.cast(T, x)` is x at run time (`from typing import cast`, `import typing as t`)
 _CASTS = frozenset({"cast", "typing.cast", "t.cast", "typing_extensions.cast"})
+# calls giving the module itself by its name (`importlib.import_module(__name__)`)
+_SELF_IMPORTS = frozenset({"sys.modules.get", "importlib.import_module", "import_module"})
+# wrappers of a function whose calls return what it returns (`staticmethod(get_server_args)`,
+# `functools.lru_cache(maxsize=None)(get_server_args)`), and `functools.partial`
+_WRAPPERS = frozenset({
+    "staticmethod", "functools.cache", "cache", "functools.lru_cache", "lru_cache",
+})
+_PARTIALS = frozenset({"functools.partial", "partial"})
 
 
 def _setter(name: str, attributes: tuple[str, ...]) -> bool:
@@ -109,6 +117,87 @@ def _key(expr: ast.expr) -> str | None:
 
 def _globals_call(expr: ast.expr) -> bool:
     return isinstance(expr, ast.Call) and dotted_name(expr.func) == "globals" and not expr.args
+
+
+def _self_module(expr: ast.expr) -> bool:
+    """Is `expr` the home module itself (`sys.modules[__name__]`, `sys.modules.get(__name__)`,
+    `importlib.import_module(__name__)`)? Its attributes are the module's globals."""
+    if isinstance(expr, ast.Subscript):
+        return dotted_name(expr.value) == "sys.modules" and isinstance(expr.slice, ast.Name) and expr.slice.id == "__name__"
+    return (
+        isinstance(expr, ast.Call) and dotted_name(expr.func) in _SELF_IMPORTS and len(expr.args) == 1
+        and isinstance(expr.args[0], ast.Name) and expr.args[0].id == "__name__"
+    )
+
+
+def _namespace(expr: ast.expr) -> bool:
+    """Is `expr` the module's globals as a dict (`globals()`, `vars(sys.modules[__name__])`,
+    `sys.modules[__name__].__dict__`)?"""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "__dict__" and _self_module(expr.value)
+    if isinstance(expr, ast.Call) and dotted_name(expr.func) == "vars":
+        return len(expr.args) == 1 and _self_module(expr.args[0])
+    return _globals_call(expr)
+
+
+def _global_spelled(expr: ast.expr) -> str | None:
+    """The global `expr` reads through the module itself (`globals()["_G"]`,
+    `globals().get("_G")`, `getattr(sys.modules[__name__], "_G")`,
+    `sys.modules[__name__]._G`): its name, "" for a name the code does not show, or None
+    (not such a spelling)."""
+    if isinstance(expr, ast.Attribute) and _self_module(expr.value):
+        return expr.attr
+    if isinstance(expr, ast.Subscript) and _namespace(expr.value):
+        return _key(expr.slice) or ""
+    if isinstance(expr, ast.Call) and expr.args:
+        if dotted_name(expr.func) == "getattr" and len(expr.args) >= 2 and _self_module(expr.args[0]):
+            return _key(expr.args[1]) or ""
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "get" and _namespace(expr.func.value):
+            return _key(expr.args[0]) or ""
+    return None
+
+
+def _functions_named(value: ast.expr) -> list[ast.expr]:
+    """What a module- or class-level binding makes its name as a function: the functions
+    (or lambdas) `value` is, through the wrappers keeping what they call
+    (`staticmethod(f)`, `functools.lru_cache(maxsize=None)(f)`, `functools.partial(f)`) and
+    branches (`f if c else g`: deny by default, either)."""
+    if isinstance(value, ast.IfExp):
+        return [*_functions_named(value.body), *_functions_named(value.orelse)]
+    if isinstance(value, ast.BoolOp):
+        return [found for each in value.values for found in _functions_named(each)]
+    if isinstance(value, ast.Call) and value.args:
+        func = value.func
+        name = dotted_name(func.func) if isinstance(func, ast.Call) else dotted_name(func)
+        if name in _PARTIALS or (name in _WRAPPERS and len(value.args) == 1):
+            return _functions_named(value.args[0])
+        return []
+    return [value] if isinstance(value, (ast.Name, ast.Attribute, ast.Lambda)) else []
+
+
+def _as_function(name: str, lam: ast.Lambda, static: bool) -> ast.FunctionDef:
+    """A lambda bound to a name (`current = lambda: _G`) as the `def` it is."""
+    decorators: list[ast.expr] = [ast.Name("staticmethod", ast.Load())] if static else []
+    function = ast.FunctionDef(name, lam.args, [ast.Return(lam.body)], decorators, None)
+    return ast.copy_location(function, lam)
+
+
+def _bindings(body: list[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
+    """(name, value) of each plain binding in a module or class body (`a = b`, `a: T = b`,
+    `a, b = c, d`)."""
+    for node in body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            yield node.target.id, node.value
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, node.value
+                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple) and (
+                    len(target.elts) == len(node.value.elts)
+                ):
+                    for part, value in zip(target.elts, node.value.elts, strict=True):
+                        if isinstance(part, ast.Name):
+                            yield part.id, value
 
 
 def _walk(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[tuple[ast.stmt, bool]]:
@@ -187,7 +276,36 @@ class _Home:
 
     def __init__(self, tree: ast.Module, settings: ScanSettings) -> None:
         self.settings = settings
-        self.functions = [node for node in tree.body if isinstance(node, _FUNCTIONS)]
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+            node for node in tree.body if isinstance(node, _FUNCTIONS)
+        ]
+        # second getters that are no `def`: a name bound to a home function (`get_args =
+        # get_server_args`, by qualname for a class's `get = staticmethod(...)`), which gives
+        # what its targets give, and a name bound to a lambda, a function of its own;
+        # bindings of other values that hold a function (`GETTERS = {"args": ...}`) are
+        # `containers`, whose every use is `*` where one gives the record
+        self.aliases: dict[str, set[str]] = {}
+        self.containers: dict[str, ast.expr] = {}
+        methods: list[tuple[str, ast.FunctionDef]] = []
+        bound_at: dict[str, int] = {}
+        scopes: list[tuple[str | None, list[ast.stmt]]] = [(None, tree.body)]
+        scopes += [(node.name, node.body) for node in tree.body if isinstance(node, ast.ClassDef)]
+        for owner, statements in scopes:
+            for name, bound in _bindings(statements):
+                qualname = name if owner is None else f"{owner}.{name}"
+                named = _functions_named(bound)
+                if len(named) == 1 and isinstance(named[0], ast.Lambda):
+                    static = owner is not None and bound is not named[0]
+                    function = _as_function(name, named[0], static)
+                    if owner is None:
+                        self.functions.append(function)
+                    else:
+                        methods.append((owner, function))
+                elif named and not any(isinstance(each, ast.Lambda) for each in named):
+                    self.aliases[qualname] = {dotted_name(each) for each in named}
+                    bound_at[qualname] = bound.lineno
+                elif not isinstance(bound, (ast.Constant, ast.Name, ast.Attribute)):
+                    self.containers[qualname] = bound
         self.module_level = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
         # the module's own objects, whose attributes may hold the record (`STATE.args`)
         self.objects: set[str] = {node.name for node in tree.body if isinstance(node, ast.ClassDef)} | {
@@ -201,6 +319,14 @@ class _Home:
             for node in tree.body if isinstance(node, ast.ClassDef)
             for method in node.body if isinstance(method, _FUNCTIONS)
         })
+        self.bodies.update({f"{owner}.{f.name}": _Body.of(f, settings.record_class, owner) for owner, f in methods})
+        for qualname, body in list(self.bodies.items()):  # the later binding of a name wins, as at import
+            if qualname not in self.aliases or body.function is None:
+                continue
+            if body.function.lineno > bound_at[qualname]:
+                del self.aliases[qualname]
+            else:
+                del self.bodies[qualname]
         # the holders of the record: the globals, module dict slots, attributes of the
         # module's objects and the context variables it is kept in
         self.globals: set[str] = set()
@@ -215,10 +341,27 @@ class _Home:
         }
         self.dict_names: set[str] = set(settings.record_dicts)
         self.dict_getters: set[str] = set()
-        raw = self.bodies.get(settings.raw_accessor)
-        if raw is not None:  # what the raw accessor returns is held, to begin with
+        # what the raw accessor returns is held, to begin with (the raw accessor an alias
+        # too: `get_server_args = _get`)
+        for raw in self._resolved(settings.raw_accessor):
             for value in raw.returns:
                 self._seed(value, raw, set())
+
+    def _resolved(self, name: str) -> list[_Body]:
+        """The bodies of the home functions `name` is, through aliases."""
+        seen: set[str] = set()
+        stack = [name]
+        found: list[_Body] = []
+        while stack:
+            each = stack.pop()
+            if each in seen:
+                continue
+            seen.add(each)
+            body = self.bodies.get(each)
+            if body is not None:
+                found.append(body)
+            stack.extend(self.aliases.get(each, ()))
+        return found
 
     def _object(self, expr: ast.expr, body: _Body | None) -> str | None:
         """The module-level object `expr` spells, dotted (`STATE`, `STATE.ns`, `cls` or `self`
@@ -241,7 +384,10 @@ class _Home:
     def _seed(self, expr: ast.expr | None, body: _Body, seen: set[str]) -> None:
         """Take what the raw accessor returns as a holder (through branches, casts and the
         home's functions it calls, whose returns it gives)."""
-        if isinstance(expr, ast.Name):
+        spelled = _global_spelled(expr) if expr is not None else None
+        if spelled:
+            self.globals.add(spelled)
+        elif isinstance(expr, ast.Name):
             self.globals.add(expr.id)
         elif isinstance(expr, ast.Attribute):
             owner = self._object(expr.value, body)
@@ -277,11 +423,11 @@ class _Home:
                 self.attrs.add((owner, _key(call.args[1])))
         else:
             called = self._spelled(func, body)
-            inner = self.bodies.get(called) if called not in seen else None
-            if inner is not None:  # `return ServerArgs.instance()`: what it returns
+            if called not in seen:  # `return ServerArgs.instance()`: what it returns
                 seen.add(called)
-                for value in inner.returns:
-                    self._seed(value, inner, seen)
+                for inner in self._resolved(called):
+                    for value in inner.returns:
+                        self._seed(value, inner, seen)
 
     def _spelled(self, func: ast.expr, body: _Body | None) -> str:
         """A called home function or method by qualname (`cls.instance` in a method of
@@ -303,6 +449,9 @@ class _Home:
     def gives_record(self, expr: ast.expr | None, local: set[str], body: _Body | None = None) -> bool:
         if expr is None:
             return False
+        spelled = _global_spelled(expr)
+        if spelled is not None:  # (a name not shown: any global the record is kept in)
+            return spelled in self.globals if spelled else bool(self.globals)
         if isinstance(expr, ast.Name):
             return expr.id in local or expr.id in self.globals
         if isinstance(expr, ast.Attribute):
@@ -361,18 +510,28 @@ class _Home:
             for target in node.targets:
                 if isinstance(target, ast.Name) and target.id in body.declared:
                     yield ("global", target.id), node.value
-                elif isinstance(target, ast.Subscript) and _globals_call(target.value) and _key(target.slice):
+                elif isinstance(target, ast.Subscript) and _namespace(target.value) and _key(target.slice):
                     yield ("global", _key(target.slice)), node.value  # `globals()["ARGS"] = a`
+                elif isinstance(target, ast.Attribute) and _self_module(target.value):
+                    yield ("global", target.attr), node.value  # `sys.modules[__name__].ARGS = a`
                 elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                     yield ("slot", (target.value.id, _key(target.slice))), node.value
                 elif isinstance(target, ast.Attribute) and (owner := self._object(target.value, body)) is not None:
                     yield ("attr", (owner, target.attr)), node.value
+        yield from self._call_stores(body)
+
+    def _call_stores(self, body: _Body) -> Iterator[tuple[tuple[str, Any], ast.expr]]:
+        """(holder, value) of each store the function makes by a call (`VAR.set(a)`,
+        `setattr(...)`, a module object's method)."""
         for call in body.calls:
             func = call.func
             if isinstance(func, ast.Attribute) and func.attr == "set" and len(call.args) == 1:
                 owner = self._object(func.value, body)
                 if owner is not None:
                     yield ("variable", owner), call.args[0]
+            elif dotted_name(func) == "setattr" and len(call.args) == 3 and _self_module(call.args[0]):
+                if (key := _key(call.args[1])) is not None:
+                    yield ("global", key), call.args[2]
             elif dotted_name(func) == "setattr" and len(call.args) == 3:
                 owner = self._object(call.args[0], body)
                 if owner is not None:
@@ -449,6 +608,14 @@ class _Home:
 
     def _round(self) -> bool:
         changed = self._module_names()
+        raw = self.settings.raw_accessor
+        for alias, targets in self.aliases.items():
+            if alias not in self.getters and any(each == raw or each in self.getters for each in targets):
+                self.getters.add(alias)
+                changed = True
+            if alias not in self.dict_getters and targets & self.dict_getters:
+                self.dict_getters.add(alias)
+                changed = True
         for name, body in self.bodies.items():
             record, dicts = self._locals(body)
             changed |= self._stores(name, body, record)
@@ -569,7 +736,31 @@ class _Home:
         # module names keeping the record where an importer's read of them is not
         # followed (a slot by index or key, a box's method): any use of one reads `*`
         reads.update((owner, "*") for owner, _ in self.slots if owner in self.objects)
+        # and those keeping a function giving the record (`GETTERS = {"args": get_server_args}`)
+        reads.update((name, "*") for name, value in self.containers.items() if self._keeps_getter(value))
+        # an alias reads what its targets read (`page = get_page_size`)
+        for _ in range(len(self.aliases)):
+            before = len(reads) + len(params)
+            for alias, targets in self.aliases.items():
+                if alias in self.getters or alias in self.dict_getters:
+                    continue
+                reads.update((alias, leaf) for name, leaf in list(reads) if name in targets)
+                params.update((alias, position, parameter, leaf) for name, position, parameter, leaf in list(params) if name in targets)
+            if len(reads) + len(params) == before:
+                break
         return HomeReads(frozenset(reads), frozenset(params), frozenset(methods))
+
+    def _keeps_getter(self, value: ast.expr) -> bool:
+        """Does a module-level value hold (not call) a function giving the record or the
+        dict, or a lambda giving one (`{"args": get_server_args}`, `[lambda: _G]`)?"""
+        giving = {self.settings.raw_accessor, *self.getters, *self.dict_getters}
+        called = {id(node.func) for node in ast.walk(value) if isinstance(node, ast.Call)}
+        for node in ast.walk(value):
+            if isinstance(node, ast.Lambda) and (self.gives_record(node.body, set()) or self.gives_dict(node.body, set())):
+                return True
+            if id(node) not in called and isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) in giving:
+                return True
+        return False
 
     def settle(self) -> HomeGetters:
         while self._round():  # (the sets only grow, bounded by the module's names)
