@@ -2753,6 +2753,7 @@ _Bound = list[ast.expr | None]
 
 # A command parameter that is a function's `*args` (command_params): "*" and its name
 VARARG_MARK = "*"
+KWARG_MARK = "**"  # (starts with VARARG_MARK: test it first)
 
 
 def python_reads_whole(code: str, declared: frozenset[str]) -> bool:
