@@ -204,12 +204,13 @@ def _bound_function(value: ast.expr, functions: dict[str, ast.FunctionDef | ast.
 
 def _bases(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
     """The home's classes `name` derives from, nearest last (`_Root`, `_Base` for
-    `ServerArgs(_Base)`, `_Base(_Root)`), itself excluded."""
+    `ServerArgs(_Base)`, `_Base(_Root)`; of `S(A, B)`, B before A, as A overrides B), itself
+    excluded."""
     found: list[str] = []
     stack = [name]
     while stack:
         node = classes.get(stack.pop())
-        for base in reversed(node.bases if node is not None else []):
+        for base in node.bases if node is not None else []:
             if isinstance(base, ast.Name) and base.id in classes and base.id not in found and base.id != name:
                 found.insert(0, base.id)
                 stack.append(base.id)

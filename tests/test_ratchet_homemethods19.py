@@ -62,6 +62,8 @@ def _url_homes(url: str) -> list[str]:
         # a method of a base class in the home
         _home(before="class _Base:\n" + _indent(url), bases="(_Base)"),
         _home(before="class _Root:\n" + _indent(url) + "class _Base(_Root):\n    pass\n", bases="(_Base)"),
+        # the first of two bases defining it wins, as in Python's method order
+        _home(before="class _A:\n" + _indent(url) + "class _B:\n" + _indent(NO_URL), bases="(_A, _B)"),
         # bound in the class body from a module function
         _home(before=url.replace("def url", "def _url"), body="    url = _url\n"),
         # attached after the class
@@ -100,6 +102,8 @@ QUIET = [
     *((home, CLASS_CALL) for home in _classmethod_homes(NO_CLASSMETHOD)),
     # an unbound call handed something other than the record
     (_home(body=_indent(URL)), "from legacy.server_args import ServerArgs\ndef f(x):\n    return ServerArgs.url(x)\n"),
+    # a base's method hidden by an earlier base's
+    (_home(before="class _A:\n" + _indent(NO_URL) + "class _B:\n" + _indent(URL), bases="(_A, _B)"), BOUND),
     # a module function never bound to the record class
     (_home(before=URL.replace("def url", "def _url")), BOUND),
     # a base's method on a class that is not the record
