@@ -121,7 +121,7 @@ from configbags.migrate.envsources import (
     table_key,
     table_use,
 )
-from configbags.migrate.homegetters import HomeReads, home_getters
+from configbags.migrate.homegetters import HomeReads, home_getters, imported_bases
 from configbags.migrate.moduleattrs import (
     DISPATCH,
     ENV_DISPATCH,
@@ -2665,7 +2665,20 @@ class _Project:
             ),
             # the record class's methods, called on the record wherever it is reached
             home_methods=frozenset(row for facts in self.home_facts.values() for row in facts.reads.methods),
+            record_bases=self.record_bases(rel),
         )
+
+    def record_bases(self, rel: str) -> frozenset[str]:
+        """`rel`'s classes the record class derives from, as its home imports them (a
+        mixin, `from eng.mixin import ArgsMixin`; FlowInput.record_bases)."""
+        here = self.module_of.get(rel)
+        found: set[str] = set()
+        for home, facts in self.home_facts.items():
+            for level, module, name in facts.bases:
+                package = home.split(".")[: -level] if level else []
+                if ".".join([*package, *([module] if module else [])]) == here:
+                    found.add(name)
+        return frozenset(found)
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
         """Other modules' constants `rel` imports (FlowInput.constants)."""
@@ -3192,6 +3205,8 @@ class HomeFacts:
     holders: frozenset[str] = frozenset()  # names (dotted) holding the record
     # what its code reads off the record for a caller (homegetters.HomeReads)
     reads: HomeReads = attrs.field(factory=HomeReads)
+    # (level, module, name) of the imported classes the record class derives from
+    bases: frozenset[tuple[int, str, str]] = frozenset()
 
     @classmethod
     def of(cls, source: bytes, settings: ScanSettings) -> HomeFacts | None:
@@ -3213,7 +3228,7 @@ class HomeFacts:
         }
         return cls(
             frozenset(defined), found.record | built, found.dicts, found.dict_names, found.holders,
-            found.reads or HomeReads(),
+            found.reads or HomeReads(), imported_bases(tree, settings.record_class),
         )
 
 

@@ -149,7 +149,10 @@ class _Body:
     kind: str = "function"  # "function", "static", "class" or "instance" (a method)
 
     @classmethod
-    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str, owner: str | None = None) -> _Body:
+    def of(
+        cls, function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str, owner: str | None = None,
+        wrapper: str | None = None,
+    ) -> _Body:
         assigns: list[ast.Assign] = []
         calls: list[ast.Call] = []
         returns: list[ast.expr | None] = []
@@ -168,7 +171,8 @@ class _Body:
         arguments = function.args
         positional = [*arguments.posonlyargs, *arguments.args]
         every = [*positional, *arguments.kwonlyargs]
-        decorators = {dotted_name(d) for d in function.decorator_list}
+        # (`url = classmethod(_url)` in a class body wraps the function as a decorator does)
+        decorators = {dotted_name(d) for d in function.decorator_list} | ({wrapper} if wrapper else set())
         static = "staticmethod" in decorators
         this = positional[0].arg if owner is not None and positional and not static else None
         first = next((arg.arg for arg in positional if arg.arg != this), None)
@@ -180,6 +184,73 @@ class _Body:
             frozenset(arg.arg for arg in every if arg.annotation is not None and record_class in ast.unparse(arg.annotation)),
             first, owner, this, function, filled, kind,
         )
+
+
+def _bound_function(value: ast.expr, functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> tuple[
+    ast.FunctionDef | ast.AsyncFunctionDef, str | None,
+] | None:
+    """The module function `value` binds as a method (`_url`, `classmethod(_cp)`,
+    `staticmethod(_g)`) and the wrapper it is bound through, or None."""
+    wrapper = None
+    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+        wrapper = dotted_name(value.func)
+        if wrapper not in ("classmethod", "staticmethod"):
+            return None
+        value = value.args[0]
+    if isinstance(value, ast.Name) and value.id in functions:
+        return functions[value.id], wrapper
+    return None
+
+
+def _bases(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
+    """The home's classes `name` derives from, nearest last (`_Root`, `_Base` for
+    `ServerArgs(_Base)`, `_Base(_Root)`; of `S(A, B)`, B before A, as A overrides B), itself
+    excluded."""
+    found: list[str] = []
+    stack = [name]
+    while stack:
+        node = classes.get(stack.pop())
+        for base in node.bases if node is not None else []:
+            if isinstance(base, ast.Name) and base.id in classes and base.id not in found and base.id != name:
+                found.insert(0, base.id)
+                stack.append(base.id)
+    return found
+
+
+def _methods(tree: ast.Module, record_class: str) -> dict[str, _Body]:
+    """The home's classes' methods by qualname: each `def` in a class body, a module function
+    bound there (`url = _url`, `current = classmethod(_cp)`) or attached after the class
+    (`ServerArgs.url = _url`), all of which Python calls as methods. The record class has
+    its bases' methods too (`class ServerArgs(_Base)`): `self` in them is the record when
+    called on it. (A later binding of a name replaces an earlier one, as at import; the
+    record's own methods override its bases'.)"""
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    functions = {node.name: node for node in tree.body if isinstance(node, _FUNCTIONS)}
+    bodies: dict[str, _Body] = {}
+
+    def add(owner: str, name: str, value: ast.stmt | ast.expr, as_owner: str) -> None:
+        if isinstance(value, _FUNCTIONS):
+            bodies[f"{as_owner}.{name}"] = _Body.of(value, record_class, as_owner)
+        elif isinstance(value, ast.expr) and (bound := _bound_function(value, functions)) is not None:
+            bodies[f"{as_owner}.{name}"] = _Body.of(bound[0], record_class, as_owner, bound[1])
+
+    def members(node: ast.ClassDef, as_owner: str) -> None:
+        for item in node.body:
+            if isinstance(item, _FUNCTIONS):
+                add(node.name, item.name, item, as_owner)
+            elif isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
+                add(node.name, item.targets[0].id, item.value, as_owner)
+
+    for base in _bases(classes, record_class):
+        members(classes[base], record_class)
+    for node in classes.values():
+        members(node, node.name)
+    for item in tree.body:
+        if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Attribute):
+            target = item.targets[0]
+            if isinstance(target.value, ast.Name) and target.value.id in classes:
+                add(target.value.id, target.attr, item.value, target.value.id)
+    return bodies
 
 
 class _Home:
@@ -196,11 +267,7 @@ class _Home:
         }
         # (a later definition of a name replaces an earlier one, as at import)
         self.bodies = {f.name: _Body.of(f, settings.record_class) for f in self.functions}
-        self.bodies.update({
-            f"{node.name}.{method.name}": _Body.of(method, settings.record_class, node.name)
-            for node in tree.body if isinstance(node, ast.ClassDef)
-            for method in node.body if isinstance(method, _FUNCTIONS)
-        })
+        self.bodies.update(_methods(tree, settings.record_class))
         # the holders of the record: the globals, module dict slots, attributes of the
         # module's objects and the context variables it is kept in
         self.globals: set[str] = set()
@@ -556,7 +623,7 @@ class _Home:
             if body.kind == "instance" and body.owner == self.settings.record_class and body.this is not None:
                 if not properties and not function.name.startswith("__"):
                     found = self.leaves(body, self._aliases(body, {body.this}))
-                    methods.update((function.name, leaf) for leaf in found)
+                    methods.update((name.rpartition(".")[2], leaf) for leaf in found)
                 continue
             arguments = function.args
             every = [*body.positional, *(arg.arg for arg in arguments.kwonlyargs)]
@@ -582,6 +649,25 @@ class _Home:
             frozenset(self.dict_getters), frozenset(self.dict_names - set(self.settings.record_dicts)),
             frozenset(holders), self.reads(),
         )
+
+
+def imported_bases(tree: ast.Module, record_class: str) -> frozenset[tuple[int, str, str]]:
+    """(level, module, name) of the classes the record class derives from (itself or
+    through the home's own bases) that the home imports by name (`from eng.mixin import
+    ArgsMixin`, `class ServerArgs(ArgsMixin)`): `self` in their methods is the record
+    whenever one is called on it."""
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    imported = {
+        alias.asname or alias.name: (node.level, node.module or "", alias.name)
+        for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
+    found: set[tuple[int, str, str]] = set()
+    for name in [record_class, *_bases(classes, record_class)]:
+        node = classes.get(name)
+        for base in node.bases if node is not None else []:
+            if isinstance(base, ast.Name) and base.id not in classes and base.id in imported:
+                found.add(imported[base.id])
+    return frozenset(found)
 
 
 def home_getters(tree: ast.Module, settings: ScanSettings) -> HomeGetters:
