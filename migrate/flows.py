@@ -70,6 +70,7 @@ from configbags.migrate.aliases import (
     mention_lines,
     mentions,
     parsed_parser,
+    relative_module,
     spelled_module,
     statement_span,
 )
@@ -913,6 +914,10 @@ def _door_facts(
     return sorted(set(fetchers)), sorted(set(env_params))
 
 
+def _method(owner: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
+    return next((item for item in owner.body if isinstance(item, ast.FunctionDef) and item.name == name), None) if owner else None
+
+
 def _key_params(
     qualname: str, function: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef | None,
     keys: list[ast.expr], strings: ModuleStrings,
@@ -922,14 +927,12 @@ def _key_params(
     `__init__` parameters stored there (`self.name = name`: `EnvInt("X")` passes the
     key). The use is the key's template about the parameter (configbags.migrate.envkeys)."""
     targets: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = [(qualname, function)]
-    init = next((item for item in owner.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None) if owner else None
-    if owner is not None and init is not None and init is not function:
-        targets.append((f"{owner.name}.__init__", init))
+    init = _method(owner, "__init__")
     # a descriptor named by its owner's class body (`page_size = EnvInt(16)`), SGLang's
     # knob shape: `__set_name__` takes the attribute's name, the key may be built of it
-    set_name = next((item for item in owner.body if isinstance(item, ast.FunctionDef) and item.name == "__set_name__"), None) if owner else None
-    if owner is not None and set_name is not None and set_name is not function:
-        targets.append((f"{owner.name}.__set_name__", set_name))
+    for hook in (init, _method(owner, "__set_name__")):
+        if owner is not None and hook is not None and hook is not function:
+            targets.append((f"{owner.name}.{hook.name}", hook))
     enclosing: list[ast.AST] = [owner, function] if owner is not None else [function]
     found: list[tuple[Any, ...]] = []
     if owner is not None and _is_enum(owner):
@@ -1685,10 +1688,11 @@ class _Uses(_Walk):
                 and scopes and isinstance(scopes[-1], ast.ClassDef)):
             return
         specs = self.helpers.get(f"{self._helper_name(name)}.__set_name__")
-        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-        for target in targets if specs else ():
+        if not specs:
+            return
+        for target in parent.targets if isinstance(parent, ast.Assign) else [parent.target]:
             given = ast.copy_location(ast.Constant(target.id), target) if isinstance(target, ast.Name) else None
-            for position, _, use in specs or ():
+            for position, _, use in specs:
                 # (the descriptor, its owner, the name: called through the class, the
                 # name is the third argument; a key of the owner is not shown here)
                 named = position == _SET_NAME_POSITION
@@ -1977,14 +1981,16 @@ class _Uses(_Walk):
             if use != "command" and param.startswith(VARARG_MARK):
                 # `def env(*names)` keys each argument from its position on, `def env(**kw)`
                 # any keyword's (unknown after a `*x` or a `**d`)
-                collected = (
-                    [(k.value, False) for k in keywords if k.arg is not None]
-                    + ([(None, True)] if any(k.arg is None for k in keywords) else [])
-                    if param.startswith(KWARG_MARK)
-                    else [(arg, False) for arg in positional[position:]] if positional is not None else [(None, True)]
-                )
-                for element, unshown in collected:
-                    self._key_given(call, element, unshown, scopes, use)
+                if param.startswith(KWARG_MARK):
+                    collected = [k.value for k in keywords if k.arg is not None]
+                    unshown = any(k.arg is None for k in keywords)
+                else:
+                    collected = positional[position:] if positional is not None else []
+                    unshown = positional is None
+                for element in collected:
+                    self._key_given(call, element, False, scopes, use)
+                if unshown:
+                    self._key_given(call, None, True, scopes, use)
                 continue
             if positional is not None and 0 <= position < len(positional):
                 given = positional[position]
@@ -2672,13 +2678,10 @@ class _Project:
         """`rel`'s classes the record class derives from, as its home imports them (a
         mixin, `from eng.mixin import ArgsMixin`; FlowInput.record_bases)."""
         here = self.module_of.get(rel)
-        found: set[str] = set()
-        for home, facts in self.home_facts.items():
-            for level, module, name in facts.bases:
-                package = home.split(".")[: -level] if level else []
-                if ".".join([*package, *([module] if module else [])]) == here:
-                    found.add(name)
-        return frozenset(found)
+        return frozenset(
+            name for home, facts in self.home_facts.items() for level, module, name in facts.bases
+            if relative_module("." * level + module, home.rpartition(".")[0]) == here
+        )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
         """Other modules' constants `rel` imports (FlowInput.constants)."""

@@ -228,7 +228,7 @@ def _methods(tree: ast.Module, record_class: str) -> dict[str, _Body]:
     functions = {node.name: node for node in tree.body if isinstance(node, _FUNCTIONS)}
     bodies: dict[str, _Body] = {}
 
-    def add(owner: str, name: str, value: ast.stmt | ast.expr, as_owner: str) -> None:
+    def add(name: str, value: ast.stmt | ast.expr, as_owner: str) -> None:
         if isinstance(value, _FUNCTIONS):
             bodies[f"{as_owner}.{name}"] = _Body.of(value, record_class, as_owner)
         elif isinstance(value, ast.expr) and (bound := _bound_function(value, functions)) is not None:
@@ -237,9 +237,9 @@ def _methods(tree: ast.Module, record_class: str) -> dict[str, _Body]:
     def members(node: ast.ClassDef, as_owner: str) -> None:
         for item in node.body:
             if isinstance(item, _FUNCTIONS):
-                add(node.name, item.name, item, as_owner)
+                add(item.name, item, as_owner)
             elif isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
-                add(node.name, item.targets[0].id, item.value, as_owner)
+                add(item.targets[0].id, item.value, as_owner)
 
     for base in _bases(classes, record_class):
         members(classes[base], record_class)
@@ -249,7 +249,7 @@ def _methods(tree: ast.Module, record_class: str) -> dict[str, _Body]:
         if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Attribute):
             target = item.targets[0]
             if isinstance(target.value, ast.Name) and target.value.id in classes:
-                add(target.value.id, target.attr, item.value, target.value.id)
+                add(target.attr, item.value, target.value.id)
     return bodies
 
 
