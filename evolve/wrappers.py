@@ -242,15 +242,29 @@ def _wrapper(words: Sequence[str], start: int) -> tuple[Wrapper, int] | None:
     return (entry, at) if entry is not None else None
 
 
-def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -> int | tuple[int, str] | None:
-    """Walk the wrapper's own words from `at` (its name): the index of the command it runs,
-    (index, text) of the script it runs, or None when it runs neither."""
+def _own_words_special(w: Wrapper, words: Sequence[str], at: int) -> int | tuple[int, str] | None:
+    """_own_words of a wrapper whose command follows `--`, a shell, or one whose options
+    are whole words (`mpirun -np 4 --mca btl self CMD`)."""
     if w.dashdash:
         dash = next((i for i in range(at + 1, len(words)) if words[i] == "--"), None)
         return dash + 1 if dash is not None and dash + 1 < len(words) else None
     if w.shell:
         i, letters = shell_options(words, at + 1)
         return (i, words[i]) if "c" in letters and i < len(words) else None
+    i = at + 1
+    while i < len(words) and len(words[i]) > 1 and words[i][0] == "-":
+        if words[i] == "--":
+            return i + 1 if i + 1 < len(words) else None
+        name, eq, _ = words[i].partition("=")
+        i += 1 if eq else 3 if name in w.pairs else 2 if name in w.valued else 1
+    return i if i < len(words) else None
+
+
+def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -> int | tuple[int, str] | None:
+    """Walk the wrapper's own words from `at` (its name): the index of the command it runs,
+    (index, text) of the script it runs, or None when it runs neither."""
+    if w.dashdash or w.shell or w.words:
+        return _own_words_special(w, words, at)
     i = at + 1
     dashdash = False
     operands = 0
@@ -260,10 +274,6 @@ def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -
             i += 1
             dashdash = True
             break
-        if w.words and len(text) > 1 and text[0] == "-":
-            name, eq, _ = text.partition("=")
-            i += 1 if eq else 3 if name in w.pairs else 2 if name in w.valued else 1
-            continue
         if text.startswith("--"):
             name, eq, value = text.partition("=")
             if name in w.script:

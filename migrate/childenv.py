@@ -530,12 +530,8 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return True  # a command the script does not show (`$(echo env)`): deny by default
     name = program_name(words[0])
     rest = list(words[1:])
-    if _builds_a_name(name, rest) or (name == "ps" and _ps_prints(rest)):
+    if _builds_a_name(name, rest) or (name == "ps" and _ps_prints(rest)) or _programs_print(words, python_reads_whole, depth):
         return True
-    if name in _MPI_LAUNCHERS and ":" in rest:
-        # `mpirun -np 1 a : -np 1 env`: each of its programs runs, with its own options
-        at = rest.index(":")
-        return any(prints_environment([words[0], *part], python_reads_whole, depth + 1) for part in (rest[:at], rest[at + 1 :]))
     inner = _wrapped(words)
     if inner is not None:  # `timeout 5 env`, `nice -n 5 sh -c 'env'`, `mpirun -np 2 env`
         if isinstance(inner, str):
@@ -726,6 +722,17 @@ def _git_alias_scripts(rest: list[Word]) -> list[str]:
 _GDB_COMMANDS = frozenset({"-ex", "--ex", "-eval-command", "--eval-command", "-iex", "--iex",
                            "-init-eval-command", "--init-eval-command"})
 _GDB_SHOWS = re.compile(r"(?:show|info|sho|i)\s+env\w*\s*$")
+
+
+def _programs_print(words: Sequence[Word], python_reads_whole: Callable[[str], bool], depth: int) -> bool:
+    """`mpirun -np 1 a : -np 1 env`: each program an MPI launcher runs, with its own options
+    (the one before its first `:` is also the command its wrapper runs)."""
+    if program_name(words[0] or "") not in _MPI_LAUNCHERS or ":" not in words:
+        return False
+    at = words.index(":")
+    return any(
+        prints_environment([words[0], *part], python_reads_whole, depth + 1) for part in (words[1:at], words[at + 1 :])
+    )
 
 
 def _gdb_prints(rest: list[Word], python_reads_whole: Callable[[str], bool], depth: int) -> bool:

@@ -336,6 +336,11 @@ _CONTEXT_WORDS = (
 # Words of the environment's other readers (psutil's `as_dict`, `process_iter`; `environ`
 # is an environment word already) and of a config file whose values are eval'd
 _OTHER_READER_WORDS = ("as_dict", "process_iter", "fileConfig")
+# Words of a path to a process's environment file whose name the module builds of parts
+# (`f"/proc/{pid}/{'env' + 'iron'}"`, `"/dev/fd/../env" + "iron"`): the file's folder, in
+# the text (_PROC_TEXTS) and as the words of the lines walked
+_PROC_TEXTS = ("/proc", "/fd")
+_PROC_WORDS = ("proc", "fd")
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
@@ -355,6 +360,7 @@ _BASE_NAMES = frozenset(
     | CHILD_PROCESS_NAMES
     # psutil's copies of a process's environment, a config file of eval'd Python
     | set(_OTHER_READER_WORDS)
+    | set(_PROC_WORDS)
     # a readback method kept in a name unbound (`INFO = Context.server_info`)
     | set(CONTEXT_READBACK_METHODS)
 )
@@ -2629,7 +2635,7 @@ def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[s
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
     return bool(declared) and (
-        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, *_OTHER_READER_WORDS, "envvar", "starlette"))
+        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, *_OTHER_READER_WORDS, *_PROC_TEXTS, "envvar", "starlette"))
     )
 
 

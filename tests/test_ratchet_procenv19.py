@@ -17,11 +17,13 @@ import pytest
 from ratchet_case import env_leaves, env_quiet, scan_env_pkg
 
 UNRESOLVED = "$?"
-HEAD = "import os, contextlib, pathlib, subprocess, sys\n"
+# (no word of a child process: the file is walked for its path alone)
+HEAD = "import os, contextlib, pathlib\n"
+CHILD_HEAD = "import os, pathlib, subprocess, sys\n"
 
 
-def _user(body: str) -> dict[str, str]:
-    return {"user.py": HEAD + body}
+def _user(body: str, head: str = HEAD) -> dict[str, str]:
+    return {"user.py": head + body}
 
 
 PATHS = [
@@ -89,12 +91,12 @@ CHILDREN = [
 @pytest.mark.parametrize("call", CHILDREN)
 def test_a_child_reading_the_environment_file_or_printing_it_is_unresolved(tmp_path: Path, call: str) -> None:
     body = f"def f():\n    return subprocess.run({call}, capture_output=True).stdout\n"
-    assert UNRESOLVED in env_leaves(tmp_path, _user(body)), call
+    assert UNRESOLVED in env_leaves(tmp_path, _user(body, CHILD_HEAD)), call
 
 
 def test_a_child_in_a_folder_the_module_changes_into_reads_there(tmp_path: Path) -> None:
     body = "def f():\n    os.chdir('/proc/self')\n    return subprocess.run(['cat', 'environ']).stdout\n"
-    assert UNRESOLVED in env_leaves(tmp_path, _user(body))
+    assert UNRESOLVED in env_leaves(tmp_path, _user(body, CHILD_HEAD))
 
 
 QUIET = [
@@ -123,7 +125,7 @@ QUIET = [
 
 @pytest.mark.parametrize("body", QUIET)
 def test_a_path_that_is_not_the_environment_file_reads_nothing(tmp_path: Path, body: str) -> None:
-    env_quiet(tmp_path, _user(body))
+    env_quiet(tmp_path, _user(body, CHILD_HEAD))
 
 
 def test_the_environment_file_is_reported_once_where_the_path_is_built(tmp_path: Path) -> None:
