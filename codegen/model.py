@@ -299,6 +299,13 @@ class _Builder:
     def display(self, path: Path) -> str:
         return f"{self.root.name}/{path.relative_to(self.root).as_posix()}"
 
+    def openable(self, display: str) -> str:
+        """An error's file as the folder was given (`d/new/namespaces/x.yaml`, not the
+        display's `new/namespaces/x.yaml`), so it opens from where the command ran; the
+        display stays what generated headers name, the same on every machine."""
+        head, _, rest = display.partition("/")
+        return (self.root / rest).as_posix() if head == self.root.name and rest else display
+
     def error(self, where: Where, message: str, leaf: str | None = None, hint: str | None = None) -> None:
         self.errors.append(SchemaError(where.file, where.line, message, leaf, hint))
 
@@ -356,7 +363,7 @@ class _Builder:
                             {d.name: d for ns in namespaces for d in ns.derived},
                             lambda where, message, leaf, hint: self.error(where, message, leaf, hint), self.at)
         if self.errors:
-            raise SchemaInvalid(self.errors)
+            raise SchemaInvalid([attrs.evolve(e, file=self.openable(e.file)) for e in self.errors])
         paths = [*files, self.root / "roles.yaml"]
         if ratchet_src:
             paths.append(ratchet_path)

@@ -947,10 +947,13 @@ def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]
                 continue
             # a literal block's lines are the file's, from the line after its key; a quoted,
             # folded or decoded text's lines are not: its findings are at the key's line
+            # (read behind as many blank lines, so the reader's own messages, `first on line
+            # N`, count the file's lines too)
             literal = not encoded and getattr(child.node, "style", None) == "|"
-            found, why = _config_text(text, key, f"{obj.line}:{field}:{key}", secret)
-            found = [attrs.evolve(e, line=e.line + child.line if literal else line) for e in found]
-            why = [(problem, at + child.line if literal else line) for problem, at in why]
+            shifted = "\n" * child.line + text if literal else text
+            found, why = _config_text(shifted, key, f"{obj.line}:{field}:{key}", secret)
+            found = [attrs.evolve(e, line=e.line if literal else line) for e in found]
+            why = [(problem, at if literal else line) for problem, at in why]
             if named:
                 out += found
                 refused += why

@@ -1,6 +1,6 @@
 """The command a launch line's wrappers run: `nohup`, `timeout 5`, `env -i A=1`, `tini --`,
-`dumb-init`, `sudo -u x`, `kubectl exec POD --`, `docker run IMAGE`, `srun --gres gpu:8`
-and the like run the words after their own, and a shell given `-c` in any option cluster
+`dumb-init`, `sudo -u x`, `kubectl exec POD --`, `docker run IMAGE`, `srun --gres gpu:8`,
+`mpirun -np 4` and the like run the words after their own, and a shell given `-c` in any option cluster
 (`sh -c`, `bash -lc`, `sh -ec`, `bash -o pipefail -c`), `su -c` or `sbatch --wrap` runs a
 script. One table says, for each
 wrapper, which of its options take a value and how many words of its own (operands) come
@@ -29,6 +29,8 @@ class Wrapper:
     script: frozenset[str] = frozenset()  # options whose value is a shell script (`su -c SCRIPT`)
     shell: bool = False  # a shell: `-c` in an option cluster makes its first operand the script
     dashdash: bool = False  # the command is what follows `--` (`kubectl exec POD -- CMD`)
+    pairs: frozenset[str] = frozenset()  # its options that take two values (`mpirun --mca btl self`)
+    words: bool = False  # its options are whole words, one dash or two, never clusters (`mpirun -np 4`)
 
     def takes(self, option: str) -> bool:
         return option not in self.bare if self.bare is not None else option in self.valued
@@ -109,6 +111,29 @@ _SRUN = Wrapper(bare=frozenset(_SLURM_BARE.split()))  # salloc too: the command 
 # sbatch runs its batch script file with the words after it, or `--wrap SCRIPT`; its `--wait` takes no value
 _SBATCH = Wrapper(bare=frozenset([*_SLURM_BARE.split(), "--wait", "-W"]), script=frozenset({"--wrap"}))
 
+# MPI's launchers run their command on local ranks that inherit the launcher's
+# environment. Open MPI's (mpirun, mpiexec, orterun, prterun, oshrun) and MPICH's or
+# Intel's hydra (mpiexec, mpiexec.hydra) take options as whole words with one dash or two
+# (`-np 4`, `--map-by core`, `--mca btl self`, `-genv NAME 16`); the ones listed take a
+# value, two for `pairs`; every other is taken to take none (`--oversubscribe`, `-genvall`).
+_MPI_VALUED = (
+    "n np c N npernode npersocket map-by rank-by bind-to H host hosts hostfile machinefile default-hostfile x "
+    "wdir wd path prefix app output-filename stdin tune am report-uri ompi-server preload-files cpu-set "
+    "cpu-list cpus-per-proc cpus-per-rank slot-list rf rankfile timeout launch-agent max-vm-size personality "
+    "display output runtime-options pset initial-errhandler tmpdir forward-signals xterm stream-buffering "
+    "report-pid dvm-uri f ppn perhost configfile launcher launcher-exec bootstrap bootstrap-exec "
+    "rmk binding membind topolib ckpointlib ckpoint-prefix ckpoint-num demux iface nameserver errfile-pattern "
+    "outfile-pattern prepend-pattern genvlist envlist gpus-per-proc usize localhost hosts-group trace"
+)
+_MPI_PAIRS = "mca gmca prtemca pmixmca omca genv env"
+
+
+def _dashed(names: str) -> frozenset[str]:
+    return frozenset(f"{dash}{name}" for name in names.split() for dash in ("-", "--"))
+
+
+_MPI = Wrapper(_dashed(_MPI_VALUED), pairs=_dashed(_MPI_PAIRS), words=True)
+
 _Table = Mapping[str, "Wrapper | _Table"]
 _CONTAINERS: _Table = {
     "run": _DOCKER_RUN, "exec": _DOCKER_EXEC, "container": {"run": _DOCKER_RUN, "exec": _DOCKER_EXEC},
@@ -146,6 +171,7 @@ WRAPPERS: _Table = {
     "docker": _CONTAINERS, "podman": _CONTAINERS, "nerdctl": _CONTAINERS,
     "docker-compose": {"run": _COMPOSE, "exec": _COMPOSE},
     "srun": _SRUN, "salloc": _SRUN, "sbatch": _SBATCH,
+    **dict.fromkeys(("mpirun", "mpiexec", "orterun", "prterun", "oshrun", "mpiexec.hydra"), _MPI),
     # tracers, privilege and namespace changers, and repeaters run the command after their options
     "strace": _w("-a -b -e -E -I -o -O -p -P -s -S -u -X -U --output --env --user --attach --trace-path "
                  "--string-limit"),
@@ -216,15 +242,29 @@ def _wrapper(words: Sequence[str], start: int) -> tuple[Wrapper, int] | None:
     return (entry, at) if entry is not None else None
 
 
-def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -> int | tuple[int, str] | None:
-    """Walk the wrapper's own words from `at` (its name): the index of the command it runs,
-    (index, text) of the script it runs, or None when it runs neither."""
+def _own_words_special(w: Wrapper, words: Sequence[str], at: int) -> int | tuple[int, str] | None:
+    """_own_words of a wrapper whose command follows `--`, a shell, or one whose options
+    are whole words (`mpirun -np 4 --mca btl self CMD`)."""
     if w.dashdash:
         dash = next((i for i in range(at + 1, len(words)) if words[i] == "--"), None)
         return dash + 1 if dash is not None and dash + 1 < len(words) else None
     if w.shell:
         i, letters = shell_options(words, at + 1)
         return (i, words[i]) if "c" in letters and i < len(words) else None
+    i = at + 1
+    while i < len(words) and len(words[i]) > 1 and words[i][0] == "-":
+        if words[i] == "--":
+            return i + 1 if i + 1 < len(words) else None
+        name, eq, _ = words[i].partition("=")
+        i += 1 if eq else 3 if name in w.pairs else 2 if name in w.valued else 1
+    return i if i < len(words) else None
+
+
+def _own_words(w: Wrapper, words: Sequence[str], at: int, assigned: list[int]) -> int | tuple[int, str] | None:
+    """Walk the wrapper's own words from `at` (its name): the index of the command it runs,
+    (index, text) of the script it runs, or None when it runs neither."""
+    if w.dashdash or w.shell or w.words:
+        return _own_words_special(w, words, at)
     i = at + 1
     dashdash = False
     operands = 0

@@ -1282,6 +1282,7 @@ class _Pruned(StatementWalker):
         scope = self.scope
         whole = (scope.kind == "class" and (
             scope.qualname.rsplit(".", 1)[-1] in self.a.class_names or scope.qualname in self.a.walk_whole
+            or scope.qualname in self.a.flows.record_bases
         )) or (scope.self_name is not None and scope.parent is not None and scope.parent.qualname in self.a.walk_whole)
         if whole:
             kept: Iterable[ast.AST] = statements
@@ -1356,9 +1357,11 @@ class _Binder(_Pruned, ScopeBinder[_Scope]):
         positional = [*node.args.posonlyargs, *node.args.args]
         if in_class and positional and not _is_staticmethod(node):
             scope.self_name = positional[0].arg
-            if self.scope.qualname.rsplit(".", 1)[-1] in self.a.class_names and not _is_classmethod(node):
-                # a method of the record class (`__post_init__`, a resolution step):
-                # its `self` is a record, whichever one it was called on
+            owner = self.scope.qualname.rsplit(".", 1)[-1]
+            record = owner in self.a.class_names or (self.scope.qualname == owner and owner in self.a.flows.record_bases)
+            if record and not _is_classmethod(node):
+                # a method of the record class (`__post_init__`, a resolution step), or of
+                # a mixin it derives from: its `self` is a record, whichever one it was called on
                 _merge(scope.aliases, positional[0].arg, ("parameter", "held"))
 
     def bind_params(self, scope: _Scope, args: ast.arguments) -> None:
@@ -1979,6 +1982,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             and self.a.via(node.args[0], self.scope) is not None
         )
 
+    def _unbound_home(self, node: ast.Call) -> bool:
+        func = node.func
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr in self.home_methods
+            and bool(node.args)
+            and self._is_record_class(func.value)
+            and self.a.via(node.args[0], self.scope) is not None
+        )
+
     def _dict_call(self, node: ast.Call, method: str) -> None:
         args = node.args
         if method in _DICT_READ_ONE:
@@ -2031,6 +2044,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         elif self._unbound_whole(node):
             # `ServerArgs.__repr__(rec)`: the record's own whole-read method, called unbound
             self._whole(node, self.a.reach(args[0], self.scope) or ("", "process"))
+        elif self._unbound_home(node):
+            # `ServerArgs.url(rec)`: a home method called unbound reads off `rec` what its
+            # body reads off `self`, as `rec.url()` does (the record is exempt from escape)
+            reach = self.a.reach(args[0], self.scope)
+            if reach is not None and reach[1] != "constructed":
+                for leaf in sorted(self.home_methods[func.attr] if isinstance(func, ast.Attribute) else ()):
+                    self._read(node, leaf, reach, "home_method")
         else:
             self._passes(node)
         self.generic_visit(node)
@@ -2365,6 +2385,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             and parent is not None
             and parent.kind == "class"
             and parent.qualname.rsplit(".", 1)[-1] not in self.a.class_names
+            and parent.qualname not in self.a.flows.record_bases
             and scope.qualname.rsplit(".", 1)[-1] not in self.a.record_attrs
             # `x.get_server_args()` is read as the accessor wherever it is called
             and scope.qualname.rsplit(".", 1)[-1] != self.a.settings.raw_accessor
@@ -2680,6 +2701,7 @@ def flow_names(flows: FlowInput) -> frozenset[str]:
         *flows.record_fetchers, *flows.record_holders, *flows.holder_classes, *fillers, *flows.stored_holders,
         *flows.record_dict_holders, *flows.record_dict_fetchers, *flows.home_holders,
         *(name for name, _ in flows.home_reads), *(method for method, _ in flows.home_methods),
+        *flows.record_bases,
     ):
         names.update(spelled.split("."))
     names.update(param for _, param in flows.params)

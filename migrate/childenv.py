@@ -51,6 +51,7 @@ import ast
 import fnmatch
 import getopt
 import itertools
+import posixpath
 import re
 import shlex
 from collections import Counter
@@ -356,8 +357,9 @@ _WHOLE_ENV_WORDS = {
 }
 # ... or is, as the whole inline program (`jq -n env`: the environment as an object)
 _WHOLE_ENV_PROGRAMS = {"jq": ("env",)}
-# The process's environment read as a file (`/proc/self/environ`, `/proc/$$/environ`)
-_PROC_ENVIRON = re.compile(r"/proc/\S*environ")
+# The process's environment read as a file (`/proc/self/environ`, `/proc/$$/environ`),
+# through /dev/fd too (a link to /proc/self/fd: `/dev/fd/../environ`)
+_PROC_ENVIRON = re.compile(r"(?:/proc/|/dev/fd/|/dev/std(?:in|out|err)/)\S*environ")
 # ... or by a shell glob that may match it (`cat /proc/self/env*`, `/proc/$$/e?viron`)
 _PROC_WORD = re.compile(r"/proc/[^\s;|&()<>'\"]*")
 _PROC_ENVIRON_FILES = ("/proc/self/environ", "/proc/1/environ", "/proc/thread-self/environ", "/proc/self/task/1/environ")
@@ -415,6 +417,90 @@ def uses_environment_whole(interpreter: str, text: str) -> bool:
     return False
 
 
+# The environment of a process, as Linux shows it in a file (`/proc/self/environ`,
+# `/proc/thread-self/environ`, `/proc/<pid>/environ`, a task's), in a path's text where `*`
+# (or a `%d`, a `{}` field) stands for a part the module does not show.
+ENVIRON_FILE = re.compile(r"/+proc/+[^/\s'\"]+(?:/+task/+[^/\s'\"]+)?/+environ(?!\w)")
+# Links into /proc a path may go through: /dev/fd is /proc/self/fd, the standard streams
+# are descriptors there
+_PROC_LINKS = re.compile(r"/+dev/+(fd|stdin|stdout|stderr)(?=/|$)")
+_STREAMS = {"fd": "", "stdin": "/0", "stdout": "/1", "stderr": "/2"}
+
+
+def names_environ_file(text: str) -> bool:
+    """Does a path's text (`*` for a part not shown) name a process's environment file
+    (ENVIRON_FILE): as spelled, normalised (`/proc/self/../self/environ`), through /dev/fd,
+    or with a `..` under /proc (`/proc/self/fd/3/../environ`: after a descriptor's link,
+    `..` is the folder of what it is, not shown)?"""
+    linked = _PROC_LINKS.sub(lambda m: "/proc/self/fd" + _STREAMS[m.group(1)], text)
+    if ENVIRON_FILE.search(linked):
+        return True
+    normal = posixpath.normpath(linked)
+    if ENVIRON_FILE.search(normal):
+        return True
+    return "/proc/" in linked and ".." in linked.split("/") and normal.rpartition("/")[2] == "environ"
+
+
+def relative_environ(text: str) -> bool:
+    """Is a path's text relative (neither `/` nor a part not shown first) and its file
+    named `environ` (`environ`, `./environ`, `self/environ`)?"""
+    return bool(text) and text[0] not in "/*~$" and posixpath.normpath(text).rpartition("/")[2] == "environ"
+
+
+def environ_in_folders(text: str, folders: Sequence[str]) -> bool:
+    """Does a relative path name a process's environment file in any of the `folders` (path
+    specs, as changed_folders gives them: a folder not shown, ANY_FOLDER or "", may be under
+    /proc, and so may one relative to where the process started that climbs out of it or
+    passes a `proc`)? A file named `environ` in another folder is not the environment."""
+    if not relative_environ(text):
+        return False
+    for folder in folders:
+        if folder.startswith("/"):
+            if names_environ_file(f"{folder}/{text}"):
+                return True
+        elif not folder or folder.startswith(ANY_FOLDER):
+            return True
+        else:  # `@cwd/build`, `@file/..`
+            parts = posixpath.normpath(folder.partition("/")[2] or ".").split("/")
+            if "proc" in parts or (folder.startswith("@cwd") and ".." in parts):
+                return True
+    return False
+
+
+# A word of a command or program naming `environ` by a relative path (`cat environ`,
+# `< self/environ`, `open("environ")`)
+_RELATIVE_ENVIRON = re.compile(r"""(?:^|(?<=[\s'"`;|&()<>=,]))((?:\.{1,2}/|[^\s'"`;|&()<>=,/$*]+/)*environ)(?![\w.-])""")
+# A shell's change of folder, and the launchers' options that start a command in one
+# (`cd DIR`, `pushd DIR`, `env -C DIR`, `env --chdir=DIR`, `sudo -D DIR`, `mpirun -wdir DIR`)
+_CHANGES_INTO = re.compile(
+    r"""(?:(?:^|(?<=[\s;|&()`{]))(?:cd|pushd)\s+(?:-[LPe@]+\s+)*|(?<!\S)(?:-C\s*|-D\s*|--chdir[=\s]\s*|--?w?dir[=\s]\s*))"""
+    r"""((?:"[^"]*"|'[^']*'|[^\s;|&()`<>])+)"""
+)
+
+
+def command_reads_environ_file(texts: Sequence[str], folders: Sequence[str]) -> bool:
+    """Does a command's text (its words, a shell's script, an inline program) name the
+    environment file by a relative path in a folder its child starts in (`folders`) or
+    one it changes into (`cd /proc/self && cat environ`; `cd "$1"`: a folder not shown)?"""
+    candidates = [text for text in texts if "environ" in text]
+    if not candidates:
+        return False
+    found = list(folders)
+    for text in texts:
+        for match in _CHANGES_INTO.finditer(text):
+            target = match.group(1).replace('"', "").replace("'", "")
+            if any(mark in target for mark in "$`*?[~") or target.startswith(NOT_SHOWN_MARK):
+                found.append(ANY_FOLDER)
+            elif target.startswith("/"):
+                found.append(target)
+            else:
+                found += [f"{folder}/{target}" for folder in found if folder.startswith("/")]
+                found.append(f"@cwd/{target}")
+    return any(
+        environ_in_folders(match.group(1), found) for text in candidates for match in _RELATIVE_ENVIRON.finditer(text)
+    )
+
+
 def _globs_environ(word: str) -> bool:
     """Is the word a glob (`*`, `?`, `[...]`, an expansion standing for any text) that may
     match the process's environment file (`/proc/self/env*`)?"""
@@ -444,10 +530,10 @@ def prints_environment(words: Sequence[Word], python_reads_whole: Callable[[str]
         return True  # a command the script does not show (`$(echo env)`): deny by default
     name = program_name(words[0])
     rest = list(words[1:])
-    if _builds_a_name(name, rest) or (name == "ps" and _ps_prints(rest)):
+    if _builds_a_name(name, rest) or (name == "ps" and _ps_prints(rest)) or _programs_print(words, python_reads_whole, depth):
         return True
     inner = _wrapped(words)
-    if inner is not None:  # `timeout 5 env`, `nice -n 5 sh -c 'env'`
+    if inner is not None:  # `timeout 5 env`, `nice -n 5 sh -c 'env'`, `mpirun -np 2 env`
         if isinstance(inner, str):
             return shell_prints_environment(inner, python_reads_whole, depth + 1)
         return prints_environment(inner, python_reads_whole, depth + 1)
@@ -638,6 +724,17 @@ _GDB_COMMANDS = frozenset({"-ex", "--ex", "-eval-command", "--eval-command", "-i
 _GDB_SHOWS = re.compile(r"(?:show|info|sho|i)\s+env\w*\s*$")
 
 
+def _programs_print(words: Sequence[Word], python_reads_whole: Callable[[str], bool], depth: int) -> bool:
+    """`mpirun -np 1 a : -np 1 env`: each program an MPI launcher runs, with its own options
+    (the one before its first `:` is also the command its wrapper runs)."""
+    if program_name(words[0] or "") not in _MPI_LAUNCHERS or ":" not in words:
+        return False
+    at = words.index(":")
+    return any(
+        prints_environment([words[0], *part], python_reads_whole, depth + 1) for part in (words[1:at], words[at + 1 :])
+    )
+
+
 def _gdb_prints(rest: list[Word], python_reads_whole: Callable[[str], bool], depth: int) -> bool:
     """gdb's `-ex 'show environment'` prints the environment it holds for its program;
     `-ex 'shell CMD'` (`!CMD`) runs CMD; `--args CMD...` debugs CMD, run with it."""
@@ -759,6 +856,8 @@ def shell_prints_environment(
         return True  # `${!SGLANG_*}`, `${!name}`: variables by a prefix, or by a name held in another
     if _PROC_ENVIRON.search(script) or any(_globs_environ(word) for word in _PROC_WORD.findall(script)):
         return True
+    if command_reads_environ_file([script], ()):
+        return True  # `cd /proc/self && cat environ`
     if _SOURCED_PROCESS.search(script):
         return True  # `source <(echo env)`: a script another command prints, not shown
     # a command substitution quoted inside a word (`echo "$(printenv "$1")"`) is a script too
@@ -973,9 +1072,10 @@ NOT_SHOWN_MARK = "\2"
 _CONTAINER_ENV = {"-e": "one", "--env": "one"}
 _MPI_ENV = {"-x": "one", "-env": "two", "--env": "two", "-genv": "two", "--genv": "two"}
 _SLURM_ENV = {"--export": "list"}
+_MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "orterun", "prterun", "oshrun", "mpiexec.hydra"})
 _CHILD_SETTERS: dict[str, dict[str, str]] = {
     **dict.fromkeys(("docker", "podman", "nerdctl", "kubectl", "oc"), _CONTAINER_ENV),
-    **dict.fromkeys(("mpirun", "mpiexec", "orterun", "prterun", "oshrun", "mpiexec.hydra"), _MPI_ENV),
+    **dict.fromkeys(_MPI_LAUNCHERS, _MPI_ENV),
     **dict.fromkeys(("srun", "sbatch", "salloc"), _SLURM_ENV),
 }
 # ssh's options that take a value (the remote command is the words after the host, one
@@ -1878,8 +1978,10 @@ class ModuleWrites:
 
 # ---- the folders a module changes into: a child it starts may start in any of them
 
-# What changes the process's folder (`os.chdir(HERE)`, `with contextlib.chdir(D):`)
-_CHDIRS = frozenset({"os.chdir", "contextlib.chdir"})
+# What changes the process's folder (`os.chdir(HERE)`, `with contextlib.chdir(D):`), and
+# what changes it into the folder a descriptor is (`os.fchdir(fd)`: a folder not shown)
+_CHDIRS = frozenset({"os.chdir", "contextlib.chdir", "posix.chdir"})
+_FCHDIRS = frozenset({"os.fchdir", "posix.fchdir"})
 # The folder a child starts in where the module changes into one it does not show: a
 # relative path in it is `$?` where it may name a file under the root (childfiles)
 ANY_FOLDER = "@any"
@@ -1897,8 +1999,12 @@ def changed_folders(
     def walk(node: ast.AST, chain: Chain) -> None:
         for child in ast.iter_child_nodes(node):
             inner = [*chain, child] if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) else chain
-            if isinstance(child, ast.Call) and child.args and callee(child.func) & _CHDIRS:
-                found.append(spec(child.args[0], chain) or ANY_FOLDER)
+            if isinstance(child, ast.Call) and child.args:
+                paths = callee(child.func)
+                if paths & _CHDIRS:
+                    found.append(spec(child.args[0], chain) or ANY_FOLDER)
+                elif paths & _FCHDIRS:
+                    found.append(ANY_FOLDER)
             walk(child, inner)
 
     walk(tree, [])

@@ -107,14 +107,18 @@ from configbags.migrate.childenv import (
     child_files,
     command_arguments,
     command_fragments,
+    command_reads_environ_file,
+    environ_in_folders,
     launcher_commands,
     literal_spec,
     named_variables,
+    names_environ_file,
     plain_dump,
     prints_environment,
     program_name,
     program_prints_environment,
     rebased,
+    relative_environ,
     run_by,
     script_files,
     script_mentions,
@@ -332,6 +336,11 @@ _CONTEXT_WORDS = (
 # Words of the environment's other readers (psutil's `as_dict`, `process_iter`; `environ`
 # is an environment word already) and of a config file whose values are eval'd
 _OTHER_READER_WORDS = ("as_dict", "process_iter", "fileConfig")
+# Words of a path to a process's environment file whose name the module builds of parts
+# (`f"/proc/{pid}/{'env' + 'iron'}"`, `"/dev/fd/../env" + "iron"`): the file's folder, in
+# the text (_PROC_TEXTS) and as the words of the lines walked
+_PROC_TEXTS = ("/proc", "/fd")
+_PROC_WORDS = ("proc", "fd")
 # Names of interest before any alias is known; `import` makes every import statement (and
 # whatever block holds it) visited, so a module's names are always known.
 _BASE_NAMES = frozenset(
@@ -351,6 +360,7 @@ _BASE_NAMES = frozenset(
     | CHILD_PROCESS_NAMES
     # psutil's copies of a process's environment, a config file of eval'd Python
     | set(_OTHER_READER_WORDS)
+    | set(_PROC_WORDS)
     # a readback method kept in a name unbound (`INFO = Context.server_info`)
     | set(CONTEXT_READBACK_METHODS)
 )
@@ -599,10 +609,6 @@ class _Imported(NamedTuple):
 _Value = ast.expr | _Imported | None  # None: bound to something that is no door
 
 
-# The environment of a process, as Linux shows it in a file (`/proc/self/environ`,
-# `/proc/thread-self/environ`, `/proc/<pid>/environ`, a task's), in a path's text where `*`
-# (or a `%d`, a `{}` field) stands for a part the module does not show.
-_PROC_ENVIRON = re.compile(r"/+proc/+[^/\s'\"]+(?:/+task/+[^/\s'\"]+)?/+environ(?!\w)")
 # Callables that join their arguments into a path
 _PATH_JOINERS = frozenset({
     "os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath",
@@ -1602,11 +1608,31 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         literal, `+`, `%`, an f-string, `/` of pathlib, `os.path.join`, `Path(...)`,
         `.joinpath`, a name bound to part of it): the environment read whole. Reported once,
         at the outermost expression building it."""
-        if not self.declared or id(node) in self.paths_seen or not _mentions_environ(node):
+        if not self.declared or id(node) in self.paths_seen:
             return
-        if _PROC_ENVIRON.search(self._path_text(node)):
-            self.paths_seen.update(id(sub) for sub in ast.walk(node))
-            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        # (the name may be built of any parts: `f"/proc/{pid}/{'env' + 'iron'}"`)
+        text = self._path_text(node)
+        if "environ" not in text:
+            return
+        # a relative path is the file in each folder the module changes into
+        # (`os.chdir("/proc/self"); open("environ")`)
+        if names_environ_file(text) or environ_in_folders(text, self._changed_folders()):
+            self._path_reported(node)
+
+    def _path_reported(self, node: ast.expr) -> None:
+        self.paths_seen.update(id(sub) for sub in ast.walk(node))
+        self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _relative_to_descriptor(self, node: ast.Call) -> None:
+        """`os.open("environ", flags, dir_fd=fd)`, `os.stat(name, dir_fd=fd)`: a relative
+        path is in the folder a descriptor is, which the module does not show here (`fd =
+        os.open("/proc/self", ...)`): a file named `environ` may be the environment."""
+        given = next((k.value for k in node.keywords if k.arg == "dir_fd"), None)
+        if given is None or (isinstance(given, ast.Constant) and given.value is None):
+            return
+        path = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("path", "src")), None)
+        if path is not None and id(path) not in self.paths_seen and relative_environ(self._path_text(path)):
+            self._path_reported(path)
 
     def _joined_path(self, call: ast.Call, callee: frozenset[str]) -> None:
         if self.declared and self._path_parts(call, callee) is not None:
@@ -1774,6 +1800,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._fetch(node, fetch)
         if self.declared:
             self._other_readers(node, callee)
+            self._relative_to_descriptor(node)
             if node.args or node.keywords:
                 self._env_call(node, callee)
             self._consume_arguments(node, callee, fetches)
@@ -1913,10 +1940,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         enclosing = list(self.enclosing)
         arguments = command_arguments(node)
         spelled: Counter[str] = Counter()  # (how often: each spelling must be accounted for)
+        texts: list[str] = []
         for _, text in command_fragments(
             arguments, lambda expr: self.strings.value(expr, enclosing), scope, self.strings.tree,
             lambda expr: self.strings.bound(expr, enclosing),
         ):
+            texts.append(text)
             named.update(named_variables(text, self.declared))
             spelled.update(spellings(text, self.declared))
         if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1950,6 +1979,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         elif command_dumps(rebuilt, self._python_reads_whole, isolated):
             # the same, of a command composed (`["env"] if debug else ["true"]`, `prefix +
             # ["env"]`, `"{} | sort".format(TOOL)`): childargv rebuilds each it may be
+            self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
+        elif command_reads_environ_file(texts, self._child_folders(node)):
+            # `["cat", "environ"], cwd="/proc/self"`: a relative path, in the child's folder
             self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
         elif self._not_shown(node, callee, scope, rebuilt):
             self._report(node, ENV_UNRESOLVED, "environ", "child_command")
@@ -2099,12 +2131,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         """The files the child runs (a script, a Makefile, a Python file, a program named
         by its path): kept for the scan of the tree, which reads them
         (configbags.migrate.childfiles); one the module does not show is `$?` here."""
-        given = next((k.value for k in node.keywords if k.arg == "cwd"), None)
-        start = "@cwd" if given is None else self._path_spec(given) or ""
         found: set[ChildFile] = set()
         # a relative folder is in the project's, or in any the module changes into
         fed = next((k.value for k in node.keywords if k.arg == "input"), None)
-        for cwd in dict.fromkeys(rebased(start, folder) for folder in ["@cwd", *self._changed_folders()]):
+        for cwd in self._child_folders(node):
             for command in commands:
                 found.update(self._command_files(command, cwd))
                 argv = self._argv(command)
@@ -2127,6 +2157,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._written_run(node, kind, spec)
             else:
                 self._report(node, ENV_UNRESOLVED, "environ", "child_file")
+
+    def _child_folders(self, node: ast.Call) -> list[str]:
+        """The folders a child may start in, as path specs: its `cwd=` ("" where the module
+        does not show it), or the process's, relative to any folder the module changes into."""
+        given = next((k.value for k in node.keywords if k.arg == "cwd"), None)
+        start = "@cwd" if given is None else self._path_spec(given) or ""
+        return list(dict.fromkeys(rebased(start, folder) for folder in ["@cwd", *self._changed_folders()]))
 
     def _changed_folders(self) -> list[str]:
         """The folders the module changes into (childenv.changed_folders), once."""
@@ -2585,15 +2622,6 @@ _ENV_CARRIERS = (ast.Name, ast.Attribute, ast.Call, ast.Dict, ast.BinOp)
 _LOAD = ast.Load()
 
 
-def _mentions_environ(node: ast.expr) -> bool:
-    """Does a literal in `node` spell `environ` (a cheap test before a path is built)?"""
-    return any(
-        isinstance(sub, ast.Constant) and isinstance(sub.value, (str, bytes))
-        and ("environ" in sub.value if isinstance(sub.value, str) else b"environ" in sub.value)
-        for sub in ast.walk(node)
-    )
-
-
 def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[str]) -> bool:
     """Could this file open a door at all? Substring tests, at memchr speed: most files
     mention none of the words, and are never walked. An environment read is walked
@@ -2607,7 +2635,7 @@ def _may_open_a_door(text: str, declared: frozenset[str], mentioned: frozenset[s
     if "state_dict" in text or ("state" in text and "configbags" in text):
         return True
     return bool(declared) and (
-        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, *_OTHER_READER_WORDS, "envvar", "starlette"))
+        bool(mentioned) or any(word in text for word in (*_ENV_WORDS, *CHILD_PROCESS_WORDS, *_OTHER_READER_WORDS, *_PROC_TEXTS, "envvar", "starlette"))
     )
 
 
@@ -2753,6 +2781,7 @@ _Bound = list[ast.expr | None]
 
 # A command parameter that is a function's `*args` (command_params): "*" and its name
 VARARG_MARK = "*"
+KWARG_MARK = "**"  # (starts with VARARG_MARK: test it first)
 
 
 def python_reads_whole(code: str, declared: frozenset[str]) -> bool:

@@ -110,12 +110,48 @@ class KeyCompiler:
         self.function = function  # whose parameter is the argument (None: no argument)
         self.param = param
         self.field = field
+        self._tainted, self._elements = self._carried_names() if not field else (frozenset(), frozenset())
+
+    def _carried_names(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The function's locals that carry part of the argument on, which its bindings
+        do not show as one value: a loop's (or comprehension's) target over it, a tuple
+        unpacked from it (`name, default = pair`), and on from those; over the name
+        itself only (`for leaf in registry.leaves` is data the argument holds, not a key
+        handed over). The second set: a target iterating `*names` itself, each of whose
+        values is one argument."""
+        function = self.function
+        if self.param is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return frozenset(), frozenset()
+        vararg = function.args.vararg.arg if function.args.vararg else None
+        tainted: set[str] = set()
+        elements: set[str] = set()
+        links: list[tuple[ast.expr, ast.expr]] = []
+        for node in ast.walk(function):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                links.append((node.target, node.iter))
+                if vararg == self.param and isinstance(node.iter, ast.Name) and node.iter.id == vararg:
+                    elements.update(t.id for t in ast.walk(node.target) if isinstance(t, ast.Name) and t is node.target)
+            elif isinstance(node, ast.Assign):
+                links += [(target, node.value) for target in node.targets if isinstance(target, (ast.Tuple, ast.List))]
+        carriers = {self.param}
+        for _ in range(4):  # a chain of such locals, bounded
+            grown = {
+                t.id for target, source in links
+                if isinstance(source, ast.Name) and source.id in carriers
+                for t in ast.walk(target) if isinstance(t, ast.Name)
+            } - carriers
+            if not grown:
+                break
+            carriers |= grown
+            tainted |= grown
+        return frozenset(tainted), frozenset(elements)
 
     def compile(self, expr: ast.expr, enclosing: Sequence[ast.AST], depth: int = 0) -> Template:
         if depth > _MAX_DEPTH:
             return self._opaque(expr)
-        if self._is_argument(expr, enclosing):
-            return ARG
+        carried = self._carried(expr, enclosing)
+        if carried is not None:
+            return carried
         if isinstance(expr, ast.Constant):
             return ["s", expr.value] if isinstance(expr.value, str) else UNKNOWN
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
@@ -211,6 +247,14 @@ class KeyCompiler:
         for value, where in bound:
             alternatives.append(UNKNOWN if value is None else self.compile(value, where, depth + 1))
         return alternatives if len(alternatives) > 2 else alternatives[1]
+
+    def _carried(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> Template | None:
+        """The argument itself, or a local carrying part of it (_carried_names); else None."""
+        if self._is_argument(expr, enclosing):
+            return ARG
+        if isinstance(expr, ast.Name) and expr.id in self._tainted and self.function in enclosing:
+            return ARG if expr.id in self._elements else DEPENDENT
+        return None
 
     def _is_argument(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> bool:
         if self.field:

@@ -70,6 +70,7 @@ from configbags.migrate.aliases import (
     mention_lines,
     mentions,
     parsed_parser,
+    relative_module,
     spelled_module,
     statement_span,
 )
@@ -93,6 +94,7 @@ from configbags.migrate.doors import (
     CLASS_BINDS_UNKNOWN,
     CLASS_LOADS,
     KEYWORD_MARK,
+    KWARG_MARK,
     VARARG_MARK,
     ModuleStrings,
     command_dumps,
@@ -100,6 +102,7 @@ from configbags.migrate.doors import (
 )
 from configbags.migrate.doors import RESOLVER_SCOPES as _RESOLVER_SCOPES
 from configbags.migrate.envkeys import (
+    ARG,
     UNKNOWN,
     KeyCompiler,
     Template,
@@ -119,7 +122,7 @@ from configbags.migrate.envsources import (
     table_key,
     table_use,
 )
-from configbags.migrate.homegetters import HomeReads, home_getters
+from configbags.migrate.homegetters import HomeReads, home_getters, imported_bases
 from configbags.migrate.moduleattrs import (
     DISPATCH,
     ENV_DISPATCH,
@@ -911,6 +914,10 @@ def _door_facts(
     return sorted(set(fetchers)), sorted(set(env_params))
 
 
+def _method(owner: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
+    return next((item for item in owner.body if isinstance(item, ast.FunctionDef) and item.name == name), None) if owner else None
+
+
 def _key_params(
     qualname: str, function: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef | None,
     keys: list[ast.expr], strings: ModuleStrings,
@@ -920,9 +927,12 @@ def _key_params(
     `__init__` parameters stored there (`self.name = name`: `EnvInt("X")` passes the
     key). The use is the key's template about the parameter (configbags.migrate.envkeys)."""
     targets: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = [(qualname, function)]
-    init = next((item for item in owner.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None) if owner else None
-    if owner is not None and init is not None and init is not function:
-        targets.append((f"{owner.name}.__init__", init))
+    init = _method(owner, "__init__")
+    # a descriptor named by its owner's class body (`page_size = EnvInt(16)`), SGLang's
+    # knob shape: `__set_name__` takes the attribute's name, the key may be built of it
+    for hook in (init, _method(owner, "__set_name__")):
+        if owner is not None and hook is not None and hook is not function:
+            targets.append((f"{owner.name}.{hook.name}", hook))
     enclosing: list[ast.AST] = [owner, function] if owner is not None else [function]
     found: list[tuple[Any, ...]] = []
     if owner is not None and _is_enum(owner):
@@ -942,15 +952,19 @@ def _key_params(
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
         if owner is not None and params and not any(dotted(d) == "staticmethod" for d in target.decorator_list):
             params = params[1:]  # `self` or `cls`
-        for arg in params:
+        collectors = [(VARARG_MARK, args.vararg), (KWARG_MARK, args.kwarg)]
+        for mark, arg in [("", arg) for arg in params] + [(m, a) for m, a in collectors if a is not None]:
             compiler = KeyCompiler(strings, target, arg.arg)
             templates = [t for t in (compiler.compile(key, enclosing) for key in keys) if depends(t)]
             if templates:
                 # several keys built from one parameter: a call reads each
-                found.append((target_name, arg.arg, use_of(templates[0] if len(templates) == 1 else ["|", *templates])))
+                use = use_of(templates[0] if len(templates) == 1 else ["|", *templates])
+                found.append((target_name, mark + arg.arg, use))
     return found
 
 
+# `__set_name__(self, owner, name)` called through its class: where the name comes
+_SET_NAME_POSITION = 2
 # A generated `__init__`'s field whose position a base class decides (env_params' fourth column)
 FIELD_POSITION_UNKNOWN = -2
 # An Enum member's method reading its value (env_params' fourth column; the parameter
@@ -1646,6 +1660,7 @@ class _Uses(_Walk):
         name = _fetched_name(node.func) or dotted(node.func) or _on_new_instance(node.func)
         parent = self.parents[-1] if self.parents else None
         self._helper_calls(node, name)
+        self._named_by_owner(node, name, parent)
         if name in self.flows.environ_getters:
             key = node.args[0] if node.args and not isinstance(node.args[0], ast.Starred) else None
             self._environ_key(node, key, "getenv")
@@ -1663,6 +1678,27 @@ class _Uses(_Walk):
             self._context(parent, node)
         elif name in self.environ:
             self._environ(node, parent)
+
+    def _named_by_owner(self, node: ast.Call, name: str, parent: ast.AST | None) -> None:
+        """`page_size = EnvInt(16)` in a class body: Python calls the descriptor's
+        `__set_name__` with the attribute's name, which its key may be built of (SGLang's
+        knob shape, `self.name = "SGLANG_" + name.upper()`): read where it is declared."""
+        scopes = self._scopes()
+        if not (isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node
+                and scopes and isinstance(scopes[-1], ast.ClassDef)):
+            return
+        specs = self.helpers.get(f"{self._helper_name(name)}.__set_name__")
+        if not specs:
+            return
+        for target in parent.targets if isinstance(parent, ast.Assign) else [parent.target]:
+            given = ast.copy_location(ast.Constant(target.id), target) if isinstance(target, ast.Name) else None
+            for position, _, use in specs:
+                # (the descriptor, its owner, the name: called through the class, the
+                # name is the third argument; a key of the owner is not shown here)
+                named = position == _SET_NAME_POSITION
+                if named and template_of(use) == ARG:
+                    continue  # the key is the attribute's name: read where that is loaded
+                self._key_given(node, given if named else None, not named or given is None, scopes, use)
 
     def _helper_calls(self, node: ast.Call, name: str) -> None:
         """An environment helper called by its name, through `functools.partial`, or as a
@@ -1942,6 +1978,20 @@ class _Uses(_Walk):
                 given = ast.copy_location(ast.Tuple(elts=list(elts), ctx=ast.Load()), call)
                 self._command(given, scopes, call, keywords)
                 continue
+            if use != "command" and param.startswith(VARARG_MARK):
+                # `def env(*names)` keys each argument from its position on, `def env(**kw)`
+                # any keyword's (unknown after a `*x` or a `**d`)
+                if param.startswith(KWARG_MARK):
+                    collected = [k.value for k in keywords if k.arg is not None]
+                    unshown = any(k.arg is None for k in keywords)
+                else:
+                    collected = positional[position:] if positional is not None else []
+                    unshown = positional is None
+                for element in collected:
+                    self._key_given(call, element, False, scopes, use)
+                if unshown:
+                    self._key_given(call, None, True, scopes, use)
+                continue
             if positional is not None and 0 <= position < len(positional):
                 given = positional[position]
             else:
@@ -1954,21 +2004,26 @@ class _Uses(_Walk):
                 if given is not None:
                     self._command(given, scopes, call, keywords)
                 continue
-            if given is None and not unknown:
-                continue  # the helper's own default
-            template = template_of(use)
-            if template is None:
-                continue
-            # the names the key becomes with the argument given (envkeys: a prefix added,
-            # a case changed, an alias table looked up); a pattern no declared variable
-            # fits reads none, one some may fit is `$?`
-            names = self.strings.values(given, scopes) if given is not None else None
-            read, unresolved = declared_reads(patterns(template, names), self.declared)
-            where = given if given is not None else call
-            if unresolved:
-                self._row(where, ENV_UNRESOLVED, "environ", "env_helper")
-            for name in read:
-                self._row(where, env_subject(name), "environ", "env_helper")
+            self._key_given(call, given, unknown, scopes, use)
+
+    def _key_given(self, call: ast.Call, given: ast.expr | None, unknown: bool, scopes: list[ast.AST], use: str) -> None:
+        """The key a helper's call builds from the argument `given` (None: not given, or
+        not shown where `unknown`)."""
+        if given is None and not unknown:
+            return  # the helper's own default
+        template = template_of(use)
+        if template is None:
+            return
+        # the names the key becomes with the argument given (envkeys: a prefix added,
+        # a case changed, an alias table looked up); a pattern no declared variable
+        # fits reads none, one some may fit is `$?`
+        names = self.strings.values(given, scopes) if given is not None else None
+        read, unresolved = declared_reads(patterns(template, names), self.declared)
+        where = given if given is not None else call
+        if unresolved:
+            self._row(where, ENV_UNRESOLVED, "environ", "env_helper")
+        for name in read:
+            self._row(where, env_subject(name), "environ", "env_helper")
 
     def _member_call(self, call: ast.Call, use: str) -> None:
         """`EnvVar.PAGE_SIZE.get()`: the key the member's method makes of its value."""
@@ -2616,6 +2671,16 @@ class _Project:
             ),
             # the record class's methods, called on the record wherever it is reached
             home_methods=frozenset(row for facts in self.home_facts.values() for row in facts.reads.methods),
+            record_bases=self.record_bases(rel),
+        )
+
+    def record_bases(self, rel: str) -> frozenset[str]:
+        """`rel`'s classes the record class derives from, as its home imports them (a
+        mixin, `from eng.mixin import ArgsMixin`; FlowInput.record_bases)."""
+        here = self.module_of.get(rel)
+        return frozenset(
+            name for home, facts in self.home_facts.items() for level, module, name in facts.bases
+            if relative_module("." * level + module, home.rpartition(".")[0]) == here
         )
 
     def imported_constants(self, rel: str) -> frozenset[tuple[str, str, str]]:
@@ -2796,9 +2861,9 @@ class _Project:
                         found.append((f"{owner}.{param}.{method}", f"{MEMBER_POSITION}|{param}|{use}"))
                         continue
                     position = positional.index(param) if param in positional else field[0] if field else -1
-                    if param.startswith(VARARG_MARK) and use == "command":
+                    if param.startswith(VARARG_MARK) and not param.startswith(KWARG_MARK):
                         position = len(positional)  # `def run(*argv)`: the arguments from there on
-                    if position == -1 and param not in kwonly and not field:
+                    if position == -1 and param not in kwonly and not field and not param.startswith(KWARG_MARK):
                         continue  # `self`, or a parameter only the body names
                     shifted = position + through_class if position >= 0 else position
                     found.append((qualname, f"{shifted}|{param}|{use}"))
@@ -3143,6 +3208,8 @@ class HomeFacts:
     holders: frozenset[str] = frozenset()  # names (dotted) holding the record
     # what its code reads off the record for a caller (homegetters.HomeReads)
     reads: HomeReads = attrs.field(factory=HomeReads)
+    # (level, module, name) of the imported classes the record class derives from
+    bases: frozenset[tuple[int, str, str]] = frozenset()
 
     @classmethod
     def of(cls, source: bytes, settings: ScanSettings) -> HomeFacts | None:
@@ -3164,7 +3231,7 @@ class HomeFacts:
         }
         return cls(
             frozenset(defined), found.record | built, found.dicts, found.dict_names, found.holders,
-            found.reads or HomeReads(),
+            found.reads or HomeReads(), imported_bases(tree, settings.record_class),
         )
 
 

@@ -65,7 +65,7 @@ _DICT_VIEWS = frozenset({
 _CASTS = frozenset({"cast", "typing.cast", "t.cast", "typing_extensions.cast"})
 # calls giving the module itself by its name (`importlib.import_module(__name__)`)
 _SELF_IMPORTS = frozenset({"sys.modules.get", "importlib.import_module", "import_module"})
-# wrappers of a function whose calls return what it returns (`staticmethod(get_server_args)`,
+# wrappers of a function whose calls return what it returns (`staticmethod(get_args)` of an alias,
 # `functools.lru_cache(maxsize=None)(get_server_args)`), and `functools.partial`
 _WRAPPERS = frozenset({
     "staticmethod", "functools.cache", "cache", "functools.lru_cache", "lru_cache",
@@ -175,10 +175,9 @@ def _functions_named(value: ast.expr) -> list[ast.expr]:
     return [value] if isinstance(value, (ast.Name, ast.Attribute, ast.Lambda)) else []
 
 
-def _as_function(name: str, lam: ast.Lambda, static: bool) -> ast.FunctionDef:
+def _as_function(name: str, lam: ast.Lambda) -> ast.FunctionDef:
     """A lambda bound to a name (`current = lambda: _G`) as the `def` it is."""
-    decorators: list[ast.expr] = [ast.Name("staticmethod", ast.Load())] if static else []
-    function = ast.FunctionDef(name, lam.args, [ast.Return(lam.body)], decorators, None)
+    function = ast.FunctionDef(name, lam.args, [ast.Return(lam.body)], [], None)
     return ast.copy_location(function, lam)
 
 
@@ -238,7 +237,10 @@ class _Body:
     kind: str = "function"  # "function", "static", "class" or "instance" (a method)
 
     @classmethod
-    def of(cls, function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str, owner: str | None = None) -> _Body:
+    def of(
+        cls, function: ast.FunctionDef | ast.AsyncFunctionDef, record_class: str, owner: str | None = None,
+        wrapper: str | None = None,
+    ) -> _Body:
         assigns: list[ast.Assign] = []
         calls: list[ast.Call] = []
         returns: list[ast.expr | None] = []
@@ -257,7 +259,8 @@ class _Body:
         arguments = function.args
         positional = [*arguments.posonlyargs, *arguments.args]
         every = [*positional, *arguments.kwonlyargs]
-        decorators = {dotted_name(d) for d in function.decorator_list}
+        # (`url = classmethod(_url)` in a class body wraps the function as a decorator does)
+        decorators = {dotted_name(d) for d in function.decorator_list} | ({wrapper} if wrapper else set())
         static = "staticmethod" in decorators
         this = positional[0].arg if owner is not None and positional and not static else None
         first = next((arg.arg for arg in positional if arg.arg != this), None)
@@ -271,62 +274,100 @@ class _Body:
         )
 
 
+def _bound_function(
+    value: ast.expr, functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], name: str,
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None] | None:
+    """The module function `value` binds as the method `name` (`_url`, `classmethod(_cp)`,
+    `staticmethod(_g)`, a lambda: `staticmethod(lambda: _G)`) and the wrapper it is bound
+    through, or None."""
+    wrapper = None
+    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+        wrapper = dotted_name(value.func)
+        if wrapper not in ("classmethod", "staticmethod"):
+            return None
+        value = value.args[0]
+    if isinstance(value, ast.Lambda):
+        return _as_function(name, value), wrapper
+    if isinstance(value, ast.Name) and value.id in functions:
+        return functions[value.id], wrapper
+    return None
+
+
+def _bases(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
+    """The home's classes `name` derives from, nearest last (`_Root`, `_Base` for
+    `ServerArgs(_Base)`, `_Base(_Root)`; of `S(A, B)`, B before A, as A overrides B), itself
+    excluded."""
+    found: list[str] = []
+    stack = [name]
+    while stack:
+        node = classes.get(stack.pop())
+        for base in node.bases if node is not None else []:
+            if isinstance(base, ast.Name) and base.id in classes and base.id not in found and base.id != name:
+                found.insert(0, base.id)
+                stack.append(base.id)
+    return found
+
+
+def _methods(
+    tree: ast.Module, record_class: str, functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+) -> dict[str, _Body]:
+    """The home's classes' methods by qualname: each `def` in a class body, a module function
+    (`functions`, by name) or a lambda bound there (`url = _url`, `current = classmethod(_cp)`)
+    or attached after the class (`ServerArgs.url = _url`), all of which Python calls as
+    methods. The record class has
+    its bases' methods too (`class ServerArgs(_Base)`): `self` in them is the record when
+    called on it. (A later binding of a name replaces an earlier one, as at import; the
+    record's own methods override its bases'.)"""
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    bodies: dict[str, _Body] = {}
+
+    def add(name: str, value: ast.stmt | ast.expr, as_owner: str) -> None:
+        if isinstance(value, _FUNCTIONS):
+            bodies[f"{as_owner}.{name}"] = _Body.of(value, record_class, as_owner)
+        elif isinstance(value, ast.expr) and (bound := _bound_function(value, functions, name)) is not None:
+            bodies[f"{as_owner}.{name}"] = _Body.of(bound[0], record_class, as_owner, bound[1])
+
+    def members(node: ast.ClassDef, as_owner: str) -> None:
+        for item in node.body:
+            if isinstance(item, _FUNCTIONS):
+                add(item.name, item, as_owner)
+            elif isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
+                add(item.targets[0].id, item.value, as_owner)
+
+    for base in _bases(classes, record_class):
+        members(classes[base], record_class)
+    for node in classes.values():
+        members(node, node.name)
+    for item in tree.body:
+        if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Attribute):
+            target = item.targets[0]
+            if isinstance(target.value, ast.Name) and target.value.id in classes:
+                add(target.attr, item.value, target.value.id)
+    return bodies
+
+
 class _Home:
     """The fixpoint over one home module's functions and its classes' methods."""
 
     def __init__(self, tree: ast.Module, settings: ScanSettings) -> None:
         self.settings = settings
-        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
-            node for node in tree.body if isinstance(node, _FUNCTIONS)
-        ]
-        # second getters that are no `def`: a name bound to a home function (`get_args =
-        # get_server_args`, by qualname for a class's `get = staticmethod(...)`), which gives
-        # what its targets give, and a name bound to a lambda, a function of its own;
-        # bindings of other values that hold a function (`GETTERS = {"args": ...}`) are
-        # `containers`, whose every use is `*` where one gives the record
+        self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         self.aliases: dict[str, set[str]] = {}
         self.containers: dict[str, ast.expr] = {}
-        methods: list[tuple[str, ast.FunctionDef]] = []
-        bound_at: dict[str, int] = {}
-        scopes: list[tuple[str | None, list[ast.stmt]]] = [(None, tree.body)]
-        scopes += [(node.name, node.body) for node in tree.body if isinstance(node, ast.ClassDef)]
-        for owner, statements in scopes:
-            for name, bound in _bindings(statements):
-                qualname = name if owner is None else f"{owner}.{name}"
-                named = _functions_named(bound)
-                if len(named) == 1 and isinstance(named[0], ast.Lambda):
-                    static = owner is not None and bound is not named[0]
-                    function = _as_function(name, named[0], static)
-                    if owner is None:
-                        self.functions.append(function)
-                    else:
-                        methods.append((owner, function))
-                elif named and not any(isinstance(each, ast.Lambda) for each in named):
-                    self.aliases[qualname] = {dotted_name(each) for each in named}
-                    bound_at[qualname] = bound.lineno
-                elif not isinstance(bound, (ast.Constant, ast.Name, ast.Attribute)):
-                    self.containers[qualname] = bound
+        self._module_bindings(tree)
+        functions = {f.name: f for f in self.functions}
+        class_aliases = self._class_bindings(tree, functions)
         self.module_level = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
         # the module's own objects, whose attributes may hold the record (`STATE.args`)
         self.objects: set[str] = {node.name for node in tree.body if isinstance(node, ast.ClassDef)} | {
             target.id for node in self.module_level
             for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
         }
-        # (a later definition of a name replaces an earlier one, as at import)
         self.bodies = {f.name: _Body.of(f, settings.record_class) for f in self.functions}
-        self.bodies.update({
-            f"{node.name}.{method.name}": _Body.of(method, settings.record_class, node.name)
-            for node in tree.body if isinstance(node, ast.ClassDef)
-            for method in node.body if isinstance(method, _FUNCTIONS)
-        })
-        self.bodies.update({f"{owner}.{f.name}": _Body.of(f, settings.record_class, owner) for owner, f in methods})
-        for qualname, body in list(self.bodies.items()):  # the later binding of a name wins, as at import
-            if qualname not in self.aliases or body.function is None:
-                continue
-            if body.function.lineno > bound_at[qualname]:
-                del self.aliases[qualname]
-            else:
-                del self.bodies[qualname]
+        self.bodies.update(_methods(tree, settings.record_class, functions))
+        for qualname, targets in class_aliases.items():  # (bound after any def of its name)
+            self.aliases[qualname] = targets
+            self.bodies.pop(qualname, None)
         # the holders of the record: the globals, module dict slots, attributes of the
         # module's objects and the context variables it is kept in
         self.globals: set[str] = set()
@@ -346,6 +387,59 @@ class _Home:
         for raw in self._resolved(settings.raw_accessor):
             for value in raw.returns:
                 self._seed(value, raw, set())
+
+    def _module_bindings(self, tree: ast.Module) -> None:
+        """The module's functions, aliases and containers. Second getters need not be a
+        `def`: a name bound to a home function (`get_args = get_server_args`, wrapped or not)
+        gives what its targets give, and a name bound to a lambda is a function of its own;
+        a binding of another value that holds a function (`GETTERS = {"args": ...}`) is a
+        container, whose every use is `*` where one gives the record. (A later binding of a
+        name replaces an earlier one, as at import: `def get_args` after `get_args =
+        get_server_args` is the def.)"""
+        for node in tree.body:
+            if isinstance(node, _FUNCTIONS):
+                self._define(node)
+            for name, bound in _bindings([node]):
+                named = _functions_named(bound)
+                if len(named) == 1 and isinstance(named[0], ast.Lambda):
+                    self._define(_as_function(name, named[0]))
+                elif named and not any(isinstance(each, ast.Lambda) for each in named):
+                    self.functions = [f for f in self.functions if f.name != name]
+                    self.aliases[name] = {dotted_name(each) for each in named}
+                elif not isinstance(bound, (ast.Constant, ast.Name, ast.Attribute)):
+                    self.containers[name] = bound
+
+    def _class_bindings(
+        self, tree: ast.Module, functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    ) -> dict[str, set[str]]:
+        """The aliases by qualname of the classes' attributes bound to a getter in a shape
+        _methods does not take as a method (`get = staticmethod(get_args)` of a module
+        alias, `get = staticmethod(functools.cache(get_server_args))`), where no later
+        binding replaces them; the classes' containers join the module's."""
+        found: dict[str, set[str]] = {}
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for item in node.body:
+                if isinstance(item, _FUNCTIONS):
+                    found.pop(f"{node.name}.{item.name}", None)
+                for name, bound in _bindings([item]):
+                    qualname = f"{node.name}.{name}"
+                    found.pop(qualname, None)
+                    named = _functions_named(bound)
+                    if _bound_function(bound, functions, name) is not None:
+                        continue
+                    if named and not any(isinstance(each, ast.Lambda) for each in named):
+                        found[qualname] = {dotted_name(each) for each in named}
+                    elif not named and not isinstance(bound, (ast.Constant, ast.Name, ast.Attribute)):
+                        self.containers[qualname] = bound
+        return found
+
+    def _define(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """A module-level function (a `def` or a lambda bound to a name) replaces an alias or
+        function bound to its name before."""
+        self.aliases.pop(function.name, None)
+        self.functions = [f for f in self.functions if f.name != function.name] + [function]
 
     def _resolved(self, name: str) -> list[_Body]:
         """The bodies of the home functions `name` is, through aliases."""
@@ -723,7 +817,7 @@ class _Home:
             if body.kind == "instance" and body.owner == self.settings.record_class and body.this is not None:
                 if not properties and not function.name.startswith("__"):
                     found = self.leaves(body, self._aliases(body, {body.this}))
-                    methods.update((function.name, leaf) for leaf in found)
+                    methods.update((name.rpartition(".")[2], leaf) for leaf in found)
                 continue
             arguments = function.args
             every = [*body.positional, *(arg.arg for arg in arguments.kwonlyargs)]
@@ -773,6 +867,25 @@ class _Home:
             frozenset(self.dict_getters), frozenset(self.dict_names - set(self.settings.record_dicts)),
             frozenset(holders), self.reads(),
         )
+
+
+def imported_bases(tree: ast.Module, record_class: str) -> frozenset[tuple[int, str, str]]:
+    """(level, module, name) of the classes the record class derives from (itself or
+    through the home's own bases) that the home imports by name (`from eng.mixin import
+    ArgsMixin`, `class ServerArgs(ArgsMixin)`): `self` in their methods is the record
+    whenever one is called on it."""
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    imported = {
+        alias.asname or alias.name: (node.level, node.module or "", alias.name)
+        for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
+    found: set[tuple[int, str, str]] = set()
+    for name in [record_class, *_bases(classes, record_class)]:
+        node = classes.get(name)
+        for base in node.bases if node is not None else []:
+            if isinstance(base, ast.Name) and base.id not in classes and base.id in imported:
+                found.add(imported[base.id])
+    return frozenset(found)
 
 
 def home_getters(tree: ast.Module, settings: ScanSettings) -> HomeGetters:

@@ -522,7 +522,7 @@ class _Reader(Visitor):
     def run(self, text: str) -> None:
         self.context_lines = lines_of(text, [at for word in _CONTEXT_WORDS for at in occurrences(text, word)])
         self._collect(self.tree.body, None)
-        if any(self._module_import(path) for paths in self.imports.values() for path in paths):
+        if self._module_handed(text):
             self.flows = module_flows(self.tree)
             self._modules_followed = True
             # only the parameters given a module are looked up by function (and not memoised)
@@ -562,6 +562,26 @@ class _Reader(Visitor):
             pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in sorted(names)) + r")\b")
             mentions = [match.start() for match in pattern.finditer(text)]
             self.lines = sorted(set(self.lines) | set(lines_of(text, mentions)))
+
+    def _module_handed(self, text: str) -> bool:
+        """May the module hand one of the modules it imports (_module_import) on as a value:
+        does the text show such a module's name, or an attribute chain from it, other than
+        before a further `.`, a call or a subscript (`g(os)`, `[os]`, `return pkg.dist`), outside
+        import lines? Most modules only use `os.x`, and gathering
+        the flows (module_flows) would walk their whole tree for nothing."""
+        names = [name for name, paths in self.imports.items() if any(map(self._module_import, paths))]
+        if not names:
+            return False
+        # the name and any attribute chain after it (`configbags.runtime.dist`), then anything but
+        # a further `.`, a call or a subscript: `os.getenv(...)` and `os.environ[...]` hand nothing on
+        pattern = re.compile(
+            r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")(?:\s*\.\s*[A-Za-z_]\w*)*+(?!\w)(?![ \t]*[.(\[])"
+        )
+        for match in pattern.finditer(text):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            if not text[line_start:match.start()].lstrip().startswith(("import ", "from ")):
+                return True
+        return False
 
     def _module_import(self, path: str) -> bool:
         top = path.split(".")[0]

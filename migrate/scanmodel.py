@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 70
+SCANNER_VERSION = 72
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:
@@ -317,6 +317,9 @@ class FlowInput:
     # read where one is called on the record (`rec.describe()`)
     home_reads: frozenset[tuple[str, str]] = frozenset()
     home_methods: frozenset[tuple[str, str]] = frozenset()
+    # the module's classes the record class derives from (a mixin its home imports):
+    # `self` in their methods is the record, as in the record class's own
+    record_bases: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
         return bool(
@@ -326,7 +329,7 @@ class FlowInput:
             or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
             or self.namespace_readers or self.served_imports or self.record_dict_holders or self.record_dict_fetchers
             or self.home_holders or self.parser_fillers or self.parser_givers or self.parse_helpers
-            or self.home_reads or self.home_methods
+            or self.home_reads or self.home_methods or self.record_bases
         )
 
     def key(self) -> str:
@@ -359,6 +362,7 @@ class FlowInput:
             ",".join(sorted(self.parse_helpers)),
             json.dumps(sorted(self.home_reads)),
             json.dumps(sorted(self.home_methods)),
+            ",".join(sorted(self.record_bases)),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 

@@ -417,6 +417,13 @@ class Door:
         value = self.context.state.values.get(leaf)
         return value if isinstance(value, str) and value else None
 
+    def _key_named(self, leaf: str) -> str:
+        """The key a request needs, by its leaf (`the api key (serving.api_key)`): the flag is
+        one of its doors, and the server may have been given it by a file or a variable."""
+        spec = self.context.registry.leaves.get(leaf)
+        kind = "admin key" if leaf == ADMIN_KEY_LEAF else "api key"
+        return f"the {kind} ({spec.namespace}.{leaf})" if spec is not None else f"the {kind}"
+
     def authorize(self, header: str | None, *, admin: bool) -> None:
         """Raise a 401/403 DoorError unless the `Authorization: Bearer` header carries the
         key this request needs: the admin key for changes; for reads the api key when one
@@ -429,7 +436,7 @@ class Door:
         if not wanted or (not admin and api_key is None):
             return
         given = _bearer(header)
-        what = "the admin key (--admin-api-key)" if admin else "the api key (--api-key)"
+        what = self._key_named(ADMIN_KEY_LEAF if admin else API_KEY_LEAF)
         if given is None:
             raise DoorError(401, "missing_key", f"this request needs {what}",
                             "send it as the header `Authorization: Bearer KEY`")

@@ -425,8 +425,16 @@ class ConfigWatcher:
 
     def status(self) -> dict[str, Any]:
         with self._lock:
-            return {**self._status, "restart_required": dict(self._status["restart_required"]),
-                    "hidden": dict(self._status["hidden"])}
+            status = {**self._status, "restart_required": dict(self._status["restart_required"]),
+                      "hidden": dict(self._status["hidden"])}
+        if status["hidden"]:
+            # an override since gives the value in force now, not the flag the file lost to
+            now = self.door.context.origins()
+            status["hidden"] = {
+                leaf: {**entry, "in_force_from": now[leaf].source, "layer": now[leaf].layer.value} if leaf in now else entry
+                for leaf, entry in status["hidden"].items()
+            }
+        return status
 
     def restart_required(self) -> dict[str, Any]:
         with self._lock:

@@ -238,3 +238,14 @@ def test_a_config_file_or_configmap_entry_that_says_nothing_is_refused(tmp_path:
     cm = tmp_path / "cm.yaml"
     cm.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  config.yaml: {text.strip()!r}\n")
     assert [rule for _, rule, _ in found(cm, view)] == ["lint-unreadable"]
+
+
+def test_a_configmap_literal_block_names_the_manifest_lines(tmp_path: Path, view: SchemaView) -> None:
+    """A key given twice in an embedded literal block: the finding and the line of the first
+    one it names are both the manifest's lines, not the embedded text's."""
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  config.yaml: |\n"
+                    "    tp_size: 2\n    page_size: 16\n    tp_size: 4\n")
+    unreadable = [f for f in lint.lint([path], view) if f.rule == "lint-unreadable"]
+    assert [f.line for f in unreadable] == [8], unreadable
+    assert "first on line 6" in unreadable[0].message, unreadable[0].message

@@ -135,7 +135,7 @@ def test_a_duplicate_key_reads_the_same_in_a_schema_and_a_config_file(tmp_path: 
     assert generate(schema, tmp_path / "out") == 2
     found = DUPLICATE.search(capsys.readouterr().err)
     assert found is not None
-    assert found.groups() == ("schema/namespaces/legacy.yaml", str(first + 3), "default", str(first + 1))
+    assert found.groups() == (namespace.as_posix(), str(first + 3), "default", str(first + 1))
 
 
 def test_an_explicit_merge_key_is_refused_in_a_schema_and_a_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -72,6 +72,17 @@ PRECISE = [
     ("class Holder:\n    get = staticmethod(get_server_args)\n", "Holder", "Holder.get().port"),
     ("class Holder:\n    get = get_server_args\n", "Holder", "Holder.get().port"),
     ("class Holder:\n    get = staticmethod(lambda: _GLOBAL_SERVER_ARGS)\n", "Holder", "Holder.get().port"),
+    ("class Holder:\n    get = lambda: _GLOBAL_SERVER_ARGS\n", "Holder", "Holder.get().port"),
+    ("class Holder:\n    pass\nHolder.get = staticmethod(get_server_args)\n", "Holder", "Holder.get().port"),
+    ("get_args = get_server_args\nclass Holder:\n    get = staticmethod(get_args)\n", "Holder", "Holder.get().port"),
+    ("class Holder:\n    get = staticmethod(functools.cache(get_server_args))\n", "Holder", "Holder.get().port"),
+    # the later binding of a name wins, as at import
+    ("def get_args():\n    return _PORT\nget_args = get_server_args\n", "get_args", "get_args().port"),
+    ("get_args = get_version\nget_args = lambda: _GLOBAL_SERVER_ARGS\n", "get_args", "get_args().port"),
+    (
+        "class Holder:\n    @staticmethod\n    def get():\n        return _PORT\n    get = staticmethod(get_server_args)\n",
+        "Holder", "Holder.get().port",
+    ),
 ]
 
 
@@ -106,11 +117,27 @@ QUIET = [
     ("version = get_version\n", "version", "version().port"),
     ("setter = set_global_server_args\n", "setter", "setter(1)"),
     ("current = lambda: _PORT\n", "current", "current().port"),
+    ("current = lambda: 30000\n", "current", "current().port"),
+    ("class Holder:\n    get = staticmethod(lambda: 30000)\n", "Holder", "Holder.get().port"),
     ("current = lambda x: x\n", "current", "current(3).port"),
     ("def get_args():\n    return globals()['_PORT']\n", "get_args", "get_args().port"),
     ("def get_args():\n    return getattr(sys.modules[__name__], '_PORT')\n", "get_args", "get_args().port"),
     ("class Holder:\n    get = staticmethod(get_version)\n", "Holder", "Holder.get().port"),
     ("VERSIONS = {'v': get_version}\n", "VERSIONS", "VERSIONS['v']().port"),
+    ("VERSIONS = {'v': get_version, 'n': lambda: 30000}\n", "VERSIONS", "VERSIONS['v']().port"),
+    ("class Holder:\n    VERSIONS = {'v': get_version}\n", "Holder", "Holder.VERSIONS['v']().port"),
+    # the later binding of a name wins: the alias replaced by a def giving something else
+    ("get_args = get_server_args\ndef get_args():\n    return _PORT\n", "get_args", "get_args().port"),
+    ("get_args = lambda: _GLOBAL_SERVER_ARGS\nget_args = get_version\n", "get_args", "get_args().port"),
+    (
+        "class Holder:\n    get = staticmethod(get_server_args)\n    @staticmethod\n    def get():\n        return _PORT\n",
+        "Holder", "Holder.get().port",
+    ),
+    (
+        "class Holder:\n    get = staticmethod(functools.cache(get_server_args))\n    @staticmethod\n    def get():\n"
+        "        return _PORT\n",
+        "Holder", "Holder.get().port",
+    ),
     ("NAMES = ['get_server_args']\n", "NAMES", "NAMES[0].port"),
 ]
 
@@ -134,3 +161,11 @@ def test_a_raw_accessor_that_is_itself_an_alias_seeds_the_holders(tmp_path: Path
 def test_a_global_stored_through_the_module_itself_is_a_holder(tmp_path: Path, store: str) -> None:
     home = f"ARGS = None\ndef publish(a: ServerArgs):\n    {store}\n"
     assert "port" in _found(tmp_path, home, "ARGS", "ARGS.port")
+
+
+def test_a_lambda_bound_in_the_record_class_is_a_method_reading_what_it_reads(tmp_path: Path) -> None:
+    home = "ServerArgs.url = lambda self: f'h:{self.port}'\n"
+    user = "from legacy.server_args import get_server_args\ndef f():\n    return get_server_args().url()\n"
+    result = _scan(tmp_path, home, user)
+    assert fails(result), result.reads
+    assert "port" in {leaf for function, leaf, _ in reads_via(result) if function == "f"}

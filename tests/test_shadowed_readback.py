@@ -117,3 +117,27 @@ def test_a_followed_file_says_which_of_its_leaves_a_flag_hides(tmp_path: Path) -
         cm.publish(BASE.replace("weight_version: v1\n", ""))
         settle(watcher)
         assert door.server_info()["watch"]["hidden"] == {} and door.health()["details"]["hidden"] == 0
+
+
+def test_an_override_over_a_hidden_leaf_is_what_the_watch_section_names(tmp_path: Path) -> None:
+    """serve --watch FILE --weight-version v9, then a PATCH: the value in force comes from the
+    override now, and the watch section, /server_info's layers and /config/<leaf> say so
+    while still listing the file's value it hides (round nineteen's finding)."""
+    cm = ConfigMap(tmp_path / "config")
+    cm.publish(BASE)
+    with watching_server(cm, ["--weight-version", "v9"]) as (watcher, _ctx):
+        door = watcher.door
+        assert isinstance(door, WatchedDoor)
+        door.patch("t", {"weight_version": "patched"})
+        info: dict[str, Any] = door.server_info()
+        assert info["resolved"]["weight_version"] == "patched"
+        hidden = info["watch"]["hidden"]["weight_version"]
+        layer = info["layers"]["weight_version"]
+        assert hidden["file"] == "v1" and hidden["layer"] == layer["layer"] == "runtime"
+        assert hidden["in_force_from"] == layer["source"] and "'http:t'" in layer["source"]
+        assert layer["shadows"] == [{"layer": "config_file", "source": str(watcher.path), "value": "v1"}]
+        cm.publish(BASE.replace("v1", "v3"))
+        settle(watcher)
+        info = door.server_info()
+        assert info["watch"]["hidden"]["weight_version"]["file"] == "v3"
+        assert info["watch"]["hidden"]["weight_version"]["layer"] == "runtime"

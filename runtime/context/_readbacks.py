@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from configbags.runtime.context._records import State, override_origin
 from configbags.runtime.errors import UnknownLeafError
 from configbags.runtime.fleet import fingerprints
@@ -52,7 +54,10 @@ def origins(registry: Registry, state: State) -> dict[str, Origin]:
     or else where publish resolved it from."""
     out = {n: state.origins.get(n, DEFAULT_ORIGIN) for n in registry.leaves}
     for e in state.log:
-        out[e.leaf] = override_origin(registry.leaves[e.leaf], e)
+        # the launch layers' values it hides stay hidden under it (a watched file's value
+        # under a flag the override replaced): its shadows are theirs
+        out[e.leaf] = attrs.evolve(override_origin(registry.leaves[e.leaf], e),
+                                   shadows=state.origins.get(e.leaf, DEFAULT_ORIGIN).shadows)
     return out
 
 
