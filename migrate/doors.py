@@ -144,6 +144,7 @@ from configbags.migrate.scopes import (
     Scopes,
     StatementWalker,
     fetched_chain,
+    globals_declared,
     landed,
     signature_annotations,
     unpacked,
@@ -2664,7 +2665,7 @@ class DoorScan:
             name for name in self.declared if any(name in value for _, shape, value in imported if shape in ("str", "list", OPEN_SHAPE))
         )
         self.may_open = _may_open_a_door(text, self.declared, self.mentioned | told)
-        self.strings = ModuleStrings(tree, imported)
+        self.strings = ModuleStrings(tree, imported, text)
         self._result: tuple[list[tuple[Any, ...]], dict[int, tuple[Fetch, ...]], set[tuple[str, str]]] | None = None
         self._children: list[tuple[Any, ...]] = []
         self._bare_names: dict[str, bool] = {}
@@ -2847,8 +2848,9 @@ class ModuleStrings:
     call, a binding the scope does not show) is unknown: None. A name whose bindings give
     several strings has several values (values()); value() is the one, or None."""
 
-    def __init__(self, tree: ast.Module, imported: Iterable[tuple[str, str, str]] = ()) -> None:
+    def __init__(self, tree: ast.Module, imported: Iterable[tuple[str, str, str]] = (), text: str | None = None) -> None:
         self.tree = tree
+        self.text = text  # the module's source, where known: its lines narrow the walks
         rows = tuple(imported)
         # other modules' constants the module imports, by the name it spells them with
         # (`from pkg.names import PAGE`, `names.PAGE`), as the project pass found them
@@ -3352,6 +3354,7 @@ class ModuleStrings:
         module's `text`, only the statements whose lines spell such an assignment are
         walked (the facts of every module ask for them)."""
         if self._class_assigns is None:
+            text = text if text is not None else self.text
             statements: list[ast.stmt] = self.tree.body
             if text is not None:
                 lines = lines_of(text, (m.start() for m in _CLASS_ASSIGN.finditer(text)))
@@ -3497,7 +3500,7 @@ _MAX_VALUES = 64
 _WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # `Name.attr = ...` (not `self.` / `cls.`): a line that may bind a class attribute
 _CLASS_ASSIGN = re.compile(
-    r"(?<![\w.])(?!self\.|cls\.)[A-Za-z_]\w*\.\w+\s*(?::[^=\n]*)?(?:[-+*/%|&^@<>]{1,2})?=(?!=)|\bsetattr\s*\("
+    r"(?<![\w.])(?!self\.|cls\.)[A-Za-z_]\w*\s*\.\s*\w+\s*(?::[^=\n]*)?(?:[-+*/%|&^@<>]{1,2})?=(?!=)|\bsetattr\s*\("
 )
 
 
@@ -3813,7 +3816,7 @@ def _bound_at_module(stmt: ast.stmt) -> list[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(node.name)
             # its body is another scope, except for the names it declares global
-            names.extend(n for sub in ast.walk(node) if isinstance(sub, ast.Global) for n in sub.names)
+            names.extend(sorted(globals_declared(node)))
             continue
         if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             # their own scopes; a walrus in a comprehension binds outside it

@@ -147,7 +147,7 @@ from configbags.migrate.scanmodel import (
     ScanSettings,
     env_subject,
 )
-from configbags.migrate.scopes import module_statements
+from configbags.migrate.scopes import globals_declared, module_statements
 
 # The constants' shapes of class attribute bindings (doors.ModuleStrings.class_rows)
 _CLASS_SHAPES = frozenset({CLASS_BINDS, CLASS_BINDS_UNKNOWN, CLASS_LOADS})
@@ -514,7 +514,7 @@ def _rebound_defs(body: list[ast.stmt], imported: Callable[[], Mapping[str, str]
         found: set[str] = set()
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found |= _globals_declared(node)
+                found |= globals_declared(node)
             else:
                 found |= _names_bound(node, imports)
         return found
@@ -537,7 +537,7 @@ def _names_bound(node: ast.AST, imported: Mapping[str, str]) -> set[str]:
             found |= {(alias.asname or alias.name).partition(".")[0] for alias in item.names}
         elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(item.name)
-            found |= _globals_declared(item)
+            found |= globals_declared(item)
             continue
         elif isinstance(item, ast.ExceptHandler) and item.name:
             found.add(item.name)
@@ -585,7 +585,7 @@ class _ScopeImports:
 
     def __call__(self) -> dict[str, str]:
         if self.found is None:
-            declared = _globals_declared(self.tree)
+            declared = globals_declared(self.tree)
             self.found = {local: name for local, name in _module_imports(self.tree).items() if local not in declared}
         return self.found
 
@@ -595,10 +595,6 @@ class _ScopeImports:
             own = set().union(*(_names_bound(node, {}) for node in cls.body))
             return {local: name for local, name in self().items() if local not in own}
         return imports
-
-
-def _globals_declared(node: ast.AST) -> set[str]:
-    return {name for item in ast.walk(node) if isinstance(item, ast.Global) for name in item.names}
 
 
 def _rewrapped_functions(tree: ast.Module) -> set[int]:
@@ -1426,7 +1422,7 @@ def base_facts(
     context and environment it returns, its parameters used as environment keys (and,
     from the door analysis, as child commands: `command_params`), and its instances.
     (What the record analysis adds: scan.scan_source.)"""
-    strings = strings or ModuleStrings(tree)
+    strings = strings or ModuleStrings(tree, text=text)
     fetchers, env_params = _door_facts(tree, text, strings)
     if mentioned is None:
         mentioned = frozenset(name for name in settings.env_vars if name in text)

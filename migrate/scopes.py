@@ -189,6 +189,31 @@ class Scopes(Generic[S]):
         return None
 
 
+_GLOBALS_MEMO = "_configbags_globals_declared"
+
+
+def globals_declared(node: ast.AST) -> frozenset[str]:
+    """The names a `global` statement anywhere inside `node` declares. Kept on the node:
+    the analyses ask it of the same functions (and the module) once per statement list
+    they judge, and each answer would be a walk of the whole function."""
+    found: frozenset[str] | None = node.__dict__.get(_GLOBALS_MEMO)
+    if found is not None:
+        return found
+    names: set[str] = set()
+    pending = list(ast.iter_child_nodes(node))
+    while pending:
+        item = pending.pop()
+        if isinstance(item, ast.Global):
+            names.update(item.names)
+        elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names |= globals_declared(item)  # each function's own answer, kept: every node is walked once
+        else:
+            pending.extend(ast.iter_child_nodes(item))
+    found = frozenset(names)
+    setattr(node, _GLOBALS_MEMO, found)
+    return found
+
+
 def signature_annotations(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
     """The annotations of a function's parameters (`*args` and `**kw` too) and return,
     which the `def` evaluates where it runs (`def g(x: os.environ.get("X"))`)."""
