@@ -2883,6 +2883,7 @@ class ModuleStrings:
     def _module_bindings(self) -> dict[str, list[ast.expr | None]]:
         if self._bindings is None:
             found: dict[str, list[ast.expr | None]] = {}
+            declares = self.text is None or "global" in self.text  # (a keyword is spelled in ASCII)
             for stmt in self.tree.body:
                 if isinstance(stmt, ast.Assign):
                     for target in stmt.targets:
@@ -2899,12 +2900,12 @@ class ModuleStrings:
                     # `for n in NAMES:` at the top level: n takes each element; a name the
                     # loop binds again (its body, `else`) is unknown besides
                     _bind_loop(found, stmt.target, stmt.iter)
-                    for name in Counter(_bound_at_module(stmt)) - Counter(_target_names(stmt.target)):
+                    for name in Counter(_bound_at_module(stmt, declares)) - Counter(_target_names(stmt.target)):
                         found.setdefault(name, []).append(None)
                 else:
                     # any other top-level statement that binds a name (an import, a def, a
                     # loop, a block holding an assignment) makes its value unknown
-                    for name in _bound_at_module(stmt):
+                    for name in _bound_at_module(stmt, declares):
                         found.setdefault(name, []).append(None)
             # another module's `names.PAGE = ...` rebinds the constant too (R16-8)
             for (owner, name), values in self.outside.items():
@@ -3806,9 +3807,10 @@ def _binds(scope_node: ast.AST, name: str) -> bool:
     return False
 
 
-def _bound_at_module(stmt: ast.stmt) -> list[str]:
+def _bound_at_module(stmt: ast.stmt, declares_globals: bool = True) -> list[str]:
     """The module-level names a top-level statement binds: a def's or class's name (and
-    what a `global` inside it assigns), and every target in a block, an import, a loop."""
+    what a `global` inside it assigns, unless the caller knows the module's text spells no
+    `global`: `declares_globals` False), and every target in a block, an import, a loop."""
     names: list[str] = []
     pending: list[ast.AST] = [stmt]
     while pending:
@@ -3816,7 +3818,7 @@ def _bound_at_module(stmt: ast.stmt) -> list[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(node.name)
             # its body is another scope, except for the names it declares global
-            names.extend(sorted(globals_declared(node)))
+            names.extend(sorted(globals_declared(node)) if declares_globals else ())
             continue
         if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             # their own scopes; a walrus in a comprehension binds outside it

@@ -428,15 +428,18 @@ def _method_kind(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return "plain"
 
 
-def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> list[tuple[Any, ...]]:
+def _signatures(
+    tree: ast.Module, settings: ScanSettings, annotated: bool, declares_globals: bool = True,
+) -> list[tuple[Any, ...]]:
     """(qualname, positional, keyword-only, record parameters, star, body) of each
     module-level function and class (a class's are its `__init__`'s, without self; a
-    class without one takes star) and each method (without self: called as self.m)."""
+    class without one takes star) and each method (without self: called as self.m).
+    (`declares_globals` False: the module's text spells no `global`, _rebound_defs.)"""
     rows: list[tuple[Any, ...]] = []
     imported: dict[str, str] | None = None  # the module's imports, where a class may need them
     attributes = frozenset(settings.record_attributes)
     wrappers = _ScopeImports(tree)
-    rebound = _rebound_defs(tree.body, wrappers)
+    rebound = _rebound_defs(tree.body, wrappers, declares_globals)
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in rebound:
             continue
@@ -448,7 +451,7 @@ def _signatures(tree: ast.Module, settings: ScanSettings, annotated: bool) -> li
             rows += _wrapper_rows(node, settings, annotated)
         elif isinstance(node, ast.ClassDef):
             init = None
-            rebound_methods = _rebound_defs(node.body, wrappers.within(node))
+            rebound_methods = _rebound_defs(node.body, wrappers.within(node), declares_globals)
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name not in rebound_methods:
                     qualname = f"{node.name}.{item.name}"
@@ -497,7 +500,9 @@ BEHAVIOUR_KEEPING = frozenset({
 })
 
 
-def _rebound_defs(body: list[ast.stmt], imported: Callable[[], Mapping[str, str]]) -> set[str]:
+def _rebound_defs(
+    body: list[ast.stmt], imported: Callable[[], Mapping[str, str]], declares_globals: bool = True,
+) -> set[str]:
     """The names of `body`'s own defs that a statement of the same scope other than a def
     also binds (`def run(sa): ...` then `run = _fast`, `run = wrap(run)`, an import or a
     class of the name, a `def` of it in an `if`, `global run` in a function): a call of
@@ -505,7 +510,9 @@ def _rebound_defs(body: list[ast.stmt], imported: Callable[[], Mapping[str, str]
     and a record handed to the name escapes. (Plain defs repeated, `@overload` stubs, keep
     the last one, as Python does.) A rebinding of the name to a wrapper of BEHAVIOUR_KEEPING
     around it, spelled through the scope's imports (`imported()`: _ScopeImports), keeps
-    the def: `run = torch.compile(run)` runs it (_rewrap)."""
+    the def: `run = torch.compile(run)` runs it (_rewrap). Where the caller knows the
+    module's text spells no `global` (`declares_globals` False), no function is walked for
+    one: the keyword is spelled in ASCII or not at all."""
     defs = {node.name for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
     if not defs:
         return set()
@@ -514,9 +521,9 @@ def _rebound_defs(body: list[ast.stmt], imported: Callable[[], Mapping[str, str]
         found: set[str] = set()
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found |= globals_declared(node)
+                found |= globals_declared(node) if declares_globals else set()
             else:
-                found |= _names_bound(node, imports)
+                found |= _names_bound(node, imports, declares_globals)
         return found
 
     # cheap first: the imports only where a def's name is bound again
@@ -524,7 +531,7 @@ def _rebound_defs(body: list[ast.stmt], imported: Callable[[], Mapping[str, str]
     return defs & bound(imported()) if rebound else rebound
 
 
-def _names_bound(node: ast.AST, imported: Mapping[str, str]) -> set[str]:
+def _names_bound(node: ast.AST, imported: Mapping[str, str], declares_globals: bool = True) -> set[str]:
     """The names a statement binds in its own scope (not inside the functions, classes
     and lambdas it holds, whose own names it binds), but a name rewrapped (_rewrap)."""
     found: set[str] = set()
@@ -537,7 +544,7 @@ def _names_bound(node: ast.AST, imported: Mapping[str, str]) -> set[str]:
             found |= {(alias.asname or alias.name).partition(".")[0] for alias in item.names}
         elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(item.name)
-            found |= globals_declared(item)
+            found |= globals_declared(item) if declares_globals else set()
             continue
         elif isinstance(item, ast.ExceptHandler) and item.name:
             found.add(item.name)
@@ -1434,13 +1441,14 @@ def base_facts(
     fetchers += _fillers(tree, text, settings)
     fetchers += _namespace_readers(tree, text)
     fetchers += _parse_helpers(tree, text)
-    signatures = _signatures(tree, settings, settings.record_class in text)
+    declares_globals = "global" in text
+    signatures = _signatures(tree, settings, settings.record_class in text, declares_globals)
     return FlowFacts(
         imports=tuple(_imports(tree, text)),
         bases=bases,
         signatures=(*signatures, *_helper_signatures(
             tree, settings, settings.record_class in text, {row[0] for row in env_params},
-            {row[0] for row in signatures} | _rebound_defs(tree.body, _ScopeImports(tree)),
+            {row[0] for row in signatures} | _rebound_defs(tree.body, _ScopeImports(tree), declares_globals),
         )),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
