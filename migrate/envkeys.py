@@ -110,7 +110,7 @@ class KeyCompiler:
         self.function = function  # whose parameter is the argument (None: no argument)
         self.param = param
         self.field = field
-        self._tainted, self._elements = self._carried_names() if not field else (frozenset(), frozenset())
+        self._carriers: tuple[frozenset[str], frozenset[str]] | None = None  # (_carried_names, when first asked)
 
     def _carried_names(self) -> tuple[frozenset[str], frozenset[str]]:
         """The function's locals that carry part of the argument on, which its bindings
@@ -119,8 +119,14 @@ class KeyCompiler:
         itself only (`for leaf in registry.leaves` is data the argument holds, not a key
         handed over). The second set: a target iterating `*names` itself, each of whose
         values is one argument."""
+        if self._carriers is None:
+            self._carriers = self._carrying_locals()
+        return self._carriers
+
+    def _carrying_locals(self) -> tuple[frozenset[str], frozenset[str]]:
+        """_carried_names, computed (a walk of the whole function)."""
         function = self.function
-        if self.param is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if self.field or self.param is None or not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return frozenset(), frozenset()
         vararg = function.args.vararg.arg if function.args.vararg else None
         tainted: set[str] = set()
@@ -252,8 +258,10 @@ class KeyCompiler:
         """The argument itself, or a local carrying part of it (_carried_names); else None."""
         if self._is_argument(expr, enclosing):
             return ARG
-        if isinstance(expr, ast.Name) and expr.id in self._tainted and self.function in enclosing:
-            return ARG if expr.id in self._elements else DEPENDENT
+        if isinstance(expr, ast.Name) and self.function in enclosing:
+            tainted, elements = self._carried_names()
+            if expr.id in tainted:
+                return ARG if expr.id in elements else DEPENDENT
         return None
 
     def _is_argument(self, expr: ast.expr, enclosing: Sequence[ast.AST]) -> bool:
