@@ -2869,6 +2869,7 @@ class ModuleStrings:
                 )
         self._subclasses: dict[int, list[ast.ClassDef]] = {}
         self._class_assigns: dict[str, dict[str, list[tuple[ast.expr | None, Sequence[ast.AST]]]]] | None = None
+        self._on_self: dict[int, dict[str, list[tuple[ast.AST, ast.expr | None]]]] = {}  # id(class) -> ...
         self._bindings: dict[str, list[ast.expr | None]] | None = None
         self._scopes: dict[int, dict[str, _Bound]] = {}  # id(scope node) -> name -> values
         self._classes: dict[str, ast.ClassDef] | None = None
@@ -3384,8 +3385,13 @@ class ModuleStrings:
         """attr -> (method, value) of each `self.attr = value` in the class's methods, and
         of `setattr(self, "attr", value)` (`object.__setattr__` too); under ANY_ATTR
         (every attribute, value not shown) a `setattr` by a name not shown and a store
-        through the instance's dict (`self.__dict__.update(kw)`, `vars(self)[k] = v`: R16-9)."""
+        through the instance's dict (`self.__dict__.update(kw)`, `vars(self)[k] = v`: R16-9).
+        (Kept per class: each attribute read through `self` asks.)"""
+        known = self._on_self.get(id(cls))
+        if known is not None:
+            return known
         found: dict[str, list[tuple[ast.AST, ast.expr | None]]] = {}
+        self._on_self[id(cls)] = found
         for method in cls.body:
             if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -3436,18 +3442,25 @@ class ModuleStrings:
         for a store of every attribute (_instance_stores_of)."""
         if self._stores is not None:
             return self._stores
-        found: dict[str, list[tuple[str | None, ast.expr | None, Sequence[ast.AST]]]] = {}
-
+        stores: list[tuple[ast.expr, str, ast.expr | None, tuple[ast.AST, ...]]] = []
         # (a stack, not recursion: a long concatenation nests deep)
         pending: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(self.tree, ())]
         while pending:
             node, enclosing = pending.pop()
-            for receiver, attr, value in _instance_stores_of(node):
-                if isinstance(receiver, ast.Name) and self._class(receiver, enclosing) is not None:
-                    continue  # `Keys.PAGE = v` on the class, `self.PAGE = v` in its method: their own rules
-                found.setdefault(attr, []).append((self._instance_class(receiver, enclosing), value, enclosing))
+            stores += [(receiver, attr, value, enclosing) for receiver, attr, value in _instance_stores_of(node)]
             inner = (*enclosing, node) if isinstance(node, RESOLVER_SCOPES) else enclosing
             pending += [(child, inner) for child in ast.iter_child_nodes(node)]
+        # Telling a receiver's class may ask for these stores again (`self.k.attr = v`, k an
+        # attribute the stores bind): that asking sees each receiver as of a class not
+        # shown, the rule for a parameter, rather than walk the module once more per store
+        self._stores = {}
+        for _, attr, value, enclosing in stores:
+            self._stores.setdefault(attr, []).append((None, value, enclosing))
+        found: dict[str, list[tuple[str | None, ast.expr | None, Sequence[ast.AST]]]] = {}
+        for receiver, attr, value, enclosing in stores:
+            if isinstance(receiver, ast.Name) and self._class(receiver, enclosing) is not None:
+                continue  # `Keys.PAGE = v` on the class, `self.PAGE = v` in its method: their own rules
+            found.setdefault(attr, []).append((self._instance_class(receiver, enclosing), value, enclosing))
         self._stores = found
         return found
 

@@ -76,6 +76,7 @@ import functools
 import importlib.util
 import re
 import string
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -278,6 +279,9 @@ def _fetches_from_os(text: str) -> bool:
 
 def _private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+_NO_CUT = sys.maxsize  # no lookup was cut short
 
 
 class _Value:
@@ -506,9 +510,18 @@ class _Reader(Visitor):
         # a module named like the record (`server_args` for ServerArgs, or a record
         # attribute's name) is taken for its module too, imported or not
         self.record_module_names = frozenset({*settings.record_attributes, _snake(settings.record_class)})
-        self._active: set[str] = set()
+        # the lookups under way, each with its depth: one asked again inside itself (`a = b;
+        # b = a`) is cut short, answered empty, and `_low` keeps the shallowest such cut
+        self._active: dict[str, int] = {}
+        self._low = _NO_CUT
+        # names' values and functions' context returns, kept where the answer is the module's
+        # (`_memo`) or, where a parameter given a module was looked up, the function's it was
+        # asked in (`_scoped_memo`, by qualname); never one a cut of a lookup begun before it
+        # made (`_low`: it is that lookup's partial answer, not its own)
         self._memo: dict[str, _Value] = {}
-        self._cycles = 0
+        self._scoped_memo: dict[tuple[str, tuple[str, ...]], _Value] = {}
+        self._context_memo: dict[str, bool] = {}
+        self._scoped_context_memo: dict[tuple[str, tuple[str, ...]], bool] = {}
         self._seen: set[tuple[int, str]] = set()
         # where a module may be handed on as a value (configbags.migrate.modvalues): gathered
         # only in a file importing one this follows that way (_module_value)
@@ -525,10 +538,7 @@ class _Reader(Visitor):
         if self._module_handed(text):
             self.flows = module_flows(self.tree)
             self._modules_followed = True
-            # only the parameters given a module are looked up by function (and not memoised)
-            self._given_names = frozenset(parameter for _, parameter in self.flows.given)
-            self.flows.given = {site: given for site, given in self.flows.given.items() if self._given_module(site)}
-            self._given_names = frozenset(parameter for _, parameter in self.flows.given)
+            self._settle_given(dict(self.flows.given))
         self._grow_lines(text)
         # `S.get_server_args()`: S is the record's module too
         for base in _qualifiers(text, (self.settings.raw_accessor, self.settings.record_class)):
@@ -629,11 +639,35 @@ class _Reader(Visitor):
     def _bound_values(self, name: str) -> list[ast.expr | None]:
         return self.assigned.get(name, [])
 
-    def _given_module(self, site: tuple[str, str]) -> bool:
+    def _settle_given(self, sites: dict[tuple[str, str], list[tuple[str | None, ast.expr]]]) -> None:
+        """Keep, of the parameters some call hands an argument (`sites`: (function,
+        parameter) -> (calling function, argument)), those that may be given a module, and
+        look only those up by function (_given_value). The least such set, by rounds: each
+        judges every site's arguments with the sites found so far (`g(os)` first, then
+        `h(m)` inside g), afresh, until a round finds no new one; a cycle of functions
+        handing a parameter round gives it nothing, as Python would."""
+        self.flows.given = {}
+        while True:
+            self._forget()
+            found = {site: given for site, given in sites.items() if self._gets_module(given)}
+            if found.keys() == self.flows.given.keys():
+                return
+            self.flows.given = found
+            self._given_names = frozenset(parameter for _, parameter in found)
+
+    def _forget(self) -> None:
+        """Drop the values kept so far: the sites given a module changed."""
+        for memo in (self._memo, self._scoped_memo, self._context_memo, self._scoped_context_memo):
+            memo.clear()
+
+    def _gets_module(self, given: list[tuple[str | None, ast.expr]]) -> bool:
+        """May any of these arguments be a module, each judged in its calling function?"""
         found = _Value()
-        qualname, self.qualname = self.qualname, [site[0]]
+        qualname = self.qualname
         try:
-            self._given_value(site[1], found)
+            for caller, argument in given:
+                self.qualname = [caller] if caller is not None else []
+                self._modules_of([argument], found)
         finally:
             self.qualname = qualname
         return bool(found.paths)
@@ -644,8 +678,10 @@ class _Reader(Visitor):
         for function in self.qualname:
             given = self.flows.given.get((function, key))
             site = f"<given> {function}.{key}"
-            if given and site not in self._active:
-                self._active.add(site)  # `def g(m): return g(m)` hands `m` to itself
+            if given and site in self._active:
+                self._cut(site)  # `def g(m): return g(m)` hands `m` to itself
+            elif given:
+                self._active[site] = len(self._active)
                 qualname = self.qualname
                 try:
                     for caller, argument in given:
@@ -654,7 +690,7 @@ class _Reader(Visitor):
                         self._modules_of([argument], found)
                 finally:
                     self.qualname = qualname
-                    self._active.discard(site)
+                    del self._active[site]
 
     def _carries(self, expr: ast.expr) -> bool:
         """Is a name bound to this worth following: a route, a reflector, a fetcher, a
@@ -811,22 +847,31 @@ class _Reader(Visitor):
 
     def _name_value(self, key: str, found: _Value) -> None:
         # names are module-wide here (flow- and scope-insensitive), so one answer serves all
-        known = self._memo.get(key)
+        here = (key, tuple(self.qualname))
+        known = self._memo.get(key) or self._scoped_memo.get(here)
         if known is not None:
             found.extend(known)
             return
         if key in self._active:
-            self._cycles += 1
+            self._cut(key)
             return  # `a = b; b = a`
-        cycles, scoped = self._cycles, self._scoped
+        outer, self._low = self._low, _NO_CUT
+        depth, scoped = len(self._active), self._scoped
         mine = _Value()
         self._name_paths(key, mine)
-        if self._cycles == cycles and self._scoped == scoped:
-            self._memo[key] = mine
+        if self._low >= depth:  # (a cut of this lookup itself is what a fresh one makes)
+            if self._scoped == scoped:
+                self._memo[key] = mine
+            else:
+                self._scoped_memo[here] = mine
+        self._low = min(outer, self._low)
         found.extend(mine)
 
+    def _cut(self, key: str) -> None:
+        self._low = min(self._low, self._active[key])
+
     def _name_paths(self, key: str, found: _Value) -> None:
-        self._active.add(key)
+        self._active[key] = len(self._active)
         try:
             for path in self.imports.get(key, ()):
                 found.add(_normal(path), _normal(path) != path)
@@ -848,7 +893,7 @@ class _Reader(Visitor):
             if key not in self.imports and key not in self.assigned and hasattr(builtins, key):
                 found.add("builtins." + key, False)
         finally:
-            self._active.discard(key)
+            del self._active[key]
 
     def _subscript_value(self, expr: ast.Subscript, found: _Value) -> None:
         """`sys.modules["M"]` is M; `vars(M)["a"]` and `M.__dict__["a"]` are M.a."""
@@ -898,14 +943,16 @@ class _Reader(Visitor):
             elif path == "builtins.vars" and len(call.args) == 1:
                 for target in self.value(call.args[0]).paths:
                     found.add("<vars> " + target, True)
-            elif path.startswith("<def> ") and path not in self._active and self._returns_context(path):
+            elif path.startswith("<def> ") and path in self._active:
+                self._cut(path)  # `def f(): return f()`
+            elif path.startswith("<def> ") and self._returns_context(path):
                 found.add(_CONTEXT, True)  # `def _ctx(): return get_context()`
-            elif path.startswith("<def> ") and path not in self._active and path[6:] in self.flows.returned:
-                self._active.add(path)  # `def _os(): return os`: a call gives the module
+            elif path.startswith("<def> ") and path[6:] in self.flows.returned:
+                self._active[path] = len(self._active)  # `def _os(): return os`: a call gives the module
                 try:
                     self._modules_of(self.flows.returned[path[6:]], found)
                 finally:
-                    self._active.discard(path)
+                    del self._active[path]
         self._lambda_value(call, func, found)
 
     def _fetched_value(self, call: ast.Call, path: str, found: _Value) -> None:
@@ -941,11 +988,25 @@ class _Reader(Visitor):
                               else name.split(".")[0]), True)
 
     def _returns_context(self, path: str) -> bool:
-        self._active.add(path)
+        here = (path, tuple(self.qualname))
+        known = self._context_memo.get(path, self._scoped_context_memo.get(here))
+        if known is not None:
+            return known
+        outer, self._low = self._low, _NO_CUT
+        depth, scoped = len(self._active), self._scoped
+        self._active[path] = depth
         try:
-            return any(_CONTEXT in self.value(returned).paths for returned in self.returns[path[len("<def> "):]])
+            answer = any(_CONTEXT in self.value(returned).paths for returned in self.returns[path[len("<def> "):]])
         finally:
-            self._active.discard(path)
+            del self._active[path]
+        # (a cut answer is part of the whole one: a context found is found)
+        if answer or self._low >= depth:
+            if self._scoped == scoped:
+                self._context_memo[path] = answer
+            else:
+                self._scoped_context_memo[here] = answer
+        self._low = min(outer, self._low)
+        return answer
 
     def _lambda_value(self, call: ast.Call, func: _Value, found: _Value) -> None:
         """`(lambda: get_context())()`, `f = lambda: get_context(); f()`: a context."""

@@ -35,6 +35,16 @@ OS_VALUES = [
     "import os\ndef h(m):\n    return m.getenv('SGLANG_PAGE_SIZE')\ndef g(m):\n    return h(m)\ndef f():\n    return g(os)\n",
     "import os\ndef g(m, n=3):\n    return g(m, n - 1) if n else m.environ['SGLANG_PAGE_SIZE']\ndef f():\n    return g(os)\n",
     "import os as o\ndef g(m):\n    e = m.environ\n    return e['SGLANG_PAGE_SIZE']\ndef f():\n    return g(o)\n",
+    # three hops, the first function asked last; two functions handing it round, each first
+    "import os\ndef k(m):\n    return m.getenv('SGLANG_PAGE_SIZE')\ndef h(m):\n    return k(m)\n"
+    "def g(m):\n    return h(m)\ndef f():\n    return g(os)\n",
+    "import os\ndef g(m, n):\n    return h(m, n) if n else m.getenv('SGLANG_PAGE_SIZE')\n"
+    "def h(m, n):\n    return g(m, n - 1)\ndef f():\n    return h(os, 2)\n",
+    "import os\ndef h(m, n):\n    return g(m, n - 1)\ndef g(m, n):\n    return h(m, n) if n else m.getenv('SGLANG_PAGE_SIZE')\n"
+    "def f():\n    return g(os, 2)\n",
+    # a name bound round a cycle, read before and after the module is handed on
+    "import os\na = b = None\na = b\nb = a\ndef g(m):\n    x = a\n    return m.getenv('SGLANG_PAGE_SIZE')\n"
+    "def f():\n    y = b\n    return g(os)\n",
     # kept in a container literal
     "import os\nMODS = {'os': os}\ndef f():\n    return MODS['os'].environ['SGLANG_PAGE_SIZE']\n",
     "import os\nMODS = {'os': os, 'n': 3}\ndef f(k):\n    return MODS[k].environ['SGLANG_PAGE_SIZE']\n",
