@@ -130,7 +130,16 @@ class UsageErrors(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are the one line that matters and a hint: a
     server parser's usage runs to hundreds of lines, which bury the error. Words it does not
     take are named by flag only (`unrecognized`), never echoed: after a mistyped secret flag
-    (`--api_key S`) the next word is the secret."""
+    (`--api_key S`) the next word is the secret. Its `type=int`/`type=float` flags take
+    numbers in the one grammar of server flags and config files (no `1_000`, no non-ASCII
+    digits, which Python's int() and float() would take; `0x10` and `0o17` as ints)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from configbags.runtime.leaftypes import float_from_text, int_from_text
+
+        super().__init__(*args, **kwargs)
+        self.register("type", int, int_from_text)
+        self.register("type", float, float_from_text)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n  (`{self.prog} --help` lists the flags; "

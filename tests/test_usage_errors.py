@@ -40,3 +40,15 @@ def test_a_command_parser_names_unknown_flags_the_same_way(capsys: pytest.Captur
     assert "unrecognized flags --shema (did you mean '--schema'?), --hidden-x, -q; 1 word not taken" in err
     assert SECRET not in err and "value-7" not in err
     assert parser.parse_args(["--schema", "s"]).schema == "s"
+
+
+@pytest.mark.parametrize("word", ["1_000", "٣", "１２", " 0x", "1e3"])
+def test_a_tool_flags_numbers_follow_the_server_flags_grammar(capsys: pytest.CaptureFixture[str], word: str) -> None:
+    """`serve --ranks`, `ratchet check --jobs` and the like: what a server flag refuses."""
+    parser = UsageErrors(prog="tool")
+    parser.add_argument("--count", type=int)
+    parser.add_argument("--share", type=float)
+    with pytest.raises(SystemExit) as info:
+        parser.parse_args(["--count", word])
+    assert info.value.code == 2 and "argument --count" in capsys.readouterr().err
+    assert parser.parse_args(["--count", "0x10", "--share", "1e-3"]) == argparse.Namespace(count=16, share=0.001)
