@@ -58,6 +58,7 @@ from configbags.runtime.leaftypes import (
     float_from_text,
     float_literal,
     int_from_text,
+    is_text,
 )
 from configbags.runtime.limits import LIMITS, over, variable
 
@@ -396,14 +397,39 @@ def load_json(text: str, *, constants: bool = False, duplicates: bool = False) -
         return out
 
     try:
-        return json.loads(text, parse_int=parse_int, parse_constant=parse_constant, object_pairs_hook=pairs,
+        data = json.loads(text, parse_int=parse_int, parse_constant=parse_constant, object_pairs_hook=pairs,
                           parse_float=float if constants else float_literal)
+        if not is_text(text) or _SURROGATE_ESCAPE.search(text):
+            _refuse_lone_surrogates(data, "$")
+        return data
     except json.JSONDecodeError as exc:
         raise YamlError(exc.msg, exc.lineno) from None
     except ValueError as exc:
         raise YamlError(str(exc), None) from None
     except RecursionError:
         raise YamlError(f"the document nests too deep to be read here; lower {variable('nesting')}", None) from None
+
+
+# `\ud800`..`\udfff`: a pair of them is one character, one alone no text at all
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(data: Any, at: str) -> None:
+    """ValueError naming the first string (key or value) of `data` holding a lone
+    surrogate: no log line, JSON reply or file can carry it (leaftypes.is_text)."""
+    pending: list[tuple[Any, str]] = [(data, at)]
+    while pending:
+        item, where = pending.pop()
+        if isinstance(item, str) and not is_text(item):
+            raise ValueError(f"the string at {where} holds a lone surrogate (a \\uD800-\\uDFFF escape without its "
+                             f"pair), which is no text; give UTF-8 text")
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if not is_text(key):
+                    raise ValueError(f"a key in {where} holds a lone surrogate, which is no text; give UTF-8 text")
+                pending.append((value, f"{where}.{key}"))
+        elif isinstance(item, list):
+            pending.extend((value, f"{where}[{index}]") for index, value in enumerate(item))
 
 
 def read_text_limited(path: Path) -> str:

@@ -155,6 +155,9 @@ HOSTILE: dict[str, Callable[[Path], Path]] = {
     "Infinity": lambda t: _write(t, "c.json", json.dumps(llama(head_dim=float("inf"))).encode()),
     "layer_types 5": lambda t: _write(t, "c.json", json.dumps(llama(layer_types=5)).encode()),
     "non-UTF-8": lambda t: _write(t, "c.json", b'{"model_type": "\xff\xfe"}'),
+    # an escape of half a UTF-16 pair: no reply or log could carry the facts read from it
+    "lone surrogate": lambda t: _write(t, "c.json", json.dumps(llama(architectures=["\udc80ForCausalLM"])).encode()),
+    "lone surrogate key": lambda t: _write(t, "c.json", json.dumps({**llama(), "\ud800": 1}).encode()),
     "deep nesting": lambda t: _write(t, "c.json", b"[" * 100_000 + b"]" * 100_000),
     "a list": lambda t: _write(t, "c.json", b"[1, 2]"),
     "billion layers": lambda t: _write(t, "c.json", json.dumps(llama(num_hidden_layers=10**9)).encode()),
