@@ -1576,6 +1576,9 @@ class _Uses(_Walk):
         self.helpers.update(_partial_helpers(strings.tree, self.helpers))
         # the methods of helper objects (`ENV.get`, `Env().get`): called on a carrier of one
         self.helper_methods = {spelled.rpartition(".")[2] for spelled in self.helpers if "." in spelled and "@" not in spelled}
+        # the classes among them (`Env().get` spelled): a class is not its instances, so
+        # `Env[...]` calls `__class_getitem__` (or its metaclass's), never `__getitem__`
+        self.helper_classes = {spelled.partition("().")[0] for spelled in self.helpers if "()." in spelled}
         # the helper objects and classes by name (`ENV`, `Env`)
         self.helper_objects = {
             owner.removesuffix("()") for owner in (spelled.rpartition(".")[0] for spelled in self.helpers if "@" not in spelled)
@@ -1655,6 +1658,8 @@ class _Uses(_Walk):
             self._held(keyed, self.parents[-1] if self.parents else None)
         if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
             self._loaded(node)
+        if self.helpers and isinstance(node, (ast.Subscript, ast.Compare)):
+            self._syntax_helper_call(node)
         if not isinstance(node, ast.Call):
             return
         self._door_by_name(node)
@@ -1718,6 +1723,50 @@ class _Uses(_Walk):
             self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
         elif isinstance(node.func, ast.Attribute) and node.func.attr in self.helper_methods:
             self._carried_helper_call(node, node.func)
+        elif "__call__" in self.helper_methods:
+            # `env("X")` on an instance whose `__call__` is the helper
+            specs = self._dunder_specs(node.func, "__call__")
+            if specs:
+                self._helper_call(node, node.args, node.keywords, specs)
+
+    def _syntax_helper_call(self, node: ast.Subscript | ast.Compare) -> None:
+        """`ENV["X"]` and `"X" in ENV`: Python calls the object's `__getitem__` (a class's
+        `__class_getitem__`) and `__contains__` with the key, so where that method is a
+        helper the key is read here, as `ENV.get("X")` reads it."""
+        found: list[tuple[ast.expr, str, ast.expr]] = []
+        if isinstance(node, ast.Subscript):
+            if isinstance(node.ctx, ast.Load):
+                found.append((node.value, "__getitem__", node.slice))
+        else:
+            left = node.left
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                if isinstance(op, (ast.In, ast.NotIn)):
+                    found.append((right, "__contains__", left))
+                left = right
+        for receiver, method, key in found:
+            specs = self._dunder_specs(receiver, method)
+            if specs:
+                call = ast.copy_location(ast.Call(func=receiver, args=[key], keywords=[]), node)
+                self._helper_call(call, [key], [], specs)
+
+    def _dunder_specs(self, receiver: ast.expr, method: str) -> list[tuple[int, str, str]] | None:
+        """The helper entries of the dunder `method` Python calls on `receiver` (its
+        spellings followed through carriers, envsources.carried_helpers): an instance's
+        method, or for a class only `__class_getitem__`."""
+        if isinstance(receiver, ast.Name) and receiver.id == "self" and self._enclosing_class() is not None:
+            return self.helpers.get(self._helper_name(f"self.{method}"))
+        if not isinstance(receiver, (ast.Name, ast.Attribute, ast.Call)):
+            return None
+        for spelled in sorted(carried_helpers(receiver, self.parents, self.strings.tree)):
+            called = method
+            if spelled in self.helper_classes:
+                if method != "__getitem__":
+                    continue
+                called = "__class_getitem__"
+            specs = self.helpers.get(f"{spelled}.{called}")
+            if specs:
+                return specs
+        return None
 
     def _wrapped_getter(self, node: ast.Call, parent: ast.AST | None) -> bool:
         """A context getter's call made the body of another getter: a lambda bound to a
@@ -2222,6 +2271,27 @@ def _fetched_name(expr: ast.expr) -> str:
     return ""
 
 
+def _helper_instances(flow: FlowFacts) -> dict[str, list[str]]:
+    """class -> the module-level names bound to an instance of it (`ENV = Env()`), and
+    the classes its metaclass makes, which are its instances too: `Env[k]` calls the
+    metaclass's `__getitem__`, `Env.get(k)` its method."""
+    instances: dict[str, list[str]] = defaultdict(list)
+    for name, cls in flow.instances:
+        instances[cls].append(name)
+    for row in flow.signatures:
+        for route in row[7] if "." not in row[0] and len(row) > 7 else ():
+            if route.startswith(METACLASS):
+                instances[route[len(METACLASS):]].append(row[0])
+    return instances
+
+
+# Bases whose inherited lookups call `self[key]` (collections.abc, typing)
+_MAPPING_BASES = frozenset({"Mapping", "MutableMapping"})
+_MAPPING_LOOKUPS = ("get", "__contains__")
+# The helper methods Python calls from syntax (`ENV[k]`, `k in ENV`, `env(k)`, `Env[k]`)
+SYNTAX_DUNDERS = frozenset({"__getitem__", "__contains__", "__call__", "__class_getitem__"})
+
+
 def _on_new_instance(func: ast.expr) -> str:
     """`Env().get` for a method called on an instance made on the spot, else ""."""
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
@@ -2274,6 +2344,10 @@ def use_facts(
     renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
     if renamed or kept:
         lines = mention_lines(text, names | renamed.keys() | {name for _, name in kept})
+    if any(entry.partition("|")[0].rpartition(".")[2] in SYNTAX_DUNDERS for entry in flows.env_helpers):
+        # `env["X"]` where `env` carries the helper object (`self.env`, a local bound to
+        # it) spells no name of it: every statement may call its dunder
+        lines = list(range(1, text.count("\n") + 2))
     walk = _Uses(lines, flows, frozenset(settings.env_vars), strings or ModuleStrings(tree), renamed, renames, kept)
     walk.tables = tables
     walk.dispatchers = dispatchers
@@ -2850,9 +2924,9 @@ class _Project:
             uses[function].append((param, use, *field))
         found: list[tuple[str, str]] = []
         if uses:
-            instances = defaultdict(list)
-            for name, cls in flow.instances:
-                instances[cls].append(name)
+            instances = _helper_instances(flow)
+            own = {row[0] for row in flow.signatures}
+            mappings = {cls for cls, *bases in flow.bases if any(b.rpartition(".")[2] in _MAPPING_BASES for b in bases)}
             for row in flow.signatures:
                 qualname, positional, kwonly, body = row[0], list(row[1]), row[2], row[5]
                 # a plain method called through its class takes `self` first (a row's
@@ -2870,14 +2944,19 @@ class _Project:
                     if position == -1 and param not in kwonly and not field and not param.startswith(KWARG_MARK):
                         continue  # `self`, or a parameter only the body names
                     shifted = position + through_class if position >= 0 else position
-                    found.append((qualname, f"{shifted}|{param}|{use}"))
-                    for name in instances.get(owner, ()) if owner else ():
-                        found.append((f"{name}.{method}", f"{position}|{param}|{use}"))
-                    if owner:
-                        # `self.get("X")` in the class's own methods (`@Class`: only there),
-                        # and on an instance made on the spot, `Env().get("X")`
-                        found.append((f"self.{method}@{owner}", f"{position}|{param}|{use}"))
-                        found.append((f"{owner}().{method}", f"{position}|{param}|{use}"))
+                    methods = [method]
+                    if method == "__getitem__" and owner in mappings:
+                        # a Mapping's inherited `get` and `__contains__` call `self[key]`
+                        methods += [m for m in _MAPPING_LOOKUPS if f"{owner}.{m}" not in own]
+                    for called in methods:
+                        found.append((f"{owner}.{called}" if owner else qualname, f"{shifted}|{param}|{use}"))
+                        for name in instances.get(owner, ()) if owner else ():
+                            found.append((f"{name}.{called}", f"{position}|{param}|{use}"))
+                        if owner:
+                            # `self.get("X")` in the class's own methods (`@Class`: only there),
+                            # and on an instance made on the spot, `Env().get("X")`
+                            found.append((f"self.{called}@{owner}", f"{position}|{param}|{use}"))
+                            found.append((f"{owner}().{called}", f"{position}|{param}|{use}"))
         found += _inherited_helpers(found, flow)
         self._helper_rows[rel] = found
         return found
