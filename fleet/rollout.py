@@ -37,13 +37,14 @@ from configbags.fleet.replies import (
 from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
-from configbags.runtime.errors import ConfigError
+from configbags.runtime.errors import ConfigError, InputFileError, LeafValueError, RecordError
 from configbags.runtime.fleet import ApplyClass, above_capacity, apply_class, route
 from configbags.runtime.keys import CLIENT_ADMIN_KEY_VAR, CLIENT_API_KEY_VAR, client_key_problem
-from configbags.runtime.leaftypes import jsonable
+from configbags.runtime.leaftypes import is_text, jsonable, short_repr
+from configbags.runtime.record import check_value
 from configbags.runtime.registry import REDACTED, Registry
 from configbags.runtime.yamlsafe import load_json, read_text_limited
-from configbags.serve.door import check_keys
+from configbags.serve.door import DoorError, check_keys, is_secret, parse_patch, source_problem
 
 READ_KEY_ENV, ADMIN_KEY_ENV = CLIENT_API_KEY_VAR, CLIENT_ADMIN_KEY_VAR
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
@@ -111,18 +112,59 @@ def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any],
 
 
 # -- reading a side --------------------------------------------------------------------------
-def current_values(readback: Mapping[str, Any]) -> dict[str, Any]:
-    """A readback's leaves at their values now: the record, then each override in order."""
-    values = dict(readback.get("record") or {})
-    for entry in readback.get("overrides") or ():
-        values[entry["leaf"]] = entry["new"]
-    return values
-
-
 @attrs.frozen
 class SideValues:
     values: dict[str, Any]  # each leaf at its value now
     resolved: dict[str, Any]  # every leaf and derived value as the server resolves them
+
+
+READBACK_FIX = "save GET /server_info of a running configbags serve door again (a readback is its answer, unedited)"
+
+
+def readback_side(registry: Registry, readback: Mapping[str, Any], where: str,
+                  error: type[ConfigError] = InputFileError) -> SideValues:
+    """A readback's leaves at their values now (the record, then each override in order)
+    and its resolved values. A readback is JSON anyone can edit (or another server's
+    answer), so its shape is checked and every value of a leaf by the server's own check
+    (`record.check_value`: type, choices, range, text): a value the door would refuse is
+    never planned as live, and none reaches a comparison it would break (`error`, or a
+    `RecordError` for a value, naming `where` and the JSON path)."""
+    shapes = (("record", dict, "an object of leaf values"), ("overrides", list, "a list of override entries"),
+              ("resolved", dict, "an object of resolved values"))
+    for key, kind, want in shapes:
+        if not isinstance(readback.get(key, kind()), kind):
+            raise error(f"{where}: `{key}` is a JSON {type(readback[key]).__name__}, not {want}; {READBACK_FIX}")
+    values = {name: _readback_value(registry, name, value, f"record.{name}", where)
+              for name, value in readback.get("record", {}).items()}
+    for at, entry in enumerate(readback.get("overrides", [])):
+        leaf = entry.get("leaf") if isinstance(entry, dict) else None
+        if not isinstance(leaf, str) or "new" not in entry:
+            raise error(f"{where}: overrides[{at}] is no override entry (an object with the `leaf` it changed, by "
+                        f"name, and its `new` value); {READBACK_FIX}")
+        values[leaf] = _readback_value(registry, leaf, entry["new"], f"overrides[{at}].new", where)
+    resolved = {name: _readback_value(registry, name, value, f"resolved.{name}", where)
+                for name, value in readback["resolved"].items()}
+    return SideValues(values, resolved)
+
+
+def _readback_value(registry: Registry, name: str, value: Any, at: str, where: str) -> Any:
+    """`value` of leaf or derived value `name` in its canonical JSON form, as the server
+    checks it; a name this schema does not have is kept as is (plan never reads it)."""
+    spec = registry.leaves.get(name)
+    if spec is not None:
+        if is_secret(spec) and value == REDACTED:
+            return value  # the door hid it: plan lists it as not compared
+        try:
+            return jsonable(check_value(spec, value, f"{where}: {at}"))
+        except RecordError as exc:
+            raise RecordError(f"{exc}; the server refuses such a value; {READBACK_FIX}") from None
+    derived = registry.derived.get(name)
+    if derived is not None:
+        try:
+            return jsonable(derived.type.coerce(value))
+        except LeafValueError as exc:
+            raise RecordError(f"{where}: {at}: {derived.namespace}.{name} (derived): {exc}; {READBACK_FIX}") from None
+    return value
 
 
 def side_values(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None,
@@ -154,7 +196,7 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
             # any other server's 200 would plan every leaf against nothing
             raise ConfigError(f"{shown}: GET /server_info answered no configbags readback (no `resolved` values or "
                               f"`epoch`); give the URL of a configbags serve door")
-        return SideValues(current_values(readback), dict(readback.get("resolved") or {}))
+        return readback_side(context.registry, readback, shown, ConfigError)
     path = Path(where)
     if "@" in where and not path.exists():
         # a mistyped URL (`http:/u:KEY@host`) is read as a file name: shown masked, as a URL is
@@ -164,12 +206,12 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
         try:
             data = load_json(read_text_limited(path))
         except (OSError, ConfigError) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
+            raise InputFileError(f"{path}: {exc}") from None
         if isinstance(data, dict) and "record" in data and "resolved" in data:
             if not isinstance(data["resolved"], dict) or not data["resolved"]:
-                raise ConfigError(f"{path}: a saved readback with no resolved values; save GET /server_info of a "
+                raise InputFileError(f"{path}: a saved readback with no resolved values; save GET /server_info of a "
                                   f"running server")
-            return SideValues(current_values(data), dict(data.get("resolved") or {}))
+            return readback_side(context.registry, data, str(path))
     record_type = context.record_type
     if record_type is None:
         raise ConfigError("the package has no ServerArgs record type; regenerate it (configbags gen)")
@@ -216,9 +258,17 @@ def render(result: Plan, source: str) -> str:
 
 def apply(url: str, body: dict[str, Any], admin_key: str | None,
           timeout: float = DEFAULT_TIMEOUT_S) -> tuple[int, dict[str, Any]]:
-    """PATCH the live part; (HTTP status, the door's JSON answer). NoAnswer past `timeout`."""
+    """PATCH the live part; (HTTP status, the door's JSON answer). NoAnswer past `timeout`;
+    a ConfigError, before anything is sent, for a body the door's own parser refuses."""
+    what = f"{shown_url(url)}: PATCH /config"
+    check_url(url, what)  # the URL first, as `exchange` checks it
+    try:
+        # ASCII JSON, so a lone surrogate reaches the door's check, not the HTTP client's encoder
+        parse_patch(json.dumps(body).encode("ascii"))
+    except DoorError as exc:
+        raise ConfigError(f"{what} not sent: the door would refuse the body ({exc.message}); {exc.fix}") from None
     headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
-    reply = exchange("PATCH", url.rstrip("/") + "/config", what=f"{shown_url(url)}: PATCH /config", timeout=timeout,
+    reply = exchange("PATCH", url.rstrip("/") + "/config", what=what, timeout=timeout,
                      headers=headers, payload=body)
     answer: Any = reply.body if reply.error is None else {"error": "http", "message": str(reply.error)}
     if not isinstance(answer, dict):
@@ -229,6 +279,16 @@ def apply(url: str, body: dict[str, Any], admin_key: str | None,
                    "`entries`): the URL is not a configbags serve door, and nothing is known of what it did",
                    "fix": "give the URL of a configbags serve door"}
     return reply.status, answer
+
+
+def check_source(source: str) -> None:
+    """Refuse a `--source` by the door's rule for a PATCH's source, before any request: the
+    plan prints the body, which must be one a door could take."""
+    if not is_text(source):
+        raise ConfigError("--source holds bytes that are not UTF-8 (undecodable command-line bytes, read as "
+                          "lone surrogates), which no request body can carry; give UTF-8 text")
+    if (why := source_problem(source)) is not None:
+        raise ConfigError(f"--source {short_repr(source)}: the door would refuse it: {why}")
 
 
 def _client_key(flag_value: str | None, flag: str, variable: str) -> tuple[str | None, str]:
@@ -270,6 +330,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     read_key, read_from = _client_key(args.api_key, "--api-key", READ_KEY_ENV)
     admin_key, admin_from = _client_key(args.admin_key, "--admin-key", ADMIN_KEY_ENV)
     try:
+        check_source(args.source)
         urls = [(w, what) for w, what in ((args.old, "OLD"), (args.new, "NEW")) if w.startswith(("http://", "https://"))]
         for where, what in urls:
             check_url(where, what, f"--api-key or ${READ_KEY_ENV}")
@@ -302,6 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 status, answer = 0, {"error": "unreachable", "message": http_failure(exc, args.apply, [admin_key])}
             except NoAnswer as exc:  # the PATCH went out: whether it applied, only the server can say
                 status, answer = 0, {"error": "no_answer", "message": str(exc)}
+            except ConfigError as exc:  # refused before sending (every part was checked above)
+                print(f"configbags rollout: {exc}", file=sys.stderr)
+                return EXIT_USAGE
             out["applied"] = {"status": status, "answer": answer}
             if answer.get("error") in ("no_answer", "not_a_door"):
                 code = EXIT_REFUSED

@@ -153,13 +153,9 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
     if extra:
         raise _bad_body(f"unknown key(s) {', '.join(map(repr, extra))} in the body")
     source, leaves = data.get("source"), data.get("leaves")
-    if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
-        raise _bad_body(
-            f"`source` must be a non-empty string of at most {MAX_SOURCE_CHARS} characters naming "
-            f"who asks (it goes into the override log)"
-        )
-    if not source.isprintable():
-        raise _bad_body("`source` must be printable text (it is written to logs)")
+    why = source_problem(source)
+    if why is not None or not isinstance(source, str):  # the second, for mypy: source_problem refuses a non-str
+        raise _bad_body(why or "`source` must be a string")
     if not isinstance(leaves, dict) or not leaves:
         raise _bad_body("`leaves` must be a non-empty object of leaf names to new values")
     for name, value in leaves.items():
@@ -176,6 +172,17 @@ def parse_patch(body: bytes) -> tuple[str, dict[str, Any]]:
                             f"\\udc80 that is no character), which is not text; nothing was applied",
                             "send text that encodes as UTF-8", leaf=shown)
     return source, leaves
+
+
+def source_problem(source: object) -> str | None:
+    """Why a PATCH's `source` is refused, or None: the door's one rule, which `configbags
+    rollout` applies to its `--source` before any request."""
+    if not isinstance(source, str) or not source.strip() or len(source) > MAX_SOURCE_CHARS:
+        return (f"`source` must be a non-empty string of at most {MAX_SOURCE_CHARS} characters naming "
+                f"who asks (it goes into the override log)")
+    if not source.isprintable():  # a lone surrogate is no printable character either
+        return "`source` must be printable text (it is written to logs)"
+    return None
 
 
 @attrs.frozen
