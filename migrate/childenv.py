@@ -56,6 +56,7 @@ import re
 import shlex
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 from configbags.evolve.wrappers import SHELLS as WRAPPING_SHELLS
 from configbags.evolve.wrappers import WRAPPERS, Wrapper, shell_options, unwrap
@@ -1648,7 +1649,8 @@ def _shell_files(rest: list[Word], given: list[str | None], cwd: str, depth: int
 
 
 def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
-    """`python [OPTION]... FILE [ARG]...`; `-c CODE` and `-m MODULE` run no file named here."""
+    """`python [OPTION]... FILE [ARG]...`; `-c CODE` runs no file named here (but the
+    ones its code runs), `-m MODULE` the module's (module_files)."""
     index = 0
     while index < len(rest):
         word = rest[index]
@@ -1657,8 +1659,11 @@ def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[C
         if word in _PYTHON_VALUED:
             index += 2
             continue
-        if word == "-m" or (word.startswith("-") and not word.startswith("--") and word.endswith(("c", "m"))):
-            code = rest[index + 1] if word.endswith("c") and index + 1 < len(rest) else None
+        if word == "-m" or (word.startswith("-") and not word.startswith("--") and word.endswith("m")):
+            module = rest[index + 1] if index + 1 < len(rest) else None
+            return module_files(module, rest[index + 2 :], given[index + 2 :], cwd) if module is not None else []
+        if word.startswith("-") and not word.startswith("--") and word.endswith("c"):
+            code = rest[index + 1] if index + 1 < len(rest) else None
             if code is not None and code.startswith(READ_MARK):  # `-c TOOL.read_text()`: the file's code
                 return [_file("python", code[len(READ_MARK) :], cwd)]
             if code is None:
@@ -1670,6 +1675,95 @@ def _python_files(rest: list[Word], given: list[str | None], cwd: str) -> list[C
             return [] if word == "-" else [_file("python", given[index], cwd)]
         index += 1
     return []
+
+
+class _Runner(NamedTuple):
+    """How a module run by `python -m` that runs a Python file takes its words: its
+    options, then the file (or, after a module option, a module), then the file's own."""
+
+    valued: frozenset[str] = frozenset()  # its options that take the next word
+    bare: frozenset[str] | None = None  # instead: the options that take none (every other takes one)
+    module: frozenset[str] = frozenset()  # options that make the operand a module (`cProfile -m MOD`)
+    program: frozenset[str] = frozenset()  # options that make it a program (`torchrun --no-python`)
+
+    def takes(self, option: str) -> bool:
+        return option not in self.bare if self.bare is not None else option in self.valued
+
+
+def _options(names: str) -> frozenset[str]:
+    return frozenset(names.split())
+
+
+# torchrun's parser (argparse, `_` and `-` both): nearly every option takes a value, so the
+# ones that take none are listed
+_TORCH_RUN = _Runner(
+    bare=_options("-h --help --standalone -m --module --no_python --no-python --run_path --run-path --use_env "
+                  "--use-env --virtual-local-rank --virtual_local_rank"),
+    module=_options("-m --module"), program=_options("--no_python --no-python"),
+)
+_PROFILER = _Runner(_options("-o --outfile -s --sort"), module=_options("-m"))
+# Modules that run the Python file (or module) their words name, in the process they start
+RUNNER_MODULES: Mapping[str, _Runner] = {
+    "torch.distributed.run": _TORCH_RUN, "torch.distributed.launch": _TORCH_RUN,
+    "cProfile": _PROFILER, "profile": _PROFILER,
+    "trace": _Runner(_options("-f --file -C --coverdir --ignore-module --ignore-dir"), module=_options("--module")),
+    "pdb": _Runner(_options("-c --command"), module=_options("-m")),
+}
+# Modules that run no file of their words (they install, serve or read them as data)
+_DATA_MODULES = frozenset({
+    "pip", "venv", "ensurepip", "http.server", "json.tool", "compileall", "py_compile", "zipfile", "tarfile",
+    "gzip", "base64", "site", "sysconfig", "dis", "tokenize", "ast", "pickletools", "webbrowser", "uuid",
+})
+# A module run by `python -m` whose file the tree's scan looks for (childfiles): its
+# dotted path under the folder the child starts in; and the files handed to a module that
+# is not the project's, judged as an unknown program's where it is none (its spec after `|`)
+PYTHON_MODULE = "pymodule"
+MODULE_ARGUMENT = "module_arg"
+
+
+def module_files(module: str, rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
+    """`python -m MODULE [ARG]...`: a runner module's file (RUNNER_MODULES); else the
+    module's own file where the project has it (`python -m scripts.run` in the project's
+    folder: ("pymodule", the dotted path as a path spec), judged by childfiles), and where it
+    has none, the files handed to it that the module places by `__file__` are judged as an
+    unknown program's are (deny by default, as `torchrun FILE`), unless it runs no file."""
+    runner = RUNNER_MODULES.get(module)
+    if runner is not None:
+        return _runner_files(runner, rest, given, cwd)
+    if any(module == data or module.startswith(data + ".") for data in _DATA_MODULES):
+        return []
+    path = module.replace(".", "/")
+    # (a folder not shown, `cwd=workdir`: a module of that name anywhere under the project)
+    spec = rebased(f"@cwd/{path}", cwd) if cwd else f"{ANY_FOLDER}/{path}"
+    return [(PYTHON_MODULE, spec), *((f"{MODULE_ARGUMENT}|{spec}", file) for _, file in _opaque(given))]
+
+
+def _runner_files(runner: _Runner, rest: list[Word], given: list[str | None], cwd: str) -> list[ChildFile]:
+    """The file (or module) a runner module runs, after its options: `$?` where the
+    module does not show it."""
+    index = 0
+    as_module = as_program = False
+    while index < len(rest):
+        word = rest[index]
+        if word is None or word == "-" or not word.startswith("-"):
+            break
+        index += 1
+        if word == "--":
+            break
+        name, eq, _ = word.partition("=")
+        as_module = as_module or name in runner.module
+        as_program = as_program or name in runner.program
+        attached = not word.startswith("--") and len(word) > 2  # `-r3`, `-o/tmp/x`: a short option's value
+        if not eq and not attached and runner.takes(name):
+            index += 1
+    if index >= len(rest):
+        return []  # (`-h`: runs nothing)
+    if as_program:
+        return _opaque(given[index : index + 1])
+    if as_module:
+        module = rest[index]
+        return module_files(module, rest[index + 1 :], given[index + 1 :], cwd) if module is not None else [(PYTHON_MODULE, "")]
+    return [_file("python", given[index], cwd)]
 
 
 # `-c` code that runs code a word of its argv may name (`runpy.run_path(sys.argv[1])`,

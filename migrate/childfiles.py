@@ -12,7 +12,8 @@ A file inside the project or a root that is not a scanned Python file is read, n
 
 - a Python file run by an interpreter (`[sys.executable, HERE / "tools/dump_env.txt"]`,
   whatever its suffix) is scanned as Python source, as a file of the tree: its reads are
-  reported in it, under its own path;
+  reported in it, under its own path; so is the module `python -m MOD` runs where the
+  project has it in the child's folder (`MOD.py`, `MOD/__main__.py`: PYTHON_MODULE);
 - a shell script (`sh script.sh`, or a program whose first line runs a shell), a Makefile
   (`make -C DIR`, `make -f FILE`, and the files it includes) and a script of another
   interpreter (perl, node, awk) are judged by their text as a shell's `-c` string is: a
@@ -51,6 +52,8 @@ from typing import Any
 
 from configbags.migrate.childenv import (
     ANY_FOLDER,
+    MODULE_ARGUMENT,
+    PYTHON_MODULE,
     is_python,
     named_variables,
     program_name,
@@ -151,6 +154,15 @@ class _Judge:
     def judged(self, kind: str, spec: str, module: str) -> list[tuple[str, str]] | tuple[str, bytes]:
         """(leaf, form) of each read the file `spec` names makes, run as `kind` from the
         module at path `module`; or (path, bytes) of a Python file to scan."""
+        if kind == PYTHON_MODULE and spec:
+            # `python -m a.b`: `a/b.py` or the package's `a/b/__main__.py`; a module the
+            # project does not have is someone else's (`python -m pip`)
+            found = self._module_file(spec, module)
+            return self.judged("python", found, module) if found else []
+        if kind.startswith(MODULE_ARGUMENT + "|"):
+            # a file handed to a module run by `-m`: an unknown program's, unless the
+            # module is the project's (then it is its argument, as `python FILE ARG`'s)
+            return [] if self._module_file(kind.partition("|")[2], module) else self.judged("opaque", spec, module)
         if not spec:
             return [(ENV_UNRESOLVED, "child_file")]  # (a folder with too many files to judge each)
         if spec.startswith(ANY_FOLDER):
@@ -262,6 +274,22 @@ class _Judge:
             data = self._read(included) if "$" not in line else None
             if data is not None:
                 yield from self._ninja_texts(included, data.decode("utf-8", "surrogateescape"), depth + 1)
+
+    def _module_file(self, spec: str, module: str) -> str:
+        """The path spec of the file a `python -m` module's dotted path `spec` runs, where
+        it is under the project or a root ("" where it is not; in a folder not shown, the
+        spec of one where some file of the tree may be it)."""
+        for candidate in (f"{spec}.py", f"{spec}/__main__.py"):
+            if candidate.startswith(ANY_FOLDER):
+                if self._anywhere(candidate[len(ANY_FOLDER) :], "python"):
+                    return candidate
+                continue
+            target = self._resolved(candidate, module)
+            if target is not None and os.path.isfile(target) and any(
+                target.startswith(top + os.sep) for top in self.tops
+            ):
+                return candidate
+        return ""
 
     def _anywhere(self, tail: str, kind: str) -> bool:
         """Does a file or folder under the project or a root end with the relative path

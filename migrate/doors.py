@@ -96,8 +96,10 @@ from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
     CHILD_PROCESS_WORDS,
     LOOP_LAUNCHERS,
+    MODULE_ARGUMENT,
     NOT_SHOWN_MARK,
     PATH_MARK,
+    PYTHON_MODULE,
     READ_MARK,
     ChildFile,
     Mentions,
@@ -2189,10 +2191,14 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self.strings.tree, self._path_spec, self.strings.value, lambda expr: self.d.kind(expr, self.d.module)
             )
         specs = [f"{spec}/{name}" for name in ("GNUmakefile", "makefile", "Makefile")] if kind == "make_dir" else [spec]
+        if kind == PYTHON_MODULE:
+            specs = [f"{spec}.py", f"{spec}/__main__.py"]
         texts = [text for each in specs for text in self._writes.texts.get(each, [])]
         if not texts:
             return
-        if kind == "opaque" or None in texts:
+        if kind == PYTHON_MODULE:
+            kind = "python"
+        if kind == "opaque" or kind.startswith(MODULE_ARGUMENT) or None in texts:
             self._report(node, ENV_UNRESOLVED, "environ", "child_file")
             return
         shown = [text or "" for text in texts]

@@ -83,6 +83,8 @@ from configbags.migrate.childargv import (
 )
 from configbags.migrate.childenv import (
     CHILD_PROCESS_PREFIXES,
+    MODULE_ARGUMENT,
+    PYTHON_MODULE,
     child_files,
     command_fragments,
     named_variables,
@@ -2136,10 +2138,14 @@ class _Uses(_Walk):
 
         if command_dumps(commands, whole):
             self._row(given, ENV_UNRESOLVED, "environ", "environ_whole")
-        if any(child_files(list(c), [None] * len(c)) for c in commands if isinstance(c, tuple)):
+        if any(
+            kind != PYTHON_MODULE and not kind.startswith(MODULE_ARGUMENT)
+            for c in commands if isinstance(c, tuple) for kind, _ in child_files(list(c), [None] * len(c))
+        ):
             # a file the handed command runs (`run_cmd(["bash", ROOT / "scripts/launch.sh"])`) is
             # judged where a launch itself names it (configbags.migrate.childfiles), never
-            # through a helper: deny by default
+            # through a helper: deny by default; a module by its name (`python -m pkg.serve`,
+            # most often someone else's) is judged only where a launch names it
             self._row(given, ENV_UNRESOLVED, "environ", "child_file")
         fed = next((k.value for k in keywords if k.arg == "input"), None)
         readers = {stdin_reader(list(c)) for c in commands if isinstance(c, tuple)} - {None}
