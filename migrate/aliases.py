@@ -71,7 +71,7 @@ _COPY_CALLS = frozenset({"copy", "deepcopy"})
 # copy.replace, the generated record's `.replace`): it carries every published value it does
 # not change, so it reads like the record (origin "replaced": escapes, passes and whole reads
 # count, as for a copy), but `ratchet fix` never rewrites a leaf read on it.
-_REPLACE_CALLS = frozenset({"replace", "evolve", "__replace__"})  # (`__replace__`: Python 3.13's copy.replace protocol)
+_REPLACE_CALLS = frozenset({"replace", "evolve"})
 # A new record from another's values (`Rec.from_dict(rec.to_dict())`, `from_dict(asdict(rec))`):
 # every value of the one it is made from, so a copy of it (configbags.migrate.aliases._round_trip)
 _FROM_VALUES = frozenset({"from_dict"})
@@ -137,8 +137,6 @@ _FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
 _WHOLE_METHODS = _FORMATTERS | frozenset({
     "to_dict", "_asdict", "__eq__", "__ne__", "__hash__", "__getstate__", "__reduce__", "__reduce_ex__",
     "__getnewargs__", "__getnewargs_ex__",
-    # an `order=True` dataclass's orderings compare every field, as a tuple
-    "__lt__", "__le__", "__gt__", "__ge__",
 })
 # Classes whose instances' repr and `==` are built from every attribute they are given
 _NAMESPACE_CLASSES = frozenset({"SimpleNamespace", "Namespace"})
@@ -263,8 +261,6 @@ _DICT_READ_ONE = frozenset({"get"})
 _DICT_READ_ALL = frozenset({"items", "keys", "values", "copy"})
 _DICT_WRITES = frozenset({"update", "pop", "setdefault", "clear", "popitem", "__setitem__", "__delitem__"})
 _DICT_METHODS = _DICT_READ_ONE | _DICT_READ_ALL | _DICT_WRITES
-# ... of which those that return the value they remove or keep
-_DICT_READ_WRITES = frozenset({"pop", "setdefault"})
 
 
 class _Analysis(Scopes[_Scope]):
@@ -1625,10 +1621,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # attributes that are called (`rec.url()`, `ServerArgs.from_cli_args(...)`):
         # methods, not leaves, so not reads
         self.called: set[int] = set()
-        # targets of an augmented assignment (`rec.port += 1`): read before they are written
-        self.augmented: set[int] = set()
-        # calls made as a statement, their value dropped (`d.setdefault("port", 1)`)
-        self.dropped: set[int] = set()
         # dict copies of the record read by key or method: every other use reads it whole
         self.dict_used: set[int] = set()
         # container literals whose elements the analysis follows (a loop over one, an
@@ -1728,8 +1720,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if reach:
             if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
-                if id(node) in self.augmented:  # `rec.port += 1` reads port, then writes it
-                    self._read(node, node.attr, reach, "attribute")
             elif called:
                 self._method_call(node, reach)
             elif node.attr not in _NO_LEAF:
@@ -1843,12 +1833,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._operand(node.left, node.right, f"__r{name}__")  # `rec + totals`: Totals.__radd__
         self.generic_visit(node)
 
-    def visit_Expr(self, node: ast.Expr) -> None:
-        self.dropped.add(id(node.value))
-        self.generic_visit(node)
-
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self.augmented.add(id(node.target))
         # `t += rec`: t's class's `__iadd__`
         self._operand(node.value, node.target, f"__i{_OPERATORS[type(node.op)]}__")
         self.generic_visit(node)
@@ -1949,11 +1934,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._operand(left, right, "__contains__")  # `rec in pool`: Pool.__contains__
             order = _ORDERINGS.get(type(op))
             if order is not None:
-                # `rec < other`: an `order=True` dataclass compares its fields as a tuple
-                for side in (left, right):
-                    reach = self.a.reach(side, self.scope)
-                    if reach is not None:
-                        self._whole(side, reach)
                 self._operand(right, left, f"__{order[0]}__")  # `t < rec`: T.__lt__
                 self._operand(left, right, f"__{order[1]}__")  # `rec < t`: T.__gt__, reflected
             left = right
@@ -1970,8 +1950,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self.unpacked.add(id(node.value))
         if self._consume_dict(node.value):
             self._dict_key(node, node.slice, "subscript", write=not isinstance(node.ctx, ast.Load))
-            if id(node) in self.augmented:  # `d["port"] += 1` reads the key, then writes it
-                self._dict_key(node, node.slice, "subscript", write=False)
         else:
             # `TABLE[rec]`: the record as a key, handed to the class's `__getitem__`
             item = {ast.Load: "__getitem__", ast.Store: "__setitem__"}.get(type(node.ctx), "__delitem__")
@@ -2029,12 +2007,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._dict_key(node, key, "", write=True)
         else:
             self._dict_key(node, args[0] if args else None, "", write=True)
-            # `x = d.pop("port")`, `d.setdefault(...)` as a value, and `d.pop("port")`, which
-            # raises where it is unset, give what the key held; as the environment's do, a
-            # dropped `d.setdefault(k, v)` or `d.pop(k, None)` only writes
-            dropped = id(node) in self.dropped and (method == "setdefault" or len(args) > 1)
-            if method in _DICT_READ_WRITES and not dropped:
-                self._dict_key(node, args[0] if args else None, "dict_get", write=False)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func

@@ -1233,8 +1233,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # ids of the contexts registry's uses that pick one context (`CONTEXTS[name]`,
         # `CONTEXTS.get(name)`): that context is judged where it goes
         self.registry_read: set[int] = set()
-        # ids of augmented assignments' targets (`os.environ[K] += ":x"`): read, then stored
-        self.augmented: set[int] = set()
         # ids of `holder.NAME` (a declared variable's name) only written through
         # (`envs.SGLANG_PAGE_SIZE.set(...)`)
         self.written: set[int] = set()
@@ -1750,13 +1748,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             # `vars(self)[name]` on an object holding a context: it may be the context
             self._report(node, STATE_READBACK, "readback", "state")
         # a store or del changes the environment; only reads are held to the allowlist
-        read = isinstance(node.ctx, ast.Load) or id(node) in self.augmented
-        if self.declared and read and _ENVIRON in self.d.kind(node.value, self.scope):
+        if self.declared and isinstance(node.ctx, ast.Load) and _ENVIRON in self.d.kind(node.value, self.scope):
             self._env(node, node.slice, "environ_subscript")
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self.augmented.add(id(node.target))
         self.generic_visit(node)
 
     def _callee(self, node: ast.Call) -> frozenset[str]:
