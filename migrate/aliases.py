@@ -68,10 +68,11 @@ _WHOLE_RECORD_CALLS = frozenset({"vars", "asdict", "astuple"})
 # write to one changes only the copy (configbags.migrate.scanmodel.WRITE_ORIGINS).
 _COPY_CALLS = frozenset({"copy", "deepcopy"})
 # A new record from an old one with some fields changed (dataclasses.replace, attrs.evolve,
-# copy.replace, the generated record's `.replace`): it carries every published value it does
-# not change, so it reads like the record (origin "replaced": escapes, passes and whole reads
-# count, as for a copy), but `ratchet fix` never rewrites a leaf read on it.
-_REPLACE_CALLS = frozenset({"replace", "evolve"})
+# copy.replace, the generated record's `.replace`, the dataclass `__replace__` copy.replace
+# calls): it carries every published value it does not change, so it reads like the record
+# (origin "replaced": escapes, passes and whole reads count, as for a copy), but `ratchet
+# fix` never rewrites a leaf read on it.
+_REPLACE_CALLS = frozenset({"replace", "evolve", "__replace__"})
 # A new record from another's values (`Rec.from_dict(rec.to_dict())`, `from_dict(asdict(rec))`):
 # every value of the one it is made from, so a copy of it (configbags.migrate.aliases._round_trip)
 _FROM_VALUES = frozenset({"from_dict"})
@@ -137,6 +138,7 @@ _FORMATTERS = frozenset({"__repr__", "__str__", "__format__"})
 _WHOLE_METHODS = _FORMATTERS | frozenset({
     "to_dict", "_asdict", "__eq__", "__ne__", "__hash__", "__getstate__", "__reduce__", "__reduce_ex__",
     "__getnewargs__", "__getnewargs_ex__",
+    "__lt__", "__le__", "__gt__", "__ge__",  # `order=True`: the tuples of every field compared
 })
 # Classes whose instances' repr and `==` are built from every attribute they are given
 _NAMESPACE_CLASSES = frozenset({"SimpleNamespace", "Namespace"})
@@ -261,6 +263,8 @@ _DICT_READ_ONE = frozenset({"get"})
 _DICT_READ_ALL = frozenset({"items", "keys", "values", "copy"})
 _DICT_WRITES = frozenset({"update", "pop", "setdefault", "clear", "popitem", "__setitem__", "__delitem__"})
 _DICT_METHODS = _DICT_READ_ONE | _DICT_READ_ALL | _DICT_WRITES
+# Writes that give back what they change: read, too, unless the value is dropped
+_DICT_GIVE_BACK = frozenset({"pop", "setdefault", "popitem"})
 
 
 class _Analysis(Scopes[_Scope]):
@@ -502,6 +506,9 @@ class _Analysis(Scopes[_Scope]):
             return by_name
         # `getattr(accessors, "get_server_args")()` calls the attribute it fetches
         func = self.fetched_value(call.func) or call.func
+        replaced = self._replace_reach(func, call, scope)
+        if replaced is not None:
+            return replaced
         if isinstance(func, ast.Name):
             if func.id in self.raw_names:
                 return ("accessor", "process")
@@ -511,8 +518,6 @@ class _Analysis(Scopes[_Scope]):
                 return ("constructed", built_origin(call))
             if func.id in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
-            if func.id in _REPLACE_CALLS and call.args and self.reach(call.args[0], scope):
-                return ("replaced", "replaced")
         elif isinstance(func, ast.Attribute):
             if func.attr == self.settings.raw_accessor or func.attr in self.raw_names:
                 return ("accessor", "process")
@@ -526,15 +531,26 @@ class _Analysis(Scopes[_Scope]):
                 return ("constructed", "constructed" if func.attr in BUILDS_NOTHING else "built")
             if func.attr in _COPY_CALLS and call.args:
                 return self.reach(call.args[0], scope)
-            if func.attr in _REPLACE_CALLS and (
-                (call.args and self.reach(call.args[0], scope)) or self.reach(func.value, scope)
-            ):
-                # dataclasses.replace(rec, ...), attrs.evolve(rec, ...), rec.replace(...)
-                return ("replaced", "replaced")
             if func.attr in self.self_attrs and self._is_self(func.value, scope):
                 # self.args() where args returns the record
                 return ("self_alias", self.self_attrs[func.attr])
         return self._imported_call(func, scope)
+
+    def _replace_reach(self, func: ast.expr, call: ast.Call, scope: _Scope) -> Reach | None:
+        """A copy of the record with fields changed (`dataclasses.replace(rec, ...)`,
+        `attrs.evolve`, `copy.replace`, `rec.replace(...)`, `rec.__replace__(...)`,
+        `ServerArgs.__replace__(rec, ...)`): the published values it does not change. One
+        of a record built here of literals (`ServerArgs().__replace__(port=1)`) is still no
+        config (a value given that is a read is read where it is spelled)."""
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name not in _REPLACE_CALLS or (isinstance(func, ast.Name) and (name in self.raw_names or name in self.wrappers)):
+            return None  # (a function of the module's own by that name gives what it returns)
+        source = self.reach(call.args[0], scope) if call.args else None
+        if source is None and isinstance(func, ast.Attribute):
+            source = self.reach(func.value, scope)
+        if source is None:
+            return None
+        return source if source[1] == "constructed" else ("replaced", "replaced")
 
     def filled_parser(self, expr: ast.expr, scope: _Scope) -> bool:
         """Is `expr` a parser `ServerArgs.add_cli_args` filled, as `scope` sees it: a name
@@ -1631,6 +1647,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.handed: set[int] = set()
         # namespaces (`vars(x)`, `x.__dict__`) read by a literal key or written: not whole
         self.keyed: set[int] = set()
+        # targets of an augmented assignment (`a.port += 1`): read, then written
+        self.augmented: set[int] = set()
+        # calls that are a whole statement, their value dropped (`d.setdefault(k, v)`)
+        self.dropped: set[int] = set()
         # what the record's home reads for this module (FlowInput.home_reads, home_methods)
         self.home_reads: dict[str, set[str]] = defaultdict(set)
         for spelled, leaf in analysis.flows.home_reads:
@@ -1720,6 +1740,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if reach:
             if not isinstance(node.ctx, ast.Load):
                 self._write(node, node.attr, origin=self.a.write_origin(node.value, self.scope))
+                if id(node) in self.augmented and node.attr not in _NO_LEAF:
+                    self._read(node, node.attr, reach, "augmented")  # `a.port += 1` reads port first
             elif called:
                 self._method_call(node, reach)
             elif node.attr not in _NO_LEAF:
@@ -1836,14 +1858,28 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         # `t += rec`: t's class's `__iadd__`
         self._operand(node.value, node.target, f"__i{_OPERATORS[type(node.op)]}__")
+        self.augmented.add(id(node.target))
         self.generic_visit(node)
 
-    def _operand(self, value: ast.expr, owner: ast.expr, method: str, position: int = 1) -> None:
+    def visit_Expr(self, node: ast.Expr) -> None:
+        self.dropped.add(id(node.value))
+        self.generic_visit(node)
+
+    def _ordered_whole(self, side: ast.expr) -> bool:
+        """Is `side` of an ordering the record (then read whole here)?"""
+        reach = self.a.reach(side, self.scope)
+        if reach is None or reach[1] == "constructed":
+            return False
+        self._whole(side, reach)
+        return True
+
+    def _operand(self, value: ast.expr, owner: ast.expr, method: str, position: int = 1, *, escape: bool = True) -> None:
         """The record `value` handed by an operator, an item access or `in` to `method` of
         the class of `owner`: followed there where the class is spelled (a pass, which the
         project pass follows into a scanned class's method, or reports as an escape);
         nothing for a literal or a builtin container; an escape where the class is not
-        known. (The record has no operators of its own.)"""
+        known, unless `escape` is False (the operation already reads the record whole).
+        (The record's own operators are its comparisons: visit_Compare.)"""
         reach = self.a.reach(value, self.scope)
         if reach is None or reach[1] == "constructed" or self.a.reach(owner, self.scope) is not None:
             return
@@ -1851,7 +1887,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if found == BUILTIN:
             return
         if found is None:
-            self._escape(value, reach, "escapes_operator")
+            if escape:
+                self._escape(value, reach, "escapes_operator")
         elif found.startswith("self:"):
             self._hand([(value, f"{found}.{method}", position - 1, "")])  # `self` is bound
         else:
@@ -1934,8 +1971,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._operand(left, right, "__contains__")  # `rec in pool`: Pool.__contains__
             order = _ORDERINGS.get(type(op))
             if order is not None:
-                self._operand(right, left, f"__{order[0]}__")  # `t < rec`: T.__lt__
-                self._operand(left, right, f"__{order[1]}__")  # `rec < t`: T.__gt__, reflected
+                # `rec < other`: an `order=True` dataclass compares the tuples of every field
+                # (a whole read, which stands for the escape to an operator of unknown class)
+                left_whole, right_whole = self._ordered_whole(left), self._ordered_whole(right)
+                self._operand(right, left, f"__{order[0]}__", escape=not right_whole)  # `t < rec`: T.__lt__
+                self._operand(left, right, f"__{order[1]}__", escape=not left_whole)  # `rec < t`: T.__gt__
             left = right
         self.generic_visit(node)
 
@@ -1950,6 +1990,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self.unpacked.add(id(node.value))
         if self._consume_dict(node.value):
             self._dict_key(node, node.slice, "subscript", write=not isinstance(node.ctx, ast.Load))
+            if id(node) in self.augmented:
+                self._dict_key(node, node.slice, "subscript", write=False)  # `d["x"] += 1` reads x first
         else:
             # `TABLE[rec]`: the record as a key, handed to the class's `__getitem__`
             item = {ast.Load: "__getitem__", ast.Store: "__setitem__"}.get(type(node.ctx), "__delitem__")
@@ -2007,6 +2049,17 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._dict_key(node, key, "", write=True)
         else:
             self._dict_key(node, args[0] if args else None, "", write=True)
+            if method in _DICT_GIVE_BACK and not self._dropped_default(node):
+                # `x = d.setdefault("k", v)`, `d.pop("k")`: the old value given back (or
+                # a KeyError telling set from unset), as the environment's are
+                self._dict_key(node, args[0] if args and method != "popitem" else None, "dict_get", write=False)
+
+    def _dropped_default(self, node: ast.Call) -> bool:
+        """`d.setdefault("k", v)`, `d.pop("k", None)`, `d.popitem()` as a statement: the
+        value dropped and nothing raised where the key is missing, so a write only."""
+        if id(node) not in self.dropped or node.keywords or any(isinstance(arg, ast.Starred) for arg in node.args):
+            return False
+        return isinstance(node.func, ast.Attribute) and len(node.args) == (0 if node.func.attr == "popitem" else 2)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func

@@ -609,6 +609,11 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
         # the least provable origin among the key's reads decides whether fix can help
         origin = functools.reduce(join_origin, (r.origin for r in reads))
         instead = suggestion(leaf, accessors, origin, first.via)
+        if leaf in accessors and all(r.form == "augmented" for r in reads):
+            instead = (
+                f"it is also written (`+=` and the like): read {accessors[leaf]} and override the leaf "
+                f"instead, by hand (`configbags ratchet fix` will not rewrite it)"
+            )
     if in_resolution(file, function, resolution):
         # runs before publish: no accessor can replace it, and fix never rewrites it
         instead = "it is in the resolution phase (scan.resolution), which runs before publish and reads the record it resolves; allowlist it"

@@ -1227,6 +1227,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._psutil: bool | None = None  # does the module import psutil
         # ids of `os.environ.pop(NAME, default)` calls whose value is dropped: writes
         self.dropped_pops: set[int] = set()
+        # ids of augmented assignment targets (`os.environ[NAME] += ...`): read, then written
+        self.augmented: set[int] = set()
         # the scope-opening nodes around the walk, innermost last: a name one of them binds
         # is no module constant there
         self.enclosing: list[ast.AST] = []
@@ -1479,6 +1481,10 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self._consume(node.value)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.augmented.add(id(node.target))
         self.generic_visit(node)
 
     def visit_Expr(self, node: ast.Expr) -> None:
@@ -1747,8 +1753,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if owner is not None and _literal(node.slice) is None and self.d.holds_context(owner, self.scope):
             # `vars(self)[name]` on an object holding a context: it may be the context
             self._report(node, STATE_READBACK, "readback", "state")
-        # a store or del changes the environment; only reads are held to the allowlist
-        if self.declared and isinstance(node.ctx, ast.Load) and _ENVIRON in self.d.kind(node.value, self.scope):
+        # a store or del changes the environment; only reads are held to the allowlist,
+        # `os.environ[NAME] += ...` among them (a KeyError where NAME is unset)
+        if self.declared and (isinstance(node.ctx, ast.Load) or id(node) in self.augmented) and (
+            _ENVIRON in self.d.kind(node.value, self.scope)
+        ):
             self._env(node, node.slice, "environ_subscript")
         self.generic_visit(node)
 
@@ -3596,10 +3605,11 @@ def _instance_stores_of(node: ast.AST) -> list[tuple[ast.expr, str, ast.expr | N
 
 def _replaced(node: ast.Call) -> ast.expr | None:
     """The instance a copy is made of with fields replaced by keyword:
-    `dataclasses.replace(obj, name=...)` (`copy.replace` too), `obj._replace(name=...)`."""
+    `dataclasses.replace(obj, name=...)` (`copy.replace` too), `obj._replace(name=...)`,
+    `obj.__replace__(name=...)`."""
     if dotted_name(node.func) in ("dataclasses.replace", "replace", "copy.replace") and len(node.args) == 1:
         return node.args[0]
-    if isinstance(node.func, ast.Attribute) and node.func.attr == "_replace" and not node.args:
+    if isinstance(node.func, ast.Attribute) and node.func.attr in ("_replace", "__replace__") and not node.args:
         return node.func.value
     return None
 

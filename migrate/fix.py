@@ -202,6 +202,12 @@ HOME_REASON = (
 )
 
 
+AUGMENTED_REASON = (
+    "read and written by one augmented assignment (`rec.leaf += 1`); an accessor cannot be "
+    "its target: read the accessor and override the leaf, by hand"
+)
+
+
 def written_reason(leaf: str, where: str) -> str:
     return (
         f"`{leaf}` is written outside the resolution phase ({where}); the write changes the "
@@ -230,6 +236,8 @@ def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: boo
         return "dynamic getattr: the leaf name is only known at run time"
     if read.form == "whole":
         return "reads the whole record (vars/asdict/__dict__); no single accessor replaces it"
+    if read.form == "augmented":
+        return AUGMENTED_REASON
     if read.form == "hasattr":
         return "hasattr on the raw record; every leaf exists on the bags, so decide by hand"
     if read.leaf not in accessors:

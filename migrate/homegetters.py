@@ -53,7 +53,9 @@ from configbags.migrate.doors import dotted_name
 from configbags.migrate.scanmodel import ScanSettings
 
 # calls returning a copy of their first argument, whose fields are the argument's
-_COPIES = frozenset({"copy.copy", "copy.deepcopy", "copy", "deepcopy", "dataclasses.replace", "replace", "attrs.evolve"})
+_COPIES = frozenset({
+    "copy.copy", "copy.deepcopy", "copy", "deepcopy", "dataclasses.replace", "replace", "copy.replace", "attrs.evolve",
+})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 Slot = tuple[str, str | None]  # (module dict, literal key or None for a key not shown)
 Attr = tuple[str, str | None]  # (module-level object as dotted, attribute or None for one not shown)
@@ -567,6 +569,8 @@ class _Home:
         name = dotted_name(func)
         if name in _COPIES:
             return bool(expr.args) and self.gives_record(expr.args[0], local, body)
+        if isinstance(func, ast.Attribute) and func.attr == "__replace__":
+            return self.gives_record(func.value, local, body)  # `_G.__replace__(x=1)`: copy.replace's method
         if name in _CASTS:
             return len(expr.args) == 2 and self.gives_record(expr.args[1], local, body)
         if name == "getattr":

@@ -1210,6 +1210,15 @@ class _Reader(Visitor):
             self._judge(node)
         self.generic_visit(node)
 
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        target = node.target
+        if isinstance(target, ast.Attribute) and not target.attr.startswith("__") and (
+            self.value(target.value).paths.get(_RECORD)
+        ):
+            # `[rec][0].tp_size += 1`: read before it is written, as a load is (above)
+            self._report(target, target.attr, "carrier", "augmented", "wrapped")
+        self.generic_visit(node)
+
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.ctx, ast.Load):
             base = self.value(node.value)

@@ -145,7 +145,8 @@ class Read(NamedTuple):
     # how the record was reached: accessor, alias, parameter, attribute, ...; `environ` and
     # `readback` for the doors around the record
     via: str
-    # attribute, getattr, getattr_default, getattr_dynamic, hasattr, attrgetter, whole;
+    # attribute, augmented (`rec.x += 1`: read, then written), getattr, getattr_default,
+    # getattr_dynamic, hasattr, attrgetter, whole;
     # environ_subscript, environ_get, environ_in, environ_pop, environ_setdefault, getenv,
     # environ_whole (the environment used whole: leaf `$?`); state, state_dict
     form: str
