@@ -187,6 +187,8 @@ _OPERATORS: dict[type[ast.operator], str] = {
 
 # ordering comparisons -> (the method Python calls on the left operand's class, the
 # reflected one it calls on the right operand's)
+# calls copying an object with its attributes (`copy.copy(NS).args`)
+_COPY_FUNCTIONS = frozenset({"copy.copy", "copy.deepcopy", "copy", "deepcopy"})
 # the method of the operand's class a unary operator calls (`-rec`: `__neg__`)
 _UNARY: dict[type[ast.unaryop], str] = {ast.USub: "__neg__", ast.UAdd: "__pos__", ast.Invert: "__invert__", ast.Not: "__bool__"}
 _ORDERINGS: dict[type[ast.cmpop], tuple[str, str]] = {
@@ -1752,12 +1754,31 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.generic_visit(node)
 
     def _called_dunders(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args and _snapshot(node.func.value):
+            self._snapshot_read(node, node.args[0])
         self._implicit(node.func, "__call__")  # `rec()`
         for keyword in node.keywords:
             if keyword.arg is None:  # `f(**rec)`: its `keys()`, then each by `rec[k]`
                 self._implicit(keyword.value, "keys", "__getitem__")
         if len(node.args) == 1 and (methods := _BUILTIN_DUNDERS.get(_name_of(node.func))):
             self._implicit(node.args[0], *methods)  # `len(rec)`: the class's `__len__`
+
+    def _snapshot_read(self, node: ast.expr, variable: ast.expr) -> None:
+        """`contextvars.copy_context()[VAR]`, `.get(VAR)`: a snapshot of the context holds
+        what the home's context variable holding the record holds (`*`: the record, by a
+        spelling no getter names)."""
+        if f"{dotted(variable)}.get" in self.a.flows.record_fetchers:
+            self._read(node, "*", ("home", "held"), "home_read")
+
+    def _copied_holder(self, node: ast.Attribute) -> None:
+        """`copy.copy(NS).args`: a copy of the home's object keeps its attributes, so one
+        holding the record (`NS.args`) gives it (`*`: the record, by a spelling no holder names)."""
+        value = node.value
+        if (
+            isinstance(value, ast.Call) and dotted(value.func) in _COPY_FUNCTIONS and value.args
+            and isinstance(node.ctx, ast.Load) and f"{dotted(value.args[0])}.{node.attr}" in self.a.flows.home_holders
+        ):
+            self._read(node, "*", ("home", "held"), "home_read")
 
     def _unpacked_dict(self, node: ast.expr) -> None:
         for key, value in zip(node.keys, node.values, strict=True) if isinstance(node, ast.Dict) else ():
@@ -1766,6 +1787,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self._home_read(node)
+        self._copied_holder(node)
         if node.attr in ("__defaults__", "__kwdefaults__") and isinstance(node.ctx, ast.Load):
             default = self._record_default(node.value)
             if default is not None:
@@ -2026,6 +2048,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
+        if _snapshot(node.value):
+            self._snapshot_read(node, node.slice)
         item = {ast.Load: "__getitem__", ast.Store: "__setitem__"}.get(type(node.ctx), "__delitem__")
         self._implicit(node.value, item, *(("__getitem__",) if id(node) in self.augmented else ()))
         self._implicit(node.slice, "__index__", "__hash__")  # `seq[rec]`, `table[rec]`
@@ -2715,6 +2739,11 @@ def _indexed_element(expr: ast.expr) -> ast.expr:
 
 def namespace_like(expr: ast.expr) -> bool:
     return holders.namespace_of(expr) is not None
+
+
+def _snapshot(expr: ast.expr) -> bool:
+    """Is `expr` a snapshot of the current context (`contextvars.copy_context()`)?"""
+    return isinstance(expr, ast.Call) and dotted(expr.func).rpartition(".")[2] == "copy_context"
 
 
 def dotted(expr: ast.expr | None) -> str:

@@ -838,7 +838,7 @@ class _Home:
             if body.kind == "instance" and body.owner == self.settings.record_class and body.this is not None:
                 # (dunders too: Python calls them for syntax, `rec[k]`, `len(rec)`, `with rec`)
                 if not properties:
-                    found = self.leaves(body, self._aliases(body, {body.this}))
+                    found = self.leaves(body, self._aliases(body, {body.this})) | _through_super(function)
                     methods.update((name.rpartition(".")[2], leaf) for leaf in found)
                 continue
             arguments = function.args
@@ -933,6 +933,23 @@ class _Home:
             frozenset(self.dict_getters), frozenset(self.dict_names - set(self.settings.record_dicts)),
             frozenset(holders), self.reads(),
         )
+
+
+# what `super()` in a record method reaches that reads nothing off `self` by name
+_SUPER_QUIET = frozenset({"__init__", "__post_init__", "__init_subclass__", "__class__"})
+
+
+def _through_super(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """`*` where a record method reaches `self` through `super()` (`super().__getattribute__
+    ("port")`, a base's method): a read no name shows; an initialiser reads nothing."""
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name) and node.value.func.id == "super"
+            and node.attr not in _SUPER_QUIET
+        ):
+            return {"*"}
+    return set()
 
 
 def imported_bases(tree: ast.Module, record_class: str) -> frozenset[tuple[int, str, str]]:
