@@ -114,6 +114,10 @@ def _pair_parser(expr: ast.expr | None) -> ast.expr | None:
         return expr.func.value
     return None
 # Callables that provably read nothing of an argument: handing them the record is no read.
+# builtins reading nothing themselves that call a method of their argument's class
+_BUILTIN_DUNDERS: dict[str, tuple[str, ...]] = {
+    "len": ("__len__",), "bool": ("__bool__", "__len__"), "index": ("__index__",), "operator.index": ("__index__",),
+}
 READS_NOTHING = frozenset({"isinstance", "issubclass", "id", "type", "len", "bool", "callable", "nullcontext"})
 # What starts a child process: the record handed over is the child's own business
 # (configbags.migrate.doors treats the environment the same way).
@@ -183,6 +187,10 @@ _OPERATORS: dict[type[ast.operator], str] = {
 
 # ordering comparisons -> (the method Python calls on the left operand's class, the
 # reflected one it calls on the right operand's)
+# calls copying an object with its attributes (`copy.copy(NS).args`)
+_COPY_FUNCTIONS = frozenset({"copy.copy", "copy.deepcopy", "copy", "deepcopy"})
+# the method of the operand's class a unary operator calls (`-rec`: `__neg__`)
+_UNARY: dict[type[ast.unaryop], str] = {ast.USub: "__neg__", ast.UAdd: "__pos__", ast.Invert: "__invert__", ast.Not: "__bool__"}
 _ORDERINGS: dict[type[ast.cmpop], tuple[str, str]] = {
     ast.Lt: ("lt", "gt"), ast.LtE: ("le", "ge"), ast.Gt: ("gt", "lt"), ast.GtE: ("ge", "le"),
 }
@@ -1679,6 +1687,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.a.violations.append((self.scope.qualname, getattr(node, "lineno", 0), kind, leaf, text, origin))
 
     def visit_Assert(self, node: ast.Assert) -> None:
+        self._tested(node.test)
         # `assert ok, get_server_args()`: the AssertionError carries the message
         reach = self.a.reach(node.msg, self.scope) if node.msg is not None else None
         if node.msg is not None and reach is not None:
@@ -1717,8 +1726,80 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             for leaf in sorted(self.home_methods[node.attr]):
                 self._read(node, leaf, reach, "home_method")
 
+    def _implicit(self, node: ast.expr, *methods: str) -> None:
+        """`node`, the record, used where Python calls a method of its class for the syntax
+        (`rec[k]`, `a, = rec`, `if rec`, `len(rec)`, `rec()`, `with rec`, `rec + 1`, `-rec`,
+        `seq[rec]`): a method the home's record class defines reads there what its body
+        reads off `self`, as `rec.__getitem__(k)` does (deny by default: every method the
+        syntax may call, `__bool__` or `__len__`)."""
+        defined = [method for method in methods if method in self.home_methods]
+        if not defined:
+            return
+        reach = self.a.reach(node, self.scope)
+        if reach is None or reach[1] == "constructed":
+            return
+        for leaf in sorted(set().union(*(self.home_methods[method] for method in defined))):
+            self._read(node, leaf, reach, "home_method")
+
+    def _tested(self, node: ast.expr) -> None:
+        self._implicit(node, "__bool__", "__len__")
+
+    def visit_If(self, node: ast.If | ast.While) -> None:
+        self._tested(node.test)
+        self.generic_visit(node)
+
+    visit_While = visit_If
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if isinstance(node.op, ast.Not):
+            self._tested(node.operand)
+        else:
+            self._implicit(node.operand, _UNARY[type(node.op)])
+        self.generic_visit(node)
+
+    def visit_Starred(self, node: ast.Starred) -> None:
+        self._implicit(node.value, "__iter__")  # `f(*rec)`, `[*rec]`, `a, *b = rec`
+        self.generic_visit(node)
+
+    def visit_Await(self, node: ast.Await) -> None:
+        self._implicit(node.value, "__await__")
+        self.generic_visit(node)
+
+    def _called_dunders(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args and _snapshot(node.func.value):
+            self._snapshot_read(node, node.args[0])
+        self._implicit(node.func, "__call__")  # `rec()`
+        for keyword in node.keywords:
+            if keyword.arg is None:  # `f(**rec)`: its `keys()`, then each by `rec[k]`
+                self._implicit(keyword.value, "keys", "__getitem__")
+        if len(node.args) == 1 and (methods := _BUILTIN_DUNDERS.get(_name_of(node.func))):
+            self._implicit(node.args[0], *methods)  # `len(rec)`: the class's `__len__`
+
+    def _snapshot_read(self, node: ast.expr, variable: ast.expr) -> None:
+        """`contextvars.copy_context()[VAR]`, `.get(VAR)`: a snapshot of the context holds
+        what the home's context variable holding the record holds (`*`: the record, by a
+        spelling no getter names)."""
+        if f"{dotted(variable)}.get" in self.a.flows.record_fetchers:
+            self._read(node, "*", ("home", "held"), "home_read")
+
+    def _copied_holder(self, node: ast.Attribute) -> None:
+        """`copy.copy(NS).args`: a copy of the home's object keeps its attributes, so one
+        holding the record (`NS.args`) gives it (`*`: the record, by a spelling no holder names)."""
+        value = node.value
+        if (
+            isinstance(value, ast.Call) and dotted(value.func) in _COPY_FUNCTIONS and value.args
+            and isinstance(node.ctx, ast.Load) and f"{dotted(value.args[0])}.{node.attr}" in self.a.flows.home_holders
+        ):
+            self._read(node, "*", ("home", "held"), "home_read")
+
+    def _unpacked_dict(self, node: ast.expr) -> None:
+        for key, value in zip(node.keys, node.values, strict=True) if isinstance(node, ast.Dict) else ():
+            if key is None:  # `{**rec}`: its `keys()`, then each by `rec[k]`
+                self._implicit(value, "keys", "__getitem__")
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         self._home_read(node)
+        self._copied_holder(node)
         if node.attr in ("__defaults__", "__kwdefaults__") and isinstance(node.ctx, ast.Load):
             default = self._record_default(node.value)
             if default is not None:
@@ -1850,15 +1931,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 for part in node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]:
                     self._formatted(part)
         name = _OPERATORS[type(node.op)]
+        # `rec + 1`, `1 + rec`, `[0] * rec` (a sequence repeated takes `__index__`)
+        repeat = ("__index__",) if isinstance(node.op, ast.Mult) else ()
+        self._implicit(node.left, f"__{name}__", *repeat)
+        self._implicit(node.right, f"__r{name}__", *repeat)
         if not isinstance(node.op, ast.Mod):
             self._operand(node.right, node.left, f"__{name}__")  # `totals + rec`: Totals.__add__
         self._operand(node.left, node.right, f"__r{name}__")  # `rec + totals`: Totals.__radd__
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        # `t += rec`: t's class's `__iadd__`
-        self._operand(node.value, node.target, f"__i{_OPERATORS[type(node.op)]}__")
-        self.augmented.add(id(node.target))
         self.generic_visit(node)
 
     def visit_Expr(self, node: ast.Expr) -> None:
@@ -1872,6 +1951,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return False
         self._whole(side, reach)
         return True
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.augmented.add(id(node.target))
+        name = _OPERATORS[type(node.op)]
+        self._implicit(node.target, f"__i{name}__", f"__{name}__")  # `rec += 1`
+        self._implicit(node.value, f"__r{name}__")
+        # `t += rec`: t's class's `__iadd__`
+        self._operand(node.value, node.target, f"__i{_OPERATORS[type(node.op)]}__")
+        self.generic_visit(node)
 
     def _operand(self, value: ast.expr, owner: ast.expr, method: str, position: int = 1, *, escape: bool = True) -> None:
         """The record `value` handed by an operator, an item access or `in` to `method` of
@@ -1980,6 +2068,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
+        if _snapshot(node.value):
+            self._snapshot_read(node, node.slice)
+        item = {ast.Load: "__getitem__", ast.Store: "__setitem__"}.get(type(node.ctx), "__delitem__")
+        self._implicit(node.value, item, *(("__getitem__",) if id(node) in self.augmented else ()))
+        self._implicit(node.slice, "__index__", "__hash__")  # `seq[rec]`, `table[rec]`
         if namespace_like(node.value) and (
             not isinstance(node.ctx, ast.Load) or holders.keyed_attribute(node) is not None
         ):
@@ -2065,6 +2158,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         func = node.func
         args = node.args
         self.called.add(id(func))
+        self._called_dunders(node)
         self._holder_call(node)
         if _name_of(func) in READS_NOTHING:
             self.handed.update(id(arg) for arg in args)  # `callable(rec)`: nothing is called
@@ -2272,6 +2366,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._hand(hooks)
 
     def visit_Assign(self, node: ast.Assign) -> None:
+        if any(isinstance(t, (ast.Tuple, ast.List)) for t in node.targets):
+            self._implicit(node.value, "__iter__")  # `a, = rec`
         if all(isinstance(t, ast.Name) for t in node.targets) and (
             self._is_accessor(node.value) or (self.scope.kind != "class" and self.a.gives_record(node.value, self.scope))
         ):
@@ -2322,6 +2418,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.generic_visit(node)
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
+        self._implicit(node.iter, "__aiter__" if isinstance(node, ast.AsyncFor) else "__iter__")
         self._followed(node.iter)
         self._loop_store(node.target, node.iter)
         self.generic_visit(node)
@@ -2329,6 +2426,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     visit_AsyncFor = visit_For
 
     def visit_comprehension(self, node: ast.comprehension) -> None:
+        self._implicit(node.iter, "__aiter__" if node.is_async else "__iter__")
+        for test in node.ifs:
+            self._tested(test)
         self._followed(node.iter)
         self._loop_store(node.target, node.iter)
         self.generic_visit(node)
@@ -2336,7 +2436,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         # `with nullcontext(rec) as self.cfg`: stored like `self.cfg = rec` (and `with
         # f(rec) as self.cfg`, what f's manager gives, as pass 1 binds it)
+        enter = ("__aenter__", "__aexit__") if isinstance(node, ast.AsyncWith) else ("__enter__", "__exit__")
         for item in node.items:
+            self._implicit(item.context_expr, *enter)  # `with rec as p`: p is what `__enter__` gives
             context, target = item.context_expr, item.optional_vars
             if target is None or isinstance(target, ast.Name):
                 continue
@@ -2365,6 +2467,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             self._store(target, loop_element(iterable))
 
     def _container(self, node: ast.Tuple | ast.List | ast.Set | ast.Dict) -> None:
+        self._unpacked_dict(node)
         if id(node) not in self.unpacked and not isinstance(getattr(node, "ctx", None), (ast.Store, ast.Del)):
             elements = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
             for element in elements:
@@ -2384,6 +2487,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         # time is called under a name bound to no lambda, which no analysis follows
         for branch in [node.body, node.orelse] if isinstance(node, ast.IfExp) else node.values:
             self._carrier_escapes(branch, "escapes_fetcher")
+        for tested in [node.test] if isinstance(node, ast.IfExp) else node.values:
+            self._tested(tested)  # `a if rec else b`, `rec or b`: the record's truth
         self.generic_visit(node)
 
     visit_IfExp = _branches
@@ -2659,6 +2764,11 @@ def _indexed_element(expr: ast.expr) -> ast.expr:
 
 def namespace_like(expr: ast.expr) -> bool:
     return holders.namespace_of(expr) is not None
+
+
+def _snapshot(expr: ast.expr) -> bool:
+    """Is `expr` a snapshot of the current context (`contextvars.copy_context()`)?"""
+    return isinstance(expr, ast.Call) and dotted(expr.func).rpartition(".")[2] == "copy_context"
 
 
 def dotted(expr: ast.expr | None) -> str:

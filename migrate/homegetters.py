@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -183,7 +183,7 @@ def _as_function(name: str, lam: ast.Lambda) -> ast.FunctionDef:
     return ast.copy_location(function, lam)
 
 
-def _bindings(body: list[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
+def _bindings(body: Sequence[ast.stmt]) -> Iterator[tuple[str, ast.expr]]:
     """(name, value) of each plain binding in a module or class body (`a = b`, `a: T = b`,
     `a, b = c, d`)."""
     for node in body:
@@ -360,6 +360,13 @@ class _Home:
         functions = {f.name: f for f in self.functions}
         class_aliases = self._class_bindings(tree, functions)
         self.module_level = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
+        self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        # (class, metaclass) of the classes the home makes with a metaclass of its own: the
+        # class is an instance of it (`Args['port']` calls `Meta.__getitem__`)
+        self.metaclassed = {
+            (node.name, keyword.value.id) for node in tree.body if isinstance(node, ast.ClassDef)
+            for keyword in node.keywords if keyword.arg == "metaclass" and isinstance(keyword.value, ast.Name)
+        }
         # the module's own objects, whose attributes may hold the record (`STATE.args`)
         self.objects: set[str] = {node.name for node in tree.body if isinstance(node, ast.ClassDef)} | {
             target.id for node in self.module_level
@@ -805,6 +812,20 @@ class _Home:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier()
         }
 
+    def _getattr_reads(self) -> set[tuple[str, str]]:
+        """A module `__getattr__` (PEP 562) giving something other than the record reads,
+        at each name it shows (`if name == "PORT": return _G.port`), what its body reads off
+        the record (`S.PORT` reads `port`)."""
+        body = self.bodies.get("__getattr__")
+        if body is None or body.function is None or "__getattr__" in self.getters:
+            return set()
+        leaves = self.leaves(body, self._locals(body)[0])
+        shown = {
+            node.value for node in ast.walk(body.function)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier()
+        }
+        return {(name, leaf) for name in shown for leaf in leaves}
+
     def reads(self) -> HomeReads:
         raw = self.settings.raw_accessor
         reads: set[tuple[str, str]] = set()
@@ -819,8 +840,9 @@ class _Home:
                 record, _ = self._locals(body)
                 reads.update((name, leaf) for leaf in self.leaves(body, record))
             if body.kind == "instance" and body.owner == self.settings.record_class and body.this is not None:
-                if not properties and not function.name.startswith("__"):
-                    found = self.leaves(body, self._aliases(body, {body.this}))
+                # (dunders too: Python calls them for syntax, `rec[k]`, `len(rec)`, `with rec`)
+                if not properties:
+                    found = self.leaves(body, self._aliases(body, {body.this})) | _through_super(function)
                     methods.update((name.rpartition(".")[2], leaf) for leaf in found)
                 continue
             arguments = function.args
@@ -846,7 +868,50 @@ class _Home:
                 params.update((alias, position, parameter, leaf) for name, position, parameter, leaf in list(params) if name in targets)
             if len(reads) + len(params) == before:
                 break
+        reads |= self._facades(reads)[0]
+        reads |= self._getattr_reads()
         return HomeReads(frozenset(reads), frozenset(params), frozenset(methods))
+
+    def _instances(self) -> dict[str, set[str]]:
+        """The module-level names bound to an instance of each home class other than the
+        record's (`CFG = Cfg()`, `get_args = _Getter()`): a facade importers use."""
+        found: dict[str, set[str]] = {name: set() for name in self.classes - {self.settings.record_class}}
+        for name, value in _bindings(self.module_level):
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in found:
+                found[value.func.id].add(name)
+        for name, meta in self.metaclassed:
+            if meta in found:
+                found[meta].add(name)
+        return found
+
+    def _facades(self, reads: set[tuple[str, str]]) -> tuple[set[tuple[str, str]], set[str]]:
+        """What a home class other than the record gives through its instances (the home is
+        not scanned, so its instance methods, properties and dunders are charged where an
+        instance is used): (name, leaf) reads of the class's name and of each module-level
+        instance, any use of which reads what those members read off the record (`*` where
+        one gives the record by a dunder, `CFG[k]`, `CFG.x` through `__getattr__`), and
+        the getters an instance spells (`CFG.get` of `def get(self): return _G`; `get_args`
+        of a `__call__` giving the record)."""
+        found: set[tuple[str, str]] = set()
+        getters: set[str] = set()
+        for cls, names in self._instances().items():
+            members = {
+                name: body for name, body in self.bodies.items() if body.owner == cls and body.kind == "instance"
+            }
+            leaves = {leaf for name, leaf in reads if name in members}
+            giving = members.keys() & self.getters
+            for name in giving:
+                method = name.rpartition(".")[2]
+                if method == "__call__":
+                    getters.update(names)
+                elif method.startswith("__"):
+                    leaves.add("*")  # `CFG[k]`, `CFG.port` through `__getattr__`: the record, by a dunder
+                else:
+                    getters.update(f"{each}.{method}" for each in names)
+            found.update((each, leaf) for each in names for leaf in leaves)
+            # `Cfg().get()`: an instance made on the spot, by a spelling no getter names
+            found.update((cls, leaf) for leaf in leaves | ({"*"} if giving else set()))
+        return found, getters
 
     def _keeps_getter(self, value: ast.expr) -> bool:
         """Does a module-level value hold (not call) a function giving the record or the
@@ -866,11 +931,29 @@ class _Home:
         # (a global the home binds anywhere, `globals()["ARGS"] = a` too, is importable)
         holders = set(self.globals) | self._getattr_names()
         holders |= {f"{owner}.{attribute}" for owner, attribute in self.attrs if attribute is not None}
+        facade_getters = self._facades(set())[1]
         return HomeGetters(
-            frozenset(self.getters | {f"{variable}.get" for variable in self.variables}),
+            frozenset(self.getters | facade_getters | {f"{variable}.get" for variable in self.variables}),
             frozenset(self.dict_getters), frozenset(self.dict_names - set(self.settings.record_dicts)),
             frozenset(holders), self.reads(),
         )
+
+
+# what `super()` in a record method reaches that reads nothing off `self` by name
+_SUPER_QUIET = frozenset({"__init__", "__post_init__", "__init_subclass__", "__class__"})
+
+
+def _through_super(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """`*` where a record method reaches `self` through `super()` (`super().__getattribute__
+    ("port")`, a base's method): a read no name shows; an initialiser reads nothing."""
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name) and node.value.func.id == "super"
+            and node.attr not in _SUPER_QUIET
+        ):
+            return {"*"}
+    return set()
 
 
 def imported_bases(tree: ast.Module, record_class: str) -> frozenset[tuple[int, str, str]]:
