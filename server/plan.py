@@ -169,20 +169,12 @@ def parse_workload(text: str) -> tuple[int, int]:
 parse_workload.__name__ = "workload"
 
 
-# The formats matplotlib writes with its own dependencies (Pillow among them), by suffix
-CHART_SUFFIXES = frozenset({".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp"})
-
-
 def _chart_path(text: str) -> str:
     """A chart path is checked with the flags, not after the plan was printed."""
     from configbags.runtime.errors import OutputFileError
     from configbags.runtime.yamlsafe import check_output_path
 
     path = project_path(text)  # relative to the project, as every configbags path
-    if path.suffix.lower() not in CHART_SUFFIXES:  # matplotlib's formats: the suffix picks one
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: the chart's file name ends in the format to draw: "
-            f"{', '.join(sorted(CHART_SUFFIXES))}")
     try:
         check_output_path(path, "--chart")
     except OutputFileError as exc:
@@ -633,10 +625,6 @@ def _check_configurations(ns: argparse.Namespace, models: int) -> None:
               "--tp-size": len(ns.tp_size) if ns.tp_size else (len(FIT_TP_SIZES) if ns.fit else 1),
               "--kv-dtypes": len(ns.kv_dtypes) if ns.fit and ns.kv_dtypes else 1}
     total = math.prod(counts.values())
-    if ns.chart and total > 1 and not ns.fit:
-        shown = ", ".join(f"{flag} ({n})" for flag, n in counts.items() if n > 1)
-        raise ConfigError(f"--chart draws the memory of one plan, and {shown} make a comparison of {total}; "
-                          f"give one of each to chart it (--fit charts its candidates)")
     if total > MAX_CONFIGURATIONS:
         shown = " x ".join(f"{n} ({flag})" for flag, n in counts.items() if n > 1)
         raise ConfigError(f"{shown} is {total:,} configurations, over the bound of {MAX_CONFIGURATIONS} one run "
