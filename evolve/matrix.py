@@ -45,7 +45,7 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import reference
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
 from configbags.runtime.yamlsafe import (
     check_output_path,
     load_yaml,
@@ -83,20 +83,6 @@ def _bad(path: Path, message: str) -> ConfigError:
     return ConfigError(f"{path}: {message}")
 
 
-def _sm(path: Path, shape: str, sm: Any) -> int | None:
-    """A shape's compute capability, as `explain --gpu-sm` takes it (a YAML int, or its digits
-    quoted): a rule comparing it would otherwise raise, or pass, on a GPU that cannot be."""
-    if sm is None:
-        return None
-    if isinstance(sm, bool) or not isinstance(sm, (int, str)):
-        raise _bad(path, f"shape {shape!r}: gpu sm: {sm!r} is no compute capability; give major*10+minor "
-                         f"(e.g. 90 for 9.0)")
-    try:
-        return parse_sm(str(sm))
-    except argparse.ArgumentTypeError as exc:
-        raise _bad(path, f"shape {shape!r}: gpu sm: {exc}") from None
-
-
 def read_shapes(path: Path) -> Shapes:
     """The shapes file; each error names the file, the shape and the fix."""
     try:
@@ -108,8 +94,6 @@ def read_shapes(path: Path) -> Shapes:
     role = str(data.get("role", "launcher"))
     out = []
     for name, spec in data["shapes"].items():
-        if not str(name).isprintable():  # it is printed in --check's lines: a newline or ESC would forge them
-            raise _bad(path, f"shape {name!r}: a shape's name is one line of printable text")
         if not isinstance(spec, dict):
             raise _bad(path, f"shape {name!r} must be a mapping")
         unknown = sorted(set(spec) - SHAPE_KEYS)
@@ -132,7 +116,7 @@ def read_shapes(path: Path) -> Shapes:
                 memory_bytes = parse_bytes(str(memory)) if isinstance(memory, str) else memory
             except (ConfigError, argparse.ArgumentTypeError) as exc:
                 raise _bad(path, f"shape {name!r}: gpu memory: {exc}") from None
-            gpu = GpuFacts(g.get("name"), memory_bytes, _sm(path, str(name), g.get("sm")))
+            gpu = GpuFacts(g.get("name"), memory_bytes, g.get("sm"))
         model = (path.parent / str(spec["model"])) if spec.get("model") is not None else None
         if model is not None and not model.is_file():
             raise _bad(path, f"shape {name!r}: model {spec['model']!r} is no file (it is a config.json, relative "

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from configbags.evolve import matrix
-from configbags.runtime.errors import ConfigError
 
 SHAPES = "package: configbags.generated\ngolden: {golden}\nshapes:\n  a: {{argv: [--model-path, /m]}}\n"
 
@@ -55,30 +54,3 @@ def test_a_golden_of_its_own_is_written_and_checked(tmp_path: Path, capsys: pyte
     assert matrix.main(["--shapes", str(path), "--write"]) == 0
     assert matrix.main(["--shapes", str(path), "--check"]) == 0
     assert f"wrote {tmp_path / 'golden.jsonl'}" in capsys.readouterr().out
-
-
-GPU = "package: configbags.generated\nshapes:\n  {name}:\n    argv: [--model-path, /m]\n    gpu: {{name: X, memory: 80GiB, sm: {sm}}}\n"
-
-
-@pytest.mark.parametrize("sm", ["-5", "9.5", "true", "0", "100000000000000000000", '"x"', "[90]", '"9 0"'])
-def test_a_shape_gpu_sm_is_checked_as_the_explain_flag_checks_it(tmp_path: Path, sm: str) -> None:
-    """(finding 4) a rule comparing `gpu.sm` raised, or passed, on a GPU that cannot be."""
-    path = tmp_path / "matrix.yaml"
-    path.write_text(GPU.format(name="a", sm=sm))
-    with pytest.raises(ConfigError, match="shape 'a': gpu sm: .*compute capability"):
-        matrix.read_shapes(path)
-
-
-@pytest.mark.parametrize("sm", ["90", '"90"', "100"])
-def test_a_shape_gpu_sm_in_range_is_taken(tmp_path: Path, sm: str) -> None:
-    path = tmp_path / "matrix.yaml"
-    path.write_text(GPU.format(name="a", sm=sm))
-    [shape] = matrix.read_shapes(path).shapes
-    assert shape.gpu is not None and shape.gpu.sm == int(sm.strip('"'))
-
-
-def test_a_shape_name_that_would_forge_a_line_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "matrix.yaml"
-    path.write_text(GPU.format(name='"a\\nFAKE \\e[31mred"', sm=90))
-    with pytest.raises(ConfigError, match="one line of printable text"):
-        matrix.read_shapes(path)
