@@ -46,12 +46,7 @@ from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import reference
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
-from configbags.runtime.yamlsafe import (
-    check_output_path,
-    load_yaml,
-    read_text_limited,
-    write_text_atomic,
-)
+from configbags.runtime.yamlsafe import load_yaml, read_text_limited
 
 SHAPES_FILE = "matrix.yaml"
 SHAPE_KEYS = frozenset({"help", "argv", "env", "config", "gpu", "model", "role"})
@@ -281,40 +276,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_golden_writable(shapes: Shapes) -> None:
-    """Refuse a golden file that `--write` would lose something writing: the shapes file
-    itself (by any name: `golden:` naming its own file, a link to it), a folder, a FIFO or a
-    device (a link to one too), or a place that cannot be written."""
-    import os
-
-    with contextlib.suppress(OSError):  # (no golden yet: nothing to lose)
-        if os.path.samefile(shapes.golden, shapes.path):
-            raise ConfigError(f"{shapes.path}: its `golden:` {shapes.golden} is the shapes file itself: writing "
-                              f"the golden would replace the shapes; give the golden a file of its own")
-    check_output_path(Path(os.path.realpath(shapes.golden)), "the golden file")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     try:
         path = ns.shapes if ns.shapes is not None else load_project().schema / SHAPES_FILE
         shapes = read_shapes(path)
-        if ns.write:  # before the shapes are resolved: a golden that cannot be written loses the run
-            _check_golden_writable(shapes)
         ctx = named_context(ns.package or shapes.package)
         cells = resolve(ctx, shapes.shapes)
         text = dumps(cells)
         if ns.write:
-            written = write_text_atomic(shapes.golden, text, "the golden file")
-            print(f"configbags matrix: wrote {written} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
+            shapes.golden.write_text(text, encoding="utf-8")
+            print(f"configbags matrix: wrote {shapes.golden} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
             return 0
         if ns.against is not None:
             golden, label = loads(show(ns.against, shapes.golden, "--against"), f"{ns.against}:{shapes.golden}"), ns.against
         elif ns.check:
-            if not shapes.golden.exists():
+            if not shapes.golden.is_file():
                 raise ConfigError(f"{shapes.golden} does not exist; write it with `configbags matrix --write`")
-            # (the one reader: a FIFO or a device is refused before it could hang the check)
-            golden, label = loads(read_text_limited(shapes.golden), str(shapes.golden)), str(shapes.golden)
+            golden, label = loads(shapes.golden.read_text(encoding="utf-8"), str(shapes.golden)), str(shapes.golden)
         else:
             print(text, end="")
             return 0
