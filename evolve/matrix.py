@@ -30,6 +30,7 @@ import contextlib
 import io
 import json
 import logging
+import os
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,10 +44,16 @@ from configbags.packages import named_context
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
+from configbags.runtime.leaftypes import short_repr, shown_text
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import reference
-from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes
-from configbags.runtime.yamlsafe import load_yaml, read_text_limited
+from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
+from configbags.runtime.yamlsafe import (
+    check_output_path,
+    load_yaml,
+    read_text_limited,
+    write_text_atomic,
+)
 
 SHAPES_FILE = "matrix.yaml"
 SHAPE_KEYS = frozenset({"help", "argv", "env", "config", "gpu", "model", "role"})
@@ -102,25 +109,43 @@ def read_shapes(path: Path) -> Shapes:
         config = spec.get("config")
         if config is not None and not isinstance(config, dict):
             raise _bad(path, f"shape {name!r}: `config` is a mapping of leaf names to values")
-        gpu = None
-        if (g := spec.get("gpu")) is not None:
-            if not isinstance(g, dict) or set(g) - {"name", "memory", "sm"}:
-                raise _bad(path, f"shape {name!r}: `gpu` takes name, memory (e.g. 80GiB) and sm (e.g. 90)")
-            memory = g.get("memory")
-            try:
-                memory_bytes = parse_bytes(str(memory)) if isinstance(memory, str) else memory
-            except (ConfigError, argparse.ArgumentTypeError) as exc:
-                raise _bad(path, f"shape {name!r}: gpu memory: {exc}") from None
-            gpu = GpuFacts(g.get("name"), memory_bytes, g.get("sm"))
+        gpu = _gpu(path, name, spec.get("gpu"))
         model = (path.parent / str(spec["model"])) if spec.get("model") is not None else None
         if model is not None and not model.is_file():
             raise _bad(path, f"shape {name!r}: model {spec['model']!r} is no file (it is a config.json, relative "
                              f"to the shapes file)")
         out.append(Shape(str(name), str(spec.get("help", "")), tuple(str(a) for a in argv),
                          {str(k): str(v) for k, v in env.items()}, config, gpu, model, str(spec.get("role", role))))
-    golden = path.parent / str(data.get("golden", "matrix.golden.jsonl"))
+    golden_name = data.get("golden", "matrix.golden.jsonl")
+    if not isinstance(golden_name, str) or not golden_name.strip():
+        raise _bad(path, f"`golden` is a file name (text, relative to the shapes file), not {golden_name!r}")
+    golden = path.parent / golden_name
     package = data.get("package")
     return Shapes(path, str(package) if package is not None else None, golden, tuple(out))
+
+
+def _gpu(path: Path, name: object, g: object) -> GpuFacts | None:
+    """A shape's GPU facts, each checked as `explain`'s --gpu-name, --gpu-memory and --gpu-sm
+    check theirs: a value no command line could give (an sm of -5 or "x") would be recorded
+    in the golden as if it described a GPU, or turn a rule's TypeError into a green cell."""
+    if g is None:
+        return None
+    if not isinstance(g, dict) or set(g) - {"name", "memory", "sm"}:
+        raise _bad(path, f"shape {name!r}: `gpu` takes name, memory (e.g. 80GiB) and sm (e.g. 90)")
+    gpu_name, memory, sm = g.get("name"), g.get("memory"), g.get("sm")
+    if gpu_name is not None and not isinstance(gpu_name, str):
+        raise _bad(path, f"shape {name!r}: gpu name is text (e.g. NVIDIA H100 80GB HBM3), not {short_repr(gpu_name)}")
+    facts: dict[str, int | None] = {"memory": None, "sm": None}
+    for key, value, parse in (("memory", memory, parse_bytes), ("sm", sm, parse_sm)):
+        if value is None:
+            continue
+        # a YAML number is parsed as the flag's text would be (`true` reads True, no number)
+        text = value if isinstance(value, str) else short_repr(value)
+        try:
+            facts[key] = parse(text)
+        except argparse.ArgumentTypeError as exc:
+            raise _bad(path, f"shape {name!r}: gpu {key}: {exc}") from None
+    return GpuFacts(gpu_name, facts["memory"], facts["sm"])
 
 
 # -- resolving -----------------------------------------------------------------------------
@@ -220,11 +245,14 @@ def _key(cell: Mapping[str, Any]) -> tuple[str, str]:
     return cell["shape"], cell.get("leaf", "")
 
 
+_WHOLE = 1 << 20  # escaped, never cut: two names alike in their first characters stay apart
+
+
 def _side(cell: Mapping[str, Any] | None) -> str:
     if cell is None:
         return "(no cell)"
     if "error" in cell:
-        return f"error: {cell['error']}"
+        return f"error: {shown_text(cell['error'], _WHOLE)}"
     where = cell["layer"] + (f" rule {cell['rule']}" if "rule" in cell else "") + (
         f" from {cell['source']}" if "source" in cell else "")
     return f"{json.dumps(cell['value'])} [{where}]"
@@ -239,7 +267,9 @@ def changes(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) 
         a, b = before.get(key), after.get(key)
         if a != b:
             shape, leaf = key
-            out.append(f"{shape} {leaf or '(shape)'}: {_side(a)} -> {_side(b)}")
+            # the shapes file's names (and a shape's error, which may quote its argv) are
+            # someone else's text: escaped, so no line of a CI log can be forged
+            out.append(f"{shown_text(shape, _WHOLE)} {leaf or '(shape)'}: {_side(a)} -> {_side(b)}")
     return out
 
 
@@ -255,6 +285,43 @@ def coverage(cells: Sequence[Mapping[str, Any]], shapes: Sequence[Shape], rules:
             elif arg.startswith("--preset="):
                 used.add(arg.partition("=")[2])
     return [r for r in rules if r not in applied], [p for p in presets if p not in used]
+
+
+# -- the golden file -----------------------------------------------------------------------
+def check_golden_apart(shapes: Shapes) -> None:
+    """Refuse a golden file that --write could not write as a file of its own: one of the
+    files the matrix reads (the shapes file, a shape's model config, by any spelling or
+    link, as `--dump-config` is kept apart from its inputs by `os.path.samefile`), or a
+    path `write_text_atomic` refuses (a folder, a FIFO that would block the write, a
+    device, a link to one). ConfigError naming the shapes file and `golden:`."""
+    golden = shapes.golden
+    inputs = [("the shapes file", shapes.path),
+              *((f"the model config of shape {s.name!r}", s.model) for s in shapes.shapes if s.model is not None)]
+    for what, given in inputs:
+        try:
+            same = os.path.samefile(golden, given)
+        except OSError:  # the golden does not exist yet: no input
+            continue
+        if same:
+            raise _bad(shapes.path, f"golden {golden} is {what}: --write would replace it with the cells; name a "
+                                    f"file of its own in `golden:`")
+    # a link is written through (write_text_atomic), so what it leads to is what is checked
+    if golden.is_symlink():
+        check_output_path(Path(os.path.realpath(golden)), f"{shapes.path}: golden {golden}, a link to")
+    else:
+        check_output_path(golden, f"{shapes.path}: golden")
+
+
+def read_golden(golden: Path) -> str:
+    """The golden file's text for --check, read as every input file is (a FIFO or a device
+    is named as what it is and never opened, so it cannot hang the check)."""
+    if not golden.exists() and not golden.is_symlink():
+        raise ConfigError(f"{golden} does not exist; write it with `configbags matrix --write`")
+    try:
+        return read_text_limited(golden)
+    except OSError as exc:
+        raise ConfigError(f"{golden} cannot be read: {exc.strerror or exc}; write it with "
+                          f"`configbags matrix --write`") from None
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -281,19 +348,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         path = ns.shapes if ns.shapes is not None else load_project().schema / SHAPES_FILE
         shapes = read_shapes(path)
+        if ns.write:
+            check_golden_apart(shapes)  # before any shape is resolved: a refusal costs nothing
         ctx = named_context(ns.package or shapes.package)
         cells = resolve(ctx, shapes.shapes)
         text = dumps(cells)
         if ns.write:
-            shapes.golden.write_text(text, encoding="utf-8")
-            print(f"configbags matrix: wrote {shapes.golden} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
+            written = write_text_atomic(shapes.golden, text, f"{shapes.path}: golden")
+            print(f"configbags matrix: wrote {written} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
             return 0
         if ns.against is not None:
             golden, label = loads(show(ns.against, shapes.golden, "--against"), f"{ns.against}:{shapes.golden}"), ns.against
         elif ns.check:
-            if not shapes.golden.is_file():
-                raise ConfigError(f"{shapes.golden} does not exist; write it with `configbags matrix --write`")
-            golden, label = loads(shapes.golden.read_text(encoding="utf-8"), str(shapes.golden)), str(shapes.golden)
+            golden, label = loads(read_golden(shapes.golden), str(shapes.golden)), str(shapes.golden)
         else:
             print(text, end="")
             return 0

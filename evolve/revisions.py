@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import subprocess
 import tarfile
 import tempfile
@@ -19,6 +20,7 @@ from pathlib import Path
 import attrs
 
 from configbags.runtime.errors import ConfigError
+from configbags.runtime.leaftypes import shown_text
 from configbags.runtime.project import project_path
 
 
@@ -93,6 +95,41 @@ def show(rev: str, file: Path, flag: str = "REV") -> str:
     return _git(top, "show", f"{commit_of(rev, top, flag)}:{rel}").decode("utf-8")
 
 
+def _extract(tar: tarfile.TarFile, tmp: Path, rel: str, rev: str) -> None:
+    """The archive of `rel` at `rev` into `tmp`. A symlink is kept only when it leads to a
+    place inside `rel` (a namespace file linked from a subfolder reads as it does in the
+    working tree); one that leads anywhere else (an absolute path, a device, `../..`, a
+    part of the repository the archive does not hold) is refused, naming the revision and
+    the link, before it is written: nothing outside the revision is ever read."""
+    inside = os.path.realpath(tmp / rel)
+
+    def refuse(member: tarfile.TarInfo) -> ConfigError:
+        # the names are the revision's text: escaped, as every name from a file in a message
+        return ConfigError(f"{rev}:{shown_text(member.name)} is a symlink to {member.linkname!r}, which leads outside "
+                           f"{rev}:{rel}; a revision is read only from its own files: commit a regular file "
+                           f"there, or a link to a file inside {rel}")
+
+    def checked(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+        if member.issym() or member.islnk():
+            base = os.path.dirname(os.path.join(dest, member.name)) if member.issym() else dest
+            target = os.path.realpath(os.path.join(base, member.linkname))
+            if os.path.isabs(member.linkname) or os.path.commonpath([inside, target]) != inside:
+                raise refuse(member)
+        if not hasattr(tarfile, "data_filter"):  # pragma: no cover - Python before 3.10.12
+            return member
+        try:  # and the rest of the data filter: no absolute or escaping names, no devices
+            return tarfile.data_filter(member, dest)
+        except tarfile.FilterError as exc:
+            raise ConfigError(f"{rev}:{shown_text(member.name)}: {exc}; a revision is read only from its own files") from None
+
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(tmp, filter=checked)
+    else:  # pragma: no cover - Python before 3.10.12 has no filter argument: check every member first
+        for member in tar.getmembers():
+            checked(member, str(tmp))
+        tar.extractall(tmp)
+
+
 @contextlib.contextmanager
 def checkout(rev: str, path: Path, flag: str = "REV") -> Iterator[Side]:
     """The folder `path` (of the working tree) as it is at `rev`, in a temporary folder."""
@@ -100,10 +137,7 @@ def checkout(rev: str, path: Path, flag: str = "REV") -> Iterator[Side]:
     data = _git(top, "archive", "--format=tar", commit_of(rev, top, flag), "--", rel)
     with tempfile.TemporaryDirectory(prefix="configbags-rev-") as tmp:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            if hasattr(tarfile, "data_filter"):  # refuse links out of the folder, absolute paths
-                tar.extractall(tmp, filter="data")
-            else:  # pragma: no cover - Python before 3.10.12: git archive writes no such members
-                tar.extractall(tmp)
+            _extract(tar, Path(tmp), rel, rev)
         folder = Path(tmp) / rel
         if not folder.is_dir():
             raise ConfigError(f"{rel} does not exist at revision {rev}")

@@ -169,12 +169,23 @@ def parse_workload(text: str) -> tuple[int, int]:
 parse_workload.__name__ = "workload"
 
 
+# What --chart writes, each in the format its suffix names. matplotlib writes more, but a
+# fixed list is checked with the flags, without importing it (the plan is not run for a
+# name it would then refuse, nor written as name.png when the name has no suffix).
+CHART_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def _chart_path(text: str) -> str:
     """A chart path is checked with the flags, not after the plan was printed."""
     from configbags.runtime.errors import OutputFileError
     from configbags.runtime.yamlsafe import check_output_path
 
     path = project_path(text)  # relative to the project, as every configbags path
+    suffix = path.suffix.lower()
+    if suffix not in CHART_SUFFIXES:
+        why = f"{short_repr(suffix)} is no chart format" if suffix else "the name has no suffix"
+        raise argparse.ArgumentTypeError(f"{short_repr(text)}: {why}; name the chart with one of "
+                                         f"{', '.join(CHART_SUFFIXES)} (its format)")
     try:
         check_output_path(path, "--chart")
     except OutputFileError as exc:
@@ -252,7 +263,8 @@ def build_parser(package: str | None = None) -> _PlanUsage:
                       help="also allocate the pools with torch on this device and check the bytes")
     plan.add_argument("--json", action="store_true", help="print the plan and server_info() as JSON")
     plan.add_argument("--chart", metavar="PNG", type=_chart_path,
-                      help="draw the memory breakdown (needs matplotlib)")
+                      help="draw the memory breakdown (or --fit's ranking) to a .png, .svg or .pdf file; one "
+                           "configuration, not a comparison (needs matplotlib)")
     plan.add_argument("--package", metavar="PKG",
                       help="the generated config package to plan with (default: [tool.configbags] "
                            f"package in pyproject.toml, else the bundled server's {SERVER_PACKAGE})")
@@ -363,6 +375,10 @@ def _main(args: list[str], json_out: bool) -> int:
     except ConfigError as exc:
         return _fail(exc, json_out)
     points = [_Point(m, g, t) for m, g, t in itertools.product(shapes, ns.gpu or [None], ns.tp_size or [None])]
+    if ns.chart and not ns.fit and len(points) > 1:  # a comparison's table has no chart: say so, before planning
+        return _fail(ConfigError(f"--chart draws one plan (or --fit's ranking), and these lists compare {len(points)} "
+                                 f"configurations; give one --model-config, --gpu and --tp-size, or ask --fit"),
+                     json_out, flag="--chart")
     records = _Records(ctx, server, server_argv, "--model-path" not in server_argv and "model_path" in ctx.registry.leaves)
     try:
         for point in points:  # a bad server flag is refused before any planning
@@ -542,6 +558,12 @@ def _drawn(ns: argparse.Namespace, draw: Callable[[], None]) -> bool:
         if ns.json:
             print_error_json("ImportError", message, EXIT_USER_ERROR, flag="--chart")
         return False
+    except (OSError, ValueError) as exc:  # checked with the flags, yet the write can still fail (a full disk)
+        message = f"--chart {ns.chart}: cannot be written: {getattr(exc, 'strerror', None) or exc}"
+        print(f"configbags plan: error: {message}", file=sys.stderr)
+        if ns.json:
+            print_error_json(type(exc).__name__, message, EXIT_USER_ERROR, flag="--chart")
+        return False
     return True
 
 
@@ -693,7 +715,7 @@ def fit_chart(entries: Sequence[fit.FitEntry], n: int, path: str) -> None:
     ax.set_xlabel("requests held at once")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format=os.path.splitext(path)[1][1:].lower())  # as _chart_path checked it
     plt.close(fig)
 
 
@@ -899,5 +921,5 @@ def draw_chart(plan: KvPlan, path: str) -> None:
     )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, fontsize=8, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format=os.path.splitext(path)[1][1:].lower())  # as _chart_path checked it
     plt.close(fig)
