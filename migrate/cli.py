@@ -41,6 +41,7 @@ from configbags.migrate.check import (
 )
 from configbags.migrate.files import display_path
 from configbags.migrate.scan import (
+    MAX_JOBS,
     ScanSettings,
     default_cache_path,
     default_jobs,
@@ -69,6 +70,20 @@ if TYPE_CHECKING:
 __all__ = ["BASELINE", "FIX_REFUSED", "main"]
 
 
+def _job_count(text: str) -> int:
+    """`--jobs N`, from 1 to MAX_JOBS, refused before any worker starts (a pool of 100000
+    processes floods the machine; 0 and -1 mean nothing)."""
+    from configbags.runtime.leaftypes import int_from_text
+
+    try:
+        value = int_from_text(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r}: give from 1 to {MAX_JOBS} worker processes")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = UsageErrors(
         prog="configbags ratchet",
@@ -83,8 +98,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="schema folder (default: [tool.configbags] schema of the project around the "
                          "working folder, else ./schema)")
         sub.add_argument(
-            "--jobs", type=int, default=None, metavar="N",
-            help="processes that parse files the cache lacks (default: the CPUs, at most 8)",
+            "--jobs", type=_job_count, default=None, metavar="N",
+            help=f"processes that parse files the cache lacks, 1 to {MAX_JOBS} (default: the CPUs, at most 8)",
         )
         return sub
 
@@ -206,7 +221,7 @@ def _progress() -> TerminalProgress | None:
 
 
 def _jobs(args: argparse.Namespace) -> int:
-    return default_jobs() if args.jobs is None else max(1, args.jobs)
+    return default_jobs() if args.jobs is None else args.jobs
 
 
 def _use_cache(args: argparse.Namespace) -> bool:

@@ -378,6 +378,11 @@ def _scan_many(sources: list[bytes], settings: ScanSettings, jobs: int, progress
     return results
 
 
+# The most worker processes `--jobs` may ask: each is a process of this machine, and more
+# than its CPUs only adds start-up time (a larger number is a typo, not a plan)
+MAX_JOBS = 64
+
+
 def default_jobs() -> int:
     """Worker processes for a cold scan: the CPUs this process may use, at most 8."""
     try:

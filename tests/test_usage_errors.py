@@ -52,3 +52,14 @@ def test_a_tool_flags_numbers_follow_the_server_flags_grammar(capsys: pytest.Cap
         parser.parse_args(["--count", word])
     assert info.value.code == 2 and "argument --count" in capsys.readouterr().err
     assert parser.parse_args(["--count", "0x10", "--share", "1e-3"]) == argparse.Namespace(count=16, share=0.001)
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1", "65", "100000", "3000000000", "99999999999999999999"])
+def test_ratchet_jobs_is_bounded_before_any_worker_starts(capsys: pytest.CaptureFixture[str], jobs: str) -> None:
+    """A pool of 100000 processes floods the machine, one past a C int is a traceback in
+    multiprocessing, and 0 or -1 mean nothing: each is a usage error naming the flag."""
+    from configbags.migrate.cli import main as ratchet
+
+    with pytest.raises(SystemExit) as info:
+        ratchet(["scan", "--jobs", jobs])
+    assert info.value.code == 2 and "argument --jobs" in capsys.readouterr().err
