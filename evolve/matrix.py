@@ -288,15 +288,25 @@ def coverage(cells: Sequence[Mapping[str, Any]], shapes: Sequence[Shape], rules:
 
 
 # -- the golden file -----------------------------------------------------------------------
+def _config_files(shape: Shape) -> list[Path]:
+    """The files a shape's argv names with `--config FILE` or `--config=FILE`, as the
+    working folder and the project read them (the record resolves them against the project)."""
+    named = [value for flag, value in zip(shape.argv, shape.argv[1:]) if flag == "--config"]
+    named += [arg.partition("=")[2] for arg in shape.argv if arg.startswith("--config=")]
+    return [path for text in named for path in (Path(text), project_path(text))]
+
+
 def check_golden_apart(shapes: Shapes) -> None:
     """Refuse a golden file that --write could not write as a file of its own: one of the
     files the matrix reads (the shapes file, a shape's model config, by any spelling or
-    link, as `--dump-config` is kept apart from its inputs by `os.path.samefile`), or a
+    link, as `--dump-config` is kept apart from its inputs by `os.path.samefile`; a file a
+    shape's argv gives as `--config`), or a
     path `write_text_atomic` refuses (a folder, a FIFO that would block the write, a
     device, a link to one). ConfigError naming the shapes file and `golden:`."""
     golden = shapes.golden
     inputs = [("the shapes file", shapes.path),
-              *((f"the model config of shape {s.name!r}", s.model) for s in shapes.shapes if s.model is not None)]
+              *((f"the model config of shape {s.name!r}", s.model) for s in shapes.shapes if s.model is not None),
+              *((f"a --config file of shape {s.name!r}", path) for s in shapes.shapes for path in _config_files(s))]
     for what, given in inputs:
         try:
             same = os.path.samefile(golden, given)

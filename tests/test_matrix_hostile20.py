@@ -64,6 +64,18 @@ def test_a_golden_naming_a_shapes_model_config_is_refused(tmp_path: Path, capsys
     assert model.read_bytes() == (MODELS / "llama-3.1-8b.json").read_bytes()
 
 
+@pytest.mark.parametrize("argv", ["[--model-path, /m, --config, {cfg}]", "[--model-path, /m, '--config={cfg}']"])
+def test_a_golden_naming_a_shapes_config_file_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: str) -> None:
+    """(round twenty-one, finding 2) a config file a shape passes with --config is an input too."""
+    config = tmp_path / "cfg.yaml"
+    config.write_text("tp_size: 2\n")
+    path = _shapes(tmp_path, str(config), shapes=f"shapes:\n  a: {{argv: {argv.format(cfg=config)}}}\n")
+    assert matrix.main(["--shapes", str(path), "--write"]) == 2
+    assert "a --config file of shape 'a'" in capsys.readouterr().err
+    assert config.read_text() == "tp_size: 2\n"
+
+
 def test_a_fifo_golden_is_refused_by_write_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo.jsonl")
     path = _shapes(tmp_path, "fifo.jsonl")
