@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -291,7 +292,7 @@ def coverage(cells: Sequence[Mapping[str, Any]], shapes: Sequence[Shape], rules:
 def _config_files(shape: Shape) -> list[Path]:
     """The files a shape's argv names with `--config FILE` or `--config=FILE`, as the
     working folder and the project read them (the record resolves them against the project)."""
-    named = [value for flag, value in zip(shape.argv, shape.argv[1:]) if flag == "--config"]
+    named = [value for flag, value in itertools.pairwise(shape.argv) if flag == "--config"]
     named += [arg.partition("=")[2] for arg in shape.argv if arg.startswith("--config=")]
     return [path for text in named for path in (Path(text), project_path(text))]
 
