@@ -25,6 +25,20 @@ def write_pkg(root: Path, files: dict[str, str]) -> None:
         path.write_text(textwrap.dedent(text))
 
 
+def scan_with_home(
+    root: Path, home: str, files: dict[str, str], settings: ScanSettings, cache_path: Path | None = None
+) -> ScanResult:
+    """`pkg/` scanned beside the record's home, `legacy/server_args.py` holding `home` (outside
+    the roots, so read only as the home), with no file the scan could not read."""
+    (root / "legacy").mkdir(exist_ok=True)
+    (root / "legacy" / "__init__.py").write_text("")
+    (root / "legacy" / "server_args.py").write_text(home)
+    write_pkg(root, files)
+    result = scan_tree(root, settings, cache_path=cache_path)
+    assert not result.problems, result.problems
+    return result
+
+
 def scan_pkg(root: Path, files: dict[str, str], settings: ScanSettings = SETTINGS) -> ScanResult:
     write_pkg(root, files)
     result = scan_tree(root, settings)

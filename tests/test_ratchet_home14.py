@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, reads_via, write_pkg
+from ratchet_case import fails, reads_via, scan_with_home
 
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings
 
 SETTINGS = ScanSettings(roots=("pkg",), record_dicts=("global_server_args_dict",))
 HOME = (
@@ -31,13 +31,7 @@ HOME = (
 
 
 def _scan(tmp_path: Path, files: dict[str, str], cache: Path | None = None) -> ScanResult:
-    (tmp_path / "legacy").mkdir(exist_ok=True)
-    (tmp_path / "legacy" / "__init__.py").write_text("")
-    (tmp_path / "legacy" / "server_args.py").write_text(HOME)
-    write_pkg(tmp_path, files)
-    result = scan_tree(tmp_path, SETTINGS, cache_path=cache)
-    assert not result.problems, result.problems
-    return result
+    return scan_with_home(tmp_path, HOME, files, SETTINGS, cache)
 
 
 

@@ -12,22 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, reads_via, write_pkg
+from ratchet_case import fails, reads_via, scan_with_home
 
 from configbags.migrate.check import check
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings
 
 SETTINGS = ScanSettings(roots=("pkg",))
 
 
 def _scan(tmp_path: Path, home: str, files: dict[str, str], cache: Path | None = None) -> ScanResult:
-    (tmp_path / "legacy").mkdir(exist_ok=True)
-    (tmp_path / "legacy" / "__init__.py").write_text("")
-    (tmp_path / "legacy" / "server_args.py").write_text(home)
-    write_pkg(tmp_path, files)
-    result = scan_tree(tmp_path, SETTINGS, cache_path=cache)
-    assert not result.problems, result.problems
-    return result
+    return scan_with_home(tmp_path, home, files, SETTINGS, cache)
 
 
 def _leaves(result: ScanResult) -> set[tuple[str, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, reads_via, write_pkg
+from ratchet_case import fails, reads_via, scan_with_home, write_pkg
 
 from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
 
@@ -29,13 +29,7 @@ USER = "from legacy.server_args import get_server_args\ndef f():\n{body}"
 
 
 def _scan(tmp_path: Path, methods: str, body: str) -> ScanResult:
-    (tmp_path / "legacy").mkdir(exist_ok=True)
-    (tmp_path / "legacy" / "__init__.py").write_text("")
-    (tmp_path / "legacy" / "server_args.py").write_text(HOME.format(body=methods))
-    write_pkg(tmp_path, {"user.py": USER.format(body=body)})
-    result = scan_tree(tmp_path, SETTINGS)
-    assert not result.problems, result.problems
-    return result
+    return scan_with_home(tmp_path, HOME.format(body=methods), {"user.py": USER.format(body=body)}, SETTINGS)
 
 
 def _method(signature: str, returns: str) -> str:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, reads_via, write_pkg
+from ratchet_case import fails, reads_via, scan_with_home
 
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings
 
 SETTINGS = ScanSettings(roots=("pkg",))
 
@@ -29,13 +29,7 @@ HOME = (
 
 
 def _scan(tmp_path: Path, after: str, user: str) -> ScanResult:
-    (tmp_path / "legacy").mkdir(exist_ok=True)
-    (tmp_path / "legacy" / "__init__.py").write_text("")
-    (tmp_path / "legacy" / "server_args.py").write_text(HOME + after)
-    write_pkg(tmp_path, {"user.py": user})
-    result = scan_tree(tmp_path, SETTINGS)
-    assert not result.problems, result.problems
-    return result
+    return scan_with_home(tmp_path, HOME + after, {"user.py": user}, SETTINGS)
 
 
 def _user(names: str, expr: str) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, reads_via, write_pkg
+from ratchet_case import fails, reads_via, scan_with_home
 
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings
 
 SETTINGS = ScanSettings(roots=("pkg",))
 
@@ -30,13 +30,7 @@ HOME = (
 
 
 def _scan(tmp_path: Path, user: str, body: str = "") -> ScanResult:
-    (tmp_path / "legacy").mkdir(exist_ok=True)
-    (tmp_path / "legacy" / "__init__.py").write_text("")
-    (tmp_path / "legacy" / "server_args.py").write_text(HOME.format(body=body))
-    write_pkg(tmp_path, {"user.py": user})
-    result = scan_tree(tmp_path, SETTINGS)
-    assert not result.problems, result.problems
-    return result
+    return scan_with_home(tmp_path, HOME.format(body=body), {"user.py": user}, SETTINGS)
 
 
 def _user(names: str, expr: str) -> str:

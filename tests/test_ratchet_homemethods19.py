@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, reads_via, write_pkg
+from ratchet_case import fails, reads_via, scan_with_home
 
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings
 
 SETTINGS = ScanSettings(roots=("pkg",))
 
@@ -34,13 +34,7 @@ def _home(before: str = "", bases: str = "", body: str = "", after: str = "") ->
 
 
 def _scan(tmp_path: Path, home: str, files: dict[str, str]) -> ScanResult:
-    (tmp_path / "legacy").mkdir(exist_ok=True)
-    (tmp_path / "legacy" / "__init__.py").write_text("")
-    (tmp_path / "legacy" / "server_args.py").write_text(home)
-    write_pkg(tmp_path, files)
-    result = scan_tree(tmp_path, SETTINGS)
-    assert not result.problems, result.problems
-    return result
+    return scan_with_home(tmp_path, home, files, SETTINGS)
 
 
 BOUND = "from legacy.server_args import get_server_args\ndef f():\n    return get_server_args().url()\n"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import fails, write_pkg
+from ratchet_case import fails, scan_with_home
 
-from configbags.migrate.scan import ScanResult, ScanSettings, scan_tree
+from configbags.migrate.scan import ScanResult, ScanSettings
 
 SETTINGS = ScanSettings(roots=("pkg",))
 HOME = (
@@ -29,13 +29,7 @@ OTHER = "ServerArgs(port=5000)"
 
 
 def _scan(tmp_path: Path, user: str, home: str = "") -> ScanResult:
-    (tmp_path / "legacy").mkdir(exist_ok=True)
-    (tmp_path / "legacy" / "__init__.py").write_text("")
-    (tmp_path / "legacy" / "server_args.py").write_text(HOME + home)
-    write_pkg(tmp_path, {"user.py": IMPORT + user})
-    result = scan_tree(tmp_path, SETTINGS)
-    assert not result.problems, result.problems
-    return result
+    return scan_with_home(tmp_path, HOME + home, {"user.py": IMPORT + user}, SETTINGS)
 
 
 def _leaves(result: ScanResult) -> set[str]:

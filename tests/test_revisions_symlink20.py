@@ -81,14 +81,14 @@ def test_a_link_to_a_file_inside_the_revisions_schema_is_followed(
     looks for it reads at the revision as the plain file does, so nothing changed."""
     repo, _ = _repo(tmp_path, None)
     namespaces = repo / "schema" / "namespaces"
-    (repo / "schema" / "shared").mkdir()
-    shutil.move(namespaces / "serving.yaml", repo / "schema" / "shared" / "serving.yaml")
-    (namespaces / "serving.yaml").symlink_to("../shared/serving.yaml")
+    (repo / "schema" / "common").mkdir()
+    shutil.move(namespaces / "serving.yaml", repo / "schema" / "common" / "serving.yaml")
+    (namespaces / "serving.yaml").symlink_to("../common/serving.yaml")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "linked")
     rev = _git(repo, "rev-parse", "HEAD")
     (namespaces / "serving.yaml").unlink()
-    shutil.move(repo / "schema" / "shared" / "serving.yaml", namespaces / "serving.yaml")
+    shutil.move(repo / "schema" / "common" / "serving.yaml", namespaces / "serving.yaml")
     monkeypatch.chdir(repo)
     capsys.readouterr()
     assert diff.main([f"--against={rev}", "--no-cache"]) == 0, capsys.readouterr().err
