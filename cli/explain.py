@@ -52,7 +52,7 @@ def build_parser(package: str | None = None) -> argparse.ArgumentParser:
     parser = UsageErrors(
         prog="configbags explain", allow_abbrev=False, add_help=False,
         description="Show every layer of one config leaf for these server flags and facts; "
-                    "server flags follow the explain flags.",
+                    "server flags follow the explain flags (or a `--`).",
     )
     parser.add_argument("leaf", help="the leaf to explain, e.g. mem_fraction_static")
     facts = parser.add_argument_group("facts (inputs of the hardware and model rules)")
@@ -123,8 +123,13 @@ def render(info: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    after: list[str] = []
+    if "--" in args:  # everything after `--` is server flags, as for rollout (argparse would keep the `--`)
+        cut = args.index("--")
+        args, after = args[:cut], args[cut + 1:]
     parser = build_parser(peek_package(args))
     ns, server_argv = parser.parse_known_args(args)
+    server_argv += after
     try:
         ctx: Context[Any] = named_context(ns.package)
         known = {*ctx.registry.leaves, *ctx.registry.derived}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import attrs
 
+from configbags.runtime.cmdline import inert
+
 
 @attrs.frozen
 class SchemaError:
@@ -15,10 +17,12 @@ class SchemaError:
     hint: str | None = None
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}"
+        # a file's name and text reach the terminal or CI log inert: a schema file named
+        # "a\n::error ..." cannot forge a line (or a GitHub workflow command)
+        where = f"{inert(self.file)}:{self.line}"
         what = f"leaf {self.leaf!r}: " if self.leaf else ""
-        fix = f" -> {self.hint}" if self.hint else ""
-        return f"{where}: {what}{self.message}{fix}"
+        fix = f" -> {inert(self.hint)}" if self.hint else ""
+        return f"{where}: {what}{inert(self.message)}{fix}"
 
 
 class SchemaInvalid(Exception):

@@ -899,13 +899,14 @@ class _Sides:
     old: str
     new: str | None  # None: the working schema folder
     old_flag: str = "OLD"  # how errors name the old side: OLD or --against
+    old_revision_only: bool = False  # --against: a folder of the same name is never read instead
 
 
 def _sides(ns: argparse.Namespace) -> _Sides:
     if ns.against is not None:
         if ns.old is not None:
             raise ConfigError("give either --against REV or OLD [NEW], not both")
-        return _Sides(ns.against, None, "--against")
+        return _Sides(ns.against, None, "--against", old_revision_only=True)
     if ns.old is None:
         raise ConfigError("name the old schema (a folder or revision), or pass --against REV")
     return _Sides(ns.old, ns.new)
@@ -952,7 +953,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _opened(sides: _Sides, schema: Path) -> Iterator[tuple[Side, Side]]:
     """Both sides as folders for the block (revisions checked out into temporary folders)."""
     with contextlib.ExitStack() as stack:
-        old = stack.enter_context(side(sides.old, schema, sides.old_flag))
+        old = stack.enter_context(side(sides.old, schema, sides.old_flag, revision_only=sides.old_revision_only))
         if sides.new is None:
             new = Side(schema, _shown(schema))
         else:

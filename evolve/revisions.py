@@ -139,20 +139,30 @@ def checkout(rev: str, path: Path, flag: str = "REV") -> Iterator[Side]:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             _extract(tar, Path(tmp), rel, rev)
         folder = Path(tmp) / rel
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"{rev}:{shown_text(rel)} is a file, not a folder; name the schema folder")
         if not folder.is_dir():
-            raise ConfigError(f"{rel} does not exist at revision {rev}")
+            raise ConfigError(f"{shown_text(rel)} does not exist at revision {rev}")
         yield Side(folder, f"{rev}:{rel}")
 
 
 @contextlib.contextmanager
-def side(text: str, default_schema: Path, flag: str = "a side") -> Iterator[Side]:
+def side(text: str, default_schema: Path, flag: str = "a side", *, revision_only: bool = False) -> Iterator[Side]:
     """A side as the user wrote it: a folder, `REV:PATH`, or a revision of the project's
-    schema folder."""
-    as_path = project_path(text)  # a folder is relative to the project, as every configbags path
-    if as_path.is_dir():
-        yield Side(as_path, text)
-        return
+    schema folder. With `revision_only` (`--against REV`) a folder of the same name is never
+    read in its place; otherwise a name that is both a folder and a revision is refused as
+    ambiguous, as git refuses it, since reading the folder would compare the working schema
+    with itself and pass."""
     refuse_option_like(text, flag)
+    if not revision_only:
+        as_path = project_path(text)  # a folder is relative to the project, as every configbags path
+        if as_path.is_dir():
+            if is_revision(text, as_path):
+                raise ConfigError(f"{flag} {shown_text(text)!r} is both a folder and a git revision; write "
+                                  f"./{shown_text(text)} for the folder or refs/heads/{shown_text(text)} (or its commit) "
+                                  f"for the revision")
+            yield Side(as_path, text)
+            return
     rev, sep, rest = text.partition(":")
     if sep and rest and is_revision(rev, Path.cwd()):
         with checkout(rev, Path(rest), flag) as found:
@@ -162,4 +172,6 @@ def side(text: str, default_schema: Path, flag: str = "a side") -> Iterator[Side
         with checkout(text, default_schema, flag) as found:
             yield found
         return
+    if revision_only:
+        commit_of(text, Path.cwd(), flag)  # raises, naming the flag: not a revision
     raise ConfigError(f"{flag} {text!r} is neither a schema folder nor a git revision; give a folder, REV or REV:PATH")

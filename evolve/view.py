@@ -479,7 +479,16 @@ def _load_or_errors(folder: Path, shown: str) -> SchemaView | list[SchemaError]:
     try:
         return _load(folder, shown)
     except SchemaInvalid as exc:
-        return exc.errors
+        return [_shown_error(e, folder, shown) for e in exc.errors]
+
+
+def _shown_error(error: SchemaError, folder: Path, shown: str) -> SchemaError:
+    """An error as reports name its file: from `shown` (a revision's `REV:PATH`, not the
+    temporary folder it was read from, which is gone when the command ends)."""
+    prefix = str(folder).rstrip("/") + "/"
+    if not error.file.startswith(prefix):
+        return error
+    return attrs.evolve(error, file=f"{shown.rstrip('/')}/{error.file[len(prefix):]}")
 
 
 def load_views(sides: Sequence[tuple[Path, str]], *, cache: bool = True,
