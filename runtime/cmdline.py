@@ -179,7 +179,10 @@ def unrecognized(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
     hidden = 0
     for word in words:
         name = word.partition("=")[0]
-        if _FLAG_NAME.fullmatch(name):
+        if _FLAG_NAME.fullmatch(name) and name in known:
+            # a known flag argparse left over: it came after a `--`, which ends the flags
+            flags.append(f"{name} (after a '--', which ends the flags: give it before the '--')")
+        elif _FLAG_NAME.fullmatch(name):
             flags.append(f"{name}{_flag_hint(name, known) or closest(name, known)}")
         else:
             hidden += 1

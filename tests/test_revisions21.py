@@ -6,6 +6,7 @@ FLAGS` takes the server flags after `--`."""
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from configbags import explain
 from configbags.evolve import diff, lint
+from configbags.runtime.cmdline import unrecognized
 
 SCHEMA = Path(__file__).parent / "fixtures" / "evolve" / "lint" / "schema"
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
@@ -158,3 +160,12 @@ def test_explain_takes_the_server_flags_after_a_double_dash(
     argv = ["--package", "configbags.generated", "tp_size", *before, "--", "--model-path", "/m", "--tp-size", "2"]
     assert explain.main(argv) == 0, capsys.readouterr().err
     assert "parallel.tp_size = 2" in capsys.readouterr().out
+
+
+def test_a_known_flag_after_a_double_dash_is_not_suggested_as_itself() -> None:
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    parser.add_argument("--model-path")
+    _, left = parser.parse_known_args(["--", "--model-path", "/m", "--modl-path", "x"])
+    message = unrecognized(parser, left)
+    assert "--model-path (after a '--', which ends the flags" in message, message
+    assert "--modl-path (did you mean '--model-path'?)" in message, message
