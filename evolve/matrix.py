@@ -32,9 +32,10 @@ import itertools
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,13 @@ import attrs
 
 from configbags.evolve.revisions import show
 from configbags.packages import named_context
+from configbags.runtime.abbrev import expand_prefixes
 from configbags.runtime.cmdline import UsageErrors
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
-from configbags.runtime.leaftypes import short_repr, shown_text
+from configbags.runtime.leaftypes import closest, short_repr, shown_text
 from configbags.runtime.project import load_project, project_path
-from configbags.runtime.record import reference
+from configbags.runtime.record import cli_parser, reference
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
 from configbags.runtime.yamlsafe import (
     check_output_path,
@@ -60,6 +62,8 @@ SHAPES_FILE = "matrix.yaml"
 SHAPE_KEYS = frozenset({"help", "argv", "env", "config", "gpu", "model", "role"})
 CONFIG_NAME = "$CONFIG"  # how a shape's config file is named in cells and errors
 PACKAGE_NAME = "$PACKAGE"  # how the generated package's folder (its CONFIG.md) is named
+DEFAULT_ROLE = "launcher"
+DUMP_FLAG = "--dump-config"
 
 
 @attrs.frozen
@@ -71,6 +75,7 @@ class Shape:
     config: Mapping[str, Any] | None
     gpu: GpuFacts | None
     model: Path | None
+    model_facts: ModelFacts | None  # read once, with the shapes file: a model that is no model config is refused there
     role: str
 
 
@@ -80,10 +85,52 @@ class Shapes:
     package: str | None
     golden: Path
     shapes: tuple[Shape, ...]
+    role: str | None = None  # the file's own `role:`, None when it gives none
+
+    def named_paths(self) -> list[Path]:
+        """The paths whose names the shapes file gives (the golden, as written and where a
+        link leads; the shapes' models), which a message shows escaped."""
+        golden = [self.golden, Path(os.path.realpath(self.golden))]
+        return [*golden, *(s.model for s in self.shapes if s.model is not None)]
 
 
 def _bad(path: Path, message: str) -> ConfigError:
     return ConfigError(f"{path}: {message}")
+
+
+def _escaped(text: str, paths: Iterable[Path]) -> str:
+    """`text` with each of `paths` (and its folder) shown as `shown_text` shows a name: a
+    path the shapes file names is someone else's text, and a message quoting it raw (a
+    newline in the golden's name) could forge a line of the CI log."""
+    raw = {str(name) for path in paths for name in (path, path.parent)}
+    hostile = sorted((name for name in raw if shown_text(name, _WHOLE) != name), key=len, reverse=True)
+    if not hostile:
+        return text
+    # one pass, longest first: a path and its folder are escaped once, never twice
+    return re.sub("|".join(map(re.escape, hostile)), lambda found: shown_text(found.group(), _WHOLE), text)
+
+
+def _role(path: Path, where: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(path, f"{where}`role` is a role name of the schema (schema/roles.yaml), not {short_repr(value)}")
+    return value
+
+
+def _model(path: Path, name: object, given: object) -> tuple[Path, ModelFacts]:
+    """A shape's model config and its facts, read now: one that is no file, or no model
+    config (not JSON, a lone surrogate, not an object, `architectures` no list of names), is
+    refused as `explain --model-config` refuses it, never recorded as the shape's error cell
+    (a golden of error cells would keep `--check` green)."""
+    model = path.parent / str(given)
+    if not model.is_file():
+        raise _bad(path, f"shape {name!r}: model {given!r} is no file (it is a config.json, relative "
+                         f"to the shapes file)")
+    try:
+        return model, ModelFacts.from_config(model)
+    except ConfigError as exc:
+        raise _bad(path, f"shape {name!r}: model {given!r} cannot be read as a model config "
+                         f"({_escaped(str(exc), [model])}); give the model's config.json, relative to the "
+                         f"shapes file") from None
 
 
 def read_shapes(path: Path) -> Shapes:
@@ -94,7 +141,7 @@ def read_shapes(path: Path) -> Shapes:
         raise _bad(path, f"cannot read the shapes file: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("shapes"), dict) or not data["shapes"]:
         raise _bad(path, "the shapes file needs `shapes:`, a mapping of shape names to launch shapes")
-    role = str(data.get("role", "launcher"))
+    role = _role(path, "", data["role"]) if "role" in data else None
     out = []
     for name, spec in data["shapes"].items():
         if not isinstance(spec, dict):
@@ -111,18 +158,17 @@ def read_shapes(path: Path) -> Shapes:
         if config is not None and not isinstance(config, dict):
             raise _bad(path, f"shape {name!r}: `config` is a mapping of leaf names to values")
         gpu = _gpu(path, name, spec.get("gpu"))
-        model = (path.parent / str(spec["model"])) if spec.get("model") is not None else None
-        if model is not None and not model.is_file():
-            raise _bad(path, f"shape {name!r}: model {spec['model']!r} is no file (it is a config.json, relative "
-                             f"to the shapes file)")
+        model, facts = _model(path, name, spec["model"]) if spec.get("model") is not None else (None, None)
+        shape_role = _role(path, f"shape {name!r}: ", spec["role"]) if "role" in spec else role
         out.append(Shape(str(name), str(spec.get("help", "")), tuple(str(a) for a in argv),
-                         {str(k): str(v) for k, v in env.items()}, config, gpu, model, str(spec.get("role", role))))
+                         {str(k): str(v) for k, v in env.items()}, config, gpu, model, facts,
+                         shape_role or DEFAULT_ROLE))
     golden_name = data.get("golden", "matrix.golden.jsonl")
     if not isinstance(golden_name, str) or not golden_name.strip():
         raise _bad(path, f"`golden` is a file name (text, relative to the shapes file), not {golden_name!r}")
     golden = path.parent / golden_name
     package = data.get("package")
-    return Shapes(path, str(package) if package is not None else None, golden, tuple(out))
+    return Shapes(path, str(package) if package is not None else None, golden, tuple(out), role)
 
 
 def _gpu(path: Path, name: object, g: object) -> GpuFacts | None:
@@ -168,6 +214,50 @@ def _cells(shape: Shape, info: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
         yield cell
 
 
+def dump_flag(ctx: Context[Any], shape: Shape) -> str | None:
+    """The flag of `shape.argv` that the record's parser reads as --dump-config, as the
+    shape spells it (`--dump-config`, `--dump-config=PATH`, or a prefix that a schema with
+    `cli: {abbreviations: legacy}` expands to it), or None."""
+    words = list(shape.argv)
+    read = words
+    if ctx.registry.abbreviations == "legacy":
+        record_type = ctx.record_type
+        assert record_type is not None, "a generated package's context knows its record type"
+        parser = cli_parser(record_type.add_cli_args, "matrix")
+        # an ambiguous prefix is the shape's usage error (its cell); the words are then read as given
+        with contextlib.suppress(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+            read = expand_prefixes(parser, words, lambda spelling, message: None)
+    for given, word in zip(words, read, strict=True):
+        if word == "--":  # what follows is no flag
+            break
+        if word.partition("=")[0] == DUMP_FLAG:
+            return given.partition("=")[0]
+    return None
+
+
+def check_against_schema(ctx: Context[Any], shapes: Shapes) -> None:
+    """Refuse, before any shape is resolved, a shapes file asking what the matrix must not
+    record or do: a role the schema lacks (every shape would be one RoleError cell, a
+    golden `--check` keeps green), or a shape whose argv gives --dump-config (publishing it
+    would write the resolved config, over the shapes file itself if it names it, and even
+    under `--check`). ConfigError naming the shapes file, the shape and the fix."""
+    roles = ctx.registry.roles
+    known = f"the roles are {', '.join(sorted(roles))} (schema/roles.yaml)"
+    if shapes.role is not None and shapes.role not in roles:
+        raise _bad(shapes.path, f"`role: {shapes.role!r}` is no role of the schema{closest(shapes.role, roles)}; "
+                                f"{known}")
+    for shape in shapes.shapes:
+        if shape.role not in roles:
+            raise _bad(shapes.path, f"shape {shape.name!r} publishes as role {shape.role!r}, no role of the schema"
+                                    f"{closest(shape.role, roles)}; {known}: set `role:` in the shape or the file")
+        flag = dump_flag(ctx, shape)
+        if flag is not None:
+            shown = flag if flag == DUMP_FLAG else f"{shown_text(flag, _WHOLE)} ({DUMP_FLAG})"
+            raise _bad(shapes.path, f"shape {shape.name!r}: its argv gives {shown}, which writes the resolved config "
+                                    f"to a file when the shape is published; matrix resolves shapes without writing "
+                                    f"(the golden is its one output): take the flag out of the shape's argv")
+
+
 def resolve_shape(ctx: Context[Any], shape: Shape, workdir: Path) -> list[dict[str, Any]]:
     """One shape's cells, or a single cell holding its error: the record is built as the
     server builds it (preset, config file, env, flags) and published with the facts."""
@@ -180,11 +270,10 @@ def resolve_shape(ctx: Context[Any], shape: Shape, workdir: Path) -> list[dict[s
     assert record_type is not None, "a generated package's context knows its record type"
     errors = io.StringIO()
     try:
-        model = ModelFacts.from_config(shape.model) if shape.model is not None else None
         with contextlib.redirect_stderr(errors):
             record = record_type.from_cli(argv, prog="matrix", environ=dict(shape.env))
         with ctx.restoring():
-            ctx.publish(record, role=shape.role, facts=Facts(shape.gpu, model))
+            ctx.publish(record, role=shape.role, facts=Facts(shape.gpu, shape.model_facts))
             info = ctx.server_info()
     except SystemExit:  # argparse refused the command line, and said why on stderr: all of it is the error
         lines = [line.strip() for line in errors.getvalue().splitlines() if line.strip()]
@@ -356,27 +445,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    shapes: Shapes | None = None
     try:
         path = ns.shapes if ns.shapes is not None else load_project().schema / SHAPES_FILE
         shapes = read_shapes(path)
         if ns.write:
             check_golden_apart(shapes)  # before any shape is resolved: a refusal costs nothing
         ctx = named_context(ns.package or shapes.package)
+        check_against_schema(ctx, shapes)
         cells = resolve(ctx, shapes.shapes)
         text = dumps(cells)
         if ns.write:
             written = write_text_atomic(shapes.golden, text, f"{shapes.path}: golden")
-            print(f"configbags matrix: wrote {written} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
+            print(f"configbags matrix: wrote {shown_text(str(written), _WHOLE)} ({len(shapes.shapes)} shapes, "
+                  f"{len(cells)} cells)")
             return 0
         if ns.against is not None:
             golden, label = loads(show(ns.against, shapes.golden, "--against"), f"{ns.against}:{shapes.golden}"), ns.against
         elif ns.check:
-            golden, label = loads(read_golden(shapes.golden), str(shapes.golden)), str(shapes.golden)
+            golden, label = loads(read_golden(shapes.golden), str(shapes.golden)), shown_text(str(shapes.golden), _WHOLE)
         else:
             print(text, end="")
             return 0
     except ConfigError as exc:
-        print(f"configbags matrix: error: {exc}", file=sys.stderr)
+        # the golden's name and the models' come from the shapes file, into messages of every helper
+        message = str(exc) if shapes is None else _escaped(str(exc), shapes.named_paths())
+        print(f"configbags matrix: error: {message}", file=sys.stderr)
         return 2
     changed = changes(golden, cells)
     for line in changed:
