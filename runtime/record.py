@@ -1005,15 +1005,9 @@ def warn_repeated(parser: argparse.ArgumentParser, registry: Registry, words: Se
             warn_once(message, message)
 
 
-def record_from_cli(
-    cls: type[R],
-    registry: Registry,
-    add_cli_args: Any,
-    argv: Sequence[str] | None,
-    schema_path: Path,
-    prog: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> R:
+def record_parser(add_cli_args: Callable[[argparse.ArgumentParser], None], prog: str | None) -> argparse.ArgumentParser:
+    """The server's command-line parser (`add_cli_args`'s flags, `--help[=KEYWORD|GROUP]`),
+    for `record_from_cli` and for a command that reads the words before it builds a record."""
     # No abbreviations: a flag added later must not change what an old command line means.
     from configbags.runtime.cmdline import UsageErrors  # one line and a hint, not the whole usage
 
@@ -1024,6 +1018,19 @@ def record_from_cli(
                         help="show this help; --help=KEYWORD lists the flags that mention KEYWORD, "
                              "--help=GROUP the flags of one namespace")
     add_cli_args(parser)
+    return parser
+
+
+def record_from_cli(
+    cls: type[R],
+    registry: Registry,
+    add_cli_args: Any,
+    argv: Sequence[str] | None,
+    schema_path: Path,
+    prog: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> R:
+    parser = record_parser(add_cli_args, prog)
     namespace = parse_cli_words(parser, registry, list(sys.argv[1:] if argv is None else argv))
     try:
         return record_from_cli_args(cls, registry, namespace, schema_path, environ)
