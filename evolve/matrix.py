@@ -49,7 +49,7 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.leaftypes import closest, short_repr, shown_text
 from configbags.runtime.project import load_project, project_path
-from configbags.runtime.record import cli_parser, reference
+from configbags.runtime.record import record_parser, reference
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
 from configbags.runtime.yamlsafe import (
     check_output_path,
@@ -223,7 +223,7 @@ def dump_flag(ctx: Context[Any], shape: Shape) -> str | None:
     if ctx.registry.abbreviations == "legacy":
         record_type = ctx.record_type
         assert record_type is not None, "a generated package's context knows its record type"
-        parser = cli_parser(record_type.add_cli_args, "matrix")
+        parser = record_parser(record_type.add_cli_args, "matrix")
         # an ambiguous prefix is the shape's usage error (its cell); the words are then read as given
         with contextlib.suppress(SystemExit), contextlib.redirect_stderr(io.StringIO()):
             read = expand_prefixes(parser, words, lambda spelling, message: None)

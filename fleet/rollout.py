@@ -40,8 +40,16 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, InputFileError, LeafValueError, RecordError
 from configbags.runtime.fleet import ApplyClass, above_capacity, apply_class, route
 from configbags.runtime.keys import CLIENT_ADMIN_KEY_VAR, CLIENT_API_KEY_VAR, client_key_problem
-from configbags.runtime.leaftypes import is_text, jsonable, short_repr
-from configbags.runtime.record import check_value
+from configbags.runtime.leaftypes import Policy, closest, is_text, jsonable, short_repr, shown_text
+from configbags.runtime.record import (
+    CONFIG_LOSS,
+    DumpInput,
+    check_dump_apart,
+    check_value,
+    parse_cli_words,
+    record_parser,
+    secret_file_inputs,
+)
 from configbags.runtime.registry import REDACTED, Registry
 from configbags.runtime.yamlsafe import load_json, read_text_limited
 from configbags.serve.door import DoorError, check_keys, is_secret, parse_patch, source_problem
@@ -50,6 +58,7 @@ READ_KEY_ENV, ADMIN_KEY_ENV = CLIENT_API_KEY_VAR, CLIENT_ADMIN_KEY_VAR
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROLE = "launcher"  # the role a config file is published as (serve's --role default)
+DOOR_TEXT_CHARS = 4000  # the most of a refusal's message or fix shown (a door's own are far shorter)
 
 
 @attrs.frozen
@@ -119,6 +128,8 @@ class SideValues:
 
 
 READBACK_FIX = "save GET /server_info of a running configbags serve door again (a readback is its answer, unedited)"
+COMPLETE = ("a door's readback holds every leaf of its schema in `record` and `resolved`; give one of this schema "
+            "(a server of another schema is planned with its own package, --package)")
 
 
 def readback_side(registry: Registry, readback: Mapping[str, Any], where: str,
@@ -128,23 +139,47 @@ def readback_side(registry: Registry, readback: Mapping[str, Any], where: str,
     answer), so its shape is checked and every value of a leaf by the server's own check
     (`record.check_value`: type, choices, range, text): a value the door would refuse is
     never planned as live, and none reaches a comparison it would break (`error`, or a
-    `RecordError` for a value, naming `where` and the JSON path)."""
+    `RecordError` for a value, naming `where` and the JSON path). A door's readback lists
+    every leaf, and logs overrides only of leaves an override can change: a leaf missing
+    would be planned as null, and a name no door knows would be dropped unseen."""
     shapes = (("record", dict, "an object of leaf values"), ("overrides", list, "a list of override entries"),
               ("resolved", dict, "an object of resolved values"))
     for key, kind, want in shapes:
         if not isinstance(readback.get(key, kind()), kind):
             raise error(f"{where}: `{key}` is a JSON {type(readback[key]).__name__}, not {want}; {READBACK_FIX}")
-    values = {name: _readback_value(registry, name, value, f"record.{name}", where)
-              for name, value in readback.get("record", {}).items()}
+    record, resolved = readback.get("record", {}), readback["resolved"]
+    for name in record:
+        if name not in registry.leaves:
+            raise error(f"{where}: record.{shown_text(name)}: not a leaf of this schema{closest(name, registry.leaves)}; "
+                        f"{COMPLETE}; {READBACK_FIX}")
+    _require_every_leaf(registry, record, "record", where, error)
+    values = {name: _readback_value(registry, name, value, f"record.{name}", where) for name, value in record.items()}
     for at, entry in enumerate(readback.get("overrides", [])):
         leaf = entry.get("leaf") if isinstance(entry, dict) else None
         if not isinstance(leaf, str) or "new" not in entry:
             raise error(f"{where}: overrides[{at}] is no override entry (an object with the `leaf` it changed, by "
                         f"name, and its `new` value); {READBACK_FIX}")
+        spec = registry.leaves.get(leaf)
+        if spec is None:
+            raise error(f"{where}: overrides[{at}].leaf '{shown_text(leaf)}': not a leaf of this schema"
+                        f"{closest(leaf, registry.leaves)}, so no door logs an override of it; {READBACK_FIX}")
+        if spec.policy is Policy.STARTUP:
+            # the context refuses every override of a startup leaf (load_time ones are taken until seal)
+            raise error(f"{where}: overrides[{at}].leaf {leaf!r}: a startup leaf, fixed at publish: no override "
+                        f"ever changes it, so no door logs one; {READBACK_FIX}")
         values[leaf] = _readback_value(registry, leaf, entry["new"], f"overrides[{at}].new", where)
+    _require_every_leaf(registry, resolved, "resolved", where, error)
     resolved = {name: _readback_value(registry, name, value, f"resolved.{name}", where)
-                for name, value in readback["resolved"].items()}
+                for name, value in resolved.items()}
     return SideValues(values, resolved)
+
+
+def _require_every_leaf(registry: Registry, values: Mapping[str, Any], key: str, where: str,
+                        error: type[ConfigError]) -> None:
+    missing = [name for name in registry.leaves if name not in values]
+    if missing:
+        more = f", and {len(missing) - 1} more leaves" if len(missing) > 1 else ""
+        raise error(f"{where}: {key}.{missing[0]} (missing){more}: {COMPLETE}; {READBACK_FIX}")
 
 
 def _readback_value(registry: Registry, name: str, value: Any, at: str, where: str) -> Any:
@@ -167,6 +202,21 @@ def _readback_value(registry: Registry, name: str, value: Any, at: str, where: s
     return value
 
 
+def _said(body: Any) -> str:
+    """What a refusal's body says (its `message`), escaped: it is the server's text."""
+    message = body.get("message") if isinstance(body, dict) else None
+    return f": {shown_text(message)}" if isinstance(message, str) and message else ""
+
+
+def _status_hint(status: int) -> str:
+    """What to do about a read answered `status`: only a 401 is about the read key."""
+    if status == 401:
+        return f" (give the read key with --api-key or ${READ_KEY_ENV})"
+    if 300 <= status < 400:
+        return " (a redirect, which rollout does not follow: give the URL of the configbags serve door itself)"
+    return "; give the URL of a running configbags serve door"
+
+
 def side_values(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None,
                 timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
     return read_side(context, where, flags, read_key, timeout).values
@@ -185,8 +235,8 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
         except httpx.HTTPError as exc:
             raise ConfigError(f"{shown}: cannot read /server_info: {http_failure(exc, where, [read_key])}") from None
         if answer.status != 200:
-            raise ConfigError(f"{shown}: GET /server_info answered {answer.status} "
-                              f"(give the read key with --api-key or ${READ_KEY_ENV})")
+            raise ConfigError(f"{shown}: GET /server_info answered {answer.status}{_said(answer.body)}"
+                              f"{_status_hint(answer.status)}")
         if answer.error is not None:
             raise answer.error
         readback = answer.body
@@ -270,15 +320,49 @@ def apply(url: str, body: dict[str, Any], admin_key: str | None,
     headers = {"Authorization": f"Bearer {admin_key}"} if admin_key else {}
     reply = exchange("PATCH", url.rstrip("/") + "/config", what=what, timeout=timeout,
                      headers=headers, payload=body)
-    answer: Any = reply.body if reply.error is None else {"error": "http", "message": str(reply.error)}
-    if not isinstance(answer, dict):
-        answer = {"error": "http", "message": f"the answer is a JSON {type(answer).__name__}, not an object"}
-    elif reply.status == 200 and (type(answer.get("epoch")) is not int or not isinstance(answer.get("entries"), list)):
+    if reply.status == 200:
+        done = reply.body if reply.error is None else None
+        if isinstance(done, dict) and type(done.get("epoch")) is int and isinstance(done.get("entries"), list):
+            return 200, done
         # a 200 from anything but a configbags door says nothing of what applied
-        return 0, {"error": "not_a_door", "message": "the answer is no configbags PATCH answer (no `epoch` and "
+        return 0, {"error": NOT_A_DOOR, "message": "the answer is no configbags PATCH answer (no `epoch` and "
                    "`entries`): the URL is not a configbags serve door, and nothing is known of what it did",
                    "fix": "give the URL of a configbags serve door"}
-    return reply.status, answer
+    if reply.error is None and is_door_refusal(reply.status, reply.body):
+        return reply.status, reply.body
+    # a proxy's 502, a crash's 500, any other server's answer: the PATCH may have been applied
+    return reply.status, {"error": NOT_A_REFUSAL, "message": f"answered {reply.status}, but not as a configbags door "
+                          f"refuses (an object with `error`, `message` and `fix`){_said(reply.body)}",
+                          "fix": "give the URL of a configbags serve door"}
+
+
+NOT_A_DOOR, NOT_A_REFUSAL = "not_a_door", "not_a_refusal"
+UNKNOWN_OUTCOME = ("no_answer", NOT_A_DOOR, NOT_A_REFUSAL)  # the PATCH went out, and what it did is not known
+
+
+def is_door_refusal(status: int, body: Any) -> bool:
+    """Whether a PATCH answer is a configbags door's refusal (`DoorError.body`: a 4xx, or a
+    503 when the rank group cannot take the change): the door refuses before it applies,
+    all or nothing, so then and only then nothing was applied."""
+    return ((400 <= status < 500 or status == 503) and isinstance(body, dict)
+            and all(isinstance(body.get(key), str) for key in ("error", "message", "fix")))
+
+
+def outcome(shown: str, status: int, answer: Mapping[str, Any]) -> tuple[int, str]:
+    """The exit code and the line for `apply`'s (status, answer) from the server `shown`."""
+    if answer.get("error") in UNKNOWN_OUTCOME:
+        return EXIT_REFUSED, (f"apply to {shown}: {answer['message']}; the PATCH was sent, so it may or may not "
+                              f"have applied (all or nothing). Fix: read GET /server_info (its overrides) to see, "
+                              f"then run the rollout again")
+    if status == 200:
+        return EXIT_OK, (f"applied to {shown}: epoch {answer['epoch']}, {len(answer['entries'])} leaf/leaves "
+                         f"changed; the reload and restart parts are left to the orchestrator")
+    if status == 0:  # not sent: the server could not be reached
+        return EXIT_REFUSED, f"apply to {shown} failed: {answer['message']}; nothing was applied"
+    # the door's own words, escaped: any server can answer in this shape
+    return EXIT_REFUSED, (f"apply to {shown} refused ({status} {shown_text(answer['error'])}): "
+                          f"{shown_text(answer['message'], DOOR_TEXT_CHARS)}; nothing was applied. "
+                          f"Fix: {shown_text(answer['fix'], DOOR_TEXT_CHARS)}")
 
 
 def check_source(source: str) -> None:
@@ -289,6 +373,30 @@ def check_source(source: str) -> None:
                           "lone surrogates), which no request body can carry; give UTF-8 text")
     if (why := source_problem(source)) is not None:
         raise ConfigError(f"--source {short_repr(source)}: the door would refuse it: {why}")
+
+
+SIDE_LOSS = "what it holds (the side this rollout plans from) would be lost to the other side's resolved config"
+
+
+def check_dump_apart_from_inputs(context: Context[Any], sides: Sequence[tuple[str, str]], flags: Sequence[str]) -> None:
+    """Refuse a `--dump-config` among the server flags that is a file this rollout reads
+    (OLD, NEW, a `--config`, a secret's `NAME_FILE`), by `os.path.samefile`, before either
+    side is built: each config side is published with the flags and writes the dump, so
+    OLD's dump would replace NEW (or a saved readback) before NEW is read."""
+    record_type = context.record_type
+    if record_type is None or not flags:
+        return
+    namespace = parse_cli_words(record_parser(record_type.add_cli_args, "configbags rollout"), context.registry,
+                                flags)
+    dump = getattr(namespace, "dump_config", None)
+    if dump is None:
+        return
+    inputs = [DumpInput(f"the {what} side {where}", where, SIDE_LOSS) for where, what in sides
+              if not where.startswith(("http://", "https://"))]
+    configs = namespace.config
+    inputs += [DumpInput(f"the --config file {config}", config, CONFIG_LOSS)
+               for config in ([configs] if isinstance(configs, str) else configs or ())]
+    check_dump_apart(dump, [*inputs, *secret_file_inputs(context.registry, os.environ)])
 
 
 def _client_key(flag_value: str | None, flag: str, variable: str) -> tuple[str | None, str]:
@@ -310,7 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "restart, and why; --apply sends the live part.",
         epilog="OLD and NEW: config files, saved GET /server_info readbacks (.json), or server URLs. "
                "Server flags after `--` build both config files, as on a server (e.g. -- --model-path M). "
-               "Exit codes: 0 planned (and applied); 1 the door refused or could not be reached; 2 bad usage.")
+               "Exit codes: 0 planned (and applied); 1 the door refused or could not be reached (nothing applied), "
+               "or its answer leaves open whether the PATCH applied; 2 bad usage.")
     parser.add_argument("old", metavar="OLD")
     parser.add_argument("new", metavar="NEW")
     parser.add_argument("--package", default=None, help="generated config package (default: [tool.configbags])")
@@ -341,6 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if sent and key is not None and (why := client_key_problem(key, origin)) is not None:
                 raise ConfigError(why)
         context = named_context(args.package)
+        check_dump_apart_from_inputs(context, ((args.old, "OLD"), (args.new, "NEW")), flags)
         old = read_side(context, args.old, flags, read_key, args.timeout, args.role)
         new = read_side(context, args.new, flags, read_key, args.timeout, args.role)
     except ConfigError as exc:
@@ -359,26 +469,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             try:
                 status, answer = apply(args.apply, body, admin_key, args.timeout)
-            except httpx.HTTPError as exc:
+            except httpx.ConnectError as exc:  # no connection, so no request went out
                 status, answer = 0, {"error": "unreachable", "message": http_failure(exc, args.apply, [admin_key])}
+            except httpx.HTTPError as exc:  # the connection broke after the PATCH may have gone out
+                status, answer = 0, {"error": "no_answer", "message": http_failure(exc, args.apply, [admin_key])}
             except NoAnswer as exc:  # the PATCH went out: whether it applied, only the server can say
                 status, answer = 0, {"error": "no_answer", "message": str(exc)}
             except ConfigError as exc:  # refused before sending (every part was checked above)
                 print(f"configbags rollout: {exc}", file=sys.stderr)
                 return EXIT_USAGE
             out["applied"] = {"status": status, "answer": answer}
-            if answer.get("error") in ("no_answer", "not_a_door"):
-                code = EXIT_REFUSED
-                text += (f"\napply to {shown_url(args.apply)}: {answer['message']}; the PATCH was sent, so it may or may not "
-                         f"have applied (all or nothing). Fix: read GET /server_info (its overrides) to see, then "
-                         f"run the rollout again")
-            elif status == 200:
-                text += (f"\napplied to {shown_url(args.apply)}: epoch {answer.get('epoch')}, "
-                         f"{len(answer.get('entries', []))} leaf/leaves changed; the reload and restart parts "
-                         f"are left to the orchestrator")
-            else:
-                code = EXIT_REFUSED
-                text += (f"\napply to {shown_url(args.apply)} refused ({status} {answer.get('error')}): "
-                         f"{answer.get('message')}; nothing was applied. Fix: {answer.get('fix', '-')}")
+            code, said = outcome(shown_url(args.apply), status, answer)
+            text += f"\n{said}"
     print(json.dumps(out, indent=2) if args.json else text)
     return code

@@ -1005,9 +1005,9 @@ def warn_repeated(parser: argparse.ArgumentParser, registry: Registry, words: Se
             warn_once(message, message)
 
 
-def cli_parser(add_cli_args: Any, prog: str | None = None) -> argparse.ArgumentParser:
-    """The server's parser, as `record_from_cli` reads a command line with: `add_cli_args`'s
-    flags and a --help that filters them (words go through `parse_cli_words`)."""
+def record_parser(add_cli_args: Callable[[argparse.ArgumentParser], None], prog: str | None) -> argparse.ArgumentParser:
+    """The server's command-line parser (`add_cli_args`'s flags, `--help[=KEYWORD|GROUP]`),
+    for `record_from_cli` and for a command that reads the words before it builds a record."""
     # No abbreviations: a flag added later must not change what an old command line means.
     from configbags.runtime.cmdline import UsageErrors  # one line and a hint, not the whole usage
 
@@ -1030,7 +1030,7 @@ def record_from_cli(
     prog: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> R:
-    parser = cli_parser(add_cli_args, prog)
+    parser = record_parser(add_cli_args, prog)
     namespace = parse_cli_words(parser, registry, list(sys.argv[1:] if argv is None else argv))
     try:
         return record_from_cli_args(cls, registry, namespace, schema_path, environ)
