@@ -2550,9 +2550,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in _ENV_METHODS:
             self._consume(node.value)
-        if node.attr in self.declared and isinstance(node.ctx, ast.Load) and id(node) not in self.written:
+        if node.attr in self.declared and (isinstance(node.ctx, ast.Load) or id(node) in self.augmented) and (
+            id(node) not in self.written
+        ):
             # `envs.SGLANG_PAGE_SIZE.get()`: an object holding one variable's reader (or
-            # value) under the variable's name, as SGLang's environ module does
+            # value) under the variable's name, as SGLang's environ module does (and
+            # `ENV.SGLANG_PAGE_SIZE += "x"`, which loads it first)
             self._report(node, env_subject(node.attr), "environ", "env_attribute")
         if isinstance(node.ctx, ast.Load):
             if node.attr == "__dict__" and _CONTEXT in self.d.kind(node.value, self.scope):

@@ -870,6 +870,8 @@ def _row(function: str, leaf: str, node: ast.AST) -> Row:
 
 
 _FIELD_CALLS = frozenset({"field", "ib", "attrib", "Factory"})
+# A spelling's part for any element of a container (`ENVS[]` for `ENVS = [ENV]`)
+ELEMENT = "[]"
 _FACTORY_KEYWORDS = ("default_factory", "factory")
 _MAX_CARRY = 4
 
@@ -900,10 +902,14 @@ def _carried(
 ) -> set[str]:
     if expr is None or depth > _MAX_ALIAS_DEPTH:
         return set()
+    if isinstance(expr, ast.Subscript):
+        # an element of a container of it (`ENVS[0]`, `TABLE["env"]`: `ENVS[]`)
+        return {f"{spelled}{ELEMENT}" for spelled in _carried(expr.value, function, cls, tree, depth + 1)}
     if isinstance(expr, ast.Call):
         maker = _dotted(expr.func)
         if not maker:
-            return set()
+            # what a call of a carrier gives (`HELPERS[0]()`, `make()()`)
+            return {f"{spelled}()" for spelled in _carried(expr.func, function, cls, tree, depth + 1)}
         found = {f"{maker}()"}
         factory = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == maker), None)
         if factory is not None:
@@ -942,6 +948,11 @@ def _name_carries(
                     found |= _carried(defaults.get(name), None, None, tree, depth + 1)
             for sub in ast.walk(function):
                 found |= _assigned(sub, lambda target: isinstance(target, ast.Name) and target.id == name, function, None, tree, depth)
+                if isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(sub.target, ast.Name) and (
+                    sub.target.id == name
+                ):
+                    # `for env in ENVS`: an element of what it walks
+                    found |= {f"{spelled}{ELEMENT}" for spelled in _carried(sub.iter, function, None, tree, depth + 1)}
             return found
     found = {name}
     for stmt in tree.body:

@@ -52,7 +52,7 @@ import posixpath
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import attrs
@@ -116,6 +116,7 @@ from configbags.migrate.envkeys import (
     use_of,
 )
 from configbags.migrate.envsources import (
+    ELEMENT,
     ENV_TABLE,
     annotated_instances,
     carried_helpers,
@@ -896,6 +897,8 @@ def _door_facts(
                 kind = _returns_kind(sub.value)
                 if kind is not None:
                     fetchers.append((qualname, kind))
+            elif isinstance(sub, ast.Return) and sub.value is not None and _returns_kind(sub.value) == "environ":
+                fetchers += _environ_method(qualname, node, classes)
             elif isinstance(sub, ast.Subscript) and _environ_expr(sub.value):
                 keys.append(sub.slice)
             elif isinstance(sub, ast.Call) and sub.args and not isinstance(sub.args[0], ast.Starred):
@@ -917,6 +920,25 @@ def _door_facts(
     fetchers += _class_holders(tree, lines)
     fetchers += _kept_doors(tree, text, lines)
     return sorted(set(fetchers)), sorted(set(env_params))
+
+
+def _environ_method(qualname: str, node: _Def, classes: Mapping[str, ast.ClassDef]) -> list[tuple[str, str]]:
+    """A method of a module-level class returning the environment whole, as its
+    importers spell what gives it: a property's attribute on an instance (`E().env`, an
+    environment holder), a method's (`E().get`) and the instance's own `__call__`
+    (`E()`), fetchers; on the module's instances and other carriers too
+    (_carried_spellings)."""
+    owner, _, method = qualname.partition(".")
+    if owner not in classes or "." in method:
+        return []
+    decorators = {dotted(d).rpartition(".")[2] for d in node.decorator_list}
+    if decorators & _PROPERTIES:
+        return [(f"{owner}().{method}", "environ_holder")]
+    if method == "__call__":
+        return [(f"{owner}()", "environ")]
+    if "staticmethod" in decorators:
+        return [(f"{owner}.{method}", "environ"), (f"{owner}().{method}", "environ")]
+    return [] if decorators else [(f"{owner}().{method}", "environ")]
 
 
 def _method(owner: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
@@ -1423,6 +1445,113 @@ def _instances(tree: ast.Module) -> list[tuple[str, str]]:
     return found
 
 
+# FlowFacts.instances: a row's second column where the name carries what a spelling of the
+# module is (`ENV2 = ENV`: ("ENV2", "carries:ENV")), not an instance of a class
+CARRIES = "carries:"
+_MAX_CARRIER_DEPTH = 3
+_PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _carried_values(value: ast.expr | None, depth: int = 0) -> set[tuple[str, str]]:
+    """(path, spelled): what `value` carries of what the module spells, under the path an
+    importer reaches it by: `ENV` itself (path ""), an element of `[ENV]` or a value of
+    `{"e": ENV}` (path "[]"), a call's result (`get_env()`, `E()`), `staticmethod(env)` as
+    `env`; both branches of `a or b` and `a if c else b`."""
+    if value is None or depth > _MAX_CARRIER_DEPTH:
+        return set()
+    found: set[tuple[str, str]] = set()
+    for branch in _branches(value):
+        if isinstance(branch, (ast.Name, ast.Attribute)) and dotted(branch):
+            found.add(("", dotted(branch)))
+        elif isinstance(branch, (ast.List, ast.Tuple, ast.Set)):
+            for element in branch.elts:
+                element = element.value if isinstance(element, ast.Starred) else element
+                found |= {(ELEMENT + path, spelled) for path, spelled in _carried_values(element, depth + 1)}
+        elif isinstance(branch, ast.Dict):
+            for item in branch.values:
+                found |= {(ELEMENT + path, spelled) for path, spelled in _carried_values(item, depth + 1)}
+        elif isinstance(branch, ast.Subscript) and dotted(branch.value):
+            found.add(("", dotted(branch.value) + ELEMENT))
+        elif isinstance(branch, ast.Call) and dotted(branch.func) == "staticmethod" and len(branch.args) == 1:
+            found |= _carried_values(branch.args[0], depth + 1)
+        elif isinstance(branch, ast.Call) and dotted(branch.func):
+            found.add(("", dotted(branch.func) + "()"))
+    return found
+
+
+def _own_returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
+    """The values `function` itself returns (not its nested functions')."""
+    pending: list[ast.stmt] = list(function.body)
+    while pending:
+        stmt = pending.pop()
+        if isinstance(stmt, ast.Return) and stmt.value is not None:
+            yield stmt.value
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in _STATEMENT_LISTS:
+            for item in getattr(stmt, field, None) or ():
+                pending += item.body if isinstance(item, (ast.ExceptHandler, ast.match_case)) else [item]
+
+
+def _carriers(tree: ast.Module) -> list[tuple[str, str]]:
+    """(spelling, CARRIES + spelled): what the module's names give an importer of what it
+    spells, followed as the module's own carriers are (envsources.carried_helpers): a name
+    bound to it (`ENV2 = ENV`, `get = ENV.get`, `ENVS = [ENV]`, `ENV = E()`), a function
+    returning it (`get_env()`), a class attribute (`Outer.env`, `K.get` for `get =
+    staticmethod(env)`, on an instance too: `Outer().env`), a property, method or
+    `__call__` of a class returning it (`E().env`, `E().get()`, `E()()`). The project pass
+    spells a helper (and what gives the environment) by each of them too
+    (_carried_spellings)."""
+    statements = module_statements(tree.body)
+    functions = {node.name for node in statements if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    # (only what the module itself binds is spelled by a helper entry of its own)
+    own = functions | {node.name for node in statements if isinstance(node, ast.ClassDef)} | {
+        target.id for node in statements if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
+    }
+    bound: list[tuple[str, set[tuple[str, str]]]] = []
+    for node in statements:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            values = _carried_values(node.value)
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound += [(target.id, values) for target in targets if isinstance(target, ast.Name)]
+        elif isinstance(node, ast.FunctionDef):
+            bound.append((f"{node.name}()", {pair for value in _own_returns(node) for pair in _carried_values(value)}))
+        elif isinstance(node, ast.ClassDef):
+            bound += _class_carriers(node, functions)
+    return sorted({
+        (spelling + path, CARRIES + spelled) for spelling, values in bound for path, spelled in values
+        if spelled != spelling + path and re.split(r"[.(\[]", spelled, maxsplit=1)[0] in own
+    })
+
+
+def _class_carriers(node: ast.ClassDef, functions: set[str]) -> list[tuple[str, set[tuple[str, str]]]]:
+    """(spelling, what it carries) of a class's attributes and of what its properties,
+    methods and `__call__` return (_carriers)."""
+    found: list[tuple[str, set[tuple[str, str]]]] = []
+    for item in node.body:
+        if isinstance(item, (ast.Assign, ast.AnnAssign)):
+            values = _carried_values(item.value)
+            # (a function of the module kept as a class attribute is a method of its
+            # instances, called with the instance first: through the class only)
+            plain = isinstance(item.value, ast.Name) and item.value.id in functions
+            for target in item.targets if isinstance(item, ast.Assign) else [item.target]:
+                if isinstance(target, ast.Name):
+                    found += [(f"{node.name}{way}.{target.id}", values) for way in (("",) if plain else ("", "()"))]
+        elif isinstance(item, ast.FunctionDef):
+            decorators = {dotted(d).rpartition(".")[2] for d in item.decorator_list}
+            values = {pair for value in _own_returns(item) for pair in _carried_values(value)}
+            if decorators & _PROPERTIES:
+                found.append((f"{node.name}().{item.name}", values))
+            elif item.name == "__call__":
+                found.append((f"{node.name}()()", values))
+            elif "staticmethod" in decorators:
+                found += [(f"{node.name}.{item.name}()", values), (f"{node.name}().{item.name}()", values)]
+            elif not decorators:
+                found.append((f"{node.name}().{item.name}()", values))
+    return found
+
+
 def base_facts(
     tree: ast.Module, text: str, settings: ScanSettings, command_params: Iterable[tuple[str, str]] = (),
     strings: ModuleStrings | None = None, mentioned: frozenset[str] | None = None,
@@ -1454,7 +1583,10 @@ def base_facts(
         )),
         fetchers=tuple(fetchers),
         env_params=tuple(env_params),
-        instances=tuple(_instances(tree)),
+        # (what carries a helper or the environment matters only where the module has one)
+        instances=(*_instances(tree), *(_carriers(tree) if env_params or any(
+            len(row) > 1 and str(row[1]).startswith("environ") for row in fetchers
+        ) else ())),
         # environment names and commands, and resolver helpers (configbags.migrate.resolvers)
         constants=(
             *(strings.exported(text, mentioned) if mentioned else ()), *helper_specs(tree, text),
@@ -1509,7 +1641,8 @@ def _inherited_helpers(entries: Iterable[tuple[str, ...]], flow: FlowFacts) -> l
     own = {row[0] for row in flow.signatures}
     instances = defaultdict(list)
     for name, cls in flow.instances:
-        instances[cls].append(name)
+        if not cls.startswith(CARRIES):
+            instances[cls].append(name)
     known = {(entry[0], entry[1]) for entry in entries}
     found: list[tuple[str, str]] = []
     for _ in range(len(flow.bases)):  # a chain of subclasses, one step a round
@@ -1586,6 +1719,12 @@ class _Uses(_Walk):
             owner.removesuffix("()") for owner in (spelled.rpartition(".")[0] for spelled in self.helpers if "@" not in spelled)
             if owner
         }
+        # and what carries one: a container of helpers (`ENVS` of `ENVS[]`), a function
+        # giving one (`helper` of `helper()`)
+        self.helper_objects |= {
+            re.split(r"\(\)|\[\]", spelled, maxsplit=1)[0] for spelled in self.helpers
+            if "@" not in spelled and (ELEMENT in spelled or "()" in spelled)
+        } - {""}
 
     def _helper_object_handed(self, node: ast.Name | ast.Attribute) -> None:
         """A helper object or class handed to a callable (`worker(ENV)`, `register(Env)`):
@@ -1723,13 +1862,30 @@ class _Uses(_Walk):
         elif name.rpartition(".")[2] == "partial" and node.args and dotted(node.args[0]) in self.helpers:
             # `functools.partial(get_env, "X")`: the name is handed over now
             self._helper_call(node, node.args[1:], node.keywords, self.helpers[dotted(node.args[0])])
+        elif name.rpartition(".")[2] == "partial" and node.args and (called := self._dunder_specs(node.args[0], "__call__")):
+            # `functools.partial(ENV, "X")` of an instance whose `__call__` is the helper
+            self._helper_call(node, node.args[1:], node.keywords, called)
         elif isinstance(node.func, ast.Attribute) and node.func.attr in self.helper_methods:
             self._carried_helper_call(node, node.func)
-        elif "__call__" in self.helper_methods:
-            # `env("X")` on an instance whose `__call__` is the helper
-            specs = self._dunder_specs(node.func, "__call__")
+        else:
+            # `HELPERS[0]("X")`, `helper()("X")`, `h("X")` in `for h in HELPERS`: the
+            # helper reached through a carrier; `env("X")` on an instance whose
+            # `__call__` is the helper
+            specs = self._carried_specs(node.func) or (
+                self._dunder_specs(node.func, "__call__") if "__call__" in self.helper_methods else None
+            )
             if specs:
                 self._helper_call(node, node.args, node.keywords, specs)
+
+    def _carried_specs(self, func: ast.expr) -> list[tuple[int, str, str]] | None:
+        """The helper entries of a callable reached through a carrier of it (a container's
+        element, a call's result, a local bound to either), not by its own name."""
+        if not isinstance(func, (ast.Subscript, ast.Call, ast.Name)) or (isinstance(func, ast.Name) and not self._local(func.id)):
+            return None
+        for spelled in sorted(carried_helpers(func, self.parents, self.strings.tree)):
+            if spelled in self.helpers:
+                return self.helpers[spelled]
+        return None
 
     def _syntax_helper_call(self, node: ast.Subscript | ast.Compare) -> None:
         """`ENV["X"]` and `"X" in ENV`: Python calls the object's `__getitem__` (a class's
@@ -1737,7 +1893,9 @@ class _Uses(_Walk):
         helper the key is read here, as `ENV.get("X")` reads it."""
         found: list[tuple[ast.expr, str, ast.expr]] = []
         if isinstance(node, ast.Subscript):
-            if isinstance(node.ctx, ast.Load):
+            parent = self.parents[-1] if self.parents else None
+            if isinstance(node.ctx, ast.Load) or (isinstance(parent, ast.AugAssign) and parent.target is node):
+                # (`ENV["X"] += "x"` calls `__getitem__` before `__setitem__`)
                 found.append((node.value, "__getitem__", node.slice))
         else:
             left = node.left
@@ -1757,7 +1915,7 @@ class _Uses(_Walk):
         method, or for a class only `__class_getitem__`."""
         if isinstance(receiver, ast.Name) and receiver.id == "self" and self._enclosing_class() is not None:
             return self.helpers.get(self._helper_name(f"self.{method}"))
-        if not isinstance(receiver, (ast.Name, ast.Attribute, ast.Call)):
+        if not isinstance(receiver, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
             return None
         for spelled in sorted(carried_helpers(receiver, self.parents, self.strings.tree)):
             called = method
@@ -2283,7 +2441,8 @@ def _helper_instances(flow: FlowFacts) -> dict[str, list[str]]:
     metaclass's `__getitem__`, `Env.get(k)` its method."""
     instances: dict[str, list[str]] = defaultdict(list)
     for name, cls in flow.instances:
-        instances[cls].append(name)
+        if not cls.startswith(CARRIES):
+            instances[cls].append(name)
     for row in flow.signatures:
         for route in row[7] if "." not in row[0] and len(row) > 7 else ():
             if route.startswith(METACLASS):
@@ -2291,6 +2450,34 @@ def _helper_instances(flow: FlowFacts) -> dict[str, list[str]]:
     return instances
 
 
+def _carried_spellings(names: Collection[str], flow: FlowFacts) -> list[tuple[str, str]]:
+    """(spelling, name): the other spellings of the module's `names` (its helper entries,
+    what gives the environment) its carriers give (_carriers): `ENV2.__getitem__` for
+    `ENV.__getitem__` where `ENV2 = ENV`, `get_env().get` where `get_env()` returns `ENV`,
+    `ENVS[].__call__` for `ENVS = [ENV]`, `OUT.env.__getitem__` through `OUT = Outer()`
+    and `Outer().env` carrying `E()`, chains of them."""
+    if not names:
+        return []
+    carriers = [(name, cls[len(CARRIES):]) for name, cls in flow.instances if cls.startswith(CARRIES)]
+    carriers += [(name, f"{cls}()") for name, cls in flow.instances if not cls.startswith(CARRIES)]
+    if not carriers:
+        return []
+    known = {name: name for name in names if "@" not in name}
+    pending = list(known)
+    for _ in range(_MAX_CARRIER_DEPTH + 1):  # (a chain of carriers, one step a round)
+        grown: list[str] = []
+        for name in pending:
+            for spelling, spelled in carriers:
+                rest = name[len(spelled):]
+                if name.startswith(spelled) and (not rest or rest[0] in ".([") and spelling + rest not in known:
+                    known[spelling + rest] = known[name]
+                    grown.append(spelling + rest)
+        pending = grown
+    return [(spelling, name) for spelling, name in known.items() if spelling != name]
+
+
+# The kinds of what gives the environment (FlowFacts.fetchers)
+_ENVIRON_KINDS = frozenset({"environ", "environ_holder", "environ_getter"})
 # Bases whose inherited lookups call `self[key]` (collections.abc, typing)
 _MAPPING_BASES = frozenset({"Mapping", "MutableMapping"})
 _MAPPING_LOOKUPS = ("get", "__contains__")
@@ -2336,7 +2523,7 @@ def use_facts(
             # a table module's dispatch, called by name (`__getattr__("X")`: _Uses._dispatched)
             *(["__getattr__"] if tables else []), *dispatchers,
         )
-        for part in spelled.replace("()", "").split(".")
+        for part in spelled.replace("()", "").replace(ELEMENT, "").split(".")
     }
     if not names:
         return [], [], [], []
@@ -2350,9 +2537,13 @@ def use_facts(
     renamed, kept, renames, exported = _renamed_fetchers(tree, text, lines, flows)
     if renamed or kept:
         lines = mention_lines(text, names | renamed.keys() | {name for _, name in kept})
-    if any(entry.partition("|")[0].rpartition(".")[2] in SYNTAX_DUNDERS for entry in flows.env_helpers):
+    if any(
+        entry.partition("|")[0].rpartition(".")[2] in SYNTAX_DUNDERS or ELEMENT in entry.partition("|")[0]
+        for entry in flows.env_helpers
+    ):
         # `env["X"]` where `env` carries the helper object (`self.env`, a local bound to
-        # it) spells no name of it: every statement may call its dunder
+        # it) spells no name of it, nor `h("X")` in `for h in HELPERS`: every statement
+        # may call its dunder, or the helper
         lines = list(range(1, text.count("\n") + 2))
     walk = _Uses(lines, flows, frozenset(settings.env_vars), strings or ModuleStrings(tree), renamed, renames, kept)
     walk.tables = tables
@@ -2485,6 +2676,11 @@ class _Project:
                 table[name].add(kind)
             for name in result.flow.holders:
                 table[name].add("holder")
+            # what gives the environment, by its carriers' spellings too (`ENV2.get` for
+            # `ENV.get` where `ENV2 = ENV`)
+            environ = {name for name, kinds in table.items() if any(kind in _ENVIRON_KINDS for kind in kinds)}
+            for spelling, name in _carried_spellings(environ, result.flow):
+                table[spelling] |= table[name] & _ENVIRON_KINDS
             self.kinds[rel] = table
         self._defs: dict[str, dict[str, tuple[Any, ...]]] = {}
         self.sorted_modules = sorted(self.modules)
@@ -2634,7 +2830,7 @@ class _Project:
         flow = self.results[rel].flow
         # (`deco()` rows are what a decorator factory returns, no name of the module)
         names = {row[0] for row in flow.signatures if "." not in row[0] and "(" not in row[0]}
-        names |= {name for name in self.kinds[rel] if "." not in name}
+        names |= {name for name in self.kinds[rel] if "." not in name and "(" not in name}
         names |= {row[3] for row in flow.imports if row[2] != "*" and "." not in row[3]}  # `import os` binds os
         for level, module, name, _ in flow.imports:
             other = self.modules.get(self.absolute(rel, level, module)) if name == "*" else None
@@ -2964,6 +3160,10 @@ class _Project:
                             found.append((f"self.{called}@{owner}", f"{position}|{param}|{use}"))
                             found.append((f"{owner}().{called}", f"{position}|{param}|{use}"))
         found += _inherited_helpers(found, flow)
+        tails: dict[str, list[str]] = defaultdict(list)
+        for spelled, tail in found:
+            tails[spelled].append(tail)
+        found += [(spelling, tail) for spelling, name in _carried_spellings(tails, flow) for tail in tails[name]]
         self._helper_rows[rel] = found
         return found
 
@@ -2981,10 +3181,10 @@ class _Project:
                 for spelled, tail in self._helpers_of(site[0]):
                     if "@" in spelled:
                         continue
-                    if spelled == site[1]:
-                        entries.add(f"{local}|{tail}")
-                    elif spelled.startswith((site[1] + ".", site[1] + "().")):
-                        entries.add(f"{local}{spelled[len(site[1]):]}|{tail}")
+                    rest = spelled[len(site[1]):]
+                    # (`ENV.get`, `E().get`, a factory's `get_env()`, a container's `ENVS[]`)
+                    if spelled.startswith(site[1]) and (not rest or rest[0] in ".(["):
+                        entries.add(f"{local}{rest}|{tail}")
                 continue
             for module in self.under(target):
                 other = self.modules[module]
