@@ -703,7 +703,8 @@ WRITE_ORIGIN_REASONS = {
     "rebound": "the written name is also bound to something else in its scope, so the write may "
     "not change the process record; rewrite by hand",
     "wrapped": "the written name is bound by `with ... as NAME` around the record and may not be "
-    "the record itself; rewrite by hand",
+    "the record itself, or the record is written through a carrier the fix cannot rewrite "
+    "(`[rec][0].port = ...`); rewrite by hand",
     "class": "writes the record class's default, not the process record; rewrite by hand",
 }
 

@@ -33,7 +33,12 @@ to the call site (HomeReads): a function reaching the record and giving somethin
 leaf, `get_page_size()`; the record in a container, a `yield`, a call: `*`), a function or
 method handed the record (`page_of(rec)`: what it reads off that parameter), a method of the
 record class called on it (`rec.describe()`: what it reads off `self`), and a module object
-keeping the record where importers' reads of it are not followed (`SLOT[0]`: `*`).
+keeping the record where importers' reads of it are not followed (`SLOT[0]`: `*`). A home
+class other than the record is a facade: its instances read what its members (its home
+bases' too) read, and its members giving the record are getters (`CFG.get`) or, as
+properties, holders (`CFG.args`); an alias, a container or a factory of a facade, a leaf
+reader or a getter reads what it holds (`CFG2 = CFG`, `GETTERS = {"port": get_port}`,
+`def get_cfg(): return Cfg()`).
 
 Deny by default: a value that is the record on one branch only (`a if c else None`, `a or
 b`) counts, and a slot read by a key the code does not show counts where any slot of that
@@ -73,6 +78,9 @@ _WRAPPERS = frozenset({
     "staticmethod", "functools.cache", "cache", "functools.lru_cache", "lru_cache",
 })
 _PARTIALS = frozenset({"functools.partial", "partial"})
+# decorators (or class-body wrappers, `args = property(_g)`) making a method an attribute:
+# what it returns is what the attribute is
+_PROPERTIES = frozenset({"property", "cached_property", "functools.cached_property"})
 
 
 def _setter(name: str, attributes: tuple[str, ...]) -> bool:
@@ -237,6 +245,7 @@ class _Body:
     # the parameters a caller's positional arguments fill (a classmethod's `cls` apart)
     positional: tuple[str, ...] = ()
     kind: str = "function"  # "function", "static", "class" or "instance" (a method)
+    prop: bool = False  # a property (`@property`, `cached_property`, `property(_g)`)
 
     @classmethod
     def of(
@@ -272,22 +281,29 @@ class _Body:
             tuple(assigns), tuple(calls), tuple(returns), frozenset(declared),
             frozenset(arg.arg for arg in every),
             frozenset(arg.arg for arg in every if arg.annotation is not None and record_class in ast.unparse(arg.annotation)),
-            first, owner, this, function, filled, kind,
+            first, owner, this, function, filled, kind, owner is not None and bool(decorators & _PROPERTIES),
         )
 
 
 def _bound_function(
     value: ast.expr, functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], name: str,
 ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None] | None:
-    """The module function `value` binds as the method `name` (`_url`, `classmethod(_cp)`,
-    `staticmethod(_g)`, a lambda: `staticmethod(lambda: _G)`) and the wrapper it is bound
-    through, or None."""
+    """The function `value` binds as the method `name` (`_url`, `classmethod(_cp)`,
+    `staticmethod(_g)`, a lambda: `staticmethod(lambda: _G)`, a property's getter:
+    `property(lambda self: _G)`) and the wrapper it is bound through, or None. `functions`
+    are the module's, and in a class body those defined above in it (`fetch = get`)."""
     wrapper = None
-    if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+    if isinstance(value, ast.Call):
         wrapper = dotted_name(value.func)
-        if wrapper not in ("classmethod", "staticmethod"):
+        if wrapper in _PROPERTIES:
+            getter = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "fget"), None)
+            if getter is None:
+                return None
+            value = getter
+        elif wrapper in ("classmethod", "staticmethod") and len(value.args) == 1 and not value.keywords:
+            value = value.args[0]
+        else:
             return None
-        value = value.args[0]
     if isinstance(value, ast.Lambda):
         return _as_function(name, value), wrapper
     if isinstance(value, ast.Name) and value.id in functions:
@@ -318,33 +334,37 @@ def _methods(
     or attached after the class (`ServerArgs.url = _url`), all of which Python calls as
     methods. The record class has
     its bases' methods too (`class ServerArgs(_Base)`): `self` in them is the record when
-    called on it. (A later binding of a name replaces an earlier one, as at import; the
-    record's own methods override its bases'.)"""
+    called on it, and so has any other class (`class Cfg(_Base)`: a facade's members).
+    A name bound in a class body to a `def` above it there is that method under a second
+    name (`fetch = get`). (A later binding of a name replaces an earlier one, as at import;
+    a class's own methods override its bases'.)"""
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     bodies: dict[str, _Body] = {}
 
-    def add(name: str, value: ast.stmt | ast.expr, as_owner: str) -> None:
+    def add(name: str, value: ast.stmt | ast.expr, as_owner: str, known: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
         if isinstance(value, _FUNCTIONS):
             bodies[f"{as_owner}.{name}"] = _Body.of(value, record_class, as_owner)
-        elif isinstance(value, ast.expr) and (bound := _bound_function(value, functions, name)) is not None:
+        elif isinstance(value, ast.expr) and (bound := _bound_function(value, known, name)) is not None:
             bodies[f"{as_owner}.{name}"] = _Body.of(bound[0], record_class, as_owner, bound[1])
 
     def members(node: ast.ClassDef, as_owner: str) -> None:
+        known = dict(functions)  # (the class body's own defs shadow the module's)
         for item in node.body:
             if isinstance(item, _FUNCTIONS):
-                add(item.name, item, as_owner)
+                add(item.name, item, as_owner, known)
+                known[item.name] = item
             elif isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
-                add(item.targets[0].id, item.value, as_owner)
+                add(item.targets[0].id, item.value, as_owner, known)
 
-    for base in _bases(classes, record_class):
-        members(classes[base], record_class)
     for node in classes.values():
+        for base in _bases(classes, node.name):
+            members(classes[base], node.name)
         members(node, node.name)
     for item in tree.body:
         if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Attribute):
             target = item.targets[0]
             if isinstance(target.value, ast.Name) and target.value.id in classes:
-                add(target.attr, item.value, target.value.id)
+                add(target.attr, item.value, target.value.id, functions)
     return bodies
 
 
@@ -429,14 +449,16 @@ class _Home:
         for node in tree.body:
             if not isinstance(node, ast.ClassDef):
                 continue
+            known = dict(functions)
             for item in node.body:
                 if isinstance(item, _FUNCTIONS):
                     found.pop(f"{node.name}.{item.name}", None)
+                    known[item.name] = item
                 for name, bound in _bindings([item]):
                     qualname = f"{node.name}.{name}"
                     found.pop(qualname, None)
                     named = _functions_named(bound)
-                    if _bound_function(bound, functions, name) is not None:
+                    if _bound_function(bound, known, name) is not None:
                         continue
                     if named and not any(isinstance(each, ast.Lambda) for each in named):
                         found[qualname] = {dotted_name(each) for each in named}
@@ -732,7 +754,7 @@ class _Home:
             if name not in self.dict_getters and any(self.gives_dict(value, dicts, record, body) for value in body.returns):
                 self.dict_getters.add(name)
                 changed = True
-        return changed
+        return self._facade_holders() or changed
 
     # ---- what the home's code reads off the record (HomeReads)
 
@@ -835,13 +857,12 @@ class _Home:
             function = body.function
             if function is None:
                 continue
-            properties = {dotted_name(d) for d in function.decorator_list} & {"property", "cached_property", "functools.cached_property"}
             if name != raw and name not in self.getters and name not in self.dict_getters and name != "__getattr__":
                 record, _ = self._locals(body)
                 reads.update((name, leaf) for leaf in self.leaves(body, record))
             if body.kind == "instance" and body.owner == self.settings.record_class and body.this is not None:
                 # (dunders too: Python calls them for syntax, `rec[k]`, `len(rec)`, `with rec`)
-                if not properties:
+                if not body.prop:
                     found = self.leaves(body, self._aliases(body, {body.this})) | _through_super(function)
                     methods.update((name.rpartition(".")[2], leaf) for leaf in found)
                 continue
@@ -856,25 +877,49 @@ class _Home:
         # module names keeping the record where an importer's read of them is not
         # followed (a slot by index or key, a box's method): any use of one reads `*`
         reads.update((owner, "*") for owner, _ in self.slots if owner in self.objects)
-        # and those keeping a function giving the record (`GETTERS = {"args": get_server_args}`)
-        reads.update((name, "*") for name, value in self.containers.items() if self._keeps_getter(value))
-        # an alias reads what its targets read (`page = get_page_size`)
-        for _ in range(len(self.aliases)):
-            before = len(reads) + len(params)
-            for alias, targets in self.aliases.items():
-                if alias in self.getters or alias in self.dict_getters:
-                    continue
-                reads.update((alias, leaf) for name, leaf in list(reads) if name in targets)
-                params.update((alias, position, parameter, leaf) for name, position, parameter, leaf in list(params) if name in targets)
-            if len(reads) + len(params) == before:
-                break
-        reads |= self._facades(reads)[0]
+        reads |= self._facades(reads)
+        self._spread(reads, params)
         reads |= self._getattr_reads()
         return HomeReads(frozenset(reads), frozenset(params), frozenset(methods))
 
+    def _spread(self, reads: set[tuple[str, str]], params: set[tuple[str, int, str, str]]) -> None:
+        """An alias reads what its targets read (`page = get_page_size`, `cfg2 = cfg`, a
+        bound method `port_of = cfg.port`), a container what the functions, facades and
+        lambdas it keeps read (`GETTERS = {"port": get_port}`, `FACADES = [Cfg()]`), and a
+        factory what the facade or function it returns reads (`def get_cfg(): return
+        Cfg()`): any use of one is a use of what it holds. (`reads` and `params` grow.)"""
+        raw = self.settings.raw_accessor
+        instances = self._instances()
+        of_instance = {name: cls for cls, names in instances.items() for name in names}
+        spot = self._spot_leaves(reads)
+        factories = [
+            (name, body) for name, body in self.bodies.items()
+            if body.owner is None and name not in self.getters and name not in self.dict_getters and name != raw
+        ]
+        for _ in range(len(self.aliases) + len(self.containers) + len(factories) + 1):
+            before = len(reads) + len(params)
+            by_name: dict[str, set[str]] = {}
+            for name, leaf in reads:
+                by_name.setdefault(name, set()).add(leaf)
+            for alias, targets in self.aliases.items():
+                if alias in self.getters or alias in self.dict_getters:
+                    continue
+                spelled = targets | {self._as_member(each, of_instance) for each in targets}
+                reads.update((alias, leaf) for each in spelled for leaf in by_name.get(each, ()))
+                params.update((alias, position, parameter, leaf) for name, position, parameter, leaf in list(params) if name in spelled)
+            for name, value in self.containers.items():
+                if name not in of_instance:
+                    reads.update((name, leaf) for leaf in self._kept(value, by_name, spot, of_instance))
+            for name, body in factories:
+                for returned in body.returns:
+                    reads.update((name, leaf) for leaf in self._returned(returned, by_name, spot, of_instance, body))
+            if len(reads) + len(params) == before:
+                break
+
     def _instances(self) -> dict[str, set[str]]:
         """The module-level names bound to an instance of each home class other than the
-        record's (`CFG = Cfg()`, `get_args = _Getter()`): a facade importers use."""
+        record's (`CFG = Cfg()`, `get_args = _Getter()`, an alias of one: `CFG2 = CFG`): a
+        facade importers use."""
         found: dict[str, set[str]] = {name: set() for name in self.classes - {self.settings.record_class}}
         for name, value in _bindings(self.module_level):
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in found:
@@ -882,48 +927,145 @@ class _Home:
         for name, meta in self.metaclassed:
             if meta in found:
                 found[meta].add(name)
+        for _ in range(len(self.aliases)):
+            grown = False
+            for alias, targets in self.aliases.items():
+                for names in found.values():
+                    if alias not in names and targets & names:
+                        names.add(alias)
+                        grown = True
+            if not grown:
+                break
         return found
 
-    def _facades(self, reads: set[tuple[str, str]]) -> tuple[set[tuple[str, str]], set[str]]:
+    def _members(self, cls: str, kinds: tuple[str, ...] = ("instance",)) -> dict[str, _Body]:
+        """The methods of a home class by qualname (its bases' among them: _methods)."""
+        return {name: body for name, body in self.bodies.items() if body.owner == cls and body.kind in kinds}
+
+    def _facade_holders(self) -> bool:
+        """The getters and holders a facade instance spells (`CFG.get` of `def get(self):
+        return _G`; `get_args` of a `__call__` giving the record; `CFG.args` of a property
+        giving it, where the record is held, read by leaf and written), as the fixpoint
+        finds its members giving the record."""
+        changed = False
+        for cls, names in self._instances().items():
+            for qualname, body in self._members(cls).items():
+                if qualname not in self.getters:
+                    continue
+                method = qualname.rpartition(".")[2]
+                if body.prop:
+                    for each in names:
+                        changed |= self._add(("attr", (each, method)))
+                    continue
+                spelled = set(names) if method == "__call__" else set() if method.startswith("__") else {
+                    f"{each}.{method}" for each in names
+                }
+                if not spelled <= self.getters:
+                    self.getters |= spelled
+                    changed = True
+        return changed
+
+    def _facades(self, reads: set[tuple[str, str]]) -> set[tuple[str, str]]:
         """What a home class other than the record gives through its instances (the home is
         not scanned, so its instance methods, properties and dunders are charged where an
         instance is used): (name, leaf) reads of the class's name and of each module-level
         instance, any use of which reads what those members read off the record (`*` where
-        one gives the record by a dunder, `CFG[k]`, `CFG.x` through `__getattr__`), and
-        the getters an instance spells (`CFG.get` of `def get(self): return _G`; `get_args`
-        of a `__call__` giving the record)."""
+        one gives the record by a dunder, `CFG[k]`, `CFG.x` through `__getattr__`). (The
+        members giving the record by name are getters or holders: _facade_holders.)"""
         found: set[tuple[str, str]] = set()
-        getters: set[str] = set()
         for cls, names in self._instances().items():
-            members = {
-                name: body for name, body in self.bodies.items() if body.owner == cls and body.kind == "instance"
-            }
+            members = self._members(cls)
             leaves = {leaf for name, leaf in reads if name in members}
             giving = members.keys() & self.getters
-            for name in giving:
-                method = name.rpartition(".")[2]
-                if method == "__call__":
-                    getters.update(names)
-                elif method.startswith("__"):
-                    leaves.add("*")  # `CFG[k]`, `CFG.port` through `__getattr__`: the record, by a dunder
-                else:
-                    getters.update(f"{each}.{method}" for each in names)
+            if any(name.rpartition(".")[2].startswith("__") and not name.endswith(".__call__") for name in giving):
+                leaves.add("*")  # `CFG[k]`, `CFG.port` through `__getattr__`: the record, by a dunder
             found.update((each, leaf) for each in names for leaf in leaves)
             # `Cfg().get()`: an instance made on the spot, by a spelling no getter names
             found.update((cls, leaf) for leaf in leaves | ({"*"} if giving else set()))
-        return found, getters
+        return found
 
-    def _keeps_getter(self, value: ast.expr) -> bool:
-        """Does a module-level value hold (not call) a function giving the record or the
-        dict, or a lambda giving one (`{"args": get_server_args}`, `[lambda: _G]`)?"""
+    def _spot_leaves(self, reads: set[tuple[str, str]]) -> dict[str, set[str]]:
+        """What a use of each home class other than the record, or of an instance of it,
+        reads where the code does not show which member it reaches (kept in a container,
+        made by a factory): what any member reads, `*` where one gives the record or dict."""
+        found: dict[str, set[str]] = {}
+        for cls in self.classes - {self.settings.record_class}:
+            members = self._members(cls, ("instance", "static", "class"))
+            leaves = {leaf for name, leaf in reads if name in members}
+            if members.keys() & (self.getters | self.dict_getters):
+                leaves.add("*")
+            found[cls] = leaves
+        for name, meta in self.metaclassed:  # (a class is an instance of its metaclass)
+            found.setdefault(name, set()).update(found.get(meta, ()))
+        return found
+
+    @staticmethod
+    def _as_member(spelled: str, of_instance: dict[str, str]) -> str:
+        """A method of a facade instance by its class's qualname (`cfg.port` is
+        `Cfg.port`), anything else as spelled."""
+        head, dot, rest = spelled.partition(".")
+        return f"{of_instance[head]}.{rest}" if dot and head in of_instance else spelled
+
+    def _kept(
+        self, value: ast.expr, by_name: dict[str, set[str]], spot: dict[str, set[str]], of_instance: dict[str, str],
+        body: _Body | None = None,
+    ) -> set[str]:
+        """What a value keeping home functions, facades or lambdas (held, not called nor
+        used there: `Cfg().name()` keeps a name) reads where any of them is used: `*` for
+        one giving the record or the dict (a getter, `lambda: _G`), the leaves a leaf reader,
+        an alias or a bound method reads (`get_port`, `cfg.port`), what a facade class or
+        instance, or one made there (`Cfg()`), reads (_spot_leaves). Names `body` binds or
+        takes are its own."""
         giving = {self.settings.raw_accessor, *self.getters, *self.dict_getters}
-        called = {id(node.func) for node in ast.walk(value) if isinstance(node, ast.Call)}
+        own = body.parameters | {t.id for node in body.assigns for t in node.targets if isinstance(t, ast.Name)} if body else set()
+        used = {id(node.func) for node in ast.walk(value) if isinstance(node, ast.Call)}
+        used |= {id(node.value) for node in ast.walk(value) if isinstance(node, ast.Attribute)}
+        found: set[str] = set()
         for node in ast.walk(value):
-            if isinstance(node, ast.Lambda) and (self.gives_record(node.body, set()) or self.gives_dict(node.body, set())):
-                return True
-            if id(node) not in called and isinstance(node, (ast.Name, ast.Attribute)) and dotted_name(node) in giving:
-                return True
-        return False
+            if isinstance(node, ast.Lambda):
+                if self.gives_record(node.body, set()) or self.gives_dict(node.body, set()):
+                    found.add("*")
+                else:
+                    found |= self.leaves(_Body.of(_as_function("<lambda>", node), self.settings.record_class), set())
+                continue
+            if id(node) in used:
+                continue
+            root = node
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id in spot:
+                found |= spot[root.func.id]  # `Cfg()`, `Cfg().get`: a facade made there
+                continue
+            name = dotted_name(node) if isinstance(node, (ast.Name, ast.Attribute)) else ""
+            if not name or name.partition(".")[0] in own:
+                continue
+            if name in giving:
+                found.add("*")
+            found |= by_name.get(name, set()) | by_name.get(self._as_member(name, of_instance), set()) | spot.get(name, set())
+            if name in of_instance:
+                found |= spot.get(of_instance[name], set())
+        return found
+
+    def _returned(
+        self, value: ast.expr | None, by_name: dict[str, set[str]], spot: dict[str, set[str]], of_instance: dict[str, str],
+        body: _Body,
+    ) -> set[str]:
+        """What a home function's returned value keeps (_kept) where it is a facade or a
+        function handed out, not one's result: a name (`return cfg`, `return get_port`),
+        a facade made there (`return Cfg()`), a container of them, either branch."""
+        if isinstance(value, (ast.Await, ast.NamedExpr)):
+            return self._returned(value.value, by_name, spot, of_instance, body)
+        if isinstance(value, ast.IfExp):
+            return self._returned(value.body, by_name, spot, of_instance, body) | self._returned(
+                value.orelse, by_name, spot, of_instance, body
+            )
+        if isinstance(value, ast.BoolOp):
+            return {leaf for each in value.values for leaf in self._returned(each, by_name, spot, of_instance, body)}
+        if isinstance(value, ast.Call) and not (isinstance(value.func, ast.Name) and value.func.id in spot):
+            return set()
+        if isinstance(value, (ast.Name, ast.Attribute, ast.Call, ast.List, ast.Tuple, ast.Set, ast.Dict)):
+            return self._kept(value, by_name, spot, of_instance, body)
+        return set()
 
     def settle(self) -> HomeGetters:
         while self._round():  # (the sets only grow, bounded by the module's names)
@@ -931,9 +1073,8 @@ class _Home:
         # (a global the home binds anywhere, `globals()["ARGS"] = a` too, is importable)
         holders = set(self.globals) | self._getattr_names()
         holders |= {f"{owner}.{attribute}" for owner, attribute in self.attrs if attribute is not None}
-        facade_getters = self._facades(set())[1]
         return HomeGetters(
-            frozenset(self.getters | facade_getters | {f"{variable}.get" for variable in self.variables}),
+            frozenset(self.getters | {f"{variable}.get" for variable in self.variables}),
             frozenset(self.dict_getters), frozenset(self.dict_names - set(self.settings.record_dicts)),
             frozenset(holders), self.reads(),
         )

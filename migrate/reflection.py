@@ -360,6 +360,9 @@ class ReflectionScan:
         self.text = text
         self.settings = settings
         self.declared = frozenset(settings.env_vars)
+        # (function, line, "write", leaf, text, origin) of the writes through a carrier of the
+        # record (`[rec][0].port += 1`), found as reads() walks
+        self.writes: list[tuple[Any, ...]] = []
 
     def reads(self) -> list[tuple[Any, ...]]:
         if not any(word and word in self.text for word in _gate_words(self.settings)) and not _fetches_from_os(self.text):
@@ -369,6 +372,7 @@ class ReflectionScan:
             return []
         reader = _Reader(self.tree, self.settings, self.declared, lines, entry_via=self._entry_via())
         reader.run(self.text)
+        self.writes = reader.writes
         return reader.reads
 
     def _entry_via(self) -> str | None:
@@ -498,6 +502,7 @@ class _Reader(Visitor):
         self.settings = settings
         self.declared = declared
         self.reads: list[tuple[Any, ...]] = []
+        self.writes: list[tuple[Any, ...]] = []
         self.qualname: list[str] = []
         self.parents: dict[int, ast.AST] = {}
         self.handed: set[int] = set()  # id(call): `export_state()` handed straight to a child
@@ -1208,6 +1213,11 @@ class _Reader(Visitor):
             if node.attr == "state" and base.paths.get(_CONTEXT):
                 self._report(node, STATE_READBACK, "readback", "state")  # a context reached another way
             self._judge(node)
+        elif not node.attr.startswith("__") and self.value(node.value).paths.get(_RECORD):
+            # `[rec][0].tp_size = 1`, `+= 1`: a write of the record the carrier holds
+            text = ast.unparse(node) + (" = ..." if isinstance(node.ctx, ast.Store) else "")
+            function = ".".join(self.qualname) or "<module>"
+            self.writes.append((function, node.lineno, "write", node.attr, text[:80], "wrapped"))
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:

@@ -269,7 +269,8 @@ def scan_source(
         doors = [*doors, *used, *served_reads(tree, flows.served_imports if flows else ())]
         # what the other analyses already report on a line is not reported twice
         known = {(row[1], row[2]) for row in (*reads, *doors)}
-        reflected = [row for row in ReflectionScan(tree, searched, settings).reads() if (row[1], row[2]) not in known]
+        reflection = ReflectionScan(tree, searched, settings)
+        reflected = [row for row in reflection.reads() if (row[1], row[2]) not in known]
     except RecursionError:
         # ast.parse accepts expressions nested deeper (a long attribute chain) than the
         # recursive walks here can follow; unread, the file must not pass unseen
@@ -286,7 +287,9 @@ def scan_source(
     # A header labels a file, never hides a read: one that reads or writes is scanned like
     # any other (configbags.migrate.generated)
     found = (*reads, *doors, *reflected)
-    violations = tuple(analysed.violations)
+    # (a write through a carrier the flow analysis does not follow: `[rec][0].port += 1`)
+    written = {(row[0], row[1], row[3]) for row in analysed.violations}
+    violations = (*analysed.violations, *(row for row in reflection.writes if (row[0], row[1], row[3]) not in written))
     generated = generated and not found and not violations and _only_generated_flows(flow, settings)
     return FileScan(reads=found, violations=violations, generated=generated, flow=flow)
 
