@@ -12,8 +12,9 @@ bindings are), taking:
 - list and string concatenation (`+`), a starred constant (`[*PFX, "env"]`), `list(x)`,
   a slice with constant bounds (`cmd[1:]`);
 - a name by each of its bindings (ModuleStrings.bound: a local, a module or imported
-  constant, a parameter's default, `self.X`), a local list grown by `+=`, `.append` and
-  `.extend` with what it grows by, in the order the function spells it;
+  constant, a parameter's default, `self.X`), a local list grown by `+=`, `.append`,
+  `.extend` and `.insert` with what it grows by, in the order the function spells it; the
+  value of an assignment expression (`cmd := [...]`);
 - command lines made for a shell: `shlex.join`, `" ".join`, `str.format`, `%`, and the
   words `shlex.split`/`.split()` make of one.
 
@@ -69,6 +70,8 @@ class CommandRebuilder:
             return self._sequence(list(expr.elts), scopes, step)
         if isinstance(expr, ast.IfExp):
             return self._commands(expr.body, scopes, step) + self._commands(expr.orelse, scopes, step)
+        if isinstance(expr, ast.NamedExpr):
+            return self._commands(expr.value, scopes, step)  # `run(cmd := [...])`
         if isinstance(expr, ast.BoolOp):
             return [c for value in expr.values for c in self._commands(value, scopes, step)]
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
@@ -120,27 +123,32 @@ class CommandRebuilder:
         return [c[cut] if c is not None else None for c in self._commands(expr.value, scopes, depth)]
 
     def _grown(self, name: ast.Name, scopes: Sequence[ast.AST], found: list[Command], depth: int) -> list[Command]:
-        """A local list grown in place (`cmd += ["-c", X]`, `cmd.append(X)`): each argv
-        bound, with what the function adds to it, in the order it spells that."""
+        """A local list grown in place (`cmd += ["-c", X]`, `cmd.append(X)`,
+        `cmd.insert(1, X)`): each argv bound, with what the function adds to it, in the
+        order it spells that."""
         function = scopes[-1]
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return found
-        growth: list[tuple[int, int, ast.expr]] = []
+        # (where, at: None for the end, else the index an insert puts the word before; the words)
+        growth: list[tuple[tuple[int, int], int | bool | None, ast.expr]] = []
         augmented = 0
         for node in ast.walk(function):
             if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and (
                 isinstance(node.target, ast.Name) and node.target.id == name.id
             ):
-                growth.append((node.lineno, node.col_offset, node.value))
+                growth.append(((node.lineno, node.col_offset), None, node.value))
                 augmented += 1
             elif (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == name.id
-                and node.func.attr in ("append", "extend") and len(node.args) == 1
             ):
-                arg = node.args[0]
-                grown = ast.List(elts=[arg], ctx=ast.Load()) if node.func.attr == "append" else arg
-                growth.append((node.lineno, node.col_offset, grown))
+                method, args = node.func.attr, node.args
+                where = (node.lineno, node.col_offset)
+                if method in ("append", "extend") and len(args) == 1:
+                    grown = ast.List(elts=[args[0]], ctx=ast.Load()) if method == "append" else args[0]
+                    growth.append((where, None, grown))
+                elif method == "insert" and len(args) == 2:
+                    growth.append((where, _index(args[0]), ast.List(elts=[args[1]], ctx=ast.Load())))
         if not growth:
             return found
         # (each `cmd += [...]` is also a binding of no value shown: the growth stands for it)
@@ -149,9 +157,9 @@ class CommandRebuilder:
             if None in found:
                 found.remove(None)
         commands: list[Command] = [c for c in found if isinstance(c, tuple)] or [None]
-        for _, _, value in sorted(growth, key=lambda row: row[:2]):
+        for _, at, value in sorted(growth, key=lambda row: row[0]):
             added = self._commands(value, scopes, depth)
-            commands = _capped(_added(a, b) for a, b in itertools.product(commands, added))
+            commands = _capped(_inserted(a, b, at) for a, b in itertools.product(commands, added))
         return list(dict.fromkeys([*found, *commands]))
 
     def _call(self, expr: ast.Call, scopes: Sequence[ast.AST], depth: int) -> list[Command]:
@@ -215,6 +223,16 @@ def _added(left: Command, right: Command) -> Command:
     if isinstance(left, str) and isinstance(right, str):
         return left + right
     return None
+
+
+def _inserted(command: Command, words: Command, at: int | bool | None) -> Command:
+    """`command` with `words` added at its end (`at` None) or before index `at`; None where
+    the index is not shown (False)."""
+    if at is None:
+        return _added(command, words)
+    if at is False or not isinstance(command, tuple) or not isinstance(words, tuple):
+        return None
+    return command[:at] + words + command[at:]
 
 
 def _shell_line(command: Command) -> Command:

@@ -126,6 +126,8 @@ def launcher_commands(path: str, args: Sequence[ast.expr], keywords: Sequence[as
     a command line or an argv."""
     shape = launcher_shape(path)
     program = next((k.value for k in keywords if k.arg == "executable"), None)
+    if isinstance(program, ast.Constant) and program.value is None:
+        program = None  # (the default: argv[0] runs)
     if shape in ("program", "loop_exec"):
         words: Argv = list(args) if shape == "program" else list(args[1:])
         if not words:

@@ -69,6 +69,9 @@ COMPOSED = [
     "subprocess.run([sys.executable, '-m', 'cProfile', S][:])",  # 34
     "argv = [sys.executable]; argv.append(T); subprocess.Popen(argv).wait()",  # a Python file under the root
     "argv = ['-m', 'cProfile', S]; subprocess.run([sys.executable, *argv])",  # 4
+    "argv = [sys.executable, '-u']; argv.insert(1, S); subprocess.run(argv)",
+    "subprocess.run(argv := [sys.executable, S])",
+    "subprocess.run([sys.executable, S], executable=None)",
     # os.exec* with the argv composed: its words after argv[0]
     "argv = [sys.executable]; argv.append('-m'); argv += ['cProfile', S]; os.execv(sys.executable, argv)",  # 1
     "argv = [sys.executable, '-m']; argv.extend(['cProfile', S]); os.execv(sys.executable, argv)",  # 41
@@ -110,6 +113,8 @@ COMPOSED_QUIET = [
     "subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--no-python', 'python3', Q])",
     "subprocess.run([sys.executable, '-m', 'torch.distributed.run', '--no-python', 'nvidia-smi'])",
     "argv = [sys.executable, Q]; argv += ['--port', '8000']; subprocess.run(argv)",
+    "argv = [sys.executable, Q]; argv.insert(1, '-u'); subprocess.run(argv)",
+    "subprocess.run(argv := [sys.executable, Q])",
 ]
 
 
@@ -133,6 +138,8 @@ BRANCHES = [
     "prefix = ['nice'] if S else []; subprocess.run(prefix + [sys.executable, S])",  # 72
     "prefix = ['nice'] if S else []; subprocess.run(prefix + ['printenv', 'SGLANG_PAGE_SIZE'])",  # 71
     "argv = ['printenv', 'SGLANG_PAGE_SIZE'] if S else ['true']; subprocess.run(argv)",
+    "subprocess.run(argv := ['printenv', 'SGLANG_PAGE_SIZE'])",
+    "argv = ['printenv']; argv.insert(1, 'SGLANG_PAGE_SIZE'); subprocess.run(argv)",
 ]
 
 
