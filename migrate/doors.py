@@ -2093,7 +2093,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             if isinstance(started, ast.Call):
                 callee = frozenset(p for p in self.d.kind(started.func, self.scope) if p.startswith(_ENV_CHILD_PROCESS))
                 if callee:
-                    self._stdin_program(node, self._child_commands(started, callee), node.args[0], named=True)
+                    commands, rebuilt = self._child_commands(started, callee), self._rebuilt(started, callee)
+                    self._stdin_program(node, commands, node.args[0], named=True, rebuilt=rebuilt)
 
     def _started(self, proc: ast.expr) -> list[ast.expr]:
         """What `proc` is bound to: by an assignment, or as a `with` statement's target
@@ -2169,7 +2170,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 if fed is not None and program is not None and program_name(program) in ARGUMENT_FEEDERS:
                     assert isinstance(command, tuple)
                     found.update(self._rebuilt_files((*command, fed_word), cwd))  # `["xargs", "sh"], input=str(SCRIPT)`
-            found.update(self._fed_file(node, commands, cwd))
+            found.update(self._fed_file(node, commands, cwd, rebuilt))
             environment = next((k.value for k in node.keywords if k.arg == "env"), None)
             if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
                 for key, value in zip(environment.keys, environment.values, strict=True):
@@ -2234,7 +2235,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             if whole:
                 self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
-    def _fed_file(self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], cwd: str) -> list[ChildFile]:
+    def _fed_file(
+        self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], cwd: str, rebuilt: Sequence[Command]
+    ) -> list[ChildFile]:
         """A file opened as the standard input of a child that reads its program there
         (`run(["sh"], stdin=open(SCRIPT))`, `with open(F) as fh: run([sys.executable, "-"],
         stdin=fh)`, `input=Path(F).read_text()`): the child runs the file."""
@@ -2248,6 +2251,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if not any(spec is not None for spec in fed):
             return []
         readers = {stdin_reader([self._word(e) for e in words]) for words in map(self._argv, commands)}
+        readers |= {stdin_reader(list(c)) for c in rebuilt if isinstance(c, tuple)}  # (composed: `["sh"] if c else [...]`)
         return [
             (reader, rebased(spec, cwd)) for reader in readers if reader is not None for spec in fed if spec is not None
         ]

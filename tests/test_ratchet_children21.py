@@ -28,7 +28,7 @@ HEAD = (
 READER = "import os\nprint(os.environ['SGLANG_PAGE_SIZE'])\n"
 QUIET_TEXT = "print('hello')\n"
 OUTSIDE = {"scripts/__init__.py": "", "scripts/run.py": READER, "scripts/quiet.py": QUIET_TEXT}
-INSIDE = {"tools/dump.txt": READER}
+INSIDE = {"tools/dump.txt": READER, "tools/show.txt": "printenv SGLANG_PAGE_SIZE\n", "tools/hello.txt": "echo hello\n"}
 
 
 def _result(tmp_path: Path, line: str, helpers: str = ""):  # type: ignore[no-untyped-def]
@@ -140,12 +140,24 @@ BRANCHES = [
     "argv = ['printenv', 'SGLANG_PAGE_SIZE'] if S else ['true']; subprocess.run(argv)",
     "subprocess.run(argv := ['printenv', 'SGLANG_PAGE_SIZE'])",
     "argv = ['printenv']; argv.insert(1, 'SGLANG_PAGE_SIZE'); subprocess.run(argv)",
+    # a script fed on the standard input of a shell the conditional picks
+    "subprocess.run(['sh'] if S else ['bash'], stdin=open(os.path.join(HERE, 'tools', 'show.txt')))",
+    "subprocess.run((cmd or ['sh']) + ['-s'], stdin=open(os.path.join(HERE, 'tools', 'show.txt')))",
 ]
 
 
 @pytest.mark.parametrize("line", BRANCHES)
 def test_a_command_in_a_branch_is_judged_as_without_it(tmp_path: Path, line: str) -> None:
     assert PAGE in _leaves(tmp_path, line), line
+
+
+@pytest.mark.parametrize("line", [
+    "subprocess.run(['env'] if S else ['true'])",  # 64, the control
+    "p = subprocess.Popen(['sh'] if S else ['true'], stdin=subprocess.PIPE); p.communicate(b'env')",
+    "p = subprocess.Popen(['true'], executable='sh', stdin=subprocess.PIPE); p.communicate(b'env')",
+])
+def test_a_dump_in_a_branch_reads_the_environment_whole(tmp_path: Path, line: str) -> None:
+    assert UNRESOLVED in _leaves(tmp_path, line), line
 
 
 @pytest.mark.parametrize("line", [
@@ -162,6 +174,7 @@ BRANCHES_QUIET = [
     "subprocess.run([sys.executable, Q] if S else [])",
     "subprocess.run(cmd or ['git', 'status'])",
     "prefix = ['nice'] if S else []; subprocess.run(prefix + [sys.executable, Q])",
+    "subprocess.run(['sh'] if S else ['bash'], stdin=open(os.path.join(HERE, 'tools', 'hello.txt')))",
     # the function's callers hand the words over (judged at each call site)
     "subprocess.run([str(a) for a in cmd])",
 ]
