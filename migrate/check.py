@@ -152,7 +152,8 @@ _UNRESOLVED_FORMS = {
     "environment among them wherever a frame holds one; reported in any module: say in the entry's reason "
     "what it renders and where it goes",
     "child_command": "a child process whose command the scanner cannot rebuild (a name, attribute or call whose "
-    "value the module does not show, not a parameter its callers hand over): it may print the environment back; "
+    "value the module does not show, or a comprehension, not a parameter its callers hand over): it may print "
+    "the environment back; "
     "say in the entry's reason what it runs",
     "child_file": "a child process running a file the scanner cannot read: a script, Makefile or Python file "
     "named by a path the module does not spell, one that is not there, a program that is not text, or a file "

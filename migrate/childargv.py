@@ -1,5 +1,6 @@
 """A child's command rebuilt from the Python expressions that compose it, for the judge
-of what the child reads (configbags.migrate.childenv: prints_environment, stdin_reader).
+of what the child reads (configbags.migrate.childenv: the variables it names,
+prints_environment, stdin_reader, child_files: one model for every rule).
 
 The judge wants the words of an argv or the text of a command line. A launch rarely spells
 them as one literal: launchers build the command (`prefix = ["numactl", ...] if numa else
@@ -8,10 +9,12 @@ expression here gives every command it may be (a may-analysis, as the scanner's
 bindings are), taking:
 
 - both branches of a conditional expression and every operand of `or`/`and`;
-- list and string concatenation (`+`), a starred constant (`[*PFX, "env"]`), `list(x)`;
+- list and string concatenation (`+`), a starred constant (`[*PFX, "env"]`), `list(x)`,
+  a slice with constant bounds (`cmd[1:]`);
 - a name by each of its bindings (ModuleStrings.bound: a local, a module or imported
-  constant, a parameter's default, `self.X`), a local list grown by `+=`, `.append` and
-  `.extend` with what it grows by, in the order the function spells it;
+  constant, a parameter's default, `self.X`), a local list grown by `+=`, `.append`,
+  `.extend` and `.insert` with what it grows by, in the order the function spells it; the
+  value of an assignment expression (`cmd := [...]`);
 - command lines made for a shell: `shlex.join`, `" ".join`, `str.format`, `%`, and the
   words `shlex.split`/`.split()` make of one.
 
@@ -67,6 +70,8 @@ class CommandRebuilder:
             return self._sequence(list(expr.elts), scopes, step)
         if isinstance(expr, ast.IfExp):
             return self._commands(expr.body, scopes, step) + self._commands(expr.orelse, scopes, step)
+        if isinstance(expr, ast.NamedExpr):
+            return self._commands(expr.value, scopes, step)  # `run(cmd := [...])`
         if isinstance(expr, ast.BoolOp):
             return [c for value in expr.values for c in self._commands(value, scopes, step)]
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
@@ -76,6 +81,8 @@ class CommandRebuilder:
             return self._percent(expr, scopes, step)
         if isinstance(expr, ast.Call):
             return self._call(expr, scopes, step)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Slice):
+            return self._sliced(expr, expr.slice, scopes, step)
         if isinstance(expr, (ast.Name, ast.Attribute, ast.Subscript)):
             bound = self._bound(expr, scopes)
             if not bound:
@@ -107,32 +114,52 @@ class CommandRebuilder:
                 break
         return result
 
+    def _sliced(self, expr: ast.Subscript, bounds: ast.Slice, scopes: Sequence[ast.AST], depth: int) -> list[Command]:
+        """`cmd[1:]`, `argv[:]`: the words (or text) between constant bounds."""
+        parts = [_index(part) for part in (bounds.lower, bounds.upper, bounds.step)]
+        if any(part is False for part in parts) or parts[2] == 0:
+            return [None]
+        cut = slice(*parts)
+        return [c[cut] if c is not None else None for c in self._commands(expr.value, scopes, depth)]
+
     def _grown(self, name: ast.Name, scopes: Sequence[ast.AST], found: list[Command], depth: int) -> list[Command]:
-        """A local list grown in place (`cmd += ["-c", X]`, `cmd.append(X)`): each argv
-        bound, with what the function adds to it, in the order it spells that."""
+        """A local list grown in place (`cmd += ["-c", X]`, `cmd.append(X)`,
+        `cmd.insert(1, X)`): each argv bound, with what the function adds to it, in the
+        order it spells that."""
         function = scopes[-1]
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return found
-        growth: list[tuple[int, int, ast.expr]] = []
+        # (where, at: None for the end, else the index an insert puts the word before; the words)
+        growth: list[tuple[tuple[int, int], int | bool | None, ast.expr]] = []
+        augmented = 0
         for node in ast.walk(function):
             if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and (
                 isinstance(node.target, ast.Name) and node.target.id == name.id
             ):
-                growth.append((node.lineno, node.col_offset, node.value))
+                growth.append(((node.lineno, node.col_offset), None, node.value))
+                augmented += 1
             elif (
                 isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == name.id
-                and node.func.attr in ("append", "extend") and len(node.args) == 1
             ):
-                arg = node.args[0]
-                grown = ast.List(elts=[arg], ctx=ast.Load()) if node.func.attr == "append" else arg
-                growth.append((node.lineno, node.col_offset, grown))
+                method, args = node.func.attr, node.args
+                where = (node.lineno, node.col_offset)
+                if method in ("append", "extend") and len(args) == 1:
+                    grown = ast.List(elts=[args[0]], ctx=ast.Load()) if method == "append" else args[0]
+                    growth.append((where, None, grown))
+                elif method == "insert" and len(args) == 2:
+                    growth.append((where, _index(args[0]), ast.List(elts=[args[1]], ctx=ast.Load())))
         if not growth:
             return found
+        # (each `cmd += [...]` is also a binding of no value shown: the growth stands for it)
+        found = list(found)
+        for _ in range(augmented):
+            if None in found:
+                found.remove(None)
         commands: list[Command] = [c for c in found if isinstance(c, tuple)] or [None]
-        for _, _, value in sorted(growth, key=lambda row: row[:2]):
+        for _, at, value in sorted(growth, key=lambda row: row[0]):
             added = self._commands(value, scopes, depth)
-            commands = _capped(_added(a, b) for a, b in itertools.product(commands, added))
+            commands = _capped(_inserted(a, b, at) for a, b in itertools.product(commands, added))
         return list(dict.fromkeys([*found, *commands]))
 
     def _call(self, expr: ast.Call, scopes: Sequence[ast.AST], depth: int) -> list[Command]:
@@ -174,6 +201,18 @@ class CommandRebuilder:
         )
 
 
+def _index(part: ast.expr | None) -> int | bool | None:
+    """A slice bound: None where absent, an int constant, else False (not shown)."""
+    if part is None:
+        return None
+    if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.USub):
+        inner = _index(part.operand)
+        return -inner if isinstance(inner, int) and not isinstance(inner, bool) else False
+    if isinstance(part, ast.Constant) and isinstance(part.value, int) and not isinstance(part.value, bool):
+        return part.value
+    return False
+
+
 def _capped(commands: object) -> list[Command]:
     return list(itertools.islice(commands, MAX_COMMANDS))  # type: ignore[call-overload]
 
@@ -184,6 +223,16 @@ def _added(left: Command, right: Command) -> Command:
     if isinstance(left, str) and isinstance(right, str):
         return left + right
     return None
+
+
+def _inserted(command: Command, words: Command, at: int | bool | None) -> Command:
+    """`command` with `words` added at its end (`at` None) or before index `at`; None where
+    the index is not shown (False)."""
+    if at is None:
+        return _added(command, words)
+    if at is False or not isinstance(command, tuple) or not isinstance(words, tuple):
+        return None
+    return command[:at] + words + command[at:]
 
 
 def _shell_line(command: Command) -> Command:
@@ -221,6 +270,18 @@ def _percented(template: Command, values: Command) -> Command:
         return None
 
 
+def command_texts(commands: Sequence[Command]) -> list[str]:
+    """The text of every word (or command line) the rebuilt `commands` show: where a
+    declared variable's name is spelled, whichever branch or growth spelled it."""
+    texts: list[str] = []
+    for command in commands:
+        if isinstance(command, str):
+            texts.append(command)
+        elif command is not None:
+            texts += [word for word in command if word is not None]
+    return texts
+
+
 def program_shown(commands: Sequence[Command]) -> bool:
     """Does any command rebuilt show at least its program (a command line, or an argv
     whose first word is known)? Where none does, the scanner cannot tell what runs."""
@@ -228,13 +289,14 @@ def program_shown(commands: Sequence[Command]) -> bool:
 
 
 def opaque_command(expr: ast.expr, params: set[str], imported: frozenset[str]) -> bool:
-    """Is `expr` a command the module gives no value of (a name, attribute or call) that
-    is not handed over by the function's callers (one of its `params`: judged at each call
-    site) nor another module's constant (a root name bound by an import: judged by what
-    that module exports, ModuleStrings.exported_commands)?"""
+    """Is `expr` a command the module gives no value of (a name, attribute, call or
+    comprehension) that is not handed over by the function's callers (one of its `params`:
+    judged at each call site) nor another module's constant (a root name bound by an
+    import: judged by what that module exports, ModuleStrings.exported_commands)?"""
     if isinstance(expr, ast.Starred):
         expr = expr.value
-    if not isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+    # (a comprehension's words are not rebuilt: `[x for x in ("printenv", NAME)]`)
+    if not isinstance(expr, (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.ListComp, ast.GeneratorExp)):
         return False
     names = {sub.id for sub in ast.walk(expr) if isinstance(sub, ast.Name)}
     if names & params:

@@ -24,7 +24,7 @@ reported: that would flag every child process.
 
 A child that runs a file (a shell's script, an interpreter's Python file, make's Makefile,
 a program by its path) is read through the file: child_files says which files a command
-runs, as path specs the module's analysis keeps (FlowFacts.children), and
+(each the module may compose, configbags.migrate.childargv) runs, as path specs the module's analysis keeps (FlowFacts.children), and
 configbags.migrate.childfiles reads them where the tree's scan knows their place; a file
 the module writes itself and runs (ModuleWrites) is judged by the texts it writes there.
 A file's text given as the command (`["sh", "-c", SCRIPT.read_text()]`, `os.system(fh.read())`:
@@ -122,20 +122,59 @@ Argv = list[ast.expr | None]
 
 def launcher_commands(path: str, args: Sequence[ast.expr], keywords: Sequence[ast.keyword]) -> list[ast.expr | Argv]:
     """What the launcher `path` called with `args` runs: an argv (word expressions, None
-    for one not shown) or an expression giving a command line or an argv."""
+    for one not shown, a starred one for the words it splices in) or an expression giving
+    a command line or an argv."""
     shape = launcher_shape(path)
-    if shape == "program":
-        return [list(args)]
-    if shape == "loop_exec":
-        return [list(args[1:])] if len(args) > 1 else []
+    program = next((k.value for k in keywords if k.arg == "executable"), None)
+    if isinstance(program, ast.Constant) and program.value is None:
+        program = None  # (the default: argv[0] runs)
+    if shape in ("program", "loop_exec"):
+        words: Argv = list(args) if shape == "program" else list(args[1:])
+        if not words:
+            return []
+        if program is None:
+            return [words]
+        # (`executable=` reaches the Popen these start: the program, argv[0] a name)
+        first = words[0]
+        return [[program, _after_first(first.value), *words[1:]] if isinstance(first, ast.Starred) else [program, *words[1:]]]
     if shape == "loop":
         return [args[1]] if len(args) > 1 else []
     if shape in ("exec", "spawn", "argv"):
         return list(_exec_argv(shape, path, args))
     if shape == "command":
         command = args[0] if args else next((k.value for k in keywords if k.arg in ("args", "cmd", "command")), None)
-        return [command] if command is not None else []
+        if command is None:
+            return []
+        return [command] if program is None else _with_program(path, command, program, keywords)
     return []
+
+
+def _with_program(path: str, command: ast.expr, program: ast.expr, keywords: Sequence[ast.keyword]) -> list[ast.expr | Argv]:
+    """The argv run where `executable=` names the program (`Popen(["name", X],
+    executable="printenv")`): POSIX runs it with the command's words after the first (that
+    one is its argv[0], a process name); with a shell it is the shell, given `-c` and the
+    line (or the argv's words: the script, then its `$0`...). Both where `shell=` is not a
+    constant."""
+    shell = next((k.value for k in keywords if k.arg == "shell"), None)
+    if path.endswith("_shell"):
+        shells = [True]
+    elif shell is None or isinstance(shell, ast.Constant):
+        shells = [shell is not None and bool(shell.value)]
+    else:
+        shells = [False, True]
+    words = list(command.elts) if isinstance(command, (ast.List, ast.Tuple)) else None
+    found: list[ast.expr | Argv] = []
+    for under_shell in shells:
+        if under_shell:
+            flag = ast.copy_location(ast.Constant("-c"), command)
+            found.append([program, flag, *(words if words is not None else [command])])
+        elif words is not None:
+            found.append([program, *words[1:]])
+        elif isinstance(command, (ast.Constant, ast.JoinedStr)):
+            found.append([program])  # (a command line with no shell is argv[0] alone)
+        else:
+            found.append([program, _after_first(command)])
+    return found
 
 
 def _exec_argv(shape: str, path: str, args: Sequence[ast.expr]) -> list[Argv]:
@@ -154,7 +193,15 @@ def _exec_argv(shape: str, path: str, args: Sequence[ast.expr]) -> list[Argv]:
     vector = args[offset + 1] if len(args) > offset + 1 else None
     if isinstance(vector, (ast.List, ast.Tuple)):
         return [[program, *(None if isinstance(e, ast.Starred) else e for e in vector.elts[1:])]]
-    return [[program, None]] if vector is not None else []
+    return [[program, _after_first(vector)]] if vector is not None else []
+
+
+def _after_first(command: ast.expr) -> ast.Starred:
+    """`*command[1:]`: the words of a composed argv after its argv[0], as the module
+    composes them (configbags.migrate.childargv rebuilds the slice)."""
+    one = ast.copy_location(ast.Constant(1), command)
+    rest = ast.copy_location(ast.Subscript(value=command, slice=ast.Slice(lower=one), ctx=ast.Load()), command)
+    return ast.copy_location(ast.Starred(value=rest, ctx=ast.Load()), command)
 
 
 # The modules whose Process classes start a child process (`multiprocessing.Process`,
@@ -1685,6 +1732,7 @@ class _Runner(NamedTuple):
     bare: frozenset[str] | None = None  # instead: the options that take none (every other takes one)
     module: frozenset[str] = frozenset()  # options that make the operand a module (`cProfile -m MOD`)
     program: frozenset[str] = frozenset()  # options that make it a program (`torchrun --no-python`)
+    modules: bool = False  # its operand is always a module (`python -m runpy MOD`)
 
     def takes(self, option: str) -> bool:
         return option not in self.bare if self.bare is not None else option in self.valued
@@ -1708,6 +1756,8 @@ RUNNER_MODULES: Mapping[str, _Runner] = {
     "cProfile": _PROFILER, "profile": _PROFILER,
     "trace": _Runner(_options("-f --file -C --coverdir --ignore-module --ignore-dir"), module=_options("--module")),
     "pdb": _Runner(_options("-c --command"), module=_options("-m")),
+    # (runpy's own `__main__`: the module its first word names, as `python -m MOD`)
+    "runpy": _Runner(bare=frozenset(), modules=True),
 }
 # Modules that run no file of their words (they install, serve or read them as data)
 _DATA_MODULES = frozenset({
@@ -1742,8 +1792,8 @@ def _runner_files(runner: _Runner, rest: list[Word], given: list[str | None], cw
     """The file (or module) a runner module runs, after its options: `$?` where the
     module does not show it."""
     index = 0
-    as_module = as_program = False
-    while index < len(rest):
+    as_module, as_program = runner.modules, False
+    while index < len(rest) and not runner.modules:
         word = rest[index]
         if word is None or word == "-" or not word.startswith("-"):
             break
@@ -1759,7 +1809,8 @@ def _runner_files(runner: _Runner, rest: list[Word], given: list[str | None], cw
     if index >= len(rest):
         return []  # (`-h`: runs nothing)
     if as_program:
-        return _opaque(given[index : index + 1])
+        # `--no-python python3 S`: the program and its words are a command of their own
+        return child_files(rest[index:], given[index:], cwd)
     if as_module:
         module = rest[index]
         return module_files(module, rest[index + 1 :], given[index + 1 :], cwd) if module is not None else [(PYTHON_MODULE, "")]

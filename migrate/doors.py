@@ -83,6 +83,7 @@ from configbags.migrate.aliases import (
 from configbags.migrate.childargv import (
     Command,
     CommandRebuilder,
+    command_texts,
     imported_names,
     opaque_command,
     parameters,
@@ -626,6 +627,9 @@ _PATH_METHODS_SAME = frozenset({"resolve", "absolute", "expanduser", "as_posix"}
 
 # Variables naming a file a shell child runs before its command (bash's BASH_ENV, sh's ENV)
 _STARTUP_FILES = frozenset({"BASH_ENV", "ENV"})
+# Marks a word of a rebuilt command that is a path the module builds and shows no text
+# of (`os.path.join(HERE, "run.py")`): the mark, then its path spec (_file_word_at)
+_PATH_WORD = "\3"
 
 
 def _joined(base: str, part: str) -> str:
@@ -1960,20 +1964,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             texts.append(text)
             named.update(named_variables(text, self.declared))
             spelled.update(spellings(text, self.declared))
-        if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            # `def sh(cmd): subprocess.run(cmd, shell=True)`: its callers hand the command
-            # over (configbags.migrate.flows reads what they pass)
-            params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
-            # `def run(*argv): subprocess.run(list(argv))`: the arguments from there on
-            # (VARARG_MARK), as a tuple
-            rest = scope.args.vararg.arg if scope.args.vararg is not None else None
-            for expr in arguments:
-                for sub in ast.walk(expr):
-                    if isinstance(sub, ast.Name) and sub.id in params and self.scope.kind == "function":
-                        self.command_params.add((self.scope.qualname, sub.id))
-                    elif isinstance(sub, ast.Name) and sub.id == rest and self.scope.kind == "function":
-                        self.command_params.add((self.scope.qualname, VARARG_MARK + sub.id))
+        self._command_params(scope, arguments)
         commands = self._child_commands(node, callee)
+        rebuilt = self._rebuilt(node, callee)
+        for text in command_texts(rebuilt):
+            # a name in a command composed (either branch of `[...] if debug else [...]`,
+            # `cmd or [...]`, a list grown): each command the launch may run names it
+            named.update(named_variables(text, self.declared))
         isolated = self._isolated(node)
         if isolated:
             named.clear()  # its variables are those `env=` spells, their values read where computed
@@ -1982,7 +1979,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for name in sorted(named):
             self._report(node, env_subject(name), "environ", "child_process")
         dumps = [command for command in commands if self._prints_environment(command)]
-        rebuilt = self._rebuilt(node, callee)
         if dumps and not (isolated and all(plain_dump([self._word(e) for e in self._argv(c)]) for c in dumps)):
             # `subprocess.check_output(["env", "-0"])`, `os.system("env | grep X")`, a
             # Python child dumping `os.environ`: the child prints every variable back
@@ -2000,7 +1996,23 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         given = next((k.value for k in node.keywords if k.arg == "input"), None)
         if given is not None:
             self._stdin_program(node, commands, given, named=False, rebuilt=rebuilt)
-        self._files_run(node, commands)
+        self._files_run(node, callee, commands)
+
+    def _command_params(self, scope: ast.AST, arguments: Sequence[ast.expr]) -> None:
+        """`def sh(cmd): subprocess.run(cmd, shell=True)`: its callers hand the command
+        over (configbags.migrate.flows reads what they pass)."""
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or self.scope.kind != "function":
+            return
+        params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+        # `def run(*argv): subprocess.run(list(argv))`: the arguments from there on
+        # (VARARG_MARK), as a tuple
+        rest = scope.args.vararg.arg if scope.args.vararg is not None else None
+        for expr in arguments:
+            for sub in ast.walk(expr):
+                if isinstance(sub, ast.Name) and sub.id in params:
+                    self.command_params.add((self.scope.qualname, sub.id))
+                elif isinstance(sub, ast.Name) and sub.id == rest:
+                    self.command_params.add((self.scope.qualname, VARARG_MARK + sub.id))
 
     @staticmethod
     def _isolated(node: ast.Call) -> bool:
@@ -2081,7 +2093,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             if isinstance(started, ast.Call):
                 callee = frozenset(p for p in self.d.kind(started.func, self.scope) if p.startswith(_ENV_CHILD_PROCESS))
                 if callee:
-                    self._stdin_program(node, self._child_commands(started, callee), node.args[0], named=True)
+                    commands, rebuilt = self._child_commands(started, callee), self._rebuilt(started, callee)
+                    self._stdin_program(node, commands, node.args[0], named=True, rebuilt=rebuilt)
 
     def _started(self, proc: ast.expr) -> list[ast.expr]:
         """What `proc` is bound to: by an assignment, or as a `with` statement's target
@@ -2133,27 +2146,31 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         """A command's words where it spells them as an argv (`["sh", "-s"]`) or a
         single word (`"bash"`); else one word not shown."""
         if isinstance(command, list):
-            return command
+            return [None if isinstance(e, ast.Starred) else e for e in command]
         if isinstance(command, (ast.List, ast.Tuple)):
             return [None if isinstance(e, ast.Starred) else e for e in command.elts]
         text = self._word(command)
         return [command] if text is not None and text.strip() and " " not in text.strip() else [None]
 
-    def _files_run(self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]]) -> None:
+    def _files_run(self, node: ast.Call, callee: frozenset[str], commands: Sequence[ast.expr | list[ast.expr | None]]) -> None:
         """The files the child runs (a script, a Makefile, a Python file, a program named
         by its path): kept for the scan of the tree, which reads them
-        (configbags.migrate.childfiles); one the module does not show is `$?` here."""
+        (configbags.migrate.childfiles); one the module does not show is `$?` here. Each
+        command the launch may run is judged, as the module composes it (childargv: a
+        list grown by `.append`, `[sys.executable] + argv`, either branch of a conditional)."""
         found: set[ChildFile] = set()
-        # a relative folder is in the project's, or in any the module changes into
+        rebuilt = self._rebuilt(node, callee, self._file_word_at)
         fed = next((k.value for k in node.keywords if k.arg == "input"), None)
+        fed_word = self._file_word_at(fed, self.enclosing) if fed is not None else None
+        # a relative folder is in the project's, or in any the module changes into
         for cwd in self._child_folders(node):
-            for command in commands:
-                found.update(self._command_files(command, cwd))
-                argv = self._argv(command)
-                program = self._word(argv[0]) if argv else None
+            for command in rebuilt:
+                found.update(self._rebuilt_files(command, cwd))
+                program = command[0] if isinstance(command, tuple) and command else None
                 if fed is not None and program is not None and program_name(program) in ARGUMENT_FEEDERS:
-                    found.update(self._command_files([*argv, fed], cwd))  # `["xargs", "sh"], input=str(SCRIPT)`
-            found.update(self._fed_file(node, commands, cwd))
+                    assert isinstance(command, tuple)
+                    found.update(self._rebuilt_files((*command, fed_word), cwd))  # `["xargs", "sh"], input=str(SCRIPT)`
+            found.update(self._fed_file(node, commands, cwd, rebuilt))
             environment = next((k.value for k in node.keywords if k.arg == "env"), None)
             if isinstance(environment, ast.Dict):  # `env={"BASH_ENV": FILE}`: a shell child runs FILE first
                 for key, value in zip(environment.keys, environment.values, strict=True):
@@ -2218,7 +2235,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             if whole:
                 self._report(node, ENV_UNRESOLVED, "environ", "environ_whole")
 
-    def _fed_file(self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], cwd: str) -> list[ChildFile]:
+    def _fed_file(
+        self, node: ast.Call, commands: Sequence[ast.expr | list[ast.expr | None]], cwd: str, rebuilt: Sequence[Command]
+    ) -> list[ChildFile]:
         """A file opened as the standard input of a child that reads its program there
         (`run(["sh"], stdin=open(SCRIPT))`, `with open(F) as fh: run([sys.executable, "-"],
         stdin=fh)`, `input=Path(F).read_text()`): the child runs the file."""
@@ -2232,6 +2251,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if not any(spec is not None for spec in fed):
             return []
         readers = {stdin_reader([self._word(e) for e in words]) for words in map(self._argv, commands)}
+        readers |= {stdin_reader(list(c)) for c in rebuilt if isinstance(c, tuple)}  # (composed: `["sh"] if c else [...]`)
         return [
             (reader, rebased(spec, cwd)) for reader in readers if reader is not None for spec in fed if spec is not None
         ]
@@ -2254,26 +2274,32 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return self._path_spec(func.value)
         return None
 
-    def _command_files(self, command: ast.expr | list[ast.expr | None], cwd: str, depth: int = 0) -> list[ChildFile]:
-        if isinstance(command, (ast.List, ast.Tuple)):
-            command = [None if isinstance(e, ast.Starred) else e for e in command.elts]
-        if isinstance(command, list):
-            # an f-string word keeps a path formatted in as its spec (`["sh", "-c", f"{HERE}/x.sh"]`)
-            words = [self._command_word(e) for e in command]
-            return child_files(words, [self._path_spec(e) if e is not None else None for e in command], cwd)
-        if isinstance(command, ast.Call) and isinstance(command.func, ast.Attribute) and command.func.attr == "split":
-            shlex_split = command.args and "shlex.split" in self.d.kind(command.func, self.scope)
-            command = command.args[0] if shlex_split else command.func.value
-        script = self._word(command)
-        if script is None and isinstance(command, (ast.JoinedStr, ast.BinOp)):
-            script = self._command_line(command)  # (`f"sh {HERE}/x.sh"`, `"bash -e " + str(SCRIPT)`)
-        if script is not None:
-            return script_files(script, cwd)
-        # a file's text as the command line (`os.system(fh.read())`); a name, by its bindings
-        read = self._read_file(command) if not isinstance(command, ast.Name) else None
-        found = script_files(READ_MARK + read, cwd) if read is not None else []
-        bound = self.strings.bound(command, self.enclosing) if depth < 2 else None
-        return found + [f for value, _ in bound or () if value is not None for f in self._command_files(value, cwd, depth + 1)]
+    @staticmethod
+    def _rebuilt_files(command: Command, cwd: str) -> list[ChildFile]:
+        """The files a rebuilt command runs (childenv.child_files, script_files): a word
+        that is a path the module builds (_PATH_WORD) is no text, only its spec."""
+        if isinstance(command, str):
+            return script_files(command, cwd)
+        if command is None:
+            return []
+        words = [None if w is not None and w.startswith(_PATH_WORD) else w for w in command]
+        specs = [
+            None if w is None else w[len(_PATH_WORD) :] if w.startswith(_PATH_WORD) else literal_spec(w) for w in command
+        ]
+        return child_files(words, specs, cwd)
+
+    def _file_word_at(self, expr: ast.expr, scopes: Sequence[ast.AST]) -> str | None:
+        """A word of a command, for the files it runs: its text (_command_word: an
+        f-string's with a path formatted in kept as its spec, a file's text as READ_MARK
+        and the file), else the path the module builds (`os.path.join(HERE, "x.py")`), as
+        _PATH_WORD and its spec."""
+        word = self._word_at(expr, scopes)
+        if word is None:
+            word = self._command_word(expr)
+        if word is not None:
+            return word
+        spec = self._path_spec(expr, scopes)
+        return _PATH_WORD + spec if spec is not None else None
 
     def _command_word(self, expr: ast.expr | None) -> str | None:
         """A word of an argv, for the files it runs: its text; an f-string's with a path
@@ -2416,10 +2442,13 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                     return True
         return False
 
-    def _rebuilt(self, node: ast.Call, callee: frozenset[str]) -> list[Command]:
+    def _rebuilt(
+        self, node: ast.Call, callee: frozenset[str], word: Callable[[ast.expr, Sequence[ast.AST]], str | None] | None = None
+    ) -> list[Command]:
         """Every command the launch may run, rebuilt from how the module composes it
-        (configbags.migrate.childargv), starred arguments too (`create_subprocess_exec(*cmd)`)."""
-        rebuilder = CommandRebuilder(self._word_at, self.strings.bound, lambda expr: self.d.kind(expr, self.scope))
+        (configbags.migrate.childargv), starred arguments too (`create_subprocess_exec(*cmd)`);
+        each word as `word` gives it (_word_at: its text)."""
+        rebuilder = CommandRebuilder(word or self._word_at, self.strings.bound, lambda expr: self.d.kind(expr, self.scope))
         found: list[Command] = []
         for path in sorted(path for path in callee if path.startswith(_ENV_CHILD_PROCESS)):
             for command in launcher_commands(path, node.args, node.keywords):
@@ -2435,13 +2464,15 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             return "python"
         if isinstance(expr, ast.Constant) and isinstance(expr.value, bytes):
             return expr.value.decode("utf-8", "surrogateescape")
+        if isinstance(expr, ast.Call) and len(expr.args) == 1 and "shutil.which" in self.d.kind(expr.func, self.scope):
+            return self._word_at(expr.args[0], scopes)  # `shutil.which("bash")`: the program it names
         return self.strings.value(expr, scopes)
 
     def _prints_environment(self, command: ast.expr | list[ast.expr | None], depth: int = 0) -> bool:
         """Does the child print the whole environment back (configbags.migrate.childenv)?
         A name is followed to what the module binds it to (`DUMP = ["env"]`)."""
         if isinstance(command, list):
-            return prints_environment([self._word(e) for e in command], self._python_reads_whole)
+            return prints_environment([self._word(e) for e in self._argv(command)], self._python_reads_whole)
         if isinstance(command, (ast.List, ast.Tuple)):
             words = [None if isinstance(e, ast.Starred) else e for e in command.elts]
             return prints_environment([self._word(e) for e in words], self._python_reads_whole)

@@ -76,6 +76,7 @@ from configbags.migrate.aliases import (
 )
 from configbags.migrate.childargv import (
     CommandRebuilder,
+    command_texts,
     imported_names,
     opaque_command,
     parameters,
@@ -2284,10 +2285,12 @@ class _Uses(_Walk):
             lambda expr: self.strings.bound(expr, scopes),
         ):
             named.update(named_variables(text, self.declared))
-        for name in sorted(named):
-            self._row(given, env_subject(name), "environ", "child_process")
         rebuilder = CommandRebuilder(self._command_word, self.strings.bound, lambda expr: frozenset({dotted(expr)}))
         commands = rebuilder.commands(given, scopes)
+        for text in command_texts(commands):  # (either branch of a conditional, a list grown...)
+            named.update(named_variables(text, self.declared))
+        for name in sorted(named):
+            self._row(given, env_subject(name), "environ", "child_process")
         if not program_shown(commands) and opaque_command(given, parameters(scope), imported_names(self.strings.tree)):
             # deny by default: a command the caller does not show either (`run_cmd(build())`)
             self._row(given, ENV_UNRESOLVED, "environ", "child_command")
