@@ -1967,10 +1967,11 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self._command_params(scope, arguments)
         commands = self._child_commands(node, callee)
         rebuilt = self._rebuilt(node, callee)
-        for text in command_texts(rebuilt):
+        for command in rebuilt:
             # a name in a command composed (either branch of `[...] if debug else [...]`,
-            # `cmd or [...]`, a list grown): each command the launch may run names it
-            named.update(named_variables(text, self.declared))
+            # `cmd or [...]`, a list grown): each command the launch may run names it,
+            # unless that command only sets or mentions it (`["echo", "NAME=1"] if c else []`)
+            named.update(self._named_in_rebuilt(command))
         isolated = self._isolated(node)
         if isolated:
             named.clear()  # its variables are those `env=` spells, their values read where computed
@@ -1997,6 +1998,25 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if given is not None:
             self._stdin_program(node, commands, given, named=False, rebuilt=rebuilt)
         self._files_run(node, callee, commands)
+
+    def _named_in_rebuilt(self, command: Command) -> set[str]:
+        """The declared variables a rebuilt command names and may read: those it only
+        sets, unsets or mentions (Mentions, where every word is shown) left out."""
+        texts = command_texts([command])
+        names = {name for text in texts for name in named_variables(text, self.declared)}
+        if not names:
+            return names
+        found: Mentions | None = None
+        if isinstance(command, str):
+            found = script_mentions(command)
+        elif isinstance(command, tuple) and None not in command:
+            found = argv_mentions([w for w in command if w is not None])
+        if found is None:
+            return names
+        spelled: Counter[str] = Counter()
+        for text in texts:
+            spelled.update(spellings(text, self.declared))
+        return names - found.silent(names, spelled)
 
     def _command_params(self, scope: ast.AST, arguments: Sequence[ast.expr]) -> None:
         """`def sh(cmd): subprocess.run(cmd, shell=True)`: its callers hand the command

@@ -177,6 +177,10 @@ BRANCHES_QUIET = [
     "subprocess.run(['sh'] if S else ['bash'], stdin=open(os.path.join(HERE, 'tools', 'hello.txt')))",
     # the function's callers hand the words over (judged at each call site)
     "subprocess.run([str(a) for a in cmd])",
+    # a branch that only mentions or sets the variable, as without the branch
+    "subprocess.run(['echo', 'SGLANG_PAGE_SIZE=1'] if S else [])",
+    "subprocess.run(['env', 'SGLANG_PAGE_SIZE=1', 'true'] if S else ['true'])",
+    "subprocess.run(cmd or 'SGLANG_PAGE_SIZE=1 true', shell=True)",
 ]
 
 
