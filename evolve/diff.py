@@ -34,7 +34,12 @@ from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.leaftypes import TypeSpec
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.spelling import spellings
-from configbags.runtime.yamlsafe import load_yaml, read_text_limited
+from configbags.runtime.yamlsafe import (
+    check_output_path,
+    load_yaml,
+    read_text_limited,
+    write_text_atomic,
+)
 
 POLICY_RANK = {"startup": 0, "load_time": 1, "runtime": 2}
 ALLOW_FILE = "diff-allow.yaml"
@@ -862,14 +867,38 @@ def markdown(findings: Sequence[Finding], since: str) -> str:
 
 
 def write_section(path: Path, section: str) -> None:
-    """Replace the generated section of `path` (or append it), leaving the rest as it is."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    """Replace the generated section of `path` (or append it), leaving the rest as it is:
+    the file read within the input limits (never a FIFO or a device) and written whole,
+    so a failed write leaves it as it was."""
+    try:
+        text = read_text_limited(path) if path.exists() else ""
+    except (OSError, YamlError) as exc:
+        raise ConfigError(f"--changes-md {path}: cannot read it: {exc}") from None
     begin, end = text.find(MD_BEGIN), text.find(MD_END)
     if begin != -1 and end > begin:
         text = text[:begin] + section + text[end + len(MD_END):].lstrip("\n")
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    path.write_text(text, encoding="utf-8")
+    write_text_atomic(path, text, "--changes-md")
+
+
+def check_changes_apart(path: Path, folders: Sequence[Path], files: Sequence[Path]) -> None:
+    """Refuse a --changes-md file that is one the command reads (by any name: a link, a
+    hard link): a file of either schema folder, or the allow file. The section appended
+    to it would break the next run (a YAML file with Markdown in it)."""
+    try:
+        target = path.stat()
+    except OSError:  # not there yet: a file of its own
+        return
+    for candidate in [*files, *(f for folder in folders for f in sorted(folder.rglob("*")))]:
+        try:
+            same = candidate.is_file() and candidate.stat().st_ino == target.st_ino and (
+                candidate.stat().st_dev == target.st_dev)
+        except OSError:
+            continue
+        if same:
+            raise ConfigError(f"--changes-md {path} is {candidate}, a file this diff reads: the section would be "
+                              f"written into it; give the Markdown file (e.g. a release's CONFIG.md)")
 
 
 # -- the command -------------------------------------------------------------------------
@@ -917,10 +946,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         schema = ns.schema if ns.schema is not None else load_project().schema
         sides = _sides(ns)
+        if ns.changes_md is not None:  # before anything is loaded: a refusal costs nothing
+            check_output_path(ns.changes_md, "--changes-md")
         with _opened(sides, schema) as (old_side, new_side):
+            allow_path = ns.allow if ns.allow is not None else new_side.folder / ALLOW_FILE
+            if ns.changes_md is not None:
+                check_changes_apart(ns.changes_md, [old_side.folder, new_side.folder], [allow_path])
             old, new = load_views([(old_side.folder, old_side.shown), (new_side.folder, new_side.shown)],
                                   cache=not ns.no_cache)
-            allow_path = ns.allow if ns.allow is not None else new_side.folder / ALLOW_FILE
             allowances = read_allow(allow_path) if ns.allow is not None or allow_path.is_file() else []
         findings, stale = apply_allow(compare(old, new), allowances)
     except SchemaInvalid as exc:
