@@ -210,7 +210,48 @@ async def _read(client: httpx.AsyncClient, target: Target, timeout: float, diff:
     if wrong is not None:
         return Reading(target, error=f"GET /config/contracts answered 200, but not as a configbags door does "
                                      f"({wrong}); is this URL a configbags server's (not a sidecar or proxy)?")
+    wrong = not_door_info(bodies[1]) if diff else None
+    if wrong is not None:
+        return Reading(target, error=f"GET /server_info answered 200, but not as a configbags door does "
+                                     f"({wrong}); is this URL a configbags server's (not a sidecar or proxy)?")
     return Reading(target, bodies[0], bodies[1] if diff else None)
+
+
+# What a configbags door answers, as far as the check reads or prints it (runtime/fleet.py's
+# contracts_readback, the context's server_info): each member's and each leaf's provenance,
+# and the elements of every list, typed, so an answer of another shape is reported at the
+# read, never a traceback where the comparison first touches the odd element.
+_PROVENANCE: dict[str, Any] = {
+    "type": "object", "required": ["layer", "source"],
+    "properties": {"layer": {"type": "string"}, "source": {"type": "string"}, "rule": {"type": "string"}},
+}
+_CONTRACTS_SHAPE: dict[str, Any] = {
+    "type": "object", "required": ["role", "schema_version", "contracts"],
+    "properties": {
+        "role": {"type": ["string", "null"]},
+        "role_leaf": {"type": ["string", "null"]},
+        "role_origin": {**_PROVENANCE, "type": ["object", "null"]},
+        "schema_version": {"type": "string"},
+        "instance": {"type": "string"},
+        "contracts": {"type": "object", "additionalProperties": {
+            "type": "object", "required": ["roles", "fingerprint", "members"],
+            "properties": {
+                "roles": {"type": "array", "items": {"type": "string"}},
+                "fingerprint": {"type": "string"},
+                "help": {"type": "string"},
+                "members": {"type": "object", "additionalProperties": {
+                    **_PROVENANCE, "required": ["value", *_PROVENANCE["required"]]}},
+            },
+        }},
+    },
+}
+_SERVER_INFO_SHAPE: dict[str, Any] = {
+    "type": "object", "required": ["resolved", "layers"],
+    "properties": {"resolved": {"type": "object"}, "layers": {"type": "object", "additionalProperties": _PROVENANCE}},
+}
+_KINDS = {"object": "an object", "array": "a list", "string": "a string", "null": "null"}
+_KIND_OF = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}
 
 
 def not_a_door(body: dict[str, Any]) -> str | None:
@@ -218,17 +259,41 @@ def not_a_door(body: dict[str, Any]) -> str | None:
     every field the comparison reads, of its type, so an answer of something else at that
     URL (`{"ok": 1}`) is reported as such, never read as a door that declares nothing."""
     missing = [k for k in ("role", "schema_version", "contracts") if k not in body]
-    if missing:
+    if missing:  # a sidecar's or a proxy's answer: say so in one line, not by the first field
         return f"no {', '.join(repr(k) for k in missing)}"
-    if body["role"] is not None and not isinstance(body["role"], str):
-        return "'role' is not a string"
-    if not isinstance(body["contracts"], dict):
-        return "'contracts' is not an object"
-    for name, contract in body["contracts"].items():
-        if not (isinstance(contract, dict) and isinstance(contract.get("roles"), list)
-                and isinstance(contract.get("fingerprint"), str) and isinstance(contract.get("members"), dict)):
-            return f"contract {json.dumps(name)} lacks its roles, fingerprint or members"
-    return None
+    return _shape_problem(body, _CONTRACTS_SHAPE)
+
+
+def not_door_info(body: dict[str, Any]) -> str | None:
+    """What makes `body` no `/server_info` readback of a configbags door (None when it is
+    one): `--diff` compares its `resolved` values and prints their `layers`."""
+    return _shape_problem(body, _SERVER_INFO_SHAPE)
+
+
+def _shape_problem(body: Any, shape: dict[str, Any]) -> str | None:
+    """The first place where `body` is not of `shape`, as a JSON path and what is wrong
+    there. Said in few words, never with the value (which may be a whole answer)."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(shape).iter_errors(body))
+    if error is None:
+        return None
+    where = "$" + "".join(f"[{step}]" if isinstance(step, int) else _path_key(step) for step in error.absolute_path)
+    if error.validator == "required":
+        absent = [k for k in error.validator_value if k not in error.instance]
+        return f"{where} has no {', '.join(repr(k) for k in absent)}"
+    if error.validator == "type":
+        wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return f"{where} is {_KIND_OF.get(type(error.instance), 'a value')}, not {' or '.join(_KINDS[t] for t in wanted)}"
+    return f"{where}: not as the door answers ({error.validator})"
+
+
+def _path_key(key: str) -> str:
+    """One key of a JSON path: `.name`, or quoted where it is no plain name; a long key
+    shortened, since it comes from the answer."""
+    shown = key if len(key) <= 60 else key[:57] + "..."
+    return f".{shown}" if shown.replace("_", "").replace("-", "").isalnum() and shown.isascii() else \
+        f"[{json.dumps(shown)}]"
 
 
 async def read_all(targets: Sequence[Target], *, timeout: float, diff: bool = False) -> list[Reading]:
@@ -395,6 +460,65 @@ def role_diff(readings: Sequence[Reading]) -> dict[str, dict[str, list[dict[str,
     return out
 
 
+def diff_servers(readings: Sequence[Reading]) -> dict[str, dict[str, list[str]]]:
+    """role -> {read, not_read}: the servers (each once) whose `/server_info` `--diff`
+    compared, and those it could not read; a server not read whose role nobody gave is under
+    "role unknown", since it may be of any role."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for group in one_server(readings):
+        r = next((g for g in group if g.info is not None), group[0])
+        role = r.role or ("no role" if r.contracts is not None else "role unknown")
+        out.setdefault(role, {"read": [], "not_read": []})["read" if r.info is not None else "not_read"].append(
+            r.target.shown)
+    return dict(sorted(out.items()))
+
+
+def _diff_lines(readings: Sequence[Reading], diff: dict[str, dict[str, list[dict[str, Any]]]]) -> list[str]:
+    """The `--diff` report: per role, its differences or that its servers agree; a role
+    with fewer than two servers read compared nothing, and says so, naming those not read."""
+    lines = []
+    for role, servers in diff_servers(readings).items():
+        read, unread = servers["read"], servers["not_read"]
+        not_read = f"not read: {', '.join(unread)} (see UNREACHABLE)"
+        if role == "role unknown":
+            lines.append(f"diff: {not_read}; of a role unknown, so in no comparison")
+        elif len(read) < 2:
+            lines.append(f"diff: the {role} servers were not compared: "
+                         + (f"{len(read)} read ({', '.join(read) or 'none'}), {not_read}" if unread
+                            else f"only one, {read[0]}, nothing to compare it with"))
+        elif role not in diff:
+            lines.append(f"diff: the {len(read)} {role} servers read agree on every leaf"
+                         + (f"; {not_read}" if unread else ""))
+        else:
+            lines.append(f"diff between the {role} servers:" + (f" ({not_read})" if unread else ""))
+            for leaf, values in diff[role].items():
+                lines.append(f"  {leaf}:")
+                for shown in values:
+                    where = ", ".join(f"{s['server']} [{_origin_text(s)}]" for s in shown["servers"])
+                    lines.append(f"    {json.dumps(shown['value'])}  on {where}")
+    return lines
+
+
+def _stray_roles(readings: Sequence[Reading]) -> list[str]:
+    """A note for each server read whose role no contract of the servers read names (`null`,
+    `"decode "`, another fork's): no contract checks it, which the findings alone would
+    only show as some partner's UNCHECKED."""
+    read = [next(r for r in g if r.contracts is not None) for g in one_server(readings)
+            if any(r.contracts is not None for r in g)]
+    named = sorted({role for r in read for c in (r.contracts or {})["contracts"].values() for role in c["roles"]})
+    if not named:
+        return []
+    lines = []
+    for r in read:
+        if r.role not in named:
+            leaf = (r.contracts or {}).get("role_leaf")
+            said = "reports no role" if r.role is None else f"is of role {json.dumps(r.role)}"
+            lines.append(f"NOTE {r.target.shown} {said}, which no contract of the servers read names (they name "
+                         f"{', '.join(named)}), so no contract checks it; set its role"
+                         + (f" (leaf {leaf})" if leaf else ""))
+    return lines
+
+
 def _role_counts(readings: Sequence[Reading]) -> str:
     counts: dict[str, int] = {}
     for r in readings:
@@ -417,6 +541,7 @@ def render(readings: Sequence[Reading], findings: Sequence[Finding],
     for r in readings:
         if r.error is not None:
             lines.append(f"UNREACHABLE {r.target.shown}: {r.error}")
+    lines += _stray_roles(readings)
     order = {"same": 0, "role": 1, "definition": 2, "broken": 3, "alone": 4, "unknown": 4, "unchecked": 5, "ok": 6}
     for f in sorted(findings, key=lambda f: order[f.kind]):
         tag = {"same": "SAME", "role": "ROLE", "definition": "BROKEN", "broken": "BROKEN", "alone": "UNCHECKED",
@@ -428,15 +553,7 @@ def render(readings: Sequence[Reading], findings: Sequence[Finding],
                 for name, provenance in side.servers:
                     lines.append(f"    {json.dumps(side.value)}  on {name}  [{_origin_text(provenance)}]")
     if diff is not None:
-        if not diff:
-            lines.append("diff: servers of each role agree on every leaf")
-        for role, leaves in diff.items():
-            lines.append(f"diff between the {role} servers:")
-            for leaf, values in leaves.items():
-                lines.append(f"  {leaf}:")
-                for shown in values:
-                    where = ", ".join(f"{s['server']} [{_origin_text(s)}]" for s in shown["servers"])
-                    lines.append(f"    {json.dumps(shown['value'])}  on {where}")
+        lines += _diff_lines(readings, diff)
     return "\n".join(map(inert, lines))  # what the servers sent (a role, an origin, an error) forges no line
 
 
@@ -503,7 +620,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "servers": [{"url": r.target.shown, "role": r.role, "instance": r.instance, "error": r.error}
                         for r in readings],
             "findings": [f.as_dict() for f in findings],
-            **({"diff": diff} if diff is not None else {}),
+            **({"diff": diff, "diff_servers": diff_servers(readings)} if diff is not None else {}),
         }, indent=2))
     else:
         print(render(readings, findings, diff))

@@ -224,7 +224,7 @@ def test_entries_are_one_server_by_address_or_by_instance_and_answer() -> None:
 
 
 @pytest.mark.parametrize(("path", "why"), [("/ok", "no 'role', 'schema_version', 'contracts'"),
-                                           ("/half", 'contract "kv_transfer" lacks its roles')])
+                                           ("/half", "$.contracts.kv_transfer has no 'fingerprint', 'members'")])
 def test_a_200_json_answer_that_is_no_door_is_unreachable_naming_the_url(
         poser: str, path: str, why: str, capsys: pytest.CaptureFixture[str]) -> None:
     """A health sidecar or a catch-all proxy answers `{"ok": 1}` to everything: it is not a
