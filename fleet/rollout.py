@@ -147,8 +147,9 @@ def readback_side(registry: Registry, readback: Mapping[str, Any], where: str,
     (`record.check_value`: type, choices, range, text): a value the door would refuse is
     never planned as live, and none reaches a comparison it would break (`error`, or a
     `RecordError` for a value, naming `where` and the JSON path). A door's readback lists
-    every leaf, and logs overrides only of leaves an override can change: a leaf missing
-    would be planned as null, and a name no door knows would be dropped unseen."""
+    every leaf (and every derived value in `resolved`), and logs overrides only of leaves an
+    override can change: a leaf missing would be planned as null, a capacity missing as no
+    bound, and a name no door knows would be dropped unseen."""
     shapes = (("record", dict, "an object of leaf values"), ("overrides", list, "a list of override entries"),
               ("resolved", dict, "an object of resolved values"))
     for key, kind, want in shapes:
