@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UnknownLeafError(f"{ns.leaf!r} is not a config leaf{closest(ns.leaf, known)}")
         record_type = ctx.record_type
         assert record_type is not None
-        server = UsageErrors(prog="configbags explain LEAF", allow_abbrev=False)
+        server = UsageErrors(prog="configbags explain LEAF", allow_abbrev=False, command=parser)
         record_type.add_cli_args(server)
         refuse_collisions("configbags explain", parser, server, ns.package or "the project's package")
         # the server's own reading of the words (prefixes, a structured leaf's dotted keys)

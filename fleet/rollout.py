@@ -14,11 +14,12 @@ printed."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from configbags.runtime.record import (
     DumpInput,
     check_dump_apart,
     check_value,
+    model_inputs,
     parse_cli_words,
     record_parser,
     secret_file_inputs,
@@ -58,6 +60,7 @@ READ_KEY_ENV, ADMIN_KEY_ENV = CLIENT_API_KEY_VAR, CLIENT_ADMIN_KEY_VAR
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ROLE = "launcher"  # the role a config file is published as (serve's --role default)
+MODEL_PATH_LEAF = "model_path"  # the leaf whose folder's config.json the model loads from (as serve's)
 DOOR_TEXT_CHARS = 4000  # the most of a refusal's message or fix shown (a door's own are far shorter)
 
 
@@ -115,7 +118,10 @@ def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any],
             unknown.append(leaf)  # a readback hides it: equal or not, nobody can tell
             continue
         if a != b:
-            changes.append(_over_capacity(registry, classify(registry, leaf, a, b), running or {}))
+            changes.append(classify(registry, leaf, a, b))
+    # the door bounds each leaf of a PATCH by its capacity's value in the same PATCH, else the running one
+    bounds = {**(running or {}), **{c.leaf: c.new for c in changes if c.route == "live"}}
+    changes = [_over_capacity(registry, c, bounds) for c in changes]
     order = {"live": 0, "reload": 1, "restart": 2}
     return Plan(tuple(sorted(changes, key=lambda c: order[c.route])), tuple(unknown))
 
@@ -128,7 +134,8 @@ class SideValues:
 
 
 READBACK_FIX = "save GET /server_info of a running configbags serve door again (a readback is its answer, unedited)"
-COMPLETE = ("a door's readback holds every leaf of its schema in `record` and `resolved`; give one of this schema "
+COMPLETE = ("a door's readback holds every leaf of its schema in `record` and `resolved`, and every derived value "
+            "in `resolved`; give one of this schema "
             "(a server of another schema is planned with its own package, --package)")
 
 
@@ -140,8 +147,9 @@ def readback_side(registry: Registry, readback: Mapping[str, Any], where: str,
     (`record.check_value`: type, choices, range, text): a value the door would refuse is
     never planned as live, and none reaches a comparison it would break (`error`, or a
     `RecordError` for a value, naming `where` and the JSON path). A door's readback lists
-    every leaf, and logs overrides only of leaves an override can change: a leaf missing
-    would be planned as null, and a name no door knows would be dropped unseen."""
+    every leaf (and every derived value in `resolved`), and logs overrides only of leaves an
+    override can change: a leaf missing would be planned as null, a capacity missing as no
+    bound, and a name no door knows would be dropped unseen."""
     shapes = (("record", dict, "an object of leaf values"), ("overrides", list, "a list of override entries"),
               ("resolved", dict, "an object of resolved values"))
     for key, kind, want in shapes:
@@ -168,17 +176,22 @@ def readback_side(registry: Registry, readback: Mapping[str, Any], where: str,
             raise error(f"{where}: overrides[{at}].leaf {leaf!r}: a startup leaf, fixed at publish: no override "
                         f"ever changes it, so no door logs one; {READBACK_FIX}")
         values[leaf] = _readback_value(registry, leaf, entry["new"], f"overrides[{at}].new", where)
-    _require_every_leaf(registry, resolved, "resolved", where, error)
+    for name in resolved:
+        if name not in registry.leaves and name not in registry.derived:
+            raise error(f"{where}: resolved.{shown_text(name)}: neither a leaf nor a derived value of this schema"
+                        f"{closest(name, [*registry.leaves, *registry.derived])}; {COMPLETE}; {READBACK_FIX}")
+    # a derived value missing would read as no bound (a capacity): a change the door refuses planned live
+    _require_every_leaf(registry, resolved, "resolved", where, error, [*registry.leaves, *registry.derived])
     resolved = {name: _readback_value(registry, name, value, f"resolved.{name}", where)
                 for name, value in resolved.items()}
     return SideValues(values, resolved)
 
 
 def _require_every_leaf(registry: Registry, values: Mapping[str, Any], key: str, where: str,
-                        error: type[ConfigError]) -> None:
-    missing = [name for name in registry.leaves if name not in values]
+                        error: type[ConfigError], names: Sequence[str] | None = None) -> None:
+    missing = [name for name in (registry.leaves if names is None else names) if name not in values]
     if missing:
-        more = f", and {len(missing) - 1} more leaves" if len(missing) > 1 else ""
+        more = f", and {len(missing) - 1} more" if len(missing) > 1 else ""
         raise error(f"{where}: {key}.{missing[0]} (missing){more}: {COMPLETE}; {READBACK_FIX}")
 
 
@@ -306,10 +319,41 @@ def render(result: Plan, source: str) -> str:
     return "\n".join(lines)
 
 
+ENTRY_KEYS = frozenset({"epoch", "source", "leaf", "namespace", "old", "new", "wall_time"})  # OverrideEntry.as_dict
+
+
+def patch_answer_problem(answer: Any, sent: Mapping[str, Any], secrets: Collection[str] = ()) -> str | None:
+    """Why a PATCH's 200 `answer` is no door's answer to the leaves `sent`, or None: the
+    door applies all or nothing and answers its epoch (a non-negative int) and one log
+    entry (`OverrideEntry.as_dict`) per leaf it changed, at the value sent (a sent leaf
+    already at that value logs none); a `secrets` leaf's values read as redacted."""
+    if not isinstance(answer, dict) or type(answer.get("epoch")) is not int or not isinstance(answer.get("entries"), list):
+        return "no `epoch` and `entries`"
+    epoch, entries = answer["epoch"], answer["entries"]
+    if epoch < 0:
+        return f"`epoch` {epoch}, below 0"
+    seen: set[str] = set()
+    for at, entry in enumerate(entries):
+        if not isinstance(entry, dict) or set(entry) != ENTRY_KEYS or not isinstance(entry["leaf"], str):
+            return f"entries[{at}] is no override entry (an object of {', '.join(sorted(ENTRY_KEYS))})"
+        leaf = entry["leaf"]
+        if leaf not in sent or leaf in seen:
+            what = "twice" if leaf in seen else "a leaf that was not sent"
+            return f"entries[{at}] names {what}, '{shown_text(leaf)}'"
+        seen.add(leaf)
+        if type(entry["epoch"]) is not int or entry["epoch"] != epoch:
+            return f"entries[{at}].epoch is not the answer's epoch {epoch}"
+        expected = REDACTED if leaf in secrets else sent[leaf]
+        if entry["new"] != expected or isinstance(entry["new"], bool) != isinstance(expected, bool):
+            return f"entries[{at}].new is not the value sent for {shown_text(leaf)}"
+    return None
+
+
 def apply(url: str, body: dict[str, Any], admin_key: str | None,
-          timeout: float = DEFAULT_TIMEOUT_S) -> tuple[int, dict[str, Any]]:
+          timeout: float = DEFAULT_TIMEOUT_S, secrets: Collection[str] = ()) -> tuple[int, dict[str, Any]]:
     """PATCH the live part; (HTTP status, the door's JSON answer). NoAnswer past `timeout`;
-    a ConfigError, before anything is sent, for a body the door's own parser refuses."""
+    a ConfigError, before anything is sent, for a body the door's own parser refuses.
+    `secrets`: the sent leaves that are secrets (the door's answer redacts their values)."""
     what = f"{shown_url(url)}: PATCH /config"
     check_url(url, what)  # the URL first, as `exchange` checks it
     try:
@@ -322,11 +366,12 @@ def apply(url: str, body: dict[str, Any], admin_key: str | None,
                      headers=headers, payload=body)
     if reply.status == 200:
         done = reply.body if reply.error is None else None
-        if isinstance(done, dict) and type(done.get("epoch")) is int and isinstance(done.get("entries"), list):
+        why = patch_answer_problem(done, body["leaves"], secrets)
+        if why is None and isinstance(done, dict):  # (a problem-free answer is an object)
             return 200, done
         # a 200 from anything but a configbags door says nothing of what applied
-        return 0, {"error": NOT_A_DOOR, "message": "the answer is no configbags PATCH answer (no `epoch` and "
-                   "`entries`): the URL is not a configbags serve door, and nothing is known of what it did",
+        return 0, {"error": NOT_A_DOOR, "message": f"the answer is no configbags PATCH answer ({why}): the URL is "
+                   "not a configbags serve door, and nothing is known of what it did",
                    "fix": "give the URL of a configbags serve door"}
     if reply.error is None and is_door_refusal(reply.status, reply.body):
         return reply.status, reply.body
@@ -378,16 +423,19 @@ def check_source(source: str) -> None:
 SIDE_LOSS = "what it holds (the side this rollout plans from) would be lost to the other side's resolved config"
 
 
-def check_dump_apart_from_inputs(context: Context[Any], sides: Sequence[tuple[str, str]], flags: Sequence[str]) -> None:
+def check_dump_apart_from_inputs(context: Context[Any], sides: Sequence[tuple[str, str]], flags: Sequence[str],
+                                 command: argparse.ArgumentParser | None = None) -> None:
     """Refuse a `--dump-config` among the server flags that is a file this rollout reads
-    (OLD, NEW, a `--config`, a secret's `NAME_FILE`), by `os.path.samefile`, before either
+    (OLD, NEW, a `--config`, a secret's `NAME_FILE`, the model config of a config side's
+    `--model-path`, as serve refuses it), by `os.path.samefile`, before either
     side is built: each config side is published with the flags and writes the dump, so
     OLD's dump would replace NEW (or a saved readback) before NEW is read."""
     record_type = context.record_type
     if record_type is None or not flags:
         return
-    namespace = parse_cli_words(record_parser(record_type.add_cli_args, "configbags rollout"), context.registry,
-                                flags)
+    # the first reading of the server flags: rollout's own flag among them is named as such
+    namespace = parse_cli_words(record_parser(record_type.add_cli_args, "configbags rollout", command),
+                                context.registry, flags)
     dump = getattr(namespace, "dump_config", None)
     if dump is None:
         return
@@ -397,6 +445,23 @@ def check_dump_apart_from_inputs(context: Context[Any], sides: Sequence[tuple[st
     inputs += [DumpInput(f"the --config file {config}", config, CONFIG_LOSS)
                for config in ([configs] if isinstance(configs, str) else configs or ())]
     check_dump_apart(dump, [*inputs, *secret_file_inputs(context.registry, os.environ)])
+    # then each config side's model, read from the side built as the server builds it
+    models: list[DumpInput] = []
+    given_model = getattr(namespace, MODEL_PATH_LEAF, None)
+    for where, what in sides:
+        if where.startswith(("http://", "https://")):
+            continue
+        before = logging.root.manager.disable
+        logging.disable(logging.WARNING)  # the side's own read says what shadows what, once
+        try:  # building a record writes nothing (publish writes the dump)
+            record = record_type.from_cli([*flags, "--config", where], prog="configbags rollout")
+        except ConfigError:
+            continue  # a readback (no model here), or a config its own read refuses
+        finally:
+            logging.disable(before)
+        model = getattr(record, MODEL_PATH_LEAF, None)
+        models += model_inputs(model, "--model-path" if given_model is not None else f"the {what} side's model_path")
+    check_dump_apart(dump, models)
 
 
 def _client_key(flag_value: str | None, flag: str, variable: str) -> tuple[str | None, str]:
@@ -450,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if sent and key is not None and (why := client_key_problem(key, origin)) is not None:
                 raise ConfigError(why)
         context = named_context(args.package)
-        check_dump_apart_from_inputs(context, ((args.old, "OLD"), (args.new, "NEW")), flags)
+        check_dump_apart_from_inputs(context, ((args.old, "OLD"), (args.new, "NEW")), flags, parser)
         old = read_side(context, args.old, flags, read_key, args.timeout, args.role)
         new = read_side(context, args.new, flags, read_key, args.timeout, args.role)
     except ConfigError as exc:
@@ -468,7 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             out["applied"] = None
         else:
             try:
-                status, answer = apply(args.apply, body, admin_key, args.timeout)
+                status, answer = apply(args.apply, body, admin_key, args.timeout,
+                                       {c.leaf for c in result.part("live") if c.secret})
             except httpx.ConnectError as exc:  # no connection, so no request went out
                 status, answer = 0, {"error": "unreachable", "message": http_failure(exc, args.apply, [admin_key])}
             except httpx.HTTPError as exc:  # the connection broke after the PATCH may have gone out

@@ -134,10 +134,13 @@ class UsageErrors(argparse.ArgumentParser):
     numbers in the one grammar of server flags and config files (no `1_000`, no non-ASCII
     digits, which Python's int() and float() would take; `0x10` and `0o17` as ints)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, command: argparse.ArgumentParser | None = None, **kwargs: Any) -> None:
         from configbags.runtime.leaftypes import float_from_text, int_from_text
 
         super().__init__(*args, **kwargs)
+        # a server-flag parser's command (rollout, explain): its own flags, given after the
+        # `--` that starts the server flags, are named as such, not matched to a server flag
+        self.command = command
         self.register("type", int, int_from_text)
         self.register("type", float, float_from_text)
 
@@ -175,13 +178,21 @@ def unrecognized(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
     from configbags.runtime.leaftypes import closest
 
     known = [o for a in parser._actions if a.help is not argparse.SUPPRESS for o in a.option_strings]
+    command = getattr(parser, "command", None)
+    own = [] if command is None else [o for a in command._actions for o in a.option_strings]
     flags: list[str] = []
-    hidden = 0
+    hidden = dashes = 0
     for word in words:
         name = word.partition("=")[0]
-        if _FLAG_NAME.fullmatch(name) and name in known:
+        if word == "--":
+            dashes += 1  # not a value: it ended the flags, and the words after it are counted
+        elif _FLAG_NAME.fullmatch(name) and name in known:
             # a known flag argparse left over: it came after a `--`, which ends the flags
             flags.append(f"{name} (after a '--', which ends the flags: give it before the '--')")
+        elif _FLAG_NAME.fullmatch(name) and name in own:
+            assert command is not None
+            flags.append(f"{name} ({command.prog}'s own flag, given among the server flags after its '--': "
+                         f"give it before the '--')")
         elif _FLAG_NAME.fullmatch(name):
             flags.append(f"{name}{_flag_hint(name, known) or closest(name, known)}")
         else:
@@ -190,7 +201,7 @@ def unrecognized(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
     if hidden:
         values = f"{hidden} word{'s' if hidden > 1 else ''} not taken by any flag (not shown, as a value may be a secret)"
         out = f"{out}; {values}" if out else values
-    return out
+    return out or f"a '--' that ends the flags{' again' if dashes > 1 else ''} with none after it; remove it"
 
 
 def _flag_hint(name: str, known: Sequence[str]) -> str:

@@ -1005,14 +1005,16 @@ def warn_repeated(parser: argparse.ArgumentParser, registry: Registry, words: Se
             warn_once(message, message)
 
 
-def record_parser(add_cli_args: Callable[[argparse.ArgumentParser], None], prog: str | None) -> argparse.ArgumentParser:
+def record_parser(add_cli_args: Callable[[argparse.ArgumentParser], None], prog: str | None,
+                  command: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The server's command-line parser (`add_cli_args`'s flags, `--help[=KEYWORD|GROUP]`),
-    for `record_from_cli` and for a command that reads the words before it builds a record."""
+    for `record_from_cli` and for a command that reads the words before it builds a record
+    (`command`: that command's own parser, whose flags it names as given after the `--`)."""
     # No abbreviations: a flag added later must not change what an old command line means.
     from configbags.runtime.cmdline import UsageErrors  # one line and a hint, not the whole usage
 
     parser = UsageErrors(prog=prog, description="Launch-time server configuration.",
-                         allow_abbrev=False, add_help=False)
+                         allow_abbrev=False, add_help=False, command=command)
     parser.add_argument("-h", "--help", nargs="?", const="", default=argparse.SUPPRESS, action=FilteredHelp,
                         metavar="KEYWORD|GROUP",
                         help="show this help; --help=KEYWORD lists the flags that mention KEYWORD, "

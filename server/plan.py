@@ -350,7 +350,7 @@ def _main(args: list[str], json_out: bool) -> int:
     record_type = ctx.record_type
     assert record_type is not None
     server = _PlanUsage(
-        prog="configbags plan", allow_abbrev=False,
+        prog="configbags plan", allow_abbrev=False, command=parser,
         usage="configbags plan --model-config PATH [plan flags] [server flags]  (--help, --help-all)",
     )
     server.json_errors = json_out
@@ -441,13 +441,19 @@ class _Records:
     def get(self, point: _Point, extra: Sequence[str] = ()) -> Any:
         key = (point.shape.source, point.tp_size, *extra)
         if key not in self.cache:
-            argv = [*self.server_argv, *extra]
-            if self.add_model_path:
-                argv += ["--model-path", point.shape.source]
+            added = [*extra, *(["--model-path", point.shape.source] if self.add_model_path else [])]
+            argv = _before_dashes(self.server_argv, _with_tp(added, point.tp_size))
             record_type = self.ctx.record_type
             assert record_type is not None
-            self.cache[key] = record_type.from_cli_args(self.server.parse_args(_with_tp(argv, point.tp_size)))
+            self.cache[key] = record_type.from_cli_args(self.server.parse_args(argv))
         return self.cache[key]
+
+
+def _before_dashes(server_argv: list[str], added: list[str]) -> list[str]:
+    """The operator's server words with plan's own (`added`) after them but before any `--`
+    they hold: a `--` ends the flags, and a usage error must name only words the operator gave."""
+    cut = server_argv.index("--") if "--" in server_argv else len(server_argv)
+    return [*server_argv[:cut], *added, *server_argv[cut:]]
 
 
 def _with_tp(server_argv: list[str], tp_size: int | None) -> list[str]:

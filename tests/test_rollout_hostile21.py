@@ -261,7 +261,9 @@ def test_a_door_refusal_says_nothing_was_applied_and_shows_its_text_escaped(
 
 
 def test_a_real_patch_answer_is_still_applied(tmp_path: Path, fixed: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    fixed.body = json.dumps({"epoch": 4, "entries": [{"leaf": "weight_version"}, {"leaf": LIVE_LEAF}]}).encode()
+    entries = [{"epoch": 4, "source": "http:rollout", "leaf": leaf, "namespace": namespace, "old": None, "new": new,
+                "wall_time": 1.0} for leaf, namespace, new in (("weight_version", "serving", "v2"), (LIVE_LEAF, "spec", 0.5))]
+    fixed.body = json.dumps({"epoch": 4, "entries": entries}).encode()
     code, out, err = _apply(capsys, tmp_path, fixed.url)
     assert code == EXIT_OK, out + err
     assert f"applied to {fixed.url}: epoch 4, 2 leaf/leaves changed" in out
