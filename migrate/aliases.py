@@ -45,6 +45,8 @@ from configbags.migrate.scanmodel import (
     DECORATED,
     ENV_UNRESOLVED,
     HOOK,
+    WRITES_ON_STORE,
+    WRITES_ON_USE,
     FlowInput,
     Reach,
     ScanSettings,
@@ -1713,8 +1715,18 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
     def _home_read(self, node: ast.Name | ast.Attribute | ast.Call) -> None:
         """A home function or name whose use reads leaves off the record for this code
         (`get_page_size()`, `SLOT[0]`): the reads of its body, here."""
-        if self.home_reads and isinstance(getattr(node, "ctx", _LOAD), ast.Load):
-            for leaf in sorted(self.home_reads.get(self._home_spelled(node), ())):
+        if not self.home_reads:
+            return
+        ctx = getattr(node, "ctx", _LOAD)
+        for leaf in sorted(self.home_reads.get(self._home_spelled(node), ())):
+            if leaf.startswith(WRITES_ON_STORE):
+                if isinstance(ctx, ast.Store):  # `facade.port = 1`, a property setter writing it
+                    self._write(node, leaf[len(WRITES_ON_STORE):], origin="home")
+            elif not isinstance(ctx, ast.Load):
+                continue
+            elif leaf.startswith(WRITES_ON_USE):  # `set_port(1)`, writing `_G.port`
+                self._write(node, leaf[len(WRITES_ON_USE):], origin="home")
+            else:
                 self._read(node, leaf, ("home", "held"), "home_read")
 
     def _home_spelled(self, node: ast.expr) -> str:

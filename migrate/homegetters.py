@@ -40,7 +40,10 @@ properties, holders (`CFG.args`); an alias, a container or a factory of a facade
 reader or a getter reads what it holds (`CFG2 = CFG`, `GETTERS = {"port": get_port}`,
 `def get_cfg(): return Cfg()`, a local or lazy singleton it returns, a slot), a container
 also what is put in it later (`GETTERS["port"] = get_port`, a registry decorator), and a
-class attribute is a subclass's and an instance's too (`Sub.cfg`, `Holder().cfg`).
+class attribute is a subclass's and an instance's too (`Sub.cfg`, `Holder().cfg`). What a
+home function or a facade's property setter writes on the record is a write at each use
+(`set_port(1)`) or assignment (`facade.port = 1`): leaves marked WRITES_ON_USE or
+WRITES_ON_STORE among the reads.
 
 Deny by default: a value that is the record on one branch only (`a if c else None`, `a or
 b`) counts, and a slot read by a key the code does not show counts where any slot of that
@@ -57,7 +60,7 @@ from typing import Any
 import attrs
 
 from configbags.migrate.doors import dotted_name
-from configbags.migrate.scanmodel import ScanSettings
+from configbags.migrate.scanmodel import WRITES_ON_STORE, WRITES_ON_USE, ScanSettings
 
 # calls returning a copy of their first argument, whose fields are the argument's
 _COPIES = frozenset({
@@ -248,6 +251,7 @@ class _Body:
     positional: tuple[str, ...] = ()
     kind: str = "function"  # "function", "static", "class" or "instance" (a method)
     prop: bool = False  # a property (`@property`, `cached_property`, `property(_g)`)
+    setter: bool = False  # a property's setter or deleter (`@port.setter`)
 
     @classmethod
     def of(
@@ -284,6 +288,7 @@ class _Body:
             frozenset(arg.arg for arg in every),
             frozenset(arg.arg for arg in every if arg.annotation is not None and record_class in ast.unparse(arg.annotation)),
             first, owner, this, function, filled, kind, owner is not None and bool(decorators & _PROPERTIES),
+            owner is not None and any(d.endswith((".setter", ".deleter")) for d in decorators),
         )
 
 
@@ -372,6 +377,9 @@ def _fills(tree: ast.Module) -> dict[str, list[ast.expr]]:
     return found
 
 
+_SETTER_MARK = "@setter"  # the qualname suffix of a property's setter (`Cfg.port@setter`)
+
+
 def _bases(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
     """The home's classes `name` derives from, nearest last (`_Root`, `_Base` for
     `ServerArgs(_Base)`, `_Base(_Root)`; of `S(A, B)`, B before A, as A overrides B), itself
@@ -404,7 +412,9 @@ def _methods(
 
     def add(name: str, value: ast.stmt | ast.expr, as_owner: str, known: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
         if isinstance(value, _FUNCTIONS):
-            bodies[f"{as_owner}.{name}"] = _Body.of(value, record_class, as_owner)
+            body = _Body.of(value, record_class, as_owner)
+            # (a property's setter is kept beside its getter, not in its place)
+            bodies[f"{as_owner}.{name}{_SETTER_MARK if body.setter else ''}"] = body
         elif isinstance(value, ast.expr) and (bound := _bound_function(value, known, name)) is not None:
             bodies[f"{as_owner}.{name}"] = _Body.of(bound[0], record_class, as_owner, bound[1])
 
@@ -930,13 +940,20 @@ class _Home:
         reads: set[tuple[str, str]] = set()
         params: set[tuple[str, int, str, str]] = set()
         methods: set[tuple[str, str]] = set()
+        setters: set[tuple[str, str]] = set()
         for name, body in self.bodies.items():
             function = body.function
             if function is None:
                 continue
+            if body.setter:
+                # `facade.port = 1`: what the setter writes (and reads) off the record
+                record, _ = self._locals(body)
+                setters.update((name.removesuffix(_SETTER_MARK), leaf) for leaf in self.written(body, record))
+                continue
             if name != raw and name not in self.getters and name not in self.dict_getters and name != "__getattr__":
                 record, _ = self._locals(body)
                 reads.update((name, leaf) for leaf in self.leaves(body, record))
+                reads.update((name, WRITES_ON_USE + leaf) for leaf in self.written(body, record))
             if body.kind == "instance" and body.owner == self.settings.record_class and body.this is not None:
                 # (dunders too: Python calls them for syntax, `rec[k]`, `len(rec)`, `with rec`)
                 if not body.prop:
@@ -963,7 +980,24 @@ class _Home:
             if head in self.classes and rest and (name in self.containers or name in self.aliases)
         }
         reads |= self._getattr_reads()
+        for cls, names in self._instances().items():
+            reads.update(
+                (f"{each}.{qualname.partition('.')[2]}", WRITES_ON_STORE + leaf) for qualname, leaf in setters
+                if qualname.partition(".")[0] == cls for each in names
+            )
         return HomeReads(frozenset(reads), frozenset(params), frozenset(methods))
+
+    def written(self, body: _Body, roots: set[str]) -> set[str]:
+        """The leaves `body` writes on the record (`_G.port = p`, `_G.port += 1`, `del
+        _G.port`), the record a holder or one of `roots`: a write the caller makes, the home
+        not being scanned."""
+        if body.function is None:
+            return set()
+        return {
+            node.attr for node in ast.walk(body.function)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del))
+            and self.gives_record(node.value, roots, body)
+        }
 
     def _spread(self, reads: set[tuple[str, str]], params: set[tuple[str, int, str, str]]) -> None:
         """An alias reads what its targets read (`page = get_page_size`, `cfg2 = cfg`, a

@@ -156,3 +156,31 @@ def test_an_importer_subclass_binding_the_attribute_reads_what_it_binds(tmp_path
     )
     result = _scan(tmp_path, HOLDER.format(r=READING), user)
     assert not reads_via(result), result.reads
+
+
+# finding 10: a write of the published record through home code is a write where it is used
+SETS_PORT = "def set_port(p):\n    {r}.port = p\ndef bump():\n    {r}.port += 1\n"
+SETTER = (
+    "class Cfg:\n    @property\n    def port(self):\n        return {r}.port\n"
+    "    @port.setter\n    def port(self, v):\n        {r}.port = v\nfacade = Cfg()\n"
+)
+HOME_WRITES = [
+    (SETS_PORT, _user("set_port", "set_port(1)")),
+    (SETS_PORT, _user("bump", "bump()")),
+    (SETS_PORT + "put = set_port\n", _user("put", "put(1)")),
+    (SETTER, "from legacy.server_args import facade\ndef f():\n    facade.port = 1\n"),
+]
+
+
+@pytest.mark.parametrize(("home", "user"), HOME_WRITES)
+def test_a_write_through_home_code_is_a_write(tmp_path: Path, home: str, user: str) -> None:
+    result = _scan(tmp_path, home.format(r=READING), user)
+    assert ("f", "port") in {(v.function, v.leaf) for v in result.violations if v.file == "pkg/user.py"}, result.violations
+    quiet = _scan(tmp_path, home.format(r=QUIET), user)
+    assert not [v for v in quiet.violations if v.file == "pkg/user.py"] and not reads_via(quiet)
+
+
+def test_a_facade_with_a_setter_still_reads_through_its_getter(tmp_path: Path) -> None:
+    result = _scan(tmp_path, SETTER.format(r=READING), _user("facade", "facade.port"))
+    assert {leaf for function, leaf, _ in reads_via(result) if function == "f"} == {"port"}, result.reads
+    assert not [v for v in result.violations if v.file == "pkg/user.py"]
