@@ -908,6 +908,8 @@ class _Home:
             return set()  # bound to a name, followed as an alias
         if isinstance(parent, ast.Call) and dotted_name(parent.func) == "isinstance":
             return set()
+        if isinstance(parent, ast.Call) and dotted_name(parent.func) == "type" and len(parent.args) == 1:
+            return set()  # `type(_G).__name__`: its class, as `_G.__class__`, no field
         return {"*"}
 
     def _getattr_names(self) -> set[str]:

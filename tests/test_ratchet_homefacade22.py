@@ -184,3 +184,10 @@ def test_a_facade_with_a_setter_still_reads_through_its_getter(tmp_path: Path) -
     result = _scan(tmp_path, SETTER.format(r=READING), _user("facade", "facade.port"))
     assert {leaf for function, leaf, _ in reads_via(result) if function == "f"} == {"port"}, result.reads
     assert not [v for v in result.violations if v.file == "pkg/user.py"]
+
+
+def test_a_home_function_asking_the_records_type_reads_nothing(tmp_path: Path) -> None:
+    # finding 9: `type(_G)` is its class, as `_G.__class__`; `type(_G)(...)` builds another
+    home = "def describe():\n    return type(_GLOBAL_SERVER_ARGS).__name__\ndef whole():\n    return [_GLOBAL_SERVER_ARGS]\n"
+    assert not reads_via(_scan(tmp_path, home, _user("describe", "describe()")))
+    assert {leaf for _, leaf, _ in reads_via(_scan(tmp_path, home, _user("whole", "whole()")))} == {"*"}
