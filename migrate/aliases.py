@@ -45,6 +45,8 @@ from configbags.migrate.scanmodel import (
     DECORATED,
     ENV_UNRESOLVED,
     HOOK,
+    WRITES_ON_STORE,
+    WRITES_ON_USE,
     FlowInput,
     Reach,
     ScanSettings,
@@ -1710,12 +1712,38 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                         return found or ("carrier", gives or "process")
         return None
 
-    def _home_read(self, node: ast.Name | ast.Attribute) -> None:
+    def _home_read(self, node: ast.Name | ast.Attribute | ast.Call) -> None:
         """A home function or name whose use reads leaves off the record for this code
         (`get_page_size()`, `SLOT[0]`): the reads of its body, here."""
-        if self.home_reads and isinstance(node.ctx, ast.Load):
-            for leaf in sorted(self.home_reads.get(dotted(node), ())):
+        if not self.home_reads:
+            return
+        ctx = getattr(node, "ctx", _LOAD)
+        for leaf in sorted(self.home_reads.get(self._home_spelled(node), ())):
+            if leaf.startswith(WRITES_ON_STORE):
+                if isinstance(ctx, ast.Store):  # `facade.port = 1`, a property setter writing it
+                    self._write(node, leaf[len(WRITES_ON_STORE):], origin="home")
+            elif not isinstance(ctx, ast.Load):
+                continue
+            elif leaf.startswith(WRITES_ON_USE):  # `set_port(1)`, writing `_G.port`
+                self._write(node, leaf[len(WRITES_ON_USE):], origin="home")
+            else:
                 self._read(node, leaf, ("home", "held"), "home_read")
+
+    def _home_spelled(self, node: ast.expr) -> str:
+        """A home name as its reads are keyed: dotted, a fetch with a literal name as the
+        attribute it names (`getattr(S, "cfg")` is `S.cfg`), an attribute of an instance
+        made on the spot by the class's name and `()` (`Holder().cfg`)."""
+        spelled = dotted(node)
+        if spelled or not isinstance(node, (ast.Call, ast.Attribute)):
+            return spelled
+        if isinstance(node, ast.Call):
+            chain = self.a.fetched_value(node)
+            if chain is not None:
+                return dotted(chain)
+            func = dotted(node.func)
+            return f"{func}()" if func else ""
+        base = self._home_spelled(node.value)
+        return f"{base}.{node.attr}" if base else ""
 
     def _method_call(self, node: ast.Attribute, reach: Reach) -> None:
         if node.attr in _WHOLE_METHODS:
@@ -2172,6 +2200,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         for fetch in fetches:
             self._fetch(node, fetch)
             self._door_by_name(node, fetch)
+        if fetches:
+            self._home_read(node)  # `getattr(S, "cfg")`: the home's name it fetches
         if fetches or self.a.dict_fetchers or self.a.flows.record_dict_fetchers:
             # `d = getattr(S, "global_server_args_dict")`, `f(gsad())`: used whole
             self._whole_dict(node)

@@ -706,6 +706,8 @@ WRITE_ORIGIN_REASONS = {
     "the record itself, or the record is written through a carrier the fix cannot rewrite "
     "(`[rec][0].port = ...`); rewrite by hand",
     "class": "writes the record class's default, not the process record; rewrite by hand",
+    "home": "the record's home module writes it inside a function or property setter used here "
+    "(`set_port(1)`, `facade.port = 1`); rewrite by hand",
 }
 
 

@@ -2916,6 +2916,7 @@ class _Project:
             for kind in kinds:
                 if kind.startswith(_OWN_KINDS) or kind == "parser":
                     spelled[kind].add(name)  # its own fillers, namespace readers and parsers too
+        self._inherited_home_reads(rel, spelled)
         return FlowInput(
             record_fetchers=frozenset(spelled["record"]),
             record_holders=frozenset(spelled["holder"]),
@@ -2956,6 +2957,29 @@ class _Project:
             home_methods=frozenset(row for facts in self.home_facts.values() for row in facts.reads.methods),
             record_bases=self.record_bases(rel),
         )
+
+    def _inherited_home_reads(self, rel: str, spelled: dict[str, set[str]]) -> None:
+        """`rel`'s own subclasses of a home class (`class Mine(Holder)`) read what the class's
+        attributes read (`Mine.cfg`, `Mine().cfg` as `Holder.cfg`), the attributes they bind
+        themselves apart, and a subclass of a facade class what the class does."""
+        flow = self.results[rel].flow
+        own = {row[0] for row in flow.constants if len(row) > 1 and row[1] in (CLASS_BINDS, CLASS_BINDS_UNKNOWN)}
+        own |= {row[0] for row in flow.signatures}
+        reading = [names for kind, names in spelled.items() if kind.startswith("home_read:")]
+        for _ in range(len(flow.bases)):  # a chain of subclasses, one step a round
+            added = False
+            for cls, *bases in flow.bases:
+                for base, names in ((base, names) for base in bases for names in reading):
+                    new = {cls} if base in names else set()
+                    for name in names:
+                        for way in (".", "()."):
+                            rest = name[len(base) + len(way):] if name.startswith(base + way) else ""
+                            if rest and f"{cls}.{rest.partition('.')[0]}" not in own:
+                                new |= {f"{cls}.{rest}", f"{cls}().{rest}"}
+                    added |= not new <= names
+                    names |= new
+            if not added:
+                break
 
     def record_bases(self, rel: str) -> frozenset[str]:
         """`rel`'s classes the record class derives from, as its home imports them (a
@@ -3239,7 +3263,7 @@ class _Project:
                 spelled[found].update(f"{local}.{each}" for each in names)
                 continue
             for each in names:
-                if each == name or each.startswith(name + "."):
+                if each == name or each.startswith((name + ".", name + "().")):
                     spelled[found].add(local + each[len(name) :])
 
     def _home_target(self, kind: str, target: str) -> tuple[str, str]:

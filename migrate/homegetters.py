@@ -38,7 +38,12 @@ class other than the record is a facade: its instances read what its members (it
 bases' too) read, and its members giving the record are getters (`CFG.get`) or, as
 properties, holders (`CFG.args`); an alias, a container or a factory of a facade, a leaf
 reader or a getter reads what it holds (`CFG2 = CFG`, `GETTERS = {"port": get_port}`,
-`def get_cfg(): return Cfg()`).
+`def get_cfg(): return Cfg()`, a local or lazy singleton it returns, a slot), a container
+also what is put in it later (`GETTERS["port"] = get_port`, a registry decorator), and a
+class attribute is a subclass's and an instance's too (`Sub.cfg`, `Holder().cfg`). What a
+home function or a facade's property setter writes on the record is a write at each use
+(`set_port(1)`) or assignment (`facade.port = 1`): leaves marked WRITES_ON_USE or
+WRITES_ON_STORE among the reads.
 
 Deny by default: a value that is the record on one branch only (`a if c else None`, `a or
 b`) counts, and a slot read by a key the code does not show counts where any slot of that
@@ -55,7 +60,7 @@ from typing import Any
 import attrs
 
 from configbags.migrate.doors import dotted_name
-from configbags.migrate.scanmodel import ScanSettings
+from configbags.migrate.scanmodel import WRITES_ON_STORE, WRITES_ON_USE, ScanSettings
 
 # calls returning a copy of their first argument, whose fields are the argument's
 _COPIES = frozenset({
@@ -246,6 +251,7 @@ class _Body:
     positional: tuple[str, ...] = ()
     kind: str = "function"  # "function", "static", "class" or "instance" (a method)
     prop: bool = False  # a property (`@property`, `cached_property`, `property(_g)`)
+    setter: bool = False  # a property's setter or deleter (`@port.setter`)
 
     @classmethod
     def of(
@@ -282,6 +288,7 @@ class _Body:
             frozenset(arg.arg for arg in every),
             frozenset(arg.arg for arg in every if arg.annotation is not None and record_class in ast.unparse(arg.annotation)),
             first, owner, this, function, filled, kind, owner is not None and bool(decorators & _PROPERTIES),
+            owner is not None and any(d.endswith((".setter", ".deleter")) for d in decorators),
         )
 
 
@@ -309,6 +316,68 @@ def _bound_function(
     if isinstance(value, ast.Name) and value.id in functions:
         return functions[value.id], wrapper
     return None
+
+
+# methods of a list, dict or set putting their arguments in it
+_FILLING = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "__setitem__"})
+
+
+def _filled(node: ast.AST) -> Iterator[tuple[str, ast.expr]]:
+    """(container, value) of a statement putting a value in a module-level name's slot
+    (`T[k] = v`, `T.update(k=v)`, `T.append(v)`, `T.setdefault(k, v)`)."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                yield target.value.id, node.value
+    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _FILLING and isinstance(func.value, ast.Name):
+            keyed = func.attr in ("insert", "setdefault", "__setitem__")
+            for arg in call.args[1 if keyed else 0 :]:
+                yield func.value.id, arg.value if isinstance(arg, ast.Starred) else arg
+            for keyword in call.keywords:
+                yield func.value.id, keyword.value
+
+
+def _fills(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """What the module puts in its names' slots after binding them (a table of getters
+    filled below its literal: `GETTERS = {}`, `GETTERS["port"] = get_port`), at module
+    level or in a function. A function putting its parameter there (a registry
+    decorator's `GETTERS[name] = fn`) puts there every module function it decorates
+    (`@register("tp")`), deny by default."""
+    found: dict[str, list[ast.expr]] = {}
+    for node in tree.body:
+        for name, value in _filled(node):
+            found.setdefault(name, []).append(value)
+    functions = [node for node in tree.body if isinstance(node, _FUNCTIONS)]
+    for function in functions:
+        parameters: set[str] = set()
+        local: set[str] = set()
+        declared: set[str] = set()
+        for inner in ast.walk(function):
+            if isinstance(inner, (*_FUNCTIONS, ast.Lambda)):
+                arguments = inner.args
+                parameters.update(a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs])
+            elif isinstance(inner, ast.Global):
+                declared.update(inner.names)
+            elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                local.add(inner.id)
+        for inner in ast.walk(function):
+            for name, value in _filled(inner):
+                if name in parameters or (name in local and name not in declared):
+                    continue  # (a container of the function's own)
+                if isinstance(value, ast.Name) and value.id in parameters:
+                    found.setdefault(name, []).extend(
+                        ast.copy_location(ast.Name(each.name, ast.Load()), each) for each in functions
+                        if any(dotted_name(d.func if isinstance(d, ast.Call) else d) == function.name for d in each.decorator_list)
+                    )
+                else:
+                    found.setdefault(name, []).append(value)
+    return found
+
+
+_SETTER_MARK = "@setter"  # the qualname suffix of a property's setter (`Cfg.port@setter`)
 
 
 def _bases(classes: dict[str, ast.ClassDef], name: str) -> list[str]:
@@ -343,7 +412,9 @@ def _methods(
 
     def add(name: str, value: ast.stmt | ast.expr, as_owner: str, known: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
         if isinstance(value, _FUNCTIONS):
-            bodies[f"{as_owner}.{name}"] = _Body.of(value, record_class, as_owner)
+            body = _Body.of(value, record_class, as_owner)
+            # (a property's setter is kept beside its getter, not in its place)
+            bodies[f"{as_owner}.{name}{_SETTER_MARK if body.setter else ''}"] = body
         elif isinstance(value, ast.expr) and (bound := _bound_function(value, known, name)) is not None:
             bodies[f"{as_owner}.{name}"] = _Body.of(bound[0], record_class, as_owner, bound[1])
 
@@ -377,9 +448,12 @@ class _Home:
         self.aliases: dict[str, set[str]] = {}
         self.containers: dict[str, ast.expr] = {}
         self._module_bindings(tree)
+        # what is put in a module container after its literal (`GETTERS["port"] = get_port`)
+        self.fills: dict[str, list[ast.expr]] = _fills(tree)
         functions = {f.name: f for f in self.functions}
         class_aliases = self._class_bindings(tree, functions)
         self.module_level = [node for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))]
+        self._instance_names: dict[str, set[str]] | None = None
         self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
         # (class, metaclass) of the classes the home makes with a metaclass of its own: the
         # class is an instance of it (`Args['port']` calls `Meta.__getitem__`)
@@ -446,24 +520,28 @@ class _Home:
         alias, `get = staticmethod(functools.cache(get_server_args))`), where no later
         binding replaces them; the classes' containers join the module's."""
         found: dict[str, set[str]] = {}
-        for node in tree.body:
-            if not isinstance(node, ast.ClassDef):
-                continue
-            known = dict(functions)
-            for item in node.body:
-                if isinstance(item, _FUNCTIONS):
-                    found.pop(f"{node.name}.{item.name}", None)
-                    known[item.name] = item
-                for name, bound in _bindings([item]):
-                    qualname = f"{node.name}.{name}"
-                    found.pop(qualname, None)
-                    named = _functions_named(bound)
-                    if _bound_function(bound, known, name) is not None:
-                        continue
-                    if named and not any(isinstance(each, ast.Lambda) for each in named):
-                        found[qualname] = {dotted_name(each) for each in named}
-                    elif not named and not isinstance(bound, (ast.Constant, ast.Name, ast.Attribute)):
-                        self.containers[qualname] = bound
+        classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+        for node in classes.values():
+            # a subclass has its home bases' class attributes (`class Sub(Holder)`: `Sub.cfg`),
+            # its own binding of a name replacing theirs
+            for source in [*(classes[base] for base in _bases(classes, node.name)), node]:
+                known = dict(functions)
+                for item in source.body:
+                    if isinstance(item, _FUNCTIONS):
+                        found.pop(f"{node.name}.{item.name}", None)
+                        self.containers.pop(f"{node.name}.{item.name}", None)
+                        known[item.name] = item
+                    for name, bound in _bindings([item]):
+                        qualname = f"{node.name}.{name}"
+                        found.pop(qualname, None)
+                        self.containers.pop(qualname, None)
+                        named = _functions_named(bound)
+                        if _bound_function(bound, known, name) is not None:
+                            continue
+                        if named and not any(isinstance(each, ast.Lambda) for each in named):
+                            found[qualname] = {dotted_name(each) for each in named}
+                        elif not named and not isinstance(bound, (ast.Constant, ast.Name, ast.Attribute)):
+                            self.containers[qualname] = bound
         return found
 
     def _define(self, function: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -498,6 +576,15 @@ class _Home:
         if head in self.objects and not (body is not None and head in body.parameters):
             return name
         return None
+
+    def _instance_attr(self, expr: ast.Attribute, body: _Body | None) -> bool:
+        """`self.args` in a method of a home class an instance of which holds the record
+        there (`cfg = Cfg()`, then `cfg.args = _G` in a function): `self` may be that one."""
+        if body is None or body.this is None or body.owner is None or body.kind != "instance":
+            return False
+        if not (isinstance(expr.value, ast.Name) and expr.value.id == body.this):
+            return False
+        return any(self._attr(name, expr.attr) for name in self._instances().get(body.owner, ()))
 
     def _attr(self, owner: str | None, attribute: str | None) -> bool:
         if owner is None:
@@ -580,7 +667,7 @@ class _Home:
         if isinstance(expr, ast.Name):
             return expr.id in local or expr.id in self.globals
         if isinstance(expr, ast.Attribute):
-            return self._attr(self._object(expr.value, body), expr.attr)
+            return self._attr(self._object(expr.value, body), expr.attr) or self._instance_attr(expr, body)
         if isinstance(expr, ast.Subscript):
             return self._slot(expr.value, expr.slice)
         if isinstance(expr, (ast.Await, ast.NamedExpr)):
@@ -821,6 +908,8 @@ class _Home:
             return set()  # bound to a name, followed as an alias
         if isinstance(parent, ast.Call) and dotted_name(parent.func) == "isinstance":
             return set()
+        if isinstance(parent, ast.Call) and dotted_name(parent.func) == "type" and len(parent.args) == 1:
+            return set()  # `type(_G).__name__`: its class, as `_G.__class__`, no field
         return {"*"}
 
     def _getattr_names(self) -> set[str]:
@@ -853,13 +942,20 @@ class _Home:
         reads: set[tuple[str, str]] = set()
         params: set[tuple[str, int, str, str]] = set()
         methods: set[tuple[str, str]] = set()
+        setters: set[tuple[str, str]] = set()
         for name, body in self.bodies.items():
             function = body.function
             if function is None:
                 continue
+            if body.setter:
+                # `facade.port = 1`: what the setter writes (and reads) off the record
+                record, _ = self._locals(body)
+                setters.update((name.removesuffix(_SETTER_MARK), leaf) for leaf in self.written(body, record))
+                continue
             if name != raw and name not in self.getters and name not in self.dict_getters and name != "__getattr__":
                 record, _ = self._locals(body)
                 reads.update((name, leaf) for leaf in self.leaves(body, record))
+                reads.update((name, WRITES_ON_USE + leaf) for leaf in self.written(body, record))
             if body.kind == "instance" and body.owner == self.settings.record_class and body.this is not None:
                 # (dunders too: Python calls them for syntax, `rec[k]`, `len(rec)`, `with rec`)
                 if not body.prop:
@@ -879,8 +975,31 @@ class _Home:
         reads.update((owner, "*") for owner, _ in self.slots if owner in self.objects)
         reads |= self._facades(reads)
         self._spread(reads, params)
+        # a class attribute is an instance's too (`Holder().cfg`, `Sub().cfg` of a base's)
+        reads |= {
+            (f"{head}().{rest}", leaf) for name, leaf in reads
+            for head, _, rest in [name.partition(".")]
+            if head in self.classes and rest and (name in self.containers or name in self.aliases)
+        }
         reads |= self._getattr_reads()
+        for cls, names in self._instances().items():
+            reads.update(
+                (f"{each}.{qualname.partition('.')[2]}", WRITES_ON_STORE + leaf) for qualname, leaf in setters
+                if qualname.partition(".")[0] == cls for each in names
+            )
         return HomeReads(frozenset(reads), frozenset(params), frozenset(methods))
+
+    def written(self, body: _Body, roots: set[str]) -> set[str]:
+        """The leaves `body` writes on the record (`_G.port = p`, `_G.port += 1`, `del
+        _G.port`), the record a holder or one of `roots`: a write the caller makes, the home
+        not being scanned."""
+        if body.function is None:
+            return set()
+        return {
+            node.attr for node in ast.walk(body.function)
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del))
+            and self.gives_record(node.value, roots, body)
+        }
 
     def _spread(self, reads: set[tuple[str, str]], params: set[tuple[str, int, str, str]]) -> None:
         """An alias reads what its targets read (`page = get_page_size`, `cfg2 = cfg`, a
@@ -909,7 +1028,8 @@ class _Home:
                 params.update((alias, position, parameter, leaf) for name, position, parameter, leaf in list(params) if name in spelled)
             for name, value in self.containers.items():
                 if name not in of_instance:
-                    reads.update((name, leaf) for leaf in self._kept(value, by_name, spot, of_instance))
+                    for each in [value, *self.fills.get(name, ())]:
+                        reads.update((name, leaf) for leaf in self._kept(each, by_name, spot, of_instance))
             for name, body in factories:
                 for returned in body.returns:
                     reads.update((name, leaf) for leaf in self._returned(returned, by_name, spot, of_instance, body))
@@ -919,7 +1039,12 @@ class _Home:
     def _instances(self) -> dict[str, set[str]]:
         """The module-level names bound to an instance of each home class other than the
         record's (`CFG = Cfg()`, `get_args = _Getter()`, an alias of one: `CFG2 = CFG`): a
-        facade importers use."""
+        facade importers use. (The module's bindings only: found once.)"""
+        if self._instance_names is None:
+            self._instance_names = self._find_instances()
+        return self._instance_names
+
+    def _find_instances(self) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {name: set() for name in self.classes - {self.settings.record_class}}
         for name, value in _bindings(self.module_level):
             if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in found:
@@ -1048,21 +1173,36 @@ class _Home:
 
     def _returned(
         self, value: ast.expr | None, by_name: dict[str, set[str]], spot: dict[str, set[str]], of_instance: dict[str, str],
-        body: _Body,
+        body: _Body, seen: frozenset[str] = frozenset(),
     ) -> set[str]:
         """What a home function's returned value keeps (_kept) where it is a facade or a
         function handed out, not one's result: a name (`return cfg`, `return get_port`),
         a facade made there (`return Cfg()`), a container of them, either branch."""
         if isinstance(value, (ast.Await, ast.NamedExpr)):
-            return self._returned(value.value, by_name, spot, of_instance, body)
+            return self._returned(value.value, by_name, spot, of_instance, body, seen)
         if isinstance(value, ast.IfExp):
-            return self._returned(value.body, by_name, spot, of_instance, body) | self._returned(
-                value.orelse, by_name, spot, of_instance, body
+            return self._returned(value.body, by_name, spot, of_instance, body, seen) | self._returned(
+                value.orelse, by_name, spot, of_instance, body, seen
             )
         if isinstance(value, ast.BoolOp):
-            return {leaf for each in value.values for leaf in self._returned(each, by_name, spot, of_instance, body)}
+            return {leaf for each in value.values for leaf in self._returned(each, by_name, spot, of_instance, body, seen)}
         if isinstance(value, ast.Call) and not (isinstance(value.func, ast.Name) and value.func.id in spot):
             return set()
+        if isinstance(value, ast.Name) and value.id not in body.parameters and value.id not in seen:
+            # a local (or a global the function binds, a lazy singleton) is what it binds it to
+            # (`c = Cfg(); return c`, `if _ONE is None: _ONE = Cfg()`), and a global the
+            # module's value (`return _ONE` where the module has `_ONE = Cfg()`, `cfg = Cfg()`)
+            bound = [node.value for node in body.assigns for t in node.targets if isinstance(t, ast.Name) and t.id == value.id]
+            found = {leaf for each in bound for leaf in self._returned(each, by_name, spot, of_instance, body, seen | {value.id})}
+            if value.id in body.declared or not bound:
+                found |= self._kept(value, by_name, spot, of_instance)
+            return found
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id not in body.parameters:
+            # `return FACADES["cfg"]`: what the container keeps (deny by default any slot),
+            # not a slot keeping the record (a getter, where it gives it)
+            kept = [self.containers[value.value.id]] if value.value.id in self.containers else []
+            kept += self.fills.get(value.value.id, [])
+            return {leaf for each in kept for leaf in self._kept(each, by_name, spot, of_instance)}
         if isinstance(value, (ast.Name, ast.Attribute, ast.Call, ast.List, ast.Tuple, ast.Set, ast.Dict)):
             return self._kept(value, by_name, spot, of_instance, body)
         return set()

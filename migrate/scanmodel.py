@@ -87,6 +87,12 @@ def env_subject(name: str) -> str:
     return ENV_MARK + name
 
 
+# a home_reads leaf so marked is a write of the leaf, not a read: at any use of the name
+# (`set_port(1)` of `def set_port(p): _G.port = p`), or where the name is assigned
+# (`facade.port = 1` through a property setter writing `_G.port`)
+WRITES_ON_USE = "="
+WRITES_ON_STORE = ":="
+
 @attrs.frozen
 class ScanSettings:
     """What to scan and which names denote the raw record (`scan:` in ratchet.yaml)."""
