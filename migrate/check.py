@@ -257,6 +257,10 @@ def _count(value: Any) -> int | None:
 # Origins (see configbags.migrate.scan.ORIGINS) for which `ratchet fix` always refuses: the
 # name may not hold the process record, so the message must not promise an automatic fix.
 _BY_HAND_ORIGINS = frozenset({"rebound", "wrapped", "constructed", "built", "replaced"})
+# reads the record's home makes for its caller (configbags.migrate.homegetters.HomeReads):
+# a method of the record (`rec.url()`), a home function reading it (`get_page_size()`,
+# `page_of(rec)`): the expression here is a call, not the leaf
+HOME_FORMS = frozenset({"home_method", "home_read", "home_passed"})
 
 
 def in_resolution(file: str, function: str, resolution: Iterable[str]) -> bool:
@@ -610,6 +614,11 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
         # the least provable origin among the key's reads decides whether fix can help
         origin = functools.reduce(join_origin, (r.origin for r in reads))
         instead = suggestion(leaf, accessors, origin, first.via)
+        if leaf in accessors and any(r.form in HOME_FORMS for r in reads):
+            instead = (
+                f"use {accessors[leaf]} instead, by hand: the home's code called here reads it, so no "
+                f"accessor replaces the call and `configbags ratchet fix` will not rewrite it"
+            )
         if leaf in accessors and all(r.form == "augmented" for r in reads):
             instead = (
                 f"it is also written (`+=` and the like): read {accessors[leaf]} and override the leaf "

@@ -84,7 +84,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from configbags.migrate.check import in_resolution
+from configbags.migrate.check import HOME_FORMS, in_resolution
 from configbags.migrate.files import NotReadable, read_source
 from configbags.migrate.scan import Read, ScanSettings, Violation, scan_tree
 from configbags.migrate.scanmodel import WRITE_KINDS, ScanResult
@@ -192,10 +192,6 @@ RESOLUTION_REASON = (
 )
 
 
-# reads the record's home makes for its caller (configbags.migrate.homegetters.HomeReads):
-# a method of the record (`rec.url()`), a home function reading it (`get_page_size()`,
-# `page_of(rec)`): the expression here is a call, not the leaf
-HOME_FORMS = frozenset({"home_method", "home_read", "home_passed"})
 HOME_REASON = (
     "the record's home module reads it inside a function or method called here (excluded "
     "from the scan); no accessor replaces the call, rewrite it by hand"
