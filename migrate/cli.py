@@ -498,33 +498,42 @@ def _update(args: argparse.Namespace) -> int:
     removed_all: list[Entry] = []
     lowered = count_keys(result, inputs.allowlist)
 
-    def shrink(entry: Entry, stale: set[tuple[str, str, str]], lower: Mapping[tuple[str, str, str], int]) -> Entry | None:
+    def shrink(
+        entry: Entry, stale: set[tuple[str, str, str]], lower: Mapping[tuple[str, str, str], int],
+        seen: set[tuple[str, str, str]], repeated: list[Entry],
+    ) -> Entry | None:
         key = (entry.file, entry.function, entry.leaf)
+        if key in seen:  # a second entry for one key fails check ("keep one"): the first is kept
+            repeated.append(entry)
+            return None
+        seen.add(key)
         if key in stale:
             return None
         return entry._replace(reads=lower[key]) if key in lower else entry
 
     lowered_all: list[Entry] = []
-    for key, stale, lower in (
-        ("allowlist", stale_keys(result, inputs.allowlist), lowered),
-        ("writes", stale_write_keys(result, inputs.writes, inputs.resolution), {}),
+    for key, stale, lower, listed in (
+        ("allowlist", stale_keys(result, inputs.allowlist), lowered, inputs.allowlist),
+        ("writes", stale_write_keys(result, inputs.writes, inputs.resolution), {}, inputs.writes),
     ):
-        if not stale and not lower:
+        if not stale and not lower and len({(e.file, e.function, e.leaf) for e in listed}) == len(listed):
             continue
+        repeated: list[Entry] = []
         text, removed, replaced = edit_allowlist(
-            text, lambda e, s=stale, lo=lower: shrink(e, s, lo), key=key  # type: ignore[misc]
+            text, lambda e, s=stale, lo=lower, se=set(), r=repeated: shrink(e, s, lo, se, r), key=key  # type: ignore[misc]
         )
         removed_all += removed
         lowered_all += replaced
         for entry in removed:
             what = "entry" if key == "allowlist" else "write entry"
-            print(f"removed stale {what}: {entry.file} {entry.function} {entry.leaf}")
+            why = "duplicate" if any(entry is r for r in repeated) else "stale"
+            print(f"removed {why} {what}: {entry.file} {entry.function} {entry.leaf}")
         for entry in replaced:
             print(f"lowered the count of entry {entry.file} {entry.function} {entry.leaf} to {entry.reads}")
     if removed_all or lowered_all:
         path.write_text(text, encoding="utf-8")
     lowered_note = f", lowered {len(lowered_all)} counts" if lowered_all else ""
-    print(f"ratchet update: removed {len(removed_all)} stale entries{lowered_note}")
+    print(f"ratchet update: removed {len(removed_all)} stale or duplicate entries{lowered_note}")
     hint = _gen_hint(args.schema, inputs.project, result, inputs.settings.roots)
     print(f"next: run {hint} so the generated ratchet_allowlist follows")
     return 0

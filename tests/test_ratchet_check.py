@@ -435,3 +435,16 @@ def test_the_fast_entry_check_agrees_with_the_meta_schema(entry: object) -> None
     meta = json.loads((META_DIR / "ratchet.schema.json").read_text(encoding="utf-8"))
     item = meta["$defs"]["entries"]["items"]
     assert _entry_check(item)(entry) == jsonschema.Draft202012Validator(item).is_valid(entry)
+
+
+def test_cli_update_removes_a_duplicate_entry_keeping_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = _project(tmp_path, {"reader.py": READER, **MANY})
+    first, second = attrs.asdict(FULL_ALLOWLIST[0]), {**attrs.asdict(FULL_ALLOWLIST[0]), "reason": "said twice"}
+    schema = _schema(project, [first, attrs.asdict(FULL_ALLOWLIST[1]), second])
+    assert main(["check", "--schema", str(schema)]) == 1
+    assert "duplicate allowlist entry" in capsys.readouterr().out
+    assert main(["update", "--schema", str(schema)]) == 0
+    assert "removed duplicate entry: pkg/reader.py Foo.bar tp_size" in capsys.readouterr().out
+    data = yaml.safe_load((schema / "ratchet.yaml").read_text())
+    assert data["allowlist"] == [first, attrs.asdict(FULL_ALLOWLIST[1])]
+    assert main(["check", "--schema", str(schema)]) == 0
