@@ -933,6 +933,11 @@ def _environ_writes_only(function: _Def) -> set[int]:
     dropped, nothing raised where it is unset), as the direct spellings are judged."""
     found: set[int] = set()
     augmented = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
+    # (a `del` whose KeyError is caught tells set from unset: a read)
+    augmented |= {
+        id(target) for node in ast.walk(function) if isinstance(node, ast.Try) and node.handlers
+        for stmt in node.body for sub in ast.walk(stmt) if isinstance(sub, ast.Delete) for target in sub.targets
+    }
     for sub in ast.walk(function):
         if (
             isinstance(sub, ast.Subscript)
@@ -1416,6 +1421,18 @@ def _class_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
                             (f"{cls.name}().{t.attr}", kind) for t in sub.targets
                             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
                         ]
+    # a subclass of the module's keeps what its bases keep (`class K2(K): pass`, `K2.get`)
+    kept: dict[str, list[tuple[str, str]]] = {}
+    for spelling, kind in found:
+        kept.setdefault(re.split(r"[.(]", spelling, maxsplit=1)[0], []).append((spelling, kind))
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for base in map(dotted, cls.bases):
+            for spelling, kind in list(kept.get(base, ())):
+                inherited = (cls.name + spelling[len(base):], kind)
+                kept.setdefault(cls.name, []).append(inherited)
+                found.append(inherited)
     return found
 
 

@@ -39,6 +39,8 @@ READS_TOO = [
     "import os\ndef bump(name):\n    os.environ[name] += 'x'\ndef f():\n    bump('SGLANG_PAGE_SIZE')\n",
     "import os\ndef take(name):\n    return os.environ.pop(name, None)\ndef f():\n    return take('SGLANG_PAGE_SIZE')\n",
     "import os\ndef take(name):\n    os.environ.pop(name)\ndef f():\n    take('SGLANG_PAGE_SIZE')\n",
+    "import os\ndef was_set(name):\n    try:\n        del os.environ[name]\n    except KeyError:\n        return False\n    return True\n"
+    "def f():\n    return was_set('SGLANG_PAGE_SIZE')\n",
     "import os\ndef swap(name, v):\n    old = os.environ.get(name)\n    os.environ[name] = v\n    return old\ndef f():\n    return swap('SGLANG_PAGE_SIZE', '1')\n",
 ]
 
@@ -53,6 +55,10 @@ def test_a_helper_whose_write_reads_first_is_still_a_read_at_its_callers(tmp_pat
 _E = "import os\nclass E:\n    def __getitem__(self, name):\n        return os.environ[name]\n"
 _G = "import os\nclass E:\n    def get(self, name):\n        return os.environ.get(name)\n"
 REACHED = [
+    ("import os\nclass K:\n    get = os.environ.get\nclass K2(K):\n    pass\n",
+     "from pkg.envs import K2\ndef f():\n    return K2.get('SGLANG_PAGE_SIZE')\n"),
+    ("import os\nclass K:\n    get = os.environ.get\nclass K2(K):\n    pass\n",
+     "from pkg.envs import K2\ndef f():\n    return K2().get('SGLANG_PAGE_SIZE')\n"),
     (_E + "class Outer:\n    env = E()\nclass Sub(Outer):\n    pass\n",
      "from pkg.envs import Sub\ndef f():\n    return Sub.env['SGLANG_PAGE_SIZE']\n"),
     (_E + "def get_env():\n    e = E()\n    return e\n",
@@ -70,6 +76,8 @@ def test_a_helper_reached_through_an_importers_carrier_is_read_at_the_call(tmp_p
 
 
 QUIET_CARRIERS = [
+    ("class K:\n    get = {}.get\nclass K2(K):\n    pass\n",
+     "from pkg.envs import K2\ndef f():\n    return K2.get('SGLANG_PAGE_SIZE')\n"),
     ("class Outer:\n    env = {}\nclass Sub(Outer):\n    pass\n",
      "from pkg.envs import Sub\ndef f():\n    return Sub.env.get('SGLANG_PAGE_SIZE')\n"),
     ("def get_env():\n    e = {}\n    return e\n",
