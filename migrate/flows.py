@@ -893,7 +893,10 @@ def _door_facts(
         if not mentions(lines, statement_span(node)):
             continue
         keys: list[ast.expr] = []
+        writes = _environ_writes_only(node)
         for sub in _mentioned_nodes(node.body, lines):
+            if id(sub) in writes:
+                continue  # `os.environ[name] = v`: the helper sets the name, its callers read nothing
             if isinstance(sub, ast.Return) and sub.value is not None and "." not in qualname:
                 kind = _returns_kind(sub.value)
                 if kind is not None:
@@ -921,6 +924,41 @@ def _door_facts(
     fetchers += _class_holders(tree, lines)
     fetchers += _kept_doors(tree, text, lines)
     return sorted(set(fetchers)), sorted(set(env_params))
+
+
+def _environ_writes_only(function: _Def) -> set[int]:
+    """Ids of the function's environment spellings that only write: a subscript stored
+    or deleted (`os.environ[name] = v`, `del os.environ[name]`; not `+=`, which reads
+    first), and `pop(name, None)` / `setdefault(name, v)` as a statement (the value
+    dropped, nothing raised where it is unset), as the direct spellings are judged."""
+    found: set[int] = set()
+    augmented = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
+    # (a `del` whose KeyError is caught tells set from unset: a read)
+    augmented |= {
+        id(target) for node in ast.walk(function) if isinstance(node, ast.Try) and node.handlers
+        for stmt in node.body for sub in ast.walk(stmt) if isinstance(sub, ast.Delete) for target in sub.targets
+    }
+    for sub in ast.walk(function):
+        if (
+            isinstance(sub, ast.Subscript)
+            and isinstance(sub.ctx, (ast.Store, ast.Del))
+            and id(sub) not in augmented
+            and _environ_expr(sub.value)
+        ):
+            found.add(id(sub))
+        elif isinstance(sub, ast.Expr) and isinstance(sub.value, ast.Call):
+            call = sub.value
+            func = call.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("pop", "setdefault")
+                and _environ_expr(func.value)
+                and len(call.args) == 2
+                and not call.keywords
+                and not any(isinstance(arg, ast.Starred) for arg in call.args)
+            ):
+                found.add(id(call))
+    return found
 
 
 def _environ_method(qualname: str, node: _Def, classes: Mapping[str, ast.ClassDef]) -> list[tuple[str, str]]:
@@ -1383,6 +1421,18 @@ def _class_holders(tree: ast.Module, lines: list[int]) -> list[tuple[str, str]]:
                             (f"{cls.name}().{t.attr}", kind) for t in sub.targets
                             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
                         ]
+    # a subclass of the module's keeps what its bases keep (`class K2(K): pass`, `K2.get`)
+    kept: dict[str, list[tuple[str, str]]] = {}
+    for spelling, kind in found:
+        kept.setdefault(re.split(r"[.(]", spelling, maxsplit=1)[0], []).append((spelling, kind))
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for base in map(dotted, cls.bases):
+            for spelling, kind in list(kept.get(base, ())):
+                inherited = (cls.name + spelling[len(base):], kind)
+                kept.setdefault(cls.name, []).append(inherited)
+                found.append(inherited)
     return found
 
 
@@ -1494,6 +1544,19 @@ def _own_returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[a
                 pending += item.body if isinstance(item, (ast.ExceptHandler, ast.match_case)) else [item]
 
 
+def _returned_values(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
+    """What `function` returns, a returned name also as what the function binds to it: a
+    factory's local (`e = E(); return e`) or a lazy singleton's global (`_E = E()`)."""
+    for value in _own_returns(function):
+        yield value
+        if isinstance(value, ast.Name):
+            for sub in ast.walk(function):
+                if isinstance(sub, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == value.id for t in sub.targets
+                ):
+                    yield sub.value
+
+
 def _carriers(tree: ast.Module) -> list[tuple[str, str]]:
     """(spelling, CARRIES + spelled): what the module's names give an importer of what it
     spells, followed as the module's own carriers are (envsources.carried_helpers): a name
@@ -1511,15 +1574,27 @@ def _carriers(tree: ast.Module) -> list[tuple[str, str]]:
         for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)
     }
     bound: list[tuple[str, set[tuple[str, str]]]] = []
+    classes: dict[str, list[tuple[str, set[tuple[str, str]]]]] = {}
     for node in statements:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             values = _carried_values(node.value)
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             bound += [(target.id, values) for target in targets if isinstance(target, ast.Name)]
+            # a table filled after its literal (`HELPERS["env"] = env`): an element of it
+            bound += [
+                (target.value.id, {(ELEMENT + path, spelled) for path, spelled in values})
+                for target in targets if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+            ]
         elif isinstance(node, ast.FunctionDef):
-            bound.append((f"{node.name}()", {pair for value in _own_returns(node) for pair in _carried_values(value)}))
+            bound.append((f"{node.name}()", {pair for value in _returned_values(node) for pair in _carried_values(value)}))
         elif isinstance(node, ast.ClassDef):
-            bound += _class_carriers(node, functions)
+            own_entries = _class_carriers(node, functions)
+            bound += own_entries
+            classes[node.name] = own_entries
+            # a subclass inherits its bases' class attributes (`Sub.env` for `Outer.env`)
+            for base in node.bases:
+                for spelling, values in classes.get(dotted(base), ()):
+                    bound.append((node.name + spelling[len(dotted(base)):], values))
     return sorted({
         (spelling + path, CARRIES + spelled) for spelling, values in bound for path, spelled in values
         if spelled != spelling + path and re.split(r"[.(\[]", spelled, maxsplit=1)[0] in own
