@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import functools
 import os
 import re
@@ -45,7 +46,7 @@ from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
 from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
 from configbags.runtime import nested
 from configbags.runtime.cliflags import argument_options
-from configbags.runtime.cmdline import UsageErrors, shown_flag, unrecognized
+from configbags.runtime.cmdline import UsageErrors, inert, shown_flag, unrecognized
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
 from configbags.runtime.keys import (
     ADMIN_KEY_LEAF,
@@ -265,7 +266,13 @@ class Linter:
         # a secret's variable may be given as NAME_FILE (a path), as the server reads it
         self.secret_files = {name + FILE_SUFFIX: spelling for name, spelling in self.envs.items()
                              if spelling.leaf.secret and name + FILE_SUFFIX not in self.envs}
+        # linting for an upgrade, a file of the keys the target lost is a config file deployed
+        # today, which the target must refuse: those keys count as a config file's too
+        self.lost_keys = frozenset() if history is None else frozenset(
+            name for name, (_, kind) in history.spelling_index().items()
+            if kind in ("key", "old-key") and name not in self.keys)
         self.presets = frozenset(view.presets)
+        self.launched: set[str] = set()  # the launcher patterns that matched a launch line
         self.parser = server_parser(view)
         # json leaves with a `structure:`: their dotted keys (`--compile-cfg.level 2`) are the server's too
         self.structured = {leaf.name: nested.structure_schema(leaf.structure, optional=leaf.type.optional)
@@ -366,7 +373,8 @@ class Linter:
         args = command.args
         i = 0
         secrets_given: set[str] = set()  # a secret's flag twice is refused by the server
-        leaves_given: dict[str, tuple[str, Token]] = {}  # leaf -> its first flag and word (the last one wins)
+        # leaf -> the old name each flag sets it through ("": a current flag) -> its first flag and word
+        leaves_given: dict[str, dict[str, tuple[str, Token]]] = {}
         keys: dict[str, tuple[Any, int]] = {}  # key leaf -> (its text, the line), when known here
         while i < len(args):
             token = args[i]
@@ -401,7 +409,7 @@ class Linter:
                     i += 1  # its value
             else:
                 yield from (found for found in (self._lifecycle(spelling, flag, file, token.line),
-                                                _repeated(spelling.leaf, flag, token, leaves_given, file,
+                                                _repeated(spelling, flag, token, leaves_given, file,
                                                           command.whole)) if found is not None)
                 taken, i = _leaf_flag_values(spelling.leaf, inline, args, i)
                 if spelling.leaf.secret and not taken and inline is None and i < len(args) and not args[i].dynamic \
@@ -575,6 +583,43 @@ class Linter:
                               f"secret {spelling.leaf.name!r} (the second names a file holding it): the server "
                               f"refuses to start", file, max(file_line, lines[base]), "unset one")
 
+    def renamed_variables(self, variables: Sequence[EnvVar], file: str) -> Iterator[Finding]:
+        """Two variables of one leaf, an old name and the current one (or two old ones, in
+        either form, `NAME` or a secret's `NAME_FILE`): the server's env reader
+        (`runtime.record.read_env`) refuses to start, as neither may silently win."""
+        seen: dict[str, tuple[str, EnvVar]] = {}  # leaf -> the first variable's name (without _FILE), the variable
+        for var in variables:
+            spelling = self.envs.get(var.name)
+            name = var.name
+            if spelling is None and var.name in self.secret_files:
+                spelling, name = self.secret_files[var.name], var.name[: -len(FILE_SUFFIX)]
+            if spelling is None:
+                continue
+            leaf = spelling.leaf
+            first_name, first = seen.setdefault(leaf.name, (name, var))
+            if first_name != name:
+                yield Finding("lint-bad-value", var.name, f"environment variables {first.name} (line {first.line}) and "
+                              f"{var.name} are both set, for {leaf.name!r} (one is an old name of the other): the "
+                              f"server refuses both and does not start", file, var.line,
+                              f"unset one, keeping {leaf.env or var.name}")
+
+    def renamed_keys(self, entries: Sequence[ConfigEntry], file: str) -> Iterator[Finding]:
+        """Two keys of one config file for one leaf, an old name and the current one (or two
+        old ones): the server's config reader refuses the file, as it refuses a key given
+        twice (`runtime.record`), so neither silently wins."""
+        seen: dict[tuple[str, str], ConfigEntry] = {}  # (the config file, leaf) -> its first key
+        for entry in entries:
+            spelling = self.keys.get(entry.key)
+            if spelling is None:
+                continue
+            first = seen.setdefault((entry.part, spelling.leaf.name), entry)
+            if first.key != entry.key:  # the same key twice is the reader's duplicate key
+                yield Finding("lint-unreadable", entry.key, f"the server's config reader refuses it: keys "
+                              f"{first.key!r} (line {first.line}) and {entry.key!r} (line {entry.line}) both set "
+                              f"{spelling.leaf.name!r} (one is an old name of the other): the server refuses both, "
+                              f"as it refuses a key given twice", file, entry.line,
+                              f"keep one, spelled {spelling.leaf.name!r}")
+
     def config(self, entry: ConfigEntry, file: str) -> Iterator[Finding]:
         spelling = self.keys.get(entry.key)
         if spelling is None:
@@ -586,20 +631,26 @@ class Linter:
                                                        hidden=entry.secret)) is not None:
             yield found
 
+    def _known_keys(self, entries: Sequence[ConfigEntry]) -> int:
+        """How many of these keys are the schema's, or (with `--target`) the working schema's."""
+        return sum(1 for e in entries if e.key in self.keys or e.key in self.lost_keys)
+
     def is_config(self, entries: Sequence[ConfigEntry]) -> bool:
         """Whether a YAML or JSON file found in a folder is an engine config file: at least
         half its keys are the schema's (a CI workflow, a Chart.yaml or a linter's config is
-        not; a config file with a typo or two still is)."""
-        known = sum(1 for e in entries if e.key in self.keys)
+        not; a config file with a typo or two still is), counting with `--target` the keys
+        the target lost."""
+        known = self._known_keys(entries)
         return known > 0 and 2 * known >= len(entries)
 
     def _skipped(self, entry: Unnamed, file: str) -> Finding:
         """A ConfigMap entry without a config-file suffix whose mapping does not look like a
         config file: named, since a pod may still mount it as one (`items: [{key, path}]`)."""
-        known = sum(1 for e in entry.entries if e.key in self.keys)
+        known = self._known_keys(entry.entries)
+        schemas = "the schema's" if self.history is None else f"the schema's or {self.history.label}'s"
         return Finding("lint-skipped", entry.key, f"the ConfigMap entry {entry.key!r} under `{entry.field}` is not "
                        f"linted: its key has no .yaml/.yml/.json suffix, and {known} of the {len(entry.entries)} keys "
-                       f"of its mapping are the schema's (a config file's are at least half)",
+                       f"of its mapping are {schemas} (a config file's are at least half)",
                        file, entry.line, "if a pod mounts it as a --config file, name its key *.yaml (the volume's "
                        "`items: [{key, path}]` can keep the mounted name) so lint reads it as one")
 
@@ -616,6 +667,10 @@ class Linter:
             return [Finding("lint-unreadable", shown, f"cannot read: {exc}", shown, 1)]
         if parsed is None or (parsed.format in ("config", "json") and not named and not self.is_config(parsed.config)):
             return []
+        for command in parsed.commands:
+            if command.launch and command.program:
+                words = " ".join(t.text for t in command.program)
+                self.launched.update(p for p in launchers if fnmatch.fnmatchcase(words, p))
         taken = [u for u in parsed.unnamed if self.is_config(u.entries)]
         found = [self._skipped(u, shown) for u in parsed.unnamed if u not in taken]
         if taken:
@@ -630,8 +685,10 @@ class Linter:
             for var in parsed.env:
                 found += self.env(var, shown)
             found += self.both_forms(parsed.env, shown)
+            found += self.renamed_variables(parsed.env, shown)
             for entry in parsed.config:
                 found += self.config(entry, shown)
+            found += self.renamed_keys(parsed.config, shown)
             for part in dict.fromkeys(e.part for e in parsed.config):
                 found += _same_key({e.key: (e.value, e.line) for e in parsed.config
                                     if e.part == part and e.key in KEY_LEAVES and e.known_value}, shown)
@@ -647,13 +704,26 @@ class Linter:
 _FLAG_AFTER_SPACE = re.compile(r"\s(--[A-Za-z][\w.-]*)")
 
 
-def _repeated(leaf: Any, flag: str, token: Token, given: dict[str, tuple[str, Token]], file: str,
-              whole: bool) -> Finding | None:
-    """A leaf set again in one launch line (`given`: each leaf's first flag and its word;
-    two branches of a script may each set it, so only in a `whole` command): the server
-    keeps the last value and warns; a secret's second flag is refused elsewhere."""
-    first = given.setdefault(leaf.name, (flag, token))
-    if first[1] is token or leaf.secret or not whole:
+def _repeated(spelling: Spelling, flag: str, token: Token, given: dict[str, dict[str, tuple[str, Token]]],
+              file: str, whole: bool) -> Finding | None:
+    """A leaf set again in one launch line (`given`: for each leaf, the first flag and word
+    of each name it was set by; two branches of a script may each set it, so only in a
+    `whole` command). By the same name (a flag and its alias, `--x --no-x`) the server's
+    parser keeps the last value and warns; by an old name and the current one (or two old
+    ones) the server refuses the line (`runtime.record`), as neither may silently win. A
+    secret's second flag is refused elsewhere."""
+    leaf = spelling.leaf
+    names = given.setdefault(leaf.name, {})
+    name = spelling.old.name if spelling.old is not None else ""
+    other = next((first for at, first in names.items() if at != name), None)
+    first = names.setdefault(name, (flag, token))
+    if leaf.secret or not whole:
+        return None
+    if other is not None:
+        return Finding("lint-refused", flag, f"{flag} and {other[0]} (line {other[1].line}) both set {leaf.name} (one "
+                       f"is an old name of the other): the server refuses both, as it refuses a flag given twice",
+                       file, token.line, f"give it once, as {leaf.primary_flag or flag}")
+    if first[1] is token:
         return None
     return Finding("lint-repeated", flag, f"{flag} sets {leaf.name} again (first {first[0]}, line {first[1].line}): "
                    f"the server keeps the last value", file, token.line, "give each leaf once")
@@ -730,8 +800,11 @@ def files_under(paths: Iterable[Path]) -> Iterator[tuple[Path, bool, OSError | N
 
 
 def lint(paths: Sequence[Path], view: SchemaView, *, history: SchemaView | None = None,
-         launchers: Sequence[str] = DEFAULT_LAUNCHERS) -> list[Finding]:
+         launchers: Sequence[str] = DEFAULT_LAUNCHERS, launched: set[str] | None = None) -> list[Finding]:
+    """The findings of the files under `paths`; `launched`, if given, gets each of the
+    `launchers` that matched a launch line."""
     linter = Linter(view, history)
+    linter.launched = launched if launched is not None else set()
     found: list[Finding] = []
     for path, named, error in files_under(paths):
         shown = path.as_posix()
@@ -743,6 +816,26 @@ def lint(paths: Sequence[Path], view: SchemaView, *, history: SchemaView | None 
     return sorted(found, key=lambda f: (f.file, f.line, f.rule, f.subject))
 
 
+def launcher_pattern(text: str) -> str:
+    """A `--launcher` glob (argparse's `type=`): one that can match a program's words. An
+    empty or blank one (an unset `--launcher "$LAUNCHER"`) matches none, and a `[` never
+    closed is a literal `[` to fnmatch, so either would turn every launch line's checks off
+    without a word."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is empty or blank, so it matches no launch line; give a glob "
+                                         f"over the program's words, such as {DEFAULT_LAUNCHERS[0]!r}")
+    i = 0
+    while (i := text.find("[", i)) >= 0:  # each set as fnmatch.translate reads it
+        end = i + 1 + (text[i + 1:i + 2] == "!")
+        end += text[end:end + 1] == "]"
+        close = text.find("]", end)
+        if close < 0:
+            raise argparse.ArgumentTypeError(f"{inert(repr(text))}: the `[` at character {i + 1} opens a set of "
+                                             f"characters that is never closed (write `[[]` for a literal `[`)")
+        i = close + 1
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = UsageErrors(
         prog="configbags lint", allow_abbrev=False,
@@ -751,11 +844,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--schema", type=project_path, help="the schema folder (default: [tool.configbags] schema)")
     parser.add_argument("--target", metavar="REV", help="lint against the schema at this git revision (a release "
                         "you are about to upgrade to)")
-    parser.add_argument("--launcher", action="append", metavar="PATTERN",
+    parser.add_argument("--launcher", action="append", metavar="PATTERN", type=launcher_pattern,
                         help="a glob over a command's words before its first flag that marks a launch line "
                              f"(repeatable; default: {', '.join(DEFAULT_LAUNCHERS)})")
-    parser.add_argument("--format", choices=report.FORMATS, default="table", help="output format (default: table)")
-    parser.add_argument("--json", action="store_const", const="json", dest="format", help="same as --format json")
+    parser.add_argument("--format", choices=report.FORMATS, help="output format (default: table)")
+    parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.add_argument("--fail-on", default="breaking", choices=["breaking", "warning", "info", "never"],
                         help="exit 1 on a finding of this severity or worse (default: breaking)")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write cached schema views")
@@ -763,8 +856,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ns = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    parser = build_parser()
+    ns = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if ns.json and ns.format not in (None, "json"):
+        parser.error(f"--json and --format {ns.format} ask for two formats; give one")
+    fmt = "json" if ns.json else ns.format or "table"
     launchers = tuple(ns.launcher) if ns.launcher else DEFAULT_LAUNCHERS
+    launched: set[str] = set()
     try:
         schema = ns.schema if ns.schema is not None else load_project().schema
         with contextlib.ExitStack() as stack:
@@ -776,14 +874,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing = [p for p in ns.paths if not p.exists()]
         if missing:
             raise ConfigError(f"no such file or folder: {', '.join(map(str, missing))}")
-        findings = lint(ns.paths, view, history=history, launchers=launchers)
+        findings = lint(ns.paths, view, history=history, launchers=launchers, launched=launched)
     except SchemaInvalid as exc:
         print(f"configbags lint: the schema does not load:\n{exc}", file=sys.stderr)
         return 2
-    except ConfigError as exc:
-        print(f"configbags lint: error: {exc}", file=sys.stderr)
+    except ConfigError as exc:  # it may name a path as typed or a file of the checkout: printed inert
+        print(f"configbags lint: error: {inert(str(exc))}", file=sys.stderr)
         return 2
+    for pattern in ns.launcher or ():
+        if pattern not in launched:  # its launch lines, if any, went unchecked: never silently
+            print(f"configbags lint: note: --launcher {inert(repr(pattern))} matched no launch line in the files "
+                  f"linted", file=sys.stderr)
     title = f"configbags lint against {view.label} (version {view.version})"
-    print(report.render(findings, ns.format, title=title, tool="configbags lint", rules=LINT_RULES,
+    print(report.render(findings, fmt, title=title, tool="configbags lint", rules=LINT_RULES,
                         extra={"schema": view.label, "version": view.version}), end="")
     return 1 if fails(findings, parse_severity(ns.fail_on)) else 0

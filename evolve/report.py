@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from configbags.evolve.rules import RULES, Finding, Rule, Severity
+from configbags.runtime.cmdline import inert
 
 FORMATS = ("table", "json", "github", "sarif")
 _GITHUB_LEVEL = {Severity.BREAKING: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -29,11 +30,16 @@ def as_dict(f: Finding) -> dict[str, Any]:
 
 
 def table(findings: Sequence[Finding], title: str) -> str:
+    """Findings as aligned rows. File names, subjects and messages come from the files
+    linted (a committed file named `a\n::error ...`, a ConfigMap key, a variable's name):
+    each is printed inert, so no cell can forge or hide a line of the CI log."""
+    title = inert(title)
     if not findings:
         return f"{title}: no findings\n"
-    rows = [(str(f.severity) + (" (allowed)" if f.allowed is not None else ""), f.rule, f"{f.file}:{f.line}",
-             f.subject, (f"[breaks {', '.join(map(str, f.spec.breaks))}] " if f.spec.breaks else "") + f.message
-             + (f"; fix: {f.fix}" if f.fix else "") + (f" (allowed: {f.allowed})" if f.allowed else ""))
+    rows = [(str(f.severity) + (" (allowed)" if f.allowed is not None else ""), f.rule, inert(f"{f.file}:{f.line}"),
+             inert(f.subject), inert((f"[breaks {', '.join(map(str, f.spec.breaks))}] " if f.spec.breaks else "")
+                                     + f.message + (f"; fix: {f.fix}" if f.fix else "")
+                                     + (f" (allowed: {f.allowed})" if f.allowed else "")))
             for f in findings]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"{title}:"]

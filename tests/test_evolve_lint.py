@@ -41,7 +41,8 @@ def test_each_format_reports_exactly_its_cases(path: Path, view: SchemaView) -> 
     found = {(f.line, f.rule, f.subject) for f in lint.lint([path], view)}
     assert found == _expected(path)
     kinds = {rule for _, rule, _ in found}
-    assert kinds == {"lint-unknown", "lint-deprecated", "lint-removed", "lint-bad-value"}, (
+    # (and a removed old name beside the current one is also refused as given twice)
+    assert kinds >= {"lint-unknown", "lint-deprecated", "lint-removed", "lint-bad-value"}, (
         "each fixture carries one case of every kind")
     assert all(f.file == path.as_posix() for f in lint.lint([path], view))
 
@@ -86,8 +87,9 @@ def test_the_command_exit_code_and_json(capsys: pytest.CaptureFixture[str], monk
     assert lint.main([str(FILES / "engine-config.yaml"), "--schema", str(SCHEMA), "--no-cache", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["version"] == "1.0"
+    # http_port beside port: the old and the current name of one leaf, which the config reader refuses
     assert {f["rule"] for f in data["findings"]} == {"lint-unknown", "lint-deprecated", "lint-removed",
-                                                       "lint-bad-value"}
+                                                       "lint-bad-value", "lint-unreadable"}
     clean = [str(FILES / "engine-config.yaml"), "--schema", str(SCHEMA), "--no-cache", "--fail-on", "never"]
     assert lint.main(clean) == 0
     capsys.readouterr()
