@@ -1430,6 +1430,8 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         return _python_files(rest, given, cwd)
     if name in MAKES:
         return _make_files(rest, given, cwd)
+    if name == "torchrun":  # (the console script of `python -m torch.distributed.run`)
+        return _runner_files(_TORCH_RUN, rest, given, cwd)
     if name == "run-parts":
         return _run_parts(rest, given)
     if name == "find":

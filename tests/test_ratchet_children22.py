@@ -19,6 +19,7 @@ HEAD = (
     "HERE = os.path.dirname(os.path.abspath(__file__))\nROOT = os.path.dirname(HERE)\n"
     "def sh(cmd, **kw):\n    return subprocess.run(cmd, **kw)\n"
 )
+READER_TEXT = "import os\nprint(os.environ['SGLANG_PAGE_SIZE'])\n"
 RUNH = (
     "import subprocess\ndef sh2(cmd, **kw):\n    return subprocess.run(cmd, **kw)\n"
     "def sh3(*argv, exe=None):\n    return subprocess.run(list(argv), executable=exe)\n"
@@ -159,3 +160,47 @@ def test_a_command_edited_to_dump_the_environment_or_not_followed_is_unresolved(
 ])
 def test_a_command_edited_to_read_nothing_stays_quiet(tmp_path: Path, line: str) -> None:
     _quiet(tmp_path, line)
+
+
+# ---- finding 6: a script under the roots running `python3 -m MOD` after a cd
+
+LINES_MODULE = [
+    'cd "$(dirname "$0")/../.." && python3 -m tools.dump',  # 2
+    'cd "$(dirname "$0")/../.."\npython3 -m tools.dump',  # 7
+    'cd "$(dirname "$0")/../.." && exec python3 -u -m tools.dump "$@"',  # 6
+    'cd "$(dirname "$0")/../.." && python3 -m tools.pkg',  # 5
+    'cd "$(dirname "$0")/../.." && python3 -m runpy tools.dump',  # 4
+    'cd "$(dirname "$0")/../.." && torchrun --nproc_per_node 1 -m tools.dump',  # 10
+    'cd "$(dirname "$0")/../.." && PYTHONPATH=. python3 -m tools.dump',  # 11
+    'cd "$(dirname "$0")/../.." && python3 -m cProfile tools/dump.py',  # 9 (a control)
+    'python3 "$(dirname "$0")/../../tools/dump.py"',  # 3 (a control)
+]
+TOOLS = {"tools/__init__.py": "", "tools/dump.py": READER_TEXT, "tools/pkg/__init__.py": "",
+         "tools/pkg/__main__.py": READER_TEXT, "tools/quiet.py": "print('hello')\n"}
+
+
+def _script_result(tmp_path: Path, line: str):  # type: ignore[no-untyped-def]
+    for name, text in TOOLS.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    user = "import os, subprocess\nHERE = os.path.dirname(os.path.abspath(__file__))\n" \
+        "def f():\n    return subprocess.run(['sh', os.path.join(HERE, 'scripts', 'launch.sh')])\n"
+    return scan_pkg(tmp_path, {"user.py": user, "scripts/launch.sh": "#!/bin/sh\n" + line + "\n"}, ENV_SETTINGS)
+
+
+@pytest.mark.parametrize("line", LINES_MODULE)
+def test_a_script_running_a_module_of_the_project_reads_through_it(tmp_path: Path, line: str) -> None:
+    result = _script_result(tmp_path, line)
+    assert fails(result), result.reads
+    assert PAGE in {leaf for file, _, leaf in read_keys(result) if file == "pkg/scripts/launch.sh"}, result.reads
+
+
+@pytest.mark.parametrize("line", [
+    'cd "$(dirname "$0")/../.." && python3 -m tools.quiet',
+    'cd "$(dirname "$0")/../.." && python3 -m pip --version',
+    'cd "$(dirname "$0")/../.." && python3 -m http.server',
+])
+def test_a_script_running_a_quiet_or_foreign_module_reads_nothing(tmp_path: Path, line: str) -> None:
+    result = _script_result(tmp_path, line)
+    assert not fails(result), result.reads
