@@ -2,7 +2,11 @@
 Finding 8 (precision): a command handed to a run helper reads what the same command
 launched directly reads: nothing for a variable it only sets, unsets or mentions (`env
 NAME=16 cmd`, `docker run -e NAME=16`, `export NAME=16`, `env -u NAME`, echo text).
-The read twins beside them still read."""
+Finding 3: `executable=` through a run helper (`**kw`, a parameter handed on) and as a
+conditional is the program judged. Finding 4: a command list edited in place is rebuilt
+as edited, `$?` where the edit is not followed. Finding 6: a script under the roots that
+runs the project's module by `-m` (after a `cd`) reads through the module's file. The
+twins beside each read nothing, or still read."""
 
 from __future__ import annotations
 
@@ -172,6 +176,9 @@ LINES_MODULE = [
     'cd "$(dirname "$0")/../.." && python3 -m runpy tools.dump',  # 4
     'cd "$(dirname "$0")/../.." && torchrun --nproc_per_node 1 -m tools.dump',  # 10
     'cd "$(dirname "$0")/../.." && PYTHONPATH=. python3 -m tools.dump',  # 11
+    'PYTHONPATH="$(dirname "$0")/../.." python3 -m tools.dump',  # 12
+    'cd "$(dirname "$0")/../.." && "${PYTHON:-python3}" -m tools.dump',  # 13
+    'python3 -m tools.dump',  # 1 (the project's folder, where a child starts unless told)
     'cd "$(dirname "$0")/../.." && python3 -m cProfile tools/dump.py',  # 9 (a control)
     'python3 "$(dirname "$0")/../../tools/dump.py"',  # 3 (a control)
 ]
