@@ -33,6 +33,8 @@ Word = str | None
 Command = tuple[Word, ...] | str | None
 # (Calls whose dotted path a resolver gives: shlex's, to tell `shlex.join(argv)` from `x.join`.)
 Kinds = Callable[[ast.expr], frozenset[str]]
+# (what an edit of a local list does to one command it may be: the commands after it)
+Edit = Callable[[Command], "list[Command]"]
 Bound = Callable[[ast.expr, Sequence[ast.AST]], "list[tuple[ast.expr | None, Sequence[ast.AST]]] | None"]
 
 # How many commands one expression may stand for before the rest are not judged (a
@@ -124,32 +126,21 @@ class CommandRebuilder:
 
     def _grown(self, name: ast.Name, scopes: Sequence[ast.AST], found: list[Command], depth: int) -> list[Command]:
         """A local list grown in place (`cmd += ["-c", X]`, `cmd.append(X)`,
-        `cmd.insert(1, X)`): each argv bound, with what the function adds to it, in the
-        order it spells that."""
+        `cmd.insert(1, X)`) or edited (`cmd[0] = X`, `del cmd[1]`, `cmd.pop()`,
+        `cmd.remove(X)`): each argv bound, with what the function does to it, in the order
+        it spells that. An edit the model cannot follow (`cmd[i] = X`, `cmd.sort()`) makes
+        the command not shown: never judged as first written."""
         function = scopes[-1]
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return found
-        # (where, at: None for the end, else the index an insert puts the word before; the words)
-        growth: list[tuple[tuple[int, int], int | bool | None, ast.expr]] = []
-        augmented = 0
-        for node in ast.walk(function):
-            if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and (
-                isinstance(node.target, ast.Name) and node.target.id == name.id
-            ):
-                growth.append(((node.lineno, node.col_offset), None, node.value))
-                augmented += 1
-            elif (
-                isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == name.id
-            ):
-                method, args = node.func.attr, node.args
-                where = (node.lineno, node.col_offset)
-                if method in ("append", "extend") and len(args) == 1:
-                    grown = ast.List(elts=[args[0]], ctx=ast.Load()) if method == "append" else args[0]
-                    growth.append((where, None, grown))
-                elif method == "insert" and len(args) == 2:
-                    growth.append((where, _index(args[0]), ast.List(elts=[args[1]], ctx=ast.Load())))
-        if not growth:
+        # (where; its kind: "augmented" by `+=`, "grown", "edited"; what it does to one command)
+        edits = [
+            (where, kind, edit) for node in ast.walk(function)
+            for where, kind, edit in self._edit(node, name.id, scopes, depth)
+        ]
+        augmented = sum(kind == "augmented" for _, kind, _ in edits)
+        edited = any(kind == "edited" for _, kind, _ in edits)
+        if not edits:
             return found
         # (each `cmd += [...]` is also a binding of no value shown: the growth stands for it)
         found = list(found)
@@ -157,10 +148,49 @@ class CommandRebuilder:
             if None in found:
                 found.remove(None)
         commands: list[Command] = [c for c in found if isinstance(c, tuple)] or [None]
-        for _, at, value in sorted(growth, key=lambda row: row[0]):
-            added = self._commands(value, scopes, depth)
-            commands = _capped(_inserted(a, b, at) for a, b in itertools.product(commands, added))
+        for _, _, edit in sorted(edits, key=lambda row: row[0]):
+            commands = _capped(c for command in commands for c in edit(command))
+        if edited and all(where < (name.lineno, name.col_offset) for where, _, _ in edits):
+            return list(dict.fromkeys(commands))  # (edited before the launch: the edit runs)
         return list(dict.fromkeys([*found, *commands]))
+
+    def _edit(self, node: ast.AST, name: str, scopes: Sequence[ast.AST], depth: int) -> list[tuple[tuple[int, int], str, Edit]]:
+        """What `node` does to the list `name`, if anything (_grown)."""
+        where = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and _names(node.target, name):
+            return [(where, "augmented", self._growth(node.value, None, scopes, depth))]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _names(node.func.value, name):
+            method, args = node.func.attr, node.args
+            if method in ("append", "extend") and len(args) == 1:
+                grown = ast.List(elts=[args[0]], ctx=ast.Load()) if method == "append" else args[0]
+                return [(where, "grown", self._growth(grown, None, scopes, depth))]
+            if method == "insert" and len(args) == 2:
+                return [(where, "grown", self._growth(ast.List(elts=[args[1]], ctx=ast.Load()), _index(args[0]), scopes, depth))]
+            if method == "pop" and len(args) <= 1:
+                return [(where, "edited", functools.partial(_deleted, at=_index(args[0]) if args else -1))]
+            if method == "remove" and len(args) == 1:
+                return [(where, "edited", functools.partial(_removed, words=self._commands(args[0], scopes, depth)))]
+            if method in _MUTATORS:
+                return [(where, "edited", _not_followed)]
+            return []
+        if not isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            return []
+        found: list[tuple[tuple[int, int], str, Edit]] = []
+        for target in node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]:
+            if not (isinstance(target, ast.Subscript) and _names(target.value, name)):
+                continue
+            at = _index(target.slice) if not isinstance(target.slice, ast.Slice) else False
+            if isinstance(node, ast.Delete):
+                found.append((where, "edited", functools.partial(_deleted, at=at)))
+            elif isinstance(node, ast.Assign):
+                found.append((where, "edited", functools.partial(_replaced, at=at, words=self._commands(node.value, scopes, depth))))
+            else:
+                found.append((where, "edited", _not_followed))
+        return found
+
+    def _growth(self, value: ast.expr, at: int | bool | None, scopes: Sequence[ast.AST], depth: int) -> Callable[[Command], list[Command]]:
+        added = self._commands(value, scopes, depth)
+        return lambda command: [_inserted(command, words, at) for words in added]
 
     def _call(self, expr: ast.Call, scopes: Sequence[ast.AST], depth: int) -> list[Command]:
         func = expr.func
@@ -211,6 +241,54 @@ def _index(part: ast.expr | None) -> int | bool | None:
     if isinstance(part, ast.Constant) and isinstance(part.value, int) and not isinstance(part.value, bool):
         return part.value
     return False
+
+
+# (list methods that change a list in ways the model does not follow)
+_MUTATORS = frozenset({"clear", "reverse", "sort", "__setitem__", "__delitem__", "__iadd__"})
+
+
+def _not_followed(command: Command) -> list[Command]:
+    return [None]
+
+
+def _names(expr: ast.expr, name: str) -> bool:
+    return isinstance(expr, ast.Name) and expr.id == name
+
+
+def _deleted(command: Command, at: int | bool | None) -> list[Command]:
+    """`del cmd[at]`, `cmd.pop(at)`: None where the index is not shown or not in it."""
+    if not isinstance(command, tuple) or not isinstance(at, int) or isinstance(at, bool) or not -len(command) <= at < len(command):
+        return [None]
+    at %= len(command)
+    return [command[:at] + command[at + 1 :]]
+
+
+def _replaced(command: Command, at: int | bool | None, words: Sequence[Command]) -> list[Command]:
+    """`cmd[at] = X`: each word X may be put in place."""
+    if not isinstance(command, tuple) or not isinstance(at, int) or isinstance(at, bool) or not -len(command) <= at < len(command):
+        return [None]
+    at %= len(command)
+    return [(*command[:at], word if isinstance(word, str) else None, *command[at + 1 :]) for word in words]
+
+
+def _removed(command: Command, words: Sequence[Command]) -> list[Command]:
+    """`cmd.remove(X)`: the first word X left out (None where X or the words before it
+    are not shown)."""
+    found: list[Command] = []
+    for word in words:
+        if not isinstance(command, tuple) or not isinstance(word, str):
+            found.append(None)
+            continue
+        for position, have in enumerate(command):
+            if have is None:
+                found.append(None)
+                break
+            if have == word:
+                found.append(command[:position] + command[position + 1 :])
+                break
+        else:
+            found.append(None)  # (ValueError at run time: nothing runs after it)
+    return found
 
 
 def _capped(commands: object) -> list[Command]:

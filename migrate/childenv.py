@@ -124,10 +124,25 @@ def launcher_commands(path: str, args: Sequence[ast.expr], keywords: Sequence[as
     """What the launcher `path` called with `args` runs: an argv (word expressions, None
     for one not shown, a starred one for the words it splices in) or an expression giving
     a command line or an argv."""
+    given = next((k.value for k in keywords if k.arg == "executable"), None)
+    found: list[ast.expr | Argv] = []
+    for program in executables(given):  # (`executable="env" if debug else None`: either runs)
+        found += _launched(path, args, keywords, program)
+    return found
+
+
+def executables(given: ast.expr | None) -> list[ast.expr | None]:
+    """The programs an `executable=` value may name: each branch of a conditional
+    expression, None for the default (argv[0] runs)."""
+    if given is None or (isinstance(given, ast.Constant) and given.value is None):
+        return [None]
+    if isinstance(given, ast.IfExp):
+        return executables(given.body) + executables(given.orelse)
+    return [given]
+
+
+def _launched(path: str, args: Sequence[ast.expr], keywords: Sequence[ast.keyword], program: ast.expr | None) -> list[ast.expr | Argv]:
     shape = launcher_shape(path)
-    program = next((k.value for k in keywords if k.arg == "executable"), None)
-    if isinstance(program, ast.Constant) and program.value is None:
-        program = None  # (the default: argv[0] runs)
     if shape in ("program", "loop_exec"):
         words: Argv = list(args) if shape == "program" else list(args[1:])
         if not words:
@@ -1324,6 +1339,28 @@ def argv_mentions(words: Sequence[str]) -> Mentions | None:
     return mentions
 
 
+def command_reads(command: tuple[str | None, ...] | str | None, declared: frozenset[str]) -> set[str]:
+    """The declared variables one rebuilt command (an argv, None for a word not shown, or
+    a command line) names and may read: those it only sets, unsets or mentions (Mentions,
+    where every word is shown) left out. The same for a launch and a run helper's call."""
+    if command is None:
+        return set()
+    texts = [command] if isinstance(command, str) else [w for w in command if w is not None]
+    names = {name for text in texts for name in named_variables(text, declared)}
+    if not names:
+        return names
+    found: Mentions | None = None
+    if isinstance(command, str):
+        found = script_mentions(command)
+    elif None not in command:
+        found = argv_mentions(texts)
+    if found is None:
+        return names
+    spelled: Counter[str] = Counter()
+    for text in texts:
+        spelled.update(spellings(text, declared))
+    return names - found.silent(names, spelled)
+
 def plain_dump(words: Sequence[Word]) -> bool:
     """Is the argv `env` or `printenv` with nothing to run and no name (`["env"]`,
     `["printenv", "-0"]`, `["env", "A=1"]`): a dump of the child's own environment and
@@ -1393,6 +1430,8 @@ def child_files(words: Sequence[Word], paths: Sequence[str | None], cwd: str = "
         return _python_files(rest, given, cwd)
     if name in MAKES:
         return _make_files(rest, given, cwd)
+    if name == "torchrun":  # (the console script of `python -m torch.distributed.run`)
+        return _runner_files(_TORCH_RUN, rest, given, cwd)
     if name == "run-parts":
         return _run_parts(rest, given)
     if name == "find":

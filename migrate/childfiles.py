@@ -382,6 +382,8 @@ class _Judge:
             judged = self.judged(kind, spec, target)
             if isinstance(judged, list):
                 found += judged
+            else:  # (`cd "$(dirname "$0")/.." && python3 -m tools.dump`: the module's file, as Python)
+                found += self._program_reads("python", judged[1].decode("utf-8", "surrogateescape"))
         return list(dict.fromkeys(found))
 
     def _program_reads(self, reader: str, program: str) -> list[tuple[str, str]]:

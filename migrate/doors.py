@@ -83,7 +83,6 @@ from configbags.migrate.aliases import (
 from configbags.migrate.childargv import (
     Command,
     CommandRebuilder,
-    command_texts,
     imported_names,
     opaque_command,
     parameters,
@@ -110,6 +109,7 @@ from configbags.migrate.childenv import (
     child_files,
     command_arguments,
     command_fragments,
+    command_reads,
     command_reads_environ_file,
     environ_in_folders,
     launcher_commands,
@@ -1964,14 +1964,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
             texts.append(text)
             named.update(named_variables(text, self.declared))
             spelled.update(spellings(text, self.declared))
-        self._command_params(scope, arguments)
+        # (`def sh(*argv, exe=None): run(list(argv), executable=exe)`: the program its
+        # callers name runs, judged as a command of its own there)
+        self._command_params(scope, [*arguments, *(k.value for k in node.keywords if k.arg == "executable")])
         commands = self._child_commands(node, callee)
         rebuilt = self._rebuilt(node, callee)
         for command in rebuilt:
             # a name in a command composed (either branch of `[...] if debug else [...]`,
             # `cmd or [...]`, a list grown): each command the launch may run names it,
             # unless that command only sets or mentions it (`["echo", "NAME=1"] if c else []`)
-            named.update(self._named_in_rebuilt(command))
+            named.update(command_reads(command, self.declared))
         isolated = self._isolated(node)
         if isolated:
             named.clear()  # its variables are those `env=` spells, their values read where computed
@@ -1998,25 +2000,6 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if given is not None:
             self._stdin_program(node, commands, given, named=False, rebuilt=rebuilt)
         self._files_run(node, callee, commands)
-
-    def _named_in_rebuilt(self, command: Command) -> set[str]:
-        """The declared variables a rebuilt command names and may read: those it only
-        sets, unsets or mentions (Mentions, where every word is shown) left out."""
-        texts = command_texts([command])
-        names = {name for text in texts for name in named_variables(text, self.declared)}
-        if not names:
-            return names
-        found: Mentions | None = None
-        if isinstance(command, str):
-            found = script_mentions(command)
-        elif isinstance(command, tuple) and None not in command:
-            found = argv_mentions([w for w in command if w is not None])
-        if found is None:
-            return names
-        spelled: Counter[str] = Counter()
-        for text in texts:
-            spelled.update(spellings(text, self.declared))
-        return names - found.silent(names, spelled)
 
     def _command_params(self, scope: ast.AST, arguments: Sequence[ast.expr]) -> None:
         """`def sh(cmd): subprocess.run(cmd, shell=True)`: its callers hand the command
@@ -2057,6 +2040,9 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         mentions = Mentions()
         for command in commands:
             if isinstance(command, ast.Name):  # `cmd = ["mpirun", "-x", "NAME=16", ...]; Popen(cmd)`
+                function = next((n for n in reversed(self.enclosing) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+                if function is not None and command.id in changed_in_place(ast.walk(function)):
+                    return set()  # (`cmd[0] = "printenv"`: not the literal's words that run)
                 bound = self.strings.bound(command, self.enclosing) or ()
                 if len(bound) == 1 and isinstance(bound[0][0], (ast.List, ast.Tuple)):
                     command = bound[0][0]

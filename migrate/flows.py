@@ -75,6 +75,7 @@ from configbags.migrate.aliases import (
     statement_span,
 )
 from configbags.migrate.childargv import (
+    Command,
     CommandRebuilder,
     command_texts,
     imported_names,
@@ -88,6 +89,8 @@ from configbags.migrate.childenv import (
     PYTHON_MODULE,
     child_files,
     command_fragments,
+    command_reads,
+    executables,
     named_variables,
     shell_prints_environment,
     stdin_reader,
@@ -2354,16 +2357,24 @@ class _Uses(_Walk):
         a program on its standard input (`input=`, passed on through the helper's `**kw`)
         that does, or names one (configbags.migrate.childargv rebuilds the command)."""
         scope = next((n for n in reversed(scopes) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))), self.strings.tree)
-        named: set[str] = set()
+        spelled: set[str] = set()
         for _, text in command_fragments(
             [given], lambda expr: self.strings.value(expr, scopes), scope, self.strings.tree,
             lambda expr: self.strings.bound(expr, scopes),
         ):
-            named.update(named_variables(text, self.declared))
+            spelled.update(named_variables(text, self.declared))
         rebuilder = CommandRebuilder(self._command_word, self.strings.bound, lambda expr: frozenset({dotted(expr)}))
-        commands = rebuilder.commands(given, scopes)
-        for text in command_texts(commands):  # (either branch of a conditional, a list grown...)
-            named.update(named_variables(text, self.declared))
+        commands = self._with_executable(rebuilder.commands(given, scopes), keywords, scopes)
+        shown = {n for text in command_texts(commands) for n in named_variables(text, self.declared)}
+        # each command it may run (either branch of a conditional, a list grown...) reads
+        # what a launch of it would: not a name it only sets, unsets or mentions (`["env",
+        # "NAME=16", ...]`, `docker run -e NAME=16`), unless its output goes to a file; a
+        # name spelled where no command rebuilt shows it stays read
+        named = spelled - shown
+        for command in commands:
+            named |= command_reads(command, self.declared) if self._output_back(keywords) else (
+                {n for text in command_texts([command]) for n in named_variables(text, self.declared)}
+            )
         for name in sorted(named):
             self._row(given, env_subject(name), "environ", "child_process")
         if not program_shown(commands) and opaque_command(given, parameters(scope), imported_names(self.strings.tree)):
@@ -2395,6 +2406,41 @@ class _Uses(_Walk):
             self._row(fed, env_subject(name), "environ", "child_process")
         if ("shell" in readers and shell_prints_environment(program, whole)) or ("python" in readers and whole(program)):
             self._row(fed, ENV_UNRESOLVED, "environ", "environ_whole")
+
+    def _with_executable(self, commands: list[Command], keywords: Sequence[ast.keyword], scopes: list[ast.AST]) -> list[Command]:
+        """The commands run where the caller names the program too (`sh(["true"],
+        executable="env")`, passed on through the helper's `**kw`), as on a launch
+        (childenv.launcher_commands): the program, given the argv's words after its first
+        (a command line's shell, given `-c` and the line); each branch of a conditional."""
+        given = next((k.value for k in keywords if k.arg == "executable"), None)
+        if given is None:
+            return commands
+        shell = next((k.value for k in keywords if k.arg == "shell"), None)
+        shells = [False, True] if shell is not None and not isinstance(shell, ast.Constant) else [shell is not None and bool(shell.value)]
+        found: list[Command] = []
+        for program in executables(given):
+            if program is None:
+                found += commands
+                continue
+            word = self._command_word(program, scopes)
+            for command in commands:
+                for under_shell in shells:
+                    if command is None:
+                        found.append(None)
+                    elif under_shell:
+                        found.append((word, "-c", command) if isinstance(command, str) else (word, "-c", *command))
+                    else:
+                        found.append((word, *command[1:]) if isinstance(command, tuple) else (word,))
+        return found
+
+    @staticmethod
+    def _output_back(keywords: Sequence[ast.keyword]) -> bool:
+        """Is the handed command's output not sent to a file (`stdout=fh`: what it prints
+        may run)? As on a launch, only then may a name it only mentions read nothing."""
+        output = next((k.value for k in keywords if k.arg == "stdout"), None)
+        return output is None or (isinstance(output, ast.Constant) and output.value is None) or (
+            dotted(output) in {"subprocess.PIPE", "subprocess.DEVNULL"}
+        )
 
     def _command_word(self, expr: ast.expr, scopes: Sequence[ast.AST]) -> str | None:
         """A word of a handed command (`sys.executable` is a Python interpreter)."""
