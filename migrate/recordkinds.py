@@ -147,3 +147,39 @@ def positions(index: ast.expr, fields: Sequence[str]) -> list[str] | None:
     if at is None or not -len(fields) <= at < len(fields):
         return None
     return [fields[at]]
+
+
+# bases whose inherited protocol (item access, iteration, their own copies and dumps) the
+# scanner does not model: a record deriving from one is said so, not passed
+_UNMODELLED = frozenset({
+    "dict", "list", "tuple", "set", "frozenset", "str", "bytes",
+    "Mapping", "MutableMapping", "Sequence", "UserDict", "UserList", "OrderedDict", "defaultdict",
+    "collections.UserDict", "collections.UserList", "collections.OrderedDict", "collections.defaultdict",
+    "collections.abc.Mapping", "collections.abc.MutableMapping", "collections.abc.Sequence",
+    "typing.Mapping", "typing.MutableMapping", "typing.Sequence",
+    "TypedDict", "typing.TypedDict", "typing_extensions.TypedDict",
+    "SimpleNamespace", "types.SimpleNamespace", "Namespace", "argparse.Namespace",
+    "Struct", "msgspec.Struct", "DictConfig", "omegaconf.DictConfig", "Box", "box.Box", "EasyDict", "easydict.EasyDict",
+})
+
+
+def unmodelled_base(tree: ast.Module, record_class: str) -> str | None:
+    """The base the record class derives from (through the home's own classes) whose
+    inherited protocol the scanner does not model (`class ServerArgs(dict)`, `TypedDict`,
+    `msgspec.Struct`), or None."""
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+
+    def walk(name: str, seen: frozenset[str]) -> str | None:
+        node = classes.get(name)
+        if node is None or name in seen:
+            return None
+        for base in node.bases:
+            spelled = _dotted(base.value if isinstance(base, ast.Subscript) else base)
+            if spelled in _UNMODELLED and spelled not in classes:
+                return spelled
+            found = walk(spelled, seen | {name})
+            if found is not None:
+                return found
+        return None
+
+    return walk(record_class, frozenset())

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ratchet_case import reads_via, scan_with_home
+from ratchet_case import reads_via, scan_with_home, write_pkg
 
 from configbags.migrate.fix import refusal
-from configbags.migrate.scan import ScanSettings
+from configbags.migrate.scan import ScanSettings, scan_tree
 
 SETTINGS = ScanSettings(roots=("pkg",))
 
@@ -114,3 +114,23 @@ def test_position_read_is_rewritten_by_hand(tmp_path: Path) -> None:
     (read,) = [r for r in result.reads if r.file == "pkg/user.py"]
     assert read.leaf == "port"
     assert refusal(read, {"port": "get_net().port"}) is not None
+
+
+@pytest.mark.parametrize("base", ["dict", "typing.TypedDict", "msgspec.Struct"])
+def test_unmodelled_record_kind_is_said(tmp_path: Path, base: str) -> None:
+    """A record class deriving from a base whose protocol the scanner does not model is a
+    problem of the scan (the check fails), not a pass."""
+    module = base.rpartition(".")[0]
+    home = (f"import {module}\n" if module else "") + f"class ServerArgs({base}):\n    port: int\n" + _TAIL
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "__init__.py").write_text("")
+    (tmp_path / "legacy" / "server_args.py").write_text(home)
+    write_pkg(tmp_path, {"user.py": "from legacy.server_args import get_server_args\ndef f():\n    return get_server_args()['port']\n"})
+    result = scan_tree(tmp_path, SETTINGS)
+    assert [p.file for p in result.problems] == ["legacy/server_args.py"]
+    assert base in result.problems[0].reason
+
+
+@pytest.mark.parametrize("kind", sorted(HOMES))
+def test_modelled_record_kinds_are_no_problem(tmp_path: Path, kind: str) -> None:
+    assert _reads(tmp_path, kind, "a.port") == {("port", "alias")}
