@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from configbags.migrate import holders
+from configbags.migrate import holders, recordkinds
 from configbags.migrate.recordtypes import (
     ELEMENTS,
     RECORD,
@@ -300,6 +300,12 @@ class _Analysis(Scopes[_Scope]):
         # imported names whose call returns the record, or that hold it, by local or
         # dotted name, and this module's parameters that receive it
         self.flows = flows or FlowInput()
+        # the copies and rebuilds the record's kind adds (a NamedTuple's `_replace`, a
+        # pydantic model's `model_copy`: configbags.migrate.recordkinds)
+        kind = self.flows.record_kind
+        self.replace_calls = _REPLACE_CALLS | recordkinds.REPLACES.get(kind, frozenset())
+        self.from_values = _FROM_VALUES | recordkinds.FROM_VALUES.get(kind, frozenset())
+        self.to_values = _TO_VALUES | recordkinds.TO_VALUES.get(kind, frozenset())
         self.lines = lines  # lines that mention a name of interest, sorted
         # id(statement list) -> its statements that mention one: the binder and the reader
         # walk the same lists (the tree's own, so their ids stay theirs while it lives)
@@ -510,7 +516,7 @@ class _Analysis(Scopes[_Scope]):
 
     def _reach_call(self, call: ast.Call, scope: _Scope) -> Reach | None:
         # `Rec.from_dict(rec.to_dict())`: a copy, read as `rec` (as copy.copy)
-        source = _round_trip(call)
+        source = _round_trip(call, self.from_values, self.to_values)
         by_name = self._reach_by_name(call, scope) if source is None else self.reach(source, scope)
         if by_name is not None:
             return by_name
@@ -553,7 +559,9 @@ class _Analysis(Scopes[_Scope]):
         of a record built here of literals (`ServerArgs().__replace__(port=1)`) is still no
         config (a value given that is a read is read where it is spelled)."""
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-        if name not in _REPLACE_CALLS or (isinstance(func, ast.Name) and (name in self.raw_names or name in self.wrappers)):
+        if name not in _REPLACE_CALLS and not (isinstance(func, ast.Attribute) and name in self.replace_calls):
+            return None  # (the kind's copies are methods only: `rec._replace(port=1)`)
+        if isinstance(func, ast.Name) and (name in self.raw_names or name in self.wrappers):
             return None  # (a function of the module's own by that name gives what it returns)
         source = self.reach(call.args[0], scope) if call.args else None
         if source is None and isinstance(func, ast.Attribute):
@@ -728,7 +736,9 @@ class _Analysis(Scopes[_Scope]):
         if isinstance(expr, ast.NamedExpr):
             return self.copied(expr.value, scope, seen)
         if isinstance(expr, ast.Call):
-            return (_name_of(expr.func) in _COPY_CALLS and bool(expr.args)) or _round_trip(expr) is not None
+            return (_name_of(expr.func) in _COPY_CALLS and bool(expr.args)) or _round_trip(
+                expr, self.from_values, self.to_values
+            ) is not None
         if isinstance(expr, ast.IfExp):
             return self.copied(expr.body, scope, seen) or self.copied(expr.orelse, scope, seen)
         if isinstance(expr, ast.BoolOp):
@@ -1248,15 +1258,18 @@ def _merge_origin(table: dict[_K, str], name: _K, origin: str) -> bool:
 
 
 
-def _round_trip(call: ast.Call) -> ast.expr | None:
+def _round_trip(
+    call: ast.Call, from_values: frozenset[str] = _FROM_VALUES, to_values: frozenset[str] = _TO_VALUES,
+) -> ast.expr | None:
     """What `call` rebuilds a record from, where it is `X.from_dict(rec.to_dict())` (or of
-    `rec._asdict()`, `asdict(rec)`, `vars(rec)`): `rec`; else None."""
-    if not (isinstance(call.func, ast.Attribute) and call.func.attr in _FROM_VALUES and len(call.args) == 1):
+    `rec._asdict()`, `asdict(rec)`, `vars(rec)`; the record kind's own, `X.model_validate(
+    rec.model_dump())`, too): `rec`; else None."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in from_values and len(call.args) == 1):
         return None
     values = call.args[0]
     if not isinstance(values, ast.Call):
         return None
-    if isinstance(values.func, ast.Attribute) and values.func.attr in _TO_VALUES and not values.args:
+    if isinstance(values.func, ast.Attribute) and values.func.attr in to_values and not values.args:
         return values.func.value
     if _name_of(values.func) in _WHOLE_RECORD_CALLS and len(values.args) == 1:
         return values.args[0]
@@ -1668,6 +1681,12 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         self.home_methods: dict[str, set[str]] = defaultdict(set)
         for method, leaf in analysis.flows.home_methods:
             self.home_methods[method].add(leaf)
+        # what the record's kind inherits (configbags.migrate.recordkinds): methods handing
+        # every field over, the dunders the syntax calls, a NamedTuple's field order
+        kind = analysis.flows.record_kind
+        self.whole_methods = _WHOLE_METHODS | recordkinds.WHOLE_METHODS.get(kind, frozenset())
+        self.kind_dunders = recordkinds.DUNDERS.get(kind, frozenset())
+        self.fields = analysis.flows.record_fields
 
     def _read(self, node: ast.expr | ast.pattern, leaf: str, reach: Reach, form: str) -> None:
         end_line = node.end_lineno or node.lineno
@@ -1746,7 +1765,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         return f"{base}.{node.attr}" if base else ""
 
     def _method_call(self, node: ast.Attribute, reach: Reach) -> None:
-        if node.attr in _WHOLE_METHODS:
+        if node.attr in self.whole_methods:
             self._whole(node.value, reach)  # `rec.__repr__()`, `rec.to_dict()`: every field
         elif node.attr in self.home_methods and reach[1] != "constructed":
             # `rec.describe()`, a method of the record class the home defines: what its
@@ -1761,13 +1780,16 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         reads off `self`, as `rec.__getitem__(k)` does (deny by default: every method the
         syntax may call, `__bool__` or `__len__`)."""
         defined = [method for method in methods if method in self.home_methods]
-        if not defined:
+        inherited = [method for method in methods if method in self.kind_dunders]
+        if not defined and not inherited:
             return
         reach = self.a.reach(node, self.scope)
         if reach is None or reach[1] == "constructed":
             return
         for leaf in sorted(set().union(*(self.home_methods[method] for method in defined))):
             self._read(node, leaf, reach, "home_method")
+        if inherited:  # a NamedTuple's iteration, a pydantic model's (name, value) pairs
+            self._whole(node, reach)
 
     def _tested(self, node: ast.expr) -> None:
         self._implicit(node, "__bool__", "__len__")
@@ -2099,7 +2121,8 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         if _snapshot(node.value):
             self._snapshot_read(node, node.slice)
         item = {ast.Load: "__getitem__", ast.Store: "__setitem__"}.get(type(node.ctx), "__delitem__")
-        self._implicit(node.value, item, *(("__getitem__",) if id(node) in self.augmented else ()))
+        if not self._by_position(node):
+            self._implicit(node.value, item, *(("__getitem__",) if id(node) in self.augmented else ()))
         self._implicit(node.slice, "__index__", "__hash__")  # `seq[rec]`, `table[rec]`
         if namespace_like(node.value) and (
             not isinstance(node.ctx, ast.Load) or holders.keyed_attribute(node) is not None
@@ -2128,6 +2151,19 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
                 self._write(node, "*", origin=self.a.write_origin(base.args[0], self.scope))
         self.generic_visit(node)
 
+    def _by_position(self, node: ast.Subscript) -> bool:
+        """`rec[3]`, `rec[-1]`, `rec[1:3]` of a NamedTuple record: the fields at those
+        positions, in the home's order (an index not known is every field: _implicit)."""
+        if not self.fields or not isinstance(node.ctx, ast.Load):
+            return False
+        leaves = recordkinds.positions(node.slice, self.fields)
+        reach = self.a.reach(node.value, self.scope) if leaves is not None else None
+        if leaves is None or reach is None or reach[1] == "constructed":
+            return False
+        for leaf in leaves:
+            self._read(node, leaf, reach, "position")
+        return True
+
     def _whole_record_call(self, node: ast.expr) -> bool:
         if not isinstance(node, ast.Call) or not node.args:
             return False
@@ -2139,7 +2175,7 @@ class _Reader(_Pruned, ScopeReader[_Scope]):
         func = node.func
         return (
             isinstance(func, ast.Attribute)
-            and func.attr in _WHOLE_METHODS
+            and func.attr in self.whole_methods
             and bool(node.args)
             and self._is_record_class(func.value)
             and self.a.via(node.args[0], self.scope) is not None

@@ -212,6 +212,18 @@ def written_reason(leaf: str, where: str) -> str:
     )
 
 
+# reads whose spelling no accessor call replaces, by form
+_FORM_REASONS = {
+    "position": "read by position off a NamedTuple record (`rec[3]`, `rec[1:3]`); rewrite by hand",
+    "match": "a class pattern of a match statement reads it; no expression to rewrite, do it by hand",
+    "attrgetter": "read through operator.attrgetter; rewrite by hand",
+    "getattr_dynamic": "dynamic getattr: the leaf name is only known at run time",
+    "whole": "reads the whole record (vars/asdict/__dict__); no single accessor replaces it",
+    "augmented": AUGMENTED_REASON,
+    "hasattr": "hasattr on the raw record; every leaf exists on the bags, so decide by hand",
+}
+
+
 def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: bool = False) -> str | None:
     """Why `read` cannot be rewritten without looking at the code, or None."""
     if read.via == "environ":
@@ -224,18 +236,8 @@ def refusal(read: Read, accessors: Mapping[str, str], *, rewrite_parameters: boo
         return CLASS_REASON
     if read.form in HOME_FORMS:
         return HOME_REASON
-    if read.form == "match":
-        return "a class pattern of a match statement reads it; no expression to rewrite, do it by hand"
-    if read.form == "attrgetter":
-        return "read through operator.attrgetter; rewrite by hand"
-    if read.form == "getattr_dynamic":
-        return "dynamic getattr: the leaf name is only known at run time"
-    if read.form == "whole":
-        return "reads the whole record (vars/asdict/__dict__); no single accessor replaces it"
-    if read.form == "augmented":
-        return AUGMENTED_REASON
-    if read.form == "hasattr":
-        return "hasattr on the raw record; every leaf exists on the bags, so decide by hand"
+    if read.form in _FORM_REASONS:
+        return _FORM_REASONS[read.form]
     if read.leaf not in accessors:
         return f"`{read.leaf}` is not a config leaf; no accessor replaces it"
     if read.origin in _BY_HAND_REASONS:

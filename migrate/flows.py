@@ -139,6 +139,7 @@ from configbags.migrate.moduleattrs import (
     dispatch_facts,
     dispatch_templates,
 )
+from configbags.migrate.recordkinds import record_kind
 from configbags.migrate.resolvers import helper_specs
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
@@ -3013,6 +3014,7 @@ class _Project:
     def flow_input(self, rel: str, params: frozenset[tuple[str, str]]) -> FlowInput:
         """What `rel`'s imports are, by the names it spells them with."""
         spelled: dict[str, set[str]] = defaultdict(set)
+        record = next((facts.kind for facts in self.home_facts.values() if facts.kind[0]), ("", ()))
         for local, (kind, target) in self.local_imports(rel).items():
             self._home_getters(local, kind, target, spelled)
             if target.partition(".")[0].partition(":")[0] not in self.tops:
@@ -3077,6 +3079,8 @@ class _Project:
             # the record class's methods, called on the record wherever it is reached
             home_methods=frozenset(row for facts in self.home_facts.values() for row in facts.reads.methods),
             record_bases=self.record_bases(rel),
+            record_kind=record[0],
+            record_fields=record[1],
         )
 
     def _inherited_home_reads(self, rel: str, spelled: dict[str, set[str]]) -> None:
@@ -3647,6 +3651,8 @@ class HomeFacts:
     reads: HomeReads = attrs.field(factory=HomeReads)
     # (level, module, name) of the imported classes the record class derives from
     bases: frozenset[tuple[int, str, str]] = frozenset()
+    # the record class's kind and fields (configbags.migrate.recordkinds)
+    kind: tuple[str, tuple[str, ...]] = ("", ())
 
     @classmethod
     def of(cls, source: bytes, settings: ScanSettings) -> HomeFacts | None:
@@ -3669,6 +3675,7 @@ class HomeFacts:
         return cls(
             frozenset(defined), found.record | built, found.dicts, found.dict_names, found.holders,
             found.reads or HomeReads(), imported_bases(tree, settings.record_class),
+            record_kind(tree, settings.record_class),
         )
 
 

@@ -121,6 +121,7 @@ from configbags.migrate.flows import (
 )
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
 from configbags.migrate.moduleattrs import served_reads
+from configbags.migrate.recordkinds import unmodelled_base
 from configbags.migrate.reflection import ReflectionScan
 from configbags.migrate.resolvers import desugar
 from configbags.migrate.scancache import ScanCache, content_digest, default_cache_path
@@ -433,6 +434,28 @@ def _home_sources(project: Path, results: dict[str, FileScan], settings: ScanSet
     return found
 
 
+def _unmodelled_records(project: Path, results: dict[str, FileScan], settings: ScanSettings) -> list[Problem]:
+    """A home whose record class derives from a base whose inherited protocol the scanner
+    does not model (`class ServerArgs(dict)`): said so, as the reads through it would go
+    unseen (configbags.migrate.recordkinds)."""
+    found: list[Problem] = []
+    for rel, source in _home_sources(project, results, settings).values():
+        if settings.record_class.encode() not in source:
+            continue
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        base = unmodelled_base(tree, settings.record_class)
+        if base is not None:
+            found.append(Problem(rel, (
+                f"the record class {settings.record_class} derives from {base}, whose inherited methods (item "
+                f"access, iteration, its own copies and dumps) the scanner does not model, so reads through them "
+                f"would go unseen; make it a dataclass, an attrs class, a NamedTuple or a pydantic model"
+            )))
+    return found
+
+
 def _pinned_excludes(project: Path, settings: ScanSettings) -> dict[str, str]:
     """Excluded module files (the record's home, as a rule) by path -> digest: a warm
     project pass is reused only while they are unchanged."""
@@ -715,6 +738,7 @@ def _scan_tree(
     child_sites, child_problems = _children(project, settings, results, where, listed, cache)
     problems.extend(Problem(*p) for p in child_problems)
     call_sites, unsettled = _project_pass(results, where, settings, cache, project)
+    problems.extend(_unmodelled_records(project, results, settings))
     call_sites = _merged(call_sites, child_sites)
     if unsettled is not None:
         problems.append(Problem(".", unsettled))

@@ -327,6 +327,10 @@ class FlowInput:
     # the module's classes the record class derives from (a mixin its home imports):
     # `self` in their methods is the record, as in the record class's own
     record_bases: frozenset[str] = frozenset()
+    # the record class's kind where its home makes it a NamedTuple or a pydantic model
+    # (configbags.migrate.recordkinds), and a NamedTuple's fields in order
+    record_kind: str = ""
+    record_fields: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(
@@ -336,7 +340,7 @@ class FlowInput:
             or self.holder_classes or self.repr_holders or self.eq_holders or self.fillers or self.stored_holders
             or self.namespace_readers or self.served_imports or self.record_dict_holders or self.record_dict_fetchers
             or self.home_holders or self.parser_fillers or self.parser_givers or self.parse_helpers
-            or self.home_reads or self.home_methods or self.record_bases
+            or self.home_reads or self.home_methods or self.record_bases or self.record_kind
         )
 
     def key(self) -> str:
@@ -370,6 +374,8 @@ class FlowInput:
             json.dumps(sorted(self.home_reads)),
             json.dumps(sorted(self.home_methods)),
             ",".join(sorted(self.record_bases)),
+            self.record_kind,
+            ",".join(self.record_fields),
         ]
         return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
