@@ -49,7 +49,8 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.leaftypes import closest, short_repr, shown_text
 from configbags.runtime.project import load_project, project_path
-from configbags.runtime.record import record_parser, reference
+from configbags.runtime.record import record_parser, reference, secret_file_inputs
+from configbags.runtime.registry import Registry
 from configbags.runtime.resolve import Facts, GpuFacts, ModelFacts, parse_bytes, parse_sm
 from configbags.runtime.yamlsafe import (
     check_output_path,
@@ -154,6 +155,7 @@ def read_shapes(path: Path) -> Shapes:
         env = spec.get("env", {})
         if not isinstance(argv, list) or not isinstance(env, dict):
             raise _bad(path, f"shape {name!r}: `argv` is a list and `env` a mapping")
+        _check_words(path, name, argv, env)
         config = spec.get("config")
         if config is not None and not isinstance(config, dict):
             raise _bad(path, f"shape {name!r}: `config` is a mapping of leaf names to values")
@@ -169,6 +171,32 @@ def read_shapes(path: Path) -> Shapes:
     golden = path.parent / golden_name
     package = data.get("package")
     return Shapes(path, str(package) if package is not None else None, golden, tuple(out), role)
+
+
+def _check_words(path: Path, name: object, argv: Sequence[object], env: Mapping[object, object]) -> None:
+    """Refuse an argv word or env value that YAML read as no text (`1.10` as the number 1.1,
+    `1e3` as 1000.0, `null`, `true`): a command line and an environment hold only text, and
+    the text as written is gone, so taking Python's text of the value would record a shape
+    its author never wrote."""
+    for index, word in enumerate(argv):
+        if not isinstance(word, str):
+            raise _bad(path, f"shape {name!r}: argv[{index}] is {short_repr(word)}, which YAML read as "
+                             f"{_yaml_kind(word)}, not as the word written; quote it (\"...\") to pass it as written")
+    for variable, value in env.items():
+        if not isinstance(value, str):
+            raise _bad(path, f"shape {name!r}: env {shown_text(str(variable), _WHOLE)} is {short_repr(value)}, "
+                             f"which YAML read as {_yaml_kind(value)}, not as the text written; quote it (\"...\") "
+                             f"to pass it as written")
+
+
+def _yaml_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a " + ("list" if isinstance(value, list) else "mapping" if isinstance(value, dict) else type(value).__name__)
 
 
 def _gpu(path: Path, name: object, g: object) -> GpuFacts | None:
@@ -386,17 +414,21 @@ def _config_files(shape: Shape) -> list[Path]:
     return [path for text in named for path in (Path(text), project_path(text))]
 
 
-def check_golden_apart(shapes: Shapes) -> None:
+def check_golden_apart(shapes: Shapes, registry: Registry) -> None:
     """Refuse a golden file that --write could not write as a file of its own: one of the
     files the matrix reads (the shapes file, a shape's model config, by any spelling or
     link, as `--dump-config` is kept apart from its inputs by `os.path.samefile`; a file a
-    shape's argv gives as `--config`), or a
+    shape's argv gives as `--config`; the file a secret's `NAME_FILE` in a shape's `env:`
+    names, whose key would be lost and then read back as the golden), or a
     path `write_text_atomic` refuses (a folder, a FIFO that would block the write, a
     device, a link to one). ConfigError naming the shapes file and `golden:`."""
     golden = shapes.golden
     inputs = [("the shapes file", shapes.path),
               *((f"the model config of shape {s.name!r}", s.model) for s in shapes.shapes if s.model is not None),
-              *((f"a --config file of shape {s.name!r}", path) for s in shapes.shapes for path in _config_files(s))]
+              *((f"a --config file of shape {s.name!r}", path) for s in shapes.shapes for path in _config_files(s)),
+              # the record opens the variable's path as the server would, from the working folder
+              *((f"{secret.what} in shape {s.name!r}", Path(secret.path))
+                for s in shapes.shapes for secret in secret_file_inputs(registry, s.env))]
     for what, given in inputs:
         try:
             same = os.path.samefile(golden, given)
@@ -449,9 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         path = ns.shapes if ns.shapes is not None else load_project().schema / SHAPES_FILE
         shapes = read_shapes(path)
-        if ns.write:
-            check_golden_apart(shapes)  # before any shape is resolved: a refusal costs nothing
         ctx = named_context(ns.package or shapes.package)
+        if ns.write:
+            check_golden_apart(shapes, ctx.registry)  # before any shape is resolved: a refusal costs nothing
         check_against_schema(ctx, shapes)
         cells = resolve(ctx, shapes.shapes)
         text = dumps(cells)

@@ -904,10 +904,12 @@ def model_inputs(path: str | Path | None, what: str) -> list[DumpInput]:
     return [DumpInput(f"the model config of {what} {given}", str(config), MODEL_LOSS)]
 
 
-def check_dump_apart(dump: str | None, inputs: Iterable[DumpInput]) -> None:
-    """Refuse a --dump-config path that is one of the files the command reads (the same file
-    by any name: a link to it, a hard link, another spelling of the path): the dump would
-    replace the input (a --config file would lose its keys, a model's config.json the model)."""
+def check_dump_apart(dump: str | None, inputs: Iterable[DumpInput], flag: str = "--dump-config",
+                     output: str = "the dump") -> None:
+    """Refuse a --dump-config path (or another output `flag`, such as plan's --chart) that is
+    one of the files the command reads (the same file by any name: a link to it, a hard link,
+    another spelling of the path): the output would replace the input (a --config file would
+    lose its keys, a model's config.json the model)."""
     import os
 
     if dump is None:
@@ -918,9 +920,9 @@ def check_dump_apart(dump: str | None, inputs: Iterable[DumpInput]) -> None:
         except OSError:  # the dump does not exist yet, or the input is gone: not one file
             continue
         if same:
-            raise RecordError(f"--dump-config {dump} is {given.what}"
+            raise RecordError(f"{flag} {dump} is {given.what}"
                               + ("" if given.what.endswith(given.path) else f" ({given.path})")
-                              + f": the dump would replace it, and {given.loss}; give the dump a path of its own")
+                              + f": {output} would replace it, and {given.loss}; give {output} a path of its own")
 
 
 class FilteredHelp(argparse.Action):

@@ -40,7 +40,13 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import int_from_text, jsonable, short_repr
 from configbags.runtime.project import load_project, project_path
-from configbags.runtime.record import check_dump_apart, dump_path_of, model_inputs
+from configbags.runtime.record import (
+    DumpInput,
+    check_dump_apart,
+    dump_path_of,
+    model_inputs,
+    secret_file_inputs,
+)
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
 from configbags.server import fit
 from configbags.server.kvcache import seam
@@ -388,11 +394,29 @@ def _main(args: list[str], json_out: bool) -> int:
                                                      *model_inputs(getattr(record, "model_path", None), "--model-path")])
     except ConfigError as exc:
         return _fail(exc, json_out)
+    if ns.chart:
+        try:  # the chart is drawn last: over an input, it would replace what was just planned
+            check_dump_apart(ns.chart, _chart_inputs(ctx, records, points), "--chart", "the chart")
+        except ConfigError as exc:
+            return _fail(exc, json_out, flag="--chart")
     if ns.fit:
         return _fit(ns, ctx, records, points)
     if len(points) > 1:
         return _compare(ns, ctx, records, points)
     return _plan_one(ns, ctx, records, points[0])
+
+
+CHART_LOSS = "the file's own contents would be lost"
+
+
+def _chart_inputs(ctx: Context[Any], records: _Records, points: Sequence[_Point]) -> list[DumpInput]:
+    """The files the plan reads, which --chart must not replace: each model config, each
+    --config file, and the file a secret's `NAME_FILE` variable names."""
+    inputs = [*(DumpInput(f"the --config file {config}", config, CHART_LOSS) for config in records.config_files),
+              *secret_file_inputs(ctx.registry, os.environ)]
+    for point in points:
+        inputs += [attrs.evolve(given, loss=CHART_LOSS) for given in model_inputs(point.shape.source, "--model-config")]
+    return inputs
 
 
 class _ModelError(Exception):
@@ -437,6 +461,7 @@ class _Records:
     server_argv: list[str]
     add_model_path: bool
     cache: dict[tuple[str | int | None, ...], Any] = attrs.Factory(dict)
+    config_files: dict[str, None] = attrs.Factory(dict)  # every --config the records read, in order
 
     def get(self, point: _Point, extra: Sequence[str] = ()) -> Any:
         key = (point.shape.source, point.tp_size, *extra)
@@ -445,7 +470,9 @@ class _Records:
             argv = _before_dashes(self.server_argv, _with_tp(added, point.tp_size))
             record_type = self.ctx.record_type
             assert record_type is not None
-            self.cache[key] = record_type.from_cli_args(self.server.parse_args(argv))
+            namespace = self.server.parse_args(argv)
+            self.config_files.update(dict.fromkeys(getattr(namespace, "config", None) or ()))
+            self.cache[key] = record_type.from_cli_args(namespace)
         return self.cache[key]
 
 
