@@ -39,8 +39,10 @@ from configbags.runtime.leaftypes import (
     closest,
     float_from_text,
     int_from_text,
+    is_text,
     jsonable,
     none_like,
+    shown_text,
 )
 from configbags.runtime.registry import LeafSpec, Registry, secret_repr
 from configbags.runtime.resolve import Layer, Origin, Shadowed
@@ -830,6 +832,11 @@ def record_from_cli_args(
     docs = reference(schema_path)
     if load is None:
         load = functools.partial(load_config_file, schema_path=schema_path)
+    for path in paths:  # the name becomes the source of every leaf the file sets: readbacks carry it as UTF-8
+        if not is_text(str(path)):
+            raise RecordError(f"--config {shown_text(str(path))}: the file name holds bytes that are not UTF-8 "
+                              f"(each shown as \\udcXX), which no readback, log or override source can carry; "
+                              f"rename the file (or its folder) to UTF-8 text")
     file_values, file_origins = merge_config_files(registry, paths, load, docs)
     env = os.environ if environ is None else environ
     env_values, env_origins = read_env(registry, env, docs)

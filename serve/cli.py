@@ -25,12 +25,14 @@ from configbags.packages import load_context
 from configbags.runtime.cmdline import UsageErrors, add_help, peek_package, refuse_collisions
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LayoutError
+from configbags.runtime.leaftypes import is_text, shown_text
 from configbags.runtime.project import load_project
 from configbags.runtime.record import (
     Once,
     check_dump_apart,
     dump_path_of,
     model_inputs,
+    origins_of,
     parse_cli_words,
     record_from_cli_args,
     warn_once,
@@ -212,6 +214,10 @@ def _check_own_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     if args.watch is not None:
         if not str(args.watch).strip() or str(args.watch) == ".":
             parser.error("--watch needs a file name")
+        if not is_text(str(args.watch)):  # as --config: the name is the source of the leaves it sets
+            parser.error(f"--watch {shown_text(str(args.watch))}: the file name holds bytes that are not UTF-8 (each "
+                         f"shown as \\udcXX), which no readback, log or override source can carry; rename the file "
+                         f"(or its folder) to UTF-8 text")
         digest = signature(args.watch)
         if digest is not None and digest[5].startswith(NOT_A_FILE):
             parser.error(f"--watch {args.watch}: not a regular file ({digest[5][len(NOT_A_FILE):]}); give the config "
@@ -263,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         given = record.to_dict()
         # the engine loads the model from its folder's config.json: a dump there replaces it
         check_dump_apart(dump_path_of(record), model_inputs(given.get(MODEL_PATH_LEAF), "--model-path"))
-        check_keys(context.registry, given)  # before any rank starts
+        check_keys(context.registry, given, origins_of(record, context.registry.leaves), os.environ)  # before any rank starts
         check_client_variables(context.registry, given, os.environ)
         if args.watch is not None:  # the files not followed, read now, as the record above read them
             rebuild = _rebuilder(context, record_type, server_flags, args.watch)

@@ -46,7 +46,9 @@ from configbags.runtime.keys import (
 )
 from configbags.runtime.leaftypes import FloatUnderflow, closest, float_literal, shown_text
 from configbags.runtime.limits import LIMITS, over
+from configbags.runtime.record import FILE_SUFFIX
 from configbags.runtime.registry import REDACTED, LeafSpec, Registry
+from configbags.runtime.resolve import Layer, Origin
 
 if TYPE_CHECKING:
     from configbags.serve.ranks import RankGroup, Ticket
@@ -268,7 +270,8 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def check_keys(registry: Registry, values: Mapping[str, Any]) -> None:
+def check_keys(registry: Registry, values: Mapping[str, Any], origins: Mapping[str, Origin] | None = None,
+               environ: Mapping[str, str] | None = None) -> None:
     """Refuse, at start-up, a key no client could ever send byte for byte (which would
     otherwise fail every request, or answer 500), and one admin key that is also the read
     key, which would let every reader change the config: the one rule of
@@ -283,9 +286,26 @@ def check_keys(registry: Registry, values: Mapping[str, Any]) -> None:
         why = unusable(key)
         if why is not None:
             spec = registry.leaves[name]
-            given = " / ".join([*spec.flags[:1], *([f"${spec.env}"] if spec.env else [])]) or name
+            given = key_given(registry, spec, (origins or {}).get(name), environ or {})
             raise ConfigError(f"{spec.namespace}.{name} ({given}) {why}, so no request could ever match it; "
                               f"{UNUSABLE_FIX}")
+
+
+def key_given(registry: Registry, spec: LeafSpec, origin: Origin | None, environ: Mapping[str, str]) -> str:
+    """Where a refused key came from, as the operator set it (the config file and its key, the
+    `_FILE` variable and the file it names, the flag or variable), so the one to fix is named;
+    with no origin known, the leaf's flag and variable."""
+    if origin is not None and origin.layer is Layer.CONFIG_FILE:
+        return f"key {spec.name} of the config file {shown_text(origin.source)}"
+    if origin is not None and origin.layer is Layer.ENV:
+        variable = origin.source.removeprefix("$")
+        if variable.endswith(FILE_SUFFIX) and variable not in registry.env_names:
+            path = environ.get(variable)
+            return f"the file {shown_text(path)} that ${variable} names" if path else f"the file ${variable} names"
+        return shown_text(origin.source)
+    if origin is not None and origin.layer is Layer.CLI and origin.source.startswith("-"):
+        return shown_text(origin.source)
+    return " / ".join([*spec.flags[:1], *([f"${spec.env}"] if spec.env else [])]) or spec.name
 
 
 def check_client_variables(registry: Registry, values: Mapping[str, Any], environ: Mapping[str, str]) -> None:

@@ -65,7 +65,7 @@ from configbags.runtime.limits import LIMITS
 from configbags.runtime.record import load_config_file, origins_of
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Layer, Origin
 from configbags.runtime.yamlsafe import file_kind, load_file
-from configbags.serve.door import Door, DoorError, check_keys, redact
+from configbags.serve.door import MAX_SOURCE_CHARS, Door, DoorError, check_keys, redact
 
 log = logging.getLogger("configbags.serve.watch")
 
@@ -161,6 +161,25 @@ class StartFiles:
             self.load(Path(path))
 
 
+SOURCE_PREFIX = "file:"
+_SOURCE_DIGEST_CHARS = 12
+
+
+def watch_source(path: Path) -> str:
+    """The override source of a change read from the watched file: `file:` and the path,
+    made to pass the door's source rule whatever the path is (a hostPath mount can be long;
+    a name can hold a newline), or no change could ever be applied: control characters and
+    separators escaped, and a path too long kept as its end (the file's name) with a digest
+    of the whole path, so two long paths never share a source and a restart keeps it."""
+    shown = inert(str(path))
+    source = SOURCE_PREFIX + shown
+    if len(source) <= MAX_SOURCE_CHARS:
+        return source
+    digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:_SOURCE_DIGEST_CHARS]
+    keep = MAX_SOURCE_CHARS - len(SOURCE_PREFIX) - len("...") - len("#") - len(digest)
+    return f"{SOURCE_PREFIX}...{shown[-keep:]}#{digest}"
+
+
 class ConfigWatcher:
     """Polls `path`; `rebuild()` builds the record from the server's flags and the file
     (raising ConfigError on a bad file). `rank_thread` is the door's single rank thread,
@@ -171,7 +190,7 @@ class ConfigWatcher:
                  in_place_quiet: float = IN_PLACE_QUIET_S) -> None:
         self.door = door
         self.path = Path(path)
-        self.source = f"file:{self.path}"
+        self.source = watch_source(self.path)
         self.rebuild = rebuild
         self.interval = interval
         self.in_place_quiet = in_place_quiet
@@ -266,7 +285,7 @@ class ConfigWatcher:
             return True
         try:  # (a file holding no document is refused by the reader, runtime.record.load_config_file)
             record = self.rebuild()
-            self._check_keys(record.to_dict())
+            self._check_keys(record.to_dict(), origins_of(record, self.door.context.registry.leaves))
         except ConfigError as exc:
             if signature(self.path) == sig:
                 self.seen = sig
@@ -289,13 +308,13 @@ class ConfigWatcher:
         self.apply(jsonable(record.to_dict()), origins_of(record, self.door.context.registry.leaves))
         return True
 
-    def _check_keys(self, values: Mapping[str, Any]) -> None:
+    def _check_keys(self, values: Mapping[str, Any], origins: Mapping[str, Origin]) -> None:
         """The start-up key rule (`check_keys`), on the file as a restart would read it: a key
         no client could send (a block scalar's trailing newline, a space in it), or a read key
         that is the admin key, would make the next start exit 2, so the file is refused whole
         now rather than shown as "restart required" with its live leaves applied."""
         try:
-            check_keys(self.door.context.registry, values)
+            check_keys(self.door.context.registry, values, origins, os.environ)
         except ConfigError as exc:
             raise ConfigError(f"{self.path}: a restart would refuse this file: {exc}") from None
 

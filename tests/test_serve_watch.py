@@ -264,8 +264,8 @@ def test_a_tagged_secret_in_the_file_is_refused_once_and_never_shown(
 
 
 @pytest.mark.parametrize(("keys", "said"), [
-    ("api_key: |\n  SEKRET92\n", "serving.api_key (--api-key / $SGLANG_API_KEY) has surrounding whitespace"),
-    ('api_key: "SEKRET92 x"\n', "serving.api_key (--api-key / $SGLANG_API_KEY) holds whitespace"),
+    ("api_key: |\n  SEKRET92\n", "serving.api_key (key api_key of the config file {file}) has surrounding whitespace"),
+    ('api_key: "SEKRET92 x"\n', "serving.api_key (key api_key of the config file {file}) holds whitespace"),
     ("api_key: SEKRET92\nadmin_api_key: SEKRET92\n", "api_key and admin_api_key are the same key"),
 ])
 def test_a_file_whose_keys_serve_refuses_at_start_changes_nothing(
@@ -281,6 +281,7 @@ def test_a_file_whose_keys_serve_refuses_at_start_changes_nothing(
     settle(watcher)
     assert ctx.state is state and ctx.state.values["weight_version"] == "v1"
     error = watcher.status()["error"]
+    said = said.replace("{file}", str(cm.file))  # the key's file is named: the one to fix
     assert error.startswith(f"{cm.file}: a restart would refuse this file: ") and said in error, error
     assert "nothing was changed" in error and door.server_info()["restart_required"] == []
     assert door.health()["details"]["watch_error"] is True
