@@ -43,9 +43,13 @@ gen-check: setup
 	@$(VENV)/bin/configbags gen --check \
 		|| { echo "generated/ is out of date with schema/; run: make gen"; exit 1; }
 
+# mypy's cache is the user's (pyproject.toml), one folder per checkout: two checkouts share
+# module names but not files, and a cache entry of one misleads the other's incremental run.
+MYPY_CACHE_DIR ?= $(HOME)/.cache/configbags/mypy/$(shell printf '%s' '$(CURDIR)' | cksum | cut -d' ' -f1)
+
 lint: setup
 	$(PY) -m ruff check .
-	$(PY) -m mypy -p configbags
+	MYPY_CACHE_DIR=$(MYPY_CACHE_DIR) $(PY) -m mypy -p configbags
 
 # Everything, as CI runs it (.ci/run). worksteal: the slow tests are uneven (2 s to 25 s),
 # and an idle worker takes them over from a busy one.
