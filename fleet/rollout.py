@@ -47,6 +47,7 @@ from configbags.runtime.record import (
     DumpInput,
     check_dump_apart,
     check_value,
+    dump_path_of,
     model_inputs,
     parse_cli_words,
     record_parser,
@@ -239,6 +240,22 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
               timeout: float = DEFAULT_TIMEOUT_S, role: str = DEFAULT_ROLE) -> SideValues:
     """A side: a server's readback (by URL or saved), or a config file built with `flags`
     and published as `role` (what the server would refuse at start is refused here)."""
+    side = load_side(context, where, flags, read_key, timeout)
+    return side if isinstance(side, SideValues) else published_side(context, side, role)
+
+
+@attrs.frozen
+class BuiltSide:
+    """A config side's record, built as the server builds it and not yet published (its
+    publish writes a --dump-config)."""
+
+    path: Path
+    record: Any
+
+
+def load_side(context: Context[Any], where: str, flags: Sequence[str], read_key: str | None,
+              timeout: float = DEFAULT_TIMEOUT_S) -> SideValues | BuiltSide:
+    """A side read: a readback's values, or a config file's record built with `flags`."""
     if where.startswith(("http://", "https://")):
         headers = {"Authorization": f"Bearer {read_key}"} if read_key else {}
         shown = shown_url(where)
@@ -278,17 +295,21 @@ def read_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
     record_type = context.record_type
     if record_type is None:
         raise ConfigError("the package has no ServerArgs record type; regenerate it (configbags gen)")
-    record = record_type.from_cli([*flags, "--config", str(path)], prog="configbags rollout")
-    values: dict[str, Any] = jsonable(record.to_dict())
+    return BuiltSide(path, record_type.from_cli([*flags, "--config", str(path)], prog="configbags rollout"))
+
+
+def published_side(context: Context[Any], side: BuiltSide, role: str = DEFAULT_ROLE) -> SideValues:
+    """A config side's values: its record, and what publishing it as `role` resolves."""
+    values: dict[str, Any] = jsonable(side.record.to_dict())
     check_keys(context.registry, values)  # a key no client could send: the server refuses it at start
     before = logging.root.manager.disable
     logging.disable(logging.WARNING)  # publish logs what it resolves; the plan shows what matters
     try:
         with context.restoring():
-            context.publish(record, role=role)
+            context.publish(side.record, role=role)
             resolved = dict(context.server_info()["resolved"])
     except ConfigError as exc:
-        raise ConfigError(f"{path}: the server would refuse this config at start: {exc}") from None
+        raise ConfigError(f"{side.path}: the server would refuse this config at start: {exc}") from None
     finally:
         logging.disable(before)
     return SideValues(values, resolved)
@@ -426,10 +447,10 @@ SIDE_LOSS = "what it holds (the side this rollout plans from) would be lost to t
 def check_dump_apart_from_inputs(context: Context[Any], sides: Sequence[tuple[str, str]], flags: Sequence[str],
                                  command: argparse.ArgumentParser | None = None) -> None:
     """Refuse a `--dump-config` among the server flags that is a file this rollout reads
-    (OLD, NEW, a `--config`, a secret's `NAME_FILE`, the model config of a config side's
-    `--model-path`, as serve refuses it), by `os.path.samefile`, before either
-    side is built: each config side is published with the flags and writes the dump, so
-    OLD's dump would replace NEW (or a saved readback) before NEW is read."""
+    (OLD, NEW, a `--config`, a secret's `NAME_FILE`; a side's model config is
+    check_dump_apart_from_models'), by `os.path.samefile`, before either side is built:
+    each config side is published with the flags and writes the dump, so OLD's dump
+    would replace NEW (or a saved readback) before NEW is read."""
     record_type = context.record_type
     if record_type is None or not flags:
         return
@@ -445,23 +466,18 @@ def check_dump_apart_from_inputs(context: Context[Any], sides: Sequence[tuple[st
     inputs += [DumpInput(f"the --config file {config}", config, CONFIG_LOSS)
                for config in ([configs] if isinstance(configs, str) else configs or ())]
     check_dump_apart(dump, [*inputs, *secret_file_inputs(context.registry, os.environ)])
-    # then each config side's model, read from the side built as the server builds it
-    models: list[DumpInput] = []
-    given_model = getattr(namespace, MODEL_PATH_LEAF, None)
-    for where, what in sides:
-        if where.startswith(("http://", "https://")):
-            continue
-        before = logging.root.manager.disable
-        logging.disable(logging.WARNING)  # the side's own read says what shadows what, once
-        try:  # building a record writes nothing (publish writes the dump)
-            record = record_type.from_cli([*flags, "--config", where], prog="configbags rollout")
-        except ConfigError:
-            continue  # a readback (no model here), or a config its own read refuses
-        finally:
-            logging.disable(before)
-        model = getattr(record, MODEL_PATH_LEAF, None)
-        models += model_inputs(model, "--model-path" if given_model is not None else f"the {what} side's model_path")
-    check_dump_apart(dump, models)
+
+
+def check_dump_apart_from_models(sides: Sequence[tuple[SideValues | BuiltSide, str]]) -> None:
+    """Refuse a --dump-config that is the model config of a config side's `model_path` (as
+    serve refuses it; from a flag or the side's config file), once both sides are built and
+    before either is published: the first side's publish would write the dump over the
+    second's model."""
+    built = [(side.record, what) for side, what in sides if isinstance(side, BuiltSide)]
+    for record, _ in built:
+        check_dump_apart(dump_path_of(record), [
+            i for other, what in built for i in model_inputs(getattr(other, MODEL_PATH_LEAF, None), f"{what}'s model_path")
+        ])
 
 
 def _client_key(flag_value: str | None, flag: str, variable: str) -> tuple[str | None, str]:
@@ -516,8 +532,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ConfigError(why)
         context = named_context(args.package)
         check_dump_apart_from_inputs(context, ((args.old, "OLD"), (args.new, "NEW")), flags, parser)
-        old = read_side(context, args.old, flags, read_key, args.timeout, args.role)
-        new = read_side(context, args.new, flags, read_key, args.timeout, args.role)
+        loaded = [(load_side(context, where, flags, read_key, args.timeout), what)
+                  for where, what in ((args.old, "OLD"), (args.new, "NEW"))]
+        check_dump_apart_from_models(loaded)
+        old, new = (side if isinstance(side, SideValues) else published_side(context, side, args.role)
+                    for side, _ in loaded)
     except ConfigError as exc:
         print(f"configbags rollout: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from configbags.migrate.holders import dotted_name
+
 NAMEDTUPLE = "namedtuple"
 PYDANTIC = "pydantic"
 
@@ -50,15 +52,6 @@ FROM_VALUES: dict[str, frozenset[str]] = {
 TO_VALUES: dict[str, frozenset[str]] = {PYDANTIC: frozenset({"model_dump", "dict"})}
 
 
-def _dotted(expr: ast.expr) -> str:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        base = _dotted(expr.value)
-        return f"{base}.{expr.attr}" if base else ""
-    return ""
-
-
 def _class_fields(node: ast.ClassDef) -> tuple[str, ...]:
     """The annotated fields of a class body, in order (`ClassVar` ones are no field)."""
     return tuple(
@@ -94,7 +87,7 @@ def record_kind(tree: ast.Module, record_class: str) -> tuple[str, tuple[str, ..
         if (
             isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
             and any(isinstance(t, ast.Name) and t.id == record_class for t in node.targets)
-            and _dotted(node.value.func) in _NAMEDTUPLE_FACTORIES
+            and dotted_name(node.value.func) in _NAMEDTUPLE_FACTORIES
         ):
             return NAMEDTUPLE, _factory_fields(node.value)
 
@@ -103,7 +96,7 @@ def record_kind(tree: ast.Module, record_class: str) -> tuple[str, tuple[str, ..
         if node is None or name in seen:
             return "", ()
         for base in node.bases:
-            spelled = _dotted(base)
+            spelled = dotted_name(base)
             if spelled in _NAMEDTUPLE_BASES:
                 return NAMEDTUPLE, _class_fields(node)
             if spelled in _PYDANTIC_BASES:
@@ -174,7 +167,7 @@ def unmodelled_base(tree: ast.Module, record_class: str) -> str | None:
         if node is None or name in seen:
             return None
         for base in node.bases:
-            spelled = _dotted(base.value if isinstance(base, ast.Subscript) else base)
+            spelled = dotted_name(base.value if isinstance(base, ast.Subscript) else base)
             if spelled in _UNMODELLED and spelled not in classes:
                 return spelled
             found = walk(spelled, seen | {name})
