@@ -131,6 +131,7 @@ from configbags.migrate.childenv import (
     text_reads,
 )
 from configbags.migrate.envkeys import KeyCompiler, Pattern, declared_reads, fits, patterns
+from configbags.migrate.holders import dotted_name
 from configbags.migrate.scanmodel import (
     CONTEXT_READBACK_METHODS,
     ENV_UNRESOLVED,
@@ -3671,15 +3672,6 @@ def _constant_node(shape: str, value: str) -> ast.expr:
     if shape == "list":
         return ast.List(elts=[ast.Constant(item) for item in value.split("\0")], ctx=ast.Load())
     return ast.Constant(value)
-
-
-def dotted_name(expr: ast.expr) -> str:
-    if isinstance(expr, ast.Name):
-        return expr.id
-    if isinstance(expr, ast.Attribute):
-        inner = dotted_name(expr.value)
-        return f"{inner}.{expr.attr}" if inner else ""
-    return ""
 
 
 def _bases(cls: ast.ClassDef) -> frozenset[str]:

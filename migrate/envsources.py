@@ -50,6 +50,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from configbags.migrate.envkeys import KeyCompiler, Pattern, declared_reads, patterns
+from configbags.migrate.holders import dotted_name
 from configbags.migrate.scanmodel import ENV_UNRESOLVED, env_subject
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ def settings_reads(
         bases = [_resolved(base, imported_names) for base in node.bases]
         # a base of this module by its name, or one of another scanned module by the name
         # the module spells it with (`EngSettings`, `sb.EngSettings`)
-        parents = [known.get(name) or told.get(_dotted(base)) for name, base in zip(bases, node.bases, strict=True)]
+        parents = [known.get(name) or told.get(dotted_name(base)) for name, base in zip(bases, node.bases, strict=True)]
         inherited = [parent for parent in parents if parent is not None]
         if not inherited and not _SETTINGS_BASES.intersection(bases):
             continue
@@ -313,7 +314,7 @@ def _config_changed(tree: ast.Module, classes: set[str], declared: frozenset[str
         return []
 
     def config_of(expr: ast.expr) -> bool:
-        return isinstance(expr, ast.Attribute) and expr.attr == "model_config" and _dotted(expr.value) in classes
+        return isinstance(expr, ast.Attribute) and expr.attr == "model_config" and dotted_name(expr.value) in classes
 
     found: list[Row] = []
     for function, node in _nodes(tree):
@@ -334,7 +335,7 @@ def _config_changed(tree: ast.Module, classes: set[str], declared: frozenset[str
                 if func.attr in ("setdefault", "__setitem__") and node.args:
                     first = node.args[0]
                     keys.append(first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None)
-            elif _last(func) == "setattr" and len(node.args) >= 2 and _dotted(node.args[0]) in classes and (
+            elif _last(func) == "setattr" and len(node.args) >= 2 and dotted_name(node.args[0]) in classes and (
                 not isinstance(node.args[1], ast.Constant) or node.args[1].value == "model_config"
             ):
                 keys = [None]
@@ -906,7 +907,7 @@ def _carried(
         # an element of a container of it (`ENVS[0]`, `TABLE["env"]`: `ENVS[]`)
         return {f"{spelled}{ELEMENT}" for spelled in _carried(expr.value, function, cls, tree, depth + 1)}
     if isinstance(expr, ast.Call):
-        maker = _dotted(expr.func)
+        maker = dotted_name(expr.func)
         if not maker:
             # what a call of a carrier gives (`HELPERS[0]()`, `make()()`)
             return {f"{spelled}()" for spelled in _carried(expr.func, function, cls, tree, depth + 1)}
@@ -920,7 +921,7 @@ def _carried(
     if isinstance(expr, ast.Name):
         return _name_carries(expr.id, function, tree, depth)
     if isinstance(expr, ast.Attribute):
-        found = {_dotted(expr)} - {""}
+        found = {dotted_name(expr)} - {""}
         owner = function.args.args[0].arg if function is not None and function.args.args else None
         if isinstance(cls, ast.ClassDef) and isinstance(expr.value, ast.Name) and expr.value.id == owner:
             found |= _attribute_carries(expr.attr, cls, tree, depth)
@@ -998,12 +999,12 @@ def _value_carries(
     if isinstance(value, ast.Call) and _last(value.func) in _FIELD_CALLS:
         found: set[str] = set()
         for keyword in value.keywords:
-            if keyword.arg in _FACTORY_KEYWORDS and _dotted(keyword.value):
-                found.add(f"{_dotted(keyword.value)}()")
+            if keyword.arg in _FACTORY_KEYWORDS and dotted_name(keyword.value):
+                found.add(f"{dotted_name(keyword.value)}()")
             elif keyword.arg == "default":
                 found |= _carried(keyword.value, function, cls, tree, depth + 1)
-        if _last(value.func) == "Factory" and value.args and _dotted(value.args[0]):
-            found.add(f"{_dotted(value.args[0])}()")
+        if _last(value.func) == "Factory" and value.args and dotted_name(value.args[0]):
+            found.add(f"{dotted_name(value.args[0])}()")
         return found
     return _carried(value, function, cls, tree, depth + 1)
 
@@ -1019,18 +1020,10 @@ def annotated_instances(annotation: ast.expr | None) -> set[str]:
             return set()
     found: set[str] = set()
     for sub in ast.walk(annotation):
-        name = _dotted(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else ""
+        name = dotted_name(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else ""
         if name and name not in ("None", "Optional", "typing.Optional"):
             found.add(f"{name}()")
     return found
-
-
-def _dotted(expr: ast.expr) -> str:
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.insert(0, expr.attr)
-        expr = expr.value
-    return ".".join([expr.id, *parts]) if isinstance(expr, ast.Name) else ""
 
 
 # ---- config and command-line libraries that fill values from the environment
@@ -1384,7 +1377,7 @@ class _DynaconfReads(_Libraries):
         if told:  # another module's object, by the name this module spells it with
             for node in ast.walk(self.tree):
                 if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-                    value = told.get(_dotted(node))
+                    value = told.get(dotted_name(node))
                     if value is not None:
                         self._use(node, None if value == "?" else value)
         return self.found, self.exports
@@ -1473,7 +1466,7 @@ class _DynaconfReads(_Libraries):
         """A call of a library not known here given a prefix of declared variables: `$?`."""
         path = _resolved(call.func, self.imported)
         if path.partition(".")[0] in _PREFIX_KNOWN or _last(call.func) in _PREFIX_KNOWN_NAMES or (
-            ".model_config." in f".{_dotted(call.func)}"  # (a settings class's, judged as such: _config_changed)
+            ".model_config." in f".{dotted_name(call.func)}"  # (a settings class's, judged as such: _config_changed)
         ):
             return
         for keyword in call.keywords:

@@ -59,7 +59,7 @@ from typing import Any
 
 import attrs
 
-from configbags.migrate.doors import dotted_name
+from configbags.migrate.holders import dotted_name
 from configbags.migrate.scanmodel import WRITES_ON_STORE, WRITES_ON_USE, ScanSettings
 
 # calls returning a copy of their first argument, whose fields are the argument's
