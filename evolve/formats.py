@@ -63,6 +63,8 @@ class Command:
     # every word is given together: False for Python argv built in steps some of which are
     # in a branch or a loop (its words are checked, not the line as the server parses it)
     whole: bool = True
+    # the launcher globs its program words match (lint notes a --launcher that matched none)
+    launchers: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -137,11 +139,11 @@ def command_of(tokens: Sequence[Token], launchers: Sequence[str], *, bare_args: 
         return Command((), tuple(tokens), launch=False)
     split = next((i for i, t in enumerate(tokens) if t.text.startswith("--")), len(tokens))
     words = [t.text for t in tokens[:split]]
-    end = next((n for n in range(1, split + 1)
-                if any(fnmatch.fnmatchcase(" ".join(words[:n]), p) for p in launchers)), None)
-    if end is None:
-        return Command(tuple(tokens[:split]), tuple(tokens[split:]), launch=False)
-    return Command(tuple(tokens[:end]), tuple(tokens[end:]), launch=True)
+    for end in range(1, split + 1):
+        program = " ".join(words[:end])
+        if matched := tuple(p for p in launchers if fnmatch.fnmatchcase(program, p)):
+            return Command(tuple(tokens[:end]), tuple(tokens[end:]), launch=True, launchers=matched)
+    return Command(tuple(tokens[:split]), tuple(tokens[split:]), launch=False)
 
 
 # -- shell -------------------------------------------------------------------------------

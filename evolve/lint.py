@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fnmatch
 import functools
 import os
 import re
@@ -243,7 +242,8 @@ class Linter:
     """Checks parsed files against one schema view; `history`, an older view (the working
     schema when linting against a future `--target`), explains spellings the target lost."""
 
-    def __init__(self, view: SchemaView, history: SchemaView | None = None) -> None:
+    def __init__(self, view: SchemaView, history: SchemaView | None = None, *,
+                 launched: set[str] | None = None) -> None:
         self.view = view
         self.history = history
         self.flags: dict[str, Spelling] = {}
@@ -272,7 +272,8 @@ class Linter:
             name for name, (_, kind) in history.spelling_index().items()
             if kind in ("key", "old-key") and name not in self.keys)
         self.presets = frozenset(view.presets)
-        self.launched: set[str] = set()  # the launcher patterns that matched a launch line
+        # the launcher patterns that matched a launch line (the caller's set, if given)
+        self.launched: set[str] = launched if launched is not None else set()
         self.parser = server_parser(view)
         # json leaves with a `structure:`: their dotted keys (`--compile-cfg.level 2`) are the server's too
         self.structured = {leaf.name: nested.structure_schema(leaf.structure, optional=leaf.type.optional)
@@ -667,10 +668,7 @@ class Linter:
             return [Finding("lint-unreadable", shown, f"cannot read: {exc}", shown, 1)]
         if parsed is None or (parsed.format in ("config", "json") and not named and not self.is_config(parsed.config)):
             return []
-        for command in parsed.commands:
-            if command.launch and command.program:
-                words = " ".join(t.text for t in command.program)
-                self.launched.update(p for p in launchers if fnmatch.fnmatchcase(words, p))
+        self.launched.update(p for command in parsed.commands for p in command.launchers)
         taken = [u for u in parsed.unnamed if self.is_config(u.entries)]
         found = [self._skipped(u, shown) for u in parsed.unnamed if u not in taken]
         if taken:
@@ -803,8 +801,7 @@ def lint(paths: Sequence[Path], view: SchemaView, *, history: SchemaView | None 
          launchers: Sequence[str] = DEFAULT_LAUNCHERS, launched: set[str] | None = None) -> list[Finding]:
     """The findings of the files under `paths`; `launched`, if given, gets each of the
     `launchers` that matched a launch line."""
-    linter = Linter(view, history)
-    linter.launched = launched if launched is not None else set()
+    linter = Linter(view, history, launched=launched)
     found: list[Finding] = []
     for path, named, error in files_under(paths):
         shown = path.as_posix()
