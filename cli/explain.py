@@ -19,7 +19,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from configbags.packages import named_context
-from configbags.runtime.cmdline import UsageErrors, add_help, peek_package, refuse_collisions
+from configbags.runtime.cmdline import (
+    UsageErrors,
+    add_help,
+    peek_package,
+    print_error,
+    refuse_collisions,
+)
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, MissingLeafError, UnknownLeafError
 from configbags.runtime.leaftypes import closest
@@ -171,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if info["leaf"] == PLACEHOLDER_LEAF:
                 info["layer"], info["source"] = "placeholder", "not an operator value"
     except ConfigError as exc:
-        print(f"configbags explain: error: {exc}", file=sys.stderr)
+        print_error(f"configbags explain: error: {exc}")
         return 2
     print(json.dumps(info, indent=2, sort_keys=True) if ns.json else render(info), end="\n" if ns.json else "")
     return 0

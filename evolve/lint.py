@@ -45,7 +45,7 @@ from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
 from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
 from configbags.runtime import nested
 from configbags.runtime.cliflags import argument_options
-from configbags.runtime.cmdline import UsageErrors, inert, shown_flag, unrecognized
+from configbags.runtime.cmdline import UsageErrors, inert, print_error, shown_flag, unrecognized
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
 from configbags.runtime.keys import (
     ADMIN_KEY_LEAF,
@@ -870,18 +870,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 view, history = load_view(side.folder, side.shown, cache=not ns.no_cache), current
         missing = [p for p in ns.paths if not p.exists()]
         if missing:
-            raise ConfigError(f"no such file or folder: {', '.join(map(str, missing))}")
+            raise ConfigError(f"no such file or folder: {', '.join(inert(str(m)) for m in missing)}")
         findings = lint(ns.paths, view, history=history, launchers=launchers, launched=launched)
     except SchemaInvalid as exc:
-        print(f"configbags lint: the schema does not load:\n{exc}", file=sys.stderr)
+        print_error("configbags lint: the schema does not load:", *map(str, exc.errors))
         return 2
     except ConfigError as exc:  # it may name a path as typed or a file of the checkout: printed inert
-        print(f"configbags lint: error: {inert(str(exc))}", file=sys.stderr)
+        print_error(f"configbags lint: error: {exc}")
         return 2
     for pattern in ns.launcher or ():
         if pattern not in launched:  # its launch lines, if any, went unchecked: never silently
-            print(f"configbags lint: note: --launcher {inert(repr(pattern))} matched no launch line in the files "
-                  f"linted", file=sys.stderr)
+            print_error(f"configbags lint: note: --launcher {inert(repr(pattern))} matched no launch line in the files "
+                  f"linted")
     title = f"configbags lint against {view.label} (version {view.version})"
     print(report.render(findings, fmt, title=title, tool="configbags lint", rules=LINT_RULES,
                         extra={"schema": view.label, "version": view.version}), end="")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from configbags.runtime.cmdline import print_error
+
 USAGE = ("usage: configbags fleet check [URL... | --servers FILE] [--diff] [--json] [--timeout SECONDS] "
          "[--allow-unchecked CONTRACT]")
 
@@ -16,7 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE)
         return 0 if args else 2
     if args[0] != "check":
-        print(f"configbags fleet: unknown subcommand {args[0]!r}\n{USAGE}", file=sys.stderr)
+        print_error(f"configbags fleet: unknown subcommand {args[0]!r}", *USAGE.splitlines())
         return 2
     from configbags.fleet.check import main as check
 

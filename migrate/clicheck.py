@@ -43,7 +43,13 @@ from typing import Any
 import attrs
 
 from configbags.migrate.harvest import harvest
-from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, terminal_progress
+from configbags.runtime.cmdline import (
+    Progress,
+    UsageErrors,
+    input_problem,
+    print_error,
+    terminal_progress,
+)
 from configbags.runtime.project import package_folder, project_path, project_root
 
 # How the legacy side reports a parsed line on its stderr, when asked to.
@@ -515,11 +521,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="consent to importing the engine (in a subprocess): it runs its code")
     args = parser.parse_args(argv)
     if not args.import_engine:
-        print(
+        print_error(
             "configbags cli-check: the legacy parser lives in the engine, so the check must "
             "import it, which runs the engine's module code (in a subprocess); pass "
-            "--import-engine to agree", file=sys.stderr,
-        )
+            "--import-engine to agree")
         return 2
     try:
         if args.harvest is not None:
@@ -537,10 +542,10 @@ def main(argv: list[str] | None = None) -> int:
             progress=terminal_progress("cli-check: the generated parser parsed {done} of {total} lines"),
         )
     except OSError as exc:
-        print(f"configbags cli-check: {input_problem(exc)}", file=sys.stderr)
+        print_error(f"configbags cli-check: {input_problem(exc)}")
         return 2
     except CliCheckError as exc:
-        print(f"configbags cli-check: {exc}", file=sys.stderr)
+        print_error(f"configbags cli-check: {exc}")
         return 2
     print(report.render())
     return 1 if report.differences else 0

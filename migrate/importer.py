@@ -36,7 +36,6 @@ import ast
 import contextlib
 import math
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -70,7 +69,13 @@ from configbags.migrate.pytypes import name_of, schema_type
 from configbags.migrate.registration import Argument
 from configbags.migrate.scan import ScanSettings
 from configbags.migrate.targets import example_out, gen_hint
-from configbags.runtime.cmdline import Progress, UsageErrors, input_problem, terminal_progress
+from configbags.runtime.cmdline import (
+    Progress,
+    UsageErrors,
+    input_problem,
+    print_error,
+    terminal_progress,
+)
 from configbags.runtime.errors import LeafValueError
 from configbags.runtime.leaftypes import TypeSpec, short_repr
 from configbags.runtime.project import find_pyproject, project_path, read_toml
@@ -966,7 +971,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     file_name, _, class_name = args.source.rpartition(":")
     if not file_name or not class_name:
-        print("configbags import-dataclass: expected FILE:CLASS", file=sys.stderr)
+        print_error("configbags import-dataclass: expected FILE:CLASS")
         return 2
     path = project_path(file_name)
     try:
@@ -986,25 +991,25 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, SyntaxError, ImportInputError) as exc:
         if isinstance(exc, SyntaxError) and exc.filename in (None, "<unknown>"):
             exc.filename = str(path)  # the record's own source, parsed from its text
-        print(f"configbags import-dataclass: {input_problem(exc)}", file=sys.stderr)
+        print_error(f"configbags import-dataclass: {input_problem(exc)}")
         return 2
     except ImportError_ as exc:
-        print(f"configbags import-dataclass: {exc}", file=sys.stderr)
+        print_error(f"configbags import-dataclass: {exc}")
         return 1
     for unknown in sorted(set(mapping) - {n for leaves in result.leaves.values() for n in leaves}):
-        print(f"warning: mapping names {unknown!r}, which is not a field of {class_name}", file=sys.stderr)
+        print_error(f"warning: mapping names {unknown!r}, which is not a field of {class_name}")
     if not _report(result, class_name, args.out, accept_loss=args.accept_loss):
         return 1
     try:
         written, overwritten = write_schema(result, args.out, origin=f"{path.name}:{class_name}", force=args.force)
     except (OSError, ImportError_) as exc:
-        print(f"configbags import-dataclass: {exc}", file=sys.stderr)
+        print_error(f"configbags import-dataclass: {exc}")
         return 1
     for replaced in overwritten:
         print(f"overwrote {replaced} (--force): its edits are gone")
     if args.engine_root is not None:
         for warning in _startup_writes(args, path, class_name, result):
-            print(f"warning: {warning}", file=sys.stderr)
+            print_error(f"warning: {warning}")
     count = sum(map(len, result.leaves.values()))
     hint = gen_hint(args.out, example=example_out(path))
     print(
@@ -1060,16 +1065,16 @@ def _corpus(args: argparse.Namespace, path: Path) -> list[tuple[str, list[str]]]
 def _report(result: ImportResult, class_name: str, out: Path, *, accept_loss: bool) -> bool:
     """Print the warnings and every loss; False: losses stop the import (no --accept-loss)."""
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print_error(f"warning: {warning}")
     if not result.losses:
         return True
     count = len(result.losses)
-    print(f"{count} thing{'s' if count > 1 else ''} of {class_name} could not be carried over:", file=sys.stderr)
+    print_error(f"{count} thing{'s' if count > 1 else ''} of {class_name} could not be carried over:")
     for loss in result.losses:
-        print(f"  lost: {loss.render()}", file=sys.stderr)
+        print_error(f"  lost: {loss.render()}")
     if not accept_loss:
-        print(f"configbags import-dataclass: nothing was written under {out}; fix what is listed "
-              f"(see docs/MIGRATING.md step 1), or pass --accept-loss to import without it", file=sys.stderr)
+        print_error(f"configbags import-dataclass: nothing was written under {out}; fix what is listed "
+              f"(see docs/MIGRATING.md step 1), or pass --accept-loss to import without it")
     return accept_loss
 
 

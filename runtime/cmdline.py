@@ -29,6 +29,16 @@ def inert(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+def print_error(*parts: str) -> None:
+    """A command's error on stderr, one argument a line or lines. A message quotes what the
+    operator typed (a file name, a flag's value) or what a file or server said, so every
+    control character but the message's own line breaks is escaped, as `inert` escapes it:
+    an ANSI escape or a carriage return cannot hide or rewrite a line. (A quoted name that
+    could hold a line break is made inert where the message quotes it.)"""
+    lines = (line for part in parts for line in part.split("\n"))
+    print("\n".join(map(inert, lines)), file=sys.stderr, flush=True)
+
+
 def matches(action: argparse.Action, keyword: str) -> bool:
     """Whether `keyword` names this flag: its name, a dash-separated word of it, or a whole
     word of its help."""
@@ -145,7 +155,7 @@ class UsageErrors(argparse.ArgumentParser):
         self.register("type", float, float_from_text)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n  (`{self.prog} --help` lists the flags; "
+        self.exit(2, f"{self.prog}: error: {inert(message)}\n  (`{self.prog} --help` lists the flags; "
                      f"--help=KEYWORD the ones a word names)\n")
 
     def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]

@@ -22,7 +22,13 @@ from types import FrameType
 from typing import Any
 
 from configbags.packages import load_context
-from configbags.runtime.cmdline import UsageErrors, add_help, peek_package, refuse_collisions
+from configbags.runtime.cmdline import (
+    UsageErrors,
+    add_help,
+    peek_package,
+    print_error,
+    refuse_collisions,
+)
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, LayoutError
 from configbags.runtime.leaftypes import is_text, shown_text
@@ -241,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from configbags.serve.app import create_app
     except ImportError as exc:
-        print(f"configbags serve needs the serve extra ({exc}): pip install 'configbags[serve]'", file=sys.stderr)
+        print_error(f"configbags serve needs the serve extra ({exc}): pip install 'configbags[serve]'")
         return 2
     try:
         package = args.package or load_project().require_package()
@@ -299,9 +305,9 @@ def main(argv: list[str] | None = None) -> int:
                                 # otherwise name itself in the log through X-Forwarded-For
                                 proxy_headers=False)
         host, port = sockets[0].getsockname()[:2]
-        print(f"configbags serve: http://{url_host(host)}:{port} ({args.ranks} rank(s); operator may change "
-              f"{len(door.writable)} leaves)", file=sys.stderr, flush=True)
-        print(f"configbags serve: {protection(values)}", file=sys.stderr, flush=True)
+        print_error(f"configbags serve: http://{url_host(host)}:{port} ({args.ranks} rank(s); operator may change "
+              f"{len(door.writable)} leaves)")
+        print_error(f"configbags serve: {protection(values)}")
         # uvicorn shuts down on SIGTERM/SIGINT, then restores these handlers and re-raises the
         # signal to them; left at the defaults, that would kill the process (-15) after a
         # clean shutdown, or print a KeyboardInterrupt traceback.
@@ -309,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, _stopped)
         uvicorn.Server(config).run(sockets=sockets)  # returns once in-flight requests finish
     except ConfigError as exc:
-        print(f"configbags serve: {exc}", file=sys.stderr)
+        print_error(f"configbags serve: {exc}")
         return 2
     finally:
         tally.flush()

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from configbags.runtime.cmdline import print_error
 from configbags.runtime.errors import DistributedConfigError
 
 log = logging.getLogger("configbags.serve.ranks")
@@ -311,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.flush()
         del store
     except (OSError, DistributedConfigError) as exc:
-        print(f"configbags serve store: {exc}", file=sys.stderr)
+        print_error(f"configbags serve store: {exc}")
         return 1
     except KeyboardInterrupt:
         pass

@@ -35,7 +35,13 @@ import attrs
 
 from configbags.packages import load_context
 from configbags.runtime.cliflags import secret_flags, shown_argv
-from configbags.runtime.cmdline import UsageErrors, add_help, peek_package, refuse_collisions
+from configbags.runtime.cmdline import (
+    UsageErrors,
+    add_help,
+    peek_package,
+    print_error,
+    refuse_collisions,
+)
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.leaftypes import int_from_text, jsonable, short_repr
@@ -587,13 +593,13 @@ def _drawn(ns: argparse.Namespace, draw: Callable[[], None]) -> bool:
         draw()
     except ImportError:
         message = "--chart needs matplotlib: pip install 'configbags[chart]'"
-        print(f"configbags plan: {message}", file=sys.stderr)
+        print_error(f"configbags plan: {message}")
         if ns.json:
             print_error_json("ImportError", message, EXIT_USER_ERROR, flag="--chart")
         return False
     except (OSError, ValueError) as exc:  # checked with the flags, yet the write can still fail (a full disk)
         message = f"--chart {ns.chart}: cannot be written: {getattr(exc, 'strerror', None) or exc}"
-        print(f"configbags plan: error: {message}", file=sys.stderr)
+        print_error(f"configbags plan: error: {message}")
         if ns.json:
             print_error_json(type(exc).__name__, message, EXIT_USER_ERROR, flag="--chart")
         return False
@@ -755,7 +761,7 @@ def fit_chart(entries: Sequence[fit.FitEntry], n: int, path: str) -> None:
 def _fail(exc: ConfigError, json_out: bool = False, **where: str | None) -> int:
     """The error on stderr and its exit status; with --json also one JSON object on stdout
     (`where`: the flag or file it is about, when known)."""
-    print(f"configbags plan: error: {exc}", file=sys.stderr)
+    print_error(f"configbags plan: error: {exc}")
     status = EXIT_DOES_NOT_FIT if isinstance(exc, DoesNotFitError) else EXIT_USER_ERROR
     if json_out:
         print_error_json(type(exc).__name__, str(exc), status, leaf=getattr(exc, "leaf", None), **where)
