@@ -39,7 +39,7 @@ import yaml
 from configbags.packages import load_context, named_context
 from configbags.runtime import roles as role_modes
 from configbags.runtime.cliflags import secret_flags, secret_variables, shown_argv
-from configbags.runtime.cmdline import UsageErrors, inert, print_error
+from configbags.runtime.cmdline import UsageErrors, inert, print_stderr
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.roles import RAW_RECORD
@@ -386,14 +386,14 @@ def record(command: Sequence[str], out: Path, *, append: bool = False, package: 
     try:
         proc = subprocess.run(list(command), env=env, check=False)
     except OSError as exc:
-        print_error(f"configbags audit record: cannot run {command[0]!r}: {exc}")
+        print_stderr(f"configbags audit record: cannot run {command[0]!r}: {exc}")
         return 127
     status = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
     if proc.returncode < 0:
         name = signal.Signals(-proc.returncode).name
-        print_error(f"configbags audit record: command died by {name}; reads up to then were kept")
+        print_stderr(f"configbags audit record: command died by {name}; reads up to then were kept")
     elif proc.returncode:
-        print_error(f"configbags audit record: command exited with {proc.returncode}")
+        print_stderr(f"configbags audit record: command exited with {proc.returncode}")
     return status
 
 
@@ -443,8 +443,8 @@ def main(argv: list[str]) -> int:
         if cmd and cmd[0] == "--":
             cmd = cmd[1:]
         if not cmd:
-            print_error("configbags audit record: give the command after --, e.g. "
-                  "configbags audit record -- python -m myserver")
+            print_stderr("configbags audit record: give the command after --, e.g. "
+                         "configbags audit record -- python -m myserver")
             return 2
         status = record(cmd, args.out, append=args.append, package=args.package)
         again = f"configbags audit report {args.out}{f' --package {args.package}' if args.package else ''}"
@@ -452,18 +452,18 @@ def main(argv: list[str]) -> int:
             declared, namespaces = schema_sets(args.package) if args.package else (None, None)
             print(report([args.out], declared=declared, namespaces=namespaces), end="")
         except ConfigError as exc:  # the command ran and its reads are kept: its status stands
-            print_error(f"configbags audit record: cannot summarise the reads: {exc}")
+            print_stderr(f"configbags audit record: cannot summarise the reads: {exc}")
         print(f"observations in {args.out}; re-run the report with: {again} --workload '...'")
         return status
     missing = [str(p) for p in args.files if not p.is_file()]
     if missing:
-        print_error(f"configbags audit report: no such file: {', '.join(missing)}")
+        print_stderr(f"configbags audit report: no such file: {', '.join(missing)}")
         return 2
     try:
         declared, namespaces = schema_sets(args.package) if args.package else (None, None)
         print(report(args.files, workload=args.workload, date=args.date, declared=declared, namespaces=namespaces),
               end="")
     except ConfigError as exc:
-        print_error(f"configbags audit report: {exc}")
+        print_stderr(f"configbags audit report: {exc}")
         return 2
     return 0

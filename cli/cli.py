@@ -8,7 +8,7 @@ import importlib
 import os
 import sys
 
-from configbags.runtime.cmdline import print_error
+from configbags.runtime.cmdline import print_stderr
 
 # command -> (module with `main(argv: list[str]) -> int`, the extra it needs, one-line description)
 COMMANDS: dict[str, tuple[str, str | None, str]] = {
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command, rest = args[0], args[1:]
     if command not in COMMANDS:
-        print_error(f"configbags: unknown command {command!r}", "", *_usage().splitlines())
+        print_stderr(f"configbags: unknown command {command!r}\n\n{_usage()}")
         return 2
     module_name, extra, _ = COMMANDS[command]
     from configbags.runtime.errors import ConfigError  # no third-party import: cheap
@@ -67,15 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         module = importlib.import_module(module_name)
     except ConfigError as exc:  # e.g. a CONFIGBAGS_* variable refused as the runtime loads
-        print_error(f"configbags {command}: error: {exc}")
+        print_stderr(f"configbags {command}: error: {exc}")
         return 2
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         needed = EXTRA_OF.get(missing, extra)
         if missing == "configbags" or needed is None:
             raise
-        print_error(f"configbags {command} needs {missing}, which the base install leaves out; install "
-              f"the extra: pip install 'configbags[{needed}]'")
+        print_stderr(f"configbags {command} needs {missing}, which the base install leaves out; install "
+                     f"the extra: pip install 'configbags[{needed}]'")
         return 2
     try:
         result: int = module.main(rest)
@@ -83,11 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         missing = (exc.name or "").partition(".")[0]
         if missing not in EXTRA_OF:
             raise
-        print_error(f"configbags {command}: this needs {missing}, which the base install leaves out; install "
-              f"the extra: pip install 'configbags[{EXTRA_OF[missing]}]'")
+        print_stderr(f"configbags {command}: this needs {missing}, which the base install leaves out; install "
+                     f"the extra: pip install 'configbags[{EXTRA_OF[missing]}]'")
         return 2
     except ConfigError as exc:  # every command: a typed error is the operator's to fix, never a traceback
-        print_error(f"configbags {command}: error: {exc}")
+        print_stderr(f"configbags {command}: error: {exc}")
         return 2
     except BrokenPipeError:  # `configbags plan ... | head` closed the pipe: the reader has what it wanted
         # Python would report the failed flush of stdout at exit: point stdout at nothing first

@@ -23,7 +23,7 @@ from configbags.runtime.cmdline import (
     UsageErrors,
     add_help,
     peek_package,
-    print_error,
+    print_stderr,
     refuse_collisions,
 )
 from configbags.runtime.context import Context
@@ -177,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if info["leaf"] == PLACEHOLDER_LEAF:
                 info["layer"], info["source"] = "placeholder", "not an operator value"
     except ConfigError as exc:
-        print_error(f"configbags explain: error: {exc}")
+        print_stderr(f"configbags explain: error: {exc}")
         return 2
     print(json.dumps(info, indent=2, sort_keys=True) if ns.json else render(info), end="\n" if ns.json else "")
     return 0

@@ -25,7 +25,7 @@ from configbags.codegen.write import (
     hand_written,
     write_tree,
 )
-from configbags.runtime.cmdline import UsageErrors, print_error, terminal_progress
+from configbags.runtime.cmdline import UsageErrors, print_stderr, terminal_progress
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import (
     ProjectSettings,
@@ -95,66 +95,66 @@ def main(argv: list[str] | None = None) -> int:
     try:
         project = load_project()
     except ConfigError as exc:
-        print_error(f"configbags gen: {exc}")
+        print_stderr(f"configbags gen: {exc}")
         return EXIT_SCHEMA
     try:
         schema, package, out = resolve_target(args, project)
     except ConfigError as exc:
-        print_error(f"configbags gen: {exc}; nothing was written")
+        print_stderr(f"configbags gen: {exc}; nothing was written")
         return EXIT_SCHEMA
     if not importable_package(package):
-        print_error(f"configbags gen: {package!r} is not an importable package name; give --package "
-              f"a dotted name of identifiers, e.g. myengine.config")
+        print_stderr(f"configbags gen: {package!r} is not an importable package name; give --package "
+                     f"a dotted name of identifiers, e.g. myengine.config")
         return EXIT_SCHEMA
     if not schema.is_dir():
-        print_error(f"configbags gen: schema folder {schema} does not exist; pass --schema DIR, set "
-              f"[tool.configbags] schema, or scaffold one with `configbags init`")
+        print_stderr(f"configbags gen: schema folder {schema} does not exist; pass --schema DIR, set "
+                     f"[tool.configbags] schema, or scaffold one with `configbags init`")
         return EXIT_SCHEMA
     regen = f"configbags gen --schema {project.rel(schema)} --package {package} --out {project.rel(out)}"
     cache = FormatCache(None if args.no_cache else default_cache_path(out))
     try:
         model, files = _build(project, schema, regen, package, cache)
     except SchemaInvalid as exc:
-        print_error(f"configbags gen: {len(exc.errors)} schema error(s); nothing was written")
+        print_stderr(f"configbags gen: {len(exc.errors)} schema error(s); nothing was written")
         for error in exc.errors:
-            print_error(f"  {error}")
+            print_stderr(f"  {error}")
         return EXIT_SCHEMA
     except InvalidInput as exc:
         # Templates produced code black cannot parse: a generator bug, never the schema's.
-        print_error(f"configbags gen: internal error, generated code does not parse ({exc}); nothing "
-              f"was written. Please report it with the schema that triggered it.")
+        print_stderr(f"configbags gen: internal error, generated code does not parse ({exc}); nothing "
+                     f"was written. Please report it with the schema that triggered it.")
         return EXIT_INTERNAL
     cache.save()
     for warning in rule_cycles(((r.id, r.leaf, [*(c.subject for c in r.when), *r.inputs]) for r in model.rules),
                                ordered=(r.id for r in model.rules if r.ordered)):
-        print_error(f"configbags gen: warning: {warning}")
+        print_stderr(f"configbags gen: warning: {warning}")
     if args.check:
         stale = diff(out, files)
         if stale:
             sys.stdout.write(stale)
-            print_error("", f"{out} is out of date with {schema}; run: {regen}")
+            print_stderr(f"\n{out} is out of date with {schema}; run: {regen}")
             return EXIT_STALE
         return 0
     try:
         check_out(out, schema)
     except NotOurFolder as exc:
-        print_error(f"configbags gen: {exc}; nothing was written")
+        print_stderr(f"configbags gen: {exc}; nothing was written")
         return EXIT_SCHEMA
     strays = hand_written(out, files)
     if strays:
-        print_error(f"configbags gen: {out} holds {', '.join(strays)}, which gen did not write; generation replaces the "
-              f"whole folder, so move {'it' if len(strays) == 1 else 'them'} out of the generated package (or "
-              f"delete {'it' if len(strays) == 1 else 'them'}); nothing was written")
+        print_stderr(f"configbags gen: {out} holds {', '.join(strays)}, which gen did not write; generation replaces the "
+                     f"whole folder, so move {'it' if len(strays) == 1 else 'them'} out of the generated package (or "
+                     f"delete {'it' if len(strays) == 1 else 'them'}); nothing was written")
         return EXIT_SCHEMA
     if not out.parent.is_dir():
         # a package folder the project does not have (a guessed name, a typo in --package)
-        print_error(f"configbags gen: warning: creating {project.rel(out.parent)}/, which the project did not "
-              f"have, for package {package}; if that is not your package, set [tool.configbags] package "
-              f"(or --package) to one inside it")
+        print_stderr(f"configbags gen: warning: creating {project.rel(out.parent)}/, which the project did not "
+                     f"have, for package {package}; if that is not your package, set [tool.configbags] package "
+                     f"(or --package) to one inside it")
     try:
         changed = write_tree(out, files)
     except CannotWrite as exc:
-        print_error(f"configbags gen: {exc}; {out} was left as it was")
+        print_stderr(f"configbags gen: {exc}; {out} was left as it was")
         return EXIT_SCHEMA
     print(f"configbags gen: {out} {'updated' if changed else 'already up to date'} "
           f"({len(files)} files, package {package})")

@@ -29,7 +29,7 @@ from configbags.evolve import report
 from configbags.evolve.revisions import Side, side
 from configbags.evolve.rules import DIFF_RULES, RULES, Finding, Severity, fails, parse_severity
 from configbags.evolve.view import LeafView, SchemaInvalid, SchemaView, Where, load_views
-from configbags.runtime.cmdline import UsageErrors, print_error
+from configbags.runtime.cmdline import UsageErrors, print_stderr
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.leaftypes import TypeSpec
 from configbags.runtime.project import load_project, project_path
@@ -957,28 +957,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             allowances = read_allow(allow_path) if ns.allow is not None or allow_path.is_file() else []
         findings, stale = apply_allow(compare(old, new), allowances)
     except SchemaInvalid as exc:
-        print_error("configbags diff: a schema does not load:", *map(str, exc.errors))
+        print_stderr(f"configbags diff: a schema does not load:\n{exc}")
         return 2
     except ConfigError as exc:
-        print_error(f"configbags diff: error: {exc}")
+        print_stderr(f"configbags diff: error: {exc}")
         return 2
     title = f"configbags diff {old.label} -> {new.label}"
     print(report.render(findings, ns.format, title=title, tool="configbags diff", rules=DIFF_RULES,
                         extra={"old": old.label, "new": new.label, "old_version": old.version,
                                "new_version": new.version}), end="")
     for a in stale:
-        print_error(f"configbags diff: {allow_path}: allow entry {a.number} ({a.rule} {a.subject!r}) matches no "
-              f"change; remove it")
+        print_stderr(f"configbags diff: {allow_path}: allow entry {a.number} ({a.rule} {a.subject!r}) matches no "
+                     f"change; remove it")
     if ns.changes_md is not None:
         try:
             write_section(ns.changes_md, markdown(findings, sides.old))  # as the user named it
         except (ConfigError, OSError) as exc:
-            print_error(f"configbags diff: error: {exc}")
+            print_stderr(f"configbags diff: error: {exc}")
             return 2
     failed = fails(findings, parse_severity(ns.fail_on))
     if failed and ns.format != "table":
         worst = max((f.severity for f in findings if f.allowed is None), key=lambda s: s.rank, default=Severity.INFO)
-        print_error(f"configbags diff: {worst} changes (--fail-on {ns.fail_on})")
+        print_stderr(f"configbags diff: {worst} changes (--fail-on {ns.fail_on})")
     return 1 if failed or stale else 0
 
 

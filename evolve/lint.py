@@ -45,7 +45,7 @@ from configbags.evolve.rules import LINT_RULES, Finding, fails, parse_severity
 from configbags.evolve.view import LeafView, OldSpelling, SchemaInvalid, SchemaView, load_view
 from configbags.runtime import nested
 from configbags.runtime.cliflags import argument_options
-from configbags.runtime.cmdline import UsageErrors, inert, print_error, shown_flag, unrecognized
+from configbags.runtime.cmdline import UsageErrors, inert, print_stderr, shown_flag, unrecognized
 from configbags.runtime.errors import ConfigError, LeafValueError, RecordError, YamlError
 from configbags.runtime.keys import (
     ADMIN_KEY_LEAF,
@@ -873,15 +873,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError(f"no such file or folder: {', '.join(inert(str(m)) for m in missing)}")
         findings = lint(ns.paths, view, history=history, launchers=launchers, launched=launched)
     except SchemaInvalid as exc:
-        print_error("configbags lint: the schema does not load:", *map(str, exc.errors))
+        print_stderr(f"configbags lint: the schema does not load:\n{exc}")
         return 2
     except ConfigError as exc:  # it may name a path as typed or a file of the checkout: printed inert
-        print_error(f"configbags lint: error: {exc}")
+        print_stderr(f"configbags lint: error: {exc}")
         return 2
     for pattern in ns.launcher or ():
         if pattern not in launched:  # its launch lines, if any, went unchecked: never silently
-            print_error(f"configbags lint: note: --launcher {inert(repr(pattern))} matched no launch line in the files "
-                  f"linted")
+            print_stderr(f"configbags lint: note: --launcher {inert(repr(pattern))} matched no launch line in the files "
+                         f"linted")
     title = f"configbags lint against {view.label} (version {view.version})"
     print(report.render(findings, fmt, title=title, tool="configbags lint", rules=LINT_RULES,
                         extra={"schema": view.label, "version": view.version}), end="")

@@ -44,7 +44,7 @@ import attrs
 from configbags.evolve.revisions import show
 from configbags.packages import named_context
 from configbags.runtime.abbrev import expand_prefixes
-from configbags.runtime.cmdline import UsageErrors, inert, print_error
+from configbags.runtime.cmdline import UsageErrors, inert, print_stderr
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
 from configbags.runtime.leaftypes import closest, short_repr, shown_text
@@ -502,7 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         # the golden's name and the models' come from the shapes file, into messages of every helper
         message = str(exc) if shapes is None else _escaped(str(exc), shapes.named_paths())
-        print_error(f"configbags matrix: error: {message}")
+        print_stderr(f"configbags matrix: error: {message}")
         return 2
     changed = changes(golden, cells)
     for line in changed:
@@ -516,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"configbags matrix: preset {preset} is used by no shape; add one to {shapes.path}")
         failed = failed or bool(rules or presets)
     verdict = f"{len(changed)} changed cell(s) against {label}" if changed else f"resolution matches {label}"
-    print_error(f"configbags matrix: {verdict} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
+    print_stderr(f"configbags matrix: {verdict} ({len(shapes.shapes)} shapes, {len(cells)} cells)")
     if changed and not ns.against:
-        print_error("configbags matrix: if the change is deliberate, record it with `configbags matrix --write`")
+        print_stderr("configbags matrix: if the change is deliberate, record it with `configbags matrix --write`")
     return 1 if failed else 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from configbags.runtime.cmdline import print_error
+from configbags.runtime.cmdline import print_stderr
 
 USAGE = ("usage: configbags fleet check [URL... | --servers FILE] [--diff] [--json] [--timeout SECONDS] "
          "[--allow-unchecked CONTRACT]")
@@ -18,7 +18,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE)
         return 0 if args else 2
     if args[0] != "check":
-        print_error(f"configbags fleet: unknown subcommand {args[0]!r}", *USAGE.splitlines())
+        print_stderr(f"configbags fleet: unknown subcommand {args[0]!r}\n{USAGE}")
         return 2
     from configbags.fleet.check import main as check
 

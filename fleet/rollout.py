@@ -36,7 +36,7 @@ from configbags.fleet.replies import (
     timeout_seconds,
 )
 from configbags.packages import named_context
-from configbags.runtime.cmdline import UsageErrors, print_error
+from configbags.runtime.cmdline import UsageErrors, print_stderr
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, InputFileError, LeafValueError, RecordError
 from configbags.runtime.fleet import ApplyClass, above_capacity, apply_class, route
@@ -538,7 +538,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         old, new = (side if isinstance(side, SideValues) else published_side(context, side, args.role)
                     for side, _ in loaded)
     except ConfigError as exc:
-        print_error(f"configbags rollout: {exc}")
+        print_stderr(f"configbags rollout: {exc}")
         return EXIT_USAGE
     result = plan(context.registry, old.values, new.values, old.resolved)
     body = result.patch_body(args.source)
@@ -561,7 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except NoAnswer as exc:  # the PATCH went out: whether it applied, only the server can say
                 status, answer = 0, {"error": "no_answer", "message": str(exc)}
             except ConfigError as exc:  # refused before sending (every part was checked above)
-                print_error(f"configbags rollout: {exc}")
+                print_stderr(f"configbags rollout: {exc}")
                 return EXIT_USAGE
             out["applied"] = {"status": status, "answer": answer}
             code, said = outcome(shown_url(args.apply), status, answer)

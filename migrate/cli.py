@@ -60,7 +60,12 @@ from configbags.migrate.settings import (
     read_ratchet_yaml,
     render_ratchet_yaml,
 )
-from configbags.runtime.cmdline import TerminalProgress, UsageErrors, print_error, terminal_progress
+from configbags.runtime.cmdline import (
+    TerminalProgress,
+    UsageErrors,
+    print_stderr,
+    terminal_progress,
+)
 from configbags.runtime.errors import ConfigError
 from configbags.runtime.project import load_project, project_path
 
@@ -199,7 +204,7 @@ def main(argv: list[str]) -> int:
         }[args.command]
         return handler(args)
     except RatchetConfigError as exc:
-        print_error(f"configbags ratchet: {exc}")
+        print_stderr(f"configbags ratchet: {exc}")
         return 2
 
 

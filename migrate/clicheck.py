@@ -47,7 +47,7 @@ from configbags.runtime.cmdline import (
     Progress,
     UsageErrors,
     input_problem,
-    print_error,
+    print_stderr,
     terminal_progress,
 )
 from configbags.runtime.project import package_folder, project_path, project_root
@@ -521,10 +521,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="consent to importing the engine (in a subprocess): it runs its code")
     args = parser.parse_args(argv)
     if not args.import_engine:
-        print_error(
-            "configbags cli-check: the legacy parser lives in the engine, so the check must "
-            "import it, which runs the engine's module code (in a subprocess); pass "
-            "--import-engine to agree")
+        print_stderr(
+                     "configbags cli-check: the legacy parser lives in the engine, so the check must "
+                     "import it, which runs the engine's module code (in a subprocess); pass "
+                     "--import-engine to agree")
         return 2
     try:
         if args.harvest is not None:
@@ -542,10 +542,10 @@ def main(argv: list[str] | None = None) -> int:
             progress=terminal_progress("cli-check: the generated parser parsed {done} of {total} lines"),
         )
     except OSError as exc:
-        print_error(f"configbags cli-check: {input_problem(exc)}")
+        print_stderr(f"configbags cli-check: {input_problem(exc)}")
         return 2
     except CliCheckError as exc:
-        print_error(f"configbags cli-check: {exc}")
+        print_stderr(f"configbags cli-check: {exc}")
         return 2
     print(report.render())
     return 1 if report.differences else 0

@@ -73,7 +73,7 @@ from configbags.runtime.cmdline import (
     Progress,
     UsageErrors,
     input_problem,
-    print_error,
+    print_stderr,
     terminal_progress,
 )
 from configbags.runtime.errors import LeafValueError
@@ -971,7 +971,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     file_name, _, class_name = args.source.rpartition(":")
     if not file_name or not class_name:
-        print_error("configbags import-dataclass: expected FILE:CLASS")
+        print_stderr("configbags import-dataclass: expected FILE:CLASS")
         return 2
     path = project_path(file_name)
     try:
@@ -991,25 +991,25 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, SyntaxError, ImportInputError) as exc:
         if isinstance(exc, SyntaxError) and exc.filename in (None, "<unknown>"):
             exc.filename = str(path)  # the record's own source, parsed from its text
-        print_error(f"configbags import-dataclass: {input_problem(exc)}")
+        print_stderr(f"configbags import-dataclass: {input_problem(exc)}")
         return 2
     except ImportError_ as exc:
-        print_error(f"configbags import-dataclass: {exc}")
+        print_stderr(f"configbags import-dataclass: {exc}")
         return 1
     for unknown in sorted(set(mapping) - {n for leaves in result.leaves.values() for n in leaves}):
-        print_error(f"warning: mapping names {unknown!r}, which is not a field of {class_name}")
+        print_stderr(f"warning: mapping names {unknown!r}, which is not a field of {class_name}")
     if not _report(result, class_name, args.out, accept_loss=args.accept_loss):
         return 1
     try:
         written, overwritten = write_schema(result, args.out, origin=f"{path.name}:{class_name}", force=args.force)
     except (OSError, ImportError_) as exc:
-        print_error(f"configbags import-dataclass: {exc}")
+        print_stderr(f"configbags import-dataclass: {exc}")
         return 1
     for replaced in overwritten:
         print(f"overwrote {replaced} (--force): its edits are gone")
     if args.engine_root is not None:
         for warning in _startup_writes(args, path, class_name, result):
-            print_error(f"warning: {warning}")
+            print_stderr(f"warning: {warning}")
     count = sum(map(len, result.leaves.values()))
     hint = gen_hint(args.out, example=example_out(path))
     print(
@@ -1065,16 +1065,16 @@ def _corpus(args: argparse.Namespace, path: Path) -> list[tuple[str, list[str]]]
 def _report(result: ImportResult, class_name: str, out: Path, *, accept_loss: bool) -> bool:
     """Print the warnings and every loss; False: losses stop the import (no --accept-loss)."""
     for warning in result.warnings:
-        print_error(f"warning: {warning}")
+        print_stderr(f"warning: {warning}")
     if not result.losses:
         return True
     count = len(result.losses)
-    print_error(f"{count} thing{'s' if count > 1 else ''} of {class_name} could not be carried over:")
+    print_stderr(f"{count} thing{'s' if count > 1 else ''} of {class_name} could not be carried over:")
     for loss in result.losses:
-        print_error(f"  lost: {loss.render()}")
+        print_stderr(f"  lost: {loss.render()}")
     if not accept_loss:
-        print_error(f"configbags import-dataclass: nothing was written under {out}; fix what is listed "
-              f"(see docs/MIGRATING.md step 1), or pass --accept-loss to import without it")
+        print_stderr(f"configbags import-dataclass: nothing was written under {out}; fix what is listed "
+                     f"(see docs/MIGRATING.md step 1), or pass --accept-loss to import without it")
     return accept_loss
 
 

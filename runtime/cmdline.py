@@ -29,12 +29,13 @@ def inert(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
-def print_error(*parts: str) -> None:
-    """A command's error on stderr, one argument a line or lines. A message quotes what the
-    operator typed (a file name, a flag's value) or what a file or server said, so every
-    control character but the message's own line breaks is escaped, as `inert` escapes it:
-    an ANSI escape or a carriage return cannot hide or rewrite a line. (A quoted name that
-    could hold a line break is made inert where the message quotes it.)"""
+def print_stderr(*parts: str) -> None:
+    """A command's message (an error, a warning, a verdict) on stderr, one argument a line
+    or lines. A message quotes what the operator typed (a file name, a flag's value) or
+    what a file or server said, so every control character but the message's own line
+    breaks is escaped, as `inert` escapes it: an ANSI escape or a carriage return cannot
+    hide or rewrite a line. (A quoted name that could hold a line break is made inert where
+    the message quotes it.)"""
     lines = (line for part in parts for line in part.split("\n"))
     print("\n".join(map(inert, lines)), file=sys.stderr, flush=True)
 

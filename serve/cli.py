@@ -26,7 +26,7 @@ from configbags.runtime.cmdline import (
     UsageErrors,
     add_help,
     peek_package,
-    print_error,
+    print_stderr,
     refuse_collisions,
 )
 from configbags.runtime.context import Context
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from configbags.serve.app import create_app
     except ImportError as exc:
-        print_error(f"configbags serve needs the serve extra ({exc}): pip install 'configbags[serve]'")
+        print_stderr(f"configbags serve needs the serve extra ({exc}): pip install 'configbags[serve]'")
         return 2
     try:
         package = args.package or load_project().require_package()
@@ -305,9 +305,9 @@ def main(argv: list[str] | None = None) -> int:
                                 # otherwise name itself in the log through X-Forwarded-For
                                 proxy_headers=False)
         host, port = sockets[0].getsockname()[:2]
-        print_error(f"configbags serve: http://{url_host(host)}:{port} ({args.ranks} rank(s); operator may change "
-              f"{len(door.writable)} leaves)")
-        print_error(f"configbags serve: {protection(values)}")
+        print_stderr(f"configbags serve: http://{url_host(host)}:{port} ({args.ranks} rank(s); operator may change "
+                     f"{len(door.writable)} leaves)")
+        print_stderr(f"configbags serve: {protection(values)}")
         # uvicorn shuts down on SIGTERM/SIGINT, then restores these handlers and re-raises the
         # signal to them; left at the defaults, that would kill the process (-15) after a
         # clean shutdown, or print a KeyboardInterrupt traceback.
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, _stopped)
         uvicorn.Server(config).run(sockets=sockets)  # returns once in-flight requests finish
     except ConfigError as exc:
-        print_error(f"configbags serve: {exc}")
+        print_stderr(f"configbags serve: {exc}")
         return 2
     finally:
         tally.flush()

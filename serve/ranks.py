@@ -83,7 +83,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from configbags.packages import load_context
-from configbags.runtime.cmdline import print_error
+from configbags.runtime.cmdline import print_stderr
 from configbags.runtime.context import Context, OverrideEntry
 from configbags.runtime.dist import Layout
 from configbags.runtime.errors import ConfigError, DistributedConfigError, LayoutError
@@ -708,7 +708,7 @@ def worker(package: str, rank: int, world_size: int, init_addr: str, parent: int
             elif what == "stop":
                 return 0
         except dist.RankLeftError as exc:
-            print_error(f"configbags serve rank {rank}: {exc}")
+            print_stderr(f"configbags serve rank {rank}: {exc}")
             return 1
         except ConfigError:
             pass  # raised on rank 0 too, which answers the request; nothing changed here
@@ -784,14 +784,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     secret = os.environ.pop(SECRET_ENV, "")  # not handed on to anything this rank starts
     if not secret:
-        print_error(f"configbags serve rank {args.rank}: no launch secret in ${SECRET_ENV}; worker ranks are "
-              f"started by `configbags serve --ranks N`, which hands them one")
+        print_stderr(f"configbags serve rank {args.rank}: no launch secret in ${SECRET_ENV}; worker ranks are "
+                     f"started by `configbags serve --ranks N`, which hands them one")
         return 2
     try:
         return worker(args.package, args.rank, args.world_size, args.init_addr, args.parent, secret.encode(),
                       args.beat_fd)
     except ConfigError as exc:
-        print_error(f"configbags serve rank {args.rank}: {exc}")
+        print_stderr(f"configbags serve rank {args.rank}: {exc}")
         return 1
     except KeyboardInterrupt:
         return 0

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from configbags.runtime.cmdline import print_error
+from configbags.runtime.cmdline import print_stderr
 from configbags.runtime.errors import DistributedConfigError
 
 log = logging.getLogger("configbags.serve.ranks")
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.flush()
         del store
     except (OSError, DistributedConfigError) as exc:
-        print_error(f"configbags serve store: {exc}")
+        print_stderr(f"configbags serve store: {exc}")
         return 1
     except KeyboardInterrupt:
         pass

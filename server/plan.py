@@ -39,7 +39,7 @@ from configbags.runtime.cmdline import (
     UsageErrors,
     add_help,
     peek_package,
-    print_error,
+    print_stderr,
     refuse_collisions,
 )
 from configbags.runtime.context import Context
@@ -214,7 +214,7 @@ class _PlanUsage(UsageErrors):
     def error(self, message: str) -> NoReturn:
         if self.json_errors:
             flag = _USAGE_FLAG.match(message)
-            print_error_json("UsageError", message, EXIT_USER_ERROR, flag=flag.group(1) if flag else None)
+            print_stderr_json("UsageError", message, EXIT_USER_ERROR, flag=flag.group(1) if flag else None)
         super().error(message)
 
 
@@ -346,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc, json_out)
     except ModuleNotFoundError as exc:  # an extra a path needs (--allocate meta: torch); the CLI names it
         if json_out:
-            print_error_json(type(exc).__name__, f"this needs {exc.name}, which is not installed", EXIT_USER_ERROR)
+            print_stderr_json(type(exc).__name__, f"this needs {exc.name}, which is not installed", EXIT_USER_ERROR)
         raise
 
 
@@ -593,15 +593,15 @@ def _drawn(ns: argparse.Namespace, draw: Callable[[], None]) -> bool:
         draw()
     except ImportError:
         message = "--chart needs matplotlib: pip install 'configbags[chart]'"
-        print_error(f"configbags plan: {message}")
+        print_stderr(f"configbags plan: {message}")
         if ns.json:
-            print_error_json("ImportError", message, EXIT_USER_ERROR, flag="--chart")
+            print_stderr_json("ImportError", message, EXIT_USER_ERROR, flag="--chart")
         return False
     except (OSError, ValueError) as exc:  # checked with the flags, yet the write can still fail (a full disk)
         message = f"--chart {ns.chart}: cannot be written: {getattr(exc, 'strerror', None) or exc}"
-        print_error(f"configbags plan: error: {message}")
+        print_stderr(f"configbags plan: error: {message}")
         if ns.json:
-            print_error_json(type(exc).__name__, message, EXIT_USER_ERROR, flag="--chart")
+            print_stderr_json(type(exc).__name__, message, EXIT_USER_ERROR, flag="--chart")
         return False
     return True
 
@@ -761,14 +761,14 @@ def fit_chart(entries: Sequence[fit.FitEntry], n: int, path: str) -> None:
 def _fail(exc: ConfigError, json_out: bool = False, **where: str | None) -> int:
     """The error on stderr and its exit status; with --json also one JSON object on stdout
     (`where`: the flag or file it is about, when known)."""
-    print_error(f"configbags plan: error: {exc}")
+    print_stderr(f"configbags plan: error: {exc}")
     status = EXIT_DOES_NOT_FIT if isinstance(exc, DoesNotFitError) else EXIT_USER_ERROR
     if json_out:
-        print_error_json(type(exc).__name__, str(exc), status, leaf=getattr(exc, "leaf", None), **where)
+        print_stderr_json(type(exc).__name__, str(exc), status, leaf=getattr(exc, "leaf", None), **where)
     return status
 
 
-def print_error_json(kind: str, message: str, status: int, **where: str | None) -> None:
+def print_stderr_json(kind: str, message: str, status: int, **where: str | None) -> None:
     """A failure as `--json` prints it: `{"error": {"type", "message", "exit_status", and
     "flag", "file", "leaf" where known}}`, one object on stdout (docs/PLAN.md)."""
     error: dict[str, Any] = {"type": kind, "message": message, "exit_status": status,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from configbags.cli import main
-from configbags.runtime.cmdline import print_error
+from configbags.runtime.cmdline import print_stderr
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schema"
 HOSTILE = "bad\x1b[2K\rok: all clear\x07"
@@ -50,7 +50,7 @@ def _exit_code(argv: list[str]) -> int:
 
 
 def test_each_error_line_is_made_inert(capsys: pytest.CaptureFixture[str]) -> None:
-    print_error("one: x\ntwo\x1b[0m\r", "\u2028three")
+    print_stderr("one: x\ntwo\x1b[0m\r", "\u2028three")
     assert capsys.readouterr().err == "one: x\ntwo\\x1b[0m\\r\n\\u2028three\n"
 
 

@@ -17,7 +17,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from configbags.runtime.cmdline import UsageErrors, print_error
+from configbags.runtime.cmdline import UsageErrors, print_stderr
 from configbags.runtime.project import (
     CACHE_DIR,
     find_pyproject,
@@ -104,7 +104,7 @@ def gitignore_text(root: Path) -> str | None:
 
 
 def _refuse(message: str) -> int:
-    print_error(f"configbags init: {message}; nothing was written")
+    print_stderr(f"configbags init: {message}; nothing was written")
     return 2
 
 
@@ -112,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     pyproject = find_pyproject(Path.cwd().resolve())
     if pyproject is None:
-        print_error("configbags init: no pyproject.toml here or above; run it in your project (create a "
-              "pyproject.toml with a [project] table first)")
+        print_stderr("configbags init: no pyproject.toml here or above; run it in your project (create a "
+                     "pyproject.toml with a [project] table first)")
         return 2
     root = pyproject.parent
     try:
