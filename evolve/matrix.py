@@ -47,7 +47,7 @@ from configbags.runtime.abbrev import expand_prefixes
 from configbags.runtime.cmdline import UsageErrors, inert, print_stderr
 from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, YamlError
-from configbags.runtime.leaftypes import closest, short_repr, shown_text
+from configbags.runtime.leaftypes import closest, same_value, short_repr, shown_text
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import record_parser, reference, secret_file_inputs
 from configbags.runtime.registry import Registry
@@ -346,16 +346,59 @@ def dumps(cells: Sequence[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(c, sort_keys=True, ensure_ascii=False) + "\n" for c in cells)
 
 
+VALUE_CELL: tuple[str, ...] = ("shape", "leaf", "value", "layer")  # what `_cells` writes for every leaf
+CELL_EXTRAS: tuple[str, ...] = ("rule", "source", "forced_over")  # and where its origin has them
+ERROR_CELL: tuple[str, ...] = ("shape", "error")  # what `resolve_shape` writes for a shape the server refuses
+_KIND_OF = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}
+
+
 def loads(text: str, source: str) -> list[dict[str, Any]]:
-    out = []
+    """The golden's cells. Each line is checked as the cell `--write` writes (a value cell
+    or a shape's error cell, of text fields), and each (shape, leaf) is held once: the
+    comparison reads every field, and a second cell for one key would decide the check by
+    line order while the golden shows a reader the other. ConfigError naming the line."""
+    out: list[dict[str, Any]] = []
+    first: dict[tuple[str, str], int] = {}  # (shape, leaf) -> the line of its cell
     for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError as exc:
-                raise ConfigError(f"{source}:{number}: not a matrix cell ({exc}); regenerate with "
-                                  f"`configbags matrix --write`") from None
+        if not line.strip():
+            continue
+        regenerate = "regenerate with `configbags matrix --write`"
+        try:
+            cell = json.loads(line)
+        except ValueError as exc:
+            raise ConfigError(f"{source}:{number}: not a matrix cell ({exc}); {regenerate}") from None
+        why = cell_problem(cell)
+        if why is not None:
+            raise ConfigError(f"{source}:{number}: not a matrix cell ({why}); {regenerate}")
+        key = _key(cell)
+        if key in first:
+            raise ConfigError(f"{source}:{number}: a second cell for {shown_text(key[0], _WHOLE)} "
+                              f"{shown_text(key[1], _WHOLE) or '(shape)'} (the first at line {first[key]}); "
+                              f"{regenerate}")
+        first[key] = number
+        out.append(cell)
     return out
+
+
+def cell_problem(cell: Any) -> str | None:
+    """What makes `cell` (a golden line's JSON) no cell `--write` writes, or None."""
+    if not isinstance(cell, dict):
+        return f"{_KIND_OF.get(type(cell), 'a value')}, not an object"
+    if "error" in cell:
+        required, allowed, kind = ERROR_CELL, ERROR_CELL, "error cell"
+    else:
+        required, allowed, kind = VALUE_CELL, VALUE_CELL + CELL_EXTRAS, "cell"
+    missing = [k for k in required if k not in cell]
+    if missing:
+        return "no " + ", ".join(f'"{k}"' for k in missing)
+    unknown = sorted(set(cell) - set(allowed))
+    if unknown:  # the golden's own key, escaped: it is someone else's text
+        return f"{'a key' if len(unknown) == 1 else 'keys'} no {kind} has: " + ", ".join(
+            f'"{shown_text(k, 60)}"' for k in unknown)
+    # every field but the value is text (`_side` joins them, `_key` sorts by them)
+    wrong = next((k for k in allowed if k != "value" and k in cell and not isinstance(cell[k], str)), None)
+    return None if wrong is None else f'"{wrong}" is {_KIND_OF.get(type(cell[wrong]), "a value")}, not a string'
 
 
 # -- comparing -----------------------------------------------------------------------------
@@ -372,7 +415,8 @@ def _side(cell: Mapping[str, Any] | None) -> str:
     if "error" in cell:
         return f"error: {shown_text(cell['error'], _WHOLE)}"
     where = cell["layer"] + (f" rule {cell['rule']}" if "rule" in cell else "") + (
-        f" from {cell['source']}" if "source" in cell else "")
+        f" from {cell['source']}" if "source" in cell else "") + (
+        f" over {cell['forced_over']}" if "forced_over" in cell else "")
     return f"{json.dumps(cell['value'])} [{where}]"
 
 
@@ -383,7 +427,7 @@ def changes(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) 
     out = []
     for key in sorted(before.keys() | after.keys()):
         a, b = before.get(key), after.get(key)
-        if a != b:
+        if not same_value(a, b):  # type by type: a golden `true` or `1.0` is no resolved `1`
             shape, leaf = key
             # the shapes file's names (and a shape's error, which may quote its argv) are
             # someone else's text: escaped, so no line of a CI log can be forged

@@ -366,6 +366,37 @@ def _unknown_facts(name: str, bound: Sequence[tuple[Reading, dict[str, Any]]],
                    f"--allow-unchecked {name}")
 
 
+def _verdict(name: str, bound: Sequence[tuple[Reading, dict[str, Any]]]) -> Finding:
+    """`name` holds, or is broken with each member whose values differ. The members the
+    servers answered decide, compared as the fingerprint encodes them (JSON, so `1`,
+    `1.0` and `true` differ), never the fingerprints alone: a fingerprint is the server's
+    own claim about those members, and one that contradicts them (forged, stale, a buggy
+    fork's) must not pass a pair whose values differ, nor hide which member broke."""
+    members: dict[str, tuple[Side, ...]] = {}
+    for member in bound[0][1]["members"]:
+        sides: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for r, c in bound:
+            entry = c["members"].get(member, {})
+            provenance = {k: v for k, v in entry.items() if k != "value"}
+            sides.setdefault(json.dumps(entry.get("value"), sort_keys=True), []).append((r.name, provenance))
+        if len(sides) > 1:
+            members[member] = tuple(Side(json.loads(v), tuple(s)) for v, s in sides.items())
+    counts = _role_counts([r for r, _ in bound])
+    one_print = len({c["fingerprint"] for _, c in bound}) == 1
+    if one_print and not members:
+        return Finding("ok", name, f"{name}: holds on {len(bound)} servers ({counts})")
+    if one_print:  # the members differ under one fingerprint: some server's does not match its members
+        why = ("The servers answer one fingerprint for it, but the members they answer differ, so a fingerprint "
+               "does not match its server's members (a stale or forged answer): the members decide.")
+    elif not members:
+        why = ("Every member read agrees, but the fingerprints differ, so a fingerprint does not match its "
+               "server's members (a stale or forged answer).")
+    else:
+        why = ""
+    text = " ".join(part for part in (bound[0][1].get("help", ""), why) if part)
+    return Finding("broken", name, f"{name} is broken between {counts}: {text}", members)
+
+
 def compare(readings: Sequence[Reading], allow_unchecked: Collection[str] = ()) -> list[Finding]:
     """Every contract, checked across the servers read whose role it binds, each server
     once however many entries name it (`one_server`). A contract that binds one server
@@ -417,23 +448,7 @@ def compare(readings: Sequence[Reading], allow_unchecked: Collection[str] = ()) 
         if unknown is not None:
             findings.append(unknown)
             continue
-        prints = {c["fingerprint"] for _, c in bound}
-        if len(prints) == 1:
-            findings.append(Finding("ok", name, f"{name}: holds on {len(bound)} servers "
-                                    f"({_role_counts([r for r, _ in bound])})"))
-            continue
-        members: dict[str, tuple[Side, ...]] = {}
-        for member in bound[0][1]["members"]:
-            sides: dict[str, list[tuple[str, dict[str, Any]]]] = {}
-            for r, c in bound:
-                entry = c["members"].get(member, {})
-                provenance = {k: v for k, v in entry.items() if k != "value"}
-                sides.setdefault(json.dumps(entry.get("value"), sort_keys=True), []).append((r.name, provenance))
-            if len(sides) > 1:
-                members[member] = tuple(Side(json.loads(v), tuple(s)) for v, s in sides.items())
-        help_text = bound[0][1].get("help", "")
-        findings.append(Finding("broken", name, f"{name} is broken between {_role_counts([r for r, _ in bound])}: "
-                                f"{help_text}", members))
+        findings.append(_verdict(name, bound))
     return findings
 
 

@@ -41,7 +41,15 @@ from configbags.runtime.context import Context
 from configbags.runtime.errors import ConfigError, InputFileError, LeafValueError, RecordError
 from configbags.runtime.fleet import ApplyClass, above_capacity, apply_class, route
 from configbags.runtime.keys import CLIENT_ADMIN_KEY_VAR, CLIENT_API_KEY_VAR, client_key_problem
-from configbags.runtime.leaftypes import Policy, closest, is_text, jsonable, short_repr, shown_text
+from configbags.runtime.leaftypes import (
+    Policy,
+    closest,
+    is_text,
+    jsonable,
+    same_value,
+    short_repr,
+    shown_text,
+)
 from configbags.runtime.record import (
     CONFIG_LOSS,
     DumpInput,
@@ -118,7 +126,7 @@ def plan(registry: Registry, old: Mapping[str, Any], new: Mapping[str, Any],
         if registry.leaves[leaf].secret and REDACTED in (a, b):
             unknown.append(leaf)  # a readback hides it: equal or not, nobody can tell
             continue
-        if a != b:
+        if not same_value(a, b):  # as the config hash tells them apart: `1`, `1.0` and `true` differ
             changes.append(classify(registry, leaf, a, b))
     # the door bounds each leaf of a PATCH by its capacity's value in the same PATCH, else the running one
     bounds = {**(running or {}), **{c.leaf: c.new for c in changes if c.route == "live"}}

@@ -399,6 +399,35 @@ def jsonable(value: Any) -> Any:
     return value
 
 
+def canonical(value: Any) -> bytes:
+    """A value as bytes that only equal values share: type-tagged, -0.0 as 0.0, ints in
+    hex (decimal conversion of huge ints raises), mappings by sorted key. The config hash's
+    encoding, and so the one rule for whether two values are the same (`same_value`)."""
+    if value is None:
+        return b"n;"
+    if isinstance(value, bool):
+        return b"t;" if value else b"f;"
+    if isinstance(value, int):
+        return b"i" + format(value, "x").encode() + b";"
+    if isinstance(value, float):
+        return b"d" + (value + 0.0 if value == 0 else value).hex().encode() + b";"
+    if isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+        return b"s" + format(len(data), "x").encode() + b":" + data
+    if isinstance(value, (tuple, list)):
+        return b"[" + b"".join(canonical(v) for v in value) + b"]"
+    if isinstance(value, Mapping):
+        return b"{" + b"".join(canonical(str(k)) + canonical(value[k]) for k in sorted(value, key=str)) + b"}"
+    return canonical(repr(value))
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether `a` and `b` are one value as the config hash tells values apart: type by
+    type, so `1`, `1.0` and `True` differ (Python's `==` has them equal, and would hide a
+    change the server sees), lists and tuples alike."""
+    return a is b or canonical(a) == canonical(b)
+
+
 def check_bounds(
     value: Any,
     *,

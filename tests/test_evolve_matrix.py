@@ -62,8 +62,8 @@ def test_a_deliberate_rule_change_shows_as_a_matrix_diff(bundled: Context[Any]) 
                                         record_type=bundled.record_type)
     after = matrix.resolve(changed_ctx, shapes.shapes)
     changed = matrix.changes(before, after)
-    assert changed == ["deepseek-v3-flashmla page_size: 64 [model rule page_size_flashmla] -> "
-                       "32 [model rule page_size_flashmla]"]
+    assert changed == ["deepseek-v3-flashmla page_size: 64 [model rule page_size_flashmla over --page-size] -> "
+                       "32 [model rule page_size_flashmla over --page-size]"]
 
 
 def _shapes_file(folder: Path, extra: str = "") -> Path:

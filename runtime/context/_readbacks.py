@@ -15,7 +15,7 @@ import attrs
 from configbags.runtime.context._records import State, override_origin
 from configbags.runtime.errors import UnknownLeafError
 from configbags.runtime.fleet import fingerprints
-from configbags.runtime.leaftypes import closest, jsonable
+from configbags.runtime.leaftypes import canonical, closest, jsonable
 from configbags.runtime.registry import Registry
 from configbags.runtime.resolve import (
     DEFAULT_ORIGIN,
@@ -203,27 +203,6 @@ def configbags_version() -> str:
         return version("configbags")
     except PackageNotFoundError:  # a source checkout that is not installed
         return "0+unknown"
-
-
-def canonical(value: Any) -> bytes:
-    """A value as bytes that only equal values share: type-tagged, -0.0 as 0.0, ints in
-    hex (decimal conversion of huge ints raises), mappings by sorted key."""
-    if value is None:
-        return b"n;"
-    if isinstance(value, bool):
-        return b"t;" if value else b"f;"
-    if isinstance(value, int):
-        return b"i" + format(value, "x").encode() + b";"
-    if isinstance(value, float):
-        return b"d" + (value + 0.0 if value == 0 else value).hex().encode() + b";"
-    if isinstance(value, str):
-        data = value.encode("utf-8", "surrogatepass")
-        return b"s" + format(len(data), "x").encode() + b":" + data
-    if isinstance(value, (tuple, list)):
-        return b"[" + b"".join(canonical(v) for v in value) + b"]"
-    if isinstance(value, Mapping):
-        return b"{" + b"".join(canonical(str(k)) + canonical(value[k]) for k in sorted(value, key=str)) + b"}"
-    return canonical(repr(value))
 
 
 class NonDefaults:
