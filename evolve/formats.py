@@ -400,6 +400,9 @@ class _PythonFinds:
                 self.in_lists.update(read.nodes)
         elif isinstance(node, ast.Assign):
             self.assign(node)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr) \
+                and ast.unparse(node.target).endswith("environ"):
+            self.env += _mapping_env(node.value)  # `os.environ |= {...}`
 
     def built(self, scope: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         """Argv lists a scope builds in steps, read as one launch line each: a literal list
@@ -469,21 +472,36 @@ class _PythonFinds:
         return out
 
     def call(self, node: ast.Call) -> None:
-        """`ServerArgs.from_cli([...])`, `env={...}`, `os.environ.setdefault(K, V)`,
-        `os.environ.update(...)` and `os.putenv(K, V)`."""
+        """`ServerArgs.from_cli([...])`, an argv given word by word (`os.execlp(...)`),
+        `env={...}`, `os.environ.setdefault(K, V)`, `os.environ.update(...)` and
+        `os.putenv(K, V)`."""
         func = ast.unparse(node.func)
         if func.endswith("from_cli") and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
             self.commands.append(Command((), tuple(_list_tokens(node.args[0])), True))
             self.in_lists.update(id(e) for e in node.args[0].elts)
+        self.varargs(node, func.rpartition(".")[2])
         for kw in node.keywords:
-            if kw.arg == "env" and isinstance(kw.value, ast.Dict):
-                self.env += _dict_env(kw.value)
+            if kw.arg == "env":
+                self.env += _mapping_env(kw.value)
         if func.endswith(("environ.setdefault", "putenv")) and len(node.args) == 2:
             self.env += _pair_env(node.args[0], node.args[1])
         if func.endswith("environ.update"):  # `update({K: V})`, `update(K=V)`
-            self.env += [e for arg in node.args[:1] if isinstance(arg, ast.Dict) for e in _dict_env(arg)]
-            self.env += [e for kw in node.keywords if kw.arg is not None
-                         for e in _pair_env(ast.copy_location(ast.Constant(kw.arg), kw.value), kw.value)]
+            self.env += [e for arg in node.args[:1] for e in _mapping_env(arg)]
+            self.env += _keyword_env(node.keywords)
+
+    def varargs(self, node: ast.Call, name: str) -> None:
+        """A call given its argv word by word (`asyncio.create_subprocess_exec("python",
+        "-m", ...)`, `os.execlp(file, "python", ...)`), read as an argv list; an `os.*e`
+        function's last argument is the child's environment."""
+        first, environment = _VARARGS.get(name, (None, False))
+        if first is None or any(isinstance(a, ast.Starred) for a in node.args[:first]):
+            return
+        words = node.args[first:len(node.args) - environment]
+        read = _argv_words(ast.copy_location(ast.Tuple(words, ast.Load()), node), {})
+        if read is not None and self.argv(read.tokens, node.lineno):
+            self.in_lists.update(read.nodes)
+        if environment and len(node.args) > first:
+            self.env += _mapping_env(node.args[-1])
 
     def argv(self, tokens: list[Token], line: int, *, whole: bool = True) -> bool:
         """A list of words that is a launch line, or a shell's `-c` script holding some:
@@ -695,6 +713,32 @@ def _dict_env(node: ast.Dict) -> list[EnvVar]:
         if key is not None:
             out += _pair_env(key, value)
     return out
+
+
+def _keyword_env(keywords: Sequence[ast.keyword]) -> list[EnvVar]:
+    """`K=V` keywords (`update(K=V)`, `dict(os.environ, K=V)`) as variables."""
+    return [e for kw in keywords if kw.arg is not None
+            for e in _pair_env(ast.copy_location(ast.Constant(kw.arg), kw.value), kw.value)]
+
+
+def _mapping_env(node: ast.expr) -> list[EnvVar]:
+    """The variables an environment mapping written out sets: `{K: V, **os.environ}`,
+    `dict(os.environ, K=V)`, `dict({K: V})`, `os.environ | {K: V}` (each side)."""
+    if isinstance(node, ast.Dict):
+        return _dict_env(node)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _mapping_env(node.left) + _mapping_env(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return [e for arg in node.args[:1] for e in _mapping_env(arg)] + _keyword_env(node.keywords)
+    return []
+
+
+# calls given an argv word by word: (the index of its first word, whether an environment follows it)
+_VARARGS: dict[str, tuple[int, bool]] = {
+    "create_subprocess_exec": (0, False), "subprocess_exec": (1, False),  # asyncio's, a loop's (protocol first)
+    "execl": (1, False), "execlp": (1, False), "execle": (1, True), "execlpe": (1, True),  # os's: path first
+    "spawnl": (2, False), "spawnlp": (2, False), "spawnle": (2, True), "spawnlpe": (2, True),  # mode, path
+}
 
 
 # -- YAML with line marks ----------------------------------------------------------------
