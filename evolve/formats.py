@@ -24,7 +24,7 @@ import attrs
 import yaml
 
 from configbags.evolve.shellwords import shell_words
-from configbags.evolve.wrappers import unwrap
+from configbags.evolve.wrappers import is_assignment, unwrap
 from configbags.runtime.errors import YamlError
 from configbags.runtime.yamlsafe import (
     StrictLoader,
@@ -156,11 +156,12 @@ def _shell_words(text: str, line: int) -> list[str]:
     return [t.text for t in _shell_tokens(text, line)]
 
 
-def _shell_tokens(text: str, line: int) -> list[Token]:
+def _shell_tokens(text: str, line: int, *, redirections: bool = False) -> list[Token]:
     """One line of shell text (a compose `command:` string, a Dockerfile's shell form): its
-    words (and operators) as tokens at `line`."""
+    words (and operators) as tokens at `line`; `redirections`: a shell runs it (a
+    Dockerfile's shell form), so its redirections are no words of the command."""
     try:
-        words = shell_words(text)
+        words = shell_words(text, redirections=redirections)
     except ValueError:
         raise FormatError(_UNCLOSED, line) from None
     return [Token(w.text, line, dynamic(w.text) or not w.known, w.splits) for w in words]
@@ -178,7 +179,7 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
         chunk = lines[i]
         while True:  # a quoted string may span lines: read on until it closes
             try:
-                words = shell_words(chunk.removesuffix("\\"))
+                words = shell_words(chunk.removesuffix("\\"), redirections=True)
                 break
             except ValueError:
                 if i + 1 >= len(lines):
@@ -222,14 +223,20 @@ _ARRAY_CHANGE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[[^]]*\])?\+?=")
 _ARRAY_FILLERS = frozenset({"read", "mapfile", "readarray", "unset", "declare", "typeset", "local", "eval"})
 
 
-def _spread(tokens: Sequence[Token], arrays: dict[str, list[Token]]) -> list[Token]:
+def _spread(tokens: Sequence[Token], arrays: dict[str, list[Token]],
+            arguments: Sequence[Token] | None = None) -> list[Token]:
     """A command's words with each quoted `"${NAME[@]}"` of an array assigned above as the
-    array's words, as the shell gives them (one word each). Any other use of an array
-    stays as it is (unquoted, the shell splits each word again)."""
+    array's words, as the shell gives them (one word each), and each `$@` as the script's
+    `arguments` where they are known. Any other use of an array stays as it is (unquoted,
+    the shell splits each word again)."""
     out: list[Token] = []
     for token in tokens:
         match = _SPREAD.fullmatch(token.text)
-        if match is not None and token.splits == f'"{token.text}"' and match.group(1) in arrays:
+        if token.text in ("$@", "${@}") and arguments is not None:
+            # `"$@"`: one word per argument; unquoted, the shell splits each again, which
+            # changes nothing for the words of an argv
+            out += arguments
+        elif match is not None and token.splits == f'"{token.text}"' and match.group(1) in arrays:
             out += arrays[match.group(1)]
         else:
             out.append(token)
@@ -248,7 +255,10 @@ def _forget_changed(tokens: Sequence[Token], arrays: dict[str, list[Token]]) -> 
             arrays.pop(token.text, None)
 
 
-def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Parsed:
+def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1,
+                arguments: Sequence[Token] | None = None) -> Parsed:
+    """A shell script's launch lines and variables; `arguments`: its own arguments (`$@`),
+    where they are known (a shell's `-c` script: the words after its `$0`)."""
     commands: list[Command] = []
     env: list[EnvVar] = []
     arrays: dict[str, list[Token]] = {}  # bash arrays assigned so far, by name
@@ -261,12 +271,14 @@ def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Par
             elif name in arrays:  # grown from words known here; else it stays unknown
                 arrays[name] += tokens[1:]
             continue
-        tokens = _spread(tokens, arrays)
+        tokens = _spread(tokens, arrays, arguments)
         _forget_changed(tokens, arrays)
         if not tokens:
             continue
-        if tokens[0].text == "export":  # `export NAME=value ...`: assignments alone
-            tokens = tokens[1:]
+        exported = _exported(tokens)
+        if exported is not None:  # `export NAME=value ...`, `declare -x NAME=value`: assignments alone
+            env += [_env_var(t) for t in exported if is_assignment(t.text)]
+            continue
         words, script, assigned = _unwrapped(tokens, launchers)
         env += assigned
         if script is not None:
@@ -277,6 +289,36 @@ def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1) -> Par
     return Parsed("shell", tuple(c for c in commands if c.launch), tuple(env))
 
 
+# bash's builtins that declare variables, and the option letter that exports them too ("": always)
+_EXPORTING = {"export": "", "declare": "x", "typeset": "x", "local": "x"}
+
+
+def _exported(tokens: Sequence[Token]) -> list[Token] | None:
+    """The words a declaring builtin (`export`, `declare -x`, `typeset -rx`, `local -x`,
+    options ended by `--`) exports, its NAME=value words among them; [] for a declaration
+    that exports nothing (`declare A=1`, `declare +x`, `export -n`, `export -f`); None
+    for any other command."""
+    letter = _EXPORTING.get(tokens[0].text)
+    if letter is None:
+        return None
+    i = 1
+    given: set[str] = set()  # the letters of `-` options (set), and of `+` ones (unset)
+    taken: set[str] = set()
+    while i < len(tokens) and len(tokens[i].text) > 1 and tokens[i].text[0] in "-+" and not tokens[i].dynamic:
+        i += 1
+        if tokens[i - 1].text == "--":
+            break
+        (given if tokens[i - 1].text[0] == "-" else taken).update(tokens[i - 1].text[1:])
+    exports = (not letter or letter in given) and letter not in taken and not given & {"n", "f"}
+    return list(tokens[i:]) if exports else []
+
+
+def _env_var(token: Token) -> EnvVar:
+    """A NAME=value word as the variable it sets (its value unknown where it expands)."""
+    name, _, value = token.text.partition("=")
+    return EnvVar(name, None if dynamic(value) else value, token.line)
+
+
 def _unwrapped(tokens: Sequence[Token], launchers: Sequence[str]) -> tuple[Sequence[Token], Parsed | None,
                                                                               list[EnvVar]]:
     """What a command's words run past its wrappers (`nohup`, `env -i`, `tini --`, `timeout 5`,
@@ -284,14 +326,12 @@ def _unwrapped(tokens: Sequence[Token], launchers: Sequence[str]) -> tuple[Seque
     shell runs (`sh -c`, `bash -lc`, `su -c`: parsed, its launch lines), and the
     variables the line sets (`A=1 cmd`, `env A=1 cmd`)."""
     found = unwrap([t.text for t in tokens])
-    env = []
-    for i in found.assigned:
-        name, _, value = tokens[i].text.partition("=")
-        env.append(EnvVar(name, None if dynamic(value) else value, tokens[i].line))
+    env = [_env_var(tokens[i]) for i in found.assigned]
     if found.script is None:
         return tokens[found.start:], None, env
     at, script = found.script
-    return tokens[found.start:], parse_shell(script, launchers, tokens[at].line), env
+    arguments = tokens[found.arguments:] if found.arguments is not None else None
+    return tokens[found.start:], parse_shell(script, launchers, tokens[at].line, arguments), env
 
 
 # -- Python ------------------------------------------------------------------------------
@@ -360,6 +400,9 @@ class _PythonFinds:
                 self.in_lists.update(read.nodes)
         elif isinstance(node, ast.Assign):
             self.assign(node)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.BitOr) \
+                and ast.unparse(node.target).endswith("environ"):
+            self.env += _mapping_env(node.value)  # `os.environ |= {...}`
 
     def built(self, scope: ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         """Argv lists a scope builds in steps, read as one launch line each: a literal list
@@ -429,21 +472,36 @@ class _PythonFinds:
         return out
 
     def call(self, node: ast.Call) -> None:
-        """`ServerArgs.from_cli([...])`, `env={...}`, `os.environ.setdefault(K, V)`,
-        `os.environ.update(...)` and `os.putenv(K, V)`."""
+        """`ServerArgs.from_cli([...])`, an argv given word by word (`os.execlp(...)`),
+        `env={...}`, `os.environ.setdefault(K, V)`, `os.environ.update(...)` and
+        `os.putenv(K, V)`."""
         func = ast.unparse(node.func)
         if func.endswith("from_cli") and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
             self.commands.append(Command((), tuple(_list_tokens(node.args[0])), True))
             self.in_lists.update(id(e) for e in node.args[0].elts)
+        self.varargs(node, func.rpartition(".")[2])
         for kw in node.keywords:
-            if kw.arg == "env" and isinstance(kw.value, ast.Dict):
-                self.env += _dict_env(kw.value)
+            if kw.arg == "env":
+                self.env += _mapping_env(kw.value)
         if func.endswith(("environ.setdefault", "putenv")) and len(node.args) == 2:
             self.env += _pair_env(node.args[0], node.args[1])
         if func.endswith("environ.update"):  # `update({K: V})`, `update(K=V)`
-            self.env += [e for arg in node.args[:1] if isinstance(arg, ast.Dict) for e in _dict_env(arg)]
-            self.env += [e for kw in node.keywords if kw.arg is not None
-                         for e in _pair_env(ast.copy_location(ast.Constant(kw.arg), kw.value), kw.value)]
+            self.env += [e for arg in node.args[:1] for e in _mapping_env(arg)]
+            self.env += _keyword_env(node.keywords)
+
+    def varargs(self, node: ast.Call, name: str) -> None:
+        """A call given its argv word by word (`asyncio.create_subprocess_exec("python",
+        "-m", ...)`, `os.execlp(file, "python", ...)`), read as an argv list; an `os.*e`
+        function's last argument is the child's environment."""
+        first, environment = _VARARGS.get(name, (None, False))
+        if first is None or any(isinstance(a, ast.Starred) for a in node.args[:first]):
+            return
+        words = node.args[first:len(node.args) - environment]
+        read = _argv_words(ast.copy_location(ast.Tuple(words, ast.Load()), node), {})
+        if read is not None and self.argv(read.tokens, node.lineno):
+            self.in_lists.update(read.nodes)
+        if environment and len(node.args) > first:
+            self.env += _mapping_env(node.args[-1])
 
     def argv(self, tokens: list[Token], line: int, *, whole: bool = True) -> bool:
         """A list of words that is a launch line, or a shell's `-c` script holding some:
@@ -655,6 +713,32 @@ def _dict_env(node: ast.Dict) -> list[EnvVar]:
         if key is not None:
             out += _pair_env(key, value)
     return out
+
+
+def _keyword_env(keywords: Sequence[ast.keyword]) -> list[EnvVar]:
+    """`K=V` keywords (`update(K=V)`, `dict(os.environ, K=V)`) as variables."""
+    return [e for kw in keywords if kw.arg is not None
+            for e in _pair_env(ast.copy_location(ast.Constant(kw.arg), kw.value), kw.value)]
+
+
+def _mapping_env(node: ast.expr) -> list[EnvVar]:
+    """The variables an environment mapping written out sets: `{K: V, **os.environ}`,
+    `dict(os.environ, K=V)`, `dict({K: V})`, `os.environ | {K: V}` (each side)."""
+    if isinstance(node, ast.Dict):
+        return _dict_env(node)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _mapping_env(node.left) + _mapping_env(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return [e for arg in node.args[:1] for e in _mapping_env(arg)] + _keyword_env(node.keywords)
+    return []
+
+
+# calls given an argv word by word: (the index of its first word, whether an environment follows it)
+_VARARGS: dict[str, tuple[int, bool]] = {
+    "create_subprocess_exec": (0, False), "subprocess_exec": (1, False),  # asyncio's, a loop's (protocol first)
+    "execl": (1, False), "execlp": (1, False), "execle": (1, True), "execlpe": (1, True),  # os's: path first
+    "spawnl": (2, False), "spawnlp": (2, False), "spawnle": (2, True), "spawnlpe": (2, True),  # mode, path
+}
 
 
 # -- YAML with line marks ----------------------------------------------------------------
@@ -1082,7 +1166,7 @@ def _exec_or_shell(rest: str, line: int) -> list[Token]:
             words = None
         if isinstance(words, list) and all(isinstance(w, str) for w in words):
             return [Token(w, line, dynamic(w)) for w in words]
-    return _shell_tokens(rest, line)
+    return _shell_tokens(rest, line, redirections=True)  # run by `/bin/sh -c`
 
 
 def parse_dockerfile(text: str, launchers: Sequence[str]) -> Parsed:

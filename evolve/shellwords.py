@@ -42,6 +42,7 @@ class Word:
 class _Expansion:
     text: str
     shown: str  # "" for one whose value is one word (`$((1+1))`) or the script's own arguments (`$@`)
+    literal: bool = False  # an ANSI-C quoted string's text (`$'a b'`): no expansion, its value known here
 
 
 def _skip_quoted(text: str, i: int) -> int:
@@ -50,12 +51,13 @@ def _skip_quoted(text: str, i: int) -> int:
     quote = text[i]
     if quote == "\\":
         return i + 2
+    ansi_c = quote == "'" and text[i - 1:i] == "$"  # `$'it\'s'`: a backslash escapes the quote
     j = i + 1
     while j < len(text) and text[j] != quote:
         if quote == '"' and text[j] == "$" and text[j + 1:j + 2] in _OPEN:
             j = _closing(text, j + 1)
             continue
-        j += 2 if text[j] == "\\" and quote != "'" else 1
+        j += 2 if text[j] == "\\" and (quote != "'" or ansi_c) else 1
     if j >= len(text):
         raise ValueError("no closing quotation")  # shlex's word: the caller reads the next line
     return j + 1
@@ -215,10 +217,62 @@ def _expansion(text: str, i: int, quoted: bool) -> tuple[_Expansion, int] | None
     return _Expansion(text[i:name.end()], "" if quoted else f"${name.group()}"), name.end()
 
 
-def _masked(text: str) -> tuple[str, str, list[_Expansion]]:
+# `>`, `2>&1`, `&>>`, `<<<`, `<<-` ...: the operator of a redirection (its word follows)
+_REDIRECTION = re.compile(r"&>>?|>>|>&|>\||<<<|<<-?|<>|<&|[<>]")
+
+
+def _redirection(text: str, i: int, out: list[str]) -> int | None:
+    """The index after the redirection whose operator starts at `i` (outside quotes), its
+    word included (`> /dev/null`, `2>&1`, `> >(tee log)`), or None where none starts there.
+    A file descriptor's digits before it, when they are all of their word so far (`2>`,
+    never `a2>`), are its own: taken back from `out`, one piece per character."""
+    found = _REDIRECTION.match(text, i)
+    if found is None or text[i + 1:i + 2] == "(" or (text[i] == "&" and text[i + 1:i + 2] != ">"):
+        return None  # a process substitution `<(cmd)`, or `&` alone (an operator)
+    digits = len(text[:i]) - len(text[:i].rstrip("0123456789"))
+    start = i - digits
+    if digits and (start == 0 or text[start - 1] in _WORD_START) and text[start - 2:start - 1] != "\\" \
+            and "".join(out[-digits:]) == text[start:i]:
+        del out[-digits:]
+    j = found.end()
+    while j < len(text) and text[j] in " \t":
+        j += 1
+    if text[j:j + 2] in ("<(", ">("):
+        return _command_end(text, j + 1)
+    return _word_end(text, j)
+
+
+def _ansi_c(text: str, i: int) -> tuple[str, int]:
+    """The text of the ANSI-C quoted string `$'...'` starting at `i` as bash decodes it
+    (`\\n`, `\\x41`, `\\101`, `\\u00e9`, `\\cA`, `\\'`), and the index after it."""
+    end = _skip_quoted(text, i + 1)
+    return _ANSI_C_ESCAPE.sub(_ansi_c_escape, text[i + 2:end - 1]), end
+
+
+_ANSI_C_ESCAPE = re.compile(r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
+                            r"|U([0-9A-Fa-f]{1,8})|c(.)|)", re.DOTALL)
+_ANSI_C_LETTERS = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                   "v": "\v"}
+
+
+def _ansi_c_escape(found: re.Match[str]) -> str:
+    letter, octal, hexa, short, long, control = found.groups()
+    if letter is not None:
+        return _ANSI_C_LETTERS.get(letter, letter)
+    if control is not None:  # `\cA`: control-A; `\c?`: DEL
+        return chr(ord(control.upper()) ^ 0x40) if control != "?" else "\x7f"
+    code = next((int(v, b) for v, b in ((octal, 8), (hexa, 16), (short, 16), (long, 16)) if v is not None), None)
+    if code is None:
+        return found.group()  # a backslash before anything else stays, as bash keeps it
+    return chr(code & 0xFF if octal is not None else code) if code <= 0x10FFFF else found.group()
+
+
+def _masked(text: str, redirections: bool = False) -> tuple[str, str, list[_Expansion]]:
     """`text` with each expansion replaced by `mark N mark` (a character absent from the
-    text), the mark, and the expansions in order. Raises ValueError for a quote or an
-    expansion left open (it continues on the next line)."""
+    text), the mark, and the expansions in order; an ANSI-C quoted string (`$'a\\tb'`) is
+    one too, of its literal text; with `redirections`, each redirection is left out (a
+    space). Raises ValueError for a quote or an expansion left open (it continues on the
+    next line)."""
     mark = next(chr(c) for c in range(0xE000, 0xF900) if chr(c) not in text)
     out: list[str] = []
     found: list[_Expansion] = []
@@ -226,6 +280,15 @@ def _masked(text: str) -> tuple[str, str, list[_Expansion]]:
     i = 0
     while i < len(text):
         c = text[i]
+        if c == "$" and text[i + 1:i + 2] == "'" and not quoted:
+            literal, i = _ansi_c(text, i)
+            found.append(_Expansion(literal, "", literal=True))
+            out.append(f"{mark}{len(found) - 1}{mark}")
+            continue
+        if redirections and c in "<>&" and not quoted and (after := _redirection(text, i, out)) is not None:
+            out.append(" ")  # the command never sees it; it ends the word before it
+            i = after
+            continue
         if c == "\\" or (c == "'" and not quoted):
             end = _skip_quoted(text, i)
         elif c == '"':
@@ -248,12 +311,14 @@ def _masked(text: str) -> tuple[str, str, list[_Expansion]]:
     return "".join(out), mark, found
 
 
-def shell_words(text: str) -> list[Word]:
-    """The words and operators (`;`, `&&`, `|`, ...) of shell text, comments left out.
-    Raises ValueError for a quote or expansion left open, as shlex does, and for one
-    nested past Python's recursion limit (read as never closed, never a crash)."""
+def shell_words(text: str, *, redirections: bool = False) -> list[Word]:
+    """The words and operators (`;`, `&&`, `|`, ...) of shell text, comments left out;
+    with `redirections` (text a shell runs), without its redirections (`2>&1`, `> log`),
+    which the shell takes before it runs the command. Raises ValueError for a quote or
+    expansion left open, as shlex does, and for one nested past Python's recursion limit
+    (read as never closed, never a crash)."""
     try:
-        masked, mark, found = _masked(text)
+        masked, mark, found = _masked(text, redirections)
     except RecursionError:
         raise ValueError("nested too deep") from None
     lexer = shlex.shlex(masked, posix=True, punctuation_chars=True)
@@ -265,5 +330,5 @@ def shell_words(text: str) -> list[Word]:
         used = [found[int(m.group(1))] for m in placeholder.finditer(word)]
         text_of = placeholder.sub(lambda m: found[int(m.group(1))].text, word)
         words.append(Word(text_of, next((e.shown for e in used if e.shown), ""),
-                          not any(e.text.startswith(("<(", ">(")) for e in used)))
+                          not any(e.text.startswith(("<(", ">(")) and not e.literal for e in used)))
     return words

@@ -201,6 +201,9 @@ class Unwrapped:
     start: int  # the first word of the command run (0: no wrapper)
     script: tuple[int, str] | None = None  # or: (the word holding it, the script's text)
     assigned: tuple[int, ...] = ()  # the NAME=value words the wrappers set (`env A=1 cmd`)
+    # a shell's `-c` script: the index of its first argument, `$1` (`sh -c SCRIPT ARG0 ARG1...`;
+    # past the end for none), so `"$@"` in it is known; None where a script's arguments are not
+    arguments: int | None = None
 
 
 def unwrap(words: Sequence[str]) -> Unwrapped:
@@ -221,7 +224,7 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
         if taken is None:
             break
         if isinstance(taken, tuple):
-            return Unwrapped(start, taken, tuple(assigned))
+            return Unwrapped(start, taken, tuple(assigned), taken[0] + 2 if wrapper.shell else None)
         start = taken
     return Unwrapped(start, None, tuple(assigned))
 
