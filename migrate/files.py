@@ -18,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from configbags.migrate.childenv import run_by
 from configbags.migrate.scanmodel import ScanSettings
 
 # Folders under a root that are not walked when they plainly are what their name says:
@@ -149,14 +150,9 @@ def _python_script(path: Path) -> bool:
     except OSError:
         return False  # listed or not, an unreadable file runs nothing
     first = head.split(b"\n", 1)[0]
-    return head.startswith(b"#!") and (b"python" in first or b"pypy" in first or _PYTHON_RUNNER.search(first) is not None)
-
-
-# A shebang that runs the script with Python through a tool (`#!/usr/bin/env -S uv run
-# --script`, PEP 723's; `pipx run`, `pdm run`, `uvx`, ...): a runner's name, then `run`.
-_PYTHON_RUNNER = re.compile(
-    rb"(?<![\w.-])(?:uvx|(?:uv|pipx|pdm|poetry|hatch|rye|pipenv|pixi|conda|mamba|micromamba)(?:\s+-\S+)*\s+run)(?![\w.-])"
-)
+    # (the program its wrappers run, as a child's file is judged: `uv run --script`,
+    # `torchrun`, `accelerate launch`, `graalpy`; or Python named anywhere on the line)
+    return head.startswith(b"#!") and (b"python" in first or b"pypy" in first or run_by(first)[0] == "python")
 
 
 def _plainly_skipped(folder: Path, name: str) -> bool:
