@@ -8,11 +8,14 @@ was not reported (R23-3)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 from ratchet_case import RAW, SETTINGS, fails, file_reads, scan_pkg, write_pkg
 
+from configbags.migrate.cli import main
+from configbags.migrate.importer import ROLES_YAML
 from configbags.migrate.scan import scan_tree
 
 RAW_READ = RAW + "def run():\n    return get_server_args().page_size\n"
@@ -50,3 +53,52 @@ def test_a_script_run_by_no_python_is_not_scanned_as_a_module(tmp_path: Path, sh
     assert not result.problems, result.problems
     assert not fails(result), result.reads
 
+
+# ---- R23-2: init never writes a ratchet.yaml that no command can load back
+
+
+READER = "def f(server_args):\n    return server_args.tp_size\n"
+BAD_NAME = os.fsdecode(b"bad\xff.py")  # (a byte that is not UTF-8: legal on Linux, imported by path)
+
+
+def _project(folder: Path) -> list[str]:
+    """An engine of five reading modules and a schema beside it; the init command's words."""
+    (folder / "eng").mkdir()
+    for i in range(5):
+        (folder / "eng" / f"m{i}.py").write_text(READER)
+    (folder / "schema" / "namespaces").mkdir(parents=True)
+    (folder / "schema" / "namespaces" / "parallel.yaml").write_text(
+        "namespace: parallel\ndoc: d\nleaves:\n  tp_size: {type: int, default: 1, help: h, owner: launcher, override: startup}\n"
+    )
+    (folder / "schema" / "roles.yaml").write_text(ROLES_YAML)
+    return ["init", "--schema", str(folder / "schema"), "--root", "eng"]
+
+
+def test_init_refuses_a_file_name_no_yaml_entry_can_hold_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    init = _project(tmp_path)
+    check = ["check", "--schema", str(tmp_path / "schema"), "--no-cache"]
+    assert main(init) == 0
+    before = (tmp_path / "schema" / "ratchet.yaml").read_bytes()
+    (tmp_path / "eng" / BAD_NAME).write_text(READER)
+    capsys.readouterr()
+    # check names the rename, not an entry that would break the file
+    assert main(check) == 1
+    out = capsys.readouterr().out
+    assert "eng/bad\\xff.py) is not UTF-8" in out and "rename the file" in out
+    assert "\\uDCFF" not in out and "allowlist it with a reason" not in out.split("bad")[-1]
+    assert main(init) == 2
+    err = capsys.readouterr().err
+    assert "eng/bad\\xff.py: a file name that is not UTF-8" in err and "Nothing was written" in err
+    assert (tmp_path / "schema" / "ratchet.yaml").read_bytes() == before
+    assert main(check) == 1  # (the file still loads: the failure is the read, not the schema)
+
+
+def test_a_file_name_that_is_not_utf8_with_nothing_to_list_is_no_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    init = _project(tmp_path)
+    (tmp_path / "eng" / BAD_NAME).write_text("def g():\n    return 1\n")
+    assert main(init) == 0
+    assert main(["check", "--schema", str(tmp_path / "schema"), "--no-cache"]) == 0
