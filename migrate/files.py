@@ -133,8 +133,8 @@ def _walk(
             why = _compiled(folder, entry.name)
             if why is not None:
                 problems.append((rel, why))
-        elif entry.name.lower().endswith(ARCHIVE_SUFFIXES):
-            why = _archived_source(folder / entry.name)
+        else:  # (zipimport finds an archive by its end, whatever its name: `vendor.whl`, `logo.png`)
+            why = _archived_source(folder / entry.name, entry.name.lower().endswith(ARCHIVE_SUFFIXES))
             if why is not None:
                 problems.append((rel, why))
 
@@ -189,16 +189,24 @@ def _holds_modules(folder: Path) -> bool:
         return False
 
 
-# Archives Python imports source from when one is on sys.path (zipimport).
+# Archives Python imports source from when one is on sys.path (zipimport), by their usual
+# names; zipimport reads any file that ends in a zip's end record (a wheel, `data.bin`, an
+# image with a zip appended), so every other file's tail is looked at too.
 ARCHIVE_SUFFIXES = (".zip", ".pyz", ".egg")
+# A zip's end record: its signature, within the last 22 bytes plus the longest comment
+_ZIP_END = b"PK\x05\x06"
+_ZIP_TAIL_BYTES = 22 + 0xFFFF
 
 
-def _archived_source(path: Path) -> str | None:
+def _archived_source(path: Path, named_archive: bool = True) -> str | None:
     """Why a zip archive under a root fails the check: it holds Python code that Python
     imports from it (`sys.path.insert(0, "vendor.zip")`), which the ratchet does not read.
-    Only its directory is read; an archive of data, or no zip at all, is no problem."""
+    Only its directory is read; an archive of data, or no zip at all, is no problem. A file
+    not named as an archive is opened as one only where its tail holds a zip's end record."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        if not named_archive and not _ends_in_zip(path):
             return None
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
@@ -211,6 +219,17 @@ def _archived_source(path: Path) -> str | None:
         f"a zip archive holding Python code ({code[0]}{' and more' if len(code) > 1 else ''}), which Python imports "
         "when the archive is on sys.path and the ratchet does not read; unpack it under the root, or delete it"
     )
+
+
+def _ends_in_zip(path: Path) -> bool:
+    """Does the file's tail hold a zip's end record (what zipimport looks for)?"""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < 22:
+            return False
+        handle.seek(max(0, size - _ZIP_TAIL_BYTES))
+        return _ZIP_END in handle.read(_ZIP_TAIL_BYTES)
 
 
 def _compiled(folder: Path, name: str) -> str | None:

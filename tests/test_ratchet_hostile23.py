@@ -8,7 +8,9 @@ was not reported (R23-3)."""
 
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,53 @@ def test_a_file_name_that_is_not_utf8_with_nothing_to_list_is_no_problem(
     (tmp_path / "eng" / BAD_NAME).write_text("def g():\n    return 1\n")
     assert main(init) == 0
     assert main(["check", "--schema", str(tmp_path / "schema"), "--no-cache"]) == 0
+
+
+# ---- R23-3: a zip archive of Python code is reported whatever its name
+
+
+def _zip(members: dict[str, str], comment: bytes = b"") -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+        archive.comment = comment
+    return buf.getvalue()
+
+
+PNG_HEAD = b"\x89PNG\r\n\x1a\n" + b"\0" * 100
+USER = (
+    "import os, sys\nsys.path.insert(0, os.path.join(os.path.dirname(__file__), 'logo.png'))\n"
+    "import zmod2\ndef run():\n    return zmod2.run()\n"
+)
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("vendor.whl", _zip({"zmod/__init__.py": RAW_READ})),
+    ("vendor", _zip({"zmod.py": RAW_READ})),
+    ("data.bin", _zip({"zmod.py": RAW_READ})),
+    ("logo.png", PNG_HEAD + _zip({"zmod2.py": RAW_READ})),
+    ("blob.dat", _zip({"zmod.pyc": "\0" * 16}, comment=b"c" * 4000)),  # (a comment after the end record)
+])
+def test_a_zip_archive_of_python_code_is_reported_whatever_its_name(tmp_path: Path, name: str, data: bytes) -> None:
+    write_pkg(tmp_path, {"uz.py": USER})
+    (tmp_path / "pkg" / name).write_bytes(data)
+    result = scan_tree(tmp_path, SETTINGS)
+    assert [p.file for p in result.problems] == [f"pkg/{name}"], result.problems
+    assert "a zip archive holding Python code" in result.problems[0].reason
+    assert fails(result)
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("logo.png", PNG_HEAD),
+    ("weights.bin", os.urandom(70000)),
+    ("vendor.whl", _zip({"data/table.csv": "a,b\n"})),
+    ("fake.bin", b"x" * 100 + b"PK\x05\x06" + b"\0" * 10),  # (the signature, but no zip)
+    ("tiny", b"PK"),
+])
+def test_a_file_that_is_no_archive_of_python_code_is_no_problem(tmp_path: Path, name: str, data: bytes) -> None:
+    write_pkg(tmp_path, {"uz.py": "x = 1\n"})
+    (tmp_path / "pkg" / name).write_bytes(data)
+    result = scan_tree(tmp_path, SETTINGS)
+    assert not result.problems, result.problems
+    assert not fails(result)
