@@ -398,12 +398,12 @@ def python_view(rel: str, data: bytes) -> bytes:
     name = rel.rpartition("/")[2]
     if name.lower().endswith(_PTH):
         # what site runs: the lines starting with `import` (the others are folders)
-        return b"\n".join(
-            line if line.startswith((b"import ", b"import\t")) else b"" for line in data.split(b"\n")
-        )
+        return "\n".join(
+            line if line.startswith(("import ", "import\t")) else "" for line in side_lines(data)
+        ).encode("utf-8", "surrogateescape")
     if not (side_code(rel) or name in _PROJECT_METADATA):
         return data
-    lines = data.decode("utf-8", "replace").split("\n")
+    lines = side_lines(data)
     out: list[str] = []
     inside = name == _ENTRY_POINTS
     for line in lines:
@@ -420,6 +420,14 @@ def python_view(rel: str, data: bytes) -> bytes:
             f"{ENTRY_POINT_CALL}({f'{module}:{attribute}'!r})" for module, attribute in _OBJECT_REFERENCE.findall(value)
         ))
     return "\n".join(out).encode()
+
+
+def side_lines(data: bytes) -> list[str]:
+    """A side file's lines as the reader that runs them splits them: site (a `.pth` file,
+    in text mode; since Python 3.13 `str.splitlines` after a UTF-8 BOM) and
+    importlib.metadata (`splitlines`) end a line at a lone CR too, and at every other
+    line end `str.splitlines` knows; a byte that is not UTF-8 is kept as it is."""
+    return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "surrogateescape").splitlines()
 
 
 # the group a section header of pyproject.toml or setup.cfg names, where it declares one
@@ -446,23 +454,23 @@ def declared_groups(project: Path, listed: Sequence[str], settings: ScanSettings
     groups: dict[str, set[str]] = {}
     for rel in dict.fromkeys(names):
         try:
-            text = read_source(project / rel, settings.max_bytes).decode("utf-8", "replace")
+            lines = side_lines(read_source(project / rel, settings.max_bytes))
         except NotReadable:
             continue
-        for group, module in _entries_of(rel.rpartition("/")[2], text):
+        for group, module in _entries_of(rel.rpartition("/")[2], lines):
             groups.setdefault(group, set())
             if module:
                 groups[group].add(module)
     return {group: frozenset(modules) for group, modules in groups.items()}
 
 
-def _entries_of(name: str, text: str) -> list[tuple[str, str]]:
+def _entries_of(name: str, lines: list[str]) -> list[tuple[str, str]]:
     """The (group, module) of each entry one metadata file declares, and ("group", "")
     for each group it opens."""
     found: list[tuple[str, str]] = []
     group: str | None = None
     cfg = False  # inside setup.cfg's `[options.entry_points]`
-    for line in text.split("\n"):
+    for line in lines:
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", ";")):
             continue

@@ -154,3 +154,50 @@ def test_a_file_that_is_no_archive_of_python_code_is_no_problem(tmp_path: Path, 
     result = scan_tree(tmp_path, SETTINGS)
     assert not result.problems, result.problems
     assert not fails(result)
+
+
+# ---- R23-4, R23-6: a side file's lines are split as the reader that runs them splits them
+
+PTH_IMPORT = b'import builtins, os; builtins.PAGE = os.environ.get("SGLANG_PAGE_SIZE")'
+
+
+@pytest.mark.parametrize(("data", "line"), [
+    (b"# vendored paths\r" + PTH_IMPORT + b"\r", 2),  # (a lone CR ends a line in text mode)
+    (b"\xef\xbb\xbf" + PTH_IMPORT + b"\n", 1),  # (Python 3.13 decodes a .pth as utf-8-sig)
+    (b"../vendor\r\n# x\r\n" + PTH_IMPORT + b"\r\n", 3),
+])
+def test_a_pth_import_line_is_read_at_every_line_end_site_knows(tmp_path: Path, data: bytes, line: int) -> None:
+    write_pkg(tmp_path, {"user.py": "x = 1\n"})
+    (tmp_path / "pkg" / "zz.pth").write_bytes(data)
+    result = scan_tree(tmp_path, SETTINGS)
+    rows = [r for r in result.reads if r.file == "pkg/zz.pth"]
+    assert [(r.leaf, r.line) for r in rows] == [("$SGLANG_PAGE_SIZE", line)], result.reads
+    assert fails(result)
+
+
+def test_a_pth_of_folders_with_lone_crs_is_clean(tmp_path: Path) -> None:
+    write_pkg(tmp_path, {"user.py": "x = 1\n"})
+    (tmp_path / "pkg" / "zz.pth").write_bytes(b"# paths\r../vendor\r/opt/SGLANG_PAGE_SIZE\r")
+    result = scan_tree(tmp_path, SETTINGS)
+    assert not result.problems and not fails(result), result.reads
+
+
+PLUGIN_LOOP = (
+    "from importlib.metadata import entry_points\ndef f():\n"
+    "    return sorted(ep.load()().page_size for ep in entry_points(group='engine.plugins'))\n"
+)
+
+
+@pytest.mark.parametrize("end", [b"\r", b"\r\n", b"\n"])
+def test_an_entry_point_file_with_lone_crs_is_read_as_importlib_metadata_reads_it(tmp_path: Path, end: bytes) -> None:
+    plug = tmp_path / "pkg" / "plug-1.0.dist-info"
+    good = tmp_path / "pkg" / "good-1.0.dist-info"
+    plug.mkdir(parents=True)
+    good.mkdir()
+    (plug / "entry_points.txt").write_bytes(end.join([b"# plugins", b"[engine.plugins]", b"args = legacy.server_args:get_server_args", b""]))
+    (good / "entry_points.txt").write_text("[engine.plugins]\nok = pkg.prov:provide\n")
+    prov = "import types\ndef provide():\n    return types.SimpleNamespace(page_size=1)\n"
+    result = scan_pkg(tmp_path, {"prov.py": prov, "loadp.py": PLUGIN_LOOP})
+    rows = [r for r in result.reads if r.file == "pkg/plug-1.0.dist-info/entry_points.txt"]
+    assert rows and rows[0].line == 3 and rows[0].function == "<module>", result.reads
+    assert fails(result)
