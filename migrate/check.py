@@ -214,7 +214,8 @@ class CheckReport:
             f"{self.keys} (file, function, leaf) keys, {self.allowed} allowlisted, "
             f"{len(self.failures)} failures"
         )
-        return "\n".join(lines)
+        # (a file name's byte that is not UTF-8 as `\xff`: printable under any locale)
+        return shown_name("\n".join(lines))
 
 
 def yaml_scalar(value: str) -> str:
@@ -223,6 +224,32 @@ def yaml_scalar(value: str) -> str:
 
     dumped = yaml.safe_dump({"k": value}, default_flow_style=True, width=10**9)
     return dumped.strip()[len("{k: ") : -1]
+
+
+def unnameable(file: str) -> bool:
+    """Is `file` a name no entry of ratchet.yaml can hold: one with a byte that is not UTF-8
+    (kept by the scan as a surrogate escape, `bad\\udcff.py`), which YAML cannot spell?"""
+    try:
+        file.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def shown_name(file: str) -> str:
+    """`file` as a message shows it: a byte that is not UTF-8 as `\\xff`."""
+    return file.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _entry_hint(intro: str, file: str, entry: str) -> str:
+    """The entry a failure tells to add, after `intro`; for a file whose name no entry can
+    hold, the rename that must come first."""
+    if unnameable(file):
+        return (
+            f"    Its file name ({shown_name(file)}) is not UTF-8, so no entry of ratchet.yaml can name it: "
+            "rename the file to a UTF-8 name first."
+        )
+    return f"    {intro}:\n      - {entry}"
 
 
 def entry_flow(file: str, function: str, leaf: str, reason: str | None = None, reads: int | None = None) -> str:
@@ -354,9 +381,10 @@ def _readback_failure(key: Key, reads: list[Read], allowlist_file: str) -> Failu
         f"scoping (the enforce and record modes), so role code does not read config through "
         f"it: read the leaves through the generated accessors (cfg, get_<namespace>()), or "
         f"ctx.bag(path) or ctx.snapshot(), which are scoped to the role.\n"
-        f"    If this is operator code (an HTTP admin endpoint, say), allowlist it in "
-        f"{allowlist_file} with the reason:\n"
-        f"      - {entry_flow(file, function, leaf, READBACK_PLACEHOLDER)}",
+        + _entry_hint(
+            f"If this is operator code (an HTTP admin endpoint, say), allowlist it in {allowlist_file} with the reason",
+            file, entry_flow(file, function, leaf, READBACK_PLACEHOLDER),
+        ),
     )
 
 
@@ -631,14 +659,18 @@ def _new_read_failure(key: Key, found: list[Read], accessors: Mapping[str, str],
         return Failure(
             "new_read",
             f"{file}:{first.line} ({function}): {what}{also}; {instead}.\n"
-            f"    If the new one must stay raw too, raise the entry's `reads` in {advice.add_in}:\n"
-            f"      - {entry_flow(file, function, leaf, allowed.reason, _sites(reads))}",
+            + _entry_hint(
+                f"If the new one must stay raw too, raise the entry's `reads` in {advice.add_in}",
+                file, entry_flow(file, function, leaf, allowed.reason, _sites(reads)),
+            ),
         )
     return Failure(
         "new_read",
         f"{file}:{first.line} ({function}): {what}{also}; {instead}.\n"
-        f"    If it must stay raw, allowlist it with a reason in {advice.add_in}:\n"
-        f"      - {entry_flow(file, function, leaf, REASON_PLACEHOLDER)}",
+        + _entry_hint(
+            f"If it must stay raw, allowlist it with a reason in {advice.add_in}",
+            file, entry_flow(file, function, leaf, REASON_PLACEHOLDER),
+        ),
     )
 
 
@@ -679,15 +711,19 @@ def _write_failure(key: Key, found: list[Violation], policies: Mapping[str, str]
             f"`{first.detail}`; the copy changes alone, but it carries every published value and reads like "
             f"the record, so build the changed copy in one step instead: `dataclasses.replace(record, {changed})` "
             f"(or the generated record's `record.replace({changed})`), which changes nothing else.\n"
-            f"    If it must stay for now, list it with a reason under `writes:` in {advice.add_in}:\n"
-            f"      - {entry_flow(file, function, leaf, WRITE_PLACEHOLDER)}",
+            + _entry_hint(
+                f"If it must stay for now, list it with a reason under `writes:` in {advice.add_in}",
+                file, entry_flow(file, function, leaf, WRITE_PLACEHOLDER),
+            ),
         )
     return Failure(
         "write",
         f"{file}:{first.line} ({function}): writes the raw record: `{first.detail}`; "
         f"{write_suggestion(leaf, policies)}.\n"
-        f"    If it must stay for now, list it with a reason under `writes:` in {advice.add_in}:\n"
-        f"      - {entry_flow(file, function, leaf, WRITE_PLACEHOLDER)}",
+        + _entry_hint(
+            f"If it must stay for now, list it with a reason under `writes:` in {advice.add_in}",
+            file, entry_flow(file, function, leaf, WRITE_PLACEHOLDER),
+        ),
     )
 
 

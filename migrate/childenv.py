@@ -387,8 +387,9 @@ def _bound_values(scope: ast.AST, name: str) -> list[ast.expr]:
 
 # A word of a command the module does not show (a parameter, a call): None.
 Word = str | None
-# The program a word names, spelled as a path or not (`/usr/bin/env`, `python3.11`)
-_PYTHON = re.compile(r"(?:python|pypy)[\d.]*")
+# The program a word names, spelled as a path or not (`/usr/bin/env`, `python3.11`); Python's
+# interpreters by every name (`graalpy`, `jython`, `pyston`, the `py` launcher: `py -3.12`)
+_PYTHON = re.compile(r"(?:python|pypy|graalpy|jython|pyston)[\d.]*|py")
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"})
 # Commands (and shell builtins) that print every variable when given no name
 _DUMPERS = frozenset({"env", "printenv", "export", "declare", "typeset", "set"})
@@ -1977,7 +1978,13 @@ def script_files(script: str, cwd: str = "@cwd", depth: int = 0) -> list[ChildFi
 # ---- the text of a file a child runs, judged
 
 # tools that run a script with Python from its shebang (`#!/usr/bin/env -S uv run --script`)
-_PYTHON_RUNNERS = frozenset({"uv", "uvx", "pipx", "pdm", "poetry", "hatch", "rye", "pipenv", "pixi", "conda"})
+_PYTHON_RUNNERS = frozenset({
+    "uv", "uvx", "pipx", "pdm", "poetry", "hatch", "rye", "pipenv", "pixi", "conda", "mamba", "micromamba",
+})
+# launchers that run their script argument with Python, and the subcommand that does
+# (`#!/usr/bin/env -S torchrun --nproc_per_node=8`, `deepspeed`, `accelerate launch`);
+# torchrun's `--no-python` runs it as a program instead
+_PYTHON_LAUNCHERS: Mapping[str, str] = {"torchrun": "", "deepspeed": "", "accelerate": "launch"}
 # what makes a Makefile hand every variable over (its names, or a shell's dump)
 _MAKE_WHOLE = (".VARIABLES",)
 
@@ -1990,19 +1997,28 @@ def run_by(data: bytes) -> tuple[str, str]:
         head = data[:4096]
         return ("binary", "") if b"\0" in head or _undecodable(head) else ("shell", "")
     words = data[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
-    name = program_name(words[0]) if words else "sh"
-    rest = words[1:]
+    at = unwrap(words).start  # (the program its wrappers run: `env -S nice -n 5 torchrun`)
+    name = program_name(words[at]) if at < len(words) else "sh" if not words else ""
+    rest = words[at + 1 :]
     if name == "env":
         while rest and rest[0].startswith("-"):
             rest.pop(0)
         name = program_name(rest[0]) if rest else ""
     if is_shell(name):
         return "shell", name
-    if is_python(name) or name in _PYTHON_RUNNERS:
+    if is_python(name) or name in _PYTHON_RUNNERS or _launches_python(name, rest):
         return "python", name
     if name in MAKES:
         return "make", name
     return "other", name
+
+
+def _launches_python(name: str, rest: list[str]) -> bool:
+    """Does a launcher (_PYTHON_LAUNCHERS) given these words run its script with Python?"""
+    subcommand = _PYTHON_LAUNCHERS.get(name)
+    if subcommand is None or any(word in _TORCH_RUN.program for word in rest):
+        return False
+    return not subcommand or next((word for word in rest if not word.startswith("-")), "") == subcommand
 
 
 def _undecodable(head: bytes) -> bool:

@@ -35,8 +35,10 @@ from configbags.migrate.check import (
     explained,
     path_failures,
     read_counts,
+    shown_name,
     stale_keys,
     stale_write_keys,
+    unnameable,
     write_keys,
 )
 from configbags.migrate.files import display_path
@@ -420,6 +422,16 @@ def _init(args: argparse.Namespace) -> int:
     found = {(r.file, r.function, r.leaf) for r in result.reads}
     entries = baseline("allowlist", {k for k in found if k[2] not in READBACKS} | (explicit & found))
     writes = baseline("writes", write_keys(result, resolution))
+    # YAML cannot spell a byte that is not UTF-8: one entry naming such a file would leave a
+    # ratchet.yaml that check, gen and update all refuse
+    unnamed = sorted({e.file for e in (*entries, *writes) if unnameable(e.file)})
+    if unnamed:
+        more = f" (and {len(unnamed) - 1} more)" if len(unnamed) > 1 else ""
+        raise RatchetConfigError(
+            f"{shown_name(unnamed[0])}{more}: a file name that is not UTF-8, with raw reads or writes to "
+            f"baseline, which no entry of {RATCHET_FILE} (UTF-8 YAML) can name; rename it to a UTF-8 name "
+            f"(and what imports it), then run init again. Nothing was written to {path}."
+        )
     schema.mkdir(parents=True, exist_ok=True)
     # The floor a later scan must reach: kept when the file had one, else what this scan
     # read, up to the default (an engine of three files must not start red)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import attrs
 
+from configbags.migrate.childenv import run_by
 from configbags.migrate.scanmodel import ScanSettings
 
 # Folders under a root that are not walked when they plainly are what their name says:
@@ -132,8 +133,8 @@ def _walk(
             why = _compiled(folder, entry.name)
             if why is not None:
                 problems.append((rel, why))
-        elif entry.name.lower().endswith(ARCHIVE_SUFFIXES):
-            why = _archived_source(folder / entry.name)
+        else:  # (zipimport finds an archive by its end, whatever its name: `vendor.whl`, `logo.png`)
+            why = _archived_source(folder / entry.name, entry.name.lower().endswith(ARCHIVE_SUFFIXES))
             if why is not None:
                 problems.append((rel, why))
 
@@ -149,14 +150,9 @@ def _python_script(path: Path) -> bool:
     except OSError:
         return False  # listed or not, an unreadable file runs nothing
     first = head.split(b"\n", 1)[0]
-    return head.startswith(b"#!") and (b"python" in first or b"pypy" in first or _PYTHON_RUNNER.search(first) is not None)
-
-
-# A shebang that runs the script with Python through a tool (`#!/usr/bin/env -S uv run
-# --script`, PEP 723's; `pipx run`, `pdm run`, `uvx`, ...): a runner's name, then `run`.
-_PYTHON_RUNNER = re.compile(
-    rb"(?<![\w.-])(?:uvx|(?:uv|pipx|pdm|poetry|hatch|rye|pipenv|pixi|conda|mamba|micromamba)(?:\s+-\S+)*\s+run)(?![\w.-])"
-)
+    # (the program its wrappers run, as a child's file is judged: `uv run --script`,
+    # `torchrun`, `accelerate launch`, `graalpy`; or Python named anywhere on the line)
+    return head.startswith(b"#!") and (b"python" in first or b"pypy" in first or run_by(first)[0] == "python")
 
 
 def _plainly_skipped(folder: Path, name: str) -> bool:
@@ -193,16 +189,24 @@ def _holds_modules(folder: Path) -> bool:
         return False
 
 
-# Archives Python imports source from when one is on sys.path (zipimport).
+# Archives Python imports source from when one is on sys.path (zipimport), by their usual
+# names; zipimport reads any file that ends in a zip's end record (a wheel, `data.bin`, an
+# image with a zip appended), so every other file's tail is looked at too.
 ARCHIVE_SUFFIXES = (".zip", ".pyz", ".egg")
+# A zip's end record: its signature, within the last 22 bytes plus the longest comment
+_ZIP_END = b"PK\x05\x06"
+_ZIP_TAIL_BYTES = 22 + 0xFFFF
 
 
-def _archived_source(path: Path) -> str | None:
+def _archived_source(path: Path, named_archive: bool = True) -> str | None:
     """Why a zip archive under a root fails the check: it holds Python code that Python
     imports from it (`sys.path.insert(0, "vendor.zip")`), which the ratchet does not read.
-    Only its directory is read; an archive of data, or no zip at all, is no problem."""
+    Only its directory is read; an archive of data, or no zip at all, is no problem. A file
+    not named as an archive is opened as one only where its tail holds a zip's end record."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        if not named_archive and not _ends_in_zip(path):
             return None
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
@@ -215,6 +219,17 @@ def _archived_source(path: Path) -> str | None:
         f"a zip archive holding Python code ({code[0]}{' and more' if len(code) > 1 else ''}), which Python imports "
         "when the archive is on sys.path and the ratchet does not read; unpack it under the root, or delete it"
     )
+
+
+def _ends_in_zip(path: Path) -> bool:
+    """Does the file's tail hold a zip's end record (what zipimport looks for)?"""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < 22:
+            return False
+        handle.seek(max(0, size - _ZIP_TAIL_BYTES))
+        return _ZIP_END in handle.read(_ZIP_TAIL_BYTES)
 
 
 def _compiled(folder: Path, name: str) -> str | None:
@@ -383,12 +398,12 @@ def python_view(rel: str, data: bytes) -> bytes:
     name = rel.rpartition("/")[2]
     if name.lower().endswith(_PTH):
         # what site runs: the lines starting with `import` (the others are folders)
-        return b"\n".join(
-            line if line.startswith((b"import ", b"import\t")) else b"" for line in data.split(b"\n")
-        )
+        return "\n".join(
+            line if line.startswith(("import ", "import\t")) else "" for line in side_lines(data)
+        ).encode("utf-8", "surrogateescape")
     if not (side_code(rel) or name in _PROJECT_METADATA):
         return data
-    lines = data.decode("utf-8", "replace").split("\n")
+    lines = side_lines(data)
     out: list[str] = []
     inside = name == _ENTRY_POINTS
     for line in lines:
@@ -405,6 +420,14 @@ def python_view(rel: str, data: bytes) -> bytes:
             f"{ENTRY_POINT_CALL}({f'{module}:{attribute}'!r})" for module, attribute in _OBJECT_REFERENCE.findall(value)
         ))
     return "\n".join(out).encode()
+
+
+def side_lines(data: bytes) -> list[str]:
+    """A side file's lines as the reader that runs them splits them: site (a `.pth` file,
+    in text mode; since Python 3.13 `str.splitlines` after a UTF-8 BOM) and
+    importlib.metadata (`splitlines`) end a line at a lone CR too, and at every other
+    line end `str.splitlines` knows; a byte that is not UTF-8 is kept as it is."""
+    return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "surrogateescape").splitlines()
 
 
 # the group a section header of pyproject.toml or setup.cfg names, where it declares one
@@ -431,23 +454,23 @@ def declared_groups(project: Path, listed: Sequence[str], settings: ScanSettings
     groups: dict[str, set[str]] = {}
     for rel in dict.fromkeys(names):
         try:
-            text = read_source(project / rel, settings.max_bytes).decode("utf-8", "replace")
+            lines = side_lines(read_source(project / rel, settings.max_bytes))
         except NotReadable:
             continue
-        for group, module in _entries_of(rel.rpartition("/")[2], text):
+        for group, module in _entries_of(rel.rpartition("/")[2], lines):
             groups.setdefault(group, set())
             if module:
                 groups[group].add(module)
     return {group: frozenset(modules) for group, modules in groups.items()}
 
 
-def _entries_of(name: str, text: str) -> list[tuple[str, str]]:
+def _entries_of(name: str, lines: list[str]) -> list[tuple[str, str]]:
     """The (group, module) of each entry one metadata file declares, and ("group", "")
     for each group it opens."""
     found: list[tuple[str, str]] = []
     group: str | None = None
     cfg = False  # inside setup.cfg's `[options.entry_points]`
-    for line in text.split("\n"):
+    for line in lines:
         stripped = line.strip()
         if not stripped or stripped.startswith(("#", ";")):
             continue
