@@ -394,6 +394,8 @@ def _main(args: list[str], json_out: bool) -> int:
                                                      *model_inputs(getattr(record, "model_path", None), "--model-path")])
     except ConfigError as exc:
         return _fail(exc, json_out)
+    if dump_path_of(records.get(points[0])) is not None and (ns.fit or len(points) > 1):
+        return _fail(_one_dump_refused(ns.fit, len(points)), json_out, flag="--dump-config")
     if ns.chart:
         try:  # the chart is drawn last: over an input, it would replace what was just planned
             check_dump_apart(ns.chart, _chart_inputs(ctx, records, points), "--chart", "the chart")
@@ -404,6 +406,15 @@ def _main(args: list[str], json_out: bool) -> int:
     if len(points) > 1:
         return _compare(ns, ctx, records, points)
     return _plan_one(ns, ctx, records, points[0])
+
+
+def _one_dump_refused(fit_asked: bool, configurations: int) -> ConfigError:
+    """--dump-config writes the resolved config of one configuration: each point of a
+    comparison or of --fit would replace the last one's dump (and --fit's launch lines would
+    all repeat the flag), so the file would hold whichever point ran last."""
+    asked = "--fit ranks configurations" if fit_asked else f"these lists compare {configurations} configurations"
+    return ConfigError(f"--dump-config writes one configuration, not a comparison, and {asked}; plan the one you "
+                       "pick (one --model-config, --gpu and --tp-size, or a --fit launch line's flags) with it")
 
 
 CHART_LOSS = "the file's own contents would be lost"
