@@ -141,7 +141,7 @@ def patch_body_schema(door: Door) -> dict[str, Any]:
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    what = {400: "unknown leaf, bad value or bad body, more than one Authorization header, or a query string",
+    what = {400: "unknown leaf, bad value or bad body, more than one Authorization header or charset, or a query string",
             401: "missing or bad key", 415: "a Content-Encoding other than identity, or a charset other than UTF-8",
             403: "policy or owner refuses the leaf", 409: "above the leaf's capacity",
             408: "the body did not arrive in time", 413: "body too large", 503: "a rank did not answer, or left the group (named)"}

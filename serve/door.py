@@ -370,21 +370,35 @@ def check_body_encoding(codings: Sequence[str], content_types: Sequence[str]) ->
                         f"here; nothing was applied",
                         "send the body uncompressed (Content-Encoding identity, or none)")
     for value in content_types:
-        charset = _charset(value)
-        if charset is not None and charset.lower() != "utf-8":
+        charsets = _charsets(value)
+        if len(charsets) > 1:  # which one counts is a guess a proxy may make differently (it reads the last)
+            raise DoorError(400, "duplicate_charset",
+                            f"the body's Content-Type gives charset {len(charsets)} times "
+                            f"({shown_text(', '.join(map(repr, charsets)))}); one is allowed; nothing was applied",
+                            "send UTF-8 JSON, labelled `Content-Type: application/json` (or one charset=utf-8)")
+        if charsets and charsets[0].lower() != "utf-8":
             raise DoorError(415, "unsupported_encoding",
-                            f"the body's charset {shown_text(repr(charset))} is not read here (the body is "
+                            f"the body's charset {shown_text(repr(charsets[0]))} is not read here (the body is "
                             f"UTF-8 JSON); nothing was applied",
                             "send UTF-8 JSON, labelled `Content-Type: application/json` (or charset=utf-8)")
 
 
-def _charset(content_type: str) -> str | None:
-    """The `charset` parameter of a Content-Type value, unquoted, or None."""
-    for parameter in content_type.split(";")[1:]:
-        name, _, value = parameter.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip('"')
-    return None
+# One parameter of a media type (RFC 9110 §5.6.6): `; name=token` or `; name="quoted"`, whose
+# quoted string may hold `;` and `\"` (an unclosed one runs to the end of the value).
+_MEDIA_PARAMETER = re.compile(r';\s*([^\s;=]*)\s*(?:=\s*("(?:[^"\\]|\\.)*"?|[^;]*))?')
+
+
+def _charsets(content_type: str) -> list[str]:
+    """Every `charset` parameter of a Content-Type value (any case), unquoted, in order."""
+    out = []
+    for match in _MEDIA_PARAMETER.finditer(content_type):
+        name, value = match.group(1), (match.group(2) or "").strip()
+        if name.lower() != "charset":
+            continue
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1] if len(value) > 1 and value.endswith('"') else value[1:])
+        out.append(value)
+    return out
 
 
 def _bearer(header: str | None) -> str | None:

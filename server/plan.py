@@ -43,14 +43,16 @@ from configbags.runtime.cmdline import (
     refuse_collisions,
 )
 from configbags.runtime.context import Context
-from configbags.runtime.errors import ConfigError
+from configbags.runtime.errors import ConfigError, MissingLeafError
 from configbags.runtime.leaftypes import int_from_text, jsonable, short_repr
 from configbags.runtime.project import load_project, project_path
 from configbags.runtime.record import (
     DumpInput,
+    attach,
     check_dump_apart,
     dump_path_of,
     model_inputs,
+    origins_of,
     secret_file_inputs,
 )
 from configbags.runtime.resolve import DEFAULT_ORIGIN, Facts, GpuFacts, ModelFacts, parse_bytes
@@ -391,15 +393,18 @@ def _main(args: list[str], json_out: bool) -> int:
         return _fail(ConfigError(f"--chart draws one plan (or --fit's ranking), and these lists compare {len(points)} "
                                  f"configurations; give one --model-config, --gpu and --tp-size, or ask --fit"),
                      json_out, flag="--chart")
-    records = _Records(ctx, server, server_argv, "--model-path" not in server_argv and "model_path" in ctx.registry.leaves)
+    records = _Records(ctx, server, server_argv)
     try:
         for point in points:  # a bad server flag is refused before any planning
-            record = records.get(point)
+            parsed = records.get(point)
             # a dump over the model's config.json would replace the model it plans
-            check_dump_apart(dump_path_of(record), [*model_inputs(point.shape.source, "--model-config"),
-                                                     *model_inputs(getattr(record, "model_path", None), "--model-path")])
+            check_dump_apart(parsed.dump_path, [*model_inputs(point.shape.source, "--model-config"),
+                                                *model_inputs(getattr(parsed.record, STAND_IN_LEAF, None),
+                                                              "--model-path")])
     except ConfigError as exc:
         return _fail(exc, json_out)
+    if records.get(points[0]).dump_path is not None and (ns.fit or len(points) > 1):
+        return _fail(_one_dump_refused(ns.fit, len(points)), json_out, flag="--dump-config")
     if ns.chart:
         try:  # the chart is drawn last: over an input, it would replace what was just planned
             check_dump_apart(ns.chart, _chart_inputs(ctx, records, points), "--chart", "the chart")
@@ -410,6 +415,15 @@ def _main(args: list[str], json_out: bool) -> int:
     if len(points) > 1:
         return _compare(ns, ctx, records, points)
     return _plan_one(ns, ctx, records, points[0])
+
+
+def _one_dump_refused(fit_asked: bool, configurations: int) -> ConfigError:
+    """--dump-config writes the resolved config of one configuration: each point of a
+    comparison or of --fit would replace the last one's dump (and --fit's launch lines would
+    all repeat the flag), so the file would hold whichever point ran last."""
+    asked = "--fit ranks configurations" if fit_asked else f"these lists compare {configurations} configurations"
+    return ConfigError(f"--dump-config writes one configuration, not a comparison, and {asked}; plan the one you "
+                       "pick (one --model-config, --gpu and --tp-size, or a --fit launch line's flags) with it")
 
 
 CHART_LOSS = "the file's own contents would be lost"
@@ -456,30 +470,65 @@ def _model_paths(text: str) -> list[str]:
     return [str(project_path(part)) for part in paths]
 
 
+# The one required leaf plan fills in itself, and only where no layer sets it: the model,
+# whose weights plan never loads (the --model-config path stands in), as explain does.
+STAND_IN_LEAF = "model_path"
+STAND_IN_READBACK = {"layer": "placeholder",
+                     "source": "plan's stand-in, the --model-config path (plan loads no weights): not an operator value"}
+
+
+@attrs.frozen
+class _Parsed:
+    """One point's operator record; `stand_in`: the model path plan filled in where no
+    layer gave one (None: the operator's own), and then `dump`, the --dump-config path plan
+    writes itself, without the stand-in (the record carries no dump path)."""
+
+    record: Any
+    stand_in: str | None = None
+    dump: str | None = None
+
+    @property
+    def dump_path(self) -> str | None:
+        return self.dump if self.stand_in is not None else dump_path_of(self.record)
+
+
 @attrs.define
 class _Records:
     """The operator record of each (model, TP size), parsed once: the server flags with the
-    point's TP size and, where the schema has the leaf, the model path (the plan needs no
-    weights, so the config's path stands in)."""
+    point's TP size and, where the schema requires the model path and no layer sets it, a
+    stand-in (the plan needs no weights, so the config's path will do)."""
 
     ctx: Context[Any]
     server: argparse.ArgumentParser
     server_argv: list[str]
-    add_model_path: bool
-    cache: dict[tuple[str | int | None, ...], Any] = attrs.Factory(dict)
+    cache: dict[tuple[str | int | None, ...], _Parsed] = attrs.Factory(dict)
     config_files: dict[str, None] = attrs.Factory(dict)  # every --config the records read, in order
 
-    def get(self, point: _Point, extra: Sequence[str] = ()) -> Any:
+    def get(self, point: _Point, extra: Sequence[str] = ()) -> _Parsed:
         key = (point.shape.source, point.tp_size, *extra)
         if key not in self.cache:
-            added = [*extra, *(["--model-path", point.shape.source] if self.add_model_path else [])]
-            argv = _before_dashes(self.server_argv, _with_tp(added, point.tp_size))
-            record_type = self.ctx.record_type
-            assert record_type is not None
-            namespace = self.server.parse_args(argv)
-            self.config_files.update(dict.fromkeys(getattr(namespace, "config", None) or ()))
-            self.cache[key] = record_type.from_cli_args(namespace)
+            try:
+                self.cache[key] = _Parsed(self._record(point, extra))
+            except MissingLeafError as exc:
+                if exc.leaf != STAND_IN_LEAF:
+                    raise
+                spec = self.ctx.registry.leaves[STAND_IN_LEAF]
+                stand_in = [spec.flags[0] if spec.flags else f"--{spec.name}", point.shape.source]
+                record = self._record(point, [*extra, *stand_in])
+                dump = dump_path_of(record)
+                # re-attached without its dump path: plan writes the dump, leaving the stand-in out (passed
+                # back with --config, it would be an operator's value: weights read from a JSON file)
+                attach(record, origins_of(record, self.ctx.registry.leaves))
+                self.cache[key] = _Parsed(record, point.shape.source, dump)
         return self.cache[key]
+
+    def _record(self, point: _Point, added: Sequence[str]) -> Any:
+        argv = _before_dashes(self.server_argv, _with_tp(list(added), point.tp_size))
+        record_type = self.ctx.record_type
+        assert record_type is not None
+        namespace = self.server.parse_args(argv)
+        self.config_files.update(dict.fromkeys(getattr(namespace, "config", None) or ()))
+        return record_type.from_cli_args(namespace)
 
 
 def _before_dashes(server_argv: list[str], added: list[str]) -> list[str]:
@@ -519,7 +568,7 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poi
     """Plan one point. `overrun_ok`: return a plan whose tables overrun the slack instead of
     refusing it (`--fit` then tries the point again with a shorter context)."""
     shape = point.shape
-    record = records.get(point, extra)
+    parsed = records.get(point, extra)
     memory = _memory(ns, point.gpu)
     # the hardware and model rules (mem_fraction_static from GPU memory, the page size an
     # attention backend forces, Gemma-2's full sliding-window pool) resolve at publish from
@@ -527,7 +576,10 @@ def _configure(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poi
     facts = Facts(GpuFacts(point.gpu.name if point.gpu else None, memory.capacity_bytes or memory.pre_bytes,
                            memory.sm),
                   ModelFacts.from_config(shape.config))
-    ctx.publish(record, role=seam.CONFIGURATOR_ROLE, facts=facts)
+    ctx.publish(parsed.record, role=seam.CONFIGURATOR_ROLE, facts=facts)
+    if parsed.stand_in is not None and parsed.dump is not None:  # as publish writes one, less the stand-in
+        ctx.dump_config(parsed.dump, left_out={STAND_IN_LEAF: "plan's stand-in, the --model-config path, "
+                                                              "not an operator value"})
     inputs = plan_inputs(ctx)
     start = time.perf_counter()
     plan = KvCacheConfigurator(shape, memory, ctx, require_full_context=ns.require_full_context,
@@ -573,7 +625,7 @@ def _plan_one(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poin
         return EXIT_USER_ERROR
     load = concurrency(plan, _request_tokens(ns, plan))
     if ns.json:
-        out = {"plan": to_jsonable(plan), "inputs": done.inputs, "server_info": ctx.server_info(),
+        out = {"plan": to_jsonable(plan), "inputs": done.inputs, "server_info": _server_info(ctx, records.get(point)),
                "sglang": SGLANG_VERSION, "concurrency": to_jsonable(load)}
         if allocated:
             out["allocation"] = allocated
@@ -584,6 +636,16 @@ def _plan_one(ns: argparse.Namespace, ctx: Context[Any], records: _Records, poin
     if ns.chart and not ns.json:
         print(f"chart written to {ns.chart}")
     return EXIT_OK
+
+
+def _server_info(ctx: Context[Any], parsed: _Parsed) -> dict[str, Any]:
+    """`server_info()`, with plan's stand-in model path read back as a placeholder (as
+    explain reads its own), never as the operator's `--model-path`."""
+    info = ctx.server_info()
+    if parsed.stand_in is not None:
+        info["layers"][STAND_IN_LEAF] = dict(STAND_IN_READBACK)
+        info["placeholder"] = {STAND_IN_LEAF: parsed.stand_in}
+    return info
 
 
 def _drawn(ns: argparse.Namespace, draw: Callable[[], None]) -> bool:
