@@ -28,6 +28,7 @@ from configbags.evolve.wrappers import is_assignment, unwrap
 from configbags.runtime.errors import YamlError
 from configbags.runtime.yamlsafe import (
     StrictLoader,
+    json_named,
     load_json,
     load_text,
     measure_yaml,
@@ -1022,7 +1023,7 @@ def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]
     for of_kind, field, encoded, secret in _CONFIG_TEXTS:
         texts = obj.get(field) if kind is not None and kind.text == of_kind else None
         for key, line, child in texts.items() if texts is not None and texts.is_map else ():
-            named = Path(key).suffix.lower() in (".yaml", ".yml", ".json")  # as serve reads it
+            named = json_named(key) or Path(key).suffix.lower() in (".yaml", ".yml")  # as serve reads it
             if child.text is None or not (named or of_kind == "ConfigMap"):
                 continue
             text = _decoded(child.text) if encoded else child.text
@@ -1247,7 +1248,7 @@ def format_of(path: Path, text: str) -> str | None:
         return "shell"
     if suffix == ".py":
         return "python"
-    if suffix == ".json":
+    if json_named(path):  # (`.json` itself too, as the server reads it)
         return "json"
     if suffix in (".yaml", ".yml"):
         if _is_compose(path):
