@@ -37,3 +37,14 @@ def test_json_named_is_the_readers_judgement(tmp_path: Path, name: str, is_json:
     assert load_file(path) == {"tp_size": 2}
     # lint reads the file in the format the server reads it in
     assert (format_of(path, path.read_text()) == "json") is is_json
+
+
+def test_dump_config_given_twice_is_refused_and_nothing_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """D24-2: the first of two `--dump-config` paths was dropped without a word."""
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    with pytest.raises(SystemExit) as exc:
+        ServerArgs.from_cli(["--model-path", "/m", "--dump-config", str(first), "--dump-config", str(second)],
+                            environ={})
+    assert exc.value.code == 2
+    assert f"--dump-config given twice ({first}, then {second}); give it once" in capsys.readouterr().err
+    assert not first.exists() and not second.exists()
