@@ -28,6 +28,7 @@ from configbags.evolve.wrappers import is_assignment, unwrap
 from configbags.runtime.errors import YamlError
 from configbags.runtime.yamlsafe import (
     StrictLoader,
+    json_named,
     load_json,
     load_text,
     measure_yaml,
@@ -51,6 +52,8 @@ class Token:
     # an expansion the shell splits into words known only at run time (`$ARGS` unquoted, a
     # Python `*args`), shown without its value; "" for a word that stays one word
     splits: str = ""
+    # the shell commands run to make the word (`$(cmd)`, backquotes: evolve.shellwords.Word)
+    commands: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -164,7 +167,7 @@ def _shell_tokens(text: str, line: int, *, redirections: bool = False) -> list[T
         words = shell_words(text, redirections=redirections)
     except ValueError:
         raise FormatError(_UNCLOSED, line) from None
-    return [Token(w.text, line, dynamic(w.text) or not w.known, w.splits) for w in words]
+    return [Token(w.text, line, dynamic(w.text) or not w.known, w.splits, w.commands) for w in words]
 
 
 def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
@@ -187,7 +190,8 @@ def shell_tokens(text: str, first_line: int = 1) -> Iterator[list[Token]]:
                 i += 1
                 chunk += "\n" + lines[i]
         for word in words:
-            token = Token(word.text, first_line + start, dynamic(word.text) or not word.known, word.splits)
+            token = Token(word.text, first_line + start, dynamic(word.text) or not word.known, word.splits,
+                          word.commands)
             if array is not None:  # an array's words, over lines, up to its `)`
                 if word.text == ")":
                     yield array
@@ -263,6 +267,9 @@ def parse_shell(text: str, launchers: Sequence[str], first_line: int = 1,
     env: list[EnvVar] = []
     arrays: dict[str, list[Token]] = {}  # bash arrays assigned so far, by name
     for tokens in shell_tokens(text, first_line):
+        for token in tokens:  # `OUT=$(python -m sglang.launch_server ...)`, backquotes: run too
+            for body in token.commands:
+                commands += parse_shell(body, launchers, token.line).commands
         if tokens[0].text.endswith("=("):  # `ARGS=(--tp-size 2)`, `ARGS+=(...)`
             name, plus, _ = tokens[0].text.partition("+")
             name = name.removesuffix("=(")
@@ -325,7 +332,7 @@ def _unwrapped(tokens: Sequence[Token], launchers: Sequence[str]) -> tuple[Seque
     `kubectl exec POD --`: `evolve.wrappers`): the words of the command run, the script a
     shell runs (`sh -c`, `bash -lc`, `su -c`: parsed, its launch lines), and the
     variables the line sets (`A=1 cmd`, `env A=1 cmd`)."""
-    found = unwrap([t.text for t in tokens])
+    found = unwrap([t.text for t in tokens], torch_launcher=True)
     env = [_env_var(tokens[i]) for i in found.assigned]
     if found.script is None:
         return tokens[found.start:], None, env
@@ -1022,7 +1029,7 @@ def _config_files(obj: Marked) -> tuple[list[ConfigEntry], list[tuple[str, int]]
     for of_kind, field, encoded, secret in _CONFIG_TEXTS:
         texts = obj.get(field) if kind is not None and kind.text == of_kind else None
         for key, line, child in texts.items() if texts is not None and texts.is_map else ():
-            named = Path(key).suffix.lower() in (".yaml", ".yml", ".json")  # as serve reads it
+            named = json_named(key) or Path(key).suffix.lower() in (".yaml", ".yml")  # as serve reads it
             if child.text is None or not (named or of_kind == "ConfigMap"):
                 continue
             text = _decoded(child.text) if encoded else child.text
@@ -1247,7 +1254,7 @@ def format_of(path: Path, text: str) -> str | None:
         return "shell"
     if suffix == ".py":
         return "python"
-    if suffix == ".json":
+    if json_named(path):  # (`.json` itself too, as the server reads it)
         return "json"
     if suffix in (".yaml", ".yml"):
         if _is_compose(path):

@@ -75,6 +75,7 @@ from configbags.runtime.record import (
     secret_lookalike,
 )
 from configbags.runtime.registry import LeafSpec
+from configbags.runtime.yamlsafe import json_named
 
 # The record's own flags (runtime.record.add_config_flag): not leaves, always known.
 RECORD_FLAGS = frozenset({"--config", "--preset", "--dump-config", "--help", "-h"})
@@ -661,7 +662,7 @@ class Linter:
         try:
             parsed = parse_file(path, launchers)
         except FormatError as exc:
-            if not named and path.suffix.lower() == ".json":
+            if not named and json_named(path):
                 return []  # a folder holds JSON of every kind (a model's config.json may say Infinity)
             return [Finding("lint-unreadable", shown, str(exc), shown, exc.line, "fix the file's syntax")]
         except (OSError, YamlError) as exc:

@@ -36,6 +36,9 @@ class Word:
     splits: str = ""  # the first expansion outside quotes, shown without its value (`$ARGS`, `$(...)`); "" none
     # False for a word holding a process substitution (`<(cmd)`): a path the shell picks at run time
     known: bool = True
+    # the commands the shell runs to make the word: the bodies of its command and process
+    # substitutions (`$(cmd)`, a backquoted one, `<(cmd)`), as written
+    commands: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -43,6 +46,7 @@ class _Expansion:
     text: str
     shown: str  # "" for one whose value is one word (`$((1+1))`) or the script's own arguments (`$@`)
     literal: bool = False  # an ANSI-C quoted string's text (`$'a b'`): no expansion, its value known here
+    command: str | None = None  # a command or process substitution's body: what the shell runs
 
 
 def _skip_quoted(text: str, i: int) -> int:
@@ -191,18 +195,19 @@ def _expansion(text: str, i: int, quoted: bool) -> tuple[_Expansion, int] | None
     after it."""
     if text[i] == "`":
         end = _skip_quoted(text, i)
-        return _Expansion(text[i:end], "" if quoted else "$(...)"), end
+        return _Expansion(text[i:end], "" if quoted else "$(...)", command=text[i + 1:end - 1]), end
     nxt = text[i + 1:i + 2]
     if text[i] in "<>":
         end = _command_end(text, i + 1)
-        return _Expansion(text[i:end], ""), end  # a process substitution: one word, a path
+        # a process substitution: one word, a path
+        return _Expansion(text[i:end], "", command=text[i + 2:end - 1]), end
     if nxt in _OPEN:
         end = _closing(text, i + 1)
         body = text[i:end]
         if body.startswith("$(("):
             return _Expansion(body, ""), end  # arithmetic: a number
         if nxt == "(":
-            return _Expansion(body, "" if quoted else "$(...)"), end
+            return _Expansion(body, "" if quoted else "$(...)", command=body[2:-1]), end
         if (array := _ARRAY_EXPANSION.match(body)) is not None:
             # each element a word (`[@]`; `[*]` unquoted) or all of them in one (`"${A[*]}"`)
             return _Expansion(body, f'"${{{array.group(1)}[{array.group(2)}]}}"' if quoted
@@ -330,5 +335,6 @@ def shell_words(text: str, *, redirections: bool = False) -> list[Word]:
         used = [found[int(m.group(1))] for m in placeholder.finditer(word)]
         text_of = placeholder.sub(lambda m: found[int(m.group(1))].text, word)
         words.append(Word(text_of, next((e.shown for e in used if e.shown), ""),
-                          not any(e.text.startswith(("<(", ">(")) and not e.literal for e in used)))
+                          not any(e.text.startswith(("<(", ">(")) and not e.literal for e in used),
+                          tuple(e.command for e in used if e.command is not None)))
     return words

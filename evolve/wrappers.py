@@ -133,6 +133,18 @@ def _dashed(names: str) -> frozenset[str]:
 
 
 _MPI = Wrapper(_dashed(_MPI_VALUED), pairs=_dashed(_MPI_PAIRS), words=True)
+# torch's elastic launcher (`torchrun`, `python -m torch.distributed.run`, the older
+# `torch.distributed.launch`): every option takes a value but these flags; then the script
+# it runs, or with `-m`/`--module` the module (`torchrun --nproc-per-node 8 -m
+# sglang.launch_server ARGS`), whose words are the command's program words
+_TORCHRUN = Wrapper(bare=frozenset(
+    "-m --module --standalone --no-python --no_python --run-path --run_path --use-env --use_env "
+    "--virtual-local-rank --virtual_local_rank -h --help".split()))
+TORCH_LAUNCH_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
+_PYTHON = re.compile(r"python[0-9.]*")
+# the interpreter's own options that take the next word (`python -W ignore -m x`)
+_PYTHON_VALUED = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+_PYTHON_M = re.compile(r"-[bBdEiIOPqsSuv]*m")
 
 _Table = Mapping[str, "Wrapper | _Table"]
 _CONTAINERS: _Table = {
@@ -206,17 +218,18 @@ class Unwrapped:
     arguments: int | None = None
 
 
-def unwrap(words: Sequence[str]) -> Unwrapped:
+def unwrap(words: Sequence[str], *, torch_launcher: bool = False) -> Unwrapped:
     """Unwrap `words` (a command's argv) wrapper by wrapper; a wrapper whose command is not
     known here (`bash script.sh`, `su user`, `kubectl exec pod` without `--`) ends the walk
-    at itself."""
+    at itself. `torch_launcher`: torch's launcher is a wrapper too, its script or module the
+    command (lint's launch lines; the ratchet follows its child processes itself)."""
     start = 0
     assigned: list[int] = []
     while start < len(words):  # each wrapper takes at least its own word
         while start < len(words) and is_assignment(words[start]):  # `A=1 cmd`, as a shell reads it
             assigned.append(start)
             start += 1
-        found = _wrapper(words, start)
+        found = _wrapper(words, start, torch_launcher)
         if found is None:
             break
         wrapper, at = found
@@ -229,11 +242,16 @@ def unwrap(words: Sequence[str]) -> Unwrapped:
     return Unwrapped(start, None, tuple(assigned))
 
 
-def _wrapper(words: Sequence[str], start: int) -> tuple[Wrapper, int] | None:
+def _wrapper(words: Sequence[str], start: int, torch_launcher: bool = False) -> tuple[Wrapper, int] | None:
     """The wrapper `words[start]` names, and the index of its last word before its own
     options (its subcommand's: `docker --context x run`)."""
     if start >= len(words):
         return None
+    if torch_launcher and PurePosixPath(words[start]).name == "torchrun":
+        return _TORCHRUN, start
+    module = _python_module(words, start) if torch_launcher else None
+    if module is not None:
+        return (_TORCHRUN, module) if words[module] in TORCH_LAUNCH_MODULES else None
     entry: Wrapper | _Table | None = WRAPPERS.get(PurePosixPath(words[start]).name)
     at = start
     while isinstance(entry, Mapping):
@@ -243,6 +261,22 @@ def _wrapper(words: Sequence[str], start: int) -> tuple[Wrapper, int] | None:
             return None  # `kubectl get pods`, `docker build .`: runs no command of the line
         entry = table[words[at]]
     return (entry, at) if entry is not None else None
+
+
+def _python_module(words: Sequence[str], start: int) -> int | None:
+    """The index of the module `python [options] -m MODULE` at `words[start]` runs (None
+    for a script or another program)."""
+    if _PYTHON.fullmatch(PurePosixPath(words[start]).name) is None:
+        return None
+    i = start + 1
+    while i < len(words) and words[i].startswith("-") and words[i] not in ("-", "--"):
+        word = words[i]
+        if _PYTHON_M.fullmatch(word):  # `-m`, and after flags of no value in its cluster: `-um`
+            return i + 1 if i + 1 < len(words) else None
+        if not word.startswith("--") and ("m" in word or "c" in word):
+            return None  # `-mpkg` glued (rare) or a command (`-c`): not followed
+        i += 2 if word in _PYTHON_VALUED else 1
+    return None
 
 
 def _own_words_special(w: Wrapper, words: Sequence[str], at: int) -> int | tuple[int, str] | None:

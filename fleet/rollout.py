@@ -62,7 +62,7 @@ from configbags.runtime.record import (
     secret_file_inputs,
 )
 from configbags.runtime.registry import REDACTED, Registry
-from configbags.runtime.yamlsafe import load_json, read_text_limited
+from configbags.runtime.yamlsafe import json_named, load_json, read_text_limited
 from configbags.serve.door import DoorError, check_keys, is_secret, parse_patch, source_problem
 
 READ_KEY_ENV, ADMIN_KEY_ENV = CLIENT_API_KEY_VAR, CLIENT_ADMIN_KEY_VAR
@@ -290,7 +290,7 @@ def load_side(context: Context[Any], where: str, flags: Sequence[str], read_key:
         # a mistyped URL (`http:/u:KEY@host`) is read as a file name: shown masked, as a URL is
         raise ConfigError(f"{shown_url(where)}: no such config file, and not an http(s) URL; give a config file "
                           f"or a server's base URL, e.g. http://10.0.0.7:30000")
-    if path.suffix == ".json":
+    if json_named(path):
         try:
             data = load_json(read_text_limited(path))
         except (OSError, ConfigError) as exc:

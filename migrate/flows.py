@@ -2756,13 +2756,17 @@ def _bindings(statements: Iterable[ast.stmt], lines: list[int], qualname: str, i
 
 def module_names(files: Sequence[str]) -> dict[str, str]:
     """Module name -> file: by the `__init__.py` chain above each file, and also by its
-    whole path (for namespace packages and roots given as packages' parents)."""
-    inits = {posixpath.dirname(f) for f in files if posixpath.basename(f).lower() in ("__init__.py", "__init__.pyw")}
+    whole path (for namespace packages and roots given as packages' parents). Only a
+    file an import loads has a name, as on Linux: one named `.py` exactly (`x.PY`, `x.pyw`
+    or a `.pth` beside `x.py`, scanned as scripts, stand for no module), a package's
+    `__init__.py` before a module of its name (`dup/__init__.py` before `dup.py`)."""
+    importable = sorted(
+        (f for f in files if f.endswith(".py")), key=lambda f: posixpath.basename(f) != "__init__.py"
+    )
+    inits = {posixpath.dirname(f) for f in importable if posixpath.basename(f) == "__init__.py"}
     names: dict[str, str] = {}
     extra: dict[str, str] = {}
-    # a package and a module of one name (`dup/__init__.py`, `dup.py`): Python imports
-    # the package, so its file takes the name first
-    for rel in sorted(files, key=lambda f: posixpath.basename(f).lower() not in ("__init__.py", "__init__.pyw")):
+    for rel in importable:
         folder, base = posixpath.split(rel)
         stem = base.rsplit(".", 1)[0]
         chain = [] if stem == "__init__" else [stem]
@@ -3738,6 +3742,15 @@ def home_modules(files: Sequence[str], results: Mapping[str, FileScan], settings
         if name in settings.record_attributes and (target := f"{project.absolute(rel, level, module)}.{name}") not in project.modules
     }
     return _homes(project, settings) | named
+
+
+def scanned_homes(files: Sequence[str], results: Mapping[str, FileScan], settings: ScanSettings) -> dict[str, str]:
+    """Module -> file of the scanned modules that define the raw accessor: a home scanned
+    with the rest (not excluded) offers its importers its second getters too, read from
+    its source as an excluded home's are (`def get_global_server_args(): return _A`
+    beside `def get_server_args(): return _A`)."""
+    defining = {rel for rel, result in results.items() if (settings.raw_accessor, "record") in result.flow.fetchers}
+    return {name: rel for name, rel in module_names(files).items() if rel in defining}
 
 
 def _homes(project: _Project, settings: ScanSettings) -> set[str]:

@@ -117,6 +117,7 @@ from configbags.migrate.flows import (
     home_modules,
     prefixed_import_reads,
     project_pass,
+    scanned_homes,
     use_facts,
 )
 from configbags.migrate.generated import GENERATED_HEADER, GeneratedPackages
@@ -420,17 +421,24 @@ def _collect(
 def _home_sources(project: Path, results: dict[str, FileScan], settings: ScanSettings) -> dict[str, tuple[str, bytes]]:
     """The source of each record home module the files import that is not scanned
     (excluded: `legacy/server_args.py`), where it lies in the project under its module's
-    path, with that path: its second getters and the names it only imports matter to its
-    importers (configbags.migrate.flows.HomeFacts)."""
+    path, with that path, and of each scanned one defining the raw accessor: its second
+    getters and the names it only imports matter to its importers
+    (configbags.migrate.flows.HomeFacts)."""
     found: dict[str, tuple[str, bytes]] = {}
     for module in sorted(home_modules(list(results), results, settings)):
         parts = module.split(".")
-        for rel in ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])):
+        # (a package before a module of its name, as Python imports it)
+        for rel in ("/".join([*parts, "__init__.py"]), "/".join(parts) + ".py"):
             try:
                 found[module] = (rel, read_source(str(project / rel), settings.max_bytes))
                 break
             except (NotReadable, OSError):
                 continue
+    for module, rel in scanned_homes(list(results), results, settings).items():
+        try:
+            found.setdefault(module, (rel, read_source(str(project / rel), settings.max_bytes)))
+        except (NotReadable, OSError):
+            continue
     return found
 
 

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import attrs
 
 # Bump when the analysis changes, so old cache entries are not served.
-SCANNER_VERSION = 78
+SCANNER_VERSION = 79
 
 # Which record a read reaches, as far as the code shows. `ratchet fix` may only rewrite a
 # read of the *process* record to an accessor; the others would change meaning:

@@ -126,7 +126,8 @@ def _import_bases(project: Path, roots: Sequence[str]) -> list[Path]:
 
 
 def _module_file(base: Path, parts: Sequence[str]) -> Path | None:
-    for candidate in (base.joinpath(*parts[:-1], f"{parts[-1]}.py"), base.joinpath(*parts, "__init__.py")):
+    # (a package before a module of its name, as Python imports it)
+    for candidate in (base.joinpath(*parts, "__init__.py"), base.joinpath(*parts[:-1], f"{parts[-1]}.py")):
         if candidate.is_file():
             return candidate
     return None

@@ -805,7 +805,7 @@ def add_config_flag(parser: argparse.ArgumentParser, presets: Sequence[str] = ()
     if presets:
         parser.add_argument("--preset", choices=list(presets), default=None, action=Once,
                             help="a named bundle of values (see CONFIG.md); anything set explicitly wins over it")
-    parser.add_argument("--dump-config", metavar="PATH", default=None,
+    parser.add_argument("--dump-config", metavar="PATH", default=None, action=Once,
                         help="at publish, write the resolved config as a config file that reproduces "
                              "this run when passed back with --config (secrets are left out)")
 

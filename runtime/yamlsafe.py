@@ -480,6 +480,13 @@ def file_kind(mode: int) -> str:
     return "not a file"
 
 
+def json_named(name: str | Path) -> bool:
+    """Is a config file of this name read, and written, as JSON: its name ends in `.json`
+    in any case (`x.JSON`, and a file named just `.json`, whose Path suffix is empty)? The
+    one judgement both sides make, so a dump always reads back."""
+    return (name.name if isinstance(name, Path) else name).lower().endswith(".json")
+
+
 def load_file(path: Path, loader: type[StrictLoader] = StrictLoader, **json_options: bool) -> Any:
     """One config, schema or model file: read within the limits, parsed as JSON when it is
     named `*.json` (with `load_json`'s options), as YAML otherwise."""
@@ -489,7 +496,7 @@ def load_file(path: Path, loader: type[StrictLoader] = StrictLoader, **json_opti
 def load_text(text: str, name: str, loader: type[StrictLoader] = StrictLoader, **json_options: bool) -> Any:
     """The text of a file named `name`, parsed as `load_file` parses the file (so `configbags
     lint` reads a config file, or one embedded in a ConfigMap, as the server will)."""
-    return load_json(text, **json_options) if name.lower().endswith(".json") else load_yaml(text, loader)
+    return load_json(text, **json_options) if json_named(name) else load_yaml(text, loader)
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -153,7 +153,7 @@ def dump_config(registry: Registry, state: State, path: str | Path, left_out: Ma
     comment and in a warning logged at the dump) and set as before, and so is each leaf of
     `left_out` (leaf -> why: a value no operator gave, such as explain's placeholder). The file is replaced whole or not at all; a path that
     cannot be written is an OutputFileError."""
-    from configbags.runtime.yamlsafe import dump_json, dump_yaml, write_text_atomic
+    from configbags.runtime.yamlsafe import dump_json, dump_yaml, json_named, write_text_atomic
 
     reg = registry
     values: dict[str, Any] = {}
@@ -175,7 +175,7 @@ def dump_config(registry: Registry, state: State, path: str | Path, left_out: Ma
         header.append(f"# Secrets left out (set them as before): {', '.join(sorted(secrets))}.")
     for name, why in sorted((left_out or {}).items()):
         header.append(f"# Left out: {name} ({why}); set it when passing this file back.")
-    if Path(path).suffix.lower() == ".json":
+    if json_named(Path(path)):
         # `--config x.json` reads JSON, which has no comments: the values alone
         text = dump_json(values)
     else:
