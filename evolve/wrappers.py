@@ -137,9 +137,10 @@ _MPI = Wrapper(_dashed(_MPI_VALUED), pairs=_dashed(_MPI_PAIRS), words=True)
 # `torch.distributed.launch`): every option takes a value but these flags; then the script
 # it runs, or with `-m`/`--module` the module (`torchrun --nproc-per-node 8 -m
 # sglang.launch_server ARGS`), whose words are the command's program words
-_TORCHRUN = Wrapper(bare=frozenset(
-    "-m --module --standalone --no-python --no_python --run-path --run_path --use-env --use_env "
-    "--virtual-local-rank --virtual_local_rank -h --help".split()))
+_TORCHRUN = Wrapper(bare=frozenset({
+    "-m", "--module", "--standalone", "--no-python", "--no_python", "--run-path", "--run_path", "--use-env",
+    "--use_env", "--virtual-local-rank", "--virtual_local_rank", "-h", "--help",
+}))
 TORCH_LAUNCH_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
 _PYTHON = re.compile(r"python[0-9.]*")
 # the interpreter's own options that take the next word (`python -W ignore -m x`)
